@@ -1,0 +1,99 @@
+/*
+ * config.h - $PBX_HOME/config.yaml parsed (with libyaml) into typed structs.
+ *
+ * The file holds cluster templates and cloud sections:
+ *
+ *   clusters:
+ *     NAME:
+ *       cloud: local | gce | aws
+ *       login_user: root
+ *       ssh_key: ~/.pbx/id_ed25519     # private key file; absent = ssh-agent
+ *       image: debian-12
+ *       head: { machine_type: e2-standard-4 }
+ *       node_groups:
+ *         - { name: gpu, count: 2, machine_type: n1-standard-8,
+ *             gpus: 2, gpu_type: nvidia-tesla-t4, spot: false }
+ *   clouds:
+ *     gce:   { project: P, zone: Z, credentials: FILE }
+ *     aws:   { region: R, profile: NAME, endpoint: URL }
+ *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
+ *
+ * Every error names file, line and key ("config.yaml:7: clusters.x.count:
+ * must be a positive integer") with code PBX_EXIT_USAGE.  Loading changes
+ * nothing on disk.  Templates are described in templates/config.yaml.
+ */
+#ifndef PBX_CONFIG_CONFIG_H
+#define PBX_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+struct pbx_node_group {
+	char *name;          /* group name; nodes are named NAME1, NAME2, ... */
+	int count;           /* number of nodes, >= 1 */
+	char *machine_type;  /* cloud machine type; may be NULL for local */
+	int gpus;            /* GPUs per node (GRES gpu count), >= 0 */
+	char *gpu_type;      /* accelerator type, may be NULL */
+	bool spot;           /* preemptible / spot instances */
+	int line;            /* line in the config file, 0 for built-in */
+};
+
+struct pbx_cluster_template {
+	char *name;                   /* the key under `clusters:` */
+	char *cloud;                  /* "local", "gce" or "aws" */
+	char *login_user;             /* SSH login user */
+	char *ssh_key;                /* private key path (tilde-expanded), NULL = agent */
+	char *image;                  /* image name / family / AMI */
+	char *head_machine_type;      /* head node machine type, may be NULL */
+	struct pbx_node_group *groups;
+	size_t ngroups;
+	int line;
+};
+
+struct pbx_cloud_gce {
+	char *project, *zone, *credentials;   /* each may be NULL */
+};
+
+struct pbx_cloud_aws {
+	char *region, *profile, *endpoint;    /* each may be NULL */
+};
+
+struct pbx_cloud_local {
+	char *address_base;   /* first node address is base+1; default 127.0.1.0 */
+	int ssh_port;         /* sshd port of node bodies; default 22022 */
+	int slurm_port_base;  /* first SLURM port; default 17000 */
+};
+
+struct pbx_config {
+	char *path;                          /* file it came from, or "(built-in)" */
+	struct pbx_cluster_template *templates;
+	size_t ntemplates;
+	struct pbx_cloud_gce gce;
+	struct pbx_cloud_aws aws;
+	struct pbx_cloud_local local;
+};
+
+/*
+ * Loads and validates `path`.  A missing file yields the built-in default
+ * (one template "local", 2 compute nodes with 2 GPU GRES each) when
+ * `missing_ok`.  Refuses a file others can write.  On success *out is owned
+ * by the caller (pbx_config_free); on failure *out is NULL and err says
+ * FILE:LINE: KEY: problem.
+ */
+int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out,
+		    struct pbx_err *err);
+/* Parses YAML text as if read from `name` (used by tests and fuzzing). */
+int pbx_config_parse(const char *name, const char *text, size_t len,
+		     struct pbx_config **out, struct pbx_err *err);
+/* The built-in default configuration; caller frees with pbx_config_free. */
+struct pbx_config *pbx_config_default(void);
+void pbx_config_free(struct pbx_config *cfg);
+/* Template by name, or NULL. */
+const struct pbx_cluster_template *pbx_config_template(const struct pbx_config *cfg,
+						       const char *name);
+/* Total compute nodes in a template. */
+int pbx_template_node_count(const struct pbx_cluster_template *t);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * ssh.h - the SSH layer (libssh2): connect with public-key auth (key file or
+ * ssh-agent), pinned host keys, exec with streamed output and exit status,
+ * file and tree transfer with integrity checks, connection reuse, bounded
+ * parallel fan-out, and reaching private nodes through a jump host
+ * (direct-tcpip).
+ *
+ * Thread model: one struct pbx_ssh must be used by one thread at a time.
+ * Different connections may be used from different threads at once.
+ * Library code: never prints; errors go to struct pbx_err.
+ */
+#ifndef PBX_SSH_SSH_H
+#define PBX_SSH_SSH_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+
+struct pbx_store;
+struct pbx_ssh;
+
+/*
+ * Host key policy.  `check` is called with the server's host key after the
+ * handshake; it returns 0 to accept or -1 (with err set, code
+ * PBX_EXIT_SECURITY) to refuse.  `hostport` is "host:port" (or the
+ * target's name when set).  key_type is e.g. "ssh-ed25519"; key_b64 is the
+ * base64 key blob as in known_hosts.
+ */
+struct pbx_hostkeys {
+	int (*check)(void *ctx, const char *hostport, const char *key_type,
+		     const char *key_b64, struct pbx_err *err);
+	void *ctx;
+};
+
+/* Pins keys into the store on first contact; refuses a changed key with a
+ * message naming `pbx cluster forget-host HOSTPORT` to reset it.  The store
+ * must outlive every connection made with the policy. */
+void pbx_hostkeys_from_store(struct pbx_hostkeys *hk, struct pbx_store *store);
+
+struct pbx_ssh_target {
+	const char *host;         /* address to connect to (or to reach via `via`) */
+	int port;                 /* 22 if 0 */
+	const char *user;         /* login user */
+	const char *key_path;     /* private key file (public key at key_path.pub
+	                             or derived); NULL = ssh-agent */
+	const char *name;         /* host-key pin name; NULL = "host:port" */
+	struct pbx_ssh *via;      /* jump host connection for direct-tcpip, or NULL;
+	                             must outlive this connection */
+	int timeout_ms;           /* connect/handshake/auth timeout; 0 = 20000 */
+};
+
+/*
+ * Connects and authenticates.  On success *out is owned by the caller and
+ * released with pbx_ssh_close().  A refused key gives code PBX_EXIT_FAIL
+ * with "permission denied (publickey) for USER@HOST:PORT"; a changed host
+ * key gives PBX_EXIT_SECURITY.
+ */
+int pbx_ssh_connect(const struct pbx_ssh_target *t, const struct pbx_hostkeys *hk,
+		    struct pbx_ssh **out, struct pbx_err *err);
+void pbx_ssh_close(struct pbx_ssh *s);
+/* "user@host:port" of a connection, for messages; owned by the connection. */
+const char *pbx_ssh_label(const struct pbx_ssh *s);
+
+/* Receives output as it arrives; stream is 1 (stdout) or 2 (stderr). */
+typedef void (*pbx_ssh_output_fn)(void *ctx, int stream, const char *data, size_t len);
+
+/*
+ * Runs `cmdline` through the remote user's shell.  `in`/`inlen` (may be
+ * NULL/0) is sent as stdin, then EOF.  Output streams to `out` (may be NULL
+ * to discard).  *exit_status gets the remote exit code, or 128+N when killed
+ * by signal N.  Returns -1 only when the command could not be run or the
+ * connection broke (a non-zero exit status is not an error).
+ */
+int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t inlen,
+		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
+/* Same, with the command line built from argv (NULL-terminated), each word
+ * shell-quoted. */
+int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in,
+		      size_t inlen, pbx_ssh_output_fn out, void *ctx, int *exit_status,
+		      struct pbx_err *err);
+/* Runs `cmdline` and collects stdout/stderr into the buffers (either may
+ * be NULL). */
+int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
+		    struct pbx_buf *errout, int *exit_status, struct pbx_err *err);
+
+/*
+ * File transfer over SFTP.  Uploads write REMOTE.pbx-tmp then rename, and
+ * downloads write LOCAL.pbx-tmp then rename, so a file appears whole or not
+ * at all.  Both verify the SHA-256 of the two ends (remote `sha256sum`) and
+ * fail on a mismatch.  Remote paths containing a ".." component are refused.
+ */
+int pbx_ssh_put_file(struct pbx_ssh *s, const char *local, const char *remote,
+		     int mode, struct pbx_err *err);
+int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len,
+		     const char *remote, int mode, struct pbx_err *err);
+int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
+		     struct pbx_err *err);
+/*
+ * Whole trees as a tar stream (one exec each way): put_tree copies the
+ * contents of local_dir into remote_dir (created); get_tree the reverse.
+ * The archive's member list is checked on arrival: absolute names, ".."
+ * and links leaving the tree are refused.
+ */
+int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remote_dir,
+		     struct pbx_err *err);
+int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
+		     struct pbx_err *err);
+
+/*
+ * Connection reuse: a pool returns the same live connection for the same
+ * user@host:port (and jump host).  The pool owns its connections; callers
+ * must not close them.  Safe to call from several threads.
+ */
+struct pbx_ssh_pool;
+struct pbx_ssh_pool *pbx_ssh_pool_new(const struct pbx_hostkeys *hk);
+int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
+		     struct pbx_ssh **out, struct pbx_err *err);
+void pbx_ssh_pool_free(struct pbx_ssh_pool *p);   /* closes every connection */
+
+/*
+ * Calls fn(ctx, i, &errs[i]) for i in [0, n) with at most `concurrency`
+ * calls running at once (threads).  Returns the number of calls that
+ * returned non-zero; errs (n entries, may be NULL) holds each one's error.
+ */
+int pbx_fanout(size_t n, int concurrency, int (*fn)(void *ctx, size_t i, struct pbx_err *err),
+	       void *ctx, struct pbx_err *errs);
+
+/* Process-wide setup (libssh2_init); call once from main. */
+int pbx_ssh_global_init(struct pbx_err *err);
+
+#endif

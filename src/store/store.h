@@ -1,0 +1,113 @@
+/*
+ * store.h - everything pbx knows, in one SQLite database ($PBX_HOME/pbx.db).
+ *
+ * WAL mode, a busy timeout, forward-only migrations versioned with
+ * PRAGMA user_version (see migrations.c), and one transaction per logical
+ * change (write transactions start with BEGIN IMMEDIATE so two pbx processes
+ * never deadlock on a lock upgrade).  The connection is opened in
+ * serialized mode, so one struct pbx_store may be shared by threads.
+ *
+ * Tables: clusters, nodes, events (the audit log), host_keys.  Later
+ * modules (experiments, tasks, metrics) add their own migrations.
+ */
+#ifndef PBX_STORE_STORE_H
+#define PBX_STORE_STORE_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct pbx_store;
+
+/* Opens (creating and migrating) the database.  *out is owned by the
+ * caller; release with pbx_store_close(). */
+int pbx_store_open(const char *path, struct pbx_store **out, struct pbx_err *err);
+void pbx_store_close(struct pbx_store *st);
+/* The raw handle, for modules with their own queries; owned by the store. */
+sqlite3 *pbx_store_db(struct pbx_store *st);
+int pbx_store_schema_version(struct pbx_store *st);
+
+/* Write transactions.  begin is BEGIN IMMEDIATE (waits up to the busy
+ * timeout); rollback never fails. */
+int pbx_store_begin(struct pbx_store *st, struct pbx_err *err);
+int pbx_store_commit(struct pbx_store *st, struct pbx_err *err);
+void pbx_store_rollback(struct pbx_store *st);
+/* Runs one SQL statement without results (DDL, simple updates). */
+int pbx_store_exec(struct pbx_store *st, const char *sql, struct pbx_err *err);
+
+/* Appends an audit event (cluster_id 0 = none).  Never fails the caller:
+ * a failure to log is reported on the next store error. */
+void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ---------------------------------------------------------------- clusters */
+
+struct pbx_cluster_row {
+	int64_t id;
+	char *name;           /* unique among clusters not deleted */
+	char *cloud;          /* "local", "gce", "aws" */
+	char *state;          /* "starting", "up", "degraded", "stopping", "deleted" */
+	char *template_json;  /* the template it was built from, as JSON */
+	int slot;             /* provider-specific allocation (local: address/port block) */
+	int64_t created, updated;  /* unix seconds */
+};
+
+/* Fills *row (owned by the caller: pbx_cluster_row_free) for the live
+ * cluster `name`.  Returns 0, or -1 with code PBX_EXIT_NOTFOUND when none. */
+int pbx_store_cluster_get(struct pbx_store *st, const char *name,
+			  struct pbx_cluster_row *row, struct pbx_err *err);
+/* Creates a live cluster row; *id receives its id. */
+int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *cloud,
+			     const char *template_json, int slot, int64_t *id,
+			     struct pbx_err *err);
+int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
+				struct pbx_err *err);
+/* All clusters (deleted ones too when include_deleted), by name.  *rows is
+ * owned by the caller: pbx_cluster_rows_free(*rows, *n). */
+int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
+			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err);
+/* Slots used by live clusters of `cloud`: returns the lowest free slot >= 0. */
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot,
+			struct pbx_err *err);
+void pbx_cluster_row_free(struct pbx_cluster_row *row);
+void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n);
+
+/* ------------------------------------------------------------------- nodes */
+
+struct pbx_node_row {
+	int64_t id;
+	int64_t cluster_id;
+	char *name;         /* SLURM node name ("head", "gpu1", ...) */
+	char *role;         /* "head" or "compute" */
+	char *address;      /* address pbx connects to */
+	int ssh_port;
+	int gpus;
+	char *instance_id;  /* cloud instance id / local pid file; may be NULL */
+	char *state;        /* "creating", "bootstrapping", "up", "down" */
+};
+
+/* Inserts or updates (by cluster_id + name) a node. */
+int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
+		       struct pbx_err *err);
+int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const char *name,
+			     const char *state, struct pbx_err *err);
+/* Nodes of a cluster, head first then by name; caller frees with
+ * pbx_node_rows_free. */
+int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
+			struct pbx_node_row **rows, size_t *n, struct pbx_err *err);
+void pbx_node_rows_free(struct pbx_node_row *rows, size_t n);
+
+/* --------------------------------------------------------------- host keys */
+
+/* Returns 1 and fills *type / *key_b64 (caller frees) when a key is pinned
+ * for `hostport`, 0 when none, -1 on error. */
+int pbx_store_hostkey_get(struct pbx_store *st, const char *hostport, char **type,
+			  char **key_b64, struct pbx_err *err);
+int pbx_store_hostkey_put(struct pbx_store *st, const char *hostport, const char *type,
+			  const char *key_b64, struct pbx_err *err);
+/* Forgets the pinned key; *removed = number of keys removed. */
+int pbx_store_hostkey_forget(struct pbx_store *st, const char *hostport, int *removed,
+			     struct pbx_err *err);
+
+#endif

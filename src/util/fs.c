@@ -1,0 +1,222 @@
+/*
+ * fs.c - file-system helpers (see fs.h).
+ */
+#define _GNU_SOURCE
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <openssl/evp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err)
+{
+	char *p = xstrdup(path), *s;
+	int rc = 0;
+	for (s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+				rc = pbx_err_set(err, "cannot create directory %s: %s", p, strerror(errno));
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	free(p);
+	return rc;
+}
+
+static int pbx_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int pbx_rm_rf(const char *path, struct pbx_err *err)
+{
+	struct stat st;
+	if (!path[0] || !strcmp(path, "/"))
+		return pbx_err_set(err, "refusing to remove '%s'", path);
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
+	if (nftw(path, pbx_rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0)
+		return pbx_err_set(err, "cannot remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int pbx_write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pbx_write_file_atomic(const char *path, const void *data, size_t len,
+			  mode_t mode, struct pbx_err *err)
+{
+	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *dcopy = xstrdup(path);
+	int fd, dfd, rc = -1;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0) {
+		pbx_err_set(err, "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (pbx_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	fchmod(fd, mode);
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		pbx_err_set(err, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	rc = 0;
+out:
+	free(tmp);
+	free(dcopy);
+	return rc;
+}
+
+int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err)
+{
+	char chunk[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pbx_err_set(err, "cannot open %s: %s", path, strerror(errno));
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return pbx_err_set(err, "cannot read %s: %s", path, strerror(errno));
+		}
+		pbx_buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+int pbx_check_private(const char *path, int secret, struct pbx_err *err)
+{
+	struct stat st;
+	mode_t bad = secret ? (S_IRWXG | S_IRWXO) : (S_IWGRP | S_IWOTH);
+	if (stat(path, &st) < 0)
+		return pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
+	if (st.st_mode & bad)
+		return pbx_err_setc(err, PBX_EXIT_SECURITY,
+				    "%s is %s by others (mode %03o); refusing to use it: run 'chmod %s %s'",
+				    path, secret ? "accessible" : "writable",
+				    (unsigned)(st.st_mode & 0777), secret ? "600" : "go-w", path);
+	if (st.st_uid != getuid() && st.st_uid != 0)
+		return pbx_err_setc(err, PBX_EXIT_SECURITY,
+				    "%s is owned by uid %u, not by you; refusing to use it",
+				    path, (unsigned)st.st_uid);
+	return 0;
+}
+
+static void pbx_hex(const unsigned char *md, unsigned n, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned i;
+	for (i = 0; i < n; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[2 * n] = '\0';
+}
+
+void pbx_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+	pbx_hex(md, n, hex);
+}
+
+int pbx_sha256_file(const char *path, char hex[65], struct pbx_err *err)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], chunk[1 << 16];
+	unsigned n = 0;
+	ssize_t r;
+	EVP_MD_CTX *ctx;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pbx_err_set(err, "cannot open %s: %s", path, strerror(errno));
+	ctx = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	while ((r = read(fd, chunk, sizeof(chunk))) > 0)
+		EVP_DigestUpdate(ctx, chunk, (size_t)r);
+	close(fd);
+	EVP_DigestFinal_ex(ctx, md, &n);
+	EVP_MD_CTX_free(ctx);
+	if (r < 0)
+		return pbx_err_set(err, "cannot read %s: %s", path, strerror(errno));
+	pbx_hex(md, n, hex);
+	return 0;
+}
+
+const char *pbx_home(void)
+{
+	static char *home;
+	const char *env;
+	if (home)
+		return home;
+	env = getenv("PBX_HOME");
+	if (env && *env) {
+		home = xstrdup(env);
+	} else {
+		const char *h = getenv("HOME");
+		if (!h || !*h) {
+			struct passwd *pw = getpwuid(getuid());
+			h = pw ? pw->pw_dir : "/";
+		}
+		home = xasprintf("%s/.pbx", h);
+	}
+	return home;
+}
+
+char *pbx_home_path(const char *rel)
+{
+	return xasprintf("%s/%s", pbx_home(), rel);
+}
+
+char *pbx_expand_tilde(const char *path)
+{
+	const char *h;
+	if (strncmp(path, "~/", 2) != 0)
+		return xstrdup(path);
+	h = getenv("HOME");
+	return xasprintf("%s/%s", h ? h : "", path + 2);
+}

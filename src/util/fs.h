@@ -1,0 +1,41 @@
+/*
+ * fs.h - small file-system helpers: directories, atomic writes, whole-file
+ * reads, permission checks, SHA-256 of files, and $PBX_HOME.
+ *
+ * All return 0 on success or -1 with `err` filled (naming the path).
+ */
+#ifndef PBX_UTIL_FS_H
+#define PBX_UTIL_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+
+/* mkdir -p with `mode` for the directories it creates. */
+int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err);
+/* rm -rf; a missing path is not an error.  Refuses "/" and "". */
+int pbx_rm_rf(const char *path, struct pbx_err *err);
+/* Writes `len` bytes to `path` atomically: temporary file in the same
+ * directory, fsync, rename, fsync of the directory. */
+int pbx_write_file_atomic(const char *path, const void *data, size_t len,
+			  mode_t mode, struct pbx_err *err);
+/* Appends the whole file to `out`. */
+int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
+/* Refuses a file that group or others can write (and, when `secret`, read),
+ * with a message that says how to fix it (code PBX_EXIT_SECURITY). */
+int pbx_check_private(const char *path, int secret, struct pbx_err *err);
+/* Lowercase hex SHA-256 of a file into hex[65]. */
+int pbx_sha256_file(const char *path, char hex[65], struct pbx_err *err);
+/* Lowercase hex SHA-256 of memory into hex[65]. */
+void pbx_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* $PBX_HOME, or ~/.pbx.  Returned string is static; valid for the process. */
+const char *pbx_home(void);
+/* Returns a fresh "$PBX_HOME/rel"; caller frees. */
+char *pbx_home_path(const char *rel);
+/* Expands a leading "~/" to $HOME; caller frees. */
+char *pbx_expand_tilde(const char *path);
+
+#endif
