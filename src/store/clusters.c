@@ -1,0 +1,246 @@
+/*
+ * clusters.c - cluster and node rows (see store.h).
+ *
+ * A cluster name is unique among live clusters; a stopped cluster keeps its
+ * row with state "deleted" so the audit log stays meaningful.
+ */
+#include "store/store_internal.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated"
+
+static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
+{
+	row->id = sqlite3_column_int64(stmt, 0);
+	row->name = pbx_store_col_text(stmt, 1);
+	row->cloud = pbx_store_col_text(stmt, 2);
+	row->state = pbx_store_col_text(stmt, 3);
+	row->template_json = pbx_store_col_text(stmt, 4);
+	row->slot = sqlite3_column_int(stmt, 5);
+	row->created = sqlite3_column_int64(stmt, 6);
+	row->updated = sqlite3_column_int64(stmt, 7);
+}
+
+int pbx_store_cluster_get(struct pbx_store *st, const char *name,
+			  struct pbx_cluster_row *row, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+	memset(row, 0, sizeof(*row));
+	if (pbx_store_prepare(st, "SELECT " CLUSTER_COLS " FROM clusters"
+			      " WHERE name = ? AND state != 'deleted'", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		pbx_cluster_row_read(stmt, row);
+	sqlite3_finalize(stmt);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc == SQLITE_DONE)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
+	return pbx_store_fail(st, err, "read cluster");
+}
+
+int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *cloud,
+			     const char *template_json, int slot, int64_t *id,
+			     struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	int64_t now = (int64_t)time(NULL);
+	if (pbx_store_prepare(st, "INSERT INTO clusters(name, cloud, state, template_json, slot,"
+			      " created, updated) VALUES (?, ?, 'starting', ?, ?, ?, ?)",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, cloud, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 3, template_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 4, slot);
+	sqlite3_bind_int64(stmt, 5, now);
+	sqlite3_bind_int64(stmt, 6, now);
+	if (pbx_store_step_done(st, stmt, err) < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(st->db);
+	pbx_store_event(st, *id, "cluster.create", "cluster %s (%s) slot %d", name, cloud, slot);
+	return 0;
+}
+
+int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
+				struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE clusters SET state = ?, updated = ? WHERE id = ?",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, (int64_t)time(NULL));
+	sqlite3_bind_int64(stmt, 3, id);
+	if (pbx_store_step_done(st, stmt, err) < 0)
+		return -1;
+	pbx_store_event(st, id, "cluster.state", "%s", state);
+	return 0;
+}
+
+int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
+			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, include_deleted
+			      ? "SELECT " CLUSTER_COLS " FROM clusters ORDER BY name, id"
+			      : "SELECT " CLUSTER_COLS " FROM clusters WHERE state != 'deleted'"
+				" ORDER BY name", &stmt, err) < 0)
+		return -1;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			*rows = xreallocarray(*rows, cap, sizeof(**rows));
+		}
+		pbx_cluster_row_read(stmt, &(*rows)[(*n)++]);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		pbx_cluster_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "list clusters");
+	}
+	return 0;
+}
+
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot,
+			struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	int rc, want = 0;
+	if (pbx_store_prepare(st, "SELECT slot FROM clusters WHERE cloud = ? AND state != 'deleted'"
+			      " ORDER BY slot", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int used = sqlite3_column_int(stmt, 0);
+		if (used == want)
+			want++;
+		else if (used > want)
+			break;
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return pbx_store_fail(st, err, "find free slot");
+	*slot = want;
+	return 0;
+}
+
+void pbx_cluster_row_free(struct pbx_cluster_row *row)
+{
+	free(row->name);
+	free(row->cloud);
+	free(row->state);
+	free(row->template_json);
+	memset(row, 0, sizeof(*row));
+}
+
+void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		pbx_cluster_row_free(&rows[i]);
+	free(rows);
+}
+
+/* ------------------------------------------------------------------- nodes */
+
+int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
+		       struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
+			      " gpus, instance_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+			      " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
+			      " address = excluded.address, ssh_port = excluded.ssh_port,"
+			      " gpus = excluded.gpus, instance_id = excluded.instance_id,"
+			      " state = excluded.state", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, node->cluster_id);
+	sqlite3_bind_text(stmt, 2, node->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 3, node->role, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 4, node->address, -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 5, node->ssh_port);
+	sqlite3_bind_int(stmt, 6, node->gpus);
+	sqlite3_bind_text(stmt, 7, node->instance_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 8, node->state ? node->state : "creating", -1, SQLITE_STATIC);
+	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const char *name,
+			     const char *state, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE nodes SET state = ? WHERE cluster_id = ? AND name = ?",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, cluster_id);
+	sqlite3_bind_text(stmt, 3, name, -1, SQLITE_STATIC);
+	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
+			struct pbx_node_row **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
+			      " instance_id, state FROM nodes WHERE cluster_id = ?"
+			      " ORDER BY role = 'compute', length(name), name", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, cluster_id);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct pbx_node_row *r;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			*rows = xreallocarray(*rows, cap, sizeof(**rows));
+		}
+		r = &(*rows)[(*n)++];
+		r->id = sqlite3_column_int64(stmt, 0);
+		r->cluster_id = sqlite3_column_int64(stmt, 1);
+		r->name = pbx_store_col_text(stmt, 2);
+		r->role = pbx_store_col_text(stmt, 3);
+		r->address = pbx_store_col_text(stmt, 4);
+		r->ssh_port = sqlite3_column_int(stmt, 5);
+		r->gpus = sqlite3_column_int(stmt, 6);
+		r->instance_id = pbx_store_col_text(stmt, 7);
+		r->state = pbx_store_col_text(stmt, 8);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		pbx_node_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "list nodes");
+	}
+	return 0;
+}
+
+void pbx_node_rows_free(struct pbx_node_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(rows[i].name);
+		free(rows[i].role);
+		free(rows[i].address);
+		free(rows[i].instance_id);
+		free(rows[i].state);
+	}
+	free(rows);
+}

@@ -1,0 +1,95 @@
+/*
+ * migrations.c - the store's schema, as forward-only migrations.
+ *
+ * migrations[i] takes the schema from user_version i to i+1.  Never edit a
+ * released migration: append a new one.  Each runs in its own transaction
+ * together with the user_version bump, so a crash leaves the old or the new
+ * schema, never half of one.
+ */
+#include "store/store_internal.h"
+
+#include <stdio.h>
+
+static const char *const migrations[] = {
+	/* 1: clusters, nodes, events, host keys */
+	"CREATE TABLE clusters ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  cloud TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  template_json TEXT NOT NULL,"
+	"  slot INTEGER NOT NULL DEFAULT 0,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL);"
+	"CREATE UNIQUE INDEX clusters_live_name ON clusters(name) WHERE state != 'deleted';"
+	"CREATE TABLE nodes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  name TEXT NOT NULL,"
+	"  role TEXT NOT NULL,"
+	"  address TEXT NOT NULL,"
+	"  ssh_port INTEGER NOT NULL,"
+	"  gpus INTEGER NOT NULL DEFAULT 0,"
+	"  instance_id TEXT,"
+	"  state TEXT NOT NULL,"
+	"  UNIQUE(cluster_id, name));"
+	"CREATE TABLE events ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time INTEGER NOT NULL,"
+	"  cluster_id INTEGER,"
+	"  kind TEXT NOT NULL,"
+	"  detail TEXT NOT NULL);"
+	"CREATE INDEX events_cluster ON events(cluster_id, time);"
+	"CREATE TABLE host_keys ("
+	"  hostport TEXT PRIMARY KEY,"
+	"  key_type TEXT NOT NULL,"
+	"  key_b64 TEXT NOT NULL,"
+	"  first_seen INTEGER NOT NULL);",
+};
+
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int pbx_store_schema_version(struct pbx_store *st)
+{
+	sqlite3_stmt *stmt;
+	int v = -1;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &stmt, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static int pbx_store_apply(struct pbx_store *st, int to, struct pbx_err *err)
+{
+	char bump[64];
+	if (pbx_store_exec(st, migrations[to - 1], err) < 0)
+		return -1;
+	snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", to);
+	return pbx_store_exec(st, bump, err);
+}
+
+int pbx_store_migrate(struct pbx_store *st, struct pbx_err *err)
+{
+	int v;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	v = pbx_store_schema_version(st);
+	if (v < 0) {
+		pbx_store_rollback(st);
+		return pbx_store_fail(st, err, "read schema version");
+	}
+	if (v > NMIGRATIONS) {
+		pbx_store_rollback(st);
+		return pbx_err_set(err, "store %s has schema version %d, newer than this pbx (%d); "
+				   "upgrade pbx", st->path, v, NMIGRATIONS);
+	}
+	for (; v < NMIGRATIONS; v++) {
+		if (pbx_store_apply(st, v + 1, err) < 0) {
+			pbx_store_rollback(st);
+			return pbx_err_prefix(err, "migration to schema %d failed", v + 1);
+		}
+	}
+	return pbx_store_commit(st, err);
+}

@@ -14,6 +14,7 @@
 #define PBX_STORE_STORE_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"

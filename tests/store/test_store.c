@@ -1,0 +1,158 @@
+/*
+ * test_store.c - the SQLite store: migrations, cluster and node rows, host
+ * keys, and two processes writing at the same time without "database is
+ * locked" failures.
+ */
+#include "common/tap.h"
+#include "store/store.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dbpath[256];
+
+static void test_schema_and_clusters(void)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_row row, *rows;
+	size_t n;
+	int64_t id, id2;
+	int slot;
+
+	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
+	ok(pbx_store_schema_version(st) == 1, "schema version is 1");
+	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
+	   "missing cluster is NOTFOUND");
+	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
+	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "first slot is 0");
+	ok(pbx_store_cluster_create(st, "a", "local", "{}", 0, &id, &err) == 0, "create a");
+	ok(pbx_store_cluster_create(st, "a", "local", "{}", 1, &id2, &err) < 0,
+	   "second live cluster with the same name refused");
+	ok(pbx_store_cluster_create(st, "b", "local", "{}", 1, &id2, &err) == 0, "create b");
+	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 2, "next slot is 2");
+	ok(pbx_store_cluster_set_state(st, id, "deleted", &err) == 0, "delete a");
+	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "slot 0 reused");
+	ok(pbx_store_cluster_create(st, "a", "local", "{\"x\":1}", 0, &id, &err) == 0,
+	   "name reusable after delete");
+	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 && !strcmp(row.template_json, "{\"x\":1}")
+	   && !strcmp(row.state, "starting"), "get returns the live row");
+	pbx_cluster_row_free(&row);
+	ok(pbx_store_cluster_list(st, 0, &rows, &n, &err) == 0 && n == 2, "two live clusters");
+	pbx_cluster_rows_free(rows, n);
+	ok(pbx_store_cluster_list(st, 1, &rows, &n, &err) == 0 && n == 3, "three with deleted");
+	pbx_cluster_rows_free(rows, n);
+	pbx_store_close(st);
+}
+
+static void test_nodes_and_hostkeys(void)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_node_row node = {0}, *rows;
+	char *type, *key;
+	size_t n;
+	int removed;
+
+	pbx_store_open(dbpath, &st, &err);
+	node.cluster_id = 1;
+	node.name = "node2"; node.role = "compute"; node.address = "127.0.1.3"; node.ssh_port = 22;
+	ok(pbx_store_node_put(st, &node, &err) == 0, "put node2");
+	node.name = "head"; node.role = "head"; node.address = "127.0.1.1";
+	ok(pbx_store_node_put(st, &node, &err) == 0, "put head");
+	node.name = "node10"; node.role = "compute"; node.address = "127.0.1.11";
+	ok(pbx_store_node_put(st, &node, &err) == 0, "put node10");
+	node.address = "127.0.1.12"; node.state = "up";
+	ok(pbx_store_node_put(st, &node, &err) == 0, "update node10");
+	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 3, "three nodes");
+	ok(n == 3 && !strcmp(rows[0].name, "head") && !strcmp(rows[1].name, "node2") &&
+	   !strcmp(rows[2].name, "node10") && !strcmp(rows[2].address, "127.0.1.12") &&
+	   !strcmp(rows[2].state, "up"), "head first, then natural order; update applied");
+	pbx_node_rows_free(rows, n);
+
+	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 0, "no key yet");
+	ok(pbx_store_hostkey_put(st, "127.0.1.1:22", "ssh-ed25519", "AAAA", &err) == 0, "pin");
+	ok(pbx_store_hostkey_put(st, "127.0.1.1:22", "ssh-ed25519", "BBBB", &err) == 0,
+	   "second put keeps the first key");
+	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 1 && !strcmp(key, "AAAA"),
+	   "pinned key returned");
+	free(type);
+	free(key);
+	ok(pbx_store_hostkey_forget(st, "127.0.1.1:22", &removed, &err) == 0 && removed == 1, "forget");
+	pbx_store_close(st);
+}
+
+/* Each writer does many short write transactions, as concurrent pbx
+ * commands do; none may fail with SQLITE_BUSY. */
+static int writer(int which, int rounds)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	int i;
+	if (pbx_store_open(dbpath, &st, &err) < 0) {
+		fprintf(stderr, "writer %d: %s\n", which, err.msg);
+		return 1;
+	}
+	for (i = 0; i < rounds; i++) {
+		struct pbx_node_row node = {0};
+		char name[32];
+		snprintf(name, sizeof(name), "w%d-%d", which, i);
+		node.cluster_id = 1; node.name = name; node.role = "compute";
+		node.address = "127.0.1.9"; node.ssh_port = 22;
+		if (pbx_store_begin(st, &err) < 0 || pbx_store_node_put(st, &node, &err) < 0 ||
+		    pbx_store_cluster_set_state(st, 2, "up", &err) < 0 ||
+		    pbx_store_commit(st, &err) < 0) {
+			fprintf(stderr, "writer %d round %d: %s\n", which, i, err.msg);
+			pbx_store_close(st);
+			return 1;
+		}
+	}
+	pbx_store_close(st);
+	return 0;
+}
+
+static void test_two_writers(void)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_node_row *rows;
+	size_t n;
+	int status, failures = 0, w;
+	pid_t pids[2];
+	for (w = 0; w < 2; w++) {
+		pids[w] = fork();
+		if (pids[w] == 0)
+			_exit(writer(w, 400));
+	}
+	for (w = 0; w < 2; w++) {
+		waitpid(pids[w], &status, 0);
+		failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ok(failures == 0, "two processes wrote 400 transactions each without a lock failure");
+	pbx_store_open(dbpath, &st, &err);
+	if (pbx_store_node_list(st, 1, &rows, &n, &err) < 0)
+		n = 0;
+	ok(n == 3 + 800, "all 800 rows present (%zu nodes)", n);
+	pbx_node_rows_free(rows, n);
+	pbx_store_close(st);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/pbx-store-XXXXXX";
+	if (!mkdtemp(dir))
+		return 2;
+	snprintf(dbpath, sizeof(dbpath), "%s/pbx.db", dir);
+	test_schema_and_clusters();
+	test_nodes_and_hostkeys();
+	test_two_writers();
+	{
+		char *cmd = xasprintf("rm -rf %s", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cleanup failed\n");
+		free(cmd);
+	}
+	return tap_done();
+}
