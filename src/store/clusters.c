@@ -162,11 +162,11 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
 {
 	sqlite3_stmt *stmt;
 	if (pbx_store_prepare(st, "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
-			      " gpus, instance_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+			      " gpus, instance_id, state, root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 			      " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
 			      " address = excluded.address, ssh_port = excluded.ssh_port,"
 			      " gpus = excluded.gpus, instance_id = excluded.instance_id,"
-			      " state = excluded.state", &stmt, err) < 0)
+			      " state = excluded.state, root = excluded.root", &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, node->cluster_id);
 	sqlite3_bind_text(stmt, 2, node->name, -1, SQLITE_STATIC);
@@ -176,6 +176,7 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
 	sqlite3_bind_int(stmt, 6, node->gpus);
 	sqlite3_bind_text(stmt, 7, node->instance_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 8, node->state ? node->state : "creating", -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 9, node->root ? node->root : "", -1, SQLITE_STATIC);
 	return pbx_store_step_done(st, stmt, err);
 }
 
@@ -201,7 +202,7 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 	*rows = NULL;
 	*n = 0;
 	if (pbx_store_prepare(st, "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
-			      " instance_id, state FROM nodes WHERE cluster_id = ?"
+			      " instance_id, state, root FROM nodes WHERE cluster_id = ?"
 			      " ORDER BY role = 'compute', length(name), name", &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
@@ -221,6 +222,7 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 		r->gpus = sqlite3_column_int(stmt, 6);
 		r->instance_id = pbx_store_col_text(stmt, 7);
 		r->state = pbx_store_col_text(stmt, 8);
+		r->root = pbx_store_col_text(stmt, 9);
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {
@@ -241,6 +243,7 @@ void pbx_node_rows_free(struct pbx_node_row *rows, size_t n)
 		free(rows[i].address);
 		free(rows[i].instance_id);
 		free(rows[i].state);
+		free(rows[i].root);
 	}
 	free(rows);
 }

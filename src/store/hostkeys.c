@@ -60,3 +60,19 @@ int pbx_store_hostkey_forget(struct pbx_store *st, const char *hostport, int *re
 		pbx_store_event(st, 0, "hostkey.forget", "%s", hostport);
 	return 0;
 }
+
+int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, int *removed,
+				    struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "DELETE FROM host_keys WHERE substr(hostport, 1, length(?1)) = ?1",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_STATIC);
+	if (pbx_store_step_done(st, stmt, err) < 0)
+		return -1;
+	*removed = sqlite3_changes(st->db);
+	if (*removed)
+		pbx_store_event(st, 0, "hostkey.forget", "%d keys under %s", *removed, prefix);
+	return 0;
+}

@@ -31,6 +31,7 @@ static const char *const migrations[] = {
 	"  ssh_port INTEGER NOT NULL,"
 	"  gpus INTEGER NOT NULL DEFAULT 0,"
 	"  instance_id TEXT,"
+	"  root TEXT NOT NULL DEFAULT '',"
 	"  state TEXT NOT NULL,"
 	"  UNIQUE(cluster_id, name));"
 	"CREATE TABLE events ("

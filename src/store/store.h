@@ -84,7 +84,9 @@ struct pbx_node_row {
 	char *address;      /* address pbx connects to */
 	int ssh_port;
 	int gpus;
-	char *instance_id;  /* cloud instance id / local pid file; may be NULL */
+	char *instance_id;  /* cloud instance id; may be NULL */
+	char *root;         /* node's root prefix ("" on cloud nodes, a private
+	                       directory for local node bodies) */
 	char *state;        /* "creating", "bootstrapping", "up", "down" */
 };
 
@@ -110,5 +112,9 @@ int pbx_store_hostkey_put(struct pbx_store *st, const char *hostport, const char
 /* Forgets the pinned key; *removed = number of keys removed. */
 int pbx_store_hostkey_forget(struct pbx_store *st, const char *hostport, int *removed,
 			     struct pbx_err *err);
+
+/* Forgets every key whose name starts with `prefix`. */
+int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, int *removed,
+				    struct pbx_err *err);
 
 #endif

@@ -1,0 +1,478 @@
+/*
+ * cmd-cluster.c - `pbx cluster start|list|show|ssh|exec|stop|forget-host`.
+ *
+ * Thin: parses, calls src/cluster, prints.  Progress of start/stop is a
+ * per-node display on stderr (live on a terminal, plain lines otherwise,
+ * nothing with -q).
+ */
+#include "cli/cmd.h"
+#include "cli/output.h"
+#include "cluster/cluster.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- progress */
+
+struct cluster_progress {
+	struct pbx_progress *p;
+	const char *title;
+};
+
+static void cluster_progress_nodes(void *ctx, size_t n, const char *const *names)
+{
+	struct cluster_progress *cp = ctx;
+	if (!cp->p)
+		cp->p = pbx_progress_new(cp->title, n, names);
+}
+
+static void cluster_progress_stage(void *ctx, size_t i, const char *stage)
+{
+	struct cluster_progress *cp = ctx;
+	pbx_progress_set(cp->p, i, stage);
+}
+
+static int cluster_getopt(const struct pbx_cmd *cmd, int argc, char **argv, const char *shortopts,
+			  const struct option *longopts, int *opt)
+{
+	*opt = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if (*opt == '?')
+		return pbx_usage_error(cmd, "invalid option");
+	return 0;
+}
+
+/* ---------------------------------------------------------------- start */
+
+static const struct pbx_cmd cmd_cluster_start;
+
+static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "template", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+	struct cluster_progress cp = { NULL, NULL };
+	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *tmpl = NULL;
+	char *title;
+	struct timespec t0, t1;
+	int opt, rc;
+	optind = 1;
+	for (;;) {
+		if ((rc = cluster_getopt(&cmd_cluster_start, argc, argv, "t:", longopts, &opt)))
+			return rc;
+		if (opt == -1)
+			break;
+		tmpl = optarg;
+	}
+	if (optind != argc - 1)
+		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
+	title = xasprintf("starting cluster %s", argv[optind]);
+	cp.title = title;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[optind], tmpl, &ev, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pbx_progress_free(cp.p);
+	free(title);
+	if (rc < 0)
+		return pbx_report(&err);
+	pbx_info("cluster %s is up (%.1f s)", argv[optind],
+		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+static const struct pbx_opt_doc cluster_start_opts[] = {
+	{ "-t, --template TEMPLATE", "build from TEMPLATE instead of the template named NAME" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_start = {
+	.name = "start",
+	.summary = "create a cluster, or repair whatever of it is down",
+	.usage = "pbx cluster start [-t TEMPLATE] NAME",
+	.description = "Creates the nodes of template NAME (or TEMPLATE), connects over SSH,\n"
+		       "runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
+		       "on the head, slurmd with GPU GRES on each compute node) and returns when\n"
+		       "sinfo shows every node idle.  On an existing cluster it brings back only\n"
+		       "what is down.",
+	.options = cluster_start_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_start_exec,
+};
+
+/* ----------------------------------------------------------------- stop */
+
+static const struct pbx_cmd cmd_cluster_stop;
+
+static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct cluster_progress cp = { NULL, NULL };
+	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
+	struct pbx_err err = PBX_ERR_INIT;
+	char *title;
+	int rc;
+	if (argc != 2 || argv[1][0] == '-')
+		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
+	title = xasprintf("stopping cluster %s", argv[1]);
+	cp.title = title;
+	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &ev, &err);
+	pbx_progress_free(cp.p);
+	free(title);
+	if (rc < 0)
+		return pbx_report(&err);
+	pbx_info("cluster %s stopped: every process, port and file it made is gone", argv[1]);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_stop = {
+	.name = "stop",
+	.summary = "delete a cluster and everything it created",
+	.usage = "pbx cluster stop NAME",
+	.description = "Removes every process, port, file and cloud resource of the cluster\n"
+		       "(found by label or directory, not only from the store) and marks it\n"
+		       "deleted in the store.",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_stop_exec,
+};
+
+/* ----------------------------------------------------------------- list */
+
+static const struct pbx_cmd cmd_cluster_list;
+
+static json_t *cluster_row_json(const struct pbx_cluster_row *r)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(r->name));
+	json_object_set_new(o, "cloud", json_string(r->cloud));
+	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "created", json_integer(r->created));
+	json_object_set_new(o, "updated", json_integer(r->updated));
+	return o;
+}
+
+static void cluster_time(int64_t t, char *out, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	localtime_r(&tt, &tm);
+	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
+}
+
+static int cluster_has_flag(int argc, char **argv, const char *shortf, const char *longf)
+{
+	int i;
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], shortf) || !strcmp(argv[i], longf))
+			return 1;
+	return 0;
+}
+
+static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_row *rows;
+	int json = cluster_has_flag(argc, argv, "-j", "--json");
+	int all = cluster_has_flag(argc, argv, "-a", "--all");
+	size_t n, i;
+	if (argc - 1 != json + all)
+		return pbx_usage_error(&cmd_cluster_list, "unexpected argument");
+	if (pbx_store_cluster_list(ctx->store, all, &rows, &n, &err) < 0)
+		return pbx_report(&err);
+	if (json) {
+		json_t *a = json_array();
+		for (i = 0; i < n; i++)
+			json_array_append_new(a, cluster_row_json(&rows[i]));
+		pbx_print_json(a);
+	} else {
+		static const char *const hdr[] = { "NAME", "CLOUD", "STATE", "CREATED" };
+		struct pbx_table *t = pbx_table_new(4, hdr);
+		for (i = 0; i < n; i++) {
+			char when[32];
+			const char *cells[4];
+			cluster_time(rows[i].created, when, sizeof(when));
+			cells[0] = rows[i].name;
+			cells[1] = rows[i].cloud;
+			cells[2] = rows[i].state;
+			cells[3] = when;
+			pbx_table_add(t, cells);
+		}
+		pbx_table_print(t);
+	}
+	pbx_cluster_rows_free(rows, n);
+	return 0;
+}
+
+static const struct pbx_opt_doc cluster_list_opts[] = {
+	{ "-a, --all", "include deleted clusters" },
+	{ "-j, --json", "print a JSON array of {name, cloud, state, created, updated}" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_list = {
+	.name = "list",
+	.summary = "list clusters",
+	.usage = "pbx cluster list [-a] [-j]",
+	.options = cluster_list_opts,
+	.flags = PBX_NEED_STORE,
+	.exec = cmd_cluster_list_exec,
+};
+
+/* ----------------------------------------------------------------- show */
+
+static const struct pbx_cmd cmd_cluster_show;
+
+static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
+	struct pbx_cluster *c;
+	struct pbx_sinfo_node *sn = NULL;
+	size_t nsn = 0, i;
+	int json = cluster_has_flag(argc, argv, "-j", "--json"), live;
+	const char *name = NULL;
+	for (i = 1; i < (size_t)argc; i++)
+		if (argv[i][0] != '-')
+			name = argv[i];
+	if (!name || argc - 1 != 1 + json)
+		return pbx_usage_error(&cmd_cluster_show, "expected one cluster name");
+	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
+		return pbx_report(&err);
+	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
+	if (json) {
+		json_t *o = cluster_row_json(&c->row), *nodes = json_array(), *tmpl;
+		tmpl = json_loads(c->row.template_json, 0, NULL);
+		json_object_set_new(o, "template", tmpl ? tmpl : json_null());
+		for (i = 0; i < c->nnodes; i++) {
+			json_t *n = json_object();
+			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
+			json_object_set_new(n, "name", json_string(c->nodes[i].name));
+			json_object_set_new(n, "role", json_string(c->nodes[i].role));
+			json_object_set_new(n, "address", json_string(c->nodes[i].address));
+			json_object_set_new(n, "ssh_port", json_integer(c->nodes[i].ssh_port));
+			json_object_set_new(n, "gpus", json_integer(c->nodes[i].gpus));
+			json_object_set_new(n, "state", json_string(c->nodes[i].state));
+			json_object_set_new(n, "slurm_state", ss ? json_string(ss) : json_null());
+			json_array_append_new(nodes, n);
+		}
+		json_object_set_new(o, "nodes", nodes);
+		json_object_set_new(o, "reachable", json_boolean(live));
+		pbx_print_json(o);
+	} else {
+		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
+		struct pbx_table *t = pbx_table_new(5, hdr);
+		printf("cluster %s (%s): %s\n", c->row.name, c->row.cloud, c->row.state);
+		for (i = 0; i < c->nnodes; i++) {
+			char addr[128], gpus[16];
+			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
+			const char *cells[5];
+			snprintf(addr, sizeof(addr), "%s:%d", c->nodes[i].address, c->nodes[i].ssh_port);
+			snprintf(gpus, sizeof(gpus), "%d", c->nodes[i].gpus);
+			cells[0] = c->nodes[i].name;
+			cells[1] = c->nodes[i].role;
+			cells[2] = addr;
+			cells[3] = gpus;
+			cells[4] = !strcmp(c->nodes[i].role, "head") ? (live ? "slurmctld up" : "unreachable")
+								     : (ss ? ss : "-");
+			pbx_table_add(t, cells);
+		}
+		pbx_table_print(t);
+		if (!live)
+			pbx_warning("cannot ask SLURM for node states: %s", serr.msg);
+	}
+	pbx_sinfo_free(sn, nsn);
+	pbx_cluster_close(c);
+	return 0;
+}
+
+static const struct pbx_opt_doc cluster_show_opts[] = {
+	{ "-j, --json", "print a JSON object with the cluster, its template and its nodes\n"
+			"(name, role, address, ssh_port, gpus, state, slurm_state)" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_show = {
+	.name = "show",
+	.summary = "show a cluster's nodes and their SLURM states",
+	.usage = "pbx cluster show [-j] NAME",
+	.options = cluster_show_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_show_exec,
+};
+
+/* ----------------------------------------------------------------- exec */
+
+static const struct pbx_cmd cmd_cluster_exec;
+
+static void cluster_exec_output(void *ctx, int stream, const char *data, size_t len)
+{
+	(void)ctx;
+	fwrite(data, 1, len, stream == 2 ? stderr : stdout);
+	fflush(stream == 2 ? stderr : stdout);
+}
+
+static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c;
+	const char *node = NULL;
+	int i = 1, status = 0, idx = 0, rc;
+	if (i + 1 < argc && (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--node"))) {
+		node = argv[i + 1];
+		i += 2;
+	}
+	if (i >= argc || argv[i][0] == '-')
+		return pbx_usage_error(&cmd_cluster_exec, "expected a cluster name");
+	if (i + 2 > argc - 1 || strcmp(argv[i + 1], "--") != 0)
+		return pbx_usage_error(&cmd_cluster_exec, "expected '-- COMMAND [ARGS...]'");
+	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[i], &c, &err) < 0)
+		return pbx_report(&err);
+	if (node && (idx = pbx_cluster_node_index(c, node)) < 0) {
+		pbx_error("cluster %s has no node named '%s'", argv[i], node);
+		pbx_cluster_close(c);
+		return PBX_EXIT_NOTFOUND;
+	}
+	rc = pbx_cluster_exec(c, (size_t)idx, (const char *const *)argv + i + 2,
+			      cluster_exec_output, NULL, &status, &err);
+	pbx_cluster_close(c);
+	if (rc < 0)
+		return pbx_report(&err);
+	return status;
+}
+
+static const struct pbx_opt_doc cluster_exec_opts[] = {
+	{ "-n, --node NODE", "run on NODE instead of the head node" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_exec = {
+	.name = "exec",
+	.summary = "run a command on the head node with the cluster's SLURM environment",
+	.usage = "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]",
+	.description = "Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
+		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
+		       "set.  Its stdout and stderr stream back; pbx exits with its status.",
+	.options = cluster_exec_opts,
+	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
+		    "pbx cluster exec local -- sinfo",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_exec_exec,
+};
+
+/* ------------------------------------------------------------------ ssh */
+
+static const struct pbx_cmd cmd_cluster_ssh;
+
+static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c;
+	struct pbx_ssh *s;
+	char *known, *port, *dest, *knownopt;
+	int idx = 0, rc;
+	if (argc < 2 || argc > 3 || argv[1][0] == '-')
+		return pbx_usage_error(&cmd_cluster_ssh, "expected NAME [NODE]");
+	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
+		return pbx_report(&err);
+	if (argc == 3 && (idx = pbx_cluster_node_index(c, argv[2])) < 0) {
+		pbx_error("cluster %s has no node named '%s'", argv[1], argv[2]);
+		pbx_cluster_close(c);
+		return PBX_EXIT_NOTFOUND;
+	}
+	/* Connect once through libssh2 so the pinned host key is checked, then
+	 * hand the terminal to OpenSSH with that key as its only known host. */
+	if (pbx_cluster_connect(c, (size_t)idx, &s, &err) < 0 ||
+	    pbx_cluster_known_hosts(c, (size_t)idx, &known, &err) < 0) {
+		pbx_cluster_close(c);
+		return pbx_report(&err);
+	}
+	port = xasprintf("%d", c->nodes[idx].ssh_port);
+	dest = xasprintf("%s@%s", c->user, c->nodes[idx].address);
+	knownopt = xasprintf("UserKnownHostsFile=%s", known);
+	{
+		const char *sargv[] = { "ssh", "-p", port, "-o", knownopt, "-o", "StrictHostKeyChecking=yes",
+					"-o", "HostKeyAlias=pbx-node", "-i", c->key_path, "-o",
+					"IdentitiesOnly=yes", dest, NULL };
+		fflush(NULL);
+		execvp("ssh", (char *const *)sargv);
+	}
+	pbx_error("cannot run ssh: %m");
+	rc = PBX_EXIT_FAIL;
+	free(port); free(dest); free(knownopt); free(known);
+	pbx_cluster_close(c);
+	return rc;
+}
+
+static const struct pbx_cmd cmd_cluster_ssh = {
+	.name = "ssh",
+	.summary = "open an interactive shell on a node (the head by default)",
+	.usage = "pbx cluster ssh NAME [NODE]",
+	.description = "Runs ssh(1) with the cluster's key and the node's pinned host key as the\n"
+		       "only known host, so a changed host key is refused here as everywhere.",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_ssh_exec,
+};
+
+/* ---------------------------------------------------------- forget-host */
+
+static const struct pbx_cmd cmd_cluster_forget_host;
+
+static int cmd_cluster_forget_host_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	int removed;
+	if (argc != 2)
+		return pbx_usage_error(&cmd_cluster_forget_host, "expected one HOST name");
+	if (pbx_store_hostkey_forget(ctx->store, argv[1], &removed, &err) < 0)
+		return pbx_report(&err);
+	if (!removed) {
+		pbx_error("no host key pinned for '%s'", argv[1]);
+		return PBX_EXIT_NOTFOUND;
+	}
+	pbx_info("forgot the host key of %s; it is pinned again on next contact", argv[1]);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_forget_host = {
+	.name = "forget-host",
+	.summary = "forget a pinned host key (after a node was legitimately rebuilt)",
+	.usage = "pbx cluster forget-host HOST",
+	.description = "pbx pins each node's SSH host key on first contact and refuses a changed\n"
+		       "key.  HOST is the name printed in that refusal.",
+	.flags = PBX_NEED_STORE,
+	.exec = cmd_cluster_forget_host_exec,
+};
+
+/* ---------------------------------------------------------------- group */
+
+static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
+	&cmd_cluster_start, &cmd_cluster_list, &cmd_cluster_show, &cmd_cluster_ssh,
+	&cmd_cluster_exec, &cmd_cluster_stop, &cmd_cluster_forget_host, NULL,
+};
+
+const struct pbx_cmd pbx_cmd_cluster = {
+	.name = "cluster",
+	.summary = "create, inspect, use and delete SLURM clusters",
+	.usage = "pbx cluster start [-t TEMPLATE] NAME\n"
+		 "pbx cluster list [-a] [-j]\n"
+		 "pbx cluster show [-j] NAME\n"
+		 "pbx cluster ssh NAME [NODE]\n"
+		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
+		 "pbx cluster stop NAME\n"
+		 "pbx cluster forget-host HOST",
+	.description = "A cluster is built from a template in $PBX_HOME/config.yaml (cloud,\n"
+		       "login user, SSH key, image, head node, node groups with GPU counts).\n"
+		       "The cloud 'local' builds a real multi-node SLURM cluster on this machine:\n"
+		       "each node is an sshd on its own loopback address with its own root\n"
+		       "prefix, bootstrapped over SSH exactly as a cloud VM is.  Without any\n"
+		       "configuration file, 'pbx cluster start local' uses a built-in template\n"
+		       "of 2 compute nodes with 2 GPU GRES each.",
+	.examples = "pbx cluster start local\n"
+		    "pbx cluster exec local -- srun -N2 hostname\n"
+		    "pbx cluster show local --json\n"
+		    "pbx cluster stop local",
+	.subcmds = cmd_cluster_subcmds,
+};

@@ -1,0 +1,57 @@
+/*
+ * cmd-help.c - `pbx help [VERB]`, `pbx help --man VERB` (roff for the man
+ * pages in man/) and `pbx version`.
+ */
+#include "cli/cmd.h"
+#include "util/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int cmd_help_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	const struct pbx_cmd *cmd;
+	int man = 0;
+	(void)ctx;
+	if (argc > 1 && !strcmp(argv[1], "--man")) {
+		man = 1;
+		argc--;
+		argv++;
+	}
+	if (argc < 2) {
+		pbx_help_overview();
+		return 0;
+	}
+	cmd = pbx_cmd_find(pbx_commands, argv[1], "command");
+	if (!cmd)
+		return PBX_EXIT_USAGE;
+	if (man)
+		pbx_man_print(cmd);
+	else
+		pbx_help_print(cmd, NULL);
+	return 0;
+}
+
+const struct pbx_cmd pbx_cmd_help = {
+	.name = "help",
+	.summary = "show help for pbx or one of its verbs",
+	.usage = "pbx help [VERB]\npbx help --man VERB",
+	.description = "Without VERB, lists the verbs.  With VERB, shows the same text as\n"
+		       "'pbx VERB --help'.  With --man, prints the verb's man page as roff\n"
+		       "(the pages in man/ are generated this way).",
+	.exec = cmd_help_exec,
+};
+
+static int cmd_version_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	(void)ctx; (void)argc; (void)argv;
+	printf("pbx %s\n", PBX_VERSION);
+	return 0;
+}
+
+const struct pbx_cmd pbx_cmd_version = {
+	.name = "version",
+	.summary = "print the version of pbx",
+	.usage = "pbx version\npbx --version",
+	.exec = cmd_version_exec,
+};

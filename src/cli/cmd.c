@@ -1,0 +1,109 @@
+/*
+ * cmd.c - the table of verbs and their dispatch (exact name or unique
+ * prefix; "ambiguous command" names the candidates), plus the flag-driven
+ * setup that loads the configuration and opens the store.
+ */
+#include "cli/cmd.h"
+#include "cli/output.h"
+#include "config/config.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+extern const struct pbx_cmd pbx_cmd_cluster;
+extern const struct pbx_cmd pbx_cmd_config;
+extern const struct pbx_cmd pbx_cmd_help;
+extern const struct pbx_cmd pbx_cmd_version;
+
+const struct pbx_cmd *const pbx_commands[] = {
+	&pbx_cmd_cluster,
+	&pbx_cmd_config,
+	&pbx_cmd_help,
+	&pbx_cmd_version,
+	NULL,
+};
+
+const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const char *name,
+				   const char *what)
+{
+	const struct pbx_cmd *found = NULL;
+	size_t i, len = strlen(name), matches = 0;
+	char names[512] = "";
+
+	for (i = 0; table[i]; i++) {
+		if (!strcmp(table[i]->name, name))
+			return table[i];
+		if (len && !strncmp(table[i]->name, name, len)) {
+			found = table[i];
+			matches++;
+			if (strlen(names) + strlen(table[i]->name) + 3 < sizeof(names)) {
+				if (names[0])
+					strcat(names, ", ");
+				strcat(names, table[i]->name);
+			}
+		}
+	}
+	if (matches == 1)
+		return found;
+	if (matches > 1)
+		pbx_error("ambiguous %s: %s, could be: %s", what, name, names);
+	else
+		pbx_error("unknown %s: %s (see 'pbx help')", what, name);
+	return NULL;
+}
+
+static int pbx_cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+
+	if ((cmd->flags & (PBX_NEED_CONFIG | PBX_NEED_STORE)) &&
+	    pbx_mkdir_p(pbx_home(), 0700, &err) < 0)
+		return pbx_report(&err);
+	if ((cmd->flags & PBX_NEED_CONFIG) && !ctx->cfg) {
+		if (pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
+			return pbx_report(&err);
+	}
+	if ((cmd->flags & PBX_NEED_STORE) && !ctx->store) {
+		char *path = pbx_home_path("pbx.db");
+		int rc = pbx_store_open(path, &ctx->store, &err);
+		free(path);
+		if (rc < 0)
+			return pbx_report(&err);
+	}
+	return 0;
+}
+
+int pbx_cmd_run(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
+{
+	int rc;
+	if (!cmd->subcmds && pbx_wants_help(argc, argv)) {
+		pbx_help_print(cmd, NULL);
+		return 0;
+	}
+	rc = pbx_cmd_setup(ctx, cmd);
+	if (rc)
+		return rc;
+	return cmd->exec(ctx, argc, argv);
+}
+
+int pbx_cmd_run_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
+{
+	const struct pbx_cmd *sub;
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		pbx_help_print(cmd, NULL);
+		return argc < 2 ? PBX_EXIT_USAGE : 0;
+	}
+	sub = pbx_cmd_find(cmd->subcmds, argv[1], "subcommand");
+	if (!sub)
+		return PBX_EXIT_USAGE;
+	if (pbx_wants_help(argc - 1, argv + 1)) {
+		pbx_help_print(sub, cmd->name);
+		return 0;
+	}
+	return pbx_cmd_run(ctx, sub, argc - 1, argv + 1);
+}

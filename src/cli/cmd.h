@@ -1,0 +1,84 @@
+/*
+ * cmd.h - how a pbx verb is described and run.
+ *
+ * Each verb lives in its own file (cmd-cluster.c, cmd-config.c, ...) and
+ * exports one `const struct pbx_cmd`.  The struct is pure data plus an
+ * exec function: the same strings produce `pbx VERB --help`, `pbx help
+ * VERB` and the man page man/pbx-VERB.1 (see help.c), so they cannot drift
+ * apart.  Verbs with subcommands (cluster start|stop|...) list them in
+ * `subcmds`; dispatch and prefix matching are in cmd.c.
+ *
+ * Setup is driven by flags (like git's RUN_SETUP): the dispatcher loads the
+ * configuration and opens the store before exec when asked to, so no verb
+ * repeats that code.
+ */
+#ifndef PBX_CLI_CMD_H
+#define PBX_CLI_CMD_H
+
+#include <stdbool.h>
+
+struct pbx_config;
+struct pbx_store;
+
+enum pbx_cmd_flags {
+	PBX_NEED_CONFIG = 1 << 0, /* load $PBX_HOME/config.yaml (built-in default if absent) */
+	PBX_NEED_STORE = 1 << 1,  /* open $PBX_HOME/pbx.db */
+};
+
+/* One documented option: flags as shown ("-j, --json") and what it does. */
+struct pbx_opt_doc {
+	const char *flags;
+	const char *text;
+};
+
+/* Everything a verb's exec needs; owned by the dispatcher. */
+struct pbx_ctx {
+	struct pbx_config *cfg;    /* loaded when PBX_NEED_CONFIG */
+	struct pbx_store *store;   /* opened when PBX_NEED_STORE */
+	const char *config_path;   /* the config file in use */
+	bool quiet;                /* -q: no progress output */
+	bool stdout_tty;           /* stdout is a terminal */
+	bool stderr_tty;           /* stderr is a terminal (progress display) */
+	bool color;                /* colour allowed (tty and NO_COLOR unset) */
+	const char *argv0_path;    /* full path of the running pbx binary */
+};
+
+struct pbx_cmd {
+	const char *name;
+	const char *summary;       /* one line, lowercase, no full stop */
+	const char *usage;         /* synopsis lines, each starting "pbx " */
+	const char *description;   /* paragraphs separated by blank lines */
+	const struct pbx_opt_doc *options;   /* NULL-terminated by flags == NULL */
+	const char *examples;      /* lines of example commands, may be NULL */
+	int flags;                 /* enum pbx_cmd_flags */
+	/* Runs the verb; argv[0] is the verb's own name.  Returns an exit code. */
+	int (*exec)(struct pbx_ctx *ctx, int argc, char **argv);
+	const struct pbx_cmd *const *subcmds;   /* NULL-terminated, or NULL */
+};
+
+/* The top-level verbs, NULL-terminated (cmd.c). */
+extern const struct pbx_cmd *const pbx_commands[];
+
+/* Finds `name` in `table` by exact name or unique prefix.  On no match or
+ * an ambiguous prefix prints an error (naming the candidates) and returns
+ * NULL. */
+const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const char *name,
+				   const char *what);
+/* Runs a verb with subcommands: finds argv[1] in cmd->subcmds, sets it up
+ * and calls its exec.  Used as the exec of group verbs. */
+int pbx_cmd_run_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
+/* Prepares ctx for cmd->flags and calls exec; releases nothing. */
+int pbx_cmd_run(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
+
+/* help.c: usage on error ("usage: ..." to stderr, returns PBX_EXIT_USAGE),
+ * full help to stdout, and the man page generator. */
+int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void pbx_help_print(const struct pbx_cmd *cmd, const char *parent);
+void pbx_help_overview(void);
+void pbx_man_print(const struct pbx_cmd *cmd);
+/* True when argv has -h or --help before "--"; exec functions check this
+ * first (the dispatcher already does for them). */
+bool pbx_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * output.c - errors, JSON, tables and progress (see output.h).
+ */
+#include "cli/output.h"
+#include "util/xalloc.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool out_quiet, out_color, err_tty;
+
+void pbx_output_init(bool quiet)
+{
+	const char *nc = getenv("NO_COLOR");
+	out_quiet = quiet;
+	err_tty = isatty(STDERR_FILENO);
+	out_color = err_tty && !(nc && *nc) && getenv("TERM") && strcmp(getenv("TERM"), "dumb");
+}
+
+bool pbx_output_color(void)
+{
+	return out_color;
+}
+
+static void pbx_vmsg(const char *label, const char *colour, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	if (out_color)
+		fprintf(stderr, "pbx: %s%s\033[0m: ", colour, label);
+	else
+		fprintf(stderr, "pbx: %s: ", label);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void pbx_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pbx_vmsg("error", "\033[1;31m", fmt, ap);
+	va_end(ap);
+}
+
+void pbx_warning(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pbx_vmsg("warning", "\033[1;33m", fmt, ap);
+	va_end(ap);
+}
+
+void pbx_info(const char *fmt, ...)
+{
+	va_list ap;
+	if (out_quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int pbx_report(const struct pbx_err *err)
+{
+	pbx_error("%s", err->msg[0] ? err->msg : "failed");
+	return err->code ? err->code : PBX_EXIT_FAIL;
+}
+
+void pbx_print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (s) {
+		fputs(s, stdout);
+		fputc('\n', stdout);
+		free(s);
+	}
+	json_decref(j);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+struct pbx_progress {
+	pthread_mutex_t lock;
+	char *title;
+	size_t n;
+	char **names;
+	char **states;
+	int name_width;
+	bool drawn;        /* live table already on screen */
+	struct timespec start;
+};
+
+static double pbx_progress_elapsed(const struct pbx_progress *p)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - p->start.tv_sec) + (now.tv_nsec - p->start.tv_nsec) / 1e9;
+}
+
+struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *const *names)
+{
+	struct pbx_progress *p = xcalloc(1, sizeof(*p));
+	size_t i;
+	pthread_mutex_init(&p->lock, NULL);
+	p->title = xstrdup(title);
+	p->n = n;
+	p->names = xcalloc(n ? n : 1, sizeof(char *));
+	p->states = xcalloc(n ? n : 1, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		p->names[i] = xstrdup(names[i]);
+		p->states[i] = xstrdup("waiting");
+		if ((int)strlen(names[i]) > p->name_width)
+			p->name_width = (int)strlen(names[i]);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+	if (!out_quiet && !err_tty)
+		fprintf(stderr, "%s\n", title);
+	return p;
+}
+
+static void pbx_progress_draw(struct pbx_progress *p)
+{
+	size_t i;
+	if (p->drawn)
+		fprintf(stderr, "\033[%zuA", p->n + 1);
+	fprintf(stderr, "\033[2K%s (%.1fs)\n", p->title, pbx_progress_elapsed(p));
+	for (i = 0; i < p->n; i++)
+		fprintf(stderr, "\033[2K  %-*s  %s\n", p->name_width, p->names[i], p->states[i]);
+	fflush(stderr);
+	p->drawn = true;
+}
+
+void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state)
+{
+	if (!p || i >= p->n)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (strcmp(p->states[i], state) != 0) {
+		free(p->states[i]);
+		p->states[i] = xstrdup(state);
+		if (!out_quiet && err_tty)
+			pbx_progress_draw(p);
+		else if (!out_quiet)
+			fprintf(stderr, "  %-*s  %s (%.1fs)\n", p->name_width, p->names[i], state,
+				pbx_progress_elapsed(p));
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pbx_progress_free(struct pbx_progress *p)
+{
+	size_t i;
+	if (!p)
+		return;
+	if (!out_quiet && err_tty)
+		pbx_progress_draw(p);
+	for (i = 0; i < p->n; i++) {
+		free(p->names[i]);
+		free(p->states[i]);
+	}
+	free(p->names);
+	free(p->states);
+	free(p->title);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* ------------------------------------------------------------------- table */
+
+struct pbx_table {
+	size_t ncols, nrows, cap;
+	char **cells;      /* row-major, (nrows + 1) * ncols, row 0 = headers */
+};
+
+struct pbx_table *pbx_table_new(size_t ncols, const char *const *headers)
+{
+	struct pbx_table *t = xcalloc(1, sizeof(*t));
+	t->ncols = ncols;
+	pbx_table_add(t, headers);
+	return t;
+}
+
+void pbx_table_add(struct pbx_table *t, const char *const *cells)
+{
+	size_t c;
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 8;
+		t->cells = xreallocarray(t->cells, t->cap * t->ncols, sizeof(char *));
+	}
+	for (c = 0; c < t->ncols; c++)
+		t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");
+	t->nrows++;
+}
+
+void pbx_table_print(struct pbx_table *t)
+{
+	size_t r, c, *w = xcalloc(t->ncols, sizeof(size_t));
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++) {
+			size_t l = strlen(t->cells[r * t->ncols + c]);
+			if (l > w[c])
+				w[c] = l;
+		}
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			const char *cell = t->cells[r * t->ncols + c];
+			if (c + 1 == t->ncols)
+				printf("%s", cell);
+			else
+				printf("%-*s  ", (int)w[c], cell);
+			free((char *)cell);
+		}
+		putchar('\n');
+	}
+	free(t->cells);
+	free(w);
+	free(t);
+}

@@ -1,0 +1,50 @@
+/*
+ * output.h - everything pbx prints: errors, JSON, tables and the per-node
+ * progress display.
+ *
+ * Rules: results go to stdout, progress and diagnostics to stderr.
+ * Progress is a live table when stderr is a terminal, one plain line per
+ * change otherwise, and nothing with -q.  Colour only on a terminal and
+ * never when NO_COLOR is set.
+ */
+#ifndef PBX_CLI_OUTPUT_H
+#define PBX_CLI_OUTPUT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+/* Set once by main from the environment and the terminal. */
+void pbx_output_init(bool quiet);
+bool pbx_output_color(void);
+
+/* "pbx: error: ..." on stderr. */
+void pbx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "pbx: warning: ..." on stderr. */
+void pbx_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Informational line on stderr unless quiet. */
+void pbx_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints err->msg as an error and returns its exit code (FAIL if unset). */
+int pbx_report(const struct pbx_err *err);
+/* Prints `j` (consumed: its reference is dropped) to stdout, indented. */
+void pbx_print_json(json_t *j);
+
+/*
+ * Per-item progress (items are nodes, files ...).  Thread-safe.
+ * pbx_progress_new copies the names; the display is finished by
+ * pbx_progress_free, which prints a final state on a terminal.
+ */
+struct pbx_progress;
+struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *const *names);
+void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state);
+void pbx_progress_free(struct pbx_progress *p);
+
+/* A text table: add rows of `ncols` strings, then print aligned to stdout. */
+struct pbx_table;
+struct pbx_table *pbx_table_new(size_t ncols, const char *const *headers);
+void pbx_table_add(struct pbx_table *t, const char *const *cells);
+void pbx_table_print(struct pbx_table *t);   /* prints and frees */
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * local.c - the `local` provider: node bodies on this machine.
+ *
+ * A node body is an sshd listening on its own loopback address with its own
+ * root prefix ($PBX_HOME/clusters/NAME/nodes/NODE).  The same bootstrap
+ * script then runs on it over SSH as on a cloud VM, in "direct" mode
+ * (daemons started directly, paths under the prefix).  So the local
+ * cluster is a real multi-node SLURM cluster on one machine.
+ *
+ * Addresses and ports come from the cluster's slot (allocated in the
+ * store): node i of slot s is address_base + 32*s + 1 + i (the head is
+ * i = 0), and SLURM uses ports slurm_port_base + 64*s + [0, 64).
+ */
+#include "cloud/local/procs.h"
+#include "cloud/provider.h"
+#include "util/fs.h"
+#include "util/proc.h"
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOCAL_NODES_PER_SLOT 32
+#define LOCAL_PORTS_PER_SLOT 64
+#define LOCAL_MAX_SLOTS 7
+
+/* ------------------------------------------------------------------ plan */
+
+static int local_address(const struct pbx_cluster_spec *s, int index, char out[INET_ADDRSTRLEN],
+			 struct pbx_err *err)
+{
+	struct in_addr base;
+	const char *b = s->cfg->local.address_base ? s->cfg->local.address_base : "127.0.1.0";
+	uint32_t host;
+	if (inet_pton(AF_INET, b, &base) != 1 || (ntohl(base.s_addr) >> 24) != 127)
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "clouds.local.address_base '%s' is not a loopback address", b);
+	host = ntohl(base.s_addr) + (uint32_t)(s->slot * LOCAL_NODES_PER_SLOT + 1 + index);
+	base.s_addr = htonl(host);
+	inet_ntop(AF_INET, &base, out, INET_ADDRSTRLEN);
+	return 0;
+}
+
+static void local_node_fill(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
+			    const char *name, const char *role, int gpus, const char *addr)
+{
+	memset(r, 0, sizeof(*r));
+	r->cluster_id = s->id;
+	r->name = xstrdup(name);
+	r->role = xstrdup(role);
+	r->address = xstrdup(addr);
+	r->ssh_port = s->cfg->local.ssh_port ? s->cfg->local.ssh_port : 22022;
+	r->gpus = gpus;
+	r->root = xasprintf("%s/nodes/%s", s->dir, name);
+	r->state = xstrdup("creating");
+}
+
+static int local_plan(const struct pbx_cluster_spec *s, struct pbx_node_row **nodes, size_t *n,
+		      struct pbx_err *err)
+{
+	int total = 1 + pbx_template_node_count(s->t), idx = 0;
+	char addr[INET_ADDRSTRLEN];
+	size_t g;
+	if (s->slot >= LOCAL_MAX_SLOTS)
+		return pbx_err_set(err, "too many local clusters (at most %d at once)", LOCAL_MAX_SLOTS);
+	if (total > LOCAL_NODES_PER_SLOT || total > LOCAL_PORTS_PER_SLOT / 2)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "a local cluster has at most %d compute nodes",
+				    LOCAL_NODES_PER_SLOT - 1);
+	*nodes = xcalloc((size_t)total, sizeof(**nodes));
+	*n = (size_t)total;
+	if (local_address(s, idx, addr, err) < 0)
+		goto fail;
+	local_node_fill(s, &(*nodes)[idx++], "head", "head", 0, addr);
+	for (g = 0; g < s->t->ngroups; g++) {
+		const struct pbx_node_group *grp = &s->t->groups[g];
+		int k;
+		for (k = 1; k <= grp->count; k++) {
+			char name[128];
+			snprintf(name, sizeof(name), "%s%d", grp->name, k);
+			if (local_address(s, idx, addr, err) < 0)
+				goto fail;
+			local_node_fill(s, &(*nodes)[idx++], name, "compute", grp->gpus, addr);
+		}
+	}
+	return 0;
+fail:
+	pbx_node_rows_free(*nodes, (size_t)idx);
+	*nodes = NULL;
+	*n = 0;
+	return -1;
+}
+
+/* ---------------------------------------------------------------- create */
+
+static char *local_key_path(const struct pbx_cluster_spec *s)
+{
+	return xasprintf("%s/id_ed25519", s->dir);
+}
+
+static int local_keygen(const char *path, const char *comment, struct pbx_err *err)
+{
+	const char *argv[] = { "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
+			       "-f", path, NULL };
+	if (access(path, F_OK) == 0)
+		return 0;
+	return pbx_run_ok(argv, err);
+}
+
+static int local_pid_alive(const char *pidfile)
+{
+	FILE *f = fopen(pidfile, "r");
+	int pid = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid > 1 && kill(pid, 0) == 0;
+}
+
+/* Starts the node's sshd unless it already runs.  sshd daemonizes, so
+ * pbx_run returns once it listens (or failed). */
+static int local_start_sshd(const struct pbx_node_row *node, const char *authorized,
+			    struct pbx_err *err)
+{
+	char *hostkey = xasprintf("%s/etc/ssh/ssh_host_ed25519_key", node->root);
+	char *pidfile = xasprintf("%s/run/sshd.pid", node->root);
+	char *logfile = xasprintf("%s/var/log/sshd.log", node->root);
+	char *listen = xasprintf("ListenAddress=%s:%d", node->address, node->ssh_port);
+	char *keys = xasprintf("AuthorizedKeysFile=%s", authorized);
+	char *pidopt = xasprintf("PidFile=%s", pidfile);
+	const char *argv[] = { "/usr/sbin/sshd", "-f", "/dev/null", "-h", hostkey, "-E", logfile,
+			       "-o", listen, "-o", keys, "-o", pidopt, "-o", "StrictModes=no",
+			       "-o", "PermitRootLogin=prohibit-password",
+			       "-o", "PasswordAuthentication=no",
+			       "-o", "KbdInteractiveAuthentication=no",
+			       "-o", "Subsystem=sftp internal-sftp",
+			       "-o", "MaxStartups=200:30:400", "-o", "MaxSessions=200",
+			       "-o", "UseDNS=no", NULL };
+	int rc = 0;
+	if (!local_pid_alive(pidfile)) {
+		rc = local_keygen(hostkey, node->name, err);
+		if (rc == 0 && mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
+			rc = pbx_err_set(err, "cannot create /run/sshd: %s", strerror(errno));
+		if (rc == 0)
+			rc = pbx_run_ok(argv, err);
+	}
+	free(hostkey); free(pidfile); free(logfile); free(listen); free(keys); free(pidopt);
+	return rc;
+}
+
+static int local_prepare_node(const struct pbx_node_row *node, const char *authorized,
+			      struct pbx_err *err)
+{
+	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", NULL };
+	size_t i;
+	for (i = 0; subdirs[i]; i++) {
+		char *d = xasprintf("%s/%s", node->root, subdirs[i]);
+		int rc = pbx_mkdir_p(d, 0755, err);
+		free(d);
+		if (rc < 0)
+			return -1;
+	}
+	return local_start_sshd(node, authorized, err);
+}
+
+static int local_create(const struct pbx_cluster_spec *s, struct pbx_node_row *nodes, size_t n,
+			const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	char *key = local_key_path(s), *pub = xasprintf("%s.pub", key);
+	char *authorized = xasprintf("%s/authorized_keys", s->dir);
+	struct pbx_buf pubkey = PBX_BUF_INIT;
+	size_t i;
+	int rc = pbx_mkdir_p(s->dir, 0700, err);
+	if (rc == 0)
+		rc = local_keygen(key, s->name, err);
+	if (rc == 0)
+		rc = pbx_read_file(pub, &pubkey, err);
+	if (rc == 0)
+		rc = pbx_write_file_atomic(authorized, pubkey.buf, pubkey.len, 0600, err);
+	for (i = 0; rc == 0 && i < n; i++) {
+		pbx_events_stage(ev, i, "starting sshd");
+		rc = local_prepare_node(&nodes[i], authorized, err);
+		if (rc < 0)
+			pbx_err_prefix(err, "node %s", nodes[i].name);
+	}
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = pbx_wait_port(nodes[i].address, nodes[i].ssh_port, 10000, err);
+		if (rc < 0)
+			pbx_err_prefix(err, "node %s", nodes[i].name);
+	}
+	pbx_buf_release(&pubkey);
+	free(key); free(pub); free(authorized);
+	return rc;
+}
+
+/* --------------------------------------------------------------- destroy */
+
+static int local_destroy(const struct pbx_cluster_spec *s, struct pbx_err *err)
+{
+	char *needle = xasprintf("%s/", s->dir);
+	pbx_local_procs_kill(needle, 5000);
+	free(needle);
+	return pbx_rm_rf(s->dir, err);
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static int local_login(const struct pbx_cluster_spec *s, char **user, char **key_path,
+		       struct pbx_err *err)
+{
+	(void)err;
+	*user = xstrdup("root");
+	*key_path = local_key_path(s);
+	return 0;
+}
+
+static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layout *l,
+			struct pbx_err *err)
+{
+	int base = (s->cfg->local.slurm_port_base ? s->cfg->local.slurm_port_base : 17000) +
+		   s->slot * LOCAL_PORTS_PER_SLOT;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	memset(l, 0, sizeof(*l));
+	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
+		return pbx_err_set(err, "gethostname: %s", strerror(errno));
+	l->ctld_host[strcspn(l->ctld_host, ".")] = '\0';
+	l->ctld_port = base;
+	l->node_port_base = base;
+	l->srun_port_lo = base + LOCAL_PORTS_PER_SLOT / 2;
+	l->srun_port_hi = base + LOCAL_PORTS_PER_SLOT - 1;
+	l->node_cpus = cpus > 0 ? (int)cpus : 1;
+	l->same_host = 1;
+	l->slurm_user = "root";
+	l->bootstrap_mode = "direct";
+	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", s->dir);
+	return 0;
+}
+
+const struct pbx_provider pbx_provider_local = {
+	.name = "local",
+	.plan = local_plan,
+	.create = local_create,
+	.destroy = local_destroy,
+	.login = local_login,
+	.layout = local_layout,
+};

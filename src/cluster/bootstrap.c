@@ -1,0 +1,156 @@
+/*
+ * bootstrap.c - running templates/bootstrap.sh on one node over SSH (see
+ * cluster_internal.h).  The script is the same on node bodies ("direct"
+ * mode, under a root prefix) and cloud VMs ("systemd" mode); this file only
+ * stages its inputs, passes the environment, and turns its output into
+ * progress.
+ */
+#include "cluster/cluster_internal.h"
+#include "util/buf.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOOTSTRAP_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct bootstrap_out {
+	const struct pbx_cluster_events *ev;
+	size_t node;
+	struct pbx_buf line;     /* partial stdout line */
+	struct pbx_buf error;    /* PBX-ERROR text */
+	struct pbx_buf stderr_tail;
+};
+
+static void bootstrap_line(struct bootstrap_out *o, const char *line)
+{
+	if (!strncmp(line, "PBX-STAGE ", 10))
+		pbx_events_stage(o->ev, o->node, line + 10);
+	else if (!strncmp(line, "PBX-ERROR ", 10))
+		pbx_buf_addf(&o->error, "%s%s", o->error.len ? "; " : "", line + 10);
+}
+
+static void bootstrap_output(void *ctx, int stream, const char *data, size_t len)
+{
+	struct bootstrap_out *o = ctx;
+	size_t i;
+	if (stream == 2) {
+		pbx_buf_add(&o->stderr_tail, data, len);
+		if (o->stderr_tail.len > 4096) {
+			size_t drop = o->stderr_tail.len - 2048;
+			memmove(o->stderr_tail.buf, o->stderr_tail.buf + drop, o->stderr_tail.len - drop + 1);
+			o->stderr_tail.len -= drop;
+		}
+		return;
+	}
+	for (i = 0; i < len; i++) {
+		if (data[i] == '\n') {
+			bootstrap_line(o, o->line.buf);
+			pbx_buf_reset(&o->line);
+		} else {
+			pbx_buf_addc(&o->line, data[i]);
+		}
+	}
+}
+
+static void bootstrap_env(struct pbx_buf *cmd, const char *key, const char *value)
+{
+	struct pbx_buf kv = PBX_BUF_INIT;
+	pbx_buf_addf(&kv, "%s=%s", key, value);
+	pbx_buf_addc(cmd, ' ');
+	pbx_shell_quote(cmd, kv.buf);
+	pbx_buf_release(&kv);
+}
+
+static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
+			       const char *remote_stage, const char *action)
+{
+	const struct pbx_node_row *n = &c->nodes[i];
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	char gpus[16], *script = xasprintf("%s/bootstrap.sh", remote_stage);
+	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
+	pbx_buf_adds(&cmd, "exec env");
+	bootstrap_env(&cmd, "PATH", BOOTSTRAP_PATH);
+	bootstrap_env(&cmd, "PBX_MODE", l->bootstrap_mode);
+	bootstrap_env(&cmd, "PBX_ROOT", n->root);
+	bootstrap_env(&cmd, "PBX_ROLE", n->role);
+	bootstrap_env(&cmd, "PBX_NODE", n->name);
+	bootstrap_env(&cmd, "PBX_CLUSTER", c->row.name);
+	bootstrap_env(&cmd, "PBX_STAGE", remote_stage);
+	bootstrap_env(&cmd, "PBX_GPUS", gpus);
+	bootstrap_env(&cmd, "PBX_HEAD_ADDR", c->nodes[0].address);
+	bootstrap_env(&cmd, "PBX_SHARED", l->shared_dir);
+	bootstrap_env(&cmd, "PBX_SLURM_USER", l->slurm_user);
+	pbx_buf_adds(&cmd, " sh ");
+	pbx_shell_quote(&cmd, script);
+	pbx_buf_addc(&cmd, ' ');
+	pbx_shell_quote(&cmd, action);
+	free(script);
+	return pbx_buf_detach(&cmd, NULL);
+}
+
+int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
+		       const char *stage, const char *action,
+		       const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	struct bootstrap_out o = { ev, i, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
+	char *remote_stage = xasprintf("%s/var/lib/pbx/stage", c->nodes[i].root);
+	char *cmd = NULL;
+	struct pbx_ssh *s;
+	int status = 0, rc;
+
+	rc = pbx_cluster_connect(c, i, &s, err);
+	if (rc == 0 && stage) {
+		pbx_events_stage(ev, i, "uploading");
+		rc = pbx_ssh_put_tree(s, stage, remote_stage, err);
+	}
+	if (rc == 0) {
+		cmd = bootstrap_command(c, i, l, remote_stage, action);
+		rc = pbx_ssh_exec(s, cmd, NULL, 0, bootstrap_output, &o, &status, err);
+	}
+	if (rc == 0 && status != 0) {
+		pbx_buf_rtrim(&o.stderr_tail);
+		rc = pbx_err_set(err, "node %s: bootstrap %s failed (status %d): %s", c->nodes[i].name,
+				 action, status, o.error.len ? o.error.buf : o.stderr_tail.buf);
+	} else if (rc < 0) {
+		pbx_err_prefix(err, "node %s", c->nodes[i].name);
+	}
+	pbx_buf_release(&o.line);
+	pbx_buf_release(&o.error);
+	pbx_buf_release(&o.stderr_tail);
+	free(remote_stage);
+	free(cmd);
+	return rc;
+}
+
+void pbx_cluster_resume_down(struct pbx_cluster *c)
+{
+	struct pbx_sinfo_node *sn;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n, i;
+	if (pbx_cluster_sinfo(c, &sn, &n, &err) < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		const char *st = sn[i].state;
+		if (strstr(st, "down") || strstr(st, "drain") || strstr(st, "inval") ||
+		    strstr(st, "fail")) {
+			const char *argv[] = { "scontrol", "update", NULL, "state=resume", NULL };
+			char *arg = xasprintf("nodename=%s", sn[i].name);
+			int status;
+			argv[2] = arg;
+			pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);
+			pbx_store_event(c->store, c->row.id, "node.resume", "%s was %s", sn[i].name, st);
+			free(arg);
+		}
+	}
+	pbx_sinfo_free(sn, n);
+}
+
+void pbx_cluster_mark(struct pbx_cluster *c, const char *state)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_store_cluster_set_state(c->store, c->row.id, state, &err) < 0)
+		pbx_store_event(c->store, c->row.id, "error", "%s", err.msg);
+}

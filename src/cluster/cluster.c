@@ -1,0 +1,184 @@
+/*
+ * cluster.c - opening a live cluster and running commands on its nodes
+ * (see cluster.h).
+ */
+#include "cluster/cluster.h"
+#include "util/fs.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *pbx_cluster_dir(const char *name)
+{
+	return xasprintf("%s/clusters/%s", pbx_home(), name);
+}
+
+int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		     struct pbx_cluster **out, struct pbx_err *err)
+{
+	struct pbx_cluster *c = xcalloc(1, sizeof(*c));
+	*out = NULL;
+	c->store = st;
+	c->cfg = cfg;
+	if (pbx_store_cluster_get(st, name, &c->row, err) < 0)
+		goto fail;
+	c->provider = pbx_provider_find(c->row.cloud);
+	if (!c->provider) {
+		pbx_err_set(err, "cluster %s uses cloud '%s', which this pbx does not support",
+			    name, c->row.cloud);
+		goto fail;
+	}
+	if (pbx_store_node_list(st, c->row.id, &c->nodes, &c->nnodes, err) < 0)
+		goto fail;
+	c->dir = pbx_cluster_dir(name);
+	c->spec.cfg = cfg;
+	c->spec.t = pbx_config_template(cfg, name);
+	c->spec.name = c->row.name;
+	c->spec.id = c->row.id;
+	c->spec.slot = c->row.slot;
+	c->spec.dir = c->dir;
+	if (c->provider->login(&c->spec, &c->user, &c->key_path, err) < 0)
+		goto fail;
+	pbx_hostkeys_from_store(&c->hostkeys, st);
+	c->pool = pbx_ssh_pool_new(&c->hostkeys);
+	*out = c;
+	return 0;
+fail:
+	pbx_cluster_close(c);
+	return -1;
+}
+
+void pbx_cluster_close(struct pbx_cluster *c)
+{
+	if (!c)
+		return;
+	if (c->pool)
+		pbx_ssh_pool_free(c->pool);
+	pbx_cluster_row_free(&c->row);
+	pbx_node_rows_free(c->nodes, c->nnodes);
+	free(c->dir);
+	free(c->user);
+	free(c->key_path);
+	free(c);
+}
+
+int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name)
+{
+	size_t i;
+	for (i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* Pins are per cluster and node, so a rebuilt cluster that reuses an
+ * address never trips over an old cluster's key; `stop` forgets "NAME/". */
+static char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
+{
+	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name, c->nodes[i].address,
+			 c->nodes[i].ssh_port);
+}
+
+int pbx_cluster_known_hosts(struct pbx_cluster *c, size_t i, char **path, struct pbx_err *err)
+{
+	char *pin = pbx_cluster_pin_name(c, i), *type = NULL, *key = NULL, *line;
+	int rc = pbx_store_hostkey_get(c->store, pin, &type, &key, err);
+	*path = NULL;
+	if (rc == 0)
+		rc = pbx_err_set(err, "no host key pinned for %s", pin);
+	if (rc > 0) {
+		*path = xasprintf("%s/known_hosts", c->dir);
+		line = xasprintf("pbx-node %s %s\n", type, key);
+		rc = pbx_write_file_atomic(*path, line, strlen(line), 0600, err);
+		free(line);
+	}
+	free(pin);
+	free(type);
+	free(key);
+	return rc < 0 ? -1 : 0;
+}
+
+int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
+			struct pbx_err *err)
+{
+	struct pbx_ssh_target t = {0};
+	char *pin;
+	int rc;
+	if (i >= c->nnodes)
+		return pbx_err_set(err, "cluster %s has no node %zu", c->row.name, i);
+	pin = pbx_cluster_pin_name(c, i);
+	t.host = c->nodes[i].address;
+	t.port = c->nodes[i].ssh_port;
+	t.user = c->user;
+	t.key_path = c->key_path;
+	t.name = pin;
+	rc = pbx_ssh_pool_get(c->pool, &t, out, err);
+	free(pin);
+	if (rc < 0)
+		pbx_err_prefix(err, "node %s", c->nodes[i].name);
+	return rc;
+}
+
+static void pbx_cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
+{
+	char *env = xasprintf("%s/etc/pbx/env.sh", c->nodes[node].root);
+	pbx_buf_adds(b, ". ");
+	pbx_shell_quote(b, env);
+	pbx_buf_adds(b, " && cd \"${PBX_SHARED:-.}\" && ");
+	free(env);
+}
+
+int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
+			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_ssh *s;
+	int rc;
+	if (pbx_cluster_connect(c, node, &s, err) < 0)
+		return -1;
+	pbx_cluster_env_prefix(c, node, &b);
+	pbx_buf_adds(&b, cmdline);
+	rc = pbx_ssh_exec(s, b.buf, NULL, 0, out, ctx, status, err);
+	pbx_buf_release(&b);
+	return rc;
+}
+
+int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv,
+		     pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	int rc;
+	pbx_buf_adds(&b, "exec ");
+	pbx_shell_join(&b, argv);
+	rc = pbx_cluster_exec_sh(c, node, b.buf, out, ctx, status, err);
+	pbx_buf_release(&b);
+	return rc;
+}
+
+static void pbx_cluster_collect(void *ctx, int stream, const char *data, size_t len)
+{
+	struct pbx_buf *bufs = ctx;
+	pbx_buf_add(&bufs[stream == 2], data, len);
+}
+
+int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,
+		      struct pbx_err *err)
+{
+	struct pbx_buf bufs[2] = { PBX_BUF_INIT, PBX_BUF_INIT };
+	int status = 0, rc;
+	*nodes = NULL;
+	*n = 0;
+	rc = pbx_cluster_exec_sh(c, 0, PBX_SINFO_CMD, pbx_cluster_collect, bufs, &status, err);
+	if (rc == 0 && status != 0) {
+		pbx_buf_rtrim(&bufs[1]);
+		rc = pbx_err_set(err, "sinfo on %s failed (status %d): %s", c->row.name, status,
+				 bufs[1].buf);
+	}
+	if (rc == 0)
+		rc = pbx_sinfo_parse(bufs[0].buf, bufs[0].len, nodes, n, err);
+	pbx_buf_release(&bufs[0]);
+	pbx_buf_release(&bufs[1]);
+	return rc;
+}

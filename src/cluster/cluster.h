@@ -1,0 +1,81 @@
+/*
+ * cluster.h - cluster lifecycle, the same for every provider: start (plan,
+ * create, SSH, bootstrap on all nodes at once, wait until sinfo shows every
+ * node idle), stop (remove everything, mark deleted), and running commands
+ * on the head node with the cluster's SLURM environment.
+ *
+ * Library code: reports through struct pbx_err and the events callbacks;
+ * never prints.
+ */
+#ifndef PBX_CLUSTER_CLUSTER_H
+#define PBX_CLUSTER_CLUSTER_H
+
+#include <stddef.h>
+
+#include "cloud/provider.h"
+#include "config/config.h"
+#include "slurm/sinfo.h"
+#include "ssh/ssh.h"
+#include "store/store.h"
+#include "util/err.h"
+
+/*
+ * Starts cluster `name` from template `tmpl` (NULL = the template called
+ * `name`), or repairs it when it exists: whatever is down is brought back
+ * and healthy daemons are left alone.  Returns once every compute node is
+ * idle in sinfo (or with an error naming the nodes that are not).
+ */
+int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/* Stops cluster `name`: every process, port, file and cloud resource it
+ * made is removed; the store row is marked deleted. */
+int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		     const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/* An open, live cluster: its row, nodes and SSH connections. */
+struct pbx_cluster {
+	struct pbx_cluster_row row;
+	struct pbx_node_row *nodes;   /* head first */
+	size_t nnodes;
+	const struct pbx_provider *provider;
+	struct pbx_cluster_spec spec;
+	char *dir;
+	char *user, *key_path;
+	struct pbx_hostkeys hostkeys;
+	struct pbx_ssh_pool *pool;
+	struct pbx_store *store;      /* borrowed */
+	const struct pbx_config *cfg; /* borrowed */
+};
+
+/* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
+int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		     struct pbx_cluster **out, struct pbx_err *err);
+void pbx_cluster_close(struct pbx_cluster *c);
+/* A pooled connection to node i (owned by the cluster's pool). */
+int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
+			struct pbx_err *err);
+/* Writes DIR/known_hosts holding node i's pinned key under the alias
+ * "pbx-node" (for handing a session to ssh(1)); *path owned by caller. */
+int pbx_cluster_known_hosts(struct pbx_cluster *c, size_t i, char **path, struct pbx_err *err);
+/* Index of the node called `name`, or -1. */
+int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name);
+
+/*
+ * Runs argv on node `node` (0 = head) after sourcing the node's env.sh
+ * (SLURM_CONF, PBX_SHARED ...) and changing to the shared directory.
+ * Output streams to `out`; *status gets the exit status.
+ */
+int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv,
+		     pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err);
+/* Same with a shell command line (already quoted by the caller). */
+int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
+			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err);
+/* Current sinfo node states (head's view); caller frees with pbx_sinfo_free. */
+int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,
+		      struct pbx_err *err);
+
+/* $PBX_HOME/clusters/NAME; caller frees. */
+char *pbx_cluster_dir(const char *name);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * cluster_internal.h - what the files of src/cluster share.
+ */
+#ifndef PBX_CLUSTER_INTERNAL_H
+#define PBX_CLUSTER_INTERNAL_H
+
+#include "cluster/cluster.h"
+
+/* The template as JSON (for the store's record); caller frees. */
+char *pbx_template_json(const struct pbx_cluster_template *t);
+
+/*
+ * Runs `sh bootstrap.sh ACTION` on node i.  For "up" the local stage
+ * directory is first pushed to ROOT/var/lib/pbx/stage as one tar stream.
+ * PBX-STAGE lines become progress events; the error quotes PBX-ERROR lines
+ * or the end of stderr.
+ */
+int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
+		       const char *stage, const char *action,
+		       const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/* `scontrol update state=resume` for compute nodes sinfo shows down or
+ * drained; best effort. */
+void pbx_cluster_resume_down(struct pbx_cluster *c);
+
+/* Sets the cluster's state in the store (best effort, logged). */
+void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
+
+#endif

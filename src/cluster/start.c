@@ -1,0 +1,323 @@
+/*
+ * start.c - `pbx cluster start`: plan, create, bootstrap on every node at
+ * once, then wait until SLURM shows every compute node idle.  Running it on
+ * an existing cluster repairs whatever is down (every step is idempotent).
+ *
+ *   store row + nodes  ->  provider create (sshd answers)  ->  stage files
+ *   (bootstrap.sh, slurm.conf, munge.key) pushed as one tar stream per node
+ *   ->  bootstrap.sh up (head first, then all compute nodes in parallel)
+ *   ->  poll sinfo until idle
+ */
+#include "cluster/cluster.h"
+#include "cluster/cluster_internal.h"
+#include "slurm/conf.h"
+#include "tmpl/tmpl.h"
+#include "util/fs.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define START_CONCURRENCY 32
+#define START_IDLE_TIMEOUT_MS 120000
+
+/* Creates the store rows for a new cluster, or loads the existing one. */
+static int start_record(struct pbx_store *st, const struct pbx_config *cfg,
+			const struct pbx_cluster_template *t, const char *name,
+			struct pbx_err *err)
+{
+	struct pbx_cluster_row row;
+	char *json;
+	int64_t id;
+	int slot, rc;
+	if (pbx_store_cluster_get(st, name, &row, err) == 0) {
+		pbx_cluster_row_free(&row);
+		return 0;
+	}
+	if (err->code != PBX_EXIT_NOTFOUND)
+		return -1;
+	pbx_err_clear(err);
+	(void)cfg;
+	json = pbx_template_json(t);
+	if (pbx_store_begin(st, err) < 0) {
+		free(json);
+		return -1;
+	}
+	rc = pbx_store_free_slot(st, t->cloud, &slot, err);
+	if (rc == 0)
+		rc = pbx_store_cluster_create(st, name, t->cloud, json, slot, &id, err);
+	free(json);
+	if (rc < 0) {
+		pbx_store_rollback(st);
+		return -1;
+	}
+	return pbx_store_commit(st, err);
+}
+
+/* Puts the planned nodes into the store, in one transaction. */
+static int start_save_nodes(struct pbx_store *st, struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err)
+{
+	size_t i;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (pbx_store_node_put(st, &nodes[i], err) < 0) {
+			pbx_store_rollback(st);
+			return -1;
+		}
+	}
+	return pbx_store_commit(st, err);
+}
+
+/* The cluster's munge key: 1024 random bytes, made once per cluster. */
+static int start_munge_key(const char *stage, const char *dir, struct pbx_err *err)
+{
+	char *kept = xasprintf("%s/munge.key", dir), *staged = xasprintf("%s/munge.key", stage);
+	struct pbx_buf key = PBX_BUF_INIT;
+	int rc = 0;
+	if (pbx_read_file(kept, &key, NULL) < 0 || key.len != 1024) {
+		unsigned char bytes[1024];
+		pbx_buf_reset(&key);
+		if (RAND_bytes(bytes, sizeof(bytes)) != 1)
+			rc = pbx_err_set(err, "cannot generate a munge key: no randomness");
+		else
+			pbx_buf_add(&key, bytes, sizeof(bytes));
+		OPENSSL_cleanse(bytes, sizeof(bytes));
+		if (rc == 0)
+			rc = pbx_write_file_atomic(kept, key.buf, key.len, 0400, err);
+	}
+	if (rc == 0)
+		rc = pbx_write_file_atomic(staged, key.buf, key.len, 0400, err);
+	OPENSSL_cleanse(key.buf, key.len);
+	pbx_buf_release(&key);
+	free(kept);
+	free(staged);
+	return rc;
+}
+
+static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+			     char **conf, struct pbx_err *err)
+{
+	struct pbx_slurm_node *sn = xcalloc(c->nnodes, sizeof(*sn));
+	struct pbx_slurm_conf sc = {0};
+	size_t i, k = 0;
+	int rc;
+	for (i = 0; i < c->nnodes; i++) {
+		const struct pbx_node_row *n = &c->nodes[i];
+		if (strcmp(n->role, "compute") != 0)
+			continue;
+		sn[k].name = n->name;
+		sn[k].hostname = l->same_host ? "localhost" : n->name;
+		sn[k].addr = n->address;
+		sn[k].port = l->node_port_base ? l->node_port_base + 1 + (int)k : 0;
+		sn[k].cpus = l->node_cpus;
+		sn[k].gpus = n->gpus;
+		k++;
+	}
+	sc.cluster = c->row.name;
+	sc.ctld_host = l->ctld_host;
+	sc.ctld_addr = c->nodes[0].address;
+	sc.ctld_port = l->ctld_port;
+	sc.srun_port_lo = l->srun_port_lo;
+	sc.srun_port_hi = l->srun_port_hi;
+	sc.slurm_user = l->slurm_user;
+	sc.extra = l->extra;
+	sc.nodes = sn;
+	sc.nnodes = k;
+	rc = pbx_slurm_render_conf(&sc, conf, err);
+	free(sn);
+	return rc;
+}
+
+/* Writes DIR/stage/{bootstrap.sh,slurm.conf,munge.key}. */
+static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, char **stage,
+		       struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	char *conf = NULL, *path;
+	int rc;
+	*stage = xasprintf("%s/stage", c->dir);
+	rc = pbx_mkdir_p(*stage, 0700, err);
+	if (rc == 0)
+		rc = pbx_tmpl_get("bootstrap.sh", &script, err);
+	if (rc == 0) {
+		path = xasprintf("%s/bootstrap.sh", *stage);
+		rc = pbx_write_file_atomic(path, script.buf, script.len, 0700, err);
+		free(path);
+	}
+	if (rc == 0)
+		rc = start_render_conf(c, l, &conf, err);
+	if (rc == 0) {
+		path = xasprintf("%s/slurm.conf", *stage);
+		rc = pbx_write_file_atomic(path, conf, strlen(conf), 0644, err);
+		free(path);
+	}
+	if (rc == 0)
+		rc = start_munge_key(*stage, c->dir, err);
+	pbx_buf_release(&script);
+	free(conf);
+	return rc;
+}
+
+/* ------------------------------------------------------------ bootstrap */
+
+struct start_run {
+	struct pbx_cluster *c;
+	const struct pbx_slurm_layout *layout;
+	const char *stage;                    /* local stage directory */
+	const struct pbx_cluster_events *ev;
+	size_t first, count;                  /* which nodes this fan-out covers */
+};
+
+static int start_bootstrap_one(void *ctx, size_t k, struct pbx_err *err)
+{
+	struct start_run *r = ctx;
+	size_t i = r->first + k;
+	pbx_events_stage(r->ev, i, "connecting");
+	return pbx_bootstrap_node(r->c, i, r->layout, r->stage, "up", r->ev, err);
+}
+
+/* Runs the bootstrap on nodes [first, first+count) at once; collects the
+ * failures into one message. */
+static int start_fanout(struct start_run *r, size_t first, size_t count, struct pbx_err *err)
+{
+	struct pbx_err *errs = xcalloc(count ? count : 1, sizeof(*errs));
+	struct pbx_buf msg = PBX_BUF_INIT;
+	size_t k;
+	int failed;
+	r->first = first;
+	r->count = count;
+	failed = pbx_fanout(count, START_CONCURRENCY, start_bootstrap_one, r, errs);
+	for (k = 0; k < count; k++) {
+		if (!errs[k].msg[0])
+			continue;
+		pbx_events_stage(r->ev, first + k, "failed");
+		pbx_buf_addf(&msg, "%s%s", msg.len ? "\n  " : "", errs[k].msg);
+	}
+	if (failed)
+		pbx_err_set(err, "bootstrap failed on %d node%s:\n  %s", failed,
+			    failed == 1 ? "" : "s", msg.buf);
+	pbx_buf_release(&msg);
+	free(errs);
+	return failed ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+/* Polls sinfo until every compute node is usable; resumes nodes that
+ * registered as down/drained (e.g. after a slurmd restart). */
+static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
+			   struct pbx_err *err)
+{
+	struct timespec delay = { 0, 250 * 1000 * 1000 };
+	int waited = 0, resumed = 0;
+	for (;;) {
+		struct pbx_sinfo_node *sn = NULL;
+		size_t n = 0, i, ready = 0, compute = 0;
+		struct pbx_buf bad = PBX_BUF_INIT;
+		struct pbx_err serr = PBX_ERR_INIT;
+		int rc = pbx_cluster_sinfo(c, &sn, &n, &serr);
+		for (i = 0; i < c->nnodes; i++) {
+			const char *state;
+			if (strcmp(c->nodes[i].role, "compute") != 0)
+				continue;
+			compute++;
+			state = rc == 0 ? pbx_sinfo_state_of(sn, n, c->nodes[i].name) : NULL;
+			pbx_events_stage(ev, i, state ? state : "waiting for slurmctld");
+			if (state && pbx_sinfo_state_usable(state))
+				ready++;
+			else
+				pbx_buf_addf(&bad, "%s%s=%s", bad.len ? ", " : "", c->nodes[i].name,
+					     state ? state : "unknown");
+		}
+		pbx_sinfo_free(sn, n);
+		if (ready == compute) {
+			pbx_buf_release(&bad);
+			return 0;
+		}
+		if (waited >= START_IDLE_TIMEOUT_MS) {
+			pbx_err_set(err, "nodes not idle after %d s: %s%s%s", waited / 1000, bad.buf,
+				    rc < 0 ? "; last sinfo error: " : "", rc < 0 ? serr.msg : "");
+			pbx_buf_release(&bad);
+			return -1;
+		}
+		if (rc == 0 && !resumed && waited >= 3000) {
+			pbx_cluster_resume_down(c);
+			resumed = 1;
+		}
+		pbx_buf_release(&bad);
+		nanosleep(&delay, NULL);
+		waited += 250;
+	}
+}
+
+/* ----------------------------------------------------------------- start */
+
+static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
+			 struct pbx_err *err)
+{
+	struct pbx_slurm_layout layout;
+	struct start_run r = {0};
+	char *stage = NULL;
+	int rc;
+	rc = c->provider->layout(&c->spec, &layout, err);
+	if (rc == 0)
+		rc = c->provider->create(&c->spec, c->nodes, c->nnodes, ev, err);
+	if (rc == 0)
+		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
+	if (rc == 0)
+		rc = start_stage(c, &layout, &stage, err);
+	r.c = c;
+	r.layout = &layout;
+	r.stage = stage;
+	r.ev = ev;
+	if (rc == 0)
+		rc = start_fanout(&r, 0, 1, err);                 /* the head: slurmctld */
+	if (rc == 0)
+		rc = start_fanout(&r, 1, c->nnodes - 1, err);     /* compute nodes at once */
+	if (rc == 0)
+		rc = start_wait_idle(c, ev, err);
+	free(stage);
+	return rc;
+}
+
+int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl ? tmpl : name);
+	struct pbx_cluster *c = NULL;
+	struct pbx_node_row *planned = NULL;
+	size_t nplanned = 0, i;
+	const char **names;
+	int rc;
+
+	if (!t)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
+				    tmpl ? tmpl : name, cfg->path);
+	if (!pbx_provider_find(t->cloud))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
+	if (start_record(st, cfg, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
+		return -1;
+	c->spec.t = t;
+	rc = c->provider->plan(&c->spec, &planned, &nplanned, err);
+	if (rc == 0) {
+		pbx_node_rows_free(c->nodes, c->nnodes);
+		c->nodes = planned;
+		c->nnodes = nplanned;
+		names = xcalloc(nplanned, sizeof(*names));
+		for (i = 0; i < nplanned; i++)
+			names[i] = planned[i].name;
+		if (ev && ev->nodes)
+			ev->nodes(ev->ctx, nplanned, names);
+		free(names);
+		pbx_store_event(st, c->row.id, "cluster.start", "%zu nodes", nplanned);
+		rc = start_run_all(c, ev, err);
+	}
+	pbx_cluster_mark(c, rc == 0 ? "up" : "degraded");
+	pbx_cluster_close(c);
+	return rc;
+}

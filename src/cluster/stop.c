@@ -1,0 +1,85 @@
+/*
+ * stop.c - `pbx cluster stop`: remove every process, port, file and cloud
+ * resource of a cluster.  The provider finds what to remove by label (for
+ * the local provider: the cluster's directory), so a cluster the store has
+ * half-forgotten is still removed completely.
+ */
+#include "cluster/cluster_internal.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int stop_forget_pins(struct pbx_store *st, const char *name, struct pbx_err *err)
+{
+	char *prefix = xasprintf("%s/", name);
+	int removed, rc = pbx_store_hostkey_forget_prefix(st, prefix, &removed, err);
+	free(prefix);
+	return rc;
+}
+
+static void stop_announce(const struct pbx_cluster *c, const struct pbx_cluster_events *ev)
+{
+	const char **names;
+	size_t i;
+	if (!ev || !ev->nodes)
+		return;
+	names = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*names));
+	for (i = 0; i < c->nnodes; i++)
+		names[i] = c->nodes[i].name;
+	ev->nodes(ev->ctx, c->nnodes, names);
+	free(names);
+}
+
+/* Removes what is left of a cluster the store does not know as live. */
+static int stop_orphan(const struct pbx_config *cfg, const char *name, struct pbx_err *err)
+{
+	struct pbx_cluster_spec spec = {0};
+	const struct pbx_provider *p = pbx_provider_find("local");
+	char *dir = pbx_cluster_dir(name);
+	struct stat sb;
+	int rc;
+	if (stat(dir, &sb) < 0) {
+		free(dir);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
+	}
+	spec.cfg = cfg;
+	spec.name = name;
+	spec.dir = dir;
+	rc = p->destroy(&spec, err);
+	free(dir);
+	return rc;
+}
+
+int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		     const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	struct pbx_cluster *c;
+	size_t i;
+	int rc;
+	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
+		if (err->code != PBX_EXIT_NOTFOUND)
+			return -1;
+		pbx_err_clear(err);
+		return stop_orphan(cfg, name, err);
+	}
+	stop_announce(c, ev);
+	for (i = 0; i < c->nnodes; i++)
+		pbx_events_stage(ev, i, "stopping");
+	pbx_cluster_mark(c, "stopping");
+	pbx_ssh_pool_free(c->pool);   /* close our connections before the sshds go */
+	c->pool = NULL;
+	rc = c->provider->destroy(&c->spec, err);
+	if (rc == 0)
+		rc = stop_forget_pins(st, name, err);
+	if (rc == 0) {
+		for (i = 0; i < c->nnodes; i++) {
+			pbx_store_node_set_state(st, c->row.id, c->nodes[i].name, "deleted", err);
+			pbx_events_stage(ev, i, "deleted");
+		}
+		pbx_cluster_mark(c, "deleted");
+	}
+	pbx_cluster_close(c);
+	return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * conf.c - slurm.conf rendering (see conf.h).
+ */
+#include "slurm/conf.h"
+#include "tmpl/tmpl.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *n)
+{
+	pbx_buf_addf(b, "NodeName=%s NodeHostname=%s NodeAddr=%s", n->name, n->hostname, n->addr);
+	if (n->port)
+		pbx_buf_addf(b, " Port=%d", n->port);
+	if (n->cpus)
+		pbx_buf_addf(b, " CPUs=%d", n->cpus);
+	if (n->gpus)
+		pbx_buf_addf(b, " Gres=gpu:%d", n->gpus);
+	pbx_buf_adds(b, " State=UNKNOWN\n");
+}
+
+int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx_err *err)
+{
+	struct pbx_buf tmpl = PBX_BUF_INIT, nodes = PBX_BUF_INIT, names = PBX_BUF_INIT;
+	struct pbx_buf result = PBX_BUF_INIT;
+	char port[16], sruns[32];
+	const char *keep[] = { "ROOT", NULL };
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (pbx_tmpl_get("slurm.conf.in", &tmpl, err) < 0)
+		return -1;
+	for (i = 0; i < c->nnodes; i++) {
+		pbx_slurm_node_line(&nodes, &c->nodes[i]);
+		pbx_buf_addf(&names, "%s%s", i ? "," : "", c->nodes[i].name);
+	}
+	pbx_buf_rtrim(&nodes);
+	snprintf(port, sizeof(port), "%d", c->ctld_port);
+	snprintf(sruns, sizeof(sruns), "%d-%d", c->srun_port_lo, c->srun_port_hi);
+	{
+		const char *vars[] = {
+			"CLUSTER", c->cluster, "CTLD_HOST", c->ctld_host, "CTLD_ADDR", c->ctld_addr,
+			"CTLD_PORT", port, "SRUN_PORTS", sruns, "SLURM_USER", c->slurm_user,
+			"EXTRA", c->extra, "NODES", nodes.buf, "PARTITION_NODES", names.buf, NULL,
+		};
+		rc = pbx_tmpl_subst("slurm.conf.in", tmpl.buf, vars, keep, &result, err);
+	}
+	pbx_buf_release(&tmpl);
+	pbx_buf_release(&nodes);
+	pbx_buf_release(&names);
+	if (rc < 0) {
+		pbx_buf_release(&result);
+		return -1;
+	}
+	*out = pbx_buf_detach(&result, NULL);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * conf.h - rendering slurm.conf for a cluster from templates/slurm.conf.in.
+ *
+ * pbx renders one slurm.conf per cluster; it still contains @ROOT@, which
+ * the node bootstrap replaces with each node's root prefix.
+ */
+#ifndef PBX_SLURM_CONF_H
+#define PBX_SLURM_CONF_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+struct pbx_slurm_node {
+	const char *name;       /* SLURM node name */
+	const char *hostname;   /* NodeHostname (local: "localhost") */
+	const char *addr;       /* NodeAddr */
+	int port;               /* slurmd port; 0 = SLURM's default */
+	int cpus;               /* 0 = let slurmd report */
+	int gpus;               /* GRES gpu count */
+};
+
+struct pbx_slurm_conf {
+	const char *cluster;
+	const char *ctld_host;  /* controller hostname (must be `hostname -s` on the head) */
+	const char *ctld_addr;
+	int ctld_port;
+	int srun_port_lo, srun_port_hi;
+	const char *slurm_user;
+	const char *extra;      /* mode-specific lines, may be "" */
+	const struct pbx_slurm_node *nodes;   /* compute nodes */
+	size_t nnodes;
+};
+
+/* Renders slurm.conf; *out is owned by the caller (free). */
+int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx_err *err);
+
+#endif

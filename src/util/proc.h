@@ -1,0 +1,22 @@
+/*
+ * proc.h - running local programs from argv (never through a shell).
+ */
+#ifndef PBX_UTIL_PROC_H
+#define PBX_UTIL_PROC_H
+
+#include "util/buf.h"
+#include "util/err.h"
+
+/*
+ * Runs argv[0] (searched in PATH) with argv, stdin from /dev/null, and
+ * waits for it.  Its stdout+stderr are captured into `out` when non-NULL
+ * (otherwise discarded).  Returns the exit status (128+N when killed by
+ * signal N), or -1 with err set when it could not be started.
+ */
+int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err);
+
+/* Like pbx_run, but a non-zero status is an error naming the program and
+ * quoting its output; returns 0 or -1. */
+int pbx_run_ok(const char *const *argv, struct pbx_err *err);
+
+#endif
