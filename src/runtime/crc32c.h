@@ -1,0 +1,27 @@
+/*
+ * crc32c.h - CRC-32C (Castagnoli), the checksum of TFRecord framing.
+ *
+ * Used by tfevents.c to frame TensorBoard event records (see
+ * /work/shared/reference/formats.md 5.1).  Reflected polynomial 0x82F63B78,
+ * initial value and final XOR 0xFFFFFFFF, so the calling convention is
+ * zlib's crc32(): start with crc = 0 and chain calls to checksum data in
+ * pieces:  pbx_crc32c(pbx_crc32c(0, a, na), b, nb) == crc of a||b.
+ * Check value: pbx_crc32c(0, "123456789", 9) == 0xE3069283.
+ * Thread-safe (the table is built once under pthread_once).
+ */
+#ifndef PBX_RUNTIME_CRC32C_H
+#define PBX_RUNTIME_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint32_t pbx_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* TFRecord stores CRCs "masked": rotate right by 15 and add a constant,
+ * because checksumming data that embeds its own CRC is weak. */
+uint32_t pbx_crc32c_mask(uint32_t crc);
+uint32_t pbx_crc32c_unmask(uint32_t masked);
+/* pbx_crc32c_mask(pbx_crc32c(0, data, len)). */
+uint32_t pbx_crc32c_masked(const void *data, size_t len);
+
+#endif

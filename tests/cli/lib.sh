@@ -1,0 +1,64 @@
+# lib.sh - TAP helpers for the shell tests in tests/cli (sourced).
+#
+#   ok COND-EXIT-STATUS "description"      e.g.  [ -f x ]; ok $? "x exists"
+#   is "got" "want" "description"
+#   run_pbx ARGS...      runs $PBX with stdout/stderr in $out/$errout, status in $rc
+#   done_testing         prints the plan; exits 1 if anything failed
+#
+# $PBX is the pbx binary under test (set by ctest).
+
+tap_n=0
+tap_failed=0
+
+ok() {
+	tap_n=$((tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $tap_n - $2"
+	else
+		echo "not ok $tap_n - $2"
+		tap_failed=$((tap_failed + 1))
+	fi
+}
+
+is() {
+	if [ "$1" = "$2" ]; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"
+		printf '#   got:  %s\n#   want: %s\n' "$1" "$2" | sed '2,$s/^/#         /;1!{/^#   want/!s/^#         #/#/}'
+	fi
+}
+
+run_pbx() {
+	out=$("$PBX" "$@" 2>"$TEST_TMP/stderr")
+	rc=$?
+	errout=$(cat "$TEST_TMP/stderr")
+}
+
+done_testing() {
+	echo "1..$tap_n"
+	[ "$tap_failed" -eq 0 ] || { echo "# $tap_failed of $tap_n failed"; exit 1; }
+	exit 0
+}
+
+# True when pid is gone or a zombie (daemons are reaped late here).
+proc_gone() {
+	[ ! -d "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+# Pids (space-separated) of live processes whose command line or
+# environment mentions $1 (read from a file so grep does not match itself).
+procs_mentioning() {
+	printf '%s\n' "$1" >"$TEST_TMP/pattern"
+	for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do
+		grep -q -s -F -f "$TEST_TMP/pattern" "$f" || continue
+		pid=${f#/proc/}; pid=${pid%%/*}
+		[ "$pid" = "$$" ] && continue
+		echo "$pid"
+	done | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
+TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
+export PBX_HOME="$TEST_TMP/home"
+mkdir -p "$PBX_HOME"
+chmod 700 "$PBX_HOME"
