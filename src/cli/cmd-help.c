@@ -19,7 +19,10 @@ static int cmd_help_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		argv++;
 	}
 	if (argc < 2) {
-		pbx_help_overview();
+		if (man)
+			pbx_man_overview();
+		else
+			pbx_help_overview();
 		return 0;
 	}
 	cmd = pbx_cmd_find(pbx_commands, argv[1], "command");
@@ -35,7 +38,7 @@ static int cmd_help_exec(struct pbx_ctx *ctx, int argc, char **argv)
 const struct pbx_cmd pbx_cmd_help = {
 	.name = "help",
 	.summary = "show help for pbx or one of its verbs",
-	.usage = "pbx help [VERB]\npbx help --man VERB",
+	.usage = "pbx help [VERB]\npbx help --man [VERB]",
 	.description = "Without VERB, lists the verbs.  With VERB, shows the same text as\n"
 		       "'pbx VERB --help'.  With --man, prints the verb's man page as roff\n"
 		       "(the pages in man/ are generated this way).",

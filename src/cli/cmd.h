@@ -77,6 +77,7 @@ int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
 void pbx_help_print(const struct pbx_cmd *cmd, const char *parent);
 void pbx_help_overview(void);
 void pbx_man_print(const struct pbx_cmd *cmd);
+void pbx_man_overview(void);   /* pbx(1) */
 /* True when argv has -h or --help before "--"; exec functions check this
  * first (the dispatcher already does for them). */
 bool pbx_wants_help(int argc, char **argv);

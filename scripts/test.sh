@@ -1,0 +1,31 @@
+#!/bin/sh
+# test.sh - builds pbx twice (optimised, and with ASan/UBSan) and runs the
+# whole ctest suite in both (the sanitizer build skips tests labelled
+# "slow").  Python test tools (TensorBoard's reader) go into a private
+# virtual environment in build/venv.  Usage: scripts/test.sh [ctest args]
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+venv=build/venv
+if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard' 2>/dev/null; then
+	mkdir -p build
+	python3 -m venv "$venv"
+	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt
+fi
+PATH="$(pwd)/$venv/bin:$PATH"
+export PATH
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPBX_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$jobs"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+status=0
+echo "== tests: optimised build"
+(cd build && ctest --output-on-failure -j "$jobs" "$@") || status=1
+echo "== tests: ASan/UBSan build"
+(cd build-asan && ctest --output-on-failure -j "$jobs" -LE slow "$@") || status=1
+exit $status

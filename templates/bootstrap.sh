@@ -1,0 +1,685 @@
+#!/bin/sh
+# pbx node bootstrap: brings one node of a pbx SLURM cluster up, down, or
+# reports its daemons.  pbx uploads this file with its inputs to a staging
+# directory and runs it as root on every node at once:
+#
+#     sh STAGE/bootstrap.sh up|down|status
+#
+# Environment (see templates/README.md):
+#   PBX_MODE        direct (node body: daemons started here, under PBX_ROOT)
+#                   | systemd (a VM: packages, systemd units, NFS)
+#   PBX_ROOT        root prefix of every file this script writes ("" = "/")
+#   PBX_ROLE        head | compute
+#   PBX_NODE        SLURM node name of this node
+#   PBX_CLUSTER     cluster name
+#   PBX_STAGE       directory holding slurm.conf (with @ROOT@) and munge.key
+#   PBX_GPUS        GPUs the cluster template promises on this node (0)
+#   PBX_HEAD_ADDR   address of the head node (systemd compute: NFS server)
+#   PBX_SHARED      shared directory (direct: any path; systemd: /shared)
+#   PBX_SLURM_USER  SlurmUser (root in direct mode, slurm in systemd mode)
+# Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
+# NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
+# PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).
+#
+# stdout carries only lines for pbx: "PBX-STAGE <stage>" as each stage of
+# `up` begins, "PBX-ERROR <message>" on failure (exit status non-zero), and
+# the "DAEMON running|stopped" lines of `status`.  Everything else goes to
+# stderr.  `up` is idempotent: it repairs what is down and restarts a daemon
+# only when that daemon's configuration changed.
+set -eu
+
+exec 3>&1 1>&2
+STAGE_NAME=start
+FAILED=
+
+say() { printf '%s\n' "$*" >&3; }
+log() { printf 'pbx-bootstrap[%s]: %s\n' "${PBX_NODE:-?}" "$*" >&2; }
+die() {
+	FAILED=1
+	say "PBX-ERROR $*"
+	log "error: $*"
+	exit 1
+}
+stage() {
+	STAGE_NAME=$1
+	say "PBX-STAGE $1"
+	log "stage $1"
+}
+on_exit() {
+	rc=$?
+	if [ "$rc" -ne 0 ] && [ -z "$FAILED" ]; then
+		say "PBX-ERROR stage $STAGE_NAME failed (exit status $rc); see the node's stderr"
+	fi
+}
+trap on_exit EXIT
+
+nap() { sleep 0.2 2>/dev/null || sleep 1; }
+
+# ---------------------------------------------------------------- inputs
+
+ACTION=${1:-}
+case $ACTION in
+up | down | status) ;;
+*) die "usage: bootstrap.sh up|down|status (got '$ACTION')" ;;
+esac
+
+MODE=${PBX_MODE:-}
+case $MODE in
+direct | systemd) ;;
+*) die "PBX_MODE must be 'direct' or 'systemd' (got '$MODE')" ;;
+esac
+
+ROLE=${PBX_ROLE:-}
+case $ROLE in
+head | compute) ;;
+*) die "PBX_ROLE must be 'head' or 'compute' (got '$ROLE')" ;;
+esac
+
+NODE=${PBX_NODE:-}
+[ -n "$NODE" ] || die "PBX_NODE is not set"
+case $NODE in
+*[!A-Za-z0-9_.-]*) die "PBX_NODE '$NODE' is not a valid SLURM node name" ;;
+esac
+
+ROOT=${PBX_ROOT:-}
+while :; do
+	case $ROOT in
+	*/) ROOT=${ROOT%/} ;;
+	*) break ;;
+	esac
+done
+case $ROOT in
+'' | /*) ;;
+*) die "PBX_ROOT must be an absolute path (got '$ROOT')" ;;
+esac
+if [ "$MODE" = direct ] && [ -z "$ROOT" ]; then
+	die "direct mode needs PBX_ROOT, a private directory for this node"
+fi
+
+# Root over SSH normally has the sbin directories on PATH; make sure.
+for d in /usr/local/sbin /usr/sbin /sbin; do
+	case ":$PATH:" in
+	*":$d:"*) ;;
+	*) PATH=$PATH:$d ;;
+	esac
+done
+export PATH
+
+CONF_DIR=$ROOT/etc/slurm
+CONF=$CONF_DIR/slurm.conf
+GRES_CONF=$CONF_DIR/gres.conf
+MUNGE_KEY=$ROOT/etc/munge/munge.key
+MUNGE_RUN=$ROOT/run/munge
+MUNGE_SOCK=$MUNGE_RUN/munge.socket.2
+MUNGE_PID=$MUNGE_RUN/munged.pid
+MUNGE_LOG=$ROOT/var/log/munge/munged.log
+MUNGE_SEED=$ROOT/var/lib/munge/munged.seed
+ENV_SH=$ROOT/etc/pbx/env.sh
+START_LOG=$ROOT/var/log/pbx-bootstrap.out
+
+if [ "$ROLE" = head ]; then
+	SLURM_DAEMON=slurmctld
+else
+	SLURM_DAEMON=slurmd
+fi
+
+# ---------------------------------------------------------------- helpers
+
+# conf_get KEY FILE: value of the first KEY=value line (case-insensitive).
+conf_get() {
+	[ -r "$2" ] || return 0
+	awk -v k="$1" '
+		{ sub(/#.*/, "") }
+		{
+			for (i = 1; i <= NF; i++) {
+				n = index($i, "=")
+				if (n > 1 && tolower(substr($i, 1, n - 1)) == tolower(k)) {
+					print substr($i, n + 1); exit
+				}
+			}
+		}' "$2"
+}
+
+expand_pct() { printf '%s\n' "$1" | sed "s/%n/$NODE/g"; }
+
+pidfile_of() {
+	case $1 in
+	slurmctld)
+		p=$(conf_get SlurmctldPidFile "$CONF")
+		[ -n "$p" ] || p=$ROOT/run/slurmctld.pid
+		;;
+	slurmd)
+		p=$(conf_get SlurmdPidFile "$CONF")
+		[ -n "$p" ] || p=$ROOT/run/slurmd-%n.pid
+		;;
+	munged) p=$MUNGE_PID ;;
+	esac
+	expand_pct "$p"
+}
+
+logfile_of() {
+	case $1 in
+	slurmctld) p=$(conf_get SlurmctldLogFile "$CONF") ;;
+	slurmd) p=$(conf_get SlurmdLogFile "$CONF") ;;
+	munged) p=$MUNGE_LOG ;;
+	esac
+	[ -z "$p" ] || expand_pct "$p"
+}
+
+# pid_alive PIDFILE NAME: true (and PID set) when the pid file names a live
+# process whose command line mentions NAME (guards against reused pids).
+pid_alive() {
+	PID=
+	[ -r "$1" ] || return 1
+	p=$(head -n 1 "$1" | tr -dc 0-9)
+	[ -n "$p" ] || return 1
+	kill -0 "$p" 2>/dev/null || return 1
+	if [ -r "/proc/$p/cmdline" ]; then
+		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q -- "$2" || return 1
+	fi
+	PID=$p
+}
+
+unit_of() {
+	case $1 in
+	munged) echo munge ;;
+	*) echo "$1" ;;
+	esac
+}
+
+daemon_running() {
+	if [ "$MODE" = systemd ]; then
+		systemctl is-active --quiet "$(unit_of "$1")"
+	else
+		pid_alive "$(pidfile_of "$1")" "$1"
+	fi
+}
+
+# stop_pid NAME: TERM the daemon named by its pid file, KILL it if needed.
+stop_pid() {
+	pf=$(pidfile_of "$1")
+	pid_alive "$pf" "$1" || return 0
+	log "stopping $1 (pid $PID)"
+	kill -TERM "$PID" 2>/dev/null || true
+	waited=0
+	limit=$((${PBX_STOP_WAIT:-5} * 5))
+	while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
+		nap
+		waited=$((waited + 1))
+	done
+	if kill -0 "$PID" 2>/dev/null; then
+		log "$1 (pid $PID) ignored TERM; sending KILL"
+		kill -KILL "$PID" 2>/dev/null || true
+		waited=0
+		while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt 25 ]; do
+			nap
+			waited=$((waited + 1))
+		done
+	fi
+	if kill -0 "$PID" 2>/dev/null; then
+		die "could not stop $1 (pid $PID)"
+	fi
+	rm -f "$pf"
+}
+
+# start_direct NAME CMD...: start a self-daemonizing program with no tie to
+# this shell's descriptors (over SSH, an inherited stdout would keep the
+# session open), then wait for its pid file.
+start_direct() {
+	name=$1
+	shift
+	pf=$(pidfile_of "$name")
+	rm -f "$pf"
+	mkdir -p "$(dirname "$START_LOG")"
+	log "starting $name: $*"
+	rc=0
+	"$@" </dev/null >"$START_LOG" 2>&1 3>&- 9>&- || rc=$?
+	waited=0
+	while [ "$waited" -lt 75 ]; do
+		if pid_alive "$pf" "$name"; then
+			log "$name running (pid $PID)"
+			return 0
+		fi
+		nap
+		waited=$((waited + 1))
+	done
+	cat "$START_LOG" >&2 || true
+	lf=$(logfile_of "$name")
+	if [ -n "$lf" ] && [ -r "$lf" ]; then
+		log "last lines of $lf:"
+		tail -n 15 "$lf" >&2 || true
+	fi
+	die "$name did not start (exit status $rc; no live pid in $pf); see ${lf:-$START_LOG}"
+}
+
+# install_file SRC DEST MODE: replace DEST atomically when SRC differs;
+# CHANGED=1 when it did.
+install_file() {
+	CHANGED=0
+	if [ -f "$2" ] && cmp -s "$1" "$2"; then
+		chmod "$3" "$2"
+		return 0
+	fi
+	mkdir -p "$(dirname "$2")"
+	cp "$1" "$2.pbx-new"
+	chmod "$3" "$2.pbx-new"
+	mv -f "$2.pbx-new" "$2"
+	CHANGED=1
+}
+
+# write_file DEST MODE: install stdin as DEST (see install_file).
+write_file() {
+	mkdir -p "$(dirname "$1")"
+	cat >"$1.pbx-in"
+	install_file "$1.pbx-in" "$1" "$2"
+	rm -f "$1.pbx-in"
+}
+
+sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+is_uint() {
+	case $1 in
+	'' | *[!0-9]*) return 1 ;;
+	esac
+}
+
+# ---------------------------------------------------------------- status / down
+
+do_status() {
+	for d in munged "$SLURM_DAEMON"; do
+		if daemon_running "$d"; then
+			say "$d running"
+		else
+			say "$d stopped"
+		fi
+	done
+	exit 0
+}
+
+do_down() {
+	if [ "$MODE" = systemd ]; then
+		systemctl stop "$SLURM_DAEMON" || log "systemctl stop $SLURM_DAEMON failed"
+		systemctl stop munge || log "systemctl stop munge failed"
+	else
+		# Both SLURM daemons: a prefix should never have both, but if it
+		# does, leave nothing behind.
+		stop_pid slurmd
+		stop_pid slurmctld
+		stop_pid munged
+	fi
+	log "down"
+	exit 0
+}
+
+[ "$ACTION" = status ] && do_status
+[ "$ACTION" = down ] && do_down
+
+# ---------------------------------------------------------------- up
+
+STAGE_DIR=${PBX_STAGE:-}
+[ -n "$STAGE_DIR" ] || die "PBX_STAGE is not set"
+[ -r "$STAGE_DIR/slurm.conf" ] || die "no slurm.conf in PBX_STAGE ($STAGE_DIR)"
+[ -r "$STAGE_DIR/munge.key" ] || die "no munge.key in PBX_STAGE ($STAGE_DIR)"
+GPUS=${PBX_GPUS:-0}
+is_uint "$GPUS" || die "PBX_GPUS must be a number (got '$GPUS')"
+SHARED=${PBX_SHARED:-}
+case $SHARED in
+/*) ;;
+*) die "PBX_SHARED must be an absolute path (got '$SHARED')" ;;
+esac
+if [ "$MODE" = systemd ]; then
+	SLURM_USER=${PBX_SLURM_USER:-slurm}
+else
+	SLURM_USER=${PBX_SLURM_USER:-root}
+fi
+
+mkdir -p "$ROOT/run"
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$ROOT/run/pbx-bootstrap.lock"
+	flock -w 900 9 || die "another bootstrap of this node holds $ROOT/run/pbx-bootstrap.lock"
+fi
+
+# ---- install
+stage install
+if [ "$MODE" = systemd ]; then
+	OS_ID=unknown
+	OS_VER=
+	if [ -r "$ROOT/etc/os-release" ]; then
+		# shellcheck source=/dev/null
+		OS_ID=$(. "$ROOT/etc/os-release" && echo "${ID:-unknown}")
+		# shellcheck source=/dev/null
+		OS_VER=$(. "$ROOT/etc/os-release" && echo "${VERSION_ID:-}")
+	fi
+	case $OS_ID:$OS_VER in
+	debian:12 | ubuntu:22.04) log "os: $OS_ID $OS_VER" ;;
+	debian:* | ubuntu:*) log "os: $OS_ID $OS_VER (untested; treated like Debian 12)" ;;
+	*) die "unsupported OS '$OS_ID $OS_VER' (need Debian 12 or Ubuntu 22.04)" ;;
+	esac
+	# Debian 12 and Ubuntu 22.04 agree on everything used here: /etc/slurm,
+	# units slurmctld/slurmd/munge/nfs-server, binaries in /usr/sbin.
+	have() {
+		for d in usr/sbin sbin usr/bin; do
+			[ ! -x "$ROOT/$d/$1" ] || return 0
+		done
+		return 1
+	}
+	missing=
+	for b in munged munge sinfo scontrol; do
+		have "$b" || missing="$missing $b"
+	done
+	if [ "$ROLE" = head ]; then
+		have slurmctld || missing="$missing slurmctld"
+		have exportfs || missing="$missing exportfs"
+		PKGS="slurmctld slurm-client munge nfs-kernel-server"
+	else
+		have slurmd || missing="$missing slurmd"
+		have mount.nfs || missing="$missing mount.nfs"
+		PKGS="slurmd slurm-client munge nfs-common"
+	fi
+	if [ -n "$missing" ]; then
+		log "missing:$missing; installing $PKGS"
+		apt_get() {
+			n=0
+			until DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 "$@" </dev/null; do
+				n=$((n + 1))
+				[ "$n" -lt 5 ] || return 1
+				log "apt-get $1 failed (try $n); retrying"
+				sleep "${PBX_APT_RETRY_SLEEP:-10}"
+			done
+		}
+		apt_get update -q || die "apt-get update failed"
+		# shellcheck disable=SC2086 # word splitting of the package list
+		apt_get install -y -q $PKGS || die "apt-get install $PKGS failed"
+		for b in $missing; do
+			have "$b" || die "$b still missing after installing $PKGS"
+		done
+	fi
+else
+	need="munged munge unmunge sinfo scontrol $SLURM_DAEMON"
+	missing=
+	for b in $need; do
+		command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
+	done
+	[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing (apt-get install slurm-wlm munge)"
+fi
+
+# ---- munge
+stage munge
+key_bytes=$(wc -c <"$STAGE_DIR/munge.key" | tr -d ' ')
+[ "$key_bytes" -ge 32 ] || die "munge.key in PBX_STAGE has $key_bytes bytes (need at least 32)"
+# In systemd mode the munge package owns its run, log and seed directories.
+mkdir -p "$ROOT/etc/munge"
+[ "$MODE" = systemd ] || mkdir -p "$MUNGE_RUN" "$(dirname "$MUNGE_LOG")" "$(dirname "$MUNGE_SEED")"
+chmod 0700 "$ROOT/etc/munge"
+install_file "$STAGE_DIR/munge.key" "$MUNGE_KEY" 0400
+key_changed=$CHANGED
+munge_ok() { munge -S "$MUNGE_SOCK" -n </dev/null | unmunge -S "$MUNGE_SOCK" >/dev/null 2>&1; }
+if [ "$MODE" = systemd ]; then
+	chown munge:munge "$ROOT/etc/munge" "$MUNGE_KEY"
+	if [ "$key_changed" = 1 ] || ! systemctl is-active --quiet munge; then
+		systemctl enable munge
+		systemctl restart munge || die "systemctl restart munge failed (journalctl -u munge)"
+	fi
+else
+	chmod 0755 "$MUNGE_RUN"
+	if pid_alive "$MUNGE_PID" munged; then
+		if [ "$key_changed" = 1 ] || ! munge_ok; then
+			stop_pid munged
+		fi
+	fi
+	if ! pid_alive "$MUNGE_PID" munged; then
+		# --force: a node prefix under a private directory (/root/.pbx,
+		# mktemp -d) fails munged's "ancestors must be world-executable"
+		# check of the socket; the prefix is this node's own, so demote it
+		# to a warning.  munged still refuses a socket held by a live daemon.
+		start_direct munged "$(command -v munged)" --force --socket="$MUNGE_SOCK" \
+			--key-file="$MUNGE_KEY" --pid-file="$MUNGE_PID" \
+			--log-file="$MUNGE_LOG" --seed-file="$MUNGE_SEED"
+	fi
+fi
+tries=0
+until munge_ok; do
+	tries=$((tries + 1))
+	[ "$tries" -lt 50 ] || die "munge does not work on $MUNGE_SOCK (munge -n | unmunge fails; see $MUNGE_LOG)"
+	nap
+done
+
+# ---- config
+stage config
+root_sed=$(printf '%s' "$ROOT" | sed 's/[\\|&]/\\&/g')
+mkdir -p "$CONF_DIR"
+sed "s|@ROOT@|$root_sed|g" "$STAGE_DIR/slurm.conf" >"$CONF.pbx-in"
+left=$(sed 's/#.*//' "$CONF.pbx-in" | grep -o '@[A-Z_]*@' | sort -u | tr '\n' ' ') || true
+[ -z "$left" ] || die "slurm.conf still has placeholders: $left(pbx renders all but @ROOT@)"
+install_file "$CONF.pbx-in" "$CONF" 0644
+rm -f "$CONF.pbx-in"
+conf_changed=$CHANGED
+
+# gres.conf: the GPUs this node really has (systemd) or placeholder device
+# files (direct: slurmd registers the count of files; Count= alone gives 0).
+if [ "$MODE" = systemd ]; then
+	if [ "$GPUS" -gt 0 ]; then
+		command -v nvidia-smi >/dev/null 2>&1 ||
+			die "the cluster template promises $GPUS GPU(s) but this node has no nvidia-smi (GPU driver missing: use an image with NVIDIA drivers)"
+		smi=$(nvidia-smi -L) || die "nvidia-smi -L failed: GPU driver not working"
+		found=$(printf '%s\n' "$smi" | grep -c '^GPU ') || found=0
+		[ "$found" -ge "$GPUS" ] ||
+			die "the cluster template promises $GPUS GPU(s) but nvidia-smi -L lists $found"
+		DEV_BASE=/dev/nvidia
+	else
+		found=0
+	fi
+else
+	found=$GPUS
+	DEV_BASE=$ROOT/dev/nvidia
+	if [ "$GPUS" -gt 0 ]; then
+		mkdir -p "$ROOT/dev"
+		i=0
+		while [ "$i" -lt "$GPUS" ]; do
+			[ -e "$DEV_BASE$i" ] || : >"$DEV_BASE$i"
+			i=$((i + 1))
+		done
+	fi
+fi
+{
+	echo "# gres.conf for $NODE, written by the pbx bootstrap"
+	if [ "$found" -eq 1 ]; then
+		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}0"
+	elif [ "$found" -gt 1 ]; then
+		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}[0-$((found - 1))]"
+	fi
+} | write_file "$GRES_CONF" 0644
+gres_changed=$CHANGED
+
+# Directories named by slurm.conf.
+state_dir=$(conf_get StateSaveLocation "$CONF")
+spool_dir=$(expand_pct "$(conf_get SlurmdSpoolDir "$CONF")")
+for f in "$(pidfile_of slurmctld)" "$(pidfile_of slurmd)" \
+	"$(logfile_of slurmctld)" "$(logfile_of slurmd)"; do
+	[ -z "$f" ] || mkdir -p "$(dirname "$f")"
+done
+if [ "$ROLE" = head ] && [ -n "$state_dir" ]; then
+	mkdir -p "$state_dir"
+	chmod 0700 "$state_dir"
+fi
+if [ "$ROLE" = compute ] && [ -n "$spool_dir" ]; then
+	mkdir -p "$spool_dir"
+	chmod 0755 "$spool_dir"
+fi
+if [ "$MODE" = systemd ] && [ "$SLURM_USER" != root ] && [ "$ROLE" = head ]; then
+	[ -z "$state_dir" ] || chown -R "$SLURM_USER:" "$state_dir"
+	lf=$(logfile_of slurmctld)
+	[ -z "$lf" ] || chown "$SLURM_USER:" "$(dirname "$lf")"
+fi
+
+defaults_changed=0
+if [ "$MODE" = systemd ] && [ "$ROLE" = compute ]; then
+	dflt=$ROOT/etc/default/slurmd
+	{
+		[ ! -r "$dflt" ] || grep -v '^[[:space:]]*SLURMD_OPTIONS=' "$dflt" || true
+		echo "SLURMD_OPTIONS=\"-N $NODE\""
+	} | write_file "$dflt" 0644
+	defaults_changed=$CHANGED
+fi
+
+{
+	echo "# pbx node environment: sourced by pbx before every remote command"
+	echo "export SLURM_CONF=$(sq "$CONF")"
+	echo "export PBX_SHARED=$(sq "$SHARED")"
+	echo "export PBX_ROOT=$(sq "$ROOT")"
+	echo "export PBX_NODE=$(sq "$NODE")"
+	echo "export PBX_CLUSTER=$(sq "${PBX_CLUSTER:-}")"
+} | write_file "$ENV_SH" 0644
+
+# ---- shared
+stage shared
+if [ "$MODE" = direct ]; then
+	mkdir -p "$SHARED"
+elif [ "$ROLE" = head ]; then
+	mkdir -p "$ROOT$SHARED"
+	chmod 1777 "$ROOT$SHARED"
+	clients=${PBX_NFS_CLIENTS:-}
+	if [ -z "$clients" ]; then
+		# NodeAddr (else NodeHostname, else NodeName) of every node.
+		clients=$(awk '
+			{ sub(/#.*/, "") }
+			tolower($1) ~ /^nodename=/ {
+				name = ""; host = ""; addr = ""
+				for (i = 1; i <= NF; i++) {
+					n = index($i, "="); k = tolower(substr($i, 1, n - 1)); v = substr($i, n + 1)
+					if (k == "nodename") name = v
+					else if (k == "nodehostname") host = v
+					else if (k == "nodeaddr") addr = v
+				}
+				if (tolower(name) == "default") next
+				a = addr != "" ? addr : (host != "" ? host : name)
+				gsub(/,/, " ", a); print a
+			}' "$CONF" | tr '\n' ' ')
+	fi
+	case $clients in
+	*'['*) die "cannot export $SHARED to node ranges ($clients): set PBX_NFS_CLIENTS" ;;
+	esac
+	if [ -z "$(echo "$clients" | tr -d ' ')" ]; then
+		log "no compute nodes in slurm.conf: $SHARED is not exported"
+	else
+		line=$SHARED
+		for c in $clients; do
+			line="$line $c(rw,sync,no_subtree_check,no_root_squash)"
+		done
+		exports=$ROOT/etc/exports
+		{
+			[ ! -r "$exports" ] || awk -v p="$SHARED" '$1 != p' "$exports"
+			echo "$line"
+		} | write_file "$exports" 0644
+		exports_changed=$CHANGED
+		if ! systemctl is-active --quiet nfs-server; then
+			systemctl enable --now nfs-server || die "could not start nfs-server (journalctl -u nfs-server)"
+			exportfs -ra || die "exportfs -ra failed"
+		elif [ "$exports_changed" = 1 ]; then
+			exportfs -ra || die "exportfs -ra failed"
+		fi
+	fi
+else
+	head_addr=${PBX_HEAD_ADDR:-}
+	[ -n "$head_addr" ] || die "PBX_HEAD_ADDR is not set (needed to mount $SHARED)"
+	mp=$ROOT$SHARED
+	mkdir -p "$mp"
+	fstab=$ROOT/etc/fstab
+	{
+		[ ! -r "$fstab" ] || awk -v p="$SHARED" '$2 != p' "$fstab"
+		echo "$head_addr:$SHARED $SHARED nfs defaults,_netdev,nofail 0 0"
+	} | write_file "$fstab" 0644
+	if awk -v p="$mp" '$2 == p { found = 1 } END { exit !found }' /proc/mounts 2>/dev/null; then
+		log "$mp already mounted"
+	else
+		# The head bootstraps at the same time: wait for its export.
+		deadline=$(($(date +%s) + ${PBX_NFS_WAIT:-300}))
+		until mount -t nfs "$head_addr:$SHARED" "$mp"; do
+			[ "$(date +%s)" -lt "$deadline" ] || die "could not mount $head_addr:$SHARED on $mp"
+			log "mount $head_addr:$SHARED failed; retrying"
+			sleep 5
+		done
+	fi
+fi
+
+# ---- slurmctld / slurmd
+stage "$SLURM_DAEMON"
+if [ "$ROLE" = head ]; then
+	changed=$conf_changed
+	ctld_host=$(conf_get SlurmctldHost "$CONF")
+	ctld_host=${ctld_host%%(*}
+	if [ "$ctld_host" != "$(hostname -s)" ]; then
+		log "warning: SlurmctldHost is '$ctld_host' but hostname -s is '$(hostname -s)'; slurmctld will refuse to start"
+	fi
+else
+	changed=0
+	[ "$conf_changed$gres_changed$defaults_changed" = 000 ] || changed=1
+fi
+started=0
+if [ "$MODE" = systemd ]; then
+	if ! systemctl is-active --quiet "$SLURM_DAEMON"; then
+		systemctl enable --now "$SLURM_DAEMON" || die "systemctl enable --now $SLURM_DAEMON failed (journalctl -u $SLURM_DAEMON)"
+		started=1
+	elif [ "$changed" = 1 ]; then
+		log "configuration changed: restarting $SLURM_DAEMON"
+		systemctl restart "$SLURM_DAEMON" || die "systemctl restart $SLURM_DAEMON failed (journalctl -u $SLURM_DAEMON)"
+		started=1
+	fi
+	if [ "$started" = 1 ]; then
+		# Type=simple units report success at once; catch a quick death.
+		sleep 1
+		systemctl is-active --quiet "$SLURM_DAEMON" ||
+			die "$SLURM_DAEMON exited right after starting; see journalctl -u $SLURM_DAEMON and $(logfile_of "$SLURM_DAEMON")"
+	fi
+else
+	bin=$(command -v "$SLURM_DAEMON")
+	if pid_alive "$(pidfile_of "$SLURM_DAEMON")" "$SLURM_DAEMON"; then
+		if [ "$changed" = 1 ]; then
+			log "configuration changed: restarting $SLURM_DAEMON"
+			stop_pid "$SLURM_DAEMON"
+		else
+			log "$SLURM_DAEMON already running (pid $PID)"
+		fi
+	fi
+	if ! pid_alive "$(pidfile_of "$SLURM_DAEMON")" "$SLURM_DAEMON"; then
+		if [ "$ROLE" = head ]; then
+			start_direct slurmctld "$bin" -f "$CONF"
+		else
+			start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
+		fi
+		started=1
+	fi
+fi
+
+# A restarted slurmd may find its node DOWN or DRAINED in slurmctld; resume
+# it.  While slurmctld is not up yet (the head bootstraps at the same time)
+# this waits a little and then leaves it to ReturnToService.
+if [ "$ROLE" = compute ] && [ "$started" = 1 ]; then
+	deadline=$(($(date +%s) + ${PBX_RESUME_WAIT:-30}))
+	resumed=0
+	while :; do
+		st=$(SLURM_CONF=$CONF sinfo -h -n "$NODE" -o %t 2>/dev/null | head -n 1) || st=
+		case $st in
+		*'*') base= ;; # not responding (yet): wait for the registration
+		*) base=$(printf '%s' "$st" | tr -d '~#!%$@^-') ;;
+		esac
+		case $base in
+		idle | alloc | mix | comp | resv | plnd | maint) break ;;
+		down | drain | drng | inval | fail | failg)
+			if [ "$resumed" = 0 ]; then
+				log "node $NODE is $st in slurmctld: resuming"
+				SLURM_CONF=$CONF scontrol update nodename="$NODE" state=resume ||
+					log "scontrol update nodename=$NODE state=resume failed"
+				resumed=1
+			fi
+			;;
+		esac
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			log "node $NODE is '${st:-unknown}' in sinfo (slurmctld not reachable yet?)"
+			break
+		fi
+		sleep 1
+	done
+fi
+
+stage 'done'

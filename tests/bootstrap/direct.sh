@@ -1,0 +1,195 @@
+#!/bin/sh
+# Direct mode for real (no SSH): a head and two compute node bodies on this
+# machine, each with its own prefix, brought up by templates/bootstrap.sh in
+# parallel; a GPU array job; repair of a killed slurmd without touching the
+# healthy daemons; status; down leaves no process and no listening port.
+# Addresses 127.0.3.1-3, ports 18500-18519 (reserved for this test).
+set -eu
+
+SRC=${1:?usage: direct.sh SOURCE_DIR}
+BOOT=$SRC/templates/bootstrap.sh
+TEMPLATE=$SRC/templates/slurm.conf.in
+PORT0=18500
+SRUN_PORTS=18510-18519
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "# $*" >&2; }
+
+for b in slurmctld slurmd munged munge sinfo sbatch squeue ss pgrep; do
+	command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin
+	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b missing"; exit 77; }
+done
+
+if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -Eq ':18(5[01][0-9])$'; then
+	fail "a port in 18500-18519 is already in use"
+fi
+
+T=$(mktemp -d /tmp/pbx-bt-direct.XXXXXX)
+NODES="head node1 node2"
+
+cleanup() {
+	rc=$?
+	set +e
+	for n in $NODES; do
+		[ -d "$T/nodes/$n" ] || continue
+		env_for "$n" sh "$BOOT" down >/dev/null 2>&1
+	done
+	# Anything of this test's tree still alive is ours; take it down too.
+	for p in $(pgrep -f "$T"); do kill -KILL "$p" 2>/dev/null; done
+	if [ "$rc" -ne 0 ]; then
+		for f in "$T"/out/*.err "$T"/nodes/*/var/log/slurm/*.log; do
+			[ -r "$f" ] && { echo "---- $f"; tail -n 20 "$f"; }
+		done >&2
+	fi
+	if [ -n "${PBX_TEST_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+role_of() { [ "$1" = head ] && echo head || echo compute; }
+gpus_of() { [ "$1" = head ] && echo 0 || echo 2; }
+env_for() {
+	n=$1
+	shift
+	env PBX_MODE=direct PBX_ROOT="$T/nodes/$n" PBX_ROLE="$(role_of "$n")" \
+		PBX_NODE="$n" PBX_CLUSTER=bt PBX_STAGE="$T/stage" \
+		PBX_GPUS="$(gpus_of "$n")" PBX_HEAD_ADDR=127.0.3.1 \
+		PBX_SHARED="$T/shared" PBX_SLURM_USER=root "$@"
+}
+
+# ---- render slurm.conf the way pbx does (all placeholders but @ROOT@)
+mkdir -p "$T/stage" "$T/out"
+cpus=$(nproc 2>/dev/null || echo 1)
+[ "$cpus" -le 2 ] || cpus=2
+{
+	echo "NodeName=node1 NodeHostname=localhost NodeAddr=127.0.3.2 Port=$((PORT0 + 1)) CPUs=$cpus Gres=gpu:2 State=UNKNOWN"
+	echo "NodeName=node2 NodeHostname=localhost NodeAddr=127.0.3.3 Port=$((PORT0 + 2)) CPUs=$cpus Gres=gpu:2 State=UNKNOWN"
+} >"$T/nodes.txt"
+sed -e "s|@CLUSTER@|bt|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
+	-e "s|@CTLD_ADDR@|127.0.3.1|g" -e "s|@CTLD_PORT@|$PORT0|g" \
+	-e "s|@SLURM_USER@|root|g" -e "s|@SRUN_PORTS@|$SRUN_PORTS|g" \
+	-e "s|@PARTITION_NODES@|node1,node2|g" \
+	-e "s|@EXTRA@|DebugFlags=NO_CONF_HASH|g" \
+	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
+grep -q '@ROOT@' "$T/stage/slurm.conf" || fail "rendered conf lost @ROOT@"
+head -c 1024 /dev/urandom >"$T/stage/munge.key"
+
+up_all() {
+	for n in $NODES; do
+		env_for "$n" sh "$BOOT" up >"$T/out/$n.up$1.out" 2>"$T/out/$n.up$1.err" &
+		echo $! >"$T/out/$n.pid"
+	done
+	for n in $NODES; do
+		wait "$(cat "$T/out/$n.pid")" || fail "up #$1 on $n failed: $(cat "$T/out/$n.up$1.out")"
+		want="munge config shared $([ "$n" = head ] && echo slurmctld || echo slurmd) done"
+		got=$(sed -n 's/^PBX-STAGE //p' "$T/out/$n.up$1.out" | tr '\n' ' ')
+		[ "$got" = "install $want " ] || fail "up #$1 on $n: stages '$got'"
+		! grep -v '^PBX-STAGE ' "$T/out/$n.up$1.out" || fail "up #$1 on $n: stray stdout"
+	done
+}
+
+export SLURM_CONF="$T/nodes/head/etc/slurm/slurm.conf"
+
+# wait_idle NODE...: every NODE idle (no flag) with gpu:2 within 60 s
+wait_idle() {
+	i=0
+	while :; do
+		ok=1
+		for n in "$@"; do
+			line=$(sinfo -h -N -n "$n" -o '%N %t %G' 2>/dev/null | head -n 1) || line=
+			[ "$line" = "$n idle gpu:2" ] || ok=0
+		done
+		[ "$ok" = 0 ] || return 0
+		i=$((i + 1))
+		[ "$i" -lt 120 ] || fail "nodes not idle with gpu:2: $(sinfo -h -N -o '%N %t %G' 2>&1)"
+		sleep 0.5
+	done
+}
+
+pid_of() { head -n 1 "$T/nodes/$1/run/$2.pid"; }
+
+# ---- up
+t0=$(date +%s)
+up_all 1
+note "up (3 nodes in parallel): $(($(date +%s) - t0)) s"
+wait_idle node1 node2
+[ "$(grep -v '^#' "$T/nodes/node1/etc/slurm/gres.conf")" = \
+	"NodeName=node1 Name=gpu File=$T/nodes/node1/dev/nvidia[0-1]" ] || fail "gres.conf of node1"
+(
+	# shellcheck source=/dev/null
+	. "$T/nodes/node2/etc/pbx/env.sh"
+	[ "$SLURM_CONF" = "$T/nodes/node2/etc/slurm/slurm.conf" ] && [ "$PBX_NODE" = node2 ] &&
+		[ "$PBX_SHARED" = "$T/shared" ] && [ "$PBX_CLUSTER" = bt ] &&
+		[ "$PBX_ROOT" = "$T/nodes/node2" ]
+) || fail "env.sh of node2"
+[ -d "$T/shared" ] || fail "shared dir"
+
+# ---- an array job that needs one GPU per task
+# shellcheck disable=SC2016 # expanded by the job's shell
+job=$(sbatch --parsable -a 1-4 --gres=gpu:1 -D "$T/shared" -o "$T/shared/out-%a.txt" \
+	--wrap 'echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME"') || fail "sbatch"
+i=0
+while [ -n "$(squeue -h -j "$job" -o %i 2>/dev/null)" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 120 ] || fail "array job $job did not finish: $(squeue 2>&1)"
+	sleep 0.5
+done
+for a in 1 2 3 4; do
+	grep -Eq "^task $a on node[12]$" "$T/shared/out-$a.txt" 2>/dev/null || fail "array task $a output"
+done
+note "array job $job with --gres=gpu:1 completed"
+
+# ---- kill one slurmd; up again repairs only that
+ctld=$(pid_of head slurmctld)
+d1=$(pid_of node1 slurmd-node1)
+d2=$(pid_of node2 slurmd-node2)
+m1=$(pid_of node1 munge/munged)
+kill -KILL "$d2"
+while kill -0 "$d2" 2>/dev/null; do sleep 0.1; done
+env_for node2 sh "$BOOT" status >"$T/out/st0" 2>/dev/null || fail "status"
+grep -qx 'slurmd stopped' "$T/out/st0" || fail "status after kill: $(cat "$T/out/st0")"
+t0=$(date +%s)
+up_all 2
+note "up again (repair): $(($(date +%s) - t0)) s"
+wait_idle node1 node2
+[ "$(pid_of head slurmctld)" = "$ctld" ] || fail "slurmctld was restarted"
+[ "$(pid_of node1 slurmd-node1)" = "$d1" ] || fail "node1's slurmd was restarted"
+[ "$(pid_of node1 munge/munged)" = "$m1" ] || fail "node1's munged was restarted"
+new=$(pid_of node2 slurmd-node2)
+if [ "$new" = "$d2" ] || ! kill -0 "$new"; then fail "node2's slurmd not restarted"; fi
+
+# ---- a drained node whose slurmd restarts is resumed by up
+scontrol update nodename=node1 state=drain reason=pbx-test || fail "drain node1"
+kill -KILL "$d1"
+while kill -0 "$d1" 2>/dev/null; do sleep 0.1; done
+env_for node1 sh "$BOOT" up >"$T/out/node1.up3.out" 2>"$T/out/node1.up3.err" ||
+	fail "up #3 on node1: $(cat "$T/out/node1.up3.out")"
+grep -q 'resuming' "$T/out/node1.up3.err" || fail "node1 not resumed: $(cat "$T/out/node1.up3.err")"
+wait_idle node1 node2
+[ "$(pid_of head slurmctld)" = "$ctld" ] || fail "slurmctld was restarted"
+
+# ---- status
+for n in $NODES; do
+	env_for "$n" sh "$BOOT" status >"$T/out/st-$n" 2>/dev/null || fail "status on $n"
+	d=$([ "$n" = head ] && echo slurmctld || echo slurmd)
+	[ "$(cat "$T/out/st-$n")" = "munged running
+$d running" ] || fail "status on $n: $(cat "$T/out/st-$n")"
+done
+
+# ---- down
+pids=$(cat "$T"/nodes/*/run/*.pid "$T"/nodes/*/run/munge/munged.pid)
+for n in $NODES; do env_for "$n" sh "$BOOT" down >/dev/null 2>"$T/out/$n.down.err" & done
+wait
+for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "pid $p still alive after down"; done
+for n in $NODES; do
+	env_for "$n" sh "$BOOT" status >"$T/out/st-$n" 2>/dev/null
+	! grep -q running "$T/out/st-$n" || fail "status after down on $n: $(cat "$T/out/st-$n")"
+done
+left=$(pgrep -f "$T" || true)
+[ -z "$left" ] || fail "processes left: $(ps -o pid,args -p "$(echo "$left" | tr '\n' ,)")"
+if ss -ltnH | awk '{print $4}' | grep -Eq ':18(5[01][0-9])$'; then
+	fail "still listening: $(ss -ltn | grep ':185[01]')"
+fi
+[ -r "$T/nodes/node1/etc/slurm/slurm.conf" ] || fail "down removed files"
+echo "PASS"

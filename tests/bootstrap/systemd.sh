@@ -1,0 +1,206 @@
+#!/bin/sh
+# Systemd mode of templates/bootstrap.sh with fake system commands: stub
+# apt-get, systemctl, nvidia-smi, exportfs, mount, munge/unmunge, chown,
+# sinfo, scontrol log their argv; PBX_ROOT is a temp dir, so nothing real is
+# touched.  Checks the commands run, the files written, idempotency, config
+# change -> restart, status/down, and the clear errors.
+set -eu
+
+SRC=${1:?usage: systemd.sh SOURCE_DIR}
+BOOT=$SRC/templates/bootstrap.sh
+TEMPLATE=$SRC/templates/slurm.conf.in
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/pbx-bt-systemd.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+LOG=$T/calls.log
+: >"$LOG"
+
+# ---- stubs
+mkdir -p "$T/bin" "$T/gpu"
+stub() {
+	{
+		echo '#!/bin/sh'
+		echo "echo \"\${PBX_NODE:-?}: $1 \$*\" >>'$LOG'"
+		cat
+	} >"$T/bin/$1"
+	chmod +x "$T/bin/$1"
+}
+stub apt-get <<'EOS'
+mk() { mkdir -p "$PBX_ROOT/$(dirname "$1")"; printf '#!/bin/sh\n' >"$PBX_ROOT/$1"; chmod +x "$PBX_ROOT/$1"; }
+case " $* " in *" install "*)
+	for p in "$@"; do
+		case $p in
+		slurmctld) mk usr/sbin/slurmctld ;;
+		slurmd) mk usr/sbin/slurmd ;;
+		munge) mk usr/sbin/munged && mk usr/bin/munge ;;
+		slurm-client) mk usr/bin/sinfo && mk usr/bin/scontrol ;;
+		nfs-kernel-server) mk usr/sbin/exportfs ;;
+		nfs-common) mk sbin/mount.nfs ;;
+		esac
+	done ;;
+esac
+exit 0
+EOS
+stub systemctl <<'EOS'
+d=$PBX_ROOT/.fake-units
+mkdir -p "$d"
+case $1 in
+is-active) [ -e "$d/$3" ] ;;
+start | restart) touch "$d/$2" ;;
+enable) [ "$2" != --now ] || touch "$d/$3" ;;
+stop) rm -f "$d/$2" ;;
+esac
+EOS
+stub exportfs <<'EOS'
+EOS
+stub mount <<'EOS'
+EOS
+stub chown <<'EOS'
+EOS
+stub scontrol <<'EOS'
+EOS
+stub sinfo <<'EOS'
+echo idle
+EOS
+stub munge <<'EOS'
+echo MUNGE:fake
+EOS
+stub unmunge <<'EOS'
+[ "$(cat)" = MUNGE:fake ]
+EOS
+cat >"$T/gpu/nvidia-smi" <<'EOS'
+#!/bin/sh
+[ "$1" = -L ] || exit 2
+echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)"
+echo "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-y)"
+EOS
+chmod +x "$T/gpu/nvidia-smi"
+BASEPATH=$T/bin:$PATH
+
+# ---- inputs rendered as pbx would for a cloud cluster
+mkdir -p "$T/stage"
+{
+	echo "NodeName=node1 NodeAddr=127.0.4.2 CPUs=8 Gres=gpu:2 State=UNKNOWN"
+	echo "NodeName=node2 NodeAddr=127.0.4.3 CPUs=8 Gres=gpu:2 State=UNKNOWN"
+} >"$T/nodes.txt"
+sed -e "s|@CLUSTER@|c1|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
+	-e "s|@CTLD_ADDR@|127.0.4.1|g" -e "s|@CTLD_PORT@|6817|g" \
+	-e "s|@SLURM_USER@|slurm|g" -e "s|@SRUN_PORTS@|60001-63000|g" \
+	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" \
+	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
+head -c 1024 /dev/urandom >"$T/stage/munge.key"
+
+mkroot() {
+	mkdir -p "$T/$1/etc"
+	printf 'ID=%s\nVERSION_ID="%s"\n' "$2" "$3" >"$T/$1/etc/os-release"
+}
+mkroot head debian 12
+mkroot node1 ubuntu 22.04
+
+# boot NODE ROLE GPUS ACTION [PATH]: run the script; stdout in $T/NODE.out
+boot() {
+	env PATH="${5:-$T/gpu:$BASEPATH}" PBX_MODE=systemd PBX_ROOT="$T/$1" \
+		PBX_ROLE="$2" PBX_NODE="$1" PBX_CLUSTER=c1 PBX_STAGE="$T/stage" \
+		PBX_GPUS="$3" PBX_HEAD_ADDR=127.0.4.1 PBX_SHARED=/shared \
+		PBX_SLURM_USER=slurm PBX_RESUME_WAIT=5 sh "$BOOT" "$4" >"$T/$1.out" 2>"$T/$1.err"
+}
+has() { grep -qxF "$1" "$LOG" || fail "no call '$1' in: $(cat "$LOG")"; }
+hasnt() { ! grep -qE "$1" "$LOG" || fail "unexpected call /$1/ in: $(cat "$LOG")"; }
+stages() {
+	got=$(sed -n 's/^PBX-STAGE //p' "$T/$1.out" | tr '\n' ' ')
+	[ "$got" = "$2 " ] || fail "$1 stages '$got' (want '$2'); stderr: $(cat "$T/$1.err")"
+}
+
+# ---- head, first run: installs, munge, exports, slurmctld
+boot head head 0 up || fail "head up: $(cat "$T/head.out" "$T/head.err")"
+stages head "install munge config shared slurmctld done"
+R=$T/head
+has "head: apt-get -o DPkg::Lock::Timeout=120 update -q"
+has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmctld slurm-client munge nfs-kernel-server"
+has "head: chown munge:munge $R/etc/munge $R/etc/munge/munge.key"
+has "head: systemctl enable munge"
+has "head: systemctl restart munge"
+has "head: systemctl enable --now nfs-server"
+has "head: exportfs -ra"
+has "head: systemctl enable --now slurmctld"
+has "head: chown -R slurm: $R/var/spool/slurmctld"
+hasnt "^head: (nvidia-smi|mount|systemctl enable --now slurmd)"
+[ "$(stat -c %a "$R/etc/munge/munge.key")" = 400 ] || fail "key mode"
+cmp -s "$R/etc/munge/munge.key" "$T/stage/munge.key" || fail "key content"
+grep -qx "AuthInfo=socket=$R/run/munge/munge.socket.2" "$R/etc/slurm/slurm.conf" || fail "AuthInfo in conf"
+! grep -q '@ROOT@' "$R/etc/slurm/slurm.conf" || fail "@ROOT@ left in conf"
+o='(rw,sync,no_subtree_check,no_root_squash)'
+[ "$(cat "$R/etc/exports")" = "/shared 127.0.4.2$o 127.0.4.3$o" ] || fail "exports: $(cat "$R/etc/exports")"
+[ -d "$R/shared" ] || fail "head /shared"
+[ "$(grep -v '^#' "$R/etc/slurm/gres.conf" || true)" = "" ] || fail "head gres.conf"
+grep -qx "export SLURM_CONF='$R/etc/slurm/slurm.conf'" "$R/etc/pbx/env.sh" || fail "head env.sh"
+
+# ---- compute, first run
+boot node1 compute 2 up || fail "node1 up: $(cat "$T/node1.out" "$T/node1.err")"
+stages node1 "install munge config shared slurmd done"
+R=$T/node1
+has "node1: apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmd slurm-client munge nfs-common"
+has "node1: systemctl enable --now slurmd"
+has "node1: mount -t nfs 127.0.4.1:/shared $R/shared"
+hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"
+[ "$(grep -v '^#' "$R/etc/slurm/gres.conf")" = "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]" ] ||
+	fail "gres.conf: $(cat "$R/etc/slurm/gres.conf")"
+grep -qx '127.0.4.1:/shared /shared nfs defaults,_netdev,nofail 0 0' "$R/etc/fstab" || fail "fstab"
+grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/default/slurmd"
+(
+	# shellcheck source=/dev/null
+	. "$R/etc/pbx/env.sh"
+	[ "$SLURM_CONF" = "$R/etc/slurm/slurm.conf" ] && [ "$PBX_SHARED" = /shared ] &&
+		[ "$PBX_ROOT" = "$R" ] && [ "$PBX_NODE" = node1 ] && [ "$PBX_CLUSTER" = c1 ]
+) || fail "env.sh: $(cat "$R/etc/pbx/env.sh")"
+
+# ---- second runs: nothing installed, nothing restarted, files unchanged
+cp "$R/etc/fstab" "$T/fstab.1"
+: >"$LOG"
+boot head head 0 up || fail "head up #2: $(cat "$T/head.out")"
+boot node1 compute 2 up || fail "node1 up #2: $(cat "$T/node1.out")"
+hasnt "apt-get|systemctl (enable|restart|start)|exportfs"
+cmp -s "$R/etc/fstab" "$T/fstab.1" || fail "fstab changed on rerun"
+[ "$(grep -c /shared "$T/head/etc/exports")" = 1 ] || fail "exports line duplicated"
+
+# ---- a changed slurm.conf restarts slurmd (and only then)
+echo "# changed" >>"$T/stage/slurm.conf"
+: >"$LOG"
+boot node1 compute 2 up || fail "node1 up #3"
+has "node1: systemctl restart slurmd"
+hasnt "systemctl restart munge"
+
+# ---- status and down
+boot node1 compute 2 status || fail "status"
+[ "$(cat "$T/node1.out")" = "munged running
+slurmd running" ] || fail "status: $(cat "$T/node1.out")"
+: >"$LOG"
+boot node1 compute 2 down || fail "down"
+has "node1: systemctl stop slurmd"
+has "node1: systemctl stop munge"
+boot node1 compute 2 status || fail "status after down"
+[ "$(cat "$T/node1.out")" = "munged stopped
+slurmd stopped" ] || fail "status after down: $(cat "$T/node1.out")"
+
+# ---- clear errors
+mkroot node2 debian 12
+if boot node2 compute 4 up; then fail "4 GPUs promised, 2 present: succeeded"; fi
+grep -q '^PBX-ERROR .*promises 4 GPU(s) but nvidia-smi -L lists 2' "$T/node2.out" ||
+	fail "GPU count error: $(cat "$T/node2.out")"
+if ! PATH=$BASEPATH command -v nvidia-smi >/dev/null 2>&1; then
+	if boot node2 compute 2 up "$BASEPATH"; then fail "no nvidia-smi: succeeded"; fi
+	grep -q '^PBX-ERROR .*no nvidia-smi' "$T/node2.out" || fail "no nvidia-smi error: $(cat "$T/node2.out")"
+fi
+sed 's/^SlurmctldPort=.*/SlurmctldPort=@CTLD_PORT@/' "$T/stage/slurm.conf" >"$T/bad.conf"
+mv "$T/bad.conf" "$T/stage/slurm.conf"
+if boot node2 compute 2 up; then fail "unrendered placeholder: succeeded"; fi
+grep -q '^PBX-ERROR slurm.conf still has placeholders: @CTLD_PORT@' "$T/node2.out" ||
+	fail "placeholder error: $(cat "$T/node2.out")"
+if env PBX_MODE=direct PBX_ROLE=head PBX_NODE=x sh "$BOOT" up >"$T/x.out" 2>/dev/null; then
+	fail "direct without PBX_ROOT: succeeded"
+fi
+grep -q '^PBX-ERROR direct mode needs PBX_ROOT' "$T/x.out" || fail "PBX_ROOT error: $(cat "$T/x.out")"
+echo PASS

@@ -1,0 +1,60 @@
+#!/bin/sh
+# t0001-cli.sh - command-line conventions: --help everywhere, help VERB
+# equal to VERB --help, man pages generated from the same strings, exit
+# codes, JSON output, no colour when not on a terminal.
+. "$(dirname "$0")/lib.sh"
+trap 'rm -rf "$TEST_TMP"' EXIT
+
+run_pbx --version
+is "$rc:$out" "0:pbx 0.1.0" "--version"
+run_pbx
+is "$rc" "2" "no verb is a usage error"
+run_pbx --help
+ok $rc "--help exits 0"
+verbs=$(echo "$out" | awk '/^verbs:/ {on = 1; next} /^$/ {on = 0} on {print $1}')
+[ -n "$verbs" ]
+ok $? "--help lists the verbs"
+
+for v in $verbs; do
+	run_pbx "$v" --help
+	vhelp=$out
+	ok $rc "pbx $v --help exits 0"
+	case $vhelp in "usage: pbx $v"*) ok 0 "pbx $v --help starts with its usage" ;;
+	*) ok 1 "pbx $v --help starts with its usage" ;; esac
+	run_pbx help "$v"
+	is "$out" "$vhelp" "pbx help $v equals pbx $v --help"
+	subs=$(echo "$vhelp" | awk '/^subcommands:/ {on = 1; next} /^$/ {on = 0} on {print $1}')
+	for s in $subs; do
+		run_pbx "$v" "$s" --help
+		case $rc:$out in "0:usage: pbx $v $s"*) ok 0 "pbx $v $s --help" ;;
+		*) ok 1 "pbx $v $s --help ($rc)" ;; esac
+	done
+	if [ "$v" != help ] && [ "$v" != version ]; then
+		"$PBX" help --man "$v" >"$TEST_TMP/man"
+		cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx-$v.1"
+		ok $? "man/pbx-$v.1 is what 'pbx help --man $v' prints (run scripts/gen-man.sh)"
+	fi
+done
+"$PBX" help --man >"$TEST_TMP/man"
+cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx.1"
+ok $? "man/pbx.1 is what 'pbx help --man' prints"
+
+run_pbx frobnicate
+is "$rc:$errout" "2:pbx: error: unknown command: frobnicate (see 'pbx help')" "unknown verb"
+run_pbx c
+is "$rc:$errout" "2:pbx: error: ambiguous command: c, could be: cluster, config" "ambiguous prefix"
+run_pbx cl li --json
+is "$rc:$out" "0:[]" "unique prefixes work; empty list as JSON"
+run_pbx cluster show nosuch
+is "$rc:$errout" "3:pbx: error: no cluster named 'nosuch'" "unknown cluster exits 3"
+run_pbx cluster exec nosuch
+is "$rc" "2" "exec without '--' is a usage error"
+echo "$errout" | grep -q "usage: pbx cluster exec"
+ok $? "usage errors print the usage"
+run_pbx cluster frob
+is "$rc:$errout" "2:pbx: error: unknown subcommand: frob (see 'pbx help')" "unknown subcommand"
+printf '%s%s' "$out" "$errout" | grep -q "$(printf '\033')"
+ok $((! $?)) "no escape sequences when not on a terminal"
+run_pbx cluster forget-host nosuch
+is "$rc:$errout" "3:pbx: error: no host key pinned for 'nosuch'" "forget-host of an unknown host"
+done_testing
