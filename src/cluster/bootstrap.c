@@ -65,12 +65,20 @@ static void bootstrap_env(struct pbx_buf *cmd, const char *key, const char *valu
 }
 
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
-			       const char *remote_stage, const char *action)
+			       const char *remote_stage, const char *action, int unpack)
 {
 	const struct pbx_node_row *n = &c->nodes[i];
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	char gpus[16], *script = xasprintf("%s/bootstrap.sh", remote_stage);
 	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
+	if (unpack) {
+		/* The stage arrives as a tar stream on stdin: one exec per node. */
+		pbx_buf_adds(&cmd, "umask 077 && mkdir -p ");
+		pbx_shell_quote(&cmd, remote_stage);
+		pbx_buf_adds(&cmd, " && tar -C ");
+		pbx_shell_quote(&cmd, remote_stage);
+		pbx_buf_adds(&cmd, " -xf - && ");
+	}
 	pbx_buf_adds(&cmd, "exec env");
 	bootstrap_env(&cmd, "PATH", BOOTSTRAP_PATH);
 	bootstrap_env(&cmd, "PBX_MODE", l->bootstrap_mode);
@@ -92,7 +100,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 }
 
 int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
-		       const char *stage, const char *action,
+		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	struct bootstrap_out o = { ev, i, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
@@ -102,13 +110,11 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	int status = 0, rc;
 
 	rc = pbx_cluster_connect(c, i, &s, err);
-	if (rc == 0 && stage) {
-		pbx_events_stage(ev, i, "uploading");
-		rc = pbx_ssh_put_tree(s, stage, remote_stage, err);
-	}
 	if (rc == 0) {
-		cmd = bootstrap_command(c, i, l, remote_stage, action);
-		rc = pbx_ssh_exec(s, cmd, NULL, 0, bootstrap_output, &o, &status, err);
+		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
+		cmd = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
+		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
+				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status, err);
 	}
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&o.stderr_tail);

@@ -5,18 +5,20 @@
 #define PBX_CLUSTER_INTERNAL_H
 
 #include "cluster/cluster.h"
+#include "util/buf.h"
 
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
 
 /*
- * Runs `sh bootstrap.sh ACTION` on node i.  For "up" the local stage
- * directory is first pushed to ROOT/var/lib/pbx/stage as one tar stream.
+ * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar of the
+ * stage directory) it is unpacked into ROOT/var/lib/pbx/stage first, in
+ * the same exec (one SSH round trip per node).
  * PBX-STAGE lines become progress events; the error quotes PBX-ERROR lines
  * or the end of stderr.
  */
 int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
-		       const char *stage, const char *action,
+		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
 
 /* `scontrol update state=resume` for compute nodes sinfo shows down or

@@ -13,6 +13,7 @@
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
 #include "util/fs.h"
+#include "util/proc.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define START_CONCURRENCY 32
 #define START_IDLE_TIMEOUT_MS 120000
@@ -133,13 +135,27 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	return rc;
 }
 
-/* Writes DIR/stage/{bootstrap.sh,slurm.conf,munge.key}. */
-static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, char **stage,
-		       struct pbx_err *err)
+/* Packs the stage directory into one tar (sent to every node). */
+static int start_pack(const char *stage, struct pbx_buf *tar, struct pbx_err *err)
+{
+	char *file = xasprintf("%s.tar", stage);
+	const char *argv[] = { "tar", "-C", stage, "-cf", file, ".", NULL };
+	int rc = pbx_run_ok(argv, err);
+	if (rc == 0)
+		rc = pbx_read_file(file, tar, err);
+	unlink(file);
+	free(file);
+	return rc;
+}
+
+/* Writes DIR/stage/{bootstrap.sh,slurm.conf,munge.key} and packs it. */
+static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+		       struct pbx_buf *tar, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
-	char *conf = NULL, *path;
+	char *conf = NULL, *path, *stage_dir;
 	int rc;
+	char **stage = &stage_dir;
 	*stage = xasprintf("%s/stage", c->dir);
 	rc = pbx_mkdir_p(*stage, 0700, err);
 	if (rc == 0)
@@ -158,8 +174,11 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 	}
 	if (rc == 0)
 		rc = start_munge_key(*stage, c->dir, err);
+	if (rc == 0)
+		rc = start_pack(*stage, tar, err);
 	pbx_buf_release(&script);
 	free(conf);
+	free(stage_dir);
 	return rc;
 }
 
@@ -168,7 +187,7 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 struct start_run {
 	struct pbx_cluster *c;
 	const struct pbx_slurm_layout *layout;
-	const char *stage;                    /* local stage directory */
+	struct pbx_buf stage_tar;             /* tar of the local stage directory */
 	const struct pbx_cluster_events *ev;
 	size_t first, count;                  /* which nodes this fan-out covers */
 };
@@ -178,7 +197,7 @@ static int start_bootstrap_one(void *ctx, size_t k, struct pbx_err *err)
 	struct start_run *r = ctx;
 	size_t i = r->first + k;
 	pbx_events_stage(r->ev, i, "connecting");
-	return pbx_bootstrap_node(r->c, i, r->layout, r->stage, "up", r->ev, err);
+	return pbx_bootstrap_node(r->c, i, r->layout, &r->stage_tar, "up", r->ev, err);
 }
 
 /* Runs the bootstrap on nodes [first, first+count) at once; collects the
@@ -261,8 +280,7 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 			 struct pbx_err *err)
 {
 	struct pbx_slurm_layout layout;
-	struct start_run r = {0};
-	char *stage = NULL;
+	struct start_run r = { .stage_tar = PBX_BUF_INIT };
 	int rc;
 	rc = c->provider->layout(&c->spec, &layout, err);
 	if (rc == 0)
@@ -270,10 +288,9 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	if (rc == 0)
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
-		rc = start_stage(c, &layout, &stage, err);
+		rc = start_stage(c, &layout, &r.stage_tar, err);
 	r.c = c;
 	r.layout = &layout;
-	r.stage = stage;
 	r.ev = ev;
 	if (rc == 0)
 		rc = start_fanout(&r, 0, 1, err);                 /* the head: slurmctld */
@@ -281,7 +298,8 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		rc = start_fanout(&r, 1, c->nnodes - 1, err);     /* compute nodes at once */
 	if (rc == 0)
 		rc = start_wait_idle(c, ev, err);
-	free(stage);
+	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len);   /* holds the munge key */
+	pbx_buf_release(&r.stage_tar);
 	return rc;
 }
 

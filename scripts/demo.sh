@@ -1,0 +1,36 @@
+#!/bin/sh
+# demo.sh - the main job end to end on the embedded default: build pbx,
+# start the built-in local cluster (2 compute nodes x 2 GPU GRES, real
+# slurmctld/slurmd behind real sshds on 127.0.1.x), run work on it, show it,
+# and stop it again.  It grows as pbx grows (parrun, harvest, report).
+# Usage: scripts/demo.sh [--keep]   (--keep leaves the cluster running)
+set -eu
+cd "$(dirname "$0")/.."
+keep=${1:-}
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs" >/dev/null
+PBX=$(pwd)/build/src/cli/pbx
+step() { printf '\n== %s\n' "$*"; }
+
+step "pbx cluster start local"
+"$PBX" cluster start local
+step "pbx cluster show local"
+"$PBX" cluster show local
+step "pbx cluster exec local -- srun -N2 hostname"
+"$PBX" cluster exec local -- srun -N2 sh -c 'echo "$SLURMD_NODENAME on $(hostname)"'
+step "a job array of 4 GPU tasks (--gres=gpu:1), 2 per node at once"
+"$PBX" cluster exec local -- sbatch --wait --array=0-3 --gres=gpu:1 -o 'demo-%a.out' \
+	--wrap 'echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME"'
+"$PBX" cluster exec local -- sh -c 'cat demo-*.out && rm -f demo-*.out'
+if [ -x build/src/train/pbx-train ]; then
+	step "pbx-train on a compute node (synthetic data, 1 epoch)"
+	"$PBX" cluster exec local -- srun -N1 --gres=gpu:1 "$(pwd)/build/src/train/pbx-train" \
+		"$(pwd)/templates/train/synthetic-mlp.yaml" --set epochs=1 --set output_dir=demo-train
+fi
+if [ "$keep" = --keep ]; then
+	step "the cluster keeps running; stop it with: $PBX cluster stop local"
+else
+	step "pbx cluster stop local"
+	"$PBX" cluster stop local
+fi
