@@ -5,6 +5,7 @@
 #include "common/tap.h"
 #include "slurm/conf.h"
 #include "slurm/sinfo.h"
+#include "slurm/squeue.h"
 #include "tmpl/tmpl.h"
 #include "util/quote.h"
 
@@ -80,8 +81,38 @@ static void test_quote(void)
 	pbx_buf_release(&b);
 }
 
+static void test_squeue(void)
+{
+	struct pbx_squeue_job *j;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_slurm_limits lim;
+	size_t n;
+	const char *text = "1234_7 RUNNING\n1234_[8-99%4] PENDING\n55 COMPLETING\n1234_[3] PENDING\n";
+	const char *conf = "Configuration data as of 2026\nMaxArraySize            = 1001\n"
+			   "MaxJobCount             = 50000\nMaxJobId = 67043328\n";
+	ok(pbx_squeue_parse(text, strlen(text), &j, &n, &err) == 0 && n == 4, "4 squeue lines: %s", err.msg);
+	ok(n == 4 && j[0].array_job == 1234 && j[0].array_task == 7 && !strcmp(j[0].state, "RUNNING"),
+	   "array task");
+	ok(n == 4 && j[1].array_task == -1 && j[1].range_lo == 8 && j[1].range_hi == 99,
+	   "pending range with throttle");
+	ok(n == 4 && j[2].array_job == 55 && j[2].array_task == -1 && j[2].range_lo == -1, "plain job");
+	ok(n == 4 && j[3].range_lo == 3 && j[3].range_hi == 3, "single-element range");
+	pbx_squeue_free(j, n);
+	ok(pbx_squeue_parse("12_x RUNNING\n", 13, &j, &n, &err) < 0, "bad task id refused");
+	ok(pbx_squeue_parse("12 running\n", 11, &j, &n, &err) < 0, "lowercase state refused");
+	ok(pbx_squeue_parse("12_[9-3] PENDING\n", 17, &j, &n, &err) < 0, "inverted range refused");
+	is_str(err.msg, "squeue output line 1: expected 'JOBID STATE'", "squeue error names the line");
+	ok(pbx_scontrol_limits_parse(conf, strlen(conf), &lim, &err) == 0 &&
+	   lim.max_array_size == 1001 && lim.max_job_count == 50000, "limits from scontrol");
+	ok(pbx_scontrol_limits_parse("MaxJobCount = 5\n", 16, &lim, &err) < 0, "missing MaxArraySize");
+	is_str(pbx_slurm_task_state("COMPLETING"), "RUNNING", "COMPLETING maps to RUNNING");
+	is_str(pbx_slurm_task_state("OUT_OF_MEMORY"), "OUT_OF_MEMORY", "OOM kept");
+	is_str(pbx_slurm_task_state("WEIRD"), "UNKNOWN", "unknown state");
+}
+
 int main(void)
 {
+	test_squeue();
 	test_subst();
 	test_render();
 	test_sinfo();
