@@ -19,8 +19,20 @@
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
  *
  * Every error names file, line and key ("config.yaml:7: clusters.x.count:
- * must be a positive integer") with code PBX_EXIT_USAGE.  Loading changes
- * nothing on disk.  Templates are described in templates/config.yaml.
+ * must be a positive integer, got 'two'") with code PBX_EXIT_USAGE (unsafe
+ * permissions: PBX_EXIT_SECURITY).  Loading changes nothing on disk.  Every
+ * key is described in templates/config.yaml.
+ *
+ * Rules beyond types: unknown and duplicate keys are errors; YAML aliases
+ * and tags are refused; template and node group names match
+ * [a-z][a-z0-9-]{0,30} and do not end in '-' (group names also not in a
+ * digit, since nodes are named NAME1, NAME2, ...); node group names are
+ * unique within a template; a template has 1..PBX_CONFIG_MAX_GROUPS groups.
+ * Defaults: login_user "root" and image "host" for cloud local (required
+ * for gce/aws, as is each node group's machine_type); gpus 0; spot false.
+ *
+ * Ownership: a struct pbx_config and every string and array reachable from
+ * it belong to the config and are released by pbx_config_free().
  */
 #ifndef PBX_CONFIG_CONFIG_H
 #define PBX_CONFIG_CONFIG_H
@@ -29,6 +41,11 @@
 #include <stddef.h>
 
 #include "util/err.h"
+
+#define PBX_CONFIG_MAX_SIZE   (1024 * 1024)  /* bytes in config.yaml */
+#define PBX_CONFIG_MAX_GROUPS 64             /* node groups per template */
+#define PBX_CONFIG_MAX_COUNT  10000          /* nodes per node group */
+#define PBX_CONFIG_MAX_GPUS   64             /* GPUs per node */
 
 struct pbx_node_group {
 	char *name;          /* group name; nodes are named NAME1, NAME2, ... */
@@ -48,12 +65,15 @@ struct pbx_cluster_template {
 	char *image;                  /* image name / family / AMI */
 	char *head_machine_type;      /* head node machine type, may be NULL */
 	struct pbx_node_group *groups;
-	size_t ngroups;
-	int line;
+	size_t ngroups;               /* >= 1 */
+	int line;                     /* line of the template's name, 0 for built-in */
+	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };
 
 struct pbx_cloud_gce {
-	char *project, *zone, *credentials;   /* each may be NULL */
+	char *project, *zone, *credentials;   /* each may be NULL; credentials
+						 is tilde-expanded */
+	int credentials_line;                 /* 0 when absent */
 };
 
 struct pbx_cloud_aws {
@@ -95,5 +115,21 @@ const struct pbx_cluster_template *pbx_config_template(const struct pbx_config *
 						       const char *name);
 /* Total compute nodes in a template. */
 int pbx_template_node_count(const struct pbx_cluster_template *t);
+/* One-line summary, e.g. "local: 2 x node (2 GPU)" or
+ * "gce: 2 x gpu n1-standard-8 (2 GPU nvidia-tesla-t4, spot), head e2-standard-4".
+ * Caller frees. */
+char *pbx_template_describe(const struct pbx_cluster_template *t);
+/*
+ * For `pbx config check`: verifies that every ssh_key (and the gce
+ * credentials file) exists and is private (no group/other access; the
+ * message says "chmod 600").  Errors read "FILE:LINE: KEY.PATH: problem";
+ * code PBX_EXIT_SECURITY for permissions, PBX_EXIT_USAGE for a missing
+ * file.  Reads nothing but file metadata; changes nothing.
+ */
+int pbx_config_check_files(const struct pbx_config *cfg, struct pbx_err *err);
+/* True when `name` is a valid template / cluster / node group name:
+ * [a-z][a-z0-9-]{0,30}, not ending in '-' (usable as a hostname and as a
+ * cloud label). */
+bool pbx_config_name_ok(const char *name);
 
 #endif

@@ -46,6 +46,55 @@ static const char *const migrations[] = {
 	"  key_type TEXT NOT NULL,"
 	"  key_b64 TEXT NOT NULL,"
 	"  first_seen INTEGER NOT NULL);",
+
+	/* 2: experiments - packages, their submissions to clusters, the job
+	 * arrays of each submission, and one row per task */
+	"CREATE TABLE packages ("
+	"  id TEXT PRIMARY KEY,"            /* full SHA-256 content id */
+	"  short_id TEXT NOT NULL UNIQUE,"  /* first 12 hex digits */
+	"  name TEXT NOT NULL,"
+	"  experiment_path TEXT NOT NULL,"
+	"  experiment_text TEXT NOT NULL,"
+	"  git_commit TEXT,"
+	"  git_diff TEXT,"
+	"  user TEXT NOT NULL,"
+	"  host TEXT NOT NULL,"
+	"  ntasks INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL);"
+	"CREATE TABLE submissions ("
+	"  id INTEGER PRIMARY KEY,"
+	"  package_id TEXT NOT NULL REFERENCES packages(id),"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  remote_dir TEXT NOT NULL,"
+	"  resources_json TEXT NOT NULL,"
+	"  pushed INTEGER NOT NULL DEFAULT 0,"
+	"  state TEXT NOT NULL,"            /* submitting, submitted, partial */
+	"  created INTEGER NOT NULL,"
+	"  UNIQUE(package_id, cluster_id));"
+	"CREATE TABLE arrays ("
+	"  id INTEGER PRIMARY KEY,"
+	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
+	"  first_task INTEGER NOT NULL,"
+	"  ntasks INTEGER NOT NULL,"
+	"  spec TEXT NOT NULL,"             /* the --array value, e.g. 0-999%10 or 3,7 */
+	"  job_id TEXT,"                    /* NULL until sbatch answered */
+	"  state TEXT NOT NULL,"            /* planned, submitted, failed */
+	"  created INTEGER NOT NULL);"
+	"CREATE INDEX arrays_submission ON arrays(submission_id);"
+	"CREATE TABLE tasks ("
+	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
+	"  idx INTEGER NOT NULL,"
+	"  params_json TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"            /* NEW, PENDING, RUNNING, COMPLETED, FAILED, ... */
+	"  exit_code INTEGER,"
+	"  node TEXT,"
+	"  attempt INTEGER NOT NULL DEFAULT 0,"
+	"  start_time INTEGER,"
+	"  end_time INTEGER,"
+	"  job_id TEXT,"
+	"  submits INTEGER NOT NULL DEFAULT 0,"  /* how often pbx submitted it */
+	"  updated INTEGER NOT NULL,"
+	"  PRIMARY KEY(submission_id, idx)) WITHOUT ROWID;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

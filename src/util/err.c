@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void pbx_err_vset(struct pbx_err *err, int code, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 3, 0)))
+pbx_err_vset(struct pbx_err *err, int code, const char *fmt, va_list ap)
 {
 	if (!err)
 		return;

@@ -1,0 +1,345 @@
+/*
+ * config_parse.c - the schema of config.yaml: walks a yamltree document and
+ * fills struct pbx_config, checking keys, types, ranges, names and defaults
+ * (rules listed in config.h).
+ */
+#include "config/config_priv.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PBX_STR_OPT (PBX_YSTR_NULL_OK | PBX_YSTR_ONE_LINE)
+
+enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
+
+static const char *const top_keys[] = { "clusters", "clouds", NULL };
+static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
+static const char *const template_keys[] = {
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", NULL
+};
+static const char *const head_keys[] = { "machine_type", NULL };
+static const char *const group_keys[] = {
+	"name", "count", "machine_type", "gpus", "gpu_type", "spot", NULL
+};
+static const char *const gce_keys[] = { "project", "zone", "credentials", NULL };
+static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
+static const char *const local_keys[] = {
+	"address_base", "ssh_port", "slurm_port_base", NULL
+};
+
+/* Optional one-line string under `key`; leaves *out alone when absent. */
+static int pbx_opt_str(const struct pbx_ynode *map, const char *key, char **out,
+		       struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(map, key);
+	char *s;
+	if (!n)
+		return 0;
+	if (pbx_ynode_str(n, PBX_STR_OPT, &s, err) < 0)
+		return -1;
+	if (s) {
+		free(*out);
+		*out = s;
+	}
+	return 0;
+}
+
+/* Optional path under `key`, tilde-expanded; *line gets its line. */
+static int pbx_opt_path(const struct pbx_ynode *map, const char *key, char **out,
+			int *line, struct pbx_err *err)
+{
+	char *raw = NULL;
+	if (pbx_opt_str(map, key, &raw, err) < 0)
+		return -1;
+	if (raw) {
+		*out = pbx_expand_tilde(raw);
+		*line = pbx_ymap_get(map, key)->line;
+		free(raw);
+	}
+	return 0;
+}
+
+static int pbx_opt_int(const struct pbx_ynode *map, const char *key, long min,
+		       long max, int *out, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(map, key);
+	long v;
+	if (!n)
+		return 0;
+	if (pbx_ynode_int(n, min, max, &v, err) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int pbx_opt_map(const struct pbx_ynode *n, const char *const *keys,
+		       struct pbx_err *err)
+{
+	if (!n)
+		return 0;
+	if (pbx_ynode_expect_map(n, err) < 0)
+		return -1;
+	return pbx_ymap_check_keys(n, keys, err);
+}
+
+bool pbx_config_name_ok(const char *name)
+{
+	size_t i, len = strlen(name);
+	if (len < 1 || len > 31 || name[0] < 'a' || name[0] > 'z' || name[len - 1] == '-')
+		return false;
+	for (i = 1; i < len; i++)
+		if (!(islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) ||
+		      name[i] == '-'))
+			return false;
+	return true;
+}
+
+static int pbx_check_name(const struct pbx_ynode *n, const char *what,
+			  struct pbx_err *err)
+{
+	char shown[PBX_YSHOW_SIZE];
+	if (strlen(n->value) == n->len && pbx_config_name_ok(n->value))
+		return 0;
+	pbx_ynode_show(n, shown);
+	return pbx_ynode_error(n, err, "invalid %s name '%s': must match "
+			       "[a-z][a-z0-9-]{0,30} and not end in '-'", what, shown);
+}
+
+/* A POSIX-ish user name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,31}. */
+static bool pbx_user_ok(const char *s)
+{
+	size_t i, len = strlen(s);
+	if (len < 1 || len > 32 || s[0] == '-' || s[0] == '.')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return false;
+	return true;
+}
+
+static int pbx_parse_login(const struct pbx_ynode *m, int cloud,
+			   struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "login_user");
+	if (!n) {
+		if (cloud != PBX_CLOUD_LOCAL)
+			return pbx_ymap_missing(m, "login_user", cloud == PBX_CLOUD_GCE ?
+						"required for cloud gce" : "required for cloud aws", err);
+		t->login_user = xstrdup("root");
+		return 0;
+	}
+	if (pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &t->login_user, err) < 0)
+		return -1;
+	if (!pbx_user_ok(t->login_user))
+		return pbx_ynode_error(n, err, "invalid user name '%.40s'", t->login_user);
+	return 0;
+}
+
+static int pbx_parse_image(const struct pbx_ynode *m, int cloud,
+			   struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "image");
+	if (n)
+		return pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &t->image, err);
+	if (cloud != PBX_CLOUD_LOCAL)
+		return pbx_ymap_missing(m, "image", cloud == PBX_CLOUD_GCE ?
+					"required for cloud gce" : "required for cloud aws", err);
+	t->image = xstrdup("host");
+	return 0;
+}
+
+static int pbx_parse_head(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			  struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "head");
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_opt_map(n, head_keys, err) < 0)
+		return -1;
+	return pbx_opt_str(n, "machine_type", &t->head_machine_type, err);
+}
+
+static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t,
+			  size_t idx, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "name");
+	size_t i, len;
+	if (!n)
+		return pbx_ymap_missing(m, "name", NULL, err);
+	if (n->type != PBX_YSCALAR || pbx_ynode_is_null(n))
+		return pbx_ynode_str(n, 0, &t->groups[idx].name, err);
+	if (pbx_check_name(n, "node group", err) < 0)
+		return -1;
+	len = strlen(n->value);
+	if (isdigit((unsigned char)n->value[len - 1]))
+		return pbx_ynode_error(n, err, "invalid node group name '%s': must not end "
+				       "in a digit (nodes are named %s1, %s2, ...)",
+				       n->value, n->value, n->value);
+	for (i = 0; i < idx; i++)
+		if (!strcmp(t->groups[i].name, n->value))
+			return pbx_ynode_error(n, err, "duplicate node group name '%s' "
+					       "(first given at line %d)", n->value,
+					       t->groups[i].line);
+	t->groups[idx].name = xstrdup(n->value);
+	return 0;
+}
+
+static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
+			   struct pbx_cluster_template *t, size_t idx, struct pbx_err *err)
+{
+	struct pbx_node_group *g = &t->groups[idx];
+	const struct pbx_ynode *count;
+	g->line = m->line;
+	if (pbx_ynode_expect_map(m, err) < 0 || pbx_ymap_check_keys(m, group_keys, err) < 0 ||
+	    pbx_group_name(m, t, idx, err) < 0)
+		return -1;
+	count = pbx_ymap_get(m, "count");
+	if (!count)
+		return pbx_ymap_missing(m, "count", NULL, err);
+	if (pbx_opt_int(m, "count", 1, PBX_CONFIG_MAX_COUNT, &g->count, err) < 0 ||
+	    pbx_opt_str(m, "machine_type", &g->machine_type, err) < 0 ||
+	    pbx_opt_int(m, "gpus", 0, PBX_CONFIG_MAX_GPUS, &g->gpus, err) < 0 ||
+	    pbx_opt_str(m, "gpu_type", &g->gpu_type, err) < 0)
+		return -1;
+	if (pbx_ymap_get(m, "spot") && pbx_ynode_bool(pbx_ymap_get(m, "spot"), &g->spot, err) < 0)
+		return -1;
+	if (!g->machine_type && cloud != PBX_CLOUD_LOCAL)
+		return pbx_ymap_missing(m, "machine_type", cloud == PBX_CLOUD_GCE ?
+					"required for cloud gce" : "required for cloud aws", err);
+	return 0;
+}
+
+static int pbx_parse_groups(const struct pbx_ynode *m, int cloud,
+			    struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	static const char none[] = "a template needs at least one node group";
+	const struct pbx_ynode *n = pbx_ymap_get(m, "node_groups");
+	size_t i;
+	if (!n)
+		return pbx_ymap_missing(m, "node_groups", none, err);
+	if (pbx_ynode_expect_seq(n, err) < 0)
+		return -1;
+	if (!n->nitems)
+		return pbx_ynode_error(n, err, "%s", none);
+	if (n->nitems > PBX_CONFIG_MAX_GROUPS)
+		return pbx_ynode_error(n, err, "at most %d node groups are allowed",
+				       PBX_CONFIG_MAX_GROUPS);
+	t->groups = xcalloc(n->nitems, sizeof(*t->groups));
+	t->ngroups = n->nitems;
+	for (i = 0; i < n->nitems; i++)
+		if (pbx_parse_group(n->items[i], cloud, t, i, err) < 0)
+			return -1;
+	return 0;
+}
+
+static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
+			      struct pbx_err *err)
+{
+	const struct pbx_ynode *m = p->value, *cloud_node;
+	int cloud;
+	if (pbx_check_name(p->key, "template", err) < 0)
+		return -1;
+	t->name = xstrdup(p->key->value);
+	t->line = p->key->line;
+	if (pbx_ynode_expect_map(m, err) < 0 || pbx_ymap_check_keys(m, template_keys, err) < 0)
+		return -1;
+	cloud_node = pbx_ymap_get(m, "cloud");
+	if (!cloud_node)
+		return pbx_ymap_missing(m, "cloud", NULL, err);
+	if (pbx_ynode_choice(cloud_node, cloud_names, &cloud, err) < 0)
+		return -1;
+	t->cloud = xstrdup(cloud_names[cloud]);
+	if (pbx_parse_login(m, cloud, t, err) < 0 ||
+	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
+	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0)
+		return -1;
+	return pbx_parse_groups(m, cloud, t, err);
+}
+
+static int pbx_parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
+			      struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(root, "clusters");
+	size_t i;
+	if (!n)
+		return pbx_ymap_missing(root, "clusters",
+					"at least one cluster template is required", err);
+	if (pbx_ynode_expect_map(n, err) < 0)
+		return -1;
+	if (!n->npairs)
+		return pbx_ynode_error(n, err, "at least one cluster template is required");
+	cfg->templates = xcalloc(n->npairs, sizeof(*cfg->templates));
+	cfg->ntemplates = n->npairs;
+	for (i = 0; i < n->npairs; i++)
+		if (pbx_parse_template(&n->pairs[i], &cfg->templates[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
+			   struct pbx_err *err)
+{
+	const struct pbx_ynode *addr;
+	unsigned char ip[4];
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_opt_map(n, local_keys, err) < 0 ||
+	    pbx_opt_str(n, "address_base", &l->address_base, err) < 0 ||
+	    pbx_opt_int(n, "ssh_port", 1, 65535, &l->ssh_port, err) < 0 ||
+	    pbx_opt_int(n, "slurm_port_base", 1, 65535, &l->slurm_port_base, err) < 0)
+		return -1;
+	addr = pbx_ymap_get(n, "address_base");
+	if (addr && inet_pton(AF_INET, l->address_base, ip) != 1)
+		return pbx_ynode_error(addr, err, "must be an IPv4 address, got '%.40s'",
+				       l->address_base);
+	return 0;
+}
+
+static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
+			    struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(root, "clouds"), *gce, *aws;
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_opt_map(n, cloud_names, err) < 0)
+		return -1;
+	gce = pbx_ymap_get(n, "gce");
+	aws = pbx_ymap_get(n, "aws");
+	if (gce && !pbx_ynode_is_null(gce) &&
+	    (pbx_opt_map(gce, gce_keys, err) < 0 ||
+	     pbx_opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
+	     pbx_opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
+	     pbx_opt_path(gce, "credentials", &cfg->gce.credentials,
+			  &cfg->gce.credentials_line, err) < 0))
+		return -1;
+	if (aws && !pbx_ynode_is_null(aws) &&
+	    (pbx_opt_map(aws, aws_keys, err) < 0 ||
+	     pbx_opt_str(aws, "region", &cfg->aws.region, err) < 0 ||
+	     pbx_opt_str(aws, "profile", &cfg->aws.profile, err) < 0 ||
+	     pbx_opt_str(aws, "endpoint", &cfg->aws.endpoint, err) < 0))
+		return -1;
+	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
+}
+
+int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
+			struct pbx_err *err)
+{
+	const struct pbx_ynode *root = doc->root;
+	cfg->local.address_base = xstrdup(PBX_LOCAL_ADDRESS_BASE);
+	cfg->local.ssh_port = PBX_LOCAL_SSH_PORT;
+	cfg->local.slurm_port_base = PBX_LOCAL_SLURM_PORT_BASE;
+	if (!root || pbx_ynode_is_null(root))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: the configuration is empty",
+				    doc->name, root ? root->line : 1);
+	if (root->type != PBX_YMAP)
+		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
+				       pbx_ynode_kind(root));
+	if (pbx_ymap_check_keys(root, top_keys, err) < 0 ||
+	    pbx_parse_clusters(root, cfg, err) < 0)
+		return -1;
+	return pbx_parse_clouds(root, cfg, err);
+}
