@@ -15,13 +15,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
+extern const struct pbx_cmd pbx_cmd_cancel;
 extern const struct pbx_cmd pbx_cmd_cluster;
 extern const struct pbx_cmd pbx_cmd_config;
 extern const struct pbx_cmd pbx_cmd_help;
+extern const struct pbx_cmd pbx_cmd_log;
+extern const struct pbx_cmd pbx_cmd_ls;
+extern const struct pbx_cmd pbx_cmd_parrun;
+extern const struct pbx_cmd pbx_cmd_rerun;
+extern const struct pbx_cmd pbx_cmd_run;
+extern const struct pbx_cmd pbx_cmd_state;
 extern const struct pbx_cmd pbx_cmd_version;
 
+/* In the order `pbx --help` lists them: the workflow first. */
 const struct pbx_cmd *const pbx_commands[] = {
 	&pbx_cmd_cluster,
+	&pbx_cmd_parrun,
+	&pbx_cmd_run,
+	&pbx_cmd_state,
+	&pbx_cmd_ls,
+	&pbx_cmd_log,
+	&pbx_cmd_cancel,
+	&pbx_cmd_rerun,
 	&pbx_cmd_config,
 	&pbx_cmd_help,
 	&pbx_cmd_version,
@@ -78,7 +93,7 @@ static int pbx_cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
 	return 0;
 }
 
-int pbx_cmd_run(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
+int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
 {
 	int rc;
 	if (!cmd->subcmds && pbx_wants_help(argc, argv)) {
@@ -91,7 +106,7 @@ int pbx_cmd_run(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char *
 	return cmd->exec(ctx, argc, argv);
 }
 
-int pbx_cmd_run_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
+int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
 {
 	const struct pbx_cmd *sub;
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -105,5 +120,5 @@ int pbx_cmd_run_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, ch
 		pbx_help_print(sub, cmd->name);
 		return 0;
 	}
-	return pbx_cmd_run(ctx, sub, argc - 1, argv + 1);
+	return pbx_cmd_invoke(ctx, sub, argc - 1, argv + 1);
 }

@@ -66,9 +66,9 @@ const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const cha
 				   const char *what);
 /* Runs a verb with subcommands: finds argv[1] in cmd->subcmds, sets it up
  * and calls its exec.  Used as the exec of group verbs. */
-int pbx_cmd_run_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
+int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
 /* Prepares ctx for cmd->flags and calls exec; releases nothing. */
-int pbx_cmd_run(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
+int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
 
 /* help.c: usage on error ("usage: ..." to stderr, returns PBX_EXIT_USAGE),
  * full help to stdout, and the man page generator. */

@@ -113,8 +113,8 @@ int main(int argc, char **argv)
 		rc = pbx_report(&err);
 		goto out;
 	}
-	rc = cmd->subcmds ? pbx_cmd_run_sub(&ctx, cmd, argc - first, argv + first)
-			  : pbx_cmd_run(&ctx, cmd, argc - first, argv + first);
+	rc = cmd->subcmds ? pbx_cmd_invoke_sub(&ctx, cmd, argc - first, argv + first)
+			  : pbx_cmd_invoke(&ctx, cmd, argc - first, argv + first);
 out:
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "pbx: error: write failure on standard output\n");

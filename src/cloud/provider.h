@@ -45,6 +45,7 @@ struct pbx_slurm_layout {
 	int srun_port_lo, srun_port_hi;
 	int node_port_base;      /* node i (0-based, compute only) listens on base+1+i; 0 = default */
 	int node_cpus;           /* 0 = what slurmd reports */
+	long node_mem_mb;        /* RealMemory per node; 0 = SLURM's default */
 	int same_host;           /* node bodies on one host: NodeHostname=localhost */
 	const char *slurm_user;
 	const char *bootstrap_mode;   /* "direct" or "systemd" */

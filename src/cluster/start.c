@@ -117,6 +117,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 		sn[k].addr = n->address;
 		sn[k].port = l->node_port_base ? l->node_port_base + 1 + (int)k : 0;
 		sn[k].cpus = l->node_cpus;
+		sn[k].mem_mb = l->node_mem_mb;
 		sn[k].gpus = n->gpus;
 		k++;
 	}

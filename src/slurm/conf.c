@@ -16,6 +16,8 @@ static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *
 		pbx_buf_addf(b, " Port=%d", n->port);
 	if (n->cpus)
 		pbx_buf_addf(b, " CPUs=%d", n->cpus);
+	if (n->mem_mb)
+		pbx_buf_addf(b, " RealMemory=%ld", n->mem_mb);
 	if (n->gpus)
 		pbx_buf_addf(b, " Gres=gpu:%d", n->gpus);
 	pbx_buf_adds(b, " State=UNKNOWN\n");

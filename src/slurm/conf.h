@@ -17,6 +17,7 @@ struct pbx_slurm_node {
 	const char *addr;       /* NodeAddr */
 	int port;               /* slurmd port; 0 = SLURM's default */
 	int cpus;               /* 0 = let slurmd report */
+	long mem_mb;            /* RealMemory; 0 = SLURM's default */
 	int gpus;               /* GRES gpu count */
 };
 

@@ -236,6 +236,14 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 	l->srun_port_lo = base + LOCAL_PORTS_PER_SLOT / 2;
 	l->srun_port_hi = base + LOCAL_PORTS_PER_SLOT - 1;
 	l->node_cpus = cpus > 0 ? (int)cpus : 1;
+	/* Node bodies share this machine's memory: give each an equal part so
+	 * --mem requests schedule as they would on real nodes. */
+	{
+		long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+		int nodes = s->t ? pbx_template_node_count(s->t) : 0;
+		if (pages > 0 && psize > 0 && nodes > 0)
+			l->node_mem_mb = (long)((double)pages * (double)psize / 1048576.0 * 0.8 / nodes);
+	}
 	l->same_host = 1;
 	l->slurm_user = "root";
 	l->bootstrap_mode = "direct";

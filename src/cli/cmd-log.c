@@ -1,0 +1,102 @@
+/*
+ * cmd-log.c - `pbx log PKG[:TASK]`: a task's stdout and stderr, streamed
+ * from the cluster; --follow keeps streaming as the task writes.
+ */
+#include "cli/cmd.h"
+#include "cli/jobs_cli.h"
+#include "cli/output.h"
+#include "jobs/jobs.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct pbx_cmd pbx_cmd_log;
+
+static void log_output(void *ctx, int stream, const char *data, size_t len)
+{
+	(void)ctx;
+	fwrite(data, 1, len, stream == 2 ? stderr : stdout);
+	fflush(stream == 2 ? stderr : stdout);
+}
+
+static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "follow", no_argument, NULL, 'f' }, { "stdout", no_argument, NULL, 'o' },
+		{ "stderr", no_argument, NULL, 'e' }, { NULL, 0, NULL, 0 } };
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_jobs_target t;
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	int follow = 0, which = 3, opt, status = 0, rc;
+	char *pkg, *dir;
+	long task;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "foe", longopts, NULL)) != -1) {
+		if (opt == 'f')
+			follow = 1;
+		else if (opt == 'o')
+			which = 1;
+		else if (opt == 'e')
+			which = 2;
+		else
+			return pbx_usage_error(&pbx_cmd_log, "invalid option");
+	}
+	if (argc - optind != 1)
+		return pbx_usage_error(&pbx_cmd_log, "expected PKG[:TASK]");
+	if (pbx_cli_pkg_task(argv[optind], &pkg, &task) < 0)
+		return PBX_EXIT_USAGE;
+	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
+	free(pkg);
+	if (rc < 0) {
+		pbx_jobs_target_free(&t);
+		return pbx_report(&err);
+	}
+	if (task < 0)
+		task = 0;
+	if (task >= t.pkg.ntasks) {
+		pbx_error("package %s has %lld tasks; no task %ld", t.pkg.short_id,
+			  (long long)t.pkg.ntasks, task);
+		pbx_jobs_target_free(&t);
+		return PBX_EXIT_NOTFOUND;
+	}
+	dir = xasprintf("%s/tasks/%ld", t.sub.remote_dir, task);
+	pbx_buf_adds(&cmd, "cd ");
+	pbx_shell_quote(&cmd, dir);
+	pbx_buf_adds(&cmd, " 2>/dev/null || { echo 'the task has not started yet' >&2; exit 3; }; ");
+	if (follow)
+		pbx_buf_addf(&cmd, "exec tail -n +1 -F %s", which == 2 ? "stderr" : "stdout");
+	else
+		pbx_buf_addf(&cmd, "%s%s",
+			     which & 1 ? "cat stdout 2>/dev/null; " : "",
+			     which & 2 ? "cat stderr >&2 2>/dev/null; " : "");
+	pbx_buf_adds(&cmd, "exit 0");
+	rc = pbx_cluster_exec_sh(t.cluster, 0, cmd.buf, log_output, NULL, &status, &err);
+	pbx_buf_release(&cmd);
+	free(dir);
+	pbx_jobs_target_free(&t);
+	if (rc < 0)
+		return pbx_report(&err);
+	return status;
+}
+
+static const struct pbx_opt_doc log_opts[] = {
+	{ "-f, --follow", "keep streaming as the task writes (stdout, or stderr with -e)" },
+	{ "-o, --stdout", "only stdout" },
+	{ "-e, --stderr", "only stderr" },
+	{ NULL, NULL },
+};
+
+const struct pbx_cmd pbx_cmd_log = {
+	.name = "log",
+	.summary = "show a task's stdout and stderr",
+	.usage = "pbx log [-f] [-o|-e] PKG[:TASK]",
+	.description = "TASK defaults to 0.  stdout goes to stdout and stderr to stderr; each\n"
+		       "attempt of the task starts with a '=== pbx task ... ===' line.",
+	.options = log_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_log_exec,
+};

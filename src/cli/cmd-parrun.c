@@ -1,0 +1,170 @@
+/*
+ * cmd-parrun.c - `pbx parrun EXPERIMENT CLUSTER [SBATCH OPTIONS]` and
+ * `pbx run` (the same for an experiment of one point): push the package
+ * once and submit its sweep as job arrays.
+ */
+#include "cli/cmd.h"
+#include "cli/output.h"
+#include "jobs/jobs.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Applies "--key=value", "--key value" and "--flag" arguments as resource
+ * overrides.  Returns 0 or an exit code. */
+static int parrun_overrides(struct pbx_experiment *e, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	int i;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *eq;
+		char *key, *value;
+		int rc;
+		if (strncmp(a, "--", 2) != 0 || !a[2]) {
+			pbx_error("'%s': expected an sbatch option such as --gres=gpu:1", a);
+			return PBX_EXIT_USAGE;
+		}
+		eq = strchr(a, '=');
+		if (eq) {
+			key = xstrndup(a + 2, (size_t)(eq - a - 2));
+			value = xstrdup(eq + 1);
+		} else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+			key = xstrdup(a + 2);
+			value = xstrdup(argv[++i]);
+		} else {
+			key = xstrdup(a + 2);
+			value = xstrdup("");
+		}
+		rc = pbx_experiment_override_resource(e, key, value, &err);
+		free(key);
+		free(value);
+		if (rc < 0)
+			return pbx_report(&err);
+	}
+	return 0;
+}
+
+static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_experiment *e,
+			 const char *cluster, int json)
+{
+	size_t i;
+	if (json) {
+		json_t *o = json_object(), *jobs = json_array();
+		for (i = 0; i < r->arrays; i++)
+			json_array_append_new(jobs, json_string(r->job_ids[i]));
+		json_object_set_new(o, "package", json_string(r->short_id));
+		json_object_set_new(o, "id", json_string(r->id));
+		json_object_set_new(o, "name", json_string(e->name));
+		json_object_set_new(o, "cluster", json_string(cluster));
+		json_object_set_new(o, "tasks", json_integer((json_int_t)r->ntasks));
+		json_object_set_new(o, "submitted", json_integer((json_int_t)r->submitted));
+		json_object_set_new(o, "already_submitted", json_integer((json_int_t)r->skipped));
+		json_object_set_new(o, "arrays", jobs);
+		json_object_set_new(o, "pushed", json_boolean(r->pushed));
+		json_object_set_new(o, "round_trips", json_integer(r->round_trips));
+		pbx_print_json(o);
+		return;
+	}
+	printf("package %s (%s) on %s: %zu tasks, %zu submitted now in %zu array%s, "
+	       "%zu submitted before%s\n", r->short_id, e->name, cluster, r->ntasks, r->submitted,
+	       r->arrays, r->arrays == 1 ? "" : "s", r->skipped,
+	       r->pushed ? "; package pushed" : "; package already on the cluster");
+}
+
+static int parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
+			 int single)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_experiment *e = NULL;
+	struct pbx_cluster *c = NULL;
+	struct pbx_parrun_result r;
+	int json = 0, i, k = 0, rc;
+	char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+			json = 1;
+		else
+			rest[k++] = argv[i];
+	}
+	if (k < 2) {
+		free(rest);
+		return pbx_usage_error(cmd, "expected EXPERIMENT and CLUSTER");
+	}
+	if (pbx_experiment_load(rest[0], &e, &err) < 0) {
+		free(rest);
+		return pbx_report(&err);
+	}
+	rc = parrun_overrides(e, k - 2, rest + 2);
+	if (rc == 0 && single && e->npoints != 1) {
+		pbx_error("%s: 'pbx run' runs one point, but the sweep has %zu (use 'pbx parrun')",
+			  e->path, e->npoints);
+		rc = PBX_EXIT_USAGE;
+	}
+	if (rc == 0 && pbx_cluster_open(ctx->store, ctx->cfg, rest[1], &c, &err) < 0) {
+		if (err.code == PBX_EXIT_NOTFOUND)
+			pbx_err_prefix(&err, "start it with 'pbx cluster start %s'", rest[1]);
+		rc = pbx_report(&err);
+	}
+	if (rc == 0) {
+		if (pbx_jobs_parrun(ctx->store, c, e, &r, &err) < 0)
+			rc = pbx_report(&err);
+		else
+			parrun_print(&r, e, rest[1], json);
+		pbx_parrun_result_free(&r);
+	}
+	pbx_cluster_close(c);
+	pbx_experiment_free(e);
+	free(rest);
+	return rc;
+}
+
+static const struct pbx_opt_doc parrun_opts[] = {
+	{ "-j, --json", "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
+			"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
+	{ "--KEY=VALUE", "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
+			 "ntasks-per-node, partition, constraint, throttle ...), overriding the\n"
+			 "experiment's resources" },
+	{ NULL, NULL },
+};
+
+static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv);
+static int cmd_run_exec(struct pbx_ctx *ctx, int argc, char **argv);
+
+const struct pbx_cmd pbx_cmd_parrun = {
+	.name = "parrun",
+	.summary = "push an experiment and submit its parameter sweep as SLURM job arrays",
+	.usage = "pbx parrun [-j] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
+	.description = "Expands the sweep of EXPERIMENT (a YAML file, see pbx-experiment(5)),\n"
+		       "packages the code next to it (content-addressed: an identical package is\n"
+		       "pushed once per cluster) and submits one array task per sweep point, in\n"
+		       "arrays sized from the cluster's MaxArraySize and MaxJobCount, with\n"
+		       "--requeue.  Running it again submits only what was not submitted yet.\n"
+		       "Two SSH round trips, whatever the number of tasks.",
+	.options = parrun_opts,
+	.examples = "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
+		    "pbx parrun train.conf gce --time=01:00:00 --json",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_parrun_exec,
+};
+
+const struct pbx_cmd pbx_cmd_run = {
+	.name = "run",
+	.summary = "parrun for an experiment with a single point",
+	.usage = "pbx run [-j] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
+	.description = "Like 'pbx parrun', for an experiment whose sweep has exactly one point.",
+	.options = parrun_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_run_exec,
+};
+
+static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	return parrun_common(ctx, &pbx_cmd_parrun, argc, argv, 0);
+}
+
+static int cmd_run_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	return parrun_common(ctx, &pbx_cmd_run, argc, argv, 1);
+}

@@ -1,0 +1,202 @@
+/*
+ * cmd-state.c - `pbx state [PKG]`: refresh tasks from the cluster (one SSH
+ * round trip per package) and show where they stand; `--watch` repeats
+ * until every task has ended.
+ */
+#include "cli/cmd.h"
+#include "cli/jobs_cli.h"
+#include "cli/output.h"
+#include "jobs/jobs.h"
+#include "util/xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct pbx_cmd *state_cmd(void);
+
+static json_t *state_task_json(const struct pbx_task_row *t)
+{
+	json_t *o = json_object(), *params = json_loads(t->params_json, 0, NULL);
+	json_object_set_new(o, "index", json_integer(t->idx));
+	json_object_set_new(o, "params", params ? params : json_object());
+	json_object_set_new(o, "state", json_string(t->state));
+	json_object_set_new(o, "exit_code", t->exit_code >= 0 ? json_integer(t->exit_code) : json_null());
+	json_object_set_new(o, "node", t->node ? json_string(t->node) : json_null());
+	json_object_set_new(o, "attempt", json_integer(t->attempt));
+	json_object_set_new(o, "start", t->start_time ? json_integer(t->start_time) : json_null());
+	json_object_set_new(o, "end", t->end_time ? json_integer(t->end_time) : json_null());
+	json_object_set_new(o, "job_id", t->job_id ? json_string(t->job_id) : json_null());
+	return o;
+}
+
+static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
+{
+	static const char *const hdr[] = { "TASK", "STATE", "EXIT", "NODE", "ATTEMPT", "TIME",
+					   "PARAMS" };
+	struct pbx_table *t = pbx_table_new(7, hdr);
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char idx[24], ex[16], att[16], secs[32];
+		const char *cells[7];
+		snprintf(idx, sizeof(idx), "%lld", (long long)tasks[i].idx);
+		snprintf(ex, sizeof(ex), "%d", tasks[i].exit_code);
+		snprintf(att, sizeof(att), "%d", tasks[i].attempt);
+		if (tasks[i].start_time)
+			snprintf(secs, sizeof(secs), "%llds",
+				 (long long)((tasks[i].end_time ? tasks[i].end_time : (int64_t)time(NULL)) -
+					     tasks[i].start_time));
+		else
+			snprintf(secs, sizeof(secs), "-");
+		cells[0] = idx;
+		cells[1] = tasks[i].state;
+		cells[2] = tasks[i].exit_code >= 0 ? ex : "-";
+		cells[3] = tasks[i].node;
+		cells[4] = tasks[i].attempt ? att : "-";
+		cells[5] = secs;
+		cells[6] = tasks[i].params_json;
+		pbx_table_add(t, cells);
+	}
+	pbx_table_print(t);
+}
+
+/* Refreshes and prints one package; *all_final tells whether every task
+ * has ended. */
+static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json,
+		     json_t *json_list, int *all_final)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_jobs_target t;
+	struct pbx_task_row *tasks = NULL;
+	size_t n = 0, i;
+	int rc = 0, live = 1;
+	if (pbx_jobs_target(ctx->store, ctx->cfg, ref, 0, &t, &err) < 0)
+		return pbx_report(&err);
+	if (strcmp(t.sub.cluster_state, "deleted") != 0 &&
+	    (pbx_cluster_open(ctx->store, ctx->cfg, t.sub.cluster_name, &t.cluster, &err) < 0 ||
+	     pbx_jobs_refresh(ctx->store, &t, &err) < 0)) {
+		pbx_warning("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
+		live = 0;
+	}
+	if (pbx_store_tasks_list(ctx->store, t.sub.id, &tasks, &n, &err) < 0) {
+		rc = pbx_report(&err);
+		goto out;
+	}
+	*all_final = 1;
+	for (i = 0; i < n; i++)
+		if (!pbx_task_state_final(tasks[i].state))
+			*all_final = 0;
+	if (json) {
+		json_t *o = json_object(), *arr = json_array();
+		json_object_set_new(o, "package", json_string(t.pkg.short_id));
+		json_object_set_new(o, "id", json_string(t.pkg.id));
+		json_object_set_new(o, "name", json_string(t.pkg.name));
+		json_object_set_new(o, "cluster", json_string(t.sub.cluster_name));
+		json_object_set_new(o, "live", json_boolean(live));
+		json_object_set_new(o, "counts", pbx_cli_state_counts(tasks, n));
+		for (i = 0; i < n; i++)
+			json_array_append_new(arr, state_task_json(&tasks[i]));
+		json_object_set_new(o, "tasks", arr);
+		if (json_list)
+			json_array_append_new(json_list, o);
+		else
+			pbx_print_json(o);
+	} else {
+		char *sum = pbx_cli_state_summary(tasks, n);
+		printf("%s  %-20s %-10s %s\n", t.pkg.short_id, t.pkg.name, t.sub.cluster_name, sum);
+		free(sum);
+		if (verbose)
+			state_print_tasks(tasks, n);
+	}
+out:
+	pbx_task_rows_free(tasks, n);
+	pbx_jobs_target_free(&t);
+	return rc;
+}
+
+static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_package_row *pkgs;
+	json_t *list = json ? json_array() : NULL;
+	size_t n, i;
+	int rc = 0;
+	*all_final = 1;
+	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
+		return pbx_report(&err);
+	for (i = 0; i < n && rc == 0; i++) {
+		int fin = 1;
+		rc = state_one(ctx, pkgs[i].id, verbose, json, list, &fin);
+		*all_final &= fin;
+	}
+	pbx_package_rows_free(pkgs, n);
+	if (list)
+		pbx_print_json(list);
+	return rc;
+}
+
+static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "verbose", no_argument, NULL, 'v' }, { "json", no_argument, NULL, 'j' },
+		{ "watch", optional_argument, NULL, 'w' }, { NULL, 0, NULL, 0 } };
+	int verbose = 0, json = 0, opt, rc, all_final;
+	double watch = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "vjw::", longopts, NULL)) != -1) {
+		if (opt == 'v')
+			verbose = 1;
+		else if (opt == 'j')
+			json = 1;
+		else if (opt == 'w')
+			watch = optarg ? atof(optarg) : 2.0;
+		else
+			return pbx_usage_error(state_cmd(), "invalid option");
+	}
+	if (argc - optind > 1)
+		return pbx_usage_error(state_cmd(), "expected at most one package");
+	for (;;) {
+		if (watch > 0 && ctx->stdout_tty)
+			printf("\033[H\033[2J");
+		rc = optind < argc ? state_one(ctx, argv[optind], verbose, json, NULL, &all_final)
+				   : state_all(ctx, verbose, json, &all_final);
+		if (rc || watch <= 0 || all_final)
+			return rc;
+		fflush(stdout);
+		usleep((useconds_t)(watch * 1e6));
+	}
+}
+
+static const struct pbx_opt_doc state_opts[] = {
+	{ "-v, --verbose", "one line per task: state, exit code, node, attempt, time, parameters" },
+	{ "-j, --json", "print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
+			"\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
+			"\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
+			"of them without PKG" },
+	{ "-w, --watch[=SECONDS]", "refresh every SECONDS (default 2) until every task has ended" },
+	{ NULL, NULL },
+};
+
+const struct pbx_cmd pbx_cmd_state = {
+	.name = "state",
+	.summary = "where every task of an experiment stands",
+	.usage = "pbx state [-v] [-j] [-w[SECONDS]] [PKG]",
+	.description = "Refreshes the tasks of package PKG (a package id prefix or an experiment\n"
+		       "name; all packages without PKG) from squeue and the tasks' own status\n"
+		       "files in one SSH round trip, stores them and prints a summary.  Task\n"
+		       "states: NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
+		       "PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
+		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
+		       "When the cluster cannot be reached, the last known states are shown.",
+	.options = state_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_state_exec,
+};
+
+static const struct pbx_cmd *state_cmd(void)
+{
+	return &pbx_cmd_state;
+}

@@ -1,0 +1,20 @@
+/*
+ * jobs_cli.h - what the experiment verbs (parrun, run, state, ls, log,
+ * cancel, rerun) share: parsing PKG[:TASK] and printing task states.
+ */
+#ifndef PBX_CLI_JOBS_CLI_H
+#define PBX_CLI_JOBS_CLI_H
+
+#include <jansson.h>
+
+#include "store/experiments.h"
+
+/* Splits "PKG:TASK"; *task = -1 when absent.  *pkg owned by the caller.
+ * Returns -1 (after printing an error) for a malformed TASK. */
+int pbx_cli_pkg_task(const char *arg, char **pkg, long *task);
+/* Counts of tasks per state as a JSON object {"COMPLETED": 3, ...}. */
+json_t *pbx_cli_state_counts(const struct pbx_task_row *tasks, size_t n);
+/* "24 tasks: 20 COMPLETED, 3 RUNNING, 1 FAILED" into a fresh string. */
+char *pbx_cli_state_summary(const struct pbx_task_row *tasks, size_t n);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * arrays.c - submitting tasks as SLURM job arrays in one SSH round trip
+ * (see jobs_internal.h).  Tasks are grouped into arrays of at most `chunk`
+ * tasks by index: array k carries PBX_TASK_OFFSET = k * chunk and the
+ * indices of its tasks relative to that offset, so every array index stays
+ * below MaxArraySize.
+ */
+#include "jobs/jobs_internal.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct array_plan {
+	struct pbx_array_row row;
+	const int64_t *idx;     /* into the caller's sorted index list */
+	size_t n;
+	int ok;
+	char *job_id;
+	char *error;
+};
+
+static size_t plan_arrays(int64_t sub_id, const int64_t *idx, size_t n, long chunk, int throttle,
+			  struct array_plan **plans)
+{
+	size_t i = 0, np = 0;
+	*plans = xcalloc(n ? n : 1, sizeof(**plans));
+	while (i < n) {
+		int64_t k = idx[i] / chunk;
+		size_t j = i;
+		struct array_plan *a = &(*plans)[np++];
+		while (j < n && idx[j] / chunk == k)
+			j++;
+		a->idx = idx + i;
+		a->n = j - i;
+		a->row.submission_id = sub_id;
+		a->row.first_task = k * chunk;
+		a->row.ntasks = (int64_t)(j - i);
+		a->row.spec = jobs_array_spec(idx + i, j - i, k * chunk, throttle);
+		a->row.state = "planned";
+		i = j;
+	}
+	return np;
+}
+
+static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan *plans,
+			size_t np, struct pbx_err *err)
+{
+	size_t i;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	for (i = 0; i < np; i++) {
+		if (pbx_store_array_add(st, &plans[i].row, &plans[i].row.id, err) < 0 ||
+		    pbx_store_tasks_submitted(st, sub_id, plans[i].idx, plans[i].n, err) < 0) {
+			pbx_store_rollback(st);
+			return -1;
+		}
+	}
+	return pbx_store_commit(st, err);
+}
+
+static void build_script(struct pbx_buf *s, const char *short_id, const struct pbx_buf *tar,
+			 const struct array_plan *plans, size_t np, const char *const *args,
+			 size_t nargs)
+{
+	size_t i;
+	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
+	if (tar)
+		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
+			     "  rm -rf \"$R/pkg.tmp\" && mkdir -p \"$R/pkg.tmp\" &&"
+			     " tar -C \"$R/pkg.tmp\" -xf - && rm -rf \"$R/pkg\" &&"
+			     " mv \"$R/pkg.tmp\" \"$R/pkg\" && : >\"$R/pkg/.complete\" ||"
+			     " { echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
+			     "fi\n");
+	else
+		pbx_buf_adds(s, "[ -f \"$R/pkg/.complete\" ] ||"
+			     " { echo \"the package is missing from $R\" >&2; exit 1; }\n");
+	pbx_buf_addf(s, "mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
+		     "submit() {\n"
+		     "  row=$1 first=$2 spec=$3; shift 3\n"
+		     "  if out=$(sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
+		     " --job-name=pbx-%s --comment=\"pbx:%s:$row\""
+		     " --output=\"$R/slurm/%%A_%%a.out\""
+		     " --export=\"ALL,PBX_PKG_DIR=$R/pkg,PBX_RUN_DIR=$R,PBX_TASK_OFFSET=$first\""
+		     " \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
+		     "    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
+		     "  else\n"
+		     "    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
+		     "  fi\n"
+		     "}\n", short_id, short_id);
+	for (i = 0; i < np; i++)
+		jobs_sbatch_line(s, short_id, &plans[i].row, args, nargs);
+}
+
+static void parse_answers(const char *out, struct array_plan *plans, size_t np)
+{
+	const char *p = out;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = xstrndup(p, l), *rest;
+		long long row;
+		int failed = !strncmp(line, "PBX-ARRAY-FAILED ", 17);
+		if (failed || !strncmp(line, "PBX-ARRAY ", 10)) {
+			row = strtoll(line + (failed ? 17 : 10), &rest, 10);
+			if (*rest == ' ') {
+				size_t i;
+				for (i = 0; i < np; i++) {
+					if (plans[i].row.id != row)
+						continue;
+					plans[i].ok = !failed;
+					if (failed)
+						plans[i].error = xstrdup(rest + 1);
+					else
+						plans[i].job_id = xstrdup(rest + 1);
+				}
+			}
+		}
+		free(line);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_plan *plans,
+			  size_t np, struct pbx_err *err)
+{
+	size_t i;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	for (i = 0; i < np; i++) {
+		int rc = pbx_store_array_set(st, plans[i].row.id, plans[i].job_id,
+					     plans[i].ok ? "submitted" : "failed", err);
+		if (rc == 0 && !plans[i].ok)
+			rc = pbx_store_tasks_unsubmit(st, sub_id, plans[i].idx, plans[i].n, err);
+		if (rc < 0) {
+			pbx_store_rollback(st);
+			return -1;
+		}
+	}
+	return pbx_store_commit(st, err);
+}
+
+int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
+		const char *short_id, const int64_t *idx, size_t n, long chunk, int throttle,
+		const char *const *args, size_t nargs, const struct pbx_buf *tar,
+		char ***job_ids, size_t *narrays, struct pbx_err *err)
+{
+	struct array_plan *plans;
+	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
+	struct jobs_output o;
+	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, throttle, &plans), i, nok = 0;
+	int rc = record_plans(st, sub->id, plans, np, err);
+	*job_ids = NULL;
+	*narrays = 0;
+	if (rc == 0) {
+		build_script(&script, short_id, tar, plans, np, args, nargs);
+		rc = jobs_remote(c, script.buf, tar, &o, err);
+		if (rc == 0) {
+			parse_answers(o.out.buf, plans, np);
+			jobs_output_release(&o);
+			rc = record_answers(st, sub->id, plans, np, err);
+		}
+	}
+	if (rc == 0) {
+		*job_ids = xcalloc(np ? np : 1, sizeof(char *));
+		for (i = 0; i < np; i++) {
+			if (plans[i].ok)
+				(*job_ids)[nok++] = xstrdup(plans[i].job_id);
+			else
+				pbx_buf_addf(&failures, "%s  array %s: %s", failures.len ? "\n" : "",
+					     plans[i].row.spec, plans[i].error ? plans[i].error : "no answer");
+		}
+		*narrays = nok;
+		if (nok < np) {
+			pbx_store_submission_set(st, sub->id, 1, "partial", err);
+			rc = pbx_err_set(err, "%zu of %zu arrays were not submitted (run parrun again to "
+					 "submit the rest):\n%s", np - nok, np, failures.buf);
+		}
+	}
+	for (i = 0; i < np; i++) {
+		free(plans[i].row.spec);
+		free(plans[i].job_id);
+		free(plans[i].error);
+	}
+	free(plans);
+	pbx_buf_release(&script);
+	pbx_buf_release(&failures);
+	return rc;
+}

@@ -1,0 +1,75 @@
+/*
+ * jobs.h - experiments on a cluster: submitting a package's sweep as SLURM
+ * job arrays (parrun, rerun), finding out where every task stands (state),
+ * and reaching a task's output (log) or cancelling it.
+ *
+ * Remote layout, relative to the cluster's shared directory:
+ *   pbx/PKG/pkg/          code/, experiment.yaml, pbx-task.sh, tasks.dat/idx
+ *   pbx/PKG/tasks/INDEX/  one directory per task: status, stdout, stderr,
+ *                         params.json and whatever the task writes
+ *   pbx/PKG/slurm/        SLURM's own output of the batch scripts
+ * The number of SSH round trips of every operation is constant in the
+ * number of tasks: parrun makes 2 (limits + what exists; push + submit all
+ * arrays), state makes 1.
+ */
+#ifndef PBX_JOBS_JOBS_H
+#define PBX_JOBS_JOBS_H
+
+#include <stddef.h>
+
+#include "cluster/cluster.h"
+#include "experiment/experiment.h"
+#include "store/experiments.h"
+#include "store/store.h"
+
+struct pbx_parrun_result {
+	char id[65], short_id[13];
+	size_t ntasks;          /* tasks in the package */
+	size_t submitted;       /* tasks submitted by this call */
+	size_t skipped;         /* tasks already submitted before */
+	size_t arrays;          /* sbatch calls made by this call */
+	int pushed;             /* the package was pushed by this call */
+	int round_trips;        /* SSH execs this call made */
+	char **job_ids;         /* SLURM job ids of the arrays (caller frees each and the array) */
+};
+
+/* Pushes (once per cluster) and submits every not yet submitted task of
+ * `e` on cluster `c`.  Resource overrides must already be applied to e. */
+int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_experiment *e,
+		    struct pbx_parrun_result *r, struct pbx_err *err);
+void pbx_parrun_result_free(struct pbx_parrun_result *r);
+
+/* One package on one cluster: what `state`, `log`, `cancel`, `rerun` work
+ * on.  Owned by the caller: pbx_jobs_target_free. */
+struct pbx_jobs_target {
+	struct pbx_package_row pkg;
+	struct pbx_submission_row sub;
+	struct pbx_cluster *cluster;    /* opened on demand, may be NULL */
+};
+
+/* Finds package `ref` (short-id prefix or experiment name) and its
+ * (latest) submission; opens the cluster when `open_cluster`. */
+int pbx_jobs_target(struct pbx_store *st, const struct pbx_config *cfg, const char *ref,
+		    int open_cluster, struct pbx_jobs_target *t, struct pbx_err *err);
+void pbx_jobs_target_free(struct pbx_jobs_target *t);
+
+/* Refreshes the tasks of t from squeue and the task status files (one SSH
+ * round trip) into the store. */
+int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err);
+
+/* Resubmits tasks whose state is FAILED, CANCELLED, TIMEOUT, NODE_FAIL,
+ * OUT_OF_MEMORY, PREEMPTED or MISSING (all tasks of those states, or only
+ * `only` when >= 0).  *count gets the number resubmitted. */
+int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, size_t *count,
+		   struct pbx_err *err);
+
+/* scancel of every array of t, or of task `task` (>= 0) only. */
+int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
+		    struct pbx_err *err);
+
+/* True for the states a task ends in. */
+int pbx_task_state_final(const char *state);
+/* True for the final states `rerun --failed` resubmits. */
+int pbx_task_state_rerunnable(const char *state);
+
+#endif

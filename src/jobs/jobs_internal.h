@@ -1,0 +1,51 @@
+/*
+ * jobs_internal.h - what the files of src/jobs share.
+ */
+#ifndef PBX_JOBS_INTERNAL_H
+#define PBX_JOBS_INTERNAL_H
+
+#include "jobs/jobs.h"
+#include "slurm/squeue.h"
+#include "util/buf.h"
+
+/* Output of one remote script: stdout and stderr. */
+struct jobs_output {
+	struct pbx_buf out, err;
+};
+
+/* Runs `script` with /bin/sh on the cluster's head (in the shared
+ * directory, SLURM environment set), with `in` on stdin.  A non-zero exit
+ * status is an error quoting stderr.  On success the caller releases *o
+ * (jobs_output_release); on failure nothing is left to release. */
+int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
+		struct jobs_output *o, struct pbx_err *err);
+void jobs_output_release(struct jobs_output *o);
+
+/* Splits `text` at the first line equal to `sep`: the part before has
+ * *before_len bytes, the part after starts at *after (pointers into text,
+ * not copies); returns 0, or -1 when there is no such line. */
+int jobs_split(const char *text, size_t len, const char *sep, const char **after,
+	       size_t *before_len, size_t *after_len);
+
+/* Appends an sbatch call for one array to `script`; it prints
+ * "PBX-ARRAY ROWID JOBID" or "PBX-ARRAY-FAILED ROWID MESSAGE". */
+void jobs_sbatch_line(struct pbx_buf *script, const char *short_id, const struct pbx_array_row *a,
+		      const char *const *sbatch_args, size_t nargs);
+
+/* Builds the --array spec for sorted task indices idx[0..n) relative to
+ * `offset` ("0-9,12,15-20"), with "%throttle" when throttle > 0. */
+char *jobs_array_spec(const int64_t *idx, size_t n, int64_t offset, int throttle);
+
+/* The task indices an array spec covers (inverse of jobs_array_spec):
+ * *idx owned by the caller.  Returns -1 for a malformed spec. */
+int jobs_spec_tasks(const char *spec, int64_t offset, int64_t **idx, size_t *n);
+
+/* Records planned arrays, submits them in one round trip (pushing `tar`
+ * first when non-NULL) and records the answers.  Tasks idx[0..n) are the
+ * ones being submitted; chunk = tasks per array at most. */
+int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
+		const char *short_id, const int64_t *idx, size_t n, long chunk, int throttle,
+		const char *const *sbatch_args, size_t nargs, const struct pbx_buf *tar,
+		char ***job_ids, size_t *narrays, struct pbx_err *err);
+
+#endif

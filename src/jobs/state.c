@@ -1,0 +1,333 @@
+/*
+ * state.c - where every task of a package stands (`pbx state`), and the
+ * operations that act on tasks (`rerun`, `cancel`).
+ *
+ * One round trip gathers `squeue -r` for the package's job name and every
+ * task's one-line status file.  The rules, per task:
+ *   - squeue lists it: SLURM's state (mapped: PENDING, RUNNING, ...), with
+ *     node, attempt and start from its status file when there is one;
+ *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
+ *     written; RUNNING with no job left means the task died with its node
+ *     (NODE_FAIL);
+ *   - otherwise a submitted task that SLURM no longer knows and that never
+ *     started is MISSING; a task never submitted stays NEW.
+ */
+#include "jobs/jobs_internal.h"
+#include "util/xalloc.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pbx_task_state_final(const char *s)
+{
+	static const char *const final[] = { "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+					     "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "MISSING",
+					     NULL };
+	size_t i;
+	for (i = 0; final[i]; i++)
+		if (!strcmp(s, final[i]))
+			return 1;
+	return 0;
+}
+
+int pbx_task_state_rerunnable(const char *s)
+{
+	return pbx_task_state_final(s) && strcmp(s, "COMPLETED") != 0;
+}
+
+/* --------------------------------------------------------------- target */
+
+int pbx_jobs_target(struct pbx_store *st, const struct pbx_config *cfg, const char *ref,
+		    int open_cluster, struct pbx_jobs_target *t, struct pbx_err *err)
+{
+	struct pbx_submission_row *subs;
+	size_t n;
+	memset(t, 0, sizeof(*t));
+	if (pbx_store_package_find(st, ref, &t->pkg, err) < 0)
+		return -1;
+	if (pbx_store_submissions_of(st, t->pkg.id, &subs, &n, err) < 0)
+		return -1;
+	if (n == 0) {
+		free(subs);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package %s was never submitted",
+				    t->pkg.short_id);
+	}
+	t->sub = subs[n - 1];                        /* ownership moves to t */
+	memset(&subs[n - 1], 0, sizeof(subs[n - 1]));
+	pbx_submission_rows_free(subs, n);
+	if (open_cluster) {
+		if (!strcmp(t->sub.cluster_state, "deleted"))
+			return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+					    "package %s ran on cluster %s, which was stopped",
+					    t->pkg.short_id, t->sub.cluster_name);
+		return pbx_cluster_open(st, cfg, t->sub.cluster_name, &t->cluster, err);
+	}
+	return 0;
+}
+
+void pbx_jobs_target_free(struct pbx_jobs_target *t)
+{
+	pbx_package_row_free(&t->pkg);
+	pbx_submission_row_free(&t->sub);
+	pbx_cluster_close(t->cluster);
+	t->cluster = NULL;
+}
+
+/* -------------------------------------------------------------- refresh */
+
+struct status_line {
+	int present;
+	char state[64];
+	int exit_code;
+	char node[64];
+	int attempt;
+	int64_t start, end;
+	char job[64];
+};
+
+static int64_t field_num(const char *s)
+{
+	return strcmp(s, "-") ? strtoll(s, NULL, 10) : 0;
+}
+
+/* Parses "INDEX STATE EXIT NODE ATTEMPT START END JOBID" lines. */
+static void parse_status(const char *p, size_t len, struct status_line *lines, size_t n)
+{
+	const char *end = p + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char buf[512], f[8][64];
+		if (l < sizeof(buf)) {
+			memcpy(buf, p, l);
+			buf[l] = '\0';
+			if (sscanf(buf, "%63s %63s %63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3],
+				   f[4], f[5], f[6], f[7]) == 8) {
+				char *e;
+				unsigned long long idx = strtoull(f[0], &e, 10);
+				if (!*e && idx < n) {
+					struct status_line *s = &lines[idx];
+					s->present = 1;
+					snprintf(s->state, sizeof(s->state), "%s", f[1]);
+					s->exit_code = strcmp(f[2], "-") ? atoi(f[2]) : -1;
+					snprintf(s->node, sizeof(s->node), "%s", f[3]);
+					s->attempt = (int)field_num(f[4]);
+					s->start = field_num(f[5]);
+					s->end = field_num(f[6]);
+					snprintf(s->job, sizeof(s->job), "%s", f[7]);
+				}
+			}
+		}
+		p += nl ? l + 1 : l;
+	}
+}
+
+/* squeue's view: per task, the SLURM state (static string) or NULL. */
+static void apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
+			 const struct pbx_array_row *arrays, size_t na, const char **live,
+			 size_t n)
+{
+	size_t j, a;
+	for (j = 0; j < nj; j++) {
+		char jid[32];
+		snprintf(jid, sizeof(jid), "%ld", jobs[j].array_job);
+		for (a = 0; a < na; a++) {
+			long lo, hi, v;
+			if (!arrays[a].job_id || strcmp(arrays[a].job_id, jid) != 0)
+				continue;
+			lo = jobs[j].array_task >= 0 ? jobs[j].array_task : jobs[j].range_lo;
+			hi = jobs[j].array_task >= 0 ? jobs[j].array_task : jobs[j].range_hi;
+			for (v = lo; v >= 0 && v <= hi; v++) {
+				int64_t idx = arrays[a].first_task + v;
+				if (idx >= 0 && (size_t)idx < n)
+					live[idx] = pbx_slurm_task_state(jobs[j].state);
+			}
+		}
+	}
+}
+
+static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live)
+{
+	const char *state = t->state;
+	if (live) {
+		state = live;
+	} else if (s->present) {
+		state = !strcmp(s->state, "RUNNING") ? "NODE_FAIL" : s->state;
+	} else if (t->submits > 0 && !pbx_task_state_final(t->state)) {
+		state = "MISSING";
+	}
+	free(t->state);
+	t->state = xstrdup(state);
+	if (s->present) {
+		t->exit_code = live ? -1 : s->exit_code;
+		free(t->node);
+		t->node = strcmp(s->node, "-") ? xstrdup(s->node) : NULL;
+		t->attempt = s->attempt;
+		t->start_time = s->start;
+		t->end_time = live ? 0 : s->end;
+		free(t->job_id);
+		t->job_id = strcmp(s->job, "-") ? xstrdup(s->job) : NULL;
+	}
+}
+
+static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	int rc;
+	pbx_buf_addf(&script,
+		     "squeue -h -r -n pbx-%s -o '%%i %%T' || exit 1\n"
+		     "echo PBX-SEP\n"
+		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
+		     "exit 0\n", t->pkg.short_id, t->sub.remote_dir);
+	rc = jobs_remote(t->cluster, script.buf, NULL, o, err);
+	pbx_buf_release(&script);
+	return rc;
+}
+
+int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err)
+{
+	struct jobs_output o;
+	struct pbx_squeue_job *jobs = NULL;
+	struct pbx_array_row *arrays = NULL;
+	struct pbx_task_row *tasks = NULL;
+	struct status_line *lines = NULL;
+	const char **live = NULL, *after;
+	size_t nj = 0, na = 0, nt = 0, before, afterlen, i;
+	int rc = refresh_fetch(t, &o, err);
+	if (rc < 0)
+		return -1;
+	pbx_buf_addc(&o.out, '\0');   /* keep the text terminated for the parsers */
+	o.out.len--;
+	if (jobs_split(o.out.buf, o.out.len, "PBX-SEP", &after, &before, &afterlen) < 0)
+		rc = pbx_err_set(err, "unexpected answer from %s", t->sub.cluster_name);
+	if (rc == 0)
+		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
+	if (rc == 0)
+		rc = pbx_store_arrays_list(st, t->sub.id, &arrays, &na, err);
+	if (rc == 0)
+		rc = pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err);
+	if (rc == 0) {
+		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
+		live = xcalloc(nt ? nt : 1, sizeof(*live));
+		parse_status(after, afterlen, lines, nt);
+		apply_squeue(jobs, nj, arrays, na, live, nt);
+		for (i = 0; i < nt; i++)
+			if ((size_t)tasks[i].idx < nt)
+				merge_task(&tasks[i], &lines[tasks[i].idx], live[tasks[i].idx]);
+		rc = pbx_store_begin(st, err);
+		if (rc == 0 && pbx_store_tasks_update(st, t->sub.id, tasks, nt, err) < 0) {
+			pbx_store_rollback(st);
+			rc = -1;
+		}
+		if (rc == 0)
+			rc = pbx_store_commit(st, err);
+	}
+	jobs_output_release(&o);
+	pbx_squeue_free(jobs, nj);
+	pbx_array_rows_free(arrays, na);
+	pbx_task_rows_free(tasks, nt);
+	free(lines);
+	free(live);
+	return rc;
+}
+
+/* ---------------------------------------------------------- rerun/cancel */
+
+int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, size_t *count,
+		   struct pbx_err *err)
+{
+	struct pbx_task_row *tasks;
+	struct pbx_slurm_limits lim = { 1001, 10000 };
+	struct jobs_output o;
+	int64_t *idx;
+	size_t nt, n = 0, i, nargs = 0, narrays = 0;
+	char **args = NULL, **job_ids = NULL;
+	json_t *res;
+	int rc;
+	*count = 0;
+	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0)
+		return -1;
+	idx = xcalloc(nt ? nt : 1, sizeof(*idx));
+	for (i = 0; i < nt; i++)
+		if ((only < 0 || tasks[i].idx == only) && pbx_task_state_rerunnable(tasks[i].state))
+			idx[n++] = tasks[i].idx;
+	pbx_task_rows_free(tasks, nt);
+	if (n == 0) {
+		free(idx);
+		return 0;
+	}
+	rc = jobs_remote(t->cluster, "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) '",
+			 NULL, &o, err);
+	if (rc == 0) {
+		rc = pbx_scontrol_limits_parse(o.out.buf, o.out.len, &lim, err);
+		jobs_output_release(&o);
+	}
+	if (rc == 0) {
+		res = json_loads(t->sub.resources_json, 0, NULL);
+		nargs = res ? json_array_size(res) : 0;
+		args = xcalloc(nargs ? nargs : 1, sizeof(char *));
+		for (i = 0; i < nargs; i++)
+			args[i] = xstrdup(json_string_value(json_array_get(res, i)) ?
+					  json_string_value(json_array_get(res, i)) : "");
+		json_decref(res);
+		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
+				 lim.max_array_size < lim.max_job_count ? lim.max_array_size
+									: lim.max_job_count,
+				 0, (const char *const *)args, nargs, NULL, &job_ids, &narrays, err);
+	}
+	if (rc == 0)
+		*count = n;
+	for (i = 0; i < nargs; i++)
+		free(args[i]);
+	free(args);
+	for (i = 0; i < narrays; i++)
+		free(job_ids[i]);
+	free(job_ids);
+	free(idx);
+	return rc;
+}
+
+int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
+		    struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	struct jobs_output o;
+	int rc;
+	(void)st;
+	if (task < 0) {
+		pbx_buf_addf(&script, "scancel -n pbx-%s", t->pkg.short_id);
+	} else {
+		struct pbx_array_row *arrays;
+		size_t na, i;
+		if (pbx_store_arrays_list(st, t->sub.id, &arrays, &na, err) < 0)
+			return -1;
+		pbx_buf_adds(&script, "scancel");
+		for (i = 0; i < na; i++) {
+			int64_t *idx;
+			size_t n, k;
+			if (!arrays[i].job_id || jobs_spec_tasks(arrays[i].spec, arrays[i].first_task,
+								   &idx, &n) < 0)
+				continue;
+			for (k = 0; k < n; k++)
+				if (idx[k] == task)
+					pbx_buf_addf(&script, " %s_%" PRId64, arrays[i].job_id,
+						     task - arrays[i].first_task);
+			free(idx);
+		}
+		pbx_array_rows_free(arrays, na);
+		if (!strcmp(script.buf, "scancel")) {
+			pbx_buf_release(&script);
+			return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "task %ld of %s was never submitted",
+					    task, t->pkg.short_id);
+		}
+	}
+	rc = jobs_remote(t->cluster, script.buf, NULL, &o, err);
+	if (rc == 0)
+		jobs_output_release(&o);
+	pbx_buf_release(&script);
+	return rc;
+}

@@ -1,0 +1,498 @@
+/*
+ * experiments.c - packages, submissions, arrays and tasks (see
+ * experiments.h).
+ */
+#include "store/experiments.h"
+#include "store/store_internal.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Binds a string or NULL. */
+static void bind_text(sqlite3_stmt *stmt, int col, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(stmt, col, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(stmt, col);
+}
+
+/* Grows *rows (of `size`-byte elements) to hold one more; returns it. */
+static void *row_next(void **rows, size_t *n, size_t *cap, size_t size)
+{
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*rows = xreallocarray(*rows, *cap, size);
+	}
+	return (char *)*rows + (*n)++ * size;
+}
+
+/* ------------------------------------------------------------- packages */
+
+#define PACKAGE_COLS "id, short_id, name, experiment_path, experiment_text, git_commit," \
+		     " git_diff, user, host, ntasks, created"
+
+static void package_read(sqlite3_stmt *s, struct pbx_package_row *p)
+{
+	p->id = pbx_store_col_text(s, 0);
+	p->short_id = pbx_store_col_text(s, 1);
+	p->name = pbx_store_col_text(s, 2);
+	p->experiment_path = pbx_store_col_text(s, 3);
+	p->experiment_text = pbx_store_col_text(s, 4);
+	p->git_commit = pbx_store_col_text(s, 5);
+	p->git_diff = pbx_store_col_text(s, 6);
+	p->user = pbx_store_col_text(s, 7);
+	p->host = pbx_store_col_text(s, 8);
+	p->ntasks = sqlite3_column_int64(s, 9);
+	p->created = sqlite3_column_int64(s, 10);
+}
+
+int pbx_store_package_put(struct pbx_store *st, const struct pbx_package_row *p,
+			  struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "INSERT INTO packages(" PACKAGE_COLS ") VALUES"
+			      " (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING", &s, err) < 0)
+		return -1;
+	bind_text(s, 1, p->id);
+	bind_text(s, 2, p->short_id);
+	bind_text(s, 3, p->name);
+	bind_text(s, 4, p->experiment_path);
+	bind_text(s, 5, p->experiment_text);
+	bind_text(s, 6, p->git_commit);
+	bind_text(s, 7, p->git_diff);
+	bind_text(s, 8, p->user);
+	bind_text(s, 9, p->host);
+	sqlite3_bind_int64(s, 10, p->ntasks);
+	sqlite3_bind_int64(s, 11, p->created ? p->created : (int64_t)time(NULL));
+	return pbx_store_step_done(st, s, err);
+}
+
+static int package_query(struct pbx_store *st, const char *sql, const char *arg,
+			 struct pbx_package_row **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, sql, &s, err) < 0)
+		return -1;
+	if (arg)
+		sqlite3_bind_text(s, 1, arg, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		package_read(s, row_next((void **)rows, n, &cap, sizeof(**rows)));
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pbx_package_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read packages");
+	}
+	return 0;
+}
+
+static int is_hex_prefix(const char *s)
+{
+	size_t i;
+	for (i = 0; s[i]; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return 0;
+	return i >= 4 && i <= 64;
+}
+
+int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_package_row *out,
+			   struct pbx_err *err)
+{
+	struct pbx_package_row *rows;
+	size_t n = 0;
+	memset(out, 0, sizeof(*out));
+	if (is_hex_prefix(ref)) {
+		char *like = xasprintf("%s%%", ref);
+		int rc = package_query(st, "SELECT " PACKAGE_COLS " FROM packages WHERE id LIKE ?"
+				       " ORDER BY created DESC LIMIT 2", like, &rows, &n, err);
+		free(like);
+		if (rc < 0)
+			return -1;
+		if (n > 1) {
+			pbx_package_rows_free(rows, n);
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "package id '%s' is ambiguous: use more digits", ref);
+		}
+		if (n == 1) {
+			*out = rows[0];
+			free(rows);
+			return 0;
+		}
+		free(rows);
+	}
+	if (package_query(st, "SELECT " PACKAGE_COLS " FROM packages WHERE name = ?"
+			  " ORDER BY created DESC, rowid DESC LIMIT 1", ref, &rows, &n, err) < 0)
+		return -1;
+	if (n == 0) {
+		free(rows);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no package or experiment named '%s'", ref);
+	}
+	*out = rows[0];
+	free(rows);
+	return 0;
+}
+
+int pbx_store_package_list(struct pbx_store *st, struct pbx_package_row **rows, size_t *n,
+			   struct pbx_err *err)
+{
+	return package_query(st, "SELECT " PACKAGE_COLS " FROM packages ORDER BY created DESC,"
+			     " rowid DESC", NULL, rows, n, err);
+}
+
+void pbx_package_row_free(struct pbx_package_row *p)
+{
+	free(p->id); free(p->short_id); free(p->name); free(p->experiment_path);
+	free(p->experiment_text); free(p->git_commit); free(p->git_diff); free(p->user);
+	free(p->host);
+	memset(p, 0, sizeof(*p));
+}
+
+void pbx_package_rows_free(struct pbx_package_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		pbx_package_row_free(&rows[i]);
+	free(rows);
+}
+
+/* ---------------------------------------------------------- submissions */
+
+#define SUBMISSION_COLS "s.id, s.package_id, s.cluster_id, c.name, c.state, s.remote_dir," \
+			" s.resources_json, s.pushed, s.state, s.created"
+
+static void submission_read(sqlite3_stmt *s, struct pbx_submission_row *r)
+{
+	r->id = sqlite3_column_int64(s, 0);
+	r->package_id = pbx_store_col_text(s, 1);
+	r->cluster_id = sqlite3_column_int64(s, 2);
+	r->cluster_name = pbx_store_col_text(s, 3);
+	r->cluster_state = pbx_store_col_text(s, 4);
+	r->remote_dir = pbx_store_col_text(s, 5);
+	r->resources_json = pbx_store_col_text(s, 6);
+	r->pushed = sqlite3_column_int(s, 7);
+	r->state = pbx_store_col_text(s, 8);
+	r->created = sqlite3_column_int64(s, 9);
+}
+
+int pbx_store_submission_get(struct pbx_store *st, const char *package_id, int64_t cluster_id,
+			     struct pbx_submission_row *out, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if (pbx_store_prepare(st, "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+			      " ON c.id = s.cluster_id WHERE s.package_id = ? AND s.cluster_id = ?",
+			      &s, err) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, package_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, cluster_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		submission_read(s, out);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc == SQLITE_DONE)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package not submitted to this cluster");
+	return pbx_store_fail(st, err, "read submission");
+}
+
+int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submission_row *r,
+				const char *const *params_json, size_t ntasks, int64_t *id,
+				struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+	if (pbx_store_prepare(st, "INSERT INTO submissions(package_id, cluster_id, remote_dir,"
+			      " resources_json, pushed, state, created) VALUES (?,?,?,?,?,?,?)",
+			      &s, err) < 0)
+		return -1;
+	bind_text(s, 1, r->package_id);
+	sqlite3_bind_int64(s, 2, r->cluster_id);
+	bind_text(s, 3, r->remote_dir);
+	bind_text(s, 4, r->resources_json);
+	sqlite3_bind_int(s, 5, r->pushed);
+	bind_text(s, 6, r->state ? r->state : "submitting");
+	sqlite3_bind_int64(s, 7, now);
+	if (pbx_store_step_done(st, s, err) < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(st->db);
+	if (pbx_store_prepare(st, "INSERT INTO tasks(submission_id, idx, params_json, state,"
+			      " updated) VALUES (?, ?, ?, 'NEW', ?)", &s, err) < 0)
+		return -1;
+	for (i = 0; i < ntasks; i++) {
+		sqlite3_bind_int64(s, 1, *id);
+		sqlite3_bind_int64(s, 2, (int64_t)i);
+		sqlite3_bind_text(s, 3, params_json[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 4, now);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			sqlite3_finalize(s);
+			return pbx_store_fail(st, err, "insert tasks");
+		}
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
+			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+			      " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id", &s,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, package_id, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		submission_read(s, row_next((void **)rows, n, &cap, sizeof(**rows)));
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pbx_submission_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read submissions");
+	}
+	return 0;
+}
+
+int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
+			     struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "UPDATE submissions SET pushed = ?, state = ? WHERE id = ?", &s,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_int(s, 1, pushed);
+	sqlite3_bind_text(s, 2, state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, id);
+	return pbx_store_step_done(st, s, err);
+}
+
+void pbx_submission_row_free(struct pbx_submission_row *r)
+{
+	free(r->package_id); free(r->cluster_name); free(r->cluster_state); free(r->remote_dir);
+	free(r->resources_json); free(r->state);
+	memset(r, 0, sizeof(*r));
+}
+
+void pbx_submission_rows_free(struct pbx_submission_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		pbx_submission_row_free(&rows[i]);
+	free(rows);
+}
+
+/* --------------------------------------------------------------- arrays */
+
+int pbx_store_array_add(struct pbx_store *st, const struct pbx_array_row *a, int64_t *id,
+			struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "INSERT INTO arrays(submission_id, first_task, ntasks, spec,"
+			      " job_id, state, created) VALUES (?,?,?,?,?,?,?)", &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, a->submission_id);
+	sqlite3_bind_int64(s, 2, a->first_task);
+	sqlite3_bind_int64(s, 3, a->ntasks);
+	bind_text(s, 4, a->spec);
+	bind_text(s, 5, a->job_id);
+	bind_text(s, 6, a->state ? a->state : "planned");
+	sqlite3_bind_int64(s, 7, (int64_t)time(NULL));
+	if (pbx_store_step_done(st, s, err) < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, const char *state,
+			struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "UPDATE arrays SET job_id = ?, state = ? WHERE id = ?", &s,
+			      err) < 0)
+		return -1;
+	bind_text(s, 1, job_id);
+	bind_text(s, 2, state);
+	sqlite3_bind_int64(s, 3, id);
+	return pbx_store_step_done(st, s, err);
+}
+
+int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id,
+			  struct pbx_array_row **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
+			      " FROM arrays WHERE submission_id = ? ORDER BY id", &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, submission_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct pbx_array_row *a = row_next((void **)rows, n, &cap, sizeof(**rows));
+		a->id = sqlite3_column_int64(s, 0);
+		a->submission_id = sqlite3_column_int64(s, 1);
+		a->first_task = sqlite3_column_int64(s, 2);
+		a->ntasks = sqlite3_column_int64(s, 3);
+		a->spec = pbx_store_col_text(s, 4);
+		a->job_id = pbx_store_col_text(s, 5);
+		a->state = pbx_store_col_text(s, 6);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pbx_array_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read arrays");
+	}
+	return 0;
+}
+
+void pbx_array_rows_free(struct pbx_array_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(rows[i].spec);
+		free(rows[i].job_id);
+		free(rows[i].state);
+	}
+	free(rows);
+}
+
+/* ---------------------------------------------------------------- tasks */
+
+int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx_task_row **rows,
+			 size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT idx, params_json, state, exit_code, node, attempt,"
+			      " start_time, end_time, job_id, submits FROM tasks"
+			      " WHERE submission_id = ? ORDER BY idx", &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, submission_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct pbx_task_row *t = row_next((void **)rows, n, &cap, sizeof(**rows));
+		t->idx = sqlite3_column_int64(s, 0);
+		t->params_json = pbx_store_col_text(s, 1);
+		t->state = pbx_store_col_text(s, 2);
+		t->exit_code = sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 3);
+		t->node = pbx_store_col_text(s, 4);
+		t->attempt = sqlite3_column_int(s, 5);
+		t->start_time = sqlite3_column_int64(s, 6);
+		t->end_time = sqlite3_column_int64(s, 7);
+		t->job_id = pbx_store_col_text(s, 8);
+		t->submits = sqlite3_column_int(s, 9);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pbx_task_rows_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read tasks");
+	}
+	return 0;
+}
+
+int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
+			   const struct pbx_task_row *rows, size_t n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+	if (pbx_store_prepare(st, "UPDATE tasks SET state = ?, exit_code = ?, node = ?, attempt = ?,"
+			      " start_time = ?, end_time = ?, job_id = ?, updated = ?"
+			      " WHERE submission_id = ? AND idx = ?", &s, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct pbx_task_row *t = &rows[i];
+		bind_text(s, 1, t->state);
+		if (t->exit_code >= 0)
+			sqlite3_bind_int(s, 2, t->exit_code);
+		else
+			sqlite3_bind_null(s, 2);
+		bind_text(s, 3, t->node);
+		sqlite3_bind_int(s, 4, t->attempt);
+		sqlite3_bind_int64(s, 5, t->start_time);
+		sqlite3_bind_int64(s, 6, t->end_time);
+		bind_text(s, 7, t->job_id);
+		sqlite3_bind_int64(s, 8, now);
+		sqlite3_bind_int64(s, 9, submission_id);
+		sqlite3_bind_int64(s, 10, t->idx);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			sqlite3_finalize(s);
+			return pbx_store_fail(st, err, "update tasks");
+		}
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+static int tasks_mark(struct pbx_store *st, const char *sql, int64_t submission_id,
+		      const int64_t *idx, size_t n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t i;
+	if (pbx_store_prepare(st, sql, &s, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		sqlite3_bind_int64(s, 1, (int64_t)time(NULL));
+		sqlite3_bind_int64(s, 2, submission_id);
+		sqlite3_bind_int64(s, 3, idx[i]);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			sqlite3_finalize(s);
+			return pbx_store_fail(st, err, "mark tasks");
+		}
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			      size_t n, struct pbx_err *err)
+{
+	return tasks_mark(st, "UPDATE tasks SET state = 'PENDING', submits = submits + 1,"
+			  " exit_code = NULL, updated = ? WHERE submission_id = ? AND idx = ?",
+			  submission_id, idx, n, err);
+}
+
+int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			     size_t n, struct pbx_err *err)
+{
+	return tasks_mark(st, "UPDATE tasks SET state = 'NEW', submits = max(submits - 1, 0),"
+			  " updated = ? WHERE submission_id = ? AND idx = ?",
+			  submission_id, idx, n, err);
+}
+
+void pbx_task_rows_free(struct pbx_task_row *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(rows[i].params_json);
+		free(rows[i].state);
+		free(rows[i].node);
+		free(rows[i].job_id);
+	}
+	free(rows);
+}

@@ -1,0 +1,119 @@
+/*
+ * experiments.h - the store's rows for experiments: packages (content-
+ * addressed code + experiment file), submissions (a package on a cluster),
+ * job arrays (one sbatch each) and tasks (one per sweep point).
+ *
+ * Memory: row structs filled by these functions own their strings; release
+ * them with the matching *_free function.
+ */
+#ifndef PBX_STORE_EXPERIMENTS_H
+#define PBX_STORE_EXPERIMENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct pbx_package_row {
+	char *id;              /* full SHA-256 hex content id */
+	char *short_id;        /* first 12 hex digits */
+	char *name;            /* experiment name */
+	char *experiment_path;
+	char *experiment_text;
+	char *git_commit;      /* NULL outside a git checkout */
+	char *git_diff;        /* NULL when clean or outside git */
+	char *user, *host;
+	int64_t ntasks;
+	int64_t created;
+};
+
+/* Inserts the package unless a package with that id exists. */
+int pbx_store_package_put(struct pbx_store *st, const struct pbx_package_row *p,
+			  struct pbx_err *err);
+/* Finds a package by short-id prefix (at least 4 hex digits) or, failing
+ * that, the newest package of that experiment name.  Errors: not found
+ * (PBX_EXIT_NOTFOUND) and ambiguous prefix (PBX_EXIT_USAGE). */
+int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_package_row *out,
+			   struct pbx_err *err);
+/* All packages, newest first. */
+int pbx_store_package_list(struct pbx_store *st, struct pbx_package_row **rows, size_t *n,
+			   struct pbx_err *err);
+void pbx_package_row_free(struct pbx_package_row *p);
+void pbx_package_rows_free(struct pbx_package_row *rows, size_t n);
+
+struct pbx_submission_row {
+	int64_t id;
+	char *package_id;
+	int64_t cluster_id;
+	char *cluster_name;    /* filled by the getters (join) */
+	char *cluster_state;   /* likewise */
+	char *remote_dir;      /* relative to the cluster's shared directory */
+	char *resources_json;  /* sbatch options used */
+	int pushed;
+	char *state;           /* submitting, submitted, partial */
+	int64_t created;
+};
+
+/* Returns 0 and fills *out, or -1 with PBX_EXIT_NOTFOUND. */
+int pbx_store_submission_get(struct pbx_store *st, const char *package_id, int64_t cluster_id,
+			     struct pbx_submission_row *out, struct pbx_err *err);
+/* Creates the submission and its `ntasks` task rows (state NEW) in the
+ * caller's transaction; params_json[i] is task i's parameters. */
+int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submission_row *s,
+				const char *const *params_json, size_t ntasks, int64_t *id,
+				struct pbx_err *err);
+/* Submissions of a package (on any cluster), oldest first. */
+int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
+			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err);
+int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
+			     struct pbx_err *err);
+void pbx_submission_row_free(struct pbx_submission_row *s);
+void pbx_submission_rows_free(struct pbx_submission_row *rows, size_t n);
+
+struct pbx_array_row {
+	int64_t id;
+	int64_t submission_id;
+	int64_t first_task;    /* PBX_TASK_OFFSET: task index = first_task + array index */
+	int64_t ntasks;        /* number of tasks in the array */
+	char *spec;            /* the --array value */
+	char *job_id;          /* SLURM's array job id, NULL until submitted */
+	char *state;           /* planned, submitted, failed */
+};
+
+int pbx_store_array_add(struct pbx_store *st, const struct pbx_array_row *a, int64_t *id,
+			struct pbx_err *err);
+int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, const char *state,
+			struct pbx_err *err);
+int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id,
+			  struct pbx_array_row **rows, size_t *n, struct pbx_err *err);
+void pbx_array_rows_free(struct pbx_array_row *rows, size_t n);
+
+struct pbx_task_row {
+	int64_t idx;
+	char *params_json;
+	char *state;           /* NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, ... */
+	int exit_code;         /* -1 when unknown */
+	char *node;
+	int attempt;
+	int64_t start_time, end_time;   /* 0 when unknown */
+	char *job_id;
+	int submits;           /* how often pbx submitted it */
+};
+
+/* Tasks of a submission by index. */
+int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx_task_row **rows,
+			 size_t *n, struct pbx_err *err);
+/* Writes state, exit code, node, attempt, times and job id of n tasks
+ * (one prepared statement; call inside a transaction). */
+int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
+			   const struct pbx_task_row *rows, size_t n, struct pbx_err *err);
+/* Marks tasks [first, first+n) as submitted once more (state PENDING). */
+int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			      size_t n, struct pbx_err *err);
+/* Undoes pbx_store_tasks_submitted for tasks whose array never reached
+ * SLURM: back to NEW. */
+int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			     size_t n, struct pbx_err *err);
+void pbx_task_rows_free(struct pbx_task_row *rows, size_t n);
+
+#endif
