@@ -5,9 +5,17 @@
  * parallel fan-out, and reaching private nodes through a jump host
  * (direct-tcpip).
  *
- * Thread model: one struct pbx_ssh must be used by one thread at a time.
- * Different connections may be used from different threads at once.
+ * Thread model: a struct pbx_ssh may be used by several threads at once
+ * (the pool hands one connection to many callers): every libssh2 call on it
+ * is serialized by a mutex inside the connection, and each exec or transfer
+ * runs on its own channel.  At most 8 exec/SFTP channels are open at once
+ * per connection (OpenSSH allows 10 by default); further calls wait for a
+ * free slot.  Closing a connection must not race with its other users.
  * Library code: never prints; errors go to struct pbx_err.
+ *
+ * Implementation map: ssh.c (locking, waiting, errors), connect.c, exec.c,
+ * sftp.c, tree.c + tarcheck.c + proc.c (tar streams), pool.c, fanout.c,
+ * jump.c (direct-tcpip pump), hostkeys.c (store-backed policy).
  */
 #ifndef PBX_SSH_SSH_H
 #define PBX_SSH_SSH_H
@@ -54,10 +62,14 @@ struct pbx_ssh_target {
  * Connects and authenticates.  On success *out is owned by the caller and
  * released with pbx_ssh_close().  A refused key gives code PBX_EXIT_FAIL
  * with "permission denied (publickey) for USER@HOST:PORT"; a changed host
- * key gives PBX_EXIT_SECURITY.
+ * key gives PBX_EXIT_SECURITY.  `hk` is required (no policy = refused with
+ * PBX_EXIT_USAGE); it is only used during the call.  t->timeout_ms bounds
+ * the TCP connect, the handshake, authentication, and later channel opens.
  */
 int pbx_ssh_connect(const struct pbx_ssh_target *t, const struct pbx_hostkeys *hk,
 		    struct pbx_ssh **out, struct pbx_err *err);
+/* Disconnects and frees; NULL is fine.  Close connections tunnelled
+ * through `s` first. */
 void pbx_ssh_close(struct pbx_ssh *s);
 /* "user@host:port" of a connection, for messages; owned by the connection. */
 const char *pbx_ssh_label(const struct pbx_ssh *s);
@@ -68,9 +80,12 @@ typedef void (*pbx_ssh_output_fn)(void *ctx, int stream, const char *data, size_
 /*
  * Runs `cmdline` through the remote user's shell.  `in`/`inlen` (may be
  * NULL/0) is sent as stdin, then EOF.  Output streams to `out` (may be NULL
- * to discard).  *exit_status gets the remote exit code, or 128+N when killed
- * by signal N.  Returns -1 only when the command could not be run or the
- * connection broke (a non-zero exit status is not an error).
+ * to discard); the callback runs in the calling thread, without locks held,
+ * and `data` is only valid during the call.  *exit_status gets the remote
+ * exit code, or 128+N when killed by signal N.  Returns -1 only when the
+ * command could not be run or the connection broke (a non-zero exit status
+ * is not an error).  A command that exits without reading all of stdin is
+ * not an error either.
  */
 int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t inlen,
 		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
@@ -79,8 +94,8 @@ int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t 
 int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in,
 		      size_t inlen, pbx_ssh_output_fn out, void *ctx, int *exit_status,
 		      struct pbx_err *err);
-/* Runs `cmdline` and collects stdout/stderr into the buffers (either may
- * be NULL). */
+/* Runs `cmdline` and appends stdout/stderr to the buffers (either may be
+ * NULL); the buffers stay the caller's. */
 int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
 		    struct pbx_buf *errout, int *exit_status, struct pbx_err *err);
 
@@ -88,7 +103,10 @@ int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
  * File transfer over SFTP.  Uploads write REMOTE.pbx-tmp then rename, and
  * downloads write LOCAL.pbx-tmp then rename, so a file appears whole or not
  * at all.  Both verify the SHA-256 of the two ends (remote `sha256sum`) and
- * fail on a mismatch.  Remote paths containing a ".." component are refused.
+ * fail on a mismatch (the temporary file is removed).  Remote paths
+ * containing a ".." component are refused with PBX_EXIT_SECURITY.  `mode`
+ * is applied to the uploaded file (0 = 0644); a download keeps the remote
+ * permission bits.  Relative remote paths are relative to the remote home.
  */
 int pbx_ssh_put_file(struct pbx_ssh *s, const char *local, const char *remote,
 		     int mode, struct pbx_err *err);
@@ -100,7 +118,13 @@ int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
  * Whole trees as a tar stream (one exec each way): put_tree copies the
  * contents of local_dir into remote_dir (created); get_tree the reverse.
  * The archive's member list is checked on arrival: absolute names, ".."
- * and links leaving the tree are refused.
+ * and links leaving the tree are refused.  In detail, the stream is
+ * checked member by member between the two tars (see
+ * tarcheck.h: absolute names, "..", links leaving the tree, files written
+ * through a symlink, devices, and setuid bits are refused or cleared), with
+ * PBX_EXIT_SECURITY.  A refused get_tree may leave the members that came
+ * before the refused one in local_dir, never anything outside it.  Local
+ * tar runs from an argv (never a shell); remote_dir is shell-quoted.
  */
 int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remote_dir,
 		     struct pbx_err *err);
@@ -109,10 +133,16 @@ int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *loca
 
 /*
  * Connection reuse: a pool returns the same live connection for the same
- * user@host:port (and jump host).  The pool owns its connections; callers
- * must not close them.  Safe to call from several threads.
+ * user@host:port (and pin name and jump host).  The pool owns its
+ * connections; callers must not close them.  pbx_ssh_pool_get is safe to
+ * call from several threads; connecting happens outside the pool's lock.
+ * A connection whose transport failed is replaced on the next get (the old
+ * one is closed by pbx_ssh_pool_free, as callers may still hold it).
+ * pbx_ssh_pool_free must not run while gets are in progress; it closes
+ * tunnelled connections before their jump hosts.
  */
 struct pbx_ssh_pool;
+/* The pool copies *hk (its ctx must outlive the pool). */
 struct pbx_ssh_pool *pbx_ssh_pool_new(const struct pbx_hostkeys *hk);
 int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
 		     struct pbx_ssh **out, struct pbx_err *err);
@@ -121,12 +151,14 @@ void pbx_ssh_pool_free(struct pbx_ssh_pool *p);   /* closes every connection */
 /*
  * Calls fn(ctx, i, &errs[i]) for i in [0, n) with at most `concurrency`
  * calls running at once (threads).  Returns the number of calls that
- * returned non-zero; errs (n entries, may be NULL) holds each one's error.
+ * returned non-zero; errs (n entries, may be NULL) holds each one's error
+ * (cleared before each call).  Returns after every call has finished.
  */
 int pbx_fanout(size_t n, int concurrency, int (*fn)(void *ctx, size_t i, struct pbx_err *err),
 	       void *ctx, struct pbx_err *errs);
 
-/* Process-wide setup (libssh2_init); call once from main. */
+/* Process-wide setup (libssh2_init); call once from main (pbx_ssh_connect
+ * also calls it; it runs only once). */
 int pbx_ssh_global_init(struct pbx_err *err);
 
 #endif

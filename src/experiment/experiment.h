@@ -1,0 +1,109 @@
+/*
+ * experiment.h - experiment files (train.conf / experiment.yaml): a
+ * `command` or a `train:` section, a parameter sweep expanded into points,
+ * sbatch resources, the files to ship, the outputs to harvest and extra
+ * environment.  The format is described precisely in FORMAT.md (the source
+ * of the man page section).
+ *
+ * Errors are PBX_EXIT_USAGE with "FILE:LINE: dotted.key: problem", read
+ * with src/config/yamltree.h.  Nothing here prints, exits or touches the
+ * network; pbx_experiment_load reads one file.
+ *
+ * Ownership: a struct pbx_experiment and everything it points to (strings,
+ * arrays, points and their params) belongs to the experiment and is
+ * released by pbx_experiment_free().  Param names and values are shared
+ * between points (two points with the same value may point at the same
+ * bytes): never free or modify them.  Strings returned by the functions
+ * documented "caller frees" are fresh and released with free(3).
+ */
+#ifndef PBX_EXPERIMENT_EXPERIMENT_H
+#define PBX_EXPERIMENT_EXPERIMENT_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define PBX_EXPERIMENT_MAX_POINTS 100000   /* tasks per experiment file */
+#define PBX_EXPERIMENT_MAX_CELLS 2000000 /* points x parameters */
+#define PBX_EXPERIMENT_MAX_VALUE 65536     /* bytes of one parameter value */
+#define PBX_EXPERIMENT_MAX_FILE (16 << 20) /* bytes of the experiment file */
+
+struct pbx_param {
+	char *name;    /* [a-z_][a-z0-9_]{0,31}, or "repeat" */
+	char *value;   /* the YAML scalar's text, NUL-terminated, no NUL inside */
+	size_t len;    /* strlen(value) */
+};
+
+struct pbx_point {
+	struct pbx_param *params;  /* in declaration order (see FORMAT.md),
+				      "repeat" last when repeats > 1 */
+	size_t nparams;            /* the same for every point */
+};
+
+struct pbx_experiment {
+	char *path;        /* file name as given (messages); "" for parse() */
+	char *dir;         /* directory of the file (absolute after load) */
+	char *name;        /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63} */
+	char *command;     /* the `command` text, NULL for train experiments */
+	char *train_json;  /* the `train:` mapping as JSON (scalars as strings,
+			      plain nulls as null), NULL for command ones */
+	struct pbx_point *points;  /* the expanded sweep, npoints >= 1 */
+	size_t npoints;
+	size_t repeats;            /* sweep.repeats, >= 1 */
+	/* sbatch long options without "--" and their values ("" = a bare
+	   flag such as --exclusive); throttle is the %N of --array, 0 = none */
+	char **resource_keys, **resource_values;
+	size_t nresources;
+	int throttle;
+	char **files, **outputs;   /* globs; nfiles == 0: the whole dir */
+	size_t nfiles, noutputs;
+	char **env_names, **env_values;
+	size_t nenv;
+	char *text;                /* the file's bytes (NUL-terminated) */
+	size_t text_len;
+};
+
+/*
+ * Reads and parses the experiment file `path`; e->dir is the absolute
+ * directory holding it.  On success *out is a new experiment (free with
+ * pbx_experiment_free); on failure *out is NULL and err is set.
+ */
+int pbx_experiment_load(const char *path, struct pbx_experiment **out,
+			struct pbx_err *err);
+/* Parses `len` bytes; `name` is used in messages and as e->path, `dir`
+ * (may be NULL for ".") is stored as e->dir unchanged. */
+int pbx_experiment_parse(const char *name, const char *text, size_t len,
+			 const char *dir, struct pbx_experiment **out,
+			 struct pbx_err *err);
+void pbx_experiment_free(struct pbx_experiment *e);
+
+/*
+ * Sets (replacing or adding) resource `key` (no leading "--") to `value`,
+ * validated as in the file: "throttle" sets e->throttle; a flag option
+ * takes "" or "true".  Error (PBX_EXIT_USAGE) "--KEY: ..." leaves e as it
+ * was.
+ */
+int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key,
+				     const char *value, struct pbx_err *err);
+/* The resources as sbatch arguments "--key=value" (or "--key" for a flag),
+ * in file order, overrides last; throttle not included.  *n gets the count.
+ * Caller frees each string and the array. */
+char **pbx_experiment_sbatch_args(const struct pbx_experiment *e, size_t *n);
+
+/*
+ * The shell command of point i: `command` with each {name} replaced by the
+ * shell-quoted value ({repeat} is "0" when repeats == 1), {{ and }} by
+ * single braces; for train experiments "pbx-train train.yaml" followed by
+ * " --set 'name=value'" for each parameter but repeat.  Caller frees.
+ */
+char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i);
+/* Point i's parameters as compact JSON {"name": "value", ...} (all values
+ * strings, declaration order).  Caller frees. */
+char *pbx_experiment_point_json(const struct pbx_experiment *e, size_t i);
+/* The value of parameter `name` in point i, or NULL. */
+const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e,
+					     size_t i, const char *name);
+/* The repeat number of point i (0..repeats-1). */
+size_t pbx_experiment_repeat(const struct pbx_experiment *e, size_t i);
+
+#endif

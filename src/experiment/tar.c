@@ -1,0 +1,216 @@
+/*
+ * tar.c - a small tar writer: POSIX ustar headers, with a pax extended
+ * header ('x') in front of an entry whose path or link target does not
+ * fit (GNU tar, bsdtar and busybox read both).  Owner root:root, the
+ * package's creation time as mtime.  Regular files are streamed from disk
+ * and re-hashed on the way, so a file that changed since the package id
+ * was computed is refused rather than shipped under the wrong id.
+ */
+#include "experiment/package_priv.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PBX_TAR_BLOCK 512
+
+static int pbx_tar_io(struct pbx_tar *t)
+{
+	return pbx_err_set(t->err, "cannot write %s: %s", t->what, strerror(errno));
+}
+
+static int pbx_tar_put(struct pbx_tar *t, const void *data, size_t len)
+{
+	if (len && fwrite(data, 1, len, t->f) != len)
+		return pbx_tar_io(t);
+	return 0;
+}
+
+/* Zero bytes up to the next 512-byte boundary after `len` bytes. */
+static int pbx_tar_pad(struct pbx_tar *t, unsigned long long len)
+{
+	static const char zero[PBX_TAR_BLOCK];
+	size_t rest = (size_t)(len % PBX_TAR_BLOCK);
+	return rest ? pbx_tar_put(t, zero, PBX_TAR_BLOCK - rest) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Headers                                                             */
+
+static void pbx_tar_octal(char *field, size_t width, unsigned long long v)
+{
+	snprintf(field, width, "%0*llo", (int)width - 1, v);
+}
+
+/* Splits `path` into ustar prefix/name; false when it cannot. */
+static bool pbx_tar_split(const char *path, char *h)
+{
+	size_t len = strlen(path), i;
+	if (len <= 100) {
+		memcpy(h, path, len);
+		return true;
+	}
+	for (i = len - 1; i > 0; i--) {
+		if (path[i] != '/' || len - i - 1 > 100 || len - i - 1 == 0)
+			continue;
+		if (i > 155)
+			return false;
+		memcpy(h + 345, path, i);
+		memcpy(h, path + i + 1, len - i - 1);
+		return true;
+	}
+	return false;
+}
+
+/* "LEN key=value\n" where LEN counts the whole record. */
+static void pbx_tar_pax_record(struct pbx_buf *b, const char *key, const char *value)
+{
+	size_t body = 1 + strlen(key) + 1 + strlen(value) + 1, len = body, digits;
+	for (;;) {
+		char tmp[32];
+		digits = (size_t)snprintf(tmp, sizeof(tmp), "%zu", len);
+		if (body + digits == len)
+			break;
+		len = body + digits;
+	}
+	pbx_buf_addf(b, "%zu %s=%s\n", len, key, value);
+}
+
+static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
+			  unsigned long long size, const char *link);
+
+/* Writes a pax header for path and/or link when they need one. */
+static int pbx_tar_pax(struct pbx_tar *t, const char *path, const char *link,
+		       bool path_fits)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	int rc;
+	if (!path_fits)
+		pbx_tar_pax_record(&b, "path", path);
+	if (link && strlen(link) > 100)
+		pbx_tar_pax_record(&b, "linkpath", link);
+	if (!b.len)
+		return 0;
+	rc = pbx_tar_header(t, "././@PaxHeader", 'x', 0644, b.len, NULL);
+	if (rc == 0)
+		rc = pbx_tar_put(t, b.buf, b.len);
+	if (rc == 0)
+		rc = pbx_tar_pad(t, b.len);
+	pbx_buf_release(&b);
+	return rc;
+}
+
+static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
+			  unsigned long long size, const char *link)
+{
+	char h[PBX_TAR_BLOCK];
+	unsigned sum = 0;
+	size_t i;
+	bool fits;
+	memset(h, 0, sizeof(h));
+	fits = pbx_tar_split(path, h);
+	if (type != 'x' && (!fits || (link && strlen(link) > 100))) {
+		if (pbx_tar_pax(t, path, link, fits) < 0)
+			return -1;
+		memset(h, 0, sizeof(h));
+		if (!fits || !pbx_tar_split(path, h))
+			memcpy(h, path, 100);
+	}
+	pbx_tar_octal(h + 100, 8, mode);
+	pbx_tar_octal(h + 108, 8, 0);
+	pbx_tar_octal(h + 116, 8, 0);
+	pbx_tar_octal(h + 124, 12, size);
+	pbx_tar_octal(h + 136, 12, (unsigned long long)t->mtime);
+	h[156] = type;
+	if (link)
+		memcpy(h + 157, link, strlen(link) > 100 ? 100 : strlen(link));
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memcpy(h + 265, "root", 4);
+	memcpy(h + 297, "root", 4);
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < sizeof(h); i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
+	return pbx_tar_put(t, h, sizeof(h));
+}
+
+/* ------------------------------------------------------------------ */
+/* Entries                                                             */
+
+int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode)
+{
+	char *p = xasprintf("%s/", path);
+	int rc = pbx_tar_header(t, p, '5', mode, 0, NULL);
+	free(p);
+	return rc;
+}
+
+int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data,
+		size_t len)
+{
+	if (pbx_tar_header(t, path, '0', mode, len, NULL) < 0 || pbx_tar_put(t, data, len) < 0)
+		return -1;
+	return pbx_tar_pad(t, len);
+}
+
+int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target)
+{
+	return pbx_tar_header(t, path, '2', 0777, 0, target);
+}
+
+/* Copies `size` bytes of fd into the tar, hashing them into sha. */
+static int pbx_tar_copy(struct pbx_tar *t, int fd, const char *src,
+			unsigned long long size, unsigned char sha[32])
+{
+	char *chunk = xmalloc(1 << 16);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned long long done = 0;
+	unsigned n = 0;
+	ssize_t r = 0;
+	int rc = 0;
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	while (rc == 0 && done < size && (r = read(fd, chunk, 1 << 16)) > 0) {
+		if ((unsigned long long)r > size - done)
+			r = (ssize_t)(size - done);
+		EVP_DigestUpdate(ctx, chunk, (size_t)r);
+		rc = pbx_tar_put(t, chunk, (size_t)r);
+		done += (unsigned long long)r;
+	}
+	EVP_DigestFinal_ex(ctx, sha, &n);
+	EVP_MD_CTX_free(ctx);
+	free(chunk);
+	if (rc == 0 && r < 0)
+		rc = pbx_err_set(t->err, "cannot read %s: %s", src, strerror(errno));
+	else if (rc == 0 && done != size)
+		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
+	return rc;
+}
+
+int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char *src,
+		 unsigned long long size, const unsigned char sha[32])
+{
+	unsigned char now[32];
+	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc;
+	if (fd < 0)
+		return pbx_err_set(t->err, "cannot open %s: %s", src, strerror(errno));
+	rc = pbx_tar_header(t, path, '0', mode, size, NULL);
+	if (rc == 0)
+		rc = pbx_tar_copy(t, fd, src, size, now);
+	close(fd);
+	if (rc == 0 && memcmp(now, sha, 32))
+		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
+	return rc < 0 ? -1 : pbx_tar_pad(t, size);
+}
+
+int pbx_tar_end(struct pbx_tar *t)
+{
+	static const char zero[2 * PBX_TAR_BLOCK];
+	return pbx_tar_put(t, zero, sizeof(zero));
+}

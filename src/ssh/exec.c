@@ -1,0 +1,334 @@
+/*
+ * exec.c - running a remote command on an exec channel: stdin from memory
+ * or from a file descriptor (optionally through a filter), stdout and
+ * stderr read as they arrive so neither can block the other, and the exit
+ * status (128+N when the command died of signal N).
+ *
+ * One loop drives everything: write what stdin we have, drain both output
+ * streams, and when nothing moved wait on the socket (and on the input fd).
+ * Output callbacks are called without the session lock held.
+ */
+#include "ssh/ssh_int.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdio.h>
+
+#define EXEC_CHUNK 32768
+#define EXEC_CAPTURE_MAX (1u << 20)
+
+struct exec_job {
+	struct pbx_ssh *s;
+	LIBSSH2_CHANNEL *ch;
+	const struct pbx_ssh_io *io;
+	struct pbx_buf pend;   /* stdin bytes read from io->in_fd, not yet sent */
+	const char *wp;        /* next stdin byte to send */
+	size_t wlen;           /* bytes left at wp */
+	int in_done;           /* no more stdin will come */
+	int eof_sent;
+	int remote_eof;
+};
+
+/* ------------------------------------------------------------ stdin */
+
+/* Refills the write window from io->in_fd; 0, or -1 with err set. */
+static int exec_refill(struct exec_job *j, struct pbx_err *err)
+{
+	char chunk[EXEC_CHUNK];
+	ssize_t n = read(j->io->in_fd, chunk, sizeof(chunk));
+	pbx_buf_reset(&j->pend);
+	if (n < 0)
+		return (errno == EAGAIN || errno == EINTR) ? 0
+			: pbx_err_set(err, "cannot read command input: %s", strerror(errno));
+	if (n == 0)
+		j->in_done = 1;
+	if (j->io->filter) {
+		if (j->io->filter(j->io->filter_ctx, chunk, (size_t)n, &j->pend, err) < 0)
+			return -1;
+	} else {
+		pbx_buf_add(&j->pend, chunk, (size_t)n);
+	}
+	j->wp = j->pend.buf;
+	j->wlen = j->pend.len;
+	return 0;
+}
+
+/* The remote end stopped reading stdin (exited or closed it). */
+static int exec_input_refused(int rc)
+{
+	return rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT || rc == LIBSSH2_ERROR_CHANNEL_CLOSED ||
+	       rc == LIBSSH2_ERROR_CHANNEL_FAILURE;
+}
+
+static int exec_write(struct exec_job *j, int *moved, struct pbx_err *err)
+{
+	ssize_t n;
+	while (j->wlen) {
+		PBX_SSH_CALL(j->s, n, libssh2_channel_write(j->ch, j->wp, j->wlen));
+		if (n == LIBSSH2_ERROR_EAGAIN)
+			return 0;
+		if (n < 0 && (exec_input_refused((int)n) || j->remote_eof)) {
+			j->wlen = 0;
+			j->in_done = j->eof_sent = 1;
+			return 0;
+		}
+		if (n < 0)
+			return pbx_ssh_fail_rc(j->s, err, "cannot send command input", (int)n);
+		j->wp += n;
+		j->wlen -= (size_t)n;
+		*moved = 1;
+	}
+	return 0;
+}
+
+static int exec_feed(struct exec_job *j, int *moved, struct pbx_err *err)
+{
+	int rc;
+	if (!j->wlen && !j->in_done && j->io->in_fd >= 0 && exec_refill(j, err) < 0)
+		return -1;
+	if (exec_write(j, moved, err) < 0)
+		return -1;
+	if (j->wlen || !j->in_done || j->eof_sent)
+		return 0;
+	PBX_SSH_CALL(j->s, rc, libssh2_channel_send_eof(j->ch));
+	if (rc == 0 || rc != LIBSSH2_ERROR_EAGAIN) {
+		j->eof_sent = 1;   /* an error here means the channel is going away */
+		*moved = 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+static int exec_drain(struct exec_job *j, int stream, int *moved, struct pbx_err *err)
+{
+	char chunk[EXEC_CHUNK];
+	ssize_t n;
+	int id = stream == 2 ? SSH_EXTENDED_DATA_STDERR : 0, rounds;
+	for (rounds = 0; rounds < 64; rounds++) {
+		PBX_SSH_CALL(j->s, n, libssh2_channel_read_ex(j->ch, id, chunk, sizeof(chunk)));
+		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+			return 0;
+		if (n < 0)
+			return pbx_ssh_fail_rc(j->s, err, "cannot read command output", (int)n);
+		*moved = 1;
+		if (j->io->sink && j->io->sink(j->io->sink_ctx, stream, chunk, (size_t)n, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static int exec_wait(struct exec_job *j)
+{
+	int want_in = !j->wlen && !j->in_done && j->io->in_fd >= 0;
+	return pbx_ssh_wait(j->s, want_in ? j->io->in_fd : -1, POLLIN, 1000);
+}
+
+static int exec_pump(struct exec_job *j, struct pbx_err *err)
+{
+	for (;;) {
+		int moved = 0, eof;
+		if (exec_feed(j, &moved, err) < 0 || exec_drain(j, 1, &moved, err) < 0 ||
+		    exec_drain(j, 2, &moved, err) < 0)
+			return -1;
+		PBX_SSH_CALL(j->s, eof, libssh2_channel_eof(j->ch));
+		if (eof < 0)
+			return pbx_ssh_fail_rc(j->s, err, "lost command channel", eof);
+		j->remote_eof = eof;
+		if (eof && !moved)
+			return 0;
+		if (!moved && exec_wait(j) < 0)
+			return pbx_err_set(err, "connection to %s lost", j->s->label);
+	}
+}
+
+/* Maps an exit-signal name ("TERM") to 128+N. */
+static int exec_signal_status(const char *name)
+{
+	static const struct { const char *name; int num; } sigs[] = {
+		{ "HUP", 1 }, { "INT", 2 }, { "QUIT", 3 }, { "ILL", 4 }, { "TRAP", 5 },
+		{ "ABRT", 6 }, { "BUS", 7 }, { "FPE", 8 }, { "KILL", 9 }, { "USR1", 10 },
+		{ "SEGV", 11 }, { "USR2", 12 }, { "PIPE", 13 }, { "ALRM", 14 }, { "TERM", 15 },
+		{ "XCPU", 24 }, { "XFSZ", 25 },
+	};
+	size_t i;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!strcmp(name, sigs[i].name))
+			return 128 + sigs[i].num;
+	return 255;
+}
+
+static int exec_status(struct exec_job *j, int *exit_status, struct pbx_err *err)
+{
+	char *sig = NULL;
+	size_t siglen = 0;
+	int rc = pbx_ssh_chan_op(j->s, j->ch, libssh2_channel_close, err, "cannot close channel");
+	if (rc == 0)
+		rc = pbx_ssh_chan_op(j->s, j->ch, libssh2_channel_wait_closed, err,
+				     "cannot close channel");
+	if (rc < 0)
+		return -1;
+	pbx_ssh_lock(j->s);
+	*exit_status = libssh2_channel_get_exit_status(j->ch);
+	libssh2_channel_get_exit_signal(j->ch, &sig, &siglen, NULL, NULL, NULL, NULL);
+	if (sig) {
+		*exit_status = exec_signal_status(sig);
+		libssh2_free(j->s->sess, sig);
+	}
+	pbx_ssh_unlock(j->s);
+	return 0;
+}
+
+static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *err)
+{
+	int64_t deadline = pbx_ssh_now_ms() + j->s->timeout_ms;
+	int eagain, rc;
+	for (;;) {
+		PBX_SSH_CALLP(j->s, j->ch, eagain, libssh2_channel_open_session(j->s->sess));
+		if (j->ch || !eagain)
+			break;
+		if (pbx_ssh_wait_until(j->s, deadline, "cannot open a channel", err) < 0)
+			return -1;
+	}
+	if (!j->ch)
+		return pbx_ssh_fail(j->s, err, "cannot open a channel");
+	for (;;) {
+		char *m = NULL;
+		pbx_ssh_lock(j->s);
+		rc = libssh2_channel_exec(j->ch, cmdline);
+		if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN) {
+			libssh2_session_last_error(j->s->sess, &m, NULL, 0);
+			fprintf(stderr, "DEBUG exec rc=%d msg=%s dirs=%d\n", rc, m, libssh2_session_block_directions(j->s->sess));
+		}
+		pbx_ssh_unlock(j->s);
+		if (rc != LIBSSH2_ERROR_EAGAIN)
+			break;
+		if (pbx_ssh_wait_until(j->s, deadline, "cannot start command", err) < 0)
+			return -1;
+	}
+	return rc < 0 ? pbx_ssh_fail_rc(j->s, err, "cannot start command", rc) : 0;
+}
+
+int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh_io *io,
+		    int *exit_status, struct pbx_err *err)
+{
+	struct exec_job j;
+	int rc;
+	memset(&j, 0, sizeof(j));
+	j.s = s;
+	j.io = io;
+	j.pend = (struct pbx_buf)PBX_BUF_INIT;
+	j.wp = io->in;
+	j.wlen = io->in ? io->inlen : 0;
+	j.in_done = io->in_fd < 0;
+	*exit_status = -1;
+	pbx_ssh_enter(s);
+	pbx_ssh_slot_take(s);
+	rc = exec_start(&j, cmdline, err);
+	if (rc == 0)
+		rc = exec_pump(&j, err);
+	if (rc == 0)
+		rc = exec_status(&j, exit_status, err);
+	if (j.ch)
+		pbx_ssh_chan_free(s, j.ch);
+	pbx_ssh_slot_give(s);
+	pbx_ssh_leave(s);
+	pbx_buf_release(&j.pend);
+	return rc;
+}
+
+/* ------------------------------------------------------------ public API */
+
+struct exec_user_sink {
+	pbx_ssh_output_fn fn;
+	void *ctx;
+};
+
+static int exec_user_sink(void *ctx, int stream, const char *data, size_t len,
+			  struct pbx_err *err)
+{
+	struct exec_user_sink *u = ctx;
+	(void)err;
+	u->fn(u->ctx, stream, data, len);
+	return 0;
+}
+
+int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t inlen,
+		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err)
+{
+	struct exec_user_sink u = { out, ctx };
+	struct pbx_ssh_io io = { in, inlen, -1, NULL, NULL, out ? exec_user_sink : NULL, &u };
+	return pbx_ssh_exec_io(s, cmdline, &io, exit_status, err);
+}
+
+int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in,
+		      size_t inlen, pbx_ssh_output_fn out, void *ctx, int *exit_status,
+		      struct pbx_err *err)
+{
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	int rc;
+	if (!argv || !argv[0])
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "empty remote command");
+	pbx_shell_join(&cmd, argv);
+	rc = pbx_ssh_exec(s, cmd.buf, in, inlen, out, ctx, exit_status, err);
+	pbx_buf_release(&cmd);
+	return rc;
+}
+
+struct exec_capture {
+	struct pbx_buf *out, *errout;
+};
+
+static void exec_capture_fn(void *ctx, int stream, const char *data, size_t len)
+{
+	struct exec_capture *c = ctx;
+	struct pbx_buf *b = stream == 2 ? c->errout : c->out;
+	if (b)
+		pbx_buf_add(b, data, len);
+}
+
+int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
+		    struct pbx_buf *errout, int *exit_status, struct pbx_err *err)
+{
+	struct exec_capture c = { out, errout };
+	return pbx_ssh_exec(s, cmdline, NULL, 0, exec_capture_fn, &c, exit_status, err);
+}
+
+/* Collects output for pbx_ssh_run_ok, each stream capped at
+ * EXEC_CAPTURE_MAX (the rest is dropped). */
+static int exec_capped_sink(void *ctx, int stream, const char *data, size_t len,
+			    struct pbx_err *err)
+{
+	struct exec_capture *c = ctx;
+	struct pbx_buf *b = stream == 2 ? c->errout : c->out;
+	(void)err;
+	if (b && b->len < EXEC_CAPTURE_MAX)
+		pbx_buf_add(b, data, len < EXEC_CAPTURE_MAX - b->len ? len : EXEC_CAPTURE_MAX - b->len);
+	return 0;
+}
+
+int pbx_ssh_run_ok(struct pbx_ssh *s, const char *const *argv, struct pbx_buf *out,
+		   const char *what, struct pbx_err *err)
+{
+	struct pbx_buf cmd = PBX_BUF_INIT, eb = PBX_BUF_INIT;
+	struct exec_capture c = { out, &eb };
+	struct pbx_ssh_io io = { NULL, 0, -1, NULL, NULL, exec_capped_sink, &c };
+	int status = -1, rc;
+	pbx_shell_join(&cmd, argv);
+	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
+	if (rc == 0 && status != 0) {
+		pbx_buf_rtrim(&eb);
+		rc = pbx_err_set(err, "%s on %s failed (exit %d)%s%.512s", what, s->label, status,
+				 eb.len ? ": " : "", eb.buf);
+	}
+	pbx_buf_release(&cmd);
+	pbx_buf_release(&eb);
+	return rc;
+}

@@ -1,0 +1,193 @@
+/*
+ * tree.c - copying whole directory trees as one tar stream over one exec.
+ *
+ * put_tree: local `tar -C DIR -cf - .` (spawned from argv) -> tarcheck ->
+ * remote `mkdir -p DIR && tar -C DIR -xf -`.
+ * get_tree: remote `tar -C DIR -cf - .` -> tarcheck -> local
+ * `tar -C DIR -xf -`.  The checker sits in the middle both ways, so a
+ * hostile remote tree (absolute names, "..", links out of the tree, files
+ * written through a symlink) is refused before the local tar sees the
+ * offending member; members before it may already be extracted, always
+ * inside local_dir.
+ */
+#include "ssh/proc.h"
+#include "ssh/ssh_int.h"
+#include "ssh/tarcheck.h"
+#include "util/fs.h"
+#include "util/quote.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TREE_ERRTEXT_MAX 4096
+
+struct tree_ctx {
+	struct pbx_tarcheck *tc;
+	struct pbx_proc *proc;       /* get_tree: the local extractor */
+	struct pbx_buf pass;         /* checked bytes on their way to the extractor */
+	struct pbx_buf remote_err;   /* remote stderr, capped */
+};
+
+/* ------------------------------------------------------------ callbacks */
+
+static void tree_keep_err(struct tree_ctx *c, const char *data, size_t len)
+{
+	size_t room = TREE_ERRTEXT_MAX - c->remote_err.len;
+	if (c->remote_err.len < TREE_ERRTEXT_MAX)
+		pbx_buf_add(&c->remote_err, data, len < room ? len : room);
+}
+
+/* put_tree: local tar output -> checked bytes for the remote stdin. */
+static int tree_filter(void *ctx, const char *data, size_t len, struct pbx_buf *out,
+		       struct pbx_err *err)
+{
+	struct tree_ctx *c = ctx;
+	if (len == 0)
+		return pbx_tarcheck_finish(c->tc, err);
+	return pbx_tarcheck_feed(c->tc, data, len, out, err);
+}
+
+/* put_tree: the remote side only talks on stderr. */
+static int tree_put_sink(void *ctx, int stream, const char *data, size_t len,
+			 struct pbx_err *err)
+{
+	(void)stream;
+	(void)err;
+	tree_keep_err(ctx, data, len);
+	return 0;
+}
+
+/* get_tree: remote tar output -> checker -> local extractor. */
+static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
+			 struct pbx_err *err)
+{
+	struct tree_ctx *c = ctx;
+	int rc;
+	if (stream == 2) {
+		tree_keep_err(c, data, len);
+		return 0;
+	}
+	pbx_buf_reset(&c->pass);
+	rc = pbx_tarcheck_feed(c->tc, data, len, &c->pass, err);
+	if (rc == 0 && c->pass.len)
+		rc = pbx_proc_send(c->proc, c->pass.buf, c->pass.len, err);
+	return rc;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void tree_ctx_init(struct tree_ctx *c, struct pbx_proc *proc)
+{
+	c->tc = pbx_tarcheck_new();
+	c->proc = proc;
+	c->pass = (struct pbx_buf)PBX_BUF_INIT;
+	c->remote_err = (struct pbx_buf)PBX_BUF_INIT;
+}
+
+static void tree_ctx_release(struct tree_ctx *c)
+{
+	pbx_tarcheck_free(c->tc);
+	pbx_buf_release(&c->pass);
+	pbx_buf_release(&c->remote_err);
+}
+
+/* Turns the exit codes of both tars into the result. */
+static int tree_verdict(struct pbx_ssh *s, struct tree_ctx *c, struct pbx_proc *p,
+			int remote_status, int local_status, const char *what, struct pbx_err *err)
+{
+	if (remote_status != 0) {
+		pbx_buf_rtrim(&c->remote_err);
+		return pbx_err_set(err, "%s: remote tar on %s failed (exit %d)%s%s", what,
+				   s->label, remote_status, c->remote_err.len ? ": " : "",
+				   c->remote_err.buf);
+	}
+	if (local_status != 0)
+		return pbx_err_set(err, "%s: local tar failed (exit %d)%s%s", what, local_status,
+				   p->errtext.len ? ": " : "", p->errtext.buf);
+	return 0;
+}
+
+/* "mkdir -p -- 'DIR' && tar -C 'DIR' -xf - --no-same-owner" etc. */
+static void tree_remote_cmd(struct pbx_buf *cmd, const char *dir, int put)
+{
+	if (put) {
+		pbx_buf_adds(cmd, "mkdir -p -- ");
+		pbx_shell_quote(cmd, dir);
+		pbx_buf_adds(cmd, " && tar -C ");
+		pbx_shell_quote(cmd, dir);
+		pbx_buf_adds(cmd, " -xf - --no-same-owner");
+	} else {
+		pbx_buf_adds(cmd, "tar -C ");
+		pbx_shell_quote(cmd, dir);
+		pbx_buf_adds(cmd, " -cf - .");
+	}
+}
+
+/* ------------------------------------------------------------ put */
+
+int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remote_dir,
+		     struct pbx_err *err)
+{
+	const char *argv[] = { "tar", "-C", local_dir, "-cf", "-", ".", NULL };
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	struct pbx_proc p;
+	struct tree_ctx c;
+	struct pbx_ssh_io io = { NULL, 0, -1, tree_filter, &c, tree_put_sink, &c };
+	struct stat st;
+	int rc, status = -1, lstatus = -1;
+	if (pbx_ssh_check_remote_path(remote_dir, err) < 0)
+		return -1;
+	if (stat(local_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return pbx_err_set(err, "%s is not a directory", local_dir);
+	if (pbx_proc_start(argv, 0, 1, &p, err) < 0)
+		return -1;
+	tree_ctx_init(&c, &p);
+	io.in_fd = p.out_fd;
+	tree_remote_cmd(&cmd, remote_dir, 1);
+	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
+	if (pbx_proc_finish(&p, rc < 0, &lstatus, rc < 0 ? NULL : err) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = tree_verdict(s, &c, &p, status, lstatus, "put_tree", err);
+	if (rc < 0 && err)
+		pbx_err_prefix(err, "cannot copy %s to %s:%s", local_dir, s->label, remote_dir);
+	pbx_buf_release(&p.errtext);
+	pbx_buf_release(&cmd);
+	tree_ctx_release(&c);
+	return rc;
+}
+
+/* ------------------------------------------------------------ get */
+
+int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
+		     struct pbx_err *err)
+{
+	const char *argv[] = { "tar", "-C", local_dir, "-xf", "-", "--no-same-owner",
+			       "--no-same-permissions", NULL };
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	struct pbx_proc p;
+	struct tree_ctx c;
+	struct pbx_ssh_io io = { NULL, 0, -1, NULL, NULL, tree_get_sink, &c };
+	int rc, status = -1, lstatus = -1;
+	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
+	    pbx_mkdir_p(local_dir, 0755, err) < 0)
+		return -1;
+	if (pbx_proc_start(argv, 1, 0, &p, err) < 0)
+		return -1;
+	tree_ctx_init(&c, &p);
+	tree_remote_cmd(&cmd, remote_dir, 0);
+	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
+	if (rc == 0 && status == 0)
+		rc = pbx_tarcheck_finish(c.tc, err);
+	if (pbx_proc_finish(&p, 0, &lstatus, rc < 0 ? NULL : err) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = tree_verdict(s, &c, &p, status, lstatus, "get_tree", err);
+	if (rc < 0 && err)
+		pbx_err_prefix(err, "cannot copy %s:%s to %s", s->label, remote_dir, local_dir);
+	pbx_buf_release(&p.errtext);
+	pbx_buf_release(&cmd);
+	tree_ctx_release(&c);
+	return rc;
+}

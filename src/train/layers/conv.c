@@ -1,0 +1,248 @@
+/*
+ * conv.c - 2-D convolution as im2col + one large OpenBLAS sgemm per chunk.
+ *
+ * The batch is processed in chunks of nb images so that the column matrix
+ * of a whole chunk fits the scratch buffer; each chunk is ONE gemm with
+ * N = nb*OH*OW columns, large enough for OpenBLAS to run near peak even for
+ * the 14x14 layers of small nets.
+ *
+ *   col  (C*K*K, nb*OH*OW)     im2col of the chunk
+ *   Y    (OC,    nb*OH*OW)  =  W (OC, C*K*K) x col
+ *   out  (nb, OC, OH*OW)       Y transposed per image, + bias (+ ReLU)
+ *
+ * Backward recomputes col instead of keeping it (cheap next to the gemms):
+ *   dW  += dY (OC, N) x col^T (N, CKK)
+ *   dcol = W^T (CKK, OC) x dY (OC, N)          then col2im adds into din
+ * With nb = 1 the gemm writes NCHW directly and the transpose is skipped.
+ */
+#include "train/layers/layers.h"
+#include "train/layers/simd.h"
+
+#include <string.h>
+
+#define CONV_DEFAULT_CAP ((size_t)1 << 22) /* floats of scratch: 16 MiB */
+
+static int conv_out_dim(int n, int k, int s, int p)
+{
+	return (n + 2 * p - k) / s + 1;
+}
+
+/* Scratch floats one image needs: col + Y/dY + dcol. */
+static size_t conv_per_image(int C, int OH, int OW, int OC, int K)
+{
+	size_t ckk = (size_t)C * K * K, p = (size_t)OH * OW;
+	return (2 * ckk + (size_t)OC) * p;
+}
+
+size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
+			   int P, size_t cap)
+{
+	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
+	size_t per = conv_per_image(C, OH, OW, OC, K), nb;
+	if (cap == 0)
+		cap = CONV_DEFAULT_CAP;
+	nb = cap / per;
+	if (nb < 1)
+		nb = 1;
+	if (nb > (size_t)B)
+		nb = (size_t)B;
+	return nb * per;
+}
+
+/* First valid ow and one past the last for kernel column kw:
+ * 0 <= ow*S - P + kw < W. */
+static void conv_ow_range(int kw, int W, int OW, int S, int P, int *lo,
+			  int *hi)
+{
+	int a = P - kw, l, h;
+	l = a <= 0 ? 0 : (a + S - 1) / S;
+	h = (W - 1 + P - kw) < 0 ? 0 : (W - 1 + P - kw) / S + 1;
+	if (h > OW)
+		h = OW;
+	if (l > h)
+		l = h;
+	*lo = l;
+	*hi = h;
+}
+
+/* in (nb,C,H,W) -> col (C*K*K, nb*OH*OW). */
+static void im2col(float *col, const float *in, int nb, int C, int H, int W,
+		   int K, int S, int P, int OH, int OW)
+{
+	int ckk = C * K * K;
+	size_t N = (size_t)nb * OH * OW;
+	#pragma omp parallel for schedule(static)
+	for (int r = 0; r < ckk; r++) {
+		int c = r / (K * K), kh = (r / K) % K, kw = r % K, lo, hi;
+		conv_ow_range(kw, W, OW, S, P, &lo, &hi);
+		for (int b = 0; b < nb; b++) {
+			const float *src = in + ((size_t)b * C + c) * H * W;
+			float *dst = col + (size_t)r * N + (size_t)b * OH * OW;
+			for (int oh = 0; oh < OH; oh++, dst += OW) {
+				int ih = oh * S - P + kh;
+				if (ih < 0 || ih >= H) {
+					memset(dst, 0, sizeof(float) * OW);
+					continue;
+				}
+				const float *row = src + (size_t)ih * W - P + kw;
+				for (int ow = 0; ow < lo; ow++)
+					dst[ow] = 0.0f;
+				if (S == 1) {
+					if (hi > lo)
+						memcpy(dst + lo, row + lo,
+						       sizeof(float) * (hi - lo));
+				} else {
+					for (int ow = lo; ow < hi; ow++)
+						dst[ow] = row[ow * S];
+				}
+				for (int ow = hi; ow < OW; ow++)
+					dst[ow] = 0.0f;
+			}
+		}
+	}
+}
+
+/* col (C*K*K, nb*OH*OW) -> din (nb,C,H,W), which it overwrites. */
+static void col2im(float *din, const float *col, int nb, int C, int H, int W,
+		   int K, int S, int P, int OH, int OW)
+{
+	size_t N = (size_t)nb * OH * OW;
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++) {
+		for (int b = 0; b < nb; b++)
+			memset(din + ((size_t)b * C + c) * H * W, 0,
+			       sizeof(float) * H * W);
+		for (int kh = 0; kh < K; kh++) {
+			for (int kw = 0; kw < K; kw++) {
+				int r = (c * K + kh) * K + kw, lo, hi;
+				conv_ow_range(kw, W, OW, S, P, &lo, &hi);
+				for (int b = 0; b < nb; b++) {
+					float *dst = din + ((size_t)b * C + c) * H * W;
+					const float *src = col + (size_t)r * N +
+							   (size_t)b * OH * OW;
+					for (int oh = 0; oh < OH; oh++, src += OW) {
+						int ih = oh * S - P + kh;
+						if (ih < 0 || ih >= H)
+							continue;
+						float *row = dst + (size_t)ih * W - P + kw;
+						for (int ow = lo; ow < hi; ow++)
+							row[ow * S] += src[ow];
+					}
+				}
+			}
+		}
+	}
+}
+
+void conv_forward(float *out, const float *in, const float *w, const float *b,
+		  int B, int C, int H, int W, int OC, int K, int S, int P,
+		  int relu, float *scratch, size_t nscratch)
+{
+	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
+	int ckk = C * K * K;
+	size_t plane = (size_t)OH * OW;
+	int nb = (int)(nscratch / conv_per_image(C, OH, OW, OC, K));
+	if (nb > B)
+		nb = B;
+	for (int b0 = 0; b0 < B; b0 += nb) {
+		int n = B - b0 < nb ? B - b0 : nb;
+		size_t N = (size_t)n * plane;
+		float *col = scratch, *y = scratch + (size_t)ckk * N;
+		float *o = out + (size_t)b0 * OC * plane;
+		im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P,
+		       OH, OW);
+		if (n == 1)
+			y = o;
+		pbx_gemm(0, 0, OC,
+			    (int)N, ckk, 1.0f, w, ckk, col, (int)N, 0.0f, y,
+			    (int)N);
+		/* Y (OC, n*plane) -> out (n, OC, plane), + bias, ReLU */
+		#pragma omp parallel for schedule(static)
+		for (int i = 0; i < n * OC; i++) {
+			int bi = i / OC, oc = i % OC;
+			const float *src = y + (size_t)oc * N + (size_t)bi * plane;
+			float *dst = o + (size_t)i * plane, bias = b[oc];
+			if (relu) {
+				for (size_t p = 0; p < plane; p++) {
+					float v = src[p] + bias;
+					dst[p] = v > 0.0f ? v : 0.0f;
+				}
+			} else {
+				for (size_t p = 0; p < plane; p++)
+					dst[p] = src[p] + bias;
+			}
+		}
+	}
+}
+
+void conv_backward(float *din, float *dw, float *db, float *dout,
+		   const float *relu_out, const float *in, const float *w,
+		   int B, int C, int H, int W, int OC, int K, int S, int P,
+		   float *scratch, size_t nscratch)
+{
+	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
+	int ckk = C * K * K;
+	size_t plane = (size_t)OH * OW;
+	int nb = (int)(nscratch / conv_per_image(C, OH, OW, OC, K));
+	if (nb > B)
+		nb = B;
+
+	/* dout *= (relu_out > 0); db (OC) += sum over b, p of dout */
+	#pragma omp parallel for schedule(static)
+	for (int oc = 0; oc < OC; oc++) {
+		float s = 0.0f;
+		for (int bi = 0; bi < B; bi++) {
+			size_t off = ((size_t)bi * OC + oc) * plane;
+			float *d = dout + off;
+			if (relu_out) {
+				const float *ro = relu_out + off;
+				#pragma omp simd
+				for (size_t p = 0; p < plane; p++)
+					d[p] *= (float)(ro[p] > 0.0f);
+			}
+			pbx_v4 v0 = { 0 }, v1 = { 0 };
+			size_t p = 0;
+			for (; p + 8 <= plane; p += 8) {
+				v0 += pbx_v4_load(d + p);
+				v1 += pbx_v4_load(d + p + 4);
+			}
+			for (; p < plane; p++)
+				s += d[p];
+			s += pbx_v4_sum(v0 + v1);
+		}
+		db[oc] += s;
+	}
+
+	for (int b0 = 0; b0 < B; b0 += nb) {
+		int n = B - b0 < nb ? B - b0 : nb;
+		size_t N = (size_t)n * plane;
+		float *col = scratch, *dy = scratch + (size_t)ckk * N;
+		float *dcol = dy + (size_t)OC * N;
+		const float *d = dout + (size_t)b0 * OC * plane;
+		const float *dyc = dy;
+		im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P,
+		       OH, OW);
+		if (n == 1) {
+			dyc = d;
+		} else {
+			/* dout (n, OC, plane) -> dY (OC, n*plane) */
+			#pragma omp parallel for schedule(static)
+			for (int i = 0; i < n * OC; i++) {
+				int bi = i / OC, oc = i % OC;
+				memcpy(dy + (size_t)oc * N + (size_t)bi * plane,
+				       d + (size_t)i * plane,
+				       sizeof(float) * plane);
+			}
+		}
+		pbx_gemm(0, 1, OC, ckk,
+			    (int)N, 1.0f, dyc, (int)N, col, (int)N, 1.0f, dw,
+			    ckk);
+		if (din) {
+			pbx_gemm(1, 0, ckk,
+				    (int)N, OC, 1.0f, w, ckk, dyc, (int)N, 0.0f,
+				    dcol, (int)N);
+			col2im(din + (size_t)b0 * C * H * W, dcol, n, C, H, W, K,
+			       S, P, OH, OW);
+		}
+	}
+}

@@ -1,0 +1,146 @@
+/*
+ * layers.h - the forward/backward pairs of pbx-train's CPU reference.
+ *
+ * Every layer is a pair of plain functions, llm.c style.  Legend for the
+ * shape comments:
+ *   B = batch size, C = input channels, H, W = input height and width,
+ *   OC = output channels, OH, OW = output height and width, K = kernel size,
+ *   S = stride, P = padding, IN/OUT = features of a linear layer,
+ *   N = elements per example (C*H*W), V = number of classes.
+ *
+ * Conventions:
+ *   - Activations are NCHW, float32, contiguous.
+ *   - Parameter gradients are ACCUMULATED (+=): the caller zeroes them once
+ *     per step, so chunked or accumulated batches just add up.
+ *   - Input gradients are WRITTEN (=): in a sequential net each activation
+ *     has exactly one consumer.  A NULL `din` skips that work (first layer).
+ *   - No function allocates; scratch space is passed in by the caller, who
+ *     owns every buffer.
+ *   - Loops over independent outputs use OpenMP with static schedules and
+ *     no cross-thread reductions, so results do not depend on the thread
+ *     count; OpenBLAS sgemm is deterministic for a fixed thread count.
+ */
+#ifndef PBX_TRAIN_LAYERS_H
+#define PBX_TRAIN_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/rng.h"
+
+/* ---------------------------------------------------------------- gemm.c */
+
+/* Pins OpenBLAS to one thread; pbx_gemm parallelises over OpenMP instead. */
+void pbx_gemm_init(void);
+/* Row-major C (M,N) = alpha * op(A) (M,K) x op(B) (K,N) + beta * C, split
+ * across the OpenMP threads; transa/transb select op = transpose. */
+void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
+	      const float *A, int lda, const float *B, int ldb, float beta,
+	      float *C, int ldc);
+
+/* ---------------------------------------------------------------- conv.c */
+
+/* Floats of scratch that conv_forward/conv_backward need for a batch of B
+ * (they process the batch in chunks that fit `cap` floats, at least one
+ * image per chunk; 0 = default cap). */
+size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
+			   int P, size_t cap);
+/* in (B,C,H,W), w (OC,C,K,K), b (OC) -> out (B,OC,OH,OW), with
+ * OH = (H + 2P - K)/S + 1.  `relu` fuses max(0, .) into the bias pass. */
+void conv_forward(float *out, const float *in, const float *w, const float *b,
+		  int B, int C, int H, int W, int OC, int K, int S, int P,
+		  int relu, float *scratch, size_t nscratch);
+/* dout (B,OC,OH,OW) -> dw += (OC,C,K,K), db += (OC), din = (B,C,H,W).
+ * With a fused ReLU pass the conv's output as relu_out: dout is then masked
+ * IN PLACE where relu_out is 0 (one pass with the bias sums). */
+void conv_backward(float *din, float *dw, float *db, float *dout,
+		   const float *relu_out, const float *in, const float *w,
+		   int B, int C, int H, int W, int OC, int K, int S, int P,
+		   float *scratch, size_t nscratch);
+
+/* ---------------------------------------------------------------- pool.c */
+
+/* in (B,C,H,W) -> out (B,C,OH,OW); padding never wins a max and is not
+ * counted by the average. */
+void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
+		     int K, int S, int P);
+/* Recomputes the argmax from `in`; din = (B,C,H,W). */
+void maxpool_backward(float *din, const float *dout, const float *in, int B,
+		      int C, int H, int W, int K, int S, int P);
+void avgpool_forward(float *out, const float *in, int B, int C, int H, int W,
+		     int K, int S, int P);
+void avgpool_backward(float *din, const float *dout, int B, int C, int H,
+		      int W, int K, int S, int P);
+
+/* ----------------------------------------------------------- batchnorm.c */
+
+/* Batch normalisation over (B, HW) for each of C channels; a linear layer's
+ * output is (B,C) with HW = 1.  in, out (B,C,HW); gamma, beta (C);
+ * running_mean, running_var (C); saved_mean, saved_invstd (C) are written in
+ * training mode and read by backward.  train = 0 uses the running stats.
+ * relu fuses max(0, .) into the output pass. */
+void batchnorm_forward(float *out, const float *in, const float *gamma,
+		       const float *beta, float *running_mean,
+		       float *running_var, float *saved_mean,
+		       float *saved_invstd, int B, int C, int HW, float eps,
+		       float momentum, int train, int relu);
+/* Training-mode backward: dgamma, dbeta += (C); din = (B,C,HW).  With a
+ * fused ReLU pass its output as relu_out (the gradient is masked where it
+ * is 0); NULL otherwise.  din may alias dout. */
+void batchnorm_backward(float *din, float *dgamma, float *dbeta,
+			const float *dout, const float *in, const float *gamma,
+			const float *saved_mean, const float *saved_invstd,
+			const float *relu_out, int B, int C, int HW);
+
+/* -------------------------------------------------------------- linear.c */
+
+/* in (B,IN), w (OUT,IN), b (OUT) -> out (B,OUT). */
+void linear_forward(float *out, const float *in, const float *w,
+		    const float *b, int B, int IN, int OUT);
+/* dout (B,OUT) -> dw += (OUT,IN), db += (OUT), din = (B,IN). */
+void linear_backward(float *din, float *dw, float *db, const float *dout,
+		     const float *in, const float *w, int B, int IN, int OUT);
+
+/* ---------------------------------------------------------- activation.c */
+
+enum act_kind { ACT_RELU, ACT_LEAKY_RELU, ACT_TANH, ACT_SIGMOID, ACT_GELU };
+
+/* Element-wise; in, out (n).  alpha is the leaky-ReLU slope. */
+void act_forward(float *out, const float *in, size_t n, enum act_kind kind,
+		 float alpha);
+/* din (n) from dout, in and out (each activation uses what it needs). */
+void act_backward(float *din, const float *dout, const float *in,
+		  const float *out, size_t n, enum act_kind kind, float alpha);
+
+/* ------------------------------------------------------------- dropout.c */
+
+/* Inverted dropout.  in, out, mask (n); mask holds 0 or 1/(1-p) and is
+ * drawn from `rng`.  train = 0 (or p = 0) copies. */
+void dropout_forward(float *out, float *mask, const float *in, size_t n,
+		     float p, int train, struct pbx_rng *rng);
+void dropout_backward(float *din, const float *dout, const float *mask,
+		      size_t n);
+
+/* ----------------------------------------------------------------- lrn.c */
+
+/* Local response normalisation across channels (PyTorch convention):
+ * scale = k + alpha/size * sum_{window of `size` channels} x^2,
+ * out = x * scale^-beta.  in, out, scale (B,C,HW). */
+void lrn_forward(float *out, float *scale, const float *in, int B, int C,
+		 int HW, int size, float alpha, float beta, float k);
+void lrn_backward(float *din, const float *dout, const float *in,
+		  const float *out, const float *scale, int B, int C, int HW,
+		  int size, float alpha, float beta);
+
+/* -------------------------------------------------------- softmax_xent.c */
+
+/* logits (B,V), labels (B) -> probs (B,V); returns the mean cross-entropy
+ * and adds the number of correct argmax predictions to *correct. */
+double softmax_xent_forward(float *probs, const float *logits,
+			    const int32_t *labels, int B, int V,
+			    int64_t *correct);
+/* dlogits (B,V) = (probs - onehot(labels)) / B. */
+void softmax_xent_backward(float *dlogits, const float *probs,
+			   const int32_t *labels, int B, int V);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * pool.c - max and average pooling over K x K windows with stride S and
+ * padding P.  Max pooling keeps no argmax: backward recomputes it from the
+ * input (first maximum wins, the same choice forward made), which costs one
+ * cheap pass and saves an activation-sized buffer.  Planes (b, c) are
+ * independent, so they are split across threads.
+ */
+#include "train/layers/layers.h"
+
+#include <float.h>
+#include <string.h>
+
+static int pool_out_dim(int n, int k, int s, int p)
+{
+	return (n + 2 * p - k) / s + 1;
+}
+
+/* Window [h0,h1) x [w0,w1) of output (oh, ow), clipped to the input. */
+static void pool_window(int oh, int ow, int H, int W, int K, int S, int P,
+			int *h0, int *h1, int *w0, int *w1)
+{
+	*h0 = oh * S - P;
+	*w0 = ow * S - P;
+	*h1 = *h0 + K < H ? *h0 + K : H;
+	*w1 = *w0 + K < W ? *w0 + K : W;
+	if (*h0 < 0)
+		*h0 = 0;
+	if (*w0 < 0)
+		*w0 = 0;
+}
+
+/* Index within the (H,W) plane of the first maximum of the window. */
+static int pool_argmax(const float *x, int oh, int ow, int H, int W, int K,
+		       int S, int P)
+{
+	int h0, h1, w0, w1, best = -1;
+	float m = -FLT_MAX;
+	pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0, &w1);
+	for (int h = h0; h < h1; h++)
+		for (int w = w0; w < w1; w++)
+			if (best < 0 || x[h * W + w] > m) {
+				m = x[h * W + w];
+				best = h * W + w;
+			}
+	return best;
+}
+
+void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
+		     int K, int S, int P)
+{
+	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
+	#pragma omp parallel for schedule(static)
+	for (int bc = 0; bc < B * C; bc++) {
+		const float *x = in + (size_t)bc * H * W;
+		float *y = out + (size_t)bc * OH * OW;
+		if (K == 2 && S == 2 && P == 0) { /* the common case, unrolled */
+			for (int oh = 0; oh < OH; oh++) {
+				const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
+				for (int ow = 0; ow < OW; ow++) {
+					float a = r0[2 * ow], b = r0[2 * ow + 1];
+					float c = r1[2 * ow], d = r1[2 * ow + 1];
+					float m = a;
+					m = b > m ? b : m;
+					m = c > m ? c : m;
+					m = d > m ? d : m;
+					y[oh * OW + ow] = m;
+				}
+			}
+			continue;
+		}
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++)
+				y[oh * OW + ow] =
+					x[pool_argmax(x, oh, ow, H, W, K, S, P)];
+	}
+}
+
+void maxpool_backward(float *din, const float *dout, const float *in, int B,
+		      int C, int H, int W, int K, int S, int P)
+{
+	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
+	#pragma omp parallel for schedule(static)
+	for (int bc = 0; bc < B * C; bc++) {
+		const float *x = in + (size_t)bc * H * W;
+		const float *dy = dout + (size_t)bc * OH * OW;
+		float *dx = din + (size_t)bc * H * W;
+		if (K == 2 && S == 2 && P == 0) {
+			/* windows tile the plane: write every covered element once
+			 * (same first-maximum choice as forward), zero the rest */
+			if (H & 1)
+				memset(dx + (size_t)(H - 1) * W, 0, sizeof(float) * W);
+			for (int oh = 0; oh < OH; oh++) {
+				const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
+				float *d0 = dx + 2 * oh * W, *d1 = d0 + W;
+				for (int ow = 0; ow < OW; ow++) {
+					float a = r0[2 * ow], b = r0[2 * ow + 1];
+					float c = r1[2 * ow], d = r1[2 * ow + 1];
+					float g = dy[oh * OW + ow], m = a;
+					int k = 0;
+					if (b > m) { m = b; k = 1; }
+					if (c > m) { m = c; k = 2; }
+					if (d > m) { k = 3; }
+					d0[2 * ow] = k == 0 ? g : 0.0f;
+					d0[2 * ow + 1] = k == 1 ? g : 0.0f;
+					d1[2 * ow] = k == 2 ? g : 0.0f;
+					d1[2 * ow + 1] = k == 3 ? g : 0.0f;
+				}
+				if (W & 1) {
+					d0[W - 1] = 0.0f;
+					d1[W - 1] = 0.0f;
+				}
+			}
+			continue;
+		}
+		memset(dx, 0, sizeof(float) * H * W);
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++)
+				dx[pool_argmax(x, oh, ow, H, W, K, S, P)] +=
+					dy[oh * OW + ow];
+	}
+}
+
+void avgpool_forward(float *out, const float *in, int B, int C, int H, int W,
+		     int K, int S, int P)
+{
+	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
+	#pragma omp parallel for schedule(static)
+	for (int bc = 0; bc < B * C; bc++) {
+		const float *x = in + (size_t)bc * H * W;
+		float *y = out + (size_t)bc * OH * OW;
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				int h0, h1, w0, w1;
+				float s = 0.0f;
+				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0,
+					    &w1);
+				for (int h = h0; h < h1; h++)
+					for (int w = w0; w < w1; w++)
+						s += x[h * W + w];
+				y[oh * OW + ow] = s / (float)((h1 - h0) * (w1 - w0));
+			}
+	}
+}
+
+void avgpool_backward(float *din, const float *dout, int B, int C, int H,
+		      int W, int K, int S, int P)
+{
+	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
+	#pragma omp parallel for schedule(static)
+	for (int bc = 0; bc < B * C; bc++) {
+		const float *dy = dout + (size_t)bc * OH * OW;
+		float *dx = din + (size_t)bc * H * W;
+		memset(dx, 0, sizeof(float) * H * W);
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				int h0, h1, w0, w1;
+				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0,
+					    &w1);
+				float g = dy[oh * OW + ow] /
+					  (float)((h1 - h0) * (w1 - w0));
+				for (int h = h0; h < h1; h++)
+					for (int w = w0; w < w1; w++)
+						dx[h * W + w] += g;
+			}
+	}
+}

@@ -1,0 +1,138 @@
+/*
+ * main.c - pbx-train's command line: read the config, apply --set
+ * overrides, install the signal handlers and run the loop.  Only this file
+ * prints errors and picks exit codes (0 done, 1 failure, 2 bad usage or
+ * configuration, 75 checkpointed after SIGTERM/SIGUSR1: requeue).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/config.h"
+#include "train/train.h"
+
+#define USAGE "pbx-train CONFIG.yaml [--set key=value ...] [--resume[=PATH]]"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: " USAGE "\n"
+"       pbx-train --help | --version\n"
+"\n"
+"Trains an image classifier on the CPU (OpenBLAS + OpenMP) as configured by\n"
+"CONFIG.yaml: a mapping of the keys below, or a pbx experiment file whose\n"
+"`train:` section holds them.  `-` as CONFIG means defaults only.\n"
+"\n"
+"keys (default):\n"
+"  model (mlp)             mlp, lenet, cnn-bn, mini-alexnet, or model.layers: [...]\n"
+"  dataset (fashion-mnist) fashion-mnist, mnist, cifar10, synthetic\n"
+"  data_dir                directory of the data set files (runtime default)\n"
+"  epochs (10) batch_size (128) seed (1) threads (all CPUs) loader_threads (1)\n"
+"  optimizer (sgd)         sgd, adam, adamw\n"
+"  lr (0.05) momentum (0.9) nesterov (false) weight_decay (0)\n"
+"  beta1 (0.9) beta2 (0.999) adam_eps (1e-8)\n"
+"  schedule (constant)     constant, step (step_epochs, gamma), cosine (min_lr)\n"
+"  warmup_epochs (0)       linear warm-up before the schedule\n"
+"  clip_norm (0 = off)     global gradient-norm clipping\n"
+"  deterministic (false)   same seed + threads -> identical results\n"
+"  corruption (none)       labels, random_labels, shuffled_pixels, random_pixels, gaussian\n"
+"  corruption_prob (0)     for corruption: labels\n"
+"  subset / test_subset (0 = all)   keep the first N examples\n"
+"  synthetic_n (1024)      size of the synthetic training set\n"
+"  augment.crop_pad (0) augment.hflip (false)\n"
+"  eval_every (1)          epochs between test-set evaluations\n"
+"  log_every (50)          steps between metrics.jsonl lines\n"
+"  checkpoint_every (0)    steps between checkpoints (also at the end)\n"
+"  checkpoint_dir (output_dir)  output_dir (pbx-train-out)\n"
+"  resume                  a checkpoint path, or auto (latest if any)\n"
+"  max_steps (0)           stop with a checkpoint after N steps\n"
+"\n"
+"SIGTERM or SIGUSR1: checkpoint at the next step, then exit 75 (requeue;\n"
+"run again with --resume).  Outputs: OUTPUT_DIR/metrics.jsonl, TensorBoard\n"
+"events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt.  See pbx-train(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct pbx_train_config cfg;
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *path = NULL;
+	int rc;
+
+	/* OpenMP workers that spin fight OpenBLAS's threads for the cores;
+	 * libgomp reads its policy at load time, so set it and start again. */
+	if (!getenv("OMP_WAIT_POLICY")) {
+		setenv("OMP_WAIT_POLICY", "passive", 1);
+		execv("/proc/self/exe", argv);
+		/* no /proc: go on with spinning workers */
+	}
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return fflush(stdout) ? 1 : 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("pbx-train %s\n", PBX_VERSION);
+			return fflush(stdout) ? 1 : 0;
+		}
+	pbx_train_config_defaults(&cfg);
+	/* the file first, then the overrides in order */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "-s") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(argv[i], "--set=", 6) == 0 || strncmp(argv[i], "--resume", 8) == 0)
+			continue;
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "pbx-train: unknown option %s\nusage: %s\n", argv[i], USAGE);
+			goto usage_error;
+		}
+		if (path) {
+			fprintf(stderr, "pbx-train: more than one config file (%s, %s)\nusage: %s\n",
+				path, argv[i], USAGE);
+			goto usage_error;
+		}
+		path = argv[i];
+	}
+	if (!path) {
+		fprintf(stderr, "usage: %s\n", USAGE);
+		goto usage_error;
+	}
+	if (strcmp(path, "-") != 0 && pbx_train_config_load(&cfg, path, &err) < 0)
+		goto fail;
+	for (int i = 1; i < argc; i++) {
+		const char *a = NULL;
+		if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "-s") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "pbx-train: --set needs key=value\n");
+				goto usage_error;
+			}
+			a = argv[++i];
+		} else if (strncmp(argv[i], "--set=", 6) == 0) {
+			a = argv[i] + 6;
+		} else if (strcmp(argv[i], "--resume") == 0) {
+			a = "resume=auto";
+		} else if (strncmp(argv[i], "--resume=", 9) == 0) {
+			a = argv[i] + 2;
+		}
+		if (a && pbx_train_config_set(&cfg, a, &err) < 0)
+			goto fail;
+	}
+	if (pbx_train_config_check(&cfg, &err) < 0)
+		goto fail;
+
+	pbx_train_install_signals();
+	rc = pbx_train_run(&cfg, &err);
+	if (rc < 0)
+		goto fail;
+	pbx_train_config_free(&cfg);
+	return rc;
+fail:
+	fprintf(stderr, "pbx-train: error: %s\n", err.msg);
+	pbx_train_config_free(&cfg);
+	return err.code ? err.code : 1;
+usage_error:
+	pbx_train_config_free(&cfg);
+	return 2;
+}

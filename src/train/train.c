@@ -1,0 +1,454 @@
+/*
+ * train.c - the loop, which reads like the recipe:
+ *
+ *   for each step: loader_next -> forward -> zero_grad -> backward
+ *                  -> clip -> optim_step -> log -> maybe checkpoint
+ *   at each epoch end: evaluate on the test set, log, maybe checkpoint
+ *
+ * Determinism: every source of randomness is a pbx_rng seeded from
+ * (seed, something that is saved): parameters from (seed, "init"), batch
+ * order and augmentation inside the loader from (seed, epoch, example),
+ * dropout from (seed, step).  With the same thread count, sgemm and the
+ * static OpenMP loops give the same floats, so a run interrupted and
+ * resumed ends with bit-identical parameters.
+ */
+#include "train/train.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define TRAIN_HAVE_MXCSR 1
+#endif
+
+#include "runtime/dataset.h"
+#include "runtime/loader.h"
+#include "runtime/metrics.h"
+#include "train/checkpoint.h"
+#include "train/layers/layers.h"
+#include "train/model.h"
+#include "train/optim.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+static volatile sig_atomic_t train_stop_signal;
+
+static void train_on_signal(int sig)
+{
+	train_stop_signal = sig;
+}
+
+void pbx_train_install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = train_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Flush denormals to zero (FTZ) and read them as zero (DAZ).  Gradients
+ * that shrink towards 0 late in training otherwise hit the x86 slow path
+ * for subnormal floats (about 100x per operation).  The mode is per
+ * thread: set it in this thread, whose settings new threads inherit, and in
+ * every OpenMP worker.  Deterministic (it is an exact rule). */
+static void train_flush_denormals(void)
+{
+#ifdef TRAIN_HAVE_MXCSR
+	_mm_setcsr(_mm_getcsr() | 0x8040);
+	#pragma omp parallel
+	_mm_setcsr(_mm_getcsr() | 0x8040);
+#endif
+}
+
+static double train_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Everything a run owns, released in one place. */
+struct train_run {
+	const struct pbx_train_config *cfg;
+	struct pbx_dataset train, test;
+	struct pbx_model *model;
+	struct pbx_optim optim;
+	struct pbx_schedule sched;
+	struct pbx_loader *loader, *test_loader;
+	struct pbx_metrics *metrics;
+	float *x;            /* (batch, C, H, W) */
+	int32_t *y;          /* (batch) */
+	char *ckpt_path;
+	int threads;
+	double flops;        /* forward FLOPs per example */
+};
+
+static void train_release(struct train_run *r)
+{
+	pbx_loader_free(r->loader);
+	pbx_loader_free(r->test_loader);
+	pbx_metrics_close(r->metrics);
+	pbx_model_free(r->model);
+	pbx_optim_free(&r->optim);
+	pbx_dataset_free(&r->train);
+	pbx_dataset_free(&r->test);
+	free(r->x);
+	free(r->y);
+	free(r->ckpt_path);
+}
+
+/* ------------------------------------------------------------- set-up */
+
+static int train_load_data(struct train_run *r, struct pbx_err *err)
+{
+	const struct pbx_train_config *c = r->cfg;
+	enum pbx_corruption kind;
+	if (pbx_corruption_parse(c->corruption ? c->corruption : "none", &kind) < 0)
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'corruption': unknown corruption '%s' (none, labels, random_labels, shuffled_pixels, random_pixels, gaussian)",
+				    c->corruption);
+	if (strcmp(c->dataset, "synthetic") == 0) {
+		int nt = c->test_subset > 0 ? c->test_subset : 256;
+		pbx_dataset_synthetic_at(&r->train, 0, c->synthetic_n, 1, 28, 28, 10, c->seed);
+		pbx_dataset_synthetic_at(&r->test, c->synthetic_n, nt, 1, 28, 28, 10, c->seed);
+	} else {
+		if (pbx_dataset_load_named(c->dataset, c->data_dir, 1, &r->train, err) < 0 ||
+		    pbx_dataset_load_named(c->dataset, c->data_dir, 0, &r->test, err) < 0)
+			return -1;
+	}
+	if (c->subset > 0)
+		pbx_dataset_subset(&r->train, c->subset);
+	if (c->test_subset > 0)
+		pbx_dataset_subset(&r->test, c->test_subset);
+	if (r->train.n < 1 || r->test.n < 1)
+		return pbx_err_set(err, "data set %s is empty", c->dataset);
+	if (kind != PBX_CORRUPT_NONE)
+		pbx_dataset_corrupt(&r->train, kind, (float)c->corruption_prob, c->seed);
+	/* standardise both sets with the training set's statistics */
+	float *mean = xcalloc((size_t)r->train.c, sizeof(float));
+	float *sd = xcalloc((size_t)r->train.c, sizeof(float));
+	pbx_dataset_channel_stats(&r->train, mean, sd);
+	pbx_dataset_normalize(&r->train, mean, sd);
+	pbx_dataset_normalize(&r->test, mean, sd);
+	free(mean);
+	free(sd);
+	return 0;
+}
+
+static int train_setup(struct train_run *r, struct pbx_err *err)
+{
+	const struct pbx_train_config *c = r->cfg;
+	const struct pbx_layer_spec *specs = c->layers;
+	int nspecs = c->nlayers;
+	struct pbx_augment aug = { c->crop_pad, c->hflip };
+
+	r->threads = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (r->threads < 1)
+		r->threads = 1;
+	pbx_gemm_init(); /* one thread pool: OpenMP's (see layers/gemm.c) */
+	omp_set_num_threads(r->threads);
+	train_flush_denormals();
+
+	if (train_load_data(r, err) < 0)
+		return -1;
+	if (!specs)
+		pbx_model_builtin(c->model, &specs, &nspecs);
+	r->model = pbx_model_new(specs, nspecs, r->train.c, r->train.h,
+				 r->train.w, r->train.nclasses, c->batch_size,
+				 c->seed, err);
+	if (!r->model)
+		return pbx_err_prefix(err, "model %s", c->model ? c->model : "(layers)");
+	r->flops = pbx_model_flops(r->model);
+
+	pbx_optim_parse(c->optimizer, &r->optim.kind);
+	r->optim.momentum = (float)c->momentum;
+	r->optim.nesterov = c->nesterov;
+	r->optim.weight_decay = (float)c->weight_decay;
+	r->optim.beta1 = (float)c->beta1;
+	r->optim.beta2 = (float)c->beta2;
+	r->optim.eps = (float)c->adam_eps;
+	pbx_optim_init(&r->optim, r->model->nparams);
+	pbx_sched_parse(c->schedule, &r->sched.kind);
+	r->sched.lr = c->lr;
+	r->sched.warmup_epochs = c->warmup_epochs;
+	r->sched.step_epochs = c->step_epochs;
+	r->sched.gamma = c->gamma;
+	r->sched.total_epochs = c->epochs;
+	r->sched.min_lr = c->min_lr;
+
+	r->loader = pbx_loader_new(&r->train, c->batch_size, 1, &aug, c->seed, 0,
+				   1, c->loader_threads, 1);
+	r->test_loader = pbx_loader_new(&r->test, c->batch_size, 0, NULL, c->seed,
+					0, 1, 0, 0);
+	if (!r->loader || !r->test_loader)
+		return pbx_err_set(err, "cannot create the data loader (batch %d, %d training examples)",
+				   c->batch_size, r->train.n);
+	if (pbx_loader_batches_per_epoch(r->loader) < 1)
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'batch_size': %d is larger than the %d training examples",
+				    c->batch_size, r->train.n);
+	r->x = xmalloc(sizeof(float) * (size_t)c->batch_size * r->train.c *
+		       r->train.h * r->train.w);
+	r->y = xmalloc(sizeof(int32_t) * (size_t)c->batch_size);
+	if (pbx_mkdir_p(c->output_dir, 0755, err) < 0)
+		return -1;
+	const char *dir = c->checkpoint_dir ? c->checkpoint_dir : c->output_dir;
+	if (pbx_mkdir_p(dir, 0755, err) < 0)
+		return -1;
+	r->ckpt_path = xasprintf("%s/checkpoint.pbxt", dir);
+	return 0;
+}
+
+/* --------------------------------------------------------------- steps */
+
+/* Test-set loss and accuracy (BN running stats, no dropout). */
+static void train_evaluate(struct train_run *r, double *loss, double *acc)
+{
+	double lsum = 0.0;
+	int64_t correct = 0, seen = 0;
+	int n;
+	while ((n = pbx_loader_next(r->test_loader, r->x, r->y)) > 0) {
+		lsum += n * pbx_model_forward(r->model, r->x, r->y, n, 0, &correct);
+		seen += n;
+	}
+	*loss = seen ? lsum / (double)seen : 0.0;
+	*acc = seen ? (double)correct / (double)seen : 0.0;
+}
+
+static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
+		      struct pbx_err *err)
+{
+	struct pbx_ckpt_state s = *st;
+	pbx_loader_get_state(r->loader, &s.loader);
+	s.rng = r->model->rng;
+	return pbx_checkpoint_save(r->ckpt_path, r->model, &r->optim, &s, err);
+}
+
+static long train_peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* JSON cannot hold NaN: a missing figure is null. */
+static json_t *train_jnum(double d)
+{
+	return isfinite(d) ? json_real(d) : json_null();
+}
+
+static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
+			 const char *status, double train_loss, double train_acc,
+			 double test_loss, double test_acc, double best_acc,
+			 double ips, struct pbx_err *err)
+{
+	char hash[65];
+	pbx_sha256_hex(r->model->params, sizeof(float) * r->model->nparams, hash);
+	json_t *o = json_object();
+	char ah[17];
+	json_object_set_new(o, "status", json_string(status));
+	json_object_set_new(o, "model", json_string(r->cfg->model ? r->cfg->model : "(layers)"));
+	json_object_set_new(o, "dataset", json_string(r->cfg->dataset));
+	json_object_set_new(o, "epochs", json_integer(st->epoch));
+	json_object_set_new(o, "steps", json_integer(st->step));
+	json_object_set_new(o, "nparams", json_integer((json_int_t)r->model->nparams));
+	json_object_set_new(o, "train_loss", train_jnum(train_loss));
+	json_object_set_new(o, "train_acc", train_jnum(train_acc));
+	json_object_set_new(o, "test_loss", train_jnum(test_loss));
+	json_object_set_new(o, "test_acc", train_jnum(test_acc));
+	json_object_set_new(o, "best_test_acc", train_jnum(best_acc));
+	json_object_set_new(o, "train_seconds", train_jnum(st->elapsed_s));
+	json_object_set_new(o, "images_per_s", train_jnum(ips));
+	json_object_set_new(o, "gflops", train_jnum(ips * 3.0 * r->flops * 1e-9));
+	/* training ~ 3x the forward FLOPs (forward, input grads, weight grads) */
+	json_object_set_new(o, "train_flops_per_example", json_real(3.0 * r->flops));
+	json_object_set_new(o, "params_sha256", json_string(hash));
+	json_object_set_new(o, "peak_rss_kb", json_integer(train_peak_rss_kb()));
+	json_object_set_new(o, "threads", json_integer(r->threads));
+	json_object_set_new(o, "train_examples", json_integer(r->train.n));
+	snprintf(ah, sizeof(ah), "%016llx", (unsigned long long)r->model->arch_hash);
+	json_object_set_new(o, "arch_hash", json_string(ah));
+	char *cj = pbx_train_config_json(r->cfg);
+	json_object_set_new(o, "config", json_loads(cj, 0, NULL));
+	free(cj);
+	char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(o);
+	int rc = pbx_metrics_summary(r->metrics, text);
+	free(text);
+	if (rc < 0)
+		return pbx_err_set(err, "%s", pbx_metrics_error(r->metrics));
+	return 0;
+}
+
+static int train_log(struct train_run *r, int64_t step, int n,
+		     const char *const *names, const double *values,
+		     struct pbx_err *err)
+{
+	if (pbx_metrics_log(r->metrics, step, n, names, values) < 0)
+		return pbx_err_set(err, "%s", pbx_metrics_error(r->metrics));
+	return 0;
+}
+
+int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
+{
+	struct train_run r;
+	struct pbx_ckpt_state st;
+	int rc = -1, resumed = 0;
+	double train_loss = NAN, train_acc = NAN, test_loss = NAN, test_acc = NAN;
+	double best_acc = 0.0, t_run = train_now(), ips = 0.0;
+	const char *status = "completed";
+
+	memset(&r, 0, sizeof(r));
+	memset(&st, 0, sizeof(st));
+	r.cfg = cfg;
+	if (train_setup(&r, err) < 0)
+		goto out;
+	pbx_loader_get_state(r.loader, &st.loader);
+
+	/* resume: "auto" continues from the latest checkpoint if there is one */
+	if (cfg->resume) {
+		int is_auto = strcmp(cfg->resume, "auto") == 0 ||
+			      strcmp(cfg->resume, "true") == 0 ||
+			      strcmp(cfg->resume, "latest") == 0;
+		const char *path = is_auto ? r.ckpt_path : cfg->resume;
+		if (!(is_auto && access(path, F_OK) != 0)) {
+			if (pbx_checkpoint_load(path, r.model, &r.optim, &st, err) < 0)
+				goto out;
+			if (pbx_loader_set_state(r.loader, &st.loader) < 0) {
+				pbx_err_set(err, "%s: loader position does not fit this data set", path);
+				goto out;
+			}
+			r.model->rng = st.rng;
+			if (pbx_metrics_truncate_after(cfg->output_dir, st.step, err) < 0)
+				goto out;
+			resumed = 1;
+			fprintf(stderr, "pbx-train: resumed from %s at epoch %lld step %lld\n",
+				path, (long long)st.epoch, (long long)st.step);
+		}
+	}
+	r.metrics = pbx_metrics_open(cfg->output_dir, resumed, err);
+	if (!r.metrics)
+		goto out;
+
+	int64_t per_epoch = pbx_loader_batches_per_epoch(r.loader);
+	double t_log = train_now(), t_epoch = t_log, t_step;
+	int64_t log_images = 0, epoch_images = 0;
+	fprintf(stderr, "pbx-train: %s on %s (%d train, %d test), %zu parameters, %.1f MFLOP/example, %d threads\n",
+		cfg->model ? cfg->model : "(layers)", cfg->dataset, r.train.n,
+		r.test.n, r.model->nparams, r.flops * 1e-6, r.threads);
+
+	while (st.epoch < cfg->epochs) {
+		t_step = train_now(); /* images/s include waiting for data */
+		int n = pbx_loader_next(r.loader, r.x, r.y);
+		if (n == 0) {
+			/* ---- end of epoch: evaluate, log, maybe checkpoint */
+			double now = train_now();
+			st.epoch++;
+			train_loss = st.epoch_loss_sum / (double)(st.epoch_seen ? st.epoch_seen : 1);
+			train_acc = (double)st.epoch_correct / (double)(st.epoch_seen ? st.epoch_seen : 1);
+			if (cfg->eval_every > 0 && (st.epoch % cfg->eval_every == 0 || st.epoch == cfg->epochs)) {
+				train_evaluate(&r, &test_loss, &test_acc);
+				if (test_acc > best_acc)
+					best_acc = test_acc;
+			}
+			double ep_s = now - t_epoch;
+			ips = epoch_images / (ep_s > 0 ? ep_s : 1e-9);
+			const char *names[] = { "epoch", "train_loss", "train_acc", "test_loss",
+						"test_acc", "epoch_seconds", "epoch_images_per_s",
+						"elapsed_seconds" };
+			double vals[] = { (double)st.epoch, train_loss, train_acc, test_loss,
+					  test_acc, ep_s, ips, st.elapsed_s };
+			if (train_log(&r, st.step, 8, names, vals, err) < 0)
+				goto out;
+			fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
+				(long long)st.epoch, train_loss, train_acc, test_loss,
+				test_acc, ep_s, ips);
+			st.epoch_loss_sum = 0.0;
+			st.epoch_correct = st.epoch_seen = 0;
+			epoch_images = 0;
+			t_epoch = t_log = train_now();
+			log_images = 0;
+			continue;
+		}
+
+		/* ---- one optimisation step */
+		double epoch_pos = (double)st.epoch +
+			(double)(st.step % per_epoch) / (double)per_epoch;
+		double lr = pbx_schedule_lr(&r.sched, epoch_pos);
+		pbx_rng_seed(&r.model->rng, cfg->seed ^ 0x64726f70ULL /* "drop" */,
+			     (uint64_t)st.step);
+		int64_t correct = 0;
+		double loss = pbx_model_forward(r.model, r.x, r.y, n, 1, &correct);
+		pbx_model_zero_grad(r.model);
+		pbx_model_backward(r.model);
+		double gnorm = pbx_clip_grad_norm(r.model->grads, r.model->nparams,
+						  cfg->clip_norm);
+		pbx_optim_step(&r.optim, r.model->params, r.model->grads, lr);
+		st.step++;
+		st.epoch_loss_sum += loss * n;
+		st.epoch_correct += correct;
+		st.epoch_seen += n;
+		log_images += n;
+		epoch_images += n;
+		double now = train_now();
+		st.elapsed_s += now - t_step;
+
+		if (st.step % cfg->log_every == 0) {
+			double dt = now - t_log;
+			const char *names[] = { "loss", "acc", "lr", "grad_norm",
+						"images_per_s", "step_ms", "epoch" };
+			double vals[] = { loss, (double)correct / n, lr, gnorm,
+					  log_images / (dt > 0 ? dt : 1e-9),
+					  1e3 * dt / cfg->log_every, epoch_pos };
+			if (train_log(&r, st.step, 7, names, vals, err) < 0)
+				goto out;
+			t_log = now;
+			log_images = 0;
+		}
+		if (!isfinite(loss)) {
+			pbx_err_set(err, "loss is %g at step %lld; lower the learning rate or set clip_norm",
+				    loss, (long long)st.step);
+			goto out;
+		}
+		if (cfg->signal_at_step > 0 && st.step == cfg->signal_at_step)
+			raise(SIGTERM); /* testing: the real handler path */
+		if (cfg->checkpoint_every > 0 && st.step % cfg->checkpoint_every == 0 &&
+		    train_save(&r, &st, err) < 0)
+			goto out;
+		if (train_stop_signal || (cfg->max_steps > 0 && st.step >= cfg->max_steps)) {
+			int sig = train_stop_signal;
+			if (train_save(&r, &st, err) < 0)
+				goto out;
+			fprintf(stderr, "pbx-train: %s at step %lld: checkpoint written to %s\n",
+				sig ? (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") : "max_steps",
+				(long long)st.step, r.ckpt_path);
+			status = sig ? "interrupted" : "stopped";
+			break;
+		}
+	}
+	if (!strcmp(status, "completed") && train_save(&r, &st, err) < 0)
+		goto out;
+	if (st.elapsed_s > 0 && strcmp(status, "completed") == 0)
+		ips = (double)st.step * cfg->batch_size / st.elapsed_s;
+	if (train_summary(&r, &st, status, train_loss, train_acc, test_loss,
+			  test_acc, best_acc, ips, err) < 0)
+		goto out;
+	fprintf(stderr, "pbx-train: %s after %lld steps (%.1f s wall)\n", status,
+		(long long)st.step, train_now() - t_run);
+	rc = strcmp(status, "interrupted") == 0 ? PBX_TRAIN_EXIT_REQUEUE : 0;
+out:
+	train_release(&r);
+	return rc;
+}

@@ -1,0 +1,188 @@
+#!/bin/sh
+# pbx-task.sh - the task wrapper of a pbx experiment package: the batch
+# script of every job array pbx submits (one array element = one task), and
+# runnable by hand.  POSIX sh (dash).  Shipped in the package by pbx.
+#
+# Environment in:
+#   PBX_PKG_DIR      the extracted package (tasks.*, env.sh, code/)   required
+#   PBX_RUN_DIR      task directories go to PBX_RUN_DIR/tasks/INDEX   required
+#   PBX_TASK_INDEX   the global task index; if unset it is
+#                    PBX_TASK_OFFSET (default 0) + SLURM_ARRAY_TASK_ID
+#   SLURMD_NODENAME, SLURM_RESTART_COUNT, SLURM_ARRAY_JOB_ID,
+#   SLURM_ARRAY_TASK_ID, SLURM_JOB_ID                           optional
+# Environment of the program: PBX_PARAM_<NAME> (each parameter, name in
+#   uppercase), PBX_REPEAT, PBX_TASK_INDEX, PBX_TASK_DIR, PBX_PKG_DIR,
+#   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:.
+# Files out, in the task directory (also the program's working directory,
+#   where every top-level entry of code/ appears as a symlink):
+#   status       ONE line, replaced atomically (tmp + mv):
+#                INDEX STATE EXIT_CODE NODE ATTEMPT START_EPOCH END_EPOCH JOBID
+#                STATE: RUNNING (EXIT_CODE and END_EPOCH "-"), then COMPLETED
+#                (exit 0), FAILED (non-zero) or CANCELLED (the wrapper got
+#                SIGTERM or SIGINT while the program ran, whatever its exit
+#                code, e.g. 143 when TERM killed it); "-" for unknown fields
+#   params.json  the point's parameters, {"name": "value", ...}
+#   stdout, stderr  the program's output, appended, each attempt after a
+#                "=== pbx task ... ===" header line
+# SIGTERM, SIGINT and SIGUSR1 are forwarded to the program; the wrapper
+# exits with the program's exit status, or 125 when the task could not be
+# set up (message in stderr, status FAILED 125).
+set -u
+
+pbx_idx=
+pbx_tdir=
+pbx_node=-
+pbx_attempt=1
+pbx_jobid=-
+pbx_start=-
+
+# A status field: "-" when empty, anything but [A-Za-z0-9._:+-] as '_'.
+pbx_field() {
+	if [ -z "$1" ]; then printf -- '-'; else printf '%s' "$1" | tr -c 'A-Za-z0-9._:+-' '_'; fi
+}
+
+# pbx_status STATE EXIT_CODE END_EPOCH
+pbx_status() {
+	pbx_tmp=$pbx_tdir/.status.$$
+	printf '%s %s %s %s %s %s %s %s\n' "$pbx_idx" "$1" "$2" "$pbx_node" \
+		"$pbx_attempt" "$pbx_start" "$3" "$pbx_jobid" >"$pbx_tmp" &&
+		mv -f "$pbx_tmp" "$pbx_tdir/status"
+}
+
+pbx_die() {
+	printf 'pbx-task: %s\n' "$1" >&2
+	if [ -n "$pbx_tdir" ] && mkdir -p "$pbx_tdir" 2>/dev/null; then
+		printf 'pbx-task: %s\n' "$1" >>"$pbx_tdir/stderr"
+		pbx_status FAILED 125 "$(date +%s)"
+	fi
+	exit 125
+}
+
+pbx_number() {
+	case $1 in '' | *[!0-9]*) return 1 ;; esac
+	return 0
+}
+
+# ---- which task ----------------------------------------------------
+[ -n "${PBX_PKG_DIR:-}" ] || pbx_die "PBX_PKG_DIR is not set"
+[ -n "${PBX_RUN_DIR:-}" ] || pbx_die "PBX_RUN_DIR is not set"
+if [ -n "${PBX_TASK_INDEX:-}" ]; then
+	pbx_idx=$PBX_TASK_INDEX
+else
+	pbx_number "${SLURM_ARRAY_TASK_ID:-}" || pbx_die "neither PBX_TASK_INDEX nor SLURM_ARRAY_TASK_ID is set"
+	pbx_number "${PBX_TASK_OFFSET:-0}" || pbx_die "PBX_TASK_OFFSET is not a number"
+	pbx_idx=$((${PBX_TASK_OFFSET:-0} + SLURM_ARRAY_TASK_ID))
+fi
+pbx_number "$pbx_idx" || pbx_die "bad task index '$pbx_idx'"
+pbx_tdir=$PBX_RUN_DIR/tasks/$pbx_idx
+
+pbx_node=$(pbx_field "${SLURMD_NODENAME:-}")
+if pbx_number "${SLURM_RESTART_COUNT:-}"; then pbx_attempt=$((SLURM_RESTART_COUNT + 1)); fi
+if [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
+	pbx_jobid=$(pbx_field "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
+elif [ -n "${SLURM_JOB_ID:-}" ]; then
+	pbx_jobid=$(pbx_field "$SLURM_JOB_ID")
+fi
+pbx_start=$(date +%s)
+mkdir -p "$pbx_tdir" || pbx_die "cannot create $pbx_tdir"
+
+# ---- its record: O(1) with dd (format in src/experiment/package.h) ---
+read -r pbx_first pbx_count <"$PBX_PKG_DIR/tasks.range" || pbx_die "cannot read $PBX_PKG_DIR/tasks.range"
+if ! pbx_number "${pbx_first:-}" || ! pbx_number "${pbx_count:-}"; then pbx_die "bad tasks.range"; fi
+pbx_j=$((pbx_idx - pbx_first))
+if [ "$pbx_j" -lt 0 ] || [ "$pbx_j" -ge "$pbx_count" ]; then
+	pbx_die "task $pbx_idx is not in this package (tasks $pbx_first..$((pbx_first + pbx_count - 1)))"
+fi
+pbx_line=$(dd if="$PBX_PKG_DIR/tasks.idx" bs=32 skip="$pbx_j" count=1 2>/dev/null)
+read -r pbx_off pbx_len <<EOF
+$pbx_line
+EOF
+if ! pbx_number "${pbx_off:-}" || ! pbx_number "${pbx_len:-}"; then pbx_die "bad tasks.idx line $pbx_j"; fi
+pbx_rec_end=
+pbx_rec_index=
+pbx_rec_json=
+pbx_rec_cmd=
+pbx_rec=$(dd if="$PBX_PKG_DIR/tasks.dat" bs=64 skip=$((pbx_off / 64)) \
+	count=$(((pbx_len + 63) / 64)) 2>/dev/null)
+eval "$pbx_rec"
+if [ "$pbx_rec_end" != 1 ] || [ "$pbx_rec_index" != "$pbx_idx" ]; then pbx_die "bad record for task $pbx_idx"; fi
+
+# ---- the task directory --------------------------------------------
+export PBX_TASK_INDEX="$pbx_idx" PBX_TASK_DIR="$pbx_tdir" PBX_PKG_DIR PBX_RUN_DIR
+# shellcheck source=/dev/null
+. "$PBX_PKG_DIR/env.sh" || pbx_die "cannot read $PBX_PKG_DIR/env.sh"
+cd "$pbx_tdir" || pbx_die "cannot enter $pbx_tdir"
+printf '%s\n' "$pbx_rec_json" >params.json || pbx_die "cannot write params.json"
+pbx_link() {
+	pbx_b=${1##*/}
+	case $pbx_b in status | stdout | stderr | params.json | .status.*) return 0 ;; esac
+	[ -e "$pbx_b" ] || [ -L "$pbx_b" ] || ln -s "$1" "$pbx_b"
+}
+if [ -f "$PBX_PKG_DIR/train.yaml" ]; then pbx_link "$PBX_PKG_DIR/train.yaml"; fi
+for pbx_f in "$PBX_PKG_DIR"/code/* "$PBX_PKG_DIR"/code/.[!.]* "$PBX_PKG_DIR"/code/..?*; do
+	if [ -e "$pbx_f" ] || [ -L "$pbx_f" ]; then pbx_link "$pbx_f"; fi
+done
+
+# ---- run it, forwarding signals ------------------------------------
+# The program runs in its own session (setsid), so a forwarded signal
+# reaches its whole process group, as a terminal's would.  Its /bin/sh -c
+# traps TERM/INT to exit 143/130 once the running command returns (a
+# compound command does not go on after a cancel) and ignores USR1 (which
+# the program still gets: traps are reset on exec).  A background job of a
+# non-interactive shell starts with SIGINT ignored; env --default-signal
+# (coreutils >= 8.31) gives the program its default back.
+pbx_child=
+pbx_caught=
+pbx_nsig=0
+pbx_group=
+# shellcheck disable=SC2317 # called from the traps below
+pbx_signal() {
+	pbx_nsig=$((pbx_nsig + 1))
+	case $1 in TERM | INT) pbx_caught=$1 ;; esac
+	[ -n "$pbx_child" ] || return 0
+	if [ -n "$pbx_group" ] && kill -s "$1" -- "-$pbx_child" 2>/dev/null; then return 0; fi
+	kill -s "$1" "$pbx_child" 2>/dev/null
+}
+trap 'pbx_signal TERM' TERM
+trap 'pbx_signal INT' INT
+trap 'pbx_signal USR1' USR1
+
+pbx_hdr="=== pbx task $pbx_idx attempt $pbx_attempt node $pbx_node job $pbx_jobid start $pbx_start ==="
+printf '%s\n' "$pbx_hdr" >>stdout
+printf '%s\n' "$pbx_hdr" >>stderr
+pbx_status RUNNING - - || pbx_die "cannot write $pbx_tdir/status"
+set -- /bin/sh -c 'trap "exit 143" TERM; trap "exit 130" INT; trap : USR1
+'"$pbx_rec_cmd"
+if env --default-signal=INT true 2>/dev/null; then set -- env --default-signal=INT,QUIT "$@"; fi
+if setsid -w true 2>/dev/null; then
+	set -- setsid -w "$@"
+	pbx_group=1
+fi
+"$@" </dev/null >>stdout 2>>stderr &
+pbx_child=$!
+while :; do
+	pbx_n=$pbx_nsig
+	wait "$pbx_child"
+	pbx_rc=$?
+	[ "$pbx_n" != "$pbx_nsig" ] || break     # the program ended
+	# wait was cut short by a forwarded signal: wait again while it lives
+	if kill -0 "$pbx_child" 2>/dev/null; then continue; fi
+	wait "$pbx_child"
+	pbx_rc2=$?
+	[ "$pbx_rc2" -eq 127 ] || pbx_rc=$pbx_rc2
+	break
+done
+pbx_child=
+
+pbx_end=$(date +%s)
+if [ -n "$pbx_caught" ]; then
+	pbx_state=CANCELLED
+elif [ "$pbx_rc" -eq 0 ]; then
+	pbx_state=COMPLETED
+else
+	pbx_state=FAILED
+fi
+printf '=== pbx task %s attempt %s %s exit %s end %s ===\n' "$pbx_idx" "$pbx_attempt" \
+	"$pbx_state" "$pbx_rc" "$pbx_end" >>stderr
+pbx_status "$pbx_state" "$pbx_rc" "$pbx_end"
+exit "$pbx_rc"

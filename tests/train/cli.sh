@@ -1,0 +1,40 @@
+#!/bin/sh
+# cli.sh PBX_TRAIN WORKDIR - command line and configuration errors: --help,
+# exit 2 with file:line:key messages, a checkpoint from another model is
+# refused, a damaged one is detected.
+set -u
+BIN=$1
+W=$2
+rm -rf "$W"; mkdir -p "$W"
+fail=0
+expect() { # expect CODE PATTERN -- command...
+	code=$1; pat=$2; shift 3
+	out=$("$@" 2>&1); rc=$?
+	if [ "$rc" != "$code" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
+		echo "not ok: $* -> $rc: $out"; fail=1
+	else
+		echo "ok $pat"
+	fi
+}
+expect 0 "usage: pbx-train CONFIG.yaml" -- "$BIN" --help
+expect 2 "usage" -- "$BIN"
+printf 'train:\n  model: mlp\n  epochs: 2\n  lr: fast\n' > "$W/bad.yaml"
+expect 2 "bad.yaml:4: key 'lr': expected a number, got 'fast'" -- "$BIN" "$W/bad.yaml"
+printf 'epochs: 2\nlearning_rate: 0.1\n' > "$W/unknown.yaml"
+expect 2 "unknown.yaml:2: unknown key 'learning_rate'" -- "$BIN" "$W/unknown.yaml"
+printf 'model:\n  layers:\n    - {type: conv, filters: 8}\n    - {type: warp}\n' > "$W/layer.yaml"
+expect 2 "layer.yaml:4: key 'model.layers\[1\]': unknown layer type 'warp'" -- "$BIN" "$W/layer.yaml"
+printf 'epochs: [1\n' > "$W/syntax.yaml"
+expect 2 "syntax.yaml:" -- "$BIN" "$W/syntax.yaml"
+expect 2 "key 'model': unknown model 'resnet'" -- "$BIN" - --set model=resnet
+expect 2 "\-\-set: key 'epochs': expected an integer" -- "$BIN" - --set epochs=x
+S="--set dataset=synthetic --set synthetic_n=64 --set test_subset=32 --set batch_size=32 --set epochs=1"
+expect 0 "completed" -- "$BIN" - $S --set output_dir="$W/m1"
+expect 1 "different model" -- "$BIN" - $S --set model=lenet --set output_dir="$W/m1" --set resume="$W/m1/checkpoint.pbxt"
+cp "$W/m1/checkpoint.pbxt" "$W/damaged.pbxt"
+printf 'X' | dd of="$W/damaged.pbxt" bs=1 seek=300 conv=notrunc 2>/dev/null
+expect 1 "damaged" -- "$BIN" - $S --set output_dir="$W/m2" --set resume="$W/damaged.pbxt"
+# a layer-list model from YAML trains
+printf 'model:\n  layers:\n    - {type: conv, filters: 4, kernel: 3, pad: 1}\n    - bn\n    - relu\n    - {type: avgpool, size: 2}\n    - {type: lrn, size: 3}\n    - flatten\n    - {linear: {out: 16}}\n    - gelu\n    - linear\n' > "$W/layers.yaml"
+expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set output_dir="$W/m3"
+exit $fail
