@@ -65,7 +65,9 @@ struct pbx_cluster_template {
 	char *image;                  /* image name / family / AMI */
 	char *head_machine_type;      /* head node machine type, may be NULL */
 	struct pbx_node_group *groups;
-	size_t ngroups;               /* >= 1 */
+	size_t ngroups;
+	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
+	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */               /* >= 1 */
 	int line;                     /* line of the template's name, 0 for built-in */
 	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };

@@ -19,9 +19,10 @@ enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", NULL
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
+static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
 static const char *const group_keys[] = {
 	"name", "count", "machine_type", "gpus", "gpu_type", "spot", NULL
 };
@@ -163,6 +164,29 @@ static int pbx_parse_head(const struct pbx_ynode *m, struct pbx_cluster_template
 	return pbx_opt_str(n, "machine_type", &t->head_machine_type, err);
 }
 
+/* Optional slurm: { max_array_size, max_job_count } (0 = pbx's defaults). */
+static int pbx_parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			   struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "slurm"), *v;
+	long x;
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_opt_map(n, slurm_keys, err) < 0)
+		return -1;
+	if ((v = pbx_ymap_get(n, "max_array_size")) != NULL) {
+		if (pbx_ynode_int(v, 2, 4000001, &x, err) < 0)
+			return -1;
+		t->max_array_size = x;
+	}
+	if ((v = pbx_ymap_get(n, "max_job_count")) != NULL) {
+		if (pbx_ynode_int(v, 1, 100000000, &x, err) < 0)
+			return -1;
+		t->max_job_count = x;
+	}
+	return 0;
+}
+
 static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t,
 			  size_t idx, struct pbx_err *err)
 {
@@ -255,7 +279,8 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	t->cloud = xstrdup(cloud_names[cloud]);
 	if (pbx_parse_login(m, cloud, t, err) < 0 ||
 	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
-	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0)
+	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
+	    pbx_parse_slurm(m, t, err) < 0)
 		return -1;
 	return pbx_parse_groups(m, cloud, t, err);
 }

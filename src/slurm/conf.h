@@ -29,6 +29,8 @@ struct pbx_slurm_conf {
 	int srun_port_lo, srun_port_hi;
 	const char *slurm_user;
 	const char *extra;      /* mode-specific lines, may be "" */
+	long max_array_size;    /* MaxArraySize; 0 = 10001 */
+	long max_job_count;     /* MaxJobCount; 0 = 50000 */
 	const struct pbx_slurm_node *nodes;   /* compute nodes */
 	size_t nnodes;
 };

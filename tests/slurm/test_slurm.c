@@ -30,11 +30,11 @@ static void test_subst(void)
 static void test_render(void)
 {
 	struct pbx_slurm_node nodes[2] = {
-		{ "gpu1", "localhost", "127.0.1.2", 17001, 2, 2 },
-		{ "gpu2", "gpu2", "127.0.1.3", 0, 0, 0 },
+		{ "gpu1", "localhost", "127.0.1.2", 17001, 2, 4096, 2 },
+		{ "gpu2", "gpu2", "127.0.1.3", 0, 0, 0, 0 },
 	};
 	struct pbx_slurm_conf c = { "demo", "vm", "127.0.1.1", 17000, 17032, 17063, "root",
-				    "DebugFlags=NO_CONF_HASH", nodes, 2 };
+				    "DebugFlags=NO_CONF_HASH", 1001, 0, nodes, 2 };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *conf;
 	ok(pbx_slurm_render_conf(&c, &conf, &err) == 0, "render: %s", err.msg);
@@ -42,7 +42,10 @@ static void test_render(void)
 	ok(strstr(conf, "\nSlurmctldHost=vm(127.0.1.1)\n") != NULL, "controller host and address");
 	ok(strstr(conf, "\nSrunPortRange=17032-17063\n") != NULL, "srun ports");
 	ok(strstr(conf, "\nNodeName=gpu1 NodeHostname=localhost NodeAddr=127.0.1.2 Port=17001 CPUs=2"
-			" Gres=gpu:2 State=UNKNOWN\n") != NULL, "node line with port, cpus, gres");
+			" RealMemory=4096 Gres=gpu:2 State=UNKNOWN\n") != NULL,
+	   "node line with port, cpus, memory, gres");
+	ok(strstr(conf, "\nMaxArraySize=1001\nMaxJobCount=50000\n") != NULL,
+	   "limits: the template's MaxArraySize, the default MaxJobCount");
 	ok(strstr(conf, "\nNodeName=gpu2 NodeHostname=gpu2 NodeAddr=127.0.1.3 State=UNKNOWN\n") != NULL,
 	   "node line without optional fields");
 	ok(strstr(conf, "PartitionName=main Nodes=gpu1,gpu2 ") != NULL, "partition lists the nodes");
