@@ -200,19 +200,13 @@ static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *e
 	if (!j->ch)
 		return pbx_ssh_fail(j->s, err, "cannot open a channel");
 	for (;;) {
-		char *m = NULL;
-		pbx_ssh_lock(j->s);
-		rc = libssh2_channel_exec(j->ch, cmdline);
-		if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN) {
-			libssh2_session_last_error(j->s->sess, &m, NULL, 0);
-			fprintf(stderr, "DEBUG exec rc=%d msg=%s dirs=%d\n", rc, m, libssh2_session_block_directions(j->s->sess));
-		}
-		pbx_ssh_unlock(j->s);
+		PBX_SSH_CALL(j->s, rc, libssh2_channel_exec(j->ch, cmdline));
 		if (rc != LIBSSH2_ERROR_EAGAIN)
 			break;
 		if (pbx_ssh_wait_until(j->s, deadline, "cannot start command", err) < 0)
 			return -1;
 	}
+	if (rc < 0) fprintf(stderr, "DEBUG exec rc=%d\n", rc);
 	return rc < 0 ? pbx_ssh_fail_rc(j->s, err, "cannot start command", rc) : 0;
 }
 
