@@ -1,0 +1,136 @@
+#!/bin/sh
+# t0200-experiments.sh - experiments on a real local SLURM cluster: a 3x4
+# grid with 2 repeats (24 tasks) with --gres=gpu:1 completes, each task
+# seeing its own parameters; parrun again submits nothing; a task exiting 3
+# is FAILED with exit code 3 and `rerun --failed` resubmits only it; hostile
+# parameter values arrive byte-exact through SLURM; log and ls work.
+. "$(dirname "$0")/lib.sh"
+
+ADDR=127.0.12
+cat >"$PBX_HOME/config.yaml" <<EOF
+clusters:
+  ex:
+    cloud: local
+    node_groups:
+      - { name: node, count: 2, gpus: 2 }
+    slurm: { max_array_size: 1001 }
+clouds:
+  local: { address_base: $ADDR.0, ssh_port: 22120, slurm_port_base: 20200 }
+EOF
+chmod 600 "$PBX_HOME/config.yaml"
+SHARED="$PBX_HOME/clusters/ex/shared"
+cleanup() {
+	"$PBX" -q cluster stop ex >/dev/null 2>&1
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# Waits (up to $2 s) until every task of package $1 has ended.
+wait_final() {
+	i=0
+	while [ "$i" -lt "$2" ]; do
+		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null &&
+			json_get 'all(t["state"] in ("COMPLETED","FAILED","CANCELLED","TIMEOUT","NODE_FAIL","OUT_OF_MEMORY","MISSING") for t in d["tasks"])' \
+				<"$TEST_TMP/state.json" | grep -q True && return 0
+		sleep 1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+run_pbx -q cluster start ex
+ok $rc "cluster starts: $errout"
+
+# --- the 24-task sweep ---------------------------------------------------
+DEMO="$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml"
+run_pbx parrun --json "$DEMO" ex --gres=gpu:1
+ok $rc "parrun sweep-demo: $errout"
+PKG=$(echo "$out" | json_get 'd["package"]')
+is "$(echo "$out" | json_get 'd["tasks"], d["submitted"], d["round_trips"]')" "24 24 2" \
+	"24 tasks submitted in 2 round trips"
+wait_final "$PKG" 120
+ok $? "all 24 tasks ended"
+is "$(json_get 'd["counts"]' <"$TEST_TMP/state.json")" "{'COMPLETED': 24}" "24 COMPLETED"
+bad=0
+for i in $(seq 0 23); do
+	want=$(json_get "'lr=%(lr)s width=%(width)s repeat=%(repeat)s' % d['tasks'][$i]['params']" <"$TEST_TMP/state.json")
+	first=$(head -n 2 "$SHARED/pbx/$PKG/tasks/$i/stdout" | tail -n 1)
+	case $first in "task $i: $want "*) ;; *) bad=$((bad + 1)); echo "# task $i: '$first' lacks '$want'" ;; esac
+done
+is "$bad" "0" "each task's output shows its own parameters"
+run_pbx log "$PKG:7"
+echo "$out" | grep -q "^task 7: lr=0.1 width=128 repeat=1 "
+ok $? "pbx log PKG:7 shows task 7's output"
+run_pbx parrun --json "$DEMO" ex --gres=gpu:1
+is "$(echo "$out" | json_get 'd["submitted"], d["already_submitted"], d["pushed"]')" "0 24 False" \
+	"parrun again submits nothing and pushes nothing"
+
+# --- a failing task and rerun --failed -----------------------------------
+mkdir -p "$TEST_TMP/fail"
+cat >"$TEST_TMP/fail/experiment.yaml" <<'EOF'
+name: fail-demo
+command: echo "code {code}"; exit {code}
+sweep:
+  list:
+    - { code: 0 }
+    - { code: 3 }
+    - { code: 0 }
+EOF
+run_pbx parrun --json "$TEST_TMP/fail/experiment.yaml" ex
+FPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$FPKG" 60
+is "$(json_get '[(t["state"], t["exit_code"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"[('COMPLETED', 0), ('FAILED', 3), ('COMPLETED', 0)]" "the task that exits 3 is FAILED with exit code 3"
+run_pbx rerun --failed "$FPKG"
+is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun --failed resubmits one task"
+wait_final "$FPKG" 60
+heads=$(for i in 0 1 2; do grep -c '^=== pbx task .* start' "$SHARED/pbx/$FPKG/tasks/$i/stdout"; done | tr '\n' ' ')
+is "$heads" "1 2 1 " "only the failed task ran again"
+
+# --- hostile parameter values through SLURM -------------------------------
+mkdir -p "$TEST_TMP/hostile"
+cat >"$TEST_TMP/hostile/experiment.yaml" <<'EOF'
+name: hostile
+command: printf '%s' {v} > out.bin
+sweep:
+  list:
+    - { v: "it's" }
+    - { v: '$(touch /tmp/pbx-pwned-t0200)' }
+    - { v: "`touch /tmp/pbx-pwned-t0200`" }
+    - { v: "a; touch /tmp/pbx-pwned-t0200" }
+    - { v: "line1\nline2" }
+    - { v: "  spaces  and\ttab " }
+    - { v: "-n" }
+    - { v: "héllo wörld ✓" }
+    - { v: '"double" \back' }
+    - { v: "{v}" }
+EOF
+rm -f /tmp/pbx-pwned-t0200
+run_pbx parrun --json "$TEST_TMP/hostile/experiment.yaml" ex
+HPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$HPKG" 60
+python3 - "$SHARED/pbx/$HPKG/tasks" >"$TEST_TMP/hostile.out" <<'EOF'
+import sys
+want = ["it's", "$(touch /tmp/pbx-pwned-t0200)", "`touch /tmp/pbx-pwned-t0200`",
+        "a; touch /tmp/pbx-pwned-t0200", "line1\nline2", "  spaces  and\ttab ", "-n",
+        "héllo wörld ✓", '"double" \\back', "{v}"]
+bad = 0
+for i, w in enumerate(want):
+    try:
+        got = open("%s/%d/out.bin" % (sys.argv[1], i), "rb").read()
+    except OSError as e:
+        got = repr(e).encode()
+    if got != w.encode():
+        bad += 1
+        print("task %d: got %r want %r" % (i, got, w))
+print("bad", bad)
+EOF
+is "$(tail -n 1 "$TEST_TMP/hostile.out")" "bad 0" "10 hostile values arrive byte-exact: $(head -n 3 "$TEST_TMP/hostile.out" | tr '\n' ' ')"
+[ ! -e /tmp/pbx-pwned-t0200 ]
+ok $? "no injected command ran"
+
+run_pbx ls --json
+is "$(echo "$out" | json_get 'len(d)')" "3" "pbx ls lists the 3 experiments"
+done_testing
