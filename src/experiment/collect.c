@@ -207,22 +207,46 @@ static char *pbx_collect_pattern(const char *root, const char *glob_rel)
 	return out;
 }
 
+/* `rel` with empty and "." components dropped ("./a//b/" -> "a/b");
+ * caller frees. */
+static char *pbx_collect_normal(const char *rel)
+{
+	char *out = xmalloc(strlen(rel) + 1), *o = out;
+	while (*rel) {
+		size_t n = strcspn(rel, "/");
+		if (n && !(n == 1 && rel[0] == '.')) {
+			if (o != out)
+				*o++ = '/';
+			memcpy(o, rel, n);
+			o += n;
+		}
+		rel += n + (rel[n] == '/');
+	}
+	*o = '\0';
+	return out;
+}
+
 static int pbx_collect_match(struct pbx_collect *c, const char *match)
 {
 	size_t n = strlen(c->root);
 	struct stat st;
-	const char *rel = match + n + 1;
-	if (strncmp(match, c->root, n) || match[n] != '/' || !*rel)
+	char *rel;
+	int rc = 0;
+	if (strncmp(match, c->root, n) || match[n] != '/')
 		return 0;
-	while (rel[0] == '.' && rel[1] == '/')
-		rel += 2;
-	if (!strcmp(rel, ".") || !strcmp(rel, ".git") || !strncmp(rel, ".git/", 5))
-		return !strcmp(rel, ".") ? pbx_collect_walk(c, NULL) : 0;
-	if (lstat(match, &st) < 0)
-		return pbx_err_set(c->err, "cannot stat %s: %s", match, strerror(errno));
-	if (pbx_collect_parents(c, rel) < 0)
-		return -1;
-	return pbx_collect_entry(c, rel, &st);
+	rel = pbx_collect_normal(match + n + 1);
+	if (!*rel)
+		rc = pbx_collect_walk(c, NULL);
+	else if (!strcmp(rel, ".git") || !strncmp(rel, ".git/", 5))
+		rc = 0;
+	else if (lstat(match, &st) < 0)
+		rc = pbx_err_set(c->err, "cannot stat %s: %s", match, strerror(errno));
+	else if (pbx_collect_parents(c, rel) == 0)
+		rc = pbx_collect_entry(c, rel, &st);
+	else
+		rc = -1;
+	free(rel);
+	return rc;
 }
 
 static int pbx_collect_glob(struct pbx_collect *c, size_t k, const char *pattern)

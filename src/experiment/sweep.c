@@ -344,7 +344,7 @@ int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep,
 		  struct pbx_err *err)
 {
 	struct pbx_exp_sweep s = { x, NULL, 0, NULL, 0, err };
-	size_t npoints, nparams;
+	size_t npoints = 0, nparams = 0;
 	int rc = pbx_sweep_parts(&s, sweep);
 	if (rc == 0)
 		rc = pbx_sweep_count(&s, sweep, &npoints, &nparams);

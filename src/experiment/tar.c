@@ -43,9 +43,16 @@ static int pbx_tar_pad(struct pbx_tar *t, unsigned long long len)
 /* ------------------------------------------------------------------ */
 /* Headers                                                             */
 
+/* width-1 octal digits and a NUL (sizes stay below 8 GiB: the package is
+ * capped at PBX_PACKAGE_MAX_BYTES). */
 static void pbx_tar_octal(char *field, size_t width, unsigned long long v)
 {
-	snprintf(field, width, "%0*llo", (int)width - 1, v);
+	size_t i = width - 1;
+	field[i] = '\0';
+	while (i-- > 0) {
+		field[i] = (char)('0' + (v & 7));
+		v >>= 3;
+	}
 }
 
 /* Splits `path` into ustar prefix/name; false when it cannot. */
@@ -137,7 +144,7 @@ static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsign
 	memset(h + 148, ' ', 8);
 	for (i = 0; i < sizeof(h); i++)
 		sum += (unsigned char)h[i];
-	snprintf(h + 148, 8, "%06o", sum);
+	pbx_tar_octal(h + 148, 7, sum);
 	return pbx_tar_put(t, h, sizeof(h));
 }
 

@@ -179,7 +179,7 @@ out:
 /* Labels file -> *labels (caller frees), *n. */
 static int idx_labels(const char *path, int32_t **labels, int *n, struct pbx_err *err)
 {
-	uint32_t dims[1];
+	uint32_t dims[1] = { 0 };
 	unsigned char *lab = NULL;
 	int rc = -1;
 	gzFile g = gz_open(path, err);

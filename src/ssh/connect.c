@@ -198,6 +198,7 @@ static struct pbx_ssh *ssh_new(const struct pbx_ssh_target *t, int port)
 	s->timeout_ms = t->timeout_ms > 0 ? t->timeout_ms : PBX_SSH_DEFAULT_TIMEOUT_MS;
 	s->label = xasprintf("%s@%s%s%s:%d", t->user, v6 ? "[" : "", t->host, v6 ? "]" : "", port);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->req_lock, NULL);
 	pthread_cond_init(&s->slot_cv, NULL);
 	return s;
 }
@@ -293,6 +294,7 @@ void pbx_ssh_free(struct pbx_ssh *s)
 	if (s->jump)
 		pbx_ssh_jump_close(s->jump);
 	pthread_cond_destroy(&s->slot_cv);
+	pthread_mutex_destroy(&s->req_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s->label);
 	free(s);

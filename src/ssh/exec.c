@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <stdio.h>
 
 #define EXEC_CHUNK 32768
 #define EXEC_CAPTURE_MAX (1u << 20)
@@ -186,7 +185,8 @@ static int exec_status(struct exec_job *j, int *exit_status, struct pbx_err *err
 	return 0;
 }
 
-static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *err)
+/* Opens the channel and starts the command (under req_lock, see ssh_int.h). */
+static int exec_start_locked(struct exec_job *j, const char *cmdline, struct pbx_err *err)
 {
 	int64_t deadline = pbx_ssh_now_ms() + j->s->timeout_ms;
 	int eagain, rc;
@@ -206,8 +206,16 @@ static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *e
 		if (pbx_ssh_wait_until(j->s, deadline, "cannot start command", err) < 0)
 			return -1;
 	}
-	if (rc < 0) fprintf(stderr, "DEBUG exec rc=%d\n", rc);
 	return rc < 0 ? pbx_ssh_fail_rc(j->s, err, "cannot start command", rc) : 0;
+}
+
+static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *err)
+{
+	int rc;
+	pbx_ssh_req_begin(j->s);
+	rc = exec_start_locked(j, cmdline, err);
+	pbx_ssh_req_end(j->s);
+	return rc;
 }
 
 int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh_io *io,

@@ -162,7 +162,9 @@ int pbx_ssh_jump_open(struct pbx_ssh *via, const char *host, int port,
 	int sv[2];
 	LIBSSH2_CHANNEL *ch;
 	pbx_ssh_enter(via);
+	pbx_ssh_req_begin(via);
 	ch = jump_channel(via, host, port, err);
+	pbx_ssh_req_end(via);
 	if (!ch || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		if (ch) {
 			pbx_err_set(err, "cannot create a socketpair: %s", strerror(errno));

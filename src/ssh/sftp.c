@@ -86,17 +86,19 @@ static int sftp_begin(struct pbx_ssh *s, LIBSSH2_SFTP **out, struct pbx_err *err
 	int eagain;
 	pbx_ssh_enter(s);
 	pbx_ssh_slot_take(s);
+	pbx_ssh_req_begin(s);
 	for (;;) {
 		PBX_SSH_CALLP(s, *out, eagain, libssh2_sftp_init(s->sess));
 		if (*out || !eagain)
 			break;
 		if (pbx_ssh_wait_until(s, deadline, "cannot start sftp", err) < 0)
-			goto fail;
+			break;
 	}
+	pbx_ssh_req_end(s);
 	if (*out)
 		return 0;
-	pbx_ssh_fail(s, err, "cannot start sftp");
-fail:
+	if (!eagain)   /* else it timed out and err is set */
+		pbx_ssh_fail(s, err, "cannot start sftp");
 	pbx_ssh_slot_give(s);
 	pbx_ssh_leave(s);
 	return -1;

@@ -127,6 +127,16 @@ void pbx_ssh_leave(struct pbx_ssh *s)
 
 /* ------------------------------------------------------------ channel slots */
 
+void pbx_ssh_req_begin(struct pbx_ssh *s)
+{
+	pthread_mutex_lock(&s->req_lock);
+}
+
+void pbx_ssh_req_end(struct pbx_ssh *s)
+{
+	pthread_mutex_unlock(&s->req_lock);
+}
+
 void pbx_ssh_slot_take(struct pbx_ssh *s)
 {
 	pbx_ssh_lock(s);

@@ -13,6 +13,12 @@
  * socket happens without the lock; as another thread may already have read
  * our data into libssh2's queues, a shared session polls with a short
  * timeout.
+ *
+ * Channel opens and channel requests (exec, subsystem) additionally hold
+ * `req_lock` until their reply arrived: libssh2 1.10 waits for those
+ * replies by packet type and gives up when it reads a reply of the same
+ * type meant for another channel (_libssh2_packet_requirev), so two such
+ * waits on one session must never overlap.
  */
 #ifndef PBX_SSH_SSH_INT_H
 #define PBX_SSH_SSH_INT_H
@@ -33,6 +39,7 @@ struct pbx_ssh {
 	LIBSSH2_SESSION *sess;     /* owned; freed by pbx_ssh_close */
 	int sock;                  /* TCP socket, or our end of a tunnel socketpair */
 	pthread_mutex_t lock;      /* held around every libssh2 call on sess */
+	pthread_mutex_t req_lock;  /* one channel open/request awaiting its reply at a time */
 	pthread_cond_t slot_cv;    /* signalled when a channel slot frees */
 	int channels;              /* session channels open now (<= MAX_CHANNELS) */
 	int active;                /* threads working on the session now, tunnels included */
@@ -64,6 +71,9 @@ int pbx_ssh_wait_until(struct pbx_ssh *s, int64_t deadline, const char *what,
  * session is shared). */
 void pbx_ssh_enter(struct pbx_ssh *s);
 void pbx_ssh_leave(struct pbx_ssh *s);
+/* Brackets a channel open or channel request (see req_lock above). */
+void pbx_ssh_req_begin(struct pbx_ssh *s);
+void pbx_ssh_req_end(struct pbx_ssh *s);
 /* Takes/returns one of the PBX_SSH_MAX_CHANNELS channel slots. */
 void pbx_ssh_slot_take(struct pbx_ssh *s);
 void pbx_ssh_slot_give(struct pbx_ssh *s);

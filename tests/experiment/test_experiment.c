@@ -535,7 +535,7 @@ static void test_package_links_globs(void)
 	unlink(a);
 	free(a);
 	a = xasprintf("%s/experiment.yaml", t);
-	b = xasprintf("%sfiles: ['*.py', 'lib', 'data/big.bin']\n", pkg_yaml);
+	b = xasprintf("%sfiles: ['*.py', 'lib/', './data//big.bin']\n", pkg_yaml);
 	write_text(a, b);
 	free(b);
 	p = build(t, NULL, &err);

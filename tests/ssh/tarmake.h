@@ -22,8 +22,8 @@ static void tm_header(struct pbx_buf *b, const char *name, char type, size_t siz
 	snprintf((char *)h + 100, 8, "%07o", mode);
 	snprintf((char *)h + 108, 8, "%07o", 0u);
 	snprintf((char *)h + 116, 8, "%07o", 0u);
-	snprintf((char *)h + 124, 12, "%011lo", (unsigned long)size);
-	snprintf((char *)h + 136, 12, "%011lo", 1700000000ul);
+	snprintf((char *)h + 124, 12, "%011lo", (unsigned long)size & 077777777777ul);
+	snprintf((char *)h + 136, 12, "%011lo", 1700000000ul & 077777777777ul);
 	h[156] = (unsigned char)type;
 	if (link)
 		strncpy((char *)h + 157, link, 100);

@@ -1,0 +1,59 @@
+#!/bin/sh
+# t0210-many-tasks.sh - a sweep of 5,000 trivial tasks on a cluster with
+# MaxArraySize=1001 is split into 5 arrays, submitted in 2 round trips and
+# completes; running parrun again submits nothing.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$PBX_HOME/config.yaml" <<EOF
+clusters:
+  many:
+    cloud: local
+    node_groups:
+      - { name: node, count: 4, gpus: 0 }
+    slurm: { max_array_size: 1001 }
+clouds:
+  local: { address_base: 127.0.13.0, ssh_port: 22130, slurm_port_base: 20300 }
+EOF
+chmod 600 "$PBX_HOME/config.yaml"
+cleanup() {
+	"$PBX" -q cluster stop many >/dev/null 2>&1
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+mkdir -p "$TEST_TMP/many"
+cat >"$TEST_TMP/many/experiment.yaml" <<'EOF'
+name: many
+command: "true"
+sweep:
+  grid:
+    i: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    j: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    k: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+  repeats: 5
+EOF
+run_pbx -q cluster start many
+ok $rc "cluster starts: $errout"
+run_pbx parrun --json "$TEST_TMP/many/experiment.yaml" many
+ok $rc "parrun of 5000 tasks: $errout"
+is "$(echo "$out" | json_get 'd["tasks"], d["submitted"], len(d["arrays"]), d["round_trips"]')" \
+	"5000 5000 5 2" "5000 tasks in 5 arrays (MaxArraySize 1001), 2 round trips"
+PKG=$(echo "$out" | json_get 'd["package"]')
+run_pbx cluster exec many -- sh -c "squeue -h -n pbx-$PKG -o '%F' | sort -u | wc -l"
+is "$out" "5" "SLURM holds 5 array jobs"
+run_pbx parrun --json "$TEST_TMP/many/experiment.yaml" many
+is "$(echo "$out" | json_get 'd["submitted"], d["already_submitted"]')" "0 5000" \
+	"parrun again submits nothing"
+i=0
+while [ $i -lt 600 ]; do
+	"$PBX" state --json "$PKG" >"$TEST_TMP/state.json" 2>/dev/null
+	done_n=$(json_get 'd["counts"].get("COMPLETED", 0)' <"$TEST_TMP/state.json")
+	[ "$done_n" = 5000 ] && break
+	sleep 2
+	i=$((i + 2))
+done
+is "$done_n" "5000" "all 5000 tasks COMPLETED (after ${i}s)"
+run_pbx parrun --json "$TEST_TMP/many/experiment.yaml" many
+is "$(echo "$out" | json_get 'd["submitted"]')" "0" "parrun after completion submits nothing"
+done_testing
