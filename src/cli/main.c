@@ -116,6 +116,8 @@ int main(int argc, char **argv)
 	rc = cmd->subcmds ? pbx_cmd_invoke_sub(&ctx, cmd, argc - first, argv + first)
 			  : pbx_cmd_invoke(&ctx, cmd, argc - first, argv + first);
 out:
+	if (getenv("PBX_STATS") && *getenv("PBX_STATS"))
+		fprintf(stderr, "pbx: stats: %lu ssh round trips\n", pbx_ssh_exec_count());
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "pbx: error: write failure on standard output\n");
 		if (!rc)

@@ -209,9 +209,18 @@ static int exec_start_locked(struct exec_job *j, const char *cmdline, struct pbx
 	return rc < 0 ? pbx_ssh_fail_rc(j->s, err, "cannot start command", rc) : 0;
 }
 
+/* Commands started by this process (remote round trips), for PBX_STATS. */
+static unsigned long exec_started;
+
+unsigned long pbx_ssh_exec_count(void)
+{
+	return __atomic_load_n(&exec_started, __ATOMIC_RELAXED);
+}
+
 static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *err)
 {
 	int rc;
+	__atomic_add_fetch(&exec_started, 1, __ATOMIC_RELAXED);
 	pbx_ssh_req_begin(j->s);
 	rc = exec_start_locked(j, cmdline, err);
 	pbx_ssh_req_end(j->s);

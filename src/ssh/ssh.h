@@ -24,6 +24,7 @@
 
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/fanout.h"
 
 struct pbx_store;
 struct pbx_ssh;
@@ -148,14 +149,11 @@ int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
 		     struct pbx_ssh **out, struct pbx_err *err);
 void pbx_ssh_pool_free(struct pbx_ssh_pool *p);   /* closes every connection */
 
-/*
- * Calls fn(ctx, i, &errs[i]) for i in [0, n) with at most `concurrency`
- * calls running at once (threads).  Returns the number of calls that
- * returned non-zero; errs (n entries, may be NULL) holds each one's error
- * (cleared before each call).  Returns after every call has finished.
- */
-int pbx_fanout(size_t n, int concurrency, int (*fn)(void *ctx, size_t i, struct pbx_err *err),
-	       void *ctx, struct pbx_err *errs);
+/* pbx_fanout (bounded parallel calls) is in util/fanout.h. */
+
+/* How many remote commands (exec channels) this process has started: its
+ * SSH round trips, reported by `PBX_STATS=1 pbx ...`. */
+unsigned long pbx_ssh_exec_count(void);
 
 /* Process-wide setup (libssh2_init); call once from main (pbx_ssh_connect
  * also calls it; it runs only once). */

@@ -458,8 +458,8 @@ void pbx_model_backward(struct pbx_model *m)
 			break;
 		case PBX_L_BATCHNORM:
 			batchnorm_backward(din, g + L->w_off, g + L->b_off, dout,
-					   in, p + L->w_off, aux, aux + L->c,
-					   L->fused_relu ? out : NULL, B, L->c,
+					   in, p + L->w_off, p + L->b_off, aux,
+					   aux + L->c, L->fused_relu, B, L->c,
 					   L->h * L->w);
 			break;
 		case PBX_L_LINEAR:

@@ -197,10 +197,10 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 		double worst = 0.0;
 		for (size_t k = 0; k < n; k++)
 			Rm[k] = out[k] > 0.0f ? R[k] : 0.0f;
-		batchnorm_backward(din, dg, dbt, R, in, gamma, saved, saved + C,
-				   out, B, C, HW);
-		batchnorm_backward(din2, dg2, db2, Rm, in, gamma, saved,
-				   saved + C, NULL, B, C, HW);
+		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved,
+				   saved + C, 1, B, C, HW);
+		batchnorm_backward(din2, dg2, db2, Rm, in, gamma, beta, saved,
+				   saved + C, 0, B, C, HW);
 		for (size_t k = 0; k < n; k++)
 			worst = fmax(worst, fabs(din[k] - din2[k]));
 		for (int k = 0; k < C; k++)
@@ -210,8 +210,8 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 		failures += worst >= 1e-5;
 		free(Rm); free(din2); free(dg2); free(db2);
 	} else {
-		batchnorm_backward(din, dg, dbt, R, in, gamma, saved, saved + C,
-				   NULL, B, C, HW);
+		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved,
+				   saved + C, 0, B, C, HW);
 		check("batchnorm din", &g, in, n, din, 1e-2);
 		check("batchnorm dgamma", &g, gamma, C, dg, 1e-3);
 		check("batchnorm dbeta", &g, beta, C, dbt, 1e-3);

@@ -13,6 +13,7 @@
  */
 #include "cloud/local/procs.h"
 #include "cloud/provider.h"
+#include "util/fanout.h"
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/xalloc.h"
@@ -146,8 +147,6 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 	int rc = 0;
 	if (!local_pid_alive(pidfile)) {
 		rc = local_keygen(hostkey, node->name, err);
-		if (rc == 0 && mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
-			rc = pbx_err_set(err, "cannot create /run/sshd: %s", strerror(errno));
 		if (rc == 0)
 			rc = pbx_run_ok(argv, err);
 	}
@@ -170,12 +169,32 @@ static int local_prepare_node(const struct pbx_node_row *node, const char *autho
 	return local_start_sshd(node, authorized, err);
 }
 
+struct local_create_run {
+	struct pbx_node_row *nodes;
+	const char *authorized;
+	const struct pbx_cluster_events *ev;
+};
+
+/* One node body: host key, sshd, and wait until it accepts connections. */
+static int local_create_one(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct local_create_run *r = ctx;
+	struct pbx_node_row *node = &r->nodes[i];
+	pbx_events_stage(r->ev, i, "starting sshd");
+	if (local_prepare_node(node, r->authorized, err) < 0 ||
+	    pbx_wait_port(node->address, node->ssh_port, 10000, err) < 0)
+		return pbx_err_prefix(err, "node %s", node->name);
+	return 0;
+}
+
 static int local_create(const struct pbx_cluster_spec *s, struct pbx_node_row *nodes, size_t n,
 			const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	char *key = local_key_path(s), *pub = xasprintf("%s.pub", key);
 	char *authorized = xasprintf("%s/authorized_keys", s->dir);
 	struct pbx_buf pubkey = PBX_BUF_INIT;
+	struct local_create_run run = { nodes, authorized, ev };
+	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
 	int rc = pbx_mkdir_p(s->dir, 0700, err);
 	if (rc == 0)
@@ -184,17 +203,17 @@ static int local_create(const struct pbx_cluster_spec *s, struct pbx_node_row *n
 		rc = pbx_read_file(pub, &pubkey, err);
 	if (rc == 0)
 		rc = pbx_write_file_atomic(authorized, pubkey.buf, pubkey.len, 0600, err);
-	for (i = 0; rc == 0 && i < n; i++) {
-		pbx_events_stage(ev, i, "starting sshd");
-		rc = local_prepare_node(&nodes[i], authorized, err);
-		if (rc < 0)
-			pbx_err_prefix(err, "node %s", nodes[i].name);
+	if (rc == 0 && mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
+		rc = pbx_err_set(err, "cannot create /run/sshd: %s", strerror(errno));
+	if (rc == 0 && pbx_fanout(n, 16, local_create_one, &run, errs) > 0) {
+		for (i = 0; i < n; i++)
+			if (errs[i].msg[0]) {
+				*err = errs[i];
+				break;
+			}
+		rc = -1;
 	}
-	for (i = 0; rc == 0 && i < n; i++) {
-		rc = pbx_wait_port(nodes[i].address, nodes[i].ssh_port, 10000, err);
-		if (rc < 0)
-			pbx_err_prefix(err, "node %s", nodes[i].name);
-	}
+	free(errs);
 	pbx_buf_release(&pubkey);
 	free(key); free(pub); free(authorized);
 	return rc;

@@ -9,8 +9,11 @@
  *   dgamma += sum(dy*xhat),  dbeta += sum(dy)
  *   dx = gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat))
  * xhat is recomputed from the input and the saved (mean, invstd), so only
- * 2*C floats are kept per layer.  Channels are independent: one thread owns
- * a channel, and the sums are in double in a fixed order (deterministic).
+ * 2*C floats are kept per layer; so is a fused ReLU's mask (a*x + sh > 0,
+ * the very expression forward clamped), which saves reading the output: the
+ * first block's backward is memory-bound.  Channels are independent: one
+ * thread owns a channel, and the sums are in double in a fixed order
+ * (deterministic).
  */
 #include "train/layers/layers.h"
 #include "train/layers/simd.h"
@@ -40,30 +43,69 @@ static void bn_sums(const float *x, int n, float shift, double *s, double *ss)
 	*ss += tq + pbx_v4_sum(q0 + q1);
 }
 
-/* sum(g) and sum(g * (x - mean)) with g = dy, or dy masked by relu_out > 0. */
-static void bn_grad_sums(const float *dy, const float *x, const float *ro,
-			 int n, float mean, double *sg, double *sgx)
+/* out = a*x + sh per channel: the affine map forward applies and backward
+ * recomputes for the ReLU mask (the same float operations, same values). */
+static void bn_affine(float gamma, float beta, float mean, float invstd,
+		      float *a, float *sh)
+{
+	*a = gamma * invstd;
+	*sh = beta - *a * mean;
+}
+
+/* dy, zeroed where a fused ReLU clamped (a*x + sh <= 0) if relu. */
+static inline pbx_v4 bn_grad4(const float *dy, const float *x, int relu,
+			      pbx_v4 a, pbx_v4 sh)
+{
+	pbx_v4 g = pbx_v4_load(dy);
+	return relu ? pbx_v4_mask_pos(g, a * pbx_v4_load(x) + sh) : g;
+}
+
+/* sum(g) and sum(g * (x - mean)) over n floats, g as bn_grad4. */
+static void bn_grad_sums(const float *dy, const float *x, int relu, int n,
+			 float mean, float a, float sh, double *sg,
+			 double *sgx)
 {
 	pbx_v4 a0 = { 0 }, a1 = { 0 }, q0 = { 0 }, q1 = { 0 }, mu = pbx_v4_set1(mean);
+	pbx_v4 va = pbx_v4_set1(a), vsh = pbx_v4_set1(sh);
 	float ta = 0.0f, tq = 0.0f;
 	int i = 0;
 	for (; i + 8 <= n; i += 8) {
-		pbx_v4 g0 = pbx_v4_load(dy + i), g1 = pbx_v4_load(dy + i + 4);
-		if (ro) {
-			g0 = pbx_v4_mask_pos(g0, pbx_v4_load(ro + i));
-			g1 = pbx_v4_mask_pos(g1, pbx_v4_load(ro + i + 4));
-		}
+		pbx_v4 g0 = bn_grad4(dy + i, x + i, relu, va, vsh);
+		pbx_v4 g1 = bn_grad4(dy + i + 4, x + i + 4, relu, va, vsh);
 		a0 += g0; a1 += g1;
 		q0 += g0 * (pbx_v4_load(x + i) - mu);
 		q1 += g1 * (pbx_v4_load(x + i + 4) - mu);
 	}
 	for (; i < n; i++) {
-		float g = (!ro || ro[i] > 0.0f) ? dy[i] : 0.0f;
+		float g = (!relu || a * x[i] + sh > 0.0f) ? dy[i] : 0.0f;
 		ta += g;
 		tq += g * (x[i] - mean);
 	}
 	*sg += ta + pbx_v4_sum(a0 + a1);
 	*sgx += tq + pbx_v4_sum(q0 + q1);
+}
+
+/* dx = k * (M*g - sdy - xhat*sdyx) over n floats of one (b, c) plane. */
+static void bn_grad_apply(float *dx, const float *dy, const float *x,
+			  int relu, int n, float mean, float invstd, float a,
+			  float sh, float k, float M, float sdy, float sdyx)
+{
+	pbx_v4 vk = pbx_v4_set1(k), vm = pbx_v4_set1(M);
+	pbx_v4 vsdy = pbx_v4_set1(sdy), vsdyx = pbx_v4_set1(sdyx);
+	pbx_v4 vmean = pbx_v4_set1(mean), vinv = pbx_v4_set1(invstd);
+	pbx_v4 va = pbx_v4_set1(a), vsh = pbx_v4_set1(sh);
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		pbx_v4 g = bn_grad4(dy + i, x + i, relu, va, vsh);
+		pbx_v4 xh = (pbx_v4_load(x + i) - vmean) * vinv;
+		pbx_v4 r = vk * (vm * g - vsdy - xh * vsdyx);
+		memcpy(dx + i, &r, sizeof(r));
+	}
+	for (; i < n; i++) {
+		float g = (!relu || a * x[i] + sh > 0.0f) ? dy[i] : 0.0f;
+		float xh = (x[i] - mean) * invstd;
+		dx[i] = k * (M * g - sdy - xh * sdyx);
+	}
 }
 
 void batchnorm_forward(float *out, const float *in, const float *gamma,
@@ -96,7 +138,8 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 			mean = running_mean[c];
 			invstd = 1.0f / sqrtf(running_var[c] + eps);
 		}
-		float a = gamma[c] * invstd, sh = beta[c] - a * mean;
+		float a, sh;
+		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 		for (int b = 0; b < B; b++) {
 			const float *x = in + ((size_t)b * C + c) * HW;
 			float *y = out + ((size_t)b * C + c) * HW;
@@ -116,18 +159,20 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 
 void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 			const float *dout, const float *in, const float *gamma,
-			const float *saved_mean, const float *saved_invstd,
-			const float *relu_out, int B, int C, int HW)
+			const float *beta, const float *saved_mean,
+			const float *saved_invstd, int relu, int B, int C,
+			int HW)
 {
 	#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
-		float mean = saved_mean[c], invstd = saved_invstd[c];
+		float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
 		double sdy = 0.0, sdyx = 0.0;
 		size_t M = (size_t)B * HW;
+		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			bn_grad_sums(dout + off, in + off, relu_out ? relu_out + off : NULL,
-				     HW, mean, &sdy, &sdyx);
+			bn_grad_sums(dout + off, in + off, relu, HW, mean, a, sh,
+				     &sdy, &sdyx);
 		}
 		sdyx *= invstd; /* sum(g * xhat) */
 		dgamma[c] += (float)sdyx;
@@ -135,29 +180,11 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 		if (!din)
 			continue;
 		float k = gamma[c] * invstd / (float)M;
-		float mdy = (float)sdy, mdyx = (float)sdyx;
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			const float *x = in + off, *dy = dout + off;
-			const float *ro = relu_out ? relu_out + off : NULL;
-			float *dx = din + off, fm = (float)M;
-			pbx_v4 vk = pbx_v4_set1(k), vm = pbx_v4_set1(fm);
-			pbx_v4 vmdy = pbx_v4_set1(mdy), vmdyx = pbx_v4_set1(mdyx);
-			pbx_v4 vmean = pbx_v4_set1(mean), vinv = pbx_v4_set1(invstd);
-			int i = 0;
-			for (; i + 4 <= HW; i += 4) {
-				pbx_v4 g = pbx_v4_load(dy + i);
-				if (ro)
-					g = pbx_v4_mask_pos(g, pbx_v4_load(ro + i));
-				pbx_v4 xh = (pbx_v4_load(x + i) - vmean) * vinv;
-				pbx_v4 r = vk * (vm * g - vmdy - xh * vmdyx);
-				memcpy(dx + i, &r, sizeof(r));
-			}
-			for (; i < HW; i++) {
-				float g = (!ro || ro[i] > 0.0f) ? dy[i] : 0.0f;
-				float xh = (x[i] - mean) * invstd;
-				dx[i] = k * (fm * g - mdy - xh * mdyx);
-			}
+			bn_grad_apply(din + off, dout + off, in + off, relu, HW,
+				      mean, invstd, a, sh, k, (float)M,
+				      (float)sdy, (float)sdyx);
 		}
 	}
 }

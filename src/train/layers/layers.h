@@ -84,13 +84,15 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 		       float *running_var, float *saved_mean,
 		       float *saved_invstd, int B, int C, int HW, float eps,
 		       float momentum, int train, int relu);
-/* Training-mode backward: dgamma, dbeta += (C); din = (B,C,HW).  With a
- * fused ReLU pass its output as relu_out (the gradient is masked where it
- * is 0); NULL otherwise.  din may alias dout. */
+/* Training-mode backward: dgamma, dbeta += (C); din = (B,C,HW).  relu: the
+ * forward pass had a fused ReLU (the gradient is masked where it clamped;
+ * the mask is recomputed from in, gamma, beta and the saved stats, so call
+ * it before the optimiser changes gamma and beta).  din may alias dout. */
 void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 			const float *dout, const float *in, const float *gamma,
-			const float *saved_mean, const float *saved_invstd,
-			const float *relu_out, int B, int C, int HW);
+			const float *beta, const float *saved_mean,
+			const float *saved_invstd, int relu, int B, int C,
+			int HW);
 
 /* -------------------------------------------------------------- linear.c */
 

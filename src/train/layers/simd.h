@@ -36,6 +36,27 @@ static inline pbx_v4 pbx_v4_mask_pos(pbx_v4 v, pbx_v4 m)
 	return (pbx_v4)((pbx_v4i)v & keep);
 }
 
+/* v where the mask lane is all ones, else 0. */
+static inline pbx_v4 pbx_v4_and(pbx_v4 v, pbx_v4i mask)
+{
+	return (pbx_v4)((pbx_v4i)v & mask);
+}
+
+/* a < b ? b : a, lane by lane (the first of equal values wins). */
+static inline pbx_v4 pbx_v4_max(pbx_v4 a, pbx_v4 b)
+{
+	pbx_v4i gt = b > a;
+	return (pbx_v4)(((pbx_v4i)b & gt) | ((pbx_v4i)a & ~gt));
+}
+
+/* Lanes of (a, b) picked by four indices in 0..7. */
+#if defined(__clang__)
+#define PBX_V4_SHUFFLE2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define PBX_V4_SHUFFLE2(a, b, i, j, k, l) \
+	__builtin_shuffle(a, b, (pbx_v4i){ i, j, k, l })
+#endif
+
 static inline float pbx_v4_sum(pbx_v4 v)
 {
 	return (v[0] + v[1]) + (v[2] + v[3]);

@@ -2,7 +2,7 @@
  * fanout.c - bounded parallel calls: up to `concurrency` worker threads
  * take the next index from a shared counter until all n calls are done.
  */
-#include "ssh/ssh.h"
+#include "util/fanout.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>

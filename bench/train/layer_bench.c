@@ -1,0 +1,86 @@
+/*
+ * layer_bench.c - per-kernel times of one cnn-bn training step (batch 128)
+ * on pbx-train's layer functions, for profiling on a shared machine: every
+ * kernel runs REPS times and the MINIMUM is reported (noise only adds).
+ *
+ * build: cc -O2 -fopenmp -Isrc bench/train/layer_bench.c \
+ *          build/src/train/libpbx_train_core.a build/src/runtime/libpbx_runtime.a \
+ *          -lopenblas -lm
+ * run:   OMP_NUM_THREADS=2 ./layer_bench [reps]
+ */
+#include "train/layers/layers.h"
+
+#include <omp.h>
+#include <xmmintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define B 128
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static float *buf(size_t n)
+{
+	float *p = malloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+	return p;
+}
+
+static int reps = 20;
+static double total;
+
+#define TIME(name, call) do { \
+	double best = 1e9; \
+	for (int r_ = 0; r_ < reps; r_++) { \
+		double t0_ = now(); call; double t1_ = now() - t0_; \
+		if (t1_ < best) best = t1_; \
+	} \
+	total += best; \
+	printf("%-22s %8.3f ms\n", name, best * 1e3); \
+} while (0)
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		reps = atoi(argv[1]);
+	pbx_gemm_init();
+	_mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ/DAZ, as pbx-train */
+	#pragma omp parallel
+	_mm_setcsr(_mm_getcsr() | 0x8040);
+	size_t s1 = conv_scratch_floats(B, 1, 28, 28, 32, 3, 1, 1, 0);
+	size_t s2 = conv_scratch_floats(B, 32, 14, 14, 64, 3, 1, 1, 0);
+	size_t ns = s1 > s2 ? s1 : s2;
+	float *scr = buf(ns);
+	float *x = buf(B * 784), *w1 = buf(32 * 9), *b1 = buf(32);
+	float *c1 = buf(B * 32 * 784), *r1 = buf(B * 32 * 784), *p1 = buf(B * 32 * 196);
+	float *w2 = buf(64 * 288), *b2 = buf(64);
+	float *c2 = buf(B * 64 * 196), *r2 = buf(B * 64 * 196), *p2 = buf(B * 64 * 49);
+	float *g = buf(64 * 288 + 1000), *bn = buf(1024), *sv = buf(1024);
+	float *d1 = buf(B * 32 * 784), *d1b = buf(B * 32 * 784), *dp1 = buf(B * 32 * 196);
+	float *d2 = buf(B * 64 * 196), *d2b = buf(B * 64 * 196), *dp2 = buf(B * 64 * 49);
+	float *fw = buf(128 * 3136), *fdw = buf(128 * 3136), *fo = buf(B * 128);
+
+	TIME("conv1 fwd", conv_forward(c1, x, w1, b1, B, 1, 28, 28, 32, 3, 1, 1, 0, scr, ns));
+	TIME("bn1 fwd", batchnorm_forward(r1, c1, bn, bn + 32, bn + 64, bn + 96, sv, sv + 32, B, 32, 784, 1e-5f, 0.1f, 1, 1));
+	TIME("pool1 fwd", maxpool_forward(p1, r1, B, 32, 28, 28, 2, 2, 0));
+	TIME("conv2 fwd", conv_forward(c2, p1, w2, b2, B, 32, 14, 14, 64, 3, 1, 1, 0, scr, ns));
+	TIME("bn2 fwd", batchnorm_forward(r2, c2, bn, bn + 64, bn + 128, bn + 192, sv + 64, sv + 128, B, 64, 196, 1e-5f, 0.1f, 1, 1));
+	TIME("pool2 fwd", maxpool_forward(p2, r2, B, 64, 14, 14, 2, 2, 0));
+	TIME("fc1 fwd", linear_forward(fo, p2, fw, b1, B, 3136, 128));
+	TIME("fc1 bwd", linear_backward(dp2, fdw, g, fo, p2, fw, B, 3136, 128));
+	TIME("pool2 bwd", maxpool_backward(d2, dp2, r2, B, 64, 14, 14, 2, 2, 0));
+	TIME("bn2 bwd", batchnorm_backward(d2b, g, g + 64, d2, c2, bn, bn + 64, sv + 64, sv + 128, 1, B, 64, 196));
+	TIME("conv2 bwd", conv_backward(dp1, g, g + 500, d2b, NULL, p1, w2, B, 32, 14, 14, 64, 3, 1, 1, scr, ns));
+	TIME("pool1 bwd", maxpool_backward(d1, dp1, r1, B, 32, 28, 28, 2, 2, 0));
+	TIME("bn1 bwd", batchnorm_backward(d1b, g, g + 32, d1, c1, bn, bn + 32, sv, sv + 32, 1, B, 32, 784));
+	TIME("conv1 bwd", conv_backward(NULL, g, g + 500, d1b, NULL, x, w1, B, 1, 28, 28, 32, 3, 1, 1, scr, ns));
+	printf("%-22s %8.3f ms  = %.0f images/s (layers only)\n", "total", total * 1e3, B / total);
+	return 0;
+}
