@@ -19,14 +19,18 @@ step "pbx cluster show local"
 "$PBX" cluster show local
 step "pbx cluster exec local -- srun -N2 hostname"
 "$PBX" cluster exec local -- srun -N2 sh -c 'echo "$SLURMD_NODENAME on $(hostname)"'
-step "a job array of 4 GPU tasks (--gres=gpu:1), 2 per node at once"
-"$PBX" cluster exec local -- sbatch --wait --array=0-3 --gres=gpu:1 -o 'demo-%a.out' \
-	--wrap 'echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME"'
-"$PBX" cluster exec local -- sh -c 'cat demo-*.out && rm -f demo-*.out'
-if [ -x build/src/train/pbx-train ]; then
-	step "pbx-train on a compute node (synthetic data, 1 epoch)"
+step "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1"
+"$PBX" parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1
+step "pbx state --watch sweep-demo  (until all 24 tasks have ended)"
+"$PBX" state --watch=2 sweep-demo
+"$PBX" state -v sweep-demo | head -n 8
+step "pbx log sweep-demo:5"
+"$PBX" log sweep-demo:5
+if [ -x build/src/train/pbx-train ] && [ -d /usr/share/datasets/fashion-mnist ]; then
+	step "pbx-train on a compute node (Fashion-MNIST, mlp, 1 epoch on 10,000 images)"
 	"$PBX" cluster exec local -- srun -N1 --gres=gpu:1 "$(pwd)/build/src/train/pbx-train" \
-		"$(pwd)/templates/train/synthetic-mlp.yaml" --set epochs=1 --set output_dir=demo-train
+		"$(pwd)/templates/train/fashion-mnist-mlp.yaml" --set epochs=1 --set subset=10000 \
+		--set output_dir=demo-train
 fi
 if [ "$keep" = --keep ]; then
 	step "the cluster keeps running; stop it with: $PBX cluster stop local"

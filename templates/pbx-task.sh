@@ -126,9 +126,10 @@ done
 # ---- run it, forwarding signals ------------------------------------
 # The program runs in its own session (setsid), so a forwarded signal
 # reaches its whole process group, as a terminal's would.  Its /bin/sh -c
-# traps TERM/INT to exit 143/130 once the running command returns (a
-# compound command does not go on after a cancel) and ignores USR1 (which
-# the program still gets: traps are reset on exec).  A background job of a
+# traps TERM/INT to exit, with the status of the command that was running,
+# once that returns (a compound command does not go on after a cancel, and
+# e.g. pbx-train's 75 "checkpointed" survives), and ignores USR1 (which the
+# program still gets: traps are reset on exec).  A background job of a
 # non-interactive shell starts with SIGINT ignored; env --default-signal
 # (coreutils >= 8.31) gives the program its default back.
 pbx_child=
@@ -151,7 +152,7 @@ pbx_hdr="=== pbx task $pbx_idx attempt $pbx_attempt node $pbx_node job $pbx_jobi
 printf '%s\n' "$pbx_hdr" >>stdout
 printf '%s\n' "$pbx_hdr" >>stderr
 pbx_status RUNNING - - || pbx_die "cannot write $pbx_tdir/status"
-set -- /bin/sh -c 'trap "exit 143" TERM; trap "exit 130" INT; trap : USR1
+set -- /bin/sh -c 'trap "exit \$?" TERM; trap "exit \$?" INT; trap : USR1
 '"$pbx_rec_cmd"
 if env --default-signal=INT true 2>/dev/null; then set -- env --default-signal=INT,QUIT "$@"; fi
 if setsid -w true 2>/dev/null; then

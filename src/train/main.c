@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
-
 #include "train/config.h"
 #include "train/train.h"
 
@@ -55,39 +53,6 @@ static void usage(FILE *f)
 "events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt.  See pbx-train(1).\n");
 }
 
-/* OpenBLAS 0.3.21 does not know AMD Zen 4/5 and runs its AVX2 (Haswell)
- * kernels there; its AVX-512 (SkylakeX) sgemm is up to twice as fast.  Ask
- * for them on such CPUs unless OPENBLAS_CORETYPE is set (set it to Haswell
- * to opt out; results are deterministic for a given kernel set). */
-static int main_want_avx512_blas(void)
-{
-	const char *core = openblas_get_corename();
-	__builtin_cpu_init();
-	return !getenv("OPENBLAS_CORETYPE") && core &&
-	       (strcmp(core, "Haswell") == 0 || strcmp(core, "Zen") == 0) &&
-	       __builtin_cpu_supports("avx512f") &&
-	       __builtin_cpu_supports("avx512dq") &&
-	       __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-}
-
-/* Sets what libgomp and OpenBLAS read at load time; 1 = changed (re-exec).
- * OMP_WAIT_POLICY=passive: idle OpenMP workers sleep instead of spinning
- * against the loader thread on a small machine. */
-static int main_set_runtime_env(void)
-{
-	int changed = 0;
-	if (!getenv("OMP_WAIT_POLICY")) {
-		setenv("OMP_WAIT_POLICY", "passive", 1);
-		changed = 1;
-	}
-	if (main_want_avx512_blas()) {
-		setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-		changed = 1;
-	}
-	return changed;
-}
-
 int main(int argc, char **argv)
 {
 	struct pbx_train_config cfg;
@@ -95,10 +60,13 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	int rc;
 
-	/* libgomp and OpenBLAS read their settings when they are loaded:
-	 * set them and start again (once; no /proc: go on as we are). */
-	if (main_set_runtime_env())
+	/* OpenMP workers that spin fight OpenBLAS's threads for the cores;
+	 * libgomp reads its policy at load time, so set it and start again. */
+	if (!getenv("OMP_WAIT_POLICY")) {
+		setenv("OMP_WAIT_POLICY", "passive", 1);
 		execv("/proc/self/exe", argv);
+		/* no /proc: go on with spinning workers */
+	}
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);

@@ -120,7 +120,7 @@ ok)
 	pwd -P >pwd.txt
 	echo fine ;;
 fail) echo failing >&2; exit 3 ;;
-term) trap 'echo term >term.marker; exit 143' TERM; : >ready; loop never; exit 0 ;;
+term) trap 'echo term >term.marker; exit 75' TERM; : >ready; loop never; exit 0 ;;
 usr1) trap 'echo usr1 >usr1.marker' USR1; : >ready; loop usr1.marker; exit 0 ;;
 int) trap 'echo int >int.marker; exit 130' INT; : >ready; loop never; exit 0 ;;
 esac
@@ -194,11 +194,11 @@ set +e
 signal_task 2 TERM term.marker
 rc=$?
 set -e
-[ "$rc" -eq 143 ] || fail "TERM: wrapper exited $rc, not 143"
-check_status "$R/2/status" "2 CANCELLED 143 node1 1 [0-9]+ [0-9]+ 77_2"
+[ "$rc" -eq 75 ] || fail "TERM: wrapper exited $rc, not the program's 75"
+check_status "$R/2/status" "2 CANCELLED 75 node1 1 [0-9]+ [0-9]+ 77_2"
 [ ! -e "$R/2/after.txt" ] || fail "the command went on after SIGTERM"
 [ "$(cat "$R/0/after.txt")" = 0 ] || fail "the command's second part did not run"
-pass "SIGTERM forwarded (the program's trap ran), CANCELLED 143, the command stops"
+pass "SIGTERM forwarded (the program's trap ran), CANCELLED with its exit 75, the command stops"
 
 signal_task 3 USR1 usr1.marker || fail "USR1: wrapper exited $?"
 check_status "$R/3/status" "3 COMPLETED 0 node1 1 [0-9]+ [0-9]+ 77_3"
