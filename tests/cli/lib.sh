@@ -58,7 +58,26 @@ procs_mentioning() {
 	done | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
+# Ends what earlier test runs left behind when they were killed before
+# their cleanup ran (a timeout): every /tmp/pbx-test.* whose owner shell is
+# gone loses its processes (sshd, munged, slurm daemons) and its files.
+reap_stale_tests() {
+	for d in /tmp/pbx-test.*; do
+		[ -d "$d" ] || continue
+		owner=$(cat "$d/owner" 2>/dev/null) || owner=
+		if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
+			continue
+		fi
+		[ -n "$owner" ] || [ -n "$(find "$d" -maxdepth 0 -mmin +30 2>/dev/null)" ] || continue
+		pids=$(procs_mentioning "$d/")
+		[ -z "$pids" ] || kill -9 $pids 2>/dev/null
+		rm -rf "$d"
+	done
+}
+
 TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
+echo $$ >"$TEST_TMP/owner"
+reap_stale_tests
 export PBX_HOME="$TEST_TMP/home"
 mkdir -p "$PBX_HOME"
 chmod 700 "$PBX_HOME"
