@@ -11,4 +11,6 @@ mkdir -p man
 for verb in $("$PBX" help | awk '/^verbs:/ {on = 1; next} /^$/ {on = 0} on && $1 != "help" && $1 != "version" {print $1}'); do
 	"$PBX" help --man "$verb" >"man/pbx-$verb.1"
 done
+python3 scripts/md2man.py src/experiment/FORMAT.md pbx-experiment 5 \
+	"the experiment file format of pbx parrun" >man/pbx-experiment.5
 ls man

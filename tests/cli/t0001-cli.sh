@@ -39,6 +39,11 @@ done
 cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx.1"
 ok $? "man/pbx.1 is what 'pbx help --man' prints"
 
+(cd "$PBX_SOURCE_DIR" && python3 scripts/md2man.py src/experiment/FORMAT.md pbx-experiment 5 \
+	"the experiment file format of pbx parrun") >"$TEST_TMP/man"
+cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx-experiment.5"
+ok $? "man/pbx-experiment.5 is generated from src/experiment/FORMAT.md (scripts/gen-man.sh)"
+
 run_pbx frobnicate
 is "$rc:$errout" "2:pbx: error: unknown command: frobnicate (see 'pbx help')" "unknown verb"
 run_pbx c
