@@ -5,6 +5,7 @@
  */
 #include "experiment/package_priv.h"
 #include "tmpl/tmpl.h"
+#include "util/fs.h"
 #include "util/proc.h"
 #include "util/xalloc.h"
 
@@ -53,17 +54,6 @@ static int pbx_pkg_hash_file(const char *root, struct pbx_package_file *f,
 	return rc;
 }
 
-static void pbx_pkg_hex(const unsigned char *md, size_t n, char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-	for (i = 0; i < n; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[2 * n] = '\0';
-}
-
 static int pbx_pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 			struct pbx_err *err)
 {
@@ -89,7 +79,7 @@ static int pbx_pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 	EVP_DigestUpdate(all, e->text, e->text_len);
 	EVP_DigestFinal_ex(all, md, &n);
 	EVP_MD_CTX_free(all);
-	pbx_pkg_hex(md, 32, p->id);
+	pbx_hex(md, 32, p->id);
 	memcpy(p->short_id, p->id, 12);
 	p->short_id[12] = '\0';
 	return rc;

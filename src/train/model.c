@@ -161,6 +161,24 @@ static uint64_t model_fnv1a(const char *s, size_t n)
 	return h;
 }
 
+/* BN (fused ReLU) -> ReLU -> max-pool 2x2 stride 2 unpadded, ending at
+ * layer i: the BN's forward and backward do the pool's too (layers.h), and
+ * the BN output is never stored.  Not for a BN
+ * first layer: the fused backward builds its gradient in din. */
+static void model_fuse_pool(struct pbx_model *m, int i)
+{
+	struct pbx_layer *P = &m->layers[i], *N;
+	if (i < 3 || P->spec.kind != PBX_L_MAXPOOL || P->spec.k != 2 ||
+	    P->spec.s != 2 || P->spec.p != 0)
+		return;
+	N = &m->layers[i - 2];
+	if (N->spec.kind != PBX_L_BATCHNORM || !N->fused_relu ||
+	    m->layers[i - 1].spec.kind != PBX_L_RELU)
+		return;
+	N->fused_pool = 1;
+	P->fused_pool = 1;
+}
+
 struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
 				int c, int h, int w, int nclasses,
 				int max_batch, uint64_t seed,
@@ -269,6 +287,7 @@ struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
 			L->out_off = na; na += per;
 			L->dout_off = nd; nd += per;
 		}
+		model_fuse_pool(m, i);
 		C = L->oc; H = L->oh; W = L->ow;
 		pbx_buf_addf(&arch, "%s out=%d k=%d s=%d p=%d size=%d a=%g b=%g k=%g rate=%g -> %dx%dx%d\n",
 			     pbx_layer_kind_name(s->kind), s->out, s->k, s->s,
@@ -384,12 +403,23 @@ double pbx_model_forward(struct pbx_model *m, const float *x,
 				     L->fused_relu, m->scratch, m->nscratch);
 			break;
 		case PBX_L_MAXPOOL:
-			maxpool_forward(out, in, B, L->c, L->h, L->w, s->k, s->s, s->p);
+			if (!L->fused_pool) /* else done by the BN */
+				maxpool_forward(out, in, B, L->c, L->h, L->w,
+						s->k, s->s, s->p);
 			break;
 		case PBX_L_AVGPOOL:
 			avgpool_forward(out, in, B, L->c, L->h, L->w, s->k, s->s, s->p);
 			break;
 		case PBX_L_BATCHNORM:
+			if (L->fused_pool) {
+				batchnorm_relu_maxpool2_forward(model_out(m, i + 2),
+					in, p + L->w_off, p + L->b_off,
+					m->buffers + L->buf_off,
+					m->buffers + L->buf_off + L->c, aux,
+					aux + L->c, B, L->c, L->h, L->w, s->eps,
+					s->momentum, train);
+				break;
+			}
 			batchnorm_forward(out, in, p + L->w_off, p + L->b_off,
 					  m->buffers + L->buf_off,
 					  m->buffers + L->buf_off + L->c, aux,
@@ -447,7 +477,7 @@ void pbx_model_backward(struct pbx_model *m)
 				      m->scratch, m->nscratch);
 			break;
 		case PBX_L_MAXPOOL:
-			if (din)
+			if (din && !L->fused_pool)
 				maxpool_backward(din, dout, in, B, L->c, L->h,
 						 L->w, s->k, s->s, s->p);
 			break;
@@ -457,6 +487,13 @@ void pbx_model_backward(struct pbx_model *m)
 						 s->k, s->s, s->p);
 			break;
 		case PBX_L_BATCHNORM:
+			if (L->fused_pool) {
+				batchnorm_relu_maxpool2_backward(din, g + L->w_off,
+					g + L->b_off, model_dout(m, i + 2), in,
+					p + L->w_off, p + L->b_off, aux, aux + L->c,
+					B, L->c, L->h, L->w);
+				break;
+			}
 			batchnorm_backward(din, g + L->w_off, g + L->b_off, dout,
 					   in, p + L->w_off, p + L->b_off, aux,
 					   aux + L->c, L->fused_relu, B, L->c,

@@ -45,6 +45,8 @@ struct pbx_layer {
 	int oc, oh, ow;       /* output shape of one example */
 	int alias;            /* output is the input (flatten, in-place ReLU) */
 	int fused_relu;       /* conv/BN: the next ReLU is done here; it is a no-op */
+	int fused_pool;       /* BN+ReLU: forward and backward also do the next 2x2
+			       * max-pool's; on the pool: its passes are no-ops */
 	size_t w_off, b_off;  /* params: weight (conv/linear, BN gamma), bias (beta) */
 	size_t buf_off;       /* buffers: BN running mean (C) then var (C) */
 	size_t out_off;       /* acts: output (maxB, oc, oh, ow) */

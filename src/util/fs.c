@@ -146,10 +146,10 @@ int pbx_check_private(const char *path, int secret, struct pbx_err *err)
 	return 0;
 }
 
-static void pbx_hex(const unsigned char *md, unsigned n, char *hex)
+void pbx_hex(const unsigned char *md, size_t n, char *hex)
 {
 	static const char digits[] = "0123456789abcdef";
-	unsigned i;
+	size_t i;
 	for (i = 0; i < n; i++) {
 		hex[2 * i] = digits[md[i] >> 4];
 		hex[2 * i + 1] = digits[md[i] & 15];

@@ -28,6 +28,8 @@ int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
 int pbx_check_private(const char *path, int secret, struct pbx_err *err);
 /* Lowercase hex SHA-256 of a file into hex[65]. */
 int pbx_sha256_file(const char *path, char hex[65], struct pbx_err *err);
+/* Lowercase hex of n bytes into hex[2n+1]. */
+void pbx_hex(const unsigned char *bytes, size_t n, char *hex);
 /* Lowercase hex SHA-256 of memory into hex[65]. */
 void pbx_sha256_hex(const void *data, size_t len, char hex[65]);
 

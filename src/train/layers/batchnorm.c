@@ -16,6 +16,7 @@
  * (deterministic).
  */
 #include "train/layers/layers.h"
+#include "train/layers/pool2.h"
 #include "train/layers/simd.h"
 
 #include <math.h>
@@ -108,6 +109,35 @@ static void bn_grad_apply(float *dx, const float *dy, const float *x,
 	}
 }
 
+/* Channel c's mean and invstd: from the batch in training mode (saved for
+ * backward, running stats updated), else from the running stats. */
+static void bn_stats(const float *in, int B, int C, int HW, int c,
+		     float eps, float momentum, int train, float *running_mean,
+		     float *running_var, float *saved_mean,
+		     float *saved_invstd, float *mean, float *invstd)
+{
+	if (!train) {
+		*mean = running_mean[c];
+		*invstd = 1.0f / sqrtf(running_var[c] + eps);
+		return;
+	}
+	double s = 0.0, ss = 0.0, M = (double)B * HW, m, var;
+	float shift = in[(size_t)c * HW];
+	for (int b = 0; b < B; b++)
+		bn_sums(in + ((size_t)b * C + c) * HW, HW, shift, &s, &ss);
+	m = s / M;
+	var = ss / M - m * m;
+	if (var < 0.0)
+		var = 0.0;
+	*mean = (float)(shift + m);
+	*invstd = (float)(1.0 / sqrt(var + eps));
+	saved_mean[c] = *mean;
+	saved_invstd[c] = *invstd;
+	running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * *mean;
+	running_var[c] = (1.0f - momentum) * running_var[c] +
+			 momentum * (float)(M > 1.0 ? var * M / (M - 1.0) : 0.0);
+}
+
 void batchnorm_forward(float *out, const float *in, const float *gamma,
 		       const float *beta, float *running_mean,
 		       float *running_var, float *saved_mean,
@@ -116,29 +146,9 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 {
 	#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
-		float mean, invstd;
-		if (train) {
-			double s = 0.0, ss = 0.0, M = (double)B * HW, m, var;
-			float shift = in[(size_t)c * HW];
-			for (int b = 0; b < B; b++)
-				bn_sums(in + ((size_t)b * C + c) * HW, HW, shift, &s, &ss);
-			m = s / M;
-			var = ss / M - m * m;
-			if (var < 0.0)
-				var = 0.0;
-			mean = (float)(shift + m);
-			invstd = (float)(1.0 / sqrt(var + eps));
-			saved_mean[c] = mean;
-			saved_invstd[c] = invstd;
-			running_mean[c] = (1.0f - momentum) * running_mean[c] +
-					  momentum * mean;
-			running_var[c] = (1.0f - momentum) * running_var[c] +
-					 momentum * (float)(M > 1.0 ? var * M / (M - 1.0) : 0.0);
-		} else {
-			mean = running_mean[c];
-			invstd = 1.0f / sqrtf(running_var[c] + eps);
-		}
-		float a, sh;
+		float mean, invstd, a, sh;
+		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean,
+			 running_var, saved_mean, saved_invstd, &mean, &invstd);
 		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 		for (int b = 0; b < B; b++) {
 			const float *x = in + ((size_t)b * C + c) * HW;
@@ -153,6 +163,35 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 				for (int i = 0; i < HW; i++)
 					y[i] = a * x[i] + sh;
 			}
+		}
+	}
+}
+
+/* batchnorm_forward (relu) followed by 2x2 stride-2 max pooling, writing
+ * only the pooled output: the full-size BN output is never stored. */
+void batchnorm_relu_maxpool2_forward(float *pool_out, const float *in,
+				     const float *gamma, const float *beta,
+				     float *running_mean, float *running_var,
+				     float *saved_mean, float *saved_invstd,
+				     int B, int C, int H, int W, float eps,
+				     float momentum, int train)
+{
+	int HW = H * W, OH = H / 2, OW = W / 2;
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++) {
+		float mean, invstd;
+		struct pool2_bn bn = { 1, 0.0f, 0.0f };
+		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean,
+			 running_var, saved_mean, saved_invstd, &mean, &invstd);
+		bn_affine(gamma[c], beta[c], mean, invstd, &bn.a, &bn.sh);
+		for (int b = 0; b < B; b++) {
+			const float *x = in + ((size_t)b * C + c) * HW;
+			float *y = pool_out + ((size_t)b * C + c) * OH * OW;
+			for (int oh = 0; oh < OH; oh++)
+				maxpool2_forward_rows(y + (size_t)oh * OW,
+						      x + (size_t)2 * oh * W,
+						      x + (size_t)(2 * oh + 1) * W,
+						      OW, bn);
 		}
 	}
 }
@@ -185,6 +224,66 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 			bn_grad_apply(din + off, dout + off, in + off, relu, HW,
 				      mean, invstd, a, sh, k, (float)M,
 				      (float)sdy, (float)sdyx);
+		}
+	}
+}
+
+/* ------------------------------------------- fused with 2x2 max pooling */
+
+/* g (H,W) = gradient at the BN output of one (b, c) plane x (H,W) from the
+ * pool gradient gp (H/2,W/2): relu(a*x + sh) as forward computed it, the
+ * pooling's first maximum and the ReLU mask (pool2.h); 0 where no window
+ * covers (odd last row or column). */
+static void bn_pool_plane(float *g, const float *x, const float *gp, int H,
+			  int W, float a, float sh)
+{
+	struct pool2_bn bn = { 1, a, sh };
+	for (int h = 0; h + 1 < H; h += 2) {
+		float *gr = g + (size_t)h * W;
+		const float *r0 = x + (size_t)h * W;
+		maxpool2_backward_rows(gr, gr + W, r0, r0 + W,
+				       gp + (size_t)(h / 2) * (W / 2), W / 2, bn);
+		if (W & 1)
+			gr[W - 1] = gr[2 * W - 1] = 0.0f;
+	}
+	if (H & 1)
+		memset(g + (size_t)(H - 1) * W, 0, sizeof(float) * W);
+}
+
+/* Per channel (one thread): the BN-output gradient of each plane goes into
+ * din (pass 1, with the sums), and pass 2 turns it into dx in place; a
+ * channel's planes (B*H*W floats of x and din) stay in L2 between passes. */
+void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
+				      const float *dpool, const float *in,
+				      const float *gamma, const float *beta,
+				      const float *saved_mean,
+				      const float *saved_invstd, int B, int C,
+				      int H, int W)
+{
+	int HW = H * W;
+	size_t PHW = (size_t)(H / 2) * (W / 2);
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++) {
+		float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
+		double sdy = 0.0, sdyx = 0.0;
+		size_t M = (size_t)B * HW;
+		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
+		for (int b = 0; b < B; b++) {
+			size_t off = ((size_t)b * C + c) * HW;
+			bn_pool_plane(din + off, in + off,
+				      dpool + ((size_t)b * C + c) * PHW, H, W, a, sh);
+			bn_grad_sums(din + off, in + off, 0, HW, mean, a, sh,
+				     &sdy, &sdyx);
+		}
+		sdyx *= invstd; /* sum(g * xhat) */
+		dgamma[c] += (float)sdyx;
+		dbeta[c] += (float)sdy;
+		float k = gamma[c] * invstd / (float)M;
+		for (int b = 0; b < B; b++) {
+			size_t off = ((size_t)b * C + c) * HW;
+			bn_grad_apply(din + off, din + off, in + off, 0, HW, mean,
+				      invstd, a, sh, k, (float)M, (float)sdy,
+				      (float)sdyx);
 		}
 	}
 }

@@ -1,26 +1,33 @@
 /*
- * conv.c - 2-D convolution as im2col + one large OpenBLAS sgemm per chunk.
+ * conv.c - 2-D convolution as im2col + OpenBLAS sgemm, OpenMP over the
+ * batch.
  *
- * The batch is processed in chunks of nb images so that the column matrix
- * of a whole chunk fits the scratch buffer; each chunk is ONE gemm with
- * N = nb*OH*OW columns, large enough for OpenBLAS to run near peak even for
- * the 14x14 layers of small nets.
+ * Each thread takes a contiguous share of the batch and works through it
+ * in chunks of nb images that fit its slot of the scratch buffer, with no
+ * barrier between the steps of a chunk (one parallel region per pass: on a
+ * shared machine every fork/join is a wake-up that may wait for a core).
+ * A chunk is ONE single-threaded gemm with N = nb*OH*OW columns:
  *
  *   col  (C*K*K, nb*OH*OW)     im2col of the chunk
  *   Y    (OC,    nb*OH*OW)  =  W (OC, C*K*K) x col
  *   out  (nb, OC, OH*OW)       Y transposed per image, + bias (+ ReLU)
  *
  * Backward recomputes col instead of keeping it (cheap next to the gemms):
- *   dW  += dY (OC, N) x col^T (N, CKK)
- *   dcol = W^T (CKK, OC) x dY (OC, N)          then col2im adds into din
- * With nb = 1 the gemm writes NCHW directly and the transpose is skipped.
+ *   dW_t  = sum over the thread's chunks of dY (OC, N) x col^T (N, CKK)
+ *   dcol  = W^T (CKK, OC) x dY (OC, N)          then col2im writes din
+ *   dw   += dW_0 + dW_1 + ...  (thread order: deterministic for a given
+ *           thread count)
+ * With nb = 1 the gemm reads/writes NCHW directly and the transpose is
+ * skipped.
  */
 #include "train/layers/layers.h"
 #include "train/layers/simd.h"
 
+#include <omp.h>
 #include <string.h>
 
-#define CONV_DEFAULT_CAP ((size_t)1 << 20) /* floats of scratch: 4 MiB, measured best */
+/* Floats of scratch per thread for the chunk (2 MiB, measured best). */
+#define CONV_DEFAULT_CAP ((size_t)1 << 19)
 
 static int conv_out_dim(int n, int k, int s, int p)
 {
@@ -34,19 +41,54 @@ static size_t conv_per_image(int C, int OH, int OW, int OC, int K)
 	return (2 * ckk + (size_t)OC) * p;
 }
 
+/* Scratch layout: nt slots of (dW partial (OC*CKK), chunk (nb images)). */
 size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
 			   int P, size_t cap)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
+	int nt = omp_get_max_threads();
 	size_t per = conv_per_image(C, OH, OW, OC, K), nb;
+	size_t share = ((size_t)B + nt - 1) / nt;
 	if (cap == 0)
 		cap = CONV_DEFAULT_CAP;
 	nb = cap / per;
 	if (nb < 1)
 		nb = 1;
-	if (nb > (size_t)B)
-		nb = (size_t)B;
-	return nb * per;
+	if (nb > share)
+		nb = share;
+	return (size_t)nt * ((size_t)OC * C * K * K + nb * per);
+}
+
+/* How a pass splits: threads (at most omp_get_max_threads(), fewer if the
+ * scratch has no room for them) and images per chunk. */
+struct conv_split {
+	int nt, nb;
+	size_t slot, wsz; /* floats per thread slot; of which dW partial */
+};
+
+static struct conv_split conv_split(int B, int C, int OH, int OW, int OC,
+				    int K, size_t nscratch)
+{
+	struct conv_split sp;
+	size_t per = conv_per_image(C, OH, OW, OC, K);
+	sp.wsz = (size_t)OC * C * K * K;
+	sp.nt = omp_get_max_threads();
+	if (sp.nt > B)
+		sp.nt = B;
+	while (sp.nt > 1 && nscratch / sp.nt < sp.wsz + per)
+		sp.nt--;
+	sp.slot = nscratch / sp.nt;
+	sp.nb = (int)((sp.slot - sp.wsz) / per);
+	if (sp.nb > B)
+		sp.nb = B;
+	return sp;
+}
+
+/* Images [lo, hi) of thread t of nt. */
+static void conv_share(int B, int t, int nt, int *lo, int *hi)
+{
+	*lo = (int)((long long)B * t / nt);
+	*hi = (int)((long long)B * (t + 1) / nt);
 }
 
 /* First valid ow and one past the last for kernel column kw:
@@ -71,7 +113,6 @@ static void im2col(float *col, const float *in, int nb, int C, int H, int W,
 {
 	int ckk = C * K * K;
 	size_t N = (size_t)nb * OH * OW;
-	#pragma omp parallel for schedule(static)
 	for (int r = 0; r < ckk; r++) {
 		int c = r / (K * K), kh = (r / K) % K, kw = r % K, lo, hi;
 		conv_ow_range(kw, W, OW, S, P, &lo, &hi);
@@ -102,12 +143,18 @@ static void im2col(float *col, const float *in, int nb, int C, int H, int W,
 	}
 }
 
+/* dst (n) += src (n); the rows of col and din never overlap. */
+static void conv_add_row(float *restrict dst, const float *restrict src, int n)
+{
+	for (int i = 0; i < n; i++)
+		dst[i] += src[i];
+}
+
 /* col (C*K*K, nb*OH*OW) -> din (nb,C,H,W), which it overwrites. */
 static void col2im(float *din, const float *col, int nb, int C, int H, int W,
 		   int K, int S, int P, int OH, int OW)
 {
 	size_t N = (size_t)nb * OH * OW;
-	#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		for (int b = 0; b < nb; b++)
 			memset(din + ((size_t)b * C + c) * H * W, 0,
@@ -125,11 +172,36 @@ static void col2im(float *din, const float *col, int nb, int C, int H, int W,
 						if (ih < 0 || ih >= H)
 							continue;
 						float *row = dst + (size_t)ih * W - P + kw;
-						for (int ow = lo; ow < hi; ow++)
-							row[ow * S] += src[ow];
+						if (S == 1)
+							conv_add_row(row + lo, src + lo, hi - lo);
+						else
+							for (int ow = lo; ow < hi; ow++)
+								row[ow * S] += src[ow];
 					}
 				}
 			}
+		}
+	}
+}
+
+/* Y (OC, n*plane) -> out (n, OC, plane), + bias, ReLU if relu (in place
+ * when n = 1 and y == out). */
+static void conv_bias_out(float *out, const float *y, const float *b, int n,
+			  int OC, size_t plane, int relu)
+{
+	size_t N = (size_t)n * plane;
+	for (int i = 0; i < n * OC; i++) {
+		int bi = i / OC, oc = i % OC;
+		const float *src = y + (size_t)oc * N + (size_t)bi * plane;
+		float *dst = out + (size_t)i * plane, bias = b[oc];
+		if (relu) {
+			for (size_t p = 0; p < plane; p++) {
+				float v = src[p] + bias;
+				dst[p] = v > 0.0f ? v : 0.0f;
+			}
+		} else {
+			for (size_t p = 0; p < plane; p++)
+				dst[p] = src[p] + bias;
 		}
 	}
 }
@@ -141,53 +213,32 @@ void conv_forward(float *out, const float *in, const float *w, const float *b,
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
 	int ckk = C * K * K;
 	size_t plane = (size_t)OH * OW;
-	int nb = (int)(nscratch / conv_per_image(C, OH, OW, OC, K));
-	if (nb > B)
-		nb = B;
-	for (int b0 = 0; b0 < B; b0 += nb) {
-		int n = B - b0 < nb ? B - b0 : nb;
-		size_t N = (size_t)n * plane;
-		float *col = scratch, *y = scratch + (size_t)ckk * N;
-		float *o = out + (size_t)b0 * OC * plane;
-		im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P,
-		       OH, OW);
-		if (n == 1)
-			y = o;
-		pbx_gemm(0, 0, OC,
-			    (int)N, ckk, 1.0f, w, ckk, col, (int)N, 0.0f, y,
-			    (int)N);
-		/* Y (OC, n*plane) -> out (n, OC, plane), + bias, ReLU */
-		#pragma omp parallel for schedule(static)
-		for (int i = 0; i < n * OC; i++) {
-			int bi = i / OC, oc = i % OC;
-			const float *src = y + (size_t)oc * N + (size_t)bi * plane;
-			float *dst = o + (size_t)i * plane, bias = b[oc];
-			if (relu) {
-				for (size_t p = 0; p < plane; p++) {
-					float v = src[p] + bias;
-					dst[p] = v > 0.0f ? v : 0.0f;
-				}
-			} else {
-				for (size_t p = 0; p < plane; p++)
-					dst[p] = src[p] + bias;
-			}
+	struct conv_split sp = conv_split(B, C, OH, OW, OC, K, nscratch);
+	#pragma omp parallel num_threads(sp.nt)
+	{
+		int t = omp_get_thread_num(), lo, hi;
+		float *col = scratch + (size_t)t * sp.slot + sp.wsz;
+		conv_share(B, t, omp_get_num_threads(), &lo, &hi);
+		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
+			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
+			size_t N = (size_t)n * plane;
+			float *y = col + (size_t)ckk * N;
+			float *o = out + (size_t)b0 * OC * plane;
+			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K,
+			       S, P, OH, OW);
+			if (n == 1)
+				y = o;
+			pbx_gemm(0, 0, OC, (int)N, ckk, 1.0f, w, ckk, col,
+				 (int)N, 0.0f, y, (int)N);
+			conv_bias_out(o, y, b, n, OC, plane, relu);
 		}
 	}
 }
 
-void conv_backward(float *din, float *dw, float *db, float *dout,
-		   const float *relu_out, const float *in, const float *w,
-		   int B, int C, int H, int W, int OC, int K, int S, int P,
-		   float *scratch, size_t nscratch)
+/* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout. */
+static void conv_bias_grad(float *db, float *dout, const float *relu_out,
+			   int B, int OC, size_t plane)
 {
-	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
-	int ckk = C * K * K;
-	size_t plane = (size_t)OH * OW;
-	int nb = (int)(nscratch / conv_per_image(C, OH, OW, OC, K));
-	if (nb > B)
-		nb = B;
-
-	/* dout *= (relu_out > 0); db (OC) += sum over b, p of dout */
 	#pragma omp parallel for schedule(static)
 	for (int oc = 0; oc < OC; oc++) {
 		float s = 0.0f;
@@ -212,37 +263,69 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 		}
 		db[oc] += s;
 	}
+}
 
-	for (int b0 = 0; b0 < B; b0 += nb) {
-		int n = B - b0 < nb ? B - b0 : nb;
-		size_t N = (size_t)n * plane;
-		float *col = scratch, *dy = scratch + (size_t)ckk * N;
-		float *dcol = dy + (size_t)OC * N;
-		const float *d = dout + (size_t)b0 * OC * plane;
-		const float *dyc = dy;
-		im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P,
-		       OH, OW);
-		if (n == 1) {
-			dyc = d;
-		} else {
-			/* dout (n, OC, plane) -> dY (OC, n*plane) */
-			#pragma omp parallel for schedule(static)
-			for (int i = 0; i < n * OC; i++) {
-				int bi = i / OC, oc = i % OC;
-				memcpy(dy + (size_t)oc * N + (size_t)bi * plane,
-				       d + (size_t)i * plane,
-				       sizeof(float) * plane);
+/* dw (n) += partial[0] + partial[1] + ... (nt partials, stride slot). */
+static void conv_reduce_dw(float *dw, const float *partial, int nt,
+			   size_t slot, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		float s = dw[i];
+		for (int t = 0; t < nt; t++)
+			s += partial[(size_t)t * slot + i];
+		dw[i] = s;
+	}
+}
+
+void conv_backward(float *din, float *dw, float *db, float *dout,
+		   const float *relu_out, const float *in, const float *w,
+		   int B, int C, int H, int W, int OC, int K, int S, int P,
+		   float *scratch, size_t nscratch)
+{
+	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
+	int ckk = C * K * K, nt = 1;
+	size_t plane = (size_t)OH * OW;
+	struct conv_split sp = conv_split(B, C, OH, OW, OC, K, nscratch);
+
+	conv_bias_grad(db, dout, relu_out, B, OC, plane);
+	#pragma omp parallel num_threads(sp.nt)
+	{
+		int t = omp_get_thread_num(), lo, hi;
+		float *dwt = scratch + (size_t)t * sp.slot, *col = dwt + sp.wsz;
+		#pragma omp single
+		nt = omp_get_num_threads();
+		conv_share(B, t, nt, &lo, &hi);
+		memset(dwt, 0, sizeof(float) * sp.wsz);
+		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
+			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
+			size_t N = (size_t)n * plane;
+			float *dy = col + (size_t)ckk * N;
+			float *dcol = dy + (size_t)OC * N;
+			const float *d = dout + (size_t)b0 * OC * plane;
+			const float *dyc = dy;
+			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K,
+			       S, P, OH, OW);
+			if (n == 1) {
+				dyc = d;
+			} else {
+				/* dout (n, OC, plane) -> dY (OC, n*plane) */
+				for (int i = 0; i < n * OC; i++) {
+					int bi = i / OC, oc = i % OC;
+					memcpy(dy + (size_t)oc * N + (size_t)bi * plane,
+					       d + (size_t)i * plane,
+					       sizeof(float) * plane);
+				}
 			}
-		}
-		pbx_gemm(0, 1, OC, ckk,
-			    (int)N, 1.0f, dyc, (int)N, col, (int)N, 1.0f, dw,
-			    ckk);
-		if (din) {
-			pbx_gemm(1, 0, ckk,
-				    (int)N, OC, 1.0f, w, ckk, dyc, (int)N, 0.0f,
-				    dcol, (int)N);
+			pbx_gemm(0, 1, OC, ckk, (int)N, 1.0f, dyc, (int)N, col,
+				 (int)N, 1.0f, dwt, ckk);
+			if (!din)
+				continue;
+			pbx_gemm(1, 0, ckk, (int)N, OC, 1.0f, w, ckk, dyc,
+				 (int)N, 0.0f, dcol, (int)N);
 			col2im(din + (size_t)b0 * C * H * W, dcol, n, C, H, W, K,
 			       S, P, OH, OW);
 		}
 	}
+	conv_reduce_dw(dw, scratch, nt, sp.slot, sp.wsz);
 }

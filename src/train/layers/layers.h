@@ -94,6 +94,26 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 			const float *saved_invstd, int relu, int B, int C,
 			int HW);
 
+/* batchnorm_forward with relu = 1 followed by 2x2 stride-2 max pooling:
+ * in (B,C,H,W) -> pool_out (B,C,H/2,W/2); the BN output is not stored. */
+void batchnorm_relu_maxpool2_forward(float *pool_out, const float *in,
+				     const float *gamma, const float *beta,
+				     float *running_mean, float *running_var,
+				     float *saved_mean, float *saved_invstd,
+				     int B, int C, int H, int W, float eps,
+				     float momentum, int train);
+/* batchnorm_backward with relu = 1 for BN -> ReLU -> 2x2 stride-2 max
+ * pooling, taking the POOL's output gradient dpool (B,C,H/2,W/2): the
+ * pooling argmax and the ReLU mask are recomputed from in (the BN output is
+ * not read, and the pool's full-size gradient is built in din, per channel,
+ * while it is in cache).  in, din (B,C,H,W); din must not be NULL. */
+void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
+				      const float *dpool, const float *in,
+				      const float *gamma, const float *beta,
+				      const float *saved_mean,
+				      const float *saved_invstd, int B, int C,
+				      int H, int W);
+
 /* -------------------------------------------------------------- linear.c */
 
 /* in (B,IN), w (OUT,IN), b (OUT) -> out (B,OUT). */

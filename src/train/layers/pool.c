@@ -6,7 +6,7 @@
  * independent, so they are split across threads.
  */
 #include "train/layers/layers.h"
-#include "train/layers/simd.h"
+#include "train/layers/pool2.h"
 
 #include <float.h>
 #include <string.h>
@@ -54,19 +54,11 @@ void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
 	for (int bc = 0; bc < B * C; bc++) {
 		const float *x = in + (size_t)bc * H * W;
 		float *y = out + (size_t)bc * OH * OW;
-		if (K == 2 && S == 2 && P == 0) { /* the common case, unrolled */
-			for (int oh = 0; oh < OH; oh++) {
-				const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
-				for (int ow = 0; ow < OW; ow++) {
-					float a = r0[2 * ow], b = r0[2 * ow + 1];
-					float c = r1[2 * ow], d = r1[2 * ow + 1];
-					float m = a;
-					m = b > m ? b : m;
-					m = c > m ? c : m;
-					m = d > m ? d : m;
-					y[oh * OW + ow] = m;
-				}
-			}
+		if (K == 2 && S == 2 && P == 0) { /* the common case (pool2.h) */
+			for (int oh = 0; oh < OH; oh++)
+				maxpool2_forward_rows(y + oh * OW, x + 2 * oh * W,
+						      x + (2 * oh + 1) * W, OW,
+						      (struct pool2_bn){ 0, 0.0f, 0.0f });
 			continue;
 		}
 		for (int oh = 0; oh < OH; oh++)
@@ -76,33 +68,9 @@ void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
 	}
 }
 
-/* Gradient of four 2x2 windows, rows r0 and r1 (8 floats each), g their 4
- * output gradients: each window's FIRST maximum (forward's choice) gets g,
- * the other three elements 0.  Vector selects, no branches: with branches
- * random data mispredicts about once per window. */
-static void maxpool2_backward_4(float *d0, float *d1, const float *r0,
-				const float *r1, const float *g)
-{
-	pbx_v4 u = pbx_v4_load(r0), v = pbx_v4_load(r0 + 4);
-	pbx_v4 a = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), b = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
-	u = pbx_v4_load(r1); v = pbx_v4_load(r1 + 4);
-	pbx_v4 c = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), d = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
-	pbx_v4 gv = pbx_v4_load(g), m1 = pbx_v4_max(a, b);
-	pbx_v4i gt_b = b > a, gt_c = c > m1, gt_d = d > pbx_v4_max(m1, c);
-	pbx_v4i s2 = gt_c & ~gt_d, s1 = gt_b & ~gt_c & ~gt_d;
-	pbx_v4i s0 = ~(gt_b | gt_c | gt_d);
-	pbx_v4 ga = pbx_v4_and(gv, s0), gb = pbx_v4_and(gv, s1);
-	pbx_v4 gc = pbx_v4_and(gv, s2), gd = pbx_v4_and(gv, gt_d);
-	pbx_v4 o[4] = { PBX_V4_SHUFFLE2(ga, gb, 0, 4, 1, 5), PBX_V4_SHUFFLE2(ga, gb, 2, 6, 3, 7),
-			PBX_V4_SHUFFLE2(gc, gd, 0, 4, 1, 5), PBX_V4_SHUFFLE2(gc, gd, 2, 6, 3, 7) };
-	memcpy(d0, o, 2 * sizeof(pbx_v4));
-	memcpy(d1, o + 2, 2 * sizeof(pbx_v4));
-}
-
 /* One plane of the 2x2 stride-2 unpadded case: the windows tile the plane,
  * so every covered element is written once and the odd last row/column is
- * zeroed; 4 windows at a time (a ragged end redoes the row's last 4,
- * which writes the same values), rows under 4 windows one by one. */
+ * zeroed. */
 static void maxpool2_backward_plane(float *dx, const float *dy,
 				    const float *x, int H, int W)
 {
@@ -110,28 +78,10 @@ static void maxpool2_backward_plane(float *dx, const float *dy,
 	if (H & 1)
 		memset(dx + (size_t)(H - 1) * W, 0, sizeof(float) * W);
 	for (int oh = 0; oh < OH; oh++) {
-		const float *r0 = x + 2 * oh * W, *r1 = r0 + W, *g = dy + oh * OW;
+		const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
 		float *d0 = dx + 2 * oh * W, *d1 = d0 + W;
-		int ow = 0;
-		for (; ow + 4 <= OW; ow += 4)
-			maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow,
-					    r1 + 2 * ow, g + ow);
-		if (ow < OW && OW >= 4) { /* the last 4 again: same values */
-			ow = OW - 4;
-			maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow,
-					    r1 + 2 * ow, g + ow);
-			ow = OW;
-		}
-		for (; ow < OW; ow++) {
-			float a = r0[2 * ow], b = r0[2 * ow + 1];
-			float c = r1[2 * ow], d = r1[2 * ow + 1];
-			float m1 = b > a ? b : a, m2 = c > m1 ? c : m1;
-			int k = d > m2 ? 3 : c > m1 ? 2 : b > a ? 1 : 0;
-			d0[2 * ow] = k == 0 ? g[ow] : 0.0f;
-			d0[2 * ow + 1] = k == 1 ? g[ow] : 0.0f;
-			d1[2 * ow] = k == 2 ? g[ow] : 0.0f;
-			d1[2 * ow + 1] = k == 3 ? g[ow] : 0.0f;
-		}
+		maxpool2_backward_rows(d0, d1, r0, r1, dy + oh * OW, OW,
+				       (struct pool2_bn){ 0, 0.0f, 0.0f });
 		if (W & 1) {
 			d0[W - 1] = 0.0f;
 			d1[W - 1] = 0.0f;

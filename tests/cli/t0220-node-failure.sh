@@ -1,0 +1,81 @@
+#!/bin/sh
+# t0220-node-failure.sh - a task whose node dies (slurmd, slurmstepd and
+# the task killed, the node then marked DOWN as slurmctld would after
+# SlurmdTimeout) is reported by `pbx state` and can be rerun: SLURM
+# requeues it (pbx submits with --requeue) or, once its job is gone,
+# `pbx state` reports NODE_FAIL and `pbx rerun --failed` submits it again.
+# `pbx cluster start` then brings the node back.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$PBX_HOME/config.yaml" <<EOF
+clusters:
+  nf:
+    cloud: local
+    node_groups:
+      - { name: node, count: 2, gpus: 2 }
+clouds:
+  local: { address_base: 127.0.15.0, ssh_port: 22150, slurm_port_base: 20500 }
+EOF
+chmod 600 "$PBX_HOME/config.yaml"
+CDIR="$PBX_HOME/clusters/nf"
+cleanup() {
+	"$PBX" -q cluster stop nf >/dev/null 2>&1
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+task_field() { "$PBX" state --json "$PKG" 2>/dev/null | json_get "d['tasks'][$1]['$2']"; }
+
+mkdir -p "$TEST_TMP/exp"
+cat >"$TEST_TMP/exp/experiment.yaml" <<'EOF'
+name: node-failure
+command: sleep {secs}; echo finished
+sweep:
+  list:
+    - { secs: 600 }
+resources: { gres: "gpu:2" }
+EOF
+run_pbx -q cluster start nf
+ok $rc "cluster starts: $errout"
+run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" nf
+PKG=$(echo "$out" | json_get 'd["package"]')
+i=0
+while [ "$(task_field 0 state)" != RUNNING ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+node=$(task_field 0 node)
+is "$(task_field 0 state)" "RUNNING" "the task runs (on $node)"
+
+# The node dies: its slurmd, its slurmstepd and the task, all at once.
+printf 'SLURMD_NODENAME=%s\n' "$node" >"$TEST_TMP/pat"
+printf 'PBX_NODE=%s\n' "$node" >>"$TEST_TMP/pat"
+victims=$(for f in /proc/[0-9]*/environ; do
+	grep -q -s -a -F -f "$TEST_TMP/pat" "$f" || continue
+	p=${f#/proc/}; echo "${p%%/*}"; done | grep -v "^$$\$" | tr '\n' ' ')
+kill -9 $victims 2>/dev/null
+sleep 1
+run_pbx cluster exec nf -- scontrol update nodename="$node" state=down reason=node-died
+ok $rc "slurmctld marks $node down"
+sleep 2
+st=$(task_field 0 state)
+case $st in PENDING | RUNNING | NODE_FAIL) ok 0 "pbx state reports the task as $st after its node died" ;;
+*) ok 1 "pbx state reports the task as '$st' after its node died" ;; esac
+
+# Remove the requeued job, as if SLURM had given up on it: pbx must see the
+# task died while running.
+run_pbx cluster exec nf -- sh -c "scancel -n pbx-$PKG; sleep 1"
+# The wrapper was killed with its node, so its status still says RUNNING.
+is "$(task_field 0 state)" "NODE_FAIL" "a task that died with its node is NODE_FAIL"
+run_pbx rerun --failed "$PKG"
+is "$rc:$out" "0:resubmitted 1 task of $PKG" "rerun --failed resubmits it"
+run_pbx -q cluster start nf
+ok $rc "cluster start brings $node back: $errout"
+run_pbx cluster exec nf -- sinfo -h -n "$node" -o '%t'
+case $out in idle | alloc | mix) ok 0 "$node is up again ($out)" ;; *) ok 1 "$node is up again ('$out')" ;; esac
+i=0
+while [ "$(task_field 0 state)" != RUNNING ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+is "$(task_field 0 state)" "RUNNING" "the rerun task runs again"
+run_pbx cancel "$PKG:0"
+ok $rc "cancel PKG:0: $errout"
+i=0
+while [ "$(task_field 0 state)" = RUNNING ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+is "$(task_field 0 state)" "CANCELLED" "a cancelled task is CANCELLED"
+done_testing
