@@ -496,3 +496,73 @@ void pbx_task_rows_free(struct pbx_task_row *rows, size_t n)
 	}
 	free(rows);
 }
+
+/* -------------------------------------------------------------- metrics */
+
+int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id,
+			  const struct pbx_metric *m, size_t n, size_t *added,
+			  struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t i;
+	*added = 0;
+	if (pbx_store_prepare(st, "INSERT INTO metrics(submission_id, idx, name, step, value)"
+			      " VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING", &s, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		sqlite3_bind_int64(s, 1, submission_id);
+		sqlite3_bind_int64(s, 2, m[i].idx);
+		sqlite3_bind_text(s, 3, m[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 4, m[i].step);
+		if (m[i].is_null)
+			sqlite3_bind_null(s, 5);
+		else
+			sqlite3_bind_double(s, 5, m[i].value);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			sqlite3_finalize(s);
+			return pbx_store_fail(st, err, "insert metrics");
+		}
+		*added += (size_t)sqlite3_changes(st->db);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id,
+			   struct pbx_metric **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
+			      " ORDER BY idx, name, step", &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, submission_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct pbx_metric *m = row_next((void **)rows, n, &cap, sizeof(**rows));
+		m->idx = sqlite3_column_int64(s, 0);
+		m->name = pbx_store_col_text(s, 1);
+		m->step = sqlite3_column_int64(s, 2);
+		m->is_null = sqlite3_column_type(s, 3) == SQLITE_NULL;
+		m->value = m->is_null ? 0 : sqlite3_column_double(s, 3);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		pbx_metrics_free(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read metrics");
+	}
+	return 0;
+}
+
+void pbx_metrics_free(struct pbx_metric *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free((char *)rows[i].name);
+	free(rows);
+}

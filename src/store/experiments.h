@@ -116,4 +116,26 @@ int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const 
 			     size_t n, struct pbx_err *err);
 void pbx_task_rows_free(struct pbx_task_row *rows, size_t n);
 
+/* ---------------------------------------------------------------- results */
+
+struct pbx_metric {
+	int64_t idx;        /* task index */
+	int64_t step;
+	const char *name;   /* borrowed in puts; owned by the row array in lists */
+	double value;
+	int is_null;        /* the file had null (or NaN) */
+};
+
+/* Adds metric points of a submission; points already stored (same task,
+ * name and step) are left as they are, so ingesting a file twice adds
+ * nothing.  *added counts the new points.  Call inside a transaction. */
+int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id,
+			  const struct pbx_metric *m, size_t n, size_t *added,
+			  struct pbx_err *err);
+/* All metric points of a submission, by task, name, step.  Names are owned
+ * by the array: free with pbx_metrics_free. */
+int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id,
+			   struct pbx_metric **rows, size_t *n, struct pbx_err *err);
+void pbx_metrics_free(struct pbx_metric *rows, size_t n);
+
 #endif

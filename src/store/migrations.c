@@ -95,6 +95,24 @@ static const char *const migrations[] = {
 	"  submits INTEGER NOT NULL DEFAULT 0,"  /* how often pbx submitted it */
 	"  updated INTEGER NOT NULL,"
 	"  PRIMARY KEY(submission_id, idx)) WITHOUT ROWID;",
+
+	/* 3: results - metrics ingested from tasks' metrics.jsonl, and the
+	 * files harvest has brought home (so a second harvest fetches nothing) */
+	"CREATE TABLE metrics ("
+	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
+	"  idx INTEGER NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  step INTEGER NOT NULL,"
+	"  value REAL,"                      /* NULL for null / NaN in the file */
+	"  PRIMARY KEY(submission_id, idx, name, step)) WITHOUT ROWID;"
+	"CREATE TABLE harvested ("
+	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
+	"  idx INTEGER NOT NULL,"
+	"  path TEXT NOT NULL,"              /* relative to the task directory */
+	"  size INTEGER NOT NULL,"
+	"  mtime INTEGER NOT NULL,"
+	"  sha256 TEXT NOT NULL,"
+	"  PRIMARY KEY(submission_id, idx, path)) WITHOUT ROWID;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
