@@ -9,7 +9,8 @@ packages="
   libssl-dev libxml2-dev zlib1g-dev libopenmpi-dev openmpi-bin libopenblas-dev
   slurm-wlm munge openssh-server openssh-client
   python3 python3-venv python3-pip
-  procps iproute2 psmisc
+  chromium fonts-dejavu-core
+  procps iproute2 psmisc sqlite3 rsync
   dataset-fashion-mnist
 "
 missing=

@@ -6,6 +6,11 @@
 # Also reports pbx-train's GFLOP/s against the OpenBLAS sgemm peak measured
 # in the same run, and the peak RSS of every process (/usr/bin/time -v).
 #
+# If OPENBLAS_CORETYPE is set (it forces OpenBLAS's kernel set), pbx-train
+# and the sgemm peak are ALSO measured with it unset ("pbx-train/auto":
+# OpenBLAS's own choice for this CPU), since the frameworks' oneDNN kernels
+# ignore it.
+#
 # usage: bench/train/vs_pytorch.sh [PBX_TRAIN]
 # env:   BATCH=128 THREADS=2 ROUNDS=3 STEPS=40
 #        PY=python3 with torch (and tensorflow), MXPY=python with mxnet
@@ -29,28 +34,38 @@ echo "# batch $BATCH, threads $THREADS, rounds $ROUNDS"
 
 rss() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1"; }
 
-for r in $(seq 1 "$ROUNDS"); do
-	# pbx-train: synthetic 1x28x28 data with random labels (like the random
-	# tensors of frameworks.py: the loss stays up, no denormal slow paths
-	# anywhere), STEPS+5 steps, no evaluation
+# pbx_run NAME [env -u ...]: one pbx-train run -> a line of results.jsonl.
+# Synthetic 1x28x28 data with random labels (like the random tensors of
+# frameworks.py: the loss stays up, no denormal slow paths anywhere),
+# STEPS+5 steps, no evaluation.
+pbx_run() {
+	name=$1
+	shift
 	rm -rf "$W/pbx"
-	/usr/bin/time -v "$BIN" - --set model=cnn-bn --set dataset=synthetic \
+	"$@" /usr/bin/time -v "$BIN" - --set model=cnn-bn --set dataset=synthetic \
 		--set synthetic_n=$((BATCH * (STEPS + 5))) --set test_subset=$BATCH \
 		--set batch_size="$BATCH" --set threads="$THREADS" --set epochs=1 \
 		--set eval_every=0 --set log_every=5 --set nesterov=true \
 		--set weight_decay=5e-4 --set corruption=random_labels \
 		--set output_dir="$W/pbx" 2>"$W/pbx.time" >/dev/null
-	python3 - "$W/pbx" "$(rss "$W/pbx.time")" <<'PY' >> "$W/results.jsonl"
+	python3 - "$W/pbx" "$(rss "$W/pbx.time")" "$name" <<'PY' >> "$W/results.jsonl"
 import json, statistics, sys
-d, rss = sys.argv[1], int(sys.argv[2])
+d, rss, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lines = [json.loads(l) for l in open(d + "/metrics.jsonl")]
 ips = [l["images_per_s"] for l in lines if "images_per_s" in l][1:]  # drop warm-up window
 s = json.load(open(d + "/summary.json"))
 m = statistics.median(ips)
-print(json.dumps({"framework": "pbx-train", "images_per_s": round(m, 1),
+print(json.dumps({"framework": name, "images_per_s": round(m, 1),
                   "gflops": round(m * s["train_flops_per_example"] * 1e-9, 1),
                   "peak_rss_kb": rss}))
 PY
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+	pbx_run pbx-train env
+	if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+		pbx_run pbx-train/auto env -u OPENBLAS_CORETYPE
+	fi
 	for fw in torch tensorflow mxnet; do
 		py=$PY
 		[ "$fw" = mxnet ] && py=$MXPY
@@ -65,6 +80,10 @@ PY
 		fi
 	done
 	OPENBLAS_NUM_THREADS=$THREADS "$W/sgemm_peak" "$THREADS" 2048 | sed 's/^{/{"framework": "sgemm-peak", /' >> "$W/results.jsonl"
+	if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+		env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=$THREADS "$W/sgemm_peak" \
+			"$THREADS" 2048 | sed 's/^{/{"framework": "sgemm-peak\/auto", /' >> "$W/results.jsonl"
+	fi
 done
 
 python3 - "$W/results.jsonl" <<'PY'
@@ -73,21 +92,30 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for r in rows:
     by.setdefault(r["framework"], []).append(r)
-peak = statistics.median(r["sgemm_gflops"] for r in by.get("sgemm-peak", []))
-print("# OpenBLAS sgemm peak (2048^3, same run): %.1f GFLOP/s  [%s]" % (peak, by["sgemm-peak"][0]["openblas"]))
+def peak_of(name):
+    rs = by.get(name, [])
+    return (statistics.median(r["sgemm_gflops"] for r in rs), rs[0]["openblas"]) if rs else (None, None)
+peak, peak_lib = peak_of("sgemm-peak")
+print("# OpenBLAS sgemm peak (2048^3, same run): %.1f GFLOP/s  [%s]" % (peak, peak_lib))
+auto, auto_lib = peak_of("sgemm-peak/auto")
+if auto:
+    print("# ... with OPENBLAS_CORETYPE unset:        %.1f GFLOP/s  [%s]" % (auto, auto_lib))
 pbx = statistics.median(r["images_per_s"] for r in by["pbx-train"])
-print("%-12s %-22s %12s %10s %12s" % ("framework", "version", "images/s", "pbx speed-up", "peak RSS MiB"))
-for fw in ["pbx-train", "torch", "tensorflow", "mxnet"]:
+print("%-15s %-22s %12s %10s %12s" % ("framework", "version", "images/s", "pbx speed-up", "peak RSS MiB"))
+for fw in ["pbx-train", "pbx-train/auto", "torch", "tensorflow", "mxnet"]:
     rs = by.get(fw, [])
     ok = [r for r in rs if "images_per_s" in r]
     if not ok:
-        print("%-12s %s" % (fw, rs[0].get("error", "not run") if rs else "not run"))
+        if fw != "pbx-train/auto":
+            print("%-15s %s" % (fw, rs[0].get("error", "not run") if rs else "not run"))
         continue
     ips = statistics.median(r["images_per_s"] for r in ok)
     rss = statistics.median(r["peak_rss_kb"] for r in ok) / 1024
-    print("%-12s %-22s %12.1f %10.2fx %12.0f   (rounds: %s)" % (
+    print("%-15s %-22s %12.1f %10.2fx %12.0f   (rounds: %s)" % (
         fw, ok[0].get("version", "-"), ips, pbx / ips, rss,
         ", ".join("%.0f" % r["images_per_s"] for r in ok)))
-g = statistics.median(r["gflops"] for r in by["pbx-train"])
-print("# pbx-train: %.1f GFLOP/s = %.0f%% of the sgemm peak" % (g, 100 * g / peak))
+for fw, pk in (("pbx-train", peak), ("pbx-train/auto", auto)):
+    if by.get(fw) and pk:
+        g = statistics.median(r["gflops"] for r in by[fw])
+        print("# %s: %.1f GFLOP/s = %.0f%% of its sgemm peak" % (fw, g, 100 * g / pk))
 PY

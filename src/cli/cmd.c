@@ -18,11 +18,13 @@
 extern const struct pbx_cmd pbx_cmd_cancel;
 extern const struct pbx_cmd pbx_cmd_cluster;
 extern const struct pbx_cmd pbx_cmd_config;
+extern const struct pbx_cmd pbx_cmd_harvest;
 extern const struct pbx_cmd pbx_cmd_help;
 extern const struct pbx_cmd pbx_cmd_log;
 extern const struct pbx_cmd pbx_cmd_ls;
 extern const struct pbx_cmd pbx_cmd_parrun;
 extern const struct pbx_cmd pbx_cmd_rerun;
+extern const struct pbx_cmd pbx_cmd_report;
 extern const struct pbx_cmd pbx_cmd_run;
 extern const struct pbx_cmd pbx_cmd_state;
 extern const struct pbx_cmd pbx_cmd_version;
@@ -37,6 +39,8 @@ const struct pbx_cmd *const pbx_commands[] = {
 	&pbx_cmd_log,
 	&pbx_cmd_cancel,
 	&pbx_cmd_rerun,
+	&pbx_cmd_report,
+	&pbx_cmd_harvest,
 	&pbx_cmd_config,
 	&pbx_cmd_help,
 	&pbx_cmd_version,

@@ -16,6 +16,7 @@
 #define PBX_JOBS_JOBS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cluster/cluster.h"
 #include "experiment/experiment.h"
@@ -66,6 +67,34 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 /* scancel of every array of t, or of task `task` (>= 0) only. */
 int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		    struct pbx_err *err);
+
+/* ---------------------------------------------------------------- harvest */
+
+struct pbx_harvest_stats {
+	size_t tasks_ended;      /* tasks whose status says they ended */
+	size_t files_wanted;     /* new or changed files to fetch */
+	size_t files_new;        /* files brought home by this harvest */
+	size_t files_skipped;    /* already home, unchanged */
+	size_t refused;          /* unsafe names and links (see the log) */
+	uint64_t bytes_wanted;   /* sizes of the wanted files */
+	uint64_t bytes;          /* bytes received (tar stream) */
+	size_t metrics_added;    /* metric points ingested into the store */
+	int round_trips;
+	double seconds;
+};
+
+struct pbx_harvest_opts {
+	int running;             /* also tasks that are still running */
+	/* Called as bytes arrive (may be NULL); stats is live. */
+	void (*progress)(void *ctx, const struct pbx_harvest_stats *stats);
+	void *progress_ctx;
+};
+
+/* Brings home what is new into $PBX_HOME/results/PKG/TASK/ (see harvest.c
+ * for the steps); refusals and metrics warnings are appended to `log`. */
+int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
+		     const struct pbx_harvest_opts *o, struct pbx_harvest_stats *stats,
+		     struct pbx_buf *log, struct pbx_err *err);
 
 /* True for the states a task ends in. */
 int pbx_task_state_final(const char *state);

@@ -131,6 +131,17 @@ int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remot
 		     struct pbx_err *err);
 int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
 		     struct pbx_err *err);
+/* Told how many bytes of a transfer just arrived (for progress displays). */
+typedef void (*pbx_ssh_bytes_fn)(void *ctx, size_t bytes);
+/*
+ * Like get_tree, but only the members named in `list` (NUL-separated paths
+ * relative to remote_dir, each directory listed before what it holds; tar
+ * does not recurse into them); list == NULL copies the whole tree.  The
+ * same checks apply.  `progress` (may be NULL) is called per chunk.
+ */
+int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
+		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
+		      struct pbx_err *err);
 
 /*
  * Connection reuse: a pool returns the same live connection for the same

@@ -23,6 +23,8 @@
 #define TREE_ERRTEXT_MAX 4096
 
 struct tree_ctx {
+	pbx_ssh_bytes_fn progress;   /* get: told of every chunk received, or NULL */
+	void *progress_ctx;
 	struct pbx_tarcheck *tc;
 	struct pbx_proc *proc;       /* get_tree: the local extractor */
 	struct pbx_buf pass;         /* checked bytes on their way to the extractor */
@@ -68,6 +70,8 @@ static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 		tree_keep_err(c, data, len);
 		return 0;
 	}
+	if (c->progress)
+		c->progress(c->progress_ctx, len);
 	pbx_buf_reset(&c->pass);
 	rc = pbx_tarcheck_feed(c->tc, data, len, &c->pass, err);
 	if (rc == 0 && c->pass.len)
@@ -79,6 +83,8 @@ static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 
 static void tree_ctx_init(struct tree_ctx *c, struct pbx_proc *proc)
 {
+	c->progress = NULL;
+	c->progress_ctx = NULL;
 	c->tc = pbx_tarcheck_new();
 	c->proc = proc;
 	c->pass = (struct pbx_buf)PBX_BUF_INIT;
@@ -108,7 +114,7 @@ static int tree_verdict(struct pbx_ssh *s, struct tree_ctx *c, struct pbx_proc *
 	return 0;
 }
 
-/* "mkdir -p -- 'DIR' && tar -C 'DIR' -xf - --no-same-owner" etc. */
+/* "mkdir -p -- 'DIR' && tar -C 'DIR' -xf - --no-same-owner" */
 static void tree_remote_cmd(struct pbx_buf *cmd, const char *dir, int put)
 {
 	if (put) {
@@ -117,10 +123,6 @@ static void tree_remote_cmd(struct pbx_buf *cmd, const char *dir, int put)
 		pbx_buf_adds(cmd, " && tar -C ");
 		pbx_shell_quote(cmd, dir);
 		pbx_buf_adds(cmd, " -xf - --no-same-owner");
-	} else {
-		pbx_buf_adds(cmd, "tar -C ");
-		pbx_shell_quote(cmd, dir);
-		pbx_buf_adds(cmd, " -cf - .");
 	}
 }
 
@@ -160,15 +162,26 @@ int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remot
 
 /* ------------------------------------------------------------ get */
 
-int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
-		     struct pbx_err *err)
+/* The remote command of get_files: the whole tree, or the NUL-separated
+ * list on stdin without recursion (directories listed explicitly). */
+static void tree_get_cmd(struct pbx_buf *cmd, const char *dir, int listed)
+{
+	pbx_buf_adds(cmd, "tar -C ");
+	pbx_shell_quote(cmd, dir);
+	pbx_buf_adds(cmd, listed ? " --null --no-recursion -T - -cf -" : " -cf - .");
+}
+
+int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
+		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
+		      struct pbx_err *err)
 {
 	const char *argv[] = { "tar", "-C", local_dir, "-xf", "-", "--no-same-owner",
 			       "--no-same-permissions", NULL };
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct pbx_proc p;
 	struct tree_ctx c;
-	struct pbx_ssh_io io = { NULL, 0, -1, NULL, NULL, tree_get_sink, &c };
+	struct pbx_ssh_io io = { list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL,
+				 tree_get_sink, &c };
 	int rc, status = -1, lstatus = -1;
 	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
 	    pbx_mkdir_p(local_dir, 0755, err) < 0)
@@ -176,18 +189,26 @@ int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *loca
 	if (pbx_proc_start(argv, 1, 0, &p, err) < 0)
 		return -1;
 	tree_ctx_init(&c, &p);
-	tree_remote_cmd(&cmd, remote_dir, 0);
+	c.progress = progress;
+	c.progress_ctx = progress_ctx;
+	tree_get_cmd(&cmd, remote_dir, list != NULL);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
 	if (rc == 0 && status == 0)
 		rc = pbx_tarcheck_finish(c.tc, err);
 	if (pbx_proc_finish(&p, 0, &lstatus, rc < 0 ? NULL : err) < 0)
 		rc = -1;
 	if (rc == 0)
-		rc = tree_verdict(s, &c, &p, status, lstatus, "get_tree", err);
+		rc = tree_verdict(s, &c, &p, status, lstatus, "get", err);
 	if (rc < 0 && err)
 		pbx_err_prefix(err, "cannot copy %s:%s to %s", s->label, remote_dir, local_dir);
 	pbx_buf_release(&p.errtext);
 	pbx_buf_release(&cmd);
 	tree_ctx_release(&c);
 	return rc;
+}
+
+int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
+		     struct pbx_err *err)
+{
+	return pbx_ssh_get_files(s, remote_dir, NULL, local_dir, NULL, NULL, err);
 }

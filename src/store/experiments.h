@@ -138,4 +138,19 @@ int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id,
 			   struct pbx_metric **rows, size_t *n, struct pbx_err *err);
 void pbx_metrics_free(struct pbx_metric *rows, size_t n);
 
+struct pbx_harvested {
+	int64_t idx;
+	char *path;          /* relative to the task directory */
+	int64_t size, mtime;
+	char *sha256;        /* of the local copy */
+};
+
+/* Every file harvested for a submission (owned: pbx_harvested_free). */
+int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
+			     struct pbx_harvested **rows, size_t *n, struct pbx_err *err);
+/* Records (or updates) harvested files; call inside a transaction. */
+int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
+			    const struct pbx_harvested *rows, size_t n, struct pbx_err *err);
+void pbx_harvested_free(struct pbx_harvested *rows, size_t n);
+
 #endif

@@ -231,6 +231,36 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 	free(dg); free(dbt);
 }
 
+/* Fused BN+ReLU+2x2 max-pool backward == the pool backward, then BN+ReLU's
+ * (odd H, W leave elements outside every window; W > 64 spans blocks).
+ * Some gammas are negative, and ties at 0 after the ReLU are frequent. */
+static void test_bn_pool(int B, int C, int H, int W)
+{
+	size_t n = (size_t)B * C * H * W, np = (size_t)B * C * (H / 2) * (W / 2);
+	float *in = rnd(n, -2, 2), *gamma = rnd(C, -1.5f, 1.5f), *beta = rnd(C, -1, 1);
+	float run[64] = { 0 }, saved[64];
+	float *out = calloc(n, 4), *gp = rnd(np, -1, 1), *dy = calloc(n, 4);
+	float *din = calloc(n, 4), *din2 = calloc(n, 4);
+	float dg[16] = { 0 }, db[16] = { 0 }, dg2[16] = { 0 }, db2[16] = { 0 };
+	double worst = 0.0;
+	batchnorm_forward(out, in, gamma, beta, run, run + C, saved, saved + C,
+			  B, C, H * W, 1e-5f, 0.1f, 1, 1);
+	maxpool_backward(dy, gp, out, B, C, H, W, 2, 2, 0);
+	batchnorm_backward(din, dg, db, dy, in, gamma, beta, saved, saved + C,
+			   1, B, C, H * W);
+	batchnorm_relu_maxpool2_backward(din2, dg2, db2, gp, in, gamma, beta,
+					 saved, saved + C, B, C, H, W);
+	for (size_t k = 0; k < n; k++)
+		worst = fmax(worst, fabs(din[k] - din2[k]));
+	for (int k = 0; k < C; k++)
+		worst = fmax(worst, fmax(fabs(dg[k] - dg2[k]), fabs(db[k] - db2[k])));
+	printf("%s batchnorm+relu+maxpool2 fused backward %dx%d equals the unfused layers (max diff %.1e)\n",
+	       worst < 1e-4 ? "ok" : "not ok", H, W, worst);
+	failures += worst >= 1e-4;
+	free(in); free(gamma); free(beta); free(out); free(gp); free(dy);
+	free(din); free(din2);
+}
+
 /* -------------------------------------------------------------- linear */
 
 static void linear_fwd(struct gc *g)
@@ -400,6 +430,51 @@ static void test_model(void)
 	pbx_model_free(gm);
 }
 
+/* The built-in cnn-bn fuses BN+ReLU+max-pool (model_fuse_pool): its
+ * gradients equal those of the unfused passes. */
+static void test_model_fused_pool(void)
+{
+	const struct pbx_layer_spec *specs;
+	struct pbx_err err = PBX_ERR_INIT;
+	int n, B = 3, fused = 0;
+	pbx_model_builtin("cnn-bn", &specs, &n);
+	struct pbx_model *m = pbx_model_new(specs, n, 1, 28, 28, 10, B, 5, &err);
+	float *x = rnd((size_t)B * 784, -1, 1), *g1;
+	int32_t y[3] = { 1, 7, 3 };
+	int64_t correct = 0;
+	double worst = 0.0, norm = 0.0;
+	if (!m) {
+		printf("not ok cnn-bn build: %s\n", err.msg);
+		failures++;
+		return;
+	}
+	g1 = malloc(sizeof(float) * m->nparams);
+	pbx_rng_seed(&m->rng, 7, 0); /* the same dropout mask both times */
+	pbx_model_forward(m, x, y, B, 1, &correct);
+	pbx_model_zero_grad(m);
+	pbx_model_backward(m);
+	memcpy(g1, m->grads, sizeof(float) * m->nparams);
+	for (int i = 0; i < m->nlayers; i++) {
+		fused += m->layers[i].fused_pool;
+		m->layers[i].fused_pool = 0;
+	}
+	pbx_rng_seed(&m->rng, 7, 0);
+	pbx_model_forward(m, x, y, B, 1, &correct);
+	pbx_model_zero_grad(m);
+	pbx_model_backward(m);
+	for (size_t k = 0; k < m->nparams; k++) {
+		worst = fmax(worst, fabs(g1[k] - m->grads[k]));
+		norm += fabs(g1[k]);
+	}
+	int ok = fused == 4 && worst < 1e-5 && norm > 1e-3;
+	printf("%s cnn-bn: %d fused BN+ReLU+maxpool layers, gradients (sum |g| %.2f) equal the unfused passes' (max diff %.1e)\n",
+	       ok ? "ok" : "not ok", fused, norm, worst);
+	failures += !ok;
+	free(g1);
+	free(x);
+	pbx_model_free(m);
+}
+
 int main(void)
 {
 	pbx_rng_seed(&rng, 1234, 0);
@@ -413,6 +488,9 @@ int main(void)
 	test_batchnorm(4, 3, 5, 0);
 	test_batchnorm(6, 4, 1, 0);
 	test_batchnorm(4, 3, 9, 1);
+	test_bn_pool(3, 4, 8, 8);
+	test_bn_pool(2, 3, 7, 9);
+	test_bn_pool(2, 2, 5, 131);
 	test_linear(3, 7, 4);
 	test_act(ACT_RELU, "relu din");
 	test_act(ACT_LEAKY_RELU, "leaky_relu din");
@@ -424,6 +502,7 @@ int main(void)
 	test_lrn(1, 4, 2, 2);
 	test_xent();
 	test_model();
+	test_model_fused_pool();
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

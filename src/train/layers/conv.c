@@ -235,11 +235,12 @@ void conv_forward(float *out, const float *in, const float *w, const float *b,
 	}
 }
 
-/* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout. */
+/* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout.
+ * Inside a parallel region: the channels are shared out (omp for). */
 static void conv_bias_grad(float *db, float *dout, const float *relu_out,
 			   int B, int OC, size_t plane)
 {
-	#pragma omp parallel for schedule(static)
+	#pragma omp for schedule(static)
 	for (int oc = 0; oc < OC; oc++) {
 		float s = 0.0f;
 		for (int bi = 0; bi < B; bi++) {
@@ -265,11 +266,12 @@ static void conv_bias_grad(float *db, float *dout, const float *relu_out,
 	}
 }
 
-/* dw (n) += partial[0] + partial[1] + ... (nt partials, stride slot). */
+/* dw (n) += partial[0] + partial[1] + ... (nt partials, stride slot).
+ * Inside a parallel region (omp for). */
 static void conv_reduce_dw(float *dw, const float *partial, int nt,
 			   size_t slot, size_t n)
 {
-	#pragma omp parallel for schedule(static)
+	#pragma omp for schedule(static)
 	for (size_t i = 0; i < n; i++) {
 		float s = dw[i];
 		for (int t = 0; t < nt; t++)
@@ -284,17 +286,18 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 		   float *scratch, size_t nscratch)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
-	int ckk = C * K * K, nt = 1;
+	int ckk = C * K * K;
 	size_t plane = (size_t)OH * OW;
 	struct conv_split sp = conv_split(B, C, OH, OW, OC, K, nscratch);
 
-	conv_bias_grad(db, dout, relu_out, B, OC, plane);
+	/* one region: db and the ReLU mask (all of dout, then a barrier),
+	 * each thread's images, a barrier, the sum of the dW partials */
 	#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *dwt = scratch + (size_t)t * sp.slot, *col = dwt + sp.wsz;
-		#pragma omp single
-		nt = omp_get_num_threads();
+		int nt = omp_get_num_threads();
+		conv_bias_grad(db, dout, relu_out, B, OC, plane);
 		conv_share(B, t, nt, &lo, &hi);
 		memset(dwt, 0, sizeof(float) * sp.wsz);
 		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
@@ -326,6 +329,7 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 			col2im(din + (size_t)b0 * C * H * W, dcol, n, C, H, W, K,
 			       S, P, OH, OW);
 		}
+		#pragma omp barrier
+		conv_reduce_dw(dw, scratch, nt, sp.slot, sp.wsz);
 	}
-	conv_reduce_dw(dw, scratch, nt, sp.slot, sp.wsz);
 }

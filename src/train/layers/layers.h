@@ -16,9 +16,11 @@
  *     has exactly one consumer.  A NULL `din` skips that work (first layer).
  *   - No function allocates; scratch space is passed in by the caller, who
  *     owns every buffer.
- *   - Loops over independent outputs use OpenMP with static schedules and
- *     no cross-thread reductions, so results do not depend on the thread
- *     count; OpenBLAS sgemm is deterministic for a fixed thread count.
+ *   - Loops over independent outputs use OpenMP with static schedules.  The
+ *     one cross-thread reduction, conv's weight gradient (per-thread
+ *     partials over shares of the batch), adds the partials in thread
+ *     order: results are identical run to run for a given thread count
+ *     (they may differ in the last bits between thread counts).
  */
 #ifndef PBX_TRAIN_LAYERS_H
 #define PBX_TRAIN_LAYERS_H

@@ -1,0 +1,164 @@
+/*
+ * cmd-harvest.c - `pbx harvest [PKG]`: bring results home, incrementally,
+ * with a files/bytes/rate display; `--json` prints a summary per package.
+ */
+#include "cli/cmd.h"
+#include "cli/output.h"
+#include "jobs/jobs.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern const struct pbx_cmd pbx_cmd_harvest;
+
+struct harvest_display {
+	const char *pkg;
+	int live;              /* stderr is a terminal and not quiet */
+	struct timespec last;
+};
+
+static double harvest_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void harvest_show(void *ctx, const struct pbx_harvest_stats *s)
+{
+	struct harvest_display *d = ctx;
+	static double start, last;
+	double now = harvest_now();
+	if (!d->live)
+		return;
+	if (start == 0)
+		start = now;
+	if (now - last < 0.1)
+		return;
+	last = now;
+	fprintf(stderr, "\r\033[2Kharvest %s: %zu files, %.1f / %.1f MB, %.1f MB/s", d->pkg,
+		s->files_wanted, (double)s->bytes / 1e6, (double)s->bytes_wanted / 1e6,
+		now > start ? (double)s->bytes / 1e6 / (now - start) : 0.0);
+}
+
+static json_t *harvest_json(const char *pkg, const struct pbx_harvest_stats *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "package", json_string(pkg));
+	json_object_set_new(o, "tasks_ended", json_integer((json_int_t)s->tasks_ended));
+	json_object_set_new(o, "files", json_integer((json_int_t)s->files_new));
+	json_object_set_new(o, "files_unchanged", json_integer((json_int_t)s->files_skipped));
+	json_object_set_new(o, "refused", json_integer((json_int_t)s->refused));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
+	json_object_set_new(o, "metrics_added", json_integer((json_int_t)s->metrics_added));
+	json_object_set_new(o, "round_trips", json_integer(s->round_trips));
+	json_object_set_new(o, "seconds", json_real(s->seconds));
+	return o;
+}
+
+static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t *list)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_jobs_target t;
+	struct pbx_harvest_stats s;
+	struct pbx_buf log = PBX_BUF_INIT;
+	struct harvest_display d = { NULL, 0, { 0, 0 } };
+	struct pbx_harvest_opts o = { running, harvest_show, &d };
+	int rc = pbx_jobs_target(ctx->store, ctx->cfg, ref, 1, &t, &err);
+	if (rc == 0) {
+		d.pkg = t.pkg.short_id;
+		d.live = ctx->stderr_tty && !ctx->quiet;
+		rc = pbx_jobs_harvest(ctx->store, &t, &o, &s, &log, &err);
+		if (d.live)
+			fprintf(stderr, "\r\033[2K");
+		if (log.len)
+			fputs(log.buf, stderr);
+		if (list)
+			json_array_append_new(list, harvest_json(t.pkg.short_id, &s));
+		else
+			printf("%s: %zu new file%s (%.1f MB) from %zu ended task%s in %.2f s; %zu unchanged,"
+			       " %zu refused, %zu metric points added\n", t.pkg.short_id, s.files_new,
+			       s.files_new == 1 ? "" : "s", (double)s.bytes / 1e6, s.tasks_ended,
+			       s.tasks_ended == 1 ? "" : "s", s.seconds, s.files_skipped, s.refused,
+			       s.metrics_added);
+		if (rc == 0)
+			pbx_info("results in %s/results/%s", pbx_home(), t.pkg.short_id);
+	}
+	pbx_buf_release(&log);
+	pbx_jobs_target_free(&t);
+	return rc < 0 ? pbx_report(&err) : 0;
+}
+
+static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "running", no_argument, NULL, 'r' }, { "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 } };
+	struct pbx_err err = PBX_ERR_INIT;
+	int running = 0, json = 0, opt, rc = 0;
+	json_t *list;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "rj", longopts, NULL)) != -1) {
+		if (opt == 'r')
+			running = 1;
+		else if (opt == 'j')
+			json = 1;
+		else
+			return pbx_usage_error(&pbx_cmd_harvest, "invalid option");
+	}
+	if (argc - optind > 1)
+		return pbx_usage_error(&pbx_cmd_harvest, "expected at most one package");
+	list = json ? json_array() : NULL;
+	if (optind < argc) {
+		rc = harvest_one(ctx, argv[optind], running, list);
+	} else {
+		struct pbx_package_row *pkgs;
+		size_t n, i;
+		if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0) {
+			json_decref(list);
+			return pbx_report(&err);
+		}
+		for (i = 0; i < n; i++) {
+			int r = harvest_one(ctx, pkgs[i].id, running, list);
+			if (r && !rc)
+				rc = r;
+		}
+		pbx_package_rows_free(pkgs, n);
+	}
+	if (list)
+		pbx_print_json(list);
+	return rc;
+}
+
+static const struct pbx_opt_doc harvest_opts[] = {
+	{ "-r, --running", "also harvest tasks that are still running (their files as they are now)" },
+	{ "-j, --json", "print an array of {\"package\", \"tasks_ended\", \"files\", \"files_unchanged\",\n"
+			"\"refused\", \"bytes\", \"metrics_added\", \"round_trips\", \"seconds\"}" },
+	{ NULL, NULL },
+};
+
+const struct pbx_cmd pbx_cmd_harvest = {
+	.name = "harvest",
+	.summary = "bring the results of experiments home, incrementally",
+	.usage = "pbx harvest [-r] [-j] [PKG]",
+	.description = "For every ended task of PKG (all packages without PKG), fetches what is new\n"
+		       "or changed since the last harvest: status, stdout, stderr, params.json,\n"
+		       "metrics.jsonl, summary.json, TensorBoard event files and the files matching\n"
+		       "the experiment's 'outputs', into $PBX_HOME/results/PKG/TASK/.  One round trip\n"
+		       "lists the files, one tar stream per cluster brings them.  Each file appears\n"
+		       "whole or not at all (written under .incoming, checked, renamed); a harvest cut\n"
+		       "short keeps every file that arrived whole and the next one fetches the rest.\n"
+		       "Absolute names, '..' and links leaving the task directory are refused and\n"
+		       "reported, and nothing is written outside the results directory.  The points\n"
+		       "of metrics.jsonl files go into the store (see pbx-report(1)); harvesting\n"
+		       "twice adds nothing.",
+	.options = harvest_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_harvest_exec,
+};

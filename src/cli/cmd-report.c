@@ -1,0 +1,199 @@
+/*
+ * cmd-report.c - `pbx report [PKG]`: one package's results from the store
+ * (no network) as a table, CSV, JSON, Markdown or a self-contained HTML
+ * page with learning curves.  The work is in src/results (report.h).
+ */
+#include "cli/cmd.h"
+#include "cli/output.h"
+#include "results/report.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct pbx_cmd *report_cmd(void);
+
+struct report_args {
+	struct pbx_report_opts o;
+	const char **metrics, **group_by, **where;
+	const char *format, *output;
+};
+
+static void push(const char ***list, size_t *n, const char *s)
+{
+	*list = xreallocarray(*list, *n + 1, sizeof(char *));
+	(*list)[(*n)++] = s;
+}
+
+/* -f, else the extension of -o, else a table. */
+static int report_format(const struct report_args *a, enum pbx_report_format *f)
+{
+	const char *dot = a->output ? strrchr(a->output, '.') : NULL;
+	*f = PBX_REPORT_TABLE;
+	if (a->format)
+		return pbx_report_format_parse(a->format, f);
+	if (dot && !strcmp(dot, ".htm"))
+		*f = PBX_REPORT_HTML;
+	else if (dot)
+		pbx_report_format_parse(dot + 1, f);
+	return 0;
+}
+
+static int report_parse(int argc, char **argv, struct report_args *a)
+{
+	enum { OPT_X = 256, OPT_COLOR };
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
+		{ "metric", required_argument, NULL, 'm' }, { "group-by", required_argument, NULL, 'g' },
+		{ "where", required_argument, NULL, 'w' }, { "sort", required_argument, NULL, 's' },
+		{ "x", required_argument, NULL, OPT_X }, { "color-by", required_argument, NULL, OPT_COLOR },
+		{ NULL, 0, NULL, 0 } };
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "f:o:m:g:w:s:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f': a->format = optarg; break;
+		case 'o': a->output = optarg; break;
+		case 'm': push(&a->metrics, &a->o.nmetrics, optarg); break;
+		case 'g': push(&a->group_by, &a->o.ngroup_by, optarg); break;
+		case 'w': push(&a->where, &a->o.nwhere, optarg); break;
+		case 's': a->o.sort = optarg; break;
+		case OPT_X: a->o.x = optarg; break;
+		case OPT_COLOR: a->o.color_by = optarg; break;
+		default: return -1;
+		}
+	}
+	a->o.metrics = a->metrics;
+	a->o.group_by = a->group_by;
+	a->o.where = a->where;
+	return 0;
+}
+
+/* Renders to memory, then writes FILE atomically (or stdout). */
+static int report_write(const struct pbx_report *r, enum pbx_report_format f, const char *path)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int rc;
+	if (!path)
+		return pbx_report_render(r, f, stdout, &err) < 0 ? pbx_report(&err) : 0;
+	mem = open_memstream(&text, &len);
+	if (!mem) {
+		pbx_error("cannot render the report: out of memory");
+		return PBX_EXIT_FAIL;
+	}
+	rc = pbx_report_render(r, f, mem, &err);
+	fclose(mem);
+	if (rc == 0)
+		rc = pbx_write_file_atomic(path, text, len, 0644, &err);
+	free(text);
+	if (rc < 0)
+		return pbx_report(&err);
+	pbx_info("wrote %s", path);
+	return 0;
+}
+
+static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct report_args a = { 0 };
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_report *r = NULL;
+	enum pbx_report_format f;
+	int rc;
+	if (report_parse(argc, argv, &a) < 0)
+		rc = pbx_usage_error(report_cmd(), "invalid option");
+	else if (argc - optind > 1)
+		rc = pbx_usage_error(report_cmd(), "expected at most one package");
+	else if (report_format(&a, &f) < 0)
+		rc = pbx_usage_error(report_cmd(), "unknown format '%s' (table, csv, json, md, html)",
+				     a.format);
+	else if (pbx_report_build(ctx->store, optind < argc ? argv[optind] : NULL, &a.o, &r,
+				  &err) < 0)
+		rc = pbx_report(&err);
+	else
+		rc = report_write(r, f, a.output);
+	pbx_report_free(r);
+	free(a.metrics);
+	free(a.group_by);
+	free(a.where);
+	return rc;
+}
+
+static const struct pbx_opt_doc report_opts[] = {
+	{ "-f, --format FORMAT", "table (default; aligned columns), csv (RFC 4180 quoting, exact\n"
+				 "numbers), json, md (a Markdown pipe table) or html (one\n"
+				 "self-contained page with charts); with -o the default follows\n"
+				 "the file's extension" },
+	{ "-o, --output FILE", "write FILE atomically instead of standard output" },
+	{ "-m, --metric NAME", "the metrics to show and chart (repeatable; default all)" },
+	{ "-g, --group-by P1,P2", "one row per combination of these parameters, aggregating the\n"
+				  "others (usually repeat): tasks, then per metric the mean, std\n"
+				  "(sample, n-1; empty for n = 1), min, max and n of the final values" },
+	{ "-w, --where EXPR", "keep tasks where PARAM=VALUE, PARAM!=VALUE, state=STATE,\n"
+			      "METRIC<NUMBER (also >, <=, >=, =, != on a metric's final value,\n"
+			      "runtime or task); repeat to AND several" },
+	{ "-s, --sort KEY[:desc]", "order by a parameter (numerically when all its values are\n"
+				   "numbers), a metric's final value (group mean when grouped),\n"
+				   "state, runtime or task; missing values last" },
+	{ "--x PARAM", "html: chart final values against PARAM only (default every\n"
+		       "parameter with more than one value, except repeat)" },
+	{ "--color-by PARAM", "html: colour the learning curves by PARAM (default the first\n"
+			      "parameter with more than one value)" },
+	{ NULL, NULL },
+};
+
+const struct pbx_cmd pbx_cmd_report = {
+	.name = "report",
+	.summary = "tables and charts of an experiment's metrics",
+	.usage = "pbx report [-f FORMAT] [-o FILE] [-m METRIC]... [-w EXPR]... [-s KEY[:desc]] [PKG]\n"
+		 "pbx report -g P1,P2 [OPTIONS] [PKG]\n"
+		 "pbx report -f html [--x PARAM] [--color-by PARAM] [OPTIONS] [PKG]",
+	.description =
+		"Reports the tasks of package PKG (a package id prefix or an experiment\n"
+		"name; the newest package without PKG) from its newest submission, using\n"
+		"only the store.  One row per task: task, the parameters, then for each\n"
+		"metric its final value (the value at the task's largest step) and best\n"
+		"value (the minimum for metrics whose name contains \"loss\" or \"err\", in\n"
+		"any case, the maximum otherwise), the state and the runtime in seconds.\n"
+		"\n"
+		"JSON output is an object with \"package\", \"id\", \"name\", \"cluster\",\n"
+		"\"tasks\" (shown), \"tasks_total\", \"metrics\", \"group_by\", \"columns\" and\n"
+		"\"rows\": one object per row keyed by the columns, numbers as numbers,\n"
+		"null where a value is unknown.  Grouped columns are the group\n"
+		"parameters, tasks, and METRIC.mean, .std, .min, .max, .n per metric.\n"
+		"\n"
+		"The HTML page has a learning curve chart per metric (one line per task,\n"
+		"coloured by --color-by), a chart of the final value against each swept\n"
+		"parameter (mean and standard deviation over the tasks sharing a value;\n"
+		"a log axis when the values span more than two decades) and the table.\n"
+		"\n"
+		"METRICS FILES.  A task's metrics.jsonl holds one JSON object per line:\n"
+		"  {\"step\": 100, \"loss\": 0.31, \"acc\": 0.92}\n"
+		"  {\"step\": 100, \"name\": \"loss\", \"value\": 0.31}\n"
+		"\"step\" is an integer >= 0.  In the first form every other key with a\n"
+		"number value is a metric of that name; null, NaN, Infinity and -Infinity\n"
+		"are stored as missing points; keys with other values are skipped with a\n"
+		"warning.  An object with both \"name\" (a string) and \"value\" (a number or\n"
+		"null) is the second form; its other keys are ignored.  Names are 1 to 256\n"
+		"bytes.  Blank lines are skipped, malformed lines are skipped with a\n"
+		"warning FILE:LINE: PROBLEM, and a last line without a newline is a write\n"
+		"in progress and is ignored.  A point already stored (same task, metric\n"
+		"and step) is kept, so reading a file again adds only new points.",
+	.options = report_opts,
+	.examples = "pbx report sweep-demo\n"
+		    "pbx report -g lr,width -m loss -s loss sweep-demo\n"
+		    "pbx report -w state=COMPLETED -w 'loss<0.5' -f csv sweep-demo\n"
+		    "pbx report -o report.html --color-by width sweep-demo",
+	.flags = PBX_NEED_STORE,
+	.exec = cmd_report_exec,
+};
+
+static const struct pbx_cmd *report_cmd(void)
+{
+	return &pbx_cmd_report;
+}

@@ -1,0 +1,486 @@
+/*
+ * harvest.c - `pbx harvest`: bring home, incrementally, every file of a
+ * package's tasks that is new or changed since the last harvest.
+ *
+ *   1. one round trip: the tasks' status lines and a manifest of their
+ *      files (path, type, size, mtime, link target), NUL-separated;
+ *   2. locally: pick the files of ended tasks (or running ones with
+ *      --running) that are status/stdout/stderr/params/metrics/TensorBoard
+ *      files or match the experiment's `outputs`, drop what the harvested
+ *      table and the local copy show as already home, refuse (and log)
+ *      names and links that would leave the task directory;
+ *   3. one round trip: those files as one tar stream (checked by the SSH
+ *      layer's tar gatekeeper) into results/PKG/.incoming;
+ *   4. each file whose size is right is renamed into place, so a file
+ *      appears whole or not at all, and an interrupted harvest keeps every
+ *      file that did arrive whole; then the harvested table and the
+ *      metrics are updated in one transaction each.
+ */
+#include "jobs/jobs_internal.h"
+#include "experiment/experiment.h"
+#include "results/metrics.h"
+#include "util/fs.h"
+#include "util/quote.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct manifest_entry {
+	int64_t idx;
+	char *rel;         /* path inside the task directory */
+	char type;         /* 'f' or 'l' */
+	int64_t size, mtime;
+	char *target;      /* links */
+	int want;          /* to be fetched */
+};
+
+struct harvest {
+	struct pbx_store *st;
+	struct pbx_jobs_target *t;
+	const struct pbx_harvest_opts *o;
+	struct pbx_harvest_stats *stats;
+	struct pbx_buf *log;
+	char *remote_tasks;            /* absolute remote tasks directory */
+	char *local_root;              /* $PBX_HOME/results/PKG */
+	char *incoming;                /* local_root/.incoming */
+	struct manifest_entry *m;
+	size_t nm;
+	unsigned char *final;          /* per task index: it has ended */
+	size_t ntasks;
+	struct pbx_experiment *exp;
+};
+
+/* ------------------------------------------------------------ manifest */
+
+static int harvest_fetch_manifest(struct harvest *h, struct jobs_output *o, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	int rc;
+	pbx_buf_addf(&script,
+		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		     "pwd\n"
+		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
+		     "echo PBX-SEP\n"
+		     "find . -mindepth 2 \\( -type f -o -type l \\) -printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
+		     h->t->sub.remote_dir);
+	rc = jobs_remote(h->t->cluster, script.buf, NULL, o, err);
+	pbx_buf_release(&script);
+	h->stats->round_trips++;
+	return rc;
+}
+
+/* Marks tasks whose status line says they ended. */
+static void harvest_states(struct harvest *h, const char *p, size_t len)
+{
+	const char *end = p + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char idx[32], state[32];
+		char line[256];
+		if (l < sizeof(line)) {
+			memcpy(line, p, l);
+			line[l] = '\0';
+			if (sscanf(line, "%31s %31s", idx, state) == 2) {
+				char *e;
+				unsigned long long i = strtoull(idx, &e, 10);
+				if (!*e && i < h->ntasks && strcmp(state, "RUNNING") != 0)
+					h->final[i] = 1;
+			}
+		}
+		p += nl ? l + 1 : l;
+	}
+}
+
+/* Reads one NUL-terminated field; NULL at the end of the data. */
+static const char *harvest_field(const char **p, const char *end)
+{
+	const char *f = *p, *z;
+	if (f >= end)
+		return NULL;
+	z = memchr(f, '\0', (size_t)(end - f));
+	if (!z)
+		return NULL;
+	*p = z + 1;
+	return f;
+}
+
+static void harvest_parse_manifest(struct harvest *h, const char *p, size_t len)
+{
+	const char *end = p + len, *path, *type, *size, *mtime, *target;
+	size_t cap = 0;
+	while ((path = harvest_field(&p, end)) && (type = harvest_field(&p, end)) &&
+	       (size = harvest_field(&p, end)) && (mtime = harvest_field(&p, end)) &&
+	       (target = harvest_field(&p, end))) {
+		struct manifest_entry *e;
+		const char *slash = strchr(path, '/');
+		char *endp;
+		unsigned long long idx = strtoull(path, &endp, 10);
+		if (!slash || endp != slash || slash == path || !slash[1])
+			continue;
+		if (h->nm == cap) {
+			cap = cap ? 2 * cap : 256;
+			h->m = xreallocarray(h->m, cap, sizeof(*h->m));
+		}
+		e = &h->m[h->nm++];
+		memset(e, 0, sizeof(*e));
+		e->idx = (int64_t)idx;
+		e->rel = xstrdup(slash + 1);
+		e->type = type[0];
+		e->size = strtoll(size, NULL, 10);
+		e->mtime = (int64_t)strtod(mtime, NULL);
+		e->target = xstrdup(target);
+	}
+}
+
+/* ------------------------------------------------------------ selection */
+
+static int harvest_name_ok(const char *rel)
+{
+	const char *p = rel;
+	if (!*rel || *rel == '/')
+		return 0;
+	while (*p) {
+		const char *q = strchr(p, '/');
+		size_t l = q ? (size_t)(q - p) : strlen(p);
+		if (l == 0 || (l == 2 && !memcmp(p, "..", 2)) || (l == 1 && *p == '.'))
+			return 0;
+		p += l + (q ? 1 : 0);
+	}
+	return 1;
+}
+
+/* A link stays inside the task directory when, resolved lexically from
+ * the link's own directory, it never climbs above the task directory. */
+static int harvest_link_inside(const char *rel, const char *target)
+{
+	int depth = 0;
+	const char *p;
+	if (target[0] == '/' || !target[0])
+		return 0;
+	for (p = rel; (p = strchr(p, '/')) != NULL; p++)
+		depth++;
+	p = target;
+	while (*p) {
+		const char *q = strchr(p, '/');
+		size_t l = q ? (size_t)(q - p) : strlen(p);
+		if (l == 2 && !memcmp(p, "..", 2)) {
+			if (--depth < 0)
+				return 0;
+		} else if (l && !(l == 1 && *p == '.')) {
+			depth++;
+		}
+		p += l + (q ? 1 : 0);
+	}
+	return 1;
+}
+
+/* The task wrapper links each top-level entry of the package's code into
+ * the task directory; those links are not results. */
+static int harvest_is_code_link(const struct harvest *h, const struct manifest_entry *e)
+{
+	const char *slash = h->remote_tasks ? strrchr(h->remote_tasks, '/') : NULL;
+	size_t l;
+	if (!slash || strchr(e->rel, '/'))
+		return 0;
+	l = (size_t)(slash - h->remote_tasks);
+	return !strncmp(e->target, h->remote_tasks, l) && !strncmp(e->target + l, "/pkg/code/", 10);
+}
+
+static int harvest_wanted_name(const struct harvest *h, const char *rel)
+{
+	static const char *const always[] = { "status", "stdout", "stderr", "params.json",
+					      "metrics.jsonl", "summary.json", NULL };
+	size_t i;
+	for (i = 0; always[i]; i++)
+		if (!strcmp(rel, always[i]))
+			return 1;
+	if (!strncmp(rel, "events.out.tfevents.", 20) && !strchr(rel, '/'))
+		return 1;
+	for (i = 0; h->exp && i < h->exp->noutputs; i++)
+		if (fnmatch(h->exp->outputs[i], rel, 0) == 0)
+			return 1;
+	return 0;
+}
+
+static char *harvest_local_path(const struct harvest *h, const struct manifest_entry *e)
+{
+	return xasprintf("%s/%" PRId64 "/%s", h->local_root, e->idx, e->rel);
+}
+
+/* Already home: recorded with the same size and mtime, and still there. */
+static int harvest_is_home(const struct harvest *h, const struct manifest_entry *e,
+			   const struct pbx_harvested *done, size_t ndone)
+{
+	size_t lo = 0, hi = ndone;
+	while (lo < hi) {          /* done is sorted by (idx, path) */
+		size_t mid = (lo + hi) / 2;
+		int c = done[mid].idx < e->idx ? -1 : done[mid].idx > e->idx ? 1
+						   : strcmp(done[mid].path, e->rel);
+		if (c == 0) {
+			struct stat sb;
+			char *local = harvest_local_path(h, e);
+			int home = done[mid].size == e->size && done[mid].mtime == e->mtime &&
+				   lstat(local, &sb) == 0 &&
+				   (e->type == 'l' ? S_ISLNK(sb.st_mode) : sb.st_size == e->size);
+			free(local);
+			return home;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+static int harvest_select(struct harvest *h, struct pbx_err *err)
+{
+	struct pbx_harvested *done;
+	size_t ndone, i;
+	if (pbx_store_harvested_list(h->st, h->t->sub.id, &done, &ndone, err) < 0)
+		return -1;
+	for (i = 0; i < h->nm; i++) {
+		struct manifest_entry *e = &h->m[i];
+		if (e->idx < 0 || (size_t)e->idx >= h->ntasks ||
+		    (!h->final[e->idx] && !h->o->running) || !harvest_wanted_name(h, e->rel))
+			continue;
+		if (!harvest_name_ok(e->rel) || (e->type != 'f' && e->type != 'l')) {
+			pbx_buf_addf(h->log, "refused task %" PRId64 " file '%s': not a plain relative name\n",
+				     e->idx, e->rel);
+			h->stats->refused++;
+			continue;
+		}
+		if (e->type == 'l' && harvest_is_code_link(h, e))
+			continue;   /* the wrapper's links to the package code */
+		if (e->type == 'l' && !harvest_link_inside(e->rel, e->target)) {
+			pbx_buf_addf(h->log, "refused task %" PRId64 " link '%s' -> '%s': it leaves the task"
+				     " directory\n", e->idx, e->rel, e->target);
+			h->stats->refused++;
+			continue;
+		}
+		if (harvest_is_home(h, e, done, ndone)) {
+			h->stats->files_skipped++;
+			continue;
+		}
+		e->want = 1;
+		h->stats->files_wanted++;
+		h->stats->bytes_wanted += (uint64_t)e->size;
+	}
+	pbx_harvested_free(done, ndone);
+	return 0;
+}
+
+/* NUL-separated list for tar: each needed directory once, before its files. */
+static void harvest_list(const struct harvest *h, struct pbx_buf *list)
+{
+	char **dirs = NULL;
+	size_t ndirs = 0, cap = 0, i, k;
+	for (i = 0; i < h->nm; i++) {
+		const struct manifest_entry *e = &h->m[i];
+		char *path;
+		const char *p;
+		if (!e->want)
+			continue;
+		path = xasprintf("%" PRId64 "/%s", e->idx, e->rel);
+		for (p = path; (p = strchr(p, '/')) != NULL; p++) {
+			size_t l = (size_t)(p - path);
+			int seen = 0;
+			for (k = ndirs; k-- > 0 && !seen;)
+				seen = strlen(dirs[k]) == l && !memcmp(dirs[k], path, l);
+			if (seen)
+				continue;
+			if (ndirs == cap) {
+				cap = cap ? 2 * cap : 64;
+				dirs = xreallocarray(dirs, cap, sizeof(*dirs));
+			}
+			dirs[ndirs++] = xstrndup(path, l);
+			pbx_buf_add(list, path, l);
+			pbx_buf_addc(list, '\0');
+		}
+		pbx_buf_add(list, path, strlen(path) + 1);
+		free(path);
+	}
+	for (k = 0; k < ndirs; k++)
+		free(dirs[k]);
+	free(dirs);
+}
+
+/* --------------------------------------------------------------- fetch */
+
+static void harvest_bytes(void *ctx, size_t bytes)
+{
+	struct harvest *h = ctx;
+	h->stats->bytes += bytes;
+	if (h->o->progress)
+		h->o->progress(h->o->progress_ctx, h->stats);
+}
+
+/* Moves the files that arrived whole into place; returns how many did not. */
+static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, size_t *nrows,
+			      int fetch_ok)
+{
+	size_t i, missing = 0;
+	*rows = xcalloc(h->nm ? h->nm : 1, sizeof(**rows));
+	*nrows = 0;
+	for (i = 0; i < h->nm; i++) {
+		struct manifest_entry *e = &h->m[i];
+		char *in, *out, *dir;
+		struct stat sb;
+		int whole;
+		if (!e->want)
+			continue;
+		in = xasprintf("%s/%" PRId64 "/%s", h->incoming, e->idx, e->rel);
+		out = harvest_local_path(h, e);
+		whole = lstat(in, &sb) == 0 &&
+			(e->type == 'l' ? S_ISLNK(sb.st_mode)
+					: S_ISREG(sb.st_mode) && (sb.st_size == e->size || fetch_ok));
+		dir = xstrdup(out);
+		*strrchr(dir, '/') = '\0';
+		if (whole && pbx_mkdir_p(dir, 0755, NULL) == 0 && rename(in, out) == 0) {
+			struct pbx_harvested *r = &(*rows)[(*nrows)++];
+			char hex[65] = "";
+			if (e->type == 'f')
+				pbx_sha256_file(out, hex, NULL);
+			r->idx = e->idx;
+			r->path = xstrdup(e->rel);
+			r->size = e->type == 'f' ? (int64_t)sb.st_size : e->size;
+			r->mtime = e->mtime;
+			r->sha256 = xstrdup(hex);
+			h->stats->files_new++;
+		} else {
+			missing++;
+		}
+		free(dir);
+		free(in);
+		free(out);
+	}
+	return missing;
+}
+
+static int harvest_record(struct harvest *h, struct pbx_harvested *rows, size_t n,
+			  struct pbx_err *err)
+{
+	size_t i;
+	if (n == 0)
+		return 0;
+	if (pbx_store_begin(h->st, err) < 0)
+		return -1;
+	if (pbx_store_harvested_put(h->st, h->t->sub.id, rows, n, err) < 0) {
+		pbx_store_rollback(h->st);
+		return -1;
+	}
+	if (pbx_store_commit(h->st, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct pbx_err merr = PBX_ERR_INIT;
+		size_t added = 0;
+		char *path;
+		if (strcmp(rows[i].path, "metrics.jsonl") != 0)
+			continue;
+		path = xasprintf("%s/%" PRId64 "/metrics.jsonl", h->local_root, rows[i].idx);
+		if (pbx_results_ingest(h->st, h->t->sub.id, rows[i].idx, path, &added, h->log,
+				       &merr) < 0)
+			pbx_buf_addf(h->log, "%s\n", merr.msg);
+		h->stats->metrics_added += added;
+		free(path);
+	}
+	return 0;
+}
+
+static int harvest_fetch(struct harvest *h, struct pbx_err *err)
+{
+	struct pbx_buf list = PBX_BUF_INIT;
+	struct pbx_harvested *rows = NULL;
+	struct pbx_ssh *s;
+	struct pbx_err ferr = PBX_ERR_INIT;
+	size_t nrows = 0, missing;
+	int rc;
+	if (pbx_rm_rf(h->incoming, err) < 0 || pbx_mkdir_p(h->incoming, 0700, err) < 0)
+		return -1;
+	harvest_list(h, &list);
+	rc = pbx_cluster_connect(h->t->cluster, 0, &s, err);
+	if (rc == 0) {
+		rc = pbx_ssh_get_files(s, h->remote_tasks, &list, h->incoming, harvest_bytes, h, &ferr);
+		h->stats->round_trips++;
+	}
+	missing = harvest_install(h, &rows, &nrows, rc == 0);
+	if (harvest_record(h, rows, nrows, err) < 0)
+		rc = -1;
+	else if (rc < 0)
+		*err = ferr;
+	if (rc < 0 && missing)
+		pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to resume)",
+			       missing, missing == 1 ? "" : "s");
+	pbx_harvested_free(rows, nrows);
+	pbx_buf_release(&list);
+	pbx_rm_rf(h->incoming, NULL);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void harvest_free(struct harvest *h)
+{
+	size_t i;
+	for (i = 0; i < h->nm; i++) {
+		free(h->m[i].rel);
+		free(h->m[i].target);
+	}
+	free(h->m);
+	free(h->final);
+	free(h->remote_tasks);
+	free(h->local_root);
+	free(h->incoming);
+	pbx_experiment_free(h->exp);
+}
+
+int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
+		     const struct pbx_harvest_opts *o, struct pbx_harvest_stats *stats,
+		     struct pbx_buf *log, struct pbx_err *err)
+{
+	struct harvest h = { st, t, o, stats, log, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL };
+	struct jobs_output out;
+	struct pbx_err perr = PBX_ERR_INIT;
+	const char *after;
+	size_t before, afterlen;
+	struct timespec t0, t1;
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	h.ntasks = (size_t)t->pkg.ntasks;
+	h.final = xcalloc(h.ntasks ? h.ntasks : 1, 1);
+	h.local_root = xasprintf("%s/results/%s", pbx_home(), t->pkg.short_id);
+	h.incoming = xasprintf("%s/.incoming", h.local_root);
+	if (pbx_experiment_parse(t->pkg.experiment_path, t->pkg.experiment_text,
+				 strlen(t->pkg.experiment_text), NULL, &h.exp, &perr) < 0)
+		h.exp = NULL;   /* outputs unknown: harvest the standard files only */
+	rc = harvest_fetch_manifest(&h, &out, err);
+	if (rc == 0) {
+		const char *nl = memchr(out.out.buf, '\n', out.out.len);
+		if (nl && jobs_split(nl + 1, out.out.len - (size_t)(nl + 1 - out.out.buf), "PBX-SEP",
+				     &after, &before, &afterlen) == 0) {
+			h.remote_tasks = xstrndup(out.out.buf, (size_t)(nl - out.out.buf));
+			harvest_states(&h, nl + 1, before);
+			harvest_parse_manifest(&h, after, afterlen);
+		}
+		jobs_output_release(&out);
+		rc = harvest_select(&h, err);
+	}
+	if (rc == 0 && stats->files_wanted > 0)
+		rc = harvest_fetch(&h, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	stats->seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	for (size_t i = 0; i < h.ntasks; i++)
+		stats->tasks_ended += h.final[i];
+	harvest_free(&h);
+	return rc;
+}

@@ -1,0 +1,510 @@
+/*
+ * render_html.c - the report as one self-contained HTML page: inline CSS
+ * and inline SVG only (no scripts, fonts, styles or images from
+ * elsewhere).  Sections: package info; learning curves (one chart per
+ * metric, one polyline.curve[data-task] per task, coloured by --color-by);
+ * final value against each swept parameter (mean +- std over the tasks
+ * sharing the value, g.errorbar[data-x]); the table of the text formats.
+ */
+#include "results/model_priv.h"
+#include "results/num.h"
+#include "results/svg.h"
+
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CURVE_POINTS 800
+
+static const char css[] =
+	":root{--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--soft:#f6f8fa}\n"
+	"body{font-family:\"DejaVu Sans\",system-ui,-apple-system,\"Segoe UI\",Helvetica,Arial,"
+	"sans-serif;color:var(--fg);background:#fff;margin:24px auto;max-width:1320px;"
+	"padding:0 24px;line-height:1.45}\n"
+	"h1{font-size:26px;margin:0 0 6px}h2{font-size:19px;margin:32px 0 12px;"
+	"padding-bottom:6px;border-bottom:1px solid var(--line)}\n"
+	".meta{color:var(--muted);font-size:14px;margin:0}.note{color:var(--muted);font-size:13px}\n"
+	"code{font-family:\"DejaVu Sans Mono\",ui-monospace,monospace;font-size:13px;"
+	"background:var(--soft);padding:1px 5px;border-radius:4px}\n"
+	".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:16px}\n"
+	"figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:6px;background:#fff}\n"
+	"svg{width:100%;height:auto;display:block;font-size:12px}\n"
+	"svg text{fill:#3d444d}svg .charttitle{font-size:15px;font-weight:bold;fill:var(--fg)}\n"
+	"svg .axislabel{font-size:13px}svg .legendtitle{font-weight:bold}\n"
+	"svg line.grid{stroke:#e8ebef;stroke-width:1}svg line.tick{stroke:#8c959f}\n"
+	"svg rect.frame{fill:none;stroke:#8c959f}svg line.swatch{stroke-width:3}\n"
+	"svg .curve{fill:none;stroke-width:1.7;stroke-linejoin:round;opacity:.85}\n"
+	"svg .curve:hover{stroke-width:3.5;opacity:1}svg .trend{fill:none;stroke-width:1.5;"
+	"stroke-dasharray:5 4;opacity:.7}\n"
+	"svg .point{fill:#fff;stroke-width:1.2;opacity:.7}svg .errorbar line{stroke-width:1.8}\n"
+	"table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
+	"th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;"
+	"white-space:nowrap}th{background:var(--soft);position:sticky;top:0}\n"
+	".num{text-align:right}tbody tr:hover td{background:var(--soft)}\n"
+	".st-COMPLETED{color:#1a7f37}.st-FAILED,.st-TIMEOUT,.st-OUT_OF_MEMORY,.st-NODE_FAIL,"
+	".st-MISSING{color:#cf222e;font-weight:bold}.st-RUNNING,.st-PENDING{color:#0969da}\n"
+	".scroll{overflow-x:auto}\n";
+
+/* Distinct values of parameter p among the shown tasks: numeric ones
+ * ascending, others in order of first appearance.  *vals is borrowed
+ * from the report; free the array only. */
+static int cmp_numeric(const void *a, const void *b)
+{
+	double x = 0, y = 0;
+	pbx_num_parse(*(const char *const *)a, &x);
+	pbx_num_parse(*(const char *const *)b, &y);
+	return (x > y) - (x < y);
+}
+
+static size_t distinct(const struct pbx_report *r, size_t p, const char ***vals)
+{
+	size_t t, i, n = 0;
+	*vals = xcalloc(r->ntasks + 1, sizeof(char *));
+	for (t = 0; t < r->ntasks; t++) {
+		for (i = 0; i < n && strcmp((*vals)[i], r->tasks[t].values[p]); i++)
+			;
+		if (i == n)
+			(*vals)[n++] = r->tasks[t].values[p];
+	}
+	if (r->param_numeric[p])
+		qsort(*vals, n, sizeof(char *), cmp_numeric);
+	return n;
+}
+
+static size_t value_index(const char *const *vals, size_t n, const char *v)
+{
+	size_t i;
+	for (i = 0; i < n && strcmp(vals[i], v); i++)
+		;
+	return i;
+}
+
+static void esc(FILE *f, const char *s)
+{
+	pbx_xml_escape(f, s);
+}
+
+/* "lr=0.1, width=16, repeat=0" */
+static char *task_label(const struct pbx_report *r, const struct pbx_report_task *t)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t p;
+	for (p = 0; p < r->nparams; p++)
+		pbx_buf_addf(&b, "%s%s=%s", p ? ", " : "", r->params[p], t->values[p]);
+	return pbx_buf_detach(&b, NULL);
+}
+
+/* ------------------------------------------------------------- header */
+
+static void html_head(const struct pbx_report *r, FILE *f)
+{
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
+	esc(f, r->name);
+	fprintf(f, " (%s) - pbx report</title>\n<style>\n%s</style>\n</head>\n<body>\n", r->short_id,
+		css);
+}
+
+static void html_states(const struct pbx_report *r, FILE *f)
+{
+	size_t t, u, n;
+	for (t = 0; t < r->ntasks; t++) {
+		for (u = 0; u < t && strcmp(r->tasks[u].state, r->tasks[t].state); u++)
+			;
+		if (u < t)
+			continue;
+		for (n = 0, u = t; u < r->ntasks; u++)
+			n += !strcmp(r->tasks[u].state, r->tasks[t].state);
+		fprintf(f, "%s%zu ", t ? ", " : ": ", n);
+		esc(f, r->tasks[t].state);
+	}
+}
+
+static void html_meta(const struct pbx_report *r, FILE *f)
+{
+	char when[64] = "";
+	time_t created = (time_t)r->created;
+	struct tm tm;
+	if (r->created && gmtime_r(&created, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+	fputs("<header>\n<h1>", f);
+	esc(f, r->name);
+	fprintf(f, "</h1>\n<p class=\"meta\">package <code title=\"%s\">%s</code> &middot; cluster "
+		"<b>", r->package_id, r->short_id);
+	esc(f, r->cluster);
+	fprintf(f, "</b> &middot; created %s &middot; %zu of %zu tasks", when, r->ntasks,
+		r->ntasks_total);
+	html_states(r, f);
+	fputs("</p>\n</header>\n", f);
+}
+
+/* ------------------------------------------------------- learning curves */
+
+struct colouring {
+	long param;
+	size_t n;
+	const char **vals;
+	char (*hex)[8];
+};
+
+static void colouring_init(const struct pbx_report *r, struct colouring *c)
+{
+	size_t i;
+	c->param = r->color_by;
+	c->n = c->param >= 0 ? distinct(r, (size_t)c->param, &c->vals) : 0;
+	if (c->param < 0)
+		c->vals = xcalloc(1, sizeof(char *));
+	c->hex = xcalloc(c->n + 1, sizeof(*c->hex));
+	for (i = 0; i < c->n; i++)
+		pbx_palette(i, c->n, c->hex[i]);
+	if (!c->n)
+		pbx_palette(0, 1, c->hex[0]);
+}
+
+static const char *colour_of(const struct colouring *c, const struct pbx_report_task *t)
+{
+	size_t i = c->param >= 0 ? value_index(c->vals, c->n, t->values[c->param]) : 0;
+	return c->hex[i < c->n ? i : 0];
+}
+
+static void colouring_legend(const struct pbx_report *r, const struct colouring *c,
+			     const struct pbx_chart *ch, FILE *f)
+{
+	const char **labels, **colors;
+	size_t i;
+	if (c->param < 0)
+		return;
+	labels = xcalloc(c->n + 1, sizeof(char *));
+	colors = xcalloc(c->n + 1, sizeof(char *));
+	for (i = 0; i < c->n; i++) {
+		labels[i] = c->vals[i];
+		colors[i] = c->hex[i];
+	}
+	pbx_svg_legend(f, ch, r->params[c->param], labels, colors, c->n);
+	free(labels);
+	free(colors);
+}
+
+static int curve_ranges(const struct pbx_report *r, size_t m, double *x, double *y)
+{
+	size_t t, i;
+	int any = 0;
+	for (t = 0; t < r->ntasks; t++) {
+		const struct pbx_report_stat *s = &r->tasks[t].stats[m];
+		for (i = 0; i < s->npoints; i++) {
+			double sx = (double)s->steps[i], sy = s->values[i];
+			if (!any) {
+				x[0] = x[1] = sx;
+				y[0] = y[1] = sy;
+			}
+			any = 1;
+			x[0] = fmin(x[0], sx);
+			x[1] = fmax(x[1], sx);
+			y[0] = fmin(y[0], sy);
+			y[1] = fmax(y[1], sy);
+		}
+	}
+	return any;
+}
+
+static void curve_one(const struct pbx_report *r, const struct pbx_report_task *t, size_t m,
+		      const struct pbx_chart *ch, const char *color, FILE *f)
+{
+	const struct pbx_report_stat *s = &t->stats[m];
+	size_t stride = (s->npoints + MAX_CURVE_POINTS - 1) / MAX_CURVE_POINTS, i, k = 0;
+	double *xs = xcalloc(s->npoints + 1, sizeof(double)), *ys = xcalloc(s->npoints + 1, sizeof(double));
+	char *label = task_label(r, t), *tip, attrs[48], val[32];
+	for (i = 0; i < s->npoints; i++)
+		if (i % (stride ? stride : 1) == 0 || i + 1 == s->npoints) {
+			xs[k] = (double)s->steps[i];
+			ys[k++] = s->values[i];
+		}
+	pbx_num_short(s->values[s->npoints - 1], val, sizeof(val));
+	tip = xasprintf("task %lld: %s (%s %s at step %lld)", (long long)t->idx, label,
+			r->metric_names[m], val, (long long)s->steps[s->npoints - 1]);
+	snprintf(attrs, sizeof(attrs), "data-task=\"%lld\"", (long long)t->idx);
+	pbx_svg_polyline(f, ch, xs, ys, k, "curve", attrs, color, tip);
+	pbx_svg_dot(f, ch, xs[k - 1], ys[k - 1], 2.5, color, 0, tip);
+	free(tip);
+	free(label);
+	free(xs);
+	free(ys);
+}
+
+static void curve_chart(const struct pbx_report *r, size_t m, const struct colouring *col,
+			FILE *f)
+{
+	struct pbx_chart ch;
+	double xr[2], yr[2];
+	char *title;
+	size_t t;
+	if (!curve_ranges(r, m, xr, yr))
+		return;
+	pbx_chart_init(&ch);
+	pbx_scale_linear(&ch.x, xr[0], xr[1], 0, ch.left, ch.right, 6);
+	if (pbx_scale_wants_log(yr[0], yr[1]))
+		pbx_scale_log(&ch.y, yr[0], yr[1], ch.bottom, ch.top);
+	else
+		pbx_scale_linear(&ch.y, yr[0], yr[1], 0.05, ch.bottom, ch.top, 6);
+	title = xasprintf("%s by step", r->metric_names[m]);
+	fputs("<figure>\n", f);
+	pbx_chart_begin(f, &ch, "learning-curves", title, "step", r->metric_names[m]);
+	for (t = 0; t < r->ntasks; t++)
+		if (r->tasks[t].stats[m].npoints)
+			curve_one(r, &r->tasks[t], m, &ch, colour_of(col, &r->tasks[t]), f);
+	colouring_legend(r, col, &ch, f);
+	pbx_chart_end(f);
+	fputs("</figure>\n", f);
+	free(title);
+}
+
+static void html_curves(const struct pbx_report *r, FILE *f)
+{
+	struct colouring col;
+	size_t m;
+	if (!r->nmetrics)
+		return;
+	colouring_init(r, &col);
+	fputs("<section id=\"curves\">\n<h2>Learning curves</h2>\n<div class=\"charts\">\n", f);
+	for (m = 0; m < r->nmetrics; m++)
+		curve_chart(r, r->metrics[m], &col, f);
+	fputs("</div>\n</section>\n", f);
+	free(col.vals);
+	free(col.hex);
+}
+
+/* --------------------------------------------------- final vs parameter */
+
+struct xpoint {
+	double x;             /* data coordinate: the value or its category */
+	size_t n;
+	double mean, std;     /* std < 0 when n < 2 */
+};
+
+static void xpoint_stats(const struct pbx_report *r, size_t p, size_t m, const char *v,
+			 struct xpoint *xp)
+{
+	double sum = 0, ss = 0;
+	size_t t;
+	xp->n = 0;
+	for (t = 0; t < r->ntasks; t++)
+		if (!strcmp(r->tasks[t].values[p], v) && r->tasks[t].stats[m].has_final) {
+			sum += r->tasks[t].stats[m].final;
+			xp->n++;
+		}
+	xp->mean = xp->n ? sum / (double)xp->n : 0;
+	for (t = 0; t < r->ntasks; t++)
+		if (!strcmp(r->tasks[t].values[p], v) && r->tasks[t].stats[m].has_final)
+			ss += pow(r->tasks[t].stats[m].final - xp->mean, 2);
+	xp->std = xp->n > 1 ? sqrt(ss / (double)(xp->n - 1)) : -1;
+}
+
+/* The x scale: categories, or numbers (log when they span > 2 decades). */
+static void param_xscale(const struct pbx_report *r, size_t p, const char **vals, size_t n,
+			 struct pbx_chart *ch, struct xpoint *xp)
+{
+	size_t i;
+	double lo = 0, hi = 0;
+	for (i = 0; i < n; i++) {
+		xp[i].x = (double)i;
+		if (r->param_numeric[p])
+			pbx_num_parse(vals[i], &xp[i].x);
+	}
+	if (r->param_numeric[p]) {
+		lo = xp[0].x;
+		hi = xp[n - 1].x;
+	}
+	if (!r->param_numeric[p]) {
+		pbx_scale_cat(&ch->x, n, ch->left, ch->right);
+		ch->xcats = vals;
+	} else if (pbx_scale_wants_log(lo, hi)) {
+		pbx_scale_log(&ch->x, lo, hi, ch->left, ch->right);
+	} else {
+		pbx_scale_linear(&ch->x, lo, hi, 0.05, ch->left, ch->right, 7);
+	}
+}
+
+static void param_yscale(const struct pbx_report *r, size_t p, size_t m,
+			 const struct xpoint *xp, size_t n, struct pbx_chart *ch)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	size_t i, t;
+	for (i = 0; i < n; i++)
+		if (xp[i].n && xp[i].std > 0) {
+			lo = fmin(lo, xp[i].mean - xp[i].std);
+			hi = fmax(hi, xp[i].mean + xp[i].std);
+		}
+	for (t = 0; t < r->ntasks; t++)
+		if (r->tasks[t].stats[m].has_final) {
+			lo = fmin(lo, r->tasks[t].stats[m].final);
+			hi = fmax(hi, r->tasks[t].stats[m].final);
+		}
+	(void)p;
+	pbx_scale_linear(&ch->y, lo, hi, 0.05, ch->bottom, ch->top, 6);
+}
+
+static void param_points(const struct pbx_report *r, size_t p, size_t m, const char **vals,
+			 const struct xpoint *xp, size_t n, const struct pbx_chart *ch, FILE *f)
+{
+	char color[8], val[32], *label, *tip;
+	size_t t, i;
+	pbx_palette(0, 1, color);
+	for (t = 0; t < r->ntasks; t++) {
+		const struct pbx_report_task *task = &r->tasks[t];
+		if (!task->stats[m].has_final)
+			continue;
+		i = value_index(vals, n, task->values[p]);
+		label = task_label(r, task);
+		pbx_num_short(task->stats[m].final, val, sizeof(val));
+		tip = xasprintf("task %lld: %s (final %s %s)", (long long)task->idx, label,
+				r->metric_names[m], val);
+		pbx_svg_dot(f, ch, xp[i].x, task->stats[m].final, 3, "#6e7781", 1, tip);
+		free(tip);
+		free(label);
+	}
+}
+
+static void param_bars(const struct pbx_report *r, size_t p, size_t m, const char **vals,
+		       const struct xpoint *xp, size_t n, const struct pbx_chart *ch, FILE *f)
+{
+	double *xs = xcalloc(n + 1, sizeof(double)), *ys = xcalloc(n + 1, sizeof(double));
+	char color[8], mean[32], std[32], *tip;
+	size_t i, k = 0;
+	pbx_palette(0, 1, color);
+	for (i = 0; i < n; i++)
+		if (xp[i].n) {
+			xs[k] = xp[i].x;
+			ys[k++] = xp[i].mean;
+		}
+	if (k > 1)
+		pbx_svg_polyline(f, ch, xs, ys, k, "trend", "", color, "mean");
+	for (i = 0; i < n; i++) {
+		if (!xp[i].n)
+			continue;
+		pbx_num_short(xp[i].mean, mean, sizeof(mean));
+		pbx_num_short(xp[i].std > 0 ? xp[i].std : 0, std, sizeof(std));
+		tip = xp[i].n > 1 ? xasprintf("%s = %s: %s mean %s ± %s (n = %zu)", r->params[p],
+					      vals[i], r->metric_names[m], mean, std, xp[i].n)
+				  : xasprintf("%s = %s: %s %s (n = 1)", r->params[p], vals[i],
+					      r->metric_names[m], mean);
+		pbx_svg_errorbar(f, ch, xp[i].x, xp[i].mean, xp[i].std, color, vals[i], tip);
+		free(tip);
+	}
+	free(xs);
+	free(ys);
+}
+
+static void param_chart(const struct pbx_report *r, size_t p, size_t m, FILE *f)
+{
+	static const char *const labels[] = { "mean ± std", "one task" };
+	const char *colors[2];
+	struct pbx_chart ch;
+	const char **vals;
+	size_t n = distinct(r, p, &vals), i;
+	struct xpoint *xp = xcalloc(n + 1, sizeof(*xp));
+	char c0[8], *title, *ylabel, *xlabel;
+	pbx_chart_init(&ch);
+	param_xscale(r, p, vals, n, &ch, xp);
+	for (i = 0; i < n; i++)
+		xpoint_stats(r, p, m, vals[i], &xp[i]);
+	param_yscale(r, p, m, xp, n, &ch);
+	title = xasprintf("final %s by %s", r->metric_names[m], r->params[p]);
+	ylabel = xasprintf("final %s", r->metric_names[m]);
+	xlabel = xasprintf("%s%s", r->params[p], ch.x.kind == PBX_SCALE_LOG ? " (log scale)" : "");
+	fputs("<figure>\n", f);
+	pbx_chart_begin(f, &ch, "param-chart", title, xlabel, ylabel);
+	param_points(r, p, m, vals, xp, n, &ch, f);
+	param_bars(r, p, m, vals, xp, n, &ch, f);
+	colors[0] = pbx_palette(0, 1, c0);
+	colors[1] = "#6e7781";
+	pbx_svg_legend(f, &ch, "", labels, colors, 2);
+	pbx_chart_end(f);
+	fputs("</figure>\n", f);
+	free(title);
+	free(ylabel);
+	free(xlabel);
+	free(xp);
+	free(vals);
+}
+
+/* Charted parameters: --x, else every one with more than one value
+ * except repeat. */
+static int param_charted(const struct pbx_report *r, size_t p)
+{
+	if (r->x_param >= 0)
+		return (long)p == r->x_param;
+	return r->param_nvalues[p] > 1 && strcmp(r->params[p], "repeat");
+}
+
+static void html_params(const struct pbx_report *r, FILE *f)
+{
+	size_t p, m, any = 0;
+	for (p = 0; p < r->nparams; p++)
+		any += param_charted(r, p);
+	if (!any || !r->nmetrics || !r->ntasks)
+		return;
+	fputs("<section id=\"params\">\n<h2>Final values by parameter</h2>\n"
+	      "<div class=\"charts\">\n", f);
+	for (p = 0; p < r->nparams; p++)
+		for (m = 0; param_charted(r, p) && m < r->nmetrics; m++)
+			param_chart(r, p, r->metrics[m], f);
+	fputs("</div>\n</section>\n", f);
+}
+
+/* ----------------------------------------------------------------- table */
+
+static void html_row(const struct pbx_grid *g, size_t row, FILE *f)
+{
+	char buf[64];
+	size_t c;
+	fputs("<tr>", f);
+	for (c = 0; c < g->ncols; c++) {
+		const struct pbx_cell *cell = pbx_grid_cell(g, row, c);
+		if (g->numeric[c])
+			fputs("<td class=\"num\">", f);
+		else if (!strcmp(g->cols[c], "state") && cell->kind == PBX_CELL_TEXT)
+			fprintf(f, "<td class=\"st-%s\">", strspn(cell->text,
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(cell->text) ? cell->text : "x");
+		else
+			fputs("<td>", f);
+		esc(f, pbx_cell_str(cell, 0, buf, sizeof(buf)));
+		fputs("</td>", f);
+	}
+	fputs("</tr>\n", f);
+}
+
+static void html_table(const struct pbx_report *r, FILE *f)
+{
+	struct pbx_grid g;
+	size_t c, row;
+	pbx_grid_build(r, &g);
+	fprintf(f, "<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n<thead><tr>",
+		r->ngroup_by ? "Groups" : "Tasks");
+	for (c = 0; c < g.ncols; c++) {
+		fputs(g.numeric[c] ? "<th class=\"num\">" : "<th>", f);
+		esc(f, g.cols[c]);
+		fputs("</th>", f);
+	}
+	fputs("</tr></thead>\n<tbody>\n", f);
+	for (row = 0; row < g.nrows; row++)
+		html_row(&g, row, f);
+	fputs("</tbody>\n</table></div>\n<p class=\"note\">final: the value at a task's last step; "
+	      "best: the minimum for metrics named *loss* or *err*, the maximum otherwise; "
+	      "runtime in seconds; std is the sample standard deviation.</p>\n</section>\n", f);
+	pbx_grid_free(&g);
+}
+
+int pbx_render_html(const struct pbx_report *r, FILE *f)
+{
+	html_head(r, f);
+	html_meta(r, f);
+	html_curves(r, f);
+	html_params(r, f);
+	html_table(r, f);
+	fputs("<footer class=\"note\">generated by pbx report</footer>\n</body>\n</html>\n", f);
+	return ferror(f) ? -1 : 0;
+}

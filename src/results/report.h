@@ -1,0 +1,117 @@
+/*
+ * report.h - `pbx report` as a library: build a report model of one
+ * package's tasks from the store (parameters, per-metric final and best
+ * values, curves, --where filters, --sort order, --group-by aggregates),
+ * then render it to a FILE* as a table, CSV, JSON, Markdown or HTML.
+ *
+ * Definitions (documented in pbx-report(1)):
+ *   final  the value at a task's largest step (null when that point is null)
+ *   best   over the non-null points, the minimum for metrics whose name
+ *          contains "loss" or "err" (any case), the maximum otherwise
+ *   runtime end_time - start_time in seconds, unknown unless both are set
+ * Group aggregates are over the non-null final values of a group's tasks:
+ * n, mean, sample standard deviation (n - 1; unknown for n = 1), min, max.
+ *
+ * Memory: pbx_report_build returns a model owned by the caller
+ * (pbx_report_free).  Options are borrowed during the call only.
+ */
+#ifndef PBX_RESULTS_REPORT_H
+#define PBX_RESULTS_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/experiments.h"
+#include "util/err.h"
+
+enum pbx_report_format {
+	PBX_REPORT_TABLE,
+	PBX_REPORT_CSV,
+	PBX_REPORT_JSON,
+	PBX_REPORT_MD,
+	PBX_REPORT_HTML,
+};
+
+struct pbx_report_opts {
+	const char *const *metrics;   /* --metric: columns and charts; none = all */
+	size_t nmetrics;
+	const char *const *group_by;  /* --group-by: parameter names, entries may hold commas */
+	size_t ngroup_by;
+	const char *const *where;     /* --where expressions, ANDed */
+	size_t nwhere;
+	const char *sort;             /* "KEY", "KEY:asc" or "KEY:desc"; NULL = task order */
+	const char *x;                /* HTML: the one parameter charted; NULL = every swept one */
+	const char *color_by;         /* HTML: curve colours; NULL = first swept parameter */
+};
+
+/* A metric's summary for one task. */
+struct pbx_report_stat {
+	int has_final, has_best;
+	double final, best;
+	size_t npoints;               /* non-null points in the curve */
+	int64_t *steps;               /* the curve: non-null points by step */
+	double *values;
+};
+
+struct pbx_report_task {
+	int64_t idx;
+	char **values;                /* one per parameter, "" when the task lacks it */
+	char *state;
+	int64_t runtime;              /* seconds, -1 when unknown */
+	struct pbx_report_stat *stats;   /* one per entry of report->metric_names */
+};
+
+struct pbx_report_agg {
+	size_t n;
+	double mean, std, min, max;   /* std meaningful when n > 1 */
+};
+
+struct pbx_report_group {
+	char **values;                /* one per group-by parameter */
+	size_t ntasks;
+	size_t *tasks;                /* indexes into report->tasks */
+	struct pbx_report_agg *aggs;  /* one per chosen metric (report->metrics) */
+};
+
+struct pbx_report {
+	char *package_id, *short_id, *name, *cluster;
+	int64_t submission_id, created;
+	size_t nparams;
+	char **params;                /* parameter names, in params_json order */
+	int *param_numeric;           /* every value of the parameter is a number */
+	size_t *param_nvalues;        /* distinct values among the shown tasks */
+	size_t nmetric_names;
+	char **metric_names;          /* every metric of the submission, sorted */
+	size_t nmetrics;
+	size_t *metrics;              /* chosen: indexes into metric_names */
+	size_t ntasks, ntasks_total;  /* shown (after --where), all */
+	struct pbx_report_task *tasks;   /* shown tasks in --sort order */
+	size_t ngroup_by;
+	size_t *group_by;             /* indexes into params; 0 = no grouping */
+	size_t ngroups;
+	struct pbx_report_group *groups;
+	long x_param;                 /* --x as a parameter index, -1 = every swept one */
+	long color_by;                /* parameter index, -1 = none */
+};
+
+/* Builds the report of package `ref` (id prefix or experiment name, see
+ * pbx_store_package_find; NULL = the newest package) from its newest
+ * submission.  Errors: unknown package or no submission (PBX_EXIT_NOTFOUND),
+ * bad options such as an unknown metric or parameter (PBX_EXIT_USAGE). */
+int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_report_opts *o,
+		     struct pbx_report **out, struct pbx_err *err);
+/* The same from rows already read (used by pbx_report_build and tests). */
+int pbx_report_from_rows(const struct pbx_package_row *pkg, const struct pbx_submission_row *sub,
+			 const struct pbx_task_row *tasks, size_t ntasks,
+			 const struct pbx_metric *pts, size_t npts, const struct pbx_report_opts *o,
+			 struct pbx_report **out, struct pbx_err *err);
+void pbx_report_free(struct pbx_report *r);
+
+/* "table", "csv", "json", "md" (or "markdown"), "html": 0, else -1. */
+int pbx_report_format_parse(const char *s, enum pbx_report_format *f);
+/* Renders to `out`; -1 with err when writing fails. */
+int pbx_report_render(const struct pbx_report *r, enum pbx_report_format f, FILE *out,
+		      struct pbx_err *err);
+
+#endif

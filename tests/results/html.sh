@@ -1,0 +1,65 @@
+#!/bin/sh
+# html.sh - the HTML report of the results fixture (tests/results/fixture.c:
+# 12 tasks, metrics acc and loss), rendered by `pbx report` and loaded in
+# headless Chromium: the dumped DOM must hold one polyline.curve per task
+# and metric, an error bar per x value per chart and no external resource;
+# the screenshot must be a real PNG.  Fails (never skips) without Chromium.
+# Environment: PBX (the pbx binary), TEST_RESULTS (tests/results' program).
+set -u
+n=0
+failed=0
+check() {   # check COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+}
+finish() {
+	echo "1..$n"
+	if [ "$failed" -ne 0 ]; then echo "# files kept in $T"; exit 1; fi
+	rm -rf "$T"
+	exit 0
+}
+
+if ! command -v chromium >/dev/null 2>&1; then
+	echo "not ok 1 - chromium is not installed: run 'sh scripts/install-deps.sh' (Debian package chromium)"
+	exit 1
+fi
+T=$(mktemp -d /tmp/pbx-results-html-XXXXXX)
+"$TEST_RESULTS" --make-store "$T" >"$T/fixture.log"
+check $? "fixture store built"
+PBX_HOME="$T" "$PBX" -q report -o "$T/report.html"
+check $? "pbx report -o report.html"
+
+chrome() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$(mktemp -d "$T/profile-XXXXXX")" --window-size=1200,900 "$@" \
+		"file://$T/report.html" 2>>"$T/chromium.log"
+}
+chrome --dump-dom >"$T/dom.html"
+check $? "chromium --dump-dom"
+chrome --screenshot="$T/shot.png" >/dev/null
+check $? "chromium --screenshot"
+
+count() { grep -o "$1" "$T/dom.html" | wc -l | tr -d ' '; }
+charts=$(count 'class="learning-curves"')
+check "$([ "$charts" -eq 2 ]; echo $?)" "two learning-curve charts (acc, loss): $charts"
+curves=$(count '<polyline class="curve"')
+check "$([ "$curves" -eq $((12 * charts)) ]; echo $?)" "12 curves per charted metric: $curves"
+missing=
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+	[ "$(count "class=\"curve\" data-task=\"$i\"")" -eq "$charts" ] || missing="$missing $i"
+done
+check "$([ -z "$missing" ]; echo $?)" "every task has a curve in every chart${missing:+ (missing:$missing)}"
+for x in 0.1 0.03 0.01 16 32; do
+	bars=$(count "class=\"errorbar\" data-x=\"$x\"")
+	check "$([ "$bars" -eq "$charts" ]; echo $?)" "error bar at x = $x in each final-value chart: $bars"
+done
+for f in "$T/report.html" "$T/dom.html"; do
+	grep -Eiq "src=|href=[\"']?(https?:)?//|@import|url\(" "$f"
+	check "$([ $? -ne 0 ]; echo $?)" "no external resource in $(basename "$f")"
+done
+magic=$(od -An -tx1 -N8 "$T/shot.png" 2>/dev/null | tr -d ' \n')
+check "$([ "$magic" = 89504e470d0a1a0a ]; echo $?)" "the screenshot is a PNG"
+size=$(wc -c <"$T/shot.png" 2>/dev/null || echo 0)
+check "$([ "$size" -gt 20000 ]; echo $?)" "the screenshot is not blank ($size bytes)"
+finish
