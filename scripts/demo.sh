@@ -1,8 +1,10 @@
 #!/bin/sh
 # demo.sh - the main job end to end on the embedded default: build pbx,
 # start the built-in local cluster (2 compute nodes x 2 GPU GRES, real
-# slurmctld/slurmd behind real sshds on 127.0.1.x), run work on it, show it,
-# and stop it again.  It grows as pbx grows (parrun, harvest, report).
+# slurmctld/slurmd behind real sshds on 127.0.1.x), run the example sweep on
+# it (parrun, state, log), bring the results home (harvest), report them as
+# a table and an HTML page with plots, train a model with pbx-train on a
+# node, and stop the cluster again.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the cluster running)
 set -eu
 cd "$(dirname "$0")/.."
@@ -26,6 +28,13 @@ step "pbx state --watch sweep-demo  (until all 24 tasks have ended)"
 "$PBX" state -v sweep-demo | head -n 8
 step "pbx log sweep-demo:5"
 "$PBX" log sweep-demo:5
+step "pbx harvest sweep-demo"
+"$PBX" harvest sweep-demo
+step "pbx report sweep-demo --group-by lr,width --metric loss"
+"$PBX" report sweep-demo --group-by lr,width --metric loss
+report=$(pwd)/build/sweep-demo-report.html
+"$PBX" report sweep-demo --format html -o "$report"
+echo "HTML report with learning curves: $report"
 if [ -x build/src/train/pbx-train ] && [ -d /usr/share/datasets/fashion-mnist ]; then
 	step "pbx-train on a compute node (Fashion-MNIST, mlp, 1 epoch on 10,000 images)"
 	"$PBX" cluster exec local -- srun -N1 --gres=gpu:1 "$(pwd)/build/src/train/pbx-train" \
