@@ -1,11 +1,14 @@
 /*
  * layer_bench.c - per-kernel times of one cnn-bn training step (batch 128)
- * on pbx-train's layer functions, for profiling on a shared machine: every
- * kernel runs REPS times and the MINIMUM is reported (noise only adds).
+ * on pbx-train's layer functions (the BN+ReLU+pool blocks fused, as the
+ * model runs them; the unfused pool1/bn1 backward for comparison), then the
+ * whole model's forward+backward: for profiling on a shared machine, each
+ * runs REPS times and the MINIMUM is reported (noise only adds).
  *
- * build: cc -O2 -fopenmp -Isrc bench/train/layer_bench.c \
- *          build/src/train/libpbx_train_core.a build/src/runtime/libpbx_runtime.a \
- *          -lopenblas -lm
+ * build: B=build-perf/src; cc -O2 -fopenmp -Isrc bench/train/layer_bench.c \
+ *          $B/train/libpbx_train_core.a $B/runtime/libpbx_runtime.a \
+ *          $B/util/libpbx_util.a $(pkg-config --libs openblas yaml-0.1 \
+ *          jansson zlib) -lm -o layer_bench
  * run:   OMP_NUM_THREADS=2 ./layer_bench [reps [conv scratch cap, floats]]
  */
 #include "train/layers/layers.h"
@@ -63,10 +66,10 @@ int main(int argc, char **argv)
 	float *x = buf(B * 784), *w1 = buf(32 * 9), *b1 = buf(32);
 	float *c1 = buf(B * 32 * 784), *r1 = buf(B * 32 * 784), *p1 = buf(B * 32 * 196);
 	float *w2 = buf(64 * 288), *b2 = buf(64);
-	float *c2 = buf(B * 64 * 196), *r2 = buf(B * 64 * 196), *p2 = buf(B * 64 * 49);
+	float *c2 = buf(B * 64 * 196), *p2 = buf(B * 64 * 49);
 	float *g = buf(64 * 288 + 1000), *bn = buf(1024), *sv = buf(1024);
 	float *d1 = buf(B * 32 * 784), *d1b = buf(B * 32 * 784), *dp1 = buf(B * 32 * 196);
-	float *d2 = buf(B * 64 * 196), *d2b = buf(B * 64 * 196), *dp2 = buf(B * 64 * 49);
+	float *d2b = buf(B * 64 * 196), *dp2 = buf(B * 64 * 49);
 	float *fw = buf(128 * 3136), *fdw = buf(128 * 3136), *fo = buf(B * 128);
 
 	TIME("conv1 fwd", conv_forward(c1, x, w1, b1, B, 1, 28, 28, 32, 3, 1, 1, 0, scr, ns));

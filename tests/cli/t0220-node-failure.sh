@@ -39,8 +39,12 @@ run_pbx -q cluster start nf
 ok $rc "cluster starts: $errout"
 run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" nf
 PKG=$(echo "$out" | json_get 'd["package"]')
+# Running, and the wrapper has written its status (node known).
 i=0
-while [ "$(task_field 0 state)" != RUNNING ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+while { [ "$(task_field 0 state)" != RUNNING ] || [ "$(task_field 0 node)" = None ]; } && [ $i -lt 30 ]; do
+	sleep 1
+	i=$((i + 1))
+done
 node=$(task_field 0 node)
 is "$(task_field 0 state)" "RUNNING" "the task runs (on $node)"
 
