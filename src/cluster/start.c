@@ -101,6 +101,19 @@ static int start_munge_key(const char *stage, const char *dir, struct pbx_err *e
 	return rc;
 }
 
+/* The CPUs node `name` advertises: its group's `cpus`, else the layout's. */
+static int start_node_cpus(const struct pbx_cluster_template *t, const char *name, int dflt)
+{
+	size_t g;
+	for (g = 0; t && g < t->ngroups; g++) {
+		size_t l = strlen(t->groups[g].name);
+		if (!strncmp(name, t->groups[g].name, l) && name[l] >= '1' && name[l] <= '9' &&
+		    strspn(name + l, "0123456789") == strlen(name + l))
+			return t->groups[g].cpus ? t->groups[g].cpus : dflt;
+	}
+	return dflt;
+}
+
 static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			     char **conf, struct pbx_err *err)
 {
@@ -116,7 +129,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 		sn[k].hostname = l->same_host ? "localhost" : n->name;
 		sn[k].addr = n->address;
 		sn[k].port = l->node_port_base ? l->node_port_base + 1 + (int)k : 0;
-		sn[k].cpus = l->node_cpus;
+		sn[k].cpus = start_node_cpus(c->spec.t, n->name, l->node_cpus);
 		sn[k].mem_mb = l->node_mem_mb;
 		sn[k].gpus = n->gpus;
 		k++;

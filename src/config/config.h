@@ -54,6 +54,9 @@ struct pbx_node_group {
 	int gpus;            /* GPUs per node (GRES gpu count), >= 0 */
 	char *gpu_type;      /* accelerator type, may be NULL */
 	bool spot;           /* preemptible / spot instances */
+	int cpus;            /* CPUs a node advertises to SLURM; 0 = what it has
+	                        (set it for local node bodies to run more tasks
+	                        at once than this machine has cores) */
 	int line;            /* line in the config file, 0 for built-in */
 };
 

@@ -24,7 +24,7 @@ static const char *const template_keys[] = {
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
 static const char *const group_keys[] = {
-	"name", "count", "machine_type", "gpus", "gpu_type", "spot", NULL
+	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
 };
 static const char *const gce_keys[] = { "project", "zone", "credentials", NULL };
 static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
@@ -227,7 +227,8 @@ static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
 	if (pbx_opt_int(m, "count", 1, PBX_CONFIG_MAX_COUNT, &g->count, err) < 0 ||
 	    pbx_opt_str(m, "machine_type", &g->machine_type, err) < 0 ||
 	    pbx_opt_int(m, "gpus", 0, PBX_CONFIG_MAX_GPUS, &g->gpus, err) < 0 ||
-	    pbx_opt_str(m, "gpu_type", &g->gpu_type, err) < 0)
+	    pbx_opt_str(m, "gpu_type", &g->gpu_type, err) < 0 ||
+	    pbx_opt_int(m, "cpus", 0, 4096, &g->cpus, err) < 0)
 		return -1;
 	if (pbx_ymap_get(m, "spot") && pbx_ynode_bool(pbx_ymap_get(m, "spot"), &g->spot, err) < 0)
 		return -1;

@@ -9,7 +9,7 @@ clusters:
   many:
     cloud: local
     node_groups:
-      - { name: node, count: 4, gpus: 0 }
+      - { name: node, count: 4, gpus: 0, cpus: 8 }
     slurm: { max_array_size: 1001 }
 clouds:
   local: { address_base: 127.0.13.0, ssh_port: 22130, slurm_port_base: 20300 }
