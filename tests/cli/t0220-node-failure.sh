@@ -48,11 +48,13 @@ done
 node=$(task_field 0 node)
 is "$(task_field 0 state)" "RUNNING" "the task runs (on $node)"
 
-# The node dies: its slurmd, its slurmstepd and the task, all at once.
+# The node dies: its slurmd, its slurmstepd and the task, all at once -
+# only processes of this test's cluster (other tests run clusters too).
+printf '%s\n' "$CDIR/" >"$TEST_TMP/mine"
 printf 'SLURMD_NODENAME=%s\n' "$node" >"$TEST_TMP/pat"
 printf 'PBX_NODE=%s\n' "$node" >>"$TEST_TMP/pat"
 victims=$(for f in /proc/[0-9]*/environ; do
-	grep -q -s -a -F -f "$TEST_TMP/pat" "$f" || continue
+	grep -q -s -a -F -f "$TEST_TMP/mine" "$f" && grep -q -s -a -F -f "$TEST_TMP/pat" "$f" || continue
 	p=${f#/proc/}; echo "${p%%/*}"; done | grep -v "^$$\$" | tr '\n' ' ')
 kill -9 $victims 2>/dev/null
 sleep 1
