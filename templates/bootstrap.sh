@@ -55,6 +55,20 @@ trap on_exit EXIT
 
 nap() { sleep 0.2 2>/dev/null || sleep 1; }
 
+# Waits (up to PBX_CTLD_WAIT seconds, default 60) until slurmctld answers,
+# so a slurmd started while the head is still bootstrapping registers at
+# once instead of after its own retry delay.  Never fails: slurmd retries.
+wait_for_ctld() {
+	deadline=$(($(date +%s) + ${PBX_CTLD_WAIT:-60}))
+	until SLURM_CONF=$CONF scontrol ping 2>/dev/null | grep -q 'is UP'; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			log "slurmctld does not answer yet; slurmd will keep trying to register"
+			return 0
+		fi
+		sleep 0.1 2>/dev/null || sleep 1
+	done
+}
+
 # ---------------------------------------------------------------- inputs
 
 ACTION=${1:-}
@@ -645,6 +659,7 @@ else
 		if [ "$ROLE" = head ]; then
 			start_direct slurmctld "$bin" -f "$CONF"
 		else
+			wait_for_ctld
 			start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
 		fi
 		started=1

@@ -309,9 +309,7 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	r.layout = &layout;
 	r.ev = ev;
 	if (rc == 0)
-		rc = start_fanout(&r, 0, 1, err);                 /* the head: slurmctld */
-	if (rc == 0)
-		rc = start_fanout(&r, 1, c->nnodes - 1, err);     /* compute nodes at once */
+		rc = start_fanout(&r, 0, c->nnodes, err);         /* every node at once */
 	if (rc == 0)
 		rc = start_wait_idle(c, ev, err);
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len);   /* holds the munge key */
