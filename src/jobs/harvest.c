@@ -323,11 +323,25 @@ static void harvest_bytes(void *ctx, size_t bytes)
 		h->o->progress(h->o->progress_ctx, h->stats);
 }
 
+/* mkdir -p of `dir`, skipped when it is the directory made last time
+ * (files come grouped by directory: one mkdir per directory, not per file). */
+static int harvest_mkdir(char **last, const char *dir)
+{
+	if (*last && !strcmp(*last, dir))
+		return 0;
+	if (pbx_mkdir_p(dir, 0755, NULL) < 0)
+		return -1;
+	free(*last);
+	*last = xstrdup(dir);
+	return 0;
+}
+
 /* Moves the files that arrived whole into place; returns how many did not. */
 static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, size_t *nrows,
 			      int fetch_ok)
 {
 	size_t i, missing = 0;
+	char *last_dir = NULL;
 	*rows = xcalloc(h->nm ? h->nm : 1, sizeof(**rows));
 	*nrows = 0;
 	for (i = 0; i < h->nm; i++) {
@@ -344,16 +358,12 @@ static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, si
 					: S_ISREG(sb.st_mode) && (sb.st_size == e->size || fetch_ok));
 		dir = xstrdup(out);
 		*strrchr(dir, '/') = '\0';
-		if (whole && pbx_mkdir_p(dir, 0755, NULL) == 0 && rename(in, out) == 0) {
+		if (whole && harvest_mkdir(&last_dir, dir) == 0 && rename(in, out) == 0) {
 			struct pbx_harvested *r = &(*rows)[(*nrows)++];
-			char hex[65] = "";
-			if (e->type == 'f')
-				pbx_sha256_file(out, hex, NULL);
 			r->idx = e->idx;
 			r->path = xstrdup(e->rel);
 			r->size = e->type == 'f' ? (int64_t)sb.st_size : e->size;
 			r->mtime = e->mtime;
-			r->sha256 = xstrdup(hex);
 			h->stats->files_new++;
 		} else {
 			missing++;
@@ -362,6 +372,7 @@ static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, si
 		free(in);
 		free(out);
 	}
+	free(last_dir);
 	return missing;
 }
 

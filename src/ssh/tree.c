@@ -15,10 +15,13 @@
 #include "ssh/tarcheck.h"
 #include "util/fs.h"
 #include "util/quote.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define TREE_ERRTEXT_MAX 4096
 
@@ -26,7 +29,8 @@ struct tree_ctx {
 	pbx_ssh_bytes_fn progress;   /* get: told of every chunk received, or NULL */
 	void *progress_ctx;
 	struct pbx_tarcheck *tc;
-	struct pbx_proc *proc;       /* get_tree: the local extractor */
+	struct pbx_proc *proc;       /* put_tree: the local archiver */
+	int spool_fd;                /* get: checked bytes are spooled here */
 	struct pbx_buf pass;         /* checked bytes on their way to the extractor */
 	struct pbx_buf remote_err;   /* remote stderr, capped */
 };
@@ -60,7 +64,22 @@ static int tree_put_sink(void *ctx, int stream, const char *data, size_t len,
 	return 0;
 }
 
-/* get_tree: remote tar output -> checker -> local extractor. */
+static int tree_write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* get: remote tar output -> checker -> spool file (extracted afterwards:
+ * tar reads a file several times faster than a pipe). */
 static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 			 struct pbx_err *err)
 {
@@ -74,8 +93,8 @@ static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 		c->progress(c->progress_ctx, len);
 	pbx_buf_reset(&c->pass);
 	rc = pbx_tarcheck_feed(c->tc, data, len, &c->pass, err);
-	if (rc == 0 && c->pass.len)
-		rc = pbx_proc_send(c->proc, c->pass.buf, c->pass.len, err);
+	if (rc == 0 && c->pass.len && tree_write_all(c->spool_fd, c->pass.buf, c->pass.len) < 0)
+		rc = pbx_err_set(err, "cannot spool the archive: %s", strerror(errno));
 	return rc;
 }
 
@@ -87,6 +106,7 @@ static void tree_ctx_init(struct tree_ctx *c, struct pbx_proc *proc)
 	c->progress_ctx = NULL;
 	c->tc = pbx_tarcheck_new();
 	c->proc = proc;
+	c->spool_fd = -1;
 	c->pass = (struct pbx_buf)PBX_BUF_INIT;
 	c->remote_err = (struct pbx_buf)PBX_BUF_INIT;
 }
@@ -171,37 +191,68 @@ static void tree_get_cmd(struct pbx_buf *cmd, const char *dir, int listed)
 	pbx_buf_adds(cmd, listed ? " --null --no-recursion -T - -cf -" : " -cf - .");
 }
 
+/* Extracts the spooled (checked) archive into local_dir. */
+static int tree_extract(const char *spool, const char *local_dir, int *status,
+			struct pbx_buf *errtext, struct pbx_err *err)
+{
+	const char *argv[] = { "tar", "-C", local_dir, "-xf", spool, "--no-same-owner",
+			       "--no-same-permissions", NULL };
+	struct pbx_proc p;
+	if (pbx_proc_start(argv, 0, 0, &p, err) < 0)
+		return -1;
+	if (pbx_proc_finish(&p, 0, status, err) < 0) {
+		pbx_buf_release(&p.errtext);
+		return -1;
+	}
+	*errtext = p.errtext;
+	return 0;
+}
+
 int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
 		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
 		      struct pbx_err *err)
 {
-	const char *argv[] = { "tar", "-C", local_dir, "-xf", "-", "--no-same-owner",
-			       "--no-same-permissions", NULL };
-	struct pbx_buf cmd = PBX_BUF_INIT;
-	struct pbx_proc p;
+	struct pbx_buf cmd = PBX_BUF_INIT, tarerr = PBX_BUF_INIT;
 	struct tree_ctx c;
 	struct pbx_ssh_io io = { list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL,
 				 tree_get_sink, &c };
+	char *spool;
 	int rc, status = -1, lstatus = -1;
 	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
 	    pbx_mkdir_p(local_dir, 0755, err) < 0)
 		return -1;
-	if (pbx_proc_start(argv, 1, 0, &p, err) < 0)
-		return -1;
-	tree_ctx_init(&c, &p);
+	spool = xasprintf("%s/.pbx-spool-XXXXXX", local_dir);
+	tree_ctx_init(&c, NULL);
+	c.spool_fd = mkstemp(spool);
+	if (c.spool_fd < 0) {
+		rc = pbx_err_set(err, "cannot create a spool file in %s: %s", local_dir, strerror(errno));
+		goto out;
+	}
 	c.progress = progress;
 	c.progress_ctx = progress_ctx;
 	tree_get_cmd(&cmd, remote_dir, list != NULL);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
 	if (rc == 0 && status == 0)
 		rc = pbx_tarcheck_finish(c.tc, err);
-	if (pbx_proc_finish(&p, 0, &lstatus, rc < 0 ? NULL : err) < 0)
+	close(c.spool_fd);
+	/* Even a stream cut short is extracted: it holds only checked members,
+	 * and callers keep just the files that arrived whole. */
+	if (tree_extract(spool, local_dir, &lstatus, &tarerr, rc < 0 ? NULL : err) < 0)
 		rc = -1;
-	if (rc == 0)
-		rc = tree_verdict(s, &c, &p, status, lstatus, "get", err);
+	if (rc == 0 && status != 0) {
+		pbx_buf_rtrim(&c.remote_err);
+		rc = pbx_err_set(err, "get: remote tar on %s failed (exit %d)%s%s", s->label, status,
+				 c.remote_err.len ? ": " : "", c.remote_err.buf);
+	}
+	if (rc == 0 && lstatus != 0)
+		rc = pbx_err_set(err, "get: local tar failed (exit %d)%s%s", lstatus,
+				 tarerr.len ? ": " : "", tarerr.buf);
 	if (rc < 0 && err)
 		pbx_err_prefix(err, "cannot copy %s:%s to %s", s->label, remote_dir, local_dir);
-	pbx_buf_release(&p.errtext);
+	unlink(spool);
+out:
+	free(spool);
+	pbx_buf_release(&tarerr);
 	pbx_buf_release(&cmd);
 	tree_ctx_release(&c);
 	return rc;

@@ -577,7 +577,7 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT idx, path, size, mtime, sha256 FROM harvested"
+	if (pbx_store_prepare(st, "SELECT idx, path, size, mtime FROM harvested"
 			      " WHERE submission_id = ? ORDER BY idx, path", &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
@@ -587,7 +587,6 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 		h->path = pbx_store_col_text(s, 1);
 		h->size = sqlite3_column_int64(s, 2);
 		h->mtime = sqlite3_column_int64(s, 3);
-		h->sha256 = pbx_store_col_text(s, 4);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {
@@ -604,10 +603,9 @@ int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 {
 	sqlite3_stmt *s;
 	size_t i;
-	if (pbx_store_prepare(st, "INSERT INTO harvested(submission_id, idx, path, size, mtime, sha256)"
-			      " VALUES (?,?,?,?,?,?) ON CONFLICT(submission_id, idx, path) DO UPDATE"
-			      " SET size = excluded.size, mtime = excluded.mtime,"
-			      " sha256 = excluded.sha256", &s, err) < 0)
+	if (pbx_store_prepare(st, "INSERT INTO harvested(submission_id, idx, path, size, mtime)"
+			      " VALUES (?,?,?,?,?) ON CONFLICT(submission_id, idx, path) DO UPDATE"
+			      " SET size = excluded.size, mtime = excluded.mtime", &s, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		sqlite3_bind_int64(s, 1, submission_id);
@@ -615,7 +613,6 @@ int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 		sqlite3_bind_text(s, 3, rows[i].path, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 4, rows[i].size);
 		sqlite3_bind_int64(s, 5, rows[i].mtime);
-		sqlite3_bind_text(s, 6, rows[i].sha256 ? rows[i].sha256 : "", -1, SQLITE_STATIC);
 		if (sqlite3_step(s) != SQLITE_DONE) {
 			sqlite3_finalize(s);
 			return pbx_store_fail(st, err, "record harvested files");
@@ -629,9 +626,7 @@ int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 void pbx_harvested_free(struct pbx_harvested *rows, size_t n)
 {
 	size_t i;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		free(rows[i].path);
-		free(rows[i].sha256);
-	}
 	free(rows);
 }

@@ -141,8 +141,7 @@ void pbx_metrics_free(struct pbx_metric *rows, size_t n);
 struct pbx_harvested {
 	int64_t idx;
 	char *path;          /* relative to the task directory */
-	int64_t size, mtime;
-	char *sha256;        /* of the local copy */
+	int64_t size, mtime; /* as the remote listing said (size: of the local copy) */
 };
 
 /* Every file harvested for a submission (owned: pbx_harvested_free). */

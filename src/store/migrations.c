@@ -110,8 +110,7 @@ static const char *const migrations[] = {
 	"  idx INTEGER NOT NULL,"
 	"  path TEXT NOT NULL,"              /* relative to the task directory */
 	"  size INTEGER NOT NULL,"
-	"  mtime INTEGER NOT NULL,"
-	"  sha256 TEXT NOT NULL,"
+	"  mtime INTEGER NOT NULL,"         /* the remote file's, as listed */
 	"  PRIMARY KEY(submission_id, idx, path)) WITHOUT ROWID;",
 };
 
