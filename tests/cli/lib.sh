@@ -41,6 +41,50 @@ done_testing() {
 	exit 0
 }
 
+# json_get EXPR: evaluates the Python expression EXPR on the JSON document
+# read from stdin (bound to d) and prints the result.
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# wait_final PKG SECONDS: waits until every task of package PKG has ended
+# (no NEW, PENDING or RUNNING task); the last `pbx state --json` is left in
+# $TEST_TMP/state.json.  Fails after SECONDS.
+wait_final() {
+	wf_i=0
+	while [ "$wf_i" -lt "$2" ]; do
+		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null &&
+			json_get 'all(t["state"] not in ("NEW","PENDING","RUNNING") for t in d["tasks"])' \
+				<"$TEST_TMP/state.json" | grep -q True && return 0
+		sleep 1
+		wf_i=$((wf_i + 1))
+	done
+	return 1
+}
+
+# local_cluster NAME ADDRESS_BASE SSH_PORT SLURM_PORT_BASE NODE_GROUP [MORE]
+# writes $PBX_HOME/config.yaml with one local cluster template (NODE_GROUP
+# is a YAML flow mapping, MORE extra template lines, e.g. "slurm: {...}"),
+# and arranges for the cluster to be stopped and $TEST_TMP removed at exit.
+local_cluster() {
+	cat >"$PBX_HOME/config.yaml" <<LCEOF
+clusters:
+  $1:
+    cloud: local
+    node_groups:
+      - $5
+    ${6:-}
+clouds:
+  local: { address_base: $2, ssh_port: $3, slurm_port_base: $4 }
+LCEOF
+	chmod 600 "$PBX_HOME/config.yaml"
+	LC_NAME=$1
+	trap 'cleanup_cluster' EXIT
+}
+
+cleanup_cluster() {
+	"$PBX" -q cluster stop "$LC_NAME" >/dev/null 2>&1
+	rm -rf "$TEST_TMP"
+}
+
 # True when pid is gone or a zombie (daemons are reaped late here).
 proc_gone() {
 	[ ! -d "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null

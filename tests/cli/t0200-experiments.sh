@@ -6,39 +6,8 @@
 # parameter values arrive byte-exact through SLURM; log and ls work.
 . "$(dirname "$0")/lib.sh"
 
-ADDR=127.0.12
-cat >"$PBX_HOME/config.yaml" <<EOF
-clusters:
-  ex:
-    cloud: local
-    node_groups:
-      - { name: node, count: 2, gpus: 2 }
-    slurm: { max_array_size: 1001 }
-clouds:
-  local: { address_base: $ADDR.0, ssh_port: 22120, slurm_port_base: 20200 }
-EOF
-chmod 600 "$PBX_HOME/config.yaml"
+local_cluster ex 127.0.12.0 22120 20200 "{ name: node, count: 2, gpus: 2 }" "slurm: { max_array_size: 1001 }"
 SHARED="$PBX_HOME/clusters/ex/shared"
-cleanup() {
-	"$PBX" -q cluster stop ex >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-
-json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-
-# Waits (up to $2 s) until every task of package $1 has ended.
-wait_final() {
-	i=0
-	while [ "$i" -lt "$2" ]; do
-		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null &&
-			json_get 'all(t["state"] in ("COMPLETED","FAILED","CANCELLED","TIMEOUT","NODE_FAIL","OUT_OF_MEMORY","MISSING") for t in d["tasks"])' \
-				<"$TEST_TMP/state.json" | grep -q True && return 0
-		sleep 1
-		i=$((i + 1))
-	done
-	return 1
-}
 
 run_pbx -q cluster start ex
 ok $rc "cluster starts: $errout"

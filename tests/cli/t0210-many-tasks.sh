@@ -4,23 +4,7 @@
 # completes; running parrun again submits nothing.
 . "$(dirname "$0")/lib.sh"
 
-cat >"$PBX_HOME/config.yaml" <<EOF
-clusters:
-  many:
-    cloud: local
-    node_groups:
-      - { name: node, count: 4, gpus: 0, cpus: 8 }
-    slurm: { max_array_size: 1001 }
-clouds:
-  local: { address_base: 127.0.13.0, ssh_port: 22130, slurm_port_base: 20300 }
-EOF
-chmod 600 "$PBX_HOME/config.yaml"
-cleanup() {
-	"$PBX" -q cluster stop many >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+local_cluster many 127.0.13.0 22130 20300 "{ name: node, count: 4, gpus: 0, cpus: 8 }" "slurm: { max_array_size: 1001 }"
 
 mkdir -p "$TEST_TMP/many"
 cat >"$TEST_TMP/many/experiment.yaml" <<'EOF'

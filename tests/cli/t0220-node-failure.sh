@@ -7,23 +7,8 @@
 # `pbx cluster start` then brings the node back.
 . "$(dirname "$0")/lib.sh"
 
-cat >"$PBX_HOME/config.yaml" <<EOF
-clusters:
-  nf:
-    cloud: local
-    node_groups:
-      - { name: node, count: 2, gpus: 2 }
-clouds:
-  local: { address_base: 127.0.15.0, ssh_port: 22150, slurm_port_base: 20500 }
-EOF
-chmod 600 "$PBX_HOME/config.yaml"
+local_cluster nf 127.0.15.0 22150 20500 "{ name: node, count: 2, gpus: 2 }"
 CDIR="$PBX_HOME/clusters/nf"
-cleanup() {
-	"$PBX" -q cluster stop nf >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 task_field() { "$PBX" state --json "$PKG" 2>/dev/null | json_get "d['tasks'][$1]['$2']"; }
 
 mkdir -p "$TEST_TMP/exp"

@@ -5,36 +5,9 @@
 # `pbx run` runs a single-point experiment and refuses a sweep.
 . "$(dirname "$0")/lib.sh"
 
-cat >"$PBX_HOME/config.yaml" <<EOF
-clusters:
-  ps:
-    cloud: local
-    node_groups:
-      - { name: node, count: 2, gpus: 0, cpus: 4 }
-    slurm: { max_array_size: 5 }
-clouds:
-  local: { address_base: 127.0.19.0, ssh_port: 22190, slurm_port_base: 20900 }
-EOF
-chmod 600 "$PBX_HOME/config.yaml"
+local_cluster ps 127.0.19.0 22190 20900 "{ name: node, count: 2, gpus: 0, cpus: 4 }" "slurm: { max_array_size: 5 }"
 CDIR="$PBX_HOME/clusters/ps"
 SHARED="$CDIR/shared"
-cleanup() {
-	"$PBX" -q cluster stop ps >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-wait_final() {
-	i=0
-	while [ "$i" -lt "$2" ]; do
-		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null &&
-			json_get 'all(t["state"] not in ("NEW","PENDING","RUNNING") for t in d["tasks"])' \
-				<"$TEST_TMP/state.json" | grep -q True && return 0
-		sleep 1
-		i=$((i + 1))
-	done
-	return 1
-}
 
 run_pbx -q cluster start ps
 ok $rc "cluster starts: $errout"

@@ -8,35 +8,9 @@
 # ends byte-identical (SHA-256) with no partial file ever in place.
 . "$(dirname "$0")/lib.sh"
 
-cat >"$PBX_HOME/config.yaml" <<EOF
-clusters:
-  hv:
-    cloud: local
-    node_groups:
-      - { name: node, count: 2, gpus: 2 }
-clouds:
-  local: { address_base: 127.0.16.0, ssh_port: 22160, slurm_port_base: 20600 }
-EOF
-chmod 600 "$PBX_HOME/config.yaml"
+local_cluster hv 127.0.16.0 22160 20600 "{ name: node, count: 2, gpus: 2 }"
 SHARED="$PBX_HOME/clusters/hv/shared"
 RESULTS="$PBX_HOME/results"
-cleanup() {
-	"$PBX" -q cluster stop hv >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-wait_final() {
-	i=0
-	while [ "$i" -lt "$2" ]; do
-		"$PBX" state --json "$1" 2>/dev/null |
-			json_get 'all(t["state"] not in ("NEW","PENDING","RUNNING") for t in d["tasks"])' |
-			grep -q True && return 0
-		sleep 1
-		i=$((i + 1))
-	done
-	return 1
-}
 # Every harvested file equals the cluster's copy: prints the mismatches.
 compare_tree() {
 	(cd "$RESULTS/$1" && find . -type f ! -path './.incoming/*' | sort) | while read -r f; do
