@@ -20,7 +20,7 @@ extern const struct pbx_cmd pbx_cmd_harvest;
 struct harvest_display {
 	const char *pkg;
 	int live;              /* stderr is a terminal and not quiet */
-	struct timespec last;
+	double start, last;    /* first and latest redraw (monotonic seconds) */
 };
 
 static double harvest_now(void)
@@ -33,18 +33,17 @@ static double harvest_now(void)
 static void harvest_show(void *ctx, const struct pbx_harvest_stats *s)
 {
 	struct harvest_display *d = ctx;
-	static double start, last;
 	double now = harvest_now();
 	if (!d->live)
 		return;
-	if (start == 0)
-		start = now;
-	if (now - last < 0.1)
+	if (d->start == 0)
+		d->start = now;
+	if (now - d->last < 0.1)
 		return;
-	last = now;
+	d->last = now;
 	fprintf(stderr, "\r\033[2Kharvest %s: %zu files, %.1f / %.1f MB, %.1f MB/s", d->pkg,
 		s->files_wanted, (double)s->bytes / 1e6, (double)s->bytes_wanted / 1e6,
-		now > start ? (double)s->bytes / 1e6 / (now - start) : 0.0);
+		now > d->start ? (double)s->bytes / 1e6 / (now - d->start) : 0.0);
 }
 
 static json_t *harvest_json(const char *pkg, const struct pbx_harvest_stats *s)
@@ -68,7 +67,7 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 	struct pbx_jobs_target t;
 	struct pbx_harvest_stats s;
 	struct pbx_buf log = PBX_BUF_INIT;
-	struct harvest_display d = { NULL, 0, { 0, 0 } };
+	struct harvest_display d = { NULL, 0, 0, 0 };
 	struct pbx_harvest_opts o = { running, harvest_show, &d };
 	int rc = pbx_jobs_target(ctx->store, ctx->cfg, ref, 1, &t, &err);
 	if (rc == 0) {

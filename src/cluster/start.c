@@ -27,9 +27,8 @@
 #define START_IDLE_TIMEOUT_MS 120000
 
 /* Creates the store rows for a new cluster, or loads the existing one. */
-static int start_record(struct pbx_store *st, const struct pbx_config *cfg,
-			const struct pbx_cluster_template *t, const char *name,
-			struct pbx_err *err)
+static int start_record(struct pbx_store *st, const struct pbx_cluster_template *t,
+			const char *name, struct pbx_err *err)
 {
 	struct pbx_cluster_row row;
 	char *json;
@@ -42,7 +41,6 @@ static int start_record(struct pbx_store *st, const struct pbx_config *cfg,
 	if (err->code != PBX_EXIT_NOTFOUND)
 		return -1;
 	pbx_err_clear(err);
-	(void)cfg;
 	json = pbx_template_json(t);
 	if (pbx_store_begin(st, err) < 0) {
 		free(json);
@@ -332,7 +330,7 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 				    tmpl ? tmpl : name, cfg->path);
 	if (!pbx_provider_find(t->cloud))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
-	if (start_record(st, cfg, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
+	if (start_record(st, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	c->spec.t = t;
 	rc = c->provider->plan(&c->spec, &planned, &nplanned, err);

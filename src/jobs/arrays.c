@@ -92,7 +92,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		     "  fi\n"
 		     "}\n", short_id, short_id);
 	for (i = 0; i < np; i++)
-		jobs_sbatch_line(s, short_id, &plans[i].row, args, nargs);
+		jobs_sbatch_line(s, &plans[i].row, args, nargs);
 }
 
 static void parse_answers(const char *out, struct array_plan *plans, size_t np)

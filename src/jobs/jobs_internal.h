@@ -29,7 +29,7 @@ int jobs_split(const char *text, size_t len, const char *sep, const char **after
 
 /* Appends an sbatch call for one array to `script`; it prints
  * "PBX-ARRAY ROWID JOBID" or "PBX-ARRAY-FAILED ROWID MESSAGE". */
-void jobs_sbatch_line(struct pbx_buf *script, const char *short_id, const struct pbx_array_row *a,
+void jobs_sbatch_line(struct pbx_buf *script, const struct pbx_array_row *a,
 		      const char *const *sbatch_args, size_t nargs);
 
 /* Builds the --array spec for sorted task indices idx[0..n) relative to

@@ -77,7 +77,7 @@ int jobs_split(const char *text, size_t len, const char *sep, const char **after
 	return -1;
 }
 
-void jobs_sbatch_line(struct pbx_buf *script, const char *short_id, const struct pbx_array_row *a,
+void jobs_sbatch_line(struct pbx_buf *script, const struct pbx_array_row *a,
 		      const char *const *sbatch_args, size_t nargs)
 {
 	size_t i;
@@ -88,7 +88,6 @@ void jobs_sbatch_line(struct pbx_buf *script, const char *short_id, const struct
 		pbx_shell_quote(script, sbatch_args[i]);
 	}
 	pbx_buf_addc(script, '\n');
-	(void)short_id;
 }
 
 char *jobs_array_spec(const int64_t *idx, size_t n, int64_t offset, int throttle)
