@@ -8,13 +8,11 @@
  *     node, attempt and start from its status file when there is one;
  *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
  *     written; RUNNING with no job left means the task died with its node
- *     (NODE_FAIL) when sinfo (same round trip) shows that node down or not
- *     responding, and a wrapper still writing its final status otherwise;
+ *     (NODE_FAIL);
  *   - otherwise a submitted task that SLURM no longer knows and that never
  *     started is MISSING; a task never submitted stays NEW.
  */
 #include "jobs/jobs_internal.h"
-#include "slurm/sinfo.h"
 #include "util/xalloc.h"
 
 #include <inttypes.h>
@@ -151,25 +149,13 @@ static void apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
 	}
 }
 
-/* A status that still says RUNNING for a job SLURM no longer lists: the
- * task died with its node when that node is down or not responding;
- * otherwise the wrapper is still writing its final status. */
-static const char *running_without_job(const char *node, const struct pbx_sinfo_node *nodes,
-				       size_t nn)
-{
-	const char *ns = pbx_sinfo_state_of(nodes, nn, node);
-	return ns && pbx_sinfo_state_usable(ns) ? "RUNNING" : "NODE_FAIL";
-}
-
-static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live,
-		       const struct pbx_sinfo_node *nodes, size_t nn)
+static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live)
 {
 	const char *state = t->state;
 	if (live) {
 		state = live;
 	} else if (s->present) {
-		state = !strcmp(s->state, "RUNNING") ? running_without_job(s->node, nodes, nn)
-						     : s->state;
+		state = !strcmp(s->state, "RUNNING") ? "NODE_FAIL" : s->state;
 	} else if (t->submits > 0 && !pbx_task_state_final(t->state)) {
 		state = "MISSING";
 	}
@@ -193,9 +179,8 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struc
 	int rc;
 	pbx_buf_addf(&script, "squeue -h -r -n pbx-%s -o '", t->pkg.short_id);
 	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT);   /* the format the parser expects */
-	pbx_buf_adds(&script, "' || exit 1\necho PBX-SEP\n" PBX_SINFO_CMD);
 	pbx_buf_addf(&script,
-		     " || exit 1\n"
+		     "' || exit 1\n"
 		     "echo PBX-SEP\n"
 		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
@@ -212,9 +197,8 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 	struct pbx_array_row *arrays = NULL;
 	struct pbx_task_row *tasks = NULL;
 	struct status_line *lines = NULL;
-	struct pbx_sinfo_node *nodes = NULL;
-	const char **live = NULL, *after, *rest;
-	size_t nj = 0, na = 0, nt = 0, nn = 0, before, afterlen, mid, restlen, i;
+	const char **live = NULL, *after;
+	size_t nj = 0, na = 0, nt = 0, before, afterlen, i;
 	int rc = refresh_fetch(t, &o, err);
 	if (rc < 0)
 		return -1;
@@ -222,12 +206,8 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 	o.out.len--;
 	if (jobs_split(o.out.buf, o.out.len, "PBX-SEP", &after, &before, &afterlen) < 0)
 		rc = pbx_err_set(err, "unexpected answer from %s", t->sub.cluster_name);
-	if (rc == 0 && jobs_split(after, afterlen, "PBX-SEP", &rest, &mid, &restlen) < 0)
-		rc = pbx_err_set(err, "unexpected answer from %s", t->sub.cluster_name);
 	if (rc == 0)
 		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
-	if (rc == 0)
-		rc = pbx_sinfo_parse(after, mid, &nodes, &nn, err);
 	if (rc == 0)
 		rc = pbx_store_arrays_list(st, t->sub.id, &arrays, &na, err);
 	if (rc == 0)
@@ -235,11 +215,11 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 	if (rc == 0) {
 		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
 		live = xcalloc(nt ? nt : 1, sizeof(*live));
-		parse_status(rest, restlen, lines, nt);
+		parse_status(after, afterlen, lines, nt);
 		apply_squeue(jobs, nj, arrays, na, live, nt);
 		for (i = 0; i < nt; i++)
 			if ((size_t)tasks[i].idx < nt)
-				merge_task(&tasks[i], &lines[tasks[i].idx], live[tasks[i].idx], nodes, nn);
+				merge_task(&tasks[i], &lines[tasks[i].idx], live[tasks[i].idx]);
 		rc = pbx_store_begin(st, err);
 		if (rc == 0 && pbx_store_tasks_update(st, t->sub.id, tasks, nt, err) < 0) {
 			pbx_store_rollback(st);
@@ -250,7 +230,6 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 	}
 	jobs_output_release(&o);
 	pbx_squeue_free(jobs, nj);
-	pbx_sinfo_free(nodes, nn);
 	pbx_array_rows_free(arrays, na);
 	pbx_task_rows_free(tasks, nt);
 	free(lines);
