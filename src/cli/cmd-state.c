@@ -190,6 +190,8 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "states: NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
 		       "PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
 		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
+		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
+		       "before it could record that itself.\n"
 		       "When the cluster cannot be reached, the last known states are shown.",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -8,9 +8,11 @@
  *     node, attempt and start from its status file when there is one;
  *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
  *     written; RUNNING with no job left means the task died with its node
- *     (NODE_FAIL);
+ *     (NODE_FAIL), unless `pbx cancel` cancelled it (CANCELLED: the wrapper
+ *     was killed before it could say so);
  *   - otherwise a submitted task that SLURM no longer knows and that never
- *     started is MISSING; a task never submitted stays NEW.
+ *     started is CANCELLED when `pbx cancel` cancelled it, else MISSING; a
+ *     task never submitted stays NEW.
  */
 #include "jobs/jobs_internal.h"
 #include "util/xalloc.h"
@@ -155,9 +157,12 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	if (live) {
 		state = live;
 	} else if (s->present) {
-		state = !strcmp(s->state, "RUNNING") ? "NODE_FAIL" : s->state;
+		if (strcmp(s->state, "RUNNING") != 0)
+			state = s->state;
+		else
+			state = t->cancel_requested ? "CANCELLED" : "NODE_FAIL";
 	} else if (t->submits > 0 && !pbx_task_state_final(t->state)) {
-		state = "MISSING";
+		state = t->cancel_requested ? "CANCELLED" : "MISSING";
 	}
 	free(t->state);
 	t->state = xstrdup(state);
@@ -293,13 +298,39 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	return rc;
 }
 
+/* Marks the cancelled tasks (one, or every unfinished one when task < 0)
+ * in the store, for the state rules above. */
+static int remember_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
+			   struct pbx_err *err)
+{
+	struct pbx_task_row *tasks;
+	int64_t *idx;
+	size_t nt, n = 0, i;
+	int rc;
+	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0)
+		return -1;
+	idx = xcalloc(nt ? nt : 1, sizeof(*idx));
+	for (i = 0; i < nt; i++)
+		if (task < 0 ? !pbx_task_state_final(tasks[i].state) : tasks[i].idx == task)
+			idx[n++] = tasks[i].idx;
+	pbx_task_rows_free(tasks, nt);
+	rc = pbx_store_begin(st, err);
+	if (rc == 0 && pbx_store_tasks_cancelled(st, t->sub.id, idx, n, err) < 0) {
+		pbx_store_rollback(st);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = pbx_store_commit(st, err);
+	free(idx);
+	return rc;
+}
+
 int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		    struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct jobs_output o;
 	int rc;
-	(void)st;
 	if (task < 0) {
 		pbx_buf_addf(&script, "scancel -n pbx-%s", t->pkg.short_id);
 	} else {
@@ -328,8 +359,10 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		}
 	}
 	rc = jobs_remote(t->cluster, script.buf, NULL, &o, err);
-	if (rc == 0)
+	if (rc == 0) {
 		jobs_output_release(&o);
+		rc = remember_cancel(st, t, task, err);
+	}
 	pbx_buf_release(&script);
 	return rc;
 }

@@ -386,7 +386,7 @@ int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx
 	*rows = NULL;
 	*n = 0;
 	if (pbx_store_prepare(st, "SELECT idx, params_json, state, exit_code, node, attempt,"
-			      " start_time, end_time, job_id, submits FROM tasks"
+			      " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
 			      " WHERE submission_id = ? ORDER BY idx", &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
@@ -402,6 +402,7 @@ int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx
 		t->end_time = sqlite3_column_int64(s, 7);
 		t->job_id = pbx_store_col_text(s, 8);
 		t->submits = sqlite3_column_int(s, 9);
+		t->cancel_requested = sqlite3_column_int(s, 10);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {
@@ -473,7 +474,8 @@ int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const
 			      size_t n, struct pbx_err *err)
 {
 	return tasks_mark(st, "UPDATE tasks SET state = 'PENDING', submits = submits + 1,"
-			  " exit_code = NULL, updated = ? WHERE submission_id = ? AND idx = ?",
+			  " exit_code = NULL, cancel_requested = 0, updated = ?"
+			  " WHERE submission_id = ? AND idx = ?",
 			  submission_id, idx, n, err);
 }
 
@@ -482,6 +484,14 @@ int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const 
 {
 	return tasks_mark(st, "UPDATE tasks SET state = 'NEW', submits = max(submits - 1, 0),"
 			  " updated = ? WHERE submission_id = ? AND idx = ?",
+			  submission_id, idx, n, err);
+}
+
+int pbx_store_tasks_cancelled(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			      size_t n, struct pbx_err *err)
+{
+	return tasks_mark(st, "UPDATE tasks SET cancel_requested = 1, updated = ?"
+			  " WHERE submission_id = ? AND idx = ?",
 			  submission_id, idx, n, err);
 }
 

@@ -98,6 +98,7 @@ struct pbx_task_row {
 	int64_t start_time, end_time;   /* 0 when unknown */
 	char *job_id;
 	int submits;           /* how often pbx submitted it */
+	int cancel_requested;  /* `pbx cancel` since its last submission */
 };
 
 /* Tasks of a submission by index. */
@@ -114,6 +115,10 @@ int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const
  * SLURM: back to NEW. */
 int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
 			     size_t n, struct pbx_err *err);
+/* Records that `pbx cancel` cancelled tasks idx[0..n) (read by the state
+ * rules; cleared when a task is submitted again). */
+int pbx_store_tasks_cancelled(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
+			      size_t n, struct pbx_err *err);
 void pbx_task_rows_free(struct pbx_task_row *rows, size_t n);
 
 /* ---------------------------------------------------------------- results */

@@ -112,6 +112,11 @@ static const char *const migrations[] = {
 	"  size INTEGER NOT NULL,"
 	"  mtime INTEGER NOT NULL,"         /* the remote file's, as listed */
 	"  PRIMARY KEY(submission_id, idx, path)) WITHOUT ROWID;",
+
+	/* 4: `pbx cancel` remembers what it cancelled, so a task whose job is
+	 * gone before its wrapper could write CANCELLED reads CANCELLED, not
+	 * NODE_FAIL or MISSING; a new submission clears it */
+	"ALTER TABLE tasks ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

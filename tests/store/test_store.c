@@ -23,7 +23,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 3, "schema version is 3 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 4, "schema version is 4 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
