@@ -46,19 +46,23 @@ SSHO="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ER
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree: $NSMALL small files + one $BIGMB MB file, over one sshd on $ADDR"
 
-# Two rounds, the order swapped in the second, so neither tool always meets
-# a cold cache; pbx's results are removed between rounds (a full harvest).
-hv() { rm -rf "$PBX_HOME/results"; sqlite3 "$PBX_HOME/pbx.db" "DELETE FROM harvested"; t0=$(now); "$PBX" -q harvest "$pkg" >/dev/null; t1=$(now); secs "$t0" "$t1"; }
-rs() { rm -rf "$WORK/rsync"; t0=$(now); rsync -a -e "ssh -p 22170 $SSHO" "root@$ADDR:$REMOTE/" "$WORK/rsync/"; t1=$(now); secs "$t0" "$t1"; }
-sc() { rm -rf "$WORK/scp"; t0=$(now); scp -q -r -P 22170 $SSHO "root@$ADDR:$REMOTE" "$WORK/scp"; t1=$(now); secs "$t0" "$t1"; }
-sync
+# Three rounds, the order rotated, so no tool always meets a cold cache or
+# the write-back of the one before; pbx's results are removed between rounds
+# (a full harvest), and every run starts after a `sync` (this machine's
+# disk stalls for seconds when the write-back of 200 MB is still pending).
+hv() { rm -rf "$PBX_HOME/results"; sqlite3 "$PBX_HOME/pbx.db" "DELETE FROM harvested"; sync; t0=$(now); "$PBX" -q harvest "$pkg" >/dev/null; t1=$(now); secs "$t0" "$t1"; }
+rs() { rm -rf "$WORK/rsync"; sync; t0=$(now); rsync -a -e "ssh -p 22170 $SSHO" "root@$ADDR:$REMOTE/" "$WORK/rsync/"; t1=$(now); secs "$t0" "$t1"; }
+sc() { rm -rf "$WORK/scp"; sync; t0=$(now); scp -q -r -P 22170 $SSHO "root@$ADDR:$REMOTE" "$WORK/scp"; t1=$(now); secs "$t0" "$t1"; }
 pbx_a=$(hv); rs_a=$(rs); sc_a=$(sc)
-sc_b=$(sc); rs_b=$(rs); pbx_b=$(hv)
+rs_b=$(rs); sc_b=$(sc); pbx_b=$(hv)
+sc_c=$(sc); pbx_c=$(hv); rs_c=$(rs)
+sync
 t0=$(now); "$PBX" -q harvest "$pkg" >/dev/null; t1=$(now); pbx2=$(secs "$t0" "$t1")
 t0=$(now); rsync -a -e "ssh -p 22170 $SSHO" "root@$ADDR:$REMOTE/" "$WORK/rsync/"; t1=$(now); rsync2=$(secs "$t0" "$t1")
-best() { echo "$1 $2" | awk '{print ($1 < $2) ? $1 : $2}'; }
-pbx1=$(best "$pbx_a" "$pbx_b"); rsync=$(best "$rs_a" "$rs_b"); scp=$(best "$sc_a" "$sc_b")
-echo "pbx harvest (first):   ${pbx1} s   (rounds: $pbx_a, $pbx_b)"
-echo "scp -r:                ${scp} s   (rounds: $sc_a, $sc_b; pbx is $(echo "$scp $pbx1" | awk '{printf "%.1f", $1 / $2}')x faster)"
-echo "rsync -a:              ${rsync} s   (rounds: $rs_a, $rs_b; pbx is $(echo "$rsync $pbx1" | awk '{printf "%.2f", $1 / $2}')x as fast)"
+median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+pbx1=$(median "$pbx_a" "$pbx_b" "$pbx_c"); rsync=$(median "$rs_a" "$rs_b" "$rs_c"); scp=$(median "$sc_a" "$sc_b" "$sc_c")
+echo "medians of 3 rounds:"
+echo "pbx harvest (first):   ${pbx1} s   (rounds: $pbx_a, $pbx_b, $pbx_c)"
+echo "scp -r:                ${scp} s   (rounds: $sc_a, $sc_b, $sc_c; pbx is $(echo "$scp $pbx1" | awk '{printf "%.1f", $1 / $2}')x faster)"
+echo "rsync -a:              ${rsync} s   (rounds: $rs_a, $rs_b, $rs_c; pbx is $(echo "$rsync $pbx1" | awk '{printf "%.2f", $1 / $2}')x as fast)"
 echo "pbx harvest (again):   ${pbx2} s   (rsync -a again: ${rsync2} s)"

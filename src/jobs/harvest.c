@@ -57,6 +57,20 @@ struct harvest {
 	struct pbx_experiment *exp;
 };
 
+/* With PBX_STATS set, prints how long each phase took (to stderr). */
+static void harvest_phase(const char *name)
+{
+	static struct timespec last;
+	struct timespec now;
+	if (!getenv("PBX_STATS") || !*getenv("PBX_STATS"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (name && last.tv_sec)
+		fprintf(stderr, "pbx: harvest %-10s %.3f s\n", name,
+			(double)(now.tv_sec - last.tv_sec) + (now.tv_nsec - last.tv_nsec) / 1e9);
+	last = now;
+}
+
 /* ------------------------------------------------------------ manifest */
 
 static int harvest_fetch_manifest(struct harvest *h, struct jobs_output *o, struct pbx_err *err)
@@ -464,12 +478,16 @@ static int harvest_fetch(struct harvest *h, struct pbx_err *err)
 	if (pbx_rm_rf(h->incoming, err) < 0 || pbx_mkdir_p(h->incoming, 0700, err) < 0)
 		return -1;
 	harvest_list(h, &list);
+	harvest_phase("prepare");
 	rc = pbx_cluster_connect(h->t->cluster, 0, &s, err);
 	if (rc == 0) {
+		harvest_phase("connect");
 		rc = pbx_ssh_get_files(s, h->remote_tasks, &list, h->incoming, harvest_bytes, h, &ferr);
 		h->stats->round_trips++;
+		harvest_phase("stream");
 	}
 	missing = harvest_install(h, &rows, &nrows, rc == 0);
+	harvest_phase("install");
 	if (harvest_record(h, rows, nrows, err) < 0)
 		rc = -1;
 	else if (rc < 0)
@@ -479,7 +497,9 @@ static int harvest_fetch(struct harvest *h, struct pbx_err *err)
 			       missing, missing == 1 ? "" : "s");
 	pbx_harvested_free(rows, nrows);
 	pbx_buf_release(&list);
+	harvest_phase("record");
 	pbx_rm_rf(h->incoming, NULL);
+	harvest_phase("cleanup");
 	return rc;
 }
 
@@ -521,7 +541,9 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	if (pbx_experiment_parse(t->pkg.experiment_path, t->pkg.experiment_text,
 				 strlen(t->pkg.experiment_text), NULL, &h.exp, &perr) < 0)
 		h.exp = NULL;   /* outputs unknown: harvest the standard files only */
+	harvest_phase(NULL);
 	rc = harvest_fetch_manifest(&h, &out, err);
+	harvest_phase("manifest");
 	if (rc == 0) {
 		const char *nl = memchr(out.out.buf, '\n', out.out.len);
 		if (nl && jobs_split(nl + 1, out.out.len - (size_t)(nl + 1 - out.out.buf), "PBX-SEP",
@@ -532,6 +554,7 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 		}
 		jobs_output_release(&out);
 		rc = harvest_select(&h, err);
+		harvest_phase("select");
 	}
 	if (rc == 0 && stats->files_wanted > 0)
 		rc = harvest_fetch(&h, err);

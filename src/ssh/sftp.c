@@ -295,20 +295,6 @@ int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len, const char
 
 /* ------------------------------------------------------------ download */
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Remote permissions of an open handle; refuses anything but a regular file. */
 static int download_mode(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HANDLE *h,
 			 const char *remote, mode_t *mode, struct pbx_err *err)
@@ -352,7 +338,7 @@ static int download_body(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HAN
 			rc = sftp_fail(s, sftp, err, "cannot read", remote);
 			break;
 		}
-		if (write_all(fd, chunk, (size_t)n) < 0) {
+		if (pbx_write_all(fd, chunk, (size_t)n) < 0) {
 			rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 			break;
 		}

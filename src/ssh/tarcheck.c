@@ -105,6 +105,8 @@ struct pbx_tarcheck {
 	struct strset links;          /* symlink members */
 	struct strset files;          /* regular files and hard links */
 	struct strset walked;         /* paths symlink targets go through as directories */
+	struct pbx_tar_events ev;     /* member consumer, if any */
+	uint64_t data_left;           /* data bytes of the current member for ev.data */
 };
 
 struct pbx_tarcheck *pbx_tarcheck_new(void)
@@ -134,6 +136,32 @@ void pbx_tarcheck_free(struct pbx_tarcheck *tc)
 	strset_free(&tc->files);
 	strset_free(&tc->walked);
 	free(tc);
+}
+
+void pbx_tarcheck_set_events(struct pbx_tarcheck *tc, const struct pbx_tar_events *ev)
+{
+	tc->ev = *ev;
+}
+
+/* Passes checked bytes on, when there is somewhere to pass them. */
+static void tc_pass(struct pbx_buf *out, const void *p, size_t len)
+{
+	if (out)
+		pbx_buf_add(out, p, len);
+}
+
+/* Hands up to `len` bytes of the current member's data to ev.data. */
+static int tc_emit_data(struct pbx_tarcheck *tc, const void *p, size_t len, struct pbx_err *err)
+{
+	size_t n = tc->data_left < len ? (size_t)tc->data_left : len;
+	if (!n || !tc->ev.data)
+		return 0;
+	tc->data_left -= n;
+	if (tc->ev.data(tc->ev.ctx, p, n, err) < 0) {
+		tc->failed = 1;
+		return -1;
+	}
+	return 0;
 }
 
 size_t pbx_tarcheck_members(const struct pbx_tarcheck *tc)
@@ -482,6 +510,35 @@ static int tc_start_meta(struct pbx_tarcheck *tc, char type, uint64_t size, stru
 	return 0;
 }
 
+/* Checks the mode and mtime fields (refused when corrupt, as tar would)
+ * and tells ev.member of the member (hard link targets normalised). */
+static int tc_emit_member(struct pbx_tarcheck *tc, const unsigned char *b, const char *path,
+			  char type, const char *link, uint64_t size, struct pbx_err *err)
+{
+	struct pbx_buf norm = PBX_BUF_INIT;
+	struct pbx_tar_member m = { path, type == '\0' || type == '7' ? '0' : type, link, size,
+				    0, 0 };
+	uint64_t mode = 0644, mtime = 0;
+	int rc = 0;
+	tc->data_left = m.type == '0' ? size : 0;
+	if (tc_number(b + 100, 8, &mode) < 0 || tc_number(b + 136, 12, &mtime) < 0)
+		return tc_refuse(tc, path, "corrupt mode or mtime", err);
+	if (!tc->ev.member)
+		return 0;
+	m.mode = (unsigned)(mode & 0777);
+	m.mtime = (int64_t)mtime;
+	if (m.type == '1') {
+		tc_normalize(tc, link, &norm, err);   /* cannot fail: tc_hardlink checked it */
+		m.link = norm.buf ? norm.buf : "";
+	}
+	if (tc->ev.member(tc->ev.ctx, &m, err) < 0) {
+		tc->failed = 1;
+		rc = -1;
+	}
+	pbx_buf_release(&norm);
+	return rc;
+}
+
 /* Checks a (non-meta) member header; fills *size. */
 static int tc_entry(struct pbx_tarcheck *tc, const unsigned char *b, char type,
 		    uint64_t *size, struct pbx_err *err)
@@ -495,6 +552,8 @@ static int tc_entry(struct pbx_tarcheck *tc, const unsigned char *b, char type,
 	rc = tc_normalize(tc, raw, &path, err);
 	if (rc == 0)
 		rc = tc_member(tc, path.buf, type, link, *size, err);
+	if (rc == 0)
+		rc = tc_emit_member(tc, b, path.buf ? path.buf : "", type, link, *size, err);
 	free(raw);
 	free(link);
 	pbx_buf_release(&path);
@@ -510,7 +569,7 @@ static int tc_header(struct pbx_tarcheck *tc, unsigned char *b, struct pbx_buf *
 	if (tc_is_zero(b)) {
 		static const unsigned char zeros[2 * TC_BLOCK];
 		tc->ended = 1;   /* tar stops here; so do we */
-		pbx_buf_add(out, zeros, sizeof(zeros));
+		tc_pass(out, zeros, sizeof(zeros));
 		return 0;
 	}
 	if (!tc_checksum_ok(b) || tc_number(b + 124, 12, &size) < 0)
@@ -519,13 +578,13 @@ static int tc_header(struct pbx_tarcheck *tc, unsigned char *b, struct pbx_buf *
 		if (tc_start_meta(tc, type, size, err) < 0)
 			return -1;
 	} else {
+		tc_sanitize_mode(b);
 		if (tc_entry(tc, b, type, &size, err) < 0)
 			return -1;
-		tc_sanitize_mode(b);
 		tc->members++;
 	}
 	tc->blocks_left = (size + TC_BLOCK - 1) / TC_BLOCK;
-	pbx_buf_add(out, b, TC_BLOCK);
+	tc_pass(out, b, TC_BLOCK);
 	return 0;
 }
 
@@ -533,28 +592,31 @@ static int tc_header(struct pbx_tarcheck *tc, unsigned char *b, struct pbx_buf *
 static int tc_data_block(struct pbx_tarcheck *tc, const unsigned char *b, struct pbx_buf *out,
 			 struct pbx_err *err)
 {
-	pbx_buf_add(out, b, TC_BLOCK);
+	tc_pass(out, b, TC_BLOCK);
 	tc->blocks_left--;
 	if (!tc->meta_type)
-		return 0;
+		return tc_emit_data(tc, b, TC_BLOCK, err);
 	size_t take = tc->meta_left < TC_BLOCK ? (size_t)tc->meta_left : TC_BLOCK;
 	pbx_buf_add(&tc->meta, b, take);
 	tc->meta_left -= take;
 	return tc->blocks_left ? 0 : tc_meta_done(tc, err);
 }
 
-/* Passes a run of plain data blocks straight from the input. */
-static size_t tc_data_run(struct pbx_tarcheck *tc, const unsigned char *p, size_t len,
-			  struct pbx_buf *out)
+/* Passes a run of plain data blocks straight from the input; returns the
+ * bytes used, or -1 when ev.data refused them. */
+static ptrdiff_t tc_data_run(struct pbx_tarcheck *tc, const unsigned char *p, size_t len,
+			     struct pbx_buf *out, struct pbx_err *err)
 {
 	uint64_t n = len / TC_BLOCK;
 	if (tc->meta_type || tc->blen || !tc->blocks_left || !n)
 		return 0;
 	if (n > tc->blocks_left)
 		n = tc->blocks_left;
-	pbx_buf_add(out, p, (size_t)n * TC_BLOCK);
+	tc_pass(out, p, (size_t)n * TC_BLOCK);
 	tc->blocks_left -= n;
-	return (size_t)n * TC_BLOCK;
+	if (tc_emit_data(tc, p, (size_t)n * TC_BLOCK, err) < 0)
+		return -1;
+	return (ptrdiff_t)(n * TC_BLOCK);
 }
 
 int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len,
@@ -564,10 +626,13 @@ int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len,
 	if (tc->failed)
 		return pbx_err_setc(err, PBX_EXIT_SECURITY, "tar stream already refused");
 	while (len && !tc->ended) {
-		size_t used = tc_data_run(tc, p, len, out), take;
+		ptrdiff_t used = tc_data_run(tc, p, len, out, err);
+		size_t take;
 		int rc;
+		if (used < 0)
+			return -1;
 		p += used;
-		len -= used;
+		len -= (size_t)used;
 		if (!len)
 			break;
 		take = TC_BLOCK - tc->blen < len ? TC_BLOCK - tc->blen : len;

@@ -18,16 +18,40 @@
 #define PBX_SSH_TARCHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/buf.h"
 #include "util/err.h"
 
 struct pbx_tarcheck;
 
+/* A member that passed the checks, as handed to pbx_tar_events.member. */
+struct pbx_tar_member {
+	const char *path;    /* normalised: no "." or empty components; "" = the root */
+	char type;           /* '0' file, '5' directory, '1' hard link, '2' symlink */
+	const char *link;    /* hard link: normalised earlier file; symlink: target as stored */
+	uint64_t size;       /* bytes of data that follow (files only) */
+	unsigned mode;       /* permission bits (setuid/setgid/sticky already cleared) */
+	int64_t mtime;       /* seconds since the epoch */
+};
+
+/* Optional consumer of the checked stream, member by member (instead of, or
+ * besides, the checked blocks): `member` for each accepted member, then
+ * `data` with exactly its `size` bytes of data (no padding), in pieces.
+ * A -1 from either stops the stream with that error. */
+struct pbx_tar_events {
+	int (*member)(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err);
+	int (*data)(void *ctx, const void *p, size_t len, struct pbx_err *err);
+	void *ctx;
+};
+
 /* Returns a new checker; free with pbx_tarcheck_free(). */
 struct pbx_tarcheck *pbx_tarcheck_new(void);
 void pbx_tarcheck_free(struct pbx_tarcheck *tc);
-/* Feeds `len` bytes; appends the bytes that may be passed on to `out`.
+/* Sends every accepted member to `ev` (copied) from now on. */
+void pbx_tarcheck_set_events(struct pbx_tarcheck *tc, const struct pbx_tar_events *ev);
+/* Feeds `len` bytes; appends the bytes that may be passed on to `out`
+ * (NULL: nothing is passed on, for a checker that only drives events).
  * After a -1 the checker refuses everything. */
 int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len,
 		      struct pbx_buf *out, struct pbx_err *err);

@@ -3,16 +3,18 @@
  *
  * put_tree: local `tar -C DIR -cf - .` (spawned from argv) -> tarcheck ->
  * remote `mkdir -p DIR && tar -C DIR -xf -`.
- * get_tree: remote `tar -C DIR -cf - .` -> tarcheck -> local
- * `tar -C DIR -xf -`.  The checker sits in the middle both ways, so a
- * hostile remote tree (absolute names, "..", links out of the tree, files
- * written through a symlink) is refused before the local tar sees the
- * offending member; members before it may already be extracted, always
- * inside local_dir.
+ * get_tree / get_files: remote `tar -C DIR -cf - .` (or a listed subset)
+ * -> tarcheck -> untar.c, which writes each checked member straight into
+ * local_dir (every byte written once: no archive file, no local tar).  The
+ * checker sits in the middle both ways, so a hostile remote tree (absolute
+ * names, "..", links out of the tree, files written through a symlink) is
+ * refused before anything of the offending member is written; members
+ * before it may already be there, always inside local_dir.
  */
 #include "ssh/proc.h"
 #include "ssh/ssh_int.h"
 #include "ssh/tarcheck.h"
+#include "ssh/untar.h"
 #include "util/fs.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -30,8 +32,7 @@ struct tree_ctx {
 	void *progress_ctx;
 	struct pbx_tarcheck *tc;
 	struct pbx_proc *proc;       /* put_tree: the local archiver */
-	int spool_fd;                /* get: checked bytes are spooled here */
-	struct pbx_buf pass;         /* checked bytes on their way to the extractor */
+	struct pbx_untar *untar;     /* get: writes the checked members */
 	struct pbx_buf remote_err;   /* remote stderr, capped */
 };
 
@@ -64,38 +65,18 @@ static int tree_put_sink(void *ctx, int stream, const char *data, size_t len,
 	return 0;
 }
 
-static int tree_write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* get: remote tar output -> checker -> spool file (extracted afterwards:
- * tar reads a file several times faster than a pipe). */
+/* get: remote tar output -> checker -> in-process extraction (untar.c). */
 static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 			 struct pbx_err *err)
 {
 	struct tree_ctx *c = ctx;
-	int rc;
 	if (stream == 2) {
 		tree_keep_err(c, data, len);
 		return 0;
 	}
 	if (c->progress)
 		c->progress(c->progress_ctx, len);
-	pbx_buf_reset(&c->pass);
-	rc = pbx_tarcheck_feed(c->tc, data, len, &c->pass, err);
-	if (rc == 0 && c->pass.len && tree_write_all(c->spool_fd, c->pass.buf, c->pass.len) < 0)
-		rc = pbx_err_set(err, "cannot spool the archive: %s", strerror(errno));
-	return rc;
+	return pbx_tarcheck_feed(c->tc, data, len, NULL, err);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -106,15 +87,13 @@ static void tree_ctx_init(struct tree_ctx *c, struct pbx_proc *proc)
 	c->progress_ctx = NULL;
 	c->tc = pbx_tarcheck_new();
 	c->proc = proc;
-	c->spool_fd = -1;
-	c->pass = (struct pbx_buf)PBX_BUF_INIT;
+	c->untar = NULL;
 	c->remote_err = (struct pbx_buf)PBX_BUF_INIT;
 }
 
 static void tree_ctx_release(struct tree_ctx *c)
 {
 	pbx_tarcheck_free(c->tc);
-	pbx_buf_release(&c->pass);
 	pbx_buf_release(&c->remote_err);
 }
 
@@ -191,68 +170,44 @@ static void tree_get_cmd(struct pbx_buf *cmd, const char *dir, int listed)
 	pbx_buf_adds(cmd, listed ? " --null --no-recursion -T - -cf -" : " -cf - .");
 }
 
-/* Extracts the spooled (checked) archive into local_dir. */
-static int tree_extract(const char *spool, const char *local_dir, int *status,
-			struct pbx_buf *errtext, struct pbx_err *err)
-{
-	const char *argv[] = { "tar", "-C", local_dir, "-xf", spool, "--no-same-owner",
-			       "--no-same-permissions", NULL };
-	struct pbx_proc p;
-	if (pbx_proc_start(argv, 0, 0, &p, err) < 0)
-		return -1;
-	if (pbx_proc_finish(&p, 0, status, err) < 0) {
-		pbx_buf_release(&p.errtext);
-		return -1;
-	}
-	*errtext = p.errtext;
-	return 0;
-}
-
 int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
 		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
 		      struct pbx_err *err)
 {
-	struct pbx_buf cmd = PBX_BUF_INIT, tarerr = PBX_BUF_INIT;
+	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct tree_ctx c;
 	struct pbx_ssh_io io = { list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL,
 				 tree_get_sink, &c };
-	char *spool;
-	int rc, status = -1, lstatus = -1;
+	struct pbx_tar_events ev;
+	int rc, status = -1;
 	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
 	    pbx_mkdir_p(local_dir, 0755, err) < 0)
 		return -1;
-	spool = xasprintf("%s/.pbx-spool-XXXXXX", local_dir);
 	tree_ctx_init(&c, NULL);
-	c.spool_fd = mkstemp(spool);
-	if (c.spool_fd < 0) {
-		rc = pbx_err_set(err, "cannot create a spool file in %s: %s", local_dir, strerror(errno));
-		goto out;
+	c.untar = pbx_untar_new(local_dir, err);
+	if (!c.untar) {
+		tree_ctx_release(&c);
+		return -1;
 	}
+	ev = pbx_untar_events(c.untar);
+	pbx_tarcheck_set_events(c.tc, &ev);
 	c.progress = progress;
 	c.progress_ctx = progress_ctx;
 	tree_get_cmd(&cmd, remote_dir, list != NULL);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
 	if (rc == 0 && status == 0)
 		rc = pbx_tarcheck_finish(c.tc, err);
-	close(c.spool_fd);
-	/* Even a stream cut short is extracted: it holds only checked members,
-	 * and callers keep just the files that arrived whole. */
-	if (tree_extract(spool, local_dir, &lstatus, &tarerr, rc < 0 ? NULL : err) < 0)
+	/* Members that arrived whole stay (callers keep what they can use); a
+	 * member cut short is removed. */
+	if (pbx_untar_finish(c.untar, rc == 0 && status == 0, rc < 0 ? NULL : err) < 0)
 		rc = -1;
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&c.remote_err);
 		rc = pbx_err_set(err, "get: remote tar on %s failed (exit %d)%s%s", s->label, status,
 				 c.remote_err.len ? ": " : "", c.remote_err.buf);
 	}
-	if (rc == 0 && lstatus != 0)
-		rc = pbx_err_set(err, "get: local tar failed (exit %d)%s%s", lstatus,
-				 tarerr.len ? ": " : "", tarerr.buf);
 	if (rc < 0 && err)
 		pbx_err_prefix(err, "cannot copy %s:%s to %s", s->label, remote_dir, local_dir);
-	unlink(spool);
-out:
-	free(spool);
-	pbx_buf_release(&tarerr);
 	pbx_buf_release(&cmd);
 	tree_ctx_release(&c);
 	return rc;

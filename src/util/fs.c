@@ -56,8 +56,9 @@ int pbx_rm_rf(const char *path, struct pbx_err *err)
 	return 0;
 }
 
-static int pbx_write_all(int fd, const char *p, size_t len)
+int pbx_write_all(int fd, const void *data, size_t len)
 {
+	const char *p = data;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 		if (n < 0) {

@@ -21,6 +21,9 @@ int pbx_rm_rf(const char *path, struct pbx_err *err);
  * directory, fsync, rename, fsync of the directory. */
 int pbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  mode_t mode, struct pbx_err *err);
+/* write(2) until all `len` bytes are written (EINTR retried); 0, or -1
+ * with errno set. */
+int pbx_write_all(int fd, const void *data, size_t len);
 /* Appends the whole file to `out`. */
 int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
 /* Refuses a file that group or others can write (and, when `secret`, read),

@@ -1,16 +1,22 @@
 /*
- * test_tarcheck.c - unit tests of the streaming tar gatekeeper: honest
- * archives from GNU tar (gnu and pax formats, long names, links) pass
- * unchanged whatever the chunking; hand-made hostile ones are refused for
- * the right reason, before the offending header is passed on.
+ * test_tarcheck.c - unit tests of the streaming tar gatekeeper and of the
+ * in-process extractor behind it: honest archives from GNU tar (gnu and
+ * pax formats, long names, links) pass unchanged whatever the chunking and
+ * extract to the same tree as GNU tar's; hand-made hostile ones are
+ * refused for the right reason, before the offending header is passed on;
+ * a stream cut short leaves no partial file; existing symlinks and hard
+ * links in the destination are replaced, never written through.
  */
 #include "common/tap.h"
 #include "ssh/tarcheck.h"
+#include "ssh/untar.h"
 #include "tarmake.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -198,6 +204,146 @@ static void honest_gnu_tar(const char *dir)
 	}
 }
 
+/* ------------------------------------------------------------ extraction */
+
+/* Checks and extracts in->buf[0..len) into dir in chunks of `step`;
+ * complete = whether the stream is to be treated as whole. */
+static int extract(const struct pbx_buf *in, size_t len, size_t step, const char *dir,
+		   int complete, struct pbx_err *err)
+{
+	struct pbx_tarcheck *tc = pbx_tarcheck_new();
+	struct pbx_untar *u;
+	struct pbx_tar_events ev;
+	size_t off = 0;
+	int rc = pbx_mkdir_p(dir, 0755, err);
+	u = rc == 0 ? pbx_untar_new(dir, err) : NULL;
+	if (!u) {
+		pbx_tarcheck_free(tc);
+		return -1;
+	}
+	ev = pbx_untar_events(u);
+	pbx_tarcheck_set_events(tc, &ev);
+	while (rc == 0 && off < len) {
+		size_t n = len - off < step ? len - off : step;
+		rc = pbx_tarcheck_feed(tc, in->buf + off, n, NULL, err);
+		off += n;
+	}
+	if (rc == 0 && complete)
+		rc = pbx_tarcheck_finish(tc, err);
+	if (pbx_untar_finish(u, rc == 0 && complete, rc < 0 ? NULL : err) < 0)
+		rc = -1;
+	pbx_tarcheck_free(tc);
+	return rc;
+}
+
+/* Same tree under a and b: contents, and every name's type, size, mode
+ * and link target. */
+static int same_tree(const char *a, const char *b)
+{
+	char *cmd = xasprintf("diff -r --no-dereference '%s' '%s' >/dev/null && "
+			      "[ \"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" = "
+			      "\"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" ]",
+			      a, b, a, b);
+	int rc = system(cmd);
+	free(cmd);
+	return rc == 0;
+}
+
+/* GNU tar's archives extract to what GNU tar extracts, whatever the chunking. */
+static void extract_like_gnu_tar(const char *dir)
+{
+	static const char *formats[] = { "gnu", "pax" };
+	static const size_t steps[] = { 1, 700, 1 << 20 };
+	size_t i, k;
+	for (i = 0; i < 2; i++) {
+		char *mk = xasprintf(
+			"set -e; cd '%s'; rm -rf t ref a.tar; mkdir -p t/d/e ref; echo x > t/d/e/f; "
+			"ln -s d/e t/l; ln t/d/e/f t/hard; printf y > \"t/$(printf 'n\\nl')\"; "
+			"head -c 300000 /dev/urandom > t/big; chmod 0750 t/big; touch -d @1600000000 t/big; "
+			"touch t/%0200d; tar -C t --format=%s -cf a.tar .; tar -C ref -xf a.tar", dir, 0,
+			formats[i]);
+		char *path = xasprintf("%s/a.tar", dir), *ref = xasprintf("%s/ref", dir);
+		struct pbx_buf tar = PBX_BUF_INIT;
+		struct pbx_err err = PBX_ERR_INIT;
+		ok(system(mk) == 0 && pbx_read_file(path, &tar, &err) == 0, "%s archive for extraction",
+		   formats[i]);
+		for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+			char *out = xasprintf("%s/out-%s-%zu", dir, formats[i], steps[k]);
+			struct stat sb;
+			char *big = xasprintf("%s/big", out);
+			int rc = extract(&tar, tar.len, steps[k], out, 1, &err);
+			ok(rc == 0 && same_tree(ref, out),
+			   "%s step %zu: same tree, names, types, sizes, modes and links as tar -x: %s",
+			   formats[i], steps[k], err.msg);
+			ok(stat(big, &sb) == 0 && sb.st_mtime == 1600000000, "%s step %zu: mtime kept",
+			   formats[i], steps[k]);
+			free(big);
+			free(out);
+		}
+		pbx_buf_release(&tar);
+		free(path);
+		free(ref);
+		free(mk);
+	}
+}
+
+/* A stream cut in the middle of a file: earlier files whole, no partial one. */
+static void extract_cut_short(const char *dir)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *out = xasprintf("%s/cut", dir), *first = xasprintf("%s/cut/first", dir);
+	char *second = xasprintf("%s/cut/second", dir), big[5000];
+	struct stat sb;
+	size_t cut;
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tm_dir(&b, "./");
+	tm_file(&b, "first", "whole");
+	cut = b.len + 512 + 2048;           /* inside second's data */
+	tm_file(&b, "second", big);
+	tm_end(&b);
+	extract(&b, cut, 700, out, 0, &err);
+	ok(stat(first, &sb) == 0 && sb.st_size == 5, "the file before the cut is whole");
+	ok(lstat(second, &sb) < 0, "the file cut short is not there");
+	pbx_buf_release(&b);
+	free(out);
+	free(first);
+	free(second);
+}
+
+/* What is already in the destination is replaced, never written through. */
+static void extract_replaces(const char *dir)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *out = xasprintf("%s/repl", dir), *outside = xasprintf("%s/outside", dir);
+	char *setup = xasprintf("set -e; mkdir -p '%s/d' '%s'; echo keep > '%s/victim'; "
+				"ln -s '%s' '%s/d/sub'; ln -s '%s/victim' '%s/f'; "
+				"echo other > '%s/other'; ln '%s/other' '%s/hl'",
+				out, outside, outside, outside, out, outside, out, out, out, out);
+	char *check = xasprintf("[ \"$(cat '%s/victim')\" = keep ] && [ -z \"$(ls '%s' | grep -v victim)\" ] && "
+				"[ -d '%s/d/sub' ] && [ ! -L '%s/d/sub' ] && [ \"$(cat '%s/d/sub/x')\" = x ] && "
+				"[ ! -L '%s/f' ] && [ \"$(cat '%s/f')\" = new ] && "
+				"[ \"$(cat '%s/other')\" = other ] && [ \"$(cat '%s/hl')\" = hl ]",
+				outside, outside, out, out, out, out, out, out, out);
+	ok(system(setup) == 0, "destination with symlinks out and a hard link");
+	tm_dir(&b, "./");
+	tm_dir(&b, "d/");
+	tm_dir(&b, "d/sub/");
+	tm_file(&b, "d/sub/x", "x");
+	tm_file(&b, "f", "new");
+	tm_file(&b, "hl", "hl");
+	tm_end(&b);
+	ok(extract(&b, b.len, 512, out, 1, &err) == 0, "extracted over them: %s", err.msg);
+	ok(system(check) == 0, "symlinks replaced, hard-linked name replaced, nothing written outside");
+	pbx_buf_release(&b);
+	free(out);
+	free(outside);
+	free(setup);
+	free(check);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/pbx-tarcheck-XXXXXX";
@@ -209,6 +355,9 @@ int main(void)
 	setuid_cleared();
 	honest_handmade();
 	honest_gnu_tar(dir);
+	extract_like_gnu_tar(dir);
+	extract_cut_short(dir);
+	extract_replaces(dir);
 	pbx_rm_rf(dir, &err);
 	return tap_done();
 }

@@ -126,7 +126,10 @@ static int local_pid_alive(const char *pidfile)
 }
 
 /* Starts the node's sshd unless it already runs.  sshd daemonizes, so
- * pbx_run returns once it listens (or failed). */
+ * pbx_run returns once it listens (or failed).  Sessions get the node's
+ * own home (ROOT/root) as HOME, as on a fresh cloud image: the host's
+ * dotfiles are not the node's (a host .bashrc runs in every SSH session,
+ * bash sources it for commands run by sshd). */
 static int local_start_sshd(const struct pbx_node_row *node, const char *authorized,
 			    struct pbx_err *err)
 {
@@ -136,6 +139,7 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 	char *listen = xasprintf("ListenAddress=%s:%d", node->address, node->ssh_port);
 	char *keys = xasprintf("AuthorizedKeysFile=%s", authorized);
 	char *pidopt = xasprintf("PidFile=%s", pidfile);
+	char *home = xasprintf("SetEnv=HOME=%s/root", node->root);
 	const char *argv[] = { "/usr/sbin/sshd", "-f", "/dev/null", "-h", hostkey, "-E", logfile,
 			       "-o", listen, "-o", keys, "-o", pidopt, "-o", "StrictModes=no",
 			       "-o", "PermitRootLogin=prohibit-password",
@@ -143,7 +147,7 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 			       "-o", "KbdInteractiveAuthentication=no",
 			       "-o", "Subsystem=sftp internal-sftp",
 			       "-o", "MaxStartups=200:30:400", "-o", "MaxSessions=200",
-			       "-o", "UseDNS=no", NULL };
+			       "-o", "UseDNS=no", "-o", home, NULL };
 	int rc = 0;
 	if (!local_pid_alive(pidfile)) {
 		rc = local_keygen(hostkey, node->name, err);
@@ -151,17 +155,18 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 			rc = pbx_run_ok(argv, err);
 	}
 	free(hostkey); free(pidfile); free(logfile); free(listen); free(keys); free(pidopt);
+	free(home);
 	return rc;
 }
 
 static int local_prepare_node(const struct pbx_node_row *node, const char *authorized,
 			      struct pbx_err *err)
 {
-	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", NULL };
+	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", "root", NULL };
 	size_t i;
 	for (i = 0; subdirs[i]; i++) {
 		char *d = xasprintf("%s/%s", node->root, subdirs[i]);
-		int rc = pbx_mkdir_p(d, 0755, err);
+		int rc = pbx_mkdir_p(d, strcmp(subdirs[i], "root") ? 0755 : 0700, err);
 		free(d);
 		if (rc < 0)
 			return -1;
