@@ -53,19 +53,24 @@ on_exit() {
 }
 trap on_exit EXIT
 
-nap() { sleep 0.2 2>/dev/null || sleep 1; }
+# nap: a short wait while polling; NAPS_PER_S of them make a second.
+NAPS_PER_S=20
+nap() { sleep 0.05 2>/dev/null || sleep 1; }
 
 # Waits (up to PBX_CTLD_WAIT seconds, default 60) until slurmctld answers,
 # so a slurmd started while the head is still bootstrapping registers at
 # once instead of after its own retry delay.  Never fails: slurmd retries.
 wait_for_ctld() {
-	deadline=$(($(date +%s) + ${PBX_CTLD_WAIT:-60}))
-	until SLURM_CONF=$CONF scontrol ping 2>/dev/null | grep -q 'is UP'; do
-		if [ "$(date +%s)" -ge "$deadline" ]; then
+	waited=0
+	while :; do
+		out=$(SLURM_CONF=$CONF scontrol ping 2>/dev/null) || out=
+		case $out in *'is UP'*) return 0 ;; esac
+		if [ "$waited" -ge $((${PBX_CTLD_WAIT:-60} * NAPS_PER_S)) ]; then
 			log "slurmctld does not answer yet; slurmd will keep trying to register"
 			return 0
 		fi
-		sleep 0.1 2>/dev/null || sleep 1
+		nap
+		waited=$((waited + 1))
 	done
 }
 
@@ -139,45 +144,90 @@ fi
 
 # ---------------------------------------------------------------- helpers
 
-# conf_get KEY FILE: value of the first KEY=value line (case-insensitive).
-conf_get() {
-	[ -r "$2" ] || return 0
-	awk -v k="$1" '
+# The helpers below set variables instead of printing (no command
+# substitution, no sed/dirname): a bootstrap runs on every node at once,
+# and on a node body every fork is CPU the other nodes wait for.
+
+# parent_dir PATH: DIR = PATH without its last component.
+parent_dir() {
+	DIR=${1%/*}
+	[ -n "$DIR" ] || DIR=/
+}
+
+# ensure_parent PATH: the directory PATH goes into exists.
+ensure_parent() {
+	parent_dir "$1"
+	[ -d "$DIR" ] || mkdir -p "$DIR"
+}
+
+# conf_load: the slurm.conf values this script uses, read in one pass
+# (first KEY=value of each key, keys case-insensitive) into CONF_* variables.
+TAB=$(printf '\t')
+conf_load() {
+	CONF_STATE='' CONF_SPOOL='' CONF_CTLD_PID='' CONF_SLURMD_PID='' CONF_CTLD_LOG=''
+	CONF_SLURMD_LOG='' CONF_CTLD_HOST=''
+	[ -r "$CONF" ] || return 0
+	vals=$(awk '
 		{ sub(/#.*/, "") }
 		{
 			for (i = 1; i <= NF; i++) {
 				n = index($i, "=")
-				if (n > 1 && tolower(substr($i, 1, n - 1)) == tolower(k)) {
-					print substr($i, n + 1); exit
-				}
+				if (n < 2) continue
+				k = tolower(substr($i, 1, n - 1))
+				if (!(k in seen)) { seen[k] = 1; print k "\t" substr($i, n + 1) }
 			}
-		}' "$2"
+		}' "$CONF")
+	while IFS=$TAB read -r k v; do
+		case $k in
+		statesavelocation) CONF_STATE=$v ;;
+		slurmdspooldir) CONF_SPOOL=$v ;;
+		slurmctldpidfile) CONF_CTLD_PID=$v ;;
+		slurmdpidfile) CONF_SLURMD_PID=$v ;;
+		slurmctldlogfile) CONF_CTLD_LOG=$v ;;
+		slurmdlogfile) CONF_SLURMD_LOG=$v ;;
+		slurmctldhost) CONF_CTLD_HOST=$v ;;
+		esac
+	done <<CONF_VALUES
+$vals
+CONF_VALUES
 }
 
-expand_pct() { printf '%s\n' "$1" | sed "s/%n/$NODE/g"; }
+# expand_pct S: EXP = S with every %n replaced by the node name.
+expand_pct() {
+	rest=$1
+	EXP=
+	while :; do
+		case $rest in
+		*%n*)
+			EXP=$EXP${rest%%"%n"*}$NODE
+			rest=${rest#*"%n"}
+			;;
+		*) break ;;
+		esac
+	done
+	EXP=$EXP$rest
+}
 
+# pidfile_of NAME: PF = the daemon's pid file (after conf_load).
 pidfile_of() {
 	case $1 in
-	slurmctld)
-		p=$(conf_get SlurmctldPidFile "$CONF")
-		[ -n "$p" ] || p=$ROOT/run/slurmctld.pid
-		;;
-	slurmd)
-		p=$(conf_get SlurmdPidFile "$CONF")
-		[ -n "$p" ] || p=$ROOT/run/slurmd-%n.pid
-		;;
+	slurmctld) p=${CONF_CTLD_PID:-$ROOT/run/slurmctld.pid} ;;
+	slurmd) p=${CONF_SLURMD_PID:-$ROOT/run/slurmd-%n.pid} ;;
 	munged) p=$MUNGE_PID ;;
 	esac
 	expand_pct "$p"
+	PF=$EXP
 }
 
+# logfile_of NAME: LF = the daemon's log file, or empty (after conf_load).
 logfile_of() {
 	case $1 in
-	slurmctld) p=$(conf_get SlurmctldLogFile "$CONF") ;;
-	slurmd) p=$(conf_get SlurmdLogFile "$CONF") ;;
+	slurmctld) p=$CONF_CTLD_LOG ;;
+	slurmd) p=$CONF_SLURMD_LOG ;;
 	munged) p=$MUNGE_LOG ;;
 	esac
-	[ -z "$p" ] || expand_pct "$p"
+	expand_pct "$p"
+	LF=$EXP
 }
 
 # pid_alive PIDFILE NAME: true (and PID set) when the pid file names a live
@@ -185,11 +235,12 @@ logfile_of() {
 pid_alive() {
 	PID=
 	[ -r "$1" ] || return 1
-	p=$(head -n 1 "$1" | tr -dc 0-9)
-	[ -n "$p" ] || return 1
+	p=
+	read -r p <"$1" || [ -n "$p" ] || return 1
+	case $p in '' | *[!0-9]*) return 1 ;; esac
 	kill -0 "$p" 2>/dev/null || return 1
 	if [ -r "/proc/$p/cmdline" ]; then
-		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q -- "$2" || return 1
+		grep -q -a -F -- "$2" "/proc/$p/cmdline" || return 1
 	fi
 	PID=$p
 }
@@ -205,18 +256,20 @@ daemon_running() {
 	if [ "$MODE" = systemd ]; then
 		systemctl is-active --quiet "$(unit_of "$1")"
 	else
-		pid_alive "$(pidfile_of "$1")" "$1"
+		pidfile_of "$1"
+		pid_alive "$PF" "$1"
 	fi
 }
 
 # stop_pid NAME: TERM the daemon named by its pid file, KILL it if needed.
 stop_pid() {
-	pf=$(pidfile_of "$1")
+	pidfile_of "$1"
+	pf=$PF
 	pid_alive "$pf" "$1" || return 0
 	log "stopping $1 (pid $PID)"
 	kill -TERM "$PID" 2>/dev/null || true
 	waited=0
-	limit=$((${PBX_STOP_WAIT:-5} * 5))
+	limit=$((${PBX_STOP_WAIT:-5} * NAPS_PER_S))
 	while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
 		nap
 		waited=$((waited + 1))
@@ -225,7 +278,7 @@ stop_pid() {
 		log "$1 (pid $PID) ignored TERM; sending KILL"
 		kill -KILL "$PID" 2>/dev/null || true
 		waited=0
-		while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt 25 ]; do
+		while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt $((5 * NAPS_PER_S)) ]; do
 			nap
 			waited=$((waited + 1))
 		done
@@ -242,14 +295,15 @@ stop_pid() {
 start_direct() {
 	name=$1
 	shift
-	pf=$(pidfile_of "$name")
-	rm -f "$pf"
-	mkdir -p "$(dirname "$START_LOG")"
+	pidfile_of "$name"
+	pf=$PF
+	[ ! -e "$pf" ] || rm -f "$pf"
+	ensure_parent "$START_LOG"
 	log "starting $name: $*"
 	rc=0
 	"$@" </dev/null >"$START_LOG" 2>&1 3>&- 9>&- || rc=$?
 	waited=0
-	while [ "$waited" -lt 75 ]; do
+	while [ "$waited" -lt $((15 * NAPS_PER_S)) ]; do
 		if pid_alive "$pf" "$name"; then
 			log "$name running (pid $PID)"
 			return 0
@@ -258,7 +312,8 @@ start_direct() {
 		waited=$((waited + 1))
 	done
 	cat "$START_LOG" >&2 || true
-	lf=$(logfile_of "$name")
+	logfile_of "$name"
+	lf=$LF
 	if [ -n "$lf" ] && [ -r "$lf" ]; then
 		log "last lines of $lf:"
 		tail -n 15 "$lf" >&2 || true
@@ -274,22 +329,42 @@ install_file() {
 		chmod "$3" "$2"
 		return 0
 	fi
-	mkdir -p "$(dirname "$2")"
+	ensure_parent "$2"
 	cp "$1" "$2.pbx-new"
 	chmod "$3" "$2.pbx-new"
 	mv -f "$2.pbx-new" "$2"
 	CHANGED=1
 }
 
-# write_file DEST MODE: install stdin as DEST (see install_file).
-write_file() {
-	mkdir -p "$(dirname "$1")"
-	cat >"$1.pbx-in"
-	install_file "$1.pbx-in" "$1" "$2"
-	rm -f "$1.pbx-in"
+# install_new DEST MODE: DEST.pbx-in (just written by the caller) replaces
+# DEST when it differs, else is removed; CHANGED as for install_file.
+install_new() {
+	CHANGED=0
+	if [ -f "$1" ] && cmp -s "$1.pbx-in" "$1"; then
+		rm -f "$1.pbx-in"
+		chmod "$2" "$1"
+		return 0
+	fi
+	chmod "$2" "$1.pbx-in"
+	mv -f "$1.pbx-in" "$1"
+	CHANGED=1
 }
 
-sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+# sq S: SQ = S quoted for sh.
+sq() {
+	rest=$1
+	SQ=
+	while :; do
+		case $rest in
+		*\'*)
+			SQ="$SQ${rest%%\'*}'\\''"
+			rest=${rest#*\'}
+			;;
+		*) break ;;
+		esac
+	done
+	SQ="'$SQ$rest'"
+}
 
 is_uint() {
 	case $1 in
@@ -300,6 +375,7 @@ is_uint() {
 # ---------------------------------------------------------------- status / down
 
 do_status() {
+	conf_load
 	for d in munged "$SLURM_DAEMON"; do
 		if daemon_running "$d"; then
 			say "$d running"
@@ -311,6 +387,7 @@ do_status() {
 }
 
 do_down() {
+	conf_load
 	if [ "$MODE" = systemd ]; then
 		systemctl stop "$SLURM_DAEMON" || log "systemctl stop $SLURM_DAEMON failed"
 		systemctl stop munge || log "systemctl stop munge failed"
@@ -419,11 +496,14 @@ fi
 
 # ---- munge
 stage munge
-key_bytes=$(wc -c <"$STAGE_DIR/munge.key" | tr -d ' ')
-[ "$key_bytes" -ge 32 ] || die "munge.key in PBX_STAGE has $key_bytes bytes (need at least 32)"
+key_bytes=$(wc -c <"$STAGE_DIR/munge.key")
+[ "$((key_bytes))" -ge 32 ] || die "munge.key in PBX_STAGE has $key_bytes bytes (need at least 32)"
 # In systemd mode the munge package owns its run, log and seed directories.
-mkdir -p "$ROOT/etc/munge"
-[ "$MODE" = systemd ] || mkdir -p "$MUNGE_RUN" "$(dirname "$MUNGE_LOG")" "$(dirname "$MUNGE_SEED")"
+if [ "$MODE" = systemd ]; then
+	mkdir -p "$ROOT/etc/munge"
+else
+	mkdir -p "$ROOT/etc/munge" "$MUNGE_RUN" "${MUNGE_LOG%/*}" "${MUNGE_SEED%/*}"
+fi
 chmod 0700 "$ROOT/etc/munge"
 install_file "$STAGE_DIR/munge.key" "$MUNGE_KEY" 0400
 key_changed=$CHANGED
@@ -454,7 +534,7 @@ fi
 tries=0
 until munge_ok; do
 	tries=$((tries + 1))
-	[ "$tries" -lt 50 ] || die "munge does not work on $MUNGE_SOCK (munge -n | unmunge fails; see $MUNGE_LOG)"
+	[ "$tries" -lt $((10 * NAPS_PER_S)) ] || die "munge does not work on $MUNGE_SOCK (munge -n | unmunge fails; see $MUNGE_LOG)"
 	nap
 done
 
@@ -463,11 +543,13 @@ stage config
 root_sed=$(printf '%s' "$ROOT" | sed 's/[\\|&]/\\&/g')
 mkdir -p "$CONF_DIR"
 sed "s|@ROOT@|$root_sed|g" "$STAGE_DIR/slurm.conf" >"$CONF.pbx-in"
-left=$(sed 's/#.*//' "$CONF.pbx-in" | grep -o '@[A-Z_]*@' | sort -u | tr '\n' ' ') || true
-[ -z "$left" ] || die "slurm.conf still has placeholders: $left(pbx renders all but @ROOT@)"
-install_file "$CONF.pbx-in" "$CONF" 0644
-rm -f "$CONF.pbx-in"
+if grep -q '^[^#]*@[A-Z_]*@' "$CONF.pbx-in"; then
+	left=$(sed 's/#.*//' "$CONF.pbx-in" | grep -o '@[A-Z_]*@' | sort -u | tr '\n' ' ') || true
+	die "slurm.conf still has placeholders: $left(pbx renders all but @ROOT@)"
+fi
+install_new "$CONF" 0644
 conf_changed=$CHANGED
+conf_load
 
 # gres.conf: the GPUs this node really has (systemd) or placeholder device
 # files (direct: slurmd registers the count of files; Count= alone gives 0).
@@ -502,16 +584,25 @@ fi
 	elif [ "$found" -gt 1 ]; then
 		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}[0-$((found - 1))]"
 	fi
-} | write_file "$GRES_CONF" 0644
+} >"$GRES_CONF.pbx-in"
+install_new "$GRES_CONF" 0644
 gres_changed=$CHANGED
 
 # Directories named by slurm.conf.
-state_dir=$(conf_get StateSaveLocation "$CONF")
-spool_dir=$(expand_pct "$(conf_get SlurmdSpoolDir "$CONF")")
-for f in "$(pidfile_of slurmctld)" "$(pidfile_of slurmd)" \
-	"$(logfile_of slurmctld)" "$(logfile_of slurmd)"; do
-	[ -z "$f" ] || mkdir -p "$(dirname "$f")"
+state_dir=$CONF_STATE
+expand_pct "$CONF_SPOOL"
+spool_dir=$EXP
+dirs=
+for d in slurmctld slurmd; do
+	pidfile_of "$d"
+	logfile_of "$d"
+	for f in "$PF" "$LF"; do
+		parent_dir "$f"
+		[ -z "$f" ] || [ -d "$DIR" ] || dirs="$dirs $DIR"
+	done
 done
+# shellcheck disable=SC2086 # the list of directories (pbx's own paths)
+[ -z "$dirs" ] || mkdir -p $dirs
 if [ "$ROLE" = head ] && [ -n "$state_dir" ]; then
 	mkdir -p "$state_dir"
 	chmod 0700 "$state_dir"
@@ -522,28 +613,38 @@ if [ "$ROLE" = compute ] && [ -n "$spool_dir" ]; then
 fi
 if [ "$MODE" = systemd ] && [ "$SLURM_USER" != root ] && [ "$ROLE" = head ]; then
 	[ -z "$state_dir" ] || chown -R "$SLURM_USER:" "$state_dir"
-	lf=$(logfile_of slurmctld)
-	[ -z "$lf" ] || chown "$SLURM_USER:" "$(dirname "$lf")"
+	logfile_of slurmctld
+	parent_dir "$LF"
+	[ -z "$LF" ] || chown "$SLURM_USER:" "$DIR"
 fi
 
 defaults_changed=0
 if [ "$MODE" = systemd ] && [ "$ROLE" = compute ]; then
 	dflt=$ROOT/etc/default/slurmd
+	ensure_parent "$dflt"
 	{
 		[ ! -r "$dflt" ] || grep -v '^[[:space:]]*SLURMD_OPTIONS=' "$dflt" || true
 		echo "SLURMD_OPTIONS=\"-N $NODE\""
-	} | write_file "$dflt" 0644
+	} >"$dflt.pbx-in"
+	install_new "$dflt" 0644
 	defaults_changed=$CHANGED
 fi
 
+ensure_parent "$ENV_SH"
 {
 	echo "# pbx node environment: sourced by pbx before every remote command"
-	echo "export SLURM_CONF=$(sq "$CONF")"
-	echo "export PBX_SHARED=$(sq "$SHARED")"
-	echo "export PBX_ROOT=$(sq "$ROOT")"
-	echo "export PBX_NODE=$(sq "$NODE")"
-	echo "export PBX_CLUSTER=$(sq "${PBX_CLUSTER:-}")"
-} | write_file "$ENV_SH" 0644
+	sq "$CONF"
+	echo "export SLURM_CONF=$SQ"
+	sq "$SHARED"
+	echo "export PBX_SHARED=$SQ"
+	sq "$ROOT"
+	echo "export PBX_ROOT=$SQ"
+	sq "$NODE"
+	echo "export PBX_NODE=$SQ"
+	sq "${PBX_CLUSTER:-}"
+	echo "export PBX_CLUSTER=$SQ"
+} >"$ENV_SH.pbx-in"
+install_new "$ENV_SH" 0644
 
 # ---- shared
 stage shared
@@ -581,10 +682,12 @@ elif [ "$ROLE" = head ]; then
 			line="$line $c(rw,sync,no_subtree_check,no_root_squash)"
 		done
 		exports=$ROOT/etc/exports
+		ensure_parent "$exports"
 		{
 			[ ! -r "$exports" ] || awk -v p="$SHARED" '$1 != p' "$exports"
 			echo "$line"
-		} | write_file "$exports" 0644
+		} >"$exports.pbx-in"
+		install_new "$exports" 0644
 		exports_changed=$CHANGED
 		if ! systemctl is-active --quiet nfs-server; then
 			systemctl enable --now nfs-server || die "could not start nfs-server (journalctl -u nfs-server)"
@@ -599,10 +702,12 @@ else
 	mp=$ROOT$SHARED
 	mkdir -p "$mp"
 	fstab=$ROOT/etc/fstab
+	ensure_parent "$fstab"
 	{
 		[ ! -r "$fstab" ] || awk -v p="$SHARED" '$2 != p' "$fstab"
 		echo "$head_addr:$SHARED $SHARED nfs defaults,_netdev,nofail 0 0"
-	} | write_file "$fstab" 0644
+	} >"$fstab.pbx-in"
+	install_new "$fstab" 0644
 	if awk -v p="$mp" '$2 == p { found = 1 } END { exit !found }' /proc/mounts 2>/dev/null; then
 		log "$mp already mounted"
 	else
@@ -620,8 +725,7 @@ fi
 stage "$SLURM_DAEMON"
 if [ "$ROLE" = head ]; then
 	changed=$conf_changed
-	ctld_host=$(conf_get SlurmctldHost "$CONF")
-	ctld_host=${ctld_host%%(*}
+	ctld_host=${CONF_CTLD_HOST%%(*}
 	if [ "$ctld_host" != "$(hostname -s)" ]; then
 		log "warning: SlurmctldHost is '$ctld_host' but hostname -s is '$(hostname -s)'; slurmctld will refuse to start"
 	fi
@@ -642,12 +746,15 @@ if [ "$MODE" = systemd ]; then
 	if [ "$started" = 1 ]; then
 		# Type=simple units report success at once; catch a quick death.
 		sleep 1
-		systemctl is-active --quiet "$SLURM_DAEMON" ||
-			die "$SLURM_DAEMON exited right after starting; see journalctl -u $SLURM_DAEMON and $(logfile_of "$SLURM_DAEMON")"
+		if ! systemctl is-active --quiet "$SLURM_DAEMON"; then
+			logfile_of "$SLURM_DAEMON"
+			die "$SLURM_DAEMON exited right after starting; see journalctl -u $SLURM_DAEMON and $LF"
+		fi
 	fi
 else
 	bin=$(command -v "$SLURM_DAEMON")
-	if pid_alive "$(pidfile_of "$SLURM_DAEMON")" "$SLURM_DAEMON"; then
+	pidfile_of "$SLURM_DAEMON"
+	if pid_alive "$PF" "$SLURM_DAEMON"; then
 		if [ "$changed" = 1 ]; then
 			log "configuration changed: restarting $SLURM_DAEMON"
 			stop_pid "$SLURM_DAEMON"
@@ -655,7 +762,7 @@ else
 			log "$SLURM_DAEMON already running (pid $PID)"
 		fi
 	fi
-	if ! pid_alive "$(pidfile_of "$SLURM_DAEMON")" "$SLURM_DAEMON"; then
+	if ! pid_alive "$PF" "$SLURM_DAEMON"; then
 		if [ "$ROLE" = head ]; then
 			start_direct slurmctld "$bin" -f "$CONF"
 		else
@@ -670,17 +777,14 @@ fi
 # it.  While slurmctld is not up yet (the head bootstraps at the same time)
 # this waits a little and then leaves it to ReturnToService.
 if [ "$ROLE" = compute ] && [ "$started" = 1 ]; then
-	deadline=$(($(date +%s) + ${PBX_RESUME_WAIT:-30}))
+	waited=0
 	resumed=0
 	while :; do
-		st=$(SLURM_CONF=$CONF sinfo -h -n "$NODE" -o %t 2>/dev/null | head -n 1) || st=
+		st=$(SLURM_CONF=$CONF sinfo -h -n "$NODE" -o %t 2>/dev/null) || st=
 		case $st in
-		*'*') base= ;; # not responding (yet): wait for the registration
-		*) base=$(printf '%s' "$st" | tr -d '~#!%$@^-') ;;
-		esac
-		case $base in
-		idle | alloc | mix | comp | resv | plnd | maint) break ;;
-		down | drain | drng | inval | fail | failg)
+		*'*') ;; # not responding (yet): wait for the registration
+		idle* | alloc* | mix* | comp* | resv* | plnd* | maint*) break ;;
+		down* | drain* | drng* | inval* | fail*)
 			if [ "$resumed" = 0 ]; then
 				log "node $NODE is $st in slurmctld: resuming"
 				SLURM_CONF=$CONF scontrol update nodename="$NODE" state=resume ||
@@ -689,11 +793,12 @@ if [ "$ROLE" = compute ] && [ "$started" = 1 ]; then
 			fi
 			;;
 		esac
-		if [ "$(date +%s)" -ge "$deadline" ]; then
+		if [ "$waited" -ge $((${PBX_RESUME_WAIT:-30} * NAPS_PER_S)) ]; then
 			log "node $NODE is '${st:-unknown}' in sinfo (slurmctld not reachable yet?)"
 			break
 		fi
-		sleep 1
+		nap; nap; nap; nap; nap   # a quarter of a second: every node polls at once
+		waited=$((waited + 5))
 	done
 fi
 
