@@ -141,6 +141,85 @@ static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
 	free(dw); free(db);
 }
 
+/* Winograd F(2x2,3x3): gradients against finite differences, and forward
+ * and backward (with a ReLU mask) against im2col, which computes the same
+ * sums in another order: they must agree to a few float ulps of the
+ * magnitudes involved. */
+static void wino_fwd(struct gc *g)
+{
+	conv_wino_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
+			  g->i[2], g->i[3], g->i[4], 0, g->p[3], (size_t)g->i[8]);
+}
+
+/* max |a - b| / max(1, max |b|) */
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double d = 0.0, m = 1.0;
+	for (size_t k = 0; k < n; k++) {
+		if (fabs(a[k] - b[k]) > d)
+			d = fabs(a[k] - b[k]);
+		if (fabs(b[k]) > m)
+			m = fabs(b[k]);
+	}
+	return d / m;
+}
+
+static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
+			   const char *tag)
+{
+	size_t nin = (size_t)B * C * H * W, nw = (size_t)OC * C * 9;
+	size_t nout = (size_t)B * OC * H * W;
+	size_t ns = conv_scratch_floats(B, C, H, W, OC, 3, 1, 1, cap);
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OC, -1, 1);
+	float *out = calloc(nout, 4), *R = rnd(nout, -1, 1);
+	float *scr = calloc(ns, 4), *din = calloc(nin, 4), *dw = calloc(nw, 4);
+	float *db = calloc(OC, 4), *ref = calloc(nout, 4), *rdin = calloc(nin, 4);
+	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
+	float *Rc = malloc(sizeof(float) * nout), *Rr = malloc(sizeof(float) * nout);
+	struct gc g = { wino_fwd, out, R, nout, { in, w, b, scr },
+			{ B, C, H, W, OC, 3, 1, 1, (int)ns }, { 0 } };
+	char name[128];
+	double d[4];
+	int ok;
+
+	if (!conv_wino_ok(C, OC, 3, 1, 1)) {
+		printf("not ok conv winograd %s: not picked\n", tag);
+		failures++;
+	}
+	wino_fwd(&g);
+	memcpy(Rc, R, sizeof(float) * nout);
+	conv_wino_backward(din, dw, db, Rc, NULL, in, w, B, C, H, W, OC, scr, ns);
+	snprintf(name, sizeof(name), "conv winograd %s din", tag);
+	check(name, &g, in, nin, din, 1e-2);
+	snprintf(name, sizeof(name), "conv winograd %s dw", tag);
+	check(name, &g, w, nw, dw, 1e-2);
+	snprintf(name, sizeof(name), "conv winograd %s db", tag);
+	check(name, &g, b, OC, db, 1e-2);
+
+	/* forward with the fused ReLU, and backward through its mask */
+	conv_wino_forward(out, in, w, b, B, C, H, W, OC, 1, scr, ns);
+	conv_im2col_forward(ref, in, w, b, B, C, H, W, OC, 3, 1, 1, 1, scr, ns);
+	d[0] = max_rel_diff(out, ref, nout);
+	memset(din, 0, sizeof(float) * nin);
+	memset(dw, 0, sizeof(float) * nw);
+	memset(db, 0, sizeof(float) * OC);
+	memcpy(Rc, R, sizeof(float) * nout);
+	memcpy(Rr, R, sizeof(float) * nout);
+	conv_wino_backward(din, dw, db, Rc, ref, in, w, B, C, H, W, OC, scr, ns);
+	conv_im2col_backward(rdin, rdw, rdb, Rr, ref, in, w, B, C, H, W, OC,
+			     3, 1, 1, scr, ns);
+	d[1] = max_rel_diff(din, rdin, nin);
+	d[2] = max_rel_diff(dw, rdw, nw);
+	d[3] = max_rel_diff(db, rdb, OC);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5 && d[3] < 1e-5;
+	printf("%s conv winograd %s vs im2col, relu (max rel diff out %.1e din %.1e dw %.1e db %.1e)\n",
+	       ok ? "ok" : "not ok", tag, d[0], d[1], d[2], d[3]);
+	failures += !ok;
+	free(in); free(w); free(b); free(out); free(R); free(scr); free(din);
+	free(dw); free(db); free(ref); free(rdin); free(rdw); free(rdb);
+	free(Rc); free(Rr);
+}
+
 /* ---------------------------------------------------------------- pool */
 
 static void pool_fwd(struct gc *g)
@@ -503,6 +582,10 @@ int main(void)
 	test_xent();
 	test_model();
 	test_model_fused_pool();
+	/* last: the tests above keep their random draws */
+	test_conv_wino(2, 8, 6, 5, 8, 0, "8->8 6x5 (one chunk)");
+	test_conv_wino(3, 9, 7, 7, 10, 1, "9->10 7x7 (chunk = 1 image)");
+	test_conv_wino(5, 16, 4, 9, 8, 2 * 16 * 10 * 24, "16->8 4x9 (chunks of 2)");
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

@@ -44,11 +44,12 @@ void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 
 /* Floats of scratch that conv_forward/conv_backward need for a batch of B
  * (they process the batch in chunks that fit `cap` floats, at least one
- * image per chunk; 0 = default cap). */
+ * image per chunk; 0 = default cap).  Enough for either algorithm below. */
 size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
 			   int P, size_t cap);
 /* in (B,C,H,W), w (OC,C,K,K), b (OC) -> out (B,OC,OH,OW), with
- * OH = (H + 2P - K)/S + 1.  `relu` fuses max(0, .) into the bias pass. */
+ * OH = (H + 2P - K)/S + 1.  `relu` fuses max(0, .) into the bias pass.
+ * Winograd (conv_wino.c) where conv_wino_ok(), else im2col + sgemm. */
 void conv_forward(float *out, const float *in, const float *w, const float *b,
 		  int B, int C, int H, int W, int OC, int K, int S, int P,
 		  int relu, float *scratch, size_t nscratch);
@@ -59,6 +60,39 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 		   const float *relu_out, const float *in, const float *w,
 		   int B, int C, int H, int W, int OC, int K, int S, int P,
 		   float *scratch, size_t nscratch);
+
+/* The two algorithms, callable directly (tests, benchmarks); same
+ * contracts as above.  im2col + sgemm, any K, S, P: */
+size_t conv_im2col_scratch_floats(int B, int C, int H, int W, int OC, int K,
+				  int S, int P, size_t cap);
+void conv_im2col_forward(float *out, const float *in, const float *w,
+			 const float *b, int B, int C, int H, int W, int OC,
+			 int K, int S, int P, int relu, float *scratch,
+			 size_t nscratch);
+void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
+			  const float *relu_out, const float *in,
+			  const float *w, int B, int C, int H, int W, int OC,
+			  int K, int S, int P, float *scratch,
+			  size_t nscratch);
+
+/* ----------------------------------------------------------- conv_wino.c */
+
+/* Whether conv_forward/backward use Winograd F(2x2,3x3): K = 3, S = 1,
+ * P = 1 and at least 8 channels in and out. */
+int conv_wino_ok(int C, int OC, int K, int S, int P);
+/* As conv_scratch_floats for the Winograd pass (K = 3, S = 1, P = 1). */
+size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
+				size_t cap);
+/* 3x3, stride 1, padding 1: out (B,OC,H,W); other arguments as
+ * conv_forward.  Exact in real arithmetic; in floats the error is a few
+ * times im2col's (the transforms add and halve). */
+void conv_wino_forward(float *out, const float *in, const float *w,
+		       const float *b, int B, int C, int H, int W, int OC,
+		       int relu, float *scratch, size_t nscratch);
+void conv_wino_backward(float *din, float *dw, float *db, float *dout,
+			const float *relu_out, const float *in, const float *w,
+			int B, int C, int H, int W, int OC, float *scratch,
+			size_t nscratch);
 
 /* ---------------------------------------------------------------- pool.c */
 

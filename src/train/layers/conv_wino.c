@@ -1,0 +1,471 @@
+/*
+ * conv_wino.c - 3x3, stride 1, padding 1 convolution by Winograd's minimal
+ * filtering F(2x2, 3x3) (Lavin & Gray 2015), forward and both gradients.
+ *
+ * Every 2x2 block of outputs ("tile") comes from a 4x4 block of the padded
+ * input.  With the 4x4 transforms
+ *
+ *   V = B^T d B   (input tile d, 4x4)     U = G g G^T   (filter g, 3x3)
+ *   Y = A^T M A   (2x2 output),           M = sum over c of U (.) V
+ *
+ * the sum over input channels becomes, for each of the 16 positions xi of
+ * the 4x4 transform, one matrix product over (channels x tiles):
+ *
+ *   M[xi] (OC, T) = U[xi] (OC, C) x V[xi] (C, T)         16 sgemms
+ *
+ * 16 * OC * C multiplies per tile instead of 36 * OC * C for the 4 outputs
+ * of direct convolution: 2.25x fewer flops; the transforms are adds.
+ *
+ * Backward data is the same convolution of dout with the filter flipped in
+ * both spatial axes and with OC and C exchanged (padding 3 - 1 - 1 = 1).
+ * Backward filter follows from M being linear in U:
+ *
+ *   dU[xi] (OC, C) = sum over tiles of (A dY A^T)[xi] (OC, T) x V[xi]^T
+ *   dW = G^T dU G
+ *
+ * Work is split like conv.c: each thread takes a contiguous share of the
+ * batch in chunks of nb images; dU comes from per-thread partials added in
+ * thread order, then transformed once.  Every float depends only on the
+ * thread count (chunking follows from it), never on timing.
+ *
+ * Tile layout in scratch: X[xi][ch][t], t = image * TY*TX + ty * TX + tx,
+ * TY = ceil(H/2), TX = ceil(W/2); odd sizes pad the last tile with zeros
+ * and drop its outside outputs.
+ */
+#include "train/layers/layers.h"
+#include "train/layers/simd.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include <cblas.h>
+
+/* Floats of scratch per thread for the chunk (as conv.c). */
+#define WINO_DEFAULT_CAP ((size_t)1 << 19)
+
+struct wino_geom {
+	int TY, TX;     /* tiles per column, per row */
+	int PH, PW;     /* padded plane: 2*TY + 2, 2*TX + 2 */
+	size_t tiles;   /* per image: TY*TX */
+	size_t fixed;   /* per-thread floats besides the chunk: planes */
+};
+
+static struct wino_geom wino_geom(int H, int W)
+{
+	struct wino_geom g;
+	g.TY = (H + 1) / 2;
+	g.TX = (W + 1) / 2;
+	g.PH = 2 * g.TY + 2;
+	g.PW = 2 * g.TX + 2;
+	g.tiles = (size_t)g.TY * g.TX;
+	/* a padded plane and 4 transformed rows */
+	g.fixed = (size_t)g.PH * g.PW + 4 * (size_t)g.PW;
+	return g;
+}
+
+/* Chunk floats per image: tiles of C and of OC channels, 16 each. */
+static size_t wino_per_image(const struct wino_geom *g, int C, int OC)
+{
+	return 16 * g->tiles * ((size_t)C + OC);
+}
+
+int conv_wino_ok(int C, int OC, int K, int S, int P)
+{
+	/* the 16 gemms have C or OC as their inner dimension; below 8 the
+	 * transforms outweigh the saving (conv1 of cnn-bn has C = 1) */
+	return K == 3 && S == 1 && P == 1 && C >= 8 && OC >= 8;
+}
+
+/* Scratch: shared U (16*OC*C), then nt slots of (dU partial (16*OC*C),
+ * planes, chunk). */
+struct wino_split {
+	int nt, nb;
+	size_t slot, usz, fixed;
+};
+
+static struct wino_split wino_split(int B, int C, int OC,
+				    const struct wino_geom *g, size_t nscratch)
+{
+	struct wino_split sp;
+	size_t per = wino_per_image(g, C, OC);
+	sp.usz = 16 * (size_t)OC * C;
+	sp.fixed = g->fixed;
+	sp.nt = omp_get_max_threads();
+	if (sp.nt > B)
+		sp.nt = B;
+	while (sp.nt > 1 &&
+	       (nscratch - sp.usz) / sp.nt < sp.usz + sp.fixed + per)
+		sp.nt--;
+	sp.slot = (nscratch - sp.usz) / sp.nt;
+	sp.nb = (int)((sp.slot - sp.usz - sp.fixed) / per);
+	if (sp.nb > B)
+		sp.nb = B;
+	return sp;
+}
+
+size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
+				size_t cap)
+{
+	struct wino_geom g = wino_geom(H, W);
+	int nt = omp_get_max_threads();
+	size_t per = wino_per_image(&g, C, OC), nb;
+	size_t share = ((size_t)B + nt - 1) / nt, usz = 16 * (size_t)OC * C;
+	if (cap == 0)
+		cap = WINO_DEFAULT_CAP;
+	nb = cap / per;
+	if (nb < 1)
+		nb = 1;
+	if (nb > share)
+		nb = share;
+	return usz + (size_t)nt * (usz + g.fixed + nb * per);
+}
+
+static void wino_share(int B, int t, int nt, int *lo, int *hi)
+{
+	*lo = (int)((long long)B * t / nt);
+	*hi = (int)((long long)B * (t + 1) / nt);
+}
+
+/* ----------------------------------------------------------- transforms */
+
+/* u[16] = G g G^T for one 3x3 filter g (row-major), G = [1 0 0; .5 .5 .5;
+ * .5 -.5 .5; 0 0 1]; flip = 1 uses g rotated by 180 degrees. */
+static void wino_filter_tile(float *u, const float *g9, int flip)
+{
+	float g[9], t[4][3];
+	for (int k = 0; k < 9; k++)
+		g[k] = g9[flip ? 8 - k : k];
+	for (int j = 0; j < 3; j++) { /* t = G g (4x3) */
+		float a = g[j], b = g[3 + j], c = g[6 + j];
+		t[0][j] = a;
+		t[1][j] = 0.5f * (a + b + c);
+		t[2][j] = 0.5f * (a - b + c);
+		t[3][j] = c;
+	}
+	for (int i = 0; i < 4; i++) { /* u = t G^T (4x4) */
+		float a = t[i][0], b = t[i][1], c = t[i][2];
+		u[4 * i + 0] = a;
+		u[4 * i + 1] = 0.5f * (a + b + c);
+		u[4 * i + 2] = 0.5f * (a - b + c);
+		u[4 * i + 3] = c;
+	}
+}
+
+/* U[xi][o][i] (16, CO, CI) for o < CO, i < CI; forward (flip = 0): CO = OC,
+ * CI = C, filter w[o][i]; backward data (flip = 1): CO = C, CI = OC, filter
+ * w[i][o] rotated.  Inside a parallel region (omp for, then a barrier). */
+static void wino_filters(float *U, const float *w, int CO, int CI, int flip)
+{
+	size_t xs = (size_t)CO * CI;
+	#pragma omp for schedule(static)
+	for (int o = 0; o < CO; o++) {
+		for (int i = 0; i < CI; i++) {
+			const float *g = flip ? w + ((size_t)i * CO + o) * 9
+					      : w + ((size_t)o * CI + i) * 9;
+			float u[16];
+			wino_filter_tile(u, g, flip);
+			for (int xi = 0; xi < 16; xi++)
+				U[xi * xs + (size_t)o * CI + i] = u[xi];
+		}
+	}
+}
+
+/* pad (PH, PW) = src (H, W) with a border of 1 and zeros to the end. */
+static void wino_pad(float *pad, const float *src, int H, int W,
+		     const struct wino_geom *g)
+{
+	memset(pad, 0, sizeof(float) * (size_t)g->PH * g->PW);
+	for (int h = 0; h < H; h++)
+		memcpy(pad + (size_t)(h + 1) * g->PW + 1, src + (size_t)h * W,
+		       sizeof(float) * W);
+}
+
+/* V = B^T d B for every tile of one padded plane, B^T = [1 0 -1 0;
+ * 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: v[xi * xs + ty * TX + tx].  The vertical
+ * half runs on whole rows, the horizontal half on every second column. */
+static void wino_input_plane(float *restrict v, size_t xs,
+			     const float *restrict pad, float *restrict e,
+			     const struct wino_geom *g)
+{
+	int PW = g->PW, TX = g->TX;
+	for (int ty = 0; ty < g->TY; ty++) {
+		const float *r0 = pad + (size_t)2 * ty * PW, *r1 = r0 + PW;
+		const float *r2 = r1 + PW, *r3 = r2 + PW;
+		float *e0 = e, *e1 = e + PW, *e2 = e + 2 * PW, *e3 = e + 3 * PW;
+		for (int x = 0; x < PW; x++) {
+			e0[x] = r0[x] - r2[x];
+			e1[x] = r1[x] + r2[x];
+			e2[x] = r2[x] - r1[x];
+			e3[x] = r1[x] - r3[x];
+		}
+		for (int i = 0; i < 4; i++) {
+			const float *ei = e + (size_t)i * PW;
+			float *o0 = v + (size_t)(4 * i) * xs + (size_t)ty * TX;
+			float *o1 = o0 + xs, *o2 = o1 + xs, *o3 = o2 + xs;
+			for (int tx = 0; tx < TX; tx++) {
+				const float *d = ei + 2 * tx;
+				o0[tx] = d[0] - d[2];
+				o1[tx] = d[1] + d[2];
+				o2[tx] = d[2] - d[1];
+				o3[tx] = d[1] - d[3];
+			}
+		}
+	}
+}
+
+/* Y = A^T M A for every tile of one output plane, A^T = [1 1 1 0;
+ * 0 1 -1 -1], from m[xi * xs + ty * TX + tx], into plane (2TY, 2TX) (row
+ * stride PW), + bias. */
+static void wino_output_plane(float *restrict plane, const float *restrict m,
+			      size_t xs, float bias,
+			      const struct wino_geom *g)
+{
+	int TX = g->TX, PW = g->PW;
+	for (int ty = 0; ty < g->TY; ty++) {
+		const float *mt = m + (size_t)ty * TX;
+		float *y0 = plane + (size_t)2 * ty * PW, *y1 = y0 + PW;
+		for (int tx = 0; tx < TX; tx++) {
+			float s0[4], s1[4];
+			for (int j = 0; j < 4; j++) {
+				float a = mt[(size_t)j * xs + tx];
+				float b = mt[(size_t)(4 + j) * xs + tx];
+				float c = mt[(size_t)(8 + j) * xs + tx];
+				float d = mt[(size_t)(12 + j) * xs + tx];
+				s0[j] = a + b + c;
+				s1[j] = b - c - d;
+			}
+			y0[2 * tx] = s0[0] + s0[1] + s0[2] + bias;
+			y0[2 * tx + 1] = s0[1] - s0[2] - s0[3] + bias;
+			y1[2 * tx] = s1[0] + s1[1] + s1[2] + bias;
+			y1[2 * tx + 1] = s1[1] - s1[2] - s1[3] + bias;
+		}
+	}
+}
+
+/* dst (H, W) = plane's top-left (H, W) (row stride PW), ReLU if relu. */
+static void wino_store(float *dst, const float *plane, int H, int W, int PW,
+		       int relu)
+{
+	for (int h = 0; h < H; h++) {
+		const float *s = plane + (size_t)h * PW;
+		float *d = dst + (size_t)h * W;
+		if (relu)
+			for (int x = 0; x < W; x++)
+				d[x] = s[x] > 0.0f ? s[x] : 0.0f;
+		else
+			memcpy(d, s, sizeof(float) * W);
+	}
+}
+
+/* Z = A dY A^T for every 2x2 tile of one padded gradient plane dy (2TY,
+ * 2TX) (row stride PW, zeros outside H x W), A = [1 0; 1 1; 1 -1; 0 -1]:
+ * z[xi * xs + ty * TX + tx]. */
+static void wino_grad_plane(float *restrict z, size_t xs,
+			    const float *restrict dy,
+			    const struct wino_geom *g)
+{
+	int TX = g->TX, PW = g->PW;
+	for (int ty = 0; ty < g->TY; ty++) {
+		const float *a = dy + (size_t)2 * ty * PW, *b = a + PW;
+		float *zt = z + (size_t)ty * TX;
+		for (int tx = 0; tx < TX; tx++) {
+			float y00 = a[2 * tx], y01 = a[2 * tx + 1];
+			float y10 = b[2 * tx], y11 = b[2 * tx + 1];
+			float q[4][2] = { { y00, y01 },
+					  { y00 + y10, y01 + y11 },
+					  { y00 - y10, y01 - y11 },
+					  { -y10, -y11 } };
+			for (int i = 0; i < 4; i++) {
+				float *o = zt + (size_t)(4 * i) * xs + tx;
+				o[0] = q[i][0];
+				o[xs] = q[i][0] + q[i][1];
+				o[2 * xs] = q[i][0] - q[i][1];
+				o[3 * xs] = -q[i][1];
+			}
+		}
+	}
+}
+
+/* dw (3x3) += G^T du G for one 4x4 du (row-major). */
+static void wino_filter_grad(float *dw, const float *du)
+{
+	float t[3][4];
+	for (int j = 0; j < 4; j++) { /* t = G^T du (3x4) */
+		float a = du[j], b = du[4 + j], c = du[8 + j], d = du[12 + j];
+		t[0][j] = a + 0.5f * (b + c);
+		t[1][j] = 0.5f * (b - c);
+		t[2][j] = 0.5f * (b + c) + d;
+	}
+	for (int i = 0; i < 3; i++) { /* t G (3x3) */
+		float a = t[i][0], b = t[i][1], c = t[i][2], d = t[i][3];
+		dw[3 * i + 0] += a + 0.5f * (b + c);
+		dw[3 * i + 1] += 0.5f * (b - c);
+		dw[3 * i + 2] += 0.5f * (b + c) + d;
+	}
+}
+
+/* ------------------------------------------------------------- the passes */
+
+/* out (n, CO, H, W) = conv of in (n, CI, H, W) with transformed filters U
+ * (16, CO, CI), + bias (NULL = none), ReLU if relu: one chunk of one thread.
+ * vi (16, CI, n*tiles) and m (16, CO, n*tiles) are chunk scratch. */
+static void wino_conv_chunk(float *out, const float *in, const float *U,
+			    const float *bias, int n, int CI, int CO, int H,
+			    int W, int relu, float *vi, float *m, float *pad,
+			    float *e, const struct wino_geom *g)
+{
+	size_t T = (size_t)n * g->tiles, plane = (size_t)H * W;
+	for (int b = 0; b < n; b++) {
+		for (int c = 0; c < CI; c++) {
+			wino_pad(pad, in + ((size_t)b * CI + c) * plane, H, W, g);
+			wino_input_plane(vi + (size_t)c * T + b * g->tiles,
+					 (size_t)CI * T, pad, e, g);
+		}
+	}
+	for (int xi = 0; xi < 16; xi++)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, CO,
+			    (int)T, CI, 1.0f, U + (size_t)xi * CO * CI, CI,
+			    vi + (size_t)xi * CI * T, (int)T, 0.0f,
+			    m + (size_t)xi * CO * T, (int)T);
+	for (int b = 0; b < n; b++) {
+		for (int o = 0; o < CO; o++) {
+			wino_output_plane(pad, m + (size_t)o * T + b * g->tiles,
+					  (size_t)CO * T, bias ? bias[o] : 0.0f,
+					  g);
+			wino_store(out + ((size_t)b * CO + o) * plane, pad, H, W,
+				   g->PW, relu);
+		}
+	}
+}
+
+void conv_wino_forward(float *out, const float *in, const float *w,
+		       const float *b, int B, int C, int H, int W, int OC,
+		       int relu, float *scratch, size_t nscratch)
+{
+	struct wino_geom g = wino_geom(H, W);
+	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
+	float *U = scratch;
+	#pragma omp parallel num_threads(sp.nt)
+	{
+		int t = omp_get_thread_num(), lo, hi;
+		float *slot = scratch + sp.usz + (size_t)t * sp.slot;
+		float *pad = slot + sp.usz, *e = pad + (size_t)g.PH * g.PW;
+		float *chunk = slot + sp.usz + sp.fixed;
+		wino_filters(U, w, OC, C, 0);
+		wino_share(B, t, omp_get_num_threads(), &lo, &hi);
+		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
+			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
+			float *vi = chunk, *m = chunk + 16 * (size_t)C * n * g.tiles;
+			wino_conv_chunk(out + (size_t)b0 * OC * H * W,
+					in + (size_t)b0 * C * H * W, U, b, n, C,
+					OC, H, W, relu, vi, m, pad, e, &g);
+		}
+	}
+}
+
+/* db (OC) += sums of dout, dout masked in place by relu_out (as conv.c,
+ * same lane order); inside a parallel region (omp for). */
+static void wino_bias_grad(float *db, float *dout, const float *relu_out,
+			   int B, int OC, size_t plane)
+{
+	#pragma omp for schedule(static)
+	for (int oc = 0; oc < OC; oc++) {
+		float s = 0.0f;
+		for (int bi = 0; bi < B; bi++) {
+			size_t off = ((size_t)bi * OC + oc) * plane, p = 0;
+			float *d = dout + off;
+			if (relu_out) {
+				const float *ro = relu_out + off;
+				#pragma omp simd
+				for (size_t q = 0; q < plane; q++)
+					d[q] *= (float)(ro[q] > 0.0f);
+			}
+			pbx_v4 v0 = { 0 }, v1 = { 0 };
+			for (; p + 8 <= plane; p += 8) {
+				v0 += pbx_v4_load(d + p);
+				v1 += pbx_v4_load(d + p + 4);
+			}
+			for (; p < plane; p++)
+				s += d[p];
+			s += pbx_v4_sum(v0 + v1);
+		}
+		db[oc] += s;
+	}
+}
+
+void conv_wino_backward(float *din, float *dw, float *db, float *dout,
+			const float *relu_out, const float *in, const float *w,
+			int B, int C, int H, int W, int OC, float *scratch,
+			size_t nscratch)
+{
+	struct wino_geom g = wino_geom(H, W);
+	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
+	size_t plane = (size_t)H * W;
+	float *Uf = scratch; /* flipped filters (16, C, OC) for din */
+
+	#pragma omp parallel num_threads(sp.nt)
+	{
+		int t = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
+		float *du = scratch + sp.usz + (size_t)t * sp.slot;
+		float *pad = du + sp.usz, *e = pad + (size_t)g.PH * g.PW;
+		float *chunk = du + sp.usz + sp.fixed;
+		wino_bias_grad(db, dout, relu_out, B, OC, plane);
+		if (din)
+			wino_filters(Uf, w, C, OC, 1);
+		memset(du, 0, sizeof(float) * sp.usz);
+		wino_share(B, t, nt, &lo, &hi);
+		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
+			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
+			size_t T = (size_t)n * g.tiles;
+			float *vi = chunk, *z = chunk + 16 * (size_t)C * T;
+			const float *x = in + (size_t)b0 * C * plane;
+			const float *dy = dout + (size_t)b0 * OC * plane;
+			for (int b = 0; b < n; b++) {
+				for (int c = 0; c < C; c++) {
+					wino_pad(pad, x + ((size_t)b * C + c) * plane,
+						 H, W, &g);
+					wino_input_plane(vi + (size_t)c * T + b * g.tiles,
+							 (size_t)C * T, pad, e, &g);
+				}
+				for (int o = 0; o < OC; o++) {
+					/* the gradient plane at (0, 0) of a
+					 * zeroed padded plane */
+					wino_pad(pad, dy + ((size_t)b * OC + o) * plane,
+						 H, W, &g);
+					wino_grad_plane(z + (size_t)o * T + b * g.tiles,
+							(size_t)OC * T,
+							pad + g.PW + 1, &g);
+				}
+			}
+			/* dU[xi] (OC, C) += Z[xi] (OC, T) x V[xi]^T */
+			for (int xi = 0; xi < 16; xi++)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+					    OC, C, (int)T, 1.0f,
+					    z + (size_t)xi * OC * T, (int)T,
+					    vi + (size_t)xi * C * T, (int)T, 1.0f,
+					    du + (size_t)xi * OC * C, C);
+			if (!din)
+				continue;
+			/* din = conv of dout with the flipped filters: the
+			 * chunk's two halves swap roles (OC in, C out) */
+			wino_conv_chunk(din + (size_t)b0 * C * plane, dy, Uf,
+					NULL, n, OC, C, H, W, 0, z, vi, pad, e,
+					&g);
+		}
+		#pragma omp barrier
+		/* dw += G^T (dU_0 + dU_1 + ...) G, partials in thread order */
+		#pragma omp for schedule(static)
+		for (int k = 0; k < OC * C; k++) {
+			float s[16];
+			for (int xi = 0; xi < 16; xi++) {
+				const float *p = scratch + sp.usz +
+						 (size_t)xi * OC * C + k;
+				float a = 0.0f;
+				for (int u = 0; u < nt; u++)
+					a += p[(size_t)u * sp.slot];
+				s[xi] = a;
+			}
+			wino_filter_grad(dw + (size_t)k * 9, s);
+		}
+	}
+}
