@@ -45,9 +45,11 @@
 
 struct wino_geom {
 	int TY, TX;     /* tiles per column, per row */
-	int PH, PW;     /* padded plane: 2*TY + 2, 2*TX + 2 */
+	int G;          /* groups of 4 tiles per row: ceil(TX/4) */
+	int EW;         /* padded planes' row stride: 8*G + 2 floats */
+	int PH;         /* padded planes' rows: 2*TY + 2 */
 	size_t tiles;   /* per image: TY*TX */
-	size_t fixed;   /* per-thread floats besides the chunk: planes */
+	size_t fixed;   /* per-thread floats besides dU and the chunk */
 };
 
 static struct wino_geom wino_geom(int H, int W)
@@ -55,13 +57,54 @@ static struct wino_geom wino_geom(int H, int W)
 	struct wino_geom g;
 	g.TY = (H + 1) / 2;
 	g.TX = (W + 1) / 2;
+	g.G = (g.TX + 3) / 4;
+	g.EW = 8 * g.G + 2;
 	g.PH = 2 * g.TY + 2;
-	g.PW = 2 * g.TX + 2;
 	g.tiles = (size_t)g.TY * g.TX;
-	/* a padded plane and 4 transformed rows */
-	g.fixed = (size_t)g.PH * g.PW + 4 * (size_t)g.PW;
+	/* two padded planes and the output plane (2TY, 8G) */
+	g.fixed = 2 * (size_t)g.PH * g.EW + (size_t)2 * g.TY * 8 * g.G;
 	return g;
 }
+
+/* A thread's plane buffers (in its slot, after dU).  A plane is copied
+ * whole before it is transformed: the vector loads then read stores long
+ * retired (loads straddling fresh narrower stores stall on store
+ * forwarding). */
+struct wino_tmp {
+	float *pin;    /* (PH, EW): input plane at (1, 1), zero border */
+	float *pgr;    /* (PH, EW): gradient plane at (0, 0), zeros after */
+	float *plane;  /* (2TY, 8G): one output plane before bias/crop */
+};
+
+/* Lays out the buffers at p and zeroes them: only rows and columns
+ * [1, H] x [1, W] of pin and [0, H) x [0, W) of pgr are ever written, so
+ * the borders stay 0 for the whole pass. */
+static struct wino_tmp wino_tmp(float *p, const struct wino_geom *g)
+{
+	struct wino_tmp t;
+	size_t pp = (size_t)g->PH * g->EW;
+	memset(p, 0, sizeof(float) * g->fixed);
+	t.pin = p;
+	t.pgr = p + pp;
+	t.plane = p + 2 * pp;
+	return t;
+}
+
+/* dst (rows at stride EW) = src (H, W). */
+static void wino_copy_plane(float *restrict dst, const float *restrict src,
+			    int H, int W, int EW)
+{
+	for (int h = 0; h < H; h++) {
+		float *d = dst + (size_t)h * EW;
+		const float *sr = src + (size_t)h * W;
+		for (int x = 0; x < W; x++)
+			d[x] = sr[x];
+	}
+}
+
+/* Floats after a chunk: the output transform's 4-tile loads may run 3
+ * past its last plane. */
+#define WINO_SLACK 8
 
 /* Chunk floats per image: tiles of C and of OC channels, 16 each. */
 static size_t wino_per_image(const struct wino_geom *g, int C, int OC)
@@ -94,10 +137,11 @@ static struct wino_split wino_split(int B, int C, int OC,
 	if (sp.nt > B)
 		sp.nt = B;
 	while (sp.nt > 1 &&
-	       (nscratch - sp.usz) / sp.nt < sp.usz + sp.fixed + per)
+	       (nscratch - sp.usz) / sp.nt <
+		       sp.usz + sp.fixed + WINO_SLACK + per)
 		sp.nt--;
 	sp.slot = (nscratch - sp.usz) / sp.nt;
-	sp.nb = (int)((sp.slot - sp.usz - sp.fixed) / per);
+	sp.nb = (int)((sp.slot - sp.usz - sp.fixed - WINO_SLACK) / per);
 	if (sp.nb > B)
 		sp.nb = B;
 	return sp;
@@ -117,7 +161,7 @@ size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
 		nb = 1;
 	if (nb > share)
 		nb = share;
-	return usz + (size_t)nt * (usz + g.fixed + nb * per);
+	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK + nb * per);
 }
 
 static void wino_share(int B, int t, int nt, int *lo, int *hi)
@@ -170,117 +214,172 @@ static void wino_filters(float *U, const float *w, int CO, int CI, int flip)
 	}
 }
 
-/* pad (PH, PW) = src (H, W) with a border of 1 and zeros to the end. */
-static void wino_pad(float *pad, const float *src, int H, int W,
-		     const struct wino_geom *g)
+static inline void wino_store4(float *p, pbx_v4 v)
 {
-	memset(pad, 0, sizeof(float) * (size_t)g->PH * g->PW);
-	for (int h = 0; h < H; h++)
-		memcpy(pad + (size_t)(h + 1) * g->PW + 1, src + (size_t)h * W,
-		       sizeof(float) * W);
+	memcpy(p, &v, sizeof(v));
 }
 
-/* V = B^T d B for every tile of one padded plane, B^T = [1 0 -1 0;
- * 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: v[xi * xs + ty * TX + tx].  The vertical
- * half runs on whole rows, the horizontal half on every second column. */
+/* Stores lanes [0, n) of v (n <= 4). */
+static inline void wino_store_n(float *p, pbx_v4 v, int n)
+{
+	for (int l = 0; l < n; l++)
+		p[l] = v[l];
+}
+
+/* Stores 4 tiles' values at v (tx0 = 4*grp of row ty).  Lanes past the
+ * row end land on the next row's first tiles, which are written after
+ * them; only the plane's last row stores a partial group. */
+static inline void wino_store_tiles(float *v, pbx_v4 x, int grp, int ty,
+				    const struct wino_geom *g)
+{
+	int n = g->TX - 4 * grp;
+	if (n >= 4 || ty < g->TY - 1)
+		wino_store4(v, x);
+	else
+		wino_store_n(v, x, n);
+}
+
+/* V = B^T d B for every tile of one plane src (H, W), padding 1, B^T =
+ * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: v[xi * xs + ty * TX + tx].
+ * 4 tiles at once: the rows are combined as vectors over 8 + 2 columns,
+ * whose even and odd columns shuffles then split out. */
 static void wino_input_plane(float *restrict v, size_t xs,
-			     const float *restrict pad, float *restrict e,
+			     const float *restrict src, int H, int W,
+			     const struct wino_tmp *tp,
 			     const struct wino_geom *g)
 {
-	int PW = g->PW, TX = g->TX;
+	int EW = g->EW, TX = g->TX;
+	wino_copy_plane(tp->pin + EW + 1, src, H, W, EW);
 	for (int ty = 0; ty < g->TY; ty++) {
-		const float *r0 = pad + (size_t)2 * ty * PW, *r1 = r0 + PW;
-		const float *r2 = r1 + PW, *r3 = r2 + PW;
-		float *e0 = e, *e1 = e + PW, *e2 = e + 2 * PW, *e3 = e + 3 * PW;
-		for (int x = 0; x < PW; x++) {
-			e0[x] = r0[x] - r2[x];
-			e1[x] = r1[x] + r2[x];
-			e2[x] = r2[x] - r1[x];
-			e3[x] = r1[x] - r3[x];
-		}
-		for (int i = 0; i < 4; i++) {
-			const float *ei = e + (size_t)i * PW;
-			float *o0 = v + (size_t)(4 * i) * xs + (size_t)ty * TX;
-			float *o1 = o0 + xs, *o2 = o1 + xs, *o3 = o2 + xs;
-			for (int tx = 0; tx < TX; tx++) {
-				const float *d = ei + 2 * tx;
-				o0[tx] = d[0] - d[2];
-				o1[tx] = d[1] + d[2];
-				o2[tx] = d[2] - d[1];
-				o3[tx] = d[1] - d[3];
+		const float *r = tp->pin + (size_t)2 * ty * EW;
+		float *o = v + (size_t)ty * TX;
+		for (int grp = 0; grp < g->G; grp++) {
+			/* columns 8grp + [0, 8) as (a, b), + 2 as (a2, b2) */
+			pbx_v4 a[4], b[4], a2[4], b2[4];
+			for (int k = 0; k < 4; k++) {
+				const float *d = r + (size_t)k * EW + 8 * grp;
+				a[k] = pbx_v4_load(d);
+				b[k] = pbx_v4_load(d + 4);
+				a2[k] = pbx_v4_load(d + 2);
+				b2[k] = pbx_v4_load(d + 6);
+			}
+			for (int i = 0; i < 4; i++) {
+				pbx_v4 ea, eb, ea2, eb2;
+				switch (i) { /* row i of B^T */
+				case 0:
+					ea = a[0] - a[2]; eb = b[0] - b[2];
+					ea2 = a2[0] - a2[2]; eb2 = b2[0] - b2[2];
+					break;
+				case 1:
+					ea = a[1] + a[2]; eb = b[1] + b[2];
+					ea2 = a2[1] + a2[2]; eb2 = b2[1] + b2[2];
+					break;
+				case 2:
+					ea = a[2] - a[1]; eb = b[2] - b[1];
+					ea2 = a2[2] - a2[1]; eb2 = b2[2] - b2[1];
+					break;
+				default:
+					ea = a[1] - a[3]; eb = b[1] - b[3];
+					ea2 = a2[1] - a2[3]; eb2 = b2[1] - b2[3];
+					break;
+				}
+				pbx_v4 d0 = PBX_V4_SHUFFLE2(ea, eb, 0, 2, 4, 6);
+				pbx_v4 d1 = PBX_V4_SHUFFLE2(ea, eb, 1, 3, 5, 7);
+				pbx_v4 d2 = PBX_V4_SHUFFLE2(ea2, eb2, 0, 2, 4, 6);
+				pbx_v4 d3 = PBX_V4_SHUFFLE2(ea2, eb2, 1, 3, 5, 7);
+				float *q = o + (size_t)(4 * i) * xs + 4 * grp;
+				wino_store_tiles(q, d0 - d2, grp, ty, g);
+				wino_store_tiles(q + xs, d1 + d2, grp, ty, g);
+				wino_store_tiles(q + 2 * xs, d2 - d1, grp, ty, g);
+				wino_store_tiles(q + 3 * xs, d1 - d3, grp, ty, g);
 			}
 		}
 	}
 }
 
 /* Y = A^T M A for every tile of one output plane, A^T = [1 1 1 0;
- * 0 1 -1 -1], from m[xi * xs + ty * TX + tx], into plane (2TY, 2TX) (row
- * stride PW), + bias. */
+ * 0 1 -1 -1], from m[xi * xs + ty * TX + tx] (4 tiles at a time; the
+ * loads of a row's last group may run past the plane) into plane (2TY,
+ * 8G), the 2x2 results interleaved by shuffles. */
 static void wino_output_plane(float *restrict plane, const float *restrict m,
-			      size_t xs, float bias,
-			      const struct wino_geom *g)
+			      size_t xs, const struct wino_geom *g)
 {
-	int TX = g->TX, PW = g->PW;
+	int TX = g->TX, OW8 = 8 * g->G;
 	for (int ty = 0; ty < g->TY; ty++) {
-		const float *mt = m + (size_t)ty * TX;
-		float *y0 = plane + (size_t)2 * ty * PW, *y1 = y0 + PW;
-		for (int tx = 0; tx < TX; tx++) {
-			float s0[4], s1[4];
+		float *y0 = plane + (size_t)2 * ty * OW8, *y1 = y0 + OW8;
+		for (int grp = 0; grp < g->G; grp++) {
+			const float *mt = m + (size_t)ty * TX + 4 * grp;
+			pbx_v4 s0[4], s1[4];
 			for (int j = 0; j < 4; j++) {
-				float a = mt[(size_t)j * xs + tx];
-				float b = mt[(size_t)(4 + j) * xs + tx];
-				float c = mt[(size_t)(8 + j) * xs + tx];
-				float d = mt[(size_t)(12 + j) * xs + tx];
+				pbx_v4 a = pbx_v4_load(mt + (size_t)j * xs);
+				pbx_v4 b = pbx_v4_load(mt + (size_t)(4 + j) * xs);
+				pbx_v4 c = pbx_v4_load(mt + (size_t)(8 + j) * xs);
+				pbx_v4 d = pbx_v4_load(mt + (size_t)(12 + j) * xs);
 				s0[j] = a + b + c;
 				s1[j] = b - c - d;
 			}
-			y0[2 * tx] = s0[0] + s0[1] + s0[2] + bias;
-			y0[2 * tx + 1] = s0[1] - s0[2] - s0[3] + bias;
-			y1[2 * tx] = s1[0] + s1[1] + s1[2] + bias;
-			y1[2 * tx + 1] = s1[1] - s1[2] - s1[3] + bias;
+			pbx_v4 y00 = s0[0] + s0[1] + s0[2];
+			pbx_v4 y01 = s0[1] - s0[2] - s0[3];
+			pbx_v4 y10 = s1[0] + s1[1] + s1[2];
+			pbx_v4 y11 = s1[1] - s1[2] - s1[3];
+			wino_store4(y0 + 8 * grp, PBX_V4_SHUFFLE2(y00, y01, 0, 4, 1, 5));
+			wino_store4(y0 + 8 * grp + 4, PBX_V4_SHUFFLE2(y00, y01, 2, 6, 3, 7));
+			wino_store4(y1 + 8 * grp, PBX_V4_SHUFFLE2(y10, y11, 0, 4, 1, 5));
+			wino_store4(y1 + 8 * grp + 4, PBX_V4_SHUFFLE2(y10, y11, 2, 6, 3, 7));
 		}
 	}
 }
 
-/* dst (H, W) = plane's top-left (H, W) (row stride PW), ReLU if relu. */
-static void wino_store(float *dst, const float *plane, int H, int W, int PW,
-		       int relu)
+/* dst (H, W) = plane's top-left (H, W) (row stride ow) + bias, ReLU if
+ * relu. */
+static void wino_store(float *restrict dst, const float *restrict plane,
+		       int H, int W, int ow, float bias, int relu)
 {
 	for (int h = 0; h < H; h++) {
-		const float *s = plane + (size_t)h * PW;
+		const float *s = plane + (size_t)h * ow;
 		float *d = dst + (size_t)h * W;
-		if (relu)
+		if (relu) {
+			for (int x = 0; x < W; x++) {
+				float y = s[x] + bias;
+				d[x] = y > 0.0f ? y : 0.0f;
+			}
+		} else {
 			for (int x = 0; x < W; x++)
-				d[x] = s[x] > 0.0f ? s[x] : 0.0f;
-		else
-			memcpy(d, s, sizeof(float) * W);
+				d[x] = s[x] + bias;
+		}
 	}
 }
 
-/* Z = A dY A^T for every 2x2 tile of one padded gradient plane dy (2TY,
- * 2TX) (row stride PW, zeros outside H x W), A = [1 0; 1 1; 1 -1; 0 -1]:
- * z[xi * xs + ty * TX + tx]. */
+/* Z = A dY A^T for every 2x2 tile of one gradient plane dy (H, W) (zeros
+ * outside), A = [1 0; 1 1; 1 -1; 0 -1]: z[xi * xs + ty * TX + tx], 4
+ * tiles at a time. */
 static void wino_grad_plane(float *restrict z, size_t xs,
-			    const float *restrict dy,
+			    const float *restrict dy, int H, int W,
+			    const struct wino_tmp *tp,
 			    const struct wino_geom *g)
 {
-	int TX = g->TX, PW = g->PW;
+	int TX = g->TX, EW = g->EW;
+	wino_copy_plane(tp->pgr, dy, H, W, EW);
 	for (int ty = 0; ty < g->TY; ty++) {
-		const float *a = dy + (size_t)2 * ty * PW, *b = a + PW;
+		const float *ra = tp->pgr + (size_t)2 * ty * EW, *rb = ra + EW;
 		float *zt = z + (size_t)ty * TX;
-		for (int tx = 0; tx < TX; tx++) {
-			float y00 = a[2 * tx], y01 = a[2 * tx + 1];
-			float y10 = b[2 * tx], y11 = b[2 * tx + 1];
-			float q[4][2] = { { y00, y01 },
-					  { y00 + y10, y01 + y11 },
-					  { y00 - y10, y01 - y11 },
-					  { -y10, -y11 } };
+		for (int grp = 0; grp < g->G; grp++) {
+			pbx_v4 a0 = pbx_v4_load(ra + 8 * grp), a1 = pbx_v4_load(ra + 8 * grp + 4);
+			pbx_v4 b0 = pbx_v4_load(rb + 8 * grp), b1 = pbx_v4_load(rb + 8 * grp + 4);
+			pbx_v4 y00 = PBX_V4_SHUFFLE2(a0, a1, 0, 2, 4, 6);
+			pbx_v4 y01 = PBX_V4_SHUFFLE2(a0, a1, 1, 3, 5, 7);
+			pbx_v4 y10 = PBX_V4_SHUFFLE2(b0, b1, 0, 2, 4, 6);
+			pbx_v4 y11 = PBX_V4_SHUFFLE2(b0, b1, 1, 3, 5, 7);
+			pbx_v4 q[4][2] = { { y00, y01 },
+					   { y00 + y10, y01 + y11 },
+					   { y00 - y10, y01 - y11 },
+					   { -y10, -y11 } };
 			for (int i = 0; i < 4; i++) {
-				float *o = zt + (size_t)(4 * i) * xs + tx;
-				o[0] = q[i][0];
-				o[xs] = q[i][0] + q[i][1];
-				o[2 * xs] = q[i][0] - q[i][1];
-				o[3 * xs] = -q[i][1];
+				float *o = zt + (size_t)(4 * i) * xs + 4 * grp;
+				wino_store_tiles(o, q[i][0], grp, ty, g);
+				wino_store_tiles(o + xs, q[i][0] + q[i][1], grp, ty, g);
+				wino_store_tiles(o + 2 * xs, q[i][0] - q[i][1], grp, ty, g);
+				wino_store_tiles(o + 3 * xs, -q[i][1], grp, ty, g);
 			}
 		}
 	}
@@ -311,17 +410,16 @@ static void wino_filter_grad(float *dw, const float *du)
  * vi (16, CI, n*tiles) and m (16, CO, n*tiles) are chunk scratch. */
 static void wino_conv_chunk(float *out, const float *in, const float *U,
 			    const float *bias, int n, int CI, int CO, int H,
-			    int W, int relu, float *vi, float *m, float *pad,
-			    float *e, const struct wino_geom *g)
+			    int W, int relu, float *vi, float *m,
+			    const struct wino_tmp *tp, const struct wino_geom *g)
 {
 	size_t T = (size_t)n * g->tiles, plane = (size_t)H * W;
-	for (int b = 0; b < n; b++) {
-		for (int c = 0; c < CI; c++) {
-			wino_pad(pad, in + ((size_t)b * CI + c) * plane, H, W, g);
+	for (int b = 0; b < n; b++)
+		for (int c = 0; c < CI; c++)
 			wino_input_plane(vi + (size_t)c * T + b * g->tiles,
-					 (size_t)CI * T, pad, e, g);
-		}
-	}
+					 (size_t)CI * T,
+					 in + ((size_t)b * CI + c) * plane, H, W,
+					 tp, g);
 	for (int xi = 0; xi < 16; xi++)
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, CO,
 			    (int)T, CI, 1.0f, U + (size_t)xi * CO * CI, CI,
@@ -329,11 +427,12 @@ static void wino_conv_chunk(float *out, const float *in, const float *U,
 			    m + (size_t)xi * CO * T, (int)T);
 	for (int b = 0; b < n; b++) {
 		for (int o = 0; o < CO; o++) {
-			wino_output_plane(pad, m + (size_t)o * T + b * g->tiles,
-					  (size_t)CO * T, bias ? bias[o] : 0.0f,
-					  g);
-			wino_store(out + ((size_t)b * CO + o) * plane, pad, H, W,
-				   g->PW, relu);
+			wino_output_plane(tp->plane,
+					  m + (size_t)o * T + b * g->tiles,
+					  (size_t)CO * T, g);
+			wino_store(out + ((size_t)b * CO + o) * plane,
+				   tp->plane, H, W, 8 * g->G,
+				   bias ? bias[o] : 0.0f, relu);
 		}
 	}
 }
@@ -349,7 +448,7 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *slot = scratch + sp.usz + (size_t)t * sp.slot;
-		float *pad = slot + sp.usz, *e = pad + (size_t)g.PH * g.PW;
+		struct wino_tmp tp = wino_tmp(slot + sp.usz, &g);
 		float *chunk = slot + sp.usz + sp.fixed;
 		wino_filters(U, w, OC, C, 0);
 		wino_share(B, t, omp_get_num_threads(), &lo, &hi);
@@ -358,7 +457,7 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 			float *vi = chunk, *m = chunk + 16 * (size_t)C * n * g.tiles;
 			wino_conv_chunk(out + (size_t)b0 * OC * H * W,
 					in + (size_t)b0 * C * H * W, U, b, n, C,
-					OC, H, W, relu, vi, m, pad, e, &g);
+					OC, H, W, relu, vi, m, &tp, &g);
 		}
 	}
 }
@@ -407,7 +506,7 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 	{
 		int t = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
 		float *du = scratch + sp.usz + (size_t)t * sp.slot;
-		float *pad = du + sp.usz, *e = pad + (size_t)g.PH * g.PW;
+		struct wino_tmp tp = wino_tmp(du + sp.usz, &g);
 		float *chunk = du + sp.usz + sp.fixed;
 		wino_bias_grad(db, dout, relu_out, B, OC, plane);
 		if (din)
@@ -421,21 +520,16 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 			const float *x = in + (size_t)b0 * C * plane;
 			const float *dy = dout + (size_t)b0 * OC * plane;
 			for (int b = 0; b < n; b++) {
-				for (int c = 0; c < C; c++) {
-					wino_pad(pad, x + ((size_t)b * C + c) * plane,
-						 H, W, &g);
+				for (int c = 0; c < C; c++)
 					wino_input_plane(vi + (size_t)c * T + b * g.tiles,
-							 (size_t)C * T, pad, e, &g);
-				}
-				for (int o = 0; o < OC; o++) {
-					/* the gradient plane at (0, 0) of a
-					 * zeroed padded plane */
-					wino_pad(pad, dy + ((size_t)b * OC + o) * plane,
-						 H, W, &g);
+							 (size_t)C * T,
+							 x + ((size_t)b * C + c) * plane,
+							 H, W, &tp, &g);
+				for (int o = 0; o < OC; o++)
 					wino_grad_plane(z + (size_t)o * T + b * g.tiles,
 							(size_t)OC * T,
-							pad + g.PW + 1, &g);
-				}
+							dy + ((size_t)b * OC + o) * plane,
+							H, W, &tp, &g);
 			}
 			/* dU[xi] (OC, C) += Z[xi] (OC, T) x V[xi]^T */
 			for (int xi = 0; xi < 16; xi++)
@@ -449,8 +543,7 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 			/* din = conv of dout with the flipped filters: the
 			 * chunk's two halves swap roles (OC in, C out) */
 			wino_conv_chunk(din + (size_t)b0 * C * plane, dy, Uf,
-					NULL, n, OC, C, H, W, 0, z, vi, pad, e,
-					&g);
+					NULL, n, OC, C, H, W, 0, z, vi, &tp, &g);
 		}
 		#pragma omp barrier
 		/* dw += G^T (dU_0 + dU_1 + ...) G, partials in thread order */
