@@ -90,14 +90,23 @@ static struct wino_tmp wino_tmp(float *p, const struct wino_geom *g)
 	return t;
 }
 
+static inline void wino_store4(float *p, pbx_v4 v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
 /* dst (rows at stride EW) = src (H, W). */
 static void wino_copy_plane(float *restrict dst, const float *restrict src,
 			    int H, int W, int EW)
 {
+	/* vectors, not memcpy: a call per row of a few floats costs more */
 	for (int h = 0; h < H; h++) {
 		float *d = dst + (size_t)h * EW;
 		const float *sr = src + (size_t)h * W;
-		for (int x = 0; x < W; x++)
+		int x = 0;
+		for (; x + 4 <= W; x += 4)
+			wino_store4(d + x, pbx_v4_load(sr + x));
+		for (; x < W; x++)
 			d[x] = sr[x];
 	}
 }
@@ -212,11 +221,6 @@ static void wino_filters(float *U, const float *w, int CO, int CI, int flip)
 				U[xi * xs + (size_t)o * CI + i] = u[xi];
 		}
 	}
-}
-
-static inline void wino_store4(float *p, pbx_v4 v)
-{
-	memcpy(p, &v, sizeof(v));
 }
 
 /* Stores lanes [0, n) of v (n <= 4). */
