@@ -38,7 +38,6 @@
 #include <omp.h>
 #include <string.h>
 
-#include <cblas.h>
 
 /* Floats of scratch per thread for the chunk (as conv.c). */
 #define WINO_DEFAULT_CAP ((size_t)1 << 19)
@@ -425,10 +424,9 @@ static void wino_conv_chunk(float *out, const float *in, const float *U,
 					 in + ((size_t)b * CI + c) * plane, H, W,
 					 tp, g);
 	for (int xi = 0; xi < 16; xi++)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, CO,
-			    (int)T, CI, 1.0f, U + (size_t)xi * CO * CI, CI,
-			    vi + (size_t)xi * CI * T, (int)T, 0.0f,
-			    m + (size_t)xi * CO * T, (int)T);
+		pbx_gemm_small_nn(CO, (int)T, CI, U + (size_t)xi * CO * CI, CI,
+				  vi + (size_t)xi * CI * T, (int)T,
+				  m + (size_t)xi * CO * T, (int)T);
 	for (int b = 0; b < n; b++) {
 		for (int o = 0; o < CO; o++) {
 			wino_output_plane(tp->plane,
@@ -448,6 +446,7 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 	struct wino_geom g = wino_geom(H, W);
 	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
 	float *U = scratch;
+	pbx_gemm_small_init();
 	#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
@@ -505,6 +504,7 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
 	size_t plane = (size_t)H * W;
 	float *Uf = scratch; /* flipped filters (16, C, OC) for din */
+	pbx_gemm_small_init();
 
 	#pragma omp parallel num_threads(sp.nt)
 	{
@@ -537,11 +537,10 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 			}
 			/* dU[xi] (OC, C) += Z[xi] (OC, T) x V[xi]^T */
 			for (int xi = 0; xi < 16; xi++)
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-					    OC, C, (int)T, 1.0f,
-					    z + (size_t)xi * OC * T, (int)T,
-					    vi + (size_t)xi * C * T, (int)T, 1.0f,
-					    du + (size_t)xi * OC * C, C);
+				pbx_gemm_small_nt_acc(OC, C, (int)T,
+						      z + (size_t)xi * OC * T, (int)T,
+						      vi + (size_t)xi * C * T, (int)T,
+						      du + (size_t)xi * OC * C, C);
 			if (!din)
 				continue;
 			/* din = conv of dout with the flipped filters: the

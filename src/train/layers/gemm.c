@@ -53,3 +53,172 @@ void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 				    B, ldb, beta, C + (size_t)lo * ldc, ldc);
 	}
 }
+
+/* ------------------------------------------------- small single-threaded */
+
+/*
+ * The Winograd convolution's 16 products per chunk are small (M, N or K
+ * of 32-64) and already run on every thread.  OpenBLAS does them well
+ * with the kernels it is given, but the VM's OPENBLAS_CORETYPE=Haswell
+ * pins those to AVX2; where the CPU has AVX-512 these two kernels use it
+ * (a CPU with 512-bit FMA units doubles the rate).  Both keep a fixed
+ * summation order: the same floats on every run on the same CPU.
+ */
+int pbx_gemm_avx512 = -1;
+
+void pbx_gemm_small_init(void)
+{
+	if (pbx_gemm_avx512 < 0) {
+#if defined(__x86_64__) && defined(__GNUC__)
+		__builtin_cpu_init();
+		pbx_gemm_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+#else
+		pbx_gemm_avx512 = 0;
+#endif
+	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMM512 __attribute__((target("avx512f")))
+
+/* C[8 rows, 2x16 columns (masks m0, m1)] = A[8, K] x B[K, cols].  Named
+ * accumulators: GCC keeps an array of them in memory. */
+GEMM512 static void gemm512_nn_8x32(int K, const float *A, int lda,
+				    const float *B, int ldb, float *C, int ldc,
+				    __mmask16 m0, __mmask16 m1)
+{
+#define ROW(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0
+	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
+#undef ROW
+	const float *a = A;
+	for (int k = 0; k < K; k++, a++) {
+		const float *b = B + (size_t)k * ldb;
+		__m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+		__m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+		__m512 x;
+#define ROW(r) x = _mm512_set1_ps(a[(size_t)(r) * lda]); \
+		c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0); \
+		c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1)
+		ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
+#undef ROW
+	}
+#define ROW(r) _mm512_mask_storeu_ps(C + (size_t)(r) * ldc, m0, c##r##0); \
+	_mm512_mask_storeu_ps(C + (size_t)(r) * ldc + 16, m1, c##r##1)
+	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
+#undef ROW
+}
+
+GEMM512 static void gemm512_nn(int M, int N, int K, const float *A, int lda,
+			       const float *B, int ldb, float *C, int ldc)
+{
+	int M8 = M / 8 * 8;
+	for (int j = 0; j < N; j += 32) {
+		int n = N - j < 32 ? N - j : 32;
+		__mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+		__mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF :
+					   n > 16 ? (1u << (n - 16)) - 1 : 0);
+		for (int i = 0; i < M8; i += 8)
+			gemm512_nn_8x32(K, A + (size_t)i * lda, lda, B + j, ldb,
+					C + (size_t)i * ldc + j, ldc, m0, m1);
+	}
+	if (M8 < M)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M - M8,
+			    N, K, 1.0f, A + (size_t)M8 * lda, lda, B, ldb, 0.0f,
+			    C + (size_t)M8 * ldc, ldc);
+}
+
+/* C[4, 4] += A[4, K] . B[4, K] (rows as dot products), named
+ * accumulators. */
+GEMM512 static void gemm512_nt_4x4(int K, const float *A, int lda,
+				   const float *B, int ldb, float *C, int ldc)
+{
+#define ROW(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, \
+	c##r##2 = c##r##0, c##r##3 = c##r##0
+	ROW(0); ROW(1); ROW(2); ROW(3);
+#undef ROW
+	for (int k = 0; k < K; k += 16) {
+		__mmask16 m = (__mmask16)(K - k >= 16 ? 0xFFFF :
+					  (1u << (K - k)) - 1);
+		__m512 b0 = _mm512_maskz_loadu_ps(m, B + k);
+		__m512 b1 = _mm512_maskz_loadu_ps(m, B + (size_t)ldb + k);
+		__m512 b2 = _mm512_maskz_loadu_ps(m, B + (size_t)2 * ldb + k);
+		__m512 b3 = _mm512_maskz_loadu_ps(m, B + (size_t)3 * ldb + k);
+		__m512 x;
+#define ROW(r) x = _mm512_maskz_loadu_ps(m, A + (size_t)(r) * lda + k); \
+		c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0); \
+		c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1); \
+		c##r##2 = _mm512_fmadd_ps(x, b2, c##r##2); \
+		c##r##3 = _mm512_fmadd_ps(x, b3, c##r##3)
+		ROW(0); ROW(1); ROW(2); ROW(3);
+#undef ROW
+	}
+#define ROW(r) C[(size_t)(r) * ldc] += _mm512_reduce_add_ps(c##r##0); \
+	C[(size_t)(r) * ldc + 1] += _mm512_reduce_add_ps(c##r##1); \
+	C[(size_t)(r) * ldc + 2] += _mm512_reduce_add_ps(c##r##2); \
+	C[(size_t)(r) * ldc + 3] += _mm512_reduce_add_ps(c##r##3)
+	ROW(0); ROW(1); ROW(2); ROW(3);
+#undef ROW
+}
+
+/* C[i, j] += A[i, K] . B[j, K] for one element (the edges). */
+GEMM512 static void gemm512_nt_1x1(int K, const float *A, const float *B,
+				   float *C)
+{
+	__m512 c = _mm512_setzero_ps();
+	for (int k = 0; k < K; k += 16) {
+		__mmask16 m = (__mmask16)(K - k >= 16 ? 0xFFFF :
+					  (1u << (K - k)) - 1);
+		c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, A + k),
+				    _mm512_maskz_loadu_ps(m, B + k), c);
+	}
+	*C += _mm512_reduce_add_ps(c);
+}
+
+GEMM512 static void gemm512_nt_acc(int M, int N, int K, const float *A,
+				   int lda, const float *B, int ldb, float *C,
+				   int ldc)
+{
+	for (int i = 0; i < M; i += 4) {
+		for (int j = 0; j < N; j += 4) {
+			float *c = C + (size_t)i * ldc + j;
+			if (M - i >= 4 && N - j >= 4) {
+				gemm512_nt_4x4(K, A + (size_t)i * lda, lda,
+					       B + (size_t)j * ldb, ldb, c, ldc);
+				continue;
+			}
+			for (int r = i; r < M && r < i + 4; r++)
+				for (int q = j; q < N && q < j + 4; q++)
+					gemm512_nt_1x1(K, A + (size_t)r * lda,
+						       B + (size_t)q * ldb,
+						       C + (size_t)r * ldc + q);
+		}
+	}
+}
+#endif
+
+void pbx_gemm_small_nn(int M, int N, int K, const float *A, int lda,
+		       const float *B, int ldb, float *C, int ldc)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (pbx_gemm_avx512 > 0) {
+		gemm512_nn(M, N, K, A, lda, B, ldb, C, ldc);
+		return;
+	}
+#endif
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f,
+		    A, lda, B, ldb, 0.0f, C, ldc);
+}
+
+void pbx_gemm_small_nt_acc(int M, int N, int K, const float *A, int lda,
+			   const float *B, int ldb, float *C, int ldc)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (pbx_gemm_avx512 > 0) {
+		gemm512_nt_acc(M, N, K, A, lda, B, ldb, C, ldc);
+		return;
+	}
+#endif
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
+		    A, lda, B, ldb, 1.0f, C, ldc);
+}

@@ -40,6 +40,19 @@ void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 	      const float *A, int lda, const float *B, int ldb, float beta,
 	      float *C, int ldc);
 
+/* Single-threaded products for code already running on every thread:
+ * C (M,N) = A (M,K) x B (K,N), and C (M,N) += A (M,K) x B (N,K)^T; all
+ * row-major.  AVX-512 kernels where the CPU has them, else OpenBLAS.
+ * pbx_gemm_small_init() (call outside parallel regions) sets
+ * pbx_gemm_avx512 from the CPU unless it is already 0 or 1 (tests set it
+ * to compare the two). */
+extern int pbx_gemm_avx512;
+void pbx_gemm_small_init(void);
+void pbx_gemm_small_nn(int M, int N, int K, const float *A, int lda,
+		       const float *B, int ldb, float *C, int ldc);
+void pbx_gemm_small_nt_acc(int M, int N, int K, const float *A, int lda,
+			   const float *B, int ldb, float *C, int ldc);
+
 /* ---------------------------------------------------------------- conv.c */
 
 /* Floats of scratch that conv_forward/conv_backward need for a batch of B
