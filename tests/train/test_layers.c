@@ -583,9 +583,25 @@ int main(void)
 	test_model();
 	test_model_fused_pool();
 	/* last: the tests above keep their random draws */
-	test_conv_wino(2, 8, 6, 5, 8, 0, "8->8 6x5 (one chunk)");
-	test_conv_wino(3, 9, 7, 7, 10, 1, "9->10 7x7 (chunk = 1 image)");
-	test_conv_wino(5, 16, 4, 9, 8, 2 * 16 * 10 * 24, "16->8 4x9 (chunks of 2)");
+	/* Winograd with OpenBLAS's products, then with the AVX-512 kernels
+	 * where the CPU has them (edges: 9 and 10 channels, odd tile counts) */
+	pbx_gemm_avx512 = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *isa = pbx_gemm_avx512 ? "avx512" : "openblas";
+		char t1[64], t2[64], t3[64];
+		snprintf(t1, sizeof(t1), "8->8 6x5 (one chunk, %s)", isa);
+		snprintf(t2, sizeof(t2), "9->10 7x7 (chunk = 1 image, %s)", isa);
+		snprintf(t3, sizeof(t3), "16->8 4x9 (chunks of 2, %s)", isa);
+		test_conv_wino(2, 8, 6, 5, 8, 0, t1);
+		test_conv_wino(3, 9, 7, 7, 10, 1, t2);
+		test_conv_wino(5, 16, 4, 9, 8, 2 * 16 * 10 * 24, t3);
+		pbx_gemm_avx512 = -1;
+		pbx_gemm_small_init();
+		if (!pbx_gemm_avx512) {
+			printf("ok conv winograd avx512 # skip: no AVX-512 on this CPU\n");
+			break;
+		}
+	}
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }
