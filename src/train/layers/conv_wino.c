@@ -24,9 +24,15 @@
  *   dW = G^T dU G
  *
  * Work is split like conv.c: each thread takes a contiguous share of the
- * batch in chunks of nb images; dU comes from per-thread partials added in
- * thread order, then transformed once.  Every float depends only on the
- * thread count (chunking follows from it), never on timing.
+ * batch in chunks of nb images (transforms, 16 single-threaded products
+ * by pbx_gemm_small_*: AVX-512 where the CPU has it, else OpenBLAS, then
+ * the output transform, all while the chunk is in L2); dU comes from
+ * per-thread partials added in thread order, then transformed once.  Every
+ * float depends only on the thread count (chunking follows from it) and
+ * the CPU's instruction set, never on timing.
+ *
+ * The transforms run on 4 tiles at once (4-float vectors, plain SSE2 on
+ * x86-64): a tile row's even and odd columns are split out by shuffles.
  *
  * Tile layout in scratch: X[xi][ch][t], t = image * TY*TX + ty * TX + tx,
  * TY = ceil(H/2), TX = ceil(W/2); odd sizes pad the last tile with zeros
@@ -37,7 +43,6 @@
 
 #include <omp.h>
 #include <string.h>
-
 
 /* Floats of scratch per thread for the chunk (as conv.c). */
 #define WINO_DEFAULT_CAP ((size_t)1 << 19)
@@ -98,7 +103,6 @@ static inline void wino_store4(float *p, pbx_v4 v)
 static void wino_copy_plane(float *restrict dst, const float *restrict src,
 			    int H, int W, int EW)
 {
-	/* vectors, not memcpy: a call per row of a few floats costs more */
 	for (int h = 0; h < H; h++) {
 		float *d = dst + (size_t)h * EW;
 		const float *sr = src + (size_t)h * W;
