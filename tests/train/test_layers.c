@@ -220,6 +220,57 @@ static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
 	free(Rc); free(Rr);
 }
 
+/* The direct one-channel conv (AVX-512 CPUs): dw, db against finite
+ * differences, and forward (with ReLU) and weight gradients against
+ * im2col. */
+static void c1_fwd(struct gc *g)
+{
+	conv_c1_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
+			g->i[2], g->i[3], 0, g->p[3], (size_t)g->i[4]);
+}
+
+static void test_conv_c1(int B, int H, int W, int OC)
+{
+	size_t nin = (size_t)B * H * W, nw = (size_t)OC * 9;
+	size_t nout = (size_t)B * OC * H * W;
+	size_t ns = conv_scratch_floats(B, 1, H, W, OC, 3, 1, 1, 0);
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OC, -1, 1);
+	float *out = calloc(nout, 4), *ref = calloc(nout, 4), *R = rnd(nout, -1, 1);
+	float *scr = calloc(ns, 4), *dw = calloc(nw, 4), *db = calloc(OC, 4);
+	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
+	struct gc g = { c1_fwd, out, R, nout, { in, w, b, scr },
+			{ B, H, W, OC, (int)ns }, { 0 } };
+	char name[96];
+	double d[3];
+	int ok;
+
+	if (!conv_c1_ok(1, 3, 1, 1, B, H, W, OC, ns)) {
+		printf("ok conv c1 %dx%d # skip: no AVX-512 on this CPU\n", H, W);
+		goto out;
+	}
+	c1_fwd(&g);
+	conv_c1_backward_weights(dw, db, R, in, B, H, W, OC, scr, ns);
+	snprintf(name, sizeof(name), "conv c1 %dx%d -> %d dw", H, W, OC);
+	check(name, &g, w, nw, dw, 1e-2);
+	snprintf(name, sizeof(name), "conv c1 %dx%d -> %d db", H, W, OC);
+	check(name, &g, b, OC, db, 1e-2);
+
+	conv_c1_forward(out, in, w, b, B, H, W, OC, 1, scr, ns);
+	conv_im2col_forward(ref, in, w, b, B, 1, H, W, OC, 3, 1, 1, 1, scr, ns);
+	d[0] = max_rel_diff(out, ref, nout);
+	conv_im2col_backward(NULL, rdw, rdb, R, NULL, in, w, B, 1, H, W, OC,
+			     3, 1, 1, scr, ns);
+	d[1] = max_rel_diff(dw, rdw, nw);
+	d[2] = max_rel_diff(db, rdb, OC);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
+	printf("%s conv c1 %dx%d -> %d vs im2col, relu (max rel diff out %.1e dw %.1e db %.1e)\n",
+	       ok ? "ok" : "not ok", H, W, OC, d[0], d[1], d[2]);
+	failures += !ok;
+out:
+	free(in); free(w); free(b); free(out); free(ref); free(R); free(scr);
+	free(dw); free(db); free(rdw); free(rdb);
+}
+
 /* ---------------------------------------------------------------- pool */
 
 static void pool_fwd(struct gc *g)
@@ -602,6 +653,9 @@ int main(void)
 			break;
 		}
 	}
+	test_conv_c1(3, 5, 7, 4);
+	test_conv_c1(2, 9, 20, 3);
+	test_conv_c1(2, 28, 28, 5);
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

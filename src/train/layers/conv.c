@@ -355,6 +355,9 @@ void conv_forward(float *out, const float *in, const float *w, const float *b,
 	if (conv_wino_ok(C, OC, K, S, P))
 		conv_wino_forward(out, in, w, b, B, C, H, W, OC, relu, scratch,
 				  nscratch);
+	else if (conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
+		conv_c1_forward(out, in, w, b, B, H, W, OC, relu, scratch,
+				nscratch);
 	else
 		conv_im2col_forward(out, in, w, b, B, C, H, W, OC, K, S, P,
 				    relu, scratch, nscratch);
@@ -368,6 +371,10 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 	if (conv_wino_ok(C, OC, K, S, P))
 		conv_wino_backward(din, dw, db, dout, relu_out, in, w, B, C, H,
 				   W, OC, scratch, nscratch);
+	else if (!din && !relu_out &&
+		 conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
+		conv_c1_backward_weights(dw, db, dout, in, B, H, W, OC, scratch,
+					 nscratch);
 	else
 		conv_im2col_backward(din, dw, db, dout, relu_out, in, w, B, C,
 				     H, W, OC, K, S, P, scratch, nscratch);

@@ -107,6 +107,23 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 			int B, int C, int H, int W, int OC, float *scratch,
 			size_t nscratch);
 
+/* ------------------------------------------------------------- conv_c1.c */
+
+/* Whether the direct one-input-channel kernels apply: C = 1, K = 3, S = 1,
+ * P = 1, an AVX-512 CPU, and room in nscratch (as sized by
+ * conv_scratch_floats) for B images of H x W into OC channels. */
+int conv_c1_ok(int C, int K, int S, int P, int B, int H, int W, int OC,
+	       size_t nscratch);
+/* in (B,1,H,W) -> out (B,OC,H,W); as conv_forward. */
+void conv_c1_forward(float *out, const float *in, const float *w,
+		     const float *b, int B, int H, int W, int OC, int relu,
+		     float *scratch, size_t nscratch);
+/* dw (OC,1,3,3) +=, db (OC) += from dout (B,OC,H,W) (not modified); no
+ * input gradient, no ReLU mask. */
+void conv_c1_backward_weights(float *dw, float *db, const float *dout,
+			      const float *in, int B, int H, int W, int OC,
+			      float *scratch, size_t nscratch);
+
 /* ---------------------------------------------------------------- pool.c */
 
 /* in (B,C,H,W) -> out (B,C,OH,OW); padding never wins a max and is not
