@@ -189,10 +189,12 @@ static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
 	wino_fwd(&g);
 	memcpy(Rc, R, sizeof(float) * nout);
 	conv_wino_backward(din, dw, db, Rc, NULL, in, w, B, C, H, W, OC, scr, ns);
+	/* the conv is linear in in and w: a wide step has no truncation
+	 * error and less of the float rounding of L */
 	snprintf(name, sizeof(name), "conv winograd %s din", tag);
-	check(name, &g, in, nin, din, 1e-2);
+	check(name, &g, in, nin, din, 1e-1);
 	snprintf(name, sizeof(name), "conv winograd %s dw", tag);
-	check(name, &g, w, nw, dw, 1e-2);
+	check(name, &g, w, nw, dw, 1e-1);
 	snprintf(name, sizeof(name), "conv winograd %s db", tag);
 	check(name, &g, b, OC, db, 1e-2);
 
@@ -608,6 +610,7 @@ static void test_model_fused_pool(void)
 int main(void)
 {
 	pbx_rng_seed(&rng, 1234, 0);
+	pbx_gemm_init(); /* as pbx-train: AVX-512 products where the CPU has them */
 	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk)");
 	test_conv(3, 2, 7, 7, 3, 3, 2, 0, 1, "3x3 s2 p0 (chunk = 1 image)");
 	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2)");
@@ -653,6 +656,13 @@ int main(void)
 			break;
 		}
 	}
+	/* im2col with OpenBLAS's products too (above: AVX-512 ones where the
+	 * CPU has them) */
+	pbx_gemm_avx512 = 0;
+	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk, openblas)");
+	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2, openblas)");
+	pbx_gemm_avx512 = -1;
+	pbx_gemm_small_init();
 	test_conv_c1(3, 5, 7, 4);
 	test_conv_c1(2, 9, 20, 3);
 	test_conv_c1(2, 28, 28, 5);

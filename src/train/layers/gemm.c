@@ -19,19 +19,26 @@
 void pbx_gemm_init(void)
 {
 	openblas_set_num_threads(1);
+	pbx_gemm_small_init();
 }
+
+/* One single-threaded product (defined below): the AVX-512 kernel where
+ * it applies, else OpenBLAS. */
+static void gemm_one(int transa, int transb, int M, int N, int K,
+		     float alpha, const float *A, int lda, const float *B,
+		     int ldb, float beta, float *C, int ldc);
 
 void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 	      const float *A, int lda, const float *B, int ldb, float beta,
 	      float *C, int ldc)
 {
-	enum CBLAS_TRANSPOSE ta = transa ? CblasTrans : CblasNoTrans;
-	enum CBLAS_TRANSPOSE tb = transb ? CblasTrans : CblasNoTrans;
 	int nt = omp_get_max_threads();
 	long long work = (long long)M * N * K;
+	if (!omp_in_parallel())
+		pbx_gemm_small_init();
 	if (nt <= 1 || work < (1LL << 18) || omp_in_parallel()) {
-		cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B,
-			    ldb, beta, C, ldc);
+		gemm_one(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta,
+			 C, ldc);
 		return;
 	}
 	int split_n = N >= M;
@@ -44,13 +51,13 @@ void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 		if (lo >= hi)
 			continue;
 		if (split_n) /* C[:, lo:hi] = op(A) x op(B)[:, lo:hi] */
-			cblas_sgemm(CblasRowMajor, ta, tb, M, hi - lo, K, alpha,
-				    A, lda, transb ? B + (size_t)lo * ldb : B + lo,
-				    ldb, beta, C + lo, ldc);
+			gemm_one(transa, transb, M, hi - lo, K, alpha, A, lda,
+				 transb ? B + (size_t)lo * ldb : B + lo, ldb,
+				 beta, C + lo, ldc);
 		else        /* C[lo:hi, :] = op(A)[lo:hi, :] x op(B) */
-			cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, N, K, alpha,
-				    transa ? A + lo : A + (size_t)lo * lda, lda,
-				    B, ldb, beta, C + (size_t)lo * ldc, ldc);
+			gemm_one(transa, transb, hi - lo, N, K, alpha,
+				 transa ? A + lo : A + (size_t)lo * lda, lda, B,
+				 ldb, beta, C + (size_t)lo * ldc, ldc);
 	}
 }
 
@@ -82,35 +89,64 @@ void pbx_gemm_small_init(void)
 #include <immintrin.h>
 #define GEMM512 __attribute__((target("avx512f")))
 
-/* C[8 rows, 2x16 columns (masks m0, m1)] = A[8, K] x B[K, cols].  Named
- * accumulators: GCC keeps an array of them in memory. */
-GEMM512 static void gemm512_nn_8x32(int K, const float *A, int lda,
-				    const float *B, int ldb, float *C, int ldc,
-				    __mmask16 m0, __mmask16 m1)
+/* C[8 rows, 2x16 columns (masks m0, m1)] (beta 0: =, 1: +=) =
+ * opA[8, K] x B[K, cols], opA(r, k) = A[r*rs + k*ks] (rs = lda, ks = 1
+ * plain; rs = 1, ks = lda transposed).  Named accumulators: GCC keeps an
+ * array of them in memory. */
+GEMM512 static void gemm512_8x32(int K, const float *A, size_t rs,
+				 size_t ks, const float *B, int ldb, float *C,
+				 int ldc, __mmask16 m0, __mmask16 m1, int beta)
 {
 #define ROW(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0
 	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
 #undef ROW
 	const float *a = A;
-	for (int k = 0; k < K; k++, a++) {
+	for (int k = 0; k < K; k++, a += ks) {
 		const float *b = B + (size_t)k * ldb;
 		__m512 b0 = _mm512_maskz_loadu_ps(m0, b);
 		__m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
 		__m512 x;
-#define ROW(r) x = _mm512_set1_ps(a[(size_t)(r) * lda]); \
+#define ROW(r) x = _mm512_set1_ps(a[(size_t)(r) * rs]); \
 		c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0); \
 		c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1)
 		ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
 #undef ROW
 	}
-#define ROW(r) _mm512_mask_storeu_ps(C + (size_t)(r) * ldc, m0, c##r##0); \
-	_mm512_mask_storeu_ps(C + (size_t)(r) * ldc + 16, m1, c##r##1)
+#define ROW(r) do { float *cr = C + (size_t)(r) * ldc; \
+	if (beta) { \
+		c##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), c##r##0); \
+		c##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), c##r##1); \
+	} \
+	_mm512_mask_storeu_ps(cr, m0, c##r##0); \
+	_mm512_mask_storeu_ps(cr + 16, m1, c##r##1); } while (0)
 	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
 #undef ROW
 }
 
-GEMM512 static void gemm512_nn(int M, int N, int K, const float *A, int lda,
-			       const float *B, int ldb, float *C, int ldc)
+/* The same for one row (the M % 8 rows left over). */
+GEMM512 static void gemm512_1x32(int K, const float *A, size_t ks,
+				 const float *B, int ldb, float *C,
+				 __mmask16 m0, __mmask16 m1, int beta)
+{
+	__m512 c0 = _mm512_setzero_ps(), c1 = c0;
+	for (int k = 0; k < K; k++) {
+		const float *b = B + (size_t)k * ldb;
+		__m512 x = _mm512_set1_ps(A[(size_t)k * ks]);
+		c0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m0, b), c0);
+		c1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m1, b + 16), c1);
+	}
+	if (beta) {
+		c0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, C), c0);
+		c1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, C + 16), c1);
+	}
+	_mm512_mask_storeu_ps(C, m0, c0);
+	_mm512_mask_storeu_ps(C + 16, m1, c1);
+}
+
+/* C (M,N) (beta 0: =, 1: +=) = opA (M,K) x B (K,N), opA as above. */
+GEMM512 static void gemm512_nn(int M, int N, int K, const float *A,
+			       size_t rs, size_t ks, const float *B, int ldb,
+			       float *C, int ldc, int beta)
 {
 	int M8 = M / 8 * 8;
 	for (int j = 0; j < N; j += 32) {
@@ -119,13 +155,12 @@ GEMM512 static void gemm512_nn(int M, int N, int K, const float *A, int lda,
 		__mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF :
 					   n > 16 ? (1u << (n - 16)) - 1 : 0);
 		for (int i = 0; i < M8; i += 8)
-			gemm512_nn_8x32(K, A + (size_t)i * lda, lda, B + j, ldb,
-					C + (size_t)i * ldc + j, ldc, m0, m1);
+			gemm512_8x32(K, A + (size_t)i * rs, rs, ks, B + j, ldb,
+				     C + (size_t)i * ldc + j, ldc, m0, m1, beta);
+		for (int i = M8; i < M; i++)
+			gemm512_1x32(K, A + (size_t)i * rs, ks, B + j, ldb,
+				     C + (size_t)i * ldc + j, m0, m1, beta);
 	}
-	if (M8 < M)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M - M8,
-			    N, K, 1.0f, A + (size_t)M8 * lda, lda, B, ldb, 0.0f,
-			    C + (size_t)M8 * ldc, ldc);
 }
 
 /* C[4, 4] += A[4, K] . B[4, K] (rows as dot products), named
@@ -202,7 +237,7 @@ void pbx_gemm_small_nn(int M, int N, int K, const float *A, int lda,
 {
 #if defined(__x86_64__) && defined(__GNUC__)
 	if (pbx_gemm_avx512 > 0) {
-		gemm512_nn(M, N, K, A, lda, B, ldb, C, ldc);
+		gemm512_nn(M, N, K, A, (size_t)lda, 1, B, ldb, C, ldc, 0);
 		return;
 	}
 #endif
@@ -221,4 +256,25 @@ void pbx_gemm_small_nt_acc(int M, int N, int K, const float *A, int lda,
 #endif
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
 		    A, lda, B, ldb, 1.0f, C, ldc);
+}
+
+/* The AVX-512 kernel takes op(B) = B, alpha 1, beta 0 or 1, and an inner
+ * dimension whose B panel (K x 32 floats) stays in L1/L2 (no K blocking):
+ * fc1's gradients (K = batch) and im2col convs; the rest goes to OpenBLAS. */
+static void gemm_one(int transa, int transb, int M, int N, int K,
+		     float alpha, const float *A, int lda, const float *B,
+		     int ldb, float beta, float *C, int ldc)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (pbx_gemm_avx512 > 0 && !transb && alpha == 1.0f &&
+	    (beta == 0.0f || beta == 1.0f) && K <= 512) {
+		gemm512_nn(M, N, K, A, transa ? 1 : (size_t)lda,
+			   transa ? (size_t)lda : 1, B, ldb, C, ldc,
+			   beta != 0.0f);
+		return;
+	}
+#endif
+	cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
+		    transb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+		    B, ldb, beta, C, ldc);
 }

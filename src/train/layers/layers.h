@@ -32,10 +32,14 @@
 
 /* ---------------------------------------------------------------- gemm.c */
 
-/* Pins OpenBLAS to one thread; pbx_gemm parallelises over OpenMP instead. */
+/* Pins OpenBLAS to one thread (pbx_gemm parallelises over OpenMP
+ * instead) and picks the AVX-512 kernels where the CPU has them (see
+ * pbx_gemm_small_init). */
 void pbx_gemm_init(void);
 /* Row-major C (M,N) = alpha * op(A) (M,K) x op(B) (K,N) + beta * C, split
- * across the OpenMP threads; transa/transb select op = transpose. */
+ * across the OpenMP threads; transa/transb select op = transpose.  Each
+ * thread's block goes to an AVX-512 kernel (op(B) = B, alpha 1, beta 0 or
+ * 1, K <= 512, AVX-512 CPU) or to single-threaded OpenBLAS. */
 void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 	      const float *A, int lda, const float *B, int ldb, float beta,
 	      float *C, int ldc);
