@@ -415,6 +415,43 @@ static void test_linear(int B, int IN, int OUT)
 	free(in); free(w); free(b); free(out); free(R); free(din); free(dw); free(db);
 }
 
+/* A linear layer big enough for pbx_gemm's split and for K blocking (IN >
+ * 512): the AVX-512 products against OpenBLAS's. */
+static void test_linear_kernels(int B, int IN, int OUT)
+{
+	size_t nin = (size_t)B * IN, nw = (size_t)OUT * IN, nout = (size_t)B * OUT;
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OUT, -1, 1);
+	float *R = rnd(nout, -1, 1), *dw0 = rnd(nw, -1, 1);
+	float *o[2], *din[2], *dw[2], *db[2];
+	double d[3];
+	int ok;
+	pbx_gemm_small_init();
+	if (!pbx_gemm_avx512) {
+		printf("ok linear avx512 vs openblas # skip: no AVX-512 on this CPU\n");
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		pbx_gemm_avx512 = k;
+		o[k] = calloc(nout, 4); din[k] = calloc(nin, 4);
+		dw[k] = malloc(sizeof(float) * nw); db[k] = calloc(OUT, 4);
+		memcpy(dw[k], dw0, sizeof(float) * nw); /* += onto values */
+		linear_forward(o[k], in, w, b, B, IN, OUT);
+		linear_backward(din[k], dw[k], db[k], R, in, w, B, IN, OUT);
+	}
+	d[0] = max_rel_diff(o[1], o[0], nout);
+	d[1] = max_rel_diff(din[1], din[0], nin);
+	d[2] = max_rel_diff(dw[1], dw[0], nw);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
+	printf("%s linear %dx%d->%d avx512 vs openblas (max rel diff out %.1e din %.1e dw %.1e)\n",
+	       ok ? "ok" : "not ok", B, IN, OUT, d[0], d[1], d[2]);
+	failures += !ok;
+	for (int k = 0; k < 2; k++) {
+		free(o[k]); free(din[k]); free(dw[k]); free(db[k]);
+	}
+out:
+	free(in); free(w); free(b); free(R); free(dw0);
+}
+
 /* --------------------------------------------------------- activations */
 
 static void act_fwd(struct gc *g)
@@ -661,6 +698,10 @@ int main(void)
 	pbx_gemm_avx512 = 0;
 	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk, openblas)");
 	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2, openblas)");
+	test_linear(3, 7, 4);
+	pbx_gemm_avx512 = -1;
+	test_linear_kernels(64, 700, 40);
+	test_linear_kernels(130, 37, 70);
 	pbx_gemm_avx512 = -1;
 	pbx_gemm_small_init();
 	test_conv_c1(3, 5, 7, 4);

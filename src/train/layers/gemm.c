@@ -15,6 +15,7 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 void pbx_gemm_init(void)
 {
@@ -210,23 +211,30 @@ GEMM512 static void gemm512_nt_1x1(int K, const float *A, const float *B,
 	*C += _mm512_reduce_add_ps(c);
 }
 
+/* C (M,N) += A (M,K) x B (N,K)^T, in blocks of 512 of K (so that the rows
+ * of a block stay in L2 while every 4x4 block of C passes over them). */
 GEMM512 static void gemm512_nt_acc(int M, int N, int K, const float *A,
 				   int lda, const float *B, int ldb, float *C,
 				   int ldc)
 {
-	for (int i = 0; i < M; i += 4) {
-		for (int j = 0; j < N; j += 4) {
-			float *c = C + (size_t)i * ldc + j;
-			if (M - i >= 4 && N - j >= 4) {
-				gemm512_nt_4x4(K, A + (size_t)i * lda, lda,
-					       B + (size_t)j * ldb, ldb, c, ldc);
-				continue;
+	for (int k0 = 0; k0 < K; k0 += 512) {
+		int kn = K - k0 < 512 ? K - k0 : 512;
+		const float *Ak = A + k0, *Bk = B + k0;
+		for (int i = 0; i < M; i += 4) {
+			for (int j = 0; j < N; j += 4) {
+				float *c = C + (size_t)i * ldc + j;
+				if (M - i >= 4 && N - j >= 4) {
+					gemm512_nt_4x4(kn, Ak + (size_t)i * lda, lda,
+						       Bk + (size_t)j * ldb, ldb, c,
+						       ldc);
+					continue;
+				}
+				for (int r = i; r < M && r < i + 4; r++)
+					for (int q = j; q < N && q < j + 4; q++)
+						gemm512_nt_1x1(kn, Ak + (size_t)r * lda,
+							       Bk + (size_t)q * ldb,
+							       C + (size_t)r * ldc + q);
 			}
-			for (int r = i; r < M && r < i + 4; r++)
-				for (int q = j; q < N && q < j + 4; q++)
-					gemm512_nt_1x1(K, A + (size_t)r * lda,
-						       B + (size_t)q * ldb,
-						       C + (size_t)r * ldc + q);
 		}
 	}
 }
@@ -258,20 +266,32 @@ void pbx_gemm_small_nt_acc(int M, int N, int K, const float *A, int lda,
 		    A, lda, B, ldb, 1.0f, C, ldc);
 }
 
-/* The AVX-512 kernel takes op(B) = B, alpha 1, beta 0 or 1, and an inner
- * dimension whose B panel (K x 32 floats) stays in L1/L2 (no K blocking):
- * fc1's gradients (K = batch) and im2col convs; the rest goes to OpenBLAS. */
+/* The AVX-512 kernels take alpha 1, beta 0 or 1, and either op(B) = B
+ * with an inner dimension whose B panel (K x 32 floats) stays in L1/L2
+ * (no K blocking: fc1's gradients, K = batch, and im2col convs), or
+ * op(A) = A, op(B) = B^T (fc1's forward, as dot products); the rest goes
+ * to OpenBLAS. */
 static void gemm_one(int transa, int transb, int M, int N, int K,
 		     float alpha, const float *A, int lda, const float *B,
 		     int ldb, float beta, float *C, int ldc)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-	if (pbx_gemm_avx512 > 0 && !transb && alpha == 1.0f &&
-	    (beta == 0.0f || beta == 1.0f) && K <= 512) {
-		gemm512_nn(M, N, K, A, transa ? 1 : (size_t)lda,
-			   transa ? (size_t)lda : 1, B, ldb, C, ldc,
-			   beta != 0.0f);
-		return;
+	if (pbx_gemm_avx512 > 0 && alpha == 1.0f &&
+	    (beta == 0.0f || beta == 1.0f)) {
+		if (!transb && K <= 512) {
+			gemm512_nn(M, N, K, A, transa ? 1 : (size_t)lda,
+				   transa ? (size_t)lda : 1, B, ldb, C, ldc,
+				   beta != 0.0f);
+			return;
+		}
+		if (transb && !transa) { /* fc1's forward */
+			if (beta == 0.0f)
+				for (int i = 0; i < M; i++)
+					memset(C + (size_t)i * ldc, 0,
+					       sizeof(float) * N);
+			gemm512_nt_acc(M, N, K, A, lda, B, ldb, C, ldc);
+			return;
+		}
 	}
 #endif
 	cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
