@@ -34,7 +34,8 @@
  * The transforms run on 4 tiles at once (4-float vectors, plain SSE2 on
  * x86-64): a tile row's even and odd columns are split out by shuffles.
  *
- * Tile layout in scratch: X[xi][ch][t], t = image * TY*TX + ty * TX + tx,
+ * Tile layout in scratch: X[xi][ch][t], t = image * TY*TX + ty * TX + tx
+ * (rows of a chunk's T tiles padded to 16 floats, 64-byte aligned),
  * TY = ceil(H/2), TX = ceil(W/2); odd sizes pad the last tile with zeros
  * and drop its outside outputs.
  */
@@ -42,6 +43,7 @@
 #include "train/layers/simd.h"
 
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Floats of scratch per thread for the chunk (as conv.c). */
@@ -124,6 +126,34 @@ static size_t wino_per_image(const struct wino_geom *g, int C, int OC)
 	return 16 * g->tiles * ((size_t)C + OC);
 }
 
+/* A chunk's rows of T tiles lie L = T rounded up to 16 floats apart, from
+ * a 64-byte boundary: the products' 16-float loads then never straddle
+ * two cache lines.  The padding costs each chunk at most 16 floats per
+ * row, plus 16 for the alignment. */
+static size_t wino_ld(size_t T)
+{
+	return (T + 15) / 16 * 16;
+}
+
+/* Floats from one xi's (ch, L) block to the next: 16 more than ch*L, so
+ * that the 16 blocks a transform writes at once do not all start at the
+ * same offset modulo 4 KiB (with ch*L a multiple of 1024 floats they
+ * would, and compete for the same L1 sets). */
+static size_t wino_xs(int ch, size_t L)
+{
+	return (size_t)ch * L + 16;
+}
+
+static size_t wino_chunk_extra(int C, int OC)
+{
+	return 16 * ((size_t)C + OC) * 16 + 2 * 16 * 16 + 16;
+}
+
+static float *wino_align(float *p)
+{
+	return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
 int conv_wino_ok(int C, int OC, int K, int S, int P)
 {
 	/* the 16 gemms have C or OC as their inner dimension; below 8 the
@@ -150,10 +180,11 @@ static struct wino_split wino_split(int B, int C, int OC,
 		sp.nt = B;
 	while (sp.nt > 1 &&
 	       (nscratch - sp.usz) / sp.nt <
-		       sp.usz + sp.fixed + WINO_SLACK + per)
+		       sp.usz + sp.fixed + WINO_SLACK + wino_chunk_extra(C, OC) + per)
 		sp.nt--;
 	sp.slot = (nscratch - sp.usz) / sp.nt;
-	sp.nb = (int)((sp.slot - sp.usz - sp.fixed - WINO_SLACK) / per);
+	sp.nb = (int)((sp.slot - sp.usz - sp.fixed - WINO_SLACK -
+		       wino_chunk_extra(C, OC)) / per);
 	if (sp.nb > B)
 		sp.nb = B;
 	return sp;
@@ -173,7 +204,8 @@ size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
 		nb = 1;
 	if (nb > share)
 		nb = share;
-	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK + nb * per);
+	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK +
+				    wino_chunk_extra(C, OC) + nb * per);
 }
 
 static void wino_share(int B, int t, int nt, int *lo, int *hi)
@@ -414,28 +446,27 @@ static void wino_filter_grad(float *dw, const float *du)
 
 /* out (n, CO, H, W) = conv of in (n, CI, H, W) with transformed filters U
  * (16, CO, CI), + bias (NULL = none), ReLU if relu: one chunk of one thread.
- * vi (16, CI, n*tiles) and m (16, CO, n*tiles) are chunk scratch. */
+ * vi (16, CI, L) and m (16, CO, L), L = wino_ld(n*tiles), blocks
+ * wino_xs() apart, are chunk scratch. */
 static void wino_conv_chunk(float *out, const float *in, const float *U,
 			    const float *bias, int n, int CI, int CO, int H,
 			    int W, int relu, float *vi, float *m,
 			    const struct wino_tmp *tp, const struct wino_geom *g)
 {
-	size_t T = (size_t)n * g->tiles, plane = (size_t)H * W;
+	size_t T = (size_t)n * g->tiles, L = wino_ld(T), plane = (size_t)H * W;
+	size_t xi_in = wino_xs(CI, L), xo = wino_xs(CO, L);
 	for (int b = 0; b < n; b++)
 		for (int c = 0; c < CI; c++)
-			wino_input_plane(vi + (size_t)c * T + b * g->tiles,
-					 (size_t)CI * T,
+			wino_input_plane(vi + (size_t)c * L + b * g->tiles, xi_in,
 					 in + ((size_t)b * CI + c) * plane, H, W,
 					 tp, g);
 	for (int xi = 0; xi < 16; xi++)
 		pbx_gemm_small_nn(CO, (int)T, CI, U + (size_t)xi * CO * CI, CI,
-				  vi + (size_t)xi * CI * T, (int)T,
-				  m + (size_t)xi * CO * T, (int)T);
+				  vi + xi * xi_in, (int)L, m + xi * xo, (int)L);
 	for (int b = 0; b < n; b++) {
 		for (int o = 0; o < CO; o++) {
 			wino_output_plane(tp->plane,
-					  m + (size_t)o * T + b * g->tiles,
-					  (size_t)CO * T, g);
+					  m + (size_t)o * L + b * g->tiles, xo, g);
 			wino_store(out + ((size_t)b * CO + o) * plane,
 				   tp->plane, H, W, 8 * g->G,
 				   bias ? bias[o] : 0.0f, relu);
@@ -456,12 +487,13 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 		int t = omp_get_thread_num(), lo, hi;
 		float *slot = scratch + sp.usz + (size_t)t * sp.slot;
 		struct wino_tmp tp = wino_tmp(slot + sp.usz, &g);
-		float *chunk = slot + sp.usz + sp.fixed;
+		float *chunk = wino_align(slot + sp.usz + sp.fixed);
 		wino_filters(U, w, OC, C, 0);
 		wino_share(B, t, omp_get_num_threads(), &lo, &hi);
 		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
 			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
-			float *vi = chunk, *m = chunk + 16 * (size_t)C * n * g.tiles;
+			float *vi = chunk;
+			float *m = chunk + 16 * wino_xs(C, wino_ld((size_t)n * g.tiles));
 			wino_conv_chunk(out + (size_t)b0 * OC * H * W,
 					in + (size_t)b0 * C * H * W, U, b, n, C,
 					OC, H, W, relu, vi, m, &tp, &g);
@@ -515,7 +547,7 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 		int t = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
 		float *du = scratch + sp.usz + (size_t)t * sp.slot;
 		struct wino_tmp tp = wino_tmp(du + sp.usz, &g);
-		float *chunk = du + sp.usz + sp.fixed;
+		float *chunk = wino_align(du + sp.usz + sp.fixed);
 		wino_bias_grad(db, dout, relu_out, B, OC, plane);
 		if (din)
 			wino_filters(Uf, w, C, OC, 1);
@@ -523,27 +555,28 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 		wino_share(B, t, nt, &lo, &hi);
 		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
 			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
-			size_t T = (size_t)n * g.tiles;
-			float *vi = chunk, *z = chunk + 16 * (size_t)C * T;
+			size_t T = (size_t)n * g.tiles, L = wino_ld(T);
+			size_t xc = wino_xs(C, L), xo = wino_xs(OC, L);
+			float *vi = chunk, *z = chunk + 16 * xc;
 			const float *x = in + (size_t)b0 * C * plane;
 			const float *dy = dout + (size_t)b0 * OC * plane;
 			for (int b = 0; b < n; b++) {
 				for (int c = 0; c < C; c++)
-					wino_input_plane(vi + (size_t)c * T + b * g.tiles,
-							 (size_t)C * T,
+					wino_input_plane(vi + (size_t)c * L + b * g.tiles,
+							 xc,
 							 x + ((size_t)b * C + c) * plane,
 							 H, W, &tp, &g);
 				for (int o = 0; o < OC; o++)
-					wino_grad_plane(z + (size_t)o * T + b * g.tiles,
-							(size_t)OC * T,
+					wino_grad_plane(z + (size_t)o * L + b * g.tiles,
+							xo,
 							dy + ((size_t)b * OC + o) * plane,
 							H, W, &tp, &g);
 			}
 			/* dU[xi] (OC, C) += Z[xi] (OC, T) x V[xi]^T */
 			for (int xi = 0; xi < 16; xi++)
 				pbx_gemm_small_nt_acc(OC, C, (int)T,
-						      z + (size_t)xi * OC * T, (int)T,
-						      vi + (size_t)xi * C * T, (int)T,
+						      z + xi * xo, (int)L,
+						      vi + xi * xc, (int)L,
 						      du + (size_t)xi * OC * C, C);
 			if (!din)
 				continue;
