@@ -83,6 +83,11 @@ int main(int argc, char **argv)
 	TIME("pool1+bn1 bwd (fused)", batchnorm_relu_maxpool2_backward(d1b, g, g + 32, dp1, c1, bn, bn + 32, sv, sv + 32, B, 32, 28, 28));
 	TIME("conv1 bwd", conv_backward(NULL, g, g + 500, d1b, NULL, x, w1, B, 1, 28, 28, 32, 3, 1, 1, scr, ns));
 	printf("%-22s %8.3f ms  = %.0f images/s (layers only)\n", "total", total * 1e3, B / total);
+	/* conv1 and conv2 by im2col, for comparison (not in the total) */
+	TIME("(conv1 fwd im2col)", conv_im2col_forward(c1, x, w1, b1, B, 1, 28, 28, 32, 3, 1, 1, 0, scr, ns));
+	TIME("(conv1 bwd im2col)", conv_im2col_backward(NULL, g, g + 500, d1b, NULL, x, w1, B, 1, 28, 28, 32, 3, 1, 1, scr, ns));
+	TIME("(conv2 fwd im2col)", conv_im2col_forward(c2, p1, w2, b2, B, 32, 14, 14, 64, 3, 1, 1, 0, scr, ns));
+	TIME("(conv2 bwd im2col)", conv_im2col_backward(dp1, g, g + 500, d2b, NULL, p1, w2, B, 32, 14, 14, 64, 3, 1, 1, scr, ns));
 	/* the unfused pair, for comparison (not in the total) */
 	TIME("(pool1 bwd unfused)", maxpool_backward(d1, dp1, r1, B, 32, 28, 28, 2, 2, 0));
 	TIME("(bn1 bwd unfused)", batchnorm_backward(d1b, g, g + 32, d1, c1, bn, bn + 32, sv, sv + 32, 1, B, 32, 784));

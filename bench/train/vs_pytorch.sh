@@ -5,6 +5,10 @@
 # interleaved round by round (the machine is shared; medians are reported).
 # Also reports pbx-train's GFLOP/s against the OpenBLAS sgemm peak measured
 # in the same run, and the peak RSS of every process (/usr/bin/time -v).
+# The GFLOP/s count a convolution's direct (im2col) FLOPs, 2*OC*OH*OW*C*K*K
+# per example: pbx-train's Winograd convolution does fewer, and its own
+# AVX-512 kernels are not bound by OpenBLAS's peak, so the percentage is a
+# throughput figure, not a kernel efficiency.
 #
 # If OPENBLAS_CORETYPE is set (it forces OpenBLAS's kernel set), pbx-train
 # and the sgemm peak are ALSO measured with it unset ("pbx-train/auto":
@@ -117,5 +121,5 @@ for fw in ["pbx-train", "pbx-train/auto", "torch", "tensorflow", "mxnet"]:
 for fw, pk in (("pbx-train", peak), ("pbx-train/auto", auto)):
     if by.get(fw) and pk:
         g = statistics.median(r["gflops"] for r in by[fw])
-        print("# %s: %.1f GFLOP/s = %.0f%% of its sgemm peak" % (fw, g, 100 * g / pk))
+        print("# %s: %.1f GFLOP/s (direct-conv FLOPs) = %.0f%% of the OpenBLAS sgemm peak" % (fw, g, 100 * g / pk))
 PY

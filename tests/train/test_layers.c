@@ -141,6 +141,138 @@ static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
 	free(dw); free(db);
 }
 
+/* Winograd F(2x2,3x3): gradients against finite differences, and forward
+ * and backward (with a ReLU mask) against im2col, which computes the same
+ * sums in another order: they must agree to a few float ulps of the
+ * magnitudes involved. */
+static void wino_fwd(struct gc *g)
+{
+	conv_wino_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
+			  g->i[2], g->i[3], g->i[4], 0, g->p[3], (size_t)g->i[8]);
+}
+
+/* max |a - b| / max(1, max |b|) */
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double d = 0.0, m = 1.0;
+	for (size_t k = 0; k < n; k++) {
+		if (fabs(a[k] - b[k]) > d)
+			d = fabs(a[k] - b[k]);
+		if (fabs(b[k]) > m)
+			m = fabs(b[k]);
+	}
+	return d / m;
+}
+
+static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
+			   const char *tag)
+{
+	size_t nin = (size_t)B * C * H * W, nw = (size_t)OC * C * 9;
+	size_t nout = (size_t)B * OC * H * W;
+	size_t ns = conv_scratch_floats(B, C, H, W, OC, 3, 1, 1, cap);
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OC, -1, 1);
+	float *out = calloc(nout, 4), *R = rnd(nout, -1, 1);
+	float *scr = calloc(ns, 4), *din = calloc(nin, 4), *dw = calloc(nw, 4);
+	float *db = calloc(OC, 4), *ref = calloc(nout, 4), *rdin = calloc(nin, 4);
+	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
+	float *Rc = malloc(sizeof(float) * nout), *Rr = malloc(sizeof(float) * nout);
+	struct gc g = { wino_fwd, out, R, nout, { in, w, b, scr },
+			{ B, C, H, W, OC, 3, 1, 1, (int)ns }, { 0 } };
+	char name[128];
+	double d[4];
+	int ok;
+
+	if (!conv_wino_ok(C, OC, 3, 1, 1)) {
+		printf("not ok conv winograd %s: not picked\n", tag);
+		failures++;
+	}
+	wino_fwd(&g);
+	memcpy(Rc, R, sizeof(float) * nout);
+	conv_wino_backward(din, dw, db, Rc, NULL, in, w, B, C, H, W, OC, scr, ns);
+	/* the conv is linear in in and w: a wide step has no truncation
+	 * error and less of the float rounding of L */
+	snprintf(name, sizeof(name), "conv winograd %s din", tag);
+	check(name, &g, in, nin, din, 1e-1);
+	snprintf(name, sizeof(name), "conv winograd %s dw", tag);
+	check(name, &g, w, nw, dw, 1e-1);
+	snprintf(name, sizeof(name), "conv winograd %s db", tag);
+	check(name, &g, b, OC, db, 1e-2);
+
+	/* forward with the fused ReLU, and backward through its mask */
+	conv_wino_forward(out, in, w, b, B, C, H, W, OC, 1, scr, ns);
+	conv_im2col_forward(ref, in, w, b, B, C, H, W, OC, 3, 1, 1, 1, scr, ns);
+	d[0] = max_rel_diff(out, ref, nout);
+	memset(din, 0, sizeof(float) * nin);
+	memset(dw, 0, sizeof(float) * nw);
+	memset(db, 0, sizeof(float) * OC);
+	memcpy(Rc, R, sizeof(float) * nout);
+	memcpy(Rr, R, sizeof(float) * nout);
+	conv_wino_backward(din, dw, db, Rc, ref, in, w, B, C, H, W, OC, scr, ns);
+	conv_im2col_backward(rdin, rdw, rdb, Rr, ref, in, w, B, C, H, W, OC,
+			     3, 1, 1, scr, ns);
+	d[1] = max_rel_diff(din, rdin, nin);
+	d[2] = max_rel_diff(dw, rdw, nw);
+	d[3] = max_rel_diff(db, rdb, OC);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5 && d[3] < 1e-5;
+	printf("%s conv winograd %s vs im2col, relu (max rel diff out %.1e din %.1e dw %.1e db %.1e)\n",
+	       ok ? "ok" : "not ok", tag, d[0], d[1], d[2], d[3]);
+	failures += !ok;
+	free(in); free(w); free(b); free(out); free(R); free(scr); free(din);
+	free(dw); free(db); free(ref); free(rdin); free(rdw); free(rdb);
+	free(Rc); free(Rr);
+}
+
+/* The direct one-channel conv (AVX-512 CPUs): dw, db against finite
+ * differences, and forward (with ReLU) and weight gradients against
+ * im2col. */
+static void c1_fwd(struct gc *g)
+{
+	conv_c1_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
+			g->i[2], g->i[3], 0, g->p[3], (size_t)g->i[4]);
+}
+
+static void test_conv_c1(int B, int H, int W, int OC)
+{
+	size_t nin = (size_t)B * H * W, nw = (size_t)OC * 9;
+	size_t nout = (size_t)B * OC * H * W;
+	size_t ns = conv_scratch_floats(B, 1, H, W, OC, 3, 1, 1, 0);
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OC, -1, 1);
+	float *out = calloc(nout, 4), *ref = calloc(nout, 4), *R = rnd(nout, -1, 1);
+	float *scr = calloc(ns, 4), *dw = calloc(nw, 4), *db = calloc(OC, 4);
+	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
+	struct gc g = { c1_fwd, out, R, nout, { in, w, b, scr },
+			{ B, H, W, OC, (int)ns }, { 0 } };
+	char name[96];
+	double d[3];
+	int ok;
+
+	if (!conv_c1_ok(1, 3, 1, 1, B, H, W, OC, ns)) {
+		printf("ok conv c1 %dx%d # skip: no AVX-512 on this CPU\n", H, W);
+		goto out;
+	}
+	c1_fwd(&g);
+	conv_c1_backward_weights(dw, db, R, in, B, H, W, OC, scr, ns);
+	snprintf(name, sizeof(name), "conv c1 %dx%d -> %d dw", H, W, OC);
+	check(name, &g, w, nw, dw, 1e-2);
+	snprintf(name, sizeof(name), "conv c1 %dx%d -> %d db", H, W, OC);
+	check(name, &g, b, OC, db, 1e-2);
+
+	conv_c1_forward(out, in, w, b, B, H, W, OC, 1, scr, ns);
+	conv_im2col_forward(ref, in, w, b, B, 1, H, W, OC, 3, 1, 1, 1, scr, ns);
+	d[0] = max_rel_diff(out, ref, nout);
+	conv_im2col_backward(NULL, rdw, rdb, R, NULL, in, w, B, 1, H, W, OC,
+			     3, 1, 1, scr, ns);
+	d[1] = max_rel_diff(dw, rdw, nw);
+	d[2] = max_rel_diff(db, rdb, OC);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
+	printf("%s conv c1 %dx%d -> %d vs im2col, relu (max rel diff out %.1e dw %.1e db %.1e)\n",
+	       ok ? "ok" : "not ok", H, W, OC, d[0], d[1], d[2]);
+	failures += !ok;
+out:
+	free(in); free(w); free(b); free(out); free(ref); free(R); free(scr);
+	free(dw); free(db); free(rdw); free(rdb);
+}
+
 /* ---------------------------------------------------------------- pool */
 
 static void pool_fwd(struct gc *g)
@@ -281,6 +413,43 @@ static void test_linear(int B, int IN, int OUT)
 	check("linear dw", &g, w, nw, dw, 1e-2);
 	check("linear db", &g, b, OUT, db, 1e-2);
 	free(in); free(w); free(b); free(out); free(R); free(din); free(dw); free(db);
+}
+
+/* A linear layer big enough for pbx_gemm's split and for K blocking (IN >
+ * 512): the AVX-512 products against OpenBLAS's. */
+static void test_linear_kernels(int B, int IN, int OUT)
+{
+	size_t nin = (size_t)B * IN, nw = (size_t)OUT * IN, nout = (size_t)B * OUT;
+	float *in = rnd(nin, -1, 1), *w = rnd(nw, -1, 1), *b = rnd(OUT, -1, 1);
+	float *R = rnd(nout, -1, 1), *dw0 = rnd(nw, -1, 1);
+	float *o[2], *din[2], *dw[2], *db[2];
+	double d[3];
+	int ok;
+	pbx_gemm_small_init();
+	if (!pbx_gemm_avx512) {
+		printf("ok linear avx512 vs openblas # skip: no AVX-512 on this CPU\n");
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		pbx_gemm_avx512 = k;
+		o[k] = calloc(nout, 4); din[k] = calloc(nin, 4);
+		dw[k] = malloc(sizeof(float) * nw); db[k] = calloc(OUT, 4);
+		memcpy(dw[k], dw0, sizeof(float) * nw); /* += onto values */
+		linear_forward(o[k], in, w, b, B, IN, OUT);
+		linear_backward(din[k], dw[k], db[k], R, in, w, B, IN, OUT);
+	}
+	d[0] = max_rel_diff(o[1], o[0], nout);
+	d[1] = max_rel_diff(din[1], din[0], nin);
+	d[2] = max_rel_diff(dw[1], dw[0], nw);
+	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
+	printf("%s linear %dx%d->%d avx512 vs openblas (max rel diff out %.1e din %.1e dw %.1e)\n",
+	       ok ? "ok" : "not ok", B, IN, OUT, d[0], d[1], d[2]);
+	failures += !ok;
+	for (int k = 0; k < 2; k++) {
+		free(o[k]); free(din[k]); free(dw[k]); free(db[k]);
+	}
+out:
+	free(in); free(w); free(b); free(R); free(dw0);
 }
 
 /* --------------------------------------------------------- activations */
@@ -478,6 +647,7 @@ static void test_model_fused_pool(void)
 int main(void)
 {
 	pbx_rng_seed(&rng, 1234, 0);
+	pbx_gemm_init(); /* as pbx-train: AVX-512 products where the CPU has them */
 	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk)");
 	test_conv(3, 2, 7, 7, 3, 3, 2, 0, 1, "3x3 s2 p0 (chunk = 1 image)");
 	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2)");
@@ -503,6 +673,40 @@ int main(void)
 	test_xent();
 	test_model();
 	test_model_fused_pool();
+	/* last: the tests above keep their random draws */
+	/* Winograd with OpenBLAS's products, then with the AVX-512 kernels
+	 * where the CPU has them (edges: 9 and 10 channels, odd tile counts) */
+	pbx_gemm_avx512 = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *isa = pbx_gemm_avx512 ? "avx512" : "openblas";
+		char t1[64], t2[64], t3[64];
+		snprintf(t1, sizeof(t1), "8->8 6x5 (one chunk, %s)", isa);
+		snprintf(t2, sizeof(t2), "9->10 7x7 (chunk = 1 image, %s)", isa);
+		snprintf(t3, sizeof(t3), "16->8 4x9 (chunks of 2, %s)", isa);
+		test_conv_wino(2, 8, 6, 5, 8, 0, t1);
+		test_conv_wino(3, 9, 7, 7, 10, 1, t2);
+		test_conv_wino(5, 16, 4, 9, 8, 2 * 16 * 10 * 24, t3);
+		pbx_gemm_avx512 = -1;
+		pbx_gemm_small_init();
+		if (!pbx_gemm_avx512) {
+			printf("ok conv winograd avx512 # skip: no AVX-512 on this CPU\n");
+			break;
+		}
+	}
+	/* im2col with OpenBLAS's products too (above: AVX-512 ones where the
+	 * CPU has them) */
+	pbx_gemm_avx512 = 0;
+	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk, openblas)");
+	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2, openblas)");
+	test_linear(3, 7, 4);
+	pbx_gemm_avx512 = -1;
+	test_linear_kernels(64, 700, 40);
+	test_linear_kernels(130, 37, 70);
+	pbx_gemm_avx512 = -1;
+	pbx_gemm_small_init();
+	test_conv_c1(3, 5, 7, 4);
+	test_conv_c1(2, 9, 20, 3);
+	test_conv_c1(2, 28, 28, 5);
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

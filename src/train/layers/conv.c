@@ -42,8 +42,8 @@ static size_t conv_per_image(int C, int OH, int OW, int OC, int K)
 }
 
 /* Scratch layout: nt slots of (dW partial (OC*CKK), chunk (nb images)). */
-size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
-			   int P, size_t cap)
+size_t conv_im2col_scratch_floats(int B, int C, int H, int W, int OC, int K,
+				  int S, int P, size_t cap)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
 	int nt = omp_get_max_threads();
@@ -206,8 +206,8 @@ static void conv_bias_out(float *out, const float *y, const float *b, int n,
 	}
 }
 
-void conv_forward(float *out, const float *in, const float *w, const float *b,
-		  int B, int C, int H, int W, int OC, int K, int S, int P,
+void conv_im2col_forward(float *out, const float *in, const float *w,
+			 const float *b, int B, int C, int H, int W, int OC, int K, int S, int P,
 		  int relu, float *scratch, size_t nscratch)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
@@ -280,9 +280,9 @@ static void conv_reduce_dw(float *dw, const float *partial, int nt,
 	}
 }
 
-void conv_backward(float *din, float *dw, float *db, float *dout,
-		   const float *relu_out, const float *in, const float *w,
-		   int B, int C, int H, int W, int OC, int K, int S, int P,
+void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
+			  const float *relu_out, const float *in,
+			  const float *w, int B, int C, int H, int W, int OC, int K, int S, int P,
 		   float *scratch, size_t nscratch)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
@@ -332,4 +332,50 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 		#pragma omp barrier
 		conv_reduce_dw(dw, scratch, nt, sp.slot, sp.wsz);
 	}
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
+			   int P, size_t cap)
+{
+	size_t n = conv_im2col_scratch_floats(B, C, H, W, OC, K, S, P, cap);
+	if (conv_wino_ok(C, OC, K, S, P)) {
+		size_t nw = conv_wino_scratch_floats(B, C, H, W, OC, cap);
+		if (nw > n)
+			n = nw;
+	}
+	return n;
+}
+
+void conv_forward(float *out, const float *in, const float *w, const float *b,
+		  int B, int C, int H, int W, int OC, int K, int S, int P,
+		  int relu, float *scratch, size_t nscratch)
+{
+	if (conv_wino_ok(C, OC, K, S, P))
+		conv_wino_forward(out, in, w, b, B, C, H, W, OC, relu, scratch,
+				  nscratch);
+	else if (conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
+		conv_c1_forward(out, in, w, b, B, H, W, OC, relu, scratch,
+				nscratch);
+	else
+		conv_im2col_forward(out, in, w, b, B, C, H, W, OC, K, S, P,
+				    relu, scratch, nscratch);
+}
+
+void conv_backward(float *din, float *dw, float *db, float *dout,
+		   const float *relu_out, const float *in, const float *w,
+		   int B, int C, int H, int W, int OC, int K, int S, int P,
+		   float *scratch, size_t nscratch)
+{
+	if (conv_wino_ok(C, OC, K, S, P))
+		conv_wino_backward(din, dw, db, dout, relu_out, in, w, B, C, H,
+				   W, OC, scratch, nscratch);
+	else if (!din && !relu_out &&
+		 conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
+		conv_c1_backward_weights(dw, db, dout, in, B, H, W, OC, scratch,
+					 nscratch);
+	else
+		conv_im2col_backward(din, dw, db, dout, relu_out, in, w, B, C,
+				     H, W, OC, K, S, P, scratch, nscratch);
 }

@@ -32,23 +32,41 @@
 
 /* ---------------------------------------------------------------- gemm.c */
 
-/* Pins OpenBLAS to one thread; pbx_gemm parallelises over OpenMP instead. */
+/* Pins OpenBLAS to one thread (pbx_gemm parallelises over OpenMP
+ * instead) and picks the AVX-512 kernels where the CPU has them (see
+ * pbx_gemm_small_init). */
 void pbx_gemm_init(void);
 /* Row-major C (M,N) = alpha * op(A) (M,K) x op(B) (K,N) + beta * C, split
- * across the OpenMP threads; transa/transb select op = transpose. */
+ * across the OpenMP threads; transa/transb select op = transpose.  Each
+ * thread's block goes to an AVX-512 kernel (op(B) = B, alpha 1, beta 0 or
+ * 1, K <= 512, AVX-512 CPU) or to single-threaded OpenBLAS. */
 void pbx_gemm(int transa, int transb, int M, int N, int K, float alpha,
 	      const float *A, int lda, const float *B, int ldb, float beta,
 	      float *C, int ldc);
+
+/* Single-threaded products for code already running on every thread:
+ * C (M,N) = A (M,K) x B (K,N), and C (M,N) += A (M,K) x B (N,K)^T; all
+ * row-major.  AVX-512 kernels where the CPU has them, else OpenBLAS.
+ * pbx_gemm_small_init() (call outside parallel regions) sets
+ * pbx_gemm_avx512 from the CPU unless it is already 0 or 1 (tests set it
+ * to compare the two). */
+extern int pbx_gemm_avx512;
+void pbx_gemm_small_init(void);
+void pbx_gemm_small_nn(int M, int N, int K, const float *A, int lda,
+		       const float *B, int ldb, float *C, int ldc);
+void pbx_gemm_small_nt_acc(int M, int N, int K, const float *A, int lda,
+			   const float *B, int ldb, float *C, int ldc);
 
 /* ---------------------------------------------------------------- conv.c */
 
 /* Floats of scratch that conv_forward/conv_backward need for a batch of B
  * (they process the batch in chunks that fit `cap` floats, at least one
- * image per chunk; 0 = default cap). */
+ * image per chunk; 0 = default cap).  Enough for either algorithm below. */
 size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
 			   int P, size_t cap);
 /* in (B,C,H,W), w (OC,C,K,K), b (OC) -> out (B,OC,OH,OW), with
- * OH = (H + 2P - K)/S + 1.  `relu` fuses max(0, .) into the bias pass. */
+ * OH = (H + 2P - K)/S + 1.  `relu` fuses max(0, .) into the bias pass.
+ * Winograd (conv_wino.c) where conv_wino_ok(), else im2col + sgemm. */
 void conv_forward(float *out, const float *in, const float *w, const float *b,
 		  int B, int C, int H, int W, int OC, int K, int S, int P,
 		  int relu, float *scratch, size_t nscratch);
@@ -59,6 +77,56 @@ void conv_backward(float *din, float *dw, float *db, float *dout,
 		   const float *relu_out, const float *in, const float *w,
 		   int B, int C, int H, int W, int OC, int K, int S, int P,
 		   float *scratch, size_t nscratch);
+
+/* The two algorithms, callable directly (tests, benchmarks); same
+ * contracts as above.  im2col + sgemm, any K, S, P: */
+size_t conv_im2col_scratch_floats(int B, int C, int H, int W, int OC, int K,
+				  int S, int P, size_t cap);
+void conv_im2col_forward(float *out, const float *in, const float *w,
+			 const float *b, int B, int C, int H, int W, int OC,
+			 int K, int S, int P, int relu, float *scratch,
+			 size_t nscratch);
+void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
+			  const float *relu_out, const float *in,
+			  const float *w, int B, int C, int H, int W, int OC,
+			  int K, int S, int P, float *scratch,
+			  size_t nscratch);
+
+/* ----------------------------------------------------------- conv_wino.c */
+
+/* Whether conv_forward/backward use Winograd F(2x2,3x3): K = 3, S = 1,
+ * P = 1 and at least 8 channels in and out. */
+int conv_wino_ok(int C, int OC, int K, int S, int P);
+/* As conv_scratch_floats for the Winograd pass (K = 3, S = 1, P = 1). */
+size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
+				size_t cap);
+/* 3x3, stride 1, padding 1: out (B,OC,H,W); other arguments as
+ * conv_forward.  Exact in real arithmetic; in floats the error is a few
+ * times im2col's (the transforms add and halve). */
+void conv_wino_forward(float *out, const float *in, const float *w,
+		       const float *b, int B, int C, int H, int W, int OC,
+		       int relu, float *scratch, size_t nscratch);
+void conv_wino_backward(float *din, float *dw, float *db, float *dout,
+			const float *relu_out, const float *in, const float *w,
+			int B, int C, int H, int W, int OC, float *scratch,
+			size_t nscratch);
+
+/* ------------------------------------------------------------- conv_c1.c */
+
+/* Whether the direct one-input-channel kernels apply: C = 1, K = 3, S = 1,
+ * P = 1, an AVX-512 CPU, and room in nscratch (as sized by
+ * conv_scratch_floats) for B images of H x W into OC channels. */
+int conv_c1_ok(int C, int K, int S, int P, int B, int H, int W, int OC,
+	       size_t nscratch);
+/* in (B,1,H,W) -> out (B,OC,H,W); as conv_forward. */
+void conv_c1_forward(float *out, const float *in, const float *w,
+		     const float *b, int B, int H, int W, int OC, int relu,
+		     float *scratch, size_t nscratch);
+/* dw (OC,1,3,3) +=, db (OC) += from dout (B,OC,H,W) (not modified); no
+ * input gradient, no ReLU mask. */
+void conv_c1_backward_weights(float *dw, float *db, const float *dout,
+			      const float *in, int B, int H, int W, int OC,
+			      float *scratch, size_t nscratch);
 
 /* ---------------------------------------------------------------- pool.c */
 
