@@ -14,7 +14,7 @@
  * Library code: never prints; errors go to struct pbx_err.
  *
  * Implementation map: ssh.c (locking, waiting, errors), connect.c, exec.c,
- * sftp.c, tree.c + tarcheck.c + proc.c (tar streams), pool.c, fanout.c,
+ * sftp.c, tree.c + tarcheck.c + untar.c + proc.c (tar streams), pool.c, fanout.c,
  * jump.c (direct-tcpip pump), hostkeys.c (store-backed policy).
  */
 #ifndef PBX_SSH_SSH_H
@@ -118,13 +118,13 @@ int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
 /*
  * Whole trees as a tar stream (one exec each way): put_tree copies the
  * contents of local_dir into remote_dir (created); get_tree the reverse.
- * The archive's member list is checked on arrival: absolute names, ".."
- * and links leaving the tree are refused.  In detail, the stream is
- * checked member by member between the two tars (see
- * tarcheck.h: absolute names, "..", links leaving the tree, files written
- * through a symlink, devices, and setuid bits are refused or cleared), with
- * PBX_EXIT_SECURITY.  A refused get_tree may leave the members that came
- * before the refused one in local_dir, never anything outside it.  Local
+ * The stream is checked member by member (see tarcheck.h: absolute
+ * names, "..", links leaving the tree, files written through a symlink,
+ * devices, and setuid bits are refused or cleared), with
+ * PBX_EXIT_SECURITY: put_tree between the local and the remote tar,
+ * get_tree between the remote tar and pbx's own extractor (untar.h).  A
+ * refused or cut get_tree may leave the members that came whole before it
+ * in local_dir, never a partial file and never anything outside it.  Local
  * tar runs from an argv (never a shell); remote_dir is shell-quoted.
  */
 int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remote_dir,
