@@ -321,23 +321,15 @@ start_direct() {
 	die "$name did not start (exit status $rc; no live pid in $pf); see ${lf:-$START_LOG}"
 }
 
-# install_file SRC DEST MODE: replace DEST atomically when SRC differs;
-# CHANGED=1 when it did.
+# install_file SRC DEST MODE: install_new of a copy of SRC.
 install_file() {
-	CHANGED=0
-	if [ -f "$2" ] && cmp -s "$1" "$2"; then
-		chmod "$3" "$2"
-		return 0
-	fi
 	ensure_parent "$2"
-	cp "$1" "$2.pbx-new"
-	chmod "$3" "$2.pbx-new"
-	mv -f "$2.pbx-new" "$2"
-	CHANGED=1
+	cp "$1" "$2.pbx-in"
+	install_new "$2" "$3"
 }
 
 # install_new DEST MODE: DEST.pbx-in (just written by the caller) replaces
-# DEST when it differs, else is removed; CHANGED as for install_file.
+# DEST atomically when it differs, else is removed; CHANGED=1 when it did.
 install_new() {
 	CHANGED=0
 	if [ -f "$1" ] && cmp -s "$1.pbx-in" "$1"; then

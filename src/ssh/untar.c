@@ -37,7 +37,6 @@ struct pbx_untar {
 	struct pbx_buf wbuf;      /* its bytes not yet written */
 	struct untar_dir *dirs;   /* directories made, for their mtimes at the end */
 	size_t ndirs, cap;
-	size_t files;
 };
 
 struct pbx_untar *pbx_untar_new(const char *dir, struct pbx_err *err)
@@ -54,11 +53,6 @@ struct pbx_untar *pbx_untar_new(const char *dir, struct pbx_err *err)
 	u->fd = -1;
 	u->wbuf = (struct pbx_buf)PBX_BUF_INIT;
 	return u;
-}
-
-size_t pbx_untar_files(const struct pbx_untar *u)
-{
-	return u->files;
 }
 
 static int untar_fail(struct pbx_untar *u, const char *what, const char *path,
@@ -113,9 +107,7 @@ static int untar_close_file(struct pbx_untar *u, struct pbx_err *err)
 	if (close(u->fd) < 0 && rc == 0)
 		rc = untar_fail(u, "write", u->cur, err);
 	u->fd = -1;
-	if (rc == 0)
-		u->files++;
-	else
+	if (rc < 0)
 		unlinkat(u->dirfd, u->cur, 0);
 	free(u->cur);
 	u->cur = NULL;

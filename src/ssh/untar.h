@@ -34,7 +34,5 @@ struct pbx_tar_events pbx_untar_events(struct pbx_untar *u);
  * directories' mtimes.  Returns 0, or -1 with err set when a last write
  * failed. */
 int pbx_untar_finish(struct pbx_untar *u, int complete, struct pbx_err *err);
-/* Regular files written whole so far (for progress and tests). */
-size_t pbx_untar_files(const struct pbx_untar *u);
 
 #endif

@@ -20,6 +20,7 @@
  * With nb = 1 the gemm reads/writes NCHW directly and the transpose is
  * skipped.
  */
+#include "train/layers/conv_shared.h"
 #include "train/layers/layers.h"
 #include "train/layers/simd.h"
 
@@ -82,13 +83,6 @@ static struct conv_split conv_split(int B, int C, int OH, int OW, int OC,
 	if (sp.nb > B)
 		sp.nb = B;
 	return sp;
-}
-
-/* Images [lo, hi) of thread t of nt. */
-static void conv_share(int B, int t, int nt, int *lo, int *hi)
-{
-	*lo = (int)((long long)B * t / nt);
-	*hi = (int)((long long)B * (t + 1) / nt);
 }
 
 /* First valid ow and one past the last for kernel column kw:
@@ -235,9 +229,8 @@ void conv_im2col_forward(float *out, const float *in, const float *w,
 	}
 }
 
-/* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout.
- * Inside a parallel region: the channels are shared out (omp for). */
-static void conv_bias_grad(float *db, float *dout, const float *relu_out,
+/* See conv_shared.h. */
+void conv_bias_grad(float *db, float *dout, const float *relu_out,
 			   int B, int OC, size_t plane)
 {
 	#pragma omp for schedule(static)

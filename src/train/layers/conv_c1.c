@@ -17,6 +17,7 @@
  * shares of the batch; dw and db come from per-thread partials (each summed
  * in a fixed order: lanes, rows, images) added in thread order.
  */
+#include "train/layers/conv_shared.h"
 #include "train/layers/layers.h"
 
 #include <omp.h>
@@ -140,11 +141,6 @@ static void c1_backward_image(float *dw, float *db, const float *dout,
 }
 #endif
 
-static void c1_share(int B, int t, int nt, int *lo, int *hi)
-{
-	*lo = (int)((long long)B * t / nt);
-	*hi = (int)((long long)B * (t + 1) / nt);
-}
 
 void conv_c1_forward(float *out, const float *in, const float *w,
 		     const float *b, int B, int H, int W, int OC, int relu,
@@ -160,7 +156,7 @@ void conv_c1_forward(float *out, const float *in, const float *w,
 		int t = omp_get_thread_num(), lo, hi;
 		float *xp = scratch + (size_t)t * slot;
 		memset(xp, 0, sizeof(float) * c1_plane(H, W));
-		c1_share(B, t, omp_get_num_threads(), &lo, &hi);
+		conv_share(B, t, omp_get_num_threads(), &lo, &hi);
 		for (int i = lo; i < hi; i++) {
 			c1_pad(xp, in + (size_t)i * H * W, H, W, stride);
 			c1_forward_image(out + (size_t)i * OC * H * W, xp, w, b,
@@ -184,7 +180,7 @@ void conv_c1_backward_weights(float *dw, float *db, const float *dout,
 		float *xp = scratch + (size_t)t * slot;
 		float *pw = xp + c1_plane(H, W), *pb = pw + (size_t)OC * 9;
 		memset(xp, 0, sizeof(float) * slot);
-		c1_share(B, t, n, &lo, &hi);
+		conv_share(B, t, n, &lo, &hi);
 		for (int i = lo; i < hi; i++) {
 			c1_pad(xp, in + (size_t)i * H * W, H, W, stride);
 			c1_backward_image(pw, pb, dout + (size_t)i * OC * H * W,

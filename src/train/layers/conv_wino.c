@@ -39,6 +39,7 @@
  * TY = ceil(H/2), TX = ceil(W/2); odd sizes pad the last tile with zeros
  * and drop its outside outputs.
  */
+#include "train/layers/conv_shared.h"
 #include "train/layers/layers.h"
 #include "train/layers/simd.h"
 
@@ -206,12 +207,6 @@ size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
 		nb = share;
 	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK +
 				    wino_chunk_extra(C, OC) + nb * per);
-}
-
-static void wino_share(int B, int t, int nt, int *lo, int *hi)
-{
-	*lo = (int)((long long)B * t / nt);
-	*hi = (int)((long long)B * (t + 1) / nt);
 }
 
 /* ----------------------------------------------------------- transforms */
@@ -489,7 +484,7 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 		struct wino_tmp tp = wino_tmp(slot + sp.usz, &g);
 		float *chunk = wino_align(slot + sp.usz + sp.fixed);
 		wino_filters(U, w, OC, C, 0);
-		wino_share(B, t, omp_get_num_threads(), &lo, &hi);
+		conv_share(B, t, omp_get_num_threads(), &lo, &hi);
 		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
 			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
 			float *vi = chunk;
@@ -498,36 +493,6 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 					in + (size_t)b0 * C * H * W, U, b, n, C,
 					OC, H, W, relu, vi, m, &tp, &g);
 		}
-	}
-}
-
-/* db (OC) += sums of dout, dout masked in place by relu_out (as conv.c,
- * same lane order); inside a parallel region (omp for). */
-static void wino_bias_grad(float *db, float *dout, const float *relu_out,
-			   int B, int OC, size_t plane)
-{
-	#pragma omp for schedule(static)
-	for (int oc = 0; oc < OC; oc++) {
-		float s = 0.0f;
-		for (int bi = 0; bi < B; bi++) {
-			size_t off = ((size_t)bi * OC + oc) * plane, p = 0;
-			float *d = dout + off;
-			if (relu_out) {
-				const float *ro = relu_out + off;
-				#pragma omp simd
-				for (size_t q = 0; q < plane; q++)
-					d[q] *= (float)(ro[q] > 0.0f);
-			}
-			pbx_v4 v0 = { 0 }, v1 = { 0 };
-			for (; p + 8 <= plane; p += 8) {
-				v0 += pbx_v4_load(d + p);
-				v1 += pbx_v4_load(d + p + 4);
-			}
-			for (; p < plane; p++)
-				s += d[p];
-			s += pbx_v4_sum(v0 + v1);
-		}
-		db[oc] += s;
 	}
 }
 
@@ -548,11 +513,11 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 		float *du = scratch + sp.usz + (size_t)t * sp.slot;
 		struct wino_tmp tp = wino_tmp(du + sp.usz, &g);
 		float *chunk = wino_align(du + sp.usz + sp.fixed);
-		wino_bias_grad(db, dout, relu_out, B, OC, plane);
+		conv_bias_grad(db, dout, relu_out, B, OC, plane);
 		if (din)
 			wino_filters(Uf, w, C, OC, 1);
 		memset(du, 0, sizeof(float) * sp.usz);
-		wino_share(B, t, nt, &lo, &hi);
+		conv_share(B, t, nt, &lo, &hi);
 		for (int b0 = lo; b0 < hi; b0 += sp.nb) {
 			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
 			size_t T = (size_t)n * g.tiles, L = wino_ld(T);

@@ -1,0 +1,26 @@
+/*
+ * conv_shared.h - pieces the three convolution kernels share (conv.c:
+ * im2col + gemm, conv_wino.c: Winograd, conv_c1.c: one input channel):
+ * how a batch is split over the OpenMP threads, and the bias gradient, so
+ * every kernel splits the same way and sums db in the same lane order
+ * (the same floats, whichever kernel a layer uses).
+ */
+#ifndef PBX_TRAIN_LAYERS_CONV_SHARED_H
+#define PBX_TRAIN_LAYERS_CONV_SHARED_H
+
+#include <stddef.h>
+
+/* Images [lo, hi) of thread t of nt, for a batch of B. */
+static inline void conv_share(int B, int t, int nt, int *lo, int *hi)
+{
+	*lo = (int)((long long)B * t / nt);
+	*hi = (int)((long long)B * (t + 1) / nt);
+}
+
+/* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout.
+ * Call inside a parallel region: the channels are shared out (omp for).
+ * Defined in conv.c. */
+void conv_bias_grad(float *db, float *dout, const float *relu_out, int B, int OC,
+		    size_t plane);
+
+#endif
