@@ -27,6 +27,9 @@
 # stderr.  `up` is idempotent: it repairs what is down and restarts a daemon
 # only when that daemon's configuration changed.
 set -eu
+# Files this script writes are 0644 and directories 0755 unless it says
+# otherwise (pbx runs it under umask 077, for the stage directory).
+umask 022
 
 exec 3>&1 1>&2
 STAGE_NAME=start
@@ -53,9 +56,9 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# nap: a short wait while polling; NAPS_PER_S of them make a second.
-NAPS_PER_S=20
-nap() { sleep 0.05 2>/dev/null || sleep 1; }
+# nap CC: wait CC hundredths of a second (two digits, one `sleep`).  The
+# polling loops count hundredths in `waited`.
+nap() { sleep "0.$1" 2>/dev/null || sleep 1; }
 
 # Waits (up to PBX_CTLD_WAIT seconds, default 60) until slurmctld answers,
 # so a slurmd started while the head is still bootstrapping registers at
@@ -65,12 +68,12 @@ wait_for_ctld() {
 	while :; do
 		out=$(SLURM_CONF=$CONF scontrol ping 2>/dev/null) || out=
 		case $out in *'is UP'*) return 0 ;; esac
-		if [ "$waited" -ge $((${PBX_CTLD_WAIT:-60} * NAPS_PER_S)) ]; then
+		if [ "$waited" -ge $((${PBX_CTLD_WAIT:-60} * 100)) ]; then
 			log "slurmctld does not answer yet; slurmd will keep trying to register"
 			return 0
 		fi
-		nap; nap   # every compute node polls at once: 10 pings a second each
-		waited=$((waited + 2))
+		nap 10   # every compute node polls at once: 10 pings a second each
+		waited=$((waited + 10))
 	done
 }
 
@@ -160,52 +163,79 @@ ensure_parent() {
 	[ -d "$DIR" ] || mkdir -p "$DIR"
 }
 
-# conf_load: the slurm.conf values this script uses, read in one pass
-# (first KEY=value of each key, keys case-insensitive) into CONF_* variables.
-TAB=$(printf '\t')
-conf_load() {
-	CONF_STATE='' CONF_SPOOL='' CONF_CTLD_PID='' CONF_SLURMD_PID='' CONF_CTLD_LOG=''
-	CONF_SLURMD_LOG='' CONF_CTLD_HOST=''
-	[ -r "$CONF" ] || return 0
-	vals=$(awk '
-		{ sub(/#.*/, "") }
-		{
-			for (i = 1; i <= NF; i++) {
-				n = index($i, "=")
-				if (n < 2) continue
-				k = tolower(substr($i, 1, n - 1))
-				if (!(k in seen)) { seen[k] = 1; print k "\t" substr($i, n + 1) }
-			}
-		}' "$CONF")
-	while IFS=$TAB read -r k v; do
-		case $k in
-		statesavelocation) CONF_STATE=$v ;;
-		slurmdspooldir) CONF_SPOOL=$v ;;
-		slurmctldpidfile) CONF_CTLD_PID=$v ;;
-		slurmdpidfile) CONF_SLURMD_PID=$v ;;
-		slurmctldlogfile) CONF_CTLD_LOG=$v ;;
-		slurmdlogfile) CONF_SLURMD_LOG=$v ;;
-		slurmctldhost) CONF_CTLD_HOST=$v ;;
-		esac
-	done <<CONF_VALUES
-$vals
-CONF_VALUES
-}
-
-# expand_pct S: EXP = S with every %n replaced by the node name.
-expand_pct() {
+# replace_all S FROM TO: REPL = S with every FROM replaced by TO.
+replace_all() {
 	rest=$1
-	EXP=
+	REPL=
 	while :; do
 		case $rest in
-		*%n*)
-			EXP=$EXP${rest%%"%n"*}$NODE
-			rest=${rest#*"%n"}
+		*"$2"*)
+			REPL=$REPL${rest%%"$2"*}$3
+			rest=${rest#*"$2"}
 			;;
 		*) break ;;
 		esac
 	done
-	EXP=$EXP$rest
+	REPL=$REPL$rest
+}
+
+# expand_pct S: EXP = S with every %n replaced by the node name.
+expand_pct() {
+	replace_all "$1" %n "$NODE"
+	EXP=$REPL
+}
+
+# conf_load [FILE]: the slurm.conf values this script uses, read in one
+# pass (the first KEY=value of each key, @ROOT@ in a value made ROOT) into
+# CONF_* variables.  FILE defaults to the installed slurm.conf.  Keys are
+# matched as templates/slurm.conf.in spells them.
+conf_load() {
+	CONF_STATE='' CONF_SPOOL='' CONF_CTLD_PID='' CONF_SLURMD_PID='' CONF_CTLD_LOG=''
+	CONF_SLURMD_LOG='' CONF_CTLD_HOST=''
+	f=${1:-$CONF}
+	[ -r "$f" ] || return 0
+	set -f
+	while IFS= read -r line || [ -n "$line" ]; do
+		# shellcheck disable=SC2086 # the line's words
+		for w in ${line%%#*}; do
+			case $w in
+			StateSaveLocation=*) var=CONF_STATE ;;
+			SlurmdSpoolDir=*) var=CONF_SPOOL ;;
+			SlurmctldPidFile=*) var=CONF_CTLD_PID ;;
+			SlurmdPidFile=*) var=CONF_SLURMD_PID ;;
+			SlurmctldLogFile=*) var=CONF_CTLD_LOG ;;
+			SlurmdLogFile=*) var=CONF_SLURMD_LOG ;;
+			SlurmctldHost=*) var=CONF_CTLD_HOST ;;
+			*) continue ;;
+			esac
+			eval "[ -z \"\$$var\" ]" || continue
+			replace_all "${w#*=}" @ROOT@ "$ROOT"
+			eval "$var=\$REPL"
+		done
+	done <"$f"
+	set +f
+}
+
+# render_conf SRC DEST: DEST = SRC with @ROOT@ made ROOT; a placeholder left
+# outside a comment is an error naming its line.
+render_conf() {
+	n=0
+	bad=
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		replace_all "$line" @ROOT@ "$ROOT"
+		case ${REPL%%#*} in
+		*@[A-Z_]*@*)
+			bad="line $n still has a placeholder (pbx renders all but @ROOT@): $REPL"
+			break
+			;;
+		esac
+		printf '%s\n' "$REPL"
+	done <"$1" >"$2"
+	if [ -n "$bad" ]; then
+		rm -f "$2"
+		die "slurm.conf $bad"
+	fi
 }
 
 # pidfile_of NAME: PF = the daemon's pid file (after conf_load).
@@ -231,7 +261,7 @@ logfile_of() {
 }
 
 # pid_alive PIDFILE NAME: true (and PID set) when the pid file names a live
-# process whose command line mentions NAME (guards against reused pids).
+# process called NAME (guards against reused pids; no fork).
 pid_alive() {
 	PID=
 	[ -r "$1" ] || return 1
@@ -239,8 +269,10 @@ pid_alive() {
 	read -r p <"$1" || [ -n "$p" ] || return 1
 	case $p in '' | *[!0-9]*) return 1 ;; esac
 	kill -0 "$p" 2>/dev/null || return 1
-	if [ -r "/proc/$p/cmdline" ]; then
-		grep -q -a -F -- "$2" "/proc/$p/cmdline" || return 1
+	if [ -r "/proc/$p/comm" ]; then
+		comm=
+		read -r comm <"/proc/$p/comm" || true
+		[ "$comm" = "$2" ] || return 1
 	fi
 	PID=$p
 }
@@ -269,18 +301,18 @@ stop_pid() {
 	log "stopping $1 (pid $PID)"
 	kill -TERM "$PID" 2>/dev/null || true
 	waited=0
-	limit=$((${PBX_STOP_WAIT:-5} * NAPS_PER_S))
+	limit=$((${PBX_STOP_WAIT:-5} * 100))
 	while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
-		nap
-		waited=$((waited + 1))
+		nap 05
+		waited=$((waited + 5))
 	done
 	if kill -0 "$PID" 2>/dev/null; then
 		log "$1 (pid $PID) ignored TERM; sending KILL"
 		kill -KILL "$PID" 2>/dev/null || true
 		waited=0
-		while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt $((5 * NAPS_PER_S)) ]; do
-			nap
-			waited=$((waited + 1))
+		while kill -0 "$PID" 2>/dev/null && [ "$waited" -lt 500 ]; do
+			nap 05
+			waited=$((waited + 5))
 		done
 	fi
 	if kill -0 "$PID" 2>/dev/null; then
@@ -291,7 +323,8 @@ stop_pid() {
 
 # start_direct NAME CMD...: start a self-daemonizing program with no tie to
 # this shell's descriptors (over SSH, an inherited stdout would keep the
-# session open), then wait for its pid file.
+# session open), then wait for its pid file (looking every 10 ms for the
+# first 0.1 s: a daemon writes it a few ms after it forks).
 start_direct() {
 	name=$1
 	shift
@@ -303,13 +336,18 @@ start_direct() {
 	rc=0
 	"$@" </dev/null >"$START_LOG" 2>&1 3>&- 9>&- || rc=$?
 	waited=0
-	while [ "$waited" -lt $((15 * NAPS_PER_S)) ]; do
+	while [ "$waited" -lt 1500 ]; do
 		if pid_alive "$pf" "$name"; then
 			log "$name running (pid $PID)"
 			return 0
 		fi
-		nap
-		waited=$((waited + 1))
+		if [ "$waited" -lt 10 ]; then
+			nap 01
+			waited=$((waited + 1))
+		else
+			nap 05
+			waited=$((waited + 5))
+		fi
 	done
 	cat "$START_LOG" >&2 || true
 	logfile_of "$name"
@@ -321,25 +359,42 @@ start_direct() {
 	die "$name did not start (exit status $rc; no live pid in $pf); see ${lf:-$START_LOG}"
 }
 
-# install_file SRC DEST MODE: install_new of a copy of SRC.
-install_file() {
-	ensure_parent "$2"
-	cp "$1" "$2.pbx-in"
-	install_new "$2" "$3"
+# New content for a file: begin_new DEST sets NEW, the path to write it to
+# (DEST itself when DEST does not exist yet, so a first bootstrap forks no
+# chmod/mv; else DEST.pbx-in); install_new DEST MODE then puts it in place.
+
+begin_new() {
+	NEW_MODE=0644
+	if [ -e "$1" ]; then NEW=$1.pbx-in; else NEW=$1; fi
 }
 
-# install_new DEST MODE: DEST.pbx-in (just written by the caller) replaces
-# DEST atomically when it differs, else is removed; CHANGED=1 when it did.
+# install_new DEST MODE: NEW replaces DEST atomically when it differs, else
+# is removed; CHANGED=1 when DEST changed.  NEW_MODE: the mode a new file
+# was created with (begin_new: 0644, from umask 022).
 install_new() {
-	CHANGED=0
-	if [ -f "$1" ] && cmp -s "$1.pbx-in" "$1"; then
-		rm -f "$1.pbx-in"
-		chmod "$2" "$1"
+	CHANGED=1
+	if [ "$NEW" = "$1" ]; then
+		[ "$2" = "$NEW_MODE" ] || chmod "$2" "$1"
 		return 0
 	fi
-	chmod "$2" "$1.pbx-in"
-	mv -f "$1.pbx-in" "$1"
-	CHANGED=1
+	if cmp -s "$NEW" "$1"; then
+		rm -f "$NEW"
+		chmod "$2" "$1"
+		CHANGED=0
+		return 0
+	fi
+	chmod "$2" "$NEW"
+	mv -f "$NEW" "$1"
+}
+
+# install_file SRC DEST MODE: install_new of a copy of SRC (a new file has
+# MODE from the start: cp applies the umask to SRC's mode).
+install_file() {
+	ensure_parent "$2"
+	begin_new "$2"
+	(umask "$(printf '%o' $((0777 & ~$3)))" && cp "$1" "$NEW")
+	NEW_MODE=$3
+	install_new "$2" "$3"
 }
 
 # sq S: SQ = S quoted for sh.
@@ -362,6 +417,32 @@ is_uint() {
 	case $1 in
 	'' | *[!0-9]*) return 1 ;;
 	esac
+}
+
+# Directories: want_dir DIR [MODE] adds DIR to a list, make_dirs creates
+# the list with one mkdir per mode (and gives a DIR that already exists its
+# MODE again, when one was named).
+MK_0755='' MK_0700='' FIX_0755='' FIX_0700=''
+want_dir() {
+	[ -n "$1" ] || return 0
+	sq "$1"
+	if [ -d "$1" ]; then
+		case ${2:-} in
+		0755) FIX_0755="$FIX_0755 $SQ" ;;
+		0700) FIX_0700="$FIX_0700 $SQ" ;;
+		esac
+	elif [ "${2:-}" = 0700 ]; then
+		MK_0700="$MK_0700 $SQ"
+	else
+		MK_0755="$MK_0755 $SQ"
+	fi
+}
+make_dirs() {
+	[ -z "$MK_0755" ] || eval "mkdir -p -m 0755 $MK_0755"
+	[ -z "$MK_0700" ] || eval "mkdir -p -m 0700 $MK_0700"
+	[ -z "$FIX_0755" ] || eval "chmod 0755 $FIX_0755"
+	[ -z "$FIX_0700" ] || eval "chmod 0700 $FIX_0700"
+	MK_0755='' MK_0700='' FIX_0755='' FIX_0700=''
 }
 
 # ---------------------------------------------------------------- status / down
@@ -416,7 +497,7 @@ else
 	SLURM_USER=${PBX_SLURM_USER:-root}
 fi
 
-mkdir -p "$ROOT/run"
+[ -d "$ROOT/run" ] || mkdir -p "$ROOT/run"
 if command -v flock >/dev/null 2>&1; then
 	exec 9>"$ROOT/run/pbx-bootstrap.lock"
 	flock -w 900 9 || die "another bootstrap of this node holds $ROOT/run/pbx-bootstrap.lock"
@@ -486,17 +567,46 @@ else
 	[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing (apt-get install slurm-wlm munge)"
 fi
 
+# ---- directories: every one this node needs, made at once
+# (slurm.conf's paths are read from the stage, with @ROOT@ made ROOT).
+conf_load "$STAGE_DIR/slurm.conf"
+state_dir=$CONF_STATE
+expand_pct "$CONF_SPOOL"
+spool_dir=$EXP
+first_start=1
+[ -z "$spool_dir" ] || [ ! -d "$spool_dir" ] || first_start=0
+want_dir "$ROOT/etc/munge" 0700
+want_dir "$CONF_DIR"
+want_dir "${ENV_SH%/*}"
+for d in slurmctld slurmd; do
+	pidfile_of "$d"
+	logfile_of "$d"
+	for f in "$PF" "$LF"; do
+		[ -z "$f" ] || want_dir "${f%/*}"
+	done
+done
+if [ "$ROLE" = head ]; then
+	want_dir "$state_dir" 0700
+else
+	want_dir "$spool_dir" 0755
+fi
+if [ "$MODE" = direct ]; then
+	# In systemd mode the munge package owns its run, log and seed directories.
+	want_dir "$MUNGE_RUN" 0755
+	want_dir "${MUNGE_LOG%/*}"
+	want_dir "${MUNGE_SEED%/*}"
+	want_dir "${START_LOG%/*}"
+	want_dir "$SHARED"
+	[ "$GPUS" -eq 0 ] || want_dir "$ROOT/dev"
+fi
+make_dirs
+
 # ---- munge
 stage munge
-key_bytes=$(wc -c <"$STAGE_DIR/munge.key")
-[ "$((key_bytes))" -ge 32 ] || die "munge.key in PBX_STAGE has $key_bytes bytes (need at least 32)"
-# In systemd mode the munge package owns its run, log and seed directories.
 if [ "$MODE" = systemd ]; then
-	mkdir -p "$ROOT/etc/munge"
-else
-	mkdir -p "$ROOT/etc/munge" "$MUNGE_RUN" "${MUNGE_LOG%/*}" "${MUNGE_SEED%/*}"
+	key_bytes=$(wc -c <"$STAGE_DIR/munge.key")
+	[ "$((key_bytes))" -ge 32 ] || die "munge.key in PBX_STAGE has $key_bytes bytes (need at least 32)"
 fi
-chmod 0700 "$ROOT/etc/munge"
 install_file "$STAGE_DIR/munge.key" "$MUNGE_KEY" 0400
 key_changed=$CHANGED
 munge_ok() { munge -S "$MUNGE_SOCK" -n </dev/null | unmunge -S "$MUNGE_SOCK" >/dev/null 2>&1; }
@@ -507,13 +617,13 @@ if [ "$MODE" = systemd ]; then
 		systemctl restart munge || die "systemctl restart munge failed (journalctl -u munge)"
 	fi
 else
-	chmod 0755 "$MUNGE_RUN"
 	if pid_alive "$MUNGE_PID" munged; then
 		if [ "$key_changed" = 1 ] || ! munge_ok; then
 			stop_pid munged
 		fi
 	fi
 	if ! pid_alive "$MUNGE_PID" munged; then
+		# munged checks the key's length itself (at least 32 bytes).
 		# --force: a node prefix under a private directory (/root/.pbx,
 		# mktemp -d) fails munged's "ancestors must be world-executable"
 		# check of the socket; the prefix is this node's own, so demote it
@@ -526,22 +636,16 @@ fi
 tries=0
 until munge_ok; do
 	tries=$((tries + 1))
-	[ "$tries" -lt $((10 * NAPS_PER_S)) ] || die "munge does not work on $MUNGE_SOCK (munge -n | unmunge fails; see $MUNGE_LOG)"
-	nap
+	[ "$tries" -lt 200 ] || die "munge does not work on $MUNGE_SOCK (munge -n | unmunge fails; see $MUNGE_LOG)"
+	nap 05
 done
 
 # ---- config
 stage config
-root_sed=$(printf '%s' "$ROOT" | sed 's/[\\|&]/\\&/g')
-mkdir -p "$CONF_DIR"
-sed "s|@ROOT@|$root_sed|g" "$STAGE_DIR/slurm.conf" >"$CONF.pbx-in"
-if grep -q '^[^#]*@[A-Z_]*@' "$CONF.pbx-in"; then
-	left=$(sed 's/#.*//' "$CONF.pbx-in" | grep -o '@[A-Z_]*@' | sort -u | tr '\n' ' ') || true
-	die "slurm.conf still has placeholders: $left(pbx renders all but @ROOT@)"
-fi
+begin_new "$CONF"
+render_conf "$STAGE_DIR/slurm.conf" "$NEW"
 install_new "$CONF" 0644
 conf_changed=$CHANGED
-conf_load
 
 # gres.conf: the GPUs this node really has (systemd) or placeholder device
 # files (direct: slurmd registers the count of files; Count= alone gives 0).
@@ -561,7 +665,6 @@ else
 	found=$GPUS
 	DEV_BASE=$ROOT/dev/nvidia
 	if [ "$GPUS" -gt 0 ]; then
-		mkdir -p "$ROOT/dev"
 		i=0
 		while [ "$i" -lt "$GPUS" ]; do
 			[ -e "$DEV_BASE$i" ] || : >"$DEV_BASE$i"
@@ -569,6 +672,7 @@ else
 		done
 	fi
 fi
+begin_new "$GRES_CONF"
 {
 	echo "# gres.conf for $NODE, written by the pbx bootstrap"
 	if [ "$found" -eq 1 ]; then
@@ -576,33 +680,10 @@ fi
 	elif [ "$found" -gt 1 ]; then
 		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}[0-$((found - 1))]"
 	fi
-} >"$GRES_CONF.pbx-in"
+} >"$NEW"
 install_new "$GRES_CONF" 0644
 gres_changed=$CHANGED
 
-# Directories named by slurm.conf.
-state_dir=$CONF_STATE
-expand_pct "$CONF_SPOOL"
-spool_dir=$EXP
-dirs=
-for d in slurmctld slurmd; do
-	pidfile_of "$d"
-	logfile_of "$d"
-	for f in "$PF" "$LF"; do
-		parent_dir "$f"
-		[ -z "$f" ] || [ -d "$DIR" ] || dirs="$dirs $DIR"
-	done
-done
-# shellcheck disable=SC2086 # the list of directories (pbx's own paths)
-[ -z "$dirs" ] || mkdir -p $dirs
-if [ "$ROLE" = head ] && [ -n "$state_dir" ]; then
-	mkdir -p "$state_dir"
-	chmod 0700 "$state_dir"
-fi
-if [ "$ROLE" = compute ] && [ -n "$spool_dir" ]; then
-	mkdir -p "$spool_dir"
-	chmod 0755 "$spool_dir"
-fi
 if [ "$MODE" = systemd ] && [ "$SLURM_USER" != root ] && [ "$ROLE" = head ]; then
 	[ -z "$state_dir" ] || chown -R "$SLURM_USER:" "$state_dir"
 	logfile_of slurmctld
@@ -614,15 +695,16 @@ defaults_changed=0
 if [ "$MODE" = systemd ] && [ "$ROLE" = compute ]; then
 	dflt=$ROOT/etc/default/slurmd
 	ensure_parent "$dflt"
+	begin_new "$dflt"
 	{
 		[ ! -r "$dflt" ] || grep -v '^[[:space:]]*SLURMD_OPTIONS=' "$dflt" || true
 		echo "SLURMD_OPTIONS=\"-N $NODE\""
-	} >"$dflt.pbx-in"
+	} >"$NEW"
 	install_new "$dflt" 0644
 	defaults_changed=$CHANGED
 fi
 
-ensure_parent "$ENV_SH"
+begin_new "$ENV_SH"
 {
 	echo "# pbx node environment: sourced by pbx before every remote command"
 	sq "$CONF"
@@ -635,13 +717,13 @@ ensure_parent "$ENV_SH"
 	echo "export PBX_NODE=$SQ"
 	sq "${PBX_CLUSTER:-}"
 	echo "export PBX_CLUSTER=$SQ"
-} >"$ENV_SH.pbx-in"
+} >"$NEW"
 install_new "$ENV_SH" 0644
 
 # ---- shared
 stage shared
 if [ "$MODE" = direct ]; then
-	mkdir -p "$SHARED"
+	: # made with the other directories
 elif [ "$ROLE" = head ]; then
 	mkdir -p "$ROOT$SHARED"
 	chmod 1777 "$ROOT$SHARED"
@@ -675,10 +757,11 @@ elif [ "$ROLE" = head ]; then
 		done
 		exports=$ROOT/etc/exports
 		ensure_parent "$exports"
+		begin_new "$exports"
 		{
 			[ ! -r "$exports" ] || awk -v p="$SHARED" '$1 != p' "$exports"
 			echo "$line"
-		} >"$exports.pbx-in"
+		} >"$NEW"
 		install_new "$exports" 0644
 		exports_changed=$CHANGED
 		if ! systemctl is-active --quiet nfs-server; then
@@ -695,10 +778,11 @@ else
 	mkdir -p "$mp"
 	fstab=$ROOT/etc/fstab
 	ensure_parent "$fstab"
+	begin_new "$fstab"
 	{
 		[ ! -r "$fstab" ] || awk -v p="$SHARED" '$2 != p' "$fstab"
 		echo "$head_addr:$SHARED $SHARED nfs defaults,_netdev,nofail 0 0"
-	} >"$fstab.pbx-in"
+	} >"$NEW"
 	install_new "$fstab" 0644
 	if awk -v p="$mp" '$2 == p { found = 1 } END { exit !found }' /proc/mounts 2>/dev/null; then
 		log "$mp already mounted"
@@ -718,8 +802,11 @@ stage "$SLURM_DAEMON"
 if [ "$ROLE" = head ]; then
 	changed=$conf_changed
 	ctld_host=${CONF_CTLD_HOST%%(*}
-	if [ "$ctld_host" != "$(hostname -s)" ]; then
-		log "warning: SlurmctldHost is '$ctld_host' but hostname -s is '$(hostname -s)'; slurmctld will refuse to start"
+	short=
+	read -r short </proc/sys/kernel/hostname 2>/dev/null || short=$(hostname)
+	short=${short%%.*}
+	if [ "$ctld_host" != "$short" ]; then
+		log "warning: SlurmctldHost is '$ctld_host' but this host is '$short'; slurmctld will refuse to start"
 	fi
 else
 	changed=0
@@ -768,7 +855,9 @@ fi
 # A restarted slurmd may find its node DOWN or DRAINED in slurmctld; resume
 # it.  While slurmctld is not up yet (the head bootstraps at the same time)
 # this waits a little and then leaves it to ReturnToService.
-if [ "$ROLE" = compute ] && [ "$started" = 1 ]; then
+# A slurmd's first start needs none of this: its node is new to slurmctld
+# (and pbx resumes a node that still comes up down).
+if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ]; then
 	waited=0
 	resumed=0
 	while :; do
@@ -785,12 +874,12 @@ if [ "$ROLE" = compute ] && [ "$started" = 1 ]; then
 			fi
 			;;
 		esac
-		if [ "$waited" -ge $((${PBX_RESUME_WAIT:-30} * NAPS_PER_S)) ]; then
+		if [ "$waited" -ge $((${PBX_RESUME_WAIT:-30} * 100)) ]; then
 			log "node $NODE is '${st:-unknown}' in sinfo (slurmctld not reachable yet?)"
 			break
 		fi
-		nap; nap; nap; nap; nap   # a quarter of a second: every node polls at once
-		waited=$((waited + 5))
+		nap 25   # every node polls at once
+		waited=$((waited + 25))
 	done
 fi
 

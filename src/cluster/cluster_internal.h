@@ -23,7 +23,11 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 
 /* `scontrol update state=resume` for compute nodes sinfo shows down or
  * drained; best effort. */
-void pbx_cluster_resume_down(struct pbx_cluster *c);
+/* True for sinfo states a resume may fix (down, drained, invalid, failed). */
+int pbx_cluster_node_resumable(const char *state);
+/* `scontrol update nodename=NAME state=resume` on the head; recorded as an
+ * event (STATE is the state it had). */
+void pbx_cluster_resume(struct pbx_cluster *c, const char *name, const char *state);
 
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);

@@ -241,25 +241,44 @@ static int start_fanout(struct start_run *r, size_t first, size_t count, struct 
 
 /* ------------------------------------------------------------- waiting */
 
-/* Polls sinfo until every compute node is usable; resumes nodes that
- * registered as down/drained (e.g. after a slurmd restart). */
+/* Resumes the compute nodes that came up down or drained (e.g. after a
+ * slurmd restart): at once when slurmctld hears from them, after 3 s also
+ * when it does not.  Each node once. */
+static void start_resume(struct pbx_cluster *c, const struct pbx_sinfo_node *sn, size_t n,
+			 int waited_ms, unsigned char *resumed)
+{
+	size_t i;
+	for (i = 0; i < c->nnodes; i++) {
+		const char *state = pbx_sinfo_state_of(sn, n, c->nodes[i].name);
+		if (resumed[i] || !state || strcmp(c->nodes[i].role, "compute") != 0 ||
+		    !pbx_cluster_node_resumable(state) || (strchr(state, '*') && waited_ms < 3000))
+			continue;
+		pbx_cluster_resume(c, c->nodes[i].name, state);
+		resumed[i] = 1;
+	}
+}
+
+/* Polls sinfo until every compute node is usable: every 50 ms for the first
+ * 2 s (a fresh slurmd registers within them), then every 250 ms. */
 static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
 			   struct pbx_err *err)
 {
-	struct timespec delay = { 0, 250 * 1000 * 1000 };
-	int waited = 0, resumed = 0;
+	unsigned char *resumed = xcalloc(c->nnodes ? c->nnodes : 1, 1);
+	int waited = 0, rc = -1;
 	for (;;) {
 		struct pbx_sinfo_node *sn = NULL;
 		size_t n = 0, i, ready = 0, compute = 0;
 		struct pbx_buf bad = PBX_BUF_INIT;
 		struct pbx_err serr = PBX_ERR_INIT;
-		int rc = pbx_cluster_sinfo(c, &sn, &n, &serr);
+		int step = waited < 2000 ? 50 : 250;
+		struct timespec delay = { 0, step * 1000L * 1000L };
+		int got = pbx_cluster_sinfo(c, &sn, &n, &serr);
 		for (i = 0; i < c->nnodes; i++) {
 			const char *state;
 			if (strcmp(c->nodes[i].role, "compute") != 0)
 				continue;
 			compute++;
-			state = rc == 0 ? pbx_sinfo_state_of(sn, n, c->nodes[i].name) : NULL;
+			state = got == 0 ? pbx_sinfo_state_of(sn, n, c->nodes[i].name) : NULL;
 			pbx_events_stage(ev, i, state ? state : "waiting for slurmctld");
 			if (state && pbx_sinfo_state_usable(state))
 				ready++;
@@ -267,25 +286,26 @@ static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_event
 				pbx_buf_addf(&bad, "%s%s=%s", bad.len ? ", " : "", c->nodes[i].name,
 					     state ? state : "unknown");
 		}
+		if (got == 0)
+			start_resume(c, sn, n, waited, resumed);
 		pbx_sinfo_free(sn, n);
 		if (ready == compute) {
 			pbx_buf_release(&bad);
-			return 0;
+			rc = 0;
+			break;
 		}
 		if (waited >= START_IDLE_TIMEOUT_MS) {
 			pbx_err_set(err, "nodes not idle after %d s: %s%s%s", waited / 1000, bad.buf,
-				    rc < 0 ? "; last sinfo error: " : "", rc < 0 ? serr.msg : "");
+				    got < 0 ? "; last sinfo error: " : "", got < 0 ? serr.msg : "");
 			pbx_buf_release(&bad);
-			return -1;
-		}
-		if (rc == 0 && !resumed && waited >= 3000) {
-			pbx_cluster_resume_down(c);
-			resumed = 1;
+			break;
 		}
 		pbx_buf_release(&bad);
 		nanosleep(&delay, NULL);
-		waited += 250;
+		waited += step;
 	}
+	free(resumed);
+	return rc;
 }
 
 /* ----------------------------------------------------------------- start */

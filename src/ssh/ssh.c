@@ -7,6 +7,8 @@
 #include "ssh/ssh_int.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,22 @@ int pbx_ssh_out_blocked(struct pbx_ssh *s, int64_t *deadline)
 	return 1;
 }
 
+/* Acknowledge what arrives at once instead of after the delayed-ACK timer
+ * (40 ms on Linux).  sshd leaves Nagle on for non-interactive sessions, so
+ * when it sends two small packets in a row (its host-key notice, then a
+ * channel confirmation; or output, then the exit status) the second waits
+ * for our ACK of the first: every exec stalled 40 ms without this.  Linux
+ * clears the flag again on its own, so it is set before every wait. */
+static void pbx_ssh_quickack(int sock)
+{
+#ifdef TCP_QUICKACK
+	int one = 1;
+	setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+#else
+	(void)sock;
+#endif
+}
+
 int pbx_ssh_wait(struct pbx_ssh *s, int fd, short events, int ms)
 {
 	struct pollfd p[2];
@@ -93,6 +111,7 @@ int pbx_ssh_wait(struct pbx_ssh *s, int fd, short events, int ms)
 		p[1].revents = 0;
 		n = 2;
 	}
+	pbx_ssh_quickack(s->sock);
 	cap = shared ? PBX_SSH_POLL_SHARED_MS : PBX_SSH_POLL_PRIVATE_MS;
 	if (ms < 0 || ms > cap)
 		ms = cap;

@@ -1,5 +1,5 @@
 /*
- * proc.c - fork/exec of argv with captured output (see proc.h).  Every
+ * proc.c - running argv with captured output (see proc.h).  Every
  * descriptor above 2 is closed in the child so nothing of pbx (sockets,
  * the store) leaks into programs it starts, including daemons.
  */
@@ -8,37 +8,54 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void pbx_run_child(const char *const *argv, int outfd)
+extern char **environ;
+
+/* Starts argv with stdin from /dev/null and stdout+stderr on outfd (or
+ * /dev/null).  posix_spawn, not fork: pbx runs programs from threads
+ * (fan-outs), and vfork-style spawning neither copies pbx's page tables
+ * nor runs code in a child that may have inherited a held lock. */
+static int pbx_run_spawn(const char *const *argv, int outfd, pid_t *pid)
 {
-	int devnull = open("/dev/null", O_RDWR);
-	dup2(devnull, 0);
-	dup2(outfd >= 0 ? outfd : devnull, 1);
-	dup2(outfd >= 0 ? outfd : devnull, 2);
-	closefrom(3);
-	execvp(argv[0], (char *const *)argv);
-	_exit(127);
+	posix_spawn_file_actions_t fa;
+	int rc;
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		return rc;
+	rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (rc == 0 && outfd >= 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, outfd, 1);
+	else if (rc == 0)
+		rc = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (rc == 0)
+		rc = posix_spawnp(pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
 }
 
 int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
 {
-	int pipefd[2] = { -1, -1 }, status;
+	int pipefd[2] = { -1, -1 }, status, rc;
 	pid_t pid;
 	if (out && pipe2(pipefd, O_CLOEXEC) < 0)
 		return pbx_err_set(err, "cannot create pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0) {
+	rc = pbx_run_spawn(argv, out ? pipefd[1] : -1, &pid);
+	if (rc != 0) {
 		if (out) {
 			close(pipefd[0]);
 			close(pipefd[1]);
 		}
-		return pbx_err_set(err, "cannot run %s: %s", argv[0], strerror(errno));
+		if (rc == ENOENT || rc == EACCES)
+			return pbx_err_set(err, "cannot run %s: not found or not executable", argv[0]);
+		return pbx_err_set(err, "cannot run %s: %s", argv[0], strerror(rc));
 	}
-	if (pid == 0)
-		pbx_run_child(argv, out ? pipefd[1] : -1);
 	if (out) {
 		char chunk[4096];
 		ssize_t n;

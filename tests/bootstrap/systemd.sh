@@ -197,8 +197,11 @@ fi
 sed 's/^SlurmctldPort=.*/SlurmctldPort=@CTLD_PORT@/' "$T/stage/slurm.conf" >"$T/bad.conf"
 mv "$T/bad.conf" "$T/stage/slurm.conf"
 if boot node2 compute 2 up; then fail "unrendered placeholder: succeeded"; fi
-grep -q '^PBX-ERROR slurm.conf still has placeholders: @CTLD_PORT@' "$T/node2.out" ||
+line=$(grep -n '^SlurmctldPort=' "$T/stage/slurm.conf" | cut -d: -f1)
+grep -qxF "PBX-ERROR slurm.conf line $line still has a placeholder (pbx renders all but @ROOT@): SlurmctldPort=@CTLD_PORT@" "$T/node2.out" ||
 	fail "placeholder error: $(cat "$T/node2.out")"
+[ ! -e "$T/node2/etc/slurm/slurm.conf.pbx-in" ] || fail "placeholder error left slurm.conf.pbx-in"
+! grep -qs '@CTLD_PORT@' "$T/node2/etc/slurm/slurm.conf" || fail "placeholder error installed a half-rendered slurm.conf"
 if env PBX_MODE=direct PBX_ROLE=head PBX_NODE=x sh "$BOOT" up >"$T/x.out" 2>/dev/null; then
 	fail "direct without PBX_ROOT: succeeded"
 fi

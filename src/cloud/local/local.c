@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LOCAL_NODES_PER_SLOT 32
@@ -113,20 +114,71 @@ static int local_keygen(const char *path, const char *comment, struct pbx_err *e
 	return pbx_run_ok(argv, err);
 }
 
-static int local_pid_alive(const char *pidfile)
+/* The pid in PIDFILE when it names a live process called COMM, else 0. */
+static int local_pid_alive(const char *pidfile, const char *comm)
 {
 	FILE *f = fopen(pidfile, "r");
+	char path[64], name[64] = "";
 	int pid = 0;
 	if (!f)
 		return 0;
 	if (fscanf(f, "%d", &pid) != 1)
 		pid = 0;
 	fclose(f);
-	return pid > 1 && kill(pid, 0) == 0;
+	if (pid <= 1 || kill(pid, 0) < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(name, sizeof(name), f))
+			name[0] = '\0';
+		fclose(f);
+		name[strcspn(name, "\n")] = '\0';
+		if (strcmp(name, comm) != 0)
+			return 0;
+	}
+	return pid;
 }
 
-/* Starts the node's sshd unless it already runs.  sshd daemonizes, so
- * pbx_run returns once it listens (or failed).  Sessions get the node's
+/* The last line of a log file, for error messages ("" when none). */
+static void local_log_tail(const char *path, char *out, size_t size)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	const char *line;
+	out[0] = '\0';
+	if (pbx_read_file(path, &b, NULL) == 0 && b.len) {
+		pbx_buf_rtrim(&b);
+		line = strrchr(b.buf, '\n');
+		snprintf(out, size, "%s", line ? line + 1 : b.buf);
+	}
+	pbx_buf_release(&b);
+}
+
+/* Waits until the node's sshd listens: sshd writes its pid file after
+ * binding, so a pid file naming a live sshd means it accepts connections.
+ * Never connects to find out (each connection costs sshd a fork and a
+ * re-exec, CPU every other node body waits for).  A "fatal:" line in its
+ * log ends the wait at once. */
+static int local_wait_sshd(const char *pidfile, const char *logfile, int timeout_ms,
+			   struct pbx_err *err)
+{
+	struct timespec delay = { 0, 2 * 1000 * 1000 };
+	char last[512];
+	int waited = 0;
+	for (;;) {
+		if (local_pid_alive(pidfile, "sshd"))
+			return 0;
+		local_log_tail(logfile, last, sizeof(last));
+		if (strstr(last, "fatal") || waited >= timeout_ms)
+			return pbx_err_set(err, "sshd did not start%s%s (log %s)",
+					   last[0] ? ": " : "", last, logfile);
+		nanosleep(&delay, NULL);
+		waited += 2;
+	}
+}
+
+/* Starts the node's sshd unless it already runs, and waits until it
+ * listens (sshd daemonizes before binding).  Sessions get the node's
  * own home (ROOT/root) as HOME, as on a fresh cloud image: the host's
  * dotfiles are not the node's (a host .bashrc runs in every SSH session,
  * bash sources it for commands run by sshd). */
@@ -149,10 +201,13 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 			       "-o", "MaxStartups=200:30:400", "-o", "MaxSessions=200",
 			       "-o", "UseDNS=no", "-o", home, NULL };
 	int rc = 0;
-	if (!local_pid_alive(pidfile)) {
+	if (!local_pid_alive(pidfile, "sshd")) {
+		unlink(pidfile);   /* stale: its pid may be reused before sshd writes it */
 		rc = local_keygen(hostkey, node->name, err);
 		if (rc == 0)
 			rc = pbx_run_ok(argv, err);
+		if (rc == 0)
+			rc = local_wait_sshd(pidfile, logfile, 10000, err);
 	}
 	free(hostkey); free(pidfile); free(logfile); free(listen); free(keys); free(pidopt);
 	free(home);
@@ -180,14 +235,13 @@ struct local_create_run {
 	const struct pbx_cluster_events *ev;
 };
 
-/* One node body: host key, sshd, and wait until it accepts connections. */
+/* One node body: its directories, host key and sshd, listening. */
 static int local_create_one(void *ctx, size_t i, struct pbx_err *err)
 {
 	struct local_create_run *r = ctx;
 	struct pbx_node_row *node = &r->nodes[i];
 	pbx_events_stage(r->ev, i, "starting sshd");
-	if (local_prepare_node(node, r->authorized, err) < 0 ||
-	    pbx_wait_port(node->address, node->ssh_port, 10000, err) < 0)
+	if (local_prepare_node(node, r->authorized, err) < 0)
 		return pbx_err_prefix(err, "node %s", node->name);
 	return 0;
 }
