@@ -72,11 +72,10 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	char gpus[16], *script = xasprintf("%s/bootstrap.sh", remote_stage);
 	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
 	if (unpack) {
-		/* The stage arrives as a tar stream on stdin: one exec per node. */
-		pbx_buf_adds(&cmd, "umask 077 && mkdir -p ");
-		pbx_shell_quote(&cmd, remote_stage);
-		pbx_buf_adds(&cmd, " && tar -C ");
-		pbx_shell_quote(&cmd, remote_stage);
+		/* The stage arrives as a tar stream on stdin: one exec per node.
+		 * Its members carry their directories, so tar makes them. */
+		pbx_buf_adds(&cmd, "umask 077 && tar -C ");
+		pbx_shell_quote(&cmd, *n->root ? n->root : "/");
 		pbx_buf_adds(&cmd, " -xf - && ");
 	}
 	/* Environment by export, not `env`: one exec fewer per node. */
@@ -105,7 +104,7 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 		       const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	struct bootstrap_out o = { ev, i, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
-	char *remote_stage = xasprintf("%s/var/lib/pbx/stage", c->nodes[i].root);
+	char *remote_stage = xasprintf("%s/" PBX_STAGE_DIR, c->nodes[i].root);
 	char *cmd = NULL;
 	struct pbx_ssh *s;
 	int status = 0, rc;

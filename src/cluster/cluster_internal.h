@@ -10,10 +10,14 @@
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
 
+/* Where the stage (bootstrap.sh, slurm.conf, munge.key) lives on a node,
+ * relative to its root prefix. */
+#define PBX_STAGE_DIR "var/lib/pbx/stage"
+
 /*
- * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar of the
- * stage directory) it is unpacked into ROOT/var/lib/pbx/stage first, in
- * the same exec (one SSH round trip per node).
+ * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar whose
+ * members are PBX_STAGE_DIR/...) it is unpacked into the node's root prefix
+ * first, in the same exec (one SSH round trip per node).
  * PBX-STAGE lines become progress events; the error quotes PBX-ERROR lines
  * or the end of stderr.
  */
@@ -21,8 +25,6 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
 
-/* `scontrol update state=resume` for compute nodes sinfo shows down or
- * drained; best effort. */
 /* True for sinfo states a resume may fix (down, drained, invalid, failed). */
 int pbx_cluster_node_resumable(const char *state);
 /* `scontrol update nodename=NAME state=resume` on the head; recorded as an

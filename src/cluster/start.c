@@ -13,8 +13,8 @@
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
 #include "util/fs.h"
-#include "util/proc.h"
 #include "util/quote.h"
+#include "util/ustar.h"
 #include "util/xalloc.h"
 
 #include <openssl/rand.h>
@@ -73,29 +73,24 @@ static int start_save_nodes(struct pbx_store *st, struct pbx_node_row *nodes, si
 	return pbx_store_commit(st, err);
 }
 
-/* The cluster's munge key: 1024 random bytes, made once per cluster. */
-static int start_munge_key(const char *stage, const char *dir, struct pbx_err *err)
+/* The cluster's munge key: 1024 random bytes, made once per cluster and
+ * kept in DIR/munge.key.  *key is the caller's (cleanse, then release). */
+static int start_munge_key(const char *dir, struct pbx_buf *key, struct pbx_err *err)
 {
-	char *kept = xasprintf("%s/munge.key", dir), *staged = xasprintf("%s/munge.key", stage);
-	struct pbx_buf key = PBX_BUF_INIT;
+	char *kept = xasprintf("%s/munge.key", dir);
 	int rc = 0;
-	if (pbx_read_file(kept, &key, NULL) < 0 || key.len != 1024) {
+	if (pbx_read_file(kept, key, NULL) < 0 || key->len != 1024) {
 		unsigned char bytes[1024];
-		pbx_buf_reset(&key);
+		pbx_buf_reset(key);
 		if (RAND_bytes(bytes, sizeof(bytes)) != 1)
 			rc = pbx_err_set(err, "cannot generate a munge key: no randomness");
 		else
-			pbx_buf_add(&key, bytes, sizeof(bytes));
+			pbx_buf_add(key, bytes, sizeof(bytes));
 		OPENSSL_cleanse(bytes, sizeof(bytes));
 		if (rc == 0)
-			rc = pbx_write_file_atomic(kept, key.buf, key.len, 0400, err);
+			rc = pbx_write_file_atomic(kept, key->buf, key->len, 0400, err);
 	}
-	if (rc == 0)
-		rc = pbx_write_file_atomic(staged, key.buf, key.len, 0400, err);
-	OPENSSL_cleanse(key.buf, key.len);
-	pbx_buf_release(&key);
 	free(kept);
-	free(staged);
 	return rc;
 }
 
@@ -149,50 +144,38 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	return rc;
 }
 
-/* Packs the stage directory into one tar (sent to every node). */
-static int start_pack(const char *stage, struct pbx_buf *tar, struct pbx_err *err)
-{
-	char *file = xasprintf("%s.tar", stage);
-	const char *argv[] = { "tar", "-C", stage, "-cf", file, ".", NULL };
-	int rc = pbx_run_ok(argv, err);
-	if (rc == 0)
-		rc = pbx_read_file(file, tar, err);
-	unlink(file);
-	free(file);
-	return rc;
-}
-
-/* Writes DIR/stage/{bootstrap.sh,slurm.conf,munge.key} and packs it. */
+/* The stage every node gets, as one tar made in memory: PBX_STAGE_DIR/
+ * {bootstrap.sh, slurm.conf, munge.key}, its directories 0700. */
 static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 		       struct pbx_buf *tar, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT;
-	char *conf = NULL, *path, *stage_dir;
-	int rc;
-	char **stage = &stage_dir;
-	*stage = xasprintf("%s/stage", c->dir);
-	rc = pbx_mkdir_p(*stage, 0700, err);
-	if (rc == 0)
-		rc = pbx_tmpl_get("bootstrap.sh", &script, err);
-	if (rc == 0) {
-		path = xasprintf("%s/bootstrap.sh", *stage);
-		rc = pbx_write_file_atomic(path, script.buf, script.len, 0700, err);
-		free(path);
-	}
+	struct pbx_buf script = PBX_BUF_INIT, key = PBX_BUF_INIT;
+	char *conf = NULL;
+	time_t now = time(NULL);
+	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
 	if (rc == 0)
 		rc = start_render_conf(c, l, &conf, err);
-	if (rc == 0) {
-		path = xasprintf("%s/slurm.conf", *stage);
-		rc = pbx_write_file_atomic(path, conf, strlen(conf), 0644, err);
-		free(path);
-	}
 	if (rc == 0)
-		rc = start_munge_key(*stage, c->dir, err);
+		rc = start_munge_key(c->dir, &key, err);
 	if (rc == 0)
-		rc = start_pack(*stage, tar, err);
+		rc = pbx_ustar_dir(tar, "var/lib/pbx", 0700, now, err);
+	if (rc == 0)
+		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
+				    script.len, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/slurm.conf", 0644, now, conf,
+				    strlen(conf), err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/munge.key", 0400, now, key.buf, key.len,
+				    err);
+	if (rc == 0)
+		pbx_ustar_end(tar);
+	OPENSSL_cleanse(key.buf, key.len);
+	pbx_buf_release(&key);
 	pbx_buf_release(&script);
 	free(conf);
-	free(stage_dir);
 	return rc;
 }
 

@@ -1,7 +1,8 @@
 /*
- * tarmake.h - writes small ustar archives by hand, member by member, so the
- * tests can build hostile archives no real tar would produce (absolute
- * names, "..", links out of the tree, pax and GNU long-name overrides).
+ * tarmake.h - writes small ustar archives member by member (with
+ * util/ustar.h's unchecked pieces), so the tests can build hostile archives
+ * no real tar would produce (absolute names, "..", links out of the tree,
+ * pax and GNU long-name overrides).
  */
 #ifndef PBX_TESTS_SSH_TARMAKE_H
 #define PBX_TESTS_SSH_TARMAKE_H
@@ -10,40 +11,17 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/ustar.h"
 
 static void tm_header(struct pbx_buf *b, const char *name, char type, size_t size,
 		      const char *link, unsigned mode)
 {
-	unsigned char h[512];
-	unsigned sum = 0;
-	size_t i;
-	memset(h, 0, sizeof(h));
-	strncpy((char *)h, name, 100);
-	snprintf((char *)h + 100, 8, "%07o", mode);
-	snprintf((char *)h + 108, 8, "%07o", 0u);
-	snprintf((char *)h + 116, 8, "%07o", 0u);
-	snprintf((char *)h + 124, 12, "%011lo", (unsigned long)size & 077777777777ul);
-	snprintf((char *)h + 136, 12, "%011lo", 1700000000ul & 077777777777ul);
-	h[156] = (unsigned char)type;
-	if (link)
-		strncpy((char *)h + 157, link, 100);
-	memcpy(h + 257, "ustar\0" "00", 8);
-	memcpy(h + 265, "root", 4);
-	memcpy(h + 297, "root", 4);
-	memset(h + 148, ' ', 8);
-	for (i = 0; i < sizeof(h); i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	h[155] = ' ';
-	pbx_buf_add(b, h, sizeof(h));
+	pbx_ustar_header(b, name, type, mode, 1700000000, size, link);
 }
 
 static void tm_data(struct pbx_buf *b, const void *data, size_t len)
 {
-	static const char zeros[512];
-	pbx_buf_add(b, data, len);
-	if (len % 512)
-		pbx_buf_add(b, zeros, 512 - len % 512);
+	pbx_ustar_data(b, data, len);
 }
 
 static void tm_file(struct pbx_buf *b, const char *name, const char *text)

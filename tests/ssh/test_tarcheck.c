@@ -5,13 +5,15 @@
  * extract to the same tree as GNU tar's; hand-made hostile ones are
  * refused for the right reason, before the offending header is passed on;
  * a stream cut short leaves no partial file; existing symlinks and hard
- * links in the destination are replaced, never written through.
+ * links in the destination are replaced, never written through.  And
+ * util/ustar.h's archives are ones GNU tar extracts faithfully.
  */
 #include "common/tap.h"
 #include "ssh/tarcheck.h"
 #include "ssh/untar.h"
 #include "tarmake.h"
 #include "util/fs.h"
+#include "util/ustar.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -344,6 +346,60 @@ static void extract_replaces(const char *dir)
 	free(check);
 }
 
+/* util/ustar.h's archives: GNU tar lists and extracts them with the right
+ * bytes, modes and times; tarcheck passes them; bad names are refused. */
+static void ustar_written_by_pbx(const char *dir)
+{
+	struct pbx_buf tar = PBX_BUF_INIT, got = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	unsigned char key[1000];
+	const char *script = "#!/bin/sh\necho hi\n";
+	char *path = xasprintf("%s/u.tar", dir), *cmd, *f, longname[101];
+	struct stat sb;
+	size_t i;
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (unsigned char)(i * 7);   /* NULs and high bytes, not a block multiple */
+	ok(pbx_ustar_dir(&tar, "s", 0700, 1600000000, &err) == 0 &&
+	   pbx_ustar_dir(&tar, "s/t/", 0750, 1600000000, &err) == 0 &&
+	   pbx_ustar_file(&tar, "s/t/run.sh", 0755, 1600000001, script, strlen(script), &err) == 0 &&
+	   pbx_ustar_file(&tar, "s/t/key", 0400, 1600000002, key, sizeof(key), &err) == 0,
+	   "ustar: members written: %s", err.msg);
+	pbx_ustar_end(&tar);
+	ok(tar.len % 512 == 0 && tar.len == 512 * (4 + 1 + 2) + 1024, "ustar: blocks (%zu bytes)",
+	   tar.len);
+	expect_passed(&tar, "pbx ustar");
+	ok(pbx_write_file_atomic(path, tar.buf, tar.len, 0600, &err) == 0, "ustar: saved");
+	cmd = xasprintf("cd '%s' && rm -rf ux && mkdir ux && tar -tf u.tar >/dev/null && "
+			"tar -C ux -xf u.tar", dir);
+	ok(system(cmd) == 0, "ustar: GNU tar lists and extracts it");
+	free(cmd);
+	f = xasprintf("%s/ux/s/t/key", dir);
+	ok(pbx_read_file(f, &got, &err) == 0 && got.len == sizeof(key) &&
+	   !memcmp(got.buf, key, sizeof(key)), "ustar: binary member extracted byte for byte");
+	ok(stat(f, &sb) == 0 && (sb.st_mode & 07777) == 0400 && sb.st_mtime == 1600000002,
+	   "ustar: member mode 0400 and mtime kept");
+	free(f);
+	f = xasprintf("%s/ux/s/t/run.sh", dir);
+	ok(stat(f, &sb) == 0 && (sb.st_mode & 07777) == 0755 && sb.st_size == (off_t)strlen(script),
+	   "ustar: script mode 0755 and size");
+	free(f);
+	f = xasprintf("%s/ux/s/t", dir);
+	ok(stat(f, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 07777) == 0750,
+	   "ustar: directory member mode 0750");
+	free(f);
+	pbx_buf_reset(&tar);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	ok(pbx_ustar_file(&tar, "/etc/x", 0644, 0, "", 0, &err) < 0 &&
+	   pbx_ustar_file(&tar, "", 0644, 0, "", 0, &err) < 0 &&
+	   pbx_ustar_dir(&tar, longname + 1, 0755, 0, &err) < 0 &&
+	   pbx_ustar_file(&tar, longname, 0644, 0, "", 0, &err) < 0 && tar.len == 0,
+	   "ustar: absolute, empty and too long names refused, nothing written");
+	pbx_buf_release(&tar);
+	pbx_buf_release(&got);
+	free(path);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/pbx-tarcheck-XXXXXX";
@@ -358,6 +414,7 @@ int main(void)
 	extract_like_gnu_tar(dir);
 	extract_cut_short(dir);
 	extract_replaces(dir);
+	ustar_written_by_pbx(dir);
 	pbx_rm_rf(dir, &err);
 	return tap_done();
 }
