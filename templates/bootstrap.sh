@@ -17,6 +17,8 @@
 #   PBX_HEAD_ADDR   address of the head node (systemd compute: NFS server)
 #   PBX_SHARED      shared directory (direct: any path; systemd: /shared)
 #   PBX_SLURM_USER  SlurmUser (root in direct mode, slurm in systemd mode)
+#   PBX_CTLD_LOCK   optional: a file pbx holds locked while the head bootstraps;
+#                   compute nodes wait on it before asking for slurmctld
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
 # PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).
@@ -60,21 +62,33 @@ trap on_exit EXIT
 # polling loops count hundredths in `waited`.
 nap() { sleep "0.$1" 2>/dev/null || sleep 1; }
 
-# Waits (up to PBX_CTLD_WAIT seconds, default 60) until slurmctld answers,
-# so a slurmd started while the head is still bootstrapping registers at
-# once instead of after its own retry delay.  Never fails: slurmd retries.
-wait_for_ctld() {
+# ping_ctld CC: true once `scontrol ping` says slurmctld is up, asking
+# every CC hundredths of a second for up to PBX_CTLD_WAIT seconds (60).
+ping_ctld() {
 	waited=0
 	while :; do
 		out=$(SLURM_CONF=$CONF scontrol ping 2>/dev/null) || out=
 		case $out in *'is UP'*) return 0 ;; esac
-		if [ "$waited" -ge $((${PBX_CTLD_WAIT:-60} * 100)) ]; then
-			log "slurmctld does not answer yet; slurmd will keep trying to register"
-			return 0
-		fi
-		nap 10   # every compute node polls at once: 10 pings a second each
-		waited=$((waited + 10))
+		[ "$waited" -lt $((${PBX_CTLD_WAIT:-60} * 100)) ] || return 1
+		nap "$1"
+		waited=$((waited + ${1#0}))
 	done
+}
+
+# Waits until slurmctld answers, so a slurmd started while the head is
+# still bootstrapping registers at once instead of after its own retry
+# delay.  With PBX_CTLD_LOCK (node bodies on pbx's host) it first blocks on
+# that lock, which pbx holds until the head's bootstrap is over; then (or
+# else) it pings every 0.1 s.  Never fails: slurmd retries.
+wait_for_ctld() {
+	if [ -n "${PBX_CTLD_LOCK:-}" ] && [ -e "$PBX_CTLD_LOCK" ] &&
+		command -v flock >/dev/null 2>&1; then
+		exec 8<"$PBX_CTLD_LOCK"
+		flock -s -w "${PBX_CTLD_WAIT:-60}" 8 || true
+		exec 8<&-
+	fi
+	ping_ctld 10 ||
+		log "slurmctld does not answer yet; slurmd will keep trying to register"
 }
 
 # ---------------------------------------------------------------- inputs
@@ -334,7 +348,7 @@ start_direct() {
 	ensure_parent "$START_LOG"
 	log "starting $name: $*"
 	rc=0
-	"$@" </dev/null >"$START_LOG" 2>&1 3>&- 9>&- || rc=$?
+	"$@" </dev/null >"$START_LOG" 2>&1 3>&- 8>&- 9>&- || rc=$?
 	waited=0
 	while [ "$waited" -lt 1500 ]; do
 		if pid_alive "$pf" "$name"; then
@@ -849,6 +863,12 @@ else
 			start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
 		fi
 		started=1
+	fi
+	if [ "$ROLE" = head ]; then
+		# Done means slurmctld answers (asking every 10 ms: only the
+		# head asks; the compute nodes wait for this).
+		logfile_of slurmctld
+		ping_ctld 01 || die "slurmctld does not answer scontrol ping; see ${LF:-its log}"
 	fi
 fi
 

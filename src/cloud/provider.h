@@ -51,6 +51,10 @@ struct pbx_slurm_layout {
 	const char *bootstrap_mode;   /* "direct" or "systemd" */
 	const char *extra;       /* extra slurm.conf lines */
 	char shared_dir[1024];   /* the shared directory path on the nodes */
+	/* A file pbx holds locked (flock) on this host while the head
+	 * bootstraps, which compute nodes on the same host wait on before
+	 * asking for slurmctld; "" = none (nodes on other hosts poll). */
+	char ctld_lock[1024];
 };
 
 struct pbx_provider {

@@ -91,6 +91,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	bootstrap_env(&cmd, "PBX_HEAD_ADDR", c->nodes[0].address);
 	bootstrap_env(&cmd, "PBX_SHARED", l->shared_dir);
 	bootstrap_env(&cmd, "PBX_SLURM_USER", l->slurm_user);
+	bootstrap_env(&cmd, "PBX_CTLD_LOCK", l->ctld_lock);
 	pbx_buf_adds(&cmd, " && exec sh ");
 	pbx_shell_quote(&cmd, script);
 	pbx_buf_addc(&cmd, ' ');

@@ -17,9 +17,11 @@
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,34 +186,60 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 struct start_run {
 	struct pbx_cluster *c;
 	const struct pbx_slurm_layout *layout;
-	struct pbx_buf stage_tar;             /* tar of the local stage directory */
+	struct pbx_buf stage_tar;             /* the stage, see start_stage */
 	const struct pbx_cluster_events *ev;
-	size_t first, count;                  /* which nodes this fan-out covers */
+	int ctld_lock_fd;                     /* layout->ctld_lock, held; -1 = none */
 };
 
-static int start_bootstrap_one(void *ctx, size_t k, struct pbx_err *err)
+/* Nodes on this host (layout->ctld_lock set): pbx holds the lock from
+ * before any bootstrap until the head's is over (its slurmctld answers,
+ * or it failed), so compute nodes block on it instead of polling
+ * slurmctld.  Best effort: without the lock they poll. */
+static void start_ctld_lock(struct start_run *r)
 {
-	struct start_run *r = ctx;
-	size_t i = r->first + k;
-	pbx_events_stage(r->ev, i, "connecting");
-	return pbx_bootstrap_node(r->c, i, r->layout, &r->stage_tar, "up", r->ev, err);
+	r->ctld_lock_fd = -1;
+	if (!r->layout->ctld_lock[0])
+		return;
+	r->ctld_lock_fd = open(r->layout->ctld_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->ctld_lock_fd >= 0 && flock(r->ctld_lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		close(r->ctld_lock_fd);   /* another start holds it: leave it to that one */
+		r->ctld_lock_fd = -1;
+	}
 }
 
-/* Runs the bootstrap on nodes [first, first+count) at once; collects the
- * failures into one message. */
-static int start_fanout(struct start_run *r, size_t first, size_t count, struct pbx_err *err)
+static void start_ctld_unlock(struct start_run *r)
 {
+	if (r->ctld_lock_fd >= 0)
+		close(r->ctld_lock_fd);   /* closing releases the flock */
+	r->ctld_lock_fd = -1;
+}
+
+static int start_bootstrap_one(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct start_run *r = ctx;
+	int rc;
+	pbx_events_stage(r->ev, i, "connecting");
+	rc = pbx_bootstrap_node(r->c, i, r->layout, &r->stage_tar, "up", r->ev, err);
+	if (i == 0)
+		start_ctld_unlock(r);   /* the head is done (node 0, see plan) */
+	return rc;
+}
+
+/* Runs the bootstrap on every node at once; collects the failures into one
+ * message. */
+static int start_fanout(struct start_run *r, struct pbx_err *err)
+{
+	size_t count = r->c->nnodes, k;
 	struct pbx_err *errs = xcalloc(count ? count : 1, sizeof(*errs));
 	struct pbx_buf msg = PBX_BUF_INIT;
-	size_t k;
 	int failed;
-	r->first = first;
-	r->count = count;
+	start_ctld_lock(r);
 	failed = pbx_fanout(count, START_CONCURRENCY, start_bootstrap_one, r, errs);
+	start_ctld_unlock(r);
 	for (k = 0; k < count; k++) {
 		if (!errs[k].msg[0])
 			continue;
-		pbx_events_stage(r->ev, first + k, "failed");
+		pbx_events_stage(r->ev, k, "failed");
 		pbx_buf_addf(&msg, "%s%s", msg.len ? "\n  " : "", errs[k].msg);
 	}
 	if (failed)
@@ -310,7 +338,7 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	r.layout = &layout;
 	r.ev = ev;
 	if (rc == 0)
-		rc = start_fanout(&r, 0, c->nnodes, err);         /* every node at once */
+		rc = start_fanout(&r, err);
 	if (rc == 0)
 		rc = start_wait_idle(c, ev, err);
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len);   /* holds the munge key */

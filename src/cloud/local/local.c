@@ -358,6 +358,7 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 	l->bootstrap_mode = "direct";
 	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
 	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", s->dir);
+	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", s->dir);
 	return 0;
 }
 
