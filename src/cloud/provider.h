@@ -79,8 +79,9 @@ struct pbx_provider {
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
 
-/* Waits until host:port accepts a TCP connection (loopback only for
- * local; any address for clouds), up to timeout_ms. */
+/* Waits until host:port accepts a TCP connection, up to timeout_ms: for
+ * cloud providers, a new VM's sshd.  (Node bodies are waited for by their
+ * sshd's pid file: every connection costs an sshd a fork and re-exec.) */
 int pbx_wait_port(const char *host, int port, int timeout_ms, struct pbx_err *err);
 
 #endif

@@ -16,15 +16,25 @@
 extern char **environ;
 
 /* Starts argv with stdin from /dev/null and stdout+stderr on outfd (or
- * /dev/null).  posix_spawn, not fork: pbx runs programs from threads
- * (fan-outs), and vfork-style spawning neither copies pbx's page tables
- * nor runs code in a child that may have inherited a held lock. */
-static int pbx_run_spawn(const char *const *argv, int outfd, pid_t *pid)
+ * /dev/null), in a session of its own when `own_session`.  posix_spawn,
+ * not fork: pbx runs programs from threads (fan-outs), and vfork-style
+ * spawning neither copies pbx's page tables nor runs code in a child that
+ * may have inherited a held lock.  Returns 0 or an errno value. */
+static int pbx_run_spawn(const char *const *argv, int outfd, int own_session, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
 	int rc;
-	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+	if ((rc = posix_spawnattr_init(&attr)) != 0)
 		return rc;
+	if (own_session && (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID)) != 0) {
+		posix_spawnattr_destroy(&attr);
+		return rc;
+	}
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		posix_spawnattr_destroy(&attr);
+		return rc;
+	}
 	rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (rc == 0 && outfd >= 0)
 		rc = posix_spawn_file_actions_adddup2(&fa, outfd, 1);
@@ -35,9 +45,23 @@ static int pbx_run_spawn(const char *const *argv, int outfd, pid_t *pid)
 	if (rc == 0)
 		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	if (rc == 0)
-		rc = posix_spawnp(pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+		rc = posix_spawnp(pid, argv[0], &fa, &attr, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
 	return rc;
+}
+
+static int pbx_spawn_error(const char *prog, int rc, struct pbx_err *err)
+{
+	if (rc == ENOENT || rc == EACCES)
+		return pbx_err_set(err, "cannot run %s: not found or not executable", prog);
+	return pbx_err_set(err, "cannot run %s: %s", prog, strerror(rc));
+}
+
+int pbx_spawn_detached(const char *const *argv, pid_t *pid, struct pbx_err *err)
+{
+	int rc = pbx_run_spawn(argv, -1, 1, pid);
+	return rc ? pbx_spawn_error(argv[0], rc, err) : 0;
 }
 
 int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
@@ -46,15 +70,13 @@ int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
 	pid_t pid;
 	if (out && pipe2(pipefd, O_CLOEXEC) < 0)
 		return pbx_err_set(err, "cannot create pipe: %s", strerror(errno));
-	rc = pbx_run_spawn(argv, out ? pipefd[1] : -1, &pid);
+	rc = pbx_run_spawn(argv, out ? pipefd[1] : -1, 0, &pid);
 	if (rc != 0) {
 		if (out) {
 			close(pipefd[0]);
 			close(pipefd[1]);
 		}
-		if (rc == ENOENT || rc == EACCES)
-			return pbx_err_set(err, "cannot run %s: not found or not executable", argv[0]);
-		return pbx_err_set(err, "cannot run %s: %s", argv[0], strerror(rc));
+		return pbx_spawn_error(argv[0], rc, err);
 	}
 	if (out) {
 		char chunk[4096];

@@ -7,6 +7,8 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include <sys/types.h>
+
 /*
  * Runs argv[0] (searched in PATH) with argv, stdin from /dev/null, and
  * waits for it.  Its stdout+stderr are captured into `out` when non-NULL
@@ -18,5 +20,11 @@ int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err);
 /* Like pbx_run, but a non-zero status is an error naming the program and
  * quoting its output; returns 0 or -1. */
 int pbx_run_ok(const char *const *argv, struct pbx_err *err);
+
+/* Starts argv (searched in PATH) in a session of its own, stdin/stdout/
+ * stderr on /dev/null, and does not wait: for daemons that stay in the
+ * foreground (sshd -D), so pbx knows their pid and sees them die.  The
+ * caller reaps it (waitpid) or leaves it to init when pbx exits. */
+int pbx_spawn_detached(const char *const *argv, pid_t *pid, struct pbx_err *err);
 
 #endif

@@ -2,7 +2,8 @@
 # Direct mode for real (no SSH): a head and two compute node bodies on this
 # machine, each with its own prefix, brought up by templates/bootstrap.sh in
 # parallel; a GPU array job; repair of a killed slurmd without touching the
-# healthy daemons; status; down leaves no process and no listening port.
+# healthy daemons (held back while PBX_CTLD_LOCK is held); status; down
+# leaves no process and no listening port.
 # Addresses 127.0.3.1-3, ports 18500-18519 (reserved for this test).
 set -eu
 
@@ -149,6 +150,36 @@ kill -KILL "$d2"
 while kill -0 "$d2" 2>/dev/null; do sleep 0.1; done
 env_for node2 sh "$BOOT" status >"$T/out/st0" 2>/dev/null || fail "status"
 grep -qx 'slurmd stopped' "$T/out/st0" || fail "status after kill: $(cat "$T/out/st0")"
+# ---- PBX_CTLD_LOCK: while the lock is held (pbx holds it while the head
+# bootstraps), a compute node's up waits before starting its slurmd
+mkfifo "$T/hold"
+# shellcheck disable=SC2016 # $1 is the inner shell's
+flock -x "$T/ctld.lock" sh -c 'read -r x <"$1"' sh "$T/hold" &
+i=0
+while flock -n -s "$T/ctld.lock" true; do
+	i=$((i + 1))
+	[ "$i" -lt 100 ] || fail "the test could not take its lock"
+	sleep 0.05
+done
+env_for node2 env PBX_CTLD_LOCK="$T/ctld.lock" sh "$BOOT" up >"$T/out/node2.lock.out" \
+	2>"$T/out/node2.lock.err" &
+up=$!
+i=0
+until grep -q '^PBX-STAGE slurmd' "$T/out/node2.lock.out"; do
+	i=$((i + 1))
+	[ "$i" -lt 200 ] || fail "up with PBX_CTLD_LOCK never reached its slurmd stage"
+	sleep 0.05
+done
+sleep 1
+kill -0 "$up" 2>/dev/null || fail "up finished while PBX_CTLD_LOCK was held"
+if [ -r "$T/nodes/node2/run/slurmd-node2.pid" ] && kill -0 "$(pid_of node2 slurmd-node2)" 2>/dev/null; then
+	fail "slurmd started while PBX_CTLD_LOCK was held"
+fi
+echo go >"$T/hold"
+wait "$up" || fail "up with PBX_CTLD_LOCK failed: $(cat "$T/out/node2.lock.out")"
+kill -0 "$(pid_of node2 slurmd-node2)" || fail "no slurmd after PBX_CTLD_LOCK was let go"
+note "PBX_CTLD_LOCK held node2's slurmd back until it was let go"
+
 t0=$(date +%s)
 up_all 2
 note "up again (repair): $(($(date +%s) - t0)) s"

@@ -3,7 +3,8 @@
 # SLURM cluster (3 compute nodes x 2 GPU GRES) on node bodies; srun across
 # all nodes; an array of 6 GPU tasks runs 2 per node at the same time; a
 # killed slurmd is repaired by a second `start`; `stop` leaves no process,
-# port or file behind.
+# port or file behind; a node whose sshd cannot bind fails the start with
+# sshd's reason.
 . "$(dirname "$0")/lib.sh"
 
 ADDR=127.0.10
@@ -89,4 +90,21 @@ ok $? "the cluster's directory is gone"
 run_pbx cluster list --all --json
 echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["state"]=="deleted", d'
 ok $? "the store marks the cluster deleted"
+
+# A node whose sshd cannot listen (its address and port taken) fails the
+# start at once, with sshd's own reason; stop still cleans up.
+python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("'"$ADDR.2"'", '"$SSH_PORT"')); s.listen(); time.sleep(120)' &
+squatter=$!
+i=0
+until ss -Hltn | awk '{print $4}' | grep -qx "$ADDR.2:$SSH_PORT"; do
+	i=$((i + 1)); [ "$i" -lt 100 ] || break; sleep 0.05
+done
+run_pbx cluster start t3
+kill "$squatter" 2>/dev/null
+[ "$rc" -ne 0 ] && echo "$errout" | grep -q "node gpu1: sshd did not start (exit status 255): Cannot bind any address"
+ok $? "a node whose sshd cannot bind fails the start with sshd's reason: $errout"
+run_pbx cluster stop t3
+is "$rc:$(procs_mentioning "$CDIR")" "0:" "stop after the failed start leaves no process"
 done_testing

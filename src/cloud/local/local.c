@@ -23,11 +23,13 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,45 +173,76 @@ static int local_pid_alive(const char *pidfile, const char *comm)
 	return pid;
 }
 
-/* The last line of a log file, for error messages ("" when none). */
-static void local_log_tail(const char *path, char *out, size_t size)
+/* Size of a file, 0 when it does not exist. */
+static off_t local_file_size(const char *path)
 {
-	struct pbx_buf b = PBX_BUF_INIT;
-	const char *line;
-	out[0] = '\0';
-	if (pbx_read_file(path, &b, NULL) == 0 && b.len) {
-		pbx_buf_rtrim(&b);
-		line = strrchr(b.buf, '\n');
-		snprintf(out, size, "%s", line ? line + 1 : b.buf);
-	}
-	pbx_buf_release(&b);
+	struct stat st;
+	return stat(path, &st) == 0 ? st.st_size : 0;
 }
 
-/* Waits until the node's sshd listens: sshd writes its pid file after
- * binding, so a pid file naming a live sshd means it accepts connections.
- * Never connects to find out (each connection costs sshd a fork and a
- * re-exec, CPU every other node body waits for).  A "fatal:" line in its
- * log ends the wait at once. */
-static int local_wait_sshd(const char *pidfile, const char *logfile, int timeout_ms,
-			   struct pbx_err *err)
+/* The last line a log got after offset FROM (at most its last 4 KiB), for
+ * error messages; "" when none. */
+static void local_log_tail(const char *path, off_t from, char *out, size_t size)
+{
+	char chunk[4097], *line;
+	off_t end = local_file_size(path), at = end - from > 4096 ? end - 4096 : from;
+	ssize_t n = 0;
+	int fd;
+	out[0] = '\0';
+	if (end <= from || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	n = pread(fd, chunk, (size_t)(end - at), at);
+	close(fd);
+	if (n <= 0)
+		return;
+	chunk[n] = '\0';
+	while (n > 0 && (chunk[n - 1] == '\n' || chunk[n - 1] == '\r'))
+		chunk[--n] = '\0';
+	line = strrchr(chunk, '\n');
+	line = line ? line + 1 : chunk;
+	n = (ssize_t)strlen(line);
+	if ((size_t)n >= size)
+		n = (ssize_t)size - 1;
+	memcpy(out, line, (size_t)n);
+	out[n] = '\0';
+}
+
+/* Waits until the node's sshd (PID, our child: sshd -D) listens: it
+ * writes its pid file after binding, so a pid file naming a live sshd
+ * means it accepts connections.  Never connects to find out (each
+ * connection costs sshd a fork and a re-exec, CPU every other node body
+ * waits for).  If sshd exits instead, the error quotes the last line its
+ * log got after LOG_FROM (e.g. "Cannot bind any address."). */
+static int local_wait_sshd(pid_t pid, const char *pidfile, const char *logfile, off_t log_from,
+			   int timeout_ms, struct pbx_err *err)
 {
 	struct timespec delay = { 0, 2 * 1000 * 1000 };
 	char last[512];
-	int waited = 0;
+	int waited = 0, status;
 	for (;;) {
-		if (local_pid_alive(pidfile, "sshd"))
+		if (local_pid_alive(pidfile, "sshd") == pid)
 			return 0;
-		local_log_tail(logfile, last, sizeof(last));
-		if (strstr(last, "fatal") || waited >= timeout_ms)
-			return pbx_err_set(err, "sshd did not start%s%s (log %s)",
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			local_log_tail(logfile, log_from, last, sizeof(last));
+			return pbx_err_set(err, "sshd did not start (%s %d)%s%s; see %s",
+					   WIFEXITED(status) ? "exit status" : "signal",
+					   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 					   last[0] ? ": " : "", last, logfile);
+		}
+		if (waited >= timeout_ms) {
+			kill(pid, SIGTERM);
+			return pbx_err_set(err, "sshd did not listen within %d s; see %s",
+					   timeout_ms / 1000, logfile);
+		}
 		nanosleep(&delay, NULL);
 		waited += 2;
 	}
 }
 
 /* Starts the node's sshd unless it already runs, and waits until it
- * listens (sshd daemonizes before binding).  Sessions get the node's
+ * listens.  It runs in the foreground (-D) in a session of its own, so pbx
+ * sees it die rather than waiting out a timeout (a daemonizing sshd forks
+ * before it binds, and its parent exits 0 either way).  Sessions get the node's
  * own home (ROOT/root) as HOME, as on a fresh cloud image: the host's
  * dotfiles are not the node's (a host .bashrc runs in every SSH session,
  * bash sources it for commands run by sshd). */
@@ -223,7 +256,7 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 	char *keys = xasprintf("AuthorizedKeysFile=%s", authorized);
 	char *pidopt = xasprintf("PidFile=%s", pidfile);
 	char *home = xasprintf("SetEnv=HOME=%s/root", node->root);
-	const char *argv[] = { "/usr/sbin/sshd", "-f", "/dev/null", "-h", hostkey, "-E", logfile,
+	const char *argv[] = { "/usr/sbin/sshd", "-D", "-f", "/dev/null", "-h", hostkey, "-E", logfile,
 			       "-o", listen, "-o", keys, "-o", pidopt, "-o", "StrictModes=no",
 			       "-o", "PermitRootLogin=prohibit-password",
 			       "-o", "PasswordAuthentication=no",
@@ -233,12 +266,14 @@ static int local_start_sshd(const struct pbx_node_row *node, const char *authori
 			       "-o", "UseDNS=no", "-o", home, NULL };
 	int rc = 0;
 	if (!local_pid_alive(pidfile, "sshd")) {
+		off_t log_from = local_file_size(logfile);
+		pid_t pid;
 		unlink(pidfile);   /* stale: its pid may be reused before sshd writes it */
 		rc = local_hostkey(hostkey, err);
 		if (rc == 0)
-			rc = pbx_run_ok(argv, err);
+			rc = pbx_spawn_detached(argv, &pid, err);
 		if (rc == 0)
-			rc = local_wait_sshd(pidfile, logfile, 10000, err);
+			rc = local_wait_sshd(pid, pidfile, logfile, log_from, 10000, err);
 	}
 	free(hostkey); free(pidfile); free(logfile); free(listen); free(keys); free(pidopt);
 	free(home);
