@@ -1,13 +1,15 @@
 /*
- * tar.c - a small tar writer: POSIX ustar headers, with a pax extended
- * header ('x') in front of an entry whose path or link target does not
- * fit (GNU tar, bsdtar and busybox read both).  Owner root:root, the
+ * tar.c - the package's tar writer: POSIX ustar headers (fields filled by
+ * util/ustar.h), with a pax extended header ('x') in front of an entry
+ * whose path or link target does not fit (GNU tar, bsdtar and busybox
+ * read both).  Owner root:root, the
  * package's creation time as mtime.  Regular files are streamed from disk
  * and re-hashed on the way, so a file that changed since the package id
  * was computed is refused rather than shipped under the wrong id.
  */
 #include "experiment/package_priv.h"
 #include "util/buf.h"
+#include "util/ustar.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -18,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PBX_TAR_BLOCK 512
+#define PBX_TAR_BLOCK PBX_USTAR_BLOCK
 
 static int pbx_tar_io(struct pbx_tar *t)
 {
@@ -42,18 +44,6 @@ static int pbx_tar_pad(struct pbx_tar *t, unsigned long long len)
 
 /* ------------------------------------------------------------------ */
 /* Headers                                                             */
-
-/* width-1 octal digits and a NUL (sizes stay below 8 GiB: the package is
- * capped at PBX_PACKAGE_MAX_BYTES). */
-static void pbx_tar_octal(char *field, size_t width, unsigned long long v)
-{
-	size_t i = width - 1;
-	field[i] = '\0';
-	while (i-- > 0) {
-		field[i] = (char)('0' + (v & 7));
-		v >>= 3;
-	}
-}
 
 /* Splits `path` into ustar prefix/name; false when it cannot. */
 static bool pbx_tar_split(const char *path, char *h)
@@ -117,8 +107,6 @@ static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsign
 			  unsigned long long size, const char *link)
 {
 	char h[PBX_TAR_BLOCK];
-	unsigned sum = 0;
-	size_t i;
 	bool fits;
 	memset(h, 0, sizeof(h));
 	fits = pbx_tar_split(path, h);
@@ -129,22 +117,7 @@ static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsign
 		if (!fits || !pbx_tar_split(path, h))
 			memcpy(h, path, 100);
 	}
-	pbx_tar_octal(h + 100, 8, mode);
-	pbx_tar_octal(h + 108, 8, 0);
-	pbx_tar_octal(h + 116, 8, 0);
-	pbx_tar_octal(h + 124, 12, size);
-	pbx_tar_octal(h + 136, 12, (unsigned long long)t->mtime);
-	h[156] = type;
-	if (link)
-		memcpy(h + 157, link, strlen(link) > 100 ? 100 : strlen(link));
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
-	memcpy(h + 265, "root", 4);
-	memcpy(h + 297, "root", 4);
-	memset(h + 148, ' ', 8);
-	for (i = 0; i < sizeof(h); i++)
-		sum += (unsigned char)h[i];
-	pbx_tar_octal(h + 148, 7, sum);
+	pbx_ustar_fill((unsigned char *)h, type, mode, t->mtime, size, link);
 	return pbx_tar_put(t, h, sizeof(h));
 }
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define USTAR_BLOCK 512
 
 /* Writes VALUE as WIDTH-1 octal digits and a NUL (callers keep VALUE within
  * them: modes, times, sizes of what pbx holds in memory). */
@@ -29,14 +28,11 @@ static void ustar_copy(unsigned char *field, const char *s, size_t width)
 	memcpy(field, s, n < width ? n : width);
 }
 
-void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode,
-		      time_t mtime, size_t size, const char *link)
+void pbx_ustar_fill(unsigned char h[PBX_USTAR_BLOCK], char type, unsigned mode, time_t mtime,
+		    unsigned long long size, const char *link)
 {
-	unsigned char h[USTAR_BLOCK];
 	unsigned sum = 0;
 	size_t i;
-	memset(h, 0, sizeof(h));
-	ustar_copy(h, name, 100);
 	ustar_octal((char *)h + 100, 8, mode & 07777);
 	ustar_octal((char *)h + 108, 8, 0);             /* uid */
 	ustar_octal((char *)h + 116, 8, 0);             /* gid */
@@ -49,19 +45,28 @@ void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned
 	memcpy(h + 265, "root", 4);                     /* uname */
 	memcpy(h + 297, "root", 4);                     /* gname */
 	memset(h + 148, ' ', 8);                        /* chksum, while summing */
-	for (i = 0; i < sizeof(h); i++)
+	for (i = 0; i < PBX_USTAR_BLOCK; i++)
 		sum += h[i];
 	ustar_octal((char *)h + 148, 7, sum);           /* six digits, NUL, space */
 	h[155] = ' ';
+}
+
+void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode,
+		      time_t mtime, size_t size, const char *link)
+{
+	unsigned char h[PBX_USTAR_BLOCK];
+	memset(h, 0, sizeof(h));
+	ustar_copy(h, name, 100);
+	pbx_ustar_fill(h, type, mode, mtime, size, link);
 	pbx_buf_add(tar, h, sizeof(h));
 }
 
 void pbx_ustar_data(struct pbx_buf *tar, const void *data, size_t len)
 {
-	static const unsigned char zeros[USTAR_BLOCK];
+	static const unsigned char zeros[PBX_USTAR_BLOCK];
 	pbx_buf_add(tar, data, len);
-	if (len % USTAR_BLOCK)
-		pbx_buf_add(tar, zeros, USTAR_BLOCK - len % USTAR_BLOCK);
+	if (len % PBX_USTAR_BLOCK)
+		pbx_buf_add(tar, zeros, PBX_USTAR_BLOCK - len % PBX_USTAR_BLOCK);
 }
 
 static int ustar_name_ok(const char *name, struct pbx_err *err)
@@ -98,6 +103,6 @@ int pbx_ustar_file(struct pbx_buf *tar, const char *name, int mode, time_t mtime
 
 void pbx_ustar_end(struct pbx_buf *tar)
 {
-	static const unsigned char zeros[2 * USTAR_BLOCK];
+	static const unsigned char zeros[2 * PBX_USTAR_BLOCK];
 	pbx_buf_add(tar, zeros, sizeof(zeros));
 }
