@@ -78,14 +78,23 @@ ping_ctld() {
 # Waits until slurmctld answers, so a slurmd started while the head is
 # still bootstrapping registers at once instead of after its own retry
 # delay.  With PBX_CTLD_LOCK (node bodies on pbx's host) it first blocks on
-# that lock, which pbx holds until the head's bootstrap is over; then (or
-# else) it pings every 0.1 s.  Never fails: slurmd retries.
+# that lock, which pbx holds until the head's bootstrap is over and then
+# fills with "ok" or "failed"; after "failed" it does not wait for a
+# slurmctld that is not coming.  Then (or else) it pings every 0.1 s.
+# Never fails: slurmd retries.
 wait_for_ctld() {
 	if [ -n "${PBX_CTLD_LOCK:-}" ] && [ -e "$PBX_CTLD_LOCK" ] &&
 		command -v flock >/dev/null 2>&1; then
 		exec 8<"$PBX_CTLD_LOCK"
 		flock -s -w "${PBX_CTLD_WAIT:-60}" 8 || true
+		head_went=
+		read -r head_went <&8 || true
 		exec 8<&-
+		if [ "$head_went" = failed ]; then
+			log "the head's bootstrap failed: not waiting for slurmctld"
+			CTLD_GONE=1
+			return 0
+		fi
 	fi
 	ping_ctld 10 ||
 		log "slurmctld does not answer yet; slurmd will keep trying to register"
@@ -876,8 +885,10 @@ fi
 # it.  While slurmctld is not up yet (the head bootstraps at the same time)
 # this waits a little and then leaves it to ReturnToService.
 # A slurmd's first start needs none of this: its node is new to slurmctld
-# (and pbx resumes a node that still comes up down).
-if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ]; then
+# (and pbx resumes a node that still comes up down); nor does a node whose
+# head failed (there is no slurmctld to ask).
+if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ] &&
+	[ -z "${CTLD_GONE:-}" ]; then
 	waited=0
 	resumed=0
 	while :; do

@@ -192,9 +192,11 @@ struct start_run {
 };
 
 /* Nodes on this host (layout->ctld_lock set): pbx holds the lock from
- * before any bootstrap until the head's is over (its slurmctld answers,
- * or it failed), so compute nodes block on it instead of polling
- * slurmctld.  Best effort: without the lock they poll. */
+ * before any bootstrap until the head's is over, so compute nodes block on
+ * it instead of polling slurmctld.  Before letting go it writes how the
+ * head's bootstrap ended ("ok" or "failed"): after a failure compute nodes
+ * do not wait for a slurmctld that is not coming.  Best effort: without
+ * the lock they poll. */
 static void start_ctld_lock(struct start_run *r)
 {
 	r->ctld_lock_fd = -1;
@@ -205,12 +207,21 @@ static void start_ctld_lock(struct start_run *r)
 		close(r->ctld_lock_fd);   /* another start holds it: leave it to that one */
 		r->ctld_lock_fd = -1;
 	}
+	if (r->ctld_lock_fd >= 0 && ftruncate(r->ctld_lock_fd, 0) < 0) {
+		close(r->ctld_lock_fd);
+		r->ctld_lock_fd = -1;
+	}
 }
 
-static void start_ctld_unlock(struct start_run *r)
+static void start_ctld_unlock(struct start_run *r, int head_ok)
 {
-	if (r->ctld_lock_fd >= 0)
-		close(r->ctld_lock_fd);   /* closing releases the flock */
+	const char *how = head_ok ? "ok\n" : "failed\n";
+	ssize_t n;
+	if (r->ctld_lock_fd < 0)
+		return;
+	n = pwrite(r->ctld_lock_fd, how, strlen(how), 0);
+	(void)n;   /* if it fails, compute nodes just wait for slurmctld */
+	close(r->ctld_lock_fd);   /* closing releases the flock */
 	r->ctld_lock_fd = -1;
 }
 
@@ -221,7 +232,7 @@ static int start_bootstrap_one(void *ctx, size_t i, struct pbx_err *err)
 	pbx_events_stage(r->ev, i, "connecting");
 	rc = pbx_bootstrap_node(r->c, i, r->layout, &r->stage_tar, "up", r->ev, err);
 	if (i == 0)
-		start_ctld_unlock(r);   /* the head is done (node 0, see plan) */
+		start_ctld_unlock(r, rc == 0);   /* the head is done (node 0, see plan) */
 	return rc;
 }
 
@@ -235,7 +246,7 @@ static int start_fanout(struct start_run *r, struct pbx_err *err)
 	int failed;
 	start_ctld_lock(r);
 	failed = pbx_fanout(count, START_CONCURRENCY, start_bootstrap_one, r, errs);
-	start_ctld_unlock(r);
+	start_ctld_unlock(r, 0);   /* only if the head never ran */
 	for (k = 0; k < count; k++) {
 		if (!errs[k].msg[0])
 			continue;

@@ -212,6 +212,20 @@ done
 pids=$(cat "$T"/nodes/*/run/*.pid "$T"/nodes/*/run/munge/munged.pid)
 for n in $NODES; do env_for "$n" sh "$BOOT" down >/dev/null 2>"$T/out/$n.down.err" & done
 wait
+
+# ---- PBX_CTLD_LOCK saying the head's bootstrap failed: a compute node's up
+# does not wait for slurmctld (down now); its slurmd starts and keeps trying
+echo failed >"$T/ctld.lock"
+env_for node1 env PBX_CTLD_LOCK="$T/ctld.lock" PBX_CTLD_WAIT=600 PBX_RESUME_WAIT=1 sh "$BOOT" up \
+	>"$T/out/node1.failed.out" 2>"$T/out/node1.failed.err" ||
+	fail "up after a failed head: $(cat "$T/out/node1.failed.out")"
+grep -q "the head's bootstrap failed: not waiting for slurmctld" "$T/out/node1.failed.err" ||
+	fail "up after a failed head did not skip the wait: $(cat "$T/out/node1.failed.err")"
+! grep -q 'slurmctld does not answer' "$T/out/node1.failed.err" ||
+	fail "up after a failed head waited for slurmctld"
+pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid" "$T/nodes/node1/run/munge/munged.pid")"
+# (slurmd, unable to tell a slurmctld it is leaving, ignores TERM: KILL after 1 s)
+env_for node1 env PBX_STOP_WAIT=1 sh "$BOOT" down >/dev/null 2>"$T/out/node1.down2.err"
 for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "pid $p still alive after down"; done
 for n in $NODES; do
 	env_for "$n" sh "$BOOT" status >"$T/out/st-$n" 2>/dev/null
