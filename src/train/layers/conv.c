@@ -186,17 +186,8 @@ static void conv_bias_out(float *out, const float *y, const float *b, int n,
 	size_t N = (size_t)n * plane;
 	for (int i = 0; i < n * OC; i++) {
 		int bi = i / OC, oc = i % OC;
-		const float *src = y + (size_t)oc * N + (size_t)bi * plane;
-		float *dst = out + (size_t)i * plane, bias = b[oc];
-		if (relu) {
-			for (size_t p = 0; p < plane; p++) {
-				float v = src[p] + bias;
-				dst[p] = v > 0.0f ? v : 0.0f;
-			}
-		} else {
-			for (size_t p = 0; p < plane; p++)
-				dst[p] = src[p] + bias;
-		}
+		conv_bias_relu(out + (size_t)i * plane, y + (size_t)oc * N + (size_t)bi * plane,
+			       plane, b[oc], relu);
 	}
 }
 

@@ -369,19 +369,8 @@ static void wino_output_plane(float *restrict plane, const float *restrict m,
 static void wino_store(float *restrict dst, const float *restrict plane,
 		       int H, int W, int ow, float bias, int relu)
 {
-	for (int h = 0; h < H; h++) {
-		const float *s = plane + (size_t)h * ow;
-		float *d = dst + (size_t)h * W;
-		if (relu) {
-			for (int x = 0; x < W; x++) {
-				float y = s[x] + bias;
-				d[x] = y > 0.0f ? y : 0.0f;
-			}
-		} else {
-			for (int x = 0; x < W; x++)
-				d[x] = s[x] + bias;
-		}
-	}
+	for (int h = 0; h < H; h++)
+		conv_bias_relu(dst + (size_t)h * W, plane + (size_t)h * ow, (size_t)W, bias, relu);
 }
 
 /* Z = A dY A^T for every 2x2 tile of one gradient plane dy (H, W) (zeros
