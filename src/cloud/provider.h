@@ -63,8 +63,8 @@ struct pbx_provider {
 	 * *nodes owned by the caller (pbx_node_rows_free). */
 	int (*plan)(const struct pbx_cluster_spec *s, struct pbx_node_row **nodes, size_t *n,
 		    struct pbx_err *err);
-	/* Creates what is missing; returns once every node accepts TCP on its
-	 * SSH port.  May fill in addresses and instance ids. */
+	/* Creates what is missing; returns once every node's sshd listens.
+	 * May fill in addresses and instance ids. */
 	int (*create)(const struct pbx_cluster_spec *s, struct pbx_node_row *nodes, size_t n,
 		      const struct pbx_cluster_events *ev, struct pbx_err *err);
 	/* Removes every process, port, file or cloud resource of the cluster. */
@@ -79,9 +79,5 @@ struct pbx_provider {
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
 
-/* Waits until host:port accepts a TCP connection, up to timeout_ms: for
- * cloud providers, a new VM's sshd.  (Node bodies are waited for by their
- * sshd's pid file: every connection costs an sshd a fork and re-exec.) */
-int pbx_wait_port(const char *host, int port, int timeout_ms, struct pbx_err *err);
 
 #endif

@@ -132,24 +132,6 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	return rc;
 }
 
-int pbx_cluster_node_resumable(const char *state)
-{
-	return strstr(state, "down") || strstr(state, "drain") || strstr(state, "inval") ||
-	       strstr(state, "fail");
-}
-
-void pbx_cluster_resume(struct pbx_cluster *c, const char *name, const char *state)
-{
-	const char *argv[] = { "scontrol", "update", NULL, "state=resume", NULL };
-	struct pbx_err err = PBX_ERR_INIT;
-	char *arg = xasprintf("nodename=%s", name);
-	int status;
-	argv[2] = arg;
-	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);
-	pbx_store_event(c->store, c->row.id, "node.resume", "%s was %s", name, state);
-	free(arg);
-}
-
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state)
 {
 	struct pbx_err err = PBX_ERR_INIT;

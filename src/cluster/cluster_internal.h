@@ -10,9 +10,10 @@
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
 
-/* Where the stage (bootstrap.sh, slurm.conf, munge.key) lives on a node,
- * relative to its root prefix. */
-#define PBX_STAGE_DIR "var/lib/pbx/stage"
+/* pbx's directory on a node and, in it, the stage (bootstrap.sh,
+ * slurm.conf, munge.key); relative to the node's root prefix. */
+#define PBX_NODE_DIR "var/lib/pbx"
+#define PBX_STAGE_DIR PBX_NODE_DIR "/stage"
 
 /*
  * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar whose
@@ -24,12 +25,6 @@ char *pbx_template_json(const struct pbx_cluster_template *t);
 int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
-
-/* True for sinfo states a resume may fix (down, drained, invalid, failed). */
-int pbx_cluster_node_resumable(const char *state);
-/* `scontrol update nodename=NAME state=resume` on the head; recorded as an
- * event (STATE is the state it had). */
-void pbx_cluster_resume(struct pbx_cluster *c, const char *name, const char *state);
 
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);

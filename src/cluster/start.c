@@ -160,7 +160,7 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 	if (rc == 0)
 		rc = start_munge_key(c->dir, &key, err);
 	if (rc == 0)
-		rc = pbx_ustar_dir(tar, "var/lib/pbx", 0700, now, err);
+		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
 	if (rc == 0)
 		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
 	if (rc == 0)
@@ -272,10 +272,17 @@ static void start_resume(struct pbx_cluster *c, const struct pbx_sinfo_node *sn,
 	size_t i;
 	for (i = 0; i < c->nnodes; i++) {
 		const char *state = pbx_sinfo_state_of(sn, n, c->nodes[i].name);
+		const char *argv[] = { "scontrol", "update", NULL, "state=resume", NULL };
+		struct pbx_err err = PBX_ERR_INIT;
+		int status;
 		if (resumed[i] || !state || strcmp(c->nodes[i].role, "compute") != 0 ||
-		    !pbx_cluster_node_resumable(state) || (strchr(state, '*') && waited_ms < 3000))
+		    !pbx_sinfo_state_resumable(state) || (strchr(state, '*') && waited_ms < 3000))
 			continue;
-		pbx_cluster_resume(c, c->nodes[i].name, state);
+		argv[2] = xasprintf("nodename=%s", c->nodes[i].name);
+		pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);   /* best effort */
+		pbx_store_event(c->store, c->row.id, "node.resume", "%s was %s", c->nodes[i].name,
+				state);
+		free((char *)argv[2]);
 		resumed[i] = 1;
 	}
 }

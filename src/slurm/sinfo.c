@@ -95,6 +95,12 @@ int pbx_sinfo_state_usable(const char *state)
 	return 0;
 }
 
+int pbx_sinfo_state_resumable(const char *state)
+{
+	return strstr(state, "down") || strstr(state, "drain") || strstr(state, "inval") ||
+	       strstr(state, "fail");
+}
+
 const char *pbx_sinfo_state_of(const struct pbx_sinfo_node *nodes, size_t n, const char *name)
 {
 	size_t i;

@@ -28,6 +28,9 @@ void pbx_sinfo_free(struct pbx_sinfo_node *nodes, size_t n);
 /* True for states in which a node can take work (idle, mix, alloc, comp),
  * false when it is down, drained, failing or not responding (a '*' suffix). */
 int pbx_sinfo_state_usable(const char *state);
+/* True for states a `scontrol update state=resume` may fix: down, drained,
+ * invalid, failed (with or without the '*'). */
+int pbx_sinfo_state_resumable(const char *state);
 /* The state of `name` in the list, or NULL. */
 const char *pbx_sinfo_state_of(const struct pbx_sinfo_node *nodes, size_t n, const char *name);
 

@@ -73,6 +73,12 @@ static void test_sinfo(void)
 	ok(pbx_sinfo_state_usable("idle") && pbx_sinfo_state_usable("mix") &&
 	   !pbx_sinfo_state_usable("idle*") && !pbx_sinfo_state_usable("down") &&
 	   !pbx_sinfo_state_usable("drain"), "usable states");
+	ok(pbx_sinfo_state_resumable("down") && pbx_sinfo_state_resumable("down*") &&
+	   pbx_sinfo_state_resumable("drain") && pbx_sinfo_state_resumable("drng") == 0 &&
+	   pbx_sinfo_state_resumable("inval") && pbx_sinfo_state_resumable("fail") &&
+	   !pbx_sinfo_state_resumable("idle") && !pbx_sinfo_state_resumable("mix") &&
+	   !pbx_sinfo_state_resumable("alloc") && !pbx_sinfo_state_resumable("idle*"),
+	   "states a resume may fix: down, drained, invalid, failed");
 }
 
 static void test_quote(void)
