@@ -131,9 +131,9 @@ static int run_cmd(struct pbx_ssh *s, const char *cmd, struct capture *c)
 }
 
 /*
- * Remote stderr is compared by its end: the remote user's shell startup
- * files may print noise first (here root's .bashrc runs `pyenv init`, whose
- * rehash complains when shells start concurrently).
+ * Remote stderr is compared by its end: the remote shell's system-wide
+ * startup files may print noise first (sshd.sh gives sessions an empty
+ * HOME, so the tester's own ~/.bashrc does not run).
  */
 static int ends_with(const struct pbx_buf *b, const char *tail, const char *name)
 {
