@@ -62,6 +62,11 @@ static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan 
 	return pbx_store_commit(st, err);
 }
 
+/* The remote script: unpack the package once, then one `submit` per array.
+ * The wrapper's variables reach sbatch in its own environment with plain
+ * --export=ALL: the form --export=ALL,VAR=... makes SLURM (22.05) set
+ * SLURM_GET_USER_ENV, and slurmd then runs `su - USER` (a login shell,
+ * with the user's dotfiles) before every task. */
 static void build_script(struct pbx_buf *s, const char *short_id, const struct pbx_buf *tar,
 			 const struct array_plan *plans, size_t np, const char *const *args,
 			 size_t nargs)
@@ -81,10 +86,10 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_buf_addf(s, "mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
 		     "submit() {\n"
 		     "  row=$1 first=$2 spec=$3; shift 3\n"
-		     "  if out=$(sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
+		     "  if out=$(PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
+		     " sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
 		     " --job-name=pbx-%s --comment=\"pbx:%s:$row\""
-		     " --output=\"$R/slurm/%%A_%%a.out\""
-		     " --export=\"ALL,PBX_PKG_DIR=$R/pkg,PBX_RUN_DIR=$R,PBX_TASK_OFFSET=$first\""
+		     " --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		     " \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
 		     "    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
 		     "  else\n"

@@ -40,7 +40,7 @@ is "$(echo "$out" | json_get 'd["submitted"], d["already_submitted"], d["pushed"
 mkdir -p "$TEST_TMP/fail"
 cat >"$TEST_TMP/fail/experiment.yaml" <<'EOF'
 name: fail-demo
-command: echo "code {code}"; exit {code}
+command: echo code {code} "user-env=${SLURM_GET_USER_ENV:-no}"; exit {code}
 sweep:
   list:
     - { code: 0 }
@@ -57,6 +57,10 @@ is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun --failed resubmits one task
 wait_final "$FPKG" 60
 heads=$(for i in 0 1 2; do grep -c '^=== pbx task .* start' "$SHARED/pbx/$FPKG/tasks/$i/stdout"; done | tr '\n' ' ')
 is "$heads" "1 2 1 " "only the failed task ran again"
+# pbx passes its variables in sbatch's environment, not as --export=ALL,VAR=...
+# (SLURM turns that form into --get-user-env: a login shell per task).
+is "$(grep -h '^code ' "$SHARED/pbx/$FPKG/tasks/0/stdout")" "code 0 user-env=no" \
+	"tasks do not make slurmd load the user's login environment"
 
 # --- hostile parameter values through SLURM -------------------------------
 mkdir -p "$TEST_TMP/hostile"
