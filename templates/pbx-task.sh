@@ -36,9 +36,14 @@ pbx_attempt=1
 pbx_jobid=-
 pbx_start=-
 
-# A status field: "-" when empty, anything but [A-Za-z0-9._:+-] as '_'.
+# pbx_field VALUE: sets pbx_fv to VALUE as a status field: "-" when empty,
+# anything but [A-Za-z0-9._:+-] as '_'.  Usual values fork nothing.
 pbx_field() {
-	if [ -z "$1" ]; then printf -- '-'; else printf '%s' "$1" | tr -c 'A-Za-z0-9._:+-' '_'; fi
+	case $1 in
+	'') pbx_fv=- ;;
+	*[!A-Za-z0-9._:+-]*) pbx_fv=$(printf '%s' "$1" | tr -c 'A-Za-z0-9._:+-' '_') ;;
+	*) pbx_fv=$1 ;;
+	esac
 }
 
 # pbx_status STATE EXIT_CODE END_EPOCH
@@ -76,12 +81,15 @@ fi
 pbx_number "$pbx_idx" || pbx_die "bad task index '$pbx_idx'"
 pbx_tdir=$PBX_RUN_DIR/tasks/$pbx_idx
 
-pbx_node=$(pbx_field "${SLURMD_NODENAME:-}")
+pbx_field "${SLURMD_NODENAME:-}"
+pbx_node=$pbx_fv
 if pbx_number "${SLURM_RESTART_COUNT:-}"; then pbx_attempt=$((SLURM_RESTART_COUNT + 1)); fi
 if [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
-	pbx_jobid=$(pbx_field "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
+	pbx_field "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+	pbx_jobid=$pbx_fv
 elif [ -n "${SLURM_JOB_ID:-}" ]; then
-	pbx_jobid=$(pbx_field "$SLURM_JOB_ID")
+	pbx_field "$SLURM_JOB_ID"
+	pbx_jobid=$pbx_fv
 fi
 pbx_start=$(date +%s)
 mkdir -p "$pbx_tdir" || pbx_die "cannot create $pbx_tdir"

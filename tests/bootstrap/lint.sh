@@ -1,20 +1,24 @@
 #!/bin/sh
-# Static checks of templates/bootstrap.sh: `sh -n` (and dash/posh when
-# present), then ShellCheck in POSIX sh mode (exit 77, skip, without it).
+# Static checks of the shell the nodes run, templates/bootstrap.sh and the
+# task wrapper templates/pbx-task.sh: `sh -n` (and dash/posh when present),
+# then ShellCheck in POSIX sh mode (exit 77, skip, without it).
 set -eu
 SRC=${1:?usage: lint.sh SOURCE_DIR syntax|shellcheck}
 BOOT=$SRC/templates/bootstrap.sh
+TASK=$SRC/templates/pbx-task.sh
 case ${2:-syntax} in
 syntax)
-	sh -n "$BOOT"
-	for s in dash posh; do
-		! command -v "$s" >/dev/null 2>&1 || "$s" -n "$BOOT"
+	for f in "$BOOT" "$TASK"; do
+		sh -n "$f"
+		for s in dash posh; do
+			! command -v "$s" >/dev/null 2>&1 || "$s" -n "$f"
+		done
 	done
 	grep -q '^set -eu$' "$BOOT" || { echo "FAIL: no 'set -eu'"; exit 1; }
 	;;
 shellcheck)
 	command -v shellcheck >/dev/null 2>&1 || { echo "SKIP: shellcheck not installed"; exit 77; }
-	shellcheck -s sh "$BOOT"
+	shellcheck -s sh "$BOOT" "$TASK"
 	;;
 esac
 echo PASS

@@ -234,6 +234,12 @@ check_status "$T/run4/tasks/2/status" "2 FAILED 125 node1 1 [0-9]+ [0-9]+ 77_1"
 grep -q 'not in this package' "$T/run4/tasks/2/stderr" || fail "no setup message in stderr"
 pass "PBX_TASK_INDEX, PBX_TASK_OFFSET + array id, a task outside the package (125)"
 
+# ---- 4. status fields stay one word each --------------------------------
+run_task "$T/pkg2" "$T/run5" 0 SLURMD_NODENAME='node 1;$(x)' SLURM_ARRAY_JOB_ID='7 7' ||
+	fail "task with odd node and job names failed"
+check_status "$T/run5/tasks/0/status" "0 COMPLETED 0 node_1___x_ 1 [0-9]+ [0-9]+ 7_7_0"
+pass "node and job names outside [A-Za-z0-9._:+-] become '_' in the status line"
+
 n=$(cat "$T"/run1/tasks/*/status "$T"/run2/tasks/*/status | wc -l)
 [ "$n" -eq $((N + 5)) ] || fail "cat tasks/*/status gave $n lines"
 pass "cat tasks/*/status: one line per task"
