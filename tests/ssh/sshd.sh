@@ -28,7 +28,7 @@ sshd_start() {   # NAME ADDR HOSTKEY [PORT]
 			-o AuthorizedKeysFile="$PBX_TEST_DIR/authorized_keys" \
 			-o PidFile="$PBX_TEST_DIR/$name.pid" -o StrictModes=no \
 			-o PermitRootLogin=prohibit-password -o "Subsystem=sftp internal-sftp" \
-			-o MaxStartups=100 -o MaxSessions=20 -o LogLevel=${PBX_TEST_SSHD_LOGLEVEL:-ERROR} \
+			-o MaxStartups=200 -o MaxSessions=20 -o LogLevel=${PBX_TEST_SSHD_LOGLEVEL:-ERROR} \
 			-o UseDNS=no -o SetEnv=HOME="$PBX_TEST_DIR/home" </dev/null >/dev/null 2>>"$PBX_TEST_DIR/$name.log" &
 		pid=$!
 		echo "$pid" >"$PBX_TEST_DIR/$name.bgpid"
@@ -81,7 +81,7 @@ keys() {
 
 run() {   # BINARY GROUP
 	local bin=$1 group=$2 tool rc
-	for tool in /usr/sbin/sshd ssh-keygen ssh-agent ssh-add tar sha256sum; do
+	for tool in /usr/sbin/sshd ssh-keygen ssh-agent ssh-add tar sha256sum flock; do
 		if ! command -v "$tool" >/dev/null; then
 			echo "1..0 # SKIP $tool is not installed (apt-get install openssh-server)"
 			exit 77

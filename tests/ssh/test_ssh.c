@@ -10,7 +10,8 @@
  *   transfer  200 MB up and down over SFTP, checksums, ".." refused
  *   tree      a tree with odd names round-trips as a tar stream
  *   hostile   hostile remote tar streams are refused, nothing lands outside
- *   fanout    100 execs, concurrency 16, fresh connections and the pool
+ *   fanout    100 execs, concurrency 16, fresh connections and the pool;
+ *             100 execs running at the same time, each on its own connection
  *   jump      direct-tcpip through a jump host, several tunnels at once
  */
 #include "common/tap.h"
@@ -27,6 +28,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -767,6 +771,8 @@ static void test_hostile_real(void)
 
 struct fan {
 	struct pbx_ssh_pool *pool;     /* NULL: a fresh connection per call */
+	const char *script;            /* sh -c SCRIPT DIR INDEX; must print "job INDEX" */
+	const char *dir;               /* $0 of the script */
 	struct pbx_ssh *seen[128];     /* connection used by each call */
 	atomic_int running, max_running, good;
 };
@@ -777,7 +783,8 @@ static int fan_job(void *ctx, size_t i, struct pbx_err *err)
 	struct pbx_ssh_target t = target("127.0.0.1", port1, "id");
 	struct pbx_ssh *s = NULL;
 	char num[32], *expect;
-	const char *argv[] = { "sh", "-c", "echo \"job $1\"", "sh", num, NULL };
+	const char *argv[] = { "sh", "-c", f->script ? f->script : "echo \"job $1\"",
+			       f->dir ? f->dir : "sh", num, NULL };
 	struct pbx_buf out = PBX_BUF_INIT;
 	int st = -1, rc, cur = atomic_fetch_add(&f->running, 1) + 1, max;
 	while ((max = atomic_load(&f->max_running)) < cur &&
@@ -806,13 +813,16 @@ static int fan_job(void *ctx, size_t i, struct pbx_err *err)
 	return rc;
 }
 
-static void fan_report(struct fan *f, struct pbx_err *errs, int failed, const char *what, double t)
+/* 100 calls of fan_job ran with at most `limit` at once: all good, and
+ * more than one but no more than `limit` were running together. */
+static void fan_report(struct fan *f, struct pbx_err *errs, int failed, const char *what, double t,
+		       int limit)
 {
 	size_t i;
 	ok(failed == 0 && atomic_load(&f->good) == 100, "%s: 100 execs, %d failed (%.1f s)", what,
 	   failed, t);
-	ok(atomic_load(&f->max_running) <= 16 && atomic_load(&f->max_running) > 1,
-	   "%s: at most 16 at once (max %d)", what, atomic_load(&f->max_running));
+	ok(atomic_load(&f->max_running) <= limit && atomic_load(&f->max_running) > 1,
+	   "%s: at most %d at once (max %d)", what, limit, atomic_load(&f->max_running));
 	for (i = 0; i < 100 && failed; i++)
 		if (errs[i].msg[0]) {
 			printf("#   first error: %s\n", errs[i].msg);
@@ -843,6 +853,65 @@ static void test_pool_broken(struct pbx_ssh_pool *pool, const struct pbx_ssh_tar
 	capture_release(&c);
 }
 
+/* The gate of test_fanout_at_once: holds an exclusive flock on DIR/lock
+ * until `want` remote commands have said they run (DIR/INDEX.ready), or
+ * until the deadline; `seen` is how many had when it let them go. */
+struct gate {
+	char *dir;
+	int lock_fd, want, seen;
+	pthread_t thread;
+};
+
+static int gate_count_ready(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		if (strstr(e->d_name, ".ready"))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void *gate_main(void *arg)
+{
+	struct gate *g = arg;
+	double deadline = now_s() + 60;
+	while ((g->seen = gate_count_ready(g->dir)) < g->want && now_s() < deadline)
+		usleep(20000);
+	flock(g->lock_fd, LOCK_UN);
+	return NULL;
+}
+
+/* 100 execs in flight at the same time, each over its own connection: every
+ * remote command marks itself ready and then waits for a shared lock that
+ * the test holds until all 100 are ready. */
+static void test_fanout_at_once(void)
+{
+	struct pbx_err *errs = xcalloc(100, sizeof(*errs));
+	struct fan *f = xcalloc(1, sizeof(*f));
+	struct gate g = { .dir = tpath("gate"), .want = 100 };
+	char *lock = tpath("gate/lock");
+	double t0 = now_s();
+	int failed;
+	ok(mkdir(g.dir, 0700) == 0 && (g.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) >= 0 &&
+	   flock(g.lock_fd, LOCK_EX) == 0, "gate locked");
+	pthread_create(&g.thread, NULL, gate_main, &g);
+	f->dir = g.dir;
+	f->script = ": >\"$0/$1.ready\" && flock -s \"$0/lock\" true && echo \"job $1\"";
+	failed = pbx_fanout(100, 100, fan_job, f, errs);
+	pthread_join(g.thread, NULL);
+	ok(g.seen == 100, "100 remote commands were running at once (%d seen)", g.seen);
+	fan_report(f, errs, failed, "100 at once, fresh connections", now_s() - t0, 100);
+	close(g.lock_fd);
+	free(lock);
+	free(g.dir);
+	free(f);
+	free(errs);
+}
+
 static void test_fanout(void)
 {
 	struct pbx_err *errs = xcalloc(100, sizeof(*errs));
@@ -858,7 +927,7 @@ static void test_fanout(void)
 	   !errs[2].msg[0], "fanout counts failures and keeps each error");
 
 	failed = pbx_fanout(100, 16, fan_job, f, errs);
-	fan_report(f, errs, failed, "fresh connections", now_s() - t0);
+	fan_report(f, errs, failed, "fresh connections", now_s() - t0, 16);
 
 	memset(f, 0, sizeof(*f));
 	memset(errs, 0, 100 * sizeof(*errs));
@@ -867,7 +936,7 @@ static void test_fanout(void)
 	   a && a == b, "pool returns the same connection twice");
 	t0 = now_s();
 	failed = pbx_fanout(100, 16, fan_job, f, errs);
-	fan_report(f, errs, failed, "pooled connection", now_s() - t0);
+	fan_report(f, errs, failed, "pooled connection", now_s() - t0, 16);
 	for (i = 0; i < 100; i++)
 		same &= f->seen[i] == a;
 	ok(same, "all 100 pooled execs shared one connection");
@@ -875,6 +944,7 @@ static void test_fanout(void)
 	pbx_ssh_pool_free(f->pool);
 	free(f);
 	free(errs);
+	test_fanout_at_once();
 }
 
 /* ------------------------------------------------------------ jump */
