@@ -7,7 +7,17 @@
  * One loop drives everything: write what stdin we have, drain both output
  * streams, and when nothing moved wait on the socket (and on the input fd).
  * Output callbacks are called without the session lock held.
+ *
+ * What the remote user's shell prints before it runs the command (bash
+ * sources ~/.bashrc for commands run by sshd, and some print a greeting)
+ * would otherwise land in output pbx parses or unpacks: squeue lines, tar
+ * streams.  So every command goes out as "echo MARK" and then the command,
+ * and stdout is passed on from just after the first MARK line.  A server
+ * that never sends the mark (a forced command in authorized_keys) has its
+ * stdout passed on as it is, once EXEC_PREAMBLE_MAX bytes or the end of
+ * the stream came without one.
  */
+#define _GNU_SOURCE   /* memmem */
 #include "ssh/ssh_int.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -20,6 +30,8 @@
 
 #define EXEC_CHUNK 32768
 #define EXEC_CAPTURE_MAX (1u << 20)
+#define EXEC_MARK "pbx-output-begins-7c1d"
+#define EXEC_PREAMBLE_MAX 65536
 
 struct exec_job {
 	struct pbx_ssh *s;
@@ -31,6 +43,8 @@ struct exec_job {
 	int in_done;           /* no more stdin will come */
 	int eof_sent;
 	int remote_eof;
+	struct pbx_buf preamble;  /* stdout held until the mark (or its absence) is seen */
+	int passing;           /* stdout now goes straight to the sink */
 };
 
 /* ------------------------------------------------------------ stdin */
@@ -104,6 +118,42 @@ static int exec_feed(struct exec_job *j, int *moved, struct pbx_err *err)
 
 /* ------------------------------------------------------------ output */
 
+static int exec_sink(struct exec_job *j, int stream, const char *data, size_t len,
+		     struct pbx_err *err)
+{
+	if (!len || !j->io->sink)
+		return 0;
+	return j->io->sink(j->io->sink_ctx, stream, data, len, err);
+}
+
+/* Stdout before the mark is the remote shell's, not the command's: held
+ * until the mark line shows up (then dropped), or until it cannot (then
+ * passed on after all, see the top of the file). */
+static int exec_stdout(struct exec_job *j, const char *data, size_t len, struct pbx_err *err)
+{
+	static const char mark[] = EXEC_MARK "\n";
+	const char *at;
+	size_t skip;
+	if (j->passing)
+		return exec_sink(j, 1, data, len, err);
+	pbx_buf_add(&j->preamble, data, len);
+	at = memmem(j->preamble.buf, j->preamble.len, mark, sizeof(mark) - 1);
+	if (!at && j->preamble.len < EXEC_PREAMBLE_MAX)
+		return 0;
+	skip = at ? (size_t)(at - j->preamble.buf) + sizeof(mark) - 1 : 0;
+	j->passing = 1;
+	return exec_sink(j, 1, j->preamble.buf + skip, j->preamble.len - skip, err);
+}
+
+/* At the end of the stream: stdout still held had no mark; pass it on. */
+static int exec_stdout_end(struct exec_job *j, struct pbx_err *err)
+{
+	if (j->passing)
+		return 0;
+	j->passing = 1;
+	return exec_sink(j, 1, j->preamble.buf, j->preamble.len, err);
+}
+
 static int exec_drain(struct exec_job *j, int stream, int *moved, struct pbx_err *err)
 {
 	char chunk[EXEC_CHUNK];
@@ -116,7 +166,8 @@ static int exec_drain(struct exec_job *j, int stream, int *moved, struct pbx_err
 		if (n < 0)
 			return pbx_ssh_fail_rc(j->s, err, "cannot read command output", (int)n);
 		*moved = 1;
-		if (j->io->sink && j->io->sink(j->io->sink_ctx, stream, chunk, (size_t)n, err) < 0)
+		if ((stream == 1 ? exec_stdout(j, chunk, (size_t)n, err)
+				 : exec_sink(j, stream, chunk, (size_t)n, err)) < 0)
 			return -1;
 	}
 	return 0;
@@ -186,7 +237,7 @@ static int exec_status(struct exec_job *j, int *exit_status, struct pbx_err *err
 }
 
 /* Opens the channel and starts the command (under req_lock, see ssh_int.h). */
-static int exec_start_locked(struct exec_job *j, const char *cmdline, struct pbx_err *err)
+static int exec_start_locked(struct exec_job *j, const char *marked, struct pbx_err *err)
 {
 	int64_t deadline = pbx_ssh_now_ms() + j->s->timeout_ms;
 	int eagain, rc;
@@ -200,7 +251,7 @@ static int exec_start_locked(struct exec_job *j, const char *cmdline, struct pbx
 	if (!j->ch)
 		return pbx_ssh_fail(j->s, err, "cannot open a channel");
 	for (;;) {
-		PBX_SSH_CALL(j->s, rc, libssh2_channel_exec(j->ch, cmdline));
+		PBX_SSH_CALL(j->s, rc, libssh2_channel_exec(j->ch, marked));
 		if (rc != LIBSSH2_ERROR_EAGAIN)
 			break;
 		if (pbx_ssh_wait_until(j->s, deadline, "cannot start command", err) < 0)
@@ -219,11 +270,13 @@ unsigned long pbx_ssh_exec_count(void)
 
 static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *err)
 {
+	char *marked = xasprintf("echo " EXEC_MARK "\n%s", cmdline);
 	int rc;
 	__atomic_add_fetch(&exec_started, 1, __ATOMIC_RELAXED);
 	pbx_ssh_req_begin(j->s);
-	rc = exec_start_locked(j, cmdline, err);
+	rc = exec_start_locked(j, marked, err);
 	pbx_ssh_req_end(j->s);
+	free(marked);
 	return rc;
 }
 
@@ -236,6 +289,7 @@ int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh
 	j.s = s;
 	j.io = io;
 	j.pend = (struct pbx_buf)PBX_BUF_INIT;
+	j.preamble = (struct pbx_buf)PBX_BUF_INIT;
 	j.wp = io->in;
 	j.wlen = io->in ? io->inlen : 0;
 	j.in_done = io->in_fd < 0;
@@ -246,12 +300,15 @@ int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh
 	if (rc == 0)
 		rc = exec_pump(&j, err);
 	if (rc == 0)
+		rc = exec_stdout_end(&j, err);
+	if (rc == 0)
 		rc = exec_status(&j, exit_status, err);
 	if (j.ch)
 		pbx_ssh_chan_free(s, j.ch);
 	pbx_ssh_slot_give(s);
 	pbx_ssh_leave(s);
 	pbx_buf_release(&j.pend);
+	pbx_buf_release(&j.preamble);
 	return rc;
 }
 

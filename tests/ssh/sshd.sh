@@ -17,8 +17,10 @@
 # of CPU per exec) would otherwise run in every session of every test.
 set -u
 
-sshd_start() {   # NAME ADDR HOSTKEY [PORT]
+sshd_start() {   # NAME ADDR HOSTKEY [PORT]; PBX_TEST_SSHD_FORCE: a ForceCommand
 	local name=$1 addr=$2 hostkey=$3 want=${4:-} port try pid
+	local force=()
+	[ -n "${PBX_TEST_SSHD_FORCE:-}" ] && force=(-o "ForceCommand=$PBX_TEST_SSHD_FORCE")
 	mkdir -p /run/sshd 2>/dev/null
 	for try in $(seq 1 40); do
 		port=${want:-$((10000 + RANDOM % 22000))}
@@ -29,7 +31,7 @@ sshd_start() {   # NAME ADDR HOSTKEY [PORT]
 			-o PidFile="$PBX_TEST_DIR/$name.pid" -o StrictModes=no \
 			-o PermitRootLogin=prohibit-password -o "Subsystem=sftp internal-sftp" \
 			-o MaxStartups=200 -o MaxSessions=20 -o LogLevel=${PBX_TEST_SSHD_LOGLEVEL:-ERROR} \
-			-o UseDNS=no -o SetEnv=HOME="$PBX_TEST_DIR/home" </dev/null >/dev/null 2>>"$PBX_TEST_DIR/$name.log" &
+			-o UseDNS=no -o SetEnv=HOME="$PBX_TEST_DIR/home" "${force[@]}" </dev/null >/dev/null 2>>"$PBX_TEST_DIR/$name.log" &
 		pid=$!
 		echo "$pid" >"$PBX_TEST_DIR/$name.bgpid"
 		while kill -0 "$pid" 2>/dev/null && [ ! -s "$PBX_TEST_DIR/$name.pid" ]; do
@@ -81,7 +83,7 @@ keys() {
 
 run() {   # BINARY GROUP
 	local bin=$1 group=$2 tool rc
-	for tool in /usr/sbin/sshd ssh-keygen ssh-agent ssh-add tar sha256sum flock; do
+	for tool in /usr/sbin/sshd ssh ssh-keygen ssh-agent ssh-add tar sha256sum flock; do
 		if ! command -v "$tool" >/dev/null; then
 			echo "1..0 # SKIP $tool is not installed (apt-get install openssh-server)"
 			exit 77
@@ -97,6 +99,14 @@ run() {   # BINARY GROUP
 	export PBX_TEST_PORT1
 	if [ "$group" = jump ]; then
 		PBX_TEST_PORT2=$(sshd_start sshd2 127.0.0.2 "$PBX_TEST_DIR/host3") || exit 1
+		export PBX_TEST_PORT2
+	fi
+	if [ "$group" = chatty ]; then
+		# A shell that greets on stdout and stderr before every command, as
+		# a chatty ~/.bashrc does (the last line without a newline).
+		PBX_TEST_PORT2=$(PBX_TEST_SSHD_FORCE="printf 'welcome to the cluster\\n'; \
+echo 'stderr greeting' >&2; printf 'no newline here'; eval \"\$SSH_ORIGINAL_COMMAND\"" \
+			sshd_start chatty 127.0.0.3 "$PBX_TEST_DIR/host2") || exit 1
 		export PBX_TEST_PORT2
 	fi
 	if [ "$group" = auth ]; then

@@ -13,6 +13,7 @@
  *   fanout    100 execs, concurrency 16, fresh connections and the pool;
  *             100 execs running at the same time, each on its own connection
  *   jump      direct-tcpip through a jump host, several tunnels at once
+ *   chatty    a server whose shell prints before every command
  */
 #include "common/tap.h"
 #include "ssh/ssh.h"
@@ -553,6 +554,58 @@ static void test_tree(void)
 	free(nothere);
 }
 
+/* ------------------------------------------------------------ chatty */
+
+/* A server whose shell greets before every command (sshd.sh's ForceCommand
+ * prints a line, a stderr line and text without a newline, then runs the
+ * command): OpenSSH's client shows the greeting; pbx's output and tar
+ * streams come through without it.  (SFTP is not tried: the ForceCommand
+ * takes over subsystems too, which a chatty ~/.bashrc does not.) */
+static void test_chatty(void)
+{
+	struct pbx_ssh_target t = target("127.0.0.3", port2, "id");
+	struct pbx_ssh *s = connect_ok(&t, "chatty server");
+	char *raw = xasprintf("ssh -q -p %d -i '%s' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+			      "-o BatchMode=yes %s@127.0.0.3 'echo real' 2>/dev/null | grep -q 'welcome to the cluster'",
+			      port2, key("id"), user);
+	char *src = tpath("chatty-src"), *back = tpath("chatty-back");
+	char *diff = xasprintf("diff -r --no-dereference '%s' '%s'", src, back);
+	struct pbx_err err = PBX_ERR_INIT;
+	struct capture c;
+	size_t n = 300000, i;
+	char *in = xmalloc(n);
+	int st;
+	ok(system(raw) == 0, "the server greets before a command (OpenSSH's client shows it)");
+	if (!s)
+		goto out;
+	st = run_cmd(s, "echo real; echo err >&2; exit 4", &c);
+	ok(st == 4 && !strcmp(c.out.buf, "real\n"), "stdout is the command's only, exit status kept");
+	if (st != 4 || strcmp(c.out.buf, "real\n"))
+		printf("#   status %d, stdout '%s'\n", st, c.out.buf);
+	ends_with(&c.err, "err\n", "stderr keeps the greeting and ends with the command's");
+	capture_release(&c);
+	for (i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 23);
+	capture_init(&c);
+	ok(pbx_ssh_exec(s, "cat", in, n, capture_fn, &c, &st, &err) == 0 && st == 0 &&
+	   c.out.len == n && !memcmp(c.out.buf, in, n), "300 kB through cat, byte-exact");
+	capture_release(&c);
+	capture_init(&c);
+	ok(pbx_ssh_exec(s, "true", NULL, 0, capture_fn, &c, &st, &err) == 0 && c.out.len == 0,
+	   "a silent command gives empty stdout");
+	capture_release(&c);
+	make_odd_tree(src);
+	ok(pbx_ssh_get_tree(s, src, back, &err) == 0 && system(diff) == 0,
+	   "get_tree's tar stream arrives whole %s", err.msg);
+out:
+	pbx_ssh_close(s);
+	free(in);
+	free(raw);
+	free(src);
+	free(back);
+	free(diff);
+}
+
 /* ------------------------------------------------------------ hostile */
 
 struct hostile_case {
@@ -1071,7 +1124,7 @@ int main(int argc, char **argv)
 		{ "auth", test_auth }, { "hostkey", test_hostkey }, { "exec", test_exec },
 		{ "quote", test_quote }, { "transfer", test_transfer }, { "tree", test_tree },
 		{ "hostile", test_hostile }, { "hostile", test_hostile_real },
-		{ "fanout", test_fanout }, { "jump", test_jump },
+		{ "fanout", test_fanout }, { "jump", test_jump }, { "chatty", test_chatty },
 	};
 	double t0 = now_s();
 	size_t i;
