@@ -699,12 +699,28 @@ static void h_chain(struct pbx_buf *b, const char *outside, const char *etc_name
 	tm_file(b, "b/chainescape", "x");
 }
 
+/* 200 kB of text: a forced command sends no output mark, so exec.c holds
+ * the first 64 KiB of stdout and must then pass all of it on (see exec.c). */
+static char *benign_big(void)
+{
+	static char *big;
+	size_t i, n = 200000;
+	if (!big) {
+		big = xmalloc(n + 1);
+		for (i = 0; i < n; i++)
+			big[i] = (char)('a' + (i * 7) % 26);
+		big[n] = '\0';
+	}
+	return big;
+}
+
 static void h_benign(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
 	(void)outside; (void)etc_name;
 	tm_dir(b, "./");
 	tm_dir(b, "./sub/");
 	tm_file(b, "./sub/f", "benign");
+	tm_file(b, "./sub/big", benign_big());
 	tm_symlink(b, "./l", "sub/f");
 }
 
@@ -765,7 +781,8 @@ static void test_hostile(void)
 	struct pbx_ssh *s = connect_ok(&t, "with the forced-command (hostile) key");
 	char *outside = tpath("outside"), *etc_name = xasprintf("pbx-hostile-%ld", (long)getpid());
 	char *etc_path = xasprintf("/etc/%s", etc_name), *benign = tpath("benign");
-	char *benign_f = tpath("benign/sub/f"), *escape[4];
+	char *benign_f = tpath("benign/sub/f"), *benign_big_f = tpath("benign/sub/big"), *escape[4];
+	struct pbx_buf big = PBX_BUF_INIT;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t i;
 	if (!s)
@@ -789,6 +806,11 @@ static void test_hostile(void)
 	write_hostile(&(struct hostile_case){ "benign", "", h_benign }, outside, etc_name);
 	ok(pbx_ssh_get_tree(s, "ignored", benign, &err) == 0 && file_exists(benign_f),
 	   "a benign hand-made archive is accepted: %s", err.msg);
+	ok(pbx_read_file(benign_big_f, &big, &err) == 0 && big.len == strlen(benign_big()) &&
+	   !memcmp(big.buf, benign_big(), big.len),
+	   "its 200 kB member arrives whole (a forced command's stdout is passed on as is)");
+	pbx_buf_release(&big);
+	free(benign_big_f);
 	pbx_ssh_close(s);
 	free(outside);
 	free(etc_name);
@@ -945,7 +967,7 @@ static void test_fanout_at_once(void)
 {
 	struct pbx_err *errs = xcalloc(100, sizeof(*errs));
 	struct fan *f = xcalloc(1, sizeof(*f));
-	struct gate g = { .dir = tpath("gate"), .want = 100 };
+	struct gate g = { .dir = tpath("gate"), .lock_fd = -1, .want = 100 };
 	char *lock = tpath("gate/lock");
 	double t0 = now_s();
 	int failed;
