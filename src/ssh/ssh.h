@@ -84,11 +84,10 @@ typedef void (*pbx_ssh_output_fn)(void *ctx, int stream, const char *data, size_
  * exec.c).  `in`/`inlen` (may be NULL/0) is sent as stdin, then EOF.
  * Output streams to `out` (may be NULL to discard); the callback runs in
  * the calling thread, without locks held, and `data` is only valid during
- * the call.  *exit_status gets the remote
- * exit code, or 128+N when killed by signal N.  Returns -1 only when the
- * command could not be run or the connection broke (a non-zero exit status
- * is not an error).  A command that exits without reading all of stdin is
- * not an error either.
+ * the call.  *exit_status gets the remote exit code, or 128+N when killed
+ * by signal N.  Returns -1 only when the command could not be run or the
+ * connection broke (a non-zero exit status is not an error).  A command
+ * that exits without reading all of stdin is not an error either.
  */
 int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t inlen,
 		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
