@@ -98,6 +98,9 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 
 /* True for the states a task ends in. */
 int pbx_task_state_final(const char *state);
+/* True for every state pbx records (NEW, PENDING, RUNNING, UNKNOWN and the
+ * final ones); nothing else is ever written to the store. */
+int pbx_task_state_known(const char *state);
 /* True for the final states `rerun --failed` resubmits. */
 int pbx_task_state_rerunnable(const char *state);
 

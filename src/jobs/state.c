@@ -35,6 +35,18 @@ int pbx_task_state_final(const char *s)
 	return 0;
 }
 
+int pbx_task_state_known(const char *s)
+{
+	static const char *const live[] = { "NEW", "PENDING", "RUNNING", "UNKNOWN", NULL };
+	size_t i;
+	if (!s)
+		return 0;
+	for (i = 0; live[i]; i++)
+		if (!strcmp(s, live[i]))
+			return 1;
+	return pbx_task_state_final(s);
+}
+
 int pbx_task_state_rerunnable(const char *s)
 {
 	return pbx_task_state_final(s) && strcmp(s, "COMPLETED") != 0;
@@ -151,22 +163,37 @@ static void apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
 	}
 }
 
+/* The state a status file reports, or NULL when it names no known state
+ * (a hand-edited or truncated file must not reach the store). */
+static const char *status_state(const struct status_line *s)
+{
+	if (!s->present || !pbx_task_state_known(s->state) || !strcmp(s->state, "NEW"))
+		return NULL;
+	return s->state;
+}
+
 static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live)
 {
-	const char *state = t->state;
+	const char *reported = status_state(s);
+	const char *state = NULL;   /* NULL: the recorded state stands */
 	if (live) {
 		state = live;
-	} else if (s->present) {
-		if (strcmp(s->state, "RUNNING") != 0)
-			state = s->state;
+	} else if (reported) {
+		if (strcmp(reported, "RUNNING") != 0)
+			state = reported;
 		else
 			state = t->cancel_requested ? "CANCELLED" : "NODE_FAIL";
 	} else if (t->submits > 0 && !pbx_task_state_final(t->state)) {
 		state = t->cancel_requested ? "CANCELLED" : "MISSING";
+	} else if (!pbx_task_state_known(t->state)) {
+		state = t->submits > 0 ? "UNKNOWN" : "NEW";
 	}
-	free(t->state);
-	t->state = xstrdup(state);
-	if (s->present) {
+	if (state) {   /* never free what `state` may point into */
+		char *copy = xstrdup(state);
+		free(t->state);
+		t->state = copy;
+	}
+	if (reported) {
 		t->exit_code = live ? -1 : s->exit_code;
 		free(t->node);
 		t->node = strcmp(s->node, "-") ? xstrdup(s->node) : NULL;
@@ -195,18 +222,93 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struc
 	return rc;
 }
 
+/* How often each task (by index) had been submitted before the remote
+ * snapshot was taken; -1 where no task has that index.  Caller frees. */
+static int *submits_before(struct pbx_store *st, int64_t submission_id, size_t *n,
+			   struct pbx_err *err)
+{
+	struct pbx_task_row *tasks;
+	size_t nt, i;
+	int *submits;
+	if (pbx_store_tasks_list(st, submission_id, &tasks, &nt, err) < 0)
+		return NULL;
+	submits = xcalloc(nt ? nt : 1, sizeof(*submits));
+	for (i = 0; i < nt; i++)
+		submits[i] = -1;
+	for (i = 0; i < nt; i++)
+		if (tasks[i].idx >= 0 && (size_t)tasks[i].idx < nt)
+			submits[tasks[i].idx] = tasks[i].submits;
+	pbx_task_rows_free(tasks, nt);
+	*n = nt;
+	return submits;
+}
+
+/* Merges the snapshot into the tasks and writes them back, in one
+ * transaction that also reads them: a task (re)submitted by a concurrent
+ * parrun or rerun after the snapshot was taken is left alone, as the
+ * snapshot cannot know about it. */
+static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int *submits,
+			 size_t nsubmits, const struct pbx_squeue_job *jobs, size_t nj,
+			 const char *status, size_t statuslen, struct pbx_err *err)
+{
+	struct pbx_array_row *arrays = NULL;
+	struct pbx_task_row *tasks = NULL;
+	struct status_line *lines;
+	const char **live;
+	size_t na = 0, nt = 0, i, k = 0;
+	int rc;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	rc = pbx_store_arrays_list(st, submission_id, &arrays, &na, err);
+	if (rc == 0)
+		rc = pbx_store_tasks_list(st, submission_id, &tasks, &nt, err);
+	if (rc == 0) {
+		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
+		live = xcalloc(nt ? nt : 1, sizeof(*live));
+		parse_status(status, statuslen, lines, nt);
+		apply_squeue(jobs, nj, arrays, na, live, nt);
+		for (i = 0; i < nt; i++) {
+			size_t x = (size_t)tasks[i].idx;
+			if (x >= nt || x >= nsubmits || submits[x] != tasks[i].submits)
+				continue;
+			merge_task(&tasks[i], &lines[x], live[x]);
+			if (k != i) {   /* keep the merged rows at the front */
+				struct pbx_task_row tmp = tasks[k];
+				tasks[k] = tasks[i];
+				tasks[i] = tmp;
+			}
+			k++;
+		}
+		for (i = 0; rc == 0 && i < k; i++)
+			if (!pbx_task_state_known(tasks[i].state))
+				rc = pbx_err_set(err, "task %" PRId64 ": refusing unknown state '%s'",
+						 tasks[i].idx, tasks[i].state);
+		if (rc == 0)
+			rc = pbx_store_tasks_update(st, submission_id, tasks, k, err);
+		free(lines);
+		free(live);
+	}
+	rc = rc == 0 ? pbx_store_commit(st, err) : (pbx_store_rollback(st), -1);
+	pbx_array_rows_free(arrays, na);
+	pbx_task_rows_free(tasks, nt);
+	return rc;
+}
+
 int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err)
 {
 	struct jobs_output o;
 	struct pbx_squeue_job *jobs = NULL;
-	struct pbx_array_row *arrays = NULL;
-	struct pbx_task_row *tasks = NULL;
-	struct status_line *lines = NULL;
-	const char **live = NULL, *after;
-	size_t nj = 0, na = 0, nt = 0, before, afterlen, i;
-	int rc = refresh_fetch(t, &o, err);
-	if (rc < 0)
+	const char *after;
+	size_t nj = 0, nsubmits = 0, before, afterlen;
+	int *submits = submits_before(st, t->sub.id, &nsubmits, err);
+	int rc;
+	if (!submits)
 		return -1;
+	rc = refresh_fetch(t, &o, err);
+	if (rc < 0) {
+		free(submits);
+		return -1;
+	}
 	pbx_buf_addc(&o.out, '\0');   /* keep the text terminated for the parsers */
 	o.out.len--;
 	if (jobs_split(o.out.buf, o.out.len, "PBX-SEP", &after, &before, &afterlen) < 0)
@@ -214,31 +316,10 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 	if (rc == 0)
 		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
 	if (rc == 0)
-		rc = pbx_store_arrays_list(st, t->sub.id, &arrays, &na, err);
-	if (rc == 0)
-		rc = pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err);
-	if (rc == 0) {
-		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
-		live = xcalloc(nt ? nt : 1, sizeof(*live));
-		parse_status(after, afterlen, lines, nt);
-		apply_squeue(jobs, nj, arrays, na, live, nt);
-		for (i = 0; i < nt; i++)
-			if ((size_t)tasks[i].idx < nt)
-				merge_task(&tasks[i], &lines[tasks[i].idx], live[tasks[i].idx]);
-		rc = pbx_store_begin(st, err);
-		if (rc == 0 && pbx_store_tasks_update(st, t->sub.id, tasks, nt, err) < 0) {
-			pbx_store_rollback(st);
-			rc = -1;
-		}
-		if (rc == 0)
-			rc = pbx_store_commit(st, err);
-	}
+		rc = refresh_apply(st, t->sub.id, submits, nsubmits, jobs, nj, after, afterlen, err);
 	jobs_output_release(&o);
 	pbx_squeue_free(jobs, nj);
-	pbx_array_rows_free(arrays, na);
-	pbx_task_rows_free(tasks, nt);
-	free(lines);
-	free(live);
+	free(submits);
 	return rc;
 }
 

@@ -226,7 +226,8 @@ static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *s
 
 /* ------------------------------------------------------------- submit */
 
-/* Tasks that still need submitting: state NEW and no sign that they ran. */
+/* Tasks that still need submitting: never submitted (or in no state pbx
+ * knows) and no sign that they ran. */
 static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row *sub,
 			  const struct parrun_probe *pr, int64_t **idx, size_t *n,
 			  size_t *skipped, struct pbx_err *err)
@@ -239,8 +240,9 @@ static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row 
 	*n = 0;
 	*skipped = 0;
 	for (i = 0; i < nt; i++) {
-		if (strcmp(tasks[i].state, "NEW") != 0 ||
-		    ((size_t)tasks[i].idx < pr->ntasks && pr->has_dir[tasks[i].idx]))
+		int due = !strcmp(tasks[i].state, "NEW") || tasks[i].submits == 0 ||
+			  !pbx_task_state_known(tasks[i].state);
+		if (!due || ((size_t)tasks[i].idx < pr->ntasks && pr->has_dir[tasks[i].idx]))
 			(*skipped)++;
 		else
 			(*idx)[(*n)++] = tasks[i].idx;

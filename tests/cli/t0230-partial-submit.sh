@@ -45,6 +45,14 @@ is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(state) FROM (SELECT state 
 	"submitted,failed" "one array submitted, one failed"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM tasks WHERE state = 'NEW'")" "5" \
 	"the failed array's 5 tasks are not submitted"
+# `pbx state` in between must leave never-submitted tasks NEW (it once
+# freed their state and wrote heap garbage, and parrun then skipped them).
+run_pbx state --json "$PKG"
+ok $rc "pbx state after the partial submission: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM tasks WHERE state = 'NEW' AND submits = 0")" "5" \
+	"pbx state leaves the 5 never-submitted tasks NEW"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM tasks WHERE state NOT IN ('NEW','PENDING','RUNNING','COMPLETED')")" "0" \
+	"no task is in a state outside the known set"
 
 cp "$TEST_TMP/env.sh.orig" "$ENVSH"
 run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" ps
@@ -55,6 +63,14 @@ wait_final "$PKG" 60
 is "$(json_get 'd["counts"]' <"$TEST_TMP/state.json")" "{'COMPLETED': 10}" "all 10 tasks complete"
 runs=$(for i in 0 1 2 3 4 5 6 7 8 9; do grep -c '^task ' "$SHARED/pbx/$PKG/tasks/$i/stdout"; done | tr '\n' ' ')
 is "$runs" "1 1 1 1 1 1 1 1 1 1 " "every task ran exactly once"
+
+# A status file naming no known state (hand-edited, truncated) never
+# reaches the store: the task keeps what it had.
+printf '3 BOGUS$(x) 0 node1 1 1 2 77\n' >"$SHARED/pbx/$PKG/tasks/3/status"
+run_pbx state --json "$PKG"
+ok $rc "pbx state with a bogus status file: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM tasks WHERE idx = 3")" "COMPLETED" \
+	"a status file's unknown state is not written"
 
 # pbx run: one point.
 mkdir -p "$TEST_TMP/one"
