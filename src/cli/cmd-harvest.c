@@ -53,6 +53,7 @@ static json_t *harvest_json(const char *pkg, const struct pbx_harvest_stats *s)
 	json_object_set_new(o, "tasks_ended", json_integer((json_int_t)s->tasks_ended));
 	json_object_set_new(o, "files", json_integer((json_int_t)s->files_new));
 	json_object_set_new(o, "files_unchanged", json_integer((json_int_t)s->files_skipped));
+	json_object_set_new(o, "files_resumed", json_integer((json_int_t)s->files_resumed));
 	json_object_set_new(o, "refused", json_integer((json_int_t)s->refused));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
 	json_object_set_new(o, "metrics_added", json_integer((json_int_t)s->metrics_added));
@@ -86,6 +87,9 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 			       s.files_new == 1 ? "" : "s", (double)s.bytes / 1e6, s.tasks_ended,
 			       s.tasks_ended == 1 ? "" : "s", s.seconds, s.files_skipped, s.refused,
 			       s.metrics_added);
+		if (!list && s.files_resumed)
+			pbx_info("%zu file%s left whole by an interrupted harvest kept, not fetched again",
+				 s.files_resumed, s.files_resumed == 1 ? "" : "s");
 		if (rc == 0)
 			pbx_info("results in %s/results/%s", pbx_home(), t.pkg.short_id);
 	}

@@ -12,10 +12,20 @@
  *   3. one round trip: those files as one tar stream (checked by the SSH
  *      layer's tar gatekeeper) into results/PKG/.incoming;
  *   4. each file whose size is right is renamed into place, so a file
- *      appears whole or not at all, and an interrupted harvest keeps every
- *      file that did arrive whole; then the harvested table and the
- *      metrics are updated in one transaction each.
+ *      appears whole or not at all; then the harvested rows and the
+ *      metrics of every metrics.jsonl among them are written in ONE
+ *      transaction: a file counts as harvested only with its metrics.
+ *
+ * Killed at any point (kill -9 included), nothing whole is lost: the
+ * extractor writes each file under a reserved name and renames it when
+ * whole, so .incoming holds only whole files (plus that one partial name);
+ * the next harvest keeps those whose size and mtime still match the
+ * listing and fetches only the rest ("staged"), and takes files already
+ * renamed into place but not yet recorded (same size and mtime as listed)
+ * without fetching them ("adopted").  A metrics.jsonl recorded by an
+ * older pbx without its metrics is ingested again.
  */
+#define _GNU_SOURCE   /* nftw */
 #include "jobs/jobs_internal.h"
 #include "experiment/experiment.h"
 #include "results/metrics.h"
@@ -25,12 +35,15 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <ftw.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct manifest_entry {
 	int64_t idx;
@@ -38,7 +51,9 @@ struct manifest_entry {
 	char type;         /* 'f' or 'l' */
 	int64_t size, mtime;
 	char *target;      /* links */
-	int want;          /* to be fetched */
+	int want;          /* to be brought home (fetched unless staged) */
+	int staged;        /* whole in .incoming from an interrupted harvest */
+	int adopt;         /* home already but not recorded: record only */
 };
 
 struct harvest {
@@ -69,6 +84,19 @@ static void harvest_phase(const char *name)
 		fprintf(stderr, "pbx: harvest %-10s %.3f s\n", name,
 			(double)(now.tv_sec - last.tv_sec) + (now.tv_nsec - last.tv_nsec) / 1e9);
 	last = now;
+}
+
+/* PBX_TEST_KILL_AT=PHASE:N (tests only) makes harvest kill itself with
+ * SIGKILL, as `kill -9` would, when PHASE reaches N: "stream" after N
+ * bytes received, "install" after N files placed, "ingest" after N
+ * metrics files ingested (inside the record transaction). */
+static void harvest_kill_point(const char *phase, uint64_t reached)
+{
+	const char *at = getenv("PBX_TEST_KILL_AT");
+	size_t l = strlen(phase);
+	if (at && !strncmp(at, phase, l) && at[l] == ':' &&
+	    reached >= strtoull(at + l + 1, NULL, 10))
+		raise(SIGKILL);
 }
 
 /* ------------------------------------------------------------ manifest */
@@ -229,30 +257,56 @@ static char *harvest_local_path(const struct harvest *h, const struct manifest_e
 	return xasprintf("%s/%" PRId64 "/%s", h->local_root, e->idx, e->rel);
 }
 
-/* Already home: recorded with the same size and mtime, and still there. */
+/* Whether the file at `path` is the listed file: same type, size (files)
+ * or target (links), and mtime (pbx keeps the remote mtime). */
+static int harvest_same_copy(const char *path, const struct manifest_entry *e)
+{
+	struct stat sb;
+	if (lstat(path, &sb) < 0 || (int64_t)sb.st_mtime != e->mtime)
+		return 0;
+	if (e->type == 'l') {
+		char target[4096];
+		ssize_t l = S_ISLNK(sb.st_mode) ? readlink(path, target, sizeof(target) - 1) : -1;
+		if (l < 0)
+			return 0;
+		target[l] = '\0';
+		return !strcmp(target, e->target);
+	}
+	return S_ISREG(sb.st_mode) && (int64_t)sb.st_size == e->size;
+}
+
+enum { NOT_HOME, HOME, HOME_UNRECORDED };
+
+/* HOME: recorded with the same size and mtime, and still there.
+ * HOME_UNRECORDED: not recorded, but the local copy is the listed file
+ * (a harvest killed between placing and recording it). */
 static int harvest_is_home(const struct harvest *h, const struct manifest_entry *e,
 			   const struct pbx_harvested *done, size_t ndone)
 {
 	size_t lo = 0, hi = ndone;
+	char *local = harvest_local_path(h, e);
+	int home = NOT_HOME;
 	while (lo < hi) {          /* done is sorted by (idx, path) */
 		size_t mid = (lo + hi) / 2;
 		int c = done[mid].idx < e->idx ? -1 : done[mid].idx > e->idx ? 1
 						   : strcmp(done[mid].path, e->rel);
 		if (c == 0) {
 			struct stat sb;
-			char *local = harvest_local_path(h, e);
-			int home = done[mid].size == e->size && done[mid].mtime == e->mtime &&
-				   lstat(local, &sb) == 0 &&
-				   (e->type == 'l' ? S_ISLNK(sb.st_mode) : sb.st_size == e->size);
-			free(local);
-			return home;
+			if (done[mid].size == e->size && done[mid].mtime == e->mtime &&
+			    lstat(local, &sb) == 0 &&
+			    (e->type == 'l' ? S_ISLNK(sb.st_mode) : sb.st_size == e->size))
+				home = HOME;
+			break;
 		}
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return 0;
+	if (home == NOT_HOME && harvest_same_copy(local, e))
+		home = HOME_UNRECORDED;
+	free(local);
+	return home;
 }
 
 static int harvest_select(struct harvest *h, struct pbx_err *err)
@@ -280,8 +334,13 @@ static int harvest_select(struct harvest *h, struct pbx_err *err)
 			h->stats->refused++;
 			continue;
 		}
-		if (harvest_is_home(h, e, done, ndone)) {
+		switch (harvest_is_home(h, e, done, ndone)) {
+		case HOME:
 			h->stats->files_skipped++;
+			continue;
+		case HOME_UNRECORDED:
+			e->adopt = 1;
+			h->stats->files_resumed++;
 			continue;
 		}
 		e->want = 1;
@@ -301,7 +360,7 @@ static void harvest_list(const struct harvest *h, struct pbx_buf *list)
 		const struct manifest_entry *e = &h->m[i];
 		char *path;
 		const char *p;
-		if (!e->want)
+		if (!e->want || e->staged)
 			continue;
 		path = xasprintf("%" PRId64 "/%s", e->idx, e->rel);
 		for (p = path; (p = strchr(p, '/')) != NULL; p++) {
@@ -333,6 +392,7 @@ static void harvest_bytes(void *ctx, size_t bytes)
 {
 	struct harvest *h = ctx;
 	h->stats->bytes += bytes;
+	harvest_kill_point("stream", h->stats->bytes);
 	if (h->o->progress)
 		h->o->progress(h->o->progress_ctx, h->stats);
 }
@@ -423,6 +483,7 @@ static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, si
 			r->size = e->type == 'f' ? (int64_t)sbs[i].st_size : e->size;
 			r->mtime = e->mtime;
 			h->stats->files_new++;
+			harvest_kill_point("install", h->stats->files_new);
 		} else {
 			missing++;
 		}
@@ -437,69 +498,208 @@ static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, si
 	return missing;
 }
 
-static int harvest_record(struct harvest *h, struct pbx_harvested *rows, size_t n,
-			  struct pbx_err *err)
+/* ---------------------------------------------------------- staging */
+
+/* nftw() takes no context: the whole files to keep while pruning. */
+static const char *prune_root;
+static char **prune_keep;
+static size_t prune_nkeep;
+
+static int prune_cmp(const void *a, const void *b)
 {
-	size_t i;
-	if (n == 0)
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int prune_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	const char *rel = path + strlen(prune_root) + 1;
+	(void)sb;
+	if (f->level == 0)
 		return 0;
-	if (pbx_store_begin(h->st, err) < 0)
-		return -1;
-	if (pbx_store_harvested_put(h->st, h->t->sub.id, rows, n, err) < 0) {
-		pbx_store_rollback(h->st);
-		return -1;
-	}
-	if (pbx_store_commit(h->st, err) < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		struct pbx_err merr = PBX_ERR_INIT;
-		size_t added = 0;
-		char *path;
-		if (strcmp(rows[i].path, "metrics.jsonl") != 0)
-			continue;
-		path = xasprintf("%s/%" PRId64 "/metrics.jsonl", h->local_root, rows[i].idx);
-		if (pbx_results_ingest(h->st, h->t->sub.id, rows[i].idx, path, &added, h->log,
-				       &merr) < 0)
-			pbx_buf_addf(h->log, "%s\n", merr.msg);
-		h->stats->metrics_added += added;
-		free(path);
-	}
+	if (type == FTW_DP)
+		rmdir(path);   /* fails, as it should, when something is kept inside */
+	else if (!bsearch(&rel, prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp))
+		unlink(path);
 	return 0;
 }
 
-static int harvest_fetch(struct harvest *h, struct pbx_err *err)
+/* Keeps in .incoming the wanted files an interrupted harvest left whole
+ * (same size, mtime or target as listed now): they are not fetched again.
+ * Everything else there (a partial file, files no longer wanted or
+ * changed since) is removed. */
+static void harvest_stage(struct harvest *h)
+{
+	struct stat sb;
+	size_t i, cap = 0;
+	if (lstat(h->incoming, &sb) < 0)
+		return;
+	prune_keep = NULL;
+	prune_nkeep = 0;
+	for (i = 0; i < h->nm; i++) {
+		struct manifest_entry *e = &h->m[i];
+		char *in;
+		if (!e->want)
+			continue;
+		in = xasprintf("%s/%" PRId64 "/%s", h->incoming, e->idx, e->rel);
+		if (harvest_same_copy(in, e)) {
+			e->staged = 1;
+			h->stats->files_resumed++;
+			if (prune_nkeep == cap) {
+				cap = cap ? 2 * cap : 64;
+				prune_keep = xreallocarray(prune_keep, cap, sizeof(*prune_keep));
+			}
+			prune_keep[prune_nkeep++] = xstrdup(in + strlen(h->incoming) + 1);
+		}
+		free(in);
+	}
+	qsort(prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp);
+	prune_root = h->incoming;
+	nftw(h->incoming, prune_one, 16, FTW_DEPTH | FTW_PHYS);
+	for (i = 0; i < prune_nkeep; i++)
+		free(prune_keep[i]);
+	free(prune_keep);
+	prune_keep = NULL;
+	prune_nkeep = 0;
+}
+
+/* ------------------------------------------------------------- record */
+
+/* Ingests the local metrics.jsonl of task idx inside the open transaction;
+ * a failure is logged and returns -1. */
+static int harvest_ingest(struct harvest *h, int64_t idx, struct pbx_buf *warnings)
+{
+	struct pbx_err merr = PBX_ERR_INIT;
+	size_t added = 0;
+	char *path = xasprintf("%s/%" PRId64 "/metrics.jsonl", h->local_root, idx);
+	static uint64_t ingested;
+	int rc = pbx_results_ingest_locked(h->st, h->t->sub.id, idx, path, &added, warnings, &merr);
+	harvest_kill_point("ingest", ++ingested);
+	if (rc < 0)
+		pbx_buf_addf(h->log, "%s\n", merr.msg);
+	h->stats->metrics_added += added;
+	free(path);
+	return rc;
+}
+
+/* Records the files brought home and the metrics of every metrics.jsonl
+ * among them in one transaction, so a kill leaves both or neither.  A
+ * metrics.jsonl that cannot be read is not recorded (the next harvest
+ * brings it again).  Also ingests again the metrics of files an older pbx
+ * recorded without them. */
+static int harvest_record(struct harvest *h, struct pbx_harvested *rows, size_t n,
+			  struct pbx_err *err)
+{
+	struct pbx_harvested *keep;
+	int64_t *redo = NULL;
+	size_t nredo = 0, nkeep = 0, i;
+	int rc;
+	if (pbx_store_metrics_unmatched(h->st, h->t->sub.id, &redo, &nredo, err) < 0)
+		return -1;
+	if (n == 0 && nredo == 0) {
+		free(redo);
+		return 0;
+	}
+	keep = xcalloc(n ? n : 1, sizeof(*keep));
+	rc = pbx_store_begin(h->st, err);
+	for (i = 0; rc == 0 && i < nredo; i++)
+		harvest_ingest(h, redo[i], NULL);   /* its warnings were shown when it came */
+	for (i = 0; rc == 0 && i < n; i++)
+		if (strcmp(rows[i].path, "metrics.jsonl") != 0 ||
+		    harvest_ingest(h, rows[i].idx, h->log) == 0)
+			keep[nkeep++] = rows[i];   /* shallow: rows owns the paths */
+	if (rc == 0 && pbx_store_harvested_put(h->st, h->t->sub.id, keep, nkeep, err) < 0) {
+		pbx_store_rollback(h->st);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = pbx_store_commit(h->st, err);
+	if (rc < 0)
+		h->stats->metrics_added = 0;
+	free(keep);
+	free(redo);
+	return rc;
+}
+
+/* Rows for the files found home but unrecorded, appended to *rows. */
+static void harvest_adopted(struct harvest *h, struct pbx_harvested **rows, size_t *n)
+{
+	size_t i, k = 0;
+	for (i = 0; i < h->nm; i++)
+		k += h->m[i].adopt;
+	if (k == 0)
+		return;
+	*rows = xreallocarray(*rows, *n + k, sizeof(**rows));
+	for (i = 0; i < h->nm; i++) {
+		struct pbx_harvested *r;
+		if (!h->m[i].adopt)
+			continue;
+		r = &(*rows)[(*n)++];
+		r->idx = h->m[i].idx;
+		r->path = xstrdup(h->m[i].rel);
+		r->size = h->m[i].size;
+		r->mtime = h->m[i].mtime;
+	}
+}
+
+/* -------------------------------------------------------------- fetch */
+
+/* Brings the wanted files home (those staged from an interrupted harvest
+ * without fetching them) into place; *rows: what was placed. */
+static int harvest_fetch(struct harvest *h, struct pbx_harvested **rows, size_t *nrows,
+			 struct pbx_err *err)
 {
 	struct pbx_buf list = PBX_BUF_INIT;
-	struct pbx_harvested *rows = NULL;
 	struct pbx_ssh *s;
 	struct pbx_err ferr = PBX_ERR_INIT;
-	size_t nrows = 0, missing;
-	int rc;
-	if (pbx_rm_rf(h->incoming, err) < 0 || pbx_mkdir_p(h->incoming, 0700, err) < 0)
+	size_t missing;
+	int rc = 0;
+	harvest_stage(h);
+	if (pbx_mkdir_p(h->incoming, 0700, err) < 0)
 		return -1;
 	harvest_list(h, &list);
 	harvest_phase("prepare");
-	rc = pbx_cluster_connect(h->t->cluster, 0, &s, err);
-	if (rc == 0) {
-		harvest_phase("connect");
-		rc = pbx_ssh_get_files(s, h->remote_tasks, &list, h->incoming, harvest_bytes, h, &ferr);
-		h->stats->round_trips++;
-		harvest_phase("stream");
+	if (list.len) {
+		rc = pbx_cluster_connect(h->t->cluster, 0, &s, &ferr);
+		if (rc == 0) {
+			harvest_phase("connect");
+			rc = pbx_ssh_get_files(s, h->remote_tasks, &list, h->incoming, harvest_bytes,
+					       h, &ferr);
+			h->stats->round_trips++;
+			harvest_phase("stream");
+		}
 	}
-	missing = harvest_install(h, &rows, &nrows, rc == 0);
+	missing = harvest_install(h, rows, nrows, rc == 0);
 	harvest_phase("install");
-	if (harvest_record(h, rows, nrows, err) < 0)
-		rc = -1;
-	else if (rc < 0)
+	if (rc < 0) {
 		*err = ferr;
-	if (rc < 0 && missing)
-		pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to resume)",
-			       missing, missing == 1 ? "" : "s");
-	pbx_harvested_free(rows, nrows);
+		if (missing)
+			pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to resume)",
+				       missing, missing == 1 ? "" : "s");
+	}
 	pbx_buf_release(&list);
-	harvest_phase("record");
-	pbx_rm_rf(h->incoming, NULL);
+	pbx_rm_rf(h->incoming, NULL);   /* what was whole is in place now */
 	harvest_phase("cleanup");
+	return rc;
+}
+
+/* Fetches what is wanted, then records it with what was found home. */
+static int harvest_bring(struct harvest *h, struct pbx_err *err)
+{
+	struct pbx_harvested *rows = NULL;
+	size_t nrows = 0;
+	struct pbx_err rerr = PBX_ERR_INIT;
+	int rc = 0;
+	if (h->stats->files_wanted > 0)
+		rc = harvest_fetch(h, &rows, &nrows, err);
+	else
+		pbx_rm_rf(h->incoming, NULL);   /* nothing wanted: nothing there to keep */
+	harvest_adopted(h, &rows, &nrows);
+	if (harvest_record(h, rows, nrows, &rerr) < 0 && rc == 0) {
+		*err = rerr;
+		rc = -1;
+	}
+	harvest_phase("record");
+	pbx_harvested_free(rows, nrows);
 	return rc;
 }
 
@@ -556,8 +756,8 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 		rc = harvest_select(&h, err);
 		harvest_phase("select");
 	}
-	if (rc == 0 && stats->files_wanted > 0)
-		rc = harvest_fetch(&h, err);
+	if (rc == 0)
+		rc = harvest_bring(&h, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	stats->seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	for (size_t i = 0; i < h.ntasks; i++)

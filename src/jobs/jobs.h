@@ -75,6 +75,7 @@ struct pbx_harvest_stats {
 	size_t files_wanted;     /* new or changed files to fetch */
 	size_t files_new;        /* files brought home by this harvest */
 	size_t files_skipped;    /* already home, unchanged */
+	size_t files_resumed;    /* left whole by an interrupted harvest: not fetched again */
 	size_t refused;          /* unsafe names and links (see the log) */
 	uint64_t bytes_wanted;   /* sizes of the wanted files */
 	uint64_t bytes;          /* bytes received (tar stream) */

@@ -198,29 +198,38 @@ int pbx_metrics_parse(const char *file_label, const char *text, size_t len, int6
 	return 0;
 }
 
-int pbx_results_ingest(struct pbx_store *st, int64_t submission_id, int64_t task_idx,
-		       const char *path, size_t *added, struct pbx_buf *warnings,
-		       struct pbx_err *err)
+int pbx_results_ingest_locked(struct pbx_store *st, int64_t submission_id, int64_t task_idx,
+			      const char *path, size_t *added, struct pbx_buf *warnings,
+			      struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	struct pbx_metric *pts;
 	size_t n;
-	int rc = -1;
+	int rc;
 	*added = 0;
 	if (pbx_read_file(path, &text, err) < 0)
 		return -1;
 	pbx_metrics_parse(path, text.buf, text.len, task_idx, &pts, &n, warnings);
 	pbx_buf_release(&text);
+	rc = pbx_store_metrics_put(st, submission_id, pts, n, added, err);
+	if (rc < 0)
+		*added = 0;
+	pbx_metrics_free(pts, n);
+	return rc;
+}
+
+int pbx_results_ingest(struct pbx_store *st, int64_t submission_id, int64_t task_idx,
+		       const char *path, size_t *added, struct pbx_buf *warnings,
+		       struct pbx_err *err)
+{
+	*added = 0;
 	if (pbx_store_begin(st, err) < 0)
-		goto out;
-	if (pbx_store_metrics_put(st, submission_id, pts, n, added, err) < 0 ||
+		return -1;
+	if (pbx_results_ingest_locked(st, submission_id, task_idx, path, added, warnings, err) < 0 ||
 	    pbx_store_commit(st, err) < 0) {
 		pbx_store_rollback(st);
 		*added = 0;
-		goto out;
+		return -1;
 	}
-	rc = 0;
-out:
-	pbx_metrics_free(pts, n);
-	return rc;
+	return 0;
 }

@@ -46,5 +46,10 @@ int pbx_metrics_parse(const char *file_label, const char *text, size_t len, int6
 int pbx_results_ingest(struct pbx_store *st, int64_t submission_id, int64_t task_idx,
 		       const char *path, size_t *added, struct pbx_buf *warnings,
 		       struct pbx_err *err);
+/* The same inside the caller's transaction (so a file can count as
+ * harvested only together with its metrics). */
+int pbx_results_ingest_locked(struct pbx_store *st, int64_t submission_id, int64_t task_idx,
+			      const char *path, size_t *added, struct pbx_buf *warnings,
+			      struct pbx_err *err);
 
 #endif

@@ -2,10 +2,14 @@
  * untar.c - the in-process extractor of checked tar streams (see untar.h).
  *
  * Everything is relative to one directory descriptor.  A regular file is
- * created with O_CREAT|O_EXCL|O_NOFOLLOW (an existing entry is unlinked
- * first, so nothing is ever written through a symlink or into another
- * name's hard-linked inode); its data is gathered into writes of up to
- * UNTAR_WRITE bytes; at its last byte it gets its mtime and is closed.
+ * written under UNTAR_PARTIAL, a name at the destination's top that no
+ * member may take, created with O_CREAT|O_EXCL|O_NOFOLLOW (a leftover is
+ * unlinked first, so nothing is ever written through a symlink or into
+ * another name's hard-linked inode); its data is gathered into writes of
+ * up to UNTAR_WRITE bytes; at its last byte it gets its mtime, is closed
+ * and renamed to its own name.  So a member's name only ever holds the
+ * whole member, even when the process is killed mid-write (the partial
+ * file is left under UNTAR_PARTIAL, and the next extraction replaces it).
  */
 #define _GNU_SOURCE
 #include "ssh/untar.h"
@@ -15,12 +19,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define UNTAR_WRITE (256u * 1024u)
+#define UNTAR_PARTIAL PBX_UNTAR_PARTIAL
 
 struct untar_dir {
 	char *path;
@@ -107,8 +113,11 @@ static int untar_close_file(struct pbx_untar *u, struct pbx_err *err)
 	if (close(u->fd) < 0 && rc == 0)
 		rc = untar_fail(u, "write", u->cur, err);
 	u->fd = -1;
+	/* rename() replaces a symlink or file at the name, never follows it */
+	if (rc == 0 && renameat(u->dirfd, UNTAR_PARTIAL, u->dirfd, u->cur) < 0)
+		rc = untar_fail(u, "create", u->cur, err);
 	if (rc < 0)
-		unlinkat(u->dirfd, u->cur, 0);
+		unlinkat(u->dirfd, UNTAR_PARTIAL, 0);
 	free(u->cur);
 	u->cur = NULL;
 	return rc;
@@ -118,9 +127,9 @@ static int untar_open_file(struct pbx_untar *u, const struct pbx_tar_member *m,
 			   struct pbx_err *err)
 {
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = openat(u->dirfd, m->path, flags, m->mode);
-	if (fd < 0 && errno == EEXIST && untar_clear(u, m->path, err) == 0)
-		fd = openat(u->dirfd, m->path, flags, m->mode);
+	int fd = openat(u->dirfd, UNTAR_PARTIAL, flags, m->mode);
+	if (fd < 0 && errno == EEXIST && untar_clear(u, UNTAR_PARTIAL, err) == 0)
+		fd = openat(u->dirfd, UNTAR_PARTIAL, flags, m->mode);
 	if (fd < 0)
 		return untar_fail(u, "create", m->path, err);
 	u->fd = fd;
@@ -152,6 +161,8 @@ static int untar_member(void *ctx, const struct pbx_tar_member *m, struct pbx_er
 	struct pbx_untar *u = ctx;
 	if (u->fd >= 0)
 		return pbx_err_set(err, "tar member %s started before %s ended", m->path, u->cur);
+	if (!strcmp(m->path, UNTAR_PARTIAL))
+		return pbx_err_set(err, "tar member %s: the name is reserved", m->path);
 	switch (m->type) {
 	case '5':
 		return untar_mkdir(u, m, err);
@@ -198,7 +209,7 @@ int pbx_untar_finish(struct pbx_untar *u, int complete, struct pbx_err *err)
 		return 0;
 	if (u->fd >= 0) {   /* cut short in the middle of a file: remove it */
 		close(u->fd);
-		unlinkat(u->dirfd, u->cur, 0);
+		unlinkat(u->dirfd, UNTAR_PARTIAL, 0);
 		if (complete)
 			rc = pbx_err_set(err, "tar stream ended inside %s", u->cur);
 	}

@@ -13,14 +13,20 @@
  * member's permission bits under the umask (like `tar
  * --no-same-permissions`), owners are this process's, mtimes are kept.
  *
- * A stream cut short leaves no partial file: pbx_untar_finish(.., 0)
- * removes the member being written.
+ * A member's name only ever holds the whole member: files are written
+ * under PBX_UNTAR_PARTIAL at the destination's top and renamed when
+ * complete.  A stream cut short leaves no partial file:
+ * pbx_untar_finish(.., 0) removes the member being written; after a kill,
+ * only PBX_UNTAR_PARTIAL can hold a partial file.
  */
 #ifndef PBX_SSH_UNTAR_H
 #define PBX_SSH_UNTAR_H
 
 #include "ssh/tarcheck.h"
 #include "util/err.h"
+
+/* The reserved name partial files are written under (never a member's). */
+#define PBX_UNTAR_PARTIAL ".pbx-untar-partial"
 
 struct pbx_untar;
 

@@ -608,6 +608,32 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 	return 0;
 }
 
+int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int64_t **idx,
+				size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*idx = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
+			      " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
+			      " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
+			      &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, submission_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		*(int64_t *)row_next((void **)idx, n, &cap, sizeof(**idx)) = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*idx);
+		*idx = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, "read harvested metrics");
+	}
+	return 0;
+}
+
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 			    const struct pbx_harvested *rows, size_t n, struct pbx_err *err)
 {

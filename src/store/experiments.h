@@ -156,5 +156,11 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 			    const struct pbx_harvested *rows, size_t n, struct pbx_err *err);
 void pbx_harvested_free(struct pbx_harvested *rows, size_t n);
+/* Tasks of a submission whose metrics.jsonl is recorded as harvested but
+ * which have no metric point (a harvest from before metrics and harvested
+ * rows were committed together, killed between the two).  *idx is owned
+ * by the caller (free). */
+int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int64_t **idx,
+				size_t *n, struct pbx_err *err);
 
 #endif

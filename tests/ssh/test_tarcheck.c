@@ -314,6 +314,52 @@ static void extract_cut_short(const char *dir)
 	free(second);
 }
 
+/* Killed mid-file (no pbx_untar_finish at all): a member's name never
+ * holds part of it, only PBX_UNTAR_PARTIAL does, and an old whole copy at
+ * that name is still the old whole copy.  A member may not take the name. */
+static void extract_killed(const char *dir)
+{
+	struct pbx_buf b = PBX_BUF_INIT, got = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *out = xasprintf("%s/killed", dir), *second = xasprintf("%s/killed/second", dir);
+	char *partial = xasprintf("%s/killed/%s", dir, PBX_UNTAR_PARTIAL), big[5000];
+	struct pbx_tarcheck *tc = pbx_tarcheck_new();
+	struct pbx_untar *u;
+	struct pbx_tar_events ev;
+	struct stat sb;
+	size_t cut;
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tm_dir(&b, "./");
+	tm_file(&b, "first", "whole");
+	cut = b.len + 512 + 2048;           /* inside second's data */
+	tm_file(&b, "second", big);
+	tm_end(&b);
+	pbx_mkdir_p(out, 0755, &err);
+	pbx_write_file_atomic(second, "old", 3, 0644, &err);
+	u = pbx_untar_new(out, &err);
+	ev = pbx_untar_events(u);
+	pbx_tarcheck_set_events(tc, &ev);
+	ok(pbx_tarcheck_feed(tc, b.buf, cut, NULL, &err) == 0, "fed up to the middle of a file");
+	ok(pbx_read_file(second, &got, &err) == 0 && got.len == 3 && !memcmp(got.buf, "old", 3),
+	   "mid-file, the member's name still holds its old whole copy");
+	ok(lstat(partial, &sb) == 0 && S_ISREG(sb.st_mode), "the file being written is %s",
+	   PBX_UNTAR_PARTIAL);
+	pbx_untar_finish(u, 0, NULL);
+	pbx_tarcheck_free(tc);
+	pbx_buf_reset(&b);
+	tm_dir(&b, "./");
+	tm_file(&b, PBX_UNTAR_PARTIAL, "x");
+	tm_end(&b);
+	ok(extract(&b, b.len, 512, out, 1, &err) < 0 && strstr(err.msg, "reserved"),
+	   "a member named %s is refused: %s", PBX_UNTAR_PARTIAL, err.msg);
+	pbx_buf_release(&b);
+	pbx_buf_release(&got);
+	free(out);
+	free(second);
+	free(partial);
+}
+
 /* What is already in the destination is replaced, never written through. */
 static void extract_replaces(const char *dir)
 {
@@ -413,6 +459,7 @@ int main(void)
 	honest_gnu_tar(dir);
 	extract_like_gnu_tar(dir);
 	extract_cut_short(dir);
+	extract_killed(dir);
 	extract_replaces(dir);
 	ustar_written_by_pbx(dir);
 	pbx_rm_rf(dir, &err);
