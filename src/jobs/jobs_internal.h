@@ -19,6 +19,11 @@ struct jobs_output {
  * (jobs_output_release); on failure nothing is left to release. */
 int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
 		struct jobs_output *o, struct pbx_err *err);
+/* The same, and a non-zero exit status of the script is left in *status
+ * (0 otherwise); then *o is kept for its stderr and the caller releases
+ * it.  On other failures nothing is left to release. */
+int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
+		       struct jobs_output *o, int *status, struct pbx_err *err);
 void jobs_output_release(struct jobs_output *o);
 
 /* Splits `text` at the first line equal to `sep`: the part before has

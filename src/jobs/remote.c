@@ -20,9 +20,19 @@ static void jobs_collect(void *ctx, int stream, const char *data, size_t len)
 int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
 		struct jobs_output *o, struct pbx_err *err)
 {
+	int status, rc = jobs_remote_status(c, script, in, o, &status, err);
+	if (rc < 0 && status != 0)
+		jobs_output_release(o);
+	return rc;
+}
+
+int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
+		       struct jobs_output *o, int *status_out, struct pbx_err *err)
+{
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct pbx_ssh *s;
 	int status = 0, rc;
+	*status_out = 0;
 	const char *env;
 	pbx_buf_init(&o->out, 0);
 	pbx_buf_init(&o->err, 0);
@@ -43,8 +53,9 @@ int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf 
 	pbx_buf_release(&cmd);
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&o->err);
-		rc = pbx_err_set(err, "remote command on %s failed (status %d): %s", c->row.name,
-				 status, o->err.buf);
+		*status_out = status;
+		return pbx_err_set(err, "remote command on %s failed (status %d): %s", c->row.name,
+				   status, o->err.buf);
 	}
 	if (rc < 0)
 		jobs_output_release(o);

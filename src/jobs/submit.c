@@ -102,15 +102,38 @@ struct parrun_probe {
 	size_t ntasks;
 };
 
-static int parrun_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
-			struct parrun_probe *pr, struct pbx_err *err)
+/* Exit status of the probe when sbatch refuses the experiment's options. */
+#define PROBE_REFUSED 3
+
+/* The probe's first lines: `sbatch --test-only` with the experiment's
+ * options validates them (partition, gres, time, ...) without submitting
+ * anything, so a refusal comes before pbx records anything. */
+static void probe_validate(struct pbx_buf *script, const struct pbx_experiment *e)
+{
+	size_t nargs = 0, i;
+	char **args = pbx_experiment_sbatch_args(e, &nargs);
+	pbx_buf_adds(script, "v=$(sbatch --test-only --array=0-0 -J pbx-validate -o /dev/null");
+	for (i = 0; i < nargs; i++) {
+		pbx_buf_addc(script, ' ');
+		pbx_shell_quote(script, args[i]);
+		free(args[i]);
+	}
+	free(args);
+	pbx_buf_addf(script, " --wrap=true 2>&1) || { printf '%%s\n' \"$v\" >&2; exit %d; }\n",
+		     PROBE_REFUSED);
+}
+
+static int parrun_probe(struct pbx_cluster *c, const struct pbx_experiment *e,
+			const char *short_id, size_t ntasks, struct parrun_probe *pr,
+			struct pbx_err *err)
 {
 	struct jobs_output o;
 	struct pbx_buf script = PBX_BUF_INIT;
 	const char *p, *rest;
 	size_t len, restlen, n1, n2, n3;
-	int rc;
+	int rc, status = 0;
 
+	probe_validate(&script, e);
 	pbx_buf_addf(&script,
 		     "R=\"$PBX_SHARED/pbx/%s\"\n"
 		     "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) ' || exit 1\n"
@@ -121,10 +144,17 @@ static int parrun_probe(struct pbx_cluster *c, const char *short_id, size_t ntas
 		     "echo PBX-SEP\n"
 		     "ls \"$R/tasks\" 2>/dev/null\n"
 		     "exit 0\n", short_id, short_id);
-	rc = jobs_remote(c, script.buf, NULL, &o, err);
+	rc = jobs_remote_status(c, script.buf, NULL, &o, &status, err);
 	pbx_buf_release(&script);
-	if (rc < 0)
+	if (rc < 0 && status == PROBE_REFUSED) {
+		pbx_err_set(err, "%s: %s refuses the experiment's resources (nothing was recorded"
+			    " or submitted): %s", e->path, c->row.name, o.err.buf);
+		err->code = PBX_EXIT_USAGE;
+	}
+	if (rc < 0) {
+		jobs_output_release(&o);
 		return -1;
+	}
 	pr->has_dir = xcalloc(ntasks ? ntasks : 1, 1);
 	pr->ntasks = ntasks;
 	pbx_buf_init(&pr->live, 0);
@@ -269,12 +299,12 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		memcpy(r->id, p->id, sizeof(r->id));
 		memcpy(r->short_id, p->short_id, sizeof(r->short_id));
 		r->ntasks = e->npoints;
-		rc = parrun_record(st, c, e, p, &sub, err);
-	}
-	if (rc == 0) {
-		rc = parrun_probe(c, p->short_id, e->npoints, &pr, err);
+		/* validated by the cluster before anything is recorded */
+		rc = parrun_probe(c, e, p->short_id, e->npoints, &pr, err);
 		r->round_trips++;
 	}
+	if (rc == 0)
+		rc = parrun_record(st, c, e, p, &sub, err);
 	if (rc == 0 && pbx_store_begin(st, err) == 0) {
 		rc = parrun_adopt(st, &sub, p->short_id, &pr, err);
 		rc = rc == 0 ? pbx_store_commit(st, err) : (pbx_store_rollback(st), -1);

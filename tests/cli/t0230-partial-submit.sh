@@ -16,6 +16,7 @@ ok $rc "cluster starts: $errout"
 mkdir -p "$SHARED/fakebin"
 cat >"$SHARED/fakebin/sbatch" <<'EOF'
 #!/bin/sh
+case " $* " in *" --test-only "*) exec /usr/bin/sbatch "$@" ;; esac   # parrun's validation
 n=$(cat "$PBX_SHARED/fakebin/count" 2>/dev/null || echo 0)
 n=$((n + 1))
 echo "$n" >"$PBX_SHARED/fakebin/count"
@@ -35,6 +36,18 @@ sweep:
   grid:
     i: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
 EOF
+# Options the cluster refuses: nothing is recorded (no phantom experiment
+# in `pbx ls`), the error says why, exit 2.
+run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" ps --partition=nope
+is "$rc" "2" "parrun with a partition the cluster does not have is refused"
+echo "$errout" | grep -q "experiment.yaml: ps refuses the experiment's resources (nothing was recorded or submitted): .*[Pp]artition"
+ok $? "the error names the file and sbatch's reason: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages") $(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM tasks")" \
+	"0 0" "no package and no task recorded"
+run_pbx ls --json
+is "$(echo "$out" | json_get 'len(d)')" "0" "pbx ls shows no phantom experiment"
+is "$(cat "$SHARED/fakebin/count" 2>/dev/null || echo 0)" "0" "nothing reached sbatch"
+
 run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" ps
 is "$rc" "1" "a submission refused part-way fails"
 echo "$errout" | grep -q "1 of 2 arrays were not submitted (run parrun again to submit the rest)"
