@@ -358,23 +358,30 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 			st.epoch++;
 			train_loss = st.epoch_loss_sum / (double)(st.epoch_seen ? st.epoch_seen : 1);
 			train_acc = (double)st.epoch_correct / (double)(st.epoch_seen ? st.epoch_seen : 1);
-			if (cfg->eval_every > 0 && (st.epoch % cfg->eval_every == 0 || st.epoch == cfg->epochs)) {
+			int evaluated = cfg->eval_every > 0 &&
+					(st.epoch % cfg->eval_every == 0 || st.epoch == cfg->epochs);
+			if (evaluated) {
 				train_evaluate(&r, &test_loss, &test_acc);
 				if (test_acc > best_acc)
 					best_acc = test_acc;
 			}
 			double ep_s = now - t_epoch;
 			ips = epoch_images / (ep_s > 0 ? ep_s : 1e-9);
-			const char *names[] = { "epoch", "train_loss", "train_acc", "test_loss",
-						"test_acc", "epoch_seconds", "epoch_images_per_s",
-						"elapsed_seconds" };
-			double vals[] = { (double)st.epoch, train_loss, train_acc, test_loss,
-					  test_acc, ep_s, ips, st.elapsed_s };
-			if (train_log(&r, st.step, 8, names, vals, err) < 0)
+			/* test metrics only at the steps where they were measured */
+			const char *names[] = { "epoch", "train_loss", "train_acc", "epoch_seconds",
+						"epoch_images_per_s", "elapsed_seconds", "test_loss",
+						"test_acc" };
+			double vals[] = { (double)st.epoch, train_loss, train_acc, ep_s, ips,
+					  st.elapsed_s, test_loss, test_acc };
+			if (train_log(&r, st.step, evaluated ? 8 : 6, names, vals, err) < 0)
 				goto out;
-			fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
-				(long long)st.epoch, train_loss, train_acc, test_loss,
-				test_acc, ep_s, ips);
+			if (evaluated)
+				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
+					(long long)st.epoch, train_loss, train_acc, test_loss,
+					test_acc, ep_s, ips);
+			else
+				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | not evaluated | %.1f s, %.0f images/s\n",
+					(long long)st.epoch, train_loss, train_acc, ep_s, ips);
 			st.epoch_loss_sum = 0.0;
 			st.epoch_correct = st.epoch_seen = 0;
 			epoch_images = 0;

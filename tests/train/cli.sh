@@ -34,6 +34,15 @@ expect 1 "different model" -- "$BIN" - $S --set model=lenet --set output_dir="$W
 cp "$W/m1/checkpoint.pbxt" "$W/damaged.pbxt"
 printf 'X' | dd of="$W/damaged.pbxt" bs=1 seek=300 conv=notrunc 2>/dev/null
 expect 1 "damaged" -- "$BIN" - $S --set output_dir="$W/m2" --set resume="$W/damaged.pbxt"
+# test metrics only at the epochs that were evaluated (2 and the last, 3),
+# never repeated from an earlier evaluation or NaN before the first
+expect 0 "completed" -- "$BIN" - $S --set epochs=3 --set eval_every=2 --set output_dir="$W/ev"
+got=$(grep -o '"epoch":[0-9]*\|"test_acc"\|"test_loss"\|[Nn]a[Nn]\|null' "$W/ev/metrics.jsonl" | tr '\n' ' ')
+if [ "$got" = '"epoch":1 "epoch":2 "test_loss" "test_acc" "epoch":3 "test_loss" "test_acc" ' ]; then
+	echo "ok test metrics only where evaluated"
+else
+	echo "not ok: test metrics where not evaluated: $got"; fail=1
+fi
 # a layer-list model from YAML trains
 printf 'model:\n  layers:\n    - {type: conv, filters: 4, kernel: 3, pad: 1}\n    - bn\n    - relu\n    - {type: avgpool, size: 2}\n    - {type: lrn, size: 3}\n    - flatten\n    - {linear: {out: 16}}\n    - gelu\n    - linear\n' > "$W/layers.yaml"
 expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set output_dir="$W/m3"
