@@ -125,10 +125,11 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc report_opts[] = {
-	{ "-f, --format FORMAT", "table (default; aligned columns), csv (RFC 4180 quoting, exact\n"
-				 "numbers), json, md (a Markdown pipe table) or html (one\n"
-				 "self-contained page with charts); with -o the default follows\n"
-				 "the file's extension" },
+	{ "-f, --format FORMAT", "table (default; aligned columns, values longer than 40 bytes\n"
+				 "cut and ended with \"...\"), csv (RFC 4180 quoting, exact\n"
+				 "numbers, whole values), json, md (a Markdown pipe table) or\n"
+				 "html (one self-contained page with charts); with -o the\n"
+				 "default follows the file's extension" },
 	{ "-o, --output FILE", "write FILE atomically instead of standard output" },
 	{ "-m, --metric NAME", "the metrics to show and chart (repeatable; default all)" },
 	{ "-g, --group-by P1,P2", "one row per combination of these parameters, aggregating the\n"

@@ -22,16 +22,36 @@ static int done(FILE *f)
 
 /* ----------------------------------------------------------------- table */
 
-/* Table cells: control characters shown as '?', missing values as '-'. */
+/* The terminal table cuts longer cells to this many bytes (on a UTF-8
+ * character boundary) and ends them with "..."; CSV, JSON, Markdown and
+ * HTML keep every value whole. */
+#define TABLE_CELL_MAX 40
+
+/* A copy of s fit for a table cell: control characters shown as '?', cut
+ * to TABLE_CELL_MAX bytes.  Caller frees. */
+static char *table_text(const char *s)
+{
+	size_t len = strlen(s), keep = len;
+	char *out, *p;
+	if (len > TABLE_CELL_MAX) {
+		keep = TABLE_CELL_MAX - 3;
+		while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
+			keep--;   /* not inside a UTF-8 sequence */
+	}
+	out = xmalloc(keep + 4);
+	memcpy(out, s, keep);
+	strcpy(out + keep, keep < len ? "..." : "");
+	for (p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return out;
+}
+
+/* Table cells: missing values as '-'. */
 static char *table_cell(const struct pbx_cell *c)
 {
 	char buf[CELL_BUF];
-	char *s = xstrdup(c->kind == PBX_CELL_NONE ? "-" : pbx_cell_str(c, 0, buf, sizeof(buf)));
-	char *p;
-	for (p = s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return s;
+	return table_text(c->kind == PBX_CELL_NONE ? "-" : pbx_cell_str(c, 0, buf, sizeof(buf)));
 }
 
 static void table_line(FILE *f, const struct pbx_grid *g, char **cells, const size_t *w)
@@ -68,7 +88,7 @@ int pbx_render_table(const struct pbx_report *r, FILE *f)
 	n = (g.nrows + 1) * g.ncols;
 	cells = xcalloc(n + 1, sizeof(char *));
 	for (i = 0; i < g.ncols; i++)
-		cells[i] = xstrdup(g.cols[i]);
+		cells[i] = table_text(g.cols[i]);
 	for (i = g.ncols; i < n; i++)
 		cells[i] = table_cell(&g.cells[i - g.ncols]);
 	table_print(f, &g, cells);

@@ -280,6 +280,42 @@ static void test_errors(struct fixture *fx)
 	   "unknown package: not found");
 }
 
+/* One 64 KiB parameter value: the terminal table cuts the cell (every
+ * line stays short), CSV keeps the value whole.  Changes the fixture: run
+ * last. */
+static void test_long_cell(struct fixture *fx)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_report_opts o = { 0 };
+	struct pbx_report *r = NULL;
+	char *big = xmalloc(65537), *sql, *table = NULL, *csv = NULL, *line;
+	size_t longest = 0;
+	memset(big, 'v', 65536);
+	big[65536] = '\0';
+	sql = xasprintf("UPDATE tasks SET params_json = '{\"lr\":\"%s\",\"width\":\"16\","
+			"\"repeat\":\"0\"}' WHERE idx = 3", big);
+	ok(pbx_store_exec(fx->st, sql, &err) == 0, "a 64 KiB parameter value: %s", err.msg);
+	if (ok(pbx_report_build(fx->st, "sweep-demo", &o, &r, &err) == 0, "report builds")) {
+		table = render(r, PBX_REPORT_TABLE);
+		csv = render(r, PBX_REPORT_CSV);
+	}
+	for (line = table; line && *line;) {
+		char *nl = strchr(line, '\n');
+		size_t l = nl ? (size_t)(nl - line) : strlen(line);
+		if (l > longest)
+			longest = l;
+		line = nl ? nl + 1 : line + l;
+	}
+	ok(table && longest < 300, "every table line stays short (longest %zu bytes)", longest);
+	ok(table && strstr(table, "vvvvvvvvvv...") != NULL, "the long cell ends with '...'");
+	ok(csv && strstr(csv, big) != NULL, "CSV keeps the whole value");
+	pbx_report_free(r);
+	free(table);
+	free(csv);
+	free(sql);
+	free(big);
+}
+
 int main(int argc, char **argv)
 {
 	struct fixture fx;
@@ -299,6 +335,7 @@ int main(int argc, char **argv)
 	test_ingest(&fx);
 	test_reports(&fx);
 	test_errors(&fx);
+	test_long_cell(&fx);
 	fixture_free(&fx);
 	pbx_rm_rf(tmp_dir, &err);
 	return tap_done();
