@@ -75,10 +75,12 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
 	if (tar)
 		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
-			     "  rm -rf \"$R/pkg.tmp\" && mkdir -p \"$R/pkg.tmp\" &&"
-			     " tar -C \"$R/pkg.tmp\" -xf - && rm -rf \"$R/pkg\" &&"
-			     " mv \"$R/pkg.tmp\" \"$R/pkg\" && : >\"$R/pkg/.complete\" ||"
-			     " { echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
+			     "  T=\"$R/pkg.tmp.$$\"\n"   /* its own: another pbx may unpack too */
+			     "  rm -rf \"$T\" && mkdir -p \"$T\" && tar -C \"$T\" -xf - &&"
+			     " : >\"$T/.complete\" && { [ -f \"$R/pkg/.complete\" ] ||"
+			     " { rm -rf \"$R/pkg\" && mv \"$T\" \"$R/pkg\"; } || [ -f \"$R/pkg/.complete\" ]; } ||"
+			     " { rm -rf \"$T\"; echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
+			     "  rm -rf \"$T\"\n"
 			     "fi\n");
 	else
 		pbx_buf_adds(s, "[ -f \"$R/pkg/.complete\" ] ||"

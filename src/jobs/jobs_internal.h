@@ -26,6 +26,12 @@ int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct p
 		       struct jobs_output *o, int *status, struct pbx_err *err);
 void jobs_output_release(struct jobs_output *o);
 
+/* Waits for, then holds, the lock that makes submissions of one package
+ * to one cluster (parrun, rerun) take turns on this machine, so the second
+ * finds what the first submitted instead of submitting it again.  Returns
+ * the lock's descriptor (close it to release), or -1 with err set. */
+int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err);
+
 /* Splits `text` at the first line equal to `sep`: the part before has
  * *before_len bytes, the part after starts at *after (pointers into text,
  * not copies); returns 0, or -1 when there is no such line. */

@@ -6,8 +6,14 @@
 #include "util/quote.h"
 #include "util/xalloc.h"
 
+#include "util/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +66,27 @@ int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct p
 	if (rc < 0)
 		jobs_output_release(o);
 	return rc;
+}
+
+int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err)
+{
+	char *dir = pbx_home_path("locks"), *path;
+	int fd;
+	if (pbx_mkdir_p(dir, 0700, err) < 0) {
+		free(dir);
+		return -1;
+	}
+	path = xasprintf("%s/submit-%s-%" PRId64, dir, package_id, cluster_id);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		pbx_err_set(err, "cannot lock %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	free(path);
+	free(dir);
+	return fd;
 }
 
 void jobs_output_release(struct jobs_output *o)

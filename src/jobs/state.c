@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int pbx_task_state_final(const char *s)
 {
@@ -335,10 +336,15 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	size_t nt, n = 0, i, nargs = 0, narrays = 0;
 	char **args = NULL, **job_ids = NULL;
 	json_t *res;
-	int rc;
+	int rc, lock;
 	*count = 0;
-	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0)
+	lock = jobs_lock(t->pkg.id, t->sub.cluster_id, err);   /* a parrun submits nothing meanwhile */
+	if (lock < 0)
 		return -1;
+	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0) {
+		close(lock);
+		return -1;
+	}
 	idx = xcalloc(nt ? nt : 1, sizeof(*idx));
 	for (i = 0; i < nt; i++)
 		if ((only < 0 || tasks[i].idx == only) && pbx_task_state_rerunnable(tasks[i].state))
@@ -346,6 +352,7 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	pbx_task_rows_free(tasks, nt);
 	if (n == 0) {
 		free(idx);
+		close(lock);
 		return 0;
 	}
 	rc = jobs_remote(t->cluster, "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) '",
@@ -376,6 +383,7 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 		free(job_ids[i]);
 	free(job_ids);
 	free(idx);
+	close(lock);
 	return rc;
 }
 

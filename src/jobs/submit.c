@@ -291,7 +291,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	int64_t *idx = NULL;
 	size_t n = 0, nargs = 0, i;
 	char **args = NULL;
-	int rc;
+	int rc, lock = -1;
 
 	memset(r, 0, sizeof(*r));
 	rc = pbx_package_build(e, &p, err);
@@ -299,6 +299,10 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		memcpy(r->id, p->id, sizeof(r->id));
 		memcpy(r->short_id, p->short_id, sizeof(r->short_id));
 		r->ntasks = e->npoints;
+		lock = jobs_lock(p->id, c->row.id, err);
+		rc = lock < 0 ? -1 : 0;
+	}
+	if (rc == 0) {
 		/* validated by the cluster before anything is recorded */
 		rc = parrun_probe(c, e, p->short_id, e->npoints, &pr, err);
 		r->round_trips++;
@@ -343,6 +347,8 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	pbx_buf_release(&tar);
 	pbx_submission_row_free(&sub);
 	pbx_package_free(p);
+	if (lock >= 0)
+		close(lock);
 	return rc;
 }
 
