@@ -33,7 +33,7 @@
 #include "util/err.h"
 
 struct pbx_comm_opts {
-	size_t bucket_bytes;   /* gradient allreduce bucket size (0 = 4 MiB) */
+	size_t bucket_bytes;   /* gradient allreduce bucket size (0 = 1 MiB) */
 	double timeout_s;      /* longest wait in a collective (0 = 300 s) */
 	int force_mpi;         /* initialise MPI even without a launcher */
 };
@@ -58,7 +58,7 @@ struct pbx_comm_stats {
 	double other_s;        /* waiting in the small collectives */
 	int64_t steps;         /* grads_finish calls */
 	int64_t buckets;       /* allreduces started */
-	int64_t started_early; /* ... of them before backward ended */
+	int64_t started_early; /* ... of them while layers were left to compute */
 };
 
 struct pbx_comm {

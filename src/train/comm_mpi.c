@@ -10,8 +10,8 @@
  * same order (the model's walk is the same), as MPI requires.
  *
  * Waiting.  No MPI call blocks: waits poll MPI_Testall (yielding the CPU
- * after a short spin, which matters when ranks share cores) against a
- * deadline, and exchange heartbeats on their own communicator (tag 1, one
+ * after a short spin, which matters when ranks share cores; sleeping 1 ms
+ * between polls after the first second) against a deadline, and exchange heartbeats on their own communicator (tag 1, one
  * int64: the sender's step): each rank sends one to rank 0 and rank 0 one
  * to each rank at most once a second, so on a timeout rank 0 names the
  * ranks it has not heard from, and the others can name rank 0.  Errors
@@ -40,7 +40,7 @@ struct mpi_impl {
 	/* the step's gradient buckets */
 	float *grads;
 	size_t n;
-	int nbuckets, started, backward_done;
+	int nbuckets, started;
 	MPI_Request *req;     /* nbuckets */
 	int cap;
 	/* heartbeats */
@@ -188,11 +188,15 @@ static int mpi_wait(struct pbx_comm *c, MPI_Request *r, int n, const char *what)
 			mpi_timeout_message(c, what, waited);
 			return -1;
 		}
-		struct timespec ts = { 0, spin < 2048 ? 0 : 200000 };
-		if (ts.tv_nsec)
-			nanosleep(&ts, NULL);
-		else
+		/* non-blocking collectives move only inside MPI_Test: poll
+		 * (giving the core away) while the wait is short; sleep once it
+		 * is clearly a straggler or a hang */
+		if (waited < 1.0) {
 			sched_yield();
+		} else {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
 	}
 }
 
@@ -217,7 +221,6 @@ static void mpi_grads_begin(struct pbx_comm *c, float *grads, size_t n)
 	for (int k = 0; k < m->nbuckets; k++)
 		m->req[k] = MPI_REQUEST_NULL;
 	m->started = 0;
-	m->backward_done = 0;
 	hb_poll(c); /* once a step at least (waits that end at once poll none) */
 }
 
@@ -238,7 +241,7 @@ static void mpi_grads_ready(struct pbx_comm *c, size_t lo_ready)
 		}
 		m->started++;
 		c->stats.buckets++;
-		if (!m->backward_done)
+		if (lo_ready > 0) /* layers before it still to compute */
 			c->stats.started_early++;
 	}
 	if (m->started) { /* let MPI move the started ones along */
@@ -251,7 +254,6 @@ static int mpi_grads_finish(struct pbx_comm *c)
 {
 	struct mpi_impl *m = impl_of(c);
 	double t0 = mpi_now();
-	m->backward_done = 1;
 	mpi_grads_ready(c, 0);
 	if (c->failed || mpi_wait(c, m->req, m->nbuckets, "gradient allreduce") < 0)
 		return -1;
@@ -371,7 +373,7 @@ struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o,
 	MPI_Comm_size(node, &c->local_world);
 	MPI_Comm_free(&node);
 	m->timeout = o->timeout_s > 0 ? o->timeout_s : 300.0;
-	m->bucket = (o->bucket_bytes ? o->bucket_bytes : (size_t)4 << 20) / sizeof(float);
+	m->bucket = (o->bucket_bytes ? o->bucket_bytes : (size_t)1 << 20) / sizeof(float);
 	if (m->bucket < 1)
 		m->bucket = 1;
 	m->hb_send = xcalloc((size_t)c->world, sizeof(MPI_Request));

@@ -108,7 +108,7 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->output_dir = xstrdup("pbx-train-out");
 	c->eval_every = 1;
 	c->log_every = 50;
-	c->bucket_kb = 4096;
+	c->bucket_kb = 1024;
 	c->comm_timeout = 300.0;
 }
 

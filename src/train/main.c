@@ -53,7 +53,7 @@ static void usage(FILE *f)
 "\n"
 "data parallelism (under mpirun or srun; batch_size is the global batch):\n"
 "  sync_bn (false)         batch norm statistics over all ranks\n"
-"  bucket_kb (4096)        gradient allreduce bucket size\n"
+"  bucket_kb (1024)        gradient allreduce bucket size\n"
 "  comm_timeout (300)      seconds a collective may wait before the job ends\n"
 "                          with a message naming the rank that stopped\n"
 "\n"
