@@ -57,22 +57,26 @@ tc = med(W + "/b32", "step_ms")
 S = nparams * 4
 print("\n## projection (weak scaling: 32 examples per rank, cnn-bn)")
 print("measured: compute of a 32-example step on one core T_c = %.2f ms; gradients S = %.2f MB" % (tc, S / 1e6))
-print("model:    ring allreduce T_ar(n) = 2(n-1)/n * S / BW + 2(n-1) * alpha; exposed = T_ar - hidden,")
+print("model:    allreduce T_ar(n) = 2(n-1)/n * S / BW + latency (ring: 2(n-1) alpha; tree/hierarchical: 2 log2(n) alpha);")
+print("          exposed = T_ar - hidden,")
 print("          hidden = what runs under backward (assumed 2/3 of T_c) minus the last bucket's share;")
 print("          efficiency = T_c / (T_c + exposed).  One rank per node; compute does not slow with n.")
+import math
 for name, bw, alpha in (("25 Gb/s Ethernet (cloud VMs), TCP", 25e9 / 8 * 0.8, 30e-6),
                         ("100 Gb/s InfiniBand / EFA", 100e9 / 8 * 0.9, 5e-6)):
-    out = []
-    for n in (16, 256):
-        tar = 2 * (n - 1) / n * S / bw + 2 * (n - 1) * alpha
-        tc_s = tc / 1e3
-        hidden_max = 2.0 / 3.0 * tc_s
-        last = min(tar, tar * min(1.0, 2**20 / S))  # the last bucket cannot overlap
-        exp_over = max(last, tar - hidden_max)
-        eff_over = tc_s / (tc_s + exp_over)
-        eff_none = tc_s / (tc_s + tar)
-        out.append("%d ranks: T_ar %.2f ms, efficiency %.0f%% overlapped / %.0f%% not" % (n, tar * 1e3, 100 * eff_over, 100 * eff_none))
-    print("  %-36s (BW %.1f GB/s, alpha %g us): %s" % (name, bw / 1e9, alpha * 1e6, "; ".join(out)))
+    print("  %s: BW %.1f GB/s, alpha %g us" % (name, bw / 1e9, alpha * 1e6))
+    for lat_name, lat in (("ring latency 2(n-1)a", lambda n: 2 * (n - 1)),
+                          ("tree latency 2log2(n)a", lambda n: 2 * math.log2(n))):
+        out = []
+        for n in (16, 256):
+            tar = 2 * (n - 1) / n * S / bw + lat(n) * alpha
+            tc_s = tc / 1e3
+            hidden_max = 2.0 / 3.0 * tc_s
+            last = tar * min(1.0, 2**20 / S)  # the bucket backward finishes last cannot overlap
+            exp_over = max(last, tar - hidden_max)
+            out.append("%3d ranks: T_ar %5.2f ms, efficiency %3.0f%% overlapped / %3.0f%% not" %
+                       (n, tar * 1e3, 100 * tc_s / (tc_s + exp_over), 100 * tc_s / (tc_s + tar)))
+        print("    %-24s %s" % (lat_name, "; ".join(out)))
 print("anchors: MXNet ~92% at 16 GPUs, Horovod ~90% (GPU compute per step is 10-100x shorter than here,")
 print("so their communication weighs more).")
 PY
