@@ -14,6 +14,7 @@
 #            output names rank 1
 #   hang:    SIGSTOP to rank 1 mid-run with comm_timeout 5: the job ends
 #            within 60 s with rank 0's message naming rank 1
+#   hang0:   the same with rank 0 stopped: rank 1 names rank 0
 set -eu
 CASE=$1
 BIN=$2
@@ -47,8 +48,8 @@ rank_pid() {
 	return 1
 }
 
-# starts a long 2-rank run, waits for progress, sends $1 to rank 1 and
-# checks that the job ends within 60 s with a message naming rank 1
+# starts a long 2-rank run, waits for progress, sends $1 to rank $2 and
+# checks that the job ends within 60 s
 disrupt() {
 	$MPIRUN -np 2 "$BIN" - $LENET --set synthetic_n=200000 --set epochs=50 \
 		--set comm_timeout=5 --set output_dir="$W/d" >"$W/d.log" 2>&1 &
@@ -58,7 +59,7 @@ disrupt() {
 		sleep 0.1; i=$((i+1))
 		[ $i -lt 600 ] || { kill $MP; fail "no progress"; }
 	done
-	P=$(rank_pid $MP 1) || { kill $MP; fail "rank 1 not found"; }
+	P=$(rank_pid $MP "$2") || { kill $MP; fail "rank $2 not found"; }
 	T0=$(date +%s)
 	kill -"$1" "$P"
 	i=0
@@ -66,14 +67,14 @@ disrupt() {
 		sleep 0.5; i=$((i+1))
 		if [ $i -gt 120 ]; then
 			kill -KILL $MP; kill -KILL "$P" 2>/dev/null || true
-			cat "$W/d.log"; fail "job still running 60 s after SIG$1 to rank 1"
+			cat "$W/d.log"; fail "job still running 60 s after SIG$1 to rank $2"
 		fi
 	done
 	rc=0; wait $MP || rc=$?
 	T=$(( $(date +%s) - T0 ))
 	cat "$W/d.log"
-	[ "$rc" != 0 ] || fail "mpirun exited 0 after SIG$1 to rank 1"
-	echo "SIG$1 to rank 1: job ended in ${T} s, mpirun exit $rc"
+	[ "$rc" != 0 ] || fail "mpirun exited 0 after SIG$1 to rank $2"
+	echo "SIG$1 to rank $2: job ended in ${T} s, mpirun exit $rc"
 }
 
 case $CASE in
@@ -83,7 +84,8 @@ equal)
 			--set output_dir="$W/w$n" 2>"$W/w$n.log" || { cat "$W/w$n.log"; fail "$n ranks"; }
 		grep -q "\"world\": $n" "$W/w$n/summary.json" || fail "summary of $n ranks has no world $n"
 	done
-	[ ! -e "$W/w2/rank1" ] || fail "rank 1 wrote outputs"
+	# rank 0 alone writes outputs: one TensorBoard file (each writer opens one)
+	[ "$(ls "$W/w4" | grep -c '^events.out.tfevents')" = 1 ] || fail "more than one rank wrote TensorBoard files: $(ls "$W/w4")"
 	for n in 2 4; do
 		"$CMP" "$W/w1/checkpoint.pbxt" "$W/w$n/checkpoint.pbxt" 1e-4 || fail "1 vs $n ranks"
 	done
@@ -92,6 +94,11 @@ equal)
 	payload "$W/plain/checkpoint.pbxt" > "$W/p0"; payload "$W/w1/checkpoint.pbxt" > "$W/p1"
 	cmp -s "$W/p0" "$W/p1" || fail "no mpirun vs mpirun -np 1"
 	grep -q '"comm": "self"' "$W/plain/summary.json" || fail "plain run used MPI"
+	# a global batch that does not split over the ranks: exit 2, named
+	rc=0
+	$MPIRUN -np 4 "$BIN" - $LENET --set batch_size=66 --set output_dir="$W/odd" >"$W/odd.log" 2>&1 || rc=$?
+	[ "$rc" = 2 ] && grep -q "global batch 66 does not split evenly over 4 ranks" "$W/odd.log" ||
+		{ cat "$W/odd.log"; fail "odd batch: exit $rc"; }
 	;;
 syncbn)
 	Y="$SRC/dp-bn.yaml"
@@ -123,12 +130,16 @@ resume)
 	"$CMP" "$W/c/checkpoint.pbxt" "$W/d/checkpoint.pbxt" 1e-4 || fail "2 -> 4 ranks resume"
 	;;
 kill)
-	disrupt KILL
+	disrupt KILL 1
 	grep -q "rank 1" "$W/d.log" || fail "no message names rank 1"
 	;;
 hang)
-	disrupt STOP
+	disrupt STOP 1
 	grep -q "not answering: rank 1" "$W/d.log" || fail "rank 0 did not name rank 1"
+	;;
+hang0)
+	disrupt STOP 0
+	grep -q "rank 1: .*not answering: rank 0" "$W/d.log" || fail "rank 1 did not name rank 0"
 	;;
 *)
 	fail "unknown case $CASE"
