@@ -44,7 +44,9 @@ struct mpi_impl {
 	MPI_Request *req;     /* nbuckets */
 	int cap;
 	/* heartbeats */
-	int64_t hb_in, hb_out;
+	int64_t hb_in;
+	int64_t *hb_out;      /* world: one send buffer per peer (a buffer may
+			       * not change while its send is in flight) */
 	MPI_Request hb_recv;
 	MPI_Request *hb_send; /* world */
 	double *heard;        /* world: when each peer was last heard */
@@ -92,9 +94,11 @@ static void hb_send_to(struct pbx_comm *c, int peer)
 	int done = 1;
 	if (m->hb_send[peer] != MPI_REQUEST_NULL)
 		MPI_Test(&m->hb_send[peer], &done, MPI_STATUS_IGNORE);
-	if (done) /* never more than one in flight per peer */
-		MPI_Isend(&m->hb_out, 1, MPI_INT64_T, peer, HB_TAG, m->hb,
+	if (done) { /* never more than one in flight per peer */
+		m->hb_out[peer] = c->step;
+		MPI_Isend(&m->hb_out[peer], 1, MPI_INT64_T, peer, HB_TAG, m->hb,
 			  &m->hb_send[peer]);
+	}
 }
 
 /* Receives what has arrived and, once a second, says we are alive. */
@@ -118,7 +122,6 @@ static void hb_poll(struct pbx_comm *c)
 	if (now - m->hb_sent_at < HB_EVERY_S)
 		return;
 	m->hb_sent_at = now;
-	m->hb_out = c->step;
 	if (c->rank == 0) {
 		for (int p = 1; p < c->world; p++)
 			hb_send_to(c, p);
@@ -332,6 +335,7 @@ static void mpi_close(struct pbx_comm *c)
 		if (m->hb_send[p] != MPI_REQUEST_NULL)
 			MPI_Request_free(&m->hb_send[p]);
 	free(m->hb_send);
+	free(m->hb_out);
 	free(m->heard);
 	free(m->peer_step);
 	free(m->req);
@@ -377,6 +381,7 @@ struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o,
 	if (m->bucket < 1)
 		m->bucket = 1;
 	m->hb_send = xcalloc((size_t)c->world, sizeof(MPI_Request));
+	m->hb_out = xcalloc((size_t)c->world, sizeof(int64_t));
 	m->heard = xcalloc((size_t)c->world, sizeof(double));
 	m->peer_step = xcalloc((size_t)c->world, sizeof(int64_t));
 	m->t_open = mpi_now();

@@ -51,7 +51,7 @@ rank_pid() {
 # starts a long 2-rank run, waits for progress, sends $1 to rank $2 and
 # checks that the job ends within 60 s
 disrupt() {
-	$MPIRUN -np 2 "$BIN" - $LENET --set synthetic_n=200000 --set epochs=50 \
+	$MPIRUN -np 2 "$BIN" - $LENET --set synthetic_n=16384 --set epochs=1000 \
 		--set comm_timeout=5 --set output_dir="$W/d" >"$W/d.log" 2>&1 &
 	MP=$!
 	i=0
