@@ -59,7 +59,8 @@ int pbx_checkpoint_save(const char *path, const struct pbx_model *m,
 		(uint64_t)st->loader.epoch, (uint64_t)st->loader.cursor,
 		st->rng.s[0], st->rng.s[1], st->rng.s[2], st->rng.s[3],
 		ckpt_dbits(st->epoch_loss_sum), (uint64_t)st->epoch_correct,
-		(uint64_t)st->epoch_seen, ckpt_dbits(st->elapsed_s), 0, 0, 0,
+		(uint64_t)st->epoch_seen, ckpt_dbits(st->elapsed_s),
+		(uint64_t)(st->world > 0 ? st->world : 1), 0, 0,
 	};
 	size_t np = sizeof(float) * m->nparams, nb = sizeof(float) * m->nbuffers;
 	size_t no = sizeof(float) * o->nstate, len = CKPT_HDR + np + nb + no;
@@ -158,6 +159,7 @@ int pbx_checkpoint_load(const char *path, struct pbx_model *m,
 	st->epoch_correct = (int64_t)w[18];
 	st->epoch_seen = (int64_t)w[19];
 	st->elapsed_s = ckpt_bitsd(w[20]);
+	st->world = w[21] ? (int)w[21] : 1;
 	rc = 0;
 out:
 	pbx_buf_release(&b);

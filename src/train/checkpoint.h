@@ -11,7 +11,9 @@
  * Written with pbx_write_file_atomic (temporary file, fsync, rename, fsync
  * of the directory), so a crash leaves the old or the new file, never half.
  * A checkpoint whose architecture hash or sizes differ from the model's is
- * refused with a message naming both.
+ * refused with a message naming both.  Word 21 is the world size of the run
+ * that wrote it (0 in older files: one process); the parameters are the
+ * same on every rank, so it only informs the resuming run.
  */
 #ifndef PBX_TRAIN_CHECKPOINT_H
 #define PBX_TRAIN_CHECKPOINT_H
@@ -35,6 +37,8 @@ struct pbx_ckpt_state {
 	int64_t epoch_correct;
 	int64_t epoch_seen;
 	double elapsed_s;               /* training time before this checkpoint */
+	int world;                      /* ranks of the run that wrote it (1 for
+					 * files from before data parallelism) */
 };
 
 int pbx_checkpoint_save(const char *path, const struct pbx_model *m,

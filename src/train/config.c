@@ -76,6 +76,10 @@ static const struct cfg_key {
 	K("log_every", CFG_INT, log_every),
 	K("max_steps", CFG_I64, max_steps),
 	K("signal_at_step", CFG_I64, signal_at_step),
+	K("sync_bn", CFG_BOOL, sync_bn),
+	K("recompute", CFG_INT, recompute),
+	K("bucket_kb", CFG_INT, bucket_kb),
+	K("comm_timeout", CFG_DOUBLE, comm_timeout),
 };
 
 #define CFG_NKEYS ((int)(sizeof(cfg_keys) / sizeof(cfg_keys[0])))
@@ -104,6 +108,8 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->output_dir = xstrdup("pbx-train-out");
 	c->eval_every = 1;
 	c->log_every = 50;
+	c->bucket_kb = 1024;
+	c->comm_timeout = 300.0;
 }
 
 void pbx_train_config_free(struct pbx_train_config *c)
@@ -542,6 +548,12 @@ int pbx_train_config_check(const struct pbx_train_config *c,
 				    "eval_every, subset, test_subset, augment.crop_pad and checkpoint_every must not be negative; log_every and synthetic_n must be positive");
 	if (!c->output_dir)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'output_dir': missing");
+	if (c->recompute < -1)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'recompute': expected 0 (off), -1 (sqrt(layers) segments) or a number of segments");
+	if (c->bucket_kb < 1)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'bucket_kb': must be positive");
+	if (!(c->comm_timeout > 0.0))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'comm_timeout': must be positive (seconds)");
 	return 0;
 }
 

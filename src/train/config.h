@@ -53,6 +53,11 @@ struct pbx_train_config {
 	int log_every;          /* steps between metrics.jsonl lines */
 	int64_t max_steps;      /* stop (with a checkpoint) after this many, 0 = off */
 	int64_t signal_at_step; /* testing: raise SIGTERM at this step, 0 = off */
+	int sync_bn;            /* batch norm statistics over all ranks */
+	int recompute;          /* activation recomputation: 0 off, -1 sqrt(n)
+				 * segments, k > 0 segments */
+	int bucket_kb;          /* gradient allreduce bucket (KiB) */
+	double comm_timeout;    /* seconds a collective may wait */
 };
 
 /* Sets every field to its default. */

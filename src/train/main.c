@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/comm.h"
 #include "train/config.h"
 #include "train/train.h"
 
@@ -47,6 +48,18 @@ static void usage(FILE *f)
 "  checkpoint_dir (output_dir)  output_dir (pbx-train-out)\n"
 "  resume                  a checkpoint path, or auto (latest if any)\n"
 "  max_steps (0)           stop with a checkpoint after N steps\n"
+"  recompute (0)           activation recomputation: 0 off, -1 sqrt(layers)\n"
+"                          segments, N segments (same gradients, less memory)\n"
+"\n"
+"data parallelism (under mpirun or srun; batch_size is the global batch):\n"
+"  sync_bn (false)         batch norm statistics over all ranks\n"
+"  bucket_kb (1024)        gradient allreduce bucket size\n"
+"  comm_timeout (300)      seconds a collective may wait before the job ends\n"
+"                          with a message naming the rank that stopped\n"
+"\n"
+"Multi-rank: mpirun -np N pbx-train CONFIG.yaml (each rank reads its shard;\n"
+"rank 0 writes the outputs).  Without a launcher pbx-train runs as one\n"
+"process without MPI.\n"
 "\n"
 "SIGTERM or SIGUSR1: checkpoint at the next step, then exit 75 (requeue;\n"
 "run again with --resume).  Outputs: OUTPUT_DIR/metrics.jsonl, TensorBoard\n"
@@ -122,8 +135,24 @@ int main(int argc, char **argv)
 	if (pbx_train_config_check(&cfg, &err) < 0)
 		goto fail;
 
+	struct pbx_comm_opts co = { (size_t)cfg.bucket_kb << 10, cfg.comm_timeout, 0 };
+	struct pbx_comm *comm = pbx_comm_open(&co, &err);
+	if (!comm)
+		goto fail;
 	pbx_train_install_signals();
-	rc = pbx_train_run(&cfg, &err);
+	rc = pbx_train_run(&cfg, comm, &err);
+	if (rc < 0 && comm->world > 1) {
+		/* the other ranks would wait for this one until their timeout:
+		 * end them all (rank 0 at once; the others give rank 0's own
+		 * message a second to come first) */
+		fprintf(stderr, "pbx-train: rank %d of %d: error: %s\n", comm->rank,
+			comm->world, err.msg);
+		fflush(stderr);
+		if (comm->rank != 0)
+			sleep(1);
+		pbx_comm_abort(comm, err.code ? err.code : 1);
+	}
+	pbx_comm_close(comm);
 	if (rc < 0)
 		goto fail;
 	pbx_train_config_free(&cfg);

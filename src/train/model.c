@@ -5,7 +5,10 @@
  * Memory map (llm.c style): one block each for params, grads, buffers,
  * acts and dacts; a pbx_layer records offsets into them.  Activation
  * offsets are computed for max_batch examples, so a smaller final batch
- * simply uses a prefix of each slot.
+ * simply uses a prefix of each slot.  acts: saved tensors, kept outputs,
+ * probs, then the recomputation region (segments' non-kept outputs, each
+ * segment from the region's start); dacts: kept gradients, then the region.
+ * The layers' code is the backend's (backend_cpu.c).
  */
 #include "train/model.h"
 
@@ -132,17 +135,6 @@ void pbx_layer_spec_defaults(struct pbx_layer_spec *s, enum pbx_layer_kind kind)
 
 /* ------------------------------------------------------------- building */
 
-static enum act_kind model_act(enum pbx_layer_kind k)
-{
-	switch (k) {
-	case PBX_L_LEAKY_RELU: return ACT_LEAKY_RELU;
-	case PBX_L_TANH: return ACT_TANH;
-	case PBX_L_SIGMOID: return ACT_SIGMOID;
-	case PBX_L_GELU: return ACT_GELU;
-	default: return ACT_RELU;
-	}
-}
-
 /* Layers whose backward needs only their input, so their output may be
  * overwritten by an in-place ReLU. */
 static int model_output_free(enum pbx_layer_kind k)
@@ -179,26 +171,13 @@ static void model_fuse_pool(struct pbx_model *m, int i)
 	P->fused_pool = 1;
 }
 
-struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
-				int c, int h, int w, int nclasses,
-				int max_batch, uint64_t seed,
-				struct pbx_err *err)
+/* Shapes, parameter/buffer/aux offsets and per-layer output sizes; the
+ * output slots are placed afterwards (model_place_outputs). */
+static int model_shapes(struct pbx_model *m, const struct pbx_layer_spec *specs,
+			struct pbx_buf *arch, size_t *np, size_t *nb, size_t *na,
+			size_t *scratch, struct pbx_err *err)
 {
-	struct pbx_model *m = xcalloc(1, sizeof(*m));
-	struct pbx_buf arch = PBX_BUF_INIT;
-	size_t np = 0, nb = 0, na = 0, nd = 0, scratch = 0;
-	int C = c, H = h, W = w;
-
-	m->nlayers = n;
-	m->layers = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*m->layers));
-	m->c = c; m->h = h; m->w = w;
-	m->nclasses = nclasses;
-	m->max_batch = max_batch;
-	pbx_buf_addf(&arch, "input %dx%dx%d classes %d\n", c, h, w, nclasses);
-	if (n < 1) {
-		pbx_err_setc(err, 2, "model has no layers");
-		goto fail;
-	}
+	int n = m->nlayers, C = m->c, H = m->h, W = m->w, B = m->max_batch;
 	for (int i = 0; i < n; i++) {
 		struct pbx_layer *L = &m->layers[i];
 		struct pbx_layer_spec *s = &L->spec;
@@ -209,68 +188,57 @@ struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
 		switch (s->kind) {
 		case PBX_L_CONV:
 			if (s->out <= 0 || s->k <= 0 || s->s <= 0 || s->p < 0 ||
-			    H + 2 * s->p < s->k || W + 2 * s->p < s->k) {
-				pbx_err_setc(err, 2, "layer %d (conv): bad filters/kernel/stride/pad for input %dx%dx%d",
-					     i + 1, C, H, W);
-				goto fail;
-			}
+			    H + 2 * s->p < s->k || W + 2 * s->p < s->k)
+				return pbx_err_setc(err, 2, "layer %d (conv): bad filters/kernel/stride/pad for input %dx%dx%d",
+						    i + 1, C, H, W);
 			L->oc = s->out;
 			L->oh = (H + 2 * s->p - s->k) / s->s + 1;
 			L->ow = (W + 2 * s->p - s->k) / s->s + 1;
-			L->w_off = np; np += (size_t)s->out * C * s->k * s->k;
-			L->b_off = np; np += (size_t)s->out;
-			per = conv_scratch_floats(max_batch, C, H, W, s->out,
-						  s->k, s->s, s->p, 0);
-			if (per > scratch)
-				scratch = per;
+			L->w_off = *np; *np += (size_t)s->out * C * s->k * s->k;
+			L->b_off = *np; *np += (size_t)s->out;
+			per = conv_scratch_floats(B, C, H, W, s->out, s->k, s->s, s->p, 0);
+			if (per > *scratch)
+				*scratch = per;
 			break;
 		case PBX_L_MAXPOOL:
 		case PBX_L_AVGPOOL:
 			if (s->s <= 0)
 				s->s = s->k;
 			if (s->k <= 0 || s->p < 0 || 2 * s->p > s->k ||
-			    H + 2 * s->p < s->k || W + 2 * s->p < s->k) {
-				pbx_err_setc(err, 2, "layer %d (%s): bad size/stride/pad for input %dx%dx%d",
-					     i + 1, pbx_layer_kind_name(s->kind), C, H, W);
-				goto fail;
-			}
+			    H + 2 * s->p < s->k || W + 2 * s->p < s->k)
+				return pbx_err_setc(err, 2, "layer %d (%s): bad size/stride/pad for input %dx%dx%d",
+						    i + 1, pbx_layer_kind_name(s->kind), C, H, W);
 			L->oh = (H + 2 * s->p - s->k) / s->s + 1;
 			L->ow = (W + 2 * s->p - s->k) / s->s + 1;
 			break;
 		case PBX_L_BATCHNORM:
-			L->w_off = np; np += (size_t)C;
-			L->b_off = np; np += (size_t)C;
-			L->buf_off = nb; nb += 2 * (size_t)C;
-			L->aux_off = na; na += 2 * (size_t)C;
+			L->w_off = *np; *np += (size_t)C;
+			L->b_off = *np; *np += (size_t)C;
+			L->buf_off = *nb; *nb += 2 * (size_t)C;
+			L->aux_off = *na; *na += 2 * (size_t)C;
 			break;
 		case PBX_L_LINEAR:
 			if (s->out == 0)
-				s->out = nclasses;
-			if (s->out < 0) {
-				pbx_err_setc(err, 2, "layer %d (linear): bad number of outputs", i + 1);
-				goto fail;
-			}
+				s->out = m->nclasses;
+			if (s->out < 0)
+				return pbx_err_setc(err, 2, "layer %d (linear): bad number of outputs", i + 1);
 			L->oc = s->out; L->oh = 1; L->ow = 1;
-			L->w_off = np; np += (size_t)s->out * C * H * W;
-			L->b_off = np; np += (size_t)s->out;
+			L->w_off = *np; *np += (size_t)s->out * C * H * W;
+			L->b_off = *np; *np += (size_t)s->out;
 			break;
 		case PBX_L_FLATTEN:
 			L->oc = C * H * W; L->oh = 1; L->ow = 1;
 			L->alias = 1;
 			break;
 		case PBX_L_DROPOUT:
-			if (s->rate < 0.0f || s->rate >= 1.0f) {
-				pbx_err_setc(err, 2, "layer %d (dropout): rate must be in [0, 1)", i + 1);
-				goto fail;
-			}
-			L->aux_off = na; na += (size_t)max_batch * C * H * W;
+			if (s->rate < 0.0f || s->rate >= 1.0f)
+				return pbx_err_setc(err, 2, "layer %d (dropout): rate must be in [0, 1)", i + 1);
+			L->aux_off = *na; *na += (size_t)B * C * H * W;
 			break;
 		case PBX_L_LRN:
-			if (s->size <= 0) {
-				pbx_err_setc(err, 2, "layer %d (lrn): size must be positive", i + 1);
-				goto fail;
-			}
-			L->aux_off = na; na += (size_t)max_batch * C * H * W;
+			if (s->size <= 0)
+				return pbx_err_setc(err, 2, "layer %d (lrn): size must be positive", i + 1);
+			L->aux_off = *na; *na += (size_t)B * C * H * W;
 			break;
 		default: /* activations */
 			if (s->kind == PBX_L_RELU && i > 0 &&
@@ -282,41 +250,163 @@ struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
 			}
 			break;
 		}
-		if (!L->alias) {
-			per = (size_t)max_batch * L->oc * L->oh * L->ow;
-			L->out_off = na; na += per;
-			L->dout_off = nd; nd += per;
-		}
-		model_fuse_pool(m, i);
+		if (!L->alias)
+			L->out_floats = (size_t)B * L->oc * L->oh * L->ow;
+		if (!m->sync_bn) /* sync BN reduces its statistics in its own pass */
+			model_fuse_pool(m, i);
 		C = L->oc; H = L->oh; W = L->ow;
-		pbx_buf_addf(&arch, "%s out=%d k=%d s=%d p=%d size=%d a=%g b=%g k=%g rate=%g -> %dx%dx%d\n",
+		pbx_buf_addf(arch, "%s out=%d k=%d s=%d p=%d size=%d a=%g b=%g k=%g rate=%g -> %dx%dx%d\n",
 			     pbx_layer_kind_name(s->kind), s->out, s->k, s->s,
 			     s->p, s->size, (double)s->alpha, (double)s->beta,
 			     (double)s->bias, (double)s->rate, C, H, W);
 	}
-	if (C * H * W != nclasses) {
-		pbx_err_setc(err, 2, "model output has %d values per example but the data set has %d classes",
-			     C * H * W, nclasses);
+	if (C * H * W != m->nclasses)
+		return pbx_err_setc(err, 2, "model output has %d values per example but the data set has %d classes",
+				    C * H * W, m->nclasses);
+	return 0;
+}
+
+/* The layer whose memory holds layer i's output (-1: the network input). */
+static int model_owner(const struct pbx_model *m, int i)
+{
+	while (i >= 0 && m->layers[i].alias)
+		i--;
+	return i;
+}
+
+/* Whether a segment may end at layer i: not inside a fused BN+ReLU+pool
+ * group, whose BN writes the pool's output. */
+static int model_cut_ok(const struct pbx_model *m, int i)
+{
+	if (i + 1 >= m->nlayers)
+		return 1;
+	if (m->layers[i].spec.kind == PBX_L_BATCHNORM && m->layers[i].fused_pool)
+		return 0;
+	return !(i > 0 && m->layers[i - 1].spec.kind == PBX_L_BATCHNORM &&
+		 m->layers[i - 1].fused_pool);
+}
+
+/* Cuts the layers into segments (recompute > 0: that many, as even as the
+ * allowed cuts permit; -1: about sqrt(n) each) and marks kept outputs: the
+ * memory of every segment's last output. */
+static void model_segments(struct pbx_model *m, int recompute)
+{
+	int n = m->nlayers, want = 1, k = 0;
+	if (recompute < 0)
+		want = (int)lround(sqrt((double)n));
+	else if (recompute > 0)
+		want = recompute;
+	if (want < 1)
+		want = 1;
+	if (want > n)
+		want = n;
+	m->seg_first = xcalloc((size_t)n + 1, sizeof(int));
+	m->seg_first[0] = 0;
+	for (int i = 0; i < n; i++) {
+		m->layers[i].seg = k;
+		/* end segment k after layer i once it holds its share */
+		if (i + 1 < n && k + 1 < want &&
+		    (i + 1) * want >= (k + 1) * n && model_cut_ok(m, i))
+			m->seg_first[++k] = i + 1;
+	}
+	m->nsegs = k + 1;
+	m->seg_first[m->nsegs] = n;
+	for (int s = 0; s < m->nsegs; s++) {
+		int o = model_owner(m, m->seg_first[s + 1] - 1);
+		if (o >= 0)
+			m->layers[o].keep = 1;
+	}
+	if (m->nsegs == 1) /* no recomputation: everything is kept */
+		for (int i = 0; i < n; i++)
+			m->layers[i].keep = 1;
+}
+
+/* Output and output-gradient slots: kept ones one after the other, the
+ * others from the start of their segment's region (shared by segments). */
+static void model_place_outputs(struct pbx_model *m, size_t *na, size_t *nd)
+{
+	size_t ra = 0, rd = 0;
+	for (int i = 0; i < m->nlayers; i++) {
+		struct pbx_layer *L = &m->layers[i];
+		if (!L->alias && L->keep) {
+			L->out_off = *na; *na += L->out_floats;
+			L->dout_off = *nd; *nd += L->out_floats;
+		}
+	}
+	m->probs_off = *na; *na += (size_t)m->max_batch * m->nclasses;
+	for (int s = 0; s < m->nsegs; s++) {
+		size_t a = 0;
+		for (int i = m->seg_first[s]; i < m->seg_first[s + 1]; i++) {
+			struct pbx_layer *L = &m->layers[i];
+			if (L->alias || L->keep)
+				continue;
+			L->out_off = *na + a;
+			L->dout_off = *nd + a;
+			a += L->out_floats;
+		}
+		if (a > ra)
+			ra = a;
+	}
+	rd = ra;
+	m->region_acts = ra;
+	m->region_dacts = rd;
+	*na += ra;
+	*nd += rd;
+}
+
+struct pbx_model *pbx_model_plan(const struct pbx_layer_spec *specs, int n,
+				 int c, int h, int w, int nclasses,
+				 const struct pbx_model_opts *opts,
+				 struct pbx_err *err)
+{
+	struct pbx_model *m = xcalloc(1, sizeof(*m));
+	struct pbx_buf arch = PBX_BUF_INIT;
+	size_t np = 0, nb = 0, na = 0, nd = 0, scratch = 0;
+
+	m->nlayers = n;
+	m->layers = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*m->layers));
+	m->c = c; m->h = h; m->w = w;
+	m->nclasses = nclasses;
+	m->max_batch = opts->max_batch;
+	m->sync_bn = opts->sync_bn;
+	m->nsegs = 1;
+	pbx_buf_addf(&arch, "input %dx%dx%d classes %d\n", c, h, w, nclasses);
+	if (n < 1) {
+		pbx_err_setc(err, 2, "model has no layers");
 		goto fail;
 	}
-	m->probs_off = na; na += (size_t)max_batch * nclasses;
+	if (model_shapes(m, specs, &arch, &np, &nb, &na, &scratch, err) < 0)
+		goto fail;
+	model_segments(m, opts->recompute);
+	model_place_outputs(m, &na, &nd);
 	pbx_buf_addf(&arch, "params %zu\n", np);
-
 	m->nparams = np; m->nbuffers = nb; m->nacts = na; m->ndacts = nd;
 	m->nscratch = scratch;
-	m->params = xcalloc(np ? np : 1, sizeof(float));
-	m->grads = xcalloc(np ? np : 1, sizeof(float));
-	m->buffers = xcalloc(nb ? nb : 1, sizeof(float));
-	m->acts = xcalloc(na ? na : 1, sizeof(float));
-	m->dacts = xcalloc(nd ? nd : 1, sizeof(float));
-	m->scratch = xcalloc(scratch ? scratch : 1, sizeof(float));
 	m->arch = pbx_buf_detach(&arch, NULL);
 	m->arch_hash = model_fnv1a(m->arch, strlen(m->arch));
+	return m;
+fail:
+	pbx_buf_release(&arch);
+	pbx_model_free(m);
+	return NULL;
+}
 
-	/* initialisation: He normal for weights, zero biases, BN (1, 0) */
+void pbx_model_alloc(struct pbx_model *m, const struct pbx_backend *be)
+{
+	m->be = be;
+	m->params = be->alloc(m->nparams);
+	m->grads = be->alloc(m->nparams);
+	m->buffers = be->alloc(m->nbuffers);
+	m->acts = be->alloc(m->nacts);
+	m->dacts = be->alloc(m->ndacts);
+	m->scratch = be->alloc(m->nscratch);
+}
+
+void pbx_model_init_params(struct pbx_model *m, uint64_t seed)
+{
 	struct pbx_rng r;
 	pbx_rng_seed(&r, seed, 0x696e6974 /* "init" */);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < m->nlayers; i++) {
 		struct pbx_layer *L = &m->layers[i];
 		size_t fan_in, nw;
 		if (L->spec.kind == PBX_L_CONV || L->spec.kind == PBX_L_LINEAR) {
@@ -326,129 +416,84 @@ struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
 			float sd = sqrtf(2.0f / (float)fan_in);
 			for (size_t j = 0; j < nw; j++)
 				m->params[L->w_off + j] = sd * pbx_rng_normal(&r);
+			memset(m->params + L->b_off, 0, sizeof(float) * (size_t)L->spec.out);
 		} else if (L->spec.kind == PBX_L_BATCHNORM) {
 			for (int j = 0; j < L->c; j++) {
 				m->params[L->w_off + j] = 1.0f;
+				m->params[L->b_off + j] = 0.0f;
+				m->buffers[L->buf_off + j] = 0.0f;
 				m->buffers[L->buf_off + L->c + j] = 1.0f;
 			}
 		}
 	}
+}
+
+struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
+				int c, int h, int w, int nclasses,
+				int max_batch, uint64_t seed,
+				struct pbx_err *err)
+{
+	struct pbx_model_opts o = { .max_batch = max_batch };
+	struct pbx_model *m = pbx_model_plan(specs, n, c, h, w, nclasses, &o, err);
+	if (!m)
+		return NULL;
+	pbx_model_alloc(m, &pbx_backend_cpu);
+	pbx_model_init_params(m, seed);
 	return m;
-fail:
-	pbx_buf_release(&arch);
-	pbx_model_free(m);
-	return NULL;
 }
 
 void pbx_model_free(struct pbx_model *m)
 {
 	if (!m)
 		return;
+	if (m->be) {
+		m->be->release(m->params);
+		m->be->release(m->grads);
+		m->be->release(m->buffers);
+		m->be->release(m->acts);
+		m->be->release(m->dacts);
+		m->be->release(m->scratch);
+	}
 	free(m->layers);
-	free(m->params);
-	free(m->grads);
-	free(m->buffers);
-	free(m->acts);
-	free(m->dacts);
-	free(m->scratch);
+	free(m->seg_first);
 	free(m->arch);
 	free(m);
 }
 
 /* ------------------------------------------------------------ the passes */
 
-static float *model_out(struct pbx_model *m, int i);
-
-/* Input of layer i: the batch for i = 0, else layer i-1's output. */
-static float *model_in(struct pbx_model *m, int i)
+float *pbx_model_in(struct pbx_model *m, int i)
 {
-	return i == 0 ? (float *)m->input : model_out(m, i - 1);
+	return i == 0 ? (float *)m->input : pbx_model_out(m, i - 1);
 }
 
-static float *model_out(struct pbx_model *m, int i)
+float *pbx_model_out(struct pbx_model *m, int i)
 {
-	return m->layers[i].alias ? model_in(m, i) : m->acts + m->layers[i].out_off;
+	return m->layers[i].alias ? pbx_model_in(m, i) : m->acts + m->layers[i].out_off;
 }
 
-static float *model_dout(struct pbx_model *m, int i);
-
-/* Gradient of layer i's input; NULL for the network input (not needed). */
-static float *model_din(struct pbx_model *m, int i)
+float *pbx_model_din(struct pbx_model *m, int i)
 {
-	return i == 0 ? NULL : model_dout(m, i - 1);
+	return i == 0 ? NULL : pbx_model_dout(m, i - 1);
 }
 
-static float *model_dout(struct pbx_model *m, int i)
+float *pbx_model_dout(struct pbx_model *m, int i)
 {
-	return m->layers[i].alias ? model_din(m, i) : m->dacts + m->layers[i].dout_off;
+	return m->layers[i].alias ? pbx_model_din(m, i) : m->dacts + m->layers[i].dout_off;
 }
 
 double pbx_model_forward(struct pbx_model *m, const float *x,
 			 const int32_t *y, int B, int train, int64_t *correct)
 {
+	const struct pbx_layer_ops *ops = m->be->ops;
 	m->input = x;
 	m->labels = y;
 	m->batch = B;
 	m->train = train;
-	for (int i = 0; i < m->nlayers; i++) {
-		struct pbx_layer *L = &m->layers[i];
-		const struct pbx_layer_spec *s = &L->spec;
-		float *in = model_in(m, i), *out = model_out(m, i);
-		float *p = m->params, *aux = m->acts + L->aux_off;
-		size_t n = (size_t)B * L->c * L->h * L->w;
-		switch (s->kind) {
-		case PBX_L_CONV:
-			conv_forward(out, in, p + L->w_off, p + L->b_off, B, L->c,
-				     L->h, L->w, L->oc, s->k, s->s, s->p,
-				     L->fused_relu, m->scratch, m->nscratch);
-			break;
-		case PBX_L_MAXPOOL:
-			if (!L->fused_pool) /* else done by the BN */
-				maxpool_forward(out, in, B, L->c, L->h, L->w,
-						s->k, s->s, s->p);
-			break;
-		case PBX_L_AVGPOOL:
-			avgpool_forward(out, in, B, L->c, L->h, L->w, s->k, s->s, s->p);
-			break;
-		case PBX_L_BATCHNORM:
-			if (L->fused_pool) {
-				batchnorm_relu_maxpool2_forward(model_out(m, i + 2),
-					in, p + L->w_off, p + L->b_off,
-					m->buffers + L->buf_off,
-					m->buffers + L->buf_off + L->c, aux,
-					aux + L->c, B, L->c, L->h, L->w, s->eps,
-					s->momentum, train);
-				break;
-			}
-			batchnorm_forward(out, in, p + L->w_off, p + L->b_off,
-					  m->buffers + L->buf_off,
-					  m->buffers + L->buf_off + L->c, aux,
-					  aux + L->c, B, L->c, L->h * L->w,
-					  s->eps, s->momentum, train, L->fused_relu);
-			break;
-		case PBX_L_LINEAR:
-			linear_forward(out, in, p + L->w_off, p + L->b_off, B,
-				       L->c * L->h * L->w, L->oc);
-			break;
-		case PBX_L_DROPOUT:
-			dropout_forward(out, aux, in, n, s->rate, train, &m->rng);
-			break;
-		case PBX_L_LRN:
-			lrn_forward(out, aux, in, B, L->c, L->h * L->w, s->size,
-				    s->alpha, s->beta, s->bias);
-			break;
-		case PBX_L_FLATTEN:
-			break;
-		default:
-			if (i > 0 && m->layers[i - 1].fused_relu)
-				break; /* done by the conv / BN */
-			act_forward(out, in, n, model_act(s->kind), s->alpha);
-			break;
-		}
-	}
-	return softmax_xent_forward(m->acts + m->probs_off,
-				    model_out(m, m->nlayers - 1), y, B,
-				    m->nclasses, correct);
+	for (int i = 0; i < m->nlayers; i++)
+		ops[m->layers[i].spec.kind].forward(m, i, train ? PBX_FWD_TRAIN
+							       : PBX_FWD_EVAL);
+	return m->be->loss_forward(m, correct);
 }
 
 void pbx_model_zero_grad(struct pbx_model *m)
@@ -456,73 +501,33 @@ void pbx_model_zero_grad(struct pbx_model *m)
 	memset(m->grads, 0, sizeof(float) * m->nparams);
 }
 
+/* Runs segment s forward again from its kept input, skipping layers whose
+ * memory is kept (their contents are still the forward's). */
+static void model_replay(struct pbx_model *m, int s)
+{
+	const struct pbx_layer_ops *ops = m->be->ops;
+	for (int i = m->seg_first[s]; i < m->seg_first[s + 1]; i++) {
+		int o = model_owner(m, i);
+		if (o >= 0 && m->layers[o].keep)
+			continue;
+		ops[m->layers[i].spec.kind].forward(m, i, PBX_FWD_REPLAY);
+	}
+}
+
 void pbx_model_backward(struct pbx_model *m)
 {
-	int B = m->batch;
-	softmax_xent_backward(model_dout(m, m->nlayers - 1),
-			      m->acts + m->probs_off, m->labels, B,
-			      m->nclasses);
-	for (int i = m->nlayers - 1; i >= 0; i--) {
-		struct pbx_layer *L = &m->layers[i];
-		const struct pbx_layer_spec *s = &L->spec;
-		float *in = model_in(m, i), *out = model_out(m, i);
-		float *din = model_din(m, i), *dout = model_dout(m, i);
-		float *p = m->params, *g = m->grads, *aux = m->acts + L->aux_off;
-		size_t n = (size_t)B * L->c * L->h * L->w;
-		switch (s->kind) {
-		case PBX_L_CONV:
-			conv_backward(din, g + L->w_off, g + L->b_off, dout,
-				      L->fused_relu ? out : NULL, in, p + L->w_off,
-				      B, L->c, L->h, L->w, L->oc, s->k, s->s, s->p,
-				      m->scratch, m->nscratch);
-			break;
-		case PBX_L_MAXPOOL:
-			if (din && !L->fused_pool)
-				maxpool_backward(din, dout, in, B, L->c, L->h,
-						 L->w, s->k, s->s, s->p);
-			break;
-		case PBX_L_AVGPOOL:
-			if (din)
-				avgpool_backward(din, dout, B, L->c, L->h, L->w,
-						 s->k, s->s, s->p);
-			break;
-		case PBX_L_BATCHNORM:
-			if (L->fused_pool) {
-				batchnorm_relu_maxpool2_backward(din, g + L->w_off,
-					g + L->b_off, model_dout(m, i + 2), in,
-					p + L->w_off, p + L->b_off, aux, aux + L->c,
-					B, L->c, L->h, L->w);
-				break;
-			}
-			batchnorm_backward(din, g + L->w_off, g + L->b_off, dout,
-					   in, p + L->w_off, p + L->b_off, aux,
-					   aux + L->c, L->fused_relu, B, L->c,
-					   L->h * L->w);
-			break;
-		case PBX_L_LINEAR:
-			linear_backward(din, g + L->w_off, g + L->b_off, dout, in,
-					p + L->w_off, B, L->c * L->h * L->w, L->oc);
-			break;
-		case PBX_L_DROPOUT:
-			if (din)
-				dropout_backward(din, dout, aux, n);
-			break;
-		case PBX_L_LRN:
-			if (din)
-				lrn_backward(din, dout, in, out, aux, B, L->c,
-					     L->h * L->w, s->size, s->alpha,
-					     s->beta);
-			break;
-		case PBX_L_FLATTEN:
-			break;
-		default:
-			if (i > 0 && m->layers[i - 1].fused_relu)
-				break; /* masked inside the conv / BN backward */
-			/* in-place ReLU: din == dout, out == in */
-			if (din)
-				act_backward(din, dout, in, out, n,
-					     model_act(s->kind), s->alpha);
-			break;
+	const struct pbx_layer_ops *ops = m->be->ops;
+	m->be->loss_backward(m);
+	for (int s = m->nsegs - 1; s >= 0; s--) {
+		if (s < m->nsegs - 1) /* the last segment's region is intact */
+			model_replay(m, s);
+		for (int i = m->seg_first[s + 1] - 1; i >= m->seg_first[s]; i--) {
+			const struct pbx_layer *L = &m->layers[i];
+			ops[L->spec.kind].backward(m, i);
+			if (m->hooks.grads_ready && (L->spec.kind == PBX_L_CONV ||
+			    L->spec.kind == PBX_L_LINEAR ||
+			    L->spec.kind == PBX_L_BATCHNORM))
+				m->hooks.grads_ready(m->hooks.ctx, L->w_off);
 		}
 	}
 }

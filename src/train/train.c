@@ -11,6 +11,18 @@
  * dropout from (seed, step).  With the same thread count, sgemm and the
  * static OpenMP loops give the same floats, so a run interrupted and
  * resumed ends with bit-identical parameters.
+ *
+ * Data parallelism (comm.h): batch_size is the GLOBAL batch; each of the
+ * world ranks takes batch_size/world examples of every step (the loader's
+ * shard), backward hands finished gradient buckets to the comm, and after
+ * the average every rank takes the same optimiser step.  Loss, accuracy
+ * and the stop flag are summed over ranks each step; evaluation is
+ * sharded too.  Rank 0 alone writes metrics, TensorBoard files, the
+ * summary and checkpoints, and reads the checkpoint it resumes from (then
+ * broadcasts it), so the other ranks need no shared file system.  Without
+ * sync_bn the BN running statistics are rank 0's: they are broadcast before
+ * every evaluation and checkpoint.  Dropout draws from (seed, step*world +
+ * rank).
  */
 #include "train/train.h"
 
@@ -34,6 +46,7 @@
 #include "runtime/loader.h"
 #include "runtime/metrics.h"
 #include "train/checkpoint.h"
+#include "train/comm.h"
 #include "train/layers/layers.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -87,9 +100,11 @@ struct train_run {
 	struct pbx_optim optim;
 	struct pbx_schedule sched;
 	struct pbx_loader *loader, *test_loader;
-	struct pbx_metrics *metrics;
-	float *x;            /* (batch, C, H, W) */
-	int32_t *y;          /* (batch) */
+	struct pbx_metrics *metrics; /* rank 0 only */
+	struct pbx_comm *comm;       /* borrowed */
+	int local_batch;     /* batch_size / world */
+	float *x;            /* (local_batch, C, H, W) */
+	int32_t *y;          /* (local_batch) */
 	char *ckpt_path;
 	int threads;
 	double flops;        /* forward FLOPs per example */
@@ -154,9 +169,16 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 	int nspecs = c->nlayers;
 	struct pbx_augment aug = { c->crop_pad, c->hflip };
 
-	r->threads = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	/* ranks on one node share its CPUs */
+	r->threads = c->threads > 0 ? c->threads
+		: (int)sysconf(_SC_NPROCESSORS_ONLN) / r->comm->local_world;
 	if (r->threads < 1)
 		r->threads = 1;
+	if (c->batch_size % r->comm->world != 0)
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'batch_size': the global batch %d does not split evenly over %d ranks",
+				    c->batch_size, r->comm->world);
+	r->local_batch = c->batch_size / r->comm->world;
 	pbx_gemm_init(); /* one thread pool: OpenMP's (see layers/gemm.c) */
 	omp_set_num_threads(r->threads);
 	train_flush_denormals();
@@ -165,11 +187,20 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 		return -1;
 	if (!specs)
 		pbx_model_builtin(c->model, &specs, &nspecs);
-	r->model = pbx_model_new(specs, nspecs, r->train.c, r->train.h,
-				 r->train.w, r->train.nclasses, c->batch_size,
-				 c->seed, err);
+	struct pbx_model_opts mo = { .max_batch = r->local_batch,
+				     .recompute = c->recompute,
+				     .sync_bn = c->sync_bn && r->comm->world > 1 };
+	r->model = pbx_model_plan(specs, nspecs, r->train.c, r->train.h,
+				  r->train.w, r->train.nclasses, &mo, err);
 	if (!r->model)
 		return pbx_err_prefix(err, "model %s", c->model ? c->model : "(layers)");
+	pbx_model_alloc(r->model, &pbx_backend_cpu);
+	pbx_model_init_params(r->model, c->seed);
+	if (r->comm->world > 1) {
+		r->model->hooks.ctx = r->comm;
+		r->model->hooks.grads_ready = pbx_comm_hook_grads_ready;
+		r->model->hooks.reduce_sum = pbx_comm_hook_sum;
+	}
 	r->flops = pbx_model_flops(r->model);
 
 	pbx_optim_parse(c->optimizer, &r->optim.kind);
@@ -188,10 +219,11 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 	r->sched.total_epochs = c->epochs;
 	r->sched.min_lr = c->min_lr;
 
-	r->loader = pbx_loader_new(&r->train, c->batch_size, 1, &aug, c->seed, 0,
-				   1, c->loader_threads, 1);
-	r->test_loader = pbx_loader_new(&r->test, c->batch_size, 0, NULL, c->seed,
-					0, 1, 0, 0);
+	r->loader = pbx_loader_new(&r->train, r->local_batch, 1, &aug, c->seed,
+				   r->comm->rank, r->comm->world,
+				   c->loader_threads, 1);
+	r->test_loader = pbx_loader_new(&r->test, r->local_batch, 0, NULL, c->seed,
+					r->comm->rank, r->comm->world, 0, 0);
 	if (!r->loader || !r->test_loader)
 		return pbx_err_set(err, "cannot create the data loader (batch %d, %d training examples)",
 				   c->batch_size, r->train.n);
@@ -199,41 +231,119 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "key 'batch_size': %d is larger than the %d training examples",
 				    c->batch_size, r->train.n);
-	r->x = xmalloc(sizeof(float) * (size_t)c->batch_size * r->train.c *
+	r->x = xmalloc(sizeof(float) * (size_t)r->local_batch * r->train.c *
 		       r->train.h * r->train.w);
-	r->y = xmalloc(sizeof(int32_t) * (size_t)c->batch_size);
-	if (pbx_mkdir_p(c->output_dir, 0755, err) < 0)
-		return -1;
+	r->y = xmalloc(sizeof(int32_t) * (size_t)r->local_batch);
 	const char *dir = c->checkpoint_dir ? c->checkpoint_dir : c->output_dir;
-	if (pbx_mkdir_p(dir, 0755, err) < 0)
-		return -1;
 	r->ckpt_path = xasprintf("%s/checkpoint.pbxt", dir);
+	if (r->comm->rank != 0)
+		return 0;
+	if (pbx_mkdir_p(c->output_dir, 0755, err) < 0 ||
+	    pbx_mkdir_p(dir, 0755, err) < 0)
+		return -1;
 	return 0;
 }
 
 /* --------------------------------------------------------------- steps */
 
-/* Test-set loss and accuracy (BN running stats, no dropout). */
-static void train_evaluate(struct train_run *r, double *loss, double *acc)
+/* Every rank gets rank 0's BN running statistics. */
+static int train_sync_buffers(struct train_run *r, struct pbx_err *err)
+{
+	if (r->comm->world == 1 || r->model->nbuffers == 0)
+		return 0;
+	return pbx_comm_bcast(r->comm, r->model->buffers,
+			      sizeof(float) * r->model->nbuffers, err);
+}
+
+/* Test-set loss and accuracy (BN running stats, no dropout), each rank on
+ * its shard, summed. */
+static int train_evaluate(struct train_run *r, double *loss, double *acc,
+			  struct pbx_err *err)
 {
 	double lsum = 0.0;
 	int64_t correct = 0, seen = 0;
 	int n;
+	if (train_sync_buffers(r, err) < 0)
+		return -1;
 	while ((n = pbx_loader_next(r->test_loader, r->x, r->y)) > 0) {
 		lsum += n * pbx_model_forward(r->model, r->x, r->y, n, 0, &correct);
 		seen += n;
 	}
+	if (r->comm->world > 1) {
+		double v[3] = { lsum, (double)correct, (double)seen };
+		if (pbx_comm_sum(r->comm, v, 3, err) < 0)
+			return -1;
+		lsum = v[0];
+		correct = (int64_t)v[1];
+		seen = (int64_t)v[2];
+	}
 	*loss = seen ? lsum / (double)seen : 0.0;
 	*acc = seen ? (double)correct / (double)seen : 0.0;
+	return 0;
 }
 
+/* Rank 0 writes the checkpoint; every rank first checks that its
+ * parameters are rank 0's (they must be: same averaged gradients). */
 static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
 		      struct pbx_err *err)
 {
 	struct pbx_ckpt_state s = *st;
+	if (train_sync_buffers(r, err) < 0)
+		return -1;
+	if (r->comm->world > 1) {
+		char mine[65], root[65];
+		pbx_sha256_hex(r->model->params, sizeof(float) * r->model->nparams, mine);
+		memcpy(root, mine, sizeof(root));
+		if (pbx_comm_bcast(r->comm, root, sizeof(root), err) < 0)
+			return -1;
+		if (memcmp(mine, root, sizeof(root)) != 0)
+			return pbx_err_set(err, "rank %d: parameters differ from rank 0's at step %lld (ranks diverged)",
+					   r->comm->rank, (long long)st->step);
+	}
+	if (r->comm->rank != 0)
+		return 0;
 	pbx_loader_get_state(r->loader, &s.loader);
 	s.rng = r->model->rng;
+	s.world = r->comm->world;
 	return pbx_checkpoint_save(r->ckpt_path, r->model, &r->optim, &s, err);
+}
+
+/* Resumes from `path` (rank 0 reads it, every rank gets its contents).
+ * have: whether there is a checkpoint to resume from, rank 0's view. */
+static int train_resume(struct train_run *r, const char *path,
+			struct pbx_ckpt_state *st, struct pbx_err *err)
+{
+	struct pbx_comm *c = r->comm;
+	struct pbx_model *m = r->model;
+	int rc = 0;
+	if (c->rank == 0)
+		rc = pbx_checkpoint_load(path, m, &r->optim, st, err);
+	if (c->world > 1) {
+		struct pbx_err e2 = PBX_ERR_INIT;
+		if (pbx_comm_bcast(c, &rc, sizeof(rc), &e2) < 0) {
+			*err = e2;
+			return -1;
+		}
+		if (rc < 0)
+			return c->rank == 0 ? -1
+				: pbx_err_set(err, "rank %d: rank 0 could not resume from %s",
+					      c->rank, path);
+		if (pbx_comm_bcast(c, m->params, sizeof(float) * m->nparams, err) < 0 ||
+		    pbx_comm_bcast(c, m->buffers, sizeof(float) * m->nbuffers, err) < 0 ||
+		    pbx_comm_bcast(c, r->optim.state, sizeof(float) * r->optim.nstate, err) < 0 ||
+		    pbx_comm_bcast(c, &r->optim.t, sizeof(r->optim.t), err) < 0 ||
+		    pbx_comm_bcast(c, st, sizeof(*st), err) < 0)
+			return -1;
+	} else if (rc < 0) {
+		return -1;
+	}
+	if (pbx_loader_set_state(r->loader, &st->loader) < 0)
+		return pbx_err_set(err, "%s: loader position does not fit this data set", path);
+	m->rng = st->rng;
+	if (c->rank == 0 && st->world != c->world)
+		fprintf(stderr, "pbx-train: %s was written by %d rank(s), resuming on %d: same global batch and data order, but per-rank BN statistics and dropout streams differ, so the run is not bit-identical to an uninterrupted one\n",
+			path, st->world, c->world);
+	return 0;
 }
 
 static long train_peak_rss_kb(void)
@@ -277,6 +387,21 @@ static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
 	json_object_set_new(o, "params_sha256", json_string(hash));
 	json_object_set_new(o, "peak_rss_kb", json_integer(train_peak_rss_kb()));
 	json_object_set_new(o, "threads", json_integer(r->threads));
+	json_object_set_new(o, "world", json_integer(r->comm->world));
+	json_object_set_new(o, "comm", json_string(r->comm->ops->name));
+	/* per step: not overlapped gradient communication, and the rest */
+	double steps = r->comm->stats.steps ? (double)r->comm->stats.steps : 1.0;
+	json_object_set_new(o, "comm_exposed_ms_per_step",
+			    json_real(1e3 * r->comm->stats.exposed_s / steps));
+	json_object_set_new(o, "comm_other_ms_per_step",
+			    json_real(1e3 * r->comm->stats.other_s / steps));
+	json_object_set_new(o, "step_ms", train_jnum(st->step ? 1e3 * st->elapsed_s / (double)st->step : NAN));
+	json_object_set_new(o, "buckets_started_in_backward",
+			    json_integer(r->comm->stats.started_early));
+	json_object_set_new(o, "buckets", json_integer(r->comm->stats.buckets));
+	json_object_set_new(o, "recompute_segments", json_integer(r->model->nsegs > 1 ? r->model->nsegs : 0));
+	json_object_set_new(o, "activation_floats",
+			    json_integer((json_int_t)(r->model->nacts + r->model->ndacts)));
 	json_object_set_new(o, "train_examples", json_integer(r->train.n));
 	snprintf(ah, sizeof(ah), "%016llx", (unsigned long long)r->model->arch_hash);
 	json_object_set_new(o, "arch_hash", json_string(ah));
@@ -296,12 +421,15 @@ static int train_log(struct train_run *r, int64_t step, int n,
 		     const char *const *names, const double *values,
 		     struct pbx_err *err)
 {
+	if (r->comm->rank != 0)
+		return 0;
 	if (pbx_metrics_log(r->metrics, step, n, names, values) < 0)
 		return pbx_err_set(err, "%s", pbx_metrics_error(r->metrics));
 	return 0;
 }
 
-int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
+int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
+		  struct pbx_err *err)
 {
 	struct train_run r;
 	struct pbx_ckpt_state st;
@@ -313,6 +441,8 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 	memset(&r, 0, sizeof(r));
 	memset(&st, 0, sizeof(st));
 	r.cfg = cfg;
+	r.comm = comm;
+	int root = comm->rank == 0;
 	if (train_setup(&r, err) < 0)
 		goto out;
 	pbx_loader_get_state(r.loader, &st.loader);
@@ -323,31 +453,34 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 			      strcmp(cfg->resume, "true") == 0 ||
 			      strcmp(cfg->resume, "latest") == 0;
 		const char *path = is_auto ? r.ckpt_path : cfg->resume;
-		if (!(is_auto && access(path, F_OK) != 0)) {
-			if (pbx_checkpoint_load(path, r.model, &r.optim, &st, err) < 0)
+		int have = !(is_auto && access(path, F_OK) != 0); /* rank 0's view */
+		if (comm->world > 1 && pbx_comm_bcast(comm, &have, sizeof(have), err) < 0)
+			goto out;
+		if (have) {
+			if (train_resume(&r, path, &st, err) < 0)
 				goto out;
-			if (pbx_loader_set_state(r.loader, &st.loader) < 0) {
-				pbx_err_set(err, "%s: loader position does not fit this data set", path);
-				goto out;
-			}
-			r.model->rng = st.rng;
-			if (pbx_metrics_truncate_after(cfg->output_dir, st.step, err) < 0)
+			if (root && pbx_metrics_truncate_after(cfg->output_dir, st.step, err) < 0)
 				goto out;
 			resumed = 1;
-			fprintf(stderr, "pbx-train: resumed from %s at epoch %lld step %lld\n",
-				path, (long long)st.epoch, (long long)st.step);
+			if (root)
+				fprintf(stderr, "pbx-train: resumed from %s at epoch %lld step %lld\n",
+					path, (long long)st.epoch, (long long)st.step);
 		}
 	}
-	r.metrics = pbx_metrics_open(cfg->output_dir, resumed, err);
-	if (!r.metrics)
-		goto out;
+	if (root) {
+		r.metrics = pbx_metrics_open(cfg->output_dir, resumed, err);
+		if (!r.metrics)
+			goto out;
+	}
 
 	int64_t per_epoch = pbx_loader_batches_per_epoch(r.loader);
 	double t_log = train_now(), t_epoch = t_log, t_step;
 	int64_t log_images = 0, epoch_images = 0;
-	fprintf(stderr, "pbx-train: %s on %s (%d train, %d test), %zu parameters, %.1f MFLOP/example, %d threads\n",
-		cfg->model ? cfg->model : "(layers)", cfg->dataset, r.train.n,
-		r.test.n, r.model->nparams, r.flops * 1e-6, r.threads);
+	if (root)
+		fprintf(stderr, "pbx-train: %s on %s (%d train, %d test), %zu parameters, %.1f MFLOP/example, %d threads x %d rank(s)\n",
+			cfg->model ? cfg->model : "(layers)", cfg->dataset, r.train.n,
+			r.test.n, r.model->nparams, r.flops * 1e-6, r.threads, comm->world);
+	double exposed0 = comm->stats.exposed_s;
 
 	while (st.epoch < cfg->epochs) {
 		t_step = train_now(); /* images/s include waiting for data */
@@ -361,7 +494,8 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 			int evaluated = cfg->eval_every > 0 &&
 					(st.epoch % cfg->eval_every == 0 || st.epoch == cfg->epochs);
 			if (evaluated) {
-				train_evaluate(&r, &test_loss, &test_acc);
+				if (train_evaluate(&r, &test_loss, &test_acc, err) < 0)
+					goto out;
 				if (test_acc > best_acc)
 					best_acc = test_acc;
 			}
@@ -375,11 +509,11 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 					  st.elapsed_s, test_loss, test_acc };
 			if (train_log(&r, st.step, evaluated ? 8 : 6, names, vals, err) < 0)
 				goto out;
-			if (evaluated)
+			if (root && evaluated)
 				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
 					(long long)st.epoch, train_loss, train_acc, test_loss,
 					test_acc, ep_s, ips);
-			else
+			else if (root)
 				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | not evaluated | %.1f s, %.0f images/s\n",
 					(long long)st.epoch, train_loss, train_acc, ep_s, ips);
 			st.epoch_loss_sum = 0.0;
@@ -395,11 +529,25 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 			(double)(st.step % per_epoch) / (double)per_epoch;
 		double lr = pbx_schedule_lr(&r.sched, epoch_pos);
 		pbx_rng_seed(&r.model->rng, cfg->seed ^ 0x64726f70ULL /* "drop" */,
-			     (uint64_t)st.step);
+			     (uint64_t)st.step * (uint64_t)comm->world + (uint64_t)comm->rank);
+		comm->step = st.step + 1;
 		int64_t correct = 0;
 		double loss = pbx_model_forward(r.model, r.x, r.y, n, 1, &correct);
 		pbx_model_zero_grad(r.model);
+		pbx_comm_grads_begin(comm, r.model->grads, r.model->nparams);
 		pbx_model_backward(r.model);
+		if (pbx_comm_grads_finish(comm, err) < 0)
+			goto out;
+		int stop = train_stop_signal != 0;
+		if (comm->world > 1) { /* the whole batch's figures; anyone's stop */
+			double v[4] = { loss * n, (double)correct, (double)n, stop };
+			if (pbx_comm_sum(comm, v, 4, err) < 0)
+				goto out;
+			loss = v[0] / v[2];
+			correct = (int64_t)v[1];
+			n = (int)v[2];
+			stop = v[3] > 0.0;
+		}
 		double gnorm = pbx_clip_grad_norm(r.model->grads, r.model->nparams,
 						  cfg->clip_norm);
 		pbx_optim_step(&r.optim, r.model->params, r.model->grads, lr);
@@ -415,11 +563,14 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 		if (st.step % cfg->log_every == 0) {
 			double dt = now - t_log;
 			const char *names[] = { "loss", "acc", "lr", "grad_norm",
-						"images_per_s", "step_ms", "epoch" };
+						"images_per_s", "step_ms", "epoch",
+						"comm_ms" };
 			double vals[] = { loss, (double)correct / n, lr, gnorm,
 					  log_images / (dt > 0 ? dt : 1e-9),
-					  1e3 * dt / cfg->log_every, epoch_pos };
-			if (train_log(&r, st.step, 7, names, vals, err) < 0)
+					  1e3 * dt / cfg->log_every, epoch_pos,
+					  1e3 * (comm->stats.exposed_s - exposed0) / cfg->log_every };
+			exposed0 = comm->stats.exposed_s;
+			if (train_log(&r, st.step, comm->world > 1 ? 8 : 7, names, vals, err) < 0)
 				goto out;
 			t_log = now;
 			log_images = 0;
@@ -434,14 +585,15 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 		if (cfg->checkpoint_every > 0 && st.step % cfg->checkpoint_every == 0 &&
 		    train_save(&r, &st, err) < 0)
 			goto out;
-		if (train_stop_signal || (cfg->max_steps > 0 && st.step >= cfg->max_steps)) {
+		if (stop || (cfg->max_steps > 0 && st.step >= cfg->max_steps)) {
 			int sig = train_stop_signal;
 			if (train_save(&r, &st, err) < 0)
 				goto out;
-			fprintf(stderr, "pbx-train: %s at step %lld: checkpoint written to %s\n",
-				sig ? (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") : "max_steps",
-				(long long)st.step, r.ckpt_path);
-			status = sig ? "interrupted" : "stopped";
+			if (root)
+				fprintf(stderr, "pbx-train: %s at step %lld: checkpoint written to %s\n",
+					stop ? (sig == SIGUSR1 ? "SIGUSR1" : sig ? "SIGTERM" : "a signal on another rank") : "max_steps",
+					(long long)st.step, r.ckpt_path);
+			status = stop ? "interrupted" : "stopped";
 			break;
 		}
 	}
@@ -449,10 +601,11 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err)
 		goto out;
 	if (st.elapsed_s > 0 && strcmp(status, "completed") == 0)
 		ips = (double)st.step * cfg->batch_size / st.elapsed_s;
-	if (train_summary(&r, &st, status, train_loss, train_acc, test_loss,
-			  test_acc, best_acc, ips, err) < 0)
+	if (root && train_summary(&r, &st, status, train_loss, train_acc, test_loss,
+				  test_acc, best_acc, ips, err) < 0)
 		goto out;
-	fprintf(stderr, "pbx-train: %s after %lld steps (%.1f s wall)\n", status,
+	if (root)
+		fprintf(stderr, "pbx-train: %s after %lld steps (%.1f s wall)\n", status,
 		(long long)st.step, train_now() - t_run);
 	rc = strcmp(status, "interrupted") == 0 ? PBX_TRAIN_EXIT_REQUEUE : 0;
 out:

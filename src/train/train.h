@@ -10,6 +10,7 @@
 #ifndef PBX_TRAIN_TRAIN_H
 #define PBX_TRAIN_TRAIN_H
 
+#include "train/comm.h"
 #include "train/config.h"
 #include "util/err.h"
 
@@ -20,9 +21,11 @@
 /* Installs the SIGTERM / SIGUSR1 handlers (flag only). */
 void pbx_train_install_signals(void);
 
-/* Runs training as configured.  Returns 0 when all epochs are done,
+/* Runs training as configured, as one rank of comm (pbx_comm_self() for
+ * one process; every rank calls it with the same cfg).  Returns 0 when all epochs are done,
  * PBX_TRAIN_EXIT_REQUEUE after a signal checkpoint, or -1 with err set
  * (err->code is the exit status to use). */
-int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_err *err);
+int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
+		  struct pbx_err *err);
 
 #endif

@@ -46,4 +46,13 @@ fi
 # a layer-list model from YAML trains
 printf 'model:\n  layers:\n    - {type: conv, filters: 4, kernel: 3, pad: 1}\n    - bn\n    - relu\n    - {type: avgpool, size: 2}\n    - {type: lrn, size: 3}\n    - flatten\n    - {linear: {out: 16}}\n    - gelu\n    - linear\n' > "$W/layers.yaml"
 expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set output_dir="$W/m3"
+# the data-parallel and recomputation keys
+expect 2 "key 'recompute': expected 0 (off), -1" -- "$BIN" - --set recompute=-2
+expect 2 "key 'bucket_kb': must be positive" -- "$BIN" - --set bucket_kb=0
+expect 2 "key 'comm_timeout': must be positive" -- "$BIN" - --set comm_timeout=0
+expect 2 "key 'sync_bn': expected" -- "$BIN" - --set sync_bn=maybe
+# one process never starts MPI, even with sync_bn, and records world 1
+expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set sync_bn=true --set recompute=-1 --set output_dir="$W/m4"
+grep -q '"world": 1' "$W/m4/summary.json" && grep -q '"comm": "self"' "$W/m4/summary.json" &&
+	echo "ok one process: world 1, comm self" || { echo "not ok: summary of a plain run: $(cat "$W/m4/summary.json")"; fail=1; }
 exit $fail

@@ -20,7 +20,12 @@
 #include "train/layers/simd.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/xalloc.h"
+
+#define BN_REPLAY 2 /* train argument: PBX_FWD_REPLAY (model.h) */
 
 /* Prefetches n floats (a (b, c) plane): a channel's planes lie a whole
  * example apart, so each starts cold; fetching the next one while this one
@@ -130,6 +135,11 @@ static void bn_stats(const float *in, int B, int C, int HW, int c,
 		*invstd = 1.0f / sqrtf(running_var[c] + eps);
 		return;
 	}
+	if (train == BN_REPLAY) { /* recomputation: the forward's own stats */
+		*mean = saved_mean[c];
+		*invstd = saved_invstd[c];
+		return;
+	}
 	double s = 0.0, ss = 0.0, M = (double)B * HW, m, var;
 	float shift = in[(size_t)c * HW];
 	for (int b = 0; b < B; b++) {
@@ -150,6 +160,26 @@ static void bn_stats(const float *in, int B, int C, int HW, int c,
 			 momentum * (float)(M > 1.0 ? var * M / (M - 1.0) : 0.0);
 }
 
+/* out = a*x + sh (ReLU'd if relu) over channel c of the batch. */
+static void bn_output(float *out, const float *in, int B, int C, int HW,
+		      int c, float a, float sh, int relu)
+{
+	for (int b = 0; b < B; b++) {
+		const float *x = in + ((size_t)b * C + c) * HW;
+		float *y = out + ((size_t)b * C + c) * HW;
+		if (relu) {
+			#pragma omp simd
+			for (int i = 0; i < HW; i++) {
+				float v = a * x[i] + sh;
+				y[i] = v > 0.0f ? v : 0.0f;
+			}
+		} else {
+			for (int i = 0; i < HW; i++)
+				y[i] = a * x[i] + sh;
+		}
+	}
+}
+
 void batchnorm_forward(float *out, const float *in, const float *gamma,
 		       const float *beta, float *running_mean,
 		       float *running_var, float *saved_mean,
@@ -162,20 +192,7 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean,
 			 running_var, saved_mean, saved_invstd, &mean, &invstd);
 		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
-		for (int b = 0; b < B; b++) {
-			const float *x = in + ((size_t)b * C + c) * HW;
-			float *y = out + ((size_t)b * C + c) * HW;
-			if (relu) {
-				#pragma omp simd
-				for (int i = 0; i < HW; i++) {
-					float v = a * x[i] + sh;
-					y[i] = v > 0.0f ? v : 0.0f;
-				}
-			} else {
-				for (int i = 0; i < HW; i++)
-					y[i] = a * x[i] + sh;
-			}
-		}
+		bn_output(out, in, B, C, HW, c, a, sh, relu);
 	}
 }
 
@@ -302,4 +319,104 @@ void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
 				      (float)sdyx);
 		}
 	}
+}
+
+/* -------------------------------------------- synchronised over ranks */
+
+/* Sums over this rank's (B, HW) values of channel c: of x - ref (ss = 0),
+ * or of (x - ref)^2 (ss = 1), in double, in a fixed order. */
+static double bn_local_sum(const float *in, int B, int C, int HW, int c,
+			   double ref, int ss)
+{
+	double t = 0.0;
+	for (int b = 0; b < B; b++) {
+		const float *x = in + ((size_t)b * C + c) * HW;
+		for (int i = 0; i < HW; i++) {
+			double d = (double)x[i] - ref;
+			t += ss ? d * d : d;
+		}
+	}
+	return t;
+}
+
+void batchnorm_sync_forward(float *out, const float *in, const float *gamma,
+			    const float *beta, float *running_mean,
+			    float *running_var, float *saved_mean,
+			    float *saved_invstd, int B, int C, int HW,
+			    float eps, float momentum, int relu,
+			    const struct bn_reducer *r)
+{
+	double *v = xmalloc(sizeof(double) * ((size_t)C + 1));
+	/* pass 1: global mean (and the global count M) */
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++)
+		v[c] = bn_local_sum(in, B, C, HW, c, 0.0, 0);
+	v[C] = (double)B * HW;
+	r->sum(r->ctx, v, C + 1);
+	double M = v[C];
+	for (int c = 0; c < C; c++)
+		saved_mean[c] = (float)(v[c] / M);
+	/* pass 2: global (biased) variance around that mean */
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++)
+		v[c] = bn_local_sum(in, B, C, HW, c, (double)saved_mean[c], 1);
+	r->sum(r->ctx, v, C);
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++) {
+		double var = v[c] / M;
+		float a, sh;
+		saved_invstd[c] = (float)(1.0 / sqrt(var + eps));
+		running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * saved_mean[c];
+		running_var[c] = (1.0f - momentum) * running_var[c] +
+				 momentum * (float)(M > 1.0 ? var * M / (M - 1.0) : 0.0);
+		bn_affine(gamma[c], beta[c], saved_mean[c], saved_invstd[c], &a, &sh);
+		bn_output(out, in, B, C, HW, c, a, sh, relu);
+	}
+	free(v);
+}
+
+void batchnorm_sync_backward(float *din, float *dgamma, float *dbeta,
+			     const float *dout, const float *in,
+			     const float *gamma, const float *beta,
+			     const float *saved_mean, const float *saved_invstd,
+			     int relu, int B, int C, int HW,
+			     const struct bn_reducer *r)
+{
+	double *v = xmalloc(sizeof(double) * (2 * (size_t)C + 1));
+	#pragma omp parallel for schedule(static)
+	for (int c = 0; c < C; c++) {
+		float a, sh;
+		double sdy = 0.0, sdyx = 0.0;
+		bn_affine(gamma[c], beta[c], saved_mean[c], saved_invstd[c], &a, &sh);
+		for (int b = 0; b < B; b++) {
+			size_t off = ((size_t)b * C + c) * HW;
+			bn_grad_sums(dout + off, in + off, relu, HW, saved_mean[c],
+				     a, sh, &sdy, &sdyx);
+		}
+		sdyx *= saved_invstd[c];
+		/* this rank's share: the data-parallel average of the
+		 * parameter gradients makes it the whole batch's */
+		dgamma[c] += (float)sdyx;
+		dbeta[c] += (float)sdy;
+		v[2 * c] = sdy;
+		v[2 * c + 1] = sdyx;
+	}
+	v[2 * C] = (double)B * HW;
+	r->sum(r->ctx, v, 2 * C + 1);
+	if (din) {
+		float M = (float)v[2 * C];
+		#pragma omp parallel for schedule(static)
+		for (int c = 0; c < C; c++) {
+			float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
+			float k = gamma[c] * invstd / M;
+			bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
+			for (int b = 0; b < B; b++) {
+				size_t off = ((size_t)b * C + c) * HW;
+				bn_grad_apply(din + off, dout + off, in + off, relu,
+					      HW, mean, invstd, a, sh, k, M,
+					      (float)v[2 * c], (float)v[2 * c + 1]);
+			}
+		}
+	}
+	free(v);
 }

@@ -19,7 +19,7 @@ void dropout_forward(float *out, float *mask, const float *in, size_t n,
 		return;
 	}
 	float scale = 1.0f / (1.0f - p);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; train != 2 && i < n; i++)
 		mask[i] = pbx_rng_uniform(rng) < p ? 0.0f : scale;
 	for (size_t i = 0; i < n; i++)
 		out[i] = in[i] * mask[i];

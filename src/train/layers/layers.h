@@ -147,7 +147,9 @@ void avgpool_backward(float *din, const float *dout, int B, int C, int H,
 /* Batch normalisation over (B, HW) for each of C channels; a linear layer's
  * output is (B,C) with HW = 1.  in, out (B,C,HW); gamma, beta (C);
  * running_mean, running_var (C); saved_mean, saved_invstd (C) are written in
- * training mode and read by backward.  train = 0 uses the running stats.
+ * training mode and read by backward.  train = 0 uses the running stats;
+ * train = 2 (replay, for recomputation) uses saved_mean/saved_invstd and
+ * updates nothing, giving the training pass's very floats.
  * relu fuses max(0, .) into the output pass. */
 void batchnorm_forward(float *out, const float *in, const float *gamma,
 		       const float *beta, float *running_mean,
@@ -184,6 +186,31 @@ void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
 				      const float *saved_invstd, int B, int C,
 				      int H, int W);
 
+/* Synchronised batch norm (data parallelism): the statistics are those of
+ * the whole batch over all ranks.  r->sum(ctx, v, n) sums n doubles over
+ * the ranks in place.  Forward (training mode only) reduces the per-channel
+ * sums of x, then of (x - mean)^2 (two passes, in double); backward reduces
+ * sum(g) and sum(g*xhat) and uses them for din, while dgamma/dbeta get this
+ * rank's share (the trainer averages parameter gradients over ranks, which
+ * makes them the whole batch's).  Exceptions to the rule above: these
+ * allocate their reduction buffer (C or 2C+1 doubles) and call out. */
+struct bn_reducer {
+	void (*sum)(void *ctx, double *v, int n);
+	void *ctx;
+};
+void batchnorm_sync_forward(float *out, const float *in, const float *gamma,
+			    const float *beta, float *running_mean,
+			    float *running_var, float *saved_mean,
+			    float *saved_invstd, int B, int C, int HW,
+			    float eps, float momentum, int relu,
+			    const struct bn_reducer *r);
+void batchnorm_sync_backward(float *din, float *dgamma, float *dbeta,
+			     const float *dout, const float *in,
+			     const float *gamma, const float *beta,
+			     const float *saved_mean, const float *saved_invstd,
+			     int relu, int B, int C, int HW,
+			     const struct bn_reducer *r);
+
 /* -------------------------------------------------------------- linear.c */
 
 /* in (B,IN), w (OUT,IN), b (OUT) -> out (B,OUT). */
@@ -207,7 +234,8 @@ void act_backward(float *din, const float *dout, const float *in,
 /* ------------------------------------------------------------- dropout.c */
 
 /* Inverted dropout.  in, out, mask (n); mask holds 0 or 1/(1-p) and is
- * drawn from `rng`.  train = 0 (or p = 0) copies. */
+ * drawn from `rng`.  train = 0 (or p = 0) copies; train = 2 (replay, for
+ * recomputation) applies the mask already there without drawing. */
 void dropout_forward(float *out, float *mask, const float *in, size_t n,
 		     float p, int train, struct pbx_rng *rng);
 void dropout_backward(float *din, const float *dout, const float *mask,
