@@ -23,6 +23,7 @@ struct pbx_ybuilder {
 	struct pbx_yframe stack[PBX_YAML_MAX_DEPTH];
 	int depth;
 	int ndocs;
+	size_t max_nodes;
 	struct pbx_err *err;
 };
 
@@ -111,9 +112,9 @@ static struct pbx_ynode *pbx_ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
 				  const yaml_mark_t *m, const char *value, size_t len)
 {
 	struct pbx_ynode *n;
-	if (++b->doc->nnodes > PBX_YAML_MAX_NODES) {
+	if (++b->doc->nnodes > b->max_nodes) {
 		char msg[64];
-		snprintf(msg, sizeof(msg), "more than %d YAML nodes", PBX_YAML_MAX_NODES);
+		snprintf(msg, sizeof(msg), "more than %zu YAML nodes", b->max_nodes);
 		pbx_ymark_error(b, m, msg);
 		return NULL;
 	}
@@ -329,6 +330,12 @@ static int pbx_yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
 int pbx_ydoc_parse(const char *name, const char *text, size_t len,
 		   struct pbx_ydoc **out, struct pbx_err *err)
 {
+	return pbx_ydoc_parse_max(name, text, len, PBX_YAML_MAX_NODES, out, err);
+}
+
+int pbx_ydoc_parse_max(const char *name, const char *text, size_t len, size_t max_nodes,
+		       struct pbx_ydoc **out, struct pbx_err *err)
+{
 	struct pbx_ybuilder b;
 	yaml_parser_t parser;
 	int rc;
@@ -339,6 +346,7 @@ int pbx_ydoc_parse(const char *name, const char *text, size_t len,
 	b.doc->name = xstrdup(name);
 	b.text = text;
 	b.len = len;
+	b.max_nodes = max_nodes;
 	b.err = err;
 	if (!yaml_parser_initialize(&parser)) {
 		pbx_ydoc_free(b.doc);
