@@ -25,7 +25,7 @@ is "$(json_get 'd["counts"]' <"$TEST_TMP/state.json")" "{'COMPLETED': 24}" "24 C
 bad=0
 for i in $(seq 0 23); do
 	want=$(json_get "'lr=%(lr)s width=%(width)s repeat=%(repeat)s' % d['tasks'][$i]['params']" <"$TEST_TMP/state.json")
-	first=$(head -n 2 "$SHARED/pbx/$PKG/tasks/$i/stdout" | tail -n 1)
+	first=$(head -n 1 "$SHARED/pbx/$PKG/tasks/$i/stdout")   # the program's own first line
 	case $first in "task $i: $want "*) ;; *) bad=$((bad + 1)); echo "# task $i: '$first' lacks '$want'" ;; esac
 done
 is "$bad" "0" "each task's output shows its own parameters"

@@ -26,6 +26,13 @@ printf 'model:\n  layers:\n    - {type: conv, filters: 8}\n    - {type: warp}\n'
 expect 2 "layer.yaml:4: key 'model.layers\[1\]': unknown layer type 'warp'" -- "$BIN" "$W/layer.yaml"
 printf 'epochs: [1\n' > "$W/syntax.yaml"
 expect 2 "syntax.yaml:" -- "$BIN" "$W/syntax.yaml"
+# not a regular file: refused before reading (time capped, and memory but
+# under ASan, as reading /dev/zero would go on until memory runs out)
+cap="ulimit -v 1048576;"
+ldd "$BIN" 2>/dev/null | grep -q libasan && cap=
+expect 2 "/dev/zero: not a regular file" -- sh -c "$cap exec timeout 20 \"\$0\" /dev/zero" "$BIN"
+mkfifo "$W/fifo"
+expect 2 "fifo: not a regular file" -- timeout 20 "$BIN" "$W/fifo"
 expect 2 "key 'model': unknown model 'resnet'" -- "$BIN" - --set model=resnet
 expect 2 "\-\-set: key 'epochs': expected an integer" -- "$BIN" - --set epochs=x
 S="--set dataset=synthetic --set synthetic_n=64 --set test_subset=32 --set batch_size=32 --set epochs=1"
