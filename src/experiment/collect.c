@@ -32,7 +32,7 @@ struct pbx_collect {
 };
 
 static int pbx_collect_walk(struct pbx_collect *c, const char *rel);
-static int pbx_collect_search(struct pbx_collect *c, const char *rel);
+static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added);
 
 /* ------------------------------------------------------------------ */
 /* One entry                                                           */
@@ -213,10 +213,13 @@ static int pbx_collect_blame(struct pbx_collect *c, size_t k)
 }
 
 /* Child `rel` of a directory being searched, lstat'ed as st: added whole
- * when a pattern matches it, searched when a pattern may match below it. */
-static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st)
+ * when a pattern matches it (unless `added`: a directory above was), and
+ * searched further when a pattern may match below it, so every pattern's
+ * matches are counted. */
+static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st,
+			    bool added)
 {
-	bool is_dir = S_ISDIR(st->st_mode), added = false;
+	bool is_dir = S_ISDIR(st->st_mode), matched = false;
 	struct stat target;
 	char *full;
 	long k;
@@ -226,15 +229,17 @@ static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct
 		if (!pbx_pattern_match(c->e->files[i], rel, is_dir))
 			continue;
 		c->hits[i]++;
-		if (!added && (pbx_collect_parents(c, rel) < 0 || pbx_collect_entry(c, rel, st) < 0))
+		if (!added && !matched &&
+		    (pbx_collect_parents(c, rel) < 0 || pbx_collect_entry(c, rel, st) < 0))
 			return pbx_collect_blame(c, i);
-		added = true;
+		matched = true;
 	}
-	if (added)
+	k = pbx_collect_entered_by(c, rel);
+	if (k < 0)
 		return 0;
 	if (is_dir)
-		return pbx_collect_search(c, rel);
-	if (!S_ISLNK(st->st_mode) || (k = pbx_collect_entered_by(c, rel)) < 0)
+		return pbx_collect_search(c, rel, added || matched);
+	if (!S_ISLNK(st->st_mode) || matched)
 		return 0;
 	full = xasprintf("%s/%s", c->root, rel);
 	if (stat(full, &target) == 0 && S_ISDIR(target.st_mode))
@@ -245,8 +250,9 @@ static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct
 	return rc < 0 ? pbx_collect_blame(c, (size_t)k) : 0;
 }
 
-/* Searches directory `rel` (NULL for the top) for what the patterns match. */
-static int pbx_collect_search(struct pbx_collect *c, const char *rel)
+/* Searches directory `rel` (NULL for the top) for what the patterns match;
+ * `added`: the directory was added whole already (only count matches). */
+static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added)
 {
 	char *full = rel ? xasprintf("%s/%s", c->root, rel) : xstrdup(c->root);
 	DIR *d = opendir(full);
@@ -268,7 +274,7 @@ static int pbx_collect_search(struct pbx_collect *c, const char *rel)
 		if (lstat(cfull, &st) < 0)
 			rc = pbx_err_set(c->err, "cannot stat %s: %s", cfull, strerror(errno));
 		else
-			rc = pbx_collect_pick(c, child, &st);
+			rc = pbx_collect_pick(c, child, &st, added);
 		free(cfull);
 		free(child);
 	}
@@ -283,7 +289,7 @@ static int pbx_collect_patterns(struct pbx_collect *c)
 	size_t k;
 	int rc;
 	c->hits = xcalloc(c->e->nfiles, sizeof(*c->hits));
-	rc = pbx_collect_search(c, NULL);
+	rc = pbx_collect_search(c, NULL, false);
 	for (k = 0; rc == 0 && k < c->e->nfiles; k++)
 		if (!c->hits[k])
 			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s:%d: files[%zu]: '%s' matches "

@@ -614,6 +614,19 @@ static void test_package_patterns(void)
 	   p->nfiles == 6,
 	   "a directory name ships its tree; '*.txt' does not reach data/keep.txt: %s", err.msg);
 	pbx_package_free(p);
+	b = xasprintf("%sfiles: [lib, lib/util.py, '*/util.pyc']\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	ok(p && p->nfiles == 3, "patterns matching inside a directory shipped whole count too: %s",
+	   err.msg);
+	pbx_package_free(p);
+	b = xasprintf("%sfiles: [lib, lib/none.py]\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	ok(!p && strstr(err.msg, "experiment.yaml:6: files[1]: 'lib/none.py' matches nothing"),
+	   "... and one matching nothing there is still an error: %s", err.msg);
 	l = xasprintf("%s/lnk", t);
 	ok(symlink("lib", l) == 0, "a symlink to a directory");
 	b = xasprintf("%sfiles: [train.py,\n  'lnk/*.py']\n", pkg_yaml);
