@@ -14,15 +14,15 @@ trap 'rm -rf "$TEST_TMP"' EXIT
 # until it runs out of memory)
 cap="ulimit -v 1048576;"
 ldd "$PBX" 2>/dev/null | grep -q libasan && cap=
-out=$(sh -c "$cap exec timeout 20 \"\$0\" parrun /dev/zero nosuch" "$PBX" 2>&1)
+out=$(sh -c "$cap exec timeout -k 5 20 \"\$0\" parrun /dev/zero nosuch" "$PBX" 2>&1)
 is "$?:$out" "2:pbx: error: /dev/zero: not a regular file" "parrun /dev/zero is refused before reading"
 mkfifo "$TEST_TMP/fifo"
-out=$(timeout 20 "$PBX" parrun "$TEST_TMP/fifo" nosuch 2>&1)
+out=$(timeout -k 5 20 "$PBX" parrun "$TEST_TMP/fifo" nosuch 2>&1)
 is "$?:$out" "2:pbx: error: $TEST_TMP/fifo: not a regular file" "a FIFO is refused without waiting for a writer"
-out=$(timeout 20 "$PBX" run "$TEST_TMP" nosuch 2>&1)
+out=$(timeout -k 5 20 "$PBX" run "$TEST_TMP" nosuch 2>&1)
 is "$?:$out" "2:pbx: error: $TEST_TMP: not a regular file" "a directory is refused"
 head -c $((16 * 1024 * 1024 + 1)) /dev/zero | tr '\0' '#' >"$TEST_TMP/huge.yaml"
-out=$(timeout 20 "$PBX" parrun "$TEST_TMP/huge.yaml" nosuch 2>&1)
+out=$(timeout -k 5 20 "$PBX" parrun "$TEST_TMP/huge.yaml" nosuch 2>&1)
 is "$?:$out" "2:pbx: error: $TEST_TMP/huge.yaml: larger than 16777216 bytes" "a file over 16 MiB is refused"
 
 # --- limits ------------------------------------------------------------------

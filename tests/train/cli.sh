@@ -30,9 +30,9 @@ expect 2 "syntax.yaml:" -- "$BIN" "$W/syntax.yaml"
 # under ASan, as reading /dev/zero would go on until memory runs out)
 cap="ulimit -v 1048576;"
 ldd "$BIN" 2>/dev/null | grep -q libasan && cap=
-expect 2 "/dev/zero: not a regular file" -- sh -c "$cap exec timeout 20 \"\$0\" /dev/zero" "$BIN"
+expect 2 "/dev/zero: not a regular file" -- sh -c "$cap exec timeout -k 5 20 \"\$0\" /dev/zero" "$BIN"
 mkfifo "$W/fifo"
-expect 2 "fifo: not a regular file" -- timeout 20 "$BIN" "$W/fifo"
+expect 2 "fifo: not a regular file" -- timeout -k 5 20 "$BIN" "$W/fifo"
 expect 2 "key 'model': unknown model 'resnet'" -- "$BIN" - --set model=resnet
 expect 2 "\-\-set: key 'epochs': expected an integer" -- "$BIN" - --set epochs=x
 S="--set dataset=synthetic --set synthetic_n=64 --set test_subset=32 --set batch_size=32 --set epochs=1"
@@ -41,6 +41,7 @@ expect 1 "different model" -- "$BIN" - $S --set model=lenet --set output_dir="$W
 cp "$W/m1/checkpoint.pbxt" "$W/damaged.pbxt"
 printf 'X' | dd of="$W/damaged.pbxt" bs=1 seek=300 conv=notrunc 2>/dev/null
 expect 1 "damaged" -- "$BIN" - $S --set output_dir="$W/m2" --set resume="$W/damaged.pbxt"
+expect 2 "cannot resume: $W/fifo: not a regular file" -- timeout -k 5 20 "$BIN" - $S --set output_dir="$W/m4" --set resume="$W/fifo"
 # a layer-list model from YAML trains
 printf 'model:\n  layers:\n    - {type: conv, filters: 4, kernel: 3, pad: 1}\n    - bn\n    - relu\n    - {type: avgpool, size: 2}\n    - {type: lrn, size: 3}\n    - flatten\n    - {linear: {out: 16}}\n    - gelu\n    - linear\n' > "$W/layers.yaml"
 expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set output_dir="$W/m3"
