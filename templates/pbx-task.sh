@@ -22,8 +22,9 @@
 #                SIGTERM or SIGINT while the program ran, whatever its exit
 #                code, e.g. 143 when TERM killed it); "-" for unknown fields
 #   params.json  the point's parameters, {"name": "value", ...}
-#   stdout, stderr  the program's output, appended, each attempt after a
-#                "=== pbx task ... ===" header line
+#   stdout       the program's stdout, appended per attempt, nothing else
+#   stderr       the program's stderr, appended; each attempt between a
+#                "=== pbx task ... start ... ===" and an "... end ... ===" line
 # SIGTERM, SIGINT and SIGUSR1 are forwarded to the program; the wrapper
 # exits with the program's exit status, or 125 when the task could not be
 # set up (message in stderr, status FAILED 125).
@@ -157,7 +158,6 @@ trap 'pbx_signal INT' INT
 trap 'pbx_signal USR1' USR1
 
 pbx_hdr="=== pbx task $pbx_idx attempt $pbx_attempt node $pbx_node job $pbx_jobid start $pbx_start ==="
-printf '%s\n' "$pbx_hdr" >>stdout
 printf '%s\n' "$pbx_hdr" >>stderr
 pbx_status RUNNING - - || pbx_die "cannot write $pbx_tdir/status"
 set -- /bin/sh -c 'trap "exit \$?" TERM; trap "exit \$?" INT; trap : USR1

@@ -61,7 +61,8 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	const char *tmpl = NULL;
 	char *title;
 	struct timespec t0, t1;
-	int opt, rc;
+	double secs;
+	int opt, rc, was_up;
 	optind = 1;
 	for (;;) {
 		if ((rc = cluster_getopt(&cmd_cluster_start, argc, argv, "t:", longopts, &opt)))
@@ -72,17 +73,23 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
-	title = xasprintf("starting cluster %s", argv[optind]);
-	cp.title = title;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pbx_cluster_running(ctx->store, ctx->cfg, argv[optind], &was_up, &err) < 0)
+		return pbx_report(&err);
+	title = xasprintf("%s cluster %s", was_up ? "checking" : "starting", argv[optind]);
+	cp.title = title;
 	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[optind], tmpl, &ev, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pbx_progress_free(cp.p);
 	free(title);
 	if (rc < 0)
 		return pbx_report(&err);
-	pbx_info("cluster %s is up (%.1f s)", argv[optind],
-		 (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (was_up)
+		pbx_info("cluster %s is already up: every compute node was idle, every node "
+			 "checked (%.1f s)", argv[optind], secs);
+	else
+		pbx_info("cluster %s is up (%.1f s)", argv[optind], secs);
 	return 0;
 }
 
@@ -99,7 +106,8 @@ static const struct pbx_cmd cmd_cluster_start = {
 		       "runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
 		       "on the head, slurmd with GPU GRES on each compute node) and returns when\n"
 		       "sinfo shows every node idle.  On an existing cluster it brings back only\n"
-		       "what is down.",
+		       "what is down, and says so when the cluster was already up.  A node whose\n"
+		       "host key changed is refused (exit 4) and the cluster's state left as is.",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_start_exec,
@@ -280,11 +288,14 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			pbx_table_add(t, cells);
 		}
 		pbx_table_print(t);
-		if (!live)
+		if (!live && serr.code != PBX_EXIT_SECURITY)
 			pbx_warning("cannot ask SLURM for node states: %s", serr.msg);
 	}
 	pbx_sinfo_free(sn, nsn);
 	pbx_cluster_close(c);
+	/* what the store knows was shown; a refused host key is still a refusal */
+	if (!live && serr.code == PBX_EXIT_SECURITY)
+		return pbx_report(&serr);
 	return 0;
 }
 
@@ -298,6 +309,9 @@ static const struct pbx_cmd cmd_cluster_show = {
 	.name = "show",
 	.summary = "show a cluster's nodes and their SLURM states",
 	.usage = "pbx cluster show [-j] NAME",
+	.description = "Prints the cluster's nodes as recorded, with their live SLURM states\n"
+		       "(one SSH round trip).  When the head cannot be reached the states are\n"
+		       "left out with a warning; when its host key changed, pbx exits 4.",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_show_exec,

@@ -160,7 +160,9 @@ const struct pbx_cmd pbx_cmd_harvest = {
 		       "Absolute names, '..' and links leaving the task directory are refused and\n"
 		       "reported, and nothing is written outside the results directory.  The points\n"
 		       "of metrics.jsonl files go into the store (see pbx-report(1)); harvesting\n"
-		       "twice adds nothing.",
+		       "twice adds nothing.\n"
+		       "An 'outputs' pattern (pbx-experiment(5), Patterns) that matches no file of\n"
+		       "any ended task is reported as a warning naming its file and line.",
 	.options = harvest_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_harvest_exec,

@@ -94,8 +94,10 @@ const struct pbx_cmd pbx_cmd_log = {
 	.name = "log",
 	.summary = "show a task's stdout and stderr",
 	.usage = "pbx log [-f] [-o|-e] PKG[:TASK]",
-	.description = "TASK defaults to 0.  stdout goes to stdout and stderr to stderr; each\n"
-		       "attempt of the task starts with a '=== pbx task ... ===' line.",
+	.description = "TASK defaults to 0.  The task's stdout goes to stdout, the program's bytes\n"
+		       "alone (pipe it), and its stderr to stderr, where each attempt of the task\n"
+		       "starts with a '=== pbx task ... start ... ===' line and ends with an\n"
+		       "'=== pbx task ... end ... ===' line.",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_log_exec,

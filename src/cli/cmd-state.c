@@ -78,8 +78,13 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 	if (strcmp(t.sub.cluster_state, "deleted") != 0 &&
 	    (pbx_cluster_open(ctx->store, ctx->cfg, t.sub.cluster_name, &t.cluster, &err) < 0 ||
 	     pbx_jobs_refresh(ctx->store, &t, &err) < 0)) {
-		pbx_warning("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
 		live = 0;
+		if (err.code == PBX_EXIT_SECURITY) {   /* shown below, but a refusal */
+			pbx_error("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
+			rc = PBX_EXIT_SECURITY;
+		} else {
+			pbx_warning("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
+		}
 	}
 	if (pbx_store_tasks_list(ctx->store, t.sub.id, &tasks, &n, &err) < 0) {
 		rc = pbx_report(&err);
@@ -127,9 +132,10 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 	*all_final = 1;
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
-	for (i = 0; i < n && rc == 0; i++) {
-		int fin = 1;
-		rc = state_one(ctx, pkgs[i].id, verbose, json, list, &fin);
+	for (i = 0; i < n && (rc == 0 || rc == PBX_EXIT_SECURITY); i++) {
+		int fin = 1, one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin);
+		if (one && rc != PBX_EXIT_SECURITY)
+			rc = one;   /* every package is shown; a refusal is kept */
 		*all_final &= fin;
 	}
 	pbx_package_rows_free(pkgs, n);
@@ -192,7 +198,8 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
 		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
 		       "before it could record that itself.\n"
-		       "When the cluster cannot be reached, the last known states are shown.",
+		       "When the cluster cannot be reached, the last known states are shown;\n"
+		       "when its host key changed they are shown too, and pbx exits 4.",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_state_exec,

@@ -80,8 +80,11 @@ static int pbx_cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 
+	/* $PBX_HOME holds the store, keys and results: others must not be able
+	   to swap its files, as for config.yaml */
 	if ((cmd->flags & (PBX_NEED_CONFIG | PBX_NEED_STORE)) &&
-	    pbx_mkdir_p(pbx_home(), 0700, &err) < 0)
+	    (pbx_mkdir_p(pbx_home(), 0700, &err) < 0 ||
+	     pbx_check_private(pbx_home(), 0, &err) < 0))
 		return pbx_report(&err);
 	if ((cmd->flags & PBX_NEED_CONFIG) && !ctx->cfg) {
 		if (pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)

@@ -184,7 +184,7 @@ static void pbx_man_common_tail(void)
 	       "3 no such cluster or object; 4 refused for safety (changed host key,\n"
 	       "unsafe file permissions).\n");
 	printf(".SH ENVIRONMENT\n.TP\n.B PBX_HOME\nwhere pbx keeps config.yaml, pbx.db and cluster files "
-	       "(default ~/.pbx)\n.TP\n.B PBX_CONFIG\nthe configuration file (default "
+	       "(default ~/.pbx); refused (exit 4) when group or others can write it\n.TP\n.B PBX_CONFIG\nthe configuration file (default "
 	       "$PBX_HOME/config.yaml)\n.TP\n.B NO_COLOR\nif set, no colour in output\n");
 }
 

@@ -110,19 +110,19 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	struct pbx_ssh *s;
 	int status = 0, rc;
 
-	rc = pbx_cluster_connect(c, i, &s, err);
+	rc = pbx_cluster_connect(c, i, &s, err);   /* its errors name the node */
 	if (rc == 0) {
 		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
 		cmd = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
 		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
 				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status, err);
+		if (rc < 0)
+			pbx_err_prefix(err, "node %s", c->nodes[i].name);
 	}
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&o.stderr_tail);
 		rc = pbx_err_set(err, "node %s: bootstrap %s failed (status %d): %s", c->nodes[i].name,
 				 action, status, o.error.len ? o.error.buf : o.stderr_tail.buf);
-	} else if (rc < 0) {
-		pbx_err_prefix(err, "node %s", c->nodes[i].name);
 	}
 	pbx_buf_release(&o.line);
 	pbx_buf_release(&o.error);

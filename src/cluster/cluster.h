@@ -27,6 +27,14 @@
  */
 int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err);
+/*
+ * *running = 1 when cluster `name` is recorded up and sinfo (one round trip
+ * to the head) shows every compute node usable; 0 when it is not, is
+ * unknown to the store, or the head cannot be asked.  Returns -1 only for
+ * errors other than those (a changed host key: PBX_EXIT_SECURITY).
+ */
+int pbx_cluster_running(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			int *running, struct pbx_err *err);
 
 /* Stops cluster `name`: every process, port, file and cloud resource it
  * made is removed; the store row is marked deleted. */

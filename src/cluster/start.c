@@ -243,19 +243,22 @@ static int start_fanout(struct start_run *r, struct pbx_err *err)
 	size_t count = r->c->nnodes, k;
 	struct pbx_err *errs = xcalloc(count ? count : 1, sizeof(*errs));
 	struct pbx_buf msg = PBX_BUF_INIT;
-	int failed;
+	int failed, refused = 0;
 	start_ctld_lock(r);
 	failed = pbx_fanout(count, START_CONCURRENCY, start_bootstrap_one, r, errs);
 	start_ctld_unlock(r, 0);   /* only if the head never ran */
 	for (k = 0; k < count; k++) {
 		if (!errs[k].msg[0])
 			continue;
-		pbx_events_stage(r->ev, k, "failed");
+		pbx_events_stage(r->ev, k, errs[k].code == PBX_EXIT_SECURITY ? "refused" : "failed");
+		refused |= errs[k].code == PBX_EXIT_SECURITY;
 		pbx_buf_addf(&msg, "%s%s", msg.len ? "\n  " : "", errs[k].msg);
 	}
+	/* a refusal (a changed host key) is what the exit code says, over a failure */
 	if (failed)
-		pbx_err_set(err, "bootstrap failed on %d node%s:\n  %s", failed,
-			    failed == 1 ? "" : "s", msg.buf);
+		pbx_err_setc(err, refused ? PBX_EXIT_SECURITY : PBX_EXIT_FAIL,
+			     "bootstrap failed on %d node%s:\n  %s", failed,
+			     failed == 1 ? "" : "s", msg.buf);
 	pbx_buf_release(&msg);
 	free(errs);
 	return failed ? -1 : 0;
@@ -396,7 +399,41 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 		pbx_store_event(st, c->row.id, "cluster.start", "%zu nodes", nplanned);
 		rc = start_run_all(c, ev, err);
 	}
-	pbx_cluster_mark(c, rc == 0 ? "up" : "degraded");
+	/* a refusal to talk to a node says nothing of its health: the state stays */
+	if (rc == 0 || err->code != PBX_EXIT_SECURITY)
+		pbx_cluster_mark(c, rc == 0 ? "up" : "degraded");
+	pbx_cluster_close(c);
+	return rc;
+}
+
+int pbx_cluster_running(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			int *running, struct pbx_err *err)
+{
+	struct pbx_cluster *c = NULL;
+	struct pbx_sinfo_node *sn = NULL;
+	size_t n = 0, i;
+	int rc = 0;
+	*running = 0;
+	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
+		if (err->code != PBX_EXIT_NOTFOUND)
+			return -1;
+		pbx_err_clear(err);
+		return 0;
+	}
+	if (!strcmp(c->row.state, "up") && pbx_cluster_sinfo(c, &sn, &n, err) == 0) {
+		*running = 1;
+		for (i = 0; i < c->nnodes; i++) {
+			const char *state = pbx_sinfo_state_of(sn, n, c->nodes[i].name);
+			if (!strcmp(c->nodes[i].role, "compute") &&
+			    (!state || !pbx_sinfo_state_usable(state)))
+				*running = 0;
+		}
+	} else if (err->code == PBX_EXIT_SECURITY) {
+		rc = -1;
+	} else {
+		pbx_err_clear(err);
+	}
+	pbx_sinfo_free(sn, n);
 	pbx_cluster_close(c);
 	return rc;
 }

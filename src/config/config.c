@@ -96,44 +96,25 @@ int pbx_config_parse(const char *name, const char *text, size_t len,
 	return 0;
 }
 
-/* Refuses what is not a regular, private file of sane size.  *missing is
- * set when the file does not exist. */
-static int pbx_config_stat(const char *path, int *missing, struct pbx_err *err)
-{
-	struct stat st;
-	*missing = 0;
-	if (stat(path, &st) < 0) {
-		*missing = errno == ENOENT;
-		return pbx_err_setc(err, *missing ? PBX_EXIT_USAGE : PBX_EXIT_FAIL,
-				    "cannot read configuration %s: %s", path, strerror(errno));
-	}
-	if (!S_ISREG(st.st_mode))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: not a regular file", path);
-	if (st.st_size > PBX_CONFIG_MAX_SIZE)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %d bytes", path,
-				    PBX_CONFIG_MAX_SIZE);
-	return pbx_check_private(path, 0, err);
-}
-
 int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out,
 		    struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	int missing, rc;
 	*out = NULL;
-	if (pbx_config_stat(path, &missing, err) < 0) {
-		if (!(missing && missing_ok))
+	if (pbx_read_regular(path, PBX_CONFIG_MAX_SIZE, &text, &missing, err) < 0) {
+		if (missing && !missing_ok)
+			return pbx_err_setc(err, PBX_EXIT_USAGE, "cannot read configuration "
+					    "%s: %s", path, strerror(ENOENT));
+		if (!missing)
 			return -1;
 		pbx_err_clear(err);
 		*out = pbx_config_default();
 		return 0;
 	}
-	if (pbx_read_file(path, &text, err) < 0) {
-		err->code = PBX_EXIT_USAGE;
-		pbx_buf_release(&text);
-		return -1;
-	}
-	rc = pbx_config_parse(path, text.buf, text.len, out, err);
+	rc = pbx_check_private(path, 0, err);
+	if (rc == 0)
+		rc = pbx_config_parse(path, text.buf, text.len, out, err);
 	pbx_buf_release(&text);
 	return rc;
 }

@@ -23,6 +23,7 @@ struct pbx_ybuilder {
 	struct pbx_yframe stack[PBX_YAML_MAX_DEPTH];
 	int depth;
 	int ndocs;
+	size_t max_nodes;
 	struct pbx_err *err;
 };
 
@@ -61,9 +62,19 @@ static int pbx_ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
 }
 
 /* Adds a pair whose value is still to come (NULL) to mapping `map`. */
+/* Room for item n of an array of n items: capacities go 4, 8, 16, ... (a
+ * realloc per item made a 100,000-entry sequence quadratic: 50 s under
+ * ASan, whose realloc always copies). */
+static void *pbx_ygrow(void *array, size_t n, size_t size)
+{
+	if (n && (n < 4 || (n & (n - 1))))
+		return array;   /* capacity is the next power of two >= 4 */
+	return xreallocarray(array, n ? 2 * n : 4, size);
+}
+
 static void pbx_ymap_add_key(struct pbx_ynode *map, struct pbx_ynode *key)
 {
-	map->pairs = xreallocarray(map->pairs, map->npairs + 1, sizeof(*map->pairs));
+	map->pairs = pbx_ygrow(map->pairs, map->npairs, sizeof(*map->pairs));
 	map->pairs[map->npairs].key = key;
 	map->pairs[map->npairs].value = NULL;
 	map->npairs++;
@@ -73,7 +84,7 @@ static void pbx_ymap_add_key(struct pbx_ynode *map, struct pbx_ynode *key)
 
 static void pbx_yseq_add(struct pbx_ynode *seq, struct pbx_ynode *item)
 {
-	seq->items = xreallocarray(seq->items, seq->nitems + 1, sizeof(*seq->items));
+	seq->items = pbx_ygrow(seq->items, seq->nitems, sizeof(*seq->items));
 	item->parent = seq;
 	item->index = seq->nitems;
 	seq->items[seq->nitems++] = item;
@@ -111,9 +122,9 @@ static struct pbx_ynode *pbx_ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
 				  const yaml_mark_t *m, const char *value, size_t len)
 {
 	struct pbx_ynode *n;
-	if (++b->doc->nnodes > PBX_YAML_MAX_NODES) {
+	if (++b->doc->nnodes > b->max_nodes) {
 		char msg[64];
-		snprintf(msg, sizeof(msg), "more than %d YAML nodes", PBX_YAML_MAX_NODES);
+		snprintf(msg, sizeof(msg), "more than %zu YAML nodes", b->max_nodes);
 		pbx_ymark_error(b, m, msg);
 		return NULL;
 	}
@@ -329,6 +340,12 @@ static int pbx_yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
 int pbx_ydoc_parse(const char *name, const char *text, size_t len,
 		   struct pbx_ydoc **out, struct pbx_err *err)
 {
+	return pbx_ydoc_parse_max(name, text, len, PBX_YAML_MAX_NODES, out, err);
+}
+
+int pbx_ydoc_parse_max(const char *name, const char *text, size_t len, size_t max_nodes,
+		       struct pbx_ydoc **out, struct pbx_err *err)
+{
 	struct pbx_ybuilder b;
 	yaml_parser_t parser;
 	int rc;
@@ -339,6 +356,7 @@ int pbx_ydoc_parse(const char *name, const char *text, size_t len,
 	b.doc->name = xstrdup(name);
 	b.text = text;
 	b.len = len;
+	b.max_nodes = max_nodes;
 	b.err = err;
 	if (!yaml_parser_initialize(&parser)) {
 		pbx_ydoc_free(b.doc);

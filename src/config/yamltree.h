@@ -10,7 +10,8 @@
  *   - aliases are refused (no billion-laughs expansion), tags are refused;
  *   - duplicate keys in a mapping are errors (libyaml accepts them);
  *   - mapping keys must be scalars;
- *   - nesting is capped at PBX_YAML_MAX_DEPTH, nodes at PBX_YAML_MAX_NODES;
+ *   - nesting is capped at PBX_YAML_MAX_DEPTH, nodes at PBX_YAML_MAX_NODES
+ *     (or the caller's cap, pbx_ydoc_parse_max);
  *   - more than one document in the stream is an error.
  * An empty stream (or a stream of only comments) yields a document whose
  * root is NULL; the caller decides whether that is an error.
@@ -78,6 +79,10 @@ struct pbx_ydoc {
  */
 int pbx_ydoc_parse(const char *name, const char *text, size_t len,
 		   struct pbx_ydoc **out, struct pbx_err *err);
+/* The same with at most `max_nodes` nodes (every scalar, mapping and
+ * sequence counts one) instead of PBX_YAML_MAX_NODES. */
+int pbx_ydoc_parse_max(const char *name, const char *text, size_t len, size_t max_nodes,
+		       struct pbx_ydoc **out, struct pbx_err *err);
 void pbx_ydoc_free(struct pbx_ydoc *doc);
 
 /* The dotted path of a node ("clusters.gpu.node_groups[0].count"; "" for

@@ -1,7 +1,9 @@
 /*
  * collect.c - which files a package ships.  Without `files`, the whole
- * experiment directory less .pbxignore matches; with it, what its globs
- * (glob(3), relative to the directory) match, directories whole.  ".git"
+ * experiment directory less .pbxignore matches; with it, what its patterns
+ * (pattern.c, relative to the directory) match, directories whole: the
+ * directory is searched, entering only directories a pattern may match
+ * below, never symlinks.  ".git"
  * is never shipped.  Only regular files, directories and symlinks whose
  * target stays inside the directory (checked lexically) are accepted;
  * symlinks are kept as links, never followed.  Modes are normalised (0755
@@ -13,7 +15,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,16 @@
 
 struct pbx_collect {
 	const char *root;             /* e->dir */
+	const struct pbx_experiment *e;
 	struct pbx_ignore *ignore;    /* NULL with explicit files */
 	struct pbx_package *p;
 	size_t alloc;
+	size_t *hits;                 /* per `files` pattern: entries it matched */
 	struct pbx_err *err;
 };
 
 static int pbx_collect_walk(struct pbx_collect *c, const char *rel);
+static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added);
 
 /* ------------------------------------------------------------------ */
 /* One entry                                                           */
@@ -165,7 +169,7 @@ static int pbx_collect_walk(struct pbx_collect *c, const char *rel)
 }
 
 /* ------------------------------------------------------------------ */
-/* Explicit globs                                                      */
+/* Explicit patterns                                                     */
 
 /* Adds the directories above `rel`, refusing symlinks among them. */
 static int pbx_collect_parents(struct pbx_collect *c, const char *rel)
@@ -192,79 +196,106 @@ static int pbx_collect_parents(struct pbx_collect *c, const char *rel)
 	return rc;
 }
 
-/* root with glob metacharacters escaped, then "/" and the pattern. */
-static char *pbx_collect_pattern(const char *root, const char *glob_rel)
+/* The first pattern that may match below `rel` (a symlink), or -1. */
+static long pbx_collect_entered_by(const struct pbx_collect *c, const char *rel)
 {
-	size_t i, n = strlen(root);
-	char *out = xmalloc(2 * n + strlen(glob_rel) + 2), *o = out;
-	for (i = 0; i < n; i++) {
-		if (strchr("*?[]\\", root[i]))
-			*o++ = '\\';
-		*o++ = root[i];
-	}
-	*o++ = '/';
-	strcpy(o, glob_rel);
-	return out;
+	size_t k;
+	for (k = 0; k < c->e->nfiles; k++)
+		if (pbx_pattern_may_enter(c->e->files[k], rel))
+			return (long)k;
+	return -1;
 }
 
-/* `rel` with empty and "." components dropped ("./a//b/" -> "a/b");
- * caller frees. */
-static char *pbx_collect_normal(const char *rel)
+/* "FILE:LINE: files[K]: " in front of err's message; returns -1. */
+static int pbx_collect_blame(struct pbx_collect *c, size_t k)
 {
-	char *out = xmalloc(strlen(rel) + 1), *o = out;
-	while (*rel) {
-		size_t n = strcspn(rel, "/");
-		if (n && !(n == 1 && rel[0] == '.')) {
-			if (o != out)
-				*o++ = '/';
-			memcpy(o, rel, n);
-			o += n;
-		}
-		rel += n + (rel[n] == '/');
-	}
-	*o = '\0';
-	return out;
+	return pbx_err_prefix(c->err, "%s:%d: files[%zu]", c->e->path, c->e->files_lines[k], k);
 }
 
-static int pbx_collect_match(struct pbx_collect *c, const char *match)
+/* Child `rel` of a directory being searched, lstat'ed as st: added whole
+ * when a pattern matches it (unless `added`: a directory above was), and
+ * searched further when a pattern may match below it, so every pattern's
+ * matches are counted. */
+static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st,
+			    bool added)
 {
-	size_t n = strlen(c->root);
-	struct stat st;
-	char *rel;
+	bool is_dir = S_ISDIR(st->st_mode), matched = false;
+	struct stat target;
+	char *full;
+	long k;
+	size_t i;
 	int rc = 0;
-	if (strncmp(match, c->root, n) || match[n] != '/')
+	for (i = 0; i < c->e->nfiles; i++) {
+		if (!pbx_pattern_match(c->e->files[i], rel, is_dir))
+			continue;
+		c->hits[i]++;
+		if (!added && !matched &&
+		    (pbx_collect_parents(c, rel) < 0 || pbx_collect_entry(c, rel, st) < 0))
+			return pbx_collect_blame(c, i);
+		matched = true;
+	}
+	k = pbx_collect_entered_by(c, rel);
+	if (k < 0)
 		return 0;
-	rel = pbx_collect_normal(match + n + 1);
-	if (!*rel)
-		rc = pbx_collect_walk(c, NULL);
-	else if (!strcmp(rel, ".git") || !strncmp(rel, ".git/", 5))
-		rc = 0;
-	else if (lstat(match, &st) < 0)
-		rc = pbx_err_set(c->err, "cannot stat %s: %s", match, strerror(errno));
-	else if (pbx_collect_parents(c, rel) == 0)
-		rc = pbx_collect_entry(c, rel, &st);
-	else
-		rc = -1;
-	free(rel);
+	if (is_dir)
+		return pbx_collect_search(c, rel, added || matched);
+	if (!S_ISLNK(st->st_mode) || matched)
+		return 0;
+	full = xasprintf("%s/%s", c->root, rel);
+	if (stat(full, &target) == 0 && S_ISDIR(target.st_mode))
+		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "'%s' passes through %s, a symlink "
+				  "to a directory; list files below real directories",
+				  c->e->files[k], full);
+	free(full);
+	return rc < 0 ? pbx_collect_blame(c, (size_t)k) : 0;
+}
+
+/* Searches directory `rel` (NULL for the top) for what the patterns match;
+ * `added`: the directory was added whole already (only count matches). */
+static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added)
+{
+	char *full = rel ? xasprintf("%s/%s", c->root, rel) : xstrdup(c->root);
+	DIR *d = opendir(full);
+	struct dirent *de;
+	int rc = 0;
+	if (!d) {
+		rc = pbx_err_set(c->err, "cannot open directory %s: %s", full, strerror(errno));
+		free(full);
+		return rc;
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		char *child, *cfull;
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, ".git"))
+			continue;
+		child = rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+		cfull = xasprintf("%s/%s", c->root, child);
+		if (lstat(cfull, &st) < 0)
+			rc = pbx_err_set(c->err, "cannot stat %s: %s", cfull, strerror(errno));
+		else
+			rc = pbx_collect_pick(c, child, &st, added);
+		free(cfull);
+		free(child);
+	}
+	closedir(d);
+	free(full);
 	return rc;
 }
 
-static int pbx_collect_glob(struct pbx_collect *c, size_t k, const char *pattern)
+/* What the `files` patterns match; each must match something. */
+static int pbx_collect_patterns(struct pbx_collect *c)
 {
-	char *full = pbx_collect_pattern(c->root, pattern);
-	glob_t g;
-	size_t i;
-	int rc = glob(full, 0, NULL, &g);
-	free(full);
-	if (rc == GLOB_NOMATCH)
-		return pbx_err_setc(c->err, PBX_EXIT_USAGE, "files[%zu]: '%s' matches nothing "
-				    "in %s", k, pattern, c->root);
-	if (rc != 0)
-		return pbx_err_set(c->err, "files[%zu]: cannot expand '%s' in %s", k, pattern,
-				   c->root);
-	for (i = 0; rc == 0 && i < g.gl_pathc; i++)
-		rc = pbx_collect_match(c, g.gl_pathv[i]);
-	globfree(&g);
+	size_t k;
+	int rc;
+	c->hits = xcalloc(c->e->nfiles, sizeof(*c->hits));
+	rc = pbx_collect_search(c, NULL, false);
+	for (k = 0; rc == 0 && k < c->e->nfiles; k++)
+		if (!c->hits[k])
+			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s:%d: files[%zu]: '%s' matches "
+					  "nothing in %s", c->e->path, c->e->files_lines[k], k,
+					  c->e->files[k], c->root);
+	free(c->hits);
 	return rc;
 }
 
@@ -296,17 +327,16 @@ static void pbx_collect_unique(struct pbx_package *p)
 
 int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p, struct pbx_err *err)
 {
-	struct pbx_collect c = { e->dir, NULL, p, 0, err };
-	size_t k;
+	struct pbx_collect c = { e->dir, e, NULL, p, 0, NULL, err };
 	int rc = 0;
 	if (!e->nfiles) {
 		if (pbx_ignore_load(e->dir, &c.ignore, err) < 0)
 			return -1;
 		rc = pbx_collect_walk(&c, NULL);
 		pbx_ignore_free(c.ignore);
+	} else {
+		rc = pbx_collect_patterns(&c);
 	}
-	for (k = 0; rc == 0 && k < e->nfiles; k++)
-		rc = pbx_collect_glob(&c, k, e->files[k]);
 	if (rc == 0)
 		pbx_collect_unique(p);
 	if (rc == 0 && p->bytes > PBX_PACKAGE_MAX_BYTES)

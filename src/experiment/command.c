@@ -127,6 +127,23 @@ int pbx_exp_check_command(const struct pbx_experiment *e,
 /* ------------------------------------------------------------------ */
 /* Per point                                                           */
 
+int pbx_exp_check_command_size(const struct pbx_experiment *e,
+			       const struct pbx_ynode *n, struct pbx_err *err)
+{
+	size_t i, len;
+	for (i = 0; i < e->npoints; i++) {
+		char *cmd = pbx_experiment_task_command(e, i);
+		len = strlen(cmd);
+		free(cmd);
+		if (len > PBX_EXPERIMENT_MAX_COMMAND)
+			return pbx_ynode_error(n, err, "the command of task %zu is %zu bytes once "
+					       "its parameters are substituted, more than %d (one "
+					       "argument of execve)", i, len,
+					       PBX_EXPERIMENT_MAX_COMMAND);
+	}
+	return 0;
+}
+
 static void pbx_cmd_substitute(const struct pbx_experiment *e, size_t i, struct pbx_buf *b)
 {
 	struct pbx_cmd_token t;

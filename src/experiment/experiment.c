@@ -108,11 +108,12 @@ static int pbx_exp_program(struct pbx_experiment *e, const struct pbx_ynode *roo
 		if (pbx_ynode_expect_map(train, err) < 0)
 			return -1;
 		e->train_json = pbx_exp_train_json(train);
-		return 0;
+		return pbx_exp_check_command_size(e, train, err);
 	}
-	if (pbx_ynode_str(cmd, 0, &e->command, err) < 0)
+	if (pbx_ynode_str(cmd, 0, &e->command, err) < 0 ||
+	    pbx_exp_check_command(e, cmd, err) < 0)
 		return -1;
-	return pbx_exp_check_command(e, cmd, err);
+	return pbx_exp_check_command_size(e, cmd, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -136,7 +137,7 @@ static int pbx_exp_glob_check(const struct pbx_ynode *n, const char *g,
 }
 
 static int pbx_exp_globs(const struct pbx_ynode *root, const char *key, char ***out,
-			 size_t *nout, struct pbx_err *err)
+			 int **lines, size_t *nout, struct pbx_err *err)
 {
 	const struct pbx_ynode *seq = pbx_ymap_get(root, key);
 	size_t i;
@@ -147,7 +148,9 @@ static int pbx_exp_globs(const struct pbx_ynode *root, const char *key, char ***
 	if (!seq->nitems)
 		return pbx_ynode_error(seq, err, "must not be empty");
 	*out = xcalloc(seq->nitems, sizeof(**out));
+	*lines = xcalloc(seq->nitems, sizeof(**lines));
 	for (i = 0; i < seq->nitems; i++) {
+		(*lines)[i] = seq->items[i]->line;
 		if (pbx_ynode_str(seq->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
 			return -1;
 		(*nout)++;
@@ -224,8 +227,9 @@ static int pbx_exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc,
 	    pbx_exp_sweep(x, pbx_ymap_get(root, "sweep"), err) < 0 ||
 	    pbx_exp_program(e, root, err) < 0 ||
 	    pbx_exp_resources(e, pbx_ymap_get(root, "resources"), err) < 0 ||
-	    pbx_exp_globs(root, "files", &e->files, &e->nfiles, err) < 0 ||
-	    pbx_exp_globs(root, "outputs", &e->outputs, &e->noutputs, err) < 0)
+	    pbx_exp_globs(root, "files", &e->files, &e->files_lines, &e->nfiles, err) < 0 ||
+	    pbx_exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs,
+			  err) < 0)
 		return -1;
 	return pbx_exp_env(e, root, err);
 }
@@ -240,7 +244,7 @@ int pbx_experiment_parse(const char *name, const char *text, size_t len,
 	if (len > PBX_EXPERIMENT_MAX_FILE)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %d bytes", name,
 				    PBX_EXPERIMENT_MAX_FILE);
-	if (pbx_ydoc_parse(name, text, len, &doc, err) < 0)
+	if (pbx_ydoc_parse_max(name, text, len, PBX_EXPERIMENT_MAX_NODES, &doc, err) < 0)
 		return -1;
 	x = xcalloc(1, sizeof(*x));
 	x->pub.path = xstrdup(name);
@@ -279,7 +283,7 @@ int pbx_experiment_load(const char *path, struct pbx_experiment **out,
 	char *dir;
 	int rc;
 	*out = NULL;
-	if (pbx_read_file(path, &b, err) < 0) {
+	if (pbx_read_regular(path, PBX_EXPERIMENT_MAX_FILE, &b, NULL, err) < 0) {
 		err->code = PBX_EXIT_USAGE;
 		return -1;
 	}
@@ -310,6 +314,8 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	pbx_exp_free_strv(e->resource_values, e->nresources);
 	pbx_exp_free_strv(e->files, e->nfiles);
 	pbx_exp_free_strv(e->outputs, e->noutputs);
+	free(e->files_lines);
+	free(e->outputs_lines);
 	pbx_exp_free_strv(e->env_names, e->nenv);
 	pbx_exp_free_strv(e->env_values, e->nenv);
 	free(e->path);

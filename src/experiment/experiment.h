@@ -19,6 +19,7 @@
 #ifndef PBX_EXPERIMENT_EXPERIMENT_H
 #define PBX_EXPERIMENT_EXPERIMENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/err.h"
@@ -27,6 +28,13 @@
 #define PBX_EXPERIMENT_MAX_CELLS 2000000 /* points x parameters */
 #define PBX_EXPERIMENT_MAX_VALUE 65536     /* bytes of one parameter value */
 #define PBX_EXPERIMENT_MAX_FILE (16 << 20) /* bytes of the experiment file */
+/* YAML nodes of the file: a `list` entry of k parameters takes 2k + 1, so a
+ * list of MAX_POINTS points fits with up to 4 parameters (FORMAT.md) */
+#define PBX_EXPERIMENT_MAX_NODES 1000000
+/* bytes of one task's command after substitution: it is one argument of
+ * execve(2), which Linux caps at 128 KiB (MAX_ARG_STRLEN), less room for
+ * the wrapper */
+#define PBX_EXPERIMENT_MAX_COMMAND 131000
 
 struct pbx_param {
 	char *name;    /* [a-z_][a-z0-9_]{0,31}, or "repeat" */
@@ -55,8 +63,9 @@ struct pbx_experiment {
 	char **resource_keys, **resource_values;
 	size_t nresources;
 	int throttle;
-	char **files, **outputs;   /* globs; nfiles == 0: the whole dir */
+	char **files, **outputs;   /* patterns (pattern.c); nfiles == 0: the whole dir */
 	size_t nfiles, noutputs;
+	int *files_lines, *outputs_lines;  /* the line of each pattern in the file */
 	char **env_names, **env_values;
 	size_t nenv;
 	char *text;                /* the file's bytes (NUL-terminated) */
@@ -105,5 +114,17 @@ const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e,
 					     size_t i, const char *name);
 /* The repeat number of point i (0..repeats-1). */
 size_t pbx_experiment_repeat(const struct pbx_experiment *e, size_t i);
+
+/*
+ * The one rule of `files:` and `outputs:` patterns (FORMAT.md, Patterns):
+ * path components matched one by one with fnmatch(3) FNM_PATHNAME |
+ * FNM_PERIOD ("./" and empty components ignored); an entry matches when its
+ * relative path `rel` or a directory above it does, and a pattern written
+ * with a trailing "/" matches only a directory (is_dir) or what is below.
+ */
+bool pbx_pattern_match(const char *pattern, const char *rel, bool is_dir);
+/* True when entries below directory `dir` (relative, "" for the top) may
+ * match `pattern`: it has more components and its first ones match. */
+bool pbx_pattern_may_enter(const char *pattern, const char *dir);
 
 #endif

@@ -47,6 +47,10 @@ int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res,
 /* command.c: refuses a {name} in the command naming no parameter. */
 int pbx_exp_check_command(const struct pbx_experiment *e,
 			  const struct pbx_ynode *cmd, struct pbx_err *err);
+/* command.c: refuses a point whose task command (substituted) is longer
+ * than PBX_EXPERIMENT_MAX_COMMAND bytes, naming `n` (command or train). */
+int pbx_exp_check_command_size(const struct pbx_experiment *e,
+			       const struct pbx_ynode *n, struct pbx_err *err);
 /* command.c: the `train` mapping as JSON text; caller frees. */
 char *pbx_exp_train_json(const struct pbx_ynode *train);
 

@@ -100,7 +100,7 @@ int pbx_ignore_load(const char *dir, struct pbx_ignore **out, struct pbx_err *er
 	*out = NULL;
 	if (lstat(path, &st) < 0 && errno == ENOENT) {
 		*out = pbx_ignore_parse("", 0);
-	} else if (pbx_read_file(path, &b, err) == 0) {
+	} else if (pbx_read_regular(path, PBX_IGNORE_MAX_FILE, &b, NULL, err) == 0) {
 		*out = pbx_ignore_parse(b.buf, b.len);
 	} else {
 		rc = -1;

@@ -43,7 +43,7 @@
 #define PBX_PACKAGE_MAX_BYTES (4ULL << 30)
 #define PBX_PACKAGE_IDX_LINE 32    /* bytes per tasks.idx line */
 #define PBX_PACKAGE_REC_ALIGN 64   /* records start at multiples of this */
-#define PBX_PACKAGE_MAX_COMMAND 131000 /* one execve argument must fit */
+#define PBX_PACKAGE_MAX_COMMAND PBX_EXPERIMENT_MAX_COMMAND
 
 struct pbx_package_file {
 	char *path;               /* relative, '/'-separated, sorted (strcmp) */
@@ -89,7 +89,7 @@ int pbx_package_write_tar(const struct pbx_package *p, const struct pbx_experime
 
 /* Appends tasks.dat and tasks.idx for tasks [first, first + n) to dat and
  * idx (pure; error when the range passes e->npoints or a command is longer
- * than PBX_PACKAGE_MAX_COMMAND). */
+ * than PBX_PACKAGE_MAX_COMMAND, which a loaded experiment never has). */
 int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n,
 			struct pbx_buf *dat, struct pbx_buf *idx, struct pbx_err *err);
 /* Finds record j (0-based within the range) as the wrapper does: *rec

@@ -15,8 +15,10 @@ int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p,
 
 /* ignore.c: .pbxignore rules (gitignore-like, see FORMAT.md). */
 struct pbx_ignore;
-/* Reads DIR/.pbxignore (a missing file gives no rules); *out is freed with
+/* Reads DIR/.pbxignore, a regular file of at most PBX_IGNORE_MAX_FILE
+ * bytes (a missing file gives no rules); *out is freed with
  * pbx_ignore_free. */
+#define PBX_IGNORE_MAX_FILE (1 << 20)
 int pbx_ignore_load(const char *dir, struct pbx_ignore **out, struct pbx_err *err);
 /* Parses rules from text (for tests); never fails. */
 struct pbx_ignore *pbx_ignore_parse(const char *text, size_t len);

@@ -34,7 +34,6 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -247,9 +246,30 @@ static int harvest_wanted_name(const struct harvest *h, const char *rel)
 	if (!strncmp(rel, "events.out.tfevents.", 20) && !strchr(rel, '/'))
 		return 1;
 	for (i = 0; h->exp && i < h->exp->noutputs; i++)
-		if (fnmatch(h->exp->outputs[i], rel, 0) == 0)
+		if (pbx_pattern_match(h->exp->outputs[i], rel, false))
 			return 1;
 	return 0;
+}
+
+/* Warns, in the log, of each `outputs` pattern that matches no file of any
+ * ended task (a typo, or a directory the tasks never write). */
+static void harvest_warn_unmatched(const struct harvest *h)
+{
+	size_t k, i, ended = 0;
+	for (i = 0; i < h->ntasks; i++)
+		ended += h->final[i];
+	for (k = 0; ended && h->exp && k < h->exp->noutputs; k++) {
+		for (i = 0; i < h->nm; i++) {
+			int64_t idx = h->m[i].idx;
+			if (idx >= 0 && (size_t)idx < h->ntasks && h->final[idx] &&
+			    pbx_pattern_match(h->exp->outputs[k], h->m[i].rel, false))
+				break;
+		}
+		if (i == h->nm)
+			pbx_buf_addf(h->log, "warning: %s:%d: outputs[%zu]: '%s' matches nothing in "
+				     "the %zu ended task%s\n", h->exp->path, h->exp->outputs_lines[k],
+				     k, h->exp->outputs[k], ended, ended == 1 ? "" : "s");
+	}
 }
 
 static char *harvest_local_path(const struct harvest *h, const struct manifest_entry *e)
@@ -347,6 +367,7 @@ static int harvest_select(struct harvest *h, struct pbx_err *err)
 		h->stats->files_wanted++;
 		h->stats->bytes_wanted += (uint64_t)e->size;
 	}
+	harvest_warn_unmatched(h);
 	pbx_harvested_free(done, ndone);
 	return 0;
 }

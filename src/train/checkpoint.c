@@ -100,7 +100,8 @@ int pbx_checkpoint_load(const char *path, struct pbx_model *m,
 	uint64_t w[CKPT_WORDS];
 	uint32_t hcrc;
 	int rc = -1;
-	if (pbx_read_file(path, &b, err) < 0)
+	/* a regular file, whatever its size: not a FIFO to wait on forever */
+	if (pbx_read_regular(path, SIZE_MAX, &b, NULL, err) < 0)
 		return pbx_err_prefix(err, "cannot resume");
 	p = (const unsigned char *)b.buf;
 	if (b.len < CKPT_HDR || memcmp(p, CKPT_MAGIC, 8) != 0) {

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 enum cfg_type { CFG_INT, CFG_I64, CFG_U64, CFG_DOUBLE, CFG_BOOL, CFG_STR };
@@ -443,22 +444,24 @@ static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m,
 int pbx_train_config_load(struct pbx_train_config *c, const char *path,
 			  struct pbx_err *err)
 {
-	FILE *f = fopen(path, "rb");
+	struct pbx_buf text = PBX_BUF_INIT;
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	int rc = -1;
-	if (!f)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "cannot open %s: %s",
-				    path, strerror(errno));
+	/* a regular file of sane size, checked before reading (not /dev/zero) */
+	if (pbx_read_regular(path, PBX_TRAIN_CONFIG_MAX_FILE, &text, NULL, err) < 0) {
+		err->code = PBX_EXIT_USAGE;
+		return -1;
+	}
 	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_file(&parser, f);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
 	if (!yaml_parser_load(&parser, &doc)) {
 		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%zu: YAML error: %s %s",
 			     path, parser.problem_mark.line + 1,
 			     parser.problem ? parser.problem : "",
 			     parser.context ? parser.context : "");
 		yaml_parser_delete(&parser);
-		fclose(f);
+		pbx_buf_release(&text);
 		return -1;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -492,7 +495,7 @@ int pbx_train_config_load(struct pbx_train_config *c, const char *path,
 out:
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
-	fclose(f);
+	pbx_buf_release(&text);
 	return rc;
 }
 

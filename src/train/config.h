@@ -63,7 +63,11 @@ struct pbx_train_config {
 /* Sets every field to its default. */
 void pbx_train_config_defaults(struct pbx_train_config *c);
 void pbx_train_config_free(struct pbx_train_config *c);
-/* Reads a YAML file into c (on top of what is there). */
+/* The most bytes of a configuration file: an experiment file's limit, since
+ * pbx-train also reads experiment files (their train: section). */
+#define PBX_TRAIN_CONFIG_MAX_FILE (16 << 20)
+/* Reads a YAML file (a regular file of at most PBX_TRAIN_CONFIG_MAX_FILE
+ * bytes) into c (on top of what is there). */
 int pbx_train_config_load(struct pbx_train_config *c, const char *path,
 			  struct pbx_err *err);
 /* Applies one "key=value" override. */

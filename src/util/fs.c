@@ -129,6 +129,63 @@ int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err)
 	return 0;
 }
 
+/* Refuses what `fd` (open on `path`) is not: a regular file of at most
+ * `max` bytes. */
+static int pbx_regular_ok(int fd, const char *path, size_t max, struct pbx_err *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: not a regular file", path);
+	if ((unsigned long long)st.st_size > max)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %zu bytes", path, max);
+	return 0;
+}
+
+int pbx_read_regular(const char *path, size_t max, struct pbx_buf *out, int *missing,
+		     struct pbx_err *err)
+{
+	char chunk[65536];
+	size_t start = out->len;
+	ssize_t n;
+	int fd;
+	if (missing)
+		*missing = 0;
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (missing)
+			*missing = errno == ENOENT;
+		return pbx_err_setc(err, errno == ENOENT ? PBX_EXIT_USAGE : PBX_EXIT_FAIL,
+				    "cannot read %s: %s", path, strerror(errno));
+	}
+	if (pbx_regular_ok(fd, path, max, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || out->len - start + (size_t)n > max) {
+			if (n < 0)
+				pbx_err_set(err, "cannot read %s: %s", path, strerror(errno));
+			else
+				pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %zu bytes",
+					     path, max);
+			close(fd);
+			if (out->alloc) {
+				out->len = start;
+				out->buf[start] = '\0';
+			}
+			return -1;
+		}
+		pbx_buf_add(out, chunk, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
 int pbx_check_private(const char *path, int secret, struct pbx_err *err)
 {
 	struct stat st;

@@ -26,6 +26,15 @@ int pbx_write_file_atomic(const char *path, const void *data, size_t len,
 int pbx_write_all(int fd, const void *data, size_t len);
 /* Appends the whole file to `out`. */
 int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
+/* Appends the whole of `path` to `out` when it is a regular file of at most
+ * `max` bytes, checked on the open descriptor before anything is read (a
+ * directory, FIFO or device such as /dev/zero is refused without reading
+ * it; a file that grows past `max` while read is refused too).  Errors name
+ * the path, with code PBX_EXIT_USAGE, except a failing open or read of a
+ * file that exists (PBX_EXIT_FAIL); *missing (may be NULL) is set when the
+ * path does not exist.  On error `out` is left as it was. */
+int pbx_read_regular(const char *path, size_t max, struct pbx_buf *out, int *missing,
+		     struct pbx_err *err);
 /* Refuses a file that group or others can write (and, when `secret`, read),
  * with a message that says how to fix it (code PBX_EXIT_SECURITY). */
 int pbx_check_private(const char *path, int secret, struct pbx_err *err);

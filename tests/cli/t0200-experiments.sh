@@ -25,7 +25,7 @@ is "$(json_get 'd["counts"]' <"$TEST_TMP/state.json")" "{'COMPLETED': 24}" "24 C
 bad=0
 for i in $(seq 0 23); do
 	want=$(json_get "'lr=%(lr)s width=%(width)s repeat=%(repeat)s' % d['tasks'][$i]['params']" <"$TEST_TMP/state.json")
-	first=$(head -n 2 "$SHARED/pbx/$PKG/tasks/$i/stdout" | tail -n 1)
+	first=$(head -n 1 "$SHARED/pbx/$PKG/tasks/$i/stdout")   # the program's own first line
 	case $first in "task $i: $want "*) ;; *) bad=$((bad + 1)); echo "# task $i: '$first' lacks '$want'" ;; esac
 done
 is "$bad" "0" "each task's output shows its own parameters"
@@ -55,7 +55,7 @@ is "$(json_get '[(t["state"], t["exit_code"]) for t in d["tasks"]]' <"$TEST_TMP/
 run_pbx rerun --failed "$FPKG"
 is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun --failed resubmits one task"
 wait_final "$FPKG" 60
-heads=$(for i in 0 1 2; do grep -c '^=== pbx task .* start' "$SHARED/pbx/$FPKG/tasks/$i/stdout"; done | tr '\n' ' ')
+heads=$(for i in 0 1 2; do grep -c '^=== pbx task .* start' "$SHARED/pbx/$FPKG/tasks/$i/stderr"; done | tr '\n' ' ')
 is "$heads" "1 2 1 " "only the failed task ran again"
 # pbx passes its variables in sbatch's environment, not as --export=ALL,VAR=...
 # (SLURM turns that form into --get-user-env: a login shell per task).

@@ -548,13 +548,137 @@ static void test_package_links_globs(void)
 	write_text(a, b);
 	free(b);
 	p = build(t, NULL, &err);
-	b = xasprintf("files[0]: '*.c' matches nothing in %s", t);
+	b = xasprintf("%s/experiment.yaml:6: files[0]: '*.c' matches nothing in %s", t, t);
 	ok(!p, "a glob matching nothing fails");
-	is_str(err.msg, b, "glob message");
+	is_str(err.msg, b, "glob message names the file and line");
 	free(b);
 	free(a);
 	rm_rf(t);
 	free(t);
+}
+
+/* files: and outputs: share one rule (pattern.c): components matched one
+ * by one, `*` not matching '/' nor a leading '.', a directory meaning its
+ * whole tree, a trailing '/' meaning a directory. */
+static void test_patterns(void)
+{
+	static const struct { const char *pat, *rel; bool is_dir, want; } cases[] = {
+		{ "*.bin", "x.bin", false, true },
+		{ "*.bin", "sub/x.bin", false, false },
+		{ "*/*.bin", "sub/x.bin", false, true },
+		{ "d", "d/x", false, true },
+		{ "d", "d/sub/deep/x", false, true },
+		{ "d/", "d/x", false, true },
+		{ "./d//", "d/sub/x", false, true },
+		{ "d/", "d", false, false },
+		{ "d/", "d", true, true },
+		{ "d", "dx/y", false, false },
+		{ "*", ".hidden", false, false },
+		{ ".*", ".hidden", false, true },
+		{ "*", "d/x", false, true },
+		{ "logs/*.txt", "logs/a.txt", false, true },
+		{ "logs/*.txt", "logs/sub/a.txt", false, false },
+		{ "?.txt", "a.txt", false, true },
+		{ "[ab]/x", "b/x", false, true },
+		{ "d/x/y", "d/x", true, false },
+	};
+	size_t i, bad = 0;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (pbx_pattern_match(cases[i].pat, cases[i].rel, cases[i].is_dir) != cases[i].want) {
+			printf("# '%s' vs '%s': want %d\n", cases[i].pat, cases[i].rel, cases[i].want);
+			bad++;
+		}
+	ok(bad == 0, "pattern matches (%zu wrong)", bad);
+	ok(pbx_pattern_may_enter("d/x/*.bin", "d") && pbx_pattern_may_enter("d/x/*.bin", "d/x") &&
+	   pbx_pattern_may_enter("*/x", "") && !pbx_pattern_may_enter("d/x/*.bin", "e") &&
+	   !pbx_pattern_may_enter("*.bin", "d") && !pbx_pattern_may_enter("*/x", ".git"),
+	   "a search enters only directories a pattern may match below");
+}
+
+static void test_package_patterns(void)
+{
+	char *t = tmpdir(), *a, *b, *l;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_package *p;
+	make_tree(t);
+	a = xasprintf("%s/note.txt", t);
+	write_text(a, "top");
+	free(a);
+	a = xasprintf("%s/experiment.yaml", t);
+	b = xasprintf("%sfiles: [lib, '*.txt', 'data/*.bin']\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	ok(p && has_file(p, "lib") && has_file(p, "lib/util.py") && has_file(p, "lib/util.pyc") &&
+	   has_file(p, "note.txt") && has_file(p, "data/big.bin") && !has_file(p, "data/keep.txt") &&
+	   p->nfiles == 6,
+	   "a directory name ships its tree; '*.txt' does not reach data/keep.txt: %s", err.msg);
+	pbx_package_free(p);
+	b = xasprintf("%sfiles: [lib, lib/util.py, '*/util.pyc']\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	ok(p && p->nfiles == 3, "patterns matching inside a directory shipped whole count too: %s",
+	   err.msg);
+	pbx_package_free(p);
+	b = xasprintf("%sfiles: [lib, lib/none.py]\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	ok(!p && strstr(err.msg, "experiment.yaml:6: files[1]: 'lib/none.py' matches nothing"),
+	   "... and one matching nothing there is still an error: %s", err.msg);
+	l = xasprintf("%s/lnk", t);
+	ok(symlink("lib", l) == 0, "a symlink to a directory");
+	b = xasprintf("%sfiles: [train.py,\n  'lnk/*.py']\n", pkg_yaml);
+	write_text(a, b);
+	free(b);
+	p = build(t, NULL, &err);
+	b = xasprintf("%s:7: files[1]: 'lnk/*.py' passes through %s, a symlink to a directory; "
+		      "list files below real directories", a, l);
+	ok(!p, "a pattern through a symlinked directory is refused");
+	is_str(err.msg, b, "... naming the file, line and link");
+	free(b);
+	free(l);
+	free(a);
+	rm_rf(t);
+	free(t);
+}
+
+/* The limits FORMAT.md documents hold together: a list of 100000 points
+ * of 4 parameters loads; what passes a limit names the file and line. */
+static void test_limits(void)
+{
+	struct pbx_buf y = PBX_BUF_INIT;
+	struct pbx_experiment *e;
+	char *big = xmalloc(50001);
+	size_t i;
+	pbx_buf_adds(&y, "name: big\ncommand: echo {a}\nsweep:\n  list:\n");
+	for (i = 0; i < PBX_EXPERIMENT_MAX_POINTS; i++)
+		pbx_buf_addf(&y, "    - {a: %zu, b: 1, c: 2, d: 3}\n", i);
+	e = parse(y.buf);
+	ok(e && e->npoints == PBX_EXPERIMENT_MAX_POINTS, "a list of 100000 points x 4 parameters loads");
+	pbx_experiment_free(e);
+	pbx_buf_reset(&y);
+	pbx_buf_adds(&y, "name: big\ncommand: echo {a}\nsweep:\n  list:\n");
+	for (i = 0; i < PBX_EXPERIMENT_MAX_POINTS; i++)
+		pbx_buf_addf(&y, "    - {a: %zu, b: 1, c: 2, d: 3, e: 4}\n", i);
+	is_str(parse_error(y.buf), "t.yaml:90913: more than 1000000 YAML nodes",
+	       "past the YAML node limit: file and line");
+	memset(big, 'x', 50000);
+	big[50000] = '\0';
+	pbx_buf_reset(&y);
+	pbx_buf_addf(&y, "name: long\ncommand: echo {v} {v} {v}\nsweep:\n  grid:\n"
+		     "    v: [a, %s]\n", big);
+	is_str(parse_error(y.buf), "t.yaml:2: command: the command of task 1 is 150013 bytes once "
+	       "its parameters are substituted, more than 131000 (one argument of execve)",
+	       "a command past the execve limit is refused at load time, with file and line");
+	pbx_buf_reset(&y);
+	pbx_buf_addf(&y, "name: long\ntrain: {epochs: 1}\nsweep:\n  zip:\n    v: [a, %s]\n"
+		     "    w: [b, %s]\n    u: [c, %s]\n", big, big, big);
+	ok(strstr(parse_error(y.buf), "t.yaml:2: train: the command of task 1 is ") != NULL,
+	   "so is a train: command line");
+	free(big);
+	pbx_buf_release(&y);
 }
 
 static void test_package_git(void)
@@ -731,7 +855,8 @@ int main(int argc, char **argv)
 		{ "resources", test_resources }, { "files_env", test_files_env },
 		{ "ignore", test_ignore }, { "package_id", test_package_id },
 		{ "package_links", test_package_links_globs }, { "package_git", test_package_git },
-		{ "records", test_records }, { "tar", test_tar },
+		{ "records", test_records }, { "tar", test_tar }, { "patterns", test_patterns },
+		{ "package_patterns", test_package_patterns }, { "limits", test_limits },
 	};
 	size_t i;
 	if (argc != 3 || chdir(argv[2]) < 0) {

@@ -155,9 +155,9 @@ grep -qx "PBX_TASK_INDEX=0" "$R/0/env.txt" || fail "PBX_TASK_INDEX missing"
 grep -qx "PBX_REPEAT=0" "$R/0/env.txt" || fail "PBX_REPEAT missing"
 grep -qx "PBX_TASK_DIR=$R/0" "$R/0/env.txt" || fail "PBX_TASK_DIR missing"
 grep -qx "PBX_EXPERIMENT=states" "$R/0/env.txt" || fail "PBX_EXPERIMENT missing"
-grep -q '^=== pbx task 0 attempt 1 node node1 job 77_0 start [0-9]* ===$' "$R/0/stdout" ||
-	fail "no attempt header in stdout"
-grep -qx fine "$R/0/stdout" || fail "program stdout missing"
+grep -q '^=== pbx task 0 attempt 1 node node1 job 77_0 start [0-9]* ===$' "$R/0/stderr" ||
+	fail "no attempt header in stderr"
+[ "$(cat "$R/0/stdout")" = fine ] || fail "stdout is not exactly the program's stdout"
 pass "COMPLETED; env, cwd, code links, outputs in the task dir"
 
 set +e
@@ -171,7 +171,8 @@ set +e
 run_task "$T/pkg2" "$T/run2" 1 SLURM_RESTART_COUNT=2
 set -e
 check_status "$R/1/status" "1 FAILED 3 node1 3 [0-9]+ [0-9]+ 77_1"
-[ "$(grep -c '^=== pbx task 1 attempt' "$R/1/stdout")" -eq 2 ] || fail "stdout not appended per attempt"
+[ "$(grep -c '^=== pbx task 1 attempt .* start' "$R/1/stderr")" -eq 2 ] || fail "stderr not appended per attempt"
+[ "$(grep -cx failing "$R/1/stderr")" -eq 2 ] || fail "the program's stderr of each attempt not kept"
 pass "exit 3 gives FAILED 3; a requeued attempt counts 3 and appends"
 
 # signal_task INDEX SIGNAL MARKER: runs the task in the background, signals

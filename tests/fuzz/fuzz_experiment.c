@@ -2,8 +2,10 @@
  * fuzz_experiment.c - libFuzzer target for experiment files: any bytes go
  * through pbx_experiment_parse (yamltree, sweep expansion, random draws,
  * resources, placeholders); a file that loads has the commands, point JSON
- * and task records of its first and last points built and checked, and a
- * resource override tried.  Nothing touches the file system.
+ * and task records of its first and last points built and checked (no
+ * command past PBX_EXPERIMENT_MAX_COMMAND), a resource override tried, and
+ * its files/outputs patterns run through the matcher (pattern.c) against a
+ * few paths and themselves.  Nothing touches the file system.
  */
 #include "experiment/experiment.h"
 #include "experiment/package.h"
@@ -22,7 +24,7 @@ static void fuzz_point(const struct pbx_experiment *e, size_t i)
 	char *json = pbx_experiment_point_json(e, i);
 	const char *rec;
 	size_t len;
-	if (!cmd || !json || json[0] != '{')
+	if (!cmd || !json || json[0] != '{' || strlen(cmd) > PBX_EXPERIMENT_MAX_COMMAND)
 		abort();
 	if (pbx_package_records(e, i, 1, &dat, &idx, &err) == 0 &&
 	    (pbx_package_record(dat.buf, dat.len, idx.buf, idx.len, 0, &rec, &len) < 0 ||
@@ -32,6 +34,22 @@ static void fuzz_point(const struct pbx_experiment *e, size_t i)
 	pbx_buf_release(&idx);
 	free(cmd);
 	free(json);
+}
+
+static void fuzz_patterns(char **pats, const int *lines, size_t n)
+{
+	static const char *const paths[] = { "", "a", "a/b", ".x", "d/x.bin", NULL };
+	size_t k, j;
+	for (k = 0; k < n; k++) {
+		if (lines[k] < 1)
+			abort();
+		for (j = 0; paths[j]; j++) {
+			pbx_pattern_match(pats[k], paths[j], j % 2);
+			pbx_pattern_may_enter(pats[k], paths[j]);
+		}
+		pbx_pattern_match(pats[k], pats[k], false);
+		pbx_pattern_may_enter(pats[k], pats[k]);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -50,6 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	fuzz_point(e, 0);
 	fuzz_point(e, e->npoints - 1);
+	fuzz_patterns(e->files, e->files_lines, e->nfiles);
+	fuzz_patterns(e->outputs, e->outputs_lines, e->noutputs);
 	pbx_experiment_override_resource(e, "gres", "gpu:1", &err);
 	args = pbx_experiment_sbatch_args(e, &n);
 	for (i = 0; i < n; i++) {

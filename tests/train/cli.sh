@@ -26,6 +26,13 @@ printf 'model:\n  layers:\n    - {type: conv, filters: 8}\n    - {type: warp}\n'
 expect 2 "layer.yaml:4: key 'model.layers\[1\]': unknown layer type 'warp'" -- "$BIN" "$W/layer.yaml"
 printf 'epochs: [1\n' > "$W/syntax.yaml"
 expect 2 "syntax.yaml:" -- "$BIN" "$W/syntax.yaml"
+# not a regular file: refused before reading (time capped, and memory but
+# under ASan, as reading /dev/zero would go on until memory runs out)
+cap="ulimit -v 1048576;"
+ldd "$BIN" 2>/dev/null | grep -q libasan && cap=
+expect 2 "/dev/zero: not a regular file" -- sh -c "$cap exec timeout -k 5 20 \"\$0\" /dev/zero" "$BIN"
+mkfifo "$W/fifo"
+expect 2 "fifo: not a regular file" -- timeout -k 5 20 "$BIN" "$W/fifo"
 expect 2 "key 'model': unknown model 'resnet'" -- "$BIN" - --set model=resnet
 expect 2 "\-\-set: key 'epochs': expected an integer" -- "$BIN" - --set epochs=x
 S="--set dataset=synthetic --set synthetic_n=64 --set test_subset=32 --set batch_size=32 --set epochs=1"
@@ -43,6 +50,7 @@ if [ "$got" = '"epoch":1 "epoch":2 "test_loss" "test_acc" "epoch":3 "test_loss" 
 else
 	echo "not ok: test metrics where not evaluated: $got"; fail=1
 fi
+expect 2 "cannot resume: $W/fifo: not a regular file" -- timeout -k 5 20 "$BIN" - $S --set output_dir="$W/m4" --set resume="$W/fifo"
 # a layer-list model from YAML trains
 printf 'model:\n  layers:\n    - {type: conv, filters: 4, kernel: 3, pad: 1}\n    - bn\n    - relu\n    - {type: avgpool, size: 2}\n    - {type: lrn, size: 3}\n    - flatten\n    - {linear: {out: 16}}\n    - gelu\n    - linear\n' > "$W/layers.yaml"
 expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set output_dir="$W/m3"
