@@ -670,8 +670,12 @@ render_conf "$STAGE_DIR/slurm.conf" "$NEW"
 install_new "$CONF" 0644
 conf_changed=$CHANGED
 
-# gres.conf: the GPUs this node really has (systemd) or placeholder device
-# files (direct: slurmd registers the count of files; Count= alone gives 0).
+# gres.conf: the GPUs this node really has (systemd) or stand-in device
+# files (direct).  slurmd registers one GPU per File= (Count= alone gives
+# 0), and binds and exports GPU indices (CUDA_VISIBLE_DEVICES,
+# SLURM_JOB_GPUS) only for files that are character devices: each stand-in
+# is a link to /dev/null (no mknod, so no privilege needed), and the index
+# is the number its name ends in, as for /dev/nvidiaN.
 if [ "$MODE" = systemd ]; then
 	if [ "$GPUS" -gt 0 ]; then
 		command -v nvidia-smi >/dev/null 2>&1 ||
@@ -687,10 +691,17 @@ if [ "$MODE" = systemd ]; then
 else
 	found=$GPUS
 	DEV_BASE=$ROOT/dev/nvidia
+	devs_changed=0
 	if [ "$GPUS" -gt 0 ]; then
 		i=0
 		while [ "$i" -lt "$GPUS" ]; do
-			[ -e "$DEV_BASE$i" ] || : >"$DEV_BASE$i"
+			if [ ! -L "$DEV_BASE$i" ]; then
+				# (a plain file left by an older bootstrap gave no
+				# indices; a slurmd that loaded it restarts below)
+				[ ! -e "$DEV_BASE$i" ] || rm -f "$DEV_BASE$i"
+				ln -s /dev/null "$DEV_BASE$i"
+				devs_changed=1
+			fi
 			i=$((i + 1))
 		done
 	fi
@@ -706,6 +717,7 @@ begin_new "$GRES_CONF"
 } >"$NEW"
 install_new "$GRES_CONF" 0644
 gres_changed=$CHANGED
+[ "${devs_changed:-0}" = 0 ] || gres_changed=1
 
 if [ "$MODE" = systemd ] && [ "$SLURM_USER" != root ] && [ "$ROLE" = head ]; then
 	[ -z "$state_dir" ] || chown -R "$SLURM_USER:" "$state_dir"
