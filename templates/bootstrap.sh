@@ -21,7 +21,9 @@
 #                   compute nodes wait on it before asking for slurmctld
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
-# PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).
+# PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).  For tests only:
+# PBX_TEST_PROC, a directory standing in for /proc/self (its `mounts` and
+# `cgroup` files) in the cgroup check.
 #
 # stdout carries only lines for pbx: "PBX-STAGE <stage>" as each stage of
 # `up` begins, "PBX-ERROR <message>" on failure (exit status non-zero), and
@@ -468,6 +470,49 @@ make_dirs() {
 	MK_0755='' MK_0700='' FIX_0755='' FIX_0700=''
 }
 
+# cgroup_problem: CGROUP_WHY = why slurmd cannot start on this machine for
+# want of cgroups, in one line, or "" when nothing is known to be missing.
+# slurmd 22.05 sets up its cgroup plugin whatever slurm.conf says, and
+# exits (after pbx has waited for its pid file) unless /sys/fs/cgroup is
+# cgroup v2 with this process in no v1 hierarchy ("Hybrid mode is not
+# supported"), or a tmpfs of v1 hierarchies with /sys/fs/cgroup/systemd
+# ("No filesystem mounted on /sys/fs/cgroup" where a chroot or container
+# has none).  Reads the mount table, no fork.
+cgroup_problem() {
+	CGROUP_WHY=
+	proc=${PBX_TEST_PROC:-/proc/self}
+	[ -r "$proc/mounts" ] || return 0 # cannot tell: slurmd will say
+	top='' sysd=''
+	while read -r _ mp type _; do
+		case $mp in
+		/sys/fs/cgroup) top=$type ;; # the last mount there wins
+		/sys/fs/cgroup/systemd) sysd=$type ;;
+		esac
+	done <"$proc/mounts"
+	case $top in
+	'')
+		CGROUP_WHY="slurmd needs a cgroup filesystem at /sys/fs/cgroup and none is mounted (in a chroot: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it; elsewhere: mount -t cgroup2 none /sys/fs/cgroup)"
+		;;
+	cgroup2)
+		v1=
+		if [ -r "$proc/cgroup" ]; then
+			while IFS= read -r line; do
+				case $line in 0::*) ;; *) v1=${line#*:} ;; esac
+			done <"$proc/cgroup"
+		fi
+		[ -z "$v1" ] ||
+			CGROUP_WHY="slurmd 22.05 refuses cgroup v2 at /sys/fs/cgroup while this process is also in cgroup v1 hierarchies (${v1%%:*}); in a chroot, mount the host's: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it"
+		;;
+	tmpfs)
+		[ "$sysd" = cgroup ] ||
+			CGROUP_WHY="slurmd needs cgroup v2 at /sys/fs/cgroup, or cgroup v1 with its name=systemd hierarchy at /sys/fs/cgroup/systemd, which is not mounted (in a chroot: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it)"
+		;;
+	*)
+		CGROUP_WHY="slurmd needs cgroup v2 (or a tmpfs of cgroup v1 hierarchies) at /sys/fs/cgroup, which is $top"
+		;;
+	esac
+}
+
 # ---------------------------------------------------------------- status / down
 
 do_status() {
@@ -588,6 +633,11 @@ else
 		command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
 	done
 	[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing (apt-get install slurm-wlm munge)"
+fi
+# Said before anything starts, rather than "slurmd did not start" later.
+if [ "$ROLE" = compute ]; then
+	cgroup_problem
+	[ -z "$CGROUP_WHY" ] || die "$CGROUP_WHY"
 fi
 
 # ---- directories: every one this node needs, made at once
