@@ -1,8 +1,8 @@
 #!/bin/sh
 # t0010-demo-failure.sh - a scripts/demo.sh that fails part-way stops the
 # cluster it started (no sshd, munged, slurmctld or slurmd left, no port)
-# and prints the command that does it; with --keep it leaves the cluster
-# up and prints the same command.  Where `unshare -m` works, the demo in a
+# and prints the command that does it; so does a demo sent TERM while it
+# runs; with --keep it leaves the cluster up and prints the same command.  Where `unshare -m` works, the demo in a
 # mount namespace without /sys/fs/cgroup (a chroot, a container) fails with
 # the one-line reason, and cleans up too.
 # The demo's cluster `local` is redefined with GPU-less nodes, so its
@@ -51,6 +51,28 @@ run_pbx cluster stop local
 ok $rc "the printed command stops it: $errout"
 is "$(procs_mentioning "$CDIR/")" "" "no process of the cluster is left after it"
 DEMO_ARGS=
+
+# A demo stopped while it runs (TERM to its process group, as a terminal's
+# Ctrl-C reaches all of it; INT cannot be sent here: a background job
+# ignores it) stops the cluster too.  GPU nodes now, so the demo runs on
+# into `pbx state --watch`.
+local_cluster local 127.0.73.0 23730 21730 "{ name: node, count: 2, gpus: 2 }"
+env PBX="$PBX" setsid sh "$PBX_SOURCE_DIR/scripts/demo.sh" >"$TEST_TMP/demo.out" 2>&1 &
+demo_pid=$!
+i=0
+until grep -q '^== pbx state --watch' "$TEST_TMP/demo.out" || [ "$i" -ge 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+is "$(ps -o pgid= -p "$demo_pid" | tr -d ' ')" "$demo_pid" "the demo runs in a process group of its own"
+/bin/kill -s TERM -- "-$demo_pid"
+rc=0
+wait "$demo_pid" || rc=$?
+is "$rc" 143 "a demo sent TERM during pbx state --watch exits 143"
+grep -qxF "    $STOP" "$TEST_TMP/demo.out"
+ok $? "... prints the command that stops the cluster"
+is "$(procs_mentioning "$CDIR/")" "" "... and no process of the cluster is left"
+is "$(ports_left)" "0" "... nor a port"
 
 if unshare -m true 2>/dev/null; then
 	cat >"$TEST_TMP/nocg.sh" <<'EOF'
