@@ -131,7 +131,7 @@ wait_idle node1 node2
 # GPUs, held at a barrier until all 4 run at once, so the two tasks on a
 # node hold its two GPUs together; SLURM must give them different indices
 # (CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS), as on a real GPU node.
-[ "$(readlink "$T/nodes/node1/dev/nvidia1")" = /dev/null ] && [ -c "$T/nodes/node1/dev/nvidia1" ] ||
+{ [ "$(readlink "$T/nodes/node1/dev/nvidia1")" = /dev/null ] && [ -c "$T/nodes/node1/dev/nvidia1" ]; } ||
 	fail "node1's GRES file nvidia1 is not a character device: $(ls -l "$T/nodes/node1/dev" 2>&1)"
 # shellcheck disable=SC2016 # expanded by the job's shell
 job=$(sbatch --parsable -a 1-4 --gres=gpu:1 -D "$T/shared" -o "$T/shared/out-%a.txt" \
@@ -240,6 +240,20 @@ grep -q "the head's bootstrap failed: not waiting for slurmctld" "$T/out/node1.f
 ! grep -q 'slurmctld does not answer' "$T/out/node1.failed.err" ||
 	fail "up after a failed head waited for slurmctld"
 pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid" "$T/nodes/node1/run/munge/munged.pid")"
+# ---- GPU files left as plain files by an older bootstrap (no GPU indices)
+# become links to /dev/null, and the slurmd that loaded them restarts
+old_slurmd=$(pid_of node1 slurmd-node1)
+rm -f "$T/nodes/node1/dev/nvidia0" "$T/nodes/node1/dev/nvidia1"
+: >"$T/nodes/node1/dev/nvidia0"
+: >"$T/nodes/node1/dev/nvidia1"
+env_for node1 env PBX_CTLD_LOCK="$T/ctld.lock" PBX_STOP_WAIT=1 PBX_RESUME_WAIT=1 sh "$BOOT" up \
+	>"$T/out/node1.olddev.out" 2>"$T/out/node1.olddev.err" ||
+	fail "up over plain GPU files: $(cat "$T/out/node1.olddev.out")"
+{ [ -c "$T/nodes/node1/dev/nvidia0" ] && [ -c "$T/nodes/node1/dev/nvidia1" ]; } ||
+	fail "plain GPU files were not replaced: $(ls -l "$T/nodes/node1/dev")"
+[ "$(pid_of node1 slurmd-node1)" != "$old_slurmd" ] ||
+	fail "slurmd was not restarted after its GPU files changed"
+pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid")"
 # (slurmd, unable to tell a slurmctld it is leaving, ignores TERM: KILL after 1 s)
 env_for node1 env PBX_STOP_WAIT=1 sh "$BOOT" down >/dev/null 2>"$T/out/node1.down2.err"
 for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "pid $p still alive after down"; done
