@@ -1,8 +1,12 @@
 #!/bin/sh
 # install-deps.sh - installs every Debian package pbx needs to build, run
 # its local cluster and run its tests, on a fresh Debian 12 (run as root).
+# It prints a few lines; apt-get's full output goes to a log file whose
+# path it prints (PBX_DEPS_LOG, default /var/log/pbx-install-deps.log).
+# When apt-get fails it prints the end of that log and exits non-zero.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
+log=${PBX_DEPS_LOG:-/var/log/pbx-install-deps.log}
 packages="
   cmake make gcc g++ pkg-config git ca-certificates
   libcurl4-openssl-dev libjansson-dev libssh2-1-dev libyaml-dev libsqlite3-dev
@@ -10,18 +14,37 @@ packages="
   slurm-wlm munge openssh-server openssh-client
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core
-  procps iproute2 psmisc sqlite3 rsync
+  procps iproute2 psmisc sqlite3 rsync man-db
   dataset-fashion-mnist
 "
+
+# apt CMD...: apt-get CMD..., its output appended to the log; on failure
+# the end of the log, and exit 1.
+apt() {
+	if ! apt-get "$@" </dev/null >>"$log" 2>&1; then
+		echo "install-deps: apt-get $1 failed; the end of $log:" >&2
+		tail -n 25 "$log" >&2
+		exit 1
+	fi
+}
+
 missing=
+n=0
 for p in $packages; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
+	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed'; then
+		missing="$missing $p"
+		n=$((n + 1))
+	fi
 done
 if [ -n "$missing" ]; then
-	echo "installing:$missing"
-	apt-get update -qq
+	mkdir -p "$(dirname "$log")"
+	echo "installing:$missing" >"$log"
+	echo "installing $n Debian packages (a few minutes on a fresh machine; apt-get's output goes to $log)"
+	t0=$(date +%s)
+	apt update
 	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $missing
+	apt install -y --no-install-recommends $missing
+	echo "installed $n packages in $(($(date +%s) - t0)) s"
 fi
 # Debian starts munge/slurm services on install where systemd runs; pbx
 # runs its own daemons per cluster, so stop any that were started.

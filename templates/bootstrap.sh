@@ -21,7 +21,9 @@
 #                   compute nodes wait on it before asking for slurmctld
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
-# PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).
+# PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).  For tests only:
+# PBX_TEST_PROC, a directory standing in for /proc/self (its `mounts` and
+# `cgroup` files) in the cgroup check.
 #
 # stdout carries only lines for pbx: "PBX-STAGE <stage>" as each stage of
 # `up` begins, "PBX-ERROR <message>" on failure (exit status non-zero), and
@@ -468,6 +470,49 @@ make_dirs() {
 	MK_0755='' MK_0700='' FIX_0755='' FIX_0700=''
 }
 
+# cgroup_problem: CGROUP_WHY = why slurmd cannot start on this machine for
+# want of cgroups, in one line, or "" when nothing is known to be missing.
+# slurmd 22.05 sets up its cgroup plugin whatever slurm.conf says, and
+# exits (after pbx has waited for its pid file) unless /sys/fs/cgroup is
+# cgroup v2 with this process in no v1 hierarchy ("Hybrid mode is not
+# supported"), or a tmpfs of v1 hierarchies with /sys/fs/cgroup/systemd
+# ("No filesystem mounted on /sys/fs/cgroup" where a chroot or container
+# has none).  Reads the mount table, no fork.
+cgroup_problem() {
+	CGROUP_WHY=
+	proc=${PBX_TEST_PROC:-/proc/self}
+	[ -r "$proc/mounts" ] || return 0 # cannot tell: slurmd will say
+	top='' sysd=''
+	while read -r _ mp type _; do
+		case $mp in
+		/sys/fs/cgroup) top=$type ;; # the last mount there wins
+		/sys/fs/cgroup/systemd) sysd=$type ;;
+		esac
+	done <"$proc/mounts"
+	case $top in
+	'')
+		CGROUP_WHY="slurmd needs a cgroup filesystem at /sys/fs/cgroup and none is mounted (in a chroot: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it; elsewhere: mount -t cgroup2 none /sys/fs/cgroup)"
+		;;
+	cgroup2)
+		v1=
+		if [ -r "$proc/cgroup" ]; then
+			while IFS= read -r line; do
+				case $line in 0::*) ;; *) v1=${line#*:} ;; esac
+			done <"$proc/cgroup"
+		fi
+		[ -z "$v1" ] ||
+			CGROUP_WHY="slurmd 22.05 refuses cgroup v2 at /sys/fs/cgroup while this process is also in cgroup v1 hierarchies (${v1%%:*}); in a chroot, mount the host's: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it"
+		;;
+	tmpfs)
+		[ "$sysd" = cgroup ] ||
+			CGROUP_WHY="slurmd needs cgroup v2 at /sys/fs/cgroup, or cgroup v1 with its name=systemd hierarchy at /sys/fs/cgroup/systemd, which is not mounted (in a chroot: mount --rbind /sys/fs/cgroup CHROOT/sys/fs/cgroup from outside it)"
+		;;
+	*)
+		CGROUP_WHY="slurmd needs cgroup v2 (or a tmpfs of cgroup v1 hierarchies) at /sys/fs/cgroup, which is $top"
+		;;
+	esac
+}
+
 # ---------------------------------------------------------------- status / down
 
 do_status() {
@@ -589,6 +634,11 @@ else
 	done
 	[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing (apt-get install slurm-wlm munge)"
 fi
+# Said before anything starts, rather than "slurmd did not start" later.
+if [ "$ROLE" = compute ]; then
+	cgroup_problem
+	[ -z "$CGROUP_WHY" ] || die "$CGROUP_WHY"
+fi
 
 # ---- directories: every one this node needs, made at once
 # (slurm.conf's paths are read from the stage, with @ROOT@ made ROOT).
@@ -670,8 +720,12 @@ render_conf "$STAGE_DIR/slurm.conf" "$NEW"
 install_new "$CONF" 0644
 conf_changed=$CHANGED
 
-# gres.conf: the GPUs this node really has (systemd) or placeholder device
-# files (direct: slurmd registers the count of files; Count= alone gives 0).
+# gres.conf: the GPUs this node really has (systemd) or stand-in device
+# files (direct).  slurmd registers one GPU per File= (Count= alone gives
+# 0), and binds and exports GPU indices (CUDA_VISIBLE_DEVICES,
+# SLURM_JOB_GPUS) only for files that are character devices: each stand-in
+# is a link to /dev/null (no mknod, so no privilege needed), and the index
+# is the number its name ends in, as for /dev/nvidiaN.
 if [ "$MODE" = systemd ]; then
 	if [ "$GPUS" -gt 0 ]; then
 		command -v nvidia-smi >/dev/null 2>&1 ||
@@ -687,10 +741,17 @@ if [ "$MODE" = systemd ]; then
 else
 	found=$GPUS
 	DEV_BASE=$ROOT/dev/nvidia
+	devs_changed=0
 	if [ "$GPUS" -gt 0 ]; then
 		i=0
 		while [ "$i" -lt "$GPUS" ]; do
-			[ -e "$DEV_BASE$i" ] || : >"$DEV_BASE$i"
+			if [ ! -L "$DEV_BASE$i" ]; then
+				# (a plain file left by an older bootstrap gave no
+				# indices; a slurmd that loaded it restarts below)
+				[ ! -e "$DEV_BASE$i" ] || rm -f "$DEV_BASE$i"
+				ln -s /dev/null "$DEV_BASE$i"
+				devs_changed=1
+			fi
 			i=$((i + 1))
 		done
 	fi
@@ -706,6 +767,7 @@ begin_new "$GRES_CONF"
 } >"$NEW"
 install_new "$GRES_CONF" 0644
 gres_changed=$CHANGED
+[ "${devs_changed:-0}" = 0 ] || gres_changed=1
 
 if [ "$MODE" = systemd ] && [ "$SLURM_USER" != root ] && [ "$ROLE" = head ]; then
 	[ -z "$state_dir" ] || chown -R "$SLURM_USER:" "$state_dir"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Direct mode for real (no SSH): a head and two compute node bodies on this
 # machine, each with its own prefix, brought up by templates/bootstrap.sh in
-# parallel; a GPU array job; repair of a killed slurmd without touching the
+# parallel; a GPU array job whose tasks on one node get different GPU
+# indices; repair of a killed slurmd without touching the
 # healthy daemons (held back while PBX_CTLD_LOCK is held); status; down
 # leaves no process and no listening port.
 # Addresses 127.0.3.1-3, ports 18500-18519 (reserved for this test).
@@ -126,10 +127,19 @@ wait_idle node1 node2
 ) || fail "env.sh of node2"
 [ -d "$T/shared" ] || fail "shared dir"
 
-# ---- an array job that needs one GPU per task
+# ---- an array job that needs one GPU per task: 4 tasks on 2 nodes x 2
+# GPUs, held at a barrier until all 4 run at once, so the two tasks on a
+# node hold its two GPUs together; SLURM must give them different indices
+# (CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS), as on a real GPU node.
+{ [ "$(readlink "$T/nodes/node1/dev/nvidia1")" = /dev/null ] && [ -c "$T/nodes/node1/dev/nvidia1" ]; } ||
+	fail "node1's GRES file nvidia1 is not a character device: $(ls -l "$T/nodes/node1/dev" 2>&1)"
 # shellcheck disable=SC2016 # expanded by the job's shell
 job=$(sbatch --parsable -a 1-4 --gres=gpu:1 -D "$T/shared" -o "$T/shared/out-%a.txt" \
-	--wrap 'echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME"') || fail "sbatch"
+	--wrap 'touch "started-$SLURM_ARRAY_TASK_ID"; n=0
+		while [ "$(ls started-* | wc -l)" -lt 4 ] && [ "$n" -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+		echo "task $SLURM_ARRAY_TASK_ID on $SLURMD_NODENAME" \
+			"cuda=${CUDA_VISIBLE_DEVICES:-none} job_gpus=${SLURM_JOB_GPUS:-none} together=$(ls started-* | wc -l)"') ||
+	fail "sbatch"
 i=0
 while [ -n "$(squeue -h -j "$job" -o %i 2>/dev/null)" ]; do
 	i=$((i + 1))
@@ -137,9 +147,15 @@ while [ -n "$(squeue -h -j "$job" -o %i 2>/dev/null)" ]; do
 	sleep 0.5
 done
 for a in 1 2 3 4; do
-	grep -Eq "^task $a on node[12]$" "$T/shared/out-$a.txt" 2>/dev/null || fail "array task $a output"
+	grep -Eq "^task $a on node[12] cuda=[01] job_gpus=[01] together=4$" "$T/shared/out-$a.txt" 2>/dev/null ||
+		fail "array task $a: $(cat "$T/shared/out-$a.txt" 2>&1) (want cuda=0|1 job_gpus=0|1 together=4)"
 done
-note "array job $job with --gres=gpu:1 completed"
+for n in node1 node2; do
+	got=$(cat "$T"/shared/out-*.txt | sed -n "s/^task [0-9] on $n cuda=\([01]\) job_gpus=\1 .*/\1/p" |
+		sort | tr '\n' ' ')
+	[ "$got" = "0 1 " ] || fail "the two tasks on $n did not get GPUs 0 and 1 (got '$got'): $(cat "$T"/shared/out-*.txt)"
+done
+note "array job $job with --gres=gpu:1: 4 tasks at once, GPUs 0 and 1 on each node"
 
 # ---- kill one slurmd; up again repairs only that
 ctld=$(pid_of head slurmctld)
@@ -224,6 +240,20 @@ grep -q "the head's bootstrap failed: not waiting for slurmctld" "$T/out/node1.f
 ! grep -q 'slurmctld does not answer' "$T/out/node1.failed.err" ||
 	fail "up after a failed head waited for slurmctld"
 pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid" "$T/nodes/node1/run/munge/munged.pid")"
+# ---- GPU files left as plain files by an older bootstrap (no GPU indices)
+# become links to /dev/null, and the slurmd that loaded them restarts
+old_slurmd=$(pid_of node1 slurmd-node1)
+rm -f "$T/nodes/node1/dev/nvidia0" "$T/nodes/node1/dev/nvidia1"
+: >"$T/nodes/node1/dev/nvidia0"
+: >"$T/nodes/node1/dev/nvidia1"
+env_for node1 env PBX_CTLD_LOCK="$T/ctld.lock" PBX_STOP_WAIT=1 PBX_RESUME_WAIT=1 sh "$BOOT" up \
+	>"$T/out/node1.olddev.out" 2>"$T/out/node1.olddev.err" ||
+	fail "up over plain GPU files: $(cat "$T/out/node1.olddev.out")"
+{ [ -c "$T/nodes/node1/dev/nvidia0" ] && [ -c "$T/nodes/node1/dev/nvidia1" ]; } ||
+	fail "plain GPU files were not replaced: $(ls -l "$T/nodes/node1/dev")"
+[ "$(pid_of node1 slurmd-node1)" != "$old_slurmd" ] ||
+	fail "slurmd was not restarted after its GPU files changed"
+pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid")"
 # (slurmd, unable to tell a slurmctld it is leaving, ignores TERM: KILL after 1 s)
 env_for node1 env PBX_STOP_WAIT=1 sh "$BOOT" down >/dev/null 2>"$T/out/node1.down2.err"
 for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "pid $p still alive after down"; done
