@@ -38,6 +38,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 
 cpu_s() {   # CPU seconds so far
 	if [ -r "$CG/cpuacct.usage" ]; then

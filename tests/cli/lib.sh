@@ -78,6 +78,7 @@ LCEOF
 	chmod 600 "$PBX_HOME/config.yaml"
 	LC_NAME=$1
 	trap 'cleanup_cluster' EXIT
+	trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 }
 
 cleanup_cluster() {
