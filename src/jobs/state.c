@@ -248,12 +248,8 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 		   struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
-	struct pbx_slurm_limits lim = { 1001, 10000 };
-	struct jobs_output o;
 	int64_t *idx;
-	size_t nt, n = 0, i, nargs = 0, narrays = 0;
-	char **args = NULL, **job_ids = NULL;
-	json_t *res;
+	size_t nt, n = 0, i;
 	int rc;
 	*count = 0;
 	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0)
@@ -267,33 +263,9 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 		free(idx);
 		return 0;
 	}
-	rc = jobs_remote(t->cluster, "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) '",
-			 NULL, &o, err);
-	if (rc == 0) {
-		rc = pbx_scontrol_limits_parse(o.out.buf, o.out.len, &lim, err);
-		jobs_output_release(&o);
-	}
-	if (rc == 0) {
-		res = json_loads(t->sub.resources_json, 0, NULL);
-		nargs = res ? json_array_size(res) : 0;
-		args = xcalloc(nargs ? nargs : 1, sizeof(char *));
-		for (i = 0; i < nargs; i++)
-			args[i] = xstrdup(json_string_value(json_array_get(res, i)) ?
-					  json_string_value(json_array_get(res, i)) : "");
-		json_decref(res);
-		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
-				 lim.max_array_size < lim.max_job_count ? lim.max_array_size
-									: lim.max_job_count,
-				 0, (const char *const *)args, nargs, NULL, &job_ids, &narrays, err);
-	}
+	rc = jobs_resubmit(st, t, idx, n, err);
 	if (rc == 0)
 		*count = n;
-	for (i = 0; i < nargs; i++)
-		free(args[i]);
-	free(args);
-	for (i = 0; i < narrays; i++)
-		free(job_ids[i]);
-	free(job_ids);
 	free(idx);
 	return rc;
 }

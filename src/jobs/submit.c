@@ -3,6 +3,10 @@
  * and what already exists there (one round trip), then push the package
  * once and submit all arrays (a second round trip).
  *
+ * The options submitted (resources, throttle, launcher: src/slurm/sbatch.h)
+ * are stored whole with the submission; `rerun` reads them back and uses
+ * the same probe.
+ *
  * Never twice: an array is recorded as "planned" before sbatch runs and
  * carries --comment=pbx:PKG:ROW.  A later parrun adopts planned arrays that
  * squeue shows (the answer was lost) and tasks whose directory exists (they
@@ -23,6 +27,32 @@
 
 /* -------------------------------------------------------------- record */
 
+/* The options e's tasks are submitted with: e's resources with the
+ * launcher resolved for its kind.  *o released with pbx_sbatch_opts_free. */
+static int jobs_opts_of(const struct pbx_experiment *e, struct pbx_sbatch_opts *o,
+			struct pbx_err *err)
+{
+	char *json = pbx_sbatch_opts_json(&e->res);
+	int rc = pbx_sbatch_opts_from_json(json, o, err);
+	free(json);
+	if (rc == 0)
+		o->launcher = pbx_sbatch_opts_launcher(&e->res, e->command == NULL);
+	return rc;
+}
+
+/* jobs_opts_of as the JSON the store keeps; caller frees. */
+static char *jobs_opts_json(const struct pbx_experiment *e)
+{
+	struct pbx_sbatch_opts o;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *json;
+	if (jobs_opts_of(e, &o, &err) < 0)   /* e's options were checked at load */
+		return pbx_sbatch_opts_json(&e->res);
+	json = pbx_sbatch_opts_json(&o);
+	pbx_sbatch_opts_free(&o);
+	return json;
+}
+
 static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 			 const struct pbx_experiment *e, const struct pbx_package *p,
 			 struct pbx_submission_row *sub, struct pbx_err *err)
@@ -30,8 +60,7 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 	struct pbx_package_row row = {0};
 	struct pbx_submission_row s = {0};
 	char **params = NULL, *dir = NULL, *res = NULL;
-	size_t i, nargs = 0;
-	char **args;
+	size_t i;
 	int64_t id;
 	int rc;
 
@@ -53,16 +82,8 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 		if (err->code != PBX_EXIT_NOTFOUND) {
 			rc = -1;
 		} else {
-			json_t *rj = json_array();
 			pbx_err_clear(err);
-			args = pbx_experiment_sbatch_args(e, &nargs);
-			for (i = 0; i < nargs; i++) {
-				json_array_append_new(rj, json_string(args[i]));
-				free(args[i]);
-			}
-			free(args);
-			res = json_dumps(rj, JSON_COMPACT);
-			json_decref(rj);
+			res = jobs_opts_json(e);
 			params = xcalloc(e->npoints, sizeof(char *));
 			for (i = 0; i < e->npoints; i++)
 				params[i] = pbx_experiment_point_json(e, i);
@@ -94,16 +115,8 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 
 /* --------------------------------------------------------------- probe */
 
-struct parrun_probe {
-	struct pbx_slurm_limits limits;
-	int pushed;                    /* the package is complete on the cluster */
-	struct pbx_buf live;           /* squeue "%F %k" lines */
-	unsigned char *has_dir;        /* per task: its directory exists */
-	size_t ntasks;
-};
-
-static int parrun_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
-			struct parrun_probe *pr, struct pbx_err *err)
+int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks, struct jobs_probe *pr,
+	       struct pbx_err *err)
 {
 	struct jobs_output o;
 	struct pbx_buf script = PBX_BUF_INIT;
@@ -165,8 +178,23 @@ static int parrun_probe(struct pbx_cluster *c, const char *short_id, size_t ntas
 	return 0;
 }
 
+void jobs_probe_release(struct jobs_probe *pr)
+{
+	free(pr->has_dir);
+	pr->has_dir = NULL;
+	pbx_buf_release(&pr->live);
+}
+
+long jobs_probe_chunk(const struct jobs_probe *pr)
+{
+	long chunk = pr->limits.max_array_size;
+	if (pr->limits.max_job_count < chunk)
+		chunk = pr->limits.max_job_count;
+	return chunk;
+}
+
 /* The array job id squeue shows for comment pbx:SHORT:ROW, or NULL. */
-static char *probe_live_job(const struct parrun_probe *pr, const char *short_id, int64_t row)
+static char *probe_live_job(const struct jobs_probe *pr, const char *short_id, int64_t row)
 {
 	char want[128];
 	const char *p = pr->live.buf;
@@ -184,7 +212,7 @@ static char *probe_live_job(const struct parrun_probe *pr, const char *short_id,
 /* Sends the tasks of an array that never reached SLURM back to NEW,
  * except those whose directory shows they ran. */
 static int parrun_revert(struct pbx_store *st, const struct pbx_submission_row *sub,
-			 const struct pbx_array_row *a, const struct parrun_probe *pr,
+			 const struct pbx_array_row *a, const struct jobs_probe *pr,
 			 struct pbx_err *err)
 {
 	int64_t *idx;
@@ -203,7 +231,7 @@ static int parrun_revert(struct pbx_store *st, const struct pbx_submission_row *
 /* Adopts planned arrays that did reach SLURM (squeue shows their comment);
  * the others are "lost" and their tasks become NEW again. */
 static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *sub,
-			const char *short_id, const struct parrun_probe *pr, struct pbx_err *err)
+			const char *short_id, const struct jobs_probe *pr, struct pbx_err *err)
 {
 	struct pbx_array_row *arrays;
 	size_t n, i;
@@ -228,7 +256,7 @@ static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *s
 
 /* Tasks that still need submitting: state NEW and no sign that they ran. */
 static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row *sub,
-			  const struct parrun_probe *pr, int64_t **idx, size_t *n,
+			  const struct jobs_probe *pr, int64_t **idx, size_t *n,
 			  size_t *skipped, struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
@@ -254,11 +282,11 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 {
 	struct pbx_package *p = NULL;
 	struct pbx_submission_row sub = {0};
-	struct parrun_probe pr = {0};
+	struct jobs_probe pr = {0};
 	struct pbx_buf tar = PBX_BUF_INIT;
+	struct pbx_sbatch_opts opts = {0};
 	int64_t *idx = NULL;
-	size_t n = 0, nargs = 0, i;
-	char **args = NULL;
+	size_t n = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -270,7 +298,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		rc = parrun_record(st, c, e, p, &sub, err);
 	}
 	if (rc == 0) {
-		rc = parrun_probe(c, p->short_id, e->npoints, &pr, err);
+		rc = jobs_probe(c, p->short_id, e->npoints, &pr, err);
 		r->round_trips++;
 	}
 	if (rc == 0 && pbx_store_begin(st, err) == 0) {
@@ -288,29 +316,55 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		free(path);
 		r->pushed = rc == 0;
 	}
+	if (rc == 0 && n > 0)
+		rc = jobs_opts_of(e, &opts, err);
 	if (rc == 0 && n > 0) {
-		long chunk = pr.limits.max_array_size;
-		if (pr.limits.max_job_count < chunk)
-			chunk = pr.limits.max_job_count;
-		args = pbx_experiment_sbatch_args(e, &nargs);
-		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, chunk, e->throttle,
-				 (const char *const *)args, nargs, tar.len ? &tar : NULL, &r->job_ids,
-				 &r->arrays, err);
+		/* stored whole before sbatch runs: rerun submits what this did */
+		char *json = pbx_sbatch_opts_json(&opts);
+		rc = pbx_store_submission_set_resources(st, sub.id, json, err);
+		free(json);
+	}
+	if (rc == 0 && n > 0) {
+		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, jobs_probe_chunk(&pr), &opts,
+				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, err);
 		r->round_trips++;
 		if (rc == 0)
 			r->submitted = n;
 	}
 	if (rc == 0)
 		pbx_store_submission_set(st, sub.id, 1, "submitted", err);
-	for (i = 0; i < nargs; i++)
-		free(args[i]);
-	free(args);
+	pbx_sbatch_opts_free(&opts);
 	free(idx);
-	free(pr.has_dir);
-	pbx_buf_release(&pr.live);
+	jobs_probe_release(&pr);
 	pbx_buf_release(&tar);
 	pbx_submission_row_free(&sub);
 	pbx_package_free(p);
+	return rc;
+}
+
+/* -------------------------------------------------------------- rerun */
+
+int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t *idx, size_t n,
+		  struct pbx_err *err)
+{
+	struct jobs_probe pr = {0};
+	struct pbx_sbatch_opts opts;
+	char **job_ids = NULL;
+	size_t narrays = 0, i;
+	int rc;
+	if (pbx_sbatch_opts_from_json(t->sub.resources_json, &opts, err) < 0)
+		return -1;
+	if (opts.launcher == PBX_LAUNCHER_AUTO)   /* stores from before launchers */
+		opts.launcher = PBX_LAUNCHER_NONE;
+	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, &pr, err);
+	if (rc == 0)
+		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
+				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, err);
+	for (i = 0; i < narrays; i++)
+		free(job_ids[i]);
+	free(job_ids);
+	jobs_probe_release(&pr);
+	pbx_sbatch_opts_free(&opts);
 	return rc;
 }
 
