@@ -137,6 +137,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.srun_port_hi = l->srun_port_hi;
 	sc.slurm_user = l->slurm_user;
 	sc.extra = l->extra;
+	sc.cred_expire = l->cred_expire;
 	sc.max_array_size = c->spec.t ? c->spec.t->max_array_size : 0;
 	sc.max_job_count = c->spec.t ? c->spec.t->max_job_count : 0;
 	sc.nodes = sn;

@@ -95,7 +95,8 @@ char **pbx_experiment_sbatch_args(const struct pbx_experiment *e, size_t *n);
  * The shell command of point i: `command` with each {name} replaced by the
  * shell-quoted value ({repeat} is "0" when repeats == 1), {{ and }} by
  * single braces; for train experiments "pbx-train train.yaml" followed by
- * " --set 'name=value'" for each parameter but repeat.  Caller frees.
+ * " --set 'name=value'" for each parameter but repeat, then " --resume".
+ * Caller frees.
  */
 char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i);
 /* Point i's parameters as compact JSON {"name": "value", ...} (all values

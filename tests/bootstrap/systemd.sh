@@ -89,7 +89,7 @@ mkdir -p "$T/stage"
 sed -e "s|@CLUSTER@|c1|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "s|@CTLD_ADDR@|127.0.4.1|g" -e "s|@CTLD_PORT@|6817|g" \
 	-e "s|@SLURM_USER@|slurm|g" -e "s|@SRUN_PORTS@|60001-63000|g" \
-	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" \
+	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" -e "s|@AUTH_OPTIONS@||g" \
 	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
 head -c 1024 /dev/urandom >"$T/stage/munge.key"
 

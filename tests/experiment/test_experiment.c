@@ -327,7 +327,8 @@ static void test_train(void)
 	       "  \"layers\": [\n    \"relu\",\n    {\n      \"type\": \"linear\",\n"
 	       "      \"out\": \"10\"\n    }\n  ]\n}\n", "train: as JSON");
 	c = pbx_experiment_task_command(e, 3);
-	is_str(c, "pbx-train train.yaml --set 'lr=0.2'\\'''", "--set per param, repeat left out");
+	is_str(c, "pbx-train train.yaml --set 'lr=0.2'\\''' --resume",
+	       "--set per param, repeat left out, --resume for a requeued attempt");
 	free(c);
 	pbx_experiment_free(e);
 }
