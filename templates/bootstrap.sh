@@ -21,9 +21,10 @@
 #                   compute nodes wait on it before asking for slurmctld
 #   PBX_TRAIN_BIN   optional (direct): pbx-train on this host, linked as
 #                   ROOT/usr/local/bin/pbx-train, which env.sh puts on PATH.
-#                   (systemd: a pbx-train in PBX_STAGE, built for this OS
-#                   and architecture, goes to /usr/local/bin with its
-#                   runtime packages.)
+#                   (systemd: PBX_STAGE/pbx-train, with pbx-train.target
+#                   "ID VERSION_ID MACHINE" of the host that built it, goes
+#                   to /usr/local/bin with its runtime packages when this
+#                   node matches; otherwise it is left out, with a message.)
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
 # PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).
@@ -742,8 +743,15 @@ if [ "$MODE" = direct ]; then
 		TRAIN_PATH=$ROOT/usr/local/bin
 	fi
 elif [ -f "$STAGE_DIR/pbx-train" ]; then
+	built=
+	read -r built <"$STAGE_DIR/pbx-train.target" || built=
+	here="$OS_ID $OS_VER $(uname -m)"
+fi
+if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$here" ]; then
+	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"
+elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
 	# Its runtime libraries (Debian 12 / Ubuntu 22.04 names) and mpirun.
-	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 openmpi-bin"
+	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
 	# shellcheck disable=SC2086 # word splitting of the package list
 	if ! dpkg -s $TRAIN_PKGS >/dev/null 2>&1; then
 		log "installing pbx-train's runtime: $TRAIN_PKGS"

@@ -365,36 +365,6 @@ static int local_login(const struct pbx_cluster_spec *s, char **user, char **key
 	return 0;
 }
 
-/* The local build of pbx-train the node bodies use: $PBX_TRAIN_BIN, else
- * next to this pbx (installed) or in the build tree (src/cli/pbx ->
- * src/train/pbx-train); "" when there is none. */
-static void local_train_bin(char *out, size_t size)
-{
-	const char *env = getenv("PBX_TRAIN_BIN");
-	char self[1024], *slash, cand[1200], *real;
-	ssize_t n;
-	out[0] = '\0';
-	if (env && env[0] == '/' && access(env, X_OK) == 0) {
-		snprintf(out, size, "%s", env);
-		return;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return;
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/pbx-train", self);
-	if (access(cand, X_OK) != 0)
-		snprintf(cand, sizeof(cand), "%s/../train/pbx-train", self);
-	real = access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
-	if (real && strlen(real) < size)
-		snprintf(out, size, "%s", real);
-	free(real);
-}
-
 static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layout *l,
 			struct pbx_err *err)
 {
@@ -424,7 +394,12 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
 	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", s->dir);
 	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", s->dir);
-	local_train_bin(l->train_bin, sizeof(l->train_bin));
+	{
+		char *bin = pbx_find_pbx_train();   /* node bodies link to the local build */
+		if (bin && strlen(bin) < sizeof(l->train_bin))
+			snprintf(l->train_bin, sizeof(l->train_bin), "%s", bin);
+		free(bin);
+	}
 	/* A requeued (preempted) task starts again after this many seconds,
 	 * not SLURM's 120; step launches here take well under a second. */
 	l->cred_expire = 15;
