@@ -157,7 +157,7 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 {
 	struct array_plan *plans;
 	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, opts->throttle, &plans), i,
 	       nok = 0;
 	int rc = record_plans(st, sub->id, plans, np, err);
@@ -165,10 +165,10 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 	*narrays = 0;
 	if (rc == 0) {
 		build_script(&script, short_id, tar, plans, np, opts);
-		rc = jobs_remote(c, script.buf, tar, &o, err);
+		rc = pbx_cluster_run(c, 0, script.buf, tar, &o, err);
 		if (rc == 0) {
 			parse_answers(o.out.buf, plans, np);
-			jobs_output_release(&o);
+			pbx_cluster_output_release(&o);
 			rc = record_answers(st, sub->id, plans, np, err);
 		}
 	}

@@ -9,18 +9,7 @@
 #include "slurm/squeue.h"
 #include "util/buf.h"
 
-/* Output of one remote script: stdout and stderr. */
-struct jobs_output {
-	struct pbx_buf out, err;
-};
-
-/* Runs `script` with /bin/sh on the cluster's head (in the shared
- * directory, SLURM environment set), with `in` on stdin.  A non-zero exit
- * status is an error quoting stderr.  On success the caller releases *o
- * (jobs_output_release); on failure nothing is left to release. */
-int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
-		struct jobs_output *o, struct pbx_err *err);
-void jobs_output_release(struct jobs_output *o);
+/* Remote scripts run on the head with pbx_cluster_run (cluster.h). */
 
 /* Splits `text` at the first line equal to `sep`: the part before has
  * *before_len bytes, the part after starts at *after (pointers into text,

@@ -178,7 +178,7 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	}
 }
 
-static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struct pbx_err *err)
+static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
@@ -190,14 +190,14 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struc
 		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
 		     "exit 0\n", t->sub.remote_dir);
-	rc = jobs_remote(t->cluster, script.buf, NULL, o, err);
+	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;
 }
 
 int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err)
 {
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	struct pbx_squeue_job *jobs = NULL;
 	struct pbx_array_row *arrays = NULL;
 	struct pbx_task_row *tasks = NULL;
@@ -233,7 +233,7 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 		if (rc == 0)
 			rc = pbx_store_commit(st, err);
 	}
-	jobs_output_release(&o);
+	pbx_cluster_output_release(&o);
 	pbx_squeue_free(jobs, nj);
 	pbx_array_rows_free(arrays, na);
 	pbx_task_rows_free(tasks, nt);
@@ -301,7 +301,7 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		    struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	int rc;
 	if (task < 0) {
 		pbx_buf_addf(&script, "scancel -n pbx-%s", t->pkg.short_id);
@@ -330,9 +330,9 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 					    task, t->pkg.short_id);
 		}
 	}
-	rc = jobs_remote(t->cluster, script.buf, NULL, &o, err);
+	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, &o, err);
 	if (rc == 0) {
-		jobs_output_release(&o);
+		pbx_cluster_output_release(&o);
 		rc = remember_cancel(st, t, task, err);
 	}
 	pbx_buf_release(&script);

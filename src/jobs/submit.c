@@ -118,7 +118,7 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks, struct jobs_probe *pr,
 	       struct pbx_err *err)
 {
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	struct pbx_buf script = PBX_BUF_INIT;
 	const char *p, *rest;
 	size_t len, restlen, n1, n2, n3;
@@ -134,7 +134,7 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks, struc
 		     "echo PBX-SEP\n"
 		     "ls \"$R/tasks\" 2>/dev/null\n"
 		     "exit 0\n", short_id, short_id);
-	rc = jobs_remote(c, script.buf, NULL, &o, err);
+	rc = pbx_cluster_run(c, 0, script.buf, NULL, &o, err);
 	pbx_buf_release(&script);
 	if (rc < 0)
 		return -1;
@@ -145,7 +145,7 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks, struc
 	len = o.out.len;
 	if (jobs_split(p, len, "PBX-SEP", &rest, &n1, &restlen) < 0 ||
 	    pbx_scontrol_limits_parse(p, n1, &pr->limits, err) < 0) {
-		jobs_output_release(&o);
+		pbx_cluster_output_release(&o);
 		return err->msg[0] ? -1 : pbx_err_set(err, "unexpected answer from %s", c->row.name);
 	}
 	p = rest;
@@ -174,7 +174,7 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks, struc
 			restlen -= nl ? l + 1 : l;
 		}
 	}
-	jobs_output_release(&o);
+	pbx_cluster_output_release(&o);
 	return 0;
 }
 
