@@ -24,7 +24,7 @@ train:
   model: mlp
   dataset: synthetic
   synthetic_n: 2048
-  epochs: 150
+  epochs: 100
   batch_size: 64
   lr: 0.05
   threads: 1
