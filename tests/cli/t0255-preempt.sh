@@ -4,7 +4,8 @@
 # --batch, as a preempting scheduler does) checkpoints, exits 75, is
 # requeued by its wrapper, resumes from its checkpoint and completes, with
 # final parameters bit-identical to an uninterrupted run of the same
-# configuration (its twin, repeat 1); `pbx state` shows attempt 2.  `pbx
+# configuration (its twin, repeat 1); `pbx state` shows attempt 2.  A
+# 2-rank MPI task sent SIGUSR1 is requeued the same way.  `pbx
 # rerun` of a throttled sweep keeps the throttle (%1: its tasks never
 # overlap).
 # Addresses 127.0.78.0/27, ssh port 22780, SLURM ports 27800-27863 (this
@@ -36,16 +37,49 @@ sweep:
 resources: { time: "00:05:00" }
 outputs: [out/metrics.jsonl, out/summary.json]
 EOF2
+# A 2-rank task under the mpi launcher: SIGUSR1 reaches every rank through
+# mpirun; each exits 75, so mpirun does, and the task is requeued.
+mkdir -p "$TEST_TMP/mpi"
+cat >"$TEST_TMP/mpi/rank.sh" <<'EOF2'
+#!/bin/sh
+r=$OMPI_COMM_WORLD_RANK
+if [ -e "stopped.$r" ]; then echo "rank $r resumed"; exit 0; fi
+trap 'echo "rank $r: USR1" >>marks; : >"stopped.$r"; exit 75' USR1
+: >"ready.$r"
+i=0
+while [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+EOF2
+chmod +x "$TEST_TMP/mpi/rank.sh"
+cat >"$TEST_TMP/mpi/experiment.yaml" <<'EOF2'
+name: preempt-mpi
+command: ./rank.sh
+resources: { nodes: 1, ntasks-per-node: 2, launcher: mpi, time: "00:05:00" }
+EOF2
+
 run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" pe
 ok $rc "parrun preempt: $errout"
 PKG=$(echo "$out" | json_get 'd["package"]')
 T0="$SHARED/pbx/$PKG/tasks/0"
-# Wait until task 0 is training (its metrics have begun), then preempt it.
+run_pbx parrun --json "$TEST_TMP/mpi/experiment.yaml" pe
+ok $rc "parrun preempt-mpi: $errout"
+MPKG=$(echo "$out" | json_get 'd["package"]')
+M0="$SHARED/pbx/$MPKG/tasks/0"
+# Wait until task 0 is training (its metrics have begun) and both ranks
+# are up, then preempt them.
 i=0
-until [ -s "$T0/out/metrics.jsonl" ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
+until { [ -s "$T0/out/metrics.jsonl" ] && [ -e "$M0/ready.0" ] && [ -e "$M0/ready.1" ]; } ||
+	[ $i -ge 900 ]; do sleep 0.1; i=$((i + 1)); done
 job=$(cut -d' ' -f8 "$T0/status")
 run_pbx cluster exec pe -- scancel --signal=TERM --batch "$job"
 ok $rc "scancel --signal=TERM --batch $job: $errout"
+mjob=$(cut -d' ' -f8 "$M0/status")
+run_pbx cluster exec pe -- scancel --signal=USR1 --batch "$mjob"
+ok $rc "scancel --signal=USR1 --batch $mjob: $errout"
+wait_final "$MPKG" 180
+is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"[('COMPLETED', 2)]" "the 2-rank task completes on its second attempt"
+is "$(sort "$M0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" "SIGUSR1 reached both ranks"
+is "$(grep -c '^rank [01] resumed$' "$M0/stdout")" "2" "both ranks ran again"
 wait_final "$PKG" 180
 ok $? "both tasks end"
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
