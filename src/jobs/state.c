@@ -9,7 +9,8 @@
  *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
  *     written; RUNNING with no job left means the task died with its node
  *     (NODE_FAIL), unless `pbx cancel` cancelled it (CANCELLED: the wrapper
- *     was killed before it could say so);
+ *     was killed before it could say so); REQUEUED with no job left means
+ *     the requeued job vanished (MISSING, or CANCELLED after `pbx cancel`);
  *   - otherwise a submitted task that SLURM no longer knows and that never
  *     started is CANCELLED when `pbx cancel` cancelled it, else MISSING; a
  *     task never submitted stays NEW.
@@ -157,7 +158,9 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	if (live) {
 		state = live;
 	} else if (s->present) {
-		if (strcmp(s->state, "RUNNING") != 0)
+		if (!strcmp(s->state, "REQUEUED"))   /* its job should be pending again */
+			state = t->cancel_requested ? "CANCELLED" : "MISSING";
+		else if (strcmp(s->state, "RUNNING") != 0)
 			state = s->state;
 		else
 			state = t->cancel_requested ? "CANCELLED" : "NODE_FAIL";

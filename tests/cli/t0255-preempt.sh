@@ -80,6 +80,13 @@ is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/st
 	"[('COMPLETED', 2)]" "the 2-rank task completes on its second attempt"
 is "$(sort "$M0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" "SIGUSR1 reached both ranks"
 is "$(grep -c '^rank [01] resumed$' "$M0/stdout")" "2" "both ranks ran again"
+# A task whose status says REQUEUED but whose job SLURM no longer has (the
+# requeued job vanished) is MISSING, which rerun --failed picks up, not a
+# state that never ends.
+printf '0 REQUEUED 75 node1 1 1 2 1_0\n' >"$M0/status"
+run_pbx state --json "$MPKG"
+is "$(echo "$out" | json_get '[t["state"] for t in d["tasks"]]')" "['MISSING']" \
+	"REQUEUED without a job reads MISSING"
 wait_final "$PKG" 180
 ok $? "both tasks end"
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
