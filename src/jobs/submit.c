@@ -29,25 +29,18 @@
 
 /* The options e's tasks are submitted with: e's resources with the
  * launcher resolved for its kind.  *o released with pbx_sbatch_opts_free. */
-static int jobs_opts_of(const struct pbx_experiment *e, struct pbx_sbatch_opts *o,
-			struct pbx_err *err)
+static void jobs_opts_of(const struct pbx_experiment *e, struct pbx_sbatch_opts *o)
 {
-	char *json = pbx_sbatch_opts_json(&e->res);
-	int rc = pbx_sbatch_opts_from_json(json, o, err);
-	free(json);
-	if (rc == 0)
-		o->launcher = pbx_sbatch_opts_launcher(&e->res, e->command == NULL);
-	return rc;
+	pbx_sbatch_opts_copy(o, &e->res);
+	o->launcher = pbx_sbatch_opts_launcher(&e->res, e->command == NULL);
 }
 
 /* jobs_opts_of as the JSON the store keeps; caller frees. */
 static char *jobs_opts_json(const struct pbx_experiment *e)
 {
 	struct pbx_sbatch_opts o;
-	struct pbx_err err = PBX_ERR_INIT;
 	char *json;
-	if (jobs_opts_of(e, &o, &err) < 0)   /* e's options were checked at load */
-		return pbx_sbatch_opts_json(&e->res);
+	jobs_opts_of(e, &o);
 	json = pbx_sbatch_opts_json(&o);
 	pbx_sbatch_opts_free(&o);
 	return json;
@@ -317,7 +310,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		r->pushed = rc == 0;
 	}
 	if (rc == 0 && n > 0)
-		rc = jobs_opts_of(e, &opts, err);
+		jobs_opts_of(e, &opts);
 	if (rc == 0 && n > 0) {
 		/* stored whole before sbatch runs: rerun submits what this did */
 		char *json = pbx_sbatch_opts_json(&opts);

@@ -291,6 +291,21 @@ int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o,
 	return 0;
 }
 
+void pbx_sbatch_opts_copy(struct pbx_sbatch_opts *dst, const struct pbx_sbatch_opts *src)
+{
+	size_t i;
+	memset(dst, 0, sizeof(*dst));
+	dst->keys = xcalloc(src->n + 1, sizeof(char *));
+	dst->values = xcalloc(src->n + 1, sizeof(char *));
+	for (i = 0; i < src->n; i++) {
+		dst->keys[i] = xstrdup(src->keys[i]);
+		dst->values[i] = xstrdup(src->values[i]);
+	}
+	dst->n = src->n;
+	dst->throttle = src->throttle;
+	dst->launcher = src->launcher;
+}
+
 void pbx_sbatch_opts_free(struct pbx_sbatch_opts *o)
 {
 	pbx_sbatch_argv_free(o->keys, o->n);

@@ -72,5 +72,7 @@ char *pbx_sbatch_opts_json(const struct pbx_sbatch_opts *o);
 int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o,
 			      struct pbx_err *err);
 void pbx_sbatch_opts_free(struct pbx_sbatch_opts *o);
+/* *dst = a deep copy of *src (release with pbx_sbatch_opts_free). */
+void pbx_sbatch_opts_copy(struct pbx_sbatch_opts *dst, const struct pbx_sbatch_opts *src);
 
 #endif

@@ -401,6 +401,13 @@ static void test_sbatch_opts(void)
 	json = pbx_sbatch_opts_json(&e->res);
 	is_str(json, "{\"options\":[[\"nodes\",\"2\"],[\"exclusive\",\"\"]],\"throttle\":3,"
 	       "\"launcher\":\"srun\"}", "options as JSON");
+	pbx_sbatch_opts_copy(&back, &e->res);
+	{
+		char *cj = pbx_sbatch_opts_json(&back);
+		is_str(cj, json, "a copy serializes the same");
+		free(cj);
+	}
+	pbx_sbatch_opts_free(&back);
 	ok(pbx_sbatch_opts_from_json(json, &back, &err) == 0, "JSON read back");
 	a1 = pbx_sbatch_opts_argv(&e->res, &n1);
 	a2 = pbx_sbatch_opts_argv(&back, &n2);
