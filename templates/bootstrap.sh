@@ -19,6 +19,12 @@
 #   PBX_SLURM_USER  SlurmUser (root in direct mode, slurm in systemd mode)
 #   PBX_CTLD_LOCK   optional: a file pbx holds locked while the head bootstraps;
 #                   compute nodes wait on it before asking for slurmctld
+#   PBX_TRAIN_BIN   optional (direct): pbx-train on this host, linked as
+#                   ROOT/usr/local/bin/pbx-train, which env.sh puts on PATH.
+#                   (systemd: PBX_STAGE/pbx-train, with pbx-train.target
+#                   "ID VERSION_ID MACHINE" of the host that built it, goes
+#                   to /usr/local/bin with its runtime packages when this
+#                   node matches; otherwise it is left out, with a message.)
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
 # PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).  For tests only:
@@ -671,6 +677,7 @@ if [ "$MODE" = direct ]; then
 	want_dir "${START_LOG%/*}"
 	want_dir "$SHARED"
 	[ "$GPUS" -eq 0 ] || want_dir "$ROOT/dev"
+	[ -z "${PBX_TRAIN_BIN:-}" ] || want_dir "$ROOT/usr/local/bin"
 fi
 make_dirs
 
@@ -789,9 +796,48 @@ if [ "$MODE" = systemd ] && [ "$ROLE" = compute ]; then
 	defaults_changed=$CHANGED
 fi
 
+# ---- pbx-train, for `train:` tasks
+TRAIN_PATH=
+if [ "$MODE" = direct ]; then
+	if [ -n "${PBX_TRAIN_BIN:-}" ]; then
+		[ -x "$PBX_TRAIN_BIN" ] || die "PBX_TRAIN_BIN ($PBX_TRAIN_BIN) is not an executable file"
+		ln -sfn "$PBX_TRAIN_BIN" "$ROOT/usr/local/bin/pbx-train"
+		TRAIN_PATH=$ROOT/usr/local/bin
+	fi
+elif [ -f "$STAGE_DIR/pbx-train" ]; then
+	built=
+	read -r built <"$STAGE_DIR/pbx-train.target" || built=
+	here="$OS_ID $OS_VER $(uname -m)"
+fi
+if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$here" ]; then
+	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"
+elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
+	# Its runtime libraries (Debian 12 / Ubuntu 22.04 names) and mpirun.
+	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+	# shellcheck disable=SC2086 # word splitting of the package list
+	if ! dpkg -s $TRAIN_PKGS >/dev/null 2>&1; then
+		log "installing pbx-train's runtime: $TRAIN_PKGS"
+		# shellcheck disable=SC2086 # word splitting of the package list
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+			$TRAIN_PKGS </dev/null || die "apt-get install $TRAIN_PKGS failed"
+	fi
+	install_file "$STAGE_DIR/pbx-train" "$ROOT/usr/local/bin/pbx-train" 0755
+	"$ROOT/usr/local/bin/pbx-train" --version >/dev/null ||
+		die "pbx-train does not run on this node (ldd $ROOT/usr/local/bin/pbx-train)"
+fi
+
 begin_new "$ENV_SH"
 {
 	echo "# pbx node environment: sourced by pbx before every remote command"
+	if [ -n "$TRAIN_PATH" ]; then
+		sq "$TRAIN_PATH"
+		echo "export PATH=$SQ:\"\$PATH\""
+	fi
+	if [ "$MODE" = direct ]; then
+		# Node bodies share one host: Open MPI's shared-memory transport
+		# crashes between them; its TCP transport over loopback works.
+		echo "export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo"
+	fi
 	sq "$CONF"
 	echo "export SLURM_CONF=$SQ"
 	sq "$SHARED"

@@ -10,6 +10,10 @@
 #                    PBX_TASK_OFFSET (default 0) + SLURM_ARRAY_TASK_ID
 #   SLURMD_NODENAME, SLURM_RESTART_COUNT, SLURM_ARRAY_JOB_ID,
 #   SLURM_ARRAY_TASK_ID, SLURM_JOB_ID                           optional
+#   PBX_LAUNCHER     how the command starts (pbx sets it per submission):
+#                    none (default: once, in the batch step), srun (one
+#                    copy per SLURM task) or mpi (mpirun inside the
+#                    allocation, one rank per SLURM task)           optional
 # Environment of the program: PBX_PARAM_<NAME> (each parameter, name in
 #   uppercase), PBX_REPEAT, PBX_TASK_INDEX, PBX_TASK_DIR, PBX_PKG_DIR,
 #   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:.
@@ -18,16 +22,21 @@
 #   status       ONE line, replaced atomically (tmp + mv):
 #                INDEX STATE EXIT_CODE NODE ATTEMPT START_EPOCH END_EPOCH JOBID
 #                STATE: RUNNING (EXIT_CODE and END_EPOCH "-"), then COMPLETED
-#                (exit 0), FAILED (non-zero) or CANCELLED (the wrapper got
-#                SIGTERM or SIGINT while the program ran, whatever its exit
-#                code, e.g. 143 when TERM killed it); "-" for unknown fields
+#                (exit 0), REQUEUED (exit 75, "checkpointed, run me again",
+#                and SLURM took the job back: the next attempt follows),
+#                FAILED (non-zero) or CANCELLED (the wrapper got SIGTERM or
+#                SIGINT while the program ran, whatever its exit code, e.g.
+#                143 when TERM killed it); "-" for unknown fields
 #   params.json  the point's parameters, {"name": "value", ...}
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
 # SIGTERM, SIGINT and SIGUSR1 are forwarded to the program; the wrapper
 # exits with the program's exit status, or 125 when the task could not be
-# set up (message in stderr, status FAILED 125).
+# set up (message in stderr, status FAILED 125).  A program that exits 75
+# (EX_TEMPFAIL: pbx-train after checkpointing on SIGTERM/SIGUSR1) has its
+# job requeued with `scontrol requeue` (the job was submitted --requeue);
+# the next attempt runs the same command, which resumes.
 set -u
 
 pbx_idx=
@@ -162,6 +171,21 @@ printf '%s\n' "$pbx_hdr" >>stderr
 pbx_status RUNNING - - || pbx_die "cannot write $pbx_tdir/status"
 set -- /bin/sh -c 'trap "exit \$?" TERM; trap "exit \$?" INT; trap : USR1
 '"$pbx_rec_cmd"
+# The launcher runs that shell once per rank: every rank sees the same
+# environment and directory; MPI programs find their rank in it.
+case ${PBX_LAUNCHER:-none} in
+none) ;;
+srun) set -- srun --kill-on-bad-exit=1 "$@" ;;
+mpi)
+	command -v mpirun >/dev/null 2>&1 || pbx_die "PBX_LAUNCHER=mpi but mpirun is not on PATH (install openmpi-bin)"
+	if [ "$(id -u)" = 0 ]; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	fi
+	# One rank per SLURM task, threads left to the program (cpus-per-task).
+	set -- mpirun --bind-to none ${SLURM_NTASKS:+-np "$SLURM_NTASKS"} "$@"
+	;;
+*) pbx_die "unknown PBX_LAUNCHER '$PBX_LAUNCHER' (none, srun or mpi)" ;;
+esac
 if env --default-signal=INT true 2>/dev/null; then set -- env --default-signal=INT,QUIT "$@"; fi
 if setsid -w true 2>/dev/null; then
 	set -- setsid -w "$@"
@@ -184,6 +208,15 @@ done
 pbx_child=
 
 pbx_end=$(date +%s)
+# 75: checkpointed, run me again.  The status comes first: the requeue ends
+# this script.  SLURM refuses to requeue a job that is being cancelled (pbx
+# cancel, scancel), which then reads CANCELLED.
+if [ "$pbx_rc" -eq 75 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
+	printf '=== pbx task %s attempt %s REQUEUED exit 75 end %s ===\n' "$pbx_idx" \
+		"$pbx_attempt" "$pbx_end" >>stderr
+	pbx_status REQUEUED 75 "$pbx_end"
+	if scontrol requeue "$SLURM_JOB_ID" >>stderr 2>&1; then exit 75; fi
+fi
 if [ -n "$pbx_caught" ]; then
 	pbx_state=CANCELLED
 elif [ "$pbx_rc" -eq 0 ]; then

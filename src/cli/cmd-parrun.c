@@ -124,8 +124,8 @@ static const struct pbx_opt_doc parrun_opts[] = {
 	{ "-j, --json", "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
 			"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
 	{ "--KEY=VALUE", "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
-			 "ntasks-per-node, partition, constraint, throttle ...), overriding the\n"
-			 "experiment's resources" },
+			 "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
+			 "(none, srun, mpi, auto), overriding the experiment's resources" },
 	{ NULL, NULL },
 };
 
@@ -141,6 +141,7 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "pushed once per cluster) and submits one array task per sweep point, in\n"
 		       "arrays sized from the cluster's MaxArraySize and MaxJobCount, with\n"
 		       "--requeue.  Running it again submits only what was not submitted yet.\n"
+		       "A task that exits 75 (checkpointed) is requeued and runs again.\n"
 		       "Two SSH round trips, whatever the number of tasks.",
 	.options = parrun_opts,
 	.examples = "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"

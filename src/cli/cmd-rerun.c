@@ -61,7 +61,9 @@ const struct pbx_cmd pbx_cmd_rerun = {
 	.summary = "resubmit the failed or missing tasks of an experiment",
 	.usage = "pbx rerun --failed PKG\npbx rerun PKG:TASK",
 	.description = "Refreshes the task states first (as 'pbx state' does), then submits the\n"
-		       "chosen tasks again with the experiment's resources, in one round trip.",
+		       "chosen tasks again with the options the last parrun used (resources\n"
+		       "and overrides, throttle, launcher): one round trip to probe the\n"
+		       "cluster's limits, one to submit.",
 	.options = rerun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_rerun_exec,

@@ -55,6 +55,10 @@ struct pbx_slurm_layout {
 	 * bootstraps, which compute nodes on the same host wait on before
 	 * asking for slurmctld; "" = none (nodes on other hosts poll). */
 	char ctld_lock[1024];
+	/* pbx-train for the nodes: direct mode, a path on this host the nodes
+	 * link to (PBX_TRAIN_BIN); "" = none. */
+	char train_bin[1024];
+	int cred_expire;         /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
 };
 
 struct pbx_provider {

@@ -92,6 +92,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	bootstrap_env(&cmd, "PBX_SHARED", l->shared_dir);
 	bootstrap_env(&cmd, "PBX_SLURM_USER", l->slurm_user);
 	bootstrap_env(&cmd, "PBX_CTLD_LOCK", l->ctld_lock);
+	if (l->train_bin[0])
+		bootstrap_env(&cmd, "PBX_TRAIN_BIN", l->train_bin);
 	pbx_buf_adds(&cmd, " && exec sh ");
 	pbx_shell_quote(&cmd, script);
 	pbx_buf_addc(&cmd, ' ');

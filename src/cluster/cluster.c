@@ -130,8 +130,11 @@ static void pbx_cluster_env_prefix(const struct pbx_cluster *c, size_t node, str
 	free(env);
 }
 
-int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
-			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
+/* The one path of every remote command: env.sh, the shared directory,
+ * then `cmdline` with `in` (may be NULL) on stdin. */
+static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
+			       const struct pbx_buf *in, pbx_ssh_output_fn out, void *ctx,
+			       int *status, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_ssh *s;
@@ -140,9 +143,50 @@ int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 		return -1;
 	pbx_cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
-	rc = pbx_ssh_exec(s, b.buf, NULL, 0, out, ctx, status, err);
+	rc = pbx_ssh_exec(s, b.buf, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
 	pbx_buf_release(&b);
 	return rc;
+}
+
+int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
+			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
+{
+	return pbx_cluster_exec_in(c, node, cmdline, NULL, out, ctx, status, err);
+}
+
+static void pbx_cluster_run_collect(void *ctx, int stream, const char *data, size_t len)
+{
+	struct pbx_cluster_output *o = ctx;
+	pbx_buf_add(stream == 2 ? &o->err : &o->out, data, len);
+}
+
+int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
+		    const struct pbx_buf *in, struct pbx_cluster_output *o, struct pbx_err *err)
+{
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	int status = 0, rc;
+	pbx_buf_init(&o->out, 0);
+	pbx_buf_init(&o->err, 0);
+	/* The script travels as an argument of sh -c; stdin stays free for data. */
+	pbx_buf_adds(&cmd, "exec /bin/sh -c ");
+	pbx_shell_quote(&cmd, script);
+	rc = pbx_cluster_exec_in(c, node, cmd.buf, in, pbx_cluster_run_collect, o, &status, err);
+	pbx_buf_release(&cmd);
+	o->status = status;
+	if (rc == 0 && status != 0) {
+		pbx_buf_rtrim(&o->err);
+		rc = pbx_err_set(err, "remote command on %s failed (status %d): %s", c->row.name,
+				 status, o->err.buf ? o->err.buf : "");
+	}
+	if (rc < 0)
+		pbx_cluster_output_release(o);
+	return rc;
+}
+
+void pbx_cluster_output_release(struct pbx_cluster_output *o)
+{
+	pbx_buf_release(&o->out);
+	pbx_buf_release(&o->err);
 }
 
 int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv,

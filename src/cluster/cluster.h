@@ -79,6 +79,23 @@ int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv
 /* Same with a shell command line (already quoted by the caller). */
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err);
+
+/* Output of pbx_cluster_run: stdout and stderr. */
+struct pbx_cluster_output {
+	struct pbx_buf out, err;
+	int status;   /* the script's exit status (also after a failure) */
+};
+/*
+ * pbx's remote scripts: runs `script` with /bin/sh -c on node `node` the
+ * way pbx_cluster_exec_sh runs a command line (env.sh, shared directory),
+ * with `in` (may be NULL) on stdin, collecting stdout and stderr into *o.
+ * A non-zero exit status is an error quoting stderr.  On success the
+ * caller releases *o (pbx_cluster_output_release); on failure nothing is
+ * left to release.
+ */
+int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
+		    const struct pbx_buf *in, struct pbx_cluster_output *o, struct pbx_err *err);
+void pbx_cluster_output_release(struct pbx_cluster_output *o);
 /* Current sinfo node states (head's view); caller frees with pbx_sinfo_free. */
 int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,
 		      struct pbx_err *err);

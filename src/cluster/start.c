@@ -13,6 +13,7 @@
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
 #include "util/fs.h"
+#include "util/proc.h"
 #include "util/quote.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
@@ -137,12 +138,37 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.srun_port_hi = l->srun_port_hi;
 	sc.slurm_user = l->slurm_user;
 	sc.extra = l->extra;
+	sc.cred_expire = l->cred_expire;
 	sc.max_array_size = c->spec.t ? c->spec.t->max_array_size : 0;
 	sc.max_job_count = c->spec.t ? c->spec.t->max_job_count : 0;
 	sc.nodes = sn;
 	sc.nnodes = k;
 	rc = pbx_slurm_render_conf(&sc, conf, err);
 	free(sn);
+	return rc;
+}
+
+/* VMs: the local build of pbx-train and what it was built for ("ID
+ * VERSION_ID MACHINE"); the bootstrap installs it where the node matches.
+ * Nothing when there is no local build. */
+static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	struct pbx_buf bin = PBX_BUF_INIT;
+	char *path = pbx_find_pbx_train(), *target;
+	int rc;
+	if (!path)
+		return 0;
+	target = pbx_host_target();
+	rc = pbx_read_file(path, &bin, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train", 0755, now, bin.buf, bin.len,
+				    err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train.target", 0644, now, target,
+				    strlen(target), err);
+	pbx_buf_release(&bin);
+	free(target);
+	free(path);
 	return rc;
 }
 
@@ -172,6 +198,8 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/munge.key", 0400, now, key.buf, key.len,
 				    err);
+	if (rc == 0 && !strcmp(l->bootstrap_mode, "systemd"))
+		rc = start_stage_train(tar, now, err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
 	OPENSSL_cleanse(key.buf, key.len);

@@ -174,6 +174,9 @@ static void pbx_cmd_train(const struct pbx_experiment *e, size_t i, struct pbx_b
 		pbx_shell_quote(b, kv);
 		free(kv);
 	}
+	/* A requeued attempt (exit 75 after a checkpoint) picks up where the
+	 * last one stopped; the first starts fresh (no checkpoint yet). */
+	pbx_buf_adds(b, " --resume");
 }
 
 char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i)

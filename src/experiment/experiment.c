@@ -310,8 +310,7 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	pbx_exp_free_strv(x->pool, x->npool);
 	free(x->block);
 	free(e->points);
-	pbx_exp_free_strv(e->resource_keys, e->nresources);
-	pbx_exp_free_strv(e->resource_values, e->nresources);
+	pbx_sbatch_opts_free(&e->res);
 	pbx_exp_free_strv(e->files, e->nfiles);
 	pbx_exp_free_strv(e->outputs, e->noutputs);
 	free(e->files_lines);

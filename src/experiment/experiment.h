@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "slurm/sbatch.h"
 #include "util/err.h"
 
 #define PBX_EXPERIMENT_MAX_POINTS 100000   /* tasks per experiment file */
@@ -58,11 +59,9 @@ struct pbx_experiment {
 	struct pbx_point *points;  /* the expanded sweep, npoints >= 1 */
 	size_t npoints;
 	size_t repeats;            /* sweep.repeats, >= 1 */
-	/* sbatch long options without "--" and their values ("" = a bare
-	   flag such as --exclusive); throttle is the %N of --array, 0 = none */
-	char **resource_keys, **resource_values;
-	size_t nresources;
-	int throttle;
+	/* `resources`: sbatch long options ("" = a bare flag such as
+	   --exclusive), throttle (the %N of --array, 0 = none) and launcher */
+	struct pbx_sbatch_opts res;
 	char **files, **outputs;   /* patterns (pattern.c); nfiles == 0: the whole dir */
 	size_t nfiles, noutputs;
 	int *files_lines, *outputs_lines;  /* the line of each pattern in the file */
@@ -88,22 +87,25 @@ void pbx_experiment_free(struct pbx_experiment *e);
 
 /*
  * Sets (replacing or adding) resource `key` (no leading "--") to `value`,
- * validated as in the file: "throttle" sets e->throttle; a flag option
+ * validated as in the file: "throttle" sets e->res.throttle, "launcher"
+ * e->res.launcher; a flag option
  * takes "" or "true".  Error (PBX_EXIT_USAGE) "--KEY: ..." leaves e as it
  * was.
  */
 int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key,
 				     const char *value, struct pbx_err *err);
 /* The resources as sbatch arguments "--key=value" (or "--key" for a flag),
- * in file order, overrides last; throttle not included.  *n gets the count.
- * Caller frees each string and the array. */
+ * in file order, overrides last; throttle and launcher not included (see
+ * pbx_sbatch_opts_argv).  *n gets the count.  Caller frees each string and
+ * the array. */
 char **pbx_experiment_sbatch_args(const struct pbx_experiment *e, size_t *n);
 
 /*
  * The shell command of point i: `command` with each {name} replaced by the
  * shell-quoted value ({repeat} is "0" when repeats == 1), {{ and }} by
  * single braces; for train experiments "pbx-train train.yaml" followed by
- * " --set 'name=value'" for each parameter but repeat.  Caller frees.
+ * " --set 'name=value'" for each parameter but repeat, then " --resume".
+ * Caller frees.
  */
 char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i);
 /* Point i's parameters as compact JSON {"name": "value", ...} (all values

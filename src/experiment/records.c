@@ -122,8 +122,8 @@ static json_t *pbx_rec_resources(const struct pbx_experiment *e)
 {
 	json_t *o = json_object();
 	size_t i;
-	for (i = 0; i < e->nresources; i++)
-		json_object_set_new(o, e->resource_keys[i], json_string(e->resource_values[i]));
+	for (i = 0; i < e->res.n; i++)
+		json_object_set_new(o, e->res.keys[i], json_string(e->res.values[i]));
 	return o;
 }
 
@@ -155,7 +155,8 @@ char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment 
 	json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
 	json_object_set_new(o, "outputs", pbx_rec_strv(e->outputs, e->noutputs));
 	json_object_set_new(o, "resources", pbx_rec_resources(e));
-	json_object_set_new(o, "throttle", json_integer(e->throttle));
+	json_object_set_new(o, "throttle", json_integer(e->res.throttle));
+	json_object_set_new(o, "launcher", json_string(pbx_launcher_name(e->res.launcher)));
 	s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	out = xasprintf("%s\n", s ? s : "{}");

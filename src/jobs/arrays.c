@@ -68,10 +68,11 @@ static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan 
  * SLURM_GET_USER_ENV, and slurmd then runs `su - USER` (a login shell,
  * with the user's dotfiles) before every task. */
 static void build_script(struct pbx_buf *s, const char *short_id, const struct pbx_buf *tar,
-			 const struct array_plan *plans, size_t np, const char *const *args,
-			 size_t nargs)
+			 const struct array_plan *plans, size_t np,
+			 const struct pbx_sbatch_opts *opts)
 {
-	size_t i;
+	size_t i, nargs;
+	char **args = pbx_sbatch_opts_argv(opts, &nargs);
 	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
 	if (tar)
 		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
@@ -89,7 +90,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		     "submit() {\n"
 		     "  row=$1 first=$2 spec=$3; shift 3\n"
 		     "  if out=$(PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
-		     " sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
+		     " PBX_LAUNCHER=%s sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
 		     " --job-name=pbx-%s --comment=\"pbx:%s:$row\""
 		     " --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		     " \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
@@ -97,9 +98,10 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		     "  else\n"
 		     "    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		     "  fi\n"
-		     "}\n", short_id, short_id);
+		     "}\n", pbx_launcher_name(opts->launcher), short_id, short_id);
 	for (i = 0; i < np; i++)
-		jobs_sbatch_line(s, &plans[i].row, args, nargs);
+		jobs_sbatch_line(s, &plans[i].row, (const char *const *)args, nargs);
+	pbx_sbatch_argv_free(args, nargs);
 }
 
 static void parse_answers(const char *out, struct array_plan *plans, size_t np)
@@ -151,23 +153,24 @@ static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_pla
 }
 
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
-		const char *short_id, const int64_t *idx, size_t n, long chunk, int throttle,
-		const char *const *args, size_t nargs, const struct pbx_buf *tar,
+		const char *short_id, const int64_t *idx, size_t n, long chunk,
+		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar,
 		char ***job_ids, size_t *narrays, struct pbx_err *err)
 {
 	struct array_plan *plans;
 	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
-	struct jobs_output o;
-	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, throttle, &plans), i, nok = 0;
+	struct pbx_cluster_output o;
+	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, opts->throttle, &plans), i,
+	       nok = 0;
 	int rc = record_plans(st, sub->id, plans, np, err);
 	*job_ids = NULL;
 	*narrays = 0;
 	if (rc == 0) {
-		build_script(&script, short_id, tar, plans, np, args, nargs);
-		rc = jobs_remote(c, script.buf, tar, &o, err);
+		build_script(&script, short_id, tar, plans, np, opts);
+		rc = pbx_cluster_run(c, 0, script.buf, tar, &o, err);
 		if (rc == 0) {
 			parse_answers(o.out.buf, plans, np);
-			jobs_output_release(&o);
+			pbx_cluster_output_release(&o);
 			rc = record_answers(st, sub->id, plans, np, err);
 		}
 	}

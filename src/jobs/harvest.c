@@ -100,7 +100,7 @@ static void harvest_kill_point(const char *phase, uint64_t reached)
 
 /* ------------------------------------------------------------ manifest */
 
-static int harvest_fetch_manifest(struct harvest *h, struct jobs_output *o, struct pbx_err *err)
+static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *o, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
@@ -111,7 +111,7 @@ static int harvest_fetch_manifest(struct harvest *h, struct jobs_output *o, stru
 		     "echo PBX-SEP\n"
 		     "find . -mindepth 2 \\( -type f -o -type l \\) -printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
 		     h->t->sub.remote_dir);
-	rc = jobs_remote(h->t->cluster, script.buf, NULL, o, err);
+	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	h->stats->round_trips++;
 	return rc;
@@ -746,7 +746,7 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 		     struct pbx_buf *log, struct pbx_err *err)
 {
 	struct harvest h = { st, t, o, stats, log, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL };
-	struct jobs_output out;
+	struct pbx_cluster_output out;
 	struct pbx_err perr = PBX_ERR_INIT;
 	const char *after;
 	size_t before, afterlen;
@@ -773,7 +773,7 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 			harvest_states(&h, nl + 1, before);
 			harvest_parse_manifest(&h, after, afterlen);
 		}
-		jobs_output_release(&out);
+		pbx_cluster_output_release(&out);
 		rc = harvest_select(&h, err);
 		harvest_phase("select");
 	}

@@ -5,26 +5,11 @@
 #define PBX_JOBS_INTERNAL_H
 
 #include "jobs/jobs.h"
+#include "slurm/sbatch.h"
 #include "slurm/squeue.h"
 #include "util/buf.h"
 
-/* Output of one remote script: stdout and stderr. */
-struct jobs_output {
-	struct pbx_buf out, err;
-};
-
-/* Runs `script` with /bin/sh on the cluster's head (in the shared
- * directory, SLURM environment set), with `in` on stdin.  A non-zero exit
- * status is an error quoting stderr.  On success the caller releases *o
- * (jobs_output_release); on failure nothing is left to release. */
-int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
-		struct jobs_output *o, struct pbx_err *err);
-/* The same, and a non-zero exit status of the script is left in *status
- * (0 otherwise); then *o is kept for its stderr and the caller releases
- * it.  On other failures nothing is left to release. */
-int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
-		       struct jobs_output *o, int *status, struct pbx_err *err);
-void jobs_output_release(struct jobs_output *o);
+/* Remote scripts run on the head with pbx_cluster_run (cluster.h). */
 
 /* Waits for, then holds, the lock that makes submissions of one package
  * to one cluster (parrun, rerun) take turns on this machine, so the second
@@ -53,10 +38,35 @@ int jobs_spec_tasks(const char *spec, int64_t offset, int64_t **idx, size_t *n);
 
 /* Records planned arrays, submits them in one round trip (pushing `tar`
  * first when non-NULL) and records the answers.  Tasks idx[0..n) are the
- * ones being submitted; chunk = tasks per array at most. */
+ * ones being submitted; chunk = tasks per array at most; `opts` gives the
+ * sbatch options, the throttle and the launcher (resolved, not AUTO). */
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
-		const char *short_id, const int64_t *idx, size_t n, long chunk, int throttle,
-		const char *const *sbatch_args, size_t nargs, const struct pbx_buf *tar,
+		const char *short_id, const int64_t *idx, size_t n, long chunk,
+		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar,
 		char ***job_ids, size_t *narrays, struct pbx_err *err);
+
+/* What one round trip learns about a package on a cluster before
+ * submitting (parrun and rerun alike): the cluster's limits, whether the
+ * package is there, its live arrays, which task directories exist. */
+struct jobs_probe {
+	struct pbx_slurm_limits limits;
+	int pushed;                    /* the package is complete on the cluster */
+	struct pbx_buf live;           /* squeue "%F %k" lines */
+	unsigned char *has_dir;        /* per task: its directory exists */
+	size_t ntasks;
+};
+/* With `validate` non-NULL, the same round trip first has the cluster check
+ * those options with `sbatch --test-only`; a refusal is an error with code
+ * PBX_EXIT_USAGE quoting sbatch's reason. */
+int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
+	       const struct pbx_sbatch_opts *validate, struct jobs_probe *pr, struct pbx_err *err);
+void jobs_probe_release(struct jobs_probe *pr);
+/* Tasks per array the probed limits allow. */
+long jobs_probe_chunk(const struct jobs_probe *pr);
+
+/* Submits tasks idx[0..n) of t again with the options stored by the
+ * latest parrun (throttle and launcher included). */
+int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t *idx, size_t n,
+		  struct pbx_err *err);
 
 #endif

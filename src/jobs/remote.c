@@ -1,6 +1,6 @@
 /*
- * remote.c - running pbx's small remote scripts on a cluster's head and
- * building sbatch calls (see jobs_internal.h).
+ * remote.c - helpers for pbx's remote scripts (run with pbx_cluster_run):
+ * splitting their answers and building sbatch calls (see jobs_internal.h).
  */
 #include "jobs/jobs_internal.h"
 #include "util/quote.h"
@@ -16,57 +16,6 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void jobs_collect(void *ctx, int stream, const char *data, size_t len)
-{
-	struct jobs_output *o = ctx;
-	pbx_buf_add(stream == 2 ? &o->err : &o->out, data, len);
-}
-
-int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
-		struct jobs_output *o, struct pbx_err *err)
-{
-	int status, rc = jobs_remote_status(c, script, in, o, &status, err);
-	if (rc < 0 && status != 0)
-		jobs_output_release(o);
-	return rc;
-}
-
-int jobs_remote_status(struct pbx_cluster *c, const char *script, const struct pbx_buf *in,
-		       struct jobs_output *o, int *status_out, struct pbx_err *err)
-{
-	struct pbx_buf cmd = PBX_BUF_INIT;
-	struct pbx_ssh *s;
-	int status = 0, rc;
-	*status_out = 0;
-	const char *env;
-	pbx_buf_init(&o->out, 0);
-	pbx_buf_init(&o->err, 0);
-	if (pbx_cluster_connect(c, 0, &s, err) < 0)
-		return -1;
-	/* The script travels as an argument of sh -c; stdin stays free for data. */
-	env = c->nodes[0].root;
-	pbx_buf_adds(&cmd, ". ");
-	{
-		char *envsh = xasprintf("%s/etc/pbx/env.sh", env);
-		pbx_shell_quote(&cmd, envsh);
-		free(envsh);
-	}
-	pbx_buf_adds(&cmd, " && cd \"$PBX_SHARED\" && exec /bin/sh -c ");
-	pbx_shell_quote(&cmd, script);
-	rc = pbx_ssh_exec(s, cmd.buf, in ? in->buf : NULL, in ? in->len : 0, jobs_collect, o,
-			  &status, err);
-	pbx_buf_release(&cmd);
-	if (rc == 0 && status != 0) {
-		pbx_buf_rtrim(&o->err);
-		*status_out = status;
-		return pbx_err_set(err, "remote command on %s failed (status %d): %s", c->row.name,
-				   status, o->err.buf);
-	}
-	if (rc < 0)
-		jobs_output_release(o);
-	return rc;
-}
 
 int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err)
 {
@@ -87,12 +36,6 @@ int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err)
 	free(path);
 	free(dir);
 	return fd;
-}
-
-void jobs_output_release(struct jobs_output *o)
-{
-	pbx_buf_release(&o->out);
-	pbx_buf_release(&o->err);
 }
 
 int jobs_split(const char *text, size_t len, const char *sep, const char **after,

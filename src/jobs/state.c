@@ -9,7 +9,8 @@
  *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
  *     written; RUNNING with no job left means the task died with its node
  *     (NODE_FAIL), unless `pbx cancel` cancelled it (CANCELLED: the wrapper
- *     was killed before it could say so);
+ *     was killed before it could say so); REQUEUED with no job left means
+ *     the requeued job vanished (MISSING, or CANCELLED after `pbx cancel`);
  *   - otherwise a submitted task that SLURM no longer knows and that never
  *     started is CANCELLED when `pbx cancel` cancelled it, else MISSING; a
  *     task never submitted stays NEW.
@@ -168,8 +169,9 @@ static void apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
  * (a hand-edited or truncated file must not reach the store). */
 static const char *status_state(const struct status_line *s)
 {
-	if (!s->present || !pbx_task_state_known(s->state) || !strcmp(s->state, "NEW"))
-		return NULL;
+	if (!s->present || !strcmp(s->state, "NEW") ||
+	    (!pbx_task_state_known(s->state) && strcmp(s->state, "REQUEUED") != 0))
+		return NULL;   /* REQUEUED: the wrapper's word for "exit 75, job requeued" */
 	return s->state;
 }
 
@@ -180,7 +182,9 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	if (live) {
 		state = live;
 	} else if (reported) {
-		if (strcmp(reported, "RUNNING") != 0)
+		if (!strcmp(reported, "REQUEUED"))   /* its job should be pending again */
+			state = t->cancel_requested ? "CANCELLED" : "MISSING";
+		else if (strcmp(reported, "RUNNING") != 0)
 			state = reported;
 		else
 			state = t->cancel_requested ? "CANCELLED" : "NODE_FAIL";
@@ -206,7 +210,7 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	}
 }
 
-static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struct pbx_err *err)
+static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
@@ -218,7 +222,7 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct jobs_output *o, struc
 		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
 		     "exit 0\n", t->sub.remote_dir);
-	rc = jobs_remote(t->cluster, script.buf, NULL, o, err);
+	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;
 }
@@ -297,7 +301,7 @@ static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int 
 
 int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err)
 {
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	struct pbx_squeue_job *jobs = NULL;
 	const char *after;
 	size_t nj = 0, nsubmits = 0, before, afterlen;
@@ -318,7 +322,7 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
 	if (rc == 0)
 		rc = refresh_apply(st, t->sub.id, submits, nsubmits, jobs, nj, after, afterlen, err);
-	jobs_output_release(&o);
+	pbx_cluster_output_release(&o);
 	pbx_squeue_free(jobs, nj);
 	free(submits);
 	return rc;
@@ -330,12 +334,8 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 		   struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
-	struct pbx_slurm_limits lim = { 1001, 10000 };
-	struct jobs_output o;
 	int64_t *idx;
-	size_t nt, n = 0, i, nargs = 0, narrays = 0;
-	char **args = NULL, **job_ids = NULL;
-	json_t *res;
+	size_t nt, n = 0, i;
 	int rc, lock;
 	*count = 0;
 	lock = jobs_lock(t->pkg.id, t->sub.cluster_id, err);   /* a parrun submits nothing meanwhile */
@@ -355,33 +355,9 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 		close(lock);
 		return 0;
 	}
-	rc = jobs_remote(t->cluster, "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) '",
-			 NULL, &o, err);
-	if (rc == 0) {
-		rc = pbx_scontrol_limits_parse(o.out.buf, o.out.len, &lim, err);
-		jobs_output_release(&o);
-	}
-	if (rc == 0) {
-		res = json_loads(t->sub.resources_json, 0, NULL);
-		nargs = res ? json_array_size(res) : 0;
-		args = xcalloc(nargs ? nargs : 1, sizeof(char *));
-		for (i = 0; i < nargs; i++)
-			args[i] = xstrdup(json_string_value(json_array_get(res, i)) ?
-					  json_string_value(json_array_get(res, i)) : "");
-		json_decref(res);
-		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
-				 lim.max_array_size < lim.max_job_count ? lim.max_array_size
-									: lim.max_job_count,
-				 0, (const char *const *)args, nargs, NULL, &job_ids, &narrays, err);
-	}
+	rc = jobs_resubmit(st, t, idx, n, err);
 	if (rc == 0)
 		*count = n;
-	for (i = 0; i < nargs; i++)
-		free(args[i]);
-	free(args);
-	for (i = 0; i < narrays; i++)
-		free(job_ids[i]);
-	free(job_ids);
 	free(idx);
 	close(lock);
 	return rc;
@@ -418,7 +394,7 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		    struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	int rc;
 	if (task < 0) {
 		pbx_buf_addf(&script, "scancel -n pbx-%s", t->pkg.short_id);
@@ -447,9 +423,9 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 					    task, t->pkg.short_id);
 		}
 	}
-	rc = jobs_remote(t->cluster, script.buf, NULL, &o, err);
+	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, &o, err);
 	if (rc == 0) {
-		jobs_output_release(&o);
+		pbx_cluster_output_release(&o);
 		rc = remember_cancel(st, t, task, err);
 	}
 	pbx_buf_release(&script);

@@ -3,6 +3,10 @@
  * and what already exists there (one round trip), then push the package
  * once and submit all arrays (a second round trip).
  *
+ * The options submitted (resources, throttle, launcher: src/slurm/sbatch.h)
+ * are stored whole with the submission; `rerun` reads them back and uses
+ * the same probe.
+ *
  * Never twice: an array is recorded as "planned" before sbatch runs and
  * carries --comment=pbx:PKG:ROW.  A later parrun adopts planned arrays that
  * squeue shows (the answer was lost) and tasks whose directory exists (they
@@ -23,6 +27,25 @@
 
 /* -------------------------------------------------------------- record */
 
+/* The options e's tasks are submitted with: e's resources with the
+ * launcher resolved for its kind.  *o released with pbx_sbatch_opts_free. */
+static void jobs_opts_of(const struct pbx_experiment *e, struct pbx_sbatch_opts *o)
+{
+	pbx_sbatch_opts_copy(o, &e->res);
+	o->launcher = pbx_sbatch_opts_launcher(&e->res, e->command == NULL);
+}
+
+/* jobs_opts_of as the JSON the store keeps; caller frees. */
+static char *jobs_opts_json(const struct pbx_experiment *e)
+{
+	struct pbx_sbatch_opts o;
+	char *json;
+	jobs_opts_of(e, &o);
+	json = pbx_sbatch_opts_json(&o);
+	pbx_sbatch_opts_free(&o);
+	return json;
+}
+
 static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 			 const struct pbx_experiment *e, const struct pbx_package *p,
 			 struct pbx_submission_row *sub, struct pbx_err *err)
@@ -30,8 +53,7 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 	struct pbx_package_row row = {0};
 	struct pbx_submission_row s = {0};
 	char **params = NULL, *dir = NULL, *res = NULL;
-	size_t i, nargs = 0;
-	char **args;
+	size_t i;
 	int64_t id;
 	int rc;
 
@@ -53,16 +75,8 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 		if (err->code != PBX_EXIT_NOTFOUND) {
 			rc = -1;
 		} else {
-			json_t *rj = json_array();
 			pbx_err_clear(err);
-			args = pbx_experiment_sbatch_args(e, &nargs);
-			for (i = 0; i < nargs; i++) {
-				json_array_append_new(rj, json_string(args[i]));
-				free(args[i]);
-			}
-			free(args);
-			res = json_dumps(rj, JSON_COMPACT);
-			json_decref(rj);
+			res = jobs_opts_json(e);
 			params = xcalloc(e->npoints, sizeof(char *));
 			for (i = 0; i < e->npoints; i++)
 				params[i] = pbx_experiment_point_json(e, i);
@@ -94,46 +108,37 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 
 /* --------------------------------------------------------------- probe */
 
-struct parrun_probe {
-	struct pbx_slurm_limits limits;
-	int pushed;                    /* the package is complete on the cluster */
-	struct pbx_buf live;           /* squeue "%F %k" lines */
-	unsigned char *has_dir;        /* per task: its directory exists */
-	size_t ntasks;
-};
-
-/* Exit status of the probe when sbatch refuses the experiment's options. */
+/* Exit status of the probe when sbatch refuses the options. */
 #define PROBE_REFUSED 3
 
-/* The probe's first lines: `sbatch --test-only` with the experiment's
- * options validates them (partition, gres, time, ...) without submitting
- * anything, so a refusal comes before pbx records anything. */
-static void probe_validate(struct pbx_buf *script, const struct pbx_experiment *e)
+/* The probe's first lines: `sbatch --test-only` with the options validates
+ * them (partition, gres, time, ...) without submitting anything, so a
+ * refusal comes before pbx records anything. */
+static void probe_validate(struct pbx_buf *script, const struct pbx_sbatch_opts *opts)
 {
 	size_t nargs = 0, i;
-	char **args = pbx_experiment_sbatch_args(e, &nargs);
+	char **args = pbx_sbatch_opts_argv(opts, &nargs);
 	pbx_buf_adds(script, "v=$(sbatch --test-only --array=0-0 -J pbx-validate -o /dev/null");
 	for (i = 0; i < nargs; i++) {
 		pbx_buf_addc(script, ' ');
 		pbx_shell_quote(script, args[i]);
-		free(args[i]);
 	}
-	free(args);
+	pbx_sbatch_argv_free(args, nargs);
 	pbx_buf_addf(script, " --wrap=true 2>&1) || { printf '%%s\n' \"$v\" >&2; exit %d; }\n",
 		     PROBE_REFUSED);
 }
 
-static int parrun_probe(struct pbx_cluster *c, const struct pbx_experiment *e,
-			const char *short_id, size_t ntasks, struct parrun_probe *pr,
-			struct pbx_err *err)
+int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
+	       const struct pbx_sbatch_opts *validate, struct jobs_probe *pr, struct pbx_err *err)
 {
-	struct jobs_output o;
+	struct pbx_cluster_output o;
 	struct pbx_buf script = PBX_BUF_INIT;
 	const char *p, *rest;
 	size_t len, restlen, n1, n2, n3;
-	int rc, status = 0;
+	int rc;
 
-	probe_validate(&script, e);
+	if (validate)
+		probe_validate(&script, validate);
 	pbx_buf_addf(&script,
 		     "R=\"$PBX_SHARED/pbx/%s\"\n"
 		     "scontrol show config | grep -E '^(MaxArraySize|MaxJobCount) ' || exit 1\n"
@@ -144,17 +149,17 @@ static int parrun_probe(struct pbx_cluster *c, const struct pbx_experiment *e,
 		     "echo PBX-SEP\n"
 		     "ls \"$R/tasks\" 2>/dev/null\n"
 		     "exit 0\n", short_id, short_id);
-	rc = jobs_remote_status(c, script.buf, NULL, &o, &status, err);
+	rc = pbx_cluster_run(c, 0, script.buf, NULL, &o, err);
 	pbx_buf_release(&script);
-	if (rc < 0 && status == PROBE_REFUSED) {
-		pbx_err_set(err, "%s: %s refuses the experiment's resources (nothing was recorded"
-			    " or submitted): %s", e->path, c->row.name, o.err.buf);
-		err->code = PBX_EXIT_USAGE;
+	if (rc < 0 && o.status == PROBE_REFUSED) {
+		const char *why = strstr(err->msg, "): ");
+		char *reason = xstrdup(why ? why + 3 : err->msg);
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s refuses the experiment's resources (nothing"
+			     " was recorded or submitted): %s", c->row.name, reason);
+		free(reason);
 	}
-	if (rc < 0) {
-		jobs_output_release(&o);
+	if (rc < 0)
 		return -1;
-	}
 	pr->has_dir = xcalloc(ntasks ? ntasks : 1, 1);
 	pr->ntasks = ntasks;
 	pbx_buf_init(&pr->live, 0);
@@ -162,7 +167,7 @@ static int parrun_probe(struct pbx_cluster *c, const struct pbx_experiment *e,
 	len = o.out.len;
 	if (jobs_split(p, len, "PBX-SEP", &rest, &n1, &restlen) < 0 ||
 	    pbx_scontrol_limits_parse(p, n1, &pr->limits, err) < 0) {
-		jobs_output_release(&o);
+		pbx_cluster_output_release(&o);
 		return err->msg[0] ? -1 : pbx_err_set(err, "unexpected answer from %s", c->row.name);
 	}
 	p = rest;
@@ -191,12 +196,27 @@ static int parrun_probe(struct pbx_cluster *c, const struct pbx_experiment *e,
 			restlen -= nl ? l + 1 : l;
 		}
 	}
-	jobs_output_release(&o);
+	pbx_cluster_output_release(&o);
 	return 0;
 }
 
+void jobs_probe_release(struct jobs_probe *pr)
+{
+	free(pr->has_dir);
+	pr->has_dir = NULL;
+	pbx_buf_release(&pr->live);
+}
+
+long jobs_probe_chunk(const struct jobs_probe *pr)
+{
+	long chunk = pr->limits.max_array_size;
+	if (pr->limits.max_job_count < chunk)
+		chunk = pr->limits.max_job_count;
+	return chunk;
+}
+
 /* The array job id squeue shows for comment pbx:SHORT:ROW, or NULL. */
-static char *probe_live_job(const struct parrun_probe *pr, const char *short_id, int64_t row)
+static char *probe_live_job(const struct jobs_probe *pr, const char *short_id, int64_t row)
 {
 	char want[128];
 	const char *p = pr->live.buf;
@@ -214,7 +234,7 @@ static char *probe_live_job(const struct parrun_probe *pr, const char *short_id,
 /* Sends the tasks of an array that never reached SLURM back to NEW,
  * except those whose directory shows they ran. */
 static int parrun_revert(struct pbx_store *st, const struct pbx_submission_row *sub,
-			 const struct pbx_array_row *a, const struct parrun_probe *pr,
+			 const struct pbx_array_row *a, const struct jobs_probe *pr,
 			 struct pbx_err *err)
 {
 	int64_t *idx;
@@ -233,7 +253,7 @@ static int parrun_revert(struct pbx_store *st, const struct pbx_submission_row *
 /* Adopts planned arrays that did reach SLURM (squeue shows their comment);
  * the others are "lost" and their tasks become NEW again. */
 static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *sub,
-			const char *short_id, const struct parrun_probe *pr, struct pbx_err *err)
+			const char *short_id, const struct jobs_probe *pr, struct pbx_err *err)
 {
 	struct pbx_array_row *arrays;
 	size_t n, i;
@@ -259,7 +279,7 @@ static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *s
 /* Tasks that still need submitting: never submitted (or in no state pbx
  * knows) and no sign that they ran. */
 static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row *sub,
-			  const struct parrun_probe *pr, int64_t **idx, size_t *n,
+			  const struct jobs_probe *pr, int64_t **idx, size_t *n,
 			  size_t *skipped, struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
@@ -286,11 +306,11 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 {
 	struct pbx_package *p = NULL;
 	struct pbx_submission_row sub = {0};
-	struct parrun_probe pr = {0};
+	struct jobs_probe pr = {0};
 	struct pbx_buf tar = PBX_BUF_INIT;
+	struct pbx_sbatch_opts opts = {0};
 	int64_t *idx = NULL;
-	size_t n = 0, nargs = 0, i;
-	char **args = NULL;
+	size_t n = 0;
 	int rc, lock = -1;
 
 	memset(r, 0, sizeof(*r));
@@ -304,7 +324,9 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0) {
 		/* validated by the cluster before anything is recorded */
-		rc = parrun_probe(c, e, p->short_id, e->npoints, &pr, err);
+		rc = jobs_probe(c, p->short_id, e->npoints, &e->res, &pr, err);
+		if (rc < 0 && err->code == PBX_EXIT_USAGE)
+			pbx_err_prefix(err, "%s", e->path);
 		r->round_trips++;
 	}
 	if (rc == 0)
@@ -324,31 +346,57 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		free(path);
 		r->pushed = rc == 0;
 	}
+	if (rc == 0 && n > 0)
+		jobs_opts_of(e, &opts);
 	if (rc == 0 && n > 0) {
-		long chunk = pr.limits.max_array_size;
-		if (pr.limits.max_job_count < chunk)
-			chunk = pr.limits.max_job_count;
-		args = pbx_experiment_sbatch_args(e, &nargs);
-		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, chunk, e->throttle,
-				 (const char *const *)args, nargs, tar.len ? &tar : NULL, &r->job_ids,
-				 &r->arrays, err);
+		/* stored whole before sbatch runs: rerun submits what this did */
+		char *json = pbx_sbatch_opts_json(&opts);
+		rc = pbx_store_submission_set_resources(st, sub.id, json, err);
+		free(json);
+	}
+	if (rc == 0 && n > 0) {
+		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, jobs_probe_chunk(&pr), &opts,
+				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, err);
 		r->round_trips++;
 		if (rc == 0)
 			r->submitted = n;
 	}
 	if (rc == 0)
 		pbx_store_submission_set(st, sub.id, 1, "submitted", err);
-	for (i = 0; i < nargs; i++)
-		free(args[i]);
-	free(args);
+	pbx_sbatch_opts_free(&opts);
 	free(idx);
-	free(pr.has_dir);
-	pbx_buf_release(&pr.live);
+	jobs_probe_release(&pr);
 	pbx_buf_release(&tar);
 	pbx_submission_row_free(&sub);
 	pbx_package_free(p);
 	if (lock >= 0)
 		close(lock);
+	return rc;
+}
+
+/* -------------------------------------------------------------- rerun */
+
+int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t *idx, size_t n,
+		  struct pbx_err *err)
+{
+	struct jobs_probe pr = {0};
+	struct pbx_sbatch_opts opts;
+	char **job_ids = NULL;
+	size_t narrays = 0, i;
+	int rc;
+	if (pbx_sbatch_opts_from_json(t->sub.resources_json, &opts, err) < 0)
+		return -1;
+	if (opts.launcher == PBX_LAUNCHER_AUTO)   /* stores from before launchers */
+		opts.launcher = PBX_LAUNCHER_NONE;
+	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &pr, err);
+	if (rc == 0)
+		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
+				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, err);
+	for (i = 0; i < narrays; i++)
+		free(job_ids[i]);
+	free(job_ids);
+	jobs_probe_release(&pr);
+	pbx_sbatch_opts_free(&opts);
 	return rc;
 }
 

@@ -27,7 +27,7 @@ int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx
 {
 	struct pbx_buf tmpl = PBX_BUF_INIT, nodes = PBX_BUF_INIT, names = PBX_BUF_INIT;
 	struct pbx_buf result = PBX_BUF_INIT;
-	char port[16], sruns[32], arrays[24], jobs[24];
+	char port[16], sruns[32], arrays[24], jobs[24], auth[48] = "";
 	const char *keep[] = { "ROOT", NULL };
 	size_t i;
 	int rc;
@@ -44,12 +44,15 @@ int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx
 	snprintf(sruns, sizeof(sruns), "%d-%d", c->srun_port_lo, c->srun_port_hi);
 	snprintf(arrays, sizeof(arrays), "%ld", c->max_array_size ? c->max_array_size : 10001);
 	snprintf(jobs, sizeof(jobs), "%ld", c->max_job_count ? c->max_job_count : 50000);
+	if (c->cred_expire > 0)
+		snprintf(auth, sizeof(auth), ",cred_expire=%d", c->cred_expire);
 	{
 		const char *vars[] = {
 			"CLUSTER", c->cluster, "CTLD_HOST", c->ctld_host, "CTLD_ADDR", c->ctld_addr,
 			"CTLD_PORT", port, "SRUN_PORTS", sruns, "SLURM_USER", c->slurm_user,
 			"EXTRA", c->extra, "NODES", nodes.buf, "PARTITION_NODES", names.buf,
-			"MAX_ARRAY_SIZE", arrays, "MAX_JOB_COUNT", jobs, NULL,
+			"MAX_ARRAY_SIZE", arrays, "MAX_JOB_COUNT", jobs, "AUTH_OPTIONS", auth,
+			NULL,
 		};
 		rc = pbx_tmpl_subst("slurm.conf.in", tmpl.buf, vars, keep, &result, err);
 	}

@@ -33,6 +33,8 @@ struct pbx_slurm_conf {
 	long max_job_count;     /* MaxJobCount; 0 = 50000 */
 	const struct pbx_slurm_node *nodes;   /* compute nodes */
 	size_t nnodes;
+	int cred_expire;        /* AuthInfo cred_expire (s), also how long a
+				   requeued job waits to start again; 0 = 120 */
 };
 
 /* Renders slurm.conf; *out is owned by the caller (free). */

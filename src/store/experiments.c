@@ -282,6 +282,18 @@ int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const
 	return pbx_store_step_done(st, s, err);
 }
 
+int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
+					struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "UPDATE submissions SET resources_json = ? WHERE id = ?", &s,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, id);
+	return pbx_store_step_done(st, s, err);
+}
+
 void pbx_submission_row_free(struct pbx_submission_row *r)
 {
 	free(r->package_id); free(r->cluster_name); free(r->cluster_state); free(r->remote_dir);

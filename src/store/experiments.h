@@ -48,7 +48,9 @@ struct pbx_submission_row {
 	char *cluster_name;    /* filled by the getters (join) */
 	char *cluster_state;   /* likewise */
 	char *remote_dir;      /* relative to the cluster's shared directory */
-	char *resources_json;  /* sbatch options used */
+	char *resources_json;  /* the sbatch options of the latest submission
+				  (src/slurm/sbatch.h's JSON; older stores: an
+				  argv array) */
 	int pushed;
 	char *state;           /* submitting, submitted, partial */
 	int64_t created;
@@ -67,6 +69,9 @@ int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err);
 int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
 			     struct pbx_err *err);
+/* Replaces the stored sbatch options (what `rerun` submits with). */
+int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
+					struct pbx_err *err);
 void pbx_submission_row_free(struct pbx_submission_row *s);
 void pbx_submission_rows_free(struct pbx_submission_row *rows, size_t n);
 

@@ -5,11 +5,16 @@
  */
 #define _GNU_SOURCE
 #include "util/proc.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,4 +114,68 @@ int pbx_run_ok(const char *const *argv, struct pbx_err *err)
 	}
 	pbx_buf_release(&out);
 	return rc == 0 ? 0 : -1;
+}
+
+char *pbx_find_pbx_train(void)
+{
+	const char *env = getenv("PBX_TRAIN_BIN");
+	char self[1024], cand[1200], *slash;
+	ssize_t n;
+	if (env && env[0] == '/' && access(env, X_OK) == 0)
+		return realpath(env, NULL);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/pbx-train", self);
+	if (access(cand, X_OK) != 0)
+		snprintf(cand, sizeof(cand), "%s/../train/pbx-train", self);
+	return access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
+}
+
+/* The value of KEY= in os-release text (quotes dropped), or "unknown". */
+static void pbx_os_field(const char *text, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+	snprintf(out, size, "unknown");
+	while (p && *p) {
+		if (!strncmp(p, key, klen) && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			size_t len = strcspn(v, "\n");
+			if (len >= 2 && (v[0] == '"' || v[0] == '\'') && v[len - 1] == v[0]) {
+				v++;
+				len -= 2;
+			}
+			if (len && len < size)
+				snprintf(out, size, "%.*s", (int)len, v);
+			return;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+}
+
+char *pbx_host_target(void)
+{
+	struct pbx_buf os = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct utsname u;
+	char id[64], ver[64];
+	char *out;
+	const char *text;
+	if (pbx_read_file("/etc/os-release", &os, &err) < 0)
+		pbx_buf_reset(&os);
+	text = os.len ? os.buf : "";
+	pbx_os_field(text, "ID", id, sizeof(id));
+	pbx_os_field(text, "VERSION_ID", ver, sizeof(ver));
+	pbx_buf_release(&os);
+	if (uname(&u) < 0)
+		snprintf(u.machine, sizeof(u.machine), "unknown");
+	out = xasprintf("%s %s %s", id, ver, u.machine);
+	return out;
 }

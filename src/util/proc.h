@@ -25,6 +25,15 @@ int pbx_run_ok(const char *const *argv, struct pbx_err *err);
  * stderr on /dev/null, and does not wait: for daemons that stay in the
  * foreground (sshd -D), so pbx knows their pid and sees them die.  The
  * caller reaps it (waitpid) or leaves it to init when pbx exits. */
+/* The local build of pbx-train: $PBX_TRAIN_BIN when it is an absolute path
+ * to an executable, else next to this program (installed) or in the build
+ * tree (src/cli/pbx -> src/train/pbx-train); resolved with realpath.
+ * Caller frees; NULL when there is none. */
+char *pbx_find_pbx_train(void);
+/* "ID VERSION_ID MACHINE" of this host (/etc/os-release, uname -m): what a
+ * binary built here needs of a node.  Caller frees. */
+char *pbx_host_target(void);
+
 int pbx_spawn_detached(const char *const *argv, pid_t *pid, struct pbx_err *err);
 
 #endif

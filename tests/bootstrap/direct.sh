@@ -72,7 +72,7 @@ sed -e "s|@CLUSTER@|bt|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "s|@CTLD_ADDR@|127.0.3.1|g" -e "s|@CTLD_PORT@|$PORT0|g" \
 	-e "s|@SLURM_USER@|root|g" -e "s|@SRUN_PORTS@|$SRUN_PORTS|g" \
 	-e "s|@PARTITION_NODES@|node1,node2|g" \
-	-e "s|@EXTRA@|DebugFlags=NO_CONF_HASH|g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" \
+	-e "s|@EXTRA@|DebugFlags=NO_CONF_HASH|g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" -e "s|@AUTH_OPTIONS@|,cred_expire=15|g" \
 	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
 grep -q '@ROOT@' "$T/stage/slurm.conf" || fail "rendered conf lost @ROOT@"
 head -c 1024 /dev/urandom >"$T/stage/munge.key"

@@ -89,7 +89,7 @@ mkdir -p "$T/stage"
 sed -e "s|@CLUSTER@|c1|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "s|@CTLD_ADDR@|127.0.4.1|g" -e "s|@CTLD_PORT@|6817|g" \
 	-e "s|@SLURM_USER@|slurm|g" -e "s|@SRUN_PORTS@|60001-63000|g" \
-	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" \
+	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" -e "s|@AUTH_OPTIONS@||g" \
 	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
 head -c 1024 /dev/urandom >"$T/stage/munge.key"
 
@@ -184,6 +184,24 @@ has "node1: systemctl stop munge"
 boot node1 compute 2 status || fail "status after down"
 [ "$(cat "$T/node1.out")" = "munged stopped
 slurmd stopped" ] || fail "status after down: $(cat "$T/node1.out")"
+
+# ---- pbx-train from the stage: installed where the node matches its build
+stub dpkg <<'EOS'
+exit 1
+EOS
+printf '#!/bin/sh\n[ "$1" = --version ] && echo "pbx-train fake"\n' >"$T/stage/pbx-train"
+chmod 755 "$T/stage/pbx-train"
+echo "debian 12 $(uname -m)" >"$T/stage/pbx-train.target"
+: >"$LOG"
+boot head head 0 up || fail "head up with pbx-train: $(cat "$T/head.err")"
+[ -x "$T/head/usr/local/bin/pbx-train" ] && cmp -s "$T/stage/pbx-train" "$T/head/usr/local/bin/pbx-train" ||
+	fail "pbx-train not installed on the matching head"
+has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+boot node1 compute 2 up || fail "node1 up with pbx-train: $(cat "$T/node1.err")"
+[ ! -e "$T/node1/usr/local/bin/pbx-train" ] || fail "pbx-train built on debian 12 installed on ubuntu 22.04"
+grep -q "pbx-train not installed: built on 'debian 12 $(uname -m)', this node is 'ubuntu 22.04 $(uname -m)'" "$T/node1.err" ||
+	fail "no message for the mismatched pbx-train: $(cat "$T/node1.err")"
+rm -f "$T/stage/pbx-train" "$T/stage/pbx-train.target"
 
 # ---- clear errors
 mkroot node2 debian 12

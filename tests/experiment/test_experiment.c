@@ -327,7 +327,8 @@ static void test_train(void)
 	       "  \"layers\": [\n    \"relu\",\n    {\n      \"type\": \"linear\",\n"
 	       "      \"out\": \"10\"\n    }\n  ]\n}\n", "train: as JSON");
 	c = pbx_experiment_task_command(e, 3);
-	is_str(c, "pbx-train train.yaml --set 'lr=0.2'\\'''", "--set per param, repeat left out");
+	is_str(c, "pbx-train train.yaml --set 'lr=0.2'\\''' --resume",
+	       "--set per param, repeat left out, --resume for a requeued attempt");
 	free(c);
 	pbx_experiment_free(e);
 }
@@ -345,10 +346,10 @@ static void test_resources(void)
 	size_t n, i;
 	if (!ok(e != NULL, "resources parse"))
 		return;
-	ok(e->throttle == 8 && e->nresources == 5, "throttle apart, hold: false left out");
+	ok(e->res.throttle == 8 && e->res.n == 5, "throttle apart, hold: false left out");
 	ok(pbx_experiment_override_resource(e, "gres", "gpu:2", &err) == 0, "override gres");
 	ok(pbx_experiment_override_resource(e, "partition", "debug", &err) == 0, "add partition");
-	ok(pbx_experiment_override_resource(e, "throttle", "3", &err) == 0 && e->throttle == 3,
+	ok(pbx_experiment_override_resource(e, "throttle", "3", &err) == 0 && e->res.throttle == 3,
 	   "override throttle");
 	args = pbx_experiment_sbatch_args(e, &n);
 	ok(n == 6, "6 sbatch args");
@@ -370,9 +371,61 @@ static void test_resources(void)
 	       "'partition'?)", "unknown message");
 	ok(pbx_experiment_override_resource(e, "array", "1-3", &err) < 0 &&
 	   err.code == PBX_EXIT_USAGE, "array refused");
-	ok(pbx_experiment_override_resource(e, "throttle", "x", &err) < 0 && e->throttle == 3,
+	ok(pbx_experiment_override_resource(e, "throttle", "x", &err) < 0 && e->res.throttle == 3,
 	   "bad throttle leaves it");
-	ok(e->nresources == 6 && !strcmp(e->resource_values[4], "gpu:2"), "failed overrides change nothing");
+	ok(e->res.n == 6 && !strcmp(e->res.values[4], "gpu:2"), "failed overrides change nothing");
+	pbx_experiment_free(e);
+}
+
+/* The typed options: launcher, and the JSON the store keeps for rerun. */
+static void test_sbatch_opts(void)
+{
+	struct pbx_experiment *e = parse(
+		"name: r\ntrain: { model: mlp }\nresources:\n  nodes: 2\n  exclusive: true\n"
+		"  throttle: 3\n");
+	struct pbx_sbatch_opts back;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *json, **a1, **a2;
+	size_t n1, n2, i;
+	int same;
+	if (!ok(e != NULL, "train experiment with nodes: 2 parses"))
+		return;
+	ok(pbx_sbatch_opts_launcher(&e->res, 1) == PBX_LAUNCHER_MPI,
+	   "a train task on 2 nodes gets the mpi launcher");
+	ok(pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_NONE,
+	   "a command task keeps none unless it asks");
+	ok(pbx_experiment_override_resource(e, "launcher", "srun", &err) == 0 &&
+	   pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_SRUN, "launcher: srun");
+	ok(pbx_experiment_override_resource(e, "launcher", "mpich", &err) < 0, "unknown launcher");
+	is_str(err.msg, "--launcher: must be auto, none, srun or mpi", "launcher message");
+	json = pbx_sbatch_opts_json(&e->res);
+	is_str(json, "{\"options\":[[\"nodes\",\"2\"],[\"exclusive\",\"\"]],\"throttle\":3,"
+	       "\"launcher\":\"srun\"}", "options as JSON");
+	pbx_sbatch_opts_copy(&back, &e->res);
+	{
+		char *cj = pbx_sbatch_opts_json(&back);
+		is_str(cj, json, "a copy serializes the same");
+		free(cj);
+	}
+	pbx_sbatch_opts_free(&back);
+	ok(pbx_sbatch_opts_from_json(json, &back, &err) == 0, "JSON read back");
+	a1 = pbx_sbatch_opts_argv(&e->res, &n1);
+	a2 = pbx_sbatch_opts_argv(&back, &n2);
+	same = n1 == n2 && back.throttle == 3 && back.launcher == PBX_LAUNCHER_SRUN;
+	for (i = 0; same && i < n1; i++)
+		same = !strcmp(a1[i], a2[i]);
+	ok(same, "read back: same argv, throttle and launcher");
+	pbx_sbatch_argv_free(a1, n1);
+	pbx_sbatch_argv_free(a2, n2);
+	pbx_sbatch_opts_free(&back);
+	free(json);
+	ok(pbx_sbatch_opts_from_json("[\"--time=5\",\"--hold\"]", &back, &err) == 0 &&
+	   back.n == 2 && back.throttle == 0, "the older stored form (argv) reads");
+	pbx_sbatch_opts_free(&back);
+	ok(pbx_sbatch_opts_from_json("{\"options\":[[\"output\",\"x\"]],\"throttle\":0,"
+				     "\"launcher\":\"none\"}", &back, &err) < 0,
+	   "a stored option pbx sets itself is refused");
+	is_str(err.msg, "stored sbatch options: is set by pbx and cannot be given", "its message");
 	pbx_experiment_free(e);
 }
 
@@ -852,7 +905,8 @@ int main(int argc, char **argv)
 	static const struct { const char *name; void (*fn)(void); } tests[] = {
 		{ "bad", test_bad }, { "grid", test_grid }, { "zip_list", test_zip_list },
 		{ "random", test_random }, { "command", test_command }, { "train", test_train },
-		{ "resources", test_resources }, { "files_env", test_files_env },
+		{ "resources", test_resources }, { "sbatch_opts", test_sbatch_opts },
+		{ "files_env", test_files_env },
 		{ "ignore", test_ignore }, { "package_id", test_package_id },
 		{ "package_links", test_package_links_globs }, { "package_git", test_package_git },
 		{ "records", test_records }, { "tar", test_tar }, { "patterns", test_patterns },

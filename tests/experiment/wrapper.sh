@@ -7,7 +7,10 @@
 #   2. exit codes and states: COMPLETED, FAILED 3, CANCELLED on SIGTERM and
 #      SIGINT (forwarded: the program's traps run), SIGUSR1 forwarded
 #      without cancelling, attempts, PBX_TASK_INDEX, offsets, a task outside
-#      the package; status is always one well-formed line.
+#      the package; status is always one well-formed line;
+#   3. exit 75 (checkpointed) in a SLURM job: the wrapper requeues the job
+#      (a stand-in scontrol records the call) and says REQUEUED; when SLURM
+#      refuses (a job being cancelled), CANCELLED as before.
 # Usage: wrapper.sh EXP_PACK SOURCE_DIR
 set -eu
 PACK=${1:?usage: wrapper.sh EXP_PACK SOURCE_DIR}
@@ -240,6 +243,33 @@ run_task "$T/pkg2" "$T/run5" 0 SLURMD_NODENAME='node 1;$(x)' SLURM_ARRAY_JOB_ID=
 	fail "task with odd node and job names failed"
 check_status "$T/run5/tasks/0/status" "0 COMPLETED 0 node_1___x_ 1 [0-9]+ [0-9]+ 7_7_0"
 pass "node and job names outside [A-Za-z0-9._:+-] become '_' in the status line"
+
+# ---- 5. exit 75 requeues ------------------------------------------------
+mkdir -p "$T/bin"
+printf '#!/bin/sh\necho "$*" >>"%s/scontrol.args"\nexit "${FAKE_SCONTROL_RC:-0}"\n' "$T" >"$T/bin/scontrol"
+chmod +x "$T/bin/scontrol"
+# requeue_task RUN SCONTROL_RC: task 2 (traps TERM, exits 75) in job 1234,
+# TERM once it is ready; the wrapper's exit status is left in rc.
+requeue_task() {
+	env PATH="$T/bin:$PATH" FAKE_SCONTROL_RC="$2" PBX_PKG_DIR="$T/pkg2" PBX_RUN_DIR="$1" \
+		SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_JOB_ID=77 SLURM_JOB_ID=1234 SLURMD_NODENAME=node1 \
+		$SH "$T/pkg2/pbx-task.sh" &
+	pid=$!
+	wait_for "$1/tasks/2/ready"
+	kill -s TERM "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+}
+requeue_task "$T/run6" 0
+[ "$rc" -eq 75 ] || fail "requeue: wrapper exited $rc, not 75"
+check_status "$T/run6/tasks/2/status" "2 REQUEUED 75 node1 1 [0-9]+ [0-9]+ 77_2"
+[ "$(cat "$T/scontrol.args")" = "requeue 1234" ] || fail "scontrol got '$(cat "$T/scontrol.args")'"
+grep -q '^=== pbx task 2 attempt 1 REQUEUED exit 75 end [0-9]* ===$' "$T/run6/tasks/2/stderr" ||
+	fail "no REQUEUED line in stderr"
+requeue_task "$T/run7" 1
+[ "$rc" -eq 75 ] || fail "refused requeue: wrapper exited $rc, not 75"
+check_status "$T/run7/tasks/2/status" "2 CANCELLED 75 node1 1 [0-9]+ [0-9]+ 77_2"
+pass "exit 75 in a job: scontrol requeue JOB, REQUEUED; refused by SLURM: CANCELLED"
 
 n=$(cat "$T"/run1/tasks/*/status "$T"/run2/tasks/*/status | wc -l)
 [ "$n" -eq $((N + 5)) ] || fail "cat tasks/*/status gave $n lines"

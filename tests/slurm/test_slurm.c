@@ -52,6 +52,13 @@ static void test_render(void)
 	ok(strstr(conf, "@ROOT@/var/spool/slurmctld") != NULL, "@ROOT@ left for the bootstrap");
 	ok(strstr(conf, "@CLUSTER@") == NULL && strstr(conf, "@EXTRA@") == NULL, "no other placeholder left");
 	ok(strstr(conf, "\nDebugFlags=NO_CONF_HASH\n") != NULL, "extra lines");
+	ok(strstr(conf, "\nAuthInfo=socket=@ROOT@/run/munge/munge.socket.2\n") != NULL,
+	   "AuthInfo: SLURM's default credential lifetime");
+	free(conf);
+	c.cred_expire = 15;
+	ok(pbx_slurm_render_conf(&c, &conf, &err) == 0, "render with cred_expire: %s", err.msg);
+	ok(strstr(conf, "\nAuthInfo=socket=@ROOT@/run/munge/munge.socket.2,cred_expire=15\n") != NULL,
+	   "AuthInfo: cred_expire (the requeue delay)");
 	free(conf);
 }
 

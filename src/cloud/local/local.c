@@ -394,6 +394,15 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
 	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", s->dir);
 	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", s->dir);
+	{
+		char *bin = pbx_find_pbx_train();   /* node bodies link to the local build */
+		if (bin && strlen(bin) < sizeof(l->train_bin))
+			snprintf(l->train_bin, sizeof(l->train_bin), "%s", bin);
+		free(bin);
+	}
+	/* A requeued (preempted) task starts again after this many seconds,
+	 * not SLURM's 120; step launches here take well under a second. */
+	l->cred_expire = 15;
 	return 0;
 }
 

@@ -1,0 +1,135 @@
+#!/bin/sh
+# t0255-preempt.sh - preemption and resubmission on a real local SLURM
+# cluster.  A pbx-train task sent SIGTERM mid-run (scancel --signal=TERM
+# --batch, as a preempting scheduler does) checkpoints, exits 75, is
+# requeued by its wrapper, resumes from its checkpoint and completes, with
+# final parameters bit-identical to an uninterrupted run of the same
+# configuration (its twin, repeat 1); `pbx state` shows attempt 2.  A
+# 2-rank MPI task sent SIGUSR1 is requeued the same way.  `pbx
+# rerun` of a throttled sweep keeps the throttle (%1: its tasks never
+# overlap).
+# Addresses 127.0.78.0/27, ssh port 22780, SLURM ports 27800-27863 (this
+# test's own).
+. "$(dirname "$0")/lib.sh"
+
+local_cluster pe 127.0.78.0 22780 27800 "{ name: node, count: 2, gpus: 0, cpus: 2 }"
+SHARED="$PBX_HOME/clusters/pe/shared"
+run_pbx -q cluster start pe
+ok $rc "cluster starts: $errout"
+
+# --- preemption: SIGTERM, requeue, resume ---------------------------------
+mkdir -p "$TEST_TMP/pre"
+cat >"$TEST_TMP/pre/experiment.yaml" <<'EOF2'
+name: preempt
+train:
+  model: mlp
+  dataset: synthetic
+  synthetic_n: 2048
+  epochs: 100
+  batch_size: 64
+  lr: 0.05
+  threads: 1
+  deterministic: true
+  log_every: 50
+  output_dir: out
+sweep:
+  repeats: 2               # two identical runs: 0 is preempted, 1 is not
+resources: { time: "00:05:00" }
+outputs: [out/metrics.jsonl, out/summary.json]
+EOF2
+# A 2-rank task under the mpi launcher: SIGUSR1 reaches every rank through
+# mpirun; each exits 75, so mpirun does, and the task is requeued.
+mkdir -p "$TEST_TMP/mpi"
+cat >"$TEST_TMP/mpi/rank.sh" <<'EOF2'
+#!/bin/sh
+r=$OMPI_COMM_WORLD_RANK
+if [ -e "stopped.$r" ]; then echo "rank $r resumed"; exit 0; fi
+trap 'echo "rank $r: USR1" >>marks; : >"stopped.$r"; exit 75' USR1
+: >"ready.$r"
+i=0
+while [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+EOF2
+chmod +x "$TEST_TMP/mpi/rank.sh"
+cat >"$TEST_TMP/mpi/experiment.yaml" <<'EOF2'
+name: preempt-mpi
+command: ./rank.sh
+resources: { nodes: 1, ntasks-per-node: 2, launcher: mpi, time: "00:05:00" }
+EOF2
+
+run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" pe
+ok $rc "parrun preempt: $errout"
+PKG=$(echo "$out" | json_get 'd["package"]')
+T0="$SHARED/pbx/$PKG/tasks/0"
+run_pbx parrun --json "$TEST_TMP/mpi/experiment.yaml" pe
+ok $rc "parrun preempt-mpi: $errout"
+MPKG=$(echo "$out" | json_get 'd["package"]')
+M0="$SHARED/pbx/$MPKG/tasks/0"
+# Wait until task 0 is training (its metrics have begun) and both ranks
+# are up, then preempt them.
+i=0
+until { [ -s "$T0/out/metrics.jsonl" ] && [ -e "$M0/ready.0" ] && [ -e "$M0/ready.1" ]; } ||
+	[ $i -ge 900 ]; do sleep 0.1; i=$((i + 1)); done
+job=$(cut -d' ' -f8 "$T0/status")
+run_pbx cluster exec pe -- scancel --signal=TERM --batch "$job"
+ok $rc "scancel --signal=TERM --batch $job: $errout"
+mjob=$(cut -d' ' -f8 "$M0/status")
+run_pbx cluster exec pe -- scancel --signal=USR1 --batch "$mjob"
+ok $rc "scancel --signal=USR1 --batch $mjob: $errout"
+wait_final "$MPKG" 180
+is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"[('COMPLETED', 2)]" "the 2-rank task completes on its second attempt"
+is "$(sort "$M0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" "SIGUSR1 reached both ranks"
+is "$(grep -c '^rank [01] resumed$' "$M0/stdout")" "2" "both ranks ran again"
+# A task whose status says REQUEUED but whose job SLURM no longer has (the
+# requeued job vanished) is MISSING, which rerun --failed picks up, not a
+# state that never ends.
+printf '0 REQUEUED 75 node1 1 1 2 1_0\n' >"$M0/status"
+run_pbx state --json "$MPKG"
+is "$(echo "$out" | json_get '[t["state"] for t in d["tasks"]]')" "['MISSING']" \
+	"REQUEUED without a job reads MISSING"
+wait_final "$PKG" 180
+ok $? "both tasks end"
+is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"[('COMPLETED', 2), ('COMPLETED', 1)]" "the preempted task completes on its second attempt"
+grep -q '^pbx-train: SIGTERM at step [0-9]*: checkpoint written' "$T0/stderr"
+ok $? "it checkpointed on SIGTERM"
+grep -q "^=== pbx task 0 attempt 1 REQUEUED exit 75 " "$T0/stderr"
+ok $? "its wrapper requeued it after exit 75"
+grep -q '^pbx-train: resumed from out/checkpoint.pbxt' "$T0/stderr"
+ok $? "attempt 2 resumed from the checkpoint"
+sha() { json_get 'd["params_sha256"]' <"$SHARED/pbx/$PKG/tasks/$1/out/summary.json"; }
+s0=$(sha 0)
+s1=$(sha 1)
+[ -n "$s0" ] && [ "$s0" = "$s1" ]
+ok $? "final parameters equal an uninterrupted run's ($s0 / $s1)"
+
+# --- rerun keeps the throttle ---------------------------------------------
+mkdir -p "$TEST_TMP/thr"
+cat >"$TEST_TMP/thr/experiment.yaml" <<'EOF2'
+name: throttled
+# attempt 1 fails; attempt 2 records when it ran
+command: |
+  if [ ! -e tried ]; then touch tried; exit 3; fi
+  date +%s.%N > start; sleep 2; date +%s.%N > end
+sweep:
+  list: [{ k: a }, { k: b }, { k: c }]
+resources: { throttle: 1, time: "00:05:00" }
+EOF2
+run_pbx parrun --json "$TEST_TMP/thr/experiment.yaml" pe
+TPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$TPKG" 120
+is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"['FAILED', 'FAILED', 'FAILED']" "the throttled sweep's first attempts fail"
+run_pbx rerun --failed "$TPKG"
+is "$rc:$out" "0:resubmitted 3 tasks of $TPKG" "rerun --failed resubmits the 3 tasks"
+wait_final "$TPKG" 120
+is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"['COMPLETED', 'COMPLETED', 'COMPLETED']" "the rerun completes"
+python3 - "$SHARED/pbx/$TPKG/tasks" >"$TEST_TMP/overlap.out" <<'EOF2'
+import sys
+iv = sorted((float(open("%s/%d/start" % (sys.argv[1], i)).read()),
+             float(open("%s/%d/end" % (sys.argv[1], i)).read())) for i in range(3))
+print("overlaps", sum(1 for a, b in zip(iv, iv[1:]) if b[0] < a[1]))
+EOF2
+is "$(cat "$TEST_TMP/overlap.out")" "overlaps 0" "rerun kept throttle 1: no two tasks ran at once"
+done_testing
