@@ -88,4 +88,25 @@ run_pbx parrun --json "$TEST_TMP/tr/experiment.yaml" mr
 wait_final tr 120
 is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['COMPLETED']" \
 	"a train: task runs the local build of pbx-train on a node"
+
+# --- data-parallel train: tasks: 2 nodes x 1 rank and 1 node x 2 ranks ----
+for shape in "2x1:2:1" "1x2:1:2"; do
+	name=tr-${shape%%:*}
+	rest=${shape#*:}
+	mkdir -p "$TEST_TMP/$name"
+	cat >"$TEST_TMP/$name/experiment.yaml" <<EOT
+name: $name
+train: { model: mlp, dataset: synthetic, synthetic_n: 256, epochs: 2, batch_size: 64, threads: 1, output_dir: out }
+resources: { nodes: ${rest%%:*}, ntasks-per-node: ${rest#*:}, time: "00:05:00" }
+outputs: [out/summary.json]
+EOT
+	run_pbx parrun --json "$TEST_TMP/$name/experiment.yaml" mr
+	ok $rc "parrun $name: $errout"
+	wait_final "$name" 120
+	is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['COMPLETED']" \
+		"$name: a 2-rank train: task completes"
+	P=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT short_id FROM packages WHERE name = '$name'")
+	is "$(json_get 'd["world"], d["comm"], d["status"]' <"$SHARED/pbx/$P/tasks/0/out/summary.json")" \
+		"2 mpi completed" "$name: pbx-train ran data-parallel over 2 MPI ranks"
+done
 done_testing
