@@ -539,7 +539,8 @@ static int prune_one(const char *path, const struct stat *sb, int type, struct F
 		return 0;
 	if (type == FTW_DP)
 		rmdir(path);   /* fails, as it should, when something is kept inside */
-	else if (!bsearch(&rel, prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp))
+	else if (!prune_nkeep ||
+		 !bsearch(&rel, prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp))
 		unlink(path);
 	return 0;
 }
@@ -573,7 +574,8 @@ static void harvest_stage(struct harvest *h)
 		}
 		free(in);
 	}
-	qsort(prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp);
+	if (prune_nkeep)   /* qsort and bsearch take no NULL array, even empty */
+		qsort(prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp);
 	prune_root = h->incoming;
 	nftw(h->incoming, prune_one, 16, FTW_DEPTH | FTW_PHYS);
 	for (i = 0; i < prune_nkeep; i++)

@@ -170,6 +170,29 @@ static void tree_get_cmd(struct pbx_buf *cmd, const char *dir, int listed)
 	pbx_buf_adds(cmd, listed ? " --null --no-recursion -T - -cf -" : " -cf - .");
 }
 
+/* GNU tar exits 1 when a file changed while it was read (a task still
+ * writing, under harvest --running); the stream is whole nonetheless, and
+ * the changed file's new size and mtime make the next harvest fetch it
+ * again.  True when that is all stderr says. */
+static int tree_only_changed(const struct pbx_buf *errtext)
+{
+	static const char what[] = ": file changed as we read it";
+	const char *p = errtext->buf, *end = errtext->buf + errtext->len;
+	int any = 0;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (l) {
+			if (l < sizeof(what) - 1 || memcmp(p + l - (sizeof(what) - 1), what,
+							   sizeof(what) - 1) != 0)
+				return 0;
+			any = 1;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return any;
+}
+
 int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
 		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
 		      struct pbx_err *err)
@@ -195,6 +218,8 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 	c.progress_ctx = progress_ctx;
 	tree_get_cmd(&cmd, remote_dir, list != NULL);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
+	if (rc == 0 && status == 1 && tree_only_changed(&c.remote_err))
+		status = 0;
 	if (rc == 0 && status == 0)
 		rc = pbx_tarcheck_finish(c.tc, err);
 	/* Members that arrived whole stay (callers keep what they can use); a

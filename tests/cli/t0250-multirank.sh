@@ -106,6 +106,8 @@ EOT
 	is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['COMPLETED']" \
 		"$name: a 2-rank train: task completes"
 	P=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT short_id FROM packages WHERE name = '$name'")
+	grep -q COMPLETED "$SHARED/pbx/$P/tasks/0/status" ||
+		tail -n 15 "$SHARED/pbx/$P/tasks/0/status" "$SHARED/pbx/$P/tasks/0/stderr" | sed 's/^/# /'
 	is "$(json_get 'd["world"], d["comm"], d["status"]' <"$SHARED/pbx/$P/tasks/0/out/summary.json")" \
 		"2 mpi completed" "$name: pbx-train ran data-parallel over 2 MPI ranks"
 done
