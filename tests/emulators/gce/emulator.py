@@ -8,8 +8,8 @@ emulator for pbx's tests, on 127.0.0.1 only.  See README.md here.
         [--service-account KEY.json] [--authorized-user ADC.json] [--token-lifetime S]
         [--static-token TOKEN] [--fault KEY=JSON]... [--seed N] [--wait-max S] [--log FILE]
 
-Compute Engine paths live under /compute/v1/, the token endpoint at
-/token, and the control endpoint (faults, state, call counts, tokens)
+Compute Engine paths live under /compute/v1/ (several calls at once as a
+multipart batch at /batch/compute/v1), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens)
 under /_emulator/, answered only to loopback clients.
 """
 
@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import batch  # noqa: E402
 import catalog  # noqa: E402
 import errors  # noqa: E402
 import filters  # noqa: E402
@@ -373,13 +374,26 @@ class Handler(BaseHTTPRequestHandler):
         self._serve("PATCH")
 
     def _read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass                # trailers
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n > 0 else b""
 
     def _send(self, code, value, headers=None):
-        data = (json.dumps(value, indent=1) + "\n").encode()
+        self._send_raw(code, "application/json; charset=UTF-8", (json.dumps(value, indent=1) + "\n").encode(),
+                       headers)
+
+    def _send_raw(self, code, ctype, data, headers=None):
         self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -400,14 +414,20 @@ class Handler(BaseHTTPRequestHandler):
                 except OAuthError as e:
                     return self._send(e.code, e.body())
             if url.path.startswith("/compute/v1/"):
-                return self._compute(method, url.path[len("/compute/v1/"):], url.query, raw)
+                return self._send(*self.compute(method, url.path[len("/compute/v1/"):], url.query, raw,
+                                                self.headers.get("Authorization")))
+            if url.path == "/batch/compute/v1" and method == "POST":
+                self.app.count(method, "batch")
+                ctype, data = batch.answer(self, self.headers.get("Content-Type", ""), raw)
+                return self._send_raw(200, ctype, data)
             raise ApiError(404, "notFound", "The requested URL %s was not found on this server." % url.path)
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
         except BrokenPipeError:
             pass
 
-    def _compute(self, method, path, query, raw):
+    def compute(self, method, path, query, raw, authorization):
+        """(status, JSON) of one compute call; raises ApiError."""
         app = self.app
         path = urllib.parse.unquote(path)
         for m, rx, name, allowed in ROUTES:
@@ -426,7 +446,7 @@ class Handler(BaseHTTPRequestHandler):
             q[k] = v
         if q.get("alt", "json") != "json":
             raise invalid_field("alt", q["alt"], "Only alt=json is supported.")
-        who = app.auth.check(self.headers.get("Authorization"))
+        who = app.auth.check(authorization)
         refusal = app.faults.refusal()
         if refusal == "throttle":
             app.count(method, "throttled")
@@ -448,7 +468,7 @@ class Handler(BaseHTTPRequestHandler):
         if name in MUTATING and app.faults.chance("lost_reply"):
             app.count(method, "lost_reply")
             raise errors.backend_error()
-        self._send(code, value)
+        return code, value
 
 
 class App:

@@ -3,8 +3,8 @@
 # creates (a GPU Spot instance as in reference/cloud-api.md, and a plain
 # one), lists, describes and deletes instances, and creates, lists and
 # deletes a firewall rule; refusals reach the user as gcloud's errors.
-# One instance per command (gcloud batches several into /batch, which the
-# emulator does not serve).  No node bodies; 127.0.0.1 only.  TAP output;
+# Several instances in one command go as one multipart batch
+# (/batch/compute/v1).  No node bodies; 127.0.0.1 only.  TAP output;
 # skipped (77) only when gcloud is not installed.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../cli/lib.sh"
@@ -70,6 +70,14 @@ ok $? "a GPU instance that would live-migrate is refused ($err)"
 g compute instances create Bad_Name --zone $z --machine-type n1-standard-8
 [ $rc -ne 0 ]
 ok $? "an invalid name is refused ($err)"
+
+g compute instances create b-1 b-2 --zone $z --machine-type e2-small --image-family debian-12 \
+	--image-project debian-cloud --format 'value(name,status)'
+is "$(echo $out)" "b-1 RUNNING b-2 RUNNING" "one command creates two instances through a batch request ($err)"
+g compute instances delete b-1 b-2 --zone $z
+ok $rc "and deletes both in one batch ($err)"
+grep -q 'POST /batch/compute/v1 HTTP/1.1" 200' "$TEST_TMP/requests.log"
+ok $? "gcloud used /batch/compute/v1"
 
 g compute firewall-rules create pbx-c1 --network default --allow tcp:22,tcp:6817-6819 \
 	--source-ranges 127.0.0.1/32 --target-tags pbx-c1

@@ -209,6 +209,23 @@ class Strictness(Base):
         code, value = self.emu.call("POST", "zones/%s/instances" % ZONE, raw_body=b"{name:")
         self.assertRejected(code, value, 400, "invalid", "Invalid JSON payload received")
 
+    def test_chunked_body(self):
+        import http.client
+        body = json.dumps(instance_body("vm-chunked")).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", self.emu.port, timeout=30)
+        conn.request("POST", "/compute/v1/projects/pbx-test/zones/%s/instances" % ZONE,
+                     body=iter([body[:7], body[7:]]), encode_chunked=True,
+                     headers={"Authorization": "Bearer " + self.emu.token, "Content-Type": "application/json"})
+        r = conn.getresponse()
+        op = json.loads(r.read())
+        self.assertEqual(r.status, 200, op)
+        conn.request("GET", "/compute/v1/projects/pbx-test/zones/%s/operations/%s" % (ZONE, op["name"]),
+                     headers={"Authorization": "Bearer " + self.emu.token})   # same connection
+        self.assertEqual(conn.getresponse().status, 200)
+        conn.close()
+        self.emu.wait(op)
+        self.assertEqual(self.names(), ["vm-chunked"])
+
     def test_firewalls(self):
         fw = {"name": "pbx-c1-ssh", "network": "global/networks/default", "direction": "INGRESS",
               "priority": 1000, "sourceRanges": ["127.0.0.1/32"],
