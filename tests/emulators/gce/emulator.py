@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -425,6 +426,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(e.code, e.body(), e.headers)
         except BrokenPipeError:
             pass
+        except Exception:                   # an emulator bug: say so, loudly
+            traceback.print_exc()
+            self._send(500, ApiError(500, "backendError", "emulator bug: %s" % traceback.format_exc(limit=1)).body())
 
     def compute(self, method, path, query, raw, authorization):
         """(status, JSON) of one compute call; raises ApiError."""

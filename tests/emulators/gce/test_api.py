@@ -371,6 +371,14 @@ class TokenEndpoint(unittest.TestCase):
         code, page = self.emu.call("GET", "zones/%s/instances" % ZONE, token=value["access_token"])
         self.assertEqual((code, reason(page)), (401, "authError"))
 
+    def test_lifetime_set_at_run_time(self):
+        self.emu.control("POST", "auth", {"token_lifetime": 30})
+        try:
+            code, value = self.grant(self.jwt())
+            self.assertEqual((code, value["expires_in"]), (200, 29))
+        finally:
+            self.emu.control("POST", "auth", {"token_lifetime": 1.5})
+
     def test_bad_assertions(self):
         now = int(time.time())
         cases = (
@@ -435,6 +443,20 @@ class Operations(Base):
         code, waited = self.emu.call("POST", "zones/%s/operations/%s/wait" % (ZONE, dop["name"]))
         self.assertEqual((code, waited["status"]), (200, "DONE"))
         self.assertEqual(self.emu.call("GET", "zones/%s/instances/vm-life" % ZONE)[0], 404)
+
+    def test_delete_while_provisioning(self):
+        self.emu.control("POST", "faults", {"op_delay": 0.4})
+        code, op = self.insert(instance_body("vm-early"))
+        end = time.time() + 10
+        while self.emu.call("GET", "zones/%s/instances/vm-early" % ZONE)[0] != 200 and time.time() < end:
+            time.sleep(0.02)
+        code, inst = self.emu.call("GET", "zones/%s/instances/vm-early" % ZONE)
+        self.assertEqual((code, inst["status"]), (200, "PROVISIONING"))
+        code, dop = self.emu.call("DELETE", "zones/%s/instances/vm-early" % ZONE)
+        self.assertEqual(code, 200, dop)
+        self.assertEqual(self.emu.wait(dop)["status"], "DONE")
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        self.assertEqual(self.names(), [])
 
     def test_request_id_idempotency(self):
         rid = str(uuid.uuid4())

@@ -124,6 +124,15 @@ class Bodies(unittest.TestCase):
         time.sleep(0.5)
         self.assertFalse(listening(ip), "an instance that never boots has no sshd")
         self.delete("dead-1")
+        made = self.emu.control("GET", "calls")["calls"].get("POST instances_insert", 0)
+        # never_boot_nth counts instances made since start: the next one is
+        # number made+1 when every insert so far was admitted.
+        self.emu.control("POST", "faults", {"never_boot_nth": made + 2})
+        a, b = self.create("nth-a", nat=False), self.create("nth-b", nat=False)
+        self.assertTrue(listening(a["networkInterfaces"][0]["networkIP"]))
+        self.assertFalse(listening(b["networkInterfaces"][0]["networkIP"]))
+        self.delete("nth-a")
+        self.delete("nth-b")
 
     def test_shutdown_stops_bodies(self):
         with tempfile.TemporaryDirectory() as d:
