@@ -143,7 +143,8 @@ class Compute:
         start = 0
         if q.get("pageToken"):
             try:
-                tok = json.loads(base64.urlsafe_b64decode(q["pageToken"].encode()))
+                t = q["pageToken"]
+                tok = json.loads(base64.urlsafe_b64decode((t + "=" * (-len(t) % 4)).encode()))
                 assert tok["c"] == ctx
                 after = tok["a"] if isinstance(tok["a"], str) else tuple(tok["a"])
             except Exception:
@@ -158,7 +159,7 @@ class Compute:
         token = None
         if start + n < len(items):
             last = keyf(page[-1])
-            token = base64.urlsafe_b64encode(json.dumps({"a": last, "c": ctx}).encode()).decode()
+            token = base64.urlsafe_b64encode(json.dumps({"a": last, "c": ctx}).encode()).decode().rstrip("=")
         return page, token
 
     def _body(self, body, message, where):

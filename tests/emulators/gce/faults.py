@@ -48,6 +48,13 @@ class Faults:
                     raise ValueError("fault %r wants a %s" % (k, want.__name__))
                 if want is float and not (0.0 <= v <= 1.0) and k not in ("op_delay", "slow_op_delay"):
                     raise ValueError("fault %r is a fraction in [0, 1]" % k)
+                if want in (float, int) and v < 0:
+                    raise ValueError("fault %r must not be negative" % k)
+                if want is dict and not all(isinstance(n, (int, float)) and not isinstance(n, bool)
+                                            and n >= 0 for n in v.values()):
+                    raise ValueError("fault %r maps quota names to limits (numbers)" % k)
+                if want is list and not all(isinstance(n, str) for n in v):
+                    raise ValueError("fault %r is a list of names" % k)
                 new[k] = v
             self.cfg = new
 

@@ -23,6 +23,7 @@ import json
 import secrets
 import threading
 import time
+import traceback
 
 import catalog
 from errors import ApiError, already_exists, not_found
@@ -263,9 +264,17 @@ class World:
                     return
                 t = time.time()
                 for op in list(self.active):
-                    self._advance_op(op, t)
+                    try:
+                        self._advance_op(op, t)
+                    except Exception:           # an emulator bug: fail this operation, loudly
+                        traceback.print_exc()
+                        self._op_done(op, t, [{"code": "EMULATOR_BUG", "message": traceback.format_exc(limit=1)}],
+                                      (500, "INTERNAL SERVER ERROR"))
                 for inst in list(self.instances.values()):
-                    self._advance_instance(inst, t)
+                    try:
+                        self._advance_instance(inst, t)
+                    except Exception:
+                        traceback.print_exc()
                 self.lock.notify_all()
             time.sleep(0.02)
 
