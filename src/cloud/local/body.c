@@ -169,12 +169,13 @@ static const char **body_sshd_argv(const struct pbx_body *b, const char *hostkey
 		argv[k++] = "-o";
 		argv[k++] = (*owned)[o++] = xasprintf("ListenAddress=%s:%d", b->addresses[i], b->port);
 	}
+	/* Paths are quoted: sshd splits unquoted config values at spaces. */
 	argv[k++] = "-o";
-	argv[k++] = (*owned)[o++] = xasprintf("AuthorizedKeysFile=%s", b->authorized_keys);
+	argv[k++] = (*owned)[o++] = xasprintf("AuthorizedKeysFile=\"%s\"", b->authorized_keys);
 	argv[k++] = "-o";
-	argv[k++] = (*owned)[o++] = xasprintf("PidFile=%s", pidfile);
+	argv[k++] = (*owned)[o++] = xasprintf("PidFile=\"%s\"", pidfile);
 	argv[k++] = "-o";
-	argv[k++] = (*owned)[o++] = xasprintf("SetEnv=HOME=%s PBX_BODY_ROOT=%s", b->home, b->root);
+	argv[k++] = (*owned)[o++] = xasprintf("SetEnv=\"HOME=%s\" \"PBX_BODY_ROOT=%s\"", b->home, b->root);
 	for (i = 0; fixed[i]; i++)
 		argv[k++] = fixed[i];
 	return argv;
@@ -214,12 +215,21 @@ static int body_start_sshd(const struct pbx_body *b, struct pbx_err *err)
 	return rc;
 }
 
+/* Whether S can stand between double quotes in an sshd config value. */
+static int body_quotable(const char *s)
+{
+	return !strpbrk(s, "\"\\\n");
+}
+
 int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 {
 	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", NULL };
 	size_t i;
 	if (!b->addresses || !b->addresses[0])
 		return pbx_err_set(err, "node body %s: no address to listen on", b->root);
+	if (!body_quotable(b->root) || !body_quotable(b->home) || !body_quotable(b->authorized_keys))
+		return pbx_err_set(err, "node body %s: a path with a quote, backslash or newline cannot "
+				   "go into sshd's configuration", b->root);
 	for (i = 0; subdirs[i]; i++) {
 		char *d = xasprintf("%s/%s", b->root, subdirs[i]);
 		int rc = pbx_mkdir_p(d, 0755, err);

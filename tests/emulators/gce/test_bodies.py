@@ -54,7 +54,11 @@ class Bodies(unittest.TestCase):
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", who, "-f", path], check=True)
             with open(path + ".pub") as f:
                 cls.keys[who] = (path, f.read().strip())
-        cls.emu = Emulator(cls.tmp.name, "--node-body-helper", os.path.abspath(HELPER),
+        # A space in the state directory: sshd's config lines must quote paths.
+        os.chmod(cls.tmp.name, 0o711)   # login users walk down to their keys
+        cls.state = os.path.join(cls.tmp.name, "state dir")
+        os.mkdir(cls.state)
+        cls.emu = Emulator(cls.state, "--node-body-helper", os.path.abspath(HELPER),
                            "--ssh-port", str(PORT), "--network-block", "127.0.86.0/25",
                            "--nat-block", "127.0.87.0/25", "--create-accounts",
                            "--fault", "op_delay=0.05").__enter__()
