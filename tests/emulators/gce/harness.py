@@ -29,6 +29,8 @@ class Emulator:
     def __enter__(self):
         port_file = os.path.join(self.tmpdir, "emu.port")
         self.log = os.path.join(self.tmpdir, "emu.log")
+        if os.path.exists(port_file):
+            os.unlink(port_file)            # an earlier run's: never trust it
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "emulator.py"), "--port", "0",
                                       "--port-file", port_file, "--state-dir", self.tmpdir,
                                       "--project", self.project, "--log", self.log] + self.args,
