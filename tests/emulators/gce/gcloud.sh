@@ -7,6 +7,7 @@
 # (/batch/compute/v1).  No node bodies; 127.0.0.1 only.  TAP output;
 # skipped (77) only when gcloud is not installed.
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../../cli/lib.sh
 . "$here/../../cli/lib.sh"
 command -v gcloud >/dev/null 2>&1 || { echo "1..0 # SKIP gcloud is not installed"; exit 77; }
 
@@ -33,6 +34,8 @@ export CLOUDSDK_CORE_PROJECT=p CLOUDSDK_CORE_DISABLE_PROMPTS=1 CLOUDSDK_CORE_CHE
 export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=true CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=true
 export GCE_METADATA_HOST=127.0.0.1:1 NO_PROXY='*'
 z=us-central1-a
+# words TEXT: TEXT's words on one line, one space apart
+words() { printf '%s\n' "$1" | tr -s ' \t\n' '   ' | sed 's/ $//'; }
 g() { gcloud --quiet "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err"; rc=$?; out=$(cat "$TEST_TMP/out"); err=$(cat "$TEST_TMP/err"); }
 
 g compute instances create gpu-1 --zone $z --machine-type n1-standard-8 --image-family debian-12 \
@@ -49,9 +52,9 @@ echo "$out" | grep -q '127\.0\.70\.[0-9]*  *127\.0\.71\.[0-9]*  *RUNNING'
 ok $? "its table shows loopback internal and external IPs, RUNNING: $out"
 
 g compute instances list --zones $z --format 'value(name)'
-is "$(echo $out)" "gpu-1 plain-1" "list in a zone"
+is "$(words "$out")" "gpu-1 plain-1" "list in a zone"
 g compute instances list --format 'value(name,zone.basename())'
-is "$(echo $out)" "gpu-1 us-central1-a plain-1 us-central1-a" "list across zones (aggregatedList)"
+is "$(words "$out")" "gpu-1 us-central1-a plain-1 us-central1-a" "list across zones (aggregatedList)"
 g compute instances list --filter 'labels.pbx-cluster=c1' --format 'value(name)'
 is "$out" "gpu-1" "list with a label filter"
 g compute instances describe gpu-1 --zone $z --format 'value(labels.pbx-cluster,networkInterfaces[0].accessConfigs[0].natIP)'
@@ -73,7 +76,7 @@ ok $? "an invalid name is refused ($err)"
 
 g compute instances create b-1 b-2 --zone $z --machine-type e2-small --image-family debian-12 \
 	--image-project debian-cloud --format 'value(name,status)'
-is "$(echo $out)" "b-1 RUNNING b-2 RUNNING" "one command creates two instances through a batch request ($err)"
+is "$(words "$out")" "b-1 RUNNING b-2 RUNNING" "one command creates two instances through a batch request ($err)"
 g compute instances delete b-1 b-2 --zone $z
 ok $rc "and deletes both in one batch ($err)"
 grep -q 'POST /batch/compute/v1 HTTP/1.1" 200' "$TEST_TMP/requests.log"
