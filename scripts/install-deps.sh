@@ -14,7 +14,7 @@ packages="
   slurm-wlm munge openssh-server openssh-client
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core
-  procps iproute2 psmisc sqlite3 rsync man-db
+  procps iproute2 psmisc sqlite3 rsync man-db sudo
   dataset-fashion-mnist
 "
 

@@ -1,14 +1,15 @@
 #!/bin/sh
 # test.sh - builds pbx twice (optimised, and with ASan/UBSan) and runs the
 # whole ctest suite in both (the sanitizer build skips tests labelled
-# "slow").  Python test tools (TensorBoard's reader) go into a private
+# "slow").  Python test tools (TensorBoard's reader, cryptography for the
+# Compute Engine emulator's token endpoint) go into a private
 # virtual environment in build/venv.  Usage: scripts/test.sh [ctest args]
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
 venv=build/venv
-if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard' 2>/dev/null; then
+if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard, cryptography' 2>/dev/null; then
 	mkdir -p build
 	python3 -m venv "$venv"
 	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt

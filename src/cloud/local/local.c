@@ -11,6 +11,7 @@
  * store): node i of slot s is address_base + 32*s + 1 + i (the head is
  * i = 0), and SLURM uses ports slurm_port_base + 64*s + [0, 64).
  */
+#include "cloud/local/body.h"
 #include "cloud/local/procs.h"
 #include "cloud/provider.h"
 #include "util/fanout.h"
@@ -19,18 +20,11 @@
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LOCAL_NODES_PER_SLOT 32
@@ -120,179 +114,16 @@ static int local_keygen(const char *path, const char *comment, struct pbx_err *e
 	return pbx_run_ok(argv, err);
 }
 
-/* A node's host key, made in this process: ECDSA P-256 as PKCS#8 PEM,
- * which sshd reads (OpenSSH before 9.6 reads no PEM Ed25519 key).  One
- * ssh-keygen per node was 5 ms of CPU that every other node body waited
- * for; pbx pins whatever type the node presents. */
-static int local_hostkey(const char *path, struct pbx_err *err)
-{
-	EVP_PKEY *key;
-	BIO *mem;
-	char *pem = NULL;
-	long len = 0;
-	int rc;
-	if (access(path, F_OK) == 0)
-		return 0;
-	key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-	mem = BIO_new(BIO_s_mem());
-	if (!key || !mem || !PEM_write_bio_PrivateKey(mem, key, NULL, NULL, 0, NULL, NULL) ||
-	    (len = BIO_get_mem_data(mem, &pem)) <= 0)
-		rc = pbx_err_set(err, "cannot make a host key for %s", path);
-	else
-		rc = pbx_write_file_atomic(path, pem, (size_t)len, 0600, err);
-	if (pem)
-		OPENSSL_cleanse(pem, (size_t)len);
-	BIO_free(mem);
-	EVP_PKEY_free(key);
-	return rc;
-}
-
-/* The pid in PIDFILE when it names a live process called COMM, else 0. */
-static int local_pid_alive(const char *pidfile, const char *comm)
-{
-	FILE *f = fopen(pidfile, "r");
-	char path[64], name[64] = "";
-	int pid = 0;
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	if (pid <= 1 || kill(pid, 0) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (!fgets(name, sizeof(name), f))
-			name[0] = '\0';
-		fclose(f);
-		name[strcspn(name, "\n")] = '\0';
-		if (strcmp(name, comm) != 0)
-			return 0;
-	}
-	return pid;
-}
-
-/* Size of a file, 0 when it does not exist. */
-static off_t local_file_size(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 ? st.st_size : 0;
-}
-
-/* The last line a log got after offset FROM (at most its last 4 KiB), for
- * error messages; "" when none. */
-static void local_log_tail(const char *path, off_t from, char *out, size_t size)
-{
-	char chunk[4097], *line;
-	off_t end = local_file_size(path), at = end - from > 4096 ? end - 4096 : from;
-	ssize_t n = 0;
-	int fd;
-	out[0] = '\0';
-	if (end <= from || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	n = pread(fd, chunk, (size_t)(end - at), at);
-	close(fd);
-	if (n <= 0)
-		return;
-	chunk[n] = '\0';
-	while (n > 0 && (chunk[n - 1] == '\n' || chunk[n - 1] == '\r'))
-		chunk[--n] = '\0';
-	line = strrchr(chunk, '\n');
-	line = line ? line + 1 : chunk;
-	n = (ssize_t)strlen(line);
-	if ((size_t)n >= size)
-		n = (ssize_t)size - 1;
-	memcpy(out, line, (size_t)n);
-	out[n] = '\0';
-}
-
-/* Waits until the node's sshd (PID, our child: sshd -D) listens: it
- * writes its pid file after binding, so a pid file naming a live sshd
- * means it accepts connections.  Never connects to find out (each
- * connection costs sshd a fork and a re-exec, CPU every other node body
- * waits for).  If sshd exits instead, the error quotes the last line its
- * log got after LOG_FROM (e.g. "Cannot bind any address."). */
-static int local_wait_sshd(pid_t pid, const char *pidfile, const char *logfile, off_t log_from,
-			   int timeout_ms, struct pbx_err *err)
-{
-	struct timespec delay = { 0, 2 * 1000 * 1000 };
-	char last[512];
-	int waited = 0, status;
-	for (;;) {
-		if (local_pid_alive(pidfile, "sshd") == pid)
-			return 0;
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			local_log_tail(logfile, log_from, last, sizeof(last));
-			return pbx_err_set(err, "sshd did not start (%s %d)%s%s; see %s",
-					   WIFEXITED(status) ? "exit status" : "signal",
-					   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-					   last[0] ? ": " : "", last, logfile);
-		}
-		if (waited >= timeout_ms) {
-			kill(pid, SIGTERM);
-			return pbx_err_set(err, "sshd did not listen within %d s; see %s",
-					   timeout_ms / 1000, logfile);
-		}
-		nanosleep(&delay, NULL);
-		waited += 2;
-	}
-}
-
-/* Starts the node's sshd unless it already runs, and waits until it
- * listens.  It runs in the foreground (-D) in a session of its own, so pbx
- * sees it die rather than waiting out a timeout (a daemonizing sshd forks
- * before it binds, and its parent exits 0 either way).  Sessions get the node's
- * own home (ROOT/root) as HOME, as on a fresh cloud image: the host's
- * dotfiles are not the node's (a host .bashrc runs in every SSH session,
- * bash sources it for commands run by sshd). */
-static int local_start_sshd(const struct pbx_node_row *node, const char *authorized,
-			    struct pbx_err *err)
-{
-	char *hostkey = xasprintf("%s/etc/ssh/ssh_host_ecdsa_key", node->root);
-	char *pidfile = xasprintf("%s/run/sshd.pid", node->root);
-	char *logfile = xasprintf("%s/var/log/sshd.log", node->root);
-	char *listen = xasprintf("ListenAddress=%s:%d", node->address, node->ssh_port);
-	char *keys = xasprintf("AuthorizedKeysFile=%s", authorized);
-	char *pidopt = xasprintf("PidFile=%s", pidfile);
-	char *home = xasprintf("SetEnv=HOME=%s/root", node->root);
-	const char *argv[] = { "/usr/sbin/sshd", "-D", "-f", "/dev/null", "-h", hostkey, "-E", logfile,
-			       "-o", listen, "-o", keys, "-o", pidopt, "-o", "StrictModes=no",
-			       "-o", "PermitRootLogin=prohibit-password",
-			       "-o", "PasswordAuthentication=no",
-			       "-o", "KbdInteractiveAuthentication=no",
-			       "-o", "Subsystem=sftp internal-sftp",
-			       "-o", "MaxStartups=200:30:400", "-o", "MaxSessions=200",
-			       "-o", "UseDNS=no", "-o", home, NULL };
-	int rc = 0;
-	if (!local_pid_alive(pidfile, "sshd")) {
-		off_t log_from = local_file_size(logfile);
-		pid_t pid;
-		unlink(pidfile);   /* stale: its pid may be reused before sshd writes it */
-		rc = local_hostkey(hostkey, err);
-		if (rc == 0)
-			rc = pbx_spawn_detached(argv, &pid, err);
-		if (rc == 0)
-			rc = local_wait_sshd(pid, pidfile, logfile, log_from, 10000, err);
-	}
-	free(hostkey); free(pidfile); free(logfile); free(listen); free(keys); free(pidopt);
-	free(home);
-	return rc;
-}
-
+/* A node body (body.c) at the node's address, HOME its ROOT/root. */
 static int local_prepare_node(const struct pbx_node_row *node, const char *authorized,
 			      struct pbx_err *err)
 {
-	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", "root", NULL };
-	size_t i;
-	for (i = 0; subdirs[i]; i++) {
-		char *d = xasprintf("%s/%s", node->root, subdirs[i]);
-		int rc = pbx_mkdir_p(d, strcmp(subdirs[i], "root") ? 0755 : 0700, err);
-		free(d);
-		if (rc < 0)
-			return -1;
-	}
-	return local_start_sshd(node, authorized, err);
+	const char *addresses[] = { node->address, NULL };
+	char *home = xasprintf("%s/root", node->root);
+	struct pbx_body body = { node->root, addresses, node->ssh_port, authorized, home };
+	int rc = pbx_body_start(&body, err);
+	free(home);
+	return rc;
 }
 
 struct local_create_run {

@@ -1,0 +1,27 @@
+/*
+ * body.h - a node body: an sshd on its own loopback address(es) with its
+ * own root prefix (ROOT/etc/ssh, ROOT/run, ROOT/var/log), which the same
+ * bootstrap then treats as a machine.  The local provider makes its nodes
+ * with it, and so does the Compute Engine emulator under tests/ (through
+ * tests/emulators/gce/node_body.c), so both hand out the same bodies.
+ */
+#ifndef PBX_CLOUD_LOCAL_BODY_H
+#define PBX_CLOUD_LOCAL_BODY_H
+
+#include "util/err.h"
+
+struct pbx_body {
+	const char *root;               /* the body's prefix; made if missing */
+	const char *const *addresses;   /* where sshd listens, NULL-terminated (>= 1) */
+	int port;                       /* the same port on every address */
+	const char *authorized_keys;    /* sshd's AuthorizedKeysFile (tokens such as %u allowed) */
+	const char *home;               /* HOME of every session: made (0700) if missing */
+};
+
+/* Makes the body's directories and host key (once) and starts its sshd
+ * unless it already runs; returns once sshd listens, or -1 with err
+ * quoting sshd's last log line.  Sessions get HOME=b->home and
+ * PBX_BODY_ROOT=b->root in their environment. */
+int pbx_body_start(const struct pbx_body *b, struct pbx_err *err);
+
+#endif

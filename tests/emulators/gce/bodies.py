@@ -1,0 +1,147 @@
+"""bodies.py - node bodies for RUNNING instances, made by pbx-node-body
+(node_body.c: the local provider's body code).
+
+Each instance's body lives in STATE/bodies/PROJECT/ZONE/NAME: an sshd
+listening on the instance's networkIP and, for an instance with an access
+config, on its natIP too, at --ssh-port.  Keys come from the `ssh-keys`
+metadata item ("user:keytype key comment" lines), one authorized-keys file
+per user (sshd's AuthorizedKeysFile .../etc/ssh/keys/%u), so a key logs in
+only as the user it was given for.  Sessions get HOME=ROOT/home/USER (the
+first user in ssh-keys; ROOT/root when there is none).
+
+Login users must exist on this machine for sshd to accept them.  With
+--create-accounts the emulator does what Google's guest agent does on a
+VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
+/etc/sudoers.d/google-sudoers gives passwordless sudo; accounts are kept
+(they are the same for every body and every run).
+"""
+
+import grp
+import os
+import pwd
+import subprocess
+import threading
+
+
+def _traversable(state_dir):
+    """sshd reads a user's authorized keys as that user, so login users
+    must be able to walk down to the bodies: the state directory is made
+    0711 (others may enter, not list); an ancestor others cannot enter is
+    an error (ValueError)."""
+    os.makedirs(state_dir, exist_ok=True)
+    mode = os.stat(state_dir).st_mode
+    if mode & 0o011 != 0o011:
+        os.chmod(state_dir, (mode & 0o7777) | 0o711)
+    d = os.path.dirname(state_dir)
+    while True:
+        if os.stat(d).st_mode & 0o001 == 0:
+            raise ValueError("--state-dir %s: login users cannot enter %s (needs o+x)" % (state_dir, d))
+        if d == "/":
+            return
+        d = os.path.dirname(d)
+
+
+def ssh_keys(items):
+    """{user: [key lines]} from metadata items, in the order given."""
+    out = {}
+    for it in items or []:
+        if it.get("key") != "ssh-keys":
+            continue
+        for line in (it.get("value") or "").splitlines():
+            user, sep, key = line.strip().partition(":")
+            if sep and user and key.strip():
+                out.setdefault(user, []).append(key.strip())
+    return out
+
+
+class Bodies:
+    def __init__(self, helper, state_dir, port, create_accounts, parallel=8):
+        self.helper = helper
+        self.dir = os.path.join(os.path.abspath(state_dir), "bodies")
+        _traversable(os.path.abspath(state_dir))
+        self.port = port
+        self.create_accounts = create_accounts
+        self.gate = threading.Semaphore(parallel)
+        self.account_lock = threading.Lock()
+
+    def root(self, inst):
+        return os.path.join(self.dir, inst.project, inst.zone, inst.name)
+
+    def start(self, inst):
+        """Starts the body of INST; None, or what went wrong."""
+        root = self.root(inst)
+        keys = ssh_keys(inst.res.get("metadata", {}).get("items"))
+        nic = inst.res["networkInterfaces"][0]
+        addrs = [nic["networkIP"]] + [ac["natIP"] for ac in nic.get("accessConfigs", [])]
+        try:
+            keydir = os.path.join(root, "etc", "ssh", "keys")
+            os.makedirs(keydir, mode=0o755, exist_ok=True)
+            for user, lines in keys.items():
+                with open(os.path.join(keydir, user), "w") as f:
+                    f.write("\n".join(lines) + "\n")
+            home = os.path.join(root, "root")
+            if keys:
+                user = next(iter(keys))
+                home = os.path.join(root, "home", user)
+                os.makedirs(home, mode=0o700, exist_ok=True)
+                if self.create_accounts:
+                    self._account(user)
+                try:
+                    pw = pwd.getpwnam(user)
+                    os.chown(home, pw.pw_uid, pw.pw_gid)
+                except KeyError:
+                    pass                # sshd will refuse the user, as a VM without the account would
+        except OSError as e:
+            return "cannot prepare %s: %s" % (root, e)
+        argv = [self.helper, "start", root, str(self.port), os.path.join(keydir, "%u"), home] + addrs
+        with self.gate:
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if p.returncode != 0:
+            return (p.stderr.strip() or "pbx-node-body exited %d" % p.returncode)
+        return None
+
+    def stop(self, inst):
+        with self.gate:
+            subprocess.run([self.helper, "stop", self.root(inst)], stdin=subprocess.DEVNULL,
+                           capture_output=True)
+
+    def _account(self, user):
+        """The guest agent's part: USER exists, in google-sudoers (NOPASSWD sudo)."""
+        with self.account_lock:
+            try:
+                grp.getgrnam("google-sudoers")
+            except KeyError:
+                subprocess.run(["groupadd", "google-sudoers"], check=True, capture_output=True)
+            path = "/etc/sudoers.d/google-sudoers"
+            if not os.path.exists(path):
+                tmp = path + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write("%google-sudoers ALL=(ALL:ALL) NOPASSWD:ALL\n")
+                os.chmod(tmp, 0o440)
+                os.rename(tmp, path)
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                # Password "*": no password login, but not locked ("!"),
+                # which sshd without PAM would refuse even with a key.
+                subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--password", "*",
+                                "--groups", "google-sudoers", user], check=True, capture_output=True)
+                return
+            if user not in grp.getgrnam("google-sudoers").gr_mem:
+                subprocess.run(["usermod", "-a", "-G", "google-sudoers", user], check=True,
+                               capture_output=True)
+            if _shadow(user) == "!":           # made locked by useradd's default
+                subprocess.run(["usermod", "--password", "*", user], check=True, capture_output=True)
+
+
+def _shadow(user):
+    """USER's password field in /etc/shadow, or None."""
+    try:
+        with open("/etc/shadow") as f:
+            for line in f:
+                fields = line.split(":")
+                if fields[0] == user:
+                    return fields[1]
+    except OSError:
+        pass
+    return None

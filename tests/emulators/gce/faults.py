@@ -1,0 +1,92 @@
+"""faults.py - failures on demand, set by command-line flags or by
+POST /_emulator/faults (a JSON object of the keys below, merged):
+
+  throttle        fraction of compute calls refused, half 429 RESOURCE_EXHAUSTED,
+                  half 403 rateLimitExceeded (nothing done)
+  throttle_next   the next N compute calls throttled
+  unavailable     fraction refused with 503 backendError (nothing done)
+  unavailable_next  the next N compute calls refused with 503
+  lost_reply      fraction of mutating calls done, then answered 503 (the
+                  retry with the same requestId must find the first operation)
+  quota           {"INSTANCES": 2, "CPUS": 16, "NVIDIA_T4_GPUS": 4, ...} per region:
+                  an insert over a limit ends DONE with QUOTA_EXCEEDED
+  stockout        zones where inserts end DONE with ZONE_RESOURCE_POOL_EXHAUSTED
+  op_delay        seconds per operation step (PENDING -> RUNNING -> DONE; an
+                  instance PROVISIONING -> STAGING -> RUNNING)
+  slow_ops, slow_op_delay   fraction of operations that take slow_op_delay per step
+  never_boot      instance names that become RUNNING without a node body (no sshd)
+  never_boot_nth  the Nth instance created (1-based, counted from start) never boots
+"""
+
+import random
+import threading
+
+DEFAULTS = {
+    "throttle": 0.0, "throttle_next": 0, "unavailable": 0.0, "unavailable_next": 0,
+    "lost_reply": 0.0, "quota": {}, "stockout": [], "op_delay": 0.1, "slow_ops": 0.0,
+    "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
+}
+
+
+class Faults:
+    def __init__(self, seed):
+        self.lock = threading.Lock()
+        self.cfg = dict(DEFAULTS, quota={}, stockout=[], never_boot=[])
+        self.rng = random.Random(seed)
+
+    def update(self, changes):
+        """Merges CHANGES (validated: unknown keys and bad types raise ValueError)."""
+        with self.lock:
+            new = dict(self.cfg)
+            for k, v in changes.items():
+                if k not in DEFAULTS:
+                    raise ValueError("unknown fault %r" % k)
+                want = type(DEFAULTS[k])
+                if want is float and isinstance(v, int) and not isinstance(v, bool):
+                    v = float(v)
+                if not isinstance(v, want) or isinstance(v, bool):
+                    raise ValueError("fault %r wants a %s" % (k, want.__name__))
+                if want is float and not (0.0 <= v <= 1.0) and k not in ("op_delay", "slow_op_delay"):
+                    raise ValueError("fault %r is a fraction in [0, 1]" % k)
+                if want in (float, int) and v < 0:
+                    raise ValueError("fault %r must not be negative" % k)
+                if want is dict and not all(isinstance(n, (int, float)) and not isinstance(n, bool)
+                                            and n >= 0 for n in v.values()):
+                    raise ValueError("fault %r maps quota names to limits (numbers)" % k)
+                if want is list and not all(isinstance(n, str) for n in v):
+                    raise ValueError("fault %r is a list of names" % k)
+                new[k] = v
+            self.cfg = new
+
+    def snapshot(self):
+        with self.lock:
+            return dict(self.cfg)
+
+    def refusal(self):
+        """'throttle', 'unavailable' or None for the compute call now arriving."""
+        with self.lock:
+            c = self.cfg
+            if c["throttle_next"] > 0:
+                c["throttle_next"] -= 1
+                return "throttle"
+            if c["unavailable_next"] > 0:
+                c["unavailable_next"] -= 1
+                return "unavailable"
+            if c["throttle"] and self.rng.random() < c["throttle"]:
+                return "throttle"
+            if c["unavailable"] and self.rng.random() < c["unavailable"]:
+                return "unavailable"
+            return None
+
+    def chance(self, key):
+        with self.lock:
+            return bool(self.cfg[key]) and self.rng.random() < self.cfg[key]
+
+    def coin(self):
+        with self.lock:
+            return self.rng.random() < 0.5
+
+    def op_delay(self):
+        with self.lock:
+            slow = self.cfg["slow_ops"] and self.rng.random() < self.cfg["slow_ops"]
+            return self.cfg["slow_op_delay"] if slow else self.cfg["op_delay"]

@@ -1,0 +1,641 @@
+"""test_api.py - the emulator is as strict and as asynchronous as Compute
+Engine: every rejection pbx may meet (with nothing created), operations
+that move PENDING -> RUNNING -> DONE, requestId idempotency, paging and
+label filters, bulkInsert, the token endpoint's grants, and faults on
+demand.  No node bodies (--no-bodies); talks only to 127.0.0.1."""
+
+import base64
+import copy
+import json
+import os
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ZONE, Emulator, instance_body  # noqa: E402
+
+ZONE_B = "us-central1-b"
+
+
+def reason(value):
+    return value["error"]["errors"][0]["reason"]
+
+
+class Base(unittest.TestCase):
+    ARGS = ("--no-bodies", "--fault", "op_delay=0.05")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.emu = Emulator(cls.tmp.name, *cls.ARGS).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.emu.stop()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.emu.control("POST", "faults", {"throttle": 0.0, "throttle_next": 0, "unavailable": 0.0,
+                                            "unavailable_next": 0, "lost_reply": 0.0, "quota": {},
+                                            "stockout": [], "op_delay": 0.05, "slow_ops": 0.0})
+        for inst in self.emu.control("GET", "state")["instances"]:
+            code, op = self.emu.call("DELETE", "zones/%s/instances/%s" % (inst["zone"], inst["name"]))
+            self.assertEqual(code, 200, op)
+            self.emu.wait(op)
+        for fw in self.emu.control("GET", "state")["firewalls"]:
+            code, op = self.emu.call("DELETE", "global/firewalls/" + fw["name"])
+            self.emu.wait(op)
+        self.assertEqual(self.emu.control("GET", "state")["instances"], [])
+
+    def insert(self, body, zone=ZONE, query=""):
+        return self.emu.call("POST", "zones/%s/instances" % zone, body, query=query)
+
+    def create(self, body, zone=ZONE):
+        code, op = self.insert(body, zone)
+        self.assertEqual(code, 200, op)
+        done = self.emu.wait(op)
+        self.assertNotIn("error", done)
+        return done
+
+    def names(self, zone=ZONE, query=""):
+        code, page = self.emu.call("GET", "zones/%s/instances" % zone, query=query)
+        self.assertEqual(code, 200, page)
+        return [i["name"] for i in page.get("items", [])]
+
+    def assertRejected(self, code, value, status, why, text=None):
+        self.assertEqual(code, status, value)
+        self.assertEqual(reason(value), why, value)
+        self.assertEqual(value["error"]["code"], status)
+        if text:
+            self.assertIn(text, value["error"]["message"])
+        self.assertEqual(self.emu.control("GET", "state")["instances"], [], "a rejected call created something")
+
+
+class Strictness(Base):
+    def bad(self, mutate, text, status=400, why="invalid", zone=ZONE):
+        body = instance_body("vm-1", gpus=1)
+        mutate(body)
+        code, value = self.insert(body, zone)
+        self.assertRejected(code, value, status, why, text)
+
+    def test_accepts_the_body_gcloud_sends(self):
+        body = instance_body("vm-ok", gpus=1, labels={"pbx-cluster": "c1"},
+                             keys="pbx:ssh-ed25519 AAAAC3 test",
+                             scheduling={"onHostMaintenance": "TERMINATE", "automaticRestart": False,
+                                         "preemptible": True, "provisioningModel": "SPOT"},
+                             serviceAccounts=[{"email": "default", "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}],
+                             canIpForward=False, deletionProtection=False)
+        body["machineType"] = self.emu.base + "projects/pbx-test/zones/%s/machineTypes/n1-standard-8" % ZONE
+        done = self.create(body)
+        code, inst = self.emu.call("GET", "zones/%s/instances/vm-ok" % ZONE)
+        self.assertEqual(code, 200)
+        self.assertEqual(inst["kind"], "compute#instance")
+        self.assertIsInstance(inst["id"], str)
+        self.assertEqual(done["targetId"], inst["id"])
+        self.assertEqual(inst["selfLink"], self.emu.base + "projects/pbx-test/zones/%s/instances/vm-ok" % ZONE)
+        self.assertEqual(inst["status"], "RUNNING")
+        self.assertTrue(inst["creationTimestamp"].startswith("20"))
+        nic = inst["networkInterfaces"][0]
+        self.assertTrue(nic["networkIP"].startswith("127.0.70."), nic)
+        self.assertTrue(nic["accessConfigs"][0]["natIP"].startswith("127.0.71."), nic)
+        self.assertEqual(inst["labels"], {"pbx-cluster": "c1"})
+        self.assertTrue(inst["labelFingerprint"])
+        self.assertEqual(inst["metadata"]["items"], [{"key": "ssh-keys", "value": "pbx:ssh-ed25519 AAAAC3 test"}])
+        self.assertEqual(inst["guestAccelerators"][0]["acceleratorCount"], 1)
+        self.assertEqual(inst["scheduling"]["provisioningModel"], "SPOT")
+
+    def test_unknown_fields(self):
+        self.bad(lambda b: b.update(colour="blue"),
+                 "Unknown name \"colour\" at 'instance_resource': Cannot find field.")
+        self.bad(lambda b: b["scheduling"].update(onHostMaintenanse="TERMINATE"),
+                 "Unknown name \"onHostMaintenanse\" at 'instance_resource.scheduling'")
+        self.bad(lambda b: b["networkInterfaces"][0]["accessConfigs"][0].update(natIp="1.2.3.4"),
+                 "at 'instance_resource.network_interfaces[0].access_configs[0]'")
+
+    def test_wrong_json_types(self):
+        self.bad(lambda b: b.update(canIpForward="yes"), "Invalid value at 'instance_resource.can_ip_forward' (TYPE_BOOL)")
+        self.bad(lambda b: b.update(labels=["a"]), "instance_resource.labels")
+        self.bad(lambda b: b["guestAccelerators"][0].update(acceleratorCount="two"), "TYPE_INT32")
+
+    def test_machine_type_form(self):
+        self.bad(lambda b: b.update(machineType="n1-standard-8"), "Invalid URL: n1-standard-8")
+        self.bad(lambda b: b.update(machineType="machineTypes/n1-standard-8"), "Invalid URL")
+        self.bad(lambda b: b.update(machineType="zones/%s/machineTypes/n1-standard-8" % ZONE_B), "must match the instance zone")
+        self.bad(lambda b: b.update(machineType="zones/%s/machineTypes/n9-huge" % ZONE), "does not exist")
+        self.bad(lambda b: b.pop("machineType"), "resource.machineType")
+
+    def test_accelerator_type_form(self):
+        self.bad(lambda b: b["guestAccelerators"][0].update(acceleratorType="nvidia-tesla-t4"), "Invalid URL")
+        self.bad(lambda b: b["guestAccelerators"][0].update(acceleratorType="zones/%s/acceleratorTypes/nvidia-tesla-z9" % ZONE),
+                 "does not exist")
+        self.bad(lambda b: b["guestAccelerators"][0].update(acceleratorCount=9), "acceleratorCount")
+
+    def test_gpus_need_terminate(self):
+        self.bad(lambda b: b["scheduling"].update(onHostMaintenance="MIGRATE"), "do not support live migration")
+        self.bad(lambda b: b.pop("scheduling"), "do not support live migration")
+
+    def test_spot_rules(self):
+        self.bad(lambda b: b.update(scheduling={"provisioningModel": "SPOT", "onHostMaintenance": "MIGRATE"}),
+                 "preemptible be false when OnHostMaintenance isn't TERMINATE")
+        self.bad(lambda b: b.update(scheduling={"preemptible": True, "onHostMaintenance": "TERMINATE",
+                                                "automaticRestart": True}), "cannot be automatically restarted")
+        self.bad(lambda b: b["scheduling"].update(provisioningModel="CHEAP"), "provisioningModel")
+
+    def test_names(self):
+        for name in ("VM-1", "1vm", "vm_1", "vm-", "a" * 64, "", "vm.1"):
+            self.bad(lambda b, n=name: b.update(name=n), "resource.name")
+        self.create(instance_body("a" * 63))
+
+    def test_duplicate_name(self):
+        self.create(instance_body("vm-dup"))
+        code, value = self.insert(instance_body("vm-dup"))
+        self.assertEqual(code, 409, value)
+        self.assertEqual(reason(value), "alreadyExists")
+        self.assertIn("projects/pbx-test/zones/%s/instances/vm-dup' already exists" % ZONE, value["error"]["message"])
+        code, op = self.insert(instance_body("vm-dup", zone=ZONE_B), zone=ZONE_B)   # names are per zone
+        self.assertEqual(code, 200, op)
+        self.emu.wait(op)
+
+    def test_labels(self):
+        for labels in ({"Pbx": "a"}, {"1st": "a"}, {"k": "A"}, {"k": "a.b"}, {"k" * 64: "a"},
+                       {"k": "v" * 64}, {"": "a"}, {"k%d" % i: "v" for i in range(65)}):
+            self.bad(lambda b, l=labels: b.update(labels=l), "resource.labels")
+        self.create(instance_body("vm-l", labels={"pbx-cluster": "c_1-x", "pbx-id": "", "k" * 63: "v" * 63}))
+
+    def test_metadata(self):
+        self.bad(lambda b: b.update(metadata={"items": [{"key": "a", "value": "1"}, {"key": "a", "value": "2"}]}),
+                 "Duplicate keys")
+        self.bad(lambda b: b.update(metadata={"items": [{"key": "a b", "value": "1"}]}), "key")
+
+    def test_disks_and_network(self):
+        self.bad(lambda b: b.update(disks=[]), "No disks are specified")
+        self.bad(lambda b: b["disks"][0]["initializeParams"].update(diskSizeGb="5"), "cannot be smaller")
+        self.bad(lambda b: b["disks"][0]["initializeParams"].update(sourceImage="debian-12"), "Invalid URL")
+        self.bad(lambda b: b.update(networkInterfaces=[]), "network interface is required")
+        self.bad(lambda b: b["networkInterfaces"][0]["accessConfigs"][0].update(natIP="34.1.2.3"), "was not found")
+        self.bad(lambda b: b["networkInterfaces"][0].update(network="global/networks/nope"), None, 404, "notFound")
+
+    def test_request_id(self):
+        for rid in ("abc", "00000000-0000-0000-0000-000000000000", str(uuid.uuid4()) + "0"):
+            code, value = self.insert(instance_body("vm-r"), query="requestId=" + rid)
+            self.assertRejected(code, value, 400, "invalid", "The request id must be a valid UUID")
+
+    def test_query_parameters(self):
+        code, value = self.insert(instance_body("vm-q"), query="colour=blue")
+        self.assertRejected(code, value, 400, "invalid", "Cannot bind query parameter")
+        for q in ("maxResults=501", "maxResults=-1", "pageToken=garbage", "filter=labels.a%20%3D",
+                  "orderBy=status"):
+            code, value = self.emu.call("GET", "zones/%s/instances" % ZONE, query=q)
+            self.assertEqual(code, 400, (q, value))
+            self.assertEqual(reason(value), "invalid")
+
+    def test_not_found(self):
+        for path in ("zones/%s/instances/none" % ZONE, "zones/mars-1a/instances", "global/firewalls/none",
+                     "zones/%s/operations/operation-1" % ZONE, "zones/%s/machineTypes/n9" % ZONE):
+            code, value = self.emu.call("GET", path)
+            self.assertEqual(code, 404, (path, value))
+            self.assertEqual(reason(value), "notFound")
+        code, value = self.emu.call("DELETE", "zones/%s/instances/none" % ZONE)
+        self.assertEqual((code, reason(value)), (404, "notFound"))
+        code, value = self.emu.raw("GET", self.emu.base + "projects/other/zones/%s/instances" % ZONE, None,
+                                   {"Authorization": "Bearer " + self.emu.token})[::2]
+        self.assertEqual(code, 404)
+
+    def test_body_not_json(self):
+        code, value = self.emu.call("POST", "zones/%s/instances" % ZONE, raw_body=b"{name:")
+        self.assertRejected(code, value, 400, "invalid", "Invalid JSON payload received")
+
+    def test_chunked_body(self):
+        import http.client
+        body = json.dumps(instance_body("vm-chunked")).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", self.emu.port, timeout=30)
+        conn.request("POST", "/compute/v1/projects/pbx-test/zones/%s/instances" % ZONE,
+                     body=iter([body[:7], body[7:]]), encode_chunked=True,
+                     headers={"Authorization": "Bearer " + self.emu.token, "Content-Type": "application/json"})
+        r = conn.getresponse()
+        op = json.loads(r.read())
+        self.assertEqual(r.status, 200, op)
+        conn.request("GET", "/compute/v1/projects/pbx-test/zones/%s/operations/%s" % (ZONE, op["name"]),
+                     headers={"Authorization": "Bearer " + self.emu.token})   # same connection
+        self.assertEqual(conn.getresponse().status, 200)
+        conn.close()
+        self.emu.wait(op)
+        self.assertEqual(self.names(), ["vm-chunked"])
+
+    def test_firewalls(self):
+        fw = {"name": "pbx-c1-ssh", "network": "global/networks/default", "direction": "INGRESS",
+              "priority": 1000, "sourceRanges": ["127.0.0.1/32"],
+              "allowed": [{"IPProtocol": "tcp", "ports": ["22", "6817-6819"]}], "targetTags": ["pbx-c1"]}
+        for mutate, text in ((lambda f: f.update(labels={"pbx-cluster": "c1"}), "Unknown name \"labels\" at 'firewall_resource'"),
+                             (lambda f: f["allowed"][0].update(ports=["70000"]), "ports"),
+                             (lambda f: f["allowed"][0].update(ports=["22-20"]), "ports"),
+                             (lambda f: f["allowed"][0].update(IPProtocol="tcpp"), "IPProtocol"),
+                             (lambda f: f.update(denied=[{"IPProtocol": "udp"}]), "Exactly one of allowed or denied"),
+                             (lambda f: f.update(sourceRanges=["10.0.0.0/33"]), "sourceRanges"),
+                             (lambda f: f.update(name="Pbx"), "resource.name"),
+                             (lambda f: f.update(targetTags=["Bad_Tag"]), "targetTags")):
+            body = copy.deepcopy(fw)
+            mutate(body)
+            code, value = self.emu.call("POST", "global/firewalls", body)
+            self.assertEqual(code, 400, (body, value))
+            self.assertIn(text, value["error"]["message"])
+        code, op = self.emu.call("POST", "global/firewalls", fw)
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("zone", op)
+        self.assertIn("/global/operations/", op["selfLink"])
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        code, got = self.emu.call("GET", "global/firewalls/pbx-c1-ssh")
+        self.assertEqual((code, got["allowed"], got["kind"]), (200, fw["allowed"], "compute#firewall"))
+        code, value = self.emu.call("POST", "global/firewalls", fw)
+        self.assertEqual((code, reason(value)), (409, "alreadyExists"))
+        code, page = self.emu.call("GET", "global/firewalls", query="filter=" + urllib.parse.quote("name = pbx-c1-ssh"))
+        self.assertEqual([f["name"] for f in page["items"]], ["pbx-c1-ssh"])
+        code, op = self.emu.call("DELETE", "global/firewalls/pbx-c1-ssh")
+        self.emu.wait(op)
+        self.assertEqual(self.emu.call("GET", "global/firewalls/pbx-c1-ssh")[0], 404)
+
+    def test_bulk_insert_rejections(self):
+        props = instance_body("x", gpus=1)
+        props.pop("name")
+        props["machineType"] = "n1-standard-8"
+        props["guestAccelerators"][0]["acceleratorType"] = "nvidia-tesla-t4"
+        good = {"count": 2, "namePattern": "gpu-##", "instanceProperties": props}
+        for mutate, text in (
+                (lambda b: b["instanceProperties"].update(machineType="zones/%s/machineTypes/n1-standard-8" % ZONE),
+                 "resource.instanceProperties.machineType"),
+                (lambda b: b["instanceProperties"]["guestAccelerators"][0].update(
+                    acceleratorType="zones/%s/acceleratorTypes/nvidia-tesla-t4" % ZONE), "acceleratorType"),
+                (lambda b: b["instanceProperties"].update(name="x"), "Unknown name \"name\""),
+                (lambda b: b.update(namePattern="gpu-#-#"), "namePattern"),
+                (lambda b: b.update(perInstanceProperties={"a": {}, "b": {}}), "Exactly one of namePattern"),
+                (lambda b: b.update(minCount=3), "minCount"),
+                (lambda b: b.update(count=0), "count"),
+                (lambda b: b["instanceProperties"]["scheduling"].update(onHostMaintenance="MIGRATE"), "live migration")):
+            body = copy.deepcopy(good)
+            mutate(body)
+            code, value = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE, body)
+            self.assertRejected(code, value, 400, "invalid", text)
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE, good)
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.names(), ["gpu-01", "gpu-02"])
+
+
+class Auth(Base):
+    def test_missing_and_bad_tokens(self):
+        for token, why in ((None, "required"), ("ya29.forged", "authError")):
+            url = self.emu.base + "projects/pbx-test/zones/%s/instances" % ZONE
+            code, headers, value = self.emu.raw("GET", url, None, {"Authorization": "Bearer " + token} if token else {})
+            self.assertEqual(code, 401, value)
+            self.assertEqual(reason(value), why)
+            self.assertEqual(value["error"]["status"], "UNAUTHENTICATED")
+            self.assertIn("Bearer", headers["WWW-Authenticate"])
+        token = self.emu.control("POST", "token", {"scopes": ["https://www.googleapis.com/auth/devstorage.read_only"]})
+        code, value = self.emu.call("GET", "zones/%s/instances" % ZONE, token=token["access_token"])
+        self.assertEqual((code, reason(value)), (403, "insufficientPermissions"))
+        code, value = self.emu.call("POST", "zones/%s/instances" % ZONE, instance_body("vm-a"), token=False)
+        self.assertRejected(code, value, 401, "required")
+
+    def test_token_expiry(self):
+        token = self.emu.control("POST", "token", {"lifetime": 0.5})["access_token"]
+        self.assertEqual(self.emu.call("GET", "zones/%s/instances" % ZONE, token=token)[0], 200)
+        time.sleep(0.7)
+        code, value = self.emu.call("GET", "zones/%s/instances" % ZONE, token=token)
+        self.assertEqual((code, reason(value)), (401, "authError"))
+
+
+class TokenEndpoint(unittest.TestCase):
+    """JWT and refresh-token grants against files made here."""
+
+    @classmethod
+    def setUpClass(cls):
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.keys = {}
+        for which in ("good", "other"):
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            cls.keys[which] = key
+            pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode()
+            with open(os.path.join(cls.tmp.name, which + ".json"), "w") as f:
+                json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+                           "private_key": pem, "client_email": "pbx@pbx-test.iam.gserviceaccount.com",
+                           "client_id": "1", "token_uri": "http://127.0.0.1:1/token"}, f)
+        with open(os.path.join(cls.tmp.name, "adc.json"), "w") as f:
+            json.dump({"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com",
+                       "client_secret": "s3cret", "refresh_token": "1//refresh"}, f)
+        cls.emu = Emulator(cls.tmp.name, "--no-bodies", "--token-lifetime", "1.5",
+                           "--service-account", os.path.join(cls.tmp.name, "good.json"),
+                           "--authorized-user", os.path.join(cls.tmp.name, "adc.json")).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.emu.stop()
+        cls.tmp.cleanup()
+
+    def jwt(self, key="good", **claims):
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+        now = int(time.time())
+        c = {"iss": "pbx@pbx-test.iam.gserviceaccount.com", "scope": "https://www.googleapis.com/auth/compute",
+             "aud": self.emu.url + "/token", "iat": now, "exp": now + 3600}
+        c.update(claims)
+        c = {k: v for k, v in c.items() if v is not None}
+        enc = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()  # noqa: E731
+        signing = enc({"alg": "RS256", "typ": "JWT", "kid": "k1"}) + "." + enc(c)
+        sig = self.keys[key].sign(signing.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return signing + "." + base64.urlsafe_b64encode(sig).rstrip(b"=").decode()
+
+    def post(self, form, ctype="application/x-www-form-urlencoded"):
+        code, _, value = self.emu.raw("POST", self.emu.url + "/token", urllib.parse.urlencode(form).encode(),
+                                      {"Content-Type": ctype})
+        return code, value
+
+    def grant(self, assertion):
+        return self.post({"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": assertion})
+
+    def test_service_account_jwt(self):
+        for aud in (self.emu.url + "/token", "https://oauth2.googleapis.com/token"):
+            code, value = self.grant(self.jwt(aud=aud))
+            self.assertEqual(code, 200, value)
+            self.assertEqual(value["token_type"], "Bearer")
+            self.assertLessEqual(value["expires_in"], 1)
+            code, _ = self.emu.call("GET", "zones/%s/instances" % ZONE, token=value["access_token"])
+            self.assertEqual(code, 200)
+        time.sleep(1.6)                     # --token-lifetime 1.5: the token has expired
+        code, page = self.emu.call("GET", "zones/%s/instances" % ZONE, token=value["access_token"])
+        self.assertEqual((code, reason(page)), (401, "authError"))
+
+    def test_lifetime_set_at_run_time(self):
+        self.emu.control("POST", "auth", {"token_lifetime": 30})
+        try:
+            code, value = self.grant(self.jwt())
+            self.assertEqual((code, value["expires_in"]), (200, 29))
+        finally:
+            self.emu.control("POST", "auth", {"token_lifetime": 1.5})
+
+    def test_bad_assertions(self):
+        now = int(time.time())
+        cases = (
+            (self.jwt(key="other"), "invalid_grant", "Invalid JWT Signature."),
+            (self.jwt(iss="who@x.iam.gserviceaccount.com"), "invalid_grant", "account not found"),
+            (self.jwt(aud="https://evil.example/token"), "invalid_grant", "audience"),
+            (self.jwt(iat=now - 7200, exp=now - 3600), "invalid_grant", "short-lived"),
+            (self.jwt(exp=now + 7200), "invalid_grant", "short-lived"),
+            (self.jwt(scope=None), "invalid_scope", "scope"),
+            ("a.b", "invalid_grant", "malformed"),
+            (self.jwt()[:-4] + "AAAA", "invalid_grant", "Signature"),
+        )
+        for assertion, error, text in cases:
+            code, value = self.grant(assertion)
+            self.assertEqual((code, value["error"]), (400, error), value)
+            self.assertIn(text, value["error_description"])
+
+    def test_refresh_token(self):
+        form = {"grant_type": "refresh_token", "client_id": "cid.apps.googleusercontent.com",
+                "client_secret": "s3cret", "refresh_token": "1//refresh"}
+        code, value = self.post(form)
+        self.assertEqual(code, 200, value)
+        self.assertEqual(self.emu.call("GET", "zones/%s/instances" % ZONE, token=value["access_token"])[0], 200)
+        for change, status, error in (({"refresh_token": "1//stale"}, 400, "invalid_grant"),
+                                      ({"client_secret": "nope"}, 401, "invalid_client"),
+                                      ({"client_id": "other"}, 401, "invalid_client"),
+                                      ({"grant_type": "password"}, 400, "unsupported_grant_type")):
+            code, value = self.post(dict(form, **change))
+            self.assertEqual((code, value["error"]), (status, error), change)
+        code, value = self.post(form, ctype="application/json")
+        self.assertEqual((code, value["error"]), (400, "invalid_request"))
+
+
+class Operations(Base):
+    def test_insert_lifecycle(self):
+        self.emu.control("POST", "faults", {"op_delay": 0.3})
+        code, op = self.insert(instance_body("vm-life", labels={"pbx-cluster": "c1"}))
+        self.assertEqual(code, 200, op)
+        self.assertEqual(op["status"], "PENDING")
+        for key in ("kind", "id", "name", "zone", "operationType", "targetLink", "selfLink", "insertTime", "user"):
+            self.assertIn(key, op)
+        self.assertEqual((op["kind"], op["operationType"]), ("compute#operation", "insert"))
+        self.assertEqual(self.emu.call("GET", "zones/%s/instances/vm-life" % ZONE)[0], 404)   # not yet admitted
+        seen_ops, seen_inst = [], []
+        end = time.time() + 20
+        while time.time() < end:
+            cur = self.emu.call("GET", op["selfLink"].split("/pbx-test/", 1)[1])[1]
+            if not seen_ops or seen_ops[-1] != cur["status"]:
+                seen_ops.append(cur["status"])
+            code, inst = self.emu.call("GET", "zones/%s/instances/vm-life" % ZONE)
+            if code == 200 and (not seen_inst or seen_inst[-1] != inst["status"]):
+                seen_inst.append(inst["status"])
+            if cur["status"] == "DONE":
+                break
+            time.sleep(0.03)
+        self.assertEqual(seen_ops, ["PENDING", "RUNNING", "DONE"])
+        self.assertEqual(seen_inst, ["PROVISIONING", "STAGING", "RUNNING"])
+        self.assertEqual(cur["progress"], 100)
+        self.assertIn("endTime", cur)
+        code, dop = self.emu.call("DELETE", "zones/%s/instances/vm-life" % ZONE)
+        self.assertEqual((code, dop["operationType"]), (200, "delete"))
+        code, waited = self.emu.call("POST", "zones/%s/operations/%s/wait" % (ZONE, dop["name"]))
+        self.assertEqual((code, waited["status"]), (200, "DONE"))
+        self.assertEqual(self.emu.call("GET", "zones/%s/instances/vm-life" % ZONE)[0], 404)
+
+    def test_delete_while_provisioning(self):
+        self.emu.control("POST", "faults", {"op_delay": 0.4})
+        code, op = self.insert(instance_body("vm-early"))
+        end = time.time() + 10
+        while self.emu.call("GET", "zones/%s/instances/vm-early" % ZONE)[0] != 200 and time.time() < end:
+            time.sleep(0.02)
+        code, inst = self.emu.call("GET", "zones/%s/instances/vm-early" % ZONE)
+        self.assertEqual((code, inst["status"]), (200, "PROVISIONING"))
+        code, dop = self.emu.call("DELETE", "zones/%s/instances/vm-early" % ZONE)
+        self.assertEqual(code, 200, dop)
+        self.assertEqual(self.emu.wait(dop)["status"], "DONE")
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        self.assertEqual(self.names(), [])
+
+    def test_request_id_idempotency(self):
+        rid = str(uuid.uuid4())
+        code, first = self.insert(instance_body("vm-idem"), query="requestId=" + rid)
+        self.assertEqual(code, 200, first)
+        self.assertEqual(first["clientOperationId"], rid)
+        code, again = self.insert(instance_body("vm-idem"), query="requestId=" + rid)
+        self.assertEqual((code, again["name"]), (200, first["name"]))
+        self.emu.wait(first)
+        code, later = self.insert(instance_body("vm-idem"), query="requestId=" + rid)
+        self.assertEqual((code, later["name"], later["status"]), (200, first["name"], "DONE"))
+        code, other = self.insert(instance_body("vm-idem"), query="requestId=" + str(uuid.uuid4()))
+        self.assertEqual((code, reason(other)), (409, "alreadyExists"))
+        self.assertEqual(self.names(), ["vm-idem"])
+
+    def test_lost_reply_then_retry(self):
+        self.emu.control("POST", "faults", {"lost_reply": 1.0})
+        rid = str(uuid.uuid4())
+        code, value = self.insert(instance_body("vm-lost"), query="requestId=" + rid)
+        self.assertEqual((code, reason(value)), (503, "backendError"))
+        self.emu.control("POST", "faults", {"lost_reply": 0.0})
+        code, op = self.insert(instance_body("vm-lost"), query="requestId=" + rid)
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.names(), ["vm-lost"])
+
+    def test_paging_and_filters(self):
+        props = instance_body("x", labels={"pbx-cluster": "big"})
+        props.pop("name")
+        props["machineType"] = "n1-standard-8"
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE,
+                                 {"count": 7, "namePattern": "node-###", "instanceProperties": props})
+        self.assertEqual(code, 200, op)
+        self.assertEqual(op["operationType"], "bulkInsert")
+        done = self.emu.wait(op)
+        self.assertNotIn("error", done)
+        status = done["instancesBulkInsertOperationMetadata"]["perLocationStatus"]["zones/" + ZONE]
+        self.assertEqual((status["createdVmCount"], status["targetVmCount"]), (7, 7))
+        self.create(instance_body("other", labels={"pbx-cluster": "small"}))
+        pages, token = [], None
+        while True:
+            q = "maxResults=3&filter=" + urllib.parse.quote("labels.pbx-cluster=big") + (
+                "&pageToken=" + token if token else "")
+            code, page = self.emu.call("GET", "zones/%s/instances" % ZONE, query=q)
+            self.assertEqual(code, 200, page)
+            pages.append([i["name"] for i in page["items"]])
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        self.assertEqual(pages, [["node-001", "node-002", "node-003"], ["node-004", "node-005", "node-006"],
+                                 ["node-007"]])
+        for f, want in (('labels.pbx-cluster = "small"', ["other"]), ("labels.pbx-cluster eq sm.*", ["other"]),
+                        ("(labels.pbx-cluster = big) (name = node-002)", ["node-002"]),
+                        ("labels.pbx-cluster = none", [])):
+            self.assertEqual(self.names(query="filter=" + urllib.parse.quote(f)), want, f)
+        code, page = self.emu.call("GET", "aggregated/instances",
+                                   query="maxResults=5&filter=" + urllib.parse.quote("labels.pbx-cluster=big"))
+        self.assertEqual(code, 200)
+        self.assertEqual(len(page["items"]["zones/" + ZONE]["instances"]), 5)
+        self.assertIn("warning", page["items"]["zones/" + ZONE_B])
+        self.assertIn("nextPageToken", page)
+        # a second bulkInsert with the same pattern continues after node-007
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE,
+                                 {"count": 2, "namePattern": "node-###", "instanceProperties": props})
+        self.emu.wait(op)
+        self.assertIn("node-009", self.names())
+
+    def test_bulk_per_instance_names_count_existing(self):
+        props = instance_body("x")
+        props.pop("name")
+        props["machineType"] = "n1-standard-8"
+        self.create(instance_body("w1"))
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE,
+                                 {"count": 3, "perInstanceProperties": {"w1": {}, "w2": {}, "w3": {}},
+                                  "instanceProperties": props})
+        self.assertEqual(code, 200, op)
+        done = self.emu.wait(op)
+        self.assertNotIn("error", done)
+        self.assertEqual(self.names(), ["w1", "w2", "w3"])
+
+
+class Faults(Base):
+    def test_throttling_shapes(self):
+        self.emu.control("POST", "faults", {"throttle_next": 12})
+        seen = set()
+        for _ in range(12):
+            code, value = self.emu.call("GET", "zones/%s/instances" % ZONE)
+            self.assertIn(code, (429, 403), value)
+            self.assertEqual(reason(value), "rateLimitExceeded")
+            if code == 429:
+                self.assertEqual(value["error"]["status"], "RESOURCE_EXHAUSTED")
+            else:
+                self.assertEqual(value["error"]["errors"][0]["domain"], "usageLimits")
+            seen.add(code)
+        self.assertEqual(seen, {429, 403})
+        self.assertEqual(self.emu.call("GET", "zones/%s/instances" % ZONE)[0], 200)
+
+    def test_throttle_fraction_and_no_side_effects(self):
+        self.emu.control("POST", "faults", {"throttle": 0.3})
+        refused, made = 0, 0
+        for i in range(60):
+            code, value = self.insert(instance_body("t%d" % i, nat=False))
+            if code == 200:
+                made += 1
+            else:
+                self.assertIn(code, (429, 403))
+                refused += 1
+        self.assertTrue(8 <= refused <= 30, refused)
+        self.emu.control("POST", "faults", {"throttle": 0.0})
+        time.sleep(0.5)
+        end = time.time() + 20
+        while len(self.names()) < made and time.time() < end:
+            time.sleep(0.1)
+        self.assertEqual(len(self.names()), made)
+
+    def test_unavailable(self):
+        self.emu.control("POST", "faults", {"unavailable_next": 1})
+        code, value = self.insert(instance_body("u1"))
+        self.assertRejected(code, value, 503, "backendError")
+
+    def test_quota_on_third_instance(self):
+        self.emu.control("POST", "faults", {"quota": {"INSTANCES": 2}})
+        self.create(instance_body("q1"))
+        self.create(instance_body("q2"))
+        code, op = self.insert(instance_body("q3"))
+        self.assertEqual(code, 200, op)
+        done = self.emu.wait(op)
+        err = done["error"]["errors"][0]
+        self.assertEqual(err["code"], "QUOTA_EXCEEDED")
+        self.assertIn("Quota 'INSTANCES' exceeded.  Limit: 2.0 in region us-central1", err["message"])
+        self.assertEqual(err["errorDetails"][0]["quotaInfo"]["metricName"], "compute.googleapis.com/instances")
+        self.assertEqual(done["httpErrorStatusCode"], 403)
+        self.assertEqual(self.names(), ["q1", "q2"])
+        code, region = self.emu.call("GET", "regions/us-central1")
+        quota = {q["metric"]: q for q in region["quotas"]}
+        self.assertEqual((quota["INSTANCES"]["limit"], quota["INSTANCES"]["usage"]), (2.0, 2.0))
+
+    def test_gpu_quota_all_or_nothing_bulk(self):
+        self.emu.control("POST", "faults", {"quota": {"NVIDIA_T4_GPUS": 2}})
+        props = instance_body("x", gpus=1)
+        props.pop("name")
+        props["machineType"] = "n1-standard-8"
+        props["guestAccelerators"][0]["acceleratorType"] = "nvidia-tesla-t4"
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE,
+                                 {"count": 3, "namePattern": "g-#", "instanceProperties": props})
+        done = self.emu.wait(op)
+        self.assertEqual(done["error"]["errors"][0]["code"], "QUOTA_EXCEEDED")
+        self.assertEqual(self.names(), [])
+        code, op = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE,
+                                 {"count": 3, "minCount": 2, "namePattern": "g-#", "instanceProperties": props})
+        done = self.emu.wait(op)
+        self.assertNotIn("error", done)
+        self.assertEqual(self.names(), ["g-1", "g-2"])
+
+    def test_stockout_in_one_zone(self):
+        self.emu.control("POST", "faults", {"stockout": [ZONE]})
+        code, op = self.insert(instance_body("s1", gpus=1))
+        done = self.emu.wait(op)
+        self.assertEqual(done["status"], "DONE")
+        self.assertEqual(done["error"]["errors"][0]["code"], "ZONE_RESOURCE_POOL_EXHAUSTED")
+        self.assertIn("zones/%s' does not have enough resources" % ZONE, done["error"]["errors"][0]["message"])
+        self.assertEqual(self.names(), [])
+        done = self.create(instance_body("s1", zone=ZONE_B, gpus=1), zone=ZONE_B)
+        self.assertEqual(self.names(zone=ZONE_B), ["s1"])
+
+    def test_slow_operations(self):
+        self.emu.control("POST", "faults", {"slow_ops": 1.0, "slow_op_delay": 1.0})
+        t = time.time()
+        code, op = self.insert(instance_body("slow"))
+        time.sleep(0.5)
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")   # waited through the steps
+        self.assertGreater(time.time() - t, 2.5)
+
+    def test_control_refuses_unknown_faults(self):
+        with self.assertRaises(RuntimeError):
+            self.emu.control("POST", "faults", {"throtle": 0.3})
+        with self.assertRaises(RuntimeError):
+            self.emu.control("POST", "faults", {"throttle": 3})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,158 @@
+"""test_bodies.py - RUNNING instances are real node bodies: an sshd on the
+instance's networkIP (and natIP when it has one) that lets in the key from
+its ssh-keys metadata for that user only; the login user is not root and
+has passwordless sudo (--create-accounts, as Google's guest agent does);
+the operation is DONE only once sshd listens; an instance that never boots
+is RUNNING without sshd; delete and emulator shutdown leave no process and
+no file.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
+2272: run under flock /tmp/pbx-cluster-tests.lock."""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ZONE, Emulator, instance_body  # noqa: E402
+
+PORT = 2272
+USER = "pbxgce"
+HELPER = os.environ.get("PBX_NODE_BODY") or os.path.join(
+    os.path.dirname(__file__), "../../../build/tests/emulators/gce/pbx-node-body")
+
+
+def listening(addr, port=PORT):
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex((addr, port)) == 0
+
+
+def procs_naming(text):
+    """Pids of processes whose command line names TEXT."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if text.encode() in f.read():
+                        out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+class Bodies(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.keys = {}
+        for who in ("login", "intruder"):
+            path = os.path.join(cls.tmp.name, who)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", who, "-f", path], check=True)
+            with open(path + ".pub") as f:
+                cls.keys[who] = (path, f.read().strip())
+        # A space in the state directory: sshd's config lines must quote paths.
+        os.chmod(cls.tmp.name, 0o711)   # login users walk down to their keys
+        cls.state = os.path.join(cls.tmp.name, "state dir")
+        os.mkdir(cls.state)
+        cls.emu = Emulator(cls.state, "--node-body-helper", os.path.abspath(HELPER),
+                           "--ssh-port", str(PORT), "--network-block", "127.0.86.0/25",
+                           "--nat-block", "127.0.87.0/25", "--create-accounts",
+                           "--fault", "op_delay=0.05").__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.emu.stop()
+        cls.tmp.cleanup()
+
+    def ssh(self, addr, command, key="login", user=USER):
+        return subprocess.run(["ssh", "-i", self.keys[key][0], "-p", str(PORT), "-o", "BatchMode=yes",
+                               "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                               "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR", "%s@%s" % (user, addr), command],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+
+    def create(self, name, nat=True):
+        code, op = self.emu.call("POST", "zones/%s/instances" % ZONE,
+                                 instance_body(name, nat=nat, gpus=1, keys="%s:%s" % (USER, self.keys["login"][1])))
+        self.assertEqual(code, 200, op)
+        done = self.emu.wait(op)
+        self.assertNotIn("error", done)
+        code, inst = self.emu.call("GET", "zones/%s/instances/%s" % (ZONE, name))
+        self.assertEqual((code, inst["status"]), (200, "RUNNING"))
+        return inst
+
+    def delete(self, name):
+        code, op = self.emu.call("DELETE", "zones/%s/instances/%s" % (ZONE, name))
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def test_head_and_node(self):
+        head = self.create("head")
+        node = self.create("node-1", nat=False)
+        ip = head["networkInterfaces"][0]["networkIP"]
+        nat = head["networkInterfaces"][0]["accessConfigs"][0]["natIP"]
+        nip = node["networkInterfaces"][0]["networkIP"]
+        self.assertTrue(ip.startswith("127.0.86.") and nat.startswith("127.0.87.") and nip.startswith("127.0.86."))
+        self.assertNotIn("accessConfigs", node["networkInterfaces"][0])
+        # The operation was DONE: sshd already listens, on both addresses.
+        self.assertTrue(listening(ip) and listening(nat) and listening(nip))
+        r = self.ssh(nat, 'id -un; echo "$HOME"; echo "$PBX_BODY_ROOT"; sudo -n id -u')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        user, home, root, sudo_uid = r.stdout.split("\n")[:4]
+        self.assertEqual(user, USER)
+        self.assertEqual(sudo_uid, "0", "the login user has passwordless sudo")
+        self.assertTrue(root.endswith("/bodies/pbx-test/%s/head" % ZONE), root)
+        self.assertEqual(home, root + "/home/" + USER)
+        self.assertEqual(os.stat(home).st_uid, int(self.ssh(ip, "id -u").stdout))
+        r = self.ssh(nip, "echo $PBX_BODY_ROOT")
+        self.assertEqual((r.returncode, r.stdout.strip().rsplit("/", 1)[-1]), (0, "node-1"), r.stderr)
+        # A key only logs in as the user it was given for.
+        self.assertNotEqual(self.ssh(ip, "true", key="intruder").returncode, 0)
+        self.assertNotEqual(self.ssh(ip, "true", user="root").returncode, 0)
+        # Delete: the body's processes and files go with the instance.
+        self.delete("head")
+        self.assertFalse(listening(ip) or listening(nat))
+        self.assertFalse(os.path.exists(root))
+        self.assertEqual(procs_naming(root + "/"), [])
+        self.assertTrue(listening(nip), "the other body is untouched")
+        self.delete("node-1")
+        self.assertFalse(listening(nip))
+
+    def test_never_boots(self):
+        self.emu.control("POST", "faults", {"never_boot": ["dead-1"]})
+        inst = self.create("dead-1")
+        ip = inst["networkInterfaces"][0]["networkIP"]
+        time.sleep(0.5)
+        self.assertFalse(listening(ip), "an instance that never boots has no sshd")
+        self.delete("dead-1")
+        made = self.emu.control("GET", "calls")["calls"].get("POST instances_insert", 0)
+        # never_boot_nth counts instances made since start: the next one is
+        # number made+1 when every insert so far was admitted.
+        self.emu.control("POST", "faults", {"never_boot_nth": made + 2})
+        a, b = self.create("nth-a", nat=False), self.create("nth-b", nat=False)
+        self.assertTrue(listening(a["networkInterfaces"][0]["networkIP"]))
+        self.assertFalse(listening(b["networkInterfaces"][0]["networkIP"]))
+        self.delete("nth-a")
+        self.delete("nth-b")
+
+    def test_shutdown_stops_bodies(self):
+        with tempfile.TemporaryDirectory() as d:
+            emu = Emulator(d, "--node-body-helper", os.path.abspath(HELPER), "--ssh-port", str(PORT),
+                           "--network-block", "127.0.86.128/25", "--nat-block", "127.0.87.128/25",
+                           "--fault", "op_delay=0.05").__enter__()
+            try:
+                code, op = emu.call("POST", "zones/%s/instances" % ZONE, instance_body("lone", nat=False))
+                emu.wait(op)
+                ip = emu.call("GET", "zones/%s/instances/lone" % ZONE)[1]["networkInterfaces"][0]["networkIP"]
+                self.assertTrue(listening(ip))
+            finally:
+                emu.stop()
+            self.assertFalse(listening(ip), "the emulator's exit ends its bodies")
+            self.assertEqual(procs_naming(d + "/bodies/"), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
