@@ -128,7 +128,6 @@ static int curl_code_retryable(CURLcode c)
 {
 	switch (c) {
 	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:

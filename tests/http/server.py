@@ -12,6 +12,13 @@ PORTFILE; it binds 127.0.0.1 on a free port and writes the port there.
   /big?n=N                   N bytes of 'x'
   /autherr                   401 whose JSON carries secret members
   /drop?k=K&n=N              the first N requests of key K: connection closed, no reply
+  /token[?expires_in=E&fail=1]
+                             an OAuth token endpoint that checks nothing: records
+                             the form (see /log?k=token), answers
+                             {"access_token": "tok-N", "expires_in": E (3600)}, or
+                             400 invalid_grant with fail=1 (the test verifies JWTs)
+  /computeMetadata/v1/instance/service-accounts/default/token
+                             the metadata server's token (Metadata-Flavor: Google required)
 """
 import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,9 +51,11 @@ class H(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n).decode("utf-8", "replace") if n else ""
         key = q.get("k", "")
+        if u.path == "/token":
+            key = "token"
         with lock:
             if u.path != "/log":
-                seen.setdefault(key, []).append(u.query)
+                seen.setdefault(key, []).append(body if u.path == "/token" else u.query)
             count = len(seen.get(key, []))
         if u.path == "/echo":
             return self.reply(200, {"method": self.command, "path": u.path, "query": u.query,
@@ -73,6 +82,18 @@ class H(BaseHTTPRequestHandler):
             return self.reply(401, {"error": "invalid_grant", "access_token": "SECRET-IN-REPLY",
                                     "nested": [{"refresh_token": "SECRET-NESTED"}],
                                     "error_description": "bad grant"})
+        if u.path == "/token":
+            if q.get("fail"):
+                return self.reply(400, {"error": "invalid_grant",
+                                        "error_description": "Invalid JWT Signature."})
+            return self.reply(200, {"access_token": "tok-%d" % count,
+                                    "expires_in": int(q.get("expires_in", "3600")),
+                                    "token_type": "Bearer"})
+        if u.path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            if self.headers.get("Metadata-Flavor") != "Google":
+                return self.reply(403, {"error": "missing Metadata-Flavor"})
+            return self.reply(200, {"access_token": "md-%d" % count, "expires_in": 3599,
+                                    "token_type": "Bearer"})
         if u.path == "/drop":
             if count <= int(q["n"]):
                 self.close_connection = True
