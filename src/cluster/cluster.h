@@ -40,6 +40,7 @@ struct pbx_cluster {
 	size_t nnodes;
 	const struct pbx_provider *provider;
 	struct pbx_cluster_spec spec;
+	void *pctx;                   /* the provider's context (provider->open) */
 	char *dir;
 	char *user, *key_path;
 	struct pbx_hostkeys hostkeys;
@@ -52,7 +53,9 @@ struct pbx_cluster {
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
-/* A pooled connection to node i (owned by the cluster's pool). */
+/* A pooled connection to node i (owned by the cluster's pool): direct to
+ * its public address, or to its (private) address; through the head when
+ * the head has a public address and node i has none (direct-tcpip). */
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 			struct pbx_err *err);
 /* Writes DIR/known_hosts holding node i's pinned key under the alias
