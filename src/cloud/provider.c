@@ -10,9 +10,11 @@
 #include <string.h>
 
 extern const struct pbx_provider pbx_provider_local;
+extern const struct pbx_provider pbx_provider_gce;
 
 const struct pbx_provider *const pbx_providers[] = {
 	&pbx_provider_local,
+	&pbx_provider_gce,
 	NULL,
 };
 

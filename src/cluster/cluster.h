@@ -28,6 +28,20 @@
 int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err);
 
+/* Receives each request a dry run would send (no token in it; body may
+ * be NULL). */
+typedef void (*pbx_request_fn)(void *ctx, const char *method, const char *url, const char *body);
+
+/* `start --dry-run`: plans cluster `name` and hands each request its
+ * creation would send to `print`; sends nothing, writes nothing.  A
+ * provider without API calls (local) refuses with PBX_EXIT_USAGE. */
+int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err);
+/* `stop --dry-run`: the requests that would find and delete the
+ * cluster's resources. */
+int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			 pbx_request_fn print, void *ctx, struct pbx_err *err);
+
 /* Stops cluster `name`: every process, port, file and cloud resource it
  * made is removed; the store row is marked deleted. */
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,

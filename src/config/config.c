@@ -43,6 +43,7 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->gce.project);
 	free(cfg->gce.zone);
 	free(cfg->gce.credentials);
+	free(cfg->gce.endpoint);
 	free(cfg->aws.region);
 	free(cfg->aws.profile);
 	free(cfg->aws.endpoint);

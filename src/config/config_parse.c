@@ -26,7 +26,7 @@ static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NUL
 static const char *const group_keys[] = {
 	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
 };
-static const char *const gce_keys[] = { "project", "zone", "credentials", NULL };
+static const char *const gce_keys[] = { "project", "zone", "credentials", "endpoint", NULL };
 static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
@@ -340,8 +340,14 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	     pbx_opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
 	     pbx_opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
 	     pbx_opt_path(gce, "credentials", &cfg->gce.credentials,
-			  &cfg->gce.credentials_line, err) < 0))
+			  &cfg->gce.credentials_line, err) < 0 ||
+	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
 		return -1;
+	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
+	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
+		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
+				       "must be an http:// or https:// URL, got '%.60s'",
+				       cfg->gce.endpoint);
 	if (aws && !pbx_ynode_is_null(aws) &&
 	    (pbx_opt_map(aws, aws_keys, err) < 0 ||
 	     pbx_opt_str(aws, "region", &cfg->aws.region, err) < 0 ||

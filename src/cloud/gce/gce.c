@@ -1,0 +1,637 @@
+/*
+ * gce.c - the `gce` provider: Compute Engine through the compute v1 REST
+ * API (compute.c), with the clouds.gce section and a template.
+ *
+ *   open     credentials (auth.c), an HTTP handle logging into the store
+ *   plan     head + GROUPn nodes; instance names NAME-NODE
+ *   begin    the two firewall rules if missing; one bulkInsert per node
+ *            kind (head, each group) for the nodes that do not exist yet,
+ *            each node recorded (instance, zone, operation) at once
+ *   poll     operations to DONE with their error read (QUOTA_EXCEEDED,
+ *            ZONE_RESOURCE_POOL_EXHAUSTED*: a clear message, then every
+ *            instance of the cluster deleted: all or nothing), then the
+ *            instances listed by label until all are RUNNING; addresses
+ *            recorded (the head's public one too)
+ *   list     instances labelled pbx-cluster=NAME (paged) + the firewall rules
+ *   destroy  deletes them and waits for every operation
+ */
+#include "cloud/gce/gce.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#define GCE_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
+#define GCE_WAIT_LIMIT_S 600    /* waiting for one operation */
+
+static const long ok_404[] = { 404, 0 };
+
+/* ---------------------------------------------------------------- open */
+
+static int gce_configured(const struct pbx_config *cfg)
+{
+	return cfg->gce.project || cfg->gce.zone || cfg->gce.credentials || cfg->gce.endpoint;
+}
+
+static int gce_login_read(struct gce *g, struct pbx_err *err)
+{
+	const struct pbx_cluster_template *t = g->s->t;
+	struct pbx_buf pub = PBX_BUF_INIT;
+	char *path;
+	if (!t)
+		return 0;
+	g->user = xstrdup(t->login_user ? t->login_user : "root");
+	if (!t->ssh_key)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.ssh_key: required for "
+				    "cloud gce (its .pub goes into the instances' ssh-keys)",
+				    g->s->cfg->path, t->line, t->name);
+	g->key_path = xstrdup(t->ssh_key);
+	path = xasprintf("%s.pub", t->ssh_key);
+	if (pbx_read_file(path, &pub, err) < 0) {
+		free(path);
+		return pbx_err_prefix(err, "the public half of clusters.%s.ssh_key", t->name);
+	}
+	free(path);
+	pbx_buf_rtrim(&pub);
+	if (!pub.len || strchr(pub.buf, '\n')) {
+		pbx_buf_release(&pub);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s.pub: not one public key line",
+				    t->ssh_key);
+	}
+	g->pubkey = pbx_buf_detach(&pub, NULL);
+	return 0;
+}
+
+static void gce_close(void *ctx)
+{
+	struct gce *g = ctx;
+	size_t i;
+	if (!g)
+		return;
+	for (i = 0; i < g->npending; i++) {
+		free(g->pending[i].op);
+		free(g->pending[i].zone);
+		free(g->pending[i].nodes);
+	}
+	free(g->pending);
+	pbx_gce_auth_close(g->auth);
+	pbx_http_close(g->http);
+	free(g->base);
+	free(g->project);
+	free(g->zone);
+	free(g->user);
+	free(g->key_path);
+	free(g->pubkey);
+	free(g);
+}
+
+static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err *err)
+{
+	const struct pbx_cloud_gce *c = &s->cfg->gce;
+	struct pbx_http_opts ho = { .service = "gce" };
+	struct gce *g;
+	const char *ep = c->endpoint ? c->endpoint : PBX_GCE_ENDPOINT;
+
+	*out = NULL;
+	if (!s->t && !gce_configured(s->cfg))
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "clouds.gce is not configured");
+	g = xcalloc(1, sizeof(*g));
+	g->s = s;
+	g->base = xasprintf("%s%s", ep, ep[strlen(ep) - 1] == '/' ? "" : "/");
+	g->zone = c->zone ? xstrdup(c->zone) : NULL;
+	if (pbx_http_open(&ho, &g->http, err) < 0)
+		goto fail;
+	if (s->store && !s->dry_run)
+		pbx_http_set_log(g->http, s->store, s->id);
+	if (!s->dry_run && pbx_gce_auth_open(c->credentials, g->http, &g->auth, err) < 0)
+		goto fail;
+	g->project = xstrdup(c->project ? c->project
+			     : g->auth && pbx_gce_auth_project(g->auth) ? pbx_gce_auth_project(g->auth)
+			     : "");
+	if (!*g->project) {
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.project: required (no project_id "
+			     "in the credentials either)", s->cfg->path);
+		goto fail;
+	}
+	if (!g->zone) {
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.zone: required", s->cfg->path);
+		goto fail;
+	}
+	if (gce_login_read(g, err) < 0)
+		goto fail;
+	*out = g;
+	return 0;
+fail:
+	gce_close(g);
+	return -1;
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static void gce_node_fill(const struct gce *g, struct pbx_node_row *r, const char *name,
+			  const char *role, int gpus)
+{
+	memset(r, 0, sizeof(*r));
+	r->cluster_id = g->s->id;
+	r->name = xstrdup(name);
+	r->role = xstrdup(role);
+	r->address = xstrdup("");
+	r->ssh_port = 22;
+	r->gpus = gpus;
+	r->root = xstrdup("");
+	r->state = xstrdup("planned");
+	r->zone = xstrdup(g->zone);
+}
+
+static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	const struct pbx_cluster_template *t = g->s->t;
+	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
+	*nodes = xcalloc(total, sizeof(**nodes));
+	*n = total;
+	gce_node_fill(g, &(*nodes)[idx++], "head", "head", 0);
+	for (k = 0; k < t->ngroups; k++) {
+		int j;
+		for (j = 1; j <= t->groups[k].count; j++) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
+			gce_node_fill(g, &(*nodes)[idx++], name, "compute", t->groups[k].gpus);
+		}
+	}
+	for (k = 0; k < total; k++) {
+		char *iname = gce_instance_name(g, (*nodes)[k].name);
+		size_t len = strlen(iname);
+		free(iname);
+		if (len > 63) {
+			pbx_node_rows_free(*nodes, total);
+			*nodes = NULL;
+			*n = 0;
+			return pbx_err_setc(err, PBX_EXIT_USAGE, "instance names '%s-NODE' would be "
+					    "longer than 63 characters: use a shorter cluster name",
+					    g->s->name);
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- operations */
+
+/* Waits for operation `op` (zone, or global when zone is NULL) to be
+ * DONE; its error becomes err. */
+static int gce_wait_op(struct gce *g, const char *zone, const char *op, struct pbx_err *err)
+{
+	struct timespec delay = { 0, 250 * 1000 * 1000 };
+	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+	char *path = zone ? xasprintf("projects/%s/zones/%s/operations/%s", g->project, zone, op)
+		: xasprintf("projects/%s/global/operations/%s", g->project, op);
+	int rc = -1;
+	while (time(NULL) < until) {
+		json_t *r = NULL;
+		struct gce_op o;
+		long st;
+		if (g->s->dry_run) {
+			rc = 0;
+			break;
+		}
+		if (gce_call(g, "GET", path, NULL, NULL, &r, &st, err) < 0 ||
+		    gce_op_parse(r, &o, err) < 0) {
+			json_decref(r);
+			break;
+		}
+		json_decref(r);
+		if (!strcmp(o.status, "DONE")) {
+			rc = o.error[0] ? pbx_err_set(err, "operation %s failed: %s", op, o.error) : 0;
+			break;
+		}
+		nanosleep(&delay, NULL);
+	}
+	if (rc < 0 && !err->msg[0])
+		pbx_err_set(err, "operation %s not done after %d s", op, GCE_WAIT_LIMIT_S);
+	free(path);
+	return rc;
+}
+
+/* Sends a mutation and waits for its operation. */
+static int gce_mutate(struct gce *g, const char *method, const char *path, json_t *body,
+		      const long *ok, const char *zone, struct pbx_err *err)
+{
+	json_t *r = NULL;
+	struct gce_op o;
+	long st;
+	int rc = gce_call(g, method, path, body, ok, &r, &st, err);
+	if (rc == 0 && st >= 200 && st < 300) {
+		rc = gce_op_parse(r, &o, err);
+		if (rc == 0)
+			rc = gce_wait_op(g, zone, o.name, err);
+	}
+	json_decref(r);
+	return rc;
+}
+
+/* ------------------------------------------------------------- listing */
+
+/* The list filter `labels.KEY = "VALUE"`, URL-encoded.  Caller frees. */
+static char *curl_escape_filter(const char *key, const char *value)
+{
+	char *f = xasprintf("labels.%s = \"%s\"", key, value);
+	char *e = curl_easy_escape(NULL, f, 0), *res = xstrdup(e ? e : "");
+	curl_free(e);
+	free(f);
+	return res;
+}
+
+/* Instances carrying the cluster's label in the zone, every page. */
+static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
+{
+	char *token = NULL, *filter;
+	struct pbx_labels l;
+	int rc = 0;
+	*v = NULL;
+	*n = 0;
+	pbx_cluster_labels(g->s, &l);
+	filter = curl_escape_filter(l.keys[0], l.values[0]);
+	do {
+		char *path = xasprintf("projects/%s/zones/%s/instances?filter=%s&maxResults=500%s%s",
+				       g->project, g->zone, filter, token ? "&pageToken=" : "",
+				       token ? token : "");
+		json_t *r = NULL;
+		long st;
+		free(token);
+		token = NULL;
+		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		if (rc == 0 && st == 200)
+			rc = gce_list_parse(r, v, n, &token, err);
+		json_decref(r);
+		free(path);
+	} while (rc == 0 && token);
+	free(token);
+	free(filter);
+	return rc;
+}
+
+static const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const char *name)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------- create */
+
+static int gce_firewalls(struct gce *g, struct pbx_err *err)
+{
+	int which;
+	for (which = 0; which < 2; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		json_t *r = NULL, *body;
+		long st;
+		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		json_decref(r);
+		if (rc == 0 && st == 404) {
+			char *ins = xasprintf("projects/%s/global/firewalls", g->project);
+			body = gce_firewall_body(g, which);
+			rc = gce_mutate(g, "POST", ins, body, NULL, NULL, err);
+			json_decref(body);
+			free(ins);
+		}
+		free(path);
+		free(name);
+		if (rc < 0)
+			return pbx_err_prefix(err, "firewall rule");
+	}
+	return 0;
+}
+
+static void gce_record(const struct pbx_create_hooks *h, const struct pbx_node_row *node)
+{
+	if (h && h->record)
+		h->record(h->ctx, node);
+}
+
+static void set_str(char **field, const char *value)
+{
+	free(*field);
+	*field = value ? xstrdup(value) : NULL;
+}
+
+/* One bulkInsert for nodes idx[0..k) of kind grp (NULL = head). */
+static int gce_bulk(struct gce *g, const struct pbx_node_group *grp, struct pbx_node_row *nodes,
+		    size_t *idx, size_t k, const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	char *path = xasprintf("projects/%s/zones/%s/instances/bulkInsert", g->project, g->zone);
+	json_t *body = gce_bulk_body(g, grp, nodes, idx, k), *r = NULL;
+	struct gce_pending *p;
+	struct gce_op o;
+	long st;
+	size_t i;
+	int rc = gce_call(g, "POST", path, body, NULL, &r, &st, err);
+	if (rc == 0)
+		rc = gce_op_parse(r, &o, err);
+	json_decref(r);
+	json_decref(body);
+	free(path);
+	if (rc < 0)
+		return pbx_err_prefix(err, "creating %s", grp ? grp->name : "the head");
+	g->pending = xreallocarray(g->pending, g->npending + 1, sizeof(*g->pending));
+	p = &g->pending[g->npending++];
+	p->op = xstrdup(o.name);
+	p->zone = xstrdup(g->zone);
+	p->nodes = xcalloc(k, sizeof(*p->nodes));
+	memcpy(p->nodes, idx, k * sizeof(*idx));
+	p->n = k;
+	p->done = 0;
+	for (i = 0; i < k; i++) {
+		struct pbx_node_row *nd = &nodes[idx[i]];
+		char *iname = gce_instance_name(g, nd->name);
+		set_str(&nd->instance_id, iname);
+		set_str(&nd->operation, o.name);
+		set_str(&nd->zone, g->zone);
+		set_str(&nd->state, "creating");
+		gce_record(h, nd);
+		pbx_events_stage(h ? h->ev : NULL, idx[i], "created");
+		free(iname);
+	}
+	return 0;
+}
+
+/* The node group a compute node belongs to (by name: GROUPn). */
+static const struct pbx_node_group *gce_group_of(const struct pbx_cluster_template *t,
+						 const char *name)
+{
+	size_t k;
+	for (k = 0; k < t->ngroups; k++) {
+		size_t l = strlen(t->groups[k].name);
+		if (!strncmp(name, t->groups[k].name, l) && name[l] >= '1' && name[l] <= '9')
+			return &t->groups[k];
+	}
+	return NULL;
+}
+
+static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
+			    const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	const struct pbx_cluster_template *t = g->s->t;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
+	int rc = gce_firewalls(g, err);
+	if (rc == 0)
+		rc = gce_list_instances(g, &have, &nhave, err);
+	/* Head (grp NULL), then each group: the nodes not yet there. */
+	for (k = 0; rc == 0 && k <= t->ngroups; k++) {
+		const struct pbx_node_group *grp = k == 0 ? NULL : &t->groups[k - 1];
+		size_t m = 0;
+		for (i = 0; i < n; i++) {
+			char *iname = gce_instance_name(g, nodes[i].name);
+			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
+				gce_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+			if (mine && !gce_find(have, nhave, iname))
+				idx[m++] = i;
+			free(iname);
+		}
+		if (m)
+			rc = gce_bulk(g, grp, nodes, idx, m, h, err);
+	}
+	free(idx);
+	gce_insts_free(have, nhave);
+	return rc;
+}
+
+/* A placement failure's message: which quota or which zone. */
+static int gce_placement_error(struct gce *g, const struct gce_op *o, struct pbx_err *err)
+{
+	if (!strcmp(o->error_code, "QUOTA_EXCEEDED"))
+		return pbx_err_set(err, "Compute Engine quota exceeded in project %s, zone %s: %s",
+				   g->project, g->zone, o->error);
+	if (!strncmp(o->error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28))
+		return pbx_err_set(err, "zone %s has no capacity for these instances now "
+				   "(stockout): %s", g->zone, o->error);
+	return pbx_err_set(err, "Compute Engine could not create the instances: %s", o->error);
+}
+
+/* All or nothing: after a failed creation every instance of the cluster
+ * goes; the message says so. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+
+static void gce_clean_up(struct gce *g, struct pbx_err *err)
+{
+	struct pbx_err e2 = PBX_ERR_INIT;
+	struct pbx_instance *v = NULL;
+	size_t n = 0;
+	if (gce_list(g, &v, &n, &e2) == 0 && gce_destroy(g, v, n, &e2) == 0)
+		pbx_err_prefix(err, "nothing was kept (all or nothing)");
+	else
+		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
+			       g->s->name);
+	pbx_instances_free(v, n);
+}
+
+/* Polls the pending operations; 1 when all are DONE without error. */
+static int gce_poll_ops(struct gce *g, struct pbx_err *err)
+{
+	size_t i, open = 0;
+	for (i = 0; i < g->npending; i++) {
+		struct gce_pending *p = &g->pending[i];
+		char *path;
+		json_t *r = NULL;
+		struct gce_op o;
+		long st;
+		int rc;
+		if (p->done)
+			continue;
+		path = xasprintf("projects/%s/zones/%s/operations/%s", g->project, p->zone, p->op);
+		rc = gce_call(g, "GET", path, NULL, NULL, &r, &st, err);
+		free(path);
+		if (rc == 0)
+			rc = gce_op_parse(r, &o, err);
+		json_decref(r);
+		if (rc < 0)
+			return -1;
+		if (strcmp(o.status, "DONE") != 0) {
+			open++;
+			continue;
+		}
+		if (o.error[0])
+			return gce_placement_error(g, &o, err);
+		p->done = 1;
+	}
+	return open == 0;
+}
+
+static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
+			   const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, i, running = 0;
+	int rc;
+	if (g->s->dry_run)
+		return 1;
+	if (++g->polls > GCE_POLL_LIMIT)
+		return pbx_err_set(err, "instances not RUNNING after %d s", GCE_POLL_LIMIT / 5);
+	rc = gce_poll_ops(g, err);
+	if (rc < 0) {
+		gce_clean_up(g, err);
+		return -1;
+	}
+	if (rc == 0)
+		return 0;
+	if (gce_list_instances(g, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char *iname = gce_instance_name(g, nodes[i].name);
+		const struct gce_inst *x = gce_find(have, nhave, iname);
+		free(iname);
+		if (!x) {
+			gce_insts_free(have, nhave);
+			return pbx_err_set(err, "instance %s-%s is gone (preempted or deleted)",
+					   g->s->name, nodes[i].name);
+		}
+		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
+			continue;
+		if (strcmp(nodes[i].state, "running") != 0) {
+			set_str(&nodes[i].address, x->private_ip);
+			set_str(&nodes[i].public_address, i == 0 ? x->public_ip : NULL);
+			set_str(&nodes[i].state, "running");
+			gce_record(h, &nodes[i]);
+			pbx_events_stage(h ? h->ev : NULL, i, "running");
+		}
+		running++;
+	}
+	gce_insts_free(have, nhave);
+	return running == n;
+}
+
+/* ------------------------------------------------------ list / destroy */
+
+static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, i;
+	int which;
+	*v = NULL;
+	*n = 0;
+	if (gce_list_instances(g, &have, &nhave, err) < 0)
+		return -1;
+	*v = xcalloc(nhave + 2, sizeof(**v));
+	for (i = 0; i < nhave; i++) {
+		(*v)[*n].id = xstrdup(have[i].name);
+		(*v)[*n].zone = xstrdup(have[i].zone ? have[i].zone : g->zone);
+		(*v)[*n].state = xstrdup(have[i].status);
+		(*n)++;
+	}
+	gce_insts_free(have, nhave);
+	for (which = 0; which < 2; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		json_t *r = NULL;
+		long st;
+		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		json_decref(r);
+		free(path);
+		if (rc < 0) {
+			free(name);
+			return -1;
+		}
+		if (st == 200) {
+			(*v)[*n].id = name;
+			(*v)[*n].state = xstrdup("FIREWALL");
+			(*n)++;
+		} else {
+			free(name);
+		}
+	}
+	return 0;
+}
+
+/* Deletes each instance (all at once), then the firewall rules; waits for
+ * every operation.  A resource already gone (404) is fine. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	char **ops = xcalloc(n ? n : 1, sizeof(*ops));
+	size_t i;
+	int rc = 0, which;
+	for (i = 0; i < n && rc == 0; i++) {
+		char *path;
+		json_t *r = NULL;
+		struct gce_op o;
+		long st;
+		if (v[i].state && !strcmp(v[i].state, "FIREWALL"))
+			continue;
+		path = xasprintf("projects/%s/zones/%s/instances/%s", g->project,
+				 v[i].zone ? v[i].zone : g->zone, v[i].id);
+		rc = gce_call(g, "DELETE", path, NULL, ok_404, &r, &st, err);
+		if (rc == 0 && st == 200 && gce_op_parse(r, &o, err) == 0)
+			ops[i] = xstrdup(o.name);
+		json_decref(r);
+		free(path);
+	}
+	for (i = 0; i < n && rc == 0; i++)
+		if (ops[i])
+			rc = gce_wait_op(g, v[i].zone ? v[i].zone : g->zone, ops[i], err);
+	for (which = 0; which < 2 && rc == 0; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, NULL, err);
+		free(path);
+		free(name);
+	}
+	for (i = 0; i < n; i++)
+		free(ops[i]);
+	free(ops);
+	return rc;
+}
+
+/* ------------------------------------------------------------- login */
+
+static int gce_login(void *ctx, char **user, char **key_path, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	(void)err;
+	*user = xstrdup(g->user ? g->user : "root");
+	*key_path = g->key_path ? xstrdup(g->key_path) : NULL;
+	return 0;
+}
+
+/* VMs: SLURM's defaults, daemons under systemd, NFS /shared from the head. */
+static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	(void)err;
+	memset(l, 0, sizeof(*l));
+	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s-head", g->s->name);
+	l->ctld_port = 6817;
+	l->srun_port_lo = 60001;
+	l->srun_port_hi = 63000;
+	l->slurm_user = "slurm";
+	l->bootstrap_mode = "systemd";
+	l->extra = "";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "/shared");
+	return 0;
+}
+
+const struct pbx_provider pbx_provider_gce = {
+	.name = "gce",
+	.open = gce_open,
+	.close = gce_close,
+	.plan = gce_plan,
+	.create_begin = gce_create_begin,
+	.create_poll = gce_create_poll,
+	.list = gce_list,
+	.destroy = gce_destroy,
+	.login = gce_login,
+	.layout = gce_layout,
+};
