@@ -135,6 +135,8 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 	t.key_path = c->key_path;
 	t.name = pin;
 	rc = pbx_ssh_pool_get(c->pool, &t, out, err);
+	if (rc == 0 && c->user && strcmp(c->user, "root") != 0)
+		pbx_ssh_set_as_root(*out, 1);
 	free(pin);
 	if (rc < 0)
 		pbx_err_prefix(err, "node %s", c->nodes[i].name);
@@ -150,17 +152,30 @@ static void pbx_cluster_env_prefix(const struct pbx_cluster *c, size_t node, str
 	free(env);
 }
 
+char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (!c->user || !strcmp(c->user, "root"))
+		return xstrdup(cmdline);
+	pbx_buf_adds(&b, "sudo -n sh -c ");
+	pbx_shell_quote(&b, cmdline);
+	return pbx_buf_detach(&b, NULL);
+}
+
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_ssh *s;
+	char *line;
 	int rc;
 	if (pbx_cluster_connect(c, node, &s, err) < 0)
 		return -1;
 	pbx_cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
-	rc = pbx_ssh_exec(s, b.buf, NULL, 0, out, ctx, status, err);
+	line = pbx_cluster_as_root(c, b.buf);
+	rc = pbx_ssh_exec(s, line, NULL, 0, out, ctx, status, err);
+	free(line);
 	pbx_buf_release(&b);
 	return rc;
 }

@@ -88,6 +88,10 @@ int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv
 /* Same with a shell command line (already quoted by the caller). */
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err);
+/* The command line to send for `cmdline`: as is when the login user is
+ * root, else run by root through `sudo -n sh -c CMDLINE` (cloud images log
+ * in as a user with passwordless sudo).  Caller frees. */
+char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline);
 /* Current sinfo node states (head's view); caller frees with pbx_sinfo_free. */
 int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,
 		      struct pbx_err *err);

@@ -418,6 +418,10 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
 		rc = start_create(c, ev, err);
+	/* Node bodies already run in direct mode; a cloud's nodes may be VMs
+	 * or (an emulator's) node bodies: ask them. */
+	if (rc == 0 && strcmp(layout.bootstrap_mode, "direct") != 0)
+		rc = pbx_cluster_discover(c, &layout, ev, err);
 	if (rc == 0)
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)

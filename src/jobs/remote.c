@@ -38,8 +38,12 @@ int jobs_remote(struct pbx_cluster *c, const char *script, const struct pbx_buf 
 	}
 	pbx_buf_adds(&cmd, " && cd \"$PBX_SHARED\" && exec /bin/sh -c ");
 	pbx_shell_quote(&cmd, script);
-	rc = pbx_ssh_exec(s, cmd.buf, in ? in->buf : NULL, in ? in->len : 0, jobs_collect, o,
-			  &status, err);
+	{
+		char *line = pbx_cluster_as_root(c, cmd.buf);   /* sudo -n for a non-root login */
+		rc = pbx_ssh_exec(s, line, in ? in->buf : NULL, in ? in->len : 0, jobs_collect, o,
+				  &status, err);
+		free(line);
+	}
 	pbx_buf_release(&cmd);
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&o->err);
