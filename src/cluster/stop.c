@@ -39,11 +39,20 @@ static int stop_by_label(const struct pbx_provider *p, void *pctx, int always, i
 {
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
-	int rc = p->list(pctx, &v, &n, err);
+	int rc = p->list(pctx, &v, &n, err), round;
 	if (rc == 0 && (n > 0 || always))
 		rc = p->destroy(pctx, v, n, err);
 	if (found)
 		*found = n > 0;
+	/* What a creation still under way made meanwhile: look again. */
+	for (round = 0; rc == 0 && n > 0 && round < 2; round++) {
+		pbx_instances_free(v, n);
+		v = NULL;
+		n = 0;
+		rc = p->list(pctx, &v, &n, err);
+		if (rc == 0 && n > 0)
+			rc = p->destroy(pctx, v, n, err);
+	}
 	pbx_instances_free(v, n);
 	return rc;
 }

@@ -515,6 +515,51 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 
 /* ------------------------------------------------------ list / destroy */
 
+/* Waits until the creations the store recorded for the cluster are over
+ * (an operation still PENDING has made no instance yet, so a list would
+ * miss what it is about to make: a start killed mid-create).  An
+ * operation Compute Engine no longer knows (404) is over. */
+static int gce_settle(struct gce *g, struct pbx_err *err)
+{
+	struct pbx_node_row *rows = NULL;
+	size_t nrows = 0, i, k;
+	int rc = 0;
+	if (!g->s->store || g->s->id <= 0 || g->s->dry_run)
+		return 0;
+	if (pbx_store_node_list(g->s->store, g->s->id, &rows, &nrows, err) < 0)
+		return -1;
+	for (i = 0; i < nrows && rc == 0; i++) {
+		time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+		if (!rows[i].operation || strcmp(rows[i].state, "creating") != 0)
+			continue;
+		for (k = 0; k < i && (!rows[k].operation ||
+				      strcmp(rows[k].operation, rows[i].operation) != 0); k++)
+			;
+		if (k < i)
+			continue;   /* the same bulkInsert as an earlier node */
+		while (rc == 0 && time(NULL) < until) {
+			char *path = xasprintf("projects/%s/zones/%s/operations/%s", g->project,
+					       rows[i].zone ? rows[i].zone : g->zone, rows[i].operation);
+			struct timespec delay = { 0, 250 * 1000 * 1000 };
+			json_t *r = NULL;
+			struct gce_op o;
+			long st;
+			rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+			free(path);
+			if (rc == 0 && (st == 404 || (gce_op_parse(r, &o, err) == 0 &&
+						      !strcmp(o.status, "DONE")))) {
+				json_decref(r);
+				break;
+			}
+			json_decref(r);
+			pbx_err_clear(err);
+			nanosleep(&delay, NULL);
+		}
+	}
+	pbx_node_rows_free(rows, nrows);
+	return rc;
+}
+
 static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
@@ -523,7 +568,7 @@ static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 	int which;
 	*v = NULL;
 	*n = 0;
-	if (gce_list_instances(g, &have, &nhave, err) < 0)
+	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
 	*v = xcalloc(nhave + 2, sizeof(**v));
 	for (i = 0; i < nhave; i++) {
