@@ -31,11 +31,13 @@ int pbx_http_secret_name(const char *name, size_t len)
 	return 0;
 }
 
-/* "a=1&token=x" -> "a=1&token=REDACTED" */
+/* "a=1&token=x" -> "a=1&token=REDACTED".  '?' and ';' separate too: a
+ * stray "?access_token=x" inside a value is redacted as well (erring on
+ * the side of removing too much; found by fuzz_redact). */
 static void redact_query(const char *q, struct pbx_buf *out)
 {
 	while (*q) {
-		size_t n = strcspn(q, "&");
+		size_t n = strcspn(q, "&?;");
 		size_t name = strcspn(q, "=");
 		if (name < n && pbx_http_secret_name(q, name)) {
 			pbx_buf_add(out, q, name);
@@ -44,7 +46,7 @@ static void redact_query(const char *q, struct pbx_buf *out)
 			pbx_buf_add(out, q, n);
 		}
 		q += n;
-		if (*q == '&')
+		if (*q)
 			pbx_buf_addc(out, *q++);
 	}
 }

@@ -40,6 +40,9 @@ static void test_ops(void)
 	v = J("{\"name\":\"op-4\",\"status\":\"DONE\",\"error\":{}}");
 	ok(gce_op_parse(v, &o, &err) == 0 && o.error[0], "an empty error object is still a failure");
 	json_decref(v);
+	v = J("{\"name\":\"op\",\"status\":\"\"}");
+	ok(gce_op_parse(v, &o, &err) < 0, "an empty status is not an operation");
+	json_decref(v);
 	v = J("{\"status\":\"DONE\"}");
 	ok(gce_op_parse(v, &o, &err) < 0, "a reply without a name is not an operation");
 	json_decref(v);

@@ -282,6 +282,9 @@ static void test_pure(void)
 	is_str(u, "https://h.example/p?a=1&access_token=REDACTED&Key=REDACTED&code=z&b=2",
 	       "URL redaction: userinfo, fragment and secret parameters go");
 	free(u);
+	u = pbx_http_redact_url("https://h/p?x?access_token=SECRET&y=1");
+	ok(u && !strstr(u, "SECRET"), "a token after a stray '?' in the query is redacted too: %s", u);
+	free(u);
 	{
 		const char *in = "{\"a\":{\"private_key\":\"-----BEGIN\"},\"b\":[1]}";
 		j = pbx_http_redact_json(in, strlen(in), 200);

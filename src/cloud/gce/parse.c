@@ -86,7 +86,7 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err)
 	json_t *errors, *e;
 	size_t i, used = 0;
 	memset(op, 0, sizeof(*op));
-	if (!name || !status || strlen(name) >= sizeof(op->name) ||
+	if (!name || !status || !*name || !*status || strlen(name) >= sizeof(op->name) ||
 	    strlen(status) >= sizeof(op->status))
 		return pbx_err_set(err, "Compute Engine reply is not an operation");
 	snprintf(op->name, sizeof(op->name), "%s", name);
