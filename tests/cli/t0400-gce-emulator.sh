@@ -149,4 +149,49 @@ wait $pid 2>/dev/null
 run_pbx cluster stop e1
 ok $rc "stop after pbx was killed mid-create: $errout"
 is "$(emu_holds)" "0 0" "nothing is left after kill -9 and stop"
+# ------------------------------------------------------------ credentials
+# A token living 2 s, operations slow enough that it expires mid-start.
+emu_start --token-lifetime 2 --fault op_delay=0.4
+run_pbx cluster start e1
+ok $rc "start succeeds while its token expires: $errout"
+grants=$(emu_get calls | python3 -c 'import json,sys; print(json.load(sys.stdin)["token_grants"])')
+[ "$grants" -ge 2 ]
+ok $? "the token was fetched again before it expired ($grants grants)"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop after the refreshed start leaves nothing"
+
+# A key the emulator does not know (same account, another key).
+emu_start
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/other.pem" 2>/dev/null
+python3 - "$PBX_HOME/sa.json" "$TEST_TMP/other.pem" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["private_key"] = open(sys.argv[2]).read()
+json.dump(d, open(sys.argv[1], "w"))
+PY
+run_pbx cluster start e1
+is "$rc" "1" "a wrong key fails the start"
+echo "$errout" | grep -q "authentication failed for service account pbx-e2e@pbx-test.iam.gserviceaccount.com" &&
+	echo "$errout" | grep -q "invalid_grant"
+ok $? "with a clear authentication error: $errout"
+echo "$errout" | grep -q -e "BEGIN" -e "eyJ"
+ok $((! $?)) "the error quotes neither key nor assertion"
+is "$(emu_holds)" "0 0" "and nothing was created"
+run_pbx cluster stop e1
+
+# gcloud's authorized_user file (refresh token) against the token endpoint.
+emu_post authorized-users '{"client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret", "refresh_token": "1//rtoken"}' >/dev/null
+cat >"$PBX_HOME/adc.json" <<ADC
+{"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret",
+ "refresh_token": "1//rtoken", "token_uri": "http://127.0.0.1:$PORT/token"}
+ADC
+chmod 600 "$PBX_HOME/adc.json"
+sed -i "s#credentials: $PBX_HOME/sa.json#credentials: $PBX_HOME/adc.json#" "$PBX_HOME/config.yaml"
+run_pbx cluster stop --dry-run e1
+run_pbx cluster start e1
+ok $rc "start with authorized_user credentials: $errout"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop with them leaves nothing"
+sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events" >"$TEST_TMP/events"
+grep -c "/token" "$TEST_TMP/events" >/dev/null && ! grep -q -e csecret -e rtoken -e "Bearer" -e "BEGIN" "$TEST_TMP/events"
+ok $? "the request log names token calls but holds no secret"
 done_testing
