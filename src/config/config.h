@@ -80,6 +80,9 @@ struct pbx_cloud_gce {
 						 is tilde-expanded */
 	char *endpoint;                       /* compute v1 base URL; NULL =
 						 https://compute.googleapis.com/compute/v1/ */
+	char **zones;                         /* zones to fall back to, in order,
+						 when one has no capacity; may be NULL */
+	size_t nzones;
 	int credentials_line;                 /* 0 when absent */
 };
 

@@ -138,6 +138,24 @@ is "$(emu_holds)" "0 0" "all or nothing: no instance or firewall rule is left"
 run_pbx cluster stop e1
 ok $rc "stop after the failed start: $errout"
 
+# ------------------------------------------- stockout: the next zone
+emu_start --fault 'stockout=["us-central1-a"]'
+sed -i 's#zone: us-central1-a,#zone: us-central1-a, zones: [us-central1-a, us-central1-b],#' "$PBX_HOME/config.yaml"
+run_pbx cluster start e1
+ok $rc "start succeeds when the first zone is stocked out: $errout"
+is "$(emu_get state | python3 -c 'import json,sys; print(" ".join(sorted({i["zone"].split("/")[-1] for i in json.load(sys.stdin)["instances"]})))')" \
+	"us-central1-b" "every instance landed in the second zone"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) FROM nodes WHERE state = 'up'")" \
+	"us-central1-b" "the store records the zone"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop finds and removes them in the second zone"
+emu_start --fault 'stockout=["us-central1-a"]'
+run_pbx cluster start e1
+is "$rc" "1" "without a second zone, a stockout fails the start"
+echo "$errout" | grep -q "zone us-central1-a has no capacity"
+ok $? "naming the zone: $errout"
+is "$(emu_holds)" "0 0" "and leaves nothing"
+
 # ------------------------------------------------------ kill -9 mid-start
 emu_start --fault op_delay=0.5
 "$PBX" -q cluster start e1 >/dev/null 2>&1 &

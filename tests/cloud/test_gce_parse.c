@@ -73,8 +73,21 @@ static void test_list(void)
 	json_decref(p2);
 	v = NULL;
 	n = 0;
-	p1 = J("{\"items\":{}}");
-	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "items not an array is refused");
+	p1 = J("{\"items\":5}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "items neither array nor object is refused");
+	json_decref(p1);
+	p1 = J("{\"kind\":\"compute#instanceAggregatedList\",\"items\":{"
+	       "\"zones/us-central1-a\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\"}},"
+	       "\"zones/us-central1-b\":{\"instances\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
+	       "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.9\"}]}]}}}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 1 && !strcmp(v[0].zone, "us-central1-b") &&
+	   !strcmp(v[0].private_ip, "10.0.0.9"), "an aggregated list: instances of every zone, zone from the scope");
+	json_decref(p1);
+	gce_insts_free(v, n);
+	v = NULL;
+	n = 0;
+	p1 = J("{\"items\":{\"zones/a\":[]}}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "an aggregated scope that is not an object is refused");
 	json_decref(p1);
 	p1 = J("{}");
 	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0, "an empty list has no items member");

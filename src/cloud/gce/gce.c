@@ -80,6 +80,9 @@ static void gce_close(void *ctx)
 		free(g->pending[i].nodes);
 	}
 	free(g->pending);
+	for (i = 0; i < g->nzones; i++)
+		free(g->zones[i]);
+	free(g->zones);
 	pbx_gce_auth_close(g->auth);
 	pbx_http_close(g->http);
 	free(g->base);
@@ -104,7 +107,15 @@ static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 	g = xcalloc(1, sizeof(*g));
 	g->s = s;
 	g->base = xasprintf("%s%s", ep, ep[strlen(ep) - 1] == '/' ? "" : "/");
-	g->zone = c->zone ? xstrdup(c->zone) : NULL;
+	g->zone = c->zone ? xstrdup(c->zone) : c->nzones ? xstrdup(c->zones[0]) : NULL;
+	if (g->zone) {
+		size_t z;
+		g->zones = xcalloc(c->nzones + 1, sizeof(*g->zones));
+		g->zones[g->nzones++] = xstrdup(g->zone);
+		for (z = 0; z < c->nzones; z++)
+			if (strcmp(c->zones[z], g->zone) != 0)
+				g->zones[g->nzones++] = xstrdup(c->zones[z]);
+	}
 	if (pbx_http_open(&ho, &g->http, err) < 0)
 		goto fail;
 	if (s->store && !s->dry_run)
@@ -247,7 +258,8 @@ static char *curl_escape_filter(const char *key, const char *value)
 	return res;
 }
 
-/* Instances carrying the cluster's label in the zone, every page. */
+/* Instances carrying the cluster's label in every zone (aggregatedList),
+ * every page. */
 static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
 {
 	char *token = NULL, *filter;
@@ -258,8 +270,8 @@ static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, str
 	pbx_cluster_labels(g->s, &l);
 	filter = curl_escape_filter(l.keys[0], l.values[0]);
 	do {
-		char *path = xasprintf("projects/%s/zones/%s/instances?filter=%s&maxResults=500%s%s",
-				       g->project, g->zone, filter, token ? "&pageToken=" : "",
+		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
+				       g->project, filter, token ? "&pageToken=" : "",
 				       token ? token : "");
 		json_t *r = NULL;
 		long st;
@@ -324,11 +336,12 @@ static void set_str(char **field, const char *value)
 	*field = value ? xstrdup(value) : NULL;
 }
 
-/* One bulkInsert for nodes idx[0..k) of kind grp (NULL = head). */
-static int gce_bulk(struct gce *g, const struct pbx_node_group *grp, struct pbx_node_row *nodes,
-		    size_t *idx, size_t k, const struct pbx_create_hooks *h, struct pbx_err *err)
+/* One bulkInsert in `zone` for nodes idx[0..k) of kind grp (NULL = head). */
+static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group *grp,
+		    struct pbx_node_row *nodes, const size_t *idx, size_t k,
+		    const struct pbx_create_hooks *h, struct pbx_err *err)
 {
-	char *path = xasprintf("projects/%s/zones/%s/instances/bulkInsert", g->project, g->zone);
+	char *path = xasprintf("projects/%s/zones/%s/instances/bulkInsert", g->project, zone);
 	json_t *body = gce_bulk_body(g, grp, nodes, idx, k), *r = NULL;
 	struct gce_pending *p;
 	struct gce_op o;
@@ -345,7 +358,8 @@ static int gce_bulk(struct gce *g, const struct pbx_node_group *grp, struct pbx_
 	g->pending = xreallocarray(g->pending, g->npending + 1, sizeof(*g->pending));
 	p = &g->pending[g->npending++];
 	p->op = xstrdup(o.name);
-	p->zone = xstrdup(g->zone);
+	p->zone = xstrdup(zone);
+	p->grp = grp;
 	p->nodes = xcalloc(k, sizeof(*p->nodes));
 	memcpy(p->nodes, idx, k * sizeof(*idx));
 	p->n = k;
@@ -355,7 +369,7 @@ static int gce_bulk(struct gce *g, const struct pbx_node_group *grp, struct pbx_
 		char *iname = gce_instance_name(g, nd->name);
 		set_str(&nd->instance_id, iname);
 		set_str(&nd->operation, o.name);
-		set_str(&nd->zone, g->zone);
+		set_str(&nd->zone, zone);
 		set_str(&nd->state, "creating");
 		gce_record(h, nd);
 		pbx_events_stage(h ? h->ev : NULL, idx[i], "created");
@@ -400,7 +414,7 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 			free(iname);
 		}
 		if (m)
-			rc = gce_bulk(g, grp, nodes, idx, m, h, err);
+			rc = gce_bulk(g, g->zone, grp, nodes, idx, m, h, err);
 	}
 	free(idx);
 	gce_insts_free(have, nhave);
@@ -408,14 +422,16 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 }
 
 /* A placement failure's message: which quota or which zone. */
-static int gce_placement_error(struct gce *g, const struct gce_op *o, struct pbx_err *err)
+static int gce_placement_error(struct gce *g, const char *zone, const struct gce_op *o,
+			       struct pbx_err *err)
 {
 	if (!strcmp(o->error_code, "QUOTA_EXCEEDED"))
 		return pbx_err_set(err, "Compute Engine quota exceeded in project %s, zone %s: %s",
-				   g->project, g->zone, o->error);
+				   g->project, zone, o->error);
 	if (!strncmp(o->error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28))
 		return pbx_err_set(err, "zone %s has no capacity for these instances now "
-				   "(stockout): %s", g->zone, o->error);
+				   "(stockout)%s: %s", zone, g->nzones > 1 ? ", nor has any zone "
+				   "of clouds.gce.zones" : "", o->error);
 	return pbx_err_set(err, "Compute Engine could not create the instances: %s", o->error);
 }
 
@@ -437,12 +453,25 @@ static void gce_clean_up(struct gce *g, struct pbx_err *err)
 	pbx_instances_free(v, n);
 }
 
-/* Polls the pending operations; 1 when all are DONE without error. */
-static int gce_poll_ops(struct gce *g, struct pbx_err *err)
+/* The zone after `zone` in the fallback order, or NULL. */
+static const char *gce_next_zone(const struct gce *g, const char *zone)
+{
+	size_t z;
+	for (z = 0; z + 1 < g->nzones; z++)
+		if (!strcmp(g->zones[z], zone))
+			return g->zones[z + 1];
+	return NULL;
+}
+
+/* Polls the pending operations; 1 when all are DONE without error.  A
+ * stockout sends the same nodes to the next zone of clouds.gce.zones. */
+static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
+			const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	size_t i, open = 0;
 	for (i = 0; i < g->npending; i++) {
 		struct gce_pending *p = &g->pending[i];
+		const char *next;
 		char *path;
 		json_t *r = NULL;
 		struct gce_op o;
@@ -462,9 +491,31 @@ static int gce_poll_ops(struct gce *g, struct pbx_err *err)
 			open++;
 			continue;
 		}
-		if (o.error[0])
-			return gce_placement_error(g, &o, err);
 		p->done = 1;
+		next = o.error[0] && !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28)
+			? gce_next_zone(g, p->zone) : NULL;
+		if (next) {
+			size_t k;
+			pbx_store_event(g->s->store, g->s->id, "gce.stockout",
+					"zone %s has no capacity: trying %s", p->zone, next);
+			for (k = 0; k < p->n; k++)
+				pbx_events_stage(h ? h->ev : NULL, p->nodes[k], "zone full, next zone");
+			/* gce_bulk may move g->pending: copy what it needs. */
+			{
+				size_t *idx = xcalloc(p->n, sizeof(*idx)), n = p->n;
+				const struct pbx_node_group *grp = p->grp;
+				int brc;
+				memcpy(idx, p->nodes, n * sizeof(*idx));
+				brc = gce_bulk(g, next, grp, nodes, idx, n, h, err);
+				free(idx);
+				if (brc < 0)
+					return -1;
+			}
+			open++;
+			continue;
+		}
+		if (o.error[0])
+			return gce_placement_error(g, p->zone, &o, err);
 	}
 	return open == 0;
 }
@@ -480,7 +531,7 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		return 1;
 	if (++g->polls > GCE_POLL_LIMIT)
 		return pbx_err_set(err, "instances not RUNNING after %d s", GCE_POLL_LIMIT / 5);
-	rc = gce_poll_ops(g, err);
+	rc = gce_poll_ops(g, nodes, h, err);
 	if (rc < 0) {
 		gce_clean_up(g, err);
 		return -1;
@@ -502,6 +553,8 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			continue;
 		if (strcmp(nodes[i].state, "running") != 0) {
 			set_str(&nodes[i].address, x->private_ip);
+			if (x->zone)
+				set_str(&nodes[i].zone, x->zone);
 			set_str(&nodes[i].public_address, i == 0 ? x->public_ip : NULL);
 			set_str(&nodes[i].state, "running");
 			gce_record(h, &nodes[i]);

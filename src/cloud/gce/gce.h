@@ -20,6 +20,7 @@
 struct gce_pending {
 	char *op;          /* operation name */
 	char *zone;
+	const struct pbx_node_group *grp;   /* NULL: the head */
 	size_t *nodes;     /* indexes into the node list */
 	size_t n;
 	int done;
@@ -30,7 +31,10 @@ struct gce {
 	struct pbx_http *http;
 	struct pbx_gce_auth *auth;   /* NULL in dry-run */
 	char *base;                  /* endpoint, ends in '/' */
-	char *project, *zone;
+	char *project, *zone;        /* zone: where new instances go first */
+	char **zones;                /* zone, then clouds.gce.zones' others: the
+					order tried on a stockout */
+	size_t nzones;
 	char *user, *key_path, *pubkey;   /* login; pubkey is the .pub line */
 	struct gce_pending *pending;
 	size_t npending;
@@ -76,7 +80,8 @@ struct gce_inst {
 	char *name, *zone, *status;
 	char *private_ip, *public_ip;   /* may be NULL */
 };
-/* Reads an instances.list page: appends to *v (free with gce_insts_free);
+/* Reads an instances.list or aggregatedList page: appends to *v (free
+ * with gce_insts_free);
  * *next gets nextPageToken (caller frees) or NULL. */
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		   struct pbx_err *err);

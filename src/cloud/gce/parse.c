@@ -125,22 +125,19 @@ void gce_insts_free(struct gce_inst *v, size_t n)
 	free(v);
 }
 
-int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
-		   struct pbx_err *err)
+/* Appends the instances of an array (a list's items, or one scope of an
+ * aggregated list). */
+static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pbx_err *err)
 {
-	json_t *items, *it;
+	json_t *it;
 	size_t i;
-	*next = NULL;
-	if (!json_is_object(v))
-		return pbx_err_set(err, "Compute Engine list reply is not an object");
-	items = json_object_get(v, "items");
 	if (items && !json_is_array(items))
 		return pbx_err_set(err, "Compute Engine list reply: items is not an array");
 	json_array_foreach(items, i, it) {
 		json_t *nic = json_array_get(json_object_get(it, "networkInterfaces"), 0);
 		json_t *ac = json_array_get(json_object_get(nic, "accessConfigs"), 0);
 		struct gce_inst *x;
-		if (!str(it, "name") || !str(it, "status"))
+		if (!str(it, "name") || !*str(it, "name") || !str(it, "status"))
 			return pbx_err_set(err, "Compute Engine list reply: an instance has no name or status");
 		*out = xreallocarray(*out, *n + 1, sizeof(**out));
 		x = &(*out)[(*n)++];
@@ -149,6 +146,33 @@ int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		x->zone = dup_or_null(last_segment(str(it, "zone")));
 		x->private_ip = dup_or_null(str(nic, "networkIP"));
 		x->public_ip = dup_or_null(str(ac, "natIP"));
+	}
+	return 0;
+}
+
+int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
+		   struct pbx_err *err)
+{
+	json_t *items, *scope;
+	const char *key;
+	*next = NULL;
+	if (!json_is_object(v))
+		return pbx_err_set(err, "Compute Engine list reply is not an object");
+	items = json_object_get(v, "items");
+	if (json_is_object(items)) {
+		/* aggregatedList: {"zones/Z": {"instances": [...]} | {"warning"}} */
+		json_object_foreach(items, key, scope) {
+			size_t first = *n, k;
+			if (!json_is_object(scope))
+				return pbx_err_set(err, "Compute Engine aggregated list: scope %.60s is not an object", key);
+			if (list_items(json_object_get(scope, "instances"), out, n, err) < 0)
+				return -1;
+			for (k = first; k < *n; k++)
+				if (!(*out)[k].zone && !strncmp(key, "zones/", 6) && strlen(key) < MAX_FIELD)
+					(*out)[k].zone = xstrdup(key + 6);
+		}
+	} else if (list_items(items, out, n, err) < 0) {
+		return -1;
 	}
 	*next = dup_or_null(str(v, "nextPageToken"));
 	if (*next && !**next) {
