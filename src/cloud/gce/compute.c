@@ -28,6 +28,56 @@ void gce_uuid(char out[37])
 		 b[13], b[14], b[15]);
 }
 
+void gce_pool_init(struct gce *g)
+{
+	pthread_mutex_init(&g->pool_mu, NULL);
+	pthread_cond_init(&g->pool_cv, NULL);
+	g->pool[0] = g->http;
+}
+
+void gce_pool_free(struct gce *g)
+{
+	size_t i;
+	for (i = 1; i < GCE_HTTP_POOL; i++)
+		pbx_http_close(g->pool[i]);
+	pthread_mutex_destroy(&g->pool_mu);
+	pthread_cond_destroy(&g->pool_cv);
+}
+
+/* A free handle of the pool (one more is opened while fewer than
+ * GCE_HTTP_POOL exist); waits when all are busy. */
+static size_t pool_take(struct gce *g)
+{
+	size_t i;
+	pthread_mutex_lock(&g->pool_mu);
+	for (;;) {
+		for (i = 0; i < GCE_HTTP_POOL; i++) {
+			if (g->busy[i])
+				continue;
+			if (!g->pool[i]) {
+				struct pbx_http_opts o = { .service = "gce" };
+				struct pbx_err err = PBX_ERR_INIT;
+				if (pbx_http_open(&o, &g->pool[i], &err) < 0)
+					continue;
+				if (g->s->store && !g->s->dry_run)
+					pbx_http_set_log(g->pool[i], g->s->store, g->s->id);
+			}
+			g->busy[i] = 1;
+			pthread_mutex_unlock(&g->pool_mu);
+			return i;
+		}
+		pthread_cond_wait(&g->pool_cv, &g->pool_mu);
+	}
+}
+
+static void pool_give(struct gce *g, size_t i)
+{
+	pthread_mutex_lock(&g->pool_mu);
+	g->busy[i] = 0;
+	pthread_cond_signal(&g->pool_cv);
+	pthread_mutex_unlock(&g->pool_mu);
+}
+
 static int status_ok(long status, const long *ok)
 {
 	if (status >= 200 && status < 300)
@@ -67,6 +117,7 @@ static json_t *dry_reply(const char *method, long *status)
 static int send_once(struct gce *g, const char *method, const char *url, const char *body,
 		     struct pbx_http_resp *resp, struct pbx_err *err)
 {
+	size_t slot = pool_take(g);
 	static const char json_ct[] = "Content-Type: application/json";
 	const char *hdrs[3] = { NULL, NULL, NULL };
 	struct pbx_http_req r = { .method = method, .url = url, .headers = hdrs,
@@ -74,12 +125,15 @@ static int send_once(struct gce *g, const char *method, const char *url, const c
 				  .retryable = gce_retryable };
 	char *auth = NULL;
 	int rc;
-	if (pbx_gce_auth_header(g->auth, &auth, err) < 0)
+	if (pbx_gce_auth_header(g->auth, &auth, err) < 0) {
+		pool_give(g, slot);
 		return -1;
+	}
 	hdrs[0] = auth;
 	hdrs[1] = body ? json_ct : NULL;
-	rc = pbx_http_do(g->http, &r, resp, err);
+	rc = pbx_http_do(g->pool[slot], &r, resp, err);
 	pbx_gce_auth_free_header(auth);
+	pool_give(g, slot);
 	return rc;
 }
 

@@ -24,11 +24,13 @@
 #include <time.h>
 
 #include "util/buf.h"
+#include "util/fanout.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
 #define GCE_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
 #define GCE_WAIT_LIMIT_S 600    /* waiting for one operation */
+#define GCE_BULK_MAX 1000       /* instances per bulkInsert (Compute Engine's limit) */
 
 static const long ok_404[] = { 404, 0 };
 
@@ -80,6 +82,8 @@ static void gce_close(void *ctx)
 		free(g->pending[i].nodes);
 	}
 	free(g->pending);
+	if (g->http)
+		gce_pool_free(g);
 	for (i = 0; i < g->nzones; i++)
 		free(g->zones[i]);
 	free(g->zones);
@@ -118,6 +122,7 @@ static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 	}
 	if (pbx_http_open(&ho, &g->http, err) < 0)
 		goto fail;
+	gce_pool_init(g);
 	if (s->store && !s->dry_run)
 		pbx_http_set_log(g->http, s->store, s->id);
 	if (!s->dry_run && pbx_gce_auth_open(c->credentials, g->http, &g->auth, err) < 0)
@@ -413,8 +418,10 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 				idx[m++] = i;
 			free(iname);
 		}
-		if (m)
-			rc = gce_bulk(g, g->zone, grp, nodes, idx, m, h, err);
+		/* bulkInsert makes at most 1000 instances a call. */
+		for (i = 0; rc == 0 && i < m; i += GCE_BULK_MAX)
+			rc = gce_bulk(g, g->zone, grp, nodes, idx + i,
+				      m - i < GCE_BULK_MAX ? m - i : GCE_BULK_MAX, h, err);
 	}
 	free(idx);
 	gce_insts_free(have, nhave);
@@ -654,32 +661,83 @@ static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 	return 0;
 }
 
-/* Deletes each instance (all at once), then the firewall rules; waits for
- * every operation.  A resource already gone (404) is fine. */
+struct gce_delete_run {
+	struct gce *g;
+	const struct pbx_instance *v;
+};
+
+/* One instance's DELETE (a 404: already gone). */
+static int gce_delete_one(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct gce_delete_run *r = ctx;
+	const struct pbx_instance *x = &r->v[i];
+	json_t *reply = NULL;
+	char *path;
+	long st;
+	int rc;
+	if (x->state && !strcmp(x->state, "FIREWALL"))
+		return 0;
+	path = xasprintf("projects/%s/zones/%s/instances/%s", r->g->project,
+			 x->zone ? x->zone : r->g->zone, x->id);
+	rc = gce_call(r->g, "DELETE", path, NULL, ok_404, &reply, &st, err);
+	json_decref(reply);
+	free(path);
+	return rc;
+}
+
+/* Waits until no instance of v is listed any more: one aggregated list a
+ * round, however many instances there are. */
+static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
+			 struct pbx_err *err)
+{
+	struct timespec delay = { 0, 250 * 1000 * 1000 };
+	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+	for (;;) {
+		struct gce_inst *have = NULL;
+		size_t nhave = 0, i, left = 0;
+		const char *one = NULL;
+		if (gce_list_instances(g, &have, &nhave, err) < 0)
+			return -1;
+		for (i = 0; i < n; i++)
+			if ((!v[i].state || strcmp(v[i].state, "FIREWALL") != 0) &&
+			    gce_find(have, nhave, v[i].id)) {
+				left++;
+				one = v[i].id;
+			}
+		if (left && time(NULL) >= until) {
+			pbx_err_set(err, "%zu instance%s still there after %d s (e.g. %s)", left,
+				    left == 1 ? "" : "s", GCE_WAIT_LIMIT_S, one);
+			gce_insts_free(have, nhave);
+			return -1;
+		}
+		gce_insts_free(have, nhave);
+		if (!left)
+			return 0;
+		nanosleep(&delay, NULL);
+	}
+}
+
+/* Deletes every instance (GCE_HTTP_POOL calls at once; one at a time in a
+ * dry run, so the printed order is stable), waits until none is listed,
+ * then deletes the firewall rules.  What is already gone (404) is fine. */
 static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	char **ops = xcalloc(n ? n : 1, sizeof(*ops));
+	struct gce_delete_run run = { g, v };
+	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
 	int rc = 0, which;
-	for (i = 0; i < n && rc == 0; i++) {
-		char *path;
-		json_t *r = NULL;
-		struct gce_op o;
-		long st;
-		if (v[i].state && !strcmp(v[i].state, "FIREWALL"))
-			continue;
-		path = xasprintf("projects/%s/zones/%s/instances/%s", g->project,
-				 v[i].zone ? v[i].zone : g->zone, v[i].id);
-		rc = gce_call(g, "DELETE", path, NULL, ok_404, &r, &st, err);
-		if (rc == 0 && st == 200 && gce_op_parse(r, &o, err) == 0)
-			ops[i] = xstrdup(o.name);
-		json_decref(r);
-		free(path);
+	if (pbx_fanout(n, g->s->dry_run ? 1 : GCE_HTTP_POOL, gce_delete_one, &run, errs) > 0) {
+		for (i = 0; i < n; i++)
+			if (errs[i].msg[0]) {
+				*err = errs[i];
+				break;
+			}
+		rc = -1;
 	}
-	for (i = 0; i < n && rc == 0; i++)
-		if (ops[i])
-			rc = gce_wait_op(g, v[i].zone ? v[i].zone : g->zone, ops[i], err);
+	free(errs);
+	if (rc == 0 && n && !g->s->dry_run)
+		rc = gce_wait_gone(g, v, n, err);
 	for (which = 0; which < 2 && rc == 0; which++) {
 		char *name = gce_firewall_name(g, which);
 		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
@@ -687,9 +745,6 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 		free(path);
 		free(name);
 	}
-	for (i = 0; i < n; i++)
-		free(ops[i]);
-	free(ops);
 	return rc;
 }
 

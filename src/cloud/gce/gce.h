@@ -8,6 +8,7 @@
 #define PBX_CLOUD_GCE_GCE_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include "cloud/gce/auth.h"
@@ -26,9 +27,15 @@ struct gce_pending {
 	int done;
 };
 
+#define GCE_HTTP_POOL 16   /* calls in flight at once (deletes fan out) */
+
 struct gce {
 	const struct pbx_cluster_spec *s;
-	struct pbx_http *http;
+	struct pbx_http *http;       /* the token's handle, and the pool's first */
+	struct pbx_http *pool[GCE_HTTP_POOL];   /* one connection each, made on demand */
+	unsigned char busy[GCE_HTTP_POOL];
+	pthread_mutex_t pool_mu;
+	pthread_cond_t pool_cv;
 	struct pbx_gce_auth *auth;   /* NULL in dry-run */
 	char *base;                  /* endpoint, ends in '/' */
 	char *project, *zone;        /* zone: where new instances go first */
@@ -51,10 +58,14 @@ struct gce {
  * status other than those listed in `ok_statuses` (e.g. 404 for a get that
  * may find nothing; 0-terminated, may be NULL), with err quoting Google's
  * error message and reason.  In dry-run the request is printed and the
- * reply is a 404 for GET and a finished operation otherwise.
+ * reply is a 404 for GET and a finished operation otherwise.  Thread-safe:
+ * each call takes a handle of the pool.
  */
 int gce_call(struct gce *g, const char *method, const char *path, json_t *body,
 	     const long *ok_statuses, json_t **reply, long *status, struct pbx_err *err);
+/* Sets up / releases the handle pool (g->http must be open). */
+void gce_pool_init(struct gce *g);
+void gce_pool_free(struct gce *g);
 /* A random RFC 4122 version-4 UUID into out[37]. */
 void gce_uuid(char out[37]);
 
