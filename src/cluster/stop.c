@@ -5,6 +5,7 @@
  * half-forgotten is still removed completely.
  */
 #include "cluster/cluster_internal.h"
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -110,6 +111,8 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 	pbx_ssh_pool_free(c->pool);   /* close our connections before the sshds go */
 	c->pool = NULL;
 	rc = stop_by_label(c->provider, c->pctx, 1, NULL, err);
+	if (rc == 0)   /* pbx's own files of the cluster: munge key, known_hosts */
+		rc = pbx_rm_rf(c->dir, err);
 	if (rc == 0)
 		rc = stop_forget_pins(st, name, err);
 	if (rc == 0) {

@@ -117,6 +117,8 @@ run_pbx cluster stop e1
 ok $rc "stop: $errout"
 is "$(emu_holds)" "0 0" "the emulator holds no instance and no firewall rule"
 is "$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0" "no node body is left"
+[ ! -e "$PBX_HOME/clusters/e1" ]
+ok $? "pbx's own files of the cluster (munge key, known_hosts) are gone"
 
 # ------------------------------------------------------------- throttled
 emu_start --fault throttle=0.3
@@ -167,6 +169,32 @@ wait $pid 2>/dev/null
 run_pbx cluster stop e1
 ok $rc "stop after pbx was killed mid-create: $errout"
 is "$(emu_holds)" "0 0" "nothing is left after kill -9 and stop"
+
+# Killed at other points: before anything was created, while operations
+# are polled, mid-bootstrap, waiting for idle (by the node's state in the
+# store: planned, creating, bootstrapping, and a moment after).
+for point in planned creating bootstrapping late; do
+	emu_start --fault op_delay=0.3
+	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
+		case $point:$st in
+		planned:planned | creating:creating | bootstrapping:bootstrapping | late:bootstrapping) break ;;
+		esac
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.02
+		i=$((i + 1))
+	done
+	[ "$point" != late ] || sleep 0.4
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	run_pbx cluster stop e1
+	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
+	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0:0" \
+		"nothing is left after kill -9 at '$point' and stop"
+done
 # ------------------------------------------------------------ credentials
 # A token living 2 s, operations slow enough that it expires mid-start.
 emu_start --token-lifetime 2 --fault op_delay=0.4
