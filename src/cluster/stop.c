@@ -65,27 +65,34 @@ static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const
 		       struct pbx_err *err)
 {
 	struct pbx_cluster_spec spec = {0};
-	int any = 0;
+	struct pbx_err first = PBX_ERR_INIT;
+	int any = 0, failed = 0;
 	size_t i;
 	spec.cfg = cfg;
 	spec.name = name;
 	spec.store = st;
+	/* A provider that cannot look (no credentials here) does not keep the
+	 * others from removing what they find; its error counts only when
+	 * nothing was found. */
 	for (i = 0; pbx_providers[i]; i++) {
 		const struct pbx_provider *p = pbx_providers[i];
+		struct pbx_err e = PBX_ERR_INIT;
 		void *pctx = NULL;
 		int found = 0, rc;
-		if (p->open(&spec, &pctx, err) < 0) {
-			if (err->code == PBX_EXIT_NOTFOUND) {
-				pbx_err_clear(err);
-				continue;
-			}
-			return -1;
+		if (p->open(&spec, &pctx, &e) < 0) {
+			if (e.code != PBX_EXIT_NOTFOUND && !failed++)
+				first = e;
+			continue;
 		}
-		rc = stop_by_label(p, pctx, 0, &found, err);
+		rc = stop_by_label(p, pctx, 0, &found, &e);
 		p->close(pctx);
-		if (rc < 0)
-			return -1;
-		any |= found;
+		if (rc < 0 && !failed++)
+			first = e;
+		any |= found && rc == 0;
+	}
+	if (failed && !any) {
+		*err = first;
+		return pbx_err_prefix(err, "cannot look for cluster '%s'", name);
 	}
 	if (!any)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);

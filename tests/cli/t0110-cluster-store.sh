@@ -8,6 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 
 local_cluster tpl 127.0.60.0 22600 26000 "{ name: node, count: 1, gpus: 0 }"
+# A Compute Engine section whose credentials are missing here: stop must
+# still remove a forgotten local cluster.
+echo '  gce: { project: p, zone: z, endpoint: "http://127.0.0.1:1/compute/v1/", credentials: /nonexistent/key.json }' \
+	>>"$PBX_HOME/config.yaml"
 LC_NAME=other
 CDIR="$PBX_HOME/clusters/other"
 DB="$PBX_HOME/pbx.db"
@@ -35,5 +39,9 @@ is "$(procs_mentioning "$CDIR/")" "" "no process of the cluster is left"
 [ ! -e "$CDIR" ]
 ok $? "its directory is gone"
 run_pbx cluster stop other
-is "$rc" "3" "a second stop finds nothing (exit 3)"
+is "$rc:$(echo "$errout" | grep -c "cannot look for cluster 'other': Compute Engine credentials")" "1:1" \
+	"a second stop finds nothing here, but says Compute Engine could not be asked"
+sed -i '/^  gce:/d' "$PBX_HOME/config.yaml"
+run_pbx cluster stop other
+is "$rc" "3" "without that section a second stop finds nothing (exit 3)"
 done_testing
