@@ -35,7 +35,7 @@ resources: { hold: "" }
 EOF
 now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{printf "%.3f", $2 - $1}'; }
-trips() { sed -n 's/^pbx: stats: \([0-9]*\) ssh round trips$/\1/p' "$1"; }
+trips() { sed -n 's/^pbx: stats: \([0-9]*\) ssh round trips.*$/\1/p' "$1"; }
 
 "$PBX" -q cluster start bx
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -946,6 +946,8 @@ fi
 started=0
 if [ "$MODE" = systemd ]; then
 	if ! systemctl is-active --quiet "$SLURM_DAEMON"; then
+		# As in direct mode: slurmd registers at once when slurmctld answers.
+		[ "$ROLE" = head ] || wait_for_ctld
 		systemctl enable --now "$SLURM_DAEMON" || die "systemctl enable --now $SLURM_DAEMON failed (journalctl -u $SLURM_DAEMON)"
 		started=1
 	elif [ "$changed" = 1 ]; then

@@ -12,6 +12,7 @@
 #include "util/xalloc.h"
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,30 @@ static int cluster_getopt(const struct pbx_cmd *cmd, int argc, char **argv, cons
 	return 0;
 }
 
+/* ------------------------------------------------------------- dry run */
+
+/* One request a dry run would send: "METHOD URL" and the body on a line
+ * of its own, or with --json one object {"method", "url", "body"} a line
+ * (body parsed back into JSON when it is JSON). */
+static void cluster_print_request(void *ctx, const char *method, const char *url,
+				  const char *body)
+{
+	int as_json = *(const int *)ctx;
+	if (as_json) {
+		json_t *b = body ? json_loads(body, 0, NULL) : json_null();
+		json_t *o = json_pack("{s:s, s:s, s:o}", "method", method, "url", url, "body",
+				      b ? b : json_string(body));
+		char *line = json_dumps(o, JSON_COMPACT);
+		printf("%s\n", line);
+		free(line);
+		json_decref(o);
+	} else {
+		printf("%s %s\n", method, url);
+		if (body)
+			printf("  %s\n", body);
+	}
+}
+
 /* ---------------------------------------------------------------- start */
 
 static const struct pbx_cmd cmd_cluster_start;
@@ -54,7 +79,8 @@ static const struct pbx_cmd cmd_cluster_start;
 static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "template", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+		{ "template", required_argument, NULL, 't' }, { "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_err err = PBX_ERR_INIT;
@@ -62,17 +88,29 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	char *title;
 	struct timespec t0, t1;
 	double secs;
-	int opt, rc, was_up;
+	int opt, rc, was_up, dry = 0, as_json = 0;
 	optind = 1;
 	for (;;) {
-		if ((rc = cluster_getopt(&cmd_cluster_start, argc, argv, "t:", longopts, &opt)))
+		if ((rc = cluster_getopt(&cmd_cluster_start, argc, argv, "t:nj", longopts, &opt)))
 			return rc;
 		if (opt == -1)
 			break;
-		tmpl = optarg;
+		if (opt == 't')
+			tmpl = optarg;
+		else if (opt == 'n')
+			dry = 1;
+		else
+			as_json = 1;
 	}
 	if (optind != argc - 1)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
+	if (as_json && !dry)
+		return pbx_usage_error(&cmd_cluster_start, "--json goes with --dry-run");
+	if (dry) {
+		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[optind], tmpl,
+					   cluster_print_request, &as_json, &err);
+		return rc < 0 ? pbx_report(&err) : 0;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (pbx_cluster_running(ctx->store, ctx->cfg, argv[optind], &was_up, &err) < 0)
 		return pbx_report(&err);
@@ -95,13 +133,15 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc cluster_start_opts[] = {
 	{ "-t, --template TEMPLATE", "build from TEMPLATE instead of the template named NAME" },
+	{ "-n, --dry-run", "send nothing: print the cloud API requests creation would send" },
+	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
 	{ NULL, NULL },
 };
 
 static const struct pbx_cmd cmd_cluster_start = {
 	.name = "start",
 	.summary = "create a cluster, or repair whatever of it is down",
-	.usage = "pbx cluster start [-t TEMPLATE] NAME",
+	.usage = "pbx cluster start [-t TEMPLATE] [-n [-j]] NAME",
 	.description = "Creates the nodes of template NAME (or TEMPLATE), connects over SSH,\n"
 		       "runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
 		       "on the head, slurmd with GPU GRES on each compute node) and returns when\n"
@@ -121,11 +161,33 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
+	static const struct option longopts[] = {
+		{ "dry-run", no_argument, NULL, 'n' }, { "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 } };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
-	int rc;
-	if (argc != 2 || argv[1][0] == '-')
+	int rc, opt, dry = 0, as_json = 0;
+	optind = 1;
+	for (;;) {
+		if ((rc = cluster_getopt(&cmd_cluster_stop, argc, argv, "nj", longopts, &opt)))
+			return rc;
+		if (opt == -1)
+			break;
+		if (opt == 'n')
+			dry = 1;
+		else
+			as_json = 1;
+	}
+	if (optind != argc - 1)
 		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
+	if (as_json && !dry)
+		return pbx_usage_error(&cmd_cluster_stop, "--json goes with --dry-run");
+	argv += optind - 1;
+	if (dry) {
+		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], cluster_print_request,
+					  &as_json, &err);
+		return rc < 0 ? pbx_report(&err) : 0;
+	}
 	title = xasprintf("stopping cluster %s", argv[1]);
 	cp.title = title;
 	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &ev, &err);
@@ -137,13 +199,20 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+static const struct pbx_opt_doc cluster_stop_opts[] = {
+	{ "-n, --dry-run", "send nothing: print the cloud API requests stopping would send" },
+	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
+	{ NULL, NULL },
+};
+
 static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
 	.summary = "delete a cluster and everything it created",
-	.usage = "pbx cluster stop NAME",
+	.usage = "pbx cluster stop [-n [-j]] NAME",
 	.description = "Removes every process, port, file and cloud resource of the cluster\n"
 		       "(found by label or directory, not only from the store) and marks it\n"
 		       "deleted in the store.",
+	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_stop_exec,
 };
@@ -470,12 +539,12 @@ static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 const struct pbx_cmd pbx_cmd_cluster = {
 	.name = "cluster",
 	.summary = "create, inspect, use and delete SLURM clusters",
-	.usage = "pbx cluster start [-t TEMPLATE] NAME\n"
+	.usage = "pbx cluster start [-t TEMPLATE] [-n [-j]] NAME\n"
 		 "pbx cluster list [-a] [-j]\n"
 		 "pbx cluster show [-j] NAME\n"
 		 "pbx cluster ssh NAME [NODE]\n"
 		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
-		 "pbx cluster stop NAME\n"
+		 "pbx cluster stop [-n [-j]] NAME\n"
 		 "pbx cluster forget-host HOST",
 	.description = "A cluster is built from a template in $PBX_HOME/config.yaml (cloud,\n"
 		       "login user, SSH key, image, head node, node groups with GPU counts).\n"

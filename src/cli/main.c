@@ -6,6 +6,7 @@
 #include "cli/cmd.h"
 #include "cli/output.h"
 #include "config/config.h"
+#include "http/http.h"
 #include "ssh/ssh.h"
 #include "store/store.h"
 #include "util/err.h"
@@ -116,8 +117,12 @@ int main(int argc, char **argv)
 	rc = cmd->subcmds ? pbx_cmd_invoke_sub(&ctx, cmd, argc - first, argv + first)
 			  : pbx_cmd_invoke(&ctx, cmd, argc - first, argv + first);
 out:
-	if (getenv("PBX_STATS") && *getenv("PBX_STATS"))
-		fprintf(stderr, "pbx: stats: %lu ssh round trips\n", pbx_ssh_exec_count());
+	if (getenv("PBX_STATS") && *getenv("PBX_STATS")) {
+		struct pbx_http_stats hs;
+		pbx_http_stats(&hs);
+		fprintf(stderr, "pbx: stats: %lu ssh round trips, %lu http calls (%lu retries, %lu failed)\n",
+			pbx_ssh_exec_count(), hs.calls, hs.retries, hs.failed);
+	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "pbx: error: write failure on standard output\n");
 		if (!rc)

@@ -1,9 +1,14 @@
 /*
  * provider.h - what a cloud provider does for a cluster, and nothing more:
- * plan the nodes, create them (idempotently, until each node's sshd
- * answers), describe the SLURM network layout, and destroy everything that
- * belongs to the cluster, found by label (or, for the local provider, by
- * directory) rather than only by what the store remembers.
+ * open a context of its own from its `clouds.X` section (credentials, an
+ * HTTP handle), plan the nodes, begin creating them and poll until each
+ * node's sshd can be reached, describe the SLURM network layout, and list
+ * and destroy everything that carries the cluster's labels, so `stop`
+ * removes a cluster completely even when the store has forgotten it.
+ *
+ * Creation reports every instance the moment the cloud accepts it (the
+ * `record` hook), so a pbx killed mid-create leaves each instance id in
+ * the store, and its labels let `stop` find it even if not.
  *
  * Everything after sshd answers — SSH, bootstrap, SLURM — is the same for
  * every provider and lives in src/cluster/.
@@ -33,10 +38,39 @@ struct pbx_cluster_spec {
 	const struct pbx_config *cfg;
 	const struct pbx_cluster_template *t;   /* NULL when destroying */
 	const char *name;
-	int64_t id;
-	int slot;          /* per-provider allocation from the store */
-	const char *dir;   /* $PBX_HOME/clusters/NAME: pbx's local files for the cluster */
+	int64_t id;                 /* store id; 0 when the store has forgotten the cluster */
+	struct pbx_store *store;    /* the request log and the provider's allocations */
+	int dry_run;                /* print the requests instead of sending them */
+	/* With dry_run: receives each request that would be sent (no token in
+	 * it); may be NULL. */
+	void (*print_request)(void *ctx, const char *method, const char *url, const char *body);
+	void *print_ctx;
 };
+
+/* ----------------------------------------------------------------- labels */
+
+/* The labels every cloud resource of a cluster carries, made here only:
+ * pbx-cluster = NAME (and pbx-cluster-id = ID when known).  Lists find a
+ * cluster's resources by the first. */
+#define PBX_LABEL_CLUSTER "pbx-cluster"
+#define PBX_LABEL_CLUSTER_ID "pbx-cluster-id"
+struct pbx_labels {
+	const char *keys[2];
+	char values[2][64];
+	size_t n;
+};
+void pbx_cluster_labels(const struct pbx_cluster_spec *s, struct pbx_labels *l);
+
+/* -------------------------------------------------------------- instances */
+
+/* One resource found by label (an instance, or the local provider's
+ * cluster directory).  All strings owned by the array: pbx_instances_free. */
+struct pbx_instance {
+	char *id;      /* the provider's handle: instance name / directory */
+	char *zone;    /* may be NULL */
+	char *state;   /* the cloud's status, e.g. RUNNING; may be NULL */
+};
+void pbx_instances_free(struct pbx_instance *v, size_t n);
 
 /* How SLURM is laid out on this provider's nodes. */
 struct pbx_slurm_layout {
@@ -61,27 +95,48 @@ struct pbx_slurm_layout {
 	int cred_expire;         /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
 };
 
+/* What creation tells its caller as it goes. */
+struct pbx_create_hooks {
+	/* Called (from any thread) with node i's row as soon as something
+	 * about it is known that must survive a crash: the instance id and
+	 * operation once the cloud accepted it, its addresses once assigned,
+	 * its state.  The caller saves the row. */
+	void (*record)(void *ctx, const struct pbx_node_row *node);
+	void *ctx;
+	const struct pbx_cluster_events *ev;
+};
+
 struct pbx_provider {
 	const char *name;
+	/* Opens the provider's context for cluster s (s must outlive it):
+	 * reads clouds.NAME, credentials; *ctx released with close. */
+	int (*open)(const struct pbx_cluster_spec *s, void **ctx, struct pbx_err *err);
+	void (*close)(void *ctx);
 	/* Fills the node list: head first, then compute nodes named GROUPn.
 	 * *nodes owned by the caller (pbx_node_rows_free). */
-	int (*plan)(const struct pbx_cluster_spec *s, struct pbx_node_row **nodes, size_t *n,
-		    struct pbx_err *err);
-	/* Creates what is missing; returns once every node's sshd listens.
-	 * May fill in addresses and instance ids. */
-	int (*create)(const struct pbx_cluster_spec *s, struct pbx_node_row *nodes, size_t n,
-		      const struct pbx_cluster_events *ev, struct pbx_err *err);
-	/* Removes every process, port, file or cloud resource of the cluster. */
-	int (*destroy)(const struct pbx_cluster_spec *s, struct pbx_err *err);
+	int (*plan)(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err);
+	/* Begins creating what is missing (idempotent: a node that exists is
+	 * kept).  Calls h->record for each node the cloud accepted. */
+	int (*create_begin)(void *ctx, struct pbx_node_row *nodes, size_t n,
+			    const struct pbx_create_hooks *h, struct pbx_err *err);
+	/* Polls creation: 1 when every node's sshd can be reached (addresses
+	 * filled in), 0 while it is under way (call again), -1 on failure. */
+	int (*create_poll)(void *ctx, struct pbx_node_row *nodes, size_t n,
+			   const struct pbx_create_hooks *h, struct pbx_err *err);
+	/* Everything carrying the cluster's labels; *v owned by the caller
+	 * (pbx_instances_free). */
+	int (*list)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+	/* Removes the given resources and the cluster's own ones (firewall
+	 * rule, files), waiting until they are gone. */
+	int (*destroy)(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
 	/* SSH login for the nodes; *key_path is owned by the caller (NULL = agent). */
-	int (*login)(const struct pbx_cluster_spec *s, char **user, char **key_path,
-		     struct pbx_err *err);
-	int (*layout)(const struct pbx_cluster_spec *s, struct pbx_slurm_layout *l,
-		      struct pbx_err *err);
+	int (*login)(void *ctx, char **user, char **key_path, struct pbx_err *err);
+	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
 };
 
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
-
+/* The providers, NULL-terminated (stop looks for orphans in each). */
+extern const struct pbx_provider *const pbx_providers[];
 
 #endif

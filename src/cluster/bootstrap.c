@@ -115,7 +115,9 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	rc = pbx_cluster_connect(c, i, &s, err);   /* its errors name the node */
 	if (rc == 0) {
 		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
-		cmd = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
+		char *plain = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
+		cmd = pbx_cluster_as_root(c, plain);
+		free(plain);
 		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
 				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status, err);
 		if (rc < 0)

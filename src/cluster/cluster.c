@@ -34,12 +34,13 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 		goto fail;
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
-	c->spec.t = pbx_config_template(cfg, name);
+	c->spec.t = pbx_config_template(cfg, c->row.template_name ? c->row.template_name : name);
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
-	c->spec.slot = c->row.slot;
-	c->spec.dir = c->dir;
-	if (c->provider->login(&c->spec, &c->user, &c->key_path, err) < 0)
+	c->spec.store = st;
+	if (c->provider->open(&c->spec, &c->pctx, err) < 0)
+		goto fail;
+	if (c->provider->login(c->pctx, &c->user, &c->key_path, err) < 0)
 		goto fail;
 	pbx_hostkeys_from_store(&c->hostkeys, st);
 	c->pool = pbx_ssh_pool_new(&c->hostkeys);
@@ -56,6 +57,8 @@ void pbx_cluster_close(struct pbx_cluster *c)
 		return;
 	if (c->pool)
 		pbx_ssh_pool_free(c->pool);
+	if (c->pctx)
+		c->provider->close(c->pctx);
 	pbx_cluster_row_free(&c->row);
 	pbx_node_rows_free(c->nodes, c->nnodes);
 	free(c->dir);
@@ -73,12 +76,27 @@ int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name)
 	return -1;
 }
 
+/* The address pbx connects to for node i (see pbx_cluster_connect). */
+static const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i)
+{
+	const char *pub = c->nodes[i].public_address;
+	return pub && *pub ? pub : c->nodes[i].address;
+}
+
+/* Node i is reached through the head: it has no public address, the head
+ * has one. */
+static int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)
+{
+	const char *mine = c->nodes[i].public_address, *head = c->nodes[0].public_address;
+	return i > 0 && (!mine || !*mine) && head && *head;
+}
+
 /* Pins are per cluster and node, so a rebuilt cluster that reuses an
  * address never trips over an old cluster's key; `stop` forgets "NAME/". */
 static char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
 {
-	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name, c->nodes[i].address,
-			 c->nodes[i].ssh_port);
+	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name,
+			 pbx_cluster_ssh_addr(c, i), c->nodes[i].ssh_port);
 }
 
 int pbx_cluster_known_hosts(struct pbx_cluster *c, size_t i, char **path, struct pbx_err *err)
@@ -108,13 +126,17 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 	int rc;
 	if (i >= c->nnodes)
 		return pbx_err_set(err, "cluster %s has no node %zu", c->row.name, i);
+	if (pbx_cluster_via_head(c, i) && pbx_cluster_connect(c, 0, &t.via, err) < 0)
+		return pbx_err_prefix(err, "node %s (through the head)", c->nodes[i].name);
 	pin = pbx_cluster_pin_name(c, i);
-	t.host = c->nodes[i].address;
+	t.host = pbx_cluster_ssh_addr(c, i);
 	t.port = c->nodes[i].ssh_port;
 	t.user = c->user;
 	t.key_path = c->key_path;
 	t.name = pin;
 	rc = pbx_ssh_pool_get(c->pool, &t, out, err);
+	if (rc == 0 && c->user && strcmp(c->user, "root") != 0)
+		pbx_ssh_set_as_root(*out, 1);
 	free(pin);
 	if (rc < 0)
 		pbx_err_prefix(err, "node %s", c->nodes[i].name);
@@ -130,6 +152,16 @@ static void pbx_cluster_env_prefix(const struct pbx_cluster *c, size_t node, str
 	free(env);
 }
 
+char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (!c->user || !strcmp(c->user, "root"))
+		return xstrdup(cmdline);
+	pbx_buf_adds(&b, "sudo -n sh -c ");
+	pbx_shell_quote(&b, cmdline);
+	return pbx_buf_detach(&b, NULL);
+}
+
 /* The one path of every remote command: env.sh, the shared directory,
  * then `cmdline` with `in` (may be NULL) on stdin. */
 static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
@@ -138,12 +170,15 @@ static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *c
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_ssh *s;
+	char *line;
 	int rc;
 	if (pbx_cluster_connect(c, node, &s, err) < 0)
 		return -1;
 	pbx_cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
-	rc = pbx_ssh_exec(s, b.buf, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
+	line = pbx_cluster_as_root(c, b.buf);   /* sudo -n for a non-root login */
+	rc = pbx_ssh_exec(s, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
+	free(line);
 	pbx_buf_release(&b);
 	return rc;
 }

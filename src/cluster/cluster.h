@@ -36,6 +36,20 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 int pbx_cluster_running(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			int *running, struct pbx_err *err);
 
+/* Receives each request a dry run would send (no token in it; body may
+ * be NULL). */
+typedef void (*pbx_request_fn)(void *ctx, const char *method, const char *url, const char *body);
+
+/* `start --dry-run`: plans cluster `name` and hands each request its
+ * creation would send to `print`; sends nothing, writes nothing.  A
+ * provider without API calls (local) refuses with PBX_EXIT_USAGE. */
+int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err);
+/* `stop --dry-run`: the requests that would find and delete the
+ * cluster's resources. */
+int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			 pbx_request_fn print, void *ctx, struct pbx_err *err);
+
 /* Stops cluster `name`: every process, port, file and cloud resource it
  * made is removed; the store row is marked deleted. */
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
@@ -48,6 +62,7 @@ struct pbx_cluster {
 	size_t nnodes;
 	const struct pbx_provider *provider;
 	struct pbx_cluster_spec spec;
+	void *pctx;                   /* the provider's context (provider->open) */
 	char *dir;
 	char *user, *key_path;
 	struct pbx_hostkeys hostkeys;
@@ -60,7 +75,9 @@ struct pbx_cluster {
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
-/* A pooled connection to node i (owned by the cluster's pool). */
+/* A pooled connection to node i (owned by the cluster's pool): direct to
+ * its public address, or to its (private) address; through the head when
+ * the head has a public address and node i has none (direct-tcpip). */
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 			struct pbx_err *err);
 /* Writes DIR/known_hosts holding node i's pinned key under the alias
@@ -79,6 +96,10 @@ int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv
 /* Same with a shell command line (already quoted by the caller). */
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err);
+/* The command line to send for `cmdline`: as is when the login user is
+ * root, else run by root through `sudo -n sh -c CMDLINE` (cloud images log
+ * in as a user with passwordless sudo).  Caller frees. */
+char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline);
 
 /* Output of pbx_cluster_run: stdout and stderr. */
 struct pbx_cluster_output {

@@ -26,6 +26,13 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
 
+/* Connects to every node (waiting for a fresh VM's sshd) and asks whether
+ * it is a node body; if the head is, each node's root becomes its body's
+ * prefix and *l the layout of node bodies on this host.  Otherwise *l and
+ * the nodes are left as they are. */
+int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,
+			 const struct pbx_cluster_events *ev, struct pbx_err *err);
+
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 

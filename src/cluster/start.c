@@ -29,7 +29,8 @@
 #define START_CONCURRENCY 32
 #define START_IDLE_TIMEOUT_MS 120000
 
-/* Creates the store rows for a new cluster, or loads the existing one. */
+/* Creates the store rows for a new cluster, or loads the existing one;
+ * records the template when it is not the cluster's own name. */
 static int start_record(struct pbx_store *st, const struct pbx_cluster_template *t,
 			const char *name, struct pbx_err *err)
 {
@@ -52,12 +53,63 @@ static int start_record(struct pbx_store *st, const struct pbx_cluster_template 
 	rc = pbx_store_free_slot(st, t->cloud, &slot, err);
 	if (rc == 0)
 		rc = pbx_store_cluster_create(st, name, t->cloud, json, slot, &id, err);
+	if (rc == 0 && strcmp(t->name, name) != 0)
+		rc = pbx_store_cluster_set_template(st, id, t->name, err);
 	free(json);
 	if (rc < 0) {
 		pbx_store_rollback(st);
 		return -1;
 	}
 	return pbx_store_commit(st, err);
+}
+
+/* What the store knows of a node that a new plan does not (a cloud
+ * instance made by an earlier, interrupted start) is kept. */
+static void start_merge_known(struct pbx_node_row *planned, size_t n,
+			      const struct pbx_node_row *known, size_t nknown)
+{
+	size_t i, k;
+	for (i = 0; i < n; i++) {
+		struct pbx_node_row *p = &planned[i];
+		for (k = 0; k < nknown && strcmp(known[k].name, p->name) != 0; k++)
+			;
+		if (k == nknown)
+			continue;
+		if (!p->instance_id && known[k].instance_id)
+			p->instance_id = xstrdup(known[k].instance_id);
+		if (!p->zone && known[k].zone)
+			p->zone = xstrdup(known[k].zone);
+		if (!p->operation && known[k].operation)
+			p->operation = xstrdup(known[k].operation);
+		if (!p->public_address && known[k].public_address)
+			p->public_address = xstrdup(known[k].public_address);
+		if ((!p->address || !*p->address) && known[k].address && *known[k].address) {
+			free(p->address);
+			p->address = xstrdup(known[k].address);
+		}
+	}
+}
+
+/* The record hook: a node row saved the moment something about it is
+ * known (one autocommitted statement; the store is thread-safe). */
+static void start_record_node(void *ctx, const struct pbx_node_row *node)
+{
+	struct pbx_cluster *c = ctx;
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_store_node_put(c->store, node, &err) < 0)
+		pbx_store_event(c->store, c->row.id, "error", "cannot record node %s: %s",
+				node->name, err.msg);
+}
+
+/* Sets every node's state in memory and in the store. */
+static void start_nodes_state(struct pbx_cluster *c, const char *state)
+{
+	size_t i;
+	for (i = 0; i < c->nnodes; i++) {
+		free(c->nodes[i].state);
+		c->nodes[i].state = xstrdup(state);
+		start_record_node(c, &c->nodes[i]);
+	}
 }
 
 /* Puts the planned nodes into the store, in one transaction. */
@@ -370,51 +422,101 @@ static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_event
 
 /* ----------------------------------------------------------------- start */
 
+/* Begins creation, then polls it until every node can be reached. */
+static int start_create(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
+			struct pbx_err *err)
+{
+	struct pbx_create_hooks h = { start_record_node, c, ev };
+	struct timespec delay = { 0, 200 * 1000 * 1000 };
+	int rc = c->provider->create_begin(c->pctx, c->nodes, c->nnodes, &h, err);
+	while (rc == 0) {
+		rc = c->provider->create_poll(c->pctx, c->nodes, c->nnodes, &h, err);
+		if (rc != 0)
+			break;
+		nanosleep(&delay, NULL);
+	}
+	return rc < 0 ? -1 : 0;
+}
+
 static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
 			 struct pbx_err *err)
 {
 	struct pbx_slurm_layout layout;
 	struct start_run r = { .stage_tar = PBX_BUF_INIT };
 	int rc;
-	rc = c->provider->layout(&c->spec, &layout, err);
-	if (rc == 0)
-		rc = c->provider->create(&c->spec, c->nodes, c->nnodes, ev, err);
+	rc = c->provider->layout(c->pctx, &layout, err);
 	if (rc == 0)
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
+	if (rc == 0)
+		rc = start_create(c, ev, err);
+	/* Node bodies already run in direct mode; a cloud's nodes may be VMs
+	 * or (an emulator's) node bodies: ask them. */
+	if (rc == 0 && strcmp(layout.bootstrap_mode, "direct") != 0)
+		rc = pbx_cluster_discover(c, &layout, ev, err);
+	if (rc == 0)
+		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
+	if (rc == 0)
+		rc = pbx_mkdir_p(c->dir, 0700, err);   /* pbx's files for the cluster */
 	if (rc == 0)
 		rc = start_stage(c, &layout, &r.stage_tar, err);
 	r.c = c;
 	r.layout = &layout;
 	r.ev = ev;
-	if (rc == 0)
+	if (rc == 0) {
+		start_nodes_state(c, "bootstrapping");
 		rc = start_fanout(&r, err);
+	}
 	if (rc == 0)
 		rc = start_wait_idle(c, ev, err);
+	if (rc == 0)
+		start_nodes_state(c, "up");
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len);   /* holds the munge key */
 	pbx_buf_release(&r.stage_tar);
 	return rc;
 }
 
-int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err)
+/* The template of a start: -t TEMPLATE, else the one an existing cluster
+ * was started from, else the cluster's own name.  Caller frees. */
+static char *start_template_name(struct pbx_store *st, const char *name, const char *tmpl)
 {
-	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl ? tmpl : name);
+	struct pbx_cluster_row row;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *res;
+	if (tmpl)
+		return xstrdup(tmpl);
+	if (pbx_store_cluster_get(st, name, &row, &err) < 0)
+		return xstrdup(name);
+	res = xstrdup(row.template_name ? row.template_name : name);
+	pbx_cluster_row_free(&row);
+	return res;
+}
+
+int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *tmpl_opt, const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	char *tmpl = start_template_name(st, name, tmpl_opt);
+	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl);
 	struct pbx_cluster *c = NULL;
 	struct pbx_node_row *planned = NULL;
 	size_t nplanned = 0, i;
 	const char **names;
 	int rc;
 
-	if (!t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				    tmpl ? tmpl : name, cfg->path);
+	if (!t) {
+		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
+				  tmpl, cfg->path);
+		free(tmpl);
+		return rc;
+	}
+	free(tmpl);
 	if (!pbx_provider_find(t->cloud))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
 	if (start_record(st, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	c->spec.t = t;
-	rc = c->provider->plan(&c->spec, &planned, &nplanned, err);
+	rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
+		start_merge_known(planned, nplanned, c->nodes, c->nnodes);
 		pbx_node_rows_free(c->nodes, c->nnodes);
 		c->nodes = planned;
 		c->nnodes = nplanned;

@@ -43,6 +43,10 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->gce.project);
 	free(cfg->gce.zone);
 	free(cfg->gce.credentials);
+	free(cfg->gce.endpoint);
+	for (size_t z = 0; z < cfg->gce.nzones; z++)
+		free(cfg->gce.zones[z]);
+	free(cfg->gce.zones);
 	free(cfg->aws.region);
 	free(cfg->aws.profile);
 	free(cfg->aws.endpoint);

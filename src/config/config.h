@@ -14,7 +14,7 @@
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,
  *             gpus: 2, gpu_type: nvidia-tesla-t4, spot: false }
  *   clouds:
- *     gce:   { project: P, zone: Z, credentials: FILE }
+ *     gce:   { project: P, zone: Z, credentials: FILE, endpoint: URL }
  *     aws:   { region: R, profile: NAME, endpoint: URL }
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
  *
@@ -78,6 +78,11 @@ struct pbx_cluster_template {
 struct pbx_cloud_gce {
 	char *project, *zone, *credentials;   /* each may be NULL; credentials
 						 is tilde-expanded */
+	char *endpoint;                       /* compute v1 base URL; NULL =
+						 https://compute.googleapis.com/compute/v1/ */
+	char **zones;                         /* zones to fall back to, in order,
+						 when one has no capacity; may be NULL */
+	size_t nzones;
 	int credentials_line;                 /* 0 when absent */
 };
 

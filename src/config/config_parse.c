@@ -26,7 +26,9 @@ static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NUL
 static const char *const group_keys[] = {
 	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
 };
-static const char *const gce_keys[] = { "project", "zone", "credentials", NULL };
+static const char *const gce_keys[] = {
+	"project", "zone", "zones", "credentials", "endpoint", NULL
+};
 static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
@@ -325,6 +327,28 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
+/* clouds.gce.zones: a list of zone names, tried in order when a zone has
+ * no capacity. */
+static int pbx_parse_gce_zones(const struct pbx_ynode *gce, struct pbx_cloud_gce *g,
+			       struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(gce, "zones");
+	size_t i;
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_ynode_expect_seq(n, err) < 0)
+		return -1;
+	if (n->nitems == 0 || n->nitems > 32)
+		return pbx_ynode_error(n, err, "must list 1 to 32 zones");
+	g->zones = xcalloc(n->nitems, sizeof(*g->zones));
+	for (i = 0; i < n->nitems; i++) {
+		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &g->zones[i], err) < 0)
+			return -1;
+		g->nzones++;
+	}
+	return 0;
+}
+
 static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
 			    struct pbx_err *err)
 {
@@ -340,8 +364,16 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	     pbx_opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
 	     pbx_opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
 	     pbx_opt_path(gce, "credentials", &cfg->gce.credentials,
-			  &cfg->gce.credentials_line, err) < 0))
+			  &cfg->gce.credentials_line, err) < 0 ||
+	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
 		return -1;
+	if (gce && !pbx_ynode_is_null(gce) && pbx_parse_gce_zones(gce, &cfg->gce, err) < 0)
+		return -1;
+	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
+	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
+		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
+				       "must be an http:// or https:// URL, got '%.60s'",
+				       cfg->gce.endpoint);
 	if (aws && !pbx_ynode_is_null(aws) &&
 	    (pbx_opt_map(aws, aws_keys, err) < 0 ||
 	     pbx_opt_str(aws, "region", &cfg->aws.region, err) < 0 ||

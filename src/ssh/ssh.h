@@ -132,6 +132,10 @@ int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remot
 		     struct pbx_err *err);
 int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
 		     struct pbx_err *err);
+/* The tar commands of put_tree/get_tree/get_files run as root through
+ * `sudo -n sh -c` from now on (a non-root login on a cloud image reading
+ * files the cluster's root-run jobs wrote).  Other execs are unchanged. */
+void pbx_ssh_set_as_root(struct pbx_ssh *s, int on);
 /* Told how many bytes of a transfer just arrived (for progress displays). */
 typedef void (*pbx_ssh_bytes_fn)(void *ctx, size_t bytes);
 /*

@@ -49,6 +49,7 @@ struct pbx_ssh {
 	char *label;               /* "user@host:port", owned */
 	struct pbx_ssh_jump *jump; /* tunnel we ride on (via a jump host), or NULL */
 	struct pbx_ssh *via;       /* that jump host's connection (not owned), or NULL */
+	int as_root;               /* tree commands through `sudo -n` (pbx_ssh_set_as_root) */
 };
 
 /* --------------------------------------------------------------- ssh.c */

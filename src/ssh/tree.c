@@ -113,6 +113,23 @@ static int tree_verdict(struct pbx_ssh *s, struct tree_ctx *c, struct pbx_proc *
 	return 0;
 }
 
+void pbx_ssh_set_as_root(struct pbx_ssh *s, int on)
+{
+	__atomic_store_n(&s->as_root, on, __ATOMIC_RELAXED);
+}
+
+/* The command as sent: through `sudo -n sh -c` when the connection asks. */
+static void tree_as_root(struct pbx_ssh *s, struct pbx_buf *cmd)
+{
+	struct pbx_buf w = PBX_BUF_INIT;
+	if (!__atomic_load_n(&s->as_root, __ATOMIC_RELAXED))
+		return;
+	pbx_buf_adds(&w, "sudo -n sh -c ");
+	pbx_shell_quote(&w, cmd->buf);
+	pbx_buf_release(cmd);
+	*cmd = w;
+}
+
 /* "mkdir -p -- 'DIR' && tar -C 'DIR' -xf - --no-same-owner" */
 static void tree_remote_cmd(struct pbx_buf *cmd, const char *dir, int put)
 {
@@ -146,6 +163,7 @@ int pbx_ssh_put_tree(struct pbx_ssh *s, const char *local_dir, const char *remot
 	tree_ctx_init(&c, &p);
 	io.in_fd = p.out_fd;
 	tree_remote_cmd(&cmd, remote_dir, 1);
+	tree_as_root(s, &cmd);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
 	if (pbx_proc_finish(&p, rc < 0, &lstatus, rc < 0 ? NULL : err) < 0)
 		rc = -1;
@@ -217,6 +235,7 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 	c.progress = progress;
 	c.progress_ctx = progress_ctx;
 	tree_get_cmd(&cmd, remote_dir, list != NULL);
+	tree_as_root(s, &cmd);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
 	if (rc == 0 && status == 1 && tree_only_changed(&c.remote_err))
 		status = 0;

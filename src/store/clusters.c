@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated"
+#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated, template"
 
 static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 {
@@ -23,6 +23,7 @@ static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row
 	row->slot = sqlite3_column_int(stmt, 5);
 	row->created = sqlite3_column_int64(stmt, 6);
 	row->updated = sqlite3_column_int64(stmt, 7);
+	row->template_name = pbx_store_col_text(stmt, 8);
 }
 
 int pbx_store_cluster_get(struct pbx_store *st, const char *name,
@@ -85,6 +86,17 @@ int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *st
 	return 0;
 }
 
+int pbx_store_cluster_set_template(struct pbx_store *st, int64_t id, const char *tmpl,
+				   struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE clusters SET template = ? WHERE id = ?", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, tmpl, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, id);
+	return pbx_store_step_done(st, stmt, err);
+}
+
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
 			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err)
 {
@@ -144,6 +156,7 @@ void pbx_cluster_row_free(struct pbx_cluster_row *row)
 	free(row->cloud);
 	free(row->state);
 	free(row->template_json);
+	free(row->template_name);
 	memset(row, 0, sizeof(*row));
 }
 
@@ -162,21 +175,27 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
 {
 	sqlite3_stmt *stmt;
 	if (pbx_store_prepare(st, "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
-			      " gpus, instance_id, state, root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			      " gpus, instance_id, state, root, zone, public_address, operation)"
+			      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 			      " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
 			      " address = excluded.address, ssh_port = excluded.ssh_port,"
 			      " gpus = excluded.gpus, instance_id = excluded.instance_id,"
-			      " state = excluded.state, root = excluded.root", &stmt, err) < 0)
+			      " state = excluded.state, root = excluded.root, zone = excluded.zone,"
+			      " public_address = excluded.public_address,"
+			      " operation = excluded.operation", &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, node->cluster_id);
 	sqlite3_bind_text(stmt, 2, node->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 3, node->role, -1, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 4, node->address, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 4, node->address ? node->address : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int(stmt, 5, node->ssh_port);
 	sqlite3_bind_int(stmt, 6, node->gpus);
 	sqlite3_bind_text(stmt, 7, node->instance_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 8, node->state ? node->state : "creating", -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 9, node->root ? node->root : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 10, node->zone, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 11, node->public_address, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 12, node->operation, -1, SQLITE_STATIC);
 	return pbx_store_step_done(st, stmt, err);
 }
 
@@ -202,7 +221,8 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 	*rows = NULL;
 	*n = 0;
 	if (pbx_store_prepare(st, "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
-			      " instance_id, state, root FROM nodes WHERE cluster_id = ?"
+			      " instance_id, state, root, zone, public_address, operation"
+			      " FROM nodes WHERE cluster_id = ?"
 			      " ORDER BY role = 'compute', length(name), name", &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
@@ -223,6 +243,9 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 		r->instance_id = pbx_store_col_text(stmt, 7);
 		r->state = pbx_store_col_text(stmt, 8);
 		r->root = pbx_store_col_text(stmt, 9);
+		r->zone = pbx_store_col_text(stmt, 10);
+		r->public_address = pbx_store_col_text(stmt, 11);
+		r->operation = pbx_store_col_text(stmt, 12);
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {
@@ -244,6 +267,9 @@ void pbx_node_rows_free(struct pbx_node_row *rows, size_t n)
 		free(rows[i].instance_id);
 		free(rows[i].state);
 		free(rows[i].root);
+		free(rows[i].zone);
+		free(rows[i].public_address);
+		free(rows[i].operation);
 	}
 	free(rows);
 }

@@ -117,6 +117,16 @@ static const char *const migrations[] = {
 	 * gone before its wrapper could write CANCELLED reads CANCELLED, not
 	 * NODE_FAIL or MISSING; a new submission clears it */
 	"ALTER TABLE tasks ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;",
+
+	/* 5: clouds - where each node lives (zone), its public address (the
+	 * head's, for SSH from here; `address` is the private one SLURM uses),
+	 * the cloud operation creating it, so a crash mid-create leaves every
+	 * accepted instance recorded; the template a cluster was started from
+	 * (`start -t T NAME` finds T again) */
+	"ALTER TABLE nodes ADD COLUMN zone TEXT;"
+	"ALTER TABLE nodes ADD COLUMN public_address TEXT;"
+	"ALTER TABLE nodes ADD COLUMN operation TEXT;"
+	"ALTER TABLE clusters ADD COLUMN template TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -51,6 +51,7 @@ struct pbx_cluster_row {
 	char *state;          /* "starting", "up", "degraded", "stopping", "deleted" */
 	char *template_json;  /* the template it was built from, as JSON */
 	int slot;             /* provider-specific allocation (local: address/port block) */
+	char *template_name;  /* template it was started from; NULL = its own name */
 	int64_t created, updated;  /* unix seconds */
 };
 
@@ -64,6 +65,9 @@ int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char 
 			     struct pbx_err *err);
 int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
 				struct pbx_err *err);
+/* Records the template a cluster was started from. */
+int pbx_store_cluster_set_template(struct pbx_store *st, int64_t id, const char *tmpl,
+				   struct pbx_err *err);
 /* All clusters (deleted ones too when include_deleted), by name.  *rows is
  * owned by the caller: pbx_cluster_rows_free(*rows, *n). */
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
@@ -81,13 +85,20 @@ struct pbx_node_row {
 	int64_t cluster_id;
 	char *name;         /* SLURM node name ("head", "gpu1", ...) */
 	char *role;         /* "head" or "compute" */
-	char *address;      /* address pbx connects to */
+	char *address;      /* the node's private address (SLURM's NodeAddr); pbx
+	                       connects to it directly, or through the head when
+	                       the head has a public_address and this node not */
 	int ssh_port;
 	int gpus;
 	char *instance_id;  /* cloud instance id; may be NULL */
 	char *root;         /* node's root prefix ("" on cloud nodes, a private
 	                       directory for local node bodies) */
-	char *state;        /* "creating", "bootstrapping", "up", "down" */
+	char *state;        /* "planned", "creating" (the cloud accepted it),
+	                       "running", "bootstrapping", "up", "down", "failed",
+	                       "deleted" */
+	char *zone;         /* cloud zone; may be NULL */
+	char *public_address;  /* address reachable from here (the head); may be NULL */
+	char *operation;    /* the cloud operation creating it; may be NULL */
 };
 
 /* Inserts or updates (by cluster_id + name) a node. */

@@ -61,6 +61,7 @@ EOS
 stub chown <<'EOS'
 EOS
 stub scontrol <<'EOS'
+[ "$1" != ping ] || echo "Slurmctld(primary) at head is UP"
 EOS
 stub sinfo <<'EOS'
 echo idle
@@ -144,6 +145,9 @@ stages node1 "install munge config shared slurmd done"
 R=$T/node1
 has "node1: apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmd slurm-client munge nfs-common"
 has "node1: systemctl enable --now slurmd"
+# slurmd starts once slurmctld answers (scontrol ping first).
+[ "$(grep -n -E '^node1: (scontrol ping|systemctl enable --now slurmd)' "$LOG" | head -1 | cut -d' ' -f2-)" = "scontrol ping" ] ||
+	fail "node1 started slurmd before asking for slurmctld: $(grep '^node1: ' "$LOG")"
 has "node1: mount -t nfs 127.0.4.1:/shared $R/shared"
 hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf")" = "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]" ] ||

@@ -23,7 +23,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 4, "schema version is 4 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 5, "schema version is 5 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
@@ -38,7 +38,11 @@ static void test_schema_and_clusters(void)
 	ok(pbx_store_cluster_create(st, "a", "local", "{\"x\":1}", 0, &id, &err) == 0,
 	   "name reusable after delete");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 && !strcmp(row.template_json, "{\"x\":1}")
-	   && !strcmp(row.state, "starting"), "get returns the live row");
+	   && !strcmp(row.state, "starting") && !row.template_name, "get returns the live row");
+	pbx_cluster_row_free(&row);
+	ok(pbx_store_cluster_set_template(st, id, "gce-gpu", &err) == 0 &&
+	   pbx_store_cluster_get(st, "a", &row, &err) == 0 && row.template_name &&
+	   !strcmp(row.template_name, "gce-gpu"), "the template a cluster was started from is kept");
 	pbx_cluster_row_free(&row);
 	ok(pbx_store_cluster_list(st, 0, &rows, &n, &err) == 0 && n == 2, "two live clusters");
 	pbx_cluster_rows_free(rows, n);
@@ -65,11 +69,17 @@ static void test_nodes_and_hostkeys(void)
 	node.name = "node10"; node.role = "compute"; node.address = "127.0.1.11";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "put node10");
 	node.address = "127.0.1.12"; node.state = "up";
+	node.zone = "us-central1-a"; node.public_address = "127.0.2.12";
+	node.operation = "operation-123"; node.instance_id = "4711";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "update node10");
 	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 3, "three nodes");
 	ok(n == 3 && !strcmp(rows[0].name, "head") && !strcmp(rows[1].name, "node2") &&
 	   !strcmp(rows[2].name, "node10") && !strcmp(rows[2].address, "127.0.1.12") &&
 	   !strcmp(rows[2].state, "up"), "head first, then natural order; update applied");
+	ok(n == 3 && rows[2].zone && !strcmp(rows[2].zone, "us-central1-a") && rows[2].public_address &&
+	   !strcmp(rows[2].public_address, "127.0.2.12") && rows[2].operation &&
+	   !strcmp(rows[2].operation, "operation-123") && !strcmp(rows[2].instance_id, "4711") &&
+	   !rows[0].zone && !rows[0].public_address, "zone, public address, operation, instance id kept");
 	pbx_node_rows_free(rows, n);
 
 	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 0, "no key yet");

@@ -31,26 +31,64 @@
 #define LOCAL_PORTS_PER_SLOT 64
 #define LOCAL_MAX_SLOTS 7
 
+/* The provider's context: the cluster, its slot (from the store) and its
+ * directory $PBX_HOME/clusters/NAME (the local provider's "label"). */
+struct local_ctx {
+	const struct pbx_cluster_spec *s;
+	int slot;
+	char *dir;
+};
+
+static int local_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err *err)
+{
+	struct local_ctx *x = xcalloc(1, sizeof(*x));
+	struct pbx_cluster_row row;
+	x->s = s;
+	x->dir = xasprintf("%s/clusters/%s", pbx_home(), s->name);
+	if (s->id > 0 && s->store) {
+		if (pbx_store_cluster_get(s->store, s->name, &row, err) < 0) {
+			free(x->dir);
+			free(x);
+			return -1;
+		}
+		x->slot = row.slot;
+		pbx_cluster_row_free(&row);
+	}
+	*out = x;
+	return 0;
+}
+
+static void local_close(void *ctx)
+{
+	struct local_ctx *x = ctx;
+	if (!x)
+		return;
+	free(x->dir);
+	free(x);
+}
+
 /* ------------------------------------------------------------------ plan */
 
-static int local_address(const struct pbx_cluster_spec *s, int index, char out[INET_ADDRSTRLEN],
+static int local_address(const struct local_ctx *x, int index, char out[INET_ADDRSTRLEN],
 			 struct pbx_err *err)
 {
+	const struct pbx_cluster_spec *s = x->s;
 	struct in_addr base;
 	const char *b = s->cfg->local.address_base ? s->cfg->local.address_base : "127.0.1.0";
 	uint32_t host;
 	if (inet_pton(AF_INET, b, &base) != 1 || (ntohl(base.s_addr) >> 24) != 127)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "clouds.local.address_base '%s' is not a loopback address", b);
-	host = ntohl(base.s_addr) + (uint32_t)(s->slot * LOCAL_NODES_PER_SLOT + 1 + index);
+	host = ntohl(base.s_addr) + (uint32_t)(x->slot * LOCAL_NODES_PER_SLOT + 1 + index);
 	base.s_addr = htonl(host);
 	inet_ntop(AF_INET, &base, out, INET_ADDRSTRLEN);
 	return 0;
 }
 
-static void local_node_fill(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
+static void local_node_fill(const struct local_ctx *x, struct pbx_node_row *r,
 			    const char *name, const char *role, int gpus, const char *addr)
 {
+	const struct pbx_cluster_spec *s = x->s;
 	memset(r, 0, sizeof(*r));
 	r->cluster_id = s->id;
 	r->name = xstrdup(name);
@@ -58,35 +96,36 @@ static void local_node_fill(const struct pbx_cluster_spec *s, struct pbx_node_ro
 	r->address = xstrdup(addr);
 	r->ssh_port = s->cfg->local.ssh_port ? s->cfg->local.ssh_port : 22022;
 	r->gpus = gpus;
-	r->root = xasprintf("%s/nodes/%s", s->dir, name);
+	r->root = xasprintf("%s/nodes/%s", x->dir, name);
 	r->state = xstrdup("creating");
 }
 
-static int local_plan(const struct pbx_cluster_spec *s, struct pbx_node_row **nodes, size_t *n,
-		      struct pbx_err *err)
+static int local_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
 {
+	const struct local_ctx *x = ctx;
+	const struct pbx_cluster_spec *s = x->s;
 	int total = 1 + pbx_template_node_count(s->t), idx = 0;
 	char addr[INET_ADDRSTRLEN];
 	size_t g;
-	if (s->slot >= LOCAL_MAX_SLOTS)
+	if (x->slot >= LOCAL_MAX_SLOTS)
 		return pbx_err_set(err, "too many local clusters (at most %d at once)", LOCAL_MAX_SLOTS);
 	if (total > LOCAL_NODES_PER_SLOT || total > LOCAL_PORTS_PER_SLOT / 2)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "a local cluster has at most %d compute nodes",
 				    LOCAL_NODES_PER_SLOT - 1);
 	*nodes = xcalloc((size_t)total, sizeof(**nodes));
 	*n = (size_t)total;
-	if (local_address(s, idx, addr, err) < 0)
+	if (local_address(x, idx, addr, err) < 0)
 		goto fail;
-	local_node_fill(s, &(*nodes)[idx++], "head", "head", 0, addr);
+	local_node_fill(x, &(*nodes)[idx++], "head", "head", 0, addr);
 	for (g = 0; g < s->t->ngroups; g++) {
 		const struct pbx_node_group *grp = &s->t->groups[g];
 		int k;
 		for (k = 1; k <= grp->count; k++) {
 			char name[128];
 			snprintf(name, sizeof(name), "%s%d", grp->name, k);
-			if (local_address(s, idx, addr, err) < 0)
+			if (local_address(x, idx, addr, err) < 0)
 				goto fail;
-			local_node_fill(s, &(*nodes)[idx++], name, "compute", grp->gpus, addr);
+			local_node_fill(x, &(*nodes)[idx++], name, "compute", grp->gpus, addr);
 		}
 	}
 	return 0;
@@ -99,9 +138,9 @@ fail:
 
 /* ---------------------------------------------------------------- create */
 
-static char *local_key_path(const struct pbx_cluster_spec *s)
+static char *local_key_path(const struct local_ctx *x)
 {
-	return xasprintf("%s/id_ed25519", s->dir);
+	return xasprintf("%s/id_ed25519", x->dir);
 }
 
 /* The cluster's login key pair (PATH, PATH.pub), made once per cluster. */
@@ -143,16 +182,20 @@ static int local_create_one(void *ctx, size_t i, struct pbx_err *err)
 	return 0;
 }
 
-static int local_create(const struct pbx_cluster_spec *s, struct pbx_node_row *nodes, size_t n,
-			const struct pbx_cluster_events *ev, struct pbx_err *err)
+/* Node bodies start at once: creation is over when this returns. */
+static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
+			const struct pbx_create_hooks *h, struct pbx_err *err)
 {
-	char *key = local_key_path(s), *pub = xasprintf("%s.pub", key);
-	char *authorized = xasprintf("%s/authorized_keys", s->dir);
+	const struct local_ctx *x = ctx;
+	const struct pbx_cluster_spec *s = x->s;
+	const struct pbx_cluster_events *ev = h ? h->ev : NULL;
+	char *key = local_key_path(x), *pub = xasprintf("%s.pub", key);
+	char *authorized = xasprintf("%s/authorized_keys", x->dir);
 	struct pbx_buf pubkey = PBX_BUF_INIT;
 	struct local_create_run run = { nodes, authorized, ev };
 	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
-	int rc = pbx_mkdir_p(s->dir, 0700, err);
+	int rc = pbx_mkdir_p(x->dir, 0700, err);
 	if (rc == 0)
 		rc = local_keygen(key, s->name, err);
 	if (rc == 0)
@@ -175,32 +218,62 @@ static int local_create(const struct pbx_cluster_spec *s, struct pbx_node_row *n
 	return rc;
 }
 
+static int local_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
+			     const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	(void)ctx;
+	(void)nodes;
+	(void)n;
+	(void)h;
+	(void)err;
+	return 1;
+}
+
 /* --------------------------------------------------------------- destroy */
 
-static int local_destroy(const struct pbx_cluster_spec *s, struct pbx_err *err)
+/* The cluster directory is the one "resource" carrying the label. */
+static int local_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
-	char *needle = xasprintf("%s/", s->dir);
+	const struct local_ctx *x = ctx;
+	struct stat sb;
+	(void)err;
+	*v = NULL;
+	*n = 0;
+	if (stat(x->dir, &sb) < 0)
+		return 0;
+	*v = xcalloc(1, sizeof(**v));
+	(*v)[0].id = xstrdup(x->dir);
+	*n = 1;
+	return 0;
+}
+
+static int local_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	const struct local_ctx *x = ctx;
+	char *needle = xasprintf("%s/", x->dir);
+	(void)v;
+	(void)n;
 	pbx_local_procs_kill(needle, 5000);
 	free(needle);
-	return pbx_rm_rf(s->dir, err);
+	return pbx_rm_rf(x->dir, err);
 }
 
 /* ---------------------------------------------------------------- layout */
 
-static int local_login(const struct pbx_cluster_spec *s, char **user, char **key_path,
-		       struct pbx_err *err)
+static int local_login(void *ctx, char **user, char **key_path, struct pbx_err *err)
 {
 	(void)err;
 	*user = xstrdup("root");
-	*key_path = local_key_path(s);
+	*key_path = local_key_path(ctx);
 	return 0;
 }
 
-static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layout *l,
-			struct pbx_err *err)
+static int local_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
+	const struct local_ctx *x = ctx;
+	const struct pbx_cluster_spec *s = x->s;
 	int base = (s->cfg->local.slurm_port_base ? s->cfg->local.slurm_port_base : 17000) +
-		   s->slot * LOCAL_PORTS_PER_SLOT;
+		   x->slot * LOCAL_PORTS_PER_SLOT;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	memset(l, 0, sizeof(*l));
 	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
@@ -223,8 +296,8 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 	l->slurm_user = "root";
 	l->bootstrap_mode = "direct";
 	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
-	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", s->dir);
-	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", s->dir);
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", x->dir);
+	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", x->dir);
 	{
 		char *bin = pbx_find_pbx_train();   /* node bodies link to the local build */
 		if (bin && strlen(bin) < sizeof(l->train_bin))
@@ -239,8 +312,12 @@ static int local_layout(const struct pbx_cluster_spec *s, struct pbx_slurm_layou
 
 const struct pbx_provider pbx_provider_local = {
 	.name = "local",
+	.open = local_open,
+	.close = local_close,
 	.plan = local_plan,
-	.create = local_create,
+	.create_begin = local_create,
+	.create_poll = local_create_poll,
+	.list = local_list,
 	.destroy = local_destroy,
 	.login = local_login,
 	.layout = local_layout,

@@ -1,0 +1,137 @@
+/*
+ * bodies.c - the JSON bodies pbx sends to Compute Engine (shapes as in
+ * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6):
+ * the cluster's two firewall rules and a bulkInsert per node kind, with
+ * the cluster's labels, network tags, the login user's key in ssh-keys
+ * metadata, GPUs with onHostMaintenance TERMINATE, optional Spot.
+ */
+#include "cloud/gce/gce.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
+#define GCE_HEAD_MACHINE "e2-standard-4"
+#define GCE_DISK_GB "50"
+
+char *gce_instance_name(const struct gce *g, const char *node)
+{
+	return xasprintf("%s-%s", g->s->name, node);
+}
+
+char *gce_firewall_name(const struct gce *g, int which)
+{
+	return xasprintf("pbx-%s-%s", g->s->name, which == 0 ? "ssh" : "internal");
+}
+
+/* Network tags: every node carries pbx-NAME, the head also pbx-NAME-head. */
+static char *tag(const struct gce *g, int head)
+{
+	return xasprintf("pbx-%s%s", g->s->name, head ? "-head" : "");
+}
+
+json_t *gce_firewall_body(const struct gce *g, int which)
+{
+	char *name = gce_firewall_name(g, which), *all = tag(g, 0), *head = tag(g, 1);
+	json_t *b;
+	if (which == 0)
+		/* SSH from anywhere to the head only (pbx does not know the
+		 * user's public address reliably). */
+		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s, s:[s]}]}",
+			      "name", name, "description", "pbx: SSH to the cluster's head",
+			      "network", "global/networks/default", "direction", "INGRESS",
+			      "priority", 1000, "sourceRanges", "0.0.0.0/0", "targetTags", head,
+			      "allowed", "IPProtocol", "tcp", "ports", "22");
+	else
+		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
+			      "name", name, "description", "pbx: everything inside the cluster",
+			      "network", "global/networks/default", "direction", "INGRESS",
+			      "priority", 1000, "sourceTags", all, "targetTags", all,
+			      "allowed", "IPProtocol", "tcp", "IPProtocol", "udp",
+			      "IPProtocol", "icmp");
+	free(name);
+	free(all);
+	free(head);
+	return b;
+}
+
+static json_t *labels(const struct gce *g, const char *role)
+{
+	struct pbx_labels l;
+	json_t *o = json_object();
+	size_t i;
+	pbx_cluster_labels(g->s, &l);
+	for (i = 0; i < l.n; i++)
+		json_object_set_new(o, l.keys[i], json_string(l.values[i]));
+	json_object_set_new(o, "pbx-role", json_string(role));
+	return o;
+}
+
+static json_t *scheduling(const struct pbx_node_group *grp)
+{
+	json_t *s = json_object();
+	if (grp && grp->gpus > 0)
+		json_object_set_new(s, "onHostMaintenance", json_string("TERMINATE"));
+	if (grp && grp->spot) {
+		json_object_set_new(s, "provisioningModel", json_string("SPOT"));
+		json_object_set_new(s, "preemptible", json_true());
+		json_object_set_new(s, "automaticRestart", json_false());
+		json_object_set_new(s, "instanceTerminationAction", json_string("DELETE"));
+	} else if (grp && grp->gpus > 0) {
+		json_object_set_new(s, "automaticRestart", json_true());
+	}
+	return s;
+}
+
+/* instanceProperties: as an Instance, with bare machine and accelerator
+ * type names (bulkInsert's form). */
+static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
+{
+	const struct pbx_cluster_template *t = g->s->t;
+	const char *machine = grp ? grp->machine_type
+		: t->head_machine_type ? t->head_machine_type : GCE_HEAD_MACHINE;
+	char *ssh = xasprintf("%s:%s", g->user, g->pubkey);
+	char *tg = tag(g, grp == NULL), *all = tag(g, 0);
+	json_t *p = json_pack(
+		"{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"
+		" s:[{s:s, s:[{s:s, s:s}]}],"
+		" s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
+		"machineType", machine,
+		"disks", "boot", 1, "autoDelete", 1, "mode", "READ_WRITE", "type", "PERSISTENT",
+		"initializeParams", "sourceImage", t->image, "diskSizeGb", GCE_DISK_GB,
+		"networkInterfaces", "network", "global/networks/default",
+		"accessConfigs", "name", "external-nat", "type", "ONE_TO_ONE_NAT",
+		"metadata", "items", "key", "ssh-keys", "value", ssh,
+		"labels", labels(g, grp ? "compute" : "head"),
+		"tags", "items", all, tg,
+		"scheduling", scheduling(grp));
+	if (!strcmp(tg, all))   /* compute nodes: one tag */
+		json_array_remove(json_object_get(json_object_get(p, "tags"), "items"), 1);
+	if (grp && grp->gpus > 0)
+		json_object_set_new(p, "guestAccelerators",
+				    json_pack("[{s:s, s:i}]", "acceleratorType",
+					      grp->gpu_type ? grp->gpu_type : "nvidia-tesla-t4",
+					      "acceleratorCount", grp->gpus));
+	free(ssh);
+	free(tg);
+	free(all);
+	return p;
+}
+
+json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
+		      const struct pbx_node_row *nodes, const size_t *idx, size_t n)
+{
+	json_t *per = json_object(), *b;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char *name = gce_instance_name(g, nodes[idx[i]].name);
+		json_object_set_new(per, name, json_object());
+		free(name);
+	}
+	/* minCount = count: all or nothing for each kind of node. */
+	b = json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)n, "minCount", (json_int_t)n,
+		      "perInstanceProperties", per, "instanceProperties", properties(g, grp));
+	return b;
+}

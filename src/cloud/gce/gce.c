@@ -1,0 +1,790 @@
+/*
+ * gce.c - the `gce` provider: Compute Engine through the compute v1 REST
+ * API (compute.c), with the clouds.gce section and a template.
+ *
+ *   open     credentials (auth.c), an HTTP handle logging into the store
+ *   plan     head + GROUPn nodes; instance names NAME-NODE
+ *   begin    the two firewall rules if missing; one bulkInsert per node
+ *            kind (head, each group) for the nodes that do not exist yet,
+ *            each node recorded (instance, zone, operation) at once
+ *   poll     operations to DONE with their error read (QUOTA_EXCEEDED,
+ *            ZONE_RESOURCE_POOL_EXHAUSTED*: a clear message, then every
+ *            instance of the cluster deleted: all or nothing), then the
+ *            instances listed by label until all are RUNNING; addresses
+ *            recorded (the head's public one too)
+ *   list     instances labelled pbx-cluster=NAME (paged) + the firewall rules
+ *   destroy  deletes them and waits for every operation
+ */
+#include "cloud/gce/gce.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/buf.h"
+#include "util/fanout.h"
+#include "util/fs.h"
+#include "util/xalloc.h"
+
+#define GCE_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
+#define GCE_WAIT_LIMIT_S 600    /* waiting for one operation */
+#define GCE_BULK_MAX 1000       /* instances per bulkInsert (Compute Engine's limit) */
+
+static const long ok_404[] = { 404, 0 };
+
+/* ---------------------------------------------------------------- open */
+
+static int gce_configured(const struct pbx_config *cfg)
+{
+	return cfg->gce.project || cfg->gce.zone || cfg->gce.credentials || cfg->gce.endpoint;
+}
+
+static int gce_login_read(struct gce *g, struct pbx_err *err)
+{
+	const struct pbx_cluster_template *t = g->s->t;
+	struct pbx_buf pub = PBX_BUF_INIT;
+	char *path;
+	if (!t)
+		return 0;
+	g->user = xstrdup(t->login_user ? t->login_user : "root");
+	if (!t->ssh_key)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.ssh_key: required for "
+				    "cloud gce (its .pub goes into the instances' ssh-keys)",
+				    g->s->cfg->path, t->line, t->name);
+	g->key_path = xstrdup(t->ssh_key);
+	path = xasprintf("%s.pub", t->ssh_key);
+	if (pbx_read_file(path, &pub, err) < 0) {
+		free(path);
+		return pbx_err_prefix(err, "the public half of clusters.%s.ssh_key", t->name);
+	}
+	free(path);
+	pbx_buf_rtrim(&pub);
+	if (!pub.len || strchr(pub.buf, '\n')) {
+		pbx_buf_release(&pub);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s.pub: not one public key line",
+				    t->ssh_key);
+	}
+	g->pubkey = pbx_buf_detach(&pub, NULL);
+	return 0;
+}
+
+static void gce_close(void *ctx)
+{
+	struct gce *g = ctx;
+	size_t i;
+	if (!g)
+		return;
+	for (i = 0; i < g->npending; i++) {
+		free(g->pending[i].op);
+		free(g->pending[i].zone);
+		free(g->pending[i].nodes);
+	}
+	free(g->pending);
+	if (g->http)
+		gce_pool_free(g);
+	for (i = 0; i < g->nzones; i++)
+		free(g->zones[i]);
+	free(g->zones);
+	pbx_gce_auth_close(g->auth);
+	pbx_http_close(g->http);
+	free(g->base);
+	free(g->project);
+	free(g->zone);
+	free(g->user);
+	free(g->key_path);
+	free(g->pubkey);
+	free(g);
+}
+
+static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err *err)
+{
+	const struct pbx_cloud_gce *c = &s->cfg->gce;
+	struct pbx_http_opts ho = { .service = "gce" };
+	struct gce *g;
+	const char *ep = c->endpoint ? c->endpoint : PBX_GCE_ENDPOINT;
+
+	*out = NULL;
+	if (!s->t && !gce_configured(s->cfg))
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "clouds.gce is not configured");
+	g = xcalloc(1, sizeof(*g));
+	g->s = s;
+	g->base = xasprintf("%s%s", ep, ep[strlen(ep) - 1] == '/' ? "" : "/");
+	g->zone = c->zone ? xstrdup(c->zone) : c->nzones ? xstrdup(c->zones[0]) : NULL;
+	if (g->zone) {
+		size_t z;
+		g->zones = xcalloc(c->nzones + 1, sizeof(*g->zones));
+		g->zones[g->nzones++] = xstrdup(g->zone);
+		for (z = 0; z < c->nzones; z++)
+			if (strcmp(c->zones[z], g->zone) != 0)
+				g->zones[g->nzones++] = xstrdup(c->zones[z]);
+	}
+	if (pbx_http_open(&ho, &g->http, err) < 0)
+		goto fail;
+	gce_pool_init(g);
+	if (s->store && !s->dry_run)
+		pbx_http_set_log(g->http, s->store, s->id);
+	if (!s->dry_run && pbx_gce_auth_open(c->credentials, g->http, &g->auth, err) < 0)
+		goto fail;
+	g->project = xstrdup(c->project ? c->project
+			     : g->auth && pbx_gce_auth_project(g->auth) ? pbx_gce_auth_project(g->auth)
+			     : "");
+	if (!*g->project) {
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.project: required (no project_id "
+			     "in the credentials either)", s->cfg->path);
+		goto fail;
+	}
+	if (!g->zone) {
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.zone: required", s->cfg->path);
+		goto fail;
+	}
+	if (gce_login_read(g, err) < 0)
+		goto fail;
+	*out = g;
+	return 0;
+fail:
+	gce_close(g);
+	return -1;
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static void gce_node_fill(const struct gce *g, struct pbx_node_row *r, const char *name,
+			  const char *role, int gpus)
+{
+	memset(r, 0, sizeof(*r));
+	r->cluster_id = g->s->id;
+	r->name = xstrdup(name);
+	r->role = xstrdup(role);
+	r->address = xstrdup("");
+	r->ssh_port = 22;
+	r->gpus = gpus;
+	r->root = xstrdup("");
+	r->state = xstrdup("planned");
+	r->zone = xstrdup(g->zone);
+}
+
+static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	const struct pbx_cluster_template *t = g->s->t;
+	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
+	*nodes = xcalloc(total, sizeof(**nodes));
+	*n = total;
+	gce_node_fill(g, &(*nodes)[idx++], "head", "head", 0);
+	for (k = 0; k < t->ngroups; k++) {
+		int j;
+		for (j = 1; j <= t->groups[k].count; j++) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
+			gce_node_fill(g, &(*nodes)[idx++], name, "compute", t->groups[k].gpus);
+		}
+	}
+	for (k = 0; k < total; k++) {
+		char *iname = gce_instance_name(g, (*nodes)[k].name);
+		size_t len = strlen(iname);
+		free(iname);
+		if (len > 63) {
+			pbx_node_rows_free(*nodes, total);
+			*nodes = NULL;
+			*n = 0;
+			return pbx_err_setc(err, PBX_EXIT_USAGE, "instance names '%s-NODE' would be "
+					    "longer than 63 characters: use a shorter cluster name",
+					    g->s->name);
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- operations */
+
+/* Waits for operation `op` (zone, or global when zone is NULL) to be
+ * DONE; its error becomes err. */
+static int gce_wait_op(struct gce *g, const char *zone, const char *op, struct pbx_err *err)
+{
+	struct timespec delay = { 0, 250 * 1000 * 1000 };
+	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+	char *path = zone ? xasprintf("projects/%s/zones/%s/operations/%s", g->project, zone, op)
+		: xasprintf("projects/%s/global/operations/%s", g->project, op);
+	int rc = -1;
+	while (time(NULL) < until) {
+		json_t *r = NULL;
+		struct gce_op o;
+		long st;
+		if (g->s->dry_run) {
+			rc = 0;
+			break;
+		}
+		if (gce_call(g, "GET", path, NULL, NULL, &r, &st, err) < 0 ||
+		    gce_op_parse(r, &o, err) < 0) {
+			json_decref(r);
+			break;
+		}
+		json_decref(r);
+		if (!strcmp(o.status, "DONE")) {
+			rc = o.error[0] ? pbx_err_set(err, "operation %s failed: %s", op, o.error) : 0;
+			break;
+		}
+		nanosleep(&delay, NULL);
+	}
+	if (rc < 0 && !err->msg[0])
+		pbx_err_set(err, "operation %s not done after %d s", op, GCE_WAIT_LIMIT_S);
+	free(path);
+	return rc;
+}
+
+/* Sends a mutation and waits for its operation. */
+static int gce_mutate(struct gce *g, const char *method, const char *path, json_t *body,
+		      const long *ok, const char *zone, struct pbx_err *err)
+{
+	json_t *r = NULL;
+	struct gce_op o;
+	long st;
+	int rc = gce_call(g, method, path, body, ok, &r, &st, err);
+	if (rc == 0 && st >= 200 && st < 300) {
+		rc = gce_op_parse(r, &o, err);
+		if (rc == 0)
+			rc = gce_wait_op(g, zone, o.name, err);
+	}
+	json_decref(r);
+	return rc;
+}
+
+/* ------------------------------------------------------------- listing */
+
+/* The list filter `labels.KEY = "VALUE"`, URL-encoded.  Caller frees. */
+static char *curl_escape_filter(const char *key, const char *value)
+{
+	char *f = xasprintf("labels.%s = \"%s\"", key, value);
+	char *e = curl_easy_escape(NULL, f, 0), *res = xstrdup(e ? e : "");
+	curl_free(e);
+	free(f);
+	return res;
+}
+
+/* Instances carrying the cluster's label in every zone (aggregatedList),
+ * every page. */
+static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
+{
+	char *token = NULL, *filter;
+	struct pbx_labels l;
+	int rc = 0;
+	*v = NULL;
+	*n = 0;
+	pbx_cluster_labels(g->s, &l);
+	filter = curl_escape_filter(l.keys[0], l.values[0]);
+	do {
+		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
+				       g->project, filter, token ? "&pageToken=" : "",
+				       token ? token : "");
+		json_t *r = NULL;
+		long st;
+		free(token);
+		token = NULL;
+		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		if (rc == 0 && st == 200)
+			rc = gce_list_parse(r, v, n, &token, err);
+		json_decref(r);
+		free(path);
+	} while (rc == 0 && token);
+	free(token);
+	free(filter);
+	return rc;
+}
+
+static const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const char *name)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------- create */
+
+static int gce_firewalls(struct gce *g, struct pbx_err *err)
+{
+	int which;
+	for (which = 0; which < 2; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		json_t *r = NULL, *body;
+		long st;
+		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		json_decref(r);
+		if (rc == 0 && st == 404) {
+			char *ins = xasprintf("projects/%s/global/firewalls", g->project);
+			body = gce_firewall_body(g, which);
+			rc = gce_mutate(g, "POST", ins, body, NULL, NULL, err);
+			json_decref(body);
+			free(ins);
+		}
+		free(path);
+		free(name);
+		if (rc < 0)
+			return pbx_err_prefix(err, "firewall rule");
+	}
+	return 0;
+}
+
+static void gce_record(const struct pbx_create_hooks *h, const struct pbx_node_row *node)
+{
+	if (h && h->record)
+		h->record(h->ctx, node);
+}
+
+static void set_str(char **field, const char *value)
+{
+	free(*field);
+	*field = value ? xstrdup(value) : NULL;
+}
+
+/* One bulkInsert in `zone` for nodes idx[0..k) of kind grp (NULL = head). */
+static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group *grp,
+		    struct pbx_node_row *nodes, const size_t *idx, size_t k,
+		    const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	char *path = xasprintf("projects/%s/zones/%s/instances/bulkInsert", g->project, zone);
+	json_t *body = gce_bulk_body(g, grp, nodes, idx, k), *r = NULL;
+	struct gce_pending *p;
+	struct gce_op o;
+	long st;
+	size_t i;
+	int rc = gce_call(g, "POST", path, body, NULL, &r, &st, err);
+	if (rc == 0)
+		rc = gce_op_parse(r, &o, err);
+	json_decref(r);
+	json_decref(body);
+	free(path);
+	if (rc < 0)
+		return pbx_err_prefix(err, "creating %s", grp ? grp->name : "the head");
+	g->pending = xreallocarray(g->pending, g->npending + 1, sizeof(*g->pending));
+	p = &g->pending[g->npending++];
+	p->op = xstrdup(o.name);
+	p->zone = xstrdup(zone);
+	p->grp = grp;
+	p->nodes = xcalloc(k, sizeof(*p->nodes));
+	memcpy(p->nodes, idx, k * sizeof(*idx));
+	p->n = k;
+	p->done = 0;
+	for (i = 0; i < k; i++) {
+		struct pbx_node_row *nd = &nodes[idx[i]];
+		char *iname = gce_instance_name(g, nd->name);
+		set_str(&nd->instance_id, iname);
+		set_str(&nd->operation, o.name);
+		set_str(&nd->zone, zone);
+		set_str(&nd->state, "creating");
+		gce_record(h, nd);
+		pbx_events_stage(h ? h->ev : NULL, idx[i], "created");
+		free(iname);
+	}
+	return 0;
+}
+
+/* The node group a compute node belongs to (by name: GROUPn). */
+static const struct pbx_node_group *gce_group_of(const struct pbx_cluster_template *t,
+						 const char *name)
+{
+	size_t k;
+	for (k = 0; k < t->ngroups; k++) {
+		size_t l = strlen(t->groups[k].name);
+		if (!strncmp(name, t->groups[k].name, l) && name[l] >= '1' && name[l] <= '9')
+			return &t->groups[k];
+	}
+	return NULL;
+}
+
+static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
+			    const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	const struct pbx_cluster_template *t = g->s->t;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
+	int rc = gce_firewalls(g, err);
+	if (rc == 0)
+		rc = gce_list_instances(g, &have, &nhave, err);
+	/* Head (grp NULL), then each group: the nodes not yet there. */
+	for (k = 0; rc == 0 && k <= t->ngroups; k++) {
+		const struct pbx_node_group *grp = k == 0 ? NULL : &t->groups[k - 1];
+		size_t m = 0;
+		for (i = 0; i < n; i++) {
+			char *iname = gce_instance_name(g, nodes[i].name);
+			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
+				gce_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+			if (mine && !gce_find(have, nhave, iname))
+				idx[m++] = i;
+			free(iname);
+		}
+		/* bulkInsert makes at most 1000 instances a call. */
+		for (i = 0; rc == 0 && i < m; i += GCE_BULK_MAX)
+			rc = gce_bulk(g, g->zone, grp, nodes, idx + i,
+				      m - i < GCE_BULK_MAX ? m - i : GCE_BULK_MAX, h, err);
+	}
+	free(idx);
+	gce_insts_free(have, nhave);
+	return rc;
+}
+
+/* A placement failure's message: which quota or which zone. */
+static int gce_placement_error(struct gce *g, const char *zone, const struct gce_op *o,
+			       struct pbx_err *err)
+{
+	if (!strcmp(o->error_code, "QUOTA_EXCEEDED"))
+		return pbx_err_set(err, "Compute Engine quota exceeded in project %s, zone %s: %s",
+				   g->project, zone, o->error);
+	if (!strncmp(o->error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28))
+		return pbx_err_set(err, "zone %s has no capacity for these instances now "
+				   "(stockout)%s: %s", zone, g->nzones > 1 ? ", nor has any zone "
+				   "of clouds.gce.zones" : "", o->error);
+	return pbx_err_set(err, "Compute Engine could not create the instances: %s", o->error);
+}
+
+/* All or nothing: after a failed creation every instance of the cluster
+ * goes; the message says so. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+
+static void gce_clean_up(struct gce *g, struct pbx_err *err)
+{
+	struct pbx_err e2 = PBX_ERR_INIT;
+	struct pbx_instance *v = NULL;
+	size_t n = 0;
+	if (gce_list(g, &v, &n, &e2) == 0 && gce_destroy(g, v, n, &e2) == 0)
+		pbx_err_prefix(err, "nothing was kept (all or nothing)");
+	else
+		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
+			       g->s->name);
+	pbx_instances_free(v, n);
+}
+
+/* The zone after `zone` in the fallback order, or NULL. */
+static const char *gce_next_zone(const struct gce *g, const char *zone)
+{
+	size_t z;
+	for (z = 0; z + 1 < g->nzones; z++)
+		if (!strcmp(g->zones[z], zone))
+			return g->zones[z + 1];
+	return NULL;
+}
+
+/* Polls the pending operations; 1 when all are DONE without error.  A
+ * stockout sends the same nodes to the next zone of clouds.gce.zones. */
+static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
+			const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	size_t i, open = 0;
+	for (i = 0; i < g->npending; i++) {
+		struct gce_pending *p = &g->pending[i];
+		const char *next;
+		char *path;
+		json_t *r = NULL;
+		struct gce_op o;
+		long st;
+		int rc;
+		if (p->done)
+			continue;
+		path = xasprintf("projects/%s/zones/%s/operations/%s", g->project, p->zone, p->op);
+		rc = gce_call(g, "GET", path, NULL, NULL, &r, &st, err);
+		free(path);
+		if (rc == 0)
+			rc = gce_op_parse(r, &o, err);
+		json_decref(r);
+		if (rc < 0)
+			return -1;
+		if (strcmp(o.status, "DONE") != 0) {
+			open++;
+			continue;
+		}
+		p->done = 1;
+		next = o.error[0] && !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28)
+			? gce_next_zone(g, p->zone) : NULL;
+		if (next) {
+			size_t k;
+			pbx_store_event(g->s->store, g->s->id, "gce.stockout",
+					"zone %s has no capacity: trying %s", p->zone, next);
+			for (k = 0; k < p->n; k++)
+				pbx_events_stage(h ? h->ev : NULL, p->nodes[k], "zone full, next zone");
+			/* gce_bulk may move g->pending: copy what it needs. */
+			{
+				size_t *idx = xcalloc(p->n, sizeof(*idx)), n = p->n;
+				const struct pbx_node_group *grp = p->grp;
+				int brc;
+				memcpy(idx, p->nodes, n * sizeof(*idx));
+				brc = gce_bulk(g, next, grp, nodes, idx, n, h, err);
+				free(idx);
+				if (brc < 0)
+					return -1;
+			}
+			open++;
+			continue;
+		}
+		if (o.error[0])
+			return gce_placement_error(g, p->zone, &o, err);
+	}
+	return open == 0;
+}
+
+static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
+			   const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, i, running = 0;
+	int rc;
+	if (g->s->dry_run)
+		return 1;
+	if (++g->polls > GCE_POLL_LIMIT)
+		return pbx_err_set(err, "instances not RUNNING after %d s", GCE_POLL_LIMIT / 5);
+	rc = gce_poll_ops(g, nodes, h, err);
+	if (rc < 0) {
+		gce_clean_up(g, err);
+		return -1;
+	}
+	if (rc == 0)
+		return 0;
+	if (gce_list_instances(g, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char *iname = gce_instance_name(g, nodes[i].name);
+		const struct gce_inst *x = gce_find(have, nhave, iname);
+		free(iname);
+		if (!x) {
+			gce_insts_free(have, nhave);
+			return pbx_err_set(err, "instance %s-%s is gone (preempted or deleted)",
+					   g->s->name, nodes[i].name);
+		}
+		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
+			continue;
+		if (strcmp(nodes[i].state, "running") != 0) {
+			set_str(&nodes[i].address, x->private_ip);
+			if (x->zone)
+				set_str(&nodes[i].zone, x->zone);
+			set_str(&nodes[i].public_address, i == 0 ? x->public_ip : NULL);
+			set_str(&nodes[i].state, "running");
+			gce_record(h, &nodes[i]);
+			pbx_events_stage(h ? h->ev : NULL, i, "running");
+		}
+		running++;
+	}
+	gce_insts_free(have, nhave);
+	return running == n;
+}
+
+/* ------------------------------------------------------ list / destroy */
+
+/* Waits until the creations the store recorded for the cluster are over
+ * (an operation still PENDING has made no instance yet, so a list would
+ * miss what it is about to make: a start killed mid-create).  An
+ * operation Compute Engine no longer knows (404) is over. */
+static int gce_settle(struct gce *g, struct pbx_err *err)
+{
+	struct pbx_node_row *rows = NULL;
+	size_t nrows = 0, i, k;
+	int rc = 0;
+	if (!g->s->store || g->s->id <= 0 || g->s->dry_run)
+		return 0;
+	if (pbx_store_node_list(g->s->store, g->s->id, &rows, &nrows, err) < 0)
+		return -1;
+	for (i = 0; i < nrows && rc == 0; i++) {
+		time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+		if (!rows[i].operation || strcmp(rows[i].state, "creating") != 0)
+			continue;
+		for (k = 0; k < i && (!rows[k].operation ||
+				      strcmp(rows[k].operation, rows[i].operation) != 0); k++)
+			;
+		if (k < i)
+			continue;   /* the same bulkInsert as an earlier node */
+		while (rc == 0 && time(NULL) < until) {
+			char *path = xasprintf("projects/%s/zones/%s/operations/%s", g->project,
+					       rows[i].zone ? rows[i].zone : g->zone, rows[i].operation);
+			struct timespec delay = { 0, 250 * 1000 * 1000 };
+			json_t *r = NULL;
+			struct gce_op o;
+			long st;
+			rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+			free(path);
+			if (rc == 0 && (st == 404 || (gce_op_parse(r, &o, err) == 0 &&
+						      !strcmp(o.status, "DONE")))) {
+				json_decref(r);
+				break;
+			}
+			json_decref(r);
+			pbx_err_clear(err);
+			nanosleep(&delay, NULL);
+		}
+	}
+	pbx_node_rows_free(rows, nrows);
+	return rc;
+}
+
+static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, i;
+	int which;
+	*v = NULL;
+	*n = 0;
+	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
+		return -1;
+	*v = xcalloc(nhave + 2, sizeof(**v));
+	for (i = 0; i < nhave; i++) {
+		(*v)[*n].id = xstrdup(have[i].name);
+		(*v)[*n].zone = xstrdup(have[i].zone ? have[i].zone : g->zone);
+		(*v)[*n].state = xstrdup(have[i].status);
+		(*n)++;
+	}
+	gce_insts_free(have, nhave);
+	for (which = 0; which < 2; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		json_t *r = NULL;
+		long st;
+		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		json_decref(r);
+		free(path);
+		if (rc < 0) {
+			free(name);
+			return -1;
+		}
+		if (st == 200) {
+			(*v)[*n].id = name;
+			(*v)[*n].state = xstrdup("FIREWALL");
+			(*n)++;
+		} else {
+			free(name);
+		}
+	}
+	return 0;
+}
+
+struct gce_delete_run {
+	struct gce *g;
+	const struct pbx_instance *v;
+};
+
+/* One instance's DELETE (a 404: already gone). */
+static int gce_delete_one(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct gce_delete_run *r = ctx;
+	const struct pbx_instance *x = &r->v[i];
+	json_t *reply = NULL;
+	char *path;
+	long st;
+	int rc;
+	if (x->state && !strcmp(x->state, "FIREWALL"))
+		return 0;
+	path = xasprintf("projects/%s/zones/%s/instances/%s", r->g->project,
+			 x->zone ? x->zone : r->g->zone, x->id);
+	rc = gce_call(r->g, "DELETE", path, NULL, ok_404, &reply, &st, err);
+	json_decref(reply);
+	free(path);
+	return rc;
+}
+
+/* Waits until no instance of v is listed any more: one aggregated list a
+ * round, however many instances there are. */
+static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
+			 struct pbx_err *err)
+{
+	struct timespec delay = { 0, 250 * 1000 * 1000 };
+	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
+	for (;;) {
+		struct gce_inst *have = NULL;
+		size_t nhave = 0, i, left = 0;
+		const char *one = NULL;
+		if (gce_list_instances(g, &have, &nhave, err) < 0)
+			return -1;
+		for (i = 0; i < n; i++)
+			if ((!v[i].state || strcmp(v[i].state, "FIREWALL") != 0) &&
+			    gce_find(have, nhave, v[i].id)) {
+				left++;
+				one = v[i].id;
+			}
+		if (left && time(NULL) >= until) {
+			pbx_err_set(err, "%zu instance%s still there after %d s (e.g. %s)", left,
+				    left == 1 ? "" : "s", GCE_WAIT_LIMIT_S, one);
+			gce_insts_free(have, nhave);
+			return -1;
+		}
+		gce_insts_free(have, nhave);
+		if (!left)
+			return 0;
+		nanosleep(&delay, NULL);
+	}
+}
+
+/* Deletes every instance (GCE_HTTP_POOL calls at once; one at a time in a
+ * dry run, so the printed order is stable), waits until none is listed,
+ * then deletes the firewall rules.  What is already gone (404) is fine. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct gce_delete_run run = { g, v };
+	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
+	size_t i;
+	int rc = 0, which;
+	if (pbx_fanout(n, g->s->dry_run ? 1 : GCE_HTTP_POOL, gce_delete_one, &run, errs) > 0) {
+		for (i = 0; i < n; i++)
+			if (errs[i].msg[0]) {
+				*err = errs[i];
+				break;
+			}
+		rc = -1;
+	}
+	free(errs);
+	if (rc == 0 && n && !g->s->dry_run)
+		rc = gce_wait_gone(g, v, n, err);
+	for (which = 0; which < 2 && rc == 0; which++) {
+		char *name = gce_firewall_name(g, which);
+		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, NULL, err);
+		free(path);
+		free(name);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------- login */
+
+static int gce_login(void *ctx, char **user, char **key_path, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	(void)err;
+	*user = xstrdup(g->user ? g->user : "root");
+	*key_path = g->key_path ? xstrdup(g->key_path) : NULL;
+	return 0;
+}
+
+/* VMs: SLURM's defaults, daemons under systemd, NFS /shared from the head. */
+static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	(void)err;
+	memset(l, 0, sizeof(*l));
+	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s-head", g->s->name);
+	l->ctld_port = 6817;
+	l->srun_port_lo = 60001;
+	l->srun_port_hi = 63000;
+	l->slurm_user = "slurm";
+	l->bootstrap_mode = "systemd";
+	l->extra = "";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "/shared");
+	return 0;
+}
+
+const struct pbx_provider pbx_provider_gce = {
+	.name = "gce",
+	.open = gce_open,
+	.close = gce_close,
+	.plan = gce_plan,
+	.create_begin = gce_create_begin,
+	.create_poll = gce_create_poll,
+	.list = gce_list,
+	.destroy = gce_destroy,
+	.login = gce_login,
+	.layout = gce_layout,
+};

@@ -1,0 +1,113 @@
+/*
+ * gce.h - what the files of the Compute Engine provider share: its
+ * context, the compute v1 call (auth header, retries, errors, dry-run),
+ * the request bodies, and the parsers of its replies (fuzzed:
+ * tests/fuzz/fuzz_gce_reply.c).
+ */
+#ifndef PBX_CLOUD_GCE_GCE_H
+#define PBX_CLOUD_GCE_GCE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "cloud/gce/auth.h"
+#include "cloud/provider.h"
+#include "http/http.h"
+
+#define PBX_GCE_ENDPOINT "https://compute.googleapis.com/compute/v1/"
+
+/* One creation under way: a bulkInsert operation and the nodes it makes. */
+struct gce_pending {
+	char *op;          /* operation name */
+	char *zone;
+	const struct pbx_node_group *grp;   /* NULL: the head */
+	size_t *nodes;     /* indexes into the node list */
+	size_t n;
+	int done;
+};
+
+#define GCE_HTTP_POOL 16   /* calls in flight at once (deletes fan out) */
+
+struct gce {
+	const struct pbx_cluster_spec *s;
+	struct pbx_http *http;       /* the token's handle, and the pool's first */
+	struct pbx_http *pool[GCE_HTTP_POOL];   /* one connection each, made on demand */
+	unsigned char busy[GCE_HTTP_POOL];
+	pthread_mutex_t pool_mu;
+	pthread_cond_t pool_cv;
+	struct pbx_gce_auth *auth;   /* NULL in dry-run */
+	char *base;                  /* endpoint, ends in '/' */
+	char *project, *zone;        /* zone: where new instances go first */
+	char **zones;                /* zone, then clouds.gce.zones' others: the
+					order tried on a stockout */
+	size_t nzones;
+	char *user, *key_path, *pubkey;   /* login; pubkey is the .pub line */
+	struct gce_pending *pending;
+	size_t npending;
+	int polls;
+};
+
+/* ------------------------------------------------------------ compute.c */
+
+/*
+ * One compute v1 call: `path` is relative to the endpoint (or a full URL),
+ * `body` may be NULL.  A mutating call gets ?requestId=UUID (the same on
+ * every retry).  Returns 0 with *reply (owned by the caller, may be NULL
+ * for an empty body) and *status; -1 on transport failure or an error
+ * status other than those listed in `ok_statuses` (e.g. 404 for a get that
+ * may find nothing; 0-terminated, may be NULL), with err quoting Google's
+ * error message and reason.  In dry-run the request is printed and the
+ * reply is a 404 for GET and a finished operation otherwise.  Thread-safe:
+ * each call takes a handle of the pool.
+ */
+int gce_call(struct gce *g, const char *method, const char *path, json_t *body,
+	     const long *ok_statuses, json_t **reply, long *status, struct pbx_err *err);
+/* Sets up / releases the handle pool (g->http must be open). */
+void gce_pool_init(struct gce *g);
+void gce_pool_free(struct gce *g);
+/* A random RFC 4122 version-4 UUID into out[37]. */
+void gce_uuid(char out[37]);
+
+/* -------------------------------------------------------------- parse.c */
+
+/* Google's error reply ({"error": {"code", "message", "errors": [{reason}]}}):
+ * "message (reason)" into out; 0, or -1 when `text` has no such error. */
+int gce_error_text(const char *text, size_t len, char *out, size_t size);
+/* Is a Google error reply a rate-limit one (403 rateLimitExceeded,
+ * userRateLimitExceeded, 429 RESOURCE_EXHAUSTED)? */
+int gce_retryable(long status, const char *body, size_t len, void *ctx);
+
+struct gce_op {
+	char name[128];
+	char status[16];     /* PENDING, RUNNING, DONE */
+	char error_code[64]; /* first error's code, "" when none */
+	char error[512];     /* "code: message" of every error, "" when none */
+};
+/* Reads an Operation; -1 when it is not one (no name or status). */
+int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
+
+struct gce_inst {
+	char *name, *zone, *status;
+	char *private_ip, *public_ip;   /* may be NULL */
+};
+/* Reads an instances.list or aggregatedList page: appends to *v (free
+ * with gce_insts_free);
+ * *next gets nextPageToken (caller frees) or NULL. */
+int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
+		   struct pbx_err *err);
+void gce_insts_free(struct gce_inst *v, size_t n);
+
+/* -------------------------------------------------------------- bodies.c */
+
+/* The instance name of node `node` of the cluster: NAME-NODE.  Caller frees. */
+char *gce_instance_name(const struct gce *g, const char *node);
+/* The firewall rules of the cluster (2): SSH to the head, all inside. */
+json_t *gce_firewall_body(const struct gce *g, int which);
+char *gce_firewall_name(const struct gce *g, int which);
+/* bulkInsert body for nodes idx[0..n) of one kind: the head (grp NULL) or
+ * node group grp.  New reference. */
+json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
+		      const struct pbx_node_row *nodes, const size_t *idx, size_t n);
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * parse.c - reading Compute Engine replies (jansson): Google's error
+ * shape, Operation resources (status, error.errors[]), and instances.list
+ * pages (name, zone, status, networkIP, natIP, nextPageToken).  Untrusted
+ * input: every field is type-checked and length-bounded; fuzzed by
+ * tests/fuzz/fuzz_gce_reply.c.
+ */
+#include "cloud/gce/gce.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
+#define MAX_FIELD 1024
+
+/* A string member, or NULL when absent, not a string, or too long. */
+static const char *str(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	return s && strlen(s) < MAX_FIELD ? s : NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/* The last path segment of a URL (zones/us-central1-a -> us-central1-a). */
+static const char *last_segment(const char *url)
+{
+	const char *p = url ? strrchr(url, '/') : NULL;
+	return p ? p + 1 : url;
+}
+
+int gce_error_text(const char *text, size_t len, char *out, size_t size)
+{
+	json_t *v = text && len ? json_loadb(text, len, 0, NULL) : NULL;
+	json_t *e = json_object_get(v, "error"), *first;
+	const char *msg, *reason;
+	int rc = -1;
+	out[0] = '\0';
+	if (json_is_object(e)) {
+		msg = str(e, "message");
+		first = json_array_get(json_object_get(e, "errors"), 0);
+		reason = str(first, "reason");
+		if (!reason)
+			reason = str(e, "status");
+		snprintf(out, size, "%s%s%s%s", msg ? msg : "error", reason ? " (" : "",
+			 reason ? reason : "", reason ? ")" : "");
+		rc = 0;
+	} else if (json_is_string(e)) {   /* OAuth style */
+		snprintf(out, size, "%.200s", json_string_value(e));
+		rc = 0;
+	}
+	json_decref(v);
+	return rc;
+}
+
+int gce_retryable(long status, const char *body, size_t len, void *ctx)
+{
+	json_t *v, *errors, *e;
+	size_t i;
+	int yes = 0;
+	(void)ctx;
+	if (pbx_http_retryable_default(status, body, len, NULL))
+		return 1;
+	if (status != 403)
+		return 0;
+	v = json_loadb(body, len, 0, NULL);
+	errors = json_object_get(json_object_get(v, "error"), "errors");
+	json_array_foreach(errors, i, e) {
+		const char *r = str(e, "reason");
+		if (r && (!strcmp(r, "rateLimitExceeded") || !strcmp(r, "userRateLimitExceeded")))
+			yes = 1;
+	}
+	json_decref(v);
+	return yes;
+}
+
+int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err)
+{
+	const char *name = str(v, "name"), *status = str(v, "status");
+	json_t *errors, *e;
+	size_t i, used = 0;
+	memset(op, 0, sizeof(*op));
+	if (!name || !status || !*name || !*status || strlen(name) >= sizeof(op->name) ||
+	    strlen(status) >= sizeof(op->status))
+		return pbx_err_set(err, "Compute Engine reply is not an operation");
+	snprintf(op->name, sizeof(op->name), "%s", name);
+	snprintf(op->status, sizeof(op->status), "%s", status);
+	errors = json_object_get(json_object_get(v, "error"), "errors");
+	json_array_foreach(errors, i, e) {
+		const char *code = str(e, "code"), *msg = str(e, "message");
+		int n;
+		if (!op->error_code[0] && code)
+			snprintf(op->error_code, sizeof(op->error_code), "%s", code);
+		if (used >= sizeof(op->error) - 1)
+			continue;
+		n = snprintf(op->error + used, sizeof(op->error) - used, "%s%s: %s",
+			     used ? "; " : "", code ? code : "ERROR", msg ? msg : "no message");
+		used = n < 0 ? used : used + (size_t)n;
+		if (used >= sizeof(op->error))
+			used = sizeof(op->error) - 1;
+	}
+	if (json_array_size(errors) == 0 && json_object_get(v, "error")) {
+		snprintf(op->error_code, sizeof(op->error_code), "ERROR");
+		snprintf(op->error, sizeof(op->error), "operation failed without details");
+	}
+	return 0;
+}
+
+void gce_insts_free(struct gce_inst *v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].zone);
+		free(v[i].status);
+		free(v[i].private_ip);
+		free(v[i].public_ip);
+	}
+	free(v);
+}
+
+/* Appends the instances of an array (a list's items, or one scope of an
+ * aggregated list). */
+static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pbx_err *err)
+{
+	json_t *it;
+	size_t i;
+	if (items && !json_is_array(items))
+		return pbx_err_set(err, "Compute Engine list reply: items is not an array");
+	json_array_foreach(items, i, it) {
+		json_t *nic = json_array_get(json_object_get(it, "networkInterfaces"), 0);
+		json_t *ac = json_array_get(json_object_get(nic, "accessConfigs"), 0);
+		struct gce_inst *x;
+		if (!str(it, "name") || !*str(it, "name") || !str(it, "status"))
+			return pbx_err_set(err, "Compute Engine list reply: an instance has no name or status");
+		*out = xreallocarray(*out, *n + 1, sizeof(**out));
+		x = &(*out)[(*n)++];
+		x->name = xstrdup(str(it, "name"));
+		x->status = xstrdup(str(it, "status"));
+		x->zone = dup_or_null(last_segment(str(it, "zone")));
+		x->private_ip = dup_or_null(str(nic, "networkIP"));
+		x->public_ip = dup_or_null(str(ac, "natIP"));
+	}
+	return 0;
+}
+
+int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
+		   struct pbx_err *err)
+{
+	json_t *items, *scope;
+	const char *key;
+	*next = NULL;
+	if (!json_is_object(v))
+		return pbx_err_set(err, "Compute Engine list reply is not an object");
+	items = json_object_get(v, "items");
+	if (json_is_object(items)) {
+		/* aggregatedList: {"zones/Z": {"instances": [...]} | {"warning"}} */
+		json_object_foreach(items, key, scope) {
+			size_t first = *n, k;
+			if (!json_is_object(scope))
+				return pbx_err_set(err, "Compute Engine aggregated list: scope %.60s is not an object", key);
+			if (list_items(json_object_get(scope, "instances"), out, n, err) < 0)
+				return -1;
+			for (k = first; k < *n; k++)
+				if (!(*out)[k].zone && !strncmp(key, "zones/", 6) && strlen(key) < MAX_FIELD)
+					(*out)[k].zone = xstrdup(key + 6);
+		}
+	} else if (list_items(items, out, n, err) < 0) {
+		return -1;
+	}
+	*next = dup_or_null(str(v, "nextPageToken"));
+	if (*next && !**next) {
+		free(*next);
+		*next = NULL;
+	}
+	return 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * discover.c - what differs between a VM and a node body, asked of the
+ * nodes rather than hard-wired per provider.  A node body (the local
+ * provider's, or a cloud emulator's instance) says so in its SSH sessions'
+ * environment: PBX_BODY_ROOT is its root prefix.  When the head is one,
+ * the cluster runs like a local one on this host: bootstrap in direct
+ * mode under each node's prefix, SLURM ports of its own (from the
+ * cluster's slot, above the local provider's blocks), the head's lock.
+ * On a VM nothing changes: the provider's layout (systemd mode) stands.
+ */
+#include "cluster/cluster_internal.h"
+#include "util/fanout.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DISCOVER_CONNECT_S 120         /* a fresh VM's sshd may take this long */
+#define BODY_PORTS_PER_SLOT 64
+#define BODY_SLOT_OFFSET 8             /* past the local provider's 7 slots */
+
+struct discover_run {
+	struct pbx_cluster *c;
+	char **roots;   /* per node: PBX_BODY_ROOT, "" on a VM */
+	const struct pbx_cluster_events *ev;
+};
+
+/* Connects to node i, retrying while its sshd is not up yet (never after
+ * a refused host key or login). */
+static int discover_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **s,
+			    struct pbx_err *err)
+{
+	time_t until = time(NULL) + DISCOVER_CONNECT_S;
+	for (;;) {
+		if (pbx_cluster_connect(c, i, s, err) == 0)
+			return 0;
+		if (err->code == PBX_EXIT_SECURITY || strstr(err->msg, "permission denied") ||
+		    time(NULL) >= until)
+			return -1;
+		pbx_err_clear(err);
+		sleep(2);
+	}
+}
+
+static int discover_one(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct discover_run *r = ctx;
+	struct pbx_buf out = PBX_BUF_INIT;
+	struct pbx_ssh *s;
+	int status = 0;
+	pbx_events_stage(r->ev, i, "ssh");
+	if (discover_connect(r->c, i, &s, err) < 0 ||
+	    pbx_ssh_capture(s, "printf '%s' \"${PBX_BODY_ROOT-}\"", &out, NULL, &status, err) < 0) {
+		pbx_buf_release(&out);
+		return -1;
+	}
+	r->roots[i] = pbx_buf_detach(&out, NULL);
+	if (status != 0 || (r->roots[i][0] && r->roots[i][0] != '/'))
+		return pbx_err_set(err, "node %s: PBX_BODY_ROOT is not an absolute path",
+				   r->c->nodes[i].name);
+	return 0;
+}
+
+/* The layout of node bodies on this host (the local provider's, with the
+ * ports of a block of the cluster's own). */
+static int discover_body_layout(struct pbx_cluster *c, struct pbx_slurm_layout *l,
+				struct pbx_err *err)
+{
+	int base = (c->cfg->local.slurm_port_base ? c->cfg->local.slurm_port_base : 17000) +
+		   (BODY_SLOT_OFFSET + c->row.slot) * BODY_PORTS_PER_SLOT;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES);
+	long psize = sysconf(_SC_PAGESIZE);
+	size_t compute = c->nnodes > 1 ? c->nnodes - 1 : 1;
+	if (base + BODY_PORTS_PER_SLOT > 65535)
+		return pbx_err_set(err, "no SLURM ports left for node bodies of slot %d", c->row.slot);
+	memset(l, 0, sizeof(*l));
+	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
+		return pbx_err_set(err, "gethostname: %s", strerror(errno));
+	l->ctld_host[strcspn(l->ctld_host, ".")] = '\0';
+	l->ctld_port = base;
+	l->node_port_base = base;
+	l->srun_port_lo = base + BODY_PORTS_PER_SLOT / 2;
+	l->srun_port_hi = base + BODY_PORTS_PER_SLOT - 1;
+	l->node_cpus = cpus > 0 ? (int)cpus : 1;
+	if (pages > 0 && psize > 0)
+		l->node_mem_mb = (long)((double)pages * (double)psize / 1048576.0 * 0.8 / (double)compute);
+	l->same_host = 1;
+	l->slurm_user = "root";
+	l->bootstrap_mode = "direct";
+	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", c->dir);
+	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", c->dir);
+	return 0;
+}
+
+int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,
+			 const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	struct discover_run r = { c, xcalloc(c->nnodes ? c->nnodes : 1, sizeof(char *)), ev };
+	struct pbx_err *errs = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*errs));
+	size_t i;
+	int rc = 0;
+	if (pbx_fanout(c->nnodes, 32, discover_one, &r, errs) > 0) {
+		for (i = 0; i < c->nnodes; i++)
+			if (errs[i].msg[0]) {
+				*err = errs[i];
+				break;
+			}
+		rc = -1;
+	}
+	if (rc == 0 && c->nnodes && r.roots[0][0]) {
+		for (i = 0; i < c->nnodes; i++) {
+			free(c->nodes[i].root);
+			c->nodes[i].root = xstrdup(r.roots[i]);
+		}
+		rc = discover_body_layout(c, l, err);
+	}
+	for (i = 0; i < c->nnodes; i++)
+		free(r.roots[i]);
+	free(r.roots);
+	free(errs);
+	return rc;
+}

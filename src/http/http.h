@@ -1,0 +1,121 @@
+/*
+ * http.h - the one HTTP client of pbx (libcurl), shared by every cloud.
+ *
+ * A struct pbx_http is one libcurl easy handle plus its policy:
+ *  - connection reuse: requests on one handle reuse its live connections
+ *    (curl keeps them across curl_easy_reset);
+ *  - timeouts: a connect timeout and a whole-request timeout per attempt;
+ *  - retries: transport failures and the responses the request's
+ *    classifier calls retryable (default: 429, 500, 502, 503, 504) are
+ *    retried with exponential backoff and full jitter (a random delay in
+ *    [0, min(cap, base * 2^(attempt-1))], at least the server's
+ *    Retry-After).  The request is sent again unchanged, so an idempotency
+ *    token in its URL or body (GCE requestId, EC2 ClientToken) is the same
+ *    on every attempt: mutating calls must carry one;
+ *  - a request log: with a store set, every attempt becomes an "http"
+ *    event: method, URL with secret query parameters removed, status,
+ *    milliseconds, attempt, and for an error status the response body with
+ *    secret JSON members removed.  Headers and request bodies are never
+ *    logged (they carry Authorization, assertions, client secrets);
+ *  - counters for `PBX_STATS=1` (process-wide, see pbx_http_stats).
+ *
+ * A handle may be shared by threads: requests on it are serialised.
+ * Library code: never prints, fills struct pbx_err.
+ */
+#ifndef PBX_HTTP_HTTP_H
+#define PBX_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+
+struct pbx_store;
+struct pbx_http;
+
+struct pbx_http_opts {
+	const char *service;      /* name in the log and in errors ("gce"); copied */
+	long connect_timeout_ms;  /* 0 = 10 s */
+	long timeout_ms;          /* whole attempt; 0 = 120 s */
+	int max_attempts;         /* 0 = 8 */
+	long backoff_base_ms;     /* 0 = 500 ms */
+	long backoff_cap_ms;      /* 0 = 32 s */
+	size_t max_body;          /* response body cap; 0 = 64 MiB */
+};
+
+/* Opens a handle; *out is owned by the caller (pbx_http_close). */
+int pbx_http_open(const struct pbx_http_opts *o, struct pbx_http **out, struct pbx_err *err);
+void pbx_http_close(struct pbx_http *h);
+/* Sends the request log to `store` (events of cluster `cluster_id`, 0 =
+ * none) from now on; store NULL stops logging.  The store must outlive
+ * the handle or a later call with NULL. */
+void pbx_http_set_log(struct pbx_http *h, struct pbx_store *store, int64_t cluster_id);
+
+/* Says whether a response deserves another attempt (1) or not (0). */
+typedef int (*pbx_http_retryable_fn)(long status, const char *body, size_t len, void *ctx);
+
+struct pbx_http_req {
+	const char *method;            /* "GET", "POST", "DELETE", ... */
+	const char *url;
+	const char *const *headers;    /* "Name: value" lines, NULL-terminated; may be NULL */
+	const char *body;              /* may be NULL (no body) */
+	size_t body_len;
+	pbx_http_retryable_fn retryable;  /* NULL = pbx_http_retryable_default */
+	void *retryable_ctx;
+};
+
+struct pbx_http_resp {
+	long status;            /* HTTP status of the last attempt */
+	struct pbx_buf body;    /* its body; the caller releases it (pbx_buf_release) */
+	int attempts;           /* attempts made, >= 1 */
+};
+
+#define PBX_HTTP_RESP_INIT { 0, PBX_BUF_INIT, 0 }
+
+/*
+ * Performs the request with the handle's retry policy.  Returns 0 when a
+ * response came back (any status: the caller judges it; after the last
+ * attempt a retryable status is returned as is), -1 when no response came
+ * back after every attempt (connection refused, timeout, body over the
+ * cap), with err naming the method and the redacted URL.  resp->body is
+ * reset first and holds the last response's body.
+ */
+int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_http_resp *resp,
+		struct pbx_err *err);
+
+/* 429, 500, 502, 503, 504. */
+int pbx_http_retryable_default(long status, const char *body, size_t len, void *ctx);
+
+/* The delay before attempt `attempt` + 1 (attempt >= 1): full jitter,
+ * rnd01 in [0, 1) times min(cap, base * 2^(attempt-1)). */
+long pbx_http_backoff_ms(int attempt, long base_ms, long cap_ms, double rnd01);
+
+/* ------------------------------------------------------------- redaction */
+
+/* The URL with userinfo and the values of secret query parameters
+ * (access_token, token, key, assertion, client_secret, refresh_token,
+ * password, signature, X-Amz-Signature, X-Amz-Security-Token,
+ * X-Amz-Credential) replaced by REDACTED.  Caller frees. */
+char *pbx_http_redact_url(const char *url);
+/* A JSON text with the values of secret members (access_token,
+ * refresh_token, id_token, private_key, private_key_id, client_secret,
+ * assertion, token, password, secret) replaced by "REDACTED", compact and
+ * cut to `max` bytes; a text that is not JSON becomes "(N bytes, not
+ * JSON)".  Caller frees. */
+char *pbx_http_redact_json(const char *text, size_t len, size_t max);
+/* True when a header or parameter name names a secret. */
+int pbx_http_secret_name(const char *name, size_t len);
+
+/* --------------------------------------------------------------- stats */
+
+struct pbx_http_stats {
+	unsigned long calls;     /* attempts sent (each retry counts) */
+	unsigned long retries;   /* attempts after the first */
+	unsigned long failed;    /* requests without a usable answer */
+};
+
+/* Process-wide counters, for `PBX_STATS=1`. */
+void pbx_http_stats(struct pbx_http_stats *out);
+
+#endif

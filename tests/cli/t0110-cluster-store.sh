@@ -1,0 +1,47 @@
+#!/bin/sh
+# t0110-cluster-store.sh - what the store knows of a cluster follows
+# reality and survives pbx forgetting: a cluster started with -t TEMPLATE
+# under another name finds its template again on the next start; its nodes
+# read "up" once idle; a cluster whose rows the store lost is still removed
+# completely by `stop`, found by its label (the local provider's cluster
+# directory).  Addresses 127.0.60.0/27, ports 22600 and 26000-26063.
+. "$(dirname "$0")/lib.sh"
+
+local_cluster tpl 127.0.60.0 22600 26000 "{ name: node, count: 1, gpus: 0 }"
+# A Compute Engine section whose credentials are missing here: stop must
+# still remove a forgotten local cluster.
+echo '  gce: { project: p, zone: z, endpoint: "http://127.0.0.1:1/compute/v1/", credentials: /nonexistent/key.json }' \
+	>>"$PBX_HOME/config.yaml"
+LC_NAME=other
+CDIR="$PBX_HOME/clusters/other"
+DB="$PBX_HOME/pbx.db"
+
+run_pbx cluster start -t tpl other
+ok $rc "start -t tpl other succeeds: $errout"
+is "$(sqlite3 "$DB" "SELECT template FROM clusters WHERE name = 'other'")" "tpl" \
+	"the store records the template"
+is "$(sqlite3 "$DB" "SELECT group_concat(name || '=' || state, ' ') FROM nodes")" \
+	"head=up node1=up" "every node reads up once idle"
+
+pkill -F "$CDIR/nodes/node1/run/slurmd-node1.pid"
+run_pbx cluster start other
+ok $rc "start other (no -t) finds template tpl again and repairs: $errout"
+run_pbx cluster exec other -- sinfo -h -o '%t'
+is "$out" "idle" "the repaired node is idle"
+
+# pbx forgets the cluster (as if killed before it wrote anything).
+sqlite3 "$DB" "DELETE FROM nodes; DELETE FROM host_keys; UPDATE clusters SET state = 'deleted'"
+[ -n "$(procs_mentioning "$CDIR/")" ]
+ok $? "the forgotten cluster's daemons still run"
+run_pbx cluster stop other
+ok $rc "stop finds the forgotten cluster by label: $errout"
+is "$(procs_mentioning "$CDIR/")" "" "no process of the cluster is left"
+[ ! -e "$CDIR" ]
+ok $? "its directory is gone"
+run_pbx cluster stop other
+is "$rc:$(echo "$errout" | grep -c "cannot look for cluster 'other': Compute Engine credentials")" "1:1" \
+	"a second stop finds nothing here, but says Compute Engine could not be asked"
+sed -i '/^  gce:/d' "$PBX_HOME/config.yaml"
+run_pbx cluster stop other
+is "$rc" "3" "without that section a second stop finds nothing (exit 3)"
+done_testing

@@ -1,0 +1,106 @@
+#!/bin/sh
+# t0120-gce-dry-run.sh - `pbx cluster start|stop --dry-run [--json]` for a
+# Compute Engine template: the requests pbx would send, one JSON object a
+# line, with the bodies Compute Engine expects (bulkInsert per node kind,
+# GPUs with onHostMaintenance TERMINATE, Spot, labels, ssh-keys metadata,
+# a requestId on every mutation) and nothing sent: the endpoint is a port
+# nobody listens on and the credentials file would be refused.  Talks to
+# no network at all.
+. "$(dirname "$0")/lib.sh"
+trap 'rm -rf "$TEST_TMP"' EXIT
+
+mkdir -p "$PBX_HOME"
+ssh-keygen -q -t ed25519 -N "" -C t0120 -f "$PBX_HOME/id"
+echo '{"type": "service_account"}' >"$PBX_HOME/open-key.json"
+chmod 644 "$PBX_HOME/open-key.json"
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  g1:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { machine_type: e2-standard-2 }
+    node_groups:
+      - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4, spot: true }
+      - { name: cpu, count: 1, machine_type: e2-standard-8 }
+  loc:
+    cloud: local
+    node_groups:
+      - { name: node, count: 1 }
+clouds:
+  gce: { project: p1, zone: us-central1-a, endpoint: "http://127.0.0.1:1/compute/v1/",
+         credentials: $PBX_HOME/open-key.json }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+
+run_pbx cluster start --dry-run --json g1
+ok $rc "start --dry-run --json succeeds without credentials or endpoint: $errout"
+printf '%s\n' "$out" >"$TEST_TMP/req.jsonl"
+cat >"$TEST_TMP/check.py" <<'PY'
+import json, re, sys
+reqs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bulk = [r for r in reqs if r["url"].split("?")[0].endswith("/instances/bulkInsert")]
+fw = [r for r in reqs if r["method"] == "POST" and "/global/firewalls?" in r["url"]]
+def props(name):
+    return [b["body"]["instanceProperties"] for b in bulk if name in b["body"]["perInstanceProperties"]][0]
+def rule(name):
+    return [f["body"] for f in fw if f["body"]["name"] == name][0]
+uuid = re.compile(r"[?&]requestId=[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+mut = [r for r in reqs if r["method"] != "GET"]
+checks = {
+  "keys": lambda: all(set(r) == {"method", "url", "body"} for r in reqs),
+  "endpoint": lambda: all(r["url"].startswith("http://127.0.0.1:1/compute/v1/projects/p1/") for r in reqs),
+  "bulk": lambda: [sorted(b["body"]["perInstanceProperties"]) for b in bulk] == [["g1-head"], ["g1-gpu1", "g1-gpu2"], ["g1-cpu1"]]
+          and all(b["body"]["count"] == b["body"]["minCount"] == len(b["body"]["perInstanceProperties"]) for b in bulk),
+  "gpu": lambda: props("g1-gpu1")["guestAccelerators"] == [{"acceleratorType": "nvidia-tesla-t4", "acceleratorCount": 2}]
+         and props("g1-gpu1")["scheduling"]["onHostMaintenance"] == "TERMINATE"
+         and props("g1-gpu1")["scheduling"]["provisioningModel"] == "SPOT"
+         and props("g1-gpu1")["machineType"] == "n1-standard-8",
+  "cpu": lambda: "guestAccelerators" not in props("g1-cpu1") and "provisioningModel" not in props("g1-cpu1")["scheduling"],
+  "head": lambda: props("g1-head")["machineType"] == "e2-standard-2" and props("g1-head")["tags"]["items"] == ["pbx-g1", "pbx-g1-head"],
+  "labels": lambda: all(props(n)["labels"]["pbx-cluster"] == "g1" for n in ("g1-head", "g1-gpu1", "g1-cpu1")),
+  "sshkeys": lambda: all(re.fullmatch(r"pbx:ssh-ed25519 \S+ t0120", props(n)["metadata"]["items"][0]["value"]) and
+                 props(n)["metadata"]["items"][0]["key"] == "ssh-keys" for n in ("g1-head", "g1-gpu1")),
+  "disk": lambda: props("g1-head")["disks"][0]["initializeParams"]["sourceImage"] == "projects/debian-cloud/global/images/family/debian-12"
+          and props("g1-head")["disks"][0]["initializeParams"]["diskSizeGb"] == "50",
+  "firewall": lambda: sorted(f["body"]["name"] for f in fw) == ["pbx-g1-internal", "pbx-g1-ssh"]
+              and rule("pbx-g1-ssh")["targetTags"] == ["pbx-g1-head"]
+              and rule("pbx-g1-ssh")["allowed"] == [{"IPProtocol": "tcp", "ports": ["22"]}]
+              and rule("pbx-g1-internal")["sourceTags"] == rule("pbx-g1-internal")["targetTags"] == ["pbx-g1"],
+  "requestid": lambda: len(mut) == 5 and all(uuid.search(r["url"]) for r in mut) and len({r["url"] for r in mut}) == len(mut),
+  "gets": lambda: all("requestId" not in r["url"] and r["body"] is None for r in reqs if r["method"] == "GET"),
+  "list": lambda: any(r["method"] == "GET" and "/instances?filter=labels.pbx-cluster%20%3D%20%22g1%22" in r["url"] for r in reqs),
+}
+try:
+    print(checks[sys.argv[2]]())
+except (IndexError, KeyError, TypeError) as e:
+    print("error: %r" % e)
+PY
+for c in keys endpoint bulk gpu cpu head labels sshkeys disk firewall requestid gets list; do
+	is "$(python3 "$TEST_TMP/check.py" "$TEST_TMP/req.jsonl" $c)" "True" "dry-run request check: $c"
+done
+echo "$out" | grep -qi -e authorization -e bearer -e token
+ok $((! $?)) "no token or Authorization in the printed requests"
+is "$(sqlite3 "$PBX_HOME/pbx.db" 'SELECT count(*) FROM clusters')" "0" "a dry run records no cluster"
+
+run_pbx cluster start --dry-run g1
+echo "$out" | grep -q '^POST http://127.0.0.1:1/compute/v1/projects/p1/zones/us-central1-a/instances/bulkInsert?requestId='
+ok $? "plain --dry-run prints METHOD URL lines"
+
+run_pbx cluster stop --dry-run --json g1
+ok $rc "stop --dry-run --json succeeds: $errout"
+is "$(printf '%s\n' "$out" | python3 -c 'import json,sys; print(" ".join(json.loads(l)["method"] + ":" + json.loads(l)["url"].split("/")[-1].split("?")[0] for l in sys.stdin))')" \
+	"GET:instances GET:pbx-g1-ssh GET:pbx-g1-internal DELETE:pbx-g1-ssh DELETE:pbx-g1-internal" \
+	"stop lists by label and deletes the firewall rules"
+
+run_pbx cluster start --json g1
+is "$rc" "2" "--json without --dry-run is a usage error"
+run_pbx cluster start --dry-run loc
+is "$rc:$(echo "$errout" | grep -c 'sends no')" "2:1" "--dry-run of a local cluster is refused (it makes no API calls)"
+
+run_pbx cluster start g1
+is "$rc" "4" "a real start refuses the credentials file others can read (exit 4)"
+echo "$errout" | grep -q "chmod 600"
+ok $? "and says how to fix it: $errout"
+done_testing

@@ -1,0 +1,243 @@
+#!/bin/sh
+# t0400-gce-emulator.sh - `pbx cluster start` of a Compute Engine template
+# against the Compute Engine emulator (tests/emulators/gce), end to end: a
+# service-account key exchanged at the emulator's token endpoint, a head
+# and 2 GPU nodes whose login user is not root (sudo -n), compute nodes
+# reached through the head -> every node idle in sinfo -> parrun of the
+# example sweep with --gres=gpu:1 -> all 24 tasks COMPLETED -> harvest ->
+# report -> stop -> the emulator holds no instance and no firewall rule.
+# Then: 30% of calls throttled (429 / 403 rateLimitExceeded) and start
+# still succeeds; a quota error on the GPU nodes leaves nothing behind
+# (all or nothing); pbx killed with -9 mid-start, then stop: nothing left.
+# Emulator addresses 127.0.72.0/24 (private) and 127.0.73.0/24 (public);
+# SLURM ports from 27000 + 64*8 (node bodies of cloud clusters).
+# PBX_GCE_EMULATOR (emulator.py) and PBX_NODE_BODY_HELPER override where
+# the emulator and its node-body helper are.
+. "$(dirname "$0")/lib.sh"
+
+EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
+HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
+if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
+	echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
+	rm -rf "$TEST_TMP"
+	exit 77
+fi
+
+emu_stop() {
+	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+	EMU_PID=
+}
+cleanup() {
+	"$PBX" -q cluster stop e1 >/dev/null 2>&1
+	emu_stop
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+
+# emu_start [--fault K=V ...]: a fresh emulator; sets PORT, writes the key
+# file and config.yaml pointing at it.
+emu_start() {
+	emu_stop
+	rm -rf "$TEST_TMP/emu" "$TEST_TMP/port"
+	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
+		--project pbx-test --network-block 127.0.72.0/24 --nat-block 127.0.73.0/24 \
+		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
+		>"$TEST_TMP/emu.out" 2>&1 &
+	EMU_PID=$!
+	i=0
+	while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	PORT=$(cat "$TEST_TMP/port")
+	python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
+import json, sys
+pem, out, port = sys.argv[1:]
+json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+           "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
+           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
+PY
+	chmod 600 "$PBX_HOME/sa.json"
+	emu_post service-accounts "{\"key_file\": \"$PBX_HOME/sa.json\"}" >/dev/null
+	cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  e1:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    node_groups:
+      - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 1, gpu_type: nvidia-tesla-t4 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $PBX_HOME/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+  local: { slurm_port_base: 27000 }
+CONFIG
+	chmod 600 "$PBX_HOME/config.yaml"
+}
+emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
+emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
+# "instances firewalls" the emulator holds
+emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]))'; }
+
+mkdir -p "$PBX_HOME"
+# The bodies' sshd reads each user's keys as that user (pbx, not root):
+# the emulator's state directory must be reachable for it.
+chmod 755 "$TEST_TMP"
+ssh-keygen -q -t ed25519 -N "" -C t0400 -f "$PBX_HOME/id"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
+
+# ------------------------------------------------------------ end to end
+emu_start
+run_pbx cluster start e1
+ok $rc "start of a gce template against the emulator: $errout"
+is "$(emu_holds)" "3 2" "the emulator holds 3 instances and 2 firewall rules"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
+is "$out" "gpu1 idle gpu:1
+gpu2 idle gpu:1" "every compute node is idle with its GPU"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || (public_address IS NOT NULL), ' ') FROM nodes")" \
+	"head:up:1 gpu1:up:0 gpu2:up:0" "nodes are up; only the head has a public address"
+run_pbx cluster exec -n gpu2 e1 -- id -un
+is "$out" "root" "commands run as root through sudo -n (login user pbx)"
+
+run_pbx parrun "$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml" e1 --gres=gpu:1
+ok $rc "parrun of the example sweep: $errout"
+i=0
+while [ $i -lt 90 ]; do
+	states=$("$PBX" state --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(sorted({t["state"] for p in d for t in p["tasks"]})))')
+	[ "$states" = "COMPLETED" ] && break
+	sleep 2
+	i=$((i + 1))
+done
+is "$states" "COMPLETED" "all 24 tasks COMPLETED"
+run_pbx harvest
+ok $rc "harvest: $errout"
+echo "$out$errout" | grep -q "144 new files"
+ok $? "harvest brought 144 files home (6 per task)"
+run_pbx report -f csv
+is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+run_pbx cluster stop e1
+ok $rc "stop: $errout"
+is "$(emu_holds)" "0 0" "the emulator holds no instance and no firewall rule"
+is "$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0" "no node body is left"
+[ ! -e "$PBX_HOME/clusters/e1" ]
+ok $? "pbx's own files of the cluster (munge key, known_hosts) are gone"
+
+# ------------------------------------------------------------- throttled
+emu_start --fault throttle=0.3
+PBX_STATS=1 run_pbx cluster start e1
+ok $rc "start succeeds with 30% of calls throttled: $errout"
+retries=$(echo "$errout" | sed -n 's/.*(\([0-9]*\) retries.*/\1/p')
+[ "${retries:-0}" -gt 0 ]
+ok $? "throttled calls were retried ($retries retries)"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop after a throttled start leaves nothing"
+
+# ----------------------------------------------------- quota: all or nothing
+emu_start --fault 'quota={"NVIDIA_T4_GPUS": 1}'
+run_pbx cluster start e1
+is "$rc" "1" "start fails when the GPU quota is too small"
+echo "$errout" | grep -q "quota exceeded" && echo "$errout" | grep -q "NVIDIA_T4_GPUS"
+ok $? "the message names the quota: $errout"
+is "$(emu_holds)" "0 0" "all or nothing: no instance or firewall rule is left"
+run_pbx cluster stop e1
+ok $rc "stop after the failed start: $errout"
+
+# ------------------------------------------- stockout: the next zone
+emu_start --fault 'stockout=["us-central1-a"]'
+sed -i 's#zone: us-central1-a,#zone: us-central1-a, zones: [us-central1-a, us-central1-b],#' "$PBX_HOME/config.yaml"
+run_pbx cluster start e1
+ok $rc "start succeeds when the first zone is stocked out: $errout"
+is "$(emu_get state | python3 -c 'import json,sys; print(" ".join(sorted({i["zone"].split("/")[-1] for i in json.load(sys.stdin)["instances"]})))')" \
+	"us-central1-b" "every instance landed in the second zone"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) FROM nodes WHERE state = 'up'")" \
+	"us-central1-b" "the store records the zone"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop finds and removes them in the second zone"
+emu_start --fault 'stockout=["us-central1-a"]'
+run_pbx cluster start e1
+is "$rc" "1" "without a second zone, a stockout fails the start"
+echo "$errout" | grep -q "zone us-central1-a has no capacity"
+ok $? "naming the zone: $errout"
+is "$(emu_holds)" "0 0" "and leaves nothing"
+
+# ------------------------------------------------------ kill -9 mid-start
+emu_start --fault op_delay=0.5
+"$PBX" -q cluster start e1 >/dev/null 2>&1 &
+pid=$!
+i=0
+until [ "$(emu_holds | cut -d' ' -f1)" -gt 0 ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -9 $pid
+wait $pid 2>/dev/null
+run_pbx cluster stop e1
+ok $rc "stop after pbx was killed mid-create: $errout"
+is "$(emu_holds)" "0 0" "nothing is left after kill -9 and stop"
+
+# Killed at other points: before anything was created, while operations
+# are polled, mid-bootstrap, waiting for idle (by the node's state in the
+# store: planned, creating, bootstrapping, and a moment after).
+for point in planned creating bootstrapping late; do
+	emu_start --fault op_delay=0.3
+	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
+		case $point:$st in
+		planned:planned | creating:creating | bootstrapping:bootstrapping | late:bootstrapping) break ;;
+		esac
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.02
+		i=$((i + 1))
+	done
+	[ "$point" != late ] || sleep 0.4
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	run_pbx cluster stop e1
+	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
+	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0:0" \
+		"nothing is left after kill -9 at '$point' and stop"
+done
+# ------------------------------------------------------------ credentials
+# A token living 2 s, operations slow enough that it expires mid-start.
+emu_start --token-lifetime 2 --fault op_delay=0.4
+run_pbx cluster start e1
+ok $rc "start succeeds while its token expires: $errout"
+grants=$(emu_get calls | python3 -c 'import json,sys; print(json.load(sys.stdin)["token_grants"])')
+[ "$grants" -ge 2 ]
+ok $? "the token was fetched again before it expired ($grants grants)"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop after the refreshed start leaves nothing"
+
+# A key the emulator does not know (same account, another key).
+emu_start
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/other.pem" 2>/dev/null
+python3 - "$PBX_HOME/sa.json" "$TEST_TMP/other.pem" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["private_key"] = open(sys.argv[2]).read()
+json.dump(d, open(sys.argv[1], "w"))
+PY
+run_pbx cluster start e1
+is "$rc" "1" "a wrong key fails the start"
+echo "$errout" | grep -q "authentication failed for service account pbx-e2e@pbx-test.iam.gserviceaccount.com" &&
+	echo "$errout" | grep -q "invalid_grant"
+ok $? "with a clear authentication error: $errout"
+echo "$errout" | grep -q -e "BEGIN" -e "eyJ"
+ok $((! $?)) "the error quotes neither key nor assertion"
+is "$(emu_holds)" "0 0" "and nothing was created"
+run_pbx cluster stop e1
+
+# gcloud's authorized_user file (refresh token) against the token endpoint.
+emu_post authorized-users '{"client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret", "refresh_token": "1//rtoken"}' >/dev/null
+cat >"$PBX_HOME/adc.json" <<ADC
+{"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret",
+ "refresh_token": "1//rtoken", "token_uri": "http://127.0.0.1:$PORT/token"}
+ADC
+chmod 600 "$PBX_HOME/adc.json"
+sed -i "s#credentials: $PBX_HOME/sa.json#credentials: $PBX_HOME/adc.json#" "$PBX_HOME/config.yaml"
+run_pbx cluster stop --dry-run e1
+run_pbx cluster start e1
+ok $rc "start with authorized_user credentials: $errout"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop with them leaves nothing"
+sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events" >"$TEST_TMP/events"
+grep -c "/token" "$TEST_TMP/events" >/dev/null && ! grep -q -e csecret -e rtoken -e "Bearer" -e "BEGIN" "$TEST_TMP/events"
+ok $? "the request log names token calls but holds no secret"
+done_testing

@@ -1,0 +1,122 @@
+/*
+ * test_gce_parse.c - reading Compute Engine replies: operations (DONE with
+ * error codes, QUOTA_EXCEEDED first), instance list pages (addresses,
+ * zone, nextPageToken), Google's error shape, and which errors are retried.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloud/gce/gce.h"
+#include "common/tap.h"
+
+static json_t *J(const char *s)
+{
+	json_t *v = json_loads(s, 0, NULL);
+	if (!v)
+		printf("# bad JSON in test: %s\n", s);
+	return v;
+}
+
+static void test_ops(void)
+{
+	struct gce_op o;
+	struct pbx_err err = PBX_ERR_INIT;
+	json_t *v = J("{\"kind\":\"compute#operation\",\"name\":\"operation-1\",\"status\":\"RUNNING\"}");
+	ok(gce_op_parse(v, &o, &err) == 0 && !strcmp(o.name, "operation-1") &&
+	   !strcmp(o.status, "RUNNING") && !o.error[0], "running operation");
+	json_decref(v);
+	v = J("{\"name\":\"op-2\",\"status\":\"DONE\",\"httpErrorStatusCode\":403,\"error\":{\"errors\":["
+	      "{\"code\":\"QUOTA_EXCEEDED\",\"message\":\"Quota 'NVIDIA_T4_GPUS' exceeded.  Limit: 1.0 in region us-central1.\"},"
+	      "{\"code\":\"OTHER\",\"message\":\"second\"}]}}");
+	ok(gce_op_parse(v, &o, &err) == 0 && !strcmp(o.error_code, "QUOTA_EXCEEDED") &&
+	   strstr(o.error, "NVIDIA_T4_GPUS") && strstr(o.error, "OTHER: second"),
+	   "a DONE operation's errors are read: %s", o.error);
+	json_decref(v);
+	v = J("{\"name\":\"op-3\",\"status\":\"DONE\",\"error\":{\"errors\":[{\"code\":"
+	      "\"ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS\",\"message\":\"The zone does not have enough resources\"}]}}");
+	ok(gce_op_parse(v, &o, &err) == 0 && !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28),
+	   "stockout code read");
+	json_decref(v);
+	v = J("{\"name\":\"op-4\",\"status\":\"DONE\",\"error\":{}}");
+	ok(gce_op_parse(v, &o, &err) == 0 && o.error[0], "an empty error object is still a failure");
+	json_decref(v);
+	v = J("{\"name\":\"op\",\"status\":\"\"}");
+	ok(gce_op_parse(v, &o, &err) < 0, "an empty status is not an operation");
+	json_decref(v);
+	v = J("{\"status\":\"DONE\"}");
+	ok(gce_op_parse(v, &o, &err) < 0, "a reply without a name is not an operation");
+	json_decref(v);
+	ok(gce_op_parse(NULL, &o, &err) < 0, "no reply is not an operation");
+}
+
+static void test_list(void)
+{
+	struct gce_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	json_t *p1 = J("{\"kind\":\"compute#instanceList\",\"items\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
+		       "\"zone\":\"https://x/compute/v1/projects/p/zones/us-central1-a\",\"networkInterfaces\":[{"
+		       "\"networkIP\":\"10.0.0.2\",\"accessConfigs\":[{\"natIP\":\"34.1.2.3\"}]}]},"
+		       "{\"name\":\"c-gpu1\",\"status\":\"STAGING\"}],\"nextPageToken\":\"tok2\"}");
+	json_t *p2 = J("{\"items\":[{\"name\":\"c-gpu2\",\"status\":\"RUNNING\",\"networkInterfaces\":[{\"networkIP\":\"10.0.0.4\"}]}]}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 2 && next && !strcmp(next, "tok2"),
+	   "page 1: two instances and a next page");
+	ok(n == 2 && !strcmp(v[0].zone, "us-central1-a") && !strcmp(v[0].private_ip, "10.0.0.2") &&
+	   !strcmp(v[0].public_ip, "34.1.2.3") && !v[1].private_ip && !v[1].public_ip,
+	   "zone, private and public address read; absent ones NULL");
+	free(next);
+	ok(gce_list_parse(p2, &v, &n, &next, &err) == 0 && n == 3 && !next && !v[2].public_ip,
+	   "page 2 appends; no nextPageToken ends the list");
+	gce_insts_free(v, n);
+	json_decref(p1);
+	json_decref(p2);
+	v = NULL;
+	n = 0;
+	p1 = J("{\"items\":5}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "items neither array nor object is refused");
+	json_decref(p1);
+	p1 = J("{\"kind\":\"compute#instanceAggregatedList\",\"items\":{"
+	       "\"zones/us-central1-a\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\"}},"
+	       "\"zones/us-central1-b\":{\"instances\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
+	       "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.9\"}]}]}}}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 1 && !strcmp(v[0].zone, "us-central1-b") &&
+	   !strcmp(v[0].private_ip, "10.0.0.9"), "an aggregated list: instances of every zone, zone from the scope");
+	json_decref(p1);
+	gce_insts_free(v, n);
+	v = NULL;
+	n = 0;
+	p1 = J("{\"items\":{\"zones/a\":[]}}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "an aggregated scope that is not an object is refused");
+	json_decref(p1);
+	p1 = J("{}");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0, "an empty list has no items member");
+	json_decref(p1);
+	gce_insts_free(v, n);
+}
+
+static void test_errors(void)
+{
+	char msg[256];
+	const char *rl = "{\"error\":{\"code\":403,\"message\":\"Rate Limit Exceeded\",\"errors\":[{\"message\":"
+			 "\"Rate Limit Exceeded\",\"domain\":\"usageLimits\",\"reason\":\"rateLimitExceeded\"}]}}";
+	const char *q = "{\"error\":{\"code\":403,\"message\":\"Quota exceeded\",\"errors\":[{\"reason\":\"quotaExceeded\"}]}}";
+	const char *ex = "{\"error\":{\"code\":409,\"message\":\"The resource 'projects/p/zones/z/instances/x' already exists\","
+			 "\"errors\":[{\"reason\":\"alreadyExists\"}]}}";
+	ok(gce_error_text(ex, strlen(ex), msg, sizeof(msg)) == 0 &&
+	   !strcmp(msg, "The resource 'projects/p/zones/z/instances/x' already exists (alreadyExists)"),
+	   "error text: message (reason): %s", msg);
+	ok(gce_error_text("<html>", 6, msg, sizeof(msg)) < 0, "no Google error in HTML");
+	ok(gce_retryable(403, rl, strlen(rl), NULL), "403 rateLimitExceeded is retried");
+	ok(!gce_retryable(403, q, strlen(q), NULL), "403 quotaExceeded is not");
+	ok(gce_retryable(429, "", 0, NULL) && gce_retryable(503, "", 0, NULL), "429 and 503 are");
+	ok(!gce_retryable(409, ex, strlen(ex), NULL), "409 alreadyExists is not");
+}
+
+int main(void)
+{
+	test_ops();
+	test_list();
+	test_errors();
+	return tap_done();
+}
