@@ -113,8 +113,26 @@ static void test_errors(void)
 	ok(!gce_retryable(409, ex, strlen(ex), NULL), "409 alreadyExists is not");
 }
 
+/* Against an API on loopback (an emulator) only loopback addresses may be
+ * connected to; against Google any.  The addresses here are data only. */
+static void test_loopback_guard(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *emu = "http://127.0.0.1:8089/compute/v1/", *google = "https://compute.googleapis.com/compute/v1/";
+	ok(gce_address_allowed(emu, "c-head", "127.0.70.2", &err) == 0, "emulator: loopback address allowed");
+	ok(gce_address_allowed(emu, "c-head", NULL, &err) == 0, "emulator: no address, nothing to refuse");
+	ok(gce_address_allowed(emu, "c-head", "10.0.0.2", &err) < 0 && strstr(err.msg, "10.0.0.2") &&
+	   strstr(err.msg, "c-head"), "emulator: a private address is refused: %s", err.msg);
+	pbx_err_clear(&err);
+	ok(gce_address_allowed("http://localhost:9/compute/v1/", "c-gpu1", "34.1.2.3", &err) < 0,
+	   "emulator on localhost: a public address is refused");
+	pbx_err_clear(&err);
+	ok(gce_address_allowed(google, "c-head", "34.1.2.3", &err) == 0, "Google: any address");
+}
+
 int main(void)
 {
+	test_loopback_guard();
 	test_ops();
 	test_list();
 	test_errors();
