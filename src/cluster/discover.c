@@ -9,6 +9,7 @@
  * On a VM nothing changes: the provider's layout (systemd mode) stands.
  */
 #include "cluster/cluster_internal.h"
+#include "cloud/local/body.h"
 #include "util/fanout.h"
 #include "util/xalloc.h"
 
@@ -72,29 +73,11 @@ static int discover_body_layout(struct pbx_cluster *c, struct pbx_slurm_layout *
 {
 	int base = (c->cfg->local.slurm_port_base ? c->cfg->local.slurm_port_base : 17000) +
 		   (BODY_SLOT_OFFSET + c->row.slot) * BODY_PORTS_PER_SLOT;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES);
-	long psize = sysconf(_SC_PAGESIZE);
-	size_t compute = c->nnodes > 1 ? c->nnodes - 1 : 1;
 	if (base + BODY_PORTS_PER_SLOT > 65535)
 		return pbx_err_set(err, "no SLURM ports left for node bodies of slot %d", c->row.slot);
-	memset(l, 0, sizeof(*l));
-	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
-		return pbx_err_set(err, "gethostname: %s", strerror(errno));
-	l->ctld_host[strcspn(l->ctld_host, ".")] = '\0';
-	l->ctld_port = base;
-	l->node_port_base = base;
-	l->srun_port_lo = base + BODY_PORTS_PER_SLOT / 2;
-	l->srun_port_hi = base + BODY_PORTS_PER_SLOT - 1;
-	l->node_cpus = cpus > 0 ? (int)cpus : 1;
-	if (pages > 0 && psize > 0)
-		l->node_mem_mb = (long)((double)pages * (double)psize / 1048576.0 * 0.8 / (double)compute);
-	l->same_host = 1;
-	l->slurm_user = "root";
-	l->bootstrap_mode = "direct";
-	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
-	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", c->dir);
-	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", c->dir);
-	return 0;
+	/* the memory of every node but the head is shared out */
+	return pbx_body_layout(base, BODY_PORTS_PER_SLOT, c->nnodes > 1 ? (int)c->nnodes - 1 : 1,
+			       c->dir, l, err);
 }
 
 int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,

@@ -4,6 +4,7 @@
  * local provider and the Compute Engine emulator's helper share it.
  */
 #include "cloud/local/body.h"
+#include "cloud/provider.h"
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/xalloc.h"
@@ -242,4 +243,39 @@ int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 	if (mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
 		return pbx_err_set(err, "cannot create /run/sshd: %s", strerror(errno));
 	return body_start_sshd(b, err);
+}
+
+int pbx_body_layout(int port_base, int ports, int nodes, const char *dir,
+		    struct pbx_slurm_layout *l, struct pbx_err *err)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	char *bin;
+	memset(l, 0, sizeof(*l));
+	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
+		return pbx_err_set(err, "gethostname: %s", strerror(errno));
+	l->ctld_host[strcspn(l->ctld_host, ".")] = '\0';
+	l->ctld_port = port_base;
+	l->node_port_base = port_base;
+	l->srun_port_lo = port_base + ports / 2;
+	l->srun_port_hi = port_base + ports - 1;
+	l->node_cpus = cpus > 0 ? (int)cpus : 1;
+	/* Node bodies share this machine's memory: give each an equal part so
+	 * --mem requests schedule as they would on real nodes. */
+	if (pages > 0 && psize > 0 && nodes > 0)
+		l->node_mem_mb = (long)((double)pages * (double)psize / 1048576.0 * 0.8 / nodes);
+	l->same_host = 1;
+	l->slurm_user = "root";
+	l->bootstrap_mode = "direct";
+	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", dir);
+	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", dir);
+	bin = pbx_find_pbx_train();   /* node bodies link to the local build */
+	if (bin && strlen(bin) < sizeof(l->train_bin))
+		snprintf(l->train_bin, sizeof(l->train_bin), "%s", bin);
+	free(bin);
+	/* A requeued (preempted) task starts again after this many seconds,
+	 * not SLURM's 120; step launches here take well under a second. */
+	l->cred_expire = 15;
+	return 0;
 }

@@ -24,4 +24,15 @@ struct pbx_body {
  * PBX_BODY_ROOT=b->root in their environment. */
 int pbx_body_start(const struct pbx_body *b, struct pbx_err *err);
 
+struct pbx_slurm_layout;
+
+/* The SLURM layout of `nodes` node bodies on this host (the local
+ * provider's, and pbx's on an emulator's bodies): daemons started
+ * directly, SLURM on ports [port_base, port_base + ports), each node an
+ * equal part of this machine's memory, the cluster's files under `dir`,
+ * the local pbx-train linked onto the nodes, requeued jobs restarting
+ * after 15 s.  Fills *l; -1 with err set when the host name is unknown. */
+int pbx_body_layout(int port_base, int ports, int nodes, const char *dir,
+		    struct pbx_slurm_layout *l, struct pbx_err *err);
+
 #endif

@@ -274,40 +274,8 @@ static int local_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *e
 	const struct pbx_cluster_spec *s = x->s;
 	int base = (s->cfg->local.slurm_port_base ? s->cfg->local.slurm_port_base : 17000) +
 		   x->slot * LOCAL_PORTS_PER_SLOT;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	memset(l, 0, sizeof(*l));
-	if (gethostname(l->ctld_host, sizeof(l->ctld_host) - 1) < 0)
-		return pbx_err_set(err, "gethostname: %s", strerror(errno));
-	l->ctld_host[strcspn(l->ctld_host, ".")] = '\0';
-	l->ctld_port = base;
-	l->node_port_base = base;
-	l->srun_port_lo = base + LOCAL_PORTS_PER_SLOT / 2;
-	l->srun_port_hi = base + LOCAL_PORTS_PER_SLOT - 1;
-	l->node_cpus = cpus > 0 ? (int)cpus : 1;
-	/* Node bodies share this machine's memory: give each an equal part so
-	 * --mem requests schedule as they would on real nodes. */
-	{
-		long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-		int nodes = s->t ? pbx_template_node_count(s->t) : 0;
-		if (pages > 0 && psize > 0 && nodes > 0)
-			l->node_mem_mb = (long)((double)pages * (double)psize / 1048576.0 * 0.8 / nodes);
-	}
-	l->same_host = 1;
-	l->slurm_user = "root";
-	l->bootstrap_mode = "direct";
-	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
-	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", x->dir);
-	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", x->dir);
-	{
-		char *bin = pbx_find_pbx_train();   /* node bodies link to the local build */
-		if (bin && strlen(bin) < sizeof(l->train_bin))
-			snprintf(l->train_bin, sizeof(l->train_bin), "%s", bin);
-		free(bin);
-	}
-	/* A requeued (preempted) task starts again after this many seconds,
-	 * not SLURM's 120; step launches here take well under a second. */
-	l->cred_expire = 15;
-	return 0;
+	return pbx_body_layout(base, LOCAL_PORTS_PER_SLOT, s->t ? pbx_template_node_count(s->t) : 0,
+			       x->dir, l, err);
 }
 
 const struct pbx_provider pbx_provider_local = {
