@@ -129,6 +129,11 @@ struct pbx_provider {
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */
 	int (*destroy)(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+	/* Removes these nodes' instances only (a resize), waiting until they
+	 * are gone; the cluster's own resources stay.  A node already gone is
+	 * fine.  In a dry run, prints the requests. */
+	int (*remove_nodes)(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err);
 	/* SSH login for the nodes; *key_path is owned by the caller (NULL = agent). */
 	int (*login)(void *ctx, char **user, char **key_path, struct pbx_err *err);
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);

@@ -3,6 +3,7 @@
  * (see cluster.h).
  */
 #include "cluster/cluster.h"
+#include "cluster/cluster_internal.h"
 #include "util/fs.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -13,6 +14,17 @@
 char *pbx_cluster_dir(const char *name)
 {
 	return xasprintf("%s/clusters/%s", pbx_home(), name);
+}
+
+void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t)
+{
+	free(c->sized_groups);
+	c->sized_groups = NULL;
+	c->spec.t = NULL;
+	if (!t)
+		return;
+	pbx_template_sized(t, c->row.template_json, &c->sized, &c->sized_groups);
+	c->spec.t = &c->sized;
 }
 
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
@@ -34,7 +46,8 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 		goto fail;
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
-	c->spec.t = pbx_config_template(cfg, c->row.template_name ? c->row.template_name : name);
+	pbx_cluster_use_template(c, pbx_config_template(cfg, c->row.template_name
+							 ? c->row.template_name : name));
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
 	c->spec.store = st;
@@ -64,6 +77,7 @@ void pbx_cluster_close(struct pbx_cluster *c)
 	free(c->dir);
 	free(c->user);
 	free(c->key_path);
+	free(c->sized_groups);
 	free(c);
 }
 

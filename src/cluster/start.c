@@ -513,7 +513,7 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
 	if (start_record(st, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
-	c->spec.t = t;
+	pbx_cluster_use_template(c, t);
 	rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);

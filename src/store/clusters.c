@@ -97,6 +97,19 @@ int pbx_store_cluster_set_template(struct pbx_store *st, int64_t id, const char 
 	return pbx_store_step_done(st, stmt, err);
 }
 
+int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const char *json,
+					struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE clusters SET template_json = ?, updated = ? WHERE id = ?",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, (int64_t)time(NULL));
+	sqlite3_bind_int64(stmt, 3, id);
+	return pbx_store_step_done(st, stmt, err);
+}
+
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
 			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err)
 {
@@ -209,6 +222,18 @@ int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const cha
 	sqlite3_bind_text(stmt, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 2, cluster_id);
 	sqlite3_bind_text(stmt, 3, name, -1, SQLITE_STATIC);
+	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *name,
+			  struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "DELETE FROM nodes WHERE cluster_id = ? AND name = ?", &stmt,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, cluster_id);
+	sqlite3_bind_text(stmt, 2, name, -1, SQLITE_STATIC);
 	return pbx_store_step_done(st, stmt, err);
 }
 

@@ -722,16 +722,16 @@ static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
 	}
 }
 
-/* Deletes every instance (GCE_HTTP_POOL calls at once; one at a time in a
- * dry run, so the printed order is stable), waits until none is listed,
- * then deletes the firewall rules.  What is already gone (404) is fine. */
-static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+/* Deletes the instances of v (GCE_HTTP_POOL calls at once; one at a time
+ * in a dry run, so the printed order is stable) and waits until none is
+ * listed.  What is already gone (404) is fine. */
+static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, size_t n,
+				struct pbx_err *err)
 {
-	struct gce *g = ctx;
 	struct gce_delete_run run = { g, v };
 	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
-	int rc = 0, which;
+	int rc = 0;
 	if (pbx_fanout(n, g->s->dry_run ? 1 : GCE_HTTP_POOL, gce_delete_one, &run, errs) > 0) {
 		for (i = 0; i < n; i++)
 			if (errs[i].msg[0]) {
@@ -743,6 +743,14 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	free(errs);
 	if (rc == 0 && n && !g->s->dry_run)
 		rc = gce_wait_gone(g, v, n, err);
+	return rc;
+}
+
+/* Deletes every instance, then the firewall rules. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	int rc = gce_delete_instances(g, v, n, err), which;
 	for (which = 0; which < 2 && rc == 0; which++) {
 		char *name = gce_firewall_name(g, which);
 		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
@@ -750,6 +758,25 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 		free(path);
 		free(name);
 	}
+	return rc;
+}
+
+/* A resize's removal: the nodes' instances, by the name pbx gives them
+ * (the recorded one when there is one) in their recorded zone. */
+static int gce_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct pbx_instance *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i;
+	int rc;
+	for (i = 0; i < n; i++) {
+		v[i].id = nodes[i].instance_id ? xstrdup(nodes[i].instance_id)
+			: gce_instance_name(g, nodes[i].name);
+		v[i].zone = xstrdup(nodes[i].zone ? nodes[i].zone : g->zone);
+	}
+	rc = gce_delete_instances(g, v, n, err);
+	pbx_instances_free(v, n);
 	return rc;
 }
 
@@ -790,6 +817,7 @@ const struct pbx_provider pbx_provider_gce = {
 	.create_poll = gce_create_poll,
 	.list = gce_list,
 	.destroy = gce_destroy,
+	.remove_nodes = gce_remove_nodes,
 	.login = gce_login,
 	.layout = gce_layout,
 };
