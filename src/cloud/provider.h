@@ -95,6 +95,12 @@ struct pbx_slurm_layout {
 	int cred_expire;         /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
 };
 
+/* The state a provider gives a compute node the cloud did not make when
+ * the template's min_nodes policy lets the cluster start without it
+ * (quota, capacity).  The cluster runs without such nodes; a later start
+ * tries to make them again. */
+#define PBX_NODE_NOT_CREATED "not-created"
+
 /* What creation tells its caller as it goes. */
 struct pbx_create_hooks {
 	/* Called (from any thread) with node i's row as soon as something
@@ -120,7 +126,8 @@ struct pbx_provider {
 	int (*create_begin)(void *ctx, struct pbx_node_row *nodes, size_t n,
 			    const struct pbx_create_hooks *h, struct pbx_err *err);
 	/* Polls creation: 1 when every node's sshd can be reached (addresses
-	 * filled in), 0 while it is under way (call again), -1 on failure. */
+	 * filled in) or is PBX_NODE_NOT_CREATED, 0 while it is under way (call
+	 * again), -1 on failure. */
 	int (*create_poll)(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err);
 	/* Everything carrying the cluster's labels; *v owned by the caller

@@ -27,6 +27,19 @@ void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_te
 	c->spec.t = &c->sized;
 }
 
+/* Leaves out of c->nodes the nodes in `state` (their rows stay). */
+static void pbx_cluster_drop_state(struct pbx_cluster *c, const char *state)
+{
+	size_t i, k = 0;
+	for (i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].state && !strcmp(c->nodes[i].state, state))
+			pbx_node_row_release(&c->nodes[i]);
+		else
+			c->nodes[k++] = c->nodes[i];
+	}
+	c->nnodes = k;
+}
+
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err)
 {
@@ -44,6 +57,7 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	}
 	if (pbx_store_node_list(st, c->row.id, &c->nodes, &c->nnodes, err) < 0)
 		goto fail;
+	pbx_cluster_drop_state(c, PBX_NODE_NOT_CREATED);
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
 	pbx_cluster_use_template(c, pbx_config_template(cfg, c->row.template_name

@@ -305,6 +305,18 @@ static int resize_dry(struct pbx_cluster *c, const struct pbx_node_group *grp, i
 
 /* --------------------------------------------------------------- resize */
 
+/* After a failed growth the new size stays recorded: say what to do. */
+static void resize_grow_hint(const char *name, const char *group, int delta, struct pbx_err *err)
+{
+	char hint[256];
+	snprintf(hint, sizeof(hint), "; the cluster keeps the new size: 'pbx cluster start %s' "
+		 "tries again, 'pbx cluster resize %s%s%s%s -%d' gives %s up", name,
+		 group ? "-g " : "", group ? group : "", group ? " " : "", name, delta,
+		 delta == 1 ? "it" : "them");
+	if (strlen(err->msg) + strlen(hint) < sizeof(err->msg))
+		strcat(err->msg, hint);
+}
+
 int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		       const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
 		       struct pbx_err *err)
@@ -313,7 +325,7 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 	const struct pbx_node_group *grp;
 	const struct pbx_node_row **v = NULL;
 	char *json = NULL, *group = NULL;
-	int count = 0, rc;
+	int count = 0, rc, k;
 	if (pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	grp = resize_group(c, o->group, err);
@@ -335,6 +347,12 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 		v = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*v));
 		n = resize_victims(c, grp, count, v);
 		rc = resize_shrink(c, v, n, o, ev, err);
+		/* the rows of the nodes the cloud never made (min_nodes) too */
+		for (k = count + 1; rc == 0 && k <= grp->count; k++) {
+			char *node = xasprintf("%s%d", grp->name, k);
+			rc = pbx_store_node_delete(st, c->row.id, node, err);
+			free(node);
+		}
 	}
 	if (rc == 0) {
 		json = pbx_template_json_resized(c->row.template_json, group, count);
@@ -349,5 +367,8 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 		return -1;
 	/* The new size everywhere: new nodes made and bootstrapped, slurm.conf
 	 * rewritten on every node. */
-	return pbx_cluster_start(st, cfg, name, NULL, ev, err);
+	rc = pbx_cluster_start(st, cfg, name, NULL, ev, err);
+	if (rc < 0 && o->delta > 0 && err->code != PBX_EXIT_SECURITY)
+		resize_grow_hint(name, o->group, o->delta, err);
+	return rc;
 }

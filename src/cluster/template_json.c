@@ -40,6 +40,8 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 		json_array_append_new(groups, j);
 	}
 	json_object_set_new(o, "node_groups", groups);
+	if (t->min_nodes)
+		json_object_set_new(o, "min_nodes", json_integer(t->min_nodes));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;

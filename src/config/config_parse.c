@@ -19,7 +19,7 @@ enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", NULL
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -263,6 +263,21 @@ static int pbx_parse_groups(const struct pbx_ynode *m, int cloud,
 	return 0;
 }
 
+/* Optional min_nodes: the fewest compute nodes a start accepts when the
+ * cloud makes fewer than asked (quota, capacity); absent = all of them. */
+static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			       struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "min_nodes");
+	long x;
+	if (!v)
+		return 0;
+	if (pbx_ynode_int(v, 1, pbx_template_node_count(t), &x, err) < 0)
+		return -1;   /* "must be at most N" names the template's node count */
+	t->min_nodes = (int)x;
+	return 0;
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -285,7 +300,9 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
 	    pbx_parse_slurm(m, t, err) < 0)
 		return -1;
-	return pbx_parse_groups(m, cloud, t, err);
+	if (pbx_parse_groups(m, cloud, t, err) < 0)
+		return -1;
+	return pbx_parse_min_nodes(m, t, err);
 }
 
 static int pbx_parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,

@@ -282,19 +282,24 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 	return 0;
 }
 
+void pbx_node_row_release(struct pbx_node_row *r)
+{
+	free(r->name);
+	free(r->role);
+	free(r->address);
+	free(r->instance_id);
+	free(r->state);
+	free(r->root);
+	free(r->zone);
+	free(r->public_address);
+	free(r->operation);
+	memset(r, 0, sizeof(*r));
+}
+
 void pbx_node_rows_free(struct pbx_node_row *rows, size_t n)
 {
 	size_t i;
-	for (i = 0; i < n; i++) {
-		free(rows[i].name);
-		free(rows[i].role);
-		free(rows[i].address);
-		free(rows[i].instance_id);
-		free(rows[i].state);
-		free(rows[i].root);
-		free(rows[i].zone);
-		free(rows[i].public_address);
-		free(rows[i].operation);
-	}
+	for (i = 0; i < n; i++)
+		pbx_node_row_release(&rows[i]);
 	free(rows);
 }

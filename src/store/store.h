@@ -118,6 +118,8 @@ int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *
 int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 			struct pbx_node_row **rows, size_t *n, struct pbx_err *err);
 void pbx_node_rows_free(struct pbx_node_row *rows, size_t n);
+/* Frees one row's strings (not the row itself) and zeroes it. */
+void pbx_node_row_release(struct pbx_node_row *r);
 
 /* --------------------------------------------------------------- host keys */
 

@@ -121,7 +121,8 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 }
 
 json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
-		      const struct pbx_node_row *nodes, const size_t *idx, size_t n)
+		      const struct pbx_node_row *nodes, const size_t *idx, size_t n,
+		      size_t min_count)
 {
 	json_t *per = json_object(), *b;
 	size_t i;
@@ -130,8 +131,8 @@ json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
 		json_object_set_new(per, name, json_object());
 		free(name);
 	}
-	/* minCount = count: all or nothing for each kind of node. */
-	b = json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)n, "minCount", (json_int_t)n,
+	b = json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)n, "minCount",
+		      (json_int_t)(min_count >= 1 && min_count <= n ? min_count : n),
 		      "perInstanceProperties", per, "instanceProperties", properties(g, grp));
 	return b;
 }
