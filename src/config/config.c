@@ -29,6 +29,9 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->ssh_key);
 	free(t->image);
 	free(t->head_machine_type);
+	for (size_t k = 0; k < t->nssh_from; k++)
+		free(t->ssh_from[k]);
+	free(t->ssh_from);
 }
 
 void pbx_config_free(struct pbx_config *cfg)

@@ -71,7 +71,10 @@ struct pbx_cluster_template {
 	size_t ngroups;
 	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
 	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */
-	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */               /* >= 1 */
+	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
+	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
+					 NULL = anywhere (0.0.0.0/0) */
+	size_t nssh_from;               /* >= 1 */
 	int line;                     /* line of the template's name, 0 for built-in */
 	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };

@@ -19,7 +19,8 @@ enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes", NULL
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
+	"ssh_from", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -278,6 +279,49 @@ static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_tem
 	return 0;
 }
 
+/* An IPv4 CIDR block, "a.b.c.d/n" (n 0-32) with no host bits set. */
+static int pbx_cidr_ok(const char *s)
+{
+	char addr[32];
+	const char *slash = strchr(s, '/');
+	struct in_addr a;
+	char *end;
+	long bits;
+	if (!slash || (size_t)(slash - s) >= sizeof(addr))
+		return 0;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	bits = strtol(slash + 1, &end, 10);
+	if (inet_pton(AF_INET, addr, &a) != 1 || end == slash + 1 || *end || bits < 0 || bits > 32)
+		return 0;
+	return bits == 32 || (ntohl(a.s_addr) & (0xffffffffu >> bits)) == 0;
+}
+
+/* Optional ssh_from: the address blocks that may reach the head's sshd
+ * (default: anywhere, 0.0.0.0/0). */
+static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			      struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "ssh_from");
+	size_t i;
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_ynode_expect_seq(n, err) < 0)
+		return -1;
+	if (n->nitems == 0 || n->nitems > 16)
+		return pbx_ynode_error(n, err, "must list 1 to 16 address blocks");
+	t->ssh_from = xcalloc(n->nitems, sizeof(*t->ssh_from));
+	for (i = 0; i < n->nitems; i++) {
+		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &t->ssh_from[i], err) < 0)
+			return -1;
+		t->nssh_from++;
+		if (!pbx_cidr_ok(t->ssh_from[i]))
+			return pbx_ynode_error(n->items[i], err, "must be an IPv4 block like "
+					       "203.0.113.0/24, got '%.40s'", t->ssh_from[i]);
+	}
+	return 0;
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -300,7 +344,7 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
 	    pbx_parse_slurm(m, t, err) < 0)
 		return -1;
-	if (pbx_parse_groups(m, cloud, t, err) < 0)
+	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }
