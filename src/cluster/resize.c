@@ -115,6 +115,29 @@ static int resize_scontrol(struct pbx_cluster *c, const struct pbx_node_row *con
 	return rc;
 }
 
+/* The nodes of v that SLURM lists (*k of them, into out; idx[j] is out[j]'s
+ * place in v). */
+static int resize_known_to_slurm(struct pbx_cluster *c, const struct pbx_node_row *const *v,
+				 size_t n, const struct pbx_node_row **out, size_t *idx,
+				 size_t *k, struct pbx_err *err)
+{
+	struct pbx_sinfo_node *sn = NULL;
+	size_t nsn = 0, i;
+	*k = 0;
+	if (n == 0)
+		return 0;
+	if (pbx_cluster_sinfo(c, &sn, &nsn, err) < 0)
+		return pbx_err_prefix(err, "cannot ask SLURM about the nodes to remove "
+				      "(--force removes them without asking)");
+	for (i = 0; i < n; i++)
+		if (pbx_sinfo_state_of(sn, nsn, v[i]->name)) {
+			idx[*k] = i;
+			out[(*k)++] = v[i];
+		}
+	pbx_sinfo_free(sn, nsn);
+	return 0;
+}
+
 /* Done draining: no job left on it (drained, down, or SLURM no longer
  * lists it). */
 static int resize_drained(const char *state)
@@ -132,8 +155,8 @@ static int resize_drained(const char *state)
 
 /* Polls sinfo until every node of v is drained, showing each one's state. */
 static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row *const *v,
-			       size_t n, int timeout_s, const struct pbx_cluster_events *ev,
-			       struct pbx_err *err)
+			       size_t n, const size_t *shown_as, int timeout_s,
+			       const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	time_t until = time(NULL) + (timeout_s > 0 ? timeout_s : RESIZE_DRAIN_TIMEOUT_S);
 	for (;;) {
@@ -146,7 +169,7 @@ static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row 
 		for (i = 0; i < n; i++) {
 			const char *state = pbx_sinfo_state_of(sn, nsn, v[i]->name);
 			int done = resize_drained(state);
-			pbx_events_stage(ev, i, done ? "drained" : "draining (jobs running)");
+			pbx_events_stage(ev, shown_as[i], done ? "drained" : "draining (jobs running)");
 			if (!done) {
 				left++;
 				pbx_buf_addf(&busy, "%s%s=%s", busy.len ? ", " : "", v[i]->name, state);
@@ -222,14 +245,27 @@ static int resize_shrink(struct pbx_cluster *c, const struct pbx_node_row *const
 	struct pbx_node_row *rows;
 	size_t i;
 	int rc = 0;
+	const struct pbx_node_row **in_slurm = xcalloc(n ? n : 1, sizeof(*in_slurm));
+	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), k;
 	resize_announce(ev, v, n);
-	if (n && o->force)
-		rc = resize_scontrol(c, v, n, "down", err);
-	else if (n) {
-		rc = resize_scontrol(c, v, n, "drain", err);
-		if (rc == 0)
-			rc = resize_wait_drained(c, v, n, o->drain_timeout_s, ev, err);
+	/* Only the nodes SLURM knows get drained (one whose creation failed
+	 * never joined); with --force, a head that cannot be asked is no
+	 * obstacle. */
+	rc = resize_known_to_slurm(c, v, n, in_slurm, idx, &k, err);
+	if (rc < 0 && o->force) {
+		pbx_err_clear(err);
+		rc = 0;
+		k = 0;
 	}
+	if (rc == 0 && k && o->force)
+		rc = resize_scontrol(c, in_slurm, k, "down", err);
+	else if (rc == 0 && k) {
+		rc = resize_scontrol(c, in_slurm, k, "drain", err);
+		if (rc == 0)
+			rc = resize_wait_drained(c, in_slurm, k, idx, o->drain_timeout_s, ev, err);
+	}
+	free(in_slurm);
+	free(idx);
 	if (rc < 0)
 		return -1;
 	for (i = 0; i < n; i++)

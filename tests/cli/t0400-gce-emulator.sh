@@ -193,12 +193,12 @@ run_pbx cluster resize e1 +1
 is "$rc" "1" "resize +1 fails when the GPU quota is used up"
 echo "$errout" | grep -q "none of the new instances was kept"
 ok $? "the message says the new instance was not kept: $errout"
+echo "$errout" | grep -q "'pbx cluster resize e1 -1' gives it up"
+ok $? "and how to give the node up"
 is "$(emu_holds)" "3 2" "the running cluster keeps its 3 instances and its firewall rules"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle" "and its nodes stay idle in SLURM"
-echo "$errout" | grep -q "'pbx cluster resize e1 -1' gives it up"
-ok $? "the message says how to give the node up: $errout"
 run_pbx cluster resize e1 -1
 ok $rc "resize -1 gives up the node that could not be made: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.state != 'deleted' AND n.name = 'gpu3'")" "0" "gpu3 is forgotten"
