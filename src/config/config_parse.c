@@ -297,28 +297,42 @@ static int pbx_cidr_ok(const char *s)
 	return bits == 32 || (ntohl(a.s_addr) & (0xffffffffu >> bits)) == 0;
 }
 
+/* Optional list of 1 to max one-line strings under `key`: *out (owned by
+ * the config) and *n set; *n stays 0 when the key is absent or null. */
+static int pbx_opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
+			    const char *what, char ***out, size_t *n, struct pbx_err *err)
+{
+	const struct pbx_ynode *l = pbx_ymap_get(m, key);
+	size_t i;
+	if (!l || pbx_ynode_is_null(l))
+		return 0;
+	if (pbx_ynode_expect_seq(l, err) < 0)
+		return -1;
+	if (l->nitems == 0 || l->nitems > max)
+		return pbx_ynode_error(l, err, "must list 1 to %zu %s", max, what);
+	*out = xcalloc(l->nitems, sizeof(**out));
+	for (i = 0; i < l->nitems; i++) {
+		if (pbx_ynode_str(l->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
 /* Optional ssh_from: the address blocks that may reach the head's sshd
  * (default: anywhere, 0.0.0.0/0). */
 static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
-	const struct pbx_ynode *n = pbx_ymap_get(m, "ssh_from");
 	size_t i;
-	if (!n || pbx_ynode_is_null(n))
-		return 0;
-	if (pbx_ynode_expect_seq(n, err) < 0)
+	if (pbx_opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from,
+			     err) < 0)
 		return -1;
-	if (n->nitems == 0 || n->nitems > 16)
-		return pbx_ynode_error(n, err, "must list 1 to 16 address blocks");
-	t->ssh_from = xcalloc(n->nitems, sizeof(*t->ssh_from));
-	for (i = 0; i < n->nitems; i++) {
-		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &t->ssh_from[i], err) < 0)
-			return -1;
-		t->nssh_from++;
+	for (i = 0; i < t->nssh_from; i++)
 		if (!pbx_cidr_ok(t->ssh_from[i]))
-			return pbx_ynode_error(n->items[i], err, "must be an IPv4 block like "
-					       "203.0.113.0/24, got '%.40s'", t->ssh_from[i]);
-	}
+			return pbx_ynode_error(pbx_ymap_get(m, "ssh_from")->items[i], err,
+					       "must be an IPv4 block like 203.0.113.0/24, got "
+					       "'%.40s'", t->ssh_from[i]);
 	return 0;
 }
 
@@ -393,21 +407,7 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 static int pbx_parse_gce_zones(const struct pbx_ynode *gce, struct pbx_cloud_gce *g,
 			       struct pbx_err *err)
 {
-	const struct pbx_ynode *n = pbx_ymap_get(gce, "zones");
-	size_t i;
-	if (!n || pbx_ynode_is_null(n))
-		return 0;
-	if (pbx_ynode_expect_seq(n, err) < 0)
-		return -1;
-	if (n->nitems == 0 || n->nitems > 32)
-		return pbx_ynode_error(n, err, "must list 1 to 32 zones");
-	g->zones = xcalloc(n->nitems, sizeof(*g->zones));
-	for (i = 0; i < n->nitems; i++) {
-		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &g->zones[i], err) < 0)
-			return -1;
-		g->nzones++;
-	}
-	return 0;
+	return pbx_opt_str_list(gce, "zones", 32, "zones", &g->zones, &g->nzones, err);
 }
 
 static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
