@@ -238,20 +238,17 @@ static int resize_forget(struct pbx_cluster *c, const struct pbx_node_row *const
 	return 0;
 }
 
-static int resize_shrink(struct pbx_cluster *c, const struct pbx_node_row *const *v, size_t n,
-			 const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
-			 struct pbx_err *err)
+/* Takes the nodes out of SLURM's hands: drained (waiting for their jobs)
+ * or, with force, down (SLURM requeues their jobs).  Only the nodes SLURM
+ * lists: one whose creation failed never joined; with force, a head that
+ * cannot be asked is no obstacle. */
+static int resize_drain(struct pbx_cluster *c, const struct pbx_node_row *const *v, size_t n,
+			const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
+			struct pbx_err *err)
 {
-	struct pbx_node_row *rows;
-	size_t i;
-	int rc = 0;
 	const struct pbx_node_row **in_slurm = xcalloc(n ? n : 1, sizeof(*in_slurm));
 	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx)), k;
-	resize_announce(ev, v, n);
-	/* Only the nodes SLURM knows get drained (one whose creation failed
-	 * never joined); with --force, a head that cannot be asked is no
-	 * obstacle. */
-	rc = resize_known_to_slurm(c, v, n, in_slurm, idx, &k, err);
+	int rc = resize_known_to_slurm(c, v, n, in_slurm, idx, &k, err);
 	if (rc < 0 && o->force) {
 		pbx_err_clear(err);
 		rc = 0;
@@ -266,7 +263,19 @@ static int resize_shrink(struct pbx_cluster *c, const struct pbx_node_row *const
 	}
 	free(in_slurm);
 	free(idx);
-	if (rc < 0)
+	return rc;
+}
+
+/* Drains the nodes, deletes their instances, forgets them. */
+static int resize_shrink(struct pbx_cluster *c, const struct pbx_node_row *const *v, size_t n,
+			 const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
+			 struct pbx_err *err)
+{
+	struct pbx_node_row *rows;
+	size_t i;
+	int rc;
+	resize_announce(ev, v, n);
+	if (resize_drain(c, v, n, o, ev, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		pbx_events_stage(ev, i, "deleting");
