@@ -11,6 +11,7 @@
 
 #include "train/comm.h"
 #include "train/config.h"
+#include "train/pack.h"
 #include "train/train.h"
 
 #define USAGE "pbx-train CONFIG.yaml [--set key=value ...] [--resume[=PATH]]"
@@ -19,6 +20,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: " USAGE "\n"
+"       " PBX_TRAIN_PACK_USAGE "\n"
 "       pbx-train --help | --version\n"
 "\n"
 "Trains an image classifier on the CPU (OpenBLAS + OpenMP) as configured by\n"
@@ -80,6 +82,8 @@ int main(int argc, char **argv)
 		execv("/proc/self/exe", argv);
 		/* no /proc: go on with spinning workers */
 	}
+	if (argc > 1 && strcmp(argv[1], "pack") == 0)
+		return pbx_train_pack_main(argc - 1, argv + 1);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
