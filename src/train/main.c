@@ -11,6 +11,7 @@
 
 #include "train/comm.h"
 #include "train/config.h"
+#include "train/downpour.h"
 #include "train/pack.h"
 #include "train/train.h"
 
@@ -144,7 +145,14 @@ int main(int argc, char **argv)
 	if (!comm)
 		goto fail;
 	pbx_train_install_signals();
-	rc = pbx_train_run(&cfg, comm, &err);
+	if (strcmp(cfg.mode, "downpour") == 0)
+#ifdef PBX_TRAIN_HAVE_MPI
+		rc = pbx_downpour_run(&cfg, comm, &err);
+#else
+		rc = pbx_err_setc(&err, PBX_EXIT_USAGE, "key 'mode': downpour needs MPI (rebuild with libopenmpi-dev)");
+#endif
+	else
+		rc = pbx_train_run(&cfg, comm, &err);
 	if (rc < 0 && comm->world > 1) {
 		/* the other ranks would wait for this one until their timeout:
 		 * end them all (rank 0 at once; the others give rank 0's own
@@ -154,6 +162,10 @@ int main(int argc, char **argv)
 		fflush(stderr);
 		if (comm->rank != 0)
 			sleep(1);
+#ifdef PBX_TRAIN_HAVE_MPI
+		if (strcmp(cfg.mode, "downpour") == 0)
+			pbx_downpour_abort(comm, err.code ? err.code : 1);
+#endif
 		pbx_comm_abort(comm, err.code ? err.code : 1);
 	}
 	pbx_comm_close(comm);

@@ -274,7 +274,8 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 				   r->data_rank, r->data_world,
 				   c->loader_threads, 1);
 	r->test_loader = pbx_loader_new(&r->test, r->local_batch, 0, NULL, c->seed,
-					r->comm->rank, r->comm->world, 0, 0);
+					r->hook ? 0 : r->comm->rank,
+					r->hook ? 1 : r->comm->world, 0, 0);
 	if (!r->loader || !r->test_loader)
 		return pbx_err_set(err, "cannot create the data loader (batch %d, %d training examples)",
 				   c->batch_size, r->train.n);
