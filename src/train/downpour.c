@@ -478,8 +478,17 @@ static int dp_worker_step(void *ctx, float *params, float *grads, size_t n, doub
 			  struct pbx_err *err)
 {
 	struct dp_worker *w = ctx;
-	if (!w->started && dp_worker_start(w, params, n, err) < 0)
-		return -1;
+	if (!w->started) {
+		if (dp_worker_start(w, params, n, err) < 0)
+			return -1;
+		/* the servers' parameters (the first worker's: after a resume
+		 * they are its checkpoint's) replace this worker's own before
+		 * its first push; its first gradient is dropped */
+		if (!w->is_first) {
+			w->steps++;
+			return dp_worker_fetch(w, params, dp_worker_deadline(w), err);
+		}
+	}
 	for (size_t i = 0; i < n; i++)
 		w->acc[i] += grads[i];
 	w->steps++;
@@ -631,9 +640,6 @@ int pbx_downpour_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "key 'mode': downpour needs more MPI ranks than ps_ranks (%d), got %d (start it with mpirun --enable-recovery -np N)",
 				    cfg->ps_ranks, comm->world);
-	if (cfg->resume)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'resume': not supported in mode downpour");
 	comm->lossy = 1; /* a lost worker would never reach a final barrier */
 	MPI_Comm_dup(MPI_COMM_WORLD, &dc);
 	MPI_Comm_set_errhandler(dc, MPI_ERRORS_RETURN);

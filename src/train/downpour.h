@@ -22,6 +22,13 @@
  * and the worker's own since its fetch); servers log its mean and maximum
  * every 500 updates and report it at the end.
  *
+ * Resume (pbx runs train: tasks with --resume): the first worker resumes
+ * from its checkpoint and starts the servers from those parameters (their
+ * optimiser state starts afresh); the other workers fetch the servers'
+ * parameters at their first step (dropping that step's gradient) and start
+ * their data from the beginning.  Under --enable-recovery mpirun exits 0
+ * whatever the ranks do, so exit status 75 (requeue) does not reach SLURM.
+ *
  * Failures.  A server that hears nothing from a worker for ps_timeout
  * seconds reports it lost and goes on with the others (start mpirun with
  * --enable-recovery, or OMPI_MCA_orte_enable_recovery=1 in its
