@@ -30,8 +30,10 @@ static void usage(FILE *f)
 "\n"
 "keys (default):\n"
 "  model (mlp)             mlp, lenet, cnn-bn, mini-alexnet, or model.layers: [...]\n"
-"  dataset (fashion-mnist) fashion-mnist, mnist, cifar10, synthetic\n"
+"  dataset (fashion-mnist) fashion-mnist, mnist, cifar10, synthetic, tfrecord\n"
 "  data_dir                directory of the data set files (runtime default)\n"
+"  train_files, test_files glob patterns of TFRecord shards (dataset: tfrecord;\n"
+"                          written by pbx-train pack or TensorFlow)\n"
 "  epochs (10) batch_size (128) seed (1) threads (all CPUs) loader_threads (1)\n"
 "  optimizer (sgd)         sgd, adam, adamw\n"
 "  lr (0.05) momentum (0.9) nesterov (false) weight_decay (0)\n"
@@ -60,13 +62,25 @@ static void usage(FILE *f)
 "  comm_timeout (300)      seconds a collective may wait before the job ends\n"
 "                          with a message naming the rank that stopped\n"
 "\n"
+"Downpour SGD (mode: downpour; mpirun --enable-recovery -np N, N > ps_ranks;\n"
+"batch_size is per worker):\n"
+"  mode (allreduce)        allreduce (synchronous) or downpour (asynchronous)\n"
+"  ps_ranks (1)            ranks 0..ps_ranks-1 are parameter servers, the rest\n"
+"                          workers; the first worker writes the outputs\n"
+"  n_push (1) n_fetch (1)  steps between gradient pushes / parameter fetches\n"
+"  ps_optimizer (adagrad)  the servers' update: sgd (momentum, weight_decay) or\n"
+"                          adagrad\n"
+"  ps_timeout (30)         seconds of silence before a server drops a worker, or\n"
+"                          a worker ends the job for want of a server\n"
+"\n"
 "Multi-rank: mpirun -np N pbx-train CONFIG.yaml (each rank reads its shard;\n"
 "rank 0 writes the outputs).  Without a launcher pbx-train runs as one\n"
 "process without MPI.\n"
 "\n"
 "SIGTERM or SIGUSR1: checkpoint at the next step, then exit 75 (requeue;\n"
 "run again with --resume).  Outputs: OUTPUT_DIR/metrics.jsonl, TensorBoard\n"
-"events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt.  See pbx-train(1).\n");
+"events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt (downpour: downpour.json).\n"
+"pbx-train pack writes TFRecord shards (pbx-train pack --help).  See pbx-train(1).\n");
 }
 
 int main(int argc, char **argv)

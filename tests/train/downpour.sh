@@ -1,5 +1,5 @@
 #!/bin/sh
-# downpour.sh CASE PBX_TRAIN WORKDIR - Downpour SGD (mode: downpour) under
+# downpour.sh CASE PBX_TRAIN WORKDIR [EXP_PACK] - Downpour SGD (mode: downpour) under
 # mpirun --enable-recovery, oversubscribed on this 2-core machine:
 #   train:    lenet on synthetic data, 1 server + 2 workers: completes;
 #             outputs come from the first worker alone (one metrics.jsonl,
@@ -16,6 +16,10 @@
 #             lost worker
 #   killps:   SIGKILL to the server (rank 0) mid-run: the job ends within
 #             60 s, non-zero, with a message naming parameter server rank 0
+#   task:     a train: experiment in mode downpour (3 SLURM tasks, the
+#             recovery switch in its env:) packaged by pbx and run by the
+#             real task wrapper with the mpi launcher (SLURM_NTASKS=3, no
+#             SLURM): COMPLETED, the outputs in the task directory
 #   usage:    mode downpour with one rank, or as many ranks as ps_ranks:
 #             exit 2 with a message
 set -eu
@@ -149,6 +153,33 @@ killps)
 	[ "$RC" != 0 ] || fail "mpirun exited 0 after the server was killed"
 	[ "$T" -le 60 ] || fail "the job took $T s to end"
 	grep -q "parameter server rank 0 has not answered for 10 s" "$W/d.log" || fail "no message naming the server"
+	;;
+task)
+	PACK=$4
+	mkdir -p "$W/exp"
+	cat >"$W/exp/experiment.yaml" <<EOT
+name: dp-task
+train: { mode: downpour, ps_ranks: 1, model: lenet, dataset: synthetic, synthetic_n: 1024,
+         test_subset: 256, epochs: 2, batch_size: 32, threads: 1, lr: 0.01, output_dir: . }
+env: { OMPI_MCA_orte_enable_recovery: "1" }
+resources: { ntasks: 3, time: "00:05:00" }
+EOT
+	"$PACK" "$W/exp/experiment.yaml" "$W/pkg.tar" >/dev/null
+	mkdir -p "$W/pkg"
+	tar -xf "$W/pkg.tar" -C "$W/pkg"
+	# 3 ranks on 2 cores: mpirun outside SLURM needs leave to oversubscribe
+	rc=0
+	env PATH="$(dirname "$BIN"):$PATH" PBX_PKG_DIR="$W/pkg" PBX_RUN_DIR="$W/run" \
+		PBX_TASK_INDEX=0 PBX_LAUNCHER=mpi SLURM_NTASKS=3 \
+		OMPI_MCA_rmaps_base_oversubscribe=1 sh "$W/pkg/pbx-task.sh" || rc=$?
+	D=$W/run/tasks/0
+	cat "$D/stderr"
+	[ "$rc" = 0 ] || fail "the task wrapper exited $rc"
+	grep -q "^0 COMPLETED 0 " "$D/status" || fail "status: $(cat "$D/status")"
+	grep -q "parameter server rank 0: done: .* 2 of 2 workers finished" "$D/stderr" ||
+		fail "no server summary"
+	grep -q '"status": "completed"' "$D/summary.json" || fail "no summary.json in the task directory"
+	grep -q '"mode": "downpour"' "$D/downpour.json" || fail "no downpour.json"
 	;;
 usage)
 	out=$("$BIN" - $DP --set epochs=1 2>&1) && fail "one process in mode downpour succeeded"
