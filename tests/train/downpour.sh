@@ -20,6 +20,8 @@
 #             recovery switch in its env:) packaged by pbx and run by the
 #             real task wrapper with the mpi launcher (SLURM_NTASKS=3, no
 #             SLURM): COMPLETED, the outputs in the task directory
+#   allreduce: (synchronous mode) TFRecord shards split unevenly between 2
+#             ranks: both take the smaller share's steps and finish
 #   usage:    mode downpour with one rank, or as many ranks as ps_ranks:
 #             exit 2 with a message
 set -eu
@@ -75,6 +77,28 @@ disrupt() {
 	echo "SIGKILL to rank $1: job ended in ${T} s, mpirun exit $RC"
 }
 
+# synthetic IDX files (mnist names) in $W, classes as bright bands: pack
+# reads IDX, so TFRecord shards of a learnable set are packed from these
+mkdata() {
+	python3 - "$W" <<'PY'
+import gzip, random, struct, sys
+w = sys.argv[1]
+random.seed(3)
+for split, n in (("train", 1200), ("t10k", 300)):
+    labels = [random.randrange(10) for _ in range(n)]
+    pix = bytearray()
+    for y in labels:  # class y: a bright band at rows 2y..2y+5
+        for r in range(28):
+            for c in range(28):
+                on = 2 * y <= r < 2 * y + 6
+                pix.append(min(255, (200 if on else 20) + random.randrange(40)))
+    with gzip.open(f"{w}/{split}-images-idx3-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(pix))
+    with gzip.open(f"{w}/{split}-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+PY
+}
+
 case $CASE in
 train)
 	# --resume as pbx runs train: tasks (no checkpoint yet: a fresh start)
@@ -100,25 +124,7 @@ train)
 	;;
 shards)
 	"$BIN" pack mnist "$W/none" "$W/x" >/dev/null 2>&1 && fail "pack of a missing data set succeeded"
-	# 4 shard files of a synthetic set written through TFRecord: pack
-	# reads IDX, so write synthetic IDX files first
-	python3 - "$W" <<'PY'
-import gzip, random, struct, sys
-w = sys.argv[1]
-random.seed(3)
-for split, n in (("train", 1200), ("t10k", 300)):
-    labels = [random.randrange(10) for _ in range(n)]
-    pix = bytearray()
-    for y in labels:  # class y: a bright band at rows 2y..2y+5
-        for r in range(28):
-            for c in range(28):
-                on = 2 * y <= r < 2 * y + 6
-                pix.append(min(255, (200 if on else 20) + random.randrange(40)))
-    with gzip.open(f"{w}/{split}-images-idx3-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(pix))
-    with gzip.open(f"{w}/{split}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
-PY
+	mkdata
 	"$BIN" pack mnist "$W" "$W/tfr" --shards 4 >/dev/null
 	"$BIN" pack mnist "$W" "$W/tfr" --split test >/dev/null
 	$MPIRUN -np 4 "$BIN" - $DP --set ps_ranks=2 --set ps_optimizer=sgd --set lr=0.01 \
@@ -180,6 +186,25 @@ EOT
 		fail "no server summary"
 	grep -q '"status": "completed"' "$D/summary.json" || fail "no summary.json in the task directory"
 	grep -q '"mode": "downpour"' "$D/downpour.json" || fail "no downpour.json"
+	;;
+allreduce)
+	# synchronous data parallelism from TFRecord: 3 files on 2 ranks give
+	# rank 0 files 0 and 2 (800 records), rank 1 file 1 (400): both must
+	# take the same number of steps (the smaller share) or the allreduce
+	# would wait for ever
+	mkdata
+	"$BIN" pack mnist "$W" "$W/tfr" --shards 3 >/dev/null
+	"$BIN" pack mnist "$W" "$W/tfr" --split test >/dev/null
+	env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --oversubscribe \
+		--allow-run-as-root -np 2 "$BIN" - --set model=lenet --set dataset=tfrecord \
+		--set train_files="$W/tfr/mnist-train-*" --set test_files="$W/tfr/mnist-test-*" \
+		--set batch_size=64 --set epochs=2 --set threads=1 --set lr=0.01 --set seed=1 \
+		--set comm_timeout=20 --set output_dir="$W/o" >"$W/o.log" 2>&1 ||
+		{ cat "$W/o.log"; fail "mpirun failed"; }
+	cat "$W/o.log"
+	# 400 examples per rank: 12 steps of 32 per epoch
+	[ "$(jget "$W/o/summary.json" train_examples)" = 400 ] || fail "train_examples"
+	[ "$(jget "$W/o/summary.json" steps)" = 24 ] || fail "steps"
 	;;
 usage)
 	out=$("$BIN" - $DP --set epochs=1 2>&1) && fail "one process in mode downpour succeeded"
