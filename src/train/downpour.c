@@ -31,6 +31,9 @@
 #include "train/train.h"
 #include "util/xalloc.h"
 
+/* The exit status pbx_downpour_close's timer exits with. */
+static volatile sig_atomic_t dp_exit_code;
+
 enum { TAG_INIT = 101, TAG_PUSH, TAG_FETCH, TAG_PARAMS, TAG_DONE, TAG_ACK };
 
 #define DP_LOG_EVERY 500     /* server updates between staleness lines */
@@ -674,4 +677,28 @@ void pbx_downpour_abort(struct pbx_comm *comm, int code)
 	    strcmp(parent, "orted") == 0)
 		kill(pp, SIGTERM);
 	pbx_comm_abort(comm, code);
+}
+
+static void dp_finalize_timeout(int sig)
+{
+	static const char msg[] = "pbx-train: MPI_Finalize did not return within 30 s (waiting for a lost rank?): exiting without it\n";
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing left to tell */
+	}
+	_exit(dp_exit_code);
+}
+
+void pbx_downpour_close(struct pbx_comm *comm, int rc)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = dp_finalize_timeout;
+	sigemptyset(&sa.sa_mask);
+	dp_exit_code = rc;
+	fflush(NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(30);
+	pbx_comm_close(comm);
+	alarm(0);
 }

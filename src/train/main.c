@@ -182,7 +182,12 @@ int main(int argc, char **argv)
 #endif
 		pbx_comm_abort(comm, err.code ? err.code : 1);
 	}
-	pbx_comm_close(comm);
+#ifdef PBX_TRAIN_HAVE_MPI
+	if (strcmp(cfg.mode, "downpour") == 0)
+		pbx_downpour_close(comm, rc < 0 ? (err.code ? err.code : 1) : rc);
+	else
+#endif
+		pbx_comm_close(comm);
 	if (rc < 0)
 		goto fail;
 	pbx_train_config_free(&cfg);
