@@ -1,5 +1,5 @@
 #!/bin/sh
-# tfrecord.sh PBX_TRAIN WORKDIR - TFRecord shards end to end with the
+# tfrecord.sh PBX_TRAIN WORKDIR TFR_DUMP - TFRecord shards end to end with the
 # real Fashion-MNIST (skipped, exit 77, when it is not installed):
 #   - `pbx-train pack` writes the train and test splits as shards;
 #   - training from the shards (dataset: tfrecord) ends with parameters
@@ -7,10 +7,13 @@
 #     (params_sha256 of summary.json), with 1 and 3 loader threads;
 #   - a flipped byte in a shard: exit 1, the message names the file and the
 #     byte offset of the damaged record;
-#   - pack's usage errors exit 2.
+#   - pack's usage errors exit 2;
+#   - CIFAR-10 (synthetic binary batches, channel planes): pack writes each
+#     image HWC, pixel (r, c) as R, G, B, read back (tfr_dump) as written.
 set -u
 BIN=$1
 W=$2
+DUMP=$3
 FM=${PBX_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 [ -e "$FM/t10k-images-idx3-ubyte.gz" ] || { echo "skip: no Fashion-MNIST in $FM"; exit 77; }
 rm -rf "$W"; mkdir -p "$W"
@@ -64,5 +67,32 @@ expect 2 "dataset tfrecord needs train_files" -- "$BIN" - --set dataset=tfrecord
 expect 1 "no file matches the pattern $W/none-\*" -- "$BIN" - $S --set dataset=tfrecord \
 	--set train_files="$W/none-*" --set test_files="$W/none-*" --set output_dir="$W/none"
 expect 0 "usage: pbx-train pack DATASET" -- "$BIN" pack --help
+# CIFAR-10 batches: 1 label byte + 1024 R + 1024 G + 1024 B per record
+mkdir -p "$W/cifar"
+python3 - "$W/cifar" <<'PY'
+import sys
+d = sys.argv[1]
+def rec(k):  # image k: pixel (r, c) of channel ch is (k*7 + ch*85 + r*3 + c) % 256
+    return bytes([(k // 10 + k % 10 * 5) % 10]) + bytes((k * 7 + ch * 85 + r * 3 + c) % 256
+                                   for ch in range(3) for r in range(32) for c in range(32))
+for i in range(1, 6):
+    open(f"{d}/data_batch_{i}.bin", "wb").write(b"".join(rec(10 * i + j) for j in range(2)))
+open(f"{d}/test_batch.bin", "wb").write(rec(0))
+PY
+expect 0 "10 examples 32x32x3, 2 shard(s)" -- "$BIN" pack cifar10 "$W/cifar" "$W/ctf" --shards 2
+"$DUMP" "$W/ctf/cifar10-train-*.tfrecord" > "$W/cdump" 2>&1
+python3 - "$W/cdump" <<'PY' || { echo "not ok: CIFAR-10 pixels or labels differ after pack"; fail=1; }
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[0] == "10 3 32 32 10", lines[0]
+for n, line in enumerate(lines[1:11]):
+    k = 10 * (n // 2 + 1) + n % 2
+    lab, hexpix = line.split()
+    want = bytes((k * 7 + ch * 85 + r * 3 + c) % 256
+                 for r in range(32) for c in range(32) for ch in range(3))  # HWC
+    assert int(lab) == (k // 10 + k % 10 * 5) % 10 and bytes.fromhex(hexpix) == want, n
+print("ok CIFAR-10 pack: HWC pixels and labels")
+PY
+
 [ $fail = 0 ] && echo "all ok"
 exit $fail
