@@ -81,6 +81,7 @@ static const struct cfg_key {
 	K("recompute", CFG_INT, recompute),
 	K("bucket_kb", CFG_INT, bucket_kb),
 	K("comm_timeout", CFG_DOUBLE, comm_timeout),
+	K("device", CFG_STR, device),
 };
 
 #define CFG_NKEYS ((int)(sizeof(cfg_keys) / sizeof(cfg_keys[0])))
@@ -111,6 +112,7 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->log_every = 50;
 	c->bucket_kb = 1024;
 	c->comm_timeout = 300.0;
+	c->device = xstrdup("cpu");
 }
 
 void pbx_train_config_free(struct pbx_train_config *c)
@@ -211,6 +213,11 @@ static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k,
 		break;
 	case CFG_STR: {
 		char **p = field;
+		if (strcmp(k->name, "device") == 0 && strcmp(val, "cpu") != 0 &&
+		    strcmp(val, "cuda") != 0 && strcmp(val, "auto") != 0) {
+			want = "cpu, cuda or auto";
+			break;
+		}
 		free(*p);
 		*p = (strcmp(val, "") == 0 || strcmp(val, "null") == 0 ||
 		      strcmp(val, "~") == 0) ? NULL : xstrdup(val);

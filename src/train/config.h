@@ -58,6 +58,7 @@ struct pbx_train_config {
 				 * segments, k > 0 segments */
 	int bucket_kb;          /* gradient allreduce bucket (KiB) */
 	double comm_timeout;    /* seconds a collective may wait */
+	char *device;           /* cpu, cuda, auto (device.h) */
 };
 
 /* Sets every field to its default. */
