@@ -28,6 +28,15 @@ int pbx_device_have_cuda(void)
 #endif
 }
 
+const char *pbx_device_built(void)
+{
+#ifdef PBX_TRAIN_HAVE_CUDA
+	return pbx_cuda_built();
+#else
+	return "cpu; no CUDA backend";
+#endif
+}
+
 /* The GPU for this rank, or -1 + err saying what is missing. */
 static int device_open_cuda(const struct pbx_train_config *cfg,
 			    struct pbx_comm *comm, struct pbx_err *err)

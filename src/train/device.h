@@ -36,6 +36,10 @@ int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m,
 		     struct pbx_err *err);
 /* Whether this build has the CUDA backend. */
 int pbx_device_have_cuda(void);
+/* The backends of this build, for --version: "cpu, cuda (sm_90 and
+ * newer, CUDA runtime 13000, cuDNN 9.19, NCCL 2.28)" or "cpu; no CUDA
+ * backend" (static string). */
+const char *pbx_device_built(void);
 
 /* The gradients the comm reduces (device memory for a device model). */
 float *pbx_device_grads(struct pbx_model *m);

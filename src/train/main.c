@@ -11,6 +11,7 @@
 
 #include "train/comm.h"
 #include "train/config.h"
+#include "train/device.h"
 #include "train/train.h"
 
 #define USAGE "pbx-train CONFIG.yaml [--set key=value ...] [--resume[=PATH]]"
@@ -90,7 +91,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return fflush(stdout) ? 1 : 0;
 		} else if (strcmp(argv[i], "--version") == 0) {
-			printf("pbx-train %s\n", PBX_VERSION);
+			printf("pbx-train %s (%s)\n", PBX_VERSION, pbx_device_built());
 			return fflush(stdout) ? 1 : 0;
 		}
 	pbx_train_config_defaults(&cfg);

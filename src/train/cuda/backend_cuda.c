@@ -149,6 +149,16 @@ int pbx_cuda_open(int local_rank, struct pbx_err *err)
 	return 0;
 }
 
+#define CU_STR2(x) #x
+#define CU_STR(x) CU_STR2(x)
+const char *pbx_cuda_built(void)
+{
+	return "cpu, cuda (sm_" CU_STR(PBX_CUDA_MIN_CC) " and newer, CUDA runtime "
+	       CU_STR(CUDART_VERSION) ", cuDNN "
+	       CU_STR(CUDNN_MAJOR) "." CU_STR(CUDNN_MINOR) ", NCCL "
+	       CU_STR(NCCL_MAJOR) "." CU_STR(NCCL_MINOR) ")";
+}
+
 int pbx_cuda_check_model(const struct pbx_model *m, struct pbx_err *err)
 {
 	for (int i = 0; i < m->nlayers; i++) {

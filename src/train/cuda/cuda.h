@@ -28,6 +28,8 @@
  * for this CUDA runtime, no GPU, a GPU older than the code built for). */
 int pbx_cuda_open(int local_rank, struct pbx_err *err);
 extern const struct pbx_backend pbx_backend_cuda;
+/* What this build's backend was compiled for (static string). */
+const char *pbx_cuda_built(void);
 /* Whether the backend can run this model (cuDNN's limits on LRN); -1 +
  * err naming the layer otherwise. */
 int pbx_cuda_check_model(const struct pbx_model *m, struct pbx_err *err);
