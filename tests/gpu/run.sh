@@ -48,27 +48,13 @@ CMP=$BUILD/tests/train/train_ckpt_cmp
 nfail=0
 npass=0
 
-die() { echo "tests/gpu/run.sh: $*" >&2; exit 2; }
 pass() { echo "PASS $1: $2"; npass=$((npass + 1)); }
 fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
 
-# ---- the machine
-command -v nvidia-smi >/dev/null 2>&1 ||
-	die "no nvidia-smi: this machine has no NVIDIA driver, so no GPU to test (these checks need one; CI has none and does not run them)"
-ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-[ "$ngpu" -ge 1 ] || die "nvidia-smi lists no GPU"
-echo "# $(nvidia-smi -L | head -4 | tr '\n' ' ')"
-echo "# driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-
-# ---- the build
-if ! [ -x "$BIN" ] || ! "$BIN" --version 2>/dev/null | grep -q 'cuda (sm_'; then
-	cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPBX_CUDA=ON >"$BUILD.cmake.log" 2>&1 ||
-		die "configuring with -DPBX_CUDA=ON failed (see $BUILD.cmake.log)"
-	cmake --build "$BUILD" -j"$(nproc)" --target pbx-train train_ckpt_cmp >"$BUILD.build.log" 2>&1 ||
-		die "building pbx-train failed (see $BUILD.build.log)"
-fi
-"$BIN" --version | grep -q 'cuda (sm_' || die "$BIN has no CUDA backend"
-echo "# $("$BIN" --version)"
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$ROOT/tests/gpu/common.sh"
+gpu_require
+gpu_build "$ROOT" "$BUILD"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
@@ -171,8 +157,8 @@ done
 
 # ---- nccl_2_ranks
 L="--set model=lenet $FM --set batch_size=128 --set epochs=1 --set max_steps=50 --set eval_every=0 $SGD"
-if [ "$ngpu" -lt 2 ]; then
-	fail nccl_2_ranks "needs 2 GPUs, this machine has $ngpu (NCCL refuses two ranks on one GPU: 'Duplicate GPU detected')"
+if [ "$NGPU" -lt 2 ]; then
+	fail nccl_2_ranks "needs 2 GPUs, this machine has $NGPU (NCCL refuses two ranks on one GPU: 'Duplicate GPU detected')"
 elif ! command -v mpirun >/dev/null 2>&1; then
 	fail nccl_2_ranks "mpirun not found (install openmpi-bin and libopenmpi-dev, rebuild)"
 else
