@@ -1,17 +1,79 @@
 /*
  * device.c - the `device` key (cpu, cuda, auto) and the loop's calls that
- * depend on where the model lives (see device.h).  Built with or without
- * the CUDA backend: without it, `cuda` is an error that says so and
+ * depend on where the model lives (see device.h).  The CUDA backend is a
+ * module, pbx-train-cuda.so (cuda/cuda.h), opened here the first time a
+ * run asks for it: next to the pbx-train executable (the build tree), else
+ * in ../lib/pbx beside it (an installed one), or $PBX_TRAIN_CUDA_MODULE.
+ * Without the module in this build, `cuda` is an error that says so and
  * `auto` is the CPU.
  */
 #include "train/device.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#ifdef PBX_TRAIN_HAVE_CUDA
 #include "train/cuda/cuda.h"
+
+/* The loaded module's entry point (NULL until loaded, or when it failed:
+ * device_why then says why). */
+static const struct pbx_cuda_api *device_api;
+static char device_why[PATH_MAX + 256];
+
+/* Opens the module at `path`; 0, or -1 with device_why set. */
+static int device_load(const char *path)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(device_why, sizeof(device_why), "cannot load the CUDA backend: %s", dlerror());
+		return -1;
+	}
+	const struct pbx_cuda_api *api = dlsym(h, "pbx_cuda_api");
+	if (!api || api->abi != PBX_CUDA_ABI) {
+		snprintf(device_why, sizeof(device_why), "%s is not this pbx-train's CUDA backend (%s)",
+			 path, api ? "another version" : "no pbx_cuda_api");
+		dlclose(h);
+		return -1;
+	}
+	device_api = api;
+	return 0;
+}
+
+/* The module, loaded once; NULL with device_why set when there is none. */
+static const struct pbx_cuda_api *device_cuda(void)
+{
+	static int tried;
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	if (tried)
+		return device_api;
+	tried = 1;
+#ifndef PBX_TRAIN_HAVE_CUDA
+	snprintf(device_why, sizeof(device_why), "this pbx-train was built without the CUDA backend (configured with -DPBX_CUDA=OFF, or nvcc, cuBLAS, cuDNN or NCCL were not found at build time)");
+	return NULL;
 #endif
+	const char *env = getenv("PBX_TRAIN_CUDA_MODULE");
+	if (env && *env) {
+		device_load(env);
+		return device_api;
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(device_why, sizeof(device_why), "cannot find the CUDA backend: /proc/self/exe unreadable (set PBX_TRAIN_CUDA_MODULE)");
+		return NULL;
+	}
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(path, sizeof(path), "%s/pbx-train-cuda.so", exe);
+	if (access(path, F_OK) != 0)
+		snprintf(path, sizeof(path), "%s/../lib/pbx/pbx-train-cuda.so", exe);
+	device_load(path);
+	return device_api;
+}
 
 int pbx_device_valid(const char *name)
 {
@@ -30,33 +92,33 @@ int pbx_device_have_cuda(void)
 
 const char *pbx_device_built(void)
 {
-#ifdef PBX_TRAIN_HAVE_CUDA
-	return pbx_cuda_built();
-#else
-	return "cpu; no CUDA backend";
-#endif
+	static char s[PATH_MAX + 320];
+	const struct pbx_cuda_api *api = device_cuda();
+	if (api)
+		return api->built();
+	if (!pbx_device_have_cuda())
+		return "cpu; no CUDA backend";
+	snprintf(s, sizeof(s), "cpu; the CUDA backend was built but %s", device_why);
+	return s;
 }
 
 /* The GPU for this rank, or -1 + err saying what is missing. */
 static int device_open_cuda(const struct pbx_train_config *cfg,
 			    struct pbx_comm *comm, struct pbx_err *err)
 {
-#ifdef PBX_TRAIN_HAVE_CUDA
-	if (pbx_cuda_open(comm->local_rank, err) < 0)
+	const struct pbx_cuda_api *api = device_cuda();
+	if (!api)
+		return pbx_err_set(err, "%s", device_why);
+	if (api->open(comm->local_rank, comm->local_world, err) < 0)
 		return -1;
 	if (cfg->sync_bn && comm->world > 1)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "key 'sync_bn': synchronised batch norm is not implemented on device cuda; use device: cpu or sync_bn: false");
 	if (comm->world > 1 &&
-	    pbx_comm_nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
-				 cfg->comm_timeout, err) < 0)
+	    api->nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
+			     cfg->comm_timeout, err) < 0)
 		return -1;
 	return 0;
-#else
-	(void)cfg;
-	(void)comm;
-	return pbx_err_set(err, "this pbx-train was built without the CUDA backend (configured with -DPBX_CUDA=OFF, or nvcc, cuBLAS, cuDNN or NCCL were not found at build time)");
-#endif
 }
 
 int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
@@ -71,9 +133,7 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		return 0;
 	struct pbx_err why = PBX_ERR_INIT;
 	if (device_open_cuda(cfg, comm, &why) == 0) {
-#ifdef PBX_TRAIN_HAVE_CUDA
-		*be = &pbx_backend_cuda;
-#endif
+		*be = device_api->backend;
 		return 0;
 	}
 	if (strcmp(name, "cuda") == 0 || why.code == PBX_EXIT_USAGE) {
@@ -88,10 +148,8 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m,
 		     struct pbx_err *err)
 {
-#ifdef PBX_TRAIN_HAVE_CUDA
-	if (be == &pbx_backend_cuda)
-		return pbx_cuda_check_model(m, err);
-#endif
+	if (device_api && be == device_api->backend)
+		return device_api->check_model(m, err);
 	(void)be;
 	(void)m;
 	(void)err;
@@ -100,10 +158,8 @@ int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m,
 
 float *pbx_device_grads(struct pbx_model *m)
 {
-#ifdef PBX_TRAIN_HAVE_CUDA
-	if (m->be == &pbx_backend_cuda)
-		return pbx_cuda_grads(m);
-#endif
+	if (device_api && m->be == device_api->backend)
+		return device_api->grads(m);
 	return m->grads;
 }
 

@@ -1,8 +1,12 @@
 #!/bin/sh
+# $S is split into words on purpose; ok/no never fail:
+# shellcheck disable=SC2086,SC2015
 # device.sh PBX_TRAIN WORKDIR HAVE_CUDA - the `device` key (cpu, cuda, auto)
 # as a machine without a GPU sees it, which is every CI machine:
 #   - --version says whether this build has the CUDA backend, and it must
 #     when CMake built it (HAVE_CUDA=ON), so CI proves the backend compiled
+#     and loads; pbx-train itself links no CUDA library, and a missing
+#     module is named
 #   - a bad device name is a usage error naming the file, line and key
 #   - device: cuda fails (exit 1) naming what is missing (the driver, a GPU,
 #     or the backend in this build) before anything is written
@@ -28,6 +32,7 @@ expect() { # expect CODE PATTERN -- command...
 		ok "$pat"
 	fi
 }
+
 S="--set dataset=synthetic --set synthetic_n=128 --set test_subset=32 --set batch_size=32 --set epochs=2 --set model=cnn-bn"
 
 case $HAVE_CUDA in
@@ -35,6 +40,25 @@ ON|on|1|TRUE|true) expect 0 "cpu, cuda (sm_" -- "$BIN" --version ;;
 *) expect 0 "cpu; no CUDA backend" -- "$BIN" --version ;;
 esac
 expect 0 "device (cpu)" -- "$BIN" --help
+# pbx-train itself links no CUDA library (the backend is a module loaded
+# for device cuda/auto), so it runs on nodes without them
+if ldd "$BIN" | grep -q 'libcudart\|libcudnn\|libcublas\|libnccl'; then
+	no "pbx-train links CUDA libraries: $(ldd "$BIN" | grep 'cuda\|cudnn\|cublas\|nccl')"
+else
+	ok "pbx-train links no CUDA library"
+fi
+case $HAVE_CUDA in
+ON|on|1|TRUE|true)
+	# a module that is not there: named, for --version, cuda and auto
+	M="$W/no/pbx-train-cuda.so"
+	expect 0 "cpu; the CUDA backend was built but cannot load the CUDA backend: $M" -- \
+		env PBX_TRAIN_CUDA_MODULE="$M" "$BIN" --version
+	expect 1 "error: device cuda: cannot load the CUDA backend: $M: cannot open shared object file" -- \
+		env PBX_TRAIN_CUDA_MODULE="$M" "$BIN" - $S --set device=cuda --set output_dir="$W/nomod"
+	expect 0 "device auto: no usable GPU, training on the CPU: cannot load the CUDA backend: $M" -- \
+		env PBX_TRAIN_CUDA_MODULE="$M" "$BIN" - $S --set device=auto --set output_dir="$W/nomod2"
+	;;
+esac
 expect 2 "\-\-set: key 'device': expected cpu, cuda or auto, got 'gpu'" -- "$BIN" - --set device=gpu
 printf 'model: mlp\nepochs: 1\ndevice: tpu\n' > "$W/dev.yaml"
 expect 2 "dev.yaml:3: key 'device': expected cpu, cuda or auto, got 'tpu'" -- "$BIN" "$W/dev.yaml"

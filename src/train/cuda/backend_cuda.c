@@ -112,7 +112,7 @@ static int cuda_open_fail(struct pbx_err *err, cudaError_t e)
 			   cudaGetErrorString(e));
 }
 
-int pbx_cuda_open(int local_rank, struct pbx_err *err)
+int pbx_cuda_open(int local_rank, int local_world, struct pbx_err *err)
 {
 	struct pbx_cuda_dev *d = &pbx_cuda_dev;
 	struct cudaDeviceProp p;
@@ -126,6 +126,10 @@ int pbx_cuda_open(int local_rank, struct pbx_err *err)
 	}
 	if (n < 1)
 		return cuda_open_fail(err, cudaErrorNoDevice);
+	if (local_world > n) /* NCCL refuses two ranks on one GPU */
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%d ranks on this node but %d GPU(s) visible: device cuda takes one GPU per rank (NCCL refuses two ranks on one GPU)",
+				    local_world, n);
 	d->device = (local_rank < 0 ? 0 : local_rank) % n;
 	if (CU_TRY(cudaGetDeviceProperties(&p, d->device), err) < 0)
 		return -1;
@@ -820,4 +824,17 @@ const struct pbx_backend pbx_backend_cuda = {
 	.step = cu_step,
 	.pull = cu_pull,
 	.push = cu_push,
+};
+
+/* ------------------------------------------------------- the entry point */
+
+__attribute__((visibility("default")))
+const struct pbx_cuda_api pbx_cuda_api = {
+	.abi = PBX_CUDA_ABI,
+	.built = pbx_cuda_built,
+	.open = pbx_cuda_open,
+	.backend = &pbx_backend_cuda,
+	.check_model = pbx_cuda_check_model,
+	.grads = pbx_cuda_grads,
+	.nccl_attach = pbx_comm_nccl_attach,
 };
