@@ -16,6 +16,8 @@
 #
 # usage: bench/gpu.sh [BUILD_DIR]      (default build-gpu, built if needed)
 # env:   PY=python3  STEPS=300  WARM=50  OUT=bench/out
+#        PBX_GPU_SELFTEST=1  without a GPU: pbx-train on the CPU, no PyTorch,
+#                  60 steps (tests this script, measures nothing useful)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-gpu}
@@ -28,9 +30,16 @@ BIN=$BUILD/src/train/pbx-train
 . "$ROOT/tests/gpu/common.sh"
 gpu_require
 gpu_build "$ROOT" "$BUILD"
-"$PY" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null ||
-	gpu_die "$PY has no CUDA-enabled torch (set PY)"
-echo "# $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())')"
+GPU=cuda
+if [ "${PBX_GPU_SELFTEST:-0}" = 1 ]; then
+	GPU=cpu # the script's plumbing on a machine without a GPU: no PyTorch
+	STEPS=${SELFTEST_STEPS:-60}
+	WARM=20
+else
+	"$PY" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null ||
+		gpu_die "$PY has no CUDA-enabled torch (set PY)"
+	echo "# $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())')"
+fi
 mkdir -p "$OUT"
 W=$(mktemp -d "${TMPDIR:-/tmp}/pbx-gpu-bench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -44,6 +53,10 @@ fi
 # peak MiB of process $1 while it lives, from nvidia-smi samples
 peak_of() {
 	pid=$1; peak=0
+	if [ "$GPU" != cuda ]; then
+		echo 0
+		return
+	fi
 	while kill -0 "$pid" 2>/dev/null; do
 		m=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
 			awk -F', *' -v p="$pid" '$1 == p {print $2}')
@@ -60,7 +73,8 @@ pbx_ips() {
 		awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]; else print "nan"}'
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
+int() { awk -v a="$1" 'BEGIN {if (a + 0 > 0) printf "%.0f", a; else print a}'; }
 
 table=$OUT/gpu.md
 {
@@ -73,12 +87,14 @@ for model in cnn-bn mini-alexnet; do
 		# shellcheck disable=SC2086 # $data is a list of options
 		"$BIN" - --set model="$model" --set batch_size="$batch" $data --set epochs=1000 \
 			--set max_steps="$STEPS" --set eval_every=0 --set log_every=10 \
-			--set device=cuda --set output_dir="$o" >"$o.log" 2>&1 &
+			--set device=$GPU --set output_dir="$o" >"$o.log" 2>&1 &
 		pid=$!
 		pm=$(peak_of $pid)
 		wait $pid || gpu_die "pbx-train failed: $(tail -3 "$o.log")"
 		pi=$(pbx_ips "$o/metrics.jsonl")
+		ips_eager=- ips_compile=- peak_eager=- peak_compile=-
 		for mode in eager compile; do
+			[ "$GPU" = cuda ] || continue
 			"$PY" "$ROOT/bench/gpu_torch.py" --model "$model" --batch "$batch" --mode "$mode" \
 				--steps "$STEPS" >"$W/$mode.json" 2>"$W/$mode.err" &
 			pid=$!
@@ -88,7 +104,7 @@ for model in cnn-bn mini-alexnet; do
 			cat "$W/$mode.json"
 		done
 		# shellcheck disable=SC2154 # set by eval above
-		echo "| $model | $batch | $pi | $ips_eager | $ips_compile | $(ratio "$pi" "$ips_eager")x | $(ratio "$pi" "$ips_compile")x | $pm / $peak_eager / $peak_compile |" >>"$table"
+		echo "| $model | $batch | $(int "$pi") | $(int "$ips_eager") | $(int "$ips_compile") | $(ratio "$pi" "$ips_eager") | $(ratio "$pi" "$ips_compile") | $pm / $peak_eager / $peak_compile |" >>"$table"
 	done
 done
 cat "$table"
