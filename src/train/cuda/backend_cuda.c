@@ -227,6 +227,9 @@ static void cu_attach(struct pbx_model *m)
 	struct cu_model *c = xcalloc(1, sizeof(*c));
 	size_t xin = (size_t)m->max_batch * m->c * m->h * m->w;
 	m->dev = c;
+	/* the CPU's im2col space: cuDNN brings its own workspace */
+	cu_release(m->scratch);
+	m->scratch = NULL;
 	c->params = cu_alloc(m->nparams);
 	c->grads = cu_alloc(m->nparams);
 	c->buffers = cu_alloc(m->nbuffers);
