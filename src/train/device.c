@@ -102,22 +102,40 @@ const char *pbx_device_built(void)
 	return s;
 }
 
-/* The GPU for this rank, or -1 + err saying what is missing. */
-static int device_open_cuda(const struct pbx_train_config *cfg,
-			    struct pbx_comm *comm, struct pbx_err *err)
+static void device_close(void)
+{
+	if (device_api)
+		device_api->close();
+}
+
+/* This rank's GPU, or -1 + err saying what is missing. */
+static int device_open_gpu(struct pbx_comm *comm, struct pbx_err *err)
 {
 	const struct pbx_cuda_api *api = device_cuda();
 	if (!api)
 		return pbx_err_set(err, "%s", device_why);
 	if (api->open(comm->local_rank, comm->local_world, err) < 0)
 		return -1;
-	if (cfg->sync_bn && comm->world > 1)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'sync_bn': synchronised batch norm is not implemented on device cuda; use device: cpu or sync_bn: false");
-	if (comm->world > 1 &&
-	    api->nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
-			     cfg->comm_timeout, err) < 0)
+	atexit(device_close);
+	return 0;
+}
+
+/* Whether every rank has its GPU (ok: this one's); the ranks agree, so
+ * that all of them train on the GPU or none does (a rank alone on the CPU
+ * would wait for the others' NCCL).  -1 when the sum fails. */
+static int device_agree(struct pbx_comm *comm, int *ok, struct pbx_err *why,
+			struct pbx_err *err)
+{
+	double v = *ok;
+	if (comm->world == 1)
+		return 0;
+	if (pbx_comm_sum(comm, &v, 1, err) < 0)
 		return -1;
+	if (*ok && (int)v != comm->world) {
+		*ok = 0;
+		pbx_err_set(why, "%d of the %d ranks have no usable GPU", comm->world - (int)v,
+			    comm->world);
+	}
 	return 0;
 }
 
@@ -125,18 +143,34 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		    const struct pbx_backend **be, struct pbx_err *err)
 {
 	const char *name = cfg->device ? cfg->device : "cpu";
+	struct pbx_err why = PBX_ERR_INIT;
+	int ok, is_auto = strcmp(name, "auto") == 0;
 	*be = &pbx_backend_cpu;
 	if (!pbx_device_valid(name))
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "key 'device': unknown device '%s' (cpu, cuda, auto)", name);
 	if (strcmp(name, "cpu") == 0)
 		return 0;
-	struct pbx_err why = PBX_ERR_INIT;
-	if (device_open_cuda(cfg, comm, &why) == 0) {
+	if (cfg->sync_bn && comm->world > 1) { /* the same on every rank */
+		if (!is_auto)
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "key 'sync_bn': synchronised batch norm over several ranks is not implemented on device cuda; use device: cpu or sync_bn: false");
+		pbx_err_set(&why, "sync_bn over several ranks is CPU-only");
+		ok = 0;
+	} else {
+		ok = device_open_gpu(comm, &why) == 0;
+	}
+	if (device_agree(comm, &ok, &why, err) < 0)
+		return -1;
+	if (ok) {
+		if (comm->world > 1 &&
+		    device_api->nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
+					    cfg->comm_timeout, err) < 0)
+			return -1;
 		*be = device_api->backend;
 		return 0;
 	}
-	if (strcmp(name, "cuda") == 0 || why.code == PBX_EXIT_USAGE) {
+	if (!is_auto) {
 		*err = why;
 		return pbx_err_prefix(err, "device cuda");
 	}

@@ -25,10 +25,11 @@ int pbx_device_valid(const char *name);
 /* Picks the backend for cfg->device into *be.  For cuda: selects this
  * rank's GPU (local rank modulo the visible GPUs) and, with several ranks,
  * moves the comm's gradient reduction to NCCL (cfg->bucket_kb,
- * cfg->comm_timeout).  -1 + err when the device cannot be used (code 2
- * for a bad name or combination, e.g. sync_bn on cuda); `auto` never
- * fails for want of a GPU: it prints its notice on rank 0 and returns the
- * CPU. */
+ * cfg->comm_timeout).  Collective with several ranks: they agree, and
+ * either all train on their GPUs or none does.  -1 + err when the device
+ * cannot be used (code 2 for a bad name or combination: sync_bn over
+ * several ranks on cuda); `auto` never fails for want of a GPU: it prints
+ * its notice on rank 0 and returns the CPU. */
 int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		    const struct pbx_backend **be, struct pbx_err *err);
 /* Whether backend be can run model m (-1 + err naming the layer). */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # $S is split into words on purpose; ok/no never fail:
 # shellcheck disable=SC2086,SC2015
-# device.sh PBX_TRAIN WORKDIR HAVE_CUDA - the `device` key (cpu, cuda, auto)
+# device.sh PBX_TRAIN WORKDIR HAVE_CUDA [MPIRUN] - the `device` key (cpu, cuda, auto)
 # as a machine without a GPU sees it, which is every CI machine:
 #   - --version says whether this build has the CUDA backend, and it must
 #     when CMake built it (HAVE_CUDA=ON), so CI proves the backend compiled
@@ -13,12 +13,15 @@
 #   - device: auto says so in ONE line and trains on the CPU: the same
 #     parameters, BN statistics and optimiser state, byte for byte, as
 #     device: cpu (the checkpoint payloads are compared)
+#   - with MPIRUN, 2 ranks: auto prints its notice once and both train on
+#     the CPU; cuda ends both ranks with the error (no rank waits)
 # On a machine with a GPU (nvidia-smi lists one) and a CUDA build, cuda and
 # auto must instead train on it (summary.json says "device": "cuda").
 set -u
 BIN=$1
 W=$2
 HAVE_CUDA=$3
+MPIRUN=${4:-}   # mpirun, when pbx-train has MPI: the ranks must agree
 rm -rf "$W"; mkdir -p "$W"
 fail=0
 ok() { echo "ok $1"; }
@@ -107,5 +110,24 @@ if cmp -s -i 208 "$W/cpu/checkpoint.pbxt" "$W/auto/checkpoint.pbxt"; then
 	ok "device auto == device cpu, checkpoint payload byte for byte"
 else
 	no "checkpoints of device auto and cpu differ: $(cmp -i 208 "$W/cpu/checkpoint.pbxt" "$W/auto/checkpoint.pbxt" 2>&1)"
+fi
+
+if [ -n "$MPIRUN" ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	M="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout -k 5 90 $MPIRUN --oversubscribe --allow-run-as-root -np 2"
+	out=$($M "$BIN" - $S --set device=auto --set output_dir="$W/mpi-auto" 2>&1); rc=$?
+	n=$(printf '%s\n' "$out" | grep -c 'device auto: no usable GPU, training on the CPU')
+	if [ $rc = 0 ] && [ "$n" = 1 ] && grep -q '"world": 2' "$W/mpi-auto/summary.json" &&
+	   grep -q '"device": "cpu"' "$W/mpi-auto/summary.json"; then
+		ok "2 ranks, device auto: one notice, both on the cpu"
+	else
+		no "2 ranks, device auto -> $rc, $n notice(s): $out"
+	fi
+	out=$($M "$BIN" - $S --set device=cuda --set output_dir="$W/mpi-cuda" 2>&1); rc=$?
+	if [ $rc != 0 ] && [ $rc != 124 ] && printf '%s' "$out" | grep -q "error: device cuda: "; then
+		ok "2 ranks, device cuda: both end with the error (exit $rc)"
+	else
+		no "2 ranks, device cuda -> $rc: $out"
+	fi
 fi
 exit $fail

@@ -163,6 +163,19 @@ const char *pbx_cuda_built(void)
 	       CU_STR(NCCL_MAJOR) "." CU_STR(NCCL_MINOR) ")";
 }
 
+void pbx_cuda_close(void)
+{
+	struct pbx_cuda_dev *d = &pbx_cuda_dev;
+	if (!d->ready)
+		return;
+	cudaDeviceSynchronize();
+	cublasDestroy(d->blas);
+	cudnnDestroy(d->dnn);
+	cudaStreamDestroy(d->copy);
+	cudaStreamDestroy(d->compute);
+	d->ready = 0;
+}
+
 int pbx_cuda_check_model(const struct pbx_model *m, struct pbx_err *err)
 {
 	for (int i = 0; i < m->nlayers; i++) {
@@ -840,4 +853,5 @@ const struct pbx_cuda_api pbx_cuda_api = {
 	.check_model = pbx_cuda_check_model,
 	.grads = pbx_cuda_grads,
 	.nccl_attach = pbx_comm_nccl_attach,
+	.close = pbx_cuda_close,
 };
