@@ -20,6 +20,8 @@
 #include "train/optim.h"
 #include "util/xalloc.h"
 
+#include "fake_device.h"
+
 static int fails;
 
 #define CHECK(cond, ...) do { \
@@ -30,156 +32,6 @@ static int fails;
 		printf("\n"); \
 	} \
 } while (0)
-
-/* ------------------------------------------------ the fake device backend */
-
-struct fake {
-	float *p, *g, *b, *ostate; /* "device" params, grads, buffers, optimiser */
-	size_t nostate;
-	float *x;
-	int32_t *y;
-	int calls_set_batch, calls_zero, calls_step, pushes;
-};
-
-static struct fake *fk(struct pbx_model *m) { return m->dev; }
-
-static float *fake_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
-static void fake_release(float *p) { free(p); }
-
-static void fake_attach(struct pbx_model *m)
-{
-	struct fake *f = xcalloc(1, sizeof(*f));
-	m->dev = f;
-	f->p = fake_alloc(m->nparams);
-	f->g = fake_alloc(m->nparams);
-	f->b = fake_alloc(m->nbuffers);
-	f->x = fake_alloc((size_t)m->max_batch * m->c * m->h * m->w);
-	f->y = xcalloc((size_t)m->max_batch, sizeof(int32_t));
-}
-
-static void fake_detach(struct pbx_model *m)
-{
-	struct fake *f = fk(m);
-	free(f->p); free(f->g); free(f->b); free(f->ostate); free(f->x); free(f->y);
-	free(f);
-	m->dev = NULL;
-}
-
-/* Runs a CPU op with the model's blocks pointed at the device copies. */
-static void fake_swap(struct pbx_model *m)
-{
-	struct fake *f = fk(m);
-	float *t;
-	t = m->params; m->params = f->p; f->p = t;
-	t = m->grads; m->grads = f->g; f->g = t;
-	t = m->buffers; m->buffers = f->b; f->b = t;
-}
-
-static void fake_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
-{
-	fake_swap(m);
-	pbx_backend_cpu.ops[m->layers[i].spec.kind].forward(m, i, mode);
-	fake_swap(m);
-}
-
-static void fake_bwd(struct pbx_model *m, int i)
-{
-	fake_swap(m);
-	pbx_backend_cpu.ops[m->layers[i].spec.kind].backward(m, i);
-	fake_swap(m);
-}
-
-static double fake_loss_fwd(struct pbx_model *m, int64_t *correct)
-{
-	return pbx_backend_cpu.loss_forward(m, correct);
-}
-
-static void fake_loss_bwd(struct pbx_model *m)
-{
-	pbx_backend_cpu.loss_backward(m);
-}
-
-static void fake_set_batch(struct pbx_model *m, const float *x,
-			   const int32_t *y, int B)
-{
-	struct fake *f = fk(m);
-	memcpy(f->x, x, sizeof(float) * (size_t)B * m->c * m->h * m->w);
-	memcpy(f->y, y, sizeof(int32_t) * (size_t)B);
-	m->input = f->x;
-	m->labels = f->y;
-	f->calls_set_batch++;
-}
-
-static void fake_zero_grad(struct pbx_model *m)
-{
-	memset(fk(m)->g, 0, sizeof(float) * m->nparams);
-	fk(m)->calls_zero++;
-}
-
-static double fake_clip(struct pbx_model *m, double max_norm)
-{
-	return pbx_clip_grad_norm(fk(m)->g, m->nparams, max_norm);
-}
-
-static void fake_step(struct pbx_model *m, struct pbx_optim *o, double lr)
-{
-	struct fake *f = fk(m);
-	if (f->nostate != o->nstate) {
-		free(f->ostate);
-		f->ostate = fake_alloc(o->nstate);
-		f->nostate = o->nstate;
-	}
-	float *host = o->state;
-	o->state = f->ostate;
-	pbx_optim_step(o, f->p, f->g, lr);
-	o->state = host;
-	f->calls_step++;
-}
-
-static void fake_pull(struct pbx_model *m, struct pbx_optim *o)
-{
-	struct fake *f = fk(m);
-	memcpy(m->params, f->p, sizeof(float) * m->nparams);
-	memcpy(m->grads, f->g, sizeof(float) * m->nparams);
-	memcpy(m->buffers, f->b, sizeof(float) * m->nbuffers);
-	if (o && f->ostate)
-		memcpy(o->state, f->ostate, sizeof(float) * o->nstate);
-}
-
-static void fake_push(struct pbx_model *m, const struct pbx_optim *o)
-{
-	struct fake *f = fk(m);
-	memcpy(f->p, m->params, sizeof(float) * m->nparams);
-	memcpy(f->b, m->buffers, sizeof(float) * m->nbuffers);
-	if (o) {
-		if (f->nostate != o->nstate) {
-			free(f->ostate);
-			f->ostate = fake_alloc(o->nstate);
-			f->nostate = o->nstate;
-		}
-		memcpy(f->ostate, o->state, sizeof(float) * o->nstate);
-	}
-	f->pushes++;
-}
-
-static struct pbx_layer_ops fake_ops[PBX_L_COUNT];
-
-static struct pbx_backend fake_backend = {
-	.name = "fake",
-	.alloc = fake_alloc,
-	.release = fake_release,
-	.ops = fake_ops,
-	.loss_forward = fake_loss_fwd,
-	.loss_backward = fake_loss_bwd,
-	.attach = fake_attach,
-	.detach = fake_detach,
-	.set_batch = fake_set_batch,
-	.zero_grad = fake_zero_grad,
-	.clip = fake_clip,
-	.step = fake_step,
-	.pull = fake_pull,
-	.push = fake_push,
-};
 
 /* ------------------------------------------------------------ the test */
 
@@ -235,8 +87,6 @@ static double step(struct pbx_model *m, struct pbx_optim *o, const float *x,
 
 int main(void)
 {
-	for (int k = 0; k < PBX_L_COUNT; k++)
-		fake_ops[k] = (struct pbx_layer_ops){ fake_fwd, fake_bwd };
 	float x[B * 36];
 	int32_t y[B];
 	for (int i = 0; i < B * 36; i++)
@@ -244,11 +94,11 @@ int main(void)
 	for (int b = 0; b < B; b++)
 		y[b] = b % 5;
 
-	struct pbx_model *a = build(&pbx_backend_cpu), *d = build(&fake_backend);
+	struct pbx_model *a = build(&pbx_backend_cpu), *d = build(&pbx_fake_backend);
 	struct pbx_optim oa, od;
 	optim(&oa, a->nparams);
 	optim(&od, d->nparams);
-	struct fake *f = fk(d);
+	struct pbx_fake *f = pbx_fake_state(d);
 	CHECK(f->pushes == 1 && memcmp(f->p, d->params, sizeof(float) * d->nparams) == 0,
 	      "init did not push the parameters to the device (%d pushes)", f->pushes);
 
