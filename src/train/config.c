@@ -60,6 +60,7 @@ static const struct cfg_key {
 	K("clip_norm", CFG_DOUBLE, clip_norm),
 	K("seed", CFG_U64, seed),
 	K("threads", CFG_INT, threads),
+	K("device", CFG_STR, device),
 	K("loader_threads", CFG_INT, loader_threads),
 	K("deterministic", CFG_BOOL, deterministic),
 	K("corruption", CFG_STR, corruption),
@@ -81,7 +82,6 @@ static const struct cfg_key {
 	K("recompute", CFG_INT, recompute),
 	K("bucket_kb", CFG_INT, bucket_kb),
 	K("comm_timeout", CFG_DOUBLE, comm_timeout),
-	K("device", CFG_STR, device),
 };
 
 #define CFG_NKEYS ((int)(sizeof(cfg_keys) / sizeof(cfg_keys[0])))
@@ -104,6 +104,7 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->gamma = 0.1;
 	c->seed = 1;
 	c->threads = 0;
+	c->device = xstrdup("cpu");
 	c->loader_threads = 1;
 	c->corruption = xstrdup("none");
 	c->synthetic_n = 1024;
@@ -112,7 +113,6 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->log_every = 50;
 	c->bucket_kb = 1024;
 	c->comm_timeout = 300.0;
-	c->device = xstrdup("cpu");
 }
 
 void pbx_train_config_free(struct pbx_train_config *c)

@@ -36,6 +36,7 @@ struct pbx_train_config {
 	double clip_norm;       /* 0 = off */
 	uint64_t seed;
 	int threads;            /* compute threads (OpenBLAS + OpenMP) */
+	char *device;           /* cpu, cuda, auto (device.h) */
 	int loader_threads;     /* augmentation threads */
 	int deterministic;
 	char *corruption;       /* none, labels, random_labels, ... */
@@ -58,7 +59,6 @@ struct pbx_train_config {
 				 * segments, k > 0 segments */
 	int bucket_kb;          /* gradient allreduce bucket (KiB) */
 	double comm_timeout;    /* seconds a collective may wait */
-	char *device;           /* cpu, cuda, auto (device.h) */
 };
 
 /* Sets every field to its default. */
