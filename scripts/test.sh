@@ -20,9 +20,12 @@ fi
 PATH="$(pwd)/$venv/bin:$PATH"
 export PATH
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# PBX_CUDA=ON (.ci/run) makes a missing CUDA toolkit fail the build
+# instead of leaving pbx-train's CUDA backend out
+cuda=${PBX_CUDA:-AUTO}
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPBX_CUDA="$cuda" >/dev/null
 cmake --build build -j "$jobs"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPBX_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPBX_SANITIZE=ON -DPBX_CUDA="$cuda" >/dev/null
 cmake --build build-asan -j "$jobs"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

@@ -822,8 +822,18 @@ elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
 			$TRAIN_PKGS </dev/null || die "apt-get install $TRAIN_PKGS failed"
 	fi
 	install_file "$STAGE_DIR/pbx-train" "$ROOT/usr/local/bin/pbx-train" 0755
-	"$ROOT/usr/local/bin/pbx-train" --version >/dev/null ||
+	# its CUDA backend, a module found at ../lib/pbx beside the binary; it
+	# loads where the image has the CUDA runtime, cuBLAS, cuDNN and NCCL
+	if [ -f "$STAGE_DIR/pbx-train-cuda.so" ]; then
+		install_file "$STAGE_DIR/pbx-train-cuda.so" "$ROOT/usr/local/lib/pbx/pbx-train-cuda.so" 0644
+	fi
+	train_version=$("$ROOT/usr/local/bin/pbx-train" --version) ||
 		die "pbx-train does not run on this node (ldd $ROOT/usr/local/bin/pbx-train)"
+	case $train_version in
+	*"cannot load the CUDA backend"*)
+		[ "$GPUS" -eq 0 ] ||
+			log "pbx-train's CUDA backend does not load on this GPU node (device: cuda will fail; device: auto trains on the CPU): $train_version" ;;
+	esac
 fi
 
 begin_new "$ENV_SH"

@@ -13,7 +13,8 @@
 #   PBX_LAUNCHER     how the command starts (pbx sets it per submission):
 #                    none (default: once, in the batch step), srun (one
 #                    copy per SLURM task) or mpi (mpirun inside the
-#                    allocation, one rank per SLURM task)           optional
+#                    allocation, one rank per SLURM task, or per GPU of
+#                    a one-task job: CUDA_VISIBLE_DEVICES)          optional
 # Environment of the program: PBX_PARAM_<NAME> (each parameter, name in
 #   uppercase), PBX_REPEAT, PBX_TASK_INDEX, PBX_TASK_DIR, PBX_PKG_DIR,
 #   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:.
@@ -181,8 +182,16 @@ mpi)
 	if [ "$(id -u)" = 0 ]; then
 		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	fi
-	# One rank per SLURM task, threads left to the program (cpus-per-task).
-	set -- mpirun --bind-to none ${SLURM_NTASKS:+-np "$SLURM_NTASKS"} "$@"
+	# One rank per SLURM task, threads left to the program (cpus-per-task);
+	# a one-task job with several GPUs (--gres=gpu:N): one rank per GPU
+	# SLURM gave it (CUDA_VISIBLE_DEVICES), each rank using the GPU of its
+	# local rank (pbx-train device: cuda).
+	pbx_np=${SLURM_NTASKS:-}
+	if [ "${pbx_np:-1}" -le 1 ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+		pbx_ngpu=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c '^[0-9A-Za-z-]')
+		[ "$pbx_ngpu" -le 1 ] || pbx_np=$pbx_ngpu
+	fi
+	set -- mpirun --bind-to none ${pbx_np:+-np "$pbx_np"} "$@"
 	;;
 *) pbx_die "unknown PBX_LAUNCHER '$PBX_LAUNCHER' (none, srun or mpi)" ;;
 esac

@@ -210,9 +210,30 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	return rc;
 }
 
-/* VMs: the local build of pbx-train and what it was built for ("ID
- * VERSION_ID MACHINE"); the bootstrap installs it where the node matches.
- * Nothing when there is no local build. */
+/* The CUDA backend module beside the local pbx-train (src/train/cuda), as
+ * PBX_STAGE_DIR/pbx-train-cuda.so; nothing when this build has none. */
+static int start_stage_train_cuda(struct pbx_buf *tar, const char *bin_path,
+				  time_t now, struct pbx_err *err)
+{
+	struct pbx_buf mod = PBX_BUF_INIT;
+	const char *slash = strrchr(bin_path, '/');
+	char *path = xasprintf("%.*s/pbx-train-cuda.so",
+			       (int)(slash ? slash - bin_path : 1), slash ? bin_path : ".");
+	int rc = 0;
+	if (access(path, R_OK) == 0) {
+		rc = pbx_read_file(path, &mod, err);
+		if (rc == 0)
+			rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train-cuda.so", 0644, now,
+					    mod.buf, mod.len, err);
+	}
+	pbx_buf_release(&mod);
+	free(path);
+	return rc;
+}
+
+/* VMs: the local build of pbx-train (and its CUDA module, if built) and
+ * what it was built for ("ID VERSION_ID MACHINE"); the bootstrap installs
+ * them where the node matches.  Nothing when there is no local build. */
 static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
 	struct pbx_buf bin = PBX_BUF_INIT;
@@ -228,6 +249,8 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train.target", 0644, now, target,
 				    strlen(target), err);
+	if (rc == 0)
+		rc = start_stage_train_cuda(tar, path, now, err);
 	pbx_buf_release(&bin);
 	free(target);
 	free(path);

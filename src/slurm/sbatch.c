@@ -182,12 +182,41 @@ static int sb_more_than_one(const struct pbx_sbatch_opts *o, const char *key)
 	return v && strtol(v, NULL, 10) > 1;
 }
 
+/* The most GPUs one entry asks for: --gres "gpu[:TYPE]:N[,...]", --gpus
+ * and --gpus-per-node "[TYPE:]N" (a bare "gpu" is one). */
+static long sb_gpus(const struct pbx_sbatch_opts *o)
+{
+	static const char *const keys[] = { "gres", "gpus", "gpus-per-node" };
+	long most = 0;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const char *v = pbx_sbatch_opts_get(o, keys[k]);
+		while (v && *v) {
+			size_t len = strcspn(v, ",");
+			const char *colon = NULL;
+			for (size_t i = 0; i < len; i++)
+				if (v[i] == ':')
+					colon = v + i;
+			long n = 1;
+			if (k == 0 && strncmp(v, "gpu", 3) != 0)
+				n = 0; /* another kind of gres */
+			else if (colon && colon < v + len)
+				n = strtol(colon + 1, NULL, 10);
+			else if (k > 0)
+				n = strtol(v, NULL, 10);
+			if (n > most)
+				most = n;
+			v += len + (v[len] == ',');
+		}
+	}
+	return most;
+}
+
 enum pbx_launcher pbx_sbatch_opts_launcher(const struct pbx_sbatch_opts *o, int train)
 {
 	if (o->launcher != PBX_LAUNCHER_AUTO)
 		return o->launcher;
 	if (train && (sb_more_than_one(o, "nodes") || sb_more_than_one(o, "ntasks") ||
-		      sb_more_than_one(o, "ntasks-per-node")))
+		      sb_more_than_one(o, "ntasks-per-node") || sb_gpus(o) > 1))
 		return PBX_LAUNCHER_MPI;
 	return PBX_LAUNCHER_NONE;
 }

@@ -54,7 +54,8 @@ const char *pbx_sbatch_opts_get(const struct pbx_sbatch_opts *o, const char *key
 const char *pbx_launcher_name(enum pbx_launcher l);
 /* The launcher to use: o->launcher, or for AUTO, MPI when `train` and
  * the options ask for more than one task (nodes, ntasks, ntasks-per-node
- * above 1), else NONE. */
+ * above 1) or more than one GPU (gres gpu:N, gpus, gpus-per-node: then
+ * pbx-task.sh starts one rank per GPU of a one-task job), else NONE. */
 enum pbx_launcher pbx_sbatch_opts_launcher(const struct pbx_sbatch_opts *o, int train);
 
 /* sbatch arguments "--key=value" / "--key", in order (throttle and launcher

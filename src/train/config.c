@@ -60,6 +60,7 @@ static const struct cfg_key {
 	K("clip_norm", CFG_DOUBLE, clip_norm),
 	K("seed", CFG_U64, seed),
 	K("threads", CFG_INT, threads),
+	K("device", CFG_STR, device),
 	K("loader_threads", CFG_INT, loader_threads),
 	K("deterministic", CFG_BOOL, deterministic),
 	K("corruption", CFG_STR, corruption),
@@ -111,6 +112,7 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->gamma = 0.1;
 	c->seed = 1;
 	c->threads = 0;
+	c->device = xstrdup("cpu");
 	c->loader_threads = 1;
 	c->corruption = xstrdup("none");
 	c->synthetic_n = 1024;
@@ -225,6 +227,11 @@ static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k,
 		break;
 	case CFG_STR: {
 		char **p = field;
+		if (strcmp(k->name, "device") == 0 && strcmp(val, "cpu") != 0 &&
+		    strcmp(val, "cuda") != 0 && strcmp(val, "auto") != 0) {
+			want = "cpu, cuda or auto";
+			break;
+		}
 		free(*p);
 		*p = (strcmp(val, "") == 0 || strcmp(val, "null") == 0 ||
 		      strcmp(val, "~") == 0) ? NULL : xstrdup(val);
@@ -577,6 +584,10 @@ int pbx_train_config_check(const struct pbx_train_config *c,
 				    c->train_files ? "test_files" : "train_files");
 	if (!c->mode || (strcmp(c->mode, "allreduce") != 0 && strcmp(c->mode, "downpour") != 0))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'mode': expected allreduce or downpour");
+	/* Downpour's workers hand host parameters to the servers: CPU only. */
+	if (strcmp(c->mode, "downpour") == 0 && c->device && strcmp(c->device, "cuda") == 0)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'device': mode downpour runs on the CPU "
+				    "(device cpu)");
 	if (c->ps_ranks < 1 || c->n_push < 1 || c->n_fetch < 1)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "keys 'ps_ranks', 'n_push', 'n_fetch': must be at least 1");
 	if (!c->ps_optimizer || (strcmp(c->ps_optimizer, "sgd") != 0 &&

@@ -36,6 +36,7 @@ struct pbx_train_config {
 	double clip_norm;       /* 0 = off */
 	uint64_t seed;
 	int threads;            /* compute threads (OpenBLAS + OpenMP) */
+	char *device;           /* cpu, cuda, auto (device.h) */
 	int loader_threads;     /* augmentation threads */
 	int deterministic;
 	char *corruption;       /* none, labels, random_labels, ... */

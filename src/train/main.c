@@ -11,6 +11,7 @@
 
 #include "train/comm.h"
 #include "train/config.h"
+#include "train/device.h"
 #include "train/downpour.h"
 #include "train/pack.h"
 #include "train/train.h"
@@ -24,9 +25,10 @@ static void usage(FILE *f)
 "       " PBX_TRAIN_PACK_USAGE "\n"
 "       pbx-train --help | --version\n"
 "\n"
-"Trains an image classifier on the CPU (OpenBLAS + OpenMP) as configured by\n"
-"CONFIG.yaml: a mapping of the keys below, or a pbx experiment file whose\n"
-"`train:` section holds them.  `-` as CONFIG means defaults only.\n"
+"Trains an image classifier on the CPU (OpenBLAS + OpenMP) or an NVIDIA GPU\n"
+"(cuDNN + cuBLAS) as configured by CONFIG.yaml: a mapping of the keys below,\n"
+"or a pbx experiment file whose `train:` section holds them.  `-` as CONFIG\n"
+"means defaults only.\n"
 "\n"
 "keys (default):\n"
 "  model (mlp)             mlp, lenet, cnn-bn, mini-alexnet, or model.layers: [...]\n"
@@ -55,6 +57,9 @@ static void usage(FILE *f)
 "  max_steps (0)           stop with a checkpoint after N steps\n"
 "  recompute (0)           activation recomputation: 0 off, -1 sqrt(layers)\n"
 "                          segments, N segments (same gradients, less memory)\n"
+"  device (cpu)            cpu; cuda (one GPU per process: an error naming\n"
+"                          what is missing without one); auto (cuda when a GPU\n"
+"                          is usable, else the CPU with a one-line notice)\n"
 "\n"
 "data parallelism (under mpirun or srun; batch_size is the global batch):\n"
 "  sync_bn (false)         batch norm statistics over all ranks\n"
@@ -75,7 +80,8 @@ static void usage(FILE *f)
 "\n"
 "Multi-rank: mpirun -np N pbx-train CONFIG.yaml (each rank reads its shard;\n"
 "rank 0 writes the outputs).  Without a launcher pbx-train runs as one\n"
-"process without MPI.\n"
+"process without MPI.  With device cuda each rank takes the GPU of its\n"
+"local rank and gradients are averaged with NCCL.\n"
 "\n"
 "SIGTERM or SIGUSR1: checkpoint at the next step, then exit 75 (requeue;\n"
 "run again with --resume).  Outputs: OUTPUT_DIR/metrics.jsonl, TensorBoard\n"
@@ -104,7 +110,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return fflush(stdout) ? 1 : 0;
 		} else if (strcmp(argv[i], "--version") == 0) {
-			printf("pbx-train %s\n", PBX_VERSION);
+			printf("pbx-train %s (%s)\n", PBX_VERSION, pbx_device_built());
 			return fflush(stdout) ? 1 : 0;
 		}
 	pbx_train_config_defaults(&cfg);

@@ -8,7 +8,8 @@
  * simply uses a prefix of each slot.  acts: saved tensors, kept outputs,
  * probs, then the recomputation region (segments' non-kept outputs, each
  * segment from the region's start); dacts: kept gradients, then the region.
- * The layers' code is the backend's (backend_cpu.c).
+ * The layers' code is the backend's (backend_cpu.c, cuda/backend_cuda.c);
+ * a device backend keeps params, grads and buffers here as host mirrors.
  */
 #include "train/model.h"
 
@@ -393,13 +394,17 @@ fail:
 
 void pbx_model_alloc(struct pbx_model *m, const struct pbx_backend *be)
 {
+	/* a device backend: params, grads, buffers on the host as mirrors */
+	const struct pbx_backend *host = be->attach ? &pbx_backend_cpu : be;
 	m->be = be;
-	m->params = be->alloc(m->nparams);
-	m->grads = be->alloc(m->nparams);
-	m->buffers = be->alloc(m->nbuffers);
+	m->params = host->alloc(m->nparams);
+	m->grads = host->alloc(m->nparams);
+	m->buffers = host->alloc(m->nbuffers);
 	m->acts = be->alloc(m->nacts);
 	m->dacts = be->alloc(m->ndacts);
 	m->scratch = be->alloc(m->nscratch);
+	if (be->attach)
+		be->attach(m);
 }
 
 void pbx_model_init_params(struct pbx_model *m, uint64_t seed)
@@ -426,6 +431,8 @@ void pbx_model_init_params(struct pbx_model *m, uint64_t seed)
 			}
 		}
 	}
+	if (m->be && m->be->push) /* a device backend: copy them over */
+		m->be->push(m, NULL);
 }
 
 struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
@@ -447,9 +454,12 @@ void pbx_model_free(struct pbx_model *m)
 	if (!m)
 		return;
 	if (m->be) {
-		m->be->release(m->params);
-		m->be->release(m->grads);
-		m->be->release(m->buffers);
+		const struct pbx_backend *host = m->be->attach ? &pbx_backend_cpu : m->be;
+		if (m->be->detach)
+			m->be->detach(m);
+		host->release(m->params);
+		host->release(m->grads);
+		host->release(m->buffers);
 		m->be->release(m->acts);
 		m->be->release(m->dacts);
 		m->be->release(m->scratch);
@@ -490,6 +500,8 @@ double pbx_model_forward(struct pbx_model *m, const float *x,
 	m->labels = y;
 	m->batch = B;
 	m->train = train;
+	if (m->be->set_batch)
+		m->be->set_batch(m, x, y, B);
 	for (int i = 0; i < m->nlayers; i++)
 		ops[m->layers[i].spec.kind].forward(m, i, train ? PBX_FWD_TRAIN
 							       : PBX_FWD_EVAL);
@@ -498,6 +510,10 @@ double pbx_model_forward(struct pbx_model *m, const float *x,
 
 void pbx_model_zero_grad(struct pbx_model *m)
 {
+	if (m->be->zero_grad) {
+		m->be->zero_grad(m);
+		return;
+	}
 	memset(m->grads, 0, sizeof(float) * m->nparams);
 }
 

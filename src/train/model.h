@@ -81,6 +81,7 @@ enum pbx_fwd_mode {
 };
 
 struct pbx_model;
+struct pbx_optim;
 
 /* A layer kind's passes on one backend.  forward computes layer i's output
  * from its input (pbx_model_in/out and the model's blocks); backward
@@ -91,7 +92,7 @@ struct pbx_layer_ops {
 };
 
 /* Where a model's tensors live and which code runs its layers: the CPU
- * reference today (backend_cpu.c), a CUDA one later.  alloc returns zeroed
+ * reference (backend_cpu.c) or CUDA (cuda/backend_cuda.c).  alloc returns zeroed
  * memory for n floats (never NULL: it aborts on exhaustion), release frees
  * it.  ops is indexed by enum pbx_layer_kind (PBX_L_COUNT entries). */
 struct pbx_backend {
@@ -103,6 +104,26 @@ struct pbx_backend {
 	 * dlogits */
 	double (*loss_forward)(struct pbx_model *m, int64_t *correct);
 	void (*loss_backward)(struct pbx_model *m);
+	/* A backend with its own memory (a GPU; all NULL on the CPU).  Its
+	 * model keeps params, grads and buffers on the host as mirrors
+	 * (checkpoints, hashes and broadcasts read those) and its own copies
+	 * in m->dev; acts, dacts and scratch come from alloc.
+	 *   attach/detach: create / free m->dev (after allocation, at free)
+	 *   set_batch: copies the step's x (B,c,h,w) and y (B) to the device
+	 *     and points m->input / m->labels at the copies
+	 *   zero_grad, clip (returns the norm before clipping), step: the
+	 *     optimiser's work on the device copies
+	 *   pull: device -> host mirrors of params, buffers, grads and the
+	 *     optimiser's state (o may be NULL); push: host -> device */
+	void (*attach)(struct pbx_model *m);
+	void (*detach)(struct pbx_model *m);
+	void (*set_batch)(struct pbx_model *m, const float *x, const int32_t *y,
+			  int B);
+	void (*zero_grad)(struct pbx_model *m);
+	double (*clip)(struct pbx_model *m, double max_norm);
+	void (*step)(struct pbx_model *m, struct pbx_optim *o, double lr);
+	void (*pull)(struct pbx_model *m, struct pbx_optim *o);
+	void (*push)(struct pbx_model *m, const struct pbx_optim *o);
 };
 
 extern const struct pbx_backend pbx_backend_cpu;
@@ -142,6 +163,7 @@ struct pbx_model {
 	int *seg_first;            /* nsegs + 1: segment k is layers
 				    * [seg_first[k], seg_first[k+1]) */
 	const struct pbx_backend *be; /* NULL until pbx_model_alloc */
+	void *dev;                 /* a device backend's own state (be->attach) */
 	struct pbx_model_hooks hooks;
 	size_t nparams;
 	float *params;             /* all trainable parameters */

@@ -48,6 +48,7 @@
 #include "runtime/tfrecord.h"
 #include "train/checkpoint.h"
 #include "train/comm.h"
+#include "train/device.h"
 #include "train/layers/layers.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -98,6 +99,7 @@ struct train_run {
 	const struct pbx_train_config *cfg;
 	struct pbx_dataset train, test;
 	struct pbx_model *model;
+	const struct pbx_backend *be; /* cpu or cuda (cfg->device) */
 	struct pbx_optim optim;
 	struct pbx_schedule sched;
 	struct pbx_loader *loader, *test_loader;
@@ -236,6 +238,16 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 
 	if (train_load_data(r, err) < 0)
 		return -1;
+	if (r->hook && c->device && strcmp(c->device, "auto") == 0) {
+		/* Downpour hands host parameters to the servers: the CPU (config.c
+		 * refuses device cuda with it). */
+		struct pbx_train_config on_cpu = *c;
+		on_cpu.device = (char *)"cpu";
+		if (pbx_device_open(&on_cpu, r->comm, &r->be, err) < 0)
+			return -1;
+	} else if (pbx_device_open(c, r->comm, &r->be, err) < 0) {
+		return -1;
+	}
 	if (!specs)
 		pbx_model_builtin(c->model, &specs, &nspecs);
 	struct pbx_model_opts mo = { .max_batch = r->local_batch,
@@ -245,7 +257,9 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 				  r->train.w, r->train.nclasses, &mo, err);
 	if (!r->model)
 		return pbx_err_prefix(err, "model %s", c->model ? c->model : "(layers)");
-	pbx_model_alloc(r->model, &pbx_backend_cpu);
+	if (pbx_device_check(r->be, r->model, err) < 0)
+		return -1;
+	pbx_model_alloc(r->model, r->be);
 	pbx_model_init_params(r->model, c->seed);
 	if (r->comm->world > 1) {
 		r->model->hooks.ctx = r->comm;
@@ -303,8 +317,12 @@ static int train_sync_buffers(struct train_run *r, struct pbx_err *err)
 {
 	if (r->comm->world == 1 || r->model->nbuffers == 0)
 		return 0;
-	return pbx_comm_bcast(r->comm, r->model->buffers,
-			      sizeof(float) * r->model->nbuffers, err);
+	pbx_device_pull(r->model, NULL);
+	if (pbx_comm_bcast(r->comm, r->model->buffers,
+			   sizeof(float) * r->model->nbuffers, err) < 0)
+		return -1;
+	pbx_device_push(r->model, NULL);
+	return 0;
 }
 
 /* Test-set loss and accuracy (BN running stats, no dropout), each rank on
@@ -344,6 +362,7 @@ static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
 	struct pbx_ckpt_state s = *st;
 	if (train_sync_buffers(r, err) < 0)
 		return -1;
+	pbx_device_pull(r->model, &r->optim); /* a device model's host mirrors */
 	if (r->comm->world > 1) {
 		char mine[65], root[65];
 		pbx_sha256_hex(r->model->params, sizeof(float) * r->model->nparams, mine);
@@ -391,6 +410,7 @@ static int train_resume(struct train_run *r, const char *path,
 	} else if (rc < 0) {
 		return -1;
 	}
+	pbx_device_push(m, &r->optim);
 	if (pbx_loader_set_state(r->loader, &st->loader) < 0)
 		return pbx_err_set(err, "%s: loader position does not fit this data set", path);
 	m->rng = st->rng;
@@ -419,6 +439,7 @@ static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
 			 double ips, struct pbx_err *err)
 {
 	char hash[65];
+	pbx_device_pull(r->model, NULL);
 	pbx_sha256_hex(r->model->params, sizeof(float) * r->model->nparams, hash);
 	json_t *o = json_object();
 	char ah[17];
@@ -443,6 +464,7 @@ static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
 	json_object_set_new(o, "threads", json_integer(r->threads));
 	json_object_set_new(o, "world", json_integer(r->comm->world));
 	json_object_set_new(o, "comm", json_string(r->comm->ops->name));
+	json_object_set_new(o, "device", json_string(r->model->be->name));
 	/* per step: not overlapped gradient communication, and the rest */
 	double steps = r->comm->stats.steps ? (double)r->comm->stats.steps : 1.0;
 	json_object_set_new(o, "comm_exposed_ms_per_step",
@@ -595,7 +617,7 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 		int64_t correct = 0;
 		double loss = pbx_model_forward(r.model, r.x, r.y, n, 1, &correct);
 		pbx_model_zero_grad(r.model);
-		pbx_comm_grads_begin(comm, r.model->grads, r.model->nparams);
+		pbx_comm_grads_begin(comm, pbx_device_grads(r.model), r.model->nparams);
 		pbx_model_backward(r.model);
 		if (pbx_comm_grads_finish(comm, err) < 0)
 			goto out;
@@ -609,14 +631,13 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			n = (int)v[2];
 			stop = v[3] > 0.0;
 		}
-		double gnorm = pbx_clip_grad_norm(r.model->grads, r.model->nparams,
-						  cfg->clip_norm);
-		if (hook) {
+		double gnorm = pbx_device_clip(r.model, cfg->clip_norm);
+		if (hook) {   /* Downpour: host parameters (CPU only, see config.c) */
 			if (hook->step(hook->ctx, r.model->params, r.model->grads,
 				       r.model->nparams, lr, err) < 0)
 				goto out;
 		} else {
-			pbx_optim_step(&r.optim, r.model->params, r.model->grads, lr);
+			pbx_device_step(r.model, &r.optim, lr);
 		}
 		st.step++;
 		st.epoch_loss_sum += loss * n;

@@ -205,7 +205,17 @@ boot node1 compute 2 up || fail "node1 up with pbx-train: $(cat "$T/node1.err")"
 [ ! -e "$T/node1/usr/local/bin/pbx-train" ] || fail "pbx-train built on debian 12 installed on ubuntu 22.04"
 grep -q "pbx-train not installed: built on 'debian 12 $(uname -m)', this node is 'ubuntu 22.04 $(uname -m)'" "$T/node1.err" ||
 	fail "no message for the mismatched pbx-train: $(cat "$T/node1.err")"
-rm -f "$T/stage/pbx-train" "$T/stage/pbx-train.target"
+# with its CUDA module: installed beside it (../lib/pbx); on a GPU node
+# where the module does not load, a message says what device: cuda will do
+printf 'module' >"$T/stage/pbx-train-cuda.so"
+printf '#!/bin/sh\n[ "$1" = --version ] && echo "pbx-train fake (cpu; the CUDA backend was built but cannot load the CUDA backend: libcudnn.so.9: cannot open shared object file)"\n' >"$T/stage/pbx-train"
+echo "ubuntu 22.04 $(uname -m)" >"$T/stage/pbx-train.target"
+boot node1 compute 2 up || fail "node1 up with pbx-train and its module: $(cat "$T/node1.err")"
+cmp -s "$T/stage/pbx-train-cuda.so" "$T/node1/usr/local/lib/pbx/pbx-train-cuda.so" ||
+	fail "the CUDA module not installed in usr/local/lib/pbx"
+grep -q "pbx-train's CUDA backend does not load on this GPU node (device: cuda will fail; device: auto trains on the CPU): .*libcudnn.so.9" "$T/node1.err" ||
+	fail "no message for a CUDA module that does not load on a GPU node: $(cat "$T/node1.err")"
+rm -f "$T/stage/pbx-train" "$T/stage/pbx-train.target" "$T/stage/pbx-train-cuda.so"
 
 # ---- clear errors
 mkroot node2 debian 12

@@ -394,6 +394,27 @@ static void test_sbatch_opts(void)
 	   "a train task on 2 nodes gets the mpi launcher");
 	ok(pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_NONE,
 	   "a command task keeps none unless it asks");
+	{
+		/* GPUs: a train task with more than one gets a rank per GPU */
+		static const struct { const char *key, *value; int mpi; } g[] = {
+			{ "gres", "gpu:2", 1 }, { "gres", "gpu:h100:4", 1 },
+			{ "gres", "gpu:1", 0 }, { "gres", "gpu", 0 },
+			{ "gres", "mps:100", 0 }, { "gres", "mps:100,gpu:a100:2", 1 },
+			{ "gpus", "2", 1 }, { "gpus-per-node", "h100:8", 1 },
+			{ "gpus", "1", 0 },
+		};
+		for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+			struct pbx_sbatch_opts o = { 0 };
+			char why[256];
+			int set = pbx_sbatch_opts_set(&o, g[k].key, g[k].value, why, sizeof(why)) == 0;
+			ok(set && pbx_sbatch_opts_launcher(&o, 1) ==
+			   (g[k].mpi ? PBX_LAUNCHER_MPI : PBX_LAUNCHER_NONE) &&
+			   pbx_sbatch_opts_launcher(&o, 0) == PBX_LAUNCHER_NONE,
+			   "train task with --%s=%s: %s", g[k].key, g[k].value,
+			   g[k].mpi ? "mpi (a rank per GPU)" : "none");
+			pbx_sbatch_opts_free(&o);
+		}
+	}
 	ok(pbx_experiment_override_resource(e, "launcher", "srun", &err) == 0 &&
 	   pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_SRUN, "launcher: srun");
 	ok(pbx_experiment_override_resource(e, "launcher", "mpich", &err) < 0, "unknown launcher");

@@ -10,7 +10,9 @@
 #      the package; status is always one well-formed line;
 #   3. exit 75 (checkpointed) in a SLURM job: the wrapper requeues the job
 #      (a stand-in scontrol records the call) and says REQUEUED; when SLURM
-#      refuses (a job being cancelled), CANCELLED as before.
+#      refuses (a job being cancelled), CANCELLED as before;
+#   4. PBX_LAUNCHER=mpi asks mpirun (a stand-in) for one rank per SLURM
+#      task, or one per GPU (CUDA_VISIBLE_DEVICES) of a one-task job.
 # Usage: wrapper.sh EXP_PACK SOURCE_DIR
 set -eu
 PACK=${1:?usage: wrapper.sh EXP_PACK SOURCE_DIR}
@@ -270,6 +272,30 @@ requeue_task "$T/run7" 1
 [ "$rc" -eq 75 ] || fail "refused requeue: wrapper exited $rc, not 75"
 check_status "$T/run7/tasks/2/status" "2 CANCELLED 75 node1 1 [0-9]+ [0-9]+ 77_2"
 pass "exit 75 in a job: scontrol requeue JOB, REQUEUED; refused by SLURM: CANCELLED"
+
+# ---- 4. the mpi launcher: one rank per SLURM task, or per GPU of a
+# one-task job (--gres=gpu:N: CUDA_VISIBLE_DEVICES); a stand-in mpirun
+# records its ranks and runs the task once
+printf '#!/bin/sh\nnp=\nwhile [ $# -gt 0 ]; do case $1 in --bind-to) shift 2 ;; -np) np=$2; shift 2 ;; *) break ;; esac; done\necho "np=$np" >>"%s/mpirun.args"\nexec "$@"\n' "$T" >"$T/bin/mpirun"
+chmod +x "$T/bin/mpirun"
+# mpi_np RUN VAR=VALUE...: the ranks mpirun was asked for
+mpi_np() {
+	r=$1; shift
+	rm -f "$T/mpirun.args"
+	run_task "$T/pkg2" "$r" 0 PATH="$T/bin:$PATH" PBX_LAUNCHER=mpi "$@" || fail "mpi task exited $?"
+	cat "$T/mpirun.args"
+}
+[ "$(mpi_np "$T/run8" SLURM_NTASKS=3)" = "np=3" ] || fail "3 tasks: mpirun $(cat "$T/mpirun.args")"
+[ "$(mpi_np "$T/run9" SLURM_NTASKS=1 CUDA_VISIBLE_DEVICES=0,1)" = "np=2" ] ||
+	fail "1 task, 2 GPUs: mpirun $(cat "$T/mpirun.args")"
+[ "$(mpi_np "$T/run10" SLURM_NTASKS=1 CUDA_VISIBLE_DEVICES=3)" = "np=1" ] ||
+	fail "1 task, 1 GPU: mpirun $(cat "$T/mpirun.args")"
+[ "$(mpi_np "$T/run11" SLURM_NTASKS=2 CUDA_VISIBLE_DEVICES=0,1,2,3)" = "np=2" ] ||
+	fail "2 tasks, 4 GPUs: mpirun $(cat "$T/mpirun.args")"
+[ "$(mpi_np "$T/run12" SLURM_NTASKS=1 CUDA_VISIBLE_DEVICES=NoDevFiles)" = "np=1" ] ||
+	fail "no GPU files: mpirun $(cat "$T/mpirun.args")"
+check_status "$T/run9/tasks/0/status" "0 COMPLETED 0 node1 1 [0-9]+ [0-9]+ 77_0"
+pass "mpi launcher: a rank per SLURM task; a one-task job gets a rank per GPU"
 
 n=$(cat "$T"/run1/tasks/*/status "$T"/run2/tasks/*/status | wc -l)
 [ "$n" -eq $((N + 5)) ] || fail "cat tasks/*/status gave $n lines"
