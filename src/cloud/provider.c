@@ -1,9 +1,12 @@
 /*
  * provider.c - the table of providers and what they share: the cluster's
- * labels (made here only) and the list of resources found by them.
+ * labels (made here only), the list of resources found by them, and the
+ * loopback guard for an API on loopback (an emulator).
  */
 #include "cloud/provider.h"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +14,12 @@
 
 extern const struct pbx_provider pbx_provider_local;
 extern const struct pbx_provider pbx_provider_gce;
+extern const struct pbx_provider pbx_provider_aws;
 
 const struct pbx_provider *const pbx_providers[] = {
 	&pbx_provider_local,
 	&pbx_provider_gce,
+	&pbx_provider_aws,
 	NULL,
 };
 
@@ -55,4 +60,29 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].state);
 	}
 	free(v);
+}
+
+/* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */
+static int is_loopback(const char *text)
+{
+	struct in_addr a;
+	if (!strcmp(text, "localhost"))
+		return 1;
+	return inet_pton(AF_INET, text, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
+			      struct pbx_err *err)
+{
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int emulated = u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+		       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && is_loopback(host);
+	curl_free(host);
+	curl_url_cleanup(u);
+	if (!ip || !emulated || is_loopback(ip))
+		return 0;
+	return pbx_err_set(err, "instance %s has the address %s outside 127.0.0.0/8, from the API"
+			   " on loopback at %s (an emulator): pbx connects only to loopback addresses"
+			   " then", instance, ip, base);
 }

@@ -134,6 +134,13 @@ struct pbx_provider {
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
 };
 
+/* An API on a loopback address is an emulator: pbx then connects only to
+ * loopback addresses.  Returns 0 when `ip` (may be NULL) may be connected
+ * to for the API at `base` (a URL), or -1 with err naming both.  Every
+ * provider checks the addresses a cloud hands out with it. */
+int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
+			      struct pbx_err *err);
+
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
 /* The providers, NULL-terminated (stop looks for orphans in each). */

@@ -50,6 +50,11 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->aws.region);
 	free(cfg->aws.profile);
 	free(cfg->aws.endpoint);
+	free(cfg->aws.subnet);
+	for (size_t z = 0; z < cfg->aws.nsubnets; z++)
+		free(cfg->aws.subnets[z]);
+	free(cfg->aws.subnets);
+	free(cfg->aws.ssh_from);
 	free(cfg->local.address_base);
 	free(cfg);
 }

@@ -15,7 +15,8 @@
  *             gpus: 2, gpu_type: nvidia-tesla-t4, spot: false }
  *   clouds:
  *     gce:   { project: P, zone: Z, credentials: FILE, endpoint: URL }
- *     aws:   { region: R, profile: NAME, endpoint: URL }
+ *     aws:   { region: R, profile: NAME, endpoint: URL, subnet: S,
+ *              subnets: [S, ...], ssh_from: CIDR, disk_gb: N }
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
  *
  * Every error names file, line and key ("config.yaml:7: clusters.x.count:
@@ -87,7 +88,16 @@ struct pbx_cloud_gce {
 };
 
 struct pbx_cloud_aws {
-	char *region, *profile, *endpoint;    /* each may be NULL */
+	char *region, *profile, *endpoint;    /* each may be NULL; endpoint: the
+						 EC2 Query API URL (an emulator) */
+	char *subnet;                         /* subnet for every instance; NULL =
+						 the default VPC's */
+	char **subnets;                       /* subnets to fall back to, in order,
+						 on InsufficientInstanceCapacity */
+	size_t nsubnets;
+	char *ssh_from;                       /* CIDR allowed to SSH to the head;
+						 NULL = 0.0.0.0/0 */
+	int disk_gb;                          /* root volume size; 0 = 50 */
 };
 
 struct pbx_cloud_local {

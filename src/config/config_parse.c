@@ -29,7 +29,9 @@ static const char *const group_keys[] = {
 static const char *const gce_keys[] = {
 	"project", "zone", "zones", "credentials", "endpoint", NULL
 };
-static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
+static const char *const aws_keys[] = {
+	"region", "profile", "endpoint", "subnet", "subnets", "ssh_from", "disk_gb", NULL
+};
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
 };
@@ -327,25 +329,52 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
-/* clouds.gce.zones: a list of zone names, tried in order when a zone has
- * no capacity. */
-static int pbx_parse_gce_zones(const struct pbx_ynode *gce, struct pbx_cloud_gce *g,
-			       struct pbx_err *err)
+/* clouds.gce.zones, clouds.aws.subnets: a list of names, tried in order
+ * when a zone has no capacity. */
+static int pbx_parse_fallbacks(const struct pbx_ynode *map, const char *key, const char *what,
+			       char ***out, size_t *nout, struct pbx_err *err)
 {
-	const struct pbx_ynode *n = pbx_ymap_get(gce, "zones");
+	const struct pbx_ynode *n = pbx_ymap_get(map, key);
 	size_t i;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
 	if (pbx_ynode_expect_seq(n, err) < 0)
 		return -1;
 	if (n->nitems == 0 || n->nitems > 32)
-		return pbx_ynode_error(n, err, "must list 1 to 32 zones");
-	g->zones = xcalloc(n->nitems, sizeof(*g->zones));
+		return pbx_ynode_error(n, err, "must list 1 to 32 %s", what);
+	*out = xcalloc(n->nitems, sizeof(**out));
 	for (i = 0; i < n->nitems; i++) {
-		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &g->zones[i], err) < 0)
+		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
 			return -1;
-		g->nzones++;
+		(*nout)++;
 	}
+	return 0;
+}
+
+static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
+			 struct pbx_err *err)
+{
+	const struct pbx_ynode *ep;
+	if (!aws || pbx_ynode_is_null(aws))
+		return 0;
+	if (pbx_opt_map(aws, aws_keys, err) < 0 ||
+	    pbx_opt_str(aws, "region", &a->region, err) < 0 ||
+	    pbx_opt_str(aws, "profile", &a->profile, err) < 0 ||
+	    pbx_opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
+	    pbx_opt_str(aws, "subnet", &a->subnet, err) < 0 ||
+	    pbx_opt_str(aws, "ssh_from", &a->ssh_from, err) < 0 ||
+	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
+	    pbx_parse_fallbacks(aws, "subnets", "subnets", &a->subnets, &a->nsubnets, err) < 0)
+		return -1;
+	ep = pbx_ymap_get(aws, "endpoint");
+	if (a->endpoint && strncmp(a->endpoint, "https://", 8) != 0 &&
+	    strncmp(a->endpoint, "http://", 7) != 0)
+		return pbx_ynode_error(ep, err, "must be an http:// or https:// URL, got '%.60s'",
+				       a->endpoint);
+	if (a->ssh_from && !strchr(a->ssh_from, '/'))
+		return pbx_ynode_error(pbx_ymap_get(aws, "ssh_from"), err,
+				       "must be a CIDR block such as 203.0.113.7/32, got '%.60s'",
+				       a->ssh_from);
 	return 0;
 }
 
@@ -367,18 +396,15 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 			  &cfg->gce.credentials_line, err) < 0 ||
 	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
 		return -1;
-	if (gce && !pbx_ynode_is_null(gce) && pbx_parse_gce_zones(gce, &cfg->gce, err) < 0)
+	if (gce && !pbx_ynode_is_null(gce) &&
+	    pbx_parse_fallbacks(gce, "zones", "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
 	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
 	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
 		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
 				       "must be an http:// or https:// URL, got '%.60s'",
 				       cfg->gce.endpoint);
-	if (aws && !pbx_ynode_is_null(aws) &&
-	    (pbx_opt_map(aws, aws_keys, err) < 0 ||
-	     pbx_opt_str(aws, "region", &cfg->aws.region, err) < 0 ||
-	     pbx_opt_str(aws, "profile", &cfg->aws.profile, err) < 0 ||
-	     pbx_opt_str(aws, "endpoint", &cfg->aws.endpoint, err) < 0))
+	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
 	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
 }

@@ -558,8 +558,8 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		if (gce_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
-		    gce_address_allowed(g->base, x->name, i == 0 ? x->public_ip : NULL, err) < 0) {
+		if (pbx_cloud_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
+		    pbx_cloud_address_allowed(g->base, x->name, i == 0 ? x->public_ip : NULL, err) < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}
