@@ -20,9 +20,16 @@
 
 static xmlDocPtr aws_xml_read(const char *xml, size_t len)
 {
+	xmlDocPtr d;
 	if (!xml || !len || len > (size_t)0x7fffffff)
 		return NULL;
-	return xmlReadMemory(xml, (int)len, "ec2.xml", NULL, AWS_XML_OPTS);
+	d = xmlReadMemory(xml, (int)len, "ec2.xml", NULL, AWS_XML_OPTS);
+	if (d && (d->intSubset || d->extSubset)) {
+		/* EC2 sends no DTD: one is refused with its entities */
+		xmlFreeDoc(d);
+		return NULL;
+	}
+	return d;
 }
 
 static int is(const xmlNode *n, const char *name)

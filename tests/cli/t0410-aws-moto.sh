@@ -1,0 +1,257 @@
+#!/bin/sh
+# t0410-aws-moto.sh - `pbx cluster start` of an EC2 template against moto
+# with signatures and credentials checked (tests/emulators/aws/
+# ec2_harness.py: moto_server on 127.0.0.1, an IAM user's access key, a
+# fault-injecting proxy, node bodies for running instances), end to end:
+# head + 2 GPU nodes whose login user is not root -> every node idle in
+# sinfo -> parrun of the example sweep with --gres=gpu:1 -> all 24 tasks
+# COMPLETED -> harvest -> report -> stop -> the AWS CLI lists no live
+# instance, no cluster security group and no key pair.  Then: 30% of calls
+# throttled and start still succeeds; a capacity error leaves nothing (all
+# or nothing), or moves to the next subnet of clouds.aws.subnets; a vCPU
+# quota error says so; a wrong secret key fails with an authentication
+# error and creates nothing; session credentials (a token) work; pbx
+# killed with -9 at 5 points of start, then stop: nothing left.
+# Addresses: subnets 127.0.60.0/24 and 127.0.61.0/24 (node bodies' sshd on
+# port 22); SLURM ports from 31000 + 64*8 (node bodies of cloud clusters).
+. "$(dirname "$0")/lib.sh"
+
+HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
+HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
+if ! python3 -c 'import moto.server, boto3' 2>/dev/null || [ ! -x "$HELPER" ]; then
+	echo "1..0 # SKIP moto[server] and boto3 (scripts/test-requirements.txt) or $HELPER missing"
+	rm -rf "$TEST_TMP"
+	exit 77
+fi
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
+	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/home"
+mkdir -p "$HOME"
+
+h_stop() {
+	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
+	H_PID=
+}
+cleanup() {
+	"$PBX" -q cluster stop e1 >/dev/null 2>&1
+	h_stop
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+
+# h_start [harness options]: a fresh moto + proxy + bodies; sets the
+# environment pbx signs with (the IAM user's key) and writes config.yaml.
+h_start() {
+	h_stop
+	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
+	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
+		--node-body-helper "$HELPER" --login-user pbx \
+		--subnet 127.0.60.0/24 --subnet 127.0.61.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
+	H_PID=$!
+	i=0
+	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
+	URL=$(env_get 'd["url"]')
+	MOTO=$(env_get 'd["moto_url"]')
+	SUB1=$(env_get 'd["subnets"][0]')
+	SUB2=$(env_get 'd["subnets"][1]')
+	export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
+	export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
+	cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  e1:
+    cloud: aws
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: $(env_get 'd["ami"]')
+    head: { machine_type: m5.large }
+    node_groups:
+      - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4 }
+clouds:
+  aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
+  local: { slurm_port_base: 31000 }
+CONFIG
+	chmod 600 "$PBX_HOME/config.yaml"
+}
+
+# What moto holds, as the AWS CLI (with the harness's admin key) lists it:
+# "LIVE_INSTANCES CLUSTER_GROUPS KEY_PAIRS".
+aws_cli() {
+	AWS_ACCESS_KEY_ID=$(json_get 'd["admin"]["access_key"]' <"$TEST_TMP/env.json") \
+	AWS_SECRET_ACCESS_KEY=$(json_get 'd["admin"]["secret_key"]' <"$TEST_TMP/env.json") \
+		aws --endpoint-url "$MOTO" --region us-east-1 --output text "$@"
+}
+holds() {
+	if command -v aws >/dev/null 2>&1; then
+		n=$(aws_cli ec2 describe-instances --filters \
+			Name=instance-state-name,Values=pending,running,stopping,stopped,shutting-down \
+			--query 'length(Reservations[].Instances[])')
+		g=$(aws_cli ec2 describe-security-groups --query "length(SecurityGroups[?GroupName!='default'])")
+		k=$(aws_cli ec2 describe-key-pairs --query 'length(KeyPairs)')
+		echo "$n $g $k"
+	else
+		python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
+    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
+g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
+k = len(c.describe_key_pairs()["KeyPairs"])
+print(n, g, k)
+PY
+	fi
+}
+bodies() { find "$TEST_TMP/h/bodies" -mindepth 3 -maxdepth 3 -type d 2>/dev/null | wc -l; }
+calls() { python3 -c 'import json,sys,urllib.request; d=json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d[sys.argv[2]].get(sys.argv[3], 0))' "$URL" "$1" "$2"; }
+
+mkdir -p "$PBX_HOME"
+chmod 755 "$TEST_TMP"   # sshd reads the login user's keys as that user
+ssh-keygen -q -t ed25519 -N "" -C t0410 -f "$PBX_HOME/id"
+
+# ------------------------------------------------------------ end to end
+h_start
+run_pbx cluster start e1
+ok $rc "start of an aws template against moto (signatures checked): $errout"
+is "$(holds)" "3 1 1" "moto holds 3 instances, the cluster's security group and key pair"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
+is "$out" "gpu1 idle gpu:1
+gpu2 idle gpu:1" "every compute node is idle with its GPU"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || address, ' ') FROM nodes")" \
+	"head:up:127.0.60.4 gpu1:up:127.0.60.5 gpu2:up:127.0.60.6" "nodes are up on the instances' private addresses"
+run_pbx cluster exec -n gpu2 e1 -- id -un
+is "$out" "root" "commands run as root through sudo -n (login user pbx)"
+run_pbx parrun "$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml" e1 --gres=gpu:1
+ok $rc "parrun of the example sweep: $errout"
+i=0
+while [ $i -lt 90 ]; do
+	states=$("$PBX" state --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(sorted({t["state"] for p in d for t in p["tasks"]})))')
+	[ "$states" = "COMPLETED" ] && break
+	sleep 2
+	i=$((i + 1))
+done
+is "$states" "COMPLETED" "all 24 tasks COMPLETED"
+run_pbx harvest
+ok $rc "harvest: $errout"
+echo "$out$errout" | grep -q "144 new files"
+ok $? "harvest brought 144 files home (6 per task)"
+run_pbx report -f csv
+is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+run_pbx cluster stop e1
+ok $rc "stop: $errout"
+is "$(holds)" "0 0 0" "the AWS CLI lists no live instance, no cluster security group, no key pair"
+i=0; while [ "$(bodies)" != 0 ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+is "$(bodies)" "0" "no node body is left"
+sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events" >"$TEST_TMP/events"
+! grep -q -e "$AWS_SECRET_ACCESS_KEY" -e "Signature=" -e "AWS4-HMAC" "$TEST_TMP/events"
+ok $? "the request log holds neither the secret key nor a signature"
+grep -q "ec2 POST" "$TEST_TMP/events"
+ok $? "the request log names the EC2 calls"
+
+# ------------------------------------------------------------- throttled
+h_start --throttle 0.3
+PBX_STATS=1 run_pbx cluster start e1
+ok $rc "start succeeds with 30% of calls throttled (RequestLimitExceeded): $errout"
+is "$(calls faults RequestLimitExceeded | awk '{print ($1 > 0)}')" "1" "the proxy throttled calls ($(calls faults RequestLimitExceeded))"
+run_pbx cluster stop e1
+is "$rc:$(holds)" "0:0 0 0" "stop after a throttled start leaves nothing"
+
+# ------------------------------------------------- capacity: all or nothing
+h_start --capacity g4dn.xlarge
+run_pbx cluster start e1
+is "$rc" "1" "start fails when EC2 has no capacity for the GPU nodes"
+echo "$errout" | grep -q "InsufficientInstanceCapacity" && echo "$errout" | grep -q "nothing was kept"
+ok $? "the message names the error and says nothing was kept: $errout"
+is "$(holds)" "0 0 0" "all or nothing: the head, group and key pair are gone too"
+is "$(calls calls RunInstances)" "2" "capacity errors are not retried (head + one GPU attempt)"
+
+# ------------------------------------------------- capacity: the next subnet
+h_start --capacity "$(json_get 'd["subnets"][0]' <"$TEST_TMP/env.json")"
+sed -i "s#subnet: $SUB1 }#subnet: $SUB1, subnets: [$SUB1, $SUB2] }#" "$PBX_HOME/config.yaml"
+run_pbx cluster start e1
+ok $rc "start succeeds when the first subnet has no capacity: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) || ' ' || group_concat(address, ',') FROM nodes WHERE state = 'up'")" \
+	"$SUB2 127.0.61.4,127.0.61.5,127.0.61.6" "every instance landed in the second subnet"
+run_pbx cluster stop e1
+is "$rc:$(holds)" "0:0 0 0" "stop removes them there"
+
+# ------------------------------------------------------------ vCPU quota
+h_start --vcpu-limit g4dn.xlarge
+run_pbx cluster start e1
+is "$rc" "1" "start fails on a vCPU quota"
+echo "$errout" | grep -q "VcpuLimitExceeded" && echo "$errout" | grep -q "Service Quotas"
+ok $? "the message names the quota and where to raise it: $errout"
+is "$(holds)" "0 0 0" "and leaves nothing"
+
+# ------------------------------------------------------------ credentials
+h_start
+good=$AWS_SECRET_ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY="${good%?}x"
+run_pbx cluster start e1
+is "$rc" "1" "a wrong secret key fails the start"
+echo "$errout" | grep -q "authentication failed (AuthFailure"
+ok $? "with a clear authentication error: $errout"
+echo "$errout" | grep -q -e "$AWS_SECRET_ACCESS_KEY" -e "$good"
+ok $((! $?)) "the error quotes no secret"
+is "$(holds)" "0 0 0" "and nothing was created"
+export AWS_SECRET_ACCESS_KEY="$good"
+run_pbx cluster stop e1
+
+# Session credentials (STS AssumeRole) from a profile in the shared
+# credentials file named by AWS_SHARED_CREDENTIALS_FILE; the region from
+# the config file named by AWS_CONFIG_FILE.
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+python3 - "$TEST_TMP/env.json" "$TEST_TMP/creds" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["session"]
+open(sys.argv[2], "w").write("[other]\naws_access_key_id = AKIAWRONG\naws_secret_access_key = wrong\n\n"
+    "# the session\n[pbx-session]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+    "aws_session_token = %s\n" % (s["access_key"], s["secret_key"], s["token"]))
+PY
+printf '[profile pbx-session]\nregion = us-east-1\n' >"$TEST_TMP/awsconfig"
+sed -i 's#region: us-east-1, ##' "$PBX_HOME/config.yaml"
+AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \
+	run_pbx cluster start e1
+ok $rc "start with session credentials from a profile (token sent and accepted): $errout"
+is "$(holds)" "3 1 1" "it made the cluster"
+AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \
+	run_pbx cluster stop e1
+is "$rc:$(holds)" "0:0 0 0" "stop with them leaves nothing"
+sed -i "s#session_token = .*#session_token = bad#" "$TEST_TMP/creds"
+AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \
+	run_pbx cluster start e1
+echo "$rc:$errout" | grep -q "^1:.*AuthFailure.*profile pbx-session in $TEST_TMP/creds"
+ok $? "a wrong session token is refused, naming where the credentials came from: $errout"
+export AWS_ACCESS_KEY_ID="$(json_get 'd["pbx"]["access_key"]' <"$TEST_TMP/env.json")"
+export AWS_SECRET_ACCESS_KEY="$good"
+
+# ------------------------------------------------------ kill -9 mid-start
+# Killed at 5 points (by gpu2's state in the store, or moto's): before
+# anything exists, once instances exist, once they run, mid-bootstrap, a
+# moment later; each followed by stop.
+for point in planned instances running bootstrapping late; do
+	h_start
+	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 500 ]; do
+		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
+		case $point:$st in
+		planned:planned | running:running | bootstrapping:bootstrapping | late:bootstrapping) break ;;
+		instances:*) [ "$(calls calls RunInstances)" -ge 1 ] && break ;;
+		esac
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.02
+		i=$((i + 1))
+	done
+	[ "$point" != late ] || sleep 0.5
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	run_pbx cluster stop e1
+	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
+	i=0; while [ "$(bodies)" != 0 ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+	is "$(holds):$(bodies)" "0 0 0:0" "nothing is left after kill -9 at '$point' and stop"
+done
+done_testing
