@@ -37,6 +37,7 @@ stopped.  Addresses outside 127.0.0.0/8 are never used.
 import argparse
 import ipaddress
 import json
+import logging
 import os
 import random
 import sys
@@ -146,10 +147,12 @@ def make_proxy(moto_url, faults):
 class Inst:
     """What gce's Bodies needs of an instance."""
 
-    def __init__(self, iid, subnet, ip, user, key):
+    def __init__(self, iid, ip, user, key):
+        # the body's root is STATE/bodies/aws/n/ID: short, since slurmd's
+        # socket paths under it must stay within 108 bytes
         self.project = "aws"
-        self.zone = subnet
-        self.name = iid
+        self.zone = "n"
+        self.name = iid[-12:]
         self.res = {"metadata": {"items": [{"key": "ssh-keys", "value": "%s:%s" % (user, key)}]},
                     "networkInterfaces": [{"networkIP": ip}]}
 
@@ -161,14 +164,14 @@ def bodies_loop(args, admin, stop):
     pool_lock = threading.Lock()
     starting = set()
 
-    def start(inst):
+    def start(iid, inst):
         why = bodies.start(inst)
         with pool_lock:
-            starting.discard(inst.name)
+            starting.discard(iid)
             if why:
-                print("harness: body of %s: %s" % (inst.name, why), file=sys.stderr, flush=True)
+                print("harness: body of %s: %s" % (iid, why), file=sys.stderr, flush=True)
             else:
-                live[inst.name] = inst
+                live[iid] = inst
 
     while not stop.is_set():
         try:
@@ -195,10 +198,10 @@ def bodies_loop(args, admin, stop):
                             keys[kn] = None
                     if not keys[kn]:
                         continue
-                    inst = Inst(iid, i.get("SubnetId", "none"), ip, args.login_user, keys[kn])
+                    inst = Inst(iid, ip, args.login_user, keys[kn])
                     with pool_lock:
                         starting.add(iid)
-                    threading.Thread(target=start, args=(inst,), daemon=True).start()
+                    threading.Thread(target=start, args=(iid, inst), daemon=True).start()
             with pool_lock:
                 gone = [iid for iid in live
                         if iid not in seen or seen[iid]["State"]["Name"] in ("shutting-down", "terminated")]
@@ -273,6 +276,7 @@ def main():
             del os.environ[k]
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
