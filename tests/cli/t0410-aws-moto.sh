@@ -10,106 +10,12 @@
 # throttled and start still succeeds; a capacity error leaves nothing (all
 # or nothing), or moves to the next subnet of clouds.aws.subnets; a vCPU
 # quota error says so; a wrong secret key fails with an authentication
-# error and creates nothing; session credentials (a token) work; pbx
-# killed with -9 at 5 points of start, then stop: nothing left.
+# error and creates nothing; session credentials (a token) work.  (pbx
+# killed with -9 mid-start: t0411.)
 # Addresses: subnets 127.0.60.0/24 and 127.0.61.0/24 (node bodies' sshd on
 # port 22); SLURM ports from 31000 + 64*8 (node bodies of cloud clusters).
 . "$(dirname "$0")/lib.sh"
-
-HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
-HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
-if ! python3 -c 'import moto.server, boto3' 2>/dev/null || [ ! -x "$HELPER" ]; then
-	echo "1..0 # SKIP moto[server] and boto3 (scripts/test-requirements.txt) or $HELPER missing"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
-unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
-	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
-export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/home"
-mkdir -p "$HOME"
-
-h_stop() {
-	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
-	H_PID=
-}
-cleanup() {
-	"$PBX" -q cluster stop e1 >/dev/null 2>&1
-	h_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
-
-# h_start [harness options]: a fresh moto + proxy + bodies; sets the
-# environment pbx signs with (the IAM user's key) and writes config.yaml.
-h_start() {
-	h_stop
-	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
-	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
-		--node-body-helper "$HELPER" --login-user pbx \
-		--subnet 127.0.60.0/24 --subnet 127.0.61.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
-	H_PID=$!
-	i=0
-	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
-	URL=$(env_get 'd["url"]')
-	MOTO=$(env_get 'd["moto_url"]')
-	SUB1=$(env_get 'd["subnets"][0]')
-	SUB2=$(env_get 'd["subnets"][1]')
-	export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
-	export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  e1:
-    cloud: aws
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: $(env_get 'd["ami"]')
-    head: { machine_type: m5.large }
-    node_groups:
-      - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4 }
-clouds:
-  aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
-  local: { slurm_port_base: 31000 }
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
-}
-
-# What moto holds, as the AWS CLI (with the harness's admin key) lists it:
-# "LIVE_INSTANCES CLUSTER_GROUPS KEY_PAIRS".
-aws_cli() {
-	AWS_ACCESS_KEY_ID=$(json_get 'd["admin"]["access_key"]' <"$TEST_TMP/env.json") \
-	AWS_SECRET_ACCESS_KEY=$(json_get 'd["admin"]["secret_key"]' <"$TEST_TMP/env.json") \
-		aws --endpoint-url "$MOTO" --region us-east-1 --output text "$@"
-}
-holds() {
-	if command -v aws >/dev/null 2>&1; then
-		n=$(aws_cli ec2 describe-instances --filters \
-			Name=instance-state-name,Values=pending,running,stopping,stopped,shutting-down \
-			--query 'length(Reservations[].Instances[])')
-		g=$(aws_cli ec2 describe-security-groups --query "length(SecurityGroups[?GroupName!='default'])")
-		k=$(aws_cli ec2 describe-key-pairs --query 'length(KeyPairs)')
-		echo "$n $g $k"
-	else
-		python3 - "$TEST_TMP/env.json" <<'PY'
-import boto3, json, sys
-e = json.load(open(sys.argv[1]))
-c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
-                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
-n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
-    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
-g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
-k = len(c.describe_key_pairs()["KeyPairs"])
-print(n, g, k)
-PY
-	fi
-}
-bodies() { find "$TEST_TMP/h/bodies" -mindepth 3 -maxdepth 3 -type d 2>/dev/null | wc -l; }
-calls() { python3 -c 'import json,sys,urllib.request; d=json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d[sys.argv[2]].get(sys.argv[3], 0))' "$URL" "$1" "$2"; }
-
-mkdir -p "$PBX_HOME"
-chmod 755 "$TEST_TMP"   # sshd reads the login user's keys as that user
-ssh-keygen -q -t ed25519 -N "" -C t0410 -f "$PBX_HOME/id"
+. "$(dirname "$0")/aws_lib.sh"
 
 # ------------------------------------------------------------ end to end
 h_start
@@ -168,7 +74,7 @@ is "$(holds)" "0 0 0" "all or nothing: the head, group and key pair are gone too
 is "$(calls calls RunInstances)" "2" "capacity errors are not retried (head + one GPU attempt)"
 
 # ------------------------------------------------- capacity: the next subnet
-h_start --capacity "$(json_get 'd["subnets"][0]' <"$TEST_TMP/env.json")"
+h_start --capacity 127.0.60.0/24
 sed -i "s#subnet: $SUB1 }#subnet: $SUB1, subnets: [$SUB1, $SUB2] }#" "$PBX_HOME/config.yaml"
 run_pbx cluster start e1
 ok $rc "start succeeds when the first subnet has no capacity: $errout"
@@ -222,36 +128,9 @@ is "$rc:$(holds)" "0:0 0 0" "stop with them leaves nothing"
 sed -i "s#session_token = .*#session_token = bad#" "$TEST_TMP/creds"
 AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \
 	run_pbx cluster start e1
-echo "$rc:$errout" | grep -q "^1:.*AuthFailure.*profile pbx-session in $TEST_TMP/creds"
+[ "$rc" = 1 ] && echo "$errout" | grep -q "AuthFailure.*profile pbx-session in $TEST_TMP/creds"
 ok $? "a wrong session token is refused, naming where the credentials came from: $errout"
 export AWS_ACCESS_KEY_ID="$(json_get 'd["pbx"]["access_key"]' <"$TEST_TMP/env.json")"
 export AWS_SECRET_ACCESS_KEY="$good"
 
-# ------------------------------------------------------ kill -9 mid-start
-# Killed at 5 points (by gpu2's state in the store, or moto's): before
-# anything exists, once instances exist, once they run, mid-bootstrap, a
-# moment later; each followed by stop.
-for point in planned instances running bootstrapping late; do
-	h_start
-	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 500 ]; do
-		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
-		case $point:$st in
-		planned:planned | running:running | bootstrapping:bootstrapping | late:bootstrapping) break ;;
-		instances:*) [ "$(calls calls RunInstances)" -ge 1 ] && break ;;
-		esac
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.02
-		i=$((i + 1))
-	done
-	[ "$point" != late ] || sleep 0.5
-	kill -9 $pid 2>/dev/null
-	wait $pid 2>/dev/null
-	run_pbx cluster stop e1
-	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
-	i=0; while [ "$(bodies)" != 0 ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
-	is "$(holds):$(bodies)" "0 0 0:0" "nothing is left after kill -9 at '$point' and stop"
-done
 done_testing

@@ -21,7 +21,8 @@ The proxy (the URL pbx is given) forwards every request unchanged to moto,
 except, chosen at random or by rule, answers EC2 would give and moto never
 does: RequestLimitExceeded (HTTP 503) with probability --throttle,
 InsufficientInstanceCapacity (HTTP 500) for RunInstances into a subnet id
-or of an instance type listed with --capacity, VcpuLimitExceeded (HTTP 400)
+or of an instance type listed with --capacity (a subnet may be given by its
+CIDR block), VcpuLimitExceeded (HTTP 400)
 for RunInstances of a type listed with --vcpu-limit.  GET /_harness/calls
 counts the calls by action.
 
@@ -281,6 +282,9 @@ def main():
     moto.start()
     moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
     env = setup(moto_url, args)
+    # --capacity may name a subnet by its CIDR block (ids are moto's)
+    by_cidr = dict(zip(args.subnet, env["subnets"]))
+    args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
     faults = Faults(args)
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults))
     proxy.daemon_threads = True
