@@ -60,6 +60,9 @@ CONFIG
 	wait $pid 2>/dev/null || true
 	c1=$(calls)
 	echo "create $nodes+1 nodes: $(echo "$t1 - $t0" | bc) s, EC2 calls: $(delta "$c0" "$c1")"
+	# each call's time as pbx logged it (request log), in order
+	echo "  per call (ms): $(sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events WHERE kind = 'http'" |
+		sed -n 's/.*attempt [0-9]*, \([0-9]*\) ms.*/\1/p' | tr '\n' ' ')"
 	t0=$(now)
 	"$PBX" -q cluster stop big
 	t1=$(now)

@@ -91,6 +91,10 @@ static void test_values(void)
 			   "<R><groupId>&b;</groupId></R>";
 	const char *keys = "<DescribeKeyPairsResponse><keySet><item><keyName>pbx-a</keyName></item>"
 			   "<item><keyName>pbx-b</keyName></item></keySet></DescribeKeyPairsResponse>";
+	const char *groups = "<DescribeSecurityGroupsResponse><securityGroupInfo><item><groupId>sg-1"
+			     "</groupId><ipPermissions><item><groups><item><groupId>sg-1</groupId>"
+			     "</item></groups></item></ipPermissions></item></securityGroupInfo>"
+			     "</DescribeSecurityGroupsResponse>";
 	char *s = aws_xml_text(g, strlen(g), "groupId"), **v = NULL;
 	size_t n = 0;
 	is_str(s, "sg-9", "groupId of CreateSecurityGroup");
@@ -98,8 +102,14 @@ static void test_values(void)
 	s = aws_xml_text(bomb, strlen(bomb), "groupId");
 	ok(!s || !strstr(s, "aaaaaaaaaaaaaaaaaaaa"), "entities are not expanded");
 	free(s);
-	ok(aws_xml_texts(keys, strlen(keys), "keyName", &v, &n) == 0 && n == 2 &&
+	ok(aws_xml_texts(keys, strlen(keys), "keySet", "keyName", &v, &n) == 0 && n == 2 &&
 	   !strcmp(v[1], "pbx-b"), "every keyName");
+	while (n)
+		free(v[--n]);
+	free(v);
+	v = NULL;
+	ok(aws_xml_texts(groups, strlen(groups), "securityGroupInfo", "groupId", &v, &n) == 0 &&
+	   n == 1 && !strcmp(v[0], "sg-1"), "a group's own id, not the ids in its rules");
 	while (n)
 		free(v[--n]);
 	free(v);

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(next);
 	s = aws_xml_text(text, size, "groupId");
 	free(s);
-	if (aws_xml_texts(text, size, "keyName", &v, &nv) == 0)
+	if (aws_xml_texts(text, size, "keySet", "keyName", &v, &nv) == 0)
 		for (i = 0; i < nv; i++)
 			if (!v[i])
 				abort();

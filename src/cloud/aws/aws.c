@@ -350,10 +350,10 @@ static const struct aws_inst *aws_find(const struct aws_inst *v, size_t n, const
 	return NULL;
 }
 
-/* The values of `field` in the items of `action`'s reply, filtered by the
- * cluster's tag. */
-static int aws_tagged(struct aws *a, const char *action, const char *field, char ***v,
-		      size_t *n, struct pbx_err *err)
+/* The `field` of each item of the `set` list of `action`'s reply, filtered
+ * by the cluster's tag. */
+static int aws_tagged(struct aws *a, const char *action, const char *set, const char *field,
+		      char ***v, size_t *n, struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
@@ -363,7 +363,7 @@ static int aws_tagged(struct aws *a, const char *action, const char *field, char
 	filter_cluster(a, &p, 1);
 	rc = aws_call(a, action, &p, &r, NULL, err);
 	aws_params_free(&p);
-	if (rc == 0 && !a->s->dry_run && aws_xml_texts(r.buf, r.len, field, v, n) < 0)
+	if (rc == 0 && !a->s->dry_run && aws_xml_texts(r.buf, r.len, set, field, v, n) < 0)
 		rc = pbx_err_set(err, "EC2 %s: the reply is not XML", action);
 	pbx_buf_release(&r);
 	return rc;
@@ -425,7 +425,7 @@ static int aws_group(struct aws *a, struct pbx_err *err)
 	char **ids = NULL, *vpc = NULL, *name;
 	size_t n = 0;
 	struct aws_params p = { 0 };
-	int rc = aws_tagged(a, "DescribeSecurityGroups", "groupId", &ids, &n, err);
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &ids, &n, err);
 	if (rc == 0 && n) {
 		set_str(&a->group_id, ids[0]);
 	} else if (rc == 0) {
@@ -474,7 +474,7 @@ static int aws_key(struct aws *a, struct pbx_err *err)
 	char **names = NULL, *name = aws_res_name(a), *b64;
 	size_t n = 0, len = strlen(a->pubkey);
 	struct aws_params p = { 0 };
-	int rc = aws_tagged(a, "DescribeKeyPairs", "keyName", &names, &n, err);
+	int rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &names, &n, err);
 	if (rc == 0 && !n) {
 		b64 = xcalloc(4 * ((len + 2) / 3) + 1, 1);
 		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)a->pubkey, (int)len);
@@ -756,8 +756,8 @@ static int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 	*v = NULL;
 	*n = 0;
 	if (aws_describe(a, NULL, &have, &nhave, err) < 0 ||
-	    aws_tagged(a, "DescribeSecurityGroups", "groupId", &sg, &nsg, err) < 0 ||
-	    aws_tagged(a, "DescribeKeyPairs", "keyName", &keys, &nkeys, err) < 0) {
+	    aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg, err) < 0 ||
+	    aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys, err) < 0) {
 		aws_insts_free(have, nhave);
 		strs_free(sg, nsg);
 		return -1;
@@ -860,9 +860,9 @@ static int aws_delete_own(struct aws *a, const struct pbx_instance *v, size_t n,
 	static const char *const gone_key[] = { "InvalidKeyPair.NotFound", NULL };
 	char **sg = NULL, **keys = NULL;
 	size_t nsg = 0, nkeys = 0, i;
-	int rc = aws_tagged(a, "DescribeSecurityGroups", "groupId", &sg, &nsg, err);
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg, err);
 	if (rc == 0)
-		rc = aws_tagged(a, "DescribeKeyPairs", "keyName", &keys, &nkeys, err);
+		rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys, err);
 	for (i = 0; rc == 0 && i < n; i++)   /* what the caller listed, too */
 		if (has(sg, nsg, v[i].id) || has(keys, nkeys, v[i].id))
 			continue;

@@ -128,9 +128,11 @@ int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n,
 /* The text of the first element named `name` (local name) anywhere in the
  * reply; caller frees; NULL when absent or not XML. */
 char *aws_xml_text(const char *xml, size_t len, const char *name);
-/* Every `name` element's text inside items of the reply (e.g. groupId of
- * DescribeSecurityGroups' items), appended to *v (free each and *v). */
-int aws_xml_texts(const char *xml, size_t len, const char *name, char ***v, size_t *n);
+/* The `name` child of each <item> of every `set` element (e.g. groupId of
+ * DescribeSecurityGroups' securityGroupInfo items, not the groupIds inside
+ * their rules), appended to *v (free each and *v); -1 when not XML. */
+int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
+		  size_t *n);
 
 /* -------------------------------------------------------------- aws.c */
 

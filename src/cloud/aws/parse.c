@@ -187,29 +187,35 @@ char *aws_xml_text(const char *xml, size_t len, const char *name)
 	return s;
 }
 
-static void texts_walk(xmlNode *n, const char *name, char ***v, size_t *cnt, int depth)
+/* The `name` child of each item of every `set` element below n. */
+static void texts_walk(xmlNode *n, const char *set, const char *name, char ***v, size_t *cnt,
+		       int depth)
 {
-	xmlNode *c;
+	xmlNode *c, *it;
 	if (depth > 64)
 		return;
 	for (c = n; c; c = c->next) {
-		if (is(c, name)) {
-			xmlChar *t = xmlNodeGetContent(c);
-			*v = xreallocarray(*v, *cnt + 1, sizeof(**v));
-			(*v)[(*cnt)++] = xstrdup(t ? (const char *)t : "");
-			xmlFree(t);
+		if (is(c, set)) {
+			for (it = c->children; it; it = it->next) {
+				char *t = is(it, "item") ? child_text(it, name) : NULL;
+				if (!t)
+					continue;
+				*v = xreallocarray(*v, *cnt + 1, sizeof(**v));
+				(*v)[(*cnt)++] = t;
+			}
 		} else if (c->type == XML_ELEMENT_NODE) {
-			texts_walk(c->children, name, v, cnt, depth + 1);
+			texts_walk(c->children, set, name, v, cnt, depth + 1);
 		}
 	}
 }
 
-int aws_xml_texts(const char *xml, size_t len, const char *name, char ***v, size_t *n)
+int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
+		  size_t *n)
 {
 	xmlDocPtr d = aws_xml_read(xml, len);
 	if (!d)
 		return -1;
-	texts_walk(xmlDocGetRootElement(d), name, v, n, 0);
+	texts_walk(xmlDocGetRootElement(d), set, name, v, n, 0);
 	xmlFreeDoc(d);
 	return 0;
 }

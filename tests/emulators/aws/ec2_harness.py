@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -298,17 +299,22 @@ def main():
                              aws_secret_access_key=env["admin"]["secret_key"])
         t = threading.Thread(target=bodies_loop, args=(args, admin, stop), daemon=True)
         t.start()
+    # SIGTERM only sets the flag; the main thread does the rest (a handler
+    # that shut the proxy down itself could block forever in it)
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
     tmp = args.env_file + ".tmp"
     with open(tmp, "w") as f:
         json.dump(env, f)
     os.rename(tmp, args.env_file)
-
-    import signal
-    signal.signal(signal.SIGTERM, lambda *a: stop.set() or proxy.shutdown())
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    stop.wait()
+    while not stop.wait(0.5):
+        pass
+    watchdog = threading.Timer(60, lambda: os._exit(1))
+    watchdog.daemon = True
+    watchdog.start()
+    proxy.shutdown()
     if not args.no_bodies:
-        t.join(60)
+        t.join(50)
     moto.stop()
 
 
