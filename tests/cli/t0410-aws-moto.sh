@@ -5,7 +5,8 @@
 # fault-injecting proxy, node bodies for running instances), end to end:
 # head + 2 GPU nodes whose login user is not root -> every node idle in
 # sinfo -> parrun of the example sweep with --gres=gpu:1 -> all 24 tasks
-# COMPLETED -> harvest -> report -> stop -> the AWS CLI lists no live
+# COMPLETED -> harvest -> report -> a node more in the template and start
+# again (only the new instance is made) -> stop -> the AWS CLI lists no live
 # instance, no cluster security group and no key pair.  Then: 30% of calls
 # throttled and start still succeeds; a capacity error leaves nothing (all
 # or nothing), or moves to the next subnet of clouds.aws.subnets; a vCPU
@@ -45,6 +46,14 @@ echo "$out$errout" | grep -q "144 new files"
 ok $? "harvest brought 144 files home (6 per task)"
 run_pbx report -f csv
 is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+# A node more in the template: start makes only the new instance.
+runs=$(calls calls RunInstances)
+sed -i 's/count: 2,/count: 3,/' "$PBX_HOME/config.yaml"
+run_pbx cluster start e1
+ok $rc "start after the template grew to 3 GPU nodes: $errout"
+is "$(($(calls calls RunInstances) - runs)):$(holds)" "1:4 1 1" "one RunInstances for the one new node; the group and key pair are reused"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$(echo $out)" "gpu1 idle gpu2 idle gpu3 idle" "the new node joined, idle"
 run_pbx cluster stop e1
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "the AWS CLI lists no live instance, no cluster security group, no key pair"
@@ -90,6 +99,8 @@ is "$rc" "1" "start fails on a vCPU quota"
 echo "$errout" | grep -q "VcpuLimitExceeded" && echo "$errout" | grep -q "Service Quotas"
 ok $? "the message names the quota and where to raise it: $errout"
 is "$(holds)" "0 0 0" "and leaves nothing"
+sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events WHERE kind = 'ec2.error'" | grep -q "^RunInstances: HTTP 400 VcpuLimitExceeded"
+ok $? "the event log records EC2's error code"
 
 # ------------------------------------------------------------ credentials
 h_start

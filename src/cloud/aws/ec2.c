@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/store.h"
 #include "util/xalloc.h"
 
 void aws_param(struct aws_params *p, const char *key, const char *fmt, ...)
@@ -202,6 +203,9 @@ int aws_call(struct aws *a, const char *action, const struct aws_params *p,
 		}
 		if (code)
 			snprintf(code, 64, "%s", ecode);
+		/* the request log says only "N bytes, not JSON" of an XML body */
+		pbx_store_event(a->s->store, a->s->id, "ec2.error", "%s: HTTP %ld %s: %.300s", action,
+				resp.status, ecode, emsg);
 		pbx_buf_release(&resp.body);
 		return aws_error(a, action, resp.status, ecode, emsg, err);
 	}
