@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
 venv=build/venv
-if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard, cryptography' 2>/dev/null; then
+if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard, cryptography, moto.server, boto3' 2>/dev/null; then
 	mkdir -p build
 	python3 -m venv "$venv"
 	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt

@@ -5,8 +5,11 @@
  * which errors are retried (throttling, 5xx) and which never are
  * (capacity, quota, even as HTTP 500).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cloud/aws/aws.h"
 #include "common/tap.h"
@@ -115,8 +118,31 @@ static void test_values(void)
 	free(v);
 }
 
+/* A reply in a bad encoding: refused, and nothing printed (libxml2's
+ * generic error handler would write "encoding error" to stderr). */
+static void test_quiet(void)
+{
+	const char bad[] = "<?xml version=\"1.0\" encoding=\"EUC-JP\"?><R>\x8f\xff\xff</R>";
+	char path[] = "/tmp/pbx-aws-parse.XXXXXX", code[64], msg[64];
+	int fd = mkstemp(path), saved = dup(2);
+	struct stat st;
+	fflush(stderr);
+	dup2(fd, 2);
+	ok(aws_error_parse(bad, sizeof(bad) - 1, code, sizeof(code), msg, sizeof(msg)) < 0,
+	   "a reply in a bad encoding is refused");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if (fstat(fd, &st) != 0)
+		st.st_size = -1;
+	ok(st.st_size == 0, "and libxml2 printed nothing (%ld bytes)", (long)st.st_size);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_quiet();
 	test_errors();
 	test_instances();
 	test_values();

@@ -13,8 +13,9 @@
  *            or nothing, a ClientToken, TagSpecifications, the root volume,
  *            spot), each instance id recorded at once.  A capacity error
  *            sends the same nodes to the next subnet of clouds.aws.subnets;
- *            without one, or on a quota error, everything of the cluster
- *            is removed and the message says why
+ *            without one, or on a quota error, what this start made is
+ *            removed (the group and key pair too when no instance of the
+ *            cluster is left) and the message says why
  *   poll     DescribeInstances by tag (paged) until every node is running
  *            with an address (loopback only, against an API on loopback)
  *   list     instances, security group and key pair tagged pbx-cluster=NAME
@@ -72,6 +73,9 @@ static void aws_close(void *ctx)
 	free(a->key_path);
 	free(a->pubkey);
 	free(a->group_id);
+	for (i = 0; i < a->nmade; i++)
+		free(a->made[i]);
+	free(a->made);
 	free(a);
 }
 
@@ -445,6 +449,7 @@ static int aws_group(struct aws *a, struct pbx_err *err)
 				: aws_xml_text(r.buf, r.len, "groupId");
 		if (rc == 0 && !a->group_id)
 			rc = pbx_err_set(err, "EC2 CreateSecurityGroup: no groupId in the reply");
+		a->touched |= rc == 0;
 		pbx_buf_release(&r);
 		free(name);
 	}
@@ -482,6 +487,7 @@ static int aws_key(struct aws *a, struct pbx_err *err)
 		aws_param(&p, "PublicKeyMaterial", "%s", b64);
 		tag_spec(a, &p, 1, "key-pair", NULL);
 		rc = aws_do(a, "ImportKeyPair", &p, dup, NULL, err);
+		a->touched |= rc == 0;
 		free(b64);
 	}
 	strs_free(names, n);
@@ -559,6 +565,10 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	if (rc == 0 && !a->s->dry_run && nv != k)
 		rc = pbx_err_set(err, "EC2 RunInstances made %zu instance%s, not %zu", nv,
 				 nv == 1 ? "" : "s", k);
+	for (i = 0; rc == 0 && !a->s->dry_run && i < k; i++) {
+		a->made = xreallocarray(a->made, a->nmade + 1, sizeof(*a->made));
+		a->made[a->nmade++] = xstrdup(v[i].id);
+	}
 	for (i = 0; rc == 0 && i < k; i++) {
 		struct pbx_node_row *nd = &nodes[idx[i]];
 		char dry[32];
@@ -614,22 +624,27 @@ static const struct pbx_node_group *aws_group_of(const struct pbx_cluster_templa
 }
 
 static int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
-static int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
-
-/* All or nothing: after a failed creation everything of the cluster goes. */
+/* All or nothing: after a failed creation the instances this context made
+ * go, and the group and key pair too when no other instance of the
+ * cluster is left (a first start leaves nothing; extra nodes added to a
+ * running cluster leave it as it was).  Nothing to do when nothing was
+ * made (a refused credential, a bad image). */
 static void aws_clean_up(struct aws *a, struct pbx_err *err)
 {
 	struct pbx_err e2 = PBX_ERR_INIT;
-	struct pbx_instance *v = NULL;
-	size_t n = 0;
-	if (a->s->dry_run)
+	struct pbx_instance *v;
+	size_t i;
+	if (a->s->dry_run || (!a->touched && !a->nmade))
 		return;
-	if (aws_list(a, &v, &n, &e2) == 0 && aws_destroy(a, v, n, &e2) == 0)
+	v = xcalloc(a->nmade ? a->nmade : 1, sizeof(*v));
+	for (i = 0; i < a->nmade; i++)
+		v[i].id = xstrdup(a->made[i]);
+	if (aws_destroy(a, v, a->nmade, &e2) == 0)
 		pbx_err_prefix(err, "nothing was kept (all or nothing)");
 	else
 		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
 			       a->s->name);
-	pbx_instances_free(v, n);
+	pbx_instances_free(v, a->nmade);
 }
 
 static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
@@ -640,7 +655,7 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct aws_inst *have = NULL;
 	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
 	char *dev = NULL;
-	int rc = aws_root_device(a, &dev, err), made = 0;
+	int rc = aws_root_device(a, &dev, err);
 	if (rc == 0)
 		rc = aws_group(a, err);
 	if (rc == 0)
@@ -659,15 +674,13 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 			if (mine && (!x || !strcmp(x->state, "shutting-down")))
 				idx[m++] = i;
 		}
-		if (m) {
+		if (m)
 			rc = aws_run_kind(a, dev, grp, nodes, idx, m, h, err);
-			made = 1;
-		}
 	}
 	free(idx);
 	free(dev);
 	aws_insts_free(have, nhave);
-	if (rc < 0 && made)
+	if (rc < 0)
 		aws_clean_up(a, err);
 	return rc;
 }
@@ -779,28 +792,51 @@ static int is_res(const struct pbx_instance *x)
 	return x->state && (!strcmp(x->state, AWS_SG) || !strcmp(x->state, AWS_KEY));
 }
 
-/* TerminateInstances of v's instances, AWS_RUN_MAX a call. */
+/* TerminateInstances of v[from..to)'s instances (at most AWS_RUN_MAX);
+ * *code gets EC2's error code. */
+static int aws_terminate_some(struct aws *a, const struct pbx_instance *v, size_t from,
+			      size_t to, char code[64], struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	struct pbx_buf r = PBX_BUF_INIT;
+	size_t i, m = 0;
+	int rc = 0;
+	for (i = from; i < to; i++) {
+		char k[40];
+		if (is_res(&v[i]))
+			continue;
+		snprintf(k, sizeof(k), "InstanceId.%zu", ++m);
+		aws_param(&p, k, "%s", v[i].id);
+	}
+	if (m)
+		rc = aws_call(a, "TerminateInstances", &p, &r, code, err);
+	pbx_buf_release(&r);
+	aws_params_free(&p);
+	return rc;
+}
+
+/* TerminateInstances of v's instances, AWS_RUN_MAX a call.  One unknown id
+ * fails the whole call (InvalidInstanceID.NotFound: an instance already
+ * gone, e.g. one the store remembers): that batch is then sent one
+ * instance at a time, an unknown one being done. */
 static int aws_terminate(struct aws *a, const struct pbx_instance *v, size_t n,
 			 struct pbx_err *err)
 {
-	static const char *const gone[] = { "InvalidInstanceID.NotFound", NULL };
-	size_t i = 0;
-	while (i < n) {
-		struct aws_params p = { 0 };
-		size_t m = 0;
-		for (; i < n && m < AWS_RUN_MAX; i++) {
-			char k[40];
-			if (is_res(&v[i]))
-				continue;
-			snprintf(k, sizeof(k), "InstanceId.%zu", ++m);
-			aws_param(&p, k, "%s", v[i].id);
-		}
-		if (!m) {
-			aws_params_free(&p);
+	static const char nf[] = "InvalidInstanceID.NotFound";
+	size_t i, k;
+	for (i = 0; i < n; i += AWS_RUN_MAX) {
+		size_t to = n - i < AWS_RUN_MAX ? n : i + AWS_RUN_MAX;
+		char code[64] = "";
+		if (aws_terminate_some(a, v, i, to, code, err) == 0)
 			continue;
-		}
-		if (aws_do(a, "TerminateInstances", &p, gone, NULL, err) < 0)
+		if (strcmp(code, nf) != 0)
 			return -1;
+		for (k = i; k < to; k++) {
+			pbx_err_clear(err);
+			if (aws_terminate_some(a, v, k, k + 1, code, err) < 0 && strcmp(code, nf) != 0)
+				return -1;
+		}
+		pbx_err_clear(err);
 	}
 	return 0;
 }

@@ -72,8 +72,8 @@ struct aws_sign_in {
 	const struct aws_creds *creds;
 };
 
-/* The Authorization header value (caller frees, wipes nothing secret: it
- * holds no secret).  Signs content-type (when given), host, x-amz-date and
+/* The Authorization header value (caller frees; it holds no secret).
+ * Signs content-type (when given), host, x-amz-date and
  * x-amz-security-token (with a session token).  When creq/sts are not
  * NULL they get the canonical request and the string to sign (tests). */
 char *aws_sigv4_authorization(const struct aws_sign_in *in, struct pbx_buf *creq,
@@ -147,6 +147,9 @@ struct aws {
 	size_t nsubnets;
 	char *user, *key_path, *pubkey;
 	char *group_id;              /* the cluster's security group, once known */
+	char **made;                 /* instance ids this context created */
+	size_t nmade;
+	int touched;                 /* it created the group or key pair */
 	int polls;
 	long long last_describe_ms;   /* polls describe at most once a second */
 };
