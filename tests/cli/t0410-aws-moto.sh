@@ -11,7 +11,8 @@
 # throttled and start still succeeds; a capacity error leaves nothing (all
 # or nothing), or moves to the next subnet of clouds.aws.subnets; a vCPU
 # quota error says so; a wrong secret key fails with an authentication
-# error and creates nothing; session credentials (a token) work.  (pbx
+# error and creates nothing, as does a user whose IAM policy only allows
+# describing; session credentials (a token) work.  (pbx
 # killed with -9 mid-start: t0411.)
 # Addresses: subnets 127.0.60.0/24 and 127.0.61.0/24 (node bodies' sshd on
 # port 22); SLURM ports from 31000 + 64*8 (node bodies of cloud clusters).
@@ -115,6 +116,14 @@ ok $((! $?)) "the error quotes no secret"
 is "$(holds)" "0 0 0" "and nothing was created"
 export AWS_SECRET_ACCESS_KEY="$good"
 run_pbx cluster stop e1
+# An IAM user who may only describe: the first change is refused.
+AWS_ACCESS_KEY_ID=$(json_get 'd["viewer"]["access_key"]' <"$TEST_TMP/env.json") \
+AWS_SECRET_ACCESS_KEY=$(json_get 'd["viewer"]["secret_key"]' <"$TEST_TMP/env.json") \
+	run_pbx cluster start e1
+[ "$rc" = 1 ] && echo "$errout" | grep -q "EC2 CreateSecurityGroup in us-east-1: not authorized (AccessDenied" &&
+	echo "$errout" | grep -q "IAM policy"
+ok $? "a user without ec2:CreateSecurityGroup gets a clear authorization error: $errout"
+is "$(holds)" "0 0 0" "and nothing was created"
 
 # Session credentials (STS AssumeRole) from a profile in the shared
 # credentials file named by AWS_SHARED_CREDENTIALS_FILE; the region from

@@ -136,8 +136,10 @@ static int aws_error(struct aws *a, const char *action, long status, const char 
 		 !strcmp(code, "MaxSpotInstanceCountExceeded"))
 		hint = ": an EC2 quota is too small; ask for more in Service Quotas (e.g. "
 		       "'Running On-Demand G and VT instances' for GPUs)";
-	if (!strcmp(code, "AuthFailure") || !strcmp(code, "UnauthorizedOperation") ||
-	    !strcmp(code, "AccessDenied"))
+	if (!strcmp(code, "UnauthorizedOperation") || !strcmp(code, "AccessDenied"))
+		return pbx_err_set(err, "EC2 %s in %s: not authorized (%s, credentials from %s): "
+				   "%s%s", action, a->region, code, a->creds.source, msg, hint);
+	if (strstr(hint, "credentials were refused"))
 		return pbx_err_set(err, "EC2 %s in %s: authentication failed (%s, credentials from "
 				   "%s): %s%s", action, a->region, code, a->creds.source, msg, hint);
 	return pbx_err_set(err, "EC2 %s in %s: HTTP %ld %s: %s%s", action, a->region, status, code,

@@ -233,6 +233,13 @@ def setup(moto_url, args):
         iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=allow)
         k = iam.create_access_key(UserName=user)["AccessKey"]
         out[user] = {"access_key": k["AccessKeyId"], "secret_key": k["SecretAccessKey"]}
+    # a user who may only look (ec2:Describe*): pbx's first change is refused
+    look = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["ec2:Describe*"], "Resource": "*"}]})
+    iam.create_user(UserName="viewer")
+    iam.put_user_policy(UserName="viewer", PolicyName="look", PolicyDocument=look)
+    k = iam.create_access_key(UserName="viewer")["AccessKey"]
+    out["viewer"] = {"access_key": k["AccessKeyId"], "secret_key": k["SecretAccessKey"]}
     trust = json.dumps({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
     role = iam.create_role(RoleName="pbx-role", AssumeRolePolicyDocument=trust)["Role"]
