@@ -28,6 +28,7 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->login_user);
 	free(t->ssh_key);
 	free(t->image);
+	free(t->subnet);
 	free(t->head_machine_type);
 }
 

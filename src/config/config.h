@@ -9,6 +9,7 @@
  *       login_user: root
  *       ssh_key: ~/.pbx/id_ed25519     # private key file; absent = ssh-agent
  *       image: debian-12
+ *       subnet: subnet-0a              # aws only: overrides clouds.aws.subnet
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,
@@ -67,6 +68,8 @@ struct pbx_cluster_template {
 	char *login_user;             /* SSH login user */
 	char *ssh_key;                /* private key path (tilde-expanded), NULL = agent */
 	char *image;                  /* image name / family / AMI */
+	char *subnet;                 /* aws: this template's subnet (before
+	                                 clouds.aws.subnet); may be NULL */
 	char *head_machine_type;      /* head node machine type, may be NULL */
 	struct pbx_node_group *groups;
 	size_t ngroups;

@@ -19,7 +19,7 @@ enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", NULL
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "subnet", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -285,8 +285,10 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	if (pbx_parse_login(m, cloud, t, err) < 0 ||
 	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
 	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
-	    pbx_parse_slurm(m, t, err) < 0)
+	    pbx_parse_slurm(m, t, err) < 0 || pbx_opt_str(m, "subnet", &t->subnet, err) < 0)
 		return -1;
+	if (t->subnet && cloud != PBX_CLOUD_AWS)
+		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	return pbx_parse_groups(m, cloud, t, err);
 }
 

@@ -4,7 +4,8 @@
 # {method, url, body} a line, with the parameters EC2 expects (one
 # RunInstances per node kind with MinCount = MaxCount, a ClientToken,
 # TagSpecifications for instances and volumes, the root volume, spot
-# through InstanceMarketOptions, the subnet, the security group's rules,
+# through InstanceMarketOptions, the template's subnet before
+# clouds.aws.subnet, the security group's rules,
 # ImportKeyPair with the base64 public key) and nothing sent and nothing
 # signed: no credentials anywhere (IMDS off), the endpoint a port nobody
 # listens on.  Talks to no network at all.
@@ -23,6 +24,7 @@ clusters:
     login_user: ubuntu
     ssh_key: $PBX_HOME/id
     image: ami-0123456789abcdef0
+    subnet: subnet-0t                    # before clouds.aws.subnet
     node_groups:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4, spot: true }
       - { name: cpu, count: 1, machine_type: c5.large }
@@ -54,7 +56,7 @@ assert cpu["MinCount"] == cpu["MaxCount"] == "1"
 tokens = {f["ClientToken"] for f in run}
 assert len(tokens) == 3 and all(0 < len(t) <= 64 for t in tokens), tokens
 for f in run:
-    assert f["SubnetId"] == "subnet-0a" and f["KeyName"] == "pbx-a1" and f["ImageId"] == "ami-0123456789abcdef0"
+    assert f["SubnetId"] == "subnet-0t" and f["KeyName"] == "pbx-a1" and f["ImageId"] == "ami-0123456789abcdef0"
     assert f["BlockDeviceMapping.1.DeviceName"] == "/dev/xvda"
     assert f["BlockDeviceMapping.1.Ebs.VolumeSize"] == "80" and f["BlockDeviceMapping.1.Ebs.DeleteOnTermination"] == "true"
     assert f["TagSpecification.1.ResourceType"] == "instance" and f["TagSpecification.2.ResourceType"] == "volume"

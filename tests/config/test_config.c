@@ -197,6 +197,8 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK(cfg->aws.nsubnets == 2 && !strcmp(cfg->aws.subnets[1], "subnet-0b"));
 	CHECK_STR(cfg->aws.ssh_from, "203.0.113.7/32");
 	CHECK(cfg->aws.disk_gb == 100);
+	t = pbx_config_template(cfg, "ec2");
+	CHECK(t && t->subnet && !strcmp(t->subnet, "subnet-0c"));
 	CHECK_STR(cfg->local.address_base, "127.0.2.0");
 	CHECK(cfg->local.ssh_port == 2222 && cfg->local.slurm_port_base == 18000);
 	t = pbx_config_template(cfg, "local");

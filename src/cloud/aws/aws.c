@@ -148,6 +148,7 @@ static int aws_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 {
 	const struct pbx_cloud_aws *c = &s->cfg->aws;
 	struct pbx_http_opts ho = { .service = "ec2" };
+	const char *first;
 	struct aws *a;
 	size_t k;
 
@@ -167,11 +168,13 @@ static int aws_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 		: xasprintf("https://ec2.%s.amazonaws.com/", a->region);
 	if (aws_host(a, err) < 0)
 		goto fail;
+	/* the template's subnet, else clouds.aws.subnet; then the fallbacks */
+	first = s->t && s->t->subnet ? s->t->subnet : c->subnet;
 	a->subnets = xcalloc(c->nsubnets + 2, sizeof(*a->subnets));
-	if (c->subnet)
-		a->subnets[a->nsubnets++] = xstrdup(c->subnet);
+	if (first)
+		a->subnets[a->nsubnets++] = xstrdup(first);
 	for (k = 0; k < c->nsubnets; k++)
-		if (!c->subnet || strcmp(c->subnets[k], c->subnet) != 0)
+		if (!first || strcmp(c->subnets[k], first) != 0)
 			a->subnets[a->nsubnets++] = xstrdup(c->subnets[k]);
 	if (pbx_http_open(&ho, &a->http, err) < 0)
 		goto fail;
