@@ -141,6 +141,15 @@ struct pbx_provider {
 int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
 			      struct pbx_err *err);
 
+/* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
+ * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).
+ * *nodes owned by the caller (pbx_node_rows_free). */
+void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
+		    struct pbx_node_row **nodes, size_t *n);
+/* The node group of compute node `node` (GROUPn), or NULL. */
+const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
+						const char *node);
+
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
 /* The providers, NULL-terminated (stop looks for orphans in each). */

@@ -1,7 +1,7 @@
 # aws_lib.sh - what the EC2 tests (t0410, t0411) share, sourced after
 # lib.sh: the moto harness (tests/emulators/aws/ec2_harness.py) started per
 # scenario with h_start, config.yaml for template e1 (head + 2 GPU nodes,
-# login user pbx) in subnet 127.0.60.0/24 (fallback 127.0.61.0/24), what
+# login user pbx) in subnet 127.0.63.0/24 (fallback 127.0.64.0/24), what
 # moto holds as the AWS CLI lists it (holds), the bodies left (bodies), the
 # proxy's counters (calls).  Skips (exit 77) without moto[server], boto3 or
 # the node-body helper.  SLURM ports from 31000 + 64*8.
@@ -36,7 +36,7 @@ h_start() {
 	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
 	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
 		--node-body-helper "$HELPER" --login-user pbx \
-		--subnet 127.0.60.0/24 --subnet 127.0.61.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
+		--subnet 127.0.63.0/24 --subnet 127.0.64.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
 	H_PID=$!
 	i=0
 	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done

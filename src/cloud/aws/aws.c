@@ -193,38 +193,11 @@ fail:
 
 /* ---------------------------------------------------------------- plan */
 
-static void aws_node_fill(const struct aws *a, struct pbx_node_row *r, const char *name,
-			  const char *role, int gpus)
-{
-	memset(r, 0, sizeof(*r));
-	r->cluster_id = a->s->id;
-	r->name = xstrdup(name);
-	r->role = xstrdup(role);
-	r->address = xstrdup("");
-	r->ssh_port = 22;
-	r->gpus = gpus;
-	r->root = xstrdup("");
-	r->state = xstrdup("planned");
-	r->zone = xstrdup(a->nsubnets ? a->subnets[0] : "");
-}
-
 static int aws_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
-	const struct pbx_cluster_template *t = a->s->t;
-	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
 	(void)err;
-	*nodes = xcalloc(total, sizeof(**nodes));
-	*n = total;
-	aws_node_fill(a, &(*nodes)[idx++], "head", "head", 0);
-	for (k = 0; k < t->ngroups; k++) {
-		int j;
-		for (j = 1; j <= t->groups[k].count; j++) {
-			char name[64];
-			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
-			aws_node_fill(a, &(*nodes)[idx++], name, "compute", t->groups[k].gpus);
-		}
-	}
+	pbx_cloud_plan(a->s, a->nsubnets ? a->subnets[0] : NULL, nodes, n);
 	return 0;
 }
 
@@ -613,20 +586,8 @@ static int aws_run_kind(struct aws *a, const char *dev, const struct pbx_node_gr
 	}
 }
 
-/* The node group of compute node `name` (GROUPn). */
-static const struct pbx_node_group *aws_group_of(const struct pbx_cluster_template *t,
-						 const char *name)
-{
-	size_t k;
-	for (k = 0; k < t->ngroups; k++) {
-		size_t l = strlen(t->groups[k].name);
-		if (!strncmp(name, t->groups[k].name, l) && name[l] >= '1' && name[l] <= '9')
-			return &t->groups[k];
-	}
-	return NULL;
-}
-
 static int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+
 /* All or nothing: after a failed creation the instances this context made
  * go, and the group and key pair too when no other instance of the
  * cluster is left (a first start leaves nothing; extra nodes added to a
@@ -672,7 +633,7 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 		size_t m = 0;
 		for (i = 0; i < n; i++) {
 			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
-				aws_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+				pbx_cloud_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
 			x = aws_find(have, nhave, nodes[i].instance_id);
 			if (mine && (!x || !strcmp(x->state, "shutting-down")))
 				idx[m++] = i;
