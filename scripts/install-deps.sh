@@ -11,6 +11,7 @@ packages="
   cmake make gcc g++ pkg-config git ca-certificates
   libcurl4-openssl-dev libjansson-dev libssh2-1-dev libyaml-dev libsqlite3-dev
   libssl-dev libxml2-dev zlib1g-dev libopenmpi-dev openmpi-bin libopenblas-dev
+  protobuf-c-compiler libprotobuf-c-dev
   slurm-wlm munge openssh-server openssh-client
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core

@@ -1,18 +1,21 @@
 #!/bin/sh
 # test.sh - builds pbx twice (optimised, and with ASan/UBSan) and runs the
 # whole ctest suite in both (the sanitizer build skips tests labelled
-# "slow").  Python test tools (TensorBoard's reader, cryptography for the
-# Compute Engine emulator's token endpoint) go into a private
-# virtual environment in build/venv.  Usage: scripts/test.sh [ctest args]
+# "slow").  Python test tools (scripts/test-requirements.txt: TensorBoard's
+# reader, cryptography for the Compute Engine emulator's token endpoint,
+# TensorFlow for the TFRecord interop test) go into a private virtual
+# environment in build/venv, refreshed when that file changes.  Usage: scripts/test.sh [ctest args]
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
 venv=build/venv
-if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c 'import tensorboard, cryptography, moto.server, boto3' 2>/dev/null; then
+# (Re)install when the venv is missing or was made from other requirements.
+if [ ! -x "$venv/bin/python3" ] || ! cmp -s scripts/test-requirements.txt "$venv/pbx-requirements.txt"; then
 	mkdir -p build
-	python3 -m venv "$venv"
+	[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt
+	cp scripts/test-requirements.txt "$venv/pbx-requirements.txt"
 fi
 PATH="$(pwd)/$venv/bin:$PATH"
 export PATH

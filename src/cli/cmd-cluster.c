@@ -1,5 +1,5 @@
 /*
- * cmd-cluster.c - `pbx cluster start|list|show|ssh|exec|stop|forget-host`.
+ * cmd-cluster.c - `pbx cluster start|list|show|ssh|exec|resize|stop|forget-host`.
  *
  * Thin: parses, calls src/cluster, prints.  Progress of start/stop is a
  * per-node display on stderr (live on a terminal, plain lines otherwise,
@@ -29,8 +29,8 @@ struct cluster_progress {
 static void cluster_progress_nodes(void *ctx, size_t n, const char *const *names)
 {
 	struct cluster_progress *cp = ctx;
-	if (!cp->p)
-		cp->p = pbx_progress_new(cp->title, n, names);
+	pbx_progress_free(cp->p);   /* a resize has two phases: a display each */
+	cp->p = pbx_progress_new(cp->title, n, names);
 }
 
 static void cluster_progress_stage(void *ctx, size_t i, const char *stage)
@@ -215,6 +215,118 @@ static const struct pbx_cmd cmd_cluster_stop = {
 	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_stop_exec,
+};
+
+/* --------------------------------------------------------------- resize */
+
+static const struct pbx_cmd cmd_cluster_resize;
+
+/* "+N" or "-N" (N >= 1, at most 6 digits): the change; 0 when arg is not one. */
+static int cluster_resize_delta(const char *arg)
+{
+	size_t digits = strspn(arg + 1, "0123456789");
+	if ((arg[0] != '+' && arg[0] != '-') || digits == 0 || digits > 6 || arg[1 + digits])
+		return 0;
+	return (arg[0] == '-' ? -1 : 1) * atoi(arg + 1);
+}
+
+/* Takes the +N|-N argument out of argv before getopt sees "-N" as an
+ * option; returns argc without it. */
+static int cluster_resize_take_delta(int argc, char **argv, int *delta)
+{
+	int i, k = 1;
+	*delta = 0;
+	for (i = 1; i < argc; i++) {
+		int d = i > 1 && !*delta ? cluster_resize_delta(argv[i]) : 0;
+		if (d)
+			*delta = d;
+		else
+			argv[k++] = argv[i];
+	}
+	argv[k] = NULL;
+	return k;
+}
+
+static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "group", required_argument, NULL, 'g' }, { "force", no_argument, NULL, 'f' },
+		{ "timeout", required_argument, NULL, 'T' }, { "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+	struct cluster_progress cp = { NULL, NULL };
+	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
+	struct pbx_resize_opts o = {0};
+	struct pbx_err err = PBX_ERR_INIT;
+	char *title, *end;
+	int rc, opt, as_json = 0;
+	argc = cluster_resize_take_delta(argc, argv, &o.delta);
+	optind = 1;
+	for (;;) {
+		if ((rc = cluster_getopt(&cmd_cluster_resize, argc, argv, "g:fnj", longopts, &opt)))
+			return rc;
+		if (opt == -1)
+			break;
+		if (opt == 'g')
+			o.group = optarg;
+		else if (opt == 'f')
+			o.force = 1;
+		else if (opt == 'n')
+			o.dry_run = 1;
+		else if (opt == 'j')
+			as_json = 1;
+		else {
+			long t = strtol(optarg, &end, 10);
+			if (*end || t < 1 || t > 7 * 86400)
+				return pbx_usage_error(&cmd_cluster_resize,
+						       "--timeout takes seconds, 1 to 604800");
+			o.drain_timeout_s = (int)t;
+		}
+	}
+	if (optind != argc - 1 || !o.delta)
+		return pbx_usage_error(&cmd_cluster_resize, "expected NAME and +N or -N");
+	if (as_json && !o.dry_run)
+		return pbx_usage_error(&cmd_cluster_resize, "--json goes with --dry-run");
+	if (o.dry_run) {
+		o.print = cluster_print_request;
+		o.print_ctx = &as_json;
+	}
+	title = xasprintf("resizing cluster %s", argv[optind]);
+	cp.title = title;
+	rc = pbx_cluster_resize(ctx->store, ctx->cfg, argv[optind], &o, o.dry_run ? NULL : &ev,
+				&err);
+	pbx_progress_free(cp.p);
+	free(title);
+	if (rc < 0)
+		return pbx_report(&err);
+	if (!o.dry_run)
+		pbx_info("cluster %s resized: %s%d node%s, every compute node idle", argv[optind],
+			 o.delta > 0 ? "+" : "", o.delta, o.delta == 1 || o.delta == -1 ? "" : "s");
+	return 0;
+}
+
+static const struct pbx_opt_doc cluster_resize_opts[] = {
+	{ "-g, --group GROUP", "the node group to resize (needed when there are several)" },
+	{ "-f, --force", "removing: mark the nodes down now; SLURM requeues their jobs" },
+	{ "--timeout SECONDS", "removing: how long to wait for running jobs (default 3600)" },
+	{ "-n, --dry-run", "send nothing: print the cloud API requests resizing would send" },
+	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_resize = {
+	.name = "resize",
+	.summary = "add nodes to a running cluster, or remove some",
+	.usage = "pbx cluster resize [-g GROUP] [-f] [--timeout SECONDS] [-n [-j]] NAME +N|-N",
+	.description = "+N creates N more nodes in the group, bootstraps them and adds them to\n"
+		       "SLURM.  -N drains the group's last N nodes (waits until their jobs end,\n"
+		       "or with --force marks them down so SLURM requeues their jobs), deletes\n"
+		       "them and removes them from SLURM.  slurm.conf is rewritten on every node;\n"
+		       "running jobs go on.  The new size is recorded with the cluster: a later\n"
+		       "'pbx cluster start' keeps it.  An interrupted resize is finished by\n"
+		       "running it again (removing) or 'pbx cluster start NAME' (adding).",
+	.options = cluster_resize_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_resize_exec,
 };
 
 /* ----------------------------------------------------------------- list */
@@ -533,7 +645,7 @@ static const struct pbx_cmd cmd_cluster_forget_host = {
 
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 	&cmd_cluster_start, &cmd_cluster_list, &cmd_cluster_show, &cmd_cluster_ssh,
-	&cmd_cluster_exec, &cmd_cluster_stop, &cmd_cluster_forget_host, NULL,
+	&cmd_cluster_exec, &cmd_cluster_resize, &cmd_cluster_stop, &cmd_cluster_forget_host, NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

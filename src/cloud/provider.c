@@ -135,3 +135,9 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 	}
 	return NULL;
 }
+
+size_t pbx_cloud_slack(const struct pbx_cluster_template *t)
+{
+	int total = pbx_template_node_count(t);
+	return t->min_nodes > 0 && t->min_nodes < total ? (size_t)(total - t->min_nodes) : 0;
+}

@@ -95,6 +95,12 @@ struct pbx_slurm_layout {
 	int cred_expire;         /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
 };
 
+/* The state a provider gives a compute node the cloud did not make when
+ * the template's min_nodes policy lets the cluster start without it
+ * (quota, capacity).  The cluster runs without such nodes; a later start
+ * tries to make them again. */
+#define PBX_NODE_NOT_CREATED "not-created"
+
 /* What creation tells its caller as it goes. */
 struct pbx_create_hooks {
 	/* Called (from any thread) with node i's row as soon as something
@@ -120,7 +126,8 @@ struct pbx_provider {
 	int (*create_begin)(void *ctx, struct pbx_node_row *nodes, size_t n,
 			    const struct pbx_create_hooks *h, struct pbx_err *err);
 	/* Polls creation: 1 when every node's sshd can be reached (addresses
-	 * filled in), 0 while it is under way (call again), -1 on failure. */
+	 * filled in) or is PBX_NODE_NOT_CREATED, 0 while it is under way (call
+	 * again), -1 on failure. */
 	int (*create_poll)(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err);
 	/* Everything carrying the cluster's labels; *v owned by the caller
@@ -129,6 +136,11 @@ struct pbx_provider {
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */
 	int (*destroy)(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+	/* Removes these nodes' instances only (a resize), waiting until they
+	 * are gone; the cluster's own resources stay.  A node already gone is
+	 * fine.  In a dry run, prints the requests. */
+	int (*remove_nodes)(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err);
 	/* SSH login for the nodes; *key_path is owned by the caller (NULL = agent). */
 	int (*login)(void *ctx, char **user, char **key_path, struct pbx_err *err);
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
@@ -149,6 +161,10 @@ void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
 /* The node group of compute node `node` (GROUPn), or NULL. */
 const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
 						const char *node);
+
+/* How many compute nodes the template's policy lets go unmade: all but
+ * min_nodes of them (none when min_nodes is not set). */
+size_t pbx_cloud_slack(const struct pbx_cluster_template *t);
 
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);

@@ -3,6 +3,7 @@
  * (see cluster.h).
  */
 #include "cluster/cluster.h"
+#include "cluster/cluster_internal.h"
 #include "util/fs.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -13,6 +14,30 @@
 char *pbx_cluster_dir(const char *name)
 {
 	return xasprintf("%s/clusters/%s", pbx_home(), name);
+}
+
+void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t)
+{
+	free(c->sized_groups);
+	c->sized_groups = NULL;
+	c->spec.t = NULL;
+	if (!t)
+		return;
+	pbx_template_sized(t, c->row.template_json, &c->sized, &c->sized_groups);
+	c->spec.t = &c->sized;
+}
+
+/* Leaves out of c->nodes the nodes in `state` (their rows stay). */
+static void pbx_cluster_drop_state(struct pbx_cluster *c, const char *state)
+{
+	size_t i, k = 0;
+	for (i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].state && !strcmp(c->nodes[i].state, state))
+			pbx_node_row_release(&c->nodes[i]);
+		else
+			c->nodes[k++] = c->nodes[i];
+	}
+	c->nnodes = k;
 }
 
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
@@ -32,9 +57,11 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	}
 	if (pbx_store_node_list(st, c->row.id, &c->nodes, &c->nnodes, err) < 0)
 		goto fail;
+	pbx_cluster_drop_state(c, PBX_NODE_NOT_CREATED);
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
-	c->spec.t = pbx_config_template(cfg, c->row.template_name ? c->row.template_name : name);
+	pbx_cluster_use_template(c, pbx_config_template(cfg, c->row.template_name
+							 ? c->row.template_name : name));
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
 	c->spec.store = st;
@@ -64,6 +91,7 @@ void pbx_cluster_close(struct pbx_cluster *c)
 	free(c->dir);
 	free(c->user);
 	free(c->key_path);
+	free(c->sized_groups);
 	free(c);
 }
 

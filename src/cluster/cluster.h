@@ -50,6 +50,27 @@ int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, co
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			 pbx_request_fn print, void *ctx, struct pbx_err *err);
 
+/* How `pbx cluster resize` changes a cluster. */
+struct pbx_resize_opts {
+	const char *group;      /* node group; NULL = the template's only one */
+	int delta;              /* +N adds nodes, -N removes the group's last N */
+	int force;              /* -N: down the nodes now (SLURM requeues their
+	                           jobs) instead of draining them */
+	int drain_timeout_s;    /* -N: how long to wait for jobs; 0 = an hour */
+	int dry_run;            /* print the requests (print, print_ctx) only */
+	pbx_request_fn print;
+	void *print_ctx;
+};
+/*
+ * Resizes cluster `name` (see resize.c): grows a node group by creating
+ * and bootstrapping new nodes, or shrinks it by draining, then deleting
+ * its last nodes; then rewrites slurm.conf on every node.  The new size is
+ * recorded with the cluster, so `start` keeps it.
+ */
+int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		       const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
+		       struct pbx_err *err);
+
 /* Stops cluster `name`: every process, port, file and cloud resource it
  * made is removed; the store row is marked deleted. */
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
@@ -69,6 +90,10 @@ struct pbx_cluster {
 	struct pbx_ssh_pool *pool;
 	struct pbx_store *store;      /* borrowed */
 	const struct pbx_config *cfg; /* borrowed */
+	/* spec.t: the config's template with the cluster's recorded sizes
+	 * (see pbx_template_sized); sized_groups is its group array. */
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *sized_groups;
 };
 
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */

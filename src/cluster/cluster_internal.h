@@ -10,6 +10,17 @@
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
 
+/* The cluster as built: template t with each group's count taken from
+ * `json` (the store's record, which a resize changes) where it names the
+ * group.  *out shares t's strings; *groups (owned by the caller, free) is
+ * out->groups. */
+void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
+			struct pbx_cluster_template *out, struct pbx_node_group **groups);
+/* Makes spec.t template t (NULL: none) sized as the cluster was built. */
+void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t);
+/* `json` with group `group`'s count set to `count`; caller frees. */
+char *pbx_template_json_resized(const char *json, const char *group, int count);
+
 /* pbx's directory on a node and, in it, the stage (bootstrap.sh,
  * slurm.conf, munge.key); relative to the node's root prefix. */
 #define PBX_NODE_DIR "var/lib/pbx"

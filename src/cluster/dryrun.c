@@ -10,23 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The template for `name`: -t, else the one the store recorded, else name. */
+/* The template for `name`: -t, else the one the store recorded, else
+ * name; with the recorded sizes of an existing cluster (*sized, whose
+ * group array *groups the caller frees). */
 static const struct pbx_cluster_template *dry_template(struct pbx_store *st,
 						       const struct pbx_config *cfg,
 						       const char *name, const char *tmpl,
-						       int64_t *id)
+						       int64_t *id,
+						       struct pbx_cluster_template *sized,
+						       struct pbx_node_group **groups)
 {
 	struct pbx_cluster_row row;
 	struct pbx_err err = PBX_ERR_INIT;
 	const struct pbx_cluster_template *t = NULL;
+	char *json = NULL;
 	*id = 0;
+	*groups = NULL;
 	if (pbx_store_cluster_get(st, name, &row, &err) == 0) {
 		*id = row.id;
 		if (!tmpl && row.template_name)
 			t = pbx_config_template(cfg, row.template_name);
+		json = row.template_json ? xstrdup(row.template_json) : NULL;
 		pbx_cluster_row_free(&row);
 	}
-	return t ? t : pbx_config_template(cfg, tmpl ? tmpl : name);
+	if (!t)
+		t = pbx_config_template(cfg, tmpl ? tmpl : name);
+	if (t && json) {
+		pbx_template_sized(t, json, sized, groups);
+		t = sized;
+	}
+	free(json);
+	return t;
 }
 
 static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec, void **pctx,
@@ -51,19 +65,24 @@ int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, co
 	const struct pbx_provider *p;
 	struct pbx_node_row *nodes = NULL;
 	size_t n = 0;
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *groups = NULL;
 	void *pctx = NULL;
 	int rc;
-	spec.t = dry_template(st, cfg, name, tmpl, &spec.id);
+	spec.t = dry_template(st, cfg, name, tmpl, &spec.id, &sized, &groups);
 	if (!spec.t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				    tmpl ? tmpl : name, cfg->path);
-	if (dry_open(&p, &spec, &pctx, err) < 0)
-		return -1;
-	rc = p->plan(pctx, &nodes, &n, err);
+		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
+				  tmpl ? tmpl : name, cfg->path);
+	else
+		rc = dry_open(&p, &spec, &pctx, err);
+	if (rc == 0)
+		rc = p->plan(pctx, &nodes, &n, err);
 	if (rc == 0)
 		rc = p->create_begin(pctx, nodes, n, NULL, err);
 	pbx_node_rows_free(nodes, n);
-	p->close(pctx);
+	if (pctx)
+		p->close(pctx);
+	free(groups);
 	return rc;
 }
 
@@ -97,20 +116,25 @@ int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, con
 	const struct pbx_provider *p;
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *groups = NULL;
 	void *pctx = NULL;
 	int rc;
-	spec.t = dry_template(st, cfg, name, NULL, &spec.id);
+	spec.t = dry_template(st, cfg, name, NULL, &spec.id, &sized, &groups);
 	if (!spec.t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template for '%s' in %s",
-				    name, cfg->path);
-	if (dry_open(&p, &spec, &pctx, err) < 0)
-		return -1;
-	rc = p->list(pctx, &v, &n, err);
+		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template for '%s' in %s",
+				  name, cfg->path);
+	else
+		rc = dry_open(&p, &spec, &pctx, err);
+	if (rc == 0)
+		rc = p->list(pctx, &v, &n, err);
 	if (rc == 0 && spec.id)
 		dry_add_known(st, spec.id, &v, &n);
 	if (rc == 0)
 		rc = p->destroy(pctx, v, n, err);
 	pbx_instances_free(v, n);
-	p->close(pctx);
+	if (pctx)
+		p->close(pctx);
+	free(groups);
 	return rc;
 }

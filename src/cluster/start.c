@@ -87,6 +87,16 @@ static void start_merge_known(struct pbx_node_row *planned, size_t n,
 			free(p->address);
 			p->address = xstrdup(known[k].address);
 		}
+		/* where discovery found the node's root, and how it was: a start
+		 * that fails before it gets that far must not lose either */
+		if ((!p->root || !*p->root) && known[k].root && *known[k].root) {
+			free(p->root);
+			p->root = xstrdup(known[k].root);
+		}
+		if (known[k].state && strcmp(known[k].state, PBX_NODE_NOT_CREATED) != 0) {
+			free(p->state);
+			p->state = xstrdup(known[k].state);
+		}
 	}
 }
 
@@ -438,6 +448,33 @@ static int start_create(struct pbx_cluster *c, const struct pbx_cluster_events *
 	return rc < 0 ? -1 : 0;
 }
 
+/* Nodes the cloud did not make (min_nodes, see provider.h) leave the
+ * cluster's node list: the rest is bootstrapped and SLURM knows only them.
+ * Their rows stay, so the store says what is missing; the next start tries
+ * again.  The progress display is told the new list. */
+static void start_drop_unmade(struct pbx_cluster *c, const struct pbx_cluster_events *ev)
+{
+	const char **names = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*names));
+	size_t i, k = 0, dropped = 0;
+	for (i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].state && !strcmp(c->nodes[i].state, PBX_NODE_NOT_CREATED)) {
+			pbx_store_event(c->store, c->row.id, "node.not-created",
+					"%s: the cloud made fewer nodes than asked (min_nodes)",
+					c->nodes[i].name);
+			pbx_node_row_release(&c->nodes[i]);
+			dropped++;
+			continue;
+		}
+		c->nodes[k++] = c->nodes[i];
+	}
+	c->nnodes = k;
+	for (i = 0; i < k; i++)
+		names[i] = c->nodes[i].name;
+	if (dropped && ev && ev->nodes)
+		ev->nodes(ev->ctx, k, names);
+	free(names);
+}
+
 static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
 			 struct pbx_err *err)
 {
@@ -449,6 +486,8 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
 		rc = start_create(c, ev, err);
+	if (rc == 0)
+		start_drop_unmade(c, ev);
 	/* Node bodies already run in direct mode; a cloud's nodes may be VMs
 	 * or (an emulator's) node bodies: ask them. */
 	if (rc == 0 && strcmp(layout.bootstrap_mode, "direct") != 0)
@@ -513,7 +552,7 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
 	if (start_record(st, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
-	c->spec.t = t;
+	pbx_cluster_use_template(c, t);
 	rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);

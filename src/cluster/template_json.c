@@ -1,11 +1,16 @@
 /*
  * template_json.c - a cluster template as JSON, kept in the store with the
- * cluster so `pbx cluster show` can say what it was built from.
+ * cluster so `pbx cluster show` can say what it was built from.  Its group
+ * counts are the cluster's size: `pbx cluster resize` changes them there,
+ * and every verb sees the template with those counts (pbx_template_sized).
  */
 #include "cluster/cluster_internal.h"
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
 
 static json_t *pbx_opt_string(const char *s)
 {
@@ -35,7 +40,58 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 		json_array_append_new(groups, j);
 	}
 	json_object_set_new(o, "node_groups", groups);
+	if (t->min_nodes)
+		json_object_set_new(o, "min_nodes", json_integer(t->min_nodes));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
+	return s;
+}
+
+/* The count the record gives group `name`, or -1. */
+static int recorded_count(json_t *rec, const char *name)
+{
+	json_t *g;
+	size_t i;
+	json_array_foreach(json_object_get(rec, "node_groups"), i, g) {
+		const char *n = json_string_value(json_object_get(g, "name"));
+		json_t *c = json_object_get(g, "count");
+		if (n && !strcmp(n, name) && json_is_integer(c) && json_integer_value(c) >= 0 &&
+		    json_integer_value(c) <= 100000)
+			return (int)json_integer_value(c);
+	}
+	return -1;
+}
+
+void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
+			struct pbx_cluster_template *out, struct pbx_node_group **groups)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	size_t i;
+	*out = *t;
+	*groups = xcalloc(t->ngroups ? t->ngroups : 1, sizeof(**groups));
+	for (i = 0; i < t->ngroups; i++) {
+		int n = rec ? recorded_count(rec, t->groups[i].name) : -1;
+		(*groups)[i] = t->groups[i];
+		if (n >= 0)
+			(*groups)[i].count = n;
+	}
+	out->groups = *groups;
+	json_decref(rec);
+}
+
+char *pbx_template_json_resized(const char *json, const char *group, int count)
+{
+	json_t *rec = json_loads(json, 0, NULL), *g;
+	char *s = NULL;
+	size_t i;
+	if (!rec)
+		return NULL;
+	json_array_foreach(json_object_get(rec, "node_groups"), i, g) {
+		const char *n = json_string_value(json_object_get(g, "name"));
+		if (n && !strcmp(n, group))
+			json_object_set_new(g, "count", json_integer(count));
+	}
+	s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(rec);
 	return s;
 }

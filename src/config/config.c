@@ -30,6 +30,9 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->image);
 	free(t->subnet);
 	free(t->head_machine_type);
+	for (size_t k = 0; k < t->nssh_from; k++)
+		free(t->ssh_from[k]);
+	free(t->ssh_from);
 }
 
 void pbx_config_free(struct pbx_config *cfg)
@@ -55,7 +58,6 @@ void pbx_config_free(struct pbx_config *cfg)
 	for (size_t z = 0; z < cfg->aws.nsubnets; z++)
 		free(cfg->aws.subnets[z]);
 	free(cfg->aws.subnets);
-	free(cfg->aws.ssh_from);
 	free(cfg->local.address_base);
 	free(cfg);
 }

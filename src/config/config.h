@@ -17,7 +17,7 @@
  *   clouds:
  *     gce:   { project: P, zone: Z, credentials: FILE, endpoint: URL }
  *     aws:   { region: R, profile: NAME, endpoint: URL, subnet: S,
- *              subnets: [S, ...], ssh_from: CIDR, disk_gb: N }
+ *              subnets: [S, ...], disk_gb: N }
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
  *
  * Every error names file, line and key ("config.yaml:7: clusters.x.count:
@@ -74,7 +74,11 @@ struct pbx_cluster_template {
 	struct pbx_node_group *groups;
 	size_t ngroups;
 	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
-	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */               /* >= 1 */
+	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */
+	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
+	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
+					 NULL = anywhere (0.0.0.0/0) */
+	size_t nssh_from;               /* >= 1 */
 	int line;                     /* line of the template's name, 0 for built-in */
 	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };
@@ -98,8 +102,6 @@ struct pbx_cloud_aws {
 	char **subnets;                       /* subnets to fall back to, in order,
 						 on InsufficientInstanceCapacity */
 	size_t nsubnets;
-	char *ssh_from;                       /* CIDR allowed to SSH to the head;
-						 NULL = 0.0.0.0/0 */
 	int disk_gb;                          /* root volume size; 0 = 50 */
 };
 

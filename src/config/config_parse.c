@@ -19,7 +19,8 @@ enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "subnet", NULL
+	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
+	"ssh_from", "subnet", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -30,7 +31,7 @@ static const char *const gce_keys[] = {
 	"project", "zone", "zones", "credentials", "endpoint", NULL
 };
 static const char *const aws_keys[] = {
-	"region", "profile", "endpoint", "subnet", "subnets", "ssh_from", "disk_gb", NULL
+	"region", "profile", "endpoint", "subnet", "subnets", "disk_gb", NULL
 };
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
@@ -265,6 +266,78 @@ static int pbx_parse_groups(const struct pbx_ynode *m, int cloud,
 	return 0;
 }
 
+/* Optional min_nodes: the fewest compute nodes a start accepts when the
+ * cloud makes fewer than asked (quota, capacity); absent = all of them. */
+static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			       struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "min_nodes");
+	long x;
+	if (!v)
+		return 0;
+	if (pbx_ynode_int(v, 1, pbx_template_node_count(t), &x, err) < 0)
+		return -1;   /* "must be at most N" names the template's node count */
+	t->min_nodes = (int)x;
+	return 0;
+}
+
+/* An IPv4 CIDR block, "a.b.c.d/n" (n 0-32) with no host bits set. */
+static int pbx_cidr_ok(const char *s)
+{
+	char addr[32];
+	const char *slash = strchr(s, '/');
+	struct in_addr a;
+	char *end;
+	long bits;
+	if (!slash || (size_t)(slash - s) >= sizeof(addr))
+		return 0;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	bits = strtol(slash + 1, &end, 10);
+	if (inet_pton(AF_INET, addr, &a) != 1 || end == slash + 1 || *end || bits < 0 || bits > 32)
+		return 0;
+	return bits == 32 || (ntohl(a.s_addr) & (0xffffffffu >> bits)) == 0;
+}
+
+/* Optional list of 1 to max one-line strings under `key`: *out (owned by
+ * the config) and *n set; *n stays 0 when the key is absent or null. */
+static int pbx_opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
+			    const char *what, char ***out, size_t *n, struct pbx_err *err)
+{
+	const struct pbx_ynode *l = pbx_ymap_get(m, key);
+	size_t i;
+	if (!l || pbx_ynode_is_null(l))
+		return 0;
+	if (pbx_ynode_expect_seq(l, err) < 0)
+		return -1;
+	if (l->nitems == 0 || l->nitems > max)
+		return pbx_ynode_error(l, err, "must list 1 to %zu %s", max, what);
+	*out = xcalloc(l->nitems, sizeof(**out));
+	for (i = 0; i < l->nitems; i++) {
+		if (pbx_ynode_str(l->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Optional ssh_from: the address blocks that may reach the head's sshd
+ * (default: anywhere, 0.0.0.0/0). */
+static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			      struct pbx_err *err)
+{
+	size_t i;
+	if (pbx_opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from,
+			     err) < 0)
+		return -1;
+	for (i = 0; i < t->nssh_from; i++)
+		if (!pbx_cidr_ok(t->ssh_from[i]))
+			return pbx_ynode_error(pbx_ymap_get(m, "ssh_from")->items[i], err,
+					       "must be an IPv4 block like 203.0.113.0/24, got "
+					       "'%.40s'", t->ssh_from[i]);
+	return 0;
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -289,7 +362,9 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 		return -1;
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
-	return pbx_parse_groups(m, cloud, t, err);
+	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0)
+		return -1;
+	return pbx_parse_min_nodes(m, t, err);
 }
 
 static int pbx_parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
@@ -331,28 +406,6 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
-/* clouds.gce.zones, clouds.aws.subnets: a list of names, tried in order
- * when a zone has no capacity. */
-static int pbx_parse_fallbacks(const struct pbx_ynode *map, const char *key, const char *what,
-			       char ***out, size_t *nout, struct pbx_err *err)
-{
-	const struct pbx_ynode *n = pbx_ymap_get(map, key);
-	size_t i;
-	if (!n || pbx_ynode_is_null(n))
-		return 0;
-	if (pbx_ynode_expect_seq(n, err) < 0)
-		return -1;
-	if (n->nitems == 0 || n->nitems > 32)
-		return pbx_ynode_error(n, err, "must list 1 to 32 %s", what);
-	*out = xcalloc(n->nitems, sizeof(**out));
-	for (i = 0; i < n->nitems; i++) {
-		if (pbx_ynode_str(n->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
-			return -1;
-		(*nout)++;
-	}
-	return 0;
-}
-
 static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 			 struct pbx_err *err)
 {
@@ -364,19 +417,14 @@ static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 	    pbx_opt_str(aws, "profile", &a->profile, err) < 0 ||
 	    pbx_opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
 	    pbx_opt_str(aws, "subnet", &a->subnet, err) < 0 ||
-	    pbx_opt_str(aws, "ssh_from", &a->ssh_from, err) < 0 ||
 	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
-	    pbx_parse_fallbacks(aws, "subnets", "subnets", &a->subnets, &a->nsubnets, err) < 0)
+	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
 		return -1;
 	ep = pbx_ymap_get(aws, "endpoint");
 	if (a->endpoint && strncmp(a->endpoint, "https://", 8) != 0 &&
 	    strncmp(a->endpoint, "http://", 7) != 0)
 		return pbx_ynode_error(ep, err, "must be an http:// or https:// URL, got '%.60s'",
 				       a->endpoint);
-	if (a->ssh_from && !strchr(a->ssh_from, '/'))
-		return pbx_ynode_error(pbx_ymap_get(aws, "ssh_from"), err,
-				       "must be a CIDR block such as 203.0.113.7/32, got '%.60s'",
-				       a->ssh_from);
 	return 0;
 }
 
@@ -399,7 +447,7 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
 		return -1;
 	if (gce && !pbx_ynode_is_null(gce) &&
-	    pbx_parse_fallbacks(gce, "zones", "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
+	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
 	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
 	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)

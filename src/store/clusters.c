@@ -97,6 +97,19 @@ int pbx_store_cluster_set_template(struct pbx_store *st, int64_t id, const char 
 	return pbx_store_step_done(st, stmt, err);
 }
 
+int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const char *json,
+					struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE clusters SET template_json = ?, updated = ? WHERE id = ?",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, (int64_t)time(NULL));
+	sqlite3_bind_int64(stmt, 3, id);
+	return pbx_store_step_done(st, stmt, err);
+}
+
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
 			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err)
 {
@@ -212,6 +225,18 @@ int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const cha
 	return pbx_store_step_done(st, stmt, err);
 }
 
+int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *name,
+			  struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "DELETE FROM nodes WHERE cluster_id = ? AND name = ?", &stmt,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, cluster_id);
+	sqlite3_bind_text(stmt, 2, name, -1, SQLITE_STATIC);
+	return pbx_store_step_done(st, stmt, err);
+}
+
 int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 			struct pbx_node_row **rows, size_t *n, struct pbx_err *err)
 {
@@ -257,19 +282,24 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 	return 0;
 }
 
+void pbx_node_row_release(struct pbx_node_row *r)
+{
+	free(r->name);
+	free(r->role);
+	free(r->address);
+	free(r->instance_id);
+	free(r->state);
+	free(r->root);
+	free(r->zone);
+	free(r->public_address);
+	free(r->operation);
+	memset(r, 0, sizeof(*r));
+}
+
 void pbx_node_rows_free(struct pbx_node_row *rows, size_t n)
 {
 	size_t i;
-	for (i = 0; i < n; i++) {
-		free(rows[i].name);
-		free(rows[i].role);
-		free(rows[i].address);
-		free(rows[i].instance_id);
-		free(rows[i].state);
-		free(rows[i].root);
-		free(rows[i].zone);
-		free(rows[i].public_address);
-		free(rows[i].operation);
-	}
+	for (i = 0; i < n; i++)
+		pbx_node_row_release(&rows[i]);
 	free(rows);
 }

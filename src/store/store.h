@@ -68,6 +68,10 @@ int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *st
 /* Records the template a cluster was started from. */
 int pbx_store_cluster_set_template(struct pbx_store *st, int64_t id, const char *tmpl,
 				   struct pbx_err *err);
+/* Replaces the JSON of what the cluster is built from (a resize changes
+ * its group counts). */
+int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const char *json,
+					struct pbx_err *err);
 /* All clusters (deleted ones too when include_deleted), by name.  *rows is
  * owned by the caller: pbx_cluster_rows_free(*rows, *n). */
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
@@ -106,11 +110,16 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
 		       struct pbx_err *err);
 int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const char *name,
 			     const char *state, struct pbx_err *err);
+/* Removes a node's row (a node a resize deleted). */
+int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *name,
+			  struct pbx_err *err);
 /* Nodes of a cluster, head first then by name; caller frees with
  * pbx_node_rows_free. */
 int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
 			struct pbx_node_row **rows, size_t *n, struct pbx_err *err);
 void pbx_node_rows_free(struct pbx_node_row *rows, size_t n);
+/* Frees one row's strings (not the row itself) and zeroes it. */
+void pbx_node_row_release(struct pbx_node_row *r);
 
 /* --------------------------------------------------------------- host keys */
 

@@ -70,6 +70,8 @@ struct pbx_comm {
 	struct pbx_err err;        /* why, once failed */
 	struct pbx_comm_stats stats;
 	void *impl;
+	int lossy;                 /* ranks may be lost (Downpour): close does
+				    * not wait for the others (no barrier) */
 };
 
 /* Opens the job's communicator.  With a launcher's environment

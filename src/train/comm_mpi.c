@@ -320,7 +320,7 @@ static void mpi_abort(struct pbx_comm *c, int code)
 static void mpi_close(struct pbx_comm *c)
 {
 	struct mpi_impl *m = impl_of(c);
-	if (!c->failed) {
+	if (!c->failed && !c->lossy) {
 		/* everyone is done sending heartbeats before anyone stops
 		 * receiving them */
 		MPI_Request r;

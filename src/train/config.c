@@ -81,6 +81,14 @@ static const struct cfg_key {
 	K("recompute", CFG_INT, recompute),
 	K("bucket_kb", CFG_INT, bucket_kb),
 	K("comm_timeout", CFG_DOUBLE, comm_timeout),
+	K("train_files", CFG_STR, train_files),
+	K("test_files", CFG_STR, test_files),
+	K("mode", CFG_STR, mode),
+	K("ps_ranks", CFG_INT, ps_ranks),
+	K("n_push", CFG_INT, n_push),
+	K("n_fetch", CFG_INT, n_fetch),
+	K("ps_optimizer", CFG_STR, ps_optimizer),
+	K("ps_timeout", CFG_DOUBLE, ps_timeout),
 };
 
 #define CFG_NKEYS ((int)(sizeof(cfg_keys) / sizeof(cfg_keys[0])))
@@ -111,6 +119,12 @@ void pbx_train_config_defaults(struct pbx_train_config *c)
 	c->log_every = 50;
 	c->bucket_kb = 1024;
 	c->comm_timeout = 300.0;
+	c->mode = xstrdup("allreduce");
+	c->ps_ranks = 1;
+	c->n_push = 1;
+	c->n_fetch = 1;
+	c->ps_optimizer = xstrdup("adagrad");
+	c->ps_timeout = 30.0;
 }
 
 void pbx_train_config_free(struct pbx_train_config *c)
@@ -557,6 +571,19 @@ int pbx_train_config_check(const struct pbx_train_config *c,
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'bucket_kb': must be positive");
 	if (!(c->comm_timeout > 0.0))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'comm_timeout': must be positive (seconds)");
+	if (strcmp(c->dataset, "tfrecord") == 0 && (!c->train_files || !c->test_files))
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key '%s': dataset tfrecord needs train_files and test_files (glob patterns)",
+				    c->train_files ? "test_files" : "train_files");
+	if (!c->mode || (strcmp(c->mode, "allreduce") != 0 && strcmp(c->mode, "downpour") != 0))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'mode': expected allreduce or downpour");
+	if (c->ps_ranks < 1 || c->n_push < 1 || c->n_fetch < 1)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "keys 'ps_ranks', 'n_push', 'n_fetch': must be at least 1");
+	if (!c->ps_optimizer || (strcmp(c->ps_optimizer, "sgd") != 0 &&
+				 strcmp(c->ps_optimizer, "adagrad") != 0))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'ps_optimizer': expected sgd or adagrad");
+	if (!(c->ps_timeout > 0.0))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'ps_timeout': must be positive (seconds)");
 	return 0;
 }
 

@@ -58,6 +58,16 @@ struct pbx_train_config {
 				 * segments, k > 0 segments */
 	int bucket_kb;          /* gradient allreduce bucket (KiB) */
 	double comm_timeout;    /* seconds a collective may wait */
+	/* dataset: tfrecord (runtime/tfrecord.h) */
+	char *train_files;      /* glob pattern of the training shards */
+	char *test_files;       /* glob pattern of the test shards */
+	/* mode: downpour (train/downpour.h) */
+	char *mode;             /* allreduce (synchronous), downpour */
+	int ps_ranks;           /* parameter servers: ranks 0..ps_ranks-1 */
+	int n_push;             /* steps between a worker's gradient pushes */
+	int n_fetch;            /* steps between a worker's parameter fetches */
+	char *ps_optimizer;     /* the servers' update: sgd, adagrad */
+	double ps_timeout;      /* seconds without a server's answer: job ends */
 };
 
 /* Sets every field to its default. */

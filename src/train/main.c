@@ -11,6 +11,8 @@
 
 #include "train/comm.h"
 #include "train/config.h"
+#include "train/downpour.h"
+#include "train/pack.h"
 #include "train/train.h"
 
 #define USAGE "pbx-train CONFIG.yaml [--set key=value ...] [--resume[=PATH]]"
@@ -19,6 +21,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: " USAGE "\n"
+"       " PBX_TRAIN_PACK_USAGE "\n"
 "       pbx-train --help | --version\n"
 "\n"
 "Trains an image classifier on the CPU (OpenBLAS + OpenMP) as configured by\n"
@@ -27,8 +30,10 @@ static void usage(FILE *f)
 "\n"
 "keys (default):\n"
 "  model (mlp)             mlp, lenet, cnn-bn, mini-alexnet, or model.layers: [...]\n"
-"  dataset (fashion-mnist) fashion-mnist, mnist, cifar10, synthetic\n"
+"  dataset (fashion-mnist) fashion-mnist, mnist, cifar10, synthetic, tfrecord\n"
 "  data_dir                directory of the data set files (runtime default)\n"
+"  train_files, test_files glob patterns of TFRecord shards (dataset: tfrecord;\n"
+"                          written by pbx-train pack or TensorFlow)\n"
 "  epochs (10) batch_size (128) seed (1) threads (all CPUs) loader_threads (1)\n"
 "  optimizer (sgd)         sgd, adam, adamw\n"
 "  lr (0.05) momentum (0.9) nesterov (false) weight_decay (0)\n"
@@ -57,13 +62,25 @@ static void usage(FILE *f)
 "  comm_timeout (300)      seconds a collective may wait before the job ends\n"
 "                          with a message naming the rank that stopped\n"
 "\n"
+"Downpour SGD (mode: downpour; mpirun --enable-recovery -np N, N > ps_ranks;\n"
+"batch_size is per worker):\n"
+"  mode (allreduce)        allreduce (synchronous) or downpour (asynchronous)\n"
+"  ps_ranks (1)            ranks 0..ps_ranks-1 are parameter servers, the rest\n"
+"                          workers; the first worker writes the outputs\n"
+"  n_push (1) n_fetch (1)  steps between gradient pushes / parameter fetches\n"
+"  ps_optimizer (adagrad)  the servers' update: sgd (momentum, weight_decay) or\n"
+"                          adagrad\n"
+"  ps_timeout (30)         seconds of silence before a server drops a worker, or\n"
+"                          a worker ends the job for want of a server\n"
+"\n"
 "Multi-rank: mpirun -np N pbx-train CONFIG.yaml (each rank reads its shard;\n"
 "rank 0 writes the outputs).  Without a launcher pbx-train runs as one\n"
 "process without MPI.\n"
 "\n"
 "SIGTERM or SIGUSR1: checkpoint at the next step, then exit 75 (requeue;\n"
 "run again with --resume).  Outputs: OUTPUT_DIR/metrics.jsonl, TensorBoard\n"
-"events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt.  See pbx-train(1).\n");
+"events, summary.json, CHECKPOINT_DIR/checkpoint.pbxt (downpour: downpour.json).\n"
+"pbx-train pack writes TFRecord shards (pbx-train pack --help).  See pbx-train(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -80,6 +97,8 @@ int main(int argc, char **argv)
 		execv("/proc/self/exe", argv);
 		/* no /proc: go on with spinning workers */
 	}
+	if (argc > 1 && strcmp(argv[1], "pack") == 0)
+		return pbx_train_pack_main(argc - 1, argv + 1);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
@@ -140,7 +159,14 @@ int main(int argc, char **argv)
 	if (!comm)
 		goto fail;
 	pbx_train_install_signals();
-	rc = pbx_train_run(&cfg, comm, &err);
+	if (strcmp(cfg.mode, "downpour") == 0)
+#ifdef PBX_TRAIN_HAVE_MPI
+		rc = pbx_downpour_run(&cfg, comm, &err);
+#else
+		rc = pbx_err_setc(&err, PBX_EXIT_USAGE, "key 'mode': downpour needs MPI (rebuild with libopenmpi-dev)");
+#endif
+	else
+		rc = pbx_train_run(&cfg, comm, &err);
 	if (rc < 0 && comm->world > 1) {
 		/* the other ranks would wait for this one until their timeout:
 		 * end them all (rank 0 at once; the others give rank 0's own
@@ -150,9 +176,18 @@ int main(int argc, char **argv)
 		fflush(stderr);
 		if (comm->rank != 0)
 			sleep(1);
+#ifdef PBX_TRAIN_HAVE_MPI
+		if (strcmp(cfg.mode, "downpour") == 0)
+			pbx_downpour_abort(comm, err.code ? err.code : 1);
+#endif
 		pbx_comm_abort(comm, err.code ? err.code : 1);
 	}
-	pbx_comm_close(comm);
+#ifdef PBX_TRAIN_HAVE_MPI
+	if (strcmp(cfg.mode, "downpour") == 0)
+		pbx_downpour_close(comm, rc < 0 ? (err.code ? err.code : 1) : rc);
+	else
+#endif
+		pbx_comm_close(comm);
 	if (rc < 0)
 		goto fail;
 	pbx_train_config_free(&cfg);

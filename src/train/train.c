@@ -45,6 +45,7 @@
 #include "runtime/dataset.h"
 #include "runtime/loader.h"
 #include "runtime/metrics.h"
+#include "runtime/tfrecord.h"
 #include "train/checkpoint.h"
 #include "train/comm.h"
 #include "train/layers/layers.h"
@@ -102,6 +103,8 @@ struct train_run {
 	struct pbx_loader *loader, *test_loader;
 	struct pbx_metrics *metrics; /* rank 0 only */
 	struct pbx_comm *comm;       /* borrowed */
+	const struct pbx_train_hook *hook; /* borrowed; NULL = the usual step */
+	int data_rank, data_world;   /* this process's share of the training set */
 	int local_batch;     /* batch_size / world */
 	float *x;            /* (local_batch, C, H, W) */
 	int32_t *y;          /* (local_batch) */
@@ -126,6 +129,49 @@ static void train_release(struct train_run *r)
 
 /* ------------------------------------------------------------- set-up */
 
+/* The training shards: this process's share (file level, then record
+ * level: runtime/tfrecord.h), decoded by loader_threads threads; the test
+ * shards whole (evaluation shards them like any data set).  Data-parallel
+ * ranks then agree on the step count (the smallest share, in full batches)
+ * and the number of classes (the largest label seen anywhere). */
+static int train_load_tfrecord(struct train_run *r, struct pbx_err *err)
+{
+	const struct pbx_train_config *c = r->cfg;
+	int nt = c->loader_threads > 0 ? c->loader_threads : 1;
+	if (pbx_dataset_load_tfrecord(c->train_files, r->data_rank, r->data_world, nt,
+				      &r->train, err) < 0 ||
+	    pbx_dataset_load_tfrecord(c->test_files, 0, 1, nt, &r->test, err) < 0)
+		return -1;
+	if (r->test.h != r->train.h || r->test.w != r->train.w || r->test.c != r->train.c)
+		return pbx_err_set(err, "%s holds %dx%d images with %d channel(s), %s %dx%d with %d",
+				   c->train_files, r->train.h, r->train.w, r->train.c,
+				   c->test_files, r->test.h, r->test.w, r->test.c);
+	if (r->test.nclasses > r->train.nclasses)
+		r->train.nclasses = r->test.nclasses;
+	r->test.nclasses = r->train.nclasses;
+	int world = r->comm->world;
+	if (world > 1 && !r->hook) {
+		double *v = xcalloc(2 * (size_t)world, sizeof(double));
+		int minn = r->train.n, maxk = r->train.nclasses;
+		v[r->comm->rank] = r->train.n;
+		v[world + r->comm->rank] = r->train.nclasses;
+		int rc = pbx_comm_sum(r->comm, v, 2 * world, err);
+		for (int i = 0; i < world && rc == 0; i++) {
+			minn = (int)v[i] < minn ? (int)v[i] : minn;
+			maxk = (int)v[world + i] > maxk ? (int)v[world + i] : maxk;
+		}
+		free(v);
+		if (rc < 0)
+			return -1;
+		pbx_dataset_subset(&r->train, minn);
+		r->train.nclasses = r->test.nclasses = maxk;
+	}
+	/* the loader sees the local share as a whole data set */
+	r->data_rank = 0;
+	r->data_world = 1;
+	return 0;
+}
+
 static int train_load_data(struct train_run *r, struct pbx_err *err)
 {
 	const struct pbx_train_config *c = r->cfg;
@@ -138,6 +184,9 @@ static int train_load_data(struct train_run *r, struct pbx_err *err)
 		int nt = c->test_subset > 0 ? c->test_subset : 256;
 		pbx_dataset_synthetic_at(&r->train, 0, c->synthetic_n, 1, 28, 28, 10, c->seed);
 		pbx_dataset_synthetic_at(&r->test, c->synthetic_n, nt, 1, 28, 28, 10, c->seed);
+	} else if (strcmp(c->dataset, "tfrecord") == 0) {
+		if (train_load_tfrecord(r, err) < 0)
+			return -1;
 	} else {
 		if (pbx_dataset_load_named(c->dataset, c->data_dir, 1, &r->train, err) < 0 ||
 		    pbx_dataset_load_named(c->dataset, c->data_dir, 0, &r->test, err) < 0)
@@ -179,6 +228,8 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 				    "key 'batch_size': the global batch %d does not split evenly over %d ranks",
 				    c->batch_size, r->comm->world);
 	r->local_batch = c->batch_size / r->comm->world;
+	r->data_rank = r->hook ? r->hook->data_rank : r->comm->rank;
+	r->data_world = r->hook ? r->hook->data_world : r->comm->world;
 	pbx_gemm_init(); /* one thread pool: OpenMP's (see layers/gemm.c) */
 	omp_set_num_threads(r->threads);
 	train_flush_denormals();
@@ -220,10 +271,11 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 	r->sched.min_lr = c->min_lr;
 
 	r->loader = pbx_loader_new(&r->train, r->local_batch, 1, &aug, c->seed,
-				   r->comm->rank, r->comm->world,
+				   r->data_rank, r->data_world,
 				   c->loader_threads, 1);
 	r->test_loader = pbx_loader_new(&r->test, r->local_batch, 0, NULL, c->seed,
-					r->comm->rank, r->comm->world, 0, 0);
+					r->hook ? 0 : r->comm->rank,
+					r->hook ? 1 : r->comm->world, 0, 0);
 	if (!r->loader || !r->test_loader)
 		return pbx_err_set(err, "cannot create the data loader (batch %d, %d training examples)",
 				   c->batch_size, r->train.n);
@@ -264,6 +316,8 @@ static int train_evaluate(struct train_run *r, double *loss, double *acc,
 	int64_t correct = 0, seen = 0;
 	int n;
 	if (train_sync_buffers(r, err) < 0)
+		return -1;
+	if (r->hook && r->hook->sync(r->hook->ctx, r->model->params, r->model->nparams, err) < 0)
 		return -1;
 	while ((n = pbx_loader_next(r->test_loader, r->x, r->y)) > 0) {
 		lsum += n * pbx_model_forward(r->model, r->x, r->y, n, 0, &correct);
@@ -431,6 +485,12 @@ static int train_log(struct train_run *r, int64_t step, int n,
 int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		  struct pbx_err *err)
 {
+	return pbx_train_run_hooked(cfg, comm, NULL, err);
+}
+
+int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *comm,
+			 const struct pbx_train_hook *hook, struct pbx_err *err)
+{
 	struct train_run r;
 	struct pbx_ckpt_state st;
 	int rc = -1, resumed = 0;
@@ -442,6 +502,7 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 	memset(&st, 0, sizeof(st));
 	r.cfg = cfg;
 	r.comm = comm;
+	r.hook = hook;
 	int root = comm->rank == 0;
 	if (train_setup(&r, err) < 0)
 		goto out;
@@ -550,7 +611,13 @@ int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		}
 		double gnorm = pbx_clip_grad_norm(r.model->grads, r.model->nparams,
 						  cfg->clip_norm);
-		pbx_optim_step(&r.optim, r.model->params, r.model->grads, lr);
+		if (hook) {
+			if (hook->step(hook->ctx, r.model->params, r.model->grads,
+				       r.model->nparams, lr, err) < 0)
+				goto out;
+		} else {
+			pbx_optim_step(&r.optim, r.model->params, r.model->grads, lr);
+		}
 		st.step++;
 		st.epoch_loss_sum += loss * n;
 		st.epoch_correct += correct;

@@ -28,4 +28,24 @@ void pbx_train_install_signals(void);
 int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		  struct pbx_err *err);
 
+/* How a Downpour worker (downpour.h) replaces the optimiser step: step()
+ * hands the step's (clipped) gradients over and may update params (e.g.
+ * with parameters fetched from the servers); sync() makes params current
+ * before an evaluation.  Both return 0 or -1 with err.  The worker's comm
+ * has world 1 (no collectives); its rank is 0 for the one worker that
+ * writes the outputs.  data_rank / data_world: the worker's share of the
+ * training set. */
+struct pbx_train_hook {
+	void *ctx;
+	int (*step)(void *ctx, float *params, float *grads, size_t n, double lr,
+		    struct pbx_err *err);
+	int (*sync)(void *ctx, float *params, size_t n, struct pbx_err *err);
+	int data_rank, data_world;
+};
+
+/* pbx_train_run with the optimiser step replaced by hook (NULL: the
+ * plain run). */
+int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *comm,
+			 const struct pbx_train_hook *hook, struct pbx_err *err);
+
 #endif

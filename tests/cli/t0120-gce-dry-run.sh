@@ -24,6 +24,16 @@ clusters:
     node_groups:
       - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4, spot: true }
       - { name: cpu, count: 1, machine_type: e2-standard-8 }
+  g2:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    min_nodes: 2
+    ssh_from: [203.0.113.0/24, 198.51.100.7/32]
+    node_groups:
+      - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4 }
+      - { name: cpu, count: 1, machine_type: e2-standard-8 }
   loc:
     cloud: local
     node_groups:
@@ -67,6 +77,7 @@ checks = {
   "firewall": lambda: sorted(f["body"]["name"] for f in fw) == ["pbx-g1-internal", "pbx-g1-ssh"]
               and rule("pbx-g1-ssh")["targetTags"] == ["pbx-g1-head"]
               and rule("pbx-g1-ssh")["allowed"] == [{"IPProtocol": "tcp", "ports": ["22"]}]
+              and rule("pbx-g1-ssh")["sourceRanges"] == ["0.0.0.0/0"]
               and rule("pbx-g1-internal")["sourceTags"] == rule("pbx-g1-internal")["targetTags"] == ["pbx-g1"],
   "requestid": lambda: len(mut) == 5 and all(uuid.search(r["url"]) for r in mut) and len({r["url"] for r in mut}) == len(mut),
   "gets": lambda: all("requestId" not in r["url"] and r["body"] is None for r in reqs if r["method"] == "GET"),
@@ -83,6 +94,18 @@ done
 echo "$out" | grep -qi -e authorization -e bearer -e token
 ok $((! $?)) "no token or Authorization in the printed requests"
 is "$(sqlite3 "$PBX_HOME/pbx.db" 'SELECT count(*) FROM clusters')" "0" "a dry run records no cluster"
+
+# min_nodes 2 of 3: each bulkInsert may fall one node short; ssh_from narrows SSH
+run_pbx cluster start --dry-run --json g2
+is "$(printf '%s\n' "$out" | python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l); b = r["body"] or {}
+    if "minCount" in b: print(sorted(b["perInstanceProperties"])[0], b["count"], b["minCount"])
+    if b.get("name") == "pbx-g2-ssh": print(*b["sourceRanges"])')" \
+	"203.0.113.0/24 198.51.100.7/32
+g2-head 1 1
+g2-gpu1 2 1
+g2-cpu1 1 1" "min_nodes sets minCount; ssh_from sets the SSH rule's sourceRanges"
 
 run_pbx cluster start --dry-run g1
 echo "$out" | grep -q '^POST http://127.0.0.1:1/compute/v1/projects/p1/zones/us-central1-a/instances/bulkInsert?requestId='

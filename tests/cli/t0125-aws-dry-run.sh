@@ -25,12 +25,12 @@ clusters:
     ssh_key: $PBX_HOME/id
     image: ami-0123456789abcdef0
     subnet: subnet-0t                    # before clouds.aws.subnet
+    ssh_from: [203.0.113.7/32, 198.51.100.0/24]
     node_groups:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4, spot: true }
       - { name: cpu, count: 1, machine_type: c5.large }
 clouds:
-  aws: { region: eu-west-1, endpoint: "http://127.0.0.1:1/", subnet: subnet-0a,
-         ssh_from: 203.0.113.7/32, disk_gb: 80 }
+  aws: { region: eu-west-1, endpoint: "http://127.0.0.1:1/", subnet: subnet-0a, disk_gb: 80 }
 CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 
@@ -68,6 +68,7 @@ assert "InstanceMarketOptions.MarketType" not in cpu and "InstanceMarketOptions.
 assert base64.b64decode(head["UserData"]).decode() == "#cloud-config\nhostname: a1-head\n"
 auth = [f for f in forms if f["Action"] == "AuthorizeSecurityGroupIngress"][0]
 assert auth["IpPermissions.1.FromPort"] == "22" and auth["IpPermissions.1.IpRanges.1.CidrIp"] == "203.0.113.7/32"
+assert auth["IpPermissions.1.IpRanges.2.CidrIp"] == "198.51.100.0/24" and "IpPermissions.1.IpRanges.3.CidrIp" not in auth
 assert auth["IpPermissions.2.IpProtocol"] == "-1" and auth["IpPermissions.2.Groups.1.GroupId"] == auth["GroupId"]
 key = [f for f in forms if f["Action"] == "ImportKeyPair"][0]
 assert base64.b64decode(key["PublicKeyMaterial"]).decode() == pub and key["KeyName"] == "pbx-a1"

@@ -111,4 +111,26 @@ EOT
 	is "$(json_get 'd["world"], d["comm"], d["status"]' <"$SHARED/pbx/$P/tasks/0/out/summary.json")" \
 		"2 mpi completed" "$name: pbx-train ran data-parallel over 2 MPI ranks"
 done
+
+# --- Downpour: 1 parameter server + 2 workers as one task of 3 SLURM tasks
+mkdir -p "$TEST_TMP/dp"
+cat >"$TEST_TMP/dp/experiment.yaml" <<'EOT'
+name: dp
+train: { mode: downpour, ps_ranks: 1, model: mlp, dataset: synthetic, synthetic_n: 512, epochs: 2, batch_size: 64, threads: 1, lr: 0.01, output_dir: out }
+env: { OMPI_MCA_orte_enable_recovery: "1" }
+resources: { ntasks: 3, time: "00:05:00" }
+outputs: [out/summary.json, out/downpour.json]
+EOT
+run_pbx parrun --json "$TEST_TMP/dp/experiment.yaml" mr
+ok $rc "parrun dp: $errout"
+wait_final dp 120
+is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['COMPLETED']" \
+	"dp: a Downpour train: task (3 ranks) completes"
+P=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT short_id FROM packages WHERE name = 'dp'")
+grep -q COMPLETED "$SHARED/pbx/$P/tasks/0/status" ||
+	tail -n 15 "$SHARED/pbx/$P/tasks/0/status" "$SHARED/pbx/$P/tasks/0/stderr" | sed 's/^/# /'
+is "$(json_get 'd["mode"], d["ps_ranks"], d["servers"][0]["workers_finished"] + d["servers"][0]["workers_lost"] >= 1' <"$SHARED/pbx/$P/tasks/0/out/downpour.json")" \
+	"downpour 1 True" "dp: the first worker wrote downpour.json with the server's figures"
+grep -q "parameter server rank 0: done: .* 2 of 2 workers finished, 0 lost" "$SHARED/pbx/$P/tasks/0/stderr"
+ok $? "dp: the server served both workers to the end"
 done_testing

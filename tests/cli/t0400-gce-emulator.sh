@@ -113,6 +113,35 @@ echo "$out$errout" | grep -q "144 new files"
 ok $? "harvest brought 144 files home (6 per task)"
 run_pbx report -f csv
 is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+
+# resize: one more GPU node, then back to two
+run_pbx cluster resize --dry-run --json e1 +1
+is "$(echo "$out" | python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l)
+    if r["url"].split("?")[0].endswith("/bulkInsert"):
+        print(r["method"], *sorted(r["body"]["perInstanceProperties"]))')" \
+	"POST e1-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-gpu3 alone"
+is "$(emu_holds)" "3 2" "the dry run created nothing"
+run_pbx cluster resize e1 +1
+ok $rc "resize +1: $errout"
+is "$(emu_holds)" "4 2" "the emulator holds 4 instances"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle
+gpu2 idle
+gpu3 idle" "SLURM has the new node gpu3, idle"
+run_pbx cluster exec -n gpu3 e1 -- id -un
+is "$out" "root" "the new node is reached through the head, with sudo"
+run_pbx cluster resize --dry-run e1 -1
+is "$(echo "$out" | grep -Ec '^DELETE .*/zones/us-central1-a/instances/e1-gpu3([?]|$)')" "1" \
+	"resize --dry-run -1: the DELETE of e1-gpu3"
+run_pbx cluster resize e1 -1
+ok $rc "resize -1: $errout"
+is "$(emu_holds)" "3 2" "the emulator holds 3 instances again, the firewall rules stay"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle
+gpu2 idle" "SLURM no longer lists gpu3"
+
 run_pbx cluster stop e1
 ok $rc "stop: $errout"
 is "$(emu_holds)" "0 0" "the emulator holds no instance and no firewall rule"
@@ -139,6 +168,45 @@ ok $? "the message names the quota: $errout"
 is "$(emu_holds)" "0 0" "all or nothing: no instance or firewall rule is left"
 run_pbx cluster stop e1
 ok $rc "stop after the failed start: $errout"
+
+# ------------------------------------- quota under min_nodes: fewer nodes
+emu_start --fault 'quota={"NVIDIA_T4_GPUS": 1}'
+sed -i 's#^    node_groups:#    min_nodes: 1\n    node_groups:#' "$PBX_HOME/config.yaml"
+run_pbx cluster start e1
+ok $rc "with min_nodes: 1, start succeeds on a GPU quota of 1: $errout"
+echo "$errout" | grep -q "gpu2  not created (quota or capacity)"
+ok $? "progress says gpu2 was not created"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle" "SLURM has the one node that was made"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.state FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.state != 'deleted' AND n.name = 'gpu2'")" "not-created" \
+	"the store says gpu2 is missing"
+emu_post faults '{"quota": {}}' >/dev/null
+run_pbx cluster start e1
+ok $rc "once the quota allows it, start again: $errout"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle
+gpu2 idle" "the second start made gpu2"
+
+# a resize refused by quota removes only what it asked for
+emu_post faults '{"quota": {"NVIDIA_T4_GPUS": 2}}' >/dev/null
+run_pbx cluster resize e1 +1
+is "$rc" "1" "resize +1 fails when the GPU quota is used up"
+echo "$errout" | grep -q "none of the new instances was kept"
+ok $? "the message says the new instance was not kept: $errout"
+echo "$errout" | grep -q "'pbx cluster resize e1 -1' gives it up"
+ok $? "and how to give the node up"
+is "$(emu_holds)" "3 2" "the running cluster keeps its 3 instances and its firewall rules"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle
+gpu2 idle" "and its nodes stay idle in SLURM"
+run_pbx cluster resize e1 -1
+ok $rc "resize -1 gives up the node that could not be made: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.state != 'deleted' AND n.name = 'gpu3'")" "0" "gpu3 is forgotten"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "gpu1 idle
+gpu2 idle" "the cluster is as before the failed resize"
+run_pbx cluster stop e1
+is "$rc:$(emu_holds)" "0:0 0" "stop leaves nothing"
 
 # ------------------------------------------- stockout: the next zone
 emu_start --fault 'stockout=["us-central1-a"]'

@@ -26,6 +26,14 @@ clusters:
     image: $(e 'd["ami"]')
     node_groups:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1 }
+  e2:
+    cloud: aws
+    login_user: pbx
+    ssh_key: $W/id
+    image: $(e 'd["ami"]')
+    min_nodes: 1
+    node_groups:
+      - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1 }
 clouds:
   aws: { region: us-east-1, endpoint: "$(e 'd["url"]')", subnet: $(e 'd["subnets"][0]') }
 CONFIG

@@ -195,7 +195,6 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK_STR(cfg->aws.endpoint, "http://127.0.0.1:4566");
 	CHECK_STR(cfg->aws.subnet, "subnet-0a");
 	CHECK(cfg->aws.nsubnets == 2 && !strcmp(cfg->aws.subnets[1], "subnet-0b"));
-	CHECK_STR(cfg->aws.ssh_from, "203.0.113.7/32");
 	CHECK(cfg->aws.disk_gb == 100);
 	t = pbx_config_template(cfg, "ec2");
 	CHECK(t && t->subnet && !strcmp(t->subnet, "subnet-0c"));

@@ -1,6 +1,6 @@
 #!/bin/sh
 # examples.sh - the shipped examples in templates/experiments/ load and
-# package (sweep-demo: 24 tasks, fashion-mnist: 12, random-labels: 6), and a sweep-demo task
+# package (sweep-demo: 24 tasks, fashion-mnist: 12, random-labels: 6, downpour: 2), and a sweep-demo task
 # runs through the real wrapper: task 5 is lr 0.1, width 64, repeat 1 and
 # writes metrics.jsonl ({"step","loss","acc"} lines) and result.txt.
 # Usage: examples.sh EXP_PACK SOURCE_DIR
@@ -15,7 +15,7 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for ex in sweep-demo:24 fashion-mnist:12 random-labels:6; do
+for ex in sweep-demo:24 fashion-mnist:12 random-labels:6 downpour:2; do
 	name=${ex%:*}
 	want=${ex#*:}
 	out=$("$PACK" "$SRC/templates/experiments/$name/experiment.yaml" "$T/$name.tar") ||

@@ -6,7 +6,7 @@
  *            logging into the store
  *   plan     head + GROUPn nodes
  *   begin    the image's root device (DescribeImages); the cluster's
- *            security group (SSH from clouds.aws.ssh_from, everything
+ *            security group (SSH from the template's ssh_from, everything
  *            inside the group) and key pair (ImportKeyPair of the login
  *            key) unless they exist; one RunInstances per node kind for
  *            the nodes without a live instance (MinCount = MaxCount: all
@@ -402,10 +402,12 @@ static int aws_vpc(struct aws *a, char **vpc, struct pbx_err *err)
 static int aws_group(struct aws *a, struct pbx_err *err)
 {
 	static const char *const dup[] = { "InvalidPermission.Duplicate", NULL };
+	const struct pbx_cluster_template *t = a->s->t;
 	char **ids = NULL, *vpc = NULL, *name;
-	size_t n = 0;
+	size_t n = 0, i;
 	struct aws_params p = { 0 };
-	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &ids, &n, err);
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &ids, &n,
+			    err);
 	if (rc == 0 && n) {
 		set_str(&a->group_id, ids[0]);
 	} else if (rc == 0) {
@@ -438,9 +440,13 @@ static int aws_group(struct aws *a, struct pbx_err *err)
 	aws_param(&p, "IpPermissions.1.IpProtocol", "tcp");
 	aws_param(&p, "IpPermissions.1.FromPort", "22");
 	aws_param(&p, "IpPermissions.1.ToPort", "22");
-	aws_param(&p, "IpPermissions.1.IpRanges.1.CidrIp", "%s",
-		  a->s->cfg->aws.ssh_from ? a->s->cfg->aws.ssh_from : "0.0.0.0/0");
-	aws_param(&p, "IpPermissions.1.IpRanges.1.Description", "pbx: SSH to the head");
+	for (i = 0; i < (t->nssh_from ? t->nssh_from : 1); i++) {
+		char k[64];
+		snprintf(k, sizeof(k), "IpPermissions.1.IpRanges.%zu.CidrIp", i + 1);
+		aws_param(&p, k, "%s", t->nssh_from ? t->ssh_from[i] : "0.0.0.0/0");
+		snprintf(k, sizeof(k), "IpPermissions.1.IpRanges.%zu.Description", i + 1);
+		aws_param(&p, k, "pbx: SSH to the head");
+	}
 	aws_param(&p, "IpPermissions.2.IpProtocol", "-1");
 	aws_param(&p, "IpPermissions.2.Groups.1.GroupId", "%s", a->group_id);
 	if (aws_do(a, "AuthorizeSecurityGroupIngress", &p, dup, NULL, err) < 0)
@@ -484,11 +490,15 @@ static void client_token(const struct aws *a, char out[65])
 }
 
 /* RunInstances for nodes idx[0..k) of kind grp (NULL = head) in subnet
- * (NULL = default VPC); ids recorded.  *code gets EC2's error code. */
+ * (NULL = default VPC), MinCount from the template's min_nodes (the head
+ * and a template without it: all or nothing); ids recorded, the nodes EC2
+ * did not make marked PBX_NODE_NOT_CREATED.  *code gets EC2's error code. */
 static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		   const struct pbx_node_group *grp, struct pbx_node_row *nodes, const size_t *idx,
 		   size_t k, const struct pbx_create_hooks *h, char code[64], struct pbx_err *err)
 {
+	size_t slack = grp ? pbx_cloud_slack(a->s->t) : 0;
+	size_t min = k > slack ? k - slack : 1;
 	const struct pbx_cluster_template *t = a->s->t;
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
@@ -500,7 +510,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	aws_param(&p, "ImageId", "%s", t->image);
 	aws_param(&p, "InstanceType", "%s", grp ? grp->machine_type
 		  : t->head_machine_type ? t->head_machine_type : AWS_HEAD_TYPE);
-	aws_param(&p, "MinCount", "%zu", k);   /* all or nothing for each kind */
+	aws_param(&p, "MinCount", "%zu", min);
 	aws_param(&p, "MaxCount", "%zu", k);
 	aws_param(&p, "ClientToken", "%s", tok);
 	aws_param(&p, "KeyName", "%s", name);
@@ -538,13 +548,21 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		rc = aws_insts_parse(r.buf, r.len, &v, &nv, &next, err);
 	free(next);
 	pbx_buf_release(&r);
-	if (rc == 0 && !a->s->dry_run && nv != k)
-		rc = pbx_err_set(err, "EC2 RunInstances made %zu instance%s, not %zu", nv,
-				 nv == 1 ? "" : "s", k);
-	for (i = 0; rc == 0 && !a->s->dry_run && i < k; i++) {
+	if (rc == 0 && !a->s->dry_run && (nv < min || nv > k))
+		rc = pbx_err_set(err, "EC2 RunInstances made %zu instance%s, not %zu to %zu", nv,
+				 nv == 1 ? "" : "s", min, k);
+	for (i = 0; !a->s->dry_run && i < nv; i++) {   /* whatever the outcome */
 		a->made = xreallocarray(a->made, a->nmade + 1, sizeof(*a->made));
 		a->made[a->nmade++] = xstrdup(v[i].id);
 	}
+	for (i = a->s->dry_run ? k : nv; rc == 0 && i < k; i++) {
+		/* min_nodes: EC2 made fewer than MaxCount; a later start tries again */
+		set_str(&nodes[idx[i]].state, PBX_NODE_NOT_CREATED);
+		aws_record(h, &nodes[idx[i]]);
+		pbx_events_stage(h ? h->ev : NULL, idx[i], "not created (quota or capacity)");
+	}
+	if (!a->s->dry_run)
+		k = nv;
 	for (i = 0; rc == 0 && i < k; i++) {
 		struct pbx_node_row *nd = &nodes[idx[i]];
 		char dry[32];
@@ -675,6 +693,10 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		return -1;
 	for (i = 0; i < n; i++) {
 		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (!strcmp(nodes[i].state, PBX_NODE_NOT_CREATED)) {
+			running++;   /* min_nodes let it go */
+			continue;
+		}
 		if (!x && a->polls < AWS_SEEN_GRACE)
 			continue;
 		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated") ||
@@ -917,6 +939,25 @@ static int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	return rc;
 }
 
+/* A resize's removal: the nodes' instances (those recorded), waiting
+ * until they are gone; the group and key pair stay. */
+static int aws_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err)
+{
+	struct aws *a = ctx;
+	struct pbx_instance *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i, m = 0, others = 0;
+	int rc;
+	for (i = 0; i < n; i++)
+		if (nodes[i].instance_id && *nodes[i].instance_id)
+			v[m++].id = xstrdup(nodes[i].instance_id);
+	rc = aws_terminate(a, v, m, err);
+	if (rc == 0 && m && !a->s->dry_run)
+		rc = aws_wait_gone(a, v, m, &others, err);
+	pbx_instances_free(v, m);
+	return rc;
+}
+
 /* ------------------------------------------------------------- login */
 
 static int aws_login(void *ctx, char **user, char **key_path, struct pbx_err *err)
@@ -955,6 +996,7 @@ const struct pbx_provider pbx_provider_aws = {
 	.create_poll = aws_create_poll,
 	.list = aws_list,
 	.destroy = aws_destroy,
+	.remove_nodes = aws_remove_nodes,
 	.login = aws_login,
 	.layout = aws_layout,
 };

@@ -32,18 +32,30 @@ static char *tag(const struct gce *g, int head)
 	return xasprintf("pbx-%s%s", g->s->name, head ? "-head" : "");
 }
 
+/* The blocks SSH may come from: the template's ssh_from, else anywhere. */
+static json_t *ssh_sources(const struct pbx_cluster_template *t)
+{
+	json_t *a = json_array();
+	size_t i;
+	for (i = 0; t && i < t->nssh_from; i++)
+		json_array_append_new(a, json_string(t->ssh_from[i]));
+	if (!json_array_size(a))
+		json_array_append_new(a, json_string("0.0.0.0/0"));
+	return a;
+}
+
 json_t *gce_firewall_body(const struct gce *g, int which)
 {
 	char *name = gce_firewall_name(g, which), *all = tag(g, 0), *head = tag(g, 1);
 	json_t *b;
 	if (which == 0)
-		/* SSH from anywhere to the head only (pbx does not know the
-		 * user's public address reliably). */
-		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s, s:[s]}]}",
+		/* SSH to the head only, from the template's ssh_from (default
+		 * anywhere: pbx cannot know the user's public address reliably). */
+		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}",
 			      "name", name, "description", "pbx: SSH to the cluster's head",
 			      "network", "global/networks/default", "direction", "INGRESS",
-			      "priority", 1000, "sourceRanges", "0.0.0.0/0", "targetTags", head,
-			      "allowed", "IPProtocol", "tcp", "ports", "22");
+			      "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
+			      "targetTags", head, "allowed", "IPProtocol", "tcp", "ports", "22");
 	else
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
 			      "name", name, "description", "pbx: everything inside the cluster",
@@ -121,7 +133,8 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 }
 
 json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
-		      const struct pbx_node_row *nodes, const size_t *idx, size_t n)
+		      const struct pbx_node_row *nodes, const size_t *idx, size_t n,
+		      size_t min_count)
 {
 	json_t *per = json_object(), *b;
 	size_t i;
@@ -130,8 +143,8 @@ json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
 		json_object_set_new(per, name, json_object());
 		free(name);
 	}
-	/* minCount = count: all or nothing for each kind of node. */
-	b = json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)n, "minCount", (json_int_t)n,
+	b = json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)n, "minCount",
+		      (json_int_t)(min_count >= 1 && min_count <= n ? min_count : n),
 		      "perInstanceProperties", per, "instanceProperties", properties(g, grp));
 	return b;
 }

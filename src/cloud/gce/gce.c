@@ -316,13 +316,14 @@ static void set_str(char **field, const char *value)
 	*field = value ? xstrdup(value) : NULL;
 }
 
-/* One bulkInsert in `zone` for nodes idx[0..k) of kind grp (NULL = head). */
+/* One bulkInsert in `zone` for nodes idx[0..k) of kind grp (NULL = head),
+ * at least `min` of which must be made. */
 static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group *grp,
-		    struct pbx_node_row *nodes, const size_t *idx, size_t k,
+		    struct pbx_node_row *nodes, const size_t *idx, size_t k, size_t min,
 		    const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	char *path = xasprintf("projects/%s/zones/%s/instances/bulkInsert", g->project, zone);
-	json_t *body = gce_bulk_body(g, grp, nodes, idx, k), *r = NULL;
+	json_t *body = gce_bulk_body(g, grp, nodes, idx, k, min), *r = NULL;
 	struct gce_pending *p;
 	struct gce_op o;
 	long st;
@@ -343,6 +344,7 @@ static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group
 	p->nodes = xcalloc(k, sizeof(*p->nodes));
 	memcpy(p->nodes, idx, k * sizeof(*idx));
 	p->n = k;
+	p->min = min;
 	p->done = 0;
 	for (i = 0; i < k; i++) {
 		struct pbx_node_row *nd = &nodes[idx[i]];
@@ -356,6 +358,15 @@ static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group
 		free(iname);
 	}
 	return 0;
+}
+
+/* minCount of a bulkInsert of k nodes: the head, always; compute nodes
+ * short of the policy's slack. */
+static size_t gce_min_count(const struct pbx_cluster_template *t,
+			    const struct pbx_node_group *grp, size_t k)
+{
+	size_t slack = grp ? pbx_cloud_slack(t) : 0;
+	return k > slack ? k - slack : 1;
 }
 
 static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
@@ -381,9 +392,11 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 			free(iname);
 		}
 		/* bulkInsert makes at most 1000 instances a call. */
-		for (i = 0; rc == 0 && i < m; i += GCE_BULK_MAX)
-			rc = gce_bulk(g, g->zone, grp, nodes, idx + i,
-				      m - i < GCE_BULK_MAX ? m - i : GCE_BULK_MAX, h, err);
+		for (i = 0; rc == 0 && i < m; i += GCE_BULK_MAX) {
+			size_t count = m - i < GCE_BULK_MAX ? m - i : GCE_BULK_MAX;
+			rc = gce_bulk(g, g->zone, grp, nodes, idx + i, count,
+				      gce_min_count(t, grp, count), h, err);
+		}
 	}
 	free(idx);
 	gce_insts_free(have, nhave);
@@ -404,21 +417,40 @@ static int gce_placement_error(struct gce *g, const char *zone, const struct gce
 	return pbx_err_set(err, "Compute Engine could not create the instances: %s", o->error);
 }
 
-/* All or nothing: after a failed creation every instance of the cluster
- * goes; the message says so. */
+/* All or nothing: after a failed creation every instance this creation
+ * asked for goes (the nodes that were there before it, e.g. those of a
+ * cluster being resized, stay); the firewall rules go too when nothing of
+ * the cluster is left.  The message says so. */
 static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
-static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, size_t n,
+				struct pbx_err *err);
 
-static void gce_clean_up(struct gce *g, struct pbx_err *err)
+static void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct pbx_err *err)
 {
 	struct pbx_err e2 = PBX_ERR_INIT;
 	struct pbx_instance *v = NULL;
-	size_t n = 0;
-	if (gce_list(g, &v, &n, &e2) == 0 && gce_destroy(g, v, n, &e2) == 0)
-		pbx_err_prefix(err, "nothing was kept (all or nothing)");
+	struct gce_inst *left = NULL;
+	size_t n = 0, nleft = 0, i, k;
+	int rc;
+	for (i = 0; i < g->npending; i++)
+		for (k = 0; k < g->pending[i].n; k++) {
+			v = xreallocarray(v, n + 1, sizeof(*v));
+			v[n].id = gce_instance_name(g, nodes[g->pending[i].nodes[k]].name);
+			v[n].zone = xstrdup(g->pending[i].zone);
+			v[n++].state = NULL;
+		}
+	rc = gce_delete_instances(g, v, n, &e2);
+	if (rc == 0)
+		rc = gce_list_instances(g, &left, &nleft, &e2);
+	if (rc == 0 && nleft == 0)
+		rc = gce_destroy(g, NULL, 0, &e2);
+	if (rc == 0)
+		pbx_err_prefix(err, nleft ? "none of the new instances was kept (all or nothing)"
+			       : "nothing was kept (all or nothing)");
 	else
 		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
 			       g->s->name);
+	gce_insts_free(left, nleft);
 	pbx_instances_free(v, n);
 }
 
@@ -471,11 +503,11 @@ static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
 				pbx_events_stage(h ? h->ev : NULL, p->nodes[k], "zone full, next zone");
 			/* gce_bulk may move g->pending: copy what it needs. */
 			{
-				size_t *idx = xcalloc(p->n, sizeof(*idx)), n = p->n;
+				size_t *idx = xcalloc(p->n, sizeof(*idx)), n = p->n, min = p->min;
 				const struct pbx_node_group *grp = p->grp;
 				int brc;
 				memcpy(idx, p->nodes, n * sizeof(*idx));
-				brc = gce_bulk(g, next, grp, nodes, idx, n, h, err);
+				brc = gce_bulk(g, next, grp, nodes, idx, n, min, h, err);
 				free(idx);
 				if (brc < 0)
 					return -1;
@@ -489,12 +521,45 @@ static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
 	return open == 0;
 }
 
+/* Every operation is DONE and node `r` has no instance: under min_nodes a
+ * compute node never seen running is one Compute Engine did not make
+ * (bulkInsert's minCount); it is marked so (once).  0 otherwise. */
+static int gce_not_made(const struct gce *g, struct pbx_node_row *nodes, size_t i,
+			const struct pbx_create_hooks *h)
+{
+	struct pbx_node_row *r = &nodes[i];
+	int never_seen = !strcmp(r->state, "planned") || !strcmp(r->state, "creating") ||
+			 !strcmp(r->state, PBX_NODE_NOT_CREATED);
+	if (strcmp(r->role, "compute") != 0 || !never_seen || !pbx_cloud_slack(g->s->t))
+		return 0;
+	if (strcmp(r->state, PBX_NODE_NOT_CREATED) != 0) {
+		set_str(&r->state, PBX_NODE_NOT_CREATED);
+		gce_record(h, r);
+		pbx_events_stage(h ? h->ev : NULL, i, "not created (quota or capacity)");
+	}
+	return 1;
+}
+
+/* min_nodes: fewer compute nodes than the policy accepts is a failure. */
+static int gce_too_few(const struct gce *g, const struct pbx_node_row *nodes, size_t n,
+		       size_t skipped, struct pbx_err *err)
+{
+	size_t i, compute = 0;
+	for (i = 0; i < n; i++)
+		compute += !strcmp(nodes[i].role, "compute");
+	if (compute - skipped >= (size_t)g->s->t->min_nodes)
+		return 0;
+	return pbx_err_set(err, "Compute Engine made %zu of the %zu compute nodes, fewer than "
+			   "min_nodes (%d) (quota or capacity)", compute - skipped, compute,
+			   g->s->t->min_nodes);
+}
+
 static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	struct gce *g = ctx;
 	struct gce_inst *have = NULL;
-	size_t nhave = 0, i, running = 0;
+	size_t nhave = 0, i, running = 0, skipped = 0;
 	int rc;
 	if (g->s->dry_run)
 		return 1;
@@ -502,7 +567,7 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		return pbx_err_set(err, "instances not RUNNING after %d s", GCE_POLL_LIMIT / 5);
 	rc = gce_poll_ops(g, nodes, h, err);
 	if (rc < 0) {
-		gce_clean_up(g, err);
+		gce_clean_up(g, nodes, err);
 		return -1;
 	}
 	if (rc == 0)
@@ -513,6 +578,10 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		char *iname = gce_instance_name(g, nodes[i].name);
 		const struct gce_inst *x = gce_find(have, nhave, iname);
 		free(iname);
+		if (!x && gce_not_made(g, nodes, i, h)) {
+			skipped++;
+			continue;
+		}
 		if (!x) {
 			gce_insts_free(have, nhave);
 			return pbx_err_set(err, "instance %s-%s is gone (preempted or deleted)",
@@ -537,7 +606,11 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		running++;
 	}
 	gce_insts_free(have, nhave);
-	return running == n;
+	if (skipped && gce_too_few(g, nodes, n, skipped, err) < 0) {
+		gce_clean_up(g, nodes, err);
+		return -1;
+	}
+	return running + skipped == n;
 }
 
 /* ------------------------------------------------------ list / destroy */
@@ -684,16 +757,16 @@ static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
 	}
 }
 
-/* Deletes every instance (GCE_HTTP_POOL calls at once; one at a time in a
- * dry run, so the printed order is stable), waits until none is listed,
- * then deletes the firewall rules.  What is already gone (404) is fine. */
-static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+/* Deletes the instances of v (GCE_HTTP_POOL calls at once; one at a time
+ * in a dry run, so the printed order is stable) and waits until none is
+ * listed.  What is already gone (404) is fine. */
+static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, size_t n,
+				struct pbx_err *err)
 {
-	struct gce *g = ctx;
 	struct gce_delete_run run = { g, v };
 	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
-	int rc = 0, which;
+	int rc = 0;
 	if (pbx_fanout(n, g->s->dry_run ? 1 : GCE_HTTP_POOL, gce_delete_one, &run, errs) > 0) {
 		for (i = 0; i < n; i++)
 			if (errs[i].msg[0]) {
@@ -705,6 +778,14 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	free(errs);
 	if (rc == 0 && n && !g->s->dry_run)
 		rc = gce_wait_gone(g, v, n, err);
+	return rc;
+}
+
+/* Deletes every instance, then the firewall rules. */
+static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	int rc = gce_delete_instances(g, v, n, err), which;
 	for (which = 0; which < 2 && rc == 0; which++) {
 		char *name = gce_firewall_name(g, which);
 		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
@@ -712,6 +793,25 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 		free(path);
 		free(name);
 	}
+	return rc;
+}
+
+/* A resize's removal: the nodes' instances, by the name pbx gives them
+ * (the recorded one when there is one) in their recorded zone. */
+static int gce_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			    struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	struct pbx_instance *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i;
+	int rc;
+	for (i = 0; i < n; i++) {
+		v[i].id = nodes[i].instance_id ? xstrdup(nodes[i].instance_id)
+			: gce_instance_name(g, nodes[i].name);
+		v[i].zone = xstrdup(nodes[i].zone ? nodes[i].zone : g->zone);
+	}
+	rc = gce_delete_instances(g, v, n, err);
+	pbx_instances_free(v, n);
 	return rc;
 }
 
@@ -752,6 +852,7 @@ const struct pbx_provider pbx_provider_gce = {
 	.create_poll = gce_create_poll,
 	.list = gce_list,
 	.destroy = gce_destroy,
+	.remove_nodes = gce_remove_nodes,
 	.login = gce_login,
 	.layout = gce_layout,
 };

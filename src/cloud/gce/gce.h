@@ -24,6 +24,7 @@ struct gce_pending {
 	const struct pbx_node_group *grp;   /* NULL: the head */
 	size_t *nodes;     /* indexes into the node list */
 	size_t n;
+	size_t min;        /* minCount: fewest instances the call accepts */
 	int done;
 };
 
@@ -106,8 +107,10 @@ char *gce_instance_name(const struct gce *g, const char *node);
 json_t *gce_firewall_body(const struct gce *g, int which);
 char *gce_firewall_name(const struct gce *g, int which);
 /* bulkInsert body for nodes idx[0..n) of one kind: the head (grp NULL) or
- * node group grp.  New reference. */
+ * node group grp; Compute Engine makes at least min_count of them or none.
+ * New reference. */
 json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
-		      const struct pbx_node_row *nodes, const size_t *idx, size_t n);
+		      const struct pbx_node_row *nodes, const size_t *idx, size_t n,
+		      size_t min_count);
 
 #endif

@@ -258,6 +258,27 @@ static int local_destroy(void *ctx, const struct pbx_instance *v, size_t n, stru
 	return pbx_rm_rf(x->dir, err);
 }
 
+/* A resize's removal: every process of each node body (its prefix on the
+ * command line or in the environment), then its directory. */
+static int local_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t n,
+			      struct pbx_err *err)
+{
+	const struct local_ctx *x = ctx;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char *root = xasprintf("%s/nodes/%s", x->dir, nodes[i].name);
+		char *needle = xasprintf("%s/", root);
+		int rc;
+		pbx_local_procs_kill(needle, 5000);
+		rc = pbx_rm_rf(root, err);
+		free(needle);
+		free(root);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------------- layout */
 
 static int local_login(void *ctx, char **user, char **key_path, struct pbx_err *err)
@@ -287,6 +308,7 @@ const struct pbx_provider pbx_provider_local = {
 	.create_poll = local_create_poll,
 	.list = local_list,
 	.destroy = local_destroy,
+	.remove_nodes = local_remove_nodes,
 	.login = local_login,
 	.layout = local_layout,
 };
