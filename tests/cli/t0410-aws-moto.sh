@@ -5,8 +5,8 @@
 # fault-injecting proxy, node bodies for running instances), end to end:
 # head + 2 GPU nodes whose login user is not root -> every node idle in
 # sinfo -> parrun of the example sweep with --gres=gpu:1 -> all 24 tasks
-# COMPLETED -> harvest -> report -> a node more in the template and start
-# again (only the new instance is made) -> stop -> the AWS CLI lists no live
+# COMPLETED -> harvest -> report -> resize +1 (only the new instance is
+# made, it joins idle) and -1 -> stop -> the AWS CLI lists no live
 # instance, no cluster security group and no key pair.  Then: 30% of calls
 # throttled and start still succeeds; a capacity error leaves nothing (all
 # or nothing), or moves to the next subnet of clouds.aws.subnets; a vCPU
@@ -47,14 +47,18 @@ echo "$out$errout" | grep -q "144 new files"
 ok $? "harvest brought 144 files home (6 per task)"
 run_pbx report -f csv
 is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
-# A node more in the template: start makes only the new instance.
+# resize +1: only the new instance is made, it joins; resize -1: it goes.
 runs=$(calls calls RunInstances)
-sed -i 's/count: 2,/count: 3,/' "$PBX_HOME/config.yaml"
-run_pbx cluster start e1
-ok $rc "start after the template grew to 3 GPU nodes: $errout"
+run_pbx cluster resize e1 +1
+ok $rc "resize +1: $errout"
 is "$(($(calls calls RunInstances) - runs)):$(holds)" "1:4 1 1" "one RunInstances for the one new node; the group and key pair are reused"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$(echo $out)" "gpu1 idle gpu2 idle gpu3 idle" "the new node joined, idle"
+run_pbx cluster resize e1 -1
+ok $rc "resize -1: $errout"
+is "$(holds)" "3 1 1" "its instance is terminated; the group and key pair stay"
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$(echo $out)" "gpu1 idle gpu2 idle" "SLURM has the 2 nodes left"
 run_pbx cluster stop e1
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "the AWS CLI lists no live instance, no cluster security group, no key pair"
