@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 	char *kept, *gone;
 	void *ctx = NULL;
 	size_t n = 0;
+	int rc;
 	if (argc < 2 || pbx_config_load(argv[1], 0, &cfg, &err) < 0) {
 		ok(0, "config: %s", err.msg);
 		return tap_done();
@@ -142,8 +143,9 @@ int main(int argc, char **argv)
 	   "gpu1 runs, gpu2 is %s (moto makes MinCount)", nodes[2].state);
 	c = list(p, ctx);
 	ok(c.instances == 2, "2 instances (%zu)", c.instances);
-	ok(create(p, ctx, nodes, n, &err) == 0 && !strcmp(nodes[2].state, "running"),
-	   "the next create makes gpu2: %s %s", nodes[2].state, err.msg);
+	rc = create(p, ctx, nodes, n, &err);
+	ok(rc == 0 && !strcmp(nodes[2].state, "running"), "the next create makes gpu2: %s %s",
+	   nodes[2].state, err.msg);
 	{
 		struct pbx_instance *v = NULL;
 		size_t nv = 0;
