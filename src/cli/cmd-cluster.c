@@ -664,7 +664,11 @@ const struct pbx_cmd pbx_cmd_cluster = {
 		       "each node is an sshd on its own loopback address with its own root\n"
 		       "prefix, bootstrapped over SSH exactly as a cloud VM is.  Without any\n"
 		       "configuration file, 'pbx cluster start local' uses a built-in template\n"
-		       "of 2 compute nodes with 2 GPU GRES each.",
+		       "of 2 compute nodes with 2 GPU GRES each.  The cloud 'gce' builds it\n"
+		       "from Compute Engine VMs (clouds.gce), 'aws' from EC2 instances\n"
+		       "(clouds.aws: region, profile, subnet; credentials as the AWS CLI finds\n"
+		       "them: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN,\n"
+		       "AWS_PROFILE, ~/.aws/credentials and ~/.aws/config, instance metadata).",
 	.examples = "pbx cluster start local\n"
 		    "pbx cluster exec local -- srun -N2 hostname\n"
 		    "pbx cluster show local --json\n"

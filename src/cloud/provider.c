@@ -1,9 +1,15 @@
 /*
  * provider.c - the table of providers and what they share: the cluster's
- * labels (made here only) and the list of resources found by them.
+ * labels (made here only), the list of resources found by them, the node
+ * plan of a cloud cluster, and the loopback guard for an API on loopback
+ * (an emulator).
  */
 #include "cloud/provider.h"
 
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +17,12 @@
 
 extern const struct pbx_provider pbx_provider_local;
 extern const struct pbx_provider pbx_provider_gce;
+extern const struct pbx_provider pbx_provider_aws;
 
 const struct pbx_provider *const pbx_providers[] = {
 	&pbx_provider_local,
 	&pbx_provider_gce,
+	&pbx_provider_aws,
 	NULL,
 };
 
@@ -55,4 +63,81 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].state);
 	}
 	free(v);
+}
+
+/* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */
+static int is_loopback(const char *text)
+{
+	struct in_addr a;
+	if (!strcmp(text, "localhost"))
+		return 1;
+	return inet_pton(AF_INET, text, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
+			      struct pbx_err *err)
+{
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int emulated = u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+		       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && is_loopback(host);
+	curl_free(host);
+	curl_url_cleanup(u);
+	if (!ip || !emulated || is_loopback(ip))
+		return 0;
+	return pbx_err_set(err, "instance %s has the address %s outside 127.0.0.0/8, from the API"
+			   " on loopback at %s (an emulator): pbx connects only to loopback addresses"
+			   " then", instance, ip, base);
+}
+
+/* One planned node of a cloud cluster. */
+static void pbx_cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
+			   const char *name, const char *role, int gpus, const char *zone)
+{
+	memset(r, 0, sizeof(*r));
+	r->cluster_id = s->id;
+	r->name = xstrdup(name);
+	r->role = xstrdup(role);
+	r->address = xstrdup("");
+	r->ssh_port = 22;
+	r->gpus = gpus;
+	r->root = xstrdup("");
+	r->state = xstrdup("planned");
+	r->zone = xstrdup(zone ? zone : "");
+}
+
+void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
+		    struct pbx_node_row **nodes, size_t *n)
+{
+	const struct pbx_cluster_template *t = s->t;
+	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
+	*nodes = xcalloc(total, sizeof(**nodes));
+	*n = total;
+	pbx_cloud_node(s, &(*nodes)[idx++], "head", "head", 0, zone);
+	for (k = 0; k < t->ngroups; k++) {
+		int j;
+		for (j = 1; j <= t->groups[k].count; j++) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
+			pbx_cloud_node(s, &(*nodes)[idx++], name, "compute", t->groups[k].gpus, zone);
+		}
+	}
+}
+
+const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
+						const char *node)
+{
+	size_t k;
+	for (k = 0; k < t->ngroups; k++) {
+		size_t l = strlen(t->groups[k].name);
+		if (!strncmp(node, t->groups[k].name, l) && node[l] >= '1' && node[l] <= '9')
+			return &t->groups[k];
+	}
+	return NULL;
+}
+
+size_t pbx_cloud_slack(const struct pbx_cluster_template *t)
+{
+	int total = pbx_template_node_count(t);
+	return t->min_nodes > 0 && t->min_nodes < total ? (size_t)(total - t->min_nodes) : 0;
 }

@@ -146,6 +146,26 @@ struct pbx_provider {
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
 };
 
+/* An API on a loopback address is an emulator: pbx then connects only to
+ * loopback addresses.  Returns 0 when `ip` (may be NULL) may be connected
+ * to for the API at `base` (a URL), or -1 with err naming both.  Every
+ * provider checks the addresses a cloud hands out with it. */
+int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
+			      struct pbx_err *err);
+
+/* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
+ * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).
+ * *nodes owned by the caller (pbx_node_rows_free). */
+void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
+		    struct pbx_node_row **nodes, size_t *n);
+/* The node group of compute node `node` (GROUPn), or NULL. */
+const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
+						const char *node);
+
+/* How many compute nodes the template's policy lets go unmade: all but
+ * min_nodes of them (none when min_nodes is not set). */
+size_t pbx_cloud_slack(const struct pbx_cluster_template *t);
+
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);
 /* The providers, NULL-terminated (stop looks for orphans in each). */

@@ -28,6 +28,7 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->login_user);
 	free(t->ssh_key);
 	free(t->image);
+	free(t->subnet);
 	free(t->head_machine_type);
 	for (size_t k = 0; k < t->nssh_from; k++)
 		free(t->ssh_from[k]);
@@ -53,6 +54,10 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->aws.region);
 	free(cfg->aws.profile);
 	free(cfg->aws.endpoint);
+	free(cfg->aws.subnet);
+	for (size_t z = 0; z < cfg->aws.nsubnets; z++)
+		free(cfg->aws.subnets[z]);
+	free(cfg->aws.subnets);
 	free(cfg->local.address_base);
 	free(cfg);
 }

@@ -9,13 +9,15 @@
  *       login_user: root
  *       ssh_key: ~/.pbx/id_ed25519     # private key file; absent = ssh-agent
  *       image: debian-12
+ *       subnet: subnet-0a              # aws only: overrides clouds.aws.subnet
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,
  *             gpus: 2, gpu_type: nvidia-tesla-t4, spot: false }
  *   clouds:
  *     gce:   { project: P, zone: Z, credentials: FILE, endpoint: URL }
- *     aws:   { region: R, profile: NAME, endpoint: URL }
+ *     aws:   { region: R, profile: NAME, endpoint: URL, subnet: S,
+ *              subnets: [S, ...], disk_gb: N }
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
  *
  * Every error names file, line and key ("config.yaml:7: clusters.x.count:
@@ -66,6 +68,8 @@ struct pbx_cluster_template {
 	char *login_user;             /* SSH login user */
 	char *ssh_key;                /* private key path (tilde-expanded), NULL = agent */
 	char *image;                  /* image name / family / AMI */
+	char *subnet;                 /* aws: this template's subnet (before
+	                                 clouds.aws.subnet); may be NULL */
 	char *head_machine_type;      /* head node machine type, may be NULL */
 	struct pbx_node_group *groups;
 	size_t ngroups;
@@ -91,7 +95,14 @@ struct pbx_cloud_gce {
 };
 
 struct pbx_cloud_aws {
-	char *region, *profile, *endpoint;    /* each may be NULL */
+	char *region, *profile, *endpoint;    /* each may be NULL; endpoint: the
+						 EC2 Query API URL (an emulator) */
+	char *subnet;                         /* subnet for every instance; NULL =
+						 the default VPC's */
+	char **subnets;                       /* subnets to fall back to, in order,
+						 on InsufficientInstanceCapacity */
+	size_t nsubnets;
+	int disk_gb;                          /* root volume size; 0 = 50 */
 };
 
 struct pbx_cloud_local {

@@ -20,7 +20,7 @@ static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", NULL
+	"ssh_from", "subnet", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -30,7 +30,9 @@ static const char *const group_keys[] = {
 static const char *const gce_keys[] = {
 	"project", "zone", "zones", "credentials", "endpoint", NULL
 };
-static const char *const aws_keys[] = { "region", "profile", "endpoint", NULL };
+static const char *const aws_keys[] = {
+	"region", "profile", "endpoint", "subnet", "subnets", "disk_gb", NULL
+};
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
 };
@@ -356,8 +358,10 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	if (pbx_parse_login(m, cloud, t, err) < 0 ||
 	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
 	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
-	    pbx_parse_slurm(m, t, err) < 0)
+	    pbx_parse_slurm(m, t, err) < 0 || pbx_opt_str(m, "subnet", &t->subnet, err) < 0)
 		return -1;
+	if (t->subnet && cloud != PBX_CLOUD_AWS)
+		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
@@ -402,12 +406,26 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
-/* clouds.gce.zones: a list of zone names, tried in order when a zone has
- * no capacity. */
-static int pbx_parse_gce_zones(const struct pbx_ynode *gce, struct pbx_cloud_gce *g,
-			       struct pbx_err *err)
+static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
+			 struct pbx_err *err)
 {
-	return pbx_opt_str_list(gce, "zones", 32, "zones", &g->zones, &g->nzones, err);
+	const struct pbx_ynode *ep;
+	if (!aws || pbx_ynode_is_null(aws))
+		return 0;
+	if (pbx_opt_map(aws, aws_keys, err) < 0 ||
+	    pbx_opt_str(aws, "region", &a->region, err) < 0 ||
+	    pbx_opt_str(aws, "profile", &a->profile, err) < 0 ||
+	    pbx_opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
+	    pbx_opt_str(aws, "subnet", &a->subnet, err) < 0 ||
+	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
+	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
+		return -1;
+	ep = pbx_ymap_get(aws, "endpoint");
+	if (a->endpoint && strncmp(a->endpoint, "https://", 8) != 0 &&
+	    strncmp(a->endpoint, "http://", 7) != 0)
+		return pbx_ynode_error(ep, err, "must be an http:// or https:// URL, got '%.60s'",
+				       a->endpoint);
+	return 0;
 }
 
 static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
@@ -428,18 +446,15 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 			  &cfg->gce.credentials_line, err) < 0 ||
 	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
 		return -1;
-	if (gce && !pbx_ynode_is_null(gce) && pbx_parse_gce_zones(gce, &cfg->gce, err) < 0)
+	if (gce && !pbx_ynode_is_null(gce) &&
+	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
 	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
 	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
 		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
 				       "must be an http:// or https:// URL, got '%.60s'",
 				       cfg->gce.endpoint);
-	if (aws && !pbx_ynode_is_null(aws) &&
-	    (pbx_opt_map(aws, aws_keys, err) < 0 ||
-	     pbx_opt_str(aws, "region", &cfg->aws.region, err) < 0 ||
-	     pbx_opt_str(aws, "profile", &cfg->aws.profile, err) < 0 ||
-	     pbx_opt_str(aws, "endpoint", &cfg->aws.endpoint, err) < 0))
+	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
 	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
 }

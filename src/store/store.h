@@ -37,8 +37,8 @@ void pbx_store_rollback(struct pbx_store *st);
 /* Runs one SQL statement without results (DDL, simple updates). */
 int pbx_store_exec(struct pbx_store *st, const char *sql, struct pbx_err *err);
 
-/* Appends an audit event (cluster_id 0 = none).  Never fails the caller:
- * a failure to log is reported on the next store error. */
+/* Appends an audit event (cluster_id 0 = none; st NULL: nothing).  Never
+ * fails the caller: a failure to log is reported on the next store error. */
 void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

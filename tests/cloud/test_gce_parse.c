@@ -119,15 +119,15 @@ static void test_loopback_guard(void)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	const char *emu = "http://127.0.0.1:8089/compute/v1/", *google = "https://compute.googleapis.com/compute/v1/";
-	ok(gce_address_allowed(emu, "c-head", "127.0.70.2", &err) == 0, "emulator: loopback address allowed");
-	ok(gce_address_allowed(emu, "c-head", NULL, &err) == 0, "emulator: no address, nothing to refuse");
-	ok(gce_address_allowed(emu, "c-head", "10.0.0.2", &err) < 0 && strstr(err.msg, "10.0.0.2") &&
+	ok(pbx_cloud_address_allowed(emu, "c-head", "127.0.70.2", &err) == 0, "emulator: loopback address allowed");
+	ok(pbx_cloud_address_allowed(emu, "c-head", NULL, &err) == 0, "emulator: no address, nothing to refuse");
+	ok(pbx_cloud_address_allowed(emu, "c-head", "10.0.0.2", &err) < 0 && strstr(err.msg, "10.0.0.2") &&
 	   strstr(err.msg, "c-head"), "emulator: a private address is refused: %s", err.msg);
 	pbx_err_clear(&err);
-	ok(gce_address_allowed("http://localhost:9/compute/v1/", "c-gpu1", "34.1.2.3", &err) < 0,
+	ok(pbx_cloud_address_allowed("http://localhost:9/compute/v1/", "c-gpu1", "34.1.2.3", &err) < 0,
 	   "emulator on localhost: a public address is refused");
 	pbx_err_clear(&err);
-	ok(gce_address_allowed(google, "c-head", "34.1.2.3", &err) == 0, "Google: any address");
+	ok(pbx_cloud_address_allowed(google, "c-head", "34.1.2.3", &err) == 0, "Google: any address");
 }
 
 int main(void)

@@ -193,6 +193,11 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK_STR(cfg->aws.region, "eu-west-1");
 	CHECK(cfg->aws.profile == NULL);
 	CHECK_STR(cfg->aws.endpoint, "http://127.0.0.1:4566");
+	CHECK_STR(cfg->aws.subnet, "subnet-0a");
+	CHECK(cfg->aws.nsubnets == 2 && !strcmp(cfg->aws.subnets[1], "subnet-0b"));
+	CHECK(cfg->aws.disk_gb == 100);
+	t = pbx_config_template(cfg, "ec2");
+	CHECK(t && t->subnet && !strcmp(t->subnet, "subnet-0c"));
 	CHECK_STR(cfg->local.address_base, "127.0.2.0");
 	CHECK(cfg->local.ssh_port == 2222 && cfg->local.slurm_port_base == 18000);
 	t = pbx_config_template(cfg, "local");

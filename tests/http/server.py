@@ -19,6 +19,9 @@ PORTFILE; it binds 127.0.0.1 on a free port and writes the port there.
                              400 invalid_grant with fail=1 (the test verifies JWTs)
   /computeMetadata/v1/instance/service-accounts/default/token
                              the metadata server's token (Metadata-Flavor: Google required)
+  /latest/api/token, /latest/meta-data/iam/security-credentials/[ROLE]
+                             EC2's IMDSv2: PUT a session token, then the role
+                             (pbx-role) and its credentials with it
 """
 import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,6 +97,21 @@ class H(BaseHTTPRequestHandler):
                 return self.reply(403, {"error": "missing Metadata-Flavor"})
             return self.reply(200, {"access_token": "md-%d" % count, "expires_in": 3599,
                                     "token_type": "Bearer"})
+        # IMDSv2 (EC2 instance metadata): a session token from PUT, then the
+        # role and its credentials, each only with that token.
+        if u.path == "/latest/api/token":
+            if self.command != "PUT" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                return self.reply(403, raw=b"IMDSv2: PUT with a TTL header")
+            return self.reply(200, raw=b"imds-session-token")
+        if u.path.startswith("/latest/meta-data/iam/security-credentials/"):
+            if self.headers.get("X-aws-ec2-metadata-token") != "imds-session-token":
+                return self.reply(401, raw=b"")
+            role = u.path[len("/latest/meta-data/iam/security-credentials/"):]
+            if not role:
+                return self.reply(200, raw=b"pbx-role")
+            return self.reply(200, {"Code": "Success", "AccessKeyId": "ASIAIMDS",
+                                    "SecretAccessKey": "imds-secret", "Token": "imds-token",
+                                    "Expiration": "2030-01-01T00:00:00Z"})
         if u.path == "/drop":
             if count <= int(q["n"]):
                 self.close_connection = True

@@ -150,37 +150,12 @@ fail:
 
 /* ---------------------------------------------------------------- plan */
 
-static void gce_node_fill(const struct gce *g, struct pbx_node_row *r, const char *name,
-			  const char *role, int gpus)
-{
-	memset(r, 0, sizeof(*r));
-	r->cluster_id = g->s->id;
-	r->name = xstrdup(name);
-	r->role = xstrdup(role);
-	r->address = xstrdup("");
-	r->ssh_port = 22;
-	r->gpus = gpus;
-	r->root = xstrdup("");
-	r->state = xstrdup("planned");
-	r->zone = xstrdup(g->zone);
-}
-
 static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	const struct pbx_cluster_template *t = g->s->t;
-	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
-	*nodes = xcalloc(total, sizeof(**nodes));
-	*n = total;
-	gce_node_fill(g, &(*nodes)[idx++], "head", "head", 0);
-	for (k = 0; k < t->ngroups; k++) {
-		int j;
-		for (j = 1; j <= t->groups[k].count; j++) {
-			char name[64];
-			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
-			gce_node_fill(g, &(*nodes)[idx++], name, "compute", t->groups[k].gpus);
-		}
-	}
+	size_t total, k;
+	pbx_cloud_plan(g->s, g->zone, nodes, n);
+	total = *n;
 	for (k = 0; k < total; k++) {
 		char *iname = gce_instance_name(g, (*nodes)[k].name);
 		size_t len = strlen(iname);
@@ -385,33 +360,12 @@ static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group
 	return 0;
 }
 
-/* The node group a compute node belongs to (by name: GROUPn). */
-static const struct pbx_node_group *gce_group_of(const struct pbx_cluster_template *t,
-						 const char *name)
-{
-	size_t k;
-	for (k = 0; k < t->ngroups; k++) {
-		size_t l = strlen(t->groups[k].name);
-		if (!strncmp(name, t->groups[k].name, l) && name[l] >= '1' && name[l] <= '9')
-			return &t->groups[k];
-	}
-	return NULL;
-}
-
-/* How many compute nodes the template's policy lets go unmade: all but
- * min_nodes of them (none when min_nodes is not set). */
-static size_t gce_slack(const struct pbx_cluster_template *t)
-{
-	int total = pbx_template_node_count(t);
-	return t->min_nodes > 0 && t->min_nodes < total ? (size_t)(total - t->min_nodes) : 0;
-}
-
 /* minCount of a bulkInsert of k nodes: the head, always; compute nodes
  * short of the policy's slack. */
 static size_t gce_min_count(const struct pbx_cluster_template *t,
 			    const struct pbx_node_group *grp, size_t k)
 {
-	size_t slack = grp ? gce_slack(t) : 0;
+	size_t slack = grp ? pbx_cloud_slack(t) : 0;
 	return k > slack ? k - slack : 1;
 }
 
@@ -432,7 +386,7 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 		for (i = 0; i < n; i++) {
 			char *iname = gce_instance_name(g, nodes[i].name);
 			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
-				gce_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+				pbx_cloud_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
 			if (mine && !gce_find(have, nhave, iname))
 				idx[m++] = i;
 			free(iname);
@@ -576,7 +530,7 @@ static int gce_not_made(const struct gce *g, struct pbx_node_row *nodes, size_t 
 	struct pbx_node_row *r = &nodes[i];
 	int never_seen = !strcmp(r->state, "planned") || !strcmp(r->state, "creating") ||
 			 !strcmp(r->state, PBX_NODE_NOT_CREATED);
-	if (strcmp(r->role, "compute") != 0 || !never_seen || !gce_slack(g->s->t))
+	if (strcmp(r->role, "compute") != 0 || !never_seen || !pbx_cloud_slack(g->s->t))
 		return 0;
 	if (strcmp(r->state, PBX_NODE_NOT_CREATED) != 0) {
 		set_str(&r->state, PBX_NODE_NOT_CREATED);
@@ -635,8 +589,8 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		if (gce_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
-		    gce_address_allowed(g->base, x->name, i == 0 ? x->public_ip : NULL, err) < 0) {
+		if (pbx_cloud_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
+		    pbx_cloud_address_allowed(g->base, x->name, i == 0 ? x->public_ip : NULL, err) < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}

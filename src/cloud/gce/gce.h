@@ -98,11 +98,6 @@ struct gce_inst {
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		   struct pbx_err *err);
 void gce_insts_free(struct gce_inst *v, size_t n);
-/* An API on a loopback address is an emulator: pbx then connects only to
- * loopback addresses.  Returns 0 when `ip` (may be NULL) may be connected
- * to for the API at `base` (a URL), or -1 with err naming both. */
-int gce_address_allowed(const char *base, const char *instance, const char *ip,
-			struct pbx_err *err);
 
 /* -------------------------------------------------------------- bodies.c */
 

@@ -7,8 +7,6 @@
  */
 #include "cloud/gce/gce.h"
 
-#include <arpa/inet.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,29 +180,4 @@ int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		*next = NULL;
 	}
 	return 0;
-}
-
-/* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */
-static int is_loopback(const char *text)
-{
-	struct in_addr a;
-	if (!strcmp(text, "localhost"))
-		return 1;
-	return inet_pton(AF_INET, text, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
-int gce_address_allowed(const char *base, const char *instance, const char *ip,
-			struct pbx_err *err)
-{
-	CURLU *u = curl_url();
-	char *host = NULL;
-	int emulated = u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-		       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && is_loopback(host);
-	curl_free(host);
-	curl_url_cleanup(u);
-	if (!ip || !emulated || is_loopback(ip))
-		return 0;
-	return pbx_err_set(err, "instance %s has the address %s outside 127.0.0.0/8, from the API"
-			   " on loopback at %s (an emulator): pbx connects only to loopback addresses"
-			   " then", instance, ip, base);
 }

@@ -1,0 +1,157 @@
+/*
+ * aws.h - what the files of the EC2 provider share: credentials as the
+ * AWS CLI finds them (creds.c), the SigV4 signer (sigv4.c), one EC2 Query
+ * API call over src/http (ec2.c), the parsers of its XML replies with
+ * libxml2 (parse.c, fuzzed: tests/fuzz/fuzz_aws_reply.c), and the
+ * provider's context (aws.c).
+ */
+#ifndef PBX_CLOUD_AWS_AWS_H
+#define PBX_CLOUD_AWS_AWS_H
+
+#include <stddef.h>
+
+#include "cloud/provider.h"
+#include "http/http.h"
+#include "util/buf.h"
+
+#define PBX_EC2_VERSION "2016-11-15"
+
+/* ------------------------------------------------------------ creds.c */
+
+/* Credentials; the secret and token are wiped when freed.  `source` says
+ * where they came from ("environment", "profile NAME in FILE",
+ * "instance metadata") and is what messages show: never the secret. */
+struct aws_creds {
+	char *access_key, *secret_key, *token;   /* token may be NULL */
+	char source[300];
+};
+void aws_creds_free(struct aws_creds *c);
+
+/* Where the chain looks: profile (NULL = AWS_PROFILE, AWS_DEFAULT_PROFILE
+ * or "default"); an explicit profile (config or AWS_PROFILE) skips the
+ * environment's keys, as botocore does. */
+struct aws_creds_opts {
+	const char *profile;      /* clouds.aws.profile, may be NULL */
+	struct pbx_http *http;    /* for IMDSv2; may be NULL (no IMDS) */
+};
+
+/* Finds credentials: env (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN), the profile in the shared credentials file
+ * (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials), in the config file
+ * (AWS_CONFIG_FILE or ~/.aws/config, section [profile NAME] / [default]),
+ * then IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT, unless
+ * AWS_EC2_METADATA_DISABLED=true).  -1 with err listing where it looked. */
+int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct pbx_err *err);
+/* The region: AWS_REGION, AWS_DEFAULT_REGION, then `region` of the
+ * profile in the config file.  Caller frees; NULL when none. */
+char *aws_region_find(const char *profile);
+
+/* An INI file as the AWS CLI reads it: sections, `key = value` lines,
+ * comments (# ;), indented continuation lines ignored.  Calls fn for each
+ * key of section `want` (compared exactly); 0, or -1 with err naming file
+ * and line. */
+typedef void (*aws_ini_fn)(void *ctx, const char *key, const char *value);
+int aws_ini_read(const char *name, const char *text, size_t len, const char *want,
+		 aws_ini_fn fn, void *ctx, struct pbx_err *err);
+
+/* ------------------------------------------------------------ sigv4.c */
+
+/* RFC 3986 encoding as SigV4 wants it: every byte but A-Z a-z 0-9 - _ . ~
+ * as %XX (uppercase).  Appends to b. */
+void aws_uri_encode(struct pbx_buf *b, const char *s, size_t len);
+
+struct aws_sign_in {
+	const char *method;        /* "POST" */
+	const char *host;          /* Host header value (with :port when not default) */
+	const char *path;          /* "/" */
+	const char *content_type;  /* signed when not NULL */
+	const char *body;
+	size_t body_len;
+	const char *amz_date;      /* YYYYMMDDTHHMMSSZ */
+	const char *region, *service;
+	const struct aws_creds *creds;
+};
+
+/* The Authorization header value (caller frees; it holds no secret).
+ * Signs content-type (when given), host, x-amz-date and
+ * x-amz-security-token (with a session token).  When creq/sts are not
+ * NULL they get the canonical request and the string to sign (tests). */
+char *aws_sigv4_authorization(const struct aws_sign_in *in, struct pbx_buf *creq,
+			      struct pbx_buf *sts);
+/* X-Amz-Date for time t into out[17]. */
+void aws_amz_date(long long t, char out[17]);
+
+/* -------------------------------------------------------------- ec2.c */
+
+/* A Query API request's parameters, in the order added. */
+struct aws_params {
+	char **k, **v;
+	size_t n;
+};
+void aws_param(struct aws_params *p, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void aws_params_free(struct aws_params *p);
+/* Action=ACTION&Version=...&k=v..., form-encoded as botocore does (a
+ * space is '+').  Caller frees. */
+char *aws_form_body(const char *action, const struct aws_params *p);
+
+struct aws;
+/* One EC2 call.  Returns 0 with *reply (the XML text, caller releases;
+ * empty in dry-run) or -1 with err: transport failure, or an error reply
+ * (its Code in *code when code is not NULL, 64 bytes), the message
+ * naming the action, the code and what to do about capacity, quota and
+ * credential errors.  Throttling and 5xx are retried by src/http. */
+int aws_call(struct aws *a, const char *action, const struct aws_params *p,
+	     struct pbx_buf *reply, char code[64], struct pbx_err *err);
+/* The retry classifier: 5xx (not capacity or quota), RequestLimitExceeded,
+ * Throttling and the other throttling and transient codes. */
+int aws_retryable(long status, const char *body, size_t len, void *ctx);
+
+/* ------------------------------------------------------------ parse.c */
+
+/* The error envelope (<Response><Errors><Error><Code/><Message/>, with or
+ * without a namespace): 0 with code and message, -1 when not one. */
+int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, char *msg,
+		    size_t msg_size);
+
+struct aws_inst {
+	char *id, *state, *private_ip, *public_ip, *subnet;   /* may be NULL but id, state */
+	char *reason;    /* stateReason message, may be NULL */
+};
+void aws_insts_free(struct aws_inst *v, size_t n);
+/* Instances of a RunInstances, DescribeInstances or TerminateInstances
+ * reply (instancesSet items anywhere, currentState for terminate),
+ * appended to *v; *next gets nextToken (caller frees) or NULL.  -1 when
+ * the text is not an EC2 reply. */
+int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
+		    struct pbx_err *err);
+/* The text of the first element named `name` (local name) anywhere in the
+ * reply; caller frees; NULL when absent or not XML. */
+char *aws_xml_text(const char *xml, size_t len, const char *name);
+/* The `name` child of each <item> of every `set` element (e.g. groupId of
+ * DescribeSecurityGroups' securityGroupInfo items, not the groupIds inside
+ * their rules), appended to *v (free each and *v); -1 when not XML. */
+int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
+		  size_t *n);
+
+/* -------------------------------------------------------------- aws.c */
+
+struct aws {
+	const struct pbx_cluster_spec *s;
+	struct pbx_http *http;
+	struct aws_creds creds;      /* empty in dry-run */
+	char *endpoint;              /* ends in '/' */
+	char *host;                  /* Host header of the endpoint */
+	char *region;
+	char **subnets;              /* clouds.aws.subnet, then subnets' others */
+	size_t nsubnets;
+	char *user, *key_path, *pubkey;
+	char *group_id;              /* the cluster's security group, once known */
+	char **made;                 /* instance ids this context created */
+	size_t nmade;
+	int touched;                 /* it created the group or key pair */
+	int polls;
+	long long last_describe_ms;   /* polls describe at most once a second */
+};
+
+#endif

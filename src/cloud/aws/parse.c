@@ -1,0 +1,230 @@
+/*
+ * parse.c - the EC2 Query API's XML replies read with libxml2 (no network,
+ * no entity expansion, no DTD): the error envelope, instance lists
+ * (RunInstances, DescribeInstances with nextToken, TerminateInstances) and
+ * single values (groupId, keyName).  Elements are matched by local name:
+ * real EC2 sends <Response> without a namespace, moto with one.  Every
+ * entry point is fuzzed (tests/fuzz/fuzz_aws_reply.c).
+ */
+#include "cloud/aws/aws.h"
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
+#define AWS_XML_OPTS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | \
+		      XML_PARSE_NOBLANKS | XML_PARSE_NOCDATA)
+
+/* libxml2 prints some errors (e.g. "encoding error") through its generic
+ * handler whatever the parse options say: pbx prints nothing of a reply. */
+static void aws_xml_quiet(void *ctx, const char *fmt, ...)
+{
+	(void)ctx;
+	(void)fmt;
+}
+
+static xmlDocPtr aws_xml_read(const char *xml, size_t len)
+{
+	xmlDocPtr d;
+	if (!xml || !len || len > (size_t)0x7fffffff)
+		return NULL;
+	xmlSetGenericErrorFunc(NULL, aws_xml_quiet);   /* per thread */
+	d = xmlReadMemory(xml, (int)len, "ec2.xml", NULL, AWS_XML_OPTS);
+	if (d && (d->intSubset || d->extSubset)) {
+		/* EC2 sends no DTD: one is refused with its entities */
+		xmlFreeDoc(d);
+		return NULL;
+	}
+	return d;
+}
+
+static int is(const xmlNode *n, const char *name)
+{
+	return n && n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
+}
+
+/* The first child element named `name`, or NULL. */
+static xmlNode *child(const xmlNode *n, const char *name)
+{
+	xmlNode *c;
+	for (c = n ? n->children : NULL; c; c = c->next)
+		if (is(c, name))
+			return c;
+	return NULL;
+}
+
+/* The text of child `name` (caller frees), or NULL. */
+static char *child_text(const xmlNode *n, const char *name)
+{
+	xmlNode *c = child(n, name);
+	xmlChar *t;
+	char *s;
+	if (!c)
+		return NULL;
+	t = xmlNodeGetContent(c);
+	s = t ? xstrdup((const char *)t) : NULL;
+	xmlFree(t);
+	return s;
+}
+
+/* The first element named `name` at or below n, depth first. */
+static xmlNode *find(xmlNode *n, const char *name, int depth)
+{
+	xmlNode *c, *r;
+	if (depth > 64)
+		return NULL;
+	for (c = n; c; c = c->next) {
+		if (is(c, name))
+			return c;
+		if (c->type == XML_ELEMENT_NODE && (r = find(c->children, name, depth + 1)))
+			return r;
+	}
+	return NULL;
+}
+
+int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, char *msg,
+		    size_t msg_size)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL, *e;
+	char *c, *m;
+	int rc = -1;
+	if (!root || (!is(root, "Response") && !is(root, "ErrorResponse"))) {
+		xmlFreeDoc(d);
+		return -1;
+	}
+	e = child(child(root, "Errors"), "Error");
+	if (!e)
+		e = child(root, "Error");
+	c = child_text(e, "Code");
+	m = child_text(e, "Message");
+	if (c && *c) {
+		snprintf(code, code_size, "%s", c);
+		snprintf(msg, msg_size, "%s", m ? m : "");
+		rc = 0;
+	}
+	free(c);
+	free(m);
+	xmlFreeDoc(d);
+	return rc;
+}
+
+void aws_insts_free(struct aws_inst *v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(v[i].id);
+		free(v[i].state);
+		free(v[i].private_ip);
+		free(v[i].public_ip);
+		free(v[i].subnet);
+		free(v[i].reason);
+	}
+	free(v);
+}
+
+static void inst_add(xmlNode *item, struct aws_inst **v, size_t *n)
+{
+	struct aws_inst x = { 0 };
+	xmlNode *st = child(item, "instanceState");
+	if (!st)
+		st = child(item, "currentState");
+	x.id = child_text(item, "instanceId");
+	x.state = child_text(st, "name");
+	if (!x.id || !x.state || !*x.id) {
+		free(x.id);
+		free(x.state);
+		return;
+	}
+	x.private_ip = child_text(item, "privateIpAddress");
+	x.public_ip = child_text(item, "ipAddress");
+	x.subnet = child_text(item, "subnetId");
+	x.reason = child_text(child(item, "stateReason"), "message");
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = x;
+}
+
+/* Every instancesSet's items below n (reservations hold one each). */
+static void insts_walk(xmlNode *n, struct aws_inst **v, size_t *cnt, int depth)
+{
+	xmlNode *c;
+	if (depth > 16)
+		return;
+	for (c = n; c; c = c->next) {
+		if (is(c, "instancesSet")) {
+			xmlNode *it;
+			for (it = c->children; it; it = it->next)
+				if (is(it, "item"))
+					inst_add(it, v, cnt);
+		} else if (c->type == XML_ELEMENT_NODE) {
+			insts_walk(c->children, v, cnt, depth + 1);
+		}
+	}
+}
+
+int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
+		    struct pbx_err *err)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL;
+	*next = NULL;
+	if (!root || !strstr((const char *)root->name, "Response") || is(root, "Response")) {
+		xmlFreeDoc(d);
+		return pbx_err_set(err, "the EC2 reply is not an instance list (%zu bytes)", len);
+	}
+	insts_walk(root->children, v, n, 0);
+	*next = child_text(root, "nextToken");
+	if (*next && !**next) {
+		free(*next);
+		*next = NULL;
+	}
+	xmlFreeDoc(d);
+	return 0;
+}
+
+char *aws_xml_text(const char *xml, size_t len, const char *name)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	xmlNode *e = d ? find(xmlDocGetRootElement(d), name, 0) : NULL;
+	xmlChar *t = e ? xmlNodeGetContent(e) : NULL;
+	char *s = t ? xstrdup((const char *)t) : NULL;
+	xmlFree(t);
+	xmlFreeDoc(d);
+	return s;
+}
+
+/* The `name` child of each item of every `set` element below n. */
+static void texts_walk(xmlNode *n, const char *set, const char *name, char ***v, size_t *cnt,
+		       int depth)
+{
+	xmlNode *c, *it;
+	if (depth > 64)
+		return;
+	for (c = n; c; c = c->next) {
+		if (is(c, set)) {
+			for (it = c->children; it; it = it->next) {
+				char *t = is(it, "item") ? child_text(it, name) : NULL;
+				if (!t)
+					continue;
+				*v = xreallocarray(*v, *cnt + 1, sizeof(**v));
+				(*v)[(*cnt)++] = t;
+			}
+		} else if (c->type == XML_ELEMENT_NODE) {
+			texts_walk(c->children, set, name, v, cnt, depth + 1);
+		}
+	}
+}
+
+int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
+		  size_t *n)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	if (!d)
+		return -1;
+	texts_walk(xmlDocGetRootElement(d), set, name, v, n, 0);
+	xmlFreeDoc(d);
+	return 0;
+}

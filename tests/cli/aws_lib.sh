@@ -1,0 +1,102 @@
+# aws_lib.sh - what the EC2 tests (t0410, t0411) share, sourced after
+# lib.sh: the moto harness (tests/emulators/aws/ec2_harness.py) started per
+# scenario with h_start, config.yaml for template e1 (head + 2 GPU nodes,
+# login user pbx) in subnet 127.0.63.0/24 (fallback 127.0.64.0/24), what
+# moto holds as the AWS CLI lists it (holds), the bodies left (bodies), the
+# proxy's counters (calls).  Skips (exit 77) without moto[server], boto3 or
+# the node-body helper.  SLURM ports from 31000 + 64*8.
+HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
+HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
+if ! python3 -c 'import moto.server, boto3' 2>/dev/null || [ ! -x "$HELPER" ]; then
+	echo "1..0 # SKIP moto[server] and boto3 (scripts/test-requirements.txt) or $HELPER missing"
+	rm -rf "$TEST_TMP"
+	exit 77
+fi
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
+	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/user"   # no ~/.aws of the tester
+mkdir -p "$HOME"
+
+h_stop() {
+	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
+	H_PID=
+}
+cleanup() {
+	"$PBX" -q cluster stop e1 >/dev/null 2>&1
+	h_stop
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+
+# h_start [harness options]: a fresh moto + proxy + bodies; sets the
+# environment pbx signs with (the IAM user's key) and writes config.yaml.
+h_start() {
+	h_stop
+	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
+	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
+		--node-body-helper "$HELPER" --login-user pbx \
+		--subnet 127.0.63.0/24 --subnet 127.0.64.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
+	H_PID=$!
+	i=0
+	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
+	URL=$(env_get 'd["url"]')
+	MOTO=$(env_get 'd["moto_url"]')
+	SUB1=$(env_get 'd["subnets"][0]')
+	SUB2=$(env_get 'd["subnets"][1]')
+	export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
+	export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
+	cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  e1:
+    cloud: aws
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: $(env_get 'd["ami"]')
+    head: { machine_type: m5.large }
+    node_groups:
+      - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4 }
+clouds:
+  aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
+  local: { slurm_port_base: 31000 }
+CONFIG
+	chmod 600 "$PBX_HOME/config.yaml"
+}
+
+# What moto holds, as the AWS CLI (with the harness's admin key) lists it:
+# "LIVE_INSTANCES CLUSTER_GROUPS KEY_PAIRS".
+aws_cli() {
+	AWS_ACCESS_KEY_ID=$(json_get 'd["admin"]["access_key"]' <"$TEST_TMP/env.json") \
+	AWS_SECRET_ACCESS_KEY=$(json_get 'd["admin"]["secret_key"]' <"$TEST_TMP/env.json") \
+		aws --endpoint-url "$MOTO" --region us-east-1 --output text "$@"
+}
+holds() {
+	if command -v aws >/dev/null 2>&1; then
+		n=$(aws_cli ec2 describe-instances --filters \
+			Name=instance-state-name,Values=pending,running,stopping,stopped,shutting-down \
+			--query 'length(Reservations[].Instances[])')
+		g=$(aws_cli ec2 describe-security-groups --query "length(SecurityGroups[?GroupName!='default'])")
+		k=$(aws_cli ec2 describe-key-pairs --query 'length(KeyPairs)')
+		echo "$n $g $k"
+	else
+		python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
+    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
+g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
+k = len(c.describe_key_pairs()["KeyPairs"])
+print(n, g, k)
+PY
+	fi
+}
+bodies() { find "$TEST_TMP/h/bodies" -mindepth 3 -maxdepth 3 -type d 2>/dev/null | wc -l; }
+calls() { python3 -c 'import json,sys,urllib.request; d=json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d[sys.argv[2]].get(sys.argv[3], 0))' "$URL" "$1" "$2"; }
+
+mkdir -p "$PBX_HOME"
+chmod 755 "$TEST_TMP"   # sshd reads the login user's keys as that user
+ssh-keygen -q -t ed25519 -N "" -C pbx-aws-test -f "$PBX_HOME/id"
+

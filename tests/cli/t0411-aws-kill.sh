@@ -1,0 +1,38 @@
+#!/bin/sh
+# t0411-aws-kill.sh - pbx killed with -9 at 5 points of `pbx cluster start`
+# of an EC2 template against moto (tests/emulators/aws, as in t0410):
+# before anything exists, once RunInstances was sent, once the instances
+# run, mid-bootstrap, a moment later; each time `pbx cluster stop` then
+# leaves no live instance, security group, key pair or node body (listed
+# with the AWS CLI).  Addresses and ports as t0410's (aws_lib.sh).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/aws_lib.sh"
+
+# ------------------------------------------------------ kill -9 mid-start
+# Killed at 5 points (by gpu2's state in the store, or moto's): before
+# anything exists, once instances exist, once they run, mid-bootstrap, a
+# moment later; each followed by stop.
+for point in planned instances running bootstrapping late; do
+	h_start
+	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 500 ]; do
+		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
+		case $point:$st in
+		planned:planned | running:running | bootstrapping:bootstrapping | late:bootstrapping) break ;;
+		instances:*) [ "$(calls calls RunInstances)" -ge 1 ] && break ;;
+		esac
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.02
+		i=$((i + 1))
+	done
+	[ "$point" != late ] || sleep 0.5
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	run_pbx cluster stop e1
+	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
+	i=0; while [ "$(bodies)" != 0 ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+	is "$(holds):$(bodies)" "0 0 0:0" "nothing is left after kill -9 at '$point' and stop"
+done
+done_testing

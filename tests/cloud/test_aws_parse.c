@@ -1,0 +1,150 @@
+/*
+ * test_aws_parse.c - reading EC2 replies (libxml2): the error envelope as
+ * AWS sends it (no namespace) and as moto does (a namespace, or
+ * <ErrorResponse>), instance lists with nextToken, terminate replies, and
+ * which errors are retried (throttling, 5xx) and which never are
+ * (capacity, quota, even as HTTP 500).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cloud/aws/aws.h"
+#include "common/tap.h"
+
+#define ERR(code) "<Response><Errors><Error><Code>" code "</Code><Message>m</Message></Error>" \
+	"</Errors><RequestID>r</RequestID></Response>"
+
+static void test_errors(void)
+{
+	char code[64], msg[256];
+	const char *aws = ERR("InvalidAMIID.NotFound");
+	const char *moto = "<ErrorResponse><Errors><Error><Code>AuthFailure</Code><Message>AWS was not "
+			   "able to validate the provided access credentials</Message><Type>Sender</Type>"
+			   "</Error></Errors></ErrorResponse>";
+	const char *ns = "<?xml version=\"1.0\"?><Response xmlns=\"http://ec2.amazonaws.com/doc/"
+			 "2016-11-15/\"><Errors><Error><Code>RequestLimitExceeded</Code><Message>slow"
+			 "</Message></Error></Errors></Response>";
+	ok(aws_error_parse(aws, strlen(aws), code, sizeof(code), msg, sizeof(msg)) == 0 &&
+	   !strcmp(code, "InvalidAMIID.NotFound") && !strcmp(msg, "m"), "AWS's error envelope");
+	ok(aws_error_parse(moto, strlen(moto), code, sizeof(code), msg, sizeof(msg)) == 0 &&
+	   !strcmp(code, "AuthFailure"), "moto's 401 envelope");
+	ok(aws_error_parse(ns, strlen(ns), code, sizeof(code), msg, sizeof(msg)) == 0 &&
+	   !strcmp(code, "RequestLimitExceeded") && !strcmp(msg, "slow"), "with a namespace");
+	ok(aws_error_parse("<html>503</html>", 16, code, sizeof(code), msg, sizeof(msg)) < 0,
+	   "not an EC2 error");
+	ok(aws_error_parse("", 0, code, sizeof(code), msg, sizeof(msg)) < 0, "empty");
+	ok(aws_retryable(503, ns, strlen(ns), NULL) == 1, "RequestLimitExceeded is retried");
+	ok(aws_retryable(400, ERR("Throttling"), strlen(ERR("Throttling")), NULL) == 1,
+	   "Throttling (400) is retried");
+	ok(aws_retryable(500, ERR("InsufficientInstanceCapacity"),
+			 strlen(ERR("InsufficientInstanceCapacity")), NULL) == 0,
+	   "InsufficientInstanceCapacity (500) is never retried");
+	ok(aws_retryable(400, ERR("VcpuLimitExceeded"), strlen(ERR("VcpuLimitExceeded")), NULL) == 0,
+	   "VcpuLimitExceeded is not retried");
+	ok(aws_retryable(502, "<html/>", 7, NULL) == 1, "a 502 without an envelope is retried");
+	ok(aws_retryable(401, moto, strlen(moto), NULL) == 0, "AuthFailure is not retried");
+}
+
+static void test_instances(void)
+{
+	const char *page = "<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<requestId>r</requestId><reservationSet><item><reservationId>r-1</reservationId>"
+		"<instancesSet><item><instanceId>i-1</instanceId><instanceState><code>16</code>"
+		"<name>running</name></instanceState><privateIpAddress>10.0.0.4</privateIpAddress>"
+		"<ipAddress>54.0.0.1</ipAddress><subnetId>subnet-a</subnetId></item></instancesSet></item>"
+		"<item><instancesSet><item><instanceId>i-2</instanceId><instanceState><code>48</code>"
+		"<name>terminated</name></instanceState><stateReason><code>Server.SpotInstanceTermination"
+		"</code><message>Spot capacity reclaimed</message></stateReason></item></instancesSet>"
+		"</item></reservationSet><nextToken>tok+/=</nextToken></DescribeInstancesResponse>";
+	const char *term = "<TerminateInstancesResponse><instancesSet><item><instanceId>i-3</instanceId>"
+		"<currentState><code>32</code><name>shutting-down</name></currentState><previousState>"
+		"<code>16</code><name>running</name></previousState></item></instancesSet>"
+		"</TerminateInstancesResponse>";
+	struct aws_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(aws_insts_parse(page, strlen(page), &v, &n, &next, &err) == 0 && n == 2 &&
+	   !strcmp(v[0].id, "i-1") && !strcmp(v[0].state, "running") &&
+	   !strcmp(v[0].private_ip, "10.0.0.4") && !strcmp(v[0].public_ip, "54.0.0.1") &&
+	   !strcmp(v[0].subnet, "subnet-a") && !strcmp(v[1].state, "terminated") &&
+	   !v[1].private_ip && v[1].reason && !strcmp(v[1].reason, "Spot capacity reclaimed"),
+	   "a DescribeInstances page: ids, states, addresses, subnet, state reason");
+	ok(next && !strcmp(next, "tok+/="), "its nextToken");
+	free(next);
+	ok(aws_insts_parse(term, strlen(term), &v, &n, &next, &err) == 0 && n == 3 &&
+	   !strcmp(v[2].id, "i-3") && !strcmp(v[2].state, "shutting-down") && !next,
+	   "a TerminateInstances reply appends currentState");
+	aws_insts_free(v, n);
+	v = NULL;
+	n = 0;
+	ok(aws_insts_parse(ERR("X"), strlen(ERR("X")), &v, &n, &next, &err) < 0 && n == 0,
+	   "an error envelope is not an instance list");
+	ok(aws_insts_parse("<a", 2, &v, &n, &next, &err) < 0, "broken XML");
+}
+
+static void test_values(void)
+{
+	const char *g = "<CreateSecurityGroupResponse><requestId>r</requestId><groupId>sg-9</groupId>"
+			"</CreateSecurityGroupResponse>";
+	const char *bomb = "<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;\">]>"
+			   "<R><groupId>&b;</groupId></R>";
+	const char *keys = "<DescribeKeyPairsResponse><keySet><item><keyName>pbx-a</keyName></item>"
+			   "<item><keyName>pbx-b</keyName></item></keySet></DescribeKeyPairsResponse>";
+	const char *groups = "<DescribeSecurityGroupsResponse><securityGroupInfo><item><groupId>sg-1"
+			     "</groupId><ipPermissions><item><groups><item><groupId>sg-1</groupId>"
+			     "</item></groups></item></ipPermissions></item></securityGroupInfo>"
+			     "</DescribeSecurityGroupsResponse>";
+	char *s = aws_xml_text(g, strlen(g), "groupId"), **v = NULL;
+	size_t n = 0;
+	is_str(s, "sg-9", "groupId of CreateSecurityGroup");
+	free(s);
+	s = aws_xml_text(bomb, strlen(bomb), "groupId");
+	ok(!s || !strstr(s, "aaaaaaaaaaaaaaaaaaaa"), "entities are not expanded");
+	free(s);
+	ok(aws_xml_texts(keys, strlen(keys), "keySet", "keyName", &v, &n) == 0 && n == 2 &&
+	   !strcmp(v[1], "pbx-b"), "every keyName");
+	while (n)
+		free(v[--n]);
+	free(v);
+	v = NULL;
+	ok(aws_xml_texts(groups, strlen(groups), "securityGroupInfo", "groupId", &v, &n) == 0 &&
+	   n == 1 && !strcmp(v[0], "sg-1"), "a group's own id, not the ids in its rules");
+	while (n)
+		free(v[--n]);
+	free(v);
+}
+
+/* A reply in a bad encoding: refused, and nothing printed (libxml2's
+ * generic error handler would write "encoding error" to stderr). */
+static void test_quiet(void)
+{
+	const char bad[] = "<?xml version=\"1.0\" encoding=\"EUC-JP\"?><R>\x8f\xff\xff</R>";
+	char path[] = "/tmp/pbx-aws-parse.XXXXXX", code[64], msg[64];
+	int fd = mkstemp(path), saved = dup(2);
+	struct stat st;
+	fflush(stderr);
+	dup2(fd, 2);
+	ok(aws_error_parse(bad, sizeof(bad) - 1, code, sizeof(code), msg, sizeof(msg)) < 0,
+	   "a reply in a bad encoding is refused");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if (fstat(fd, &st) != 0)
+		st.st_size = -1;
+	ok(st.st_size == 0, "and libxml2 printed nothing (%ld bytes)", (long)st.st_size);
+	close(fd);
+	unlink(path);
+}
+
+int main(void)
+{
+	test_quiet();
+	test_errors();
+	test_instances();
+	test_values();
+	return tap_done();
+}

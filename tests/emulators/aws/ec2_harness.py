@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""ec2_harness.py - EC2 for tests: moto_server (moto[server], pinned in
+scripts/test-requirements.txt) on 127.0.0.1 with signature and credential
+checking on, a fault-injecting proxy in front of it, and node bodies for
+its running instances.
+
+    python3 ec2_harness.py --state-dir D --env-file F --node-body-helper H
+        [--login-user U] [--vpc 127.0.0.0/16] [--subnet 127.0.60.0/24 ...]
+        [--throttle 0.3] [--capacity SUBNET_OR_TYPE ...] [--vcpu-limit TYPE ...]
+        [--no-bodies]
+
+Setup, before authentication is switched on (POST /moto-api/reset-auth 0):
+an IAM user `pbx` with an access key and ec2:* (what pbx signs with), an
+IAM user `admin` (the harness's own calls), a role assumed through STS (a
+session token), a VPC and subnets in loopback blocks (instances then get
+loopback private addresses and no public one).  The env file (JSON) holds
+the proxy's URL, moto's URL, the keys, the subnet ids and an AMI id; it is
+written once everything is ready.
+
+The proxy (the URL pbx is given) forwards every request unchanged to moto,
+except, chosen at random or by rule, answers EC2 would give and moto never
+does: RequestLimitExceeded (HTTP 503) with probability --throttle,
+InsufficientInstanceCapacity (HTTP 500) for RunInstances into a subnet id
+or of an instance type listed with --capacity (a subnet may be given by its
+CIDR block), VcpuLimitExceeded (HTTP 400)
+for RunInstances of a type listed with --vcpu-limit.  GET /_harness/calls
+counts the calls by action.
+
+Bodies: every 0.2 s the harness lists moto's instances; each running one
+with a loopback private address gets a node body (tests/emulators/gce's
+Bodies, i.e. pbx-node-body, i.e. the local provider's code) listening on
+that address, port 22, accepting the instance's key pair (from
+DescribeKeyPairs IncludePublicKey) for --login-user, who gets passwordless
+sudo as a cloud image's default user has; a terminated instance's body is
+stopped.  Addresses outside 127.0.0.0/8 are never used.
+"""
+
+import argparse
+import ipaddress
+import json
+import logging
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
+
+import boto3  # noqa: E402
+from moto.server import ThreadedMotoServer  # noqa: E402
+
+REGION = "us-east-1"
+NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+
+def error_xml(code, message):
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>%s</Code>'
+            "<Message>%s</Message></Error></Errors><RequestID>harness-%08x</RequestID></Response>"
+            % (code, message, random.getrandbits(32))).encode()
+
+
+class Faults:
+    def __init__(self, args):
+        self.throttle = args.throttle
+        self.capacity = set(args.capacity or [])
+        self.vcpu = set(args.vcpu_limit or [])
+        self.calls = Counter()
+        self.faults = Counter()
+        self.lock = threading.Lock()
+
+    def answer(self, form):
+        """(status, body) of an injected error for this request, or None."""
+        action = form.get("Action", ["?"])[0]
+        with self.lock:
+            self.calls[action] += 1
+            if self.throttle and random.random() < self.throttle:
+                self.faults["RequestLimitExceeded"] += 1
+                return 503, error_xml("RequestLimitExceeded", "Request limit exceeded.")
+            if action == "RunInstances":
+                itype = form.get("InstanceType", [""])[0]
+                subnet = form.get("SubnetId", [""])[0]
+                if itype in self.capacity or subnet in self.capacity:
+                    self.faults["InsufficientInstanceCapacity"] += 1
+                    return 500, error_xml("InsufficientInstanceCapacity",
+                                          "We currently do not have sufficient %s capacity in the "
+                                          "Availability Zone you requested (us-east-1a)." % itype)
+                if itype in self.vcpu:
+                    self.faults["VcpuLimitExceeded"] += 1
+                    return 400, error_xml("VcpuLimitExceeded",
+                                          "You have requested more vCPU capacity than your current "
+                                          "vCPU limit of 0 allows for the instance bucket that the "
+                                          "specified instance type belongs to.")
+        return None
+
+
+def make_proxy(moto_url, faults):
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def _send(self, status, body, ctype="text/xml"):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            if self.path == "/_harness/calls":
+                with faults.lock:
+                    body = json.dumps({"calls": faults.calls, "faults": faults.faults}).encode()
+                return self._send(200, body, "application/json")
+            return self._forward(None)
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n)
+            form = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+            injected = faults.answer(form)
+            if injected:
+                return self._send(*injected)
+            return self._forward(body)
+
+        def _forward(self, body):
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in ("connection", "content-length", "accept-encoding")}
+            req = urllib.request.Request(moto_url + self.path, data=body, method=self.command,
+                                         headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=120) as r:
+                    status, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "text/xml")
+            except urllib.error.HTTPError as e:
+                status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "text/xml")
+            self._send(status, data, ctype)
+
+    return Proxy
+
+
+class Inst:
+    """What gce's Bodies needs of an instance."""
+
+    def __init__(self, iid, ip, user, key):
+        # the body's root is STATE/bodies/aws/n/ID: short, since slurmd's
+        # socket paths under it must stay within 108 bytes
+        self.project = "aws"
+        self.zone = "n"
+        self.name = iid[-12:]
+        self.res = {"metadata": {"items": [{"key": "ssh-keys", "value": "%s:%s" % (user, key)}]},
+                    "networkInterfaces": [{"networkIP": ip}]}
+
+
+def bodies_loop(args, admin, stop):
+    from bodies import Bodies
+    bodies = Bodies(args.node_body_helper, args.state_dir, 22, True)
+    live = {}               # instance id -> Inst
+    pool_lock = threading.Lock()
+    starting = set()
+
+    def start(iid, inst):
+        why = bodies.start(inst)
+        with pool_lock:
+            starting.discard(iid)
+            if why:
+                print("harness: body of %s: %s" % (iid, why), file=sys.stderr, flush=True)
+            else:
+                live[iid] = inst
+
+    while not stop.is_set():
+        try:
+            seen = {}
+            for page in admin.get_paginator("describe_instances").paginate():
+                for res in page["Reservations"]:
+                    for i in res["Instances"]:
+                        seen[i["InstanceId"]] = i
+            keys = {}
+            for iid, i in seen.items():
+                state = i["State"]["Name"]
+                with pool_lock:
+                    known = iid in live or iid in starting
+                if state == "running" and not known:
+                    ip = i.get("PrivateIpAddress")
+                    if not ip or not ipaddress.ip_address(ip).is_loopback:
+                        continue            # never used: not ours to connect to
+                    kn = i.get("KeyName")
+                    if kn not in keys:
+                        try:
+                            kp = admin.describe_key_pairs(KeyNames=[kn], IncludePublicKey=True)
+                            keys[kn] = kp["KeyPairs"][0]["PublicKey"].strip()
+                        except Exception:
+                            keys[kn] = None
+                    if not keys[kn]:
+                        continue
+                    inst = Inst(iid, ip, args.login_user, keys[kn])
+                    with pool_lock:
+                        starting.add(iid)
+                    threading.Thread(target=start, args=(iid, inst), daemon=True).start()
+            with pool_lock:
+                gone = [iid for iid in live
+                        if iid not in seen or seen[iid]["State"]["Name"] in ("shutting-down", "terminated")]
+            for iid in gone:
+                with pool_lock:
+                    inst = live.pop(iid)
+                bodies.stop(inst)
+        except Exception as e:  # moto busy or shutting down: next round
+            print("harness: bodies: %s" % e, file=sys.stderr, flush=True)
+        stop.wait(0.2)
+    with pool_lock:
+        rest = list(live.values())
+    for inst in rest:
+        bodies.stop(inst)
+
+
+def setup(moto_url, args):
+    """IAM users, a role session, the VPC and subnets; then auth on."""
+    anon = dict(region_name=REGION, endpoint_url=moto_url, aws_access_key_id="setup",
+                aws_secret_access_key="setup")
+    iam = boto3.client("iam", **anon)
+    allow = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["ec2:*", "sts:*", "iam:*"], "Resource": "*"}]})
+    out = {}
+    for user in ("pbx", "admin"):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=allow)
+        k = iam.create_access_key(UserName=user)["AccessKey"]
+        out[user] = {"access_key": k["AccessKeyId"], "secret_key": k["SecretAccessKey"]}
+    # a user who may only look (ec2:Describe*): pbx's first change is refused
+    look = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["ec2:Describe*"], "Resource": "*"}]})
+    iam.create_user(UserName="viewer")
+    iam.put_user_policy(UserName="viewer", PolicyName="look", PolicyDocument=look)
+    k = iam.create_access_key(UserName="viewer")["AccessKey"]
+    out["viewer"] = {"access_key": k["AccessKeyId"], "secret_key": k["SecretAccessKey"]}
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
+    role = iam.create_role(RoleName="pbx-role", AssumeRolePolicyDocument=trust)["Role"]
+    iam.put_role_policy(RoleName="pbx-role", PolicyName="all", PolicyDocument=allow)
+    sts = boto3.client("sts", **anon)
+    c = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="pbx-test")["Credentials"]
+    out["session"] = {"access_key": c["AccessKeyId"], "secret_key": c["SecretAccessKey"],
+                      "token": c["SessionToken"]}
+    ec2 = boto3.client("ec2", **anon)
+    vpc = ec2.create_vpc(CidrBlock=args.vpc)["Vpc"]["VpcId"]
+    out["vpc"] = vpc
+    out["subnets"] = [ec2.create_subnet(VpcId=vpc, CidrBlock=s)["Subnet"]["SubnetId"]
+                      for s in args.subnet]
+    out["ami"] = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    req = urllib.request.Request(moto_url + "/moto-api/reset-auth", data=b"0", method="POST",
+                                 headers={"Content-Type": "text/plain"})
+    urllib.request.urlopen(req).read()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--state-dir", required=True)
+    ap.add_argument("--env-file", required=True)
+    ap.add_argument("--node-body-helper")
+    ap.add_argument("--login-user", default="pbx")
+    ap.add_argument("--vpc", default="127.0.0.0/16")
+    ap.add_argument("--subnet", action="append")
+    ap.add_argument("--throttle", type=float, default=0.0)
+    ap.add_argument("--capacity", action="append")
+    ap.add_argument("--vcpu-limit", action="append")
+    ap.add_argument("--no-bodies", action="store_true")
+    args = ap.parse_args()
+    args.subnet = args.subnet or ["127.0.60.0/24"]
+    for s in args.subnet + [args.vpc]:
+        if not ipaddress.ip_network(s).subnet_of(ipaddress.ip_network("127.0.0.0/8")):
+            ap.error("%s is not inside 127.0.0.0/8" % s)
+    if not args.no_bodies and not args.node_body_helper:
+        ap.error("--node-body-helper is required unless --no-bodies")
+    os.makedirs(args.state_dir, exist_ok=True)
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            del os.environ[k]
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
+    env = setup(moto_url, args)
+    # --capacity may name a subnet by its CIDR block (ids are moto's)
+    by_cidr = dict(zip(args.subnet, env["subnets"]))
+    args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
+    faults = Faults(args)
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults))
+    proxy.daemon_threads = True
+    env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
+    env["moto_url"] = moto_url
+    env["region"] = REGION
+    stop = threading.Event()
+    if not args.no_bodies:
+        admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
+                             aws_access_key_id=env["admin"]["access_key"],
+                             aws_secret_access_key=env["admin"]["secret_key"])
+        t = threading.Thread(target=bodies_loop, args=(args, admin, stop), daemon=True)
+        t.start()
+    # SIGTERM only sets the flag; the main thread does the rest (a handler
+    # that shut the proxy down itself could block forever in it)
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    tmp = args.env_file + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(env, f)
+    os.rename(tmp, args.env_file)
+    while not stop.wait(0.5):
+        pass
+    watchdog = threading.Timer(60, lambda: os._exit(1))
+    watchdog.daemon = True
+    watchdog.start()
+    proxy.shutdown()
+    if not args.no_bodies:
+        t.join(50)
+    moto.stop()
+
+
+if __name__ == "__main__":
+    main()

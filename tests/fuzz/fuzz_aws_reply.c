@@ -1,0 +1,46 @@
+/*
+ * fuzz_aws_reply.c - libFuzzer target for the EC2 reply parsers
+ * (src/cloud/aws/parse.c, libxml2): any bytes, read as an error envelope,
+ * an instance list (RunInstances, DescribeInstances with nextToken,
+ * TerminateInstances) and single values, must parse or fail cleanly; what
+ * parses has its required fields, and the retry classifier answers 0 or 1.
+ */
+#include "cloud/aws/aws.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct aws_inst *insts = NULL;
+	const char *text = (const char *)data;
+	size_t n = 0, i, nv = 0;
+	char *next = NULL, *s, **v = NULL, code[64], msg[256];
+	int r;
+	if (aws_error_parse(text, size, code, sizeof(code), msg, sizeof(msg)) == 0 &&
+	    (!code[0] || strlen(code) >= sizeof(code) || strlen(msg) >= sizeof(msg)))
+		abort();
+	if (aws_insts_parse(text, size, &insts, &n, &next, &err) == 0)
+		for (i = 0; i < n; i++)
+			if (!insts[i].id || !*insts[i].id || !insts[i].state)
+				abort();
+	aws_insts_free(insts, n);
+	free(next);
+	s = aws_xml_text(text, size, "groupId");
+	free(s);
+	if (aws_xml_texts(text, size, "keySet", "keyName", &v, &nv) == 0)
+		for (i = 0; i < nv; i++)
+			if (!v[i])
+				abort();
+	for (i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+	r = aws_retryable(503, text, size, NULL);
+	if (r != 0 && r != 1)
+		abort();
+	return 0;
+}
