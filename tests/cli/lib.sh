@@ -10,6 +10,11 @@
 tap_n=0
 tap_failed=0
 
+# The tests read pbx's store with the sqlite3 shell while pbx may be
+# writing it: wait for its locks (as pbx does) instead of failing with
+# "database is locked".
+sqlite3() { command sqlite3 -cmd '.timeout 10000' "$@"; }
+
 ok() {
 	tap_n=$((tap_n + 1))
 	if [ "$1" -eq 0 ]; then
