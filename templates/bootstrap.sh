@@ -14,6 +14,8 @@
 #   PBX_CLUSTER     cluster name
 #   PBX_STAGE       directory holding slurm.conf (with @ROOT@) and munge.key
 #   PBX_GPUS        GPUs the cluster template promises on this node (0)
+#   PBX_GPU_TYPE    their SLURM GRES type, e.g. t4 ("" = untyped; it must
+#                   match the node's Gres=gpu:TYPE:N in slurm.conf)
 #   PBX_HEAD_ADDR   address of the head node (systemd compute: NFS server)
 #   PBX_SHARED      shared directory (direct: any path; systemd: /shared)
 #   PBX_SLURM_USER  SlurmUser (root in direct mode, slurm in systemd mode)
@@ -559,6 +561,8 @@ STAGE_DIR=${PBX_STAGE:-}
 [ -r "$STAGE_DIR/slurm.conf" ] || die "no slurm.conf in PBX_STAGE ($STAGE_DIR)"
 [ -r "$STAGE_DIR/munge.key" ] || die "no munge.key in PBX_STAGE ($STAGE_DIR)"
 GPUS=${PBX_GPUS:-0}
+GPU_TYPE=${PBX_GPU_TYPE:-}
+case $GPU_TYPE in *[!a-z0-9_.-]*) die "PBX_GPU_TYPE may hold only a-z 0-9 _ . - (got '$GPU_TYPE')" ;; esac
 is_uint "$GPUS" || die "PBX_GPUS must be a number (got '$GPUS')"
 SHARED=${PBX_SHARED:-}
 case $SHARED in
@@ -766,10 +770,11 @@ fi
 begin_new "$GRES_CONF"
 {
 	echo "# gres.conf for $NODE, written by the pbx bootstrap"
+	gres_type=${GPU_TYPE:+ Type=$GPU_TYPE}
 	if [ "$found" -eq 1 ]; then
-		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}0"
+		echo "NodeName=$NODE Name=gpu$gres_type File=${DEV_BASE}0"
 	elif [ "$found" -gt 1 ]; then
-		echo "NodeName=$NODE Name=gpu File=${DEV_BASE}[0-$((found - 1))]"
+		echo "NodeName=$NODE Name=gpu$gres_type File=${DEV_BASE}[0-$((found - 1))]"
 	fi
 } >"$NEW"
 install_new "$GRES_CONF" 0644

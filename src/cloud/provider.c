@@ -130,7 +130,8 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 	size_t k;
 	for (k = 0; k < t->ngroups; k++) {
 		size_t l = strlen(t->groups[k].name);
-		if (!strncmp(node, t->groups[k].name, l) && node[l] >= '1' && node[l] <= '9')
+		if (!strncmp(node, t->groups[k].name, l) && node[l] >= '1' && node[l] <= '9' &&
+		    strspn(node + l, "0123456789") == strlen(node + l))
 			return &t->groups[k];
 	}
 	return NULL;

@@ -6,6 +6,7 @@
  * progress.
  */
 #include "cluster/cluster_internal.h"
+#include "slurm/conf.h"
 #include "util/buf.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -69,8 +70,11 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 {
 	const struct pbx_node_row *n = &c->nodes[i];
 	struct pbx_buf cmd = PBX_BUF_INIT;
-	char gpus[16], *script = xasprintf("%s/bootstrap.sh", remote_stage);
+	const struct pbx_node_group *grp = c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name)
+						       : NULL;
+	char gpus[16], gpu_type[32], *script = xasprintf("%s/bootstrap.sh", remote_stage);
 	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
+	pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, gpu_type, sizeof(gpu_type));
 	if (unpack) {
 		/* The stage arrives as a tar stream on stdin: one exec per node.
 		 * Its members carry their directories, so tar makes them. */
@@ -88,6 +92,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	bootstrap_env(&cmd, "PBX_CLUSTER", c->row.name);
 	bootstrap_env(&cmd, "PBX_STAGE", remote_stage);
 	bootstrap_env(&cmd, "PBX_GPUS", gpus);
+	bootstrap_env(&cmd, "PBX_GPU_TYPE", gpu_type);
 	bootstrap_env(&cmd, "PBX_HEAD_ADDR", c->nodes[0].address);
 	bootstrap_env(&cmd, "PBX_SHARED", l->shared_dir);
 	bootstrap_env(&cmd, "PBX_SLURM_USER", l->slurm_user);

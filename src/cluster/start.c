@@ -159,37 +159,30 @@ static int start_munge_key(const char *dir, struct pbx_buf *key, struct pbx_err 
 	return rc;
 }
 
-/* The CPUs node `name` advertises: its group's `cpus`, else the layout's. */
-static int start_node_cpus(const struct pbx_cluster_template *t, const char *name, int dflt)
-{
-	size_t g;
-	for (g = 0; t && g < t->ngroups; g++) {
-		size_t l = strlen(t->groups[g].name);
-		if (!strncmp(name, t->groups[g].name, l) && name[l] >= '1' && name[l] <= '9' &&
-		    strspn(name + l, "0123456789") == strlen(name + l))
-			return t->groups[g].cpus ? t->groups[g].cpus : dflt;
-	}
-	return dflt;
-}
-
 static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			     char **conf, struct pbx_err *err)
 {
 	struct pbx_slurm_node *sn = xcalloc(c->nnodes, sizeof(*sn));
+	char (*types)[32] = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*types));
 	struct pbx_slurm_conf sc = {0};
 	size_t i, k = 0;
 	int rc;
 	for (i = 0; i < c->nnodes; i++) {
 		const struct pbx_node_row *n = &c->nodes[i];
+		const struct pbx_node_group *grp;
 		if (strcmp(n->role, "compute") != 0)
 			continue;
 		sn[k].name = n->name;
 		sn[k].hostname = l->same_host ? "localhost" : n->name;
 		sn[k].addr = n->address;
 		sn[k].port = l->node_port_base ? l->node_port_base + 1 + (int)k : 0;
-		sn[k].cpus = start_node_cpus(c->spec.t, n->name, l->node_cpus);
+		grp = c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
+		/* a group's cpus, else the layout's; its GPU type, typed GRES */
+		sn[k].cpus = grp && grp->cpus ? grp->cpus : l->node_cpus;
 		sn[k].mem_mb = l->node_mem_mb;
 		sn[k].gpus = n->gpus;
+		pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, types[k], sizeof(types[k]));
+		sn[k].gpu_type = types[k];
 		k++;
 	}
 	sc.cluster = c->row.name;
@@ -207,6 +200,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.nnodes = k;
 	rc = pbx_slurm_render_conf(&sc, conf, err);
 	free(sn);
+	free(types);
 	return rc;
 }
 

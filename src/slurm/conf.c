@@ -7,7 +7,33 @@
 #include "util/xalloc.h"
 
 #include <stdio.h>
+#include <ctype.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void pbx_slurm_gpu_type(const char *accel, char *out, size_t size)
+{
+	static const char *const prefixes[] = { "nvidia-tesla-", "nvidia-", NULL };
+	size_t i, k = 0;
+	if (size == 0)
+		return;
+	out[0] = '\0';
+	if (!accel)
+		return;
+	for (i = 0; prefixes[i]; i++)
+		if (!strncasecmp(accel, prefixes[i], strlen(prefixes[i]))) {
+			accel += strlen(prefixes[i]);
+			break;
+		}
+	for (i = 0; accel[i] && k + 1 < size; i++) {
+		char ch = (char)tolower((unsigned char)accel[i]);
+		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+		    ch == '.')
+			out[k++] = ch;
+	}
+	out[k] = '\0';
+}
 
 static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *n)
 {
@@ -18,7 +44,9 @@ static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *
 		pbx_buf_addf(b, " CPUs=%d", n->cpus);
 	if (n->mem_mb)
 		pbx_buf_addf(b, " RealMemory=%ld", n->mem_mb);
-	if (n->gpus)
+	if (n->gpus && n->gpu_type && *n->gpu_type)
+		pbx_buf_addf(b, " Gres=gpu:%s:%d", n->gpu_type, n->gpus);
+	else if (n->gpus)
 		pbx_buf_addf(b, " Gres=gpu:%d", n->gpus);
 	pbx_buf_adds(b, " State=UNKNOWN\n");
 }

@@ -19,6 +19,7 @@ struct pbx_slurm_node {
 	int cpus;               /* 0 = let slurmd report */
 	long mem_mb;            /* RealMemory; 0 = SLURM's default */
 	int gpus;               /* GRES gpu count */
+	const char *gpu_type;   /* GRES type (pbx_slurm_gpu_type); NULL = untyped */
 };
 
 struct pbx_slurm_conf {
@@ -38,6 +39,14 @@ struct pbx_slurm_conf {
 };
 
 /* Renders slurm.conf; *out is owned by the caller (free). */
+/*
+ * The SLURM GRES type name for a cloud accelerator type, into out (size
+ * bytes): lower case, "nvidia-tesla-" / "nvidia-" dropped, only [a-z0-9_.-]
+ * kept, e.g. nvidia-tesla-t4 -> t4, nvidia-h100-80gb -> h100-80gb, T4 -> t4.
+ * "" when nothing is left (then the GRES stays untyped).
+ */
+void pbx_slurm_gpu_type(const char *accel, char *out, size_t size);
+
 int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx_err *err);
 
 #endif

@@ -5,10 +5,11 @@
 # --force takes it now and SLURM requeues its job; the node's processes and
 # directory are gone and SLURM no longer lists it; a later `start` keeps the
 # new size; bad counts and groups are refused before anything changes.
+# The group's gpu_type becomes a typed GRES (gpu:t4) on old and new nodes.
 # Addresses 127.0.88.x, ports 22880 and 28800-28863.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster rs 127.0.88.0 22880 28800 "{ name: node, count: 1, gpus: 1 }"
+local_cluster rs 127.0.88.0 22880 28800 "{ name: node, count: 1, gpus: 1, gpu_type: nvidia-tesla-t4 }"
 CDIR="$PBX_HOME/clusters/rs"
 nodes() { "$PBX" cluster exec rs -- sinfo -h -N -o '%N %t' 2>/dev/null | sort | tr '\n' ' '; }
 
@@ -44,6 +45,13 @@ ok $? "progress shows the new node3 idle"
 is "$(nodes)" "node1 idle node2 idle node3 idle " "SLURM has 3 idle nodes"
 run_pbx cluster exec rs -- srun -N3 sh -c 'echo $SLURMD_NODENAME'
 is "$(echo "$out" | sort | tr '\n' ' ')" "node1 node2 node3 " "srun -N3 runs on the new nodes too"
+run_pbx cluster exec rs -- sinfo -h -N -o '%N %G'
+is "$(echo "$out" | sort | tr '\n' ' ')" "node1 gpu:t4:1 node2 gpu:t4:1 node3 gpu:t4:1 " \
+	"every node has a typed GPU GRES (gpu_type nvidia-tesla-t4 -> t4)"
+run_pbx cluster exec rs -- srun -N3 --gres=gpu:t4:1 sh -c 'echo $CUDA_VISIBLE_DEVICES'
+is "$(echo "$out" | tr '\n' ' ')" "0 0 0 " "srun --gres=gpu:t4:1 gets a GPU on each node"
+run_pbx cluster exec rs -- srun -N1 --gres=gpu:1 sh -c 'echo $CUDA_VISIBLE_DEVICES'
+is "$out" "0" "an untyped --gres=gpu:1 still matches the typed GPUs"
 run_pbx cluster show --json rs
 is "$(echo "$out" | json_get "len([n for n in d['nodes'] if n['role'] == 'compute'])")" 3 \
 	"the store lists 3 compute nodes"

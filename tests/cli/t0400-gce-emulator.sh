@@ -90,8 +90,8 @@ run_pbx cluster start e1
 ok $rc "start of a gce template against the emulator: $errout"
 is "$(emu_holds)" "3 2" "the emulator holds 3 instances and 2 firewall rules"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
-is "$out" "gpu1 idle gpu:1
-gpu2 idle gpu:1" "every compute node is idle with its GPU"
+is "$out" "gpu1 idle gpu:t4:1
+gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || (public_address IS NOT NULL), ' ') FROM nodes")" \
 	"head:up:1 gpu1:up:0 gpu2:up:0" "nodes are up; only the head has a public address"
 run_pbx cluster exec -n gpu2 e1 -- id -un

@@ -25,8 +25,8 @@ run_pbx cluster start e1
 ok $rc "start of an aws template against moto (signatures checked): $errout"
 is "$(holds)" "3 1 1" "moto holds 3 instances, the cluster's security group and key pair"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
-is "$out" "gpu1 idle gpu:1
-gpu2 idle gpu:1" "every compute node is idle with its GPU"
+is "$out" "gpu1 idle gpu:t4:1
+gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || address, ' ') FROM nodes")" \
 	"head:up:127.0.63.4 gpu1:up:127.0.63.5 gpu2:up:127.0.63.6" "nodes are up on the instances' private addresses"
 run_pbx cluster exec -n gpu2 e1 -- id -un

@@ -60,6 +60,33 @@ static void test_render(void)
 	ok(strstr(conf, "\nAuthInfo=socket=@ROOT@/run/munge/munge.socket.2,cred_expire=15\n") != NULL,
 	   "AuthInfo: cred_expire (the requeue delay)");
 	free(conf);
+	nodes[0].gpu_type = "t4";
+	nodes[1].gpu_type = "t4";   /* no GPUs: no Gres, typed or not */
+	ok(pbx_slurm_render_conf(&c, &conf, &err) == 0, "render with a GPU type: %s", err.msg);
+	ok(strstr(conf, " RealMemory=4096 Gres=gpu:t4:2 State=UNKNOWN\n") != NULL, "typed GRES");
+	ok(strstr(conf, "\nNodeName=gpu2 NodeHostname=gpu2 NodeAddr=127.0.1.3 State=UNKNOWN\n") != NULL,
+	   "a node without GPUs has no Gres");
+	free(conf);
+}
+
+static void test_gpu_type(void)
+{
+	static const char *const cases[][2] = {
+		{ "nvidia-tesla-t4", "t4" }, { "nvidia-l4", "l4" }, { "nvidia-h100-80gb", "h100-80gb" },
+		{ "NVIDIA-Tesla-V100", "v100" }, { "t4", "t4" }, { "A10G", "a10g" },
+		{ "a:b,c d$(x)", "abcdx" }, { "nvidia-", "" }, { ":::", "" },
+	};
+	char out[32], tiny[4];
+	size_t i;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pbx_slurm_gpu_type(cases[i][0], out, sizeof(out));
+		ok(strcmp(out, cases[i][1]) == 0, "gpu type of '%s' is '%s' (got '%s')", cases[i][0],
+		   cases[i][1], out);
+	}
+	pbx_slurm_gpu_type(NULL, out, sizeof(out));
+	ok(out[0] == '\0', "no accelerator: untyped");
+	pbx_slurm_gpu_type("nvidia-h100-80gb", tiny, sizeof(tiny));
+	ok(strcmp(tiny, "h10") == 0, "cut to the buffer");
 }
 
 static void test_sinfo(void)
@@ -131,6 +158,7 @@ int main(void)
 	test_squeue();
 	test_subst();
 	test_render();
+	test_gpu_type();
 	test_sinfo();
 	test_quote();
 	return tap_done();
