@@ -28,6 +28,9 @@ cmake --build build -j "$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPBX_SANITIZE=ON -DPBX_CUDA="$cuda" >/dev/null
 cmake --build build-asan -j "$jobs"
 
+# Tests talk to loopback only: no credential lookup may reach a cloud
+# metadata server (tests/cli/lib.sh also points the credential files away).
+export AWS_EC2_METADATA_DISABLED=true GCE_METADATA_HOST=127.0.0.1:1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 status=0

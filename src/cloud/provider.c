@@ -137,6 +137,19 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 	return NULL;
 }
 
+void pbx_cloud_vm_layout(const char *cluster, struct pbx_slurm_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s-head", cluster);
+	l->ctld_port = 6817;
+	l->srun_port_lo = 60001;
+	l->srun_port_hi = 63000;
+	l->slurm_user = "slurm";
+	l->bootstrap_mode = "systemd";
+	l->extra = "";
+	snprintf(l->shared_dir, sizeof(l->shared_dir), "/shared");
+}
+
 size_t pbx_cloud_slack(const struct pbx_cluster_template *t)
 {
 	int total = pbx_template_node_count(t);

@@ -164,6 +164,9 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 
 /* How many compute nodes the template's policy lets go unmade: all but
  * min_nodes of them (none when min_nodes is not set). */
+/* The SLURM layout of a cloud cluster's VMs: SLURM's default ports, the
+ * head NAME-head, daemons under systemd, NFS /shared from the head. */
+void pbx_cloud_vm_layout(const char *cluster, struct pbx_slurm_layout *l);
 size_t pbx_cloud_slack(const struct pbx_cluster_template *t);
 
 /* The provider for a cloud name, or NULL. */

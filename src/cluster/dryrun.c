@@ -57,32 +57,50 @@ static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec
 	return (*p)->open(spec, pctx, err);
 }
 
+/* A dry run's provider context, opened on the cluster's template (sized
+ * as recorded) with requests going to `print`. */
+struct dry {
+	struct pbx_cluster_spec spec;
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *groups;
+	const struct pbx_provider *p;
+	void *pctx;
+};
+
+static int dry_begin(struct dry *d, struct pbx_store *st, const struct pbx_config *cfg,
+		     const char *name, const char *tmpl, pbx_request_fn print, void *ctx,
+		     struct pbx_err *err)
+{
+	memset(d, 0, sizeof(*d));
+	d->spec = (struct pbx_cluster_spec){ .cfg = cfg, .name = name, .store = st, .dry_run = 1,
+					     .print_request = print, .print_ctx = ctx };
+	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, &d->sized, &d->groups);
+	if (!d->spec.t)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
+				    tmpl ? tmpl : name, cfg->path);
+	return dry_open(&d->p, &d->spec, &d->pctx, err);
+}
+
+static void dry_end(struct dry *d)
+{
+	if (d->pctx)
+		d->p->close(d->pctx);
+	free(d->groups);
+}
+
 int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err)
 {
-	struct pbx_cluster_spec spec = { .cfg = cfg, .name = name, .store = st, .dry_run = 1,
-					 .print_request = print, .print_ctx = ctx };
-	const struct pbx_provider *p;
+	struct dry d;
 	struct pbx_node_row *nodes = NULL;
 	size_t n = 0;
-	struct pbx_cluster_template sized;
-	struct pbx_node_group *groups = NULL;
-	void *pctx = NULL;
-	int rc;
-	spec.t = dry_template(st, cfg, name, tmpl, &spec.id, &sized, &groups);
-	if (!spec.t)
-		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				  tmpl ? tmpl : name, cfg->path);
-	else
-		rc = dry_open(&p, &spec, &pctx, err);
+	int rc = dry_begin(&d, st, cfg, name, tmpl, print, ctx, err);
 	if (rc == 0)
-		rc = p->plan(pctx, &nodes, &n, err);
+		rc = d.p->plan(d.pctx, &nodes, &n, err);
 	if (rc == 0)
-		rc = p->create_begin(pctx, nodes, n, NULL, err);
+		rc = d.p->create_begin(d.pctx, nodes, n, NULL, err);
 	pbx_node_rows_free(nodes, n);
-	if (pctx)
-		p->close(pctx);
-	free(groups);
+	dry_end(&d);
 	return rc;
 }
 
@@ -111,30 +129,17 @@ static void dry_add_known(struct pbx_store *st, int64_t id, struct pbx_instance 
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			 pbx_request_fn print, void *ctx, struct pbx_err *err)
 {
-	struct pbx_cluster_spec spec = { .cfg = cfg, .name = name, .store = st, .dry_run = 1,
-					 .print_request = print, .print_ctx = ctx };
-	const struct pbx_provider *p;
+	struct dry d;
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
-	struct pbx_cluster_template sized;
-	struct pbx_node_group *groups = NULL;
-	void *pctx = NULL;
-	int rc;
-	spec.t = dry_template(st, cfg, name, NULL, &spec.id, &sized, &groups);
-	if (!spec.t)
-		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template for '%s' in %s",
-				  name, cfg->path);
-	else
-		rc = dry_open(&p, &spec, &pctx, err);
+	int rc = dry_begin(&d, st, cfg, name, NULL, print, ctx, err);
 	if (rc == 0)
-		rc = p->list(pctx, &v, &n, err);
-	if (rc == 0 && spec.id)
-		dry_add_known(st, spec.id, &v, &n);
+		rc = d.p->list(d.pctx, &v, &n, err);
+	if (rc == 0 && d.spec.id)
+		dry_add_known(st, d.spec.id, &v, &n);
 	if (rc == 0)
-		rc = p->destroy(pctx, v, n, err);
+		rc = d.p->destroy(d.pctx, v, n, err);
 	pbx_instances_free(v, n);
-	if (pctx)
-		p->close(pctx);
-	free(groups);
+	dry_end(&d);
 	return rc;
 }

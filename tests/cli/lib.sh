@@ -129,5 +129,12 @@ TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
 echo $$ >"$TEST_TMP/owner"
 reap_stale_tests
 export PBX_HOME="$TEST_TMP/home"
+# Tests talk to loopback only: no cloud credential lookup may fall through
+# to a metadata server (169.254.169.254, metadata.google.internal) or to
+# the tester's own gcloud / AWS credentials.
+export AWS_EC2_METADATA_DISABLED=true GCE_METADATA_HOST=127.0.0.1:1
+export CLOUDSDK_CONFIG="$TEST_TMP/no-gcloud" AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/no-aws/credentials"
+export AWS_CONFIG_FILE="$TEST_TMP/no-aws/config"
+unset GOOGLE_APPLICATION_CREDENTIALS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
 mkdir -p "$PBX_HOME"
 chmod 700 "$PBX_HOME"

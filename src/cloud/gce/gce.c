@@ -831,15 +831,7 @@ static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err
 {
 	struct gce *g = ctx;
 	(void)err;
-	memset(l, 0, sizeof(*l));
-	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s-head", g->s->name);
-	l->ctld_port = 6817;
-	l->srun_port_lo = 60001;
-	l->srun_port_hi = 63000;
-	l->slurm_user = "slurm";
-	l->bootstrap_mode = "systemd";
-	l->extra = "";
-	snprintf(l->shared_dir, sizeof(l->shared_dir), "/shared");
+	pbx_cloud_vm_layout(g->s->name, l);
 	return 0;
 }
 
