@@ -50,6 +50,28 @@ done_testing() {
 # read from stdin (bound to d) and prints the result.
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# sweep_demo_round CLUSTER: the acceptance round on a cloud cluster (5
+# checks): parrun of the example sweep with --gres=gpu:1, all 24 tasks
+# COMPLETED (within 180 s), harvest of their 144 files, the report.
+sweep_demo_round() {
+	run_pbx parrun "$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml" "$1" --gres=gpu:1
+	ok $rc "parrun of the example sweep: $errout"
+	i=0
+	while [ $i -lt 90 ]; do
+		states=$("$PBX" state --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(sorted({t["state"] for p in d for t in p["tasks"]})))')
+		[ "$states" = "COMPLETED" ] && break
+		sleep 2
+		i=$((i + 1))
+	done
+	is "$states" "COMPLETED" "all 24 tasks COMPLETED"
+	run_pbx harvest
+	ok $rc "harvest: $errout"
+	echo "$out$errout" | grep -q "144 new files"
+	ok $? "harvest brought 144 files home (6 per task)"
+	run_pbx report -f csv
+	is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+}
+
 # wait_final PKG SECONDS: waits until every task of package PKG has ended
 # (no NEW, PENDING or RUNNING task); the last `pbx state --json` is left in
 # $TEST_TMP/state.json.  Fails after SECONDS.

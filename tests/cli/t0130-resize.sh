@@ -94,7 +94,7 @@ ok $rc "resize -1 of an idle node succeeds: $errout"
 is "$(nodes)" "node1 idle " "one node left"
 run_pbx -q cluster start rs
 ok $rc "start after the resizes: $errout"
-is "$(nodes)" "node1 idle " "start keeps the size (1)"
+is "$(nodes)" "node1 idle " "start after the shrinks: still one node, none brought back"
 run_pbx cluster resize rs +1
 ok $rc "grow again: $errout"
 run_pbx -q cluster start rs

@@ -97,22 +97,7 @@ is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':
 run_pbx cluster exec -n gpu2 e1 -- id -un
 is "$out" "root" "commands run as root through sudo -n (login user pbx)"
 
-run_pbx parrun "$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml" e1 --gres=gpu:1
-ok $rc "parrun of the example sweep: $errout"
-i=0
-while [ $i -lt 90 ]; do
-	states=$("$PBX" state --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(sorted({t["state"] for p in d for t in p["tasks"]})))')
-	[ "$states" = "COMPLETED" ] && break
-	sleep 2
-	i=$((i + 1))
-done
-is "$states" "COMPLETED" "all 24 tasks COMPLETED"
-run_pbx harvest
-ok $rc "harvest: $errout"
-echo "$out$errout" | grep -q "144 new files"
-ok $? "harvest brought 144 files home (6 per task)"
-run_pbx report -f csv
-is "$(echo "$out" | grep -c COMPLETED)" "24" "report lists 24 completed tasks"
+sweep_demo_round e1
 
 # resize: one more GPU node, then back to two
 run_pbx cluster resize --dry-run --json e1 +1
