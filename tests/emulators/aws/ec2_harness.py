@@ -19,7 +19,8 @@ written once everything is ready.
 
 The proxy (the URL pbx is given) forwards every request unchanged to moto,
 except, chosen at random or by rule, answers EC2 would give and moto never
-does: RequestLimitExceeded (HTTP 503) with probability --throttle,
+does: RequestLimitExceeded (HTTP 503) with probability --throttle (seeded
+by --seed, and always on the first call),
 InsufficientInstanceCapacity (HTTP 500) for RunInstances into a subnet id
 or of an instance type listed with --capacity (a subnet may be given by its
 CIDR block), VcpuLimitExceeded (HTTP 400)
@@ -70,6 +71,10 @@ def error_xml(code, message):
 class Faults:
     def __init__(self, args):
         self.throttle = args.throttle
+        # Seeded, and the first call is always refused: a test asking for
+        # throttling always gets some (an unseeded 30% over ~12 calls gave
+        # none about once in a hundred runs).
+        self.rng = random.Random(args.seed)
         self.capacity = set(args.capacity or [])
         self.vcpu = set(args.vcpu_limit or [])
         self.calls = Counter()
@@ -81,7 +86,8 @@ class Faults:
         action = form.get("Action", ["?"])[0]
         with self.lock:
             self.calls[action] += 1
-            if self.throttle and random.random() < self.throttle:
+            first = sum(self.calls.values()) == 1
+            if self.throttle and (first or self.rng.random() < self.throttle):
                 self.faults["RequestLimitExceeded"] += 1
                 return 503, error_xml("RequestLimitExceeded", "Request limit exceeded.")
             if action == "RunInstances":
@@ -269,6 +275,7 @@ def main():
     ap.add_argument("--vpc", default="127.0.0.0/16")
     ap.add_argument("--subnet", action="append")
     ap.add_argument("--throttle", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=1, help="seed for --throttle")
     ap.add_argument("--capacity", action="append")
     ap.add_argument("--vcpu-limit", action="append")
     ap.add_argument("--no-bodies", action="store_true")
