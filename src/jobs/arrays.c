@@ -76,8 +76,10 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
 	if (tar)
 		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
-			     "  T=\"$R/pkg.tmp.$$\"\n"   /* its own: another pbx may unpack too */
-			     "  rm -rf \"$T\" && mkdir -p \"$T\" && tar -C \"$T\" -xf - &&"
+			     /* its own, unguessable: another pbx may unpack too */
+			     "  mkdir -p \"$R\" && T=$(mktemp -d \"$R/pkg.tmp.XXXXXX\") &&"
+			     " chmod 755 \"$T\" &&"
+			     " tar -C \"$T\" -xf - &&"
 			     " : >\"$T/.complete\" && { [ -f \"$R/pkg/.complete\" ] ||"
 			     " { rm -rf \"$R/pkg\" && mv \"$T\" \"$R/pkg\"; } || [ -f \"$R/pkg/.complete\" ]; } ||"
 			     " { rm -rf \"$T\"; echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"

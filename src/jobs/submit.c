@@ -338,12 +338,20 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	if (rc == 0)
 		rc = parrun_pending(st, &sub, &pr, &idx, &n, &r->skipped, err);
 	if (rc == 0 && n > 0 && !pr.pushed) {
-		char *path = xasprintf("%s/tmp-%s-%ld.tar", pbx_home(), p->short_id, (long)getpid());
-		rc = pbx_package_write_tar(p, e, 0, e->npoints, path, err);
+		/* an unguessable name of our own, replaced whole by the tar */
+		char *base = xasprintf("%s/tmp-%s.tar", pbx_home(), p->short_id), *path;
+		int fd = pbx_tmpfile_beside(base, &path, err);
+		rc = fd < 0 ? -1 : 0;
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0)
+			rc = pbx_package_write_tar(p, e, 0, e->npoints, path, err);
 		if (rc == 0)
 			rc = pbx_read_file(path, &tar, err);
-		unlink(path);
+		if (path)
+			unlink(path);
 		free(path);
+		free(base);
 		r->pushed = rc == 0;
 	}
 	if (rc == 0 && n > 0)
