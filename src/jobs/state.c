@@ -16,6 +16,7 @@
  *     task never submitted stays NEW.
  */
 #include "jobs/jobs_internal.h"
+#include "util/quote.h"
 #include "util/xalloc.h"
 
 #include <inttypes.h>
@@ -407,13 +408,20 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		for (i = 0; i < na; i++) {
 			int64_t *idx;
 			size_t n, k;
-			if (!arrays[i].job_id || jobs_spec_tasks(arrays[i].spec, arrays[i].first_task,
-								   &idx, &n) < 0)
+			if (!arrays[i].job_id || !pbx_slurm_job_id_ok(arrays[i].job_id) ||
+			    jobs_spec_tasks(arrays[i].spec, arrays[i].first_task, &idx, &n) < 0)
 				continue;
-			for (k = 0; k < n; k++)
-				if (idx[k] == task)
-					pbx_buf_addf(&script, " %s_%" PRId64, arrays[i].job_id,
-						     task - arrays[i].first_task);
+			for (k = 0; k < n; k++) {
+				char *word;
+				if (idx[k] != task)
+					continue;
+				/* digits only (checked), quoted anyway */
+				word = xasprintf("%s_%" PRId64, arrays[i].job_id,
+						 task - arrays[i].first_task);
+				pbx_buf_adds(&script, " ");
+				pbx_shell_quote(&script, word);
+				free(word);
+			}
 			free(idx);
 		}
 		pbx_array_rows_free(arrays, na);

@@ -224,8 +224,12 @@ static char *probe_live_job(const struct jobs_probe *pr, const char *short_id, i
 	while (p && *p) {
 		const char *nl = strchr(p, '\n'), *hit = strstr(p, want);
 		size_t l = nl ? (size_t)(nl - p) : strlen(p);
-		if (hit && hit < p + l && (size_t)(hit - p) + strlen(want) == l)
-			return xstrndup(p, (size_t)(hit - p));
+		if (hit && hit < p + l && (size_t)(hit - p) + strlen(want) == l) {
+			char *job = xstrndup(p, (size_t)(hit - p));
+			if (pbx_slurm_job_id_ok(job))
+				return job;
+			free(job);   /* not a job id: as if squeue had not shown it */
+		}
 		p = nl ? nl + 1 : NULL;
 	}
 	return NULL;
