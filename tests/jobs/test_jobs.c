@@ -1,13 +1,15 @@
 /*
  * test_jobs.c - unit tests of src/jobs against hostile answers from the
  * head: sbatch output that is not a job id never becomes one (it would
- * reach scancel).
+ * reach scancel), and an squeue array range as large as squeue can print
+ * is clamped to the experiment's tasks instead of being walked.
  */
 #include "common/tap.h"
 #include "jobs/jobs_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void test_answers(void)
 {
@@ -49,8 +51,43 @@ static void test_answers(void)
 	   !pbx_slurm_job_id_ok("12_3"), "pbx_slurm_job_id_ok: 1 to 18 digits only");
 }
 
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void test_squeue_range(void)
+{
+	const char *text = "1234_[0-999999999999] PENDING\n1234_2 RUNNING\n"
+			   "77_[5-999999999999%4] PENDING\n";
+	struct pbx_squeue_job *jobs = NULL;
+	struct pbx_array_row arrays[2];
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *live[10] = { NULL };
+	size_t nj = 0, i;
+	double t0;
+	int right = 1;
+	memset(arrays, 0, sizeof(arrays));
+	arrays[0].job_id = "1234";
+	arrays[0].first_task = 0;
+	arrays[1].job_id = "77";
+	arrays[1].first_task = 8;   /* tasks 8 and 9: index 5 and up is past the end */
+	ok(pbx_squeue_parse(text, strlen(text), &jobs, &nj, &err) == 0 && nj == 3,
+	   "squeue lines with huge ranges parse: %s", err.msg);
+	t0 = now();
+	jobs_apply_squeue(jobs, nj, arrays, 2, live, 10);
+	ok(now() - t0 < 1.0, "applied in %.3f s (clamped to the 10 tasks)", now() - t0);
+	for (i = 0; i < 10; i++)
+		right &= i == 2 ? !strcmp(live[i], "RUNNING") : !strcmp(live[i], "PENDING");
+	ok(right, "tasks 0-9 pending, task 2 running, nothing past the end");
+	pbx_squeue_free(jobs, nj);
+}
+
 int main(void)
 {
 	test_answers();
+	test_squeue_range();
 	return tap_done();
 }
