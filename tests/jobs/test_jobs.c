@@ -33,8 +33,9 @@ static void test_answers(void)
 	   !strcmp(job, "1234") && !error, "a job id of digits is taken");
 	free(job);
 	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
-		ok(jobs_answer_line(hostile[i], &row, &job, &error) == 1 && row == 7 && !job &&
-		   error && strstr(error, "where a job id (digits) was expected"),
+		int rc = jobs_answer_line(hostile[i], &row, &job, &error);
+		ok(rc == 1 && row == 7 && !job && error &&
+		   strstr(error, "where a job id (digits) was expected"),
 		   "refused: '%s' (%s)", hostile[i], error ? error : "no error");
 		free(job);
 		free(error);
