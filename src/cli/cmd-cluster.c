@@ -502,13 +502,6 @@ static const struct pbx_cmd cmd_cluster_show = {
 
 static const struct pbx_cmd cmd_cluster_exec;
 
-static void cluster_exec_output(void *ctx, int stream, const char *data, size_t len)
-{
-	(void)ctx;
-	fwrite(data, 1, len, stream == 2 ? stderr : stdout);
-	fflush(stream == 2 ? stderr : stdout);
-}
-
 static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
@@ -530,8 +523,10 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_cluster_close(c);
 		return PBX_EXIT_NOTFOUND;
 	}
+	/* the node's bytes: as they are into a pipe, made visible on a terminal */
 	rc = pbx_cluster_exec(c, (size_t)idx, (const char *const *)argv + i + 2,
-			      cluster_exec_output, NULL, &status, &err);
+			      pbx_cli_passthrough, NULL, &status, &err);
+	pbx_cli_passthrough_end();
 	pbx_cluster_close(c);
 	if (rc < 0)
 		return pbx_report(&err);
@@ -549,7 +544,9 @@ static const struct pbx_cmd cmd_cluster_exec = {
 	.usage = "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]",
 	.description = "Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
 		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
-		       "set.  Its stdout and stderr stream back; pbx exits with its status.",
+		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
+		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
+		       "status.",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
 		    "pbx cluster exec local -- sinfo",

@@ -4,6 +4,7 @@
  * (rules listed in config.h).
  */
 #include "config/config_priv.h"
+#include "http/http.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -406,10 +407,21 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
+/* A cloud's `endpoint` (may be NULL): an https:// URL, or http:// only to
+ * a loopback host (pbx_http_url_allowed: the API calls carry credentials).
+ * The error names the file, line and key, not the URL (it may carry
+ * user:password). */
+static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct pbx_err *err)
+{
+	char why[256];
+	if (!url || pbx_http_url_allowed(url, why, sizeof(why)))
+		return 0;
+	return pbx_ynode_error(pbx_ymap_get(cloud, "endpoint"), err, "%s", why);
+}
+
 static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 			 struct pbx_err *err)
 {
-	const struct pbx_ynode *ep;
 	if (!aws || pbx_ynode_is_null(aws))
 		return 0;
 	if (pbx_opt_map(aws, aws_keys, err) < 0 ||
@@ -420,12 +432,7 @@ static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
 	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
 		return -1;
-	ep = pbx_ymap_get(aws, "endpoint");
-	if (a->endpoint && strncmp(a->endpoint, "https://", 8) != 0 &&
-	    strncmp(a->endpoint, "http://", 7) != 0)
-		return pbx_ynode_error(ep, err, "must be an http:// or https:// URL, got '%.60s'",
-				       a->endpoint);
-	return 0;
+	return check_endpoint(aws, a->endpoint, err);
 }
 
 static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
@@ -449,11 +456,8 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	if (gce && !pbx_ynode_is_null(gce) &&
 	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
-	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
-	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
-		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
-				       "must be an http:// or https:// URL, got '%.60s'",
-				       cfg->gce.endpoint);
+	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0)
+		return -1;
 	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
 	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);

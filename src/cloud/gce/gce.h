@@ -90,11 +90,13 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
 
 struct gce_inst {
 	char *name, *zone, *status;
-	char *private_ip, *public_ip;   /* may be NULL */
+	char *private_ip, *public_ip;   /* IP addresses (pbx_ip_literal_ok) or NULL */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);
- * *next gets nextPageToken (caller frees) or NULL. */
+ * *next gets nextPageToken (caller frees) or NULL.  -1 also when an
+ * address is not an IP address (err names the instance; it is appended
+ * without that address). */
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		   struct pbx_err *err);
 void gce_insts_free(struct gce_inst *v, size_t n);
