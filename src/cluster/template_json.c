@@ -42,6 +42,14 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	json_object_set_new(o, "node_groups", groups);
 	if (t->min_nodes)
 		json_object_set_new(o, "min_nodes", json_integer(t->min_nodes));
+	if (t->nssh_from) {
+		json_t *from = json_array();
+		for (i = 0; i < t->nssh_from; i++)
+			json_array_append_new(from, json_string(t->ssh_from[i]));
+		json_object_set_new(o, "ssh_from", from);
+	}
+	if (t->compute_external_ips)
+		json_object_set_new(o, "compute_external_ips", json_true());
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;

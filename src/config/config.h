@@ -79,6 +79,9 @@ struct pbx_cluster_template {
 	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
 					 NULL = anywhere (0.0.0.0/0) */
 	size_t nssh_from;               /* >= 1 */
+	bool compute_external_ips;    /* gce: compute nodes get an external address
+					 too (default: none; outbound through the
+					 cluster's Cloud NAT) */
 	int line;                     /* line of the template's name, 0 for built-in */
 	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };
