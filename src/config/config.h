@@ -10,6 +10,8 @@
  *       ssh_key: ~/.pbx/id_ed25519     # private key file; absent = ssh-agent
  *       image: debian-12
  *       subnet: subnet-0a              # aws only: overrides clouds.aws.subnet
+ *       ssh_from: [203.0.113.0/24]     # who reaches port 22 (default anywhere)
+ *       compute_external_ips: false    # gce only: compute nodes get addresses
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,

@@ -128,9 +128,8 @@ MESSAGES = {
         "targetServiceAccounts": ("list", S), "targetTags": ("list", S),
     },
     "FirewallRule": {"IPProtocol": S, "ports": ("list", S)},
-    # Router and its NAT (compute_v1_messages.py of google-cloud-sdk 528;
-    # see docs/gce-network.md).  BGP, interfaces and NAT rules are not
-    # modelled further ("any").
+    # Router and its NAT (docs/gce-network.md).  BGP, interfaces and NAT
+    # rules are not modelled further ("any").
     "Router": {
         "bgp": "any", "bgpPeers": ("list", "any"), "creationTimestamp": S, "description": S,
         "encryptedInterconnectRouter": B, "id": U64, "interfaces": ("list", "any"), "kind": S,
