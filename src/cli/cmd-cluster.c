@@ -504,8 +504,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc cluster_show_opts[] = {
 	{ "-j, --json", "print a JSON object with the cluster, its template, its nodes\n"
-			"(name, role, address, ssh_port, gpus, state, slurm_state) and ssh\n"
-			"(which address blocks reach port 22)" },
+			"(name, role, address, public_address, ssh_port, gpus, state,\n"
+			"slurm_state) and ssh (which address blocks reach port 22)" },
 	{ NULL, NULL },
 };
 
