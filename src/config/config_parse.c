@@ -21,7 +21,7 @@ static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", NULL
+	"ssh_from", "subnet", "compute_external_ips", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -339,6 +339,19 @@ static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_temp
 	return 0;
 }
 
+/* Optional compute_external_ips (gce only): compute nodes get an external
+ * address as the head does, and no Cloud NAT is made (default false). */
+static int pbx_parse_external_ips(const struct pbx_ynode *m, int cloud,
+				  struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "compute_external_ips");
+	if (!n)
+		return 0;
+	if (cloud != PBX_CLOUD_GCE)
+		return pbx_ynode_error(n, err, "only for cloud gce");
+	return pbx_ynode_bool(n, &t->compute_external_ips, err);
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -363,7 +376,8 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 		return -1;
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
-	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0)
+	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
+	    pbx_parse_external_ips(m, cloud, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }
