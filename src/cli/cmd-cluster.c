@@ -72,6 +72,18 @@ static void cluster_print_request(void *ctx, const char *method, const char *url
 	}
 }
 
+/* Says (on stderr, so a dry run's --json output stays one request a line)
+ * which blocks reach port 22 of a cluster built from template record
+ * `json` (freed here; NULL: nothing to say). */
+static void cluster_print_exposure(char *json, const char *name)
+{
+	char *line = json ? pbx_template_ssh_exposure(json, name) : NULL;
+	if (line)
+		pbx_info("%s", line);
+	free(line);
+	free(json);
+}
+
 /* ---------------------------------------------------------------- start */
 
 static const struct pbx_cmd cmd_cluster_start;
@@ -109,6 +121,10 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (dry) {
 		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[optind], tmpl,
 					   cluster_print_request, &as_json, &err);
+		if (rc == 0)
+			cluster_print_exposure(pbx_cluster_dry_template_json(ctx->store, ctx->cfg,
+									     argv[optind], tmpl),
+					       argv[optind]);
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -423,6 +439,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	size_t nsn = 0, i;
 	int json = cluster_has_flag(argc, argv, "-j", "--json"), live;
 	const char *name = NULL;
+	char *exposure;
 	for (i = 1; i < (size_t)argc; i++)
 		if (argv[i][0] != '-')
 			name = argv[i];
@@ -431,6 +448,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
+	exposure = pbx_template_ssh_exposure(c->row.template_json, c->row.name);
 	if (json) {
 		json_t *o = cluster_row_json(&c->row), *nodes = json_array(), *tmpl;
 		tmpl = json_loads(c->row.template_json, 0, NULL);
@@ -441,6 +459,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			json_object_set_new(n, "name", json_string(c->nodes[i].name));
 			json_object_set_new(n, "role", json_string(c->nodes[i].role));
 			json_object_set_new(n, "address", json_string(c->nodes[i].address));
+			json_object_set_new(n, "public_address", c->nodes[i].public_address
+					    ? json_string(c->nodes[i].public_address) : json_null());
 			json_object_set_new(n, "ssh_port", json_integer(c->nodes[i].ssh_port));
 			json_object_set_new(n, "gpus", json_integer(c->nodes[i].gpus));
 			json_object_set_new(n, "state", json_string(c->nodes[i].state));
@@ -448,12 +468,13 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			json_array_append_new(nodes, n);
 		}
 		json_object_set_new(o, "nodes", nodes);
+		json_object_set_new(o, "ssh", json_string(exposure));
 		json_object_set_new(o, "reachable", json_boolean(live));
 		pbx_print_json(o);
 	} else {
 		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
 		struct pbx_table *t = pbx_table_new(5, hdr);
-		printf("cluster %s (%s): %s\n", c->row.name, c->row.cloud, c->row.state);
+		printf("cluster %s (%s): %s\n%s\n", c->row.name, c->row.cloud, c->row.state, exposure);
 		for (i = 0; i < c->nnodes; i++) {
 			char addr[128], gpus[16];
 			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
@@ -473,6 +494,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			pbx_warning("cannot ask SLURM for node states: %s", serr.msg);
 	}
 	pbx_sinfo_free(sn, nsn);
+	free(exposure);
 	pbx_cluster_close(c);
 	/* what the store knows was shown; a refused host key is still a refusal */
 	if (!live && serr.code == PBX_EXIT_SECURITY)
@@ -481,8 +503,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc cluster_show_opts[] = {
-	{ "-j, --json", "print a JSON object with the cluster, its template and its nodes\n"
-			"(name, role, address, ssh_port, gpus, state, slurm_state)" },
+	{ "-j, --json", "print a JSON object with the cluster, its template, its nodes\n"
+			"(name, role, address, public_address, ssh_port, gpus, state,\n"
+			"slurm_state) and ssh (which address blocks reach port 22)" },
 	{ NULL, NULL },
 };
 
@@ -490,7 +513,8 @@ static const struct pbx_cmd cmd_cluster_show = {
 	.name = "show",
 	.summary = "show a cluster's nodes and their SLURM states",
 	.usage = "pbx cluster show [-j] NAME",
-	.description = "Prints the cluster's nodes as recorded, with their live SLURM states\n"
+	.description = "Prints which address blocks reach the nodes' port 22 (the template's\n"
+		       "ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
 		       "(one SSH round trip).  When the head cannot be reached the states are\n"
 		       "left out with a warning; when its host key changed, pbx exits 4.",
 	.options = cluster_show_opts,
@@ -501,13 +525,6 @@ static const struct pbx_cmd cmd_cluster_show = {
 /* ----------------------------------------------------------------- exec */
 
 static const struct pbx_cmd cmd_cluster_exec;
-
-static void cluster_exec_output(void *ctx, int stream, const char *data, size_t len)
-{
-	(void)ctx;
-	fwrite(data, 1, len, stream == 2 ? stderr : stdout);
-	fflush(stream == 2 ? stderr : stdout);
-}
 
 static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
@@ -530,8 +547,10 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_cluster_close(c);
 		return PBX_EXIT_NOTFOUND;
 	}
+	/* the node's bytes: as they are into a pipe, made visible on a terminal */
 	rc = pbx_cluster_exec(c, (size_t)idx, (const char *const *)argv + i + 2,
-			      cluster_exec_output, NULL, &status, &err);
+			      pbx_cli_passthrough, NULL, &status, &err);
+	pbx_cli_passthrough_end();
 	pbx_cluster_close(c);
 	if (rc < 0)
 		return pbx_report(&err);
@@ -549,7 +568,9 @@ static const struct pbx_cmd cmd_cluster_exec = {
 	.usage = "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]",
 	.description = "Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
 		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
-		       "set.  Its stdout and stderr stream back; pbx exits with its status.",
+		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
+		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
+		       "status.",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
 		    "pbx cluster exec local -- sinfo",
@@ -561,52 +582,79 @@ static const struct pbx_cmd cmd_cluster_exec = {
 
 static const struct pbx_cmd cmd_cluster_ssh;
 
+/* The remote command of `ssh NAME [NODE] -- COMMAND [ARGS...]`: each word
+ * quoted, so the node's shell sees them as given (as `cluster exec` does).
+ * NULL without "--".  Caller frees. */
+static char *cluster_ssh_command(char **argv, int dashdash)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (dashdash < 0)
+		return NULL;
+	pbx_shell_join(&b, (const char *const *)argv + dashdash + 1);
+	return pbx_buf_detach(&b, NULL);
+}
+
 static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster *c;
 	struct pbx_ssh *s;
-	char *known, *port, *dest, *knownopt;
-	int idx = 0, rc;
-	if (argc < 2 || argc > 3 || argv[1][0] == '-')
-		return pbx_usage_error(&cmd_cluster_ssh, "expected NAME [NODE]");
+	char *config = NULL, *alias = NULL, *command;
+	int idx = 0, rc, dashdash = -1, nargs, i;
+	for (i = 1; i < argc && dashdash < 0; i++)
+		if (!strcmp(argv[i], "--"))
+			dashdash = i;
+	nargs = dashdash < 0 ? argc : dashdash;
+	if (nargs < 2 || nargs > 3 || argv[1][0] == '-' || (nargs == 3 && argv[2][0] == '-'))
+		return pbx_usage_error(&cmd_cluster_ssh, "expected NAME [NODE] [-- COMMAND [ARGS...]]");
+	if (dashdash >= 0 && dashdash == argc - 1)
+		return pbx_usage_error(&cmd_cluster_ssh, "expected a COMMAND after '--'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
 		return pbx_report(&err);
-	if (argc == 3 && (idx = pbx_cluster_node_index(c, argv[2])) < 0) {
+	if (nargs == 3 && (idx = pbx_cluster_node_index(c, argv[2])) < 0) {
 		pbx_error("cluster %s has no node named '%s'", argv[1], argv[2]);
 		pbx_cluster_close(c);
 		return PBX_EXIT_NOTFOUND;
 	}
-	/* Connect once through libssh2 so the pinned host key is checked, then
-	 * hand the terminal to OpenSSH with that key as its only known host. */
+	/* Connect once through libssh2, as every verb does (through the head
+	 * for a node without a public address), so the pinned host keys are
+	 * checked (or pinned), then hand the terminal to OpenSSH with those
+	 * keys as its only known hosts, on the same path. */
 	if (pbx_cluster_connect(c, (size_t)idx, &s, &err) < 0 ||
-	    pbx_cluster_known_hosts(c, (size_t)idx, &known, &err) < 0) {
+	    pbx_cluster_ssh_config(c, (size_t)idx, &config, &alias, &err) < 0) {
 		pbx_cluster_close(c);
 		return pbx_report(&err);
 	}
-	port = xasprintf("%d", c->nodes[idx].ssh_port);
-	dest = xasprintf("%s@%s", c->user, c->nodes[idx].address);
-	knownopt = xasprintf("UserKnownHostsFile=%s", known);
+	command = cluster_ssh_command(argv, dashdash);
 	{
-		const char *sargv[] = { "ssh", "-p", port, "-o", knownopt, "-o", "StrictHostKeyChecking=yes",
-					"-o", "HostKeyAlias=pbx-node", "-i", c->key_path, "-o",
-					"IdentitiesOnly=yes", dest, NULL };
+		const char *sargv[] = { "ssh", "-F", config, alias, command ? "--" : NULL, command,
+					NULL };
 		fflush(NULL);
 		execvp("ssh", (char *const *)sargv);
 	}
 	pbx_error("cannot run ssh: %m");
 	rc = PBX_EXIT_FAIL;
-	free(port); free(dest); free(knownopt); free(known);
+	free(config);
+	free(alias);
+	free(command);
 	pbx_cluster_close(c);
 	return rc;
 }
 
 static const struct pbx_cmd cmd_cluster_ssh = {
 	.name = "ssh",
-	.summary = "open an interactive shell on a node (the head by default)",
-	.usage = "pbx cluster ssh NAME [NODE]",
-	.description = "Runs ssh(1) with the cluster's key and the node's pinned host key as the\n"
-		       "only known host, so a changed host key is refused here as everywhere.",
+	.summary = "open a shell on a node (the head by default), or run a command there",
+	.usage = "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]",
+	.description = "Runs ssh(1) the way pbx itself connects: to the head and to any node\n"
+		       "with a public address directly, to a node without one through the head\n"
+		       "(ProxyJump).  ssh(1) gets a configuration and a known_hosts file that pbx\n"
+		       "writes (mode 0600) in $PBX_HOME/clusters/NAME from the host keys it pinned,\n"
+		       "with StrictHostKeyChecking yes for both hops, so a changed host key is\n"
+		       "refused here as everywhere.  With '-- COMMAND', each word of COMMAND and\n"
+		       "ARGS reaches the node's shell as one word, as with 'cluster exec', but\n"
+		       "without the cluster's environment.",
+	.examples = "pbx cluster ssh gce-gpu\n"
+		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_ssh_exec,
 };
@@ -654,7 +702,7 @@ const struct pbx_cmd pbx_cmd_cluster = {
 	.usage = "pbx cluster start [-t TEMPLATE] [-n [-j]] NAME\n"
 		 "pbx cluster list [-a] [-j]\n"
 		 "pbx cluster show [-j] NAME\n"
-		 "pbx cluster ssh NAME [NODE]\n"
+		 "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]\n"
 		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
 		 "pbx cluster stop [-n [-j]] NAME\n"
 		 "pbx cluster forget-host HOST",

@@ -6,6 +6,7 @@
 #include "cli/output.h"
 #include "jobs/jobs.h"
 #include "util/fs.h"
+#include "util/visible.h"
 #include "util/xalloc.h"
 
 #include <getopt.h>
@@ -77,8 +78,11 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 		rc = pbx_jobs_harvest(ctx->store, &t, &o, &s, &log, &err);
 		if (d.live)
 			fprintf(stderr, "\r\033[2K");
-		if (log.len)
-			fputs(log.buf, stderr);
+		if (log.len) {   /* names files and tasks of the node's */
+			char *shown = pbx_visible(log.buf, PBX_VISIBLE_LAYOUT);
+			fputs(shown, stderr);
+			free(shown);
+		}
 		if (list)
 			json_array_append_new(list, harvest_json(t.pkg.short_id, &s));
 		else

@@ -16,13 +16,6 @@
 
 extern const struct pbx_cmd pbx_cmd_log;
 
-static void log_output(void *ctx, int stream, const char *data, size_t len)
-{
-	(void)ctx;
-	fwrite(data, 1, len, stream == 2 ? stderr : stdout);
-	fflush(stream == 2 ? stderr : stdout);
-}
-
 static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -74,7 +67,9 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			     which & 1 ? "cat stdout 2>/dev/null; " : "",
 			     which & 2 ? "cat stderr >&2 2>/dev/null; " : "");
 	pbx_buf_adds(&cmd, "exit 0");
-	rc = pbx_cluster_exec_sh(t.cluster, 0, cmd.buf, log_output, NULL, &status, &err);
+	/* the task's bytes: as they are into a pipe, made visible on a terminal */
+	rc = pbx_cluster_exec_sh(t.cluster, 0, cmd.buf, pbx_cli_passthrough, NULL, &status, &err);
+	pbx_cli_passthrough_end();
 	pbx_buf_release(&cmd);
 	free(dir);
 	pbx_jobs_target_free(&t);
@@ -97,7 +92,9 @@ const struct pbx_cmd pbx_cmd_log = {
 	.description = "TASK defaults to 0.  The task's stdout goes to stdout, the program's bytes\n"
 		       "alone (pipe it), and its stderr to stderr, where each attempt of the task\n"
 		       "starts with a '=== pbx task ... start ... ===' line and ends with an\n"
-		       "'=== pbx task ... end ... ===' line.",
+		       "'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"
+		       "other than newline and tab are shown as \\xHH (ESC as \\x1b), so that the\n"
+		       "task cannot retitle or clear it.",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_log_exec,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct pbx_cmd *report_cmd(void);
 
@@ -80,7 +81,7 @@ static int report_write(const struct pbx_report *r, enum pbx_report_format f, co
 	size_t len = 0;
 	FILE *mem;
 	int rc;
-	if (!path)
+	if (!path && !isatty(STDOUT_FILENO))
 		return pbx_report_render(r, f, stdout, &err) < 0 ? pbx_report(&err) : 0;
 	mem = open_memstream(&text, &len);
 	if (!mem) {
@@ -89,12 +90,17 @@ static int report_write(const struct pbx_report *r, enum pbx_report_format f, co
 	}
 	rc = pbx_report_render(r, f, mem, &err);
 	fclose(mem);
-	if (rc == 0)
+	if (rc == 0 && !path)   /* a terminal: metric and parameter names are the tasks' */
+		pbx_cli_passthrough(NULL, 1, text, len);
+	else if (rc == 0)
 		rc = pbx_write_file_atomic(path, text, len, 0644, &err);
 	free(text);
 	if (rc < 0)
 		return pbx_report(&err);
-	pbx_info("wrote %s", path);
+	if (path)
+		pbx_info("wrote %s", path);
+	else
+		pbx_cli_passthrough_end();
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * output.c - errors, JSON, tables and progress (see output.h).
  */
 #include "cli/output.h"
+#include "util/visible.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>
@@ -12,19 +13,43 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool out_quiet, out_color, err_tty;
+static bool out_quiet, out_color, err_tty, out_tty;
 
 void pbx_output_init(bool quiet)
 {
 	const char *nc = getenv("NO_COLOR");
 	out_quiet = quiet;
 	err_tty = isatty(STDERR_FILENO);
+	out_tty = isatty(STDOUT_FILENO);
 	out_color = err_tty && !(nc && *nc) && getenv("TERM") && strcmp(getenv("TERM"), "dumb");
 }
 
 bool pbx_output_color(void)
 {
 	return out_color;
+}
+
+/* A message, which may quote remote text (a node's stderr, a file name),
+ * written to stderr made visible (pbx_visible, \n and \t kept). */
+static void put_message(const char *fmt, va_list ap)
+{
+	struct pbx_visible v = PBX_VISIBLE_INIT;
+	struct pbx_buf shown = PBX_BUF_INIT;
+	va_list copy;
+	int n;
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
+	if (n > 0) {
+		char *text = xmalloc((size_t)n + 1);
+		vsnprintf(text, (size_t)n + 1, fmt, ap);
+		pbx_visible_feed(&v, &shown, text, (size_t)n, PBX_VISIBLE_LAYOUT);
+		pbx_visible_end(&v, &shown);
+		free(text);
+	}
+	fputs(shown.buf, stderr);
+	fputc('\n', stderr);
+	pbx_buf_release(&shown);
 }
 
 static void pbx_vmsg(const char *label, const char *colour, const char *fmt, va_list ap)
@@ -34,8 +59,7 @@ static void pbx_vmsg(const char *label, const char *colour, const char *fmt, va_
 		fprintf(stderr, "pbx: %s%s\033[0m: ", colour, label);
 	else
 		fprintf(stderr, "pbx: %s: ", label);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	put_message(fmt, ap);
 }
 
 void pbx_error(const char *fmt, ...)
@@ -60,15 +84,40 @@ void pbx_info(const char *fmt, ...)
 	if (out_quiet)
 		return;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_message(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int pbx_report(const struct pbx_err *err)
 {
 	pbx_error("%s", err->msg[0] ? err->msg : "failed");
 	return err->code ? err->code : PBX_EXIT_FAIL;
+}
+
+/* Stream state of what pbx_cli_passthrough shows on a terminal. */
+static struct pbx_visible pass_state[2] = { PBX_VISIBLE_INIT, PBX_VISIBLE_INIT };
+
+void pbx_cli_passthrough(void *ctx, int stream, const char *data, size_t len)
+{
+	FILE *f = stream == 2 ? stderr : stdout;
+	(void)ctx;
+	if (stream == 2 ? err_tty : out_tty) {
+		pbx_visible_write(f, &pass_state[stream == 2], data, len);
+	} else {
+		fwrite(data, 1, len, f);
+		fflush(f);
+	}
+}
+
+void pbx_cli_passthrough_end(void)
+{
+	int i;
+	for (i = 0; i < 2; i++) {
+		struct pbx_buf rest = PBX_BUF_INIT;
+		pbx_visible_end(&pass_state[i], &rest);
+		fputs(rest.buf, i ? stderr : stdout);
+		pbx_buf_release(&rest);
+	}
 }
 
 void pbx_print_json(json_t *j)
@@ -112,10 +161,10 @@ struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *c
 	p->names = xcalloc(n ? n : 1, sizeof(char *));
 	p->states = xcalloc(n ? n : 1, sizeof(char *));
 	for (i = 0; i < n; i++) {
-		p->names[i] = xstrdup(names[i]);
+		p->names[i] = pbx_visible(names[i], PBX_VISIBLE_LINE);   /* node names */
 		p->states[i] = xstrdup("waiting");
-		if ((int)strlen(names[i]) > p->name_width)
-			p->name_width = (int)strlen(names[i]);
+		if ((int)strlen(p->names[i]) > p->name_width)
+			p->name_width = (int)strlen(p->names[i]);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &p->start);
 	if (!out_quiet && !err_tty)
@@ -139,17 +188,20 @@ void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state)
 {
 	if (!p || i >= p->n)
 		return;
+	char *shown = pbx_visible(state, PBX_VISIBLE_LINE);   /* may quote a node */
 	pthread_mutex_lock(&p->lock);
-	if (strcmp(p->states[i], state) != 0) {
+	if (strcmp(p->states[i], shown) != 0) {
 		free(p->states[i]);
-		p->states[i] = xstrdup(state);
+		p->states[i] = shown;
+		shown = NULL;
 		if (!out_quiet && err_tty)
 			pbx_progress_draw(p);
 		else if (!out_quiet)
-			fprintf(stderr, "  %-*s  %s (%.1fs)\n", p->name_width, p->names[i], state,
-				pbx_progress_elapsed(p));
+			fprintf(stderr, "  %-*s  %s (%.1fs)\n", p->name_width, p->names[i],
+				p->states[i], pbx_progress_elapsed(p));
 	}
 	pthread_mutex_unlock(&p->lock);
+	free(shown);
 }
 
 void pbx_progress_free(struct pbx_progress *p)
@@ -192,8 +244,9 @@ void pbx_table_add(struct pbx_table *t, const char *const *cells)
 		t->cap = t->cap ? 2 * t->cap : 8;
 		t->cells = xreallocarray(t->cells, t->cap * t->ncols, sizeof(char *));
 	}
-	for (c = 0; c < t->ncols; c++)
-		t->cells[t->nrows * t->ncols + c] = xstrdup(cells[c] ? cells[c] : "-");
+	for (c = 0; c < t->ncols; c++)   /* cells may hold a task's or node's text */
+		t->cells[t->nrows * t->ncols + c] = pbx_visible(cells[c] ? cells[c] : "-",
+								PBX_VISIBLE_LINE);
 	t->nrows++;
 }
 

@@ -5,7 +5,11 @@
  * Rules: results go to stdout, progress and diagnostics to stderr.
  * Progress is a live table when stderr is a terminal, one plain line per
  * change otherwise, and nothing with -q.  Colour only on a terminal and
- * never when NO_COLOR is set.
+ * never when NO_COLOR is set.  Messages, table cells and progress names
+ * and states are made visible (util/visible.h: control characters as
+ * \xHH) whatever they quote; so are a task's or node's bytes that
+ * `pbx log` and `pbx cluster exec` pass through, when they go to a
+ * terminal (pbx_cli_passthrough).
  */
 #ifndef PBX_CLI_OUTPUT_H
 #define PBX_CLI_OUTPUT_H
@@ -28,6 +32,12 @@ void pbx_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pbx_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints err->msg as an error and returns its exit code (FAIL if unset). */
 int pbx_report(const struct pbx_err *err);
+/* Writes bytes of a task or node (stream 1 = stdout, 2 = stderr) as they
+ * are when that stream is not a terminal (they are data), made visible
+ * when it is.  For exec callbacks; ctx is NULL. */
+void pbx_cli_passthrough(void *ctx, int stream, const char *data, size_t len);
+/* After the last pbx_cli_passthrough: shows a sequence cut at the end. */
+void pbx_cli_passthrough_end(void);
 /* Prints `j` (consumed: its reference is dropped) to stdout, indented. */
 void pbx_print_json(json_t *j);
 

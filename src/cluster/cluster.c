@@ -104,46 +104,22 @@ int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name)
 	return -1;
 }
 
-/* The address pbx connects to for node i (see pbx_cluster_connect). */
-static const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i)
+const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i)
 {
 	const char *pub = c->nodes[i].public_address;
 	return pub && *pub ? pub : c->nodes[i].address;
 }
 
-/* Node i is reached through the head: it has no public address, the head
- * has one. */
-static int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)
+int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)
 {
 	const char *mine = c->nodes[i].public_address, *head = c->nodes[0].public_address;
 	return i > 0 && (!mine || !*mine) && head && *head;
 }
 
-/* Pins are per cluster and node, so a rebuilt cluster that reuses an
- * address never trips over an old cluster's key; `stop` forgets "NAME/". */
-static char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
+char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
 {
 	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name,
 			 pbx_cluster_ssh_addr(c, i), c->nodes[i].ssh_port);
-}
-
-int pbx_cluster_known_hosts(struct pbx_cluster *c, size_t i, char **path, struct pbx_err *err)
-{
-	char *pin = pbx_cluster_pin_name(c, i), *type = NULL, *key = NULL, *line;
-	int rc = pbx_store_hostkey_get(c->store, pin, &type, &key, err);
-	*path = NULL;
-	if (rc == 0)
-		rc = pbx_err_set(err, "no host key pinned for %s", pin);
-	if (rc > 0) {
-		*path = xasprintf("%s/known_hosts", c->dir);
-		line = xasprintf("pbx-node %s %s\n", type, key);
-		rc = pbx_write_file_atomic(*path, line, strlen(line), 0600, err);
-		free(line);
-	}
-	free(pin);
-	free(type);
-	free(key);
-	return rc < 0 ? -1 : 0;
 }
 
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,

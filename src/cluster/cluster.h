@@ -45,6 +45,10 @@ typedef void (*pbx_request_fn)(void *ctx, const char *method, const char *url, c
  * provider without API calls (local) refuses with PBX_EXIT_USAGE. */
 int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err);
+/* The template a dry run of `start` would build cluster `name` from, as a
+ * record (pbx_template_json), or NULL.  Caller frees. */
+char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
+				    const char *name, const char *tmpl);
 /* `stop --dry-run`: the requests that would find and delete the
  * cluster's resources. */
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
@@ -105,9 +109,14 @@ void pbx_cluster_close(struct pbx_cluster *c);
  * the head has a public address and node i has none (direct-tcpip). */
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 			struct pbx_err *err);
-/* Writes DIR/known_hosts holding node i's pinned key under the alias
- * "pbx-node" (for handing a session to ssh(1)); *path owned by caller. */
-int pbx_cluster_known_hosts(struct pbx_cluster *c, size_t i, char **path, struct pbx_err *err);
+/* For handing node i to ssh(1) (sshconfig.c): writes DIR/ssh_config and
+ * DIR/known_hosts (0600, from the store's pins of node i and, when it is
+ * reached through the head, the head's) so that `ssh -F *config *alias`
+ * reaches node i as pbx_cluster_connect does (ProxyJump through the head)
+ * and accepts only the pinned keys.  Connect once first (the pins).
+ * *config and *alias owned by the caller. */
+int pbx_cluster_ssh_config(struct pbx_cluster *c, size_t i, char **config, char **alias,
+			   struct pbx_err *err);
 /* Index of the node called `name`, or -1. */
 int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name);
 
@@ -145,6 +154,12 @@ void pbx_cluster_output_release(struct pbx_cluster_output *o);
 /* Current sinfo node states (head's view); caller frees with pbx_sinfo_free. */
 int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,
 		      struct pbx_err *err);
+
+/* One line saying which address blocks reach the nodes' port 22 and how
+ * the nodes without a public address are reached, from a template record
+ * (pbx_template_json: cloud, ssh_from, compute_external_ips) of cluster
+ * `cluster`.  Caller frees. */
+char *pbx_template_ssh_exposure(const char *json, const char *cluster);
 
 /* $PBX_HOME/clusters/NAME; caller frees. */
 char *pbx_cluster_dir(const char *name);

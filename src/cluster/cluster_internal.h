@@ -44,6 +44,18 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,
 			 const struct pbx_cluster_events *ev, struct pbx_err *err);
 
+/* The address pbx connects to for node i: its public one when it has one,
+ * else its (private) address. */
+const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i);
+/* Whether node i is reached through the head: it has no public address
+ * and the head has one (what the cloud reported, whatever the provider). */
+int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i);
+/* The name node i's host key is pinned under: NAME/NODE@ADDR:PORT.  Pins
+ * are per cluster and node, so a rebuilt cluster that reuses an address
+ * never trips over an old cluster's key; `stop` forgets "NAME/".  Caller
+ * frees. */
+char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
+
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 

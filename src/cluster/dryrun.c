@@ -43,6 +43,19 @@ static const struct pbx_cluster_template *dry_template(struct pbx_store *st,
 	return t;
 }
 
+char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
+				    const char *name, const char *tmpl)
+{
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *groups = NULL;
+	int64_t id;
+	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, &sized,
+							    &groups);
+	char *json = t ? pbx_template_json(t) : NULL;
+	free(groups);
+	return json;
+}
+
 static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec, void **pctx,
 		    struct pbx_err *err)
 {

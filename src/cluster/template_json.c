@@ -42,8 +42,55 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	json_object_set_new(o, "node_groups", groups);
 	if (t->min_nodes)
 		json_object_set_new(o, "min_nodes", json_integer(t->min_nodes));
+	if (t->nssh_from) {
+		json_t *from = json_array();
+		for (i = 0; i < t->nssh_from; i++)
+			json_array_append_new(from, json_string(t->ssh_from[i]));
+		json_object_set_new(o, "ssh_from", from);
+	}
+	if (t->compute_external_ips)
+		json_object_set_new(o, "compute_external_ips", json_true());
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
+	return s;
+}
+
+/* "203.0.113.0/24, 198.51.100.7/32" from the record's ssh_from, or
+ * "anywhere (0.0.0.0/0)" without one.  Caller frees. */
+static char *exposure_blocks(json_t *rec)
+{
+	json_t *from = json_object_get(rec, "ssh_from"), *v;
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t i;
+	json_array_foreach(from, i, v)
+		if (json_is_string(v))
+			pbx_buf_addf(&b, "%s%s", b.len ? ", " : "", json_string_value(v));
+	if (!b.len)
+		pbx_buf_adds(&b, "anywhere (0.0.0.0/0; the template's ssh_from narrows it)");
+	return pbx_buf_detach(&b, NULL);
+}
+
+char *pbx_template_ssh_exposure(const char *json, const char *cluster)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	const char *cloud = json_string_value(json_object_get(rec, "cloud"));
+	char *blocks = exposure_blocks(rec), *s;
+	if (cloud && !strcmp(cloud, "local"))
+		s = xstrdup("SSH (port 22): the nodes listen on loopback addresses of this machine only");
+	else if (cloud && !strcmp(cloud, "gce") && json_is_true(json_object_get(rec, "compute_external_ips")))
+		s = xasprintf("SSH (port 22) reaches every node (compute_external_ips) from %s", blocks);
+	else if (cloud && !strcmp(cloud, "gce"))
+		s = xasprintf("SSH (port 22) reaches the head from %s; compute nodes have no external "
+			      "address (reached through the head; outbound through the cluster's Cloud NAT)",
+			      blocks);
+	else if (cloud && !strcmp(cloud, "aws"))
+		s = xasprintf("SSH (port 22) reaches the nodes of security group pbx-%s from %s (those "
+			      "with a public address: pbx reaches the others through the head); nothing "
+			      "else is admitted from outside the group", cluster, blocks);
+	else
+		s = xasprintf("SSH (port 22) from %s", blocks);
+	free(blocks);
+	json_decref(rec);
 	return s;
 }
 

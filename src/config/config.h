@@ -10,6 +10,8 @@
  *       ssh_key: ~/.pbx/id_ed25519     # private key file; absent = ssh-agent
  *       image: debian-12
  *       subnet: subnet-0a              # aws only: overrides clouds.aws.subnet
+ *       ssh_from: [203.0.113.0/24]     # who reaches port 22 (default anywhere)
+ *       compute_external_ips: false    # gce only: compute nodes get addresses
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,
@@ -79,6 +81,9 @@ struct pbx_cluster_template {
 	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
 					 NULL = anywhere (0.0.0.0/0) */
 	size_t nssh_from;               /* >= 1 */
+	bool compute_external_ips;    /* gce: compute nodes get an external address
+					 too (default: none; outbound through the
+					 cluster's Cloud NAT) */
 	int line;                     /* line of the template's name, 0 for built-in */
 	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
 };

@@ -4,6 +4,7 @@
  * (rules listed in config.h).
  */
 #include "config/config_priv.h"
+#include "http/http.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -20,7 +21,7 @@ static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", NULL
+	"ssh_from", "subnet", "compute_external_ips", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -338,6 +339,19 @@ static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_temp
 	return 0;
 }
 
+/* Optional compute_external_ips (gce only): compute nodes get an external
+ * address as the head does, and no Cloud NAT is made (default false). */
+static int pbx_parse_external_ips(const struct pbx_ynode *m, int cloud,
+				  struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(m, "compute_external_ips");
+	if (!n)
+		return 0;
+	if (cloud != PBX_CLOUD_GCE)
+		return pbx_ynode_error(n, err, "only for cloud gce");
+	return pbx_ynode_bool(n, &t->compute_external_ips, err);
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -362,7 +376,8 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 		return -1;
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
-	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0)
+	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
+	    pbx_parse_external_ips(m, cloud, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }
@@ -406,10 +421,21 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 	return 0;
 }
 
+/* A cloud's `endpoint` (may be NULL): an https:// URL, or http:// only to
+ * a loopback host (pbx_http_url_allowed: the API calls carry credentials).
+ * The error names the file, line and key, not the URL (it may carry
+ * user:password). */
+static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct pbx_err *err)
+{
+	char why[256];
+	if (!url || pbx_http_url_allowed(url, why, sizeof(why)))
+		return 0;
+	return pbx_ynode_error(pbx_ymap_get(cloud, "endpoint"), err, "%s", why);
+}
+
 static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 			 struct pbx_err *err)
 {
-	const struct pbx_ynode *ep;
 	if (!aws || pbx_ynode_is_null(aws))
 		return 0;
 	if (pbx_opt_map(aws, aws_keys, err) < 0 ||
@@ -420,12 +446,7 @@ static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
 	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
 		return -1;
-	ep = pbx_ymap_get(aws, "endpoint");
-	if (a->endpoint && strncmp(a->endpoint, "https://", 8) != 0 &&
-	    strncmp(a->endpoint, "http://", 7) != 0)
-		return pbx_ynode_error(ep, err, "must be an http:// or https:// URL, got '%.60s'",
-				       a->endpoint);
-	return 0;
+	return check_endpoint(aws, a->endpoint, err);
 }
 
 static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
@@ -449,11 +470,8 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	if (gce && !pbx_ynode_is_null(gce) &&
 	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
-	if (cfg->gce.endpoint && strncmp(cfg->gce.endpoint, "https://", 8) != 0 &&
-	    strncmp(cfg->gce.endpoint, "http://", 7) != 0)
-		return pbx_ynode_error(pbx_ymap_get(gce, "endpoint"), err,
-				       "must be an http:// or https:// URL, got '%.60s'",
-				       cfg->gce.endpoint);
+	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0)
+		return -1;
 	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
 	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "store/store.h"
@@ -181,7 +182,16 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 	sink->body->max = h->o.max_body;
 	sink->over = 0;
 	curl_easy_setopt(c, CURLOPT_URL, r->url);
+	/* Only http and https, never a redirect (a 3xx is the caller's to
+	 * judge): a Location header can neither downgrade to http nor take
+	 * the credentials in our headers to another host. */
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	/* Plain http goes only to loopback or a metadata server (see
+	 * pbx_http_url_allowed): straight there, never through a proxy. */
+	if (!strncasecmp(r->url, "http://", 7))
+		curl_easy_setopt(c, CURLOPT_PROXY, "");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
@@ -298,11 +308,17 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_http_resp *resp,
 		struct pbx_err *err)
 {
-	char *url = pbx_http_redact_url(r->url);
+	char *url = pbx_http_redact_url(r->url), why[256];
 	int rc;
 	pbx_buf_release(&resp->body);
 	resp->status = 0;
 	resp->attempts = 0;
+	if (!pbx_http_url_allowed(r->url, why, sizeof(why))) {
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s %s %s: refused: %s", h->service,
+				  r->method, url, why);
+		free(url);
+		return rc;
+	}
 	pthread_mutex_lock(&h->mu);
 	rc = do_locked(h, r, resp, url, err);
 	pthread_mutex_unlock(&h->mu);

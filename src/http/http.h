@@ -78,11 +78,26 @@ struct pbx_http_resp {
  * response came back (any status: the caller judges it; after the last
  * attempt a retryable status is returned as is), -1 when no response came
  * back after every attempt (connection refused, timeout, body over the
- * cap), with err naming the method and the redacted URL.  resp->body is
+ * cap), with err naming the method and the redacted URL; -1 too, sending
+ * nothing, when pbx_http_url_allowed refuses the URL.  Redirects are never
+ * followed.  resp->body is
  * reset first and holds the last response's body.
  */
 int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_http_resp *resp,
 		struct pbx_err *err);
+
+/*
+ * Whether requests to `url` may carry credentials (urlpolicy.c): https://
+ * to any host, or plain http:// to a loopback host (127.0.0.0/8, ::1,
+ * localhost: the emulators) or a cloud metadata server at its documented
+ * address (169.254.169.254, metadata.google.internal, [fd00:ec2::254]).
+ * Returns 1, or 0 with why[size] a sentence saying why not (naming the
+ * host at most, never the whole URL).  Every place that takes a URL from
+ * configuration, a key file or the environment checks it with this when it
+ * reads it (to name the file and key); pbx_http_do checks every request
+ * again.
+ */
+int pbx_http_url_allowed(const char *url, char *why, size_t size);
 
 /* 429, 500, 502, 503, 504. */
 int pbx_http_retryable_default(long status, const char *body, size_t len, void *ctx);

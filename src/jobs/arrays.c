@@ -76,8 +76,10 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
 	if (tar)
 		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
-			     "  T=\"$R/pkg.tmp.$$\"\n"   /* its own: another pbx may unpack too */
-			     "  rm -rf \"$T\" && mkdir -p \"$T\" && tar -C \"$T\" -xf - &&"
+			     /* its own, unguessable: another pbx may unpack too */
+			     "  mkdir -p \"$R\" && T=$(mktemp -d \"$R/pkg.tmp.XXXXXX\") &&"
+			     " chmod 755 \"$T\" &&"
+			     " tar -C \"$T\" -xf - &&"
 			     " : >\"$T/.complete\" && { [ -f \"$R/pkg/.complete\" ] ||"
 			     " { rm -rf \"$R/pkg\" && mv \"$T\" \"$R/pkg\"; } || [ -f \"$R/pkg/.complete\" ]; } ||"
 			     " { rm -rf \"$T\"; echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
@@ -104,29 +106,50 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_sbatch_argv_free(args, nargs);
 }
 
+int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error)
+{
+	int failed = !strncmp(line, "PBX-ARRAY-FAILED ", 17);
+	const char *text;
+	char *rest;
+	long long r;
+	*job_id = *error = NULL;
+	if (!failed && strncmp(line, "PBX-ARRAY ", 10) != 0)
+		return 0;
+	r = strtoll(line + (failed ? 17 : 10), &rest, 10);
+	if (*rest != ' ')
+		return 0;
+	*row = r;
+	text = rest + 1;
+	if (failed)
+		*error = xstrdup(text);
+	else if (pbx_slurm_job_id_ok(text))
+		*job_id = xstrdup(text);
+	else
+		*error = xasprintf("sbatch answered '%.80s' where a job id (digits) was expected",
+				   text);
+	return 1;
+}
+
 static void parse_answers(const char *out, struct array_plan *plans, size_t np)
 {
 	const char *p = out;
 	while (p && *p) {
 		const char *nl = strchr(p, '\n');
-		size_t l = nl ? (size_t)(nl - p) : strlen(p);
-		char *line = xstrndup(p, l), *rest;
-		long long row;
-		int failed = !strncmp(line, "PBX-ARRAY-FAILED ", 17);
-		if (failed || !strncmp(line, "PBX-ARRAY ", 10)) {
-			row = strtoll(line + (failed ? 17 : 10), &rest, 10);
-			if (*rest == ' ') {
-				size_t i;
-				for (i = 0; i < np; i++) {
-					if (plans[i].row.id != row)
-						continue;
-					plans[i].ok = !failed;
-					if (failed)
-						plans[i].error = xstrdup(rest + 1);
-					else
-						plans[i].job_id = xstrdup(rest + 1);
-				}
+		size_t l = nl ? (size_t)(nl - p) : strlen(p), i;
+		char *line = xstrndup(p, l), *job_id, *error;
+		int64_t row;
+		if (jobs_answer_line(line, &row, &job_id, &error)) {
+			for (i = 0; i < np; i++) {
+				if (plans[i].row.id != row)
+					continue;
+				free(plans[i].job_id);
+				free(plans[i].error);
+				plans[i].ok = job_id != NULL;
+				plans[i].job_id = job_id ? xstrdup(job_id) : NULL;
+				plans[i].error = error ? xstrdup(error) : NULL;
 			}
+			free(job_id);
+			free(error);
 		}
 		free(line);
 		p = nl ? nl + 1 : NULL;

@@ -28,6 +28,20 @@ int jobs_split(const char *text, size_t len, const char *sep, const char **after
 void jobs_sbatch_line(struct pbx_buf *script, const struct pbx_array_row *a,
 		      const char *const *sbatch_args, size_t nargs);
 
+/* Reads one line of the submit script's answers: "PBX-ARRAY ROW JOBID"
+ * gives *job_id (checked with pbx_slurm_job_id_ok: anything but digits
+ * becomes an *error quoting it), "PBX-ARRAY-FAILED ROW MESSAGE" gives
+ * *error.  Returns 1 with *row for an answer (one of *job_id and *error
+ * set, caller frees), 0 for any other line. */
+int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error);
+
+/* squeue's view of the tasks: live[first_task + i] = the pbx state of
+ * SLURM's (static string) for every array task or pending range jobs[]
+ * shows of arrays[] (matched by job id), for task indices below n only: a
+ * range is clamped to them first, never walked beyond. */
+void jobs_apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
+		       const struct pbx_array_row *arrays, size_t na, const char **live, size_t n);
+
 /* Builds the --array spec for sorted task indices idx[0..n) relative to
  * `offset` ("0-9,12,15-20"), with "%throttle" when throttle > 0. */
 char *jobs_array_spec(const int64_t *idx, size_t n, int64_t offset, int throttle);

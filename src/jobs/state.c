@@ -16,6 +16,7 @@
  *     task never submitted stays NEW.
  */
 #include "jobs/jobs_internal.h"
+#include "util/quote.h"
 #include "util/xalloc.h"
 
 #include <inttypes.h>
@@ -141,26 +142,28 @@ static void parse_status(const char *p, size_t len, struct status_line *lines, s
 	}
 }
 
-/* squeue's view: per task, the SLURM state (static string) or NULL. */
-static void apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
-			 const struct pbx_array_row *arrays, size_t na, const char **live,
-			 size_t n)
+void jobs_apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
+		       const struct pbx_array_row *arrays, size_t na, const char **live, size_t n)
 {
 	size_t j, a;
 	for (j = 0; j < nj; j++) {
 		char jid[32];
 		snprintf(jid, sizeof(jid), "%ld", jobs[j].array_job);
 		for (a = 0; a < na; a++) {
-			long lo, hi, v;
-			if (!arrays[a].job_id || strcmp(arrays[a].job_id, jid) != 0)
+			int64_t lo, hi, v, first = arrays[a].first_task;
+			if (!arrays[a].job_id || strcmp(arrays[a].job_id, jid) != 0 || first < 0 ||
+			    (uint64_t)first >= n)
 				continue;
 			lo = jobs[j].array_task >= 0 ? jobs[j].array_task : jobs[j].range_lo;
 			hi = jobs[j].array_task >= 0 ? jobs[j].array_task : jobs[j].range_hi;
-			for (v = lo; v >= 0 && v <= hi; v++) {
-				int64_t idx = arrays[a].first_task + v;
-				if (idx >= 0 && (size_t)idx < n)
-					live[idx] = pbx_slurm_task_state(jobs[j].state);
-			}
+			/* Clamped to the experiment's tasks: squeue's range is
+			 * input, "1_[0-999999999999]" must not be walked. */
+			if (lo < 0)
+				lo = 0;
+			if (hi > (int64_t)n - 1 - first)
+				hi = (int64_t)n - 1 - first;
+			for (v = lo; v <= hi; v++)
+				live[first + v] = pbx_slurm_task_state(jobs[j].state);
 		}
 	}
 }
@@ -271,7 +274,7 @@ static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int 
 		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
 		live = xcalloc(nt ? nt : 1, sizeof(*live));
 		parse_status(status, statuslen, lines, nt);
-		apply_squeue(jobs, nj, arrays, na, live, nt);
+		jobs_apply_squeue(jobs, nj, arrays, na, live, nt);
 		for (i = 0; i < nt; i++) {
 			size_t x = (size_t)tasks[i].idx;
 			if (x >= nt || x >= nsubmits || submits[x] != tasks[i].submits)
@@ -407,13 +410,20 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		for (i = 0; i < na; i++) {
 			int64_t *idx;
 			size_t n, k;
-			if (!arrays[i].job_id || jobs_spec_tasks(arrays[i].spec, arrays[i].first_task,
-								   &idx, &n) < 0)
+			if (!arrays[i].job_id || !pbx_slurm_job_id_ok(arrays[i].job_id) ||
+			    jobs_spec_tasks(arrays[i].spec, arrays[i].first_task, &idx, &n) < 0)
 				continue;
-			for (k = 0; k < n; k++)
-				if (idx[k] == task)
-					pbx_buf_addf(&script, " %s_%" PRId64, arrays[i].job_id,
-						     task - arrays[i].first_task);
+			for (k = 0; k < n; k++) {
+				char *word;
+				if (idx[k] != task)
+					continue;
+				/* digits only (checked), quoted anyway */
+				word = xasprintf("%s_%" PRId64, arrays[i].job_id,
+						 task - arrays[i].first_task);
+				pbx_buf_adds(&script, " ");
+				pbx_shell_quote(&script, word);
+				free(word);
+			}
 			free(idx);
 		}
 		pbx_array_rows_free(arrays, na);

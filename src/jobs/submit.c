@@ -224,8 +224,12 @@ static char *probe_live_job(const struct jobs_probe *pr, const char *short_id, i
 	while (p && *p) {
 		const char *nl = strchr(p, '\n'), *hit = strstr(p, want);
 		size_t l = nl ? (size_t)(nl - p) : strlen(p);
-		if (hit && hit < p + l && (size_t)(hit - p) + strlen(want) == l)
-			return xstrndup(p, (size_t)(hit - p));
+		if (hit && hit < p + l && (size_t)(hit - p) + strlen(want) == l) {
+			char *job = xstrndup(p, (size_t)(hit - p));
+			if (pbx_slurm_job_id_ok(job))
+				return job;
+			free(job);   /* not a job id: as if squeue had not shown it */
+		}
 		p = nl ? nl + 1 : NULL;
 	}
 	return NULL;
@@ -338,12 +342,20 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	if (rc == 0)
 		rc = parrun_pending(st, &sub, &pr, &idx, &n, &r->skipped, err);
 	if (rc == 0 && n > 0 && !pr.pushed) {
-		char *path = xasprintf("%s/tmp-%s-%ld.tar", pbx_home(), p->short_id, (long)getpid());
-		rc = pbx_package_write_tar(p, e, 0, e->npoints, path, err);
+		/* an unguessable name of our own, replaced whole by the tar */
+		char *base = xasprintf("%s/tmp-%s.tar", pbx_home(), p->short_id), *path;
+		int fd = pbx_tmpfile_beside(base, &path, err);
+		rc = fd < 0 ? -1 : 0;
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0)
+			rc = pbx_package_write_tar(p, e, 0, e->npoints, path, err);
 		if (rc == 0)
 			rc = pbx_read_file(path, &tar, err);
-		unlink(path);
+		if (path)
+			unlink(path);
 		free(path);
+		free(base);
 		r->pushed = rc == 0;
 	}
 	if (rc == 0 && n > 0)

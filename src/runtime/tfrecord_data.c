@@ -16,9 +16,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/tfevents.h"
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 /* ---------------------------------------------------------------- load */
@@ -226,13 +228,20 @@ static void tfd_to_bytes(const struct pbx_dataset *ds, int i, unsigned char *hwc
 static int tfd_write_shard(const struct pbx_dataset *ds, const char *path, int from,
 			   int to, struct pbx_err *err)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *tmp;
+	int fd = pbx_tmpfile_beside(path, &tmp, err), rc = -1;
 	unsigned char *hwc = xmalloc((size_t)ds->c * ds->h * ds->w);
 	struct pbx_buf rec = PBX_BUF_INIT;
-	int rc = -1;
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		pbx_err_set(err, "cannot create %s: %s", tmp, strerror(errno));
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+	if (fd < 0)
+		goto out;
+	if (!f || fchmod(fd, 0644) < 0) {   /* a dataset shard others may read */
+		pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		if (f)
+			fclose(f);
+		else
+			close(fd);
+		unlink(tmp);
 		goto out;
 	}
 	for (int i = from; i < to; i++) {

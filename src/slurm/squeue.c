@@ -24,6 +24,12 @@ static long squeue_number(const char *p, const char *end)
 	return v;
 }
 
+int pbx_slurm_job_id_ok(const char *s)
+{
+	size_t n = s ? strspn(s, "0123456789") : 0;
+	return n > 0 && n <= 18 && s[n] == '\0';
+}
+
 /* "1234", "1234_7" or "1234_[8-99]" / "1234_[8-99%4]" / "1234_[8]". */
 static int squeue_job_id(const char *p, const char *end, struct pbx_squeue_job *j)
 {

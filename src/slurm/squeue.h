@@ -22,6 +22,12 @@ struct pbx_squeue_job {
 	char *state;        /* PENDING, RUNNING, COMPLETING, ... as printed */
 };
 
+/* 1 when `s` is a SLURM job id as pbx keeps it: 1 to 18 decimal digits
+ * and nothing else (no sign, space, array suffix or shell syntax); the ids
+ * read from sbatch and squeue are checked with it before they are stored
+ * or reach a remote shell. */
+int pbx_slurm_job_id_ok(const char *s);
+
 /* Parses squeue output.  *jobs owned by the caller (pbx_squeue_free).
  * Malformed lines are errors naming the line. */
 int pbx_squeue_parse(const char *text, size_t len, struct pbx_squeue_job **jobs, size_t *n,

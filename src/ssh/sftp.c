@@ -387,13 +387,9 @@ int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
 	int fd, rc;
 	if (pbx_ssh_check_remote_path(remote, err) < 0)
 		return -1;
-	tmp = xasprintf("%s" SFTP_TMP_SUFFIX, local);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		rc = pbx_err_set(err, "cannot create %s: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
+	fd = pbx_tmpfile_beside(local, &tmp, err);
+	if (fd < 0)
+		return -1;
 	rc = download(s, remote, tmp, fd, err);
 	if (close(fd) < 0 && rc == 0)
 		rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));

@@ -72,40 +72,60 @@ int pbx_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int pbx_tmpfile_beside(const char *path, char **tmp, struct pbx_err *err)
+{
+	int fd;
+	*tmp = xasprintf("%s.tmp.XXXXXX", path);
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		pbx_err_set(err, "cannot create a temporary file beside %s: %s", path,
+			    strerror(errno));
+		free(*tmp);
+		*tmp = NULL;
+	}
+	return fd;
+}
+
+/* fsync of the directory holding `path` (its new name survives a crash). */
+static void sync_parent_dir(const char *path)
+{
+	char *dcopy = xstrdup(path);
+	int dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(dcopy);
+}
+
 int pbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  mode_t mode, struct pbx_err *err)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	char *dcopy = xstrdup(path);
-	int fd, dfd, rc = -1;
+	char *tmp;
+	int fd = pbx_tmpfile_beside(path, &tmp, err), rc = -1;
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0) {
-		pbx_err_set(err, "cannot create %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (pbx_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (fd < 0)
+		return -1;
+	if (pbx_write_all(fd, data, len) < 0 || fchmod(fd, mode) < 0 || fsync(fd) < 0) {
 		pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 		close(fd);
 		unlink(tmp);
 		goto out;
 	}
-	fchmod(fd, mode);
-	close(fd);
+	if (close(fd) < 0) {
+		pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
 	if (rename(tmp, path) < 0) {
 		pbx_err_set(err, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
-	dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	sync_parent_dir(path);
 	rc = 0;
 out:
 	free(tmp);
-	free(dcopy);
 	return rc;
 }
 

@@ -17,10 +17,18 @@
 int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err);
 /* rm -rf; a missing path is not an error.  Refuses "/" and "". */
 int pbx_rm_rf(const char *path, struct pbx_err *err);
-/* Writes `len` bytes to `path` atomically: temporary file in the same
- * directory, fsync, rename, fsync of the directory. */
+/* Writes `len` bytes to `path` atomically: a new temporary file beside it
+ * (pbx_tmpfile_beside), fchmod to `mode`, fsync, rename, fsync of the
+ * directory.  A link planted at `path` is replaced, never followed. */
 int pbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  mode_t mode, struct pbx_err *err);
+/* Creates a new empty file beside `path` (its directory, so that a
+ * rename onto `path` is atomic) named PATH.tmp.XXXXXX by mkostemp: a name
+ * nobody can guess, created O_EXCL (never an existing file, never through
+ * a link), mode 0600, close-on-exec.  Returns its descriptor with *tmp its
+ * name (caller frees, and unlinks it unless renamed), or -1 with err and
+ * *tmp NULL.  Every temporary file pbx writes locally comes from here. */
+int pbx_tmpfile_beside(const char *path, char **tmp, struct pbx_err *err);
 /* write(2) until all `len` bytes are written (EINTR retried); 0, or -1
  * with errno set. */
 int pbx_write_all(int fd, const void *data, size_t len);

@@ -3,7 +3,10 @@
 # Compute Engine template: the requests pbx would send, one JSON object a
 # line, with the bodies Compute Engine expects (bulkInsert per node kind,
 # GPUs with onHostMaintenance TERMINATE, Spot, labels, ssh-keys metadata,
-# a requestId on every mutation) and nothing sent: the endpoint is a port
+# a requestId on every mutation, compute nodes without an external address
+# and the cluster's Cloud Router with Cloud NAT, or with
+# compute_external_ips external addresses and no router; which blocks reach
+# port 22) and nothing sent: the endpoint is a port
 # nobody listens on and the credentials file would be refused.  Talks to
 # no network at all.
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +37,14 @@ clusters:
     node_groups:
       - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4 }
       - { name: cpu, count: 1, machine_type: e2-standard-8 }
+  g3:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    compute_external_ips: true
+    node_groups:
+      - { name: cpu, count: 1, machine_type: e2-standard-8 }
   loc:
     cloud: local
     node_groups:
@@ -52,6 +63,7 @@ import json, re, sys
 reqs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 bulk = [r for r in reqs if r["url"].split("?")[0].endswith("/instances/bulkInsert")]
 fw = [r for r in reqs if r["method"] == "POST" and "/global/firewalls?" in r["url"]]
+rt = [r for r in reqs if r["method"] == "POST" and "/routers?" in r["url"]]
 def props(name):
     return [b["body"]["instanceProperties"] for b in bulk if name in b["body"]["perInstanceProperties"]][0]
 def rule(name):
@@ -79,7 +91,16 @@ checks = {
               and rule("pbx-g1-ssh")["allowed"] == [{"IPProtocol": "tcp", "ports": ["22"]}]
               and rule("pbx-g1-ssh")["sourceRanges"] == ["0.0.0.0/0"]
               and rule("pbx-g1-internal")["sourceTags"] == rule("pbx-g1-internal")["targetTags"] == ["pbx-g1"],
-  "requestid": lambda: len(mut) == 5 and all(uuid.search(r["url"]) for r in mut) and len({r["url"] for r in mut}) == len(mut),
+  "router": lambda: len(rt) == 1
+            and rt[0]["url"].startswith("http://127.0.0.1:1/compute/v1/projects/p1/regions/us-central1/routers?requestId=")
+            and rt[0]["body"]["name"] == "pbx-g1-nat"
+            and rt[0]["body"]["network"] == "projects/p1/global/networks/default"
+            and rt[0]["body"]["nats"] == [{"name": "pbx-nat", "natIpAllocateOption": "AUTO_ONLY",
+                                            "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}]
+            and reqs.index(rt[0]) < reqs.index(bulk[0]),
+  "addresses": lambda: props("g1-head")["networkInterfaces"][0]["accessConfigs"] == [{"name": "external-nat", "type": "ONE_TO_ONE_NAT"}]
+               and all("accessConfigs" not in props(n)["networkInterfaces"][0] for n in ("g1-gpu1", "g1-cpu1")),
+  "requestid": lambda: len(mut) == 6 and all(uuid.search(r["url"]) for r in mut) and len({r["url"] for r in mut}) == len(mut),
   "gets": lambda: all("requestId" not in r["url"] and r["body"] is None for r in reqs if r["method"] == "GET"),
   "list": lambda: any(r["method"] == "GET" and "/instances?filter=labels.pbx-cluster%20%3D%20%22g1%22" in r["url"] for r in reqs),
 }
@@ -88,7 +109,7 @@ try:
 except (IndexError, KeyError, TypeError) as e:
     print("error: %r" % e)
 PY
-for c in keys endpoint bulk gpu cpu head labels sshkeys disk firewall requestid gets list; do
+for c in keys endpoint bulk gpu cpu head labels sshkeys disk firewall router addresses requestid gets list; do
 	is "$(python3 "$TEST_TMP/check.py" "$TEST_TMP/req.jsonl" $c)" "True" "dry-run request check: $c"
 done
 echo "$out" | grep -qi -e authorization -e bearer -e token
@@ -106,6 +127,22 @@ for l in sys.stdin:
 g2-head 1 1
 g2-gpu1 2 1
 g2-cpu1 1 1" "min_nodes sets minCount; ssh_from sets the SSH rule's sourceRanges"
+echo "$errout" | grep -q "SSH (port 22) reaches the head from 203.0.113.0/24, 198.51.100.7/32; compute nodes have no external address"
+ok $? "the dry run says which blocks reach port 22: $errout"
+
+# compute_external_ips: every node has an external address, SSH reaches all, no router
+run_pbx cluster start --dry-run --json g3
+is "$(printf '%s\n' "$out" | python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l); b = r["body"] or {}
+    if "routers" in r["url"]: print("router", r["method"])
+    if "instanceProperties" in b: print(sorted(b["perInstanceProperties"])[0], len(b["instanceProperties"]["networkInterfaces"][0].get("accessConfigs", [])))
+    if b.get("name") == "pbx-g3-ssh": print(*b["targetTags"])')" \
+	"pbx-g3
+g3-head 1
+g3-cpu1 1" "compute_external_ips: compute nodes get an access config, SSH targets every node, no router"
+echo "$errout" | grep -q "SSH (port 22) reaches every node (compute_external_ips) from anywhere"
+ok $? "and the dry run says so: $errout"
 
 run_pbx cluster start --dry-run g1
 echo "$out" | grep -q '^POST http://127.0.0.1:1/compute/v1/projects/p1/zones/us-central1-a/instances/bulkInsert?requestId='
@@ -114,8 +151,8 @@ ok $? "plain --dry-run prints METHOD URL lines"
 run_pbx cluster stop --dry-run --json g1
 ok $rc "stop --dry-run --json succeeds: $errout"
 is "$(printf '%s\n' "$out" | python3 -c 'import json,sys; print(" ".join(json.loads(l)["method"] + ":" + json.loads(l)["url"].split("/")[-1].split("?")[0] for l in sys.stdin))')" \
-	"GET:instances GET:pbx-g1-ssh GET:pbx-g1-internal DELETE:pbx-g1-ssh DELETE:pbx-g1-internal" \
-	"stop lists by label and deletes the firewall rules"
+	"GET:instances GET:pbx-g1-ssh GET:pbx-g1-internal GET:pbx-g1-nat DELETE:pbx-g1-nat DELETE:pbx-g1-ssh DELETE:pbx-g1-internal" \
+	"stop lists by label, finds the router by name and deletes it and the firewall rules"
 
 run_pbx cluster start --json g1
 is "$rc" "2" "--json without --dry-run is a usage error"

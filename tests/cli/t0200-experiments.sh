@@ -3,7 +3,8 @@
 # grid with 2 repeats (24 tasks) with --gres=gpu:1 completes, each task
 # seeing its own parameters; parrun again submits nothing; a task exiting 3
 # is FAILED with exit code 3 and `rerun --failed` resubmits only it; hostile
-# parameter values arrive byte-exact through SLURM; log and ls work.
+# parameter values arrive byte-exact through SLURM; log and ls work; a
+# task's terminal escapes reach a terminal only made visible (\x1b...).
 . "$(dirname "$0")/lib.sh"
 
 local_cluster ex 127.0.12.0 22120 20200 "{ name: node, count: 2, gpus: 2 }" "slurm: { max_array_size: 1001 }"
@@ -104,6 +105,32 @@ is "$(tail -n 1 "$TEST_TMP/hostile.out")" "bad 0" "10 hostile values arrive byte
 [ ! -e /tmp/pbx-pwned-t0200 ]
 ok $? "no injected command ran"
 
+# --- a task's escape sequences reach no terminal raw -----------------------
+mkdir -p "$TEST_TMP/esc"
+cat >"$TEST_TMP/esc/experiment.yaml" <<'EOF'
+name: esc
+command: printf 'before\033]0;pwned\007\033[2Jafter\n'; printf 'err\033[2J\n' >&2
+sweep:
+  list:
+    - { x: 1 }
+EOF
+run_pbx parrun --json "$TEST_TMP/esc/experiment.yaml" ex
+EPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$EPKG" 60
+ESC=$(printf '\033')
+"$PBX" log -o "$EPKG:0" >"$TEST_TMP/esc.pipe"
+grep -q "^before${ESC}]0;pwned$(printf '\007')${ESC}\[2Jafter\$" "$TEST_TMP/esc.pipe"
+ok $? "pbx log into a pipe: the task's bytes as they are (data)"
+script -qec "'$PBX' log '$EPKG:0'" /dev/null </dev/null >"$TEST_TMP/esc.tty" 2>&1
+grep -q 'before\\x1b]0;pwned\\x07\\x1b\[2Jafter' "$TEST_TMP/esc.tty" &&
+	grep -q 'err\\x1b\[2J' "$TEST_TMP/esc.tty"
+ok $? "pbx log on a terminal: ESC ]0;title BEL and ESC [2J shown as \\x1b..., stdout and stderr"
+! grep -q "$ESC" "$TEST_TMP/esc.tty"
+ok $? "no raw ESC reaches the terminal: $(od -c "$TEST_TMP/esc.tty" | head -n 3 | tr '\n' ' ')"
+script -qec "'$PBX' cluster exec ex -- printf 'x\\033[2Jy\\n'" /dev/null </dev/null >"$TEST_TMP/exec.tty" 2>&1
+grep -q 'x\\x1b\[2Jy' "$TEST_TMP/exec.tty" && ! grep -q "$ESC" "$TEST_TMP/exec.tty"
+ok $? "pbx cluster exec on a terminal: escapes shown: $(head -c 80 "$TEST_TMP/exec.tty")"
+
 run_pbx ls --json
-is "$(echo "$out" | json_get 'len(d)')" "3" "pbx ls lists the 3 experiments"
+is "$(echo "$out" | json_get 'len(d)')" "4" "pbx ls lists the 4 experiments"
 done_testing

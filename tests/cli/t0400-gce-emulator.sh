@@ -5,7 +5,12 @@
 # and 2 GPU nodes whose login user is not root (sudo -n), compute nodes
 # reached through the head -> every node idle in sinfo -> parrun of the
 # example sweep with --gres=gpu:1 -> all 24 tasks COMPLETED -> harvest ->
-# report -> stop -> the emulator holds no instance and no firewall rule.
+# report -> stop -> the emulator holds no instance, no firewall rule and no
+# router.  Compute nodes have no external address: their outbound traffic
+# goes through the cluster's Cloud Router with NAT, which start makes and
+# stop deletes, and which a resize leaves alone.  Node bodies answer SSH on
+# their external address only when they have one, so `pbx cluster ssh`
+# must reach the head on its public address and compute nodes through it.
 # Then: 30% of calls throttled (429 / 403 rateLimitExceeded) and start
 # still succeeds; a quota error on the GPU nodes leaves nothing behind
 # (all or nothing); pbx killed with -9 mid-start, then stop: nothing left.
@@ -74,8 +79,8 @@ CONFIG
 }
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
-# "instances firewalls" the emulator holds
-emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]))'; }
+# "instances firewalls routers" the emulator holds
+emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }
 
 mkdir -p "$PBX_HOME"
 # The bodies' sshd reads each user's keys as that user (pbx, not root):
@@ -88,7 +93,7 @@ openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.
 emu_start
 run_pbx cluster start e1
 ok $rc "start of a gce template against the emulator: $errout"
-is "$(emu_holds)" "3 2" "the emulator holds 3 instances and 2 firewall rules"
+is "$(emu_holds)" "3 2 1" "the emulator holds 3 instances, 2 firewall rules and the router"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
 is "$out" "gpu1 idle gpu:t4:1
 gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
@@ -96,10 +101,50 @@ is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':
 	"head:up:1 gpu1:up:0 gpu2:up:0" "nodes are up; only the head has a public address"
 run_pbx cluster exec -n gpu2 e1 -- id -un
 is "$out" "root" "commands run as root through sudo -n (login user pbx)"
+is "$(emu_get state | python3 -c 'import json,sys
+d = json.load(sys.stdin)
+print(" ".join(i["name"] + ":" + ("nat" if i["natIP"] else "none") for i in sorted(d["instances"], key=lambda i: i["name"])))
+for r in d["routers"]: print(r["name"], r["region"].rsplit("/", 1)[1], r["network"].rsplit("/", 1)[1], r["nats"][0]["sourceSubnetworkIpRangesToNat"])')" \
+	"e1-gpu1:none e1-gpu2:none e1-head:nat
+pbx-e1-nat us-central1 default ALL_SUBNETWORKS_ALL_IP_RANGES" \
+	"only the head has an external address; the cluster's Cloud NAT serves the region"
+
+# pbx cluster ssh: the head on its public address (its private one does
+# not answer from here, as on a VM), compute nodes through the head, host
+# keys checked on both hops against pbx's pins.
+head_private=$(emu_get state | python3 -c 'import json,sys; print([i["networkIP"] for i in json.load(sys.stdin)["instances"] if i["name"] == "e1-head"][0])')
+python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], 22), 2)' "$head_private" 2>/dev/null
+ok $((! $?)) "the head's private address $head_private does not answer SSH from here"
+run_pbx cluster ssh e1 -- sh -c 'echo "$PBX_BODY_ROOT"'
+is "$rc:${out##*/}" "0:e1-head" "cluster ssh NAME -- COMMAND runs on the head: $errout"
+run_pbx cluster ssh e1 gpu2 -- sh -c 'echo "$PBX_BODY_ROOT"'
+is "$rc:${out##*/}" "0:e1-gpu2" "cluster ssh NAME NODE -- COMMAND runs on a compute node, through the head: $errout"
+run_pbx cluster ssh e1 gpu1 -- printf '%s|' 'a b' '$HOME' "it's"
+is "$out" "a b|\$HOME|it's|" "each word of the command reaches the node as one word"
+is "$(stat -c %a "$PBX_HOME/clusters/e1/ssh_config" "$PBX_HOME/clusters/e1/known_hosts" | tr '\n' ' ')" "600 600 " \
+	"ssh(1)'s configuration and known_hosts are private"
+grep -q "^  ProxyJump pbx-head$" "$PBX_HOME/clusters/e1/ssh_config"
+ok $? "the compute node's Host block jumps through the head"
+# The jump hop checks the head's pinned key: with another key under the
+# head's name, ssh(1) refuses before reaching the compute node.
+run_pbx cluster ssh e1 gpu2 -- true
+cp "$PBX_HOME/clusters/e1/known_hosts" "$TEST_TMP/known.good"
+awk '$1 == "pbx-gpu2" { k = $2 " " $3 } END { print "pbx-head " k; print "pbx-gpu2 " k }' \
+	"$TEST_TMP/known.good" >"$PBX_HOME/clusters/e1/known_hosts"
+ssh -F "$PBX_HOME/clusters/e1/ssh_config" -o BatchMode=yes pbx-gpu2 true >/dev/null 2>"$TEST_TMP/ssh.err"
+st=$?
+is "$st" "255" "a wrong key for the jump host is refused"
+grep -q "Host key verification failed" "$TEST_TMP/ssh.err" && grep -q "pbx-head" "$TEST_TMP/ssh.err"
+ok $? "as a host key failure: $(cat "$TEST_TMP/ssh.err")"
+run_pbx cluster ssh e1 gpu2 -- true
+is "$rc" "0" "the next cluster ssh writes the pinned keys again: $errout"
 
 sweep_demo_round e1
 
-# resize: one more GPU node, then back to two
+# resize: one more GPU node, then back to two; the router is neither made
+# nor deleted (a resize that grows runs start's checks, which read it)
+router_calls() { emu_get calls | python3 -c 'import json,sys; print(sum(v for k, v in json.load(sys.stdin)["calls"].items() if k.startswith(("POST routers", "DELETE routers"))))'; }
+router_calls_before=$(router_calls)
 run_pbx cluster resize --dry-run --json e1 +1
 is "$(echo "$out" | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -107,10 +152,10 @@ for l in sys.stdin:
     if r["url"].split("?")[0].endswith("/bulkInsert"):
         print(r["method"], *sorted(r["body"]["perInstanceProperties"]))')" \
 	"POST e1-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-gpu3 alone"
-is "$(emu_holds)" "3 2" "the dry run created nothing"
+is "$(emu_holds)" "3 2 1" "the dry run created nothing"
 run_pbx cluster resize e1 +1
 ok $rc "resize +1: $errout"
-is "$(emu_holds)" "4 2" "the emulator holds 4 instances"
+is "$(emu_holds)" "4 2 1" "the emulator holds 4 instances, the same router"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle
@@ -122,14 +167,15 @@ is "$(echo "$out" | grep -Ec '^DELETE .*/zones/us-central1-a/instances/e1-gpu3([
 	"resize --dry-run -1: the DELETE of e1-gpu3"
 run_pbx cluster resize e1 -1
 ok $rc "resize -1: $errout"
-is "$(emu_holds)" "3 2" "the emulator holds 3 instances again, the firewall rules stay"
+is "$(emu_holds)" "3 2 1" "the emulator holds 3 instances again, the firewall rules and router stay"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle" "SLURM no longer lists gpu3"
+is "$(router_calls)" "$router_calls_before" "resize neither made nor deleted a router"
 
 run_pbx cluster stop e1
 ok $rc "stop: $errout"
-is "$(emu_holds)" "0 0" "the emulator holds no instance and no firewall rule"
+is "$(emu_holds)" "0 0 0" "the emulator holds no instance, no firewall rule and no router"
 is "$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0" "no node body is left"
 [ ! -e "$PBX_HOME/clusters/e1" ]
 ok $? "pbx's own files of the cluster (munge key, known_hosts) are gone"
@@ -142,7 +188,7 @@ retries=$(echo "$errout" | sed -n 's/.*(\([0-9]*\) retries.*/\1/p')
 [ "${retries:-0}" -gt 0 ]
 ok $? "throttled calls were retried ($retries retries)"
 run_pbx cluster stop e1
-is "$rc:$(emu_holds)" "0:0 0" "stop after a throttled start leaves nothing"
+is "$rc:$(emu_holds)" "0:0 0 0" "stop after a throttled start leaves nothing"
 
 # ----------------------------------------------------- quota: all or nothing
 emu_start --fault 'quota={"NVIDIA_T4_GPUS": 1}'
@@ -150,7 +196,7 @@ run_pbx cluster start e1
 is "$rc" "1" "start fails when the GPU quota is too small"
 echo "$errout" | grep -q "quota exceeded" && echo "$errout" | grep -q "NVIDIA_T4_GPUS"
 ok $? "the message names the quota: $errout"
-is "$(emu_holds)" "0 0" "all or nothing: no instance or firewall rule is left"
+is "$(emu_holds)" "0 0 0" "all or nothing: no instance, firewall rule or router is left"
 run_pbx cluster stop e1
 ok $rc "stop after the failed start: $errout"
 
@@ -180,7 +226,7 @@ echo "$errout" | grep -q "none of the new instances was kept"
 ok $? "the message says the new instance was not kept: $errout"
 echo "$errout" | grep -q "'pbx cluster resize e1 -1' gives it up"
 ok $? "and how to give the node up"
-is "$(emu_holds)" "3 2" "the running cluster keeps its 3 instances and its firewall rules"
+is "$(emu_holds)" "3 2 1" "the running cluster keeps its 3 instances, its firewall rules and router"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle" "and its nodes stay idle in SLURM"
@@ -191,7 +237,7 @@ run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle" "the cluster is as before the failed resize"
 run_pbx cluster stop e1
-is "$rc:$(emu_holds)" "0:0 0" "stop leaves nothing"
+is "$rc:$(emu_holds)" "0:0 0 0" "stop leaves nothing"
 
 # ------------------------------------------- stockout: the next zone
 emu_start --fault 'stockout=["us-central1-a"]'
@@ -203,13 +249,13 @@ is "$(emu_get state | python3 -c 'import json,sys; print(" ".join(sorted({i["zon
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) FROM nodes WHERE state = 'up'")" \
 	"us-central1-b" "the store records the zone"
 run_pbx cluster stop e1
-is "$rc:$(emu_holds)" "0:0 0" "stop finds and removes them in the second zone"
+is "$rc:$(emu_holds)" "0:0 0 0" "stop finds and removes them in the second zone"
 emu_start --fault 'stockout=["us-central1-a"]'
 run_pbx cluster start e1
 is "$rc" "1" "without a second zone, a stockout fails the start"
 echo "$errout" | grep -q "zone us-central1-a has no capacity"
 ok $? "naming the zone: $errout"
-is "$(emu_holds)" "0 0" "and leaves nothing"
+is "$(emu_holds)" "0 0 0" "and leaves nothing"
 
 # ------------------------------------------------------ kill -9 mid-start
 emu_start --fault op_delay=0.5
@@ -221,7 +267,7 @@ kill -9 $pid
 wait $pid 2>/dev/null
 run_pbx cluster stop e1
 ok $rc "stop after pbx was killed mid-create: $errout"
-is "$(emu_holds)" "0 0" "nothing is left after kill -9 and stop"
+is "$(emu_holds)" "0 0 0" "nothing is left after kill -9 and stop"
 
 # Killed at other points: before anything was created, while operations
 # are polled, mid-bootstrap, waiting for idle (by the node's state in the
@@ -245,7 +291,7 @@ for point in planned creating bootstrapping late; do
 	wait $pid 2>/dev/null
 	run_pbx cluster stop e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
-	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0:0" \
+	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0 0:0" \
 		"nothing is left after kill -9 at '$point' and stop"
 done
 # ------------------------------------------------------------ credentials
@@ -257,7 +303,7 @@ grants=$(emu_get calls | python3 -c 'import json,sys; print(json.load(sys.stdin)
 [ "$grants" -ge 2 ]
 ok $? "the token was fetched again before it expired ($grants grants)"
 run_pbx cluster stop e1
-is "$rc:$(emu_holds)" "0:0 0" "stop after the refreshed start leaves nothing"
+is "$rc:$(emu_holds)" "0:0 0 0" "stop after the refreshed start leaves nothing"
 
 # A key the emulator does not know (same account, another key).
 emu_start
@@ -274,7 +320,7 @@ echo "$errout" | grep -q "authentication failed for service account pbx-e2e@pbx-
 ok $? "with a clear authentication error: $errout"
 echo "$errout" | grep -q -e "BEGIN" -e "eyJ"
 ok $((! $?)) "the error quotes neither key nor assertion"
-is "$(emu_holds)" "0 0" "and nothing was created"
+is "$(emu_holds)" "0 0 0" "and nothing was created"
 run_pbx cluster stop e1
 
 # gcloud's authorized_user file (refresh token) against the token endpoint.
@@ -289,7 +335,7 @@ run_pbx cluster stop --dry-run e1
 run_pbx cluster start e1
 ok $rc "start with authorized_user credentials: $errout"
 run_pbx cluster stop e1
-is "$rc:$(emu_holds)" "0:0 0" "stop with them leaves nothing"
+is "$rc:$(emu_holds)" "0:0 0 0" "stop with them leaves nothing"
 sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events" >"$TEST_TMP/events"
 grep -c "/token" "$TEST_TMP/events" >/dev/null && ! grep -q -e csecret -e rtoken -e "Bearer" -e "BEGIN" "$TEST_TMP/events"
 ok $? "the request log names token calls but holds no secret"

@@ -21,8 +21,37 @@
 
 # ------------------------------------------------------------ end to end
 h_start
+sed -i 's#^    head: #    ssh_from: [127.0.0.0/8, 203.0.113.0/24]\n    head: #' "$PBX_HOME/config.yaml"
 run_pbx cluster start e1
 ok $rc "start of an aws template against moto (signatures checked): $errout"
+# What the nodes admit, as moto holds it: every instance is in the
+# cluster's group alone, whose ingress is SSH from ssh_from and everything
+# from the group itself, nothing else.
+is "$(python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+g = c.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["pbx-e1"]}])["SecurityGroups"][0]
+for p in sorted(g["IpPermissions"], key=lambda p: p["IpProtocol"]):
+    print(p["IpProtocol"], p.get("FromPort", "-"), p.get("ToPort", "-"),
+          " ".join(sorted(r["CidrIp"] for r in p.get("IpRanges", []))) or "-",
+          " ".join("self" if u["GroupId"] == g["GroupId"] else u["GroupId"] for u in p.get("UserIdGroupPairs", [])) or "-",
+          len(p.get("Ipv6Ranges", [])) + len(p.get("PrefixListIds", [])))
+ids = {i["InstanceId"]: [s["GroupId"] for s in i["SecurityGroups"]] for r in c.describe_instances(
+    Filters=[{"Name": "tag:pbx-cluster", "Values": ["e1"]}, {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]
+    for i in r["Instances"]}
+print(len(ids), all(v == [g["GroupId"]] for v in ids.values()))
+PY
+)" "-1 - - - self 0
+tcp 22 22 127.0.0.0/8 203.0.113.0/24 - 0
+3 True" "the group admits SSH from ssh_from and everything else only from itself; every node is in it alone"
+run_pbx cluster show e1
+echo "$out" | grep -q "SSH (port 22) reaches the nodes of security group pbx-e1 from 127.0.0.0/8, 203.0.113.0/24"
+ok $? "cluster show says which blocks reach port 22: $out"
+run_pbx cluster ssh e1 gpu2 -- sh -c 'echo "$PBX_BODY_ROOT"'
+is "$rc:$(basename "$out")" "0:$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(instance_id, -12) FROM nodes WHERE name = 'gpu2'")" \
+	"cluster ssh NAME NODE -- COMMAND runs on that node: $errout"
 is "$(holds)" "3 1 1" "moto holds 3 instances, the cluster's security group and key pair"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
 is "$out" "gpu1 idle gpu:t4:1

@@ -13,6 +13,7 @@
 
 #include "cloud/aws/aws.h"
 #include "common/tap.h"
+#include "util/xalloc.h"
 
 #define ERR(code) "<Response><Errors><Error><Code>" code "</Code><Message>m</Message></Error>" \
 	"</Errors><RequestID>r</RequestID></Response>"
@@ -86,6 +87,40 @@ static void test_instances(void)
 	ok(aws_insts_parse("<a", 2, &v, &n, &next, &err) < 0, "broken XML");
 }
 
+/* Addresses that are not IP addresses (they reach slurm.conf and ssh) are
+ * refused, naming the instance; every instance is still listed (a
+ * RunInstances reply's instances must be terminated on failure). */
+static void test_bad_addresses(void)
+{
+	static const char *const bad[] = {
+		"10.0.0.1\nNodeName=evil", "1.2.3.4 -o ProxyCommand=touch /tmp/x", "-oProxyCommand=x",
+		"10.0.0", "10.0.0.1/24", "host.example", "10.0.0.1 ", "&lt;x&gt;", "1.2.3.4&#10;x",
+	};
+	static const char *const fields[] = { "privateIpAddress", "ipAddress" };
+	size_t i, f;
+	for (f = 0; f < 2; f++)
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char *xml = xasprintf("<RunInstancesResponse><instancesSet><item>"
+				"<instanceId>i-0bad</instanceId><instanceState><name>pending</name>"
+				"</instanceState><%s>%s</%s></item><item><instanceId>i-0good</instanceId>"
+				"<instanceState><name>pending</name></instanceState>"
+				"<privateIpAddress>10.0.0.5</privateIpAddress></item></instancesSet>"
+				"</RunInstancesResponse>", fields[f], bad[i], fields[f]);
+			struct aws_inst *v = NULL;
+			struct pbx_err err = PBX_ERR_INIT;
+			size_t n = 0;
+			char *next = NULL;
+			ok(aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) < 0 &&
+			   strstr(err.msg, "instance i-0bad has a ") && strstr(err.msg, fields[f]) &&
+			   strstr(err.msg, "not an IP address") && n == 2 && !v[0].private_ip &&
+			   !v[0].public_ip && !strcmp(v[1].private_ip, "10.0.0.5"),
+			   "%s '%s' refused, both instances listed: %s", fields[f], bad[i], err.msg);
+			aws_insts_free(v, n);
+			free(next);
+			free(xml);
+		}
+}
+
 static void test_values(void)
 {
 	const char *g = "<CreateSecurityGroupResponse><requestId>r</requestId><groupId>sg-9</groupId>"
@@ -145,6 +180,7 @@ int main(void)
 	test_quiet();
 	test_errors();
 	test_instances();
+	test_bad_addresses();
 	test_values();
 	return tap_done();
 }

@@ -275,6 +275,45 @@ static void test_refused_and_rejected(void)
 	pbx_gce_auth_close(a);
 }
 
+/* A key file whose token_uri is plain http to a host that is not loopback
+ * is refused when read, naming the file and the field, and sends nothing;
+ * so is a GCE_METADATA_HOST elsewhere. */
+static void test_plain_http_refused(void)
+{
+	static const char *const uris[] = { "http://oauth2.googleapis.com/token",
+					    "http://10.1.2.3:8080/token",
+					    "http://127.0.0.1.evil.example/token",
+					    "ftp://127.0.0.1/token" };
+	struct pbx_gce_auth *a = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t i;
+	for (i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
+		write_json(path_in("http-sa.json"), json_pack("{s:s, s:s, s:s, s:s}", "type",
+				"service_account", "client_email", "x@y", "private_key", key_pem,
+				"token_uri", uris[i]), 0600);
+		ok(pbx_gce_auth_open(path_in("http-sa.json"), http, &a, &err) < 0 && !a &&
+		   err.code == PBX_EXIT_USAGE && strstr(err.msg, "http-sa.json: field token_uri: "),
+		   "service account token_uri %s refused: %s", uris[i], err.msg);
+		write_json(path_in("http-user.json"), json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
+				"authorized_user", "client_id", "c", "client_secret", "USER-CLIENT-SECRET",
+				"refresh_token", "1//REFRESH-SECRET", "token_uri", uris[i]), 0600);
+		ok(pbx_gce_auth_open(path_in("http-user.json"), http, &a, &err) < 0 && !a &&
+		   strstr(err.msg, "http-user.json: field token_uri: ") &&
+		   !strstr(err.msg, "SECRET"), "authorized_user token_uri %s refused: %s", uris[i],
+		   err.msg);
+	}
+	setenv("CLOUDSDK_CONFIG", path_in("empty"), 1);
+	setenv("GCE_METADATA_HOST", "metadata.evil.example", 1);
+	ok(pbx_gce_auth_open(NULL, http, &a, &err) < 0 && !a &&
+	   strstr(err.msg, "GCE_METADATA_HOST: plain http:// to metadata.evil.example"),
+	   "GCE_METADATA_HOST off loopback refused: %s", err.msg);
+	setenv("GCE_METADATA_HOST", "169.254.169.254", 1);
+	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0, "the documented metadata address is fine");
+	pbx_gce_auth_close(a);
+	unsetenv("GCE_METADATA_HOST");
+	unsetenv("CLOUDSDK_CONFIG");
+}
+
 static void test_user_and_lookup(void)
 {
 	struct pbx_gce_auth *a = NULL;
@@ -358,6 +397,7 @@ int main(int argc, char **argv)
 	test_service_account();
 	test_refresh_before_expiry();
 	test_refused_and_rejected();
+	test_plain_http_refused();
 	test_user_and_lookup();
 	db = pbx_store_db(st);
 	ok(count(db, "%/token%") >= 6, "token requests are in the request log (%d)", count(db, "%/token%"));

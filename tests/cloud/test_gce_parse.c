@@ -8,6 +8,7 @@
 
 #include "cloud/gce/gce.h"
 #include "common/tap.h"
+#include "util/xalloc.h"
 
 static json_t *J(const char *s)
 {
@@ -95,6 +96,53 @@ static void test_list(void)
 	gce_insts_free(v, n);
 }
 
+/* Addresses that are not IP addresses (they reach slurm.conf and ssh) are
+ * refused, naming the instance; the instance is still listed. */
+static void test_bad_addresses(void)
+{
+	static const char *const bad[] = {
+		"10.0.0.1\\nNodeName=evil", "1.2.3.4 -o ProxyCommand=touch\\u0020/tmp/x",
+		"-oProxyCommand=x", "10.0.0", "10.0.0.1/24", "host.example", "", "10.0.0.1 ",
+		"010.0.0.1x", "::1 x",
+	};
+	static const char *const fields[] = { "networkIP", "natIP" };
+	size_t i, f;
+	for (f = 0; f < 2; f++)
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			struct gce_inst *v = NULL;
+			struct pbx_err err = PBX_ERR_INIT;
+			size_t n = 0;
+			char *next = NULL;
+			char *text = f == 0
+				? xasprintf("{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
+					    "\"networkInterfaces\":[{\"networkIP\":\"%s\"}]}]}", bad[i])
+				: xasprintf("{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
+					    "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.3\","
+					    "\"accessConfigs\":[{\"natIP\":\"%s\"}]}]}]}", bad[i]);
+			json_t *p = J(text);
+			ok(p && gce_list_parse(p, &v, &n, &next, &err) < 0 &&
+			   strstr(err.msg, "instance c-gpu7 has a ") && strstr(err.msg, fields[f]) &&
+			   strstr(err.msg, "not an IP address") && n == 1 && !v[0].private_ip == !f,
+			   "%s '%s' refused: %s", fields[f], bad[i], err.msg);
+			gce_insts_free(v, n);
+			json_decref(p);
+			free(text);
+		}
+	{
+		json_t *p = J("{\"items\":[{\"name\":\"c\",\"status\":\"RUNNING\",\"networkInterfaces\":"
+			      "[{\"networkIP\":\"fd00::5\",\"accessConfigs\":[{\"natIP\":null}]}]}]}");
+		struct gce_inst *v = NULL;
+		struct pbx_err err = PBX_ERR_INIT;
+		size_t n = 0;
+		char *next = NULL;
+		ok(gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1 &&
+		   !strcmp(v[0].private_ip, "fd00::5") && !v[0].public_ip,
+		   "an IPv6 address and a null natIP are fine: %s", err.msg);
+		gce_insts_free(v, n);
+		json_decref(p);
+	}
+}
+
 static void test_errors(void)
 {
 	char msg[256];
@@ -135,6 +183,7 @@ int main(void)
 	test_loopback_guard();
 	test_ops();
 	test_list();
+	test_bad_addresses();
 	test_errors();
 	return tap_done();
 }

@@ -601,6 +601,66 @@ static void test_yamltree(void)
 	test_tree_errors();
 }
 
+/* ---- endpoints: plain http only to loopback ---------------------------- */
+
+/* clouds.CLOUD.endpoint = url must load (want_ok) or fail at line 4
+ * naming the key, never quoting the URL (it may carry user:password). */
+static void endpoint_one(const char *cloud, const char *url, int want_ok)
+{
+	struct pbx_config *cfg = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *text = xasprintf("clusters: {dev: {cloud: local, node_groups: [{name: n, count: 1}]}}\n"
+			       "clouds:\n  %s:\n    endpoint: '%s'\n", cloud, url);
+	char *want = xasprintf("c.yaml:4: clouds.%s.endpoint: ", cloud);
+	int rc = pbx_config_parse("c.yaml", text, strlen(text), &cfg, &err);
+	if (want_ok && rc < 0) {
+		fprintf(stderr, "%s endpoint %s: unexpected error: %s\n", cloud, url, err.msg);
+		failures++;
+	} else if (!want_ok && rc == 0) {
+		fprintf(stderr, "%s endpoint %s: accepted\n", cloud, url);
+		failures++;
+	} else if (!want_ok) {
+		CHECK(err.code == PBX_EXIT_USAGE);
+		CHECK(strncmp(err.msg, want, strlen(want)) == 0);
+		CHECK(strstr(err.msg, "s3cret") == NULL);
+	}
+	pbx_config_free(cfg);
+	free(want);
+	free(text);
+}
+
+static void test_endpoints(void)
+{
+	static const struct { const char *url; int ok; } cases[] = {
+		{ "https://compute.googleapis.com/compute/v1/", 1 },
+		{ "https://ec2.eu-west-1.amazonaws.com", 1 },
+		{ "http://127.0.0.1:4566", 1 },
+		{ "http://127.9.8.7:80/x/", 1 },
+		{ "http://localhost:8080", 1 },
+		{ "http://LOCALHOST:8080", 1 },
+		{ "http://[::1]:8080/", 1 },
+		{ "http://169.254.169.254", 1 },
+		{ "http://compute.googleapis.com/compute/v1/", 0 },
+		{ "http://user:s3cret@ec2.eu-west-1.amazonaws.com", 0 },
+		{ "http://10.0.0.1:4566", 0 },
+		{ "http://127.0.0.1.evil.example/", 0 },
+		{ "http://localhost.evil.example/", 0 },
+		{ "http://[::2]/", 0 },
+		{ "http://[::ffff:10.0.0.1]/", 0 },
+		{ "http://128.0.0.1/", 0 },
+		{ "ftp://127.0.0.1/", 0 },
+		{ "file:///etc/passwd", 0 },
+		{ "gopher://127.0.0.1/", 0 },
+		{ "not a url", 0 },
+	};
+	size_t i;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		endpoint_one("gce", cases[i].url, cases[i].ok);
+		endpoint_one("aws", cases[i].url, cases[i].ok);
+	}
+	printf("%zu endpoints checked\n", i);
+}
+
 int main(int argc, char **argv)
 {
 	const char *test = argc > 1 ? argv[1] : "";
@@ -619,8 +679,10 @@ int main(int argc, char **argv)
 		test_nowrite();
 	else if (!strcmp(test, "yamltree"))
 		test_yamltree();
+	else if (!strcmp(test, "endpoints"))
+		test_endpoints();
 	else {
-		fprintf(stderr, "usage: test_config bad|good|template|describe|load|nowrite|yamltree "
+		fprintf(stderr, "usage: test_config bad|good|template|describe|load|nowrite|yamltree|endpoints "
 			"TESTS_CONFIG_DIR [TEMPLATES_DIR]\n");
 		return 2;
 	}

@@ -6,6 +6,7 @@
  * parses has its required fields, and the retry classifier answers 0 or 1.
  */
 #include "cloud/aws/aws.h"
+#include "util/addr.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (aws_insts_parse(text, size, &insts, &n, &next, &err) == 0)
 		for (i = 0; i < n; i++)
-			if (!insts[i].id || !*insts[i].id || !insts[i].state)
+			if (!insts[i].id || !*insts[i].id || !insts[i].state ||
+			    (insts[i].private_ip && !pbx_ip_literal_ok(insts[i].private_ip)) ||
+			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)))
 				abort();
 	aws_insts_free(insts, n);
 	free(next);

@@ -2,9 +2,10 @@
  * fuzz_gce_reply.c - libFuzzer target for the Compute Engine reply parsers
  * (src/cloud/gce/parse.c): any bytes, read as an operation, an instance
  * list page, and an error reply, must parse or fail cleanly; what parses
- * has its required fields.
+ * has its required fields and IP addresses only.
  */
 #include "cloud/gce/gce.h"
+#include "util/addr.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (gce_list_parse(v, &insts, &n, &next, &err) == 0)
 		for (i = 0; i < n; i++)
-			if (!insts[i].name || !insts[i].status)
+			if (!insts[i].name || !insts[i].status ||
+			    (insts[i].private_ip && !pbx_ip_literal_ok(insts[i].private_ip)) ||
+			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)))
 				abort();
 	gce_insts_free(insts, n);
 	free(next);

@@ -112,6 +112,8 @@ class H(BaseHTTPRequestHandler):
             return self.reply(200, {"Code": "Success", "AccessKeyId": "ASIAIMDS",
                                     "SecretAccessKey": "imds-secret", "Token": "imds-token",
                                     "Expiration": "2030-01-01T00:00:00Z"})
+        if u.path == "/redirect":
+            return self.reply(302, {"moved": q["to"]}, headers=[("Location", q["to"])])
         if u.path == "/drop":
             if count <= int(q["n"]):
                 self.close_connection = True

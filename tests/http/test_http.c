@@ -207,6 +207,48 @@ static void test_failures(void)
 	pbx_http_close(h);
 }
 
+/* Credentials never go over plain http off loopback, and no redirect is
+ * followed (a Location could downgrade to http or name another host). */
+static void test_transport_policy(void)
+{
+	static const char *const refused[] = { "http://198.51.100.7:9/token",
+					       "http://compute.googleapis.com/compute/v1/",
+					       "http://127.0.0.1.evil.example/", "ftp://127.0.0.1/",
+					       "file:///etc/passwd" };
+	struct pbx_http *h = open_http(1, 300);
+	struct pbx_http_req r = { .method = "GET" };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	char u[512], why[256];
+	size_t i;
+	json_t *v;
+	long status;
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		r.url = refused[i];
+		ok(pbx_http_do(h, &r, &resp, &err) < 0 && resp.attempts == 0 &&
+		   err.code == PBX_EXIT_USAGE && strstr(err.msg, "refused"),
+		   "%s: refused before sending: %s", refused[i], err.msg);
+		ok(!pbx_http_url_allowed(refused[i], why, sizeof(why)) && why[0],
+		   "pbx_http_url_allowed says no: %s", why);
+	}
+	ok(pbx_http_url_allowed("https://oauth2.googleapis.com/token", why, sizeof(why)) &&
+	   pbx_http_url_allowed("http://[::1]:9/", why, sizeof(why)) &&
+	   pbx_http_url_allowed("http://127.200.0.1/", why, sizeof(why)) &&
+	   pbx_http_url_allowed("http://metadata.google.internal/x", why, sizeof(why)) &&
+	   pbx_http_url_allowed("http://169.254.169.254/latest", why, sizeof(why)) &&
+	   pbx_http_url_allowed("http://[fd00:ec2::254]/latest", why, sizeof(why)),
+	   "https anywhere, http to loopback and the metadata servers");
+	snprintf(u, sizeof(u), "/redirect?to=%s/echo%%3Fk%%3Dredir-target", base);
+	v = call(h, "GET", u, NULL, NULL, &status, NULL);
+	ok(status == 302, "a redirect is returned as is (%ld), not followed", status);
+	json_decref(v);
+	v = call(h, "GET", "/log?k=redir-target", NULL, NULL, &status, NULL);
+	ok(json_is_array(v) && json_array_size(v) == 0, "its target was never asked");
+	json_decref(v);
+	pbx_buf_release(&resp.body);
+	pbx_http_close(h);
+}
+
 static int count_rows(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -312,6 +354,7 @@ int main(int argc, char **argv)
 	test_retries();
 	test_classifier_and_retry_after();
 	test_failures();
+	test_transport_policy();
 	test_log(dir);
 	pyserver_stop(&srv);
 	{

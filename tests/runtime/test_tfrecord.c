@@ -6,6 +6,7 @@
  * record-level shares of ranks covering every record exactly once.
  */
 #include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -220,6 +221,34 @@ static void test_pack_shares(const char *dir)
 	pbx_dataset_free(&ds);
 }
 
+/* A link planted at the shard's old predictable temporary name
+ * (SHARD.tmp.PID) does not redirect pbx-train pack's write. */
+static void test_pack_planted_link(const char *dir)
+{
+	struct pbx_dataset ds;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *victim = xasprintf("%s/victim", dir);
+	char *shard = xasprintf("%s/planted-00000-of-00001.tfrecord", dir);
+	char *old = xasprintf("%s.tmp.%ld", shard, (long)getpid());
+	struct stat st;
+	size_t len;
+	char *b;
+	spill(victim, "victim", 6);
+	chmod(victim, 0600);
+	CHECK(symlink(victim, old) == 0);
+	bytes_set(&ds, 3, 1, 2, 2);
+	CHECK(pbx_tfrecord_pack(&ds, dir, "planted", 1, &err) == 0);
+	b = slurp(victim, &len);
+	CHECK(len == 6 && !memcmp(b, "victim", 6));
+	CHECK(lstat(victim, &st) == 0 && (st.st_mode & 07777) == 0600);
+	CHECK(lstat(shard, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0);
+	free(b);
+	pbx_dataset_free(&ds);
+	free(victim);
+	free(shard);
+	free(old);
+}
+
 /* pack -> load equals the IDX loader's data, byte for byte. */
 static void test_idx(const char *dir)
 {
@@ -245,6 +274,7 @@ int main(void)
 	test_codec();
 	test_reader(dir);
 	test_pack_shares(dir);
+	test_pack_planted_link(dir);
 	test_idx(dir);
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);

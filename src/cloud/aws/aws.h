@@ -115,14 +115,17 @@ int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, c
 		    size_t msg_size);
 
 struct aws_inst {
-	char *id, *state, *private_ip, *public_ip, *subnet;   /* may be NULL but id, state */
+	char *id, *state, *subnet;       /* may be NULL but id, state */
+	char *private_ip, *public_ip;    /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *reason;    /* stateReason message, may be NULL */
 };
 void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances
  * reply (instancesSet items anywhere, currentState for terminate),
  * appended to *v; *next gets nextToken (caller frees) or NULL.  -1 when
- * the text is not an EC2 reply. */
+ * the text is not an EC2 reply, and when an address is not an IP address
+ * (err names the instance; it is appended without that address, so that
+ * what was made can still be terminated). */
 int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
 		    struct pbx_err *err);
 /* The text of the first element named `name` (local name) anywhere in the

@@ -236,18 +236,33 @@ static int imds_get(struct pbx_http *h, const char *method, const char *url, con
 	return 0;
 }
 
-/* IMDSv2: a session token, the role's name, its credentials. */
-static int imds_creds(struct pbx_http *h, struct aws_creds *out, struct pbx_err *err)
+/* The IMDS base URL without a trailing '/': AWS_EC2_METADATA_SERVICE_ENDPOINT
+ * when set (the tests point it at loopback), which must pass
+ * pbx_http_url_allowed, else http://169.254.169.254.  Caller frees; NULL
+ * with err when refused. */
+static char *imds_base(struct pbx_err *err)
 {
 	const char *ep = getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-	char *base = xasprintf("%s", ep && *ep ? ep : "http://169.254.169.254");
+	char *base = xasprintf("%s", ep && *ep ? ep : "http://169.254.169.254"), why[256];
+	size_t bl = strlen(base);
+	if (!pbx_http_url_allowed(base, why, sizeof(why))) {
+		free(base);
+		pbx_err_setc(err, PBX_EXIT_USAGE, "AWS_EC2_METADATA_SERVICE_ENDPOINT: %s", why);
+		return NULL;
+	}
+	if (bl && base[bl - 1] == '/')
+		base[bl - 1] = '\0';
+	return base;
+}
+
+/* IMDSv2 at `base`: a session token, the role's name, its credentials. */
+static int imds_creds(struct pbx_http *h, const char *base, struct aws_creds *out,
+		      struct pbx_err *err)
+{
 	struct pbx_buf tok = PBX_BUF_INIT, role = PBX_BUF_INIT, doc = PBX_BUF_INIT;
 	char *url = NULL, *hdr = NULL;
 	json_t *j = NULL;
 	int rc;
-	size_t bl = strlen(base);
-	if (bl && base[bl - 1] == '/')
-		base[bl - 1] = '\0';
 	url = xasprintf("%s/latest/api/token", base);
 	rc = imds_get(h, "PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", &tok, err);
 	if (rc == 0) {
@@ -297,7 +312,6 @@ static int imds_creds(struct pbx_http *h, struct aws_creds *out, struct pbx_err 
 		explicit_bzero(hdr, strlen(hdr));
 	free(hdr);
 	free(url);
-	free(base);
 	return rc;
 }
 
@@ -307,6 +321,7 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 {
 	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
 	const char *tok = getenv("AWS_SESSION_TOKEN"), *imds_off;
+	int rc;
 	const char *name = profile_name(o->profile);
 	int explicit = (o->profile && *o->profile) || (getenv("AWS_PROFILE") && *getenv("AWS_PROFILE"));
 	struct prof p = { 0 };
@@ -341,9 +356,15 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	}
 	prof_free(&p);
 	imds_off = getenv("AWS_EC2_METADATA_DISABLED");
-	if (o->http && !(imds_off && !strcasecmp(imds_off, "true")) &&
-	    imds_creds(o->http, out, err) == 0)
-		return 0;
+	if (o->http && !(imds_off && !strcasecmp(imds_off, "true"))) {
+		char *base = imds_base(err);
+		if (!base)
+			return -1;   /* a refused endpoint is said as such */
+		rc = imds_creds(o->http, base, out, err);
+		free(base);
+		if (rc == 0)
+			return 0;
+	}
 	pbx_err_setc(err, PBX_EXIT_USAGE, "no AWS credentials found: not in the environment "
 		     "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)%s, not in profile '%s' of the "
 		     "shared credentials or config file, not from instance metadata", explicit

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/addr.h"
 #include "util/xalloc.h"
 
 #define AWS_XML_OPTS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | \
@@ -126,7 +127,32 @@ void aws_insts_free(struct aws_inst *v, size_t n)
 	free(v);
 }
 
-static void inst_add(xmlNode *item, struct aws_inst **v, size_t *n)
+/* Instances found so far and the first bad address among them. */
+struct inst_walk {
+	struct aws_inst **v;
+	size_t *n;
+	int bad;
+	struct pbx_err *err;
+};
+
+/* The text of address child `name` of instance `id`: a copy when it is an
+ * IP address (pbx_ip_literal_ok), NULL when absent; anything else gives
+ * NULL and, for the first such, w->err naming the instance and field. */
+static char *address(xmlNode *item, const char *name, const char *id, struct inst_walk *w)
+{
+	char *t = child_text(item, name);
+	if (!t || pbx_ip_literal_ok(t))
+		return t;
+	free(t);
+	if (!w->bad++)
+		pbx_err_set(w->err, "EC2 reply: instance %.80s has a %s that is not an IP address",
+			    id, name);
+	return NULL;
+}
+
+/* One instance item; one with a bad address is still kept (without it),
+ * so that it can be found and terminated, and the reply fails. */
+static void inst_add(xmlNode *item, struct inst_walk *w)
 {
 	struct aws_inst x = { 0 };
 	xmlNode *st = child(item, "instanceState");
@@ -139,16 +165,16 @@ static void inst_add(xmlNode *item, struct aws_inst **v, size_t *n)
 		free(x.state);
 		return;
 	}
-	x.private_ip = child_text(item, "privateIpAddress");
-	x.public_ip = child_text(item, "ipAddress");
+	x.private_ip = address(item, "privateIpAddress", x.id, w);
+	x.public_ip = address(item, "ipAddress", x.id, w);
 	x.subnet = child_text(item, "subnetId");
 	x.reason = child_text(child(item, "stateReason"), "message");
-	*v = xreallocarray(*v, *n + 1, sizeof(**v));
-	(*v)[(*n)++] = x;
+	*w->v = xreallocarray(*w->v, *w->n + 1, sizeof(**w->v));
+	(*w->v)[(*w->n)++] = x;
 }
 
 /* Every instancesSet's items below n (reservations hold one each). */
-static void insts_walk(xmlNode *n, struct aws_inst **v, size_t *cnt, int depth)
+static void insts_walk(xmlNode *n, struct inst_walk *w, int depth)
 {
 	xmlNode *c;
 	if (depth > 16)
@@ -158,9 +184,9 @@ static void insts_walk(xmlNode *n, struct aws_inst **v, size_t *cnt, int depth)
 			xmlNode *it;
 			for (it = c->children; it; it = it->next)
 				if (is(it, "item"))
-					inst_add(it, v, cnt);
+					inst_add(it, w);
 		} else if (c->type == XML_ELEMENT_NODE) {
-			insts_walk(c->children, v, cnt, depth + 1);
+			insts_walk(c->children, w, depth + 1);
 		}
 	}
 }
@@ -170,19 +196,20 @@ int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n,
 {
 	xmlDocPtr d = aws_xml_read(xml, len);
 	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL;
+	struct inst_walk w = { v, n, 0, err };
 	*next = NULL;
 	if (!root || !strstr((const char *)root->name, "Response") || is(root, "Response")) {
 		xmlFreeDoc(d);
 		return pbx_err_set(err, "the EC2 reply is not an instance list (%zu bytes)", len);
 	}
-	insts_walk(root->children, v, n, 0);
+	insts_walk(root->children, &w, 0);
 	*next = child_text(root, "nextToken");
-	if (*next && !**next) {
+	if (*next && (!**next || w.bad)) {
 		free(*next);
 		*next = NULL;
 	}
 	xmlFreeDoc(d);
-	return 0;
+	return w.bad ? -1 : 0;
 }
 
 char *aws_xml_text(const char *xml, size_t len, const char *name)

@@ -133,6 +133,24 @@ static int open_file(struct pbx_gce_auth *a, const char *path, const char *why,
 	return 0;
 }
 
+/* No key file: the metadata server, at GCE_METADATA_HOST when set (the
+ * tests point it at loopback), which must pass pbx_http_url_allowed. */
+static int open_metadata(struct pbx_gce_auth *a, struct pbx_err *err)
+{
+	const char *host = getenv("GCE_METADATA_HOST");
+	char why[256];
+	a->kind = AUTH_METADATA;
+	a->metadata_url = xasprintf(
+		"http://%s/computeMetadata/v1/instance/service-accounts/default/token",
+		host && *host ? host : "metadata.google.internal");
+	if (!pbx_http_url_allowed(a->metadata_url, why, sizeof(why)))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "GCE_METADATA_HOST: %s", why);
+	a->source = xasprintf("the metadata server (no credentials file: set "
+			      "clouds.gce.credentials or GOOGLE_APPLICATION_CREDENTIALS, "
+			      "or run 'gcloud auth application-default login')");
+	return 0;
+}
+
 int pbx_gce_auth_open(const char *credentials, struct pbx_http *http,
 		      struct pbx_gce_auth **out, struct pbx_err *err)
 {
@@ -152,15 +170,7 @@ int pbx_gce_auth_open(const char *credentials, struct pbx_http *http,
 		if (file_exists(adc)) {
 			rc = open_file(a, adc, "gcloud application-default credentials", err);
 		} else {
-			const char *host = getenv("GCE_METADATA_HOST");
-			a->kind = AUTH_METADATA;
-			a->metadata_url = xasprintf(
-				"http://%s/computeMetadata/v1/instance/service-accounts/default/token",
-				host && *host ? host : "metadata.google.internal");
-			a->source = xasprintf("the metadata server (no credentials file: set "
-					      "clouds.gce.credentials or GOOGLE_APPLICATION_CREDENTIALS, "
-					      "or run 'gcloud auth application-default login')");
-			rc = 0;
+			rc = open_metadata(a, err);
 		}
 		free(adc);
 	}

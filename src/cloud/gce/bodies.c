@@ -1,9 +1,11 @@
 /*
  * bodies.c - the JSON bodies pbx sends to Compute Engine (shapes as in
- * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6):
- * the cluster's two firewall rules and a bulkInsert per node kind, with
- * the cluster's labels, network tags, the login user's key in ssh-keys
- * metadata, GPUs with onHostMaintenance TERMINATE, optional Spot.
+ * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6,
+ * and docs/gce-network.md): the cluster's two firewall rules, its Cloud
+ * Router with Cloud NAT (outbound traffic of compute nodes that have no
+ * external address), and a bulkInsert per node kind, with the cluster's
+ * labels, network tags, the login user's key in ssh-keys metadata, GPUs
+ * with onHostMaintenance TERMINATE, optional Spot.
  */
 #include "cloud/gce/gce.h"
 
@@ -24,6 +26,40 @@ char *gce_instance_name(const struct gce *g, const char *node)
 char *gce_firewall_name(const struct gce *g, int which)
 {
 	return xasprintf("pbx-%s-%s", g->s->name, which == 0 ? "ssh" : "internal");
+}
+
+/* The cluster's Cloud Router (which carries its Cloud NAT), one per
+ * region it uses.  Routers have no labels, so the name alone identifies
+ * the cluster's: every name pbx gives a cluster-wide resource is made in
+ * these helpers. */
+char *gce_router_name(const struct gce *g)
+{
+	return xasprintf("pbx-%s-nat", g->s->name);
+}
+
+/* The network every node and the router are on. */
+#define GCE_NETWORK "global/networks/default"
+
+json_t *gce_router_body(const struct gce *g)
+{
+	char *name = gce_router_name(g), *net = xasprintf("projects/%s/" GCE_NETWORK, g->project);
+	char *desc = xasprintf("pbx: outbound traffic of cluster %s's nodes without an "
+			       "external address", g->s->name);
+	/* AUTO_ONLY: Google allocates the NAT addresses; every range of every
+	 * subnetwork of the network in this region goes through it. */
+	json_t *b = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}",
+			      "name", name, "description", desc, "network", net,
+			      "nats", "name", "pbx-nat", "natIpAllocateOption", "AUTO_ONLY",
+			      "sourceSubnetworkIpRangesToNat", "ALL_SUBNETWORKS_ALL_IP_RANGES");
+	free(name);
+	free(net);
+	free(desc);
+	return b;
+}
+
+int gce_nodes_external(const struct gce *g, int head)
+{
+	return head || (g->s->t && g->s->t->compute_external_ips);
 }
 
 /* Network tags: every node carries pbx-NAME, the head also pbx-NAME-head. */
@@ -47,19 +83,24 @@ static json_t *ssh_sources(const struct pbx_cluster_template *t)
 json_t *gce_firewall_body(const struct gce *g, int which)
 {
 	char *name = gce_firewall_name(g, which), *all = tag(g, 0), *head = tag(g, 1);
+	int everyone = gce_nodes_external(g, 0);
 	json_t *b;
 	if (which == 0)
-		/* SSH to the head only, from the template's ssh_from (default
-		 * anywhere: pbx cannot know the user's public address reliably). */
+		/* SSH to the nodes with an external address (the head, and the
+		 * compute nodes with compute_external_ips), from the template's
+		 * ssh_from (default anywhere: pbx cannot know the user's public
+		 * address reliably). */
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}",
-			      "name", name, "description", "pbx: SSH to the cluster's head",
-			      "network", "global/networks/default", "direction", "INGRESS",
+			      "name", name, "description", everyone ? "pbx: SSH to the cluster's nodes"
+			      : "pbx: SSH to the cluster's head",
+			      "network", GCE_NETWORK, "direction", "INGRESS",
 			      "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
-			      "targetTags", head, "allowed", "IPProtocol", "tcp", "ports", "22");
+			      "targetTags", everyone ? all : head,
+			      "allowed", "IPProtocol", "tcp", "ports", "22");
 	else
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
 			      "name", name, "description", "pbx: everything inside the cluster",
-			      "network", "global/networks/default", "direction", "INGRESS",
+			      "network", GCE_NETWORK, "direction", "INGRESS",
 			      "priority", 1000, "sourceTags", all, "targetTags", all,
 			      "allowed", "IPProtocol", "tcp", "IPProtocol", "udp",
 			      "IPProtocol", "icmp");
@@ -97,6 +138,19 @@ static json_t *scheduling(const struct pbx_node_group *grp)
 	return s;
 }
 
+/* The node's network interface: on the cluster's network, with an
+ * external address (ONE_TO_ONE_NAT access config) only for the head, or
+ * for every node with compute_external_ips. */
+static json_t *network_interfaces(const struct gce *g, int head)
+{
+	json_t *nic = json_pack("{s:s}", "network", GCE_NETWORK);
+	if (gce_nodes_external(g, head))
+		json_object_set_new(nic, "accessConfigs",
+				    json_pack("[{s:s, s:s}]", "name", "external-nat",
+					      "type", "ONE_TO_ONE_NAT"));
+	return json_pack("[o]", nic);
+}
+
 /* instanceProperties: as an Instance, with bare machine and accelerator
  * type names (bulkInsert's form). */
 static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
@@ -108,13 +162,11 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 	char *tg = tag(g, grp == NULL), *all = tag(g, 0);
 	json_t *p = json_pack(
 		"{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"
-		" s:[{s:s, s:[{s:s, s:s}]}],"
-		" s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
+		" s:o, s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
 		"machineType", machine,
 		"disks", "boot", 1, "autoDelete", 1, "mode", "READ_WRITE", "type", "PERSISTENT",
 		"initializeParams", "sourceImage", t->image, "diskSizeGb", GCE_DISK_GB,
-		"networkInterfaces", "network", "global/networks/default",
-		"accessConfigs", "name", "external-nat", "type", "ONE_TO_ONE_NAT",
+		"networkInterfaces", network_interfaces(g, grp == NULL),
 		"metadata", "items", "key", "ssh-keys", "value", ssh,
 		"labels", labels(g, grp ? "compute" : "head"),
 		"tags", "items", all, tg,

@@ -76,16 +76,12 @@ static int parse_user(json_t *o, const char *path, struct pbx_gce_creds *c, stru
 	return 0;
 }
 
-static int uri_ok(const char *u)
-{
-	return !strncmp(u, "https://", 8) || !strncmp(u, "http://", 7);
-}
-
 int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
 			struct pbx_gce_creds *c, struct pbx_err *err)
 {
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	char why[256];
 	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
@@ -106,8 +102,9 @@ int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
 	else
 		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field type: '%s' is not supported "
 			     "(service_account or authorized_user)", path, c->type);
-	if (rc == 0 && c->token_uri && !uri_ok(c->token_uri))
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field token_uri: not an http(s) URL", path);
+	if (rc == 0 && c->token_uri && !pbx_http_url_allowed(c->token_uri, why, sizeof(why)))
+		/* the refresh token or signed assertion would go there */
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field token_uri: %s", path, why);
 out:
 	json_decref(o);
 	if (rc < 0)

@@ -4,15 +4,20 @@
  *
  *   open     credentials (auth.c), an HTTP handle logging into the store
  *   plan     head + GROUPn nodes; instance names NAME-NODE
- *   begin    the two firewall rules if missing; one bulkInsert per node
+ *   begin    the two firewall rules if missing; on a start (the head among
+ *            the nodes: a resize touches neither), the cluster's Cloud
+ *            Router with Cloud NAT in each region of its zones unless the
+ *            template gives compute nodes external addresses; one bulkInsert per node
  *            kind (head, each group) for the nodes that do not exist yet,
  *            each node recorded (instance, zone, operation) at once
  *   poll     operations to DONE with their error read (QUOTA_EXCEEDED,
  *            ZONE_RESOURCE_POOL_EXHAUSTED*: a clear message, then every
  *            instance of the cluster deleted: all or nothing), then the
  *            instances listed by label until all are RUNNING; addresses
- *            recorded (the head's public one too)
+ *            recorded (a node's public one when it has one: pbx reaches
+ *            the others through the head)
  *   list     instances labelled pbx-cluster=NAME (paged) + the firewall rules
+ *            + the routers (found by name: routers have no labels)
  *   destroy  deletes them and waits for every operation
  */
 #include "cloud/gce/gce.h"
@@ -174,14 +179,13 @@ static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pb
 
 /* ---------------------------------------------------------- operations */
 
-/* Waits for operation `op` (zone, or global when zone is NULL) to be
- * DONE; its error becomes err. */
-static int gce_wait_op(struct gce *g, const char *zone, const char *op, struct pbx_err *err)
+/* Waits for operation `op` to be DONE; its error becomes err.  `scope` is
+ * where the operation lives: "zones/Z", "regions/R" or "global". */
+static int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err *err)
 {
 	struct timespec delay = { 0, 250 * 1000 * 1000 };
 	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
-	char *path = zone ? xasprintf("projects/%s/zones/%s/operations/%s", g->project, zone, op)
-		: xasprintf("projects/%s/global/operations/%s", g->project, op);
+	char *path = xasprintf("projects/%s/%s/operations/%s", g->project, scope, op);
 	int rc = -1;
 	while (time(NULL) < until) {
 		json_t *r = NULL;
@@ -209,9 +213,10 @@ static int gce_wait_op(struct gce *g, const char *zone, const char *op, struct p
 	return rc;
 }
 
-/* Sends a mutation and waits for its operation. */
+/* Sends a mutation and waits for its operation (in `scope`, see
+ * gce_wait_op).  A status listed in `ok` other than 2xx is no operation. */
 static int gce_mutate(struct gce *g, const char *method, const char *path, json_t *body,
-		      const long *ok, const char *zone, struct pbx_err *err)
+		      const long *ok, const char *scope, struct pbx_err *err)
 {
 	json_t *r = NULL;
 	struct gce_op o;
@@ -220,7 +225,7 @@ static int gce_mutate(struct gce *g, const char *method, const char *path, json_
 	if (rc == 0 && st >= 200 && st < 300) {
 		rc = gce_op_parse(r, &o, err);
 		if (rc == 0)
-			rc = gce_wait_op(g, zone, o.name, err);
+			rc = gce_wait_op(g, scope, o.name, err);
 	}
 	json_decref(r);
 	return rc;
@@ -292,7 +297,7 @@ static int gce_firewalls(struct gce *g, struct pbx_err *err)
 		if (rc == 0 && st == 404) {
 			char *ins = xasprintf("projects/%s/global/firewalls", g->project);
 			body = gce_firewall_body(g, which);
-			rc = gce_mutate(g, "POST", ins, body, NULL, NULL, err);
+			rc = gce_mutate(g, "POST", ins, body, NULL, "global", err);
 			json_decref(body);
 			free(ins);
 		}
@@ -301,6 +306,150 @@ static int gce_firewalls(struct gce *g, struct pbx_err *err)
 		if (rc < 0)
 			return pbx_err_prefix(err, "firewall rule");
 	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- routers */
+
+/* The distinct regions of the zones the cluster may use (a zone's region
+ * is its name without the last "-x"), NULL-terminated; caller frees the
+ * array and its strings (gce_regions_free). */
+static char **gce_regions(const struct gce *g)
+{
+	char **r = xcalloc(g->nzones + 1, sizeof(*r));
+	size_t z, n = 0, k;
+	for (z = 0; z < g->nzones; z++) {
+		const char *dash = strrchr(g->zones[z], '-');
+		char *reg = dash ? xstrndup(g->zones[z], (size_t)(dash - g->zones[z]))
+			: xstrdup(g->zones[z]);
+		for (k = 0; k < n && strcmp(r[k], reg) != 0; k++)
+			;
+		if (k < n)
+			free(reg);
+		else
+			r[n++] = reg;
+	}
+	return r;
+}
+
+static void gce_regions_free(char **r)
+{
+	size_t i;
+	for (i = 0; r && r[i]; i++)
+		free(r[i]);
+	free(r);
+}
+
+/* projects/P/regions/R/routers[/NAME]; caller frees. */
+static char *gce_router_path(const struct gce *g, const char *region, int with_name)
+{
+	char *name = gce_router_name(g);
+	char *p = with_name ? xasprintf("projects/%s/regions/%s/routers/%s", g->project, region, name)
+		: xasprintf("projects/%s/regions/%s/routers", g->project, region);
+	free(name);
+	return p;
+}
+
+/* Whether the cluster's router exists in `region`: 1 yes, 0 no, -1 error. */
+static int gce_router_exists(struct gce *g, const char *region, struct pbx_err *err)
+{
+	char *path = gce_router_path(g, region, 1);
+	json_t *r = NULL;
+	long st;
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	json_decref(r);
+	free(path);
+	return rc < 0 ? -1 : st == 200;
+}
+
+/* The cluster's Cloud Router with Cloud NAT in every region of its zones,
+ * made when missing and waited for, so compute nodes without an external
+ * address reach the internet (apt-get) from their first boot.  None when
+ * compute nodes have external addresses. */
+static int gce_routers(struct gce *g, struct pbx_err *err)
+{
+	char **regions;
+	size_t i;
+	int rc = 0;
+	if (gce_nodes_external(g, 0))
+		return 0;
+	regions = gce_regions(g);
+	for (i = 0; rc == 0 && regions[i]; i++) {
+		char *scope = xasprintf("regions/%s", regions[i]), *ins;
+		json_t *body;
+		rc = gce_router_exists(g, regions[i], err);
+		if (rc == 0) {
+			ins = gce_router_path(g, regions[i], 0);
+			body = gce_router_body(g);
+			rc = gce_mutate(g, "POST", ins, body, NULL, scope, err);
+			json_decref(body);
+			free(ins);
+		}
+		if (rc < 0)
+			pbx_err_prefix(err, "Cloud Router with NAT in %s", regions[i]);
+		free(scope);
+		rc = rc < 0 ? -1 : 0;
+	}
+	gce_regions_free(regions);
+	return rc;
+}
+
+/* Appends to v the cluster's routers that exist (id = name, zone = region,
+ * state "ROUTER"). */
+static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
+			    struct pbx_err *err)
+{
+	char **regions = gce_regions(g);
+	size_t i;
+	int rc = 0;
+	for (i = 0; rc == 0 && regions[i]; i++) {
+		rc = gce_router_exists(g, regions[i], err);
+		if (rc == 1) {
+			*v = xreallocarray(*v, *n + 1, sizeof(**v));
+			(*v)[*n].id = gce_router_name(g);
+			(*v)[*n].zone = xstrdup(regions[i]);
+			(*v)[(*n)++].state = xstrdup("ROUTER");
+			rc = 0;
+		}
+	}
+	gce_regions_free(regions);
+	return rc;
+}
+
+/* Deletes the cluster's router in every region of its zones (already gone
+ * is fine) and waits for each. */
+static int gce_delete_routers(struct gce *g, struct pbx_err *err)
+{
+	char **regions = gce_regions(g);
+	size_t i;
+	int rc = 0;
+	for (i = 0; rc == 0 && regions[i]; i++) {
+		char *path = gce_router_path(g, regions[i], 1);
+		char *scope = xasprintf("regions/%s", regions[i]);
+		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, scope, err);
+		if (rc < 0)
+			pbx_err_prefix(err, "deleting Cloud Router %s", path);
+		free(scope);
+		free(path);
+	}
+	gce_regions_free(regions);
+	return rc;
+}
+
+/* Whether a resource of a list is an instance (not a firewall rule or a
+ * router, which are deleted by name after the instances). */
+static int gce_is_instance(const struct pbx_instance *x)
+{
+	return !x->state || (strcmp(x->state, "FIREWALL") != 0 && strcmp(x->state, "ROUTER") != 0);
+}
+
+/* A start's node list has the head; a resize's only the nodes it adds. */
+static int gce_has_head(const struct pbx_node_row *nodes, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(nodes[i].role, "head"))
+			return 1;
 	return 0;
 }
 
@@ -377,6 +526,8 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct gce_inst *have = NULL;
 	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
 	int rc = gce_firewalls(g, err);
+	if (rc == 0 && gce_has_head(nodes, n))
+		rc = gce_routers(g, err);
 	if (rc == 0)
 		rc = gce_list_instances(g, &have, &nhave, err);
 	/* Head (grp NULL), then each group: the nodes not yet there. */
@@ -590,7 +741,7 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
 		if (pbx_cloud_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
-		    pbx_cloud_address_allowed(g->base, x->name, i == 0 ? x->public_ip : NULL, err) < 0) {
+		    pbx_cloud_address_allowed(g->base, x->name, x->public_ip, err) < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}
@@ -598,7 +749,9 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			set_str(&nodes[i].address, x->private_ip);
 			if (x->zone)
 				set_str(&nodes[i].zone, x->zone);
-			set_str(&nodes[i].public_address, i == 0 ? x->public_ip : NULL);
+			/* as the node has it: SSH goes through the head to a
+			 * node without one (pbx_cluster_connect) */
+			set_str(&nodes[i].public_address, x->public_ip);
 			set_str(&nodes[i].state, "running");
 			gce_record(h, &nodes[i]);
 			pbx_events_stage(h ? h->ev : NULL, i, "running");
@@ -670,6 +823,7 @@ static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 	*n = 0;
 	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
+	/* instances, the two firewall rules, then the routers */
 	*v = xcalloc(nhave + 2, sizeof(**v));
 	for (i = 0; i < nhave; i++) {
 		(*v)[*n].id = xstrdup(have[i].name);
@@ -698,7 +852,7 @@ static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 			free(name);
 		}
 	}
-	return 0;
+	return gce_list_routers(g, v, n, err);
 }
 
 struct gce_delete_run {
@@ -715,7 +869,7 @@ static int gce_delete_one(void *ctx, size_t i, struct pbx_err *err)
 	char *path;
 	long st;
 	int rc;
-	if (x->state && !strcmp(x->state, "FIREWALL"))
+	if (!gce_is_instance(x))
 		return 0;
 	path = xasprintf("projects/%s/zones/%s/instances/%s", r->g->project,
 			 x->zone ? x->zone : r->g->zone, x->id);
@@ -739,8 +893,7 @@ static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
 		if (gce_list_instances(g, &have, &nhave, err) < 0)
 			return -1;
 		for (i = 0; i < n; i++)
-			if ((!v[i].state || strcmp(v[i].state, "FIREWALL") != 0) &&
-			    gce_find(have, nhave, v[i].id)) {
+			if (gce_is_instance(&v[i]) && gce_find(have, nhave, v[i].id)) {
 				left++;
 				one = v[i].id;
 			}
@@ -781,15 +934,19 @@ static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, siz
 	return rc;
 }
 
-/* Deletes every instance, then the firewall rules. */
+/* Deletes every instance, then the routers (by name, in every region of
+ * the zones: with or without compute_external_ips, which may have changed
+ * since the start), then the firewall rules. */
 static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
 	int rc = gce_delete_instances(g, v, n, err), which;
+	if (rc == 0)
+		rc = gce_delete_routers(g, err);
 	for (which = 0; which < 2 && rc == 0; which++) {
 		char *name = gce_firewall_name(g, which);
 		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
-		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, NULL, err);
+		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, "global", err);
 		free(path);
 		free(name);
 	}

@@ -90,11 +90,13 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
 
 struct gce_inst {
 	char *name, *zone, *status;
-	char *private_ip, *public_ip;   /* may be NULL */
+	char *private_ip, *public_ip;   /* IP addresses (pbx_ip_literal_ok) or NULL */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);
- * *next gets nextPageToken (caller frees) or NULL. */
+ * *next gets nextPageToken (caller frees) or NULL.  -1 also when an
+ * address is not an IP address (err names the instance; it is appended
+ * without that address). */
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		   struct pbx_err *err);
 void gce_insts_free(struct gce_inst *v, size_t n);
@@ -106,6 +108,15 @@ char *gce_instance_name(const struct gce *g, const char *node);
 /* The firewall rules of the cluster (2): SSH to the head, all inside. */
 json_t *gce_firewall_body(const struct gce *g, int which);
 char *gce_firewall_name(const struct gce *g, int which);
+/* The name of the cluster's Cloud Router (with its Cloud NAT) in each
+ * region it uses.  Caller frees. */
+char *gce_router_name(const struct gce *g);
+/* routers.insert body: the router on the cluster's network with one NAT
+ * (AUTO_ONLY addresses, every subnetwork range).  New reference. */
+json_t *gce_router_body(const struct gce *g);
+/* Whether nodes of this kind (head, or compute) get an external address:
+ * the head always, compute nodes only with compute_external_ips. */
+int gce_nodes_external(const struct gce *g, int head);
 /* bulkInsert body for nodes idx[0..n) of one kind: the head (grp NULL) or
  * node group grp; Compute Engine makes at least min_count of them or none.
  * New reference. */

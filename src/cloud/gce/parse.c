@@ -2,7 +2,8 @@
  * parse.c - reading Compute Engine replies (jansson): Google's error
  * shape, Operation resources (status, error.errors[]), and instances.list
  * pages (name, zone, status, networkIP, natIP, nextPageToken).  Untrusted
- * input: every field is type-checked and length-bounded; fuzzed by
+ * input: every field is type-checked and length-bounded, addresses must be
+ * IP addresses (they reach slurm.conf and ssh); fuzzed by
  * tests/fuzz/fuzz_gce_reply.c.
  */
 #include "cloud/gce/gce.h"
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/addr.h"
 #include "util/xalloc.h"
 
 #define MAX_FIELD 1024
@@ -125,12 +127,32 @@ void gce_insts_free(struct gce_inst *v, size_t n)
 	free(v);
 }
 
+/* An address member of instance `name`: a copy when it is an IP address
+ * (pbx_ip_literal_ok), NULL when absent; when it is anything else, NULL
+ * and, for the first such, err naming the instance and the field (*bad). */
+static char *address(json_t *o, const char *key, const char *name, int *bad,
+		     struct pbx_err *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return NULL;
+	if (json_is_string(v) && pbx_ip_literal_ok(json_string_value(v)) &&
+	    strlen(json_string_value(v)) == json_string_length(v))
+		return xstrdup(json_string_value(v));
+	if (!(*bad)++)
+		pbx_err_set(err, "Compute Engine list reply: instance %.80s has a %s that is not an "
+			    "IP address", name, key);
+	return NULL;
+}
+
 /* Appends the instances of an array (a list's items, or one scope of an
- * aggregated list). */
+ * aggregated list).  An instance with a bad address is still appended
+ * (without it), so that it can be found and deleted, and the list fails. */
 static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pbx_err *err)
 {
 	json_t *it;
 	size_t i;
+	int bad = 0;
 	if (items && !json_is_array(items))
 		return pbx_err_set(err, "Compute Engine list reply: items is not an array");
 	json_array_foreach(items, i, it) {
@@ -144,10 +166,10 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 		x->name = xstrdup(str(it, "name"));
 		x->status = xstrdup(str(it, "status"));
 		x->zone = dup_or_null(last_segment(str(it, "zone")));
-		x->private_ip = dup_or_null(str(nic, "networkIP"));
-		x->public_ip = dup_or_null(str(ac, "natIP"));
+		x->private_ip = address(nic, "networkIP", x->name, &bad, err);
+		x->public_ip = address(ac, "natIP", x->name, &bad, err);
 	}
-	return 0;
+	return bad ? -1 : 0;
 }
 
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,

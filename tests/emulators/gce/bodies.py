@@ -2,8 +2,12 @@
 (node_body.c: the local provider's body code).
 
 Each instance's body lives in STATE/bodies/PROJECT/ZONE/NAME: an sshd
-listening on the instance's networkIP and, for an instance with an access
-config, on its natIP too, at --ssh-port.  Keys come from the `ssh-keys`
+listening at --ssh-port on the instance's natIP when it has an access
+config, else on its networkIP.  Never on both: from the user's side a VM
+is reached on its external address only, and a node without one only
+through another node (pbx's jump through the head), so a client that
+connects to a private address where a public one exists fails here as it
+would against Google.  Keys come from the `ssh-keys`
 metadata item ("user:keytype key comment" lines), one authorized-keys file
 per user (sshd's AuthorizedKeysFile .../etc/ssh/keys/%u), so a key logs in
 only as the user it was given for.  Sessions get HOME=ROOT/home/USER (the
@@ -72,7 +76,7 @@ class Bodies:
         root = self.root(inst)
         keys = ssh_keys(inst.res.get("metadata", {}).get("items"))
         nic = inst.res["networkInterfaces"][0]
-        addrs = [nic["networkIP"]] + [ac["natIP"] for ac in nic.get("accessConfigs", [])]
+        addrs = [ac["natIP"] for ac in nic.get("accessConfigs", [])] or [nic["networkIP"]]
         try:
             keydir = os.path.join(root, "etc", "ssh", "keys")
             os.makedirs(keydir, mode=0o755, exist_ok=True)

@@ -39,7 +39,7 @@ import schema  # noqa: E402
 import validate  # noqa: E402
 from auth import Auth  # noqa: E402
 from bodies import Bodies  # noqa: E402
-from errors import ApiError, OAuthError, invalid_field, invalid_payload, not_found  # noqa: E402
+from errors import ApiError, OAuthError, already_exists, invalid_field, invalid_payload, not_found  # noqa: E402
 from faults import Faults  # noqa: E402
 from world import World  # noqa: E402
 
@@ -75,10 +75,16 @@ ROUTES = [
     ("POST", r"projects/(?P<p>[^/]+)/global/firewalls", "firewalls_insert", {"requestId"}),
     ("GET", r"projects/(?P<p>[^/]+)/global/firewalls/(?P<n>[^/]+)", "firewalls_get", set()),
     ("DELETE", r"projects/(?P<p>[^/]+)/global/firewalls/(?P<n>[^/]+)", "firewalls_delete", {"requestId"}),
+    ("GET", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/operations/(?P<n>[^/]+)", "region_op_get", set()),
+    ("POST", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/operations/(?P<n>[^/]+)/wait", "region_op_wait", set()),
+    ("GET", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/routers", "routers_list", LIST_PARAMS),
+    ("POST", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/routers", "routers_insert", {"requestId"}),
+    ("GET", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/routers/(?P<n>[^/]+)", "routers_get", set()),
+    ("DELETE", r"projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)/routers/(?P<n>[^/]+)", "routers_delete", {"requestId"}),
 ]
 ROUTES = [(m, re.compile(rx + r"\Z"), h, q) for m, rx, h, q in ROUTES]
 MUTATING = {"instances_insert", "instances_bulk_insert", "instances_delete", "firewalls_insert",
-            "firewalls_delete"}
+            "firewalls_delete", "routers_insert", "routers_delete"}
 
 
 class Compute:
@@ -99,6 +105,11 @@ class Compute:
         self._project(p)
         if z not in self.w.zones:
             raise not_found("projects/%s/zones/%s" % (p, z))
+
+    def _region(self, p, r):
+        self._project(p)
+        if r not in {catalog.region_of(z) for z in self.w.zones}:
+            raise not_found("projects/%s/regions/%s" % (p, r))
 
     def _op_reply(self, op):
         return 200, dict(op.res)
@@ -349,6 +360,50 @@ class Compute:
         return self._op_reply(self.w.firewall_delete(a["p"], a["n"], who, rid))
 
 
+    # ------------------------------------------------------------- routers
+
+    def region_op_get(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        return 200, dict(self.w.get_op(a["p"], "regions/" + a["r"], a["n"]).res)
+
+    def region_op_wait(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        return 200, ("wait", self.w.get_op(a["p"], "regions/" + a["r"], a["n"]))
+
+    def routers_list(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        return self._list("compute#routerList", "projects/%s/regions/%s/routers" % (a["p"], a["r"]),
+                          [resources.public(r) for (p, reg, _), r in self.w.routers.items()
+                           if p == a["p"] and reg == a["r"] and r], q)
+
+    def routers_get(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        r = self.w.routers.get((a["p"], a["r"], a["n"]))
+        if not r:
+            raise not_found("projects/%s/regions/%s/routers/%s" % (a["p"], a["r"], a["n"]))
+        return 200, resources.public(r)
+
+    def routers_insert(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        rid = validate.request_id(q.get("requestId"))
+        op = self.w.replay(a["p"], rid)
+        if op:
+            return self._op_reply(op)
+        body = self._body(body, "Router", "router_resource")
+        if (a["p"], a["r"], body.get("name")) in self.w.routers:
+            raise already_exists("projects/%s/regions/%s/routers/%s" % (a["p"], a["r"], body["name"]))
+        res = resources.router(self.w, a["p"], a["r"], body)
+        return self._op_reply(self.w.router_insert(a["p"], a["r"], res, who, rid))
+
+    def routers_delete(self, a, q, body, who):
+        self._region(a["p"], a["r"])
+        rid = validate.request_id(q.get("requestId"))
+        op = self.w.replay(a["p"], rid)
+        if op:
+            return self._op_reply(op)
+        return self._op_reply(self.w.router_delete(a["p"], a["r"], a["n"], who, rid))
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ESF"
@@ -563,7 +618,8 @@ class App:
                       "body": i.body, "body_error": i.body_error}
                      for i in w.instances.values() if i.visible]
             fws = [f for f in w.firewalls.values() if f]
-            return {"instances": insts, "firewalls": fws,
+            routers = [resources.public(r) for r in w.routers.values() if r]
+            return {"instances": insts, "firewalls": fws, "routers": routers,
                     "operations": {"total": len(w.ops), "active": len(w.active)}}
 
     def stop(self):

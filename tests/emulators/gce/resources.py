@@ -134,6 +134,32 @@ def firewall(world, project, body):
     return res
 
 
+def router(world, project, region, body):
+    """compute#router for a routers.insert BODY (schema-checked)."""
+    others = [(r["name"], r["_network"], n) for (p, reg, _), r in world.routers.items()
+              if p == project and reg == region and r for n in r.get("nats", [])]
+    net, nats = validate.router(body, project, region, world.networks, world.base, others)
+    res = {"kind": "compute#router", "id": new_id(), "creationTimestamp": now_stamp(),
+           "name": body["name"], "description": body.get("description", ""),
+           "network": world.link("projects", project, "global", "networks", net),
+           "region": world.link("projects", project, "regions", region),
+           "selfLink": world.link("projects", project, "regions", region, "routers", body["name"]),
+           "encryptedInterconnectRouter": bool(body.get("encryptedInterconnectRouter", False)),
+           "_network": net}
+    if nats:
+        res["nats"] = [dict(n, enableEndpointIndependentMapping=n.get("enableEndpointIndependentMapping", False),
+                            logConfig=dict({"enable": False}, **(n.get("logConfig") or {})),
+                            endpointTypes=n.get("endpointTypes") or ["ENDPOINT_TYPE_VM"],
+                            type=n.get("type", "PUBLIC"))
+                       for n in nats]
+    return res
+
+
+def public(res):
+    """A resource as the API shows it (without the emulator's own _keys)."""
+    return {k: v for k, v in res.items() if not k.startswith("_")}
+
+
 # ----------------------------------------------------------------- catalogue
 
 def project(world, p):

@@ -128,6 +128,28 @@ MESSAGES = {
         "targetServiceAccounts": ("list", S), "targetTags": ("list", S),
     },
     "FirewallRule": {"IPProtocol": S, "ports": ("list", S)},
+    # Router and its NAT (docs/gce-network.md).  BGP, interfaces and NAT
+    # rules are not modelled further ("any").
+    "Router": {
+        "bgp": "any", "bgpPeers": ("list", "any"), "creationTimestamp": S, "description": S,
+        "encryptedInterconnectRouter": B, "id": U64, "interfaces": ("list", "any"), "kind": S,
+        "md5AuthenticationKeys": ("list", "any"), "name": S, "nats": ("list", "RouterNat"),
+        "network": S, "region": S, "selfLink": S,
+    },
+    "RouterNat": {
+        "autoNetworkTier": S, "drainNatIps": ("list", S), "enableDynamicPortAllocation": B,
+        "enableEndpointIndependentMapping": B, "endpointTypes": ("list", S),
+        "icmpIdleTimeoutSec": I32, "logConfig": "RouterNatLogConfig", "maxPortsPerVm": I32,
+        "minPortsPerVm": I32, "name": S, "nat64Subnetworks": ("list", "any"),
+        "natIpAllocateOption": S, "natIps": ("list", S), "rules": ("list", "any"),
+        "sourceSubnetworkIpRangesToNat": S, "sourceSubnetworkIpRangesToNat64": S,
+        "subnetworks": ("list", "RouterNatSubnetworkToNat"), "tcpEstablishedIdleTimeoutSec": I32,
+        "tcpTimeWaitTimeoutSec": I32, "tcpTransitoryIdleTimeoutSec": I32, "type": S,
+        "udpIdleTimeoutSec": I32,
+    },
+    "RouterNatLogConfig": {"enable": B, "filter": S},
+    "RouterNatSubnetworkToNat": {"name": S, "secondaryIpRangeNames": ("list", S),
+                                 "sourceIpRangesToNat": ("list", S)},
     "FirewallLogConfig": {"enable": B, "metadata": S},
 }
 

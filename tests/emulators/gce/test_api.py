@@ -49,6 +49,9 @@ class Base(unittest.TestCase):
         for fw in self.emu.control("GET", "state")["firewalls"]:
             code, op = self.emu.call("DELETE", "global/firewalls/" + fw["name"])
             self.emu.wait(op)
+        for rt in self.emu.control("GET", "state")["routers"]:
+            code, op = self.emu.call("DELETE", "regions/%s/routers/%s" % (rt["region"].rsplit("/", 1)[1], rt["name"]))
+            self.emu.wait(op)
         self.assertEqual(self.emu.control("GET", "state")["instances"], [])
 
     def insert(self, body, zone=ZONE, query=""):
@@ -257,6 +260,71 @@ class Strictness(Base):
         code, op = self.emu.call("DELETE", "global/firewalls/pbx-c1-ssh")
         self.emu.wait(op)
         self.assertEqual(self.emu.call("GET", "global/firewalls/pbx-c1-ssh")[0], 404)
+
+    def test_routers(self):
+        """routers.insert: a regional resource with a regional operation;
+        the Router and RouterNat bodies checked as Compute Engine does
+        (docs/gce-network.md)."""
+        region = "us-central1"
+        rt = {"name": "pbx-c1-nat", "network": "projects/pbx-test/global/networks/default",
+              "nats": [{"name": "pbx-nat", "natIpAllocateOption": "AUTO_ONLY",
+                        "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}]}
+        path = "regions/%s/routers" % region
+        nat = lambda f: f["nats"][0]  # noqa: E731
+        for mutate, text, status in (
+                (lambda f: f.update(labels={"pbx-cluster": "c1"}), "Unknown name \"labels\" at 'router_resource'", 400),
+                (lambda f: nat(f).update(bogus=1), "Unknown name \"bogus\" at 'router_resource.nats[0]'", 400),
+                (lambda f: nat(f).update(natIpAllocateOption=3), "router_resource.nats[0].nat_ip_allocate_option", 400),
+                (lambda f: f.pop("network"), "resource.network", 400),
+                (lambda f: f.update(network="global/networks/other"), "networks/other", 404),
+                (lambda f: f.update(name="Pbx_nat"), "resource.name", 400),
+                (lambda f: f.update(region="projects/pbx-test/regions/europe-west4"), "resource.region", 400),
+                (lambda f: nat(f).pop("name"), "resource.nats[0].name", 400),
+                (lambda f: nat(f).pop("natIpAllocateOption"), "natIpAllocateOption", 400),
+                (lambda f: nat(f).update(natIpAllocateOption="AUTO"), "natIpAllocateOption", 400),
+                (lambda f: nat(f).pop("sourceSubnetworkIpRangesToNat"), "sourceSubnetworkIpRangesToNat", 400),
+                (lambda f: nat(f).update(sourceSubnetworkIpRangesToNat="ALL"), "sourceSubnetworkIpRangesToNat", 400),
+                (lambda f: nat(f).update(natIpAllocateOption="MANUAL_ONLY"), "natIps must be specified", 400),
+                (lambda f: nat(f).update(natIps=["regions/us-central1/addresses/a"]), "natIps must be empty", 400),
+                (lambda f: nat(f).update(sourceSubnetworkIpRangesToNat="LIST_OF_SUBNETWORKS"), "subnetworks", 400),
+                (lambda f: nat(f).update(logConfig={"enable": True, "filter": "SOME"}), "logConfig.filter", 400),
+                (lambda f: nat(f).update(udpIdleTimeoutSec=0), "udpIdleTimeoutSec", 400),
+                (lambda f: f["nats"].append(dict(nat(f), name="second")), "must be the only NAT", 400)):
+            body = copy.deepcopy(rt)
+            mutate(body)
+            code, value = self.emu.call("POST", path, body)
+            self.assertEqual(code, status, (body, value))
+            self.assertIn(text, value["error"]["message"], body)
+        self.assertEqual(self.emu.control("GET", "state")["routers"], [], "a rejected call created something")
+        self.assertEqual(self.emu.call("POST", "regions/mars-1/routers", rt)[0], 404)
+        code, op = self.emu.call("POST", path, rt)
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("zone", op)
+        self.assertTrue(op["region"].endswith("/regions/" + region), op)
+        self.assertIn("/regions/%s/operations/" % region, op["selfLink"])
+        self.assertEqual(self.emu.call("GET", "%s/%s" % (path, rt["name"]))[0], 404, "made before its operation ran")
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        code, got = self.emu.call("GET", "%s/%s" % (path, rt["name"]))
+        self.assertEqual((code, got["kind"], got["nats"][0]["name"]), (200, "compute#router", "pbx-nat"), got)
+        self.assertTrue(got["region"].endswith("/regions/" + region), got)
+        self.assertNotIn("labels", got)
+        code, value = self.emu.call("POST", path, rt)
+        self.assertEqual((code, reason(value)), (409, "alreadyExists"))
+        # ALL_SUBNETWORKS_ALL_IP_RANGES: the only NAT of the network in the region
+        code, value = self.emu.call("POST", path, dict(rt, name="pbx-c2-nat"))
+        self.assertEqual(code, 400, value)
+        self.assertIn("router 'pbx-c1-nat' has one", value["error"]["message"])
+        code, op = self.emu.call("POST", "regions/europe-west4/routers", rt)
+        self.assertEqual(self.emu.wait(op).get("error"), None, "another region is another router")
+        code, page = self.emu.call("GET", path)
+        self.assertEqual([r["name"] for r in page["items"]], ["pbx-c1-nat"])
+        for reg in (region, "europe-west4"):
+            code, op = self.emu.call("DELETE", "regions/%s/routers/pbx-c1-nat" % reg)
+            self.assertEqual(code, 200, op)
+            self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        self.assertEqual(self.emu.call("GET", "%s/pbx-c1-nat" % path)[0], 404)
+        self.assertEqual(self.emu.call("DELETE", "%s/pbx-c1-nat" % path)[0], 404)
+        self.assertEqual(self.emu.control("GET", "state")["routers"], [])
 
     def test_bulk_insert_rejections(self):
         props = instance_body("x", gpus=1)

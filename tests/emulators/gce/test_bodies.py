@@ -1,5 +1,7 @@
 """test_bodies.py - RUNNING instances are real node bodies: an sshd on the
-instance's networkIP (and natIP when it has one) that lets in the key from
+instance's natIP when it has one, else on its networkIP (never both: a
+private address does not answer where a public one exists, as seen from
+outside a VPC), that lets in the key from
 its ssh-keys metadata for that user only; the login user is not root and
 has passwordless sudo (--create-accounts, as Google's guest agent does);
 the operation is DONE only once sshd listens; an instance that never boots
@@ -97,8 +99,10 @@ class Bodies(unittest.TestCase):
         nip = node["networkInterfaces"][0]["networkIP"]
         self.assertTrue(ip.startswith("127.0.86.") and nat.startswith("127.0.87.") and nip.startswith("127.0.86."))
         self.assertNotIn("accessConfigs", node["networkInterfaces"][0])
-        # The operation was DONE: sshd already listens, on both addresses.
-        self.assertTrue(listening(ip) and listening(nat) and listening(nip))
+        # The operation was DONE: sshd already listens, on the external
+        # address alone when there is one.
+        self.assertTrue(listening(nat) and listening(nip))
+        self.assertFalse(listening(ip), "the head's private address answers SSH")
         r = self.ssh(nat, 'id -un; echo "$HOME"; echo "$PBX_BODY_ROOT"; sudo -n id -u')
         self.assertEqual(r.returncode, 0, r.stderr)
         user, home, root, sudo_uid = r.stdout.split("\n")[:4]
@@ -106,12 +110,12 @@ class Bodies(unittest.TestCase):
         self.assertEqual(sudo_uid, "0", "the login user has passwordless sudo")
         self.assertTrue(root.endswith("/bodies/pbx-test/%s/head" % ZONE), root)
         self.assertEqual(home, root + "/home/" + USER)
-        self.assertEqual(os.stat(home).st_uid, int(self.ssh(ip, "id -u").stdout))
+        self.assertEqual(os.stat(home).st_uid, int(self.ssh(nat, "id -u").stdout))
         r = self.ssh(nip, "echo $PBX_BODY_ROOT")
         self.assertEqual((r.returncode, r.stdout.strip().rsplit("/", 1)[-1]), (0, "node-1"), r.stderr)
         # A key only logs in as the user it was given for.
-        self.assertNotEqual(self.ssh(ip, "true", key="intruder").returncode, 0)
-        self.assertNotEqual(self.ssh(ip, "true", user="root").returncode, 0)
+        self.assertNotEqual(self.ssh(nat, "true", key="intruder").returncode, 0)
+        self.assertNotEqual(self.ssh(nat, "true", user="root").returncode, 0)
         # Delete: the body's processes and files go with the instance.
         self.delete("head")
         self.assertFalse(listening(ip) or listening(nat))

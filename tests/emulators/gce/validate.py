@@ -287,6 +287,93 @@ def firewall(body, project, networks, base):
     return net, direction, prio
 
 
+NAT_ALLOCATE = ("AUTO_ONLY", "MANUAL_ONLY")
+NAT_RANGES = ("ALL_SUBNETWORKS_ALL_IP_RANGES", "ALL_SUBNETWORKS_ALL_PRIMARY_IP_RANGES",
+              "LIST_OF_SUBNETWORKS")
+NAT_ENUMS = (("autoNetworkTier", ("PREMIUM", "STANDARD")), ("type", ("PUBLIC", "PRIVATE")),
+             ("sourceSubnetworkIpRangesToNat64", ("ALL_IPV6_SUBNETWORKS", "LIST_OF_IPV6_SUBNETWORKS")))
+NAT_LOG_FILTERS = ("ALL", "ERRORS_ONLY", "TRANSLATIONS_ONLY")
+NAT_ENDPOINTS = ("ENDPOINT_TYPE_VM", "ENDPOINT_TYPE_SWG", "ENDPOINT_TYPE_MANAGED_PROXY_LB")
+NAT_TIMEOUTS = ("icmpIdleTimeoutSec", "tcpEstablishedIdleTimeoutSec", "tcpTimeWaitTimeoutSec",
+                "tcpTransitoryIdleTimeoutSec", "udpIdleTimeoutSec", "minPortsPerVm", "maxPortsPerVm")
+
+
+def _enum(field, value, allowed):
+    if value not in allowed:
+        raise invalid_field(field, value if isinstance(value, str) else "", "Must be one of %s." % ", ".join(allowed))
+
+
+def router(body, project, region, networks, base, nats_elsewhere):
+    """(network name, nats) of a routers.insert body.  REGION is the URL's;
+    NATS_ELSEWHERE: [(router name, nat)] of the other routers on any
+    network in this region, as (network, nat) pairs."""
+    name("resource.name", body.get("name"))
+    if not body.get("network"):
+        raise invalid_field("resource.network", "", "Must be specified.")
+    net = network_link("resource.network", body["network"], project, networks, base)
+    if body.get("region"):
+        rest = strip_host(body["region"], base)
+        m = re.match(r"(?:projects/([^/]+)/)?regions/([^/]+)\Z", rest)
+        if not (m or rest == region) or (m and (m.group(2) != region or m.group(1) not in (None, project))):
+            raise invalid_field("resource.region", body["region"],
+                                "Region must match the region in the request URL '%s'." % region)
+    nats = body.get("nats") or []
+    seen = set()
+    for i, nat in enumerate(nats):
+        _nat("resource.nats[%d]" % i, nat, project, region, base)
+        if nat["name"] in seen:
+            raise invalid_field("resource.nats[%d].name" % i, nat["name"], "Duplicate NAT name.")
+        seen.add(nat["name"])
+    everything = [n for n in nats if n["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"]
+    others = [(r, n) for r, rnet, n in nats_elsewhere if rnet == net]
+    if (everything and (len(nats) > 1 or others)) or (nats and any(
+            n["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES" for _, n in others)):
+        clash = others[0][0] if others else body["name"]
+        raise invalid_field("resource.nats", "",
+                            "A NAT with sourceSubnetworkIpRangesToNat ALL_SUBNETWORKS_ALL_IP_RANGES must "
+                            "be the only NAT for network '%s' in region '%s' (router '%s' has one)."
+                            % (net, region, clash))
+    return net, nats
+
+
+def _nat(f, nat, project, region, base):
+    name("%s.name" % f, nat.get("name"))
+    if "natIpAllocateOption" not in nat:
+        raise invalid_field("%s.natIpAllocateOption" % f, "", "Must be specified.")
+    _enum("%s.natIpAllocateOption" % f, nat["natIpAllocateOption"], NAT_ALLOCATE)
+    if "sourceSubnetworkIpRangesToNat" not in nat:
+        raise invalid_field("%s.sourceSubnetworkIpRangesToNat" % f, "", "Must be specified.")
+    _enum("%s.sourceSubnetworkIpRangesToNat" % f, nat["sourceSubnetworkIpRangesToNat"], NAT_RANGES)
+    for key, allowed in NAT_ENUMS:
+        if key in nat:
+            _enum("%s.%s" % (f, key), nat[key], allowed)
+    for i, e in enumerate(nat.get("endpointTypes") or []):
+        _enum("%s.endpointTypes[%d]" % (f, i), e, NAT_ENDPOINTS)
+    ips = nat.get("natIps") or []
+    if nat["natIpAllocateOption"] == "AUTO_ONLY" and ips:
+        raise invalid_field("%s.natIps" % f, "", "natIps must be empty when natIpAllocateOption is AUTO_ONLY.")
+    if nat["natIpAllocateOption"] == "MANUAL_ONLY" and not ips:
+        raise invalid_field("%s.natIps" % f, "", "natIps must be specified when natIpAllocateOption is MANUAL_ONLY.")
+    for ip in ips:                        # no static addresses exist in the emulator
+        raise not_found(strip_host(ip, base))
+    subs = nat.get("subnetworks") or []
+    if nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS" and not subs:
+        raise invalid_field("%s.subnetworks" % f, "", "subnetworks must be specified for LIST_OF_SUBNETWORKS.")
+    if nat["sourceSubnetworkIpRangesToNat"] != "LIST_OF_SUBNETWORKS" and subs:
+        raise invalid_field("%s.subnetworks" % f, "", "subnetworks may be given only with LIST_OF_SUBNETWORKS.")
+    for i, sub in enumerate(subs):
+        link = strip_host(sub.get("name") or "", base)
+        m = re.match(r"(?:projects/([^/]+)/)?regions/([^/]+)/subnetworks/([^/]+)\Z", link)
+        if not m or m.group(2) != region or m.group(3) != "default":
+            raise not_found(link or "subnetworks/")
+    for key in NAT_TIMEOUTS:
+        if key in nat and int(nat[key]) <= 0:
+            raise invalid_field("%s.%s" % (f, key), str(nat[key]), "Must be greater than 0.")
+    log = nat.get("logConfig") or {}
+    if "filter" in log:
+        _enum("%s.logConfig.filter" % f, log["filter"], NAT_LOG_FILTERS)
+
+
 def bulk(body):
     """(count, minCount, namePattern or None, names or None) of a bulkInsert."""
     if body.get("sourceInstanceTemplate"):

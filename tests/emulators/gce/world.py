@@ -110,7 +110,9 @@ class World:
         self.networks = {"default": new_id()}
         self.instances = {}            # (project, zone, name) -> Instance
         self.firewalls = {}            # (project, name) -> resource (or None while pending)
-        self.ops = {}                  # (project, scope, name) -> Operation; scope 'zones/Z' or 'global'
+        self.routers = {}              # (project, region, name) -> resource (or None while pending)
+        self.ops = {}                  # (project, scope, name) -> Operation; scope 'zones/Z',
+                                       # 'regions/R' or 'global'
         self.active = []               # Operations not DONE
         self.request_ids = {}          # (project, requestId) -> Operation
         self.net = Pool(net_cidr)
@@ -140,6 +142,8 @@ class World:
                "selfLink": self.link("projects", project, scope, "operations", name)}
         if scope.startswith("zones/"):
             res["zone"] = self.zone_link(project, scope[6:])
+        if scope.startswith("regions/"):
+            res["region"] = self.link("projects", project, scope)
         if request_id:
             res["clientOperationId"] = request_id
         op = Operation(res, kind, self.faults.op_delay())
@@ -255,6 +259,29 @@ class World:
         op.payload = name
         return op
 
+    # --------------------------------------------------------- routers
+
+    def router_insert(self, project, region, res, principal, request_id):
+        key = (project, region, res["name"])
+        if key in self.routers:
+            raise already_exists("projects/%s/regions/%s/routers/%s" % key)
+        self.routers[key] = None
+        op = self._new_op(project, "regions/" + region, "rtInsert", "insert", res["selfLink"],
+                          principal, request_id)
+        op.res["targetId"] = res["id"]
+        op.payload = res
+        return op
+
+    def router_delete(self, project, region, name, principal, request_id):
+        res = self.routers.get((project, region, name))
+        if res is None:
+            raise not_found("projects/%s/regions/%s/routers/%s" % (project, region, name))
+        op = self._new_op(project, "regions/" + region, "rtDelete", "delete", res["selfLink"],
+                          principal, request_id)
+        op.res["targetId"] = res["id"]
+        op.payload = (region, name)
+        return op
+
     # ------------------------------------------------------------ clock
 
     def _tick(self):
@@ -284,12 +311,17 @@ class World:
                 return
             getattr(self, "_admit_" + op.kind)(op, t)
             return
-        if op.kind in ("fwInsert", "fwDelete"):
+        if op.kind in ("fwInsert", "fwDelete", "rtInsert", "rtDelete"):
             if t >= op.next_at:
                 if op.kind == "fwInsert":
                     self.firewalls[(op.project, op.payload["name"])] = op.payload
-                else:
+                elif op.kind == "fwDelete":
                     self.firewalls.pop((op.project, op.payload), None)
+                elif op.kind == "rtInsert":
+                    region = op.scope[len("regions/"):]
+                    self.routers[(op.project, region, op.payload["name"])] = op.payload
+                else:
+                    self.routers.pop((op.project,) + op.payload, None)
                 self._op_done(op, t)
             return
         if op.kind == "delete":
@@ -314,6 +346,9 @@ class World:
     def _admit_fwDelete(self, op, t):
         self._op_running(op, t)
         op.next_at = t + op.delay
+
+    _admit_rtInsert = _admit_fwInsert
+    _admit_rtDelete = _admit_fwDelete
 
     def _admit_delete(self, op, t):
         self._op_running(op, t)
