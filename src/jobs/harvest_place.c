@@ -5,9 +5,9 @@
  */
 #define _GNU_SOURCE   /* renameat2 */
 #include "jobs/harvest_place.h"
+#include "util/visible.h"
 #include "util/xalloc.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,12 +32,13 @@ int place_link_ok(const char *target)
 	return 1;
 }
 
-/* Appends `s` with bytes that are not printable shown as '?' (names come
- * from the node; they must not drive the terminal). */
+/* Appends `s` made visible on one line (names come from the node: they
+ * must neither drive the terminal nor break a message's line). */
 static void add_shown(struct pbx_buf *out, const char *s)
 {
-	for (; *s; s++)
-		pbx_buf_addc(out, isprint((unsigned char)*s) ? *s : '?');
+	char *shown = pbx_visible(s, PBX_VISIBLE_LINE);
+	pbx_buf_adds(out, shown);
+	free(shown);
 }
 
 void place_describe(struct pbx_buf *out, const char *member_path)
