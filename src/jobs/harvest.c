@@ -8,13 +8,19 @@
  *      --running) that are status/stdout/stderr/params/metrics/TensorBoard
  *      files or match the experiment's `outputs`, drop what the harvested
  *      table and the local copy show as already home, refuse (and log)
- *      names and links that would leave the task directory;
- *   3. one round trip: those files as one tar stream (checked by the SSH
- *      layer's tar gatekeeper) into results/PKG/.incoming;
+ *      unsafe names and every link but a relative one without ".."
+ *      (place_link_ok); check that the results file system has room;
+ *   3. one round trip: those files as one tar stream into
+ *      results/PKG/.incoming, checked by the SSH layer's tar gatekeeper
+ *      and member by member against what was asked for (place_expect):
+ *      a stream either checker refuses installs nothing;
  *   4. each file whose size is right is renamed into place, so a file
- *      appears whole or not at all; then the harvested rows and the
- *      metrics of every metrics.jsonl among them are written in ONE
- *      transaction: a file counts as harvested only with its metrics.
+ *      appears whole or not at all, walking results/PKG without following
+ *      any link (harvest_place.c: what an earlier harvest left as a link is
+ *      never written through; such a file is named and not placed); then
+ *      the harvested rows and the metrics of every metrics.jsonl among
+ *      them are written in ONE transaction: a file counts as harvested
+ *      only with its metrics.
  *
  * Killed at any point (kill -9 included), nothing whole is lost: the
  * extractor writes each file under a reserved name and renames it when
@@ -27,6 +33,7 @@
  */
 #define _GNU_SOURCE   /* nftw */
 #include "jobs/jobs_internal.h"
+#include "jobs/harvest_place.h"
 #include "experiment/experiment.h"
 #include "results/metrics.h"
 #include "util/fs.h"
@@ -34,6 +41,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -41,12 +49,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+/* Free space a harvest leaves on the results file system, at the least. */
+#define HARVEST_MARGIN (16u << 20)
+/* What one file takes on disk at the most beyond its bytes (a block). */
+#define HARVEST_BLOCK 4096u
+
 struct manifest_entry {
 	int64_t idx;
-	char *rel;         /* path inside the task directory */
+	char *name;        /* "IDX/REL": the path below results/PKG (owned) */
+	const char *rel;   /* REL: the path inside the task directory (in name) */
 	char type;         /* 'f' or 'l' */
 	int64_t size, mtime;
 	char *target;      /* links */
@@ -69,6 +84,15 @@ struct harvest {
 	unsigned char *final;          /* per task index: it has ended */
 	size_t ntasks;
 	struct pbx_experiment *exp;
+	int root_fd;                   /* local_root, or -1 while it does not exist */
+	struct place_walk res;         /* walks below local_root, following no link */
+	struct place_expect *expect;   /* the members the stream was asked for */
+	struct pbx_buf refusal;        /* why the stream was refused; empty: it was not */
+	int refusal_code;
+	uint64_t budget;               /* bytes the stream may bring (free space less the margin) */
+	uint64_t announced;            /* bytes its members announced so far */
+	size_t blocked;                /* files not placed: something in their way locally */
+	struct pbx_buf blocked_first;  /* the first of them, for the error */
 };
 
 /* With PBX_STATS set, prints how long each phase took (to stderr). */
@@ -173,7 +197,8 @@ static void harvest_parse_manifest(struct harvest *h, const char *p, size_t len)
 		e = &h->m[h->nm++];
 		memset(e, 0, sizeof(*e));
 		e->idx = (int64_t)idx;
-		e->rel = xstrdup(slash + 1);
+		e->name = xasprintf("%" PRId64 "/%s", e->idx, slash + 1);
+		e->rel = strchr(e->name, '/') + 1;
 		e->type = type[0];
 		e->size = strtoll(size, NULL, 10);
 		e->mtime = (int64_t)strtod(mtime, NULL);
@@ -193,31 +218,6 @@ static int harvest_name_ok(const char *rel)
 		size_t l = q ? (size_t)(q - p) : strlen(p);
 		if (l == 0 || (l == 2 && !memcmp(p, "..", 2)) || (l == 1 && *p == '.'))
 			return 0;
-		p += l + (q ? 1 : 0);
-	}
-	return 1;
-}
-
-/* A link stays inside the task directory when, resolved lexically from
- * the link's own directory, it never climbs above the task directory. */
-static int harvest_link_inside(const char *rel, const char *target)
-{
-	int depth = 0;
-	const char *p;
-	if (target[0] == '/' || !target[0])
-		return 0;
-	for (p = rel; (p = strchr(p, '/')) != NULL; p++)
-		depth++;
-	p = target;
-	while (*p) {
-		const char *q = strchr(p, '/');
-		size_t l = q ? (size_t)(q - p) : strlen(p);
-		if (l == 2 && !memcmp(p, "..", 2)) {
-			if (--depth < 0)
-				return 0;
-		} else if (l && !(l == 1 && *p == '.')) {
-			depth++;
-		}
 		p += l + (q ? 1 : 0);
 	}
 	return 1;
@@ -272,21 +272,21 @@ static void harvest_warn_unmatched(const struct harvest *h)
 	}
 }
 
-static char *harvest_local_path(const struct harvest *h, const struct manifest_entry *e)
+/* Whether the file below w's root at e->name is the listed file: same
+ * type, size (files) or target (links), and mtime (pbx keeps the remote
+ * mtime).  No link is followed on the way. */
+static int harvest_same_copy(struct place_walk *w, const struct manifest_entry *e)
 {
-	return xasprintf("%s/%" PRId64 "/%s", h->local_root, e->idx, e->rel);
-}
-
-/* Whether the file at `path` is the listed file: same type, size (files)
- * or target (links), and mtime (pbx keeps the remote mtime). */
-static int harvest_same_copy(const char *path, const struct manifest_entry *e)
-{
+	struct place_stop stop;
 	struct stat sb;
-	if (lstat(path, &sb) < 0 || (int64_t)sb.st_mtime != e->mtime)
+	const char *leaf;
+	int dir = w->root < 0 ? -1 : place_parent(w, e->name, 0, &leaf, &stop);
+	if (dir < 0 || fstatat(dir, leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (int64_t)sb.st_mtime != e->mtime)
 		return 0;
 	if (e->type == 'l') {
 		char target[4096];
-		ssize_t l = S_ISLNK(sb.st_mode) ? readlink(path, target, sizeof(target) - 1) : -1;
+		ssize_t l = S_ISLNK(sb.st_mode) ? readlinkat(dir, leaf, target, sizeof(target) - 1) : -1;
 		if (l < 0)
 			return 0;
 		target[l] = '\0';
@@ -300,11 +300,10 @@ enum { NOT_HOME, HOME, HOME_UNRECORDED };
 /* HOME: recorded with the same size and mtime, and still there.
  * HOME_UNRECORDED: not recorded, but the local copy is the listed file
  * (a harvest killed between placing and recording it). */
-static int harvest_is_home(const struct harvest *h, const struct manifest_entry *e,
+static int harvest_is_home(struct harvest *h, const struct manifest_entry *e,
 			   const struct pbx_harvested *done, size_t ndone)
 {
 	size_t lo = 0, hi = ndone;
-	char *local = harvest_local_path(h, e);
 	int home = NOT_HOME;
 	while (lo < hi) {          /* done is sorted by (idx, path) */
 		size_t mid = (lo + hi) / 2;
@@ -313,8 +312,9 @@ static int harvest_is_home(const struct harvest *h, const struct manifest_entry 
 		if (c == 0) {
 			struct stat sb;
 			if (done[mid].size == e->size && done[mid].mtime == e->mtime &&
-			    lstat(local, &sb) == 0 &&
-			    (e->type == 'l' ? S_ISLNK(sb.st_mode) : sb.st_size == e->size))
+			    h->root_fd >= 0 && place_lstat(&h->res, e->name, &sb, NULL) == 0 &&
+			    (e->type == 'l' ? S_ISLNK(sb.st_mode)
+					    : S_ISREG(sb.st_mode) && sb.st_size == e->size))
 				home = HOME;
 			break;
 		}
@@ -323,9 +323,8 @@ static int harvest_is_home(const struct harvest *h, const struct manifest_entry 
 		else
 			hi = mid;
 	}
-	if (home == NOT_HOME && harvest_same_copy(local, e))
+	if (home == NOT_HOME && harvest_same_copy(&h->res, e))
 		home = HOME_UNRECORDED;
-	free(local);
 	return home;
 }
 
@@ -348,9 +347,10 @@ static int harvest_select(struct harvest *h, struct pbx_err *err)
 		}
 		if (e->type == 'l' && harvest_is_code_link(h, e))
 			continue;   /* the wrapper's links to the package code */
-		if (e->type == 'l' && !harvest_link_inside(e->rel, e->target)) {
-			pbx_buf_addf(h->log, "refused task %" PRId64 " link '%s' -> '%s': it leaves the task"
-				     " directory\n", e->idx, e->rel, e->target);
+		if (e->type == 'l' && !place_link_ok(e->target)) {
+			pbx_buf_addf(h->log, "refused task %" PRId64 " link '%s' -> '%s': only links to a"
+				     " relative path without '..' are harvested\n", e->idx, e->rel,
+				     e->target);
 			h->stats->refused++;
 			continue;
 		}
@@ -372,18 +372,17 @@ static int harvest_select(struct harvest *h, struct pbx_err *err)
 	return 0;
 }
 
-/* NUL-separated list for tar: each needed directory once, before its files. */
-static void harvest_list(const struct harvest *h, struct pbx_buf *list)
+/* NUL-separated list for tar: each needed directory once, before its
+ * files; every one of them goes into h->expect too. */
+static void harvest_list(struct harvest *h, struct pbx_buf *list)
 {
 	char **dirs = NULL;
 	size_t ndirs = 0, cap = 0, i, k;
 	for (i = 0; i < h->nm; i++) {
 		const struct manifest_entry *e = &h->m[i];
-		char *path;
-		const char *p;
+		const char *path = e->name, *p;
 		if (!e->want || e->staged)
 			continue;
-		path = xasprintf("%" PRId64 "/%s", e->idx, e->rel);
 		for (p = path; (p = strchr(p, '/')) != NULL; p++) {
 			size_t l = (size_t)(p - path);
 			int seen = 0;
@@ -396,15 +395,73 @@ static void harvest_list(const struct harvest *h, struct pbx_buf *list)
 				dirs = xreallocarray(dirs, cap, sizeof(*dirs));
 			}
 			dirs[ndirs++] = xstrndup(path, l);
+			place_expect_add(h->expect, dirs[ndirs - 1], 'd', NULL);
 			pbx_buf_add(list, path, l);
 			pbx_buf_addc(list, '\0');
 		}
+		place_expect_add(h->expect, path, e->type, e->type == 'l' ? e->target : NULL);
 		pbx_buf_add(list, path, strlen(path) + 1);
-		free(path);
 	}
 	for (k = 0; k < ndirs; k++)
 		free(dirs[k]);
 	free(dirs);
+}
+
+/* ----------------------------------------------------------- free space */
+
+/* statvfs(2) of `path`, or of its nearest existing parent; fills *where
+ * with the directory asked (caller frees). */
+static int harvest_statvfs(const char *path, struct statvfs *vfs, char **where)
+{
+	char *p = xstrdup(path), *slash;
+	while (statvfs(p, vfs) < 0) {
+		slash = strrchr(p, '/');
+		if (errno != ENOENT || !slash || slash == p) {
+			free(p);
+			return -1;
+		}
+		*slash = '\0';
+	}
+	*where = p;
+	return 0;
+}
+
+static uint64_t harvest_on_disk(uint64_t bytes)
+{
+	return (bytes + HARVEST_BLOCK - 1) / HARVEST_BLOCK * HARVEST_BLOCK + HARVEST_BLOCK;
+}
+
+/* Before anything is written: the files to fetch (as the manifest lists
+ * them) plus HARVEST_MARGIN must fit in the free space of the results file
+ * system.  Sets h->budget, what the stream may bring (files still being
+ * written under --running may have grown since they were listed). */
+static int harvest_check_space(struct harvest *h, struct pbx_err *err)
+{
+	struct statvfs vfs;
+	uint64_t need = 0, avail;
+	size_t files = 0, i;
+	char *where;
+	for (i = 0; i < h->nm; i++)
+		if (h->m[i].want && !h->m[i].staged) {
+			need += harvest_on_disk(h->m[i].type == 'f' ? (uint64_t)h->m[i].size : 0);
+			files++;
+		}
+	if (harvest_statvfs(h->local_root, &vfs, &where) < 0)
+		return pbx_err_set(err, "cannot tell the free space for %s: %s", h->local_root,
+				   strerror(errno));
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (need + HARVEST_MARGIN > avail) {
+		pbx_err_set(err, "not enough free space to harvest %s: %zu file%s need %.1f MB plus a "
+			    "margin of %u MB, and the file system of %s has %.1f MB free; nothing was "
+			    "written: free some space there and run pbx harvest again",
+			    h->t->pkg.short_id, files, files == 1 ? "" : "s", (double)need / 1e6,
+			    HARVEST_MARGIN >> 20, where, (double)avail / 1e6);
+		free(where);
+		return -1;
+	}
+	h->budget = avail - HARVEST_MARGIN;
+	free(where);
+	return 0;
 }
 
 /* --------------------------------------------------------------- fetch */
@@ -418,35 +475,63 @@ static void harvest_bytes(void *ctx, size_t bytes)
 		h->o->progress(h->o->progress_ctx, h->stats);
 }
 
-/* mkdir -p of `dir`, skipped when it is the directory made last time
- * (files come grouped by directory: one mkdir per directory, not per file). */
-static int harvest_mkdir(char **last, const char *dir)
+/* Keeps the first reason the stream was refused (it installs nothing). */
+static void harvest_refuse(struct harvest *h, int code, const char *why)
 {
-	if (*last && !strcmp(*last, dir))
-		return 0;
-	if (pbx_mkdir_p(dir, 0755, NULL) < 0)
+	if (h->refusal.len)
+		return;
+	pbx_buf_adds(&h->refusal, why);
+	h->refusal_code = code;
+}
+
+/* The tar gatekeeper refused a member (ssh/tarcheck.c). */
+static void harvest_refused(void *ctx, const char *name, const char *why)
+{
+	struct harvest *h = ctx;
+	struct pbx_buf b = PBX_BUF_INIT;
+	place_describe(&b, name);
+	pbx_buf_addf(&b, ": %s", why);
+	harvest_refuse(h, PBX_EXIT_SECURITY, b.buf);
+	pbx_buf_release(&b);
+}
+
+/* Each member the gatekeeper passed: it must be one asked for, as the
+ * manifest listed it, and fit in the free space. */
+static int harvest_member(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err)
+{
+	struct harvest *h = ctx;
+	if (place_expect_member(h->expect, m, err) < 0) {
+		harvest_refuse(h, err->code, err->msg);
 		return -1;
-	free(*last);
-	*last = xstrdup(dir);
+	}
+	h->announced += harvest_on_disk(m->size);
+	if (h->announced > h->budget) {
+		struct pbx_buf b = PBX_BUF_INIT;
+		place_describe(&b, m->path);
+		pbx_err_set(err, "%s: the stream brings more than the %.1f MB the results file system "
+			    "can spare (%u MB kept free); free some space and run pbx harvest again",
+			    b.buf, (double)h->budget / 1e6, HARVEST_MARGIN >> 20);
+		pbx_buf_release(&b);
+		harvest_refuse(h, err->code, err->msg);
+		return -1;
+	}
 	return 0;
 }
 
 /* Whether the staged copy of e arrived whole; fills *sb. */
-static int harvest_whole(const struct harvest *h, const struct manifest_entry *e,
+static int harvest_whole(struct place_walk *inc, const struct manifest_entry *e,
 			 struct stat *sb, int fetch_ok)
 {
-	char *in = xasprintf("%s/%" PRId64 "/%s", h->incoming, e->idx, e->rel);
-	int whole = lstat(in, sb) == 0 &&
-		    (e->type == 'l' ? S_ISLNK(sb->st_mode)
-				    : S_ISREG(sb->st_mode) && (sb->st_size == e->size || fetch_ok));
-	free(in);
-	return whole;
+	return place_lstat(inc, e->name, sb, NULL) == 0 &&
+	       (e->type == 'l' ? S_ISLNK(sb->st_mode)
+			       : S_ISREG(sb->st_mode) && (sb->st_size == e->size || fetch_ok));
 }
 
 /* A task seen for the first time whose files all arrived whole moves into
  * place with one rename of its staged directory (10,000 files: one
- * rename, not 10,000).  Returns per task whether it moved. */
-static unsigned char *harvest_move_tasks(struct harvest *h, const unsigned char *whole)
+ * rename, not 10,000), only where results/PKG has nothing of its name.
+ * Returns per task whether it moved. */
+static unsigned char *harvest_move_tasks(struct harvest *h, int in_fd, const unsigned char *whole)
 {
 	unsigned char *seen = xcalloc(h->ntasks ? h->ntasks : 1, 1);   /* 1 wanted, 2 broken */
 	unsigned char *moved = xcalloc(h->ntasks ? h->ntasks : 1, 1);
@@ -455,49 +540,62 @@ static unsigned char *harvest_move_tasks(struct harvest *h, const unsigned char 
 		if (h->m[i].want)
 			seen[h->m[i].idx] |= whole[i] ? 1 : 3;
 	for (t = 0; t < h->ntasks; t++) {
-		char *in, *out;
-		struct stat sb;
+		char name[32];
 		if (seen[t] != 1)
 			continue;
-		in = xasprintf("%s/%zu", h->incoming, t);
-		out = xasprintf("%s/%zu", h->local_root, t);
-		if (lstat(out, &sb) < 0 && errno == ENOENT && rename(in, out) == 0)
-			moved[t] = 1;
-		free(in);
-		free(out);
+		snprintf(name, sizeof(name), "%zu", t);
+		moved[t] = place_move_new(in_fd, h->root_fd, name) == 0;
 	}
 	free(seen);
 	return moved;
 }
 
+/* Moves e from .incoming into place; when something local is in the way
+ * (a link or file where a directory must be, a directory where the file
+ * goes), logs it, names it in h->blocked_first and returns -1. */
+static int harvest_place_one(struct harvest *h, struct place_walk *inc,
+			     const struct manifest_entry *e)
+{
+	struct place_stop stop;
+	struct pbx_buf line = PBX_BUF_INIT;
+	if (place_move(inc, &h->res, e->name, &stop) == 0)
+		return 0;
+	place_describe(&line, e->name);
+	pbx_buf_adds(&line, " not placed: ");
+	if (stop.source) {
+		place_explain(&line, h->incoming, e->name, &stop);
+	} else {
+		place_explain(&line, h->local_root, e->name, &stop);
+		pbx_buf_adds(&line, " (left by an earlier harvest?); pbx never writes through a link "
+			     "nor replaces a directory: move it away and run pbx harvest again");
+	}
+	pbx_buf_addf(h->log, "%s\n", line.buf);
+	if (!h->blocked++)
+		pbx_buf_adds(&h->blocked_first, line.buf);
+	pbx_buf_release(&line);
+	return -1;
+}
+
 /* Moves the files that arrived whole into place; returns how many did not. */
-static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, size_t *nrows,
-			      int fetch_ok)
+static size_t harvest_install(struct harvest *h, int in_fd, struct pbx_harvested **rows,
+			      size_t *nrows, int fetch_ok)
 {
 	size_t i, missing = 0;
-	char *last_dir = NULL;
+	struct place_walk inc;
 	struct stat *sbs = xcalloc(h->nm ? h->nm : 1, sizeof(*sbs));
 	unsigned char *whole = xcalloc(h->nm ? h->nm : 1, 1), *moved;
 	*rows = xcalloc(h->nm ? h->nm : 1, sizeof(**rows));
 	*nrows = 0;
+	place_walk_init(&inc, in_fd);
 	for (i = 0; i < h->nm; i++)
 		if (h->m[i].want)
-			whole[i] = (unsigned char)harvest_whole(h, &h->m[i], &sbs[i], fetch_ok);
-	pbx_mkdir_p(h->local_root, 0755, NULL);
-	moved = harvest_move_tasks(h, whole);
+			whole[i] = (unsigned char)harvest_whole(&inc, &h->m[i], &sbs[i], fetch_ok);
+	moved = harvest_move_tasks(h, in_fd, whole);
 	for (i = 0; i < h->nm; i++) {
 		struct manifest_entry *e = &h->m[i];
-		char *in, *out, *dir;
-		int placed;
 		if (!e->want)
 			continue;
-		in = xasprintf("%s/%" PRId64 "/%s", h->incoming, e->idx, e->rel);
-		out = harvest_local_path(h, e);
-		dir = xstrdup(out);
-		*strrchr(dir, '/') = '\0';
-		placed = moved[e->idx] ||
-			 (whole[i] && harvest_mkdir(&last_dir, dir) == 0 && rename(in, out) == 0);
-		if (placed) {
+		if (moved[e->idx] || (whole[i] && harvest_place_one(h, &inc, e) == 0)) {
 			struct pbx_harvested *r = &(*rows)[(*nrows)++];
 			r->idx = e->idx;
 			r->path = xstrdup(e->rel);
@@ -508,11 +606,8 @@ static size_t harvest_install(struct harvest *h, struct pbx_harvested **rows, si
 		} else {
 			missing++;
 		}
-		free(dir);
-		free(in);
-		free(out);
 	}
-	free(last_dir);
+	place_walk_release(&inc);
 	free(moved);
 	free(whole);
 	free(sbs);
@@ -546,34 +641,34 @@ static int prune_one(const char *path, const struct stat *sb, int type, struct F
 }
 
 /* Keeps in .incoming the wanted files an interrupted harvest left whole
- * (same size, mtime or target as listed now): they are not fetched again.
- * Everything else there (a partial file, files no longer wanted or
- * changed since) is removed. */
+ * (same size, mtime or target as listed now, reached through real
+ * directories only): they are not fetched again.  Everything else there
+ * (a partial file, files no longer wanted or changed since) is removed. */
 static void harvest_stage(struct harvest *h)
 {
-	struct stat sb;
+	struct place_walk inc;
 	size_t i, cap = 0;
-	if (lstat(h->incoming, &sb) < 0)
+	int in_fd = h->root_fd < 0 ? -1 : openat(h->root_fd, ".incoming",
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in_fd < 0)
 		return;
+	place_walk_init(&inc, in_fd);
 	prune_keep = NULL;
 	prune_nkeep = 0;
 	for (i = 0; i < h->nm; i++) {
 		struct manifest_entry *e = &h->m[i];
-		char *in;
-		if (!e->want)
+		if (!e->want || !harvest_same_copy(&inc, e))
 			continue;
-		in = xasprintf("%s/%" PRId64 "/%s", h->incoming, e->idx, e->rel);
-		if (harvest_same_copy(in, e)) {
-			e->staged = 1;
-			h->stats->files_resumed++;
-			if (prune_nkeep == cap) {
-				cap = cap ? 2 * cap : 64;
-				prune_keep = xreallocarray(prune_keep, cap, sizeof(*prune_keep));
-			}
-			prune_keep[prune_nkeep++] = xstrdup(in + strlen(h->incoming) + 1);
+		e->staged = 1;
+		h->stats->files_resumed++;
+		if (prune_nkeep == cap) {
+			cap = cap ? 2 * cap : 64;
+			prune_keep = xreallocarray(prune_keep, cap, sizeof(*prune_keep));
 		}
-		free(in);
+		prune_keep[prune_nkeep++] = xstrdup(e->name);
 	}
+	place_walk_release(&inc);
+	close(in_fd);
 	if (prune_nkeep)   /* qsort and bsearch take no NULL array, even empty */
 		qsort(prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp);
 	prune_root = h->incoming;
@@ -666,39 +761,80 @@ static void harvest_adopted(struct harvest *h, struct pbx_harvested **rows, size
 
 /* -------------------------------------------------------------- fetch */
 
+/* Makes sure results/PKG and its .incoming exist, .incoming as a real
+ * directory, and opens them; returns .incoming's descriptor (the caller
+ * closes it), or -1 with err set. */
+static int harvest_open_dirs(struct harvest *h, struct pbx_err *err)
+{
+	int in_fd;
+	if (h->root_fd < 0) {
+		if (pbx_mkdir_p(h->local_root, 0755, err) < 0)
+			return -1;
+		h->root_fd = open(h->local_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (h->root_fd < 0)
+			return pbx_err_set(err, "cannot open %s: %s", h->local_root, strerror(errno));
+		place_walk_init(&h->res, h->root_fd);
+	}
+	if (mkdirat(h->root_fd, ".incoming", 0700) < 0 && errno != EEXIST)
+		return pbx_err_set(err, "cannot create %s: %s", h->incoming, strerror(errno));
+	in_fd = openat(h->root_fd, ".incoming", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in_fd < 0)
+		return pbx_err_set(err, "cannot open %s as a directory: %s", h->incoming,
+				   strerror(errno));
+	return in_fd;
+}
+
+/* Streams the listed files into .incoming; 0, or -1 with *ferr set. */
+static int harvest_stream(struct harvest *h, const struct pbx_buf *list, struct pbx_err *ferr)
+{
+	struct pbx_ssh_get_hooks hooks = { harvest_bytes, harvest_member, harvest_refused, h };
+	struct pbx_ssh *s;
+	int rc = pbx_cluster_connect(h->t->cluster, 0, &s, ferr);
+	if (rc < 0)
+		return -1;
+	harvest_phase("connect");
+	rc = pbx_ssh_get_files(s, h->remote_tasks, list, h->incoming, &hooks, ferr);
+	h->stats->round_trips++;
+	harvest_phase("stream");
+	return rc;
+}
+
 /* Brings the wanted files home (those staged from an interrupted harvest
- * without fetching them) into place; *rows: what was placed. */
+ * without fetching them) into place; *rows: what was placed.  A refused
+ * stream places nothing; a file something local is in the way of is not
+ * placed (the others are) and makes the harvest fail. */
 static int harvest_fetch(struct harvest *h, struct pbx_harvested **rows, size_t *nrows,
 			 struct pbx_err *err)
 {
 	struct pbx_buf list = PBX_BUF_INIT;
-	struct pbx_ssh *s;
 	struct pbx_err ferr = PBX_ERR_INIT;
 	size_t missing;
-	int rc = 0;
+	int rc = 0, in_fd;
 	harvest_stage(h);
-	if (pbx_mkdir_p(h->incoming, 0700, err) < 0)
+	if (harvest_check_space(h, err) < 0 || (in_fd = harvest_open_dirs(h, err)) < 0)
 		return -1;
 	harvest_list(h, &list);
 	harvest_phase("prepare");
-	if (list.len) {
-		rc = pbx_cluster_connect(h->t->cluster, 0, &s, &ferr);
-		if (rc == 0) {
-			harvest_phase("connect");
-			rc = pbx_ssh_get_files(s, h->remote_tasks, &list, h->incoming, harvest_bytes,
-					       h, &ferr);
-			h->stats->round_trips++;
-			harvest_phase("stream");
+	if (list.len)
+		rc = harvest_stream(h, &list, &ferr);
+	if (h->refusal.len) {
+		rc = pbx_err_setc(err, h->refusal_code, "%s; nothing from the stream was installed",
+				  h->refusal.buf);
+	} else {
+		missing = harvest_install(h, in_fd, rows, nrows, rc == 0);
+		harvest_phase("install");
+		if (rc < 0) {
+			*err = ferr;
+			if (missing)
+				pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to "
+					       "resume)", missing, missing == 1 ? "" : "s");
+		} else if (h->blocked) {
+			rc = pbx_err_setc(err, PBX_EXIT_SECURITY, "%zu file%s not placed (each one is "
+					  "named above); the first: %s", h->blocked,
+					  h->blocked == 1 ? "" : "s", h->blocked_first.buf);
 		}
 	}
-	missing = harvest_install(h, rows, nrows, rc == 0);
-	harvest_phase("install");
-	if (rc < 0) {
-		*err = ferr;
-		if (missing)
-			pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to resume)",
-				       missing, missing == 1 ? "" : "s");
-	}
+	close(in_fd);
 	pbx_buf_release(&list);
 	pbx_rm_rf(h->incoming, NULL);   /* what was whole is in place now */
 	harvest_phase("cleanup");
@@ -732,10 +868,16 @@ static void harvest_free(struct harvest *h)
 {
 	size_t i;
 	for (i = 0; i < h->nm; i++) {
-		free(h->m[i].rel);
+		free(h->m[i].name);
 		free(h->m[i].target);
 	}
 	free(h->m);
+	place_walk_release(&h->res);
+	if (h->root_fd >= 0)
+		close(h->root_fd);
+	place_expect_free(h->expect);
+	pbx_buf_release(&h->refusal);
+	pbx_buf_release(&h->blocked_first);
 	free(h->final);
 	free(h->remote_tasks);
 	free(h->local_root);
@@ -747,7 +889,8 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 		     const struct pbx_harvest_opts *o, struct pbx_harvest_stats *stats,
 		     struct pbx_buf *log, struct pbx_err *err)
 {
-	struct harvest h = { st, t, o, stats, log, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL };
+	struct harvest h = { .st = st, .t = t, .o = o, .stats = stats, .log = log,
+			     .refusal = PBX_BUF_INIT, .blocked_first = PBX_BUF_INIT };
 	struct pbx_cluster_output out;
 	struct pbx_err perr = PBX_ERR_INIT;
 	const char *after;
@@ -761,6 +904,9 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	h.final = xcalloc(h.ntasks ? h.ntasks : 1, 1);
 	h.local_root = xasprintf("%s/results/%s", pbx_home(), t->pkg.short_id);
 	h.incoming = xasprintf("%s/.incoming", h.local_root);
+	h.root_fd = open(h.local_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);   /* -1: none yet */
+	place_walk_init(&h.res, h.root_fd);
+	h.expect = place_expect_new();
 	if (pbx_experiment_parse(t->pkg.experiment_path, t->pkg.experiment_text,
 				 strlen(t->pkg.experiment_text), NULL, &h.exp, &perr) < 0)
 		h.exp = NULL;   /* outputs unknown: harvest the standard files only */

@@ -138,14 +138,25 @@ int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *loca
 void pbx_ssh_set_as_root(struct pbx_ssh *s, int on);
 /* Told how many bytes of a transfer just arrived (for progress displays). */
 typedef void (*pbx_ssh_bytes_fn)(void *ctx, size_t bytes);
+struct pbx_tar_member;
+/* What a caller of pbx_ssh_get_files adds to a transfer (each may be NULL). */
+struct pbx_ssh_get_hooks {
+	pbx_ssh_bytes_fn progress;   /* told of every chunk received */
+	/* Asked about every member the checker accepted, before anything of it
+	 * is written: -1 (err set) refuses it and ends the transfer. */
+	int (*member)(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err);
+	/* Told of the member the checker refused, and why (tarcheck.h). */
+	void (*refused)(void *ctx, const char *name, const char *why);
+	void *ctx;
+};
 /*
  * Like get_tree, but only the members named in `list` (NUL-separated paths
  * relative to remote_dir, each directory listed before what it holds; tar
  * does not recurse into them); list == NULL copies the whole tree.  The
- * same checks apply.  `progress` (may be NULL) is called per chunk.
+ * same checks apply, then hooks->member's.  hooks may be NULL.
  */
 int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
-		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
+		      const char *local_dir, const struct pbx_ssh_get_hooks *hooks,
 		      struct pbx_err *err);
 
 /*

@@ -180,6 +180,8 @@ static int tc_refuse(struct pbx_tarcheck *tc, const char *name, const char *why,
 		shown[i] = isprint((unsigned char)name[i]) ? name[i] : '?';
 	shown[i] = '\0';
 	tc->failed = 1;
+	if (tc->ev.refused)
+		tc->ev.refused(tc->ev.ctx, shown, why);
 	return pbx_err_setc(err, PBX_EXIT_SECURITY, "refusing tar member '%s': %s", shown, why);
 }
 

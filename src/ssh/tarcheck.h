@@ -42,6 +42,10 @@ struct pbx_tar_member {
 struct pbx_tar_events {
 	int (*member)(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err);
 	int (*data)(void *ctx, const void *p, size_t len, struct pbx_err *err);
+	/* Told of the member the checker refuses (its name with unprintable
+	 * bytes as '?', and why), before the refusal's error is returned; may
+	 * be NULL. */
+	void (*refused)(void *ctx, const char *name, const char *why);
 	void *ctx;
 };
 

@@ -28,11 +28,11 @@
 #define TREE_ERRTEXT_MAX 4096
 
 struct tree_ctx {
-	pbx_ssh_bytes_fn progress;   /* get: told of every chunk received, or NULL */
-	void *progress_ctx;
+	const struct pbx_ssh_get_hooks *hooks;   /* get: the caller's, or NULL */
 	struct pbx_tarcheck *tc;
 	struct pbx_proc *proc;       /* put_tree: the local archiver */
 	struct pbx_untar *untar;     /* get: writes the checked members */
+	struct pbx_tar_events untar_ev;   /* get: untar's events */
 	struct pbx_buf remote_err;   /* remote stderr, capped */
 };
 
@@ -74,17 +74,38 @@ static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
 		tree_keep_err(c, data, len);
 		return 0;
 	}
-	if (c->progress)
-		c->progress(c->progress_ctx, len);
+	if (c->hooks && c->hooks->progress)
+		c->hooks->progress(c->hooks->ctx, len);
 	return pbx_tarcheck_feed(c->tc, data, len, NULL, err);
+}
+
+/* get: a checked member goes to the caller's hook, then to untar. */
+static int tree_member(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err)
+{
+	struct tree_ctx *c = ctx;
+	if (c->hooks && c->hooks->member && c->hooks->member(c->hooks->ctx, m, err) < 0)
+		return -1;
+	return c->untar_ev.member(c->untar_ev.ctx, m, err);
+}
+
+static int tree_data(void *ctx, const void *p, size_t len, struct pbx_err *err)
+{
+	struct tree_ctx *c = ctx;
+	return c->untar_ev.data(c->untar_ev.ctx, p, len, err);
+}
+
+static void tree_refused(void *ctx, const char *name, const char *why)
+{
+	struct tree_ctx *c = ctx;
+	if (c->hooks && c->hooks->refused)
+		c->hooks->refused(c->hooks->ctx, name, why);
 }
 
 /* ------------------------------------------------------------ helpers */
 
 static void tree_ctx_init(struct tree_ctx *c, struct pbx_proc *proc)
 {
-	c->progress = NULL;
-	c->progress_ctx = NULL;
+	c->hooks = NULL;
 	c->tc = pbx_tarcheck_new();
 	c->proc = proc;
 	c->untar = NULL;
@@ -212,14 +233,14 @@ static int tree_only_changed(const struct pbx_buf *errtext)
 }
 
 int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pbx_buf *list,
-		      const char *local_dir, pbx_ssh_bytes_fn progress, void *progress_ctx,
+		      const char *local_dir, const struct pbx_ssh_get_hooks *hooks,
 		      struct pbx_err *err)
 {
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct tree_ctx c;
 	struct pbx_ssh_io io = { list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL,
 				 tree_get_sink, &c };
-	struct pbx_tar_events ev;
+	struct pbx_tar_events ev = { tree_member, tree_data, tree_refused, &c };
 	int rc, status = -1;
 	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
 	    pbx_mkdir_p(local_dir, 0755, err) < 0)
@@ -230,10 +251,9 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 		tree_ctx_release(&c);
 		return -1;
 	}
-	ev = pbx_untar_events(c.untar);
+	c.untar_ev = pbx_untar_events(c.untar);
+	c.hooks = hooks;
 	pbx_tarcheck_set_events(c.tc, &ev);
-	c.progress = progress;
-	c.progress_ctx = progress_ctx;
 	tree_get_cmd(&cmd, remote_dir, list != NULL);
 	tree_as_root(s, &cmd);
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &status, err);
@@ -260,5 +280,5 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 int pbx_ssh_get_tree(struct pbx_ssh *s, const char *remote_dir, const char *local_dir,
 		     struct pbx_err *err)
 {
-	return pbx_ssh_get_files(s, remote_dir, NULL, local_dir, NULL, NULL, err);
+	return pbx_ssh_get_files(s, remote_dir, NULL, local_dir, NULL, err);
 }

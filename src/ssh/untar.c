@@ -195,7 +195,7 @@ static int untar_data(void *ctx, const void *p, size_t len, struct pbx_err *err)
 
 struct pbx_tar_events pbx_untar_events(struct pbx_untar *u)
 {
-	struct pbx_tar_events ev = { untar_member, untar_data, u };
+	struct pbx_tar_events ev = { untar_member, untar_data, NULL, u };
 	return ev;
 }
 

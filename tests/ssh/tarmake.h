@@ -13,40 +13,40 @@
 #include "util/buf.h"
 #include "util/ustar.h"
 
-static void tm_header(struct pbx_buf *b, const char *name, char type, size_t size,
+static inline void tm_header(struct pbx_buf *b, const char *name, char type, size_t size,
 		      const char *link, unsigned mode)
 {
 	pbx_ustar_header(b, name, type, mode, 1700000000, size, link);
 }
 
-static void tm_data(struct pbx_buf *b, const void *data, size_t len)
+static inline void tm_data(struct pbx_buf *b, const void *data, size_t len)
 {
 	pbx_ustar_data(b, data, len);
 }
 
-static void tm_file(struct pbx_buf *b, const char *name, const char *text)
+static inline void tm_file(struct pbx_buf *b, const char *name, const char *text)
 {
 	tm_header(b, name, '0', strlen(text), NULL, 0644);
 	tm_data(b, text, strlen(text));
 }
 
-static void tm_dir(struct pbx_buf *b, const char *name)
+static inline void tm_dir(struct pbx_buf *b, const char *name)
 {
 	tm_header(b, name, '5', 0, NULL, 0755);
 }
 
-static void tm_symlink(struct pbx_buf *b, const char *name, const char *target)
+static inline void tm_symlink(struct pbx_buf *b, const char *name, const char *target)
 {
 	tm_header(b, name, '2', 0, target, 0777);
 }
 
-static void tm_hardlink(struct pbx_buf *b, const char *name, const char *target)
+static inline void tm_hardlink(struct pbx_buf *b, const char *name, const char *target)
 {
 	tm_header(b, name, '1', 0, target, 0644);
 }
 
 /* A pax 'x' header carrying one "key=value" record for the next member. */
-static void tm_pax(struct pbx_buf *b, const char *key, const char *value)
+static inline void tm_pax(struct pbx_buf *b, const char *key, const char *value)
 {
 	char rec[1024];
 	size_t body = strlen(key) + strlen(value) + 3, len = body + 1;
@@ -58,13 +58,13 @@ static void tm_pax(struct pbx_buf *b, const char *key, const char *value)
 }
 
 /* A GNU long name ('L') or long link ('K') for the next member. */
-static void tm_long(struct pbx_buf *b, char type, const char *name)
+static inline void tm_long(struct pbx_buf *b, char type, const char *name)
 {
 	tm_header(b, "././@LongLink", type, strlen(name) + 1, NULL, 0644);
 	tm_data(b, name, strlen(name) + 1);
 }
 
-static void tm_end(struct pbx_buf *b)
+static inline void tm_end(struct pbx_buf *b)
 {
 	static const char zeros[1024];
 	pbx_buf_add(b, zeros, sizeof(zeros));
