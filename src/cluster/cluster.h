@@ -46,9 +46,11 @@ typedef void (*pbx_request_fn)(void *ctx, const char *method, const char *url, c
 int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err);
 /* `stop --dry-run`: the requests that would find and delete the
- * cluster's resources. */
+ * cluster's resources; `uid` is --id (may be NULL).  A cluster the store
+ * does not know, without uid: only the requests listing what carries the
+ * name (a stop would delete nothing). */
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			 pbx_request_fn print, void *ctx, struct pbx_err *err);
+			 const char *uid, pbx_request_fn print, void *ctx, struct pbx_err *err);
 
 /* How `pbx cluster resize` changes a cluster. */
 struct pbx_resize_opts {
@@ -71,10 +73,25 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 		       const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
 		       struct pbx_err *err);
 
+/* What `stop` does with a cluster the store does not know. */
+struct pbx_stop_opts {
+	/* --id: remove what carries this cluster id (and the name); it must be
+	 * the cluster's when the store knows it.  NULL: remove nothing. */
+	const char *uid;
+	/* Without uid: receives each resource that carries the name, whoever's
+	 * it is (x->cluster: the id it carries), from provider `cloud`.  May
+	 * be NULL. */
+	void (*found)(void *ctx, const char *cloud, const struct pbx_instance *x);
+	void *found_ctx;
+};
+
 /* Stops cluster `name`: every process, port, file and cloud resource it
- * made is removed; the store row is marked deleted. */
+ * made is removed; the store row is marked deleted.  A cluster the store
+ * does not know: see struct pbx_stop_opts (o may be NULL); without o->uid
+ * nothing is removed and it fails with PBX_EXIT_NOTFOUND. */
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		     const struct pbx_cluster_events *ev, struct pbx_err *err);
+		     const struct pbx_stop_opts *o, const struct pbx_cluster_events *ev,
+		     struct pbx_err *err);
 
 /* An open, live cluster: its row, nodes and SSH connections. */
 struct pbx_cluster {

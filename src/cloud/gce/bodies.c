@@ -3,7 +3,8 @@
  * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6):
  * the cluster's two firewall rules and a bulkInsert per node kind, with
  * the cluster's labels, network tags, the login user's key in ssh-keys
- * metadata, GPUs with onHostMaintenance TERMINATE, optional Spot.
+ * metadata, GPUs with onHostMaintenance TERMINATE, optional Spot; and the
+ * names of the cluster's resources, made by gce_name only.
  */
 #include "cloud/gce/gce.h"
 
@@ -16,20 +17,43 @@
 #define GCE_HEAD_MACHINE "e2-standard-4"
 #define GCE_DISK_GB "50"
 
+char *gce_name(const struct gce *g, const char *prefix, const char *part)
+{
+	const char *uid = g->s->uid;
+	int legacy = !uid || pbx_cluster_uid_legacy(uid);
+	return xasprintf("%s%s%s%.*s%s%s", prefix, g->s->name, legacy ? "" : "-",
+			 legacy ? 0 : GCE_ID_PREFIX, legacy ? "" : uid, part ? "-" : "",
+			 part ? part : "");
+}
+
 char *gce_instance_name(const struct gce *g, const char *node)
 {
-	return xasprintf("%s-%s", g->s->name, node);
+	return gce_name(g, "", node);
 }
 
 char *gce_firewall_name(const struct gce *g, int which)
 {
-	return xasprintf("pbx-%s-%s", g->s->name, which == 0 ? "ssh" : "internal");
+	return gce_name(g, "pbx-", which == 0 ? "ssh" : "internal");
 }
 
-/* Network tags: every node carries pbx-NAME, the head also pbx-NAME-head. */
+/* Network tags (firewall targets): every node carries pbx-NAME-ID, the
+ * head also pbx-NAME-ID-head, so one cluster's rules never open another's
+ * nodes. */
 static char *tag(const struct gce *g, int head)
 {
-	return xasprintf("pbx-%s%s", g->s->name, head ? "-head" : "");
+	return gce_name(g, "pbx-", head ? "head" : NULL);
+}
+
+char *gce_firewall_owner(json_t *rule)
+{
+	const char *d = json_string_value(json_object_get(rule, "description"));
+	const char *at = d ? strstr(d, GCE_OWNER_KEY) : NULL;
+	size_t len;
+	if (!at)
+		return NULL;
+	at += strlen(GCE_OWNER_KEY);
+	len = strspn(at, "0123456789abcdef");
+	return len ? xstrndup(at, len) : NULL;
 }
 
 /* The blocks SSH may come from: the template's ssh_from, else anywhere. */
@@ -47,18 +71,22 @@ static json_t *ssh_sources(const struct pbx_cluster_template *t)
 json_t *gce_firewall_body(const struct gce *g, int which)
 {
 	char *name = gce_firewall_name(g, which), *all = tag(g, 0), *head = tag(g, 1);
+	/* rules have no labels: the description carries the cluster's id */
+	char *ssh = xasprintf("pbx: SSH to the cluster's head; " GCE_OWNER_KEY "%s", g->s->uid);
+	char *inside = xasprintf("pbx: everything inside the cluster; " GCE_OWNER_KEY "%s",
+				 g->s->uid);
 	json_t *b;
 	if (which == 0)
 		/* SSH to the head only, from the template's ssh_from (default
 		 * anywhere: pbx cannot know the user's public address reliably). */
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}",
-			      "name", name, "description", "pbx: SSH to the cluster's head",
+			      "name", name, "description", ssh,
 			      "network", "global/networks/default", "direction", "INGRESS",
 			      "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
 			      "targetTags", head, "allowed", "IPProtocol", "tcp", "ports", "22");
 	else
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
-			      "name", name, "description", "pbx: everything inside the cluster",
+			      "name", name, "description", inside,
 			      "network", "global/networks/default", "direction", "INGRESS",
 			      "priority", 1000, "sourceTags", all, "targetTags", all,
 			      "allowed", "IPProtocol", "tcp", "IPProtocol", "udp",
@@ -66,6 +94,8 @@ json_t *gce_firewall_body(const struct gce *g, int which)
 	free(name);
 	free(all);
 	free(head);
+	free(ssh);
+	free(inside);
 	return b;
 }
 

@@ -3,7 +3,8 @@
  * API (compute.c), with the clouds.gce section and a template.
  *
  *   open     credentials (auth.c), an HTTP handle logging into the store
- *   plan     head + GROUPn nodes; instance names NAME-NODE
+ *   plan     head + GROUPn nodes; instance names NAME-IDP-NODE (gce_name:
+ *            the cluster id's first 12 hex digits in every name)
  *   begin    the two firewall rules if missing; one bulkInsert per node
  *            kind (head, each group) for the nodes that do not exist yet,
  *            each node recorded (instance, zone, operation) at once
@@ -12,7 +13,10 @@
  *            instance of the cluster deleted: all or nothing), then the
  *            instances listed by label until all are RUNNING; addresses
  *            recorded (the head's public one too)
- *   list     instances labelled pbx-cluster=NAME (paged) + the firewall rules
+ *   list     instances labelled pbx-cluster=NAME and pbx-cluster-id=ID
+ *            (paged) + the firewall rules whose description carries ID;
+ *            without an id (a survey): everything labelled NAME and the
+ *            rules named pbx-NAME[-IDP]-ssh|internal, with their ids
  *   destroy  deletes them and waits for every operation
  */
 #include "cloud/gce/gce.h"
@@ -156,18 +160,21 @@ static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pb
 	size_t total, k;
 	pbx_cloud_plan(g->s, g->zone, nodes, n);
 	total = *n;
-	for (k = 0; k < total; k++) {
-		char *iname = gce_instance_name(g, (*nodes)[k].name);
-		size_t len = strlen(iname);
-		free(iname);
+	for (k = 0; k <= total; k++) {
+		/* every instance name, and the longest rule name */
+		char *name = k < total ? gce_instance_name(g, (*nodes)[k].name)
+			: gce_firewall_name(g, 1);
+		size_t len = strlen(name);
 		if (len > 63) {
+			pbx_err_setc(err, PBX_EXIT_USAGE, "the name %s would be longer than 63 "
+				     "characters: use a shorter cluster or node group name", name);
+			free(name);
 			pbx_node_rows_free(*nodes, total);
 			*nodes = NULL;
 			*n = 0;
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "instance names '%s-NODE' would be "
-					    "longer than 63 characters: use a shorter cluster name",
-					    g->s->name);
+			return -1;
 		}
+		free(name);
 	}
 	return 0;
 }
@@ -228,27 +235,39 @@ static int gce_mutate(struct gce *g, const char *method, const char *path, json_
 
 /* ------------------------------------------------------------- listing */
 
-/* The list filter `labels.KEY = "VALUE"`, URL-encoded.  Caller frees. */
-static char *curl_escape_filter(const char *key, const char *value)
+/* Text URL-encoded for a query parameter.  Caller frees. */
+static char *gce_escape(const char *text)
 {
-	char *f = xasprintf("labels.%s = \"%s\"", key, value);
-	char *e = curl_easy_escape(NULL, f, 0), *res = xstrdup(e ? e : "");
+	char *e = curl_easy_escape(NULL, text, 0), *res = xstrdup(e ? e : "");
 	curl_free(e);
-	free(f);
 	return res;
 }
 
-/* Instances carrying the cluster's label in every zone (aggregatedList),
+/* The list filter of the cluster's labels, `labels.pbx-cluster = "NAME"
+ * AND labels.pbx-cluster-id = "ID"` (a survey: the name only),
+ * URL-encoded.  Caller frees. */
+static char *gce_label_filter(const struct gce *g)
+{
+	struct pbx_labels l;
+	struct pbx_buf f = PBX_BUF_INIT;
+	char *res;
+	size_t i;
+	pbx_cluster_labels(g->s, &l);
+	for (i = 0; i < l.n; i++)
+		pbx_buf_addf(&f, "%slabels.%s = \"%s\"", i ? " AND " : "", l.keys[i], l.values[i]);
+	res = gce_escape(f.buf);
+	pbx_buf_release(&f);
+	return res;
+}
+
+/* Instances carrying the cluster's labels in every zone (aggregatedList),
  * every page. */
 static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
 {
-	char *token = NULL, *filter;
-	struct pbx_labels l;
+	char *token = NULL, *filter = gce_label_filter(g);
 	int rc = 0;
 	*v = NULL;
 	*n = 0;
-	pbx_cluster_labels(g->s, &l);
-	filter = curl_escape_filter(l.keys[0], l.values[0]);
 	do {
 		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
 				       g->project, filter, token ? "&pageToken=" : "",
@@ -279,25 +298,51 @@ static const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const
 
 /* ------------------------------------------------------------- create */
 
+/* Whether the cluster's firewall rule `which` is there: *state
+ * GCE_RULE_NONE, GCE_RULE_MINE (its description carries the cluster's id;
+ * a legacy cluster's rules carry none), or GCE_RULE_OTHERS (another
+ * cluster's, whose name shares the id prefix: never used nor deleted). */
+enum { GCE_RULE_NONE, GCE_RULE_MINE, GCE_RULE_OTHERS };
+static int gce_rule_state(struct gce *g, int which, int *state, struct pbx_err *err)
+{
+	char *name = gce_firewall_name(g, which);
+	char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+	json_t *r = NULL;
+	long st;
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	*state = GCE_RULE_NONE;
+	if (rc == 0 && st == 200) {
+		char *owner = gce_firewall_owner(r);
+		int legacy = pbx_cluster_uid_legacy(g->s->uid);
+		*state = (legacy && !owner) || (owner && !strcmp(owner, g->s->uid))
+			? GCE_RULE_MINE : GCE_RULE_OTHERS;
+		free(owner);
+	}
+	json_decref(r);
+	free(path);
+	free(name);
+	return rc;
+}
+
 static int gce_firewalls(struct gce *g, struct pbx_err *err)
 {
-	int which;
+	int which, state;
 	for (which = 0; which < 2; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
-		json_t *r = NULL, *body;
-		long st;
-		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		json_decref(r);
-		if (rc == 0 && st == 404) {
+		int rc = gce_rule_state(g, which, &state, err);
+		if (rc == 0 && state == GCE_RULE_OTHERS) {
+			char *name = gce_firewall_name(g, which);
+			rc = pbx_err_set(err, "%s belongs to another cluster called %s (its id begins "
+					 "like this one's): stop this cluster and start it again for a "
+					 "new id", name, g->s->name);
+			free(name);
+		}
+		if (rc == 0 && state == GCE_RULE_NONE) {
 			char *ins = xasprintf("projects/%s/global/firewalls", g->project);
-			body = gce_firewall_body(g, which);
+			json_t *body = gce_firewall_body(g, which);
 			rc = gce_mutate(g, "POST", ins, body, NULL, NULL, err);
 			json_decref(body);
 			free(ins);
 		}
-		free(path);
-		free(name);
 		if (rc < 0)
 			return pbx_err_prefix(err, "firewall rule");
 	}
@@ -375,8 +420,12 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct gce *g = ctx;
 	const struct pbx_cluster_template *t = g->s->t;
 	struct gce_inst *have = NULL;
-	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
-	int rc = gce_firewalls(g, err);
+	size_t nhave = 0, *idx, k, i;
+	int rc;
+	if (!g->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created", g->s->name);
+	idx = xcalloc(n ? n : 1, sizeof(*idx));
+	rc = gce_firewalls(g, err);
 	if (rc == 0)
 		rc = gce_list_instances(g, &have, &nhave, err);
 	/* Head (grp NULL), then each group: the nodes not yet there. */
@@ -584,8 +633,10 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x) {
 			gce_insts_free(have, nhave);
-			return pbx_err_set(err, "instance %s-%s is gone (preempted or deleted)",
-					   g->s->name, nodes[i].name);
+			iname = gce_instance_name(g, nodes[i].name);
+			pbx_err_set(err, "instance %s is gone (preempted or deleted)", iname);
+			free(iname);
+			return -1;
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
@@ -660,45 +711,81 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 	return rc;
 }
 
+/* Appends one resource to *v (strings copied; zone, state, cluster may
+ * be NULL). */
+static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
+		    const char *state, const char *cluster)
+{
+	struct pbx_instance *x;
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	x = &(*v)[(*n)++];
+	x->id = xstrdup(id);
+	x->zone = zone ? xstrdup(zone) : NULL;
+	x->state = state ? xstrdup(state) : NULL;
+	x->cluster = cluster ? xstrdup(cluster) : NULL;
+}
+
+/* The cluster's firewall rules that are its own (gce_rule_state). */
+static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n,
+			  struct pbx_err *err)
+{
+	int which, state;
+	for (which = 0; which < 2; which++) {
+		char *name;
+		if (gce_rule_state(g, which, &state, err) < 0)
+			return -1;
+		if (state != GCE_RULE_MINE)
+			continue;
+		name = gce_firewall_name(g, which);
+		gce_add(v, n, name, NULL, "FIREWALL", g->s->uid);
+		free(name);
+	}
+	return 0;
+}
+
+/* A survey: every rule named like a rule of a cluster called NAME, new
+ * (pbx-NAME-IDP-ssh) or legacy (pbx-NAME-ssh), with the id its
+ * description carries. */
+static int gce_survey_rules(struct gce *g, struct pbx_instance **v, size_t *n,
+			    struct pbx_err *err)
+{
+	char *re = xasprintf("name eq \"pbx-%s(-[0-9a-f]{%d})?-(ssh|internal)\"", g->s->name,
+			     GCE_ID_PREFIX);
+	char *filter = gce_escape(re);
+	char *path = xasprintf("projects/%s/global/firewalls?filter=%s&maxResults=500",
+			       g->project, filter);
+	json_t *r = NULL, *it;
+	size_t i;
+	long st;
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, it) {
+		const char *name = json_string_value(json_object_get(it, "name"));
+		char *owner = gce_firewall_owner(it);
+		if (name)
+			gce_add(v, n, name, NULL, "FIREWALL", owner);
+		free(owner);
+	}
+	json_decref(r);
+	free(path);
+	free(filter);
+	free(re);
+	return rc;
+}
+
 static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
 	struct gce_inst *have = NULL;
 	size_t nhave = 0, i;
-	int which;
 	*v = NULL;
 	*n = 0;
 	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
-	*v = xcalloc(nhave + 2, sizeof(**v));
-	for (i = 0; i < nhave; i++) {
-		(*v)[*n].id = xstrdup(have[i].name);
-		(*v)[*n].zone = xstrdup(have[i].zone ? have[i].zone : g->zone);
-		(*v)[*n].state = xstrdup(have[i].status);
-		(*n)++;
-	}
+	for (i = 0; i < nhave; i++)
+		gce_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone, have[i].status,
+			have[i].cluster);
 	gce_insts_free(have, nhave);
-	for (which = 0; which < 2; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
-		json_t *r = NULL;
-		long st;
-		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		json_decref(r);
-		free(path);
-		if (rc < 0) {
-			free(name);
-			return -1;
-		}
-		if (st == 200) {
-			(*v)[*n].id = name;
-			(*v)[*n].state = xstrdup("FIREWALL");
-			(*n)++;
-		} else {
-			free(name);
-		}
-	}
-	return 0;
+	return g->s->uid ? gce_list_rules(g, v, n, err) : gce_survey_rules(g, v, n, err);
 }
 
 struct gce_delete_run {
@@ -781,14 +868,23 @@ static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, siz
 	return rc;
 }
 
-/* Deletes every instance, then the firewall rules. */
+/* Deletes every instance, then the firewall rules that are the
+ * cluster's own (a dry run prints both DELETEs). */
 static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	int rc = gce_delete_instances(g, v, n, err), which;
+	int rc, which, state = GCE_RULE_MINE;
+	if (!g->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted", g->s->name);
+	rc = gce_delete_instances(g, v, n, err);
 	for (which = 0; which < 2 && rc == 0; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		char *name, *path;
+		if (!g->s->dry_run && (rc = gce_rule_state(g, which, &state, err)) < 0)
+			break;
+		if (state != GCE_RULE_MINE)
+			continue;
+		name = gce_firewall_name(g, which);
+		path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
 		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, NULL, err);
 		free(path);
 		free(name);
@@ -830,8 +926,10 @@ static int gce_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
 	struct gce *g = ctx;
+	char *head = gce_instance_name(g, "head");   /* its host name */
 	(void)err;
-	pbx_cloud_vm_layout(g->s->name, l);
+	pbx_cloud_vm_layout(head, l);
+	free(head);
 	return 0;
 }
 
