@@ -156,10 +156,10 @@ static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
 	if (!uid)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "cluster '%s' is not in this store "
-				    "(%s): nothing was deleted; %zu resource%s carry the name, "
-				    "perhaps another pbx home's; to delete one cluster's resources: "
-				    "pbx cluster stop --id ID %s", name, pbx_home(), found,
-				    found == 1 ? "" : "s", name);
+				    "(%s): nothing was deleted; %zu resource%s the name (listed "
+				    "above), perhaps another pbx home's; to delete one cluster's "
+				    "resources: pbx cluster stop --id ID %s", name, pbx_home(), found,
+				    found == 1 ? " carries" : "s carry", name);
 	return 0;
 }
 
