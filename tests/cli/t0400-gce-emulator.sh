@@ -99,14 +99,16 @@ is "$out" "root" "commands run as root through sudo -n (login user pbx)"
 
 sweep_demo_round e1
 
-# resize: one more GPU node, then back to two
+# resize: one more GPU node, then back to two (instance names carry the
+# first 12 digits of the cluster id: e1-P-NODE)
+P=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(uid, 1, 12) FROM clusters WHERE state != 'deleted'")
 run_pbx cluster resize --dry-run --json e1 +1
 is "$(echo "$out" | python3 -c 'import json,sys
 for l in sys.stdin:
     r = json.loads(l)
     if r["url"].split("?")[0].endswith("/bulkInsert"):
         print(r["method"], *sorted(r["body"]["perInstanceProperties"]))')" \
-	"POST e1-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-gpu3 alone"
+	"POST e1-$P-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-$P-gpu3 alone"
 is "$(emu_holds)" "3 2" "the dry run created nothing"
 run_pbx cluster resize e1 +1
 ok $rc "resize +1: $errout"
@@ -118,8 +120,8 @@ gpu3 idle" "SLURM has the new node gpu3, idle"
 run_pbx cluster exec -n gpu3 e1 -- id -un
 is "$out" "root" "the new node is reached through the head, with sudo"
 run_pbx cluster resize --dry-run e1 -1
-is "$(echo "$out" | grep -Ec '^DELETE .*/zones/us-central1-a/instances/e1-gpu3([?]|$)')" "1" \
-	"resize --dry-run -1: the DELETE of e1-gpu3"
+is "$(echo "$out" | grep -Ec "^DELETE .*/zones/us-central1-a/instances/e1-$P-gpu3([?]|\$)")" "1" \
+	"resize --dry-run -1: the DELETE of e1-$P-gpu3"
 run_pbx cluster resize e1 -1
 ok $rc "resize -1: $errout"
 is "$(emu_holds)" "3 2" "the emulator holds 3 instances again, the firewall rules stay"
