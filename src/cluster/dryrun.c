@@ -129,6 +129,7 @@ static void dry_add_known(struct pbx_store *st, int64_t id, struct pbx_instance 
 			continue;
 		*v = xreallocarray(*v, *n + 1, sizeof(**v));
 		x = &(*v)[(*n)++];
+		memset(x, 0, sizeof(*x));
 		x->id = xstrdup(rows[i].instance_id);
 		x->zone = rows[i].zone ? xstrdup(rows[i].zone) : NULL;
 		x->state = xstrdup(rows[i].state);

@@ -486,6 +486,7 @@ static void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct
 			v = xreallocarray(v, n + 1, sizeof(*v));
 			v[n].id = gce_instance_name(g, nodes[g->pending[i].nodes[k]].name);
 			v[n].zone = xstrdup(g->pending[i].zone);
+			v[n].cluster = NULL;
 			v[n++].state = NULL;
 		}
 	rc = gce_delete_instances(g, v, n, &e2);
