@@ -1,7 +1,10 @@
 """bodies.py - node bodies for RUNNING instances, made by pbx-node-body
 (node_body.c: the local provider's body code).
 
-Each instance's body lives in STATE/bodies/PROJECT/ZONE/NAME: an sshd
+Each instance's body lives in STATE/bodies/PROJECT/ZONE/KEY, KEY being
+the first 10 hex digits of the SHA-1 of the instance's name (names are up
+to 63 characters; slurmd's socket paths under the body's root must stay
+within 108 bytes; pbx's names carry a cluster id prefix): an sshd
 listening on the instance's networkIP and, for an instance with an access
 config, on its natIP too, at --ssh-port.  Keys come from the `ssh-keys`
 metadata item ("user:keytype key comment" lines), one authorized-keys file
@@ -17,6 +20,7 @@ VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
 """
 
 import grp
+import hashlib
 import os
 import pwd
 import subprocess
@@ -65,7 +69,8 @@ class Bodies:
         self.account_lock = threading.Lock()
 
     def root(self, inst):
-        return os.path.join(self.dir, inst.project, inst.zone, inst.name)
+        key = hashlib.sha1(inst.name.encode()).hexdigest()[:10]
+        return os.path.join(self.dir, inst.project, inst.zone, key)
 
     def start(self, inst):
         """Starts the body of INST; None, or what went wrong."""
