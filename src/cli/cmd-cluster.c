@@ -75,9 +75,9 @@ static void cluster_print_request(void *ctx, const char *method, const char *url
 /* Says (on stderr, so a dry run's --json output stays one request a line)
  * which blocks reach port 22 of a cluster built from template record
  * `json` (freed here; NULL: nothing to say). */
-static void cluster_print_exposure(char *json, const char *name)
+static void cluster_print_exposure(char *json)
 {
-	char *line = json ? pbx_template_ssh_exposure(json, name) : NULL;
+	char *line = json ? pbx_template_ssh_exposure(json) : NULL;
 	if (line)
 		pbx_info("%s", line);
 	free(line);
@@ -123,8 +123,7 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 					   cluster_print_request, &as_json, &err);
 		if (rc == 0)
 			cluster_print_exposure(pbx_cluster_dry_template_json(ctx->store, ctx->cfg,
-									     argv[optind], tmpl),
-					       argv[optind]);
+									     argv[optind], tmpl));
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -173,13 +172,43 @@ static const struct pbx_cmd cmd_cluster_start = {
 
 static const struct pbx_cmd cmd_cluster_stop;
 
+/* What carries the name of a cluster this store does not know (a stop
+ * without --id): one table row each. */
+static void cluster_stop_found(void *ctx, const char *cloud, const struct pbx_instance *x)
+{
+	static const char *const hdr[] = { "CLOUD", "RESOURCE", "ZONE", "STATE", "CLUSTER ID" };
+	struct pbx_table **t = ctx;
+	const char *cells[5] = { cloud, x->id, x->zone && *x->zone ? x->zone : "-",
+				 x->state ? x->state : "-", x->cluster ? x->cluster : "(none)" };
+	if (!*t)
+		*t = pbx_table_new(5, hdr);
+	pbx_table_add(*t, cells);
+}
+
+/* Before stopping a cluster an older pbx made: how its resources are found. */
+static void cluster_stop_legacy_note(struct pbx_store *st, const char *name)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_row row;
+	if (pbx_store_cluster_get(st, name, &row, &err) < 0)
+		return;
+	if (pbx_cluster_uid_legacy(row.uid))
+		pbx_warning("cluster %s was made by a pbx without cluster ids: its cloud resources are "
+			    "found by its name and its old id %s (the store number the older pbx put "
+			    "on them), which another pbx home's cluster of this name may share; its "
+			    "Compute Engine firewall rules by name alone", name, row.uid);
+	pbx_cluster_row_free(&row);
+}
+
 static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' }, { "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 } };
+		{ "id", required_argument, NULL, 'I' }, { NULL, 0, NULL, 0 } };
+	struct pbx_table *found = NULL;   /* made on the first row */
+	struct pbx_stop_opts o = { NULL, cluster_stop_found, &found };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
 	int rc, opt, dry = 0, as_json = 0;
@@ -191,6 +220,8 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			break;
 		if (opt == 'n')
 			dry = 1;
+		else if (opt == 'I')
+			o.uid = optarg;
 		else
 			as_json = 1;
 	}
@@ -198,17 +229,23 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_stop, "--json goes with --dry-run");
+	if (o.uid && !pbx_cluster_uid_valid(o.uid))
+		return pbx_usage_error(&cmd_cluster_stop, "--id takes a cluster id: 32 lowercase hex "
+				       "digits (an older pbx's: a decimal number)");
 	argv += optind - 1;
 	if (dry) {
-		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], cluster_print_request,
+		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], o.uid, cluster_print_request,
 					  &as_json, &err);
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
+	cluster_stop_legacy_note(ctx->store, argv[1]);
 	title = xasprintf("stopping cluster %s", argv[1]);
 	cp.title = title;
-	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &ev, &err);
+	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &o, &ev, &err);
 	pbx_progress_free(cp.p);
 	free(title);
+	if (found)   /* what a stop of a name this store does not know found */
+		pbx_table_print(found);
 	if (rc < 0)
 		return pbx_report(&err);
 	pbx_info("cluster %s stopped: every process, port and file it made is gone", argv[1]);
@@ -216,6 +253,8 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc cluster_stop_opts[] = {
+	{ "--id ID", "for a cluster this store does not know: delete exactly what carries\n"
+		     "cluster id ID and the name (the ids are listed by a stop without it)" },
 	{ "-n, --dry-run", "send nothing: print the cloud API requests stopping would send" },
 	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
 	{ NULL, NULL },
@@ -224,10 +263,18 @@ static const struct pbx_opt_doc cluster_stop_opts[] = {
 static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
 	.summary = "delete a cluster and everything it created",
-	.usage = "pbx cluster stop [-n [-j]] NAME",
+	.usage = "pbx cluster stop [--id ID] [-n [-j]] NAME",
 	.description = "Removes every process, port, file and cloud resource of the cluster\n"
-		       "(found by label or directory, not only from the store) and marks it\n"
-		       "deleted in the store.",
+		       "(found by its name and id labels or its directory, not only from the\n"
+		       "store) and marks it deleted in the store.\n"
+		       "\n"
+		       "Every cluster has an id (see 'pbx cluster show'), carried by all its\n"
+		       "cloud resources: another pbx home may have a cluster of the same name in\n"
+		       "the same project.  So a stop of a name this store does not know deletes\n"
+		       "nothing: it lists what carries the name, with each resource's cluster id,\n"
+		       "and exits 3; 'pbx cluster stop --id ID NAME' then deletes exactly what\n"
+		       "carries that id.  A cluster made by a pbx without ids has a decimal id;\n"
+		       "its resources are found by name and that number (see the README).",
 	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_stop_exec,
@@ -353,6 +400,7 @@ static json_t *cluster_row_json(const struct pbx_cluster_row *r)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(r->name));
+	json_object_set_new(o, "id", json_string(r->uid));
 	json_object_set_new(o, "cloud", json_string(r->cloud));
 	json_object_set_new(o, "state", json_string(r->state));
 	json_object_set_new(o, "created", json_integer(r->created));
@@ -414,7 +462,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc cluster_list_opts[] = {
 	{ "-a, --all", "include deleted clusters" },
-	{ "-j, --json", "print a JSON array of {name, cloud, state, created, updated}" },
+	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated}" },
 	{ NULL, NULL },
 };
 
@@ -448,7 +496,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
-	exposure = pbx_template_ssh_exposure(c->row.template_json, c->row.name);
+	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	if (json) {
 		json_t *o = cluster_row_json(&c->row), *nodes = json_array(), *tmpl;
 		tmpl = json_loads(c->row.template_json, 0, NULL);
@@ -474,7 +522,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	} else {
 		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
 		struct pbx_table *t = pbx_table_new(5, hdr);
-		printf("cluster %s (%s): %s\n%s\n", c->row.name, c->row.cloud, c->row.state, exposure);
+		printf("cluster %s (%s, id %s%s): %s\n%s\n", c->row.name, c->row.cloud, c->row.uid,
+		       pbx_cluster_uid_legacy(c->row.uid) ? ", made by a pbx without ids" : "",
+		       c->row.state, exposure);
 		for (i = 0; i < c->nnodes; i++) {
 			char addr[128], gpus[16];
 			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
@@ -503,9 +553,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc cluster_show_opts[] = {
-	{ "-j, --json", "print a JSON object with the cluster, its template, its nodes\n"
-			"(name, role, address, public_address, ssh_port, gpus, state,\n"
-			"slurm_state) and ssh (which address blocks reach port 22)" },
+	{ "-j, --json", "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
+			"template, its nodes (name, role, address, public_address, ssh_port,\n"
+			"gpus, state, slurm_state) and ssh (which address blocks reach port 22)" },
 	{ NULL, NULL },
 };
 
@@ -704,7 +754,7 @@ const struct pbx_cmd pbx_cmd_cluster = {
 		 "pbx cluster show [-j] NAME\n"
 		 "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]\n"
 		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
-		 "pbx cluster stop [-n [-j]] NAME\n"
+		 "pbx cluster stop [--id ID] [-n [-j]] NAME\n"
 		 "pbx cluster forget-host HOST",
 	.description = "A cluster is built from a template in $PBX_HOME/config.yaml (cloud,\n"
 		       "login user, SSH key, image, head node, node groups with GPU counts).\n"

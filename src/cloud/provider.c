@@ -6,9 +6,11 @@
  */
 #include "cloud/provider.h"
 
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
+#include <openssl/rand.h>
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,11 +49,33 @@ void pbx_cluster_labels(const struct pbx_cluster_spec *s, struct pbx_labels *l)
 	l->keys[0] = PBX_LABEL_CLUSTER;
 	snprintf(l->values[0], sizeof(l->values[0]), "%s", s->name);
 	l->n = 1;
-	if (s->id > 0) {
+	if (s->uid) {
 		l->keys[1] = PBX_LABEL_CLUSTER_ID;
-		snprintf(l->values[1], sizeof(l->values[1]), "%" PRId64, s->id);
+		snprintf(l->values[1], sizeof(l->values[1]), "%s", s->uid);
 		l->n = 2;
 	}
+}
+
+int pbx_cluster_uid_new(char out[PBX_CLUSTER_UID_LEN + 1], struct pbx_err *err)
+{
+	unsigned char b[PBX_CLUSTER_UID_LEN / 2];
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return pbx_err_set(err, "cannot make a cluster id: no randomness");
+	pbx_hex(b, sizeof(b), out);
+	return 0;
+}
+
+int pbx_cluster_uid_legacy(const char *uid)
+{
+	size_t len = strlen(uid);
+	return len >= 1 && len <= 18 && uid[0] != '0' && strspn(uid, "0123456789") == len;
+}
+
+int pbx_cluster_uid_valid(const char *text)
+{
+	return (strlen(text) == PBX_CLUSTER_UID_LEN &&
+		strspn(text, "0123456789abcdef") == PBX_CLUSTER_UID_LEN) ||
+	       pbx_cluster_uid_legacy(text);
 }
 
 void pbx_instances_free(struct pbx_instance *v, size_t n)
@@ -61,6 +85,7 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].id);
 		free(v[i].zone);
 		free(v[i].state);
+		free(v[i].cluster);
 	}
 	free(v);
 }
@@ -137,10 +162,10 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 	return NULL;
 }
 
-void pbx_cloud_vm_layout(const char *cluster, struct pbx_slurm_layout *l)
+void pbx_cloud_vm_layout(const char *head_host, struct pbx_slurm_layout *l)
 {
 	memset(l, 0, sizeof(*l));
-	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s-head", cluster);
+	snprintf(l->ctld_host, sizeof(l->ctld_host), "%s", head_host);
 	l->ctld_port = 6817;
 	l->srun_port_lo = 60001;
 	l->srun_port_hi = 63000;

@@ -6,6 +6,12 @@
  * and destroy everything that carries the cluster's labels, so `stop`
  * removes a cluster completely even when the store has forgotten it.
  *
+ * A cluster is known to the cloud by its id (struct pbx_cluster_spec's
+ * uid), never by its name alone: two pbx homes using one project may both
+ * call a cluster `gpu`.  Every resource carries the id as a label or tag,
+ * every name that must be unique in the project contains it, and every
+ * list filters by it (see docs/SECURITY.md, "Cloud resources").
+ *
  * Creation reports every instance the moment the cloud accepts it (the
  * `record` hook), so a pbx killed mid-create leaves each instance id in
  * the store, and its labels let `stop` find it even if not.
@@ -39,6 +45,11 @@ struct pbx_cluster_spec {
 	const struct pbx_cluster_template *t;   /* NULL when destroying */
 	const char *name;
 	int64_t id;                 /* store id; 0 when the store has forgotten the cluster */
+	/* The cluster's id in the cloud (pbx_cluster_uid_new; a legacy
+	 * cluster's is its decimal store number, see pbx_cluster_uid_legacy).
+	 * NULL only for a survey: list what carries the name, whoever's it
+	 * is; a provider then creates and destroys nothing. */
+	const char *uid;
 	struct pbx_store *store;    /* the request log and the provider's allocations */
 	int dry_run;                /* print the requests instead of sending them */
 	/* With dry_run: receives each request that would be sent (no token in
@@ -50,8 +61,8 @@ struct pbx_cluster_spec {
 /* ----------------------------------------------------------------- labels */
 
 /* The labels every cloud resource of a cluster carries, made here only:
- * pbx-cluster = NAME (and pbx-cluster-id = ID when known).  Lists find a
- * cluster's resources by the first. */
+ * pbx-cluster = NAME and pbx-cluster-id = UID (when s->uid is set).  Lists
+ * find a cluster's resources by both; a survey (uid NULL) by the first. */
 #define PBX_LABEL_CLUSTER "pbx-cluster"
 #define PBX_LABEL_CLUSTER_ID "pbx-cluster-id"
 struct pbx_labels {
@@ -61,6 +72,23 @@ struct pbx_labels {
 };
 void pbx_cluster_labels(const struct pbx_cluster_spec *s, struct pbx_labels *l);
 
+/* ------------------------------------------------------------- cluster id */
+
+/* A cluster id: 128 random bits (OpenSSL RAND_bytes) as 32 lowercase hex
+ * digits, which fit every cloud's label and tag value rules. */
+#define PBX_CLUSTER_UID_LEN 32
+/* Makes a new id into out; -1 with err when there is no randomness. */
+int pbx_cluster_uid_new(char out[PBX_CLUSTER_UID_LEN + 1], struct pbx_err *err);
+/* 1 when `uid` is a legacy id: the decimal store number that a pbx from
+ * before cluster ids put on its resources as pbx-cluster-id (store
+ * migration 6 gives its clusters that id).  Such a cluster's names carry
+ * no id (pbx-NAME-ssh, pbx-NAME); its resources are found by name and that
+ * number, which another pbx home may share. */
+int pbx_cluster_uid_legacy(const char *uid);
+/* 1 when `text` can be a cluster id: 32 lowercase hex digits, or a legacy
+ * one (1 to 18 decimal digits, no leading zero). */
+int pbx_cluster_uid_valid(const char *text);
+
 /* -------------------------------------------------------------- instances */
 
 /* One resource found by label (an instance, or the local provider's
@@ -69,6 +97,8 @@ struct pbx_instance {
 	char *id;      /* the provider's handle: instance name / directory */
 	char *zone;    /* may be NULL */
 	char *state;   /* the cloud's status, e.g. RUNNING; may be NULL */
+	char *cluster; /* the cluster id it carries (pbx-cluster-id); NULL when
+	                  the provider did not read it or it carries none */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 
@@ -130,7 +160,8 @@ struct pbx_provider {
 	 * again), -1 on failure. */
 	int (*create_poll)(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err);
-	/* Everything carrying the cluster's labels; *v owned by the caller
+	/* Everything carrying the cluster's labels (with s->uid NULL: its
+	 * name label, each with the id it carries); *v owned by the caller
 	 * (pbx_instances_free). */
 	int (*list)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 	/* Removes the given resources and the cluster's own ones (firewall
@@ -162,11 +193,12 @@ void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
 const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
 						const char *node);
 
+/* The SLURM layout of a cloud cluster's VMs: SLURM's default ports, the
+ * head's host name `head_host`, daemons under systemd, NFS /shared from
+ * the head. */
+void pbx_cloud_vm_layout(const char *head_host, struct pbx_slurm_layout *l);
 /* How many compute nodes the template's policy lets go unmade: all but
  * min_nodes of them (none when min_nodes is not set). */
-/* The SLURM layout of a cloud cluster's VMs: SLURM's default ports, the
- * head NAME-head, daemons under systemd, NFS /shared from the head. */
-void pbx_cloud_vm_layout(const char *cluster, struct pbx_slurm_layout *l);
 size_t pbx_cloud_slack(const struct pbx_cluster_template *t);
 
 /* The provider for a cloud name, or NULL. */

@@ -64,6 +64,7 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 							 ? c->row.template_name : name));
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
+	c->spec.uid = c->row.uid;
 	c->spec.store = st;
 	if (c->provider->open(&c->spec, &c->pctx, err) < 0)
 		goto fail;

@@ -50,9 +50,11 @@ int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, co
 char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
 				    const char *name, const char *tmpl);
 /* `stop --dry-run`: the requests that would find and delete the
- * cluster's resources. */
+ * cluster's resources; `uid` is --id (may be NULL).  A cluster the store
+ * does not know, without uid: only the requests listing what carries the
+ * name (a stop would delete nothing). */
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			 pbx_request_fn print, void *ctx, struct pbx_err *err);
+			 const char *uid, pbx_request_fn print, void *ctx, struct pbx_err *err);
 
 /* How `pbx cluster resize` changes a cluster. */
 struct pbx_resize_opts {
@@ -75,10 +77,25 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 		       const struct pbx_resize_opts *o, const struct pbx_cluster_events *ev,
 		       struct pbx_err *err);
 
+/* What `stop` does with a cluster the store does not know. */
+struct pbx_stop_opts {
+	/* --id: remove what carries this cluster id (and the name); it must be
+	 * the cluster's when the store knows it.  NULL: remove nothing. */
+	const char *uid;
+	/* Without uid: receives each resource that carries the name, whoever's
+	 * it is (x->cluster: the id it carries), from provider `cloud`.  May
+	 * be NULL. */
+	void (*found)(void *ctx, const char *cloud, const struct pbx_instance *x);
+	void *found_ctx;
+};
+
 /* Stops cluster `name`: every process, port, file and cloud resource it
- * made is removed; the store row is marked deleted. */
+ * made is removed; the store row is marked deleted.  A cluster the store
+ * does not know: see struct pbx_stop_opts (o may be NULL); without o->uid
+ * nothing is removed and it fails with PBX_EXIT_NOTFOUND. */
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		     const struct pbx_cluster_events *ev, struct pbx_err *err);
+		     const struct pbx_stop_opts *o, const struct pbx_cluster_events *ev,
+		     struct pbx_err *err);
 
 /* An open, live cluster: its row, nodes and SSH connections. */
 struct pbx_cluster {
@@ -157,9 +174,9 @@ int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size
 
 /* One line saying which address blocks reach the nodes' port 22 and how
  * the nodes without a public address are reached, from a template record
- * (pbx_template_json: cloud, ssh_from, compute_external_ips) of cluster
- * `cluster`.  Caller frees. */
-char *pbx_template_ssh_exposure(const char *json, const char *cluster);
+ * (pbx_template_json: cloud, ssh_from, compute_external_ips).  Caller
+ * frees. */
+char *pbx_template_ssh_exposure(const char *json);
 
 /* $PBX_HOME/clusters/NAME; caller frees. */
 char *pbx_cluster_dir(const char *name);

@@ -7,16 +7,18 @@
 #include "cluster/cluster_internal.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The template for `name`: -t, else the one the store recorded, else
  * name; with the recorded sizes of an existing cluster (*sized, whose
- * group array *groups the caller frees). */
+ * group array *groups the caller frees).  *id and uid get the cluster's
+ * store number and id; uid stays "" when the store does not know it. */
 static const struct pbx_cluster_template *dry_template(struct pbx_store *st,
 						       const struct pbx_config *cfg,
 						       const char *name, const char *tmpl,
-						       int64_t *id,
+						       int64_t *id, char uid[PBX_CLUSTER_UID_LEN + 1],
 						       struct pbx_cluster_template *sized,
 						       struct pbx_node_group **groups)
 {
@@ -25,9 +27,11 @@ static const struct pbx_cluster_template *dry_template(struct pbx_store *st,
 	const struct pbx_cluster_template *t = NULL;
 	char *json = NULL;
 	*id = 0;
+	uid[0] = '\0';
 	*groups = NULL;
 	if (pbx_store_cluster_get(st, name, &row, &err) == 0) {
 		*id = row.id;
+		snprintf(uid, PBX_CLUSTER_UID_LEN + 1, "%s", row.uid);
 		if (!tmpl && row.template_name)
 			t = pbx_config_template(cfg, row.template_name);
 		json = row.template_json ? xstrdup(row.template_json) : NULL;
@@ -49,7 +53,8 @@ char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_confi
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups = NULL;
 	int64_t id;
-	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, &sized,
+	char uid[PBX_CLUSTER_UID_LEN + 1];
+	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, uid, &sized,
 							    &groups);
 	char *json = t ? pbx_template_json(t) : NULL;
 	free(groups);
@@ -74,6 +79,7 @@ static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec
  * as recorded) with requests going to `print`. */
 struct dry {
 	struct pbx_cluster_spec spec;
+	char uid[PBX_CLUSTER_UID_LEN + 1];   /* spec.uid */
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups;
 	const struct pbx_provider *p;
@@ -87,10 +93,15 @@ static int dry_begin(struct dry *d, struct pbx_store *st, const struct pbx_confi
 	memset(d, 0, sizeof(*d));
 	d->spec = (struct pbx_cluster_spec){ .cfg = cfg, .name = name, .store = st, .dry_run = 1,
 					     .print_request = print, .print_ctx = ctx };
-	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, &d->sized, &d->groups);
+	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, d->uid, &d->sized,
+				 &d->groups);
 	if (!d->spec.t)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
 				    tmpl ? tmpl : name, cfg->path);
+	/* a new cluster: the requests show a fresh id, as a start would make */
+	if (!d->uid[0] && pbx_cluster_uid_new(d->uid, err) < 0)
+		return -1;
+	d->spec.uid = d->uid;
 	return dry_open(&d->p, &d->spec, &d->pctx, err);
 }
 
@@ -132,6 +143,7 @@ static void dry_add_known(struct pbx_store *st, int64_t id, struct pbx_instance 
 			continue;
 		*v = xreallocarray(*v, *n + 1, sizeof(**v));
 		x = &(*v)[(*n)++];
+		memset(x, 0, sizeof(*x));
 		x->id = xstrdup(rows[i].instance_id);
 		x->zone = rows[i].zone ? xstrdup(rows[i].zone) : NULL;
 		x->state = xstrdup(rows[i].state);
@@ -140,17 +152,28 @@ static void dry_add_known(struct pbx_store *st, int64_t id, struct pbx_instance 
 }
 
 int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			 pbx_request_fn print, void *ctx, struct pbx_err *err)
+			 const char *uid, pbx_request_fn print, void *ctx, struct pbx_err *err)
 {
 	struct dry d;
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
-	int rc = dry_begin(&d, st, cfg, name, NULL, print, ctx, err);
+	int survey = 0, rc;
+	if (uid && !pbx_cluster_uid_valid(uid))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "--id %s: not a cluster id", uid);
+	rc = dry_begin(&d, st, cfg, name, NULL, print, ctx, err);
+	if (rc == 0 && !d.spec.id) {
+		/* not in the store: --id's cluster, else a survey by name */
+		d.spec.uid = uid;
+		survey = !uid;
+	} else if (rc == 0 && uid && strcmp(uid, d.uid) != 0) {
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "cluster '%s' in this store has id %s, not %s",
+				  name, d.uid, uid);
+	}
 	if (rc == 0)
 		rc = d.p->list(d.pctx, &v, &n, err);
 	if (rc == 0 && d.spec.id)
 		dry_add_known(st, d.spec.id, &v, &n);
-	if (rc == 0)
+	if (rc == 0 && !survey)
 		rc = d.p->destroy(d.pctx, v, n, err);
 	pbx_instances_free(v, n);
 	dry_end(&d);

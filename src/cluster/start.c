@@ -30,12 +30,14 @@
 #define START_IDLE_TIMEOUT_MS 120000
 
 /* Creates the store rows for a new cluster, or loads the existing one;
- * records the template when it is not the cluster's own name. */
+ * records the template when it is not the cluster's own name.  A new
+ * cluster's id is made and recorded here, before anything is created in
+ * a cloud: every resource will carry it. */
 static int start_record(struct pbx_store *st, const struct pbx_cluster_template *t,
 			const char *name, struct pbx_err *err)
 {
 	struct pbx_cluster_row row;
-	char *json;
+	char *json, uid[PBX_CLUSTER_UID_LEN + 1];
 	int64_t id;
 	int slot, rc;
 	if (pbx_store_cluster_get(st, name, &row, err) == 0) {
@@ -45,6 +47,8 @@ static int start_record(struct pbx_store *st, const struct pbx_cluster_template 
 	if (err->code != PBX_EXIT_NOTFOUND)
 		return -1;
 	pbx_err_clear(err);
+	if (pbx_cluster_uid_new(uid, err) < 0)
+		return -1;
 	json = pbx_template_json(t);
 	if (pbx_store_begin(st, err) < 0) {
 		free(json);
@@ -52,7 +56,7 @@ static int start_record(struct pbx_store *st, const struct pbx_cluster_template 
 	}
 	rc = pbx_store_free_slot(st, t->cloud, &slot, err);
 	if (rc == 0)
-		rc = pbx_store_cluster_create(st, name, t->cloud, json, slot, &id, err);
+		rc = pbx_store_cluster_create(st, name, uid, t->cloud, json, slot, &id, err);
 	if (rc == 0 && strcmp(t->name, name) != 0)
 		rc = pbx_store_cluster_set_template(st, id, t->name, err);
 	free(json);

@@ -1,8 +1,13 @@
 /*
  * stop.c - `pbx cluster stop`: remove every process, port, file and cloud
- * resource of a cluster.  The provider finds what to remove by label (for
- * the local provider: the cluster's directory), so a cluster the store has
- * half-forgotten is still removed completely.
+ * resource of a cluster.  The provider finds what to remove by label (the
+ * cluster's name and id; for the local provider: the cluster's directory),
+ * so a cluster the store has half-forgotten is still removed completely.
+ *
+ * A cluster the store does not know has no id here: nothing is removed
+ * then, since the name alone may be another pbx home's cluster.  What
+ * carries the name is listed (with the ids) and `--id ID` removes exactly
+ * what carries one id.
  */
 #include "cluster/cluster_internal.h"
 #include "util/fs.h"
@@ -58,58 +63,128 @@ static int stop_by_label(const struct pbx_provider *p, void *pctx, int always, i
 	return rc;
 }
 
-/* Removes what is left of a cluster the store does not know as live: each
- * provider that is configured here looks for the cluster's labels.  A
- * provider whose section is absent answers open with PBX_EXIT_NOTFOUND. */
-static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		       struct pbx_err *err)
+/* Runs fn on each provider configured here, opened for `spec`.  A
+ * provider whose section is absent answers open with PBX_EXIT_NOTFOUND
+ * and is skipped; one that cannot look (no credentials here) does not keep
+ * the others from looking: the first such error goes to *first and
+ * *failed counts them.  Returns how many resources fn reported. */
+typedef int (*stop_each_fn)(const struct pbx_provider *p, void *pctx, size_t *found,
+			    void *ctx, struct pbx_err *err);
+static size_t stop_each_provider(const struct pbx_cluster_spec *spec, stop_each_fn fn,
+				 void *ctx, int *failed, struct pbx_err *first)
 {
-	struct pbx_cluster_spec spec = {0};
-	struct pbx_err first = PBX_ERR_INIT;
-	int any = 0, failed = 0;
-	size_t i;
-	spec.cfg = cfg;
-	spec.name = name;
-	spec.store = st;
-	/* A provider that cannot look (no credentials here) does not keep the
-	 * others from removing what they find; its error counts only when
-	 * nothing was found. */
+	size_t i, total = 0;
+	*failed = 0;
 	for (i = 0; pbx_providers[i]; i++) {
 		const struct pbx_provider *p = pbx_providers[i];
 		struct pbx_err e = PBX_ERR_INIT;
 		void *pctx = NULL;
-		int found = 0, rc;
-		if (p->open(&spec, &pctx, &e) < 0) {
-			if (e.code != PBX_EXIT_NOTFOUND && !failed++)
-				first = e;
+		size_t found = 0;
+		int rc;
+		if (p->open(spec, &pctx, &e) < 0) {
+			if (e.code != PBX_EXIT_NOTFOUND && !(*failed)++)
+				*first = e;
 			continue;
 		}
-		rc = stop_by_label(p, pctx, 0, &found, &e);
+		rc = fn(p, pctx, &found, ctx, &e);
 		p->close(pctx);
-		if (rc < 0 && !failed++)
-			first = e;
-		any |= found && rc == 0;
+		if (rc < 0 && !(*failed)++)
+			*first = e;
+		if (rc == 0)
+			total += found;
 	}
-	if (failed && !any) {
+	return total;
+}
+
+/* --id: removes what carries the id (and the name). */
+static int stop_orphan_one(const struct pbx_provider *p, void *pctx, size_t *found, void *ctx,
+			   struct pbx_err *err)
+{
+	int any = 0, rc = stop_by_label(p, pctx, 0, &any, err);
+	(void)ctx;
+	*found = (size_t)any;
+	return rc;
+}
+
+/* A survey: hands each resource carrying the name to the caller. */
+struct stop_survey {
+	const struct pbx_stop_opts *o;
+};
+
+static int stop_survey_one(const struct pbx_provider *p, void *pctx, size_t *found, void *ctx,
+			   struct pbx_err *err)
+{
+	struct stop_survey *sv = ctx;
+	struct pbx_instance *v = NULL;
+	size_t n = 0, i;
+	if (p->list(pctx, &v, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n && sv->o && sv->o->found; i++)
+		sv->o->found(sv->o->found_ctx, p->name, &v[i]);
+	*found = n;
+	pbx_instances_free(v, n);
+	return 0;
+}
+
+/* A cluster the store does not know as live.  With o->uid (--id) every
+ * provider configured here removes what carries that id and the name;
+ * without, nothing is removed: what carries the name (whoever made it)
+ * goes to o->found and the error says how to remove one cluster's. */
+static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		       const struct pbx_stop_opts *o, struct pbx_err *err)
+{
+	struct pbx_cluster_spec spec = {0};
+	struct stop_survey sv = { o };
+	struct pbx_err first = PBX_ERR_INIT;
+	const char *uid = o ? o->uid : NULL;
+	size_t found;
+	int failed;
+	spec.cfg = cfg;
+	spec.name = name;
+	spec.store = st;
+	spec.uid = uid;
+	found = uid ? stop_each_provider(&spec, stop_orphan_one, NULL, &failed, &first)
+		    : stop_each_provider(&spec, stop_survey_one, &sv, &failed, &first);
+	if (failed && !found) {
 		*err = first;
 		return pbx_err_prefix(err, "cannot look for cluster '%s'", name);
 	}
-	if (!any)
+	if (!found && uid)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "nothing carries cluster name '%s' and "
+				    "id %s", name, uid);
+	if (!found)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
+	if (!uid)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "cluster '%s' is not in this store "
+				    "(%s): nothing was deleted; %zu resource%s the name (listed "
+				    "above), perhaps another pbx home's; to delete one cluster's "
+				    "resources: pbx cluster stop --id ID %s", name, pbx_home(), found,
+				    found == 1 ? " carries" : "s carry", name);
 	return 0;
 }
 
 int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		     const struct pbx_cluster_events *ev, struct pbx_err *err)
+		     const struct pbx_stop_opts *o, const struct pbx_cluster_events *ev,
+		     struct pbx_err *err)
 {
 	struct pbx_cluster *c;
 	size_t i;
 	int rc;
+	if (o && o->uid && !pbx_cluster_uid_valid(o->uid))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "--id %s: not a cluster id (32 lowercase hex "
+				    "digits, or an older pbx's decimal number)", o->uid);
 	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
 		if (err->code != PBX_EXIT_NOTFOUND)
 			return -1;
 		pbx_err_clear(err);
-		return stop_orphan(st, cfg, name, err);
+		return stop_orphan(st, cfg, name, o, err);
+	}
+	if (o && o->uid && strcmp(o->uid, c->row.uid) != 0) {
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "cluster '%s' in this store has id %s, not "
+				  "%s: --id is for a cluster this store does not know (stop it "
+				  "from its own pbx home)", name, c->row.uid, o->uid);
+		pbx_cluster_close(c);
+		return rc;
 	}
 	stop_announce(c, ev);
 	for (i = 0; i < c->nnodes; i++)

@@ -70,7 +70,7 @@ static char *exposure_blocks(json_t *rec)
 	return pbx_buf_detach(&b, NULL);
 }
 
-char *pbx_template_ssh_exposure(const char *json, const char *cluster)
+char *pbx_template_ssh_exposure(const char *json)
 {
 	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
 	const char *cloud = json_string_value(json_object_get(rec, "cloud"));
@@ -81,12 +81,12 @@ char *pbx_template_ssh_exposure(const char *json, const char *cluster)
 		s = xasprintf("SSH (port 22) reaches every node (compute_external_ips) from %s", blocks);
 	else if (cloud && !strcmp(cloud, "gce"))
 		s = xasprintf("SSH (port 22) reaches the head from %s; compute nodes have no external "
-			      "address (reached through the head; outbound through the cluster's Cloud NAT)",
+			      "address (reached through the head; outbound through the region's Cloud NAT)",
 			      blocks);
 	else if (cloud && !strcmp(cloud, "aws"))
-		s = xasprintf("SSH (port 22) reaches the nodes of security group pbx-%s from %s (those "
+		s = xasprintf("SSH (port 22) reaches the nodes of the cluster's security group from %s (those "
 			      "with a public address: pbx reaches the others through the head); nothing "
-			      "else is admitted from outside the group", cluster, blocks);
+			      "else is admitted from outside the group", blocks);
 	else
 		s = xasprintf("SSH (port 22) from %s", blocks);
 	free(blocks);

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated, template"
+#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated, template," \
+		     " uid"
 
 static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 {
@@ -24,6 +25,7 @@ static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row
 	row->created = sqlite3_column_int64(stmt, 6);
 	row->updated = sqlite3_column_int64(stmt, 7);
 	row->template_name = pbx_store_col_text(stmt, 8);
+	row->uid = pbx_store_col_text(stmt, 9);
 }
 
 int pbx_store_cluster_get(struct pbx_store *st, const char *name,
@@ -47,16 +49,17 @@ int pbx_store_cluster_get(struct pbx_store *st, const char *name,
 	return pbx_store_fail(st, err, "read cluster");
 }
 
-int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *cloud,
-			     const char *template_json, int slot, int64_t *id,
-			     struct pbx_err *err)
+int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,
+			     const char *cloud, const char *template_json, int slot,
+			     int64_t *id, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int64_t now = (int64_t)time(NULL);
 	if (pbx_store_prepare(st, "INSERT INTO clusters(name, cloud, state, template_json, slot,"
-			      " created, updated) VALUES (?, ?, 'starting', ?, ?, ?, ?)",
+			      " created, updated, uid) VALUES (?, ?, 'starting', ?, ?, ?, ?, ?)",
 			      &stmt, err) < 0)
 		return -1;
+	sqlite3_bind_text(stmt, 7, uid, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, cloud, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 3, template_json, -1, SQLITE_STATIC);
@@ -66,7 +69,8 @@ int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char 
 	if (pbx_store_step_done(st, stmt, err) < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
-	pbx_store_event(st, *id, "cluster.create", "cluster %s (%s) slot %d", name, cloud, slot);
+	pbx_store_event(st, *id, "cluster.create", "cluster %s (%s) id %s slot %d", name, cloud,
+			uid, slot);
 	return 0;
 }
 
@@ -166,6 +170,7 @@ int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot,
 void pbx_cluster_row_free(struct pbx_cluster_row *row)
 {
 	free(row->name);
+	free(row->uid);
 	free(row->cloud);
 	free(row->state);
 	free(row->template_json);

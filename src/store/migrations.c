@@ -127,6 +127,16 @@ static const char *const migrations[] = {
 	"ALTER TABLE nodes ADD COLUMN public_address TEXT;"
 	"ALTER TABLE nodes ADD COLUMN operation TEXT;"
 	"ALTER TABLE clusters ADD COLUMN template TEXT;",
+
+	/* 6: cluster ids - the id every cloud resource of a cluster carries
+	 * (label pbx-cluster-id), unique in the store.  A new cluster gets 128
+	 * random bits as hex before anything is created; a cluster made
+	 * before this migration keeps the id its resources already carry: its
+	 * store number, which pbx put on them as pbx-cluster-id (a "legacy"
+	 * id, see pbx_cluster_uid_legacy in src/cloud/provider.h) */
+	"ALTER TABLE clusters ADD COLUMN uid TEXT NOT NULL DEFAULT '';"
+	"UPDATE clusters SET uid = CAST(id AS TEXT);"
+	"CREATE UNIQUE INDEX clusters_uid ON clusters(uid);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -47,6 +47,8 @@ void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
 struct pbx_cluster_row {
 	int64_t id;
 	char *name;           /* unique among clusters not deleted */
+	char *uid;            /* the id its cloud resources carry (unique; see
+	                         pbx_cluster_uid_new in src/cloud/provider.h) */
 	char *cloud;          /* "local", "gce", "aws" */
 	char *state;          /* "starting", "up", "degraded", "stopping", "deleted" */
 	char *template_json;  /* the template it was built from, as JSON */
@@ -59,10 +61,11 @@ struct pbx_cluster_row {
  * cluster `name`.  Returns 0, or -1 with code PBX_EXIT_NOTFOUND when none. */
 int pbx_store_cluster_get(struct pbx_store *st, const char *name,
 			  struct pbx_cluster_row *row, struct pbx_err *err);
-/* Creates a live cluster row; *id receives its id. */
-int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *cloud,
-			     const char *template_json, int slot, int64_t *id,
-			     struct pbx_err *err);
+/* Creates a live cluster row with cluster id `uid` (made by the caller);
+ * *id receives its store number. */
+int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,
+			     const char *cloud, const char *template_json, int slot,
+			     int64_t *id, struct pbx_err *err);
 int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
 				struct pbx_err *err);
 /* Records the template a cluster was started from. */

@@ -4,7 +4,8 @@
 # login user pbx) in subnet 127.0.63.0/24 (fallback 127.0.64.0/24), what
 # moto holds as the AWS CLI lists it (holds), the bodies left (bodies), the
 # proxy's counters (calls).  Skips (exit 77) without moto[server], boto3 or
-# the node-body helper.  SLURM ports from 31000 + 64*8.
+# the node-body helper.  SLURM ports from 31000 + 64*8.  A test that runs
+# beside them sets H_SUBNET1, H_SUBNET2 and H_SLURM_PORT_BASE to its own.
 HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
 HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
 if ! python3 -c 'import moto.server, boto3' 2>/dev/null || [ ! -x "$HELPER" ]; then
@@ -36,7 +37,8 @@ h_start() {
 	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
 	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
 		--node-body-helper "$HELPER" --login-user pbx \
-		--subnet 127.0.63.0/24 --subnet 127.0.64.0/24 "$@" >"$TEST_TMP/h.log" 2>&1 &
+		--subnet "${H_SUBNET1:-127.0.63.0/24}" --subnet "${H_SUBNET2:-127.0.64.0/24}" "$@" \
+		>"$TEST_TMP/h.log" 2>&1 &
 	H_PID=$!
 	i=0
 	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -59,7 +61,7 @@ clusters:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4 }
 clouds:
   aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
-  local: { slurm_port_base: 31000 }
+  local: { slurm_port_base: ${H_SLURM_PORT_BASE:-31000} }
 CONFIG
 	chmod 600 "$PBX_HOME/config.yaml"
 }

@@ -2,9 +2,11 @@
 # t0110-cluster-store.sh - what the store knows of a cluster follows
 # reality and survives pbx forgetting: a cluster started with -t TEMPLATE
 # under another name finds its template again on the next start; its nodes
-# read "up" once idle; a cluster whose rows the store lost is still removed
-# completely by `stop`, found by its label (the local provider's cluster
-# directory).  Addresses 127.0.60.0/27, ports 22600 and 26000-26063.
+# read "up" once idle; a cluster whose rows the store lost is not removed
+# by a plain `stop` (the name alone may be someone else's): it lists what
+# carries the name with the cluster id, and `stop --id ID` removes it
+# completely, found by its label (the local provider's cluster directory,
+# holding its id).  Addresses 127.0.60.0/27, ports 22600 and 26000-26063.
 . "$(dirname "$0")/lib.sh"
 
 local_cluster tpl 127.0.60.0 22600 26000 "{ name: node, count: 1, gpus: 0 }"
@@ -33,8 +35,23 @@ is "$out" "idle" "the repaired node is idle"
 sqlite3 "$DB" "DELETE FROM nodes; DELETE FROM host_keys; UPDATE clusters SET state = 'deleted'"
 [ -n "$(procs_mentioning "$CDIR/")" ]
 ok $? "the forgotten cluster's daemons still run"
+ID=$(sqlite3 "$DB" "SELECT uid FROM clusters WHERE name = 'other'")
+is "$(cat "$CDIR/cluster-id")" "$ID" "the cluster's directory holds its id"
 run_pbx cluster stop other
-ok $rc "stop finds the forgotten cluster by label: $errout"
+is "$rc" "3" "a stop of a name the store does not know deletes nothing (exit 3)"
+echo "$errout" | grep -q "nothing was deleted.*pbx cluster stop --id ID other"
+ok $? "and says how to delete it: $errout"
+echo "$out" | grep -q "^local  *$CDIR  *-  *-  *$ID\$"
+ok $? "it lists the cluster's directory with its id: $out"
+[ -n "$(procs_mentioning "$CDIR/")" ] && [ -d "$CDIR" ]
+ok $? "the cluster is still whole"
+run_pbx cluster stop --id 0123456789abcdef0123456789abcdef other
+is "$rc:$(echo "$errout" | grep -c "cannot look for cluster 'other'")" "1:1" \
+	"another id finds nothing here (and Compute Engine could not be asked): $errout"
+[ -d "$CDIR" ]
+ok $? "and deletes nothing"
+run_pbx cluster stop --id "$ID" other
+ok $rc "stop --id finds the forgotten cluster by label: $errout"
 is "$(procs_mentioning "$CDIR/")" "" "no process of the cluster is left"
 [ ! -e "$CDIR" ]
 ok $? "its directory is gone"

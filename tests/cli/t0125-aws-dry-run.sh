@@ -8,7 +8,10 @@
 # clouds.aws.subnet, the security group's rules,
 # ImportKeyPair with the base64 public key) and nothing sent and nothing
 # signed: no credentials anywhere (IMDS off), the endpoint a port nobody
-# listens on.  Talks to no network at all.
+# listens on.  Talks to no network at all.  A new cluster carries a fresh
+# cluster id (tag pbx-cluster-id, in the key pair and group names
+# pbx-NAME-ID, in every Describe filter); a stop of a name the store does
+# not know only lists by name, with --id ID by name and id.
 . "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$TEST_TMP"' EXIT
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION \
@@ -50,18 +53,21 @@ acts = [f["Action"] for f in forms]
 print(" ".join(acts))
 run = [f for f in forms if f["Action"] == "RunInstances"]
 head, gpu, cpu = run
+ID = [f["TagSpecification.1.Tag.%d.Value" % i] for i in range(1, 4) if f["TagSpecification.1.Tag.%d.Key" % i] == "pbx-cluster-id"][0]
+assert len(ID) == 32 and all(c in "0123456789abcdef" for c in ID), ID
+RES = "pbx-a1-" + ID   # the key pair and group carry the full id in their names
 assert head["InstanceType"] == "m5.xlarge" and head["MinCount"] == head["MaxCount"] == "1"
 assert gpu["InstanceType"] == "g4dn.xlarge" and gpu["MinCount"] == gpu["MaxCount"] == "2"
 assert cpu["MinCount"] == cpu["MaxCount"] == "1"
 tokens = {f["ClientToken"] for f in run}
 assert len(tokens) == 3 and all(0 < len(t) <= 64 for t in tokens), tokens
 for f in run:
-    assert f["SubnetId"] == "subnet-0t" and f["KeyName"] == "pbx-a1" and f["ImageId"] == "ami-0123456789abcdef0"
+    assert f["SubnetId"] == "subnet-0t" and f["KeyName"] == RES and f["ImageId"] == "ami-0123456789abcdef0"
     assert f["BlockDeviceMapping.1.DeviceName"] == "/dev/xvda"
     assert f["BlockDeviceMapping.1.Ebs.VolumeSize"] == "80" and f["BlockDeviceMapping.1.Ebs.DeleteOnTermination"] == "true"
     assert f["TagSpecification.1.ResourceType"] == "instance" and f["TagSpecification.2.ResourceType"] == "volume"
     tags = {f["TagSpecification.1.Tag.%d.Key" % i]: f["TagSpecification.1.Tag.%d.Value" % i] for i in range(1, 4)}
-    assert tags["pbx-cluster"] == "a1", tags
+    assert tags["pbx-cluster"] == "a1" and tags["pbx-cluster-id"] == ID, tags
 assert gpu["InstanceMarketOptions.MarketType"] == "spot"
 assert gpu["InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior"] == "terminate"
 assert "InstanceMarketOptions.MarketType" not in cpu and "InstanceMarketOptions.MarketType" not in head
@@ -71,9 +77,17 @@ assert auth["IpPermissions.1.FromPort"] == "22" and auth["IpPermissions.1.IpRang
 assert auth["IpPermissions.1.IpRanges.2.CidrIp"] == "198.51.100.0/24" and "IpPermissions.1.IpRanges.3.CidrIp" not in auth
 assert auth["IpPermissions.2.IpProtocol"] == "-1" and auth["IpPermissions.2.Groups.1.GroupId"] == auth["GroupId"]
 key = [f for f in forms if f["Action"] == "ImportKeyPair"][0]
-assert base64.b64decode(key["PublicKeyMaterial"]).decode() == pub and key["KeyName"] == "pbx-a1"
+assert base64.b64decode(key["PublicKeyMaterial"]).decode() == pub and key["KeyName"] == RES
 sg = [f for f in forms if f["Action"] == "CreateSecurityGroup"][0]
-assert sg["GroupName"] == "pbx-a1" and sg["TagSpecification.1.ResourceType"] == "security-group"
+assert sg["GroupName"] == RES and sg["TagSpecification.1.ResourceType"] == "security-group"
+for f in (key, sg):
+    tags = {f["TagSpecification.1.Tag.%d.Key" % i]: f["TagSpecification.1.Tag.%d.Value" % i] for i in range(1, 4)}
+    assert tags == {"pbx-cluster": "a1", "pbx-cluster-id": ID, "Name": RES}, tags
+# every Describe filters by the name and the id
+for f in forms:
+    if f["Action"] in ("DescribeSecurityGroups", "DescribeKeyPairs", "DescribeInstances"):
+        assert f["Filter.1.Name"] == "tag:pbx-cluster" and f["Filter.1.Value.1"] == "a1", f
+        assert f["Filter.2.Name"] == "tag:pbx-cluster-id" and f["Filter.2.Value.1"] == ID, f
 PY
 python3 "$TEST_TMP/check.py" "$TEST_TMP/req.jsonl" "$PBX_HOME/id.pub" >"$TEST_TMP/acts" 2>"$TEST_TMP/why"
 ok $? "the requests carry what EC2 expects: $(cat "$TEST_TMP/why")"
@@ -89,11 +103,31 @@ ok $rc "start --dry-run (text) succeeds: $errout"
 echo "$out" | grep -q "^POST http://127.0.0.1:1/"
 ok $? "the text form names method and URL"
 
+# ACTION and its tag filters (name=value,...) for each request of a stop
+stop_calls() {
+	echo "$out" | python3 -c 'import json,sys; from urllib.parse import parse_qs
+for l in sys.stdin:
+    if not l.strip(): continue
+    f = {k: v[0] for k, v in parse_qs(json.loads(l)["body"]).items()}
+    tags = [f["Filter.%d.Name" % i][4:] + "=" + f["Filter.%d.Value.1" % i] for i in range(1, 4)
+            if f.get("Filter.%d.Name" % i, "").startswith("tag:")]
+    print(f["Action"], ",".join(tags))'
+}
 run_pbx cluster stop --dry-run --json a1
 ok $rc "stop --dry-run --json succeeds: $errout"
-echo "$out" | python3 -c 'import json,sys; from urllib.parse import parse_qs; print(" ".join(parse_qs(json.loads(l)["body"])["Action"][0] for l in sys.stdin if l.strip()))' >"$TEST_TMP/stop"
-is "$(cat "$TEST_TMP/stop")" "DescribeInstances DescribeSecurityGroups DescribeKeyPairs DescribeSecurityGroups DescribeKeyPairs" \
-	"stop finds the cluster's instances, group and key pair by tag"
+is "$(stop_calls)" "DescribeInstances pbx-cluster=a1
+DescribeSecurityGroups pbx-cluster=a1
+DescribeKeyPairs pbx-cluster=a1" \
+	"a name the store does not know: stop only lists what carries the name by tag, deletes nothing"
+ID=0123456789abcdef0123456789abcdef
+run_pbx cluster stop --dry-run --json --id $ID a1
+ok $rc "stop --dry-run --id succeeds: $errout"
+is "$(stop_calls)" "DescribeInstances pbx-cluster=a1,pbx-cluster-id=$ID
+DescribeSecurityGroups pbx-cluster=a1,pbx-cluster-id=$ID
+DescribeKeyPairs pbx-cluster=a1,pbx-cluster-id=$ID
+DescribeSecurityGroups pbx-cluster=a1,pbx-cluster-id=$ID
+DescribeKeyPairs pbx-cluster=a1,pbx-cluster-id=$ID" \
+	"with --id: finds the instances, group and key pair by name and id"
 
 # Without a region anywhere: a clear error naming the key.
 sed -i 's/region: eu-west-1, //' "$PBX_HOME/config.yaml"

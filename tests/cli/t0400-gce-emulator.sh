@@ -94,6 +94,10 @@ emu_start
 run_pbx cluster start e1
 ok $rc "start of a gce template against the emulator: $errout"
 is "$(emu_holds)" "3 2 1" "the emulator holds 3 instances, 2 firewall rules and the router"
+# instance names carry the first 12 digits of the cluster id: e1-P-NODE
+P=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(uid, 1, 12) FROM clusters WHERE state != 'deleted'")
+# a node body's root ends in the first 10 hex digits of its name's SHA-1
+body_key() { printf %s "$1" | sha1sum | cut -c1-10; }
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
 is "$out" "gpu1 idle gpu:t4:1
 gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
@@ -105,20 +109,20 @@ is "$(emu_get state | python3 -c 'import json,sys
 d = json.load(sys.stdin)
 print(" ".join(i["name"] + ":" + ("nat" if i["natIP"] else "none") for i in sorted(d["instances"], key=lambda i: i["name"])))
 for r in d["routers"]: print(r["name"], r["region"].rsplit("/", 1)[1], r["network"].rsplit("/", 1)[1], r["nats"][0]["sourceSubnetworkIpRangesToNat"])')" \
-	"e1-gpu1:none e1-gpu2:none e1-head:nat
-pbx-e1-nat us-central1 default ALL_SUBNETWORKS_ALL_IP_RANGES" \
-	"only the head has an external address; the cluster's Cloud NAT serves the region"
+	"e1-$P-gpu1:none e1-$P-gpu2:none e1-$P-head:nat
+pbx-nat-default us-central1 default ALL_SUBNETWORKS_ALL_IP_RANGES" \
+	"only the head has an external address; pbx's Cloud NAT serves the region"
 
 # pbx cluster ssh: the head on its public address (its private one does
 # not answer from here, as on a VM), compute nodes through the head, host
 # keys checked on both hops against pbx's pins.
-head_private=$(emu_get state | python3 -c 'import json,sys; print([i["networkIP"] for i in json.load(sys.stdin)["instances"] if i["name"] == "e1-head"][0])')
+head_private=$(emu_get state | python3 -c 'import json,sys; print([i["networkIP"] for i in json.load(sys.stdin)["instances"] if i["name"] == sys.argv[1]][0])' "e1-$P-head")
 python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], 22), 2)' "$head_private" 2>/dev/null
 ok $((! $?)) "the head's private address $head_private does not answer SSH from here"
 run_pbx cluster ssh e1 -- sh -c 'echo "$PBX_BODY_ROOT"'
-is "$rc:${out##*/}" "0:e1-head" "cluster ssh NAME -- COMMAND runs on the head: $errout"
+is "$rc:${out##*/}" "0:$(body_key "e1-$P-head")" "cluster ssh NAME -- COMMAND runs on the head: $errout"
 run_pbx cluster ssh e1 gpu2 -- sh -c 'echo "$PBX_BODY_ROOT"'
-is "$rc:${out##*/}" "0:e1-gpu2" "cluster ssh NAME NODE -- COMMAND runs on a compute node, through the head: $errout"
+is "$rc:${out##*/}" "0:$(body_key "e1-$P-gpu2")" "cluster ssh NAME NODE -- COMMAND runs on a compute node, through the head: $errout"
 run_pbx cluster ssh e1 gpu1 -- printf '%s|' 'a b' '$HOME' "it's"
 is "$out" "a b|\$HOME|it's|" "each word of the command reaches the node as one word"
 is "$(stat -c %a "$PBX_HOME/clusters/e1/ssh_config" "$PBX_HOME/clusters/e1/known_hosts" | tr '\n' ' ')" "600 600 " \
@@ -141,8 +145,9 @@ is "$rc" "0" "the next cluster ssh writes the pinned keys again: $errout"
 
 sweep_demo_round e1
 
-# resize: one more GPU node, then back to two; the router is neither made
-# nor deleted (a resize that grows runs start's checks, which read it)
+# resize: one more GPU node, then back to two (instance names carry the
+# first 12 digits of the cluster id: e1-P-NODE); the router is neither
+# made nor deleted (a resize that grows runs start's checks, which read it)
 router_calls() { emu_get calls | python3 -c 'import json,sys; print(sum(v for k, v in json.load(sys.stdin)["calls"].items() if k.startswith(("POST routers", "DELETE routers"))))'; }
 router_calls_before=$(router_calls)
 run_pbx cluster resize --dry-run --json e1 +1
@@ -151,7 +156,7 @@ for l in sys.stdin:
     r = json.loads(l)
     if r["url"].split("?")[0].endswith("/bulkInsert"):
         print(r["method"], *sorted(r["body"]["perInstanceProperties"]))')" \
-	"POST e1-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-gpu3 alone"
+	"POST e1-$P-gpu3" "resize --dry-run --json +1: one bulkInsert, of e1-$P-gpu3 alone"
 is "$(emu_holds)" "3 2 1" "the dry run created nothing"
 run_pbx cluster resize e1 +1
 ok $rc "resize +1: $errout"
@@ -163,8 +168,8 @@ gpu3 idle" "SLURM has the new node gpu3, idle"
 run_pbx cluster exec -n gpu3 e1 -- id -un
 is "$out" "root" "the new node is reached through the head, with sudo"
 run_pbx cluster resize --dry-run e1 -1
-is "$(echo "$out" | grep -Ec '^DELETE .*/zones/us-central1-a/instances/e1-gpu3([?]|$)')" "1" \
-	"resize --dry-run -1: the DELETE of e1-gpu3"
+is "$(echo "$out" | grep -Ec "^DELETE .*/zones/us-central1-a/instances/e1-$P-gpu3([?]|\$)")" "1" \
+	"resize --dry-run -1: the DELETE of e1-$P-gpu3"
 run_pbx cluster resize e1 -1
 ok $rc "resize -1: $errout"
 is "$(emu_holds)" "3 2 1" "the emulator holds 3 instances again, the firewall rules and router stay"

@@ -27,12 +27,12 @@ ok $rc "start of an aws template against moto (signatures checked): $errout"
 # What the nodes admit, as moto holds it: every instance is in the
 # cluster's group alone, whose ingress is SSH from ssh_from and everything
 # from the group itself, nothing else.
-is "$(python3 - "$TEST_TMP/env.json" <<'PY'
+is "$(python3 - "$TEST_TMP/env.json" "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT uid FROM clusters WHERE name = 'e1' AND state != 'deleted'")" <<'PY'
 import boto3, json, sys
 e = json.load(open(sys.argv[1]))
 c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
                  aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
-g = c.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["pbx-e1"]}])["SecurityGroups"][0]
+g = c.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["pbx-e1-" + sys.argv[2]]}])["SecurityGroups"][0]
 for p in sorted(g["IpPermissions"], key=lambda p: p["IpProtocol"]):
     print(p["IpProtocol"], p.get("FromPort", "-"), p.get("ToPort", "-"),
           " ".join(sorted(r["CidrIp"] for r in p.get("IpRanges", []))) or "-",
@@ -47,10 +47,12 @@ PY
 tcp 22 22 127.0.0.0/8 203.0.113.0/24 - 0
 3 True" "the group admits SSH from ssh_from and everything else only from itself; every node is in it alone"
 run_pbx cluster show e1
-echo "$out" | grep -q "SSH (port 22) reaches the nodes of security group pbx-e1 from 127.0.0.0/8, 203.0.113.0/24"
+echo "$out" | grep -q "SSH (port 22) reaches the nodes of the cluster's security group from 127.0.0.0/8, 203.0.113.0/24"
 ok $? "cluster show says which blocks reach port 22: $out"
 run_pbx cluster ssh e1 gpu2 -- sh -c 'echo "$PBX_BODY_ROOT"'
-is "$rc:$(basename "$out")" "0:$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(instance_id, -12) FROM nodes WHERE name = 'gpu2'")" \
+# (a body's root ends in the first 10 hex digits of the SHA-1 of its name,
+# the instance id's last 12 characters)
+is "$rc:$(basename "$out")" "0:$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(instance_id, -12) FROM nodes WHERE name = 'gpu2'" | tr -d '\n' | sha1sum | cut -c1-10)" \
 	"cluster ssh NAME NODE -- COMMAND runs on that node: $errout"
 is "$(holds)" "3 1 1" "moto holds 3 instances, the cluster's security group and key pair"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'

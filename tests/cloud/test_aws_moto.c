@@ -8,6 +8,9 @@
  * group too; destroy everything listed: nothing is left.  Then template
  * e2 with min_nodes 1 (MinCount 1, MaxCount 2: moto makes MinCount): the
  * start goes on with gpu2 not created, and the next create makes it.
+ * Between: another cluster called e1 (another pbx home's, another id)
+ * lists none of the first one's resources, a survey (no id) lists all of
+ * them with the first one's id, and the other's destroy deletes nothing.
  *
  *   test_aws_moto CONFIG.yaml
  */
@@ -48,6 +51,37 @@ static struct counts list(const struct pbx_provider *p, void *ctx)
 	return c;
 }
 
+/* Another pbx home's cluster of the same name: sees and deletes none of
+ * the resources of the cluster `spec` made; a survey sees them all. */
+static void other_home(const struct pbx_provider *p, const struct pbx_cluster_spec *spec)
+{
+	struct pbx_cluster_spec other = *spec, survey = *spec;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_instance *v = NULL;
+	struct counts c;
+	void *ctx = NULL;
+	size_t n = 0, i, theirs = 0;
+	other.uid = "ffffffffffffffffffffffffffffffff";
+	survey.uid = NULL;
+	if (!ok(p->open(&other, &ctx, &err) == 0, "open another home's e1: %s", err.msg))
+		return;
+	c = list(p, ctx);
+	ok(c.instances == 0 && c.groups == 0 && c.keys == 0,
+	   "another cluster called e1 lists none of the first's resources (%zu %zu %zu)",
+	   c.instances, c.groups, c.keys);
+	ok(p->destroy(ctx, NULL, 0, &err) == 0, "its destroy: %s", err.msg);
+	p->close(ctx);
+	if (!ok(p->open(&survey, &ctx, &err) == 0 && p->list(ctx, &v, &n, &err) == 0,
+		"a survey of the name e1: %s", err.msg))
+		return;
+	for (i = 0; i < n; i++)
+		theirs += v[i].cluster && !strcmp(v[i].cluster, spec->uid);
+	ok(n == 5 && theirs == 5, "lists the first's 3 instances, group and key pair with its id "
+	   "(%zu of %zu)", theirs, n);
+	pbx_instances_free(v, n);
+	p->close(ctx);
+}
+
 /* create_begin, then create_poll until every node runs. */
 static int create(const struct pbx_provider *p, void *ctx, struct pbx_node_row *nodes, size_t n,
 		  struct pbx_err *err)
@@ -83,12 +117,16 @@ int main(int argc, char **argv)
 	spec.t = pbx_config_template(cfg, "e1");
 	spec.name = "e1";
 	spec.id = 7;
+	spec.uid = "0123456789abcdef0123456789abcdef";
 	if (!ok(p && p->open(&spec, &ctx, &err) == 0 && p->plan(ctx, &nodes, &n, &err) == 0 &&
 		n == 3, "open and plan head + 2 nodes: %s", err.msg))
 		return tap_done();
 	ok(create(p, ctx, nodes, n, &err) == 0, "create: %s", err.msg);
 	c = list(p, ctx);
 	ok(c.instances == 3 && c.groups == 1 && c.keys == 1, "3 instances, a group, a key pair");
+	other_home(p, &spec);
+	c = list(p, ctx);
+	ok(c.instances == 3 && c.groups == 1 && c.keys == 1, "the first e1 is whole");
 
 	/* a subset: gpu2 */
 	one.id = nodes[2].instance_id;

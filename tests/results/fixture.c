@@ -78,7 +78,8 @@ static int fx_package(struct fixture *fx, struct pbx_err *err)
 	p.host = "localhost";
 	p.ntasks = FIX_NTASKS;
 	p.created = 1700000000;
-	if (pbx_store_cluster_create(fx->st, "local", "local", "{}", 0, &cluster, err) < 0 ||
+	if (pbx_store_cluster_create(fx->st, "local", "0123456789abcdef0123456789abcdef", "local",
+				     "{}", 0, &cluster, err) < 0 ||
 	    pbx_store_package_put(fx->st, &p, err) < 0)
 		return -1;
 	for (i = 0; i < FIX_NTASKS; i++)

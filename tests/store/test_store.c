@@ -7,11 +7,16 @@
 #include "store/store.h"
 #include "util/xalloc.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static char dbpath[256];
+
+#define UID_A "0123456789abcdef0123456789abcdef"
+#define UID_B "fedcba9876543210fedcba9876543210"
+#define UID_C "00000000000000000000000000000001"
 
 static void test_schema_and_clusters(void)
 {
@@ -23,22 +28,25 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 5, "schema version is 5 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 6, "schema version is 6 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
 	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "first slot is 0");
-	ok(pbx_store_cluster_create(st, "a", "local", "{}", 0, &id, &err) == 0, "create a");
-	ok(pbx_store_cluster_create(st, "a", "local", "{}", 1, &id2, &err) < 0,
+	ok(pbx_store_cluster_create(st, "a", UID_A, "local", "{}", 0, &id, &err) == 0, "create a");
+	ok(pbx_store_cluster_create(st, "a", UID_C, "local", "{}", 1, &id2, &err) < 0,
 	   "second live cluster with the same name refused");
-	ok(pbx_store_cluster_create(st, "b", "local", "{}", 1, &id2, &err) == 0, "create b");
+	ok(pbx_store_cluster_create(st, "b", UID_A, "local", "{}", 1, &id2, &err) < 0,
+	   "a second cluster with the same id refused");
+	ok(pbx_store_cluster_create(st, "b", UID_B, "local", "{}", 1, &id2, &err) == 0, "create b");
 	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 2, "next slot is 2");
 	ok(pbx_store_cluster_set_state(st, id, "deleted", &err) == 0, "delete a");
 	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "slot 0 reused");
-	ok(pbx_store_cluster_create(st, "a", "local", "{\"x\":1}", 0, &id, &err) == 0,
+	ok(pbx_store_cluster_create(st, "a", UID_C, "local", "{\"x\":1}", 0, &id, &err) == 0,
 	   "name reusable after delete");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 && !strcmp(row.template_json, "{\"x\":1}")
-	   && !strcmp(row.state, "starting") && !row.template_name, "get returns the live row");
+	   && !strcmp(row.state, "starting") && !row.template_name && !strcmp(row.uid, UID_C),
+	   "get returns the live row, with its id");
 	pbx_cluster_row_free(&row);
 	ok(pbx_store_cluster_set_template(st, id, "gce-gpu", &err) == 0 &&
 	   pbx_store_cluster_get(st, "a", &row, &err) == 0 && row.template_name &&
@@ -123,6 +131,54 @@ static int writer(int which, int rounds)
 	return 0;
 }
 
+/* Runs SQL on a raw database file (building a store as an older pbx left it). */
+static int raw_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	int rc = sqlite3_open(path, &db) == SQLITE_OK &&
+		 sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
+	sqlite3_close(db);
+	return rc;
+}
+
+/* A store of schema 5 (clusters without ids) is migrated: each cluster
+ * gets the id its cloud resources already carry, its store number as
+ * pbx-cluster-id (a legacy id), and keeps everything else. */
+static void test_migration_ids(void)
+{
+	char path[300];
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_row row, *rows;
+	size_t n;
+	int64_t id;
+	snprintf(path, sizeof(path), "%s.v5", dbpath);
+	ok(raw_sql(path, "CREATE TABLE clusters (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+		   " cloud TEXT NOT NULL, state TEXT NOT NULL, template_json TEXT NOT NULL,"
+		   " slot INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL,"
+		   " updated INTEGER NOT NULL, template TEXT);"
+		   "INSERT INTO clusters VALUES (7, 'gpu', 'gce', 'up', '{}', 0, 1, 1, NULL);"
+		   "INSERT INTO clusters VALUES (9, 'old', 'aws', 'deleted', '{}', 0, 1, 1, NULL);"
+		   "PRAGMA user_version=5;"), "a schema-5 store with two clusters");
+	/* migrations 1-5 are not run again: user_version says they were;
+	 * migration 6 only touches the clusters table */
+	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
+	ok(pbx_store_schema_version(st) == 6, "and is migrated to schema 6");
+	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
+	   err.msg);
+	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"),
+	   "its id is its store number: '%s'", row.uid);
+	pbx_cluster_row_free(&row);
+	ok(pbx_store_cluster_list(st, 1, &rows, &n, &err) == 0 && n == 2 &&
+	   !strcmp(rows[1].uid, "9"), "a deleted one's too");
+	pbx_cluster_rows_free(rows, n);
+	ok(pbx_store_cluster_create(st, "new", UID_A, "gce", "{}", 1, &id, &err) == 0 &&
+	   pbx_store_cluster_get(st, "new", &row, &err) == 0 && !strcmp(row.uid, UID_A),
+	   "a cluster made after the migration has its random id");
+	pbx_cluster_row_free(&row);
+	pbx_store_close(st);
+}
+
 static void test_two_writers(void)
 {
 	struct pbx_store *st;
@@ -157,6 +213,7 @@ int main(void)
 	snprintf(dbpath, sizeof(dbpath), "%s/pbx.db", dir);
 	test_schema_and_clusters();
 	test_nodes_and_hostkeys();
+	test_migration_ids();
 	test_two_writers();
 	{
 		char *cmd = xasprintf("rm -rf %s", dir);

@@ -19,6 +19,9 @@
  *   poll     DescribeInstances by tag (paged) until every node is running
  *            with an address (loopback only, against an API on loopback)
  *   list     instances, security group and key pair tagged pbx-cluster=NAME
+ *            and pbx-cluster-id=ID (a survey, without an id: every one
+ *            tagged NAME, with the id it carries); the group and key pair
+ *            are named pbx-NAME-ID (aws_res_name)
  *   destroy  TerminateInstances, waits until they are gone; then, when no
  *            instance of the cluster is left, the group and the key pair
  */
@@ -215,19 +218,37 @@ static void aws_record(const struct pbx_create_hooks *h, const struct pbx_node_r
 		h->record(h->ctx, node);
 }
 
+/*
+ * The name of the cluster's security group and key pair, the one place
+ * EC2 names are made: pbx-NAME-ID with the full cluster id (both names
+ * may be 255 characters; key pair names are unique in the region, group
+ * names in the VPC, so two pbx homes' clusters called NAME never share
+ * one).  A legacy cluster's (see pbx_cluster_uid_legacy): pbx-NAME.
+ * Caller frees.
+ */
 static char *aws_res_name(const struct aws *a)
 {
-	return xasprintf("pbx-%s", a->s->name);
+	const char *uid = a->s->uid;
+	if (!uid || pbx_cluster_uid_legacy(uid))
+		return xasprintf("pbx-%s", a->s->name);
+	return xasprintf("pbx-%s-%s", a->s->name, uid);
 }
 
-/* Filter.N for the cluster's tag (N = first). */
-static void filter_cluster(const struct aws *a, struct aws_params *p, int first)
+/* Filter.N for the cluster's tags from N = first: pbx-cluster = NAME and
+ * pbx-cluster-id = ID (a survey: the name only).  Returns the next N. */
+static int filter_cluster(const struct aws *a, struct aws_params *p, int first)
 {
+	struct pbx_labels l;
 	char k[64];
-	snprintf(k, sizeof(k), "Filter.%d.Name", first);
-	aws_param(p, k, "tag:%s", PBX_LABEL_CLUSTER);
-	snprintf(k, sizeof(k), "Filter.%d.Value.1", first);
-	aws_param(p, k, "%s", a->s->name);
+	size_t i;
+	pbx_cluster_labels(a->s, &l);
+	for (i = 0; i < l.n; i++, first++) {
+		snprintf(k, sizeof(k), "Filter.%d.Name", first);
+		aws_param(p, k, "tag:%s", l.keys[i]);
+		snprintf(k, sizeof(k), "Filter.%d.Value.1", first);
+		aws_param(p, k, "%s", l.values[i]);
+	}
+	return first;
 }
 
 /* TagSpecification.N for resource type `type`: the cluster's labels (and
@@ -258,10 +279,12 @@ static void tag_spec(const struct aws *a, struct aws_params *p, int n, const cha
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m);
 		aws_param(p, k, "%s-%s", a->s->name, role);
 	} else {
+		char *name = aws_res_name(a);
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Key", n, m);
 		aws_param(p, k, "Name");
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m);
-		aws_param(p, k, "pbx-%s", a->s->name);
+		aws_param(p, k, "%s", name);
+		free(name);
 	}
 }
 
@@ -299,11 +322,12 @@ static int aws_describe(struct aws *a, const char *const *states, struct aws_ins
 		struct aws_params p = { 0 };
 		struct pbx_buf r = PBX_BUF_INIT;
 		size_t i;
-		filter_cluster(a, &p, 1);
-		aws_param(&p, "Filter.2.Name", "instance-state-name");
+		int f = filter_cluster(a, &p, 1);
+		char k[40];
+		snprintf(k, sizeof(k), "Filter.%d.Name", f);
+		aws_param(&p, k, "instance-state-name");
 		for (i = 0; states[i]; i++) {
-			char k[40];
-			snprintf(k, sizeof(k), "Filter.2.Value.%zu", i + 1);
+			snprintf(k, sizeof(k), "Filter.%d.Value.%zu", f, i + 1);
 			aws_param(&p, k, "%s", states[i]);
 		}
 		aws_param(&p, "MaxResults", "1000");
@@ -330,25 +354,6 @@ static const struct aws_inst *aws_find(const struct aws_inst *v, size_t n, const
 	return NULL;
 }
 
-/* The `field` of each item of the `set` list of `action`'s reply, filtered
- * by the cluster's tag. */
-static int aws_tagged(struct aws *a, const char *action, const char *set, const char *field,
-		      char ***v, size_t *n, struct pbx_err *err)
-{
-	struct aws_params p = { 0 };
-	struct pbx_buf r = PBX_BUF_INIT;
-	int rc;
-	*v = NULL;
-	*n = 0;
-	filter_cluster(a, &p, 1);
-	rc = aws_call(a, action, &p, &r, NULL, err);
-	aws_params_free(&p);
-	if (rc == 0 && !a->s->dry_run && aws_xml_texts(r.buf, r.len, set, field, v, n) < 0)
-		rc = pbx_err_set(err, "EC2 %s: the reply is not XML", action);
-	pbx_buf_release(&r);
-	return rc;
-}
-
 static void strs_free(char **v, size_t n)
 {
 	size_t i;
@@ -356,6 +361,51 @@ static void strs_free(char **v, size_t n)
 		free(v[i]);
 	free(v);
 }
+
+/* The `field` of each item of the `set` list of `action`'s reply, filtered
+ * by the cluster's tags; with `ids` (may be NULL) also each item's
+ * pbx-cluster-id tag ("" when none), as many. */
+static int aws_tagged_ids(struct aws *a, const char *action, const char *set,
+			  const char *field, char ***v, size_t *n, char ***ids,
+			  struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	struct pbx_buf r = PBX_BUF_INIT;
+	size_t nids = 0;
+	int rc;
+	*v = NULL;
+	*n = 0;
+	if (ids)
+		*ids = NULL;
+	filter_cluster(a, &p, 1);
+	rc = aws_call(a, action, &p, &r, NULL, err);
+	aws_params_free(&p);
+	if (rc == 0 && !a->s->dry_run &&
+	    (aws_xml_texts(r.buf, r.len, set, field, v, n) < 0 ||
+	     (ids && aws_xml_texts(r.buf, r.len, set, "tag:" PBX_LABEL_CLUSTER_ID, ids,
+				   &nids) < 0)))
+		rc = pbx_err_set(err, "EC2 %s: the reply is not XML", action);
+	if (rc == 0 && ids && nids != *n)
+		rc = pbx_err_set(err, "EC2 %s: an item without %s", action, field);
+	if (rc < 0) {   /* nothing to release */
+		strs_free(*v, *n);
+		*v = NULL;
+		*n = 0;
+		if (ids) {
+			strs_free(*ids, nids);
+			*ids = NULL;
+		}
+	}
+	pbx_buf_release(&r);
+	return rc;
+}
+
+static int aws_tagged(struct aws *a, const char *action, const char *set, const char *field,
+		      char ***v, size_t *n, struct pbx_err *err)
+{
+	return aws_tagged_ids(a, action, set, field, v, n, NULL, err);
+}
+
 
 /* ------------------------------------------------------------- create */
 
@@ -415,7 +465,7 @@ static int aws_group(struct aws *a, struct pbx_err *err)
 		rc = aws_vpc(a, &vpc, err);
 		name = aws_res_name(a);
 		aws_param(&p, "GroupName", "%s", name);
-		aws_param(&p, "GroupDescription", "pbx cluster %s", a->s->name);
+		aws_param(&p, "GroupDescription", "pbx cluster %s id %s", a->s->name, a->s->uid);
 		if (vpc)
 			aws_param(&p, "VpcId", "%s", vpc);
 		tag_spec(a, &p, 1, "security-group", NULL);
@@ -635,9 +685,13 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct aws *a = ctx;
 	const struct pbx_cluster_template *t = a->s->t;
 	struct aws_inst *have = NULL;
-	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
+	size_t nhave = 0, *idx, k, i;
 	char *dev = NULL;
-	int rc = aws_root_device(a, &dev, err);
+	int rc;
+	if (!a->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created", a->s->name);
+	idx = xcalloc(n ? n : 1, sizeof(*idx));
+	rc = aws_root_device(a, &dev, err);
 	if (rc == 0)
 		rc = aws_group(a, err);
 	if (rc == 0)
@@ -736,13 +790,15 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 #define AWS_SG "SECURITY_GROUP"
 #define AWS_KEY "KEY_PAIR"
 
+/* Appends one resource (zone and cluster may be NULL; cluster "" = none). */
 static void inst_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
-		     const char *state)
+		     const char *state, const char *cluster)
 {
 	*v = xreallocarray(*v, *n + 1, sizeof(**v));
 	(*v)[*n].id = xstrdup(id);
-	(*v)[*n].zone = xstrdup(zone);
+	(*v)[*n].zone = zone ? xstrdup(zone) : NULL;
 	(*v)[*n].state = xstrdup(state);
+	(*v)[*n].cluster = cluster && *cluster ? xstrdup(cluster) : NULL;
 	(*n)++;
 }
 
@@ -750,27 +806,30 @@ static int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 {
 	struct aws *a = ctx;
 	struct aws_inst *have = NULL;
-	char **sg = NULL, **keys = NULL;
+	char **sg = NULL, **keys = NULL, **sg_ids = NULL, **key_ids = NULL;
 	size_t nhave = 0, nsg = 0, nkeys = 0, i;
+	int rc;
 	*v = NULL;
 	*n = 0;
-	if (aws_describe(a, NULL, &have, &nhave, err) < 0 ||
-	    aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg, err) < 0 ||
-	    aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys, err) < 0) {
-		aws_insts_free(have, nhave);
-		strs_free(sg, nsg);
-		return -1;
-	}
-	for (i = 0; i < nhave; i++)
-		inst_add(v, n, have[i].id, have[i].subnet, have[i].state);
-	for (i = 0; i < nsg; i++)
-		inst_add(v, n, sg[i], NULL, AWS_SG);
-	for (i = 0; i < nkeys; i++)
-		inst_add(v, n, keys[i], NULL, AWS_KEY);
+	rc = aws_describe(a, NULL, &have, &nhave, err);
+	if (rc == 0)
+		rc = aws_tagged_ids(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId",
+				    &sg, &nsg, &sg_ids, err);
+	if (rc == 0)
+		rc = aws_tagged_ids(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys,
+				    &key_ids, err);
+	for (i = 0; rc == 0 && i < nhave; i++)
+		inst_add(v, n, have[i].id, have[i].subnet, have[i].state, have[i].cluster);
+	for (i = 0; rc == 0 && i < nsg; i++)
+		inst_add(v, n, sg[i], NULL, AWS_SG, sg_ids[i]);
+	for (i = 0; rc == 0 && i < nkeys; i++)
+		inst_add(v, n, keys[i], NULL, AWS_KEY, key_ids[i]);
 	aws_insts_free(have, nhave);
 	strs_free(sg, nsg);
+	strs_free(sg_ids, sg_ids ? nsg : 0);
 	strs_free(keys, nkeys);
-	return 0;
+	strs_free(key_ids, key_ids ? nkeys : 0);
+	return rc;
 }
 
 static int is_res(const struct pbx_instance *x)
@@ -930,7 +989,10 @@ static int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 {
 	struct aws *a = ctx;
 	size_t others = 0;
-	int rc = aws_terminate(a, v, n, err);
+	int rc;
+	if (!a->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted", a->s->name);
+	rc = aws_terminate(a, v, n, err);
 	if (rc == 0 && !a->s->dry_run)
 		rc = aws_wait_gone(a, v, n, &others, err);
 	/* a subset (resize -N) leaves the rest of the cluster standing */
@@ -974,8 +1036,10 @@ static int aws_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 static int aws_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
 	struct aws *a = ctx;
+	char *head = xasprintf("%s-head", a->s->name);   /* as the user data sets it */
 	(void)err;
-	pbx_cloud_vm_layout(a->s->name, l);
+	pbx_cloud_vm_layout(head, l);
+	free(head);
 	return 0;
 }
 

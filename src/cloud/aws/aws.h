@@ -118,6 +118,7 @@ struct aws_inst {
 	char *id, *state, *subnet;       /* may be NULL but id, state */
 	char *private_ip, *public_ip;    /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *reason;    /* stateReason message, may be NULL */
+	char *cluster;   /* its tag pbx-cluster-id, may be NULL */
 };
 void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances
@@ -133,7 +134,9 @@ int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n,
 char *aws_xml_text(const char *xml, size_t len, const char *name);
 /* The `name` child of each <item> of every `set` element (e.g. groupId of
  * DescribeSecurityGroups' securityGroupInfo items, not the groupIds inside
- * their rules), appended to *v (free each and *v); -1 when not XML. */
+ * their rules), appended to *v (free each and *v); -1 when not XML.
+ * `name` "tag:KEY" is the item's tag KEY instead ("" when it has none, so
+ * the list stays parallel to the item's other fields). */
 int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
 		  size_t *n);
 

@@ -71,6 +71,32 @@ static char *child_text(const xmlNode *n, const char *name)
 	return s;
 }
 
+/* The value of tag `key` in an item's tagSet (caller frees), or NULL. */
+static char *item_tag(const xmlNode *item, const char *key)
+{
+	xmlNode *t;
+	for (t = child(child(item, "tagSet"), "item"); t; t = t->next) {
+		char *k = is(t, "item") ? child_text(t, "key") : NULL;
+		int match = k && !strcmp(k, key);
+		free(k);
+		if (match)
+			return child_text(t, "value");
+	}
+	return NULL;
+}
+
+/* An item's field `name`: a child's text, or with "tag:KEY" the tag's
+ * value ("" when the item has no such tag).  Caller frees; NULL when
+ * there is no such child. */
+static char *item_field(const xmlNode *item, const char *name)
+{
+	char *v;
+	if (strncmp(name, "tag:", 4) != 0)
+		return child_text(item, name);
+	v = item_tag(item, name + 4);
+	return v ? v : xstrdup("");
+}
+
 /* The first element named `name` at or below n, depth first. */
 static xmlNode *find(xmlNode *n, const char *name, int depth)
 {
@@ -123,6 +149,7 @@ void aws_insts_free(struct aws_inst *v, size_t n)
 		free(v[i].public_ip);
 		free(v[i].subnet);
 		free(v[i].reason);
+		free(v[i].cluster);
 	}
 	free(v);
 }
@@ -169,6 +196,7 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.public_ip = address(item, "ipAddress", x.id, w);
 	x.subnet = child_text(item, "subnetId");
 	x.reason = child_text(child(item, "stateReason"), "message");
+	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
 	*w->v = xreallocarray(*w->v, *w->n + 1, sizeof(**w->v));
 	(*w->v)[(*w->n)++] = x;
 }
@@ -233,7 +261,7 @@ static void texts_walk(xmlNode *n, const char *set, const char *name, char ***v,
 	for (c = n; c; c = c->next) {
 		if (is(c, set)) {
 			for (it = c->children; it; it = it->next) {
-				char *t = is(it, "item") ? child_text(it, name) : NULL;
+				char *t = is(it, "item") ? item_field(it, name) : NULL;
 				if (!t)
 					continue;
 				*v = xreallocarray(*v, *cnt + 1, sizeof(**v));

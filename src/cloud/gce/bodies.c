@@ -1,11 +1,13 @@
 /*
  * bodies.c - the JSON bodies pbx sends to Compute Engine (shapes as in
  * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6,
- * and docs/gce-network.md): the cluster's two firewall rules, its Cloud
- * Router with Cloud NAT (outbound traffic of compute nodes that have no
- * external address), and a bulkInsert per node kind, with the cluster's
- * labels, network tags, the login user's key in ssh-keys metadata, GPUs
- * with onHostMaintenance TERMINATE, optional Spot.
+ * and docs/gce-network.md): the cluster's two firewall rules, the Cloud
+ * Router with Cloud NAT that pbx clusters share per network and region
+ * (outbound traffic of compute nodes that have no external address), and a
+ * bulkInsert per node kind, with the cluster's labels, network tags, the
+ * login user's key in ssh-keys metadata, GPUs with onHostMaintenance
+ * TERMINATE, optional Spot; and the names of the cluster's resources, made
+ * by gce_name only.
  */
 #include "cloud/gce/gce.h"
 
@@ -18,42 +20,51 @@
 #define GCE_HEAD_MACHINE "e2-standard-4"
 #define GCE_DISK_GB "50"
 
+char *gce_name(const struct gce *g, const char *prefix, const char *part)
+{
+	const char *uid = g->s->uid;
+	int legacy = !uid || pbx_cluster_uid_legacy(uid);
+	return xasprintf("%s%s%s%.*s%s%s", prefix, g->s->name, legacy ? "" : "-",
+			 legacy ? 0 : GCE_ID_PREFIX, legacy ? "" : uid, part ? "-" : "",
+			 part ? part : "");
+}
+
 char *gce_instance_name(const struct gce *g, const char *node)
 {
-	return xasprintf("%s-%s", g->s->name, node);
+	return gce_name(g, "", node);
 }
 
 char *gce_firewall_name(const struct gce *g, int which)
 {
-	return xasprintf("pbx-%s-%s", g->s->name, which == 0 ? "ssh" : "internal");
-}
-
-/* The cluster's Cloud Router (which carries its Cloud NAT), one per
- * region it uses.  Routers have no labels, so the name alone identifies
- * the cluster's: every name pbx gives a cluster-wide resource is made in
- * these helpers. */
-char *gce_router_name(const struct gce *g)
-{
-	return xasprintf("pbx-%s-nat", g->s->name);
+	return gce_name(g, "pbx-", which == 0 ? "ssh" : "internal");
 }
 
 /* The network every node and the router are on. */
 #define GCE_NETWORK "global/networks/default"
 
+/* The Cloud Router (which carries the Cloud NAT) that pbx makes in a region
+ * when no NAT serves the network there yet.  It is not one cluster's: a NAT
+ * covering every subnetwork must be the only one on its network in a
+ * region, so every pbx cluster there shares it, and the stop that leaves no
+ * pbx node in the region deletes it (gce.c).  Hence a fixed name, without
+ * a cluster id. */
+char *gce_router_name(const struct gce *g)
+{
+	(void)g;
+	return xstrdup("pbx-nat-default");
+}
+
 json_t *gce_router_body(const struct gce *g)
 {
 	char *name = gce_router_name(g), *net = xasprintf("projects/%s/" GCE_NETWORK, g->project);
-	char *desc = xasprintf("pbx: outbound traffic of cluster %s's nodes without an "
-			       "external address", g->s->name);
 	/* AUTO_ONLY: Google allocates the NAT addresses; every range of every
 	 * subnetwork of the network in this region goes through it. */
 	json_t *b = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}",
-			      "name", name, "description", desc, "network", net,
+			      "name", name, "description", GCE_ROUTER_DESCRIPTION, "network", net,
 			      "nats", "name", "pbx-nat", "natIpAllocateOption", "AUTO_ONLY",
 			      "sourceSubnetworkIpRangesToNat", "ALL_SUBNETWORKS_ALL_IP_RANGES");
 	free(name);
 	free(net);
-	free(desc);
 	return b;
 }
 
@@ -62,10 +73,24 @@ int gce_nodes_external(const struct gce *g, int head)
 	return head || (g->s->t && g->s->t->compute_external_ips);
 }
 
-/* Network tags: every node carries pbx-NAME, the head also pbx-NAME-head. */
+/* Network tags (firewall targets): every node carries pbx-NAME-ID, the
+ * head also pbx-NAME-ID-head, so one cluster's rules never open another's
+ * nodes. */
 static char *tag(const struct gce *g, int head)
 {
-	return xasprintf("pbx-%s%s", g->s->name, head ? "-head" : "");
+	return gce_name(g, "pbx-", head ? "head" : NULL);
+}
+
+char *gce_firewall_owner(json_t *rule)
+{
+	const char *d = json_string_value(json_object_get(rule, "description"));
+	const char *at = d ? strstr(d, GCE_OWNER_KEY) : NULL;
+	size_t len;
+	if (!at)
+		return NULL;
+	at += strlen(GCE_OWNER_KEY);
+	len = strspn(at, "0123456789abcdef");
+	return len ? xstrndup(at, len) : NULL;
 }
 
 /* The blocks SSH may come from: the template's ssh_from, else anywhere. */
@@ -84,6 +109,11 @@ json_t *gce_firewall_body(const struct gce *g, int which)
 {
 	char *name = gce_firewall_name(g, which), *all = tag(g, 0), *head = tag(g, 1);
 	int everyone = gce_nodes_external(g, 0);
+	/* rules have no labels: the description carries the cluster's id */
+	char *ssh = xasprintf("pbx: SSH to the cluster's %s; " GCE_OWNER_KEY "%s",
+			      everyone ? "nodes" : "head", g->s->uid);
+	char *inside = xasprintf("pbx: everything inside the cluster; " GCE_OWNER_KEY "%s",
+				 g->s->uid);
 	json_t *b;
 	if (which == 0)
 		/* SSH to the nodes with an external address (the head, and the
@@ -91,15 +121,14 @@ json_t *gce_firewall_body(const struct gce *g, int which)
 		 * ssh_from (default anywhere: pbx cannot know the user's public
 		 * address reliably). */
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}",
-			      "name", name, "description", everyone ? "pbx: SSH to the cluster's nodes"
-			      : "pbx: SSH to the cluster's head",
+			      "name", name, "description", ssh,
 			      "network", GCE_NETWORK, "direction", "INGRESS",
 			      "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
 			      "targetTags", everyone ? all : head,
 			      "allowed", "IPProtocol", "tcp", "ports", "22");
 	else
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
-			      "name", name, "description", "pbx: everything inside the cluster",
+			      "name", name, "description", inside,
 			      "network", GCE_NETWORK, "direction", "INGRESS",
 			      "priority", 1000, "sourceTags", all, "targetTags", all,
 			      "allowed", "IPProtocol", "tcp", "IPProtocol", "udp",
@@ -107,6 +136,8 @@ json_t *gce_firewall_body(const struct gce *g, int which)
 	free(name);
 	free(all);
 	free(head);
+	free(ssh);
+	free(inside);
 	return b;
 }
 

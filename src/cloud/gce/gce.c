@@ -3,11 +3,13 @@
  * API (compute.c), with the clouds.gce section and a template.
  *
  *   open     credentials (auth.c), an HTTP handle logging into the store
- *   plan     head + GROUPn nodes; instance names NAME-NODE
+ *   plan     head + GROUPn nodes; instance names NAME-IDP-NODE (gce_name:
+ *            the cluster id's first 12 hex digits in every name)
  *   begin    the two firewall rules if missing; on a start (the head among
- *            the nodes: a resize touches neither), the cluster's Cloud
- *            Router with Cloud NAT in each region of its zones unless the
- *            template gives compute nodes external addresses; one bulkInsert per node
+ *            the nodes: a resize touches neither), a Cloud NAT in each
+ *            region of its zones unless one serves the network there already
+ *            (shared by the pbx clusters of the region) or the template gives
+ *            compute nodes external addresses; one bulkInsert per node
  *            kind (head, each group) for the nodes that do not exist yet,
  *            each node recorded (instance, zone, operation) at once
  *   poll     operations to DONE with their error read (QUOTA_EXCEEDED,
@@ -16,8 +18,12 @@
  *            instances listed by label until all are RUNNING; addresses
  *            recorded (a node's public one when it has one: pbx reaches
  *            the others through the head)
- *   list     instances labelled pbx-cluster=NAME (paged) + the firewall rules
- *            + the routers (found by name: routers have no labels)
+ *   list     instances labelled pbx-cluster=NAME and pbx-cluster-id=ID
+ *            (paged) + the firewall rules whose description carries ID
+ *            + pbx's shared router in a region where no other cluster has
+ *            instances (its stop deletes it); without an id (a survey):
+ *            everything labelled NAME and the rules named
+ *            pbx-NAME[-IDP]-ssh|internal, with their ids
  *   destroy  deletes them and waits for every operation
  */
 #include "cloud/gce/gce.h"
@@ -161,18 +167,21 @@ static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pb
 	size_t total, k;
 	pbx_cloud_plan(g->s, g->zone, nodes, n);
 	total = *n;
-	for (k = 0; k < total; k++) {
-		char *iname = gce_instance_name(g, (*nodes)[k].name);
-		size_t len = strlen(iname);
-		free(iname);
+	for (k = 0; k <= total; k++) {
+		/* every instance name, and the longest rule name */
+		char *name = k < total ? gce_instance_name(g, (*nodes)[k].name)
+			: gce_firewall_name(g, 1);
+		size_t len = strlen(name);
 		if (len > 63) {
+			pbx_err_setc(err, PBX_EXIT_USAGE, "the name %s would be longer than 63 "
+				     "characters: use a shorter cluster or node group name", name);
+			free(name);
 			pbx_node_rows_free(*nodes, total);
 			*nodes = NULL;
 			*n = 0;
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "instance names '%s-NODE' would be "
-					    "longer than 63 characters: use a shorter cluster name",
-					    g->s->name);
+			return -1;
 		}
+		free(name);
 	}
 	return 0;
 }
@@ -233,27 +242,39 @@ static int gce_mutate(struct gce *g, const char *method, const char *path, json_
 
 /* ------------------------------------------------------------- listing */
 
-/* The list filter `labels.KEY = "VALUE"`, URL-encoded.  Caller frees. */
-static char *curl_escape_filter(const char *key, const char *value)
+/* Text URL-encoded for a query parameter.  Caller frees. */
+static char *gce_escape(const char *text)
 {
-	char *f = xasprintf("labels.%s = \"%s\"", key, value);
-	char *e = curl_easy_escape(NULL, f, 0), *res = xstrdup(e ? e : "");
+	char *e = curl_easy_escape(NULL, text, 0), *res = xstrdup(e ? e : "");
 	curl_free(e);
-	free(f);
 	return res;
 }
 
-/* Instances carrying the cluster's label in every zone (aggregatedList),
+/* The list filter of the cluster's labels, `labels.pbx-cluster = "NAME"
+ * AND labels.pbx-cluster-id = "ID"` (a survey: the name only),
+ * URL-encoded.  Caller frees. */
+static char *gce_label_filter(const struct gce *g)
+{
+	struct pbx_labels l;
+	struct pbx_buf f = PBX_BUF_INIT;
+	char *res;
+	size_t i;
+	pbx_cluster_labels(g->s, &l);
+	for (i = 0; i < l.n; i++)
+		pbx_buf_addf(&f, "%slabels.%s = \"%s\"", i ? " AND " : "", l.keys[i], l.values[i]);
+	res = gce_escape(f.buf);
+	pbx_buf_release(&f);
+	return res;
+}
+
+/* Instances carrying the cluster's labels in every zone (aggregatedList),
  * every page. */
 static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
 {
-	char *token = NULL, *filter;
-	struct pbx_labels l;
+	char *token = NULL, *filter = gce_label_filter(g);
 	int rc = 0;
 	*v = NULL;
 	*n = 0;
-	pbx_cluster_labels(g->s, &l);
-	filter = curl_escape_filter(l.keys[0], l.values[0]);
 	do {
 		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
 				       g->project, filter, token ? "&pageToken=" : "",
@@ -284,25 +305,51 @@ static const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const
 
 /* ------------------------------------------------------------- create */
 
+/* Whether the cluster's firewall rule `which` is there: *state
+ * GCE_RULE_NONE, GCE_RULE_MINE (its description carries the cluster's id;
+ * a legacy cluster's rules carry none), or GCE_RULE_OTHERS (another
+ * cluster's, whose name shares the id prefix: never used nor deleted). */
+enum { GCE_RULE_NONE, GCE_RULE_MINE, GCE_RULE_OTHERS };
+static int gce_rule_state(struct gce *g, int which, int *state, struct pbx_err *err)
+{
+	char *name = gce_firewall_name(g, which);
+	char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+	json_t *r = NULL;
+	long st;
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	*state = GCE_RULE_NONE;
+	if (rc == 0 && st == 200) {
+		char *owner = gce_firewall_owner(r);
+		int legacy = pbx_cluster_uid_legacy(g->s->uid);
+		*state = (legacy && !owner) || (owner && !strcmp(owner, g->s->uid))
+			? GCE_RULE_MINE : GCE_RULE_OTHERS;
+		free(owner);
+	}
+	json_decref(r);
+	free(path);
+	free(name);
+	return rc;
+}
+
 static int gce_firewalls(struct gce *g, struct pbx_err *err)
 {
-	int which;
+	int which, state;
 	for (which = 0; which < 2; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
-		json_t *r = NULL, *body;
-		long st;
-		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		json_decref(r);
-		if (rc == 0 && st == 404) {
+		int rc = gce_rule_state(g, which, &state, err);
+		if (rc == 0 && state == GCE_RULE_OTHERS) {
+			char *name = gce_firewall_name(g, which);
+			rc = pbx_err_set(err, "%s belongs to another cluster called %s (its id begins "
+					 "like this one's): stop this cluster and start it again for a "
+					 "new id", name, g->s->name);
+			free(name);
+		}
+		if (rc == 0 && state == GCE_RULE_NONE) {
 			char *ins = xasprintf("projects/%s/global/firewalls", g->project);
-			body = gce_firewall_body(g, which);
+			json_t *body = gce_firewall_body(g, which);
 			rc = gce_mutate(g, "POST", ins, body, NULL, "global", err);
 			json_decref(body);
 			free(ins);
 		}
-		free(path);
-		free(name);
 		if (rc < 0)
 			return pbx_err_prefix(err, "firewall rule");
 	}
@@ -310,6 +357,17 @@ static int gce_firewalls(struct gce *g, struct pbx_err *err)
 }
 
 /* -------------------------------------------------------------- routers */
+
+static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
+		    const char *state, const char *cluster);
+
+/* Compute nodes without an external address reach the internet through a
+ * Cloud NAT.  A NAT covering every subnetwork must be the only NAT on its
+ * network in a region, so pbx never makes one per cluster: a start uses
+ * the NAT that serves the network in the region already (pbx's shared
+ * router, or one the project had), and makes pbx's (gce_router_name) only
+ * when there is none; a stop deletes pbx's router only when no other
+ * cluster has instances in that region. */
 
 /* The distinct regions of the zones the cluster may use (a zone's region
  * is its name without the last "-x"), NULL-terminated; caller frees the
@@ -340,7 +398,14 @@ static void gce_regions_free(char **r)
 	free(r);
 }
 
-/* projects/P/regions/R/routers[/NAME]; caller frees. */
+/* Whether zone `zone` is in region `region` (us-central1-a in us-central1). */
+static int gce_zone_in(const char *zone, const char *region)
+{
+	size_t l = strlen(region);
+	return zone && !strncmp(zone, region, l) && zone[l] == '-' && !strchr(zone + l + 1, '-');
+}
+
+/* projects/P/regions/R/routers[/NAME] of pbx's router; caller frees. */
 static char *gce_router_path(const struct gce *g, const char *region, int with_name)
 {
 	char *name = gce_router_name(g);
@@ -350,38 +415,124 @@ static char *gce_router_path(const struct gce *g, const char *region, int with_n
 	return p;
 }
 
-/* Whether the cluster's router exists in `region`: 1 yes, 0 no, -1 error. */
-static int gce_router_exists(struct gce *g, const char *region, struct pbx_err *err)
+/* Whether pbx's router exists in `region`: 1 yes, 0 no, -1 error.  A
+ * router of that name whose description is not pbx's is not pbx's: 0, and
+ * *foreign set. */
+static int gce_router_exists(struct gce *g, const char *region, int *foreign,
+			     struct pbx_err *err)
 {
 	char *path = gce_router_path(g, region, 1);
 	json_t *r = NULL;
 	long st;
-	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err), mine = 0;
+	const char *desc = json_string_value(json_object_get(r, "description"));
+	if (rc == 0 && st == 200)
+		mine = desc && !strcmp(desc, GCE_ROUTER_DESCRIPTION);
+	if (foreign)
+		*foreign = rc == 0 && st == 200 && !mine;
 	json_decref(r);
 	free(path);
-	return rc < 0 ? -1 : st == 200;
+	return rc < 0 ? -1 : mine;
 }
 
-/* The cluster's Cloud Router with Cloud NAT in every region of its zones,
- * made when missing and waited for, so compute nodes without an external
- * address reach the internet (apt-get) from their first boot.  None when
- * compute nodes have external addresses. */
+/* Whether a router of the region (any, e.g. the project's own) carries a
+ * NAT for every subnetwork of pbx's network: 1 yes, 0 no, -1 error. */
+static int gce_region_has_nat(struct gce *g, const char *region, struct pbx_err *err)
+{
+	char *path = gce_router_path(g, region, 0), *token = NULL;
+	int rc = 0, found = 0;
+	do {
+		char *page = xasprintf("%s?maxResults=500%s%s", path, token ? "&pageToken=" : "",
+				       token ? token : "");
+		json_t *r = NULL, *router, *nat;
+		size_t i, k;
+		long st;
+		free(token);
+		token = NULL;
+		rc = gce_call(g, "GET", page, NULL, ok_404, &r, &st, err);
+		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, router) {
+			const char *net = json_string_value(json_object_get(router, "network"));
+			const char *slash = net ? strrchr(net, '/') : NULL;
+			if (!slash || strcmp(slash + 1, "default") != 0)
+				continue;
+			json_array_foreach(json_object_get(router, "nats"), k, nat) {
+				const char *what = json_string_value(
+					json_object_get(nat, "sourceSubnetworkIpRangesToNat"));
+				found |= what && !strncmp(what, "ALL_SUBNETWORKS_", 16);
+			}
+		}
+		if (rc == 0 && st == 200 && json_string_value(json_object_get(r, "nextPageToken")))
+			token = xstrdup(json_string_value(json_object_get(r, "nextPageToken")));
+		json_decref(r);
+		free(page);
+	} while (rc == 0 && token && !found);
+	free(token);
+	free(path);
+	return rc < 0 ? -1 : found;
+}
+
+/* Whether another cluster (any pbx cluster but this one) has instances in
+ * `region`: 1 yes, 0 no, -1 error.  One aggregated list of every instance
+ * carrying a pbx cluster id. */
+static int gce_region_used_by_others(struct gce *g, const char *region, struct pbx_err *err)
+{
+	char *filter = gce_escape("labels." PBX_LABEL_CLUSTER_ID ":*"), *token = NULL;
+	struct gce_inst *v = NULL;
+	size_t n = 0, i;
+	int rc = 0, used = 0;
+	do {
+		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
+				       g->project, filter, token ? "&pageToken=" : "",
+				       token ? token : "");
+		json_t *r = NULL;
+		long st;
+		free(token);
+		token = NULL;
+		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		if (rc == 0 && st == 200)
+			rc = gce_list_parse(r, &v, &n, &token, err);
+		json_decref(r);
+		free(path);
+	} while (rc == 0 && token);
+	for (i = 0; rc == 0 && i < n; i++)
+		used |= gce_zone_in(v[i].zone, region) &&
+			!(v[i].cluster && !strcmp(v[i].cluster, g->s->uid));
+	gce_insts_free(v, n);
+	free(token);
+	free(filter);
+	return rc < 0 ? -1 : used;
+}
+
+/* A Cloud NAT in every region of the cluster's zones, so compute nodes
+ * without an external address reach the internet (apt-get) from their
+ * first boot: the one serving the network there already, else pbx's
+ * router, made and waited for (a 409: a start beside this one made it).
+ * None when compute nodes have external addresses. */
 static int gce_routers(struct gce *g, struct pbx_err *err)
 {
+	static const long ok_409[] = { 409, 0 };
 	char **regions;
 	size_t i;
-	int rc = 0;
+	int rc = 0, foreign;
 	if (gce_nodes_external(g, 0))
 		return 0;
 	regions = gce_regions(g);
 	for (i = 0; rc == 0 && regions[i]; i++) {
 		char *scope = xasprintf("regions/%s", regions[i]), *ins;
 		json_t *body;
-		rc = gce_router_exists(g, regions[i], err);
+		rc = gce_router_exists(g, regions[i], &foreign, err);
+		if (rc == 0)
+			rc = gce_region_has_nat(g, regions[i], err);
+		if (rc == 0 && foreign) {
+			char *name = gce_router_name(g);
+			rc = pbx_err_set(err, "a router called %s that pbx did not make is in %s, and no "
+					 "NAT serves the network there", name, regions[i]);
+			free(name);
+		}
 		if (rc == 0) {
 			ins = gce_router_path(g, regions[i], 0);
 			body = gce_router_body(g);
-			rc = gce_mutate(g, "POST", ins, body, NULL, scope, err);
+			rc = gce_mutate(g, "POST", ins, body, ok_409, scope, err);
 			json_decref(body);
 			free(ins);
 		}
@@ -394,8 +545,19 @@ static int gce_routers(struct gce *g, struct pbx_err *err)
 	return rc;
 }
 
-/* Appends to v the cluster's routers that exist (id = name, zone = region,
- * state "ROUTER"). */
+/* Whether this cluster's stop deletes pbx's router in `region`: it is
+ * there and no other cluster has instances in the region.  1, 0, -1. */
+static int gce_router_is_last(struct gce *g, const char *region, struct pbx_err *err)
+{
+	int rc = gce_router_exists(g, region, NULL, err), others;
+	if (rc != 1)
+		return rc;
+	others = gce_region_used_by_others(g, region, err);
+	return others < 0 ? -1 : !others;
+}
+
+/* Appends to v pbx's routers that this cluster's stop would delete (id =
+ * name, zone = region, state "ROUTER"). */
 static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
 			    struct pbx_err *err)
 {
@@ -403,12 +565,11 @@ static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
 	size_t i;
 	int rc = 0;
 	for (i = 0; rc == 0 && regions[i]; i++) {
-		rc = gce_router_exists(g, regions[i], err);
+		rc = gce_router_is_last(g, regions[i], err);
 		if (rc == 1) {
-			*v = xreallocarray(*v, *n + 1, sizeof(**v));
-			(*v)[*n].id = gce_router_name(g);
-			(*v)[*n].zone = xstrdup(regions[i]);
-			(*v)[(*n)++].state = xstrdup("ROUTER");
+			char *name = gce_router_name(g);
+			gce_add(v, n, name, regions[i], "ROUTER", NULL);
+			free(name);
 			rc = 0;
 		}
 	}
@@ -416,8 +577,9 @@ static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
 	return rc;
 }
 
-/* Deletes the cluster's router in every region of its zones (already gone
- * is fine) and waits for each. */
+/* Deletes pbx's router in every region of the zones where this cluster is
+ * the last to use it (already gone is fine), and waits for each.  A dry
+ * run prints each DELETE. */
 static int gce_delete_routers(struct gce *g, struct pbx_err *err)
 {
 	char **regions = gce_regions(g);
@@ -426,11 +588,14 @@ static int gce_delete_routers(struct gce *g, struct pbx_err *err)
 	for (i = 0; rc == 0 && regions[i]; i++) {
 		char *path = gce_router_path(g, regions[i], 1);
 		char *scope = xasprintf("regions/%s", regions[i]);
-		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, scope, err);
+		rc = g->s->dry_run ? 1 : gce_router_is_last(g, regions[i], err);
+		if (rc == 1)
+			rc = gce_mutate(g, "DELETE", path, NULL, ok_404, scope, err);
 		if (rc < 0)
 			pbx_err_prefix(err, "deleting Cloud Router %s", path);
 		free(scope);
 		free(path);
+		rc = rc < 0 ? -1 : 0;
 	}
 	gce_regions_free(regions);
 	return rc;
@@ -524,8 +689,12 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct gce *g = ctx;
 	const struct pbx_cluster_template *t = g->s->t;
 	struct gce_inst *have = NULL;
-	size_t nhave = 0, *idx = xcalloc(n ? n : 1, sizeof(*idx)), k, i;
-	int rc = gce_firewalls(g, err);
+	size_t nhave = 0, *idx, k, i;
+	int rc;
+	if (!g->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created", g->s->name);
+	idx = xcalloc(n ? n : 1, sizeof(*idx));
+	rc = gce_firewalls(g, err);
 	if (rc == 0 && gce_has_head(nodes, n))
 		rc = gce_routers(g, err);
 	if (rc == 0)
@@ -588,6 +757,7 @@ static void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct
 			v = xreallocarray(v, n + 1, sizeof(*v));
 			v[n].id = gce_instance_name(g, nodes[g->pending[i].nodes[k]].name);
 			v[n].zone = xstrdup(g->pending[i].zone);
+			v[n].cluster = NULL;
 			v[n++].state = NULL;
 		}
 	rc = gce_delete_instances(g, v, n, &e2);
@@ -735,8 +905,10 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x) {
 			gce_insts_free(have, nhave);
-			return pbx_err_set(err, "instance %s-%s is gone (preempted or deleted)",
-					   g->s->name, nodes[i].name);
+			iname = gce_instance_name(g, nodes[i].name);
+			pbx_err_set(err, "instance %s is gone (preempted or deleted)", iname);
+			free(iname);
+			return -1;
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
@@ -813,45 +985,84 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 	return rc;
 }
 
+/* Appends one resource to *v (strings copied; zone, state, cluster may
+ * be NULL). */
+static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
+		    const char *state, const char *cluster)
+{
+	struct pbx_instance *x;
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	x = &(*v)[(*n)++];
+	x->id = xstrdup(id);
+	x->zone = zone ? xstrdup(zone) : NULL;
+	x->state = state ? xstrdup(state) : NULL;
+	x->cluster = cluster ? xstrdup(cluster) : NULL;
+}
+
+/* The cluster's firewall rules that are its own (gce_rule_state). */
+static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n,
+			  struct pbx_err *err)
+{
+	int which, state;
+	for (which = 0; which < 2; which++) {
+		char *name;
+		if (gce_rule_state(g, which, &state, err) < 0)
+			return -1;
+		if (state != GCE_RULE_MINE)
+			continue;
+		name = gce_firewall_name(g, which);
+		gce_add(v, n, name, NULL, "FIREWALL", g->s->uid);
+		free(name);
+	}
+	return 0;
+}
+
+/* A survey: every rule named like a rule of a cluster called NAME, new
+ * (pbx-NAME-IDP-ssh) or legacy (pbx-NAME-ssh), with the id its
+ * description carries. */
+static int gce_survey_rules(struct gce *g, struct pbx_instance **v, size_t *n,
+			    struct pbx_err *err)
+{
+	char *re = xasprintf("name eq \"pbx-%s(-[0-9a-f]{%d})?-(ssh|internal)\"", g->s->name,
+			     GCE_ID_PREFIX);
+	char *filter = gce_escape(re);
+	char *path = xasprintf("projects/%s/global/firewalls?filter=%s&maxResults=500",
+			       g->project, filter);
+	json_t *r = NULL, *it;
+	size_t i;
+	long st;
+	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+	json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, it) {
+		const char *name = json_string_value(json_object_get(it, "name"));
+		char *owner = gce_firewall_owner(it);
+		if (name)
+			gce_add(v, n, name, NULL, "FIREWALL", owner);
+		free(owner);
+	}
+	json_decref(r);
+	free(path);
+	free(filter);
+	free(re);
+	return rc;
+}
+
 static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
 	struct gce_inst *have = NULL;
 	size_t nhave = 0, i;
-	int which;
 	*v = NULL;
 	*n = 0;
 	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
-	/* instances, the two firewall rules, then the routers */
-	*v = xcalloc(nhave + 2, sizeof(**v));
-	for (i = 0; i < nhave; i++) {
-		(*v)[*n].id = xstrdup(have[i].name);
-		(*v)[*n].zone = xstrdup(have[i].zone ? have[i].zone : g->zone);
-		(*v)[*n].state = xstrdup(have[i].status);
-		(*n)++;
-	}
+	for (i = 0; i < nhave; i++)
+		gce_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone, have[i].status,
+			have[i].cluster);
 	gce_insts_free(have, nhave);
-	for (which = 0; which < 2; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
-		json_t *r = NULL;
-		long st;
-		int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		json_decref(r);
-		free(path);
-		if (rc < 0) {
-			free(name);
-			return -1;
-		}
-		if (st == 200) {
-			(*v)[*n].id = name;
-			(*v)[*n].state = xstrdup("FIREWALL");
-			(*n)++;
-		} else {
-			free(name);
-		}
-	}
+	if (!g->s->uid)
+		return gce_survey_rules(g, v, n, err);
+	if (gce_list_rules(g, v, n, err) < 0)
+		return -1;
 	return gce_list_routers(g, v, n, err);
 }
 
@@ -934,18 +1145,28 @@ static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, siz
 	return rc;
 }
 
-/* Deletes every instance, then the routers (by name, in every region of
- * the zones: with or without compute_external_ips, which may have changed
- * since the start), then the firewall rules. */
+/* Deletes every instance, then pbx's shared router in each region of the
+ * zones where no other cluster has instances left (with or without
+ * compute_external_ips, which may have changed since the start), then the
+ * firewall rules that are the cluster's own (a dry run prints every
+ * DELETE). */
 static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	int rc = gce_delete_instances(g, v, n, err), which;
+	int rc, which, state = GCE_RULE_MINE;
+	if (!g->s->uid)
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted", g->s->name);
+	rc = gce_delete_instances(g, v, n, err);
 	if (rc == 0)
 		rc = gce_delete_routers(g, err);
 	for (which = 0; which < 2 && rc == 0; which++) {
-		char *name = gce_firewall_name(g, which);
-		char *path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
+		char *name, *path;
+		if (!g->s->dry_run && (rc = gce_rule_state(g, which, &state, err)) < 0)
+			break;
+		if (state != GCE_RULE_MINE)
+			continue;
+		name = gce_firewall_name(g, which);
+		path = xasprintf("projects/%s/global/firewalls/%s", g->project, name);
 		rc = gce_mutate(g, "DELETE", path, NULL, ok_404, "global", err);
 		free(path);
 		free(name);
@@ -987,8 +1208,10 @@ static int gce_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
 	struct gce *g = ctx;
+	char *head = gce_instance_name(g, "head");   /* its host name */
 	(void)err;
-	pbx_cloud_vm_layout(g->s->name, l);
+	pbx_cloud_vm_layout(head, l);
+	free(head);
 	return 0;
 }
 

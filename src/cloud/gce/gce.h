@@ -91,6 +91,7 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
 struct gce_inst {
 	char *name, *zone, *status;
 	char *private_ip, *public_ip;   /* IP addresses (pbx_ip_literal_ok) or NULL */
+	char *cluster;                  /* label pbx-cluster-id; may be NULL */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);
@@ -103,20 +104,52 @@ void gce_insts_free(struct gce_inst *v, size_t n);
 
 /* -------------------------------------------------------------- bodies.c */
 
-/* The instance name of node `node` of the cluster: NAME-NODE.  Caller frees. */
+/*
+ * The name of one of the cluster's resources, the one place names are
+ * made: PREFIX NAME-IDP[-PART], IDP being the first GCE_ID_PREFIX hex
+ * digits of the cluster id (a legacy cluster's names have no IDP; see
+ * pbx_cluster_uid_legacy).  Names must be unique in the project (instances
+ * in a zone), so two pbx homes' clusters called NAME never share one; the
+ * full id is on each resource as the pbx-cluster-id label (firewall rules,
+ * which have no labels: in the description, see gce_firewall_owner).
+ *
+ * Why a prefix: names are [a-z]([-a-z0-9]{0,61}[a-z0-9])?, at most 63
+ * characters, and a cluster name is up to 31.  With 12 digits the longest
+ * rule name, pbx-NAME-IDP-internal, is 57 characters; the full 32 would
+ * leave no room.  48 bits make two live clusters of one name in one
+ * project sharing a prefix unlikely (k clusters: about k^2 / 2^49), and if
+ * it happens pbx refuses rather than shares: an instance name in use fails
+ * its insert, and a rule carrying another id is neither used nor deleted.
+ *
+ * Instances: gce_name(g, "", NODE); firewall rules gce_name(g, "pbx-",
+ * "ssh" | "internal"); network tags gce_name(g, "pbx-", NULL | "head").
+ * Caller frees.
+ */
+#define GCE_ID_PREFIX 12
+char *gce_name(const struct gce *g, const char *prefix, const char *part);
+/* Node `node`'s instance name: NAME-IDP-NODE (the head's is its host
+ * name).  Caller frees. */
 char *gce_instance_name(const struct gce *g, const char *node);
 /* The firewall rules of the cluster (2): SSH to the head, all inside. */
 json_t *gce_firewall_body(const struct gce *g, int which);
 char *gce_firewall_name(const struct gce *g, int which);
-/* The name of the cluster's Cloud Router (with its Cloud NAT) in each
- * region it uses.  Caller frees. */
+/* The Cloud Router (with its Cloud NAT) pbx makes in a region where no NAT
+ * serves the network yet; shared by every pbx cluster there, so its name
+ * carries no cluster id.  Caller frees. */
 char *gce_router_name(const struct gce *g);
+/* The router's description: how pbx recognises a router it made. */
+#define GCE_ROUTER_DESCRIPTION "pbx: Cloud NAT for pbx compute nodes without an external " \
+	"address; shared by the pbx clusters in this region, deleted by the stop that leaves none"
 /* routers.insert body: the router on the cluster's network with one NAT
  * (AUTO_ONLY addresses, every subnetwork range).  New reference. */
 json_t *gce_router_body(const struct gce *g);
 /* Whether nodes of this kind (head, or compute) get an external address:
  * the head always, compute nodes only with compute_external_ips. */
 int gce_nodes_external(const struct gce *g, int head);
+/* A rule's description ends in GCE_OWNER_KEY ID; gce_firewall_owner
+ * returns that ID (caller frees), or NULL (a legacy cluster's rule). */
+#define GCE_OWNER_KEY PBX_LABEL_CLUSTER_ID "="
+char *gce_firewall_owner(json_t *rule);
 /* bulkInsert body for nodes idx[0..n) of one kind: the head (grp NULL) or
  * node group grp; Compute Engine makes at least min_count of them or none.
  * New reference. */

@@ -123,6 +123,7 @@ void gce_insts_free(struct gce_inst *v, size_t n)
 		free(v[i].status);
 		free(v[i].private_ip);
 		free(v[i].public_ip);
+		free(v[i].cluster);
 	}
 	free(v);
 }
@@ -168,6 +169,7 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 		x->zone = dup_or_null(last_segment(str(it, "zone")));
 		x->private_ip = address(nic, "networkIP", x->name, &bad, err);
 		x->public_ip = address(ac, "natIP", x->name, &bad, err);
+		x->cluster = dup_or_null(str(json_object_get(it, "labels"), PBX_LABEL_CLUSTER_ID));
 	}
 	return bad ? -1 : 0;
 }

@@ -10,6 +10,14 @@
  * Addresses and ports come from the cluster's slot (allocated in the
  * store): node i of slot s is address_base + 32*s + 1 + i (the head is
  * i = 0), and SLURM uses ports slurm_port_base + 64*s + [0, 64).
+ *
+ * Nothing of a local cluster can be taken for another pbx home's: its
+ * directory is under this $PBX_HOME (and holds its cluster id, in
+ * DIR/cluster-id, which `stop --id` matches), its processes are found by
+ * that directory (procs.c matches it as a whole path), and its nodes admit
+ * only this cluster's own login key.  Two homes whose slots give the same
+ * addresses do not share them: the second start fails, as its sshd cannot
+ * listen on an address in use.
  */
 #include "cloud/local/body.h"
 #include "cloud/local/procs.h"
@@ -30,6 +38,7 @@
 #define LOCAL_NODES_PER_SLOT 32
 #define LOCAL_PORTS_PER_SLOT 64
 #define LOCAL_MAX_SLOTS 7
+#define LOCAL_ID_FILE "cluster-id"   /* in the cluster's directory: its id */
 
 /* The provider's context: the cluster, its slot (from the store) and its
  * directory $PBX_HOME/clusters/NAME (the local provider's "label"). */
@@ -195,7 +204,10 @@ static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct local_create_run run = { nodes, authorized, ev };
 	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
+	char *idfile = xasprintf("%s/" LOCAL_ID_FILE, x->dir);
 	int rc = pbx_mkdir_p(x->dir, 0700, err);
+	if (rc == 0)
+		rc = pbx_write_file_atomic(idfile, s->uid, strlen(s->uid), 0600, err);
 	if (rc == 0)
 		rc = local_keygen(key, s->name, err);
 	if (rc == 0)
@@ -214,7 +226,7 @@ static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 	}
 	free(errs);
 	pbx_buf_release(&pubkey);
-	free(key); free(pub); free(authorized);
+	free(key); free(pub); free(authorized); free(idfile);
 	return rc;
 }
 
@@ -231,19 +243,31 @@ static int local_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 
 /* --------------------------------------------------------------- destroy */
 
-/* The cluster directory is the one "resource" carrying the label. */
+/* The cluster directory is the one "resource" carrying the label, and
+ * its id file the id (none: an older pbx's directory, which matches a
+ * legacy id).  With an id, a directory holding another id is not listed. */
 static int local_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	const struct local_ctx *x = ctx;
+	const char *want = x->s->uid;
+	char *path = xasprintf("%s/" LOCAL_ID_FILE, x->dir);
+	struct pbx_buf id = PBX_BUF_INIT;
 	struct stat sb;
+	int has_id = pbx_read_file(path, &id, NULL) == 0 && id.len > 0;
 	(void)err;
 	*v = NULL;
 	*n = 0;
-	if (stat(x->dir, &sb) < 0)
-		return 0;
-	*v = xcalloc(1, sizeof(**v));
-	(*v)[0].id = xstrdup(x->dir);
-	*n = 1;
+	free(path);
+	if (has_id)
+		pbx_buf_rtrim(&id);
+	if (stat(x->dir, &sb) == 0 &&
+	    (!want || (has_id ? !strcmp(id.buf, want) : pbx_cluster_uid_legacy(want)))) {
+		*v = xcalloc(1, sizeof(**v));
+		(*v)[0].id = xstrdup(x->dir);
+		(*v)[0].cluster = has_id ? xstrdup(id.buf) : NULL;
+		*n = 1;
+	}
+	pbx_buf_release(&id);
 	return 0;
 }
 

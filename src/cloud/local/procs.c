@@ -15,7 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* True if the NUL-separated blob at `path` contains `needle`. */
+/* Whether the text before offset i ends a path: `needle` (an absolute
+ * directory) found at i is that directory, not the tail of a longer path
+ * (/tmp/h/clusters/c/ holds /h/clusters/c/, another pbx home's). */
+static int pbx_procs_path_starts(const char *buf, size_t i)
+{
+	return i == 0 || strchr("\n =:,;\"'", buf[i - 1]) != NULL;
+}
+
+/* True if the NUL-separated blob at `path` mentions directory `needle`. */
 static int pbx_procs_file_mentions(const char *path, const char *needle)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -27,7 +35,7 @@ static int pbx_procs_file_mentions(const char *path, const char *needle)
 		if (b.buf[i] == '\0')
 			b.buf[i] = '\n';
 	for (i = 0; !found && i + nlen <= b.len; i++)
-		found = !memcmp(b.buf + i, needle, nlen);
+		found = !memcmp(b.buf + i, needle, nlen) && pbx_procs_path_starts(b.buf, i);
 	pbx_buf_release(&b);
 	return found;
 }

@@ -1,7 +1,10 @@
 """bodies.py - node bodies for RUNNING instances, made by pbx-node-body
 (node_body.c: the local provider's body code).
 
-Each instance's body lives in STATE/bodies/PROJECT/ZONE/NAME: an sshd
+Each instance's body lives in STATE/bodies/PROJECT/ZONE/KEY, KEY being
+the first 10 hex digits of the SHA-1 of the instance's name (names are up
+to 63 characters; slurmd's socket paths under the body's root must stay
+within 108 bytes; pbx's names carry a cluster id prefix): an sshd
 listening at --ssh-port on the instance's natIP when it has an access
 config, else on its networkIP.  Never on both: from the user's side a VM
 is reached on its external address only, and a node without one only
@@ -21,6 +24,7 @@ VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
 """
 
 import grp
+import hashlib
 import os
 import pwd
 import subprocess
@@ -69,7 +73,8 @@ class Bodies:
         self.account_lock = threading.Lock()
 
     def root(self, inst):
-        return os.path.join(self.dir, inst.project, inst.zone, inst.name)
+        key = hashlib.sha1(inst.name.encode()).hexdigest()[:10]
+        return os.path.join(self.dir, inst.project, inst.zone, key)
 
     def start(self, inst):
         """Starts the body of INST; None, or what went wrong."""
