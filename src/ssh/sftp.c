@@ -1,10 +1,12 @@
 /*
  * sftp.c - single-file transfer over SFTP, whole or not at all.
  *
- * Upload: write REMOTE.pbx-tmp, compare its remote `sha256sum` with the
- * local SHA-256, then chmod and rename it into place with one remote
- * command.  Download: write LOCAL.pbx-tmp, fsync, compare with the remote
- * `sha256sum`, rename.  A mismatch removes the temporary file.  Each
+ * Upload: write REMOTE.pbx-tmp.RANDOM (created exclusively: a link or file
+ * planted at a temporary name is never written through), compare its
+ * remote `sha256sum` with the local SHA-256, then chmod and rename it into
+ * place with one remote command.  Download: write a temporary file made by
+ * pbx_tmpfile_beside (mkostemp) next to LOCAL, fsync, compare with the
+ * remote `sha256sum`, rename.  A mismatch removes the temporary file.  Each
  * transfer opens its own SFTP channel, so transfers on a shared connection
  * do not share SFTP state.
  */
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libssh2_sftp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +244,23 @@ static int upload_body(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HANDL
 	return rc;
 }
 
+/* REMOTE.pbx-tmp.<16 random hex digits>: a name nobody on the node can
+ * plant a link at in advance (the open is exclusive besides).  Caller
+ * frees; NULL when no random bytes could be had. */
+static char *upload_tmp_name(const char *remote, struct pbx_err *err)
+{
+	unsigned char r[8];
+	char hex[17];
+	size_t i;
+	if (RAND_bytes(r, sizeof(r)) != 1) {
+		pbx_err_set(err, "no random bytes for a temporary name");
+		return NULL;
+	}
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	return xasprintf("%s" SFTP_TMP_SUFFIX ".%s", remote, hex);
+}
+
 static int upload(struct pbx_ssh *s, struct sftp_src *src, const char *remote, int mode,
 		  const char *local_hex, struct pbx_err *err)
 {
@@ -250,12 +270,14 @@ static int upload(struct pbx_ssh *s, struct sftp_src *src, const char *remote, i
 	int rc;
 	if (pbx_ssh_check_remote_path(remote, err) < 0)
 		return -1;
-	tmp = xasprintf("%s" SFTP_TMP_SUFFIX, remote);
+	tmp = upload_tmp_name(remote, err);
+	if (!tmp)
+		return -1;
 	if (sftp_begin(s, &sftp, err) < 0) {
 		free(tmp);
 		return -1;
 	}
-	rc = sftp_open(s, sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+	rc = sftp_open(s, sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_EXCL,
 		       0600, &h, err);
 	if (rc == 0)
 		rc = upload_body(s, sftp, h, src, tmp, err);

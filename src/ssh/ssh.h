@@ -102,9 +102,10 @@ int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
 		    struct pbx_buf *errout, int *exit_status, struct pbx_err *err);
 
 /*
- * File transfer over SFTP.  Uploads write REMOTE.pbx-tmp then rename, and
- * downloads write LOCAL.pbx-tmp then rename, so a file appears whole or not
- * at all.  Both verify the SHA-256 of the two ends (remote `sha256sum`) and
+ * File transfer over SFTP.  Uploads write REMOTE.pbx-tmp.RANDOM (created
+ * exclusively) then rename, and downloads a mkostemp file beside LOCAL then
+ * rename, so a file appears whole or not at all, and never through a link
+ * planted at a temporary name.  Both verify the SHA-256 of the two ends (remote `sha256sum`) and
  * fail on a mismatch (the temporary file is removed).  Remote paths
  * containing a ".." component are refused with PBX_EXIT_SECURITY.  `mode`
  * is applied to the uploaded file (0 = 0644); a download keeps the remote

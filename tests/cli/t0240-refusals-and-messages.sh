@@ -76,7 +76,7 @@ ok $((! $?)) "the node is named once: $(echo "$errout" | grep -m1 'node head')"
 is "$(sqlite3 "$DB" "SELECT state FROM clusters WHERE name = 'ic'")" "up" \
 	"a refused start leaves the cluster's state as it was"
 refused "cluster show" cluster show ic
-echo "$out" | grep -q "^cluster ic (local): up"
+echo "$out" | grep -Eq "^cluster ic \(local, id [0-9a-f]{32}\): up"
 ok $? "cluster show still prints what the store knows"
 refused "cluster show --json" cluster show --json ic
 is "$(echo "$out" | json_get 'd["reachable"]')" "False" "... as JSON, not reachable"

@@ -164,6 +164,23 @@ static int file_exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
+/* How many entries of directory tdir/REL have names starting with PREFIX
+ * (temporary names carry a random part); -1 if it cannot be read. */
+static int count_prefixed(const char *rel, const char *prefix)
+{
+	char *dir = tpath(rel);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	free(dir);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	closedir(d);
+	return n;
+}
+
 /* ------------------------------------------------------------ auth */
 
 static void test_auth(void)
@@ -416,7 +433,6 @@ static int make_random_file(const char *path, size_t mb)
 static void test_big_file(struct pbx_ssh *s)
 {
 	char *big = tpath("big.bin"), *remote = tpath("remote/big.bin"), *back = tpath("back.bin");
-	char *rtmp = tpath("remote/big.bin.pbx-tmp");
 	char h1[65] = "", h2[65] = "", h3[65] = "";
 	struct pbx_err err = PBX_ERR_INIT;
 	struct stat st;
@@ -440,13 +456,40 @@ static void test_big_file(struct pbx_ssh *s)
 	rc = stat(remote, &st);
 	ok(rc == 0 && (st.st_mode & 07777) == 0640, "remote mode 0640 (%o)",
 	   (unsigned)(st.st_mode & 07777));
-	ok(!file_exists(rtmp), "no temporary file left behind");
+	ok(count_prefixed("remote", "big.bin.pbx-tmp") == 0, "no temporary file left behind");
 	unlink(remote);
 	unlink(back);
 	free(big);
 	free(remote);
 	free(back);
-	free(rtmp);
+}
+
+/* A link planted on the node at an upload's old, predictable temporary
+ * name (REMOTE.pbx-tmp) is neither written through nor moved into place. */
+static void test_planted_upload_link(struct pbx_ssh *s)
+{
+	char *victim = tpath("victim.txt"), *remote = tpath("remote/planted.txt");
+	char *planted = tpath("remote/planted.txt.pbx-tmp");
+	struct pbx_buf got = PBX_BUF_INIT, v = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct stat st;
+	ok(pbx_write_file_atomic(victim, "victim\n", 7, 0600, &err) == 0 && symlink(victim, planted) == 0,
+	   "a link planted at REMOTE.pbx-tmp, to another file");
+	ok(pbx_ssh_put_data(s, "new\n", 4, remote, 0600, &err) == 0, "upload beside it: %s", err.msg);
+	ok(pbx_read_file(victim, &v, &err) == 0 && !strcmp(v.buf, "victim\n"),
+	   "the link's target is untouched (%s)", v.buf ? v.buf : "?");
+	ok(lstat(remote, &st) == 0 && S_ISREG(st.st_mode) && pbx_read_file(remote, &got, &err) == 0 &&
+	   !strcmp(got.buf, "new\n"), "the upload is a regular file with the new bytes");
+	ok(lstat(planted, &st) == 0 && S_ISLNK(st.st_mode) &&
+	   count_prefixed("remote", "planted.txt.pbx-tmp") == 1, "no temporary file of pbx's is left");
+	unlink(planted);
+	unlink(remote);
+	unlink(victim);
+	pbx_buf_release(&got);
+	pbx_buf_release(&v);
+	free(victim);
+	free(remote);
+	free(planted);
 }
 
 static void test_small_and_refused(struct pbx_ssh *s)
@@ -465,6 +508,7 @@ static void test_small_and_refused(struct pbx_ssh *s)
 	   "download from a '..' path refused");
 	ok(pbx_ssh_get_file(s, missing, back2, &err) < 0 && strstr(err.msg, "no such file") &&
 	   !file_exists(back_tmp) && !file_exists(back2), "missing remote file: %s", err.msg);
+	test_planted_upload_link(s);
 	pbx_buf_release(&got);
 	free(remote);
 	free(back);
