@@ -4,7 +4,10 @@
 # before anything exists, once RunInstances was sent, once the instances
 # run, mid-bootstrap, a moment later; each time `pbx cluster stop` then
 # leaves no live instance, security group, key pair or node body (listed
-# with the AWS CLI).  Addresses and ports as t0410's (aws_lib.sh).
+# with the AWS CLI).  Its own addresses and ports (ctest runs it beside
+# t0410, which has aws_lib.sh's): 127.0.83.0/24 and 127.0.84.0/24, SLURM
+# ports from 39000 + 64*8.
+H_SUBNET1=127.0.83.0/24 H_SUBNET2=127.0.84.0/24 H_SLURM_PORT_BASE=39000
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/aws_lib.sh"
 

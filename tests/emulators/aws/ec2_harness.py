@@ -174,6 +174,8 @@ def bodies_loop(args, admin, stop):
 
     def start(iid, inst):
         why = bodies.start(inst)
+        if why:
+            bodies.stop(inst)       # a body half made leaves nothing behind
         with pool_lock:
             starting.discard(iid)
             if why:
