@@ -6,8 +6,8 @@
 # leaves no live instance, security group, key pair or node body (listed
 # with the AWS CLI).  Its own addresses and ports (ctest runs it beside
 # t0410, which has aws_lib.sh's): 127.0.83.0/24 and 127.0.84.0/24, SLURM
-# ports from 39000 + 64*8.
-H_SUBNET1=127.0.83.0/24 H_SUBNET2=127.0.84.0/24 H_SLURM_PORT_BASE=39000
+# ports from 30000 + 64*8 (below the kernel's ephemeral range).
+H_SUBNET1=127.0.83.0/24 H_SUBNET2=127.0.84.0/24 H_SLURM_PORT_BASE=30000
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/aws_lib.sh"
 

@@ -8,7 +8,9 @@
 # and working (its instances running, its rules there, SLURM answering);
 # both share the one Cloud NAT of the region, which the last stop deletes.
 # Emulator addresses 127.0.74.0/24 (private) and 127.0.75.0/24 (public);
-# SLURM ports from 33000 + 64*8 (home A) and 34000 + 64*8 (home B).
+# SLURM ports from 24000 + 64*8 (home A) and 25000 + 64*8 (home B), below
+# the kernel's ephemeral range (32768-60999): slurmctld listens on every
+# address, so a port any program got from the kernel would be taken.
 . "$(dirname "$0")/lib.sh"
 
 EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
@@ -69,9 +71,9 @@ clouds:
 CONFIG
 	chmod 600 "$1/config.yaml"
 }
-home "$A" 33000
-home "$B" 34000
-home "$C" 35000
+home "$A" 24000
+home "$B" 25000
+home "$C" 32000
 in_home() {   # in_home HOME ARGS: run_pbx with PBX_HOME=HOME
 	h=$1
 	shift

@@ -1145,6 +1145,49 @@ static int gce_delete_instances(struct gce *g, const struct pbx_instance *v, siz
 	return rc;
 }
 
+/* Waits for the global operations still running on the cluster's firewall
+ * rules: a start killed right after a rule's insert was accepted leaves
+ * the rule to appear a moment later, after a stop that looked too early
+ * would have missed it.  One list of the project's unfinished global
+ * operations (every page). */
+static int gce_settle_rules(struct gce *g, struct pbx_err *err)
+{
+	char *names[2] = { gce_firewall_name(g, 0), gce_firewall_name(g, 1) };
+	char *filter = gce_escape("status != \"DONE\""), *token = NULL;
+	int rc = 0;
+	do {
+		char *path = xasprintf("projects/%s/global/operations?filter=%s&maxResults=500%s%s",
+				       g->project, filter, token ? "&pageToken=" : "",
+				       token ? token : "");
+		json_t *r = NULL, *op;
+		size_t i;
+		long st;
+		free(token);
+		token = NULL;
+		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
+		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, op) {
+			const char *target = json_string_value(json_object_get(op, "targetLink"));
+			const char *name = json_string_value(json_object_get(op, "name"));
+			const char *last = target ? strrchr(target, '/') : NULL;
+			/* An insert that failed made no rule: not the stop's
+			 * failure; an unreachable API shows in the GETs after. */
+			if (rc == 0 && name && last && (!strcmp(last + 1, names[0]) ||
+							!strcmp(last + 1, names[1])) &&
+			    gce_wait_op(g, "global", name, err) < 0)
+				pbx_err_clear(err);
+		}
+		if (rc == 0 && st == 200 && json_string_value(json_object_get(r, "nextPageToken")))
+			token = xstrdup(json_string_value(json_object_get(r, "nextPageToken")));
+		json_decref(r);
+		free(path);
+	} while (rc == 0 && token);
+	free(token);
+	free(filter);
+	free(names[0]);
+	free(names[1]);
+	return rc;
+}
+
 /* Deletes every instance, then pbx's shared router in each region of the
  * zones where no other cluster has instances left (with or without
  * compute_external_ips, which may have changed since the start), then the
@@ -1159,6 +1202,8 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	rc = gce_delete_instances(g, v, n, err);
 	if (rc == 0)
 		rc = gce_delete_routers(g, err);
+	if (rc == 0 && !g->s->dry_run)
+		rc = gce_settle_rules(g, err);
 	for (which = 0; which < 2 && rc == 0; which++) {
 		char *name, *path;
 		if (!g->s->dry_run && (rc = gce_rule_state(g, which, &state, err)) < 0)

@@ -69,6 +69,7 @@ ROUTES = [
      LIST_PARAMS | {"includeAllScopes", "serviceProjectNumber"}),
     ("GET", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<n>[^/]+)", "zone_op_get", set()),
     ("POST", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<n>[^/]+)/wait", "zone_op_wait", set()),
+    ("GET", r"projects/(?P<p>[^/]+)/global/operations", "global_ops_list", LIST_PARAMS),
     ("GET", r"projects/(?P<p>[^/]+)/global/operations/(?P<n>[^/]+)", "global_op_get", set()),
     ("POST", r"projects/(?P<p>[^/]+)/global/operations/(?P<n>[^/]+)/wait", "global_op_wait", set()),
     ("GET", r"projects/(?P<p>[^/]+)/global/firewalls", "firewalls_list", LIST_PARAMS),
@@ -318,6 +319,12 @@ class Compute:
     def zone_op_wait(self, a, q, body, who):
         self._zone(a["p"], a["z"])
         return 200, ("wait", self.w.get_op(a["p"], "zones/" + a["z"], a["n"]))
+
+    def global_ops_list(self, a, q, body, who):
+        self._project(a["p"])
+        return self._list("compute#operationList", "projects/%s/global/operations" % a["p"],
+                          [dict(op.res) for (p, scope, _), op in list(self.w.ops.items())
+                           if p == a["p"] and scope == "global"], q)
 
     def global_op_get(self, a, q, body, who):
         self._project(a["p"])
