@@ -257,6 +257,15 @@ class Strictness(Base):
         self.assertEqual((code, reason(value)), (409, "alreadyExists"))
         code, page = self.emu.call("GET", "global/firewalls", query="filter=" + urllib.parse.quote("name = pbx-c1-ssh"))
         self.assertEqual([f["name"] for f in page["items"]], ["pbx-c1-ssh"])
+        # globalOperations.list: the project's global operations, with their
+        # targets, filtered like every list (a stop looks for unfinished ones)
+        code, page = self.emu.call("GET", "global/operations")
+        self.assertEqual((code, page["kind"]), (200, "compute#operationList"))
+        self.assertTrue(any(o["targetLink"].endswith("/global/firewalls/pbx-c1-ssh") and
+                            o["operationType"] == "insert" for o in page["items"]), page)
+        code, page = self.emu.call("GET", "global/operations",
+                                   query="filter=" + urllib.parse.quote('status != "DONE"'))
+        self.assertEqual((code, page.get("items", [])), (200, []))
         code, op = self.emu.call("DELETE", "global/firewalls/pbx-c1-ssh")
         self.emu.wait(op)
         self.assertEqual(self.emu.call("GET", "global/firewalls/pbx-c1-ssh")[0], 404)
