@@ -146,10 +146,10 @@ static void test_imds(const char *server)
 	   c.source[0] ? c.source : err.msg);
 	aws_creds_free(&c);
 	/* An IMDS endpoint off loopback is refused by name, nothing sent. */
-	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://imds.evil.example", 1);
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://imds.evil.invalid", 1);
 	pbx_err_clear(&err);
 	ok(aws_creds_find(&o, &c, &err) < 0 && err.code == PBX_EXIT_USAGE &&
-	   strstr(err.msg, "AWS_EC2_METADATA_SERVICE_ENDPOINT: plain http:// to imds.evil.example"),
+	   strstr(err.msg, "AWS_EC2_METADATA_SERVICE_ENDPOINT: plain http:// to imds.evil.invalid"),
 	   "AWS_EC2_METADATA_SERVICE_ENDPOINT off loopback refused: %s", err.msg);
 	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	pbx_http_close(o.http);

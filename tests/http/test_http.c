@@ -211,9 +211,11 @@ static void test_failures(void)
  * followed (a Location could downgrade to http or name another host). */
 static void test_transport_policy(void)
 {
-	static const char *const refused[] = { "http://198.51.100.7:9/token",
-					       "http://compute.googleapis.com/compute/v1/",
-					       "http://127.0.0.1.evil.example/", "ftp://127.0.0.1/",
+	/* Sent through pbx_http_do: hosts that can never be reached (.invalid
+	 * never resolves), so a broken policy still sends nothing anywhere;
+	 * address literals and real hosts are judged without sending below. */
+	static const char *const refused[] = { "http://compute.googleapis.invalid/compute/v1/",
+					       "http://127.0.0.1.evil.invalid/", "ftp://127.0.0.1/",
 					       "file:///etc/passwd" };
 	struct pbx_http *h = open_http(1, 300);
 	struct pbx_http_req r = { .method = "GET" };
@@ -232,6 +234,8 @@ static void test_transport_policy(void)
 		   "pbx_http_url_allowed says no: %s", why);
 	}
 	ok(pbx_http_url_allowed("https://oauth2.googleapis.com/token", why, sizeof(why)) &&
+	   !pbx_http_url_allowed("http://198.51.100.7:9/token", why, sizeof(why)) &&
+	   !pbx_http_url_allowed("http://compute.googleapis.com/compute/v1/", why, sizeof(why)) &&
 	   pbx_http_url_allowed("http://[::1]:9/", why, sizeof(why)) &&
 	   pbx_http_url_allowed("http://127.200.0.1/", why, sizeof(why)) &&
 	   pbx_http_url_allowed("http://metadata.google.internal/x", why, sizeof(why)) &&
