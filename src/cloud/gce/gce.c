@@ -267,11 +267,12 @@ static char *gce_label_filter(const struct gce *g)
 	return res;
 }
 
-/* Instances carrying the cluster's labels in every zone (aggregatedList),
- * every page. */
-static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
+/* Instances matching `filter` (URL-encoded) in every zone (aggregatedList),
+ * every page; *v freed with gce_insts_free. */
+static int gce_list_instances_where(struct gce *g, const char *filter, struct gce_inst **v,
+				    size_t *n, struct pbx_err *err)
 {
-	char *token = NULL, *filter = gce_label_filter(g);
+	char *token = NULL;
 	int rc = 0;
 	*v = NULL;
 	*n = 0;
@@ -290,6 +291,14 @@ static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, str
 		free(path);
 	} while (rc == 0 && token);
 	free(token);
+	return rc;
+}
+
+/* Instances carrying the cluster's labels, in every zone. */
+static int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
+{
+	char *filter = gce_label_filter(g);
+	int rc = gce_list_instances_where(g, filter, v, n, err);
 	free(filter);
 	return rc;
 }
@@ -476,29 +485,14 @@ static int gce_region_has_nat(struct gce *g, const char *region, struct pbx_err 
  * carrying a pbx cluster id. */
 static int gce_region_used_by_others(struct gce *g, const char *region, struct pbx_err *err)
 {
-	char *filter = gce_escape("labels." PBX_LABEL_CLUSTER_ID ":*"), *token = NULL;
+	char *filter = gce_escape("labels." PBX_LABEL_CLUSTER_ID ":*");
 	struct gce_inst *v = NULL;
 	size_t n = 0, i;
-	int rc = 0, used = 0;
-	do {
-		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
-				       g->project, filter, token ? "&pageToken=" : "",
-				       token ? token : "");
-		json_t *r = NULL;
-		long st;
-		free(token);
-		token = NULL;
-		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		if (rc == 0 && st == 200)
-			rc = gce_list_parse(r, &v, &n, &token, err);
-		json_decref(r);
-		free(path);
-	} while (rc == 0 && token);
+	int rc = gce_list_instances_where(g, filter, &v, &n, err), used = 0;
 	for (i = 0; rc == 0 && i < n; i++)
 		used |= gce_zone_in(v[i].zone, region) &&
 			!(v[i].cluster && !strcmp(v[i].cluster, g->s->uid));
 	gce_insts_free(v, n);
-	free(token);
 	free(filter);
 	return rc < 0 ? -1 : used;
 }
