@@ -113,6 +113,16 @@ cleanup_cluster() {
 	rm -rf "$TEST_TMP"
 }
 
+# tree_outside_results [DIR...]: every path under PBX_HOME (and DIRs) that
+# a harvest could touch, sorted, for a before/after diff. Leaves out
+# results/, the store, and what the cluster's daemons write on their own
+# while it runs (their spool, logs and pid files: slurmctld rewrites
+# job_state.new and job_state.old at any time).
+tree_outside_results() {
+	find "$PBX_HOME" "$@" \( -path "$RESULTS" -o -name 'pbx.db*' -o -path '*/var/spool/*' \
+		-o -path '*/var/log/*' -o -path '*/run/*' \) -prune -o -print | sort
+}
+
 # True when pid is gone or a zombie (daemons are reaped late here).
 proc_gone() {
 	[ ! -d "/proc/$1" ] || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null

@@ -25,12 +25,9 @@ CANARY=$(sha256sum <"$HOME/.bashrc")
 run_pbx -q cluster start hl
 ok $rc "cluster starts: $errout"
 
-# Everything outside results/ that a harvest could touch, with contents;
-# not what the cluster's daemons write on their own while it runs (their
-# spool, logs and pid files: slurmctld rewrites job_state.old any time).
+# Everything outside results/ that a harvest could touch, with contents.
 outside() {
-	find "$PBX_HOME" "$HOME" \( -path "$RESULTS" -o -name 'pbx.db*' -o -path '*/var/spool/*' \
-		-o -path '*/var/log/*' -o -path '*/run/*' \) -prune -o -print | sort
+	tree_outside_results "$HOME"
 	sha256sum <"$HOME/.bashrc"
 }
 # harvest PKG [ARGS]: a harvest, checking that nothing outside results/
