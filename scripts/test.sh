@@ -9,16 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
-venv=build/venv
-# (Re)install when the venv is missing or was made from other requirements.
-if [ ! -x "$venv/bin/python3" ] || ! cmp -s scripts/test-requirements.txt "$venv/pbx-requirements.txt"; then
-	mkdir -p build
-	[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
-	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt
-	cp scripts/test-requirements.txt "$venv/pbx-requirements.txt"
-fi
-PATH="$(pwd)/$venv/bin:$PATH"
-export PATH
+. scripts/venv.sh
 
 # PBX_CUDA=ON (.ci/run) makes a missing CUDA toolkit fail the build
 # instead of leaving pbx-train's CUDA backend out
@@ -35,7 +26,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 status=0
 echo "== tests: optimised build"
-(cd build && ctest --output-on-failure -j "$jobs" "$@") || status=1
+# (the booted-VM tests, label vm, run with scripts/vm-test.sh)
+(cd build && ctest --output-on-failure -j "$jobs" -LE vm "$@") || status=1
 echo "== tests: ASan/UBSan build"
 (cd build-asan && ctest --output-on-failure -j "$jobs" -LE slow "$@") || status=1
 exit $status

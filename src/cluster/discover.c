@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DISCOVER_CONNECT_S 120         /* a fresh VM's sshd may take this long */
+#define DISCOVER_CONNECT_S 300         /* a fresh VM's sshd and login user may take this long */
 #define BODY_PORTS_PER_SLOT 64
 #define BODY_SLOT_OFFSET 8             /* past the local provider's 7 slots */
 
@@ -30,18 +30,22 @@ struct discover_run {
 	const struct pbx_cluster_events *ev;
 };
 
-/* Connects to node i, retrying while its sshd is not up yet (never after
- * a refused host key or login). */
+/* Connects to node i, retrying while it boots: its sshd not up yet, or up
+ * before the guest agent has made the login user from the ssh-keys
+ * metadata (a refused login, for a few seconds on a fresh VM).  Never after
+ * a refused host key. */
 static int discover_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **s,
-			    struct pbx_err *err)
+			    const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	time_t until = time(NULL) + DISCOVER_CONNECT_S;
+	int said = 0;
 	for (;;) {
 		if (pbx_cluster_connect(c, i, s, err) == 0)
 			return 0;
-		if (err->code == PBX_EXIT_SECURITY || strstr(err->msg, "permission denied") ||
-		    time(NULL) >= until)
+		if (err->code == PBX_EXIT_SECURITY || time(NULL) >= until)
 			return -1;
+		if (!said++)
+			pbx_events_stage(ev, i, "booting");
 		pbx_err_clear(err);
 		sleep(2);
 	}
@@ -54,7 +58,7 @@ static int discover_one(void *ctx, size_t i, struct pbx_err *err)
 	struct pbx_ssh *s;
 	int status = 0;
 	pbx_events_stage(r->ev, i, "ssh");
-	if (discover_connect(r->c, i, &s, err) < 0 ||
+	if (discover_connect(r->c, i, &s, r->ev, err) < 0 ||
 	    pbx_ssh_capture(s, "printf '%s' \"${PBX_BODY_ROOT-}\"", &out, NULL, &status, err) < 0) {
 		pbx_buf_release(&out);
 		return -1;

@@ -39,6 +39,7 @@ import schema  # noqa: E402
 import validate  # noqa: E402
 from auth import Auth  # noqa: E402
 from bodies import Bodies  # noqa: E402
+from vms import VMs  # noqa: E402
 from errors import ApiError, OAuthError, already_exists, invalid_field, invalid_payload, not_found  # noqa: E402
 from faults import Faults  # noqa: E402
 from world import World  # noqa: E402
@@ -543,10 +544,20 @@ class App:
         self.faults = Faults(args.seed)
         self.faults.update(dict(args.fault))
         bodies = None
-        if not args.no_bodies:
+        if args.backend == "vm":
+            bodies = VMs(args.vm_image, args.state_dir, args.ssh_port, args.network_block,
+                         upstream=args.vm_upstream, mem_mb=args.vm_memory)
+        elif not args.no_bodies:
             bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts)
-        self.world = World(args.project, args.zones, self.faults, bodies, args.network_block,
-                           args.nat_block, base)
+        try:
+            self.world = World(args.project, args.zones, self.faults, bodies, args.network_block,
+                               args.nat_block, base)
+        except Exception:
+            if bodies is not None and hasattr(bodies, "close"):
+                bodies.close()
+            raise
+        if args.backend == "vm":
+            bodies.projects = dict(self.world.projects)
         self.compute = Compute(self.world, args.wait_max)
         self.wait_max = args.wait_max
         self.auth = Auth(args.token_lifetime, token_url)
@@ -656,6 +667,12 @@ def parse_args(argv):
     ap.add_argument("--nat-block", default="127.0.71.0/24", help="natIP addresses (loopback)")
     ap.add_argument("--node-body-helper", help="pbx-node-body (built by CMake)")
     ap.add_argument("--no-bodies", action="store_true", help="instances become RUNNING without an sshd")
+    ap.add_argument("--backend", choices=("body", "vm"), default="body",
+                    help="what backs a RUNNING instance: a node body (default) or a booted VM (vms.py)")
+    ap.add_argument("--vm-image", help="with --backend vm: a directory made by tests/vm/image.sh")
+    ap.add_argument("--vm-memory", type=int, default=1024, help="MiB of memory per VM")
+    ap.add_argument("--vm-upstream", default="deb.debian.org:80",
+                    help="where the VMs' apt traffic goes (host:port; an apt cache, say)")
     ap.add_argument("--ssh-port", type=int, default=22, help="port of the node bodies' sshd")
     ap.add_argument("--create-accounts", action="store_true",
                     help="create ssh-keys users with passwordless sudo, as Google's guest agent does")
@@ -670,6 +687,10 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     args.project = args.project or ["pbx-test"]
     args.zones = [z for z in args.zones.split(",") if z]
+    if args.backend == "vm":
+        if not args.vm_image:
+            ap.error("--backend vm needs --vm-image DIR")
+        return args
     if not args.no_bodies and not args.node_body_helper:
         ap.error("--node-body-helper is needed unless --no-bodies")
     if not args.no_bodies and not os.access(args.node_body_helper, os.X_OK):

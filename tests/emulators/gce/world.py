@@ -48,9 +48,9 @@ def fingerprint(value):
 class Pool:
     """Addresses handed out from a block (.0, .1 and the last two reserved, as in a GCE subnet)."""
 
-    def __init__(self, cidr):
+    def __init__(self, cidr, private_ok=False):
         self.net = ipaddress.ip_network(cidr)
-        if not self.net.network_address.is_loopback:
+        if not self.net.network_address.is_loopback and not (private_ok and self.net.is_private):
             raise ValueError("address block %s is not loopback" % cidr)
         hosts = list(self.net.hosts())
         self.free = [str(a) for a in hosts[1:-1]]
@@ -115,7 +115,8 @@ class World:
                                        # 'regions/R' or 'global'
         self.active = []               # Operations not DONE
         self.request_ids = {}          # (project, requestId) -> Operation
-        self.net = Pool(net_cidr)
+        # VMs' private addresses exist only in the backend's own namespace
+        self.net = Pool(net_cidr, private_ok=getattr(bodies, "private_network", False))
         self.nat = Pool(nat_cidr)
         self.created = 0               # instances admitted since start (never_boot_nth)
         self.stopping = False
@@ -526,3 +527,5 @@ class World:
         if self.bodies is not None:
             for inst in insts:
                 self.bodies.stop(inst)
+            if hasattr(self.bodies, "close"):
+                self.bodies.close()

@@ -1,0 +1,13 @@
+# venv.sh - sourced by scripts/test.sh and scripts/vm-test.sh: the Python
+# test tools (scripts/test-requirements.txt) in a private virtual
+# environment, build/venv, (re)installed when it is missing or was made
+# from other requirements; its bin/ goes first on PATH.
+venv=build/venv
+if [ ! -x "$venv/bin/python3" ] || ! cmp -s scripts/test-requirements.txt "$venv/pbx-requirements.txt"; then
+	mkdir -p build
+	[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+	"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/test-requirements.txt
+	cp scripts/test-requirements.txt "$venv/pbx-requirements.txt"
+fi
+PATH="$(pwd)/$venv/bin:$PATH"
+export PATH

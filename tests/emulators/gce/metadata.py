@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""metadata.py - the Compute Engine metadata server that booted VMs see
+(vms.py), on 169.254.169.254:80 inside the emulator's network namespace.
+
+    ip netns exec NS python3 metadata.py --dir STATE/vm/meta [--bind 169.254.169.254]
+
+Which instance asks is told by the source address: DIR/ADDR.json (written
+by vms.py, replaced atomically) is that instance's tree {"instance": ...,
+"project": ...}.  What is served, as the documented server does:
+
+- GET /computeMetadata/v1/PATH: a directory (PATH ending in /) lists its
+  keys, one per line, subdirectories with a trailing /; a leaf is its text.
+  `?recursive=true` gives the subtree as JSON (`alt=text` refused here);
+  `?alt=json` a leaf as JSON.
+- Every request needs the header `Metadata-Flavor: Google` (else 403), and
+  one with `X-Forwarded-For` is refused (403), as Google's server does; every
+  reply carries `Metadata-Flavor: Google` and an `ETag`.
+- `?wait_for_change=true` (with `last_etag` and `timeout`, seconds) holds
+  the reply until the value's ETag differs from `last_etag` or the timeout
+  passes (Google's guest agent watches the whole tree this way).
+- PUT under instance/guest-attributes/ stores a value (the guest agent
+  publishes its host keys there); other writes are 405.
+- Unknown paths are 404; an address with no instance file is 404 too.
+
+Python standard library only.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+PREFIX = "/computeMetadata/v1/"
+
+
+def lookup(tree, parts):
+    node = tree
+    for p in parts:
+        if isinstance(node, dict) and p in node:
+            node = node[p]
+        elif isinstance(node, list) and p.isdigit() and int(p) < len(node):
+            node = node[int(p)]
+        else:
+            return None, False
+    return node, True
+
+
+def listing(node):
+    if isinstance(node, dict):
+        keys = node.items()
+    else:
+        keys = ((str(i), v) for i, v in enumerate(node))
+    return "".join(k + ("/" if isinstance(v, (dict, list)) else "") + "\n" for k, v in keys)
+
+
+def leaf_text(node):
+    if isinstance(node, str):
+        return node
+    return json.dumps(node)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    meta_dir = None
+    guest = {}          # (addr, path) -> value: guest attributes
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _send(self, code, text, ctype="text/plain", etag=None):
+        data = text.encode()
+        self.send_response(code)
+        self.send_header("Metadata-Flavor", "Google")
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        if etag:
+            self.send_header("ETag", etag)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refused(self):
+        """403 when the request lacks the flavor header or was forwarded."""
+        if self.headers.get("Metadata-Flavor") != "Google":
+            self._send(403, "Missing required header: Metadata-Flavor\n")
+            return True
+        if self.headers.get("X-Forwarded-For"):
+            self._send(403, "Forwarded requests are refused\n")
+            return True
+        return False
+
+    def _tree(self):
+        path = os.path.join(self.meta_dir, self.client_address[0] + ".json")
+        try:
+            with open(path) as f:
+                tree = json.load(f)
+        except (OSError, ValueError):
+            return None
+        for (addr, key), value in list(self.guest.items()):
+            if addr == self.client_address[0]:
+                node = tree["instance"].setdefault("guest-attributes", {})
+                *dirs, last = key.split("/")
+                for d in dirs:
+                    node = node.setdefault(d, {})
+                node[last] = value
+        return tree
+
+    def _answer(self, parts, q, directory):
+        """(code, text, content type, etag) of a GET now."""
+        tree = self._tree()
+        if tree is None:
+            return 404, "no instance at this address\n", "text/plain", None
+        node, found = lookup(tree, parts)
+        if not found:
+            return 404, "Not Found\n", "text/plain", None
+        recursive = q.get("recursive", ["false"])[0].lower() == "true"
+        alt = q.get("alt", ["json" if recursive else "text"])[0]
+        if isinstance(node, (dict, list)) and recursive:
+            if alt != "json":
+                return 400, "recursive=true needs alt=json\n", "text/plain", None
+            text, ctype = json.dumps(node), "application/json"
+        elif isinstance(node, (dict, list)):
+            if not directory:
+                return 301, "", "text/plain", None
+            text, ctype = listing(node), "application/text"
+        else:
+            text = json.dumps(node) if alt == "json" else leaf_text(node)
+            ctype = "application/json" if alt == "json" else "application/text"
+        etag = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return 200, text, ctype, etag
+
+    def do_GET(self):
+        if self._refused():
+            return
+        url = urlsplit(self.path)
+        if not url.path.startswith(PREFIX) and url.path.rstrip("/") + "/" != PREFIX:
+            return self._send(404, "Not Found\n")
+        rest = url.path[len(PREFIX):] if url.path.startswith(PREFIX) else ""
+        parts = [p for p in rest.split("/") if p]
+        q = parse_qs(url.query)
+        directory = rest == "" or rest.endswith("/")
+        wait = q.get("wait_for_change", ["false"])[0].lower() == "true"
+        last = q.get("last_etag", ["0"])[0]
+        try:
+            timeout = float(q.get("timeout", ["300"])[0])
+        except ValueError:
+            return self._send(400, "bad timeout\n")
+        end = time.time() + min(max(timeout, 0), 3600)
+        while True:
+            code, text, ctype, etag = self._answer(parts, q, directory)
+            if code != 200 or not wait or etag != last or time.time() >= end:
+                break
+            time.sleep(0.5)
+        if code == 301:
+            self.send_response(301)
+            self.send_header("Metadata-Flavor", "Google")
+            self.send_header("Location", url.path + "/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._send(code, text, ctype, etag)
+
+    def do_PUT(self):
+        if self._refused():
+            return
+        url = urlsplit(self.path)
+        key = url.path[len(PREFIX + "instance/guest-attributes/"):]
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n).decode(errors="replace")
+        if not url.path.startswith(PREFIX + "instance/guest-attributes/") or not key.strip("/"):
+            return self._send(405, "Method Not Allowed\n")
+        Handler.guest[(self.client_address[0], key.strip("/"))] = body
+        self._send(200, "")
+
+    def do_POST(self):
+        self._send(405, "Method Not Allowed\n")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Compute Engine metadata server for booted test VMs.")
+    ap.add_argument("--dir", required=True, help="ADDR.json per instance")
+    ap.add_argument("--bind", default="169.254.169.254")
+    ap.add_argument("--port", type=int, default=80)
+    args = ap.parse_args(argv)
+    Handler.meta_dir = args.dir
+    server = ThreadingHTTPServer((args.bind, args.port), Handler)
+    server.daemon_threads = True
+    server.serve_forever(poll_interval=0.2)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

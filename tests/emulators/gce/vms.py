@@ -1,0 +1,283 @@
+"""vms.py - booted Debian 12 VMs as the emulator's instances (`--backend
+vm`), in place of node bodies (bodies.py).  Same interface: start(inst)
+when an instance reaches STAGING, stop(inst) when it is deleted, close()
+when the emulator exits.
+
+A VM here is what Compute Engine runs: QEMU (TCG: this machine kind has no
+usable KVM, tests/vm/README.md) booting an image made by tests/vm/image.sh,
+with systemd as PID 1, Google's guest agent making the login users from
+the `ssh-keys` metadata, and no SLURM until pbx's bootstrap installs it.
+
+The network is a cloud's, inside a network namespace this emulator makes
+and removes (nothing else on this machine is addressed):
+
+- a bridge is the VPC subnet (--network-block, e.g. 10.128.0.0/20; the
+  gateway is its first address); each VM's tap joins it;
+- dnsmasq there answers DHCP (each instance's networkIP and MAC, derived
+  from the address as Compute Engine does, and its name as hostname) and
+  DNS (instance names, metadata.google.internal; deb.debian.org as the
+  gateway, nothing else);
+- metadata.py serves each VM its metadata on 169.254.169.254:80;
+- the gateway's port 80 reaches the Debian mirror through a forward out of
+  the namespace (socat pairs over a unix socket): the part of Cloud NAT
+  that apt needs, and the only way out;
+- an instance with an access config (natIP, a loopback address here) is
+  reachable from this machine at natIP:--ssh-port, forwarded to its port
+  22; an instance without one only from the other VMs, as on Compute
+  Engine (pbx reaches it through the head).
+"""
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = ("qemu-system-x86_64", "qemu-img", "ip", "dnsmasq", "socat")
+
+
+def why_not(image_dir):
+    """None when VMs can boot here, else the reason (for SKIPPED lines)."""
+    if os.geteuid() != 0:
+        return "booted VMs need root (network namespaces, taps)"
+    for tool in TOOLS:
+        if not shutil.which(tool):
+            return "booted VMs need %s (apt-get install qemu-system-x86 qemu-utils iproute2 dnsmasq-base socat)" % tool
+    if not os.path.exists("/dev/net/tun"):
+        return "booted VMs need /dev/net/tun"
+    for f in ("rootfs.img", "vmlinuz", "initrd.img"):
+        if not os.path.exists(os.path.join(image_dir, f)):
+            return "no VM image in %s (sh tests/vm/image.sh stock %s)" % (image_dir, image_dir)
+    return None
+
+
+def reap_stale():
+    """Removes the namespaces (and ends their processes: VMs, dnsmasq, the
+    metadata server) of emulators that died without closing them."""
+    p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if not name.startswith("pbxvm-") or not name[6:].isdigit():
+            continue
+        if os.path.exists("/proc/%s" % name[6:]):
+            continue
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def mac_of(ip):
+    """Compute Engine's MAC for an address: 42:01 and the address's bytes."""
+    return "42:01:" + ":".join("%02x" % b for b in ipaddress.ip_address(ip).packed)
+
+
+class VMs:
+    private_network = True         # networkIP addresses live in our namespace only
+
+    def __init__(self, image_dir, state_dir, ssh_port, net_cidr, upstream="deb.debian.org:80",
+                 mem_mb=1024, projects=None):
+        why = why_not(image_dir)
+        if why:
+            raise ValueError(why)
+        self.image = os.path.abspath(image_dir)
+        self.dir = os.path.join(os.path.abspath(state_dir), "vm")
+        self.meta_dir = os.path.join(self.dir, "meta")
+        os.makedirs(self.meta_dir, exist_ok=True)
+        self.ssh_port = ssh_port
+        self.mem_mb = mem_mb
+        self.projects = projects or {}
+        net = ipaddress.ip_network(net_cidr)
+        self.gateway = str(next(net.hosts()))
+        self.prefix = net.prefixlen
+        self.netmask = str(net.netmask)
+        self.ns = "pbxvm-%d" % os.getpid()
+        self.lock = threading.Lock()
+        self.procs = {}            # instance name -> [Popen] (qemu first)
+        self.infra = []            # namespace-wide processes
+        self.hosts = {}            # instance name -> dhcp-hosts line
+        self._netns_up(upstream)
+
+    # ------------------------------------------------------------ network
+    def _ip(self, *args, ns=True):
+        argv = ["ip"] + (["-n", self.ns] if ns else []) + list(args)
+        p = subprocess.run(argv, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise OSError("%s: %s" % (" ".join(argv), p.stderr.strip()))
+
+    def _spawn(self, argv, in_ns, log):
+        prefix = ["ip", "netns", "exec", self.ns] if in_ns else []
+        with open(os.path.join(self.dir, log), "ab") as out:
+            return subprocess.Popen(prefix + argv, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _netns_up(self, upstream):
+        reap_stale()
+        self._ip("netns", "add", self.ns, ns=False)
+        self._ip("link", "set", "lo", "up")
+        self._ip("link", "add", "br0", "type", "bridge")
+        self._ip("addr", "add", "%s/%d" % (self.gateway, self.prefix), "dev", "br0")
+        self._ip("addr", "add", "169.254.169.254/32", "dev", "br0")
+        self._ip("link", "set", "br0", "up")
+        self.hosts_file = os.path.join(self.dir, "dhcp-hosts")
+        open(self.hosts_file, "w").close()
+        domains = " ".join("c.%s.internal" % p for p in self.projects) or "internal"
+        self.dnsmasq = self._spawn(
+            ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--user=root",
+             "--interface=br0", "--bind-interfaces", "--except-interface=lo",
+             "--dhcp-range=%s,static,%s,1h" % (self.gateway, self.netmask),
+             "--dhcp-hostsfile=" + self.hosts_file, "--dhcp-authoritative",
+             "--dhcp-leasefile=" + os.path.join(self.dir, "leases"),
+             "--dhcp-option=option:router,%s" % self.gateway,
+             "--dhcp-option=option:domain-search,%s" % domains,
+             "--domain=%s" % domains.split()[0], "--local=/internal/",
+             "--address=/metadata.google.internal/169.254.169.254",
+             "--address=/deb.debian.org/%s" % self.gateway,
+             "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid")], True, "dnsmasq.log")
+        self.infra.append(self.dnsmasq)
+        self.infra.append(self._spawn(["python3", os.path.join(HERE, "metadata.py"), "--dir",
+                                       self.meta_dir], True, "metadata.log"))
+        apt = os.path.join(self.dir, "apt.sock")
+        self.infra.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % apt,
+                                       "TCP:%s" % upstream], False, "apt.log"))
+        self.infra.append(self._spawn(["socat", "TCP-LISTEN:80,bind=%s,fork,reuseaddr" % self.gateway,
+                                       "UNIX-CONNECT:%s" % apt], True, "apt.log"))
+
+    def _dhcp_hosts(self):
+        tmp = self.hosts_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("".join(line + "\n" for line in self.hosts.values()))
+        os.rename(tmp, self.hosts_file)
+        self.dnsmasq.send_signal(signal.SIGHUP)
+
+    # ----------------------------------------------------------- metadata
+    def _metadata(self, inst, ip, nat):
+        res = inst.res
+        num = str(self.projects.get(inst.project, "0"))
+        attrs = {it["key"]: it.get("value", "") for it in res.get("metadata", {}).get("items", [])}
+        nic = {"ip": ip, "mac": mac_of(ip), "network": "projects/%s/networks/default" % num,
+               "gateway": self.gateway, "subnetmask": self.netmask, "mtu": 1460,
+               "dnsServers": [self.gateway], "forwardedIps": [], "forwardedIpv6s": [],
+               "targetInstanceIps": [], "ipAliases": [],
+               "accessConfigs": [{"externalIp": nat, "type": "ONE_TO_ONE_NAT"}] if nat else []}
+        return {
+            "instance": {
+                "id": int(res.get("id") or 0), "name": inst.name,
+                "hostname": "%s.%s.c.%s.internal" % (inst.name, inst.zone, inst.project),
+                "zone": "projects/%s/zones/%s" % (num, inst.zone),
+                "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
+                "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
+                "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
+                "preempted": "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
+                "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
+                "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": "FALSE",
+                               "preemptible": "FALSE"},
+            },
+            "project": {"projectId": inst.project, "numericProjectId": int(num), "attributes": {}},
+        }
+
+    def _write_json(self, path, value):
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(value, f)
+        os.rename(tmp, path)
+
+    # ------------------------------------------------------------ machines
+    def _tap(self, inst):
+        return "t" + str(abs(hash((inst.project, inst.zone, inst.name))) % 10 ** 10)
+
+    def start(self, inst):
+        """Boots INST's VM (returns once QEMU runs, as an instance is RUNNING
+        before its guest has booted); None, or what went wrong."""
+        nic = inst.res["networkInterfaces"][0]
+        ip = nic["networkIP"]
+        nat = next((ac.get("natIP") for ac in nic.get("accessConfigs", [])), None)
+        vdir = os.path.join(self.dir, inst.name)
+        tap = self._tap(inst)
+        try:
+            os.makedirs(vdir, exist_ok=True)
+            self._write_json(os.path.join(self.meta_dir, ip + ".json"), self._metadata(inst, ip, nat))
+            with self.lock:
+                self.hosts[inst.name] = "%s,%s,%s" % (mac_of(ip), ip, inst.name)
+                self._dhcp_hosts()
+            disk = os.path.join(vdir, "disk.qcow2")
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+                            os.path.join(self.image, "rootfs.img"), disk], check=True,
+                           capture_output=True)
+            self._ip("tuntap", "add", "dev", tap, "mode", "tap")
+            self._ip("link", "set", tap, "master", "br0", "up")
+        except (OSError, subprocess.CalledProcessError) as e:
+            return "cannot prepare VM %s: %s" % (inst.name, e)
+        qemu = self._spawn([
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
+            "-m", str(self.mem_mb), "-display", "none", "-monitor", "none", "-no-reboot",
+            "-serial", "file:" + os.path.join(vdir, "console.log"),
+            "-kernel", os.path.join(self.image, "vmlinuz"),
+            "-initrd", os.path.join(self.image, "initrd.img"),
+            "-append", "root=/dev/vda rw console=ttyS0 quiet",
+            "-drive", "file=%s,if=virtio,format=qcow2" % disk,
+            "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
+            "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac_of(ip),
+            "-device", "virtio-rng-pci",
+            "-smbios", "type=1,manufacturer=Google,product=Google Compute Engine",
+            "-pidfile", os.path.join(vdir, "qemu.pid")], True, inst.name + "/qemu.log")
+        procs = [qemu]
+        if nat:
+            sock = os.path.join(vdir, "ssh.sock")
+            procs.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % sock,
+                                      "TCP:%s:22" % ip], True, inst.name + "/forward.log"))
+            procs.append(self._spawn(["socat", "TCP-LISTEN:%d,bind=%s,fork,reuseaddr" % (self.ssh_port, nat),
+                                      "UNIX-CONNECT:%s" % sock], False, inst.name + "/forward.log"))
+        with self.lock:
+            self.procs[inst.name] = procs
+        time.sleep(0.5)
+        if qemu.poll() is not None:
+            with open(os.path.join(vdir, "qemu.log"), errors="replace") as f:
+                return "QEMU exited %d: %s" % (qemu.returncode, f.read().strip()[-400:])
+        return None
+
+    def stop(self, inst):
+        """Powers INST's VM off (QEMU ended, as a deleted instance is) and
+        removes its disk, tap, forwards, lease and metadata."""
+        with self.lock:
+            procs = self.procs.pop(inst.name, [])
+            self.hosts.pop(inst.name, None)
+            self._dhcp_hosts()
+        for p in procs:
+            _end(p)
+        nic = inst.res["networkInterfaces"][0]
+        subprocess.run(["ip", "-n", self.ns, "link", "del", self._tap(inst)], capture_output=True)
+        try:
+            os.unlink(os.path.join(self.meta_dir, "%s.json" % nic.get("networkIP")))
+        except OSError:
+            pass
+        try:
+            os.unlink(os.path.join(self.dir, inst.name, "disk.qcow2"))
+        except OSError:
+            pass
+
+    def close(self):
+        """Ends every VM and the namespace's processes; removes the namespace."""
+        with self.lock:
+            procs = [p for ps in self.procs.values() for p in ps] + self.infra
+            self.procs.clear()
+        for p in procs:
+            _end(p)
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+
+
+def _end(p, grace=5.0):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

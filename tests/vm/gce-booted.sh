@@ -1,0 +1,143 @@
+#!/bin/sh
+# gce-booted.sh - the Compute Engine path on booted Debian 12 VMs: the
+# emulator's instances are QEMU machines (tests/emulators/gce/vms.py) made
+# from an image shaped like Compute Engine's debian-12 (tests/vm/image.sh),
+# whose guest agent makes the login user from the ssh-keys metadata.
+# `pbx cluster start` of a gce template (head + 2 compute nodes, login user
+# pbx, not root) -> pbx's bootstrap in systemd mode (units, munge, NFS from
+# the head) -> every node idle -> a sweep of 4 tasks and a 2-node pbx-train
+# MPI task across two VMs -> harvest -> report -> `pbx cluster ssh` to a
+# compute node through the head -> stop -> no instance, no VM, no process.
+# Compute nodes have no address this machine can reach: only the head's
+# port 22 is forwarded to a loopback address (127.0.92.0/24).
+#
+# PBX_VM_IMAGE picks the image (default: the prebaked one, so no apt;
+# PBX_VM_IMAGE=stock runs the real apt path); images are built once into
+# PBX_VM_IMAGES (default: build/vm-images) by tests/vm/image.sh.
+# Skipped, with the reason, where this machine cannot boot VMs.
+. "$PBX_SOURCE_DIR/tests/cli/lib.sh"
+
+EMU=$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py
+IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
+KIND=${PBX_VM_IMAGE:-baked}
+why=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import vms; print(vms.why_not("/") or "")' \
+	"$PBX_SOURCE_DIR/tests/emulators/gce" 2>&1 | grep -v "no VM image")
+for t in debootstrap mkfs.ext4; do
+	command -v "$t" >/dev/null 2>&1 || why="${why:+$why; }image.sh needs $t (apt-get install debootstrap e2fsprogs)"
+done
+if [ -n "$why" ]; then
+	echo "1..0 # SKIP $why"
+	rm -rf "$TEST_TMP"
+	exit 77
+fi
+
+emu_stop() {
+	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+	EMU_PID=
+}
+cleanup() {
+	"$PBX" -q cluster stop v1 >/dev/null 2>&1
+	emu_stop
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
+emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
+emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }
+
+# ------------------------------------------------------------ the images
+t0=$(date +%s)
+sh "$PBX_SOURCE_DIR/tests/vm/image.sh" stock "$IMAGES/stock" >"$TEST_TMP/image.log" 2>&1 &&
+	{ [ "$KIND" = stock ] || sh "$PBX_SOURCE_DIR/tests/vm/image.sh" baked "$IMAGES/baked" "$IMAGES/stock" \
+		>>"$TEST_TMP/image.log" 2>&1; }
+ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
+
+mkdir -p "$PBX_HOME"
+chmod 755 "$TEST_TMP"
+ssh-keygen -q -t ed25519 -N "" -C gce-booted -f "$PBX_HOME/id"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
+python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
+	--project pbx-test --backend vm --vm-image "$IMAGES/$KIND" \
+	--network-block 10.128.0.0/20 --nat-block 127.0.92.0/24 --log "$TEST_TMP/emu.log" \
+	>"$TEST_TMP/emu.out" 2>&1 &
+EMU_PID=$!
+i=0
+while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+PORT=$(cat "$TEST_TMP/port" 2>/dev/null)
+[ -n "$PORT" ]
+ok $? "the emulator runs with its VM network: $(tail -n 3 "$TEST_TMP/emu.out")"
+python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
+import json, sys
+pem, out, port = sys.argv[1:]
+json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+           "private_key": open(pem).read(), "client_email": "pbx-vm@pbx-test.iam.gserviceaccount.com",
+           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
+PY
+chmod 600 "$PBX_HOME/sa.json"
+emu_post service-accounts "{\"key_file\": \"$PBX_HOME/sa.json\"}" >/dev/null
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  v1:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    node_groups:
+      - { name: cpu, count: 2, machine_type: e2-standard-2 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $PBX_HOME/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+
+# ------------------------------------------------------------- start
+t0=$(date +%s)
+run_pbx cluster start v1
+ok $rc "start on booted VMs ($(($(date +%s) - t0)) s): $errout"
+echo "# start took $(($(date +%s) - t0)) s" >&2
+run_pbx cluster exec v1 -- sinfo -h -N -o '%N %t'
+is "$out" "cpu1 idle
+cpu2 idle" "every compute node is idle"
+run_pbx cluster exec -n cpu2 v1 -- sh -c 'id -un; hostname; findmnt -n -o FSTYPE /shared; systemctl is-active slurmd munge'
+is "$out" "root
+v1-$(sqlite3 "$PBX_HOME/pbx.db" "SELECT substr(uid, 1, 12) FROM clusters WHERE state != 'deleted'")-cpu2
+nfs4
+active
+active" "a compute node: root through sudo, its hostname from the metadata, /shared over NFS, units active"
+
+# ------------------------------------------------------------- a sweep
+mkdir -p "$TEST_TMP/sweep"
+cat >"$TEST_TMP/sweep/experiment.yaml" <<'EOF'
+name: booted
+command: echo "x={x} on $(hostname)" > result.txt && cat result.txt
+sweep: { x: [1, 2, 3, 4] }
+outputs: ["result.txt"]
+EOF
+run_pbx parrun --json "$TEST_TMP/sweep/experiment.yaml" v1
+ok $rc "parrun of a 4-task sweep: $errout"
+PKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$PKG" 300
+is "$(json_get '" ".join(sorted({t["state"] for t in d["tasks"]}))' <"$TEST_TMP/state.json")" "COMPLETED" \
+	"the 4 tasks COMPLETED"
+run_pbx harvest "$PKG"
+ok $rc "harvest: $errout"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//' | sort | tr '\n' ' ')" \
+	"x=1 x=2 x=3 x=4 " "the results came home"
+run_pbx report -f csv "$PKG"
+is "$(echo "$out" | grep -c COMPLETED)" "4" "report lists the 4 tasks"
+
+# ------------------------------------------------------- pbx cluster ssh
+run_pbx cluster ssh v1 cpu1 -- hostname
+is "$rc:${out##*-}" "0:cpu1" "cluster ssh to a compute node, through the head: $errout"
+head_private=$(emu_get state | python3 -c 'import json,sys; print([i["networkIP"] for i in json.load(sys.stdin)["instances"] if i["name"].endswith("-cpu1")][0])')
+case $head_private in 10.128.*) r=0 ;; *) r=1 ;; esac
+ok $r "compute nodes have private addresses only ($head_private)"
+
+# ------------------------------------------------------------- stop
+run_pbx cluster stop v1
+ok $rc "stop: $errout"
+is "$(emu_holds)" "0 0 0" "the emulator holds no instance, no firewall rule and no router"
+sleep 1
+is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
+
+done_testing

@@ -1,0 +1,128 @@
+#!/bin/sh
+# image.sh - builds the Debian 12 images that the emulators boot as VMs
+# (tests/vm/README.md), from Debian packages only.
+#
+#   sh tests/vm/image.sh stock DIR          shaped like Compute Engine's
+#                                           debian-12 image: systemd,
+#                                           openssh-server, sudo, curl,
+#                                           Google's guest agent; no SLURM
+#   sh tests/vm/image.sh baked DIR STOCK    the stock image (built first in
+#                                           STOCK) plus what pbx's bootstrap
+#                                           would apt-get: SLURM, munge, NFS,
+#                                           pbx-train's libraries (prebaked:
+#                                           a boot skips apt)
+#
+# DIR gets rootfs.img (raw ext4 made with mkfs.ext4 -d: no loop mount),
+# vmlinuz and initrd.img (QEMU boots them with -kernel/-initrd), tree/ (the
+# file tree the image was made from) and packages.txt.  A DIR whose
+# packages.txt already matches is left as it is.  Needs root, debootstrap,
+# e2fsprogs and the Debian mirror.
+set -eu
+kind=${1:?usage: image.sh stock|baked DIR [STOCK]}
+dir=${2:?usage: image.sh stock|baked DIR [STOCK]}
+mirror=${PBX_VM_MIRROR:-http://deb.debian.org/debian}
+
+stock_pkgs=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,google-guest-agent,ca-certificates,procps,less
+# templates/bootstrap.sh's package lists for head and compute, and pbx-train's
+baked_pkgs="slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+case $kind in
+stock) want=$stock_pkgs ;;
+baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs" ;;
+*) echo "image.sh: unknown kind '$kind' (stock or baked)" >&2; exit 2 ;;
+esac
+
+mkdir -p "$dir"
+if [ -f "$dir/rootfs.img" ] && [ "$(cat "$dir/packages.txt" 2>/dev/null)" = "$want" ]; then
+	echo "image.sh: $dir is up to date"
+	exit 0
+fi
+rm -rf "$dir/tree" "$dir/packages.txt"
+tree=$(mktemp -d "$dir/.tree.XXXXXX")
+trap 'rm -rf "$tree"' EXIT
+trap 'exit 130' INT TERM
+
+# What a stock cloud image adds to a Debian install: every NIC by DHCP
+# with the search domains of the lease, the hostname from the metadata
+# server (Compute Engine's images set it from DHCP/metadata at each boot),
+# the root file system on the first disk, no host keys and no machine id
+# until first boot.
+shape_like_cloud_image() {
+	cat >"$1/etc/systemd/network/80-dhcp.network" <<'NET'
+[Match]
+Name=en* eth*
+
+[Network]
+DHCP=ipv4
+
+[DHCPv4]
+UseDNS=yes
+UseDomains=yes
+NET
+	cat >"$1/etc/systemd/system/gce-hostname.service" <<'UNIT'
+[Unit]
+Description=Hostname from the metadata server (the instance's name)
+Wants=network-online.target
+After=network-online.target
+Before=google-guest-agent.service
+
+[Service]
+Type=oneshot
+TimeoutStartSec=60
+ExecStart=/bin/sh -c 'h=$(curl -sf --retry 20 --retry-connrefused --retry-delay 1 -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/hostname) && hostnamectl set-hostname "$${h%%%%.*}"'
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+	cat >"$1/etc/systemd/system/ssh-hostkeys.service" <<'UNIT'
+[Unit]
+Description=SSH host keys made on first boot
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+	chroot "$1" systemctl enable systemd-networkd systemd-networkd-wait-online systemd-resolved \
+		ssh google-guest-agent gce-hostname ssh-hostkeys >/dev/null 2>&1
+	printf '/dev/vda / ext4 defaults 0 1\n' >"$1/etc/fstab"
+	: >"$1/etc/hostname"
+	rm -f "$1"/etc/ssh/ssh_host_*
+	: >"$1/etc/machine-id"
+	rm -f "$1/var/lib/dbus/machine-id"
+}
+
+if [ "$kind" = stock ]; then
+	echo "image.sh: debootstrap of bookworm into $tree"
+	debootstrap --variant=minbase --include="$stock_pkgs" bookworm "$tree" "$mirror" \
+		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
+	shape_like_cloud_image "$tree"
+else
+	[ -d "$stock/tree" ] || { echo "image.sh: no stock image in $stock (image.sh stock $stock)" >&2; exit 1; }
+	echo "image.sh: $baked_pkgs onto a copy of $stock/tree"
+	cp -a "$stock/tree/." "$tree/"
+	# no daemon starts inside the chroot
+	printf '#!/bin/sh\nexit 101\n' >"$tree/usr/sbin/policy-rc.d"
+	chmod 755 "$tree/usr/sbin/policy-rc.d"
+	mount -t proc proc "$tree/proc"
+	# shellcheck disable=SC2086 # word splitting of the package list
+	if ! { chroot "$tree" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$tree" \
+		apt-get install -y -q --no-install-recommends $baked_pkgs; } >"$dir/build.log" 2>&1 </dev/null; then
+		umount "$tree/proc"; tail -n 20 "$dir/build.log" >&2; exit 1
+	fi
+	umount "$tree/proc"
+	rm -f "$tree/usr/sbin/policy-rc.d" "$tree/etc/munge/munge.key"   # every node gets pbx's key
+	rm -rf "$tree"/var/lib/apt/lists/*
+fi
+chroot "$tree" apt-get clean
+cp -L "$tree/vmlinuz" "$dir/vmlinuz"
+cp -L "$tree/initrd.img" "$dir/initrd.img"
+size=$(($(du -sm "$tree" | cut -f1) + 1536))
+mkfs.ext4 -q -F -L root -d "$tree" "$dir/rootfs.img.new" "${size}M"
+mv "$dir/rootfs.img.new" "$dir/rootfs.img"
+mv "$tree" "$dir/tree"
+printf '%s\n' "$want" >"$dir/packages.txt"
+echo "image.sh: $dir/rootfs.img ready (${size} MB)"
