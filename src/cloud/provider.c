@@ -115,6 +115,19 @@ int pbx_cloud_address_allowed(const char *base, const char *instance, const char
 			   " then", instance, ip, base);
 }
 
+int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, size_t i,
+			   const char *instance, const char *private_ip, const char *public_ip,
+			   struct pbx_err *err)
+{
+	if (public_ip)
+		return pbx_cloud_address_allowed(base, instance, public_ip, err);
+	if (i > 0 && strcmp(nodes[0].state, "running") != 0)
+		return 1;
+	if (i > 0 && nodes[0].public_address && nodes[0].public_address[0])
+		return 0;   /* through the head */
+	return pbx_cloud_address_allowed(base, instance, private_ip, err);
+}
+
 /* One planned node of a cloud cluster. */
 static void pbx_cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
 			   const char *name, const char *role, int gpus, const char *zone)

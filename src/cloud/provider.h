@@ -179,10 +179,22 @@ struct pbx_provider {
 
 /* An API on a loopback address is an emulator: pbx then connects only to
  * loopback addresses.  Returns 0 when `ip` (may be NULL) may be connected
- * to for the API at `base` (a URL), or -1 with err naming both.  Every
- * provider checks the addresses a cloud hands out with it. */
+ * to for the API at `base` (a URL), or -1 with err naming both. */
 int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
 			      struct pbx_err *err);
+
+/* The same check on the address pbx will dial for node i of nodes[] (the
+ * head first) whose instance has private_ip and public_ip (may be NULL):
+ * its public address; else, for a compute node behind a head that has a
+ * public address, none (pbx goes through the head, which dials the
+ * private one: an emulator's booted VMs have private addresses of their
+ * own network); else its private address.  Returns 0 when allowed, 1 when
+ * it cannot be told yet (a compute node without a public address while the
+ * head is not running: poll again), -1 with err.  Every provider checks
+ * the addresses a cloud hands out with it. */
+int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, size_t i,
+			   const char *instance, const char *private_ip, const char *public_ip,
+			   struct pbx_err *err);
 
 /* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
  * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).

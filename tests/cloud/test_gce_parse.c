@@ -178,9 +178,38 @@ static void test_loopback_guard(void)
 	ok(pbx_cloud_address_allowed(google, "c-head", "34.1.2.3", &err) == 0, "Google: any address");
 }
 
+/* What pbx dials: a public address; through the head, nothing; else the
+ * private one.  A compute node waits until the head runs. */
+static void test_dial_guard(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *emu = "http://127.0.0.1:8089/compute/v1/";
+	struct pbx_node_row nodes[2];
+	memset(nodes, 0, sizeof(nodes));
+	nodes[0].state = "creating";
+	ok(pbx_cloud_dial_allowed(emu, nodes, 0, "c-head", "10.128.0.2", "127.0.71.2", &err) == 0,
+	   "a head with a loopback public address: allowed (its private one is never dialed)");
+	ok(pbx_cloud_dial_allowed(emu, nodes, 0, "c-head", "10.128.0.2", "10.1.1.1", &err) < 0 &&
+	   strstr(err.msg, "10.1.1.1"), "a head with a non-loopback public address: refused");
+	pbx_err_clear(&err);
+	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "10.128.0.3", NULL, &err) == 1,
+	   "a private-only compute node before the head runs: cannot tell yet");
+	nodes[0].state = "running";
+	nodes[0].public_address = "127.0.71.2";
+	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "10.128.0.3", NULL, &err) == 0,
+	   "behind a head with a public address: allowed (the head dials it)");
+	nodes[0].public_address = NULL;
+	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "10.128.0.3", NULL, &err) < 0 &&
+	   strstr(err.msg, "10.128.0.3"), "the head has no public address: pbx would dial it, refused");
+	pbx_err_clear(&err);
+	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "127.0.70.3", NULL, &err) == 0,
+	   "a loopback private address: allowed");
+}
+
 int main(void)
 {
 	test_loopback_guard();
+	test_dial_guard();
 	test_ops();
 	test_list();
 	test_bad_addresses();

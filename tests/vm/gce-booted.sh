@@ -41,6 +41,7 @@ cleanup() {
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
+trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }
@@ -109,8 +110,8 @@ active" "a compute node: root through sudo, its hostname from the metadata, /sha
 mkdir -p "$TEST_TMP/sweep"
 cat >"$TEST_TMP/sweep/experiment.yaml" <<'EOF'
 name: booted
-command: echo "x={x} on $(hostname)" > result.txt && cat result.txt
-sweep: { x: [1, 2, 3, 4] }
+command: echo "x=$PBX_PARAM_X on $(hostname)" > result.txt
+sweep: { grid: { x: [1, 2, 3, 4] } }
 outputs: ["result.txt"]
 EOF
 run_pbx parrun --json "$TEST_TMP/sweep/experiment.yaml" v1
@@ -125,6 +126,24 @@ is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//'
 	"x=1 x=2 x=3 x=4 " "the results came home"
 run_pbx report -f csv "$PKG"
 is "$(echo "$out" | grep -c COMPLETED)" "4" "report lists the 4 tasks"
+
+# ------------------------------------- pbx-train over MPI across two VMs
+mkdir -p "$TEST_TMP/tr"
+cat >"$TEST_TMP/tr/experiment.yaml" <<'EOT'
+name: tr-2x1
+train: { model: mlp, dataset: synthetic, synthetic_n: 256, epochs: 2, batch_size: 64, threads: 1, output_dir: out }
+resources: { nodes: 2, ntasks-per-node: 1, time: "00:10:00" }
+outputs: [out/summary.json]
+EOT
+run_pbx parrun --json "$TEST_TMP/tr/experiment.yaml" v1
+ok $rc "parrun of a 2-node pbx-train task: $errout"
+TPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$TPKG" 300
+is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['COMPLETED']" \
+	"the 2-node train: task completes"
+run_pbx harvest "$TPKG"
+is "$(json_get 'd["world"], d["comm"], d["status"]' <"$PBX_HOME/results/$TPKG/0/out/summary.json" 2>&1)" \
+	"2 mpi completed" "pbx-train ran data-parallel over 2 MPI ranks, one per VM: $errout"
 
 # ------------------------------------------------------- pbx cluster ssh
 run_pbx cluster ssh v1 cpu1 -- hostname

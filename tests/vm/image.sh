@@ -38,6 +38,7 @@ if [ -f "$dir/rootfs.img" ] && [ "$(cat "$dir/packages.txt" 2>/dev/null)" = "$wa
 fi
 rm -rf "$dir/tree" "$dir/packages.txt"
 tree=$(mktemp -d "$dir/.tree.XXXXXX")
+chmod 755 "$tree"   # it becomes the image's /
 trap 'rm -rf "$tree"' EXIT
 trap 'exit 130' INT TERM
 
@@ -108,12 +109,17 @@ else
 	printf '#!/bin/sh\nexit 101\n' >"$tree/usr/sbin/policy-rc.d"
 	chmod 755 "$tree/usr/sbin/policy-rc.d"
 	mount -t proc proc "$tree/proc"
+	# the image's resolv.conf points at systemd-resolved, which does not
+	# run in the chroot: the host's for the install, the image's again after
+	mv "$tree/etc/resolv.conf" "$tree/etc/resolv.conf.image"
+	cp /etc/resolv.conf "$tree/etc/resolv.conf"
 	# shellcheck disable=SC2086 # word splitting of the package list
-	if ! { chroot "$tree" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$tree" \
+	if ! { chroot "$tree" apt-get -o APT::Update::Error-Mode=any update -q && DEBIAN_FRONTEND=noninteractive chroot "$tree" \
 		apt-get install -y -q --no-install-recommends $baked_pkgs; } >"$dir/build.log" 2>&1 </dev/null; then
 		umount "$tree/proc"; tail -n 20 "$dir/build.log" >&2; exit 1
 	fi
 	umount "$tree/proc"
+	mv "$tree/etc/resolv.conf.image" "$tree/etc/resolv.conf"
 	rm -f "$tree/usr/sbin/policy-rc.d" "$tree/etc/munge/munge.key"   # every node gets pbx's key
 	rm -rf "$tree"/var/lib/apt/lists/*
 fi

@@ -736,6 +736,7 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct aws *a = ctx;
 	struct aws_inst *have = NULL;
 	size_t nhave = 0, i, running = 0;
+	int rc;
 	if (a->s->dry_run)
 		return 1;
 	if (++a->polls > AWS_POLL_LIMIT)
@@ -764,12 +765,14 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->state, "running") != 0 || !x->private_ip)
 			continue;
-		if (pbx_cloud_address_allowed(a->endpoint, x->id, x->private_ip, err) < 0 ||
-		    pbx_cloud_address_allowed(a->endpoint, x->id, i == 0 ? x->public_ip : NULL,
-					      err) < 0) {
+		rc = pbx_cloud_dial_allowed(a->endpoint, nodes, i, x->id, x->private_ip,
+					    i == 0 ? x->public_ip : NULL, err);
+		if (rc < 0) {
 			aws_insts_free(have, nhave);
 			return -1;
 		}
+		if (rc > 0)
+			continue;   /* once the head runs */
 		if (strcmp(nodes[i].state, "running") != 0) {
 			set_str(&nodes[i].address, x->private_ip);
 			if (x->subnet)

@@ -906,11 +906,13 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		if (pbx_cloud_address_allowed(g->base, x->name, x->private_ip, err) < 0 ||
-		    pbx_cloud_address_allowed(g->base, x->name, x->public_ip, err) < 0) {
+		rc = pbx_cloud_dial_allowed(g->base, nodes, i, x->name, x->private_ip, x->public_ip, err);
+		if (rc < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}
+		if (rc > 0)
+			continue;   /* once the head runs */
 		if (strcmp(nodes[i].state, "running") != 0) {
 			set_str(&nodes[i].address, x->private_ip);
 			if (x->zone)

@@ -238,9 +238,11 @@ class VMs:
         with self.lock:
             self.procs[inst.name] = procs
         time.sleep(0.5)
-        if qemu.poll() is not None:
-            with open(os.path.join(vdir, "qemu.log"), errors="replace") as f:
-                return "QEMU exited %d: %s" % (qemu.returncode, f.read().strip()[-400:])
+        for p, log in zip(procs, ("qemu.log", "forward.log", "forward.log")):
+            if p.poll() is not None:      # QEMU, or a forward that could not bind
+                with open(os.path.join(vdir, log), errors="replace") as f:
+                    what = p.args[4] if p.args[0] == "ip" else p.args[0]
+                    return "%s exited %d: %s" % (what, p.returncode, f.read().strip()[-400:])
         return None
 
     def stop(self, inst):
