@@ -811,7 +811,7 @@ if [ "$MODE" = direct ]; then
 	fi
 elif [ -f "$STAGE_DIR/pbx-train" ]; then
 	built=
-	read -r built <"$STAGE_DIR/pbx-train.target" || built=
+	read -r built <"$STAGE_DIR/pbx-train.target" || :   # pbx writes it without a newline: read sets it, then fails
 	here="$OS_ID $OS_VER $(uname -m)"
 fi
 if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$here" ]; then

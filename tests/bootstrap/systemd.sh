@@ -195,7 +195,7 @@ exit 1
 EOS
 printf '#!/bin/sh\n[ "$1" = --version ] && echo "pbx-train fake"\n' >"$T/stage/pbx-train"
 chmod 755 "$T/stage/pbx-train"
-echo "debian 12 $(uname -m)" >"$T/stage/pbx-train.target"
+printf %s "debian 12 $(uname -m)" >"$T/stage/pbx-train.target"
 : >"$LOG"
 boot head head 0 up || fail "head up with pbx-train: $(cat "$T/head.err")"
 [ -x "$T/head/usr/local/bin/pbx-train" ] && cmp -s "$T/stage/pbx-train" "$T/head/usr/local/bin/pbx-train" ||
@@ -209,7 +209,7 @@ grep -q "pbx-train not installed: built on 'debian 12 $(uname -m)', this node is
 # where the module does not load, a message says what device: cuda will do
 printf 'module' >"$T/stage/pbx-train-cuda.so"
 printf '#!/bin/sh\n[ "$1" = --version ] && echo "pbx-train fake (cpu; the CUDA backend was built but cannot load the CUDA backend: libcudnn.so.9: cannot open shared object file)"\n' >"$T/stage/pbx-train"
-echo "ubuntu 22.04 $(uname -m)" >"$T/stage/pbx-train.target"
+printf %s "ubuntu 22.04 $(uname -m)" >"$T/stage/pbx-train.target"
 boot node1 compute 2 up || fail "node1 up with pbx-train and its module: $(cat "$T/node1.err")"
 cmp -s "$T/stage/pbx-train-cuda.so" "$T/node1/usr/local/lib/pbx/pbx-train-cuda.so" ||
 	fail "the CUDA module not installed in usr/local/lib/pbx"
