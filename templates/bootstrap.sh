@@ -110,6 +110,15 @@ wait_for_ctld() {
 		log "slurmctld does not answer yet; slurmd will keep trying to register"
 }
 
+# ---------------------------------------------------------------- packages
+
+# What systemd mode apt-gets (Debian 12 / Ubuntu 22.04 names), one list a
+# line: tests/vm/image.sh bakes these very lists into prebaked images, and
+# bootstrap.train_pkgs checks TRAIN_PKGS against what pbx-train links.
+HEAD_PKGS="slurmctld slurm-client munge nfs-kernel-server"
+COMPUTE_PKGS="slurmd slurm-client munge nfs-common"
+TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 zlib1g openmpi-bin"
+
 # ---------------------------------------------------------------- inputs
 
 ACTION=${1:-}
@@ -612,11 +621,11 @@ if [ "$MODE" = systemd ]; then
 	if [ "$ROLE" = head ]; then
 		have slurmctld || missing="$missing slurmctld"
 		have exportfs || missing="$missing exportfs"
-		PKGS="slurmctld slurm-client munge nfs-kernel-server"
+		PKGS=$HEAD_PKGS
 	else
 		have slurmd || missing="$missing slurmd"
 		have mount.nfs || missing="$missing mount.nfs"
-		PKGS="slurmd slurm-client munge nfs-common"
+		PKGS=$COMPUTE_PKGS
 	fi
 	if [ -n "$missing" ]; then
 		log "missing:$missing; installing $PKGS"
@@ -818,7 +827,6 @@ if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$her
 	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"
 elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
 	# Its runtime libraries (Debian 12 / Ubuntu 22.04 names) and mpirun.
-	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
 	# shellcheck disable=SC2086 # word splitting of the package list
 	if ! dpkg -s $TRAIN_PKGS >/dev/null 2>&1; then
 		log "installing pbx-train's runtime: $TRAIN_PKGS"

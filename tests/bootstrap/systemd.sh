@@ -200,7 +200,7 @@ printf %s "debian 12 $(uname -m)" >"$T/stage/pbx-train.target"
 boot head head 0 up || fail "head up with pbx-train: $(cat "$T/head.err")"
 [ -x "$T/head/usr/local/bin/pbx-train" ] && cmp -s "$T/stage/pbx-train" "$T/head/usr/local/bin/pbx-train" ||
 	fail "pbx-train not installed on the matching head"
-has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 zlib1g openmpi-bin"
 boot node1 compute 2 up || fail "node1 up with pbx-train: $(cat "$T/node1.err")"
 [ ! -e "$T/node1/usr/local/bin/pbx-train" ] || fail "pbx-train built on debian 12 installed on ubuntu 22.04"
 grep -q "pbx-train not installed: built on 'debian 12 $(uname -m)', this node is 'ubuntu 22.04 $(uname -m)'" "$T/node1.err" ||

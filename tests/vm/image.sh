@@ -23,8 +23,12 @@ dir=${2:?usage: image.sh stock|baked DIR [STOCK]}
 mirror=${PBX_VM_MIRROR:-http://deb.debian.org/debian}
 
 stock_pkgs=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,google-guest-agent,ca-certificates,procps,less
-# templates/bootstrap.sh's package lists for head and compute, and pbx-train's
-baked_pkgs="slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+# What templates/bootstrap.sh would apt-get, on either role, and pbx-train's
+# runtime: its own lists (HEAD_PKGS, COMPUTE_PKGS, TRAIN_PKGS), read from it.
+boot=$(dirname "$0")/../../templates/bootstrap.sh
+eval "$(grep -E '^(HEAD|COMPUTE|TRAIN)_PKGS="[a-z0-9. +-]*"$' "$boot")"
+baked_pkgs=$(printf '%s\n' $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS | awk '!seen[$0]++' | tr '\n' ' ')
+baked_pkgs=${baked_pkgs% }
 case $kind in
 stock) want=$stock_pkgs ;;
 baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs" ;;

@@ -1,0 +1,43 @@
+#!/bin/sh
+# train_pkgs.sh - the bootstrap's TRAIN_PKGS (what systemd mode apt-gets so
+# that the staged pbx-train runs on a VM) covers every shared library the
+# pbx-train under test needs (ELF NEEDED): each library's Debian package is
+# in TRAIN_PKGS, in their dependency closure, or Essential/required.  A
+# library added to pbx-train without its package made every train: task
+# fail on VMs with "pbx-train does not run on this node".
+#   train_pkgs.sh SOURCE_DIR PBX_TRAIN
+set -eu
+SRC=${1:?usage: train_pkgs.sh SOURCE_DIR PBX_TRAIN}
+BIN=${2:?usage: train_pkgs.sh SOURCE_DIR PBX_TRAIN}
+for t in readelf ldd dpkg-query apt-cache; do
+	command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t missing"; exit 77; }
+done
+eval "$(grep -E '^TRAIN_PKGS="[a-z0-9. +-]*"$' "$SRC/templates/bootstrap.sh")"
+[ -n "${TRAIN_PKGS:-}" ] || { echo "FAIL: no TRAIN_PKGS line in templates/bootstrap.sh" >&2; exit 1; }
+# shellcheck disable=SC2086 # the list's words
+closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+	--no-replaces --no-enhances $TRAIN_PKGS 2>/dev/null | sed -n 's/^\([a-z0-9][^ <>]*\)$/\1/p' | sed 's/:amd64$//' | sort -u)
+# owner PATH: the package that ships PATH, trying the name as ldd gives it,
+# its target, and both with /usr added or taken off (merged /usr)
+owner() {
+	real=$(readlink -f "$1")
+	for p in "$1" "$real" "${1#/usr}" "${real#/usr}" "/usr$1" "/usr$real"; do
+		o=$(dpkg-query -S "$p" 2>/dev/null | head -n 1 | cut -d: -f1)
+		[ -z "$o" ] || { echo "$o"; return; }
+	done
+}
+fail=0
+for lib in $(readelf -d "$BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+	path=$(ldd "$BIN" | awk -v l="$lib" '$1 == l { print $3 }')
+	[ -n "$path" ] || { echo "FAIL: $lib: not found by ldd" >&2; fail=1; continue; }
+	pkg=$(owner "$path")
+	[ -n "$pkg" ] || { echo "FAIL: $lib ($path) belongs to no package" >&2; fail=1; continue; }
+	prio=$(dpkg-query -W -f '${Essential} ${Priority}' "$pkg" 2>/dev/null || true)
+	case " $TRAIN_PKGS " in *" $pkg "*) continue ;; esac
+	case $prio in yes* | *required) continue ;; esac
+	echo "$closure" | grep -qx "$pkg" && continue
+	echo "FAIL: pbx-train needs $lib from $pkg, which TRAIN_PKGS (templates/bootstrap.sh) does not bring" >&2
+	fail=1
+done
+[ "$fail" = 0 ] && echo "ok: TRAIN_PKGS covers pbx-train's libraries"
+exit "$fail"

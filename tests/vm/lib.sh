@@ -1,0 +1,80 @@
+# lib.sh - what the booted-VM tests (tests/vm/*.sh) and scripts/demo-gce.sh
+# share (sourced): the images, the Compute Engine emulator with its VMs,
+# a service-account key it accepts and a pbx configuration pointing at it.
+#
+#   vm_why_not                 prints why VMs cannot boot here ("" when they can)
+#   vm_image KIND IMAGES LOG   builds the stock image (and KIND=baked on it)
+#                              into IMAGES/KIND once; status of image.sh
+#   gce_vm_emulator DIR IMAGE NAT_BLOCK
+#                              starts the emulator with --backend vm (state in
+#                              DIR/emu), sets EMU_PID and PORT, writes
+#                              DIR/sa.json and registers it; status 0 when up
+#   gce_vm_config HOME NAME SA KEY GROUP
+#                              HOME/config.yaml: one gce template NAME (login
+#                              user pbx, ssh key KEY, node group GROUP, a YAML
+#                              flow mapping) for the emulator at PORT
+#   gce_vm_emulator_stop       ends the emulator (and so every VM)
+# Needs PBX_SOURCE_DIR.
+
+vm_why_not() {
+	python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import vms; print(vms.why_not("/") or "")' \
+		"$PBX_SOURCE_DIR/tests/emulators/gce" 2>&1 | grep -v "no VM image"
+	for t in debootstrap mkfs.ext4 openssl ssh-keygen; do
+		command -v "$t" >/dev/null 2>&1 || echo "image.sh needs $t (apt-get install debootstrap e2fsprogs openssl openssh-client)"
+	done
+}
+
+vm_image() {
+	sh "$PBX_SOURCE_DIR/tests/vm/image.sh" stock "$2/stock" >"$3" 2>&1 || return 1
+	[ "$1" = stock ] || sh "$PBX_SOURCE_DIR/tests/vm/image.sh" "$1" "$2/$1" "$2/stock" >>"$3" 2>&1
+}
+
+gce_vm_emulator() {
+	rm -f "$1/port"
+	python3 "$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py" --port 0 --port-file "$1/port" \
+		--state-dir "$1/emu" --project pbx-test --backend vm --vm-image "$2" \
+		--network-block 10.128.0.0/20 --nat-block "$3" --log "$1/emu.log" >"$1/emu.out" 2>&1 &
+	EMU_PID=$!
+	gve_i=0
+	while [ ! -s "$1/port" ] && [ $gve_i -lt 300 ]; do
+		kill -0 "$EMU_PID" 2>/dev/null || return 1
+		sleep 0.1
+		gve_i=$((gve_i + 1))
+	done
+	PORT=$(cat "$1/port" 2>/dev/null) || return 1
+	[ -s "$1/sa.pem" ] || openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1/sa.pem" 2>/dev/null
+	python3 - "$1/sa.pem" "$1/sa.json" "$PORT" <<'PY'
+import json, os, sys
+pem, out, port = sys.argv[1:]
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "w") as f:
+    json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+               "private_key": open(pem).read(), "client_email": "pbx-vm@pbx-test.iam.gserviceaccount.com",
+               "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
+PY
+	python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/service-accounts" % sys.argv[1], data=sys.argv[2].encode(), headers={"Content-Type": "application/json"}))' \
+		"$PORT" "{\"key_file\": \"$1/sa.json\"}"
+}
+
+gce_vm_config() {
+	mkdir -p "$1"
+	cat >"$1/config.yaml" <<CONFIG
+clusters:
+  $2:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $4
+    image: projects/debian-cloud/global/images/family/debian-12
+    node_groups:
+      - $5
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $3,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+CONFIG
+	chmod 600 "$1/config.yaml"
+}
+
+gce_vm_emulator_stop() {
+	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+	EMU_PID=
+}
