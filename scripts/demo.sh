@@ -7,9 +7,15 @@
 # node, and stop the cluster again.  When a step fails (or on Ctrl-C) it
 # stops the cluster too, and prints the command that does it.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the cluster running,
-# also after a failure).  PBX=path/to/pbx: use that pbx instead of building.
+# also after a failure); scripts/demo.sh gce: the Compute Engine path
+# without an account (scripts/demo-gce.sh).  PBX=path/to/pbx: use that pbx instead of building.
 set -eu
 cd "$(dirname "$0")/.."
+# `demo.sh gce`: the Compute Engine path against the emulator on booted VMs
+if [ "${1:-}" = gce ]; then
+	shift
+	exec sh scripts/demo-gce.sh "$@"
+fi
 keep=${1:-}
 if [ -z "${PBX:-}" ]; then
 	jobs=$(nproc 2>/dev/null || echo 2)
