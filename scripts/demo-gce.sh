@@ -7,7 +7,7 @@
 # that only the head reaches), a sweep with `pbx parrun`, `pbx state`,
 # `pbx harvest`, `pbx report`, `pbx cluster ssh` to a compute node through
 # the head, `pbx cluster stop`.  The first run builds the VM images
-# (build/vm-images, about 8 minutes); PBX_VM_IMAGE=stock boots the stock
+# (build/vm-images, or PBX_VM_IMAGES; about 8 minutes); PBX_VM_IMAGE=stock boots the stock
 # image, so the bootstrap apt-gets SLURM as on a fresh cloud VM.  Needs
 # root (network namespaces), installs QEMU, dnsmasq, socat and debootstrap.
 # The demo's pbx home is build/demo-gce/home (PBX_HOME), kept afterwards.
@@ -33,9 +33,10 @@ why=$(vm_why_not)
 [ -z "$why" ] || { echo "demo-gce.sh: this machine cannot boot the VMs: $why" >&2; exit 1; }
 
 kind=${PBX_VM_IMAGE:-baked}
-step "the $kind Debian 12 image (built once into build/vm-images)"
-vm_image "$kind" "$(pwd)/build/vm-images" build/vm-images.log ||
-	{ tail -n 20 build/vm-images.log >&2; exit 1; }
+images=${PBX_VM_IMAGES:-$(pwd)/build/vm-images}
+step "the $kind Debian 12 image (built once into $images)"
+mkdir -p "$images"
+vm_image "$kind" "$images" "$images/build.log" || { tail -n 20 "$images/build.log" >&2; exit 1; }
 
 DEMO=$(pwd)/build/demo-gce
 PBX_HOME=$DEMO/home
@@ -59,7 +60,7 @@ trap on_exit EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 
 step "the Compute Engine emulator, its instances booted VMs on a private network"
-gce_vm_emulator "$DEMO" "$(pwd)/build/vm-images/$kind" 127.0.97.0/24 ||
+gce_vm_emulator "$DEMO" "$images/$kind" 127.0.97.0/24 ||
 	{ cat "$DEMO/emu.out" >&2; exit 1; }
 gce_vm_config "$PBX_HOME" demo "$DEMO/sa.json" "$PBX_HOME/id" "{ name: cpu, count: 2, machine_type: e2-standard-2 }"
 echo "emulator on http://127.0.0.1:$PORT/compute/v1/; configuration in $PBX_HOME/config.yaml:"
