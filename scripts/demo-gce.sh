@@ -19,9 +19,7 @@ step() { printf '\n== %s\n' "$*"; }
 [ "$(id -u)" = 0 ] || { echo "demo-gce.sh: run it as root (VMs need network namespaces and taps)" >&2; exit 2; }
 
 step "tools: QEMU, dnsmasq, socat, debootstrap; pbx"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-	qemu-system-x86 qemu-utils dnsmasq-base socat debootstrap e2fsprogs iproute2 openssl \
-	openssh-client >/dev/null
+. scripts/vm-tools.sh
 . scripts/venv.sh
 if [ -z "${PBX:-}" ]; then
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -6,10 +6,7 @@
 #   sh scripts/vm-test.sh [ctest args]      e.g. PBX_VM_IMAGE=stock for the apt path
 set -eu
 cd "$(dirname "$0")/.."
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		qemu-system-x86 qemu-utils dnsmasq-base socat debootstrap e2fsprogs iproute2 >/dev/null
-fi
+. scripts/vm-tools.sh
 . scripts/venv.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)"
