@@ -79,12 +79,16 @@ sed -i '/^resources:/,$d' "$DEMO/sweep-demo/experiment.yaml"
 i=0
 while "$PBX" state --json sweep-demo | python3 -c 'import json,sys
 d = json.load(sys.stdin)
-sys.exit(0 if any(t["state"] in ("NEW", "PENDING", "RUNNING") for p in d for t in p["tasks"]) else 1)'; do
+sys.exit(0 if any(t["state"] in ("NEW", "PENDING", "RUNNING") for t in d["tasks"]) else 1)'; do
 	i=$((i + 1))
 	[ $i -lt 300 ] || { echo "demo-gce.sh: the sweep did not end in 10 minutes" >&2; exit 1; }
 	sleep 2
 done
 "$PBX" state sweep-demo | tail -n 5
+"$PBX" state --json sweep-demo | python3 -c 'import json,sys
+d = json.load(sys.stdin)
+bad = [t for t in d["tasks"] if t["state"] != "COMPLETED"]
+sys.exit("demo-gce.sh: %d tasks did not complete" % len(bad) if bad else 0)'
 
 step "pbx harvest; pbx report"
 "$PBX" harvest sweep-demo
