@@ -3,7 +3,16 @@
 # reports its daemons.  pbx uploads this file with its inputs to a staging
 # directory and runs it as root on every node at once:
 #
-#     sh STAGE/bootstrap.sh up|down|status
+#     sh STAGE/bootstrap.sh up|down|status|install
+#
+# `install` (systemd mode, for `pbx image build`) installs what both roles
+# need (SLURM's head and compute packages, munge, the NFS server and
+# client) and pbx-train's runtime, then removes what must not be shared by
+# the machines an image starts (munge's key, apt's lists) and stops: no
+# configuration, no daemon started.  A later `up` on a machine made from
+# that image finds the binaries and skips apt-get.  It needs only PBX_MODE,
+# PBX_ROLE and PBX_NODE.  In direct mode it installs nothing and says what
+# is missing.
 #
 # Environment (see templates/README.md):
 #   PBX_MODE        direct (node body: daemons started here, under PBX_ROOT)
@@ -114,8 +123,8 @@ wait_for_ctld() {
 
 ACTION=${1:-}
 case $ACTION in
-up | down | status) ;;
-*) die "usage: bootstrap.sh up|down|status (got '$ACTION')" ;;
+up | down | status | install) ;;
+*) die "usage: bootstrap.sh up|down|status|install (got '$ACTION')" ;;
 esac
 
 MODE=${PBX_MODE:-}
@@ -551,8 +560,58 @@ do_down() {
 	exit 0
 }
 
+# ---------------------------------------------------------------- install
+
+# The packages of both roles and pbx-train's runtime (Debian 12 / Ubuntu
+# 22.04 names; the same lists as `up` and tests/vm/image.sh's baked image).
+INSTALL_PKGS="slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common"
+TRAIN_RUNTIME="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+
+do_install() {
+	stage install
+	if [ "$MODE" = direct ]; then
+		missing=
+		for b in munged munge unmunge sinfo scontrol slurmctld slurmd; do
+			command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
+		done
+		[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing"
+		log "direct mode: everything is there; nothing installed"
+		stage 'done'
+		exit 0
+	fi
+	want=
+	for p in $INSTALL_PKGS $TRAIN_RUNTIME; do
+		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
+	done
+	if [ -n "$want" ]; then
+		log "installing:$want"
+		n=0
+		until DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 update -q </dev/null; do
+			n=$((n + 1))
+			[ "$n" -lt 5 ] || die "apt-get update failed"
+			sleep "${PBX_APT_RETRY_SLEEP:-10}"
+		done
+		# shellcheck disable=SC2086 # word splitting of the package list
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+			--no-install-recommends $want </dev/null || die "apt-get install$want failed"
+	else
+		log "everything is installed already"
+	fi
+	stage clean
+	# every cluster's nodes get pbx's key; a machine started from the image
+	# must not run munge with a key it shares with every other such machine
+	systemctl stop munge 2>/dev/null || :
+	rm -f "$ROOT/etc/munge/munge.key"
+	apt-get clean
+	rm -rf "$ROOT"/var/lib/apt/lists/*
+	sync
+	stage 'done'
+	exit 0
+}
+
 [ "$ACTION" = status ] && do_status
 [ "$ACTION" = down ] && do_down
+[ "$ACTION" = install ] && do_install
 
 # ---------------------------------------------------------------- up
 
