@@ -289,15 +289,25 @@ static int image_steps(struct image_job *j, struct pbx_image_times *tm, struct p
 	return rc;
 }
 
-/* After a failure (err): the builder goes (the image too, if one was
- * begun), the row says why; when the cleanup fails too, err says so and
- * what removes the rest.  Keeps err's code. */
+/* Removes image `name` of j's build (waiting while it is still being
+ * made: its disk cannot be deleted before) and then what the builder left. */
+static int image_remove_all(struct image_job *j, int *existed, struct pbx_err *err)
+{
+	image_stage(j, "deleting image");
+	if (j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, existed, err) < 0)
+		return -1;
+	return image_remove_builder(j, err);
+}
+
+/* After a failure (err): the image, if one was begun, and the builder go;
+ * the row says why; when the cleanup fails too, err says so and what
+ * removes the rest.  Keeps err's code. */
 static void image_fail(struct image_job *j, struct pbx_err *err)
 {
 	struct pbx_err cerr = PBX_ERR_INIT, serr = PBX_ERR_INIT;
 	int existed = 0;
-	if (j->opened && image_remove_builder(j, &cerr) == 0)
-		j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, &existed, &cerr);
+	if (j->opened)
+		image_remove_all(j, &existed, &cerr);
 	if (cerr.msg[0]) {
 		char first[1024];
 		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
@@ -429,11 +439,7 @@ int pbx_image_delete(struct pbx_store *st, const struct pbx_config *cfg, const c
 				  "clouds.gce.project is %s", name, row.project,
 				  j.c.provider->images->project(j.c.pctx));
 	if (rc == 0)
-		rc = image_remove_builder(&j, err);
-	if (rc == 0) {
-		image_stage(&j, "deleting image");
-		rc = j.c.provider->images->remove(j.c.pctx, name, row.uid, &existed, err);
-	}
+		rc = image_remove_all(&j, &existed, err);
 	if (rc == 0)
 		rc = image_set(&j, "deleted", existed ? "deleted" : "deleted (there was no image)",
 			       NULL, err);
