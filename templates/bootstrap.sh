@@ -565,7 +565,7 @@ do_down() {
 # The packages of both roles and pbx-train's runtime (Debian 12 / Ubuntu
 # 22.04 names; the same lists as `up` and tests/vm/image.sh's baked image).
 INSTALL_PKGS="slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common"
-TRAIN_RUNTIME="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+TRAIN_RUNTIME="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 openmpi-bin"
 
 do_install() {
 	stage install
@@ -877,7 +877,7 @@ if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$her
 	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"
 elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
 	# Its runtime libraries (Debian 12 / Ubuntu 22.04 names) and mpirun.
-	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+	TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 openmpi-bin"
 	# shellcheck disable=SC2086 # word splitting of the package list
 	if ! dpkg -s $TRAIN_PKGS >/dev/null 2>&1; then
 		log "installing pbx-train's runtime: $TRAIN_PKGS"

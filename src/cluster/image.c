@@ -33,6 +33,7 @@ struct image_job {
 	struct pbx_image_row *row;            /* borrowed */
 	const struct pbx_cluster_events *ev;
 	int opened;                           /* c.pctx is the provider's */
+	struct pbx_slurm_layout layout;       /* the builder's (image_connect) */
 };
 
 static double image_now(void)
@@ -208,19 +209,23 @@ static int image_stage_tar(struct pbx_buf *tar, struct pbx_err *err)
 	return rc;
 }
 
-/* Connects (waiting for a fresh VM's login) and runs bootstrap install. */
+/* Connects, waiting for a fresh VM's sshd and login user (the
+ * provider's layout, or a node body's, into j->layout). */
+static int image_connect(struct image_job *j, struct pbx_err *err)
+{
+	int rc = j->c.provider->layout(j->c.pctx, &j->layout, err);
+	if (rc == 0)
+		rc = pbx_cluster_discover(&j->c, &j->layout, j->ev, err);
+	return rc;
+}
+
+/* Runs bootstrap install on the connected builder. */
 static int image_install(struct image_job *j, struct pbx_err *err)
 {
-	struct pbx_cluster *c = &j->c;
-	struct pbx_slurm_layout layout;
 	struct pbx_buf tar = PBX_BUF_INIT;
-	int rc = c->provider->layout(c->pctx, &layout, err);
+	int rc = image_stage_tar(&tar, err);
 	if (rc == 0)
-		rc = pbx_cluster_discover(c, &layout, j->ev, err);
-	if (rc == 0)
-		rc = image_stage_tar(&tar, err);
-	if (rc == 0)
-		rc = pbx_bootstrap_node(c, 0, &layout, &tar, "install", j->ev, err);
+		rc = pbx_bootstrap_node(&j->c, 0, &j->layout, &tar, "install", j->ev, err);
 	pbx_buf_release(&tar);
 	return rc;
 }
@@ -256,6 +261,8 @@ static int image_steps(struct image_job *j, struct pbx_image_times *tm, struct p
 	char *link = NULL, *desc;
 	double t = image_now();
 	int rc = image_create(j, err);
+	if (rc == 0)
+		rc = image_connect(j, err);
 	tm->instance = image_now() - t;
 	if (rc == 0) {
 		t = image_now();

@@ -200,7 +200,7 @@ printf %s "debian 12 $(uname -m)" >"$T/stage/pbx-train.target"
 boot head head 0 up || fail "head up with pbx-train: $(cat "$T/head.err")"
 [ -x "$T/head/usr/local/bin/pbx-train" ] && cmp -s "$T/stage/pbx-train" "$T/head/usr/local/bin/pbx-train" ||
 	fail "pbx-train not installed on the matching head"
-has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 openmpi-bin"
+has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 openmpi-bin"
 boot node1 compute 2 up || fail "node1 up with pbx-train: $(cat "$T/node1.err")"
 [ ! -e "$T/node1/usr/local/bin/pbx-train" ] || fail "pbx-train built on debian 12 installed on ubuntu 22.04"
 grep -q "pbx-train not installed: built on 'debian 12 $(uname -m)', this node is 'ubuntu 22.04 $(uname -m)'" "$T/node1.err" ||
@@ -255,13 +255,13 @@ touch "$T/img/.fake-pkgs/libssl3" "$T/img/etc/munge/munge.key" "$T/img/var/lib/a
 env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PBX_NODE=img \
 	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install: $(cat "$T/img.out" "$T/img.err")"
 stages img "install clean done"
-has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 openmpi-bin"
+has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 openmpi-bin"
 has "img: apt-get clean"
 [ ! -e "$T/img/etc/munge/munge.key" ] || fail "install left munge.key"
 [ ! -e "$T/img/var/lib/apt/lists/x" ] || fail "install left apt lists"
 [ ! -e "$T/img/etc/slurm/slurm.conf" ] || fail "install wrote slurm.conf"
 hasnt "systemctl (enable|start|restart)"
-for p in slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 openmpi-bin; do
+for p in slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 openmpi-bin; do
 	touch "$T/img/.fake-pkgs/$p"
 done
 : >"$LOG"
