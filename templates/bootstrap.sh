@@ -3,7 +3,16 @@
 # reports its daemons.  pbx uploads this file with its inputs to a staging
 # directory and runs it as root on every node at once:
 #
-#     sh STAGE/bootstrap.sh up|down|status
+#     sh STAGE/bootstrap.sh up|down|status|install
+#
+# `install` (systemd mode, for `pbx image build`) installs what both roles
+# need (SLURM's head and compute packages, munge, the NFS server and
+# client) and pbx-train's runtime, then removes what must not be shared by
+# the machines an image starts (munge's key, apt's lists) and stops: no
+# configuration, no daemon started.  A later `up` on a machine made from
+# that image finds the binaries and skips apt-get.  It needs only PBX_MODE,
+# PBX_ROLE and PBX_NODE.  In direct mode it installs nothing and says what
+# is missing.
 #
 # Environment (see templates/README.md):
 #   PBX_MODE        direct (node body: daemons started here, under PBX_ROOT)
@@ -123,8 +132,8 @@ TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1
 
 ACTION=${1:-}
 case $ACTION in
-up | down | status) ;;
-*) die "usage: bootstrap.sh up|down|status (got '$ACTION')" ;;
+up | down | status | install) ;;
+*) die "usage: bootstrap.sh up|down|status|install (got '$ACTION')" ;;
 esac
 
 MODE=${PBX_MODE:-}
@@ -560,8 +569,58 @@ do_down() {
 	exit 0
 }
 
+# ---------------------------------------------------------------- install
+
+# The packages of both roles and pbx-train's runtime: HEAD_PKGS,
+# COMPUTE_PKGS and TRAIN_PKGS above (tests/vm/image.sh's baked image has
+# the same).
+
+do_install() {
+	stage install
+	if [ "$MODE" = direct ]; then
+		missing=
+		for b in munged munge unmunge sinfo scontrol slurmctld slurmd; do
+			command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
+		done
+		[ -z "$missing" ] || die "direct mode installs nothing, and this machine lacks:$missing"
+		log "direct mode: everything is there; nothing installed"
+		stage 'done'
+		exit 0
+	fi
+	want=
+	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS; do
+		case " $want " in *" $p "*) continue ;; esac
+		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
+	done
+	if [ -n "$want" ]; then
+		log "installing:$want"
+		n=0
+		until DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 update -q </dev/null; do
+			n=$((n + 1))
+			[ "$n" -lt 5 ] || die "apt-get update failed"
+			sleep "${PBX_APT_RETRY_SLEEP:-10}"
+		done
+		# shellcheck disable=SC2086 # word splitting of the package list
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+			--no-install-recommends $want </dev/null || die "apt-get install$want failed"
+	else
+		log "everything is installed already"
+	fi
+	stage clean
+	# every cluster's nodes get pbx's key; a machine started from the image
+	# must not run munge with a key it shares with every other such machine
+	systemctl stop munge 2>/dev/null || :
+	rm -f "$ROOT/etc/munge/munge.key"
+	apt-get clean
+	rm -rf "$ROOT"/var/lib/apt/lists/*
+	sync
+	stage 'done'
+	exit 0
+}
+
 [ "$ACTION" = status ] && do_status
 [ "$ACTION" = down ] && do_down
+[ "$ACTION" = install ] && do_install
 
 # ---------------------------------------------------------------- up
 
@@ -644,6 +703,16 @@ if [ "$MODE" = systemd ]; then
 		for b in $missing; do
 			have "$b" || die "$b still missing after installing $PKGS"
 		done
+	fi
+	# A prebaked image has both roles' daemons, enabled by their packages:
+	# the other role's would start at every boot (a compute node running a
+	# second slurmctld), so it is disabled.
+	other=slurmd
+	[ "$ROLE" = head ] || other=slurmctld
+	if have "$other" && { systemctl is-enabled --quiet "$other" 2>/dev/null ||
+		systemctl is-active --quiet "$other"; }; then
+		log "disabling $other (a $ROLE node runs $SLURM_DAEMON only)"
+		systemctl disable --now "$other" >/dev/null 2>&1 || log "warning: could not disable $other"
 	fi
 else
 	need="munged munge unmunge sinfo scontrol $SLURM_DAEMON"

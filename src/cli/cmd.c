@@ -20,6 +20,7 @@ extern const struct pbx_cmd pbx_cmd_cluster;
 extern const struct pbx_cmd pbx_cmd_config;
 extern const struct pbx_cmd pbx_cmd_harvest;
 extern const struct pbx_cmd pbx_cmd_help;
+extern const struct pbx_cmd pbx_cmd_image;
 extern const struct pbx_cmd pbx_cmd_log;
 extern const struct pbx_cmd pbx_cmd_ls;
 extern const struct pbx_cmd pbx_cmd_parrun;
@@ -32,6 +33,7 @@ extern const struct pbx_cmd pbx_cmd_version;
 /* In the order `pbx --help` lists them: the workflow first. */
 const struct pbx_cmd *const pbx_commands[] = {
 	&pbx_cmd_cluster,
+	&pbx_cmd_image,
 	&pbx_cmd_parrun,
 	&pbx_cmd_run,
 	&pbx_cmd_state,

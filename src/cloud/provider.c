@@ -54,6 +54,11 @@ void pbx_cluster_labels(const struct pbx_cluster_spec *s, struct pbx_labels *l)
 		snprintf(l->values[1], sizeof(l->values[1]), "%s", s->uid);
 		l->n = 2;
 	}
+	if (s->image) {
+		l->keys[l->n] = PBX_LABEL_IMAGE;
+		snprintf(l->values[l->n], sizeof(l->values[l->n]), "%s", s->image);
+		l->n++;
+	}
 }
 
 int pbx_cluster_uid_new(char out[PBX_CLUSTER_UID_LEN + 1], struct pbx_err *err)

@@ -56,6 +56,9 @@ struct pbx_cluster_spec {
 	 * it); may be NULL. */
 	void (*print_request)(void *ctx, const char *method, const char *url, const char *body);
 	void *print_ctx;
+	/* Set only while `pbx image build` makes image `image` (NULL
+	 * otherwise): every resource also carries the label pbx-image=IMAGE. */
+	const char *image;
 };
 
 /* ----------------------------------------------------------------- labels */
@@ -65,9 +68,11 @@ struct pbx_cluster_spec {
  * find a cluster's resources by both; a survey (uid NULL) by the first. */
 #define PBX_LABEL_CLUSTER "pbx-cluster"
 #define PBX_LABEL_CLUSTER_ID "pbx-cluster-id"
+#define PBX_LABEL_IMAGE "pbx-image"
+#define PBX_LABEL_IMAGE_ID "pbx-image-id"
 struct pbx_labels {
-	const char *keys[2];
-	char values[2][64];
+	const char *keys[3];
+	char values[3][64];
 	size_t n;
 };
 void pbx_cluster_labels(const struct pbx_cluster_spec *s, struct pbx_labels *l);
@@ -101,6 +106,31 @@ struct pbx_instance {
 	                  the provider did not read it or it carries none */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
+
+/* ----------------------------------------------------------------- images */
+
+/* What a provider does for `pbx image build|delete` (src/cluster/image.c);
+ * a provider without prebaked images has none (NULL).  The builder is a
+ * cluster of one node (the head) opened as any other, whose spec carries
+ * `image`. */
+struct pbx_image_ops {
+	/* Powers node's instance off and waits until it is (its disk stays). */
+	int (*stop_node)(void *ctx, const struct pbx_node_row *node, struct pbx_err *err);
+	/* Makes image `name` from node's boot disk, labelled pbx-image=NAME
+	 * and pbx-image-id=UID, and waits until it is ready; an image of that
+	 * name carrying UID already (a rerun) is waited for, one carrying
+	 * another id is refused (PBX_EXIT_SECURITY).  *link (caller frees):
+	 * how a template names it, e.g. projects/P/global/images/NAME. */
+	int (*create)(void *ctx, const struct pbx_node_row *node, const char *name, const char *uid,
+		      const char *description, char **link, struct pbx_err *err);
+	/* Deletes image `name` if it carries UID (waiting while it is still
+	 * being made) and waits until it is gone; *existed = 0 when there was
+	 * none.  One carrying another id is refused (PBX_EXIT_SECURITY). */
+	int (*remove)(void *ctx, const char *name, const char *uid, int *existed,
+		      struct pbx_err *err);
+	/* The project (or account) images are made in; owned by ctx. */
+	const char *(*project)(void *ctx);
+};
 
 /* How SLURM is laid out on this provider's nodes. */
 struct pbx_slurm_layout {
@@ -175,6 +205,8 @@ struct pbx_provider {
 	/* SSH login for the nodes; *key_path is owned by the caller (NULL = agent). */
 	int (*login)(void *ctx, char **user, char **key_path, struct pbx_err *err);
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
+	/* Prebaked images; NULL when the provider has none yet. */
+	const struct pbx_image_ops *images;
 };
 
 /* An API on a loopback address is an emulator: pbx then connects only to

@@ -56,6 +56,13 @@ int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i);
  * frees. */
 char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
 
+/* Lists what carries the labels of the spec provider context pctx was
+ * opened for and removes it, looking again for what a creation still under
+ * way made meanwhile (stop.c); with `always`, destroy runs even when the
+ * list is empty (it also removes what belongs to the cluster as a whole).
+ * *found (may be NULL) says whether anything was listed. */
+int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
+		      struct pbx_err *err);
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 

@@ -40,8 +40,8 @@ static void stop_announce(const struct pbx_cluster *c, const struct pbx_cluster_
 /* Lists what carries the cluster's labels and removes it (with `always`,
  * destroy runs even when the list is empty: it also removes what belongs
  * to the cluster as a whole); *found says whether anything was listed. */
-static int stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
-			 struct pbx_err *err)
+int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
+		      struct pbx_err *err)
 {
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
@@ -100,7 +100,7 @@ static size_t stop_each_provider(const struct pbx_cluster_spec *spec, stop_each_
 static int stop_orphan_one(const struct pbx_provider *p, void *pctx, size_t *found, void *ctx,
 			   struct pbx_err *err)
 {
-	int any = 0, rc = stop_by_label(p, pctx, 0, &any, err);
+	int any = 0, rc = pbx_stop_by_label(p, pctx, 0, &any, err);
 	(void)ctx;
 	*found = (size_t)any;
 	return rc;
@@ -192,7 +192,7 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 	pbx_cluster_mark(c, "stopping");
 	pbx_ssh_pool_free(c->pool);   /* close our connections before the sshds go */
 	c->pool = NULL;
-	rc = stop_by_label(c->provider, c->pctx, 1, NULL, err);
+	rc = pbx_stop_by_label(c->provider, c->pctx, 1, NULL, err);
 	if (rc == 0)   /* pbx's own files of the cluster: munge key, known_hosts */
 		rc = pbx_rm_rf(c->dir, err);
 	if (rc == 0)

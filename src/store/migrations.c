@@ -137,6 +137,27 @@ static const char *const migrations[] = {
 	"ALTER TABLE clusters ADD COLUMN uid TEXT NOT NULL DEFAULT '';"
 	"UPDATE clusters SET uid = CAST(id AS TEXT);"
 	"CREATE UNIQUE INDEX clusters_uid ON clusters(uid);",
+
+	/* 7: prebaked images (`pbx image build`) - a row is written with
+	 * state 'building' and the build's id before anything is made in a
+	 * cloud, so a build killed at any point leaves what it made findable
+	 * (the builder instance carries the id as its pbx-cluster-id label);
+	 * state: building, ready, failed, deleted */
+	"CREATE TABLE images ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  uid TEXT NOT NULL UNIQUE,"
+	"  cloud TEXT NOT NULL,"
+	"  project TEXT NOT NULL,"
+	"  zone TEXT NOT NULL DEFAULT '',"
+	"  source_image TEXT NOT NULL,"
+	"  template TEXT NOT NULL,"
+	"  link TEXT NOT NULL DEFAULT '',"    /* projects/P/global/images/NAME once made */
+	"  state TEXT NOT NULL,"
+	"  detail TEXT NOT NULL DEFAULT '',"  /* why it failed, or the stage it reached */
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL);"
+	"CREATE UNIQUE INDEX images_live ON images(cloud, project, name) WHERE state != 'deleted';",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

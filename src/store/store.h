@@ -140,4 +140,42 @@ int pbx_store_hostkey_forget(struct pbx_store *st, const char *hostport, int *re
 int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, int *removed,
 				    struct pbx_err *err);
 
+/* ------------------------------------------------------------------ images */
+
+/* A prebaked image (`pbx image build`, src/cluster/image.c).  The row is
+ * written before anything is made in the cloud; `uid` is what the builder
+ * instance carries as its pbx-cluster-id label. */
+struct pbx_image_row {
+	int64_t id;
+	char *name;           /* the cloud image's name; unique among live rows
+	                         of a cloud and project */
+	char *uid;            /* 32 hex digits (pbx_cluster_uid_new) */
+	char *cloud, *project, *zone;
+	char *source_image;   /* what the builder booted from */
+	char *template_name;  /* the template it was built from */
+	char *link;           /* projects/P/global/images/NAME, "" until made */
+	char *state;          /* "building", "ready", "failed", "deleted" */
+	char *detail;         /* the stage reached, or why it failed; may be "" */
+	int64_t created, updated;
+};
+
+/* Inserts `row` (its name, uid, cloud, project, zone, source_image,
+ * template_name) in state "building"; -1 with PBX_EXIT_USAGE when a live
+ * row of that name exists.  *id gets its store number. */
+int pbx_store_image_create(struct pbx_store *st, const struct pbx_image_row *row, int64_t *id,
+			   struct pbx_err *err);
+/* The live (not deleted) image `name` of any cloud; *row owned by the
+ * caller (pbx_image_row_free).  PBX_EXIT_NOTFOUND when none. */
+int pbx_store_image_get(struct pbx_store *st, const char *name, struct pbx_image_row *row,
+			struct pbx_err *err);
+/* Sets state, detail (may be NULL: unchanged) and link (may be NULL). */
+int pbx_store_image_set(struct pbx_store *st, int64_t id, const char *state,
+			const char *detail, const char *link, struct pbx_err *err);
+/* Live images (deleted ones too when include_deleted), by name; *rows
+ * owned by the caller: pbx_image_rows_free(*rows, *n). */
+int pbx_store_image_list(struct pbx_store *st, int include_deleted, struct pbx_image_row **rows,
+			 size_t *n, struct pbx_err *err);
+void pbx_image_row_free(struct pbx_image_row *row);
+void pbx_image_rows_free(struct pbx_image_row *rows, size_t n);
+
 #endif

@@ -49,6 +49,8 @@ d=$PBX_ROOT/.fake-units
 mkdir -p "$d"
 case $1 in
 is-active) [ -e "$d/$3" ] ;;
+is-enabled) [ -e "$d/$3.enabled" ] ;;
+disable) rm -f "$d/$3" "$d/$3.enabled" ;;
 start | restart) touch "$d/$2" ;;
 enable) [ "$2" != --now ] || touch "$d/$3" ;;
 stop) rm -f "$d/$2" ;;
@@ -177,6 +179,23 @@ boot node1 compute 2 up || fail "node1 up #3"
 has "node1: systemctl restart slurmd"
 hasnt "systemctl restart munge"
 
+# ---- a prebaked image has both roles' daemons enabled: a compute node
+# disables slurmctld, the head slurmd; a node without the other's binary
+# (what the head and node1 were above) is left alone
+mkdir -p "$T/node1/usr/sbin" "$T/head/usr/sbin"
+printf '#!/bin/sh\n' >"$T/node1/usr/sbin/slurmctld"
+printf '#!/bin/sh\n' >"$T/head/usr/sbin/slurmd"
+chmod +x "$T/node1/usr/sbin/slurmctld" "$T/head/usr/sbin/slurmd"
+touch "$T/node1/.fake-units/slurmctld.enabled" "$T/head/.fake-units/slurmd.enabled"
+: >"$LOG"
+boot node1 compute 2 up || fail "node1 up with slurmctld enabled: $(cat "$T/node1.err")"
+boot head head 0 up || fail "head up with slurmd enabled: $(cat "$T/head.err")"
+has "node1: systemctl disable --now slurmctld"
+has "head: systemctl disable --now slurmd"
+: >"$LOG"
+boot node1 compute 2 up || fail "node1 up again"
+hasnt "systemctl disable"
+
 # ---- status and down
 boot node1 compute 2 status || fail "status"
 [ "$(cat "$T/node1.out")" = "munged running
@@ -238,4 +257,35 @@ if env PBX_MODE=direct PBX_ROLE=head PBX_NODE=x sh "$BOOT" up >"$T/x.out" 2>/dev
 	fail "direct without PBX_ROOT: succeeded"
 fi
 grep -q '^PBX-ERROR direct mode needs PBX_ROOT' "$T/x.out" || fail "PBX_ROOT error: $(cat "$T/x.out")"
+
+# ---- install (pbx image build): both roles' packages and pbx-train's
+# runtime in one apt-get, munge's key and apt's lists removed, no
+# configuration written; a second run installs nothing
+mkroot img debian 12
+mkdir -p "$T/dpkg" "$T/img/etc/munge" "$T/img/var/lib/apt/lists"
+cat >"$T/dpkg/dpkg" <<EOS
+#!/bin/sh
+[ "\$1" = -s ] && [ -e "$T/img/.fake-pkgs/\$2" ]
+EOS
+chmod +x "$T/dpkg/dpkg"
+mkdir -p "$T/img/.fake-pkgs"
+touch "$T/img/.fake-pkgs/libssl3" "$T/img/etc/munge/munge.key" "$T/img/var/lib/apt/lists/x"
+: >"$LOG"
+env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PBX_NODE=img \
+	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install: $(cat "$T/img.out" "$T/img.err")"
+stages img "install clean done"
+has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends slurmctld slurm-client munge nfs-kernel-server slurmd nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin"
+has "img: apt-get clean"
+[ ! -e "$T/img/etc/munge/munge.key" ] || fail "install left munge.key"
+[ ! -e "$T/img/var/lib/apt/lists/x" ] || fail "install left apt lists"
+[ ! -e "$T/img/etc/slurm/slurm.conf" ] || fail "install wrote slurm.conf"
+hasnt "systemctl (enable|start|restart)"
+for p in slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin; do
+	touch "$T/img/.fake-pkgs/$p"
+done
+: >"$LOG"
+env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PBX_NODE=img \
+	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install again: $(cat "$T/img.err")"
+hasnt "apt-get .*install"
+grep -q "everything is installed already" "$T/img.err" || fail "second install: $(cat "$T/img.err")"
 echo PASS

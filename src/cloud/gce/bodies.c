@@ -189,14 +189,14 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 	const struct pbx_cluster_template *t = g->s->t;
 	const char *machine = grp ? grp->machine_type
 		: t->head_machine_type ? t->head_machine_type : GCE_HEAD_MACHINE;
-	char *ssh = xasprintf("%s:%s", g->user, g->pubkey);
+	char *ssh = xasprintf("%s:%s", g->user, g->pubkey), *image = gce_source_image(g);
 	char *tg = tag(g, grp == NULL), *all = tag(g, 0);
 	json_t *p = json_pack(
 		"{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"
 		" s:o, s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
 		"machineType", machine,
 		"disks", "boot", 1, "autoDelete", 1, "mode", "READ_WRITE", "type", "PERSISTENT",
-		"initializeParams", "sourceImage", t->image, "diskSizeGb", GCE_DISK_GB,
+		"initializeParams", "sourceImage", image, "diskSizeGb", GCE_DISK_GB,
 		"networkInterfaces", network_interfaces(g, grp == NULL),
 		"metadata", "items", "key", "ssh-keys", "value", ssh,
 		"labels", labels(g, grp ? "compute" : "head"),
@@ -210,6 +210,7 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 					      grp->gpu_type ? grp->gpu_type : "nvidia-tesla-t4",
 					      "acceleratorCount", grp->gpus));
 	free(ssh);
+	free(image);
 	free(tg);
 	free(all);
 	return p;

@@ -188,9 +188,7 @@ static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pb
 
 /* ---------------------------------------------------------- operations */
 
-/* Waits for operation `op` to be DONE; its error becomes err.  `scope` is
- * where the operation lives: "zones/Z", "regions/R" or "global". */
-static int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err *err)
+int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err *err)
 {
 	struct timespec delay = { 0, 250 * 1000 * 1000 };
 	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
@@ -1268,4 +1266,5 @@ const struct pbx_provider pbx_provider_gce = {
 	.remove_nodes = gce_remove_nodes,
 	.login = gce_login,
 	.layout = gce_layout,
+	.images = &gce_image_ops,
 };

@@ -70,6 +70,20 @@ void gce_pool_free(struct gce *g);
 /* A random RFC 4122 version-4 UUID into out[37]. */
 void gce_uuid(char out[37]);
 
+/* Waits for operation `op` to be DONE (gce.c); its error becomes err.
+ * `scope` is where the operation lives: "zones/Z", "regions/R" or
+ * "global". */
+int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err *err);
+
+/* -------------------------------------------------------------- image.c */
+
+/* `pbx image build|delete` on Compute Engine (see struct pbx_image_ops). */
+extern const struct pbx_image_ops gce_image_ops;
+/* The sourceImage of the template's nodes: its `image` as given, or for a
+ * bare name (no '/': an image `pbx image build` made)
+ * projects/PROJECT/global/images/NAME.  Caller frees. */
+char *gce_source_image(const struct gce *g);
+
 /* -------------------------------------------------------------- parse.c */
 
 /* Google's error reply ({"error": {"code", "message", "errors": [{reason}]}}):
@@ -101,6 +115,17 @@ struct gce_inst {
 int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		   struct pbx_err *err);
 void gce_insts_free(struct gce_inst *v, size_t n);
+
+/* What pbx reads of an Image resource. */
+struct gce_image {
+	char name[64];       /* RFC 1035, at most 63 characters */
+	char status[16];     /* PENDING, READY, FAILED, DELETING */
+	char owner[64];      /* its pbx-image-id label, "" when none */
+	long long disk_gb;   /* diskSizeGb, 0 when absent */
+	long long archive_bytes;   /* archiveSizeBytes, 0 when absent */
+};
+/* Reads an Image; -1 when it is not one (no valid name or status). */
+int gce_image_parse(json_t *v, struct gce_image *img, struct pbx_err *err);
 
 /* -------------------------------------------------------------- bodies.c */
 

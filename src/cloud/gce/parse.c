@@ -1,10 +1,11 @@
 /*
  * parse.c - reading Compute Engine replies (jansson): Google's error
  * shape, Operation resources (status, error.errors[]), and instances.list
- * pages (name, zone, status, networkIP, natIP, nextPageToken).  Untrusted
+ * pages (name, zone, status, networkIP, natIP, nextPageToken), and Image
+ * resources (name, status, the pbx-image-id label, sizes).  Untrusted
  * input: every field is type-checked and length-bounded, addresses must be
  * IP addresses (they reach slurm.conf and ssh); fuzzed by
- * tests/fuzz/fuzz_gce_reply.c.
+ * tests/fuzz/fuzz_gce_reply.c (Image: fuzz_gce_image.c).
  */
 #include "cloud/gce/gce.h"
 
@@ -203,5 +204,49 @@ int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 		free(*next);
 		*next = NULL;
 	}
+	return 0;
+}
+
+/* A decimal int64 field, given as a JSON string (Compute Engine's form) or
+ * number; 0 when absent or not one. */
+static long long int64_field(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	char *end;
+	long long n;
+	if (json_is_integer(v))
+		return json_integer_value(v) < 0 ? 0 : (long long)json_integer_value(v);
+	if (!s || !*s || strlen(s) > 19)
+		return 0;
+	n = strtoll(s, &end, 10);
+	return *end || n < 0 ? 0 : n;
+}
+
+/* Is `s` an RFC 1035 name of at most 63 characters? */
+static int rfc1035(const char *s)
+{
+	size_t len = s ? strlen(s) : 0, i;
+	if (len == 0 || len > 63 || s[0] < 'a' || s[0] > 'z' || s[len - 1] == '-')
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+int gce_image_parse(json_t *v, struct gce_image *img, struct pbx_err *err)
+{
+	const char *name = str(v, "name"), *status = str(v, "status");
+	const char *owner = str(json_object_get(v, "labels"), PBX_LABEL_IMAGE_ID);
+	memset(img, 0, sizeof(*img));
+	if (!rfc1035(name) || !status || !*status || strlen(status) >= sizeof(img->status))
+		return pbx_err_set(err, "Compute Engine reply is not an image");
+	snprintf(img->name, sizeof(img->name), "%s", name);
+	snprintf(img->status, sizeof(img->status), "%s", status);
+	if (owner && strlen(owner) < sizeof(img->owner))
+		snprintf(img->owner, sizeof(img->owner), "%s", owner);
+	img->disk_gb = int64_field(v, "diskSizeGb");
+	img->archive_bytes = int64_field(v, "archiveSizeBytes");
 	return 0;
 }

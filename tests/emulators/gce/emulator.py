@@ -34,6 +34,7 @@ import batch  # noqa: E402
 import catalog  # noqa: E402
 import errors  # noqa: E402
 import filters  # noqa: E402
+import images  # noqa: E402
 import resources  # noqa: E402
 import schema  # noqa: E402
 import validate  # noqa: E402
@@ -66,6 +67,14 @@ ROUTES = [
      {"requestId", "sourceInstanceTemplate", "sourceMachineImage"}),
     ("GET", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/instances/(?P<n>[^/]+)", "instances_get", {"view"}),
     ("DELETE", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/instances/(?P<n>[^/]+)", "instances_delete", {"requestId"}),
+    ("POST", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/instances/(?P<n>[^/]+)/stop", "instances_stop",
+     {"requestId", "discardLocalSsd"}),
+    ("POST", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/instances/(?P<n>[^/]+)/start", "instances_start",
+     {"requestId"}),
+    ("GET", r"projects/(?P<p>[^/]+)/global/images", "images_list", LIST_PARAMS),
+    ("POST", r"projects/(?P<p>[^/]+)/global/images", "images_insert", {"requestId", "forceCreate"}),
+    ("GET", r"projects/(?P<p>[^/]+)/global/images/(?P<n>[^/]+)", "images_get", set()),
+    ("DELETE", r"projects/(?P<p>[^/]+)/global/images/(?P<n>[^/]+)", "images_delete", {"requestId"}),
     ("GET", r"projects/(?P<p>[^/]+)/aggregated/instances", "instances_aggregated",
      LIST_PARAMS | {"includeAllScopes", "serviceProjectNumber"}),
     ("GET", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<n>[^/]+)", "zone_op_get", set()),
@@ -86,7 +95,8 @@ ROUTES = [
 ]
 ROUTES = [(m, re.compile(rx + r"\Z"), h, q) for m, rx, h, q in ROUTES]
 MUTATING = {"instances_insert", "instances_bulk_insert", "instances_delete", "firewalls_insert",
-            "firewalls_delete", "routers_insert", "routers_delete"}
+            "firewalls_delete", "routers_insert", "routers_delete", "instances_stop", "instances_start",
+            "images_insert", "images_delete"}
 
 
 class Compute:
@@ -252,6 +262,7 @@ class Compute:
             raise not_found(validate.strip_host(q["sourceMachineImage"], self.w.base))
         body = self._body(body, "Instance", "instance_resource")
         res, spec = resources.instance(self.w, a["p"], a["z"], body)
+        self._source_image(a["p"], body, spec)
         return self._op_reply(self.w.insert(a["p"], a["z"], res, spec, who, rid))
 
     def instances_bulk_insert(self, a, q, body, who):
@@ -265,16 +276,19 @@ class Compute:
         props = body["instanceProperties"]
         probe = "a" if names is None else names[0]
         # Check the properties once now (400 before any operation), then per name.
-        resources.instance(self.w, a["p"], a["z"], dict(props, name=probe),
-                           prefix="resource.instanceProperties", bare_types=True)
+        _, probe_spec = resources.instance(self.w, a["p"], a["z"], dict(props, name=probe),
+                                           prefix="resource.instanceProperties", bare_types=True)
+        self._source_image(a["p"], props, probe_spec)
         per = body.get("perInstanceProperties") or {}
 
         def make(name):
             b = dict(props, name=name)
             if (per.get(name) or {}).get("hostname"):
                 b["hostname"] = per[name]["hostname"]
-            return resources.instance(self.w, a["p"], a["z"], b, prefix="resource.instanceProperties",
-                                      bare_types=True)
+            res, spec = resources.instance(self.w, a["p"], a["z"], b, prefix="resource.instanceProperties",
+                                           bare_types=True)
+            spec["image"] = probe_spec.get("image")
+            return res, spec
         return self._op_reply(self.w.bulk_insert(a["p"], a["z"], (count, min_count, pattern, names, make),
                                                  who, rid))
 
@@ -302,6 +316,62 @@ class Compute:
             items[scope].setdefault("instances", []).append(r)
         page["items"] = items
         return status, page
+
+    def _source_image(self, project, body, spec):
+        """404/400 for a boot image of one of our projects that does not
+        exist or is not READY; spec["image"] is its record (None: an image
+        of another project, e.g. debian-cloud's)."""
+        src = ((body.get("disks") or [{}])[0].get("initializeParams") or {}).get("sourceImage")
+        spec["image"] = images.resolve(self.w, project, src) if src else None
+
+    def instances_stop(self, a, q, body, who):
+        return self._power(a, q, body, who, False)
+
+    def instances_start(self, a, q, body, who):
+        return self._power(a, q, body, who, True)
+
+    def _power(self, a, q, body, who, on):
+        self._zone(a["p"], a["z"])
+        rid = validate.request_id(q.get("requestId"))
+        op = self.w.replay(a["p"], rid)
+        if op:
+            return self._op_reply(op)
+        if q.get("discardLocalSsd") not in (None, "true", "false"):
+            raise invalid_payload("Invalid value at 'discard_local_ssd' (TYPE_BOOL), \"%s\"" % q["discardLocalSsd"])
+        return self._op_reply(self.w.power(a["p"], a["z"], a["n"], on, who, rid))
+
+    # -------------------------------------------------------------- images
+
+    def images_insert(self, a, q, body, who):
+        self._project(a["p"])
+        rid = validate.request_id(q.get("requestId"))
+        op = self.w.replay(a["p"], rid)
+        if op:
+            return self._op_reply(op)
+        force = images.force_create(q.get("forceCreate"))
+        body = self._body(body, "Image", "image_resource")
+        res, inst = images.image(self.w, a["p"], body, force)
+        return self._op_reply(self.w.image_insert(a["p"], res, inst, who, rid))
+
+    def images_get(self, a, q, body, who):
+        self._project(a["p"])
+        res = self.w.images.get((a["p"], a["n"]))
+        if res is None:
+            raise not_found("projects/%s/global/images/%s" % (a["p"], a["n"]))
+        return 200, resources.public(res)
+
+    def images_list(self, a, q, body, who):
+        self._project(a["p"])
+        return self._list("compute#imageList", "projects/%s/global/images" % a["p"],
+                          [resources.public(r) for (p, _), r in self.w.images.items() if p == a["p"]], q)
+
+    def images_delete(self, a, q, body, who):
+        self._project(a["p"])
+        rid = validate.request_id(q.get("requestId"))
+        op = self.w.replay(a["p"], rid)
+        if op:
+            return self._op_reply(op)
+        return self._op_reply(self.w.image_delete(a["p"], a["n"], who, rid))
 
     def instances_delete(self, a, q, body, who):
         self._zone(a["p"], a["z"])
@@ -637,7 +707,9 @@ class App:
                      for i in w.instances.values() if i.visible]
             fws = [f for f in w.firewalls.values() if f]
             routers = [resources.public(r) for r in w.routers.values() if r]
-            return {"instances": insts, "firewalls": fws, "routers": routers,
+            imgs = [{"name": r["name"], "status": r["status"], "labels": r.get("labels", {}),
+                     "sourceDisk": r["sourceDisk"], "dir": r.get("_dir")} for r in w.images.values()]
+            return {"instances": insts, "firewalls": fws, "routers": routers, "images": imgs,
                     "operations": {"total": len(w.ops), "active": len(w.active)}}
 
     def stop(self):

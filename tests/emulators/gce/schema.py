@@ -151,6 +151,22 @@ MESSAGES = {
     "RouterNatSubnetworkToNat": {"name": S, "secondaryIpRangeNames": ("list", S),
                                  "sourceIpRangesToNat": ("list", S)},
     "FirewallLogConfig": {"enable": B, "metadata": S},
+    # images.insert (only sourceDisk is served; the other sources are
+    # accepted by the front end and refused by images.py)
+    "Image": {
+        "architecture": S, "archiveSizeBytes": I64, "creationTimestamp": S,
+        "deprecated": "any", "description": S, "diskSizeGb": I64, "enableConfidentialCompute": B,
+        "family": S, "guestOsFeatures": ("list", "GuestOsFeature"), "id": U64,
+        "imageEncryptionKey": "CustomerEncryptionKey", "kind": S, "labelFingerprint": S,
+        "labels": ("map", S), "licenseCodes": ("list", I64), "licenses": ("list", S), "name": S,
+        "rawDisk": "ImageRawDisk", "satisfiesPzi": B, "satisfiesPzs": B, "selfLink": S,
+        "shieldedInstanceInitialState": "any", "sourceDisk": S,
+        "sourceDiskEncryptionKey": "CustomerEncryptionKey", "sourceDiskId": S, "sourceImage": S,
+        "sourceImageEncryptionKey": "CustomerEncryptionKey", "sourceImageId": S,
+        "sourceSnapshot": S, "sourceSnapshotEncryptionKey": "CustomerEncryptionKey",
+        "sourceSnapshotId": S, "sourceType": S, "status": S, "storageLocations": ("list", S),
+    },
+    "ImageRawDisk": {"containerType": S, "sha1Checksum": S, "source": S},
 }
 
 _TYPE_NAMES = {S: "TYPE_STRING", B: "TYPE_BOOL", I32: "TYPE_INT32", I64: "TYPE_INT64",

@@ -714,5 +714,202 @@ class Faults(Base):
             self.emu.control("POST", "faults", {"throttle": 3})
 
 
+class Images(Base):
+    """images.insert/get/list/delete and instances.stop/start."""
+
+    def setUp(self):
+        super().setUp()
+        for img in self.emu.control("GET", "state")["images"]:
+            code, op = self.emu.call("DELETE", "global/images/" + img["name"])
+            self.assertEqual(code, 200, op)
+            self.emu.wait(op)
+
+    def stopped(self, name):
+        self.create(instance_body(name))
+        code, op = self.emu.call("POST", "zones/%s/instances/%s/stop" % (ZONE, name))
+        self.assertEqual((code, op["operationType"]), (200, "stop"), op)
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def image(self, body, query=""):
+        return self.emu.call("POST", "global/images", body, query=query)
+
+    def status(self, name):
+        return self.emu.call("GET", "zones/%s/instances/%s" % (ZONE, name))[1]["status"]
+
+    def test_stop_and_start(self):
+        self.emu.control("POST", "faults", {"op_delay": 0.3})
+        self.create(instance_body("vm-pw"))
+        code, op = self.emu.call("POST", "zones/%s/instances/vm-pw/stop" % ZONE)
+        self.assertEqual((code, op["status"], op["operationType"]), (200, "PENDING", "stop"), op)
+        seen = []
+        while True:
+            st = self.status("vm-pw")
+            if not seen or seen[-1] != st:
+                seen.append(st)
+            if st == "TERMINATED":
+                break
+            time.sleep(0.03)
+        self.assertEqual(seen, ["RUNNING", "STOPPING", "TERMINATED"])
+        self.assertEqual(self.emu.wait(op)["status"], "DONE")
+        inst = self.emu.call("GET", "zones/%s/instances/vm-pw" % ZONE)[1]
+        self.assertIn("lastStopTimestamp", inst)
+        code, again = self.emu.call("POST", "zones/%s/instances/vm-pw/stop" % ZONE)   # no-op
+        self.assertNotIn("error", self.emu.wait(again))
+        code, op = self.emu.call("POST", "zones/%s/instances/vm-pw/start" % ZONE, query="requestId=" + str(uuid.uuid4()))
+        self.assertEqual((code, op["operationType"]), (200, "start"), op)
+        seen = []
+        while True:
+            st = self.status("vm-pw")
+            if not seen or seen[-1] != st:
+                seen.append(st)
+            if st == "RUNNING":
+                break
+            time.sleep(0.03)
+        self.assertEqual(seen, ["TERMINATED", "STAGING", "RUNNING"])
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def test_stop_refusals(self):
+        code, v = self.emu.call("POST", "zones/%s/instances/nope/stop" % ZONE)
+        self.assertRejected(code, v, 404, "notFound", "projects/pbx-test/zones/%s/instances/nope" % ZONE)
+        code, v = self.emu.call("POST", "zones/%s/instances/nope/start" % ZONE, query="force=1")
+        self.assertEqual((code, reason(v)), (400, "invalid"))
+        self.emu.control("POST", "faults", {"op_delay": 0.5})
+        code, op = self.insert(instance_body("vm-busy"))
+        while self.emu.call("GET", "zones/%s/instances/vm-busy" % ZONE)[0] != 200:
+            time.sleep(0.02)
+        code, v = self.emu.call("POST", "zones/%s/instances/vm-busy/stop" % ZONE)
+        self.assertEqual((code, reason(v)), (400, "resourceNotReady"), v)
+        self.emu.wait(op)
+
+    def test_insert_from_a_stopped_instance(self):
+        self.stopped("vm-src")
+        rid = str(uuid.uuid4())
+        body = {"name": "img-1", "sourceDisk": "zones/%s/disks/vm-src" % ZONE,
+                "labels": {"pbx-image": "img-1", "pbx-image-id": "ab12"}, "family": "pbx-fam",
+                "description": "made by a test"}
+        code, op = self.image(body, query="requestId=" + rid)
+        self.assertEqual((code, op["operationType"], op["status"]), (200, "insert", "PENDING"), op)
+        self.assertNotIn("zone", op)
+        self.assertTrue(op["selfLink"].startswith(self.emu.base + "projects/pbx-test/global/operations/"))
+        self.assertEqual(op["targetLink"], self.emu.base + "projects/pbx-test/global/images/img-1")
+        code, img = self.emu.call("GET", "global/images/img-1")
+        self.assertEqual((code, img["status"]), (200, "PENDING"))
+        self.assertEqual(self.image(body, query="requestId=" + rid)[1]["name"], op["name"])
+        self.assertNotIn("error", self.emu.wait(op))
+        code, img = self.emu.call("GET", "global/images/img-1")
+        self.assertEqual((img["kind"], img["status"], img["family"]), ("compute#image", "READY", "pbx-fam"))
+        self.assertEqual(img["sourceDisk"], self.emu.base + "projects/pbx-test/zones/%s/disks/vm-src" % ZONE)
+        self.assertEqual(img["labels"], {"pbx-image": "img-1", "pbx-image-id": "ab12"})
+        self.assertEqual((img["diskSizeGb"], img["sourceType"]), ("100", "RAW"))
+        self.assertIsInstance(img["id"], str)
+        self.assertFalse([k for k in img if k.startswith("_")], img)
+        code, v = self.image(dict(body, labels={}))
+        self.assertEqual((code, reason(v)), (409, "alreadyExists"))
+        # an instance booted from it, by full and partial link and by family
+        for n, src in (("from-1", "projects/pbx-test/global/images/img-1"), ("from-2", "global/images/img-1"),
+                       ("from-3", self.emu.base + "projects/pbx-test/global/images/family/pbx-fam")):
+            b = instance_body(n)
+            b["disks"][0]["initializeParams"]["sourceImage"] = src
+            self.create(b)
+        b = instance_body("from-x")
+        b["disks"][0]["initializeParams"]["sourceImage"] = "projects/pbx-test/global/images/no-such"
+        code, v = self.insert(b)
+        self.assertEqual((code, reason(v)), (404, "notFound"))
+        self.assertIn("projects/pbx-test/global/images/no-such", v["error"]["message"])
+        # delete: DONE, then 404
+        code, op = self.emu.call("DELETE", "global/images/img-1")
+        self.assertEqual((code, op["operationType"]), (200, "delete"), op)
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.emu.call("GET", "global/images/img-1")[0], 404)
+        code, v = self.emu.call("DELETE", "global/images/img-1")
+        self.assertEqual((code, reason(v)), (404, "notFound"))
+
+    def test_running_disk_needs_force_create(self):
+        self.create(instance_body("vm-hot"))
+        body = {"name": "img-hot", "sourceDisk": self.emu.base + "projects/pbx-test/zones/%s/disks/vm-hot" % ZONE}
+        code, v = self.image(body)
+        self.assertEqual((code, reason(v)), (400, "resourceInUseByAnotherResource"), v)
+        self.assertIn("is already being used by 'projects/pbx-test/zones/%s/instances/vm-hot'" % ZONE,
+                      v["error"]["message"])
+        self.assertEqual(self.emu.control("GET", "state")["images"], [])
+        code, v = self.image(body, query="forceCreate=maybe")
+        self.assertEqual((code, reason(v)), (400, "invalid"))
+        code, op = self.image(body, query="forceCreate=true")
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def test_image_rejections(self):
+        self.stopped("vm-r")
+        disk = "zones/%s/disks/vm-r" % ZONE
+        for body, status, why, text in (
+                ({"name": "Bad_Name", "sourceDisk": disk}, 400, "invalid", "resource.name"),
+                ({"name": "img-x"}, 400, "invalid", "Exactly one of"),
+                ({"name": "img-x", "sourceDisk": disk, "sourceImage": "global/images/y"}, 400, "invalid", "Exactly one"),
+                ({"name": "img-x", "sourceDisk": "disks/vm-r"}, 400, "invalid", "Invalid URL"),
+                ({"name": "img-x", "sourceDisk": "zones/%s/disks/none" % ZONE}, 404, "notFound",
+                 "projects/pbx-test/zones/%s/disks/none" % ZONE),
+                ({"name": "img-x", "sourceDisk": "zones/mars-1a/disks/vm-r"}, 404, "notFound", "mars-1a"),
+                ({"name": "img-x", "sourceDisk": "projects/other/zones/%s/disks/vm-r" % ZONE}, 404, "notFound",
+                 "projects/other/"),
+                ({"name": "img-x", "sourceDisk": disk, "labels": {"Bad": "x"}}, 400, "invalid", "resource.labels"),
+                ({"name": "img-x", "sourceDisk": disk, "family": "Fam"}, 400, "invalid", "resource.family"),
+                ({"name": "img-x", "sourceDisk": disk, "colour": "red"}, 400, "invalid",
+                 "Unknown name \"colour\" at 'image_resource'"),
+                ({"name": "img-x", "sourceDisk": 7}, 400, "invalid", "TYPE_STRING")):
+            code, v = self.image(body)
+            self.assertEqual((code, reason(v)), (status, why), (body, v))
+            self.assertIn(text, v["error"]["message"], body)
+        self.assertEqual(self.emu.control("GET", "state")["images"], [])
+        code, v = self.image({"name": "img-x", "sourceDisk": disk}, query="requestId=0000")
+        self.assertEqual((code, reason(v)), (400, "invalid"))
+        code, v = self.emu.call("GET", "global/images/none")
+        self.assertEqual((code, reason(v)), (404, "notFound"))
+
+    def test_disk_is_the_instance(self):
+        self.stopped("vm-gone")
+        code, op = self.emu.call("DELETE", "zones/%s/instances/vm-gone" % ZONE)
+        self.assertNotIn("error", self.emu.wait(op))
+        code, v = self.image({"name": "img-g", "sourceDisk": "zones/%s/disks/vm-gone" % ZONE})
+        self.assertEqual((code, reason(v)), (404, "notFound"))
+
+    def test_delete_instance_while_imaging(self):
+        self.stopped("vm-img")
+        self.emu.control("POST", "faults", {"op_delay": 0.5})
+        code, op = self.image({"name": "img-busy", "sourceDisk": "zones/%s/disks/vm-img" % ZONE})
+        self.assertEqual(code, 200, op)
+        code, v = self.emu.call("DELETE", "zones/%s/instances/vm-img" % ZONE)
+        self.assertEqual((code, reason(v)), (400, "resourceInUseByAnotherResource"), v)
+        code, v = self.emu.call("DELETE", "global/images/img-busy")
+        self.assertEqual((code, reason(v)), (400, "resourceNotReady"), v)
+        b = instance_body("from-busy")
+        b["disks"][0]["initializeParams"]["sourceImage"] = "global/images/img-busy"
+        code, v = self.insert(b)
+        self.assertEqual((code, reason(v)), (400, "resourceNotReady"), v)
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def test_list_paging_and_filter(self):
+        self.stopped("vm-l")
+        for i in range(5):
+            code, op = self.image({"name": "img-%d" % i, "sourceDisk": "zones/%s/disks/vm-l" % ZONE,
+                                   "labels": {"pbx-image-id": "even" if i % 2 == 0 else "odd"}})
+            self.assertEqual(code, 200, op)
+            self.emu.wait(op)
+        names, token = [], None
+        while True:
+            q = "maxResults=2" + ("&pageToken=" + token if token else "")
+            code, page = self.emu.call("GET", "global/images", query=q)
+            self.assertEqual((code, page["kind"]), (200, "compute#imageList"), page)
+            names += [i["name"] for i in page["items"]]
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        self.assertEqual(names, ["img-%d" % i for i in range(5)])
+        q = "filter=" + urllib.parse.quote("labels.pbx-image-id = even")
+        code, page = self.emu.call("GET", "global/images", query=q)
+        self.assertEqual([i["name"] for i in page["items"]], ["img-0", "img-2", "img-4"])
+        code, page = self.emu.call("GET", "global/images", query="filter=" + urllib.parse.quote("name = none"))
+        self.assertNotIn("items", page)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,7 +1,12 @@
 """vms.py - booted Debian 12 VMs as the emulator's instances (`--backend
 vm`), in place of node bodies (bodies.py).  Same interface: start(inst)
 when an instance reaches STAGING, stop(inst) when it is deleted, close()
-when the emulator exits.
+when the emulator exits; and power_off(inst) for instances.stop (QEMU
+ended, the disk kept: a later start(inst) boots the same disk),
+make_image / drop_image for images.insert / delete: an image is a
+directory like --vm-image's (rootfs.img converted from the instance's
+qcow2 disk, the kernel and initrd of the image the instance booted from),
+and an instance whose sourceImage is such an image boots from it.
 
 A VM here is what Compute Engine runs: QEMU (TCG: this machine kind has no
 usable KVM, tests/vm/README.md) booting an image made by tests/vm/image.sh,
@@ -201,6 +206,7 @@ class VMs:
         nat = next((ac.get("natIP") for ac in nic.get("accessConfigs", [])), None)
         vdir = os.path.join(self.dir, inst.name)
         tap = self._tap(inst)
+        image = self.image_of(inst)
         try:
             os.makedirs(vdir, exist_ok=True)
             self._write_json(os.path.join(self.meta_dir, ip + ".json"), self._metadata(inst, ip, nat))
@@ -208,9 +214,10 @@ class VMs:
                 self.hosts[inst.name] = "%s,%s,%s" % (mac_of(ip), ip, inst.name)
                 self._dhcp_hosts()
             disk = os.path.join(vdir, "disk.qcow2")
-            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-                            os.path.join(self.image, "rootfs.img"), disk], check=True,
-                           capture_output=True)
+            if not os.path.exists(disk):       # a restarted instance keeps its disk
+                subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+                                os.path.join(image, "rootfs.img"), disk], check=True,
+                               capture_output=True)
             self._ip("tuntap", "add", "dev", tap, "mode", "tap")
             self._ip("link", "set", tap, "master", "br0", "up")
         except (OSError, subprocess.CalledProcessError) as e:
@@ -219,8 +226,8 @@ class VMs:
             "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
             "-m", str(self.mem_mb), "-display", "none", "-monitor", "none", "-no-reboot",
             "-serial", "file:" + os.path.join(vdir, "console.log"),
-            "-kernel", os.path.join(self.image, "vmlinuz"),
-            "-initrd", os.path.join(self.image, "initrd.img"),
+            "-kernel", os.path.join(image, "vmlinuz"),
+            "-initrd", os.path.join(image, "initrd.img"),
             "-append", "root=/dev/vda rw console=ttyS0 quiet",
             "-drive", "file=%s,if=virtio,format=qcow2" % disk,
             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
@@ -245,9 +252,50 @@ class VMs:
                     return "%s exited %d: %s" % (what, p.returncode, f.read().strip()[-400:])
         return None
 
+    def image_of(self, inst):
+        """The image directory INST boots from: its sourceImage's when that
+        is an image made here (images.insert), else --vm-image."""
+        rec = inst.spec.get("image")
+        return rec["_dir"] if rec and rec.get("_dir") else self.image
+
+    def power_off(self, inst):
+        """instances.stop: QEMU, tap, forwards and lease go; the disk stays."""
+        self._halt(inst)
+
     def stop(self, inst):
         """Powers INST's VM off (QEMU ended, as a deleted instance is) and
         removes its disk, tap, forwards, lease and metadata."""
+        self._halt(inst)
+        try:
+            os.unlink(os.path.join(self.dir, inst.name, "disk.qcow2"))
+        except OSError:
+            pass
+
+    def make_image(self, inst, project, res):
+        """images.insert from INST's disk: a new image directory (raw
+        rootfs.img, kernel and initrd of INST's own image); res["_dir"] and
+        archiveSizeBytes are set.  None, or what went wrong."""
+        out = os.path.join(self.dir, "images", project, res["name"])
+        disk = os.path.join(self.dir, inst.name, "disk.qcow2")
+        src = self.image_of(inst)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        p = subprocess.run(["qemu-img", "convert", "-U", "-O", "raw", disk,
+                            os.path.join(out, "rootfs.img")], capture_output=True, text=True)
+        if p.returncode != 0:
+            shutil.rmtree(out, ignore_errors=True)
+            return "qemu-img convert %s: %s" % (disk, p.stderr.strip()[-300:])
+        for f in ("vmlinuz", "initrd.img"):
+            shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
+        res["_dir"] = out
+        res["archiveSizeBytes"] = str(os.stat(os.path.join(out, "rootfs.img")).st_blocks * 512)
+        return None
+
+    def drop_image(self, project, res):
+        if res.get("_dir"):
+            shutil.rmtree(res["_dir"], ignore_errors=True)
+
+    def _halt(self, inst):
         with self.lock:
             procs = self.procs.pop(inst.name, [])
             self.hosts.pop(inst.name, None)
@@ -258,10 +306,6 @@ class VMs:
         subprocess.run(["ip", "-n", self.ns, "link", "del", self._tap(inst)], capture_output=True)
         try:
             os.unlink(os.path.join(self.meta_dir, "%s.json" % nic.get("networkIP")))
-        except OSError:
-            pass
-        try:
-            os.unlink(os.path.join(self.dir, inst.name, "disk.qcow2"))
         except OSError:
             pass
 

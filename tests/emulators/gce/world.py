@@ -10,7 +10,12 @@ RUNNING only once its sshd listens.  The operation is DONE when its
 instances are RUNNING.  A delete is PENDING, then RUNNING with the instance
 STOPPING, then DONE once the body is gone and the instance with it.
 Firewall operations are global: PENDING, RUNNING, DONE, with the change
-made at DONE.  A step lasts faults.op_delay seconds (slow_op_delay for
+made at DONE.  instances.stop: RUNNING -> STOPPING -> TERMINATED (the
+backend's machine ends, its boot disk stays); instances.start: TERMINATED
+-> STAGING -> RUNNING on the same disk.  images.insert (global): the image
+is PENDING from the call, the operation RUNNING while the backend copies
+the disk (booted VMs), then the image READY and the operation DONE;
+images.delete removes it at DONE.  A step lasts faults.op_delay seconds (slow_op_delay for
 the slow_ops fraction).  One thread (tick) moves everything; handlers only
 read and enqueue, under one lock.
 """
@@ -85,8 +90,11 @@ class Instance:
         self.stage_at = 0.0            # when the next lifecycle step is due
         self.delay = 0.1
         self.body = "none"             # none | starting | up | failed | stopping | stopped | skipped
+                                       # | off (instances.stop: machine ended, disk kept)
         self.body_error = None
         self.never_boot = False
+        self.powering_off = False      # STOPPING for instances.stop, not a delete
+        self.disk_id = new_id()        # its boot disk's id
 
 
 class Operation:
@@ -115,6 +123,7 @@ class World:
                                        # 'regions/R' or 'global'
         self.active = []               # Operations not DONE
         self.request_ids = {}          # (project, requestId) -> Operation
+        self.images = {}               # (project, name) -> compute#image (with _keys, images.py)
         # VMs' private addresses exist only in the backend's own namespace
         self.net = Pool(net_cidr, private_ok=getattr(bodies, "private_network", False))
         self.nat = Pool(nat_cidr)
@@ -229,6 +238,12 @@ class World:
         if inst.deleting:
             raise ApiError(400, "resourceNotReady",
                            "The resource 'projects/%s/zones/%s/instances/%s' is not ready" % (project, zone, name))
+        for img in self.images.values():
+            if img["status"] == "PENDING" and img["_instance"] == name and img["_zone"] == zone:
+                raise ApiError(400, "resourceInUseByAnotherResource",
+                               "The disk resource '%s' is already being used by '%s'"
+                               % (img["sourceDisk"][len(self.base):],
+                                  img["selfLink"][len(self.base):]))
         if inst.res.get("deletionProtection"):
             raise ApiError(400, "resourceInUseByAnotherResource",
                            "Invalid resource usage: 'Resource cannot be deleted if it's protected against deletion.'.")
@@ -237,6 +252,45 @@ class World:
         op.res["targetId"] = inst.res["id"]
         op.targets = [inst]
         inst.deleting = True
+        return op
+
+    def power(self, project, zone, name, on, principal, request_id):
+        """instances.start (ON) or instances.stop; a start of a RUNNING or a
+        stop of a TERMINATED instance is an operation that changes nothing."""
+        inst = self.find_instance(project, zone, name)
+        status = inst.res["status"]
+        busy = inst.deleting or status in ("PROVISIONING", "STOPPING") or \
+            (status == "STAGING" and not on)
+        if busy or (on and status not in ("TERMINATED", "RUNNING", "STAGING")):
+            raise ApiError(400, "resourceNotReady",
+                           "The resource 'projects/%s/zones/%s/instances/%s' is not ready" % (project, zone, name))
+        kind = "start" if on else "stop"
+        op = self._new_op(project, "zones/" + zone, kind, kind, inst.res["selfLink"], principal, request_id)
+        op.res["targetId"] = inst.res["id"]
+        op.targets = [inst]
+        op.payload = status == ("RUNNING" if on else "TERMINATED")   # nothing to do
+        return op
+
+    # ---------------------------------------------------------- images
+
+    def image_insert(self, project, res, inst, principal, request_id):
+        self.images[(project, res["name"])] = res
+        op = self._new_op(project, "global", "imgInsert", "insert", res["selfLink"], principal, request_id)
+        op.res["targetId"] = res["id"]
+        op.payload = (res, inst)
+        return op
+
+    def image_delete(self, project, name, principal, request_id):
+        res = self.images.get((project, name))
+        if res is None:
+            raise not_found("projects/%s/global/images/%s" % (project, name))
+        if res["status"] != "READY" or res.get("_deleting"):
+            raise ApiError(400, "resourceNotReady",
+                           "The resource 'projects/%s/global/images/%s' is not ready" % (project, name))
+        res["_deleting"] = True
+        op = self._new_op(project, "global", "imgDelete", "delete", res["selfLink"], principal, request_id)
+        op.res["targetId"] = res["id"]
+        op.payload = res
         return op
 
     # ------------------------------------------------------- firewalls
@@ -329,6 +383,13 @@ class World:
             if all(i.gone for i in op.targets):
                 self._op_done(op, t)
             return
+        if op.kind in ("imgInsert", "imgDelete"):
+            self._advance_image(op, t)
+            return
+        if op.kind == "stop":
+            if all(i.gone or i.res["status"] == "TERMINATED" for i in op.targets):
+                self._op_done(op, t)
+            return
         if all(i.gone or i.res["status"] in ("RUNNING", "TERMINATED") for i in op.targets):
             failed = [i for i in op.targets if i.body_error]
             if failed:
@@ -350,6 +411,70 @@ class World:
 
     _admit_rtInsert = _admit_fwInsert
     _admit_rtDelete = _admit_fwDelete
+
+    def _admit_stop(self, op, t):
+        self._op_running(op, t)
+        inst = op.targets[0]
+        if op.payload or inst.gone:
+            return
+        inst.res["status"] = "STOPPING"
+        inst.powering_off = True
+        inst.stage_at = t + op.delay
+        inst.delay = op.delay
+
+    def _admit_start(self, op, t):
+        self._op_running(op, t)
+        inst = op.targets[0]
+        if op.payload or inst.gone:
+            return
+        inst.res["status"] = "STAGING"
+        inst.res.pop("statusMessage", None)
+        inst.stage_at = t + op.delay
+        inst.delay = op.delay
+        self._body_launch(inst)
+
+    def _admit_imgInsert(self, op, t):
+        self._op_running(op, t)
+        res, inst = op.payload
+        op.copy = "none"
+        if self.bodies is not None and hasattr(self.bodies, "make_image"):
+            op.copy = "running"
+            threading.Thread(target=self._image_copy, args=(op, res, inst), daemon=True).start()
+        op.next_at = t + op.delay
+
+    def _admit_imgDelete(self, op, t):
+        self._op_running(op, t)
+        op.next_at = t + op.delay
+
+    def _image_copy(self, op, res, inst):
+        err = None
+        try:
+            err = self.bodies.make_image(inst, op.project, res)
+        except Exception as e:          # a backend failure fails the operation
+            err = str(e)
+        with self.lock:
+            op.copy = ("failed: " + err) if err else "done"
+
+    def _advance_image(self, op, t):
+        if t < op.next_at:
+            return
+        if op.kind == "imgDelete":
+            res = op.payload
+            self.images.pop((op.project, res["name"]), None)
+            if self.bodies is not None and hasattr(self.bodies, "drop_image"):
+                self.bodies.drop_image(op.project, res)
+            self._op_done(op, t)
+            return
+        if op.copy == "running":
+            return
+        res = op.payload[0]
+        if op.copy.startswith("failed"):
+            self.images.pop((op.project, res["name"]), None)
+            self._op_done(op, t, [{"code": "EMULATOR_IMAGE_COPY_FAILED", "message": op.copy}],
+                          (500, "INTERNAL SERVER ERROR"))
+            return
+        res["status"] = "READY"
+        self._op_done(op, t)
 
     def _admit_delete(self, op, t):
         self._op_running(op, t)
@@ -477,11 +602,7 @@ class World:
         if status == "PROVISIONING" and not inst.deleting:
             inst.res["status"] = "STAGING"
             inst.stage_at = t + inst.delay
-            if self.bodies is None or inst.never_boot:
-                inst.body = "skipped"
-            else:
-                inst.body = "starting"
-                threading.Thread(target=self._body_start, args=(inst,), daemon=True).start()
+            self._body_launch(inst)
         elif status == "STAGING" and not inst.deleting and inst.body != "starting":
             if inst.body == "failed":
                 inst.res["status"] = "TERMINATED"
@@ -489,8 +610,17 @@ class World:
             else:
                 inst.res["status"] = "RUNNING"
                 inst.res["lastStartTimestamp"] = now_stamp(t)
-        elif status == "STOPPING" and inst.body != "starting":
+        elif status == "STOPPING" and inst.powering_off and not inst.deleting:
             if inst.body in ("up", "failed"):
+                inst.body = "stopping"
+                threading.Thread(target=self._body_power_off, args=(inst,), daemon=True).start()
+            elif inst.body not in ("stopping", "starting"):
+                inst.powering_off = False
+                inst.res["status"] = "TERMINATED"
+                inst.res["lastStopTimestamp"] = now_stamp(t)
+        elif status == "STOPPING" and inst.body != "starting":
+            inst.powering_off = False
+            if inst.body in ("up", "failed", "off"):
                 inst.body = "stopping"
                 threading.Thread(target=self._body_stop, args=(inst,), daemon=True).start()
             elif inst.body != "stopping":
@@ -513,6 +643,19 @@ class World:
         if late:                       # shutdown() has already passed this one
             self.bodies.stop(inst)
 
+    def _body_launch(self, inst):
+        if self.bodies is None or inst.never_boot:
+            inst.body = "skipped"
+        else:
+            inst.body = "starting"
+            threading.Thread(target=self._body_start, args=(inst,), daemon=True).start()
+
+    def _body_power_off(self, inst):
+        off = getattr(self.bodies, "power_off", self.bodies.stop)
+        off(inst)
+        with self.lock:
+            inst.body = "off"
+
     def _body_stop(self, inst):
         self.bodies.stop(inst)
         with self.lock:
@@ -523,7 +666,7 @@ class World:
         with self.lock:
             self.stopping = True
             self.lock.notify_all()
-            insts = [i for i in self.instances.values() if i.body in ("up", "starting", "failed")]
+            insts = [i for i in self.instances.values() if i.body in ("up", "starting", "failed", "off")]
         if self.bodies is not None:
             for inst in insts:
                 self.bodies.stop(inst)
