@@ -14,62 +14,35 @@
 # Skipped, with the reason, where this machine cannot boot VMs.
 . "$PBX_SOURCE_DIR/tests/cli/lib.sh"
 
-EMU=$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py
+. "$PBX_SOURCE_DIR/tests/vm/lib.sh"
 IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
-why=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import vms; print(vms.why_not("/") or "")' \
-	"$PBX_SOURCE_DIR/tests/emulators/gce" 2>&1 | grep -v "no VM image")
-for t in debootstrap mkfs.ext4; do
-	command -v "$t" >/dev/null 2>&1 || why="${why:+$why; }image.sh needs $t (apt-get install debootstrap e2fsprogs)"
-done
+why=$(vm_why_not)
 if [ -n "$why" ]; then
-	echo "1..0 # SKIP $why"
+	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
 	rm -rf "$TEST_TMP"
 	exit 77
 fi
 
-emu_stop() {
-	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	EMU_PID=
-}
 cleanup() {
 	for c in p1 p3 s1; do "$PBX" -q cluster stop $c >/dev/null 2>&1; done
 	"$PBX" -q image delete vmimg >/dev/null 2>&1
-	emu_stop
+	gce_vm_emulator_stop
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
-emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
 
 t0=$(date +%s)
-sh "$PBX_SOURCE_DIR/tests/vm/image.sh" stock "$IMAGES/stock" >"$TEST_TMP/image.log" 2>&1
+vm_image stock "$IMAGES" "$TEST_TMP/image.log"
 ok $? "the stock image is there ($(($(date +%s) - t0)) s): $(tail -n 2 "$TEST_TMP/image.log" | tr '\n' ' ')"
 
 mkdir -p "$PBX_HOME"
 chmod 755 "$TEST_TMP"
 ssh-keygen -q -t ed25519 -N "" -C gce-image -f "$PBX_HOME/id"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
-python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-	--project pbx-test --backend vm --vm-image "$IMAGES/stock" \
-	--network-block 10.130.0.0/20 --nat-block 127.0.93.0/24 --log "$TEST_TMP/emu.log" \
-	>"$TEST_TMP/emu.out" 2>&1 &
-EMU_PID=$!
-i=0
-while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-PORT=$(cat "$TEST_TMP/port" 2>/dev/null)
-[ -n "$PORT" ]
+gce_vm_emulator "$TEST_TMP" "$IMAGES/stock" 127.0.93.0/24
 ok $? "the emulator runs with its VM network: $(tail -n 3 "$TEST_TMP/emu.out")"
-python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
-import json, sys
-pem, out, port = sys.argv[1:]
-json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
-           "private_key": open(pem).read(), "client_email": "pbx-vm@pbx-test.iam.gserviceaccount.com",
-           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
-PY
-chmod 600 "$PBX_HOME/sa.json"
-emu_post service-accounts "{\"key_file\": \"$PBX_HOME/sa.json\"}" >/dev/null
 tmpl() {   # tmpl NAME IMAGE COUNT
 	printf '  %s:\n    cloud: gce\n    login_user: pbx\n    ssh_key: %s\n    image: %s\n' "$1" "$PBX_HOME/id" "$2"
 	printf '    node_groups:\n      - { name: cpu, count: %s, machine_type: e2-standard-2 }\n' "$3"
@@ -81,7 +54,7 @@ tmpl() {   # tmpl NAME IMAGE COUNT
 	tmpl p1 vmimg 1
 	tmpl p3 vmimg 3
 	echo "clouds:"
-	echo "  gce: { project: pbx-test, zone: us-central1-a, credentials: $PBX_HOME/sa.json,"
+	echo "  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,"
 	echo "         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
 } >"$PBX_HOME/config.yaml"
 chmod 600 "$PBX_HOME/config.yaml"
@@ -109,8 +82,9 @@ start_timed() {   # start_timed CLUSTER WANT_SINFO
 	echo "# $1: start to every node idle: $took s"
 }
 start_timed p1 "cpu1 idle"
-run_pbx cluster exec -n cpu1 p1 -- sh -c 'grep -c "installing" /var/log/pbx-bootstrap.out 2>/dev/null; systemctl is-active slurmd munge; findmnt -n -o FSTYPE /shared'
-is "$(echo "$out" | tail -n 3 | tr '\n' ' ')" "active active nfs4 " "a node from the image: units active, /shared over NFS"
+run_pbx cluster exec -n cpu1 p1 -- sh -c 'systemctl is-active slurmd munge; systemctl is-enabled slurmctld; findmnt -n -o FSTYPE /shared'
+is "$(echo "$out" | tail -n 4 | tr '\n' ' ')" "active active disabled nfs4 " \
+	"a node from the image: units active, the image's slurmctld disabled, /shared over NFS"
 run_pbx cluster stop p1
 ok $rc "stop p1: $errout"
 start_timed p3 "cpu1 idle
