@@ -610,6 +610,9 @@ do_install() {
 	# every cluster's nodes get pbx's key; a machine started from the image
 	# must not run munge with a key it shares with every other such machine
 	systemctl stop munge 2>/dev/null || :
+	# neither SLURM daemon starts from the image by itself: `up` enables
+	# its role's one (and so need not disable the other at every start)
+	systemctl disable --now slurmctld slurmd >/dev/null 2>&1 || :
 	rm -f "$ROOT/etc/munge/munge.key"
 	apt-get clean
 	rm -rf "$ROOT"/var/lib/apt/lists/*
@@ -775,7 +778,8 @@ munge_ok() { munge -S "$MUNGE_SOCK" -n </dev/null | unmunge -S "$MUNGE_SOCK" >/d
 if [ "$MODE" = systemd ]; then
 	chown munge:munge "$ROOT/etc/munge" "$MUNGE_KEY"
 	if [ "$key_changed" = 1 ] || ! systemctl is-active --quiet munge; then
-		systemctl enable munge
+		# (enable runs update-rc.d: seconds on a small VM; skipped when done)
+		systemctl is-enabled --quiet munge 2>/dev/null || systemctl enable munge
 		systemctl restart munge || die "systemctl restart munge failed (journalctl -u munge)"
 	fi
 else
