@@ -13,15 +13,17 @@
 # the harness's namespace; public addresses (mapped on launch) come from
 # 127.0.94.0/24 and reach the VMs' port 22.
 #
-# PBX_VM_IMAGE picks the image kind (default: ec2-baked, so no apt;
-# PBX_VM_IMAGE=ec2-stock runs the real apt path); images are built once
-# into PBX_VM_IMAGES (default: build/vm-images) by tests/vm/image.sh.
+# PBX_VM_IMAGE picks the image kind as for gce-booted.sh (default: baked,
+# i.e. ec2-baked, so no apt; PBX_VM_IMAGE=stock runs the real apt path on
+# ec2-stock); images are built once into PBX_VM_IMAGES (default:
+# build/vm-images) by tests/vm/image.sh.
 # Skipped, with the reason, where this machine cannot boot VMs.
 . "$PBX_SOURCE_DIR/tests/cli/lib.sh"
 
 HARNESS=$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py
 IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
-KIND=${PBX_VM_IMAGE:-ec2-baked}
+KIND=${PBX_VM_IMAGE:-baked}
+KIND=ec2-${KIND#ec2-}
 why=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import vms; print(vms.why_not("/") or "")' \
 	"$PBX_SOURCE_DIR/tests/emulators/gce" 2>&1 | grep -v "no VM image")
 for t in debootstrap mkfs.ext4; do

@@ -40,7 +40,7 @@ baked_pkgs=${baked_pkgs% }
 # Debian's EC2 AMI: cloud-init (the Ec2 data source: IMDS, user data) in
 # place of Google's agent, networking by netplan on systemd-networkd
 ec2_base=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,ca-certificates,procps,less
-ec2_pkgs="cloud-init netplan.io isc-dhcp-client"
+ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
 case $kind in
 stock) want=$stock_pkgs ;;
 baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs" ;;
@@ -138,6 +138,11 @@ system_info:
     gecos: Debian
     groups: [adm, audio, cdrom, dialout, dip, floppy, plugdev, sudo, video]
 CFG
+	# cloud-init's locale module sets en_US.UTF-8 (Debian's default_locale),
+	# which update-locale refuses unless it was generated (cloud-init
+	# status: error): made here once, as the AMI has it
+	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$1/etc/locale.gen"
+	chroot "$1" locale-gen >/dev/null
 	# the package's debconf default stays: every data source, of which
 	# ds-identify picks Ec2 from the SMBIOS (product uuid and serial "ec2...")
 	chroot "$1" systemctl enable systemd-networkd systemd-resolved ssh \

@@ -323,6 +323,14 @@ class VMs:
 
 
 def _end(p, grace=5.0):
+    """Ends P and its process group (each was spawned in a session of its
+    own): a forwarding socat's children, one per connection still open,
+    would otherwise outlive it, blocked on a peer that is gone."""
+    def group(sig):
+        try:
+            os.killpg(p.pid, sig)
+        except OSError:
+            pass
     if p.poll() is None:
         p.terminate()
         try:
@@ -330,3 +338,6 @@ def _end(p, grace=5.0):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    group(signal.SIGTERM)
+    time.sleep(0.05)
+    group(signal.SIGKILL)
