@@ -19,20 +19,18 @@
 # build/vm-images) by tests/vm/image.sh.
 # Skipped, with the reason, where this machine cannot boot VMs.
 . "$PBX_SOURCE_DIR/tests/cli/lib.sh"
+. "$PBX_SOURCE_DIR/tests/vm/lib.sh"
 
 HARNESS=$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py
 IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
 KIND=${PBX_VM_IMAGE:-baked}
 KIND=ec2-${KIND#ec2-}
-why=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import vms; print(vms.why_not("/") or "")' \
-	"$PBX_SOURCE_DIR/tests/emulators/gce" 2>&1 | grep -v "no VM image")
-for t in debootstrap mkfs.ext4; do
-	command -v "$t" >/dev/null 2>&1 || why="${why:+$why; }image.sh needs $t (apt-get install debootstrap e2fsprogs)"
-done
+why=$(vm_why_not)
 python3 -c 'import moto.server, boto3' 2>/dev/null ||
-	why="${why:+$why; }the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
+	why="${why:+$why
+}the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
 if [ -n "$why" ]; then
-	echo "1..0 # SKIP $why"
+	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
 	rm -rf "$TEST_TMP"
 	exit 77
 fi
@@ -70,9 +68,7 @@ PY
 
 # ------------------------------------------------------------ the images
 t0=$(date +%s)
-sh "$PBX_SOURCE_DIR/tests/vm/image.sh" ec2-stock "$IMAGES/ec2-stock" >"$TEST_TMP/image.log" 2>&1 &&
-	{ [ "$KIND" = ec2-stock ] || sh "$PBX_SOURCE_DIR/tests/vm/image.sh" ec2-baked "$IMAGES/ec2-baked" \
-		"$IMAGES/ec2-stock" >>"$TEST_TMP/image.log" 2>&1; }
+vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
 ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
 
 mkdir -p "$PBX_HOME"

@@ -41,11 +41,12 @@ baked_pkgs=${baked_pkgs% }
 # place of Google's agent, networking by netplan on systemd-networkd
 ec2_base=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,ca-certificates,procps,less
 ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
+ec2_shape="(shape 2)"   # bumped when shape_like_ec2_ami changes: a cached image is made again
 case $kind in
 stock) want=$stock_pkgs ;;
 baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs" ;;
-ec2-stock) want="$ec2_base $ec2_pkgs" ;;
-ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $baked_pkgs" ;;
+ec2-stock) want="$ec2_base $ec2_pkgs $ec2_shape" ;;
+ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $ec2_shape $baked_pkgs" ;;
 *) echo "image.sh: unknown kind '$kind' (stock, baked, ec2-stock or ec2-baked)" >&2; exit 2 ;;
 esac
 
@@ -141,8 +142,11 @@ CFG
 	# cloud-init's locale module sets en_US.UTF-8 (Debian's default_locale),
 	# which update-locale refuses unless it was generated (cloud-init
 	# status: error): made here once, as the AMI has it
+	# and the system's locale too, else cloud-init generates it again at
+	# every first boot (a minute under TCG)
 	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$1/etc/locale.gen"
 	chroot "$1" locale-gen >/dev/null
+	chroot "$1" update-locale LANG=en_US.UTF-8
 	# the package's debconf default stays: every data source, of which
 	# ds-identify picks Ec2 from the SMBIOS (product uuid and serial "ec2...")
 	chroot "$1" systemctl enable systemd-networkd systemd-resolved ssh \
