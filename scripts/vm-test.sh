@@ -4,6 +4,7 @@
 # images.  Builds pbx (optimised) if needed; images are built once into
 # build/vm-images.  Needs root; installs QEMU, dnsmasq, socat, debootstrap.
 #   sh scripts/vm-test.sh [ctest args]      e.g. PBX_VM_IMAGE=stock for the apt path
+#                                           (the stock images: stock, ec2-stock)
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/vm-tools.sh

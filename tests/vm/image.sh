@@ -11,6 +11,14 @@
 #                                           would apt-get: SLURM, munge, NFS,
 #                                           pbx-train's libraries (prebaked:
 #                                           a boot skips apt)
+#   sh tests/vm/image.sh ec2-stock DIR      shaped like Debian's official EC2
+#                                           AMI (debian-12-amd64): cloud-init
+#                                           with its Ec2 data source (IMDS),
+#                                           default user admin with
+#                                           passwordless sudo, netplan; no
+#                                           guest agent, no SLURM
+#   sh tests/vm/image.sh ec2-baked DIR STOCK  ec2-stock (in STOCK) plus the
+#                                           packages `baked` adds
 #
 # DIR gets rootfs.img (raw ext4 made with mkfs.ext4 -d: no loop mount),
 # vmlinuz and initrd.img (QEMU boots them with -kernel/-initrd), tree/ (the
@@ -18,8 +26,8 @@
 # packages.txt already matches is left as it is.  Needs root, debootstrap,
 # e2fsprogs and the Debian mirror.
 set -eu
-kind=${1:?usage: image.sh stock|baked DIR [STOCK]}
-dir=${2:?usage: image.sh stock|baked DIR [STOCK]}
+kind=${1:?usage: image.sh stock|baked|ec2-stock|ec2-baked DIR [STOCK]}
+dir=${2:?usage: image.sh stock|baked|ec2-stock|ec2-baked DIR [STOCK]}
 mirror=${PBX_VM_MIRROR:-http://deb.debian.org/debian}
 
 stock_pkgs=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,google-guest-agent,ca-certificates,procps,less
@@ -29,10 +37,18 @@ boot=$(dirname "$0")/../../templates/bootstrap.sh
 eval "$(grep -E '^(HEAD|COMPUTE|TRAIN)_PKGS="[a-z0-9. +-]*"$' "$boot")"
 baked_pkgs=$(printf '%s\n' $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS | awk '!seen[$0]++' | tr '\n' ' ')
 baked_pkgs=${baked_pkgs% }
+# Debian's EC2 AMI: cloud-init (the Ec2 data source: IMDS, user data) in
+# place of Google's agent, networking by netplan on systemd-networkd
+ec2_base=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,ca-certificates,procps,less
+ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
+ec2_shape="(shape 2)"   # bumped when shape_like_ec2_ami changes: a cached image is made again
+baked_shape="(baked 2)" # bumped when the baked part changes, likewise
 case $kind in
 stock) want=$stock_pkgs ;;
-baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs" ;;
-*) echo "image.sh: unknown kind '$kind' (stock or baked)" >&2; exit 2 ;;
+baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs $baked_shape" ;;
+ec2-stock) want="$ec2_base $ec2_pkgs $ec2_shape" ;;
+ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $ec2_shape $baked_pkgs $baked_shape" ;;
+*) echo "image.sh: unknown kind '$kind' (stock, baked, ec2-stock or ec2-baked)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$dir"
@@ -46,11 +62,20 @@ chmod 755 "$tree"   # it becomes the image's /
 trap 'rm -rf "$tree"' EXIT
 trap 'exit 130' INT TERM
 
-# What a stock cloud image adds to a Debian install: every NIC by DHCP
+# What every stock cloud image has: the root file system on the first
+# disk, no host name, no host keys and no machine id until first boot.
+shape_first_boot() {
+	printf '/dev/vda / ext4 defaults 0 1\n' >"$1/etc/fstab"
+	: >"$1/etc/hostname"
+	rm -f "$1"/etc/ssh/ssh_host_*
+	: >"$1/etc/machine-id"
+	rm -f "$1/var/lib/dbus/machine-id"
+}
+
+# What Compute Engine's image adds to a Debian install: every NIC by DHCP
 # with the search domains of the lease, the hostname from the metadata
 # server (Compute Engine's images set it from DHCP/metadata at each boot),
-# the root file system on the first disk, no host keys and no machine id
-# until first boot.
+# host keys made by a unit of their own, Google's guest agent.
 shape_like_cloud_image() {
 	cat >"$1/etc/systemd/network/80-dhcp.network" <<'NET'
 [Match]
@@ -93,11 +118,64 @@ WantedBy=multi-user.target
 UNIT
 	chroot "$1" systemctl enable systemd-networkd systemd-networkd-wait-online systemd-resolved \
 		ssh google-guest-agent gce-hostname ssh-hostkeys >/dev/null 2>&1
-	printf '/dev/vda / ext4 defaults 0 1\n' >"$1/etc/fstab"
-	: >"$1/etc/hostname"
-	rm -f "$1"/etc/ssh/ssh_host_*
-	: >"$1/etc/machine-id"
-	rm -f "$1/var/lib/dbus/machine-id"
+	shape_first_boot "$1"
+}
+
+# What Debian's EC2 AMI adds (debian-cloud-images, class EC2): cloud-init
+# does the first boot from IMDS: the network (netplan, rendered for
+# systemd-networkd), the host name (local-hostname, or the user data's),
+# host keys, /etc/hosts, and the default user `admin` with passwordless
+# sudo and the key pair's key.  The apt sources stay on plain http (the
+# VMs' only way out is the emulator's port-80 forward to deb.debian.org).
+shape_like_ec2_ami() {
+	cat >"$1/etc/cloud/cloud.cfg.d/01_debian_cloud.cfg" <<'CFG'
+# as Debian's cloud images have it (but no mirror lists: plain http apt)
+manage_etc_hosts: true
+system_info:
+  default_user:
+    name: admin
+    sudo: ALL=(ALL) NOPASSWD:ALL
+    shell: /bin/bash
+    lock_passwd: True
+    gecos: Debian
+    groups: [adm, audio, cdrom, dialout, dip, floppy, plugdev, sudo, video]
+CFG
+	# cloud-init's locale module sets en_US.UTF-8 (Debian's default_locale),
+	# which update-locale refuses unless it was generated (cloud-init
+	# status: error): made here once, as the AMI has it
+	# and the system's locale too, else cloud-init generates it again at
+	# every first boot (a minute under TCG)
+	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$1/etc/locale.gen"
+	chroot "$1" locale-gen >/dev/null
+	chroot "$1" update-locale LANG=en_US.UTF-8
+	# the package's debconf default stays: every data source, of which
+	# ds-identify picks Ec2 from the SMBIOS (product uuid and serial "ec2...")
+	chroot "$1" systemctl enable systemd-networkd systemd-resolved ssh \
+		cloud-init-local cloud-init cloud-config cloud-final >/dev/null 2>&1
+	rm -rf "$1/var/lib/cloud"
+	shape_first_boot "$1"
+}
+
+# apt_into TREE PKG...: apt-get install of PKGs into TREE (a chroot in
+# which no daemon starts; its log appended to build.log)
+apt_into() {
+	t=$1
+	shift
+	printf '#!/bin/sh\nexit 101\n' >"$t/usr/sbin/policy-rc.d"
+	chmod 755 "$t/usr/sbin/policy-rc.d"
+	mount -t proc proc "$t/proc"
+	# the image's resolv.conf points at systemd-resolved, which does not
+	# run in the chroot: the host's for the install, the image's again after
+	mv "$t/etc/resolv.conf" "$t/etc/resolv.conf.image"
+	cp /etc/resolv.conf "$t/etc/resolv.conf"
+	if ! { chroot "$t" apt-get -o APT::Update::Error-Mode=any update -q && DEBIAN_FRONTEND=noninteractive chroot "$t" \
+		apt-get install -y -q --no-install-recommends "$@"; } >>"$dir/build.log" 2>&1 </dev/null; then
+		umount "$t/proc"; tail -n 20 "$dir/build.log" >&2; exit 1
+	fi
+	umount "$t/proc"
+	mv "$t/etc/resolv.conf.image" "$t/etc/resolv.conf"
+	rm -f "$t/usr/sbin/policy-rc.d"
+	rm -rf "$t"/var/lib/apt/lists/*
 }
 
 if [ "$kind" = stock ]; then
@@ -105,27 +183,26 @@ if [ "$kind" = stock ]; then
 	debootstrap --variant=minbase --include="$stock_pkgs" bookworm "$tree" "$mirror" \
 		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
 	shape_like_cloud_image "$tree"
-else
-	[ -d "$stock/tree" ] || { echo "image.sh: no stock image in $stock (image.sh stock $stock)" >&2; exit 1; }
-	echo "image.sh: $baked_pkgs onto a copy of $stock/tree"
-	cp -a "$stock/tree/." "$tree/"
-	# no daemon starts inside the chroot
-	printf '#!/bin/sh\nexit 101\n' >"$tree/usr/sbin/policy-rc.d"
-	chmod 755 "$tree/usr/sbin/policy-rc.d"
-	mount -t proc proc "$tree/proc"
-	# the image's resolv.conf points at systemd-resolved, which does not
-	# run in the chroot: the host's for the install, the image's again after
-	mv "$tree/etc/resolv.conf" "$tree/etc/resolv.conf.image"
-	cp /etc/resolv.conf "$tree/etc/resolv.conf"
+elif [ "$kind" = ec2-stock ]; then
+	# debootstrap cannot order cloud-init's Python dependencies in its
+	# base stage (python3-cryptography fails to configure): apt does them
+	echo "image.sh: debootstrap of bookworm into $tree, then $ec2_pkgs"
+	debootstrap --variant=minbase --include="$ec2_base" bookworm "$tree" "$mirror" \
+		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
 	# shellcheck disable=SC2086 # word splitting of the package list
-	if ! { chroot "$tree" apt-get -o APT::Update::Error-Mode=any update -q && DEBIAN_FRONTEND=noninteractive chroot "$tree" \
-		apt-get install -y -q --no-install-recommends $baked_pkgs; } >"$dir/build.log" 2>&1 </dev/null; then
-		umount "$tree/proc"; tail -n 20 "$dir/build.log" >&2; exit 1
-	fi
-	umount "$tree/proc"
-	mv "$tree/etc/resolv.conf.image" "$tree/etc/resolv.conf"
-	rm -f "$tree/usr/sbin/policy-rc.d" "$tree/etc/munge/munge.key"   # every node gets pbx's key
-	rm -rf "$tree"/var/lib/apt/lists/*
+	apt_into "$tree" $ec2_pkgs
+	shape_like_ec2_ami "$tree"
+else
+	[ -d "$stock/tree" ] || { echo "image.sh: no stock image in $stock (image.sh ${kind%baked}stock $stock)" >&2; exit 1; }
+	echo "image.sh: $baked_pkgs onto a copy of $stock/tree"
+	: >"$dir/build.log"
+	cp -a "$stock/tree/." "$tree/"
+	# shellcheck disable=SC2086 # word splitting of the package list
+	apt_into "$tree" $baked_pkgs
+	rm -f "$tree/etc/munge/munge.key"   # every node gets pbx's key
+	# as the bootstrap's install action leaves an image: neither SLURM
+	# daemon enabled (`up` enables its role's one)
+	chroot "$tree" systemctl disable slurmctld slurmd >/dev/null 2>&1 || :
 fi
 chroot "$tree" apt-get clean
 cp -L "$tree/vmlinuz" "$dir/vmlinuz"

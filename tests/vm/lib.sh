@@ -3,8 +3,9 @@
 # a service-account key it accepts and a pbx configuration pointing at it.
 #
 #   vm_why_not                 prints why VMs cannot boot here ("" when they can)
-#   vm_image KIND IMAGES LOG   builds the stock image (and KIND=baked on it)
-#                              into IMAGES/KIND once; status of image.sh
+#   vm_image KIND IMAGES LOG   builds the stock image (ec2-stock for the ec2-*
+#                              kinds; and KIND=baked or ec2-baked on it) into
+#                              IMAGES/KIND once; status of image.sh
 #   gce_vm_emulator DIR IMAGE NAT_BLOCK
 #                              starts the emulator with --backend vm (state in
 #                              DIR/emu), sets EMU_PID and PORT, writes
@@ -25,8 +26,9 @@ vm_why_not() {
 }
 
 vm_image() {
-	sh "$PBX_SOURCE_DIR/tests/vm/image.sh" stock "$2/stock" >"$3" 2>&1 || return 1
-	[ "$1" = stock ] || sh "$PBX_SOURCE_DIR/tests/vm/image.sh" "$1" "$2/$1" "$2/stock" >>"$3" 2>&1
+	case $1 in ec2-*) vi_stock=ec2-stock ;; *) vi_stock=stock ;; esac
+	sh "$PBX_SOURCE_DIR/tests/vm/image.sh" "$vi_stock" "$2/$vi_stock" >"$3" 2>&1 || return 1
+	[ "$1" = "$vi_stock" ] || sh "$PBX_SOURCE_DIR/tests/vm/image.sh" "$1" "$2/$1" "$2/$vi_stock" >>"$3" 2>&1
 }
 
 gce_vm_emulator() {

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """ec2_harness.py - EC2 for tests: moto_server (moto[server], pinned in
 scripts/test-requirements.txt) on 127.0.0.1 with signature and credential
-checking on, a fault-injecting proxy in front of it, and node bodies for
-its running instances.
+checking on, a fault-injecting proxy in front of it, and node bodies (or
+booted VMs) for its running instances.
 
     python3 ec2_harness.py --state-dir D --env-file F --node-body-helper H
         [--login-user U] [--vpc 127.0.0.0/16] [--subnet 127.0.60.0/24 ...]
         [--throttle 0.3] [--capacity SUBNET_OR_TYPE ...] [--vcpu-limit TYPE ...]
         [--no-bodies]
+    python3 ec2_harness.py --state-dir D --env-file F --backend vm --vm-image DIR
+        --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 --public-block 127.0.94.0/24
 
 Setup, before authentication is switched on (POST /moto-api/reset-auth 0):
 an IAM user `pbx` with an access key and ec2:* (what pbx signs with), an
@@ -34,9 +36,28 @@ that address, port 22, accepting the instance's key pair (from
 DescribeKeyPairs IncludePublicKey) for --login-user, who gets passwordless
 sudo as a cloud image's default user has; a terminated instance's body is
 stopped.  Addresses outside 127.0.0.0/8 are never used.
+
+Booted VMs (--backend vm --vm-image DIR, an image made by tests/vm/image.sh
+ec2-stock or ec2-baked): every running instance is a QEMU machine
+(tests/emulators/gce/vms.py with the EC2 flavour below) in a network
+namespace of the harness's own, whose bridge is the one --subnet (a
+private block: its addresses exist only in that namespace); the instance's
+private address is its DHCP lease there.  IMDS (imds.py) serves each VM
+its metadata, the key pair's key and the RunInstances UserData, IMDSv2
+only when the instance was launched with HttpTokens required.  The
+subnet maps public addresses on launch, taken from --public-block (a
+loopback block): an instance's public address reaches its port 22.  The
+SMBIOS says EC2 (uuid and serial "ec2..."), so cloud-init on the image
+picks its Ec2 data source and makes the default user from the key pair.
+
+Private addresses are given as EC2 does (moto draws any address of the
+block, the network's and the gateway's included): not the subnet's first
+four nor its last, not one in use.
 """
 
 import argparse
+import base64
+import hashlib
 import ipaddress
 import json
 import logging
@@ -56,6 +77,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
 
 import boto3  # noqa: E402
+import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
@@ -152,6 +174,140 @@ def make_proxy(moto_url, faults):
     return Proxy
 
 
+class Addresses:
+    """EC2's address rules for moto's ENIs: a private address of the
+    subnet that is none of its first four or its last (EC2 reserves them)
+    and not given out before in this run; a public address from a loopback
+    block (--public-block) in place of moto's 54.214.x.y."""
+
+    def __init__(self, public_block):
+        self.lock = threading.Lock()
+        self.used = set()
+        self.public = ipaddress.ip_network(public_block).hosts() if public_block else None
+        self._random_private = moto_eni.random_private_ip
+        self._random_public = moto_eni.random_public_ip
+        moto_eni.random_private_ip = self.private
+        moto_eni.random_public_ip = self.public_ip
+
+    def private(self, cidr=None, ipv6=False):
+        if not cidr or ipv6:
+            return self._random_private(cidr, ipv6)
+        net = ipaddress.ip_network(cidr)
+        first, last = int(net.network_address) + 4, int(net.broadcast_address) - 1
+        with self.lock:
+            for _ in range(64):
+                ip = str(ipaddress.ip_address(random.randint(first, last))) if last >= first else None
+                if ip and ip not in self.used:
+                    self.used.add(ip)
+                    return ip
+            free = [str(ipaddress.ip_address(a)) for a in range(first, last + 1)
+                    if str(ipaddress.ip_address(a)) not in self.used]
+            if free:
+                self.used.add(free[0])
+                return free[0]
+        return self._random_private(cidr, ipv6)    # a full subnet: as moto does
+
+    def public_ip(self):
+        if self.public is None:
+            return self._random_public()
+        with self.lock:
+            ip = next(self.public, None)
+        if ip is None:
+            raise RuntimeError("--public-block is used up")
+        return str(ip)
+
+
+def ec2_uuid(iid):
+    """The SMBIOS uuid (and serial) of an instance: "ec2" first, as on EC2."""
+    h = "ec2" + hashlib.sha256(iid.encode()).hexdigest()[:29]
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:32])
+
+
+class Ec2Flavour:
+    """EC2's side of a booted VM (vms.py): IMDS, ec2.internal names, EC2's
+    SMBIOS.  Instances are VmInst."""
+    metadata_server = ["python3", os.path.join(HERE, "imds.py")]
+    domains = ["ec2.internal"]
+    dns = {"instance-data": "169.254.169.254"}
+
+    @staticmethod
+    def addresses(inst):
+        return inst.ip, inst.public_ip
+
+    @staticmethod
+    def mac(ip):
+        return "0e:00:" + ":".join("%02x" % b for b in ipaddress.ip_address(ip).packed)
+
+    @staticmethod
+    def dhcp_name(inst):
+        return "ip-" + inst.ip.replace(".", "-")
+
+    @staticmethod
+    def smbios(inst):
+        u = ec2_uuid(inst.name)
+        return ["type=0,vendor=Amazon EC2",
+                "type=1,manufacturer=Amazon EC2,product=%s,serial=%s,uuid=%s" % (inst.type, u, u),
+                "type=3,manufacturer=Amazon EC2,asset=Amazon EC2"]
+
+    def metadata(self, inst, ip, nat, vms):
+        i, mac = inst.desc, self.mac(ip)
+        host = "ip-%s.ec2.internal" % ip.replace(".", "-")
+        az = i["Placement"]["AvailabilityZone"]
+        groups = i.get("SecurityGroups", [])
+        nic = {"device-number": "0", "interface-id": "eni-" + inst.name[2:], "local-hostname": host,
+               "local-ipv4s": ip, "mac": mac, "owner-id": inst.owner,
+               "security-group-ids": "\n".join(g["GroupId"] for g in groups),
+               "security-groups": "\n".join(g["GroupName"] for g in groups),
+               "subnet-id": i.get("SubnetId", ""), "subnet-ipv4-cidr-block": inst.cidr,
+               "vpc-id": i.get("VpcId", ""), "vpc-ipv4-cidr-block": inst.vpc_cidr,
+               "vpc-ipv4-cidr-blocks": inst.vpc_cidr}
+        md = {"ami-id": i["ImageId"], "ami-launch-index": str(i.get("AmiLaunchIndex", 0)),
+              "ami-manifest-path": "(unknown)",
+              "block-device-mapping": {"ami": "/dev/xvda", "root": "/dev/xvda"},
+              "hostname": host, "instance-action": "none", "instance-id": inst.name,
+              "instance-life-cycle": "spot" if i.get("InstanceLifecycle") == "spot" else "on-demand",
+              "instance-type": inst.type, "local-hostname": host, "local-ipv4": ip, "mac": mac,
+              "network": {"interfaces": {"macs": {mac: nic}}},
+              "placement": {"availability-zone": az, "availability-zone-id": "use1-az1",
+                            "region": REGION},
+              "profile": "default-hvm", "reservation-id": inst.reservation,
+              "security-groups": nic["security-groups"],
+              "services": {"domain": "amazonaws.com", "partition": "aws"}}
+        if inst.key:
+            md["public-keys"] = {"0=%s" % i.get("KeyName", ""): {"openssh-key": inst.key + "\n"}}
+        if nat:
+            pub = "ec2-%s.compute-1.amazonaws.com" % nat.replace(".", "-")
+            md.update({"public-ipv4": nat, "public-hostname": pub})
+            nic.update({"public-ipv4s": nat, "public-hostname": pub, "ipv4-associations": {nat: ip}})
+        doc = {"accountId": inst.owner, "architecture": "x86_64", "availabilityZone": az,
+               "imageId": i["ImageId"], "instanceId": inst.name, "instanceType": inst.type,
+               "pendingTime": str(i.get("LaunchTime", "")), "privateIp": ip, "region": REGION,
+               "version": "2017-09-30", "billingProducts": None, "devpayProductCodes": None,
+               "marketplaceProductCodes": None, "kernelId": None, "ramdiskId": None}
+        return {"meta-data": md,
+                "dynamic": {"instance-identity": {"document": json.dumps(doc, indent=2),
+                                                  "pkcs7": "MIAGCSqGSIb3DQEHAqCAMIACAQEx",
+                                                  "signature": "c2lnbmF0dXJl",
+                                                  "rsa2048": "MIAGCSqGSIb3DQEHAqCAMIACAQEx"}},
+                "user-data": inst.user_data,
+                "http_tokens": i.get("MetadataOptions", {}).get("HttpTokens", "optional")}
+
+
+class VmInst:
+    """What vms.py and Ec2Flavour need of a moto instance."""
+
+    def __init__(self, desc, reservation, owner, key, user_data, cidr, vpc_cidr):
+        self.project, self.zone = "aws", REGION
+        self.name = desc["InstanceId"]
+        self.desc = desc
+        self.type = desc["InstanceType"]
+        self.ip = desc["PrivateIpAddress"]
+        self.public_ip = desc.get("PublicIpAddress")
+        self.reservation, self.owner = reservation, owner
+        self.key, self.user_data = key, user_data
+        self.cidr, self.vpc_cidr = cidr, vpc_cidr
+
+
 class Inst:
     """What gce's Bodies needs of an instance."""
 
@@ -165,31 +321,50 @@ class Inst:
                     "networkInterfaces": [{"networkIP": ip}]}
 
 
-def bodies_loop(args, admin, stop):
-    from bodies import Bodies
-    bodies = Bodies(args.node_body_helper, args.state_dir, 22, True)
+def bodies_loop(args, admin, stop, backend, owner):
+    """Keeps BACKEND (gce's Bodies, or vms.VMs) in step with moto's
+    instances: one body or VM per running instance, stopped once the
+    instance is shutting down or gone."""
+    vm = args.backend == "vm"
     live = {}               # instance id -> Inst
     pool_lock = threading.Lock()
     starting = set()
+    nets = {}               # subnet id -> (subnet CIDR, VPC CIDR)
 
     def start(iid, inst):
-        why = bodies.start(inst)
+        why = backend.start(inst)
         if why:
-            bodies.stop(inst)       # a body half made leaves nothing behind
+            backend.stop(inst)       # a body half made leaves nothing behind
         with pool_lock:
             starting.discard(iid)
             if why:
-                print("harness: body of %s: %s" % (iid, why), file=sys.stderr, flush=True)
+                print("harness: %s of %s: %s" % ("VM" if vm else "body", iid, why),
+                      file=sys.stderr, flush=True)
             else:
                 live[iid] = inst
 
+    def make_inst(i, reservation, key):
+        iid, ip = i["InstanceId"], i["PrivateIpAddress"]
+        if not vm:
+            return Inst(iid, ip, args.login_user, key)
+        sid = i.get("SubnetId")
+        if sid not in nets:
+            sub = admin.describe_subnets(SubnetIds=[sid])["Subnets"][0]
+            vpc = admin.describe_vpcs(VpcIds=[sub["VpcId"]])["Vpcs"][0]
+            nets[sid] = (sub["CidrBlock"], vpc["CidrBlock"])
+        ud = admin.describe_instance_attribute(InstanceId=iid, Attribute="userData")
+        ud = ud.get("UserData", {}).get("Value")
+        ud = base64.b64decode(ud).decode("utf-8", "replace") if ud else None
+        return VmInst(i, reservation, owner, key, ud, *nets[sid])
+
     while not stop.is_set():
         try:
-            seen = {}
+            seen, resv = {}, {}
             for page in admin.get_paginator("describe_instances").paginate():
                 for res in page["Reservations"]:
                     for i in res["Instances"]:
                         seen[i["InstanceId"]] = i
+                        resv[i["InstanceId"]] = res["ReservationId"]
             keys = {}
             for iid, i in seen.items():
                 state = i["State"]["Name"]
@@ -197,7 +372,12 @@ def bodies_loop(args, admin, stop):
                     known = iid in live or iid in starting
                 if state == "running" and not known:
                     ip = i.get("PrivateIpAddress")
-                    if not ip or not ipaddress.ip_address(ip).is_loopback:
+                    if not ip:
+                        continue
+                    if vm:
+                        if not ipaddress.ip_address(ip) in ipaddress.ip_network(args.subnet[0]):
+                            continue        # not on the VMs' network
+                    elif not ipaddress.ip_address(ip).is_loopback:
                         continue            # never used: not ours to connect to
                     kn = i.get("KeyName")
                     if kn not in keys:
@@ -206,9 +386,9 @@ def bodies_loop(args, admin, stop):
                             keys[kn] = kp["KeyPairs"][0]["PublicKey"].strip()
                         except Exception:
                             keys[kn] = None
-                    if not keys[kn]:
+                    if not keys[kn] and not vm:
                         continue
-                    inst = Inst(iid, ip, args.login_user, keys[kn])
+                    inst = make_inst(i, resv[iid], keys[kn])
                     with pool_lock:
                         starting.add(iid)
                     threading.Thread(target=start, args=(iid, inst), daemon=True).start()
@@ -218,14 +398,14 @@ def bodies_loop(args, admin, stop):
             for iid in gone:
                 with pool_lock:
                     inst = live.pop(iid)
-                bodies.stop(inst)
+                backend.stop(inst)
         except Exception as e:  # moto busy or shutting down: next round
             print("harness: bodies: %s" % e, file=sys.stderr, flush=True)
         stop.wait(0.2)
     with pool_lock:
         rest = list(live.values())
     for inst in rest:
-        bodies.stop(inst)
+        backend.stop(inst)
 
 
 def setup(moto_url, args):
@@ -261,6 +441,11 @@ def setup(moto_url, args):
     out["vpc"] = vpc
     out["subnets"] = [ec2.create_subnet(VpcId=vpc, CidrBlock=s)["Subnet"]["SubnetId"]
                       for s in args.subnet]
+    if args.public_block:
+        # public addresses on launch (from --public-block), as a default VPC's subnets
+        for sid in out["subnets"]:
+            ec2.modify_subnet_attribute(SubnetId=sid, MapPublicIpOnLaunch={"Value": True})
+    out["account"] = boto3.client("sts", **anon).get_caller_identity()["Account"]
     out["ami"] = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     req = urllib.request.Request(moto_url + "/moto-api/reset-auth", data=b"0", method="POST",
                                  headers={"Content-Type": "text/plain"})
@@ -281,13 +466,37 @@ def main():
     ap.add_argument("--capacity", action="append")
     ap.add_argument("--vcpu-limit", action="append")
     ap.add_argument("--no-bodies", action="store_true")
+    ap.add_argument("--backend", choices=("body", "vm"), default="body",
+                    help="what backs a running instance: a node body (default) or a booted VM")
+    ap.add_argument("--vm-image", help="with --backend vm: a directory made by tests/vm/image.sh ec2-*")
+    ap.add_argument("--vm-memory", type=int, default=1024, help="MiB of memory per VM")
+    ap.add_argument("--vm-upstream", default="deb.debian.org:80",
+                    help="where the VMs' apt traffic goes (host:port)")
+    ap.add_argument("--public-block", help="loopback block of public addresses (subnets map "
+                    "them on launch; with --backend vm, they reach the VMs' port 22)")
     args = ap.parse_args()
-    args.subnet = args.subnet or ["127.0.60.0/24"]
-    for s in args.subnet + [args.vpc]:
-        if not ipaddress.ip_network(s).subnet_of(ipaddress.ip_network("127.0.0.0/8")):
-            ap.error("%s is not inside 127.0.0.0/8" % s)
-    if not args.no_bodies and not args.node_body_helper:
-        ap.error("--node-body-helper is required unless --no-bodies")
+    loop = ipaddress.ip_network("127.0.0.0/8")
+    if args.backend == "vm":
+        if not args.vm_image:
+            ap.error("--backend vm needs --vm-image DIR")
+        if not args.subnet or len(args.subnet) != 1:
+            ap.error("--backend vm needs exactly one --subnet (the VMs' network)")
+        if not args.public_block:
+            ap.error("--backend vm needs --public-block (the head is reached on it)")
+        for s in args.subnet + [args.vpc]:
+            if not ipaddress.ip_network(s).is_private or ipaddress.ip_network(s).subnet_of(loop):
+                ap.error("%s: the VMs' network must be a private block (10/8, 172.16/12, 192.168/16)" % s)
+    else:
+        args.subnet = args.subnet or ["127.0.60.0/24"]
+        for s in args.subnet + [args.vpc]:
+            if not ipaddress.ip_network(s).subnet_of(loop):
+                ap.error("%s is not inside 127.0.0.0/8" % s)
+        if not args.no_bodies and not args.node_body_helper:
+            ap.error("--node-body-helper is required unless --no-bodies")
+    if args.public_block and not ipaddress.ip_network(args.public_block).subnet_of(loop):
+        ap.error("--public-block %s is not inside 127.0.0.0/8" % args.public_block)
+    if not ipaddress.ip_network(args.subnet[0]).subnet_of(ipaddress.ip_network(args.vpc)):
+        ap.error("--subnet %s is not inside --vpc %s" % (args.subnet[0], args.vpc))
     os.makedirs(args.state_dir, exist_ok=True)
     for k in list(os.environ):
         if k.startswith("AWS_"):
@@ -295,6 +504,16 @@ def main():
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
+    Addresses(args.public_block)
+    backend = None
+    if args.backend == "vm":
+        import vms
+        vms.reap_stale()
+        backend = vms.VMs(args.vm_image, args.state_dir, 22, args.subnet[0], upstream=args.vm_upstream,
+                          mem_mb=args.vm_memory, flavour=Ec2Flavour())
+    elif not args.no_bodies:
+        from bodies import Bodies
+        backend = Bodies(args.node_body_helper, args.state_dir, 22, True)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
@@ -309,11 +528,12 @@ def main():
     env["moto_url"] = moto_url
     env["region"] = REGION
     stop = threading.Event()
-    if not args.no_bodies:
+    if backend is not None:
         admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
                              aws_access_key_id=env["admin"]["access_key"],
                              aws_secret_access_key=env["admin"]["secret_key"])
-        t = threading.Thread(target=bodies_loop, args=(args, admin, stop), daemon=True)
+        t = threading.Thread(target=bodies_loop, args=(args, admin, stop, backend, env["account"]),
+                             daemon=True)
         t.start()
     # SIGTERM only sets the flag; the main thread does the rest (a handler
     # that shut the proxy down itself could block forever in it)
@@ -329,8 +549,10 @@ def main():
     watchdog.daemon = True
     watchdog.start()
     proxy.shutdown()
-    if not args.no_bodies:
+    if backend is not None:
         t.join(50)
+        if hasattr(backend, "close"):
+            backend.close()
     moto.stop()
 
 

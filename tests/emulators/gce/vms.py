@@ -30,6 +30,17 @@ and removes (nothing else on this machine is addressed):
   reachable from this machine at natIP:--ssh-port, forwarded to its port
   22; an instance without one only from the other VMs, as on Compute
   Engine (pbx reaches it through the head).
+
+What is cloud-specific is a flavour: GceFlavour (the default: the
+metadata server, Compute Engine's MACs, DHCP host names and DNS domains,
+the SMBIOS of a Compute Engine VM) or one the caller passes, such as the
+EC2 harness's (tests/emulators/aws/ec2_harness.py: IMDS, ec2.internal,
+an SMBIOS that cloud-init's ds-identify takes for EC2).  A flavour has
+`metadata_server` (the server's argv, run in the namespace with --dir
+DIR), `domains`, `dns` (extra dnsmasq --address names),
+`addresses(inst)` -> (private IP, public IP or None), `mac(ip)`,
+`dhcp_name(inst)`, `metadata(inst, ip, nat, vms)` (the JSON document the
+server serves that address) and `smbios(inst)` (QEMU -smbios values).
 """
 
 import ipaddress
@@ -84,11 +95,63 @@ def mac_of(ip):
     return "42:01:" + ":".join("%02x" % b for b in ipaddress.ip_address(ip).packed)
 
 
+class GceFlavour:
+    """Compute Engine's side of a VM: instances are the emulator's."""
+    metadata_server = ["python3", os.path.join(HERE, "metadata.py")]
+
+    def __init__(self, projects=None):
+        self.projects = projects or {}
+        self.domains = ["c.%s.internal" % p for p in self.projects] or ["internal"]
+        self.dns = {"metadata.google.internal": "169.254.169.254"}
+
+    @staticmethod
+    def addresses(inst):
+        nic = inst.res["networkInterfaces"][0]
+        return nic["networkIP"], next((ac.get("natIP") for ac in nic.get("accessConfigs", [])), None)
+
+    @staticmethod
+    def mac(ip):
+        return mac_of(ip)
+
+    @staticmethod
+    def dhcp_name(inst):
+        return inst.name
+
+    @staticmethod
+    def smbios(inst):
+        return ["type=1,manufacturer=Google,product=Google Compute Engine"]
+
+    def metadata(self, inst, ip, nat, vms):
+        res = inst.res
+        num = str(self.projects.get(inst.project, "0"))
+        attrs = {it["key"]: it.get("value", "") for it in res.get("metadata", {}).get("items", [])}
+        nic = {"ip": ip, "mac": mac_of(ip), "network": "projects/%s/networks/default" % num,
+               "gateway": vms.gateway, "subnetmask": vms.netmask, "mtu": 1460,
+               "dnsServers": [vms.gateway], "forwardedIps": [], "forwardedIpv6s": [],
+               "targetInstanceIps": [], "ipAliases": [],
+               "accessConfigs": [{"externalIp": nat, "type": "ONE_TO_ONE_NAT"}] if nat else []}
+        return {
+            "instance": {
+                "id": int(res.get("id") or 0), "name": inst.name,
+                "hostname": "%s.%s.c.%s.internal" % (inst.name, inst.zone, inst.project),
+                "zone": "projects/%s/zones/%s" % (num, inst.zone),
+                "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
+                "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
+                "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
+                "preempted": "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
+                "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
+                "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": "FALSE",
+                               "preemptible": "FALSE"},
+            },
+            "project": {"projectId": inst.project, "numericProjectId": int(num), "attributes": {}},
+        }
+
+
 class VMs:
     private_network = True         # networkIP addresses live in our namespace only
 
     def __init__(self, image_dir, state_dir, ssh_port, net_cidr, upstream="deb.debian.org:80",
-                 mem_mb=1024, projects=None):
+                 mem_mb=1024, projects=None, flavour=None):
         why = why_not(image_dir)
         if why:
             raise ValueError(why)
@@ -98,7 +161,7 @@ class VMs:
         os.makedirs(self.meta_dir, exist_ok=True)
         self.ssh_port = ssh_port
         self.mem_mb = mem_mb
-        self.projects = projects or {}
+        self.flavour = flavour or GceFlavour(projects)
         net = ipaddress.ip_network(net_cidr)
         self.gateway = str(next(net.hosts()))
         self.prefix = net.prefixlen
@@ -109,6 +172,16 @@ class VMs:
         self.infra = []            # namespace-wide processes
         self.hosts = {}            # instance name -> dhcp-hosts line
         self._netns_up(upstream)
+
+    @property
+    def projects(self):
+        """Compute Engine's project numbers (the emulator sets them once its
+        world exists); the flavour's metadata needs them."""
+        return self.flavour.projects
+
+    @projects.setter
+    def projects(self, value):
+        self.flavour.projects = value
 
     # ------------------------------------------------------------ network
     def _ip(self, *args, ns=True):
@@ -133,7 +206,7 @@ class VMs:
         self._ip("link", "set", "br0", "up")
         self.hosts_file = os.path.join(self.dir, "dhcp-hosts")
         open(self.hosts_file, "w").close()
-        domains = " ".join("c.%s.internal" % p for p in self.projects) or "internal"
+        domains = self.flavour.domains
         self.dnsmasq = self._spawn(
             ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts", "--user=root",
              "--interface=br0", "--bind-interfaces", "--except-interface=lo",
@@ -141,14 +214,14 @@ class VMs:
              "--dhcp-hostsfile=" + self.hosts_file, "--dhcp-authoritative",
              "--dhcp-leasefile=" + os.path.join(self.dir, "leases"),
              "--dhcp-option=option:router,%s" % self.gateway,
-             "--dhcp-option=option:domain-search,%s" % domains,
-             "--domain=%s" % domains.split()[0], "--local=/internal/",
-             "--address=/metadata.google.internal/169.254.169.254",
-             "--address=/deb.debian.org/%s" % self.gateway,
-             "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid")], True, "dnsmasq.log")
+             "--dhcp-option=option:domain-search,%s" % " ".join(domains),
+             "--domain=%s" % domains[0], "--local=/internal/"]
+            + ["--address=/%s/%s" % kv for kv in sorted(self.flavour.dns.items())]
+            + ["--address=/deb.debian.org/%s" % self.gateway,
+               "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid")], True, "dnsmasq.log")
         self.infra.append(self.dnsmasq)
-        self.infra.append(self._spawn(["python3", os.path.join(HERE, "metadata.py"), "--dir",
-                                       self.meta_dir], True, "metadata.log"))
+        self.infra.append(self._spawn(self.flavour.metadata_server + ["--dir", self.meta_dir],
+                                      True, "metadata.log"))
         apt = os.path.join(self.dir, "apt.sock")
         self.infra.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % apt,
                                        "TCP:%s" % upstream], False, "apt.log"))
@@ -163,31 +236,6 @@ class VMs:
         self.dnsmasq.send_signal(signal.SIGHUP)
 
     # ----------------------------------------------------------- metadata
-    def _metadata(self, inst, ip, nat):
-        res = inst.res
-        num = str(self.projects.get(inst.project, "0"))
-        attrs = {it["key"]: it.get("value", "") for it in res.get("metadata", {}).get("items", [])}
-        nic = {"ip": ip, "mac": mac_of(ip), "network": "projects/%s/networks/default" % num,
-               "gateway": self.gateway, "subnetmask": self.netmask, "mtu": 1460,
-               "dnsServers": [self.gateway], "forwardedIps": [], "forwardedIpv6s": [],
-               "targetInstanceIps": [], "ipAliases": [],
-               "accessConfigs": [{"externalIp": nat, "type": "ONE_TO_ONE_NAT"}] if nat else []}
-        return {
-            "instance": {
-                "id": int(res.get("id") or 0), "name": inst.name,
-                "hostname": "%s.%s.c.%s.internal" % (inst.name, inst.zone, inst.project),
-                "zone": "projects/%s/zones/%s" % (num, inst.zone),
-                "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
-                "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
-                "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
-                "preempted": "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
-                "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
-                "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": "FALSE",
-                               "preemptible": "FALSE"},
-            },
-            "project": {"projectId": inst.project, "numericProjectId": int(num), "attributes": {}},
-        }
-
     def _write_json(self, path, value):
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -201,17 +249,16 @@ class VMs:
     def start(self, inst):
         """Boots INST's VM (returns once QEMU runs, as an instance is RUNNING
         before its guest has booted); None, or what went wrong."""
-        nic = inst.res["networkInterfaces"][0]
-        ip = nic["networkIP"]
-        nat = next((ac.get("natIP") for ac in nic.get("accessConfigs", [])), None)
+        fl = self.flavour
+        ip, nat = fl.addresses(inst)
         vdir = os.path.join(self.dir, inst.name)
         tap = self._tap(inst)
         image = self.image_of(inst)
         try:
             os.makedirs(vdir, exist_ok=True)
-            self._write_json(os.path.join(self.meta_dir, ip + ".json"), self._metadata(inst, ip, nat))
+            self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
             with self.lock:
-                self.hosts[inst.name] = "%s,%s,%s" % (mac_of(ip), ip, inst.name)
+                self.hosts[inst.name] = "%s,%s,%s" % (fl.mac(ip), ip, fl.dhcp_name(inst))
                 self._dhcp_hosts()
             disk = os.path.join(vdir, "disk.qcow2")
             if not os.path.exists(disk):       # a restarted instance keeps its disk
@@ -222,19 +269,19 @@ class VMs:
             self._ip("link", "set", tap, "master", "br0", "up")
         except (OSError, subprocess.CalledProcessError) as e:
             return "cannot prepare VM %s: %s" % (inst.name, e)
-        qemu = self._spawn([
-            "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
-            "-m", str(self.mem_mb), "-display", "none", "-monitor", "none", "-no-reboot",
-            "-serial", "file:" + os.path.join(vdir, "console.log"),
-            "-kernel", os.path.join(image, "vmlinuz"),
-            "-initrd", os.path.join(image, "initrd.img"),
-            "-append", "root=/dev/vda rw console=ttyS0 quiet",
-            "-drive", "file=%s,if=virtio,format=qcow2" % disk,
-            "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
-            "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac_of(ip),
-            "-device", "virtio-rng-pci",
-            "-smbios", "type=1,manufacturer=Google,product=Google Compute Engine",
-            "-pidfile", os.path.join(vdir, "qemu.pid")], True, inst.name + "/qemu.log")
+        qemu = self._spawn(
+            ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
+             "-m", str(self.mem_mb), "-display", "none", "-monitor", "none", "-no-reboot",
+             "-serial", "file:" + os.path.join(vdir, "console.log"),
+             "-kernel", os.path.join(image, "vmlinuz"),
+             "-initrd", os.path.join(image, "initrd.img"),
+             "-append", "root=/dev/vda rw console=ttyS0 quiet",
+             "-drive", "file=%s,if=virtio,format=qcow2" % disk,
+             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
+             "-device", "virtio-net-pci,netdev=n0,mac=%s" % fl.mac(ip),
+             "-device", "virtio-rng-pci"]
+            + [a for v in fl.smbios(inst) for a in ("-smbios", v)]
+            + ["-pidfile", os.path.join(vdir, "qemu.pid")], True, inst.name + "/qemu.log")
         procs = [qemu]
         if nat:
             sock = os.path.join(vdir, "ssh.sock")
@@ -302,10 +349,10 @@ class VMs:
             self._dhcp_hosts()
         for p in procs:
             _end(p)
-        nic = inst.res["networkInterfaces"][0]
+        ip, _ = self.flavour.addresses(inst)
         subprocess.run(["ip", "-n", self.ns, "link", "del", self._tap(inst)], capture_output=True)
         try:
-            os.unlink(os.path.join(self.meta_dir, "%s.json" % nic.get("networkIP")))
+            os.unlink(os.path.join(self.meta_dir, "%s.json" % ip))
         except OSError:
             pass
 
@@ -320,6 +367,14 @@ class VMs:
 
 
 def _end(p, grace=5.0):
+    """Ends P and its process group (each was spawned in a session of its
+    own): a forwarding socat's children, one per connection still open,
+    would otherwise outlive it, blocked on a peer that is gone."""
+    def group(sig):
+        try:
+            os.killpg(p.pid, sig)
+        except OSError:
+            pass
     if p.poll() is None:
         p.terminate()
         try:
@@ -327,3 +382,6 @@ def _end(p, grace=5.0):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    group(signal.SIGTERM)
+    time.sleep(0.05)
+    group(signal.SIGKILL)

@@ -1,0 +1,159 @@
+#!/bin/sh
+# ec2-booted.sh - the EC2 path on booted Debian 12 VMs: the EC2 harness's
+# instances (moto, tests/emulators/aws/ec2_harness.py --backend vm) are
+# QEMU machines (tests/emulators/gce/vms.py, EC2 flavour) made from an
+# image shaped like Debian's EC2 AMI (tests/vm/image.sh ec2-*), whose
+# cloud-init finds EC2 by the SMBIOS, reads IMDS (v2 tokens only: pbx
+# launches with HttpTokens required) and makes the default user admin
+# with the key pair's key; the head's host name comes from pbx's user data.
+# `pbx cluster start` of an aws template (head + 1 compute node, login
+# user admin) -> pbx's bootstrap in systemd mode -> every node idle -> a
+# sweep of 2 tasks COMPLETED -> harvest -> stop -> nothing left in moto,
+# no VM, no process, no namespace.  The subnet 10.94.1.0/24 exists only in
+# the harness's namespace; public addresses (mapped on launch) come from
+# 127.0.94.0/24 and reach the VMs' port 22.
+#
+# PBX_VM_IMAGE picks the image kind as for gce-booted.sh (default: baked,
+# i.e. ec2-baked, so no apt; PBX_VM_IMAGE=stock runs the real apt path on
+# ec2-stock); images are built once into PBX_VM_IMAGES (default:
+# build/vm-images) by tests/vm/image.sh.
+# Skipped, with the reason, where this machine cannot boot VMs.
+. "$PBX_SOURCE_DIR/tests/cli/lib.sh"
+. "$PBX_SOURCE_DIR/tests/vm/lib.sh"
+
+HARNESS=$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py
+IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
+KIND=${PBX_VM_IMAGE:-baked}
+KIND=ec2-${KIND#ec2-}
+why=$(vm_why_not)
+python3 -c 'import moto.server, boto3' 2>/dev/null ||
+	why="${why:+$why
+}the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
+if [ -n "$why" ]; then
+	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
+	rm -rf "$TEST_TMP"
+	exit 77
+fi
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
+	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/user"   # no ~/.aws of the tester
+mkdir -p "$HOME"
+
+h_stop() {
+	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
+	H_PID=
+}
+cleanup() {
+	"$PBX" -q cluster stop e1 >/dev/null 2>&1
+	h_stop
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
+
+# "LIVE_INSTANCES GROUPS KEY_PAIRS" in moto, with the harness's admin key
+holds() {
+	python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
+    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
+g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
+k = len(c.describe_key_pairs()["KeyPairs"])
+print(n, g, k)
+PY
+}
+
+# ------------------------------------------------------------ the images
+t0=$(date +%s)
+vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
+ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
+
+mkdir -p "$PBX_HOME"
+chmod 755 "$TEST_TMP"
+ssh-keygen -q -t ed25519 -N "" -C ec2-booted -f "$PBX_HOME/id"
+python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
+	--backend vm --vm-image "$IMAGES/$KIND" --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 \
+	--public-block 127.0.94.0/24 >"$TEST_TMP/h.log" 2>&1 &
+H_PID=$!
+i=0
+while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 600 ] && kill -0 "$H_PID" 2>/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
+[ -s "$TEST_TMP/env.json" ]
+ok $? "the harness runs with its VM network: $(tail -n 3 "$TEST_TMP/h.log")"
+env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
+URL=$(env_get 'd["url"]')
+export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
+export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  e1:
+    cloud: aws
+    login_user: admin
+    ssh_key: $PBX_HOME/id
+    image: $(env_get 'd["ami"]')
+    head: { machine_type: m5.large }
+    node_groups:
+      - { name: cpu, count: 1, machine_type: m5.large }
+clouds:
+  aws: { region: us-east-1, endpoint: "$URL", subnet: $(env_get 'd["subnets"][0]') }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+
+# ------------------------------------------------------------- start
+t0=$(date +%s)
+run_pbx cluster start e1
+ok $rc "start on booted VMs ($(($(date +%s) - t0)) s): $errout"
+echo "# start took $(($(date +%s) - t0)) s" >&2
+run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
+is "$out" "cpu1 idle" "the compute node is idle"
+run_pbx cluster exec e1 -- sh -c 'id -un; hostname; systemctl is-active slurmctld munge nfs-server'
+is "$out" "root
+e1-head
+active
+active
+active" "the head: root through admin's sudo, its host name from pbx's user data, units active"
+run_pbx cluster exec -n cpu1 e1 -- sh -c 'findmnt -n -o FSTYPE /shared; systemctl is-active slurmd munge; cloud-id'
+is "$out" "nfs4
+active
+active
+aws" "the compute node: /shared over NFS, units active, cloud-init took it for AWS"
+run_pbx cluster show --json e1
+head_public=$(echo "$out" | json_get '[n.get("public_address") for n in d["nodes"] if n["role"] == "head"][0]' 2>&1)
+case $head_public in 127.0.94.*) r=0 ;; *) r=1 ;; esac
+ok $r "the head is reached on its public address ($head_public)"
+
+# ------------------------------------------------------------- a sweep
+mkdir -p "$TEST_TMP/sweep"
+cat >"$TEST_TMP/sweep/experiment.yaml" <<'EOF'
+name: booted
+command: echo "x=$PBX_PARAM_X on $(hostname)" > result.txt
+sweep: { grid: { x: [1, 2] } }
+outputs: ["result.txt"]
+EOF
+run_pbx parrun --json "$TEST_TMP/sweep/experiment.yaml" e1
+ok $rc "parrun of a 2-task sweep: $errout"
+PKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$PKG" 300
+is "$(json_get '" ".join(sorted({t["state"] for t in d["tasks"]}))' <"$TEST_TMP/state.json")" "COMPLETED" \
+	"the sweep's tasks COMPLETED"
+run_pbx harvest "$PKG"
+ok $rc "harvest: $errout"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//' | sort | tr '\n' ' ')" \
+	"x=1 x=2 " "the results came home"
+
+# ------------------------------------------------------------- stop
+run_pbx cluster stop e1
+ok $rc "stop: $errout"
+is "$(holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
+sleep 1
+is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
+ns=pbxvm-$H_PID
+h_stop
+is "$(ip netns list | grep -c "^$ns\b")" "0" "the harness's namespace is gone"
+is "$(pgrep -f "$TEST_TMP/h" | wc -l)" "0" "no process of the harness is left"
+
+done_testing
