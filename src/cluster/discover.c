@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DISCOVER_CONNECT_S 300         /* a fresh VM's sshd and login user may take this long */
+#define DISCOVER_CONNECT_S 300         /* a fresh VM's sshd and login user may take this
+					  long, unless the template says (boot_timeout) */
 #define BODY_PORTS_PER_SLOT 64
 #define BODY_SLOT_OFFSET 8             /* past the local provider's 7 slots */
 
@@ -37,7 +38,8 @@ struct discover_run {
 static int discover_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **s,
 			    const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
-	time_t until = time(NULL) + DISCOVER_CONNECT_S;
+	const struct pbx_cluster_template *t = c->spec.t;
+	time_t until = time(NULL) + (t && t->boot_timeout ? t->boot_timeout : DISCOVER_CONNECT_S);
 	int said = 0;
 	for (;;) {
 		if (pbx_cluster_connect(c, i, s, err) == 0)

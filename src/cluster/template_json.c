@@ -48,6 +48,8 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 			json_array_append_new(from, json_string(t->ssh_from[i]));
 		json_object_set_new(o, "ssh_from", from);
 	}
+	if (t->boot_timeout)
+		json_object_set_new(o, "boot_timeout", json_integer(t->boot_timeout));
 	if (t->compute_external_ips)
 		json_object_set_new(o, "compute_external_ips", json_true());
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -78,6 +78,8 @@ struct pbx_cluster_template {
 	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
 	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */
 	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
+	int boot_timeout;             /* seconds a fresh node may take to answer SSH
+					 with its login user; 0 = 300 */
 	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
 					 NULL = anywhere (0.0.0.0/0) */
 	size_t nssh_from;               /* >= 1 */

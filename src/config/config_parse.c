@@ -21,7 +21,7 @@ static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", "compute_external_ips", NULL
+	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -282,6 +282,22 @@ static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_tem
 	return 0;
 }
 
+/* Optional boot_timeout: seconds (30-3600) a fresh cloud node may take to
+ * answer SSH with its login user (a slow image, a loaded host); absent =
+ * 300. */
+static int pbx_parse_boot_timeout(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+				  struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "boot_timeout");
+	long x;
+	if (!v)
+		return 0;
+	if (pbx_ynode_int(v, 30, 3600, &x, err) < 0)
+		return -1;
+	t->boot_timeout = (int)x;
+	return 0;
+}
+
 /* An IPv4 CIDR block, "a.b.c.d/n" (n 0-32) with no host bits set. */
 static int pbx_cidr_ok(const char *s)
 {
@@ -377,7 +393,7 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
-	    pbx_parse_external_ips(m, cloud, t, err) < 0)
+	    pbx_parse_external_ips(m, cloud, t, err) < 0 || pbx_parse_boot_timeout(m, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }

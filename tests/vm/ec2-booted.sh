@@ -95,6 +95,7 @@ clusters:
     login_user: admin
     ssh_key: $PBX_HOME/id
     image: $(env_get 'd["ami"]')
+    boot_timeout: 900
     head: { machine_type: m5.large }
     node_groups:
       - { name: cpu, count: 1, machine_type: m5.large }

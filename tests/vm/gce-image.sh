@@ -44,7 +44,7 @@ ssh-keygen -q -t ed25519 -N "" -C gce-image -f "$PBX_HOME/id"
 gce_vm_emulator "$TEST_TMP" "$IMAGES/stock" 127.0.93.0/24
 ok $? "the emulator runs with its VM network: $(tail -n 3 "$TEST_TMP/emu.out")"
 tmpl() {   # tmpl NAME IMAGE COUNT
-	printf '  %s:\n    cloud: gce\n    login_user: pbx\n    ssh_key: %s\n    image: %s\n' "$1" "$PBX_HOME/id" "$2"
+	printf '  %s:\n    cloud: gce\n    login_user: pbx\n    ssh_key: %s\n    image: %s\n    boot_timeout: 900\n' "$1" "$PBX_HOME/id" "$2"
 	printf '    node_groups:\n      - { name: cpu, count: %s, machine_type: e2-standard-2 }\n' "$3"
 }
 {

@@ -67,6 +67,7 @@ clusters:
     login_user: pbx
     ssh_key: $4
     image: projects/debian-cloud/global/images/family/debian-12
+    boot_timeout: 900                  # TCG VMs sharing this machine's cores boot slowly
     node_groups:
       - $5
 clouds:
