@@ -7,8 +7,10 @@
  */
 #include "cluster/cluster_internal.h"
 #include "slurm/conf.h"
+#include "tmpl/tmpl.h"
 #include "util/buf.h"
 #include "util/quote.h"
+#include "util/ustar.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -138,6 +140,21 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	pbx_buf_release(&o.stderr_tail);
 	free(remote_stage);
 	free(cmd);
+	return rc;
+}
+
+int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
+	if (rc == 0)
+		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
+	if (rc == 0)
+		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
+				    script.len, err);
+	pbx_buf_release(&script);
 	return rc;
 }
 

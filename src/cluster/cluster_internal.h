@@ -7,6 +7,8 @@
 #include "cluster/cluster.h"
 #include "util/buf.h"
 
+#include <time.h>
+
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
 
@@ -36,6 +38,13 @@ char *pbx_template_json_resized(const char *json, const char *group, int count);
 int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/*
+ * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
+ * and PBX_STAGE_DIR (0700) and PBX_STAGE_DIR/bootstrap.sh, dated `now`.
+ * The caller adds its own members and ends the tar (pbx_ustar_end).
+ */
+int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
 
 /* Connects to every node (waiting for a fresh VM's sshd) and asks whether
  * it is a node body; if the head is, each node's root becomes its body's

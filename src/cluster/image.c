@@ -15,7 +15,6 @@
 #include "cluster/image.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
-#include "tmpl/tmpl.h"
 #include "util/buf.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
@@ -193,19 +192,9 @@ static int image_create(struct image_job *j, struct pbx_err *err)
 /* The stage an install needs: bootstrap.sh only. */
 static int image_stage_tar(struct pbx_buf *tar, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT;
-	time_t now = time(NULL);
-	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
-	if (rc == 0)
-		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
-	if (rc == 0)
-		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
-				    script.len, err);
+	int rc = pbx_bootstrap_stage_begin(tar, time(NULL), err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
-	pbx_buf_release(&script);
 	return rc;
 }
 

@@ -11,7 +11,6 @@
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
 #include "slurm/conf.h"
-#include "tmpl/tmpl.h"
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
@@ -260,21 +259,14 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 		       struct pbx_buf *tar, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT, key = PBX_BUF_INIT;
+	struct pbx_buf key = PBX_BUF_INIT;
 	char *conf = NULL;
 	time_t now = time(NULL);
-	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
-	if (rc == 0)
-		rc = start_render_conf(c, l, &conf, err);
+	int rc = start_render_conf(c, l, &conf, err);
 	if (rc == 0)
 		rc = start_munge_key(c->dir, &key, err);
 	if (rc == 0)
-		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
-	if (rc == 0)
-		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
-				    script.len, err);
+		rc = pbx_bootstrap_stage_begin(tar, now, err);
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/slurm.conf", 0644, now, conf,
 				    strlen(conf), err);
@@ -287,7 +279,6 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 		pbx_ustar_end(tar);
 	OPENSSL_cleanse(key.buf, key.len);
 	pbx_buf_release(&key);
-	pbx_buf_release(&script);
 	free(conf);
 	return rc;
 }
