@@ -302,7 +302,7 @@ class VMs:
     def image_of(self, inst):
         """The image directory INST boots from: its sourceImage's when that
         is an image made here (images.insert), else --vm-image."""
-        rec = inst.spec.get("image")
+        rec = (getattr(inst, "spec", None) or {}).get("image")   # EC2's instances have none
         return rec["_dir"] if rec and rec.get("_dir") else self.image
 
     def power_off(self, inst):
