@@ -79,20 +79,27 @@ fail:
 	return -1;
 }
 
-void pbx_cluster_close(struct pbx_cluster *c)
+void pbx_cluster_release(struct pbx_cluster *c)
 {
-	if (!c)
-		return;
 	if (c->pool)
 		pbx_ssh_pool_free(c->pool);
+	c->pool = NULL;
 	if (c->pctx)
 		c->provider->close(c->pctx);
+	c->pctx = NULL;
 	pbx_cluster_row_free(&c->row);
 	pbx_node_rows_free(c->nodes, c->nnodes);
 	free(c->dir);
 	free(c->user);
 	free(c->key_path);
 	free(c->sized_groups);
+}
+
+void pbx_cluster_close(struct pbx_cluster *c)
+{
+	if (!c)
+		return;
+	pbx_cluster_release(c);
 	free(c);
 }
 

@@ -39,6 +39,10 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 		       const struct pbx_buf *stage_tar, const char *action,
 		       const struct pbx_cluster_events *ev, struct pbx_err *err);
 
+/* Frees what c holds (SSH pool, provider context, rows, strings), not c
+ * itself: for a pbx_cluster embedded in another struct (image build). */
+void pbx_cluster_release(struct pbx_cluster *c);
+
 /*
  * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
  * and PBX_STAGE_DIR (0700) and PBX_STAGE_DIR/bootstrap.sh, dated `now`.

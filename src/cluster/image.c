@@ -155,20 +155,14 @@ static void image_close(struct image_job *j)
 	struct pbx_cluster *c = &j->c;
 	struct pbx_err err = PBX_ERR_INIT;
 	int removed;
-	if (c->pool)
-		pbx_ssh_pool_free(c->pool);
 	if (c->row.name) {   /* the builder's pins are never needed again */
 		char *prefix = xasprintf("%s/", c->row.name);
 		pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, &err);
 		free(prefix);
 	}
-	if (j->opened)
-		c->provider->close(c->pctx);
-	pbx_cluster_row_free(&c->row);
-	pbx_node_rows_free(c->nodes, c->nnodes);
-	free(c->dir);
-	free(c->user);
-	free(c->key_path);
+	if (!j->opened)
+		c->pctx = NULL;   /* an open that failed left nothing to close */
+	pbx_cluster_release(c);
 }
 
 /* Creates the builder's one node and waits until its sshd answers. */
