@@ -25,11 +25,13 @@ chmod 711 "$WORK"
 cleanup() {
 	PBX_HOME=$WORK/home "$PBX" -q cluster stop b >/dev/null 2>&1 || true
 	gce_vm_emulator_stop
+	vm_apt_cache_release
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM
 
+vm_apt_cache "$IMAGES"
 for kind in stock baked; do
 	vm_image "$kind" "$IMAGES" "$WORK/image.log" || { tail -n 20 "$WORK/image.log" >&2; exit 1; }
 done

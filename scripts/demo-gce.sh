@@ -34,6 +34,7 @@ kind=${PBX_VM_IMAGE:-baked}
 images=${PBX_VM_IMAGES:-$(pwd)/build/vm-images}
 step "the $kind Debian 12 image (built once into $images)"
 mkdir -p "$images"
+vm_apt_cache "$images"
 vm_image "$kind" "$images" "$images/build.log" || { tail -n 20 "$images/build.log" >&2; exit 1; }
 
 DEMO=$(pwd)/build/demo-gce
@@ -52,6 +53,7 @@ on_exit() {
 		"$PBX" -q cluster stop demo >&2 || true
 	fi
 	gce_vm_emulator_stop
+	vm_apt_cache_release
 	exit "$rc"
 }
 trap on_exit EXIT

@@ -46,6 +46,7 @@ h_stop() {
 cleanup() {
 	"$PBX" -q cluster stop e1 >/dev/null 2>&1
 	h_stop
+	vm_apt_cache_release
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
@@ -67,6 +68,7 @@ PY
 }
 
 # ------------------------------------------------------------ the images
+vm_apt_cache "$IMAGES"
 t0=$(date +%s)
 vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
 ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
@@ -76,7 +78,7 @@ chmod 755 "$TEST_TMP"
 ssh-keygen -q -t ed25519 -N "" -C ec2-booted -f "$PBX_HOME/id"
 python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
 	--backend vm --vm-image "$IMAGES/$KIND" --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 \
-	--public-block 127.0.94.0/24 >"$TEST_TMP/h.log" 2>&1 &
+	--public-block 127.0.94.0/24 --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" >"$TEST_TMP/h.log" 2>&1 &
 H_PID=$!
 i=0
 while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 600 ] && kill -0 "$H_PID" 2>/dev/null; do

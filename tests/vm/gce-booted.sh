@@ -30,6 +30,7 @@ fi
 cleanup() {
 	"$PBX" -q cluster stop v1 >/dev/null 2>&1
 	gce_vm_emulator_stop
+	vm_apt_cache_release
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
@@ -37,6 +38,7 @@ trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no 
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }
 
+vm_apt_cache "$IMAGES"
 t0=$(date +%s)
 vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
 ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"

@@ -27,6 +27,7 @@ cleanup() {
 	for c in p1 p3 s1; do "$PBX" -q cluster stop $c >/dev/null 2>&1; done
 	"$PBX" -q image delete vmimg >/dev/null 2>&1
 	gce_vm_emulator_stop
+	vm_apt_cache_release
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
@@ -34,6 +35,7 @@ trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
 
+vm_apt_cache "$IMAGES"
 t0=$(date +%s)
 vm_image stock "$IMAGES" "$TEST_TMP/image.log"
 ok $? "the stock image is there ($(($(date +%s) - t0)) s): $(tail -n 2 "$TEST_TMP/image.log" | tr '\n' ' ')"

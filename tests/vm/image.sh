@@ -24,11 +24,14 @@
 # vmlinuz and initrd.img (QEMU boots them with -kernel/-initrd), tree/ (the
 # file tree the image was made from) and packages.txt.  A DIR whose
 # packages.txt already matches is left as it is.  Needs root, debootstrap,
-# e2fsprogs and the Debian mirror.
+# e2fsprogs and the Debian mirror; PBX_VM_APT_PROXY (an http:// proxy URL,
+# tests/vm/lib.sh's apt cache) is used for every download when set, and the
+# image's own apt sources stay deb.debian.org.
 set -eu
 kind=${1:?usage: image.sh stock|baked|ec2-stock|ec2-baked DIR [STOCK]}
 dir=${2:?usage: image.sh stock|baked|ec2-stock|ec2-baked DIR [STOCK]}
 mirror=${PBX_VM_MIRROR:-http://deb.debian.org/debian}
+proxy=${PBX_VM_APT_PROXY:-}
 
 stock_pkgs=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,google-guest-agent,ca-certificates,procps,less
 # What templates/bootstrap.sh would apt-get, on either role, and pbx-train's
@@ -168,8 +171,9 @@ apt_into() {
 	# run in the chroot: the host's for the install, the image's again after
 	mv "$t/etc/resolv.conf" "$t/etc/resolv.conf.image"
 	cp /etc/resolv.conf "$t/etc/resolv.conf"
-	if ! { chroot "$t" apt-get -o APT::Update::Error-Mode=any update -q && DEBIAN_FRONTEND=noninteractive chroot "$t" \
-		apt-get install -y -q --no-install-recommends "$@"; } >>"$dir/build.log" 2>&1 </dev/null; then
+	if ! { chroot "$t" apt-get -o Acquire::http::Proxy="${proxy:-DIRECT}" -o APT::Update::Error-Mode=any update -q &&
+		DEBIAN_FRONTEND=noninteractive chroot "$t" apt-get -o Acquire::http::Proxy="${proxy:-DIRECT}" \
+		install -y -q --no-install-recommends "$@"; } >>"$dir/build.log" 2>&1 </dev/null; then
 		umount "$t/proc"; tail -n 20 "$dir/build.log" >&2; exit 1
 	fi
 	umount "$t/proc"
@@ -180,14 +184,14 @@ apt_into() {
 
 if [ "$kind" = stock ]; then
 	echo "image.sh: debootstrap of bookworm into $tree"
-	debootstrap --variant=minbase --include="$stock_pkgs" bookworm "$tree" "$mirror" \
+	env ${proxy:+http_proxy=$proxy} debootstrap --variant=minbase --include="$stock_pkgs" bookworm "$tree" "$mirror" \
 		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
 	shape_like_cloud_image "$tree"
 elif [ "$kind" = ec2-stock ]; then
 	# debootstrap cannot order cloud-init's Python dependencies in its
 	# base stage (python3-cryptography fails to configure): apt does them
 	echo "image.sh: debootstrap of bookworm into $tree, then $ec2_pkgs"
-	debootstrap --variant=minbase --include="$ec2_base" bookworm "$tree" "$mirror" \
+	env ${proxy:+http_proxy=$proxy} debootstrap --variant=minbase --include="$ec2_base" bookworm "$tree" "$mirror" \
 		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
 	# shellcheck disable=SC2086 # word splitting of the package list
 	apt_into "$tree" $ec2_pkgs

@@ -15,6 +15,13 @@
 #                              user pbx, ssh key KEY, node group GROUP, a YAML
 #                              flow mapping) for the emulator at PORT
 #   gce_vm_emulator_stop       ends the emulator (and so every VM)
+#   vm_apt_cache IMAGES        the apt cache every VM and image build shares
+#                              (apt-cacher-ng on 127.0.0.1, its packages in
+#                              IMAGES/apt-cache, started by the first user):
+#                              sets VM_UPSTREAM (the emulators' --vm-upstream)
+#                              and PBX_VM_APT_PROXY (image.sh's), both empty
+#                              without apt-cacher-ng; holds a shared lock
+#   vm_apt_cache_release       drops it; the last user stops the cache
 # Needs PBX_SOURCE_DIR.
 
 vm_why_not() {
@@ -35,7 +42,7 @@ gce_vm_emulator() {
 	rm -f "$1/port"
 	python3 "$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py" --port 0 --port-file "$1/port" \
 		--state-dir "$1/emu" --project pbx-test --backend vm --vm-image "$2" \
-		--network-block 10.128.0.0/20 --nat-block "$3" --log "$1/emu.log" >"$1/emu.out" 2>&1 &
+		--network-block 10.128.0.0/20 --nat-block "$3" --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" --log "$1/emu.log" >"$1/emu.out" 2>&1 &
 	EMU_PID=$!
 	gve_i=0
 	while [ ! -s "$1/port" ] && [ $gve_i -lt 300 ]; do
@@ -80,4 +87,65 @@ CONFIG
 gce_vm_emulator_stop() {
 	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
 	EMU_PID=
+}
+
+vm_apt_cache() {
+	VM_UPSTREAM= PBX_VM_APT_PROXY=
+	export PBX_VM_APT_PROXY
+	command -v apt-cacher-ng >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v apt-cacher-ng >/dev/null 2>&1 ||
+		{ echo "# no apt cache (apt-get install apt-cacher-ng): every VM downloads its packages"; return 0; }
+	vac_dir=$1/apt-cache
+	mkdir -p "$vac_dir/cache" "$vac_dir/log"
+	exec 7>>"$vac_dir/users.lock"
+	flock -s 7
+	# one user at a time decides whether it runs, and starts it
+	(
+		flock -x 8
+		if [ -s "$vac_dir/pid" ] && kill -0 "$(cat "$vac_dir/pid")" 2>/dev/null; then exit 0; fi
+		# a free port below 32768: apt-cacher-ng 3.7 cannot bind one above
+		vac_port=$(python3 -c '
+import random, socket
+for port in random.sample(range(20000, 32768), 200):
+    try:
+        socket.socket().bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass')
+		# Debian's mirror and its security archive, by URL path (what the
+		# VMs' port-80 forward sends) or as a proxy (image.sh): one cache
+		cat >"$vac_dir/acng.conf" <<ACNG
+CacheDir: $vac_dir/cache
+LogDir: $vac_dir/log
+SupportDir: /usr/lib/apt-cacher-ng
+Port: $vac_port
+BindAddress: 127.0.0.1
+SocketPath: $vac_dir/socket
+PidFile: $vac_dir/pid
+ForeGround: 1
+Remap-debrep: /debian deb.debian.org/debian ; http://deb.debian.org/debian/
+Remap-secdeb: /debian-security deb.debian.org/debian-security ; http://deb.debian.org/debian-security/
+ACNG
+		rm -f "$vac_dir/pid"
+		PATH=$PATH:/usr/sbin setsid apt-cacher-ng -c "$vac_dir" </dev/null >>"$vac_dir/log/daemon.out" 2>&1 7>&- 8>&- &
+		vac_i=0
+		until [ -s "$vac_dir/pid" ] && curl -s -o /dev/null "http://127.0.0.1:$vac_port/acng-report.html"; do
+			vac_i=$((vac_i + 1))
+			[ $vac_i -lt 100 ] || exit 1
+			sleep 0.1
+		done
+		echo "$vac_port" >"$vac_dir/port"
+	) 8>>"$vac_dir/start.lock" || { echo "# the apt cache did not start: $(tail -n 3 "$vac_dir/log/daemon.out")"; return 0; }
+	VM_UPSTREAM=127.0.0.1:$(cat "$vac_dir/port")
+	PBX_VM_APT_PROXY=http://$VM_UPSTREAM
+}
+
+vm_apt_cache_release() {
+	[ -n "${VM_UPSTREAM:-}" ] || return 0
+	VM_UPSTREAM=
+	if flock -n -x 7; then   # no other user: this one stops it
+		kill "$(cat "$vac_dir/pid" 2>/dev/null)" 2>/dev/null
+		rm -f "$vac_dir/pid"
+	fi
+	exec 7>&-
 }
