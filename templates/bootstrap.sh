@@ -295,6 +295,7 @@ pidfile_of() {
 	slurmctld) p=${CONF_CTLD_PID:-$ROOT/run/slurmctld.pid} ;;
 	slurmd) p=${CONF_SLURMD_PID:-$ROOT/run/slurmd-%n.pid} ;;
 	munged) p=$MUNGE_PID ;;
+	pbx-autostop) p=$ROOT/run/pbx-autostop.pid ;;
 	esac
 	expand_pct "$p"
 	PF=$EXP
@@ -556,11 +557,14 @@ do_status() {
 do_down() {
 	conf_load
 	if [ "$MODE" = systemd ]; then
+		! systemctl is-active --quiet pbx-autostop || systemctl stop pbx-autostop ||
+			log "systemctl stop pbx-autostop failed"
 		systemctl stop "$SLURM_DAEMON" || log "systemctl stop $SLURM_DAEMON failed"
 		systemctl stop munge || log "systemctl stop munge failed"
 	else
 		# Both SLURM daemons: a prefix should never have both, but if it
 		# does, leave nothing behind.
+		stop_pid pbx-autostop
 		stop_pid slurmd
 		stop_pid slurmctld
 		stop_pid munged
@@ -1118,6 +1122,72 @@ if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ] &&
 		nap 25   # every node polls at once
 		waited=$((waited + 25))
 	done
+fi
+
+# ---- autostop (templates/autostop.sh, docs/autostop.md): a watcher on
+# every node; the head's decides when the cluster has been idle for
+# PBX_AUTOSTOP seconds and powers it off, the others obey.  0: none runs.
+if [ -n "${PBX_AUTOSTOP:-}" ]; then
+	stage autostop
+	is_uint "$PBX_AUTOSTOP" || die "PBX_AUTOSTOP must be a number of seconds (got '$PBX_AUTOSTOP')"
+	[ -r "$STAGE_DIR/autostop.sh" ] || die "no autostop.sh in PBX_STAGE ($STAGE_DIR)"
+	watcher=$ROOT/usr/local/sbin/pbx-autostop
+	ensure_parent "$watcher"
+	install_file "$STAGE_DIR/autostop.sh" "$watcher" 0755
+	watcher_changed=$CHANGED
+	aconf=$ROOT/etc/pbx/autostop.conf
+	begin_new "$aconf"
+	{
+		echo "# pbx-autostop's settings, written by pbx's bootstrap"
+		for kv in "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" \
+			"PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" "PBX_AUTOSTOP_S=$PBX_AUTOSTOP" \
+			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"}; do
+			sq "${kv#*=}"
+			echo "${kv%%=*}=$SQ"
+		done
+	} >"$NEW"
+	install_new "$aconf" 0644
+	[ "$CHANGED" = 0 ] || watcher_changed=1
+	# a new start: no stop request of an earlier life stands
+	[ "$ROLE" = compute ] || rm -rf "$SHARED/.pbx-autostop"
+	if [ "$MODE" = systemd ]; then
+		unit=/etc/systemd/system/pbx-autostop.service
+		begin_new "$unit"
+		cat >"$NEW" <<UNIT
+[Unit]
+Description=pbx autostop: powers this cluster off when it is idle
+After=network-online.target remote-fs.target $SLURM_DAEMON.service
+
+[Service]
+ExecStart=$watcher watch
+Restart=always
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+		install_new "$unit" 0644
+		[ "$CHANGED" = 0 ] || { watcher_changed=1; systemctl daemon-reload; }
+		if [ "$PBX_AUTOSTOP" = 0 ] && [ "$ROLE" = head ]; then
+			systemctl disable --now pbx-autostop >/dev/null 2>&1 || :
+		elif ! systemctl is-active --quiet pbx-autostop || [ "$watcher_changed" = 1 ]; then
+			systemctl enable pbx-autostop >/dev/null 2>&1 || die "systemctl enable pbx-autostop failed"
+			systemctl restart pbx-autostop || die "systemctl restart pbx-autostop failed (journalctl -u pbx-autostop)"
+		fi
+	else
+		pidfile_of pbx-autostop
+		if pid_alive "$PF" pbx-autostop && { [ "$watcher_changed" = 1 ] || [ "$PBX_AUTOSTOP" = 0 ]; }; then
+			stop_pid pbx-autostop
+		fi
+		if ! { [ "$PBX_AUTOSTOP" = 0 ] && [ "$ROLE" = head ]; } && ! pid_alive "$PF" pbx-autostop; then
+			ensure_parent "$PF"
+			alog=$ROOT/var/log/pbx-autostop.log
+			ensure_parent "$alog"
+			setsid "$watcher" watch </dev/null >>"$alog" 2>&1 3>&- 8>&- 9>&- &
+			echo $! >"$PF"
+			log "pbx-autostop running (pid $!)"
+		fi
+	fi
 fi
 
 stage 'done'

@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "util/quote.h"
+#include "util/duration.h"
 #include "util/xalloc.h"
 
 #include <getopt.h>
@@ -92,7 +93,8 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "template", required_argument, NULL, 't' }, { "dry-run", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+		{ "json", no_argument, NULL, 'j' }, { "autostop", required_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 } };
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_err err = PBX_ERR_INIT;
@@ -100,6 +102,7 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	char *title;
 	struct timespec t0, t1;
 	double secs;
+	long autostop = -1;
 	int opt, rc, was_up, dry = 0, as_json = 0;
 	optind = 1;
 	for (;;) {
@@ -111,7 +114,12 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			tmpl = optarg;
 		else if (opt == 'n')
 			dry = 1;
-		else
+		else if (opt == 'a' && (pbx_duration_parse(optarg, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
+					(autostop && autostop < 10)))
+			return pbx_usage_error(&cmd_cluster_start, "--autostop: '%s' is not a duration "
+					       "from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
+					       "minutes) or off", optarg);
+		else if (opt == 'j')
 			as_json = 1;
 	}
 	if (optind != argc - 1)
@@ -131,7 +139,7 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	title = xasprintf("%s cluster %s", was_up ? "checking" : "starting", argv[optind]);
 	cp.title = title;
-	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[optind], tmpl, &ev, &err);
+	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[optind], tmpl, (int)autostop, &ev, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pbx_progress_free(cp.p);
 	free(title);
@@ -150,19 +158,24 @@ static const struct pbx_opt_doc cluster_start_opts[] = {
 	{ "-t, --template TEMPLATE", "build from TEMPLATE instead of the template named NAME" },
 	{ "-n, --dry-run", "send nothing: print the cloud API requests creation would send" },
 	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
+	{ "--autostop DURATION", "power the cluster off after DURATION idle (no SLURM job, no SSH "
+				 "session), disks kept; 30m, 2h, off; recorded with the cluster "
+				 "(default: the template's autostop)" },
 	{ NULL, NULL },
 };
 
 static const struct pbx_cmd cmd_cluster_start = {
 	.name = "start",
 	.summary = "create a cluster, or repair whatever of it is down",
-	.usage = "pbx cluster start [-t TEMPLATE] [-n [-j]] NAME",
+	.usage = "pbx cluster start [-t TEMPLATE] [--autostop DURATION] [-n [-j]] NAME",
 	.description = "Creates the nodes of template NAME (or TEMPLATE), connects over SSH,\n"
 		       "runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
 		       "on the head, slurmd with GPU GRES on each compute node) and returns when\n"
 		       "sinfo shows every node idle.  On an existing cluster it brings back only\n"
 		       "what is down, and says so when the cluster was already up.  A node whose\n"
-		       "host key changed is refused (exit 4) and the cluster's state left as is.",
+		       "host key changed is refused (exit 4) and the cluster's state left as is.\n"
+		       "A cluster that stopped itself (autostop) is powered on again, its disks\n"
+		       "as they were, and its queued jobs run.",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_start_exec,
@@ -479,6 +492,18 @@ static const struct pbx_cmd cmd_cluster_list = {
 
 static const struct pbx_cmd cmd_cluster_show;
 
+/* "autostop: after 1h idle (last: stopped itself at ...)" */
+static void cluster_print_autostop(const struct pbx_cluster *c, const char *last)
+{
+	char d[32];
+	pbx_duration_format(c->spec.t ? c->spec.t->autostop : 0, d, sizeof(d));
+	if (!strcmp(d, "off"))
+		printf("autostop: off");
+	else
+		printf("autostop: after %s idle (no SLURM job, no SSH session)", d);
+	printf(last ? "; last: %s\n" : "\n", last);
+}
+
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
@@ -487,7 +512,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	size_t nsn = 0, i;
 	int json = cluster_has_flag(argc, argv, "-j", "--json"), live;
 	const char *name = NULL;
-	char *exposure;
+	char *exposure, *stopped, *last;
 	for (i = 1; i < (size_t)argc; i++)
 		if (argv[i][0] != '-')
 			name = argv[i];
@@ -497,6 +522,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
+	stopped = live ? NULL : pbx_cluster_stopped_why(c);
+	last = pbx_cluster_last_stop(c);
 	if (json) {
 		json_t *o = cluster_row_json(&c->row), *nodes = json_array(), *tmpl;
 		tmpl = json_loads(c->row.template_json, 0, NULL);
@@ -518,6 +545,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "nodes", nodes);
 		json_object_set_new(o, "ssh", json_string(exposure));
 		json_object_set_new(o, "reachable", json_boolean(live));
+		json_object_set_new(o, "autostop", json_integer(c->spec.t ? c->spec.t->autostop : 0));
+		json_object_set_new(o, "stopped", stopped ? json_string(stopped) : json_null());
+		json_object_set_new(o, "last_autostop", last ? json_string(last) : json_null());
 		pbx_print_json(o);
 	} else {
 		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
@@ -525,6 +555,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		printf("cluster %s (%s, id %s%s): %s\n%s\n", c->row.name, c->row.cloud, c->row.uid,
 		       pbx_cluster_uid_legacy(c->row.uid) ? ", made by a pbx without ids" : "",
 		       c->row.state, exposure);
+		cluster_print_autostop(c, last);
 		for (i = 0; i < c->nnodes; i++) {
 			char addr[128], gpus[16];
 			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
@@ -545,6 +576,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	pbx_sinfo_free(sn, nsn);
 	free(exposure);
+	free(stopped);
+	free(last);
 	pbx_cluster_close(c);
 	/* what the store knows was shown; a refused host key is still a refusal */
 	if (!live && serr.code == PBX_EXIT_SECURITY)
@@ -555,7 +588,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 static const struct pbx_opt_doc cluster_show_opts[] = {
 	{ "-j, --json", "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
 			"template, its nodes (name, role, address, public_address, ssh_port,\n"
-			"gpus, state, slurm_state) and ssh (which address blocks reach port 22)" },
+			"gpus, state, slurm_state), ssh (which address blocks reach port 22),\n"
+			"autostop (seconds, 0 = off), stopped (why it is powered off, or null)\n"
+			"and last_autostop (the head's record of its last autostop, or null)" },
 	{ NULL, NULL },
 };
 
@@ -749,7 +784,7 @@ static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 const struct pbx_cmd pbx_cmd_cluster = {
 	.name = "cluster",
 	.summary = "create, inspect, use and delete SLURM clusters",
-	.usage = "pbx cluster start [-t TEMPLATE] [-n [-j]] NAME\n"
+	.usage = "pbx cluster start [-t TEMPLATE] [--autostop DURATION] [-n [-j]] NAME\n"
 		 "pbx cluster list [-a] [-j]\n"
 		 "pbx cluster show [-j] NAME\n"
 		 "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]\n"

@@ -101,6 +101,14 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	bootstrap_env(&cmd, "PBX_CTLD_LOCK", l->ctld_lock);
 	if (l->train_bin[0])
 		bootstrap_env(&cmd, "PBX_TRAIN_BIN", l->train_bin);
+	if (c->spec.t && !strcmp(action, "up")) {
+		char secs[16];
+		const char *tick = getenv("PBX_AUTOSTOP_TICK");   /* tests: seconds between looks */
+		snprintf(secs, sizeof(secs), "%d", c->spec.t->autostop);
+		bootstrap_env(&cmd, "PBX_AUTOSTOP", secs);
+		if (tick && strspn(tick, "0123456789") == strlen(tick) && *tick)
+			bootstrap_env(&cmd, "PBX_AUTOSTOP_TICK", tick);
+	}
 	pbx_buf_adds(&cmd, " && exec sh ");
 	pbx_shell_quote(&cmd, script);
 	pbx_buf_addc(&cmd, ' ');
@@ -145,8 +153,10 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT;
+	struct pbx_buf script = PBX_BUF_INIT, watcher = PBX_BUF_INIT;
 	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
+	if (rc == 0)
+		rc = pbx_tmpl_get("autostop.sh", &watcher, err);
 	if (rc == 0)
 		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
 	if (rc == 0)
@@ -154,7 +164,11 @@ int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *e
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
 				    script.len, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/autostop.sh", 0700, now, watcher.buf,
+				    watcher.len, err);
 	pbx_buf_release(&script);
+	pbx_buf_release(&watcher);
 	return rc;
 }
 

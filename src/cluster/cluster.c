@@ -130,6 +130,19 @@ char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
 			 pbx_cluster_ssh_addr(c, i), c->nodes[i].ssh_port);
 }
 
+/* A head that does not answer because the cluster is powered off: err
+ * says so and how to start it again, in place of the connection's error. */
+static void cluster_say_stopped(struct pbx_cluster *c, struct pbx_err *err)
+{
+	char *why = pbx_cluster_stopped_why(c);
+	if (!why)
+		return;
+	pbx_err_clear(err);
+	pbx_err_setc(err, PBX_EXIT_FAIL, "cluster %s is stopped: %s; start it again with "
+		     "'pbx cluster start %s'", c->row.name, why, c->row.name);
+	free(why);
+}
+
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 			struct pbx_err *err)
 {
@@ -152,6 +165,8 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 	free(pin);
 	if (rc < 0)
 		pbx_err_prefix(err, "node %s", c->nodes[i].name);
+	if (rc < 0 && i == 0 && !c->starting && err->code != PBX_EXIT_SECURITY)
+		cluster_say_stopped(c, err);
 	return rc;
 }
 

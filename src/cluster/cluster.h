@@ -22,11 +22,15 @@
 /*
  * Starts cluster `name` from template `tmpl` (NULL = the template called
  * `name`), or repairs it when it exists: whatever is down is brought back
- * and healthy daemons are left alone.  Returns once every compute node is
- * idle in sinfo (or with an error naming the nodes that are not).
+ * (a stopped instance is started: autostop keeps disks) and healthy
+ * daemons are left alone.  `autostop` >= 0 (seconds, 0 = off) replaces the
+ * template's autostop for this cluster, from now on; -1 keeps it.  Returns
+ * once every compute node is idle in sinfo (or with an error naming the
+ * nodes that are not).
  */
 int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, const struct pbx_cluster_events *ev, struct pbx_err *err);
+		      const char *tmpl, int autostop, const struct pbx_cluster_events *ev,
+		      struct pbx_err *err);
 /*
  * *running = 1 when cluster `name` is recorded up and sinfo (one round trip
  * to the head) shows every compute node usable; 0 when it is not, is
@@ -115,12 +119,22 @@ struct pbx_cluster {
 	 * (see pbx_template_sized); sized_groups is its group array. */
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *sized_groups;
+	/* Set while `start` runs: a head that does not answer is being
+	 * brought up, not reported as stopped (pbx_cluster_connect). */
+	int starting;
 };
 
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
+/* Why cluster c is powered off ("stopped itself at T: idle for 60 s
+ * (autostop)...", or the head instance's state), or NULL when it is not
+ * known to be (power.c).  Caller frees. */
+char *pbx_cluster_stopped_why(struct pbx_cluster *c);
+/* The head's record of its last autostop, where pbx can read its disk
+ * (node bodies), or NULL.  Caller frees. */
+char *pbx_cluster_last_stop(const struct pbx_cluster *c);
 /* A pooled connection to node i (owned by the cluster's pool): direct to
  * its public address, or to its (private) address; through the head when
  * the head has a public address and node i has none (direct-tcpip). */

@@ -14,7 +14,8 @@ char *pbx_template_json(const struct pbx_cluster_template *t);
 
 /* The cluster as built: template t with each group's count taken from
  * `json` (the store's record, which a resize changes) where it names the
- * group.  *out shares t's strings; *groups (owned by the caller, free) is
+ * group, and its autostop from the record's autostop_override (`start
+ * --autostop`) when it has one.  *out shares t's strings; *groups (owned by the caller, free) is
  * out->groups. */
 void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
 			struct pbx_cluster_template *out, struct pbx_node_group **groups);
@@ -22,6 +23,9 @@ void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
 void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t);
 /* `json` with group `group`'s count set to `count`; caller frees. */
 char *pbx_template_json_resized(const char *json, const char *group, int count);
+/* `json` with autostop_override set to `seconds`; caller frees (NULL when
+ * json is not a JSON object). */
+char *pbx_template_json_autostop(const char *json, int seconds);
 
 /* pbx's directory on a node and, in it, the stage (bootstrap.sh,
  * slurm.conf, munge.key); relative to the node's root prefix. */
@@ -45,7 +49,7 @@ void pbx_cluster_release(struct pbx_cluster *c);
 
 /*
  * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
- * and PBX_STAGE_DIR (0700) and PBX_STAGE_DIR/bootstrap.sh, dated `now`.
+ * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh and autostop.sh, dated `now`.
  * The caller adds its own members and ends the tar (pbx_ustar_end).
  */
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);

@@ -542,8 +542,28 @@ static char *start_template_name(struct pbx_store *st, const char *name, const c
 	return res;
 }
 
+/* Records `start --autostop` with the cluster (template_json.c). */
+static int start_record_autostop(struct pbx_store *st, const char *name, int autostop,
+				 struct pbx_err *err)
+{
+	struct pbx_cluster_row row;
+	char *json;
+	int rc;
+	if (autostop < 0)
+		return 0;
+	if (pbx_store_cluster_get(st, name, &row, err) < 0)
+		return -1;
+	json = pbx_template_json_autostop(row.template_json, autostop);
+	rc = json ? pbx_store_cluster_set_template_json(st, row.id, json, err)
+		  : pbx_err_set(err, "cluster %s: its recorded template is not JSON", name);
+	free(json);
+	pbx_cluster_row_free(&row);
+	return rc;
+}
+
 int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl_opt, const struct pbx_cluster_events *ev, struct pbx_err *err)
+		      const char *tmpl_opt, int autostop, const struct pbx_cluster_events *ev,
+		      struct pbx_err *err)
 {
 	char *tmpl = start_template_name(st, name, tmpl_opt);
 	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl);
@@ -562,9 +582,11 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 	free(tmpl);
 	if (!pbx_provider_find(t->cloud))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
-	if (start_record(st, t, name, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0)
+	if (start_record(st, t, name, err) < 0 || start_record_autostop(st, name, autostop, err) < 0 ||
+	    pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	pbx_cluster_use_template(c, t);
+	c->starting = 1;
 	rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);

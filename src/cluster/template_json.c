@@ -2,7 +2,8 @@
  * template_json.c - a cluster template as JSON, kept in the store with the
  * cluster so `pbx cluster show` can say what it was built from.  Its group
  * counts are the cluster's size: `pbx cluster resize` changes them there,
- * and every verb sees the template with those counts (pbx_template_sized).
+ * and every verb sees the template with those counts (pbx_template_sized);
+ * `pbx cluster start --autostop` records its value there likewise.
  */
 #include "cluster/cluster_internal.h"
 
@@ -52,6 +53,7 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 		json_object_set_new(o, "boot_timeout", json_integer(t->boot_timeout));
 	if (t->compute_external_ips)
 		json_object_set_new(o, "compute_external_ips", json_true());
+	json_object_set_new(o, "autostop", json_integer(t->autostop));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;
@@ -114,7 +116,7 @@ static int recorded_count(json_t *rec, const char *name)
 void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
 			struct pbx_cluster_template *out, struct pbx_node_group **groups)
 {
-	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL, *over;
 	size_t i;
 	*out = *t;
 	*groups = xcalloc(t->ngroups ? t->ngroups : 1, sizeof(**groups));
@@ -125,6 +127,10 @@ void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
 			(*groups)[i].count = n;
 	}
 	out->groups = *groups;
+	over = json_object_get(rec, "autostop_override");
+	if (json_is_integer(over) && json_integer_value(over) >= 0 &&
+	    json_integer_value(over) <= PBX_AUTOSTOP_MAX_S)
+		out->autostop = (int)json_integer_value(over);
 	json_decref(rec);
 }
 
@@ -141,6 +147,18 @@ char *pbx_template_json_resized(const char *json, const char *group, int count)
 			json_object_set_new(g, "count", json_integer(count));
 	}
 	s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(rec);
+	return s;
+}
+
+char *pbx_template_json_autostop(const char *json, int seconds)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	char *s = NULL;
+	if (json_is_object(rec)) {
+		json_object_set_new(rec, "autostop_override", json_integer(seconds));
+		s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	}
 	json_decref(rec);
 	return s;
 }

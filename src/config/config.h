@@ -12,6 +12,7 @@
  *       subnet: subnet-0a              # aws only: overrides clouds.aws.subnet
  *       ssh_from: [203.0.113.0/24]     # who reaches port 22 (default anywhere)
  *       compute_external_ips: false    # gce only: compute nodes get addresses
+ *       autostop: 1h                   # idle time before it stops itself; off
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
  *         - { name: gpu, count: 2, machine_type: n1-standard-8,
@@ -33,7 +34,8 @@
  * digit, since nodes are named NAME1, NAME2, ...); node group names are
  * unique within a template; a template has 1..PBX_CONFIG_MAX_GROUPS groups.
  * Defaults: login_user "root" and image "host" for cloud local (required
- * for gce/aws, as is each node group's machine_type); gpus 0; spot false.
+ * for gce/aws, as is each node group's machine_type); gpus 0; spot false;
+ * autostop an hour for gce/aws, off for local.
  *
  * Ownership: a struct pbx_config and every string and array reachable from
  * it belong to the config and are released by pbx_config_free().
@@ -50,6 +52,8 @@
 #define PBX_CONFIG_MAX_GROUPS 64             /* node groups per template */
 #define PBX_CONFIG_MAX_COUNT  10000          /* nodes per node group */
 #define PBX_CONFIG_MAX_GPUS   64             /* GPUs per node */
+#define PBX_AUTOSTOP_DEFAULT_S 3600          /* gce and aws templates' autostop */
+#define PBX_AUTOSTOP_MAX_S    (30L * 86400)
 
 struct pbx_node_group {
 	char *name;          /* group name; nodes are named NAME1, NAME2, ... */
@@ -80,6 +84,9 @@ struct pbx_cluster_template {
 	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
 	int boot_timeout;             /* seconds a fresh node may take to answer SSH
 					 with its login user; 0 = 300 */
+	int autostop;                 /* seconds the cluster may sit idle (no SLURM
+					 job, no SSH session) before it stops itself;
+					 0 = never (docs/autostop.md) */
 	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
 					 NULL = anywhere (0.0.0.0/0) */
 	size_t nssh_from;               /* >= 1 */

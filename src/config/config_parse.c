@@ -6,6 +6,7 @@
 #include "config/config_priv.h"
 #include "http/http.h"
 #include "util/fs.h"
+#include "util/duration.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -21,7 +22,7 @@ static const char *const top_keys[] = { "clusters", "clouds", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", NULL
+	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", "autostop", NULL
 };
 static const char *const head_keys[] = { "machine_type", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
@@ -368,6 +369,31 @@ static int pbx_parse_external_ips(const struct pbx_ynode *m, int cloud,
 	return pbx_ynode_bool(n, &t->compute_external_ips, err);
 }
 
+/* Optional autostop: how long the cluster may sit idle before it stops
+ * itself (a duration: "90s", "30m", "2h", a bare number of minutes, or
+ * "off"); at least 10 s, at most 30 days.  Absent: an hour on gce and aws,
+ * off on local. */
+static int pbx_parse_autostop(const struct pbx_ynode *m, int cloud,
+			      struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "autostop");
+	char *text = NULL;
+	long secs = 0;
+	int rc = 0;
+	t->autostop = cloud == PBX_CLOUD_LOCAL ? 0 : PBX_AUTOSTOP_DEFAULT_S;
+	if (!v)
+		return 0;
+	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+		return -1;
+	if (pbx_duration_parse(text, PBX_AUTOSTOP_MAX_S, &secs) < 0 || (secs && secs < 10))
+		rc = pbx_ynode_error(v, err, "must be a duration from 10s to 30d (90s, 30m, 2h, "
+				     "1h30m; a bare number is minutes) or off, got '%s'", text);
+	else
+		t->autostop = (int)secs;
+	free(text);
+	return rc;
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -393,7 +419,8 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
-	    pbx_parse_external_ips(m, cloud, t, err) < 0 || pbx_parse_boot_timeout(m, t, err) < 0)
+	    pbx_parse_external_ips(m, cloud, t, err) < 0 || pbx_parse_boot_timeout(m, t, err) < 0 ||
+	    pbx_parse_autostop(m, cloud, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }

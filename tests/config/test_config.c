@@ -180,6 +180,8 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK_STR(t->image, "projects/debian-cloud/global/images/family/debian-12");
 	CHECK_STR(t->head_machine_type, "e2-standard-4");
 	CHECK(t->ngroups == 2 && t->line == 11);
+	CHECK(t->autostop == 3600);   /* gce's default */
+	CHECK(cfg->templates[0].autostop == 0 && cfg->templates[2].autostop == 5400);
 	CHECK_STR(t->groups[1].name, "gpu");
 	CHECK(t->groups[1].count == 4 && t->groups[1].gpus == 2 && t->groups[1].spot);
 	CHECK_STR(t->groups[1].gpu_type, "nvidia-tesla-t4");

@@ -279,3 +279,11 @@ int pbx_body_layout(int port_base, int ports, int nodes, const char *dir,
 	l->cred_expire = 15;
 	return 0;
 }
+
+int pbx_body_running(const char *root)
+{
+	char *pidfile = xasprintf("%s/run/sshd.pid", root);
+	int pid = body_pid_alive(pidfile, "sshd");
+	free(pidfile);
+	return pid > 0;
+}

@@ -23,6 +23,10 @@ struct pbx_body {
  * quoting sshd's last log line.  Sessions get HOME=b->home and
  * PBX_BODY_ROOT=b->root in their environment. */
 int pbx_body_start(const struct pbx_body *b, struct pbx_err *err);
+/* 1 when the body at `root` runs (its sshd's pid file names a live sshd),
+ * else 0: never started, or powered off (autostop ends every process of
+ * the body, templates/autostop.sh). */
+int pbx_body_running(const char *root);
 
 struct pbx_slurm_layout;
 

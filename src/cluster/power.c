@@ -1,0 +1,96 @@
+/*
+ * power.c - whether a cluster is powered off, and why, for the verbs that
+ * find its head unreachable (docs/autostop.md).  A cluster that stopped
+ * itself (templates/autostop.sh) keeps its disks: on a cloud its head
+ * instance is TERMINATED (Compute Engine) or stopped (EC2); on the local
+ * cloud the head body runs no process.  The head wrote why on its own
+ * disk (var/lib/pbx/autostop.last), which pbx can read where that disk is
+ * a directory of this machine (node bodies); on a cloud it is read back
+ * when the cluster runs again.
+ */
+#include "cluster/cluster_internal.h"
+#include "cloud/local/body.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/visible.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AUTOSTOP_LAST PBX_NODE_DIR "/autostop.last"
+
+/* "stopped at T: REASON" from a body's autostop.last, or NULL. */
+static char *power_last_stop(const char *root)
+{
+	char *path = xasprintf("%s/" AUTOSTOP_LAST, root), *line, *save = NULL, *res = NULL;
+	const char *at = NULL, *reason = NULL;
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (pbx_read_file(path, &b, NULL) == 0 && b.len < 4096) {
+		for (line = strtok_r(b.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			if (!strncmp(line, "stopped_at=", 11))
+				at = line + 11;
+			else if (!strncmp(line, "reason=", 7))
+				reason = line + 7;
+		}
+		if (at && reason) {
+			char *text = xasprintf("stopped itself at %s: %s", at, reason);
+			res = pbx_visible(text, PBX_VISIBLE_LINE);   /* written on the node */
+			free(text);
+		}
+	}
+	pbx_buf_release(&b);
+	free(path);
+	return res;
+}
+
+/* Whether the provider lists the head's instance as powered off. */
+static int power_head_off(struct pbx_cluster *c, char **state)
+{
+	struct pbx_instance *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0, i, len;
+	int off = 0;
+	if (c->provider->list(c->pctx, &v, &n, &err) < 0)
+		return 0;
+	for (i = 0; i < n && !off; i++) {
+		len = strlen(v[i].id);
+		if (len < 5 || strcmp(v[i].id + len - 5, "-head") != 0 || !v[i].state)
+			continue;
+		if (!strcmp(v[i].state, "TERMINATED") || !strcmp(v[i].state, "STOPPING") ||
+		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||
+		    !strcmp(v[i].state, "stopping")) {
+			*state = pbx_visible(v[i].state, PBX_VISIBLE_LINE);
+			off = 1;
+		}
+	}
+	pbx_instances_free(v, n);
+	return off;
+}
+
+char *pbx_cluster_stopped_why(struct pbx_cluster *c)
+{
+	char *state = NULL, *why;
+	if (!c->nnodes)
+		return NULL;
+	if (!strcmp(c->row.cloud, "local")) {
+		if (!c->nodes[0].root || !*c->nodes[0].root || pbx_body_running(c->nodes[0].root))
+			return NULL;
+		why = power_last_stop(c->nodes[0].root);
+		return why ? why : xstrdup("its node bodies run no process");
+	}
+	if (!power_head_off(c, &state))
+		return NULL;
+	why = xasprintf("its head instance is %s (powered off: autostop, or a shutdown on the "
+			"machine; its disks are kept)", state);
+	free(state);
+	return why;
+}
+
+char *pbx_cluster_last_stop(const struct pbx_cluster *c)
+{
+	if (!c->nnodes || !c->nodes[0].root || !*c->nodes[0].root)
+		return NULL;
+	return power_last_stop(c->nodes[0].root);
+}

@@ -1,0 +1,180 @@
+#!/bin/sh
+# autostop.sh - pbx-autostop, the watcher that stops an idle cluster from
+# inside, so it works with the user's laptop off (issue 19, section 1;
+# docs/autostop.md).  templates/bootstrap.sh installs it on every node as
+# ROOT/usr/local/sbin/pbx-autostop with its settings in
+# ROOT/etc/pbx/autostop.conf, and runs `pbx-autostop watch` under systemd
+# (pbx-autostop.service) or, on a node body, as a daemon of the body.
+#
+# The head decides.  The cluster is idle when SLURM has no job that is not
+# finished (squeue lists none) and no SSH session is open on the head (a
+# session to a compute node goes through the head too: pbx's ProxyJump).
+# Once it has been idle for PBX_AUTOSTOP_S seconds in a row, the head:
+#   1. writes why and when to ROOT/var/lib/pbx/autostop.last (its own disk,
+#      which a stop keeps; `pbx cluster show` reads it back);
+#   2. asks every compute node to power off: SHARED/.pbx-autostop/request
+#      (the shared directory: NFS from the head) holds the request's id;
+#   3. waits (at most PBX_AUTOSTOP_DRAIN_S) for each compute node to answer
+#      in SHARED/.pbx-autostop/off.NODE;
+#   4. powers itself off.
+# A compute node obeys a request made after its watcher started (a node
+# that boots again later does not obey the old one): it answers, then
+# powers off.  Powering off is the guest's own shutdown: `systemctl
+# poweroff` on a VM (Compute Engine then says TERMINATED, EC2 `stopped`;
+# the disks stay, no cloud credential is needed), and on a node body the
+# end of every process of the body (its sshd included), which is what an
+# emulator or the local provider sees as the machine going off.
+#
+#   pbx-autostop watch      the loop (every PBX_AUTOSTOP_TICK s, default 10)
+#   pbx-autostop status     one line: idle for how long, or busy with what
+# Settings (autostop.conf, shell assignments written by the bootstrap):
+# PBX_MODE, PBX_ROLE, PBX_NODE, PBX_ROOT, PBX_SHARED, SLURM_CONF,
+# PBX_AUTOSTOP_S (0: the watcher only obeys requests, never decides).
+set -u
+
+CONF_FILE=${PBX_AUTOSTOP_CONF:-$(dirname "$0")/../../../etc/pbx/autostop.conf}
+# shellcheck disable=SC1090 # written by the bootstrap
+. "$CONF_FILE" || { echo "pbx-autostop: cannot read $CONF_FILE" >&2; exit 2; }
+ROOT=${PBX_ROOT:-}
+TICK=${PBX_AUTOSTOP_TICK:-10}
+DRAIN=${PBX_AUTOSTOP_DRAIN_S:-120}
+REQ_DIR=$PBX_SHARED/.pbx-autostop   # a host path on node bodies, /shared on VMs
+STATE_DIR=$ROOT/var/lib/pbx
+export SLURM_CONF PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+log() { printf '%s pbx-autostop[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_NODE" "$*"; }
+
+# The open SSH sessions of this machine (of this body: the descendants of
+# its sshd), one per line.  sshd names a session's process "sshd: USER@TTY"
+# (notty without a terminal).
+ssh_sessions() {
+	if [ "$PBX_MODE" = systemd ]; then
+		ps -eo args= | grep -E '^sshd: [^ ]+@' || :
+		return
+	fi
+	top=
+	read -r top <"$ROOT/run/sshd.pid" 2>/dev/null || :
+	[ -n "$top" ] || return 0
+	ps -eo pid=,ppid=,args= | awk -v top="$top" '
+		{ parent[$1] = $2; line[$1] = $0 }
+		END {
+			for (p in parent) {
+				if (line[p] !~ /^ *[0-9]+ +[0-9]+ +sshd: [^ ]+@/) continue
+				for (q = parent[p]; q != "" && q != 0 && q != 1; q = parent[q])
+					if (q == top) { print line[p]; break }
+			}
+		}'
+}
+
+# What keeps the cluster busy, or nothing when it is idle.  A squeue that
+# fails (slurmctld restarting) counts as busy: never stop on a doubt.
+busy_with() {
+	jobs=$(squeue -h -o %i 2>/dev/null) || { echo "squeue fails"; return; }
+	n=$(printf '%s' "$jobs" | grep -c . || :)
+	[ "$n" = 0 ] || { echo "$n job(s) in SLURM"; return; }
+	n=$(ssh_sessions | grep -c . || :)
+	[ "$n" = 0 ] || echo "$n SSH session(s)"
+}
+
+# The compute nodes slurm.conf names (NodeName=..., one per line).
+compute_nodes() {
+	awk '{ sub(/#.*/, "") } tolower($1) ~ /^nodename=/ {
+		n = substr($1, index($1, "=") + 1); if (tolower(n) != "default") print n }' "$SLURM_CONF"
+}
+
+# The pids of this body's processes but this one.
+body_pids() {
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		[ "$p" != "$$" ] || continue
+		if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF "$ROOT/" ||
+			tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "PBX_BODY_ROOT=$ROOT"; then
+			echo "$p"
+		fi
+	done
+}
+
+power_off() {
+	log "powering off"
+	sync
+	if [ "$PBX_MODE" = systemd ]; then
+		systemctl poweroff
+		exit 0
+	fi
+	# A node body: every process of the body (its root on the command line,
+	# or PBX_BODY_ROOT, which its sshd gives every session, in the
+	# environment), as the local provider finds them; this one last.
+	for sig in TERM KILL; do
+		for p in $(body_pids); do
+			kill -s "$sig" "$p" 2>/dev/null || :
+		done
+		[ "$sig" = KILL ] || sleep 2
+	done
+	exit 0
+}
+
+# The head's stop: record, ask the compute nodes, wait for them, go off.
+head_stop() {
+	id=$(date +%s)
+	mkdir -p "$STATE_DIR" "$REQ_DIR"
+	printf 'stopped_at=%s\nreason=idle for %s s (autostop): no SLURM job, no SSH session\n' \
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_AUTOSTOP_S" >"$STATE_DIR/autostop.last.new"
+	mv "$STATE_DIR/autostop.last.new" "$STATE_DIR/autostop.last"
+	rm -f "$REQ_DIR"/off.*
+	echo "$id" >"$REQ_DIR/request.new"
+	mv "$REQ_DIR/request.new" "$REQ_DIR/request"
+	log "idle for $PBX_AUTOSTOP_S s: stopping the cluster (request $id)"
+	until=$(($(date +%s) + DRAIN))
+	while [ "$(date +%s)" -lt "$until" ]; do
+		left=
+		for n in $(compute_nodes); do
+			[ "$(cat "$REQ_DIR/off.$n" 2>/dev/null)" = "$id" ] || left="$left $n"
+		done
+		[ -n "$left" ] || break
+		sleep 1
+	done
+	[ -z "${left:-}" ] || log "not answered within $DRAIN s:$left (powering off anyway)"
+	sleep 3   # the last answers' shutdowns under way
+	power_off
+}
+
+# A compute node: obeys a request newer than this watcher.
+compute_check() {
+	id=$(cat "$REQ_DIR/request" 2>/dev/null) || return 0
+	case $id in '' | *[!0-9]*) return 0 ;; esac
+	[ "$id" -ge "$STARTED" ] || return 0
+	log "the head asks to power off (request $id)"
+	echo "$id" >"$REQ_DIR/off.$PBX_NODE"
+	power_off
+}
+
+watch() {
+	STARTED=$(date +%s)
+	idle_since=
+	log "watching (role $PBX_ROLE, autostop after ${PBX_AUTOSTOP_S} s idle; 0: off)"
+	while :; do
+		if [ "$PBX_ROLE" = compute ]; then
+			compute_check
+		elif [ "$PBX_AUTOSTOP_S" -gt 0 ]; then
+			why=$(busy_with)
+			now=$(date +%s)
+			if [ -n "$why" ]; then
+				idle_since=
+			elif [ -z "$idle_since" ]; then
+				idle_since=$now
+			elif [ $((now - idle_since)) -ge "$PBX_AUTOSTOP_S" ]; then
+				head_stop
+			fi
+		fi
+		sleep "$TICK"
+	done
+}
+
+case ${1:-} in
+watch) watch ;;
+status)
+	why=$(busy_with)
+	echo "${why:-idle}"
+	;;
+*) echo "usage: pbx-autostop watch|status" >&2; exit 2 ;;
+esac

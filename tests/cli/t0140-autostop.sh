@@ -1,0 +1,91 @@
+#!/bin/sh
+# t0140-autostop.sh - autostop on the local provider (docs/autostop.md):
+# the head's pbx-autostop (templates/autostop.sh) waits while a SLURM job
+# runs and while an SSH session is open, then, after `autostop` idle,
+# asks the compute nodes to power off and powers off itself: no process of
+# the cluster is left, its directories (the disks) stay, the head records
+# why; `cluster show` and `cluster exec` say the cluster is stopped and how
+# to start it; `cluster start` brings it back with the same files and a job
+# runs.  `--autostop` is checked and recorded; `off` stops the watchers.
+# Addresses 127.0.85.x, ports 22850 and 28500-28563.
+. "$(dirname "$0")/lib.sh"
+
+local_cluster as 127.0.85.0 22850 28500 "{ name: node, count: 2 }" "autostop: 12s"
+export PBX_AUTOSTOP_TICK=1   # the watchers look every second (default 10)
+CDIR="$PBX_HOME/clusters/as"
+watchers() { ps -eo args= | grep -F "$CDIR/" | grep -c "[p]bx-autostop watch"; }
+
+run_pbx cluster start as --autostop soon
+is "$rc" 2 "--autostop with a word that is no duration is a usage error"
+echo "$errout" | grep -q "'soon' is not a duration"
+ok $? "the message quotes the value: $errout"
+run_pbx cluster start as --autostop 5s
+is "$rc" 2 "--autostop below 10 s is refused"
+[ ! -d "$CDIR" ]
+ok $? "a refused start made nothing"
+
+run_pbx -q cluster start as
+ok $rc "the cluster starts: $errout"
+is "$(watchers)" 3 "a pbx-autostop watcher runs on each of the 3 nodes"
+run_pbx cluster show as
+echo "$out" | grep -q "autostop: after 12s idle"
+ok $? "show says when it will stop: $(echo "$out" | sed -n 3p)"
+
+# busy: a job keeps it up past the idle time
+t0=$(date +%s)
+run_pbx cluster exec as -- sbatch -N1 --wrap 'sleep 20'
+ok $rc "a 20 s job is submitted: $out $errout"
+sleep 16
+is "$(watchers)" 3 "16 s in (more than 12 s), the job keeps every node up"
+# an open SSH session keeps it up too (the job may be over before the look)
+"$PBX" cluster exec as -- sleep 30 >/dev/null 2>&1 &
+SESSION=$!
+while [ $(($(date +%s) - t0)) -lt 36 ]; do sleep 1; done
+is "$(watchers)" 3 "36 s in (the job over for 16 s), an open SSH session keeps it up"
+kill "$SESSION" 2>/dev/null; wait "$SESSION" 2>/dev/null
+# the session gone: stopped within 12 s idle + a few seconds of shutdown
+i=0
+while [ -n "$(procs_mentioning "$CDIR/")" ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+is "$(procs_mentioning "$CDIR/")" "" "after the session ends and 12 s idle, no process of the cluster is left (${i} s)"
+[ -d "$CDIR/nodes" ] && [ -f "$CDIR/nodes/head/etc/slurm/slurm.conf" ]
+ok $? "its directories (the nodes' disks) are kept"
+grep -q "^reason=idle for 12 s (autostop)" "$CDIR/nodes/head/var/lib/pbx/autostop.last"
+ok $? "the head recorded why: $(cat "$CDIR/nodes/head/var/lib/pbx/autostop.last" 2>&1 | tr '\n' ' ')"
+for n in node1 node2; do
+	grep -q "the head asks to power off" "$CDIR/nodes/$n/var/log/pbx-autostop.log"
+	ok $? "$n powered off on the head's request"
+done
+
+run_pbx cluster show as
+echo "$errout" | grep -q "cluster as is stopped: stopped itself at .*: idle for 12 s (autostop).*pbx cluster start as"
+ok $? "show says it is stopped, why, and the command that starts it: $errout"
+run_pbx cluster show --json as
+is "$(echo "$out" | json_get 'd["autostop"], d["reachable"], d["stopped"] is not None')" "12 False True" \
+	"show --json: autostop 12, unreachable, stopped with a reason"
+run_pbx cluster exec as -- hostname
+is "$rc" 1 "exec on the stopped cluster fails"
+echo "$errout" | grep -q "is stopped.*start it again with 'pbx cluster start as'"
+ok $? "and says it is stopped and how to start it: $errout"
+
+# start again: the same disks, SLURM back, a job runs, the watchers back
+echo kept >"$CDIR/nodes/node1/kept.txt"
+run_pbx -q cluster start as --autostop 1h
+ok $rc "start brings the stopped cluster back: $errout"
+is "$(cat "$CDIR/nodes/node1/kept.txt" 2>&1)" "kept" "node1's disk is the one it had"
+run_pbx cluster exec as -- srun -N2 hostname
+ok $rc "a job runs on both compute nodes again: $errout"
+is "$(watchers)" 3 "the watchers run again"
+run_pbx cluster show --json as
+is "$(echo "$out" | json_get 'd["autostop"]')" 3600 "--autostop 1h is recorded with the cluster"
+run_pbx -q cluster start as
+is "$(grep -c "PBX_AUTOSTOP_S='3600'" "$CDIR/nodes/head/etc/pbx/autostop.conf")" 1 \
+	"a later start without --autostop keeps the recorded 1h"
+run_pbx -q cluster start as --autostop off
+ok $rc "--autostop off: $errout"
+is "$(ps -eo args= | grep -F "$CDIR/nodes/head/" | grep -c "[p]bx-autostop watch")" 0 \
+	"off: the head runs no watcher"
+
+run_pbx -q cluster stop as
+ok $rc "stop: $errout"
+is "$(procs_mentioning "$CDIR/")" "" "nothing of the cluster is left"
+done_testing
