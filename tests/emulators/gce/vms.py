@@ -142,7 +142,7 @@ class GceFlavour:
                 "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
                 "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
                 "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
-                "preempted": "TRUE" if getattr(inst, "preempted", False) else "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
+                "preempted": "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
                 "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
                 "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": "FALSE",
                                "preemptible": "FALSE"},

@@ -100,7 +100,7 @@ class Instance:
         self.stage_at = 0.0            # when the next lifecycle step is due
         self.delay = 0.1
         self.body = "none"             # none | starting | up | failed | stopping | stopped | skipped
-                                       # | off (instances.stop: machine ended, disk kept)
+                                       # | off (instances.stop, guest shutdown: machine ended, disk kept)
         self.body_error = None
         self.never_boot = False
         self.powering_off = False      # STOPPING for instances.stop, not a delete
