@@ -16,6 +16,15 @@ per user (sshd's AuthorizedKeysFile .../etc/ssh/keys/%u), so a key logs in
 only as the user it was given for.  Sessions get HOME=ROOT/home/USER (the
 first user in ssh-keys; ROOT/root when there is none).
 
+ROOT is the instance's boot disk.  A body is powered off (power_off:
+instances.stop, or a guest shutdown) when every process naming ROOT/ has
+ended, ROOT kept; start(inst) on that ROOT boots it again (same host key,
+same files).  stop(inst) (delete, emulator exit) ends them and removes
+ROOT.  A guest shuts itself down by ending its own processes: alive(inst)
+is False once the body's sshd (its pid in ROOT/run/sshd.pid, written by
+src/cloud/local/body.c) no longer runs, and the emulator then stops the
+instance as Compute Engine does (world.py).
+
 Login users must exist on this machine for sshd to accept them.  With
 --create-accounts the emulator does what Google's guest agent does on a
 VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
@@ -110,9 +119,22 @@ class Bodies:
         return None
 
     def stop(self, inst):
+        """Ends the body's processes and removes its ROOT (a deleted disk)."""
+        self._end(inst, "stop")
+
+    def power_off(self, inst):
+        """Ends the body's processes, keeping ROOT: its disk, for a later start."""
+        self._end(inst, "halt")
+
+    def _end(self, inst, how):
         with self.gate:
-            subprocess.run([self.helper, "stop", self.root(inst)], stdin=subprocess.DEVNULL,
+            subprocess.run([self.helper, how, self.root(inst)], stdin=subprocess.DEVNULL,
                            capture_output=True)
+
+    def alive(self, inst):
+        """Whether the body's sshd runs: a cheap look at ROOT/run/sshd.pid and
+        /proc (no subprocess), so the emulator can call it often."""
+        return sshd_alive(os.path.join(self.root(inst), "run", "sshd.pid"))
 
     def _account(self, user):
         """The guest agent's part: USER exists, in google-sudoers (NOPASSWD sudo)."""
@@ -141,6 +163,19 @@ class Bodies:
                                capture_output=True)
             if _shadow(user) == "!":           # made locked by useradd's default
                 subprocess.run(["usermod", "--password", "*", user], check=True, capture_output=True)
+
+
+def sshd_alive(pidfile):
+    """Whether PIDFILE names a live (not zombie) process called sshd."""
+    try:
+        with open(pidfile) as f:
+            pid = int(f.read().split()[0])
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except (OSError, ValueError, IndexError):
+        return False
+    name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
+    return pid > 1 and name == "sshd" and state not in ("Z", "X")
 
 
 def _shadow(user):

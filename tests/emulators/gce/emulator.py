@@ -9,8 +9,9 @@ emulator for pbx's tests, on 127.0.0.1 only.  See README.md here.
         [--static-token TOKEN] [--fault KEY=JSON]... [--seed N] [--wait-max S] [--log FILE]
 
 Compute Engine paths live under /compute/v1/ (several calls at once as a
-multipart batch at /batch/compute/v1), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens)
-under /_emulator/, answered only to loopback clients.
+multipart batch at /batch/compute/v1), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens,
+guest shutdowns and preemptions) under /_emulator/, answered only to
+loopback clients.
 """
 
 import argparse
@@ -77,6 +78,7 @@ ROUTES = [
     ("DELETE", r"projects/(?P<p>[^/]+)/global/images/(?P<n>[^/]+)", "images_delete", {"requestId"}),
     ("GET", r"projects/(?P<p>[^/]+)/aggregated/instances", "instances_aggregated",
      LIST_PARAMS | {"includeAllScopes", "serviceProjectNumber"}),
+    ("GET", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations", "zone_ops_list", LIST_PARAMS),
     ("GET", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<n>[^/]+)", "zone_op_get", set()),
     ("POST", r"projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<n>[^/]+)/wait", "zone_op_wait", set()),
     ("GET", r"projects/(?P<p>[^/]+)/global/operations", "global_ops_list", LIST_PARAMS),
@@ -383,6 +385,12 @@ class Compute:
 
     # ---------------------------------------------------------- operations
 
+    def zone_ops_list(self, a, q, body, who):
+        self._zone(a["p"], a["z"])
+        return self._list("compute#operationList", "projects/%s/zones/%s/operations" % (a["p"], a["z"]),
+                          [dict(op.res) for (p, scope, _), op in list(self.w.ops.items())
+                           if p == a["p"] and scope == "zones/" + a["z"]], q)
+
     def zone_op_get(self, a, q, body, who):
         self._zone(a["p"], a["z"])
         return 200, dict(self.w.get_op(a["p"], "zones/" + a["z"], a["n"]).res)
@@ -542,7 +550,7 @@ class Handler(BaseHTTPRequestHandler):
             if not ipaddress.ip_address(self.client_address[0]).is_loopback:
                 return self._send(403, errors.ApiError(403, "forbidden", "loopback clients only").body())
             if url.path.startswith("/_emulator/"):
-                return self._send(*self.app.control(method, url.path[len("/_emulator/"):], raw))
+                return self._send(*self.app.control(method, url.path[len("/_emulator/"):], raw, url.query))
             if url.path == "/token" and method == "POST":
                 try:
                     return self._send(200, self.app.auth.token(self.headers.get("Content-Type", ""), raw))
@@ -647,12 +655,16 @@ class App:
         with self.calls_lock:
             self.calls["%s %s" % (method, name)] += 1
 
-    def control(self, method, what, raw):
-        """(status, JSON) for /_emulator/WHAT."""
+    def control(self, method, what, raw, query=""):
+        """(status, JSON) for /_emulator/WHAT; QUERY's parameters stand in
+        for a JSON body's fields."""
         try:
             body = json.loads(raw) if raw.strip() else {}
         except ValueError as e:
             return 400, {"error": "bad JSON: %s" % e}
+        if not isinstance(body, dict):
+            return 400, {"error": "the body must be a JSON object"}
+        body = dict(urllib.parse.parse_qsl(query), **body)
         try:
             if method == "GET" and what == "state":
                 return 200, self.state()
@@ -688,12 +700,30 @@ class App:
             if method == "POST" and what == "authorized-users":
                 self.auth.add_authorized_user(body["client_id"], body["client_secret"], body["refresh_token"])
                 return 200, {}
+            if method == "POST" and what in ("guest-shutdown", "preempt"):
+                return 200, self.system_stop(what, body)
             if method == "POST" and what == "shutdown":
                 threading.Thread(target=self.stop, daemon=True).start()
                 return 200, {}
         except (ValueError, KeyError, TypeError, OSError) as e:
             return 400, {"error": str(e)}
         return 404, {"error": "no control endpoint %s %s" % (method, what)}
+
+    def system_stop(self, what, body):
+        """POST guest-shutdown or preempt {"instance": NAME, "zone": Z,
+        "project": P} (zone and project needed only when NAME is ambiguous):
+        the instance's guest powers off, or Compute Engine preempts it.
+        Returns the system operation."""
+        w = self.world
+        name = body["instance"]
+        with w.lock:
+            keys = [k for k, i in w.instances.items() if k[2] == name and i.visible
+                    and body.get("project", k[0]) == k[0] and body.get("zone", k[1]) == k[1]]
+            if len(keys) != 1:
+                raise ValueError("%s instance named %s (give zone and project)"
+                                 % ("no" if not keys else "more than one", name))
+            op = (w.guest_shutdown if what == "guest-shutdown" else w.preempt)(*keys[0])
+            return dict(op.res)
 
     def state(self):
         w = self.world
@@ -703,7 +733,7 @@ class App:
                       "networkIP": i.res["networkInterfaces"][0]["networkIP"],
                       "natIP": ([ac.get("natIP") for ac in i.res["networkInterfaces"][0].get("accessConfigs", [])]
                                 or [None])[0],
-                      "body": i.body, "body_error": i.body_error}
+                      "body": i.body, "body_error": i.body_error, "preempted": i.preempted}
                      for i in w.instances.values() if i.visible]
             fws = [f for f in w.firewalls.values() if f]
             routers = [resources.public(r) for r in w.routers.values() if r]

@@ -10,6 +10,9 @@
  *   pbx-node-body stop ROOT
  *       ends every process that names ROOT/ (sshd, its sessions, daemons
  *       the bootstrap started) and removes ROOT
+ *   pbx-node-body halt ROOT
+ *       the same, keeping ROOT: the body is powered off (a guest shutdown,
+ *       instances.stop) and a later start boots the same root again
  *
  * Usage errors exit 2.  Built by tests/emulators/gce/CMakeLists.txt.
  */
@@ -25,7 +28,7 @@
 static int node_body_usage(void)
 {
 	fprintf(stderr, "usage: pbx-node-body start ROOT PORT AUTHORIZED_KEYS HOME ADDRESS...\n"
-			"       pbx-node-body stop ROOT\n");
+			"       pbx-node-body stop|halt ROOT\n");
 	return 2;
 }
 
@@ -54,7 +57,9 @@ static int node_body_start(int argc, char **argv)
 	return 0;
 }
 
-static int node_body_stop(int argc, char **argv)
+/* Ends every process naming ROOT/ (stop and halt); removes ROOT too
+ * when REMOVE. */
+static int node_body_end(int argc, char **argv, int remove)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	char *needle;
@@ -64,6 +69,8 @@ static int node_body_stop(int argc, char **argv)
 	needle = xasprintf("%s/", argv[2]);
 	pbx_local_procs_kill(needle, 5000);
 	free(needle);
+	if (!remove)
+		return 0;
 	rc = pbx_rm_rf(argv[2], &err);
 	if (rc < 0)
 		fprintf(stderr, "pbx-node-body: %s\n", err.msg);
@@ -75,6 +82,8 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "start"))
 		return node_body_start(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "stop"))
-		return node_body_stop(argc, argv);
+		return node_body_end(argc, argv, 1);
+	if (argc >= 2 && !strcmp(argv[1], "halt"))
+		return node_body_end(argc, argv, 0);
 	return node_body_usage();
 }

@@ -1,15 +1,22 @@
 """test_api.py - the emulator is as strict and as asynchronous as Compute
 Engine: every rejection pbx may meet (with nothing created), operations
 that move PENDING -> RUNNING -> DONE, requestId idempotency, paging and
-label filters, bulkInsert, the token endpoint's grants, and faults on
-demand.  No node bodies (--no-bodies); talks only to 127.0.0.1."""
+label filters, bulkInsert, the token endpoint's grants, faults on
+demand, guest shutdowns and preemptions (/_emulator/guest-shutdown,
+/_emulator/preempt).  No node bodies (--no-bodies); talks only to
+127.0.0.1.  GuestShutdownWatch drives world.py directly with a fake
+backend whose machines are `sleep` processes standing in for QEMU
+(vms.VMs.alive), so a machine that ends by itself is seen without booting
+a VM."""
 
 import base64
 import copy
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -17,6 +24,9 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ZONE, Emulator, instance_body  # noqa: E402
+import vms  # noqa: E402
+from faults import Faults as FaultSet  # noqa: E402
+from world import World  # noqa: E402
 
 ZONE_B = "us-central1-b"
 
@@ -909,6 +919,186 @@ class Images(Base):
         self.assertEqual([i["name"] for i in page["items"]], ["img-0", "img-2", "img-4"])
         code, page = self.emu.call("GET", "global/images", query="filter=" + urllib.parse.quote("name = none"))
         self.assertNotIn("items", page)
+
+
+class GuestShutdown(Base):
+    """/_emulator/guest-shutdown and /_emulator/preempt: Compute Engine's own
+    stop of a RUNNING instance, as a system operation."""
+
+    def control_error(self, what, query):
+        code, _, value = self.emu.raw("POST", self.emu.url + "/_emulator/%s?%s" % (what, query))
+        return code, value
+
+    def status_of(self, name):
+        code, inst = self.emu.call("GET", "zones/%s/instances/%s" % (ZONE, name))
+        return inst if code == 200 else None
+
+    def test_guest_shutdown_then_start(self):
+        self.create(instance_body("vm-g"))
+        op = self.emu.control("POST", "guest-shutdown?instance=vm-g")
+        self.assertEqual((op["operationType"], op["status"], op["user"]),
+                         ("compute.instances.guestTerminate", "RUNNING", "system@google.com"), op)
+        self.assertEqual(self.status_of("vm-g")["status"], "STOPPING")
+        self.assertNotIn("error", self.emu.wait(op))
+        inst = self.status_of("vm-g")
+        self.assertEqual(inst["status"], "TERMINATED")
+        self.assertIn("lastStopTimestamp", inst)
+        # The operation is listed in its zone, as Compute Engine lists it.
+        code, page = self.emu.call("GET", "zones/%s/operations" % ZONE,
+                                   query=urllib.parse.urlencode({"filter": 'operationType = "compute.instances.guestTerminate"'}))
+        self.assertEqual(code, 200, page)
+        self.assertIn(op["name"], [o["name"] for o in page["items"]])
+        # Not RUNNING any more: refused, as a stopped machine has no guest.
+        code, v = self.control_error("guest-shutdown", "instance=vm-g")
+        self.assertEqual(code, 400, v)
+        self.assertIn("TERMINATED, not RUNNING", v["error"])
+        code, op = self.emu.call("POST", "zones/%s/instances/vm-g/start" % ZONE)
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.status_of("vm-g")["status"], "RUNNING")
+        # A start of a RUNNING instance still changes nothing.
+        code, op = self.emu.call("POST", "zones/%s/instances/vm-g/start" % ZONE)
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.status_of("vm-g")["status"], "RUNNING")
+
+    def test_refusals(self):
+        code, v = self.control_error("guest-shutdown", "instance=nope")
+        self.assertEqual(code, 400, v)
+        code, v = self.control_error("guest-shutdown", "")
+        self.assertEqual(code, 400, v)
+        self.create(instance_body("vm-twin"))
+        self.create(instance_body("vm-twin", zone=ZONE_B), zone=ZONE_B)
+        code, v = self.control_error("guest-shutdown", "instance=vm-twin")
+        self.assertEqual(code, 400, v)
+        self.assertIn("more than one", v["error"])
+        op = self.emu.control("POST", "guest-shutdown", {"instance": "vm-twin", "zone": ZONE_B})
+        self.assertTrue(op["zone"].endswith("/zones/" + ZONE_B), op)
+        self.emu.wait(op)
+        code, v = self.control_error("preempt", "instance=vm-twin&zone=" + ZONE)
+        self.assertEqual(code, 400, v)
+        self.assertIn("neither Spot nor preemptible", v["error"])
+
+    def test_preempt_spot(self):
+        sched = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "provisioningModel": "SPOT"}
+        self.create(instance_body("vm-spot", scheduling=sched))
+        op = self.emu.control("POST", "preempt?instance=vm-spot")
+        self.assertEqual((op["operationType"], op["statusMessage"]),
+                         ("compute.instances.preempted", "Instance was preempted."), op)
+        state = {i["name"]: i for i in self.emu.control("GET", "state")["instances"]}
+        self.assertTrue(state["vm-spot"]["preempted"])
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertEqual(self.status_of("vm-spot")["status"], "TERMINATED")
+        code, op = self.emu.call("POST", "zones/%s/instances/vm-spot/start" % ZONE)
+        self.assertNotIn("error", self.emu.wait(op))
+        state = {i["name"]: i for i in self.emu.control("GET", "state")["instances"]}
+        self.assertFalse(state["vm-spot"]["preempted"], "a new boot is not preempted")
+        # instanceTerminationAction DELETE: preemption deletes it.
+        self.create(instance_body("vm-spot-del", scheduling=dict(sched, instanceTerminationAction="DELETE")))
+        op = self.emu.control("POST", "preempt", {"instance": "vm-spot-del"})
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertIsNone(self.status_of("vm-spot-del"))
+        # The older preemptible flag counts too.
+        self.create(instance_body("vm-pre", scheduling={"onHostMaintenance": "TERMINATE",
+                                                        "automaticRestart": False, "preemptible": True}))
+        self.assertNotIn("error", self.emu.wait(self.emu.control("POST", "preempt?instance=vm-pre")))
+        self.assertEqual(self.status_of("vm-pre")["status"], "TERMINATED")
+
+
+class FakeQemu(vms.VMs):
+    """vms.VMs whose machines are `sleep` processes (a fake QEMU that a test
+    can end, as a guest's poweroff ends QEMU): no namespace, no network."""
+
+    def __init__(self, state_dir):
+        self.dir = state_dir
+        self.lock = threading.Lock()
+        self.procs = {}
+        self.boots = []
+
+    def start(self, inst):
+        with self.lock:
+            self.procs[inst.name] = [subprocess.Popen(["sleep", "300"])]
+            self.boots.append(inst.name)
+        return None
+
+    def _halt(self, inst):
+        with self.lock:
+            procs = self.procs.pop(inst.name, [])
+        for p in procs:
+            p.kill()
+            p.wait()
+
+    def close(self):
+        for name in list(self.procs):
+            self._halt(type("Named", (), {"name": name}))
+
+
+class GuestShutdownWatch(unittest.TestCase):
+    """world.py notices a machine that ended by itself (vms.VMs.alive false:
+    QEMU exited) and stops its instance as Compute Engine stops one whose
+    guest powered off; instances.start boots it again."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.vms = FakeQemu(self.tmp.name)
+        faults = FaultSet(1)
+        faults.update({"op_delay": 0.2})          # STOPPING lasts long enough to be seen
+        self.world = World(["pbx-test"], [ZONE], faults, self.vms, "127.0.88.0/25", "127.0.89.0/25",
+                           "http://127.0.0.1:1/compute/v1/")
+
+    def tearDown(self):
+        self.world.shutdown()
+        self.tmp.cleanup()
+
+    def until(self, what, timeout=10):
+        end = time.time() + timeout
+        while time.time() < end:
+            with self.world.lock:
+                if what():
+                    return
+            time.sleep(0.02)
+        self.fail("timed out")
+
+    def running(self, name):
+        link = "http://127.0.0.1:1/compute/v1/projects/pbx-test/zones/%s/instances/%s" % (ZONE, name)
+        res = {"name": name, "selfLink": link, "networkInterfaces": [{}], "status": "PENDING"}
+        spec = {"nat": False, "machine_type": "n1-standard-1", "accelerators": []}
+        with self.world.lock:
+            op = self.world.insert("pbx-test", ZONE, res, spec, "test", None)
+        self.until(lambda: op.res["status"] == "DONE")
+        return self.world.instances[("pbx-test", ZONE, name)]
+
+    def op_types(self):
+        with self.world.lock:
+            return [op.res["operationType"] for op in self.world.ops.values()]
+
+    def test_qemu_exit_terminates_and_start_boots_again(self):
+        inst = self.running("vm-w")
+        qemu = self.vms.procs["vm-w"][0]
+        self.assertTrue(self.vms.alive(inst))
+        seen = []
+        qemu.terminate()                          # the guest powered off: QEMU exits
+        end = time.time() + 5
+        while inst.res["status"] != "TERMINATED" and time.time() < end:
+            if not seen or seen[-1] != inst.res["status"]:
+                seen.append(inst.res["status"])
+            time.sleep(0.01)
+        self.assertEqual(seen + [inst.res["status"]], ["RUNNING", "STOPPING", "TERMINATED"])
+        self.assertIn("lastStopTimestamp", inst.res)
+        self.assertEqual(self.op_types().count("compute.instances.guestTerminate"), 1)
+        self.assertIsNone(self.vms.alive(inst), "power_off let the machine go")
+        with self.world.lock:
+            op = self.world.power("pbx-test", ZONE, "vm-w", True, "test", None)
+        self.until(lambda: op.res["status"] == "DONE" and inst.res["status"] == "RUNNING")
+        self.assertEqual(self.vms.boots, ["vm-w", "vm-w"])
+        self.assertTrue(self.vms.alive(inst))
+
+    def test_instances_stop_is_no_guest_shutdown(self):
+        inst = self.running("vm-s")
+        with self.world.lock:
+            op = self.world.power("pbx-test", ZONE, "vm-s", False, "test", None)
+        self.until(lambda: op.res["status"] == "DONE")
+        time.sleep(1.2)                           # two looks of the watch
+        self.assertEqual(inst.res["status"], "TERMINATED")
+        self.assertNotIn("compute.instances.guestTerminate", self.op_types())
 
 
 if __name__ == "__main__":

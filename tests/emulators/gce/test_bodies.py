@@ -6,7 +6,10 @@ its ssh-keys metadata for that user only; the login user is not root and
 has passwordless sudo (--create-accounts, as Google's guest agent does);
 the operation is DONE only once sshd listens; an instance that never boots
 is RUNNING without sshd; delete and emulator shutdown leave no process and
-no file.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
+no file.  A body whose processes end (its guest shut down) makes the
+instance TERMINATED with its root kept; instances.start boots the same
+root (same host key, same files); instances.stop and
+/_emulator/guest-shutdown keep the root too, delete removes it.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
 2272: run under flock /tmp/pbx-cluster-tests.lock."""
 
 import hashlib
@@ -127,6 +130,69 @@ class Bodies(unittest.TestCase):
         self.assertTrue(listening(nip), "the other body is untouched")
         self.delete("node-1")
         self.assertFalse(listening(nip))
+
+    def host_key(self, addr):
+        p = subprocess.run(["ssh-keyscan", "-p", str(PORT), "-t", "ecdsa", addr],
+                           capture_output=True, text=True, timeout=30)
+        return p.stdout.split(None, 1)[1].strip() if p.stdout.strip() else None
+
+    def wait_status(self, name, want, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            code, inst = self.emu.call("GET", "zones/%s/instances/%s" % (ZONE, name))
+            if code == 200 and inst["status"] == want:
+                return inst
+            time.sleep(0.05)
+        self.fail("%s did not become %s" % (name, want))
+
+    def power(self, name, verb):
+        code, op = self.emu.call("POST", "zones/%s/instances/%s/%s" % (ZONE, name, verb))
+        self.assertEqual(code, 200, op)
+        self.assertNotIn("error", self.emu.wait(op))
+
+    def test_guest_shutdown_keeps_the_disk(self):
+        inst = self.create("off-1")
+        nat = inst["networkInterfaces"][0]["accessConfigs"][0]["natIP"]
+        root = self.ssh(nat, "echo $PBX_BODY_ROOT").stdout.strip()
+        key = self.host_key(nat)
+        self.assertTrue(key)
+        # A file on its disk, and a daemon of its own (as the bootstrap starts them).
+        r = self.ssh(nat, 'echo kept > "$HOME/kept"; setsid sh -c "sleep 600" "$PBX_BODY_ROOT/daemon" '
+                          '</dev/null >/dev/null 2>&1 & echo started')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(procs_naming(root + "/daemon"))
+        # The guest powers off: its sshd ends (the rest is ended by the emulator).
+        with open(os.path.join(root, "run", "sshd.pid")) as f:
+            os.kill(int(f.read()), 15)
+        inst = self.wait_status("off-1", "TERMINATED", timeout=10)
+        self.assertIn("lastStopTimestamp", inst)
+        self.assertFalse(listening(nat))
+        self.assertEqual(procs_naming(root + "/"), [], "a powered-off body leaves no process")
+        self.assertTrue(os.path.exists(os.path.join(root, "home", USER, "kept")), "the disk is kept")
+        code, page = self.emu.call("GET", "zones/%s/operations" % ZONE)
+        self.assertIn("compute.instances.guestTerminate", [o["operationType"] for o in page["items"]])
+        # instances.start boots the same disk: same host key, same files.
+        self.power("off-1", "start")
+        self.assertTrue(listening(nat))
+        self.assertEqual(self.host_key(nat), key)
+        self.assertEqual(self.ssh(nat, 'cat "$HOME/kept"').stdout.strip(), "kept")
+        # The power button from outside, then instances.stop: the disk stays.
+        op = self.emu.control("POST", "guest-shutdown?instance=off-1")
+        self.assertNotIn("error", self.emu.wait(op))
+        self.wait_status("off-1", "TERMINATED")
+        self.assertFalse(listening(nat))
+        self.assertEqual(procs_naming(root + "/"), [])
+        self.power("off-1", "start")
+        self.power("off-1", "stop")
+        self.assertFalse(listening(nat))
+        self.assertTrue(os.path.exists(os.path.join(root, "home", USER, "kept")), "instances.stop keeps the disk")
+        self.power("off-1", "start")
+        self.assertEqual(self.ssh(nat, 'cat "$HOME/kept"').stdout.strip(), "kept")
+        self.assertEqual(self.host_key(nat), key)
+        # Delete removes the disk.
+        self.delete("off-1")
+        self.assertFalse(os.path.exists(root))
+        self.assertEqual(procs_naming(root + "/"), [])
 
     def test_never_boots(self):
         self.emu.control("POST", "faults", {"never_boot": ["dead-1"]})

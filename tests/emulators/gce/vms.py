@@ -1,8 +1,12 @@
 """vms.py - booted Debian 12 VMs as the emulator's instances (`--backend
 vm`), in place of node bodies (bodies.py).  Same interface: start(inst)
 when an instance reaches STAGING, stop(inst) when it is deleted, close()
-when the emulator exits; and power_off(inst) for instances.stop (QEMU
-ended, the disk kept: a later start(inst) boots the same disk),
+when the emulator exits; power_off(inst) for instances.stop (QEMU
+ended, the disk kept: a later start(inst) boots the same disk); alive(inst),
+False once QEMU has exited by itself (the guest powered off: `systemctl
+poweroff`, or ACPI's power button; a guest reboot restarts the machine in
+the same QEMU, as a Compute Engine instance stays RUNNING through one),
+which the emulator turns into a TERMINATED instance with its disk kept;
 make_image / drop_image for images.insert / delete: an image is a
 directory like --vm-image's (rootfs.img converted from the instance's
 qcow2 disk, the kernel and initrd of the image the instance booted from),
@@ -271,7 +275,7 @@ class VMs:
             return "cannot prepare VM %s: %s" % (inst.name, e)
         qemu = self._spawn(
             ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
-             "-m", str(self.mem_mb), "-display", "none", "-monitor", "none", "-no-reboot",
+             "-m", str(self.mem_mb), "-display", "none", "-monitor", "none",
              "-serial", "file:" + os.path.join(vdir, "console.log"),
              "-kernel", os.path.join(image, "vmlinuz"),
              "-initrd", os.path.join(image, "initrd.img"),
@@ -298,6 +302,13 @@ class VMs:
                     what = p.args[4] if p.args[0] == "ip" else p.args[0]
                     return "%s exited %d: %s" % (what, p.returncode, f.read().strip()[-400:])
         return None
+
+    def alive(self, inst):
+        """Whether INST's QEMU still runs (None: no VM of that name here).
+        Cheap (a waitpid), so the emulator can ask often."""
+        with self.lock:
+            procs = self.procs.get(inst.name)
+        return procs[0].poll() is None if procs else None
 
     def image_of(self, inst):
         """The image directory INST boots from: its sourceImage's when that

@@ -12,7 +12,14 @@ STOPPING, then DONE once the body is gone and the instance with it.
 Firewall operations are global: PENDING, RUNNING, DONE, with the change
 made at DONE.  instances.stop: RUNNING -> STOPPING -> TERMINATED (the
 backend's machine ends, its boot disk stays); instances.start: TERMINATED
--> STAGING -> RUNNING on the same disk.  images.insert (global): the image
+-> STAGING -> RUNNING on the same disk.  A guest shutdown (the backend's
+machine ended by itself: a body's sshd died, a VM's QEMU exited; checked
+every WATCH_PERIOD seconds outside the lock) or a /_emulator/ call
+(guest_shutdown, preempt) does what Compute Engine does: a system
+operation (compute.instances.guestTerminate or compute.instances.preempted)
+while the instance goes RUNNING -> STOPPING -> TERMINATED, disk kept (a
+Spot instance with instanceTerminationAction DELETE is deleted when
+preempted).  images.insert (global): the image
 is PENDING from the call, the operation RUNNING while the backend copies
 the disk (booted VMs), then the image READY and the operation DONE;
 images.delete removes it at DONE.  A step lasts faults.op_delay seconds (slow_op_delay for
@@ -32,6 +39,9 @@ import traceback
 
 import catalog
 from errors import ApiError, already_exists, not_found
+
+WATCH_PERIOD = 0.5                 # seconds between looks for machines that ended by themselves
+SYSTEM_USER = "system@google.com"  # the principal of operations Compute Engine starts itself
 
 
 def now_stamp(t=None):
@@ -90,11 +100,13 @@ class Instance:
         self.stage_at = 0.0            # when the next lifecycle step is due
         self.delay = 0.1
         self.body = "none"             # none | starting | up | failed | stopping | stopped | skipped
-                                       # | off (instances.stop: machine ended, disk kept)
+                                       # | off (instances.stop, guest shutdown: machine ended, disk kept)
         self.body_error = None
         self.never_boot = False
         self.powering_off = False      # STOPPING for instances.stop, not a delete
         self.disk_id = new_id()        # its boot disk's id
+        self.boots = 0                 # machines started so far: tells one boot's death from the next's
+        self.preempted = False         # the guest's `preempted` metadata value (TRUE once preempted)
 
 
 class Operation:
@@ -131,6 +143,8 @@ class World:
         self.stopping = False
         self.thread = threading.Thread(target=self._tick, daemon=True)
         self.thread.start()
+        if hasattr(bodies, "alive"):
+            threading.Thread(target=self._watch, daemon=True).start()
 
     # ----------------------------------------------------------- links
 
@@ -269,6 +283,55 @@ class World:
         op.res["targetId"] = inst.res["id"]
         op.targets = [inst]
         op.payload = status == ("RUNNING" if on else "TERMINATED")   # nothing to do
+        return op
+
+    def guest_shutdown(self, project, zone, name):
+        """The guest powers itself off (its power button, `poweroff`): the
+        instance must be RUNNING (else ValueError); returns the system
+        operation."""
+        inst = self._running(project, zone, name)
+        return self._system_stop(inst, time.time(), "compute.instances.guestTerminate")
+
+    def preempt(self, project, zone, name):
+        """Compute Engine preempts a Spot or preemptible instance: `preempted`
+        becomes TRUE, the guest is shut down, the instance TERMINATED (or
+        deleted: Spot with instanceTerminationAction DELETE).  ValueError
+        when it is not RUNNING or not preemptible."""
+        inst = self._running(project, zone, name)
+        sched = inst.res.get("scheduling", {})
+        if not (sched.get("preemptible") or sched.get("provisioningModel") == "SPOT"):
+            raise ValueError("instance %s is neither Spot nor preemptible" % name)
+        inst.preempted = True
+        delete = sched.get("instanceTerminationAction") == "DELETE"
+        return self._system_stop(inst, time.time(), "compute.instances.preempted",
+                                 "Instance was preempted.", delete)
+
+    def _running(self, project, zone, name):
+        inst = self.instances.get((project, zone, name))
+        if inst is None or not inst.visible or inst.gone:
+            raise ValueError("no instance %s in %s/%s" % (name, project, zone))
+        if inst.res["status"] != "RUNNING" or inst.deleting:
+            raise ValueError("instance %s is %s, not RUNNING" % (name, inst.res["status"]))
+        return inst
+
+    def _system_stop(self, inst, t, op_type, message=None, delete=False):
+        """Compute Engine's own stop (or delete) of INST, RUNNING now: a zonal
+        operation by SYSTEM_USER, RUNNING at once, while the instance goes
+        STOPPING and its machine ends (world's usual stop and delete steps)."""
+        kind = "delete" if delete else "stop"
+        op = self._new_op(inst.project, "zones/" + inst.zone, kind, op_type, inst.res["selfLink"],
+                          SYSTEM_USER, None)
+        op.res["targetId"] = inst.res["id"]
+        op.targets = [inst]
+        op.payload = False
+        if message:
+            op.res["statusMessage"] = message
+        self._op_running(op, t)
+        inst.res["status"] = "STOPPING"
+        inst.deleting = delete
+        inst.powering_off = not delete
+        inst.stage_at = t + op.delay
+        inst.delay = op.delay
         return op
 
     # ---------------------------------------------------------- images
@@ -415,8 +478,8 @@ class World:
     def _admit_stop(self, op, t):
         self._op_running(op, t)
         inst = op.targets[0]
-        if op.payload or inst.gone:
-            return
+        if op.payload or inst.gone or inst.res["status"] in ("STOPPING", "TERMINATED"):
+            return                     # e.g. the guest shut down while this stop was PENDING
         inst.res["status"] = "STOPPING"
         inst.powering_off = True
         inst.stage_at = t + op.delay
@@ -429,6 +492,7 @@ class World:
             return
         inst.res["status"] = "STAGING"
         inst.res.pop("statusMessage", None)
+        inst.preempted = False
         inst.stage_at = t + op.delay
         inst.delay = op.delay
         self._body_launch(inst)
@@ -644,11 +708,44 @@ class World:
             self.bodies.stop(inst)
 
     def _body_launch(self, inst):
+        inst.boots += 1
         if self.bodies is None or inst.never_boot:
             inst.body = "skipped"
         else:
             inst.body = "starting"
             threading.Thread(target=self._body_start, args=(inst,), daemon=True).start()
+
+    # ------------------------------------------------- guest shutdowns
+
+    def _watch(self):
+        """Every WATCH_PERIOD: RUNNING instances whose machine ended by itself
+        (bodies.alive(inst) is False) are shut down as Compute Engine does.
+        The backend is asked outside the lock; an instance is taken only if
+        it is still RUNNING on the same boot."""
+        while not self.stopping:
+            time.sleep(WATCH_PERIOD)
+            with self.lock:
+                up = [(i, i.boots) for i in self.instances.values() if self._watched(i)]
+            dead = []
+            for inst, boot in up:
+                try:
+                    if self.bodies.alive(inst) is False:
+                        dead.append((inst, boot))
+                except Exception:       # an emulator bug: say so, keep watching
+                    traceback.print_exc()
+            if not dead:
+                continue
+            with self.lock:
+                t = time.time()
+                for inst, boot in dead:
+                    if self._watched(inst) and inst.boots == boot and not self.stopping:
+                        self._system_stop(inst, t, "compute.instances.guestTerminate")
+                self.lock.notify_all()
+
+    @staticmethod
+    def _watched(inst):
+        return (inst.visible and not inst.gone and not inst.deleting and inst.body == "up"
+                and inst.res["status"] == "RUNNING")
 
     def _body_power_off(self, inst):
         off = getattr(self.bodies, "power_off", self.bodies.stop)
