@@ -170,3 +170,46 @@ export AWS_CONFIG_FILE="$TEST_TMP/no-aws/config"
 unset GOOGLE_APPLICATION_CREDENTIALS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
 mkdir -p "$PBX_HOME"
 chmod 700 "$PBX_HOME"
+
+# gce_emulator NETWORK_BLOCK NAT_BLOCK: the Compute Engine emulator with
+# node bodies (state in TEST_TMP/emu), a service account it accepts
+# (TEST_TMP/sa.json) and PORT set; EMU_PID to stop it (gce_emulator_stop).
+# Exits 77 (SKIP) where the emulator is not built.
+gce_emulator() {
+	EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
+	HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
+	if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
+		echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
+		rm -rf "$TEST_TMP"
+		exit 77
+	fi
+	chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
+	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
+		--project pbx-test --network-block "$1" --nat-block "$2" \
+		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" \
+		>"$TEST_TMP/emu.out" 2>&1 &
+	EMU_PID=$!
+	ge_i=0
+	while [ ! -s "$TEST_TMP/port" ] && [ $ge_i -lt 200 ]; do sleep 0.1; ge_i=$((ge_i + 1)); done
+	PORT=$(cat "$TEST_TMP/port")
+	python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
+import json, os, sys
+pem, out, port = sys.argv[1:]
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "w") as f:
+    json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+               "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
+               "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
+PY
+	python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/service-accounts" % sys.argv[1], data=sys.argv[2].encode(), headers={"Content-Type": "application/json"}))' \
+		"$PORT" "{\"key_file\": \"$TEST_TMP/sa.json\"}"
+}
+
+gce_emulator_stop() {
+	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+	EMU_PID=
+}
+
+# emu_get PATH: GET /_emulator/PATH of the emulator at PORT
+emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }

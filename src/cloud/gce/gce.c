@@ -867,6 +867,33 @@ static int gce_too_few(const struct gce *g, const struct pbx_node_row *nodes, si
 			   g->s->t->min_nodes);
 }
 
+/* A node whose instance is TERMINATED (autostop, a shutdown on it,
+ * instances.stop): instances.start, once per start; its disk is as it
+ * was.  The poll then waits for RUNNING as for a new one. */
+static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i,
+			     const struct gce_inst *x, const struct pbx_create_hooks *h,
+			     struct pbx_err *err)
+{
+	struct pbx_node_row *node = &nodes[i];
+	char *path;
+	json_t *r = NULL;
+	long st = 0;
+	int rc;
+	if (!strcmp(node->state, "starting"))
+		return 0;
+	path = xasprintf("projects/%s/zones/%s/instances/%s/start", g->project,
+			 x->zone ? x->zone : g->zone, x->name);
+	rc = gce_call(g, "POST", path, NULL, ok_404, &r, &st, err);
+	json_decref(r);
+	free(path);
+	if (rc < 0)
+		return pbx_err_prefix(err, "starting stopped instance %s", x->name);
+	set_str(&node->state, "starting");
+	gce_record(h, node);
+	pbx_events_stage(h ? h->ev : NULL, i, "starting (was TERMINATED)");
+	return 0;
+}
+
 static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err)
 {
@@ -900,6 +927,10 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			iname = gce_instance_name(g, nodes[i].name);
 			pbx_err_set(err, "instance %s is gone (preempted or deleted)", iname);
 			free(iname);
+			return -1;
+		}
+		if (!strcmp(x->status, "TERMINATED") && gce_start_stopped(g, nodes, i, x, h, err) < 0) {
+			gce_insts_free(have, nhave);
 			return -1;
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
