@@ -286,25 +286,36 @@ static int image_steps(struct image_job *j, struct pbx_image_times *tm, struct p
 }
 
 /* Removes image `name` of j's build (waiting while it is still being
- * made: its disk cannot be deleted before) and then what the builder left. */
+ * made: its disk cannot be deleted before) and then what the builder
+ * left, that even when the image is refused.  err: the first failure. */
 static int image_remove_all(struct image_job *j, int *existed, struct pbx_err *err)
 {
+	struct pbx_err berr = PBX_ERR_INIT;
+	int rc, brc;
 	image_stage(j, "deleting image");
-	if (j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, existed, err) < 0)
-		return -1;
-	return image_remove_builder(j, err);
+	rc = j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, existed, err);
+	/* the builder goes even when the image was refused (another's) */
+	brc = image_remove_builder(j, rc < 0 ? &berr : err);
+	if (rc < 0 && brc < 0) {
+		char first[1024];
+		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
+		pbx_err_setc(err, err->code, "%s; and removing the builder failed: %.600s", first,
+			     berr.msg);
+	}
+	return rc < 0 || brc < 0 ? -1 : 0;
 }
 
 /* After a failure (err): the image, if one was begun, and the builder go;
- * the row says why; when the cleanup fails too, err says so and what
- * removes the rest.  Keeps err's code. */
+ * the row says why; when the cleanup fails too (not merely refusing the
+ * image err already refused), err says so and what removes the rest.
+ * Keeps err's code. */
 static void image_fail(struct image_job *j, struct pbx_err *err)
 {
 	struct pbx_err cerr = PBX_ERR_INIT, serr = PBX_ERR_INIT;
 	int existed = 0;
 	if (j->opened)
 		image_remove_all(j, &existed, &cerr);
-	if (cerr.msg[0]) {
+	if (cerr.msg[0] && !strstr(err->msg, cerr.msg)) {
 		char first[1024];
 		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
 		pbx_err_setc(err, err->code, "%s; and the cleanup failed: %.600s ('pbx image delete "
