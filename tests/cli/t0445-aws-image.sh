@@ -15,7 +15,8 @@
 # build id (exit 4, left as it was, the builder still removed).  pbx killed
 # with -9 while the builder runs and while the AMI is pending: `pbx image
 # delete` leaves no instance that is not terminated, no security group, no
-# key pair, no AMI and no snapshot.
+# key pair, no AMI and no snapshot.  And the harness: a stopped instance's
+# body stops, StartInstances brings it back.
 # Addresses: subnets 127.0.90.0/24 and 127.0.91.0/24; SLURM ports from
 # 33000 + 64*8.
 . "$(dirname "$0")/lib.sh"
@@ -157,5 +158,34 @@ run_pbx image delete img-s
 ok $rc "image delete: $errout"
 is "$(snapshots):$(image_row state img-s):$(image_row detail img-s)" "0:deleted:deleted (there was no image)" \
 	"it finds the snapshot by the build's id and deletes it"
+
+# ------------------- the harness: a stopped instance's body stops, a start brings it back
+IID=$(h_py "$PBX_HOME/id.pub" <<'PY'
+print(c.run_instances(ImageId=e["ami"], MinCount=1, MaxCount=1, SubnetId=e["subnets"][0], KeyName=c.import_key_pair(
+    KeyName="k1", PublicKeyMaterial=open(sys.argv[1]).read().encode())["KeyName"])["Instances"][0]["InstanceId"])
+PY
+)
+wait_for 100 test "$(bodies)" = 1
+is "$(bodies)" "1" "the harness gives a running instance a body"
+h_py "$IID" <<'PY'
+c.stop_instances(InstanceIds=[sys.argv[1]])
+PY
+state() { h_py "$IID" <<'PY'
+print(c.describe_instances(InstanceIds=[sys.argv[1]])["Reservations"][0]["Instances"][0]["State"]["Name"])
+PY
+}
+wait_for 100 test "$(state)" = stopped
+is "$(state)" "stopped" "StopInstances: stopping, then stopped"
+wait_for 50 test "$(bodies)" = 0
+is "$(bodies)" "0" "the stopped instance's body is stopped"
+h_py "$IID" <<'PY'
+c.start_instances(InstanceIds=[sys.argv[1]])
+PY
+wait_for 100 test "$(state)" = running
+wait_for 100 test "$(bodies)" = 1
+ok $? "StartInstances brings its body back"
+h_py "$IID" <<'PY'
+c.terminate_instances(InstanceIds=[sys.argv[1]])
+PY
 
 done_testing

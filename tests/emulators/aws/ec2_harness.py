@@ -7,7 +7,7 @@ booted VMs) for its running instances.
     python3 ec2_harness.py --state-dir D --env-file F --node-body-helper H
         [--login-user U] [--vpc 127.0.0.0/16] [--subnet 127.0.60.0/24 ...]
         [--throttle 0.3] [--capacity SUBNET_OR_TYPE ...] [--vcpu-limit TYPE ...]
-        [--no-bodies]
+        [--no-bodies] [--image-delay 1.0]
     python3 ec2_harness.py --state-dir D --env-file F --backend vm --vm-image DIR
         --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 --public-block 127.0.94.0/24
 
@@ -34,8 +34,17 @@ with a loopback private address gets a node body (tests/emulators/gce's
 Bodies, i.e. pbx-node-body, i.e. the local provider's code) listening on
 that address, port 22, accepting the instance's key pair (from
 DescribeKeyPairs IncludePublicKey) for --login-user, who gets passwordless
-sudo as a cloud image's default user has; a terminated instance's body is
-stopped.  Addresses outside 127.0.0.0/8 are never used.
+sudo as a cloud image's default user has; a stopped or terminated
+instance's body is stopped, and a stopped one that is started again gets a
+new body.  Addresses outside 127.0.0.0/8 are never used.
+
+Power and images (lifecycle.py, patched into moto here): StopInstances
+leaves an instance `stopping` until its body or VM is off, then `stopped`;
+StartInstances makes it `pending`, then `running`; CreateImage checks the
+name (EC2's characters, unique in the account) and the instance's state,
+reboots a running instance unless NoReboot, tags the snapshot too, and
+leaves the AMI `pending` until the disk is copied (with bodies: after
+--image-delay seconds), then `available` (or `failed`).
 
 Booted VMs (--backend vm --vm-image DIR, an image made by tests/vm/image.sh
 ec2-stock or ec2-baked): every running instance is a QEMU machine
@@ -49,6 +58,11 @@ subnet maps public addresses on launch, taken from --public-block (a
 loopback block): an instance's public address reaches its port 22.  The
 SMBIOS says EC2 (uuid and serial "ec2..."), so cloud-init on the image
 picks its Ec2 data source and makes the default user from the key pair.
+A stopped instance's VM is powered off with its disk kept, and boots from
+it when started again.  CreateImage copies the instance's disk (qcow2
+overlay -> standalone raw image, qemu-img convert) into
+STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
+that AMI boots from the copy, and DeregisterImage removes it.
 
 Private addresses are given as EC2 does (moto draws any address of the
 block, the network's and the gateway's included): not the subnet's first
