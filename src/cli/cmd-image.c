@@ -126,19 +126,23 @@ static const struct pbx_cmd cmd_image_build = {
 		       "the compute nodes need, and pbx-train's runtime; nothing configured),\n"
 		       "stops it, makes image NAME from its disk (default\n"
 		       "pbx-TEMPLATE-YYYYMMDD-HHMMSS), waits until the image is ready, deletes\n"
-		       "the instance and records the image.  A template then names it\n"
-		       "(image: projects/P/global/images/NAME, or just NAME for an image of\n"
-		       "clouds.gce.project), and its nodes skip apt-get at start.\n"
+		       "the instance and records the image.  A template then names it, and its\n"
+		       "nodes skip apt-get at start: on Compute Engine as\n"
+		       "projects/P/global/images/NAME, or just NAME for an image of\n"
+		       "clouds.gce.project; on EC2 by the AMI id (ami-...) that the build prints\n"
+		       "(CreateImage, in clouds.aws.region; NAME is the AMI's name).\n"
 		       "\n"
-		       "Compute Engine only: EC2 (CreateImage) is not done yet.  The instance\n"
-		       "and the image carry the labels pbx-cluster=pbx-image, pbx-cluster-id\n"
-		       "and pbx-image-id (the build's id) and pbx-image=NAME; the record is\n"
-		       "written before anything is made, so a build that was killed is cleaned\n"
-		       "up by 'pbx image delete NAME' or by building NAME again.  A NAME recorded\n"
-		       "as ready is refused (exit 2).",
+		       "The instance and the image carry the labels (EC2: tags; the AMI's EBS\n"
+		       "snapshot too) pbx-cluster=pbx-image, pbx-cluster-id and pbx-image-id\n"
+		       "(the build's id) and pbx-image=NAME; the record is written before\n"
+		       "anything is made, so a build that was killed is cleaned up by\n"
+		       "'pbx image delete NAME' or by building NAME again.  A NAME recorded as\n"
+		       "ready is refused (exit 2); an image of that name that carries another\n"
+		       "build's id is left alone (exit 4).",
 	.options = image_build_opts,
 	.examples = "pbx image build gce-gpu\n"
-		    "pbx image build gce-gpu slurm-base-1",
+		    "pbx image build gce-gpu slurm-base-1\n"
+		    "pbx image build aws-gpu slurm-base-1",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_image_build_exec,
 };
@@ -244,9 +248,12 @@ static const struct pbx_cmd cmd_image_delete = {
 	.summary = "delete an image, or clean up after a build that failed or was killed",
 	.usage = "pbx image delete NAME",
 	.description = "Deletes what a build of NAME left (its instance and firewall rules,\n"
-		       "found by the build's labels) and the cloud image if it carries the\n"
-		       "build's id (an image of that name that does not is left alone, exit 4),\n"
-		       "then marks the record deleted.  An unknown NAME is exit 3.",
+		       "or security group and key pair, found by the build's labels) and the\n"
+		       "cloud image if it carries the build's id (an image of that name that\n"
+		       "does not is left alone, exit 4), then marks the record deleted.  On EC2\n"
+		       "the AMI is deregistered and its EBS snapshots deleted (a deregistered\n"
+		       "AMI's snapshots are kept, and billed, until deleted), with any snapshot\n"
+		       "tagged with the build's id.  An unknown NAME is exit 3.",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_image_delete_exec,
 };
@@ -266,7 +273,8 @@ const struct pbx_cmd pbx_cmd_image = {
 	.description = "A fresh cloud node installs SLURM, munge and NFS with apt-get when\n"
 		       "it is bootstrapped: minutes per node.  'pbx image build' installs them\n"
 		       "once into an image; a template that names the image starts nodes whose\n"
-		       "bootstrap finds everything installed.  Compute Engine only for now.",
+		       "bootstrap finds everything installed.  Compute Engine (images) and EC2\n"
+		       "(AMIs).",
 	.examples = "pbx image build gce-gpu base-1\n"
 		    "pbx image list\n"
 		    "pbx image delete base-1",

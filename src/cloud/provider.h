@@ -120,16 +120,28 @@ struct pbx_image_ops {
 	 * and pbx-image-id=UID, and waits until it is ready; an image of that
 	 * name carrying UID already (a rerun) is waited for, one carrying
 	 * another id is refused (PBX_EXIT_SECURITY).  *link (caller frees):
-	 * how a template names it, e.g. projects/P/global/images/NAME. */
+	 * how a template names it, e.g. projects/P/global/images/NAME or an
+	 * AMI id. */
 	int (*create)(void *ctx, const struct pbx_node_row *node, const char *name, const char *uid,
 		      const char *description, char **link, struct pbx_err *err);
 	/* Deletes image `name` if it carries UID (waiting while it is still
-	 * being made) and waits until it is gone; *existed = 0 when there was
-	 * none.  One carrying another id is refused (PBX_EXIT_SECURITY). */
+	 * being made) and waits until it is gone, with whatever storage the
+	 * cloud keeps behind it (EC2: its EBS snapshots); *existed = 0 when
+	 * there was none.  One carrying another id is refused
+	 * (PBX_EXIT_SECURITY). */
 	int (*remove)(void *ctx, const char *name, const char *uid, int *existed,
 		      struct pbx_err *err);
-	/* The project (or account) images are made in; owned by ctx. */
+	/* Where images are made: the project (Compute Engine) or region
+	 * (EC2), recorded with the image; owned by ctx. */
 	const char *(*project)(void *ctx);
+	/* Where the builder runs: a zone, a subnet; "" when the cloud
+	 * chooses.  Owned by ctx. */
+	const char *(*zone)(void *ctx);
+	/* The configuration key that sets project(), for messages
+	 * ("clouds.gce.project"). */
+	const char *project_key;
+	/* The shortest image name the cloud takes (EC2: 3). */
+	size_t name_min;
 };
 
 /* How SLURM is laid out on this provider's nodes. */

@@ -1,11 +1,16 @@
 /*
  * image.c - `pbx image build|delete` (see image.h).
  *
- *   store row (building, a fresh id)  ->  builder: a cluster of one node
- *   (the template's image and head machine type, no node groups, no NAT),
- *   its resources labelled pbx-cluster=pbx-image, pbx-cluster-id=ID and
- *   pbx-image=NAME  ->  bootstrap.sh install over SSH  ->  instance stopped
- *   ->  image from its disk  ->  builder deleted  ->  row ready.
+ *   provider opened  ->  store row (building, a fresh id)  ->  builder: a
+ *   cluster of one node (the template's image and head machine type, no
+ *   node groups, no NAT), its resources labelled pbx-cluster=pbx-image,
+ *   pbx-cluster-id=ID and pbx-image=NAME  ->  bootstrap.sh install over
+ *   SSH  ->  instance stopped  ->  image from its disk  ->  builder deleted
+ *   ->  row ready.
+ *
+ * The same code for every cloud: what differs (stopping, imaging,
+ * deleting an image, where it lives) is the provider's struct
+ * pbx_image_ops (src/cloud/gce/image.c, src/cloud/aws/image.c).
  *
  * The builder is never a cluster row: it lives in memory (struct
  * pbx_cluster with store id 0).  A kill -9 at any point leaves the image
@@ -44,11 +49,14 @@ static double image_now(void)
 
 /* ------------------------------------------------------------- checks */
 
-/* Is `s` a Compute Engine resource name: [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
-static int image_name_ok(const char *s)
+/* Is `s` an image name every cloud takes: [a-z]([-a-z0-9]{0,61}[a-z0-9])?
+ * (a Compute Engine resource name; EC2 also takes it as an AMI name and a
+ * tag value), at least `min` characters long? */
+static int image_name_ok(const char *s, size_t min)
 {
 	size_t len = strlen(s), i;
-	if (len == 0 || len > 63 || !islower((unsigned char)s[0]) || s[len - 1] == '-')
+	if (len < min || len == 0 || len > 63 || !islower((unsigned char)s[0]) ||
+	    s[len - 1] == '-')
 		return 0;
 	for (i = 0; i < len; i++)
 		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
@@ -77,15 +85,13 @@ static const struct pbx_provider *image_provider(const struct pbx_config *cfg,
 						 struct pbx_err *err)
 {
 	const struct pbx_provider *p = pbx_provider_find(t->cloud);
-	if (!strcmp(t->cloud, "aws"))
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s: cloud aws: pbx image build "
-			     "is not done for EC2 yet (CreateImage); only cloud gce templates",
-			     cfg->path, t->line, t->name);
-	else if (!p || !p->images)
+	if (!p || !p->images) {
 		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s: cloud %s has no images "
-			     "(pbx image build needs a cloud gce template)", cfg->path, t->line,
-			     t->name, t->cloud);
-	return err->msg[0] ? NULL : p;
+			     "(pbx image build needs a cloud gce or aws template)", cfg->path,
+			     t->line, t->name, t->cloud);
+		return NULL;
+	}
+	return p;
 }
 
 /* ------------------------------------------------------------ builder */
@@ -213,8 +219,8 @@ static int image_install(struct image_job *j, struct pbx_err *err)
 	return rc;
 }
 
-/* Removes what the builder left (instance, firewall rules), best effort
- * into err. */
+/* Removes what the builder left (instance; firewall rules, or security
+ * group and key pair), found by its labels. */
 static int image_remove_builder(struct image_job *j, struct pbx_err *err)
 {
 	image_stage(j, "deleting builder");
@@ -280,25 +286,36 @@ static int image_steps(struct image_job *j, struct pbx_image_times *tm, struct p
 }
 
 /* Removes image `name` of j's build (waiting while it is still being
- * made: its disk cannot be deleted before) and then what the builder left. */
+ * made: its disk cannot be deleted before) and then what the builder
+ * left, that even when the image is refused.  err: the first failure. */
 static int image_remove_all(struct image_job *j, int *existed, struct pbx_err *err)
 {
+	struct pbx_err berr = PBX_ERR_INIT;
+	int rc, brc;
 	image_stage(j, "deleting image");
-	if (j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, existed, err) < 0)
-		return -1;
-	return image_remove_builder(j, err);
+	rc = j->c.provider->images->remove(j->c.pctx, j->row->name, j->row->uid, existed, err);
+	/* the builder goes even when the image was refused (another's) */
+	brc = image_remove_builder(j, rc < 0 ? &berr : err);
+	if (rc < 0 && brc < 0) {
+		char first[1024];
+		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
+		pbx_err_setc(err, err->code, "%s; and removing the builder failed: %.600s", first,
+			     berr.msg);
+	}
+	return rc < 0 || brc < 0 ? -1 : 0;
 }
 
 /* After a failure (err): the image, if one was begun, and the builder go;
- * the row says why; when the cleanup fails too, err says so and what
- * removes the rest.  Keeps err's code. */
+ * the row says why; when the cleanup fails too (not merely refusing the
+ * image err already refused), err says so and what removes the rest.
+ * Keeps err's code. */
 static void image_fail(struct image_job *j, struct pbx_err *err)
 {
 	struct pbx_err cerr = PBX_ERR_INIT, serr = PBX_ERR_INIT;
 	int existed = 0;
 	if (j->opened)
 		image_remove_all(j, &existed, &cerr);
-	if (cerr.msg[0]) {
+	if (cerr.msg[0] && !strstr(err->msg, cerr.msg)) {
 		char first[1024];
 		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
 		pbx_err_setc(err, err->code, "%s; and the cleanup failed: %.600s ('pbx image delete "
@@ -329,10 +346,10 @@ static int image_reclaim(struct pbx_store *st, const struct pbx_config *cfg, con
 	return rc;
 }
 
-/* Writes the row (building) for a build of `name` from t; *row filled. */
-static int image_begin(struct pbx_store *st, const struct pbx_config *cfg,
-		       const struct pbx_cluster_template *t, const char *name,
-		       struct pbx_image_row *row, struct pbx_err *err)
+/* The row (building, a fresh id) for a build of `name` from t, in memory;
+ * project and zone come once the provider is open (image_record_row). */
+static int image_row_init(const struct pbx_cluster_template *t, const char *name,
+			  struct pbx_image_row *row, struct pbx_err *err)
 {
 	char uid[PBX_CLUSTER_UID_LEN + 1];
 	if (pbx_cluster_uid_new(uid, err) < 0)
@@ -341,19 +358,27 @@ static int image_begin(struct pbx_store *st, const struct pbx_config *cfg,
 	row->name = xstrdup(name);
 	row->uid = xstrdup(uid);
 	row->cloud = xstrdup(t->cloud);
-	row->project = xstrdup(cfg->gce.project ? cfg->gce.project : "");
-	row->zone = xstrdup(cfg->gce.zone ? cfg->gce.zone : "");
+	row->project = xstrdup("");
+	row->zone = xstrdup("");
 	row->source_image = xstrdup(t->image ? t->image : "");
 	row->template_name = xstrdup(t->name);
 	row->link = xstrdup("");
 	row->state = xstrdup("building");
 	row->detail = xstrdup("");
 	row->created = row->updated = (int64_t)time(NULL);
-	if (pbx_store_image_create(st, row, &row->id, err) < 0) {
-		pbx_image_row_free(row);
-		return -1;
-	}
 	return 0;
+}
+
+/* Writes j's row, with where the open provider makes the image, before
+ * anything is made. */
+static int image_record_row(struct image_job *j, struct pbx_err *err)
+{
+	const struct pbx_image_ops *ops = j->c.provider->images;
+	free(j->row->project);
+	free(j->row->zone);
+	j->row->project = xstrdup(ops->project(j->c.pctx));
+	j->row->zone = xstrdup(ops->zone(j->c.pctx));
+	return pbx_store_image_create(j->c.store, j->row, &j->row->id, err);
 }
 
 int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const char *tmpl,
@@ -362,6 +387,7 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 {
 	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl);
 	static const char *const names[] = { "builder" };
+	const struct pbx_provider *p;
 	struct image_job j;
 	char *name;
 	double t0 = image_now();
@@ -371,15 +397,16 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 	if (!t)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
 				    tmpl, cfg->path);
-	if (!image_provider(cfg, t, err))
+	if (!(p = image_provider(cfg, t, err)))
 		return -1;
 	if (!t->image || !*t->image)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.image: required to "
 				    "build an image", cfg->path, t->line, t->name);
 	name = name_opt ? xstrdup(name_opt) : image_default_name(tmpl);
-	if (!image_name_ok(name)) {
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image name '%s': 1 to 63 characters, a-z, "
-				  "0-9 and '-', starting with a letter, not ending with '-'", name);
+	if (!image_name_ok(name, p->images->name_min)) {
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image name '%s': %zu to 63 characters, "
+				  "a-z, 0-9 and '-', starting with a letter, not ending with '-'",
+				  name, p->images->name_min ? p->images->name_min : 1);
 		free(name);
 		return rc;
 	}
@@ -387,7 +414,7 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 		ev->nodes(ev->ctx, 1, names);
 	rc = image_reclaim(st, cfg, name, ev, err);
 	if (rc == 0)
-		rc = image_begin(st, cfg, t, name, row, err);
+		rc = image_row_init(t, name, row, err);
 	free(name);
 	if (rc < 0)
 		return -1;
@@ -395,13 +422,15 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 	j.row = row;
 	j.ev = ev;
 	image_stage(&j, "creating");
+	/* opening makes nothing: a refused credential leaves no row */
 	rc = image_open(&j, st, cfg, t, err);
-	if (rc == 0)
+	if (rc == 0 && (rc = image_record_row(&j, err)) == 0) {
 		rc = image_steps(&j, tm, err);
-	if (rc < 0)
-		image_fail(&j, err);
-	else
-		image_stage(&j, "ready");
+		if (rc < 0)
+			image_fail(&j, err);
+		else
+			image_stage(&j, "ready");
+	}
 	image_close(&j);
 	tm->total = image_now() - t0;
 	if (rc < 0)
@@ -425,8 +454,8 @@ int pbx_image_delete(struct pbx_store *st, const struct pbx_config *cfg, const c
 	rc = image_open(&j, st, cfg, NULL, err);
 	if (rc == 0 && *row.project &&
 	    strcmp(row.project, j.c.provider->images->project(j.c.pctx)) != 0)
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image %s was built in project %s; "
-				  "clouds.gce.project is %s", name, row.project,
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image %s was built in %s; %s is %s", name,
+				  row.project, j.c.provider->images->project_key,
 				  j.c.provider->images->project(j.c.pctx));
 	if (rc == 0)
 		rc = image_remove_all(&j, &existed, err);

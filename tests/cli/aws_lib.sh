@@ -1,11 +1,14 @@
-# aws_lib.sh - what the EC2 tests (t0410, t0411) share, sourced after
-# lib.sh: the moto harness (tests/emulators/aws/ec2_harness.py) started per
-# scenario with h_start, config.yaml for template e1 (head + 2 GPU nodes,
-# login user pbx) in subnet 127.0.63.0/24 (fallback 127.0.64.0/24), what
-# moto holds as the AWS CLI lists it (holds), the bodies left (bodies), the
-# proxy's counters (calls).  Skips (exit 77) without moto[server], boto3 or
-# the node-body helper.  SLURM ports from 31000 + 64*8.  A test that runs
-# beside them sets H_SUBNET1, H_SUBNET2 and H_SLURM_PORT_BASE to its own.
+# aws_lib.sh - what the EC2 tests (t0410, t0411, t0430, t0445) share,
+# sourced after lib.sh: the moto harness (tests/emulators/aws/
+# ec2_harness.py) started per scenario with h_start, config.yaml for
+# template e1 (head + 2 GPU nodes, login user pbx) in subnet 127.0.63.0/24
+# (fallback 127.0.64.0/24), more templates with h_template, what moto holds
+# as the AWS CLI lists it (holds), the account's AMIs and CreateImage's
+# snapshots (amis, snapshots), the bodies left (bodies), the proxy's
+# counters (calls).  Skips (exit 77) without moto[server], boto3 or the
+# node-body helper.  SLURM ports from 31000 + 64*8.  A test that runs
+# beside them sets H_SUBNET1, H_SUBNET2 and H_SLURM_PORT_BASE to its own,
+# and H_CLUSTERS to the clusters the exit trap stops (default e1).
 HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
 HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
 if ! python3 -c 'import moto.server, boto3' 2>/dev/null || [ ! -x "$HELPER" ]; then
@@ -23,7 +26,7 @@ h_stop() {
 	H_PID=
 }
 cleanup() {
-	"$PBX" -q cluster stop e1 >/dev/null 2>&1
+	for c in ${H_CLUSTERS:-e1}; do "$PBX" -q cluster stop "$c" >/dev/null 2>&1; done
 	h_stop
 	rm -rf "$TEST_TMP"
 }
@@ -94,6 +97,45 @@ k = len(c.describe_key_pairs()["KeyPairs"])
 print(n, g, k)
 PY
 	fi
+}
+# h_template NAME IMAGE: adds template NAME (a head and one node, login
+# user pbx) booting IMAGE to config.yaml.
+h_template() {
+	sed -i "/^clouds:/i\\
+  $1:\\
+    cloud: aws\\
+    login_user: pbx\\
+    ssh_key: $PBX_HOME/id\\
+    image: $2\\
+    head: { machine_type: m5.large }\\
+    node_groups:\\
+      - { name: cpu, count: 1, machine_type: t3.large }" "$PBX_HOME/config.yaml"
+}
+
+# h_py SCRIPT ARGS: runs the Python SCRIPT (read from stdin) with `c`, a
+# boto3 EC2 client of the harness's admin against moto itself.
+h_py() {
+	python3 -c "import boto3, json, sys
+e = json.load(open('$TEST_TMP/env.json'))
+c = boto3.client('ec2', region_name='us-east-1', endpoint_url=e['moto_url'],
+                 aws_access_key_id=e['admin']['access_key'], aws_secret_access_key=e['admin']['secret_key'])
+exec(sys.stdin.read())" "$@"
+}
+# The account's AMIs, as NAME:STATE:pbx-image-id (sorted), and how many
+# snapshots CreateImage made that are still there.
+amis() {
+	h_py <<'PY'
+out = []
+for i in c.describe_images(Owners=["self"])["Images"]:
+    tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+    out.append("%s:%s:%s" % (i["Name"], i["State"], tags.get("pbx-image-id", "-")))
+print(" ".join(sorted(out)))
+PY
+}
+snapshots() {
+	h_py <<'PY'
+print(sum(1 for s in c.describe_snapshots()["Snapshots"] if s.get("Description", "").startswith("Created by CreateImage")))
+PY
 }
 bodies() { find "$TEST_TMP/h/bodies" -mindepth 3 -maxdepth 3 -type d 2>/dev/null | wc -l; }
 calls() { python3 -c 'import json,sys,urllib.request; d=json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d[sys.argv[2]].get(sys.argv[3], 0))' "$URL" "$1" "$2"; }

@@ -46,6 +46,23 @@ done_testing() {
 	exit 0
 }
 
+# image_row COLUMN NAME: COLUMN of the newest store row of image NAME
+# (tests of `pbx image`).
+image_row() { sqlite3 "$PBX_HOME/pbx.db" "SELECT $1 FROM images WHERE name = '$2' ORDER BY id DESC LIMIT 1"; }
+
+# wait_for TENTHS CMD...: runs CMD until it succeeds, every 0.1 s, at most
+# TENTHS times; its status is the last run's.
+wait_for() {
+	_n=$1
+	shift
+	_i=0
+	until "$@"; do
+		_i=$((_i + 1))
+		[ $_i -ge "$_n" ] && return 1
+		sleep 0.1
+	done
+}
+
 # json_get EXPR: evaluates the Python expression EXPR on the JSON document
 # read from stdin (bound to d) and prints the result.
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

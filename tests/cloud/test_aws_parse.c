@@ -3,7 +3,8 @@
  * AWS sends it (no namespace) and as moto does (a namespace, or
  * <ErrorResponse>), instance lists with nextToken, terminate replies, and
  * which errors are retried (throttling, 5xx) and which never are
- * (capacity, quota, even as HTTP 500).
+ * (capacity, quota, even as HTTP 500), and DescribeImages replies (state,
+ * the pbx-image-id tag, the snapshots behind an AMI).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,8 +176,44 @@ static void test_quiet(void)
 	unlink(path);
 }
 
+static void test_images(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct aws_image *v = NULL;
+	size_t n = 0;
+	const char *xml =
+		"<DescribeImagesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<imagesSet><item><imageId>ami-0a1</imageId><name>img-a</name>"
+		"<imageState>available</imageState><blockDeviceMapping><item><ebs>"
+		"<snapshotId>snap-0b2</snapshotId></ebs></item><item><virtualName>ephemeral0"
+		"</virtualName></item><item><ebs><snapshotId>snap-../x</snapshotId></ebs></item>"
+		"</blockDeviceMapping><tagSet><item><key>pbx-image</key><value>img-a</value></item>"
+		"<item><key>pbx-image-id</key><value>abc</value></item></tagSet></item>"
+		"<item><imageId>ami-0c3</imageId><name>img-b</name><imageState>failed</imageState>"
+		"<stateReason><message>no&#10;space</message></stateReason></item>"
+		"<item><imageId>snap-9</imageId><name>x</name><imageState>available</imageState>"
+		"</item></imagesSet></DescribeImagesResponse>";
+	ok(aws_images_parse(xml, strlen(xml), &v, &n, &err) == 0 && n == 2, "two images (%s)",
+	   err.msg);
+	ok(n == 2 && !strcmp(v[0].id, "ami-0a1") && !strcmp(v[0].name, "img-a") &&
+	   !strcmp(v[0].state, "available") && !strcmp(v[0].owner, "abc") && !v[0].reason,
+	   "id, name, state and the pbx-image-id tag");
+	ok(n == 2 && v[0].nsnapshots == 1 && !strcmp(v[0].snapshots[0], "snap-0b2"),
+	   "its EBS snapshot; a mapping without one and a bad id are left out");
+	ok(n == 2 && !strcmp(v[1].state, "failed") && !strcmp(v[1].owner, "") &&
+	   v[1].reason && !strcmp(v[1].reason, "no?space") && v[1].nsnapshots == 0,
+	   "a failed image: its reason, control characters made '?'; no tag is \"\"");
+	aws_images_free(v, n);
+	v = NULL;
+	n = 0;
+	ok(aws_images_parse(ERR("InvalidAMIID.NotFound"), strlen(ERR("InvalidAMIID.NotFound")), &v,
+			    &n, &err) < 0 && n == 0, "an error envelope is not an image list");
+	ok(aws_images_parse("<a", 2, &v, &n, &err) < 0 && n == 0, "broken XML");
+}
+
 int main(void)
 {
+	test_images();
 	test_quiet();
 	test_errors();
 	test_instances();

@@ -24,6 +24,7 @@
  *            are named pbx-NAME-ID (aws_res_name)
  *   destroy  TerminateInstances, waits until they are gone; then, when no
  *            instance of the cluster is left, the group and the key pair
+ *   images   CreateImage and the rest of `pbx image` (image.c)
  */
 #include "cloud/aws/aws.h"
 
@@ -1058,4 +1059,5 @@ const struct pbx_provider pbx_provider_aws = {
 	.remove_nodes = aws_remove_nodes,
 	.login = aws_login,
 	.layout = aws_layout,
+	.images = &aws_image_ops,
 };

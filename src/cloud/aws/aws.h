@@ -2,8 +2,9 @@
  * aws.h - what the files of the EC2 provider share: credentials as the
  * AWS CLI finds them (creds.c), the SigV4 signer (sigv4.c), one EC2 Query
  * API call over src/http (ec2.c), the parsers of its XML replies with
- * libxml2 (parse.c, fuzzed: tests/fuzz/fuzz_aws_reply.c), and the
- * provider's context (aws.c).
+ * libxml2 (parse.c, fuzzed: tests/fuzz/fuzz_aws_reply.c and
+ * fuzz_aws_image.c), the provider's context (aws.c) and its prebaked
+ * images (image.c: CreateImage).
  */
 #ifndef PBX_CLOUD_AWS_AWS_H
 #define PBX_CLOUD_AWS_AWS_H
@@ -139,6 +140,30 @@ char *aws_xml_text(const char *xml, size_t len, const char *name);
  * the list stays parallel to the item's other fields). */
 int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name, char ***v,
 		  size_t *n);
+
+/* One AMI of a DescribeImages reply.  All strings owned by the array
+ * (aws_images_free); id (ami-...), name and state are never NULL. */
+struct aws_image {
+	char *id, *name, *state;   /* state: pending, available, failed, ... */
+	char *reason;              /* stateReason message (control characters
+				      made '?'), may be NULL */
+	char *owner;               /* its tag pbx-image-id, "" when none */
+	char **snapshots;          /* the EBS snapshots of its block device
+				      mapping (snap-...) */
+	size_t nsnapshots;
+};
+void aws_images_free(struct aws_image *v, size_t n);
+/* The images of a DescribeImages reply (imagesSet items), appended to *v;
+ * an item without an ami- id, a name or a state is skipped, as is a
+ * snapshot id that is not snap-[0-9a-z]+.  -1 with err when the text is
+ * not a DescribeImagesResponse. */
+int aws_images_parse(const char *xml, size_t len, struct aws_image **v, size_t *n,
+		     struct pbx_err *err);
+
+/* ------------------------------------------------------------ image.c */
+
+/* `pbx image build|delete` on EC2 (see struct pbx_image_ops). */
+extern const struct pbx_image_ops aws_image_ops;
 
 /* -------------------------------------------------------------- aws.c */
 

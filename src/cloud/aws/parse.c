@@ -1,10 +1,11 @@
 /*
  * parse.c - the EC2 Query API's XML replies read with libxml2 (no network,
  * no entity expansion, no DTD): the error envelope, instance lists
- * (RunInstances, DescribeInstances with nextToken, TerminateInstances) and
- * single values (groupId, keyName).  Elements are matched by local name:
- * real EC2 sends <Response> without a namespace, moto with one.  Every
- * entry point is fuzzed (tests/fuzz/fuzz_aws_reply.c).
+ * (RunInstances, DescribeInstances with nextToken, TerminateInstances),
+ * image lists (DescribeImages) and single values (groupId, keyName).
+ * Elements are matched by local name: real EC2 sends <Response> without a
+ * namespace, moto with one.  Every
+ * entry point is fuzzed (tests/fuzz/fuzz_aws_reply.c, fuzz_aws_image.c).
  */
 #include "cloud/aws/aws.h"
 
@@ -280,6 +281,95 @@ int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name
 	if (!d)
 		return -1;
 	texts_walk(xmlDocGetRootElement(d), set, name, v, n, 0);
+	xmlFreeDoc(d);
+	return 0;
+}
+
+/* ------------------------------------------------------------- images */
+
+void aws_images_free(struct aws_image *v, size_t n)
+{
+	size_t i, k;
+	for (i = 0; i < n; i++) {
+		free(v[i].id);
+		free(v[i].name);
+		free(v[i].state);
+		free(v[i].reason);
+		free(v[i].owner);
+		for (k = 0; k < v[i].nsnapshots; k++)
+			free(v[i].snapshots[k]);
+		free(v[i].snapshots);
+	}
+	free(v);
+}
+
+/* Is s PREFIX followed by one or more of [0-9a-z] (an EC2 resource id)? */
+static int ec2_id_ok(const char *s, const char *prefix)
+{
+	size_t p = strlen(prefix);
+	return s && !strncmp(s, prefix, p) && s[p] &&
+	       strspn(s + p, "0123456789abcdefghijklmnopqrstuvwxyz") == strlen(s + p);
+}
+
+/* Control characters (bytes below 0x20, and 0x7f) made '?': a reply's
+ * text that messages quote. */
+static void printable(char *s)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+/* The snapshot of each blockDeviceMapping item's ebs. */
+static void image_snapshots(const xmlNode *item, struct aws_image *x)
+{
+	xmlNode *m;
+	for (m = child(child(item, "blockDeviceMapping"), "item"); m; m = m->next) {
+		char *snap = is(m, "item") ? child_text(child(m, "ebs"), "snapshotId") : NULL;
+		if (!ec2_id_ok(snap, "snap-")) {
+			free(snap);
+			continue;
+		}
+		x->snapshots = xreallocarray(x->snapshots, x->nsnapshots + 1, sizeof(*x->snapshots));
+		x->snapshots[x->nsnapshots++] = snap;
+	}
+}
+
+static void image_add(const xmlNode *item, struct aws_image **v, size_t *n)
+{
+	struct aws_image x = { 0 };
+	x.id = child_text(item, "imageId");
+	x.name = child_text(item, "name");
+	x.state = child_text(item, "imageState");
+	if (!ec2_id_ok(x.id, "ami-") || !x.name || !x.state || !*x.state) {
+		free(x.id);
+		free(x.name);
+		free(x.state);
+		return;
+	}
+	printable(x.name);
+	printable(x.state);
+	x.reason = child_text(child(item, "stateReason"), "message");
+	printable(x.reason);
+	x.owner = item_field(item, "tag:" PBX_LABEL_IMAGE_ID);
+	printable(x.owner);
+	image_snapshots(item, &x);
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = x;
+}
+
+int aws_images_parse(const char *xml, size_t len, struct aws_image **v, size_t *n,
+		     struct pbx_err *err)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL, *it;
+	if (!is(root, "DescribeImagesResponse")) {
+		xmlFreeDoc(d);
+		return pbx_err_set(err, "the EC2 reply is not an image list (%zu bytes)", len);
+	}
+	for (it = child(child(root, "imagesSet"), "item"); it; it = it->next)
+		if (is(it, "item"))
+			image_add(it, v, n);
 	xmlFreeDoc(d);
 	return 0;
 }

@@ -174,9 +174,18 @@ static const char *gce_image_project(void *ctx)
 	return ((struct gce *)ctx)->project;
 }
 
+static const char *gce_image_zone(void *ctx)
+{
+	const struct gce *g = ctx;
+	return g->zone ? g->zone : "";
+}
+
 const struct pbx_image_ops gce_image_ops = {
 	.stop_node = gce_image_stop_node,
 	.create = gce_image_create,
 	.remove = gce_image_remove,
 	.project = gce_image_project,
+	.zone = gce_image_zone,
+	.project_key = "clouds.gce.project",
+	.name_min = 1,
 };

@@ -7,7 +7,7 @@ booted VMs) for its running instances.
     python3 ec2_harness.py --state-dir D --env-file F --node-body-helper H
         [--login-user U] [--vpc 127.0.0.0/16] [--subnet 127.0.60.0/24 ...]
         [--throttle 0.3] [--capacity SUBNET_OR_TYPE ...] [--vcpu-limit TYPE ...]
-        [--no-bodies]
+        [--no-bodies] [--image-delay 1.0]
     python3 ec2_harness.py --state-dir D --env-file F --backend vm --vm-image DIR
         --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 --public-block 127.0.94.0/24
 
@@ -34,8 +34,17 @@ with a loopback private address gets a node body (tests/emulators/gce's
 Bodies, i.e. pbx-node-body, i.e. the local provider's code) listening on
 that address, port 22, accepting the instance's key pair (from
 DescribeKeyPairs IncludePublicKey) for --login-user, who gets passwordless
-sudo as a cloud image's default user has; a terminated instance's body is
-stopped.  Addresses outside 127.0.0.0/8 are never used.
+sudo as a cloud image's default user has; a stopped or terminated
+instance's body is stopped, and a stopped one that is started again gets a
+new body.  Addresses outside 127.0.0.0/8 are never used.
+
+Power and images (lifecycle.py, patched into moto here): StopInstances
+leaves an instance `stopping` until its body or VM is off, then `stopped`;
+StartInstances makes it `pending`, then `running`; CreateImage checks the
+name (EC2's characters, unique in the account) and the instance's state,
+reboots a running instance unless NoReboot, tags the snapshot too, and
+leaves the AMI `pending` until the disk is copied (with bodies: after
+--image-delay seconds), then `available` (or `failed`).
 
 Booted VMs (--backend vm --vm-image DIR, an image made by tests/vm/image.sh
 ec2-stock or ec2-baked): every running instance is a QEMU machine
@@ -49,6 +58,11 @@ subnet maps public addresses on launch, taken from --public-block (a
 loopback block): an instance's public address reaches its port 22.  The
 SMBIOS says EC2 (uuid and serial "ec2..."), so cloud-init on the image
 picks its Ec2 data source and makes the default user from the key pair.
+A stopped instance's VM is powered off with its disk kept, and boots from
+it when started again.  CreateImage copies the instance's disk (qcow2
+overlay -> standalone raw image, qemu-img convert) into
+STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
+that AMI boots from the copy, and DeregisterImage removes it.
 
 Private addresses are given as EC2 does (moto draws any address of the
 block, the network's and the gateway's included): not the subnet's first
@@ -78,6 +92,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
 
 import boto3  # noqa: E402
 import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
+from lifecycle import Lifecycle  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
@@ -294,10 +309,13 @@ class Ec2Flavour:
 
 
 class VmInst:
-    """What vms.py and Ec2Flavour need of a moto instance."""
+    """What vms.py and Ec2Flavour need of a moto instance; `spec` names
+    the disk copy of the AMI it was launched from when CreateImage made
+    it here (vms.VMs.image_of)."""
 
-    def __init__(self, desc, reservation, owner, key, user_data, cidr, vpc_cidr):
+    def __init__(self, desc, reservation, owner, key, user_data, cidr, vpc_cidr, image_dir=None):
         self.project, self.zone = "aws", REGION
+        self.spec = {"image": {"_dir": image_dir}} if image_dir else {}
         self.name = desc["InstanceId"]
         self.desc = desc
         self.type = desc["InstanceType"]
@@ -321,15 +339,20 @@ class Inst:
                     "networkInterfaces": [{"networkIP": ip}]}
 
 
-def bodies_loop(args, admin, stop, backend, owner):
+def bodies_loop(args, admin, stop, backend, owner, life):
     """Keeps BACKEND (gce's Bodies, or vms.VMs) in step with moto's
-    instances: one body or VM per running instance, stopped once the
-    instance is shutting down or gone."""
+    instances: one body or VM per running instance, powered off (its disk
+    kept) once the instance is stopping, and started again when it runs
+    again; stopped for good once the instance is shutting down or gone.
+    Does LIFE's reboots and disk copies (lifecycle.py)."""
     vm = args.backend == "vm"
     live = {}               # instance id -> Inst
+    off = {}                # instance id -> Inst of a stopped instance
     pool_lock = threading.Lock()
     starting = set()
+    busy = set()            # ids being powered off, rebooted or copied
     nets = {}               # subnet id -> (subnet CIDR, VPC CIDR)
+    power_off = getattr(backend, "power_off", backend.stop)
 
     def start(iid, inst):
         why = backend.start(inst)
@@ -343,6 +366,37 @@ def bodies_loop(args, admin, stop, backend, owner):
             else:
                 live[iid] = inst
 
+    def halt(iid, inst):
+        power_off(inst)
+        with pool_lock:
+            busy.discard(iid)
+            off[iid] = inst
+        life.stopped(iid)
+
+    def copy(ami, iid, inst, reboot):
+        """CreateImage's disk copy; of a running instance without NoReboot
+        with a reboot around it, as EC2 does."""
+        err = None
+        if reboot:
+            power_off(inst)
+        if hasattr(backend, "make_image"):
+            res = {"name": ami}
+            try:
+                err = backend.make_image(inst, "aws", res)
+            except Exception as e:   # a backend failure fails the image
+                err = str(e)
+            life.image_done(ami, err, res.get("_dir"))
+        else:
+            time.sleep(args.image_delay)
+            life.image_done(ami)
+        why = backend.start(inst) if reboot else None
+        with pool_lock:
+            busy.discard(iid)
+            if why:
+                live.pop(iid, None)
+        if why:
+            print("harness: reboot of %s: %s" % (iid, why), file=sys.stderr, flush=True)
+
     def make_inst(i, reservation, key):
         iid, ip = i["InstanceId"], i["PrivateIpAddress"]
         if not vm:
@@ -355,7 +409,7 @@ def bodies_loop(args, admin, stop, backend, owner):
         ud = admin.describe_instance_attribute(InstanceId=iid, Attribute="userData")
         ud = ud.get("UserData", {}).get("Value")
         ud = base64.b64decode(ud).decode("utf-8", "replace") if ud else None
-        return VmInst(i, reservation, owner, key, ud, *nets[sid])
+        return VmInst(i, reservation, owner, key, ud, *nets[sid], life.disk_of(i["ImageId"]))
 
     while not stop.is_set():
         try:
@@ -369,7 +423,24 @@ def bodies_loop(args, admin, stop, backend, owner):
             for iid, i in seen.items():
                 state = i["State"]["Name"]
                 with pool_lock:
-                    known = iid in live or iid in starting
+                    known = iid in live or iid in starting or iid in busy
+                    again = off.pop(iid, None) if state == "running" and not known else None
+                if again is not None:             # StartInstances: the same disk
+                    with pool_lock:
+                        starting.add(iid)
+                    threading.Thread(target=start, args=(iid, again), daemon=True).start()
+                    continue
+                if state == "stopping":
+                    with pool_lock:
+                        inst = None if iid in busy or iid in starting else live.pop(iid, None)
+                        if inst is not None:
+                            busy.add(iid)
+                        idle = iid not in busy and iid not in starting
+                    if inst is not None:
+                        threading.Thread(target=halt, args=(iid, inst), daemon=True).start()
+                    elif idle:
+                        life.stopped(iid)         # it never had a body
+                    continue
                 if state == "running" and not known:
                     ip = i.get("PrivateIpAddress")
                     if not ip:
@@ -392,18 +463,25 @@ def bodies_loop(args, admin, stop, backend, owner):
                     with pool_lock:
                         starting.add(iid)
                     threading.Thread(target=start, args=(iid, inst), daemon=True).start()
-            with pool_lock:
-                gone = [iid for iid in live
-                        if iid not in seen or seen[iid]["State"]["Name"] in ("shutting-down", "terminated")]
-            for iid in gone:
+            for ami, iid, no_reboot in life.take_copies():
                 with pool_lock:
-                    inst = live.pop(iid)
+                    running = live.get(iid)
+                    inst = running or off.get(iid)
+                    busy.add(iid)
+                threading.Thread(target=copy, args=(ami, iid, inst, running is not None and not no_reboot),
+                                 daemon=True).start()
+            with pool_lock:
+                dead = lambda iid: (iid not in busy and (iid not in seen or seen[iid]["State"]["Name"]
+                                                          in ("shutting-down", "terminated")))
+                gone = [(iid, live.pop(iid)) for iid in list(live) if dead(iid)]
+                gone += [(iid, off.pop(iid)) for iid in list(off) if dead(iid)]
+            for iid, inst in gone:
                 backend.stop(inst)
         except Exception as e:  # moto busy or shutting down: next round
             print("harness: bodies: %s" % e, file=sys.stderr, flush=True)
         stop.wait(0.2)
     with pool_lock:
-        rest = list(live.values())
+        rest = list(live.values()) + list(off.values())
     for inst in rest:
         backend.stop(inst)
 
@@ -466,6 +544,8 @@ def main():
     ap.add_argument("--capacity", action="append")
     ap.add_argument("--vcpu-limit", action="append")
     ap.add_argument("--no-bodies", action="store_true")
+    ap.add_argument("--image-delay", type=float, default=1.0,
+                    help="seconds a CreateImage stays pending without VMs (with them: the disk copy)")
     ap.add_argument("--backend", choices=("body", "vm"), default="body",
                     help="what backs a running instance: a node body (default) or a booted VM")
     ap.add_argument("--vm-image", help="with --backend vm: a directory made by tests/vm/image.sh ec2-*")
@@ -514,6 +594,13 @@ def main():
     elif not args.no_bodies:
         from bodies import Bodies
         backend = Bodies(args.node_body_helper, args.state_dir, 22, True)
+    life = Lifecycle(backend is not None, image_delay=args.image_delay)
+
+    def dropped(ami):
+        d = life.forget_disk(ami)
+        if d and hasattr(backend, "drop_image"):
+            backend.drop_image("aws", {"_dir": d})
+    life.install(on_deregister=dropped)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
@@ -532,7 +619,7 @@ def main():
         admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
                              aws_access_key_id=env["admin"]["access_key"],
                              aws_secret_access_key=env["admin"]["secret_key"])
-        t = threading.Thread(target=bodies_loop, args=(args, admin, stop, backend, env["account"]),
+        t = threading.Thread(target=bodies_loop, args=(args, admin, stop, backend, env["account"], life),
                              daemon=True)
         t.start()
     # SIGTERM only sets the flag; the main thread does the rest (a handler
