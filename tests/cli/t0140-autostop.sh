@@ -24,24 +24,28 @@ is "$rc" 2 "--autostop below 10 s is refused"
 [ ! -d "$CDIR" ]
 ok $? "a refused start made nothing"
 
-run_pbx -q cluster start as
+run_pbx -q cluster start as --autostop 1h
 ok $rc "the cluster starts: $errout"
 is "$(watchers)" 3 "a pbx-autostop watcher runs on each of the 3 nodes"
 run_pbx cluster show as
-echo "$out" | grep -q "autostop: after 12s idle"
+echo "$out" | grep -q "autostop: after 1h idle"
 ok $? "show says when it will stop: $(echo "$out" | sed -n 3p)"
 
-# busy: a job keeps it up past the idle time
-t0=$(date +%s)
-run_pbx cluster exec as -- sbatch -N1 --wrap 'sleep 20'
-ok $rc "a 20 s job is submitted: $out $errout"
+# busy: a job (it runs until TEST_TMP/go exists) keeps it up past the idle
+# time; the watchers restart with 12 s while it runs
+run_pbx cluster exec as -- sbatch -N1 --wrap "while [ ! -e $TEST_TMP/go ]; do sleep 1; done"
+ok $rc "a job is submitted: $out $errout"
+run_pbx -q cluster start as --autostop 12s
+ok $rc "start --autostop 12s while it runs: $errout"
 sleep 16
-is "$(watchers)" 3 "16 s in (more than 12 s), the job keeps every node up"
-# an open SSH session keeps it up too (the job may be over before the look)
+is "$(watchers)" 3 "16 s later (more than 12 s), the job keeps every node up"
+# an open SSH session keeps it up too
 "$PBX" cluster exec as -- sleep 30 >/dev/null 2>&1 &
 SESSION=$!
-while [ $(($(date +%s) - t0)) -lt 36 ]; do sleep 1; done
-is "$(watchers)" 3 "36 s in (the job over for 16 s), an open SSH session keeps it up"
+sleep 5
+touch "$TEST_TMP/go"
+sleep 16
+is "$(watchers)" 3 "the job over for 16 s, an open SSH session keeps it up"
 kill "$SESSION" 2>/dev/null; wait "$SESSION" 2>/dev/null
 # the session gone: stopped within 12 s idle + a few seconds of shutdown
 i=0
