@@ -46,7 +46,7 @@ PY
 )" "[('pbx-image', 'img-a'), ('pbx-image-id', '$UID1')]
 [('pbx-image', 'img-a'), ('pbx-image-id', '$UID1')]" "the AMI and its snapshot carry pbx-image and pbx-image-id"
 is "$(holds):$(snapshots)" "0 0 0:1" "the builder instance, its security group and key pair are gone; one snapshot"
-wait_for 300 test "$(bodies)" = 0   # the harness ends the body after its poll; slower on a loaded machine
+wait_for 300 test "$(bodies)" = 0
 is "$(bodies)" "0" "no node body is left"
 for stage in install stopping imaging "deleting builder" ready; do
 	case $errout in *"$stage"*) r=0 ;; *) r=1 ;; esac
@@ -127,7 +127,7 @@ ok $rc "image delete after kill -9: $errout"
 nothing_left
 ok $? "nothing is left: no live instance, group, key pair, AMI or snapshot ($(holds):$(amis):$(snapshots))"
 is "$(image_row state img-k)" "deleted" "the row is deleted"
-wait_for 300 test "$(bodies)" = 0   # the harness ends the body after its poll; slower on a loaded machine
+wait_for 300 test "$(bodies)" = 0
 is "$(bodies)" "0" "no node body is left"
 
 # --------------------------------- kill -9 while the AMI is pending
@@ -176,14 +176,16 @@ PY
 }
 wait_for 300 test "$(state)" = stopped
 is "$(state)" "stopped" "StopInstances: stopping, then stopped"
-wait_for 300 test "$(bodies)" = 0   # the harness ends the body after its poll; slower on a loaded machine
-is "$(bodies)" "0" "the stopped instance's body is stopped"
+# a stopped instance keeps its disk (the body's root) and runs nothing
+wait_for 300 test -z "$(procs_mentioning "$TEST_TMP/h/bodies/")"
+is "$(procs_mentioning "$TEST_TMP/h/bodies/")" "" "the stopped instance's body runs no process"
+is "$(bodies)" "1" "its disk (the body's root) is kept"
 h_py "$IID" <<'PY'
 c.start_instances(InstanceIds=[sys.argv[1]])
 PY
 wait_for 300 test "$(state)" = running
-wait_for 300 test "$(bodies)" = 1
-ok $? "StartInstances brings its body back"
+wait_for 300 test -n "$(procs_mentioning "$TEST_TMP/h/bodies/")"
+ok $? "StartInstances brings its body back (its sshd runs again)"
 h_py "$IID" <<'PY'
 c.terminate_instances(InstanceIds=[sys.argv[1]])
 PY
