@@ -84,6 +84,14 @@ is "$(echo "$out" | json_get 'd["autostop"]')" 3600 "--autostop 1h is recorded w
 run_pbx -q cluster start as
 is "$(grep -c "PBX_AUTOSTOP_S='3600'" "$CDIR/nodes/head/etc/pbx/autostop.conf")" 1 \
 	"a later start without --autostop keeps the recorded 1h"
+# the head's record is text a node wrote: shown with its controls escaped
+printf 'stopped_at=2026-01-01T00:00:00Z\nreason=\033]0;pwned\007 idle\n' \
+	>"$CDIR/nodes/head/var/lib/pbx/autostop.last"
+run_pbx cluster show as
+printf '%s' "$out" | grep -q "$(printf '\033')"
+is "$?" 1 "a hostile record puts no escape character on the terminal"
+echo "$out" | grep -qF 'last: stopped itself at 2026-01-01T00:00:00Z: \x1b]0;pwned\x07 idle'
+ok $? "it is shown escaped: $(echo "$out" | grep last:)"
 run_pbx -q cluster start as --autostop off
 ok $rc "--autostop off: $errout"
 is "$(ps -eo args= | grep -F "$CDIR/nodes/head/" | grep -c "[p]bx-autostop watch")" 0 \

@@ -13,44 +13,18 @@
 # address, so a port any program got from the kernel would be taken.
 . "$(dirname "$0")/lib.sh"
 
-EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
-HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
-if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
-	echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
 A="$TEST_TMP/a" B="$TEST_TMP/b" C="$TEST_TMP/c"
 cleanup() {
 	PBX_HOME=$A "$PBX" -q cluster stop gpu >/dev/null 2>&1
 	PBX_HOME=$B "$PBX" -q cluster stop gpu >/dev/null 2>&1
-	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+	gce_emulator_stop
 	rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
-chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
 mkdir -p "$A" "$B" "$C"
 
 # One service account (one project), used by every home.
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
-python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-	--project pbx-test --network-block 127.0.74.0/24 --nat-block 127.0.75.0/24 \
-	--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" \
-	>"$TEST_TMP/emu.out" 2>&1 &
-EMU_PID=$!
-i=0
-while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-PORT=$(cat "$TEST_TMP/port")
-python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
-import json, sys
-pem, out, port = sys.argv[1:]
-json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
-           "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
-           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
-PY
-chmod 600 "$TEST_TMP/sa.json"
-python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/service-accounts" % sys.argv[1], data=sys.argv[2].encode(), headers={"Content-Type": "application/json"}))' \
-	"$PORT" "{\"key_file\": \"$TEST_TMP/sa.json\"}"
+gce_emulator 127.0.74.0/24 127.0.75.0/24
 
 # home DIR SLURM_PORT_BASE: its own login key and config (template gpu)
 home() {

@@ -34,7 +34,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
 
-emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 # "instances firewalls routers images" the emulator holds
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
