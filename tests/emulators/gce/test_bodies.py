@@ -36,6 +36,16 @@ def listening(addr, port=PORT):
         return s.connect_ex((addr, port)) == 0
 
 
+def wait_for(check, timeout):
+    """CHECK's first true value within TIMEOUT seconds, else its last value."""
+    end = time.time() + timeout
+    while True:
+        got = check()
+        if got or time.time() >= end:
+            return got
+        time.sleep(0.05)
+
+
 def procs_naming(text):
     """Pids of processes whose command line names TEXT."""
     out = []
@@ -157,10 +167,11 @@ class Bodies(unittest.TestCase):
         key = self.host_key(nat)
         self.assertTrue(key)
         # A file on its disk, and a daemon of its own (as the bootstrap starts them).
-        r = self.ssh(nat, 'echo kept > "$HOME/kept"; setsid sh -c "sleep 600" "$PBX_BODY_ROOT/daemon" '
+        # "; exit" keeps dash from exec'ing sleep, so the shell (named by its $0) stays.
+        r = self.ssh(nat, 'echo kept > "$HOME/kept"; setsid sh -c "sleep 600; exit" "$PBX_BODY_ROOT/daemon" '
                           '</dev/null >/dev/null 2>&1 & echo started')
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertTrue(procs_naming(root + "/daemon"))
+        self.assertTrue(wait_for(lambda: procs_naming(root + "/daemon"), 10), "the daemon started")
         # The guest powers off: its sshd ends (the rest is ended by the emulator).
         with open(os.path.join(root, "run", "sshd.pid")) as f:
             os.kill(int(f.read()), 15)
