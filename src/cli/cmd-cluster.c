@@ -533,6 +533,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
 			json_object_set_new(n, "name", json_string(c->nodes[i].name));
 			json_object_set_new(n, "role", json_string(c->nodes[i].role));
+			json_object_set_new(n, "instance_id", c->nodes[i].instance_id && *c->nodes[i].instance_id
+					    ? json_string(c->nodes[i].instance_id) : json_null());
 			json_object_set_new(n, "address", json_string(c->nodes[i].address));
 			json_object_set_new(n, "public_address", c->nodes[i].public_address
 					    ? json_string(c->nodes[i].public_address) : json_null());

@@ -50,13 +50,14 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
-	size_t n = 0, i, len;
+	const char *head = c->nodes[0].instance_id;
+	size_t n = 0, i;
 	int off = 0;
-	if (c->provider->list(c->pctx, &v, &n, &err) < 0)
+	if (!head || !*head || c->provider->list(c->pctx, &v, &n, &err) < 0)
 		return 0;
 	for (i = 0; i < n && !off; i++) {
-		len = strlen(v[i].id);
-		if (len < 5 || strcmp(v[i].id + len - 5, "-head") != 0 || !v[i].state)
+		/* the head's handle: its instance name (gce), its id (aws) */
+		if (strcmp(v[i].id, head) != 0 || !v[i].state)
 			continue;
 		if (!strcmp(v[i].state, "TERMINATED") || !strcmp(v[i].state, "STOPPING") ||
 		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||

@@ -42,6 +42,14 @@ int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error
 void jobs_apply_squeue(const struct pbx_squeue_job *jobs, size_t nj,
 		       const struct pbx_array_row *arrays, size_t na, const char **live, size_t n);
 
+/* The state of a task whose status file says it ended as `reported`
+ * (COMPLETED, FAILED, CANCELLED...) at `end` (the node's clock): CANCELLED
+ * when `pbx cancel` cancelled it at `cancelled_at` (the laptop's clock, 0 =
+ * never) and it ended no earlier than that, less JOBS_CLOCK_SLACK_S for
+ * clocks apart; else `reported` (the same pointer). */
+#define JOBS_CLOCK_SLACK_S 5
+const char *jobs_ended_state(const char *reported, int64_t end, int64_t cancelled_at);
+
 /* Builds the --array spec for sorted task indices idx[0..n) relative to
  * `offset` ("0-9,12,15-20"), with "%throttle" when throttle > 0. */
 char *jobs_array_spec(const int64_t *idx, size_t n, int64_t offset, int throttle);

@@ -7,7 +7,10 @@
  *   - squeue lists it: SLURM's state (mapped: PENDING, RUNNING, ...), with
  *     node, attempt and start from its status file when there is one;
  *   - otherwise its status file decides: COMPLETED / FAILED / CANCELLED as
- *     written; RUNNING with no job left means the task died with its node
+ *     written, but a task that ended after `pbx cancel` is CANCELLED, as
+ *     SLURM calls a job cancelled while it ran whatever its exit (a program
+ *     whose `sleep` took the TERM and went on to exit 0 before its wrapper
+ *     was signalled wrote COMPLETED); RUNNING with no job left means the task died with its node
  *     (NODE_FAIL), unless `pbx cancel` cancelled it (CANCELLED: the wrapper
  *     was killed before it could say so); REQUEUED with no job left means
  *     the requeued job vanished (MISSING, or CANCELLED after `pbx cancel`);
@@ -178,6 +181,14 @@ static const char *status_state(const struct status_line *s)
 	return s->state;
 }
 
+const char *jobs_ended_state(const char *reported, int64_t end, int64_t cancelled_at)
+{
+	if (cancelled_at && end >= cancelled_at - JOBS_CLOCK_SLACK_S &&
+	    (!strcmp(reported, "COMPLETED") || !strcmp(reported, "FAILED")))
+		return "CANCELLED";
+	return reported;
+}
+
 static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live)
 {
 	const char *reported = status_state(s);
@@ -188,7 +199,7 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 		if (!strcmp(reported, "REQUEUED"))   /* its job should be pending again */
 			state = t->cancel_requested ? "CANCELLED" : "MISSING";
 		else if (strcmp(reported, "RUNNING") != 0)
-			state = reported;
+			state = jobs_ended_state(reported, s->end, t->cancel_requested);
 		else
 			state = t->cancel_requested ? "CANCELLED" : "NODE_FAIL";
 	} else if (t->submits > 0 && !pbx_task_state_final(t->state)) {

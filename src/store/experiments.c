@@ -414,7 +414,7 @@ int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx
 		t->end_time = sqlite3_column_int64(s, 7);
 		t->job_id = pbx_store_col_text(s, 8);
 		t->submits = sqlite3_column_int(s, 9);
-		t->cancel_requested = sqlite3_column_int(s, 10);
+		t->cancel_requested = sqlite3_column_int64(s, 10);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {
@@ -502,8 +502,9 @@ int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const 
 int pbx_store_tasks_cancelled(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
 			      size_t n, struct pbx_err *err)
 {
-	return tasks_mark(st, "UPDATE tasks SET cancel_requested = 1, updated = ?"
-			  " WHERE submission_id = ? AND idx = ?",
+	/* the time of the cancel: a task that ends after it was cancelled */
+	return tasks_mark(st, "UPDATE tasks SET cancel_requested = ?1, updated = ?1"
+			  " WHERE submission_id = ?2 AND idx = ?3",
 			  submission_id, idx, n, err);
 }
 

@@ -103,7 +103,8 @@ struct pbx_task_row {
 	int64_t start_time, end_time;   /* 0 when unknown */
 	char *job_id;
 	int submits;           /* how often pbx submitted it */
-	int cancel_requested;  /* `pbx cancel` since its last submission */
+	int64_t cancel_requested;  /* when `pbx cancel` cancelled it since its last
+	                              submission (Unix seconds; 1 in older stores), or 0 */
 };
 
 /* Tasks of a submission by index. */

@@ -71,6 +71,9 @@ for f in run:
 assert gpu["InstanceMarketOptions.MarketType"] == "spot"
 assert gpu["InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior"] == "terminate"
 assert "InstanceMarketOptions.MarketType" not in cpu and "InstanceMarketOptions.MarketType" not in head
+# a shutdown on the machine (autostop) stops it; a one-time Spot instance cannot stop
+assert head["InstanceInitiatedShutdownBehavior"] == cpu["InstanceInitiatedShutdownBehavior"] == "stop"
+assert gpu["InstanceInitiatedShutdownBehavior"] == "terminate"
 assert base64.b64decode(head["UserData"]).decode() == "#cloud-config\nhostname: a1-head\n"
 auth = [f for f in forms if f["Action"] == "AuthorizeSecurityGroupIngress"][0]
 assert auth["IpPermissions.1.FromPort"] == "22" and auth["IpPermissions.1.IpRanges.1.CidrIp"] == "203.0.113.7/32"

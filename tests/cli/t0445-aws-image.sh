@@ -17,10 +17,10 @@
 # delete` leaves no instance that is not terminated, no security group, no
 # key pair, no AMI and no snapshot.  And the harness: a stopped instance's
 # body stops, StartInstances brings it back.
-# Addresses: subnets 127.0.90.0/24 and 127.0.91.0/24; SLURM ports from
+# Addresses: subnets 127.0.105.0/24 and 127.0.106.0/24; SLURM ports from
 # 33000 + 64*8.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.90.0/24 H_SUBNET2=127.0.91.0/24 H_SLURM_PORT_BASE=33000 H_CLUSTERS="e1 c2"
+H_SUBNET1=127.0.105.0/24 H_SUBNET2=127.0.106.0/24 H_SLURM_PORT_BASE=33000 H_CLUSTERS="e1 c2"
 . "$(dirname "$0")/aws_lib.sh"
 
 nothing_left() { [ "$(holds):$(amis):$(snapshots)" = "0 0 0::0" ]; }

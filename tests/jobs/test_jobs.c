@@ -86,8 +86,24 @@ static void test_squeue_range(void)
 	pbx_squeue_free(jobs, nj);
 }
 
+/* A task's own word for how it ended, against `pbx cancel`'s time. */
+static void test_ended_after_cancel(void)
+{
+	is_str(jobs_ended_state("COMPLETED", 1000, 0), "COMPLETED", "never cancelled: COMPLETED");
+	is_str(jobs_ended_state("COMPLETED", 1000, 990), "CANCELLED",
+	       "ended 10 s after the cancel: CANCELLED, whatever its exit");
+	is_str(jobs_ended_state("FAILED", 1000, 1003), "CANCELLED",
+	       "ended 3 s before the cancel by the node's clock: within the slack");
+	is_str(jobs_ended_state("COMPLETED", 1000, 1000 + JOBS_CLOCK_SLACK_S + 1), "COMPLETED",
+	       "ended well before the cancel: it had completed");
+	is_str(jobs_ended_state("TIMEOUT", 1000, 990), "TIMEOUT", "a state SLURM gave stays");
+	is_str(jobs_ended_state("COMPLETED", 1000, 1), "CANCELLED",
+	       "a store from before the cancel time was kept (1): cancelled, as it read then");
+}
+
 int main(void)
 {
+	test_ended_after_cancel();
 	test_answers();
 	test_squeue_range();
 	return tap_done();

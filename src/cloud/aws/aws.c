@@ -575,6 +575,11 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	aws_param(&p, "BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true");
 	tag_spec(a, &p, 1, "instance", grp ? grp->name : "head");
 	tag_spec(a, &p, 2, "volume", grp ? grp->name : "head");
+	/* a shutdown on the machine (autostop) stops it, disk kept; a one-time
+	 * Spot instance cannot be stopped, so it ends (it holds no results:
+	 * they are on the head's disk) and the next start makes it again */
+	aws_param(&p, "InstanceInitiatedShutdownBehavior", "%s",
+		  grp && grp->spot ? "terminate" : "stop");
 	if (grp && grp->spot) {
 		aws_param(&p, "InstanceMarketOptions.MarketType", "spot");
 		aws_param(&p, "InstanceMarketOptions.SpotOptions.SpotInstanceType", "one-time");
@@ -729,6 +734,41 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The nodes whose instance is stopped (autostop, a shutdown on it,
+ * StopInstances): one StartInstances for all of them, once per start;
+ * their disks are as they were.  The poll then waits for `running` as
+ * for a new instance, and takes the new public address EC2 gives. */
+static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n,
+			     const struct aws_inst *have, size_t nhave,
+			     const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	size_t i, k = 0;
+	char key[32];
+	int rc;
+	for (i = 0; i < n; i++) {
+		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0) {
+			snprintf(key, sizeof(key), "InstanceId.%zu", ++k);
+			aws_param(&p, key, "%s", x->id);
+		}
+	}
+	if (!k)
+		return 0;
+	rc = aws_do(a, "StartInstances", &p, NULL, NULL, err);
+	if (rc < 0)
+		return pbx_err_prefix(err, "starting stopped instances");
+	for (i = 0; i < n; i++) {
+		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0) {
+			set_str(&nodes[i].state, "starting");
+			aws_record(h, &nodes[i]);
+			pbx_events_stage(h ? h->ev : NULL, i, "starting (was stopped)");
+		}
+	}
+	return 0;
+}
+
 static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err)
 {
@@ -747,6 +787,10 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 	a->last_describe_ms = now_ms();
 	if (aws_describe(a, all, &have, &nhave, err) < 0)
 		return -1;
+	if (aws_start_stopped(a, nodes, n, have, nhave, h, err) < 0) {
+		aws_insts_free(have, nhave);
+		return -1;
+	}
 	for (i = 0; i < n; i++) {
 		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (!strcmp(nodes[i].state, PBX_NODE_NOT_CREATED)) {
@@ -755,8 +799,9 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x && a->polls < AWS_SEEN_GRACE)
 			continue;
-		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated") ||
-		    !strcmp(x->state, "stopped") || !strcmp(x->state, "stopping")) {
+		if (x && (!strcmp(x->state, "stopping") || !strcmp(x->state, "stopped")))
+			continue;   /* started once it is stopped (aws_start_stopped) */
+		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated")) {
 			pbx_err_set(err, "instance %s of node %s is %s%s%s", nodes[i].instance_id,
 				    nodes[i].name, x ? x->state : "gone", x && x->reason ? ": " : "",
 				    x && x->reason ? x->reason : "");

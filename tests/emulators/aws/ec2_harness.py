@@ -93,6 +93,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
 import boto3  # noqa: E402
 import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from lifecycle import Lifecycle  # noqa: E402
+from moto.ec2.models import ec2_backends  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
@@ -470,6 +471,7 @@ def bodies_loop(args, admin, stop, backend, owner, life):
                     busy.add(iid)
                 threading.Thread(target=copy, args=(ami, iid, inst, running is not None and not no_reboot),
                                  daemon=True).start()
+            shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backend, life)
             with pool_lock:
                 dead = lambda iid: (iid not in busy and (iid not in seen or seen[iid]["State"]["Name"]
                                                           in ("shutting-down", "terminated")))
@@ -484,6 +486,40 @@ def bodies_loop(args, admin, stop, backend, owner, life):
         rest = list(live.values()) + list(off.values())
     for inst in rest:
         backend.stop(inst)
+
+
+def moto_instance(owner, iid):
+    """Moto's own Instance object of IID (this process runs moto)."""
+    try:
+        return ec2_backends[owner][REGION].get_instance(iid)
+    except Exception:
+        return None
+
+
+def shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backend, life):
+    """An instance whose body or VM powered itself off (its sshd or QEMU
+    ended: `systemctl poweroff`, autostop) while `running`: EC2 stops it
+    when its InstanceInitiatedShutdownBehavior is `stop` (the default),
+    terminates it when `terminate`, and always terminates a one-time Spot
+    instance; the stop is the guest's (StateReason
+    Client.InstanceInitiatedShutdown).  The stopping branch of the loop
+    then ends the rest of the body and keeps its disk."""
+    with pool_lock:
+        quiet = [(iid, inst) for iid, inst in live.items()
+                 if iid not in busy and iid not in starting]
+    for iid, inst in quiet:
+        i = seen.get(iid)
+        if i is None or i["State"]["Name"] != "running" or backend.alive(inst) is not False:
+            continue
+        how = admin.describe_instance_attribute(InstanceId=iid, Attribute="instanceInitiatedShutdownBehavior")
+        how = how.get("InstanceInitiatedShutdownBehavior", {}).get("Value") or "stop"
+        if how == "terminate" or i.get("InstanceLifecycle") == "spot":
+            admin.terminate_instances(InstanceIds=[iid])
+        else:
+            admin.stop_instances(InstanceIds=[iid])
+        life.guest_initiated(moto_instance(owner, iid))
+        print("harness: %s shut itself down: %s" % (iid, "terminated" if how == "terminate" else "stopping"),
+              file=sys.stderr, flush=True)
 
 
 def setup(moto_url, args):

@@ -6,6 +6,11 @@ ec2_harness.py runs in its own process (Lifecycle.install):
   powered off (the harness's bodies loop calls stopped()), then
   `stopped`; its disk stays.  Stopping a stopped instance is a no-op; one
   that is pending, shutting down or terminated: IncorrectInstanceState.
+- A one-time Spot instance cannot be stopped (UnsupportedOperation).
+- A guest that powers itself off (the harness's bodies loop sees its body
+  or VM end) is stopped as by StopInstances, with StateReason
+  Client.InstanceInitiatedShutdown (guest_stopped()); with shutdown
+  behaviour `terminate`, and a Spot instance always, it is terminated.
 - StartInstances of a stopped instance: `pending`, then `running` (the
   bodies loop starts its body, or boots its VM from the same disk); of a
   running one: a no-op; of one stopping, shutting down or terminated:
@@ -36,6 +41,7 @@ import moto.ec2.models.instances as moto_instances
 import moto.ec2.responses.amis as moto_ami_responses
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.models.instances import StateReason
 
 AMI_NAME = re.compile(r"^[A-Za-z0-9()\[\] ./\-'@_]{3,128}$")
 PENDING, RUNNING, STOPPING, STOPPED = (0, "pending"), (16, "running"), (64, "stopping"), (80, "stopped")
@@ -77,6 +83,15 @@ class Lifecycle:
         if inst is not None and inst._state.name == "stopping":
             _set(inst, STOPPED)
 
+    @staticmethod
+    def guest_initiated(inst):
+        """The stop or termination of moto instance INST was its guest's own
+        shutdown, not StopInstances or TerminateInstances: the StateReason
+        EC2 gives for that."""
+        if inst is not None:
+            inst.state_reason = StateReason("Client.InstanceInitiatedShutdown: Instance initiated shutdown",
+                                            "Client.InstanceInitiatedShutdown")
+
     def image_done(self, ami_id, error=None, disk_dir=None):
         with self.lock:
             ami = self.amis.get(ami_id)
@@ -108,6 +123,10 @@ class Lifecycle:
 
         def stop(inst):
             state = inst._state.name
+            if inst.lifecycle == "spot":
+                raise EC2ClientError("UnsupportedOperation",
+                                     "You can't stop the Spot Instance '%s' because it is associated "
+                                     "with a one-time Spot Instance request." % inst.id)
             if state == "stopped":
                 return inst_stop(inst)
             if state != "running" and state != "stopping":

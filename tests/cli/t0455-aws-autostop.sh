@@ -1,0 +1,87 @@
+#!/bin/sh
+# t0455-aws-autostop.sh - autostop on EC2 (moto with the harness's
+# lifecycle, node bodies for the instances; docs/autostop.md): an idle
+# cluster (a head, an on-demand node and a one-time Spot node, autostop
+# 12 s) powers itself off from inside, with no credential on the head.
+# EC2 stops the head and the on-demand node (shutdown behaviour `stop`,
+# StateReason Client.InstanceInitiatedShutdown) and terminates the Spot
+# node (a one-time Spot instance cannot be stopped); no body process is
+# left and the stopped bodies' disks stay.  `cluster show` and `exec` say
+# the cluster is stopped; `cluster start` sends one StartInstances for
+# both stopped instances, makes the Spot node again, the same head disk
+# comes back and a job runs on every node; `stop` leaves nothing.
+# Addresses: subnets 127.0.103.0/24 and 127.0.104.0/24; SLURM ports from
+# 23000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+H_SUBNET1=127.0.103.0/24 H_SUBNET2=127.0.104.0/24 H_SLURM_PORT_BASE=23000 H_CLUSTERS="au"
+. "$(dirname "$0")/aws_lib.sh"
+
+h_start
+h_template au "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"
+sed -i '/^  au:$/a\    autostop: 12s' "$PBX_HOME/config.yaml"
+sed -i '/name: cpu, count: 1, machine_type: t3.large/a\      - { name: sp, count: 1, machine_type: t3.large, spot: true }' "$PBX_HOME/config.yaml"
+export PBX_AUTOSTOP_TICK=1
+# The cluster's instances as ROLE:STATE[:REASON CODE], sorted.
+states() {
+	h_py <<'PY'
+out = []
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["au"]}])["Reservations"]:
+    for i in r["Instances"]:
+        tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+        s = "%s:%s" % (tags.get("pbx-role", "?"), i["State"]["Name"])
+        if i["State"]["Name"] in ("stopped", "terminated"):
+            s += ":" + i.get("StateReason", {}).get("Code", "-")
+        out.append(s)
+print(" ".join(sorted(out)))
+PY
+}
+BODIES=$TEST_TMP/h/bodies
+
+run_pbx -q cluster start au
+ok $rc "the cluster starts: $errout"
+is "$(states)" "cpu:running head:running sp:running" "three instances run"
+run_pbx cluster show au --json
+is "$(echo "$out" | json_get 'd["autostop"]')" 12 "show --json: autostop 12 s"
+HEAD_ID=$(echo "$out" | json_get '[n["instance_id"] for n in d["nodes"] if n["role"] == "head"][0]')
+HEAD_ROOT=$BODIES/aws/n/$(printf %s "$HEAD_ID" | tail -c 12)   # ec2_harness.py's Inst
+ok $([ -d "$HEAD_ROOT" ]; echo $?) "the head's body is $HEAD_ROOT"
+
+want="cpu:stopped:Client.InstanceInitiatedShutdown head:stopped:Client.InstanceInitiatedShutdown sp:terminated:Client.InstanceInitiatedShutdown"
+i=0
+while [ "$(states | sed 's/:Client[^ ]*//g')" != "cpu:stopped head:stopped sp:terminated" ] && [ $i -lt 90 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+is "$(states)" "$want" "idle for 12 s: head and node stopped by their own shutdown, the Spot node terminated (${i} s)"
+is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
+ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "the head's disk is kept, with its record of why"
+run_pbx -q cluster exec au -- hostname
+is "$rc" 1 "exec on the stopped cluster fails"
+echo "$errout" | grep -q "cluster au is stopped: its head instance is stopped.*pbx cluster start au"
+ok $? "it says the head instance is stopped and how to start it: $errout"
+run_pbx cluster show au --json
+is "$(echo "$out" | json_get 'd["stopped"] is not None, d["last_autostop"] is not None')" "True True" \
+	"show --json: stopped, and the head's record"
+
+starts=$(calls calls StartInstances)
+runs=$(calls calls RunInstances)
+run_pbx cluster start au --autostop off
+ok $rc "start brings it back: $errout"
+echo "$errout" | grep -q "starting (was stopped)"
+ok $? "progress says the stopped instances are started"
+is "$(( $(calls calls StartInstances) - starts )):$(( $(calls calls RunInstances) - runs ))" "1:1" \
+	"one StartInstances for both stopped instances, one RunInstances for the Spot node"
+is "$(states | tr ' ' '\n' | grep -c ':running$')" 3 "three instances run again"
+is "$(states | tr ' ' '\n' | grep '^head:')" "head:running" "the head is the same instance"
+ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "on the same disk"
+run_pbx cluster exec au -- srun -N3 hostname
+ok $rc "a job runs on all three nodes: $out $errout"
+run_pbx cluster show au
+echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
+ok $? "show reads the head's record of its last autostop"
+
+run_pbx -q cluster stop au
+ok $rc "stop: $errout"
+is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
+is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+done_testing
