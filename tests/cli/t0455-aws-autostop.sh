@@ -43,7 +43,8 @@ is "$(states)" "cpu:running head:running sp:running" "three instances run"
 run_pbx cluster show au --json
 is "$(echo "$out" | json_get 'd["autostop"]')" 12 "show --json: autostop 12 s"
 HEAD_ID=$(echo "$out" | json_get '[n["instance_id"] for n in d["nodes"] if n["role"] == "head"][0]')
-HEAD_ROOT=$BODIES/aws/n/$(printf %s "$HEAD_ID" | tail -c 12)   # ec2_harness.py's Inst
+# a body's root: bodies.py's Bodies.root of ec2_harness.py's Inst (named by the id's last 12)
+HEAD_ROOT=$BODIES/aws/n/$(printf %s "$HEAD_ID" | tail -c 12 | sha1sum | cut -c1-10)
 ok $([ -d "$HEAD_ROOT" ]; echo $?) "the head's body is $HEAD_ROOT"
 
 want="cpu:stopped:Client.InstanceInitiatedShutdown head:stopped:Client.InstanceInitiatedShutdown sp:terminated:Client.InstanceInitiatedShutdown"
@@ -74,8 +75,9 @@ is "$(( $(calls calls StartInstances) - starts )):$(( $(calls calls RunInstances
 is "$(states | tr ' ' '\n' | grep -c ':running$')" 3 "three instances run again"
 is "$(states | tr ' ' '\n' | grep '^head:')" "head:running" "the head is the same instance"
 ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "on the same disk"
-run_pbx cluster exec au -- srun -N3 hostname
-ok $rc "a job runs on all three nodes: $out $errout"
+run_pbx cluster exec au -- timeout 60 srun -N2 sh -c 'echo $SLURMD_NODENAME'
+is "$rc:$(echo "$out" | sort | tr '\n' ' ')" "0:cpu1 sp1 " "a job runs on both compute nodes, the remade Spot node too: $errout"
+[ $rc = 0 ] || { run_pbx cluster exec au -- sinfo -N; diag "$out"; }
 run_pbx cluster show au
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop"
