@@ -438,17 +438,48 @@ static int cluster_has_flag(int argc, char **argv, const char *shortf, const cha
 	return 0;
 }
 
+/* --refresh: asks each cluster's cloud whether its head is powered off
+ * (autostop ran with the laptop away) and records "stopped" in the store
+ * and in row->state.  A cluster whose cloud cannot be asked keeps its
+ * recorded state, with a warning. */
+static void cluster_list_refresh(struct pbx_ctx *ctx, struct pbx_cluster_row *row)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c;
+	char *why;
+	if (!strcmp(row->state, "deleted") || !strcmp(row->state, "stopped"))
+		return;
+	if (pbx_cluster_open(ctx->store, ctx->cfg, row->name, &c, &err) < 0) {
+		pbx_warning("cluster %s: %s (its recorded state is shown)", row->name, err.msg);
+		return;
+	}
+	why = pbx_cluster_stopped_why(c);
+	if (why) {   /* recorded in the store by pbx_cluster_stopped_why */
+		free(row->state);
+		row->state = xstrdup("stopped");
+	}
+	free(why);
+	pbx_cluster_close(c);
+}
+
 static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster_row *rows;
 	int json = cluster_has_flag(argc, argv, "-j", "--json");
 	int all = cluster_has_flag(argc, argv, "-a", "--all");
+	int refresh = cluster_has_flag(argc, argv, "-r", "--refresh");
 	size_t n, i;
-	if (argc - 1 != json + all)
+	if (argc - 1 != json + all + refresh)
 		return pbx_usage_error(&cmd_cluster_list, "unexpected argument");
+	/* the configuration only when the clouds are asked: a plain list
+	 * works whatever config.yaml holds */
+	if (refresh && !ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
+		return pbx_report(&err);
 	if (pbx_store_cluster_list(ctx->store, all, &rows, &n, &err) < 0)
 		return pbx_report(&err);
+	for (i = 0; refresh && i < n; i++)
+		cluster_list_refresh(ctx, &rows[i]);
 	if (json) {
 		json_t *a = json_array();
 		for (i = 0; i < n; i++)
@@ -476,13 +507,15 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 static const struct pbx_opt_doc cluster_list_opts[] = {
 	{ "-a, --all", "include deleted clusters" },
 	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated}" },
+	{ "-r, --refresh", "ask each cluster's cloud first: a cluster whose head is powered off "
+	  "(autostop) is recorded and shown as stopped" },
 	{ NULL, NULL },
 };
 
 static const struct pbx_cmd cmd_cluster_list = {
 	.name = "list",
 	.summary = "list clusters",
-	.usage = "pbx cluster list [-a] [-j]",
+	.usage = "pbx cluster list [-a] [-j] [-r]",
 	.options = cluster_list_opts,
 	.flags = PBX_NEED_STORE,
 	.exec = cmd_cluster_list_exec,

@@ -130,7 +130,9 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 void pbx_cluster_close(struct pbx_cluster *c);
 /* Why cluster c is powered off ("stopped itself at T: idle for 60 s
  * (autostop)...", or the head instance's state), or NULL when it is not
- * known to be (power.c).  Caller frees. */
+ * known to be (power.c); when it is, the store records the cluster's state
+ * as "stopped" (what `cluster list` shows until the next start).  Caller
+ * frees. */
 char *pbx_cluster_stopped_why(struct pbx_cluster *c);
 /* The head's record of its last autostop, where pbx can read its disk
  * (node bodies), or NULL.  Caller frees. */

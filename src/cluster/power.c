@@ -70,7 +70,7 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 	return off;
 }
 
-char *pbx_cluster_stopped_why(struct pbx_cluster *c)
+static char *power_stopped_why(struct pbx_cluster *c)
 {
 	char *state = NULL, *why;
 	if (!c->nnodes)
@@ -86,6 +86,17 @@ char *pbx_cluster_stopped_why(struct pbx_cluster *c)
 	why = xasprintf("its head instance is %s (powered off: autostop, or a shutdown on the "
 			"machine; its disks are kept)", state);
 	free(state);
+	return why;
+}
+
+char *pbx_cluster_stopped_why(struct pbx_cluster *c)
+{
+	char *why = power_stopped_why(c);
+	if (why && strcmp(c->row.state, "stopped") != 0) {
+		pbx_cluster_mark(c, "stopped");   /* what `cluster list` shows from now on */
+		free(c->row.state);
+		c->row.state = xstrdup("stopped");
+	}
 	return why;
 }
 

@@ -49,6 +49,10 @@ while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1;
 is "$(statuses)" "TERMINATED TERMINATED" "idle for 12 s, both instances stopped themselves (${i} s)"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 is "$(find "$BODIES" -name slurm.conf -path '*/etc/slurm/*' | grep -c .)" 2 "both bodies' disks are kept"
+list_state() { "$PBX" cluster list --json "$@" | json_get '[c["state"] for c in d if c["name"] == "as"][0]'; }
+is "$(list_state)" "up" "cluster list, offline, shows the state recorded at the start"
+is "$(list_state --refresh)" "stopped" "cluster list --refresh asks the cloud: stopped"
+is "$(list_state)" "stopped" "and records it"
 run_pbx -q cluster exec as -- hostname
 is "$rc" 1 "exec on the stopped cluster fails"
 echo "$errout" | grep -q "cluster as is stopped: its head instance is TERMINATED.*pbx cluster start as"
@@ -61,6 +65,7 @@ ok $? "progress says the stopped instances are started"
 is "$(statuses)" "RUNNING RUNNING" "both instances run again"
 run_pbx cluster exec as -- srun -N1 hostname
 ok $rc "a job runs: $out $errout"
+is "$(list_state)" "up" "after the start, cluster list says up"
 run_pbx cluster show as
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop: $(echo "$out" | sed -n 3p)"

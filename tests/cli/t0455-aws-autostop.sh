@@ -56,6 +56,10 @@ done
 is "$(states)" "$want" "idle for 12 s: head and node stopped by their own shutdown, the Spot node terminated (${i} s)"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "the head's disk is kept, with its record of why"
+list_state() { "$PBX" cluster list --json "$@" | json_get '[c["state"] for c in d if c["name"] == "au"][0]'; }
+is "$(list_state)" "up" "cluster list, offline, shows the state recorded at the start"
+is "$(list_state --refresh)" "stopped" "cluster list --refresh asks the cloud: stopped"
+is "$(list_state)" "stopped" "and records it"
 run_pbx -q cluster exec au -- hostname
 is "$rc" 1 "exec on the stopped cluster fails"
 echo "$errout" | grep -q "cluster au is stopped: its head instance is stopped.*pbx cluster start au"
@@ -78,6 +82,7 @@ ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "on the same disk"
 run_pbx cluster exec au -- timeout 60 srun -N2 sh -c 'echo $SLURMD_NODENAME'
 is "$rc:$(echo "$out" | sort | tr '\n' ' ')" "0:cpu1 sp1 " "a job runs on both compute nodes, the remade Spot node too: $errout"
 [ $rc = 0 ] || { run_pbx cluster exec au -- sinfo -N; diag "$out"; }
+is "$(list_state)" "up" "after the start, cluster list says up"
 run_pbx cluster show au
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop"
