@@ -29,6 +29,10 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	json_object_set_new(o, "ssh_key", pbx_opt_string(t->ssh_key));
 	json_object_set_new(o, "image", pbx_opt_string(t->image));
 	json_object_set_new(o, "head_machine_type", pbx_opt_string(t->head_machine_type));
+	if (t->head_service_account)
+		json_object_set_new(o, "head_service_account", json_string(t->head_service_account));
+	if (t->head_instance_profile)
+		json_object_set_new(o, "head_instance_profile", json_string(t->head_instance_profile));
 	for (i = 0; i < t->ngroups; i++) {
 		const struct pbx_node_group *g = &t->groups[i];
 		json_t *j = json_object();

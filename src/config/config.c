@@ -30,6 +30,8 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->image);
 	free(t->subnet);
 	free(t->head_machine_type);
+	free(t->head_service_account);
+	free(t->head_instance_profile);
 	for (size_t k = 0; k < t->nssh_from; k++)
 		free(t->ssh_from[k]);
 	free(t->ssh_from);

@@ -77,6 +77,10 @@ struct pbx_cluster_template {
 	char *subnet;                 /* aws: this template's subnet (before
 	                                 clouds.aws.subnet); may be NULL */
 	char *head_machine_type;      /* head node machine type, may be NULL */
+	char *head_service_account;   /* gce: e-mail of the service account the head
+	                                 runs as (cloud-platform scope), may be NULL */
+	char *head_instance_profile;  /* aws: IAM instance profile name of the head,
+	                                 may be NULL */
 	struct pbx_node_group *groups;
 	size_t ngroups;
 	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */

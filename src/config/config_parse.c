@@ -24,7 +24,8 @@ static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
 	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", "autostop", NULL
 };
-static const char *const head_keys[] = { "machine_type", NULL };
+static const char *const head_keys[] = { "machine_type", "service_account",
+					  "instance_profile", NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
 static const char *const group_keys[] = {
 	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
@@ -160,15 +161,55 @@ static int pbx_parse_image(const struct pbx_ynode *m, int cloud,
 	return 0;
 }
 
-static int pbx_parse_head(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+/* A service account's e-mail as Compute Engine takes it: NAME@PROJECT
+ * .iam.gserviceaccount.com (NAME 6-30 of a-z 0-9 -), or a project's
+ * default NUMBER-compute@developer.gserviceaccount.com. */
+static int service_account_ok(const char *s)
+{
+	static const char lower[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
+	static const char dev[] = "@developer.gserviceaccount.com", iam[] = ".iam.gserviceaccount.com";
+	const char *at = strchr(s, '@');
+	size_t n = at ? (size_t)(at - s) : 0, p;
+	if (!at || n < 6 || n > 30 || strspn(s, lower) != n)
+		return 0;
+	if (!strcmp(at, dev))
+		return n > 8 && !strncmp(at - 8, "-compute", 8) && strspn(s, "0123456789") == n - 8;
+	p = strlen(at + 1);   /* PROJECT.iam.gserviceaccount.com */
+	return p > sizeof(iam) - 1 && !strcmp(at + 1 + p - (sizeof(iam) - 1), iam) &&
+	       strspn(at + 1, lower) == p - (sizeof(iam) - 1);
+}
+
+/* An IAM instance profile's name: 1-128 of A-Z a-z 0-9 + = , . @ _ -. */
+static int instance_profile_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 1 && n <= 128 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					   "0123456789+=,.@_-") == n;
+}
+
+/* head: { machine_type, service_account (gce), instance_profile (aws) }:
+ * the identity the head acts with on its cloud, never the user's own. */
+static int pbx_parse_head(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
 			  struct pbx_err *err)
 {
-	const struct pbx_ynode *n = pbx_ymap_get(m, "head");
+	const struct pbx_ynode *n = pbx_ymap_get(m, "head"), *v;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, head_keys, err) < 0)
+	if (pbx_opt_map(n, head_keys, err) < 0 ||
+	    pbx_opt_str(n, "machine_type", &t->head_machine_type, err) < 0 ||
+	    pbx_opt_str(n, "service_account", &t->head_service_account, err) < 0 ||
+	    pbx_opt_str(n, "instance_profile", &t->head_instance_profile, err) < 0)
 		return -1;
-	return pbx_opt_str(n, "machine_type", &t->head_machine_type, err);
+	if ((v = pbx_ymap_get(n, "service_account")) && cloud != PBX_CLOUD_GCE)
+		return pbx_ynode_error(v, err, "service_account is for cloud gce (aws: instance_profile)");
+	if (v && !service_account_ok(t->head_service_account))
+		return pbx_ynode_error(v, err, "not a service account e-mail "
+				       "(NAME@PROJECT.iam.gserviceaccount.com)");
+	if ((v = pbx_ymap_get(n, "instance_profile")) && cloud != PBX_CLOUD_AWS)
+		return pbx_ynode_error(v, err, "instance_profile is for cloud aws (gce: service_account)");
+	if (v && !instance_profile_ok(t->head_instance_profile))
+		return pbx_ynode_error(v, err, "not an instance profile name (1-128 of A-Z a-z 0-9 +=,.@_-)");
+	return 0;
 }
 
 /* Optional slurm: { max_array_size, max_job_count } (0 = pbx's defaults). */
@@ -413,7 +454,7 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	t->cloud = xstrdup(cloud_names[cloud]);
 	if (pbx_parse_login(m, cloud, t, err) < 0 ||
 	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
-	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, t, err) < 0 ||
+	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, cloud, t, err) < 0 ||
 	    pbx_parse_slurm(m, t, err) < 0 || pbx_opt_str(m, "subnet", &t->subnet, err) < 0)
 		return -1;
 	if (t->subnet && cloud != PBX_CLOUD_AWS)

@@ -27,7 +27,7 @@ clusters:
     login_user: pbx
     ssh_key: $PBX_HOME/id
     image: projects/debian-cloud/global/images/family/debian-12
-    head: { machine_type: e2-standard-2 }
+    head: { machine_type: e2-standard-2, service_account: pbx-head@p1.iam.gserviceaccount.com }
     node_groups:
       - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4, spot: true }
       - { name: cpu, count: 1, machine_type: e2-standard-8 }
@@ -89,6 +89,9 @@ checks = {
          and props("g1-@-gpu1")["scheduling"]["provisioningModel"] == "SPOT"
          and props("g1-@-gpu1")["machineType"] == "n1-standard-8",
   "cpu": lambda: "guestAccelerators" not in props("g1-@-cpu1") and "provisioningModel" not in props("g1-@-cpu1")["scheduling"],
+  "identity": lambda: props("g1-@-head")["serviceAccounts"] == [{"email": "pbx-head@p1.iam.gserviceaccount.com",
+                       "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]
+              and all("serviceAccounts" not in props(n) for n in ("g1-@-gpu1", "g1-@-cpu1")),
   "head": lambda: props("g1-@-head")["machineType"] == "e2-standard-2" and props("g1-@-head")["tags"]["items"] == [N("pbx-g1-@"), N("pbx-g1-@-head")],
   "labels": lambda: all(props(n)["labels"]["pbx-cluster"] == "g1" and props(n)["labels"]["pbx-cluster-id"] == ID
                         for n in ("g1-@-head", "g1-@-gpu1", "g1-@-cpu1")),
@@ -120,7 +123,7 @@ try:
 except (IndexError, KeyError, TypeError) as e:
     print("error: %r" % e)
 PY
-for c in keys endpoint id bulk gpu cpu head labels sshkeys disk firewall router addresses requestid gets list; do
+for c in keys endpoint id bulk gpu cpu identity head labels sshkeys disk firewall router addresses requestid gets list; do
 	is "$(python3 "$TEST_TMP/check.py" "$TEST_TMP/req.jsonl" $c)" "True" "dry-run request check: $c"
 done
 echo "$out" | grep -qi -e authorization -e bearer -e token

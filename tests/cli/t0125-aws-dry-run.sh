@@ -29,6 +29,7 @@ clusters:
     image: ami-0123456789abcdef0
     subnet: subnet-0t                    # before clouds.aws.subnet
     ssh_from: [203.0.113.7/32, 198.51.100.0/24]
+    head: { instance_profile: pbx-head }
     node_groups:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4, spot: true }
       - { name: cpu, count: 1, machine_type: c5.large }
@@ -74,6 +75,9 @@ assert "InstanceMarketOptions.MarketType" not in cpu and "InstanceMarketOptions.
 # a shutdown on the machine (autostop) stops it; a one-time Spot instance cannot stop
 assert head["InstanceInitiatedShutdownBehavior"] == cpu["InstanceInitiatedShutdownBehavior"] == "stop"
 assert gpu["InstanceInitiatedShutdownBehavior"] == "terminate"
+# the head's own identity, on the head only
+assert head["IamInstanceProfile.Name"] == "pbx-head"
+assert "IamInstanceProfile.Name" not in gpu and "IamInstanceProfile.Name" not in cpu
 assert base64.b64decode(head["UserData"]).decode() == "#cloud-config\nhostname: a1-head\n"
 auth = [f for f in forms if f["Action"] == "AuthorizeSecurityGroupIngress"][0]
 assert auth["IpPermissions.1.FromPort"] == "22" and auth["IpPermissions.1.IpRanges.1.CidrIp"] == "203.0.113.7/32"

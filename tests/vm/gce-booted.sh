@@ -7,7 +7,9 @@
 # pbx, not root) -> pbx's bootstrap in systemd mode (units, munge, NFS from
 # the head) -> every node idle -> a sweep of 4 tasks and a 2-node pbx-train
 # MPI task across two VMs -> harvest -> report -> `pbx cluster ssh` to a
-# compute node through the head -> stop -> no instance, no VM, no process.
+# compute node through the head -> autostop (every VM powers itself off,
+# TERMINATED) -> start boots the kept disks, a job runs -> stop -> no
+# instance, no VM, no process.
 # Compute nodes have no address this machine can reach: only the head's
 # port 22 is forwarded to a loopback address (127.0.92.0/24).
 #
@@ -110,6 +112,32 @@ is "$rc:${out##*-}" "0:cpu1" "cluster ssh to a compute node, through the head: $
 head_private=$(emu_get state | python3 -c 'import json,sys; print([i["networkIP"] for i in json.load(sys.stdin)["instances"] if i["name"].endswith("-cpu1")][0])')
 case $head_private in 10.128.*) r=0 ;; *) r=1 ;; esac
 ok $r "compute nodes have private addresses only ($head_private)"
+
+# ------------------------------------------- autostop on booted machines
+# pbx-autostop.service on every VM: idle for 20 s, the compute nodes power
+# off on the head's request, then the head; each VM's `systemctl poweroff`
+# ends its QEMU and the emulator turns the instance TERMINATED, as Compute
+# Engine does for a guest shutdown (docs/autostop.md).  start boots the
+# same disks again.
+statuses() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted(i["status"] for i in json.load(sys.stdin)["instances"])))'; }
+run_pbx -q cluster start v1 --autostop 20s
+ok $rc "start --autostop 20s on the running cluster: $errout"
+t0=$(date +%s)
+while [ "$(statuses)" != "TERMINATED TERMINATED TERMINATED" ] && [ $(($(date +%s) - t0)) -lt 400 ]; do sleep 5; done
+is "$(statuses)" "TERMINATED TERMINATED TERMINATED" \
+	"idle 20 s: every VM powered itself off and is TERMINATED ($(($(date +%s) - t0)) s)"
+is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM runs"
+run_pbx -q cluster exec v1 -- hostname
+echo "$errout" | grep -q "cluster v1 is stopped"
+ok $? "exec says the cluster is stopped: $errout"
+t0=$(date +%s)
+run_pbx cluster start v1 --autostop off
+ok $rc "start boots the stopped VMs again ($(($(date +%s) - t0)) s): $errout"
+run_pbx cluster exec v1 -- sh -c 'srun -N2 hostname | sort; cat /etc/pbx/autostop.conf'
+echo "$out" | grep -q -- "-cpu2"
+ok $? "a job runs on both compute nodes after the restart: $out $errout"
+run_pbx harvest "$PKG"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | grep -c .)" "4" "the results are still there"
 
 # ------------------------------------------------------------- stop
 run_pbx cluster stop v1

@@ -586,6 +586,8 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		aws_param(&p, "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior",
 			  "terminate");
 	}
+	if (!grp && t->head_instance_profile)   /* the head's own identity */
+		aws_param(&p, "IamInstanceProfile.Name", "%s", t->head_instance_profile);
 	if (!grp) {
 		/* the head's host name is what slurm.conf calls the controller */
 		char *ud = xasprintf("#cloud-config\nhostname: %s-head\n", a->s->name);

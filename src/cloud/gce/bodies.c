@@ -18,6 +18,9 @@
 #include "util/xalloc.h"
 
 #define GCE_HEAD_MACHINE "e2-standard-4"
+/* The scope of the head's service account: cloud-platform, with the
+ * account's IAM roles deciding what it may do (Google's advice) */
+#define GCE_HEAD_SCOPE "https://www.googleapis.com/auth/cloud-platform"
 #define GCE_DISK_GB "50"
 
 char *gce_name(const struct gce *g, const char *prefix, const char *part)
@@ -204,6 +207,10 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 		"scheduling", scheduling(grp));
 	if (!strcmp(tg, all))   /* compute nodes: one tag */
 		json_array_remove(json_object_get(json_object_get(p, "tags"), "items"), 1);
+	if (!grp && t->head_service_account)   /* the head's own identity (docs/head-identity.md) */
+		json_object_set_new(p, "serviceAccounts",
+				    json_pack("[{s:s, s:[s]}]", "email", t->head_service_account,
+					      "scopes", GCE_HEAD_SCOPE));
 	if (grp && grp->gpus > 0)
 		json_object_set_new(p, "guestAccelerators",
 				    json_pack("[{s:s, s:i}]", "acceleratorType",
