@@ -8,7 +8,9 @@
 # with the key pair's key; the head's host name comes from pbx's user data.
 # `pbx cluster start` of an aws template (head + 1 compute node, login
 # user admin) -> pbx's bootstrap in systemd mode -> every node idle -> a
-# sweep of 2 tasks COMPLETED -> harvest -> stop -> nothing left in moto,
+# sweep of 2 tasks COMPLETED -> harvest -> autostop (both VMs power
+# themselves off, EC2 stops them) -> start boots the kept disks, a job runs
+# -> stop -> nothing left in moto,
 # no VM, no process, no namespace.  The subnet 10.94.1.0/24 exists only in
 # the harness's namespace; public addresses (mapped on launch) come from
 # 127.0.94.0/24 and reach the VMs' port 22.
@@ -147,6 +149,37 @@ run_pbx harvest "$PKG"
 ok $rc "harvest: $errout"
 is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//' | sort | tr '\n' ' ')" \
 	"x=1 x=2 " "the results came home"
+
+# ------------------------------------------- autostop on booted machines
+# pbx-autostop.service: idle for 20 s, the node and then the head run
+# `systemctl poweroff`; each QEMU ends and the harness stops the instance
+# as EC2 does for a guest shutdown (pbx launches with shutdown behaviour
+# stop).  start sends StartInstances and the VMs boot their kept disks.
+states() {
+	python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+print(" ".join(sorted("%s:%s" % (i["State"]["Name"], i.get("StateReason", {}).get("Code", "-"))
+                      for r in c.describe_instances()["Reservations"] for i in r["Instances"]
+                      if i["State"]["Name"] != "terminated")))
+PY
+}
+run_pbx -q cluster start e1 --autostop 20s
+ok $rc "start --autostop 20s on the running cluster: $errout"
+t0=$(date +%s)
+want="stopped:Client.InstanceInitiatedShutdown stopped:Client.InstanceInitiatedShutdown"
+while [ "$(states)" != "$want" ] && [ $(($(date +%s) - t0)) -lt 400 ]; do sleep 5; done
+is "$(states)" "$want" "idle 20 s: both VMs powered themselves off, EC2 stopped them ($(($(date +%s) - t0)) s)"
+is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM runs"
+t0=$(date +%s)
+run_pbx cluster start e1 --autostop off
+ok $rc "start boots the stopped VMs again ($(($(date +%s) - t0)) s): $errout"
+run_pbx cluster exec e1 -- srun -N1 sh -c 'echo $SLURMD_NODENAME'
+is "$rc:$out" "0:cpu1" "a job runs after the restart: $errout"
+run_pbx harvest "$PKG"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | grep -c .)" "2" "the results are still there"
 
 # ------------------------------------------------------------- stop
 run_pbx cluster stop e1
