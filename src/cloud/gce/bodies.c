@@ -17,7 +17,6 @@
 
 #include "util/xalloc.h"
 
-#define GCE_HEAD_MACHINE "e2-standard-4"
 #define GCE_DISK_GB "50"
 
 char *gce_name(const struct gce *g, const char *prefix, const char *part)
