@@ -350,7 +350,9 @@ static const struct pbx_cmd cmd_cluster_start = {
 		       "what is down, and says so when the cluster was already up.  A node whose\n"
 		       "host key changed is refused (exit 4) and the cluster's state left as is.\n"
 		       "A cluster that stopped itself (autostop) is powered on again, its disks\n"
-		       "as they were, and its queued jobs run.",
+		       "as they were, and its queued jobs run.  First it shows the cluster's\n"
+		       "price an hour by node group (as `pbx cluster price`; on stderr, not with\n"
+		       "-q); a price that cannot be had is a warning.",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_start_exec,
