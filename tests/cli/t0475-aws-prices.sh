@@ -25,7 +25,7 @@ ok $rc "cluster price --json on EC2: $errout"
 is "$(field hourly):$(field groups 0 each):$(field groups 1 hourly)" "1.148:0.096:1.052" \
 	"the exact on-demand price from the Price List"
 is "$(field region):$(field currency)" "us-east-1:USD" "region and currency"
-is "$(curl -s "${URL}_harness/calls" | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["pricing"], sum(d["calls"].values()))')" \
+is "$(python3 -c 'import json, sys, urllib.request; d = json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d["pricing"], sum(d["calls"].values()))' "$URL")" \
 	"2 0" "one GetProducts per instance type, no EC2 call"
 
 h_stop
