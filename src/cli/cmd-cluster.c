@@ -227,6 +227,8 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		printf("%s\n", text ? text : "null");
 		free(text);
 		json_decref(o);
+		if (q.warning)
+			pbx_warning("%s", q.warning);
 	} else {
 		price_print_text(argv[optind], &q, 1);
 	}

@@ -97,7 +97,7 @@ is "$rc:$(field hourly):$(field groups 2 source)" "0:1.264:prices: override" "pr
 config "prices:
   gpu_hourly: { nvidia-tesla-t4: 0.2 }"
 run_pbx cluster price --json --offline g1
-is "$rc:$(field hourly):$(field groups 1 each)" "0:1.124:0.472" "prices.gpu_hourly overrides the GPUs' price"
+is "$rc:$(field hourly):$(field groups 1 each)" "0:1.244:0.472" "prices.gpu_hourly overrides the GPUs' price"
 
 # Malformed replies: a clear error, nothing cached.
 rm -f "$PBX_HOME/pbx.db"*
