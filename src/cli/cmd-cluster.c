@@ -113,13 +113,13 @@ static void price_amount(int64_t nanos, char out[32])
 /* The quote as text: a line per node kind, the total, what is left out. */
 static void price_print_text(const char *name, const struct pbx_price_quote *q, int to_stdout)
 {
-	char line[512], each[32], sum[32], date[32] = "not fetched";
+	char line[512], each[32], sum[32], date[64] = "from prices: only";
 	size_t i;
 	if (q->fetched) {
 		time_t t = (time_t)q->fetched;
-		strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&t));
+		strftime(date, sizeof(date), "catalogue of %Y-%m-%d %H:%M UTC", gmtime(&t));
 	}
-	snprintf(line, sizeof(line), "price of cluster %s an hour (%s %s, %s; prices of %s%s):", name,
+	snprintf(line, sizeof(line), "price of cluster %s an hour (%s %s, %s; %s%s):", name,
 		 q->cloud, q->region, q->currency, date, q->stale ? ", stale" : "");
 	price_emit(to_stdout, line);
 	for (i = 0; i < q->n; i++) {
@@ -132,7 +132,7 @@ static void price_print_text(const char *name, const struct pbx_price_quote *q, 
 		price_emit(to_stdout, line);
 	}
 	price_amount(q->total, sum);
-	snprintf(line, sizeof(line), "  total %49s %s/h", sum, q->currency);
+	snprintf(line, sizeof(line), "  %-55s%9s %s/h", "total", sum, q->currency);
 	price_emit(to_stdout, line);
 	snprintf(line, sizeof(line), "  not included: %s, %s, %s, %s", price_excluded[0],
 		 price_excluded[1], price_excluded[2], price_excluded[3]);
