@@ -4,8 +4,9 @@
 # pricing.py: GetProducts with SigV4 checked, PriceList entries as JSON
 # strings) gives the exact on-demand price of template e1 (head m5.large,
 # 2 x g4dn.xlarge); the proxy counts one GetProducts per instance type and
-# nothing against EC2; the cache answers with the harness stopped; a
-# spot group is unknown without prices.spot_hourly, priced with it; wrong
+# nothing against EC2; the cache answers with the harness stopped; a spot
+# group is priced from DescribeSpotPriceHistory (moto's), or by
+# prices.spot_hourly; wrong
 # credentials are a clear error, naming the code.  No instance is made
 # (--no-bodies); subnets 127.0.101.0/24 and 127.0.102.0/24.
 . "$(dirname "$0")/lib.sh"
@@ -33,13 +34,21 @@ run_pbx cluster price --json e1
 is "$rc:$(field hourly)" "0:1.148" "harness stopped: from the cache"
 
 sed -i 's/gpu_type: t4 }/gpu_type: t4, spot: true }/' "$PBX_HOME/config.yaml"
+run_pbx cluster price --offline --json e1
+is "$rc" "3" "offline, a spot price never fetched: not found"
+printf '%s\n' "$errout" | grep -q "no cached prices for us-east-1 spot:g4dn.xlarge (offline)"
+ok $? "saying what is not cached: $errout"
+h_start --no-bodies
+sed -i 's/gpu_type: t4 }/gpu_type: t4, spot: true }/' "$PBX_HOME/config.yaml"
 run_pbx cluster price --json e1
-is "$rc:$(field hourly):$(field groups 1 unknown)" \
-	"0:None:EC2 Spot prices are not fetched; set prices.spot_hourly.g4dn.xlarge" \
-	"a spot group without an override is unknown, saying what to set"
+# moto's DescribeSpotPriceHistory: 0.00001 in every zone
+is "$rc:$(field hourly):$(field groups 1 each):$(field groups 1 spot)" "0:0.09602:1e-05:True" \
+	"spot from DescribeSpotPriceHistory: 0.096 + 2 x 0.00001"
+is "$(python3 -c 'import json, sys, urllib.request; d = json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls")); print(d["calls"].get("DescribeSpotPriceHistory"))' "$URL")" \
+	"1" "one DescribeSpotPriceHistory"
 printf 'prices:\n  spot_hourly: { g4dn.xlarge: 0.1578 }\n' >>"$PBX_HOME/config.yaml"
 run_pbx cluster price --json e1
-is "$rc:$(field hourly)" "0:0.4116" "prices.spot_hourly prices it"
+is "$rc:$(field hourly):$(field groups 1 source)" "0:0.4116:prices: override" "prices.spot_hourly overrides it"
 
 h_start --no-bodies
 rm -f "$PBX_HOME/pbx.db"*

@@ -110,6 +110,38 @@ static void test_aws_parse(void)
 	pbx_price_items_free(v, n);
 }
 
+static void test_spot_parse(void)
+{
+	static const char reply[] =
+		"<DescribeSpotPriceHistoryResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<spotPriceHistorySet><item><instanceType>g4dn.xlarge</instanceType>"
+		"<spotPrice>0.157800</spotPrice><availabilityZone>us-east-1a</availabilityZone></item>"
+		"<item><instanceType>g4dn.xlarge</instanceType><spotPrice>0.162100</spotPrice>"
+		"<availabilityZone>us-east-1b</availabilityZone></item></spotPriceHistorySet>"
+		"<nextToken>n2</nextToken></DescribeSpotPriceHistoryResponse>";
+	static const char empty[] = "<DescribeSpotPriceHistoryResponse><spotPriceHistorySet/>"
+				    "</DescribeSpotPriceHistoryResponse>";
+	static const char other[] = "<R><spotPriceHistorySet><item><instanceType>m5.large"
+				    "</instanceType><spotPrice>1</spotPrice></item>"
+				    "</spotPriceHistorySet></R>";
+	struct pbx_err err = PBX_ERR_INIT;
+	int64_t max = 0;
+	int found = 0;
+	char *next = NULL;
+	ok(pbx_price_spot_parse(reply, strlen(reply), "g4dn.xlarge", &max, &found, &next, &err) == 0,
+	   "a spot price history parses: %s", err.msg);
+	ok(found && max == 162100000, "the highest zone's price: 0.1621");
+	is_str(next, "n2", "nextToken");
+	free(next);
+	found = 0;
+	ok(pbx_price_spot_parse(empty, strlen(empty), "g4dn.xlarge", &max, &found, &next, &err) == 0 &&
+	   !found && !next, "an empty history: no price");
+	ok(pbx_price_spot_parse(other, strlen(other), "g4dn.xlarge", &max, &found, &next, &err) < 0,
+	   "a price of another type: refused (%s)", err.msg);
+	ok(pbx_price_spot_parse("<a/>", 4, "g4dn.xlarge", &max, &found, &next, &err) < 0,
+	   "another reply: refused");
+}
+
 static void test_money_and_types(void)
 {
 	int64_t x = 0;
@@ -217,6 +249,7 @@ int main(void)
 	char dir[] = "/tmp/pbx-test-price-XXXXXX";
 	test_gce_parse();
 	test_aws_parse();
+	test_spot_parse();
 	test_money_and_types();
 	if (mkdtemp(dir)) {
 		test_quote(dir);

@@ -325,3 +325,93 @@ int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const 
 	free(f.host);
 	return rc;
 }
+
+/* ------------------------------------------------------------ EC2 spot */
+
+/* A context of the EC2 provider with what aws_call needs only (no
+ * template, no login): the endpoint, region, credentials, a handle. */
+static int spot_open(const struct pbx_config *cfg, const char *region,
+		     struct pbx_cluster_spec *s, struct aws *a, struct pbx_err *err)
+{
+	struct pbx_http_opts o = { .service = "ec2", .max_attempts = 4 };
+	struct aws_creds_opts co = { cfg->aws.profile, NULL };
+	const char *ep = cfg->aws.endpoint;
+	memset(s, 0, sizeof(*s));
+	memset(a, 0, sizeof(*a));
+	s->cfg = cfg;
+	a->s = s;
+	a->region = xstrdup(region);
+	a->endpoint = ep ? xasprintf("%s%s", ep, ep[strlen(ep) - 1] == '/' ? "" : "/")
+			 : xasprintf("https://ec2.%s.amazonaws.com/", region);
+	if (url_origin(a->endpoint, NULL, &a->host, NULL) < 0)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "not a URL: %s", a->endpoint);
+	if (pbx_http_open(&o, &a->http, err) < 0)
+		return -1;
+	co.http = a->http;
+	return aws_creds_find(&co, &a->creds, err);
+}
+
+static void spot_close(struct aws *a)
+{
+	aws_creds_free(&a->creds);
+	pbx_http_close(a->http);
+	free(a->region);
+	free(a->endpoint);
+	free(a->host);
+}
+
+static int spot_pages(struct aws *a, const char *type, int64_t *max, int *found,
+		      struct pbx_err *err)
+{
+	char now[32], *token = NULL;
+	time_t t = time(NULL);
+	int pages = 0, rc = 0;
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	do {
+		struct aws_params p = { 0 };
+		struct pbx_buf reply = PBX_BUF_INIT;
+		char *next = NULL;
+		aws_param(&p, "InstanceType.1", "%s", type);
+		aws_param(&p, "ProductDescription.1", "Linux/UNIX");
+		aws_param(&p, "StartTime", "%s", now);
+		if (token)
+			aws_param(&p, "NextToken", "%s", token);
+		free(token);
+		token = NULL;
+		rc = aws_call(a, "DescribeSpotPriceHistory", &p, &reply, NULL, err);
+		if (rc == 0)
+			rc = pbx_price_spot_parse(reply.buf, reply.len, type, max, found, &next, err);
+		aws_params_free(&p);
+		pbx_buf_release(&reply);
+		token = next;
+		if (rc == 0 && ++pages >= PRICE_PAGES_MAX && token)
+			rc = pbx_err_set(err, "more than %d pages", PRICE_PAGES_MAX);
+	} while (rc == 0 && token);
+	free(token);
+	return rc;
+}
+
+int pbx_price_aws_spot_fetch(const struct pbx_config *cfg, const char *region, const char *type,
+			     struct pbx_price_item **v, size_t *n, struct pbx_err *err)
+{
+	struct pbx_cluster_spec s;
+	struct aws a;
+	int64_t max = 0;
+	int found = 0, rc;
+	char item[96];
+	*v = NULL;
+	*n = 0;
+	rc = spot_open(cfg, region, &s, &a, err);
+	if (rc == 0)
+		rc = spot_pages(&a, type, &max, &found, err);
+	spot_close(&a);
+	if (rc < 0)
+		return pbx_err_prefix(err, "EC2 spot price of %s in %s", type, region);
+	if (found) {
+		*v = xcalloc(1, sizeof(**v));
+		snprintf(item, sizeof(item), "type:%.80s", type);
+		(*v)[0] = (struct pbx_price_item){ xstrdup(item), 1, max, "USD" };
+		*n = 1;
+	}
+	return 0;
+}

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cloud/aws/aws.h"
 #include "util/money.h"
 #include "util/xalloc.h"
 
@@ -259,5 +260,64 @@ int pbx_price_aws_parse(const char *text, size_t len, struct pbx_price_item **v,
 	if (rc == 0 && json_string_length(tok) > 0)
 		*next = xstrdup(json_string_value(tok));
 	json_decref(root);
+	return rc;
+}
+
+/* ------------------------------------------------------------ EC2 spot */
+
+static void strs_free(char **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The highest spotPrice of instance type `type` among the items. */
+static int spot_max(char **types, char **prices, size_t n, const char *type, int64_t *max,
+		    int *found, struct pbx_err *err)
+{
+	size_t i;
+	int64_t x;
+	for (i = 0; i < n; i++) {
+		if (strcmp(types[i], type))
+			return pbx_err_set(err, "spot price %zu is of instance type %.64s, not %s", i,
+					   types[i], type);
+		if (pbx_money_parse(prices[i], &x) < 0)
+			return pbx_err_set(err, "spot price %zu is not an amount: '%.32s'", i,
+					   prices[i]);
+		if (!*found || x > *max)
+			*max = x;
+		*found = 1;
+	}
+	return 0;
+}
+
+int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max,
+			 int *found, char **next, struct pbx_err *err)
+{
+	char **types = NULL, **prices = NULL, *set;
+	size_t nt = 0, np = 0;
+	int rc;
+	*next = NULL;
+	set = aws_xml_text(xml, len, "spotPriceHistorySet");
+	if (!set)
+		return pbx_err_set(err, "not a DescribeSpotPriceHistory reply (no spotPriceHistorySet)");
+	free(set);
+	aws_xml_texts(xml, len, "spotPriceHistorySet", "instanceType", &types, &nt);
+	aws_xml_texts(xml, len, "spotPriceHistorySet", "spotPrice", &prices, &np);
+	if (nt != np)
+		rc = pbx_err_set(err, "spot price items without an instanceType or a spotPrice");
+	else
+		rc = spot_max(types, prices, nt, type, max, found, err);
+	strs_free(types, nt);
+	strs_free(prices, np);
+	if (rc == 0) {
+		*next = aws_xml_text(xml, len, "nextToken");
+		if (*next && !**next) {
+			free(*next);
+			*next = NULL;
+		}
+	}
 	return rc;
 }

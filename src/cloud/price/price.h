@@ -5,19 +5,21 @@
  * Prices come from the clouds' own catalogues, through src/http and each
  * cloud's credentials:
  *  - Compute Engine: the Cloud Billing Catalog API's SKUs of the Compute
- *    Engine service (gce.c here), priced per vCPU-hour and GiB-hour of
+ *    Engine service (fetch.c here), priced per vCPU-hour and GiB-hour of
  *    RAM of a machine family, and per GPU-hour; the vCPUs and memory of a
  *    machine type come from the table in types.c;
- *  - EC2: the Price List Query API's GetProducts (aws.c here), one price
- *    per instance type an hour, on-demand only.
+ *  - EC2: the Price List Query API's GetProducts (fetch.c here), one price
+ *    per instance type an hour on-demand, and EC2's DescribeSpotPriceHistory
+ *    for spot (the highest current price among the region's zones).
  * They are cached in the store (table prices, src/store/prices.c) with the
  * date fetched and fetched again when older than prices.max_age, so pbx
  * works offline from the cache; `prices:` in the configuration overrides
  * any entry.  Amounts are kept as integer nano-units of the currency
  * (Google's units + nanos), so sums are exact.
  *
- * The parsers (parse.c) read untrusted replies with jansson and are
- * fuzzed (tests/fuzz/fuzz_gce_price.c, fuzz_aws_price.c).  Library code:
+ * The parsers (parse.c) read untrusted replies with jansson (the spot
+ * history's XML with src/cloud/aws's libxml2 helpers) and are fuzzed
+ * (tests/fuzz/fuzz_gce_price.c, fuzz_aws_price.c, fuzz_aws_spot.c).  Library code:
  * never prints, fills struct pbx_err.
  */
 #ifndef PBX_CLOUD_PRICE_PRICE_H
@@ -63,6 +65,17 @@ int pbx_price_gce_parse(const char *text, size_t len, const char *region,
  */
 int pbx_price_aws_parse(const char *text, size_t len, struct pbx_price_item **v, size_t *n,
 			char **next, struct pbx_err *err);
+
+/*
+ * A DescribeSpotPriceHistory reply (EC2 Query API, XML) for instance type
+ * `type`: *max gets the highest spotPrice of its items (each availability
+ * zone's current price) and *found is set when there was one (*max and
+ * *found carry over from earlier pages).  *next gets nextToken (caller
+ * frees) or NULL.  -1 with err when it is not such a reply, an item is of
+ * another type, or a price is not an amount.
+ */
+int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max,
+			 int *found, char **next, struct pbx_err *err);
 
 /* ------------------------------------------------------------ types.c */
 
@@ -119,7 +132,7 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 		    const struct pbx_cluster_template *t, int offline, struct pbx_price_quote *q,
 		    struct pbx_err *err);
 
-/* ---------------------------------------------------- gce.c and aws.c */
+/* ------------------------------------------------------------ fetch.c */
 
 /* Fetches every page of the Compute Engine catalogue for `region` in
  * `currency` (cfg's credentials and billing endpoint); *v owned by the
@@ -131,6 +144,12 @@ int pbx_price_gce_fetch(const struct pbx_config *cfg, const char *region,
  * credentials and pricing endpoint); *v owned by the caller. */
 int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const char *type,
 			struct pbx_price_item **v, size_t *n, struct pbx_err *err);
+/* Fetches the current Linux spot price of `type` in `region` from EC2's
+ * DescribeSpotPriceHistory (clouds.aws.endpoint, else the region's EC2
+ * endpoint): the highest among its availability zones, as one spot item
+ * (none when EC2 lists no price); *v owned by the caller. */
+int pbx_price_aws_spot_fetch(const struct pbx_config *cfg, const char *region, const char *type,
+			     struct pbx_price_item **v, size_t *n, struct pbx_err *err);
 
 /* The base URL (ends in '/') pbx asks for prices: the configured
  * billing_endpoint / pricing_endpoint, else the host of an emulator's

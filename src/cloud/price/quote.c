@@ -63,14 +63,16 @@ static void warn_stale(struct qctx *c, const char *detail)
 					  "used: %s", detail);
 }
 
-/* Fetches scope `scope` into the cache (gce: the region's SKUs; aws: one
- * instance type). */
+/* Fetches scope `scope` into the cache (gce "skus:CUR": the region's SKUs;
+ * aws "type:T": T's on-demand price, "spot:T": its spot price). */
 static int fetch(struct qctx *c, const char *scope, struct pbx_err *err)
 {
 	struct pbx_price_item *v = NULL;
 	size_t n = 0;
 	int rc;
-	if (c->aws)
+	if (c->aws && !strncmp(scope, "spot:", 5))
+		rc = pbx_price_aws_spot_fetch(c->cfg, c->q->region, scope + 5, &v, &n, err);
+	else if (c->aws)
 		rc = pbx_price_aws_fetch(c->cfg, c->q->region, scope + 5, &v, &n, err);
 	else
 		rc = pbx_price_gce_fetch(c->cfg, c->q->region, c->q->currency, &v, &n, err);
@@ -182,18 +184,18 @@ static int aws_machine(struct qctx *c, const char *type, int spot, int64_t *nano
 {
 	char scope[80], item[80];
 	int rc;
-	if (spot) {
-		*why = xasprintf("EC2 Spot prices are not fetched; set prices.spot_hourly.%s", type);
-		return 1;
-	}
 	if (strcmp(c->q->currency, "USD")) {
-		*why = xasprintf("the Price List is in USD only; set prices.hourly.%s", type);
+		*why = xasprintf("EC2 prices are in USD only; set prices.%s.%s",
+				 spot ? "spot_hourly" : "hourly", type);
 		return 1;
 	}
-	snprintf(scope, sizeof(scope), "type:%.70s", type);
+	snprintf(scope, sizeof(scope), "%s:%.70s", spot ? "spot" : "type", type);
 	snprintf(item, sizeof(item), "type:%.70s", type);
-	rc = cached(c, scope, item, 0, nanos);
-	if (rc == 1)
+	rc = cached(c, scope, item, spot, nanos);
+	if (rc == 1 && spot)
+		*why = xasprintf("EC2 lists no Linux spot price for %s in %s; set "
+				 "prices.spot_hourly.%s", type, c->q->region, type);
+	else if (rc == 1)
 		*why = xasprintf("the Price List has no on-demand Linux price for %s in %s; set "
 				 "prices.hourly.%s", type, c->q->region, type);
 	return rc;
