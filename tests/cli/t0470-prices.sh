@@ -100,8 +100,8 @@ run_pbx cluster price --json --offline g1
 is "$rc:$(field hourly):$(field groups 1 each)" "0:1.244:0.472" "prices.gpu_hourly overrides the GPUs' price"
 
 # Malformed replies: a clear error, nothing cached.
-rm -f "$PBX_HOME/pbx.db"*
-config
+rm -f "$PBX_HOME/pbx.db"* "$TEST_TMP/port"
+rm -rf "$TEST_TMP/emu"
 gce_emulator 127.0.101.0/24 127.0.102.0/24
 config
 billing malformed
