@@ -155,7 +155,8 @@ class Billing:
         if mode == "malformed":
             return 200, {"services": []}
         page = [self._convert(s, cur) for s in SKUS[start:start + size]]
-        if mode == "bad-price":
+        if mode == "bad-price":   # a copy: the fixture stays whole
+            page[0] = json.loads(json.dumps(page[0]))
             del page[0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
         reply = {"skus": page}
         if start + size < len(SKUS):
