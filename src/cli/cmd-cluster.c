@@ -162,7 +162,8 @@ static json_t *price_json(const char *name, const struct pbx_price_quote *q)
 				      "machine_type", l->machine_type, "count", l->count, "spot",
 				      l->spot, "each", price_money(l->each), "hourly",
 				      price_money(l->each < 0 ? -1 : l->each * l->count));
-		json_object_set_new(g, l->each < 0 ? "unknown" : "source", json_string(l->why ? l->why : ""));
+		json_object_set_new(g, l->each < 0 ? "unknown" : "source",
+				    json_string(l->why ? l->why : ""));
 		json_array_append_new(lines, g);
 	}
 	json_object_set_new(o, "groups", lines);

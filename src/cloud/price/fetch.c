@@ -150,7 +150,7 @@ static int gce_pages(struct gce_fetch *f, const char *base, const char *region,
 	return rc;
 }
 
-int pbx_price_gce_fetch(const struct pbx_config *cfg, const char *region,
+int pbx_price_gce_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
 			const char *currency, struct pbx_price_item **v, size_t *n,
 			struct pbx_err *err)
 {
@@ -161,6 +161,8 @@ int pbx_price_gce_fetch(const struct pbx_config *cfg, const char *region,
 	*v = NULL;
 	*n = 0;
 	rc = pbx_http_open(&o, &f.http, err);
+	if (rc == 0 && st)
+		pbx_http_set_log(f.http, st, 0);
 	if (rc == 0)
 		rc = pbx_gce_auth_open(cfg->gce.credentials, f.http, &f.auth, err);
 	if (rc == 0) {
@@ -294,8 +296,8 @@ static int aws_pages(struct aws_fetch *f, const char *region, const char *type,
 	return rc;
 }
 
-int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const char *type,
-			struct pbx_price_item **v, size_t *n, struct pbx_err *err)
+int pbx_price_aws_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
+			const char *type, struct pbx_price_item **v, size_t *n, struct pbx_err *err)
 {
 	struct pbx_http_opts o = { .service = "aws-pricing", .max_attempts = 4 };
 	struct aws_fetch f;
@@ -306,6 +308,8 @@ int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const 
 	*n = 0;
 	f.base = pbx_price_aws_base(cfg);
 	rc = pbx_http_open(&o, &f.http, err);
+	if (rc == 0 && st)
+		pbx_http_set_log(f.http, st, 0);
 	if (rc == 0 && url_origin(f.base, NULL, &f.host, NULL) < 0)
 		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "not a URL: %s", f.base);
 	co.http = f.http;
@@ -330,7 +334,7 @@ int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const 
 
 /* A context of the EC2 provider with what aws_call needs only (no
  * template, no login): the endpoint, region, credentials, a handle. */
-static int spot_open(const struct pbx_config *cfg, const char *region,
+static int spot_open(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
 		     struct pbx_cluster_spec *s, struct aws *a, struct pbx_err *err)
 {
 	struct pbx_http_opts o = { .service = "ec2", .max_attempts = 4 };
@@ -339,6 +343,7 @@ static int spot_open(const struct pbx_config *cfg, const char *region,
 	memset(s, 0, sizeof(*s));
 	memset(a, 0, sizeof(*a));
 	s->cfg = cfg;
+	s->store = st;
 	a->s = s;
 	a->region = xstrdup(region);
 	a->endpoint = ep ? xasprintf("%s%s", ep, ep[strlen(ep) - 1] == '/' ? "" : "/")
@@ -347,6 +352,8 @@ static int spot_open(const struct pbx_config *cfg, const char *region,
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "not a URL: %s", a->endpoint);
 	if (pbx_http_open(&o, &a->http, err) < 0)
 		return -1;
+	if (st)
+		pbx_http_set_log(a->http, st, 0);
 	co.http = a->http;
 	return aws_creds_find(&co, &a->creds, err);
 }
@@ -391,8 +398,9 @@ static int spot_pages(struct aws *a, const char *type, int64_t *max, int *found,
 	return rc;
 }
 
-int pbx_price_aws_spot_fetch(const struct pbx_config *cfg, const char *region, const char *type,
-			     struct pbx_price_item **v, size_t *n, struct pbx_err *err)
+int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg,
+			     const char *region, const char *type, struct pbx_price_item **v, size_t *n,
+			     struct pbx_err *err)
 {
 	struct pbx_cluster_spec s;
 	struct aws a;
@@ -401,7 +409,7 @@ int pbx_price_aws_spot_fetch(const struct pbx_config *cfg, const char *region, c
 	char item[96];
 	*v = NULL;
 	*n = 0;
-	rc = spot_open(cfg, region, &s, &a, err);
+	rc = spot_open(st, cfg, region, &s, &a, err);
 	if (rc == 0)
 		rc = spot_pages(&a, type, &max, &found, err);
 	spot_close(&a);

@@ -136,20 +136,22 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 
 /* Fetches every page of the Compute Engine catalogue for `region` in
  * `currency` (cfg's credentials and billing endpoint); *v owned by the
- * caller. */
-int pbx_price_gce_fetch(const struct pbx_config *cfg, const char *region,
+ * caller.  Each fetcher sends its requests to the request log of `st`
+ * (may be NULL) as events of no cluster. */
+int pbx_price_gce_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
 			const char *currency, struct pbx_price_item **v, size_t *n,
 			struct pbx_err *err);
 /* Fetches the on-demand Linux price of `type` in `region` (cfg's
  * credentials and pricing endpoint); *v owned by the caller. */
-int pbx_price_aws_fetch(const struct pbx_config *cfg, const char *region, const char *type,
-			struct pbx_price_item **v, size_t *n, struct pbx_err *err);
+int pbx_price_aws_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
+			const char *type, struct pbx_price_item **v, size_t *n, struct pbx_err *err);
 /* Fetches the current Linux spot price of `type` in `region` from EC2's
  * DescribeSpotPriceHistory (clouds.aws.endpoint, else the region's EC2
  * endpoint): the highest among its availability zones, as one spot item
  * (none when EC2 lists no price); *v owned by the caller. */
-int pbx_price_aws_spot_fetch(const struct pbx_config *cfg, const char *region, const char *type,
-			     struct pbx_price_item **v, size_t *n, struct pbx_err *err);
+int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg,
+			     const char *region, const char *type, struct pbx_price_item **v, size_t *n,
+			     struct pbx_err *err);
 
 /* The base URL (ends in '/') pbx asks for prices: the configured
  * billing_endpoint / pricing_endpoint, else the host of an emulator's

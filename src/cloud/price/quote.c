@@ -71,11 +71,11 @@ static int fetch(struct qctx *c, const char *scope, struct pbx_err *err)
 	size_t n = 0;
 	int rc;
 	if (c->aws && !strncmp(scope, "spot:", 5))
-		rc = pbx_price_aws_spot_fetch(c->cfg, c->q->region, scope + 5, &v, &n, err);
+		rc = pbx_price_aws_spot_fetch(c->st, c->cfg, c->q->region, scope + 5, &v, &n, err);
 	else if (c->aws)
-		rc = pbx_price_aws_fetch(c->cfg, c->q->region, scope + 5, &v, &n, err);
+		rc = pbx_price_aws_fetch(c->st, c->cfg, c->q->region, scope + 5, &v, &n, err);
 	else
-		rc = pbx_price_gce_fetch(c->cfg, c->q->region, c->q->currency, &v, &n, err);
+		rc = pbx_price_gce_fetch(c->st, c->cfg, c->q->region, c->q->currency, &v, &n, err);
 	if (rc == 0)
 		rc = pbx_store_prices_put(c->st, c->q->cloud, c->q->region, scope,
 					  (int64_t)time(NULL), v, n, err);
