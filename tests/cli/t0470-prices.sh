@@ -4,7 +4,8 @@
 # (tests/emulators/gce/billing.py: a fixture of 15 SKUs served 4 a page)
 # gives the exact price of a template with a head, spot nodes with GPUs
 # and an on-demand group; `start --dry-run` shows it before the requests;
-# the catalogue is cached in the store, and with the emulator stopped the
+# the catalogue is cached in the store (its pages in the request log, no
+# token there), and with the emulator stopped the
 # price comes from the cache (and --offline never fetches); a `prices:`
 # override replaces an entry; a malformed reply is a clear error and
 # caches nothing.  Emulator addresses 127.0.101.0/24 and 127.0.102.0/24
@@ -56,6 +57,11 @@ is "$(field groups 1 spot):$(field region):$(field currency):$(field stale)" "Tr
 	"spot, region, currency, fresh"
 is "$(field not_included 0):$(field not_included 1)" "disks:network egress" "what is not included"
 is "$(calls)" "4" "15 SKUs, 4 a page: 4 calls"
+events() { python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$PBX_HOME/pbx.db" "$1"; }
+is "$(events "SELECT count(*) FROM events WHERE kind = 'http' AND detail LIKE '%/v1/services/6F81-5844-456A/skus%'")" \
+	"4" "the request log has the 4 pages"
+is "$(events "SELECT count(*) FROM events WHERE detail LIKE '%Bearer%' OR detail LIKE '%ya29.%' OR detail LIKE '%BEGIN%'")" \
+	"0" "and no token or key"
 
 run_pbx cluster price g1
 ok $rc "cluster price (text): $errout"
