@@ -111,7 +111,7 @@ static void price_amount(int64_t nanos, char out[32])
 }
 
 /* The quote as text: a line per node kind, the total, what is left out. */
-static void price_print_text(const char *name, const struct pbx_price_quote *q, int to_stdout)
+static void price_text_lines(const char *name, const struct pbx_price_quote *q, int to_stdout)
 {
 	char line[512], each[32], sum[32], date[64] = "from prices: only";
 	size_t i;
@@ -139,6 +139,18 @@ static void price_print_text(const char *name, const struct pbx_price_quote *q, 
 	price_emit(to_stdout, line);
 	if (q->warning)
 		pbx_warning("%s", q->warning);
+}
+
+static void price_print_text(const char *name, const struct pbx_price_quote *q, int to_stdout)
+{
+	char line[300];
+	if (!strcmp(q->cloud, "local")) {
+		snprintf(line, sizeof(line), "cluster %s runs as processes on this machine: no cloud "
+			 "price", name);
+		price_emit(to_stdout, line);
+		return;
+	}
+	price_text_lines(name, q, to_stdout);
 }
 
 static json_t *price_money(int64_t nanos)
@@ -181,13 +193,14 @@ static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char
 {
 	struct pbx_price_quote q;
 	struct pbx_err err = PBX_ERR_INIT;
-	const struct pbx_cluster_template *t = pbx_config_template(ctx->cfg, tmpl ? tmpl : name);
-	if (ctx->quiet || (t && !strcmp(t->cloud, "local")))
+	if (ctx->quiet)
 		return;
-	if (pbx_cluster_price(ctx->store, ctx->cfg, name, tmpl, 0, &q, &err) < 0)
-		pbx_warning("no price for cluster %s: %s", name, err.msg);
-	else
+	if (pbx_cluster_price(ctx->store, ctx->cfg, name, tmpl, 0, &q, &err) < 0) {
+		if (err.code != PBX_EXIT_NOTFOUND)   /* no template: start says so */
+			pbx_warning("no price for cluster %s: %s", name, err.msg);
+	} else if (strcmp(q.cloud, "local")) {
 		price_print_text(name, &q, 0);
+	}
 	pbx_price_quote_free(&q);
 }
 

@@ -118,8 +118,9 @@ struct pbx_price_quote {
 void pbx_price_quote_free(struct pbx_price_quote *q);
 
 /*
- * The hourly price of template t (cloud gce or aws; local costs nothing:
- * -1 with PBX_EXIT_USAGE) in cfg's region and currency: per node group
+ * The hourly price of template t (cloud gce or aws; a local one's nodes
+ * are processes on this machine: q->cloud "local", no lines, total 0) in
+ * cfg's region and currency: per node group
  * (spot where the group says so) and for the head.  Uses the cache in
  * `st` while it is younger than prices.max_age, else fetches the
  * catalogue (caching it); with `offline` it never fetches.  A catalogue

@@ -254,8 +254,7 @@ static int quote_where(const struct pbx_config *cfg, const struct pbx_cluster_te
 		free(region);
 		return 0;
 	}
-	return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud %s: its nodes are processes on this "
-			    "machine and cost nothing", t->cloud);
+	return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud %s is not priced", t->cloud);
 }
 
 int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
@@ -266,6 +265,10 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 	size_t i;
 	memset(q, 0, sizeof(*q));
 	memset(&c, 0, sizeof(c));
+	if (!strcmp(t->cloud, "local")) {   /* processes on this machine: free */
+		snprintf(q->cloud, sizeof(q->cloud), "local");
+		return 0;
+	}
 	if (quote_where(cfg, t, q, err) < 0)
 		return -1;
 	c = (struct qctx){ .st = st, .cfg = cfg, .q = q, .offline = offline, .err = err,
