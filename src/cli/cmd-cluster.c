@@ -10,6 +10,7 @@
 #include "cluster/cluster.h"
 #include "util/quote.h"
 #include "util/duration.h"
+#include "util/money.h"
 #include "util/xalloc.h"
 
 #include <getopt.h>
@@ -85,6 +86,195 @@ static void cluster_print_exposure(char *json)
 	free(json);
 }
 
+/* ---------------------------------------------------------------- price */
+
+/* What the prices leave out (docs/cost.md). */
+static const char *const price_excluded[] = {
+	"disks", "network egress", "external IP addresses", "Cloud NAT / NAT gateways", NULL
+};
+
+/* A line of the price text: to stdout, or as information on stderr. */
+static void price_emit(int to_stdout, const char *line)
+{
+	if (to_stdout)
+		printf("%s\n", line);
+	else
+		pbx_info("%s", line);
+}
+
+static void price_amount(int64_t nanos, char out[32])
+{
+	if (nanos < 0)
+		snprintf(out, 32, "?");
+	else
+		pbx_money_format(nanos, 4, out, 32);
+}
+
+/* The quote as text: a line per node kind, the total, what is left out. */
+static void price_text_lines(const char *name, const struct pbx_price_quote *q, int to_stdout)
+{
+	char line[512], each[32], sum[32], date[64] = "from prices: only";
+	size_t i;
+	if (q->fetched) {
+		time_t t = (time_t)q->fetched;
+		strftime(date, sizeof(date), "catalogue of %Y-%m-%d %H:%M UTC", gmtime(&t));
+	}
+	snprintf(line, sizeof(line), "price of cluster %s an hour (%s %s, %s; %s%s):", name,
+		 q->cloud, q->region, q->currency, date, q->stale ? ", stale" : "");
+	price_emit(to_stdout, line);
+	for (i = 0; i < q->n; i++) {
+		const struct pbx_price_line *l = &q->lines[i];
+		price_amount(l->each, each);
+		price_amount(l->each < 0 ? -1 : l->each * l->count, sum);
+		snprintf(line, sizeof(line), "  %-12s %-18s %s %3d x %9s = %9s%s%s", l->group,
+			 l->machine_type, l->spot ? "spot" : "    ", l->count, each, sum,
+			 l->each < 0 ? "  unknown: " : "", l->each < 0 && l->why ? l->why : "");
+		price_emit(to_stdout, line);
+	}
+	price_amount(q->total, sum);
+	snprintf(line, sizeof(line), "  %-55s%9s %s/h", "total", sum, q->currency);
+	price_emit(to_stdout, line);
+	snprintf(line, sizeof(line), "  not included: %s, %s, %s, %s", price_excluded[0],
+		 price_excluded[1], price_excluded[2], price_excluded[3]);
+	price_emit(to_stdout, line);
+	if (q->warning)
+		pbx_warning("%s", q->warning);
+}
+
+static void price_print_text(const char *name, const struct pbx_price_quote *q, int to_stdout)
+{
+	char line[300];
+	if (!strcmp(q->cloud, "local")) {
+		snprintf(line, sizeof(line), "cluster %s runs as processes on this machine: no cloud "
+			 "price", name);
+		price_emit(to_stdout, line);
+		return;
+	}
+	price_text_lines(name, q, to_stdout);
+}
+
+static json_t *price_money(int64_t nanos)
+{
+	return nanos < 0 ? json_null() : json_real((double)nanos / 1e9);
+}
+
+static json_t *price_json(const char *name, const struct pbx_price_quote *q)
+{
+	json_t *o = json_object(), *lines = json_array(), *ex = json_array();
+	size_t i;
+	json_object_set_new(o, "cluster", json_string(name));
+	json_object_set_new(o, "cloud", json_string(q->cloud));
+	json_object_set_new(o, "region", json_string(q->region));
+	json_object_set_new(o, "currency", json_string(q->currency));
+	json_object_set_new(o, "fetched", q->fetched ? json_integer(q->fetched) : json_null());
+	json_object_set_new(o, "stale", json_boolean(q->stale));
+	for (i = 0; i < q->n; i++) {
+		const struct pbx_price_line *l = &q->lines[i];
+		json_t *g = json_pack("{s:s, s:s, s:i, s:b, s:o, s:o}", "group", l->group,
+				      "machine_type", l->machine_type, "count", l->count, "spot",
+				      l->spot, "each", price_money(l->each), "hourly",
+				      price_money(l->each < 0 ? -1 : l->each * l->count));
+		json_object_set_new(g, l->each < 0 ? "unknown" : "source",
+				    json_string(l->why ? l->why : ""));
+		json_array_append_new(lines, g);
+	}
+	json_object_set_new(o, "groups", lines);
+	json_object_set_new(o, "hourly", price_money(q->total));
+	for (i = 0; price_excluded[i]; i++)
+		json_array_append_new(ex, json_string(price_excluded[i]));
+	json_object_set_new(o, "not_included", ex);
+	json_object_set_new(o, "warning", q->warning ? json_string(q->warning) : json_null());
+	return o;
+}
+
+/* Before a start: the price an hour on stderr (quiet with -q); a price
+ * that cannot be had is a warning, never a reason not to start. */
+static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char *tmpl)
+{
+	struct pbx_price_quote q;
+	struct pbx_err err = PBX_ERR_INIT;
+	if (ctx->quiet)
+		return;
+	if (pbx_cluster_price(ctx->store, ctx->cfg, name, tmpl, 0, &q, &err) < 0) {
+		if (err.code != PBX_EXIT_NOTFOUND)   /* no template: start says so */
+			pbx_warning("no price for cluster %s: %s", name, err.msg);
+	} else if (strcmp(q.cloud, "local")) {
+		price_print_text(name, &q, 0);
+	}
+	pbx_price_quote_free(&q);
+}
+
+static const struct pbx_cmd cmd_cluster_price;
+
+static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "template", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
+		{ "offline", no_argument, NULL, 'o' }, { NULL, 0, NULL, 0 } };
+	struct pbx_price_quote q;
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *tmpl = NULL;
+	int opt, rc, as_json = 0, offline = 0;
+	optind = 1;
+	for (;;) {
+		if ((rc = cluster_getopt(&cmd_cluster_price, argc, argv, "t:jo", longopts, &opt)))
+			return rc;
+		if (opt == -1)
+			break;
+		if (opt == 't')
+			tmpl = optarg;
+		else if (opt == 'j')
+			as_json = 1;
+		else if (opt == 'o')
+			offline = 1;
+	}
+	if (optind != argc - 1)
+		return pbx_usage_error(&cmd_cluster_price, "expected one cluster name");
+	if (pbx_cluster_price(ctx->store, ctx->cfg, argv[optind], tmpl, offline, &q, &err) < 0) {
+		pbx_price_quote_free(&q);
+		return pbx_report(&err);
+	}
+	if (as_json) {
+		json_t *o = price_json(argv[optind], &q);
+		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+					JSON_REAL_PRECISION(12));
+		printf("%s\n", text ? text : "null");
+		free(text);
+		json_decref(o);
+		if (q.warning)
+			pbx_warning("%s", q.warning);
+	} else {
+		price_print_text(argv[optind], &q, 1);
+	}
+	pbx_price_quote_free(&q);
+	return 0;
+}
+
+static const struct pbx_opt_doc cluster_price_opts[] = {
+	{ "-t, --template TEMPLATE", "price TEMPLATE instead of the template named NAME" },
+	{ "-j, --json", "one JSON object: cloud, region, currency, fetched, stale, groups "
+			"[{group, machine_type, count, spot, each, hourly}], hourly, not_included" },
+	{ "-o, --offline", "use the cached prices only, however old; fetch nothing" },
+	{ NULL, NULL },
+};
+
+static const struct pbx_cmd cmd_cluster_price = {
+	.name = "price",
+	.summary = "show what a cluster costs an hour, by node group",
+	.usage = "pbx cluster price [-t TEMPLATE] [-j] [-o] NAME",
+	.description = "Prices cluster NAME as `start` would build it: the head and each node\n"
+		       "group, on-demand or spot as the template says, from the cloud's own\n"
+		       "price catalogue (Compute Engine: the Cloud Billing Catalog API; EC2: the\n"
+		       "Price List Query API), cached in the store and fetched again when older\n"
+		       "than prices.max_age (7 days); `prices:` in the configuration overrides\n"
+		       "any entry.  Disks, network egress, external addresses and NAT are not\n"
+		       "included.  `start` and `start --dry-run` show the same before anything\n"
+		       "is made.  See docs/cost.md.",
+	.options = cluster_price_opts,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_price_exec,
+};
+
 /* ---------------------------------------------------------------- start */
 
 static const struct pbx_cmd cmd_cluster_start;
@@ -126,6 +316,7 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_start, "--json goes with --dry-run");
+	cluster_price_note(ctx, argv[optind], tmpl);
 	if (dry) {
 		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[optind], tmpl,
 					   cluster_print_request, &as_json, &err);
@@ -175,7 +366,9 @@ static const struct pbx_cmd cmd_cluster_start = {
 		       "what is down, and says so when the cluster was already up.  A node whose\n"
 		       "host key changed is refused (exit 4) and the cluster's state left as is.\n"
 		       "A cluster that stopped itself (autostop) is powered on again, its disks\n"
-		       "as they were, and its queued jobs run.",
+		       "as they were, and its queued jobs run.  First it shows the cluster's\n"
+		       "price an hour by node group (as `pbx cluster price`; on stderr, not with\n"
+		       "-q); a price that cannot be had is a warning.",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_start_exec,
@@ -812,7 +1005,8 @@ static const struct pbx_cmd cmd_cluster_forget_host = {
 /* ---------------------------------------------------------------- group */
 
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&cmd_cluster_start, &cmd_cluster_list, &cmd_cluster_show, &cmd_cluster_ssh,
+	&cmd_cluster_start, &cmd_cluster_price, &cmd_cluster_list, &cmd_cluster_show,
+	&cmd_cluster_ssh,
 	&cmd_cluster_exec, &cmd_cluster_resize, &cmd_cluster_stop, &cmd_cluster_forget_host, NULL,
 };
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "cloud/provider.h"
+#include "cloud/price/price.h"
 #include "config/config.h"
 #include "slurm/sinfo.h"
 #include "ssh/ssh.h"
@@ -53,6 +54,14 @@ int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, co
  * record (pbx_template_json), or NULL.  Caller frees. */
 char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
 				    const char *name, const char *tmpl);
+/* The price an hour of cluster `name` as `start` would build it (-t
+ * TEMPLATE, else the template recorded, sized as recorded; see
+ * pbx_price_quote in src/cloud/price/price.h, whose rules apply).  Reads
+ * and may fetch the cloud's price catalogue (never with `offline`), and
+ * caches it in st.  The caller frees *q (pbx_price_quote_free). */
+int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *tmpl, int offline, struct pbx_price_quote *q,
+		      struct pbx_err *err);
 /* `stop --dry-run`: the requests that would find and delete the
  * cluster's resources; `uid` is --id (may be NULL).  A cluster the store
  * does not know, without uid: only the requests listing what carries the

@@ -61,6 +61,26 @@ char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_confi
 	return json;
 }
 
+int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *tmpl, int offline, struct pbx_price_quote *q,
+		      struct pbx_err *err)
+{
+	struct pbx_cluster_template sized;
+	struct pbx_node_group *groups = NULL;
+	int64_t id;
+	char uid[PBX_CLUSTER_UID_LEN + 1];
+	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, uid, &sized,
+							    &groups);
+	int rc;
+	memset(q, 0, sizeof(*q));
+	if (!t)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
+				    tmpl ? tmpl : name, cfg->path);
+	rc = pbx_price_quote(st, cfg, t, offline, q, err);
+	free(groups);
+	return rc;
+}
+
 static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec, void **pctx,
 		    struct pbx_err *err)
 {

@@ -37,6 +37,14 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->ssh_from);
 }
 
+static void pbx_overrides_free(struct pbx_price_override *v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
 void pbx_config_free(struct pbx_config *cfg)
 {
 	size_t i;
@@ -61,6 +69,12 @@ void pbx_config_free(struct pbx_config *cfg)
 		free(cfg->aws.subnets[z]);
 	free(cfg->aws.subnets);
 	free(cfg->local.address_base);
+	free(cfg->gce.billing_endpoint);
+	free(cfg->aws.pricing_endpoint);
+	free(cfg->prices.currency);
+	pbx_overrides_free(cfg->prices.hourly, cfg->prices.nhourly);
+	pbx_overrides_free(cfg->prices.spot_hourly, cfg->prices.nspot_hourly);
+	pbx_overrides_free(cfg->prices.gpu_hourly, cfg->prices.ngpu_hourly);
 	free(cfg);
 }
 

@@ -22,6 +22,12 @@
  *     aws:   { region: R, profile: NAME, endpoint: URL, subnet: S,
  *              subnets: [S, ...], disk_gb: N }
  *     local: { address_base: 127.0.1.0, ssh_port: 22022, slurm_port_base: 17000 }
+ *   prices:                        # docs/cost.md
+ *     currency: USD                # what the catalogues are asked in
+ *     max_age: 7d                  # refetch a cached catalogue older than this
+ *     hourly: { n1-standard-8: 0.38 }       # a node-hour, GPUs not included
+ *     spot_hourly: { n1-standard-8: 0.08 }
+ *     gpu_hourly: { nvidia-tesla-t4: 0.35 } # a GPU-hour (spot nodes too)
  *
  * Every error names file, line and key ("config.yaml:7: clusters.x.count:
  * must be a positive integer, got 'two'") with code PBX_EXIT_USAGE (unsafe
@@ -45,6 +51,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/err.h"
 
@@ -106,6 +113,8 @@ struct pbx_cloud_gce {
 						 is tilde-expanded */
 	char *endpoint;                       /* compute v1 base URL; NULL =
 						 https://compute.googleapis.com/compute/v1/ */
+	char *billing_endpoint;               /* Cloud Billing Catalog API base URL;
+						 NULL = see pbx_price_gce_base */
 	char **zones;                         /* zones to fall back to, in order,
 						 when one has no capacity; may be NULL */
 	size_t nzones;
@@ -115,6 +124,8 @@ struct pbx_cloud_gce {
 struct pbx_cloud_aws {
 	char *region, *profile, *endpoint;    /* each may be NULL; endpoint: the
 						 EC2 Query API URL (an emulator) */
+	char *pricing_endpoint;               /* Price List Query API URL; NULL =
+						 see pbx_price_aws_base */
 	char *subnet;                         /* subnet for every instance; NULL =
 						 the default VPC's */
 	char **subnets;                       /* subnets to fall back to, in order,
@@ -129,6 +140,22 @@ struct pbx_cloud_local {
 	int slurm_port_base;  /* first SLURM port; default 17000 */
 };
 
+/* One entry of prices.hourly, spot_hourly or gpu_hourly. */
+struct pbx_price_override {
+	char *name;        /* machine type / instance type / accelerator type */
+	int64_t nanos;     /* per hour, in 1e-9 of the currency (util/money.h) */
+	int line;
+};
+
+#define PBX_PRICES_MAX_AGE_DEFAULT_S (7L * 86400)
+
+struct pbx_prices {
+	char *currency;                       /* ISO 4217; NULL = USD */
+	long max_age;                         /* seconds; 0 = 7 days */
+	struct pbx_price_override *hourly, *spot_hourly, *gpu_hourly;
+	size_t nhourly, nspot_hourly, ngpu_hourly;
+};
+
 struct pbx_config {
 	char *path;                          /* file it came from, or "(built-in)" */
 	struct pbx_cluster_template *templates;
@@ -136,6 +163,7 @@ struct pbx_config {
 	struct pbx_cloud_gce gce;
 	struct pbx_cloud_aws aws;
 	struct pbx_cloud_local local;
+	struct pbx_prices prices;
 };
 
 /*

@@ -7,6 +7,7 @@
 #include "http/http.h"
 #include "util/fs.h"
 #include "util/duration.h"
+#include "util/money.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -18,7 +19,10 @@
 
 enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 
-static const char *const top_keys[] = { "clusters", "clouds", NULL };
+static const char *const top_keys[] = { "clusters", "clouds", "prices", NULL };
+static const char *const prices_keys[] = {
+	"currency", "max_age", "hourly", "spot_hourly", "gpu_hourly", NULL
+};
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
@@ -31,10 +35,11 @@ static const char *const group_keys[] = {
 	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
 };
 static const char *const gce_keys[] = {
-	"project", "zone", "zones", "credentials", "endpoint", NULL
+	"project", "zone", "zones", "credentials", "endpoint", "billing_endpoint", NULL
 };
 static const char *const aws_keys[] = {
-	"region", "profile", "endpoint", "subnet", "subnets", "disk_gb", NULL
+	"region", "profile", "endpoint", "pricing_endpoint", "subnet", "subnets", "disk_gb",
+	NULL
 };
 static const char *const local_keys[] = {
 	"address_base", "ssh_port", "slurm_port_base", NULL
@@ -509,12 +514,18 @@ static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
  * a loopback host (pbx_http_url_allowed: the API calls carry credentials).
  * The error names the file, line and key, not the URL (it may carry
  * user:password). */
-static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct pbx_err *err)
+static int check_url(const struct pbx_ynode *cloud, const char *key, const char *url,
+		     struct pbx_err *err)
 {
 	char why[256];
 	if (!url || pbx_http_url_allowed(url, why, sizeof(why)))
 		return 0;
-	return pbx_ynode_error(pbx_ymap_get(cloud, "endpoint"), err, "%s", why);
+	return pbx_ynode_error(pbx_ymap_get(cloud, key), err, "%s", why);
+}
+
+static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct pbx_err *err)
+{
+	return check_url(cloud, "endpoint", url, err);
 }
 
 static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
@@ -526,9 +537,12 @@ static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 	    pbx_opt_str(aws, "region", &a->region, err) < 0 ||
 	    pbx_opt_str(aws, "profile", &a->profile, err) < 0 ||
 	    pbx_opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
+	    pbx_opt_str(aws, "pricing_endpoint", &a->pricing_endpoint, err) < 0 ||
 	    pbx_opt_str(aws, "subnet", &a->subnet, err) < 0 ||
 	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
 	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
+		return -1;
+	if (check_url(aws, "pricing_endpoint", a->pricing_endpoint, err) < 0)
 		return -1;
 	return check_endpoint(aws, a->endpoint, err);
 }
@@ -549,16 +563,80 @@ static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg
 	     pbx_opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
 	     pbx_opt_path(gce, "credentials", &cfg->gce.credentials,
 			  &cfg->gce.credentials_line, err) < 0 ||
-	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0))
+	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0 ||
+	     pbx_opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0))
 		return -1;
 	if (gce && !pbx_ynode_is_null(gce) &&
 	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
-	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0)
+	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0 ||
+	    check_url(gce, "billing_endpoint", cfg->gce.billing_endpoint, err) < 0)
 		return -1;
 	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
 	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
+}
+
+/* One of prices.hourly, spot_hourly, gpu_hourly: NAME: AMOUNT pairs. */
+static int pbx_parse_overrides(const struct pbx_ynode *m, const char *key,
+			       struct pbx_price_override **out, size_t *n, struct pbx_err *err)
+{
+	const struct pbx_ynode *l = pbx_ymap_get(m, key);
+	size_t i;
+	if (!l || pbx_ynode_is_null(l))
+		return 0;
+	if (pbx_ynode_expect_map(l, err) < 0)
+		return -1;
+	*out = xcalloc(l->npairs ? l->npairs : 1, sizeof(**out));
+	for (i = 0; i < l->npairs; i++) {
+		const struct pbx_ynode *v = l->pairs[i].value;
+		struct pbx_price_override *o = &(*out)[i];
+		char *text = NULL;
+		int bad;
+		if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+			return -1;
+		bad = pbx_money_parse(text, &o->nanos) < 0;
+		free(text);
+		if (bad)
+			return pbx_ynode_error(v, err, "must be an amount per hour like 0.38 (a plain "
+					       "decimal, at most 9 decimal places)");
+		o->name = xstrdup(l->pairs[i].key->value);
+		o->line = v->line;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Optional prices: { currency, max_age, hourly, spot_hourly, gpu_hourly }
+ * (docs/cost.md). */
+static int pbx_parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
+			    struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(root, "prices"), *v;
+	char *text = NULL;
+	int rc = 0;
+	if (!n || pbx_ynode_is_null(n))
+		return 0;
+	if (pbx_opt_map(n, prices_keys, err) < 0 ||
+	    pbx_opt_str(n, "currency", &p->currency, err) < 0)
+		return -1;
+	if (p->currency && !pbx_currency_ok(p->currency))
+		return pbx_ynode_error(pbx_ymap_get(n, "currency"), err, "must be a currency code "
+				       "like USD or EUR, got '%.20s'", p->currency);
+	if ((v = pbx_ymap_get(n, "max_age")) != NULL) {
+		if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+			return -1;
+		if (pbx_duration_parse(text, 365L * 86400, &p->max_age) < 0 || p->max_age < 60)
+			rc = pbx_ynode_error(v, err, "must be a duration from 1m to 365d (12h, 7d), "
+					     "got '%.40s'", text);
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
+	if (pbx_parse_overrides(n, "hourly", &p->hourly, &p->nhourly, err) < 0 ||
+	    pbx_parse_overrides(n, "spot_hourly", &p->spot_hourly, &p->nspot_hourly, err) < 0)
+		return -1;
+	return pbx_parse_overrides(n, "gpu_hourly", &p->gpu_hourly, &p->ngpu_hourly, err);
 }
 
 int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
@@ -575,7 +653,7 @@ int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
 		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
 				       pbx_ynode_kind(root));
 	if (pbx_ymap_check_keys(root, top_keys, err) < 0 ||
-	    pbx_parse_clusters(root, cfg, err) < 0)
+	    pbx_parse_clusters(root, cfg, err) < 0 || pbx_parse_clouds(root, cfg, err) < 0)
 		return -1;
-	return pbx_parse_clouds(root, cfg, err);
+	return pbx_parse_prices(root, &cfg->prices, err);
 }

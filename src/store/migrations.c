@@ -158,6 +158,28 @@ static const char *const migrations[] = {
 	"  created INTEGER NOT NULL,"
 	"  updated INTEGER NOT NULL);"
 	"CREATE UNIQUE INDEX images_live ON images(cloud, project, name) WHERE state != 'deleted';",
+
+	/* 8: the price cache (src/cloud/price, docs/cost.md) - what each fetch
+	 * of a cloud's price catalogue brought (scope: "skus:CURRENCY" for a
+	 * Compute Engine region's SKUs, "type:T" for one EC2 instance type),
+	 * and when, so a catalogue older than prices.max_age is fetched again
+	 * and pbx works offline from the rest; nanos: the price per unit in
+	 * 1e-9 of the currency */
+	"CREATE TABLE price_fetches ("
+	"  cloud TEXT NOT NULL,"
+	"  region TEXT NOT NULL,"
+	"  scope TEXT NOT NULL,"
+	"  fetched INTEGER NOT NULL,"
+	"  PRIMARY KEY(cloud, region, scope)) WITHOUT ROWID;"
+	"CREATE TABLE prices ("
+	"  cloud TEXT NOT NULL,"
+	"  region TEXT NOT NULL,"
+	"  scope TEXT NOT NULL,"
+	"  item TEXT NOT NULL,"
+	"  spot INTEGER NOT NULL,"
+	"  nanos INTEGER NOT NULL,"
+	"  currency TEXT NOT NULL,"
+	"  PRIMARY KEY(cloud, region, item, spot, scope)) WITHOUT ROWID;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -178,4 +178,37 @@ int pbx_store_image_list(struct pbx_store *st, int include_deleted, struct pbx_i
 void pbx_image_row_free(struct pbx_image_row *row);
 void pbx_image_rows_free(struct pbx_image_row *rows, size_t n);
 
+/* ------------------------------------------------------------------ prices */
+
+/*
+ * The price cache (prices.c; what src/cloud/price fetches).  One price of
+ * a catalogue; `item` names what is priced:
+ *   gce: "core:FAMILY" (a vCPU-hour, FAMILY lowercase: n1, n2, e2, a2, ...),
+ *        "ram:FAMILY" (a GiB-hour), "gpu:TYPE" (a GPU-hour, TYPE the
+ *        accelerator type, e.g. nvidia-tesla-t4);
+ *   aws: "type:INSTANCE_TYPE" (an instance-hour).
+ */
+struct pbx_price_item {
+	char *item;
+	int spot;               /* 1: the Spot / preemptible price */
+	int64_t nanos;          /* per unit, in 1e-9 of the currency */
+	char currency[8];       /* ISO 4217, e.g. "USD" */
+};
+void pbx_price_items_free(struct pbx_price_item *v, size_t n);
+
+/* Replaces what fetch `scope` of (cloud, region) brought before (e.g.
+ * "skus:USD", "type:m5.large") with items v[0..n), recording it as
+ * fetched at `fetched` (unix s); one transaction. */
+int pbx_store_prices_put(struct pbx_store *st, const char *cloud, const char *region,
+			 const char *scope, int64_t fetched, const struct pbx_price_item *v,
+			 size_t n, struct pbx_err *err);
+/* When fetch `scope` of (cloud, region) was made: *fetched 0 when never. */
+int pbx_store_prices_fetched(struct pbx_store *st, const char *cloud, const char *region,
+			     const char *scope, int64_t *fetched, struct pbx_err *err);
+/* The cached price of `item` (spot or not) in (cloud, region): 0 with
+ * *nanos and currency[8], 1 when none is cached, -1 with err. */
+int pbx_store_price_get(struct pbx_store *st, const char *cloud, const char *region,
+			const char *item, int spot, int64_t *nanos, char currency[8],
+			struct pbx_err *err);
+
 #endif

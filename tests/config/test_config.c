@@ -202,6 +202,11 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK(t && t->subnet && !strcmp(t->subnet, "subnet-0c"));
 	CHECK_STR(cfg->local.address_base, "127.0.2.0");
 	CHECK(cfg->local.ssh_port == 2222 && cfg->local.slurm_port_base == 18000);
+	CHECK(!strcmp(cfg->prices.currency, "EUR") && cfg->prices.max_age == 12 * 3600);
+	CHECK(cfg->prices.nhourly == 2 && !strcmp(cfg->prices.hourly[1].name, "g4dn.xlarge") &&
+	      cfg->prices.hourly[1].nanos == 526000000 && cfg->prices.hourly[0].nanos == 380000000);
+	CHECK(cfg->prices.nspot_hourly == 1 && cfg->prices.spot_hourly[0].nanos == 80000000);
+	CHECK(cfg->prices.ngpu_hourly == 1 && cfg->prices.gpu_hourly[0].nanos == 350000000);
 	t = pbx_config_template(cfg, "local");
 	CHECK(t && !t->ssh_key && t->ngroups == 1);
 	if (t) {

@@ -40,7 +40,6 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-#define AWS_HEAD_TYPE "m5.xlarge"
 #define AWS_DISK_GB 50
 #define AWS_RUN_MAX 1000        /* instance ids per TerminateInstances */
 #define AWS_WAIT_LIMIT_S 600

@@ -16,6 +16,8 @@
 #include "util/buf.h"
 
 #define PBX_EC2_VERSION "2016-11-15"
+/* The head's instance type when the template names none. */
+#define AWS_HEAD_TYPE "m5.xlarge"
 
 /* ------------------------------------------------------------ creds.c */
 

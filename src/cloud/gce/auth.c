@@ -30,6 +30,7 @@ struct pbx_gce_auth {
 	char *token;                  /* cached; wiped when replaced */
 	time_t refresh_at;            /* fetch a new one from this time on */
 	unsigned fetches;
+	const char *scope;            /* NULL: PBX_GCE_SCOPE */
 	pthread_mutex_t mu;           /* guards token, refresh_at, fetches */
 };
 
@@ -59,6 +60,14 @@ void pbx_gce_auth_invalidate(struct pbx_gce_auth *a)
 {
 	pthread_mutex_lock(&a->mu);
 	token_forget(a);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void pbx_gce_auth_set_scope(struct pbx_gce_auth *a, const char *scope)
+{
+	pthread_mutex_lock(&a->mu);
+	token_forget(a);
+	a->scope = scope;
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -201,7 +210,8 @@ static int token_form(struct pbx_gce_auth *a, struct pbx_buf *form, struct pbx_e
 	const struct pbx_gce_creds *c = &a->creds;
 	if (!strcmp(c->type, "service_account")) {
 		char *jwt;
-		if (pbx_gce_jwt_make(c, c->token_uri, PBX_GCE_SCOPE, time(NULL), &jwt, err) < 0)
+		if (pbx_gce_jwt_make(c, c->token_uri, a->scope ? a->scope : PBX_GCE_SCOPE, time(NULL),
+				     &jwt, err) < 0)
 			return -1;
 		form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
 		form_add(form, "assertion", jwt);

@@ -43,6 +43,10 @@ void pbx_gce_auth_close(struct pbx_gce_auth *a);
  * pbx_gce_auth_free_header (which wipes it). */
 int pbx_gce_auth_header(struct pbx_gce_auth *a, char **header, struct pbx_err *err);
 void pbx_gce_auth_free_header(char *header);
+/* Asks for tokens with `scope` (a static string; default PBX_GCE_SCOPE)
+ * from now on, e.g. the billing catalogue's; the cached token is
+ * forgotten.  A metadata server's token has the VM's scopes. */
+void pbx_gce_auth_set_scope(struct pbx_gce_auth *a, const char *scope);
 /* Forgets the cached token (after a 401), so the next header fetches one. */
 void pbx_gce_auth_invalidate(struct pbx_gce_auth *a);
 /* Where the credentials came from, for messages: e.g.

@@ -17,7 +17,6 @@
 
 #include "util/xalloc.h"
 
-#define GCE_HEAD_MACHINE "e2-standard-4"
 /* The scope of the head's service account: cloud-platform, with the
  * account's IAM roles deciding what it may do (Google's advice) */
 #define GCE_HEAD_SCOPE "https://www.googleapis.com/auth/cloud-platform"

@@ -16,6 +16,8 @@
 #include "http/http.h"
 
 #define PBX_GCE_ENDPOINT "https://compute.googleapis.com/compute/v1/"
+/* The head's machine type when the template names none. */
+#define GCE_HEAD_MACHINE "e2-standard-4"
 
 /* One creation under way: a bulkInsert operation and the nodes it makes. */
 struct gce_pending {

@@ -27,7 +27,12 @@ InsufficientInstanceCapacity (HTTP 500) for RunInstances into a subnet id
 or of an instance type listed with --capacity (a subnet may be given by its
 CIDR block), VcpuLimitExceeded (HTTP 400)
 for RunInstances of a type listed with --vcpu-limit.  GET /_harness/calls
-counts the calls by action.
+counts the calls by action (and `pricing`: GetProducts calls).
+
+The Price List Query API (pricing.py): a POST whose X-Amz-Target is
+AWSPriceListService.* is answered by the proxy itself (GetProducts over a
+fixture catalogue, SigV4 checked against the IAM keys below), never
+counted, throttled or forwarded.
 
 Bodies: every 0.2 s the harness lists moto's instances; each running one
 with a loopback private address gets a node body (tests/emulators/gce's
@@ -94,6 +99,7 @@ import boto3  # noqa: E402
 import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from lifecycle import Lifecycle  # noqa: E402
 from moto.ec2.models import ec2_backends  # noqa: E402
+from pricing import Pricing  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
@@ -145,7 +151,7 @@ class Faults:
         return None
 
 
-def make_proxy(moto_url, faults):
+def make_proxy(moto_url, faults, pricing):
     class Proxy(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -162,13 +168,17 @@ def make_proxy(moto_url, faults):
         def do_GET(self):
             if self.path == "/_harness/calls":
                 with faults.lock:
-                    body = json.dumps({"calls": faults.calls, "faults": faults.faults}).encode()
+                    body = json.dumps({"calls": faults.calls, "faults": faults.faults,
+                                       "pricing": pricing.calls}).encode()
                 return self._send(200, body, "application/json")
             return self._forward(None)
 
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n)
+            if self.headers.get("X-Amz-Target", "").startswith("AWSPriceListService."):
+                status, text = pricing.get_products(self.headers, body)
+                return self._send(status, text.encode(), "application/x-amz-json-1.1")
             form = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
             injected = faults.answer(form)
             if injected:
@@ -645,7 +655,9 @@ def main():
     by_cidr = dict(zip(args.subnet, env["subnets"]))
     args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
     faults = Faults(args)
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults))
+    keys = {env[u]["access_key"]: (env[u]["secret_key"], env[u].get("token"))
+            for u in ("pbx", "admin", "viewer", "session")}
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys)))
     proxy.daemon_threads = True
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url

@@ -155,8 +155,9 @@ class Auth:
 
     # ------------------------------------------------------- bearer check
 
-    def check(self, authorization):
-        """The principal behind an Authorization header, or raises ApiError 401/403."""
+    def check(self, authorization, scopes=COMPUTE_SCOPES):
+        """The principal behind an Authorization header whose token has one
+        of `scopes` (compute's by default), or raises ApiError 401/403."""
         if not authorization:
             raise login_required()
         kind, _, token = authorization.partition(" ")
@@ -166,6 +167,6 @@ class Auth:
             entry = self.tokens.get(token.strip())
         if entry is None or entry[0] <= time.time():
             raise invalid_credentials()
-        if not any(s in COMPUTE_SCOPES for s in entry[1]):
+        if not any(s in scopes for s in entry[1]):
             raise insufficient_scopes()
         return entry[2]

@@ -9,7 +9,8 @@ emulator for pbx's tests, on 127.0.0.1 only.  See README.md here.
         [--static-token TOKEN] [--fault KEY=JSON]... [--seed N] [--wait-max S] [--log FILE]
 
 Compute Engine paths live under /compute/v1/ (several calls at once as a
-multipart batch at /batch/compute/v1), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens,
+multipart batch at /batch/compute/v1), the Cloud Billing Catalog API's
+Compute Engine SKUs at /v1/services/6F81-5844-456A/skus (billing.py), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens,
 guest shutdowns and preemptions) under /_emulator/, answered only to
 loopback clients.
 """
@@ -32,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import batch  # noqa: E402
+from billing import Billing  # noqa: E402
 import catalog  # noqa: E402
 import errors  # noqa: E402
 import filters  # noqa: E402
@@ -556,6 +558,10 @@ class Handler(BaseHTTPRequestHandler):
                     return self._send(200, self.app.auth.token(self.headers.get("Content-Type", ""), raw))
                 except OAuthError as e:
                     return self._send(e.code, e.body())
+            if url.path.startswith("/v1/services/") and method == "GET":
+                return self._send(*self.app.billing.skus(url.path[len("/v1/"):],
+                                                         urllib.parse.parse_qsl(url.query, keep_blank_values=True),
+                                                         self.headers.get("Authorization")))
             if url.path.startswith("/compute/v1/"):
                 return self._send(*self.compute(method, url.path[len("/compute/v1/"):], url.query, raw,
                                                 self.headers.get("Authorization")))
@@ -646,6 +652,7 @@ class App:
         for t in args.static_token:
             with self.auth.lock:
                 self.auth.tokens[t] = (float("inf"), ("https://www.googleapis.com/auth/cloud-platform",), "static")
+        self.billing = Billing(self.auth)
         self.calls = Counter()
         self.calls_lock = threading.Lock()
         self.log = open(args.log, "a") if args.log else None
@@ -678,6 +685,10 @@ class App:
                 with self.calls_lock:
                     self.calls.clear()
                 return 200, {}
+            if method == "GET" and what == "billing":
+                return 200, self.billing.snapshot()
+            if method == "POST" and what == "billing":
+                return 200, self.billing.set_mode(body.get("mode", "ok"))
             if method == "GET" and what == "faults":
                 return 200, self.faults.snapshot()
             if method == "POST" and what == "faults":

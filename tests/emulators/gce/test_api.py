@@ -1,7 +1,8 @@
 """test_api.py - the emulator is as strict and as asynchronous as Compute
 Engine: every rejection pbx may meet (with nothing created), operations
 that move PENDING -> RUNNING -> DONE, requestId idempotency, paging and
-label filters, bulkInsert, the token endpoint's grants, faults on
+label filters, bulkInsert, the token endpoint's grants, the billing
+catalogue's SKU pages (BillingCatalog), faults on
 demand, guest shutdowns and preemptions (/_emulator/guest-shutdown,
 /_emulator/preempt).  No node bodies (--no-bodies); talks only to
 127.0.0.1.  GuestShutdownWatch drives world.py directly with a fake
@@ -370,6 +371,70 @@ class Strictness(Base):
         self.assertEqual(code, 200, op)
         self.assertNotIn("error", self.emu.wait(op))
         self.assertEqual(self.names(), ["gpu-01", "gpu-02"])
+
+
+class BillingCatalog(Base):
+    """The Cloud Billing Catalog API's Compute Engine SKUs (billing.py)."""
+    SKUS = "/v1/services/6F81-5844-456A/skus"
+
+    def get(self, query="", token=True, path=None):
+        headers = {}
+        if token:
+            headers["Authorization"] = "Bearer " + (self.emu.token if token is True else token)
+        url = self.emu.url + (path or self.SKUS) + ("?" + query if query else "")
+        code, _, value = self.emu.raw("GET", url, None, headers)
+        return code, value
+
+    def test_pages_follow_next_page_token(self):
+        seen, token, pages = [], None, 0
+        while True:
+            code, page = self.get("currencyCode=USD&pageSize=5000" +
+                                  ("&pageToken=" + urllib.parse.quote(token) if token else ""))
+            self.assertEqual(code, 200, page)
+            self.assertLessEqual(len(page["skus"]), 4)
+            seen += [s["description"] for s in page["skus"]]
+            pages += 1
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        self.assertEqual((pages, len(seen), len(set(seen))), (4, 15, 15))
+        price = page["skus"][0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
+        self.assertIsInstance(price["units"], str)
+        self.assertIsInstance(price["nanos"], int)
+
+    def test_currency(self):
+        code, page = self.get("currencyCode=EUR")
+        self.assertEqual(code, 200, page)
+        price = page["skus"][0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
+        self.assertEqual(price, {"currencyCode": "EUR", "units": "0", "nanos": 27600000})
+        code, page = self.get("pageToken=" + urllib.parse.quote(page["nextPageToken"]))
+        self.assertEqual(code, 400, "a token of another currency")
+
+    def test_bad_parameters(self):
+        for q in ("currencyCode=XYZ", "pageSize=0", "pageSize=ten", "pageToken=forged", "filter=x"):
+            code, value = self.get(q)
+            self.assertEqual((code, value["error"]["status"]), (400, "INVALID_ARGUMENT"), q)
+        code, value = self.get(path="/v1/services/0000-0000-0000/skus")
+        self.assertEqual(code, 404, value)
+
+    def test_tokens_and_scopes(self):
+        self.assertEqual(self.get(token=False)[0], 401)
+        self.assertEqual(self.get(token="ya29.forged")[0], 401)
+        compute = self.emu.control("POST", "token", {"scopes": ["https://www.googleapis.com/auth/compute"]})
+        self.assertEqual(self.get(token=compute["access_token"])[0], 403)
+        billing = self.emu.control("POST", "token", {
+            "scopes": ["https://www.googleapis.com/auth/cloud-billing.readonly"]})
+        self.assertEqual(self.get(token=billing["access_token"])[0], 200)
+
+    def test_modes(self):
+        try:
+            self.emu.control("POST", "billing", {"mode": "malformed"})
+            self.assertNotIn("skus", self.get()[1])
+            self.emu.control("POST", "billing", {"mode": "error"})
+            self.assertEqual(self.get()[0], 500)
+        finally:
+            self.emu.control("POST", "billing", {"mode": "ok"})
+        self.assertEqual(self.get()[0], 200)
 
 
 class Auth(Base):
