@@ -29,6 +29,7 @@ clusters:
     ssh_key: $PBX_HOME/id
     image: projects/debian-cloud/global/images/family/debian-12
     autostop: 12s
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
     node_groups:
       - { name: node, count: 1, machine_type: e2-standard-4 }
 clouds:
@@ -44,6 +45,8 @@ BODIES=$TEST_TMP/emu/bodies
 run_pbx -q cluster start as
 ok $rc "the cluster starts: $errout"
 is "$(statuses)" "RUNNING RUNNING" "two instances run"
+is "$(emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], ",".join(s["email"] for s in i.get("serviceAccounts", [])) or "-") for i in json.load(sys.stdin)["instances"])))')" \
+	"head=pbx-e2e@pbx-test.iam.gserviceaccount.com node1=-" "the head runs as its service account, the node as none"
 i=0
 while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
 is "$(statuses)" "TERMINATED TERMINATED" "idle for 12 s, both instances stopped themselves (${i} s)"

@@ -645,6 +645,8 @@ class App:
         self.compute = Compute(self.world, args.wait_max)
         self.wait_max = args.wait_max
         self.auth = Auth(args.token_lifetime, token_url)
+        # instances.insert attaches only service accounts the project has
+        self.world.service_account_known = lambda email: email in self.auth.accounts
         for f in args.service_account:
             self.auth.add_service_account_file(f)
         for f in args.authorized_user:
@@ -744,7 +746,8 @@ class App:
                       "networkIP": i.res["networkInterfaces"][0]["networkIP"],
                       "natIP": ([ac.get("natIP") for ac in i.res["networkInterfaces"][0].get("accessConfigs", [])]
                                 or [None])[0],
-                      "body": i.body, "body_error": i.body_error, "preempted": i.preempted}
+                      "body": i.body, "body_error": i.body_error, "preempted": i.preempted,
+                      "serviceAccounts": i.res.get("serviceAccounts", [])}
                      for i in w.instances.values() if i.visible]
             fws = [f for f in w.firewalls.values() if f]
             routers = [resources.public(r) for r in w.routers.values() if r]

@@ -49,6 +49,19 @@ def instance(world, project, zone, body, prefix="resource", bare_types=False):
     validate.tags("%s.tags" % prefix, body.get("tags"))
     if len(body.get("serviceAccounts") or []) > 1:
         raise invalid_field("%s.serviceAccounts" % prefix, "", "At most one service account is allowed.")
+    for i, sa in enumerate(body.get("serviceAccounts") or []):
+        email = sa.get("email", "default")
+        known = getattr(world, "service_account_known", None)
+        if email != "default" and known is not None and not known(email):
+            raise invalid_field("%s.serviceAccounts[%d].email" % (prefix, i), email,
+                                "The user does not have access to service account '%s'. Ask a project "
+                                "owner to grant you the iam.serviceAccountUser role on the service "
+                                "account" % email)
+        scopes = sa.get("scopes", [])
+        if not isinstance(scopes, list) or not all(
+                isinstance(x, str) and x.startswith("https://www.googleapis.com/auth/") for x in scopes):
+            raise invalid_field("%s.serviceAccounts[%d].scopes" % (prefix, i), scopes,
+                                "Scopes must be OAuth 2.0 scope URLs.")
     if nics[0][2] is not None and nics[0][2] not in world.net.free:
         raise invalid_field("%s.networkInterfaces[0].networkIP" % prefix, nics[0][2],
                             "IP address '%s' is not available in subnetwork 'default'." % nics[0][2])

@@ -362,7 +362,13 @@ class Strictness(Base):
                 (lambda b: b.update(perInstanceProperties={"a": {}, "b": {}}), "Exactly one of namePattern"),
                 (lambda b: b.update(minCount=3), "minCount"),
                 (lambda b: b.update(count=0), "count"),
-                (lambda b: b["instanceProperties"]["scheduling"].update(onHostMaintenance="MIGRATE"), "live migration")):
+                (lambda b: b["instanceProperties"]["scheduling"].update(onHostMaintenance="MIGRATE"), "live migration"),
+                (lambda b: b["instanceProperties"].update(serviceAccounts=[{
+                    "email": "nobody@pbx-test.iam.gserviceaccount.com",
+                    "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]),
+                 "does not have access to service account 'nobody@pbx-test.iam.gserviceaccount.com'"),
+                (lambda b: b["instanceProperties"].update(serviceAccounts=[{
+                    "email": "default", "scopes": ["cloud-platform"]}]), "serviceAccounts[0].scopes")):
             body = copy.deepcopy(good)
             mutate(body)
             code, value = self.emu.call("POST", "zones/%s/instances/bulkInsert" % ZONE, body)
