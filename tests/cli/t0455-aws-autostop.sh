@@ -9,7 +9,9 @@
 # left and the stopped bodies' disks stay.  `cluster show` and `exec` say
 # the cluster is stopped; `cluster start` sends one StartInstances for
 # both stopped instances, makes the Spot node again, the same head disk
-# comes back and a job runs on every node; `stop` leaves nothing.
+# comes back and a job runs on every node; `stop` leaves nothing.  The head
+# runs with instance profile pbx-head, the nodes with none; a profile the
+# account does not have is refused and leaves nothing.
 # Addresses: subnets 127.0.103.0/24 and 127.0.104.0/24; SLURM ports from
 # 23000 + 64*8.
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +21,7 @@ H_SUBNET1=127.0.103.0/24 H_SUBNET2=127.0.104.0/24 H_SLURM_PORT_BASE=23000 H_CLUS
 h_start
 h_template au "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"
 sed -i '/^  au:$/a\    autostop: 12s' "$PBX_HOME/config.yaml"
+sed -i '/^  au:$/,/^clouds:/s/    head: { machine_type: m5.large }/    head: { machine_type: m5.large, instance_profile: pbx-head }/' "$PBX_HOME/config.yaml"
 sed -i '/name: cpu, count: 1, machine_type: t3.large/a\      - { name: sp, count: 1, machine_type: t3.large, spot: true }' "$PBX_HOME/config.yaml"
 export PBX_AUTOSTOP_TICK=1
 # The cluster's instances as ROLE:STATE[:REASON CODE], sorted.
@@ -40,6 +43,15 @@ BODIES=$TEST_TMP/h/bodies
 run_pbx -q cluster start au
 ok $rc "the cluster starts: $errout"
 is "$(states)" "cpu:running head:running sp:running" "three instances run"
+is "$(h_py <<'PY'
+out = []
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["au"]}])["Reservations"]:
+    for i in r["Instances"]:
+        tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+        out.append("%s=%s" % (tags["pbx-role"], i.get("IamInstanceProfile", {}).get("Arn", "-").rsplit("/", 1)[-1]))
+print(" ".join(sorted(out)))
+PY
+)" "cpu=- head=pbx-head sp=-" "the head has its instance profile, the nodes none"
 run_pbx cluster show au --json
 is "$(echo "$out" | json_get 'd["autostop"]')" 12 "show --json: autostop 12 s"
 HEAD_ID=$(echo "$out" | json_get '[n["instance_id"] for n in d["nodes"] if n["role"] == "head"][0]')
@@ -91,4 +103,14 @@ run_pbx -q cluster stop au
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+
+# an instance profile the account does not have: EC2 refuses, nothing is left
+h_template np "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"
+sed -i '/^  np:$/,/^clouds:/s/    head: { machine_type: m5.large }/    head: { machine_type: m5.large, instance_profile: nope }/' "$PBX_HOME/config.yaml"
+run_pbx -q cluster start np
+is "$rc" 1 "a start with an unknown instance profile fails"
+echo "$errout" | grep -q "InvalidParameterValue.*iamInstanceProfile.name is invalid"
+ok $? "with EC2's reason: $errout"
+"$PBX" -q cluster stop np >/dev/null 2>&1
+is "$(holds)" "0 0 0" "and leaves nothing"
 done_testing

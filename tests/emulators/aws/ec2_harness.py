@@ -26,7 +26,10 @@ by --seed, and always on the first call),
 InsufficientInstanceCapacity (HTTP 500) for RunInstances into a subnet id
 or of an instance type listed with --capacity (a subnet may be given by its
 CIDR block), VcpuLimitExceeded (HTTP 400)
-for RunInstances of a type listed with --vcpu-limit.  GET /_harness/calls
+for RunInstances of a type listed with --vcpu-limit, InvalidParameterValue
+(HTTP 400) for RunInstances naming an instance profile the account does
+not have (setup makes one, pbx-head of role pbx-role, for heads: moto
+itself answers IAM's NoSuchEntity).  GET /_harness/calls
 counts the calls by action (and `pricing`: GetProducts calls).
 
 The Price List Query API (pricing.py): a POST whose X-Amz-Target is
@@ -121,6 +124,7 @@ class Faults:
         self.rng = random.Random(args.seed)
         self.capacity = set(args.capacity or [])
         self.vcpu = set(args.vcpu_limit or [])
+        self.profiles = set()   # the account's instance profiles (setup makes them)
         self.calls = Counter()
         self.faults = Counter()
         self.lock = threading.Lock()
@@ -135,6 +139,11 @@ class Faults:
                 self.faults["RequestLimitExceeded"] += 1
                 return 503, error_xml("RequestLimitExceeded", "Request limit exceeded.")
             if action == "RunInstances":
+                profile = form.get("IamInstanceProfile.Name", [None])[0]
+                if profile is not None and profile not in self.profiles:
+                    return 400, error_xml("InvalidParameterValue",
+                                          "Value (%s) for parameter iamInstanceProfile.name is invalid. "
+                                          "Invalid IAM Instance Profile name" % profile)
                 itype = form.get("InstanceType", [""])[0]
                 subnet = form.get("SubnetId", [""])[0]
                 if itype in self.capacity or subnet in self.capacity:
@@ -556,6 +565,11 @@ def setup(moto_url, args):
         {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
     role = iam.create_role(RoleName="pbx-role", AssumeRolePolicyDocument=trust)["Role"]
     iam.put_role_policy(RoleName="pbx-role", PolicyName="all", PolicyDocument=allow)
+    # an instance profile for heads (docs/head-identity.md): RunInstances of
+    # any other name is refused, as EC2 refuses a profile that does not exist
+    iam.create_instance_profile(InstanceProfileName="pbx-head")
+    iam.add_role_to_instance_profile(InstanceProfileName="pbx-head", RoleName="pbx-role")
+    out["instance_profile"] = "pbx-head"
     sts = boto3.client("sts", **anon)
     c = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="pbx-test")["Credentials"]
     out["session"] = {"access_key": c["AccessKeyId"], "secret_key": c["SecretAccessKey"],
@@ -655,6 +669,7 @@ def main():
     by_cidr = dict(zip(args.subnet, env["subnets"]))
     args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
     faults = Faults(args)
+    faults.profiles.add(env["instance_profile"])
     keys = {env[u]["access_key"]: (env[u]["secret_key"], env[u].get("token"))
             for u in ("pbx", "admin", "viewer", "session")}
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys)))
