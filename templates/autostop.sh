@@ -148,8 +148,23 @@ compute_check() {
 	power_off
 }
 
+# A VM that has just booted (a start by pbx, or from the cloud's console)
+# is not idle: pbx needs the time to reach it and repair it, and a
+# cluster powered on again must not power off before.  The idle count
+# starts PBX_AUTOSTOP_BOOT_GRACE s (default 300) after boot at the earliest.
+# A node body's watcher is started by the bootstrap itself: no grace.
+booted_until() {
+	if [ "$PBX_MODE" = systemd ] && [ -r /proc/uptime ]; then
+		up=$(cut -d. -f1 /proc/uptime)
+		echo $(($(date +%s) - up + ${PBX_AUTOSTOP_BOOT_GRACE:-300}))
+	else
+		echo 0
+	fi
+}
+
 watch() {
 	STARTED=$(date +%s)
+	BOOTED_UNTIL=$(booted_until)
 	idle_since=
 	log "watching (role $PBX_ROLE, autostop after ${PBX_AUTOSTOP_S} s idle; 0: off)"
 	while :; do
@@ -158,6 +173,7 @@ watch() {
 		elif [ "$PBX_AUTOSTOP_S" -gt 0 ]; then
 			why=$(busy_with)
 			now=$(date +%s)
+			[ "$now" -ge "$BOOTED_UNTIL" ] || why="just booted"
 			if [ -n "$why" ]; then
 				idle_since=
 			elif [ -z "$idle_since" ]; then

@@ -45,6 +45,7 @@
 #define AWS_WAIT_LIMIT_S 600
 #define AWS_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
 #define AWS_DESCRIBE_EVERY_MS 1000
+#define AWS_RESTART_GRACE_MS 90000   /* stopped -> pending takes seconds */
 #define AWS_SEEN_GRACE 150      /* polls an accepted instance may be missing
 				   from DescribeInstances (eventual consistency) */
 
@@ -759,6 +760,7 @@ static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n
 	rc = aws_do(a, "StartInstances", &p, NULL, NULL, err);
 	if (rc < 0)
 		return pbx_err_prefix(err, "starting stopped instances");
+	a->started_ms = now_ms();
 	for (i = 0; i < n; i++) {
 		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0) {
@@ -800,8 +802,20 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x && a->polls < AWS_SEEN_GRACE)
 			continue;
-		if (x && (!strcmp(x->state, "stopping") || !strcmp(x->state, "stopped")))
-			continue;   /* started once it is stopped (aws_start_stopped) */
+		if (x && (!strcmp(x->state, "stopping") || !strcmp(x->state, "stopped"))) {
+			/* started once it is stopped (aws_start_stopped); stopped
+			 * again long after StartInstances: it powered itself off */
+			if (!strcmp(nodes[i].state, "starting") && a->started_ms &&
+			    now_ms() - a->started_ms > AWS_RESTART_GRACE_MS) {
+				pbx_err_set(err, "instance %s of node %s is %s again after StartInstances%s%s",
+					    x->id, nodes[i].name, x->state, x->reason ? ": " : "",
+					    x->reason ? x->reason : "");
+				aws_insts_free(have, nhave);
+				aws_clean_up(a, err);
+				return -1;
+			}
+			continue;
+		}
 		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated")) {
 			pbx_err_set(err, "instance %s of node %s is %s%s%s", nodes[i].instance_id,
 				    nodes[i].name, x ? x->state : "gone", x && x->reason ? ": " : "",

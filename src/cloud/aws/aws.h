@@ -185,6 +185,7 @@ struct aws {
 	int touched;                 /* it created the group or key pair */
 	int polls;
 	long long last_describe_ms;   /* polls describe at most once a second */
+	long long started_ms;         /* when this start sent StartInstances, or 0 */
 };
 
 #endif

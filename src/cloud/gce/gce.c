@@ -867,6 +867,8 @@ static int gce_too_few(const struct gce *g, const struct pbx_node_row *nodes, si
 			   g->s->t->min_nodes);
 }
 
+#define GCE_RESTART_GRACE_S 90   /* TERMINATED -> STAGING takes seconds */
+
 /* A node whose instance is TERMINATED (autostop, a shutdown on it,
  * instances.stop): instances.start, once per start; its disk is as it
  * was.  The poll then waits for RUNNING as for a new one. */
@@ -879,8 +881,13 @@ static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i
 	json_t *r = NULL;
 	long st = 0;
 	int rc;
-	if (!strcmp(node->state, "starting"))
+	if (!strcmp(node->state, "starting")) {
+		/* TERMINATED long after instances.start: it powered itself off */
+		if (g->started_at && time(NULL) - g->started_at > GCE_RESTART_GRACE_S)
+			return pbx_err_set(err, "instance %s is TERMINATED again after instances.start",
+					   x->name);
 		return 0;
+	}
 	path = xasprintf("projects/%s/zones/%s/instances/%s/start", g->project,
 			 x->zone ? x->zone : g->zone, x->name);
 	rc = gce_call(g, "POST", path, NULL, ok_404, &r, &st, err);
@@ -889,6 +896,8 @@ static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i
 	if (rc < 0)
 		return pbx_err_prefix(err, "starting stopped instance %s", x->name);
 	set_str(&node->state, "starting");
+	if (!g->started_at)
+		g->started_at = time(NULL);
 	gce_record(h, node);
 	pbx_events_stage(h ? h->ev : NULL, i, "starting (was TERMINATED)");
 	return 0;

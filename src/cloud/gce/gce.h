@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "cloud/gce/auth.h"
 #include "cloud/provider.h"
@@ -49,6 +50,7 @@ struct gce {
 	struct gce_pending *pending;
 	size_t npending;
 	int polls;
+	time_t started_at;           /* when this start sent instances.start, or 0 */
 };
 
 /* ------------------------------------------------------------ compute.c */
