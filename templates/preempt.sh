@@ -38,7 +38,7 @@ ROOT=${PBX_ROOT:-}
 POLL=${PBX_PREEMPT_POLL:-5}
 STATE_DIR=$ROOT/var/lib/pbx
 TMP_DIR=$ROOT/run/pbx-preempt
-export SLURM_CONF PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+export SLURM_CONF PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 log() { printf '%s pbx-preempt[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_NODE" "$*"; }
 
