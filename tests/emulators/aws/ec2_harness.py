@@ -69,6 +69,12 @@ overlay -> standalone raw image, qemu-img convert) into
 STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
 that AMI boots from the copy, and DeregisterImage removes it.
 
+Spot interruptions (SpotInterruptions): POST /_harness/spot-interruption
+on the proxy gives a running spot instance EC2's notice in its IMDS
+(spot/instance-action), then terminates or stops it.  Node bodies get
+their own IMDS on their private address, port 80 (--metadata-port;
+Ec2BodyMetadata), named `instance-data` in ROOT/etc/hosts.
+
 Private addresses are given as EC2 does (moto draws any address of the
 block, the network's and the gateway's included): not the subnet's first
 four nor its last, not one in use.
