@@ -10,7 +10,7 @@
 # start` makes the node again, where the task resumes from its checkpoint
 # and completes, with final parameters bit-identical to an uninterrupted
 # twin's.  The on-demand head runs no watcher.  Emulator addresses
-# 127.0.99.0/24 (private) and 127.0.100.0/24 (public); SLURM ports from
+# 127.0.99.0/25 (private) and 127.0.99.128/25 (public); SLURM ports from
 # 29000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
-gce_emulator 127.0.99.0/24 127.0.100.0/24 --preempt-notice 30
+gce_emulator 127.0.99.0/25 127.0.99.128/25 --preempt-notice 30
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0460 -f "$PBX_HOME/id"
 cat >"$PBX_HOME/config.yaml" <<CONFIG
