@@ -81,9 +81,8 @@ EOF2
 run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" sp
 ok $rc "parrun: $errout"
 PKG=$(echo "$out" | json_get 'd["package"]')
-T0=$(find "$PBX_HOME" "$BODIES" -type d -path "*/pbx/$PKG/tasks/0" 2>/dev/null | head -n 1)
-[ -n "$T0" ]
-ok $? "the task's directory is on the shared disk ($T0)"
+SHARED=$PBX_HOME/clusters/sp/shared
+T0=$SHARED/pbx/$PKG/tasks/0
 wait_for 1200 test -s "$T0/out/metrics.jsonl"
 ok $? "the task is training"
 
@@ -108,6 +107,8 @@ is "$(procs_mentioning "$BODIES/pbx-test/us-central1-a/$(printf '%s' "$NODE" | s
 
 run_pbx -q cluster start sp
 ok $rc "start makes the spot node again: $errout"
+sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events WHERE kind = 'node.new-instance'" | grep -q '^spot1: a new instance'
+ok $? "the new instance's host key is pinned afresh (not refused as changed)"
 wait_final "$PKG" 300
 ok $? "the task ends"
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
@@ -122,7 +123,7 @@ TWIN=$(echo "$out" | json_get 'd["package"]')
 wait_final "$TWIN" 300
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 1)]" "the twin completes on its first attempt"
-W0=$(dirname "$T0" | sed "s|/$PKG/tasks\$|/$TWIN/tasks|")/0
+W0=$SHARED/pbx/$TWIN/tasks/0
 sha() { json_get 'd["params_sha256"]' <"$1/out/summary.json" 2>/dev/null; }
 s0=$(sha "$T0")
 s1=$(sha "$W0")
