@@ -116,14 +116,25 @@ is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/st
 grep -q '^pbx-train: resumed from out/checkpoint.pbxt' "$T0/stderr"
 ok $? "attempt 2 resumed from the checkpoint"
 
-# The twin: the same configuration, never interrupted.
-run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" sp
+# The twin: the same training, never interrupted (another name: the same
+# experiment file would be the same package).
+mkdir -p "$TEST_TMP/twin"
+sed 's/^name: spot$/name: spot-twin/' "$TEST_TMP/pre/experiment.yaml" >"$TEST_TMP/twin/experiment.yaml"
+run_pbx parrun --json "$TEST_TMP/twin/experiment.yaml" sp
 ok $rc "parrun of the twin: $errout"
 TWIN=$(echo "$out" | json_get 'd["package"]')
+[ -n "$TWIN" ] && [ "$TWIN" != "$PKG" ]
+ok $? "the twin is a package of its own ($TWIN)"
 wait_final "$TWIN" 300
-is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
-	"[('COMPLETED', 1)]" "the twin completes on its first attempt"
 W0=$SHARED/pbx/$TWIN/tasks/0
+got=$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")
+is "$got" "[('COMPLETED', 1)]" "the twin completes on its first attempt"
+[ "$got" = "[('COMPLETED', 1)]" ] || {
+	grep -h '^=== pbx task\|^pbx-train: \(SIGTERM\|resumed\)' "$W0/stderr" | sed 's/^/# twin: /'
+	grep -h -i 'requeue\|node_fail\|not responding\|reboot\|drain\|down' \
+		$(find "$BODIES" -name slurmctld.log) | tail -n 25 | sed 's/^/# slurmctld: /'
+	grep -h . "$(find "$BODIES" -path '*/var/log/pbx-preempt.log' | head -n 1)" | sed 's/^/# preempt: /'
+}
 sha() { json_get 'd["params_sha256"]' <"$1/out/summary.json" 2>/dev/null; }
 s0=$(sha "$T0")
 s1=$(sha "$W0")
