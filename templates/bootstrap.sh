@@ -30,6 +30,9 @@
 #   PBX_SLURM_USER  SlurmUser (root in direct mode, slurm in systemd mode)
 #   PBX_CTLD_LOCK   optional: a file pbx holds locked while the head bootstraps;
 #                   compute nodes wait on it before asking for slurmctld
+#   PBX_SPOT        optional, compute nodes of a spot group: gce | aws, the
+#                   cloud whose preemption notice pbx-preempt watches
+#                   (templates/preempt.sh, docs/spot.md); also needs curl
 #   PBX_TRAIN_BIN   optional (direct): pbx-train on this host, linked as
 #                   ROOT/usr/local/bin/pbx-train, which env.sh puts on PATH.
 #                   (systemd: PBX_STAGE/pbx-train, with pbx-train.target
@@ -296,6 +299,7 @@ pidfile_of() {
 	slurmd) p=${CONF_SLURMD_PID:-$ROOT/run/slurmd-%n.pid} ;;
 	munged) p=$MUNGE_PID ;;
 	pbx-autostop) p=$ROOT/run/pbx-autostop.pid ;;
+	pbx-preempt) p=$ROOT/run/pbx-preempt.pid ;;
 	esac
 	expand_pct "$p"
 	PF=$EXP
@@ -557,14 +561,16 @@ do_status() {
 do_down() {
 	conf_load
 	if [ "$MODE" = systemd ]; then
-		! systemctl is-active --quiet pbx-autostop || systemctl stop pbx-autostop ||
-			log "systemctl stop pbx-autostop failed"
+		for w in pbx-autostop pbx-preempt; do
+			! systemctl is-active --quiet "$w" || systemctl stop "$w" || log "systemctl stop $w failed"
+		done
 		systemctl stop "$SLURM_DAEMON" || log "systemctl stop $SLURM_DAEMON failed"
 		systemctl stop munge || log "systemctl stop munge failed"
 	else
 		# Both SLURM daemons: a prefix should never have both, but if it
 		# does, leave nothing behind.
 		stop_pid pbx-autostop
+		stop_pid pbx-preempt
 		stop_pid slurmd
 		stop_pid slurmctld
 		stop_pid munged
@@ -639,6 +645,11 @@ GPUS=${PBX_GPUS:-0}
 GPU_TYPE=${PBX_GPU_TYPE:-}
 case $GPU_TYPE in *[!a-z0-9_.-]*) die "PBX_GPU_TYPE may hold only a-z 0-9 _ . - (got '$GPU_TYPE')" ;; esac
 is_uint "$GPUS" || die "PBX_GPUS must be a number (got '$GPUS')"
+SPOT=${PBX_SPOT:-}
+case $SPOT in '' | gce | aws) ;; *) die "PBX_SPOT must be gce or aws (got '$SPOT')" ;; esac
+[ "$ROLE" = compute ] || SPOT=
+[ -z "${PBX_PREEMPT_POLL:-}" ] || is_uint "$PBX_PREEMPT_POLL" ||
+	die "PBX_PREEMPT_POLL must be a number of seconds (got '$PBX_PREEMPT_POLL')"
 SHARED=${PBX_SHARED:-}
 case $SHARED in
 /*) ;;
@@ -692,6 +703,8 @@ if [ "$MODE" = systemd ]; then
 		have slurmd || missing="$missing slurmd"
 		have mount.nfs || missing="$missing mount.nfs"
 		PKGS=$COMPUTE_PKGS
+		# pbx-preempt asks the metadata server with curl
+		[ -z "$SPOT" ] || have curl || { missing="$missing curl"; PKGS="$PKGS curl"; }
 	fi
 	if [ -n "$missing" ]; then
 		log "missing:$missing; installing $PKGS"
@@ -722,7 +735,7 @@ if [ "$MODE" = systemd ]; then
 		systemctl disable --now "$other" >/dev/null 2>&1 || log "warning: could not disable $other"
 	fi
 else
-	need="munged munge unmunge sinfo scontrol $SLURM_DAEMON"
+	need="munged munge unmunge sinfo scontrol $SLURM_DAEMON${SPOT:+ curl scancel squeue}"
 	missing=
 	for b in $need; do
 		command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
@@ -1186,6 +1199,69 @@ UNIT
 			setsid "$watcher" watch </dev/null >>"$alog" 2>&1 3>&- 8>&- 9>&- &
 			echo $! >"$PF"
 			log "pbx-autostop running (pid $!)"
+		fi
+	fi
+fi
+
+# ---- preemption (templates/preempt.sh, docs/spot.md): on the compute
+# nodes of a spot group, a watcher of the cloud's preemption notice that
+# drains the node and sends its jobs SIGTERM.  Elsewhere none runs.
+if [ -n "$SPOT" ]; then
+	stage preempt
+	[ -r "$STAGE_DIR/preempt.sh" ] || die "no preempt.sh in PBX_STAGE ($STAGE_DIR)"
+	pwatcher=$ROOT/usr/local/sbin/pbx-preempt
+	ensure_parent "$pwatcher"
+	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
+	pchanged=$CHANGED
+	pconf=$ROOT/etc/pbx/preempt.conf
+	ensure_parent "$pconf"
+	begin_new "$pconf"
+	{
+		echo "# pbx-preempt's settings, written by pbx's bootstrap"
+		for kv in "PBX_MODE=$MODE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" \
+			"PBX_SPOT=$SPOT" ${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}; do
+			sq "${kv#*=}"
+			echo "${kv%%=*}=$SQ"
+		done
+	} >"$NEW"
+	install_new "$pconf" 0644
+	[ "$CHANGED" = 0 ] || pchanged=1
+	# a new boot: the notice of an earlier life is over
+	rm -f "$ROOT/var/lib/pbx/preempted"
+	if [ "$MODE" = systemd ]; then
+		unit=/etc/systemd/system/pbx-preempt.service
+		begin_new "$unit"
+		cat >"$NEW" <<UNIT
+[Unit]
+Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
+After=network-online.target $SLURM_DAEMON.service
+
+[Service]
+ExecStart=$pwatcher watch
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+		install_new "$unit" 0644
+		[ "$CHANGED" = 0 ] || { pchanged=1; systemctl daemon-reload; }
+		if ! systemctl is-active --quiet pbx-preempt || [ "$pchanged" = 1 ]; then
+			systemctl enable pbx-preempt >/dev/null 2>&1 || die "systemctl enable pbx-preempt failed"
+			systemctl restart pbx-preempt || die "systemctl restart pbx-preempt failed (journalctl -u pbx-preempt)"
+		fi
+	else
+		pidfile_of pbx-preempt
+		if pid_alive "$PF" pbx-preempt && [ "$pchanged" = 1 ]; then
+			stop_pid pbx-preempt
+		fi
+		if ! pid_alive "$PF" pbx-preempt; then
+			ensure_parent "$PF"
+			plog=$ROOT/var/log/pbx-preempt.log
+			ensure_parent "$plog"
+			setsid "$pwatcher" watch </dev/null >>"$plog" 2>&1 3>&- 8>&- 9>&- &
+			echo $! >"$PF"
+			log "pbx-preempt running (pid $!)"
 		fi
 	fi
 fi

@@ -67,6 +67,20 @@ static void bootstrap_env(struct pbx_buf *cmd, const char *key, const char *valu
 	pbx_buf_release(&kv);
 }
 
+/* A compute node of a spot group on a cloud watches for its preemption
+ * notice (templates/preempt.sh, docs/spot.md): PBX_SPOT names the cloud. */
+static void bootstrap_spot(struct pbx_buf *cmd, const struct pbx_cluster_template *t,
+			   const struct pbx_node_group *grp, const char *role)
+{
+	const char *poll = getenv("PBX_PREEMPT_POLL");   /* tests: seconds between IMDS looks */
+	if (!grp || !grp->spot || strcmp(role, "compute") ||
+	    (strcmp(t->cloud, "gce") && strcmp(t->cloud, "aws")))
+		return;
+	bootstrap_env(cmd, "PBX_SPOT", t->cloud);
+	if (poll && *poll && strspn(poll, "0123456789") == strlen(poll))
+		bootstrap_env(cmd, "PBX_PREEMPT_POLL", poll);
+}
+
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 			       const char *remote_stage, const char *action, int unpack)
 {
@@ -108,6 +122,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 		bootstrap_env(&cmd, "PBX_AUTOSTOP", secs);
 		if (tick && strspn(tick, "0123456789") == strlen(tick) && *tick)
 			bootstrap_env(&cmd, "PBX_AUTOSTOP_TICK", tick);
+		bootstrap_spot(&cmd, c->spec.t, grp, n->role);
 	}
 	pbx_buf_adds(&cmd, " && exec sh ");
 	pbx_shell_quote(&cmd, script);
@@ -153,10 +168,12 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT, watcher = PBX_BUF_INIT;
+	struct pbx_buf script = PBX_BUF_INIT, watcher = PBX_BUF_INIT, preempt = PBX_BUF_INIT;
 	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
 	if (rc == 0)
 		rc = pbx_tmpl_get("autostop.sh", &watcher, err);
+	if (rc == 0)
+		rc = pbx_tmpl_get("preempt.sh", &preempt, err);
 	if (rc == 0)
 		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
 	if (rc == 0)
@@ -167,8 +184,12 @@ int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *e
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/autostop.sh", 0700, now, watcher.buf,
 				    watcher.len, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/preempt.sh", 0700, now, preempt.buf,
+				    preempt.len, err);
 	pbx_buf_release(&script);
 	pbx_buf_release(&watcher);
+	pbx_buf_release(&preempt);
 	return rc;
 }
 

@@ -49,7 +49,7 @@ void pbx_cluster_release(struct pbx_cluster *c);
 
 /*
  * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
- * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh and autostop.sh, dated `now`.
+ * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh, autostop.sh and preempt.sh, dated `now`.
  * The caller adds its own members and ends the tar (pbx_ustar_end).
  */
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);

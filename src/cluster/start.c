@@ -103,6 +103,30 @@ static void start_merge_known(struct pbx_node_row *planned, size_t n,
 	}
 }
 
+/* A node whose instance the cloud has just accepted (state "creating"
+ * with an instance id: made anew, e.g. after a preemption deleted its Spot
+ * instance) has a new host key, maybe on the old address: every pin of the
+ * node is forgotten, so its key is pinned again on first contact, as for
+ * any node pbx makes. */
+static void start_forget_pins(struct pbx_cluster *c, const struct pbx_node_row *node)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *prefix;
+	int removed = 0;
+	if (!node->state || strcmp(node->state, "creating") != 0 || !node->instance_id ||
+	    !*node->instance_id)
+		return;
+	prefix = xasprintf("%s/%s@", c->row.name, node->name);
+	if (pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, &err) < 0)
+		pbx_store_event(c->store, c->row.id, "error", "cannot forget the host key of %s: %s",
+				node->name, err.msg);
+	else if (removed)
+		pbx_store_event(c->store, c->row.id, "node.new-instance",
+				"%s: a new instance; its host key is pinned again on first contact",
+				node->name);
+	free(prefix);
+}
+
 /* The record hook: a node row saved the moment something about it is
  * known (one autocommitted statement; the store is thread-safe). */
 static void start_record_node(void *ctx, const struct pbx_node_row *node)
@@ -112,6 +136,7 @@ static void start_record_node(void *ctx, const struct pbx_node_row *node)
 	if (pbx_store_node_put(c->store, node, &err) < 0)
 		pbx_store_event(c->store, c->row.id, "error", "cannot record node %s: %s",
 				node->name, err.msg);
+	start_forget_pins(c, node);
 }
 
 /* Sets every node's state in memory and in the store. */

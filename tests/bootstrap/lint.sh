@@ -1,14 +1,16 @@
 #!/bin/sh
-# Static checks of the shell the nodes run, templates/bootstrap.sh and the
-# task wrapper templates/pbx-task.sh: `sh -n` (and dash/posh when present),
+# Static checks of the shell the nodes run, templates/bootstrap.sh, the
+# task wrapper templates/pbx-task.sh and the preemption watcher
+# templates/preempt.sh: `sh -n` (and dash/posh when present),
 # then ShellCheck in POSIX sh mode (exit 77, skip, without it).
 set -eu
 SRC=${1:?usage: lint.sh SOURCE_DIR syntax|shellcheck}
 BOOT=$SRC/templates/bootstrap.sh
 TASK=$SRC/templates/pbx-task.sh
+PREEMPT=$SRC/templates/preempt.sh
 case ${2:-syntax} in
 syntax)
-	for f in "$BOOT" "$TASK"; do
+	for f in "$BOOT" "$TASK" "$PREEMPT"; do
 		sh -n "$f"
 		for s in dash posh; do
 			! command -v "$s" >/dev/null 2>&1 || "$s" -n "$f"
@@ -18,7 +20,7 @@ syntax)
 	;;
 shellcheck)
 	command -v shellcheck >/dev/null 2>&1 || { echo "SKIP: shellcheck not installed"; exit 77; }
-	shellcheck -s sh "$BOOT" "$TASK"
+	shellcheck -s sh "$BOOT" "$TASK" "$PREEMPT"
 	;;
 esac
 echo PASS

@@ -188,11 +188,14 @@ unset GOOGLE_APPLICATION_CREDENTIALS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS
 mkdir -p "$PBX_HOME"
 chmod 700 "$PBX_HOME"
 
-# gce_emulator NETWORK_BLOCK NAT_BLOCK: the Compute Engine emulator with
-# node bodies (state in TEST_TMP/emu), a service account it accepts
-# (TEST_TMP/sa.json) and PORT set; EMU_PID to stop it (gce_emulator_stop).
-# Exits 77 (SKIP) where the emulator is not built.
+# gce_emulator NETWORK_BLOCK NAT_BLOCK [FLAG...]: the Compute Engine
+# emulator with node bodies (state in TEST_TMP/emu), a service account it
+# accepts (TEST_TMP/sa.json) and PORT set; EMU_PID to stop it
+# (gce_emulator_stop).  FLAGs go to the emulator.  Exits 77 (SKIP) where
+# the emulator is not built.
 gce_emulator() {
+	ge_net=$1 ge_nat=$2
+	shift 2
 	EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
 	HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
 	if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
@@ -203,8 +206,8 @@ gce_emulator() {
 	chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
 	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-		--project pbx-test --network-block "$1" --nat-block "$2" \
-		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" \
+		--project pbx-test --network-block "$ge_net" --nat-block "$ge_nat" \
+		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
 		>"$TEST_TMP/emu.out" 2>&1 &
 	EMU_PID=$!
 	ge_i=0

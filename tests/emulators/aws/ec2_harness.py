@@ -72,6 +72,12 @@ overlay -> standalone raw image, qemu-img convert) into
 STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
 that AMI boots from the copy, and DeregisterImage removes it.
 
+Spot interruptions (SpotInterruptions): POST /_harness/spot-interruption
+on the proxy gives a running spot instance EC2's notice in its IMDS
+(spot/instance-action), then terminates or stops it.  Node bodies get
+their own IMDS on their private address, port 80 (--metadata-port;
+Ec2BodyMetadata), named `instance-data` in ROOT/etc/hosts.
+
 Private addresses are given as EC2 does (moto draws any address of the
 block, the network's and the gateway's included): not the subnet's first
 four nor its last, not one in use.
@@ -99,6 +105,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
 
 import boto3  # noqa: E402
+import imds  # noqa: E402
 import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from lifecycle import Lifecycle  # noqa: E402
 from moto.ec2.models import ec2_backends  # noqa: E402
@@ -160,7 +167,96 @@ class Faults:
         return None
 
 
-def make_proxy(moto_url, faults, pricing):
+class SpotInterruptions:
+    """EC2's spot interruption on demand: POST /_harness/spot-interruption
+    ?instance=ID[&notice=S][&action=terminate|stop|hibernate] (or those
+    fields in a JSON body) on the proxy.  The instance must be a running
+    spot instance (else 400).  From then on its IMDS serves
+    meta-data/spot/instance-action {"action", "time"} (imds.spot_tree),
+    and NOTICE seconds later (EC2: 120, the default; 0 to 600) the harness
+    terminates it or, for stop and hibernate, stops it, as EC2 does; the
+    notice is gone with that (a started instance has none)."""
+
+    ACTIONS = ("terminate", "stop", "hibernate")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.notices = {}          # instance id -> {"action", "time"}
+        self.admin = None          # boto3 EC2 client on moto (set once it runs)
+        self.on_notice = []        # functions of an instance id (booted VMs' IMDS files)
+
+    def notice(self, iid):
+        with self.lock:
+            return self.notices.get(iid)
+
+    def interrupt(self, body):
+        """(HTTP status, JSON) of the control call."""
+        iid = body.get("instance")
+        action = body.get("action", "terminate")
+        try:
+            notice = float(body.get("notice", 120))
+        except (TypeError, ValueError):
+            return 400, {"error": "notice must be a number of seconds"}
+        if action not in self.ACTIONS or not 0 <= notice <= 600:
+            return 400, {"error": "action must be one of %s, notice 0 to 600 s" % "|".join(self.ACTIONS)}
+        try:
+            inst = self.admin.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+        except Exception as e:
+            return 400, {"error": "no instance %s: %s" % (iid, e)}
+        if inst["State"]["Name"] != "running" or inst.get("InstanceLifecycle") != "spot":
+            return 400, {"error": "instance %s is %s %s, not a running spot instance"
+                         % (iid, inst["State"]["Name"], inst.get("InstanceLifecycle", "on-demand"))}
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + notice))
+        with self.lock:
+            self.notices[iid] = {"action": action, "time": when}
+        for f in self.on_notice:
+            f(iid)
+        timer = threading.Timer(notice, self._act, args=(iid, action))
+        timer.daemon = True
+        timer.start()
+        return 200, {"instance": iid, "action": action, "time": when}
+
+    def _act(self, iid, action):
+        try:
+            if action == "terminate":
+                self.admin.terminate_instances(InstanceIds=[iid])
+            else:
+                self.admin.stop_instances(InstanceIds=[iid])
+        except Exception as e:
+            print("harness: spot interruption of %s: %s" % (iid, e), file=sys.stderr, flush=True)
+        with self.lock:
+            self.notices.pop(iid, None)
+
+
+class Ec2BodyMetadata:
+    """IMDS for node bodies (gce's Bodies): each body's own imds.BodyServer
+    on its private address, named `instance-data` in ROOT/etc/hosts as
+    Amazon's DNS names it for a VM: the instance's id, address, life
+    cycle and, once given, its spot interruption notice."""
+    names = "instance-data instance-data.ec2.internal"
+
+    def __init__(self, port, spot):
+        self.port = port
+        self.spot = spot
+
+    @staticmethod
+    def address(inst):
+        return inst.res["networkInterfaces"][0]["networkIP"]
+
+    def serve(self, inst):
+        ip = self.address(inst)
+
+        def doc():
+            md = {"instance-id": inst.iid, "local-ipv4": ip, "instance-life-cycle": inst.lifecycle,
+                  "instance-action": "none"}
+            notice = self.spot.notice(inst.iid)
+            if notice:
+                md["spot"] = imds.spot_tree(notice)
+            return {"meta-data": md, "dynamic": {}, "user-data": None, "http_tokens": inst.http_tokens}
+        return imds.BodyServer(ip, self.port, doc)
+
+
+def make_proxy(moto_url, faults, pricing, spot=None):
     class Proxy(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -188,11 +284,25 @@ def make_proxy(moto_url, faults, pricing):
             if self.headers.get("X-Amz-Target", "").startswith("AWSPriceListService."):
                 status, text = pricing.get_products(self.headers, body)
                 return self._send(status, text.encode(), "application/x-amz-json-1.1")
+            url = urllib.parse.urlsplit(self.path)
+            if url.path == "/_harness/spot-interruption" and spot is not None:
+                return self._spot(url.query, body)
             form = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
             injected = faults.answer(form)
             if injected:
                 return self._send(*injected)
             return self._forward(body)
+
+        def _spot(self, query, body):
+            try:
+                fields = json.loads(body) if body.strip() else {}
+                if not isinstance(fields, dict):
+                    raise ValueError("not an object")
+            except ValueError as e:
+                return self._send(400, json.dumps({"error": "bad JSON: %s" % e}).encode(), "application/json")
+            fields = dict(urllib.parse.parse_qsl(query), **fields)
+            code, value = spot.interrupt(fields)
+            self._send(code, json.dumps(value).encode(), "application/json")
 
         def _forward(self, body):
             headers = {k: v for k, v in self.headers.items()
@@ -265,6 +375,9 @@ class Ec2Flavour:
     domains = ["ec2.internal"]
     dns = {"instance-data": "169.254.169.254"}
 
+    def __init__(self, spot=None):
+        self.spot = spot           # SpotInterruptions, or None
+
     @staticmethod
     def addresses(inst):
         return inst.ip, inst.public_ip
@@ -308,6 +421,9 @@ class Ec2Flavour:
               "profile": "default-hvm", "reservation-id": inst.reservation,
               "security-groups": nic["security-groups"],
               "services": {"domain": "amazonaws.com", "partition": "aws"}}
+        notice = self.spot.notice(inst.name) if self.spot else None
+        if notice:
+            md["spot"] = imds.spot_tree(notice)
         if inst.key:
             md["public-keys"] = {"0=%s" % i.get("KeyName", ""): {"openssh-key": inst.key + "\n"}}
         if nat:
@@ -349,17 +465,20 @@ class VmInst:
 class Inst:
     """What gce's Bodies needs of an instance."""
 
-    def __init__(self, iid, ip, user, key):
+    def __init__(self, iid, ip, user, key, lifecycle="on-demand", http_tokens="optional"):
         # the body's root is STATE/bodies/aws/n/ID: short, since slurmd's
         # socket paths under it must stay within 108 bytes
         self.project = "aws"
         self.zone = "n"
         self.name = iid[-12:]
+        self.iid = iid
+        self.lifecycle = lifecycle
+        self.http_tokens = http_tokens
         self.res = {"metadata": {"items": [{"key": "ssh-keys", "value": "%s:%s" % (user, key)}]},
                     "networkInterfaces": [{"networkIP": ip}]}
 
 
-def bodies_loop(args, admin, stop, backend, owner, life):
+def bodies_loop(args, admin, stop, backend, owner, life, spot):
     """Keeps BACKEND (gce's Bodies, or vms.VMs) in step with moto's
     instances: one body or VM per running instance, powered off (its disk
     kept) once the instance is stopping, and started again when it runs
@@ -373,6 +492,14 @@ def bodies_loop(args, admin, stop, backend, owner, life):
     busy = set()            # ids being powered off, rebooted or copied
     nets = {}               # subnet id -> (subnet CIDR, VPC CIDR)
     power_off = getattr(backend, "power_off", backend.stop)
+
+    def noticed(iid):
+        """A spot notice: a VM's IMDS file says so now (a body's server asks live)."""
+        with pool_lock:
+            inst = live.get(iid)
+        if inst is not None and hasattr(backend, "preempt_notice"):
+            backend.preempt_notice(inst)
+    spot.on_notice.append(noticed)
 
     def start(iid, inst):
         why = backend.start(inst)
@@ -420,7 +547,9 @@ def bodies_loop(args, admin, stop, backend, owner, life):
     def make_inst(i, reservation, key):
         iid, ip = i["InstanceId"], i["PrivateIpAddress"]
         if not vm:
-            return Inst(iid, ip, args.login_user, key)
+            return Inst(iid, ip, args.login_user, key,
+                        "spot" if i.get("InstanceLifecycle") == "spot" else "on-demand",
+                        i.get("MetadataOptions", {}).get("HttpTokens", "optional"))
         sid = i.get("SubnetId")
         if sid not in nets:
             sub = admin.describe_subnets(SubnetIds=[sid])["Subnets"][0]
@@ -604,6 +733,8 @@ def main():
     ap.add_argument("--capacity", action="append")
     ap.add_argument("--vcpu-limit", action="append")
     ap.add_argument("--no-bodies", action="store_true")
+    ap.add_argument("--metadata-port", type=int, default=80,
+                    help="port of each node body's IMDS on its private address (0: none)")
     ap.add_argument("--image-delay", type=float, default=1.0,
                     help="seconds a CreateImage stays pending without VMs (with them: the disk copy)")
     ap.add_argument("--backend", choices=("body", "vm"), default="body",
@@ -646,14 +777,16 @@ def main():
     logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
     Addresses(args.public_block)
     backend = None
+    spot = SpotInterruptions()
     if args.backend == "vm":
         import vms
         vms.reap_stale()
         backend = vms.VMs(args.vm_image, args.state_dir, 22, args.subnet[0], upstream=args.vm_upstream,
-                          mem_mb=args.vm_memory, flavour=Ec2Flavour())
+                          mem_mb=args.vm_memory, flavour=Ec2Flavour(spot))
     elif not args.no_bodies:
         from bodies import Bodies
-        backend = Bodies(args.node_body_helper, args.state_dir, 22, True)
+        meta = Ec2BodyMetadata(args.metadata_port, spot) if args.metadata_port else None
+        backend = Bodies(args.node_body_helper, args.state_dir, 22, True, metadata=meta)
     life = Lifecycle(backend is not None, image_delay=args.image_delay)
 
     def dropped(ami):
@@ -672,7 +805,10 @@ def main():
     faults.profiles.add(env["instance_profile"])
     keys = {env[u]["access_key"]: (env[u]["secret_key"], env[u].get("token"))
             for u in ("pbx", "admin", "viewer", "session")}
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys)))
+    spot.admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
+                              aws_access_key_id=env["admin"]["access_key"],
+                              aws_secret_access_key=env["admin"]["secret_key"])
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys), spot))
     proxy.daemon_threads = True
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url
@@ -682,7 +818,7 @@ def main():
         admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
                              aws_access_key_id=env["admin"]["access_key"],
                              aws_secret_access_key=env["admin"]["secret_key"])
-        t = threading.Thread(target=bodies_loop, args=(args, admin, stop, backend, env["account"], life),
+        t = threading.Thread(target=bodies_loop, args=(args, admin, stop, backend, env["account"], life, spot),
                              daemon=True)
         t.start()
     # SIGTERM only sets the flag; the main thread does the rest (a handler

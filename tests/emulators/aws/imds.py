@@ -24,6 +24,17 @@ by the harness through vms.py, replaced atomically) is that instance's
   HttpTokens is `required` (IMDSv2 only), served when `optional` (IMDSv1).
 - Unknown paths and addresses without an instance file are 404; methods
   other than GET and PUT are 405.
+- meta-data/spot/instance-action exists only once the instance has a
+  spot interruption notice (the harness's POST /_harness/spot-interruption):
+  JSON {"action": "terminate" | "stop" | "hibernate", "time": "...Z"}, the
+  time of the action; until then it is 404, as on EC2.  A terminate
+  notice also gives meta-data/spot/termination-time (the same time).
+
+A node body's IMDS (BodyServer, in the harness's own process) serves one
+instance's document, made afresh for each request by a function, on that
+body's private address, port 80: a process on this host connects to a
+loopback address from 127.0.0.1 whatever it is, so the address asked
+tells the body.
 
 Python standard library only.
 """
@@ -167,6 +178,32 @@ class Handler(BaseHTTPRequestHandler):
 
     do_DELETE = do_POST
     do_PATCH = do_POST
+
+
+def spot_tree(notice):
+    """meta-data/spot/ for a spot interruption NOTICE {"action", "time"}."""
+    tree = {"instance-action": json.dumps({"action": notice["action"], "time": notice["time"]})}
+    if notice["action"] == "terminate":
+        tree["termination-time"] = notice["time"]
+    return tree
+
+
+class BodyServer:
+    """The IMDS of one node body: DOC() (None: no instance) served on
+    ADDR:PORT from a thread of this process until close()."""
+
+    def __init__(self, addr, port, doc):
+        handler = type("BodyHandler", (Handler,), {"tokens": {}, "lock": threading.Lock(),
+                                                   "_doc": lambda self: doc()})
+        self.httpd = ThreadingHTTPServer((addr, port), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def main(argv):

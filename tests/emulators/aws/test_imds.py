@@ -5,7 +5,8 @@ port) serving a document Ec2Flavour made from a moto-shaped instance, read
 as cloud-init reads it: IMDSv2 tokens (401 without or with a bad one when
 HttpTokens is required, v1 when optional), listings (public-keys as
 0=NAME), user data; the SMBIOS cloud-init's ds-identify takes for EC2;
-EC2's private-address rule (not the subnet's first four nor its last).
+EC2's private-address rule (not the subnet's first four nor its last);
+a spot interruption on demand through a node body's IMDS.
 Python standard library plus what the harness imports (moto, boto3);
 skipped (77) without them."""
 
@@ -62,6 +63,92 @@ DESC = {"InstanceId": "i-0123456789abcdef0", "ImageId": "ami-12c6146b", "Instanc
         "Placement": {"AvailabilityZone": "us-east-1a"}, "SubnetId": "subnet-1", "VpcId": "vpc-1",
         "SecurityGroups": [{"GroupId": "sg-1", "GroupName": "pbx-e1-x"}], "AmiLaunchIndex": 0,
         "MetadataOptions": {"HttpTokens": "required"}}
+
+
+class FakeEc2:
+    """What SpotInterruptions asks of EC2: describe, terminate, stop."""
+
+    def __init__(self, instances):
+        self.instances = instances          # id -> (state, lifecycle or None)
+        self.calls = []
+
+    def describe_instances(self, InstanceIds):
+        iid = InstanceIds[0]
+        if iid not in self.instances:
+            raise ValueError("InvalidInstanceID.NotFound")
+        state, life = self.instances[iid]
+        i = {"InstanceId": iid, "State": {"Name": state}}
+        if life:
+            i["InstanceLifecycle"] = life
+        return {"Reservations": [{"Instances": [i]}]}
+
+    def terminate_instances(self, InstanceIds):
+        self.calls.append(("terminate", InstanceIds))
+
+    def stop_instances(self, InstanceIds):
+        self.calls.append(("stop", InstanceIds))
+
+
+def spot_notices():
+    """A spot interruption on demand (SpotInterruptions) seen through a
+    node body's IMDS (Ec2BodyMetadata): spot/instance-action is 404, then
+    {"action", "time"} for the notice's seconds, then the instance is
+    terminated (or stopped) and the notice is gone; refusals."""
+    spot = h.SpotInterruptions()
+    spot.admin = FakeEc2({"i-0spot": ("running", "spot"), "i-0ondemand": ("running", None),
+                          "i-0stopped": ("stopped", "spot"), "i-0spot2": ("running", "spot")})
+    port = free_port()
+    inst = h.Inst("i-0spot", "127.0.0.1", "pbx", "ssh-ed25519 AAAA k", "spot", "required")
+    server = h.Ec2BodyMetadata(port, spot).serve(inst)
+    try:
+        st, tok, _ = req(port, "/latest/api/token", "PUT", {"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        t = {"X-aws-ec2-metadata-token": tok}
+        st, body, _ = req(port, "/latest/meta-data/instance-life-cycle", headers=t)
+        ok((st, body) == (200, "spot"), "a body's IMDS: instance-life-cycle spot (%d %s)" % (st, body))
+        st, _, _ = req(port, "/latest/meta-data/spot/instance-action", headers=t)
+        ok(st == 404, "no notice yet: spot/instance-action is 404 (%d)" % st)
+        st, _, _ = req(port, "/latest/meta-data/spot/instance-action")
+        ok(st == 401, "HttpTokens required: no token, 401 (%d)" % st)
+        for fields, why in (({"instance": "i-0ondemand"}, "an on-demand instance"),
+                            ({"instance": "i-0stopped"}, "a stopped instance"),
+                            ({"instance": "i-0nope"}, "an unknown instance"),
+                            ({"instance": "i-0spot", "action": "reboot"}, "an unknown action"),
+                            ({"instance": "i-0spot", "notice": "-1"}, "a negative notice"),
+                            ({"instance": "i-0spot", "notice": "soon"}, "a notice that is no number")):
+            code, _ = spot.interrupt(fields)
+            ok(code == 400, "refused: %s (%d)" % (why, code))
+        t0 = time.time()
+        code, v = spot.interrupt({"instance": "i-0spot", "notice": "1.5"})
+        ok(code == 200 and v["action"] == "terminate", "a notice: terminate by default (%d %s)" % (code, v))
+        st, body, _ = req(port, "/latest/meta-data/spot/instance-action", headers=t)
+        got = json.loads(body) if st == 200 else {}
+        when = time.mktime(time.strptime(got.get("time", "1970-01-01T00:00:00Z"), "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        ok(st == 200 and got.get("action") == "terminate" and abs(when - (t0 + 1.5)) < 2.5,
+           "spot/instance-action says terminate and when (%d %s)" % (st, body))
+        st, body2, _ = req(port, "/latest/meta-data/spot/termination-time", headers=t)
+        ok((st, body2) == (200, got.get("time")), "spot/termination-time is the same time (%d %s)" % (st, body2))
+        st, body, _ = req(port, "/latest/meta-data/spot/", headers=t)
+        ok(st == 200 and "instance-action" in body.split("\n"), "meta-data/spot/ lists it")
+        ok(spot.admin.calls == [], "nothing is done before the notice runs out")
+        for _ in range(50):
+            if spot.admin.calls:
+                break
+            time.sleep(0.1)
+        ok(spot.admin.calls == [("terminate", ["i-0spot"])] and time.time() - t0 >= 1.4,
+           "after the notice the instance is terminated (%s)" % spot.admin.calls)
+        st, _, _ = req(port, "/latest/meta-data/spot/instance-action", headers=t)
+        ok(st == 404, "the notice is gone with the instance (%d)" % st)
+        code, v = spot.interrupt({"instance": "i-0spot2", "notice": "0", "action": "stop"})
+        time.sleep(0.3)
+        ok(code == 200 and spot.admin.calls[-1] == ("stop", ["i-0spot2"]), "action stop stops it (%s)" % v)
+        # a booted VM's document carries the notice too
+        spot.notices["i-0123456789abcdef0"] = {"action": "hibernate", "time": "2030-01-01T00:00:00Z"}
+        vm = h.VmInst(DESC, "r-1", "123456789012", None, None, "10.94.1.0/24", "10.94.0.0/16")
+        md = h.Ec2Flavour(spot).metadata(vm, "127.0.0.1", None, None)["meta-data"]
+        ok(json.loads(md.get("spot", {}).get("instance-action", "{}")).get("action") == "hibernate"
+           and "termination-time" not in md["spot"], "a VM's IMDS document has the notice")
+    finally:
+        server.close()
 
 
 def main():
@@ -150,6 +237,8 @@ def main():
         p.terminate()
         p.wait()
         subprocess.run(["rm", "-rf", tmp])
+
+    spot_notices()
 
     # SMBIOS: what cloud-init 22.4's ds-identify needs to say AWS: product
     # uuid and serial start with "ec2" and are equal (case aside)

@@ -25,6 +25,19 @@ is False once the body's sshd (its pid in ROOT/run/sshd.pid, written by
 src/cloud/local/body.c) no longer runs, and the emulator then stops the
 instance as Compute Engine does (world.py).
 
+The metadata server: a VM asks metadata.google.internal (169.254.169.254,
+which its /etc/hosts and DNS name); a body, a process of this host, cannot
+reach that address, so with a `metadata` server maker (GceBodyMetadata
+here, the EC2 harness's IMDS maker) each body gets its own server on its
+networkIP, port 80 (--metadata-port), started with the body and kept
+across power-offs (a VM's server answers whatever the guest's state),
+closed when the body is removed.  ROOT/etc/hosts names it as a VM's
+/etc/hosts does ("ADDR metadata.google.internal metadata"); programs that
+ask for the server by name read it there (templates/preempt.sh).  A port
+that cannot be bound (another server holds it) leaves the body without a
+metadata server, said on stderr and in /_emulator/state, and the body
+still boots.
+
 Login users must exist on this machine for sshd to accept them.  With
 --create-accounts the emulator does what Google's guest agent does on a
 VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
@@ -37,7 +50,10 @@ import hashlib
 import os
 import pwd
 import subprocess
+import sys
 import threading
+
+import metadata
 
 
 def _traversable(state_dir):
@@ -71,8 +87,38 @@ def ssh_keys(items):
     return out
 
 
+class GceBodyMetadata:
+    """Compute Engine's metadata server for node bodies: the same tree a VM
+    gets (vms.GceFlavour), `preempted` included, made afresh per request."""
+    names = "metadata.google.internal metadata"
+
+    def __init__(self, port, projects=None):
+        import vms
+        self.port = port
+        self.flavour = vms.GceFlavour(projects)
+        self.net = type("Net", (), {"gateway": "127.0.0.1", "netmask": "255.0.0.0"})()
+
+    @staticmethod
+    def address(inst):
+        return inst.res["networkInterfaces"][0]["networkIP"]
+
+    def serve(self, inst):
+        ip = self.address(inst)
+        nat = next((ac.get("natIP") for ac in inst.res["networkInterfaces"][0].get("accessConfigs", [])), None)
+
+        def tree():
+            try:
+                return self.flavour.metadata(inst, ip, nat, self.net)
+            except (KeyError, TypeError, ValueError, RuntimeError):
+                return None
+        return metadata.BodyServer(ip, self.port, tree)
+
+
 class Bodies:
-    def __init__(self, helper, state_dir, port, create_accounts, parallel=8):
+    def __init__(self, helper, state_dir, port, create_accounts, parallel=8, metadata=None):
+        self.metadata = metadata       # a GceBodyMetadata (or the like), or None: no server
+        self.servers = {}              # body root -> its metadata server
+        self.meta_errors = {}          # body root -> why it has none
         self.helper = helper
         self.dir = os.path.join(os.path.abspath(state_dir), "bodies")
         _traversable(os.path.abspath(state_dir))
@@ -111,6 +157,7 @@ class Bodies:
                     pass                # sshd will refuse the user, as a VM without the account would
         except OSError as e:
             return "cannot prepare %s: %s" % (root, e)
+        self._serve_metadata(inst, root)
         argv = [self.helper, "start", root, str(self.port), os.path.join(keydir, "%u"), home] + addrs
         with self.gate:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -118,9 +165,35 @@ class Bodies:
             return (p.stderr.strip() or "pbx-node-body exited %d" % p.returncode)
         return None
 
+    def _serve_metadata(self, inst, root):
+        """The body's metadata server, once, and ROOT/etc/hosts naming it."""
+        if self.metadata is None:
+            return
+        with self.account_lock:
+            if root not in self.servers:
+                try:
+                    self.servers[root] = self.metadata.serve(inst)
+                    self.meta_errors.pop(root, None)
+                except OSError as e:
+                    self.meta_errors[root] = "metadata server on %s:%d: %s" % (
+                        self.metadata.address(inst), self.metadata.port, e)
+                    print("emulator: %s: no metadata server: %s" % (inst.name, self.meta_errors[root]),
+                          file=sys.stderr)
+            if root in self.servers:
+                with open(os.path.join(root, "etc", "hosts"), "w") as f:
+                    f.write("%s %s\n" % (self.metadata.address(inst), self.metadata.names))
+
+    def metadata_error(self, inst):
+        """Why INST's body has no metadata server, or None."""
+        return self.meta_errors.get(self.root(inst))
+
     def stop(self, inst):
         """Ends the body's processes and removes its ROOT (a deleted disk)."""
         self._end(inst, "stop")
+        with self.account_lock:
+            server = self.servers.pop(self.root(inst), None)
+        if server is not None:
+            server.close()
 
     def power_off(self, inst):
         """Ends the body's processes, keeping ROOT: its disk, for a later start."""

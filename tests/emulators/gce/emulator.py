@@ -4,7 +4,8 @@ emulator for pbx's tests, on 127.0.0.1 only.  See README.md here.
 
     python3 emulator.py --port 0 --port-file F --state-dir D [--project P]
         [--zones Z1,Z2] [--network-block 127.0.70.0/24] [--nat-block 127.0.71.0/24]
-        [--node-body-helper PATH | --no-bodies] [--ssh-port 22] [--create-accounts]
+        [--node-body-helper PATH | --no-bodies] [--ssh-port 22] [--metadata-port 80]
+        [--preempt-notice 30] [--create-accounts]
         [--service-account KEY.json] [--authorized-user ADC.json] [--token-lifetime S]
         [--static-token TOKEN] [--fault KEY=JSON]... [--seed N] [--wait-max S] [--log FILE]
 
@@ -42,7 +43,7 @@ import resources  # noqa: E402
 import schema  # noqa: E402
 import validate  # noqa: E402
 from auth import Auth  # noqa: E402
-from bodies import Bodies  # noqa: E402
+from bodies import Bodies, GceBodyMetadata  # noqa: E402
 from vms import VMs  # noqa: E402
 from errors import ApiError, OAuthError, already_exists, invalid_field, invalid_payload, not_found  # noqa: E402
 from faults import Faults  # noqa: E402
@@ -632,7 +633,9 @@ class App:
             bodies = VMs(args.vm_image, args.state_dir, args.ssh_port, args.network_block,
                          upstream=args.vm_upstream, mem_mb=args.vm_memory)
         elif not args.no_bodies:
-            bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts)
+            meta = GceBodyMetadata(args.metadata_port) if args.metadata_port else None
+            bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts,
+                            metadata=meta)
         try:
             self.world = World(args.project, args.zones, self.faults, bodies, args.network_block,
                                args.nat_block, base)
@@ -642,6 +645,9 @@ class App:
             raise
         if args.backend == "vm":
             bodies.projects = dict(self.world.projects)
+        elif bodies is not None and bodies.metadata is not None:
+            bodies.metadata.flavour.projects = dict(self.world.projects)
+        self.preempt_notice = args.preempt_notice
         self.compute = Compute(self.world, args.wait_max)
         self.wait_max = args.wait_max
         self.auth = Auth(args.token_lifetime, token_url)
@@ -724,7 +730,8 @@ class App:
 
     def system_stop(self, what, body):
         """POST guest-shutdown or preempt {"instance": NAME, "zone": Z,
-        "project": P} (zone and project needed only when NAME is ambiguous):
+        "project": P} (zone and project needed only when NAME is ambiguous;
+        preempt also takes "notice", seconds, default --preempt-notice):
         the instance's guest powers off, or Compute Engine preempts it.
         Returns the system operation."""
         w = self.world
@@ -735,7 +742,10 @@ class App:
             if len(keys) != 1:
                 raise ValueError("%s instance named %s (give zone and project)"
                                  % ("no" if not keys else "more than one", name))
-            op = (w.guest_shutdown if what == "guest-shutdown" else w.preempt)(*keys[0])
+            if what == "guest-shutdown":
+                op = w.guest_shutdown(*keys[0])
+            else:
+                op = w.preempt(*keys[0], notice=body.get("notice", self.preempt_notice))
             return dict(op.res)
 
     def state(self):
@@ -747,7 +757,9 @@ class App:
                       "natIP": ([ac.get("natIP") for ac in i.res["networkInterfaces"][0].get("accessConfigs", [])]
                                 or [None])[0],
                       "body": i.body, "body_error": i.body_error, "preempted": i.preempted,
-                      "serviceAccounts": i.res.get("serviceAccounts", [])}
+                      "serviceAccounts": i.res.get("serviceAccounts", []),
+                      "metadata_error": (w.bodies.metadata_error(i)
+                                         if hasattr(w.bodies, "metadata_error") else None)}
                      for i in w.instances.values() if i.visible]
             fws = [f for f in w.firewalls.values() if f]
             routers = [resources.public(r) for r in w.routers.values() if r]
@@ -790,6 +802,10 @@ def parse_args(argv):
     ap.add_argument("--vm-upstream", default="deb.debian.org:80",
                     help="where the VMs' apt traffic goes (host:port; an apt cache, say)")
     ap.add_argument("--ssh-port", type=int, default=22, help="port of the node bodies' sshd")
+    ap.add_argument("--metadata-port", type=int, default=80,
+                    help="port of each node body's metadata server on its networkIP (0: none)")
+    ap.add_argument("--preempt-notice", type=float, default=30.0,
+                    help="seconds a preempted instance's guest has before its machine ends")
     ap.add_argument("--create-accounts", action="store_true",
                     help="create ssh-keys users with passwordless sudo, as Google's guest agent does")
     ap.add_argument("--service-account", action="append", default=[], help="service-account key file to accept")

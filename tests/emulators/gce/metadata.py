@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """metadata.py - the Compute Engine metadata server that booted VMs see
-(vms.py), on 169.254.169.254:80 inside the emulator's network namespace.
+(vms.py), on 169.254.169.254:80 inside the emulator's network namespace,
+and that node bodies see (bodies.py), each on its own address.
 
     ip netns exec NS python3 metadata.py --dir STATE/vm/meta [--bind 169.254.169.254]
 
 Which instance asks is told by the source address: DIR/ADDR.json (written
 by vms.py, replaced atomically) is that instance's tree {"instance": ...,
-"project": ...}.  What is served, as the documented server does:
+"project": ...}.  A node body's server (BodyServer, in the emulator's own
+process) serves one instance's tree, made afresh for each look by a
+function, on that body's networkIP (a process on this host connects to a
+loopback address from 127.0.0.1 whatever it is, so the address it asked
+tells the body).  What is served, as the documented server does:
 
 - GET /computeMetadata/v1/PATH: a directory (PATH ending in /) lists its
   keys, one per line, subdirectories with a trailing /; a leaf is its text.
@@ -16,8 +21,10 @@ by vms.py, replaced atomically) is that instance's tree {"instance": ...,
   one with `X-Forwarded-For` is refused (403), as Google's server does; every
   reply carries `Metadata-Flavor: Google` and an `ETag`.
 - `?wait_for_change=true` (with `last_etag` and `timeout`, seconds) holds
-  the reply until the value's ETag differs from `last_etag` or the timeout
-  passes (Google's guest agent watches the whole tree this way).
+  the reply until the value's ETag differs from `last_etag` (without one:
+  from the value's ETag when the request came) or the timeout passes
+  (Google's guest agent watches the whole tree this way; a spot node's
+  pbx-preempt watches instance/preempted).
 - PUT under instance/guest-attributes/ stores a value (the guest agent
   publishes its host keys there); other writes are 405.
 - Unknown paths are 404; an address with no instance file is 404 too.
@@ -30,6 +37,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -92,12 +100,18 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
-    def _tree(self):
+    def _load(self):
+        """The asking instance's tree, or None."""
         path = os.path.join(self.meta_dir, self.client_address[0] + ".json")
         try:
             with open(path) as f:
-                tree = json.load(f)
+                return json.load(f)
         except (OSError, ValueError):
+            return None
+
+    def _tree(self):
+        tree = self._load()
+        if tree is None:
             return None
         for (addr, key), value in list(self.guest.items()):
             if addr == self.client_address[0]:
@@ -143,12 +157,14 @@ class Handler(BaseHTTPRequestHandler):
         q = parse_qs(url.query)
         directory = rest == "" or rest.endswith("/")
         wait = q.get("wait_for_change", ["false"])[0].lower() == "true"
-        last = q.get("last_etag", ["0"])[0]
+        last = q.get("last_etag", [None])[0]
         try:
             timeout = float(q.get("timeout", ["300"])[0])
         except ValueError:
             return self._send(400, "bad timeout\n")
         end = time.time() + min(max(timeout, 0), 3600)
+        if wait and last is None:
+            last = self._answer(parts, q, directory)[3]
         while True:
             code, text, ctype, etag = self._answer(parts, q, directory)
             if code != 200 or not wait or etag != last or time.time() >= end:
@@ -172,11 +188,28 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(n).decode(errors="replace")
         if not url.path.startswith(PREFIX + "instance/guest-attributes/") or not key.strip("/"):
             return self._send(405, "Method Not Allowed\n")
-        Handler.guest[(self.client_address[0], key.strip("/"))] = body
+        self.guest[(self.client_address[0], key.strip("/"))] = body
         self._send(200, "")
 
     def do_POST(self):
         self._send(405, "Method Not Allowed\n")
+
+
+class BodyServer:
+    """The metadata server of one node body: TREE() (None: no instance)
+    served on ADDR:PORT from a thread of this process until close()."""
+
+    def __init__(self, addr, port, tree):
+        handler = type("BodyHandler", (Handler,), {"guest": {}, "_load": lambda self: tree()})
+        self.httpd = ThreadingHTTPServer((addr, port), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def main(argv):

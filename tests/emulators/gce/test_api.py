@@ -20,7 +20,9 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.parse
+import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1051,7 +1053,7 @@ class GuestShutdown(Base):
     def test_preempt_spot(self):
         sched = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "provisioningModel": "SPOT"}
         self.create(instance_body("vm-spot", scheduling=sched))
-        op = self.emu.control("POST", "preempt?instance=vm-spot")
+        op = self.emu.control("POST", "preempt?instance=vm-spot&notice=0")
         self.assertEqual((op["operationType"], op["statusMessage"]),
                          ("compute.instances.preempted", "Instance was preempted."), op)
         state = {i["name"]: i for i in self.emu.control("GET", "state")["instances"]}
@@ -1064,14 +1066,82 @@ class GuestShutdown(Base):
         self.assertFalse(state["vm-spot"]["preempted"], "a new boot is not preempted")
         # instanceTerminationAction DELETE: preemption deletes it.
         self.create(instance_body("vm-spot-del", scheduling=dict(sched, instanceTerminationAction="DELETE")))
-        op = self.emu.control("POST", "preempt", {"instance": "vm-spot-del"})
+        op = self.emu.control("POST", "preempt", {"instance": "vm-spot-del", "notice": 0})
         self.assertNotIn("error", self.emu.wait(op))
         self.assertIsNone(self.status_of("vm-spot-del"))
         # The older preemptible flag counts too.
         self.create(instance_body("vm-pre", scheduling={"onHostMaintenance": "TERMINATE",
                                                         "automaticRestart": False, "preemptible": True}))
-        self.assertNotIn("error", self.emu.wait(self.emu.control("POST", "preempt?instance=vm-pre")))
+        self.assertNotIn("error", self.emu.wait(self.emu.control("POST", "preempt?instance=vm-pre&notice=0")))
         self.assertEqual(self.status_of("vm-pre")["status"], "TERMINATED")
+
+    def test_preempt_notice(self):
+        """The guest has the notice's seconds (Compute Engine: 30; here the
+        call's `notice`) between `preempted` turning TRUE and its machine's
+        end: STOPPING all along, TERMINATED only after it."""
+        sched = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "provisioningModel": "SPOT"}
+        self.create(instance_body("vm-notice", scheduling=sched))
+        t0 = time.time()
+        op = self.emu.control("POST", "preempt", {"instance": "vm-notice", "notice": 2})
+        state = {i["name"]: i for i in self.emu.control("GET", "state")["instances"]}
+        self.assertTrue(state["vm-notice"]["preempted"])
+        self.assertEqual(self.status_of("vm-notice")["status"], "STOPPING")
+        time.sleep(1.0)
+        self.assertEqual(self.status_of("vm-notice")["status"], "STOPPING", "ended before the notice ran out")
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertGreaterEqual(time.time() - t0, 2.0)
+        self.assertEqual(self.status_of("vm-notice")["status"], "TERMINATED")
+        sched_pre = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "preemptible": True}
+        self.create(instance_body("vm-notice2", scheduling=sched_pre))
+        for bad in ("-1", "601", "soon"):
+            code, v = self.control_error("preempt", "instance=vm-notice2&notice=" + bad)
+            self.assertEqual(code, 400, (bad, v))
+        self.assertEqual(self.status_of("vm-notice2")["status"], "RUNNING", "a refused preemption did something")
+
+
+class BodyMetadata(unittest.TestCase):
+    """metadata.BodyServer, a node body's metadata server: the documented
+    header rule, leaves and listings, and wait_for_change with and without
+    last_etag (without one it waits for a change from the value it found)."""
+
+    def setUp(self):
+        import metadata
+        self.tree = {"instance": {"preempted": "FALSE", "name": "n1"}, "project": {"projectId": "p"}}
+        self.server = metadata.BodyServer("127.0.0.1", 0, lambda: copy.deepcopy(self.tree))
+        self.url = "http://127.0.0.1:%d/computeMetadata/v1/" % self.server.httpd.server_address[1]
+
+    def tearDown(self):
+        self.server.close()
+
+    def get(self, path, flavor=True):
+        req = urllib.request.Request(self.url + path, headers={"Metadata-Flavor": "Google"} if flavor else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read().decode(), r.headers.get("ETag")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(), None
+
+    def test_leaf_and_header(self):
+        self.assertEqual(self.get("instance/preempted")[:2], (200, "FALSE"))
+        self.assertEqual(self.get("instance/preempted", flavor=False)[0], 403)
+        self.assertEqual(self.get("instance/nope")[0], 404)
+        self.assertIn("preempted\n", self.get("instance/")[1])
+
+    def test_wait_for_change(self):
+        t0 = time.time()
+        code, value, etag = self.get("instance/preempted?wait_for_change=true&timeout=1")
+        self.assertEqual((code, value), (200, "FALSE"))
+        self.assertGreaterEqual(time.time() - t0, 0.9, "returned at once without a change")
+        threading.Timer(0.5, lambda: self.tree["instance"].update(preempted="TRUE")).start()
+        t0 = time.time()
+        code, value, etag2 = self.get("instance/preempted?wait_for_change=true&timeout=20&last_etag=" + etag)
+        self.assertEqual((code, value), (200, "TRUE"))
+        self.assertLess(time.time() - t0, 5)
+        self.assertNotEqual(etag, etag2)
+        # An old ETag: the new value at once.
+        t0 = time.time()
+        self.assertEqual(self.get("instance/preempted?wait_for_change=true&last_etag=" + etag)[1], "TRUE")
+        self.assertLess(time.time() - t0, 2)
 
 
 class FakeQemu(vms.VMs):

@@ -9,7 +9,9 @@ is RUNNING without sshd; delete and emulator shutdown leave no process and
 no file.  A body whose processes end (its guest shut down) makes the
 instance TERMINATED with its root kept; instances.start boots the same
 root (same host key, same files); instances.stop and
-/_emulator/guest-shutdown keep the root too, delete removes it.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
+/_emulator/guest-shutdown keep the root too, delete removes it.  A Spot
+body's metadata server (port 80 of its networkIP) serves `preempted`
+through a preemption's notice.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
 2272: run under flock /tmp/pbx-cluster-tests.lock."""
 
 import hashlib
@@ -18,8 +20,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ZONE, Emulator, instance_body  # noqa: E402
@@ -204,6 +209,51 @@ class Bodies(unittest.TestCase):
         self.delete("off-1")
         self.assertFalse(os.path.exists(root))
         self.assertEqual(procs_naming(root + "/"), [])
+
+    def test_preempt_metadata(self):
+        """A Spot body's own metadata server (its networkIP, port 80, named
+        in ROOT/etc/hosts) says preempted FALSE, then TRUE from the
+        preemption on, to a request waiting for the change; the body runs
+        through the notice and ends after it; a start says FALSE again;
+        delete closes the server."""
+        sched = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "provisioningModel": "SPOT"}
+        code, op = self.emu.call("POST", "zones/%s/instances" % ZONE, instance_body(
+            "spot-1", nat=False, keys="%s:%s" % (USER, self.keys["login"][1]), scheduling=sched))
+        self.assertNotIn("error", self.emu.wait(op))
+        nip = self.emu.call("GET", "zones/%s/instances/spot-1" % ZONE)[1]["networkInterfaces"][0]["networkIP"]
+        root = self.ssh(nip, "echo $PBX_BODY_ROOT").stdout.strip()
+        with open(os.path.join(root, "etc", "hosts")) as f:
+            self.assertEqual(f.read(), "%s metadata.google.internal metadata\n" % nip)
+        url = "http://%s/computeMetadata/v1/instance/preempted" % nip
+
+        def get(query="", flavor=True):
+            req = urllib.request.Request(url + query, headers={"Metadata-Flavor": "Google"} if flavor else {})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, None
+        self.assertEqual(get(), (200, "FALSE"))
+        self.assertEqual(get(flavor=False)[0], 403)
+        seen = []
+        waiter = threading.Thread(target=lambda: seen.append((get("?wait_for_change=true&timeout=30"), time.time())))
+        waiter.start()
+        time.sleep(0.5)
+        t0 = time.time()
+        op = self.emu.control("POST", "preempt", {"instance": "spot-1", "notice": 3})
+        waiter.join(10)
+        self.assertTrue(seen and seen[0][0] == (200, "TRUE"), seen)
+        self.assertLess(seen[0][1] - t0, 2, "the waiting request saw TRUE late")
+        self.assertTrue(listening(nip), "the body is off before the notice ran out")
+        self.assertNotIn("error", self.emu.wait(op))
+        self.assertGreaterEqual(time.time() - t0, 3)
+        self.wait_status("spot-1", "TERMINATED")
+        self.assertFalse(listening(nip))
+        self.assertEqual(procs_naming(root + "/"), [])
+        self.power("spot-1", "start")
+        self.assertEqual(get(), (200, "FALSE"), "a new boot is not preempted")
+        self.delete("spot-1")
+        self.assertFalse(listening(nip, 80), "delete leaves the metadata server")
 
     def test_never_boots(self):
         self.emu.control("POST", "faults", {"never_boot": ["dead-1"]})

@@ -99,6 +99,12 @@ def mac_of(ip):
     return "42:01:" + ":".join("%02x" % b for b in ipaddress.ip_address(ip).packed)
 
 
+def spot(inst):
+    """Whether INST is Spot or preemptible."""
+    sched = inst.res.get("scheduling", {})
+    return bool(sched.get("preemptible") or sched.get("provisioningModel") == "SPOT")
+
+
 class GceFlavour:
     """Compute Engine's side of a VM: instances are the emulator's."""
     metadata_server = ["python3", os.path.join(HERE, "metadata.py")]
@@ -142,10 +148,11 @@ class GceFlavour:
                 "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
                 "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
                 "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
-                "preempted": "FALSE", "virtualClock": {"driftToken": "0"}, "description": "",
+                "preempted": "TRUE" if getattr(inst, "preempted", False) else "FALSE",
+                "virtualClock": {"driftToken": "0"}, "description": "",
                 "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
                 "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": "FALSE",
-                               "preemptible": "FALSE"},
+                               "preemptible": "TRUE" if spot(inst) else "FALSE"},
             },
             "project": {"projectId": inst.project, "numericProjectId": int(num), "attributes": {}},
         }
@@ -315,6 +322,13 @@ class VMs:
         is an image made here (images.insert), else --vm-image."""
         rec = (getattr(inst, "spec", None) or {}).get("image")   # EC2's instances have none
         return rec["_dir"] if rec and rec.get("_dir") else self.image
+
+    def preempt_notice(self, inst):
+        """INST is being preempted: its metadata says preempted TRUE now
+        (inst.preempted is set), before its machine ends."""
+        fl = self.flavour
+        ip, nat = fl.addresses(inst)
+        self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
 
     def power_off(self, inst):
         """instances.stop: QEMU, tap, forwards and lease go; the disk stays."""

@@ -292,19 +292,26 @@ class World:
         inst = self._running(project, zone, name)
         return self._system_stop(inst, time.time(), "compute.instances.guestTerminate")
 
-    def preempt(self, project, zone, name):
+    def preempt(self, project, zone, name, notice=0.0):
         """Compute Engine preempts a Spot or preemptible instance: `preempted`
-        becomes TRUE, the guest is shut down, the instance TERMINATED (or
-        deleted: Spot with instanceTerminationAction DELETE).  ValueError
-        when it is not RUNNING or not preemptible."""
+        becomes TRUE in its metadata and the instance STOPPING at once; the
+        guest has NOTICE seconds (30 on Compute Engine) before its machine
+        ends, then it is TERMINATED (or deleted: Spot with
+        instanceTerminationAction DELETE).  ValueError when it is not
+        RUNNING or not preemptible, or NOTICE is not 0 to 600."""
         inst = self._running(project, zone, name)
         sched = inst.res.get("scheduling", {})
         if not (sched.get("preemptible") or sched.get("provisioningModel") == "SPOT"):
             raise ValueError("instance %s is neither Spot nor preemptible" % name)
+        notice = float(notice)
+        if not 0 <= notice <= 600:
+            raise ValueError("notice must be 0 to 600 seconds, not %s" % notice)
         inst.preempted = True
+        if self.bodies is not None and hasattr(self.bodies, "preempt_notice"):
+            self.bodies.preempt_notice(inst)      # a VM's metadata file says so now
         delete = sched.get("instanceTerminationAction") == "DELETE"
         return self._system_stop(inst, time.time(), "compute.instances.preempted",
-                                 "Instance was preempted.", delete)
+                                 "Instance was preempted.", delete, notice)
 
     def _running(self, project, zone, name):
         inst = self.instances.get((project, zone, name))
@@ -314,10 +321,11 @@ class World:
             raise ValueError("instance %s is %s, not RUNNING" % (name, inst.res["status"]))
         return inst
 
-    def _system_stop(self, inst, t, op_type, message=None, delete=False):
+    def _system_stop(self, inst, t, op_type, message=None, delete=False, hold=0.0):
         """Compute Engine's own stop (or delete) of INST, RUNNING now: a zonal
         operation by SYSTEM_USER, RUNNING at once, while the instance goes
-        STOPPING and its machine ends (world's usual stop and delete steps)."""
+        STOPPING and its machine ends HOLD seconds later (world's usual stop
+        and delete steps)."""
         kind = "delete" if delete else "stop"
         op = self._new_op(inst.project, "zones/" + inst.zone, kind, op_type, inst.res["selfLink"],
                           SYSTEM_USER, None)
@@ -330,7 +338,7 @@ class World:
         inst.res["status"] = "STOPPING"
         inst.deleting = delete
         inst.powering_off = not delete
-        inst.stage_at = t + op.delay
+        inst.stage_at = t + op.delay + hold
         inst.delay = op.delay
         return op
 

@@ -1,0 +1,149 @@
+#!/bin/sh
+# preempt.sh - pbx-preempt, the watcher that turns a cloud's preemption
+# notice into SIGTERM for the SLURM jobs of a spot compute node, so a task
+# checkpoints and is requeued instead of being lost (issue 19, section 3;
+# docs/spot.md).  templates/bootstrap.sh installs it on the compute nodes of
+# `spot: true` groups as ROOT/usr/local/sbin/pbx-preempt with its settings
+# in ROOT/etc/pbx/preempt.conf, and runs `pbx-preempt watch` under systemd
+# (pbx-preempt.service) or, on a node body, as a daemon of the body.
+#
+# The notice:
+#   gce  the metadata server's instance/preempted turns TRUE (watched with
+#        wait_for_change, header Metadata-Flavor: Google); the machine is
+#        powered off about 30 s later.
+#   aws  IMDSv2's meta-data/spot/instance-action answers 200 (404 until a
+#        notice; asked every PBX_PREEMPT_POLL s, default 5); the instance is
+#        stopped or terminated about 2 minutes later.
+# On a notice it, once:
+#   1. drains this node in SLURM (reason "spot preemption notice"), so no
+#      job starts on it, a requeued one included;
+#   2. sends SIGTERM to the batch step of every job running on this node
+#      (`scancel --signal=TERM --batch`): pbx's task wrapper forwards it to
+#      the task, pbx-train writes its checkpoint and exits 75, and the
+#      wrapper requeues the job, which resumes on a node that is up;
+#   3. logs what it did.
+# Nothing it reads from the metadata server is run or put on a command
+# line but the ETag, which is cut down to letters and digits first.
+#
+#   pbx-preempt watch       the loop
+#   pbx-preempt notice      acts as on a notice (for a test, or by hand)
+# Settings (preempt.conf, shell assignments written by the bootstrap):
+# PBX_MODE, PBX_NODE, PBX_ROOT, SLURM_CONF, PBX_SPOT (gce | aws).
+set -u
+
+CONF_FILE=${PBX_PREEMPT_CONF:-$(dirname "$0")/../../../etc/pbx/preempt.conf}
+# shellcheck disable=SC1090 # written by the bootstrap
+. "$CONF_FILE" || { echo "pbx-preempt: cannot read $CONF_FILE" >&2; exit 2; }
+ROOT=${PBX_ROOT:-}
+POLL=${PBX_PREEMPT_POLL:-5}
+STATE_DIR=$ROOT/var/lib/pbx
+TMP_DIR=$ROOT/run/pbx-preempt
+export SLURM_CONF PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+log() { printf '%s pbx-preempt[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_NODE" "$*"; }
+
+# meta_addr NAME DEFAULT: the metadata server's address.  A node body's
+# files under ROOT stand for the machine's, so its ROOT/etc/hosts (written
+# by the emulator) names the server as a VM's /etc/hosts or DNS does;
+# anything there that is not a dotted IPv4 address is ignored.
+meta_addr() {
+	a=
+	if [ "$PBX_MODE" = direct ] && [ -r "$ROOT/etc/hosts" ]; then
+		a=$(awk -v n="$1" '$1 !~ /^#/ { for (i = 2; i <= NF; i++) if ($i == n) { print $1; exit } }' \
+			"$ROOT/etc/hosts")
+	fi
+	case $a in '' | *[!0-9.]*) a=$2 ;; esac
+	echo "$a"
+}
+
+# The jobs running on this node, one id a line (only [0-9_]).
+node_jobs() {
+	squeue -h -w "$PBX_NODE" -t RUNNING -o %A 2>/dev/null | grep -x '[0-9][0-9_]*' || :
+}
+
+# What a notice does (see the top); DETAIL is logged, never run.
+on_notice() {
+	log "preemption notice ($1): draining $PBX_NODE and signalling its jobs"
+	mkdir -p "$STATE_DIR"
+	printf 'noticed_at=%s\ncloud=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_SPOT" \
+		>"$STATE_DIR/preempted"
+	scontrol update nodename="$PBX_NODE" state=DRAIN reason="spot preemption notice" ||
+		log "scontrol update nodename=$PBX_NODE state=DRAIN failed"
+	jobs=$(node_jobs)
+	[ -n "$jobs" ] || log "no job runs on $PBX_NODE"
+	for j in $jobs; do
+		if scancel --signal=TERM --batch "$j"; then
+			log "job $j: SIGTERM sent to its batch step"
+		else
+			log "job $j: scancel --signal=TERM --batch failed"
+		fi
+	done
+}
+
+# Compute Engine: instance/preempted, held open with wait_for_change and
+# the last ETag, so a change is seen at once.  Returns when it is TRUE.
+watch_gce() {
+	host=$(meta_addr metadata.google.internal metadata.google.internal)
+	base=http://$host/computeMetadata/v1/instance/preempted
+	etag=
+	while :; do
+		url=$base
+		[ -z "$etag" ] || url="$base?wait_for_change=true&timeout=60&last_etag=$etag"
+		if v=$(curl -sf --max-time 90 -H 'Metadata-Flavor: Google' -D "$TMP_DIR/headers" "$url"); then
+			[ "$v" != TRUE ] || return 0
+			etag=$(awk -F': *' 'tolower($1) == "etag" { print $2 }' "$TMP_DIR/headers" |
+				tr -cd 'A-Za-z0-9' | cut -c1-64)
+		else
+			etag=
+			sleep 2
+		fi
+	done
+}
+
+# EC2: IMDSv2's spot/instance-action every POLL s (a fresh session token
+# when the last one is refused).  Returns on a notice, DETAIL its text.
+watch_aws() {
+	host=$(meta_addr instance-data 169.254.169.254)
+	token=
+	while :; do
+		if [ -z "$token" ]; then
+			token=$(curl -sf --max-time 10 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 21600' \
+				"http://$host/latest/api/token") || token=
+			case $token in *[!A-Za-z0-9_=-]*) token= ;; esac
+		fi
+		if [ -n "$token" ]; then
+			code=$(curl -s --max-time 10 -o "$TMP_DIR/action" -w '%{http_code}' \
+				-H "X-aws-ec2-metadata-token: $token" \
+				"http://$host/latest/meta-data/spot/instance-action") || code=000
+			case $code in
+			200)
+				DETAIL=$(tr -cd 'A-Za-z0-9:{}",._ -' <"$TMP_DIR/action" | cut -c1-200)
+				return 0
+				;;
+			401) token= ;;
+			esac
+		fi
+		sleep "$POLL"
+	done
+}
+
+watch() {
+	mkdir -p "$TMP_DIR"
+	log "watching for a preemption notice ($PBX_SPOT)"
+	DETAIL=
+	case $PBX_SPOT in
+	gce) watch_gce && DETAIL="instance/preempted is TRUE" ;;
+	aws) watch_aws ;;
+	*) log "PBX_SPOT must be gce or aws, not '$PBX_SPOT'"; exit 2 ;;
+	esac
+	on_notice "$DETAIL"
+	# Nothing more to do: the machine goes off.  Stay, so a supervisor
+	# does not start another watcher that would act again.
+	while :; do sleep 3600; done
+}
+
+case ${1:-} in
+watch) watch ;;
+notice) on_notice "by hand" ;;
+*) echo "usage: pbx-preempt watch|notice" >&2; exit 2 ;;
+esac

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""preempt.py - templates/preempt.sh (pbx-preempt, docs/spot.md) against
+the emulators' own metadata servers, with SLURM's commands stubbed: on
+Compute Engine it waits on instance/preempted and acts once it is TRUE, on
+EC2 it polls IMDSv2's spot/instance-action and acts once it answers 200.
+Acting is: the node drained, then `scancel --signal=TERM --batch` for each
+job squeue lists on it, then a log line; once only.  Hostile values from
+the metadata server or squeue are never run.  Servers on 127.0.100.250 and
+127.0.100.251, port 80 (so root; skipped, 77, otherwise).  TAP output.
+
+    python3 preempt.py SOURCE_DIR
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(SRC, "tests/emulators/gce"))
+sys.path.insert(0, os.path.join(SRC, "tests/emulators/aws"))
+import imds  # noqa: E402
+import metadata  # noqa: E402
+
+n = failed = 0
+
+
+def ok(cond, what):
+    global n, failed
+    n += 1
+    failed += not cond
+    print("%s %d - %s" % ("ok" if cond else "not ok", n, what), flush=True)
+
+
+def wait_for(check, timeout):
+    end = time.time() + timeout
+    while not check() and time.time() < end:
+        time.sleep(0.1)
+    return check()
+
+
+STUB = """#!/bin/sh
+# a stand-in for SLURM's %s: records its arguments, one per line, then a blank line
+{ echo "%s"; for a in "$@"; do printf '%%s\\n' "$a"; done; echo; } >>"%s"
+%s
+"""
+
+
+def node(tmp, cloud, addr, name):
+    """A node body's root with the watcher, its settings, /etc/hosts and
+    stubs of scontrol, squeue and scancel; returns (root, bin dir)."""
+    root = os.path.join(tmp, cloud)
+    for d in ("usr/local/sbin", "etc/pbx", "bin"):
+        os.makedirs(os.path.join(root, d))
+    shutil.copy(os.path.join(SRC, "templates/preempt.sh"), os.path.join(root, "usr/local/sbin/pbx-preempt"))
+    with open(os.path.join(root, "etc/hosts"), "w") as f:
+        f.write("# the emulator's\n%s %s\n" % (addr, name))
+    with open(os.path.join(root, "etc/pbx/preempt.conf"), "w") as f:
+        f.write("PBX_MODE='direct'\nPBX_NODE='spot1'\nPBX_ROOT='%s'\nSLURM_CONF='/dev/null'\n"
+                "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\n" % (root, cloud))
+    calls = os.path.join(root, "calls")
+    pwned = os.path.join(root, "PWNED")
+    for cmd, body in (("scontrol", ""), ("scancel", ""),
+                      ("squeue", "printf '41\\n42_3\\n$(touch %s)\\n43;touch %s\\n`touch %s`\\n' " % (pwned, pwned, pwned))):
+        path = os.path.join(root, "bin", cmd)
+        with open(path, "w") as f:
+            f.write(STUB % (cmd, cmd, calls, body))
+        os.chmod(path, 0o755)
+    return root, os.path.join(root, "bin")
+
+
+def start(root, bindir):
+    env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+    log = open(os.path.join(root, "log"), "w")
+    return subprocess.Popen(["sh", os.path.join(root, "usr/local/sbin/pbx-preempt"), "watch"], env=env,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def read(root, name):
+    try:
+        with open(os.path.join(root, name)) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def acted(root, cloud):
+    """The checks of a notice acted on."""
+    calls = read(root, "calls").split("\n\n")
+    want = ["scontrol\nupdate\nnodename=spot1\nstate=DRAIN\nreason=spot preemption notice",
+            "squeue\n-h\n-w\nspot1\n-t\nRUNNING\n-o\n%A",
+            "scancel\n--signal=TERM\n--batch\n41", "scancel\n--signal=TERM\n--batch\n42_3", ""]
+    ok(calls == want, "%s: drained, then SIGTERM to the batch step of jobs 41 and 42_3 only: %r" % (cloud, calls))
+    ok(not os.path.exists(os.path.join(root, "PWNED")), "%s: nothing a value held was run" % cloud)
+    ok("preemption notice (" in read(root, "log") and "job 42_3: SIGTERM sent to its batch step" in read(root, "log"),
+       "%s: it says what it did" % cloud)
+    ok("noticed_at=" in read(root, "var/lib/pbx/preempted"), "%s: the notice is recorded" % cloud)
+
+
+def gce(tmp):
+    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal")
+    pwned = os.path.join(root, "PWNED")
+    tree = {"instance": {"preempted": "$(touch %s)`touch %s`" % (pwned, pwned)}}
+    server = metadata.BodyServer("127.0.100.250", 80, lambda: json.loads(json.dumps(tree)))
+    p = start(root, bindir)
+    try:
+        time.sleep(2)
+        ok(read(root, "calls") == "" and p.poll() is None,
+           "gce: a preempted value that is not TRUE is no notice (%r)" % read(root, "log"))
+        tree["instance"]["preempted"] = "FALSE"
+        time.sleep(1.5)
+        ok(read(root, "calls") == "", "gce: FALSE is no notice")
+        t0 = time.time()
+        tree["instance"]["preempted"] = "TRUE"
+        ok(wait_for(lambda: read(root, "calls").count("scancel") == 2, 10),
+           "gce: TRUE is acted on (%.1f s; the server is waited on, not polled)" % (time.time() - t0))
+        time.sleep(1.5)
+        acted(root, "gce")
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait()
+        server.close()
+
+
+def aws(tmp):
+    root, bindir = node(tmp, "aws", "127.0.100.251", "instance-data")
+    notice = {}
+
+    def doc():
+        md = {"instance-id": "i-0spot", "instance-life-cycle": "spot"}
+        if notice:
+            md["spot"] = {"instance-action": json.dumps(notice)}
+        return {"meta-data": md, "dynamic": {}, "user-data": None, "http_tokens": "required"}
+    server = imds.BodyServer("127.0.100.251", 80, doc)
+    p = start(root, bindir)
+    try:
+        time.sleep(2.5)
+        ok(read(root, "calls") == "" and p.poll() is None, "aws: no notice (404), nothing done")
+        notice.update(action="terminate", time="2030-01-01T00:02:00Z$(touch %s)" % os.path.join(root, "PWNED"))
+        ok(wait_for(lambda: read(root, "calls").count("scancel") == 2, 10), "aws: a notice is acted on")
+        time.sleep(1.5)
+        acted(root, "aws")
+        ok('"action": "terminate"' in read(root, "log"), "aws: the log quotes the notice: %r"
+           % read(root, "log").splitlines()[-4:])
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait()
+        server.close()
+
+
+def main():
+    if os.geteuid() != 0:
+        print("1..0 # SKIP the metadata servers listen on port 80: root only")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="pbx-preempt.")
+    try:
+        gce(tmp)
+        aws(tmp)
+    except OSError as e:
+        print("1..0 # SKIP %s" % e)
+        return 77
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("1..%d" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
