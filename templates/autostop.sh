@@ -151,12 +151,13 @@ compute_check() {
 # A VM that has just booted (a start by pbx, or from the cloud's console)
 # is not idle: pbx needs the time to reach it and repair it, and a
 # cluster powered on again must not power off before.  The idle count
-# starts PBX_AUTOSTOP_BOOT_GRACE s (default 300) after boot at the earliest.
+# starts PBX_AUTOSTOP_BOOT_GRACE s (default 600: twice the default
+# boot_timeout) after boot at the earliest.
 # A node body's watcher is started by the bootstrap itself: no grace.
 booted_until() {
 	if [ "$PBX_MODE" = systemd ] && [ -r /proc/uptime ]; then
 		up=$(cut -d. -f1 /proc/uptime)
-		echo $(($(date +%s) - up + ${PBX_AUTOSTOP_BOOT_GRACE:-300}))
+		echo $(($(date +%s) - up + ${PBX_AUTOSTOP_BOOT_GRACE:-600}))
 	else
 		echo 0
 	fi

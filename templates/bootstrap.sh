@@ -1154,7 +1154,8 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 		echo "# pbx-autostop's settings, written by pbx's bootstrap"
 		for kv in "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" \
 			"PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" "PBX_AUTOSTOP_S=$PBX_AUTOSTOP" \
-			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"}; do
+			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
+			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"}; do
 			sq "${kv#*=}"
 			echo "${kv%%=*}=$SQ"
 		done

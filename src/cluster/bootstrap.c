@@ -117,11 +117,16 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 		bootstrap_env(&cmd, "PBX_TRAIN_BIN", l->train_bin);
 	if (c->spec.t && !strcmp(action, "up")) {
 		char secs[16];
-		const char *tick = getenv("PBX_AUTOSTOP_TICK");   /* tests: seconds between looks */
+		/* tests: seconds between looks; a VM's grace after boot */
+		static const char *const knobs[] = { "PBX_AUTOSTOP_TICK", "PBX_AUTOSTOP_BOOT_GRACE" };
+		size_t k;
 		snprintf(secs, sizeof(secs), "%d", c->spec.t->autostop);
 		bootstrap_env(&cmd, "PBX_AUTOSTOP", secs);
-		if (tick && strspn(tick, "0123456789") == strlen(tick) && *tick)
-			bootstrap_env(&cmd, "PBX_AUTOSTOP_TICK", tick);
+		for (k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+			const char *v = getenv(knobs[k]);
+			if (v && *v && strspn(v, "0123456789") == strlen(v))
+				bootstrap_env(&cmd, knobs[k], v);
+		}
 		bootstrap_spot(&cmd, c->spec.t, grp, n->role);
 	}
 	pbx_buf_adds(&cmd, " && exec sh ");

@@ -185,7 +185,9 @@ c.start_instances(InstanceIds=[sys.argv[1]])
 PY
 wait_for 300 test "$(state)" = running
 wait_for 300 test -n "$(procs_mentioning "$TEST_TMP/h/bodies/")"
-ok $? "StartInstances brings its body back (its sshd runs again)"
+r=$?
+ok $r "StartInstances brings its body back (its sshd runs again)"
+[ $r = 0 ] || tail -n 20 "$TEST_TMP/h.log" | sed 's/^/# /'   # the harness's word on it
 h_py "$IID" <<'PY'
 c.terminate_instances(InstanceIds=[sys.argv[1]])
 PY

@@ -93,7 +93,7 @@ is "$(states | tr ' ' '\n' | grep '^head:')" "head:running" "the head is the sam
 ok $([ -f "$HEAD_ROOT/var/lib/pbx/autostop.last" ]; echo $?) "on the same disk"
 run_pbx cluster exec au -- timeout 60 srun -N2 sh -c 'echo $SLURMD_NODENAME'
 is "$rc:$(echo "$out" | sort | tr '\n' ' ')" "0:cpu1 sp1 " "a job runs on both compute nodes, the remade Spot node too: $errout"
-[ $rc = 0 ] || { run_pbx cluster exec au -- sinfo -N; diag "$out"; }
+[ $rc = 0 ] || { run_pbx cluster exec au -- sinfo -N; printf "# %s\n" "$out"; }
 is "$(list_state)" "up" "after the start, cluster list says up"
 run_pbx cluster show au
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"

@@ -166,6 +166,7 @@ print(" ".join(sorted("%s:%s" % (i["State"]["Name"], i.get("StateReason", {}).ge
                       if i["State"]["Name"] != "terminated")))
 PY
 }
+export PBX_AUTOSTOP_BOOT_GRACE=180   # these VMs boot in about 80 s (default 600)
 run_pbx -q cluster start e1 --autostop 20s
 ok $rc "start --autostop 20s on the running cluster: $errout"
 t0=$(date +%s)

@@ -120,6 +120,7 @@ ok $r "compute nodes have private addresses only ($head_private)"
 # Engine does for a guest shutdown (docs/autostop.md).  start boots the
 # same disks again.
 statuses() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted(i["status"] for i in json.load(sys.stdin)["instances"])))'; }
+export PBX_AUTOSTOP_BOOT_GRACE=180   # these VMs boot in about 80 s (default 600)
 run_pbx -q cluster start v1 --autostop 20s
 ok $rc "start --autostop 20s on the running cluster: $errout"
 t0=$(date +%s)

@@ -501,16 +501,26 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
             backend.preempt_notice(inst)
     spot.on_notice.append(noticed)
 
-    def start(iid, inst):
+    tries = Counter()       # instance id -> failed starts of its kept disk
+
+    def start(iid, inst, again=False):
         why = backend.start(inst)
-        if why:
+        retry = bool(why) and again and tries[iid] < 3
+        if why and retry:
+            power_off(inst)          # a restart keeps its disk: tried again next round
+        elif why:
             backend.stop(inst)       # a body half made leaves nothing behind
         with pool_lock:
             starting.discard(iid)
             if why:
-                print("harness: %s of %s: %s" % ("VM" if vm else "body", iid, why),
+                tries[iid] += 1
+                print("harness: %s of %s%s: %s" % ("VM" if vm else "body", iid,
+                                                  " (restart, tried again)" if retry else "", why),
                       file=sys.stderr, flush=True)
+                if retry:
+                    off[iid] = inst
             else:
+                tries.pop(iid, None)
                 live[iid] = inst
 
     def halt(iid, inst):
@@ -575,9 +585,11 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
                     known = iid in live or iid in starting or iid in busy
                     again = off.pop(iid, None) if state == "running" and not known else None
                 if again is not None:             # StartInstances: the same disk
+                    if vm:   # EC2 gives a started instance a new public address
+                        again.desc, again.public_ip = i, i.get("PublicIpAddress")
                     with pool_lock:
                         starting.add(iid)
-                    threading.Thread(target=start, args=(iid, again), daemon=True).start()
+                    threading.Thread(target=start, args=(iid, again, True), daemon=True).start()
                     continue
                 if state == "stopping":
                     with pool_lock:
