@@ -38,6 +38,23 @@ static void pbx_help_indent(const char *text, const char *indent)
 	}
 }
 
+/* The length of the command words that open a usage line: "pbx cluster
+ * list" of "pbx cluster list [-a] ...", the words of a-z 0-9 and '-' that
+ * do not start with '-'. */
+static size_t usage_verb_len(const char *usage)
+{
+	const char *p = usage, *end = usage;
+	while (*p) {
+		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
+		if (!n || *p == '-' || (p[n] && p[n] != ' '))
+			break;
+		end = p + n;
+		p += n;
+		p += strspn(p, " ");
+	}
+	return (size_t)(end - usage);
+}
+
 int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -46,7 +63,7 @@ int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nusage: %s\n", cmd->usage);
-	fprintf(stderr, "(see 'pbx %s --help')\n", cmd->name);
+	fprintf(stderr, "(see '%.*s --help')\n", (int)usage_verb_len(cmd->usage), cmd->usage);
 	return PBX_EXIT_USAGE;
 }
 
