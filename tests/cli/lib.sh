@@ -63,6 +63,11 @@ wait_for() {
 	done
 }
 
+# prints VALUE CMD...: whether CMD prints VALUE.  For wait_for, which runs
+# it again each try (a "$(...)" argument would be read once, before waiting):
+# wait_for 300 prints 0 bodies
+prints() { _want=$1; shift; [ "$("$@")" = "$_want" ]; }
+
 # json_get EXPR: evaluates the Python expression EXPR on the JSON document
 # read from stdin (bound to d) and prints the result.
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

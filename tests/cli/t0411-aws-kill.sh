@@ -35,7 +35,7 @@ for point in planned instances running bootstrapping late; do
 	wait $pid 2>/dev/null
 	run_pbx cluster stop e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
-	i=0; while [ "$(bodies)" != 0 ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+	wait_for 300 prints 0 bodies
 	is "$(holds):$(bodies)" "0 0 0:0" "nothing is left after kill -9 at '$point' and stop"
 done
 done_testing

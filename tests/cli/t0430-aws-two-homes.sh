@@ -29,7 +29,7 @@ sed -i 's/count: 2/count: 1/' "$A/config.yaml"
 for h in "$B" "$C"; do
 	mkdir -p "$h"
 	ssh-keygen -q -t ed25519 -N "" -C "$(basename "$h")" -f "$h/id"
-	sed -e "s#$A/id#$h/id#" -e "s/slurm_port_base: 13000/slurm_port_base: 1$(basename "$h" | tr bc 45)000/" \
+	sed -e "s#$A/id#$h/id#" -e "s/slurm_port_base: 13000/slurm_port_base: 1$(basename "$h" | tr bc 46)000/" \
 		"$A/config.yaml" >"$h/config.yaml"
 	chmod 600 "$h/config.yaml"
 done

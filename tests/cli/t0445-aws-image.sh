@@ -18,9 +18,9 @@
 # key pair, no AMI and no snapshot.  And the harness: a stopped instance's
 # body stops, StartInstances brings it back.
 # Addresses: subnets 127.0.105.0/24 and 127.0.106.0/24; SLURM ports from
-# 33000 + 64*8.
+# 19000 + 64*8, below the kernel's ephemeral range (32768-60999).
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.105.0/24 H_SUBNET2=127.0.106.0/24 H_SLURM_PORT_BASE=33000 H_CLUSTERS="e1 c2"
+H_SUBNET1=127.0.105.0/24 H_SUBNET2=127.0.106.0/24 H_SLURM_PORT_BASE=19000 H_CLUSTERS="e1 c2"
 . "$(dirname "$0")/aws_lib.sh"
 
 nothing_left() { [ "$(holds):$(amis):$(snapshots)" = "0 0 0::0" ]; }
@@ -30,6 +30,7 @@ h_start
 SRC=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
 run_pbx image build --json e1 img-a
 ok $rc "image build e1 img-a: $errout"
+[ $rc = 0 ] || tail -n 20 "$TEST_TMP/h.log" | sed 's/^/# /'   # the harness's word on it
 AMI=$(echo "$out" | json_get 'd["image"]')
 is "$(echo "$out" | json_get 'd["name"], d["state"], d["image"][:4], d["cloud"], d["project"], d["zone"] == "'"$SUB1"'", d["template"], sorted(d["seconds"])')" \
 	"img-a ready ami- aws us-east-1 True e1 ['cleanup', 'image', 'install', 'instance', 'stop', 'total']" \
@@ -46,7 +47,7 @@ PY
 )" "[('pbx-image', 'img-a'), ('pbx-image-id', '$UID1')]
 [('pbx-image', 'img-a'), ('pbx-image-id', '$UID1')]" "the AMI and its snapshot carry pbx-image and pbx-image-id"
 is "$(holds):$(snapshots)" "0 0 0:1" "the builder instance, its security group and key pair are gone; one snapshot"
-wait_for 300 test "$(bodies)" = 0
+wait_for 300 prints 0 bodies
 is "$(bodies)" "0" "no node body is left"
 for stage in install stopping imaging "deleting builder" ready; do
 	case $errout in *"$stage"*) r=0 ;; *) r=1 ;; esac
@@ -77,7 +78,7 @@ c.create_image(InstanceId=i, Name="img-o", NoReboot=True, TagSpecifications=[{"R
     "Tags": [{"Key": "pbx-image", "Value": "img-o"}, {"Key": "pbx-image-id", "Value": "another"}]}])
 c.terminate_instances(InstanceIds=[i])
 PY
-wait_for 100 test "$(amis)" = "img-a:available:$UID1 img-o:available:another"
+wait_for 100 prints "img-a:available:$UID1 img-o:available:another" amis
 run_pbx image build e1 img-o
 is "$rc" "4" "an AMI of that name carrying another build id is refused (exit 4)"
 case $errout in *"image img-o (ami-"*"is not this build's"*"left alone"*) r=0 ;; *) r=1 ;; esac
@@ -93,6 +94,7 @@ is "$rc:$(amis)" "4:img-a:available:$UID1 img-o:available:another" "image delete
 h_template c2 "$AMI"
 run_pbx cluster start c2
 ok $rc "a cluster whose template names the AMI starts: $errout"
+[ $rc = 0 ] || tail -n 15 "$TEST_TMP"/h/bodies/aws/*/*/var/log/slurm/slurmctld.log 2>/dev/null | sed 's/^/# /'
 run_pbx cluster exec c2 -- sinfo -h -N -o '%N %t'
 is "$out" "cpu1 idle" "its compute node is idle"
 is "$(h_py "$AMI" <<'PY'
@@ -127,7 +129,7 @@ ok $rc "image delete after kill -9: $errout"
 nothing_left
 ok $? "nothing is left: no live instance, group, key pair, AMI or snapshot ($(holds):$(amis):$(snapshots))"
 is "$(image_row state img-k)" "deleted" "the row is deleted"
-wait_for 300 test "$(bodies)" = 0
+wait_for 300 prints 0 bodies
 is "$(bodies)" "0" "no node body is left"
 
 # --------------------------------- kill -9 while the AMI is pending
@@ -165,7 +167,7 @@ print(c.run_instances(ImageId=e["ami"], MinCount=1, MaxCount=1, SubnetId=e["subn
     KeyName="k1", PublicKeyMaterial=open(sys.argv[1]).read().encode())["KeyName"])["Instances"][0]["InstanceId"])
 PY
 )
-wait_for 300 test "$(bodies)" = 1
+wait_for 300 prints 1 bodies
 is "$(bodies)" "1" "the harness gives a running instance a body"
 h_py "$IID" <<'PY'
 c.stop_instances(InstanceIds=[sys.argv[1]])
@@ -174,17 +176,17 @@ state() { h_py "$IID" <<'PY'
 print(c.describe_instances(InstanceIds=[sys.argv[1]])["Reservations"][0]["Instances"][0]["State"]["Name"])
 PY
 }
-wait_for 300 test "$(state)" = stopped
+wait_for 300 prints stopped state
 is "$(state)" "stopped" "StopInstances: stopping, then stopped"
 # a stopped instance keeps its disk (the body's root) and runs nothing
-wait_for 300 test -z "$(procs_mentioning "$TEST_TMP/h/bodies/")"
+wait_for 300 prints "" procs_mentioning "$TEST_TMP/h/bodies/"
 is "$(procs_mentioning "$TEST_TMP/h/bodies/")" "" "the stopped instance's body runs no process"
 is "$(bodies)" "1" "its disk (the body's root) is kept"
 h_py "$IID" <<'PY'
 c.start_instances(InstanceIds=[sys.argv[1]])
 PY
-wait_for 300 test "$(state)" = running
-wait_for 300 test -n "$(procs_mentioning "$TEST_TMP/h/bodies/")"
+wait_for 300 prints running state
+wait_for 300 eval '[ -n "$(procs_mentioning "$TEST_TMP/h/bodies/")" ]'
 r=$?
 ok $r "StartInstances brings its body back (its sshd runs again)"
 [ $r = 0 ] || tail -n 20 "$TEST_TMP/h.log" | sed 's/^/# /'   # the harness's word on it

@@ -656,6 +656,9 @@ def moto_instance(owner, iid):
         return None
 
 
+DOWN_SINCE = {}   # instance id -> when its machine was first seen off (shutdown_by_guest)
+
+
 def shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backend, life):
     """An instance whose body or VM powered itself off (its sshd or QEMU
     ended: `systemctl poweroff`, autostop) while `running`: EC2 stops it
@@ -667,10 +670,17 @@ def shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backe
     with pool_lock:
         quiet = [(iid, inst) for iid, inst in live.items()
                  if iid not in busy and iid not in starting]
+    now = time.time()
     for iid, inst in quiet:
         i = seen.get(iid)
         if i is None or i["State"]["Name"] != "running" or backend.alive(inst) is not False:
+            DOWN_SINCE.pop(iid, None)
             continue
+        # off on two looks at least a second apart: a machine that powered
+        # off stays off, a moment's doubt (a pid file being rewritten) does not
+        if now - DOWN_SINCE.setdefault(iid, now) < 1.0:
+            continue
+        DOWN_SINCE.pop(iid, None)
         how = admin.describe_instance_attribute(InstanceId=iid, Attribute="instanceInitiatedShutdownBehavior")
         how = how.get("InstanceInitiatedShutdownBehavior", {}).get("Value") or "stop"
         if how == "terminate" or i.get("InstanceLifecycle") == "spot":
