@@ -29,7 +29,9 @@
 #   pbx-autostop status     one line: idle for how long, or busy with what
 # Settings (autostop.conf, shell assignments written by the bootstrap):
 # PBX_MODE, PBX_ROLE, PBX_NODE, PBX_ROOT, PBX_SHARED, SLURM_CONF,
-# PBX_AUTOSTOP_S (0: the watcher only obeys requests, never decides).
+# PBX_AUTOSTOP_S (0: the watcher only obeys requests, never decides),
+# PBX_BUDGET_UNTIL (unix s; 0 = none): when the cluster's budget is spent,
+# the head stops it then, idle or not (docs/cost.md).
 set -u
 
 CONF_FILE=${PBX_AUTOSTOP_CONF:-$(dirname "$0")/../../../etc/pbx/autostop.conf}
@@ -113,17 +115,18 @@ power_off() {
 	exit 0
 }
 
-# The head's stop: record, ask the compute nodes, wait for them, go off.
+# The head's stop (REASON: why, one line): record, ask the compute nodes,
+# wait for them, go off.
 head_stop() {
 	id=$(date +%s)
 	mkdir -p "$STATE_DIR" "$REQ_DIR"
-	printf 'stopped_at=%s\nreason=idle for %s s (autostop): no SLURM job, no SSH session\n' \
-		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_AUTOSTOP_S" >"$STATE_DIR/autostop.last.new"
+	printf 'stopped_at=%s\nreason=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" \
+		>"$STATE_DIR/autostop.last.new"
 	mv "$STATE_DIR/autostop.last.new" "$STATE_DIR/autostop.last"
 	rm -f "$REQ_DIR"/off.*
 	echo "$id" >"$REQ_DIR/request.new"
 	mv "$REQ_DIR/request.new" "$REQ_DIR/request"
-	log "idle for $PBX_AUTOSTOP_S s: stopping the cluster (request $id)"
+	log "$1: stopping the cluster (request $id)"
 	until=$(($(date +%s) + DRAIN))
 	while [ "$(date +%s)" -lt "$until" ]; do
 		left=
@@ -167,10 +170,12 @@ watch() {
 	STARTED=$(date +%s)
 	BOOTED_UNTIL=$(booted_until)
 	idle_since=
-	log "watching (role $PBX_ROLE, autostop after ${PBX_AUTOSTOP_S} s idle; 0: off)"
+	log "watching (role $PBX_ROLE, autostop after ${PBX_AUTOSTOP_S} s idle; 0: off; budget until ${PBX_BUDGET_UNTIL:-0}; 0: none)"
 	while :; do
 		if [ "$PBX_ROLE" = compute ]; then
 			compute_check
+		elif [ "${PBX_BUDGET_UNTIL:-0}" -gt 0 ] && [ "$(date +%s)" -ge "$PBX_BUDGET_UNTIL" ]; then
+			head_stop "budget spent (budget: of the template, docs/cost.md): pbx set $(date -u -d "@$PBX_BUDGET_UNTIL" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "$PBX_BUDGET_UNTIL") as the time to power off, with every node running"
 		elif [ "$PBX_AUTOSTOP_S" -gt 0 ]; then
 			why=$(busy_with)
 			now=$(date +%s)
@@ -180,7 +185,7 @@ watch() {
 			elif [ -z "$idle_since" ]; then
 				idle_since=$now
 			elif [ $((now - idle_since)) -ge "$PBX_AUTOSTOP_S" ]; then
-				head_stop
+				head_stop "idle for $PBX_AUTOSTOP_S s (autostop): no SLURM job, no SSH session"
 			fi
 		fi
 		sleep "$TICK"

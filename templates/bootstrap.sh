@@ -1139,10 +1139,16 @@ fi
 
 # ---- autostop (templates/autostop.sh, docs/autostop.md): a watcher on
 # every node; the head's decides when the cluster has been idle for
-# PBX_AUTOSTOP seconds and powers it off, the others obey.  0: none runs.
+# PBX_AUTOSTOP seconds, or its budget is spent (PBX_BUDGET_UNTIL, unix s:
+# docs/cost.md), and powers it off, the others obey.  Neither: none runs
+# on the head.
 if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	stage autostop
 	is_uint "$PBX_AUTOSTOP" || die "PBX_AUTOSTOP must be a number of seconds (got '$PBX_AUTOSTOP')"
+	is_uint "${PBX_BUDGET_UNTIL:-0}" || die "PBX_BUDGET_UNTIL must be a time in unix seconds (got '$PBX_BUDGET_UNTIL')"
+	# the head's watcher: off when it has nothing to decide
+	head_off=0
+	[ "$ROLE" = head ] && [ "$PBX_AUTOSTOP" = 0 ] && [ "${PBX_BUDGET_UNTIL:-0}" = 0 ] && head_off=1
 	[ -r "$STAGE_DIR/autostop.sh" ] || die "no autostop.sh in PBX_STAGE ($STAGE_DIR)"
 	watcher=$ROOT/usr/local/sbin/pbx-autostop
 	ensure_parent "$watcher"
@@ -1154,6 +1160,7 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 		echo "# pbx-autostop's settings, written by pbx's bootstrap"
 		for kv in "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" \
 			"PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" "PBX_AUTOSTOP_S=$PBX_AUTOSTOP" \
+			"PBX_BUDGET_UNTIL=${PBX_BUDGET_UNTIL:-0}" \
 			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
 			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"}; do
 			sq "${kv#*=}"
@@ -1182,7 +1189,7 @@ WantedBy=multi-user.target
 UNIT
 		install_new "$unit" 0644
 		[ "$CHANGED" = 0 ] || { watcher_changed=1; systemctl daemon-reload; }
-		if [ "$PBX_AUTOSTOP" = 0 ] && [ "$ROLE" = head ]; then
+		if [ "$head_off" = 1 ]; then
 			systemctl disable --now pbx-autostop >/dev/null 2>&1 || :
 		elif ! systemctl is-active --quiet pbx-autostop || [ "$watcher_changed" = 1 ]; then
 			systemctl enable pbx-autostop >/dev/null 2>&1 || die "systemctl enable pbx-autostop failed"
@@ -1190,10 +1197,10 @@ UNIT
 		fi
 	else
 		pidfile_of pbx-autostop
-		if pid_alive "$PF" pbx-autostop && { [ "$watcher_changed" = 1 ] || [ "$PBX_AUTOSTOP" = 0 ]; }; then
+		if pid_alive "$PF" pbx-autostop && { [ "$watcher_changed" = 1 ] || [ "$head_off" = 1 ]; }; then
 			stop_pid pbx-autostop
 		fi
-		if ! { [ "$PBX_AUTOSTOP" = 0 ] && [ "$ROLE" = head ]; } && ! pid_alive "$PF" pbx-autostop; then
+		if [ "$head_off" = 0 ] && ! pid_alive "$PF" pbx-autostop; then
 			ensure_parent "$PF"
 			alog=$ROOT/var/log/pbx-autostop.log
 			ensure_parent "$alog"

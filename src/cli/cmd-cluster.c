@@ -614,6 +614,32 @@ static json_t *cluster_row_json(const struct pbx_cluster_row *r)
 	return o;
 }
 
+/* The spend fields of a cluster's JSON: spent and hourly (null when no
+ * run was priced), currency, node_hours, unpriced_runs, budget (null:
+ * none). */
+static void cluster_spend_json(json_t *o, const struct pbx_spend *s, int64_t budget)
+{
+	int priced = s->currency[0] != '\0';
+	json_object_set_new(o, "spent", priced ? price_money(s->spent) : json_null());
+	json_object_set_new(o, "hourly", priced ? price_money(s->hourly) : json_null());
+	json_object_set_new(o, "currency", priced ? json_string(s->currency) : json_null());
+	json_object_set_new(o, "node_hours", json_real((double)s->seconds / 3600.0));
+	json_object_set_new(o, "unpriced_runs", json_integer((json_int_t)s->unpriced));
+	json_object_set_new(o, "budget", budget > 0 ? price_money(budget) : json_null());
+}
+
+/* "12.3456 USD" (or "-" when nothing was priced) into out. */
+static void cluster_spend_text(const struct pbx_spend *s, int64_t nanos, char *out, size_t len)
+{
+	char amount[32];
+	if (!s->currency[0]) {
+		snprintf(out, len, "-");
+		return;
+	}
+	price_amount(nanos, amount);
+	snprintf(out, len, "%s %s%s", amount, s->currency, s->unpriced ? " + ?" : "");
+}
+
 static void cluster_time(int64_t t, char *out, size_t len)
 {
 	time_t tt = (time_t)t;
@@ -655,6 +681,17 @@ static void cluster_list_refresh(struct pbx_ctx *ctx, struct pbx_cluster_row *ro
 	pbx_cluster_close(c);
 }
 
+/* The budget of a listed cluster's template (0: none, or no configuration
+ * at hand: a plain list works whatever config.yaml holds). */
+static int64_t cluster_budget_of(struct pbx_ctx *ctx, const struct pbx_cluster_row *r)
+{
+	const struct pbx_cluster_template *t;
+	if (!ctx->cfg)
+		return 0;
+	t = pbx_config_template(ctx->cfg, r->template_name ? r->template_name : r->name);
+	return t ? t->budget : 0;
+}
+
 static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
@@ -675,20 +712,33 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		cluster_list_refresh(ctx, &rows[i]);
 	if (json) {
 		json_t *a = json_array();
-		for (i = 0; i < n; i++)
-			json_array_append_new(a, cluster_row_json(&rows[i]));
+		for (i = 0; i < n; i++) {
+			json_t *o = cluster_row_json(&rows[i]);
+			struct pbx_spend sp;
+			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) == 0)
+				cluster_spend_json(o, &sp, cluster_budget_of(ctx, &rows[i]));
+			json_array_append_new(a, o);
+		}
 		pbx_print_json(a);
 	} else {
-		static const char *const hdr[] = { "NAME", "CLOUD", "STATE", "CREATED" };
-		struct pbx_table *t = pbx_table_new(4, hdr);
+		static const char *const hdr[] = { "NAME", "CLOUD", "STATE", "CREATED", "PRICE/H",
+						   "SPENT" };
+		struct pbx_table *t = pbx_table_new(6, hdr);
 		for (i = 0; i < n; i++) {
-			char when[32];
-			const char *cells[4];
+			char when[32], hourly[48] = "-", spent[48] = "-";
+			const char *cells[6];
+			struct pbx_spend sp;
+			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) == 0) {
+				cluster_spend_text(&sp, sp.hourly, hourly, sizeof(hourly));
+				cluster_spend_text(&sp, sp.spent, spent, sizeof(spent));
+			}
 			cluster_time(rows[i].created, when, sizeof(when));
 			cells[0] = rows[i].name;
 			cells[1] = rows[i].cloud;
 			cells[2] = rows[i].state;
 			cells[3] = when;
+			cells[4] = hourly;
+			cells[5] = spent;
 			pbx_table_add(t, cells);
 		}
 		pbx_table_print(t);
@@ -699,7 +749,8 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc cluster_list_opts[] = {
 	{ "-a, --all", "include deleted clusters" },
-	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated}" },
+	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated,\n"
+			"spent, hourly, currency, node_hours, unpriced_runs, budget}" },
 	{ "-r, --refresh", "ask each cluster's cloud first: a cluster whose head is powered off "
 	  "(autostop) is recorded and shown as stopped" },
 	{ NULL, NULL },
@@ -730,11 +781,33 @@ static void cluster_print_autostop(const struct pbx_cluster *c, const char *last
 	printf(last ? "; last: %s\n" : "\n", last);
 }
 
+/* "cost: 1.1480 USD/h now; spent 3.2100 USD since ... (2.8 node-hours);
+ * budget 10.00 USD (32%)" */
+static void cluster_print_spend(const struct pbx_cluster *c, const struct pbx_spend *s)
+{
+	char hourly[48], spent[48], since[32], budget[32];
+	int64_t b = c->spec.t ? c->spec.t->budget : 0;
+	if (!strcmp(c->row.cloud, "local"))
+		return;   /* processes on this machine: no price */
+	cluster_spend_text(s, s->hourly, hourly, sizeof(hourly));
+	cluster_spend_text(s, s->spent, spent, sizeof(spent));
+	cluster_time(c->row.created, since, sizeof(since));
+	printf("cost: %s/h now; spent %s since %s (%.1f node-hours%s)", hourly, spent, since,
+	       (double)s->seconds / 3600.0, s->unpriced ? ", some unpriced: see 'pbx cluster price'" : "");
+	if (b > 0) {
+		pbx_money_format(b, 2, budget, sizeof(budget));
+		printf("; budget %s (%d%%)", budget,
+		       (int)((long double)s->spent * 100.0L / (long double)b));
+	}
+	printf("\n");
+}
+
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
 	struct pbx_cluster *c;
 	struct pbx_sinfo_node *sn = NULL;
+	struct pbx_spend spend;
 	size_t nsn = 0, i;
 	int json = cluster_has_flag(argc, argv, "-j", "--json"), live;
 	const char *name = NULL;
@@ -750,6 +823,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	stopped = live ? NULL : pbx_cluster_stopped_why(c);
 	last = pbx_cluster_last_stop(c);
+	pbx_cluster_spend_sync(c, time(NULL));   /* a stop just learnt ends its runs */
+	if (pbx_cluster_spend_of(ctx->store, c->row.id, time(NULL), &spend, &err) < 0)
+		memset(&spend, 0, sizeof(spend));
 	if (json) {
 		json_t *o = cluster_row_json(&c->row), *nodes = json_array(), *tmpl;
 		tmpl = json_loads(c->row.template_json, 0, NULL);
@@ -776,6 +852,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "autostop", json_integer(c->spec.t ? c->spec.t->autostop : 0));
 		json_object_set_new(o, "stopped", stopped ? json_string(stopped) : json_null());
 		json_object_set_new(o, "last_autostop", last ? json_string(last) : json_null());
+		cluster_spend_json(o, &spend, c->spec.t ? c->spec.t->budget : 0);
 		pbx_print_json(o);
 	} else {
 		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
@@ -784,6 +861,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		       pbx_cluster_uid_legacy(c->row.uid) ? ", made by a pbx without ids" : "",
 		       c->row.state, exposure);
 		cluster_print_autostop(c, last);
+		cluster_print_spend(c, &spend);
 		for (i = 0; i < c->nnodes; i++) {
 			char addr[128], gpus[16];
 			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
@@ -817,8 +895,10 @@ static const struct pbx_opt_doc cluster_show_opts[] = {
 	{ "-j, --json", "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
 			"template, its nodes (name, role, address, public_address, ssh_port,\n"
 			"gpus, state, slurm_state), ssh (which address blocks reach port 22),\n"
-			"autostop (seconds, 0 = off), stopped (why it is powered off, or null)\n"
-			"and last_autostop (the head's record of its last autostop, or null)" },
+			"autostop (seconds, 0 = off), stopped (why it is powered off, or null),\n"
+			"last_autostop (the head's record of its last autostop, or null), and\n"
+			"its cost: spent, hourly (the running nodes' price now), currency (null\n"
+			"when nothing was priced), node_hours, unpriced_runs, budget (or null)" },
 	{ NULL, NULL },
 };
 

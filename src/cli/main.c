@@ -5,6 +5,7 @@
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
+#include "cluster/cluster.h"
 #include "config/config.h"
 #include "http/http.h"
 #include "ssh/ssh.h"
@@ -77,6 +78,22 @@ static int main_global_opts(int argc, char **argv, bool *quiet, const char **con
 	return i;
 }
 
+/* Every verb that opens a cluster warns once when it has spent 80% of
+ * its budget or more (docs/cost.md). */
+static void main_budget_warning(struct pbx_cluster *c)
+{
+	static int warned;
+	char *w;
+	if (warned)
+		return;
+	w = pbx_cluster_budget_warning(c);
+	if (w) {
+		pbx_warning("%s", w);
+		warned = 1;
+	}
+	free(w);
+}
+
 int main(int argc, char **argv)
 {
 	struct pbx_ctx ctx = {0};
@@ -98,6 +115,7 @@ int main(int argc, char **argv)
 		return PBX_EXIT_USAGE;
 	}
 	pbx_output_init(quiet);
+	pbx_cluster_set_open_hook(main_budget_warning);
 	ctx.quiet = quiet;
 	ctx.stdout_tty = isatty(STDOUT_FILENO);
 	ctx.stderr_tty = isatty(STDERR_FILENO);

@@ -97,13 +97,19 @@ int pbx_cluster_uid_valid(const char *text);
 /* -------------------------------------------------------------- instances */
 
 /* One resource found by label (an instance, or the local provider's
- * cluster directory).  All strings owned by the array: pbx_instances_free. */
+ * cluster directory).  All strings owned by the array: pbx_instances_free.
+ * Whoever builds one zero-initialises it: stopped_at is 0 except where a
+ * provider's list reads it from the cloud. */
 struct pbx_instance {
 	char *id;      /* the provider's handle: instance name / directory */
 	char *zone;    /* may be NULL */
 	char *state;   /* the cloud's status, e.g. RUNNING; may be NULL */
 	char *cluster; /* the cluster id it carries (pbx-cluster-id); NULL when
 	                  the provider did not read it or it carries none */
+	int64_t stopped_at;   /* when a powered-off instance (TERMINATED / STOPPING /
+	                         SUSPENDED on Compute Engine, stopped / stopping on
+	                         EC2) stopped, unix seconds, as the cloud reports it;
+	                         0 when unknown or running */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 

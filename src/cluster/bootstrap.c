@@ -127,6 +127,11 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 			if (v && *v && strspn(v, "0123456789") == strlen(v))
 				bootstrap_env(&cmd, knobs[k], v);
 		}
+		if (c->budget_until > 0 && !strcmp(n->role, "head")) {
+			char until[24];   /* the head powers the cluster off then */
+			snprintf(until, sizeof(until), "%lld", (long long)c->budget_until);
+			bootstrap_env(&cmd, "PBX_BUDGET_UNTIL", until);
+		}
 		bootstrap_spot(&cmd, c->spec.t, grp, n->role);
 	}
 	pbx_buf_adds(&cmd, " && exec sh ");

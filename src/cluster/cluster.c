@@ -40,6 +40,13 @@ static void pbx_cluster_drop_state(struct pbx_cluster *c, const char *state)
 	c->nnodes = k;
 }
 
+static void (*cluster_open_hook)(struct pbx_cluster *c);
+
+void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c))
+{
+	cluster_open_hook = fn;
+}
+
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err)
 {
@@ -72,6 +79,10 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 		goto fail;
 	pbx_hostkeys_from_store(&c->hostkeys, st);
 	c->pool = pbx_ssh_pool_new(&c->hostkeys);
+	c->opened_at = time(NULL);
+	c->budget_until = pbx_cluster_budget_until(c, c->opened_at);
+	if (cluster_open_hook)
+		cluster_open_hook(c);
 	*out = c;
 	return 0;
 fail:
@@ -99,6 +110,7 @@ void pbx_cluster_close(struct pbx_cluster *c)
 {
 	if (!c)
 		return;
+	pbx_cluster_spend_sync(c, time(NULL));   /* what this verb started or stopped */
 	pbx_cluster_release(c);
 	free(c);
 }

@@ -131,7 +131,55 @@ struct pbx_cluster {
 	/* Set while `start` runs: a head that does not answer is being
 	 * brought up, not reported as stopped (pbx_cluster_connect). */
 	int starting;
+	/* When the cloud says the cluster powered off (unix s; 0 = not known),
+	 * set by pbx_cluster_stopped_why: where its node runs end. */
+	int64_t stopped_at;
+	/* For the bootstrap: when the head powers the cluster off because its
+	 * budget is spent (unix s; 0 = no budget to enforce), set on open. */
+	int64_t budget_until;
+	int64_t opened_at;            /* when pbx_cluster_open opened it (unix s) */
 };
+
+/* ------------------------------------------------------------- spend.c */
+
+/* What a cluster has cost (docs/cost.md), from its node runs. */
+struct pbx_spend {
+	int64_t spent;       /* 1e-9 units of currency, priced runs only */
+	int64_t hourly;      /* the running nodes' price an hour now */
+	int64_t seconds;     /* node-seconds, priced or not */
+	size_t runs, running;
+	size_t unpriced;     /* runs whose price was not known (not in spent) */
+	char currency[8];    /* "" when no run was priced */
+};
+/* Sums cluster `cluster_id`'s runs up to `now` into *s. */
+int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now,
+			 struct pbx_spend *s, struct pbx_err *err);
+/* Opens a run for each node of c whose instance runs and has none, and
+ * ends the runs of nodes deleted or powered off (at c->stopped_at when the
+ * cluster is powered off and the cloud said when), from the store's
+ * states; prices come from the cache only.  Best effort, silent. */
+void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now);
+
+struct pbx_budget {
+	int64_t budget;      /* the template's, nano-units */
+	struct pbx_spend spend;
+	int percent;         /* spend.spent / budget, rounded down */
+};
+/* 1 with *b filled when c's template sets a budget, else 0. */
+int pbx_cluster_budget(struct pbx_cluster *c, int64_t now, struct pbx_budget *b);
+/* 0, or -1 with PBX_EXIT_SECURITY when c has spent its budget: `what`
+ * ("parrun") is refused. */
+int pbx_cluster_budget_refuse(struct pbx_cluster *c, const char *what, struct pbx_err *err);
+/* A line for stderr when c has spent 80% of its budget or more, else
+ * NULL; caller frees. */
+char *pbx_cluster_budget_warning(struct pbx_cluster *c);
+/* When c's budget runs out if every node of its template runs from `now`
+ * on (`now` itself when it has; 0 when it sets none or no price is
+ * cached): the head powers the cluster off then. */
+int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now);
+/* Called with every cluster pbx_cluster_open opens (NULL: none): the CLI
+ * warns of a budget there. */
+void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
 
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,

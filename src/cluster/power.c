@@ -45,7 +45,8 @@ static char *power_last_stop(const char *root)
 	return res;
 }
 
-/* Whether the provider lists the head's instance as powered off. */
+/* Whether the provider lists the head's instance as powered off; then
+ * c->stopped_at is when it stopped, as the cloud says (0: not said). */
 static int power_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
@@ -63,6 +64,7 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||
 		    !strcmp(v[i].state, "stopping")) {
 			*state = pbx_visible(v[i].state, PBX_VISIBLE_LINE);
+			c->stopped_at = v[i].stopped_at;
 			off = 1;
 		}
 	}

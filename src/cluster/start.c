@@ -612,7 +612,10 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 		return -1;
 	pbx_cluster_use_template(c, t);
 	c->starting = 1;
-	rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
+	c->budget_until = pbx_cluster_budget_until(c, time(NULL));   /* -t's template */
+	rc = pbx_cluster_budget_refuse(c, "start", err);
+	if (rc == 0)
+		rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);
 		pbx_node_rows_free(c->nodes, c->nnodes);

@@ -26,7 +26,7 @@ static const char *const prices_keys[] = {
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
 static const char *const template_keys[] = {
 	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", "autostop", NULL
+	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", "autostop", "budget", NULL
 };
 static const char *const head_keys[] = { "machine_type", "service_account",
 					  "instance_profile", NULL };
@@ -440,6 +440,28 @@ static int pbx_parse_autostop(const struct pbx_ynode *m, int cloud,
 	return rc;
 }
 
+/* Optional budget: the most the cluster may spend, an amount in the price
+ * currency (docs/cost.md); absent or "off": none (t->budget 0). */
+static int pbx_parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			    struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "budget");
+	char *text = NULL;
+	int rc = 0;
+	t->budget = 0;
+	if (!v)
+		return 0;
+	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+		return -1;
+	if (strcmp(text, "off") != 0 && (pbx_money_parse(text, &t->budget) < 0 || t->budget == 0)) {
+		t->budget = 0;
+		rc = pbx_ynode_error(v, err, "must be an amount of the price currency like 250 or "
+				     "12.50 (a plain decimal above 0), or off, got '%s'", text);
+	}
+	free(text);
+	return rc;
+}
+
 static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
@@ -466,7 +488,7 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
 	    pbx_parse_external_ips(m, cloud, t, err) < 0 || pbx_parse_boot_timeout(m, t, err) < 0 ||
-	    pbx_parse_autostop(m, cloud, t, err) < 0)
+	    pbx_parse_autostop(m, cloud, t, err) < 0 || pbx_parse_budget(m, t, err) < 0)
 		return -1;
 	return pbx_parse_min_nodes(m, t, err);
 }

@@ -352,6 +352,8 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	size_t nt, n = 0, i;
 	int rc, lock;
 	*count = 0;
+	if (t->cluster && pbx_cluster_budget_refuse(t->cluster, "rerun", err) < 0)
+		return -1;
 	lock = jobs_lock(t->pkg.id, t->sub.cluster_id, err);   /* a parrun submits nothing meanwhile */
 	if (lock < 0)
 		return -1;

@@ -180,6 +180,20 @@ static const char *const migrations[] = {
 	"  nanos INTEGER NOT NULL,"
 	"  currency TEXT NOT NULL,"
 	"  PRIMARY KEY(cloud, region, item, spot, scope)) WITHOUT ROWID;",
+	/* 9: spend (src/cluster/spend.c, docs/cost.md) - each node's running
+	 * intervals: started when pbx saw its instance made or powered on,
+	 * ended (NULL while it runs) when it was deleted or powered off (the
+	 * cloud's own stop time where it gives one); nanos: its price an hour
+	 * when the interval began, in 1e-9 of `currency`; NULL when unknown */
+	"CREATE TABLE node_runs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+	"  node TEXT NOT NULL,"
+	"  started INTEGER NOT NULL,"
+	"  ended INTEGER,"
+	"  nanos INTEGER,"
+	"  currency TEXT NOT NULL DEFAULT '');"
+	"CREATE INDEX node_runs_cluster ON node_runs(cluster_id, node);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

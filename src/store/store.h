@@ -211,4 +211,29 @@ int pbx_store_price_get(struct pbx_store *st, const char *cloud, const char *reg
 			const char *item, int spot, int64_t *nanos, char currency[8],
 			struct pbx_err *err);
 
+/* --------------------------------------------------------------- node runs */
+
+/*
+ * Each node's running intervals (runs.c; src/cluster/spend.c decides when
+ * one begins or ends).  A run is open (ended 0) while its instance runs.
+ */
+struct pbx_node_run {
+	int64_t id;
+	char *node;             /* SLURM node name */
+	int64_t started;        /* unix s */
+	int64_t ended;          /* unix s; 0 = still running */
+	int64_t nanos;          /* its price an hour when it began; -1 = unknown */
+	char currency[8];       /* "" when unknown */
+};
+void pbx_node_runs_free(struct pbx_node_run *v, size_t n);
+/* Every run of cluster `cluster_id`, oldest first; *v owned by the caller
+ * (pbx_node_runs_free). */
+int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_node_run **v,
+			size_t *n, struct pbx_err *err);
+/* Begins a run of `node` at `started` (nanos -1: price unknown). */
+int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node,
+		       int64_t started, int64_t nanos, const char *currency, struct pbx_err *err);
+/* Ends run `id` at `ended` (never before it began). */
+int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct pbx_err *err);
+
 #endif

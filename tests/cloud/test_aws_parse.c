@@ -1,7 +1,8 @@
 /*
  * test_aws_parse.c - reading EC2 replies (libxml2): the error envelope as
  * AWS sends it (no namespace) and as moto does (a namespace, or
- * <ErrorResponse>), instance lists with nextToken, terminate replies, and
+ * <ErrorResponse>), instance lists with nextToken, terminate replies, a
+ * stopped instance's stop time from its reason (GMT, moto's UTC), and
  * which errors are retried (throttling, 5xx) and which never are
  * (capacity, quota, even as HTTP 500), and DescribeImages replies (state,
  * the pbx-image-id tag, the snapshots behind an AMI).
@@ -86,6 +87,63 @@ static void test_instances(void)
 	ok(aws_insts_parse(ERR("X"), strlen(ERR("X")), &v, &n, &next, &err) < 0 && n == 0,
 	   "an error envelope is not an instance list");
 	ok(aws_insts_parse("<a", 2, &v, &n, &next, &err) < 0, "broken XML");
+}
+
+/* A DescribeInstances page of one instance in `state` with, when not
+ * NULL, `reason` (DescribeInstances' <reason>: StateTransitionReason); its
+ * stopped_at, or -1 when the page is refused. */
+static long long stopped_at(const char *state, const char *reason)
+{
+	char *xml = xasprintf("<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/"
+		"2016-11-15/\"><reservationSet><item><instancesSet><item><instanceId>i-1</instanceId>"
+		"<instanceState><code>80</code><name>%s</name></instanceState>%s%s%s<stateReason><code>"
+		"Client.UserInitiatedShutdown</code><message>Client.UserInitiatedShutdown: User "
+		"initiated shutdown (2020-01-01 00:00:00 GMT)</message></stateReason></item>"
+		"</instancesSet></item></reservationSet></DescribeInstancesResponse>", state,
+		reason ? "<reason>" : "", reason ? reason : "", reason ? "</reason>" : "");
+	struct aws_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	long long at = aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) == 0 && n == 1
+		? (long long)v[0].stopped_at : -1;
+	aws_insts_free(v, n);
+	free(next);
+	free(xml);
+	return at;
+}
+
+/* A stopped or stopping instance's reason carries when it stopped
+ * (2026-11-26 10:00:00 UTC = 1795687200); GMT as EC2 writes it, UTC as
+ * moto does.  A running instance's, or a reason without such a time, is 0;
+ * the stateReason message is never read for it. */
+static void test_stop_times(void)
+{
+	static const char *const bad[] = {
+		"", "User initiated", "User initiated ()", "User initiated (2026-11-26 10:00:00)",
+		"User initiated (2026-11-26 10:00:00 PST)", "User initiated (2026-11-26T10:00:00 GMT)",
+		"User initiated (2026-11-26 10:00:00 GMT", "User initiated (2026-11-26 10:00 GMT)",
+		"User initiated (2026-13-26 10:00:00 GMT)", "User initiated (2026-02-29 10:00:00 GMT)",
+		"User initiated (2026-11-26 24:00:00 GMT)", "User initiated (2026-11-26 1a:00:00 GMT)",
+		"User initiated (1969-12-31 23:59:59 GMT)", "Server.ScheduledStop",
+	};
+	size_t i;
+	ok(stopped_at("stopped", "User initiated (2026-11-26 10:00:00 GMT)") == 1795687200,
+	   "stopped: the time of its reason (GMT, as EC2 writes it)");
+	ok(stopped_at("stopped", "User initiated (2026-11-26 10:00:00 UTC)") == 1795687200,
+	   "stopped: the time of its reason (UTC, as moto writes it)");
+	ok(stopped_at("stopping", "User initiated (2026-11-26 10:00:00 GMT)") == 1795687200,
+	   "stopping: the time of its reason");
+	ok(stopped_at("stopped", "(x) User initiated (2024-02-29 23:59:59 GMT) again") == 1709251199,
+	   "the first well-formed time in the reason, a leap day");
+	ok(stopped_at("running", "User initiated (2026-11-26 10:00:00 GMT)") == 0,
+	   "running: an earlier stop's reason is not read (0)");
+	ok(stopped_at("terminated", "User initiated (2026-11-26 10:00:00 GMT)") == 0,
+	   "terminated: not a powered-off instance (0)");
+	ok(stopped_at("stopped", NULL) == 0, "stopped without a reason: 0 (not the stateReason's time)");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(stopped_at("stopped", bad[i]) == 0, "a reason without a time ('%s'): 0, listed",
+		   bad[i]);
 }
 
 /* Addresses that are not IP addresses (they reach slurm.conf and ssh) are
@@ -217,6 +275,7 @@ int main(void)
 	test_quiet();
 	test_errors();
 	test_instances();
+	test_stop_times();
 	test_bad_addresses();
 	test_values();
 	return tap_done();

@@ -1,7 +1,8 @@
 /*
  * test_gce_parse.c - reading Compute Engine replies: operations (DONE with
  * error codes, QUOTA_EXCEEDED first), instance list pages (addresses,
- * zone, nextPageToken), Google's error shape, and which errors are retried.
+ * zone, nextPageToken, a powered-off instance's lastStopTimestamp),
+ * Google's error shape, and which errors are retried.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,57 @@ static void test_list(void)
 	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0, "an empty list has no items member");
 	json_decref(p1);
 	gce_insts_free(v, n);
+}
+
+/* A list page of one instance with `status` and, when not NULL, the JSON
+ * value `stamp` as its lastStopTimestamp; its stopped_at, or -1 when the
+ * page is refused. */
+static long long stopped_at(const char *status, const char *stamp)
+{
+	struct gce_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	char *page = xasprintf("{\"items\":[{\"name\":\"c-head\",\"status\":\"%s\"%s%s}]}", status,
+			       stamp ? ",\"lastStopTimestamp\":" : "", stamp ? stamp : "");
+	json_t *p = J(page);
+	long long at = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1
+		? (long long)v[0].stopped_at : -1;
+	gce_insts_free(v, n);
+	json_decref(p);
+	free(next);
+	free(page);
+	return at;
+}
+
+/* lastStopTimestamp of a powered-off instance, offset applied, in unix
+ * seconds (2026-11-26T13:43:21Z = 1795700601); a running instance's, an
+ * absent or a malformed one is 0 and never fails the list. */
+static void test_stop_times(void)
+{
+	static const char *const bad[] = {
+		"\"2026-11-26 13:43:21Z\"", "\"2026-11-26T13:43:21\"", "\"2026-11-26T13:43:21.Z\"",
+		"\"2026-11-26T13:43:21+0800\"", "\"2026-11-26T13:43:21+08\"", "\"2026-11-26T13:43:21Z \"",
+		"\"2026-11-26T13:43:21-08:00x\"", "\"2026-13-26T13:43:21Z\"", "\"2026-11-31T13:43:21Z\"",
+		"\"2026-02-29T00:00:00Z\"", "\"2026-11-26T24:00:00Z\"", "\"2026-11-26T13:60:00Z\"",
+		"\"2026-11-26T13:43:21+24:00\"", "\"2026-11-26T13:43:21+08:60\"", "\"+2026-11-26T13:43:21Z\"",
+		"\"2026-1-26T13:43:21Z\"", "\"1969-12-31T23:59:59Z\"", "\"1970-01-01T00:00:00Z\"",
+		"\"yesterday\"", "\"\"", "1795700601", "null", "{}",
+	};
+	size_t i;
+	ok(stopped_at("TERMINATED", "\"2026-11-26T05:43:21.123-08:00\"") == 1795700601,
+	   "TERMINATED: lastStopTimestamp with a -08:00 offset and milliseconds");
+	ok(stopped_at("TERMINATED", "\"2026-11-26T13:43:21Z\"") == 1795700601,
+	   "TERMINATED: lastStopTimestamp in UTC (Z)");
+	ok(stopped_at("SUSPENDED", "\"2026-11-26T19:13:21.5+05:30\"") == 1795700601,
+	   "SUSPENDED: a +05:30 offset");
+	ok(stopped_at("STOPPING", "\"2024-02-29T00:00:00.000000z\"") == 1709164800,
+	   "STOPPING: a leap day, microseconds, lowercase z");
+	ok(stopped_at("RUNNING", "\"2026-11-26T05:43:21.123-08:00\"") == 0,
+	   "RUNNING: an earlier stop's lastStopTimestamp is not read (0)");
+	ok(stopped_at("TERMINATED", NULL) == 0, "TERMINATED without lastStopTimestamp: 0");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(stopped_at("TERMINATED", bad[i]) == 0, "malformed lastStopTimestamp %s: 0, listed", bad[i]);
 }
 
 /* Addresses that are not IP addresses (they reach slurm.conf and ssh) are
@@ -212,6 +264,7 @@ int main(void)
 	test_dial_guard();
 	test_ops();
 	test_list();
+	test_stop_times();
 	test_bad_addresses();
 	test_errors();
 	return tap_done();

@@ -28,7 +28,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 8, "schema version is 8 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 9, "schema version is 9 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
@@ -163,7 +163,7 @@ static void test_migration_ids(void)
 	/* migrations 1-5 are not run again: user_version says they were;
 	 * migration 6 only touches the clusters table */
 	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 8, "and is migrated to schema 8");
+	ok(pbx_store_schema_version(st) == 9, "and is migrated to schema 9");
 	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
 	   err.msg);
 	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"),

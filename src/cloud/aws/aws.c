@@ -854,15 +854,17 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 #define AWS_SG "SECURITY_GROUP"
 #define AWS_KEY "KEY_PAIR"
 
-/* Appends one resource (zone and cluster may be NULL; cluster "" = none). */
+/* Appends one resource (zone and cluster may be NULL; cluster "" = none;
+ * stopped_at 0 but for a powered-off instance). */
 static void inst_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
-		     const char *state, const char *cluster)
+		     const char *state, const char *cluster, int64_t stopped_at)
 {
 	*v = xreallocarray(*v, *n + 1, sizeof(**v));
 	(*v)[*n].id = xstrdup(id);
 	(*v)[*n].zone = zone ? xstrdup(zone) : NULL;
 	(*v)[*n].state = xstrdup(state);
 	(*v)[*n].cluster = cluster && *cluster ? xstrdup(cluster) : NULL;
+	(*v)[*n].stopped_at = stopped_at;
 	(*n)++;
 }
 
@@ -883,11 +885,12 @@ static int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 		rc = aws_tagged_ids(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys,
 				    &key_ids, err);
 	for (i = 0; rc == 0 && i < nhave; i++)
-		inst_add(v, n, have[i].id, have[i].subnet, have[i].state, have[i].cluster);
+		inst_add(v, n, have[i].id, have[i].subnet, have[i].state, have[i].cluster,
+			 have[i].stopped_at);
 	for (i = 0; rc == 0 && i < nsg; i++)
-		inst_add(v, n, sg[i], NULL, AWS_SG, sg_ids[i]);
+		inst_add(v, n, sg[i], NULL, AWS_SG, sg_ids[i], 0);
 	for (i = 0; rc == 0 && i < nkeys; i++)
-		inst_add(v, n, keys[i], NULL, AWS_KEY, key_ids[i]);
+		inst_add(v, n, keys[i], NULL, AWS_KEY, key_ids[i], 0);
 	aws_insts_free(have, nhave);
 	strs_free(sg, nsg);
 	strs_free(sg_ids, sg_ids ? nsg : 0);

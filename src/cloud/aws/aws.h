@@ -122,6 +122,9 @@ struct aws_inst {
 	char *private_ip, *public_ip;    /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *reason;    /* stateReason message, may be NULL */
 	char *cluster;   /* its tag pbx-cluster-id, may be NULL */
+	int64_t stopped_at;   /* stopped or stopping: the time in its reason
+	                         (StateTransitionReason), unix seconds; 0 when
+	                         it has none or the instance is in another state */
 };
 void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances

@@ -1,7 +1,8 @@
 /*
  * parse.c - the EC2 Query API's XML replies read with libxml2 (no network,
  * no entity expansion, no DTD): the error envelope, instance lists
- * (RunInstances, DescribeInstances with nextToken, TerminateInstances),
+ * (RunInstances, DescribeInstances with nextToken, TerminateInstances;
+ * a stopped instance's stop time from its reason),
  * image lists (DescribeImages) and single values (groupId, keyName).
  * Elements are matched by local name: real EC2 sends <Response> without a
  * namespace, moto with one.  Every
@@ -13,6 +14,7 @@
 #include <libxml/tree.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/addr.h"
 #include "util/xalloc.h"
@@ -178,6 +180,58 @@ static char *address(xmlNode *item, const char *name, const char *id, struct ins
 	return NULL;
 }
 
+/* The value of the n decimal digits at s, or -1 when any is not one. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+	for (; n > 0; n--, s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
+}
+
+/* Unix seconds of the time in an instance's reason (DescribeInstances'
+ * <reason>, the API's StateTransitionReason), which EC2 writes as
+ * "User initiated (2026-11-26 10:00:00 GMT)" and moto with UTC for GMT:
+ * the first "(YYYY-MM-DD HH:MM:SS GMT)" or "(... UTC)" in it.  0 when s
+ * is NULL or holds no such time, a field is out of range, or the time is
+ * not after 1970; never an error. */
+static int64_t reason_time(const char *s)
+{
+	static const int mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *p;
+	for (p = s ? strchr(s, '(') : NULL; p; p = strchr(p + 1, '(')) {
+		struct tm tm = { 0 };
+		int y, mo, d, h, mi, sec;
+		time_t t;
+		if (strnlen(p + 1, 24) < 24 || p[5] != '-' || p[8] != '-' || p[11] != ' ' ||
+		    p[14] != ':' || p[17] != ':' ||
+		    (strncmp(p + 20, " GMT)", 5) != 0 && strncmp(p + 20, " UTC)", 5) != 0))
+			continue;
+		y = digits(p + 1, 4);
+		mo = digits(p + 6, 2);
+		d = digits(p + 9, 2);
+		h = digits(p + 12, 2);
+		mi = digits(p + 15, 2);
+		sec = digits(p + 18, 2);
+		if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
+		    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60 ||
+		    (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
+			continue;
+		tm.tm_year = y - 1900;
+		tm.tm_mon = mo - 1;
+		tm.tm_mday = d;
+		tm.tm_hour = h;
+		tm.tm_min = mi;
+		tm.tm_sec = sec;
+		t = timegm(&tm);
+		return t > 0 ? (int64_t)t : 0;
+	}
+	return 0;
+}
+
 /* One instance item; one with a bad address is still kept (without it),
  * so that it can be found and terminated, and the reply fails. */
 static void inst_add(xmlNode *item, struct inst_walk *w)
@@ -198,6 +252,11 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.subnet = child_text(item, "subnetId");
 	x.reason = child_text(child(item, "stateReason"), "message");
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
+	if (!strcmp(x.state, "stopped") || !strcmp(x.state, "stopping")) {
+		char *why = child_text(item, "reason");
+		x.stopped_at = reason_time(why);
+		free(why);
+	}
 	*w->v = xreallocarray(*w->v, *w->n + 1, sizeof(**w->v));
 	(*w->v)[(*w->n)++] = x;
 }

@@ -366,7 +366,7 @@ static int gce_firewalls(struct gce *g, struct pbx_err *err)
 /* -------------------------------------------------------------- routers */
 
 static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
-		    const char *state, const char *cluster);
+		    const char *state, const char *cluster, int64_t stopped_at);
 
 /* Compute nodes without an external address reach the internet through a
  * Cloud NAT.  A NAT covering every subnetwork must be the only NAT on its
@@ -560,7 +560,7 @@ static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
 		rc = gce_router_is_last(g, regions[i], err);
 		if (rc == 1) {
 			char *name = gce_router_name(g);
-			gce_add(v, n, name, regions[i], "ROUTER", NULL);
+			gce_add(v, n, name, regions[i], "ROUTER", NULL, 0);
 			free(name);
 			rc = 0;
 		}
@@ -750,6 +750,7 @@ static void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct
 			v[n].id = gce_instance_name(g, nodes[g->pending[i].nodes[k]].name);
 			v[n].zone = xstrdup(g->pending[i].zone);
 			v[n].cluster = NULL;
+			v[n].stopped_at = 0;
 			v[n++].state = NULL;
 		}
 	rc = gce_delete_instances(g, v, n, &e2);
@@ -1020,9 +1021,9 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 }
 
 /* Appends one resource to *v (strings copied; zone, state, cluster may
- * be NULL). */
+ * be NULL; stopped_at 0 but for a powered-off instance). */
 static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
-		    const char *state, const char *cluster)
+		    const char *state, const char *cluster, int64_t stopped_at)
 {
 	struct pbx_instance *x;
 	*v = xreallocarray(*v, *n + 1, sizeof(**v));
@@ -1031,6 +1032,7 @@ static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const ch
 	x->zone = zone ? xstrdup(zone) : NULL;
 	x->state = state ? xstrdup(state) : NULL;
 	x->cluster = cluster ? xstrdup(cluster) : NULL;
+	x->stopped_at = stopped_at;
 }
 
 /* The cluster's firewall rules that are its own (gce_rule_state). */
@@ -1045,7 +1047,7 @@ static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n,
 		if (state != GCE_RULE_MINE)
 			continue;
 		name = gce_firewall_name(g, which);
-		gce_add(v, n, name, NULL, "FIREWALL", g->s->uid);
+		gce_add(v, n, name, NULL, "FIREWALL", g->s->uid, 0);
 		free(name);
 	}
 	return 0;
@@ -1070,7 +1072,7 @@ static int gce_survey_rules(struct gce *g, struct pbx_instance **v, size_t *n,
 		const char *name = json_string_value(json_object_get(it, "name"));
 		char *owner = gce_firewall_owner(it);
 		if (name)
-			gce_add(v, n, name, NULL, "FIREWALL", owner);
+			gce_add(v, n, name, NULL, "FIREWALL", owner, 0);
 		free(owner);
 	}
 	json_decref(r);
@@ -1091,7 +1093,7 @@ static int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_er
 		return -1;
 	for (i = 0; i < nhave; i++)
 		gce_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone, have[i].status,
-			have[i].cluster);
+			have[i].cluster, have[i].stopped_at);
 	gce_insts_free(have, nhave);
 	if (!g->s->uid)
 		return gce_survey_rules(g, v, n, err);

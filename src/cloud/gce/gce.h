@@ -110,6 +110,9 @@ struct gce_inst {
 	char *name, *zone, *status;
 	char *private_ip, *public_ip;   /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *cluster;                  /* label pbx-cluster-id; may be NULL */
+	int64_t stopped_at;             /* lastStopTimestamp in unix seconds when the
+	                                   status is not RUNNING; 0 when absent,
+	                                   malformed or running */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);

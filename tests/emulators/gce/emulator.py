@@ -758,6 +758,8 @@ class App:
                                 or [None])[0],
                       "body": i.body, "body_error": i.body_error, "preempted": i.preempted,
                       "serviceAccounts": i.res.get("serviceAccounts", []),
+                      "lastStartTimestamp": i.res.get("lastStartTimestamp"),
+                      "lastStopTimestamp": i.res.get("lastStopTimestamp"),
                       "metadata_error": (w.bodies.metadata_error(i)
                                          if hasattr(w.bodies, "metadata_error") else None)}
                      for i in w.instances.values() if i.visible]

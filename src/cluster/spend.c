@@ -1,0 +1,269 @@
+/*
+ * spend.c - what a cluster has cost, and its budget (issue 20, docs/cost.md).
+ *
+ * The store keeps each node's running intervals (node_runs): a run begins
+ * when pbx sees the node's instance made or powered on, and ends when it
+ * is deleted or powered off, at the cloud's own stop time where the cloud
+ * gives one (an autostop while the laptop was off).  Each run carries the
+ * node's price an hour when it began, from the price cache (never fetched
+ * here), so spend = the sum over runs of hours x that price: stopped and
+ * deleted time is free.
+ *
+ * pbx_cluster_spend_sync brings the runs in line with the store's node and
+ * cluster states; pbx_cluster_close calls it, so every verb that starts,
+ * stops, resizes or finds a cluster powered off leaves the runs true.
+ *
+ * The budget (template key `budget:`) is enforced twice: on the laptop,
+ * where a verb warns from 80% on and a submission is refused at 100%
+ * (pbx_cluster_budget_refuse), and on the head, which powers the cluster
+ * off at the time the budget runs out with every node running
+ * (pbx_cluster_budget_until, given to templates/autostop.sh), so the
+ * cluster stops with the laptop off.
+ */
+#include "cluster/cluster_internal.h"
+#include "cloud/price/price.h"
+#include "util/money.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether a node in store state `state` has an instance that runs (and is
+ * paid for) while its cluster is not powered off. */
+static int spend_node_runs(const char *state)
+{
+	return state && strcmp(state, PBX_NODE_NOT_CREATED) != 0 && strcmp(state, "deleted") != 0;
+}
+
+/* The quote line of node `name`: "head", or the group whose name is the
+ * node's without its number (gpu3 -> gpu); NULL when none fits. */
+static const struct pbx_price_line *spend_line(const struct pbx_price_quote *q,
+					       const char *name, const char *role)
+{
+	const struct pbx_price_line *best = NULL;
+	size_t i, len, best_len = 0;
+	for (i = 0; i < q->n; i++) {
+		const char *g = q->lines[i].group;
+		if (!g)
+			continue;
+		if (!strcmp(role, "head")) {
+			if (i == 0)
+				return &q->lines[0];   /* the head's line comes first */
+			continue;
+		}
+		if (i == 0)
+			continue;
+		len = strlen(g);
+		if (!strncmp(name, g, len) && name[len] && strspn(name + len, "0123456789") ==
+		    strlen(name + len) && len > best_len) {
+			best = &q->lines[i];
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+/* Node `name`'s price an hour from the cache (-1: unknown). */
+static int64_t spend_node_price(const struct pbx_price_quote *q, int quoted, const char *name,
+				const char *role)
+{
+	const struct pbx_price_line *l = quoted ? spend_line(q, name, role) : NULL;
+	return l ? l->each : -1;
+}
+
+/* The open run of `node` among v, or NULL. */
+static struct pbx_node_run *spend_open_run(struct pbx_node_run *v, size_t n, const char *node)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!v[i].ended && !strcmp(v[i].node, node))
+			return &v[i];
+	return NULL;
+}
+
+static const struct pbx_node_row *spend_node(const struct pbx_node_row *v, size_t n,
+					     const char *name)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+/* Whether the live cluster named like c is c, powered on. */
+static int spend_cluster_on(struct pbx_cluster *c)
+{
+	struct pbx_cluster_row row;
+	struct pbx_err err = PBX_ERR_INIT;
+	int on;
+	if (pbx_store_cluster_get(c->store, c->row.name, &row, &err) < 0)
+		return 0;   /* deleted */
+	on = row.id == c->row.id && strcmp(row.state, "stopped") != 0 &&
+	     strcmp(row.state, "deleted") != 0;
+	pbx_cluster_row_free(&row);
+	return on;
+}
+
+void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
+{
+	struct pbx_node_row *nodes = NULL;
+	struct pbx_node_run *runs = NULL;
+	struct pbx_price_quote q;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t nn = 0, nr = 0, i;
+	int on, quoted = 0;
+	if (!c->store || !c->row.id || !c->row.name || !c->row.cloud ||
+	    !strcmp(c->row.cloud, "local"))   /* processes on this machine: no price */
+		return;
+	memset(&q, 0, sizeof(q));
+	on = spend_cluster_on(c);
+	if (pbx_store_node_list(c->store, c->row.id, &nodes, &nn, &err) < 0 ||
+	    pbx_store_runs_list(c->store, c->row.id, &runs, &nr, &err) < 0)
+		goto out;
+	/* runs that end: their node is gone, or off, or the cluster is */
+	for (i = 0; i < nr; i++) {
+		const struct pbx_node_row *n = spend_node(nodes, nn, runs[i].node);
+		if (runs[i].ended || (on && n && spend_node_runs(n->state)))
+			continue;
+		/* powered off while pbx was not looking: the cloud says when */
+		pbx_store_run_close(c->store, runs[i].id,
+				    !on && c->stopped_at > 0 && c->stopped_at <= now ? c->stopped_at
+										     : now, &err);
+	}
+	if (!on)
+		goto out;
+	for (i = 0; i < nn; i++) {
+		int64_t nanos;
+		if (!spend_node_runs(nodes[i].state) || spend_open_run(runs, nr, nodes[i].name))
+			continue;
+		if (!quoted && c->spec.t) {
+			struct pbx_err qerr = PBX_ERR_INIT;
+			quoted = pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &qerr) == 0 ? 1 : -1;
+		}
+		nanos = spend_node_price(&q, quoted == 1, nodes[i].name, nodes[i].role);
+		/* from when this verb began: a start's instances run from then */
+		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
+				   c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now, nanos,
+				   q.currency, &err);
+	}
+out:
+	pbx_price_quote_free(&q);
+	pbx_node_runs_free(runs, nr);
+	pbx_node_rows_free(nodes, nn);
+}
+
+int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now,
+			 struct pbx_spend *s, struct pbx_err *err)
+{
+	struct pbx_node_run *runs = NULL;
+	size_t n = 0, i;
+	memset(s, 0, sizeof(*s));
+	if (pbx_store_runs_list(st, cluster_id, &runs, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		int64_t end = runs[i].ended ? runs[i].ended : now;
+		int64_t secs = end > runs[i].started ? end - runs[i].started : 0;
+		s->seconds += secs;
+		if (!runs[i].ended)
+			s->running++;
+		if (runs[i].nanos < 0) {
+			s->unpriced++;
+			continue;
+		}
+		if (!s->currency[0])
+			snprintf(s->currency, sizeof(s->currency), "%s", runs[i].currency);
+		/* hours x price, in 1e-9 units; a long double keeps the product
+		 * exact to well below a cent for years of a node */
+		s->spent += (int64_t)((long double)secs * runs[i].nanos / 3600.0L + 0.5L);
+		if (!runs[i].ended)
+			s->hourly += runs[i].nanos;
+	}
+	s->runs = n;
+	pbx_node_runs_free(runs, n);
+	return 0;
+}
+
+int pbx_cluster_budget(struct pbx_cluster *c, int64_t now, struct pbx_budget *b)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	memset(b, 0, sizeof(*b));
+	if (!c->spec.t || c->spec.t->budget <= 0 || !c->row.id)
+		return 0;
+	b->budget = c->spec.t->budget;
+	if (pbx_cluster_spend_of(c->store, c->row.id, now, &b->spend, &err) < 0)
+		return 0;
+	b->percent = (int)((long double)b->spend.spent * 100.0L / (long double)b->budget);
+	return 1;
+}
+
+/* "12.3456 of the budget 10.00 USD (123%)" into out. */
+static void budget_text(const struct pbx_budget *b, char *out, size_t size)
+{
+	char spent[32], budget[32];
+	pbx_money_format(b->spend.spent, 4, spent, sizeof(spent));
+	pbx_money_format(b->budget, 2, budget, sizeof(budget));
+	snprintf(out, size, "%s of its budget %s%s%s (%d%%)", spent, budget,
+		 b->spend.currency[0] ? " " : "", b->spend.currency, b->percent);
+}
+
+int pbx_cluster_budget_refuse(struct pbx_cluster *c, const char *what, struct pbx_err *err)
+{
+	struct pbx_budget b;
+	char text[160];
+	if (!pbx_cluster_budget(c, time(NULL), &b) || b.spend.spent < b.budget)
+		return 0;
+	budget_text(&b, text, sizeof(text));
+	return pbx_err_setc(err, PBX_EXIT_SECURITY, "%s refused: cluster %s has spent %s; raise "
+			    "budget: in %s's template (or set it off) to go on", what, c->row.name,
+			    text, c->row.name);
+}
+
+char *pbx_cluster_budget_warning(struct pbx_cluster *c)
+{
+	struct pbx_budget b;
+	char text[160];
+	if (!pbx_cluster_budget(c, time(NULL), &b) || b.percent < 80)
+		return NULL;
+	budget_text(&b, text, sizeof(text));
+	if (b.spend.spent >= b.budget)
+		return xasprintf("cluster %s has spent %s: new submissions are refused, and its "
+				 "head powers it off (disks kept)", c->row.name, text);
+	return xasprintf("cluster %s has spent %s", c->row.name, text);
+}
+
+/* Seconds before the budget runs out that the head begins to power the
+ * cluster off (its compute nodes first, each VM's shutdown): 120, or
+ * PBX_BUDGET_MARGIN_S (tests). */
+static int64_t budget_margin(void)
+{
+	const char *v = getenv("PBX_BUDGET_MARGIN_S");
+	if (v && *v && strlen(v) < 7 && strspn(v, "0123456789") == strlen(v))
+		return atoll(v);
+	return 120;
+}
+
+int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now)
+{
+	struct pbx_price_quote q;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_budget b;
+	int64_t until = 0;
+	if (!pbx_cluster_budget(c, now, &b))
+		return 0;
+	if (b.spend.spent >= b.budget)
+		return now;
+	if (pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &err) < 0)
+		return 0;
+	/* every node of the template running from now on: the earliest the
+	 * budget can run out, less the time the cluster takes to power off */
+	if (q.total > 0) {
+		until = now + (int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
+					(long double)q.total) - budget_margin();
+		if (until < now)
+			until = now;
+	}
+	pbx_price_quote_free(&q);
+	return until;
+}
