@@ -182,6 +182,7 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK(t->ngroups == 2 && t->line == 11);
 	CHECK(t->autostop == 3600);   /* gce's default */
 	CHECK(cfg->templates[0].autostop == 0 && cfg->templates[2].autostop == 5400);
+	CHECK(t->budget == 0 && cfg->templates[2].budget == 12500000000LL);   /* none; 12.5 */
 	CHECK_STR(t->groups[1].name, "gpu");
 	CHECK(t->groups[1].count == 4 && t->groups[1].gpus == 2 && t->groups[1].spot);
 	CHECK_STR(t->groups[1].gpu_type, "nvidia-tesla-t4");

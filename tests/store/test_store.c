@@ -205,6 +205,38 @@ static void test_two_writers(void)
 	pbx_store_close(st);
 }
 
+/* Node runs (spend): open, close no earlier than the start, list in order;
+ * a run with an unknown price keeps it unknown. */
+static void test_node_runs(void)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_node_run *v = NULL;
+	size_t n = 0;
+	int64_t id;
+
+	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
+	ok(pbx_store_cluster_create(st, "runs", "0000000000000000000000000000000f", "gce", "{}", 0,
+				    &id, &err) == 0, "create a cluster for runs: %s", err.msg);
+	ok(pbx_store_run_open(st, id, "head", 1000, 3600000000000LL, "USD", &err) == 0 &&
+	   pbx_store_run_open(st, id, "node1", 1010, -1, "USD", &err) == 0, "two runs open");
+	ok(pbx_store_runs_list(st, id, &v, &n, &err) == 0 && n == 2, "listed: 2");
+	if (n == 2) {
+		ok(!strcmp(v[0].node, "head") && v[0].started == 1000 && v[0].ended == 0 &&
+		   v[0].nanos == 3600000000000LL && !strcmp(v[0].currency, "USD"), "the head's run, open");
+		ok(!strcmp(v[1].node, "node1") && v[1].nanos == -1 && !v[1].currency[0],
+		   "an unknown price stays unknown, without a currency");
+		ok(pbx_store_run_close(st, v[0].id, 1100, &err) == 0 &&
+		   pbx_store_run_close(st, v[1].id, 900, &err) == 0, "both closed");
+		ok(pbx_store_run_close(st, v[0].id, 5000, &err) == 0, "closing a closed run is a no-op");
+	}
+	pbx_node_runs_free(v, n);
+	ok(pbx_store_runs_list(st, id, &v, &n, &err) == 0 && n == 2 && v[0].ended == 1100 &&
+	   v[1].ended == 1010, "ended as given, a run never ends before it began, and stays ended");
+	pbx_node_runs_free(v, n);
+	pbx_store_close(st);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/pbx-store-XXXXXX";
@@ -215,6 +247,7 @@ int main(void)
 	test_nodes_and_hostkeys();
 	test_migration_ids();
 	test_two_writers();
+	test_node_runs();
 	{
 		char *cmd = xasprintf("rm -rf %s", dir);
 		if (system(cmd) != 0)
