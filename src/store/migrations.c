@@ -193,7 +193,10 @@ static const char *const migrations[] = {
 	"  ended INTEGER,"
 	"  nanos INTEGER,"
 	"  currency TEXT NOT NULL DEFAULT '');"
-	"CREATE INDEX node_runs_cluster ON node_runs(cluster_id, node);",
+	"CREATE INDEX node_runs_cluster ON node_runs(cluster_id, node);"
+	/* one open run a node: two verbs closing a cluster at once cannot
+	 * both begin one (the second insert fails, and is ignored) */
+	"CREATE UNIQUE INDEX node_runs_open ON node_runs(cluster_id, node) WHERE ended IS NULL;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -220,6 +220,8 @@ static void test_node_runs(void)
 				    &id, &err) == 0, "create a cluster for runs: %s", err.msg);
 	ok(pbx_store_run_open(st, id, "head", 1000, 3600000000000LL, "USD", &err) == 0 &&
 	   pbx_store_run_open(st, id, "node1", 1010, -1, "USD", &err) == 0, "two runs open");
+	ok(pbx_store_run_open(st, id, "head", 1001, 1, "USD", &err) < 0,
+	   "a second open run of the same node is refused");
 	ok(pbx_store_runs_list(st, id, &v, &n, &err) == 0 && n == 2, "listed: 2");
 	if (n == 2) {
 		ok(!strcmp(v[0].node, "head") && v[0].started == 1000 && v[0].ended == 0 &&
