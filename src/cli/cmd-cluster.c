@@ -706,6 +706,10 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	 * works whatever config.yaml holds */
 	if (refresh && !ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
 		return pbx_report(&err);
+	if (!ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0) {
+		ctx->cfg = NULL;   /* budgets are left out: the list itself needs none */
+		pbx_err_clear(&err);
+	}
 	if (pbx_store_cluster_list(ctx->store, all, &rows, &n, &err) < 0)
 		return pbx_report(&err);
 	for (i = 0; refresh && i < n; i++)
