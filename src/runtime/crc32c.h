@@ -2,10 +2,11 @@
  * crc32c.h - CRC-32C (Castagnoli), the checksum of TFRecord framing.
  *
  * Used by tfevents.c to frame TensorBoard event records (see
- * /work/shared/reference/formats.md 5.1).  Reflected polynomial 0x82F63B78,
- * initial value and final XOR 0xFFFFFFFF, so the calling convention is
- * zlib's crc32(): start with crc = 0 and chain calls to checksum data in
- * pieces:  pbx_crc32c(pbx_crc32c(0, a, na), b, nb) == crc of a||b.
+ * docs/formats.md, "CRC-32C" and "The mask").  Reflected polynomial
+ * 0x82F63B78, initial value and final XOR 0xFFFFFFFF, so the calling
+ * convention is zlib's crc32(): start with crc = 0 and chain calls to
+ * checksum data in pieces:
+ *   pbx_crc32c(pbx_crc32c(0, a, na), b, nb) == crc of a||b.
  * Check value: pbx_crc32c(0, "123456789", 9) == 0xE3069283.
  * Thread-safe (the table is built once under pthread_once).
  */

@@ -7,7 +7,7 @@
  * file_version: "brain.Event:2"}; each scalar is Event{wall_time, step,
  * summary{value{tag, simple_value}}}, which TensorBoard still reads (it
  * migrates simple_value to a scalar tensor).  Layout details:
- * /work/shared/reference/formats.md, 5.1 and 5.2.
+ * docs/formats.md, "TFRecord framing" and "TensorBoard event files".
  *
  * metrics.c uses this to mirror metrics.jsonl for TensorBoard; the pieces
  * (record framing, proto encoding) are public so tests and tools can reuse

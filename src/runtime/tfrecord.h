@@ -4,8 +4,8 @@
  * from proto/example.proto) and loading a sharded data set.
  *
  * A record is u64 length, masked CRC-32C of those 8 bytes, data, masked
- * CRC-32C of the data (little-endian; /work/shared/reference/formats.md
- * 5.1); tfevents.h's pbx_tfrecord_write() writes one.  An image record is
+ * CRC-32C of the data (little-endian; docs/formats.md, "TFRecord
+ * framing"); tfevents.h's pbx_tfrecord_write() writes one.  An image record is
  * a tf.train.Example with the features
  *   image:    bytes, the raw uint8 pixels, HWC, h*w*c of them
  *   label:    int64, 0..65535

@@ -2,8 +2,8 @@
  * sigv4.c - AWS Signature Version 4 for a request with a body (the EC2
  * Query API's form POST), with OpenSSL: canonical request, string to sign,
  * the derived key, the Authorization header.  Steps as in
- * ../shared/reference/cloud-api.md B1; tests/cloud/test_aws_sigv4.c checks
- * it against botocore.
+ * docs/cloud-api.md, "EC2: SigV4"; tests/cloud/test_aws_sigv4.c checks
+ * it against AWS's test vector and botocore.
  */
 #include "cloud/aws/aws.h"
 

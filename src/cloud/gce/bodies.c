@@ -1,7 +1,8 @@
 /*
  * bodies.c - the JSON bodies pbx sends to Compute Engine (shapes as in
- * the compute v1 reference, see ../shared/reference/cloud-api.md A3, A6,
- * and docs/gce-network.md): the cluster's two firewall rules, the Cloud
+ * the compute v1 reference, see docs/cloud-api.md, "Compute Engine:
+ * instance body" and "Compute Engine: bulkInsert", and
+ * docs/gce-network.md): the cluster's two firewall rules, the Cloud
  * Router with Cloud NAT that pbx clusters share per network and region
  * (outbound traffic of compute nodes that have no external address), and a
  * bulkInsert per node kind, with the cluster's labels, network tags, the

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gcloud.sh - the real gcloud CLI drives the Compute Engine emulator: it
-# creates (a GPU Spot instance as in reference/cloud-api.md, and a plain
-# one), lists, describes and deletes instances, and creates, lists and
+# creates (a GPU Spot instance as in docs/cloud-api.md, "Compute Engine:
+# instance body" and "Compute Engine: gcloud against the emulator", and a
+# plain one), lists, describes and deletes instances, and creates, lists and
 # deletes a firewall rule; refusals reach the user as gcloud's errors.
 # Several instances in one command go as one multipart batch
 # (/batch/compute/v1).  No node bodies; 127.0.0.1 only.  TAP output;

@@ -102,7 +102,8 @@ class Emulator:
 
 
 def instance_body(name, zone=ZONE, gpus=0, labels=None, keys=None, nat=True, **extra):
-    """An instances.insert body like the one gcloud sends (reference/cloud-api.md)."""
+    """An instances.insert body like the one gcloud sends (docs/cloud-api.md,
+    "Compute Engine: instance body")."""
     body = {
         "name": name,
         "machineType": "zones/%s/machineTypes/n1-standard-8" % zone,
