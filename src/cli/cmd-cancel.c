@@ -41,6 +41,7 @@ const struct pbx_cmd pbx_cmd_cancel = {
 	.name = "cancel",
 	.summary = "cancel the tasks of an experiment, or one task",
 	.usage = "pbx cancel PKG[:TASK]",
+	.args = "TASK",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cancel_exec,
 };

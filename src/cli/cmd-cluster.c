@@ -270,6 +270,7 @@ static const struct pbx_cmd cmd_cluster_price = {
 		       "any entry.  Disks, network egress, external addresses and NAT are not\n"
 		       "included.  `start` and `start --dry-run` show the same before anything\n"
 		       "is made.  See docs/cost.md.",
+	.args = "CLUSTER|TEMPLATE",
 	.options = cluster_price_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_price_exec,
@@ -369,6 +370,7 @@ static const struct pbx_cmd cmd_cluster_start = {
 		       "as they were, and its queued jobs run.  First it shows the cluster's\n"
 		       "price an hour by node group (as `pbx cluster price`; on stderr, not with\n"
 		       "-q); a price that cannot be had is a warning.",
+	.args = "CLUSTER|TEMPLATE",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_start_exec,
@@ -481,6 +483,7 @@ static const struct pbx_cmd cmd_cluster_stop = {
 		       "and exits 3; 'pbx cluster stop --id ID NAME' then deletes exactly what\n"
 		       "carries that id.  A cluster made by a pbx without ids has a decimal id;\n"
 		       "its resources are found by name and that number (see the README).",
+	.args = "CLUSTER",
 	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_stop_exec,
@@ -593,6 +596,7 @@ static const struct pbx_cmd cmd_cluster_resize = {
 		       "running jobs go on.  The new size is recorded with the cluster: a later\n"
 		       "'pbx cluster start' keeps it.  An interrupted resize is finished by\n"
 		       "running it again (removing) or 'pbx cluster start NAME' (adding).",
+	.args = "CLUSTER",
 	.options = cluster_resize_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_resize_exec,
@@ -914,6 +918,7 @@ static const struct pbx_cmd cmd_cluster_show = {
 		       "ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
 		       "(one SSH round trip).  When the head cannot be reached the states are\n"
 		       "left out with a warning; when its host key changed, pbx exits 4.",
+	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_show_exec,
@@ -968,6 +973,7 @@ static const struct pbx_cmd cmd_cluster_exec = {
 		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
 		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
 		       "status.",
+	.args = "CLUSTER",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
 		    "pbx cluster exec local -- sinfo",
@@ -1052,6 +1058,7 @@ static const struct pbx_cmd cmd_cluster_ssh = {
 		       "without the cluster's environment.",
 	.examples = "pbx cluster ssh gce-gpu\n"
 		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
+	.args = "CLUSTER",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_ssh_exec,
 };

@@ -49,6 +49,7 @@ static const struct pbx_cmd cmd_config_check = {
 	.description = "Parses FILE (default $PBX_HOME/config.yaml) and checks every key, type\n"
 		       "and value, the permissions of the file and of the SSH keys it names.\n"
 		       "Errors name the file, line and key; nothing is changed.",
+	.args = "FILE",
 	.exec = cmd_config_check_exec,
 };
 

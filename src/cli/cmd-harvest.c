@@ -179,6 +179,7 @@ const struct pbx_cmd pbx_cmd_harvest = {
 		       "the harvest stops (exit 1) saying how much is needed and free, and where.\n"
 		       "An 'outputs' pattern (pbx-experiment(5), Patterns) that matches no file of\n"
 		       "any ended task is reported as a warning naming its file and line.",
+	.args = "PACKAGE",
 	.options = harvest_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_harvest_exec,

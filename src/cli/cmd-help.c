@@ -42,6 +42,7 @@ const struct pbx_cmd pbx_cmd_help = {
 	.description = "Without VERB, lists the verbs.  With VERB, shows the same text as\n"
 		       "'pbx VERB --help'.  With --man, prints the verb's man page as roff\n"
 		       "(the pages in man/ are generated this way).",
+	.args = "VERB",
 	.exec = cmd_help_exec,
 };
 

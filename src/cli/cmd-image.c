@@ -139,6 +139,7 @@ static const struct pbx_cmd cmd_image_build = {
 		       "'pbx image delete NAME' or by building NAME again.  A NAME recorded as\n"
 		       "ready is refused (exit 2); an image of that name that carries another\n"
 		       "build's id is left alone (exit 4).",
+	.args = "TEMPLATE",
 	.options = image_build_opts,
 	.examples = "pbx image build gce-gpu\n"
 		    "pbx image build gce-gpu slurm-base-1\n"
@@ -254,6 +255,7 @@ static const struct pbx_cmd cmd_image_delete = {
 		       "the AMI is deregistered and its EBS snapshots deleted (a deregistered\n"
 		       "AMI's snapshots are kept, and billed, until deleted), with any snapshot\n"
 		       "tagged with the build's id.  An unknown NAME is exit 3.",
+	.args = "IMAGE",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_image_delete_exec,
 };

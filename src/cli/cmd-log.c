@@ -95,6 +95,7 @@ const struct pbx_cmd pbx_cmd_log = {
 		       "'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"
 		       "other than newline and tab are shown as \\xHH (ESC as \\x1b), so that the\n"
 		       "task cannot retitle or clear it.",
+	.args = "TASK",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_log_exec,

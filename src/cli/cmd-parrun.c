@@ -143,6 +143,7 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "--requeue.  Running it again submits only what was not submitted yet.\n"
 		       "A task that exits 75 (checkpointed) is requeued and runs again.\n"
 		       "Two SSH round trips, whatever the number of tasks.",
+	.args = "FILE CLUSTER",
 	.options = parrun_opts,
 	.examples = "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
 		    "pbx parrun train.conf gce --time=01:00:00 --json",
@@ -155,6 +156,7 @@ const struct pbx_cmd pbx_cmd_run = {
 	.summary = "parrun for an experiment with a single point",
 	.usage = "pbx run [-j] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
 	.description = "Like 'pbx parrun', for an experiment whose sweep has exactly one point.",
+	.args = "FILE CLUSTER",
 	.options = parrun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_run_exec,

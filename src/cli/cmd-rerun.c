@@ -64,6 +64,7 @@ const struct pbx_cmd pbx_cmd_rerun = {
 		       "chosen tasks again with the options the last parrun used (resources\n"
 		       "and overrides, throttle, launcher): one round trip to probe the\n"
 		       "cluster's limits, one to submit.",
+	.args = "TASK",
 	.options = rerun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_rerun_exec,

@@ -200,6 +200,7 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "before it could record that itself.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.",
+	.args = "PACKAGE",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_state_exec,

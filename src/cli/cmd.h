@@ -48,7 +48,14 @@ struct pbx_cmd {
 	const char *summary;       /* one line, lowercase, no full stop */
 	const char *usage;         /* synopsis lines, each starting "pbx " */
 	const char *description;   /* paragraphs separated by blank lines */
-	const struct pbx_opt_doc *options;   /* NULL-terminated by flags == NULL */
+	const struct pbx_opt_doc *options;   /* NULL-terminated by flags == NULL; a
+						metavar after the flags ("-t, --template
+						TEMPLATE") says what its value is */
+	/* The kinds of the positional arguments, for completion (complete.c):
+	 * space-separated, each CLUSTER, TEMPLATE, PACKAGE, TASK (PKG or
+	 * PKG:TASK), IMAGE, VERB or FILE, alternatives joined by |, the last
+	 * ending in ... when it repeats; NULL: none or free text. */
+	const char *args;
 	const char *examples;      /* lines of example commands, may be NULL */
 	int flags;                 /* enum pbx_cmd_flags */
 	/* Runs the verb; argv[0] is the verb's own name.  Returns an exit code. */

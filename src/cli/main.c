@@ -4,6 +4,7 @@
  * checks that stdout was written completely.
  */
 #include "cli/cmd.h"
+#include "cli/complete.h"
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "config/config.h"
@@ -107,6 +108,12 @@ int main(int argc, char **argv)
 	main_checkfds();
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
+	if (argc > 1 && !strcmp(argv[1], "__complete")) {   /* for completion/ */
+		config_path = main_default_config(NULL);
+		pbx_complete(config_path, argc - 2, argv + 2);
+		free(config_path);
+		return 0;
+	}
 	first = main_global_opts(argc, argv, &quiet, &config_opt, &done);
 	if (done >= 0)
 		return done;
