@@ -187,6 +187,47 @@ static json_t *price_json(const char *name, const struct pbx_price_quote *q)
 	return o;
 }
 
+/* The budget of the template cluster `name` is (or would be) built from
+ * (-t `tmpl`, else the one recorded, else its name), 0 when none, and what
+ * the cluster has spent so far (*spent, 0 for a new one). */
+static int64_t price_budget(struct pbx_ctx *ctx, const char *name, const char *tmpl,
+			    int64_t *spent)
+{
+	struct pbx_cluster_row row;
+	struct pbx_err err = PBX_ERR_INIT;
+	const struct pbx_cluster_template *t = NULL;
+	*spent = 0;
+	if (pbx_store_cluster_get(ctx->store, name, &row, &err) == 0) {
+		struct pbx_spend sp;
+		if (pbx_cluster_spend_of(ctx->store, row.id, time(NULL), &sp, &err) == 0)
+			*spent = sp.spent;
+		if (!tmpl && row.template_name)
+			t = pbx_config_template(ctx->cfg, row.template_name);
+		pbx_cluster_row_free(&row);
+	}
+	if (!t)
+		t = pbx_config_template(ctx->cfg, tmpl ? tmpl : name);
+	return t ? t->budget : 0;
+}
+
+/* "  budget 250.00 USD: 12.0000 spent, about 21.7 h of this cluster left" */
+static void price_budget_text(struct pbx_ctx *ctx, const char *name, const char *tmpl,
+			      const struct pbx_price_quote *q, int to_stdout)
+{
+	char line[256], budget[32], spent_text[32], hours[48] = "";
+	int64_t spent, b = price_budget(ctx, name, tmpl, &spent);
+	if (b <= 0 || !strcmp(q->cloud, "local"))
+		return;
+	pbx_money_format(b, 2, budget, sizeof(budget));
+	pbx_money_format(spent, 4, spent_text, sizeof(spent_text));
+	if (q->total > 0)
+		snprintf(hours, sizeof(hours), ", about %.1f h of this cluster left",
+			 spent >= b ? 0.0 : (double)(b - spent) / (double)q->total);
+	snprintf(line, sizeof(line), "  budget %s %s: %s spent%s", budget, q->currency, spent_text,
+		 hours);
+	price_emit(to_stdout, line);
+}
+
 /* Before a start: the price an hour on stderr (quiet with -q); a price
  * that cannot be had is a warning, never a reason not to start. */
 static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char *tmpl)
@@ -200,6 +241,7 @@ static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char
 			pbx_warning("no price for cluster %s: %s", name, err.msg);
 	} else if (strcmp(q.cloud, "local")) {
 		price_print_text(name, &q, 0);
+		price_budget_text(ctx, name, tmpl, &q, 0);
 	}
 	pbx_price_quote_free(&q);
 }
@@ -236,7 +278,11 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	if (as_json) {
 		json_t *o = price_json(argv[optind], &q);
-		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+		int64_t spent, budget = price_budget(ctx, argv[optind], tmpl, &spent);
+		char *text;
+		json_object_set_new(o, "budget", budget > 0 ? price_money(budget) : json_null());
+		json_object_set_new(o, "spent", price_money(spent));
+		text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
 					JSON_REAL_PRECISION(12));
 		printf("%s\n", text ? text : "null");
 		free(text);
@@ -245,6 +291,7 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			pbx_warning("%s", q.warning);
 	} else {
 		price_print_text(argv[optind], &q, 1);
+		price_budget_text(ctx, argv[optind], tmpl, &q, 1);
 	}
 	pbx_price_quote_free(&q);
 	return 0;
@@ -253,7 +300,8 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 static const struct pbx_opt_doc cluster_price_opts[] = {
 	{ "-t, --template TEMPLATE", "price TEMPLATE instead of the template named NAME" },
 	{ "-j, --json", "one JSON object: cloud, region, currency, fetched, stale, groups "
-			"[{group, machine_type, count, spot, each, hourly}], hourly, not_included" },
+			"[{group, machine_type, count, spot, each, hourly}], hourly, not_included,\n"
+			"budget (the template's, or null) and spent (by the cluster so far)" },
 	{ "-o, --offline", "use the cached prices only, however old; fetch nothing" },
 	{ NULL, NULL },
 };

@@ -114,6 +114,11 @@ is "$(db "SELECT count(*) FROM submissions")" "0" "nothing was submitted or reco
 # beginning PBX_BUDGET_MARGIN_S before the budget runs out
 budget=$(python3 -c "print(round($spent + 60, 4))")
 config "budget: $budget"
+run_pbx cluster price sp
+echo "$out" | grep -q "^  budget $(printf '%.2f' "$budget") USD: $(printf '%.4f' "$spent") spent, about 0.0 h of this cluster left$"
+ok $? "cluster price says the budget, the spend and the hours left: $(echo "$out" | tail -n 1)"
+run_pbx cluster price --json sp
+is "$(echo "$out" | json_get 'd["budget"], d["spent"]')" "$budget $spent" "price --json: budget and spent"
 run_pbx -q cluster start sp --autostop off
 ok $rc "with the budget raised the cluster starts again (autostop off): $errout"
 is "$(statuses)" "RUNNING RUNNING" "both instances run"
