@@ -18,9 +18,9 @@ static int cmd_cancel_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_jobs_target t;
 	char *pkg;
 	long task;
-	int rc;
-	if (argc != 2)
-		return pbx_usage_error(&pbx_cmd_cancel, "expected PKG[:TASK]");
+	int rc = pbx_plain_args(&pbx_cmd_cancel, argc, argv, 1, 1);
+	if (rc)
+		return rc;
 	if (pbx_cli_pkg_task(argv[1], &pkg, &task) < 0)
 		return PBX_EXIT_USAGE;
 	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);

@@ -1118,9 +1118,9 @@ static const struct pbx_cmd cmd_cluster_forget_host;
 static int cmd_cluster_forget_host_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	int removed;
-	if (argc != 2)
-		return pbx_usage_error(&cmd_cluster_forget_host, "expected one HOST name");
+	int removed, rc = pbx_plain_args(&cmd_cluster_forget_host, argc, argv, 1, 1);
+	if (rc)
+		return rc;
 	if (pbx_store_hostkey_forget(ctx->store, argv[1], &removed, &err) < 0)
 		return pbx_report(&err);
 	if (!removed) {

@@ -26,9 +26,9 @@ static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_config *cfg;
-	int rc;
-	if (argc > 2)
-		return pbx_usage_error(&cmd_config_check, "too many arguments");
+	int rc = pbx_plain_args(&cmd_config_check, argc, argv, 0, 1);
+	if (rc)
+		return rc;
 	rc = cmd_config_load(ctx, argc, argv, &cfg);
 	if (rc)
 		return rc;
@@ -53,9 +53,13 @@ static const struct pbx_cmd cmd_config_check = {
 	.exec = cmd_config_check_exec,
 };
 
+static const struct pbx_cmd cmd_config_path, cmd_config_templates;
+
 static int cmd_config_path_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	(void)argc; (void)argv;
+	int rc = pbx_plain_args(&cmd_config_path, argc, argv, 0, 0);
+	if (rc)
+		return rc;
 	printf("%s\n", ctx->config_path);
 	return 0;
 }
@@ -71,8 +75,8 @@ static int cmd_config_templates_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_config *cfg;
 	size_t i;
-	int rc = cmd_config_load(ctx, argc, argv, &cfg);
-	if (rc)
+	int rc = pbx_plain_args(&cmd_config_templates, argc, argv, 0, 1);
+	if (rc || (rc = cmd_config_load(ctx, argc, argv, &cfg)))
 		return rc;
 	for (i = 0; i < cfg->ntemplates; i++) {
 		char *d = pbx_template_describe(&cfg->templates[i]);

@@ -8,16 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 
+extern const struct pbx_cmd pbx_cmd_help;
+
 static int cmd_help_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	const struct pbx_cmd *cmd;
-	int man = 0;
+	int man = 0, rc;
 	(void)ctx;
 	if (argc > 1 && !strcmp(argv[1], "--man")) {
 		man = 1;
 		argc--;
 		argv++;
 	}
+	if ((rc = pbx_plain_args(&pbx_cmd_help, argc, argv, 0, 1)))
+		return rc;
 	if (argc < 2) {
 		if (man)
 			pbx_man_overview();
@@ -46,9 +50,14 @@ const struct pbx_cmd pbx_cmd_help = {
 	.exec = cmd_help_exec,
 };
 
+extern const struct pbx_cmd pbx_cmd_version;
+
 static int cmd_version_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	(void)ctx; (void)argc; (void)argv;
+	int rc = pbx_plain_args(&pbx_cmd_version, argc, argv, 0, 0);
+	(void)ctx;
+	if (rc)
+		return rc;
 	printf("pbx %s\n", PBX_VERSION);
 	return 0;
 }

@@ -92,6 +92,16 @@ static int parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int arg
 		free(rest);
 		return pbx_usage_error(cmd, "expected EXPERIMENT and CLUSTER");
 	}
+	for (i = 2; i < k; i++) {   /* the rest: sbatch options, as parrun_overrides reads them */
+		if (strncmp(rest[i], "--", 2) != 0 || !rest[i][2]) {
+			rc = pbx_usage_error(cmd, "'%s': expected an sbatch option such as "
+					     "--gres=gpu:1", rest[i]);
+			free(rest);
+			return rc;
+		}
+		if (!strchr(rest[i], '=') && i + 1 < k && strncmp(rest[i + 1], "--", 2) != 0)
+			i++;   /* --key value */
+	}
 	if (pbx_experiment_load(rest[0], &e, &err) < 0) {
 		free(rest);
 		return pbx_report(&err);

@@ -85,6 +85,9 @@ void pbx_help_print(const struct pbx_cmd *cmd, const char *parent);
 void pbx_help_overview(void);
 void pbx_man_print(const struct pbx_cmd *cmd);
 void pbx_man_overview(void);   /* pbx(1) */
+/* For a verb that takes no option (but -h): exit 2 with its usage line on
+ * an option, or fewer than min or more than max arguments; else 0. */
+int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, int max);
 /* True when argv has -h or --help before "--"; exec functions check this
  * first (the dispatcher already does for them). */
 bool pbx_wants_help(int argc, char **argv);

@@ -19,6 +19,7 @@ char *pbx_cluster_dir(const char *name)
 void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t)
 {
 	free(c->sized_groups);
+	free(c->stopped_at_of);
 	c->sized_groups = NULL;
 	c->spec.t = NULL;
 	if (!t)

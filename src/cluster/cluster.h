@@ -131,9 +131,12 @@ struct pbx_cluster {
 	/* Set while `start` runs: a head that does not answer is being
 	 * brought up, not reported as stopped (pbx_cluster_connect). */
 	int starting;
-	/* When the cloud says the cluster powered off (unix s; 0 = not known),
-	 * set by pbx_cluster_stopped_why: where its node runs end. */
+	/* When the cloud says the cluster powered off (unix s; 0 = not known):
+	 * its head's stop, and each node's own (stopped_at_of[i] for nodes[i],
+	 * NULL or 0 when not known), set by pbx_cluster_stopped_why: where the
+	 * node runs end. */
 	int64_t stopped_at;
+	int64_t *stopped_at_of;
 	/* For the bootstrap: when the head powers the cluster off because its
 	 * budget is spent (unix s; 0 = no budget to enforce), set on open. */
 	int64_t budget_until;

@@ -45,8 +45,22 @@ static char *power_last_stop(const char *root)
 	return res;
 }
 
+/* Each node's stop time as the cloud lists it, into c->stopped_at_of. */
+static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
+{
+	size_t i, k;
+	free(c->stopped_at_of);
+	c->stopped_at_of = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*c->stopped_at_of));
+	for (k = 0; k < c->nnodes; k++)
+		for (i = 0; i < n; i++)
+			if (c->nodes[k].instance_id && v[i].id && v[i].stopped_at > 0 &&
+			    !strcmp(v[i].id, c->nodes[k].instance_id))
+				c->stopped_at_of[k] = v[i].stopped_at;
+}
+
 /* Whether the provider lists the head's instance as powered off; then
- * c->stopped_at is when it stopped, as the cloud says (0: not said). */
+ * c->stopped_at is when it stopped, as the cloud says (0: not said), and
+ * c->stopped_at_of each node's. */
 static int power_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
@@ -56,6 +70,7 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 	int off = 0;
 	if (!head || !*head || c->provider->list(c->pctx, &v, &n, &err) < 0)
 		return 0;
+	power_stop_times(c, v, n);
 	for (i = 0; i < n && !off; i++) {
 		/* the head's handle: its instance name (gce), its id (aws) */
 		if (strcmp(v[i].id, head) != 0 || !v[i].state)

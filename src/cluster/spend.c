@@ -106,6 +106,17 @@ static int spend_cluster_on(struct pbx_cluster *c)
 	return on;
 }
 
+/* When node `name` powered off, as the cloud said: its own instance's stop
+ * time, else its head's; 0 when not known. */
+static int64_t spend_stopped_at(const struct pbx_cluster *c, const char *name)
+{
+	size_t i;
+	for (i = 0; c->stopped_at_of && i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].name, name) && c->stopped_at_of[i] > 0)
+			return c->stopped_at_of[i];
+	return c->stopped_at;
+}
+
 void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 {
 	struct pbx_node_row *nodes = NULL;
@@ -125,12 +136,15 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 	/* runs that end: their node is gone, or off, or the cluster is */
 	for (i = 0; i < nr; i++) {
 		const struct pbx_node_row *n = spend_node(nodes, nn, runs[i].node);
+		int64_t at = now;
 		if (runs[i].ended || (on && n && spend_node_runs(n->state)))
 			continue;
-		/* powered off while pbx was not looking: the cloud says when */
-		pbx_store_run_close(c->store, runs[i].id,
-				    !on && c->stopped_at > 0 && c->stopped_at <= now ? c->stopped_at
-										     : now, &err);
+		if (!on) {   /* powered off while pbx was not looking: the cloud says when */
+			at = spend_stopped_at(c, runs[i].node);
+			if (at <= 0 || at > now)
+				at = now;
+		}
+		pbx_store_run_close(c->store, runs[i].id, at, &err);
 	}
 	if (!on)
 		goto out;

@@ -15,6 +15,16 @@ verbs=$(echo "$out" | awk '/^verbs:/ {on = 1; next} /^$/ {on = 0} on {print $1}'
 [ -n "$verbs" ]
 ok $? "--help lists the verbs"
 
+# usage_errors VERB [SUB]: an unknown option and surplus arguments are exit 2
+# with the verb's usage line on stderr
+usage_errors() {
+	run_pbx "$@" --no-such-option
+	case $rc:$errout in "2:"*"usage: pbx $*"*) r=0 ;; *) r=1 ;; esac
+	ok $r "pbx $* --no-such-option: exit 2 and the usage ($rc: $errout)"
+	run_pbx "$@" a1 a2 a3 a4 a5 a6 a7
+	case $rc:$errout in "2:"*"usage: pbx $*"*) r=0 ;; *) r=1 ;; esac
+	ok $r "pbx $* with 7 arguments: exit 2 and the usage ($rc: $errout)"
+}
 for v in $verbs; do
 	run_pbx "$v" --help
 	vhelp=$out
@@ -24,7 +34,9 @@ for v in $verbs; do
 	run_pbx help "$v"
 	is "$out" "$vhelp" "pbx help $v equals pbx $v --help"
 	subs=$(echo "$vhelp" | awk '/^subcommands:/ {on = 1; next} /^$/ {on = 0} on {print $1}')
+	[ -n "$subs" ] || usage_errors "$v"
 	for s in $subs; do
+		usage_errors "$v" "$s"
 		run_pbx "$v" "$s" --help
 		case $rc:$out in "0:usage: pbx $v $s"*) ok 0 "pbx $v $s --help" ;;
 		*) ok 1 "pbx $v $s --help ($rc)" ;; esac

@@ -73,12 +73,14 @@ while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1;
 is "$(statuses)" "TERMINATED TERMINATED" "idle for 12 s, both instances stopped themselves"
 sleep 3   # pbx learns of it later than it happened
 run_pbx cluster list --refresh --json
-stopped_head=$(emu_get state | python3 -c 'import json, sys, datetime
+stopped() { emu_get state | python3 -c 'import json, sys, datetime
 for i in json.load(sys.stdin)["instances"]:
-    if i["name"].endswith("-head"):
-        print(int(datetime.datetime.fromisoformat(i["lastStopTimestamp"]).timestamp()))')
-is "$(db "SELECT ended FROM node_runs WHERE node = 'head'")" "$stopped_head" \
+    if i["name"].endswith("-" + sys.argv[1]):
+        print(int(datetime.datetime.fromisoformat(i["lastStopTimestamp"]).timestamp()))' "$1"; }
+is "$(db "SELECT ended FROM node_runs WHERE node = 'head'")" "$(stopped head)" \
 	"the head's run ends at the cloud's lastStopTimestamp, not when pbx learnt it"
+is "$(db "SELECT ended FROM node_runs WHERE node = 'node1'")" "$(stopped node1)" \
+	"the node's run ends at its own lastStopTimestamp"
 is "$(db "SELECT count(*) FROM node_runs WHERE ended IS NULL")" "0" "no run is open"
 spent=$(show 'd["spent"]')
 is "$(printf '%.4f' "$spent")" "$(runs_spend)" "the spend is the sum of the runs: $spent"
