@@ -1,11 +1,13 @@
 /*
  * cmd-ls.c - `pbx ls`: the experiments (packages) pbx knows, from the
- * store alone (no network).
+ * store alone (no network), with their node-hours and estimated cost
+ * (src/results/cost.h).
  */
 #include "cli/cmd.h"
 #include "cli/jobs_cli.h"
 #include "cli/output.h"
 #include "jobs/jobs.h"
+#include "results/cost.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +16,24 @@
 
 extern const struct pbx_cmd pbx_cmd_ls;
 
+/* An experiment's cost fields (c NULL: never submitted, or unreadable):
+ * node_hours, cost (currency units, exact to 1e-9) and cost_nanos (null
+ * when unknown), currency (null when no task has a price), unpriced_tasks. */
+static void ls_cost_json(json_t *o, const struct pbx_cost *c)
+{
+	int known = c && c->nanos >= 0;
+	json_object_set_new(o, "node_hours", c ? json_real(c->node_hours) : json_real(0));
+	json_object_set_new(o, "cost", known ? json_real((double)c->nanos / 1e9) : json_null());
+	json_object_set_new(o, "cost_nanos", known ? json_integer(c->nanos) : json_null());
+	json_object_set_new(o, "currency", c && c->currency[0] ? json_string(c->currency)
+							      : json_null());
+	json_object_set_new(o, "unpriced_tasks", json_integer(c ? (json_int_t)c->unpriced : 0));
+}
+
 static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const char *const hdr[] = { "PACKAGE", "NAME", "CLUSTER", "CREATED", "TASKS" };
+	static const char *const hdr[] = { "PACKAGE", "NAME", "CLUSTER", "CREATED", "TASKS",
+					   "NODE-H", "COST" };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_package_row *pkgs;
 	int json = argc > 1 && (!strcmp(argv[1], "--json") || !strcmp(argv[1], "-j"));
@@ -28,18 +45,25 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
 	list = json ? json_array() : NULL;
-	t = json ? NULL : pbx_table_new(5, hdr);
+	t = json ? NULL : pbx_table_new(7, hdr);
 	for (i = 0; i < n; i++) {
 		struct pbx_submission_row *subs;
 		struct pbx_task_row *tasks = NULL;
 		size_t ns = 0, nt = 0;
-		char when[32], *sum;
+		char when[32], *sum, hours[32] = "-", cost[48] = "-";
 		time_t tt = (time_t)pkgs[i].created;
 		struct tm tm;
-		const char *cells[5];
+		const char *cells[7];
+		struct pbx_cost c;
+		int costed = 0;
 		pbx_store_submissions_of(ctx->store, pkgs[i].id, &subs, &ns, &err);
-		if (ns)
-			pbx_store_tasks_list(ctx->store, subs[ns - 1].id, &tasks, &nt, &err);
+		if (ns && pbx_store_tasks_list(ctx->store, subs[ns - 1].id, &tasks, &nt, &err) == 0)
+			costed = pbx_cost_of(ctx->store, &subs[ns - 1], tasks, nt, (int64_t)time(NULL),
+					     &c, &err) == 0;
+		if (costed) {
+			pbx_node_hours_text(c.node_hours, hours, sizeof(hours));
+			pbx_cost_text(c.nanos, c.currency, cost, sizeof(cost));
+		}
 		localtime_r(&tt, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
 		sum = pbx_cli_state_summary(tasks, nt);
@@ -53,6 +77,7 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			json_object_set_new(o, "tasks", json_integer(pkgs[i].ntasks));
 			json_object_set_new(o, "counts", pbx_cli_state_counts(tasks, nt));
 			json_object_set_new(o, "git_commit", pkgs[i].git_commit ? json_string(pkgs[i].git_commit) : json_null());
+			ls_cost_json(o, costed ? &c : NULL);
 			json_array_append_new(list, o);
 		}
 		cells[0] = pkgs[i].short_id;
@@ -60,9 +85,13 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		cells[2] = ns ? subs[ns - 1].cluster_name : "-";
 		cells[3] = when;
 		cells[4] = sum;
+		cells[5] = hours;
+		cells[6] = cost;
 		if (t)
 			pbx_table_add(t, cells);
 		free(sum);
+		if (costed)
+			pbx_cost_free(&c);
 		pbx_task_rows_free(tasks, nt);
 		pbx_submission_rows_free(subs, ns);
 	}
@@ -76,7 +105,8 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc ls_opts[] = {
 	{ "-j, --json", "print an array of {\"package\", \"id\", \"name\", \"cluster\", \"created\",\n"
-			"\"tasks\", \"counts\", \"git_commit\"}" },
+			"\"tasks\", \"counts\", \"git_commit\", \"node_hours\", \"cost\",\n"
+			"\"cost_nanos\", \"currency\", \"unpriced_tasks\"}" },
 	{ NULL, NULL },
 };
 
@@ -84,7 +114,16 @@ const struct pbx_cmd pbx_cmd_ls = {
 	.name = "ls",
 	.summary = "list experiments (packages) and their task states as last seen",
 	.usage = "pbx ls [-j]",
-	.description = "Reads the store only; 'pbx state' refreshes the states from the clusters.",
+	.description =
+		"Reads the store only; 'pbx state' refreshes the states from the clusters.\n"
+		"\n"
+		"NODE-H is the node-hours of the tasks of the experiment's newest\n"
+		"submission: each task's time (end - start, until now while RUNNING) x\n"
+		"its share of its node (the GPUs it asked for over the node's, else the\n"
+		"whole node; --nodes=N counts N nodes).  COST is their estimated cost:\n"
+		"node-hours x the price an hour of the node's run (see 'pbx cluster\n"
+		"show'), summed exactly; \"-\" when a task's node has no known price, as\n"
+		"on a local cluster.  Only a task's last attempt counts.",
 	.options = ls_opts,
 	.flags = PBX_NEED_STORE,
 	.exec = cmd_ls_exec,

@@ -143,10 +143,10 @@ static const struct pbx_opt_doc report_opts[] = {
 				  "(sample, n-1; empty for n = 1), min, max and n of the final values" },
 	{ "-w, --where EXPR", "keep tasks where PARAM=VALUE, PARAM!=VALUE, state=STATE,\n"
 			      "METRIC<NUMBER (also >, <=, >=, =, != on a metric's final value,\n"
-			      "runtime or task); repeat to AND several" },
+			      "runtime, task, node_hours or cost); repeat to AND several" },
 	{ "-s, --sort KEY[:desc]", "order by a parameter (numerically when all its values are\n"
 				   "numbers), a metric's final value (group mean when grouped),\n"
-				   "state, runtime or task; missing values last" },
+				   "state, runtime, task, node_hours or cost; missing values last" },
 	{ "--x PARAM", "html: chart final values against PARAM only (default every\n"
 		       "parameter with more than one value, except repeat)" },
 	{ "--color-by PARAM", "html: colour the learning curves by PARAM (default the first\n"
@@ -168,11 +168,23 @@ const struct pbx_cmd pbx_cmd_report = {
 		"value (the minimum for metrics whose name contains \"loss\" or \"err\", in\n"
 		"any case, the maximum otherwise), the state and the runtime in seconds.\n"
 		"\n"
+		"COST.  When the submission's cluster records what it spends (gce, aws:\n"
+		"its nodes' runs and prices, see 'pbx cluster show'), each row also has\n"
+		"node_hours (the task's time, until now while RUNNING, x its share of its\n"
+		"node: the GPUs it asked for over the node's, else the whole node) and\n"
+		"cost (node_hours x the price an hour of its node when the task started,\n"
+		"in the cluster's currency; null, \"-\" in a table, when that price is\n"
+		"unknown); a group row has their sums.  Only a task's last attempt\n"
+		"counts.\n"
+		"\n"
 		"JSON output is an object with \"package\", \"id\", \"name\", \"cluster\",\n"
 		"\"tasks\" (shown), \"tasks_total\", \"metrics\", \"group_by\", \"columns\" and\n"
 		"\"rows\": one object per row keyed by the columns, numbers as numbers,\n"
 		"null where a value is unknown.  Grouped columns are the group\n"
 		"parameters, tasks, and METRIC.mean, .std, .min, .max, .n per metric.\n"
+		"With cost columns the object also has the experiment's \"node_hours\",\n"
+		"\"cost\" and \"cost_nanos\" (1e-9 units, the exact sum of its tasks';\n"
+		"null when one is unknown) and \"currency\", over all its tasks.\n"
 		"\n"
 		"The HTML page has a learning curve chart per metric (one line per task,\n"
 		"coloured by --color-by), a chart of the final value against each swept\n"
@@ -191,6 +203,7 @@ const struct pbx_cmd pbx_cmd_report = {
 		"warning FILE:LINE: PROBLEM, and a last line without a newline is a write\n"
 		"in progress and is ignored.  A point already stored (same task, metric\n"
 		"and step) is kept, so reading a file again adds only new points.",
+	.args = "PACKAGE",
 	.options = report_opts,
 	.examples = "pbx report sweep-demo\n"
 		    "pbx report -g lr,width -m loss -s loss sweep-demo\n"

@@ -3,6 +3,8 @@
  * tabular format prints:
  *   per task:  task, PARAM..., METRIC.final, METRIC.best ..., state, runtime
  *   grouped:   GROUP_PARAM..., tasks, METRIC.mean, .std, .min, .max, .n ...
+ * then node_hours and cost (sums for a group) when the report shows them
+ * (report->cost_shown; cost in report->currency units).
  */
 #include "results/model_priv.h"
 #include "results/num.h"
@@ -24,7 +26,7 @@ static size_t grid_add_col(struct pbx_grid *g, char *name, int numeric)
 
 static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 {
-	size_t i, s, max = r->nparams + 4 + 5 * r->nmetrics;
+	size_t i, s, max = r->nparams + 6 + 5 * r->nmetrics;
 	g->cols = xcalloc(max, sizeof(char *));
 	g->numeric = xcalloc(max, sizeof(int));
 	if (!r->ngroup_by) {
@@ -47,6 +49,10 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("state"), 0);
 		grid_add_col(g, xstrdup("runtime"), 1);
+	}
+	if (r->cost_shown) {
+		grid_add_col(g, xstrdup("node_hours"), 1);
+		grid_add_col(g, xstrdup("cost"), 1);
 	}
 }
 
@@ -81,7 +87,11 @@ static void grid_task_row(const struct pbx_report *r, const struct pbx_report_ta
 		cell_real(c++, s->has_best, s->best);
 	}
 	cell_text(c++, PBX_CELL_TEXT, t->state);
-	cell_int(c, t->runtime >= 0, t->runtime);
+	cell_int(c++, t->runtime >= 0, t->runtime);
+	if (r->cost_shown) {
+		cell_real(c++, t->node_hours >= 0, t->node_hours);
+		cell_real(c, t->cost >= 0, (double)t->cost / 1e9);
+	}
 }
 
 static void grid_group_row(const struct pbx_report *r, const struct pbx_report_group *grp,
@@ -98,6 +108,10 @@ static void grid_group_row(const struct pbx_report *r, const struct pbx_report_g
 		cell_real(c++, a->n > 0, a->min);
 		cell_real(c++, a->n > 0, a->max);
 		cell_int(c++, 1, (int64_t)a->n);
+	}
+	if (r->cost_shown) {
+		cell_real(c++, 1, grp->node_hours);
+		cell_real(c, grp->cost >= 0, (double)grp->cost / 1e9);
 	}
 }
 

@@ -3,6 +3,7 @@
  * final/best values and curves, built from store rows (see report.h);
  * filtering, sorting and grouping are in query.c.
  */
+#include "results/cost.h"
 #include "results/model_priv.h"
 #include "results/num.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static int contains_nocase(const char *s, const char *word)
 {
@@ -30,7 +32,8 @@ int pbx_metric_lower_is_better(const char *name)
 int pbx_report_key(const struct pbx_report *r, const char *name, struct pbx_key *k)
 {
 	static const struct { const char *name; enum pbx_key_kind kind; } fixed[] = {
-		{ "state", PBX_KEY_STATE }, { "runtime", PBX_KEY_RUNTIME }, { "task", PBX_KEY_TASK } };
+		{ "state", PBX_KEY_STATE }, { "runtime", PBX_KEY_RUNTIME }, { "task", PBX_KEY_TASK },
+		{ "node_hours", PBX_KEY_NODE_HOURS }, { "cost", PBX_KEY_COST } };
 	size_t i;
 	for (i = 0; i < r->nparams; i++)
 		if (!strcmp(r->params[i], name)) {
@@ -38,7 +41,7 @@ int pbx_report_key(const struct pbx_report *r, const char *name, struct pbx_key 
 			k->i = i;
 			return 0;
 		}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (!strcmp(fixed[i].name, name)) {
 			k->kind = fixed[i].kind;
 			return 0;
@@ -116,10 +119,13 @@ static void model_metric_names(struct pbx_report *r, const struct pbx_metric *pt
 }
 
 static void model_task(struct pbx_report *r, struct pbx_report_task *t,
-		       const struct pbx_task_row *row, json_t *params)
+		       const struct pbx_task_row *row, json_t *params,
+		       const struct pbx_task_cost *cost)
 {
 	size_t p;
 	t->idx = row->idx;
+	t->node_hours = cost ? cost->node_hours : -1;
+	t->cost = cost ? cost->nanos : -1;
 	t->state = xstrdup(row->state ? row->state : "");
 	t->runtime = row->start_time && row->end_time && row->end_time >= row->start_time
 			     ? row->end_time - row->start_time : -1;
@@ -191,7 +197,8 @@ static int cmp_task_idx(const void *a, const void *b)
 	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-static void model_tasks(struct pbx_report *r, const struct pbx_task_row *rows, size_t n)
+static void model_tasks(struct pbx_report *r, const struct pbx_task_row *rows, size_t n,
+			const struct pbx_cost *cost)
 {
 	json_t **params = xcalloc(n ? n : 1, sizeof(json_t *));
 	size_t i;
@@ -205,7 +212,8 @@ static void model_tasks(struct pbx_report *r, const struct pbx_task_row *rows, s
 	model_params(r, params, n);
 	r->tasks = xcalloc(n ? n : 1, sizeof(*r->tasks));
 	for (i = 0; i < n; i++)
-		model_task(r, &r->tasks[i], &rows[i], params[i]);
+		model_task(r, &r->tasks[i], &rows[i], params[i],
+			   cost && i < cost->n ? &cost->tasks[i] : NULL);
 	r->ntasks = r->ntasks_total = n;
 	qsort(r->tasks, n, sizeof(*r->tasks), cmp_task_idx);
 	for (i = 0; i < n; i++)
@@ -320,10 +328,33 @@ static int model_options(struct pbx_report *r, const struct pbx_report_opts *o,
 	return pbx_report_sort(r, o->sort, err);
 }
 
+/* The experiment's totals, and whether the columns are shown. */
+static void model_cost(struct pbx_report *r, const struct pbx_cost *cost)
+{
+	r->node_hours = -1;
+	r->cost = -1;
+	if (!cost)
+		return;
+	r->cost_shown = cost->tracked;
+	r->node_hours = cost->node_hours;
+	r->cost = cost->nanos;
+	memcpy(r->currency, cost->currency, sizeof(r->currency));
+}
+
 int pbx_report_from_rows(const struct pbx_package_row *pkg, const struct pbx_submission_row *sub,
 			 const struct pbx_task_row *tasks, size_t ntasks,
 			 const struct pbx_metric *pts, size_t npts, const struct pbx_report_opts *o,
 			 struct pbx_report **out, struct pbx_err *err)
+{
+	return pbx_report_from_rows_cost(pkg, sub, tasks, ntasks, pts, npts, NULL, o, out, err);
+}
+
+int pbx_report_from_rows_cost(const struct pbx_package_row *pkg,
+			      const struct pbx_submission_row *sub,
+			      const struct pbx_task_row *tasks, size_t ntasks,
+			      const struct pbx_metric *pts, size_t npts,
+			      const struct pbx_cost *cost, const struct pbx_report_opts *o,
+			      struct pbx_report **out, struct pbx_err *err)
 {
 	static const struct pbx_report_opts none;
 	struct pbx_report *r = xcalloc(1, sizeof(*r));
@@ -335,7 +366,8 @@ int pbx_report_from_rows(const struct pbx_package_row *pkg, const struct pbx_sub
 	r->submission_id = sub->id;
 	r->x_param = r->color_by = -1;
 	model_metric_names(r, pts, npts);
-	model_tasks(r, tasks, ntasks);
+	model_cost(r, cost);
+	model_tasks(r, tasks, ntasks, cost);
 	model_points(r, pts, npts);
 	if (model_options(r, o ? o : &none, err) < 0) {
 		pbx_report_free(r);
@@ -371,8 +403,10 @@ int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_rep
 	struct pbx_submission_row *subs = NULL;
 	struct pbx_task_row *tasks = NULL;
 	struct pbx_metric *pts = NULL;
+	struct pbx_cost cost;
 	size_t nsubs = 0, ntasks = 0, npts = 0;
 	int rc = -1;
+	memset(&cost, 0, sizeof(cost));
 	if (find_package(st, ref, &pkg, err) < 0)
 		return -1;
 	if (pbx_store_submissions_of(st, pkg.id, &subs, &nsubs, err) < 0)
@@ -382,10 +416,13 @@ int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_rep
 		goto out;
 	}
 	if (pbx_store_tasks_list(st, subs[nsubs - 1].id, &tasks, &ntasks, err) < 0 ||
-	    pbx_store_metrics_list(st, subs[nsubs - 1].id, &pts, &npts, err) < 0)
+	    pbx_store_metrics_list(st, subs[nsubs - 1].id, &pts, &npts, err) < 0 ||
+	    pbx_cost_of(st, &subs[nsubs - 1], tasks, ntasks, (int64_t)time(NULL), &cost, err) < 0)
 		goto out;
-	rc = pbx_report_from_rows(&pkg, &subs[nsubs - 1], tasks, ntasks, pts, npts, o, out, err);
+	rc = pbx_report_from_rows_cost(&pkg, &subs[nsubs - 1], tasks, ntasks, pts, npts, &cost, o,
+				       out, err);
 out:
+	pbx_cost_free(&cost);
 	pbx_metrics_free(pts, npts);
 	pbx_task_rows_free(tasks, ntasks);
 	pbx_submission_rows_free(subs, nsubs);

@@ -8,14 +8,16 @@
 
 #include "results/report.h"
 
-enum pbx_key_kind { PBX_KEY_PARAM, PBX_KEY_METRIC, PBX_KEY_STATE, PBX_KEY_RUNTIME, PBX_KEY_TASK };
+enum pbx_key_kind { PBX_KEY_PARAM, PBX_KEY_METRIC, PBX_KEY_STATE, PBX_KEY_RUNTIME, PBX_KEY_TASK,
+		    PBX_KEY_NODE_HOURS, PBX_KEY_COST };
 
 struct pbx_key {
 	enum pbx_key_kind kind;
 	size_t i;   /* parameter or metric_names index */
 };
 
-/* Parameters first, then "state", "runtime", "task", then metrics. */
+/* Parameters first, then "state", "runtime", "task", "node_hours", "cost",
+ * then metrics. */
 int pbx_report_key(const struct pbx_report *r, const char *name, struct pbx_key *k);
 /* A metric whose best value is its minimum ("loss", "err" in the name). */
 int pbx_metric_lower_is_better(const char *name);

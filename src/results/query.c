@@ -38,6 +38,12 @@ static int key_number(const struct pbx_report *r, const struct pbx_report_task *
 	case PBX_KEY_TASK:
 		*v = (double)t->idx;
 		return 1;
+	case PBX_KEY_NODE_HOURS:
+		*v = t->node_hours;
+		return t->node_hours >= 0;
+	case PBX_KEY_COST:
+		*v = (double)t->cost / 1e9;
+		return t->cost >= 0;
 	case PBX_KEY_STATE:
 		break;
 	}
@@ -327,8 +333,14 @@ void pbx_report_group(struct pbx_report *r)
 		grp->tasks[grp->ntasks++] = t;
 	}
 	for (g = 0; g < r->ngroups; g++) {
-		r->groups[g].aggs = xcalloc(r->nmetrics + 1, sizeof(struct pbx_report_agg));
+		struct pbx_report_group *grp = &r->groups[g];
+		grp->aggs = xcalloc(r->nmetrics + 1, sizeof(struct pbx_report_agg));
 		for (m = 0; m < r->nmetrics; m++)
-			agg_compute(r, &r->groups[g], r->metrics[m], &r->groups[g].aggs[m]);
+			agg_compute(r, grp, r->metrics[m], &grp->aggs[m]);
+		for (t = 0; t < grp->ntasks; t++) {   /* sums: exact for the cost */
+			const struct pbx_report_task *task = &r->tasks[grp->tasks[t]];
+			grp->node_hours += task->node_hours > 0 ? task->node_hours : 0;
+			grp->cost = task->cost < 0 || grp->cost < 0 ? -1 : grp->cost + task->cost;
+		}
 	}
 }

@@ -6,6 +6,7 @@
  * final value against each swept parameter (mean +- std over the tasks
  * sharing the value, g.errorbar[data-x]); the table of the text formats.
  */
+#include "results/cost.h"
 #include "results/model_priv.h"
 #include "results/num.h"
 #include "results/svg.h"
@@ -139,6 +140,13 @@ static void html_meta(const struct pbx_report *r, FILE *f)
 	fprintf(f, "</b> &middot; created %s &middot; %zu of %zu tasks", when, r->ntasks,
 		r->ntasks_total);
 	html_states(r, f);
+	if (r->cost_shown) {
+		char cost[64], hours[32];
+		pbx_cost_text(r->cost, r->currency, cost, sizeof(cost));
+		pbx_node_hours_text(r->node_hours, hours, sizeof(hours));
+		fprintf(f, " &middot; %s node-hours, cost ", hours);
+		esc(f, r->cost >= 0 ? cost : "unknown");
+	}
 	fputs("</p>\n</header>\n", f);
 }
 
@@ -494,7 +502,12 @@ static void html_table(const struct pbx_report *r, FILE *f)
 		html_row(&g, row, f);
 	fputs("</tbody>\n</table></div>\n<p class=\"note\">final: the value at a task's last step; "
 	      "best: the minimum for metrics named *loss* or *err*, the maximum otherwise; "
-	      "runtime in seconds; std is the sample standard deviation.</p>\n</section>\n", f);
+	      "runtime in seconds; std is the sample standard deviation.", f);
+	if (r->cost_shown)
+		fputs(" node_hours: the task's time x its share of its node (its GPUs over the "
+		      "node's, else the whole node); cost: an estimate, node_hours x the node's "
+		      "price an hour.", f);
+	fputs("</p>\n</section>\n", f);
 	pbx_grid_free(&g);
 }
 

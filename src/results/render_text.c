@@ -257,6 +257,29 @@ static void json_field(FILE *f, const char *key, const char *value)
 	fputs(",\n", f);
 }
 
+/* The experiment's node_hours, cost (in currency units, exact; null when
+ * unknown), cost_nanos (the same in 1e-9 units) and currency. */
+static void json_cost(FILE *f, const struct pbx_report *r)
+{
+	fputs("  \"node_hours\": ", f);
+	json_real_out(f, r->node_hours);
+	fputs(",\n  \"cost\": ", f);
+	if (r->cost >= 0)
+		json_real_out(f, (double)r->cost / 1e9);
+	else
+		fputs("null", f);
+	if (r->cost >= 0)
+		fprintf(f, ",\n  \"cost_nanos\": %lld", (long long)r->cost);
+	else
+		fputs(",\n  \"cost_nanos\": null", f);
+	fputs(",\n  \"currency\": ", f);
+	if (r->currency[0])
+		json_str(f, r->currency);
+	else
+		fputs("null", f);
+	fputs(",\n", f);
+}
+
 int pbx_render_json(const struct pbx_report *r, FILE *f)
 {
 	struct pbx_grid g;
@@ -268,6 +291,8 @@ int pbx_render_json(const struct pbx_report *r, FILE *f)
 	json_field(f, "name", r->name);
 	json_field(f, "cluster", r->cluster);
 	fprintf(f, "  \"tasks\": %zu,\n  \"tasks_total\": %zu,\n", r->ntasks, r->ntasks_total);
+	if (r->cost_shown)
+		json_cost(f, r);
 	json_names(f, "metrics", r->metric_names, r->metrics, r->nmetrics);
 	json_names(f, "group_by", r->params, r->group_by, r->ngroup_by);
 	json_names(f, "columns", g.cols, NULL, g.ncols);

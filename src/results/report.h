@@ -9,6 +9,10 @@
  *   best   over the non-null points, the minimum for metrics whose name
  *          contains "loss" or "err" (any case), the maximum otherwise
  *   runtime end_time - start_time in seconds, unknown unless both are set
+ *   node_hours, cost  the task's node-hours and estimated cost (cost.h),
+ *          shown when the submission's cluster has node runs (pbx records
+ *          what it spends: gce, aws); cost is in `currency`, unknown when
+ *          its node's price is
  * Group aggregates are over the non-null final values of a group's tasks:
  * n, mean, sample standard deviation (n - 1; unknown for n = 1), min, max.
  *
@@ -59,6 +63,8 @@ struct pbx_report_task {
 	char **values;                /* one per parameter, "" when the task lacks it */
 	char *state;
 	int64_t runtime;              /* seconds, -1 when unknown */
+	double node_hours;            /* -1 when unknown (no cost model) */
+	int64_t cost;                 /* 1e-9 units of report->currency, -1 when unknown */
 	struct pbx_report_stat *stats;   /* one per entry of report->metric_names */
 };
 
@@ -72,6 +78,8 @@ struct pbx_report_group {
 	size_t ntasks;
 	size_t *tasks;                /* indexes into report->tasks */
 	struct pbx_report_agg *aggs;  /* one per chosen metric (report->metrics) */
+	double node_hours;            /* the group's tasks' sum */
+	int64_t cost;                 /* the group's tasks' sum; -1 when one is unknown */
 };
 
 struct pbx_report {
@@ -93,6 +101,11 @@ struct pbx_report {
 	struct pbx_report_group *groups;
 	long x_param;                 /* --x as a parameter index, -1 = every swept one */
 	long color_by;                /* parameter index, -1 = none */
+	int cost_shown;               /* node_hours and cost columns (the cluster
+					 has node runs) */
+	double node_hours;            /* the experiment's: every task, shown or not */
+	int64_t cost;                 /* likewise, 1e-9 units; -1 when unknown */
+	char currency[8];             /* "" when no task has a price */
 };
 
 /* Builds the report of package `ref` (id prefix or experiment name, see
@@ -106,6 +119,15 @@ int pbx_report_from_rows(const struct pbx_package_row *pkg, const struct pbx_sub
 			 const struct pbx_task_row *tasks, size_t ntasks,
 			 const struct pbx_metric *pts, size_t npts, const struct pbx_report_opts *o,
 			 struct pbx_report **out, struct pbx_err *err);
+/* The same with the tasks' cost (results/cost.h: cost->tasks[i] is that of
+ * tasks[i]; borrowed; NULL = none, as pbx_report_from_rows). */
+struct pbx_cost;
+int pbx_report_from_rows_cost(const struct pbx_package_row *pkg,
+			      const struct pbx_submission_row *sub,
+			      const struct pbx_task_row *tasks, size_t ntasks,
+			      const struct pbx_metric *pts, size_t npts,
+			      const struct pbx_cost *cost, const struct pbx_report_opts *o,
+			      struct pbx_report **out, struct pbx_err *err);
 void pbx_report_free(struct pbx_report *r);
 
 /* "table", "csv", "json", "md" (or "markdown"), "html": 0, else -1. */

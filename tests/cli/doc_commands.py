@@ -40,7 +40,9 @@ def verbs_and_subcommands(pbx):
         found = section(text, "subcommands:")
         if found:
             subs[v] = found
-    return verbs, subs
+    # the hidden verb of shell completion (src/cli/complete.c), which
+    # `pbx --help` does not list
+    return verbs + ["__complete"], subs
 
 
 def commands_in(path, text):
