@@ -1092,7 +1092,16 @@ else
 			start_direct slurmctld "$bin" -f "$CONF"
 		else
 			wait_for_ctld
-			start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
+			# A power-saving node (State=CLOUD) that SLURM woke must
+			# report a boot after the wake-up, as a machine made then
+			# would (slurmctld waits for one); a node body shares this
+			# host's boot, so its slurmd reports its own start as the
+			# boot (-b)
+			if [ "$MODE" = direct ] && grep -q "^NodeName=$NODE .*State=CLOUD" "$CONF"; then
+				start_direct slurmd "$bin" -b -N "$NODE" -f "$CONF"
+			else
+				start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
+			fi
 		fi
 		started=1
 	fi

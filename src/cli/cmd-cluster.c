@@ -1143,10 +1143,51 @@ static const struct pbx_cmd cmd_cluster_forget_host = {
 
 /* ---------------------------------------------------------------- group */
 
+/* ---------------------------------------------------------------- power */
+
+static const struct pbx_cmd cmd_cluster_power;
+
+static int cmd_cluster_power_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	int i;
+	for (i = 1; i < argc; i++)
+		if (argv[i][0] == '-')
+			return pbx_usage_error(&cmd_cluster_power, "unknown option %s", argv[i]);
+	if (argc < 4)
+		return pbx_usage_error(&cmd_cluster_power, "expected NAME, resume or suspend, "
+				       "and nodes");
+	if (strcmp(argv[2], "resume") != 0 && strcmp(argv[2], "suspend") != 0)
+		return pbx_usage_error(&cmd_cluster_power, "expected resume or suspend, got '%s'",
+				       argv[2]);
+	if (pbx_cluster_power(ctx->store, ctx->cfg, argv[1], argv[2], argv + 3,
+			      (size_t)(argc - 3), &err) < 0)
+		return pbx_report(&err);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_power = {
+	.name = "power",
+	.summary = "make or remove power-saving nodes (what SLURM's power saving runs)",
+	.usage = "pbx cluster power NAME resume|suspend NODE...",
+	.description = "A node group with min: below its count has nodes that exist only while\n"
+		       "jobs need them (docs/power-saving.md; local clusters so far).  SLURM runs\n"
+		       "this through the head's pbx-resume (its ResumeProgram) when jobs wait for\n"
+		       "such nodes, and pbx-suspend (its SuspendProgram) when they have been idle\n"
+		       "for slurm.suspend_time: resume makes and bootstraps the named asleep nodes\n"
+		       "(a failure removes what it made and marks them DOWN in SLURM with the\n"
+		       "reason, so their jobs are requeued); suspend removes their instances and\n"
+		       "puts them to sleep.  Nodes that are not power-saving nodes are left alone.",
+	.args = "CLUSTER",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_power_exec,
+};
+
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 	&cmd_cluster_start, &cmd_cluster_price, &cmd_cluster_list, &cmd_cluster_show,
 	&cmd_cluster_ssh,
-	&cmd_cluster_exec, &cmd_cluster_resize, &cmd_cluster_stop, &cmd_cluster_forget_host, NULL,
+	&cmd_cluster_exec, &cmd_cluster_resize, &cmd_cluster_stop, &cmd_cluster_forget_host,
+	&cmd_cluster_power, NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

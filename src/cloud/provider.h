@@ -178,6 +178,10 @@ struct pbx_slurm_layout {
  * (quota, capacity).  The cluster runs without such nodes; a later start
  * tries to make them again. */
 #define PBX_NODE_NOT_CREATED "not-created"
+/* Power saving (src/cluster/powersave.c): a node SLURM may wake that has
+ * no instance now, and one being made because SLURM woke it. */
+#define PBX_NODE_ASLEEP "asleep"
+#define PBX_NODE_WAKING "waking"
 
 /* What creation tells its caller as it goes. */
 struct pbx_create_hooks {

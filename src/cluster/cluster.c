@@ -20,6 +20,7 @@ void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_te
 {
 	free(c->sized_groups);
 	free(c->stopped_at_of);
+	pbx_node_rows_free(c->asleep, c->nasleep);
 	c->sized_groups = NULL;
 	c->spec.t = NULL;
 	if (!t)

@@ -141,6 +141,10 @@ struct pbx_cluster {
 	 * budget is spent (unix s; 0 = no budget to enforce), set on open. */
 	int64_t budget_until;
 	int64_t opened_at;            /* when pbx_cluster_open opened it (unix s) */
+	/* During a start: the power-saving nodes asleep (no instance), out of
+	 * `nodes` but in slurm.conf (State=CLOUD); powersave.c. */
+	struct pbx_node_row *asleep;
+	size_t nasleep;
 };
 
 /* ------------------------------------------------------------- spend.c */
@@ -183,6 +187,14 @@ int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now);
 /* Called with every cluster pbx_cluster_open opens (NULL: none): the CLI
  * warns of a budget there. */
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
+
+/* `pbx cluster power NAME resume|suspend NODE...`, what SLURM's
+ * ResumeProgram and SuspendProgram run (powersave.c): makes and
+ * bootstraps the asleep nodes named, or removes the named nodes' instances
+ * and puts them to sleep.  A resume that fails removes what it made and
+ * marks the nodes DOWN in SLURM with the reason. */
+int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *action, char **nodes, size_t n, struct pbx_err *err);
 
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,

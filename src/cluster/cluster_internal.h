@@ -80,6 +80,23 @@ char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
  * *found (may be NULL) says whether anything was listed. */
 int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
 		      struct pbx_err *err);
+/* ------------------------------------------------------- powersave.c */
+
+/* Whether template t has a power-saving group (min: below its count). */
+int pbx_power_saving(const struct pbx_cluster_template *t);
+/* Whether node `name` is above its group's min: (SLURM may put it to sleep). */
+int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name);
+/* A start's plan: every node above its group's min: asleep (the store's
+ * state, merged after, says otherwise for nodes it knows). */
+void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n);
+/* Moves the asleep nodes of c->nodes to c->asleep, recording them. */
+int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err);
+/* slurm.conf's power-saving lines; caller frees. */
+char *pbx_power_conf_lines(const struct pbx_cluster *c);
+/* The stage's pbx-resume and pbx-suspend, into tar. */
+int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+		    struct pbx_err *err);
+
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 

@@ -374,6 +374,12 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 	if (pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	grp = resize_group(c, o->group, err);
+	if (grp && grp->min >= 0 && grp->min < grp->count) {   /* sized by SLURM: min/max */
+		pbx_err_setc(err, PBX_EXIT_USAGE, "node group %s saves power (min: %d, max: %d): "
+			     "SLURM makes and removes its nodes; change min: or max: in the "
+			     "template instead", grp->name, grp->min, grp->count);
+		grp = NULL;
+	}
 	rc = grp ? resize_count(c, grp, o->delta, &count, err) : -1;
 	if (rc == 0 && o->dry_run) {
 		rc = resize_dry(c, grp, count, o, err);

@@ -33,7 +33,8 @@
  * paid for) while its cluster is not powered off. */
 static int spend_node_runs(const char *state)
 {
-	return state && strcmp(state, PBX_NODE_NOT_CREATED) != 0 && strcmp(state, "deleted") != 0;
+	return state && strcmp(state, PBX_NODE_NOT_CREATED) != 0 && strcmp(state, "deleted") != 0 &&
+	       strcmp(state, PBX_NODE_ASLEEP) != 0;
 }
 
 /* The quote line of node `name`: "head", or the group whose name is the

@@ -187,23 +187,42 @@ static int start_munge_key(const char *dir, struct pbx_buf *key, struct pbx_err 
 	return rc;
 }
 
+/* Node `name`'s place among the template's compute nodes (0-based), so
+ * that its slurmd port does not depend on which nodes are awake; `k` when
+ * the template does not name it. */
+static int start_node_ordinal(const struct pbx_cluster_template *t, const char *name, size_t k)
+{
+	const struct pbx_node_group *g = t ? pbx_cloud_group_of(t, name) : NULL;
+	int base = 0;
+	size_t i;
+	for (i = 0; g && i < t->ngroups && &t->groups[i] != g; i++)
+		base += t->groups[i].count;
+	return g ? base + atoi(name + strlen(g->name)) - 1 : (int)k;
+}
+
 static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			     char **conf, struct pbx_err *err)
 {
-	struct pbx_slurm_node *sn = xcalloc(c->nnodes, sizeof(*sn));
-	char (*types)[32] = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*types));
+	size_t total = c->nnodes + c->nasleep;
+	struct pbx_slurm_node *sn = xcalloc(total ? total : 1, sizeof(*sn));
+	char (*types)[32] = xcalloc(total ? total : 1, sizeof(*types));
 	struct pbx_slurm_conf sc = {0};
+	char *power = NULL, *extra = NULL;
 	size_t i, k = 0;
 	int rc;
-	for (i = 0; i < c->nnodes; i++) {
-		const struct pbx_node_row *n = &c->nodes[i];
+	for (i = 0; i < total; i++) {
+		const struct pbx_node_row *n = i < c->nnodes ? &c->nodes[i]
+							     : &c->asleep[i - c->nnodes];
 		const struct pbx_node_group *grp;
+		int ord;
 		if (strcmp(n->role, "compute") != 0)
 			continue;
+		ord = start_node_ordinal(c->spec.t, n->name, k);
 		sn[k].name = n->name;
 		sn[k].hostname = l->same_host ? "localhost" : n->name;
 		sn[k].addr = n->address;
-		sn[k].port = l->node_port_base ? l->node_port_base + 1 + (int)k : 0;
+		sn[k].port = l->node_port_base ? l->node_port_base + 1 + ord : 0;
+		sn[k].cloud = pbx_power_may_sleep(c->spec.t, n->name);
 		grp = c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
 		/* a group's cpus, else the layout's; its GPU type, typed GRES */
 		sn[k].cpus = grp && grp->cpus ? grp->cpus : l->node_cpus;
@@ -221,6 +240,11 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.srun_port_hi = l->srun_port_hi;
 	sc.slurm_user = l->slurm_user;
 	sc.extra = l->extra;
+	if (pbx_power_saving(c->spec.t)) {
+		power = pbx_power_conf_lines(c);
+		extra = xasprintf("%s%s", l->extra ? l->extra : "", power);
+		sc.extra = extra;
+	}
 	sc.cred_expire = l->cred_expire;
 	sc.max_array_size = c->spec.t ? c->spec.t->max_array_size : 0;
 	sc.max_job_count = c->spec.t ? c->spec.t->max_job_count : 0;
@@ -229,6 +253,8 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	rc = pbx_slurm_render_conf(&sc, conf, err);
 	free(sn);
 	free(types);
+	free(power);
+	free(extra);
 	return rc;
 }
 
@@ -300,6 +326,8 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 				    err);
 	if (rc == 0 && !strcmp(l->bootstrap_mode, "systemd"))
 		rc = start_stage_train(tar, now, err);
+	if (rc == 0 && pbx_power_saving(c->spec.t))
+		rc = pbx_power_stage(c, tar, now, err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
 	OPENSSL_cleanse(key.buf, key.len);
@@ -617,15 +645,19 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 	if (rc == 0)
 		rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
+		pbx_power_plan(c, planned, nplanned);   /* nodes SLURM wakes: asleep */
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);
 		pbx_node_rows_free(c->nodes, c->nnodes);
 		c->nodes = planned;
 		c->nnodes = nplanned;
-		names = xcalloc(nplanned, sizeof(*names));
-		for (i = 0; i < nplanned; i++)
-			names[i] = planned[i].name;
+		rc = pbx_power_split(c, err);
+	}
+	if (rc == 0) {
+		names = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*names));
+		for (i = 0; i < c->nnodes; i++)
+			names[i] = c->nodes[i].name;
 		if (ev && ev->nodes)
-			ev->nodes(ev->ctx, nplanned, names);
+			ev->nodes(ev->ctx, c->nnodes, names);
 		free(names);
 		pbx_store_event(st, c->row.id, "cluster.start", "%zu nodes", nplanned);
 		rc = start_run_all(c, ev, err);

@@ -93,6 +93,7 @@ struct pbx_config *pbx_config_default(void)
 	t->ngroups = 1;
 	t->groups[0].name = xstrdup("node");
 	t->groups[0].count = 2;
+	t->groups[0].min = -1;
 	t->groups[0].gpus = 2;
 	cfg->local.address_base = xstrdup(PBX_LOCAL_ADDRESS_BASE);
 	cfg->local.ssh_port = PBX_LOCAL_SSH_PORT;

@@ -70,6 +70,10 @@ struct pbx_node_group {
 	int gpus;            /* GPUs per node (GRES gpu count), >= 0 */
 	char *gpu_type;      /* accelerator type, may be NULL */
 	bool spot;           /* preemptible / spot instances */
+	int min;             /* power saving (min:): nodes NAME1..NAMEmin always
+	                        run, the rest (up to count, which max: sets) are
+	                        made by SLURM's ResumeProgram when jobs wait;
+	                        -1 = all always run (docs/power-saving.md) */
 	int cpus;            /* CPUs a node advertises to SLURM; 0 = what it has
 	                        (set it for local node bodies to run more tasks
 	                        at once than this machine has cores) */
@@ -93,6 +97,10 @@ struct pbx_cluster_template {
 	size_t ngroups;
 	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
 	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */
+	int suspend_time;             /* slurm.suspend_time: seconds an idle power-saving
+					 node runs before it is removed; 0 = 600 */
+	int resume_timeout;           /* slurm.resume_timeout: seconds a node may take to
+					 come up; 0 = boot_timeout + 300 */
 	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
 	int boot_timeout;             /* seconds a fresh node may take to answer SSH
 					 with its login user; 0 = 300 */

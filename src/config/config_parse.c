@@ -30,9 +30,10 @@ static const char *const template_keys[] = {
 };
 static const char *const head_keys[] = { "machine_type", "service_account",
 					  "instance_profile", NULL };
-static const char *const slurm_keys[] = { "max_array_size", "max_job_count", NULL };
+static const char *const slurm_keys[] = { "max_array_size", "max_job_count", "suspend_time",
+					   "resume_timeout", NULL };
 static const char *const group_keys[] = {
-	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", NULL
+	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", "min", "max", NULL
 };
 static const char *const gce_keys[] = {
 	"project", "zone", "zones", "credentials", "endpoint", "billing_endpoint", NULL
@@ -218,6 +219,28 @@ static int pbx_parse_head(const struct pbx_ynode *m, int cloud, struct pbx_clust
 }
 
 /* Optional slurm: { max_array_size, max_job_count } (0 = pbx's defaults). */
+/* slurm.KEY, a duration of power saving (docs/power-saving.md): 10 s to a
+ * day; absent leaves *out 0 (the default). */
+static int pbx_slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
+			      struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(n, key);
+	char *text = NULL;
+	long secs = 0;
+	int rc = 0;
+	if (!v)
+		return 0;
+	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+		return -1;
+	if (pbx_duration_parse(text, 86400, &secs) < 0 || secs < 10)
+		rc = pbx_ynode_error(v, err, "must be a duration from 10s to 1d (90s, 10m, 1h; a "
+				     "bare number is minutes), got '%s'", text);
+	else
+		*out = (int)secs;
+	free(text);
+	return rc;
+}
+
 static int pbx_parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			   struct pbx_err *err)
 {
@@ -237,6 +260,9 @@ static int pbx_parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_templat
 			return -1;
 		t->max_job_count = x;
 	}
+	if (pbx_slurm_duration(n, "suspend_time", &t->suspend_time, err) < 0 ||
+	    pbx_slurm_duration(n, "resume_timeout", &t->resume_timeout, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -265,6 +291,34 @@ static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_te
 	return 0;
 }
 
+/* Optional min: and max: of a node group (SLURM power saving,
+ * docs/power-saving.md): the group has max nodes (default count, which
+ * must not exceed it), of which min always run and the rest are made when
+ * jobs wait for them.  Local clusters only, so far. */
+static int pbx_parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
+				 struct pbx_err *err)
+{
+	const struct pbx_ynode *min = pbx_ymap_get(m, "min"), *max = pbx_ymap_get(m, "max");
+	int lo = 0, hi = g->count;
+	g->min = -1;
+	if (!min && !max)
+		return 0;
+	if (cloud != PBX_CLOUD_LOCAL)
+		return pbx_ynode_error(min ? min : max, err, "power saving (min:, max:) runs on "
+				       "cloud local only so far (docs/power-saving.md)");
+	if (pbx_opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
+	    pbx_opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
+		return -1;
+	if (hi < g->count)
+		return pbx_ynode_error(max, err, "must be at least count (%d), got %d", g->count, hi);
+	if (lo > hi)
+		return pbx_ynode_error(min ? min : max, err, "min (%d) must not exceed max (%d)", lo,
+				       hi);
+	g->count = hi;
+	g->min = min ? lo : hi;
+	return 0;
+}
+
 static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
 			   struct pbx_cluster_template *t, size_t idx, struct pbx_err *err)
 {
@@ -284,6 +338,8 @@ static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
 	    pbx_opt_int(m, "cpus", 0, 4096, &g->cpus, err) < 0)
 		return -1;
 	if (pbx_ymap_get(m, "spot") && pbx_ynode_bool(pbx_ymap_get(m, "spot"), &g->spot, err) < 0)
+		return -1;
+	if (pbx_parse_group_power(m, cloud, g, err) < 0)
 		return -1;
 	if (!g->machine_type && cloud != PBX_CLOUD_LOCAL)
 		return pbx_ymap_missing(m, "machine_type", cloud == PBX_CLOUD_GCE ?

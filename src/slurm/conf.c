@@ -48,7 +48,7 @@ static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *
 		pbx_buf_addf(b, " Gres=gpu:%s:%d", n->gpu_type, n->gpus);
 	else if (n->gpus)
 		pbx_buf_addf(b, " Gres=gpu:%d", n->gpus);
-	pbx_buf_adds(b, " State=UNKNOWN\n");
+	pbx_buf_adds(b, n->cloud ? " State=CLOUD\n" : " State=UNKNOWN\n");
 }
 
 int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx_err *err)

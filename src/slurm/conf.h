@@ -20,6 +20,7 @@ struct pbx_slurm_node {
 	long mem_mb;            /* RealMemory; 0 = SLURM's default */
 	int gpus;               /* GRES gpu count */
 	const char *gpu_type;   /* GRES type (pbx_slurm_gpu_type); NULL = untyped */
+	int cloud;              /* State=CLOUD: made on demand (power saving) */
 };
 
 struct pbx_slurm_conf {

@@ -1,0 +1,283 @@
+/*
+ * powersave.c - SLURM power saving (issue 19, section 2; docs/power-saving.md):
+ * compute nodes that exist only while jobs need them.
+ *
+ * A node group with `min:` has `count` nodes (max:), of which NAME1..NAMEmin
+ * always run; the others are "asleep": store state PBX_NODE_ASLEEP, no
+ * instance, and State=CLOUD in slurm.conf, which also names SLURM's
+ * ResumeProgram and SuspendProgram: two scripts pbx stages on the head
+ * (pbx-resume, pbx-suspend).  When jobs wait for an asleep node slurmctld
+ * runs pbx-resume with the nodes, which runs `pbx cluster power NAME resume
+ * NODE...`: the nodes become "waking", and a start of the cluster makes
+ * them and bootstraps them (the rest of the cluster is already up: only
+ * checked).  When a node has been idle for SuspendTime, pbx-suspend runs
+ * `... suspend NODE...`: its instance goes and it is asleep again.  The
+ * slurm.conf of a cluster never changes as nodes wake and sleep.
+ *
+ * So far on the local cloud only (its nodes are processes of this machine,
+ * and pbx itself runs there); the clouds need code on the head that calls
+ * their API as the head's identity (docs/power-saving.md).
+ */
+#include "cluster/cluster_internal.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/quote.h"
+#include "util/ustar.h"
+#include "util/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define POWER_SUSPEND_DEFAULT_S 600   /* ParallelCluster's ScaledownIdletime */
+
+/* Node `name`'s group and its number in it (gpu3: 3), or NULL. */
+static const struct pbx_node_group *power_group(const struct pbx_cluster_template *t,
+						const char *name, int *k)
+{
+	const struct pbx_node_group *g = t ? pbx_cloud_group_of(t, name) : NULL;
+	*k = g ? atoi(name + strlen(g->name)) : 0;
+	return g;
+}
+
+int pbx_power_saving(const struct pbx_cluster_template *t)
+{
+	size_t i;
+	for (i = 0; t && i < t->ngroups; i++)
+		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
+			return 1;
+	return 0;
+}
+
+int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name)
+{
+	int k;
+	const struct pbx_node_group *g = power_group(t, name, &k);
+	return g && g->min >= 0 && k > g->min;
+}
+
+void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(planned[i].role, "compute") &&
+		    pbx_power_may_sleep(c->spec.t, planned[i].name)) {
+			free(planned[i].state);
+			planned[i].state = xstrdup(PBX_NODE_ASLEEP);
+		}
+}
+
+int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
+{
+	size_t i, k = 0;
+	pbx_node_rows_free(c->asleep, c->nasleep);
+	c->asleep = NULL;
+	c->nasleep = 0;
+	for (i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].state && !strcmp(c->nodes[i].state, PBX_NODE_ASLEEP)) {
+			if (pbx_store_node_put(c->store, &c->nodes[i], err) < 0)
+				return -1;
+			c->asleep = xreallocarray(c->asleep, c->nasleep + 1, sizeof(*c->asleep));
+			c->asleep[c->nasleep++] = c->nodes[i];
+			continue;
+		}
+		c->nodes[k++] = c->nodes[i];
+	}
+	c->nnodes = k;
+	return 0;
+}
+
+/* "node1,node2" of the nodes that always run. */
+static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
+{
+	size_t i;
+	for (i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].role, "compute") &&
+		    !pbx_power_may_sleep(c->spec.t, c->nodes[i].name))
+			pbx_buf_addf(b, "%s%s", b->len ? "," : "", c->nodes[i].name);
+}
+
+char *pbx_power_conf_lines(const struct pbx_cluster *c)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	struct pbx_buf b = PBX_BUF_INIT, on = PBX_BUF_INIT;
+	int suspend = t->suspend_time ? t->suspend_time : POWER_SUSPEND_DEFAULT_S;
+	int resume = t->resume_timeout ? t->resume_timeout
+				       : (t->boot_timeout ? t->boot_timeout : 300) + 300;
+	power_always_on(c, &on);
+	pbx_buf_addf(&b, "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
+		     "# made when jobs wait for them and removed after SuspendTime idle.\n"
+		     "ResumeProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-resume\n"
+		     "SuspendProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-suspend\n"
+		     "SuspendTime=%d\nResumeTimeout=%d\nSuspendTimeout=30\n"
+		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n", suspend, resume);
+	if (on.len)
+		pbx_buf_addf(&b, "SuspendExcNodes=%s\n", on.buf);
+	pbx_buf_release(&on);
+	return pbx_buf_detach(&b, NULL);
+}
+
+/* One of the two programs: `pbx cluster power NAME ACTION NODE...` with
+ * SLURM's host list expanded, logged on the head. */
+static char *power_script(const struct pbx_cluster *c, const char *action)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	char self[1024];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *root = c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
+	self[n > 0 ? n : 0] = '\0';
+	pbx_buf_addf(&b, "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
+		     "pbx (src/cluster/powersave.c)\n", action,
+		     !strcmp(action, "resume") ? "ResumeProgram" : "SuspendProgram", c->row.name);
+	pbx_buf_adds(&b, "exec >>");
+	pbx_shell_quote(&b, root);
+	pbx_buf_adds(&b, "/var/log/pbx-power.log 2>&1 </dev/null\nnodes=$(SLURM_CONF=");
+	pbx_shell_quote(&b, root);
+	pbx_buf_adds(&b, "/etc/slurm/slurm.conf scontrol show hostnames \"$1\") || exit 1\n"
+		     "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) " );
+	pbx_buf_addf(&b, "%s $1\"\n# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=",
+		     action);
+	pbx_shell_quote(&b, pbx_home());
+	pbx_buf_adds(&b, " PBX_CONFIG=");
+	pbx_shell_quote(&b, c->cfg && c->cfg->path ? c->cfg->path : "");
+	pbx_buf_addc(&b, ' ');
+	pbx_shell_quote(&b, self);
+	pbx_buf_addf(&b, " -q cluster power ");
+	pbx_shell_quote(&b, c->row.name);
+	pbx_buf_addf(&b, " %s $nodes\n", action);
+	return pbx_buf_detach(&b, NULL);
+}
+
+int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+		    struct pbx_err *err)
+{
+	static const char *const actions[] = { "resume", "suspend" };
+	size_t i;
+	for (i = 0; i < 2; i++) {
+		char *script = power_script(c, actions[i]);
+		char *path = xasprintf(PBX_STAGE_DIR "/pbx-%s", actions[i]);
+		int rc = pbx_ustar_file(tar, path, 0755, now, script, strlen(script), err);
+		free(path);
+		free(script);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the verb */
+
+/* Marks SLURM node `name` DOWN with `why` (a resume that failed: SLURM
+ * requeues its jobs and does not try the node again at once). */
+static void power_mark_down(struct pbx_cluster *c, const char *name, const char *why)
+{
+	const char *argv[] = { "scontrol", "update", NULL, "state=down", NULL, NULL };
+	struct pbx_err err = PBX_ERR_INIT;
+	int status;
+	argv[2] = xasprintf("nodename=%s", name);
+	argv[4] = xasprintf("reason=pbx resume failed: %.200s", why);
+	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);   /* best effort */
+	free((char *)argv[2]);
+	free((char *)argv[4]);
+}
+
+/* Sets each node of names[0..n) that is in state `from` to `to`; how many. */
+static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const char *from,
+			 const char *to)
+{
+	struct pbx_node_row *rows = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t nr = 0, i, k, done = 0;
+	if (pbx_store_node_list(c->store, c->row.id, &rows, &nr, &err) < 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < nr; k++)
+			if (!strcmp(rows[k].name, names[i]) && rows[k].state &&
+			    !strcmp(rows[k].state, from) &&
+			    pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) == 0)
+				done++;
+	pbx_node_rows_free(rows, nr);
+	return done;
+}
+
+static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, struct pbx_cluster *c,
+			char **names, size_t n, struct pbx_err *err)
+{
+	struct pbx_err oerr = PBX_ERR_INIT;
+	char *name = xstrdup(c->row.name);
+	size_t i, woken = power_mark(c, names, n, PBX_NODE_ASLEEP, PBX_NODE_WAKING);
+	int rc = 0;
+	/* each is made anew, with a new host key: pinned again on first
+	 * contact, as for any node pbx makes */
+	for (i = 0; i < n; i++) {
+		char *prefix = xasprintf("%s/%s@", name, names[i]);
+		int removed = 0;
+		pbx_store_hostkey_forget_prefix(st, prefix, &removed, &oerr);
+		free(prefix);
+	}
+	pbx_store_event(st, c->row.id, "power.resume", "%zu of %zu nodes", woken, n);
+	pbx_cluster_close(c);
+	if (woken)
+		rc = pbx_cluster_start(st, cfg, name, NULL, -1, NULL, err);
+	if (rc < 0 && pbx_cluster_open(st, cfg, name, &c, &oerr) == 0) {
+		/* nothing is left half made: the nodes sleep again, and SLURM
+		 * hears why (DOWN with the reason; it requeues their jobs) */
+		const struct pbx_provider *p = c->provider;
+		for (i = 0; i < c->nnodes; i++) {
+			size_t k;
+			for (k = 0; k < n && strcmp(names[k], c->nodes[i].name); k++)
+				;
+			if (k == n || !c->nodes[i].state || !strcmp(c->nodes[i].state, "up"))
+				continue;
+			if (p->remove_nodes)
+				p->remove_nodes(c->pctx, &c->nodes[i], 1, &oerr);
+			pbx_store_node_set_state(st, c->row.id, c->nodes[i].name, PBX_NODE_ASLEEP,
+						 &oerr);
+			power_mark_down(c, c->nodes[i].name, err->msg);
+		}
+		pbx_cluster_close(c);
+	}
+	free(name);
+	return rc;
+}
+
+static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct pbx_err *err)
+{
+	struct pbx_node_row *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i, k, m = 0;
+	int rc = 0;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < c->nnodes; k++)
+			if (!strcmp(c->nodes[k].name, names[i]) &&
+			    pbx_power_may_sleep(c->spec.t, names[i]) && c->nodes[k].state &&
+			    strcmp(c->nodes[k].state, PBX_NODE_ASLEEP) != 0)
+				v[m++] = c->nodes[k];   /* borrowed */
+	pbx_store_event(c->store, c->row.id, "power.suspend", "%zu of %zu nodes", m, n);
+	if (m && c->provider->remove_nodes)
+		rc = c->provider->remove_nodes(c->pctx, v, m, err);
+	for (i = 0; rc == 0 && i < m; i++)
+		rc = pbx_store_node_set_state(c->store, c->row.id, v[i].name, PBX_NODE_ASLEEP, err);
+	free(v);
+	pbx_cluster_close(c);
+	return rc;
+}
+
+int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		      const char *action, char **nodes, size_t n, struct pbx_err *err)
+{
+	struct pbx_cluster *c = NULL;
+	if (strcmp(action, "resume") != 0 && strcmp(action, "suspend") != 0)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "expected resume or suspend, got '%s'",
+				    action);
+	if (pbx_cluster_open(st, cfg, name, &c, err) < 0)
+		return -1;
+	if (!pbx_power_saving(c->spec.t)) {
+		pbx_cluster_close(c);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "cluster %s has no power-saving node "
+				    "group (min: below its count)", name);
+	}
+	if (!strcmp(action, "resume"))
+		return power_resume(st, cfg, c, nodes, n, err);
+	return power_suspend(c, nodes, n, err);
+}

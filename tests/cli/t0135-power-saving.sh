@@ -1,0 +1,77 @@
+#!/bin/sh
+# t0135-power-saving.sh - SLURM power saving on the local cluster (issue 19,
+# section 2; docs/power-saving.md): a group with min: 0 and max: 2 starts
+# with no compute node made (SLURM knows them as CLOUD, powered down); a
+# 4-task sweep submitted with no pbx running on the user's side makes
+# slurmctld run the head's pbx-resume, which makes and bootstraps the nodes;
+# every task completes; after slurm.suspend_time idle, pbx-suspend removes
+# the nodes' processes (the head stays); a second sweep wakes them again;
+# `resize` refuses the group; `stop` leaves nothing.
+# Addresses 127.0.49.x, ports 22490 and 9000-9063.
+. "$(dirname "$0")/lib.sh"
+
+local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 2, min: 0, cpus: 2 }" \
+	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
+CDIR="$PBX_HOME/clusters/ps"
+body_procs() { ps -eo args= | grep -F "$CDIR/nodes/$1/" | grep -cv grep; }
+node_states() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)"; }
+sinfo_states() { "$PBX" cluster exec ps -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
+
+run_pbx cluster start ps
+ok $rc "a cluster with min: 0 starts: $errout"
+is "$(node_states)" "head:up node1:asleep node2:asleep" "only the head is made; both nodes are asleep"
+is "$(body_procs node1):$(body_procs node2)" "0:0" "no process of either node runs"
+is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM knows them powered down (idle~)"
+run_pbx cluster exec ps -- sh -c 'grep -E "^(ResumeProgram|SuspendProgram|SuspendTime|SuspendExcNodes)=" "$SLURM_CONF" | sed "s#=.*/#=#"'
+is "$out" "ResumeProgram=pbx-resume
+SuspendProgram=pbx-suspend
+SuspendTime=15" "slurm.conf runs pbx-resume and pbx-suspend, suspend after 15 s, nothing excluded (min: 0)"
+
+mkdir -p "$TEST_TMP/exp"
+cat >"$TEST_TMP/exp/e.yaml" <<'EXP'
+name: wake
+command: "sleep 2 && hostname > out.txt && echo done {i}"
+sweep: { grid: { i: [1, 2, 3, 4] } }
+EXP
+run_pbx parrun "$TEST_TMP/exp/e.yaml" ps --cpus-per-task=2
+ok $rc "4 tasks submitted: $errout"
+# from here no pbx runs on the user's side until the tasks are done:
+# slurmctld runs pbx-resume by itself
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+done_all() { "$PBX" cluster exec ps -- squeue -h 2>/dev/null | grep -q . && return 1; [ -n "$(sinfo_states)" ]; }
+wait_for 1800 done_all
+ok $? "the queue empties with no pbx running here"
+wait_final "$pkg" 60
+"$PBX" state --json "$pkg" >"$TEST_TMP/st.json"
+is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/st.json")" \
+	"COMPLETED COMPLETED COMPLETED COMPLETED" "every task completed on the nodes SLURM woke"
+is "$(json_get '" ".join(sorted(set(t["node"] for t in d["tasks"])))' <"$TEST_TMP/st.json")" "node1 node2" \
+	"on both nodes (2 CPUs a task, 2 a node)"
+is "$(node_states)" "head:up node1:up node2:up" "the store has them up"
+grep -c " resume " "$CDIR/nodes/head/var/log/pbx-power.log" >"$TEST_TMP/resumes"
+ok $? "the head's pbx-power.log has the resume: $(cat "$CDIR/nodes/head/var/log/pbx-power.log" 2>/dev/null | head -5)"
+
+# idle for suspend_time: SLURM runs pbx-suspend
+asleep() { [ "$(node_states)" = "head:up node1:asleep node2:asleep" ]; }
+wait_for 1200 asleep
+ok $? "after 15 s idle both nodes are asleep again: $(node_states)"
+wait_for 100 prints "0:0" eval 'echo "$(body_procs node1):$(body_procs node2)"'
+is "$(body_procs node1):$(body_procs node2)" "0:0" "their processes are gone"
+is "$(body_procs head)" "$(body_procs head | grep -v '^0$')" "the head still runs"
+wait_for 900 prints "node1 idle~ node2 idle~" sinfo_states
+is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM has them powered down"
+
+# again: a job wakes one node
+run_pbx cluster exec ps -- srun -N1 -c2 hostname
+ok $rc "srun wakes a node again (made anew, a new host key) and runs: $out $errout"
+[ $rc = 0 ] || sed 's/^/# /' "$CDIR/nodes/head/var/log/pbx-power.log"
+
+run_pbx cluster resize ps +1
+is "$rc" "2" "resize refuses a power-saving group"
+case $errout in *"saves power (min: 0, max: 2)"*) r=0 ;; *) r=1 ;; esac
+ok $r "and says why: $errout"
+
+run_pbx cluster stop ps
+ok $rc "stop: $errout"
+is "$(ps -eo args= | grep -F "$CDIR/" | grep -cv grep)" "0" "no process of the cluster is left"
+done_testing
