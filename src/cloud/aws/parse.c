@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "util/addr.h"
+#include "util/utctime.h"
 #include "util/xalloc.h"
 
 #define AWS_XML_OPTS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | \
@@ -180,18 +181,6 @@ static char *address(xmlNode *item, const char *name, const char *id, struct ins
 	return NULL;
 }
 
-/* The value of the n decimal digits at s, or -1 when any is not one. */
-static int digits(const char *s, int n)
-{
-	int v = 0;
-	for (; n > 0; n--, s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	return v;
-}
-
 /* Unix seconds of the time in an instance's reason (DescribeInstances'
  * <reason>, the API's StateTransitionReason), which EC2 writes as
  * "User initiated (2026-11-26 10:00:00 GMT)" and moto with UTC for GMT:
@@ -200,34 +189,14 @@ static int digits(const char *s, int n)
  * not after 1970; never an error. */
 static int64_t reason_time(const char *s)
 {
-	static const int mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 	const char *p;
 	for (p = s ? strchr(s, '(') : NULL; p; p = strchr(p + 1, '(')) {
-		struct tm tm = { 0 };
-		int y, mo, d, h, mi, sec;
-		time_t t;
-		if (strnlen(p + 1, 24) < 24 || p[5] != '-' || p[8] != '-' || p[11] != ' ' ||
-		    p[14] != ':' || p[17] != ':' ||
+		int64_t t;
+		if (strnlen(p + 1, 24) < 24 ||
 		    (strncmp(p + 20, " GMT)", 5) != 0 && strncmp(p + 20, " UTC)", 5) != 0))
 			continue;
-		y = digits(p + 1, 4);
-		mo = digits(p + 6, 2);
-		d = digits(p + 9, 2);
-		h = digits(p + 12, 2);
-		mi = digits(p + 15, 2);
-		sec = digits(p + 18, 2);
-		if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
-		    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60 ||
-		    (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
-			continue;
-		tm.tm_year = y - 1900;
-		tm.tm_mon = mo - 1;
-		tm.tm_mday = d;
-		tm.tm_hour = h;
-		tm.tm_min = mi;
-		tm.tm_sec = sec;
-		t = timegm(&tm);
-		return t > 0 ? (int64_t)t : 0;
+		if ((t = pbx_utc_datetime(p + 1, " ")) > 0)
+			return t;
 	}
 	return 0;
 }

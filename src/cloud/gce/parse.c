@@ -10,12 +10,14 @@
  */
 #include "cloud/gce/gce.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "util/addr.h"
+#include "util/utctime.h"
 #include "util/xalloc.h"
 
 #define MAX_FIELD 1024
@@ -149,18 +151,6 @@ static char *address(json_t *o, const char *key, const char *name, int *bad,
 	return NULL;
 }
 
-/* The value of the n decimal digits at s, or -1 when any is not one. */
-static int digits(const char *s, int n)
-{
-	int v = 0;
-	for (; n > 0; n--, s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	return v;
-}
-
 /* Unix seconds of an RFC 3339 date-time, as Compute Engine writes
  * lastStopTimestamp: YYYY-MM-DDTHH:MM:SS, optional fractional seconds
  * (dropped), then Z or a +HH:MM / -HH:MM offset (applied), e.g.
@@ -168,54 +158,29 @@ static int digits(const char *s, int n)
  * range, or a time not after 1970 gives 0 (unknown), never an error. */
 static int64_t rfc3339_time(const char *s)
 {
-	static const int mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	struct tm tm = { 0 };
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 1;
-	time_t t;
-	if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-	    s[13] != ':' || s[16] != ':')
-		return 0;
-	y = digits(s, 4);
-	mo = digits(s + 5, 2);
-	d = digits(s + 8, 2);
-	h = digits(s + 11, 2);
-	mi = digits(s + 14, 2);
-	sec = digits(s + 17, 2);
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 || h > 23 ||
-	    mi < 0 || mi > 59 || sec < 0 || sec > 60)
-		return 0;
-	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+	int64_t t = pbx_utc_datetime(s, "Tt");
+	int offset = 0;
+	if (!t)
 		return 0;
 	s += 19;
 	if (*s == '.') {
-		if (digits(++s, 1) < 0)
+		if (!isdigit((unsigned char)s[1]))
 			return 0;
-		while (*s >= '0' && *s <= '9')
-			s++;
+		s += 1 + strspn(s + 1, "0123456789");
 	}
 	if ((*s == 'Z' || *s == 'z') && !s[1]) {
 		/* UTC */
-	} else if ((*s == '+' || *s == '-') && strlen(s) == 6 && s[3] == ':') {
-		sign = *s == '-' ? -1 : 1;
-		oh = digits(s + 1, 2);
-		om = digits(s + 4, 2);
-		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+	} else if ((*s == '+' || *s == '-') && strlen(s) == 6 && s[3] == ':' &&
+		   strspn(s + 1, "0123456789") == 2 && strspn(s + 4, "0123456789") == 2) {
+		int oh = (s[1] - '0') * 10 + (s[2] - '0'), om = (s[4] - '0') * 10 + (s[5] - '0');
+		if (oh > 23 || om > 59)
 			return 0;
+		offset = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60);
 	} else {
 		return 0;
 	}
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return 0;
-	/* local time = UTC + offset */
-	t -= sign * (time_t)(oh * 3600 + om * 60);
-	return t > 0 ? (int64_t)t : 0;
+	t -= offset;   /* local time = UTC + offset */
+	return t > 0 ? t : 0;
 }
 
 /* Appends the instances of an array (a list's items, or one scope of an
