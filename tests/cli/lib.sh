@@ -215,8 +215,16 @@ gce_emulator() {
 		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
 		>"$TEST_TMP/emu.out" 2>&1 &
 	EMU_PID=$!
-	ge_i=0
-	while [ ! -s "$TEST_TMP/port" ] && [ $ge_i -lt 200 ]; do sleep 0.1; ge_i=$((ge_i + 1)); done
+	ge_i=0   # seconds on a loaded machine: wait up to 2 minutes, then say why
+	while [ ! -s "$TEST_TMP/port" ] && [ $ge_i -lt 1200 ] && kill -0 "$EMU_PID" 2>/dev/null; do
+		sleep 0.1
+		ge_i=$((ge_i + 1))
+	done
+	if [ ! -s "$TEST_TMP/port" ]; then
+		echo "Bail out! the Compute Engine emulator did not start in $((ge_i / 10)) s; its output:"
+		tail -n 20 "$TEST_TMP/emu.out" | sed 's/^/# /'
+		exit 1
+	fi
 	PORT=$(cat "$TEST_TMP/port")
 	python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
 import json, os, sys

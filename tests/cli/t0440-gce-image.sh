@@ -48,7 +48,7 @@ emu_start() {
 		>"$TEST_TMP/emu.out" 2>&1 &
 	EMU_PID=$!
 	i=0
-	while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
 	PORT=$(cat "$TEST_TMP/port")
 	python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
 import json, sys

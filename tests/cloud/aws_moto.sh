@@ -11,7 +11,7 @@ python3 "$2" --state-dir "$W/h" --env-file "$W/env.json" --no-bodies --subnet 12
 H=$!
 trap 'kill $H 2>/dev/null; wait $H 2>/dev/null; rm -rf "$W"' EXIT
 i=0
-while [ ! -s "$W/env.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -s "$W/env.json" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
 e() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$W/env.json"; }
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
 export AWS_ACCESS_KEY_ID="$(e 'd["pbx"]["access_key"]')" AWS_SECRET_ACCESS_KEY="$(e 'd["pbx"]["secret_key"]')"

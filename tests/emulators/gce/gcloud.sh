@@ -18,7 +18,7 @@ python3 "$here/emulator.py" --port 0 --port-file "$TEST_TMP/port" --state-dir "$
 	--project p --no-bodies --fault op_delay=0.05 --log "$TEST_TMP/requests.log" &
 emu=$!
 i=0
-while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
 port=$(cat "$TEST_TMP/port")
 # ctl METHOD WHAT [JSON]: the emulator's control endpoint
 ctl() {
