@@ -19,8 +19,6 @@ char *pbx_cluster_dir(const char *name)
 void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t)
 {
 	free(c->sized_groups);
-	free(c->stopped_at_of);
-	pbx_node_rows_free(c->asleep, c->nasleep);
 	c->sized_groups = NULL;
 	c->spec.t = NULL;
 	if (!t)
@@ -106,6 +104,8 @@ void pbx_cluster_release(struct pbx_cluster *c)
 	free(c->user);
 	free(c->key_path);
 	free(c->sized_groups);
+	free(c->stops);
+	pbx_node_rows_free(c->asleep, c->nasleep);
 }
 
 void pbx_cluster_close(struct pbx_cluster *c)

@@ -132,11 +132,14 @@ struct pbx_cluster {
 	 * brought up, not reported as stopped (pbx_cluster_connect). */
 	int starting;
 	/* When the cloud says the cluster powered off (unix s; 0 = not known):
-	 * its head's stop, and each node's own (stopped_at_of[i] for nodes[i],
-	 * NULL or 0 when not known), set by pbx_cluster_stopped_why: where the
-	 * node runs end. */
+	 * its head's stop, and each node's own (stops[0..nstops), by node
+	 * name), set by pbx_cluster_stopped_why: where the node runs end. */
 	int64_t stopped_at;
-	int64_t *stopped_at_of;
+	struct pbx_node_stop {
+		char name[64];
+		int64_t at;
+	} *stops;
+	size_t nstops;
 	/* For the bootstrap: when the head powers the cluster off because its
 	 * budget is spent (unix s; 0 = no budget to enforce), set on open. */
 	int64_t budget_until;

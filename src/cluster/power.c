@@ -15,6 +15,7 @@
 #include "util/visible.h"
 #include "util/xalloc.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,22 +46,32 @@ static char *power_last_stop(const char *root)
 	return res;
 }
 
-/* Each node's stop time as the cloud lists it, into c->stopped_at_of. */
+/* c->stopped_at and c->stops: connections to several nodes at once
+ * (discovery's fan-out) may each find the cluster stopped. */
+static pthread_mutex_t power_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Each node's stop time as the cloud lists it, into c->stops by name
+ * (power_lock held). */
 static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
 {
 	size_t i, k;
-	free(c->stopped_at_of);
-	c->stopped_at_of = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*c->stopped_at_of));
+	free(c->stops);
+	c->stops = NULL;
+	c->nstops = 0;
 	for (k = 0; k < c->nnodes; k++)
 		for (i = 0; i < n; i++)
 			if (c->nodes[k].instance_id && v[i].id && v[i].stopped_at > 0 &&
-			    !strcmp(v[i].id, c->nodes[k].instance_id))
-				c->stopped_at_of[k] = v[i].stopped_at;
+			    !strcmp(v[i].id, c->nodes[k].instance_id)) {
+				c->stops = xreallocarray(c->stops, c->nstops + 1, sizeof(*c->stops));
+				snprintf(c->stops[c->nstops].name, sizeof(c->stops[0].name), "%s",
+					 c->nodes[k].name);
+				c->stops[c->nstops++].at = v[i].stopped_at;
+			}
 }
 
 /* Whether the provider lists the head's instance as powered off; then
  * c->stopped_at is when it stopped, as the cloud says (0: not said), and
- * c->stopped_at_of each node's. */
+ * c->stops each node's. */
 static int power_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
@@ -70,7 +81,9 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 	int off = 0;
 	if (!head || !*head || c->provider->list(c->pctx, &v, &n, &err) < 0)
 		return 0;
+	pthread_mutex_lock(&power_lock);
 	power_stop_times(c, v, n);
+	pthread_mutex_unlock(&power_lock);
 	for (i = 0; i < n && !off; i++) {
 		/* the head's handle: its instance name (gce), its id (aws) */
 		if (strcmp(v[i].id, head) != 0 || !v[i].state)
@@ -79,7 +92,9 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||
 		    !strcmp(v[i].state, "stopping")) {
 			*state = pbx_visible(v[i].state, PBX_VISIBLE_LINE);
+			pthread_mutex_lock(&power_lock);
 			c->stopped_at = v[i].stopped_at;
+			pthread_mutex_unlock(&power_lock);
 			off = 1;
 		}
 	}

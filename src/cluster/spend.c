@@ -112,9 +112,9 @@ static int spend_cluster_on(struct pbx_cluster *c)
 static int64_t spend_stopped_at(const struct pbx_cluster *c, const char *name)
 {
 	size_t i;
-	for (i = 0; c->stopped_at_of && i < c->nnodes; i++)
-		if (!strcmp(c->nodes[i].name, name) && c->stopped_at_of[i] > 0)
-			return c->stopped_at_of[i];
+	for (i = 0; i < c->nstops; i++)
+		if (!strcmp(c->stops[i].name, name))
+			return c->stops[i].at;
 	return c->stopped_at;
 }
 
