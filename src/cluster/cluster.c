@@ -80,7 +80,6 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	pbx_hostkeys_from_store(&c->hostkeys, st);
 	c->pool = pbx_ssh_pool_new(&c->hostkeys);
 	c->opened_at = time(NULL);
-	c->budget_until = pbx_cluster_budget_until(c, c->opened_at);
 	if (cluster_open_hook)
 		cluster_open_hook(c);
 	*out = c;

@@ -141,7 +141,7 @@ struct pbx_cluster {
 	} *stops;
 	size_t nstops;
 	/* For the bootstrap: when the head powers the cluster off because its
-	 * budget is spent (unix s; 0 = no budget to enforce), set on open. */
+	 * budget is spent (unix s; 0 = no budget to enforce), set by start. */
 	int64_t budget_until;
 	int64_t opened_at;            /* when pbx_cluster_open opened it (unix s) */
 	/* During a start: the power-saving nodes asleep (no instance), out of

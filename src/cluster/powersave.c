@@ -8,7 +8,8 @@
  * ResumeProgram and SuspendProgram: two scripts pbx stages on the head
  * (pbx-resume, pbx-suspend).  When jobs wait for an asleep node slurmctld
  * runs pbx-resume with the nodes, which runs `pbx cluster power NAME resume
- * NODE...`: the nodes become "waking", and a start of the cluster makes
+ * NODE...`: the nodes become "waking" (a resume killed on the way leaves
+ * them so; SLURM's next resume of them goes on), and a start of the cluster makes
  * them and bootstraps them (the rest of the cluster is already up: only
  * checked).  When a node has been idle for SuspendTime, pbx-suspend runs
  * `... suspend NODE...`: its instance goes and it is asleep again.  The
@@ -71,13 +72,16 @@ void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t 
 int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 {
 	size_t i, k = 0;
+	int rc = 0;
 	pbx_node_rows_free(c->asleep, c->nasleep);
 	c->asleep = NULL;
 	c->nasleep = 0;
+	/* every row moves (a failed record does not stop the move: a row
+	 * must never be in both arrays) */
 	for (i = 0; i < c->nnodes; i++) {
 		if (c->nodes[i].state && !strcmp(c->nodes[i].state, PBX_NODE_ASLEEP)) {
-			if (pbx_store_node_put(c->store, &c->nodes[i], err) < 0)
-				return -1;
+			if (rc == 0 && pbx_store_node_put(c->store, &c->nodes[i], err) < 0)
+				rc = -1;
 			c->asleep = xreallocarray(c->asleep, c->nasleep + 1, sizeof(*c->asleep));
 			c->asleep[c->nasleep++] = c->nodes[i];
 			continue;
@@ -85,7 +89,7 @@ int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 		c->nodes[k++] = c->nodes[i];
 	}
 	c->nnodes = k;
-	return 0;
+	return rc;
 }
 
 /* "node1,node2" of the nodes that always run. */
@@ -182,7 +186,8 @@ static void power_mark_down(struct pbx_cluster *c, const char *name, const char 
 	free((char *)argv[4]);
 }
 
-/* Sets each node of names[0..n) that is in state `from` to `to`; how many. */
+/* Sets each node of names[0..n) that is in state `from` (or already `to`)
+ * to `to`; how many are in `to` now. */
 static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const char *from,
 			 const char *to)
 {
@@ -194,8 +199,9 @@ static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const ch
 	for (i = 0; i < n; i++)
 		for (k = 0; k < nr; k++)
 			if (!strcmp(rows[k].name, names[i]) && rows[k].state &&
-			    !strcmp(rows[k].state, from) &&
-			    pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) == 0)
+			    (!strcmp(rows[k].state, to) ||
+			     (!strcmp(rows[k].state, from) &&
+			      pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) == 0)))
 				done++;
 	pbx_node_rows_free(rows, nr);
 	return done;

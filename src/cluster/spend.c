@@ -37,39 +37,29 @@ static int spend_node_runs(const char *state)
 	       strcmp(state, PBX_NODE_ASLEEP) != 0;
 }
 
-/* The quote line of node `name`: "head", or the group whose name is the
- * node's without its number (gpu3 -> gpu); NULL when none fits. */
+/* The quote line of a node: the head's (the first), or its group's (the
+ * template's, pbx_cloud_group_of); NULL when none fits. */
 static const struct pbx_price_line *spend_line(const struct pbx_price_quote *q,
+					       const struct pbx_cluster_template *t,
 					       const char *name, const char *role)
 {
-	const struct pbx_price_line *best = NULL;
-	size_t i, len, best_len = 0;
-	for (i = 0; i < q->n; i++) {
-		const char *g = q->lines[i].group;
-		if (!g)
-			continue;
-		if (!strcmp(role, "head")) {
-			if (i == 0)
-				return &q->lines[0];   /* the head's line comes first */
-			continue;
-		}
-		if (i == 0)
-			continue;
-		len = strlen(g);
-		if (!strncmp(name, g, len) && name[len] && strspn(name + len, "0123456789") ==
-		    strlen(name + len) && len > best_len) {
-			best = &q->lines[i];
-			best_len = len;
-		}
-	}
-	return best;
+	const struct pbx_node_group *g;
+	size_t i;
+	if (!strcmp(role, "head"))
+		return q->n ? &q->lines[0] : NULL;
+	g = t ? pbx_cloud_group_of(t, name) : NULL;
+	for (i = 1; g && i < q->n; i++)
+		if (q->lines[i].group && !strcmp(q->lines[i].group, g->name))
+			return &q->lines[i];
+	return NULL;
 }
 
 /* Node `name`'s price an hour from the cache (-1: unknown). */
-static int64_t spend_node_price(const struct pbx_price_quote *q, int quoted, const char *name,
+static int64_t spend_node_price(const struct pbx_price_quote *q, int quoted,
+				const struct pbx_cluster_template *t, const char *name,
 				const char *role)
 {
-	const struct pbx_price_line *l = quoted ? spend_line(q, name, role) : NULL;
+	const struct pbx_price_line *l = quoted ? spend_line(q, t, name, role) : NULL;
 	return l ? l->each : -1;
 }
 
@@ -157,7 +147,7 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 			struct pbx_err qerr = PBX_ERR_INIT;
 			quoted = pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &qerr) == 0 ? 1 : -1;
 		}
-		nanos = spend_node_price(&q, quoted == 1, nodes[i].name, nodes[i].role);
+		nanos = spend_node_price(&q, quoted == 1, c->spec.t, nodes[i].name, nodes[i].role);
 		/* from when this verb began: a start's instances run from then */
 		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
 				   c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now, nanos,

@@ -43,18 +43,7 @@ h_start() {
 		--subnet "${H_SUBNET1:-127.0.63.0/24}" --subnet "${H_SUBNET2:-127.0.64.0/24}" "$@" \
 		>"$TEST_TMP/h.log" 2>&1 &
 	H_PID=$!
-	# moto starts in seconds, but a loaded machine (the whole suite at
-	# once) has taken over 30 s: wait up to 2 minutes, then say why
-	i=0
-	while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 1200 ] && kill -0 "$H_PID" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if [ ! -s "$TEST_TMP/env.json" ]; then
-		echo "Bail out! the EC2 harness did not start in $((i / 10)) s; its log:"
-		tail -n 20 "$TEST_TMP/h.log" | sed 's/^/# /'
-		exit 1
-	fi
+	wait_started "$TEST_TMP/env.json" "$H_PID" "$TEST_TMP/h.log" "the EC2 harness"
 	env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
 	URL=$(env_get 'd["url"]')
 	MOTO=$(env_get 'd["moto_url"]')

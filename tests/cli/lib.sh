@@ -63,6 +63,22 @@ wait_for() {
 	done
 }
 
+# wait_started FILE PID LOG WHAT: waits until the server PID writes FILE
+# (its port, its environment).  Seconds usually, but a loaded machine (the
+# whole suite at once) has taken over 30 s: up to 2 minutes, then the test
+# bails out with the end of LOG.
+wait_started() {
+	_ws_i=0
+	while [ ! -s "$1" ] && [ $_ws_i -lt 1200 ] && kill -0 "$2" 2>/dev/null; do
+		sleep 0.1
+		_ws_i=$((_ws_i + 1))
+	done
+	[ -s "$1" ] && return 0
+	echo "Bail out! $4 did not start in $((_ws_i / 10)) s; its log:"
+	tail -n 20 "$3" | sed 's/^/# /'
+	exit 1
+}
+
 # prints VALUE CMD...: whether CMD prints VALUE.  For wait_for, which runs
 # it again each try (a "$(...)" argument would be read once, before waiting):
 # wait_for 300 prints 0 bodies
@@ -215,16 +231,7 @@ gce_emulator() {
 		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
 		>"$TEST_TMP/emu.out" 2>&1 &
 	EMU_PID=$!
-	ge_i=0   # seconds on a loaded machine: wait up to 2 minutes, then say why
-	while [ ! -s "$TEST_TMP/port" ] && [ $ge_i -lt 1200 ] && kill -0 "$EMU_PID" 2>/dev/null; do
-		sleep 0.1
-		ge_i=$((ge_i + 1))
-	done
-	if [ ! -s "$TEST_TMP/port" ]; then
-		echo "Bail out! the Compute Engine emulator did not start in $((ge_i / 10)) s; its output:"
-		tail -n 20 "$TEST_TMP/emu.out" | sed 's/^/# /'
-		exit 1
-	fi
+	wait_started "$TEST_TMP/port" "$EMU_PID" "$TEST_TMP/emu.out" "the Compute Engine emulator"
 	PORT=$(cat "$TEST_TMP/port")
 	python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
 import json, os, sys
