@@ -16,6 +16,7 @@
 #
 # usage: bench/gpu.sh [BUILD_DIR]      (default build-gpu, built if needed)
 # env:   PY=python3  STEPS=300  WARM=50  OUT=bench/out
+#        MODELS="cnn-bn mini-alexnet"  BATCHES="128 1024"  MODES="eager compile"
 #        PBX_GPU_SELFTEST=1  without a GPU: pbx-train on the CPU, no PyTorch,
 #                  60 steps (tests this script, measures nothing useful)
 set -u
@@ -50,20 +51,35 @@ if [ -e "$dir/train-images-idx3-ubyte.gz" ] || [ -e "$dir/train-images-idx3-ubyt
 	data="--set dataset=fashion-mnist --set data_dir=$dir"
 fi
 
-# peak MiB of process $1 while it lives, from nvidia-smi samples
-peak_of() {
+# peak_watch PID FILE: in the background, samples nvidia-smi every 50 ms
+# while process PID lives and writes its peak MiB to FILE.  It must run
+# beside the shell's own `wait PID`: run inside $(...) instead, it would
+# poll a child it cannot reap, which kill -0 sees alive for ever (a zombie;
+# the first run on an H100 hung there).
+peak_watch() {
 	pid=$1; peak=0
-	if [ "$GPU" != cuda ]; then
-		echo 0
-		return
+	if [ "$GPU" = cuda ]; then
+		while kill -0 "$pid" 2>/dev/null; do
+			m=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+				awk -F', *' -v p="$pid" '$1 == p {print $2}')
+			[ -n "$m" ] && [ "$m" -gt "$peak" ] && peak=$m
+			sleep 0.05
+		done
 	fi
-	while kill -0 "$pid" 2>/dev/null; do
-		m=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
-			awk -F', *' -v p="$pid" '$1 == p {print $2}')
-		[ -n "$m" ] && [ "$m" -gt "$peak" ] && peak=$m
-		sleep 0.05
-	done
-	echo "$peak"
+	echo "$peak" >"$2"
+}
+
+# run_watched PEAKFILE CMD...: runs CMD in the background, watched by
+# peak_watch; returns CMD's status once both have ended
+run_watched() {
+	_pf=$1; shift
+	"$@" &
+	_pid=$!
+	peak_watch "$_pid" "$_pf" &
+	_wpid=$!
+	wait "$_pid"; _rc=$?
+	wait "$_wpid"
+	return $_rc
 }
 
 # median of the images_per_s of the windows after WARM steps
@@ -81,27 +97,29 @@ table=$OUT/gpu.md
 	echo "| model | batch | pbx-train img/s | eager img/s | compile img/s | vs eager | vs compile | peak MiB pbx / eager / compile |"
 	echo "|---|---|---|---|---|---|---|---|"
 } >"$table"
-for model in cnn-bn mini-alexnet; do
-	for batch in 128 1024; do
+for model in ${MODELS:-cnn-bn mini-alexnet}; do
+	for batch in ${BATCHES:-128 1024}; do
+		t0=$(date +%s)
 		o=$W/pbx-$model-$batch
 		# shellcheck disable=SC2086 # $data is a list of options
-		"$BIN" - --set model="$model" --set batch_size="$batch" $data --set epochs=1000 \
+		run_watched "$W/peak" "$BIN" - --set model="$model" --set batch_size="$batch" $data --set epochs=1000 \
 			--set max_steps="$STEPS" --set eval_every=0 --set log_every=10 \
-			--set device=$GPU --set output_dir="$o" >"$o.log" 2>&1 &
-		pid=$!
-		pm=$(peak_of $pid)
-		wait $pid || gpu_die "pbx-train failed: $(tail -3 "$o.log")"
+			--set device=$GPU --set output_dir="$o" >"$o.log" 2>&1 ||
+			gpu_die "pbx-train failed: $(tail -3 "$o.log")"
+		pm=$(cat "$W/peak")
 		pi=$(pbx_ips "$o/metrics.jsonl")
+		echo "# $model batch $batch: pbx-train $(int "$pi") img/s, peak $pm MiB ($(($(date +%s) - t0)) s)"
 		ips_eager=- ips_compile=- peak_eager=- peak_compile=-
-		for mode in eager compile; do
+		for mode in ${MODES:-eager compile}; do
 			[ "$GPU" = cuda ] || continue
-			"$PY" "$ROOT/bench/gpu_torch.py" --model "$model" --batch "$batch" --mode "$mode" \
-				--steps "$STEPS" >"$W/$mode.json" 2>"$W/$mode.err" &
-			pid=$!
-			eval "peak_$mode=\$(peak_of $pid)"
-			wait $pid || gpu_die "gpu_torch.py $mode failed: $(tail -3 "$W/$mode.err")"
+			t0=$(date +%s)
+			run_watched "$W/peak" "$PY" "$ROOT/bench/gpu_torch.py" --model "$model" --batch "$batch" --mode "$mode" \
+				--steps "$STEPS" >"$W/$mode.json" 2>"$W/$mode.err" ||
+				gpu_die "gpu_torch.py $mode failed: $(tail -3 "$W/$mode.err")"
+			eval "peak_$mode=\$(cat \"\$W/peak\")"
 			eval "ips_$mode=\$(sed -n 's/.*\"images_per_s\": \([0-9.e+-]*\).*/\1/p' \"\$W/\$mode.json\")"
 			cat "$W/$mode.json"
+			echo "# $model batch $batch: $mode done ($(($(date +%s) - t0)) s)"
 		done
 		# shellcheck disable=SC2154 # set by eval above
 		echo "| $model | $batch | $(int "$pi") | $(int "$ips_eager") | $(int "$ips_compile") | $(ratio "$pi" "$ips_eager") | $(ratio "$pi" "$ips_compile") | $pm / $peak_eager / $peak_compile |" >>"$table"
