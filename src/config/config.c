@@ -4,7 +4,7 @@
  * summaries and the key-file check of `pbx config check`.  The schema
  * itself is in config_parse.c.
  */
-#include "config/config_priv.h"
+#include "config/config_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

@@ -3,7 +3,7 @@
  * fills struct pbx_config, checking keys, types, ranges, names and defaults
  * (rules listed in config.h).
  */
-#include "config/config_priv.h"
+#include "config/config_internal.h"
 #include "http/http.h"
 #include "util/fs.h"
 #include "util/duration.h"

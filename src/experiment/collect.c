@@ -10,7 +10,7 @@
  * for directories and executable files, 0644 otherwise) so the package id
  * does not depend on umask.
  */
-#include "experiment/package_priv.h"
+#include "experiment/package_internal.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>

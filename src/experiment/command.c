@@ -9,7 +9,7 @@
  * (so "${HOME}" or "awk '{print $1}'" need no escaping).  Values are never
  * re-scanned, so a value "{other}" stays as it is.
  */
-#include "experiment/experiment_priv.h"
+#include "experiment/experiment_internal.h"
 #include "util/buf.h"
 #include "util/quote.h"
 #include "util/xalloc.h"

@@ -5,7 +5,7 @@
  * releasing it all.  FORMAT.md is the user-facing description; keep the
  * two in step.
  */
-#include "experiment/experiment_priv.h"
+#include "experiment/experiment_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

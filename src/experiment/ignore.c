@@ -13,7 +13,7 @@
  * any other "**" lets '*' cross '/' in that pattern (so "a/" "**" "/b" needs
  * at least one directory between a and b; git's also matches "a/b").
  */
-#include "experiment/package_priv.h"
+#include "experiment/package_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/xalloc.h"

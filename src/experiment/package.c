@@ -3,7 +3,7 @@
  * content id, record git/user/host/time) and writing it as one tar file
  * with the task records and the task wrapper (layout in package.h).
  */
-#include "experiment/package_priv.h"
+#include "experiment/package_internal.h"
 #include "tmpl/tmpl.h"
 #include "util/fs.h"
 #include "util/proc.h"

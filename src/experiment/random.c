@@ -8,7 +8,7 @@
  * (only IEEE arithmetic and libm's exp/log are involved).  Real values are
  * written with %.6g, or %.17g where the short form would leave [lo, hi].
  */
-#include "experiment/experiment_priv.h"
+#include "experiment/experiment_internal.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * through to the job array, `throttle` (the %N of --array) and `launcher`.
  * Errors name the file, line and key.
  */
-#include "experiment/experiment_priv.h"
+#include "experiment/experiment_internal.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * Every value string is copied once into the experiment's pool and shared
  * by all points; all points' params live in one block.
  */
-#include "experiment/experiment_priv.h"
+#include "experiment/experiment_internal.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * and re-hashed on the way, so a file that changed since the package id
  * was computed is refused rather than shipped under the wrong id.
  */
-#include "experiment/package_priv.h"
+#include "experiment/package_internal.h"
 #include "util/buf.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"

@@ -6,7 +6,7 @@
  * then node_hours and cost (sums for a group) when the report shows them
  * (report->cost_shown; cost in report->currency units).
  */
-#include "results/model_priv.h"
+#include "results/model_internal.h"
 #include "results/num.h"
 
 #include "util/xalloc.h"

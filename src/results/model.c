@@ -4,7 +4,7 @@
  * filtering, sorting and grouping are in query.c.
  */
 #include "results/cost.h"
-#include "results/model_priv.h"
+#include "results/model_internal.h"
 #include "results/num.h"
 
 #include "util/xalloc.h"

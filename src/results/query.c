@@ -2,7 +2,7 @@
  * query.c - the report's --where filters, --sort order and --group-by
  * aggregates over the model's tasks (see report.h for the definitions).
  */
-#include "results/model_priv.h"
+#include "results/model_internal.h"
 #include "results/num.h"
 
 #include "util/xalloc.h"

@@ -7,7 +7,7 @@
  * sharing the value, g.errorbar[data-x]); the table of the text formats.
  */
 #include "results/cost.h"
-#include "results/model_priv.h"
+#include "results/model_internal.h"
 #include "results/num.h"
 #include "results/svg.h"
 

@@ -3,7 +3,7 @@
  * CSV (RFC 4180 quoting, LF line ends), Markdown (pipe table) and JSON
  * (jansson).  All print the grid of grid.c.
  */
-#include "results/model_priv.h"
+#include "results/model_internal.h"
 #include "results/num.h"
 
 #include "util/xalloc.h"

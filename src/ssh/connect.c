@@ -5,9 +5,9 @@
  *
  * Handshake and authentication run in blocking mode with libssh2's timeout;
  * the session is switched to non-blocking mode once it is ready (see
- * ssh_int.h).
+ * ssh_internal.h).
  */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

@@ -18,7 +18,7 @@
  * the stream came without one.
  */
 #define _GNU_SOURCE   /* memmem */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
@@ -236,7 +236,7 @@ static int exec_status(struct exec_job *j, int *exit_status, struct pbx_err *err
 	return 0;
 }
 
-/* Opens the channel and starts the command (under req_lock, see ssh_int.h). */
+/* Opens the channel and starts the command (under req_lock, see ssh_internal.h). */
 static int exec_start_locked(struct exec_job *j, const char *marked, struct pbx_err *err)
 {
 	int64_t deadline = pbx_ssh_now_ms() + j->s->timeout_ms;

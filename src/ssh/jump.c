@@ -5,12 +5,12 @@
  * thread copies bytes between it and one end of a socketpair; the inner
  * SSH session runs over the other end as if it were a TCP socket.  Several
  * tunnels (and the jump connection's own users) share the jump session, so
- * every libssh2 call goes through the jump connection's lock (ssh_int.h).
+ * every libssh2 call goes through the jump connection's lock (ssh_internal.h).
  *
  * The pump stops when the inner side closes its end, when the channel
  * reaches EOF, or when asked to; it then closes and frees the channel.
  */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

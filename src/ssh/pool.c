@@ -8,7 +8,7 @@
  * on.  A connection found broken is retired (kept until the pool is freed,
  * since other threads may still hold it) and a new one is made.
  */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

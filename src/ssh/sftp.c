@@ -10,7 +10,7 @@
  * transfer opens its own SFTP channel, so transfers on a shared connection
  * do not share SFTP state.
  */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

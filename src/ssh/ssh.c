@@ -2,9 +2,9 @@
  * ssh.c - the session plumbing every other file of src/ssh builds on:
  * process-wide libssh2 setup, the per-connection lock, waiting on the
  * socket, channel slots, turning libssh2 errors into struct pbx_err, and
- * closing a connection.  See ssh_int.h for the locking model.
+ * closing a connection.  See ssh_internal.h for the locking model.
  */
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>

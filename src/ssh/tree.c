@@ -12,7 +12,7 @@
  * before it may already be there, always inside local_dir.
  */
 #include "ssh/proc.h"
-#include "ssh/ssh_int.h"
+#include "ssh/ssh_internal.h"
 #include "ssh/tarcheck.h"
 #include "ssh/untar.h"
 #include "util/fs.h"

@@ -11,7 +11,7 @@
 #include "common/tap.h"
 #include "experiment/experiment.h"
 #include "experiment/package.h"
-#include "experiment/package_priv.h"
+#include "experiment/package_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/proc.h"

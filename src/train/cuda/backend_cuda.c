@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "runtime/rng.h"
-#include "train/cuda/internal.h"
+#include "train/cuda/cuda_internal.h"
 #include "train/cuda/kernels.h"
 #include "train/optim.h"
 #include "util/xalloc.h"

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "train/cuda/internal.h"
+#include "train/cuda/cuda_internal.h"
 
 static struct {
 	const struct pbx_comm_ops *mpi; /* the comm's own ops (small collectives) */

@@ -1,8 +1,8 @@
 /*
- * package_priv.h - what package.c, collect.c, ignore.c and tar.c share.
+ * package_internal.h - what package.c, collect.c, ignore.c and tar.c share.
  */
-#ifndef PBX_EXPERIMENT_PACKAGE_PRIV_H
-#define PBX_EXPERIMENT_PACKAGE_PRIV_H
+#ifndef PBX_EXPERIMENT_PACKAGE_INTERNAL_H
+#define PBX_EXPERIMENT_PACKAGE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdio.h>

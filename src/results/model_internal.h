@@ -1,10 +1,10 @@
 /*
- * model_priv.h - helpers shared by the report model's files: what a
+ * model_internal.h - helpers shared by the report model's files: what a
  * --where/--sort key names, and the grid of cells that every renderer
  * (text and HTML) prints.
  */
-#ifndef PBX_RESULTS_MODEL_PRIV_H
-#define PBX_RESULTS_MODEL_PRIV_H
+#ifndef PBX_RESULTS_MODEL_INTERNAL_H
+#define PBX_RESULTS_MODEL_INTERNAL_H
 
 #include "results/report.h"
 

@@ -1,9 +1,9 @@
 /*
- * config_priv.h - internals shared by the files of src/config (not for use
+ * config_internal.h - internals shared by the files of src/config (not for use
  * outside it): turning a parsed YAML document into a struct pbx_config.
  */
-#ifndef PBX_CONFIG_CONFIG_PRIV_H
-#define PBX_CONFIG_CONFIG_PRIV_H
+#ifndef PBX_CONFIG_CONFIG_INTERNAL_H
+#define PBX_CONFIG_CONFIG_INTERNAL_H
 
 #include "config/config.h"
 #include "config/yamltree.h"

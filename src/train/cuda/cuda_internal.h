@@ -1,5 +1,5 @@
 /*
- * internal.h - what the CUDA backend's files share: the process's device
+ * cuda_internal.h - what the CUDA backend's files share: the process's device
  * handles (one GPU per process) and the checked-call macros.
  */
 #ifndef PBX_TRAIN_CUDA_INTERNAL_H

@@ -1,10 +1,10 @@
 /*
- * experiment_priv.h - what the files of src/experiment share and nothing
+ * experiment_internal.h - what the files of src/experiment share and nothing
  * else sees: the private part of an experiment (its string pool and the
  * one block of params behind all points) and the parsers of each section.
  */
-#ifndef PBX_EXPERIMENT_PRIV_H
-#define PBX_EXPERIMENT_PRIV_H
+#ifndef PBX_EXPERIMENT_INTERNAL_H
+#define PBX_EXPERIMENT_INTERNAL_H
 
 #include <stdbool.h>
 

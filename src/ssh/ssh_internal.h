@@ -1,5 +1,5 @@
 /*
- * ssh_int.h - what the files of src/ssh share and nobody else sees: the
+ * ssh_internal.h - what the files of src/ssh share and nobody else sees: the
  * connection struct, the session lock, waiting on the socket, and error
  * reporting from libssh2.
  *
@@ -20,8 +20,8 @@
  * type meant for another channel (_libssh2_packet_requirev), so two such
  * waits on one session must never overlap.
  */
-#ifndef PBX_SSH_SSH_INT_H
-#define PBX_SSH_SSH_INT_H
+#ifndef PBX_SSH_SSH_INTERNAL_H
+#define PBX_SSH_SSH_INTERNAL_H
 
 #include <libssh2.h>
 #include <pthread.h>
