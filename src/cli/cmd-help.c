@@ -49,22 +49,3 @@ const struct pbx_cmd pbx_cmd_help = {
 	.args = "VERB",
 	.exec = cmd_help_exec,
 };
-
-extern const struct pbx_cmd pbx_cmd_version;
-
-static int cmd_version_exec(struct pbx_ctx *ctx, int argc, char **argv)
-{
-	int rc = pbx_plain_args(&pbx_cmd_version, argc, argv, 0, 0);
-	(void)ctx;
-	if (rc)
-		return rc;
-	printf("pbx %s\n", PBX_VERSION);
-	return 0;
-}
-
-const struct pbx_cmd pbx_cmd_version = {
-	.name = "version",
-	.summary = "print the version of pbx",
-	.usage = "pbx version\npbx --version",
-	.exec = cmd_version_exec,
-};

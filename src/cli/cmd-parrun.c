@@ -1,10 +1,12 @@
 /*
- * cmd-parrun.c - `pbx parrun EXPERIMENT CLUSTER [SBATCH OPTIONS]` and
- * `pbx run` (the same for an experiment of one point): push the package
- * once and submit its sweep as job arrays.
+ * cmd-parrun.c - `pbx parrun EXPERIMENT CLUSTER [SBATCH OPTIONS]`: push the
+ * package once and submit its sweep as job arrays.  `pbx run`
+ * (cmd-run.c) is the same for an experiment of one point and shares
+ * pbx_parrun_common (parrun_internal.h).
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
+#include "cli/parrun_internal.h"
 #include "jobs/jobs.h"
 #include "util/xalloc.h"
 
@@ -73,8 +75,8 @@ static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_exp
 	       r->pushed ? "; package pushed" : "; package already on the cluster");
 }
 
-static int parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
-			 int single)
+int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
+		      int single)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_experiment *e = NULL;
@@ -130,7 +132,7 @@ static int parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int arg
 	return rc;
 }
 
-static const struct pbx_opt_doc parrun_opts[] = {
+const struct pbx_opt_doc pbx_parrun_opts[] = {
 	{ "-j, --json", "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
 			"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
 	{ "--KEY=VALUE", "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
@@ -140,7 +142,6 @@ static const struct pbx_opt_doc parrun_opts[] = {
 };
 
 static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv);
-static int cmd_run_exec(struct pbx_ctx *ctx, int argc, char **argv);
 
 const struct pbx_cmd pbx_cmd_parrun = {
 	.name = "parrun",
@@ -154,30 +155,14 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "A task that exits 75 (checkpointed) is requeued and runs again.\n"
 		       "Two SSH round trips, whatever the number of tasks.",
 	.args = "FILE CLUSTER",
-	.options = parrun_opts,
+	.options = pbx_parrun_opts,
 	.examples = "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
 		    "pbx parrun train.conf gce --time=01:00:00 --json",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_parrun_exec,
 };
 
-const struct pbx_cmd pbx_cmd_run = {
-	.name = "run",
-	.summary = "parrun for an experiment with a single point",
-	.usage = "pbx run [-j] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
-	.description = "Like 'pbx parrun', for an experiment whose sweep has exactly one point.",
-	.args = "FILE CLUSTER",
-	.options = parrun_opts,
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
-	.exec = cmd_run_exec,
-};
-
 static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	return parrun_common(ctx, &pbx_cmd_parrun, argc, argv, 0);
-}
-
-static int cmd_run_exec(struct pbx_ctx *ctx, int argc, char **argv)
-{
-	return parrun_common(ctx, &pbx_cmd_run, argc, argv, 1);
+	return pbx_parrun_common(ctx, &pbx_cmd_parrun, argc, argv, 0);
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0010-demo-failure.sh - a scripts/demo.sh that fails part-way stops the
+# t0011-demo-failure.sh - a scripts/demo.sh that fails part-way stops the
 # cluster it started (no sshd, munged, slurmctld or slurmd left, no port)
 # and prints the command that does it; so does a demo sent TERM while it
 # runs; with --keep it leaves the cluster up and prints the same command.  Where `unshare -m` works, the demo in a

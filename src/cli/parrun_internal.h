@@ -1,0 +1,19 @@
+/*
+ * parrun_internal.h - what `pbx parrun` (cmd-parrun.c) shares with `pbx run`
+ * (cmd-run.c): the option table and the whole verb, which `run` calls with
+ * single = 1 (the sweep must have exactly one point).
+ */
+#ifndef PBX_CLI_PARRUN_INTERNAL_H
+#define PBX_CLI_PARRUN_INTERNAL_H
+
+#include "cli/cmd.h"
+
+extern const struct pbx_opt_doc pbx_parrun_opts[];
+
+/* Runs `pbx parrun` (single = 0) or `pbx run` (single = 1) with argv as the
+ * dispatcher hands it (argv[0] is the verb); cmd names the verb in usage
+ * errors.  Returns the exit code. */
+int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
+		      int single);
+
+#endif
