@@ -78,7 +78,7 @@ const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const cha
 	return NULL;
 }
 
-static int pbx_cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
+static int cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 
@@ -109,7 +109,7 @@ int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, cha
 		pbx_help_print(cmd, NULL);
 		return 0;
 	}
-	rc = pbx_cmd_setup(ctx, cmd);
+	rc = cmd_setup(ctx, cmd);
 	if (rc)
 		return rc;
 	return cmd->exec(ctx, argc, argv);

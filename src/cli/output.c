@@ -52,7 +52,7 @@ static void put_message(const char *fmt, va_list ap)
 	pbx_buf_release(&shown);
 }
 
-static void pbx_vmsg(const char *label, const char *colour, const char *fmt, va_list ap)
+static void vmsg(const char *label, const char *colour, const char *fmt, va_list ap)
 {
 	fflush(stdout);
 	if (out_color)
@@ -66,7 +66,7 @@ void pbx_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pbx_vmsg("error", "\033[1;31m", fmt, ap);
+	vmsg("error", "\033[1;31m", fmt, ap);
 	va_end(ap);
 }
 
@@ -74,7 +74,7 @@ void pbx_warning(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pbx_vmsg("warning", "\033[1;33m", fmt, ap);
+	vmsg("warning", "\033[1;33m", fmt, ap);
 	va_end(ap);
 }
 
@@ -144,7 +144,7 @@ struct pbx_progress {
 	struct timespec start;
 };
 
-static double pbx_progress_elapsed(const struct pbx_progress *p)
+static double progress_elapsed(const struct pbx_progress *p)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -172,12 +172,12 @@ struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *c
 	return p;
 }
 
-static void pbx_progress_draw(struct pbx_progress *p)
+static void progress_draw(struct pbx_progress *p)
 {
 	size_t i;
 	if (p->drawn)
 		fprintf(stderr, "\033[%zuA", p->n + 1);
-	fprintf(stderr, "\033[2K%s (%.1fs)\n", p->title, pbx_progress_elapsed(p));
+	fprintf(stderr, "\033[2K%s (%.1fs)\n", p->title, progress_elapsed(p));
 	for (i = 0; i < p->n; i++)
 		fprintf(stderr, "\033[2K  %-*s  %s\n", p->name_width, p->names[i], p->states[i]);
 	fflush(stderr);
@@ -195,10 +195,10 @@ void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state)
 		p->states[i] = shown;
 		shown = NULL;
 		if (!out_quiet && err_tty)
-			pbx_progress_draw(p);
+			progress_draw(p);
 		else if (!out_quiet)
 			fprintf(stderr, "  %-*s  %s (%.1fs)\n", p->name_width, p->names[i],
-				p->states[i], pbx_progress_elapsed(p));
+				p->states[i], progress_elapsed(p));
 	}
 	pthread_mutex_unlock(&p->lock);
 	free(shown);
@@ -210,7 +210,7 @@ void pbx_progress_free(struct pbx_progress *p)
 	if (!p)
 		return;
 	if (!out_quiet && err_tty)
-		pbx_progress_draw(p);
+		progress_draw(p);
 	for (i = 0; i < p->n; i++) {
 		free(p->names[i]);
 		free(p->states[i]);

@@ -134,7 +134,7 @@ int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, s
 }
 
 /* One planned node of a cloud cluster. */
-static void pbx_cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
+static void cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
 			   const char *name, const char *role, int gpus, const char *zone)
 {
 	memset(r, 0, sizeof(*r));
@@ -156,13 +156,13 @@ void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
 	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;
 	*nodes = xcalloc(total, sizeof(**nodes));
 	*n = total;
-	pbx_cloud_node(s, &(*nodes)[idx++], "head", "head", 0, zone);
+	cloud_node(s, &(*nodes)[idx++], "head", "head", 0, zone);
 	for (k = 0; k < t->ngroups; k++) {
 		int j;
 		for (j = 1; j <= t->groups[k].count; j++) {
 			char name[64];
 			snprintf(name, sizeof(name), "%s%d", t->groups[k].name, j);
-			pbx_cloud_node(s, &(*nodes)[idx++], name, "compute", t->groups[k].gpus, zone);
+			cloud_node(s, &(*nodes)[idx++], name, "compute", t->groups[k].gpus, zone);
 		}
 	}
 }

@@ -28,7 +28,7 @@ void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_te
 }
 
 /* Leaves out of c->nodes the nodes in `state` (their rows stay). */
-static void pbx_cluster_drop_state(struct pbx_cluster *c, const char *state)
+static void cluster_drop_state(struct pbx_cluster *c, const char *state)
 {
 	size_t i, k = 0;
 	for (i = 0; i < c->nnodes; i++) {
@@ -64,7 +64,7 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	}
 	if (pbx_store_node_list(st, c->row.id, &c->nodes, &c->nnodes, err) < 0)
 		goto fail;
-	pbx_cluster_drop_state(c, PBX_NODE_NOT_CREATED);
+	cluster_drop_state(c, PBX_NODE_NOT_CREATED);
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
 	pbx_cluster_use_template(c, pbx_config_template(cfg, c->row.template_name
@@ -183,7 +183,7 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
 	return rc;
 }
 
-static void pbx_cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
+static void cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
 {
 	char *env = xasprintf("%s/etc/pbx/env.sh", c->nodes[node].root);
 	pbx_buf_adds(b, ". ");
@@ -204,7 +204,7 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
 
 /* The one path of every remote command: env.sh, the shared directory,
  * then `cmdline` with `in` (may be NULL) on stdin. */
-static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
+static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
 			       const struct pbx_buf *in, pbx_ssh_output_fn out, void *ctx,
 			       int *status, struct pbx_err *err)
 {
@@ -214,7 +214,7 @@ static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *c
 	int rc;
 	if (pbx_cluster_connect(c, node, &s, err) < 0)
 		return -1;
-	pbx_cluster_env_prefix(c, node, &b);
+	cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
 	line = pbx_cluster_as_root(c, b.buf);   /* sudo -n for a non-root login */
 	rc = pbx_ssh_exec(s, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
@@ -226,10 +226,10 @@ static int pbx_cluster_exec_in(struct pbx_cluster *c, size_t node, const char *c
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
 {
-	return pbx_cluster_exec_in(c, node, cmdline, NULL, out, ctx, status, err);
+	return cluster_exec_in(c, node, cmdline, NULL, out, ctx, status, err);
 }
 
-static void pbx_cluster_run_collect(void *ctx, int stream, const char *data, size_t len)
+static void cluster_run_collect(void *ctx, int stream, const char *data, size_t len)
 {
 	struct pbx_cluster_output *o = ctx;
 	pbx_buf_add(stream == 2 ? &o->err : &o->out, data, len);
@@ -245,7 +245,7 @@ int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
 	/* The script travels as an argument of sh -c; stdin stays free for data. */
 	pbx_buf_adds(&cmd, "exec /bin/sh -c ");
 	pbx_shell_quote(&cmd, script);
-	rc = pbx_cluster_exec_in(c, node, cmd.buf, in, pbx_cluster_run_collect, o, &status, err);
+	rc = cluster_exec_in(c, node, cmd.buf, in, cluster_run_collect, o, &status, err);
 	pbx_buf_release(&cmd);
 	o->status = status;
 	if (rc == 0 && status != 0) {
@@ -276,7 +276,7 @@ int pbx_cluster_exec(struct pbx_cluster *c, size_t node, const char *const *argv
 	return rc;
 }
 
-static void pbx_cluster_collect(void *ctx, int stream, const char *data, size_t len)
+static void cluster_collect(void *ctx, int stream, const char *data, size_t len)
 {
 	struct pbx_buf *bufs = ctx;
 	pbx_buf_add(&bufs[stream == 2], data, len);
@@ -289,7 +289,7 @@ int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size
 	int status = 0, rc;
 	*nodes = NULL;
 	*n = 0;
-	rc = pbx_cluster_exec_sh(c, 0, PBX_SINFO_CMD, pbx_cluster_collect, bufs, &status, err);
+	rc = pbx_cluster_exec_sh(c, 0, PBX_SINFO_CMD, cluster_collect, bufs, &status, err);
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&bufs[1]);
 		rc = pbx_err_set(err, "sinfo on %s failed (status %d): %s", c->row.name, status,

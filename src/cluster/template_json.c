@@ -13,7 +13,7 @@
 
 #include "util/xalloc.h"
 
-static json_t *pbx_opt_string(const char *s)
+static json_t *opt_string(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
@@ -25,10 +25,10 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	size_t i;
 	json_object_set_new(o, "name", json_string(t->name));
 	json_object_set_new(o, "cloud", json_string(t->cloud));
-	json_object_set_new(o, "login_user", pbx_opt_string(t->login_user));
-	json_object_set_new(o, "ssh_key", pbx_opt_string(t->ssh_key));
-	json_object_set_new(o, "image", pbx_opt_string(t->image));
-	json_object_set_new(o, "head_machine_type", pbx_opt_string(t->head_machine_type));
+	json_object_set_new(o, "login_user", opt_string(t->login_user));
+	json_object_set_new(o, "ssh_key", opt_string(t->ssh_key));
+	json_object_set_new(o, "image", opt_string(t->image));
+	json_object_set_new(o, "head_machine_type", opt_string(t->head_machine_type));
 	if (t->head_service_account)
 		json_object_set_new(o, "head_service_account", json_string(t->head_service_account));
 	if (t->head_instance_profile)
@@ -38,9 +38,9 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 		json_t *j = json_object();
 		json_object_set_new(j, "name", json_string(g->name));
 		json_object_set_new(j, "count", json_integer(g->count));
-		json_object_set_new(j, "machine_type", pbx_opt_string(g->machine_type));
+		json_object_set_new(j, "machine_type", opt_string(g->machine_type));
 		json_object_set_new(j, "gpus", json_integer(g->gpus));
-		json_object_set_new(j, "gpu_type", pbx_opt_string(g->gpu_type));
+		json_object_set_new(j, "gpu_type", opt_string(g->gpu_type));
 		json_object_set_new(j, "spot", json_boolean(g->spot));
 		json_array_append_new(groups, j);
 	}

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void pbx_template_free(struct pbx_cluster_template *t)
+static void template_free(struct pbx_cluster_template *t)
 {
 	size_t i;
 	for (i = 0; i < t->ngroups; i++) {
@@ -37,7 +37,7 @@ static void pbx_template_free(struct pbx_cluster_template *t)
 	free(t->ssh_from);
 }
 
-static void pbx_overrides_free(struct pbx_price_override *v, size_t n)
+static void overrides_free(struct pbx_price_override *v, size_t n)
 {
 	size_t i;
 	for (i = 0; i < n; i++)
@@ -51,7 +51,7 @@ void pbx_config_free(struct pbx_config *cfg)
 	if (!cfg)
 		return;
 	for (i = 0; i < cfg->ntemplates; i++)
-		pbx_template_free(&cfg->templates[i]);
+		template_free(&cfg->templates[i]);
 	free(cfg->templates);
 	free(cfg->path);
 	free(cfg->gce.project);
@@ -72,9 +72,9 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->gce.billing_endpoint);
 	free(cfg->aws.pricing_endpoint);
 	free(cfg->prices.currency);
-	pbx_overrides_free(cfg->prices.hourly, cfg->prices.nhourly);
-	pbx_overrides_free(cfg->prices.spot_hourly, cfg->prices.nspot_hourly);
-	pbx_overrides_free(cfg->prices.gpu_hourly, cfg->prices.ngpu_hourly);
+	overrides_free(cfg->prices.hourly, cfg->prices.nhourly);
+	overrides_free(cfg->prices.spot_hourly, cfg->prices.nspot_hourly);
+	overrides_free(cfg->prices.gpu_hourly, cfg->prices.ngpu_hourly);
 	free(cfg);
 }
 
@@ -167,7 +167,7 @@ int pbx_template_node_count(const struct pbx_cluster_template *t)
 	return n;
 }
 
-static void pbx_group_describe(const struct pbx_node_group *g, struct pbx_buf *b)
+static void group_describe(const struct pbx_node_group *g, struct pbx_buf *b)
 {
 	pbx_buf_addf(b, "%d x %s", g->count, g->name);
 	if (g->machine_type)
@@ -187,7 +187,7 @@ char *pbx_template_describe(const struct pbx_cluster_template *t)
 	for (i = 0; i < t->ngroups; i++) {
 		if (i)
 			pbx_buf_adds(&b, ", ");
-		pbx_group_describe(&t->groups[i], &b);
+		group_describe(&t->groups[i], &b);
 	}
 	if (t->head_machine_type)
 		pbx_buf_addf(&b, ", head %s", t->head_machine_type);
@@ -195,7 +195,7 @@ char *pbx_template_describe(const struct pbx_cluster_template *t)
 }
 
 /* A secret file named at FILE:LINE under KEY must exist and be private. */
-static int pbx_check_secret(const struct pbx_config *cfg, int line, const char *key,
+static int check_secret(const struct pbx_config *cfg, int line, const char *key,
 			    const char *file, struct pbx_err *err)
 {
 	struct stat st;
@@ -219,13 +219,13 @@ int pbx_config_check_files(const struct pbx_config *cfg, struct pbx_err *err)
 		if (!t->ssh_key)
 			continue;
 		key = xasprintf("clusters.%s.ssh_key", t->name);
-		rc = pbx_check_secret(cfg, t->ssh_key_line, key, t->ssh_key, err);
+		rc = check_secret(cfg, t->ssh_key_line, key, t->ssh_key, err);
 		free(key);
 		if (rc < 0)
 			return -1;
 	}
 	if (cfg->gce.credentials)
-		return pbx_check_secret(cfg, cfg->gce.credentials_line, "clouds.gce.credentials",
+		return check_secret(cfg, cfg->gce.credentials_line, "clouds.gce.credentials",
 					cfg->gce.credentials, err);
 	return 0;
 }

@@ -47,7 +47,7 @@ static const char *const local_keys[] = {
 };
 
 /* Optional one-line string under `key`; leaves *out alone when absent. */
-static int pbx_opt_str(const struct pbx_ynode *map, const char *key, char **out,
+static int opt_str(const struct pbx_ynode *map, const char *key, char **out,
 		       struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(map, key);
@@ -64,11 +64,11 @@ static int pbx_opt_str(const struct pbx_ynode *map, const char *key, char **out,
 }
 
 /* Optional path under `key`, tilde-expanded; *line gets its line. */
-static int pbx_opt_path(const struct pbx_ynode *map, const char *key, char **out,
+static int opt_path(const struct pbx_ynode *map, const char *key, char **out,
 			int *line, struct pbx_err *err)
 {
 	char *raw = NULL;
-	if (pbx_opt_str(map, key, &raw, err) < 0)
+	if (opt_str(map, key, &raw, err) < 0)
 		return -1;
 	if (raw) {
 		*out = pbx_expand_tilde(raw);
@@ -78,7 +78,7 @@ static int pbx_opt_path(const struct pbx_ynode *map, const char *key, char **out
 	return 0;
 }
 
-static int pbx_opt_int(const struct pbx_ynode *map, const char *key, long min,
+static int opt_int(const struct pbx_ynode *map, const char *key, long min,
 		       long max, int *out, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(map, key);
@@ -91,7 +91,7 @@ static int pbx_opt_int(const struct pbx_ynode *map, const char *key, long min,
 	return 0;
 }
 
-static int pbx_opt_map(const struct pbx_ynode *n, const char *const *keys,
+static int opt_map(const struct pbx_ynode *n, const char *const *keys,
 		       struct pbx_err *err)
 {
 	if (!n)
@@ -113,7 +113,7 @@ bool pbx_config_name_ok(const char *name)
 	return true;
 }
 
-static int pbx_check_name(const struct pbx_ynode *n, const char *what,
+static int check_name(const struct pbx_ynode *n, const char *what,
 			  struct pbx_err *err)
 {
 	char shown[PBX_YSHOW_SIZE];
@@ -125,7 +125,7 @@ static int pbx_check_name(const struct pbx_ynode *n, const char *what,
 }
 
 /* A POSIX-ish user name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,31}. */
-static bool pbx_user_ok(const char *s)
+static bool user_ok(const char *s)
 {
 	size_t i, len = strlen(s);
 	if (len < 1 || len > 32 || s[0] == '-' || s[0] == '.')
@@ -136,7 +136,7 @@ static bool pbx_user_ok(const char *s)
 	return true;
 }
 
-static int pbx_parse_login(const struct pbx_ynode *m, int cloud,
+static int parse_login(const struct pbx_ynode *m, int cloud,
 			   struct pbx_cluster_template *t, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "login_user");
@@ -149,12 +149,12 @@ static int pbx_parse_login(const struct pbx_ynode *m, int cloud,
 	}
 	if (pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &t->login_user, err) < 0)
 		return -1;
-	if (!pbx_user_ok(t->login_user))
+	if (!user_ok(t->login_user))
 		return pbx_ynode_error(n, err, "invalid user name '%.40s'", t->login_user);
 	return 0;
 }
 
-static int pbx_parse_image(const struct pbx_ynode *m, int cloud,
+static int parse_image(const struct pbx_ynode *m, int cloud,
 			   struct pbx_cluster_template *t, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "image");
@@ -195,16 +195,16 @@ static int instance_profile_ok(const char *s)
 
 /* head: { machine_type, service_account (gce), instance_profile (aws) }:
  * the identity the head acts with on its cloud, never the user's own. */
-static int pbx_parse_head(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+static int parse_head(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
 			  struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "head"), *v;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, head_keys, err) < 0 ||
-	    pbx_opt_str(n, "machine_type", &t->head_machine_type, err) < 0 ||
-	    pbx_opt_str(n, "service_account", &t->head_service_account, err) < 0 ||
-	    pbx_opt_str(n, "instance_profile", &t->head_instance_profile, err) < 0)
+	if (opt_map(n, head_keys, err) < 0 ||
+	    opt_str(n, "machine_type", &t->head_machine_type, err) < 0 ||
+	    opt_str(n, "service_account", &t->head_service_account, err) < 0 ||
+	    opt_str(n, "instance_profile", &t->head_instance_profile, err) < 0)
 		return -1;
 	if ((v = pbx_ymap_get(n, "service_account")) && cloud != PBX_CLOUD_GCE)
 		return pbx_ynode_error(v, err, "service_account is for cloud gce (aws: instance_profile)");
@@ -221,7 +221,7 @@ static int pbx_parse_head(const struct pbx_ynode *m, int cloud, struct pbx_clust
 /* Optional slurm: { max_array_size, max_job_count } (0 = pbx's defaults). */
 /* slurm.KEY, a duration of power saving (docs/power-saving.md): 10 s to a
  * day; absent leaves *out 0 (the default). */
-static int pbx_slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
+static int slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
 			      struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(n, key);
@@ -241,14 +241,14 @@ static int pbx_slurm_duration(const struct pbx_ynode *n, const char *key, int *o
 	return rc;
 }
 
-static int pbx_parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+static int parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			   struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "slurm"), *v;
 	long x;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, slurm_keys, err) < 0)
+	if (opt_map(n, slurm_keys, err) < 0)
 		return -1;
 	if ((v = pbx_ymap_get(n, "max_array_size")) != NULL) {
 		if (pbx_ynode_int(v, 2, 4000001, &x, err) < 0)
@@ -260,13 +260,13 @@ static int pbx_parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_templat
 			return -1;
 		t->max_job_count = x;
 	}
-	if (pbx_slurm_duration(n, "suspend_time", &t->suspend_time, err) < 0 ||
-	    pbx_slurm_duration(n, "resume_timeout", &t->resume_timeout, err) < 0)
+	if (slurm_duration(n, "suspend_time", &t->suspend_time, err) < 0 ||
+	    slurm_duration(n, "resume_timeout", &t->resume_timeout, err) < 0)
 		return -1;
 	return 0;
 }
 
-static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t,
+static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t,
 			  size_t idx, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "name");
@@ -275,7 +275,7 @@ static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_te
 		return pbx_ymap_missing(m, "name", NULL, err);
 	if (n->type != PBX_YSCALAR || pbx_ynode_is_null(n))
 		return pbx_ynode_str(n, 0, &t->groups[idx].name, err);
-	if (pbx_check_name(n, "node group", err) < 0)
+	if (check_name(n, "node group", err) < 0)
 		return -1;
 	len = strlen(n->value);
 	if (isdigit((unsigned char)n->value[len - 1]))
@@ -295,7 +295,7 @@ static int pbx_group_name(const struct pbx_ynode *m, const struct pbx_cluster_te
  * docs/power-saving.md): the group has max nodes (default count, which
  * must not exceed it), of which min always run and the rest are made when
  * jobs wait for them.  Local clusters only, so far. */
-static int pbx_parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
+static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
 				 struct pbx_err *err)
 {
 	const struct pbx_ynode *min = pbx_ymap_get(m, "min"), *max = pbx_ymap_get(m, "max");
@@ -306,8 +306,8 @@ static int pbx_parse_group_power(const struct pbx_ynode *m, int cloud, struct pb
 	if (cloud != PBX_CLOUD_LOCAL)
 		return pbx_ynode_error(min ? min : max, err, "power saving (min:, max:) runs on "
 				       "cloud local only so far (docs/power-saving.md)");
-	if (pbx_opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
-	    pbx_opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
+	if (opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
+	    opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
 		return -1;
 	if (hi < g->count)
 		return pbx_ynode_error(max, err, "must be at least count (%d), got %d", g->count, hi);
@@ -319,27 +319,27 @@ static int pbx_parse_group_power(const struct pbx_ynode *m, int cloud, struct pb
 	return 0;
 }
 
-static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
+static int parse_group(const struct pbx_ynode *m, int cloud,
 			   struct pbx_cluster_template *t, size_t idx, struct pbx_err *err)
 {
 	struct pbx_node_group *g = &t->groups[idx];
 	const struct pbx_ynode *count;
 	g->line = m->line;
 	if (pbx_ynode_expect_map(m, err) < 0 || pbx_ymap_check_keys(m, group_keys, err) < 0 ||
-	    pbx_group_name(m, t, idx, err) < 0)
+	    group_name(m, t, idx, err) < 0)
 		return -1;
 	count = pbx_ymap_get(m, "count");
 	if (!count)
 		return pbx_ymap_missing(m, "count", NULL, err);
-	if (pbx_opt_int(m, "count", 1, PBX_CONFIG_MAX_COUNT, &g->count, err) < 0 ||
-	    pbx_opt_str(m, "machine_type", &g->machine_type, err) < 0 ||
-	    pbx_opt_int(m, "gpus", 0, PBX_CONFIG_MAX_GPUS, &g->gpus, err) < 0 ||
-	    pbx_opt_str(m, "gpu_type", &g->gpu_type, err) < 0 ||
-	    pbx_opt_int(m, "cpus", 0, 4096, &g->cpus, err) < 0)
+	if (opt_int(m, "count", 1, PBX_CONFIG_MAX_COUNT, &g->count, err) < 0 ||
+	    opt_str(m, "machine_type", &g->machine_type, err) < 0 ||
+	    opt_int(m, "gpus", 0, PBX_CONFIG_MAX_GPUS, &g->gpus, err) < 0 ||
+	    opt_str(m, "gpu_type", &g->gpu_type, err) < 0 ||
+	    opt_int(m, "cpus", 0, 4096, &g->cpus, err) < 0)
 		return -1;
 	if (pbx_ymap_get(m, "spot") && pbx_ynode_bool(pbx_ymap_get(m, "spot"), &g->spot, err) < 0)
 		return -1;
-	if (pbx_parse_group_power(m, cloud, g, err) < 0)
+	if (parse_group_power(m, cloud, g, err) < 0)
 		return -1;
 	if (!g->machine_type && cloud != PBX_CLOUD_LOCAL)
 		return pbx_ymap_missing(m, "machine_type", cloud == PBX_CLOUD_GCE ?
@@ -347,7 +347,7 @@ static int pbx_parse_group(const struct pbx_ynode *m, int cloud,
 	return 0;
 }
 
-static int pbx_parse_groups(const struct pbx_ynode *m, int cloud,
+static int parse_groups(const struct pbx_ynode *m, int cloud,
 			    struct pbx_cluster_template *t, struct pbx_err *err)
 {
 	static const char none[] = "a template needs at least one node group";
@@ -365,14 +365,14 @@ static int pbx_parse_groups(const struct pbx_ynode *m, int cloud,
 	t->groups = xcalloc(n->nitems, sizeof(*t->groups));
 	t->ngroups = n->nitems;
 	for (i = 0; i < n->nitems; i++)
-		if (pbx_parse_group(n->items[i], cloud, t, i, err) < 0)
+		if (parse_group(n->items[i], cloud, t, i, err) < 0)
 			return -1;
 	return 0;
 }
 
 /* Optional min_nodes: the fewest compute nodes a start accepts when the
  * cloud makes fewer than asked (quota, capacity); absent = all of them. */
-static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+static int parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			       struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "min_nodes");
@@ -388,7 +388,7 @@ static int pbx_parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_tem
 /* Optional boot_timeout: seconds (30-3600) a fresh cloud node may take to
  * answer SSH with its login user (a slow image, a loaded host); absent =
  * 300. */
-static int pbx_parse_boot_timeout(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+static int parse_boot_timeout(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 				  struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "boot_timeout");
@@ -402,7 +402,7 @@ static int pbx_parse_boot_timeout(const struct pbx_ynode *m, struct pbx_cluster_
 }
 
 /* An IPv4 CIDR block, "a.b.c.d/n" (n 0-32) with no host bits set. */
-static int pbx_cidr_ok(const char *s)
+static int cidr_ok(const char *s)
 {
 	char addr[32];
 	const char *slash = strchr(s, '/');
@@ -421,7 +421,7 @@ static int pbx_cidr_ok(const char *s)
 
 /* Optional list of 1 to max one-line strings under `key`: *out (owned by
  * the config) and *n set; *n stays 0 when the key is absent or null. */
-static int pbx_opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
+static int opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
 			    const char *what, char ***out, size_t *n, struct pbx_err *err)
 {
 	const struct pbx_ynode *l = pbx_ymap_get(m, key);
@@ -443,15 +443,15 @@ static int pbx_opt_str_list(const struct pbx_ynode *m, const char *key, size_t m
 
 /* Optional ssh_from: the address blocks that may reach the head's sshd
  * (default: anywhere, 0.0.0.0/0). */
-static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+static int parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
 	size_t i;
-	if (pbx_opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from,
+	if (opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from,
 			     err) < 0)
 		return -1;
 	for (i = 0; i < t->nssh_from; i++)
-		if (!pbx_cidr_ok(t->ssh_from[i]))
+		if (!cidr_ok(t->ssh_from[i]))
 			return pbx_ynode_error(pbx_ymap_get(m, "ssh_from")->items[i], err,
 					       "must be an IPv4 block like 203.0.113.0/24, got "
 					       "'%.40s'", t->ssh_from[i]);
@@ -460,7 +460,7 @@ static int pbx_parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_temp
 
 /* Optional compute_external_ips (gce only): compute nodes get an external
  * address as the head does, and no Cloud NAT is made (default false). */
-static int pbx_parse_external_ips(const struct pbx_ynode *m, int cloud,
+static int parse_external_ips(const struct pbx_ynode *m, int cloud,
 				  struct pbx_cluster_template *t, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "compute_external_ips");
@@ -475,7 +475,7 @@ static int pbx_parse_external_ips(const struct pbx_ynode *m, int cloud,
  * itself (a duration: "90s", "30m", "2h", a bare number of minutes, or
  * "off"); at least 10 s, at most 30 days.  Absent: an hour on gce and aws,
  * off on local. */
-static int pbx_parse_autostop(const struct pbx_ynode *m, int cloud,
+static int parse_autostop(const struct pbx_ynode *m, int cloud,
 			      struct pbx_cluster_template *t, struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "autostop");
@@ -498,7 +498,7 @@ static int pbx_parse_autostop(const struct pbx_ynode *m, int cloud,
 
 /* Optional budget: the most the cluster may spend, an amount in the price
  * currency (docs/cost.md); absent or "off": none (t->budget 0). */
-static int pbx_parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *t,
 			    struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "budget");
@@ -518,12 +518,12 @@ static int pbx_parse_budget(const struct pbx_ynode *m, struct pbx_cluster_templa
 	return rc;
 }
 
-static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
+static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			      struct pbx_err *err)
 {
 	const struct pbx_ynode *m = p->value, *cloud_node;
 	int cloud;
-	if (pbx_check_name(p->key, "template", err) < 0)
+	if (check_name(p->key, "template", err) < 0)
 		return -1;
 	t->name = xstrdup(p->key->value);
 	t->line = p->key->line;
@@ -535,21 +535,21 @@ static int pbx_parse_template(const struct pbx_ypair *p, struct pbx_cluster_temp
 	if (pbx_ynode_choice(cloud_node, cloud_names, &cloud, err) < 0)
 		return -1;
 	t->cloud = xstrdup(cloud_names[cloud]);
-	if (pbx_parse_login(m, cloud, t, err) < 0 ||
-	    pbx_opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
-	    pbx_parse_image(m, cloud, t, err) < 0 || pbx_parse_head(m, cloud, t, err) < 0 ||
-	    pbx_parse_slurm(m, t, err) < 0 || pbx_opt_str(m, "subnet", &t->subnet, err) < 0)
+	if (parse_login(m, cloud, t, err) < 0 ||
+	    opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
+	    parse_image(m, cloud, t, err) < 0 || parse_head(m, cloud, t, err) < 0 ||
+	    parse_slurm(m, t, err) < 0 || opt_str(m, "subnet", &t->subnet, err) < 0)
 		return -1;
 	if (t->subnet && cloud != PBX_CLOUD_AWS)
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
-	if (pbx_parse_groups(m, cloud, t, err) < 0 || pbx_parse_ssh_from(m, t, err) < 0 ||
-	    pbx_parse_external_ips(m, cloud, t, err) < 0 || pbx_parse_boot_timeout(m, t, err) < 0 ||
-	    pbx_parse_autostop(m, cloud, t, err) < 0 || pbx_parse_budget(m, t, err) < 0)
+	if (parse_groups(m, cloud, t, err) < 0 || parse_ssh_from(m, t, err) < 0 ||
+	    parse_external_ips(m, cloud, t, err) < 0 || parse_boot_timeout(m, t, err) < 0 ||
+	    parse_autostop(m, cloud, t, err) < 0 || parse_budget(m, t, err) < 0)
 		return -1;
-	return pbx_parse_min_nodes(m, t, err);
+	return parse_min_nodes(m, t, err);
 }
 
-static int pbx_parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
+static int parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
 			      struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "clusters");
@@ -564,22 +564,22 @@ static int pbx_parse_clusters(const struct pbx_ynode *root, struct pbx_config *c
 	cfg->templates = xcalloc(n->npairs, sizeof(*cfg->templates));
 	cfg->ntemplates = n->npairs;
 	for (i = 0; i < n->npairs; i++)
-		if (pbx_parse_template(&n->pairs[i], &cfg->templates[i], err) < 0)
+		if (parse_template(&n->pairs[i], &cfg->templates[i], err) < 0)
 			return -1;
 	return 0;
 }
 
-static int pbx_parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
+static int parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
 			   struct pbx_err *err)
 {
 	const struct pbx_ynode *addr;
 	unsigned char ip[4];
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, local_keys, err) < 0 ||
-	    pbx_opt_str(n, "address_base", &l->address_base, err) < 0 ||
-	    pbx_opt_int(n, "ssh_port", 1, 65535, &l->ssh_port, err) < 0 ||
-	    pbx_opt_int(n, "slurm_port_base", 1, 65535, &l->slurm_port_base, err) < 0)
+	if (opt_map(n, local_keys, err) < 0 ||
+	    opt_str(n, "address_base", &l->address_base, err) < 0 ||
+	    opt_int(n, "ssh_port", 1, 65535, &l->ssh_port, err) < 0 ||
+	    opt_int(n, "slurm_port_base", 1, 65535, &l->slurm_port_base, err) < 0)
 		return -1;
 	addr = pbx_ymap_get(n, "address_base");
 	if (addr && inet_pton(AF_INET, l->address_base, ip) != 1)
@@ -606,57 +606,57 @@ static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct
 	return check_url(cloud, "endpoint", url, err);
 }
 
-static int pbx_parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
+static int parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 			 struct pbx_err *err)
 {
 	if (!aws || pbx_ynode_is_null(aws))
 		return 0;
-	if (pbx_opt_map(aws, aws_keys, err) < 0 ||
-	    pbx_opt_str(aws, "region", &a->region, err) < 0 ||
-	    pbx_opt_str(aws, "profile", &a->profile, err) < 0 ||
-	    pbx_opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
-	    pbx_opt_str(aws, "pricing_endpoint", &a->pricing_endpoint, err) < 0 ||
-	    pbx_opt_str(aws, "subnet", &a->subnet, err) < 0 ||
-	    pbx_opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
-	    pbx_opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
+	if (opt_map(aws, aws_keys, err) < 0 ||
+	    opt_str(aws, "region", &a->region, err) < 0 ||
+	    opt_str(aws, "profile", &a->profile, err) < 0 ||
+	    opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
+	    opt_str(aws, "pricing_endpoint", &a->pricing_endpoint, err) < 0 ||
+	    opt_str(aws, "subnet", &a->subnet, err) < 0 ||
+	    opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
+	    opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
 		return -1;
 	if (check_url(aws, "pricing_endpoint", a->pricing_endpoint, err) < 0)
 		return -1;
 	return check_endpoint(aws, a->endpoint, err);
 }
 
-static int pbx_parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
+static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
 			    struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "clouds"), *gce, *aws;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, cloud_names, err) < 0)
+	if (opt_map(n, cloud_names, err) < 0)
 		return -1;
 	gce = pbx_ymap_get(n, "gce");
 	aws = pbx_ymap_get(n, "aws");
 	if (gce && !pbx_ynode_is_null(gce) &&
-	    (pbx_opt_map(gce, gce_keys, err) < 0 ||
-	     pbx_opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
-	     pbx_opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
-	     pbx_opt_path(gce, "credentials", &cfg->gce.credentials,
+	    (opt_map(gce, gce_keys, err) < 0 ||
+	     opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
+	     opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
+	     opt_path(gce, "credentials", &cfg->gce.credentials,
 			  &cfg->gce.credentials_line, err) < 0 ||
-	     pbx_opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0 ||
-	     pbx_opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0))
+	     opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0 ||
+	     opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0))
 		return -1;
 	if (gce && !pbx_ynode_is_null(gce) &&
-	    pbx_opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
+	    opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
 	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0 ||
 	    check_url(gce, "billing_endpoint", cfg->gce.billing_endpoint, err) < 0)
 		return -1;
-	if (pbx_parse_aws(aws, &cfg->aws, err) < 0)
+	if (parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;
-	return pbx_parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
+	return parse_local(pbx_ymap_get(n, "local"), &cfg->local, err);
 }
 
 /* One of prices.hourly, spot_hourly, gpu_hourly: NAME: AMOUNT pairs. */
-static int pbx_parse_overrides(const struct pbx_ynode *m, const char *key,
+static int parse_overrides(const struct pbx_ynode *m, const char *key,
 			       struct pbx_price_override **out, size_t *n, struct pbx_err *err)
 {
 	const struct pbx_ynode *l = pbx_ymap_get(m, key);
@@ -687,7 +687,7 @@ static int pbx_parse_overrides(const struct pbx_ynode *m, const char *key,
 
 /* Optional prices: { currency, max_age, hourly, spot_hourly, gpu_hourly }
  * (docs/cost.md). */
-static int pbx_parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
+static int parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
 			    struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "prices"), *v;
@@ -695,8 +695,8 @@ static int pbx_parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
 	int rc = 0;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (pbx_opt_map(n, prices_keys, err) < 0 ||
-	    pbx_opt_str(n, "currency", &p->currency, err) < 0)
+	if (opt_map(n, prices_keys, err) < 0 ||
+	    opt_str(n, "currency", &p->currency, err) < 0)
 		return -1;
 	if (p->currency && !pbx_currency_ok(p->currency))
 		return pbx_ynode_error(pbx_ymap_get(n, "currency"), err, "must be a currency code "
@@ -711,10 +711,10 @@ static int pbx_parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
 		if (rc < 0)
 			return -1;
 	}
-	if (pbx_parse_overrides(n, "hourly", &p->hourly, &p->nhourly, err) < 0 ||
-	    pbx_parse_overrides(n, "spot_hourly", &p->spot_hourly, &p->nspot_hourly, err) < 0)
+	if (parse_overrides(n, "hourly", &p->hourly, &p->nhourly, err) < 0 ||
+	    parse_overrides(n, "spot_hourly", &p->spot_hourly, &p->nspot_hourly, err) < 0)
 		return -1;
-	return pbx_parse_overrides(n, "gpu_hourly", &p->gpu_hourly, &p->ngpu_hourly, err);
+	return parse_overrides(n, "gpu_hourly", &p->gpu_hourly, &p->ngpu_hourly, err);
 }
 
 int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
@@ -731,7 +731,7 @@ int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
 		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
 				       pbx_ynode_kind(root));
 	if (pbx_ymap_check_keys(root, top_keys, err) < 0 ||
-	    pbx_parse_clusters(root, cfg, err) < 0 || pbx_parse_clouds(root, cfg, err) < 0)
+	    parse_clusters(root, cfg, err) < 0 || parse_clouds(root, cfg, err) < 0)
 		return -1;
-	return pbx_parse_prices(root, &cfg->prices, err);
+	return parse_prices(root, &cfg->prices, err);
 }

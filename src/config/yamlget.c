@@ -18,12 +18,12 @@
 _Static_assert(PBX_YSHOW_MAX + 4 <= PBX_YSHOW_SIZE, "PBX_YSHOW_SIZE too small");
 
 /* Appends the path of `n` to `b`; `start` is where the path begins in b. */
-static void pbx_ynode_path_add(const struct pbx_ynode *n, struct pbx_buf *b, size_t start)
+static void ynode_path_add(const struct pbx_ynode *n, struct pbx_buf *b, size_t start)
 {
 	const char *k;
 	if (!n->parent)
 		return;
-	pbx_ynode_path_add(n->parent, b, start);
+	ynode_path_add(n->parent, b, start);
 	if (n->parent->type == PBX_YSEQ) {
 		pbx_buf_addf(b, "[%zu]", n->index);
 		return;
@@ -39,7 +39,7 @@ static void pbx_ynode_path_add(const struct pbx_ynode *n, struct pbx_buf *b, siz
 char *pbx_ynode_path(const struct pbx_ynode *n)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	pbx_ynode_path_add(n, &b, 0);
+	ynode_path_add(n, &b, 0);
 	return pbx_buf_detach(&b, NULL);
 }
 
@@ -64,17 +64,17 @@ const char *pbx_ynode_kind(const struct pbx_ynode *n)
 	return pbx_ynode_is_null(n) ? "null" : "a string";
 }
 
-static int pbx_ynode_verror(const struct pbx_ynode *n, const char *extra,
+static int ynode_verror(const struct pbx_ynode *n, const char *extra,
 			    struct pbx_err *err, const char *fmt, va_list ap)
 	__attribute__((format(printf, 4, 0)));
-static int pbx_ynode_verror(const struct pbx_ynode *n, const char *extra,
+static int ynode_verror(const struct pbx_ynode *n, const char *extra,
 			    struct pbx_err *err, const char *fmt, va_list ap)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t start;
 	pbx_buf_addf(&b, "%s:%d: ", n->doc->name, n->line);
 	start = b.len;
-	pbx_ynode_path_add(n, &b, start);
+	ynode_path_add(n, &b, start);
 	if (extra)
 		pbx_buf_addf(&b, "%s%s", b.len > start ? "." : "", extra);
 	if (b.len > start)
@@ -89,21 +89,21 @@ int pbx_ynode_error(const struct pbx_ynode *n, struct pbx_err *err, const char *
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pbx_ynode_verror(n, NULL, err, fmt, ap);
+	ynode_verror(n, NULL, err, fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
 /* pbx_ynode_error with a literal message (keeps -Wformat=2 happy). */
-static int pbx_ynode_say(const struct pbx_ynode *n, const char *extra,
+static int ynode_say(const struct pbx_ynode *n, const char *extra,
 			 struct pbx_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static int pbx_ynode_say(const struct pbx_ynode *n, const char *extra,
+static int ynode_say(const struct pbx_ynode *n, const char *extra,
 			 struct pbx_err *err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pbx_ynode_verror(n, extra, err, fmt, ap);
+	ynode_verror(n, extra, err, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -111,7 +111,7 @@ static int pbx_ynode_say(const struct pbx_ynode *n, const char *extra,
 int pbx_ymap_missing(const struct pbx_ynode *map, const char *key,
 		     const char *why, struct pbx_err *err)
 {
-	return pbx_ynode_say(map, key, err, "%s", why ? why : "required key is missing");
+	return ynode_say(map, key, err, "%s", why ? why : "required key is missing");
 }
 
 void pbx_ynode_show(const struct pbx_ynode *n, char out[PBX_YSHOW_SIZE])
@@ -130,16 +130,16 @@ void pbx_ynode_show(const struct pbx_ynode *n, char out[PBX_YSHOW_SIZE])
 }
 
 /* Error "must be WHAT, got 'VALUE'" (or "got a mapping", ...). */
-static int pbx_ywant(const struct pbx_ynode *n, const char *what, struct pbx_err *err)
+static int ywant(const struct pbx_ynode *n, const char *what, struct pbx_err *err)
 {
 	char shown[PBX_YSHOW_SIZE];
 	if (n->type != PBX_YSCALAR || pbx_ynode_is_null(n))
-		return pbx_ynode_say(n, NULL, err, "must be %s, got %s", what, pbx_ynode_kind(n));
+		return ynode_say(n, NULL, err, "must be %s, got %s", what, pbx_ynode_kind(n));
 	pbx_ynode_show(n, shown);
 	if (n->quoted)
-		return pbx_ynode_say(n, NULL, err, "must be %s, got the quoted string '%s'",
+		return ynode_say(n, NULL, err, "must be %s, got the quoted string '%s'",
 				     what, shown);
-	return pbx_ynode_say(n, NULL, err, "must be %s, got '%s'", what, shown);
+	return ynode_say(n, NULL, err, "must be %s, got '%s'", what, shown);
 }
 
 const struct pbx_ynode *pbx_ymap_get(const struct pbx_ynode *map, const char *key)
@@ -157,12 +157,12 @@ const struct pbx_ynode *pbx_ymap_get(const struct pbx_ynode *map, const char *ke
 
 int pbx_ynode_expect_map(const struct pbx_ynode *n, struct pbx_err *err)
 {
-	return n->type == PBX_YMAP ? 0 : pbx_ywant(n, "a mapping", err);
+	return n->type == PBX_YMAP ? 0 : ywant(n, "a mapping", err);
 }
 
 int pbx_ynode_expect_seq(const struct pbx_ynode *n, struct pbx_err *err)
 {
-	return n->type == PBX_YSEQ ? 0 : pbx_ywant(n, "a sequence", err);
+	return n->type == PBX_YSEQ ? 0 : ywant(n, "a sequence", err);
 }
 
 size_t pbx_edit_distance(const char *a, const char *b, size_t cap)
@@ -207,7 +207,7 @@ const char *pbx_did_you_mean(const char *word, const char *const *known)
 	return best;
 }
 
-static bool pbx_yknown(const struct pbx_ynode *key, const char *const *known)
+static bool yknown(const struct pbx_ynode *key, const char *const *known)
 {
 	size_t i;
 	for (i = 0; known[i]; i++)
@@ -216,7 +216,7 @@ static bool pbx_yknown(const struct pbx_ynode *key, const char *const *known)
 	return false;
 }
 
-static void pbx_ylist(struct pbx_buf *b, const char *const *words)
+static void ylist(struct pbx_buf *b, const char *const *words)
 {
 	size_t i;
 	for (i = 0; words[i]; i++)
@@ -231,7 +231,7 @@ int pbx_ymap_check_keys(const struct pbx_ynode *map, const char *const *known,
 	const char *hint;
 	size_t i;
 	for (i = 0; i < map->npairs && !key; i++)
-		if (!pbx_yknown(map->pairs[i].key, known))
+		if (!yknown(map->pairs[i].key, known))
 			key = map->pairs[i].key;
 	if (!key)
 		return 0;
@@ -240,9 +240,9 @@ int pbx_ymap_check_keys(const struct pbx_ynode *map, const char *const *known,
 		pbx_buf_addf(&b, "did you mean '%s'?", hint);
 	} else {
 		pbx_buf_adds(&b, "expected one of ");
-		pbx_ylist(&b, known);
+		ylist(&b, known);
 	}
-	pbx_ynode_say(key, NULL, err, "unknown key (%s)", b.buf);
+	ynode_say(key, NULL, err, "unknown key (%s)", b.buf);
 	pbx_buf_release(&b);
 	return -1;
 }
@@ -255,20 +255,20 @@ int pbx_ynode_str(const struct pbx_ynode *n, unsigned flags, char **out,
 	if (n->type == PBX_YSCALAR && pbx_ynode_is_null(n) && (flags & PBX_YSTR_NULL_OK))
 		return 0;
 	if (n->type != PBX_YSCALAR || pbx_ynode_is_null(n) || !n->len)
-		return pbx_ywant(n, "a non-empty string", err);
+		return ywant(n, "a non-empty string", err);
 	if (strlen(n->value) != n->len)
-		return pbx_ynode_say(n, NULL, err, "must not contain NUL bytes");
+		return ynode_say(n, NULL, err, "must not contain NUL bytes");
 	for (i = 0; (flags & PBX_YSTR_ONE_LINE) && i < n->len; i++) {
 		unsigned char c = (unsigned char)n->value[i];
 		if (c < 0x20 || c == 0x7f)
-			return pbx_ynode_say(n, NULL, err, "must not contain control characters");
+			return ynode_say(n, NULL, err, "must not contain control characters");
 	}
 	*out = xstrdup(n->value);
 	return 0;
 }
 
 /* Strict decimal: optional sign, digits only, fits in a long. */
-static int pbx_yparse_long(const struct pbx_ynode *n, long *out)
+static int yparse_long(const struct pbx_ynode *n, long *out)
 {
 	const char *s = n->value;
 	char *end;
@@ -298,12 +298,12 @@ int pbx_ynode_int(const struct pbx_ynode *n, long min, long max, long *out,
 		snprintf(what, sizeof(what), "a non-negative integer");
 	else
 		snprintf(what, sizeof(what), "an integer between %ld and %ld", min, max);
-	if (pbx_yparse_long(n, &v) < 0 || v < min)
-		return pbx_ywant(n, what, err);
+	if (yparse_long(n, &v) < 0 || v < min)
+		return ywant(n, what, err);
 	if (v > max) {
 		if (min == 0 || min == 1)
 			snprintf(what, sizeof(what), "at most %ld", max);
-		return pbx_ywant(n, what, err);
+		return ywant(n, what, err);
 	}
 	*out = v;
 	return 0;
@@ -322,7 +322,7 @@ int pbx_ynode_bool(const struct pbx_ynode *n, bool *out, struct pbx_err *err)
 			if (!strcasecmp(n->value, no[i]) && strlen(no[i]) == n->len)
 				return *out = false, 0;
 	}
-	return pbx_ywant(n, "true or false", err);
+	return ywant(n, "true or false", err);
 }
 
 int pbx_ynode_choice(const struct pbx_ynode *n, const char *const *choices,
@@ -336,13 +336,13 @@ int pbx_ynode_choice(const struct pbx_ynode *n, const char *const *choices,
 		if (strlen(choices[i]) == n->len && !strcmp(choices[i], n->value))
 			return *out = i, 0;
 	pbx_buf_adds(&b, "one of ");
-	pbx_ylist(&b, choices);
+	ylist(&b, choices);
 	if (n->type != PBX_YSCALAR || pbx_ynode_is_null(n)) {
-		pbx_ywant(n, b.buf, err);
+		ywant(n, b.buf, err);
 	} else {
 		pbx_ynode_show(n, shown);
 		hint = pbx_did_you_mean(n->value, choices);
-		pbx_ynode_say(n, NULL, err, "must be %s, got '%s'%s%s%s", b.buf, shown,
+		ynode_say(n, NULL, err, "must be %s, got '%s'%s%s%s", b.buf, shown,
 			      hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
 	}
 	pbx_buf_release(&b);

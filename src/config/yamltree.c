@@ -27,17 +27,17 @@ struct pbx_ybuilder {
 	struct pbx_err *err;
 };
 
-static void pbx_ynode_free(struct pbx_ynode *n)
+static void ynode_free(struct pbx_ynode *n)
 {
 	size_t i;
 	if (!n)
 		return;
 	for (i = 0; i < n->npairs; i++) {
-		pbx_ynode_free(n->pairs[i].key);
-		pbx_ynode_free(n->pairs[i].value);
+		ynode_free(n->pairs[i].key);
+		ynode_free(n->pairs[i].value);
 	}
 	for (i = 0; i < n->nitems; i++)
-		pbx_ynode_free(n->items[i]);
+		ynode_free(n->items[i]);
 	free(n->pairs);
 	free(n->items);
 	free(n->value);
@@ -48,13 +48,13 @@ void pbx_ydoc_free(struct pbx_ydoc *doc)
 {
 	if (!doc)
 		return;
-	pbx_ynode_free(doc->root);
+	ynode_free(doc->root);
 	free(doc->name);
 	free(doc);
 }
 
 /* Error at a position that has no node (yet). */
-static int pbx_ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
+static int ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
 			   const char *msg)
 {
 	return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: %s", b->doc->name,
@@ -65,16 +65,16 @@ static int pbx_ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
 /* Room for item n of an array of n items: capacities go 4, 8, 16, ... (a
  * realloc per item made a 100,000-entry sequence quadratic: 50 s under
  * ASan, whose realloc always copies). */
-static void *pbx_ygrow(void *array, size_t n, size_t size)
+static void *ygrow(void *array, size_t n, size_t size)
 {
 	if (n && (n < 4 || (n & (n - 1))))
 		return array;   /* capacity is the next power of two >= 4 */
 	return xreallocarray(array, n ? 2 * n : 4, size);
 }
 
-static void pbx_ymap_add_key(struct pbx_ynode *map, struct pbx_ynode *key)
+static void ymap_add_key(struct pbx_ynode *map, struct pbx_ynode *key)
 {
-	map->pairs = pbx_ygrow(map->pairs, map->npairs, sizeof(*map->pairs));
+	map->pairs = ygrow(map->pairs, map->npairs, sizeof(*map->pairs));
 	map->pairs[map->npairs].key = key;
 	map->pairs[map->npairs].value = NULL;
 	map->npairs++;
@@ -82,16 +82,16 @@ static void pbx_ymap_add_key(struct pbx_ynode *map, struct pbx_ynode *key)
 	key->key = key->type == PBX_YSCALAR ? key->value : NULL;
 }
 
-static void pbx_yseq_add(struct pbx_ynode *seq, struct pbx_ynode *item)
+static void yseq_add(struct pbx_ynode *seq, struct pbx_ynode *item)
 {
-	seq->items = pbx_ygrow(seq->items, seq->nitems, sizeof(*seq->items));
+	seq->items = ygrow(seq->items, seq->nitems, sizeof(*seq->items));
 	item->parent = seq;
 	item->index = seq->nitems;
 	seq->items[seq->nitems++] = item;
 }
 
 /* Hangs `n` into the tree under the innermost open collection. */
-static int pbx_yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
+static int yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
 {
 	struct pbx_ynode *top;
 	if (b->depth == 0) {
@@ -100,7 +100,7 @@ static int pbx_yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
 	}
 	top = b->stack[b->depth - 1].node;
 	if (top->type == PBX_YSEQ) {
-		pbx_yseq_add(top, n);
+		yseq_add(top, n);
 		return 0;
 	}
 	if (top->npairs && !top->pairs[top->npairs - 1].value) {
@@ -110,7 +110,7 @@ static int pbx_yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
 		n->key = p->key->value;
 		return 0;
 	}
-	pbx_ymap_add_key(top, n);
+	ymap_add_key(top, n);
 	if (n->type != PBX_YSCALAR)
 		return pbx_ynode_error(n, b->err, "mapping keys must be scalars, got %s",
 				       pbx_ynode_kind(n));
@@ -118,14 +118,14 @@ static int pbx_yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
 }
 
 /* Creates a node at `m`, attaches it, and counts it against the cap. */
-static struct pbx_ynode *pbx_ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
+static struct pbx_ynode *ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
 				  const yaml_mark_t *m, const char *value, size_t len)
 {
 	struct pbx_ynode *n;
 	if (++b->doc->nnodes > b->max_nodes) {
 		char msg[64];
 		snprintf(msg, sizeof(msg), "more than %zu YAML nodes", b->max_nodes);
-		pbx_ymark_error(b, m, msg);
+		ymark_error(b, m, msg);
 		return NULL;
 	}
 	n = xcalloc(1, sizeof(*n));
@@ -140,12 +140,12 @@ static struct pbx_ynode *pbx_ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
 		n->value[len] = '\0';
 		n->len = len;
 	}
-	return pbx_yattach(b, n) < 0 ? NULL : n;
+	return yattach(b, n) < 0 ? NULL : n;
 }
 
 /* Refuses an explicit tag on the node just created (tags would change how
  * values are typed; pbx types values by schema instead). */
-static int pbx_yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
+static int yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
 		       const yaml_char_t *tag)
 {
 	static const char core[] = "tag:yaml.org,2002:";
@@ -164,29 +164,29 @@ static int pbx_yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
 	return pbx_ynode_error(n, b->err, "YAML tags are not supported (%s)", shown);
 }
 
-static int pbx_yscalar(struct pbx_ybuilder *b, const yaml_event_t *ev)
+static int yscalar(struct pbx_ybuilder *b, const yaml_event_t *ev)
 {
 	struct pbx_ynode *n;
-	n = pbx_ynew(b, PBX_YSCALAR, &ev->start_mark,
+	n = ynew(b, PBX_YSCALAR, &ev->start_mark,
 		     (const char *)ev->data.scalar.value, ev->data.scalar.length);
 	if (!n)
 		return -1;
 	n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-	return pbx_yno_tag(b, n, ev->data.scalar.tag);
+	return yno_tag(b, n, ev->data.scalar.tag);
 }
 
-static int pbx_yalias(struct pbx_ybuilder *b, const yaml_event_t *ev)
+static int yalias(struct pbx_ybuilder *b, const yaml_event_t *ev)
 {
 	const char *anchor = (const char *)ev->data.alias.anchor;
 	char *text = xasprintf("*%.100s", anchor ? anchor : "");
-	struct pbx_ynode *n = pbx_ynew(b, PBX_YSCALAR, &ev->start_mark, text, strlen(text));
+	struct pbx_ynode *n = ynew(b, PBX_YSCALAR, &ev->start_mark, text, strlen(text));
 	free(text);
 	if (!n)
 		return -1;
 	return pbx_ynode_error(n, b->err, "YAML aliases are not supported (%s)", n->value);
 }
 
-static int pbx_yopen(struct pbx_ybuilder *b, const yaml_event_t *ev, enum pbx_ytype type)
+static int yopen(struct pbx_ybuilder *b, const yaml_event_t *ev, enum pbx_ytype type)
 {
 	const yaml_char_t *tag = type == PBX_YMAP ? ev->data.mapping_start.tag
 						  : ev->data.sequence_start.tag;
@@ -195,13 +195,13 @@ static int pbx_yopen(struct pbx_ybuilder *b, const yaml_event_t *ev, enum pbx_yt
 	if (b->depth >= PBX_YAML_MAX_DEPTH) {
 		snprintf(msg, sizeof(msg), "YAML nesting is deeper than %d levels",
 			 PBX_YAML_MAX_DEPTH);
-		return pbx_ymark_error(b, &ev->start_mark, msg);
+		return ymark_error(b, &ev->start_mark, msg);
 	}
-	n = pbx_ynew(b, type, &ev->start_mark, NULL, 0);
+	n = ynew(b, type, &ev->start_mark, NULL, 0);
 	if (!n)
 		return -1;
 	b->stack[b->depth++].node = n;
-	return pbx_yno_tag(b, n, tag);
+	return yno_tag(b, n, tag);
 }
 
 struct pbx_ykeyref {
@@ -209,7 +209,7 @@ struct pbx_ykeyref {
 	size_t pos;
 };
 
-static int pbx_ykeyref_cmp(const void *pa, const void *pb)
+static int ykeyref_cmp(const void *pa, const void *pb)
 {
 	const struct pbx_ykeyref *a = pa, *b = pb;
 	size_t n = a->key->len < b->key->len ? a->key->len : b->key->len;
@@ -221,14 +221,14 @@ static int pbx_ykeyref_cmp(const void *pa, const void *pb)
 	return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
-static int pbx_ysame_key(const struct pbx_ykeyref *a, const struct pbx_ykeyref *b)
+static int ysame_key(const struct pbx_ykeyref *a, const struct pbx_ykeyref *b)
 {
 	return a->key->len == b->key->len &&
 	       !memcmp(a->key->value, b->key->value, a->key->len);
 }
 
 /* Refuses the first (in document order) repeated key of a mapping. */
-static int pbx_ycheck_duplicates(const struct pbx_ynode *map, struct pbx_err *err)
+static int ycheck_duplicates(const struct pbx_ynode *map, struct pbx_err *err)
 {
 	struct pbx_ykeyref *refs;
 	size_t i, start = 0, bad = 0, first = 0;
@@ -240,9 +240,9 @@ static int pbx_ycheck_duplicates(const struct pbx_ynode *map, struct pbx_err *er
 		refs[i].key = map->pairs[i].key;
 		refs[i].pos = i;
 	}
-	qsort(refs, map->npairs, sizeof(*refs), pbx_ykeyref_cmp);
+	qsort(refs, map->npairs, sizeof(*refs), ykeyref_cmp);
 	for (i = 1; i < map->npairs; i++) {
-		if (!pbx_ysame_key(&refs[i - 1], &refs[i])) {
+		if (!ysame_key(&refs[i - 1], &refs[i])) {
 			start = i;
 			continue;
 		}
@@ -260,40 +260,40 @@ static int pbx_ycheck_duplicates(const struct pbx_ynode *map, struct pbx_err *er
 	return rc;
 }
 
-static int pbx_yclose(struct pbx_ybuilder *b)
+static int yclose(struct pbx_ybuilder *b)
 {
 	struct pbx_ynode *n = b->stack[--b->depth].node;
 	if (n->type == PBX_YMAP)
-		return pbx_ycheck_duplicates(n, b->err);
+		return ycheck_duplicates(n, b->err);
 	return 0;
 }
 
-static int pbx_yevent(struct pbx_ybuilder *b, const yaml_event_t *ev)
+static int yevent(struct pbx_ybuilder *b, const yaml_event_t *ev)
 {
 	switch (ev->type) {
 	case YAML_DOCUMENT_START_EVENT:
 		if (b->ndocs++)
-			return pbx_ymark_error(b, &ev->start_mark,
+			return ymark_error(b, &ev->start_mark,
 					       "only one YAML document is allowed");
 		return 0;
 	case YAML_SCALAR_EVENT:
-		return pbx_yscalar(b, ev);
+		return yscalar(b, ev);
 	case YAML_ALIAS_EVENT:
-		return pbx_yalias(b, ev);
+		return yalias(b, ev);
 	case YAML_SEQUENCE_START_EVENT:
-		return pbx_yopen(b, ev, PBX_YSEQ);
+		return yopen(b, ev, PBX_YSEQ);
 	case YAML_MAPPING_START_EVENT:
-		return pbx_yopen(b, ev, PBX_YMAP);
+		return yopen(b, ev, PBX_YMAP);
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
-		return pbx_yclose(b);
+		return yclose(b);
 	default:
 		return 0;
 	}
 }
 
 /* Line (1-based) of byte `offset`, for reader errors that carry no mark. */
-static size_t pbx_yline_of(const char *text, size_t len, size_t offset)
+static size_t yline_of(const char *text, size_t len, size_t offset)
 {
 	size_t i, line = 1;
 	for (i = 0; i < offset && i < len; i++)
@@ -301,7 +301,7 @@ static size_t pbx_yline_of(const char *text, size_t len, size_t offset)
 	return line;
 }
 
-static int pbx_ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
+static int ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
 {
 	const char *name = b->doc->name;
 	const char *problem = p->problem ? p->problem : "unknown error";
@@ -309,7 +309,7 @@ static int pbx_ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
 		return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s: out of memory parsing YAML", name);
 	if (p->error == YAML_READER_ERROR)
 		return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: invalid input at byte %zu: %s",
-				    name, pbx_yline_of(b->text, b->len, p->problem_offset),
+				    name, yline_of(b->text, b->len, p->problem_offset),
 				    p->problem_offset, problem);
 	if (p->context)
 		return pbx_err_setc(b->err, PBX_EXIT_USAGE,
@@ -320,14 +320,14 @@ static int pbx_ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
 			    name, p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
 }
 
-static int pbx_yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
+static int yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
 {
 	yaml_event_t ev;
 	for (;;) {
 		int rc, done;
 		if (!yaml_parser_parse(p, &ev))
-			return pbx_ysyntax_error(b, p);
-		rc = pbx_yevent(b, &ev);
+			return ysyntax_error(b, p);
+		rc = yevent(b, &ev);
 		done = ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
 		if (rc < 0)
@@ -363,7 +363,7 @@ int pbx_ydoc_parse_max(const char *name, const char *text, size_t len, size_t ma
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: cannot initialise YAML parser", name);
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	rc = pbx_yrun(&b, &parser);
+	rc = yrun(&b, &parser);
 	yaml_parser_delete(&parser);
 	if (rc < 0) {
 		pbx_ydoc_free(b.doc);

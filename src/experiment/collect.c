@@ -31,15 +31,15 @@ struct pbx_collect {
 	struct pbx_err *err;
 };
 
-static int pbx_collect_walk(struct pbx_collect *c, const char *rel);
-static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added);
+static int collect_walk(struct pbx_collect *c, const char *rel);
+static int collect_search(struct pbx_collect *c, const char *rel, bool added);
 
 /* ------------------------------------------------------------------ */
 /* One entry                                                           */
 
 /* Refuses a symlink whose target leaves the tree: `rel` is the link's
  * path, `target` what it points to. */
-static int pbx_collect_link_ok(struct pbx_collect *c, const char *rel, const char *target)
+static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *target)
 {
 	long depth = 0;
 	const char *s;
@@ -62,7 +62,7 @@ static int pbx_collect_link_ok(struct pbx_collect *c, const char *rel, const cha
 	return 0;
 }
 
-static struct pbx_package_file *pbx_collect_add(struct pbx_collect *c, const char *rel,
+static struct pbx_package_file *collect_add(struct pbx_collect *c, const char *rel,
 						char type)
 {
 	struct pbx_package *p = c->p;
@@ -85,7 +85,7 @@ static struct pbx_package_file *pbx_collect_add(struct pbx_collect *c, const cha
 	return f;
 }
 
-static int pbx_collect_symlink(struct pbx_collect *c, const char *rel, const char *full)
+static int collect_symlink(struct pbx_collect *c, const char *rel, const char *full)
 {
 	char target[PATH_MAX];
 	ssize_t n = readlink(full, target, sizeof(target) - 1);
@@ -93,31 +93,31 @@ static int pbx_collect_symlink(struct pbx_collect *c, const char *rel, const cha
 	if (n < 0)
 		return pbx_err_set(c->err, "cannot read symlink %s: %s", full, strerror(errno));
 	target[n] = '\0';
-	if (pbx_collect_link_ok(c, rel, target) < 0 || !(f = pbx_collect_add(c, rel, 'l')))
+	if (collect_link_ok(c, rel, target) < 0 || !(f = collect_add(c, rel, 'l')))
 		return -1;
 	f->target = xstrdup(target);
 	return 0;
 }
 
 /* Adds `rel` (lstat'ed as st) and, for a directory, everything below. */
-static int pbx_collect_entry(struct pbx_collect *c, const char *rel, const struct stat *st)
+static int collect_entry(struct pbx_collect *c, const char *rel, const struct stat *st)
 {
 	char *full = xasprintf("%s/%s", c->root, rel);
 	struct pbx_package_file *f;
 	int rc = -1;
 	if (S_ISLNK(st->st_mode)) {
-		rc = pbx_collect_symlink(c, rel, full);
+		rc = collect_symlink(c, rel, full);
 	} else if (S_ISREG(st->st_mode)) {
-		if ((f = pbx_collect_add(c, rel, 'f'))) {
+		if ((f = collect_add(c, rel, 'f'))) {
 			f->size = (unsigned long long)st->st_size;
 			f->mode = st->st_mode & 0111 ? 0755 : 0644;
 			c->p->bytes += f->size;
 			rc = 0;
 		}
 	} else if (S_ISDIR(st->st_mode)) {
-		if ((f = pbx_collect_add(c, rel, 'd'))) {
+		if ((f = collect_add(c, rel, 'd'))) {
 			f->mode = 0755;
-			rc = pbx_collect_walk(c, rel);
+			rc = collect_walk(c, rel);
 		}
 	} else {
 		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: not a regular file, directory "
@@ -130,7 +130,7 @@ static int pbx_collect_entry(struct pbx_collect *c, const char *rel, const struc
 /* ------------------------------------------------------------------ */
 /* Walking directories                                                 */
 
-static int pbx_collect_child(struct pbx_collect *c, const char *rel, const char *name)
+static int collect_child(struct pbx_collect *c, const char *rel, const char *name)
 {
 	char *child = rel ? xasprintf("%s/%s", rel, name) : xstrdup(name);
 	char *full = xasprintf("%s/%s", c->root, child);
@@ -139,14 +139,14 @@ static int pbx_collect_child(struct pbx_collect *c, const char *rel, const char 
 	if (lstat(full, &st) < 0)
 		rc = pbx_err_set(c->err, "cannot stat %s: %s", full, strerror(errno));
 	else if (!c->ignore || !pbx_ignore_match(c->ignore, child, S_ISDIR(st.st_mode)))
-		rc = pbx_collect_entry(c, child, &st);
+		rc = collect_entry(c, child, &st);
 	free(full);
 	free(child);
 	return rc;
 }
 
 /* Adds everything inside directory `rel` (NULL for the root). */
-static int pbx_collect_walk(struct pbx_collect *c, const char *rel)
+static int collect_walk(struct pbx_collect *c, const char *rel)
 {
 	char *full = rel ? xasprintf("%s/%s", c->root, rel) : xstrdup(c->root);
 	DIR *d = opendir(full);
@@ -161,7 +161,7 @@ static int pbx_collect_walk(struct pbx_collect *c, const char *rel)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, ".git"))
 			continue;
-		rc = pbx_collect_child(c, rel, de->d_name);
+		rc = collect_child(c, rel, de->d_name);
 	}
 	closedir(d);
 	free(full);
@@ -172,7 +172,7 @@ static int pbx_collect_walk(struct pbx_collect *c, const char *rel)
 /* Explicit patterns                                                     */
 
 /* Adds the directories above `rel`, refusing symlinks among them. */
-static int pbx_collect_parents(struct pbx_collect *c, const char *rel)
+static int collect_parents(struct pbx_collect *c, const char *rel)
 {
 	char *path = xstrdup(rel), *slash = path;
 	struct stat st;
@@ -185,7 +185,7 @@ static int pbx_collect_parents(struct pbx_collect *c, const char *rel)
 			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: %s is not a directory "
 					  "(a symlink?); list files below real directories",
 					  rel, full);
-		else if (!pbx_collect_add(c, path, 'd'))
+		else if (!collect_add(c, path, 'd'))
 			rc = -1;
 		else
 			c->p->files[c->p->nfiles - 1].mode = 0755;
@@ -197,7 +197,7 @@ static int pbx_collect_parents(struct pbx_collect *c, const char *rel)
 }
 
 /* The first pattern that may match below `rel` (a symlink), or -1. */
-static long pbx_collect_entered_by(const struct pbx_collect *c, const char *rel)
+static long collect_entered_by(const struct pbx_collect *c, const char *rel)
 {
 	size_t k;
 	for (k = 0; k < c->e->nfiles; k++)
@@ -207,7 +207,7 @@ static long pbx_collect_entered_by(const struct pbx_collect *c, const char *rel)
 }
 
 /* "FILE:LINE: files[K]: " in front of err's message; returns -1. */
-static int pbx_collect_blame(struct pbx_collect *c, size_t k)
+static int collect_blame(struct pbx_collect *c, size_t k)
 {
 	return pbx_err_prefix(c->err, "%s:%d: files[%zu]", c->e->path, c->e->files_lines[k], k);
 }
@@ -216,7 +216,7 @@ static int pbx_collect_blame(struct pbx_collect *c, size_t k)
  * when a pattern matches it (unless `added`: a directory above was), and
  * searched further when a pattern may match below it, so every pattern's
  * matches are counted. */
-static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st,
+static int collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st,
 			    bool added)
 {
 	bool is_dir = S_ISDIR(st->st_mode), matched = false;
@@ -230,15 +230,15 @@ static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct
 			continue;
 		c->hits[i]++;
 		if (!added && !matched &&
-		    (pbx_collect_parents(c, rel) < 0 || pbx_collect_entry(c, rel, st) < 0))
-			return pbx_collect_blame(c, i);
+		    (collect_parents(c, rel) < 0 || collect_entry(c, rel, st) < 0))
+			return collect_blame(c, i);
 		matched = true;
 	}
-	k = pbx_collect_entered_by(c, rel);
+	k = collect_entered_by(c, rel);
 	if (k < 0)
 		return 0;
 	if (is_dir)
-		return pbx_collect_search(c, rel, added || matched);
+		return collect_search(c, rel, added || matched);
 	if (!S_ISLNK(st->st_mode) || matched)
 		return 0;
 	full = xasprintf("%s/%s", c->root, rel);
@@ -247,12 +247,12 @@ static int pbx_collect_pick(struct pbx_collect *c, const char *rel, const struct
 				  "to a directory; list files below real directories",
 				  c->e->files[k], full);
 	free(full);
-	return rc < 0 ? pbx_collect_blame(c, (size_t)k) : 0;
+	return rc < 0 ? collect_blame(c, (size_t)k) : 0;
 }
 
 /* Searches directory `rel` (NULL for the top) for what the patterns match;
  * `added`: the directory was added whole already (only count matches). */
-static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added)
+static int collect_search(struct pbx_collect *c, const char *rel, bool added)
 {
 	char *full = rel ? xasprintf("%s/%s", c->root, rel) : xstrdup(c->root);
 	DIR *d = opendir(full);
@@ -274,7 +274,7 @@ static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added
 		if (lstat(cfull, &st) < 0)
 			rc = pbx_err_set(c->err, "cannot stat %s: %s", cfull, strerror(errno));
 		else
-			rc = pbx_collect_pick(c, child, &st, added);
+			rc = collect_pick(c, child, &st, added);
 		free(cfull);
 		free(child);
 	}
@@ -284,12 +284,12 @@ static int pbx_collect_search(struct pbx_collect *c, const char *rel, bool added
 }
 
 /* What the `files` patterns match; each must match something. */
-static int pbx_collect_patterns(struct pbx_collect *c)
+static int collect_patterns(struct pbx_collect *c)
 {
 	size_t k;
 	int rc;
 	c->hits = xcalloc(c->e->nfiles, sizeof(*c->hits));
-	rc = pbx_collect_search(c, NULL, false);
+	rc = collect_search(c, NULL, false);
 	for (k = 0; rc == 0 && k < c->e->nfiles; k++)
 		if (!c->hits[k])
 			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s:%d: files[%zu]: '%s' matches "
@@ -302,16 +302,16 @@ static int pbx_collect_patterns(struct pbx_collect *c)
 /* ------------------------------------------------------------------ */
 /* Sorting and de-duplication                                          */
 
-static int pbx_collect_cmp(const void *a, const void *b)
+static int collect_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct pbx_package_file *)a)->path,
 		      ((const struct pbx_package_file *)b)->path);
 }
 
-static void pbx_collect_unique(struct pbx_package *p)
+static void collect_unique(struct pbx_package *p)
 {
 	size_t i, out = 0;
-	qsort(p->files, p->nfiles, sizeof(*p->files), pbx_collect_cmp);
+	qsort(p->files, p->nfiles, sizeof(*p->files), collect_cmp);
 	for (i = 0; i < p->nfiles; i++) {
 		if (out && !strcmp(p->files[out - 1].path, p->files[i].path)) {
 			if (p->files[i].type == 'f')
@@ -332,13 +332,13 @@ int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p, struct pb
 	if (!e->nfiles) {
 		if (pbx_ignore_load(e->dir, &c.ignore, err) < 0)
 			return -1;
-		rc = pbx_collect_walk(&c, NULL);
+		rc = collect_walk(&c, NULL);
 		pbx_ignore_free(c.ignore);
 	} else {
-		rc = pbx_collect_patterns(&c);
+		rc = collect_patterns(&c);
 	}
 	if (rc == 0)
-		pbx_collect_unique(p);
+		collect_unique(p);
 	if (rc == 0 && p->bytes > PBX_PACKAGE_MAX_BYTES)
 		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s: %llu bytes to ship, more than "
 				  "%llu (exclude data in .pbxignore)", e->dir, p->bytes,

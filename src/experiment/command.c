@@ -21,20 +21,20 @@
 /* ------------------------------------------------------------------ */
 /* Scanning                                                            */
 
-struct pbx_cmd_token {
+struct cmd_token {
 	const char *lit;     /* literal bytes to copy, or NULL for a placeholder */
 	const char *name;    /* placeholder name (not terminated) */
 	size_t len;          /* bytes of lit or name */
 	size_t advance;      /* bytes of the command consumed */
 };
 
-static bool pbx_cmd_namechar(char c, bool first)
+static bool cmd_namechar(char c, bool first)
 {
 	return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
 }
 
 /* The token starting at p (p points at a non-NUL byte). */
-static void pbx_cmd_next(const char *p, struct pbx_cmd_token *t)
+static void cmd_next(const char *p, struct cmd_token *t)
 {
 	size_t n = 1;
 	t->lit = p;
@@ -44,9 +44,9 @@ static void pbx_cmd_next(const char *p, struct pbx_cmd_token *t)
 		t->advance = 2;
 		return;
 	}
-	if (p[0] != '{' || !pbx_cmd_namechar(p[1], true))
+	if (p[0] != '{' || !cmd_namechar(p[1], true))
 		return;
-	while (pbx_cmd_namechar(p[n], false))
+	while (cmd_namechar(p[n], false))
 		n++;
 	if (p[n] != '}')
 		return;
@@ -57,7 +57,7 @@ static void pbx_cmd_next(const char *p, struct pbx_cmd_token *t)
 }
 
 /* The value of placeholder name[0..len) in point i, or NULL. */
-static const struct pbx_param *pbx_cmd_lookup(const struct pbx_experiment *e, size_t i,
+static const struct pbx_param *cmd_lookup(const struct pbx_experiment *e, size_t i,
 					      const char *name, size_t len)
 {
 	const struct pbx_point *pt = &e->points[i];
@@ -68,7 +68,7 @@ static const struct pbx_param *pbx_cmd_lookup(const struct pbx_experiment *e, si
 	return NULL;
 }
 
-static bool pbx_cmd_is_repeat(const char *name, size_t len)
+static bool cmd_is_repeat(const char *name, size_t len)
 {
 	return len == 6 && !memcmp(name, "repeat", 6);
 }
@@ -78,7 +78,7 @@ static bool pbx_cmd_is_repeat(const char *name, size_t len)
 
 /* " (did you mean {x}?)", " (parameters: a, b)" or " (the sweep defines
  * no parameters)" for an unknown placeholder. */
-static void pbx_cmd_hint(const struct pbx_experiment *e, const char *name,
+static void cmd_hint(const struct pbx_experiment *e, const char *name,
 			 struct pbx_buf *b)
 {
 	const struct pbx_point *pt = &e->points[0];
@@ -104,18 +104,18 @@ static void pbx_cmd_hint(const struct pbx_experiment *e, const char *name,
 int pbx_exp_check_command(const struct pbx_experiment *e,
 			  const struct pbx_ynode *cmd, struct pbx_err *err)
 {
-	struct pbx_cmd_token t;
+	struct cmd_token t;
 	struct pbx_buf b = PBX_BUF_INIT;
 	const char *p;
 	char *name;
 	for (p = e->command; *p; p += t.advance) {
-		pbx_cmd_next(p, &t);
-		if (t.lit || pbx_cmd_is_repeat(t.name, t.len) ||
-		    pbx_cmd_lookup(e, 0, t.name, t.len))
+		cmd_next(p, &t);
+		if (t.lit || cmd_is_repeat(t.name, t.len) ||
+		    cmd_lookup(e, 0, t.name, t.len))
 			continue;
 		name = xstrndup(t.name, t.len > 40 ? 40 : t.len);
 		pbx_buf_addf(&b, "unknown placeholder {%s%s}", name, t.len > 40 ? "..." : "");
-		pbx_cmd_hint(e, name, &b);
+		cmd_hint(e, name, &b);
 		free(name);
 		pbx_ynode_error(cmd, err, "%s", b.buf);
 		pbx_buf_release(&b);
@@ -144,23 +144,23 @@ int pbx_exp_check_command_size(const struct pbx_experiment *e,
 	return 0;
 }
 
-static void pbx_cmd_substitute(const struct pbx_experiment *e, size_t i, struct pbx_buf *b)
+static void cmd_substitute(const struct pbx_experiment *e, size_t i, struct pbx_buf *b)
 {
-	struct pbx_cmd_token t;
+	struct cmd_token t;
 	const struct pbx_param *v;
 	const char *p;
 	for (p = e->command; *p; p += t.advance) {
-		pbx_cmd_next(p, &t);
+		cmd_next(p, &t);
 		if (t.lit)
 			pbx_buf_add(b, t.lit, t.len);
-		else if ((v = pbx_cmd_lookup(e, i, t.name, t.len)))
+		else if ((v = cmd_lookup(e, i, t.name, t.len)))
 			pbx_shell_quote(b, v->value);
 		else
 			pbx_buf_adds(b, "'0'");   /* {repeat} with repeats: 1 */
 	}
 }
 
-static void pbx_cmd_train(const struct pbx_experiment *e, size_t i, struct pbx_buf *b)
+static void cmd_train(const struct pbx_experiment *e, size_t i, struct pbx_buf *b)
 {
 	const struct pbx_point *pt = &e->points[i];
 	size_t k;
@@ -183,14 +183,14 @@ char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	if (e->command)
-		pbx_cmd_substitute(e, i, &b);
+		cmd_substitute(e, i, &b);
 	else
-		pbx_cmd_train(e, i, &b);
+		cmd_train(e, i, &b);
 	return pbx_buf_detach(&b, NULL);
 }
 
 /* A JSON string of `len` bytes (valid UTF-8 after libyaml); never NULL. */
-static json_t *pbx_cmd_jstr(const char *s, size_t len)
+static json_t *cmd_jstr(const char *s, size_t len)
 {
 	json_t *j = json_stringn(s, len);
 	return j ? j : json_string("\xef\xbf\xbd");
@@ -204,7 +204,7 @@ char *pbx_experiment_point_json(const struct pbx_experiment *e, size_t i)
 	size_t k;
 	for (k = 0; k < pt->nparams; k++)
 		json_object_set_new(o, pt->params[k].name,
-				    pbx_cmd_jstr(pt->params[k].value, pt->params[k].len));
+				    cmd_jstr(pt->params[k].value, pt->params[k].len));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	out = xstrdup(s ? s : "{}");
@@ -215,29 +215,29 @@ char *pbx_experiment_point_json(const struct pbx_experiment *e, size_t i)
 /* ------------------------------------------------------------------ */
 /* train: as JSON                                                      */
 
-static json_t *pbx_cmd_tojson(const struct pbx_ynode *n)
+static json_t *cmd_tojson(const struct pbx_ynode *n)
 {
 	json_t *j;
 	size_t i;
 	if (n->type == PBX_YSCALAR)
-		return pbx_ynode_is_null(n) ? json_null() : pbx_cmd_jstr(n->value, n->len);
+		return pbx_ynode_is_null(n) ? json_null() : cmd_jstr(n->value, n->len);
 	if (n->type == PBX_YSEQ) {
 		j = json_array();
 		for (i = 0; i < n->nitems; i++)
-			json_array_append_new(j, pbx_cmd_tojson(n->items[i]));
+			json_array_append_new(j, cmd_tojson(n->items[i]));
 		return j;
 	}
 	j = json_object();
 	for (i = 0; i < n->npairs; i++) {
 		const struct pbx_ynode *k = n->pairs[i].key;
-		json_object_setn_new(j, k->value, k->len, pbx_cmd_tojson(n->pairs[i].value));
+		json_object_setn_new(j, k->value, k->len, cmd_tojson(n->pairs[i].value));
 	}
 	return j;
 }
 
 char *pbx_exp_train_json(const struct pbx_ynode *train)
 {
-	json_t *j = pbx_cmd_tojson(train);
+	json_t *j = cmd_tojson(train);
 	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	char *out = xasprintf("%s\n", s ? s : "{}");
 	json_decref(j);

@@ -41,7 +41,7 @@ int pbx_exp_scalar(const struct pbx_ynode *n, struct pbx_err *err)
 	return 0;
 }
 
-static bool pbx_exp_lower(char c, bool digits)
+static bool exp_lower(char c, bool digits)
 {
 	return (c >= 'a' && c <= 'z') || c == '_' || (digits && c >= '0' && c <= '9');
 }
@@ -49,27 +49,27 @@ static bool pbx_exp_lower(char c, bool digits)
 bool pbx_exp_param_name_ok(const char *s, size_t len)
 {
 	size_t i;
-	if (len < 1 || len > 32 || strlen(s) != len || !pbx_exp_lower(s[0], false))
+	if (len < 1 || len > 32 || strlen(s) != len || !exp_lower(s[0], false))
 		return false;
 	for (i = 1; i < len; i++)
-		if (!pbx_exp_lower(s[i], true))
+		if (!exp_lower(s[i], true))
 			return false;
 	return true;
 }
 
-static bool pbx_exp_alnum(char c)
+static bool exp_alnum(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
 /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63} */
-static bool pbx_exp_name_ok(const char *s)
+static bool exp_name_ok(const char *s)
 {
 	size_t i, len = strlen(s);
-	if (len < 1 || len > 64 || !pbx_exp_alnum(s[0]))
+	if (len < 1 || len > 64 || !exp_alnum(s[0]))
 		return false;
 	for (i = 1; i < len; i++)
-		if (!pbx_exp_alnum(s[i]) && !strchr("_.-", s[i]))
+		if (!exp_alnum(s[i]) && !strchr("_.-", s[i]))
 			return false;
 	return true;
 }
@@ -77,7 +77,7 @@ static bool pbx_exp_name_ok(const char *s)
 /* ------------------------------------------------------------------ */
 /* name, command / train                                               */
 
-static int pbx_exp_name(struct pbx_experiment *e, const struct pbx_ynode *root,
+static int exp_name(struct pbx_experiment *e, const struct pbx_ynode *root,
 			struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "name");
@@ -86,14 +86,14 @@ static int pbx_exp_name(struct pbx_experiment *e, const struct pbx_ynode *root,
 		return pbx_ymap_missing(root, "name", NULL, err);
 	if (pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &e->name, err) < 0)
 		return -1;
-	if (pbx_exp_name_ok(e->name))
+	if (exp_name_ok(e->name))
 		return 0;
 	pbx_ynode_show(n, shown);
 	return pbx_ynode_error(n, err, "must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}, got '%s'",
 			       shown);
 }
 
-static int pbx_exp_program(struct pbx_experiment *e, const struct pbx_ynode *root,
+static int exp_program(struct pbx_experiment *e, const struct pbx_ynode *root,
 			   struct pbx_err *err)
 {
 	const struct pbx_ynode *cmd = pbx_ymap_get(root, "command");
@@ -120,7 +120,7 @@ static int pbx_exp_program(struct pbx_experiment *e, const struct pbx_ynode *roo
 /* files, outputs, env                                                 */
 
 /* A relative glob with no ".." component. */
-static int pbx_exp_glob_check(const struct pbx_ynode *n, const char *g,
+static int exp_glob_check(const struct pbx_ynode *n, const char *g,
 			      struct pbx_err *err)
 {
 	const char *p = g;
@@ -136,7 +136,7 @@ static int pbx_exp_glob_check(const struct pbx_ynode *n, const char *g,
 	return 0;
 }
 
-static int pbx_exp_globs(const struct pbx_ynode *root, const char *key, char ***out,
+static int exp_globs(const struct pbx_ynode *root, const char *key, char ***out,
 			 int **lines, size_t *nout, struct pbx_err *err)
 {
 	const struct pbx_ynode *seq = pbx_ymap_get(root, key);
@@ -154,29 +154,29 @@ static int pbx_exp_globs(const struct pbx_ynode *root, const char *key, char ***
 		if (pbx_ynode_str(seq->items[i], PBX_YSTR_ONE_LINE, &(*out)[i], err) < 0)
 			return -1;
 		(*nout)++;
-		if (pbx_exp_glob_check(seq->items[i], (*out)[i], err) < 0)
+		if (exp_glob_check(seq->items[i], (*out)[i], err) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static bool pbx_exp_env_name_ok(const char *s, size_t len)
+static bool exp_env_name_ok(const char *s, size_t len)
 {
 	size_t i;
 	if (len < 1 || len > 128 || strlen(s) != len ||
 	    (s[0] >= '0' && s[0] <= '9'))
 		return false;
 	for (i = 0; i < len; i++)
-		if (!pbx_exp_alnum(s[i]) && s[i] != '_')
+		if (!exp_alnum(s[i]) && s[i] != '_')
 			return false;
 	return true;
 }
 
-static int pbx_exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p,
+static int exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p,
 			   struct pbx_err *err)
 {
 	const char *name = p->key->value;
-	if (!pbx_exp_env_name_ok(name, p->key->len))
+	if (!exp_env_name_ok(name, p->key->len))
 		return pbx_ynode_error(p->value, err, "not a valid environment variable name "
 				       "(want [A-Za-z_][A-Za-z0-9_]*)");
 	if (!strncmp(name, "PBX_", 4) || !strncmp(name, "SLURM_", 6))
@@ -189,7 +189,7 @@ static int pbx_exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p,
 	return 0;
 }
 
-static int pbx_exp_env(struct pbx_experiment *e, const struct pbx_ynode *root,
+static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root,
 		       struct pbx_err *err)
 {
 	const struct pbx_ynode *env = pbx_ymap_get(root, "env");
@@ -201,7 +201,7 @@ static int pbx_exp_env(struct pbx_experiment *e, const struct pbx_ynode *root,
 	e->env_names = xcalloc(env->npairs + 1, sizeof(char *));
 	e->env_values = xcalloc(env->npairs + 1, sizeof(char *));
 	for (i = 0; i < env->npairs; i++)
-		if (pbx_exp_env_one(e, &env->pairs[i], err) < 0)
+		if (exp_env_one(e, &env->pairs[i], err) < 0)
 			return -1;
 	return 0;
 }
@@ -213,7 +213,7 @@ static const char *const pbx_exp_keys[] = {
 	"name", "command", "train", "sweep", "resources", "files", "outputs", "env", NULL,
 };
 
-static int pbx_exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc,
+static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc,
 			struct pbx_err *err)
 {
 	struct pbx_experiment *e = &x->pub;
@@ -223,15 +223,15 @@ static int pbx_exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc,
 				    "(want a mapping with name and command or train)", doc->name);
 	if (pbx_ynode_expect_map(root, err) < 0 || pbx_ymap_check_keys(root, pbx_exp_keys, err) < 0)
 		return -1;
-	if (pbx_exp_name(e, root, err) < 0 ||
+	if (exp_name(e, root, err) < 0 ||
 	    pbx_exp_sweep(x, pbx_ymap_get(root, "sweep"), err) < 0 ||
-	    pbx_exp_program(e, root, err) < 0 ||
+	    exp_program(e, root, err) < 0 ||
 	    pbx_exp_resources(e, pbx_ymap_get(root, "resources"), err) < 0 ||
-	    pbx_exp_globs(root, "files", &e->files, &e->files_lines, &e->nfiles, err) < 0 ||
-	    pbx_exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs,
+	    exp_globs(root, "files", &e->files, &e->files_lines, &e->nfiles, err) < 0 ||
+	    exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs,
 			  err) < 0)
 		return -1;
-	return pbx_exp_env(e, root, err);
+	return exp_env(e, root, err);
 }
 
 int pbx_experiment_parse(const char *name, const char *text, size_t len,
@@ -253,7 +253,7 @@ int pbx_experiment_parse(const char *name, const char *text, size_t len,
 	memcpy(x->pub.text, text, len);
 	x->pub.text[len] = '\0';
 	x->pub.text_len = len;
-	if (pbx_exp_root(x, doc, err) < 0) {
+	if (exp_root(x, doc, err) < 0) {
 		pbx_ydoc_free(doc);
 		pbx_experiment_free(&x->pub);
 		return -1;
@@ -264,7 +264,7 @@ int pbx_experiment_parse(const char *name, const char *text, size_t len,
 }
 
 /* The absolute directory holding `path`; caller frees. */
-static char *pbx_exp_dir_of(const char *path, struct pbx_err *err)
+static char *exp_dir_of(const char *path, struct pbx_err *err)
 {
 	char *copy = xstrdup(path), *dir, *abs;
 	dir = dirname(copy);
@@ -287,14 +287,14 @@ int pbx_experiment_load(const char *path, struct pbx_experiment **out,
 		err->code = PBX_EXIT_USAGE;
 		return -1;
 	}
-	dir = pbx_exp_dir_of(path, err);
+	dir = exp_dir_of(path, err);
 	rc = dir ? pbx_experiment_parse(path, b.buf, b.len, dir, out, err) : -1;
 	free(dir);
 	pbx_buf_release(&b);
 	return rc;
 }
 
-static void pbx_exp_free_strv(char **v, size_t n)
+static void exp_free_strv(char **v, size_t n)
 {
 	size_t i;
 	for (i = 0; v && i < n; i++)
@@ -307,16 +307,16 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	struct pbx_exp_priv *x = (struct pbx_exp_priv *)e;
 	if (!e)
 		return;
-	pbx_exp_free_strv(x->pool, x->npool);
+	exp_free_strv(x->pool, x->npool);
 	free(x->block);
 	free(e->points);
 	pbx_sbatch_opts_free(&e->res);
-	pbx_exp_free_strv(e->files, e->nfiles);
-	pbx_exp_free_strv(e->outputs, e->noutputs);
+	exp_free_strv(e->files, e->nfiles);
+	exp_free_strv(e->outputs, e->noutputs);
 	free(e->files_lines);
 	free(e->outputs_lines);
-	pbx_exp_free_strv(e->env_names, e->nenv);
-	pbx_exp_free_strv(e->env_values, e->nenv);
+	exp_free_strv(e->env_names, e->nenv);
+	exp_free_strv(e->env_values, e->nenv);
 	free(e->path);
 	free(e->dir);
 	free(e->name);

@@ -24,19 +24,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-struct pbx_ignore_rule {
+struct ignore_rule {
 	char *pat;
 	bool negate, dir_only, anchored, deep;
 	bool any_depth;   /* led by a stripped "**" "/": try every suffix */
 };
 
 struct pbx_ignore {
-	struct pbx_ignore_rule *rules;
+	struct ignore_rule *rules;
 	size_t n;
 };
 
 /* Parses one line (NUL-terminated, modified in place) into a rule. */
-static bool pbx_ignore_rule(char *s, struct pbx_ignore_rule *r)
+static bool ignore_rule(char *s, struct ignore_rule *r)
 {
 	size_t len = strlen(s);
 	memset(r, 0, sizeof(*r));
@@ -76,12 +76,12 @@ struct pbx_ignore *pbx_ignore_parse(const char *text, size_t len)
 {
 	struct pbx_ignore *ig = xcalloc(1, sizeof(*ig));
 	char *copy = xstrndup(text, len), *line = copy, *nl;
-	struct pbx_ignore_rule r;
+	struct ignore_rule r;
 	while (line) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
-		if (pbx_ignore_rule(line, &r)) {
+		if (ignore_rule(line, &r)) {
 			ig->rules = xreallocarray(ig->rules, ig->n + 1, sizeof(r));
 			ig->rules[ig->n++] = r;
 		}
@@ -121,7 +121,7 @@ void pbx_ignore_free(struct pbx_ignore *ig)
 	free(ig);
 }
 
-static bool pbx_ignore_rule_matches(const struct pbx_ignore_rule *r, const char *rel,
+static bool ignore_rule_matches(const struct ignore_rule *r, const char *rel,
 				    bool is_dir)
 {
 	const char *base = strrchr(rel, '/');
@@ -144,7 +144,7 @@ bool pbx_ignore_match(const struct pbx_ignore *ig, const char *rel, bool is_dir)
 	bool ignored = false;
 	size_t i;
 	for (i = 0; ig && i < ig->n; i++)
-		if (pbx_ignore_rule_matches(&ig->rules[i], rel, is_dir))
+		if (ignore_rule_matches(&ig->rules[i], rel, is_dir))
 			ignored = !ig->rules[i].negate;
 	return ignored;
 }

@@ -24,7 +24,7 @@
 /* The content id                                                      */
 
 /* Hashes file f (under root) into both the package ctx and f->sha256. */
-static int pbx_pkg_hash_file(const char *root, struct pbx_package_file *f,
+static int pkg_hash_file(const char *root, struct pbx_package_file *f,
 			     EVP_MD_CTX *all, struct pbx_err *err)
 {
 	char *src = xasprintf("%s/%s", root, f->path), *chunk = xmalloc(1 << 16);
@@ -54,7 +54,7 @@ static int pbx_pkg_hash_file(const char *root, struct pbx_package_file *f,
 	return rc;
 }
 
-static int pbx_pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
+static int pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 			struct pbx_err *err)
 {
 	EVP_MD_CTX *all = EVP_MD_CTX_new();
@@ -70,7 +70,7 @@ static int pbx_pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 		snprintf(head, sizeof(head), "%c %o %llu\n", f->type, f->mode, f->size);
 		EVP_DigestUpdate(all, head, strlen(head));
 		if (f->type == 'f')
-			rc = pbx_pkg_hash_file(e->dir, f, all, err);
+			rc = pkg_hash_file(e->dir, f, all, err);
 		else if (f->type == 'l')
 			EVP_DigestUpdate(all, f->target, strlen(f->target));
 	}
@@ -89,7 +89,7 @@ static int pbx_pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 /* Provenance                                                          */
 
 /* Output of git -C dir ARGS when it exits 0, else NULL; caller frees. */
-static char *pbx_pkg_git(const char *dir, const char *a1, const char *a2, const char *a3,
+static char *pkg_git(const char *dir, const char *a1, const char *a2, const char *a3,
 			 const char *a4)
 {
 	const char *argv[] = { "git", "-C", dir, a1, a2, a3, a4, NULL };
@@ -102,25 +102,25 @@ static char *pbx_pkg_git(const char *dir, const char *a1, const char *a2, const 
 	return pbx_buf_detach(&out, NULL);
 }
 
-static bool pbx_pkg_is_hex(const char *s)
+static bool pkg_is_hex(const char *s)
 {
 	size_t n = strspn(s, "0123456789abcdef");
 	return (n == 40 || n == 64) && s[n] == '\0';
 }
 
-static void pbx_pkg_provenance(const struct pbx_experiment *e, struct pbx_package *p)
+static void pkg_provenance(const struct pbx_experiment *e, struct pbx_package *p)
 {
 	struct passwd *pw = getpwuid(getuid());
 	char host[256];
-	char *commit = pbx_pkg_git(e->dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}");
+	char *commit = pkg_git(e->dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}");
 	if (commit) {
 		commit[strcspn(commit, "\n")] = '\0';
-		if (pbx_pkg_is_hex(commit))
+		if (pkg_is_hex(commit))
 			p->git_commit = xstrdup(commit);
 		free(commit);
 	}
 	if (p->git_commit) {
-		p->git_diff = pbx_pkg_git(e->dir, "diff", "--no-color", "--no-ext-diff", "HEAD");
+		p->git_diff = pkg_git(e->dir, "diff", "--no-color", "--no-ext-diff", "HEAD");
 		if (p->git_diff && !p->git_diff[0]) {
 			free(p->git_diff);
 			p->git_diff = NULL;
@@ -139,11 +139,11 @@ int pbx_package_build(const struct pbx_experiment *e, struct pbx_package **out,
 {
 	struct pbx_package *p = xcalloc(1, sizeof(*p));
 	*out = NULL;
-	if (pbx_collect(e, p, err) < 0 || pbx_pkg_hash(e, p, err) < 0) {
+	if (pbx_collect(e, p, err) < 0 || pkg_hash(e, p, err) < 0) {
 		pbx_package_free(p);
 		return -1;
 	}
-	pbx_pkg_provenance(e, p);
+	pkg_provenance(e, p);
 	*out = p;
 	return 0;
 }
@@ -168,7 +168,7 @@ void pbx_package_free(struct pbx_package *p)
 /* ------------------------------------------------------------------ */
 /* The tar file                                                        */
 
-static int pbx_pkg_tar_code(struct pbx_tar *t, const struct pbx_package *p,
+static int pkg_tar_code(struct pbx_tar *t, const struct pbx_package *p,
 			    const struct pbx_experiment *e)
 {
 	size_t i;
@@ -190,20 +190,20 @@ static int pbx_pkg_tar_code(struct pbx_tar *t, const struct pbx_package *p,
 	return rc;
 }
 
-static int pbx_pkg_tar_strfile(struct pbx_tar *t, const char *path, unsigned mode, char *s)
+static int pkg_tar_strfile(struct pbx_tar *t, const char *path, unsigned mode, char *s)
 {
 	int rc = pbx_tar_mem(t, path, mode, s, strlen(s));
 	free(s);
 	return rc;
 }
 
-static int pbx_pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e,
+static int pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e,
 			     size_t first, size_t n)
 {
 	struct pbx_buf dat = PBX_BUF_INIT, idx = PBX_BUF_INIT;
 	int rc = pbx_package_records(e, first, n, &dat, &idx, t->err);
 	if (rc == 0)
-		rc = pbx_pkg_tar_strfile(t, "tasks.range", 0644,
+		rc = pkg_tar_strfile(t, "tasks.range", 0644,
 					 xasprintf("%zu %zu\n", first, n));
 	if (rc == 0)
 		rc = pbx_tar_mem(t, "tasks.idx", 0644, idx.buf, idx.len);
@@ -214,27 +214,27 @@ static int pbx_pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e,
 	return rc;
 }
 
-static int pbx_pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
+static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 			   const struct pbx_experiment *e, size_t first, size_t n)
 {
 	struct pbx_buf wrapper = PBX_BUF_INIT;
 	int rc = pbx_tmpl_get("pbx-task.sh", &wrapper, t->err);
 	if (rc == 0)
-		rc = pbx_pkg_tar_strfile(t, "package.json", 0644, pbx_package_json(p, e, first, n));
+		rc = pkg_tar_strfile(t, "package.json", 0644, pbx_package_json(p, e, first, n));
 	if (rc == 0)
 		rc = pbx_tar_mem(t, "experiment.yaml", 0644, e->text, e->text_len);
 	if (rc == 0)
 		rc = pbx_tar_mem(t, "pbx-task.sh", 0755, wrapper.buf, wrapper.len);
 	if (rc == 0)
-		rc = pbx_pkg_tar_strfile(t, "env.sh", 0644, pbx_package_env_sh(p, e));
+		rc = pkg_tar_strfile(t, "env.sh", 0644, pbx_package_env_sh(p, e));
 	if (rc == 0 && e->train_json)
 		rc = pbx_tar_mem(t, "train.yaml", 0644, e->train_json, strlen(e->train_json));
 	if (rc == 0 && p->git_diff)
 		rc = pbx_tar_mem(t, "git.diff", 0644, p->git_diff, strlen(p->git_diff));
 	if (rc == 0)
-		rc = pbx_pkg_tar_tasks(t, e, first, n);
+		rc = pkg_tar_tasks(t, e, first, n);
 	if (rc == 0)
-		rc = pbx_pkg_tar_code(t, p, e);
+		rc = pkg_tar_code(t, p, e);
 	if (rc == 0)
 		rc = pbx_tar_end(t);
 	pbx_buf_release(&wrapper);
@@ -243,7 +243,7 @@ static int pbx_pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 
 /* fflush + fsync + fclose of the temporary file, then rename and fsync of
  * the directory. */
-static int pbx_pkg_tar_commit(struct pbx_tar *t, const char *tmp, const char *tar_path)
+static int pkg_tar_commit(struct pbx_tar *t, const char *tmp, const char *tar_path)
 {
 	char *dcopy = xstrdup(tar_path);
 	int fd, rc = 0;
@@ -280,9 +280,9 @@ int pbx_package_write_tar(const struct pbx_package *p, const struct pbx_experime
 		return rc;
 	}
 	setvbuf(t.f, NULL, _IOFBF, 1 << 20);
-	rc = pbx_pkg_tar_all(&t, p, e, first_task, ntasks);
+	rc = pkg_tar_all(&t, p, e, first_task, ntasks);
 	if (rc == 0)
-		rc = pbx_pkg_tar_commit(&t, tmp, tar_path);
+		rc = pkg_tar_commit(&t, tmp, tar_path);
 	if (t.f)
 		fclose(t.f);
 	if (rc < 0)

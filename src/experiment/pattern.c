@@ -19,7 +19,7 @@
 
 /* `s` without empty and "." components ("./a//b/" -> "a/b"), and how many
  * components are left; caller frees. */
-static char *pbx_pattern_normal(const char *s, size_t *ncomp)
+static char *pattern_normal(const char *s, size_t *ncomp)
 {
 	char *out = xmalloc(strlen(s) + 1), *o = out;
 	*ncomp = 0;
@@ -40,7 +40,7 @@ static char *pbx_pattern_normal(const char *s, size_t *ncomp)
 
 /* Length of the first `n` components of normalised path `s` (all of it
  * when it has fewer; *short_by gets how many were missing). */
-static size_t pbx_pattern_prefix(const char *s, size_t n, size_t *short_by)
+static size_t pattern_prefix(const char *s, size_t n, size_t *short_by)
 {
 	size_t len = 0;
 	*short_by = n;
@@ -53,7 +53,7 @@ static size_t pbx_pattern_prefix(const char *s, size_t n, size_t *short_by)
 	return len;
 }
 
-static bool pbx_pattern_fnmatch(const char *pat, size_t plen, const char *s, size_t slen)
+static bool pattern_fnmatch(const char *pat, size_t plen, const char *s, size_t slen)
 {
 	char *p = xstrndup(pat, plen), *t = xstrndup(s, slen);
 	bool m = fnmatch(p, t, FNM_PATHNAME | FNM_PERIOD) == 0;
@@ -65,11 +65,11 @@ static bool pbx_pattern_fnmatch(const char *pat, size_t plen, const char *s, siz
 bool pbx_pattern_match(const char *pattern, const char *rel, bool is_dir)
 {
 	size_t c, d, short_by, len;
-	char *pat = pbx_pattern_normal(pattern, &c), *path = pbx_pattern_normal(rel, &d);
+	char *pat = pattern_normal(pattern, &c), *path = pattern_normal(rel, &d);
 	bool dir_only = *pattern && pattern[strlen(pattern) - 1] == '/';
 	bool m = false;
-	len = pbx_pattern_prefix(path, c, &short_by);
-	if (!short_by && pbx_pattern_fnmatch(pat, strlen(pat), path, len))
+	len = pattern_prefix(path, c, &short_by);
+	if (!short_by && pattern_fnmatch(pat, strlen(pat), path, len))
 		m = d > c || !dir_only || is_dir;   /* below a match, or the entry itself */
 	free(pat);
 	free(path);
@@ -79,11 +79,11 @@ bool pbx_pattern_match(const char *pattern, const char *rel, bool is_dir)
 bool pbx_pattern_may_enter(const char *pattern, const char *dir)
 {
 	size_t c, d, short_by, plen;
-	char *pat = pbx_pattern_normal(pattern, &c), *path = pbx_pattern_normal(dir, &d);
+	char *pat = pattern_normal(pattern, &c), *path = pattern_normal(dir, &d);
 	bool m = false;
 	if (c > d) {
-		plen = pbx_pattern_prefix(pat, d, &short_by);
-		m = pbx_pattern_fnmatch(pat, plen, path, strlen(path));
+		plen = pattern_prefix(pat, d, &short_by);
+		m = pattern_fnmatch(pat, plen, path, strlen(path));
 	}
 	free(pat);
 	free(path);

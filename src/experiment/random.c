@@ -22,14 +22,14 @@
 
 enum pbx_random_kind { PBX_RUNIFORM, PBX_RLOGUNIFORM, PBX_RINT, PBX_RCHOICE };
 
-struct pbx_random_spec {
+struct random_spec {
 	enum pbx_random_kind kind;
 	double lo, hi;                   /* uniform, loguniform */
 	long ilo, ihi;                   /* int */
 	const struct pbx_ynode *choices; /* choice: a non-empty sequence */
 };
 
-static uint64_t pbx_random_next(uint64_t *state)
+static uint64_t random_next(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -38,15 +38,15 @@ static uint64_t pbx_random_next(uint64_t *state)
 }
 
 /* A uniform double in [0, 1). */
-static double pbx_random_unit(uint64_t *state)
+static double random_unit(uint64_t *state)
 {
-	return (double)(pbx_random_next(state) >> 11) * 0x1.0p-53;
+	return (double)(random_next(state) >> 11) * 0x1.0p-53;
 }
 
 /* ------------------------------------------------------------------ */
 /* The specification                                                   */
 
-static int pbx_random_number(const struct pbx_ynode *n, double *out, struct pbx_err *err)
+static int random_number(const struct pbx_ynode *n, double *out, struct pbx_err *err)
 {
 	char shown[PBX_YSHOW_SIZE], *end;
 	if (n->type == PBX_YSCALAR && n->len && strlen(n->value) == n->len) {
@@ -62,7 +62,7 @@ static int pbx_random_number(const struct pbx_ynode *n, double *out, struct pbx_
 }
 
 /* [lo, hi]: a sequence of exactly two items. */
-static int pbx_random_pair(const struct pbx_ynode *n, struct pbx_err *err)
+static int random_pair(const struct pbx_ynode *n, struct pbx_err *err)
 {
 	if (pbx_ynode_expect_seq(n, err) < 0)
 		return -1;
@@ -71,12 +71,12 @@ static int pbx_random_pair(const struct pbx_ynode *n, struct pbx_err *err)
 	return 0;
 }
 
-static int pbx_random_real(const struct pbx_ynode *n, struct pbx_random_spec *sp,
+static int random_real(const struct pbx_ynode *n, struct random_spec *sp,
 			   struct pbx_err *err)
 {
-	if (pbx_random_pair(n, err) < 0 ||
-	    pbx_random_number(n->items[0], &sp->lo, err) < 0 ||
-	    pbx_random_number(n->items[1], &sp->hi, err) < 0)
+	if (random_pair(n, err) < 0 ||
+	    random_number(n->items[0], &sp->lo, err) < 0 ||
+	    random_number(n->items[1], &sp->hi, err) < 0)
 		return -1;
 	if (sp->hi < sp->lo)
 		return pbx_ynode_error(n, err, "hi (%s) is less than lo (%s)",
@@ -87,10 +87,10 @@ static int pbx_random_real(const struct pbx_ynode *n, struct pbx_random_spec *sp
 	return 0;
 }
 
-static int pbx_random_int(const struct pbx_ynode *n, struct pbx_random_spec *sp,
+static int random_int(const struct pbx_ynode *n, struct random_spec *sp,
 			  struct pbx_err *err)
 {
-	if (pbx_random_pair(n, err) < 0 ||
+	if (random_pair(n, err) < 0 ||
 	    pbx_ynode_int(n->items[0], -PBX_RANDOM_INT_MAX, PBX_RANDOM_INT_MAX, &sp->ilo, err) < 0 ||
 	    pbx_ynode_int(n->items[1], -PBX_RANDOM_INT_MAX, PBX_RANDOM_INT_MAX, &sp->ihi, err) < 0)
 		return -1;
@@ -99,7 +99,7 @@ static int pbx_random_int(const struct pbx_ynode *n, struct pbx_random_spec *sp,
 	return 0;
 }
 
-static int pbx_random_choice(const struct pbx_ynode *n, struct pbx_random_spec *sp,
+static int random_choice(const struct pbx_ynode *n, struct random_spec *sp,
 			     struct pbx_err *err)
 {
 	size_t i;
@@ -118,7 +118,7 @@ static const char *const pbx_random_kinds[] = {
 	"uniform", "loguniform", "int", "choice", NULL,
 };
 
-static int pbx_random_spec(const struct pbx_ynode *n, struct pbx_random_spec *sp,
+static int random_spec(const struct pbx_ynode *n, struct random_spec *sp,
 			   struct pbx_err *err)
 {
 	const struct pbx_ynode *v;
@@ -133,10 +133,10 @@ static int pbx_random_spec(const struct pbx_ynode *n, struct pbx_random_spec *sp
 		;
 	sp->kind = (enum pbx_random_kind)k;
 	if (sp->kind == PBX_RUNIFORM || sp->kind == PBX_RLOGUNIFORM)
-		return pbx_random_real(v, sp, err);
+		return random_real(v, sp, err);
 	if (sp->kind == PBX_RINT)
-		return pbx_random_int(v, sp, err);
-	return pbx_random_choice(v, sp, err);
+		return random_int(v, sp, err);
+	return random_choice(v, sp, err);
 }
 
 static const char *const pbx_random_keys[] = { "samples", "seed", "params", NULL };
@@ -161,7 +161,7 @@ int pbx_exp_random_params(const struct pbx_ynode *random,
 /* Drawing                                                             */
 
 /* %.6g unless that leaves [lo, hi]; returns the length. */
-static int pbx_random_format(double v, double lo, double hi, char *buf, size_t size)
+static int random_format(double v, double lo, double hi, char *buf, size_t size)
 {
 	int len = snprintf(buf, size, "%.6g", v);
 	double back = strtod(buf, NULL);
@@ -170,7 +170,7 @@ static int pbx_random_format(double v, double lo, double hi, char *buf, size_t s
 	return len;
 }
 
-static char *pbx_random_draw(struct pbx_exp_priv *x, const struct pbx_random_spec *sp,
+static char *random_draw(struct pbx_exp_priv *x, const struct random_spec *sp,
 			     uint64_t *state)
 {
 	char buf[64];
@@ -178,25 +178,25 @@ static char *pbx_random_draw(struct pbx_exp_priv *x, const struct pbx_random_spe
 	double v;
 	if (sp->kind == PBX_RCHOICE) {
 		const struct pbx_ynode *c =
-			sp->choices->items[pbx_random_next(state) % sp->choices->nitems];
+			sp->choices->items[random_next(state) % sp->choices->nitems];
 		return pbx_exp_pool_add(x, c->value, c->len);
 	}
 	if (sp->kind == PBX_RINT) {
 		uint64_t span = (uint64_t)(sp->ihi - sp->ilo) + 1;
 		len = snprintf(buf, sizeof(buf), "%ld",
-			       sp->ilo + (long)(pbx_random_next(state) % span));
+			       sp->ilo + (long)(random_next(state) % span));
 		return pbx_exp_pool_add(x, buf, (size_t)len);
 	}
 	if (sp->kind == PBX_RUNIFORM)
-		v = sp->lo + (sp->hi - sp->lo) * pbx_random_unit(state);
+		v = sp->lo + (sp->hi - sp->lo) * random_unit(state);
 	else
-		v = exp(log(sp->lo) + (log(sp->hi) - log(sp->lo)) * pbx_random_unit(state));
+		v = exp(log(sp->lo) + (log(sp->hi) - log(sp->lo)) * random_unit(state));
 	v = v < sp->lo ? sp->lo : v > sp->hi ? sp->hi : v;
-	len = pbx_random_format(v, sp->lo, sp->hi, buf, sizeof(buf));
+	len = random_format(v, sp->lo, sp->hi, buf, sizeof(buf));
 	return pbx_exp_pool_add(x, buf, (size_t)len);
 }
 
-static int pbx_random_counts(const struct pbx_ynode *random, long *samples, long *seed,
+static int random_counts(const struct pbx_ynode *random, long *samples, long *seed,
 			     struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(random, "samples");
@@ -214,13 +214,13 @@ int pbx_exp_random_sample(struct pbx_exp_priv *x, const struct pbx_ynode *random
 			  char ***vals, struct pbx_err *err)
 {
 	size_t np = params->npairs, i, r;
-	struct pbx_random_spec *specs = xcalloc(np, sizeof(*specs));
+	struct random_spec *specs = xcalloc(np, sizeof(*specs));
 	long samples, seed;
 	uint64_t state;
 	for (i = 0; i < np; i++)
-		if (pbx_random_spec(params->pairs[i].value, &specs[i], err) < 0)
+		if (random_spec(params->pairs[i].value, &specs[i], err) < 0)
 			goto fail;
-	if (pbx_random_counts(random, &samples, &seed, err) < 0)
+	if (random_counts(random, &samples, &seed, err) < 0)
 		goto fail;
 	if (np > PBX_EXPERIMENT_MAX_CELLS / (size_t)samples) {
 		pbx_ynode_error(random, err, "samples x params is more than %d values",
@@ -232,7 +232,7 @@ int pbx_exp_random_sample(struct pbx_exp_priv *x, const struct pbx_ynode *random
 	*vals = xreallocarray(NULL, *nrows * np, sizeof(char *));
 	for (r = 0; r < *nrows; r++)
 		for (i = 0; i < np; i++)
-			(*vals)[r * np + i] = pbx_random_draw(x, &specs[i], &state);
+			(*vals)[r * np + i] = random_draw(x, &specs[i], &state);
 	free(specs);
 	return 0;
 fail:

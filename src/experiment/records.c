@@ -16,7 +16,7 @@
 /* tasks.dat / tasks.idx                                               */
 
 /* "export PBX_PARAM_NAME='value'\n" */
-static void pbx_rec_param(struct pbx_buf *b, const struct pbx_param *p)
+static void rec_param(struct pbx_buf *b, const struct pbx_param *p)
 {
 	const char *c;
 	pbx_buf_adds(b, "export PBX_PARAM_");
@@ -28,7 +28,7 @@ static void pbx_rec_param(struct pbx_buf *b, const struct pbx_param *p)
 }
 
 /* Appends the record of point i (global index) to b. */
-static int pbx_rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf *b,
+static int rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf *b,
 		       struct pbx_err *err)
 {
 	char *cmd = pbx_experiment_task_command(e, i), *json;
@@ -42,7 +42,7 @@ static int pbx_rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf 
 	pbx_buf_addf(b, "pbx_rec_index=%zu\nexport PBX_REPEAT='%zu'\n", i,
 		     pbx_experiment_repeat(e, i));
 	for (k = 0; k < e->points[i].nparams; k++)
-		pbx_rec_param(b, &e->points[i].params[k]);
+		rec_param(b, &e->points[i].params[k]);
 	pbx_buf_adds(b, "pbx_rec_json=");
 	pbx_shell_quote(b, json);
 	pbx_buf_adds(b, "\npbx_rec_cmd=");
@@ -62,7 +62,7 @@ int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n,
 				   first, first + n, e->npoints);
 	for (i = first; i < first + n; i++) {
 		size_t off = dat->len;
-		if (pbx_rec_one(e, i, dat, err) < 0)
+		if (rec_one(e, i, dat, err) < 0)
 			return -1;
 		pbx_buf_addf(idx, "%15zu %15zu\n", off, dat->len - off);
 		while (dat->len % PBX_PACKAGE_REC_ALIGN)
@@ -72,7 +72,7 @@ int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n,
 }
 
 /* A space-padded decimal field of tasks.idx. */
-static int pbx_rec_field(const char *s, size_t width, size_t *out)
+static int rec_field(const char *s, size_t width, size_t *out)
 {
 	size_t i = 0, v = 0;
 	while (i < width && s[i] == ' ')
@@ -96,8 +96,8 @@ int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t i
 	if (j >= idxlen / PBX_PACKAGE_IDX_LINE)
 		return -1;
 	line = idx + j * PBX_PACKAGE_IDX_LINE;
-	if (line[15] != ' ' || line[31] != '\n' || pbx_rec_field(line, 15, &off) < 0 ||
-	    pbx_rec_field(line + 16, 15, &n) < 0)
+	if (line[15] != ' ' || line[31] != '\n' || rec_field(line, 15, &off) < 0 ||
+	    rec_field(line + 16, 15, &n) < 0)
 		return -1;
 	if (off % PBX_PACKAGE_REC_ALIGN || off > datlen || n > datlen - off)
 		return -1;
@@ -109,7 +109,7 @@ int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t i
 /* ------------------------------------------------------------------ */
 /* package.json and env.sh                                             */
 
-static json_t *pbx_rec_strv(char **v, size_t n)
+static json_t *rec_strv(char **v, size_t n)
 {
 	json_t *a = json_array();
 	size_t i;
@@ -118,7 +118,7 @@ static json_t *pbx_rec_strv(char **v, size_t n)
 	return a;
 }
 
-static json_t *pbx_rec_resources(const struct pbx_experiment *e)
+static json_t *rec_resources(const struct pbx_experiment *e)
 {
 	json_t *o = json_object();
 	size_t i;
@@ -127,7 +127,7 @@ static json_t *pbx_rec_resources(const struct pbx_experiment *e)
 	return o;
 }
 
-static json_t *pbx_rec_nullable(const char *s)
+static json_t *rec_nullable(const char *s)
 {
 	json_t *j = s ? json_string(s) : NULL;
 	return j ? j : json_null();
@@ -142,10 +142,10 @@ char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment 
 	json_object_set_new(o, "short_id", json_string(p->short_id));
 	json_object_set_new(o, "name", json_string(e->name));
 	json_object_set_new(o, "kind", json_string(e->command ? "command" : "train"));
-	json_object_set_new(o, "git_commit", pbx_rec_nullable(p->git_commit));
+	json_object_set_new(o, "git_commit", rec_nullable(p->git_commit));
 	json_object_set_new(o, "git_dirty", json_boolean(p->git_diff != NULL));
-	json_object_set_new(o, "user", pbx_rec_nullable(p->user));
-	json_object_set_new(o, "host", pbx_rec_nullable(p->host));
+	json_object_set_new(o, "user", rec_nullable(p->user));
+	json_object_set_new(o, "host", rec_nullable(p->host));
 	json_object_set_new(o, "created", json_integer(p->created));
 	json_object_set_new(o, "tasks", json_integer((json_int_t)e->npoints));
 	json_object_set_new(o, "repeats", json_integer((json_int_t)e->repeats));
@@ -153,8 +153,8 @@ char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment 
 	json_object_set_new(o, "ntasks", json_integer((json_int_t)n));
 	json_object_set_new(o, "files", json_integer((json_int_t)p->nfiles));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
-	json_object_set_new(o, "outputs", pbx_rec_strv(e->outputs, e->noutputs));
-	json_object_set_new(o, "resources", pbx_rec_resources(e));
+	json_object_set_new(o, "outputs", rec_strv(e->outputs, e->noutputs));
+	json_object_set_new(o, "resources", rec_resources(e));
 	json_object_set_new(o, "throttle", json_integer(e->res.throttle));
 	json_object_set_new(o, "launcher", json_string(pbx_launcher_name(e->res.launcher)));
 	s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -164,7 +164,7 @@ char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment 
 	return out;
 }
 
-static void pbx_rec_export(struct pbx_buf *b, const char *name, const char *value)
+static void rec_export(struct pbx_buf *b, const char *name, const char *value)
 {
 	pbx_buf_addf(b, "export %s=", name);
 	pbx_shell_quote(b, value);
@@ -176,9 +176,9 @@ char *pbx_package_env_sh(const struct pbx_package *p, const struct pbx_experimen
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
 	pbx_buf_adds(&b, "# env.sh - written by pbx, sourced by pbx-task.sh\n");
-	pbx_rec_export(&b, "PBX_EXPERIMENT", e->name);
-	pbx_rec_export(&b, "PBX_PKG_ID", p->id);
+	rec_export(&b, "PBX_EXPERIMENT", e->name);
+	rec_export(&b, "PBX_PKG_ID", p->id);
 	for (i = 0; i < e->nenv; i++)
-		pbx_rec_export(&b, e->env_names[i], e->env_values[i]);
+		rec_export(&b, e->env_names[i], e->env_values[i]);
 	return pbx_buf_detach(&b, NULL);
 }

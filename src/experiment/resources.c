@@ -14,7 +14,7 @@
 
 /* Why `key` cannot be used, in why[] (with a "did you mean" for an
  * unknown key); 0 when it can. */
-static int pbx_res_key_problem(const char *key, char *why, size_t size)
+static int res_key_problem(const char *key, char *why, size_t size)
 {
 	const char *const *k, *hint;
 	for (k = pbx_sbatch_known_keys(); *k; k++)
@@ -31,10 +31,10 @@ static int pbx_res_key_problem(const char *key, char *why, size_t size)
 }
 
 /* Validates and stores one resource; 0 or -1 with why[]. */
-static int pbx_res_set(struct pbx_experiment *e, const char *key, const char *value,
+static int res_set(struct pbx_experiment *e, const char *key, const char *value,
 		       char *why, size_t size)
 {
-	if (pbx_res_key_problem(key, why, size) < 0)
+	if (res_key_problem(key, why, size) < 0)
 		return -1;
 	return pbx_sbatch_opts_set(&e->res, key, value, why, size);
 }
@@ -50,11 +50,11 @@ int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res,
 		return -1;
 	for (i = 0; i < res->npairs; i++) {
 		const struct pbx_ypair *p = &res->pairs[i];
-		if (pbx_res_key_problem(p->key->value, why, sizeof(why)) < 0)
+		if (res_key_problem(p->key->value, why, sizeof(why)) < 0)
 			return pbx_ynode_error(p->key, err, "%s", why);
 		if (pbx_exp_scalar(p->value, err) < 0)
 			return -1;
-		if (pbx_res_set(e, p->key->value, p->value->value, why, sizeof(why)) < 0)
+		if (res_set(e, p->key->value, p->value->value, why, sizeof(why)) < 0)
 			return pbx_ynode_error(p->value, err, "%s", why);
 	}
 	return 0;
@@ -64,7 +64,7 @@ int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key,
 				     const char *value, struct pbx_err *err)
 {
 	char why[256];
-	if (pbx_res_set(e, key, value, why, sizeof(why)) < 0)
+	if (res_set(e, key, value, why, sizeof(why)) < 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "--%s: %s", key, why);
 	return 0;
 }

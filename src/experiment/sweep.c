@@ -43,7 +43,7 @@ struct pbx_exp_sweep {
 /* ------------------------------------------------------------------ */
 /* Factors and names                                                   */
 
-static struct pbx_exp_factor *pbx_sweep_factor(struct pbx_exp_sweep *s, size_t nnames,
+static struct pbx_exp_factor *sweep_factor(struct pbx_exp_sweep *s, size_t nnames,
 					       size_t nrows)
 {
 	struct pbx_exp_factor *f;
@@ -56,7 +56,7 @@ static struct pbx_exp_factor *pbx_sweep_factor(struct pbx_exp_sweep *s, size_t n
 	return f;
 }
 
-static void pbx_sweep_release(struct pbx_exp_sweep *s)
+static void sweep_release(struct pbx_exp_sweep *s)
 {
 	size_t i;
 	for (i = 0; i < s->nf; i++) {
@@ -68,7 +68,7 @@ static void pbx_sweep_release(struct pbx_exp_sweep *s)
 }
 
 /* Checks a parameter name (a mapping key) and returns its pool copy. */
-static char *pbx_sweep_name(struct pbx_exp_sweep *s, const struct pbx_ynode *key)
+static char *sweep_name(struct pbx_exp_sweep *s, const struct pbx_ynode *key)
 {
 	size_t i;
 	if (!pbx_exp_param_name_ok(key->value, key->len)) {
@@ -93,7 +93,7 @@ static char *pbx_sweep_name(struct pbx_exp_sweep *s, const struct pbx_ynode *key
 }
 
 /* Checks a value node and returns its pool copy. */
-static char *pbx_sweep_value(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
+static char *sweep_value(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 {
 	if (pbx_exp_scalar(n, s->err) < 0)
 		return NULL;
@@ -101,7 +101,7 @@ static char *pbx_sweep_value(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 }
 
 /* A non-empty sequence; returns 0 or -1. */
-static int pbx_sweep_values_seq(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
+static int sweep_values_seq(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 {
 	if (pbx_ynode_expect_seq(n, s->err) < 0)
 		return -1;
@@ -113,7 +113,7 @@ static int pbx_sweep_values_seq(struct pbx_exp_sweep *s, const struct pbx_ynode 
 /* ------------------------------------------------------------------ */
 /* grid, zip, list                                                     */
 
-static int pbx_sweep_grid(struct pbx_exp_sweep *s, const struct pbx_ynode *grid)
+static int sweep_grid(struct pbx_exp_sweep *s, const struct pbx_ynode *grid)
 {
 	size_t i, r;
 	if (pbx_ynode_expect_map(grid, s->err) < 0)
@@ -121,19 +121,19 @@ static int pbx_sweep_grid(struct pbx_exp_sweep *s, const struct pbx_ynode *grid)
 	for (i = 0; i < grid->npairs; i++) {
 		const struct pbx_ypair *p = &grid->pairs[i];
 		struct pbx_exp_factor *f;
-		char *name = pbx_sweep_name(s, p->key);
-		if (!name || pbx_sweep_values_seq(s, p->value) < 0)
+		char *name = sweep_name(s, p->key);
+		if (!name || sweep_values_seq(s, p->value) < 0)
 			return -1;
-		f = pbx_sweep_factor(s, 1, p->value->nitems);
+		f = sweep_factor(s, 1, p->value->nitems);
 		f->names[0] = name;
 		for (r = 0; r < f->nrows; r++)
-			if (!(f->vals[r] = pbx_sweep_value(s, p->value->items[r])))
+			if (!(f->vals[r] = sweep_value(s, p->value->items[r])))
 				return -1;
 	}
 	return 0;
 }
 
-static int pbx_sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
+static int sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
 {
 	struct pbx_exp_factor *f;
 	size_t i, r, rows = 0;
@@ -143,7 +143,7 @@ static int pbx_sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
 		return pbx_ynode_error(zip, s->err, "must not be empty");
 	for (i = 0; i < zip->npairs; i++) {
 		const struct pbx_ynode *v = zip->pairs[i].value;
-		if (pbx_sweep_values_seq(s, v) < 0)
+		if (sweep_values_seq(s, v) < 0)
 			return -1;
 		if (i && v->nitems != rows)
 			return pbx_ynode_error(v, s->err, "has %zu values but %s has %zu "
@@ -151,20 +151,20 @@ static int pbx_sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
 					       v->nitems, zip->pairs[0].key->value, rows);
 		rows = v->nitems;
 	}
-	f = pbx_sweep_factor(s, zip->npairs, rows);
+	f = sweep_factor(s, zip->npairs, rows);
 	for (i = 0; i < zip->npairs; i++) {
-		if (!(f->names[i] = pbx_sweep_name(s, zip->pairs[i].key)))
+		if (!(f->names[i] = sweep_name(s, zip->pairs[i].key)))
 			return -1;
 		for (r = 0; r < rows; r++)
 			if (!(f->vals[r * f->nnames + i] =
-				      pbx_sweep_value(s, zip->pairs[i].value->items[r])))
+				      sweep_value(s, zip->pairs[i].value->items[r])))
 				return -1;
 	}
 	return 0;
 }
 
 /* Finds `name` among the keys of list entry `m`; error when absent. */
-static const struct pbx_ynode *pbx_sweep_list_get(struct pbx_exp_sweep *s,
+static const struct pbx_ynode *sweep_list_get(struct pbx_exp_sweep *s,
 						  const struct pbx_ynode *m,
 						  const char *name)
 {
@@ -175,7 +175,7 @@ static const struct pbx_ynode *pbx_sweep_list_get(struct pbx_exp_sweep *s,
 	return v;
 }
 
-static int pbx_sweep_list_row(struct pbx_exp_sweep *s, struct pbx_exp_factor *f,
+static int sweep_list_row(struct pbx_exp_sweep *s, struct pbx_exp_factor *f,
 			      const struct pbx_ynode *m, size_t r)
 {
 	size_t i;
@@ -189,31 +189,31 @@ static int pbx_sweep_list_row(struct pbx_exp_sweep *s, struct pbx_exp_factor *f,
 						       "entry must give the same parameters)");
 	}
 	for (i = 0; i < f->nnames; i++) {
-		const struct pbx_ynode *v = pbx_sweep_list_get(s, m, f->names[i]);
-		if (!v || !(f->vals[r * f->nnames + i] = pbx_sweep_value(s, v)))
+		const struct pbx_ynode *v = sweep_list_get(s, m, f->names[i]);
+		if (!v || !(f->vals[r * f->nnames + i] = sweep_value(s, v)))
 			return -1;
 	}
 	return 0;
 }
 
-static int pbx_sweep_list(struct pbx_exp_sweep *s, const struct pbx_ynode *list)
+static int sweep_list(struct pbx_exp_sweep *s, const struct pbx_ynode *list)
 {
 	const struct pbx_ynode *first;
 	struct pbx_exp_factor *f;
 	size_t i;
-	if (pbx_sweep_values_seq(s, list) < 0)
+	if (sweep_values_seq(s, list) < 0)
 		return -1;
 	first = list->items[0];
 	if (pbx_ynode_expect_map(first, s->err) < 0)
 		return -1;
 	if (!first->npairs)
 		return pbx_ynode_error(first, s->err, "must not be empty");
-	f = pbx_sweep_factor(s, first->npairs, list->nitems);
+	f = sweep_factor(s, first->npairs, list->nitems);
 	for (i = 0; i < first->npairs; i++)
-		if (!(f->names[i] = pbx_sweep_name(s, first->pairs[i].key)))
+		if (!(f->names[i] = sweep_name(s, first->pairs[i].key)))
 			return -1;
 	for (i = 0; i < list->nitems; i++)
-		if (pbx_sweep_list_row(s, f, list->items[i], i) < 0)
+		if (sweep_list_row(s, f, list->items[i], i) < 0)
 			return -1;
 	return 0;
 }
@@ -221,7 +221,7 @@ static int pbx_sweep_list(struct pbx_exp_sweep *s, const struct pbx_ynode *list)
 /* ------------------------------------------------------------------ */
 /* random (see random.c) and repeats                                   */
 
-static int pbx_sweep_random(struct pbx_exp_sweep *s, const struct pbx_ynode *random)
+static int sweep_random(struct pbx_exp_sweep *s, const struct pbx_ynode *random)
 {
 	const struct pbx_ynode *params;
 	struct pbx_exp_factor *f;
@@ -231,7 +231,7 @@ static int pbx_sweep_random(struct pbx_exp_sweep *s, const struct pbx_ynode *ran
 		return -1;
 	names = xcalloc(params->npairs, sizeof(*names));
 	for (i = 0; i < params->npairs; i++) {
-		if (!(names[i] = pbx_sweep_name(s, params->pairs[i].key))) {
+		if (!(names[i] = sweep_name(s, params->pairs[i].key))) {
 			free(names);
 			return -1;
 		}
@@ -240,7 +240,7 @@ static int pbx_sweep_random(struct pbx_exp_sweep *s, const struct pbx_ynode *ran
 		free(names);
 		return -1;
 	}
-	f = pbx_sweep_factor(s, params->npairs, nrows);
+	f = sweep_factor(s, params->npairs, nrows);
 	free(f->vals);
 	free(f->names);
 	f->vals = vals;
@@ -248,7 +248,7 @@ static int pbx_sweep_random(struct pbx_exp_sweep *s, const struct pbx_ynode *ran
 	return 0;
 }
 
-static int pbx_sweep_repeats(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
+static int sweep_repeats(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 {
 	struct pbx_exp_factor *f;
 	long r = 1;
@@ -259,7 +259,7 @@ static int pbx_sweep_repeats(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 	s->x->pub.repeats = (size_t)r;
 	if (r == 1)
 		return 0;
-	f = pbx_sweep_factor(s, 1, (size_t)r);
+	f = sweep_factor(s, 1, (size_t)r);
 	f->names[0] = pbx_exp_pool_add(s->x, "repeat", 6);
 	for (i = 0; i < (size_t)r; i++) {
 		int len = snprintf(num, sizeof(num), "%zu", i);
@@ -271,7 +271,7 @@ static int pbx_sweep_repeats(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 /* ------------------------------------------------------------------ */
 /* The product                                                         */
 
-static int pbx_sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at,
+static int sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at,
 			   size_t *npoints, size_t *nparams)
 {
 	size_t i, n = 1;
@@ -290,7 +290,7 @@ static int pbx_sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at,
 	return 0;
 }
 
-static void pbx_sweep_fill(struct pbx_exp_sweep *s, size_t npoints, size_t nparams)
+static void sweep_fill(struct pbx_exp_sweep *s, size_t npoints, size_t nparams)
 {
 	struct pbx_experiment *e = &s->x->pub;
 	size_t p, k, j;
@@ -321,23 +321,23 @@ static const char *const pbx_sweep_keys[] = {
 	"grid", "zip", "list", "random", "repeats", NULL,
 };
 
-static int pbx_sweep_parts(struct pbx_exp_sweep *s, const struct pbx_ynode *sweep)
+static int sweep_parts(struct pbx_exp_sweep *s, const struct pbx_ynode *sweep)
 {
 	const struct pbx_ynode *n;
 	if (!sweep)
-		return pbx_sweep_repeats(s, NULL);
+		return sweep_repeats(s, NULL);
 	if (pbx_ynode_expect_map(sweep, s->err) < 0 ||
 	    pbx_ymap_check_keys(sweep, pbx_sweep_keys, s->err) < 0)
 		return -1;
-	if ((n = pbx_ymap_get(sweep, "grid")) && pbx_sweep_grid(s, n) < 0)
+	if ((n = pbx_ymap_get(sweep, "grid")) && sweep_grid(s, n) < 0)
 		return -1;
-	if ((n = pbx_ymap_get(sweep, "zip")) && pbx_sweep_zip(s, n) < 0)
+	if ((n = pbx_ymap_get(sweep, "zip")) && sweep_zip(s, n) < 0)
 		return -1;
-	if ((n = pbx_ymap_get(sweep, "list")) && pbx_sweep_list(s, n) < 0)
+	if ((n = pbx_ymap_get(sweep, "list")) && sweep_list(s, n) < 0)
 		return -1;
-	if ((n = pbx_ymap_get(sweep, "random")) && pbx_sweep_random(s, n) < 0)
+	if ((n = pbx_ymap_get(sweep, "random")) && sweep_random(s, n) < 0)
 		return -1;
-	return pbx_sweep_repeats(s, pbx_ymap_get(sweep, "repeats"));
+	return sweep_repeats(s, pbx_ymap_get(sweep, "repeats"));
 }
 
 int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep,
@@ -345,11 +345,11 @@ int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep,
 {
 	struct pbx_exp_sweep s = { x, NULL, 0, NULL, 0, err };
 	size_t npoints = 0, nparams = 0;
-	int rc = pbx_sweep_parts(&s, sweep);
+	int rc = sweep_parts(&s, sweep);
 	if (rc == 0)
-		rc = pbx_sweep_count(&s, sweep, &npoints, &nparams);
+		rc = sweep_count(&s, sweep, &npoints, &nparams);
 	if (rc == 0)
-		pbx_sweep_fill(&s, npoints, nparams);
-	pbx_sweep_release(&s);
+		sweep_fill(&s, npoints, nparams);
+	sweep_release(&s);
 	return rc;
 }

@@ -22,31 +22,31 @@
 
 #define PBX_TAR_BLOCK PBX_USTAR_BLOCK
 
-static int pbx_tar_io(struct pbx_tar *t)
+static int tar_io(struct pbx_tar *t)
 {
 	return pbx_err_set(t->err, "cannot write %s: %s", t->what, strerror(errno));
 }
 
-static int pbx_tar_put(struct pbx_tar *t, const void *data, size_t len)
+static int tar_put(struct pbx_tar *t, const void *data, size_t len)
 {
 	if (len && fwrite(data, 1, len, t->f) != len)
-		return pbx_tar_io(t);
+		return tar_io(t);
 	return 0;
 }
 
 /* Zero bytes up to the next 512-byte boundary after `len` bytes. */
-static int pbx_tar_pad(struct pbx_tar *t, unsigned long long len)
+static int tar_pad(struct pbx_tar *t, unsigned long long len)
 {
 	static const char zero[PBX_TAR_BLOCK];
 	size_t rest = (size_t)(len % PBX_TAR_BLOCK);
-	return rest ? pbx_tar_put(t, zero, PBX_TAR_BLOCK - rest) : 0;
+	return rest ? tar_put(t, zero, PBX_TAR_BLOCK - rest) : 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Headers                                                             */
 
 /* Splits `path` into ustar prefix/name; false when it cannot. */
-static bool pbx_tar_split(const char *path, char *h)
+static bool tar_split(const char *path, char *h)
 {
 	size_t len = strlen(path), i;
 	if (len <= 100) {
@@ -66,7 +66,7 @@ static bool pbx_tar_split(const char *path, char *h)
 }
 
 /* "LEN key=value\n" where LEN counts the whole record. */
-static void pbx_tar_pax_record(struct pbx_buf *b, const char *key, const char *value)
+static void tar_pax_record(struct pbx_buf *b, const char *key, const char *value)
 {
 	size_t body = 1 + strlen(key) + 1 + strlen(value) + 1, len = body, digits;
 	for (;;) {
@@ -79,46 +79,46 @@ static void pbx_tar_pax_record(struct pbx_buf *b, const char *key, const char *v
 	pbx_buf_addf(b, "%zu %s=%s\n", len, key, value);
 }
 
-static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
+static int tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
 			  unsigned long long size, const char *link);
 
 /* Writes a pax header for path and/or link when they need one. */
-static int pbx_tar_pax(struct pbx_tar *t, const char *path, const char *link,
+static int tar_pax(struct pbx_tar *t, const char *path, const char *link,
 		       bool path_fits)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	int rc;
 	if (!path_fits)
-		pbx_tar_pax_record(&b, "path", path);
+		tar_pax_record(&b, "path", path);
 	if (link && strlen(link) > 100)
-		pbx_tar_pax_record(&b, "linkpath", link);
+		tar_pax_record(&b, "linkpath", link);
 	if (!b.len)
 		return 0;
-	rc = pbx_tar_header(t, "././@PaxHeader", 'x', 0644, b.len, NULL);
+	rc = tar_header(t, "././@PaxHeader", 'x', 0644, b.len, NULL);
 	if (rc == 0)
-		rc = pbx_tar_put(t, b.buf, b.len);
+		rc = tar_put(t, b.buf, b.len);
 	if (rc == 0)
-		rc = pbx_tar_pad(t, b.len);
+		rc = tar_pad(t, b.len);
 	pbx_buf_release(&b);
 	return rc;
 }
 
-static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
+static int tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
 			  unsigned long long size, const char *link)
 {
 	char h[PBX_TAR_BLOCK];
 	bool fits;
 	memset(h, 0, sizeof(h));
-	fits = pbx_tar_split(path, h);
+	fits = tar_split(path, h);
 	if (type != 'x' && (!fits || (link && strlen(link) > 100))) {
-		if (pbx_tar_pax(t, path, link, fits) < 0)
+		if (tar_pax(t, path, link, fits) < 0)
 			return -1;
 		memset(h, 0, sizeof(h));
-		if (!fits || !pbx_tar_split(path, h))
+		if (!fits || !tar_split(path, h))
 			memcpy(h, path, 100);
 	}
 	pbx_ustar_fill((unsigned char *)h, type, mode, t->mtime, size, link);
-	return pbx_tar_put(t, h, sizeof(h));
+	return tar_put(t, h, sizeof(h));
 }
 
 /* ------------------------------------------------------------------ */
@@ -127,7 +127,7 @@ static int pbx_tar_header(struct pbx_tar *t, const char *path, char type, unsign
 int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode)
 {
 	char *p = xasprintf("%s/", path);
-	int rc = pbx_tar_header(t, p, '5', mode, 0, NULL);
+	int rc = tar_header(t, p, '5', mode, 0, NULL);
 	free(p);
 	return rc;
 }
@@ -135,18 +135,18 @@ int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode)
 int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data,
 		size_t len)
 {
-	if (pbx_tar_header(t, path, '0', mode, len, NULL) < 0 || pbx_tar_put(t, data, len) < 0)
+	if (tar_header(t, path, '0', mode, len, NULL) < 0 || tar_put(t, data, len) < 0)
 		return -1;
-	return pbx_tar_pad(t, len);
+	return tar_pad(t, len);
 }
 
 int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target)
 {
-	return pbx_tar_header(t, path, '2', 0777, 0, target);
+	return tar_header(t, path, '2', 0777, 0, target);
 }
 
 /* Copies `size` bytes of fd into the tar, hashing them into sha. */
-static int pbx_tar_copy(struct pbx_tar *t, int fd, const char *src,
+static int tar_copy(struct pbx_tar *t, int fd, const char *src,
 			unsigned long long size, unsigned char sha[32])
 {
 	char *chunk = xmalloc(1 << 16);
@@ -160,7 +160,7 @@ static int pbx_tar_copy(struct pbx_tar *t, int fd, const char *src,
 		if ((unsigned long long)r > size - done)
 			r = (ssize_t)(size - done);
 		EVP_DigestUpdate(ctx, chunk, (size_t)r);
-		rc = pbx_tar_put(t, chunk, (size_t)r);
+		rc = tar_put(t, chunk, (size_t)r);
 		done += (unsigned long long)r;
 	}
 	EVP_DigestFinal_ex(ctx, sha, &n);
@@ -180,17 +180,17 @@ int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char 
 	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc;
 	if (fd < 0)
 		return pbx_err_set(t->err, "cannot open %s: %s", src, strerror(errno));
-	rc = pbx_tar_header(t, path, '0', mode, size, NULL);
+	rc = tar_header(t, path, '0', mode, size, NULL);
 	if (rc == 0)
-		rc = pbx_tar_copy(t, fd, src, size, now);
+		rc = tar_copy(t, fd, src, size, now);
 	close(fd);
 	if (rc == 0 && memcmp(now, sha, 32))
 		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
-	return rc < 0 ? -1 : pbx_tar_pad(t, size);
+	return rc < 0 ? -1 : tar_pad(t, size);
 }
 
 int pbx_tar_end(struct pbx_tar *t)
 {
 	static const char zero[2 * PBX_TAR_BLOCK];
-	return pbx_tar_put(t, zero, sizeof(zero));
+	return tar_put(t, zero, sizeof(zero));
 }

@@ -35,7 +35,7 @@ void pbx_slurm_gpu_type(const char *accel, char *out, size_t size)
 	out[k] = '\0';
 }
 
-static void pbx_slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *n)
+static void slurm_node_line(struct pbx_buf *b, const struct pbx_slurm_node *n)
 {
 	pbx_buf_addf(b, "NodeName=%s NodeHostname=%s NodeAddr=%s", n->name, n->hostname, n->addr);
 	if (n->port)
@@ -64,7 +64,7 @@ int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx
 	if (pbx_tmpl_get("slurm.conf.in", &tmpl, err) < 0)
 		return -1;
 	for (i = 0; i < c->nnodes; i++) {
-		pbx_slurm_node_line(&nodes, &c->nodes[i]);
+		slurm_node_line(&nodes, &c->nodes[i]);
 		pbx_buf_addf(&names, "%s%s", i ? "," : "", c->nodes[i].name);
 	}
 	pbx_buf_rtrim(&nodes);

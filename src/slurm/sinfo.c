@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pbx_sinfo_word_ok(const char *p, size_t len)
+static int sinfo_word_ok(const char *p, size_t len)
 {
 	size_t i;
 	if (!len || len > 128)
@@ -24,7 +24,7 @@ static int pbx_sinfo_word_ok(const char *p, size_t len)
 	return 1;
 }
 
-static int pbx_sinfo_add(struct pbx_sinfo_node **nodes, size_t *n, size_t *cap,
+static int sinfo_add(struct pbx_sinfo_node **nodes, size_t *n, size_t *cap,
 			 const char *name, size_t nlen, const char *state, size_t slen)
 {
 	size_t i;
@@ -59,14 +59,14 @@ int pbx_sinfo_parse(const char *text, size_t len, struct pbx_sinfo_node **nodes,
 			continue;
 		}
 		sp = memchr(p, ' ', (size_t)(eol - p));
-		if (!sp || !pbx_sinfo_word_ok(p, (size_t)(sp - p)) ||
-		    !pbx_sinfo_word_ok(sp + 1, (size_t)(eol - sp - 1))) {
+		if (!sp || !sinfo_word_ok(p, (size_t)(sp - p)) ||
+		    !sinfo_word_ok(sp + 1, (size_t)(eol - sp - 1))) {
 			pbx_sinfo_free(*nodes, *n);
 			*nodes = NULL;
 			*n = 0;
 			return pbx_err_set(err, "sinfo output line %zu: expected 'NODE STATE'", lineno);
 		}
-		pbx_sinfo_add(nodes, n, &cap, p, (size_t)(sp - p), sp + 1, (size_t)(eol - sp - 1));
+		sinfo_add(nodes, n, &cap, p, (size_t)(sp - p), sp + 1, (size_t)(eol - sp - 1));
 		p = nl ? nl + 1 : end;
 	}
 	return 0;

@@ -26,14 +26,14 @@
 static pthread_once_t pbx_ssh_once = PTHREAD_ONCE_INIT;
 static int pbx_ssh_init_rc;
 
-static void pbx_ssh_init_once(void)
+static void ssh_init_once(void)
 {
 	pbx_ssh_init_rc = libssh2_init(0);
 }
 
 int pbx_ssh_global_init(struct pbx_err *err)
 {
-	pthread_once(&pbx_ssh_once, pbx_ssh_init_once);
+	pthread_once(&pbx_ssh_once, ssh_init_once);
 	if (pbx_ssh_init_rc != 0)
 		return pbx_err_set(err, "cannot initialise libssh2 (error %d)", pbx_ssh_init_rc);
 	return 0;
@@ -79,7 +79,7 @@ int pbx_ssh_out_blocked(struct pbx_ssh *s, int64_t *deadline)
  * channel confirmation; or output, then the exit status) the second waits
  * for our ACK of the first: every exec stalled 40 ms without this.  Linux
  * clears the flag again on its own, so it is set before every wait. */
-static void pbx_ssh_quickack(int sock)
+static void ssh_quickack(int sock)
 {
 #ifdef TCP_QUICKACK
 	int one = 1;
@@ -111,7 +111,7 @@ int pbx_ssh_wait(struct pbx_ssh *s, int fd, short events, int ms)
 		p[1].revents = 0;
 		n = 2;
 	}
-	pbx_ssh_quickack(s->sock);
+	ssh_quickack(s->sock);
 	cap = shared ? PBX_SSH_POLL_SHARED_MS : PBX_SSH_POLL_PRIVATE_MS;
 	if (ms < 0 || ms > cap)
 		ms = cap;
@@ -175,7 +175,7 @@ void pbx_ssh_slot_give(struct pbx_ssh *s)
 
 /* ------------------------------------------------------------ errors */
 
-static int pbx_ssh_transport_error(int rc)
+static int ssh_transport_error(int rc)
 {
 	switch (rc) {
 	case LIBSSH2_ERROR_SOCKET_SEND:
@@ -202,7 +202,7 @@ int pbx_ssh_fail_rc(struct pbx_ssh *s, struct pbx_err *err, const char *what, in
 	code = libssh2_session_last_error(s->sess, &msg, &len, 0);
 	if (rc >= 0 || rc == LIBSSH2_ERROR_EAGAIN)
 		rc = code;
-	if (pbx_ssh_transport_error(rc))
+	if (ssh_transport_error(rc))
 		s->broken = 1;
 	pbx_err_set(err, "%s on %s: %s", what, s->label,
 		    (msg && len > 0) ? msg : "connection error");

@@ -14,7 +14,7 @@
 #define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated, template," \
 		     " uid"
 
-static void pbx_cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
+static void cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 {
 	row->id = sqlite3_column_int64(stmt, 0);
 	row->name = pbx_store_col_text(stmt, 1);
@@ -40,7 +40,7 @@ int pbx_store_cluster_get(struct pbx_store *st, const char *name,
 	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
-		pbx_cluster_row_read(stmt, row);
+		cluster_row_read(stmt, row);
 	sqlite3_finalize(stmt);
 	if (rc == SQLITE_ROW)
 		return 0;
@@ -132,7 +132,7 @@ int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
 			cap = cap ? 2 * cap : 8;
 			*rows = xreallocarray(*rows, cap, sizeof(**rows));
 		}
-		pbx_cluster_row_read(stmt, &(*rows)[(*n)++]);
+		cluster_row_read(stmt, &(*rows)[(*n)++]);
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {

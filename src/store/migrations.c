@@ -213,7 +213,7 @@ int pbx_store_schema_version(struct pbx_store *st)
 	return v;
 }
 
-static int pbx_store_apply(struct pbx_store *st, int to, struct pbx_err *err)
+static int store_apply(struct pbx_store *st, int to, struct pbx_err *err)
 {
 	char bump[64];
 	if (pbx_store_exec(st, migrations[to - 1], err) < 0)
@@ -238,7 +238,7 @@ int pbx_store_migrate(struct pbx_store *st, struct pbx_err *err)
 				   "upgrade pbx", st->path, v, NMIGRATIONS);
 	}
 	for (; v < NMIGRATIONS; v++) {
-		if (pbx_store_apply(st, v + 1, err) < 0) {
+		if (store_apply(st, v + 1, err) < 0) {
 			pbx_store_rollback(st);
 			return pbx_err_prefix(err, "migration to schema %d failed", v + 1);
 		}

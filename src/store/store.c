@@ -23,7 +23,7 @@ int pbx_store_fail(struct pbx_store *st, struct pbx_err *err, const char *what)
 	return pbx_err_set(err, "store %s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
 }
 
-static int pbx_store_pragmas(struct pbx_store *st, struct pbx_err *err)
+static int store_pragmas(struct pbx_store *st, struct pbx_err *err)
 {
 	sqlite3_busy_timeout(st->db, PBX_STORE_BUSY_MS);
 	if (pbx_store_exec(st, "PRAGMA journal_mode=WAL", err) < 0 ||
@@ -46,7 +46,7 @@ int pbx_store_open(const char *path, struct pbx_store **out, struct pbx_err *err
 		pbx_store_close(st);
 		return -1;
 	}
-	if (pbx_store_pragmas(st, err) < 0 || pbx_store_migrate(st, err) < 0) {
+	if (store_pragmas(st, err) < 0 || pbx_store_migrate(st, err) < 0) {
 		pbx_store_close(st);
 		return -1;
 	}

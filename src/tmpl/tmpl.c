@@ -29,7 +29,7 @@ int pbx_tmpl_get(const char *name, struct pbx_buf *out, struct pbx_err *err)
 	return pbx_err_set(err, "no template named %s", name);
 }
 
-static const char *pbx_tmpl_lookup(const char *const *list, const char *key, size_t klen,
+static const char *tmpl_lookup(const char *const *list, const char *key, size_t klen,
 				   size_t step)
 {
 	size_t i;
@@ -39,7 +39,7 @@ static const char *pbx_tmpl_lookup(const char *const *list, const char *key, siz
 	return NULL;
 }
 
-static int pbx_tmpl_is_key(const char *p, size_t len)
+static int tmpl_is_key(const char *p, size_t len)
 {
 	size_t i;
 	if (!len)
@@ -60,15 +60,15 @@ int pbx_tmpl_subst(const char *name, const char *text, const char *const *vars,
 		pbx_buf_add(out, p, (size_t)(at - p));
 		end = strchr(at + 1, '@');
 		klen = end ? (size_t)(end - at - 1) : 0;
-		if (!end || !pbx_tmpl_is_key(at + 1, klen)) {
+		if (!end || !tmpl_is_key(at + 1, klen)) {
 			pbx_buf_addc(out, '@');
 			p = at + 1;
 			continue;
 		}
-		val = pbx_tmpl_lookup(vars, at + 1, klen, 2);
+		val = tmpl_lookup(vars, at + 1, klen, 2);
 		if (val)
 			pbx_buf_adds(out, val);
-		else if (pbx_tmpl_lookup(keep, at + 1, klen, 1))
+		else if (tmpl_lookup(keep, at + 1, klen, 1))
 			pbx_buf_add(out, at, klen + 2);
 		else
 			return pbx_err_set(err, "template %s: unknown placeholder @%.*s@", name,

@@ -43,7 +43,7 @@ void pbx_buf_reset(struct pbx_buf *b)
 		pbx_buf_empty[0] = '\0';
 }
 
-static int pbx_buf_grow(struct pbx_buf *b, size_t extra)
+static int buf_grow(struct pbx_buf *b, size_t extra)
 {
 	size_t want;
 	if (b->max && (extra > b->max || b->len > b->max - extra)) {
@@ -69,7 +69,7 @@ static int pbx_buf_grow(struct pbx_buf *b, size_t extra)
 
 int pbx_buf_add(struct pbx_buf *b, const void *data, size_t len)
 {
-	if (pbx_buf_grow(b, len) < 0)
+	if (buf_grow(b, len) < 0)
 		return -1;
 	if (len)
 		memcpy(b->buf + b->len, data, len);
@@ -99,7 +99,7 @@ int pbx_buf_vaddf(struct pbx_buf *b, const char *fmt, va_list ap)
 	va_end(cp);
 	if (n < 0)
 		return -1;
-	if (pbx_buf_grow(b, (size_t)n) < 0)
+	if (buf_grow(b, (size_t)n) < 0)
 		return -1;
 	vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap);
 	b->len += (size_t)n;

@@ -38,7 +38,7 @@ int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err)
 	return rc;
 }
 
-static int pbx_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st; (void)flag; (void)ftw;
 	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
@@ -51,7 +51,7 @@ int pbx_rm_rf(const char *path, struct pbx_err *err)
 		return pbx_err_set(err, "refusing to remove '%s'", path);
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
-	if (nftw(path, pbx_rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0)
+	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0)
 		return pbx_err_set(err, "cannot remove %s: %s", path, strerror(errno));
 	return 0;
 }
@@ -151,7 +151,7 @@ int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err)
 
 /* Refuses what `fd` (open on `path`) is not: a regular file of at most
  * `max` bytes. */
-static int pbx_regular_ok(int fd, const char *path, size_t max, struct pbx_err *err)
+static int regular_ok(int fd, const char *path, size_t max, struct pbx_err *err)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
@@ -180,7 +180,7 @@ int pbx_read_regular(const char *path, size_t max, struct pbx_buf *out, int *mis
 		return pbx_err_setc(err, errno == ENOENT ? PBX_EXIT_USAGE : PBX_EXIT_FAIL,
 				    "cannot read %s: %s", path, strerror(errno));
 	}
-	if (pbx_regular_ok(fd, path, max, err) < 0) {
+	if (regular_ok(fd, path, max, err) < 0) {
 		close(fd);
 		return -1;
 	}

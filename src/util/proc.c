@@ -25,7 +25,7 @@ extern char **environ;
  * not fork: pbx runs programs from threads (fan-outs), and vfork-style
  * spawning neither copies pbx's page tables nor runs code in a child that
  * may have inherited a held lock.  Returns 0 or an errno value. */
-static int pbx_run_spawn(const char *const *argv, int outfd, int own_session, pid_t *pid)
+static int run_spawn(const char *const *argv, int outfd, int own_session, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -56,7 +56,7 @@ static int pbx_run_spawn(const char *const *argv, int outfd, int own_session, pi
 	return rc;
 }
 
-static int pbx_spawn_error(const char *prog, int rc, struct pbx_err *err)
+static int spawn_error(const char *prog, int rc, struct pbx_err *err)
 {
 	if (rc == ENOENT || rc == EACCES)
 		return pbx_err_set(err, "cannot run %s: not found or not executable", prog);
@@ -65,8 +65,8 @@ static int pbx_spawn_error(const char *prog, int rc, struct pbx_err *err)
 
 int pbx_spawn_detached(const char *const *argv, pid_t *pid, struct pbx_err *err)
 {
-	int rc = pbx_run_spawn(argv, -1, 1, pid);
-	return rc ? pbx_spawn_error(argv[0], rc, err) : 0;
+	int rc = run_spawn(argv, -1, 1, pid);
+	return rc ? spawn_error(argv[0], rc, err) : 0;
 }
 
 int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
@@ -75,13 +75,13 @@ int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
 	pid_t pid;
 	if (out && pipe2(pipefd, O_CLOEXEC) < 0)
 		return pbx_err_set(err, "cannot create pipe: %s", strerror(errno));
-	rc = pbx_run_spawn(argv, out ? pipefd[1] : -1, 0, &pid);
+	rc = run_spawn(argv, out ? pipefd[1] : -1, 0, &pid);
 	if (rc != 0) {
 		if (out) {
 			close(pipefd[0]);
 			close(pipefd[1]);
 		}
-		return pbx_spawn_error(argv[0], rc, err);
+		return spawn_error(argv[0], rc, err);
 	}
 	if (out) {
 		char chunk[4096];
@@ -138,7 +138,7 @@ char *pbx_find_pbx_train(void)
 }
 
 /* The value of KEY= in os-release text (quotes dropped), or "unknown". */
-static void pbx_os_field(const char *text, const char *key, char *out, size_t size)
+static void os_field(const char *text, const char *key, char *out, size_t size)
 {
 	size_t klen = strlen(key);
 	const char *p = text;
@@ -171,8 +171,8 @@ char *pbx_host_target(void)
 	if (pbx_read_file("/etc/os-release", &os, &err) < 0)
 		pbx_buf_reset(&os);
 	text = os.len ? os.buf : "";
-	pbx_os_field(text, "ID", id, sizeof(id));
-	pbx_os_field(text, "VERSION_ID", ver, sizeof(ver));
+	os_field(text, "ID", id, sizeof(id));
+	os_field(text, "VERSION_ID", ver, sizeof(ver));
 	pbx_buf_release(&os);
 	if (uname(&u) < 0)
 		snprintf(u.machine, sizeof(u.machine), "unknown");

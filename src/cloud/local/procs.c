@@ -18,13 +18,13 @@
 /* Whether the text before offset i ends a path: `needle` (an absolute
  * directory) found at i is that directory, not the tail of a longer path
  * (/tmp/h/clusters/c/ holds /h/clusters/c/, another pbx home's). */
-static int pbx_procs_path_starts(const char *buf, size_t i)
+static int procs_path_starts(const char *buf, size_t i)
 {
 	return i == 0 || strchr("\n =:,;\"'", buf[i - 1]) != NULL;
 }
 
 /* True if the NUL-separated blob at `path` mentions directory `needle`. */
-static int pbx_procs_file_mentions(const char *path, const char *needle)
+static int procs_file_mentions(const char *path, const char *needle)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i, nlen = strlen(needle);
@@ -35,12 +35,12 @@ static int pbx_procs_file_mentions(const char *path, const char *needle)
 		if (b.buf[i] == '\0')
 			b.buf[i] = '\n';
 	for (i = 0; !found && i + nlen <= b.len; i++)
-		found = !memcmp(b.buf + i, needle, nlen) && pbx_procs_path_starts(b.buf, i);
+		found = !memcmp(b.buf + i, needle, nlen) && procs_path_starts(b.buf, i);
 	pbx_buf_release(&b);
 	return found;
 }
 
-static int pbx_procs_cwd_under(pid_t pid, const char *dir)
+static int procs_cwd_under(pid_t pid, const char *dir)
 {
 	char link[64], target[PATH_MAX];
 	ssize_t n;
@@ -53,7 +53,7 @@ static int pbx_procs_cwd_under(pid_t pid, const char *dir)
 	return !strncmp(target, dir, strlen(dir));
 }
 
-static int pbx_procs_is_ancestor(pid_t pid)
+static int procs_is_ancestor(pid_t pid)
 {
 	pid_t p = getpid();
 	while (p > 1) {
@@ -74,16 +74,16 @@ static int pbx_procs_is_ancestor(pid_t pid)
 	return 0;
 }
 
-static int pbx_procs_mentions(pid_t pid, const char *dir)
+static int procs_mentions(pid_t pid, const char *dir)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	if (pbx_procs_file_mentions(path, dir))
+	if (procs_file_mentions(path, dir))
 		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	if (pbx_procs_file_mentions(path, dir))
+	if (procs_file_mentions(path, dir))
 		return 1;
-	return pbx_procs_cwd_under(pid, dir);
+	return procs_cwd_under(pid, dir);
 }
 
 size_t pbx_local_procs_find(const char *dir, pid_t **pids)
@@ -98,7 +98,7 @@ size_t pbx_local_procs_find(const char *dir, pid_t **pids)
 		char *end;
 		long v = strtol(e->d_name, &end, 10);
 		pid_t pid = (pid_t)v;
-		if (*end || v <= 1 || pbx_procs_is_ancestor(pid) || !pbx_procs_mentions(pid, dir))
+		if (*end || v <= 1 || procs_is_ancestor(pid) || !procs_mentions(pid, dir))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
