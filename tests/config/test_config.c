@@ -3,10 +3,13 @@
  * bad/NAME.yaml must fail with exactly the message in bad/NAME.err), good
  * configs with their parsed fields, the shipped templates/config.yaml,
  * loading (permissions, missing file, key-file check), "loading writes
- * nothing", and the generic yamltree reader.
+ * nothing", and the generic yamltree reader.  TAP output
+ * (tests/common/tap.h).
  *
  * Usage: test_config TEST TESTS_CONFIG_DIR TEMPLATES_DIR
  */
+#include "common/tap.h"
+#include "common/tmpdir.h"
 #include "config/config.h"
 #include "config/yamltree.h"
 #include "util/buf.h"
@@ -20,37 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_STR(got, want) check_str(__FILE__, __LINE__, (got), (want))
-
-/* Prints a small diff of two one-line strings: both lines, and a caret
- * under the first differing byte. */
-static void print_diff(const char *want, const char *got)
-{
-	size_t i = 0;
-	while (want[i] && want[i] == got[i])
-		i++;
-	fprintf(stderr, "--- expected\n+++ got\n-%s\n+%s\n %*s^ first difference at byte %zu\n",
-		want, got, (int)i, "", i);
-}
-
-static void check_str(const char *file, int line, const char *got, const char *want)
-{
-	if (got && want && !strcmp(got, want))
-		return;
-	fprintf(stderr, "%s:%d: string mismatch\n", file, line);
-	print_diff(want ? want : "(null)", got ? got : "(null)");
-	failures++;
-}
 
 static char *read_text(const char *path, size_t *len)
 {
@@ -115,18 +87,14 @@ static void bad_one(const char *name)
 	char *text = read_text(rel, &len), *want = read_text(errpath, &elen);
 	while (elen && (want[elen - 1] == '\n'))
 		want[--elen] = '\0';
-	if (pbx_config_parse(rel, text, len, &cfg, &err) == 0) {
-		fprintf(stderr, "%s: loaded, but should have failed with:\n  %s\n", rel, want);
-		failures++;
+	if (!CHECKF(pbx_config_parse(rel, text, len, &cfg, &err) != 0, "%s is refused", rel)) {
+		tap_diag("%s loaded, but should have failed with: %s", rel, want);
 		pbx_config_free(cfg);
 	} else {
 		CHECK(cfg == NULL);
 		CHECK(err.code == PBX_EXIT_USAGE);
-		if (strcmp(err.msg, want)) {
-			fprintf(stderr, "%s: wrong message\n", rel);
-			print_diff(want, err.msg);
-			failures++;
-		}
+		if (!CHECK_STR(err.msg, want))
+			tap_diag("%s: wrong message", rel);
 	}
 	free(text);
 	free(want);
@@ -149,7 +117,7 @@ static void test_bad(const char *dir)
 		free(names[i]);
 	}
 	free(names);
-	printf("%zu bad configs checked\n", n);
+	tap_diag("%zu bad configs checked", n);
 }
 
 /* ---- good configs ---------------------------------------------------- */
@@ -160,10 +128,8 @@ static struct pbx_config *parse_file(const char *path)
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t len;
 	char *text = read_text(path, &len);
-	if (pbx_config_parse(path, text, len, &cfg, &err) < 0) {
-		fprintf(stderr, "%s: unexpected error: %s\n", path, err.msg);
-		failures++;
-	}
+	if (!CHECKF(pbx_config_parse(path, text, len, &cfg, &err) >= 0, "%s loads", path))
+		tap_diag("%s: unexpected error: %s", path, err.msg);
 	free(text);
 	return cfg;
 }
@@ -180,9 +146,9 @@ static void check_full(const struct pbx_config *cfg)
 	CHECK_STR(t->image, "projects/debian-cloud/global/images/family/debian-12");
 	CHECK_STR(t->head_machine_type, "e2-standard-4");
 	CHECK(t->ngroups == 2 && t->line == 11);
-	CHECK(t->autostop == 3600);   /* gce's default */
+	CHECK(t->autostop == 3600); /* gce's default */
 	CHECK(cfg->templates[0].autostop == 0 && cfg->templates[2].autostop == 5400);
-	CHECK(t->budget == 0 && cfg->templates[2].budget == 12500000000LL);   /* none; 12.5 */
+	CHECK(t->budget == 0 && cfg->templates[2].budget == 12500000000LL); /* none; 12.5 */
 	CHECK_STR(t->groups[1].name, "gpu");
 	CHECK(t->groups[1].count == 4 && t->groups[1].gpus == 2 && t->groups[1].spot);
 	CHECK_STR(t->groups[1].gpu_type, "nvidia-tesla-t4");
@@ -312,7 +278,7 @@ static void test_describe(void)
 	t.head_machine_type = "e2-standard-2";
 	s = pbx_template_describe(&t);
 	CHECK_STR(s, "gce: 1 x cpu e2-standard-4 (spot), 4 x gpu n1-standard-8 "
-		  "(2 GPU nvidia-tesla-t4, spot), head e2-standard-2");
+		     "(2 GPU nvidia-tesla-t4, spot), head e2-standard-2");
 	free(s);
 	CHECK(pbx_config_name_ok("a") && pbx_config_name_ok("gpu-2x"));
 	CHECK(!pbx_config_name_ok("") && !pbx_config_name_ok("2a") && !pbx_config_name_ok("a-"));
@@ -322,23 +288,11 @@ static void test_describe(void)
 
 /* ---- loading from disk ----------------------------------------------- */
 
-static const char good_yaml[] =
-	"clusters:\n"
-	"  dev:\n"
-	"    cloud: local\n"
-	"    ssh_key: KEY\n"
-	"    node_groups: [{name: node, count: 1}]\n";
-
-static char *make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-	char *dir = xasprintf("%s/pbx-config-test.XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror(dir);
-		exit(1);
-	}
-	return dir;
-}
+static const char good_yaml[] = "clusters:\n"
+				"  dev:\n"
+				"    cloud: local\n"
+				"    ssh_key: KEY\n"
+				"    node_groups: [{name: node, count: 1}]\n";
 
 /* Writes DIR/NAME with "KEY" in `yaml` replaced by DIR/key; returns the
  * path (caller frees). */
@@ -367,8 +321,10 @@ static void test_load_perms(const char *dir)
 	char want[1024];
 	CHECK(pbx_config_load(path, 0, &cfg, &err) < 0 && cfg == NULL);
 	CHECK(err.code == PBX_EXIT_SECURITY && strstr(err.msg, "chmod"));
-	snprintf(want, sizeof(want), "%s is writable by others (mode 664); refusing to use it: "
-		 "run 'chmod go-w %s'", path, path);
+	snprintf(want, sizeof(want),
+		 "%s is writable by others (mode 664); refusing to use it: "
+		 "run 'chmod go-w %s'",
+		 path, path);
 	CHECK_STR(err.msg, want);
 	chmod(path, 0644);
 	CHECK(pbx_config_load(path, 0, &cfg, &err) == 0 && cfg);
@@ -390,7 +346,8 @@ static void test_load_missing(const char *dir)
 	}
 	pbx_config_free(cfg);
 	CHECK(pbx_config_load(path, 0, &cfg, &err) < 0 && err.code == PBX_EXIT_USAGE);
-	snprintf(want, sizeof(want), "cannot read configuration %s: No such file or directory", path);
+	snprintf(want, sizeof(want), "cannot read configuration %s: No such file or directory",
+		 path);
 	CHECK_STR(err.msg, want);
 	CHECK(pbx_config_load(dir, 1, &cfg, &err) < 0 && err.code == PBX_EXIT_USAGE);
 	snprintf(want, sizeof(want), "%s: not a regular file", dir);
@@ -402,19 +359,24 @@ static void test_check_files(const char *dir)
 {
 	struct pbx_config *cfg = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
-	char *path = write_config(dir, "config.yaml", good_yaml, 0600), *key = xasprintf("%s/key", dir);
+	char *path = write_config(dir, "config.yaml", good_yaml, 0600),
+	     *key = xasprintf("%s/key", dir);
 	char want[1024];
 	CHECK(pbx_config_load(path, 0, &cfg, &err) == 0);
 	if (!cfg)
 		goto out;
 	CHECK(pbx_config_check_files(cfg, &err) < 0 && err.code == PBX_EXIT_USAGE);
-	snprintf(want, sizeof(want), "%s:4: clusters.dev.ssh_key: cannot use %s: "
-		 "No such file or directory", path, key);
+	snprintf(want, sizeof(want),
+		 "%s:4: clusters.dev.ssh_key: cannot use %s: "
+		 "No such file or directory",
+		 path, key);
 	CHECK_STR(err.msg, want);
 	write_text(key, "not really a key\n", 0644);
 	CHECK(pbx_config_check_files(cfg, &err) < 0 && err.code == PBX_EXIT_SECURITY);
-	snprintf(want, sizeof(want), "%s:4: clusters.dev.ssh_key: %s is accessible by others "
-		 "(mode 644); refusing to use it: run 'chmod 600 %s'", path, key, key);
+	snprintf(want, sizeof(want),
+		 "%s:4: clusters.dev.ssh_key: %s is accessible by others "
+		 "(mode 644); refusing to use it: run 'chmod 600 %s'",
+		 path, key, key);
 	CHECK_STR(err.msg, want);
 	chmod(key, 0600);
 	CHECK(pbx_config_check_files(cfg, &err) == 0);
@@ -427,7 +389,7 @@ out:
 
 static void test_load(void)
 {
-	char *dir = make_tmpdir();
+	char *dir = tmpdir_new("config-test");
 	struct pbx_err err = PBX_ERR_INIT;
 	test_load_perms(dir);
 	test_load_missing(dir);
@@ -437,6 +399,17 @@ static void test_load(void)
 }
 
 /* ---- loading writes nothing ------------------------------------------ */
+
+/* `text` as TAP diagnostics, one "#" line per line, under a label. */
+static void diag_lines(const char *label, const char *text)
+{
+	tap_diag("%s", label);
+	while (*text) {
+		size_t n = strcspn(text, "\n");
+		tap_diag("  %.*s", (int)n, text);
+		text += n + (text[n] == '\n');
+	}
+}
 
 /* Appends "name mode size mtime ctime sha256" for each entry of `dir`. */
 static void snapshot(const char *dir, struct pbx_buf *out)
@@ -484,10 +457,11 @@ static void test_nowrite(void)
 {
 	struct pbx_buf before = PBX_BUF_INIT, after = PBX_BUF_INIT;
 	struct pbx_err err = PBX_ERR_INIT;
-	char *dir = make_tmpdir();
-	free(write_config(dir, "bad.yaml",
-			  "clusters:\n  x:\n    cloud: local\n    node_groups: [{name: n, count: two}]\n",
-			  0600));
+	char *dir = tmpdir_new("config-test");
+	free(write_config(
+		dir, "bad.yaml",
+		"clusters:\n  x:\n    cloud: local\n    node_groups: [{name: n, count: two}]\n",
+		0600));
 	free(write_config(dir, "open.yaml", good_yaml, 0666));
 	free(write_config(dir, "good.yaml", good_yaml, 0600));
 	free(write_config(dir, "key", "key\n", 0644));
@@ -495,10 +469,10 @@ static void test_nowrite(void)
 	try_loads(dir);
 	snapshot(dir, &after);
 	CHECK(strstr(before.buf, "\nkey 100644 4 ") && strstr(before.buf, "\nopen.yaml 100666 "));
-	if (strcmp(before.buf, after.buf)) {
-		fprintf(stderr, "directory changed by loading:\n--- before\n%s+++ after\n%s",
-			before.buf, after.buf);
-		failures++;
+	if (!CHECKF(strcmp(before.buf, after.buf) == 0,
+		    "loading changed nothing in the directory")) {
+		diag_lines("--- before", before.buf);
+		diag_lines("+++ after", after.buf);
 	}
 	pbx_buf_release(&before);
 	pbx_buf_release(&after);
@@ -508,15 +482,14 @@ static void test_nowrite(void)
 
 /* ---- the generic reader ----------------------------------------------- */
 
-static const char tree_yaml[] =
-	"name: exp\n"                      /* 1 */
-	"steps:\n"                         /* 2 */
-	"  - run: train\n"                 /* 3 */
-	"    args: [--lr, '0.1', 3]\n"     /* 4 */
-	"  - {run: eval, n: 12}\n"         /* 5 */
-	"flag: yes\n"                      /* 6 */
-	"empty:\n"                         /* 7 */
-	"nul: \"a\\0b\"\n";                /* 8 */
+static const char tree_yaml[] = "name: exp\n"                  /* 1 */
+				"steps:\n"                     /* 2 */
+				"  - run: train\n"             /* 3 */
+				"    args: [--lr, '0.1', 3]\n" /* 4 */
+				"  - {run: eval, n: 12}\n"     /* 5 */
+				"flag: yes\n"                  /* 6 */
+				"empty:\n"                     /* 7 */
+				"nul: \"a\\0b\"\n";            /* 8 */
 
 static void test_tree_nodes(const struct pbx_ydoc *doc)
 {
@@ -569,7 +542,8 @@ static void test_tree_getters(const struct pbx_ydoc *doc)
 	CHECK(pbx_ynode_str(steps, 0, &s, &err) < 0);
 	CHECK_STR(err.msg, "exp.yaml:3: steps: must be a non-empty string, got a sequence");
 	CHECK(pbx_ymap_check_keys(root, known, &err) < 0);
-	CHECK_STR(err.msg, "exp.yaml:8: nul: unknown key (expected one of name, steps, flag, empty)");
+	CHECK_STR(err.msg,
+		  "exp.yaml:8: nul: unknown key (expected one of name, steps, flag, empty)");
 	CHECK(pbx_ymap_missing(steps->items[0], "image", NULL, &err) < 0);
 	CHECK_STR(err.msg, "exp.yaml:3: steps[0].image: required key is missing");
 	CHECK(pbx_ymap_missing(root, "image", "needed", &err) < 0);
@@ -598,9 +572,9 @@ static void test_yamltree(void)
 {
 	struct pbx_ydoc *doc = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
-	if (pbx_ydoc_parse("exp.yaml", tree_yaml, strlen(tree_yaml), &doc, &err) < 0) {
-		fprintf(stderr, "unexpected: %s\n", err.msg);
-		failures++;
+	if (!CHECKF(pbx_ydoc_parse("exp.yaml", tree_yaml, strlen(tree_yaml), &doc, &err) >= 0,
+		    "exp.yaml parses")) {
+		tap_diag("unexpected: %s", err.msg);
 		return;
 	}
 	test_tree_nodes(doc);
@@ -617,17 +591,16 @@ static void endpoint_one(const char *cloud, const char *url, int want_ok)
 {
 	struct pbx_config *cfg = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
-	char *text = xasprintf("clusters: {dev: {cloud: local, node_groups: [{name: n, count: 1}]}}\n"
-			       "clouds:\n  %s:\n    endpoint: '%s'\n", cloud, url);
+	char *text =
+		xasprintf("clusters: {dev: {cloud: local, node_groups: [{name: n, count: 1}]}}\n"
+			  "clouds:\n  %s:\n    endpoint: '%s'\n",
+			  cloud, url);
 	char *want = xasprintf("c.yaml:4: clouds.%s.endpoint: ", cloud);
 	int rc = pbx_config_parse("c.yaml", text, strlen(text), &cfg, &err);
-	if (want_ok && rc < 0) {
-		fprintf(stderr, "%s endpoint %s: unexpected error: %s\n", cloud, url, err.msg);
-		failures++;
-	} else if (!want_ok && rc == 0) {
-		fprintf(stderr, "%s endpoint %s: accepted\n", cloud, url);
-		failures++;
-	} else if (!want_ok) {
+	if (want_ok) {
+		if (!CHECKF(rc >= 0, "%s endpoint %s is accepted", cloud, url))
+			tap_diag("unexpected error: %s", err.msg);
+	} else if (CHECKF(rc != 0, "%s endpoint %s is refused", cloud, url)) {
 		CHECK(err.code == PBX_EXIT_USAGE);
 		CHECK(strncmp(err.msg, want, strlen(want)) == 0);
 		CHECK(strstr(err.msg, "s3cret") == NULL);
@@ -639,7 +612,10 @@ static void endpoint_one(const char *cloud, const char *url, int want_ok)
 
 static void test_endpoints(void)
 {
-	static const struct { const char *url; int ok; } cases[] = {
+	static const struct {
+		const char *url;
+		int ok;
+	} cases[] = {
 		{ "https://compute.googleapis.com/compute/v1/", 1 },
 		{ "https://ec2.eu-west-1.amazonaws.com", 1 },
 		{ "http://127.0.0.1:4566", 1 },
@@ -666,7 +642,7 @@ static void test_endpoints(void)
 		endpoint_one("gce", cases[i].url, cases[i].ok);
 		endpoint_one("aws", cases[i].url, cases[i].ok);
 	}
-	printf("%zu endpoints checked\n", i);
+	tap_diag("%zu endpoints checked", i);
 }
 
 int main(int argc, char **argv)
@@ -690,11 +666,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(test, "endpoints"))
 		test_endpoints();
 	else {
-		fprintf(stderr, "usage: test_config bad|good|template|describe|load|nowrite|yamltree|endpoints "
+		fprintf(stderr,
+			"usage: test_config bad|good|template|describe|load|nowrite|yamltree|endpoints "
 			"TESTS_CONFIG_DIR [TEMPLATES_DIR]\n");
 		return 2;
 	}
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	return failures ? 1 : 0;
+	return tap_done();
 }

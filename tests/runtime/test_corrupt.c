@@ -7,12 +7,14 @@
 #include "runtime/dataset.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "check.h"
+#include "common/tap.h"
 
 #define N 2000
 #define K 10
-#define D (2 * 5 * 6)  /* c = 2, h = 5, w = 6 */
+#define D (2 * 5 * 6) /* c = 2, h = 5, w = 6 */
 #define P 30
 
 static int cmp_float(const void *a, const void *b)
@@ -37,23 +39,34 @@ static int same_values(const float *a, const float *b)
 }
 
 /* Recovers the position map of example i: orig[src[j]] == cur[j].  The
- * synthetic pixels are distinct floats, so the map is unique. */
+ * synthetic pixels are distinct floats, so the map is unique.  Both checks
+ * cover all P positions (counted, then one TAP line each). */
 static void position_map(const float *orig, const float *cur, int *map)
 {
+	int unmatched = 0, apart = 0, first_unmatched = -1, first_apart = -1;
 	for (int j = 0; j < P; j++) {
 		map[j] = -1;
 		for (int k = 0; k < P; k++)
 			if (orig[k] == cur[j])
 				map[j] = k;
-		CHECK(map[j] >= 0);
-		CHECK(orig[P + map[j]] == cur[P + j]);  /* channels move together */
+		if (!(map[j] >= 0)) {
+			if (!unmatched++)
+				first_unmatched = j;
+			continue;
+		}
+		if (!(orig[P + map[j]] == cur[P + j]) && !apart++) /* channels move together */
+			first_apart = j;
 	}
+	if (!CHECKF(unmatched == 0, "map[j] >= 0 for all %d positions j", P))
+		tap_diag("%d are not, the first j = %d", unmatched, first_unmatched);
+	if (!CHECKF(apart == 0, "orig[P + map[j]] == cur[P + j] for all %d positions j", P))
+		tap_diag("%d are not, the first j = %d", apart, first_apart);
 }
 
 static void test_parse(void)
 {
 	enum pbx_corruption k;
-	const char *names[] = { "none", "labels", "random_labels", "shuffled_pixels",
+	const char *names[] = { "none",          "labels",  "random_labels", "shuffled_pixels",
 				"random_pixels", "gaussian" };
 	for (int i = 0; i < 6; i++) {
 		CHECK(pbx_corruption_parse(names[i], &k) == 0 && (int)k == i);
@@ -82,9 +95,15 @@ static void test_labels(void)
 	CHECK(memcmp(a.y, small.y, 100 * sizeof(int32_t)) == 0);
 	CHECK(memcmp(a.y, c.y, N * sizeof(int32_t)) != 0);
 	CHECK(memcmp(a.x, orig.x, N * D * sizeof(float)) == 0);
-	for (int i = 0; i < N; i++) {
-		CHECK(a.y[i] >= 0 && a.y[i] < K);
-		changed += a.y[i] != orig.y[i];
+	{
+		int out = 0, first = -1; /* N labels: counted, one TAP line */
+		for (int i = 0; i < N; i++) {
+			if (!(a.y[i] >= 0 && a.y[i] < K) && !out++)
+				first = i;
+			changed += a.y[i] != orig.y[i];
+		}
+		if (!CHECKF(out == 0, "a.y[i] >= 0 && a.y[i] < K for all %d examples i", N))
+			tap_diag("%d are not, the first i = %d", out, first);
 	}
 	/* expected 0.4 * 9/10 = 0.36 of N = 720; sd ~ 21 */
 	CHECK(changed > 620 && changed < 820);
@@ -94,7 +113,7 @@ static void test_labels(void)
 	changed = 0;
 	for (int i = 0; i < N; i++)
 		changed += b.y[i] != orig.y[i];
-	CHECK(changed > 1700 && changed < 1900);  /* expected 1800 */
+	CHECK(changed > 1700 && changed < 1900); /* expected 1800 */
 
 	/* p = 0 and NONE change nothing */
 	memcpy(c.y, orig.y, N * sizeof(int32_t));
@@ -164,5 +183,5 @@ int main(void)
 	test_labels();
 	test_pixels();
 	test_gaussian();
-	return 0;
+	return tap_done();
 }

@@ -8,14 +8,18 @@
 #include "runtime/dataset.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "check.h"
+#include "common/tap.h"
+#include "common/tmpdir.h"
 #include "util/fs.h"
+#include "util/xalloc.h"
 
-static char *tdir;  /* the test's scratch directory */
+static char *tdir; /* the test's scratch directory */
 
 static char *tpath(const char *name)
 {
@@ -30,14 +34,14 @@ static void write_bytes(const char *path, int gz, const void *data, size_t len)
 		CHECK(gzclose(g) == Z_OK);
 	} else {
 		FILE *f = fopen(path, "wb");
-		CHECK(f && fwrite(data, 1, len, f) == len);
+		REQUIRE(f && fwrite(data, 1, len, f) == len);
 		fclose(f);
 	}
 }
 
 /* An IDX file: magic, dims (big-endian), then data; returns its path. */
-static char *write_idx(const char *name, int gz, uint32_t magic, const uint32_t *dims,
-		       int ndims, const unsigned char *data, size_t len)
+static char *write_idx(const char *name, int gz, uint32_t magic, const uint32_t *dims, int ndims,
+		       const unsigned char *data, size_t len)
 {
 	unsigned char *buf = xmalloc(4 + 4 * (size_t)ndims + len);
 	char *path = tpath(name);
@@ -57,14 +61,15 @@ static char *write_idx(const char *name, int gz, uint32_t magic, const uint32_t 
 /* ---------------------------------------------------------------------- */
 /* IDX */
 
-#define NI 5
+#define NI   5
 #define ROWS 3
 #define COLS 4
 static unsigned char pix[NI * ROWS * COLS], lab[NI] = { 3, 0, 4, 1, 2 };
 
 static void check_small(const struct pbx_dataset *ds)
 {
-	CHECK(ds->n == NI && ds->c == 1 && ds->h == ROWS && ds->w == COLS);
+	/* the loops below index by the expected sizes */
+	REQUIRE(ds->n == NI && ds->c == 1 && ds->h == ROWS && ds->w == COLS);
 	CHECK(ds->nclasses == 5);
 	for (int i = 0; i < NI * ROWS * COLS; i++)
 		CHECK(ds->x[i] == (float)pix[i] / 255.0f);
@@ -86,15 +91,15 @@ static void test_idx_good(void)
 	imggz = write_idx("img.gz", 1, 0x803, idims, 3, pix, sizeof(pix));
 	lblgz = write_idx("lbl.gz", 1, 0x801, ldims, 1, lab, sizeof(lab));
 
-	CHECK(pbx_dataset_load_idx(img, lbl, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_idx(img, lbl, &ds, &err) == 0);
 	check_small(&ds);
 	CHECK(ds.x[0] == 1.0f);
 	CHECK_STR(ds.name, img);
 	pbx_dataset_free(&ds);
-	CHECK(pbx_dataset_load_idx(imggz, lblgz, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_idx(imggz, lblgz, &ds, &err) == 0);
 	check_small(&ds);
 	pbx_dataset_free(&ds);
-	CHECK(pbx_dataset_load_idx(imggz, lbl, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_idx(imggz, lbl, &ds, &err) == 0);
 	check_small(&ds);
 	pbx_dataset_free(&ds);
 	free(img), free(lbl), free(imggz), free(lblgz);
@@ -161,7 +166,7 @@ static void test_idx_bad(void)
 		struct pbx_err err = PBX_ERR_INIT;
 		struct pbx_dataset ds;
 		memset(junk, 0xA5, sizeof(junk));
-		junk[0] = 0x1f, junk[1] = 0x8b, junk[2] = 8, junk[3] = 0;  /* gzip magic */
+		junk[0] = 0x1f, junk[1] = 0x8b, junk[2] = 8, junk[3] = 0; /* gzip magic */
 		p = tpath("junk.gz");
 		write_bytes(p, 0, junk, sizeof(junk));
 		want = xasprintf("cannot read %s: ", p);
@@ -177,27 +182,39 @@ static void test_fashion_real(void)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_dataset tr, te;
-	int seen[10] = { 0 };
+	int seen[10] = { 0 }, out = 0, first = -1;
+	size_t outx = 0, firstx = 0;
 	if (access(PBX_DATASET_DIR_FASHION "/train-labels-idx1-ubyte.gz", R_OK) < 0 &&
 	    access(PBX_DATASET_DIR_FASHION "/train-labels-idx1-ubyte", R_OK) < 0) {
-		fprintf(stderr, "note: %s not installed; real-data check skipped\n",
-			PBX_DATASET_DIR_FASHION);
+		tap_skip("real-data checks: %s not installed", PBX_DATASET_DIR_FASHION);
 		return;
 	}
-	CHECK(pbx_dataset_load_named("fashion-mnist", NULL, 1, &tr, &err) == 0);
+	REQUIRE(pbx_dataset_load_named("fashion-mnist", NULL, 1, &tr, &err) == 0);
 	CHECK(tr.n == 60000 && tr.c == 1 && tr.h == 28 && tr.w == 28 && tr.nclasses == 10);
+	/* 60000 labels and 7.84 million pixels: counted, one TAP line each */
 	for (int i = 0; i < tr.n; i++) {
-		CHECK(tr.y[i] >= 0 && tr.y[i] < 10);
+		if (!(tr.y[i] >= 0 && tr.y[i] < 10)) {
+			if (!out++)
+				first = i;
+			continue;
+		}
 		seen[tr.y[i]]++;
 	}
+	if (!CHECKF(out == 0, "tr.y[i] >= 0 && tr.y[i] < 10 for all %d examples i", tr.n))
+		tap_diag("%d are not, the first i = %d", out, first);
 	for (int k = 0; k < 10; k++)
-		CHECK(seen[k] == 6000);  /* Fashion-MNIST is balanced */
+		CHECK(seen[k] == 6000); /* Fashion-MNIST is balanced */
 	CHECK_STR(tr.name, "fashion-mnist");
 	pbx_dataset_free(&tr);
-	CHECK(pbx_dataset_load_named("fashion-mnist", "", 0, &te, &err) == 0);
-	CHECK(te.n == 10000 && te.h == 28 && te.w == 28 && te.nclasses == 10);
+	REQUIRE(pbx_dataset_load_named("fashion-mnist", "", 0, &te, &err) == 0);
+	/* the loop below indexes n * 28 * 28 */
+	REQUIRE(te.n == 10000 && te.h == 28 && te.w == 28 && te.nclasses == 10);
 	for (size_t i = 0; i < (size_t)te.n * 784; i++)
-		CHECK(te.x[i] >= 0.0f && te.x[i] <= 1.0f);
+		if (!(te.x[i] >= 0.0f && te.x[i] <= 1.0f) && !outx++)
+			firstx = i;
+	if (!CHECKF(outx == 0, "te.x[i] >= 0.0f && te.x[i] <= 1.0f for all %zu pixels i",
+		    (size_t)te.n * 784))
+		tap_diag("%zu are not, the first i = %zu", outx, firstx);
 	pbx_dataset_free(&te);
 }
 
@@ -207,8 +224,7 @@ static void test_fashion_real(void)
 #define CREC 3073
 
 /* n records; label of record r is labels[r], pixel j is (r*7 + j) % 251. */
-static char *write_cifar(const char *name, int gz, const unsigned char *labels, int n,
-			 size_t cut)
+static char *write_cifar(const char *name, int gz, const unsigned char *labels, int n, size_t cut)
 {
 	unsigned char *buf = xmalloc((size_t)n * CREC);
 	char *path = tpath(name);
@@ -231,8 +247,9 @@ static void test_cifar(void)
 	const char *files[2] = { a, b };
 	char *p, *want;
 
-	CHECK(pbx_dataset_load_cifar10(files, 2, &ds, &err) == 0);
-	CHECK(ds.n == 5 && ds.c == 3 && ds.h == 32 && ds.w == 32 && ds.nclasses == 10);
+	/* the checks below index the examples */
+	REQUIRE(pbx_dataset_load_cifar10(files, 2, &ds, &err) == 0);
+	REQUIRE(ds.n == 5 && ds.c == 3 && ds.h == 32 && ds.w == 32 && ds.nclasses == 10);
 	CHECK(ds.y[0] == 9 && ds.y[2] == 5 && ds.y[3] == 9 && ds.y[4] == 0);
 	/* example 2, channel G (1), row 5, col 6 = byte 1024 + 5*32 + 6 */
 	CHECK(ds.x[2 * 3072 + 1024 + 5 * 32 + 6] == (float)((2 * 7 + 1190) % 251) / 255.0f);
@@ -249,8 +266,7 @@ static void test_cifar(void)
 
 	p = write_cifar("short.bin", 0, l1, 2, 100);
 	files[1] = p;
-	want = xasprintf("%s: truncated record: size 6046 is not a positive multiple of 3073",
-			 p);
+	want = xasprintf("%s: truncated record: size 6046 is not a positive multiple of 3073", p);
 	CHECK(pbx_dataset_load_cifar10(files, 2, &ds, &err) == -1);
 	CHECK_STR(err.msg, want);
 	CHECK(ds.x == NULL && ds.n == 0);
@@ -278,10 +294,10 @@ static void test_named(void)
 		free(name);
 	}
 	free(write_cifar("cifar/cifar-10-batches-bin/test_batch.bin", 0, l + 1, 1, 0));
-	CHECK(pbx_dataset_load_named("cifar10", sub, 1, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_named("cifar10", sub, 1, &ds, &err) == 0);
 	CHECK(ds.n == 6 && ds.y[0] == 3 && ds.y[5] == 4);
 	pbx_dataset_free(&ds);
-	CHECK(pbx_dataset_load_named("cifar10", sub, 0, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_named("cifar10", sub, 0, &ds, &err) == 0);
 	CHECK(ds.n == 1 && ds.y[0] == 4);
 	pbx_dataset_free(&ds);
 
@@ -289,7 +305,7 @@ static void test_named(void)
 	CHECK(pbx_mkdir_p(fm, 0755, &err) == 0);
 	free(write_idx("fm/t10k-images-idx3-ubyte.gz", 1, 0x803, idims, 3, pix, sizeof(pix)));
 	free(write_idx("fm/t10k-labels-idx1-ubyte", 0, 0x801, ldims, 1, lab, sizeof(lab)));
-	CHECK(pbx_dataset_load_named("mnist", fm, 0, &ds, &err) == 0);
+	REQUIRE(pbx_dataset_load_named("mnist", fm, 0, &ds, &err) == 0);
 	check_small(&ds);
 	CHECK_STR(ds.name, "mnist");
 	pbx_dataset_free(&ds);
@@ -348,7 +364,8 @@ static void test_synthetic(void)
 	pbx_dataset_synthetic(&a, 200, 3, 8, 8, 10, 42);
 	pbx_dataset_synthetic(&b, 200, 3, 8, 8, 10, 42);
 	pbx_dataset_synthetic_at(&c, 50, 100, 3, 8, 8, 10, 42);
-	CHECK(a.n == 200 && a.c == 3 && a.h == 8 && a.w == 8 && a.nclasses == 10);
+	/* the memcmps below assume these sizes */
+	REQUIRE(a.n == 200 && a.c == 3 && a.h == 8 && a.w == 8 && a.nclasses == 10);
 	CHECK_STR(a.name, "synthetic");
 	CHECK(memcmp(a.x, b.x, 200 * d * sizeof(float)) == 0);
 	CHECK(memcmp(a.y, b.y, 200 * sizeof(int32_t)) == 0);
@@ -401,5 +418,5 @@ int main(void)
 	test_fashion_real();
 	CHECK(pbx_rm_rf(tdir, &err) == 0);
 	free(tdir);
-	return 0;
+	return tap_done();
 }

@@ -9,7 +9,11 @@
  */
 #include "runtime/loader.h"
 
-#include "check.h"
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tap.h"
+#include "util/xalloc.h"
 
 #define C 2
 #define H 5
@@ -39,9 +43,10 @@ static int run_epoch(struct pbx_loader *l, int batch, int *seen, int *nex)
 	int nb = 0, n;
 	*nex = 0;
 	while ((n = pbx_loader_next(l, x, y)) > 0) {
-		CHECK(n <= batch);
+		REQUIRE(n <= batch);
 		for (int k = 0; k < n; k++) {
-			CHECK(x[k * D] == (float)y[k] + 0.001f);  /* x and y agree */
+			/* x and y agree (and so y[k] is an index into seen) */
+			REQUIRE(x[k * D] == (float)y[k] + 0.001f);
 			seen[y[k]]++;
 		}
 		*nex += n;
@@ -61,7 +66,7 @@ static void test_coverage(void)
 		struct pbx_loader *l[3];
 		for (int r = 0; r < 3; r++) {
 			l[r] = pbx_loader_new(&ds, 4, 1, NULL, 99, r, 3, r, drop);
-			CHECK(l[r]);
+			REQUIRE(l[r]);
 			bpe[r] = pbx_loader_batches_per_epoch(l[r]);
 		}
 		for (int epoch = 0; epoch < 2; epoch++) {
@@ -116,7 +121,7 @@ static void test_threads_identical(void)
 	for (int t = 0; t < 3; t++) {
 		int nth = t == 2 ? 3 : t;
 		struct pbx_loader *l = pbx_loader_new(&ds, 5, 1, &aug, 7, 1, 2, nth, 0);
-		CHECK(l);
+		REQUIRE(l);
 		xs[t] = xmalloc(2 * 57 * D * sizeof(float));
 		ys[t] = xmalloc(2 * 57 * sizeof(int32_t));
 		n[t] = collect(l, 5, xs[t], ys[t]);
@@ -147,7 +152,8 @@ static int is_augmented(const float *src, const float *out, int pad)
 					int ch = j / (H * W), yy = j / W % H, xx = j % W;
 					int sy = yy + dy, sx = (flip ? W - 1 - xx : xx) + dx;
 					float want = sy >= 0 && sy < H && sx >= 0 && sx < W
-							     ? src[ch * H * W + sy * W + sx] : 0.0f;
+							     ? src[ch * H * W + sy * W + sx]
+							     : 0.0f;
 					ok = out[j] == want;
 				}
 				if (ok)
@@ -177,8 +183,8 @@ static void test_augment(void)
 				total++;
 			}
 	CHECK(total == 120);
-	CHECK(same > 0 && same < 30);        /* ~1/18 untouched */
-	CHECK(flips > 40 && flips < 80);     /* ~half flipped */
+	CHECK(same > 0 && same < 30);    /* ~1/18 untouched */
+	CHECK(flips > 40 && flips < 80); /* ~half flipped */
 	pbx_loader_free(l);
 
 	/* no shuffle, no augmentation: the identity order, exact copies */
@@ -192,8 +198,7 @@ static void test_augment(void)
 
 /* After `skip` batches of a reference run, a fresh loader set to the saved
  * state must produce the same next `cmp` batches. */
-static void check_resume(const struct pbx_dataset *ds, int skip, int cmp, int nth_a,
-			 int nth_b)
+static void check_resume(const struct pbx_dataset *ds, int skip, int cmp, int nth_a, int nth_b)
 {
 	struct pbx_augment aug = { 2, 1 };
 	struct pbx_loader *a = pbx_loader_new(ds, 6, 1, &aug, 5, 0, 2, nth_a, 1);
@@ -204,7 +209,7 @@ static void check_resume(const struct pbx_dataset *ds, int skip, int cmp, int nt
 	for (int i = 0; i < skip; i++)
 		pbx_loader_next(a, xa, ya);
 	pbx_loader_get_state(a, &st);
-	pbx_loader_next(b, xb, yb);  /* b is somewhere else entirely */
+	pbx_loader_next(b, xb, yb); /* b is somewhere else entirely */
 	CHECK(pbx_loader_set_state(b, &st) == 0);
 	pbx_loader_get_state(b, &st2);
 	CHECK(memcmp(&st, &st2, sizeof(st)) == 0);
@@ -223,12 +228,12 @@ static void test_resume(void)
 	struct pbx_dataset ds;
 	struct pbx_loader *l;
 	struct pbx_loader_state st = { 1, 0, 0 };
-	make_indexed(&ds, 50);  /* world 2, batch 6, drop_last: 4 batches/epoch */
+	make_indexed(&ds, 50); /* world 2, batch 6, drop_last: 4 batches/epoch */
 	check_resume(&ds, 1, 10, 0, 0);
 	check_resume(&ds, 3, 10, 2, 0);
-	check_resume(&ds, 4, 10, 0, 3);   /* at the end, before the 0 */
-	check_resume(&ds, 5, 10, 1, 1);   /* just after the 0 */
-	check_resume(&ds, 11, 6, 3, 2);   /* mid second epoch */
+	check_resume(&ds, 4, 10, 0, 3); /* at the end, before the 0 */
+	check_resume(&ds, 5, 10, 1, 1); /* just after the 0 */
+	check_resume(&ds, 11, 6, 3, 2); /* mid second epoch */
 
 	l = pbx_loader_new(&ds, 6, 1, NULL, 5, 1, 2, 1, 1);
 	CHECK(pbx_loader_batches_per_epoch(l) == 4);
@@ -263,12 +268,12 @@ static void test_lifecycle(void)
 	CHECK(!pbx_loader_new(&ds, 4, 1, &bad, 1, 0, 1, 0, 0));
 	/* more ranks than examples in the tail: a rank may get one batch fewer */
 	l = pbx_loader_new(&ds, 100, 0, NULL, 1, 0, 7, 0, 0);
-	CHECK(pbx_loader_batches_per_epoch(l) == 1);  /* 500 < 700: share 71 */
+	CHECK(pbx_loader_batches_per_epoch(l) == 1); /* 500 < 700: share 71 */
 	pbx_loader_free(l);
 	pbx_dataset_free(&ds);
 	make_indexed(&ds, 5);
 	l = pbx_loader_new(&ds, 4, 0, NULL, 1, 0, 7, 0, 0);
-	CHECK(pbx_loader_batches_per_epoch(l) == 0);  /* share of 5 over 7 is 0 */
+	CHECK(pbx_loader_batches_per_epoch(l) == 0); /* share of 5 over 7 is 0 */
 	CHECK(pbx_loader_next(l, x, y) == 0);
 	pbx_loader_free(l);
 	pbx_dataset_free(&ds);
@@ -281,5 +286,5 @@ int main(void)
 	test_augment();
 	test_resume();
 	test_lifecycle();
-	return 0;
+	return tap_done();
 }

@@ -9,11 +9,15 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "common/tap.h"
+#include "common/tmpdir.h"
 #include "runtime/crc32c.h"
 #include "util/fs.h"
+#include "util/xalloc.h"
 
 /* ---------------------------------------------------------------------- */
 /* a minimal reader */
@@ -37,11 +41,12 @@ static int read_records(const char *path, struct rec *recs, int max)
 	FILE *f = fopen(path, "rb");
 	unsigned char hdr[12], foot[4];
 	int n = 0;
-	CHECK(f);
+	REQUIRE(f);
 	while (fread(hdr, 1, 12, f) == 12) {
 		uint64_t len = le(hdr, 8);
-		CHECK(n < max);
-		CHECK(le(hdr + 8, 4) == pbx_crc32c_mask(pbx_crc32c(0, hdr, 8)));
+		REQUIRE(n < max);
+		/* a bad length CRC: len cannot be trusted to allocate */
+		REQUIRE(le(hdr + 8, 4) == pbx_crc32c_mask(pbx_crc32c(0, hdr, 8)));
 		recs[n].data = xmalloc(len ? len : 1);
 		recs[n].len = len;
 		CHECK(fread(recs[n].data, 1, len, f) == len);
@@ -72,7 +77,7 @@ static uint64_t varint(const unsigned char **p, const unsigned char *end)
 		if (!(b & 0x80))
 			return v;
 	}
-	CHECK(!"varint runs past the end");
+	REQUIRE(!"varint runs past the end");
 	return 0;
 }
 
@@ -100,12 +105,13 @@ static void parse(const unsigned char *p, size_t len, struct event *ev, int leve
 		} else {
 			CHECK(wt == 2);
 			l = varint(&p, end);
-			CHECK(p + l <= end);
+			/* these guard the memcpy and parse below */
+			REQUIRE(p + l <= end);
 			if (level == 0 && num == 3) {
-				CHECK(l < sizeof(ev->version));
+				REQUIRE(l < sizeof(ev->version));
 				memcpy(ev->version, p, l);
 			} else if (level == 2 && num == 1) {
-				CHECK(l < sizeof(ev->tag));
+				REQUIRE(l < sizeof(ev->tag));
 				memcpy(ev->tag, p, l);
 			} else {
 				CHECK((level == 0 && num == 5) || (level == 1 && num == 1));
@@ -145,7 +151,7 @@ static void test_tfevents(const char *dir)
 
 	CHECK(strncmp(base, "events.out.tfevents.", 20) == 0);
 	CHECK(strlen(base) > 20 + 10 && base[30] == '.');
-	CHECK(w);
+	REQUIRE(w);
 	CHECK(pbx_tfevents_scalar(w, 7, "loss", 0.25f, &err) == 0);
 	CHECK(pbx_tfevents_scalar(w, 300, "acc", -1.5f, &err) == 0);
 	CHECK(pbx_tfevents_scalar(w, 1LL << 40, "big/step", 3.0f, &err) == 0);
@@ -156,7 +162,7 @@ static void test_tfevents(const char *dir)
 	CHECK(strstr(err.msg, "cannot create") && strstr(err.msg, path));
 
 	n = read_records(path, recs, 8);
-	CHECK(n == 4);
+	REQUIRE(n == 4); /* decoded below */
 	ev = decode(&recs[0]);
 	CHECK_STR(ev.version, "brain.Event:2");
 	CHECK(ev.wall_time > 1.6e9 && !ev.has_value);
@@ -182,14 +188,14 @@ static json_t *jsonl_line(const char *path, int want)
 	struct pbx_err err = PBX_ERR_INIT;
 	const char *p;
 	json_t *o;
-	CHECK(pbx_read_file(path, &b, &err) == 0);
+	REQUIRE(pbx_read_file(path, &b, &err) == 0);
 	p = b.buf;
 	for (int i = 0; i < want; i++) {
 		p = strchr(p, '\n');
-		CHECK(p);
+		REQUIRE(p);
 		p++;
 	}
-	CHECK(strchr(p, '\n'));
+	REQUIRE(strchr(p, '\n'));
 	o = json_loadb(p, (size_t)(strchr(p, '\n') - p), 0, NULL);
 	CHECK(o);
 	pbx_buf_release(&b);
@@ -212,7 +218,7 @@ static int count_lines(const char *path)
 static void test_metrics(const char *top)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	char *dir = xasprintf("%s/run/a", top);  /* created by open */
+	char *dir = xasprintf("%s/run/a", top); /* created by open */
 	char *jsonl = xasprintf("%s/metrics.jsonl", dir);
 	char *summary = xasprintf("%s/summary.json", dir);
 	const char *names[] = { "epoch", "loss", "lr" };
@@ -224,15 +230,16 @@ static void test_metrics(const char *top)
 	char line[256];
 	FILE *f;
 
-	CHECK(m);
+	REQUIRE(m);
 	CHECK(pbx_metrics_log(m, 100, 3, names, v1) == 0);
 	CHECK(pbx_metrics_log(m, 200, 3, names, v2) == 0);
 	CHECK(pbx_metrics_log(m, 300, 1, bad, v1) == -1);
-	CHECK_STR(pbx_metrics_error(m), "bad metric name 'step' (must be non-empty and not 'step')");
+	CHECK_STR(pbx_metrics_error(m),
+		  "bad metric name 'step' (must be non-empty and not 'step')");
 
 	/* the JSON lines: step first, integers stay integers, NaN is null */
 	f = fopen(jsonl, "r");
-	CHECK(f && fgets(line, sizeof(line), f));
+	REQUIRE(f && fgets(line, sizeof(line), f));
 	CHECK_STR(line, "{\"step\":100,\"epoch\":1,\"loss\":0.43,\"lr\":0.01}\n");
 	CHECK(fgets(line, sizeof(line), f));
 	CHECK_STR(line, "{\"step\":200,\"epoch\":2,\"loss\":null,\"lr\":0.001}\n");
@@ -240,7 +247,7 @@ static void test_metrics(const char *top)
 	fclose(f);
 
 	/* one Event per value after the version record */
-	CHECK(read_records(pbx_metrics_event_path(m), recs, 16) == 7);
+	REQUIRE(read_records(pbx_metrics_event_path(m), recs, 16) == 7); /* decoded below */
 	CHECK_STR(decode(&recs[2]).tag, "loss");
 	CHECK(decode(&recs[2]).value == 0.43f && decode(&recs[2]).step == 100);
 	CHECK(isnan(decode(&recs[5]).value));
@@ -261,7 +268,7 @@ static void test_metrics(const char *top)
 	fputs("{\"step\":300,\"lo", f);
 	fclose(f);
 	m = pbx_metrics_open(dir, 1, &err);
-	CHECK(m);
+	REQUIRE(m);
 	CHECK(pbx_metrics_log(m, 300, 1, names, v1) == 0);
 	pbx_metrics_close(m);
 	CHECK(count_lines(jsonl) == 3);
@@ -278,7 +285,7 @@ static void test_metrics(const char *top)
 
 	/* a fresh (non-append) open truncates */
 	m = pbx_metrics_open(dir, 0, &err);
-	CHECK(m);
+	REQUIRE(m);
 	pbx_metrics_close(m);
 	CHECK(count_lines(jsonl) == 0);
 
@@ -298,5 +305,5 @@ int main(void)
 	test_metrics(dir);
 	CHECK(pbx_rm_rf(dir, &err) == 0);
 	free(dir);
-	return 0;
+	return tap_done();
 }

@@ -6,17 +6,21 @@
  * record-level shares of ranks covering every record exactly once.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "common/tap.h"
+#include "common/tmpdir.h"
 #include "runtime/tfevents.h"
 #include "runtime/tfrecord.h"
+#include "util/xalloc.h"
 
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	CHECK(f);
+	REQUIRE(f);
 	fseek(f, 0, SEEK_END);
 	*len = (size_t)ftell(f);
 	fseek(f, 0, SEEK_SET);
@@ -41,8 +45,9 @@ static void test_codec(void)
 	for (int i = 0; i < (int)sizeof(px); i++)
 		px[i] = (unsigned char)(i * 13);
 	pbx_example_encode(&b, px, 2, 3, 3, 7);
-	CHECK(pbx_example_decode(b.buf, b.len, &ex, &err) == 0);
-	CHECK(ex.h == 2 && ex.w == 3 && ex.c == 3 && ex.label == 7);
+	/* the memcmp below reads the decoded pixels */
+	REQUIRE(pbx_example_decode(b.buf, b.len, &ex, &err) == 0);
+	REQUIRE(ex.h == 2 && ex.w == 3 && ex.c == 3 && ex.label == 7);
 	CHECK(memcmp(ex.pixels, px, sizeof(px)) == 0);
 	pbx_example_release(&ex);
 	/* a record that is not an Example, and one without the image */
@@ -70,13 +75,13 @@ static void test_reader(const char *dir)
 	size_t len, flen;
 	struct pbx_err err = PBX_ERR_INIT;
 	FILE *f = fopen(path, "wb");
-	CHECK(f);
+	REQUIRE(f);
 	CHECK(pbx_tfrecord_write(f, "alpha", 5) == 0);
 	CHECK(pbx_tfrecord_write(f, "", 0) == 0);
 	CHECK(pbx_tfrecord_write(f, "gamma!", 6) == 0);
 	CHECK(fclose(f) == 0);
 	char *orig = slurp(path, &flen);
-	CHECK(flen == 3 * 16 + 11);
+	REQUIRE(flen == 3 * 16 + 11); /* the cases below flip bytes up to 56 */
 
 	f = fopen(path, "rb");
 	struct pbx_tfrecord_reader *r = pbx_tfrecord_reader_new(f, path);
@@ -89,7 +94,10 @@ static void test_reader(const char *dir)
 	fclose(f);
 
 	/* byte k flipped -> the expected error for the record at 37 */
-	static const struct { int k; const char *want; } cases[] = {
+	static const struct {
+		int k;
+		const char *want;
+	} cases[] = {
 		{ 37 + 0, "offset 37: corrupt record: length CRC mismatch" },
 		{ 37 + 9, "offset 37: corrupt record: length CRC mismatch" },
 		{ 37 + 12, "offset 37: corrupt record: data CRC mismatch (6 bytes)" },
@@ -119,7 +127,8 @@ static void test_reader(const char *dir)
 	r = pbx_tfrecord_reader_new(f, path);
 	while (pbx_tfrecord_next(r, &d, &len, &err) == 1)
 		;
-	char *want = xasprintf("%s: offset 37: truncated record: the data and footer has 7 of 10 bytes", path);
+	char *want = xasprintf(
+		"%s: offset 37: truncated record: the data and footer has 7 of 10 bytes", path);
 	CHECK_STR(err.msg, want);
 	free(want);
 	pbx_tfrecord_reader_free(r);
@@ -172,7 +181,7 @@ static void test_pack_shares(const char *dir)
 	bytes_set(&ds, 101, 3, 5, 4); /* c = 3: HWC in the file, CHW in memory */
 	CHECK(pbx_tfrecord_pack(&ds, dir, "s-train", 4, &err) == 0);
 	char *pat = xasprintf("%s/s-train-*-of-00004.tfrecord", dir);
-	CHECK(pbx_dataset_load_tfrecord(pat, 0, 1, 3, &back, &err) == 0);
+	REQUIRE(pbx_dataset_load_tfrecord(pat, 0, 1, 3, &back, &err) == 0);
 	CHECK(same_data(&ds, &back));
 	pbx_dataset_free(&back);
 	/* 2 ranks: file level (2 files each); 8 ranks: record level */
@@ -180,7 +189,9 @@ static void test_pack_shares(const char *dir)
 	for (int wi = 0; wi < 2; wi++) {
 		int total = 0, labels[10] = { 0 }, want[10] = { 0 };
 		for (int rk = 0; rk < worlds[wi]; rk++) {
-			CHECK(pbx_dataset_load_tfrecord(pat, rk, worlds[wi], 2, &back, &err) == 0);
+			/* its labels index the counts below */
+			REQUIRE(pbx_dataset_load_tfrecord(pat, rk, worlds[wi], 2, &back, &err) ==
+				0);
 			total += back.n;
 			for (int i = 0; i < back.n; i++)
 				labels[back.y[i]]++;
@@ -192,8 +203,8 @@ static void test_pack_shares(const char *dir)
 		CHECK(memcmp(labels, want, sizeof(want)) == 0);
 	}
 	/* file level for 2 ranks: rank 1 has shards 1 and 3 */
-	CHECK(pbx_dataset_load_tfrecord(pat, 1, 2, 1, &back, &err) == 0);
-	CHECK(back.n == (50 - 25) + (101 - 75));
+	REQUIRE(pbx_dataset_load_tfrecord(pat, 1, 2, 1, &back, &err) == 0);
+	REQUIRE(back.n == (50 - 25) + (101 - 75)); /* back.y[0] below */
 	CHECK(back.y[0] == ds.y[25]);
 	pbx_dataset_free(&back);
 	/* no match */
@@ -255,12 +266,12 @@ static void test_idx(const char *dir)
 	struct pbx_dataset idx, back;
 	struct pbx_err err = PBX_ERR_INIT;
 	if (pbx_dataset_load_named("fashion-mnist", NULL, 0, &idx, &err) < 0) {
-		fprintf(stderr, "test_idx: Fashion-MNIST not installed (%s): skipped\n", err.msg);
+		tap_skip("test_idx: Fashion-MNIST not installed (%s)", err.msg);
 		return;
 	}
 	CHECK(pbx_tfrecord_pack(&idx, dir, "fashion-mnist-test", 3, &err) == 0);
 	char *pat = xasprintf("%s/fashion-mnist-test-*.tfrecord", dir);
-	CHECK(pbx_dataset_load_tfrecord(pat, 0, 1, 2, &back, &err) == 0);
+	REQUIRE(pbx_dataset_load_tfrecord(pat, 0, 1, 2, &back, &err) == 0);
 	CHECK(back.n == 10000 && back.h == 28 && back.c == 1);
 	CHECK(same_data(&idx, &back));
 	pbx_dataset_free(&back);
@@ -280,6 +291,5 @@ int main(void)
 	CHECK(system(cmd) == 0);
 	free(cmd);
 	free(dir);
-	printf("ok\n");
-	return 0;
+	return tap_done();
 }

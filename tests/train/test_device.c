@@ -20,18 +20,8 @@
 #include "train/optim.h"
 #include "util/xalloc.h"
 
+#include "common/tap.h"
 #include "fake_device.h"
-
-static int fails;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fails++; \
-		printf("not ok %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
 
 /* ------------------------------------------------------------ the test */
 
@@ -46,17 +36,16 @@ static const struct pbx_layer_spec specs[] = {
 	{ .kind = PBX_L_LINEAR, .out = 0 },
 };
 #define NSPECS ((int)(sizeof(specs) / sizeof(specs[0])))
-#define B 8
+#define B      8
 
 static struct pbx_model *build(const struct pbx_backend *be)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_model_opts o = { .max_batch = B };
 	struct pbx_model *m = pbx_model_plan(specs, NSPECS, 1, 6, 6, 5, &o, &err);
-	if (!m) {
-		printf("not ok: plan: %s\n", err.msg);
-		exit(1);
-	}
+	if (!m)
+		tap_diag("plan: %s", err.msg);
+	REQUIREF(m, "plan on the %s backend", be->name);
 	pbx_model_alloc(m, be);
 	pbx_model_init_params(m, 42);
 	return m;
@@ -73,8 +62,8 @@ static void optim(struct pbx_optim *o, size_t n)
 }
 
 /* One training step through the device seams, as train.c takes it. */
-static double step(struct pbx_model *m, struct pbx_optim *o, const float *x,
-		   const int32_t *y, int k)
+static double step(struct pbx_model *m, struct pbx_optim *o, const float *x, const int32_t *y,
+		   int k)
 {
 	pbx_rng_seed(&m->rng, 7, (uint64_t)k);
 	double loss = pbx_model_forward(m, x, y, B, 1, NULL);
@@ -99,32 +88,32 @@ int main(void)
 	optim(&oa, a->nparams);
 	optim(&od, d->nparams);
 	struct pbx_fake *f = pbx_fake_state(d);
-	CHECK(f->pushes == 1 && memcmp(f->p, d->params, sizeof(float) * d->nparams) == 0,
-	      "init did not push the parameters to the device (%d pushes)", f->pushes);
+	CHECKF(f->pushes == 1 && memcmp(f->p, d->params, sizeof(float) * d->nparams) == 0,
+	       "init pushes the parameters to the device (%d pushes)", f->pushes);
 
 	float *before = xmalloc(sizeof(float) * d->nparams);
 	memcpy(before, d->params, sizeof(float) * d->nparams);
 	for (int k = 0; k < 3; k++) {
 		double la = step(a, &oa, x, y, k), ld = step(d, &od, x, y, k);
-		CHECK(la == ld, "step %d: loss %.9g on the cpu, %.9g on the device", k, la, ld);
+		CHECKF(la == ld, "step %d: loss %.9g on the cpu, %.9g on the device", k, la, ld);
 	}
-	CHECK(f->calls_set_batch == 3 && f->calls_zero == 3 && f->calls_step == 3,
-	      "device hooks not used: set_batch %d, zero_grad %d, step %d",
-	      f->calls_set_batch, f->calls_zero, f->calls_step);
-	CHECK(memcmp(before, d->params, sizeof(float) * d->nparams) == 0,
-	      "host mirror changed without a pull");
-	CHECK(memcmp(a->params, d->params, sizeof(float) * d->nparams) != 0,
-	      "host mirror equals the trained parameters before a pull");
+	CHECKF(f->calls_set_batch == 3 && f->calls_zero == 3 && f->calls_step == 3,
+	       "device hooks used: set_batch %d, zero_grad %d, step %d", f->calls_set_batch,
+	       f->calls_zero, f->calls_step);
+	CHECKF(memcmp(before, d->params, sizeof(float) * d->nparams) == 0,
+	       "host mirror unchanged without a pull");
+	CHECKF(memcmp(a->params, d->params, sizeof(float) * d->nparams) != 0,
+	       "host mirror differs from the trained parameters before a pull");
 
 	pbx_device_pull(d, &od);
-	CHECK(memcmp(a->params, d->params, sizeof(float) * d->nparams) == 0,
-	      "parameters after pull differ from the cpu's");
-	CHECK(memcmp(a->buffers, d->buffers, sizeof(float) * d->nbuffers) == 0,
-	      "BN running statistics after pull differ from the cpu's");
-	CHECK(memcmp(oa.state, od.state, sizeof(float) * od.nstate) == 0,
-	      "optimiser state after pull differs from the cpu's");
-	CHECK(pbx_device_grads(d) == d->grads,
-	      "a backend that is not CUDA reduces the model's own grads");
+	CHECKF(memcmp(a->params, d->params, sizeof(float) * d->nparams) == 0,
+	       "parameters after pull equal the cpu's");
+	CHECKF(memcmp(a->buffers, d->buffers, sizeof(float) * d->nbuffers) == 0,
+	       "BN running statistics after pull equal the cpu's");
+	CHECKF(memcmp(oa.state, od.state, sizeof(float) * od.nstate) == 0,
+	       "optimiser state after pull equals the cpu's");
+	CHECKF(pbx_device_grads(d) == d->grads,
+	       "a backend that is not CUDA reduces the model's own grads");
 
 	/* a host edit (a checkpoint loaded into the mirrors) reaches the
 	 * device with a push, and both train on from it alike */
@@ -133,21 +122,19 @@ int main(void)
 	pbx_device_push(d, &od);
 	double la = step(a, &oa, x, y, 9), ld = step(d, &od, x, y, 9);
 	pbx_device_pull(d, &od);
-	CHECK(la == ld && memcmp(a->params, d->params, sizeof(float) * d->nparams) == 0,
-	      "after a push: loss %.9g vs %.9g, parameters %s", la, ld,
-	      memcmp(a->params, d->params, sizeof(float) * d->nparams) ? "differ" : "equal");
+	CHECKF(la == ld && memcmp(a->params, d->params, sizeof(float) * d->nparams) == 0,
+	       "after a push: loss %.9g vs %.9g, parameters %s", la, ld,
+	       memcmp(a->params, d->params, sizeof(float) * d->nparams) ? "differ" : "equal");
 
 	/* the device name is checked where the key is read */
-	CHECK(pbx_device_valid("cpu") && pbx_device_valid("cuda") &&
-	      pbx_device_valid("auto") && !pbx_device_valid("gpu"),
-	      "pbx_device_valid");
+	CHECKF(pbx_device_valid("cpu") && pbx_device_valid("cuda") && pbx_device_valid("auto") &&
+		       !pbx_device_valid("gpu"),
+	       "pbx_device_valid");
 
 	free(before);
 	pbx_optim_free(&oa);
 	pbx_optim_free(&od);
 	pbx_model_free(a);
 	pbx_model_free(d);
-	if (!fails)
-		printf("ok device seams: 4 steps on a host-memory device == cpu, mirrors only change on pull\n");
-	return fails ? 1 : 0;
+	return tap_done();
 }

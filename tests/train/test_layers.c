@@ -5,29 +5,29 @@
  * double; float rounding limits the match, hence the relative tolerance.
  * Inputs are spread so that no perturbation crosses a kink (ReLU at 0,
  * max-pool ties).  Also checks a whole model's parameter gradients, which
- * exercises the in-place and fused ReLU wiring.  Prints TAP-ish lines;
- * exits non-zero on any failure.
+ * exercises the in-place and fused ReLU wiring.  TAP output
+ * (tests/common/tap.h); exits non-zero on any failure.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tap.h"
 #include "runtime/rng.h"
 #include "train/layers/layers.h"
 #include "train/model.h"
 
-static int failures;
 static struct pbx_rng rng;
 
 /* A layer under test: fwd() recomputes `out` from the current inputs. */
 struct gc {
 	void (*fwd)(struct gc *g);
-	float *out;      /* (nout) */
-	const float *R;  /* (nout) */
+	float *out;     /* (nout) */
+	const float *R; /* (nout) */
 	size_t nout;
-	void *p[12];     /* layer-specific pointers */
-	int i[12];       /* layer-specific ints */
+	void *p[12]; /* layer-specific pointers */
+	int i[12];   /* layer-specific ints */
 	float f[4];
 };
 
@@ -66,15 +66,17 @@ static float *rnd_distinct(size_t n)
 		a[k] = 0.05f * (float)k - 0.025f * (float)n;
 	for (size_t k = n - 1; k > 0; k--) {
 		size_t j = pbx_rng_below(&rng, (uint32_t)(k + 1));
-		float t = a[k]; a[k] = a[j]; a[j] = t;
+		float t = a[k];
+		a[k] = a[j];
+		a[j] = t;
 	}
 	return a;
 }
 
 /* Compares analytic[k] with (L(v+eps) - L(v-eps)) / 2eps for every k (or a
  * sample of 150 for big tensors). */
-static void check(const char *name, struct gc *g, float *v, size_t n,
-		  const float *analytic, double eps)
+static void check(const char *name, struct gc *g, float *v, size_t n, const float *analytic,
+		  double eps)
 {
 	double worst = 0.0;
 	size_t nbad = 0, count = n < 150 ? n : 150;
@@ -92,28 +94,23 @@ static void check(const char *name, struct gc *g, float *v, size_t n,
 			worst = err;
 		if (err > 1e-2) {
 			if (nbad++ < 3)
-				fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n",
-					name, k, a, num);
+				tap_diag("%s[%zu]: analytic %.6g numeric %.6g", name, k, a, num);
 		}
 	}
 	gc_loss(g); /* leave outputs consistent */
-	printf("%s %s (%zu checked, worst rel err %.2e)\n",
-	       nbad ? "not ok" : "ok", name, count, worst);
-	if (nbad)
-		failures++;
+	CHECKF(nbad == 0, "%s (%zu checked, worst rel err %.2e)", name, count, worst);
 }
 
 /* ---------------------------------------------------------------- conv */
 
 static void conv_fwd(struct gc *g)
 {
-	conv_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
-		     g->i[2], g->i[3], g->i[4], g->i[5], g->i[6], g->i[7], 0,
-		     g->p[3], (size_t)g->i[8]);
+	conv_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1], g->i[2], g->i[3], g->i[4],
+		     g->i[5], g->i[6], g->i[7], 0, g->p[3], (size_t)g->i[8]);
 }
 
-static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
-		      size_t cap, const char *tag)
+static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P, size_t cap,
+		      const char *tag)
 {
 	int OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
 	size_t nin = (size_t)B * C * H * W, nw = (size_t)OC * C * K * K;
@@ -123,8 +120,10 @@ static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
 	float *out = calloc(nout, 4), *R = rnd(nout, -1, 1);
 	float *scr = calloc(ns, 4), *din = calloc(nin, 4), *dw = calloc(nw, 4);
 	float *db = calloc(OC, 4);
-	struct gc g = { conv_fwd, out, R, nout, { in, w, b, scr },
-			{ B, C, H, W, OC, K, S, P, (int)ns }, { 0 } };
+	struct gc g = {
+		conv_fwd, out, R, nout, { in, w, b, scr }, { B, C, H, W, OC, K, S, P, (int)ns },
+		{ 0 }
+	};
 	char name[96];
 	conv_fwd(&g);
 	float *Rc = malloc(sizeof(float) * nout); /* conv_backward may mask dout */
@@ -137,8 +136,15 @@ static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
 	check(name, &g, w, nw, dw, 1e-2);
 	snprintf(name, sizeof(name), "conv %s db", tag);
 	check(name, &g, b, OC, db, 1e-2);
-	free(in); free(w); free(b); free(out); free(R); free(scr); free(din);
-	free(dw); free(db);
+	free(in);
+	free(w);
+	free(b);
+	free(out);
+	free(R);
+	free(scr);
+	free(din);
+	free(dw);
+	free(db);
 }
 
 /* Winograd F(2x2,3x3): gradients against finite differences, and forward
@@ -147,8 +153,8 @@ static void test_conv(int B, int C, int H, int W, int OC, int K, int S, int P,
  * magnitudes involved. */
 static void wino_fwd(struct gc *g)
 {
-	conv_wino_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
-			  g->i[2], g->i[3], g->i[4], 0, g->p[3], (size_t)g->i[8]);
+	conv_wino_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1], g->i[2], g->i[3],
+			  g->i[4], 0, g->p[3], (size_t)g->i[8]);
 }
 
 /* max |a - b| / max(1, max |b|) */
@@ -164,8 +170,7 @@ static double max_rel_diff(const float *a, const float *b, size_t n)
 	return d / m;
 }
 
-static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
-			   const char *tag)
+static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap, const char *tag)
 {
 	size_t nin = (size_t)B * C * H * W, nw = (size_t)OC * C * 9;
 	size_t nout = (size_t)B * OC * H * W;
@@ -176,16 +181,15 @@ static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
 	float *db = calloc(OC, 4), *ref = calloc(nout, 4), *rdin = calloc(nin, 4);
 	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
 	float *Rc = malloc(sizeof(float) * nout), *Rr = malloc(sizeof(float) * nout);
-	struct gc g = { wino_fwd, out, R, nout, { in, w, b, scr },
-			{ B, C, H, W, OC, 3, 1, 1, (int)ns }, { 0 } };
+	struct gc g = {
+		wino_fwd, out, R, nout, { in, w, b, scr }, { B, C, H, W, OC, 3, 1, 1, (int)ns },
+		{ 0 }
+	};
 	char name[128];
 	double d[4];
 	int ok;
 
-	if (!conv_wino_ok(C, OC, 3, 1, 1)) {
-		printf("not ok conv winograd %s: not picked\n", tag);
-		failures++;
-	}
+	CHECKF(conv_wino_ok(C, OC, 3, 1, 1), "conv winograd %s: picked", tag);
 	wino_fwd(&g);
 	memcpy(Rc, R, sizeof(float) * nout);
 	conv_wino_backward(din, dw, db, Rc, NULL, in, w, B, C, H, W, OC, scr, ns);
@@ -208,18 +212,29 @@ static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
 	memcpy(Rc, R, sizeof(float) * nout);
 	memcpy(Rr, R, sizeof(float) * nout);
 	conv_wino_backward(din, dw, db, Rc, ref, in, w, B, C, H, W, OC, scr, ns);
-	conv_im2col_backward(rdin, rdw, rdb, Rr, ref, in, w, B, C, H, W, OC,
-			     3, 1, 1, scr, ns);
+	conv_im2col_backward(rdin, rdw, rdb, Rr, ref, in, w, B, C, H, W, OC, 3, 1, 1, scr, ns);
 	d[1] = max_rel_diff(din, rdin, nin);
 	d[2] = max_rel_diff(dw, rdw, nw);
 	d[3] = max_rel_diff(db, rdb, OC);
 	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5 && d[3] < 1e-5;
-	printf("%s conv winograd %s vs im2col, relu (max rel diff out %.1e din %.1e dw %.1e db %.1e)\n",
-	       ok ? "ok" : "not ok", tag, d[0], d[1], d[2], d[3]);
-	failures += !ok;
-	free(in); free(w); free(b); free(out); free(R); free(scr); free(din);
-	free(dw); free(db); free(ref); free(rdin); free(rdw); free(rdb);
-	free(Rc); free(Rr);
+	CHECKF(ok,
+	       "conv winograd %s vs im2col, relu (max rel diff out %.1e din %.1e dw %.1e db %.1e)",
+	       tag, d[0], d[1], d[2], d[3]);
+	free(in);
+	free(w);
+	free(b);
+	free(out);
+	free(R);
+	free(scr);
+	free(din);
+	free(dw);
+	free(db);
+	free(ref);
+	free(rdin);
+	free(rdw);
+	free(rdb);
+	free(Rc);
+	free(Rr);
 }
 
 /* The direct one-channel conv (AVX-512 CPUs): dw, db against finite
@@ -227,8 +242,8 @@ static void test_conv_wino(int B, int C, int H, int W, int OC, size_t cap,
  * im2col. */
 static void c1_fwd(struct gc *g)
 {
-	conv_c1_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1],
-			g->i[2], g->i[3], 0, g->p[3], (size_t)g->i[4]);
+	conv_c1_forward(g->out, g->p[0], g->p[1], g->p[2], g->i[0], g->i[1], g->i[2], g->i[3], 0,
+			g->p[3], (size_t)g->i[4]);
 }
 
 static void test_conv_c1(int B, int H, int W, int OC)
@@ -240,14 +255,13 @@ static void test_conv_c1(int B, int H, int W, int OC)
 	float *out = calloc(nout, 4), *ref = calloc(nout, 4), *R = rnd(nout, -1, 1);
 	float *scr = calloc(ns, 4), *dw = calloc(nw, 4), *db = calloc(OC, 4);
 	float *rdw = calloc(nw, 4), *rdb = calloc(OC, 4);
-	struct gc g = { c1_fwd, out, R, nout, { in, w, b, scr },
-			{ B, H, W, OC, (int)ns }, { 0 } };
+	struct gc g = { c1_fwd, out, R, nout, { in, w, b, scr }, { B, H, W, OC, (int)ns }, { 0 } };
 	char name[96];
 	double d[3];
 	int ok;
 
 	if (!conv_c1_ok(1, 3, 1, 1, B, H, W, OC, ns)) {
-		printf("ok conv c1 %dx%d # skip: no AVX-512 on this CPU\n", H, W);
+		tap_skip("conv c1 %dx%d: no AVX-512 on this CPU", H, W);
 		goto out;
 	}
 	c1_fwd(&g);
@@ -260,17 +274,24 @@ static void test_conv_c1(int B, int H, int W, int OC)
 	conv_c1_forward(out, in, w, b, B, H, W, OC, 1, scr, ns);
 	conv_im2col_forward(ref, in, w, b, B, 1, H, W, OC, 3, 1, 1, 1, scr, ns);
 	d[0] = max_rel_diff(out, ref, nout);
-	conv_im2col_backward(NULL, rdw, rdb, R, NULL, in, w, B, 1, H, W, OC,
-			     3, 1, 1, scr, ns);
+	conv_im2col_backward(NULL, rdw, rdb, R, NULL, in, w, B, 1, H, W, OC, 3, 1, 1, scr, ns);
 	d[1] = max_rel_diff(dw, rdw, nw);
 	d[2] = max_rel_diff(db, rdb, OC);
 	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
-	printf("%s conv c1 %dx%d -> %d vs im2col, relu (max rel diff out %.1e dw %.1e db %.1e)\n",
-	       ok ? "ok" : "not ok", H, W, OC, d[0], d[1], d[2]);
-	failures += !ok;
+	CHECKF(ok, "conv c1 %dx%d -> %d vs im2col, relu (max rel diff out %.1e dw %.1e db %.1e)", H,
+	       W, OC, d[0], d[1], d[2]);
 out:
-	free(in); free(w); free(b); free(out); free(ref); free(R); free(scr);
-	free(dw); free(db); free(rdw); free(rdb);
+	free(in);
+	free(w);
+	free(b);
+	free(out);
+	free(ref);
+	free(R);
+	free(scr);
+	free(dw);
+	free(db);
+	free(rdw);
+	free(rdb);
 }
 
 /* ---------------------------------------------------------------- pool */
@@ -278,11 +299,11 @@ out:
 static void pool_fwd(struct gc *g)
 {
 	if (g->i[7])
-		maxpool_forward(g->out, g->p[0], g->i[0], g->i[1], g->i[2],
-				g->i[3], g->i[4], g->i[5], g->i[6]);
+		maxpool_forward(g->out, g->p[0], g->i[0], g->i[1], g->i[2], g->i[3], g->i[4],
+				g->i[5], g->i[6]);
 	else
-		avgpool_forward(g->out, g->p[0], g->i[0], g->i[1], g->i[2],
-				g->i[3], g->i[4], g->i[5], g->i[6]);
+		avgpool_forward(g->out, g->p[0], g->i[0], g->i[1], g->i[2], g->i[3], g->i[4],
+				g->i[5], g->i[6]);
 }
 
 static void test_pool(int max, int B, int C, int H, int W, int K, int S, int P)
@@ -300,7 +321,10 @@ static void test_pool(int max, int B, int C, int H, int W, int K, int S, int P)
 		avgpool_backward(din, R, B, C, H, W, K, S, P);
 	snprintf(name, sizeof(name), "%s k%d s%d p%d din", max ? "maxpool" : "avgpool", K, S, P);
 	check(name, &g, in, nin, din, 1e-2);
-	free(in); free(out); free(R); free(din);
+	free(in);
+	free(out);
+	free(R);
+	free(din);
 }
 
 /* ----------------------------------------------------------- batchnorm */
@@ -309,8 +333,8 @@ static void bn_fwd(struct gc *g)
 {
 	int C = g->i[1];
 	float *run = g->p[3], *saved = g->p[4];
-	batchnorm_forward(g->out, g->p[0], g->p[1], g->p[2], run, run + C,
-			  saved, saved + C, g->i[0], C, g->i[2], 1e-5f, 0.1f, 1, g->i[3]);
+	batchnorm_forward(g->out, g->p[0], g->p[1], g->p[2], run, run + C, saved, saved + C,
+			  g->i[0], C, g->i[2], 1e-5f, 0.1f, 1, g->i[3]);
 }
 
 static void test_batchnorm(int B, int C, int HW, int relu)
@@ -320,7 +344,8 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 	float run[64] = { 0 }, saved[64];
 	float *out = calloc(n, 4), *R = rnd(n, -1, 1), *din = calloc(n, 4);
 	float *dg = calloc(C, 4), *dbt = calloc(C, 4);
-	struct gc g = { bn_fwd, out, R, n, { in, gamma, beta, run, saved }, { B, C, HW, relu }, { 0 } };
+	struct gc g = { bn_fwd, out, R, n, { in, gamma, beta, run, saved }, { B, C, HW, relu },
+			{ 0 } };
 	bn_fwd(&g);
 	if (relu) {
 		/* fused ReLU == ReLU backward, then plain BN backward */
@@ -329,21 +354,22 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 		double worst = 0.0;
 		for (size_t k = 0; k < n; k++)
 			Rm[k] = out[k] > 0.0f ? R[k] : 0.0f;
-		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved,
-				   saved + C, 1, B, C, HW);
-		batchnorm_backward(din2, dg2, db2, Rm, in, gamma, beta, saved,
-				   saved + C, 0, B, C, HW);
+		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved, saved + C, 1, B, C, HW);
+		batchnorm_backward(din2, dg2, db2, Rm, in, gamma, beta, saved, saved + C, 0, B, C,
+				   HW);
 		for (size_t k = 0; k < n; k++)
 			worst = fmax(worst, fabs(din[k] - din2[k]));
 		for (int k = 0; k < C; k++)
 			worst = fmax(worst, fmax(fabs(dg[k] - dg2[k]), fabs(dbt[k] - db2[k])));
-		printf("%s batchnorm+relu fused backward equals the unfused pair (max diff %.1e)\n",
-		       worst < 1e-5 ? "ok" : "not ok", worst);
-		failures += worst >= 1e-5;
-		free(Rm); free(din2); free(dg2); free(db2);
+		CHECKF(worst < 1e-5,
+		       "batchnorm+relu fused backward equals the unfused pair (max diff %.1e)",
+		       worst);
+		free(Rm);
+		free(din2);
+		free(dg2);
+		free(db2);
 	} else {
-		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved,
-				   saved + C, 0, B, C, HW);
+		batchnorm_backward(din, dg, dbt, R, in, gamma, beta, saved, saved + C, 0, B, C, HW);
 		check("batchnorm din", &g, in, n, din, 1e-2);
 		check("batchnorm dgamma", &g, gamma, C, dg, 1e-3);
 		check("batchnorm dbeta", &g, beta, C, dbt, 1e-3);
@@ -353,14 +379,18 @@ static void test_batchnorm(int B, int C, int HW, int relu)
 		run[c] = 0.5f;
 		run[C + c] = 4.0f;
 	}
-	batchnorm_forward(out, in, gamma, beta, run, run + C, saved, saved + C,
-			  B, C, HW, 0.0f, 0.1f, 0, 0);
+	batchnorm_forward(out, in, gamma, beta, run, run + C, saved, saved + C, B, C, HW, 0.0f,
+			  0.1f, 0, 0);
 	float want = gamma[0] * (in[0] - 0.5f) / 2.0f + beta[0];
-	int ok = fabsf(out[0] - want) < 1e-5f;
-	printf("%s batchnorm eval uses running stats\n", ok ? "ok" : "not ok");
-	failures += !ok;
-	free(in); free(gamma); free(beta); free(out); free(R); free(din);
-	free(dg); free(dbt);
+	CHECKF(fabsf(out[0] - want) < 1e-5f, "batchnorm eval uses running stats");
+	free(in);
+	free(gamma);
+	free(beta);
+	free(out);
+	free(R);
+	free(din);
+	free(dg);
+	free(dbt);
 }
 
 /* Fused BN+ReLU+2x2 max-pool backward == the pool backward, then BN+ReLU's
@@ -375,22 +405,27 @@ static void test_bn_pool(int B, int C, int H, int W)
 	float *din = calloc(n, 4), *din2 = calloc(n, 4);
 	float dg[16] = { 0 }, db[16] = { 0 }, dg2[16] = { 0 }, db2[16] = { 0 };
 	double worst = 0.0;
-	batchnorm_forward(out, in, gamma, beta, run, run + C, saved, saved + C,
-			  B, C, H * W, 1e-5f, 0.1f, 1, 1);
+	batchnorm_forward(out, in, gamma, beta, run, run + C, saved, saved + C, B, C, H * W, 1e-5f,
+			  0.1f, 1, 1);
 	maxpool_backward(dy, gp, out, B, C, H, W, 2, 2, 0);
-	batchnorm_backward(din, dg, db, dy, in, gamma, beta, saved, saved + C,
-			   1, B, C, H * W);
-	batchnorm_relu_maxpool2_backward(din2, dg2, db2, gp, in, gamma, beta,
-					 saved, saved + C, B, C, H, W);
+	batchnorm_backward(din, dg, db, dy, in, gamma, beta, saved, saved + C, 1, B, C, H * W);
+	batchnorm_relu_maxpool2_backward(din2, dg2, db2, gp, in, gamma, beta, saved, saved + C, B,
+					 C, H, W);
 	for (size_t k = 0; k < n; k++)
 		worst = fmax(worst, fabs(din[k] - din2[k]));
 	for (int k = 0; k < C; k++)
 		worst = fmax(worst, fmax(fabs(dg[k] - dg2[k]), fabs(db[k] - db2[k])));
-	printf("%s batchnorm+relu+maxpool2 fused backward %dx%d equals the unfused layers (max diff %.1e)\n",
-	       worst < 1e-4 ? "ok" : "not ok", H, W, worst);
-	failures += worst >= 1e-4;
-	free(in); free(gamma); free(beta); free(out); free(gp); free(dy);
-	free(din); free(din2);
+	CHECKF(worst < 1e-4,
+	       "batchnorm+relu+maxpool2 fused backward %dx%d equals the unfused layers (max diff %.1e)",
+	       H, W, worst);
+	free(in);
+	free(gamma);
+	free(beta);
+	free(out);
+	free(gp);
+	free(dy);
+	free(din);
+	free(din2);
 }
 
 /* -------------------------------------------------------------- linear */
@@ -412,7 +447,14 @@ static void test_linear(int B, int IN, int OUT)
 	check("linear din", &g, in, nin, din, 1e-2);
 	check("linear dw", &g, w, nw, dw, 1e-2);
 	check("linear db", &g, b, OUT, db, 1e-2);
-	free(in); free(w); free(b); free(out); free(R); free(din); free(dw); free(db);
+	free(in);
+	free(w);
+	free(b);
+	free(out);
+	free(R);
+	free(din);
+	free(dw);
+	free(db);
 }
 
 /* A linear layer big enough for pbx_gemm's split and for K blocking (IN >
@@ -427,13 +469,15 @@ static void test_linear_kernels(int B, int IN, int OUT)
 	int ok;
 	pbx_gemm_small_init();
 	if (!pbx_gemm_avx512) {
-		printf("ok linear avx512 vs openblas # skip: no AVX-512 on this CPU\n");
+		tap_skip("linear avx512 vs openblas: no AVX-512 on this CPU");
 		goto out;
 	}
 	for (int k = 0; k < 2; k++) {
 		pbx_gemm_avx512 = k;
-		o[k] = calloc(nout, 4); din[k] = calloc(nin, 4);
-		dw[k] = malloc(sizeof(float) * nw); db[k] = calloc(OUT, 4);
+		o[k] = calloc(nout, 4);
+		din[k] = calloc(nin, 4);
+		dw[k] = malloc(sizeof(float) * nw);
+		db[k] = calloc(OUT, 4);
 		memcpy(dw[k], dw0, sizeof(float) * nw); /* += onto values */
 		linear_forward(o[k], in, w, b, B, IN, OUT);
 		linear_backward(din[k], dw[k], db[k], R, in, w, B, IN, OUT);
@@ -442,14 +486,20 @@ static void test_linear_kernels(int B, int IN, int OUT)
 	d[1] = max_rel_diff(din[1], din[0], nin);
 	d[2] = max_rel_diff(dw[1], dw[0], nw);
 	ok = d[0] < 1e-5 && d[1] < 1e-5 && d[2] < 1e-5;
-	printf("%s linear %dx%d->%d avx512 vs openblas (max rel diff out %.1e din %.1e dw %.1e)\n",
-	       ok ? "ok" : "not ok", B, IN, OUT, d[0], d[1], d[2]);
-	failures += !ok;
+	CHECKF(ok, "linear %dx%d->%d avx512 vs openblas (max rel diff out %.1e din %.1e dw %.1e)",
+	       B, IN, OUT, d[0], d[1], d[2]);
 	for (int k = 0; k < 2; k++) {
-		free(o[k]); free(din[k]); free(dw[k]); free(db[k]);
+		free(o[k]);
+		free(din[k]);
+		free(dw[k]);
+		free(db[k]);
 	}
 out:
-	free(in); free(w); free(b); free(R); free(dw0);
+	free(in);
+	free(w);
+	free(b);
+	free(R);
+	free(dw0);
 }
 
 /* --------------------------------------------------------- activations */
@@ -468,7 +518,10 @@ static void test_act(enum act_kind kind, const char *name)
 	act_fwd(&g);
 	act_backward(din, R, in, out, n, kind, 0.1f);
 	check(name, &g, in, n, din, 1e-3);
-	free(in); free(out); free(R); free(din);
+	free(in);
+	free(out);
+	free(R);
+	free(din);
 }
 
 /* ------------------------------------------------------------- dropout */
@@ -492,18 +545,20 @@ static void test_dropout(void)
 	check("dropout din", &g, in, n, din, 1e-2);
 	for (size_t k = 0; k < n; k++)
 		zeros += mask[k] == 0.0f;
-	int ok = zeros > 30 && zeros < 90;
-	printf("%s dropout drops about 30%% (%d of 200)\n", ok ? "ok" : "not ok", zeros);
-	failures += !ok;
-	free(in); free(out); free(R); free(mask); free(din);
+	CHECKF(zeros > 30 && zeros < 90, "dropout drops about 30%% (%d of 200)", zeros);
+	free(in);
+	free(out);
+	free(R);
+	free(mask);
+	free(din);
 }
 
 /* ----------------------------------------------------------------- lrn */
 
 static void lrn_fwd(struct gc *g)
 {
-	lrn_forward(g->out, g->p[1], g->p[0], g->i[0], g->i[1], g->i[2],
-		    g->i[3], g->f[0], g->f[1], g->f[2]);
+	lrn_forward(g->out, g->p[1], g->p[0], g->i[0], g->i[1], g->i[2], g->i[3], g->f[0], g->f[1],
+		    g->f[2]);
 }
 
 static void test_lrn(int B, int C, int HW, int size)
@@ -511,14 +566,19 @@ static void test_lrn(int B, int C, int HW, int size)
 	size_t n = (size_t)B * C * HW;
 	float *in = rnd(n, -2, 2), *out = calloc(n, 4), *R = rnd(n, -1, 1);
 	float *scale = calloc(n, 4), *din = calloc(n, 4);
-	struct gc g = { lrn_fwd, out, R, n, { in, scale }, { B, C, HW, size },
-			{ 0.5f, 0.75f, 1.0f } };
+	struct gc g = {
+		lrn_fwd, out, R, n, { in, scale }, { B, C, HW, size }, { 0.5f, 0.75f, 1.0f }
+	};
 	char name[48];
 	lrn_fwd(&g);
 	lrn_backward(din, R, in, out, scale, B, C, HW, size, 0.5f, 0.75f);
 	snprintf(name, sizeof(name), "lrn size %d din", size);
 	check(name, &g, in, n, din, 1e-2);
-	free(in); free(out); free(R); free(scale); free(din);
+	free(in);
+	free(out);
+	free(R);
+	free(scale);
+	free(din);
 }
 
 /* -------------------------------------------------------- softmax xent */
@@ -527,8 +587,8 @@ static float xent_loss_buf[1];
 
 static void xent_fwd(struct gc *g)
 {
-	xent_loss_buf[0] = (float)softmax_xent_forward(g->p[1], g->p[0], g->p[2],
-						       g->i[0], g->i[1], NULL);
+	xent_loss_buf[0] =
+		(float)softmax_xent_forward(g->p[1], g->p[0], g->p[2], g->i[0], g->i[1], NULL);
 }
 
 static void test_xent(void)
@@ -541,7 +601,9 @@ static void test_xent(void)
 	xent_fwd(&g);
 	softmax_xent_backward(dz, probs, y, B, V);
 	check("softmax_xent dlogits", &g, z, (size_t)B * V, dz, 1e-3);
-	free(z); free(probs); free(dz);
+	free(z);
+	free(probs);
+	free(dz);
 }
 
 /* -------------------------------------------------------- whole model */
@@ -564,25 +626,47 @@ static void test_model(void)
 	struct pbx_err err = PBX_ERR_INIT;
 	int n = 0;
 	float one = 1.0f;
-	pbx_layer_spec_defaults(&s[n], PBX_L_CONV); s[n].out = 4; s[n].p = 1; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_RELU); n++;           /* fused */
-	pbx_layer_spec_defaults(&s[n], PBX_L_MAXPOOL); n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_LRN); s[n].size = 3; s[n].alpha = 0.3f; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_CONV); s[n].out = 5; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_BATCHNORM); n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_RELU); n++;           /* fused */
-	pbx_layer_spec_defaults(&s[n], PBX_L_AVGPOOL); n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_FLATTEN); n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR); s[n].out = 6; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_RELU); n++;           /* in place */
-	pbx_layer_spec_defaults(&s[n], PBX_L_DROPOUT); s[n].rate = 0.2f; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR); s[n].out = 6; n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_TANH); n++;
-	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR); n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_CONV);
+	s[n].out = 4;
+	s[n].p = 1;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_RELU);
+	n++; /* fused */
+	pbx_layer_spec_defaults(&s[n], PBX_L_MAXPOOL);
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_LRN);
+	s[n].size = 3;
+	s[n].alpha = 0.3f;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_CONV);
+	s[n].out = 5;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_BATCHNORM);
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_RELU);
+	n++; /* fused */
+	pbx_layer_spec_defaults(&s[n], PBX_L_AVGPOOL);
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_FLATTEN);
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR);
+	s[n].out = 6;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_RELU);
+	n++; /* in place */
+	pbx_layer_spec_defaults(&s[n], PBX_L_DROPOUT);
+	s[n].rate = 0.2f;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR);
+	s[n].out = 6;
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_TANH);
+	n++;
+	pbx_layer_spec_defaults(&s[n], PBX_L_LINEAR);
+	n++;
 	gm = pbx_model_new(s, n, 2, 8, 8, 3, 3, 11, &err);
-	if (!gm) {
-		printf("not ok model build: %s\n", err.msg);
-		failures++;
+	if (!CHECKF(gm, "model build")) {
+		tap_diag("%s", err.msg);
 		return;
 	}
 	gm_x = rnd(3 * 2 * 8 * 8, -1, 1);
@@ -592,8 +676,8 @@ static void test_model(void)
 	pbx_model_backward(gm);
 	float *an = malloc(sizeof(float) * gm->nparams);
 	memcpy(an, gm->grads, sizeof(float) * gm->nparams);
-	check("model params (conv+relu, lrn, bn+relu, linear+relu, dropout, tanh)", &g,
-	      gm->params, gm->nparams, an, 1e-3);
+	check("model params (conv+relu, lrn, bn+relu, linear+relu, dropout, tanh)", &g, gm->params,
+	      gm->nparams, an, 1e-3);
 	free(an);
 	free(gm_x);
 	pbx_model_free(gm);
@@ -612,9 +696,8 @@ static void test_model_fused_pool(void)
 	int32_t y[3] = { 1, 7, 3 };
 	int64_t correct = 0;
 	double worst = 0.0, norm = 0.0;
-	if (!m) {
-		printf("not ok cnn-bn build: %s\n", err.msg);
-		failures++;
+	if (!CHECKF(m, "cnn-bn build")) {
+		tap_diag("%s", err.msg);
 		return;
 	}
 	g1 = malloc(sizeof(float) * m->nparams);
@@ -635,10 +718,9 @@ static void test_model_fused_pool(void)
 		worst = fmax(worst, fabs(g1[k] - m->grads[k]));
 		norm += fabs(g1[k]);
 	}
-	int ok = fused == 4 && worst < 1e-5 && norm > 1e-3;
-	printf("%s cnn-bn: %d fused BN+ReLU+maxpool layers, gradients (sum |g| %.2f) equal the unfused passes' (max diff %.1e)\n",
-	       ok ? "ok" : "not ok", fused, norm, worst);
-	failures += !ok;
+	CHECKF(fused == 4 && worst < 1e-5 && norm > 1e-3,
+	       "cnn-bn: %d fused BN+ReLU+maxpool layers, gradients (sum |g| %.2f) equal the unfused passes' (max diff %.1e)",
+	       fused, norm, worst);
 	free(g1);
 	free(x);
 	pbx_model_free(m);
@@ -689,7 +771,7 @@ int main(void)
 		pbx_gemm_avx512 = -1;
 		pbx_gemm_small_init();
 		if (!pbx_gemm_avx512) {
-			printf("ok conv winograd avx512 # skip: no AVX-512 on this CPU\n");
+			tap_skip("conv winograd avx512: no AVX-512 on this CPU");
 			break;
 		}
 	}
@@ -697,7 +779,8 @@ int main(void)
 	 * CPU has them) */
 	pbx_gemm_avx512 = 0;
 	test_conv(2, 3, 6, 5, 4, 3, 1, 1, 0, "3x3 s1 p1 (one chunk, openblas)");
-	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36, "5x5 s1 p2 (chunks of 2, openblas)");
+	test_conv(3, 2, 6, 6, 3, 5, 1, 2, 2 * (2 * 50 + 3) * 36,
+		  "5x5 s1 p2 (chunks of 2, openblas)");
 	test_linear(3, 7, 4);
 	pbx_gemm_avx512 = -1;
 	test_linear_kernels(64, 700, 40);
@@ -707,6 +790,5 @@ int main(void)
 	test_conv_c1(3, 5, 7, 4);
 	test_conv_c1(2, 9, 20, 3);
 	test_conv_c1(2, 28, 28, 5);
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return tap_done();
 }

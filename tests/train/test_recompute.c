@@ -16,21 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tap.h"
 #include "runtime/rng.h"
 #include "train/layers/layers.h"
 #include "train/model.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	int ok_ = (cond); \
-	printf("%s ", ok_ ? "ok" : "not ok"); \
-	printf(__VA_ARGS__); \
-	printf("\n"); \
-	failures += !ok_; \
-} while (0)
-
-#define L_(k, ...) { .kind = (k), __VA_ARGS__ }
+#define L_(k, ...)                       \
+	{                                \
+		.kind = (k), __VA_ARGS__ \
+	}
 
 static const struct pbx_layer_spec deep[] = {
 	L_(PBX_L_CONV, .out = 8, .k = 3, .s = 1, .p = 1),
@@ -61,17 +55,16 @@ static const struct pbx_layer_spec deep[] = {
 	L_(PBX_L_LINEAR, .out = 0),
 };
 #define NDEEP ((int)(sizeof(deep) / sizeof(deep[0])))
-#define B 6
+#define B     6
 
 static struct pbx_model *build(int recompute)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_model_opts o = { .max_batch = B, .recompute = recompute };
 	struct pbx_model *m = pbx_model_plan(deep, NDEEP, 1, 28, 28, 10, &o, &err);
-	if (!m) {
-		printf("not ok plan: %s\n", err.msg);
-		exit(1);
-	}
+	if (!m)
+		tap_diag("plan: %s", err.msg);
+	REQUIREF(m, "plan with recompute %d", recompute);
 	pbx_model_alloc(m, &pbx_backend_cpu);
 	pbx_model_init_params(m, 5);
 	return m;
@@ -104,37 +97,37 @@ int main(void)
 	for (int i = 0; i < B; i++)
 		y[i] = i % 10;
 
-	CHECK(NDEEP >= 20, "the model has %d layers", NDEEP);
+	CHECKF(NDEEP >= 20, "the model has %d layers", NDEEP);
 	struct pbx_model *ref = build(0);
 	double lref = step(ref, x, y);
 	size_t mem_ref = ref->nacts + ref->ndacts;
 	float probs[B * 10]; /* the evaluations below overwrite ref's */
 	memcpy(probs, ref->acts + ref->probs_off, sizeof(probs));
-	CHECK(ref->nsegs == 1, "recompute 0: one segment");
+	CHECKF(ref->nsegs == 1, "recompute 0: one segment");
 	const int segs[] = { -1, 2, 3, 7, NDEEP };
 	for (size_t k = 0; k < sizeof(segs) / sizeof(segs[0]); k++) {
 		struct pbx_model *m = build(segs[k]);
 		double l = step(m, x, y);
 		size_t mem = m->nacts + m->ndacts;
-		CHECK(m->nsegs > 1, "recompute %d: %d segments, activation memory %zu -> %zu floats (%.0f%%)",
-		      segs[k], m->nsegs, mem_ref, mem, 100.0 * (double)mem / (double)mem_ref);
-		CHECK(mem < mem_ref, "recompute %d: less activation memory", segs[k]);
-		CHECK(l == lref, "recompute %d: same loss (%.9g, %.9g)", segs[k], l, lref);
-		CHECK(same(m->grads, ref->grads, ref->nparams),
-		      "recompute %d: gradients bit-identical (%zu)", segs[k], ref->nparams);
-		CHECK(same(m->buffers, ref->buffers, ref->nbuffers),
-		      "recompute %d: BN running stats updated once, identically", segs[k]);
-		CHECK(same(m->acts + m->probs_off, probs, B * 10),
-		      "recompute %d: same probabilities", segs[k]);
-		CHECK(memcmp(&m->rng, &ref->rng, sizeof(m->rng)) == 0,
-		      "recompute %d: dropout drew once", segs[k]);
+		CHECKF(m->nsegs > 1,
+		       "recompute %d: %d segments, activation memory %zu -> %zu floats (%.0f%%)",
+		       segs[k], m->nsegs, mem_ref, mem, 100.0 * (double)mem / (double)mem_ref);
+		CHECKF(mem < mem_ref, "recompute %d: less activation memory", segs[k]);
+		CHECKF(l == lref, "recompute %d: same loss (%.9g, %.9g)", segs[k], l, lref);
+		CHECKF(same(m->grads, ref->grads, ref->nparams),
+		       "recompute %d: gradients bit-identical (%zu)", segs[k], ref->nparams);
+		CHECKF(same(m->buffers, ref->buffers, ref->nbuffers),
+		       "recompute %d: BN running stats updated once, identically", segs[k]);
+		CHECKF(same(m->acts + m->probs_off, probs, B * 10),
+		       "recompute %d: same probabilities", segs[k]);
+		CHECKF(memcmp(&m->rng, &ref->rng, sizeof(m->rng)) == 0,
+		       "recompute %d: dropout drew once", segs[k]);
 		/* evaluation through the shared region */
 		double e1 = pbx_model_forward(m, x, y, B, 0, NULL);
 		double e0 = pbx_model_forward(ref, x, y, B, 0, NULL);
-		CHECK(e1 == e0, "recompute %d: same evaluation loss", segs[k]);
+		CHECKF(e1 == e0, "recompute %d: same evaluation loss", segs[k]);
 		pbx_model_free(m);
 	}
 	pbx_model_free(ref);
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return tap_done();
 }
