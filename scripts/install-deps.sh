@@ -16,7 +16,7 @@ packages="
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core
   procps iproute2 psmisc sqlite3 rsync man-db sudo
-  bash-completion zsh
+  bash-completion zsh clang-format
   dataset-fashion-mnist
 "
 

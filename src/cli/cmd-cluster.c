@@ -31,7 +31,7 @@ struct cluster_progress {
 static void cluster_progress_nodes(void *ctx, size_t n, const char *const *names)
 {
 	struct cluster_progress *cp = ctx;
-	pbx_progress_free(cp->p);   /* a resize has two phases: a display each */
+	pbx_progress_free(cp->p); /* a resize has two phases: a display each */
 	cp->p = pbx_progress_new(cp->title, n, names);
 }
 
@@ -55,8 +55,7 @@ static int cluster_getopt(const struct pbx_cmd *cmd, int argc, char **argv, cons
 /* One request a dry run would send: "METHOD URL" and the body on a line
  * of its own, or with --json one object {"method", "url", "body"} a line
  * (body parsed back into JSON when it is JSON). */
-static void cluster_print_request(void *ctx, const char *method, const char *url,
-				  const char *body)
+static void cluster_print_request(void *ctx, const char *method, const char *url, const char *body)
 {
 	int as_json = *(const int *)ctx;
 	if (as_json) {
@@ -89,9 +88,8 @@ static void cluster_print_exposure(char *json)
 /* ---------------------------------------------------------------- price */
 
 /* What the prices leave out (docs/cost.md). */
-static const char *const price_excluded[] = {
-	"disks", "network egress", "external IP addresses", "Cloud NAT / NAT gateways", NULL
-};
+static const char *const price_excluded[] = { "disks", "network egress", "external IP addresses",
+					      "Cloud NAT / NAT gateways", NULL };
 
 /* A line of the price text: to stdout, or as information on stderr. */
 static void price_emit(int to_stdout, const char *line)
@@ -145,8 +143,10 @@ static void price_print_text(const char *name, const struct pbx_price_quote *q, 
 {
 	char line[300];
 	if (!strcmp(q->cloud, "local")) {
-		snprintf(line, sizeof(line), "cluster %s runs as processes on this machine: no cloud "
-			 "price", name);
+		snprintf(line, sizeof(line),
+			 "cluster %s runs as processes on this machine: no cloud "
+			 "price",
+			 name);
 		price_emit(to_stdout, line);
 		return;
 	}
@@ -190,8 +190,7 @@ static json_t *price_json(const char *name, const struct pbx_price_quote *q)
 /* The budget of the template cluster `name` is (or would be) built from
  * (-t `tmpl`, else the one recorded, else its name), 0 when none, and what
  * the cluster has spent so far (*spent, 0 for a new one). */
-static int64_t price_budget(struct pbx_ctx *ctx, const char *name, const char *tmpl,
-			    int64_t *spent)
+static int64_t price_budget(struct pbx_ctx *ctx, const char *name, const char *tmpl, int64_t *spent)
 {
 	struct pbx_cluster_row row;
 	struct pbx_err err = PBX_ERR_INIT;
@@ -237,7 +236,7 @@ static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char
 	if (ctx->quiet)
 		return;
 	if (pbx_cluster_price(ctx->store, ctx->cfg, name, tmpl, 0, &q, &err) < 0) {
-		if (err.code != PBX_EXIT_NOTFOUND)   /* no template: start says so */
+		if (err.code != PBX_EXIT_NOTFOUND) /* no template: start says so */
 			pbx_warning("no price for cluster %s: %s", name, err.msg);
 	} else if (strcmp(q.cloud, "local")) {
 		price_print_text(name, &q, 0);
@@ -250,9 +249,10 @@ static const struct pbx_cmd cmd_cluster_price;
 
 static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "template", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-		{ "offline", no_argument, NULL, 'o' }, { NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "template", required_argument, NULL, 't' },
+						  { "json", no_argument, NULL, 'j' },
+						  { "offline", no_argument, NULL, 'o' },
+						  { NULL, 0, NULL, 0 } };
 	struct pbx_price_quote q;
 	struct pbx_err err = PBX_ERR_INIT;
 	const char *tmpl = NULL;
@@ -282,8 +282,8 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		char *text;
 		json_object_set_new(o, "budget", budget > 0 ? price_money(budget) : json_null());
 		json_object_set_new(o, "spent", price_money(spent));
-		text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-					JSON_REAL_PRECISION(12));
+		text = json_dumps(o,
+				  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 		printf("%s\n", text ? text : "null");
 		free(text);
 		json_decref(o);
@@ -299,9 +299,10 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc cluster_price_opts[] = {
 	{ "-t, --template TEMPLATE", "price TEMPLATE instead of the template named NAME" },
-	{ "-j, --json", "one JSON object: cloud, region, currency, fetched, stale, groups "
-			"[{group, machine_type, count, spot, each, hourly}], hourly, not_included,\n"
-			"budget (the template's, or null) and spent (by the cluster so far)" },
+	{ "-j, --json",
+	  "one JSON object: cloud, region, currency, fetched, stale, groups "
+	  "[{group, machine_type, count, spot, each, hourly}], hourly, not_included,\n"
+	  "budget (the template's, or null) and spent (by the cluster so far)" },
 	{ "-o, --offline", "use the cached prices only, however old; fetch nothing" },
 	{ NULL, NULL },
 };
@@ -330,10 +331,11 @@ static const struct pbx_cmd cmd_cluster_start;
 
 static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "template", required_argument, NULL, 't' }, { "dry-run", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' }, { "autostop", required_argument, NULL, 'a' },
-		{ NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "template", required_argument, NULL, 't' },
+						  { "dry-run", no_argument, NULL, 'n' },
+						  { "json", no_argument, NULL, 'j' },
+						  { "autostop", required_argument, NULL, 'a' },
+						  { NULL, 0, NULL, 0 } };
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_err err = PBX_ERR_INIT;
@@ -353,11 +355,15 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			tmpl = optarg;
 		else if (opt == 'n')
 			dry = 1;
-		else if (opt == 'a' && (pbx_duration_parse(optarg, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
-					(autostop && autostop < 10)))
-			return pbx_usage_error(&cmd_cluster_start, "--autostop: '%s' is not a duration "
-					       "from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
-					       "minutes) or off", optarg);
+		else if (opt == 'a' &&
+			 (pbx_duration_parse(optarg, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
+			  (autostop && autostop < 10)))
+			return pbx_usage_error(
+				&cmd_cluster_start,
+				"--autostop: '%s' is not a duration "
+				"from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
+				"minutes) or off",
+				optarg);
 		else if (opt == 'j')
 			as_json = 1;
 	}
@@ -388,7 +394,8 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (was_up)
 		pbx_info("cluster %s is already up: every compute node was idle, every node "
-			 "checked (%.1f s)", argv[optind], secs);
+			 "checked (%.1f s)",
+			 argv[optind], secs);
 	else
 		pbx_info("cluster %s is up (%.1f s)", argv[optind], secs);
 	return 0;
@@ -408,16 +415,17 @@ static const struct pbx_cmd cmd_cluster_start = {
 	.name = "start",
 	.summary = "create a cluster, or repair whatever of it is down",
 	.usage = "pbx cluster start [-t TEMPLATE] [--autostop DURATION] [-n [-j]] NAME",
-	.description = "Creates the nodes of template NAME (or TEMPLATE), connects over SSH,\n"
-		       "runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
-		       "on the head, slurmd with GPU GRES on each compute node) and returns when\n"
-		       "sinfo shows every node idle.  On an existing cluster it brings back only\n"
-		       "what is down, and says so when the cluster was already up.  A node whose\n"
-		       "host key changed is refused (exit 4) and the cluster's state left as is.\n"
-		       "A cluster that stopped itself (autostop) is powered on again, its disks\n"
-		       "as they were, and its queued jobs run.  First it shows the cluster's\n"
-		       "price an hour by node group (as `pbx cluster price`; on stderr, not with\n"
-		       "-q); a price that cannot be had is a warning.",
+	.description =
+		"Creates the nodes of template NAME (or TEMPLATE), connects over SSH,\n"
+		"runs the bootstrap on all nodes at once (munge with a fresh key, slurmctld\n"
+		"on the head, slurmd with GPU GRES on each compute node) and returns when\n"
+		"sinfo shows every node idle.  On an existing cluster it brings back only\n"
+		"what is down, and says so when the cluster was already up.  A node whose\n"
+		"host key changed is refused (exit 4) and the cluster's state left as is.\n"
+		"A cluster that stopped itself (autostop) is powered on again, its disks\n"
+		"as they were, and its queued jobs run.  First it shows the cluster's\n"
+		"price an hour by node group (as `pbx cluster price`; on stderr, not with\n"
+		"-q); a price that cannot be had is a warning.",
 	.args = "CLUSTER|TEMPLATE",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
@@ -449,10 +457,12 @@ static void cluster_stop_legacy_note(struct pbx_store *st, const char *name)
 	if (pbx_store_cluster_get(st, name, &row, &err) < 0)
 		return;
 	if (pbx_cluster_uid_legacy(row.uid))
-		pbx_warning("cluster %s was made by a pbx without cluster ids: its cloud resources are "
-			    "found by its name and its old id %s (the store number the older pbx put "
-			    "on them), which another pbx home's cluster of this name may share; its "
-			    "Compute Engine firewall rules by name alone", name, row.uid);
+		pbx_warning(
+			"cluster %s was made by a pbx without cluster ids: its cloud resources are "
+			"found by its name and its old id %s (the store number the older pbx put "
+			"on them), which another pbx home's cluster of this name may share; its "
+			"Compute Engine firewall rules by name alone",
+			name, row.uid);
 	pbx_cluster_row_free(&row);
 }
 
@@ -460,10 +470,11 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
-	static const struct option longopts[] = {
-		{ "dry-run", no_argument, NULL, 'n' }, { "json", no_argument, NULL, 'j' },
-		{ "id", required_argument, NULL, 'I' }, { NULL, 0, NULL, 0 } };
-	struct pbx_table *found = NULL;   /* made on the first row */
+	static const struct option longopts[] = { { "dry-run", no_argument, NULL, 'n' },
+						  { "json", no_argument, NULL, 'j' },
+						  { "id", required_argument, NULL, 'I' },
+						  { NULL, 0, NULL, 0 } };
+	struct pbx_table *found = NULL; /* made on the first row */
 	struct pbx_stop_opts o = { NULL, cluster_stop_found, &found };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
@@ -486,12 +497,13 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_stop, "--json goes with --dry-run");
 	if (o.uid && !pbx_cluster_uid_valid(o.uid))
-		return pbx_usage_error(&cmd_cluster_stop, "--id takes a cluster id: 32 lowercase hex "
+		return pbx_usage_error(&cmd_cluster_stop,
+				       "--id takes a cluster id: 32 lowercase hex "
 				       "digits (an older pbx's: a decimal number)");
 	argv += optind - 1;
 	if (dry) {
-		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], o.uid, cluster_print_request,
-					  &as_json, &err);
+		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], o.uid,
+					  cluster_print_request, &as_json, &err);
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
 	cluster_stop_legacy_note(ctx->store, argv[1]);
@@ -500,7 +512,7 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &o, &ev, &err);
 	pbx_progress_free(cp.p);
 	free(title);
-	if (found)   /* what a stop of a name this store does not know found */
+	if (found) /* what a stop of a name this store does not know found */
 		pbx_table_print(found);
 	if (rc < 0)
 		return pbx_report(&err);
@@ -570,12 +582,13 @@ static int cluster_resize_take_delta(int argc, char **argv, int *delta)
 static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "group", required_argument, NULL, 'g' }, { "force", no_argument, NULL, 'f' },
+		{ "group", required_argument, NULL, 'g' },   { "force", no_argument, NULL, 'f' },
 		{ "timeout", required_argument, NULL, 'T' }, { "dry-run", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+		{ "json", no_argument, NULL, 'j' },          { NULL, 0, NULL, 0 }
+	};
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
-	struct pbx_resize_opts o = {0};
+	struct pbx_resize_opts o = { 0 };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title, *end;
 	int rc, opt, as_json = 0;
@@ -725,7 +738,7 @@ static void cluster_list_refresh(struct pbx_ctx *ctx, struct pbx_cluster_row *ro
 		return;
 	}
 	why = pbx_cluster_stopped_why(c);
-	if (why) {   /* recorded in the store by pbx_cluster_stopped_why */
+	if (why) { /* recorded in the store by pbx_cluster_stopped_why */
 		free(row->state);
 		row->state = xstrdup("stopped");
 	}
@@ -759,7 +772,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (refresh && !ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
 		return pbx_report(&err);
 	if (!ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0) {
-		ctx->cfg = NULL;   /* budgets are left out: the list itself needs none */
+		ctx->cfg = NULL; /* budgets are left out: the list itself needs none */
 		pbx_err_clear(&err);
 	}
 	if (pbx_store_cluster_list(ctx->store, all, &rows, &n, &err) < 0)
@@ -771,20 +784,22 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		for (i = 0; i < n; i++) {
 			json_t *o = cluster_row_json(&rows[i]);
 			struct pbx_spend sp;
-			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) == 0)
+			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) ==
+			    0)
 				cluster_spend_json(o, &sp, cluster_budget_of(ctx, &rows[i]));
 			json_array_append_new(a, o);
 		}
 		pbx_print_json(a);
 	} else {
-		static const char *const hdr[] = { "NAME", "CLOUD", "STATE", "CREATED", "PRICE/H",
-						   "SPENT" };
+		static const char *const hdr[] = { "NAME",    "CLOUD",   "STATE",
+						   "CREATED", "PRICE/H", "SPENT" };
 		struct pbx_table *t = pbx_table_new(6, hdr);
 		for (i = 0; i < n; i++) {
 			char when[32], hourly[48] = "-", spent[48] = "-";
 			const char *cells[6];
 			struct pbx_spend sp;
-			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) == 0) {
+			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) ==
+			    0) {
 				cluster_spend_text(&sp, sp.hourly, hourly, sizeof(hourly));
 				cluster_spend_text(&sp, sp.spent, spent, sizeof(spent));
 			}
@@ -808,7 +823,7 @@ static const struct pbx_opt_doc cluster_list_opts[] = {
 	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated,\n"
 			"spent, hourly, currency, node_hours, unpriced_runs, budget}" },
 	{ "-r, --refresh", "ask each cluster's cloud first: a cluster whose head is powered off "
-	  "(autostop) is recorded and shown as stopped" },
+			   "(autostop) is recorded and shown as stopped" },
 	{ NULL, NULL },
 };
 
@@ -844,12 +859,13 @@ static void cluster_print_spend(const struct pbx_cluster *c, const struct pbx_sp
 	char hourly[48], spent[48], since[32], budget[32];
 	int64_t b = c->spec.t ? c->spec.t->budget : 0;
 	if (!strcmp(c->row.cloud, "local"))
-		return;   /* processes on this machine: no price */
+		return; /* processes on this machine: no price */
 	cluster_spend_text(s, s->hourly, hourly, sizeof(hourly));
 	cluster_spend_text(s, s->spent, spent, sizeof(spent));
 	cluster_time(c->row.created, since, sizeof(since));
 	printf("cost: %s/h now; spent %s since %s (%.1f node-hours%s)", hourly, spent, since,
-	       (double)s->seconds / 3600.0, s->unpriced ? ", some unpriced: see 'pbx cluster price'" : "");
+	       (double)s->seconds / 3600.0,
+	       s->unpriced ? ", some unpriced: see 'pbx cluster price'" : "");
 	if (b > 0) {
 		pbx_money_format(b, 2, budget, sizeof(budget));
 		printf("; budget %s (%d%%)", budget,
@@ -879,7 +895,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	stopped = live ? NULL : pbx_cluster_stopped_why(c);
 	last = pbx_cluster_last_stop(c);
-	pbx_cluster_spend_sync(c, time(NULL));   /* a stop just learnt ends its runs */
+	pbx_cluster_spend_sync(c, time(NULL)); /* a stop just learnt ends its runs */
 	if (pbx_cluster_spend_of(ctx->store, c->row.id, time(NULL), &spend, &err) < 0)
 		memset(&spend, 0, sizeof(spend));
 	if (json) {
@@ -888,14 +904,19 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "template", tmpl ? tmpl : json_null());
 		for (i = 0; i < c->nnodes; i++) {
 			json_t *n = json_object();
-			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
+			const char *ss =
+				live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
 			json_object_set_new(n, "name", json_string(c->nodes[i].name));
 			json_object_set_new(n, "role", json_string(c->nodes[i].role));
-			json_object_set_new(n, "instance_id", c->nodes[i].instance_id && *c->nodes[i].instance_id
-					    ? json_string(c->nodes[i].instance_id) : json_null());
+			json_object_set_new(n, "instance_id",
+					    c->nodes[i].instance_id && *c->nodes[i].instance_id
+						    ? json_string(c->nodes[i].instance_id)
+						    : json_null());
 			json_object_set_new(n, "address", json_string(c->nodes[i].address));
-			json_object_set_new(n, "public_address", c->nodes[i].public_address
-					    ? json_string(c->nodes[i].public_address) : json_null());
+			json_object_set_new(n, "public_address",
+					    c->nodes[i].public_address
+						    ? json_string(c->nodes[i].public_address)
+						    : json_null());
 			json_object_set_new(n, "ssh_port", json_integer(c->nodes[i].ssh_port));
 			json_object_set_new(n, "gpus", json_integer(c->nodes[i].gpus));
 			json_object_set_new(n, "state", json_string(c->nodes[i].state));
@@ -905,7 +926,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "nodes", nodes);
 		json_object_set_new(o, "ssh", json_string(exposure));
 		json_object_set_new(o, "reachable", json_boolean(live));
-		json_object_set_new(o, "autostop", json_integer(c->spec.t ? c->spec.t->autostop : 0));
+		json_object_set_new(o, "autostop",
+				    json_integer(c->spec.t ? c->spec.t->autostop : 0));
 		json_object_set_new(o, "stopped", stopped ? json_string(stopped) : json_null());
 		json_object_set_new(o, "last_autostop", last ? json_string(last) : json_null());
 		cluster_spend_json(o, &spend, c->spec.t ? c->spec.t->budget : 0);
@@ -920,16 +942,19 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		cluster_print_spend(c, &spend);
 		for (i = 0; i < c->nnodes; i++) {
 			char addr[128], gpus[16];
-			const char *ss = live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
+			const char *ss =
+				live ? pbx_sinfo_state_of(sn, nsn, c->nodes[i].name) : NULL;
 			const char *cells[5];
-			snprintf(addr, sizeof(addr), "%s:%d", c->nodes[i].address, c->nodes[i].ssh_port);
+			snprintf(addr, sizeof(addr), "%s:%d", c->nodes[i].address,
+				 c->nodes[i].ssh_port);
 			snprintf(gpus, sizeof(gpus), "%d", c->nodes[i].gpus);
 			cells[0] = c->nodes[i].name;
 			cells[1] = c->nodes[i].role;
 			cells[2] = addr;
 			cells[3] = gpus;
-			cells[4] = !strcmp(c->nodes[i].role, "head") ? (live ? "slurmctld up" : "unreachable")
-								     : (ss ? ss : "-");
+			cells[4] = !strcmp(c->nodes[i].role, "head")
+					   ? (live ? "slurmctld up" : "unreachable")
+					   : (ss ? ss : "-");
 			pbx_table_add(t, cells);
 		}
 		pbx_table_print(t);
@@ -962,10 +987,11 @@ static const struct pbx_cmd cmd_cluster_show = {
 	.name = "show",
 	.summary = "show a cluster's nodes and their SLURM states",
 	.usage = "pbx cluster show [-j] NAME",
-	.description = "Prints which address blocks reach the nodes' port 22 (the template's\n"
-		       "ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
-		       "(one SSH round trip).  When the head cannot be reached the states are\n"
-		       "left out with a warning; when its host key changed, pbx exits 4.",
+	.description =
+		"Prints which address blocks reach the nodes' port 22 (the template's\n"
+		"ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
+		"(one SSH round trip).  When the head cannot be reached the states are\n"
+		"left out with a warning; when its host key changed, pbx exits 4.",
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
@@ -1057,7 +1083,8 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			dashdash = i;
 	nargs = dashdash < 0 ? argc : dashdash;
 	if (nargs < 2 || nargs > 3 || argv[1][0] == '-' || (nargs == 3 && argv[2][0] == '-'))
-		return pbx_usage_error(&cmd_cluster_ssh, "expected NAME [NODE] [-- COMMAND [ARGS...]]");
+		return pbx_usage_error(&cmd_cluster_ssh,
+				       "expected NAME [NODE] [-- COMMAND [ARGS...]]");
 	if (dashdash >= 0 && dashdash == argc - 1)
 		return pbx_usage_error(&cmd_cluster_ssh, "expected a COMMAND after '--'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
@@ -1078,8 +1105,8 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	command = cluster_ssh_command(argv, dashdash);
 	{
-		const char *sargv[] = { "ssh", "-F", config, alias, command ? "--" : NULL, command,
-					NULL };
+		const char *sargv[] = { "ssh",   "-F", config, alias, command ? "--" : NULL,
+					command, NULL };
 		fflush(NULL);
 		execvp("ssh", (char *const *)sargv);
 	}
@@ -1096,14 +1123,15 @@ static const struct pbx_cmd cmd_cluster_ssh = {
 	.name = "ssh",
 	.summary = "open a shell on a node (the head by default), or run a command there",
 	.usage = "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]",
-	.description = "Runs ssh(1) the way pbx itself connects: to the head and to any node\n"
-		       "with a public address directly, to a node without one through the head\n"
-		       "(ProxyJump).  ssh(1) gets a configuration and a known_hosts file that pbx\n"
-		       "writes (mode 0600) in $PBX_HOME/clusters/NAME from the host keys it pinned,\n"
-		       "with StrictHostKeyChecking yes for both hops, so a changed host key is\n"
-		       "refused here as everywhere.  With '-- COMMAND', each word of COMMAND and\n"
-		       "ARGS reaches the node's shell as one word, as with 'cluster exec', but\n"
-		       "without the cluster's environment.",
+	.description =
+		"Runs ssh(1) the way pbx itself connects: to the head and to any node\n"
+		"with a public address directly, to a node without one through the head\n"
+		"(ProxyJump).  ssh(1) gets a configuration and a known_hosts file that pbx\n"
+		"writes (mode 0600) in $PBX_HOME/clusters/NAME from the host keys it pinned,\n"
+		"with StrictHostKeyChecking yes for both hops, so a changed host key is\n"
+		"refused here as everywhere.  With '-- COMMAND', each word of COMMAND and\n"
+		"ARGS reaches the node's shell as one word, as with 'cluster exec', but\n"
+		"without the cluster's environment.",
 	.examples = "pbx cluster ssh gce-gpu\n"
 		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
 	.args = "CLUSTER",
@@ -1156,12 +1184,12 @@ static int cmd_cluster_power_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			return pbx_usage_error(&cmd_cluster_power, "unknown option %s", argv[i]);
 	if (argc < 4)
 		return pbx_usage_error(&cmd_cluster_power, "expected NAME, resume or suspend, "
-				       "and nodes");
+							   "and nodes");
 	if (strcmp(argv[2], "resume") != 0 && strcmp(argv[2], "suspend") != 0)
 		return pbx_usage_error(&cmd_cluster_power, "expected resume or suspend, got '%s'",
 				       argv[2]);
-	if (pbx_cluster_power(ctx->store, ctx->cfg, argv[1], argv[2], argv + 3,
-			      (size_t)(argc - 3), &err) < 0)
+	if (pbx_cluster_power(ctx->store, ctx->cfg, argv[1], argv[2], argv + 3, (size_t)(argc - 3),
+			      &err) < 0)
 		return pbx_report(&err);
 	return 0;
 }
@@ -1170,24 +1198,32 @@ static const struct pbx_cmd cmd_cluster_power = {
 	.name = "power",
 	.summary = "make or remove power-saving nodes (what SLURM's power saving runs)",
 	.usage = "pbx cluster power NAME resume|suspend NODE...",
-	.description = "A node group with min: below its count has nodes that exist only while\n"
-		       "jobs need them (docs/power-saving.md; local clusters so far).  SLURM runs\n"
-		       "this through the head's pbx-resume (its ResumeProgram) when jobs wait for\n"
-		       "such nodes, and pbx-suspend (its SuspendProgram) when they have been idle\n"
-		       "for slurm.suspend_time: resume makes and bootstraps the named asleep nodes\n"
-		       "(a failure removes what it made and marks them DOWN in SLURM with the\n"
-		       "reason, so their jobs are requeued); suspend removes their instances and\n"
-		       "puts them to sleep.  Nodes that are not power-saving nodes are left alone.",
+	.description =
+		"A node group with min: below its count has nodes that exist only while\n"
+		"jobs need them (docs/power-saving.md; local clusters so far).  SLURM runs\n"
+		"this through the head's pbx-resume (its ResumeProgram) when jobs wait for\n"
+		"such nodes, and pbx-suspend (its SuspendProgram) when they have been idle\n"
+		"for slurm.suspend_time: resume makes and bootstraps the named asleep nodes\n"
+		"(a failure removes what it made and marks them DOWN in SLURM with the\n"
+		"reason, so their jobs are requeued); suspend removes their instances and\n"
+		"puts them to sleep.  Nodes that are not power-saving nodes are left alone.",
 	.args = "CLUSTER",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_power_exec,
 };
 
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&cmd_cluster_start, &cmd_cluster_price, &cmd_cluster_list, &cmd_cluster_show,
+	&cmd_cluster_start,
+	&cmd_cluster_price,
+	&cmd_cluster_list,
+	&cmd_cluster_show,
 	&cmd_cluster_ssh,
-	&cmd_cluster_exec, &cmd_cluster_resize, &cmd_cluster_stop, &cmd_cluster_forget_host,
-	&cmd_cluster_power, NULL,
+	&cmd_cluster_exec,
+	&cmd_cluster_resize,
+	&cmd_cluster_stop,
+	&cmd_cluster_forget_host,
+	&cmd_cluster_power,
+	NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

@@ -95,7 +95,10 @@ static const struct pbx_cmd cmd_config_templates = {
 };
 
 static const struct pbx_cmd *const cmd_config_subcmds[] = {
-	&cmd_config_check, &cmd_config_path, &cmd_config_templates, NULL,
+	&cmd_config_check,
+	&cmd_config_path,
+	&cmd_config_templates,
+	NULL,
 };
 
 const struct pbx_cmd pbx_cmd_config = {

@@ -20,8 +20,8 @@ extern const struct pbx_cmd pbx_cmd_harvest;
 
 struct harvest_display {
 	const char *pkg;
-	int live;              /* stderr is a terminal and not quiet */
-	double start, last;    /* first and latest redraw (monotonic seconds) */
+	int live;           /* stderr is a terminal and not quiet */
+	double start, last; /* first and latest redraw (monotonic seconds) */
 };
 
 static double harvest_now(void)
@@ -78,7 +78,7 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 		rc = pbx_jobs_harvest(ctx->store, &t, &o, &s, &log, &err);
 		if (d.live)
 			fprintf(stderr, "\r\033[2K");
-		if (log.len) {   /* names files and tasks of the node's */
+		if (log.len) { /* names files and tasks of the node's */
 			char *shown = pbx_visible(log.buf, PBX_VISIBLE_LAYOUT);
 			fputs(shown, stderr);
 			free(shown);
@@ -87,13 +87,14 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 			json_array_append_new(list, harvest_json(t.pkg.short_id, &s));
 		else
 			printf("%s: %zu new file%s (%.1f MB) from %zu ended task%s in %.2f s; %zu unchanged,"
-			       " %zu refused, %zu metric points added\n", t.pkg.short_id, s.files_new,
-			       s.files_new == 1 ? "" : "s", (double)s.bytes / 1e6, s.tasks_ended,
-			       s.tasks_ended == 1 ? "" : "s", s.seconds, s.files_skipped, s.refused,
-			       s.metrics_added);
+			       " %zu refused, %zu metric points added\n",
+			       t.pkg.short_id, s.files_new, s.files_new == 1 ? "" : "s",
+			       (double)s.bytes / 1e6, s.tasks_ended, s.tasks_ended == 1 ? "" : "s",
+			       s.seconds, s.files_skipped, s.refused, s.metrics_added);
 		if (!list && s.files_resumed)
-			pbx_info("%zu file%s left whole by an interrupted harvest kept, not fetched again",
-				 s.files_resumed, s.files_resumed == 1 ? "" : "s");
+			pbx_info(
+				"%zu file%s left whole by an interrupted harvest kept, not fetched again",
+				s.files_resumed, s.files_resumed == 1 ? "" : "s");
 		if (rc == 0)
 			pbx_info("results in %s/results/%s", pbx_home(), t.pkg.short_id);
 	}
@@ -104,9 +105,9 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 
 static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "running", no_argument, NULL, 'r' }, { "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "running", no_argument, NULL, 'r' },
+						  { "json", no_argument, NULL, 'j' },
+						  { NULL, 0, NULL, 0 } };
 	struct pbx_err err = PBX_ERR_INIT;
 	int running = 0, json = 0, opt, rc = 0;
 	json_t *list;
@@ -144,9 +145,11 @@ static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc harvest_opts[] = {
-	{ "-r, --running", "also harvest tasks that are still running (their files as they are now)" },
-	{ "-j, --json", "print an array of {\"package\", \"tasks_ended\", \"files\", \"files_unchanged\",\n"
-			"\"refused\", \"bytes\", \"metrics_added\", \"round_trips\", \"seconds\"}" },
+	{ "-r, --running",
+	  "also harvest tasks that are still running (their files as they are now)" },
+	{ "-j, --json",
+	  "print an array of {\"package\", \"tasks_ended\", \"files\", \"files_unchanged\",\n"
+	  "\"refused\", \"bytes\", \"metrics_added\", \"round_trips\", \"seconds\"}" },
 	{ NULL, NULL },
 };
 
@@ -154,31 +157,32 @@ const struct pbx_cmd pbx_cmd_harvest = {
 	.name = "harvest",
 	.summary = "bring the results of experiments home, incrementally",
 	.usage = "pbx harvest [-r] [-j] [PKG]",
-	.description = "For every ended task of PKG (all packages without PKG), fetches what is new\n"
-		       "or changed since the last harvest: status, stdout, stderr, params.json,\n"
-		       "metrics.jsonl, summary.json, TensorBoard event files and the files matching\n"
-		       "the experiment's 'outputs', into $PBX_HOME/results/PKG/TASK/.  One round trip\n"
-		       "lists the files, one tar stream per cluster brings them.  Each file appears\n"
-		       "whole or not at all (written under .incoming, checked, renamed); a harvest cut\n"
-		       "short keeps every file that arrived whole and the next one fetches the rest.\n"
-		       "The points of metrics.jsonl files go into the store (see pbx-report(1));\n"
-		       "harvesting twice adds nothing.\n"
-		       "Nothing is written outside the results directory, whatever the tasks leave:\n"
-		       "names that are absolute or have '..' are refused and reported.  A link is\n"
-		       "brought home, as a link, only when its target is relative with no '..'\n"
-		       "component (it points at or below its own directory); other links are\n"
-		       "refused and reported without failing the harvest.  Files are placed without\n"
-		       "following any link: where a link or file left by an earlier harvest stands\n"
-		       "where a directory must be, or a directory where a file or link goes, that\n"
-		       "file is not placed and is named (task and path), the others are, and the\n"
-		       "harvest exits 4; move the local path away and harvest again.  The tar stream\n"
-		       "must carry exactly what was listed (same types, same link targets): if not,\n"
-		       "or if its checks refuse a member, nothing from it is installed and the\n"
-		       "harvest exits 4 naming the task and path.  The files' sizes plus 16 MB must\n"
-		       "be free on the results file system before anything is fetched; otherwise\n"
-		       "the harvest stops (exit 1) saying how much is needed and free, and where.\n"
-		       "An 'outputs' pattern (pbx-experiment(5), Patterns) that matches no file of\n"
-		       "any ended task is reported as a warning naming its file and line.",
+	.description =
+		"For every ended task of PKG (all packages without PKG), fetches what is new\n"
+		"or changed since the last harvest: status, stdout, stderr, params.json,\n"
+		"metrics.jsonl, summary.json, TensorBoard event files and the files matching\n"
+		"the experiment's 'outputs', into $PBX_HOME/results/PKG/TASK/.  One round trip\n"
+		"lists the files, one tar stream per cluster brings them.  Each file appears\n"
+		"whole or not at all (written under .incoming, checked, renamed); a harvest cut\n"
+		"short keeps every file that arrived whole and the next one fetches the rest.\n"
+		"The points of metrics.jsonl files go into the store (see pbx-report(1));\n"
+		"harvesting twice adds nothing.\n"
+		"Nothing is written outside the results directory, whatever the tasks leave:\n"
+		"names that are absolute or have '..' are refused and reported.  A link is\n"
+		"brought home, as a link, only when its target is relative with no '..'\n"
+		"component (it points at or below its own directory); other links are\n"
+		"refused and reported without failing the harvest.  Files are placed without\n"
+		"following any link: where a link or file left by an earlier harvest stands\n"
+		"where a directory must be, or a directory where a file or link goes, that\n"
+		"file is not placed and is named (task and path), the others are, and the\n"
+		"harvest exits 4; move the local path away and harvest again.  The tar stream\n"
+		"must carry exactly what was listed (same types, same link targets): if not,\n"
+		"or if its checks refuse a member, nothing from it is installed and the\n"
+		"harvest exits 4 naming the task and path.  The files' sizes plus 16 MB must\n"
+		"be free on the results file system before anything is fetched; otherwise\n"
+		"the harvest stops (exit 1) saying how much is needed and free, and where.\n"
+		"An 'outputs' pattern (pbx-experiment(5), Patterns) that matches no file of\n"
+		"any ended task is reported as a warning naming its file and line.",
 	.args = "PACKAGE",
 	.options = harvest_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

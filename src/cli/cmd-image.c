@@ -57,11 +57,11 @@ static int image_json_flag(const struct pbx_cmd *cmd, int argc, char **argv, int
 
 static json_t *image_row_json(const struct pbx_image_row *r)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}",
-			 "name", r->name, "id", r->uid, "cloud", r->cloud, "project", r->project,
-			 "zone", r->zone, "source_image", r->source_image, "template",
-			 r->template_name, "image", r->link, "state", r->state, "detail", r->detail,
-			 "created", (json_int_t)r->created, "updated", (json_int_t)r->updated);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "name",
+			 r->name, "id", r->uid, "cloud", r->cloud, "project", r->project, "zone",
+			 r->zone, "source_image", r->source_image, "template", r->template_name,
+			 "image", r->link, "state", r->state, "detail", r->detail, "created",
+			 (json_int_t)r->created, "updated", (json_int_t)r->updated);
 }
 
 /* ---------------------------------------------------------------- build */
@@ -73,17 +73,19 @@ static void image_print_built(const struct pbx_image_row *r, const struct pbx_im
 {
 	if (json) {
 		json_t *o = image_row_json(r);
-		json_object_set_new(o, "seconds", json_pack(
-			"{s:f, s:f, s:f, s:f, s:f, s:f}", "instance", t->instance, "install",
-			t->install, "stop", t->stop, "image", t->image, "cleanup", t->cleanup,
-			"total", t->total));
+		json_object_set_new(o, "seconds",
+				    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "instance",
+					      t->instance, "install", t->install, "stop", t->stop,
+					      "image", t->image, "cleanup", t->cleanup, "total",
+					      t->total));
 		pbx_print_json(o);
 		return;
 	}
 	printf("%s\n", r->link);
 	pbx_info("image %s is ready (%.0f s: instance %.0f s, install %.0f s, stop %.0f s, "
-		 "image %.0f s, cleanup %.0f s); a template uses it with  image: %s", r->name,
-		 t->total, t->instance, t->install, t->stop, t->image, t->cleanup, r->link);
+		 "image %.0f s, cleanup %.0f s); a template uses it with  image: %s",
+		 r->name, t->total, t->instance, t->install, t->stop, t->image, t->cleanup,
+		 r->link);
 }
 
 static int cmd_image_build_exec(struct pbx_ctx *ctx, int argc, char **argv)
@@ -162,14 +164,14 @@ static void image_time(int64_t t, char *out, size_t len)
 
 static void image_print_table(const struct pbx_image_row *rows, size_t n)
 {
-	static const char *const hdr[] = { "NAME", "CLOUD", "PROJECT", "STATE", "CREATED",
-					   "SOURCE IMAGE" };
+	static const char *const hdr[] = { "NAME",  "CLOUD",   "PROJECT",
+					   "STATE", "CREATED", "SOURCE IMAGE" };
 	struct pbx_table *t = pbx_table_new(6, hdr);
 	size_t i;
 	for (i = 0; i < n; i++) {
 		char when[32];
-		const char *cells[6] = { rows[i].name, rows[i].cloud, rows[i].project, rows[i].state,
-					 when, rows[i].source_image };
+		const char *cells[6] = { rows[i].name,  rows[i].cloud, rows[i].project,
+					 rows[i].state, when,          rows[i].source_image };
 		image_time(rows[i].created, when, sizeof(when));
 		pbx_table_add(t, cells);
 	}
@@ -263,7 +265,10 @@ static const struct pbx_cmd cmd_image_delete = {
 /* ---------------------------------------------------------------- group */
 
 static const struct pbx_cmd *const cmd_image_subcmds[] = {
-	&cmd_image_build, &cmd_image_list, &cmd_image_delete, NULL,
+	&cmd_image_build,
+	&cmd_image_list,
+	&cmd_image_delete,
+	NULL,
 };
 
 const struct pbx_cmd pbx_cmd_image = {

@@ -18,9 +18,10 @@ extern const struct pbx_cmd pbx_cmd_log;
 
 static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "follow", no_argument, NULL, 'f' }, { "stdout", no_argument, NULL, 'o' },
-		{ "stderr", no_argument, NULL, 'e' }, { NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "follow", no_argument, NULL, 'f' },
+						  { "stdout", no_argument, NULL, 'o' },
+						  { "stderr", no_argument, NULL, 'e' },
+						  { NULL, 0, NULL, 0 } };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
 	struct pbx_buf cmd = PBX_BUF_INIT;
@@ -59,12 +60,12 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	dir = xasprintf("%s/tasks/%ld", t.sub.remote_dir, task);
 	pbx_buf_adds(&cmd, "cd ");
 	pbx_shell_quote(&cmd, dir);
-	pbx_buf_adds(&cmd, " 2>/dev/null || { echo 'the task has not started yet' >&2; exit 3; }; ");
+	pbx_buf_adds(&cmd,
+		     " 2>/dev/null || { echo 'the task has not started yet' >&2; exit 3; }; ");
 	if (follow)
 		pbx_buf_addf(&cmd, "exec tail -n +1 -F %s", which == 2 ? "stderr" : "stdout");
 	else
-		pbx_buf_addf(&cmd, "%s%s",
-			     which & 1 ? "cat stdout 2>/dev/null; " : "",
+		pbx_buf_addf(&cmd, "%s%s", which & 1 ? "cat stdout 2>/dev/null; " : "",
 			     which & 2 ? "cat stderr >&2 2>/dev/null; " : "");
 	pbx_buf_adds(&cmd, "exit 0");
 	/* the task's bytes: as they are into a pipe, made visible on a terminal */
@@ -89,12 +90,13 @@ const struct pbx_cmd pbx_cmd_log = {
 	.name = "log",
 	.summary = "show a task's stdout and stderr",
 	.usage = "pbx log [-f] [-o|-e] PKG[:TASK]",
-	.description = "TASK defaults to 0.  The task's stdout goes to stdout, the program's bytes\n"
-		       "alone (pipe it), and its stderr to stderr, where each attempt of the task\n"
-		       "starts with a '=== pbx task ... start ... ===' line and ends with an\n"
-		       "'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"
-		       "other than newline and tab are shown as \\xHH (ESC as \\x1b), so that the\n"
-		       "task cannot retitle or clear it.",
+	.description =
+		"TASK defaults to 0.  The task's stdout goes to stdout, the program's bytes\n"
+		"alone (pipe it), and its stderr to stderr, where each attempt of the task\n"
+		"starts with a '=== pbx task ... start ... ===' line and ends with an\n"
+		"'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"
+		"other than newline and tab are shown as \\xHH (ESC as \\x1b), so that the\n"
+		"task cannot retitle or clear it.",
 	.args = "TASK",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -25,15 +25,15 @@ static void ls_cost_json(json_t *o, const struct pbx_cost *c)
 	json_object_set_new(o, "node_hours", c ? json_real(c->node_hours) : json_real(0));
 	json_object_set_new(o, "cost", known ? json_real((double)c->nanos / 1e9) : json_null());
 	json_object_set_new(o, "cost_nanos", known ? json_integer(c->nanos) : json_null());
-	json_object_set_new(o, "currency", c && c->currency[0] ? json_string(c->currency)
-							      : json_null());
+	json_object_set_new(o, "currency",
+			    c && c->currency[0] ? json_string(c->currency) : json_null());
 	json_object_set_new(o, "unpriced_tasks", json_integer(c ? (json_int_t)c->unpriced : 0));
 }
 
 static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const char *const hdr[] = { "PACKAGE", "NAME", "CLUSTER", "CREATED", "TASKS",
-					   "NODE-H", "COST" };
+	static const char *const hdr[] = { "PACKAGE", "NAME",   "CLUSTER", "CREATED",
+					   "TASKS",   "NODE-H", "COST" };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_package_row *pkgs;
 	int json = argc > 1 && (!strcmp(argv[1], "--json") || !strcmp(argv[1], "-j"));
@@ -58,8 +58,8 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		int costed = 0;
 		pbx_store_submissions_of(ctx->store, pkgs[i].id, &subs, &ns, &err);
 		if (ns && pbx_store_tasks_list(ctx->store, subs[ns - 1].id, &tasks, &nt, &err) == 0)
-			costed = pbx_cost_of(ctx->store, &subs[ns - 1], tasks, nt, (int64_t)time(NULL),
-					     &c, &err) == 0;
+			costed = pbx_cost_of(ctx->store, &subs[ns - 1], tasks, nt,
+					     (int64_t)time(NULL), &c, &err) == 0;
 		if (costed) {
 			pbx_node_hours_text(c.node_hours, hours, sizeof(hours));
 			pbx_cost_text(c.nanos, c.currency, cost, sizeof(cost));
@@ -72,11 +72,15 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			json_object_set_new(o, "package", json_string(pkgs[i].short_id));
 			json_object_set_new(o, "id", json_string(pkgs[i].id));
 			json_object_set_new(o, "name", json_string(pkgs[i].name));
-			json_object_set_new(o, "cluster", ns ? json_string(subs[ns - 1].cluster_name) : json_null());
+			json_object_set_new(o, "cluster",
+					    ns ? json_string(subs[ns - 1].cluster_name)
+					       : json_null());
 			json_object_set_new(o, "created", json_integer(pkgs[i].created));
 			json_object_set_new(o, "tasks", json_integer(pkgs[i].ntasks));
 			json_object_set_new(o, "counts", pbx_cli_state_counts(tasks, nt));
-			json_object_set_new(o, "git_commit", pkgs[i].git_commit ? json_string(pkgs[i].git_commit) : json_null());
+			json_object_set_new(o, "git_commit",
+					    pkgs[i].git_commit ? json_string(pkgs[i].git_commit)
+							       : json_null());
 			ls_cost_json(o, costed ? &c : NULL);
 			json_array_append_new(list, o);
 		}
@@ -104,9 +108,10 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 }
 
 static const struct pbx_opt_doc ls_opts[] = {
-	{ "-j, --json", "print an array of {\"package\", \"id\", \"name\", \"cluster\", \"created\",\n"
-			"\"tasks\", \"counts\", \"git_commit\", \"node_hours\", \"cost\",\n"
-			"\"cost_nanos\", \"currency\", \"unpriced_tasks\"}" },
+	{ "-j, --json",
+	  "print an array of {\"package\", \"id\", \"name\", \"cluster\", \"created\",\n"
+	  "\"tasks\", \"counts\", \"git_commit\", \"node_hours\", \"cost\",\n"
+	  "\"cost_nanos\", \"currency\", \"unpriced_tasks\"}" },
 	{ NULL, NULL },
 };
 
@@ -114,16 +119,15 @@ const struct pbx_cmd pbx_cmd_ls = {
 	.name = "ls",
 	.summary = "list experiments (packages) and their task states as last seen",
 	.usage = "pbx ls [-j]",
-	.description =
-		"Reads the store only; 'pbx state' refreshes the states from the clusters.\n"
-		"\n"
-		"NODE-H is the node-hours of the tasks of the experiment's newest\n"
-		"submission: each task's time (end - start, until now while RUNNING) x\n"
-		"its share of its node (the GPUs it asked for over the node's, else the\n"
-		"whole node; --nodes=N counts N nodes).  COST is their estimated cost:\n"
-		"node-hours x the price an hour of the node's run (see 'pbx cluster\n"
-		"show'), summed exactly; \"-\" when a task's node has no known price, as\n"
-		"on a local cluster.  Only a task's last attempt counts.",
+	.description = "Reads the store only; 'pbx state' refreshes the states from the clusters.\n"
+		       "\n"
+		       "NODE-H is the node-hours of the tasks of the experiment's newest\n"
+		       "submission: each task's time (end - start, until now while RUNNING) x\n"
+		       "its share of its node (the GPUs it asked for over the node's, else the\n"
+		       "whole node; --nodes=N counts N nodes).  COST is their estimated cost:\n"
+		       "node-hours x the price an hour of the node's run (see 'pbx cluster\n"
+		       "show'), summed exactly; \"-\" when a task's node has no known price, as\n"
+		       "on a local cluster.  Only a task's last attempt counts.",
 	.options = ls_opts,
 	.flags = PBX_NEED_STORE,
 	.exec = cmd_ls_exec,

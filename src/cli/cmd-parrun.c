@@ -70,8 +70,9 @@ static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_exp
 		return;
 	}
 	printf("package %s (%s) on %s: %zu tasks, %zu submitted now in %zu array%s, "
-	       "%zu submitted before%s\n", r->short_id, e->name, cluster, r->ntasks, r->submitted,
-	       r->arrays, r->arrays == 1 ? "" : "s", r->skipped,
+	       "%zu submitted before%s\n",
+	       r->short_id, e->name, cluster, r->ntasks, r->submitted, r->arrays,
+	       r->arrays == 1 ? "" : "s", r->skipped,
 	       r->pushed ? "; package pushed" : "; package already on the cluster");
 }
 
@@ -94,15 +95,17 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 		free(rest);
 		return pbx_usage_error(cmd, "expected EXPERIMENT and CLUSTER");
 	}
-	for (i = 2; i < k; i++) {   /* the rest: sbatch options, as parrun_overrides reads them */
+	for (i = 2; i < k; i++) { /* the rest: sbatch options, as parrun_overrides reads them */
 		if (strncmp(rest[i], "--", 2) != 0 || !rest[i][2]) {
-			rc = pbx_usage_error(cmd, "'%s': expected an sbatch option such as "
-					     "--gres=gpu:1", rest[i]);
+			rc = pbx_usage_error(cmd,
+					     "'%s': expected an sbatch option such as "
+					     "--gres=gpu:1",
+					     rest[i]);
 			free(rest);
 			return rc;
 		}
 		if (!strchr(rest[i], '=') && i + 1 < k && strncmp(rest[i + 1], "--", 2) != 0)
-			i++;   /* --key value */
+			i++; /* --key value */
 	}
 	if (pbx_experiment_load(rest[0], &e, &err) < 0) {
 		free(rest);
@@ -133,8 +136,9 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 }
 
 const struct pbx_opt_doc pbx_parrun_opts[] = {
-	{ "-j, --json", "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
-			"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
+	{ "-j, --json",
+	  "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
+	  "\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
 	{ "--KEY=VALUE", "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
 			 "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
 			 "(none, srun, mpi, auto), overriding the experiment's resources" },
@@ -156,8 +160,9 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "Two SSH round trips, whatever the number of tasks.",
 	.args = "FILE CLUSTER",
 	.options = pbx_parrun_opts,
-	.examples = "pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
-		    "pbx parrun train.conf gce --time=01:00:00 --json",
+	.examples =
+		"pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
+		"pbx parrun train.conf gce --time=01:00:00 --json",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_parrun_exec,
 };

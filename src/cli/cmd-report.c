@@ -46,25 +46,46 @@ static int report_format(const struct report_args *a, enum pbx_report_format *f)
 static int report_parse(int argc, char **argv, struct report_args *a)
 {
 	enum { OPT_X = 256, OPT_COLOR };
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
-		{ "metric", required_argument, NULL, 'm' }, { "group-by", required_argument, NULL, 'g' },
-		{ "where", required_argument, NULL, 'w' }, { "sort", required_argument, NULL, 's' },
-		{ "x", required_argument, NULL, OPT_X }, { "color-by", required_argument, NULL, OPT_COLOR },
-		{ NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "format", required_argument, NULL, 'f' },
+						  { "output", required_argument, NULL, 'o' },
+						  { "metric", required_argument, NULL, 'm' },
+						  { "group-by", required_argument, NULL, 'g' },
+						  { "where", required_argument, NULL, 'w' },
+						  { "sort", required_argument, NULL, 's' },
+						  { "x", required_argument, NULL, OPT_X },
+						  { "color-by", required_argument, NULL,
+						    OPT_COLOR },
+						  { NULL, 0, NULL, 0 } };
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "f:o:m:g:w:s:", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'f': a->format = optarg; break;
-		case 'o': a->output = optarg; break;
-		case 'm': push(&a->metrics, &a->o.nmetrics, optarg); break;
-		case 'g': push(&a->group_by, &a->o.ngroup_by, optarg); break;
-		case 'w': push(&a->where, &a->o.nwhere, optarg); break;
-		case 's': a->o.sort = optarg; break;
-		case OPT_X: a->o.x = optarg; break;
-		case OPT_COLOR: a->o.color_by = optarg; break;
-		default: return -1;
+		case 'f':
+			a->format = optarg;
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'm':
+			push(&a->metrics, &a->o.nmetrics, optarg);
+			break;
+		case 'g':
+			push(&a->group_by, &a->o.ngroup_by, optarg);
+			break;
+		case 'w':
+			push(&a->where, &a->o.nwhere, optarg);
+			break;
+		case 's':
+			a->o.sort = optarg;
+			break;
+		case OPT_X:
+			a->o.x = optarg;
+			break;
+		case OPT_COLOR:
+			a->o.color_by = optarg;
+			break;
+		default:
+			return -1;
 		}
 	}
 	a->o.metrics = a->metrics;
@@ -90,7 +111,7 @@ static int report_write(const struct pbx_report *r, enum pbx_report_format f, co
 	}
 	rc = pbx_report_render(r, f, mem, &err);
 	fclose(mem);
-	if (rc == 0 && !path)   /* a terminal: metric and parameter names are the tasks' */
+	if (rc == 0 && !path) /* a terminal: metric and parameter names are the tasks' */
 		pbx_cli_passthrough(NULL, 1, text, len);
 	else if (rc == 0)
 		rc = pbx_write_file_atomic(path, text, len, 0644, &err);
@@ -116,10 +137,10 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	else if (argc - optind > 1)
 		rc = pbx_usage_error(report_cmd(), "expected at most one package");
 	else if (report_format(&a, &f) < 0)
-		rc = pbx_usage_error(report_cmd(), "unknown format '%s' (table, csv, json, md, html)",
-				     a.format);
-	else if (pbx_report_build(ctx->store, optind < argc ? argv[optind] : NULL, &a.o, &r,
-				  &err) < 0)
+		rc = pbx_usage_error(report_cmd(),
+				     "unknown format '%s' (table, csv, json, md, html)", a.format);
+	else if (pbx_report_build(ctx->store, optind < argc ? argv[optind] : NULL, &a.o, &r, &err) <
+		 0)
 		rc = pbx_report(&err);
 	else
 		rc = report_write(r, f, a.output);
@@ -138,15 +159,17 @@ static const struct pbx_opt_doc report_opts[] = {
 				 "default follows the file's extension" },
 	{ "-o, --output FILE", "write FILE atomically instead of standard output" },
 	{ "-m, --metric NAME", "the metrics to show and chart (repeatable; default all)" },
-	{ "-g, --group-by P1,P2", "one row per combination of these parameters, aggregating the\n"
-				  "others (usually repeat): tasks, then per metric the mean, std\n"
-				  "(sample, n-1; empty for n = 1), min, max and n of the final values" },
+	{ "-g, --group-by P1,P2",
+	  "one row per combination of these parameters, aggregating the\n"
+	  "others (usually repeat): tasks, then per metric the mean, std\n"
+	  "(sample, n-1; empty for n = 1), min, max and n of the final values" },
 	{ "-w, --where EXPR", "keep tasks where PARAM=VALUE, PARAM!=VALUE, state=STATE,\n"
 			      "METRIC<NUMBER (also >, <=, >=, =, != on a metric's final value,\n"
 			      "runtime, task, node_hours or cost); repeat to AND several" },
-	{ "-s, --sort KEY[:desc]", "order by a parameter (numerically when all its values are\n"
-				   "numbers), a metric's final value (group mean when grouped),\n"
-				   "state, runtime, task, node_hours or cost; missing values last" },
+	{ "-s, --sort KEY[:desc]",
+	  "order by a parameter (numerically when all its values are\n"
+	  "numbers), a metric's final value (group mean when grouped),\n"
+	  "state, runtime, task, node_hours or cost; missing values last" },
 	{ "--x PARAM", "html: chart final values against PARAM only (default every\n"
 		       "parameter with more than one value, except repeat)" },
 	{ "--color-by PARAM", "html: colour the learning curves by PARAM (default the first\n"
@@ -157,9 +180,10 @@ static const struct pbx_opt_doc report_opts[] = {
 const struct pbx_cmd pbx_cmd_report = {
 	.name = "report",
 	.summary = "tables and charts of an experiment's metrics",
-	.usage = "pbx report [-f FORMAT] [-o FILE] [-m METRIC]... [-w EXPR]... [-s KEY[:desc]] [PKG]\n"
-		 "pbx report -g P1,P2 [OPTIONS] [PKG]\n"
-		 "pbx report -f html [--x PARAM] [--color-by PARAM] [OPTIONS] [PKG]",
+	.usage =
+		"pbx report [-f FORMAT] [-o FILE] [-m METRIC]... [-w EXPR]... [-s KEY[:desc]] [PKG]\n"
+		"pbx report -g P1,P2 [OPTIONS] [PKG]\n"
+		"pbx report -f html [--x PARAM] [--color-by PARAM] [OPTIONS] [PKG]",
 	.description =
 		"Reports the tasks of package PKG (a package id prefix or an experiment\n"
 		"name; the newest package without PKG) from its newest submission, using\n"

@@ -36,7 +36,8 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return PBX_EXIT_USAGE;
 	if (task < 0 && !failed) {
 		free(pkg);
-		return pbx_usage_error(&pbx_cmd_rerun, "say --failed, or name one task as PKG:TASK");
+		return pbx_usage_error(&pbx_cmd_rerun,
+				       "say --failed, or name one task as PKG:TASK");
 	}
 	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
 	free(pkg);
@@ -45,7 +46,8 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (rc == 0)
 		rc = pbx_jobs_rerun(ctx->store, &t, task, &count, &err);
 	if (rc == 0)
-		printf("resubmitted %zu task%s of %s\n", count, count == 1 ? "" : "s", t.pkg.short_id);
+		printf("resubmitted %zu task%s of %s\n", count, count == 1 ? "" : "s",
+		       t.pkg.short_id);
 	pbx_jobs_target_free(&t);
 	return rc < 0 ? pbx_report(&err) : 0;
 }

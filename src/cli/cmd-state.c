@@ -24,7 +24,8 @@ static json_t *state_task_json(const struct pbx_task_row *t)
 	json_object_set_new(o, "index", json_integer(t->idx));
 	json_object_set_new(o, "params", params ? params : json_object());
 	json_object_set_new(o, "state", json_string(t->state));
-	json_object_set_new(o, "exit_code", t->exit_code >= 0 ? json_integer(t->exit_code) : json_null());
+	json_object_set_new(o, "exit_code",
+			    t->exit_code >= 0 ? json_integer(t->exit_code) : json_null());
 	json_object_set_new(o, "node", t->node ? json_string(t->node) : json_null());
 	json_object_set_new(o, "attempt", json_integer(t->attempt));
 	json_object_set_new(o, "start", t->start_time ? json_integer(t->start_time) : json_null());
@@ -35,8 +36,8 @@ static json_t *state_task_json(const struct pbx_task_row *t)
 
 static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 {
-	static const char *const hdr[] = { "TASK", "STATE", "EXIT", "NODE", "ATTEMPT", "TIME",
-					   "PARAMS" };
+	static const char *const hdr[] = { "TASK",    "STATE", "EXIT",  "NODE",
+					   "ATTEMPT", "TIME",  "PARAMS" };
 	struct pbx_table *t = pbx_table_new(7, hdr);
 	size_t i;
 	for (i = 0; i < n; i++) {
@@ -47,7 +48,8 @@ static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 		snprintf(att, sizeof(att), "%d", tasks[i].attempt);
 		if (tasks[i].start_time)
 			snprintf(secs, sizeof(secs), "%llds",
-				 (long long)((tasks[i].end_time ? tasks[i].end_time : (int64_t)time(NULL)) -
+				 (long long)((tasks[i].end_time ? tasks[i].end_time
+								: (int64_t)time(NULL)) -
 					     tasks[i].start_time));
 		else
 			snprintf(secs, sizeof(secs), "-");
@@ -65,8 +67,8 @@ static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 
 /* Refreshes and prints one package; *all_final tells whether every task
  * has ended. */
-static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json,
-		     json_t *json_list, int *all_final)
+static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json, json_t *json_list,
+		     int *all_final)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
@@ -79,11 +81,12 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 	    (pbx_cluster_open(ctx->store, ctx->cfg, t.sub.cluster_name, &t.cluster, &err) < 0 ||
 	     pbx_jobs_refresh(ctx->store, &t, &err) < 0)) {
 		live = 0;
-		if (err.code == PBX_EXIT_SECURITY) {   /* shown below, but a refusal */
+		if (err.code == PBX_EXIT_SECURITY) { /* shown below, but a refusal */
 			pbx_error("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
 			rc = PBX_EXIT_SECURITY;
 		} else {
-			pbx_warning("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
+			pbx_warning("%s: showing the last known states: %s", t.pkg.short_id,
+				    err.msg);
 		}
 	}
 	if (pbx_store_tasks_list(ctx->store, t.sub.id, &tasks, &n, &err) < 0) {
@@ -135,7 +138,7 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 	for (i = 0; i < n && (rc == 0 || rc == PBX_EXIT_SECURITY); i++) {
 		int fin = 1, one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin);
 		if (one && rc != PBX_EXIT_SECURITY)
-			rc = one;   /* every package is shown; a refusal is kept */
+			rc = one; /* every package is shown; a refusal is kept */
 		*all_final &= fin;
 	}
 	pbx_package_rows_free(pkgs, n);
@@ -146,9 +149,10 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 
 static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "verbose", no_argument, NULL, 'v' }, { "json", no_argument, NULL, 'j' },
-		{ "watch", optional_argument, NULL, 'w' }, { NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "verbose", no_argument, NULL, 'v' },
+						  { "json", no_argument, NULL, 'j' },
+						  { "watch", optional_argument, NULL, 'w' },
+						  { NULL, 0, NULL, 0 } };
 	int verbose = 0, json = 0, opt, rc, all_final;
 	double watch = 0;
 	optind = 1;
@@ -178,10 +182,11 @@ static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 
 static const struct pbx_opt_doc state_opts[] = {
 	{ "-v, --verbose", "one line per task: state, exit code, node, attempt, time, parameters" },
-	{ "-j, --json", "print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
-			"\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
-			"\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
-			"of them without PKG" },
+	{ "-j, --json",
+	  "print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
+	  "\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
+	  "\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
+	  "of them without PKG" },
 	{ "-w, --watch[=SECONDS]", "refresh every SECONDS (default 2) until every task has ended" },
 	{ NULL, NULL },
 };

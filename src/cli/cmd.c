@@ -32,21 +32,9 @@ extern const struct pbx_cmd pbx_cmd_version;
 
 /* In the order `pbx --help` lists them: the workflow first. */
 const struct pbx_cmd *const pbx_commands[] = {
-	&pbx_cmd_cluster,
-	&pbx_cmd_image,
-	&pbx_cmd_parrun,
-	&pbx_cmd_run,
-	&pbx_cmd_state,
-	&pbx_cmd_ls,
-	&pbx_cmd_log,
-	&pbx_cmd_cancel,
-	&pbx_cmd_rerun,
-	&pbx_cmd_report,
-	&pbx_cmd_harvest,
-	&pbx_cmd_config,
-	&pbx_cmd_help,
-	&pbx_cmd_version,
-	NULL,
+	&pbx_cmd_cluster, &pbx_cmd_image,  &pbx_cmd_parrun, &pbx_cmd_run,     &pbx_cmd_state,
+	&pbx_cmd_ls,      &pbx_cmd_log,    &pbx_cmd_cancel, &pbx_cmd_rerun,   &pbx_cmd_report,
+	&pbx_cmd_harvest, &pbx_cmd_config, &pbx_cmd_help,   &pbx_cmd_version, NULL,
 };
 
 const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const char *name,
@@ -85,8 +73,7 @@ static int cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
 	/* $PBX_HOME holds the store, keys and results: others must not be able
 	   to swap its files, as for config.yaml */
 	if ((cmd->flags & (PBX_NEED_CONFIG | PBX_NEED_STORE)) &&
-	    (pbx_mkdir_p(pbx_home(), 0700, &err) < 0 ||
-	     pbx_check_private(pbx_home(), 0, &err) < 0))
+	    (pbx_mkdir_p(pbx_home(), 0700, &err) < 0 || pbx_check_private(pbx_home(), 0, &err) < 0))
 		return pbx_report(&err);
 	if ((cmd->flags & PBX_NEED_CONFIG) && !ctx->cfg) {
 		if (pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)

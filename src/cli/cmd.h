@@ -33,22 +33,22 @@ struct pbx_opt_doc {
 
 /* Everything a verb's exec needs; owned by the dispatcher. */
 struct pbx_ctx {
-	struct pbx_config *cfg;    /* loaded when PBX_NEED_CONFIG */
-	struct pbx_store *store;   /* opened when PBX_NEED_STORE */
-	const char *config_path;   /* the config file in use */
-	bool quiet;                /* -q: no progress output */
-	bool stdout_tty;           /* stdout is a terminal */
-	bool stderr_tty;           /* stderr is a terminal (progress display) */
-	bool color;                /* colour allowed (tty and NO_COLOR unset) */
-	const char *argv0_path;    /* full path of the running pbx binary */
+	struct pbx_config *cfg;  /* loaded when PBX_NEED_CONFIG */
+	struct pbx_store *store; /* opened when PBX_NEED_STORE */
+	const char *config_path; /* the config file in use */
+	bool quiet;              /* -q: no progress output */
+	bool stdout_tty;         /* stdout is a terminal */
+	bool stderr_tty;         /* stderr is a terminal (progress display) */
+	bool color;              /* colour allowed (tty and NO_COLOR unset) */
+	const char *argv0_path;  /* full path of the running pbx binary */
 };
 
 struct pbx_cmd {
 	const char *name;
-	const char *summary;       /* one line, lowercase, no full stop */
-	const char *usage;         /* synopsis lines, each starting "pbx " */
-	const char *description;   /* paragraphs separated by blank lines */
-	const struct pbx_opt_doc *options;   /* NULL-terminated by flags == NULL; a
+	const char *summary;               /* one line, lowercase, no full stop */
+	const char *usage;                 /* synopsis lines, each starting "pbx " */
+	const char *description;           /* paragraphs separated by blank lines */
+	const struct pbx_opt_doc *options; /* NULL-terminated by flags == NULL; a
 						metavar after the flags ("-t, --template
 						TEMPLATE") says what its value is */
 	/* The kinds of the positional arguments, for completion (complete.c):
@@ -56,11 +56,11 @@ struct pbx_cmd {
 	 * PKG:TASK), IMAGE, VERB or FILE, alternatives joined by |, the last
 	 * ending in ... when it repeats; NULL: none or free text. */
 	const char *args;
-	const char *examples;      /* lines of example commands, may be NULL */
-	int flags;                 /* enum pbx_cmd_flags */
+	const char *examples; /* lines of example commands, may be NULL */
+	int flags;            /* enum pbx_cmd_flags */
 	/* Runs the verb; argv[0] is the verb's own name.  Returns an exit code. */
 	int (*exec)(struct pbx_ctx *ctx, int argc, char **argv);
-	const struct pbx_cmd *const *subcmds;   /* NULL-terminated, or NULL */
+	const struct pbx_cmd *const *subcmds; /* NULL-terminated, or NULL */
 };
 
 /* The top-level verbs, NULL-terminated (cmd.c). */
@@ -84,7 +84,7 @@ int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
 void pbx_help_print(const struct pbx_cmd *cmd, const char *parent);
 void pbx_help_overview(void);
 void pbx_man_print(const struct pbx_cmd *cmd);
-void pbx_man_overview(void);   /* pbx(1) */
+void pbx_man_overview(void); /* pbx(1) */
 /* For a verb that takes no option (but -h): exit 2 with its usage line on
  * an option, or fewer than min or more than max arguments; else 0. */
 int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, int max);

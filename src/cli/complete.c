@@ -28,7 +28,7 @@
 struct comp {
 	const char *cur;
 	const char *config_path;
-	struct pbx_store *st;          /* opened on demand; NULL when none */
+	struct pbx_store *st; /* opened on demand; NULL when none */
 	int st_tried;
 };
 
@@ -87,7 +87,7 @@ static void comp_packages(struct comp *c)
 		comp_say(c, rows[i].short_id);
 		for (k = 0; k < i && strcmp(rows[k].name, rows[i].name); k++)
 			;
-		if (k == i)   /* a name once: its newest package */
+		if (k == i) /* a name once: its newest package */
 			comp_say(c, rows[i].name);
 	}
 	pbx_package_rows_free(rows, n);
@@ -152,8 +152,8 @@ static void comp_kind(struct comp *c, const char *kind, size_t len)
 		void (*fn)(struct comp *c);
 	} kinds[] = {
 		{ "CLUSTER", comp_clusters }, { "TEMPLATE", comp_templates },
-		{ "PACKAGE", comp_packages }, { "TASK", comp_tasks }, { "IMAGE", comp_images },
-		{ "VERB", comp_all_verbs },
+		{ "PACKAGE", comp_packages }, { "TASK", comp_tasks },
+		{ "IMAGE", comp_images },     { "VERB", comp_all_verbs },
 	};
 	while (len > 0) {
 		size_t n = strcspn(kind, "|"), i;
@@ -187,14 +187,14 @@ static void comp_option_words(const char *flags, void (*fn)(void *ctx, const cha
 		if (*p == '-' && n > 1 && strncmp(p, "--KEY", 5) != 0)
 			fn(ctx, p, n);
 		p += n;
-		if (*p == ' ' && p[1] != '-') {   /* "--template TEMPLATE" */
+		if (*p == ' ' && p[1] != '-') { /* "--template TEMPLATE" */
 			*meta = p + 1;
 			*metalen = strcspn(p + 1, ", ");
 			return;
 		}
 		p += strspn(p, ", =[]");
 		if (*p && *p != '-')
-			p += strcspn(p, ",");   /* "=SECONDS]": no separate value */
+			p += strcspn(p, ","); /* "=SECONDS]": no separate value */
 		p += strspn(p, ", ");
 	}
 }
@@ -287,7 +287,7 @@ static void comp_verb_args(struct comp *c, const struct pbx_cmd *cmd, int argc, 
 			continue;
 		}
 		if (!strcmp(argv[i], "--"))
-			return;   /* a command for the node: not ours to complete */
+			return; /* a command for the node: not ours to complete */
 		if (argv[i][0] == '-' && argv[i][1])
 			meta = comp_option_meta(cmd, argv[i], &metalen);
 		else
@@ -328,8 +328,9 @@ void pbx_complete(const char *config_path, int argc, char **argv)
 	}
 	if (i >= argc - 1) {
 		if (c.cur[0] == '-') {
-			static const char *const globals[] = { "-q", "--quiet", "-C", "--config",
-							       "--version", "-h", "--help", NULL };
+			static const char *const globals[] = { "-q",       "--quiet",   "-C",
+							       "--config", "--version", "-h",
+							       "--help",   NULL };
 			size_t k;
 			for (k = 0; globals[k]; k++)
 				comp_say(&c, globals[k]);

@@ -28,8 +28,8 @@ int pbx_cli_pkg_task(const char *arg, char **pkg, long *task)
 }
 
 static const char *const state_order[] = {
-	"NEW", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-	"PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "MISSING", "UNKNOWN", NULL,
+	"NEW",       "PENDING",   "RUNNING",       "COMPLETED", "FAILED",  "CANCELLED", "TIMEOUT",
+	"PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "MISSING",   "UNKNOWN", NULL,
 };
 
 json_t *pbx_cli_state_counts(const struct pbx_task_row *tasks, size_t n)

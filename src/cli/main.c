@@ -43,8 +43,9 @@ static char *main_default_config(const char *opt)
 		return xstrdup(opt);
 	if (env && *env)
 		return xstrdup(env);
-	home = getenv("PBX_HOME") && *getenv("PBX_HOME") ? xstrdup(getenv("PBX_HOME"))
-		: xasprintf("%s/.pbx", getenv("HOME") ? getenv("HOME") : "");
+	home = getenv("PBX_HOME") && *getenv("PBX_HOME")
+		       ? xstrdup(getenv("PBX_HOME"))
+		       : xasprintf("%s/.pbx", getenv("HOME") ? getenv("HOME") : "");
 	{
 		char *path = xasprintf("%s/config.yaml", home);
 		free(home);
@@ -60,7 +61,8 @@ static int main_global_opts(int argc, char **argv, bool *quiet, const char **con
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			*quiet = true;
-		} else if ((!strcmp(argv[i], "-C") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
+		} else if ((!strcmp(argv[i], "-C") || !strcmp(argv[i], "--config")) &&
+			   i + 1 < argc) {
 			*config = argv[++i];
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("pbx %s\n", PBX_VERSION);
@@ -97,7 +99,7 @@ static void main_budget_warning(struct pbx_cluster *c)
 
 int main(int argc, char **argv)
 {
-	struct pbx_ctx ctx = {0};
+	struct pbx_ctx ctx = { 0 };
 	struct pbx_err err = PBX_ERR_INIT;
 	const struct pbx_cmd *cmd;
 	const char *config_opt = NULL;
@@ -108,7 +110,7 @@ int main(int argc, char **argv)
 	main_checkfds();
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
-	if (argc > 1 && !strcmp(argv[1], "__complete")) {   /* for completion/ */
+	if (argc > 1 && !strcmp(argv[1], "__complete")) { /* for completion/ */
 		config_path = main_default_config(NULL);
 		pbx_complete(config_path, argc - 2, argv + 2);
 		free(config_path);
@@ -145,7 +147,8 @@ out:
 	if (getenv("PBX_STATS") && *getenv("PBX_STATS")) {
 		struct pbx_http_stats hs;
 		pbx_http_stats(&hs);
-		fprintf(stderr, "pbx: stats: %lu ssh round trips, %lu http calls (%lu retries, %lu failed)\n",
+		fprintf(stderr,
+			"pbx: stats: %lu ssh round trips, %lu http calls (%lu retries, %lu failed)\n",
 			pbx_ssh_exec_count(), hs.calls, hs.retries, hs.failed);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {

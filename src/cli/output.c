@@ -140,7 +140,7 @@ struct pbx_progress {
 	char **names;
 	char **states;
 	int name_width;
-	bool drawn;        /* live table already on screen */
+	bool drawn; /* live table already on screen */
 	struct timespec start;
 };
 
@@ -161,7 +161,7 @@ struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *c
 	p->names = xcalloc(n ? n : 1, sizeof(char *));
 	p->states = xcalloc(n ? n : 1, sizeof(char *));
 	for (i = 0; i < n; i++) {
-		p->names[i] = pbx_visible(names[i], PBX_VISIBLE_LINE);   /* node names */
+		p->names[i] = pbx_visible(names[i], PBX_VISIBLE_LINE); /* node names */
 		p->states[i] = xstrdup("waiting");
 		if ((int)strlen(p->names[i]) > p->name_width)
 			p->name_width = (int)strlen(p->names[i]);
@@ -188,7 +188,7 @@ void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state)
 {
 	if (!p || i >= p->n)
 		return;
-	char *shown = pbx_visible(state, PBX_VISIBLE_LINE);   /* may quote a node */
+	char *shown = pbx_visible(state, PBX_VISIBLE_LINE); /* may quote a node */
 	pthread_mutex_lock(&p->lock);
 	if (strcmp(p->states[i], shown) != 0) {
 		free(p->states[i]);
@@ -226,7 +226,7 @@ void pbx_progress_free(struct pbx_progress *p)
 
 struct pbx_table {
 	size_t ncols, nrows, cap;
-	char **cells;      /* row-major, (nrows + 1) * ncols, row 0 = headers */
+	char **cells; /* row-major, (nrows + 1) * ncols, row 0 = headers */
 };
 
 struct pbx_table *pbx_table_new(size_t ncols, const char *const *headers)
@@ -244,9 +244,9 @@ void pbx_table_add(struct pbx_table *t, const char *const *cells)
 		t->cap = t->cap ? 2 * t->cap : 8;
 		t->cells = xreallocarray(t->cells, t->cap * t->ncols, sizeof(char *));
 	}
-	for (c = 0; c < t->ncols; c++)   /* cells may hold a task's or node's text */
-		t->cells[t->nrows * t->ncols + c] = pbx_visible(cells[c] ? cells[c] : "-",
-								PBX_VISIBLE_LINE);
+	for (c = 0; c < t->ncols; c++) /* cells may hold a task's or node's text */
+		t->cells[t->nrows * t->ncols + c] =
+			pbx_visible(cells[c] ? cells[c] : "-", PBX_VISIBLE_LINE);
 	t->nrows++;
 }
 

@@ -55,6 +55,6 @@ void pbx_progress_free(struct pbx_progress *p);
 struct pbx_table;
 struct pbx_table *pbx_table_new(size_t ncols, const char *const *headers);
 void pbx_table_add(struct pbx_table *t, const char *const *cells);
-void pbx_table_print(struct pbx_table *t);   /* prints and frees */
+void pbx_table_print(struct pbx_table *t); /* prints and frees */
 
 #endif

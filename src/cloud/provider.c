@@ -115,9 +115,12 @@ int pbx_cloud_address_allowed(const char *base, const char *instance, const char
 	curl_url_cleanup(u);
 	if (!ip || !emulated || is_loopback(ip))
 		return 0;
-	return pbx_err_set(err, "instance %s has the address %s outside 127.0.0.0/8, from the API"
-			   " on loopback at %s (an emulator): pbx connects only to loopback addresses"
-			   " then", instance, ip, base);
+	return pbx_err_set(
+		err,
+		"instance %s has the address %s outside 127.0.0.0/8, from the API"
+		" on loopback at %s (an emulator): pbx connects only to loopback addresses"
+		" then",
+		instance, ip, base);
 }
 
 int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, size_t i,
@@ -129,13 +132,13 @@ int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, s
 	if (i > 0 && strcmp(nodes[0].state, "running") != 0)
 		return 1;
 	if (i > 0 && nodes[0].public_address && nodes[0].public_address[0])
-		return 0;   /* through the head */
+		return 0; /* through the head */
 	return pbx_cloud_address_allowed(base, instance, private_ip, err);
 }
 
 /* One planned node of a cloud cluster. */
-static void cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
-			   const char *name, const char *role, int gpus, const char *zone)
+static void cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r, const char *name,
+		       const char *role, int gpus, const char *zone)
 {
 	memset(r, 0, sizeof(*r));
 	r->cluster_id = s->id;
@@ -149,8 +152,8 @@ static void cloud_node(const struct pbx_cluster_spec *s, struct pbx_node_row *r,
 	r->zone = xstrdup(zone ? zone : "");
 }
 
-void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
-		    struct pbx_node_row **nodes, size_t *n)
+void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone, struct pbx_node_row **nodes,
+		    size_t *n)
 {
 	const struct pbx_cluster_template *t = s->t;
 	size_t total = 1 + (size_t)pbx_template_node_count(t), idx = 0, k;

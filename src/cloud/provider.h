@@ -32,7 +32,7 @@
 /* Progress reports from long operations (all callbacks may be NULL;
  * called from several threads). */
 struct pbx_cluster_events {
-	void (*nodes)(void *ctx, size_t n, const char *const *names);  /* once, first */
+	void (*nodes)(void *ctx, size_t n, const char *const *names); /* once, first */
 	void (*stage)(void *ctx, size_t node, const char *stage);
 	void *ctx;
 };
@@ -42,16 +42,16 @@ void pbx_events_stage(const struct pbx_cluster_events *ev, size_t node, const ch
 /* One cluster as a provider sees it. */
 struct pbx_cluster_spec {
 	const struct pbx_config *cfg;
-	const struct pbx_cluster_template *t;   /* NULL when destroying */
+	const struct pbx_cluster_template *t; /* NULL when destroying */
 	const char *name;
-	int64_t id;                 /* store id; 0 when the store has forgotten the cluster */
+	int64_t id; /* store id; 0 when the store has forgotten the cluster */
 	/* The cluster's id in the cloud (pbx_cluster_uid_new; a legacy
 	 * cluster's is its decimal store number, see pbx_cluster_uid_legacy).
 	 * NULL only for a survey: list what carries the name, whoever's it
 	 * is; a provider then creates and destroys nothing. */
 	const char *uid;
-	struct pbx_store *store;    /* the request log and the provider's allocations */
-	int dry_run;                /* print the requests instead of sending them */
+	struct pbx_store *store; /* the request log and the provider's allocations */
+	int dry_run;             /* print the requests instead of sending them */
 	/* With dry_run: receives each request that would be sent (no token in
 	 * it); may be NULL. */
 	void (*print_request)(void *ctx, const char *method, const char *url, const char *body);
@@ -66,10 +66,10 @@ struct pbx_cluster_spec {
 /* The labels every cloud resource of a cluster carries, made here only:
  * pbx-cluster = NAME and pbx-cluster-id = UID (when s->uid is set).  Lists
  * find a cluster's resources by both; a survey (uid NULL) by the first. */
-#define PBX_LABEL_CLUSTER "pbx-cluster"
+#define PBX_LABEL_CLUSTER    "pbx-cluster"
 #define PBX_LABEL_CLUSTER_ID "pbx-cluster-id"
-#define PBX_LABEL_IMAGE "pbx-image"
-#define PBX_LABEL_IMAGE_ID "pbx-image-id"
+#define PBX_LABEL_IMAGE      "pbx-image"
+#define PBX_LABEL_IMAGE_ID   "pbx-image-id"
 struct pbx_labels {
 	const char *keys[3];
 	char values[3][64];
@@ -101,12 +101,12 @@ int pbx_cluster_uid_valid(const char *text);
  * Whoever builds one zero-initialises it: stopped_at is 0 except where a
  * provider's list reads it from the cloud. */
 struct pbx_instance {
-	char *id;      /* the provider's handle: instance name / directory */
-	char *zone;    /* may be NULL */
-	char *state;   /* the cloud's status, e.g. RUNNING; may be NULL */
-	char *cluster; /* the cluster id it carries (pbx-cluster-id); NULL when
+	char *id;           /* the provider's handle: instance name / directory */
+	char *zone;         /* may be NULL */
+	char *state;        /* the cloud's status, e.g. RUNNING; may be NULL */
+	char *cluster;      /* the cluster id it carries (pbx-cluster-id); NULL when
 	                  the provider did not read it or it carries none */
-	int64_t stopped_at;   /* when a powered-off instance (TERMINATED / STOPPING /
+	int64_t stopped_at; /* when a powered-off instance (TERMINATED / STOPPING /
 	                         SUSPENDED on Compute Engine, stopped / stopping on
 	                         EC2) stopped, unix seconds, as the cloud reports it;
 	                         0 when unknown or running */
@@ -152,17 +152,17 @@ struct pbx_image_ops {
 
 /* How SLURM is laid out on this provider's nodes. */
 struct pbx_slurm_layout {
-	char ctld_host[256];     /* controller hostname (`hostname -s` of the head) */
+	char ctld_host[256]; /* controller hostname (`hostname -s` of the head) */
 	int ctld_port;
 	int srun_port_lo, srun_port_hi;
-	int node_port_base;      /* node i (0-based, compute only) listens on base+1+i; 0 = default */
-	int node_cpus;           /* 0 = what slurmd reports */
-	long node_mem_mb;        /* RealMemory per node; 0 = SLURM's default */
-	int same_host;           /* node bodies on one host: NodeHostname=localhost */
+	int node_port_base; /* node i (0-based, compute only) listens on base+1+i; 0 = default */
+	int node_cpus;      /* 0 = what slurmd reports */
+	long node_mem_mb;   /* RealMemory per node; 0 = SLURM's default */
+	int same_host;      /* node bodies on one host: NodeHostname=localhost */
 	const char *slurm_user;
-	const char *bootstrap_mode;   /* "direct" or "systemd" */
-	const char *extra;       /* extra slurm.conf lines */
-	char shared_dir[1024];   /* the shared directory path on the nodes */
+	const char *bootstrap_mode; /* "direct" or "systemd" */
+	const char *extra;          /* extra slurm.conf lines */
+	char shared_dir[1024];      /* the shared directory path on the nodes */
 	/* A file pbx holds locked (flock) on this host while the head
 	 * bootstraps, which compute nodes on the same host wait on before
 	 * asking for slurmctld; "" = none (nodes on other hosts poll). */
@@ -170,7 +170,7 @@ struct pbx_slurm_layout {
 	/* pbx-train for the nodes: direct mode, a path on this host the nodes
 	 * link to (PBX_TRAIN_BIN); "" = none. */
 	char train_bin[1024];
-	int cred_expire;         /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
+	int cred_expire; /* slurm.conf AuthInfo cred_expire; 0 = SLURM's 120 s */
 };
 
 /* The state a provider gives a compute node the cloud did not make when
@@ -180,8 +180,8 @@ struct pbx_slurm_layout {
 #define PBX_NODE_NOT_CREATED "not-created"
 /* Power saving (src/cluster/powersave.c): a node SLURM may wake that has
  * no instance now, and one being made because SLURM woke it. */
-#define PBX_NODE_ASLEEP "asleep"
-#define PBX_NODE_WAKING "waking"
+#define PBX_NODE_ASLEEP      "asleep"
+#define PBX_NODE_WAKING      "waking"
 
 /* What creation tells its caller as it goes. */
 struct pbx_create_hooks {
@@ -253,8 +253,8 @@ int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, s
 /* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
  * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).
  * *nodes owned by the caller (pbx_node_rows_free). */
-void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone,
-		    struct pbx_node_row **nodes, size_t *n);
+void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone, struct pbx_node_row **nodes,
+		    size_t *n);
 /* The node group of compute node `node` (GROUPn), or NULL. */
 const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
 						const char *node);

@@ -22,8 +22,8 @@
 struct bootstrap_out {
 	const struct pbx_cluster_events *ev;
 	size_t node;
-	struct pbx_buf line;     /* partial stdout line */
-	struct pbx_buf error;    /* PBX-ERROR text */
+	struct pbx_buf line;  /* partial stdout line */
+	struct pbx_buf error; /* PBX-ERROR text */
 	struct pbx_buf stderr_tail;
 };
 
@@ -43,7 +43,8 @@ static void bootstrap_output(void *ctx, int stream, const char *data, size_t len
 		pbx_buf_add(&o->stderr_tail, data, len);
 		if (o->stderr_tail.len > 4096) {
 			size_t drop = o->stderr_tail.len - 2048;
-			memmove(o->stderr_tail.buf, o->stderr_tail.buf + drop, o->stderr_tail.len - drop + 1);
+			memmove(o->stderr_tail.buf, o->stderr_tail.buf + drop,
+				o->stderr_tail.len - drop + 1);
 			o->stderr_tail.len -= drop;
 		}
 		return;
@@ -72,7 +73,7 @@ static void bootstrap_env(struct pbx_buf *cmd, const char *key, const char *valu
 static void bootstrap_spot(struct pbx_buf *cmd, const struct pbx_cluster_template *t,
 			   const struct pbx_node_group *grp, const char *role)
 {
-	const char *poll = getenv("PBX_PREEMPT_POLL");   /* tests: seconds between IMDS looks */
+	const char *poll = getenv("PBX_PREEMPT_POLL"); /* tests: seconds between IMDS looks */
 	if (!grp || !grp->spot || strcmp(role, "compute") ||
 	    (strcmp(t->cloud, "gce") && strcmp(t->cloud, "aws")))
 		return;
@@ -86,8 +87,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 {
 	const struct pbx_node_row *n = &c->nodes[i];
 	struct pbx_buf cmd = PBX_BUF_INIT;
-	const struct pbx_node_group *grp = c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name)
-						       : NULL;
+	const struct pbx_node_group *grp =
+		c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
 	char gpus[16], gpu_type[32], *script = xasprintf("%s/bootstrap.sh", remote_stage);
 	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
 	pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, gpu_type, sizeof(gpu_type));
@@ -118,7 +119,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	if (c->spec.t && !strcmp(action, "up")) {
 		char secs[16];
 		/* tests: seconds between looks; a VM's grace after boot */
-		static const char *const knobs[] = { "PBX_AUTOSTOP_TICK", "PBX_AUTOSTOP_BOOT_GRACE" };
+		static const char *const knobs[] = { "PBX_AUTOSTOP_TICK",
+						     "PBX_AUTOSTOP_BOOT_GRACE" };
 		size_t k;
 		snprintf(secs, sizeof(secs), "%d", c->spec.t->autostop);
 		bootstrap_env(&cmd, "PBX_AUTOSTOP", secs);
@@ -128,7 +130,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 				bootstrap_env(&cmd, knobs[k], v);
 		}
 		if (c->budget_until > 0 && !strcmp(n->role, "head")) {
-			char until[24];   /* the head powers the cluster off then */
+			char until[24]; /* the head powers the cluster off then */
 			snprintf(until, sizeof(until), "%lld", (long long)c->budget_until);
 			bootstrap_env(&cmd, "PBX_BUDGET_UNTIL", until);
 		}
@@ -152,21 +154,23 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	struct pbx_ssh *s;
 	int status = 0, rc;
 
-	rc = pbx_cluster_connect(c, i, &s, err);   /* its errors name the node */
+	rc = pbx_cluster_connect(c, i, &s, err); /* its errors name the node */
 	if (rc == 0) {
 		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
 		char *plain = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
 		cmd = pbx_cluster_as_root(c, plain);
 		free(plain);
 		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
-				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status, err);
+				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status,
+				  err);
 		if (rc < 0)
 			pbx_err_prefix(err, "node %s", c->nodes[i].name);
 	}
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&o.stderr_tail);
-		rc = pbx_err_set(err, "node %s: bootstrap %s failed (status %d): %s", c->nodes[i].name,
-				 action, status, o.error.len ? o.error.buf : o.stderr_tail.buf);
+		rc = pbx_err_set(err, "node %s: bootstrap %s failed (status %d): %s",
+				 c->nodes[i].name, action, status,
+				 o.error.len ? o.error.buf : o.stderr_tail.buf);
 	}
 	pbx_buf_release(&o.line);
 	pbx_buf_release(&o.error);

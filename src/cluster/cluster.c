@@ -67,8 +67,8 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	cluster_drop_state(c, PBX_NODE_NOT_CREATED);
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
-	pbx_cluster_use_template(c, pbx_config_template(cfg, c->row.template_name
-							 ? c->row.template_name : name));
+	pbx_cluster_use_template(
+		c, pbx_config_template(cfg, c->row.template_name ? c->row.template_name : name));
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
 	c->spec.uid = c->row.uid;
@@ -111,7 +111,7 @@ void pbx_cluster_close(struct pbx_cluster *c)
 {
 	if (!c)
 		return;
-	pbx_cluster_spend_sync(c, time(NULL));   /* what this verb started or stopped */
+	pbx_cluster_spend_sync(c, time(NULL)); /* what this verb started or stopped */
 	pbx_cluster_release(c);
 	free(c);
 }
@@ -139,8 +139,8 @@ int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)
 
 char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
 {
-	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name,
-			 pbx_cluster_ssh_addr(c, i), c->nodes[i].ssh_port);
+	return xasprintf("%s/%s@%s:%d", c->row.name, c->nodes[i].name, pbx_cluster_ssh_addr(c, i),
+			 c->nodes[i].ssh_port);
 }
 
 /* A head that does not answer because the cluster is powered off: err
@@ -151,15 +151,16 @@ static void cluster_say_stopped(struct pbx_cluster *c, struct pbx_err *err)
 	if (!why)
 		return;
 	pbx_err_clear(err);
-	pbx_err_setc(err, PBX_EXIT_FAIL, "cluster %s is stopped: %s; start it again with "
-		     "'pbx cluster start %s'", c->row.name, why, c->row.name);
+	pbx_err_setc(err, PBX_EXIT_FAIL,
+		     "cluster %s is stopped: %s; start it again with "
+		     "'pbx cluster start %s'",
+		     c->row.name, why, c->row.name);
 	free(why);
 }
 
-int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
-			struct pbx_err *err)
+int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, struct pbx_err *err)
 {
-	struct pbx_ssh_target t = {0};
+	struct pbx_ssh_target t = { 0 };
 	char *pin;
 	int rc;
 	if (i >= c->nnodes)
@@ -205,8 +206,8 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
 /* The one path of every remote command: env.sh, the shared directory,
  * then `cmdline` with `in` (may be NULL) on stdin. */
 static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
-			       const struct pbx_buf *in, pbx_ssh_output_fn out, void *ctx,
-			       int *status, struct pbx_err *err)
+			   const struct pbx_buf *in, pbx_ssh_output_fn out, void *ctx, int *status,
+			   struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_ssh *s;
@@ -216,7 +217,7 @@ static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdli
 		return -1;
 	cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
-	line = pbx_cluster_as_root(c, b.buf);   /* sudo -n for a non-root login */
+	line = pbx_cluster_as_root(c, b.buf); /* sudo -n for a non-root login */
 	rc = pbx_ssh_exec(s, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
 	free(line);
 	pbx_buf_release(&b);

@@ -71,12 +71,12 @@ int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, con
 
 /* How `pbx cluster resize` changes a cluster. */
 struct pbx_resize_opts {
-	const char *group;      /* node group; NULL = the template's only one */
-	int delta;              /* +N adds nodes, -N removes the group's last N */
-	int force;              /* -N: down the nodes now (SLURM requeues their
+	const char *group;   /* node group; NULL = the template's only one */
+	int delta;           /* +N adds nodes, -N removes the group's last N */
+	int force;           /* -N: down the nodes now (SLURM requeues their
 	                           jobs) instead of draining them */
-	int drain_timeout_s;    /* -N: how long to wait for jobs; 0 = an hour */
-	int dry_run;            /* print the requests (print, print_ctx) only */
+	int drain_timeout_s; /* -N: how long to wait for jobs; 0 = an hour */
+	int dry_run;         /* print the requests (print, print_ctx) only */
 	pbx_request_fn print;
 	void *print_ctx;
 };
@@ -113,11 +113,11 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 /* An open, live cluster: its row, nodes and SSH connections. */
 struct pbx_cluster {
 	struct pbx_cluster_row row;
-	struct pbx_node_row *nodes;   /* head first */
+	struct pbx_node_row *nodes; /* head first */
 	size_t nnodes;
 	const struct pbx_provider *provider;
 	struct pbx_cluster_spec spec;
-	void *pctx;                   /* the provider's context (provider->open) */
+	void *pctx; /* the provider's context (provider->open) */
 	char *dir;
 	char *user, *key_path;
 	struct pbx_hostkeys hostkeys;
@@ -138,12 +138,12 @@ struct pbx_cluster {
 	struct pbx_node_stop {
 		char name[64];
 		int64_t at;
-	} *stops;
+	} * stops;
 	size_t nstops;
 	/* For the bootstrap: when the head powers the cluster off because its
 	 * budget is spent (unix s; 0 = no budget to enforce), set by start. */
 	int64_t budget_until;
-	int64_t opened_at;            /* when pbx_cluster_open opened it (unix s) */
+	int64_t opened_at; /* when pbx_cluster_open opened it (unix s) */
 	/* During a start: the power-saving nodes asleep (no instance), out of
 	 * `nodes` but in slurm.conf (State=CLOUD); powersave.c. */
 	struct pbx_node_row *asleep;
@@ -154,16 +154,16 @@ struct pbx_cluster {
 
 /* What a cluster has cost (docs/cost.md), from its node runs. */
 struct pbx_spend {
-	int64_t spent;       /* 1e-9 units of currency, priced runs only */
-	int64_t hourly;      /* the running nodes' price an hour now */
-	int64_t seconds;     /* node-seconds, priced or not */
+	int64_t spent;   /* 1e-9 units of currency, priced runs only */
+	int64_t hourly;  /* the running nodes' price an hour now */
+	int64_t seconds; /* node-seconds, priced or not */
 	size_t runs, running;
-	size_t unpriced;     /* runs whose price was not known (not in spent) */
-	char currency[8];    /* "" when no run was priced */
+	size_t unpriced;  /* runs whose price was not known (not in spent) */
+	char currency[8]; /* "" when no run was priced */
 };
 /* Sums cluster `cluster_id`'s runs up to `now` into *s. */
-int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now,
-			 struct pbx_spend *s, struct pbx_err *err);
+int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now, struct pbx_spend *s,
+			 struct pbx_err *err);
 /* Opens a run for each node of c whose instance runs and has none, and
  * ends the runs of nodes deleted or powered off (at c->stopped_at when the
  * cluster is powered off and the cloud said when), from the store's
@@ -171,9 +171,9 @@ int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now,
 void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now);
 
 struct pbx_budget {
-	int64_t budget;      /* the template's, nano-units */
+	int64_t budget; /* the template's, nano-units */
 	struct pbx_spend spend;
-	int percent;         /* spend.spent / budget, rounded down */
+	int percent; /* spend.spent / budget, rounded down */
 };
 /* 1 with *b filled when c's template sets a budget, else 0. */
 int pbx_cluster_budget(struct pbx_cluster *c, int64_t now, struct pbx_budget *b);
@@ -215,8 +215,7 @@ char *pbx_cluster_last_stop(const struct pbx_cluster *c);
 /* A pooled connection to node i (owned by the cluster's pool): direct to
  * its public address, or to its (private) address; through the head when
  * the head has a public address and node i has none (direct-tcpip). */
-int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out,
-			struct pbx_err *err);
+int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, struct pbx_err *err);
 /* For handing node i to ssh(1) (sshconfig.c): writes DIR/ssh_config and
  * DIR/known_hosts (0600, from the store's pins of node i and, when it is
  * reached through the head, the head's) so that `ssh -F *config *alias`
@@ -246,7 +245,7 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline);
 /* Output of pbx_cluster_run: stdout and stderr. */
 struct pbx_cluster_output {
 	struct pbx_buf out, err;
-	int status;   /* the script's exit status (also after a failure) */
+	int status; /* the script's exit status (also after a failure) */
 };
 /*
  * pbx's remote scripts: runs `script` with /bin/sh -c on node `node` the

@@ -29,7 +29,7 @@ char *pbx_template_json_autostop(const char *json, int seconds);
 
 /* pbx's directory on a node and, in it, the stage (bootstrap.sh,
  * slurm.conf, munge.key); relative to the node's root prefix. */
-#define PBX_NODE_DIR "var/lib/pbx"
+#define PBX_NODE_DIR  "var/lib/pbx"
 #define PBX_STAGE_DIR PBX_NODE_DIR "/stage"
 
 /*

@@ -20,14 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DISCOVER_CONNECT_S 300         /* a fresh VM's sshd and login user may take this
+#define DISCOVER_CONNECT_S \
+	300 /* a fresh VM's sshd and login user may take this
 					  long, unless the template says (boot_timeout) */
 #define BODY_PORTS_PER_SLOT 64
-#define BODY_SLOT_OFFSET 8             /* past the local provider's 7 slots */
+#define BODY_SLOT_OFFSET    8 /* past the local provider's 7 slots */
 
 struct discover_run {
 	struct pbx_cluster *c;
-	char **roots;   /* per node: PBX_BODY_ROOT, "" on a VM */
+	char **roots; /* per node: PBX_BODY_ROOT, "" on a VM */
 	const struct pbx_cluster_events *ev;
 };
 
@@ -80,7 +81,8 @@ static int discover_body_layout(struct pbx_cluster *c, struct pbx_slurm_layout *
 	int base = (c->cfg->local.slurm_port_base ? c->cfg->local.slurm_port_base : 17000) +
 		   (BODY_SLOT_OFFSET + c->row.slot) * BODY_PORTS_PER_SLOT;
 	if (base + BODY_PORTS_PER_SLOT > 65535)
-		return pbx_err_set(err, "no SLURM ports left for node bodies of slot %d", c->row.slot);
+		return pbx_err_set(err, "no SLURM ports left for node bodies of slot %d",
+				   c->row.slot);
 	/* the memory of every node but the head is shared out */
 	return pbx_body_layout(base, BODY_PORTS_PER_SLOT, c->nnodes > 1 ? (int)c->nnodes - 1 : 1,
 			       c->dir, l, err);

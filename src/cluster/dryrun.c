@@ -15,12 +15,10 @@
  * name; with the recorded sizes of an existing cluster (*sized, whose
  * group array *groups the caller frees).  *id and uid get the cluster's
  * store number and id; uid stays "" when the store does not know it. */
-static const struct pbx_cluster_template *dry_template(struct pbx_store *st,
-						       const struct pbx_config *cfg,
-						       const char *name, const char *tmpl,
-						       int64_t *id, char uid[PBX_CLUSTER_UID_LEN + 1],
-						       struct pbx_cluster_template *sized,
-						       struct pbx_node_group **groups)
+static const struct pbx_cluster_template *
+dry_template(struct pbx_store *st, const struct pbx_config *cfg, const char *name, const char *tmpl,
+	     int64_t *id, char uid[PBX_CLUSTER_UID_LEN + 1], struct pbx_cluster_template *sized,
+	     struct pbx_node_group **groups)
 {
 	struct pbx_cluster_row row;
 	struct pbx_err err = PBX_ERR_INIT;
@@ -54,23 +52,22 @@ char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_confi
 	struct pbx_node_group *groups = NULL;
 	int64_t id;
 	char uid[PBX_CLUSTER_UID_LEN + 1];
-	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, uid, &sized,
-							    &groups);
+	const struct pbx_cluster_template *t =
+		dry_template(st, cfg, name, tmpl, &id, uid, &sized, &groups);
 	char *json = t ? pbx_template_json(t) : NULL;
 	free(groups);
 	return json;
 }
 
 int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, int offline, struct pbx_price_quote *q,
-		      struct pbx_err *err)
+		      const char *tmpl, int offline, struct pbx_price_quote *q, struct pbx_err *err)
 {
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups = NULL;
 	int64_t id;
 	char uid[PBX_CLUSTER_UID_LEN + 1];
-	const struct pbx_cluster_template *t = dry_template(st, cfg, name, tmpl, &id, uid, &sized,
-							    &groups);
+	const struct pbx_cluster_template *t =
+		dry_template(st, cfg, name, tmpl, &id, uid, &sized, &groups);
 	int rc;
 	memset(q, 0, sizeof(*q));
 	if (!t)
@@ -90,7 +87,8 @@ static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported",
 				    cloud ? cloud : "?");
 	if (!strcmp((*p)->name, "local"))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "--dry-run: cloud local sends no "
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "--dry-run: cloud local sends no "
 				    "requests (its nodes are processes on this machine)");
 	return (*p)->open(spec, pctx, err);
 }
@@ -99,7 +97,7 @@ static int dry_open(const struct pbx_provider **p, struct pbx_cluster_spec *spec
  * as recorded) with requests going to `print`. */
 struct dry {
 	struct pbx_cluster_spec spec;
-	char uid[PBX_CLUSTER_UID_LEN + 1];   /* spec.uid */
+	char uid[PBX_CLUSTER_UID_LEN + 1]; /* spec.uid */
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups;
 	const struct pbx_provider *p;
@@ -111,10 +109,13 @@ static int dry_begin(struct dry *d, struct pbx_store *st, const struct pbx_confi
 		     struct pbx_err *err)
 {
 	memset(d, 0, sizeof(*d));
-	d->spec = (struct pbx_cluster_spec){ .cfg = cfg, .name = name, .store = st, .dry_run = 1,
-					     .print_request = print, .print_ctx = ctx };
-	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, d->uid, &d->sized,
-				 &d->groups);
+	d->spec = (struct pbx_cluster_spec){ .cfg = cfg,
+					     .name = name,
+					     .store = st,
+					     .dry_run = 1,
+					     .print_request = print,
+					     .print_ctx = ctx };
+	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, d->uid, &d->sized, &d->groups);
 	if (!d->spec.t)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
 				    tmpl ? tmpl : name, cfg->path);
@@ -186,8 +187,8 @@ int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, con
 		d.spec.uid = uid;
 		survey = !uid;
 	} else if (rc == 0 && uid && strcmp(uid, d.uid) != 0) {
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "cluster '%s' in this store has id %s, not %s",
-				  name, d.uid, uid);
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "cluster '%s' in this store has id %s, not %s", name, d.uid, uid);
 	}
 	if (rc == 0)
 		rc = d.p->list(d.pctx, &v, &n, err);

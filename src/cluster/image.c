@@ -32,12 +32,12 @@
 
 /* One build or delete: the builder cluster and what it was made for. */
 struct image_job {
-	struct pbx_cluster c;                 /* in memory only (row.id 0) */
-	struct pbx_cluster_template builder;  /* the template, one node */
-	struct pbx_image_row *row;            /* borrowed */
+	struct pbx_cluster c;                /* in memory only (row.id 0) */
+	struct pbx_cluster_template builder; /* the template, one node */
+	struct pbx_image_row *row;           /* borrowed */
 	const struct pbx_cluster_events *ev;
-	int opened;                           /* c.pctx is the provider's */
-	struct pbx_slurm_layout layout;       /* the builder's (image_connect) */
+	int opened;                     /* c.pctx is the provider's */
+	struct pbx_slurm_layout layout; /* the builder's (image_connect) */
 };
 
 static double image_now(void)
@@ -55,8 +55,7 @@ static double image_now(void)
 static int image_name_ok(const char *s, size_t min)
 {
 	size_t len = strlen(s), i;
-	if (len < min || len == 0 || len > 63 || !islower((unsigned char)s[0]) ||
-	    s[len - 1] == '-')
+	if (len < min || len == 0 || len > 63 || !islower((unsigned char)s[0]) || s[len - 1] == '-')
 		return 0;
 	for (i = 0; i < len; i++)
 		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
@@ -86,9 +85,10 @@ static const struct pbx_provider *image_provider(const struct pbx_config *cfg,
 {
 	const struct pbx_provider *p = pbx_provider_find(t->cloud);
 	if (!p || !p->images) {
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s: cloud %s has no images "
-			     "(pbx image build needs a cloud gce or aws template)", cfg->path,
-			     t->line, t->name, t->cloud);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "%s:%d: clusters.%s: cloud %s has no images "
+			     "(pbx image build needs a cloud gce or aws template)",
+			     cfg->path, t->line, t->name, t->cloud);
 		return NULL;
 	}
 	return p;
@@ -129,7 +129,7 @@ static int image_open(struct image_job *j, struct pbx_store *st, const struct pb
 	if (!c->provider || !c->provider->images)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "image %s: cloud %s has no images",
 				    j->row->name, j->row->cloud);
-	c->row.name = xasprintf("%s-%s", PBX_IMAGE_BUILDER, j->row->uid);   /* host key pins */
+	c->row.name = xasprintf("%s-%s", PBX_IMAGE_BUILDER, j->row->uid); /* host key pins */
 	c->row.uid = xstrdup(j->row->uid);
 	c->row.cloud = xstrdup(j->row->cloud);
 	c->dir = pbx_cluster_dir(c->row.name);
@@ -138,7 +138,7 @@ static int image_open(struct image_job *j, struct pbx_store *st, const struct pb
 		j->builder.groups = NULL;
 		j->builder.ngroups = 0;
 		j->builder.min_nodes = 0;
-		j->builder.compute_external_ips = true;   /* one node: no Cloud NAT */
+		j->builder.compute_external_ips = true; /* one node: no Cloud NAT */
 		c->spec.t = &j->builder;
 	}
 	c->spec.cfg = cfg;
@@ -161,13 +161,13 @@ static void image_close(struct image_job *j)
 	struct pbx_cluster *c = &j->c;
 	struct pbx_err err = PBX_ERR_INIT;
 	int removed;
-	if (c->row.name) {   /* the builder's pins are never needed again */
+	if (c->row.name) { /* the builder's pins are never needed again */
 		char *prefix = xasprintf("%s/", c->row.name);
 		pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, &err);
 		free(prefix);
 	}
 	if (!j->opened)
-		c->pctx = NULL;   /* an open that failed left nothing to close */
+		c->pctx = NULL; /* an open that failed left nothing to close */
 	pbx_cluster_release(c);
 }
 
@@ -229,8 +229,8 @@ static int image_remove_builder(struct image_job *j, struct pbx_err *err)
 
 /* ------------------------------------------------------------- build */
 
-static int image_set(struct image_job *j, const char *state, const char *detail,
-		     const char *link, struct pbx_err *err)
+static int image_set(struct image_job *j, const char *state, const char *detail, const char *link,
+		     struct pbx_err *err)
 {
 	if (pbx_store_image_set(j->c.store, j->row->id, state, detail, link, err) < 0)
 		return -1;
@@ -267,7 +267,8 @@ static int image_steps(struct image_job *j, struct pbx_image_times *tm, struct p
 	if (rc == 0) {
 		image_stage(j, "imaging");
 		desc = xasprintf("pbx: template %s (%s) with SLURM, munge, NFS and pbx-train's "
-				 "runtime installed", j->row->template_name, j->row->source_image);
+				 "runtime installed",
+				 j->row->template_name, j->row->source_image);
 		t = image_now();
 		rc = ops->create(j->c.pctx, &j->c.nodes[0], j->row->name, j->row->uid, desc, &link,
 				 err);
@@ -298,7 +299,7 @@ static int image_remove_all(struct image_job *j, int *existed, struct pbx_err *e
 	brc = image_remove_builder(j, rc < 0 ? &berr : err);
 	if (rc < 0 && brc < 0) {
 		char first[1024];
-		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
+		snprintf(first, sizeof(first), "%.1000s", err->msg); /* err->msg is rewritten */
 		pbx_err_setc(err, err->code, "%s; and removing the builder failed: %.600s", first,
 			     berr.msg);
 	}
@@ -317,9 +318,11 @@ static void image_fail(struct image_job *j, struct pbx_err *err)
 		image_remove_all(j, &existed, &cerr);
 	if (cerr.msg[0] && !strstr(err->msg, cerr.msg)) {
 		char first[1024];
-		snprintf(first, sizeof(first), "%.1000s", err->msg);   /* err->msg is rewritten */
-		pbx_err_setc(err, err->code, "%s; and the cleanup failed: %.600s ('pbx image delete "
-			     "%s' removes what is left)", first, cerr.msg, j->row->name);
+		snprintf(first, sizeof(first), "%.1000s", err->msg); /* err->msg is rewritten */
+		pbx_err_setc(err, err->code,
+			     "%s; and the cleanup failed: %.600s ('pbx image delete "
+			     "%s' removes what is left)",
+			     first, cerr.msg, j->row->name);
 	}
 	image_set(j, "failed", err->msg, NULL, &serr);
 }
@@ -338,8 +341,10 @@ static int image_reclaim(struct pbx_store *st, const struct pbx_config *cfg, con
 		return 0;
 	}
 	if (!strcmp(old.state, "ready"))
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image %s exists (%s); 'pbx image delete %s' "
-				  "first, or give another name", name, old.link, name);
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "image %s exists (%s); 'pbx image delete %s' "
+				  "first, or give another name",
+				  name, old.link, name);
 	else
 		rc = pbx_image_delete(st, cfg, name, ev, err);
 	pbx_image_row_free(&old);
@@ -400,11 +405,14 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 	if (!(p = image_provider(cfg, t, err)))
 		return -1;
 	if (!t->image || !*t->image)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.image: required to "
-				    "build an image", cfg->path, t->line, t->name);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s:%d: clusters.%s.image: required to "
+				    "build an image",
+				    cfg->path, t->line, t->name);
 	name = name_opt ? xstrdup(name_opt) : image_default_name(tmpl);
 	if (!image_name_ok(name, p->images->name_min)) {
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "image name '%s': %zu to 63 characters, "
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "image name '%s': %zu to 63 characters, "
 				  "a-z, 0-9 and '-', starting with a letter, not ending with '-'",
 				  name, p->images->name_min ? p->images->name_min : 1);
 		free(name);

@@ -22,12 +22,12 @@
 
 /* Seconds each stage of a build took (0: not reached). */
 struct pbx_image_times {
-	double instance;   /* create until sshd answers and the login works
+	double instance; /* create until sshd answers and the login works
 			      (a VM's boot included) */
-	double install;    /* bootstrap install */
-	double stop;       /* instances.stop */
-	double image;      /* images.insert until READY */
-	double cleanup;    /* the builder deleted */
+	double install;  /* bootstrap install */
+	double stop;     /* instances.stop */
+	double image;    /* images.insert until READY */
+	double cleanup;  /* the builder deleted */
 	double total;
 };
 

@@ -29,7 +29,8 @@ static char *power_last_stop(const char *root)
 	const char *at = NULL, *reason = NULL;
 	struct pbx_buf b = PBX_BUF_INIT;
 	if (pbx_read_file(path, &b, NULL) == 0 && b.len < 4096) {
-		for (line = strtok_r(b.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		for (line = strtok_r(b.buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
 			if (!strncmp(line, "stopped_at=", 11))
 				at = line + 11;
 			else if (!strncmp(line, "reason=", 7))
@@ -37,7 +38,7 @@ static char *power_last_stop(const char *root)
 		}
 		if (at && reason) {
 			char *text = xasprintf("stopped itself at %s: %s", at, reason);
-			res = pbx_visible(text, PBX_VISIBLE_LINE);   /* written on the node */
+			res = pbx_visible(text, PBX_VISIBLE_LINE); /* written on the node */
 			free(text);
 		}
 	}
@@ -62,7 +63,8 @@ static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v
 		for (i = 0; i < n; i++)
 			if (c->nodes[k].instance_id && v[i].id && v[i].stopped_at > 0 &&
 			    !strcmp(v[i].id, c->nodes[k].instance_id)) {
-				c->stops = xreallocarray(c->stops, c->nstops + 1, sizeof(*c->stops));
+				c->stops =
+					xreallocarray(c->stops, c->nstops + 1, sizeof(*c->stops));
 				snprintf(c->stops[c->nstops].name, sizeof(c->stops[0].name), "%s",
 					 c->nodes[k].name);
 				c->stops[c->nstops++].at = v[i].stopped_at;
@@ -116,7 +118,8 @@ static char *power_stopped_why(struct pbx_cluster *c)
 	if (!power_head_off(c, &state))
 		return NULL;
 	why = xasprintf("its head instance is %s (powered off: autostop, or a shutdown on the "
-			"machine; its disks are kept)", state);
+			"machine; its disks are kept)",
+			state);
 	free(state);
 	return why;
 }
@@ -125,7 +128,7 @@ char *pbx_cluster_stopped_why(struct pbx_cluster *c)
 {
 	char *why = power_stopped_why(c);
 	if (why && strcmp(c->row.state, "stopped") != 0) {
-		pbx_cluster_mark(c, "stopped");   /* what `cluster list` shows from now on */
+		pbx_cluster_mark(c, "stopped"); /* what `cluster list` shows from now on */
 		free(c->row.state);
 		c->row.state = xstrdup("stopped");
 	}

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define POWER_SUSPEND_DEFAULT_S 600   /* ParallelCluster's ScaledownIdletime */
+#define POWER_SUSPEND_DEFAULT_S 600 /* ParallelCluster's ScaledownIdletime */
 
 /* Node `name`'s group and its number in it (gpu3: 3), or NULL. */
 static const struct pbx_node_group *power_group(const struct pbx_cluster_template *t,
@@ -110,12 +110,14 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 	int resume = t->resume_timeout ? t->resume_timeout
 				       : (t->boot_timeout ? t->boot_timeout : 300) + 300;
 	power_always_on(c, &on);
-	pbx_buf_addf(&b, "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
+	pbx_buf_addf(&b,
+		     "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
 		     "# made when jobs wait for them and removed after SuspendTime idle.\n"
 		     "ResumeProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-resume\n"
 		     "SuspendProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-suspend\n"
 		     "SuspendTime=%d\nResumeTimeout=%d\nSuspendTimeout=30\n"
-		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n", suspend, resume);
+		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n",
+		     suspend, resume);
 	if (on.len)
 		pbx_buf_addf(&b, "SuspendExcNodes=%s\n", on.buf);
 	pbx_buf_release(&on);
@@ -131,16 +133,19 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	const char *root = c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
 	self[n > 0 ? n : 0] = '\0';
-	pbx_buf_addf(&b, "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
-		     "pbx (src/cluster/powersave.c)\n", action,
-		     !strcmp(action, "resume") ? "ResumeProgram" : "SuspendProgram", c->row.name);
+	pbx_buf_addf(&b,
+		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
+		     "pbx (src/cluster/powersave.c)\n",
+		     action, !strcmp(action, "resume") ? "ResumeProgram" : "SuspendProgram",
+		     c->row.name);
 	pbx_buf_adds(&b, "exec >>");
 	pbx_shell_quote(&b, root);
 	pbx_buf_adds(&b, "/var/log/pbx-power.log 2>&1 </dev/null\nnodes=$(SLURM_CONF=");
 	pbx_shell_quote(&b, root);
 	pbx_buf_adds(&b, "/etc/slurm/slurm.conf scontrol show hostnames \"$1\") || exit 1\n"
-		     "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) " );
-	pbx_buf_addf(&b, "%s $1\"\n# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=",
+			 "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) ");
+	pbx_buf_addf(&b,
+		     "%s $1\"\n# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=",
 		     action);
 	pbx_shell_quote(&b, pbx_home());
 	pbx_buf_adds(&b, " PBX_CONFIG=");
@@ -181,7 +186,7 @@ static void power_mark_down(struct pbx_cluster *c, const char *name, const char 
 	int status;
 	argv[2] = xasprintf("nodename=%s", name);
 	argv[4] = xasprintf("reason=pbx resume failed: %.200s", why);
-	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);   /* best effort */
+	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err); /* best effort */
 	free((char *)argv[2]);
 	free((char *)argv[4]);
 }
@@ -201,7 +206,8 @@ static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const ch
 			if (!strcmp(rows[k].name, names[i]) && rows[k].state &&
 			    (!strcmp(rows[k].state, to) ||
 			     (!strcmp(rows[k].state, from) &&
-			      pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) == 0)))
+			      pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) ==
+				      0)))
 				done++;
 	pbx_node_rows_free(rows, nr);
 	return done;
@@ -258,7 +264,7 @@ static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct p
 			if (!strcmp(c->nodes[k].name, names[i]) &&
 			    pbx_power_may_sleep(c->spec.t, names[i]) && c->nodes[k].state &&
 			    strcmp(c->nodes[k].state, PBX_NODE_ASLEEP) != 0)
-				v[m++] = c->nodes[k];   /* borrowed */
+				v[m++] = c->nodes[k]; /* borrowed */
 	pbx_store_event(c->store, c->row.id, "power.suspend", "%zu of %zu nodes", m, n);
 	if (m && c->provider->remove_nodes)
 		rc = c->provider->remove_nodes(c->pctx, v, m, err);
@@ -280,8 +286,10 @@ int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const 
 		return -1;
 	if (!pbx_power_saving(c->spec.t)) {
 		pbx_cluster_close(c);
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "cluster %s has no power-saving node "
-				    "group (min: below its count)", name);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "cluster %s has no power-saving node "
+				    "group (min: below its count)",
+				    name);
 	}
 	if (!strcmp(action, "resume"))
 		return power_resume(st, cfg, c, nodes, n, err);

@@ -46,29 +46,35 @@ static const struct pbx_node_group *resize_group(const struct pbx_cluster *c, co
 		pbx_err_setc(err, PBX_EXIT_USAGE, "cluster %s has no node group '%s' (it has: %s)",
 			     c->row.name, name, names.buf);
 	else
-		pbx_err_setc(err, PBX_EXIT_USAGE, "cluster %s has several node groups (%s): "
-			     "name one with --group", c->row.name, names.buf);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "cluster %s has several node groups (%s): "
+			     "name one with --group",
+			     c->row.name, names.buf);
 	pbx_buf_release(&names);
 	return NULL;
 }
 
 /* The new count of the group, checked: no group below zero, no cluster
  * without compute nodes. */
-static int resize_count(const struct pbx_cluster *c, const struct pbx_node_group *grp,
-			int delta, int *count, struct pbx_err *err)
+static int resize_count(const struct pbx_cluster *c, const struct pbx_node_group *grp, int delta,
+			int *count, struct pbx_err *err)
 {
 	long n = (long)grp->count + delta;
 	if (delta == 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "resize by +N or -N, N >= 1");
 	if (n < 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "group %s of cluster %s has %d node%s: "
-				    "cannot remove %d", grp->name, c->row.name, grp->count,
-				    grp->count == 1 ? "" : "s", -delta);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "group %s of cluster %s has %d node%s: "
+				    "cannot remove %d",
+				    grp->name, c->row.name, grp->count, grp->count == 1 ? "" : "s",
+				    -delta);
 	if (n > 100000 || pbx_template_node_count(c->spec.t) + delta > 100000)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "at most 100000 nodes in a cluster");
 	if (pbx_template_node_count(c->spec.t) + delta < 1)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "a cluster keeps at least one compute "
-				    "node ('pbx cluster stop %s' removes it all)", c->row.name);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "a cluster keeps at least one compute "
+				    "node ('pbx cluster stop %s' removes it all)",
+				    c->row.name);
 	*count = (int)n;
 	return 0;
 }
@@ -118,8 +124,8 @@ static int resize_scontrol(struct pbx_cluster *c, const struct pbx_node_row *con
 /* The nodes of v that SLURM lists (*k of them, into out; idx[j] is out[j]'s
  * place in v). */
 static int resize_known_to_slurm(struct pbx_cluster *c, const struct pbx_node_row *const *v,
-				 size_t n, const struct pbx_node_row **out, size_t *idx,
-				 size_t *k, struct pbx_err *err)
+				 size_t n, const struct pbx_node_row **out, size_t *idx, size_t *k,
+				 struct pbx_err *err)
 {
 	struct pbx_sinfo_node *sn = NULL;
 	size_t nsn = 0, i;
@@ -128,7 +134,7 @@ static int resize_known_to_slurm(struct pbx_cluster *c, const struct pbx_node_ro
 		return 0;
 	if (pbx_cluster_sinfo(c, &sn, &nsn, err) < 0)
 		return pbx_err_prefix(err, "cannot ask SLURM about the nodes to remove "
-				      "(--force removes them without asking)");
+					   "(--force removes them without asking)");
 	for (i = 0; i < n; i++)
 		if (pbx_sinfo_state_of(sn, nsn, v[i]->name)) {
 			idx[*k] = i;
@@ -154,8 +160,8 @@ static int resize_drained(const char *state)
 }
 
 /* Polls sinfo until every node of v is drained, showing each one's state. */
-static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row *const *v,
-			       size_t n, const size_t *shown_as, int timeout_s,
+static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row *const *v, size_t n,
+			       const size_t *shown_as, int timeout_s,
 			       const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	time_t until = time(NULL) + (timeout_s > 0 ? timeout_s : RESIZE_DRAIN_TIMEOUT_S);
@@ -169,10 +175,12 @@ static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row 
 		for (i = 0; i < n; i++) {
 			const char *state = pbx_sinfo_state_of(sn, nsn, v[i]->name);
 			int done = resize_drained(state);
-			pbx_events_stage(ev, shown_as[i], done ? "drained" : "draining (jobs running)");
+			pbx_events_stage(ev, shown_as[i],
+					 done ? "drained" : "draining (jobs running)");
 			if (!done) {
 				left++;
-				pbx_buf_addf(&busy, "%s%s=%s", busy.len ? ", " : "", v[i]->name, state);
+				pbx_buf_addf(&busy, "%s%s=%s", busy.len ? ", " : "", v[i]->name,
+					     state);
 			}
 		}
 		pbx_sinfo_free(sn, nsn);
@@ -181,11 +189,13 @@ static int resize_wait_drained(struct pbx_cluster *c, const struct pbx_node_row 
 			return 0;
 		}
 		if (time(NULL) >= until) {
-			pbx_err_set(err, "nodes still running jobs after %d s: %s; wait longer "
-				    "(--timeout) or use --force (their jobs are requeued); the nodes "
-				    "stay drained until then ('pbx cluster start %s' resumes them)",
-				    timeout_s > 0 ? timeout_s : RESIZE_DRAIN_TIMEOUT_S, busy.buf,
-				    c->row.name);
+			pbx_err_set(
+				err,
+				"nodes still running jobs after %d s: %s; wait longer "
+				"(--timeout) or use --force (their jobs are requeued); the nodes "
+				"stay drained until then ('pbx cluster start %s' resumes them)",
+				timeout_s > 0 ? timeout_s : RESIZE_DRAIN_TIMEOUT_S, busy.buf,
+				c->row.name);
 			pbx_buf_release(&busy);
 			return -1;
 		}
@@ -216,7 +226,7 @@ static struct pbx_node_row *resize_rows(const struct pbx_node_row *const *v, siz
 	struct pbx_node_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
 	size_t i;
 	for (i = 0; i < n; i++)
-		rows[i] = *v[i];   /* shallow: strings stay the cluster's */
+		rows[i] = *v[i]; /* shallow: strings stay the cluster's */
 	return rows;
 }
 
@@ -279,7 +289,7 @@ static int resize_shrink(struct pbx_cluster *c, const struct pbx_node_row *const
 		return -1;
 	for (i = 0; i < n; i++)
 		pbx_events_stage(ev, i, "deleting");
-	pbx_ssh_pool_free(c->pool);   /* no connection may outlive its node */
+	pbx_ssh_pool_free(c->pool); /* no connection may outlive its node */
 	c->pool = pbx_ssh_pool_new(&c->hostkeys);
 	rows = resize_rows(v, n);
 	rc = c->provider->remove_nodes(c->pctx, rows, n, err);
@@ -309,7 +319,8 @@ static int resize_dry(struct pbx_cluster *c, const struct pbx_node_group *grp, i
 	if (!strcmp(c->provider->name, "local")) {
 		free(groups);
 		free(v);
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "--dry-run: cloud local sends no requests "
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "--dry-run: cloud local sends no requests "
 				    "(its nodes are processes on this machine)");
 	}
 	for (g = 0; g < t.ngroups; g++) {
@@ -333,7 +344,7 @@ static int resize_dry(struct pbx_cluster *c, const struct pbx_node_group *grp, i
 		add = xcalloc(nplanned ? nplanned : 1, sizeof(*add));
 		for (i = 0; rc == 0 && i < nplanned; i++)
 			if (pbx_cluster_node_index(c, planned[i].name) < 0) {
-				add[nadd++] = planned[i];   /* moved */
+				add[nadd++] = planned[i]; /* moved */
 				memset(&planned[i], 0, sizeof(planned[i]));
 			}
 		if (rc == 0)
@@ -354,9 +365,10 @@ static int resize_dry(struct pbx_cluster *c, const struct pbx_node_group *grp, i
 static void resize_grow_hint(const char *name, const char *group, int delta, struct pbx_err *err)
 {
 	char hint[256];
-	snprintf(hint, sizeof(hint), "; the cluster keeps the new size: 'pbx cluster start %s' "
-		 "tries again, 'pbx cluster resize %s%s%s%s -%d' gives %s up", name,
-		 group ? "-g " : "", group ? group : "", group ? " " : "", name, delta,
+	snprintf(hint, sizeof(hint),
+		 "; the cluster keeps the new size: 'pbx cluster start %s' "
+		 "tries again, 'pbx cluster resize %s%s%s%s -%d' gives %s up",
+		 name, group ? "-g " : "", group ? group : "", group ? " " : "", name, delta,
 		 delta == 1 ? "it" : "them");
 	if (strlen(err->msg) + strlen(hint) < sizeof(err->msg))
 		strcat(err->msg, hint);
@@ -374,10 +386,12 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 	if (pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	grp = resize_group(c, o->group, err);
-	if (grp && grp->min >= 0 && grp->min < grp->count) {   /* sized by SLURM: min/max */
-		pbx_err_setc(err, PBX_EXIT_USAGE, "node group %s saves power (min: %d, max: %d): "
+	if (grp && grp->min >= 0 && grp->min < grp->count) { /* sized by SLURM: min/max */
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "node group %s saves power (min: %d, max: %d): "
 			     "SLURM makes and removes its nodes; change min: or max: in the "
-			     "template instead", grp->name, grp->min, grp->count);
+			     "template instead",
+			     grp->name, grp->min, grp->count);
 		grp = NULL;
 	}
 	rc = grp ? resize_count(c, grp, o->delta, &count, err) : -1;
@@ -408,7 +422,7 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 	if (rc == 0) {
 		json = pbx_template_json_resized(c->row.template_json, group, count);
 		rc = json ? pbx_store_cluster_set_template_json(st, c->row.id, json, err)
-			: pbx_err_set(err, "cluster %s: its recorded template is not JSON", name);
+			  : pbx_err_set(err, "cluster %s: its recorded template is not JSON", name);
 	}
 	pbx_cluster_close(c);
 	free(v);

@@ -90,7 +90,7 @@ static int spend_cluster_on(struct pbx_cluster *c)
 	struct pbx_err err = PBX_ERR_INIT;
 	int on;
 	if (pbx_store_cluster_get(c->store, c->row.name, &row, &err) < 0)
-		return 0;   /* deleted */
+		return 0; /* deleted */
 	on = row.id == c->row.id && strcmp(row.state, "stopped") != 0 &&
 	     strcmp(row.state, "deleted") != 0;
 	pbx_cluster_row_free(&row);
@@ -117,7 +117,7 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 	size_t nn = 0, nr = 0, i;
 	int on, quoted = 0;
 	if (!c->store || !c->row.id || !c->row.name || !c->row.cloud ||
-	    !strcmp(c->row.cloud, "local"))   /* processes on this machine: no price */
+	    !strcmp(c->row.cloud, "local")) /* processes on this machine: no price */
 		return;
 	memset(&q, 0, sizeof(q));
 	on = spend_cluster_on(c);
@@ -130,7 +130,7 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 		int64_t at = now;
 		if (runs[i].ended || (on && n && spend_node_runs(n->state)))
 			continue;
-		if (!on) {   /* powered off while pbx was not looking: the cloud says when */
+		if (!on) { /* powered off while pbx was not looking: the cloud says when */
 			at = spend_stopped_at(c, runs[i].node);
 			if (at <= 0 || at > now)
 				at = now;
@@ -145,13 +145,15 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 			continue;
 		if (!quoted && c->spec.t) {
 			struct pbx_err qerr = PBX_ERR_INIT;
-			quoted = pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &qerr) == 0 ? 1 : -1;
+			quoted = pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &qerr) == 0
+					 ? 1
+					 : -1;
 		}
 		nanos = spend_node_price(&q, quoted == 1, c->spec.t, nodes[i].name, nodes[i].role);
 		/* from when this verb began: a start's instances run from then */
 		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
-				   c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now, nanos,
-				   q.currency, &err);
+				   c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now,
+				   nanos, q.currency, &err);
 	}
 out:
 	pbx_price_quote_free(&q);
@@ -159,8 +161,8 @@ out:
 	pbx_node_rows_free(nodes, nn);
 }
 
-int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now,
-			 struct pbx_spend *s, struct pbx_err *err)
+int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now, struct pbx_spend *s,
+			 struct pbx_err *err)
 {
 	struct pbx_node_run *runs = NULL;
 	size_t n = 0, i;
@@ -220,9 +222,10 @@ int pbx_cluster_budget_refuse(struct pbx_cluster *c, const char *what, struct pb
 	if (!pbx_cluster_budget(c, time(NULL), &b) || b.spend.spent < b.budget)
 		return 0;
 	budget_text(&b, text, sizeof(text));
-	return pbx_err_setc(err, PBX_EXIT_SECURITY, "%s refused: cluster %s has spent %s; raise "
-			    "budget: in %s's template (or set it off) to go on", what, c->row.name,
-			    text, c->row.name);
+	return pbx_err_setc(err, PBX_EXIT_SECURITY,
+			    "%s refused: cluster %s has spent %s; raise "
+			    "budget: in %s's template (or set it off) to go on",
+			    what, c->row.name, text, c->row.name);
 }
 
 char *pbx_cluster_budget_warning(struct pbx_cluster *c)
@@ -234,7 +237,8 @@ char *pbx_cluster_budget_warning(struct pbx_cluster *c)
 	budget_text(&b, text, sizeof(text));
 	if (b.spend.spent >= b.budget)
 		return xasprintf("cluster %s has spent %s: new submissions are refused, and its "
-				 "head powers it off (disks kept)", c->row.name, text);
+				 "head powers it off (disks kept)",
+				 c->row.name, text);
 	return xasprintf("cluster %s has spent %s", c->row.name, text);
 }
 
@@ -264,8 +268,10 @@ int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now)
 	/* every node of the template running from now on: the earliest the
 	 * budget can run out, less the time the cluster takes to power off */
 	if (q.total > 0) {
-		until = now + (int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
-					(long double)q.total) - budget_margin();
+		until = now +
+			(int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
+				  (long double)q.total) -
+			budget_margin();
 		if (until < now)
 			until = now;
 	}

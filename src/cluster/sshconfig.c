@@ -36,12 +36,14 @@ static int add_path(struct pbx_buf *b, const char *key, const char *path, struct
 {
 	const char *p;
 	if (strpbrk(path, "\"\n\r"))
-		return pbx_err_set(err, "cannot hand the path '%s' to ssh(1) (a quote or newline "
-				   "in it)", path);
+		return pbx_err_set(err,
+				   "cannot hand the path '%s' to ssh(1) (a quote or newline "
+				   "in it)",
+				   path);
 	pbx_buf_addf(b, "  %s \"", key);
 	for (p = path; *p; p++) {
 		if (*p == '%')
-			pbx_buf_adds(b, "%");   /* "%%" is a literal '%' */
+			pbx_buf_adds(b, "%"); /* "%%" is a literal '%' */
 		pbx_buf_add(b, p, 1);
 	}
 	pbx_buf_adds(b, "\"\n");
@@ -87,7 +89,7 @@ static int add_host(struct pbx_cluster *c, size_t i, const char *jump, const cha
 	if (add_path(b, "UserKnownHostsFile", known_path, err) < 0)
 		return -1;
 	pbx_buf_adds(b, "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n"
-		     "  CheckHostIP no\n  UpdateHostKeys no\n\n");
+			"  CheckHostIP no\n  UpdateHostKeys no\n\n");
 	return 0;
 }
 
@@ -99,7 +101,9 @@ int pbx_cluster_ssh_config(struct pbx_cluster *c, size_t i, char **config, char 
 	int via = pbx_cluster_via_head(c, i), rc;
 	*config = xasprintf("%s/ssh_config", c->dir);
 	*alias = host_alias(c, i);
-	pbx_buf_adds(&cfg, "# Written by pbx for 'pbx cluster ssh' from its store; rewritten on every call.\n\n");
+	pbx_buf_adds(
+		&cfg,
+		"# Written by pbx for 'pbx cluster ssh' from its store; rewritten on every call.\n\n");
 	rc = pbx_mkdir_p(c->dir, 0700, err);
 	if (rc == 0 && via) {
 		head = host_alias(c, 0);

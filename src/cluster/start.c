@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define START_CONCURRENCY 32
+#define START_CONCURRENCY     32
 #define START_IDLE_TIMEOUT_MS 120000
 
 /* Creates the store rows for a new cluster, or loads the existing one;
@@ -118,8 +118,8 @@ static void start_forget_pins(struct pbx_cluster *c, const struct pbx_node_row *
 		return;
 	prefix = xasprintf("%s/%s@", c->row.name, node->name);
 	if (pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, &err) < 0)
-		pbx_store_event(c->store, c->row.id, "error", "cannot forget the host key of %s: %s",
-				node->name, err.msg);
+		pbx_store_event(c->store, c->row.id, "error",
+				"cannot forget the host key of %s: %s", node->name, err.msg);
 	else if (removed)
 		pbx_store_event(c->store, c->row.id, "node.new-instance",
 				"%s: a new instance; its host key is pinned again on first contact",
@@ -200,19 +200,19 @@ static int start_node_ordinal(const struct pbx_cluster_template *t, const char *
 	return g ? base + atoi(name + strlen(g->name)) - 1 : (int)k;
 }
 
-static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
-			     char **conf, struct pbx_err *err)
+static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l, char **conf,
+			     struct pbx_err *err)
 {
 	size_t total = c->nnodes + c->nasleep;
 	struct pbx_slurm_node *sn = xcalloc(total ? total : 1, sizeof(*sn));
-	char (*types)[32] = xcalloc(total ? total : 1, sizeof(*types));
-	struct pbx_slurm_conf sc = {0};
+	char(*types)[32] = xcalloc(total ? total : 1, sizeof(*types));
+	struct pbx_slurm_conf sc = { 0 };
 	char *power = NULL, *extra = NULL;
 	size_t i, k = 0;
 	int rc;
 	for (i = 0; i < total; i++) {
-		const struct pbx_node_row *n = i < c->nnodes ? &c->nodes[i]
-							     : &c->asleep[i - c->nnodes];
+		const struct pbx_node_row *n =
+			i < c->nnodes ? &c->nodes[i] : &c->asleep[i - c->nnodes];
 		const struct pbx_node_group *grp;
 		int ord;
 		if (strcmp(n->role, "compute") != 0)
@@ -260,13 +260,13 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 
 /* The CUDA backend module beside the local pbx-train (src/train/cuda), as
  * PBX_STAGE_DIR/pbx-train-cuda.so; nothing when this build has none. */
-static int start_stage_train_cuda(struct pbx_buf *tar, const char *bin_path,
-				  time_t now, struct pbx_err *err)
+static int start_stage_train_cuda(struct pbx_buf *tar, const char *bin_path, time_t now,
+				  struct pbx_err *err)
 {
 	struct pbx_buf mod = PBX_BUF_INIT;
 	const char *slash = strrchr(bin_path, '/');
-	char *path = xasprintf("%.*s/pbx-train-cuda.so",
-			       (int)(slash ? slash - bin_path : 1), slash ? bin_path : ".");
+	char *path = xasprintf("%.*s/pbx-train-cuda.so", (int)(slash ? slash - bin_path : 1),
+			       slash ? bin_path : ".");
 	int rc = 0;
 	if (access(path, R_OK) == 0) {
 		rc = pbx_read_file(path, &mod, err);
@@ -307,8 +307,8 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 
 /* The stage every node gets, as one tar made in memory: PBX_STAGE_DIR/
  * {bootstrap.sh, slurm.conf, munge.key}, its directories 0700. */
-static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
-		       struct pbx_buf *tar, struct pbx_err *err)
+static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, struct pbx_buf *tar,
+		       struct pbx_err *err)
 {
 	struct pbx_buf key = PBX_BUF_INIT;
 	char *conf = NULL;
@@ -319,8 +319,8 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 	if (rc == 0)
 		rc = pbx_bootstrap_stage_begin(tar, now, err);
 	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/slurm.conf", 0644, now, conf,
-				    strlen(conf), err);
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/slurm.conf", 0644, now, conf, strlen(conf),
+				    err);
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/munge.key", 0400, now, key.buf, key.len,
 				    err);
@@ -341,9 +341,9 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 struct start_run {
 	struct pbx_cluster *c;
 	const struct pbx_slurm_layout *layout;
-	struct pbx_buf stage_tar;             /* the stage, see start_stage */
+	struct pbx_buf stage_tar; /* the stage, see start_stage */
 	const struct pbx_cluster_events *ev;
-	int ctld_lock_fd;                     /* layout->ctld_lock, held; -1 = none */
+	int ctld_lock_fd; /* layout->ctld_lock, held; -1 = none */
 };
 
 /* Nodes on this host (layout->ctld_lock set): pbx holds the lock from
@@ -359,7 +359,7 @@ static void start_ctld_lock(struct start_run *r)
 		return;
 	r->ctld_lock_fd = open(r->layout->ctld_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (r->ctld_lock_fd >= 0 && flock(r->ctld_lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		close(r->ctld_lock_fd);   /* another start holds it: leave it to that one */
+		close(r->ctld_lock_fd); /* another start holds it: leave it to that one */
 		r->ctld_lock_fd = -1;
 	}
 	if (r->ctld_lock_fd >= 0 && ftruncate(r->ctld_lock_fd, 0) < 0) {
@@ -375,8 +375,8 @@ static void start_ctld_unlock(struct start_run *r, int head_ok)
 	if (r->ctld_lock_fd < 0)
 		return;
 	n = pwrite(r->ctld_lock_fd, how, strlen(how), 0);
-	(void)n;   /* if it fails, compute nodes just wait for slurmctld */
-	close(r->ctld_lock_fd);   /* closing releases the flock */
+	(void)n;                /* if it fails, compute nodes just wait for slurmctld */
+	close(r->ctld_lock_fd); /* closing releases the flock */
 	r->ctld_lock_fd = -1;
 }
 
@@ -387,7 +387,7 @@ static int start_bootstrap_one(void *ctx, size_t i, struct pbx_err *err)
 	pbx_events_stage(r->ev, i, "connecting");
 	rc = pbx_bootstrap_node(r->c, i, r->layout, &r->stage_tar, "up", r->ev, err);
 	if (i == 0)
-		start_ctld_unlock(r, rc == 0);   /* the head is done (node 0, see plan) */
+		start_ctld_unlock(r, rc == 0); /* the head is done (node 0, see plan) */
 	return rc;
 }
 
@@ -401,19 +401,20 @@ static int start_fanout(struct start_run *r, struct pbx_err *err)
 	int failed, refused = 0;
 	start_ctld_lock(r);
 	failed = pbx_fanout(count, START_CONCURRENCY, start_bootstrap_one, r, errs);
-	start_ctld_unlock(r, 0);   /* only if the head never ran */
+	start_ctld_unlock(r, 0); /* only if the head never ran */
 	for (k = 0; k < count; k++) {
 		if (!errs[k].msg[0])
 			continue;
-		pbx_events_stage(r->ev, k, errs[k].code == PBX_EXIT_SECURITY ? "refused" : "failed");
+		pbx_events_stage(r->ev, k,
+				 errs[k].code == PBX_EXIT_SECURITY ? "refused" : "failed");
 		refused |= errs[k].code == PBX_EXIT_SECURITY;
 		pbx_buf_addf(&msg, "%s%s", msg.len ? "\n  " : "", errs[k].msg);
 	}
 	/* a refusal (a changed host key) is what the exit code says, over a failure */
 	if (failed)
 		pbx_err_setc(err, refused ? PBX_EXIT_SECURITY : PBX_EXIT_FAIL,
-			     "bootstrap failed on %d node%s:\n  %s", failed,
-			     failed == 1 ? "" : "s", msg.buf);
+			     "bootstrap failed on %d node%s:\n  %s", failed, failed == 1 ? "" : "s",
+			     msg.buf);
 	pbx_buf_release(&msg);
 	free(errs);
 	return failed ? -1 : 0;
@@ -437,7 +438,7 @@ static void start_resume(struct pbx_cluster *c, const struct pbx_sinfo_node *sn,
 		    !pbx_sinfo_state_resumable(state) || (strchr(state, '*') && waited_ms < 3000))
 			continue;
 		argv[2] = xasprintf("nodename=%s", c->nodes[i].name);
-		pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);   /* best effort */
+		pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err); /* best effort */
 		pbx_store_event(c->store, c->row.id, "node.resume", "%s was %s", c->nodes[i].name,
 				state);
 		free((char *)argv[2]);
@@ -482,8 +483,9 @@ static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_event
 			break;
 		}
 		if (waited >= START_IDLE_TIMEOUT_MS) {
-			pbx_err_set(err, "nodes not idle after %d s: %s%s%s", waited / 1000, bad.buf,
-				    got < 0 ? "; last sinfo error: " : "", got < 0 ? serr.msg : "");
+			pbx_err_set(err, "nodes not idle after %d s: %s%s%s", waited / 1000,
+				    bad.buf, got < 0 ? "; last sinfo error: " : "",
+				    got < 0 ? serr.msg : "");
 			pbx_buf_release(&bad);
 			break;
 		}
@@ -560,7 +562,7 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	if (rc == 0)
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
-		rc = pbx_mkdir_p(c->dir, 0700, err);   /* pbx's files for the cluster */
+		rc = pbx_mkdir_p(c->dir, 0700, err); /* pbx's files for the cluster */
 	if (rc == 0)
 		rc = start_stage(c, &layout, &r.stage_tar, err);
 	r.c = c;
@@ -574,7 +576,7 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		rc = start_wait_idle(c, ev, err);
 	if (rc == 0)
 		start_nodes_state(c, "up");
-	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len);   /* holds the munge key */
+	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len); /* holds the munge key */
 	pbx_buf_release(&r.stage_tar);
 	return rc;
 }
@@ -634,18 +636,20 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 	}
 	free(tmpl);
 	if (!pbx_provider_find(t->cloud))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet", t->cloud);
-	if (start_record(st, t, name, err) < 0 || start_record_autostop(st, name, autostop, err) < 0 ||
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet",
+				    t->cloud);
+	if (start_record(st, t, name, err) < 0 ||
+	    start_record_autostop(st, name, autostop, err) < 0 ||
 	    pbx_cluster_open(st, cfg, name, &c, err) < 0)
 		return -1;
 	pbx_cluster_use_template(c, t);
 	c->starting = 1;
-	c->budget_until = pbx_cluster_budget_until(c, time(NULL));   /* -t's template */
+	c->budget_until = pbx_cluster_budget_until(c, time(NULL)); /* -t's template */
 	rc = pbx_cluster_budget_refuse(c, "start", err);
 	if (rc == 0)
 		rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
 	if (rc == 0) {
-		pbx_power_plan(c, planned, nplanned);   /* nodes SLURM wakes: asleep */
+		pbx_power_plan(c, planned, nplanned); /* nodes SLURM wakes: asleep */
 		start_merge_known(planned, nplanned, c->nodes, c->nnodes);
 		pbx_node_rows_free(c->nodes, c->nnodes);
 		c->nodes = planned;

@@ -68,10 +68,10 @@ int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int 
  * and is skipped; one that cannot look (no credentials here) does not keep
  * the others from looking: the first such error goes to *first and
  * *failed counts them.  Returns how many resources fn reported. */
-typedef int (*stop_each_fn)(const struct pbx_provider *p, void *pctx, size_t *found,
-			    void *ctx, struct pbx_err *err);
-static size_t stop_each_provider(const struct pbx_cluster_spec *spec, stop_each_fn fn,
-				 void *ctx, int *failed, struct pbx_err *first)
+typedef int (*stop_each_fn)(const struct pbx_provider *p, void *pctx, size_t *found, void *ctx,
+			    struct pbx_err *err);
+static size_t stop_each_provider(const struct pbx_cluster_spec *spec, stop_each_fn fn, void *ctx,
+				 int *failed, struct pbx_err *first)
 {
 	size_t i, total = 0;
 	*failed = 0;
@@ -133,7 +133,7 @@ static int stop_survey_one(const struct pbx_provider *p, void *pctx, size_t *fou
 static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		       const struct pbx_stop_opts *o, struct pbx_err *err)
 {
-	struct pbx_cluster_spec spec = {0};
+	struct pbx_cluster_spec spec = { 0 };
 	struct stop_survey sv = { o };
 	struct pbx_err first = PBX_ERR_INIT;
 	const char *uid = o ? o->uid : NULL;
@@ -150,16 +150,20 @@ static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const
 		return pbx_err_prefix(err, "cannot look for cluster '%s'", name);
 	}
 	if (!found && uid)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "nothing carries cluster name '%s' and "
-				    "id %s", name, uid);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+				    "nothing carries cluster name '%s' and "
+				    "id %s",
+				    name, uid);
 	if (!found)
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
 	if (!uid)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "cluster '%s' is not in this store "
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+				    "cluster '%s' is not in this store "
 				    "(%s): nothing was deleted; %zu resource%s the name (listed "
 				    "above), perhaps another pbx home's; to delete one cluster's "
-				    "resources: pbx cluster stop --id ID %s", name, pbx_home(), found,
-				    found == 1 ? " carries" : "s carry", name);
+				    "resources: pbx cluster stop --id ID %s",
+				    name, pbx_home(), found, found == 1 ? " carries" : "s carry",
+				    name);
 	return 0;
 }
 
@@ -171,8 +175,10 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 	size_t i;
 	int rc;
 	if (o && o->uid && !pbx_cluster_uid_valid(o->uid))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "--id %s: not a cluster id (32 lowercase hex "
-				    "digits, or an older pbx's decimal number)", o->uid);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "--id %s: not a cluster id (32 lowercase hex "
+				    "digits, or an older pbx's decimal number)",
+				    o->uid);
 	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
 		if (err->code != PBX_EXIT_NOTFOUND)
 			return -1;
@@ -180,9 +186,11 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 		return stop_orphan(st, cfg, name, o, err);
 	}
 	if (o && o->uid && strcmp(o->uid, c->row.uid) != 0) {
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "cluster '%s' in this store has id %s, not "
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "cluster '%s' in this store has id %s, not "
 				  "%s: --id is for a cluster this store does not know (stop it "
-				  "from its own pbx home)", name, c->row.uid, o->uid);
+				  "from its own pbx home)",
+				  name, c->row.uid, o->uid);
 		pbx_cluster_close(c);
 		return rc;
 	}
@@ -190,10 +198,10 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 	for (i = 0; i < c->nnodes; i++)
 		pbx_events_stage(ev, i, "stopping");
 	pbx_cluster_mark(c, "stopping");
-	pbx_ssh_pool_free(c->pool);   /* close our connections before the sshds go */
+	pbx_ssh_pool_free(c->pool); /* close our connections before the sshds go */
 	c->pool = NULL;
 	rc = pbx_stop_by_label(c->provider, c->pctx, 1, NULL, err);
-	if (rc == 0)   /* pbx's own files of the cluster: munge key, known_hosts */
+	if (rc == 0) /* pbx's own files of the cluster: munge key, known_hosts */
 		rc = pbx_rm_rf(c->dir, err);
 	if (rc == 0)
 		rc = stop_forget_pins(st, name, err);

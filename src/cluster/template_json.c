@@ -30,9 +30,11 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	json_object_set_new(o, "image", opt_string(t->image));
 	json_object_set_new(o, "head_machine_type", opt_string(t->head_machine_type));
 	if (t->head_service_account)
-		json_object_set_new(o, "head_service_account", json_string(t->head_service_account));
+		json_object_set_new(o, "head_service_account",
+				    json_string(t->head_service_account));
 	if (t->head_instance_profile)
-		json_object_set_new(o, "head_instance_profile", json_string(t->head_instance_profile));
+		json_object_set_new(o, "head_instance_profile",
+				    json_string(t->head_instance_profile));
 	for (i = 0; i < t->ngroups; i++) {
 		const struct pbx_node_group *g = &t->groups[i];
 		json_t *j = json_object();
@@ -70,9 +72,8 @@ static char *exposure_blocks(json_t *rec)
 	json_t *from = json_object_get(rec, "ssh_from"), *v;
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
-	json_array_foreach(from, i, v)
-		if (json_is_string(v))
-			pbx_buf_addf(&b, "%s%s", b.len ? ", " : "", json_string_value(v));
+	json_array_foreach(from, i, v) if (json_is_string(v))
+		pbx_buf_addf(&b, "%s%s", b.len ? ", " : "", json_string_value(v));
 	if (!b.len)
 		pbx_buf_adds(&b, "anywhere (0.0.0.0/0; the template's ssh_from narrows it)");
 	return pbx_buf_detach(&b, NULL);
@@ -84,17 +85,23 @@ char *pbx_template_ssh_exposure(const char *json)
 	const char *cloud = json_string_value(json_object_get(rec, "cloud"));
 	char *blocks = exposure_blocks(rec), *s;
 	if (cloud && !strcmp(cloud, "local"))
-		s = xstrdup("SSH (port 22): the nodes listen on loopback addresses of this machine only");
-	else if (cloud && !strcmp(cloud, "gce") && json_is_true(json_object_get(rec, "compute_external_ips")))
-		s = xasprintf("SSH (port 22) reaches every node (compute_external_ips) from %s", blocks);
-	else if (cloud && !strcmp(cloud, "gce"))
-		s = xasprintf("SSH (port 22) reaches the head from %s; compute nodes have no external "
-			      "address (reached through the head; outbound through the region's Cloud NAT)",
+		s = xstrdup(
+			"SSH (port 22): the nodes listen on loopback addresses of this machine only");
+	else if (cloud && !strcmp(cloud, "gce") &&
+		 json_is_true(json_object_get(rec, "compute_external_ips")))
+		s = xasprintf("SSH (port 22) reaches every node (compute_external_ips) from %s",
 			      blocks);
+	else if (cloud && !strcmp(cloud, "gce"))
+		s = xasprintf(
+			"SSH (port 22) reaches the head from %s; compute nodes have no external "
+			"address (reached through the head; outbound through the region's Cloud NAT)",
+			blocks);
 	else if (cloud && !strcmp(cloud, "aws"))
-		s = xasprintf("SSH (port 22) reaches the nodes of the cluster's security group from %s (those "
-			      "with a public address: pbx reaches the others through the head); nothing "
-			      "else is admitted from outside the group", blocks);
+		s = xasprintf(
+			"SSH (port 22) reaches the nodes of the cluster's security group from %s (those "
+			"with a public address: pbx reaches the others through the head); nothing "
+			"else is admitted from outside the group",
+			blocks);
 	else
 		s = xasprintf("SSH (port 22) from %s", blocks);
 	free(blocks);
@@ -107,7 +114,8 @@ static int recorded_count(json_t *rec, const char *name)
 {
 	json_t *g;
 	size_t i;
-	json_array_foreach(json_object_get(rec, "node_groups"), i, g) {
+	json_array_foreach(json_object_get(rec, "node_groups"), i, g)
+	{
 		const char *n = json_string_value(json_object_get(g, "name"));
 		json_t *c = json_object_get(g, "count");
 		if (n && !strcmp(n, name) && json_is_integer(c) && json_integer_value(c) >= 0 &&
@@ -145,7 +153,8 @@ char *pbx_template_json_resized(const char *json, const char *group, int count)
 	size_t i;
 	if (!rec)
 		return NULL;
-	json_array_foreach(json_object_get(rec, "node_groups"), i, g) {
+	json_array_foreach(json_object_get(rec, "node_groups"), i, g)
+	{
 		const char *n = json_string_value(json_object_get(g, "name"));
 		if (n && !strcmp(n, group))
 			json_object_set_new(g, "count", json_integer(count));

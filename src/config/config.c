@@ -101,8 +101,8 @@ struct pbx_config *pbx_config_default(void)
 	return cfg;
 }
 
-int pbx_config_parse(const char *name, const char *text, size_t len,
-		     struct pbx_config **out, struct pbx_err *err)
+int pbx_config_parse(const char *name, const char *text, size_t len, struct pbx_config **out,
+		     struct pbx_err *err)
 {
 	struct pbx_ydoc *doc;
 	struct pbx_config *cfg;
@@ -125,16 +125,17 @@ int pbx_config_parse(const char *name, const char *text, size_t len,
 	return 0;
 }
 
-int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out,
-		    struct pbx_err *err)
+int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out, struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	int missing, rc;
 	*out = NULL;
 	if (pbx_read_regular(path, PBX_CONFIG_MAX_SIZE, &text, &missing, err) < 0) {
 		if (missing && !missing_ok)
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "cannot read configuration "
-					    "%s: %s", path, strerror(ENOENT));
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "cannot read configuration "
+					    "%s: %s",
+					    path, strerror(ENOENT));
 		if (!missing)
 			return -1;
 		pbx_err_clear(err);
@@ -195,14 +196,14 @@ char *pbx_template_describe(const struct pbx_cluster_template *t)
 }
 
 /* A secret file named at FILE:LINE under KEY must exist and be private. */
-static int check_secret(const struct pbx_config *cfg, int line, const char *key,
-			    const char *file, struct pbx_err *err)
+static int check_secret(const struct pbx_config *cfg, int line, const char *key, const char *file,
+			struct pbx_err *err)
 {
 	struct stat st;
 	if (stat(file, &st) < 0) {
 		int e = errno;
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: %s: cannot use %s: %s",
-				    cfg->path, line, key, file, strerror(e));
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: %s: cannot use %s: %s", cfg->path,
+				    line, key, file, strerror(e));
 	}
 	if (pbx_check_private(file, 1, err) < 0)
 		return pbx_err_prefix(err, "%s:%d: %s", cfg->path, line, key);
@@ -226,6 +227,6 @@ int pbx_config_check_files(const struct pbx_config *cfg, struct pbx_err *err)
 	}
 	if (cfg->gce.credentials)
 		return check_secret(cfg, cfg->gce.credentials_line, "clouds.gce.credentials",
-					cfg->gce.credentials, err);
+				    cfg->gce.credentials, err);
 	return 0;
 }

@@ -56,119 +56,119 @@
 
 #include "util/err.h"
 
-#define PBX_CONFIG_MAX_SIZE   (1024 * 1024)  /* bytes in config.yaml */
-#define PBX_CONFIG_MAX_GROUPS 64             /* node groups per template */
-#define PBX_CONFIG_MAX_COUNT  10000          /* nodes per node group */
-#define PBX_CONFIG_MAX_GPUS   64             /* GPUs per node */
+#define PBX_CONFIG_MAX_SIZE    (1024 * 1024) /* bytes in config.yaml */
+#define PBX_CONFIG_MAX_GROUPS  64            /* node groups per template */
+#define PBX_CONFIG_MAX_COUNT   10000         /* nodes per node group */
+#define PBX_CONFIG_MAX_GPUS    64            /* GPUs per node */
 #define PBX_AUTOSTOP_DEFAULT_S 3600          /* gce and aws templates' autostop */
-#define PBX_AUTOSTOP_MAX_S    (30L * 86400)
+#define PBX_AUTOSTOP_MAX_S     (30L * 86400)
 
 struct pbx_node_group {
-	char *name;          /* group name; nodes are named NAME1, NAME2, ... */
-	int count;           /* number of nodes, >= 1 */
-	char *machine_type;  /* cloud machine type; may be NULL for local */
-	int gpus;            /* GPUs per node (GRES gpu count), >= 0 */
-	char *gpu_type;      /* accelerator type, may be NULL */
-	bool spot;           /* preemptible / spot instances */
-	int min;             /* power saving (min:): nodes NAME1..NAMEmin always
+	char *name;         /* group name; nodes are named NAME1, NAME2, ... */
+	int count;          /* number of nodes, >= 1 */
+	char *machine_type; /* cloud machine type; may be NULL for local */
+	int gpus;           /* GPUs per node (GRES gpu count), >= 0 */
+	char *gpu_type;     /* accelerator type, may be NULL */
+	bool spot;          /* preemptible / spot instances */
+	int min;            /* power saving (min:): nodes NAME1..NAMEmin always
 	                        run, the rest (up to count, which max: sets) are
 	                        made by SLURM's ResumeProgram when jobs wait;
 	                        -1 = all always run (docs/power-saving.md) */
-	int cpus;            /* CPUs a node advertises to SLURM; 0 = what it has
+	int cpus;           /* CPUs a node advertises to SLURM; 0 = what it has
 	                        (set it for local node bodies to run more tasks
 	                        at once than this machine has cores) */
-	int line;            /* line in the config file, 0 for built-in */
+	int line;           /* line in the config file, 0 for built-in */
 };
 
 struct pbx_cluster_template {
-	char *name;                   /* the key under `clusters:` */
-	char *cloud;                  /* "local", "gce" or "aws" */
-	char *login_user;             /* SSH login user */
-	char *ssh_key;                /* private key path (tilde-expanded), NULL = agent */
-	char *image;                  /* image name / family / AMI */
-	char *subnet;                 /* aws: this template's subnet (before
+	char *name;                  /* the key under `clusters:` */
+	char *cloud;                 /* "local", "gce" or "aws" */
+	char *login_user;            /* SSH login user */
+	char *ssh_key;               /* private key path (tilde-expanded), NULL = agent */
+	char *image;                 /* image name / family / AMI */
+	char *subnet;                /* aws: this template's subnet (before
 	                                 clouds.aws.subnet); may be NULL */
-	char *head_machine_type;      /* head node machine type, may be NULL */
-	char *head_service_account;   /* gce: e-mail of the service account the head
+	char *head_machine_type;     /* head node machine type, may be NULL */
+	char *head_service_account;  /* gce: e-mail of the service account the head
 	                                 runs as (cloud-platform scope), may be NULL */
-	char *head_instance_profile;  /* aws: IAM instance profile name of the head,
+	char *head_instance_profile; /* aws: IAM instance profile name of the head,
 	                                 may be NULL */
 	struct pbx_node_group *groups;
 	size_t ngroups;
-	long max_array_size;          /* slurm.max_array_size; 0 = default (10001) */
-	long max_job_count;           /* slurm.max_job_count; 0 = default (50000) */
-	int suspend_time;             /* slurm.suspend_time: seconds an idle power-saving
+	long max_array_size;       /* slurm.max_array_size; 0 = default (10001) */
+	long max_job_count;        /* slurm.max_job_count; 0 = default (50000) */
+	int suspend_time;          /* slurm.suspend_time: seconds an idle power-saving
 					 node runs before it is removed; 0 = 600 */
-	int resume_timeout;           /* slurm.resume_timeout: seconds a node may take to
+	int resume_timeout;        /* slurm.resume_timeout: seconds a node may take to
 					 come up; 0 = boot_timeout + 300 */
-	int min_nodes;                /* fewest compute nodes a start accepts; 0 = all */
-	int boot_timeout;             /* seconds a fresh node may take to answer SSH
+	int min_nodes;             /* fewest compute nodes a start accepts; 0 = all */
+	int boot_timeout;          /* seconds a fresh node may take to answer SSH
 					 with its login user; 0 = 300 */
-	int autostop;                 /* seconds the cluster may sit idle (no SLURM
+	int autostop;              /* seconds the cluster may sit idle (no SLURM
 					 job, no SSH session) before it stops itself;
 					 0 = never (docs/autostop.md) */
-	int64_t budget;               /* the most the cluster may spend, in nano-units
+	int64_t budget;            /* the most the cluster may spend, in nano-units
 					 of prices.currency; 0 = none (docs/cost.md) */
-	char **ssh_from;              /* IPv4 blocks allowed to reach the head's sshd;
+	char **ssh_from;           /* IPv4 blocks allowed to reach the head's sshd;
 					 NULL = anywhere (0.0.0.0/0) */
-	size_t nssh_from;               /* >= 1 */
-	bool compute_external_ips;    /* gce: compute nodes get an external address
+	size_t nssh_from;          /* >= 1 */
+	bool compute_external_ips; /* gce: compute nodes get an external address
 					 too (default: none; outbound through the
 					 cluster's Cloud NAT) */
-	int line;                     /* line of the template's name, 0 for built-in */
-	int ssh_key_line;             /* line of ssh_key:, 0 when absent */
+	int line;                  /* line of the template's name, 0 for built-in */
+	int ssh_key_line;          /* line of ssh_key:, 0 when absent */
 };
 
 struct pbx_cloud_gce {
-	char *project, *zone, *credentials;   /* each may be NULL; credentials
+	char *project, *zone, *credentials; /* each may be NULL; credentials
 						 is tilde-expanded */
-	char *endpoint;                       /* compute v1 base URL; NULL =
+	char *endpoint;                     /* compute v1 base URL; NULL =
 						 https://compute.googleapis.com/compute/v1/ */
-	char *billing_endpoint;               /* Cloud Billing Catalog API base URL;
+	char *billing_endpoint;             /* Cloud Billing Catalog API base URL;
 						 NULL = see pbx_price_gce_base */
-	char **zones;                         /* zones to fall back to, in order,
+	char **zones;                       /* zones to fall back to, in order,
 						 when one has no capacity; may be NULL */
 	size_t nzones;
-	int credentials_line;                 /* 0 when absent */
+	int credentials_line; /* 0 when absent */
 };
 
 struct pbx_cloud_aws {
-	char *region, *profile, *endpoint;    /* each may be NULL; endpoint: the
+	char *region, *profile, *endpoint; /* each may be NULL; endpoint: the
 						 EC2 Query API URL (an emulator) */
-	char *pricing_endpoint;               /* Price List Query API URL; NULL =
+	char *pricing_endpoint;            /* Price List Query API URL; NULL =
 						 see pbx_price_aws_base */
-	char *subnet;                         /* subnet for every instance; NULL =
+	char *subnet;                      /* subnet for every instance; NULL =
 						 the default VPC's */
-	char **subnets;                       /* subnets to fall back to, in order,
+	char **subnets;                    /* subnets to fall back to, in order,
 						 on InsufficientInstanceCapacity */
 	size_t nsubnets;
-	int disk_gb;                          /* root volume size; 0 = 50 */
+	int disk_gb; /* root volume size; 0 = 50 */
 };
 
 struct pbx_cloud_local {
-	char *address_base;   /* first node address is base+1; default 127.0.1.0 */
-	int ssh_port;         /* sshd port of node bodies; default 22022 */
-	int slurm_port_base;  /* first SLURM port; default 17000 */
+	char *address_base;  /* first node address is base+1; default 127.0.1.0 */
+	int ssh_port;        /* sshd port of node bodies; default 22022 */
+	int slurm_port_base; /* first SLURM port; default 17000 */
 };
 
 /* One entry of prices.hourly, spot_hourly or gpu_hourly. */
 struct pbx_price_override {
-	char *name;        /* machine type / instance type / accelerator type */
-	int64_t nanos;     /* per hour, in 1e-9 of the currency (util/money.h) */
+	char *name;    /* machine type / instance type / accelerator type */
+	int64_t nanos; /* per hour, in 1e-9 of the currency (util/money.h) */
 	int line;
 };
 
 #define PBX_PRICES_MAX_AGE_DEFAULT_S (7L * 86400)
 
 struct pbx_prices {
-	char *currency;                       /* ISO 4217; NULL = USD */
-	long max_age;                         /* seconds; 0 = 7 days */
+	char *currency; /* ISO 4217; NULL = USD */
+	long max_age;   /* seconds; 0 = 7 days */
 	struct pbx_price_override *hourly, *spot_hourly, *gpu_hourly;
 	size_t nhourly, nspot_hourly, ngpu_hourly;
 };
 
 struct pbx_config {
-	char *path;                          /* file it came from, or "(built-in)" */
+	char *path; /* file it came from, or "(built-in)" */
 	struct pbx_cluster_template *templates;
 	size_t ntemplates;
 	struct pbx_cloud_gce gce;
@@ -184,11 +184,10 @@ struct pbx_config {
  * by the caller (pbx_config_free); on failure *out is NULL and err says
  * FILE:LINE: KEY: problem.
  */
-int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out,
-		    struct pbx_err *err);
+int pbx_config_load(const char *path, int missing_ok, struct pbx_config **out, struct pbx_err *err);
 /* Parses YAML text as if read from `name` (used by tests and fuzzing). */
-int pbx_config_parse(const char *name, const char *text, size_t len,
-		     struct pbx_config **out, struct pbx_err *err);
+int pbx_config_parse(const char *name, const char *text, size_t len, struct pbx_config **out,
+		     struct pbx_err *err);
 /* The built-in default configuration; caller frees with pbx_config_free. */
 struct pbx_config *pbx_config_default(void);
 void pbx_config_free(struct pbx_config *cfg);

@@ -9,14 +9,13 @@
 #include "config/yamltree.h"
 
 /* Default local-provider settings (also used by the built-in config). */
-#define PBX_LOCAL_ADDRESS_BASE "127.0.1.0"
-#define PBX_LOCAL_SSH_PORT 22022
+#define PBX_LOCAL_ADDRESS_BASE    "127.0.1.0"
+#define PBX_LOCAL_SSH_PORT        22022
 #define PBX_LOCAL_SLURM_PORT_BASE 17000
 
 /* Fills the zeroed `cfg` (whose `path` is already set) from `doc`.  On
  * failure cfg may be partly filled; the caller frees it with
  * pbx_config_free(). */
-int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
-			struct pbx_err *err);
+int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, struct pbx_err *err);
 
 #endif

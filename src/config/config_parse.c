@@ -20,35 +20,39 @@
 enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
 
 static const char *const top_keys[] = { "clusters", "clouds", "prices", NULL };
-static const char *const prices_keys[] = {
-	"currency", "max_age", "hourly", "spot_hourly", "gpu_hourly", NULL
-};
+static const char *const prices_keys[] = { "currency",    "max_age",    "hourly",
+					   "spot_hourly", "gpu_hourly", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
-static const char *const template_keys[] = {
-	"cloud", "login_user", "ssh_key", "image", "head", "node_groups", "slurm", "min_nodes",
-	"ssh_from", "subnet", "compute_external_ips", "boot_timeout", "autostop", "budget", NULL
-};
-static const char *const head_keys[] = { "machine_type", "service_account",
-					  "instance_profile", NULL };
+static const char *const template_keys[] = { "cloud",
+					     "login_user",
+					     "ssh_key",
+					     "image",
+					     "head",
+					     "node_groups",
+					     "slurm",
+					     "min_nodes",
+					     "ssh_from",
+					     "subnet",
+					     "compute_external_ips",
+					     "boot_timeout",
+					     "autostop",
+					     "budget",
+					     NULL };
+static const char *const head_keys[] = { "machine_type", "service_account", "instance_profile",
+					 NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", "suspend_time",
-					   "resume_timeout", NULL };
-static const char *const group_keys[] = {
-	"name", "count", "machine_type", "gpus", "gpu_type", "spot", "cpus", "min", "max", NULL
-};
-static const char *const gce_keys[] = {
-	"project", "zone", "zones", "credentials", "endpoint", "billing_endpoint", NULL
-};
-static const char *const aws_keys[] = {
-	"region", "profile", "endpoint", "pricing_endpoint", "subnet", "subnets", "disk_gb",
-	NULL
-};
-static const char *const local_keys[] = {
-	"address_base", "ssh_port", "slurm_port_base", NULL
-};
+					  "resume_timeout", NULL };
+static const char *const group_keys[] = { "name", "count", "machine_type", "gpus", "gpu_type",
+					  "spot", "cpus",  "min",          "max",  NULL };
+static const char *const gce_keys[] = { "project",     "zone",     "zones",
+					"credentials", "endpoint", "billing_endpoint",
+					NULL };
+static const char *const aws_keys[] = { "region", "profile", "endpoint", "pricing_endpoint",
+					"subnet", "subnets", "disk_gb",  NULL };
+static const char *const local_keys[] = { "address_base", "ssh_port", "slurm_port_base", NULL };
 
 /* Optional one-line string under `key`; leaves *out alone when absent. */
-static int opt_str(const struct pbx_ynode *map, const char *key, char **out,
-		       struct pbx_err *err)
+static int opt_str(const struct pbx_ynode *map, const char *key, char **out, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(map, key);
 	char *s;
@@ -64,8 +68,8 @@ static int opt_str(const struct pbx_ynode *map, const char *key, char **out,
 }
 
 /* Optional path under `key`, tilde-expanded; *line gets its line. */
-static int opt_path(const struct pbx_ynode *map, const char *key, char **out,
-			int *line, struct pbx_err *err)
+static int opt_path(const struct pbx_ynode *map, const char *key, char **out, int *line,
+		    struct pbx_err *err)
 {
 	char *raw = NULL;
 	if (opt_str(map, key, &raw, err) < 0)
@@ -78,8 +82,8 @@ static int opt_path(const struct pbx_ynode *map, const char *key, char **out,
 	return 0;
 }
 
-static int opt_int(const struct pbx_ynode *map, const char *key, long min,
-		       long max, int *out, struct pbx_err *err)
+static int opt_int(const struct pbx_ynode *map, const char *key, long min, long max, int *out,
+		   struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(map, key);
 	long v;
@@ -91,8 +95,7 @@ static int opt_int(const struct pbx_ynode *map, const char *key, long min,
 	return 0;
 }
 
-static int opt_map(const struct pbx_ynode *n, const char *const *keys,
-		       struct pbx_err *err)
+static int opt_map(const struct pbx_ynode *n, const char *const *keys, struct pbx_err *err)
 {
 	if (!n)
 		return 0;
@@ -113,15 +116,16 @@ bool pbx_config_name_ok(const char *name)
 	return true;
 }
 
-static int check_name(const struct pbx_ynode *n, const char *what,
-			  struct pbx_err *err)
+static int check_name(const struct pbx_ynode *n, const char *what, struct pbx_err *err)
 {
 	char shown[PBX_YSHOW_SIZE];
 	if (strlen(n->value) == n->len && pbx_config_name_ok(n->value))
 		return 0;
 	pbx_ynode_show(n, shown);
-	return pbx_ynode_error(n, err, "invalid %s name '%s': must match "
-			       "[a-z][a-z0-9-]{0,30} and not end in '-'", what, shown);
+	return pbx_ynode_error(n, err,
+			       "invalid %s name '%s': must match "
+			       "[a-z][a-z0-9-]{0,30} and not end in '-'",
+			       what, shown);
 }
 
 /* A POSIX-ish user name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,31}. */
@@ -136,14 +140,16 @@ static bool user_ok(const char *s)
 	return true;
 }
 
-static int parse_login(const struct pbx_ynode *m, int cloud,
-			   struct pbx_cluster_template *t, struct pbx_err *err)
+static int parse_login(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+		       struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "login_user");
 	if (!n) {
 		if (cloud != PBX_CLOUD_LOCAL)
-			return pbx_ymap_missing(m, "login_user", cloud == PBX_CLOUD_GCE ?
-						"required for cloud gce" : "required for cloud aws", err);
+			return pbx_ymap_missing(m, "login_user",
+						cloud == PBX_CLOUD_GCE ? "required for cloud gce"
+								       : "required for cloud aws",
+						err);
 		t->login_user = xstrdup("root");
 		return 0;
 	}
@@ -154,15 +160,17 @@ static int parse_login(const struct pbx_ynode *m, int cloud,
 	return 0;
 }
 
-static int parse_image(const struct pbx_ynode *m, int cloud,
-			   struct pbx_cluster_template *t, struct pbx_err *err)
+static int parse_image(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+		       struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "image");
 	if (n)
 		return pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &t->image, err);
 	if (cloud != PBX_CLOUD_LOCAL)
-		return pbx_ymap_missing(m, "image", cloud == PBX_CLOUD_GCE ?
-					"required for cloud gce" : "required for cloud aws", err);
+		return pbx_ymap_missing(m, "image",
+					cloud == PBX_CLOUD_GCE ? "required for cloud gce"
+							       : "required for cloud aws",
+					err);
 	t->image = xstrdup("host");
 	return 0;
 }
@@ -173,14 +181,15 @@ static int parse_image(const struct pbx_ynode *m, int cloud,
 static int service_account_ok(const char *s)
 {
 	static const char lower[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
-	static const char dev[] = "@developer.gserviceaccount.com", iam[] = ".iam.gserviceaccount.com";
+	static const char dev[] = "@developer.gserviceaccount.com",
+			  iam[] = ".iam.gserviceaccount.com";
 	const char *at = strchr(s, '@');
 	size_t n = at ? (size_t)(at - s) : 0, p;
 	if (!at || n < 6 || n > 30 || strspn(s, lower) != n)
 		return 0;
 	if (!strcmp(at, dev))
 		return n > 8 && !strncmp(at - 8, "-compute", 8) && strspn(s, "0123456789") == n - 8;
-	p = strlen(at + 1);   /* PROJECT.iam.gserviceaccount.com */
+	p = strlen(at + 1); /* PROJECT.iam.gserviceaccount.com */
 	return p > sizeof(iam) - 1 && !strcmp(at + 1 + p - (sizeof(iam) - 1), iam) &&
 	       strspn(at + 1, lower) == p - (sizeof(iam) - 1);
 }
@@ -189,14 +198,15 @@ static int service_account_ok(const char *s)
 static int instance_profile_ok(const char *s)
 {
 	size_t n = strlen(s);
-	return n >= 1 && n <= 128 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-					   "0123456789+=,.@_-") == n;
+	return n >= 1 && n <= 128 &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789+=,.@_-") == n;
 }
 
 /* head: { machine_type, service_account (gce), instance_profile (aws) }:
  * the identity the head acts with on its cloud, never the user's own. */
 static int parse_head(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
-			  struct pbx_err *err)
+		      struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "head"), *v;
 	if (!n || pbx_ynode_is_null(n))
@@ -207,22 +217,25 @@ static int parse_head(const struct pbx_ynode *m, int cloud, struct pbx_cluster_t
 	    opt_str(n, "instance_profile", &t->head_instance_profile, err) < 0)
 		return -1;
 	if ((v = pbx_ymap_get(n, "service_account")) && cloud != PBX_CLOUD_GCE)
-		return pbx_ynode_error(v, err, "service_account is for cloud gce (aws: instance_profile)");
+		return pbx_ynode_error(v, err,
+				       "service_account is for cloud gce (aws: instance_profile)");
 	if (v && !service_account_ok(t->head_service_account))
-		return pbx_ynode_error(v, err, "not a service account e-mail "
+		return pbx_ynode_error(v, err,
+				       "not a service account e-mail "
 				       "(NAME@PROJECT.iam.gserviceaccount.com)");
 	if ((v = pbx_ymap_get(n, "instance_profile")) && cloud != PBX_CLOUD_AWS)
-		return pbx_ynode_error(v, err, "instance_profile is for cloud aws (gce: service_account)");
+		return pbx_ynode_error(v, err,
+				       "instance_profile is for cloud aws (gce: service_account)");
 	if (v && !instance_profile_ok(t->head_instance_profile))
-		return pbx_ynode_error(v, err, "not an instance profile name (1-128 of A-Z a-z 0-9 +=,.@_-)");
+		return pbx_ynode_error(
+			v, err, "not an instance profile name (1-128 of A-Z a-z 0-9 +=,.@_-)");
 	return 0;
 }
 
 /* Optional slurm: { max_array_size, max_job_count } (0 = pbx's defaults). */
 /* slurm.KEY, a duration of power saving (docs/power-saving.md): 10 s to a
  * day; absent leaves *out 0 (the default). */
-static int slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
-			      struct pbx_err *err)
+static int slurm_duration(const struct pbx_ynode *n, const char *key, int *out, struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(n, key);
 	char *text = NULL;
@@ -233,8 +246,10 @@ static int slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
 	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
 		return -1;
 	if (pbx_duration_parse(text, 86400, &secs) < 0 || secs < 10)
-		rc = pbx_ynode_error(v, err, "must be a duration from 10s to 1d (90s, 10m, 1h; a "
-				     "bare number is minutes), got '%s'", text);
+		rc = pbx_ynode_error(v, err,
+				     "must be a duration from 10s to 1d (90s, 10m, 1h; a "
+				     "bare number is minutes), got '%s'",
+				     text);
 	else
 		*out = (int)secs;
 	free(text);
@@ -242,7 +257,7 @@ static int slurm_duration(const struct pbx_ynode *n, const char *key, int *out,
 }
 
 static int parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t,
-			   struct pbx_err *err)
+		       struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "slurm"), *v;
 	long x;
@@ -266,8 +281,8 @@ static int parse_slurm(const struct pbx_ynode *m, struct pbx_cluster_template *t
 	return 0;
 }
 
-static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t,
-			  size_t idx, struct pbx_err *err)
+static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_template *t, size_t idx,
+		      struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "name");
 	size_t i, len;
@@ -279,14 +294,16 @@ static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_templa
 		return -1;
 	len = strlen(n->value);
 	if (isdigit((unsigned char)n->value[len - 1]))
-		return pbx_ynode_error(n, err, "invalid node group name '%s': must not end "
+		return pbx_ynode_error(n, err,
+				       "invalid node group name '%s': must not end "
 				       "in a digit (nodes are named %s1, %s2, ...)",
 				       n->value, n->value, n->value);
 	for (i = 0; i < idx; i++)
 		if (!strcmp(t->groups[i].name, n->value))
-			return pbx_ynode_error(n, err, "duplicate node group name '%s' "
-					       "(first given at line %d)", n->value,
-					       t->groups[i].line);
+			return pbx_ynode_error(n, err,
+					       "duplicate node group name '%s' "
+					       "(first given at line %d)",
+					       n->value, t->groups[i].line);
 	t->groups[idx].name = xstrdup(n->value);
 	return 0;
 }
@@ -296,7 +313,7 @@ static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_templa
  * must not exceed it), of which min always run and the rest are made when
  * jobs wait for them.  Local clusters only, so far. */
 static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
-				 struct pbx_err *err)
+			     struct pbx_err *err)
 {
 	const struct pbx_ynode *min = pbx_ymap_get(m, "min"), *max = pbx_ymap_get(m, "max");
 	int lo = 0, hi = g->count;
@@ -304,23 +321,25 @@ static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_no
 	if (!min && !max)
 		return 0;
 	if (cloud != PBX_CLOUD_LOCAL)
-		return pbx_ynode_error(min ? min : max, err, "power saving (min:, max:) runs on "
+		return pbx_ynode_error(min ? min : max, err,
+				       "power saving (min:, max:) runs on "
 				       "cloud local only so far (docs/power-saving.md)");
 	if (opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
 	    opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
 		return -1;
 	if (hi < g->count)
-		return pbx_ynode_error(max, err, "must be at least count (%d), got %d", g->count, hi);
-	if (lo > hi)
-		return pbx_ynode_error(min ? min : max, err, "min (%d) must not exceed max (%d)", lo,
+		return pbx_ynode_error(max, err, "must be at least count (%d), got %d", g->count,
 				       hi);
+	if (lo > hi)
+		return pbx_ynode_error(min ? min : max, err, "min (%d) must not exceed max (%d)",
+				       lo, hi);
 	g->count = hi;
 	g->min = min ? lo : hi;
 	return 0;
 }
 
-static int parse_group(const struct pbx_ynode *m, int cloud,
-			   struct pbx_cluster_template *t, size_t idx, struct pbx_err *err)
+static int parse_group(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+		       size_t idx, struct pbx_err *err)
 {
 	struct pbx_node_group *g = &t->groups[idx];
 	const struct pbx_ynode *count;
@@ -342,13 +361,15 @@ static int parse_group(const struct pbx_ynode *m, int cloud,
 	if (parse_group_power(m, cloud, g, err) < 0)
 		return -1;
 	if (!g->machine_type && cloud != PBX_CLOUD_LOCAL)
-		return pbx_ymap_missing(m, "machine_type", cloud == PBX_CLOUD_GCE ?
-					"required for cloud gce" : "required for cloud aws", err);
+		return pbx_ymap_missing(m, "machine_type",
+					cloud == PBX_CLOUD_GCE ? "required for cloud gce"
+							       : "required for cloud aws",
+					err);
 	return 0;
 }
 
-static int parse_groups(const struct pbx_ynode *m, int cloud,
-			    struct pbx_cluster_template *t, struct pbx_err *err)
+static int parse_groups(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+			struct pbx_err *err)
 {
 	static const char none[] = "a template needs at least one node group";
 	const struct pbx_ynode *n = pbx_ymap_get(m, "node_groups");
@@ -373,14 +394,14 @@ static int parse_groups(const struct pbx_ynode *m, int cloud,
 /* Optional min_nodes: the fewest compute nodes a start accepts when the
  * cloud makes fewer than asked (quota, capacity); absent = all of them. */
 static int parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_template *t,
-			       struct pbx_err *err)
+			   struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "min_nodes");
 	long x;
 	if (!v)
 		return 0;
 	if (pbx_ynode_int(v, 1, pbx_template_node_count(t), &x, err) < 0)
-		return -1;   /* "must be at most N" names the template's node count */
+		return -1; /* "must be at most N" names the template's node count */
 	t->min_nodes = (int)x;
 	return 0;
 }
@@ -389,7 +410,7 @@ static int parse_min_nodes(const struct pbx_ynode *m, struct pbx_cluster_templat
  * answer SSH with its login user (a slow image, a loaded host); absent =
  * 300. */
 static int parse_boot_timeout(const struct pbx_ynode *m, struct pbx_cluster_template *t,
-				  struct pbx_err *err)
+			      struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "boot_timeout");
 	long x;
@@ -421,8 +442,8 @@ static int cidr_ok(const char *s)
 
 /* Optional list of 1 to max one-line strings under `key`: *out (owned by
  * the config) and *n set; *n stays 0 when the key is absent or null. */
-static int opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
-			    const char *what, char ***out, size_t *n, struct pbx_err *err)
+static int opt_str_list(const struct pbx_ynode *m, const char *key, size_t max, const char *what,
+			char ***out, size_t *n, struct pbx_err *err)
 {
 	const struct pbx_ynode *l = pbx_ymap_get(m, key);
 	size_t i;
@@ -444,24 +465,24 @@ static int opt_str_list(const struct pbx_ynode *m, const char *key, size_t max,
 /* Optional ssh_from: the address blocks that may reach the head's sshd
  * (default: anywhere, 0.0.0.0/0). */
 static int parse_ssh_from(const struct pbx_ynode *m, struct pbx_cluster_template *t,
-			      struct pbx_err *err)
+			  struct pbx_err *err)
 {
 	size_t i;
-	if (opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from,
-			     err) < 0)
+	if (opt_str_list(m, "ssh_from", 16, "address blocks", &t->ssh_from, &t->nssh_from, err) < 0)
 		return -1;
 	for (i = 0; i < t->nssh_from; i++)
 		if (!cidr_ok(t->ssh_from[i]))
 			return pbx_ynode_error(pbx_ymap_get(m, "ssh_from")->items[i], err,
 					       "must be an IPv4 block like 203.0.113.0/24, got "
-					       "'%.40s'", t->ssh_from[i]);
+					       "'%.40s'",
+					       t->ssh_from[i]);
 	return 0;
 }
 
 /* Optional compute_external_ips (gce only): compute nodes get an external
  * address as the head does, and no Cloud NAT is made (default false). */
-static int parse_external_ips(const struct pbx_ynode *m, int cloud,
-				  struct pbx_cluster_template *t, struct pbx_err *err)
+static int parse_external_ips(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+			      struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(m, "compute_external_ips");
 	if (!n)
@@ -475,8 +496,8 @@ static int parse_external_ips(const struct pbx_ynode *m, int cloud,
  * itself (a duration: "90s", "30m", "2h", a bare number of minutes, or
  * "off"); at least 10 s, at most 30 days.  Absent: an hour on gce and aws,
  * off on local. */
-static int parse_autostop(const struct pbx_ynode *m, int cloud,
-			      struct pbx_cluster_template *t, struct pbx_err *err)
+static int parse_autostop(const struct pbx_ynode *m, int cloud, struct pbx_cluster_template *t,
+			  struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "autostop");
 	char *text = NULL;
@@ -488,8 +509,10 @@ static int parse_autostop(const struct pbx_ynode *m, int cloud,
 	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
 		return -1;
 	if (pbx_duration_parse(text, PBX_AUTOSTOP_MAX_S, &secs) < 0 || (secs && secs < 10))
-		rc = pbx_ynode_error(v, err, "must be a duration from 10s to 30d (90s, 30m, 2h, "
-				     "1h30m; a bare number is minutes) or off, got '%s'", text);
+		rc = pbx_ynode_error(v, err,
+				     "must be a duration from 10s to 30d (90s, 30m, 2h, "
+				     "1h30m; a bare number is minutes) or off, got '%s'",
+				     text);
 	else
 		t->autostop = (int)secs;
 	free(text);
@@ -499,7 +522,7 @@ static int parse_autostop(const struct pbx_ynode *m, int cloud,
 /* Optional budget: the most the cluster may spend, an amount in the price
  * currency (docs/cost.md); absent or "off": none (t->budget 0). */
 static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *t,
-			    struct pbx_err *err)
+			struct pbx_err *err)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, "budget");
 	char *text = NULL;
@@ -511,15 +534,17 @@ static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *
 		return -1;
 	if (strcmp(text, "off") != 0 && (pbx_money_parse(text, &t->budget) < 0 || t->budget == 0)) {
 		t->budget = 0;
-		rc = pbx_ynode_error(v, err, "must be an amount of the price currency like 250 or "
-				     "12.50 (a plain decimal above 0), or off, got '%s'", text);
+		rc = pbx_ynode_error(v, err,
+				     "must be an amount of the price currency like 250 or "
+				     "12.50 (a plain decimal above 0), or off, got '%s'",
+				     text);
 	}
 	free(text);
 	return rc;
 }
 
 static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
-			      struct pbx_err *err)
+			  struct pbx_err *err)
 {
 	const struct pbx_ynode *m = p->value, *cloud_node;
 	int cloud;
@@ -549,8 +574,7 @@ static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template
 	return parse_min_nodes(m, t, err);
 }
 
-static int parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
-			      struct pbx_err *err)
+static int parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "clusters");
 	size_t i;
@@ -569,8 +593,7 @@ static int parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg,
 	return 0;
 }
 
-static int parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l,
-			   struct pbx_err *err)
+static int parse_local(const struct pbx_ynode *n, struct pbx_cloud_local *l, struct pbx_err *err)
 {
 	const struct pbx_ynode *addr;
 	unsigned char ip[4];
@@ -606,13 +629,11 @@ static int check_endpoint(const struct pbx_ynode *cloud, const char *url, struct
 	return check_url(cloud, "endpoint", url, err);
 }
 
-static int parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
-			 struct pbx_err *err)
+static int parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a, struct pbx_err *err)
 {
 	if (!aws || pbx_ynode_is_null(aws))
 		return 0;
-	if (opt_map(aws, aws_keys, err) < 0 ||
-	    opt_str(aws, "region", &a->region, err) < 0 ||
+	if (opt_map(aws, aws_keys, err) < 0 || opt_str(aws, "region", &a->region, err) < 0 ||
 	    opt_str(aws, "profile", &a->profile, err) < 0 ||
 	    opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
 	    opt_str(aws, "pricing_endpoint", &a->pricing_endpoint, err) < 0 ||
@@ -625,8 +646,7 @@ static int parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a,
 	return check_endpoint(aws, a->endpoint, err);
 }
 
-static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
-			    struct pbx_err *err)
+static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "clouds"), *gce, *aws;
 	if (!n || pbx_ynode_is_null(n))
@@ -639,8 +659,8 @@ static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
 	    (opt_map(gce, gce_keys, err) < 0 ||
 	     opt_str(gce, "project", &cfg->gce.project, err) < 0 ||
 	     opt_str(gce, "zone", &cfg->gce.zone, err) < 0 ||
-	     opt_path(gce, "credentials", &cfg->gce.credentials,
-			  &cfg->gce.credentials_line, err) < 0 ||
+	     opt_path(gce, "credentials", &cfg->gce.credentials, &cfg->gce.credentials_line, err) <
+		     0 ||
 	     opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0 ||
 	     opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0))
 		return -1;
@@ -657,7 +677,7 @@ static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg,
 
 /* One of prices.hourly, spot_hourly, gpu_hourly: NAME: AMOUNT pairs. */
 static int parse_overrides(const struct pbx_ynode *m, const char *key,
-			       struct pbx_price_override **out, size_t *n, struct pbx_err *err)
+			   struct pbx_price_override **out, size_t *n, struct pbx_err *err)
 {
 	const struct pbx_ynode *l = pbx_ymap_get(m, key);
 	size_t i;
@@ -676,7 +696,8 @@ static int parse_overrides(const struct pbx_ynode *m, const char *key,
 		bad = pbx_money_parse(text, &o->nanos) < 0;
 		free(text);
 		if (bad)
-			return pbx_ynode_error(v, err, "must be an amount per hour like 0.38 (a plain "
+			return pbx_ynode_error(v, err,
+					       "must be an amount per hour like 0.38 (a plain "
 					       "decimal, at most 9 decimal places)");
 		o->name = xstrdup(l->pairs[i].key->value);
 		o->line = v->line;
@@ -687,26 +708,28 @@ static int parse_overrides(const struct pbx_ynode *m, const char *key,
 
 /* Optional prices: { currency, max_age, hourly, spot_hourly, gpu_hourly }
  * (docs/cost.md). */
-static int parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
-			    struct pbx_err *err)
+static int parse_prices(const struct pbx_ynode *root, struct pbx_prices *p, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "prices"), *v;
 	char *text = NULL;
 	int rc = 0;
 	if (!n || pbx_ynode_is_null(n))
 		return 0;
-	if (opt_map(n, prices_keys, err) < 0 ||
-	    opt_str(n, "currency", &p->currency, err) < 0)
+	if (opt_map(n, prices_keys, err) < 0 || opt_str(n, "currency", &p->currency, err) < 0)
 		return -1;
 	if (p->currency && !pbx_currency_ok(p->currency))
-		return pbx_ynode_error(pbx_ymap_get(n, "currency"), err, "must be a currency code "
-				       "like USD or EUR, got '%.20s'", p->currency);
+		return pbx_ynode_error(pbx_ymap_get(n, "currency"), err,
+				       "must be a currency code "
+				       "like USD or EUR, got '%.20s'",
+				       p->currency);
 	if ((v = pbx_ymap_get(n, "max_age")) != NULL) {
 		if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
 			return -1;
 		if (pbx_duration_parse(text, 365L * 86400, &p->max_age) < 0 || p->max_age < 60)
-			rc = pbx_ynode_error(v, err, "must be a duration from 1m to 365d (12h, 7d), "
-					     "got '%.40s'", text);
+			rc = pbx_ynode_error(v, err,
+					     "must be a duration from 1m to 365d (12h, 7d), "
+					     "got '%.40s'",
+					     text);
 		free(text);
 		if (rc < 0)
 			return -1;
@@ -717,8 +740,7 @@ static int parse_prices(const struct pbx_ynode *root, struct pbx_prices *p,
 	return parse_overrides(n, "gpu_hourly", &p->gpu_hourly, &p->ngpu_hourly, err);
 }
 
-int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
-			struct pbx_err *err)
+int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, struct pbx_err *err)
 {
 	const struct pbx_ynode *root = doc->root;
 	cfg->local.address_base = xstrdup(PBX_LOCAL_ADDRESS_BASE);
@@ -730,8 +752,8 @@ int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg,
 	if (root->type != PBX_YMAP)
 		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
 				       pbx_ynode_kind(root));
-	if (pbx_ymap_check_keys(root, top_keys, err) < 0 ||
-	    parse_clusters(root, cfg, err) < 0 || parse_clouds(root, cfg, err) < 0)
+	if (pbx_ymap_check_keys(root, top_keys, err) < 0 || parse_clusters(root, cfg, err) < 0 ||
+	    parse_clouds(root, cfg, err) < 0)
 		return -1;
 	return parse_prices(root, &cfg->prices, err);
 }

@@ -64,11 +64,10 @@ const char *pbx_ynode_kind(const struct pbx_ynode *n)
 	return pbx_ynode_is_null(n) ? "null" : "a string";
 }
 
-static int ynode_verror(const struct pbx_ynode *n, const char *extra,
-			    struct pbx_err *err, const char *fmt, va_list ap)
-	__attribute__((format(printf, 4, 0)));
-static int ynode_verror(const struct pbx_ynode *n, const char *extra,
-			    struct pbx_err *err, const char *fmt, va_list ap)
+static int ynode_verror(const struct pbx_ynode *n, const char *extra, struct pbx_err *err,
+			const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static int ynode_verror(const struct pbx_ynode *n, const char *extra, struct pbx_err *err,
+			const char *fmt, va_list ap)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t start;
@@ -95,11 +94,10 @@ int pbx_ynode_error(const struct pbx_ynode *n, struct pbx_err *err, const char *
 }
 
 /* pbx_ynode_error with a literal message (keeps -Wformat=2 happy). */
-static int ynode_say(const struct pbx_ynode *n, const char *extra,
-			 struct pbx_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int ynode_say(const struct pbx_ynode *n, const char *extra,
-			 struct pbx_err *err, const char *fmt, ...)
+static int ynode_say(const struct pbx_ynode *n, const char *extra, struct pbx_err *err,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int ynode_say(const struct pbx_ynode *n, const char *extra, struct pbx_err *err,
+		     const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -108,8 +106,8 @@ static int ynode_say(const struct pbx_ynode *n, const char *extra,
 	return -1;
 }
 
-int pbx_ymap_missing(const struct pbx_ynode *map, const char *key,
-		     const char *why, struct pbx_err *err)
+int pbx_ymap_missing(const struct pbx_ynode *map, const char *key, const char *why,
+		     struct pbx_err *err)
 {
 	return ynode_say(map, key, err, "%s", why ? why : "required key is missing");
 }
@@ -137,8 +135,8 @@ static int ywant(const struct pbx_ynode *n, const char *what, struct pbx_err *er
 		return ynode_say(n, NULL, err, "must be %s, got %s", what, pbx_ynode_kind(n));
 	pbx_ynode_show(n, shown);
 	if (n->quoted)
-		return ynode_say(n, NULL, err, "must be %s, got the quoted string '%s'",
-				     what, shown);
+		return ynode_say(n, NULL, err, "must be %s, got the quoted string '%s'", what,
+				 shown);
 	return ynode_say(n, NULL, err, "must be %s, got '%s'", what, shown);
 }
 
@@ -223,8 +221,7 @@ static void ylist(struct pbx_buf *b, const char *const *words)
 		pbx_buf_addf(b, "%s%s", i ? ", " : "", words[i]);
 }
 
-int pbx_ymap_check_keys(const struct pbx_ynode *map, const char *const *known,
-			struct pbx_err *err)
+int pbx_ymap_check_keys(const struct pbx_ynode *map, const char *const *known, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	const struct pbx_ynode *key = NULL;
@@ -247,8 +244,7 @@ int pbx_ymap_check_keys(const struct pbx_ynode *map, const char *const *known,
 	return -1;
 }
 
-int pbx_ynode_str(const struct pbx_ynode *n, unsigned flags, char **out,
-		  struct pbx_err *err)
+int pbx_ynode_str(const struct pbx_ynode *n, unsigned flags, char **out, struct pbx_err *err)
 {
 	size_t i;
 	*out = NULL;
@@ -287,8 +283,7 @@ static int yparse_long(const struct pbx_ynode *n, long *out)
 	return 0;
 }
 
-int pbx_ynode_int(const struct pbx_ynode *n, long min, long max, long *out,
-		  struct pbx_err *err)
+int pbx_ynode_int(const struct pbx_ynode *n, long min, long max, long *out, struct pbx_err *err)
 {
 	char what[96];
 	long v;
@@ -325,8 +320,8 @@ int pbx_ynode_bool(const struct pbx_ynode *n, bool *out, struct pbx_err *err)
 	return ywant(n, "true or false", err);
 }
 
-int pbx_ynode_choice(const struct pbx_ynode *n, const char *const *choices,
-		     int *out, struct pbx_err *err)
+int pbx_ynode_choice(const struct pbx_ynode *n, const char *const *choices, int *out,
+		     struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	char shown[PBX_YSHOW_SIZE];
@@ -343,7 +338,7 @@ int pbx_ynode_choice(const struct pbx_ynode *n, const char *const *choices,
 		pbx_ynode_show(n, shown);
 		hint = pbx_did_you_mean(n->value, choices);
 		ynode_say(n, NULL, err, "must be %s, got '%s'%s%s%s", b.buf, shown,
-			      hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
+			  hint ? " (did you mean '" : "", hint ? hint : "", hint ? "'?)" : "");
 	}
 	pbx_buf_release(&b);
 	return -1;

@@ -13,7 +13,7 @@
 #include <yaml.h>
 
 struct pbx_yframe {
-	struct pbx_ynode *node;   /* the open mapping or sequence */
+	struct pbx_ynode *node; /* the open mapping or sequence */
 };
 
 struct pbx_ybuilder {
@@ -54,11 +54,9 @@ void pbx_ydoc_free(struct pbx_ydoc *doc)
 }
 
 /* Error at a position that has no node (yet). */
-static int ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
-			   const char *msg)
+static int ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m, const char *msg)
 {
-	return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: %s", b->doc->name,
-			    m->line + 1, msg);
+	return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: %s", b->doc->name, m->line + 1, msg);
 }
 
 /* Adds a pair whose value is still to come (NULL) to mapping `map`. */
@@ -68,7 +66,7 @@ static int ymark_error(struct pbx_ybuilder *b, const yaml_mark_t *m,
 static void *ygrow(void *array, size_t n, size_t size)
 {
 	if (n && (n < 4 || (n & (n - 1))))
-		return array;   /* capacity is the next power of two >= 4 */
+		return array; /* capacity is the next power of two >= 4 */
 	return xreallocarray(array, n ? 2 * n : 4, size);
 }
 
@@ -118,8 +116,8 @@ static int yattach(struct pbx_ybuilder *b, struct pbx_ynode *n)
 }
 
 /* Creates a node at `m`, attaches it, and counts it against the cap. */
-static struct pbx_ynode *ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
-				  const yaml_mark_t *m, const char *value, size_t len)
+static struct pbx_ynode *ynew(struct pbx_ybuilder *b, enum pbx_ytype type, const yaml_mark_t *m,
+			      const char *value, size_t len)
 {
 	struct pbx_ynode *n;
 	if (++b->doc->nnodes > b->max_nodes) {
@@ -145,8 +143,7 @@ static struct pbx_ynode *ynew(struct pbx_ybuilder *b, enum pbx_ytype type,
 
 /* Refuses an explicit tag on the node just created (tags would change how
  * values are typed; pbx types values by schema instead). */
-static int yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
-		       const yaml_char_t *tag)
+static int yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n, const yaml_char_t *tag)
 {
 	static const char core[] = "tag:yaml.org,2002:";
 	const char *t = (const char *)tag;
@@ -158,7 +155,7 @@ static int yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
 		snprintf(shown, sizeof(shown), "!!%s", t + sizeof(core) - 1);
 	else
 		snprintf(shown, sizeof(shown), "%s", t);
-	for (i = 0; shown[i]; i++)   /* %-escapes in tags may decode to anything */
+	for (i = 0; shown[i]; i++) /* %-escapes in tags may decode to anything */
 		if ((unsigned char)shown[i] < 0x20 || shown[i] == 0x7f)
 			shown[i] = '?';
 	return pbx_ynode_error(n, b->err, "YAML tags are not supported (%s)", shown);
@@ -167,8 +164,8 @@ static int yno_tag(struct pbx_ybuilder *b, const struct pbx_ynode *n,
 static int yscalar(struct pbx_ybuilder *b, const yaml_event_t *ev)
 {
 	struct pbx_ynode *n;
-	n = ynew(b, PBX_YSCALAR, &ev->start_mark,
-		     (const char *)ev->data.scalar.value, ev->data.scalar.length);
+	n = ynew(b, PBX_YSCALAR, &ev->start_mark, (const char *)ev->data.scalar.value,
+		 ev->data.scalar.length);
 	if (!n)
 		return -1;
 	n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
@@ -188,8 +185,8 @@ static int yalias(struct pbx_ybuilder *b, const yaml_event_t *ev)
 
 static int yopen(struct pbx_ybuilder *b, const yaml_event_t *ev, enum pbx_ytype type)
 {
-	const yaml_char_t *tag = type == PBX_YMAP ? ev->data.mapping_start.tag
-						  : ev->data.sequence_start.tag;
+	const yaml_char_t *tag =
+		type == PBX_YMAP ? ev->data.mapping_start.tag : ev->data.sequence_start.tag;
 	struct pbx_ynode *n;
 	char msg[64];
 	if (b->depth >= PBX_YAML_MAX_DEPTH) {
@@ -223,8 +220,7 @@ static int ykeyref_cmp(const void *pa, const void *pb)
 
 static int ysame_key(const struct pbx_ykeyref *a, const struct pbx_ykeyref *b)
 {
-	return a->key->len == b->key->len &&
-	       !memcmp(a->key->value, b->key->value, a->key->len);
+	return a->key->len == b->key->len && !memcmp(a->key->value, b->key->value, a->key->len);
 }
 
 /* Refuses the first (in document order) repeated key of a mapping. */
@@ -273,8 +269,7 @@ static int yevent(struct pbx_ybuilder *b, const yaml_event_t *ev)
 	switch (ev->type) {
 	case YAML_DOCUMENT_START_EVENT:
 		if (b->ndocs++)
-			return ymark_error(b, &ev->start_mark,
-					       "only one YAML document is allowed");
+			return ymark_error(b, &ev->start_mark, "only one YAML document is allowed");
 		return 0;
 	case YAML_SCALAR_EVENT:
 		return yscalar(b, ev);
@@ -337,8 +332,8 @@ static int yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
 	}
 }
 
-int pbx_ydoc_parse(const char *name, const char *text, size_t len,
-		   struct pbx_ydoc **out, struct pbx_err *err)
+int pbx_ydoc_parse(const char *name, const char *text, size_t len, struct pbx_ydoc **out,
+		   struct pbx_err *err)
 {
 	return pbx_ydoc_parse_max(name, text, len, PBX_YAML_MAX_NODES, out, err);
 }

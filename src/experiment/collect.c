@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 struct pbx_collect {
-	const char *root;             /* e->dir */
+	const char *root; /* e->dir */
 	const struct pbx_experiment *e;
-	struct pbx_ignore *ignore;    /* NULL with explicit files */
+	struct pbx_ignore *ignore; /* NULL with explicit files */
 	struct pbx_package *p;
 	size_t alloc;
-	size_t *hits;                 /* per `files` pattern: entries it matched */
+	size_t *hits; /* per `files` pattern: entries it matched */
 	struct pbx_err *err;
 };
 
@@ -44,8 +44,10 @@ static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *t
 	long depth = 0;
 	const char *s;
 	if (target[0] == '/')
-		return pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s/%s: a symlink to an absolute "
-				    "path (%s) cannot be shipped", c->root, rel, target);
+		return pbx_err_setc(c->err, PBX_EXIT_USAGE,
+				    "%s/%s: a symlink to an absolute "
+				    "path (%s) cannot be shipped",
+				    c->root, rel, target);
 	for (s = rel; (s = strchr(s, '/')); s++)
 		depth++;
 	for (s = target; *s;) {
@@ -55,22 +57,24 @@ static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *t
 		else if (n && !(n == 1 && s[0] == '.'))
 			depth++;
 		if (depth < 0)
-			return pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s/%s: symlink points "
-					    "outside %s (%s)", c->root, rel, c->root, target);
+			return pbx_err_setc(c->err, PBX_EXIT_USAGE,
+					    "%s/%s: symlink points "
+					    "outside %s (%s)",
+					    c->root, rel, c->root, target);
 		s += n + (s[n] == '/');
 	}
 	return 0;
 }
 
-static struct pbx_package_file *collect_add(struct pbx_collect *c, const char *rel,
-						char type)
+static struct pbx_package_file *collect_add(struct pbx_collect *c, const char *rel, char type)
 {
 	struct pbx_package *p = c->p;
 	struct pbx_package_file *f;
 	if (p->nfiles >= PBX_PACKAGE_MAX_FILES) {
-		pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: more than %d files to ship (list "
-			     "them under files: or exclude some in .pbxignore)", c->root,
-			     PBX_PACKAGE_MAX_FILES);
+		pbx_err_setc(c->err, PBX_EXIT_USAGE,
+			     "%s: more than %d files to ship (list "
+			     "them under files: or exclude some in .pbxignore)",
+			     c->root, PBX_PACKAGE_MAX_FILES);
 		return NULL;
 	}
 	if (p->nfiles == c->alloc) {
@@ -120,8 +124,10 @@ static int collect_entry(struct pbx_collect *c, const char *rel, const struct st
 			rc = collect_walk(c, rel);
 		}
 	} else {
-		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: not a regular file, directory "
-				  "or symlink (exclude it in .pbxignore)", full);
+		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE,
+				  "%s: not a regular file, directory "
+				  "or symlink (exclude it in .pbxignore)",
+				  full);
 	}
 	free(full);
 	return rc;
@@ -182,7 +188,8 @@ static int collect_parents(struct pbx_collect *c, const char *rel)
 		*slash = '\0';
 		full = xasprintf("%s/%s", c->root, path);
 		if (lstat(full, &st) < 0 || !S_ISDIR(st.st_mode))
-			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: %s is not a directory "
+			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE,
+					  "%s: %s is not a directory "
 					  "(a symlink?); list files below real directories",
 					  rel, full);
 		else if (!collect_add(c, path, 'd'))
@@ -216,8 +223,7 @@ static int collect_blame(struct pbx_collect *c, size_t k)
  * when a pattern matches it (unless `added`: a directory above was), and
  * searched further when a pattern may match below it, so every pattern's
  * matches are counted. */
-static int collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st,
-			    bool added)
+static int collect_pick(struct pbx_collect *c, const char *rel, const struct stat *st, bool added)
 {
 	bool is_dir = S_ISDIR(st->st_mode), matched = false;
 	struct stat target;
@@ -243,7 +249,8 @@ static int collect_pick(struct pbx_collect *c, const char *rel, const struct sta
 		return 0;
 	full = xasprintf("%s/%s", c->root, rel);
 	if (stat(full, &target) == 0 && S_ISDIR(target.st_mode))
-		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "'%s' passes through %s, a symlink "
+		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE,
+				  "'%s' passes through %s, a symlink "
 				  "to a directory; list files below real directories",
 				  c->e->files[k], full);
 	free(full);
@@ -292,9 +299,11 @@ static int collect_patterns(struct pbx_collect *c)
 	rc = collect_search(c, NULL, false);
 	for (k = 0; rc == 0 && k < c->e->nfiles; k++)
 		if (!c->hits[k])
-			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s:%d: files[%zu]: '%s' matches "
-					  "nothing in %s", c->e->path, c->e->files_lines[k], k,
-					  c->e->files[k], c->root);
+			rc = pbx_err_setc(c->err, PBX_EXIT_USAGE,
+					  "%s:%d: files[%zu]: '%s' matches "
+					  "nothing in %s",
+					  c->e->path, c->e->files_lines[k], k, c->e->files[k],
+					  c->root);
 	free(c->hits);
 	return rc;
 }
@@ -340,8 +349,9 @@ int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p, struct pb
 	if (rc == 0)
 		collect_unique(p);
 	if (rc == 0 && p->bytes > PBX_PACKAGE_MAX_BYTES)
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s: %llu bytes to ship, more than "
-				  "%llu (exclude data in .pbxignore)", e->dir, p->bytes,
-				  PBX_PACKAGE_MAX_BYTES);
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "%s: %llu bytes to ship, more than "
+				  "%llu (exclude data in .pbxignore)",
+				  e->dir, p->bytes, PBX_PACKAGE_MAX_BYTES);
 	return rc;
 }

@@ -22,10 +22,10 @@
 /* Scanning                                                            */
 
 struct cmd_token {
-	const char *lit;     /* literal bytes to copy, or NULL for a placeholder */
-	const char *name;    /* placeholder name (not terminated) */
-	size_t len;          /* bytes of lit or name */
-	size_t advance;      /* bytes of the command consumed */
+	const char *lit;  /* literal bytes to copy, or NULL for a placeholder */
+	const char *name; /* placeholder name (not terminated) */
+	size_t len;       /* bytes of lit or name */
+	size_t advance;   /* bytes of the command consumed */
 };
 
 static bool cmd_namechar(char c, bool first)
@@ -58,7 +58,7 @@ static void cmd_next(const char *p, struct cmd_token *t)
 
 /* The value of placeholder name[0..len) in point i, or NULL. */
 static const struct pbx_param *cmd_lookup(const struct pbx_experiment *e, size_t i,
-					      const char *name, size_t len)
+					  const char *name, size_t len)
 {
 	const struct pbx_point *pt = &e->points[i];
 	size_t k;
@@ -78,8 +78,7 @@ static bool cmd_is_repeat(const char *name, size_t len)
 
 /* " (did you mean {x}?)", " (parameters: a, b)" or " (the sweep defines
  * no parameters)" for an unknown placeholder. */
-static void cmd_hint(const struct pbx_experiment *e, const char *name,
-			 struct pbx_buf *b)
+static void cmd_hint(const struct pbx_experiment *e, const char *name, struct pbx_buf *b)
 {
 	const struct pbx_point *pt = &e->points[0];
 	const char **known = xcalloc(pt->nparams + 1, sizeof(char *));
@@ -101,8 +100,8 @@ static void cmd_hint(const struct pbx_experiment *e, const char *name,
 	free(known);
 }
 
-int pbx_exp_check_command(const struct pbx_experiment *e,
-			  const struct pbx_ynode *cmd, struct pbx_err *err)
+int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode *cmd,
+			  struct pbx_err *err)
 {
 	struct cmd_token t;
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -110,8 +109,7 @@ int pbx_exp_check_command(const struct pbx_experiment *e,
 	char *name;
 	for (p = e->command; *p; p += t.advance) {
 		cmd_next(p, &t);
-		if (t.lit || cmd_is_repeat(t.name, t.len) ||
-		    cmd_lookup(e, 0, t.name, t.len))
+		if (t.lit || cmd_is_repeat(t.name, t.len) || cmd_lookup(e, 0, t.name, t.len))
 			continue;
 		name = xstrndup(t.name, t.len > 40 ? 40 : t.len);
 		pbx_buf_addf(&b, "unknown placeholder {%s%s}", name, t.len > 40 ? "..." : "");
@@ -127,8 +125,8 @@ int pbx_exp_check_command(const struct pbx_experiment *e,
 /* ------------------------------------------------------------------ */
 /* Per point                                                           */
 
-int pbx_exp_check_command_size(const struct pbx_experiment *e,
-			       const struct pbx_ynode *n, struct pbx_err *err)
+int pbx_exp_check_command_size(const struct pbx_experiment *e, const struct pbx_ynode *n,
+			       struct pbx_err *err)
 {
 	size_t i, len;
 	for (i = 0; i < e->npoints; i++) {
@@ -136,10 +134,11 @@ int pbx_exp_check_command_size(const struct pbx_experiment *e,
 		len = strlen(cmd);
 		free(cmd);
 		if (len > PBX_EXPERIMENT_MAX_COMMAND)
-			return pbx_ynode_error(n, err, "the command of task %zu is %zu bytes once "
+			return pbx_ynode_error(n, err,
+					       "the command of task %zu is %zu bytes once "
 					       "its parameters are substituted, more than %d (one "
-					       "argument of execve)", i, len,
-					       PBX_EXPERIMENT_MAX_COMMAND);
+					       "argument of execve)",
+					       i, len, PBX_EXPERIMENT_MAX_COMMAND);
 	}
 	return 0;
 }
@@ -156,7 +155,7 @@ static void cmd_substitute(const struct pbx_experiment *e, size_t i, struct pbx_
 		else if ((v = cmd_lookup(e, i, t.name, t.len)))
 			pbx_shell_quote(b, v->value);
 		else
-			pbx_buf_adds(b, "'0'");   /* {repeat} with repeats: 1 */
+			pbx_buf_adds(b, "'0'"); /* {repeat} with repeats: 1 */
 	}
 }
 

@@ -77,8 +77,7 @@ static bool exp_name_ok(const char *s)
 /* ------------------------------------------------------------------ */
 /* name, command / train                                               */
 
-static int exp_name(struct pbx_experiment *e, const struct pbx_ynode *root,
-			struct pbx_err *err)
+static int exp_name(struct pbx_experiment *e, const struct pbx_ynode *root, struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "name");
 	char shown[PBX_YSHOW_SIZE];
@@ -93,25 +92,26 @@ static int exp_name(struct pbx_experiment *e, const struct pbx_ynode *root,
 			       shown);
 }
 
-static int exp_program(struct pbx_experiment *e, const struct pbx_ynode *root,
-			   struct pbx_err *err)
+static int exp_program(struct pbx_experiment *e, const struct pbx_ynode *root, struct pbx_err *err)
 {
 	const struct pbx_ynode *cmd = pbx_ymap_get(root, "command");
 	const struct pbx_ynode *train = pbx_ymap_get(root, "train");
 	if (cmd && train)
-		return pbx_ynode_error(train, err, "cannot be given together with command "
+		return pbx_ynode_error(train, err,
+				       "cannot be given together with command "
 				       "(give exactly one)");
 	if (!cmd && !train)
-		return pbx_ymap_missing(root, "command", "required key is missing "
-					"(give either command or train)", err);
+		return pbx_ymap_missing(root, "command",
+					"required key is missing "
+					"(give either command or train)",
+					err);
 	if (train) {
 		if (pbx_ynode_expect_map(train, err) < 0)
 			return -1;
 		e->train_json = pbx_exp_train_json(train);
 		return pbx_exp_check_command_size(e, train, err);
 	}
-	if (pbx_ynode_str(cmd, 0, &e->command, err) < 0 ||
-	    pbx_exp_check_command(e, cmd, err) < 0)
+	if (pbx_ynode_str(cmd, 0, &e->command, err) < 0 || pbx_exp_check_command(e, cmd, err) < 0)
 		return -1;
 	return pbx_exp_check_command_size(e, cmd, err);
 }
@@ -120,8 +120,7 @@ static int exp_program(struct pbx_experiment *e, const struct pbx_ynode *root,
 /* files, outputs, env                                                 */
 
 /* A relative glob with no ".." component. */
-static int exp_glob_check(const struct pbx_ynode *n, const char *g,
-			      struct pbx_err *err)
+static int exp_glob_check(const struct pbx_ynode *n, const char *g, struct pbx_err *err)
 {
 	const char *p = g;
 	if (g[0] == '/')
@@ -136,8 +135,8 @@ static int exp_glob_check(const struct pbx_ynode *n, const char *g,
 	return 0;
 }
 
-static int exp_globs(const struct pbx_ynode *root, const char *key, char ***out,
-			 int **lines, size_t *nout, struct pbx_err *err)
+static int exp_globs(const struct pbx_ynode *root, const char *key, char ***out, int **lines,
+		     size_t *nout, struct pbx_err *err)
 {
 	const struct pbx_ynode *seq = pbx_ymap_get(root, key);
 	size_t i;
@@ -163,8 +162,7 @@ static int exp_globs(const struct pbx_ynode *root, const char *key, char ***out,
 static bool exp_env_name_ok(const char *s, size_t len)
 {
 	size_t i;
-	if (len < 1 || len > 128 || strlen(s) != len ||
-	    (s[0] >= '0' && s[0] <= '9'))
+	if (len < 1 || len > 128 || strlen(s) != len || (s[0] >= '0' && s[0] <= '9'))
 		return false;
 	for (i = 0; i < len; i++)
 		if (!exp_alnum(s[i]) && s[i] != '_')
@@ -172,15 +170,16 @@ static bool exp_env_name_ok(const char *s, size_t len)
 	return true;
 }
 
-static int exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p,
-			   struct pbx_err *err)
+static int exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p, struct pbx_err *err)
 {
 	const char *name = p->key->value;
 	if (!exp_env_name_ok(name, p->key->len))
-		return pbx_ynode_error(p->value, err, "not a valid environment variable name "
+		return pbx_ynode_error(p->value, err,
+				       "not a valid environment variable name "
 				       "(want [A-Za-z_][A-Za-z0-9_]*)");
 	if (!strncmp(name, "PBX_", 4) || !strncmp(name, "SLURM_", 6))
-		return pbx_ynode_error(p->value, err, "names starting with PBX_ or SLURM_ "
+		return pbx_ynode_error(p->value, err,
+				       "names starting with PBX_ or SLURM_ "
 				       "are reserved");
 	if (pbx_exp_scalar(p->value, err) < 0)
 		return -1;
@@ -189,8 +188,7 @@ static int exp_env_one(struct pbx_experiment *e, const struct pbx_ypair *p,
 	return 0;
 }
 
-static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root,
-		       struct pbx_err *err)
+static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root, struct pbx_err *err)
 {
 	const struct pbx_ynode *env = pbx_ymap_get(root, "env");
 	size_t i;
@@ -213,30 +211,28 @@ static const char *const pbx_exp_keys[] = {
 	"name", "command", "train", "sweep", "resources", "files", "outputs", "env", NULL,
 };
 
-static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc,
-			struct pbx_err *err)
+static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)
 {
 	struct pbx_experiment *e = &x->pub;
 	const struct pbx_ynode *root = doc->root;
 	if (!root)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:1: empty experiment file "
-				    "(want a mapping with name and command or train)", doc->name);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s:1: empty experiment file "
+				    "(want a mapping with name and command or train)",
+				    doc->name);
 	if (pbx_ynode_expect_map(root, err) < 0 || pbx_ymap_check_keys(root, pbx_exp_keys, err) < 0)
 		return -1;
-	if (exp_name(e, root, err) < 0 ||
-	    pbx_exp_sweep(x, pbx_ymap_get(root, "sweep"), err) < 0 ||
+	if (exp_name(e, root, err) < 0 || pbx_exp_sweep(x, pbx_ymap_get(root, "sweep"), err) < 0 ||
 	    exp_program(e, root, err) < 0 ||
 	    pbx_exp_resources(e, pbx_ymap_get(root, "resources"), err) < 0 ||
 	    exp_globs(root, "files", &e->files, &e->files_lines, &e->nfiles, err) < 0 ||
-	    exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs,
-			  err) < 0)
+	    exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs, err) < 0)
 		return -1;
 	return exp_env(e, root, err);
 }
 
-int pbx_experiment_parse(const char *name, const char *text, size_t len,
-			 const char *dir, struct pbx_experiment **out,
-			 struct pbx_err *err)
+int pbx_experiment_parse(const char *name, const char *text, size_t len, const char *dir,
+			 struct pbx_experiment **out, struct pbx_err *err)
 {
 	struct pbx_exp_priv *x;
 	struct pbx_ydoc *doc = NULL;
@@ -270,14 +266,13 @@ static char *exp_dir_of(const char *path, struct pbx_err *err)
 	dir = dirname(copy);
 	abs = realpath(dir, NULL);
 	if (!abs)
-		pbx_err_setc(err, PBX_EXIT_USAGE, "cannot resolve the directory of %s: %s",
-			     path, strerror(errno));
+		pbx_err_setc(err, PBX_EXIT_USAGE, "cannot resolve the directory of %s: %s", path,
+			     strerror(errno));
 	free(copy);
 	return abs;
 }
 
-int pbx_experiment_load(const char *path, struct pbx_experiment **out,
-			struct pbx_err *err)
+int pbx_experiment_load(const char *path, struct pbx_experiment **out, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	char *dir;
@@ -326,8 +321,8 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	free(x);
 }
 
-const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e,
-					     size_t i, const char *name)
+const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e, size_t i,
+					     const char *name)
 {
 	const struct pbx_point *pt;
 	size_t k;

@@ -25,49 +25,49 @@
 #include "slurm/sbatch.h"
 #include "util/err.h"
 
-#define PBX_EXPERIMENT_MAX_POINTS 100000   /* tasks per experiment file */
-#define PBX_EXPERIMENT_MAX_CELLS 2000000 /* points x parameters */
-#define PBX_EXPERIMENT_MAX_VALUE 65536     /* bytes of one parameter value */
-#define PBX_EXPERIMENT_MAX_FILE (16 << 20) /* bytes of the experiment file */
+#define PBX_EXPERIMENT_MAX_POINTS  100000     /* tasks per experiment file */
+#define PBX_EXPERIMENT_MAX_CELLS   2000000    /* points x parameters */
+#define PBX_EXPERIMENT_MAX_VALUE   65536      /* bytes of one parameter value */
+#define PBX_EXPERIMENT_MAX_FILE    (16 << 20) /* bytes of the experiment file */
 /* YAML nodes of the file: a `list` entry of k parameters takes 2k + 1, so a
  * list of MAX_POINTS points fits with up to 4 parameters (FORMAT.md) */
-#define PBX_EXPERIMENT_MAX_NODES 1000000
+#define PBX_EXPERIMENT_MAX_NODES   1000000
 /* bytes of one task's command after substitution: it is one argument of
  * execve(2), which Linux caps at 128 KiB (MAX_ARG_STRLEN), less room for
  * the wrapper */
 #define PBX_EXPERIMENT_MAX_COMMAND 131000
 
 struct pbx_param {
-	char *name;    /* [a-z_][a-z0-9_]{0,31}, or "repeat" */
-	char *value;   /* the YAML scalar's text, NUL-terminated, no NUL inside */
-	size_t len;    /* strlen(value) */
+	char *name;  /* [a-z_][a-z0-9_]{0,31}, or "repeat" */
+	char *value; /* the YAML scalar's text, NUL-terminated, no NUL inside */
+	size_t len;  /* strlen(value) */
 };
 
 struct pbx_point {
-	struct pbx_param *params;  /* in declaration order (see FORMAT.md),
+	struct pbx_param *params; /* in declaration order (see FORMAT.md),
 				      "repeat" last when repeats > 1 */
-	size_t nparams;            /* the same for every point */
+	size_t nparams;           /* the same for every point */
 };
 
 struct pbx_experiment {
-	char *path;        /* file name as given (messages); "" for parse() */
-	char *dir;         /* directory of the file (absolute after load) */
-	char *name;        /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63} */
-	char *command;     /* the `command` text, NULL for train experiments */
-	char *train_json;  /* the `train:` mapping as JSON (scalars as strings,
+	char *path;               /* file name as given (messages); "" for parse() */
+	char *dir;                /* directory of the file (absolute after load) */
+	char *name;               /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63} */
+	char *command;            /* the `command` text, NULL for train experiments */
+	char *train_json;         /* the `train:` mapping as JSON (scalars as strings,
 			      plain nulls as null), NULL for command ones */
-	struct pbx_point *points;  /* the expanded sweep, npoints >= 1 */
+	struct pbx_point *points; /* the expanded sweep, npoints >= 1 */
 	size_t npoints;
-	size_t repeats;            /* sweep.repeats, >= 1 */
+	size_t repeats; /* sweep.repeats, >= 1 */
 	/* `resources`: sbatch long options ("" = a bare flag such as
 	   --exclusive), throttle (the %N of --array, 0 = none) and launcher */
 	struct pbx_sbatch_opts res;
-	char **files, **outputs;   /* patterns (pattern.c); nfiles == 0: the whole dir */
+	char **files, **outputs; /* patterns (pattern.c); nfiles == 0: the whole dir */
 	size_t nfiles, noutputs;
-	int *files_lines, *outputs_lines;  /* the line of each pattern in the file */
+	int *files_lines, *outputs_lines; /* the line of each pattern in the file */
 	char **env_names, **env_values;
 	size_t nenv;
-	char *text;                /* the file's bytes (NUL-terminated) */
+	char *text; /* the file's bytes (NUL-terminated) */
 	size_t text_len;
 };
 
@@ -76,13 +76,11 @@ struct pbx_experiment {
  * directory holding it.  On success *out is a new experiment (free with
  * pbx_experiment_free); on failure *out is NULL and err is set.
  */
-int pbx_experiment_load(const char *path, struct pbx_experiment **out,
-			struct pbx_err *err);
+int pbx_experiment_load(const char *path, struct pbx_experiment **out, struct pbx_err *err);
 /* Parses `len` bytes; `name` is used in messages and as e->path, `dir`
  * (may be NULL for ".") is stored as e->dir unchanged. */
-int pbx_experiment_parse(const char *name, const char *text, size_t len,
-			 const char *dir, struct pbx_experiment **out,
-			 struct pbx_err *err);
+int pbx_experiment_parse(const char *name, const char *text, size_t len, const char *dir,
+			 struct pbx_experiment **out, struct pbx_err *err);
 void pbx_experiment_free(struct pbx_experiment *e);
 
 /*
@@ -92,8 +90,8 @@ void pbx_experiment_free(struct pbx_experiment *e);
  * takes "" or "true".  Error (PBX_EXIT_USAGE) "--KEY: ..." leaves e as it
  * was.
  */
-int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key,
-				     const char *value, struct pbx_err *err);
+int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key, const char *value,
+				     struct pbx_err *err);
 /* The resources as sbatch arguments "--key=value" (or "--key" for a flag),
  * in file order, overrides last; throttle and launcher not included (see
  * pbx_sbatch_opts_argv).  *n gets the count.  Caller frees each string and
@@ -112,8 +110,8 @@ char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i);
  * strings, declaration order).  Caller frees. */
 char *pbx_experiment_point_json(const struct pbx_experiment *e, size_t i);
 /* The value of parameter `name` in point i, or NULL. */
-const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e,
-					     size_t i, const char *name);
+const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e, size_t i,
+					     const char *name);
 /* The repeat number of point i (0..repeats-1). */
 size_t pbx_experiment_repeat(const struct pbx_experiment *e, size_t i);
 

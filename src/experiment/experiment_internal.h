@@ -15,7 +15,7 @@
  * one is a pointer to the other. */
 struct pbx_exp_priv {
 	struct pbx_experiment pub;
-	char **pool;            /* strings shared by points (names, values) */
+	char **pool; /* strings shared by points (names, values) */
 	size_t npool, pool_alloc;
 	struct pbx_param *block; /* npoints * nparams params behind all points */
 };
@@ -31,26 +31,24 @@ int pbx_exp_scalar(const struct pbx_ynode *n, struct pbx_err *err);
 bool pbx_exp_param_name_ok(const char *s, size_t len);
 
 /* sweep.c: expands `sweep` (may be NULL) into x->pub.points. */
-int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep,
-		  struct pbx_err *err);
+int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep, struct pbx_err *err);
 /* random.c: checks the keys of `random` and returns its params mapping
  * (non-empty); then draws the samples: *vals gets nrows * nparams pool
  * strings, row-major (caller frees the array only). */
-int pbx_exp_random_params(const struct pbx_ynode *random,
-			  const struct pbx_ynode **params, struct pbx_err *err);
+int pbx_exp_random_params(const struct pbx_ynode *random, const struct pbx_ynode **params,
+			  struct pbx_err *err);
 int pbx_exp_random_sample(struct pbx_exp_priv *x, const struct pbx_ynode *random,
-			  const struct pbx_ynode *params, size_t *nrows,
-			  char ***vals, struct pbx_err *err);
+			  const struct pbx_ynode *params, size_t *nrows, char ***vals,
+			  struct pbx_err *err);
 /* resources.c: reads the `resources` mapping (may be NULL). */
-int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res,
-		      struct pbx_err *err);
+int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res, struct pbx_err *err);
 /* command.c: refuses a {name} in the command naming no parameter. */
-int pbx_exp_check_command(const struct pbx_experiment *e,
-			  const struct pbx_ynode *cmd, struct pbx_err *err);
+int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode *cmd,
+			  struct pbx_err *err);
 /* command.c: refuses a point whose task command (substituted) is longer
  * than PBX_EXPERIMENT_MAX_COMMAND bytes, naming `n` (command or train). */
-int pbx_exp_check_command_size(const struct pbx_experiment *e,
-			       const struct pbx_ynode *n, struct pbx_err *err);
+int pbx_exp_check_command_size(const struct pbx_experiment *e, const struct pbx_ynode *n,
+			       struct pbx_err *err);
 /* command.c: the `train` mapping as JSON text; caller frees. */
 char *pbx_exp_train_json(const struct pbx_ynode *train);
 

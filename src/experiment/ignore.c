@@ -27,7 +27,7 @@
 struct ignore_rule {
 	char *pat;
 	bool negate, dir_only, anchored, deep;
-	bool any_depth;   /* led by a stripped "**" "/": try every suffix */
+	bool any_depth; /* led by a stripped "**" "/": try every suffix */
 };
 
 struct pbx_ignore {
@@ -121,8 +121,7 @@ void pbx_ignore_free(struct pbx_ignore *ig)
 	free(ig);
 }
 
-static bool ignore_rule_matches(const struct ignore_rule *r, const char *rel,
-				    bool is_dir)
+static bool ignore_rule_matches(const struct ignore_rule *r, const char *rel, bool is_dir)
 {
 	const char *base = strrchr(rel, '/');
 	int flags = r->deep ? 0 : FNM_PATHNAME;

@@ -24,8 +24,8 @@
 /* The content id                                                      */
 
 /* Hashes file f (under root) into both the package ctx and f->sha256. */
-static int pkg_hash_file(const char *root, struct pbx_package_file *f,
-			     EVP_MD_CTX *all, struct pbx_err *err)
+static int pkg_hash_file(const char *root, struct pbx_package_file *f, EVP_MD_CTX *all,
+			 struct pbx_err *err)
 {
 	char *src = xasprintf("%s/%s", root, f->path), *chunk = xmalloc(1 << 16);
 	EVP_MD_CTX *one = EVP_MD_CTX_new();
@@ -54,8 +54,7 @@ static int pkg_hash_file(const char *root, struct pbx_package_file *f,
 	return rc;
 }
 
-static int pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
-			struct pbx_err *err)
+static int pkg_hash(const struct pbx_experiment *e, struct pbx_package *p, struct pbx_err *err)
 {
 	EVP_MD_CTX *all = EVP_MD_CTX_new();
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -90,7 +89,7 @@ static int pkg_hash(const struct pbx_experiment *e, struct pbx_package *p,
 
 /* Output of git -C dir ARGS when it exits 0, else NULL; caller frees. */
 static char *pkg_git(const char *dir, const char *a1, const char *a2, const char *a3,
-			 const char *a4)
+		     const char *a4)
 {
 	const char *argv[] = { "git", "-C", dir, a1, a2, a3, a4, NULL };
 	struct pbx_buf out = PBX_BUF_INIT;
@@ -134,8 +133,7 @@ static void pkg_provenance(const struct pbx_experiment *e, struct pbx_package *p
 	p->created = (long long)time(NULL);
 }
 
-int pbx_package_build(const struct pbx_experiment *e, struct pbx_package **out,
-		      struct pbx_err *err)
+int pbx_package_build(const struct pbx_experiment *e, struct pbx_package **out, struct pbx_err *err)
 {
 	struct pbx_package *p = xcalloc(1, sizeof(*p));
 	*out = NULL;
@@ -169,7 +167,7 @@ void pbx_package_free(struct pbx_package *p)
 /* The tar file                                                        */
 
 static int pkg_tar_code(struct pbx_tar *t, const struct pbx_package *p,
-			    const struct pbx_experiment *e)
+			const struct pbx_experiment *e)
 {
 	size_t i;
 	int rc = pbx_tar_dir(t, "code", 0755);
@@ -197,14 +195,12 @@ static int pkg_tar_strfile(struct pbx_tar *t, const char *path, unsigned mode, c
 	return rc;
 }
 
-static int pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e,
-			     size_t first, size_t n)
+static int pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e, size_t first, size_t n)
 {
 	struct pbx_buf dat = PBX_BUF_INIT, idx = PBX_BUF_INIT;
 	int rc = pbx_package_records(e, first, n, &dat, &idx, t->err);
 	if (rc == 0)
-		rc = pkg_tar_strfile(t, "tasks.range", 0644,
-					 xasprintf("%zu %zu\n", first, n));
+		rc = pkg_tar_strfile(t, "tasks.range", 0644, xasprintf("%zu %zu\n", first, n));
 	if (rc == 0)
 		rc = pbx_tar_mem(t, "tasks.idx", 0644, idx.buf, idx.len);
 	if (rc == 0)
@@ -215,7 +211,7 @@ static int pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e,
 }
 
 static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
-			   const struct pbx_experiment *e, size_t first, size_t n)
+		       const struct pbx_experiment *e, size_t first, size_t n)
 {
 	struct pbx_buf wrapper = PBX_BUF_INIT;
 	int rc = pbx_tmpl_get("pbx-task.sh", &wrapper, t->err);

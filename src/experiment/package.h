@@ -39,10 +39,10 @@
 #include "util/buf.h"
 #include "util/err.h"
 
-#define PBX_PACKAGE_MAX_FILES 100000
-#define PBX_PACKAGE_MAX_BYTES (4ULL << 30)
-#define PBX_PACKAGE_IDX_LINE 32    /* bytes per tasks.idx line */
-#define PBX_PACKAGE_REC_ALIGN 64   /* records start at multiples of this */
+#define PBX_PACKAGE_MAX_FILES   100000
+#define PBX_PACKAGE_MAX_BYTES   (4ULL << 30)
+#define PBX_PACKAGE_IDX_LINE    32 /* bytes per tasks.idx line */
+#define PBX_PACKAGE_REC_ALIGN   64 /* records start at multiples of this */
 #define PBX_PACKAGE_MAX_COMMAND PBX_EXPERIMENT_MAX_COMMAND
 
 struct pbx_package_file {
@@ -55,15 +55,15 @@ struct pbx_package_file {
 };
 
 struct pbx_package {
-	char id[65];              /* SHA-256 of the files and experiment (hex) */
-	char short_id[13];        /* first 12 hex digits */
+	char id[65];       /* SHA-256 of the files and experiment (hex) */
+	char short_id[13]; /* first 12 hex digits */
 	struct pbx_package_file *files;
 	size_t nfiles;
 	unsigned long long bytes; /* total of the files' sizes */
 	char *git_commit;         /* HEAD of the checkout holding e->dir, or NULL */
 	char *git_diff;           /* `git diff HEAD` when not empty, or NULL */
 	char *user, *host;
-	long long created;        /* seconds since the epoch */
+	long long created; /* seconds since the epoch */
 };
 
 /*
@@ -90,15 +90,15 @@ int pbx_package_write_tar(const struct pbx_package *p, const struct pbx_experime
 /* Appends tasks.dat and tasks.idx for tasks [first, first + n) to dat and
  * idx (pure; error when the range passes e->npoints or a command is longer
  * than PBX_PACKAGE_MAX_COMMAND, which a loaded experiment never has). */
-int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n,
-			struct pbx_buf *dat, struct pbx_buf *idx, struct pbx_err *err);
+int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n, struct pbx_buf *dat,
+			struct pbx_buf *idx, struct pbx_err *err);
 /* Finds record j (0-based within the range) as the wrapper does: *rec
  * points into dat, *len its length without padding.  Returns 0 or -1. */
-int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t idxlen,
-		       size_t j, const char **rec, size_t *len);
+int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t idxlen, size_t j,
+		       const char **rec, size_t *len);
 /* package.json text for tasks [first, first + n); caller frees. */
-char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment *e,
-		       size_t first, size_t n);
+char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment *e, size_t first,
+		       size_t n);
 /* env.sh text; caller frees. */
 char *pbx_package_env_sh(const struct pbx_package *p, const struct pbx_experiment *e);
 

@@ -10,8 +10,7 @@
 #include "experiment/package.h"
 
 /* collect.c: fills p->files (sorted by path, no duplicates) from e. */
-int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p,
-		struct pbx_err *err);
+int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p, struct pbx_err *err);
 
 /* ignore.c: .pbxignore rules (gitignore-like, see FORMAT.md). */
 struct pbx_ignore;
@@ -30,12 +29,11 @@ bool pbx_ignore_match(const struct pbx_ignore *ig, const char *rel, bool is_dir)
 struct pbx_tar {
 	FILE *f;
 	long long mtime;
-	const char *what;      /* the tar's name, for messages */
+	const char *what; /* the tar's name, for messages */
 	struct pbx_err *err;
 };
 int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode);
-int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data,
-		size_t len);
+int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data, size_t len);
 int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target);
 /* Streams file `src` (expected `size` bytes and digest `sha`) as `path`. */
 int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char *src,

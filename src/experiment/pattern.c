@@ -70,7 +70,7 @@ bool pbx_pattern_match(const char *pattern, const char *rel, bool is_dir)
 	bool m = false;
 	len = pattern_prefix(path, c, &short_by);
 	if (!short_by && pattern_fnmatch(pat, strlen(pat), path, len))
-		m = d > c || !dir_only || is_dir;   /* below a match, or the entry itself */
+		m = d > c || !dir_only || is_dir; /* below a match, or the entry itself */
 	free(pat);
 	free(path);
 	return m;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PBX_RANDOM_INT_MAX 1000000000000000L   /* |int bounds| <= 1e15 */
+#define PBX_RANDOM_INT_MAX 1000000000000000L /* |int bounds| <= 1e15 */
 
 enum pbx_random_kind { PBX_RUNIFORM, PBX_RLOGUNIFORM, PBX_RINT, PBX_RCHOICE };
 
@@ -71,27 +71,25 @@ static int random_pair(const struct pbx_ynode *n, struct pbx_err *err)
 	return 0;
 }
 
-static int random_real(const struct pbx_ynode *n, struct random_spec *sp,
-			   struct pbx_err *err)
+static int random_real(const struct pbx_ynode *n, struct random_spec *sp, struct pbx_err *err)
 {
-	if (random_pair(n, err) < 0 ||
-	    random_number(n->items[0], &sp->lo, err) < 0 ||
+	if (random_pair(n, err) < 0 || random_number(n->items[0], &sp->lo, err) < 0 ||
 	    random_number(n->items[1], &sp->hi, err) < 0)
 		return -1;
 	if (sp->hi < sp->lo)
-		return pbx_ynode_error(n, err, "hi (%s) is less than lo (%s)",
-				       n->items[1]->value, n->items[0]->value);
+		return pbx_ynode_error(n, err, "hi (%s) is less than lo (%s)", n->items[1]->value,
+				       n->items[0]->value);
 	if (sp->kind == PBX_RLOGUNIFORM && sp->lo <= 0)
 		return pbx_ynode_error(n, err, "lo must be positive for loguniform, got %s",
 				       n->items[0]->value);
 	return 0;
 }
 
-static int random_int(const struct pbx_ynode *n, struct random_spec *sp,
-			  struct pbx_err *err)
+static int random_int(const struct pbx_ynode *n, struct random_spec *sp, struct pbx_err *err)
 {
 	if (random_pair(n, err) < 0 ||
-	    pbx_ynode_int(n->items[0], -PBX_RANDOM_INT_MAX, PBX_RANDOM_INT_MAX, &sp->ilo, err) < 0 ||
+	    pbx_ynode_int(n->items[0], -PBX_RANDOM_INT_MAX, PBX_RANDOM_INT_MAX, &sp->ilo, err) <
+		    0 ||
 	    pbx_ynode_int(n->items[1], -PBX_RANDOM_INT_MAX, PBX_RANDOM_INT_MAX, &sp->ihi, err) < 0)
 		return -1;
 	if (sp->ihi < sp->ilo)
@@ -99,8 +97,7 @@ static int random_int(const struct pbx_ynode *n, struct random_spec *sp,
 	return 0;
 }
 
-static int random_choice(const struct pbx_ynode *n, struct random_spec *sp,
-			     struct pbx_err *err)
+static int random_choice(const struct pbx_ynode *n, struct random_spec *sp, struct pbx_err *err)
 {
 	size_t i;
 	if (pbx_ynode_expect_seq(n, err) < 0)
@@ -118,15 +115,15 @@ static const char *const pbx_random_kinds[] = {
 	"uniform", "loguniform", "int", "choice", NULL,
 };
 
-static int random_spec(const struct pbx_ynode *n, struct random_spec *sp,
-			   struct pbx_err *err)
+static int random_spec(const struct pbx_ynode *n, struct random_spec *sp, struct pbx_err *err)
 {
 	const struct pbx_ynode *v;
 	int k;
 	if (pbx_ynode_expect_map(n, err) < 0 || pbx_ymap_check_keys(n, pbx_random_kinds, err) < 0)
 		return -1;
 	if (n->npairs != 1)
-		return pbx_ynode_error(n, err, "must give exactly one of uniform, loguniform, "
+		return pbx_ynode_error(n, err,
+				       "must give exactly one of uniform, loguniform, "
 				       "int, choice");
 	v = n->pairs[0].value;
 	for (k = 0; strcmp(pbx_random_kinds[k], n->pairs[0].key->value); k++)
@@ -141,8 +138,8 @@ static int random_spec(const struct pbx_ynode *n, struct random_spec *sp,
 
 static const char *const pbx_random_keys[] = { "samples", "seed", "params", NULL };
 
-int pbx_exp_random_params(const struct pbx_ynode *random,
-			  const struct pbx_ynode **params, struct pbx_err *err)
+int pbx_exp_random_params(const struct pbx_ynode *random, const struct pbx_ynode **params,
+			  struct pbx_err *err)
 {
 	if (pbx_ynode_expect_map(random, err) < 0 ||
 	    pbx_ymap_check_keys(random, pbx_random_keys, err) < 0)
@@ -170,8 +167,7 @@ static int random_format(double v, double lo, double hi, char *buf, size_t size)
 	return len;
 }
 
-static char *random_draw(struct pbx_exp_priv *x, const struct random_spec *sp,
-			     uint64_t *state)
+static char *random_draw(struct pbx_exp_priv *x, const struct random_spec *sp, uint64_t *state)
 {
 	char buf[64];
 	int len;
@@ -197,7 +193,7 @@ static char *random_draw(struct pbx_exp_priv *x, const struct random_spec *sp,
 }
 
 static int random_counts(const struct pbx_ynode *random, long *samples, long *seed,
-			     struct pbx_err *err)
+			 struct pbx_err *err)
 {
 	const struct pbx_ynode *n = pbx_ymap_get(random, "samples");
 	if (!n)
@@ -210,8 +206,8 @@ static int random_counts(const struct pbx_ynode *random, long *samples, long *se
 }
 
 int pbx_exp_random_sample(struct pbx_exp_priv *x, const struct pbx_ynode *random,
-			  const struct pbx_ynode *params, size_t *nrows,
-			  char ***vals, struct pbx_err *err)
+			  const struct pbx_ynode *params, size_t *nrows, char ***vals,
+			  struct pbx_err *err)
 {
 	size_t np = params->npairs, i, r;
 	struct random_spec *specs = xcalloc(np, sizeof(*specs));

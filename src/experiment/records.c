@@ -28,15 +28,16 @@ static void rec_param(struct pbx_buf *b, const struct pbx_param *p)
 }
 
 /* Appends the record of point i (global index) to b. */
-static int rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf *b,
-		       struct pbx_err *err)
+static int rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf *b, struct pbx_err *err)
 {
 	char *cmd = pbx_experiment_task_command(e, i), *json;
 	size_t k;
 	if (strlen(cmd) > PBX_PACKAGE_MAX_COMMAND) {
 		free(cmd);
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: the command of task %zu is "
-				    "longer than %d bytes", e->path, i, PBX_PACKAGE_MAX_COMMAND);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s: the command of task %zu is "
+				    "longer than %d bytes",
+				    e->path, i, PBX_PACKAGE_MAX_COMMAND);
 	}
 	json = pbx_experiment_point_json(e, i);
 	pbx_buf_addf(b, "pbx_rec_index=%zu\nexport PBX_REPEAT='%zu'\n", i,
@@ -53,13 +54,13 @@ static int rec_one(const struct pbx_experiment *e, size_t i, struct pbx_buf *b,
 	return 0;
 }
 
-int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n,
-			struct pbx_buf *dat, struct pbx_buf *idx, struct pbx_err *err)
+int pbx_package_records(const struct pbx_experiment *e, size_t first, size_t n, struct pbx_buf *dat,
+			struct pbx_buf *idx, struct pbx_err *err)
 {
 	size_t i;
 	if (first > e->npoints || n > e->npoints - first)
-		return pbx_err_set(err, "tasks %zu-%zu: the experiment has %zu tasks",
-				   first, first + n, e->npoints);
+		return pbx_err_set(err, "tasks %zu-%zu: the experiment has %zu tasks", first,
+				   first + n, e->npoints);
 	for (i = first; i < first + n; i++) {
 		size_t off = dat->len;
 		if (rec_one(e, i, dat, err) < 0)
@@ -88,8 +89,8 @@ static int rec_field(const char *s, size_t width, size_t *out)
 	return 0;
 }
 
-int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t idxlen,
-		       size_t j, const char **rec, size_t *len)
+int pbx_package_record(const char *dat, size_t datlen, const char *idx, size_t idxlen, size_t j,
+		       const char **rec, size_t *len)
 {
 	const char *line;
 	size_t off, n;
@@ -133,8 +134,8 @@ static json_t *rec_nullable(const char *s)
 	return j ? j : json_null();
 }
 
-char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment *e,
-		       size_t first, size_t n)
+char *pbx_package_json(const struct pbx_package *p, const struct pbx_experiment *e, size_t first,
+		       size_t n)
 {
 	json_t *o = json_object();
 	char *s, *out;

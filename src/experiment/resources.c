@@ -24,23 +24,23 @@ static int res_key_problem(const char *key, char *why, size_t size)
 		return snprintf(why, size, "is set by pbx and cannot be given"), -1;
 	hint = pbx_did_you_mean(key, pbx_sbatch_known_keys());
 	if (hint)
-		snprintf(why, size, "not an sbatch option pbx passes on (did you mean '%s'?)", hint);
+		snprintf(why, size, "not an sbatch option pbx passes on (did you mean '%s'?)",
+			 hint);
 	else
 		snprintf(why, size, "not an sbatch option pbx passes on");
 	return -1;
 }
 
 /* Validates and stores one resource; 0 or -1 with why[]. */
-static int res_set(struct pbx_experiment *e, const char *key, const char *value,
-		       char *why, size_t size)
+static int res_set(struct pbx_experiment *e, const char *key, const char *value, char *why,
+		   size_t size)
 {
 	if (res_key_problem(key, why, size) < 0)
 		return -1;
 	return pbx_sbatch_opts_set(&e->res, key, value, why, size);
 }
 
-int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res,
-		      struct pbx_err *err)
+int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res, struct pbx_err *err)
 {
 	char why[256];
 	size_t i;
@@ -60,8 +60,8 @@ int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res,
 	return 0;
 }
 
-int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key,
-				     const char *value, struct pbx_err *err)
+int pbx_experiment_override_resource(struct pbx_experiment *e, const char *key, const char *value,
+				     struct pbx_err *err)
 {
 	char why[256];
 	if (res_set(e, key, value, why, sizeof(why)) < 0)

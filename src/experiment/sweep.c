@@ -26,8 +26,8 @@
 
 struct pbx_exp_factor {
 	size_t nnames, nrows;
-	char **names;                       /* pool strings */
-	char **vals;                        /* nrows * nnames, row-major, pool */
+	char **names; /* pool strings */
+	char **vals;  /* nrows * nnames, row-major, pool */
 };
 
 struct pbx_exp_sweep {
@@ -43,8 +43,7 @@ struct pbx_exp_sweep {
 /* ------------------------------------------------------------------ */
 /* Factors and names                                                   */
 
-static struct pbx_exp_factor *sweep_factor(struct pbx_exp_sweep *s, size_t nnames,
-					       size_t nrows)
+static struct pbx_exp_factor *sweep_factor(struct pbx_exp_sweep *s, size_t nnames, size_t nrows)
 {
 	struct pbx_exp_factor *f;
 	s->f = xreallocarray(s->f, s->nf + 1, sizeof(*s->f));
@@ -76,7 +75,8 @@ static char *sweep_name(struct pbx_exp_sweep *s, const struct pbx_ynode *key)
 		return NULL;
 	}
 	if (!strcmp(key->value, "repeat")) {
-		pbx_ynode_error(key, s->err, "the parameter name 'repeat' is reserved "
+		pbx_ynode_error(key, s->err,
+				"the parameter name 'repeat' is reserved "
 				"(use sweep.repeats)");
 		return NULL;
 	}
@@ -146,7 +146,8 @@ static int sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
 		if (sweep_values_seq(s, v) < 0)
 			return -1;
 		if (i && v->nitems != rows)
-			return pbx_ynode_error(v, s->err, "has %zu values but %s has %zu "
+			return pbx_ynode_error(v, s->err,
+					       "has %zu values but %s has %zu "
 					       "(zip lists must have the same length)",
 					       v->nitems, zip->pairs[0].key->value, rows);
 		rows = v->nitems;
@@ -164,19 +165,20 @@ static int sweep_zip(struct pbx_exp_sweep *s, const struct pbx_ynode *zip)
 }
 
 /* Finds `name` among the keys of list entry `m`; error when absent. */
-static const struct pbx_ynode *sweep_list_get(struct pbx_exp_sweep *s,
-						  const struct pbx_ynode *m,
-						  const char *name)
+static const struct pbx_ynode *sweep_list_get(struct pbx_exp_sweep *s, const struct pbx_ynode *m,
+					      const char *name)
 {
 	const struct pbx_ynode *v = pbx_ymap_get(m, name);
 	if (!v)
-		pbx_ynode_error(m, s->err, "lacks '%s' (every entry must give the same "
-				"parameters as the first)", name);
+		pbx_ynode_error(m, s->err,
+				"lacks '%s' (every entry must give the same "
+				"parameters as the first)",
+				name);
 	return v;
 }
 
 static int sweep_list_row(struct pbx_exp_sweep *s, struct pbx_exp_factor *f,
-			      const struct pbx_ynode *m, size_t r)
+			  const struct pbx_ynode *m, size_t r)
 {
 	size_t i;
 	if (pbx_ynode_expect_map(m, s->err) < 0)
@@ -271,8 +273,8 @@ static int sweep_repeats(struct pbx_exp_sweep *s, const struct pbx_ynode *n)
 /* ------------------------------------------------------------------ */
 /* The product                                                         */
 
-static int sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at,
-			   size_t *npoints, size_t *nparams)
+static int sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at, size_t *npoints,
+		       size_t *nparams)
 {
 	size_t i, n = 1;
 	*nparams = 0;
@@ -284,8 +286,10 @@ static int sweep_count(struct pbx_exp_sweep *s, const struct pbx_ynode *at,
 		n *= s->f[i].nrows;
 	}
 	if (*nparams && n > PBX_EXPERIMENT_MAX_CELLS / *nparams)
-		return pbx_ynode_error(at, s->err, "expands to more than %d values "
-				       "(points x parameters)", PBX_EXPERIMENT_MAX_CELLS);
+		return pbx_ynode_error(at, s->err,
+				       "expands to more than %d values "
+				       "(points x parameters)",
+				       PBX_EXPERIMENT_MAX_CELLS);
 	*npoints = n;
 	return 0;
 }
@@ -340,8 +344,7 @@ static int sweep_parts(struct pbx_exp_sweep *s, const struct pbx_ynode *sweep)
 	return sweep_repeats(s, pbx_ymap_get(sweep, "repeats"));
 }
 
-int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep,
-		  struct pbx_err *err)
+int pbx_exp_sweep(struct pbx_exp_priv *x, const struct pbx_ynode *sweep, struct pbx_err *err)
 {
 	struct pbx_exp_sweep s = { x, NULL, 0, NULL, 0, err };
 	size_t npoints = 0, nparams = 0;

@@ -80,11 +80,10 @@ static void tar_pax_record(struct pbx_buf *b, const char *key, const char *value
 }
 
 static int tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
-			  unsigned long long size, const char *link);
+		      unsigned long long size, const char *link);
 
 /* Writes a pax header for path and/or link when they need one. */
-static int tar_pax(struct pbx_tar *t, const char *path, const char *link,
-		       bool path_fits)
+static int tar_pax(struct pbx_tar *t, const char *path, const char *link, bool path_fits)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	int rc;
@@ -104,7 +103,7 @@ static int tar_pax(struct pbx_tar *t, const char *path, const char *link,
 }
 
 static int tar_header(struct pbx_tar *t, const char *path, char type, unsigned mode,
-			  unsigned long long size, const char *link)
+		      unsigned long long size, const char *link)
 {
 	char h[PBX_TAR_BLOCK];
 	bool fits;
@@ -132,8 +131,7 @@ int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode)
 	return rc;
 }
 
-int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data,
-		size_t len)
+int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data, size_t len)
 {
 	if (tar_header(t, path, '0', mode, len, NULL) < 0 || tar_put(t, data, len) < 0)
 		return -1;
@@ -146,8 +144,8 @@ int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target)
 }
 
 /* Copies `size` bytes of fd into the tar, hashing them into sha. */
-static int tar_copy(struct pbx_tar *t, int fd, const char *src,
-			unsigned long long size, unsigned char sha[32])
+static int tar_copy(struct pbx_tar *t, int fd, const char *src, unsigned long long size,
+		    unsigned char sha[32])
 {
 	char *chunk = xmalloc(1 << 16);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();

@@ -18,11 +18,11 @@
 #include "util/xalloc.h"
 
 struct pbx_http {
-	CURL *curl;               /* its connection cache is what gets reused */
-	pthread_mutex_t mu;       /* one request at a time on the handle */
-	struct pbx_http_opts o;   /* with defaults filled in */
+	CURL *curl;             /* its connection cache is what gets reused */
+	pthread_mutex_t mu;     /* one request at a time on the handle */
+	struct pbx_http_opts o; /* with defaults filled in */
 	char *service;
-	struct pbx_store *store;  /* request log, may be NULL */
+	struct pbx_store *store; /* request log, may be NULL */
 	int64_t cluster_id;
 };
 
@@ -60,7 +60,8 @@ int pbx_http_open(const struct pbx_http_opts *o, struct pbx_http **out, struct p
 		free(h->service);
 		free(h);
 		*out = NULL;
-		return pbx_err_set(err, "%s: cannot start libcurl", o->service ? o->service : "http");
+		return pbx_err_set(err, "%s: cannot start libcurl",
+				   o->service ? o->service : "http");
 	}
 	pthread_mutex_init(&h->mu, NULL);
 	*out = h;
@@ -144,7 +145,7 @@ static int curl_code_retryable(CURLcode c)
 
 struct sink {
 	struct pbx_buf *body;
-	int over;   /* the cap was passed */
+	int over; /* the cap was passed */
 };
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -241,14 +242,16 @@ static void log_attempt(struct pbx_http *h, const struct pbx_http_req *r, const 
 	if (delay_ms >= 0)
 		snprintf(retry, sizeof(retry), "; retry in %ld ms", delay_ms);
 	if (rc != CURLE_OK)
-		pbx_store_event(h->store, h->cluster_id, "http", "%s %s %s: %s (attempt %d, %ld ms%s)",
-				h->service, r->method, url, curl_easy_strerror(rc), attempt, ms, retry);
+		pbx_store_event(h->store, h->cluster_id, "http",
+				"%s %s %s: %s (attempt %d, %ld ms%s)", h->service, r->method, url,
+				curl_easy_strerror(rc), attempt, ms, retry);
 	else if (status >= 400)
 		detail = pbx_http_redact_json(body->buf, body->len, 600);
 	if (rc == CURLE_OK)
-		pbx_store_event(h->store, h->cluster_id, "http", "%s %s %s -> %ld (attempt %d, %ld ms%s)%s%s",
-				h->service, r->method, url, status, attempt, ms, retry,
-				detail ? ": " : "", detail ? detail : "");
+		pbx_store_event(h->store, h->cluster_id, "http",
+				"%s %s %s -> %ld (attempt %d, %ld ms%s)%s%s", h->service, r->method,
+				url, status, attempt, ms, retry, detail ? ": " : "",
+				detail ? detail : "");
 	free(detail);
 }
 
@@ -273,10 +276,11 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 		if (sink.over)
 			break;
 		again = rc != CURLE_OK ? curl_code_retryable(rc)
-			: retryable(status, resp->body.buf, resp->body.len, r->retryable_ctx);
+				       : retryable(status, resp->body.buf, resp->body.len,
+						   r->retryable_ctx);
 		if (again && attempt < h->o.max_attempts) {
-			delay = pbx_http_backoff_ms(attempt, h->o.backoff_base_ms, h->o.backoff_cap_ms,
-						    random01());
+			delay = pbx_http_backoff_ms(attempt, h->o.backoff_base_ms,
+						    h->o.backoff_cap_ms, random01());
 			if (delay < retry_after * 1000)
 				delay = retry_after * 1000;
 		}

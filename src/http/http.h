@@ -35,13 +35,13 @@ struct pbx_store;
 struct pbx_http;
 
 struct pbx_http_opts {
-	const char *service;      /* name in the log and in errors ("gce"); copied */
-	long connect_timeout_ms;  /* 0 = 10 s */
-	long timeout_ms;          /* whole attempt; 0 = 120 s */
-	int max_attempts;         /* 0 = 8 */
-	long backoff_base_ms;     /* 0 = 500 ms */
-	long backoff_cap_ms;      /* 0 = 32 s */
-	size_t max_body;          /* response body cap; 0 = 64 MiB */
+	const char *service;     /* name in the log and in errors ("gce"); copied */
+	long connect_timeout_ms; /* 0 = 10 s */
+	long timeout_ms;         /* whole attempt; 0 = 120 s */
+	int max_attempts;        /* 0 = 8 */
+	long backoff_base_ms;    /* 0 = 500 ms */
+	long backoff_cap_ms;     /* 0 = 32 s */
+	size_t max_body;         /* response body cap; 0 = 64 MiB */
 };
 
 /* Opens a handle; *out is owned by the caller (pbx_http_close). */
@@ -56,22 +56,25 @@ void pbx_http_set_log(struct pbx_http *h, struct pbx_store *store, int64_t clust
 typedef int (*pbx_http_retryable_fn)(long status, const char *body, size_t len, void *ctx);
 
 struct pbx_http_req {
-	const char *method;            /* "GET", "POST", "DELETE", ... */
+	const char *method; /* "GET", "POST", "DELETE", ... */
 	const char *url;
-	const char *const *headers;    /* "Name: value" lines, NULL-terminated; may be NULL */
-	const char *body;              /* may be NULL (no body) */
+	const char *const *headers; /* "Name: value" lines, NULL-terminated; may be NULL */
+	const char *body;           /* may be NULL (no body) */
 	size_t body_len;
-	pbx_http_retryable_fn retryable;  /* NULL = pbx_http_retryable_default */
+	pbx_http_retryable_fn retryable; /* NULL = pbx_http_retryable_default */
 	void *retryable_ctx;
 };
 
 struct pbx_http_resp {
-	long status;            /* HTTP status of the last attempt */
-	struct pbx_buf body;    /* its body; the caller releases it (pbx_buf_release) */
-	int attempts;           /* attempts made, >= 1 */
+	long status;         /* HTTP status of the last attempt */
+	struct pbx_buf body; /* its body; the caller releases it (pbx_buf_release) */
+	int attempts;        /* attempts made, >= 1 */
 };
 
-#define PBX_HTTP_RESP_INIT { 0, PBX_BUF_INIT, 0 }
+#define PBX_HTTP_RESP_INIT         \
+	{                          \
+		0, PBX_BUF_INIT, 0 \
+	}
 
 /*
  * Performs the request with the handle's retry policy.  Returns 0 when a
@@ -125,9 +128,9 @@ int pbx_http_secret_name(const char *name, size_t len);
 /* --------------------------------------------------------------- stats */
 
 struct pbx_http_stats {
-	unsigned long calls;     /* attempts sent (each retry counts) */
-	unsigned long retries;   /* attempts after the first */
-	unsigned long failed;    /* requests without a usable answer */
+	unsigned long calls;   /* attempts sent (each retry counts) */
+	unsigned long retries; /* attempts after the first */
+	unsigned long failed;  /* requests without a usable answer */
 };
 
 /* Process-wide counters, for `PBX_STATS=1`. */

@@ -16,10 +16,24 @@
 #include "util/xalloc.h"
 
 static const char *const secret_names[] = {
-	"authorization", "access_token", "refresh_token", "id_token", "token",
-	"key", "private_key", "private_key_id", "client_secret", "assertion",
-	"password", "secret", "signature", "x-amz-signature", "x-amz-security-token",
-	"x-amz-credential", "x-goog-signature", NULL,
+	"authorization",
+	"access_token",
+	"refresh_token",
+	"id_token",
+	"token",
+	"key",
+	"private_key",
+	"private_key_id",
+	"client_secret",
+	"assertion",
+	"password",
+	"secret",
+	"signature",
+	"x-amz-signature",
+	"x-amz-security-token",
+	"x-amz-credential",
+	"x-goog-signature",
+	NULL,
 };
 
 int pbx_http_secret_name(const char *name, size_t len)
@@ -84,15 +98,15 @@ static void redact_value(json_t *v)
 	json_t *m;
 	size_t i;
 	if (json_is_object(v)) {
-		json_object_foreach(v, k, m) {
+		json_object_foreach(v, k, m)
+		{
 			if (pbx_http_secret_name(k, strlen(k)))
 				json_object_set_new(v, k, json_string("REDACTED"));
 			else
 				redact_value(m);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-			redact_value(m);
+		json_array_foreach(v, i, m) redact_value(m);
 	}
 }
 

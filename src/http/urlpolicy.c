@@ -27,9 +27,9 @@
 /* Host names (as libcurl returns them, IPv6 in brackets) where plain http
  * reaches a metadata server. */
 static const char *const metadata_hosts[] = {
-	"169.254.169.254",            /* Compute Engine and EC2 */
-	"metadata.google.internal",   /* Compute Engine */
-	"[fd00:ec2::254]",            /* EC2 IMDS over IPv6 */
+	"169.254.169.254",          /* Compute Engine and EC2 */
+	"metadata.google.internal", /* Compute Engine */
+	"[fd00:ec2::254]",          /* EC2 IMDS over IPv6 */
 	NULL,
 };
 
@@ -73,14 +73,19 @@ int pbx_http_url_allowed(const char *url, char *why, size_t size)
 	} else if (!strcasecmp(scheme, "https")) {
 		ok = 1;
 	} else if (strcasecmp(scheme, "http") != 0) {
-		snprintf(why, size, "the scheme must be https:// (or http:// to a loopback host), "
-			 "not %.20s://", scheme);
+		snprintf(why, size,
+			 "the scheme must be https:// (or http:// to a loopback host), "
+			 "not %.20s://",
+			 scheme);
 	} else if (host_is_loopback(host) || host_is_metadata(host)) {
 		ok = 1;
 	} else {
-		snprintf(why, size, "plain http:// to %.100s would send credentials in clear: use "
-			 "https://, or http:// only to a loopback host (127.0.0.0/8, ::1, localhost) "
-			 "or a cloud metadata server", host);
+		snprintf(
+			why, size,
+			"plain http:// to %.100s would send credentials in clear: use "
+			"https://, or http:// only to a loopback host (127.0.0.0/8, ::1, localhost) "
+			"or a cloud metadata server",
+			host);
 	}
 	curl_free(scheme);
 	curl_free(host);

@@ -16,7 +16,7 @@
 
 struct array_plan {
 	struct pbx_array_row row;
-	const int64_t *idx;     /* into the caller's sorted index list */
+	const int64_t *idx; /* into the caller's sorted index list */
 	size_t n;
 	int ok;
 	char *job_id;
@@ -46,8 +46,8 @@ static size_t plan_arrays(int64_t sub_id, const int64_t *idx, size_t n, long chu
 	return np;
 }
 
-static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan *plans,
-			size_t np, struct pbx_err *err)
+static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan *plans, size_t np,
+			struct pbx_err *err)
 {
 	size_t i;
 	if (pbx_store_begin(st, err) < 0)
@@ -75,32 +75,37 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	char **args = pbx_sbatch_opts_argv(opts, &nargs);
 	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
 	if (tar)
-		pbx_buf_adds(s, "if [ ! -f \"$R/pkg/.complete\" ]; then\n"
-			     /* its own, unguessable: another pbx may unpack too */
-			     "  mkdir -p \"$R\" && T=$(mktemp -d \"$R/pkg.tmp.XXXXXX\") &&"
-			     " chmod 755 \"$T\" &&"
-			     " tar -C \"$T\" -xf - &&"
-			     " : >\"$T/.complete\" && { [ -f \"$R/pkg/.complete\" ] ||"
-			     " { rm -rf \"$R/pkg\" && mv \"$T\" \"$R/pkg\"; } || [ -f \"$R/pkg/.complete\" ]; } ||"
-			     " { rm -rf \"$T\"; echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
-			     "  rm -rf \"$T\"\n"
-			     "fi\n");
+		pbx_buf_adds(
+			s,
+			"if [ ! -f \"$R/pkg/.complete\" ]; then\n"
+			/* its own, unguessable: another pbx may unpack too */
+			"  mkdir -p \"$R\" && T=$(mktemp -d \"$R/pkg.tmp.XXXXXX\") &&"
+			" chmod 755 \"$T\" &&"
+			" tar -C \"$T\" -xf - &&"
+			" : >\"$T/.complete\" && { [ -f \"$R/pkg/.complete\" ] ||"
+			" { rm -rf \"$R/pkg\" && mv \"$T\" \"$R/pkg\"; } || [ -f \"$R/pkg/.complete\" ]; } ||"
+			" { rm -rf \"$T\"; echo \"cannot unpack the package in $R\" >&2; exit 1; }\n"
+			"  rm -rf \"$T\"\n"
+			"fi\n");
 	else
 		pbx_buf_adds(s, "[ -f \"$R/pkg/.complete\" ] ||"
-			     " { echo \"the package is missing from $R\" >&2; exit 1; }\n");
-	pbx_buf_addf(s, "mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
-		     "submit() {\n"
-		     "  row=$1 first=$2 spec=$3; shift 3\n"
-		     "  if out=$(PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
-		     " PBX_LAUNCHER=%s sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
-		     " --job-name=pbx-%s --comment=\"pbx:%s:$row\""
-		     " --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
-		     " \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
-		     "    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
-		     "  else\n"
-		     "    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
-		     "  fi\n"
-		     "}\n", pbx_launcher_name(opts->launcher), short_id, short_id);
+				" { echo \"the package is missing from $R\" >&2; exit 1; }\n");
+	pbx_buf_addf(
+		s,
+		"mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
+		"submit() {\n"
+		"  row=$1 first=$2 spec=$3; shift 3\n"
+		"  if out=$(PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
+		" PBX_LAUNCHER=%s sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
+		" --job-name=pbx-%s --comment=\"pbx:%s:$row\""
+		" --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
+		" \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
+		"    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
+		"  else\n"
+		"    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
+		"  fi\n"
+		"}\n",
+		pbx_launcher_name(opts->launcher), short_id, short_id);
 	for (i = 0; i < np; i++)
 		jobs_sbatch_line(s, &plans[i].row, (const char *const *)args, nargs);
 	pbx_sbatch_argv_free(args, nargs);
@@ -156,8 +161,8 @@ static void parse_answers(const char *out, struct array_plan *plans, size_t np)
 	}
 }
 
-static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_plan *plans,
-			  size_t np, struct pbx_err *err)
+static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_plan *plans, size_t np,
+			  struct pbx_err *err)
 {
 	size_t i;
 	if (pbx_store_begin(st, err) < 0)
@@ -177,8 +182,8 @@ static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_pla
 
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
 		const char *short_id, const int64_t *idx, size_t n, long chunk,
-		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar,
-		char ***job_ids, size_t *narrays, struct pbx_err *err)
+		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
+		size_t *narrays, struct pbx_err *err)
 {
 	struct array_plan *plans;
 	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
@@ -203,14 +208,18 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 			if (plans[i].ok)
 				(*job_ids)[nok++] = xstrdup(plans[i].job_id);
 			else
-				pbx_buf_addf(&failures, "%s  array %s: %s", failures.len ? "\n" : "",
-					     plans[i].row.spec, plans[i].error ? plans[i].error : "no answer");
+				pbx_buf_addf(&failures, "%s  array %s: %s",
+					     failures.len ? "\n" : "", plans[i].row.spec,
+					     plans[i].error ? plans[i].error : "no answer");
 		}
 		*narrays = nok;
 		if (nok < np) {
 			pbx_store_submission_set(st, sub->id, 1, "partial", err);
-			rc = pbx_err_set(err, "%zu of %zu arrays were not submitted (run parrun again to "
-					 "submit the rest):\n%s", np - nok, np, failures.buf);
+			rc = pbx_err_set(
+				err,
+				"%zu of %zu arrays were not submitted (run parrun again to "
+				"submit the rest):\n%s",
+				np - nok, np, failures.buf);
 		}
 	}
 	for (i = 0; i < np; i++) {

@@ -31,7 +31,7 @@
  * without fetching them ("adopted").  A metrics.jsonl recorded by an
  * older pbx without its metrics is ingested again.
  */
-#define _GNU_SOURCE   /* nftw */
+#define _GNU_SOURCE /* nftw */
 #include "jobs/jobs_internal.h"
 #include "jobs/harvest_place.h"
 #include "experiment/experiment.h"
@@ -56,18 +56,18 @@
 /* Free space a harvest leaves on the results file system, at the least. */
 #define HARVEST_MARGIN (16u << 20)
 /* What one file takes on disk at the most beyond its bytes (a block). */
-#define HARVEST_BLOCK 4096u
+#define HARVEST_BLOCK  4096u
 
 struct manifest_entry {
 	int64_t idx;
-	char *name;        /* "IDX/REL": the path below results/PKG (owned) */
-	const char *rel;   /* REL: the path inside the task directory (in name) */
-	char type;         /* 'f' or 'l' */
+	char *name;      /* "IDX/REL": the path below results/PKG (owned) */
+	const char *rel; /* REL: the path inside the task directory (in name) */
+	char type;       /* 'f' or 'l' */
 	int64_t size, mtime;
-	char *target;      /* links */
-	int want;          /* to be brought home (fetched unless staged) */
-	int staged;        /* whole in .incoming from an interrupted harvest */
-	int adopt;         /* home already but not recorded: record only */
+	char *target; /* links */
+	int want;     /* to be brought home (fetched unless staged) */
+	int staged;   /* whole in .incoming from an interrupted harvest */
+	int adopt;    /* home already but not recorded: record only */
 };
 
 struct harvest {
@@ -76,23 +76,23 @@ struct harvest {
 	const struct pbx_harvest_opts *o;
 	struct pbx_harvest_stats *stats;
 	struct pbx_buf *log;
-	char *remote_tasks;            /* absolute remote tasks directory */
-	char *local_root;              /* $PBX_HOME/results/PKG */
-	char *incoming;                /* local_root/.incoming */
+	char *remote_tasks; /* absolute remote tasks directory */
+	char *local_root;   /* $PBX_HOME/results/PKG */
+	char *incoming;     /* local_root/.incoming */
 	struct manifest_entry *m;
 	size_t nm;
-	unsigned char *final;          /* per task index: it has ended */
+	unsigned char *final; /* per task index: it has ended */
 	size_t ntasks;
 	struct pbx_experiment *exp;
-	int root_fd;                   /* local_root, or -1 while it does not exist */
-	struct place_walk res;         /* walks below local_root, following no link */
-	struct place_expect *expect;   /* the members the stream was asked for */
-	struct pbx_buf refusal;        /* why the stream was refused; empty: it was not */
+	int root_fd;                 /* local_root, or -1 while it does not exist */
+	struct place_walk res;       /* walks below local_root, following no link */
+	struct place_expect *expect; /* the members the stream was asked for */
+	struct pbx_buf refusal;      /* why the stream was refused; empty: it was not */
 	int refusal_code;
-	uint64_t budget;               /* bytes the stream may bring (free space less the margin) */
-	uint64_t announced;            /* bytes its members announced so far */
-	size_t blocked;                /* files not placed: something in their way locally */
-	struct pbx_buf blocked_first;  /* the first of them, for the error */
+	uint64_t budget;              /* bytes the stream may bring (free space less the margin) */
+	uint64_t announced;           /* bytes its members announced so far */
+	size_t blocked;               /* files not placed: something in their way locally */
+	struct pbx_buf blocked_first; /* the first of them, for the error */
 };
 
 /* With PBX_STATS set, prints how long each phase took (to stderr). */
@@ -124,17 +124,19 @@ static void harvest_kill_point(const char *phase, uint64_t reached)
 
 /* ------------------------------------------------------------ manifest */
 
-static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *o, struct pbx_err *err)
+static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *o,
+				  struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
-	pbx_buf_addf(&script,
-		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
-		     "pwd\n"
-		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
-		     "echo PBX-SEP\n"
-		     "find . -mindepth 2 \\( -type f -o -type l \\) -printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
-		     h->t->sub.remote_dir);
+	pbx_buf_addf(
+		&script,
+		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		"pwd\n"
+		"find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
+		"echo PBX-SEP\n"
+		"find . -mindepth 2 \\( -type f -o -type l \\) -printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
+		h->t->sub.remote_dir);
 	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	h->stats->round_trips++;
@@ -237,8 +239,9 @@ static int harvest_is_code_link(const struct harvest *h, const struct manifest_e
 
 static int harvest_wanted_name(const struct harvest *h, const char *rel)
 {
-	static const char *const always[] = { "status", "stdout", "stderr", "params.json",
-					      "metrics.jsonl", "summary.json", NULL };
+	static const char *const always[] = { "status",      "stdout",        "stderr",
+					      "params.json", "metrics.jsonl", "summary.json",
+					      NULL };
 	size_t i;
 	for (i = 0; always[i]; i++)
 		if (!strcmp(rel, always[i]))
@@ -266,9 +269,11 @@ static void harvest_warn_unmatched(const struct harvest *h)
 				break;
 		}
 		if (i == h->nm)
-			pbx_buf_addf(h->log, "warning: %s:%d: outputs[%zu]: '%s' matches nothing in "
-				     "the %zu ended task%s\n", h->exp->path, h->exp->outputs_lines[k],
-				     k, h->exp->outputs[k], ended, ended == 1 ? "" : "s");
+			pbx_buf_addf(h->log,
+				     "warning: %s:%d: outputs[%zu]: '%s' matches nothing in "
+				     "the %zu ended task%s\n",
+				     h->exp->path, h->exp->outputs_lines[k], k, h->exp->outputs[k],
+				     ended, ended == 1 ? "" : "s");
 	}
 }
 
@@ -286,7 +291,8 @@ static int harvest_same_copy(struct place_walk *w, const struct manifest_entry *
 		return 0;
 	if (e->type == 'l') {
 		char target[4096];
-		ssize_t l = S_ISLNK(sb.st_mode) ? readlinkat(dir, leaf, target, sizeof(target) - 1) : -1;
+		ssize_t l = S_ISLNK(sb.st_mode) ? readlinkat(dir, leaf, target, sizeof(target) - 1)
+						: -1;
 		if (l < 0)
 			return 0;
 		target[l] = '\0';
@@ -305,10 +311,11 @@ static int harvest_is_home(struct harvest *h, const struct manifest_entry *e,
 {
 	size_t lo = 0, hi = ndone;
 	int home = NOT_HOME;
-	while (lo < hi) {          /* done is sorted by (idx, path) */
+	while (lo < hi) { /* done is sorted by (idx, path) */
 		size_t mid = (lo + hi) / 2;
-		int c = done[mid].idx < e->idx ? -1 : done[mid].idx > e->idx ? 1
-						   : strcmp(done[mid].path, e->rel);
+		int c = done[mid].idx < e->idx   ? -1
+			: done[mid].idx > e->idx ? 1
+						 : strcmp(done[mid].path, e->rel);
 		if (c == 0) {
 			struct stat sb;
 			if (done[mid].size == e->size && done[mid].mtime == e->mtime &&
@@ -340,17 +347,20 @@ static int harvest_select(struct harvest *h, struct pbx_err *err)
 		    (!h->final[e->idx] && !h->o->running) || !harvest_wanted_name(h, e->rel))
 			continue;
 		if (!harvest_name_ok(e->rel) || (e->type != 'f' && e->type != 'l')) {
-			pbx_buf_addf(h->log, "refused task %" PRId64 " file '%s': not a plain relative name\n",
+			pbx_buf_addf(h->log,
+				     "refused task %" PRId64
+				     " file '%s': not a plain relative name\n",
 				     e->idx, e->rel);
 			h->stats->refused++;
 			continue;
 		}
 		if (e->type == 'l' && harvest_is_code_link(h, e))
-			continue;   /* the wrapper's links to the package code */
+			continue; /* the wrapper's links to the package code */
 		if (e->type == 'l' && !place_link_ok(e->target)) {
-			pbx_buf_addf(h->log, "refused task %" PRId64 " link '%s' -> '%s': only links to a"
-				     " relative path without '..' are harvested\n", e->idx, e->rel,
-				     e->target);
+			pbx_buf_addf(h->log,
+				     "refused task %" PRId64 " link '%s' -> '%s': only links to a"
+				     " relative path without '..' are harvested\n",
+				     e->idx, e->rel, e->target);
 			h->stats->refused++;
 			continue;
 		}
@@ -451,11 +461,13 @@ static int harvest_check_space(struct harvest *h, struct pbx_err *err)
 				   strerror(errno));
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	if (need + HARVEST_MARGIN > avail) {
-		pbx_err_set(err, "not enough free space to harvest %s: %zu file%s need %.1f MB plus a "
-			    "margin of %u MB, and the file system of %s has %.1f MB free; nothing was "
-			    "written: free some space there and run pbx harvest again",
-			    h->t->pkg.short_id, files, files == 1 ? "" : "s", (double)need / 1e6,
-			    HARVEST_MARGIN >> 20, where, (double)avail / 1e6);
+		pbx_err_set(
+			err,
+			"not enough free space to harvest %s: %zu file%s need %.1f MB plus a "
+			"margin of %u MB, and the file system of %s has %.1f MB free; nothing was "
+			"written: free some space there and run pbx harvest again",
+			h->t->pkg.short_id, files, files == 1 ? "" : "s", (double)need / 1e6,
+			HARVEST_MARGIN >> 20, where, (double)avail / 1e6);
 		free(where);
 		return -1;
 	}
@@ -508,9 +520,11 @@ static int harvest_member(void *ctx, const struct pbx_tar_member *m, struct pbx_
 	if (h->announced > h->budget) {
 		struct pbx_buf b = PBX_BUF_INIT;
 		place_describe(&b, m->path);
-		pbx_err_set(err, "%s: the stream brings more than the %.1f MB the results file system "
-			    "can spare (%u MB kept free); free some space and run pbx harvest again",
-			    b.buf, (double)h->budget / 1e6, HARVEST_MARGIN >> 20);
+		pbx_err_set(
+			err,
+			"%s: the stream brings more than the %.1f MB the results file system "
+			"can spare (%u MB kept free); free some space and run pbx harvest again",
+			b.buf, (double)h->budget / 1e6, HARVEST_MARGIN >> 20);
 		pbx_buf_release(&b);
 		harvest_refuse(h, err->code, err->msg);
 		return -1;
@@ -519,8 +533,8 @@ static int harvest_member(void *ctx, const struct pbx_tar_member *m, struct pbx_
 }
 
 /* Whether the staged copy of e arrived whole; fills *sb. */
-static int harvest_whole(struct place_walk *inc, const struct manifest_entry *e,
-			 struct stat *sb, int fetch_ok)
+static int harvest_whole(struct place_walk *inc, const struct manifest_entry *e, struct stat *sb,
+			 int fetch_ok)
 {
 	return place_lstat(inc, e->name, sb, NULL) == 0 &&
 	       (e->type == 'l' ? S_ISLNK(sb->st_mode)
@@ -533,7 +547,7 @@ static int harvest_whole(struct place_walk *inc, const struct manifest_entry *e,
  * Returns per task whether it moved. */
 static unsigned char *harvest_move_tasks(struct harvest *h, int in_fd, const unsigned char *whole)
 {
-	unsigned char *seen = xcalloc(h->ntasks ? h->ntasks : 1, 1);   /* 1 wanted, 2 broken */
+	unsigned char *seen = xcalloc(h->ntasks ? h->ntasks : 1, 1); /* 1 wanted, 2 broken */
 	unsigned char *moved = xcalloc(h->ntasks ? h->ntasks : 1, 1);
 	size_t i, t;
 	for (i = 0; i < h->nm; i++)
@@ -566,7 +580,8 @@ static int harvest_place_one(struct harvest *h, struct place_walk *inc,
 		place_explain(&line, h->incoming, e->name, &stop);
 	} else {
 		place_explain(&line, h->local_root, e->name, &stop);
-		pbx_buf_adds(&line, " (left by an earlier harvest?); pbx never writes through a link "
+		pbx_buf_adds(&line,
+			     " (left by an earlier harvest?); pbx never writes through a link "
 			     "nor replaces a directory: move it away and run pbx harvest again");
 	}
 	pbx_buf_addf(h->log, "%s\n", line.buf);
@@ -633,7 +648,7 @@ static int prune_one(const char *path, const struct stat *sb, int type, struct F
 	if (f->level == 0)
 		return 0;
 	if (type == FTW_DP)
-		rmdir(path);   /* fails, as it should, when something is kept inside */
+		rmdir(path); /* fails, as it should, when something is kept inside */
 	else if (!prune_nkeep ||
 		 !bsearch(&rel, prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp))
 		unlink(path);
@@ -648,8 +663,9 @@ static void harvest_stage(struct harvest *h)
 {
 	struct place_walk inc;
 	size_t i, cap = 0;
-	int in_fd = h->root_fd < 0 ? -1 : openat(h->root_fd, ".incoming",
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int in_fd = h->root_fd < 0 ? -1
+				   : openat(h->root_fd, ".incoming",
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (in_fd < 0)
 		return;
 	place_walk_init(&inc, in_fd);
@@ -669,7 +685,7 @@ static void harvest_stage(struct harvest *h)
 	}
 	place_walk_release(&inc);
 	close(in_fd);
-	if (prune_nkeep)   /* qsort and bsearch take no NULL array, even empty */
+	if (prune_nkeep) /* qsort and bsearch take no NULL array, even empty */
 		qsort(prune_keep, prune_nkeep, sizeof(*prune_keep), prune_cmp);
 	prune_root = h->incoming;
 	nftw(h->incoming, prune_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -720,11 +736,11 @@ static int harvest_record(struct harvest *h, struct pbx_harvested *rows, size_t 
 	keep = xcalloc(n ? n : 1, sizeof(*keep));
 	rc = pbx_store_begin(h->st, err);
 	for (i = 0; rc == 0 && i < nredo; i++)
-		harvest_ingest(h, redo[i], NULL);   /* its warnings were shown when it came */
+		harvest_ingest(h, redo[i], NULL); /* its warnings were shown when it came */
 	for (i = 0; rc == 0 && i < n; i++)
 		if (strcmp(rows[i].path, "metrics.jsonl") != 0 ||
 		    harvest_ingest(h, rows[i].idx, h->log) == 0)
-			keep[nkeep++] = rows[i];   /* shallow: rows owns the paths */
+			keep[nkeep++] = rows[i]; /* shallow: rows owns the paths */
 	if (rc == 0 && pbx_store_harvested_put(h->st, h->t->sub.id, keep, nkeep, err) < 0) {
 		pbx_store_rollback(h->st);
 		rc = -1;
@@ -772,7 +788,8 @@ static int harvest_open_dirs(struct harvest *h, struct pbx_err *err)
 			return -1;
 		h->root_fd = open(h->local_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (h->root_fd < 0)
-			return pbx_err_set(err, "cannot open %s: %s", h->local_root, strerror(errno));
+			return pbx_err_set(err, "cannot open %s: %s", h->local_root,
+					   strerror(errno));
 		place_walk_init(&h->res, h->root_fd);
 	}
 	if (mkdirat(h->root_fd, ".incoming", 0700) < 0 && errno != EEXIST)
@@ -826,17 +843,21 @@ static int harvest_fetch(struct harvest *h, struct pbx_harvested **rows, size_t 
 		if (rc < 0) {
 			*err = ferr;
 			if (missing)
-				pbx_err_prefix(err, "%zu file%s not harvested (run pbx harvest again to "
-					       "resume)", missing, missing == 1 ? "" : "s");
+				pbx_err_prefix(err,
+					       "%zu file%s not harvested (run pbx harvest again to "
+					       "resume)",
+					       missing, missing == 1 ? "" : "s");
 		} else if (h->blocked) {
-			rc = pbx_err_setc(err, PBX_EXIT_SECURITY, "%zu file%s not placed (each one is "
-					  "named above); the first: %s", h->blocked,
-					  h->blocked == 1 ? "" : "s", h->blocked_first.buf);
+			rc = pbx_err_setc(err, PBX_EXIT_SECURITY,
+					  "%zu file%s not placed (each one is "
+					  "named above); the first: %s",
+					  h->blocked, h->blocked == 1 ? "" : "s",
+					  h->blocked_first.buf);
 		}
 	}
 	close(in_fd);
 	pbx_buf_release(&list);
-	pbx_rm_rf(h->incoming, NULL);   /* what was whole is in place now */
+	pbx_rm_rf(h->incoming, NULL); /* what was whole is in place now */
 	harvest_phase("cleanup");
 	return rc;
 }
@@ -851,7 +872,7 @@ static int harvest_bring(struct harvest *h, struct pbx_err *err)
 	if (h->stats->files_wanted > 0)
 		rc = harvest_fetch(h, &rows, &nrows, err);
 	else
-		pbx_rm_rf(h->incoming, NULL);   /* nothing wanted: nothing there to keep */
+		pbx_rm_rf(h->incoming, NULL); /* nothing wanted: nothing there to keep */
 	harvest_adopted(h, &rows, &nrows);
 	if (harvest_record(h, rows, nrows, &rerr) < 0 && rc == 0) {
 		*err = rerr;
@@ -889,8 +910,13 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 		     const struct pbx_harvest_opts *o, struct pbx_harvest_stats *stats,
 		     struct pbx_buf *log, struct pbx_err *err)
 {
-	struct harvest h = { .st = st, .t = t, .o = o, .stats = stats, .log = log,
-			     .refusal = PBX_BUF_INIT, .blocked_first = PBX_BUF_INIT };
+	struct harvest h = { .st = st,
+			     .t = t,
+			     .o = o,
+			     .stats = stats,
+			     .log = log,
+			     .refusal = PBX_BUF_INIT,
+			     .blocked_first = PBX_BUF_INIT };
 	struct pbx_cluster_output out;
 	struct pbx_err perr = PBX_ERR_INIT;
 	const char *after;
@@ -904,19 +930,19 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	h.final = xcalloc(h.ntasks ? h.ntasks : 1, 1);
 	h.local_root = xasprintf("%s/results/%s", pbx_home(), t->pkg.short_id);
 	h.incoming = xasprintf("%s/.incoming", h.local_root);
-	h.root_fd = open(h.local_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);   /* -1: none yet */
+	h.root_fd = open(h.local_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: none yet */
 	place_walk_init(&h.res, h.root_fd);
 	h.expect = place_expect_new();
 	if (pbx_experiment_parse(t->pkg.experiment_path, t->pkg.experiment_text,
 				 strlen(t->pkg.experiment_text), NULL, &h.exp, &perr) < 0)
-		h.exp = NULL;   /* outputs unknown: harvest the standard files only */
+		h.exp = NULL; /* outputs unknown: harvest the standard files only */
 	harvest_phase(NULL);
 	rc = harvest_fetch_manifest(&h, &out, err);
 	harvest_phase("manifest");
 	if (rc == 0) {
 		const char *nl = memchr(out.out.buf, '\n', out.out.len);
-		if (nl && jobs_split(nl + 1, out.out.len - (size_t)(nl + 1 - out.out.buf), "PBX-SEP",
-				     &after, &before, &afterlen) == 0) {
+		if (nl && jobs_split(nl + 1, out.out.len - (size_t)(nl + 1 - out.out.buf),
+				     "PBX-SEP", &after, &before, &afterlen) == 0) {
 			h.remote_tasks = xstrndup(out.out.buf, (size_t)(nl - out.out.buf));
 			harvest_states(&h, nl + 1, before);
 			harvest_parse_manifest(&h, after, afterlen);

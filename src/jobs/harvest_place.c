@@ -3,7 +3,7 @@
  * link rule, and the check of a harvest stream against what it was asked
  * for (see harvest_place.h).
  */
-#define _GNU_SOURCE   /* renameat2 */
+#define _GNU_SOURCE /* renameat2 */
 #include "jobs/harvest_place.h"
 #include "util/visible.h"
 #include "util/xalloc.h"
@@ -44,7 +44,7 @@ static void add_shown(struct pbx_buf *out, const char *s)
 void place_describe(struct pbx_buf *out, const char *member_path)
 {
 	size_t n = strcspn(member_path, "/");
-	if (!n || strspn(member_path, "0123456789") != n) {   /* not below a task directory */
+	if (!n || strspn(member_path, "0123456789") != n) { /* not below a task directory */
 		pbx_buf_adds(out, "member '");
 		add_shown(out, member_path);
 		pbx_buf_addc(out, '\'');
@@ -92,7 +92,9 @@ static void walk_stopped(int dirfd, const char *name, size_t at, int open_errno,
 	stop->at = at;
 	stop->err = open_errno;
 	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-		stop->err = S_ISLNK(sb.st_mode) ? ELOOP : S_ISDIR(sb.st_mode) ? open_errno : ENOTDIR;
+		stop->err = S_ISLNK(sb.st_mode)   ? ELOOP
+			    : S_ISDIR(sb.st_mode) ? open_errno
+						  : ENOTDIR;
 }
 
 /* Opens the directory rel[0..end) component by component, starting at
@@ -229,8 +231,8 @@ void place_explain(struct pbx_buf *out, const char *base, const char *rel,
 
 struct expect_entry {
 	char *path;
-	char type;        /* 'd', 'f' or 'l' */
-	char *target;     /* links */
+	char type;    /* 'd', 'f' or 'l' */
+	char *target; /* links */
 	int seen;
 };
 
@@ -274,7 +276,8 @@ void place_expect_add(struct place_expect *x, const char *path, char type, const
 
 static int expect_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct expect_entry *)a)->path, ((const struct expect_entry *)b)->path);
+	return strcmp(((const struct expect_entry *)a)->path,
+		      ((const struct expect_entry *)b)->path);
 }
 
 static struct expect_entry *expect_find(struct place_expect *x, const char *path)
@@ -300,8 +303,7 @@ static char expect_type_of(char tar_type)
 	return tar_type == '5' ? 'd' : tar_type == '2' ? 'l' : 'f';
 }
 
-int place_expect_member(struct place_expect *x, const struct pbx_tar_member *m,
-			struct pbx_err *err)
+int place_expect_member(struct place_expect *x, const struct pbx_tar_member *m, struct pbx_err *err)
 {
 	struct expect_entry *e = expect_find(x, m->path);
 	char type = expect_type_of(m->type);
@@ -313,7 +315,8 @@ int place_expect_member(struct place_expect *x, const struct pbx_tar_member *m,
 		pbx_buf_adds(&why, "it comes twice");
 	else if (e->type != type)
 		pbx_buf_addf(&why, "the manifest lists a %s, the stream carries a %s",
-			     expect_kind(e->type), m->type == '1' ? "hard link" : expect_kind(type));
+			     expect_kind(e->type),
+			     m->type == '1' ? "hard link" : expect_kind(type));
 	else if (type == 'l' && strcmp(e->target, m->link) != 0) {
 		pbx_buf_adds(&why, "the manifest lists a link to '");
 		add_shown(&why, e->target);
@@ -324,8 +327,9 @@ int place_expect_member(struct place_expect *x, const struct pbx_tar_member *m,
 	if (why.len) {
 		struct pbx_buf name = PBX_BUF_INIT;
 		place_describe(&name, m->path);
-		rc = pbx_err_setc(err, PBX_EXIT_SECURITY, "%s: the stream does not match the manifest: %s",
-				  name.buf, why.buf);
+		rc = pbx_err_setc(err, PBX_EXIT_SECURITY,
+				  "%s: the stream does not match the manifest: %s", name.buf,
+				  why.buf);
 		pbx_buf_release(&name);
 	} else {
 		e->seen = 1;

@@ -36,9 +36,9 @@ void place_describe(struct pbx_buf *out, const char *member_path);
 /* A walker below one directory descriptor; it keeps the directory it
  * opened last (files come grouped by directory: one walk per directory). */
 struct place_walk {
-	int root;      /* where every path starts (not owned) */
-	int fd;        /* the directory `dir` names, or -1 */
-	char *dir;     /* that directory, relative to root ("" = root) */
+	int root;  /* where every path starts (not owned) */
+	int fd;    /* the directory `dir` names, or -1 */
+	char *dir; /* that directory, relative to root ("" = root) */
 };
 
 void place_walk_init(struct place_walk *w, int root);
@@ -46,10 +46,10 @@ void place_walk_release(struct place_walk *w);
 
 /* Why a walk stopped: set by place_parent, place_lstat and place_move. */
 struct place_stop {
-	size_t at;       /* length of the prefix of the path that is in the way */
-	int err;         /* errno: ELOOP (a symlink), ENOTDIR (not a directory),
+	size_t at;  /* length of the prefix of the path that is in the way */
+	int err;    /* errno: ELOOP (a symlink), ENOTDIR (not a directory),
 			    ENOENT (missing), or what the system call said */
-	int source;      /* place_move: in the tree moved from, not the one moved to */
+	int source; /* place_move: in the tree moved from, not the one moved to */
 };
 
 /* Opens the directory that holds `rel`, creating the missing ones (mode

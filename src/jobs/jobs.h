@@ -25,13 +25,13 @@
 
 struct pbx_parrun_result {
 	char id[65], short_id[13];
-	size_t ntasks;          /* tasks in the package */
-	size_t submitted;       /* tasks submitted by this call */
-	size_t skipped;         /* tasks already submitted before */
-	size_t arrays;          /* sbatch calls made by this call */
-	int pushed;             /* the package was pushed by this call */
-	int round_trips;        /* SSH execs this call made */
-	char **job_ids;         /* SLURM job ids of the arrays (caller frees each and the array) */
+	size_t ntasks;    /* tasks in the package */
+	size_t submitted; /* tasks submitted by this call */
+	size_t skipped;   /* tasks already submitted before */
+	size_t arrays;    /* sbatch calls made by this call */
+	int pushed;       /* the package was pushed by this call */
+	int round_trips;  /* SSH execs this call made */
+	char **job_ids;   /* SLURM job ids of the arrays (caller frees each and the array) */
 };
 
 /* Pushes (once per cluster) and submits every not yet submitted task of
@@ -45,7 +45,7 @@ void pbx_parrun_result_free(struct pbx_parrun_result *r);
 struct pbx_jobs_target {
 	struct pbx_package_row pkg;
 	struct pbx_submission_row sub;
-	struct pbx_cluster *cluster;    /* opened on demand, may be NULL */
+	struct pbx_cluster *cluster; /* opened on demand, may be NULL */
 };
 
 /* Finds package `ref` (short-id prefix or experiment name) and its
@@ -71,21 +71,21 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 /* ---------------------------------------------------------------- harvest */
 
 struct pbx_harvest_stats {
-	size_t tasks_ended;      /* tasks whose status says they ended */
-	size_t files_wanted;     /* new or changed files to fetch */
-	size_t files_new;        /* files brought home by this harvest */
-	size_t files_skipped;    /* already home, unchanged */
-	size_t files_resumed;    /* left whole by an interrupted harvest: not fetched again */
-	size_t refused;          /* unsafe names and links (see the log) */
-	uint64_t bytes_wanted;   /* sizes of the wanted files */
-	uint64_t bytes;          /* bytes received (tar stream) */
-	size_t metrics_added;    /* metric points ingested into the store */
+	size_t tasks_ended;    /* tasks whose status says they ended */
+	size_t files_wanted;   /* new or changed files to fetch */
+	size_t files_new;      /* files brought home by this harvest */
+	size_t files_skipped;  /* already home, unchanged */
+	size_t files_resumed;  /* left whole by an interrupted harvest: not fetched again */
+	size_t refused;        /* unsafe names and links (see the log) */
+	uint64_t bytes_wanted; /* sizes of the wanted files */
+	uint64_t bytes;        /* bytes received (tar stream) */
+	size_t metrics_added;  /* metric points ingested into the store */
 	int round_trips;
 	double seconds;
 };
 
 struct pbx_harvest_opts {
-	int running;             /* also tasks that are still running */
+	int running; /* also tasks that are still running */
 	/* Called as bytes arrive (may be NULL); stats is live. */
 	void (*progress)(void *ctx, const struct pbx_harvest_stats *stats);
 	void *progress_ctx;

@@ -64,17 +64,17 @@ int jobs_spec_tasks(const char *spec, int64_t offset, int64_t **idx, size_t *n);
  * sbatch options, the throttle and the launcher (resolved, not AUTO). */
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
 		const char *short_id, const int64_t *idx, size_t n, long chunk,
-		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar,
-		char ***job_ids, size_t *narrays, struct pbx_err *err);
+		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
+		size_t *narrays, struct pbx_err *err);
 
 /* What one round trip learns about a package on a cluster before
  * submitting (parrun and rerun alike): the cluster's limits, whether the
  * package is there, its live arrays, which task directories exist. */
 struct jobs_probe {
 	struct pbx_slurm_limits limits;
-	int pushed;                    /* the package is complete on the cluster */
-	struct pbx_buf live;           /* squeue "%F %k" lines */
-	unsigned char *has_dir;        /* per task: its directory exists */
+	int pushed;             /* the package is complete on the cluster */
+	struct pbx_buf live;    /* squeue "%F %k" lines */
+	unsigned char *has_dir; /* per task: its directory exists */
 	size_t ntasks;
 };
 /* With `validate` non-NULL, the same round trip first has the cluster check

@@ -31,9 +31,9 @@
 
 int pbx_task_state_final(const char *s)
 {
-	static const char *const final[] = { "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-					     "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "MISSING",
-					     NULL };
+	static const char *const final[] = { "COMPLETED", "FAILED",    "CANCELLED",
+					     "TIMEOUT",   "NODE_FAIL", "OUT_OF_MEMORY",
+					     "PREEMPTED", "MISSING",   NULL };
 	size_t i;
 	for (i = 0; final[i]; i++)
 		if (!strcmp(s, final[i]))
@@ -75,7 +75,7 @@ int pbx_jobs_target(struct pbx_store *st, const struct pbx_config *cfg, const ch
 		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package %s was never submitted",
 				    t->pkg.short_id);
 	}
-	t->sub = subs[n - 1];                        /* ownership moves to t */
+	t->sub = subs[n - 1]; /* ownership moves to t */
 	memset(&subs[n - 1], 0, sizeof(subs[n - 1]));
 	pbx_submission_rows_free(subs, n);
 	if (open_cluster) {
@@ -124,8 +124,8 @@ static void parse_status(const char *p, size_t len, struct status_line *lines, s
 		if (l < sizeof(buf)) {
 			memcpy(buf, p, l);
 			buf[l] = '\0';
-			if (sscanf(buf, "%63s %63s %63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3],
-				   f[4], f[5], f[6], f[7]) == 8) {
+			if (sscanf(buf, "%63s %63s %63s %63s %63s %63s %63s %63s", f[0], f[1], f[2],
+				   f[3], f[4], f[5], f[6], f[7]) == 8) {
 				char *e;
 				unsigned long long idx = strtoull(f[0], &e, 10);
 				if (!*e && idx < n) {
@@ -177,7 +177,7 @@ static const char *status_state(const struct status_line *s)
 {
 	if (!s->present || !strcmp(s->state, "NEW") ||
 	    (!pbx_task_state_known(s->state) && strcmp(s->state, "REQUEUED") != 0))
-		return NULL;   /* REQUEUED: the wrapper's word for "exit 75, job requeued" */
+		return NULL; /* REQUEUED: the wrapper's word for "exit 75, job requeued" */
 	return s->state;
 }
 
@@ -192,11 +192,11 @@ const char *jobs_ended_state(const char *reported, int64_t end, int64_t cancelle
 static void merge_task(struct pbx_task_row *t, const struct status_line *s, const char *live)
 {
 	const char *reported = status_state(s);
-	const char *state = NULL;   /* NULL: the recorded state stands */
+	const char *state = NULL; /* NULL: the recorded state stands */
 	if (live) {
 		state = live;
 	} else if (reported) {
-		if (!strcmp(reported, "REQUEUED"))   /* its job should be pending again */
+		if (!strcmp(reported, "REQUEUED")) /* its job should be pending again */
 			state = t->cancel_requested ? "CANCELLED" : "MISSING";
 		else if (strcmp(reported, "RUNNING") != 0)
 			state = jobs_ended_state(reported, s->end, t->cancel_requested);
@@ -207,7 +207,7 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	} else if (!pbx_task_state_known(t->state)) {
 		state = t->submits > 0 ? "UNKNOWN" : "NEW";
 	}
-	if (state) {   /* never free what `state` may point into */
+	if (state) { /* never free what `state` may point into */
 		char *copy = xstrdup(state);
 		free(t->state);
 		t->state = copy;
@@ -224,18 +224,20 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	}
 }
 
-static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o, struct pbx_err *err)
+static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o,
+			 struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
 	pbx_buf_addf(&script, "squeue -h -r -n pbx-%s -o '", t->pkg.short_id);
-	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT);   /* the format the parser expects */
+	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT); /* the format the parser expects */
 	pbx_buf_addf(&script,
 		     "' || exit 1\n"
 		     "echo PBX-SEP\n"
 		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
-		     "exit 0\n", t->sub.remote_dir);
+		     "exit 0\n",
+		     t->sub.remote_dir);
 	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;
@@ -291,7 +293,7 @@ static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int 
 			if (x >= nt || x >= nsubmits || submits[x] != tasks[i].submits)
 				continue;
 			merge_task(&tasks[i], &lines[x], live[x]);
-			if (k != i) {   /* keep the merged rows at the front */
+			if (k != i) { /* keep the merged rows at the front */
 				struct pbx_task_row tmp = tasks[k];
 				tasks[k] = tasks[i];
 				tasks[i] = tmp;
@@ -300,7 +302,8 @@ static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int 
 		}
 		for (i = 0; rc == 0 && i < k; i++)
 			if (!pbx_task_state_known(tasks[i].state))
-				rc = pbx_err_set(err, "task %" PRId64 ": refusing unknown state '%s'",
+				rc = pbx_err_set(err,
+						 "task %" PRId64 ": refusing unknown state '%s'",
 						 tasks[i].idx, tasks[i].state);
 		if (rc == 0)
 			rc = pbx_store_tasks_update(st, submission_id, tasks, k, err);
@@ -328,14 +331,15 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 		free(submits);
 		return -1;
 	}
-	pbx_buf_addc(&o.out, '\0');   /* keep the text terminated for the parsers */
+	pbx_buf_addc(&o.out, '\0'); /* keep the text terminated for the parsers */
 	o.out.len--;
 	if (jobs_split(o.out.buf, o.out.len, "PBX-SEP", &after, &before, &afterlen) < 0)
 		rc = pbx_err_set(err, "unexpected answer from %s", t->sub.cluster_name);
 	if (rc == 0)
 		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
 	if (rc == 0)
-		rc = refresh_apply(st, t->sub.id, submits, nsubmits, jobs, nj, after, afterlen, err);
+		rc = refresh_apply(st, t->sub.id, submits, nsubmits, jobs, nj, after, afterlen,
+				   err);
 	pbx_cluster_output_release(&o);
 	pbx_squeue_free(jobs, nj);
 	free(submits);
@@ -354,7 +358,8 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	*count = 0;
 	if (t->cluster && pbx_cluster_budget_refuse(t->cluster, "rerun", err) < 0)
 		return -1;
-	lock = jobs_lock(t->pkg.id, t->sub.cluster_id, err);   /* a parrun submits nothing meanwhile */
+	lock = jobs_lock(t->pkg.id, t->sub.cluster_id,
+			 err); /* a parrun submits nothing meanwhile */
 	if (lock < 0)
 		return -1;
 	if (pbx_store_tasks_list(st, t->sub.id, &tasks, &nt, err) < 0) {
@@ -406,8 +411,7 @@ static int remember_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long
 	return rc;
 }
 
-int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
-		    struct pbx_err *err)
+int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
@@ -442,8 +446,9 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		pbx_array_rows_free(arrays, na);
 		if (!strcmp(script.buf, "scancel")) {
 			pbx_buf_release(&script);
-			return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "task %ld of %s was never submitted",
-					    task, t->pkg.short_id);
+			return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+					    "task %ld of %s was never submitted", task,
+					    t->pkg.short_id);
 		}
 	}
 	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, &o, err);

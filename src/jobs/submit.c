@@ -50,8 +50,8 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 			 const struct pbx_experiment *e, const struct pbx_package *p,
 			 struct pbx_submission_row *sub, struct pbx_err *err)
 {
-	struct pbx_package_row row = {0};
-	struct pbx_submission_row s = {0};
+	struct pbx_package_row row = { 0 };
+	struct pbx_submission_row s = { 0 };
 	char **params = NULL, *dir = NULL, *res = NULL;
 	size_t i;
 	int64_t id;
@@ -86,8 +86,8 @@ static int parrun_record(struct pbx_store *st, struct pbx_cluster *c,
 			s.remote_dir = dir;
 			s.resources_json = res;
 			s.state = "submitting";
-			rc = pbx_store_submission_create(st, &s, (const char *const *)params, e->npoints,
-							 &id, err);
+			rc = pbx_store_submission_create(st, &s, (const char *const *)params,
+							 e->npoints, &id, err);
 			if (rc == 0)
 				rc = pbx_store_submission_get(st, p->id, c->row.id, sub, err);
 			for (i = 0; i < e->npoints; i++)
@@ -148,14 +148,17 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
 		     "squeue -h -n pbx-%s -o '%%F %%k' || exit 1\n"
 		     "echo PBX-SEP\n"
 		     "ls \"$R/tasks\" 2>/dev/null\n"
-		     "exit 0\n", short_id, short_id);
+		     "exit 0\n",
+		     short_id, short_id);
 	rc = pbx_cluster_run(c, 0, script.buf, NULL, &o, err);
 	pbx_buf_release(&script);
 	if (rc < 0 && o.status == PROBE_REFUSED) {
 		const char *why = strstr(err->msg, "): ");
 		char *reason = xstrdup(why ? why + 3 : err->msg);
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s refuses the experiment's resources (nothing"
-			     " was recorded or submitted): %s", c->row.name, reason);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "%s refuses the experiment's resources (nothing"
+			     " was recorded or submitted): %s",
+			     c->row.name, reason);
 		free(reason);
 	}
 	if (rc < 0)
@@ -168,7 +171,8 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
 	if (jobs_split(p, len, "PBX-SEP", &rest, &n1, &restlen) < 0 ||
 	    pbx_scontrol_limits_parse(p, n1, &pr->limits, err) < 0) {
 		pbx_cluster_output_release(&o);
-		return err->msg[0] ? -1 : pbx_err_set(err, "unexpected answer from %s", c->row.name);
+		return err->msg[0] ? -1
+				   : pbx_err_set(err, "unexpected answer from %s", c->row.name);
 	}
 	p = rest;
 	len = restlen;
@@ -228,7 +232,7 @@ static char *probe_live_job(const struct jobs_probe *pr, const char *short_id, i
 			char *job = xstrndup(p, (size_t)(hit - p));
 			if (pbx_slurm_job_id_ok(job))
 				return job;
-			free(job);   /* not a job id: as if squeue had not shown it */
+			free(job); /* not a job id: as if squeue had not shown it */
 		}
 		p = nl ? nl + 1 : NULL;
 	}
@@ -245,7 +249,8 @@ static int parrun_revert(struct pbx_store *st, const struct pbx_submission_row *
 	size_t n, i, k = 0;
 	int rc;
 	if (jobs_spec_tasks(a->spec, a->first_task, &idx, &n) < 0)
-		return pbx_err_set(err, "array %" PRId64 " has a malformed spec '%s'", a->id, a->spec);
+		return pbx_err_set(err, "array %" PRId64 " has a malformed spec '%s'", a->id,
+				   a->spec);
 	for (i = 0; i < n; i++)
 		if (idx[i] < 0 || (size_t)idx[i] >= pr->ntasks || !pr->has_dir[idx[i]])
 			idx[k++] = idx[i];
@@ -283,8 +288,8 @@ static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *s
 /* Tasks that still need submitting: never submitted (or in no state pbx
  * knows) and no sign that they ran. */
 static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row *sub,
-			  const struct jobs_probe *pr, int64_t **idx, size_t *n,
-			  size_t *skipped, struct pbx_err *err)
+			  const struct jobs_probe *pr, int64_t **idx, size_t *n, size_t *skipped,
+			  struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
 	size_t nt, i;
@@ -309,10 +314,10 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		    struct pbx_parrun_result *r, struct pbx_err *err)
 {
 	struct pbx_package *p = NULL;
-	struct pbx_submission_row sub = {0};
-	struct jobs_probe pr = {0};
+	struct pbx_submission_row sub = { 0 };
+	struct jobs_probe pr = { 0 };
 	struct pbx_buf tar = PBX_BUF_INIT;
-	struct pbx_sbatch_opts opts = {0};
+	struct pbx_sbatch_opts opts = { 0 };
 	int64_t *idx = NULL;
 	size_t n = 0;
 	int rc, lock = -1;
@@ -393,14 +398,14 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t *idx, size_t n,
 		  struct pbx_err *err)
 {
-	struct jobs_probe pr = {0};
+	struct jobs_probe pr = { 0 };
 	struct pbx_sbatch_opts opts;
 	char **job_ids = NULL;
 	size_t narrays = 0, i;
 	int rc;
 	if (pbx_sbatch_opts_from_json(t->sub.resources_json, &opts, err) < 0)
 		return -1;
-	if (opts.launcher == PBX_LAUNCHER_AUTO)   /* stores from before launchers */
+	if (opts.launcher == PBX_LAUNCHER_AUTO) /* stores from before launchers */
 		opts.launcher = PBX_LAUNCHER_NONE;
 	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &pr, err);
 	if (rc == 0)

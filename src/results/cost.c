@@ -19,9 +19,9 @@
 
 /* What a task allocates, from its sbatch options. */
 struct alloc {
-	int64_t nodes;       /* --nodes' lower bound, >= 1 */
-	int64_t per_node;    /* GPUs on each node (--gres gpu, --gpus-per-node); 0 = none */
-	int64_t total;       /* GPUs in all (--gpus, --gpus-per-task x tasks); 0 = none */
+	int64_t nodes;    /* --nodes' lower bound, >= 1 */
+	int64_t per_node; /* GPUs on each node (--gres gpu, --gpus-per-node); 0 = none */
+	int64_t total;    /* GPUs in all (--gpus, --gpus-per-task x tasks); 0 = none */
 	int exclusive;
 };
 
@@ -68,7 +68,7 @@ static void alloc_of(const char *resources_json, struct alloc *a)
 	memset(a, 0, sizeof(*a));
 	a->nodes = 1;
 	if (!resources_json || pbx_sbatch_opts_from_json(resources_json, &o, &err) < 0)
-		return;   /* nothing known: one node, no GPUs */
+		return; /* nothing known: one node, no GPUs */
 	if (opt_count(&o, "nodes") > 1)
 		a->nodes = opt_count(&o, "nodes");
 	a->exclusive = pbx_sbatch_opts_get(&o, "exclusive") != NULL;
@@ -95,7 +95,8 @@ static int64_t node_gpus(const struct pbx_cost_inputs *in, json_t *tmpl, const c
 	for (i = 0; i < in->nnodes; i++)
 		if (in->nodes[i].name && !strcmp(in->nodes[i].name, name))
 			return in->nodes[i].gpus;
-	json_array_foreach(groups, i, g) {
+	json_array_foreach(groups, i, g)
+	{
 		const char *gname = json_string_value(json_object_get(g, "name"));
 		if (!gname)
 			continue;
@@ -108,13 +109,14 @@ static int64_t node_gpus(const struct pbx_cost_inputs *in, json_t *tmpl, const c
 }
 
 /* The run of `node` covering time t (started <= t < ended, or open). */
-static const struct pbx_node_run *covering_run(const struct pbx_cost_inputs *in,
-					       const char *node, int64_t t)
+static const struct pbx_node_run *covering_run(const struct pbx_cost_inputs *in, const char *node,
+					       int64_t t)
 {
 	size_t i;
 	for (i = 0; i < in->nruns; i++) {
 		const struct pbx_node_run *r = &in->runs[i];
-		if (r->node && !strcmp(r->node, node) && r->started <= t && (!r->ended || t < r->ended))
+		if (r->node && !strcmp(r->node, node) && r->started <= t &&
+		    (!r->ended || t < r->ended))
 			return r;
 	}
 	return NULL;
@@ -131,7 +133,8 @@ static int64_t cost_nanos(int64_t secs, int64_t num, int64_t den, int64_t price)
 	if (!__builtin_mul_overflow(secs, num, &p) && !__builtin_mul_overflow(p, price, &p))
 		return p / q + (2 * (p % q) >= q);
 	return (int64_t)((long double)secs * (long double)num * (long double)price /
-			 (long double)q + 0.5L);
+				 (long double)q +
+			 0.5L);
 }
 
 static void task_cost(const struct pbx_cost_inputs *in, json_t *tmpl, const struct alloc *a,
@@ -159,12 +162,11 @@ static void task_cost(const struct pbx_cost_inputs *in, json_t *tmpl, const stru
 		c->share_num = a->nodes;
 		c->whole = 1;
 	}
-	c->node_hours = (double)c->seconds * (double)c->share_num /
-			((double)c->share_den * 3600.0);
+	c->node_hours = (double)c->seconds * (double)c->share_num / ((double)c->share_den * 3600.0);
 	if (!in->nruns)
-		return;   /* a local cluster: its nodes are processes here, unpriced */
+		return; /* a local cluster: its nodes are processes here, unpriced */
 	if (!c->seconds) {
-		c->nanos = 0;   /* nothing ran: nothing spent, priced or not */
+		c->nanos = 0; /* nothing ran: nothing spent, priced or not */
 		return;
 	}
 	if (!run || run->nanos < 0)
@@ -173,8 +175,8 @@ static void task_cost(const struct pbx_cost_inputs *in, json_t *tmpl, const stru
 	snprintf(c->currency, sizeof(c->currency), "%s", run->currency);
 }
 
-void pbx_cost_compute(const struct pbx_cost_inputs *in, const struct pbx_task_row *tasks,
-		      size_t n, int64_t now, struct pbx_cost *out)
+void pbx_cost_compute(const struct pbx_cost_inputs *in, const struct pbx_task_row *tasks, size_t n,
+		      int64_t now, struct pbx_cost *out)
 {
 	json_t *tmpl = in->template_json ? json_loads(in->template_json, 0, NULL) : NULL;
 	struct alloc a;
@@ -202,7 +204,7 @@ void pbx_cost_compute(const struct pbx_cost_inputs *in, const struct pbx_task_ro
 			out->nanos += c->nanos;
 	}
 	if (mixed || !out->tracked) {
-		out->nanos = -1;   /* no one amount; a local cluster has no price */
+		out->nanos = -1; /* no one amount; a local cluster has no price */
 		out->currency[0] = '\0';
 	}
 	json_decref(tmpl);

@@ -44,39 +44,39 @@
 
 struct pbx_task_cost {
 	int64_t idx;
-	int64_t seconds;                /* elapsed */
-	int64_t share_num, share_den;   /* node share num / den (den >= 1) */
-	int whole;                      /* counted as whole nodes for want of GPUs */
+	int64_t seconds;              /* elapsed */
+	int64_t share_num, share_den; /* node share num / den (den >= 1) */
+	int whole;                    /* counted as whole nodes for want of GPUs */
 	double node_hours;
-	int64_t nanos;                  /* 1e-9 of currency; -1 = unknown */
-	char currency[8];               /* "" when unknown (or elapsed 0) */
+	int64_t nanos;    /* 1e-9 of currency; -1 = unknown */
+	char currency[8]; /* "" when unknown (or elapsed 0) */
 };
 
 struct pbx_cost {
-	int tracked;                    /* the cluster has node runs (pbx records
+	int tracked; /* the cluster has node runs (pbx records
 					   what it spends: gce, aws) */
 	size_t n;
-	struct pbx_task_cost *tasks;    /* one per task row given, in its order */
-	double node_hours;              /* the tasks' sum */
-	int64_t nanos;                  /* the tasks' sum; -1 = unknown */
-	char currency[8];               /* "" when no task has a price */
-	size_t unpriced;                /* tasks that ran whose cost is unknown */
+	struct pbx_task_cost *tasks; /* one per task row given, in its order */
+	double node_hours;           /* the tasks' sum */
+	int64_t nanos;               /* the tasks' sum; -1 = unknown */
+	char currency[8];            /* "" when no task has a price */
+	size_t unpriced;             /* tasks that ran whose cost is unknown */
 };
 
 /* What the cost of a cluster's tasks is computed from (borrowed). */
 struct pbx_cost_inputs {
-	const char *template_json;      /* the cluster's (node groups' gpus); may be NULL */
+	const char *template_json; /* the cluster's (node groups' gpus); may be NULL */
 	const struct pbx_node_row *nodes;
 	size_t nnodes;
 	const struct pbx_node_run *runs;
 	size_t nruns;
-	const char *resources_json;     /* the submission's sbatch options; may be NULL */
+	const char *resources_json; /* the submission's sbatch options; may be NULL */
 };
 
 /* Computes the cost of tasks[0..n) at time `now` (unix s) into *out
  * (owned by the caller: pbx_cost_free).  Never fails. */
-void pbx_cost_compute(const struct pbx_cost_inputs *in, const struct pbx_task_row *tasks,
-		      size_t n, int64_t now, struct pbx_cost *out);
+void pbx_cost_compute(const struct pbx_cost_inputs *in, const struct pbx_task_row *tasks, size_t n,
+		      int64_t now, struct pbx_cost *out);
 /* The same for the tasks of submission `sub`, reading its cluster's
  * template, nodes and runs from the store.  *out owned by the caller
  * (pbx_cost_free), also on error (then empty). */

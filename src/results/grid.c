@@ -43,8 +43,10 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 		const char *m = r->metric_names[r->metrics[i]];
 		size_t nst = r->ngroup_by ? 5 : 2;
 		for (s = 0; s < nst; s++)
-			grid_add_col(g, xasprintf("%s.%s", m, r->ngroup_by ? group_stats[s]
-									    : task_stats[s]), 1);
+			grid_add_col(g,
+				     xasprintf("%s.%s", m,
+					       r->ngroup_by ? group_stats[s] : task_stats[s]),
+				     1);
 	}
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("state"), 0);

@@ -116,7 +116,8 @@ static void mp_wide_form(struct mparse *p, json_t *o, int64_t step)
 {
 	const char *key;
 	json_t *v;
-	json_object_foreach(o, key, v) {
+	json_object_foreach(o, key, v)
+	{
 		if (!strcmp(key, "step"))
 			continue;
 		if (!json_is_number(v) && !json_is_null(v)) {
@@ -160,7 +161,7 @@ static void mp_line(struct mparse *p, const char *s, size_t len)
 	json_error_t e;
 	json_t *o;
 	if (p->line == 1 && len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3)) {
-		s += 3;   /* a UTF-8 byte order mark */
+		s += 3; /* a UTF-8 byte order mark */
 		len -= 3;
 	}
 	if (blank(s, len))
@@ -185,7 +186,7 @@ int pbx_metrics_parse(const char *file_label, const char *text, size_t len, int6
 	while (pos < len) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		if (!nl)
-			break;   /* partial last line: the task is still writing */
+			break; /* partial last line: the task is still writing */
 		p.line++;
 		mp_line(&p, text + pos, (size_t)(nl - (text + pos)));
 		pos = (size_t)(nl - text) + 1;
@@ -225,7 +226,8 @@ int pbx_results_ingest(struct pbx_store *st, int64_t submission_id, int64_t task
 	*added = 0;
 	if (pbx_store_begin(st, err) < 0)
 		return -1;
-	if (pbx_results_ingest_locked(st, submission_id, task_idx, path, added, warnings, err) < 0 ||
+	if (pbx_results_ingest_locked(st, submission_id, task_idx, path, added, warnings, err) <
+		    0 ||
 	    pbx_store_commit(st, err) < 0) {
 		pbx_store_rollback(st);
 		*added = 0;

@@ -28,7 +28,7 @@
 
 /* At most this many warning lines per file, then one "N more" line. */
 #define PBX_METRICS_MAX_WARNINGS 20
-#define PBX_METRICS_MAX_NAME 256
+#define PBX_METRICS_MAX_NAME     256
 
 /* Parses `len` bytes of `text` (need not be NUL-terminated) into *out
  * (*n points, all with idx = task_idx, in file order).  Never fails:

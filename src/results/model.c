@@ -31,9 +31,14 @@ int pbx_metric_lower_is_better(const char *name)
 
 int pbx_report_key(const struct pbx_report *r, const char *name, struct pbx_key *k)
 {
-	static const struct { const char *name; enum pbx_key_kind kind; } fixed[] = {
-		{ "state", PBX_KEY_STATE }, { "runtime", PBX_KEY_RUNTIME }, { "task", PBX_KEY_TASK },
-		{ "node_hours", PBX_KEY_NODE_HOURS }, { "cost", PBX_KEY_COST } };
+	static const struct {
+		const char *name;
+		enum pbx_key_kind kind;
+	} fixed[] = { { "state", PBX_KEY_STATE },
+		      { "runtime", PBX_KEY_RUNTIME },
+		      { "task", PBX_KEY_TASK },
+		      { "node_hours", PBX_KEY_NODE_HOURS },
+		      { "cost", PBX_KEY_COST } };
 	size_t i;
 	for (i = 0; i < r->nparams; i++)
 		if (!strcmp(r->params[i], name)) {
@@ -71,7 +76,8 @@ static void model_params(struct pbx_report *r, json_t **params, size_t n)
 	for (t = 0; t < n; t++) {
 		const char *key;
 		json_t *v;
-		json_object_foreach(params[t], key, v) {
+		json_object_foreach(params[t], key, v)
+		{
 			(void)v;
 			if (find_name(r->params, r->nparams, key) >= 0)
 				continue;
@@ -128,7 +134,8 @@ static void model_task(struct pbx_report *r, struct pbx_report_task *t,
 	t->cost = cost ? cost->nanos : -1;
 	t->state = xstrdup(row->state ? row->state : "");
 	t->runtime = row->start_time && row->end_time && row->end_time >= row->start_time
-			     ? row->end_time - row->start_time : -1;
+			     ? row->end_time - row->start_time
+			     : -1;
 	t->values = xcalloc(r->nparams ? r->nparams : 1, sizeof(char *));
 	for (p = 0; p < r->nparams; p++)
 		t->values[p] = param_text(json_object_get(params, r->params[p]));
@@ -160,8 +167,8 @@ static void stat_add(struct pbx_report_stat *s, const char *name, const struct p
 	}
 	if (m->is_null)
 		return;
-	if (!s->has_best || (pbx_metric_lower_is_better(name) ? m->value < s->best
-							       : m->value > s->best)) {
+	if (!s->has_best ||
+	    (pbx_metric_lower_is_better(name) ? m->value < s->best : m->value > s->best)) {
 		s->best = m->value;
 		s->has_best = 1;
 	}
@@ -263,8 +270,8 @@ static void model_param_info(struct pbx_report *r)
 	}
 }
 
-static int model_param_opt(const struct pbx_report *r, const char *name, const char *opt,
-			   long *out, struct pbx_err *err)
+static int model_param_opt(const struct pbx_report *r, const char *name, const char *opt, long *out,
+			   struct pbx_err *err)
 {
 	*out = name ? find_name(r->params, r->nparams, name) : -1;
 	if (name && *out < 0)
@@ -296,8 +303,8 @@ static int model_group_opt(struct pbx_report *r, const struct pbx_report_opts *o
 		for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 			long p = find_name(r->params, r->nparams, name);
 			if (p < 0) {
-				pbx_err_setc(err, PBX_EXIT_USAGE, "--group-by: no parameter named '%s'",
-					     name);
+				pbx_err_setc(err, PBX_EXIT_USAGE,
+					     "--group-by: no parameter named '%s'", name);
 				free(list);
 				return -1;
 			}
@@ -312,8 +319,7 @@ static int model_group_opt(struct pbx_report *r, const struct pbx_report_opts *o
 	return 0;
 }
 
-static int model_options(struct pbx_report *r, const struct pbx_report_opts *o,
-			 struct pbx_err *err)
+static int model_options(struct pbx_report *r, const struct pbx_report_opts *o, struct pbx_err *err)
 {
 	if (model_choose_metrics(r, o, err) < 0 || model_group_opt(r, o, err) < 0 ||
 	    model_param_opt(r, o->x, "--x", &r->x_param, err) < 0 ||
@@ -412,7 +418,8 @@ int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_rep
 	if (pbx_store_submissions_of(st, pkg.id, &subs, &nsubs, err) < 0)
 		goto out;
 	if (!nsubs) {
-		pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package %s was never submitted", pkg.short_id);
+		pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package %s was never submitted",
+			     pkg.short_id);
 		goto out;
 	}
 	if (pbx_store_tasks_list(st, subs[nsubs - 1].id, &tasks, &ntasks, err) < 0 ||

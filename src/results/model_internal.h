@@ -8,12 +8,19 @@
 
 #include "results/report.h"
 
-enum pbx_key_kind { PBX_KEY_PARAM, PBX_KEY_METRIC, PBX_KEY_STATE, PBX_KEY_RUNTIME, PBX_KEY_TASK,
-		    PBX_KEY_NODE_HOURS, PBX_KEY_COST };
+enum pbx_key_kind {
+	PBX_KEY_PARAM,
+	PBX_KEY_METRIC,
+	PBX_KEY_STATE,
+	PBX_KEY_RUNTIME,
+	PBX_KEY_TASK,
+	PBX_KEY_NODE_HOURS,
+	PBX_KEY_COST
+};
 
 struct pbx_key {
 	enum pbx_key_kind kind;
-	size_t i;   /* parameter or metric_names index */
+	size_t i; /* parameter or metric_names index */
 };
 
 /* Parameters first, then "state", "runtime", "task", "node_hours", "cost",
@@ -27,22 +34,21 @@ void pbx_report_task_free(const struct pbx_report *r, struct pbx_report_task *t)
 
 /* query.c: filters, sorts and groups r->tasks as the options say; -1 with
  * a usage error. */
-int pbx_report_where(struct pbx_report *r, const char *const *exprs, size_t n,
-		     struct pbx_err *err);
+int pbx_report_where(struct pbx_report *r, const char *const *exprs, size_t n, struct pbx_err *err);
 int pbx_report_sort(struct pbx_report *r, const char *spec, struct pbx_err *err);
 void pbx_report_group(struct pbx_report *r);
 
 enum pbx_cell_kind {
-	PBX_CELL_NONE,    /* unknown / missing */
-	PBX_CELL_TEXT,    /* a string */
-	PBX_CELL_PARAM,   /* a parameter value: a number in JSON when it parses as one */
+	PBX_CELL_NONE,  /* unknown / missing */
+	PBX_CELL_TEXT,  /* a string */
+	PBX_CELL_PARAM, /* a parameter value: a number in JSON when it parses as one */
 	PBX_CELL_INT,
 	PBX_CELL_REAL,
 };
 
 struct pbx_cell {
 	enum pbx_cell_kind kind;
-	const char *text;   /* TEXT, PARAM: borrowed from the report */
+	const char *text; /* TEXT, PARAM: borrowed from the report */
 	int64_t i;
 	double d;
 };
@@ -52,14 +58,13 @@ struct pbx_cell {
 struct pbx_grid {
 	size_t ncols, nrows;
 	char **cols;
-	int *numeric;       /* column holds only numbers (right-aligned) */
-	struct pbx_cell *cells;   /* row-major */
+	int *numeric;           /* column holds only numbers (right-aligned) */
+	struct pbx_cell *cells; /* row-major */
 };
 
 void pbx_grid_build(const struct pbx_report *r, struct pbx_grid *g);
 void pbx_grid_free(struct pbx_grid *g);
-static inline const struct pbx_cell *pbx_grid_cell(const struct pbx_grid *g, size_t row,
-						   size_t col)
+static inline const struct pbx_cell *pbx_grid_cell(const struct pbx_grid *g, size_t row, size_t col)
 {
 	return &g->cells[row * g->ncols + col];
 }

@@ -54,12 +54,18 @@ static int key_number(const struct pbx_report *r, const struct pbx_report_task *
 static int op_holds(enum where_op op, int c)
 {
 	switch (op) {
-	case OP_EQ: return c == 0;
-	case OP_NE: return c != 0;
-	case OP_LT: return c < 0;
-	case OP_GT: return c > 0;
-	case OP_LE: return c <= 0;
-	case OP_GE: return c >= 0;
+	case OP_EQ:
+		return c == 0;
+	case OP_NE:
+		return c != 0;
+	case OP_LT:
+		return c < 0;
+	case OP_GT:
+		return c > 0;
+	case OP_LE:
+		return c <= 0;
+	case OP_GE:
+		return c >= 0;
 	}
 	return 0;
 }
@@ -80,9 +86,11 @@ static int where_match(const struct pbx_report *r, const struct pbx_report_task 
 
 static int where_op_parse(const char *s, enum where_op *op, size_t *len)
 {
-	static const struct { const char *text; enum where_op op; } ops[] = {
-		{ "!=", OP_NE }, { "<=", OP_LE }, { ">=", OP_GE }, { "==", OP_EQ },
-		{ "=", OP_EQ }, { "<", OP_LT }, { ">", OP_GT } };
+	static const struct {
+		const char *text;
+		enum where_op op;
+	} ops[] = { { "!=", OP_NE }, { "<=", OP_LE }, { ">=", OP_GE }, { "==", OP_EQ },
+		    { "=", OP_EQ },  { "<", OP_LT },  { ">", OP_GT } };
 	size_t i;
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (!strncmp(s, ops[i].text, strlen(ops[i].text))) {
@@ -102,7 +110,8 @@ static int where_parse(const struct pbx_report *r, const char *expr, struct wher
 	if (!klen || !expr[klen] || where_op_parse(expr + klen, &w->op, &oplen) < 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "--where '%s': expected KEY=VALUE, KEY!=VALUE or KEY<NUMBER "
-				    "(also >, <=, >=)", expr);
+				    "(also >, <=, >=)",
+				    expr);
 	key = xstrndup(expr, klen);
 	found = pbx_report_key(r, key, &w->key) == 0;
 	free(key);
@@ -123,8 +132,7 @@ static int where_parse(const struct pbx_report *r, const char *expr, struct wher
 	return 0;
 }
 
-int pbx_report_where(struct pbx_report *r, const char *const *exprs, size_t n,
-		     struct pbx_err *err)
+int pbx_report_where(struct pbx_report *r, const char *const *exprs, size_t n, struct pbx_err *err)
 {
 	struct where *w = xcalloc(n + 1, sizeof(*w));
 	size_t i, t, kept = 0;
@@ -154,7 +162,7 @@ struct sorter {
 	int desc, numeric;
 };
 
-static struct sorter sort_ctx;   /* qsort has no context argument in C11 */
+static struct sorter sort_ctx; /* qsort has no context argument in C11 */
 
 /* Compares two values where `has` says which exist: missing ones last. */
 static int cmp_present(int ha, int hb, double a, double b, int desc)
@@ -182,8 +190,7 @@ static int cmp_task(const void *pa, const void *pb)
 	return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-static int sort_spec(struct pbx_report *r, const char *spec, struct sorter *s,
-		     struct pbx_err *err)
+static int sort_spec(struct pbx_report *r, const char *spec, struct sorter *s, struct pbx_err *err)
 {
 	const char *colon = strrchr(spec, ':');
 	char *key = xstrndup(spec, colon ? (size_t)(colon - spec) : strlen(spec));
@@ -192,11 +199,12 @@ static int sort_spec(struct pbx_report *r, const char *spec, struct sorter *s,
 	s->r = r;
 	s->desc = colon && !strcmp(colon, ":desc");
 	if (colon && !s->desc && strcmp(colon, ":asc"))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "--sort '%s': expected KEY, KEY:asc or KEY:desc",
-				    spec);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "--sort '%s': expected KEY, KEY:asc or KEY:desc", spec);
 	if (!found)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "--sort '%s': not a parameter, metric, state, runtime or task", spec);
+				    "--sort '%s': not a parameter, metric, state, runtime or task",
+				    spec);
 	s->numeric = s->key.kind == PBX_KEY_PARAM ? r->param_numeric[s->key.i] : 1;
 	return 0;
 }
@@ -217,12 +225,12 @@ int pbx_report_sort(struct pbx_report *r, const char *spec, struct pbx_err *err)
 		return 0;
 	if (sort_spec(r, spec, &sort_ctx, err) < 0)
 		return -1;
-	if (r->ngroup_by && !(sort_ctx.key.kind == PBX_KEY_METRIC ||
-			      (sort_ctx.key.kind == PBX_KEY_PARAM &&
-			       group_col(r, sort_ctx.key.i) < r->ngroup_by)))
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "--sort '%s': groups sort by a --group-by parameter or a metric",
-				    spec);
+	if (r->ngroup_by &&
+	    !(sort_ctx.key.kind == PBX_KEY_METRIC ||
+	      (sort_ctx.key.kind == PBX_KEY_PARAM && group_col(r, sort_ctx.key.i) < r->ngroup_by)))
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"--sort '%s': groups sort by a --group-by parameter or a metric", spec);
 	if (r->ngroup_by)
 		qsort(r->groups, r->ngroups, sizeof(*r->groups), cmp_group);
 	else
@@ -337,7 +345,7 @@ void pbx_report_group(struct pbx_report *r)
 		grp->aggs = xcalloc(r->nmetrics + 1, sizeof(struct pbx_report_agg));
 		for (m = 0; m < r->nmetrics; m++)
 			agg_compute(r, grp, r->metrics[m], &grp->aggs[m]);
-		for (t = 0; t < grp->ntasks; t++) {   /* sums: exact for the cost */
+		for (t = 0; t < grp->ntasks; t++) { /* sums: exact for the cost */
 			const struct pbx_report_task *task = &r->tasks[grp->tasks[t]];
 			grp->node_hours += task->node_hours > 0 ? task->node_hours : 0;
 			grp->cost = task->cost < 0 || grp->cost < 0 ? -1 : grp->cost + task->cost;

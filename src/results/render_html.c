@@ -104,10 +104,11 @@ static char *task_label(const struct pbx_report *r, const struct pbx_report_task
 static void html_head(const struct pbx_report *r, FILE *f)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+	      f);
 	esc(f, r->name);
-	fprintf(f, " (%s) - pbx report</title>\n<style>\n%s</style>\n</head>\n<body>\n", r->short_id,
-		css);
+	fprintf(f, " (%s) - pbx report</title>\n<style>\n%s</style>\n</head>\n<body>\n",
+		r->short_id, css);
 }
 
 static void html_states(const struct pbx_report *r, FILE *f)
@@ -134,8 +135,10 @@ static void html_meta(const struct pbx_report *r, FILE *f)
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
 	fputs("<header>\n<h1>", f);
 	esc(f, r->name);
-	fprintf(f, "</h1>\n<p class=\"meta\">package <code title=\"%s\">%s</code> &middot; cluster "
-		"<b>", r->package_id, r->short_id);
+	fprintf(f,
+		"</h1>\n<p class=\"meta\">package <code title=\"%s\">%s</code> &middot; cluster "
+		"<b>",
+		r->package_id, r->short_id);
 	esc(f, r->cluster);
 	fprintf(f, "</b> &middot; created %s &middot; %zu of %zu tasks", when, r->ntasks,
 		r->ntasks_total);
@@ -224,7 +227,8 @@ static void curve_one(const struct pbx_report *r, const struct pbx_report_task *
 {
 	const struct pbx_report_stat *s = &t->stats[m];
 	size_t stride = (s->npoints + MAX_CURVE_POINTS - 1) / MAX_CURVE_POINTS, i, k = 0;
-	double *xs = xcalloc(s->npoints + 1, sizeof(double)), *ys = xcalloc(s->npoints + 1, sizeof(double));
+	double *xs = xcalloc(s->npoints + 1, sizeof(double)),
+	       *ys = xcalloc(s->npoints + 1, sizeof(double));
 	char *label = task_label(r, t), *tip, attrs[48], val[32];
 	for (i = 0; i < s->npoints; i++)
 		if (i % (stride ? stride : 1) == 0 || i + 1 == s->npoints) {
@@ -243,8 +247,7 @@ static void curve_one(const struct pbx_report *r, const struct pbx_report_task *
 	free(ys);
 }
 
-static void curve_chart(const struct pbx_report *r, size_t m, const struct colouring *col,
-			FILE *f)
+static void curve_chart(const struct pbx_report *r, size_t m, const struct colouring *col, FILE *f)
 {
 	struct pbx_chart ch;
 	double xr[2], yr[2];
@@ -288,9 +291,9 @@ static void html_curves(const struct pbx_report *r, FILE *f)
 /* --------------------------------------------------- final vs parameter */
 
 struct xpoint {
-	double x;             /* data coordinate: the value or its category */
+	double x; /* data coordinate: the value or its category */
 	size_t n;
-	double mean, std;     /* std < 0 when n < 2 */
+	double mean, std; /* std < 0 when n < 2 */
 };
 
 static void xpoint_stats(const struct pbx_report *r, size_t p, size_t m, const char *v,
@@ -336,8 +339,8 @@ static void param_xscale(const struct pbx_report *r, size_t p, const char **vals
 	}
 }
 
-static void param_yscale(const struct pbx_report *r, size_t p, size_t m,
-			 const struct xpoint *xp, size_t n, struct pbx_chart *ch)
+static void param_yscale(const struct pbx_report *r, size_t p, size_t m, const struct xpoint *xp,
+			 size_t n, struct pbx_chart *ch)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	size_t i, t;
@@ -456,7 +459,8 @@ static void html_params(const struct pbx_report *r, FILE *f)
 	if (!any || !r->nmetrics || !r->ntasks)
 		return;
 	fputs("<section id=\"params\">\n<h2>Final values by parameter</h2>\n"
-	      "<div class=\"charts\">\n", f);
+	      "<div class=\"charts\">\n",
+	      f);
 	for (p = 0; p < r->nparams; p++)
 		for (m = 0; param_charted(r, p) && m < r->nmetrics; m++)
 			param_chart(r, p, r->metrics[m], f);
@@ -475,8 +479,11 @@ static void html_row(const struct pbx_grid *g, size_t row, FILE *f)
 		if (g->numeric[c])
 			fputs("<td class=\"num\">", f);
 		else if (!strcmp(g->cols[c], "state") && cell->kind == PBX_CELL_TEXT)
-			fprintf(f, "<td class=\"st-%s\">", strspn(cell->text,
-				"ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(cell->text) ? cell->text : "x");
+			fprintf(f, "<td class=\"st-%s\">",
+				strspn(cell->text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") ==
+						strlen(cell->text)
+					? cell->text
+					: "x");
 		else
 			fputs("<td>", f);
 		esc(f, pbx_cell_str(cell, 0, buf, sizeof(buf)));
@@ -490,7 +497,8 @@ static void html_table(const struct pbx_report *r, FILE *f)
 	struct pbx_grid g;
 	size_t c, row;
 	pbx_grid_build(r, &g);
-	fprintf(f, "<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n<thead><tr>",
+	fprintf(f,
+		"<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n<thead><tr>",
 		r->ngroup_by ? "Groups" : "Tasks");
 	for (c = 0; c < g.ncols; c++) {
 		fputs(g.numeric[c] ? "<th class=\"num\">" : "<th>", f);
@@ -502,11 +510,13 @@ static void html_table(const struct pbx_report *r, FILE *f)
 		html_row(&g, row, f);
 	fputs("</tbody>\n</table></div>\n<p class=\"note\">final: the value at a task's last step; "
 	      "best: the minimum for metrics named *loss* or *err*, the maximum otherwise; "
-	      "runtime in seconds; std is the sample standard deviation.", f);
+	      "runtime in seconds; std is the sample standard deviation.",
+	      f);
 	if (r->cost_shown)
 		fputs(" node_hours: the task's time x its share of its node (its GPUs over the "
 		      "node's, else the whole node); cost: an estimate, node_hours x the node's "
-		      "price an hour.", f);
+		      "price an hour.",
+		      f);
 	fputs("</p>\n</section>\n", f);
 	pbx_grid_free(&g);
 }

@@ -36,7 +36,7 @@ static char *table_text(const char *s)
 	if (len > TABLE_CELL_MAX) {
 		keep = TABLE_CELL_MAX - 3;
 		while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
-			keep--;   /* not inside a UTF-8 sequence */
+			keep--; /* not inside a UTF-8 sequence */
 	}
 	out = xmalloc(keep + 4);
 	memcpy(out, s, keep);
@@ -238,8 +238,7 @@ static void json_cell(FILE *f, const struct pbx_cell *c)
 	fputs("null", f);
 }
 
-static void json_names(FILE *f, const char *key, char *const *names, const size_t *idx,
-		       size_t n)
+static void json_names(FILE *f, const char *key, char *const *names, const size_t *idx, size_t n)
 {
 	size_t i;
 	fprintf(f, "  \"%s\": [", key);
@@ -316,9 +315,12 @@ int pbx_render_json(const struct pbx_report *r, FILE *f)
 
 int pbx_report_format_parse(const char *s, enum pbx_report_format *f)
 {
-	static const struct { const char *name; enum pbx_report_format f; } names[] = {
-		{ "table", PBX_REPORT_TABLE }, { "csv", PBX_REPORT_CSV }, { "json", PBX_REPORT_JSON },
-		{ "md", PBX_REPORT_MD }, { "markdown", PBX_REPORT_MD }, { "html", PBX_REPORT_HTML } };
+	static const struct {
+		const char *name;
+		enum pbx_report_format f;
+	} names[] = { { "table", PBX_REPORT_TABLE }, { "csv", PBX_REPORT_CSV },
+		      { "json", PBX_REPORT_JSON },   { "md", PBX_REPORT_MD },
+		      { "markdown", PBX_REPORT_MD }, { "html", PBX_REPORT_HTML } };
 	size_t i;
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i].name)) {
@@ -331,8 +333,9 @@ int pbx_report_format_parse(const char *s, enum pbx_report_format *f)
 int pbx_report_render(const struct pbx_report *r, enum pbx_report_format f, FILE *out,
 		      struct pbx_err *err)
 {
-	static int (*const render[])(const struct pbx_report *, FILE *) = {
-		pbx_render_table, pbx_render_csv, pbx_render_json, pbx_render_md, pbx_render_html };
+	static int (*const render[])(const struct pbx_report *,
+				     FILE *) = { pbx_render_table, pbx_render_csv, pbx_render_json,
+						 pbx_render_md, pbx_render_html };
 	if (render[f](r, out) < 0 || fflush(out) != 0)
 		return pbx_err_set(err, "cannot write the report");
 	return 0;

@@ -38,74 +38,74 @@ enum pbx_report_format {
 };
 
 struct pbx_report_opts {
-	const char *const *metrics;   /* --metric: columns and charts; none = all */
+	const char *const *metrics; /* --metric: columns and charts; none = all */
 	size_t nmetrics;
-	const char *const *group_by;  /* --group-by: parameter names, entries may hold commas */
+	const char *const *group_by; /* --group-by: parameter names, entries may hold commas */
 	size_t ngroup_by;
-	const char *const *where;     /* --where expressions, ANDed */
+	const char *const *where; /* --where expressions, ANDed */
 	size_t nwhere;
-	const char *sort;             /* "KEY", "KEY:asc" or "KEY:desc"; NULL = task order */
-	const char *x;                /* HTML: the one parameter charted; NULL = every swept one */
-	const char *color_by;         /* HTML: curve colours; NULL = first swept parameter */
+	const char *sort;     /* "KEY", "KEY:asc" or "KEY:desc"; NULL = task order */
+	const char *x;        /* HTML: the one parameter charted; NULL = every swept one */
+	const char *color_by; /* HTML: curve colours; NULL = first swept parameter */
 };
 
 /* A metric's summary for one task. */
 struct pbx_report_stat {
 	int has_final, has_best;
 	double final, best;
-	size_t npoints;               /* non-null points in the curve */
-	int64_t *steps;               /* the curve: non-null points by step */
+	size_t npoints; /* non-null points in the curve */
+	int64_t *steps; /* the curve: non-null points by step */
 	double *values;
 };
 
 struct pbx_report_task {
 	int64_t idx;
-	char **values;                /* one per parameter, "" when the task lacks it */
+	char **values; /* one per parameter, "" when the task lacks it */
 	char *state;
-	int64_t runtime;              /* seconds, -1 when unknown */
-	double node_hours;            /* -1 when unknown (no cost model) */
-	int64_t cost;                 /* 1e-9 units of report->currency, -1 when unknown */
-	struct pbx_report_stat *stats;   /* one per entry of report->metric_names */
+	int64_t runtime;               /* seconds, -1 when unknown */
+	double node_hours;             /* -1 when unknown (no cost model) */
+	int64_t cost;                  /* 1e-9 units of report->currency, -1 when unknown */
+	struct pbx_report_stat *stats; /* one per entry of report->metric_names */
 };
 
 struct pbx_report_agg {
 	size_t n;
-	double mean, std, min, max;   /* std meaningful when n > 1 */
+	double mean, std, min, max; /* std meaningful when n > 1 */
 };
 
 struct pbx_report_group {
-	char **values;                /* one per group-by parameter */
+	char **values; /* one per group-by parameter */
 	size_t ntasks;
-	size_t *tasks;                /* indexes into report->tasks */
-	struct pbx_report_agg *aggs;  /* one per chosen metric (report->metrics) */
-	double node_hours;            /* the group's tasks' sum */
-	int64_t cost;                 /* the group's tasks' sum; -1 when one is unknown */
+	size_t *tasks;               /* indexes into report->tasks */
+	struct pbx_report_agg *aggs; /* one per chosen metric (report->metrics) */
+	double node_hours;           /* the group's tasks' sum */
+	int64_t cost;                /* the group's tasks' sum; -1 when one is unknown */
 };
 
 struct pbx_report {
 	char *package_id, *short_id, *name, *cluster;
 	int64_t submission_id, created;
 	size_t nparams;
-	char **params;                /* parameter names, in params_json order */
-	int *param_numeric;           /* every value of the parameter is a number */
-	size_t *param_nvalues;        /* distinct values among the shown tasks */
+	char **params;         /* parameter names, in params_json order */
+	int *param_numeric;    /* every value of the parameter is a number */
+	size_t *param_nvalues; /* distinct values among the shown tasks */
 	size_t nmetric_names;
-	char **metric_names;          /* every metric of the submission, sorted */
+	char **metric_names; /* every metric of the submission, sorted */
 	size_t nmetrics;
-	size_t *metrics;              /* chosen: indexes into metric_names */
-	size_t ntasks, ntasks_total;  /* shown (after --where), all */
-	struct pbx_report_task *tasks;   /* shown tasks in --sort order */
+	size_t *metrics;               /* chosen: indexes into metric_names */
+	size_t ntasks, ntasks_total;   /* shown (after --where), all */
+	struct pbx_report_task *tasks; /* shown tasks in --sort order */
 	size_t ngroup_by;
-	size_t *group_by;             /* indexes into params; 0 = no grouping */
+	size_t *group_by; /* indexes into params; 0 = no grouping */
 	size_t ngroups;
 	struct pbx_report_group *groups;
-	long x_param;                 /* --x as a parameter index, -1 = every swept one */
-	long color_by;                /* parameter index, -1 = none */
-	int cost_shown;               /* node_hours and cost columns (the cluster
+	long x_param;      /* --x as a parameter index, -1 = every swept one */
+	long color_by;     /* parameter index, -1 = none */
+	int cost_shown;    /* node_hours and cost columns (the cluster
 					 has node runs) */
-	double node_hours;            /* the experiment's: every task, shown or not */
-	int64_t cost;                 /* likewise, 1e-9 units; -1 when unknown */
-	char currency[8];             /* "" when no task has a price */
+	double node_hours; /* the experiment's: every task, shown or not */
+	int64_t cost;      /* likewise, 1e-9 units; -1 when unknown */
+	char currency[8];  /* "" when no task has a price */
 };
 
 /* Builds the report of package `ref` (id prefix or experiment name, see

@@ -20,8 +20,8 @@ static double nice_num(double x, int round_it)
 	return nf * pow(10, e);
 }
 
-void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, double p0,
-		      double p1, size_t target)
+void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, double p0, double p1,
+		      size_t target)
 {
 	double range, v, w;
 	if (!(hi > lo)) {
@@ -40,8 +40,7 @@ void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, dou
 	s->p0 = p0;
 	s->p1 = p1;
 	s->nticks = 0;
-	for (v = s->lo; v <= s->hi + s->step * 0.5 && s->nticks < PBX_SCALE_MAX_TICKS;
-	     v += s->step)
+	for (v = s->lo; v <= s->hi + s->step * 0.5 && s->nticks < PBX_SCALE_MAX_TICKS; v += s->step)
 		s->ticks[s->nticks++] = fabs(v) < s->step * 1e-9 ? 0 : v;
 }
 
@@ -136,8 +135,7 @@ void pbx_xml_escape(FILE *f, const char *s)
 	}
 }
 
-static void text_at(FILE *f, double x, double y, const char *cls, const char *anchor,
-		    const char *s)
+static void text_at(FILE *f, double x, double y, const char *cls, const char *anchor, const char *s)
 {
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"%s\" text-anchor=\"%s\">", x, y, cls,
 		anchor);
@@ -152,9 +150,11 @@ static void chart_xticks(FILE *f, const struct pbx_chart *c)
 	for (i = 0; i < c->x.nticks; i++) {
 		double px = pbx_scale_map(&c->x, c->x.ticks[i]);
 		if (c->x.kind != PBX_SCALE_CAT)
-			fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+			fprintf(f,
+				"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 				px, c->top, px, c->bottom);
-		fprintf(f, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+		fprintf(f,
+			"<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 			px, c->bottom, px, c->bottom + 5);
 		if (c->x.kind == PBX_SCALE_CAT)
 			snprintf(label, sizeof(label), "%.20s", c->xcats[i]);
@@ -170,9 +170,11 @@ static void chart_yticks(FILE *f, const struct pbx_chart *c)
 	size_t i;
 	for (i = 0; i < c->y.nticks; i++) {
 		double py = pbx_scale_map(&c->y, c->y.ticks[i]);
-		fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+		fprintf(f,
+			"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 			c->left, py, c->right, py);
-		fprintf(f, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+		fprintf(f,
+			"<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 			c->left - 5, py, c->left, py);
 		pbx_scale_label(&c->y, c->y.ticks[i], label, sizeof(label));
 		text_at(f, c->left - 8, py + 4, "ticklabel", "end", label);
@@ -182,8 +184,10 @@ static void chart_yticks(FILE *f, const struct pbx_chart *c)
 void pbx_chart_begin(FILE *f, const struct pbx_chart *c, const char *cls, const char *title,
 		     const char *xlabel, const char *ylabel)
 {
-	fprintf(f, "<svg class=\"%s\" viewBox=\"0 0 %.0f %.0f\" "
-		"role=\"img\">\n<title>", cls, c->width, c->height);
+	fprintf(f,
+		"<svg class=\"%s\" viewBox=\"0 0 %.0f %.0f\" "
+		"role=\"img\">\n<title>",
+		cls, c->width, c->height);
 	pbx_xml_escape(f, title);
 	fputs("</title>\n", f);
 	text_at(f, c->left, 24, "charttitle", "start", title);
@@ -192,8 +196,10 @@ void pbx_chart_begin(FILE *f, const struct pbx_chart *c, const char *cls, const 
 	fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
 		c->left, c->top, c->right - c->left, c->bottom - c->top);
 	text_at(f, (c->left + c->right) / 2, c->height - 16, "axislabel", "middle", xlabel);
-	fprintf(f, "<text class=\"axislabel\" text-anchor=\"middle\" "
-		"transform=\"translate(18 %.1f) rotate(-90)\">", (c->top + c->bottom) / 2);
+	fprintf(f,
+		"<text class=\"axislabel\" text-anchor=\"middle\" "
+		"transform=\"translate(18 %.1f) rotate(-90)\">",
+		(c->top + c->bottom) / 2);
 	pbx_xml_escape(f, ylabel);
 	fputs("</text>\n", f);
 }
@@ -244,7 +250,8 @@ void pbx_svg_errorbar(FILE *f, const struct pbx_chart *c, double x, double mean,
 	tooltip(f, tip);
 	if (std > 0) {
 		double y0 = pbx_scale_map(&c->y, mean - std), y1 = pbx_scale_map(&c->y, mean + std);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, y0, px, y1);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, y0, px,
+			y1);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px - 6, y0,
 			px + 6, y0);
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px - 6, y1,
@@ -267,8 +274,10 @@ void pbx_svg_legend(FILE *f, const struct pbx_chart *c, const char *title,
 		y -= 20;
 	for (i = 0; i < n && i < LEGEND_MAX; i++) {
 		double ly = y + 28 + 20 * (double)i;
-		fprintf(f, "<line class=\"swatch\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			"stroke=\"%s\"/>\n", x, ly - 4, x + 22, ly - 4, colors[i]);
+		fprintf(f,
+			"<line class=\"swatch\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"%s\"/>\n",
+			x, ly - 4, x + 22, ly - 4, colors[i]);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">", x + 30, ly);
 		pbx_xml_escape(f, labels[i]);
 		fputs("</text>\n", f);
@@ -284,7 +293,8 @@ void pbx_svg_legend(FILE *f, const struct pbx_chart *c, const char *title,
 static const char *const okabe_ito[] = { "#0072B2", "#E69F00", "#009E73", "#D55E00",
 					 "#CC79A7", "#56B4E9", "#000000", "#F0E442" };
 static const unsigned char viridis[][3] = {
-	{ 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 }, { 94, 201, 98 }, { 253, 231, 37 } };
+	{ 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 }, { 94, 201, 98 }, { 253, 231, 37 }
+};
 
 const char *pbx_palette(size_t i, size_t n, char buf[8])
 {

@@ -18,18 +18,18 @@ enum pbx_scale_kind { PBX_SCALE_LINEAR, PBX_SCALE_LOG, PBX_SCALE_CAT };
 
 struct pbx_scale {
 	enum pbx_scale_kind kind;
-	double lo, hi;        /* domain (LOG: the values, powers of ten; CAT: 0..n) */
-	double p0, p1;        /* pixel range */
+	double lo, hi; /* domain (LOG: the values, powers of ten; CAT: 0..n) */
+	double p0, p1; /* pixel range */
 	size_t nticks;
 	double ticks[PBX_SCALE_MAX_TICKS];
-	double step;          /* LINEAR: tick spacing */
+	double step; /* LINEAR: tick spacing */
 };
 
 /* A linear scale covering [lo, hi] widened by `pad` (a fraction of the
  * range) on each side, with about `target` ticks at 1, 2 or 5 times a
  * power of ten. */
-void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, double p0,
-		      double p1, size_t target);
+void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, double p0, double p1,
+		      size_t target);
 /* A log10 scale from the decade below lo to the decade above hi (lo > 0). */
 void pbx_scale_log(struct pbx_scale *s, double lo, double hi, double p0, double p1);
 /* n categories, value i at the middle of band i. */
@@ -41,8 +41,8 @@ void pbx_scale_label(const struct pbx_scale *s, double v, char *buf, size_t size
 int pbx_scale_wants_log(double lo, double hi);
 
 struct pbx_chart {
-	double width, height;     /* the viewBox */
-	double left, right, top, bottom;   /* the plot area */
+	double width, height;            /* the viewBox */
+	double left, right, top, bottom; /* the plot area */
 	struct pbx_scale x, y;
 	const char *const *xcats; /* CAT x: the labels */
 };

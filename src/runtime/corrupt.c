@@ -25,11 +25,11 @@ static const char *const corruption_names[] = {
 	[PBX_CORRUPT_RANDOM_PIXELS] = "random_pixels",
 	[PBX_CORRUPT_GAUSSIAN] = "gaussian",
 };
-#define NCORRUPTIONS ((int)(sizeof(corruption_names) / sizeof(corruption_names[0])))
+#define NCORRUPTIONS    ((int)(sizeof(corruption_names) / sizeof(corruption_names[0])))
 
 /* stream = kind << 56 | example index (or ALL for one-per-data-set draws) */
 #define STREAM(kind, i) ((uint64_t)(kind) << 56 | (uint64_t)(i))
-#define STREAM_ALL ((1ULL << 56) - 1)
+#define STREAM_ALL      ((1ULL << 56) - 1)
 
 /* "random-labels" matches "random_labels". */
 static int name_eq(const char *a, const char *b)
@@ -89,7 +89,7 @@ static void random_perm(int *perm, size_t p, struct pbx_rng *r)
 static void permute_example(float *xi, const int *perm, int c, size_t p, float *tmp)
 {
 	for (int ch = 0; ch < c; ch++) {
-		float *xc = xi + (size_t)ch * p;  /* (P,) */
+		float *xc = xi + (size_t)ch * p; /* (P,) */
 		for (size_t j = 0; j < p; j++)
 			tmp[j] = xc[perm[j]];
 		memcpy(xc, tmp, p * sizeof(float));
@@ -138,8 +138,7 @@ static void corrupt_gaussian(struct pbx_dataset *ds, uint64_t seed)
 	free(std);
 }
 
-void pbx_dataset_corrupt(struct pbx_dataset *ds, enum pbx_corruption kind, float p,
-			 uint64_t seed)
+void pbx_dataset_corrupt(struct pbx_dataset *ds, enum pbx_corruption kind, float p, uint64_t seed)
 {
 	if (ds->n <= 0)
 		return;

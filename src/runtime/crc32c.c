@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#define CRC32C_POLY 0x82F63B78u    /* reflected Castagnoli polynomial */
+#define CRC32C_POLY       0x82F63B78u /* reflected Castagnoli polynomial */
 #define CRC32C_MASK_DELTA 0xa282ead8u
 
 static uint32_t crc_table[256];

@@ -16,9 +16,9 @@
 #include "util/xalloc.h"
 
 /* rng streams (the high bits keep them apart from the per-example ones) */
-#define SYNTH_MEAN_STREAM (1ULL << 62)     /* | class */
-#define SYNTH_EXAMPLE_STREAM (1ULL << 61)  /* | example index */
-#define SYNTH_NOISE 0.5f
+#define SYNTH_MEAN_STREAM    (1ULL << 62) /* | class */
+#define SYNTH_EXAMPLE_STREAM (1ULL << 61) /* | example index */
+#define SYNTH_NOISE          0.5f
 
 void pbx_dataset_free(struct pbx_dataset *ds)
 {
@@ -46,8 +46,8 @@ static float *synthetic_means(int nclasses, size_t d, uint64_t seed)
 	return means;
 }
 
-void pbx_dataset_synthetic_at(struct pbx_dataset *out, int64_t first, int n, int c,
-			      int h, int w, int nclasses, uint64_t seed)
+void pbx_dataset_synthetic_at(struct pbx_dataset *out, int64_t first, int n, int c, int h, int w,
+			      int nclasses, uint64_t seed)
 {
 	size_t d = (size_t)c * (size_t)h * (size_t)w;
 	float *means;
@@ -72,8 +72,8 @@ void pbx_dataset_synthetic_at(struct pbx_dataset *out, int64_t first, int n, int
 	free(means);
 }
 
-void pbx_dataset_synthetic(struct pbx_dataset *out, int n, int c, int h, int w,
-			   int nclasses, uint64_t seed)
+void pbx_dataset_synthetic(struct pbx_dataset *out, int n, int c, int h, int w, int nclasses,
+			   uint64_t seed)
 {
 	pbx_dataset_synthetic_at(out, 0, n, c, h, w, nclasses, seed);
 }
@@ -85,7 +85,7 @@ void pbx_dataset_subset(struct pbx_dataset *ds, int n)
 		return;
 	ds->n = n;
 	if (n == 0)
-		return;  /* keep the (unused) arrays; pbx_dataset_free frees them */
+		return; /* keep the (unused) arrays; pbx_dataset_free frees them */
 	ds->x = xrealloc(ds->x, (size_t)n * d * sizeof(float));
 	ds->y = xrealloc(ds->y, (size_t)n * sizeof(int32_t));
 }
@@ -99,7 +99,7 @@ void pbx_dataset_channel_stats(const struct pbx_dataset *ds, float *mean, float 
 	for (int ch = 0; ch < ds->c; ch++) {
 		double sum = 0, sumsq = 0, cnt = (double)ds->n * (double)p, var;
 		for (int i = 0; i < ds->n; i++) {
-			const float *xc = ds->x + ((size_t)i * ds->c + ch) * p;  /* (P,) */
+			const float *xc = ds->x + ((size_t)i * ds->c + ch) * p; /* (P,) */
 			for (size_t j = 0; j < p; j++) {
 				sum += xc[j];
 				sumsq += (double)xc[j] * xc[j];

@@ -23,14 +23,14 @@
 
 struct pbx_dataset {
 	int n, c, h, w, nclasses;
-	float *x;        /* (n, c, h, w), owned */
-	int32_t *y;      /* (n,), owned */
-	char *name;      /* owned; e.g. "fashion-mnist", "cifar10", a path */
+	float *x;   /* (n, c, h, w), owned */
+	int32_t *y; /* (n,), owned */
+	char *name; /* owned; e.g. "fashion-mnist", "cifar10", a path */
 };
 
 /* Default directories of pbx_dataset_load_named. */
 #define PBX_DATASET_DIR_FASHION "/usr/share/datasets/fashion-mnist"
-#define PBX_DATASET_DIR_MNIST "/usr/share/datasets/mnist"
+#define PBX_DATASET_DIR_MNIST   "/usr/share/datasets/mnist"
 #define PBX_DATASET_DIR_CIFAR10 "/usr/share/datasets/cifar10"
 
 /* IDX files (MNIST layout): images magic 0x00000803 (ubyte, 3 dims: n, rows,
@@ -38,21 +38,21 @@ struct pbx_dataset {
  * Either file may be gzip'd.  Checks magic, dimensions (1..4096), that the
  * counts agree, that data is neither short nor followed by extra bytes.
  * c = 1, nclasses = max label + 1, name = images_path. */
-int pbx_dataset_load_idx(const char *images_path, const char *labels_path,
-			 struct pbx_dataset *out, struct pbx_err *err);
+int pbx_dataset_load_idx(const char *images_path, const char *labels_path, struct pbx_dataset *out,
+			 struct pbx_err *err);
 
 /* CIFAR-10 binary batches (gzip'd or not): records of 1 label byte (0..9)
  * + 3072 pixel bytes (1024 R, 1024 G, 1024 B, rows of 32), concatenated
  * over the files in order.  c = 3, h = w = 32, nclasses = 10. */
-int pbx_dataset_load_cifar10(const char *const *batch_files, int nfiles,
-			     struct pbx_dataset *out, struct pbx_err *err);
+int pbx_dataset_load_cifar10(const char *const *batch_files, int nfiles, struct pbx_dataset *out,
+			     struct pbx_err *err);
 
 /* "fashion-mnist" / "mnist": DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte
  * with ".gz" preferred when both exist; "cifar10": DIR/data_batch_{1..5}.bin
  * (train) or DIR/test_batch.bin, also looked for in DIR/cifar-10-batches-bin.
  * dir NULL or "" = the PBX_DATASET_DIR_* default.  name = the data set name. */
-int pbx_dataset_load_named(const char *name, const char *dir, int train,
-			   struct pbx_dataset *out, struct pbx_err *err);
+int pbx_dataset_load_named(const char *name, const char *dir, int train, struct pbx_dataset *out,
+			   struct pbx_err *err);
 
 /* A learnable synthetic set: each class k has a fixed mean image m_k with
  * pixels uniform in [0,1] (drawn from seed), and example i has label
@@ -62,10 +62,10 @@ int pbx_dataset_load_named(const char *name, const char *dir, int train,
  * of the same stream: use the same seed and a disjoint range for a test set
  * (same class means).  pbx_dataset_synthetic is first = 0.  Invalid sizes
  * give an empty set.  name = "synthetic". */
-void pbx_dataset_synthetic(struct pbx_dataset *out, int n, int c, int h, int w,
-			   int nclasses, uint64_t seed);
-void pbx_dataset_synthetic_at(struct pbx_dataset *out, int64_t first, int n, int c,
-			      int h, int w, int nclasses, uint64_t seed);
+void pbx_dataset_synthetic(struct pbx_dataset *out, int n, int c, int h, int w, int nclasses,
+			   uint64_t seed);
+void pbx_dataset_synthetic_at(struct pbx_dataset *out, int64_t first, int n, int c, int h, int w,
+			      int nclasses, uint64_t seed);
 
 /* Keeps the first n examples (no-op if n < 0 or n >= ds->n). */
 void pbx_dataset_subset(struct pbx_dataset *ds, int n);
@@ -101,8 +101,7 @@ int pbx_corruption_parse(const char *name, enum pbx_corruption *out);
 /* The canonical name; "?" for a bad value.  Static string. */
 const char *pbx_corruption_name(enum pbx_corruption kind);
 /* Applies `kind` in place; p (clamped to [0,1]) is used by LABELS only. */
-void pbx_dataset_corrupt(struct pbx_dataset *ds, enum pbx_corruption kind, float p,
-			 uint64_t seed);
+void pbx_dataset_corrupt(struct pbx_dataset *ds, enum pbx_corruption kind, float p, uint64_t seed);
 
 /* Frees the arrays and name and zeroes the struct; ds may be NULL. */
 void pbx_dataset_free(struct pbx_dataset *ds);

@@ -19,13 +19,13 @@
 
 #include "util/xalloc.h"
 
-#define IDX_MAGIC_IMAGES 0x00000803u  /* ubyte, 3 dims */
-#define IDX_MAGIC_LABELS 0x00000801u  /* ubyte, 1 dim */
-#define IDX_MAX_SIDE 4096
-#define CIFAR_SIDE 32
-#define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)  /* 3072 */
-#define CIFAR_RECORD (1 + CIFAR_PIXELS)              /* 3073 */
-#define READ_CHUNK ((size_t)1 << 20)
+#define IDX_MAGIC_IMAGES 0x00000803u /* ubyte, 3 dims */
+#define IDX_MAGIC_LABELS 0x00000801u /* ubyte, 1 dim */
+#define IDX_MAX_SIDE     4096
+#define CIFAR_SIDE       32
+#define CIFAR_PIXELS     (3 * CIFAR_SIDE * CIFAR_SIDE) /* 3072 */
+#define CIFAR_RECORD     (1 + CIFAR_PIXELS)            /* 3073 */
+#define READ_CHUNK       ((size_t)1 << 20)
 
 /* ---------------------------------------------------------------------- */
 /* zlib reading */
@@ -43,8 +43,8 @@ static gzFile gz_open(const char *path, struct pbx_err *err)
 
 /* Reads up to `want` bytes into a fresh buffer (*out, caller frees), stopping
  * early at end of file; *got is the number read.  -1 on a read/gzip error. */
-static int gz_read_upto(gzFile g, const char *path, size_t want, unsigned char **out,
-			size_t *got, struct pbx_err *err)
+static int gz_read_upto(gzFile g, const char *path, size_t want, unsigned char **out, size_t *got,
+			struct pbx_err *err)
 {
 	size_t alloc = want < READ_CHUNK ? want : READ_CHUNK;
 	unsigned char *buf = xmalloc(alloc ? alloc : 1);
@@ -85,15 +85,13 @@ static int gz_read_exact(gzFile g, const char *path, const char *what, size_t le
 	if (got < len) {
 		free(*buf);
 		*buf = NULL;
-		return pbx_err_set(err, "%s: truncated %s: %zu of %zu bytes", path, what,
-				   got, len);
+		return pbx_err_set(err, "%s: truncated %s: %zu of %zu bytes", path, what, got, len);
 	}
 	return 0;
 }
 
 /* -1 (with err) if the file has bytes left after what was read. */
-static int gz_expect_eof(gzFile g, const char *path, const char *after,
-			 struct pbx_err *err)
+static int gz_expect_eof(gzFile g, const char *path, const char *after, struct pbx_err *err)
 {
 	unsigned char extra;
 	int r = gzread(g, &extra, 1);
@@ -120,8 +118,8 @@ static void bytes_to_unit(const unsigned char *src, float *dst, size_t n)
 
 /* Reads an IDX header: magic, then ndims big-endian u32 dims.  The magic is
  * checked first so that a wrong kind of file says so even if it is short. */
-static int idx_header(gzFile g, const char *path, uint32_t magic, uint32_t *dims,
-		      int ndims, struct pbx_err *err)
+static int idx_header(gzFile g, const char *path, uint32_t magic, uint32_t *dims, int ndims,
+		      struct pbx_err *err)
 {
 	unsigned char *h;
 	size_t len = 4 + 4 * (size_t)ndims, got;
@@ -133,9 +131,8 @@ static int idx_header(gzFile g, const char *path, uint32_t magic, uint32_t *dims
 		dims[i] = be32(h + 4 + 4 * i);
 	free(h);
 	if (got >= 4 && m != magic)
-		return pbx_err_set(err, "%s: bad magic 0x%08x (want 0x%08x, IDX ubyte %s)",
-				   path, m, magic,
-				   magic == IDX_MAGIC_IMAGES ? "images" : "labels");
+		return pbx_err_set(err, "%s: bad magic 0x%08x (want 0x%08x, IDX ubyte %s)", path, m,
+				   magic, magic == IDX_MAGIC_IMAGES ? "images" : "labels");
 	if (got < len)
 		return pbx_err_set(err, "%s: truncated header: %zu of %zu bytes", path, got, len);
 	if (dims[0] < 1 || dims[0] > INT_MAX)
@@ -192,7 +189,7 @@ static int idx_labels(const char *path, int32_t **labels, int *n, struct pbx_err
 	*n = (int)dims[0];
 	*labels = xmalloc((size_t)dims[0] * sizeof(int32_t));
 	for (uint32_t i = 0; i < dims[0]; i++)
-		(*labels)[i] = lab[i];  /* a ubyte: always < 256 */
+		(*labels)[i] = lab[i]; /* a ubyte: always < 256 */
 	rc = 0;
 out:
 	free(lab);
@@ -209,8 +206,8 @@ static int max_label(const int32_t *y, int n)
 	return m;
 }
 
-int pbx_dataset_load_idx(const char *images_path, const char *labels_path,
-			 struct pbx_dataset *out, struct pbx_err *err)
+int pbx_dataset_load_idx(const char *images_path, const char *labels_path, struct pbx_dataset *out,
+			 struct pbx_err *err)
 {
 	int nlabels = 0;
 	memset(out, 0, sizeof(*out));
@@ -234,8 +231,7 @@ fail:
 /* CIFAR-10 */
 
 /* Appends one batch file's whole records to *raw (grown; *nbytes long). */
-static int cifar_file(const char *path, unsigned char **raw, size_t *nbytes,
-		      struct pbx_err *err)
+static int cifar_file(const char *path, unsigned char **raw, size_t *nbytes, struct pbx_err *err)
 {
 	unsigned char *data;
 	size_t got, cap = (size_t)INT_MAX * CIFAR_RECORD;
@@ -249,8 +245,10 @@ static int cifar_file(const char *path, unsigned char **raw, size_t *nbytes,
 		return -1;
 	if (got == 0 || got % CIFAR_RECORD != 0) {
 		free(data);
-		return pbx_err_set(err, "%s: truncated record: size %zu is not a positive "
-				   "multiple of %d", path, got, CIFAR_RECORD);
+		return pbx_err_set(err,
+				   "%s: truncated record: size %zu is not a positive "
+				   "multiple of %d",
+				   path, got, CIFAR_RECORD);
 	}
 	*raw = xrealloc(*raw, *nbytes + got);
 	memcpy(*raw + *nbytes, data, got);
@@ -276,18 +274,18 @@ static void cifar_unpack(const unsigned char *raw, size_t nrec, struct pbx_datas
 }
 
 /* -1 (naming file and record) if a label in raw[from..to) is not 0..9. */
-static int cifar_check_labels(const unsigned char *raw, size_t from, size_t to,
-			      const char *path, struct pbx_err *err)
+static int cifar_check_labels(const unsigned char *raw, size_t from, size_t to, const char *path,
+			      struct pbx_err *err)
 {
 	for (size_t r = from; r < to; r += CIFAR_RECORD)
 		if (raw[r] > 9)
-			return pbx_err_set(err, "%s: record %zu: label %d out of range 0..9",
-					   path, (r - from) / CIFAR_RECORD, raw[r]);
+			return pbx_err_set(err, "%s: record %zu: label %d out of range 0..9", path,
+					   (r - from) / CIFAR_RECORD, raw[r]);
 	return 0;
 }
 
-int pbx_dataset_load_cifar10(const char *const *batch_files, int nfiles,
-			     struct pbx_dataset *out, struct pbx_err *err)
+int pbx_dataset_load_cifar10(const char *const *batch_files, int nfiles, struct pbx_dataset *out,
+			     struct pbx_err *err)
 {
 	unsigned char *raw = NULL;
 	size_t nbytes = 0;
@@ -334,8 +332,8 @@ static char *find_file(const char *dir, const char *base, struct pbx_err *err)
 	return NULL;
 }
 
-static int load_idx_named(const char *name, const char *dir, int train,
-			  struct pbx_dataset *out, struct pbx_err *err)
+static int load_idx_named(const char *name, const char *dir, int train, struct pbx_dataset *out,
+			  struct pbx_err *err)
 {
 	const char *split = train ? "train" : "t10k";
 	char *ibase = xasprintf("%s-images-idx3-ubyte", split);
@@ -383,21 +381,19 @@ static int load_cifar_named(const char *dir, int train, struct pbx_dataset *out,
 	return rc;
 }
 
-int pbx_dataset_load_named(const char *name, const char *dir, int train,
-			   struct pbx_dataset *out, struct pbx_err *err)
+int pbx_dataset_load_named(const char *name, const char *dir, int train, struct pbx_dataset *out,
+			   struct pbx_err *err)
 {
 	int have_dir = dir && dir[0];
 	memset(out, 0, sizeof(*out));
 	if (strcmp(name, "fashion-mnist") == 0)
-		return load_idx_named(name, have_dir ? dir : PBX_DATASET_DIR_FASHION, train,
-				      out, err);
+		return load_idx_named(name, have_dir ? dir : PBX_DATASET_DIR_FASHION, train, out,
+				      err);
 	if (strcmp(name, "mnist") == 0)
-		return load_idx_named(name, have_dir ? dir : PBX_DATASET_DIR_MNIST, train,
-				      out, err);
+		return load_idx_named(name, have_dir ? dir : PBX_DATASET_DIR_MNIST, train, out,
+				      err);
 	if (strcmp(name, "cifar10") == 0)
-		return load_cifar_named(have_dir ? dir : PBX_DATASET_DIR_CIFAR10, train,
-					out, err);
+		return load_cifar_named(have_dir ? dir : PBX_DATASET_DIR_CIFAR10, train, out, err);
 	return pbx_err_setc(err, PBX_EXIT_USAGE,
-			    "unknown dataset '%s' (known: fashion-mnist, mnist, cifar10)",
-			    name);
+			    "unknown dataset '%s' (known: fashion-mnist, mnist, cifar10)", name);
 }

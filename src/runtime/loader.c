@@ -24,15 +24,15 @@
 #include "util/xalloc.h"
 
 #define LOADER_MAX_THREADS 64
-#define SHUFFLE_STREAM (1ULL << 63)  /* | epoch; augmentation uses e<<32 | i */
+#define SHUFFLE_STREAM     (1ULL << 63) /* | epoch; augmentation uses e<<32 | i */
 
 enum slot_state { SLOT_EMPTY, SLOT_FILLING, SLOT_READY };
 
 struct loader_slot {
-	float *x;        /* (B, D) */
-	int32_t *y;      /* (B,) */
-	int n;           /* examples in it */
-	int64_t step;    /* the step it holds */
+	float *x;     /* (B, D) */
+	int32_t *y;   /* (B,) */
+	int n;        /* examples in it */
+	int64_t step; /* the step it holds */
 	enum slot_state state;
 };
 
@@ -41,7 +41,7 @@ struct loader_job {
 	uint64_t seed;
 	int64_t epoch;
 	const int32_t *perm;
-	int64_t lo, hi;  /* positions [lo, hi) of the epoch's order */
+	int64_t lo, hi; /* positions [lo, hi) of the epoch's order */
 };
 
 struct pbx_loader {
@@ -49,26 +49,26 @@ struct pbx_loader {
 	const struct pbx_dataset *ds;
 	int batch, shuffle, rank, world, drop_last, nthreads;
 	struct pbx_augment aug;
-	size_t d;            /* floats per example */
+	size_t d; /* floats per example */
 
 	/* the epoch being served (replaced only by epoch_begin) */
 	uint64_t seed;
 	int64_t epoch;
-	int64_t cursor0;     /* position where this run of the epoch started */
-	int64_t steps;       /* S: this rank's batches from cursor0 to the end */
-	int32_t *perm;       /* (N,) example index at each position */
-	int64_t consumed;    /* batches handed out since cursor0 */
+	int64_t cursor0;  /* position where this run of the epoch started */
+	int64_t steps;    /* S: this rank's batches from cursor0 to the end */
+	int32_t *perm;    /* (N,) example index at each position */
+	int64_t consumed; /* batches handed out since cursor0 */
 
 	/* prefetching (nthreads > 0) */
 	pthread_t *threads;
 	int nstarted;
 	struct loader_slot *ring;
 	int nslots;
-	int64_t next_job;    /* next step to claim */
+	int64_t next_job; /* next step to claim */
 	int nfilling, pausing, stopping;
 	pthread_mutex_t mu;
-	pthread_cond_t work_cv;  /* workers wait: a step can be claimed, or stop */
-	pthread_cond_t done_cv;  /* consumer waits: a slot became READY */
+	pthread_cond_t work_cv; /* workers wait: a step can be claimed, or stop */
+	pthread_cond_t done_cv; /* consumer waits: a slot became READY */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -130,8 +130,8 @@ static void step_range(const struct pbx_loader *l, int64_t s, int64_t *lo, int64
 
 /* out: (C, H, W) <- src: (C, H, W), randomly cropped (zero padding) and
  * flipped with example idx's stream for this epoch. */
-static void augment_example(const struct pbx_loader *l, uint64_t seed, int64_t epoch,
-			    int32_t idx, const float *src, float *out)
+static void augment_example(const struct pbx_loader *l, uint64_t seed, int64_t epoch, int32_t idx,
+			    const float *src, float *out)
 {
 	const struct pbx_dataset *ds = l->ds;
 	int pad = l->aug.crop_pad, dy = 0, dx = 0, flip = 0;
@@ -156,8 +156,8 @@ static void augment_example(const struct pbx_loader *l, uint64_t seed, int64_t e
 }
 
 /* x: (n, D), y: (n,) <- positions [lo, hi) of the job's order. */
-static int fill_batch(const struct pbx_loader *l, const struct loader_job *job,
-		      float *x, int32_t *y)
+static int fill_batch(const struct pbx_loader *l, const struct loader_job *job, float *x,
+		      int32_t *y)
 {
 	const struct pbx_dataset *ds = l->ds;
 	int n = (int)(job->hi - job->lo);
@@ -188,8 +188,7 @@ static void make_job(const struct pbx_loader *l, int64_t s, struct loader_job *j
 /* Under mu: may a worker take step next_job now? */
 static int can_claim(const struct pbx_loader *l)
 {
-	return !l->pausing && l->next_job < l->steps &&
-	       l->next_job < l->consumed + l->nslots &&
+	return !l->pausing && l->next_job < l->steps && l->next_job < l->consumed + l->nslots &&
 	       l->ring[l->next_job % l->nslots].state == SLOT_EMPTY;
 }
 
@@ -248,8 +247,8 @@ static void epoch_begin(struct pbx_loader *l, uint64_t seed, int64_t epoch, int6
 /* ---------------------------------------------------------------------- */
 /* public API */
 
-static int loader_args_ok(const struct pbx_dataset *ds, int batch,
-			  const struct pbx_augment *aug, int rank, int world, int nthreads)
+static int loader_args_ok(const struct pbx_dataset *ds, int batch, const struct pbx_augment *aug,
+			  int rank, int world, int nthreads)
 {
 	return ds && ds->n > 0 && ds->x && ds->y && ds->c > 0 && ds->h > 0 && ds->w > 0 &&
 	       batch > 0 && world > 0 && rank >= 0 && rank < world && nthreads >= 0 &&
@@ -274,8 +273,8 @@ static int start_threads(struct pbx_loader *l)
 }
 
 struct pbx_loader *pbx_loader_new(const struct pbx_dataset *ds, int batch, int shuffle,
-				  const struct pbx_augment *aug, uint64_t seed, int rank,
-				  int world, int nthreads, int drop_last)
+				  const struct pbx_augment *aug, uint64_t seed, int rank, int world,
+				  int nthreads, int drop_last)
 {
 	struct pbx_loader *l;
 	if (!loader_args_ok(ds, batch, aug, rank, world, nthreads))
@@ -291,7 +290,7 @@ struct pbx_loader *pbx_loader_new(const struct pbx_dataset *ds, int batch, int s
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work_cv, NULL);
 	pthread_cond_init(&l->done_cv, NULL);
-	l->pausing = 1;  /* no claims before the first epoch is set up */
+	l->pausing = 1; /* no claims before the first epoch is set up */
 	if (nthreads && start_threads(l) < 0) {
 		pbx_loader_free(l);
 		return NULL;

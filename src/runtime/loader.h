@@ -36,8 +36,8 @@
 #include "runtime/dataset.h"
 
 struct pbx_augment {
-	int crop_pad;  /* 0 = no random crop; else pad by this and crop back */
-	int hflip;     /* random horizontal flip */
+	int crop_pad; /* 0 = no random crop; else pad by this and crop back */
+	int hflip;    /* random horizontal flip */
 };
 
 /* Everything needed to resume exactly; plain data, saved in checkpoints.
@@ -47,7 +47,7 @@ struct pbx_augment {
 struct pbx_loader_state {
 	uint64_t seed;
 	int64_t epoch;
-	int64_t cursor;  /* next position in this epoch's order, 0..N */
+	int64_t cursor; /* next position in this epoch's order, 0..N */
 };
 
 struct pbx_loader;
@@ -57,8 +57,8 @@ struct pbx_loader;
  * nthreads outside 0..64, crop_pad < 0) or if threads cannot be started.
  * aug may be NULL (no augmentation). */
 struct pbx_loader *pbx_loader_new(const struct pbx_dataset *ds, int batch, int shuffle,
-				  const struct pbx_augment *aug, uint64_t seed, int rank,
-				  int world, int nthreads, int drop_last);
+				  const struct pbx_augment *aug, uint64_t seed, int rank, int world,
+				  int nthreads, int drop_last);
 
 /* Fills x: (batch, C, H, W) and y: (batch,) with the next batch and returns
  * its size n (< batch only for a tail batch when !drop_last; only the first

@@ -21,10 +21,10 @@
 
 struct pbx_metrics {
 	char *dir;
-	char *jsonl_path;       /* DIR/metrics.jsonl */
+	char *jsonl_path; /* DIR/metrics.jsonl */
 	FILE *jsonl;
 	struct pbx_tfevents *events;
-	struct pbx_err err;     /* last failure, for pbx_metrics_error */
+	struct pbx_err err; /* last failure, for pbx_metrics_error */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -76,7 +76,7 @@ int pbx_metrics_truncate_after(const char *dir, int64_t step, struct pbx_err *er
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
 			int64_t s;
 			if (!nl)
-				break;  /* partial last line */
+				break; /* partial last line */
 			if (line_step(p, (size_t)(nl - p), &s) == 0 && s <= step)
 				pbx_buf_add(&out, p, (size_t)(nl - p + 1));
 			p = nl + 1;
@@ -155,8 +155,8 @@ static json_t *json_number(double v)
 }
 
 /* Builds the line for one record; NULL + err on a bad name. */
-static char *metrics_line(int64_t step, int n, const char *const *names,
-			  const double *values, struct pbx_err *err)
+static char *metrics_line(int64_t step, int n, const char *const *names, const double *values,
+			  struct pbx_err *err)
 {
 	json_t *o = json_object();
 	char *text;
@@ -177,23 +177,21 @@ static char *metrics_line(int64_t step, int n, const char *const *names,
 	return text;
 }
 
-int pbx_metrics_log(struct pbx_metrics *m, int64_t step, int n,
-		    const char *const *names, const double *values)
+int pbx_metrics_log(struct pbx_metrics *m, int64_t step, int n, const char *const *names,
+		    const double *values)
 {
 	double now = pbx_wall_time();
 	char *line = metrics_line(step, n, names, values, &m->err);
 	int ok;
 	if (!line)
 		return -1;
-	ok = fputs(line, m->jsonl) >= 0 && fputc('\n', m->jsonl) != EOF &&
-	     fflush(m->jsonl) == 0;
+	ok = fputs(line, m->jsonl) >= 0 && fputc('\n', m->jsonl) != EOF && fflush(m->jsonl) == 0;
 	free(line);
 	if (!ok)
-		return pbx_err_set(&m->err, "cannot write %s: %s", m->jsonl_path,
-				   strerror(errno));
+		return pbx_err_set(&m->err, "cannot write %s: %s", m->jsonl_path, strerror(errno));
 	for (int i = 0; i < n; i++)
-		if (pbx_tfevents_scalar_at(m->events, now, step, names[i],
-					   (float)values[i], &m->err) < 0)
+		if (pbx_tfevents_scalar_at(m->events, now, step, names[i], (float)values[i],
+					   &m->err) < 0)
 			return -1;
 	return 0;
 }
@@ -205,8 +203,8 @@ int pbx_metrics_summary(struct pbx_metrics *m, const char *json_text)
 	char *path;
 	int rc;
 	if (!check)
-		return pbx_err_set(&m->err, "summary is not valid JSON: %s (line %d)",
-				   jerr.text, jerr.line);
+		return pbx_err_set(&m->err, "summary is not valid JSON: %s (line %d)", jerr.text,
+				   jerr.line);
 	json_decref(check);
 	path = xasprintf("%s/summary.json", m->dir);
 	rc = pbx_write_file_atomic(path, json_text, strlen(json_text), 0644, &m->err);

@@ -32,8 +32,8 @@ struct pbx_metrics *pbx_metrics_open(const char *dir, int append, struct pbx_err
 /* Writes {"step":step, names[0]:values[0], ...} as one line and one scalar
  * Event per value (tag = name).  Names must be non-empty and not "step".
  * Returns 0, or -1 with the reason in pbx_metrics_error(m). */
-int pbx_metrics_log(struct pbx_metrics *m, int64_t step, int n,
-		    const char *const *names, const double *values);
+int pbx_metrics_log(struct pbx_metrics *m, int64_t step, int n, const char *const *names,
+		    const double *values);
 
 /* Checks that json_text is valid JSON and writes it to DIR/summary.json
  * atomically (temporary file, fsync, rename).  0, or -1 + pbx_metrics_error. */

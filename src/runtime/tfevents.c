@@ -26,7 +26,7 @@
 struct pbx_tfevents {
 	FILE *f;
 	char *path;
-	struct pbx_buf rec;  /* scratch: the serialized Event being written */
+	struct pbx_buf rec; /* scratch: the serialized Event being written */
 };
 
 static atomic_uint tfevents_counter;
@@ -89,24 +89,23 @@ static void pb_bytes(struct pbx_buf *b, unsigned key, const void *data, size_t l
 /* ---------------------------------------------------------------------- */
 /* Event encoding */
 
-void pbx_tfevent_encode_version(struct pbx_buf *out, double wall_time,
-				const char *version)
+void pbx_tfevent_encode_version(struct pbx_buf *out, double wall_time, const char *version)
 {
 	pb_double(out, 0x09, wall_time);
 	pb_bytes(out, 0x1A, version, strlen(version));
 }
 
-void pbx_tfevent_encode_scalar(struct pbx_buf *out, double wall_time, int64_t step,
-			       const char *tag, float value)
+void pbx_tfevent_encode_scalar(struct pbx_buf *out, double wall_time, int64_t step, const char *tag,
+			       float value)
 {
 	struct pbx_buf val = PBX_BUF_INIT, summary = PBX_BUF_INIT;
-	pb_bytes(&val, 0x0A, tag, strlen(tag));          /* Value.tag */
-	pb_float(&val, 0x15, value);                     /* Value.simple_value */
-	pb_bytes(&summary, 0x0A, val.buf, val.len);      /* Summary.value */
-	pb_double(out, 0x09, wall_time);                 /* Event.wall_time */
-	pbx_buf_addc(out, 0x10);                         /* Event.step */
+	pb_bytes(&val, 0x0A, tag, strlen(tag));     /* Value.tag */
+	pb_float(&val, 0x15, value);                /* Value.simple_value */
+	pb_bytes(&summary, 0x0A, val.buf, val.len); /* Summary.value */
+	pb_double(out, 0x09, wall_time);            /* Event.wall_time */
+	pbx_buf_addc(out, 0x10);                    /* Event.step */
 	pb_varint(out, (uint64_t)step);
-	pb_bytes(out, 0x2A, summary.buf, summary.len);   /* Event.summary */
+	pb_bytes(out, 0x2A, summary.buf, summary.len); /* Event.summary */
 	pbx_buf_release(&val);
 	pbx_buf_release(&summary);
 }
@@ -134,8 +133,8 @@ char *pbx_tfevents_filename(const char *dir)
 	if (gethostname(host, sizeof(host)) < 0)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = '\0';
-	return xasprintf("%s/events.out.tfevents.%010lld.%s.%ld.%u", dir,
-			 (long long)time(NULL), host, (long)getpid(), uid);
+	return xasprintf("%s/events.out.tfevents.%010lld.%s.%ld.%u", dir, (long long)time(NULL),
+			 host, (long)getpid(), uid);
 }
 
 /* Frames the Event in w->rec and flushes it to disk. */
@@ -166,16 +165,16 @@ struct pbx_tfevents *pbx_tfevents_open(const char *path, struct pbx_err *err)
 	return w;
 }
 
-int pbx_tfevents_scalar_at(struct pbx_tfevents *w, double wall_time, int64_t step,
-			   const char *tag, float value, struct pbx_err *err)
+int pbx_tfevents_scalar_at(struct pbx_tfevents *w, double wall_time, int64_t step, const char *tag,
+			   float value, struct pbx_err *err)
 {
 	pbx_buf_reset(&w->rec);
 	pbx_tfevent_encode_scalar(&w->rec, wall_time, step, tag, value);
 	return tfevents_put(w, err);
 }
 
-int pbx_tfevents_scalar(struct pbx_tfevents *w, int64_t step, const char *tag,
-			float value, struct pbx_err *err)
+int pbx_tfevents_scalar(struct pbx_tfevents *w, int64_t step, const char *tag, float value,
+			struct pbx_err *err)
 {
 	return pbx_tfevents_scalar_at(w, pbx_wall_time(), step, tag, value, err);
 }

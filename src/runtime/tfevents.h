@@ -36,11 +36,11 @@ char *pbx_tfevents_filename(const char *dir);
 struct pbx_tfevents *pbx_tfevents_open(const char *path, struct pbx_err *err);
 /* Appends one scalar Event, stamped with the current time, and fflushes, so a
  * reader never sees more than one short trailing record. */
-int pbx_tfevents_scalar(struct pbx_tfevents *w, int64_t step, const char *tag,
-			float value, struct pbx_err *err);
+int pbx_tfevents_scalar(struct pbx_tfevents *w, int64_t step, const char *tag, float value,
+			struct pbx_err *err);
 /* Same with an explicit wall time (seconds since the epoch). */
-int pbx_tfevents_scalar_at(struct pbx_tfevents *w, double wall_time, int64_t step,
-			   const char *tag, float value, struct pbx_err *err);
+int pbx_tfevents_scalar_at(struct pbx_tfevents *w, double wall_time, int64_t step, const char *tag,
+			   float value, struct pbx_err *err);
 /* The file name given to pbx_tfevents_open; owned by the writer. */
 const char *pbx_tfevents_path(const struct pbx_tfevents *w);
 /* Closes the file; returns -1 (with err) if the final close failed.
@@ -52,12 +52,11 @@ int pbx_tfevents_close(struct pbx_tfevents *w, struct pbx_err *err);
 /* Writes one TFRecord (12-byte header, data, 4-byte footer); 0 or -1. */
 int pbx_tfrecord_write(FILE *f, const void *data, size_t len);
 /* Appends a serialized Event{wall_time, file_version} to out. */
-void pbx_tfevent_encode_version(struct pbx_buf *out, double wall_time,
-				const char *version);
+void pbx_tfevent_encode_version(struct pbx_buf *out, double wall_time, const char *version);
 /* Appends a serialized Event{wall_time, step, summary{value{tag,
  * simple_value}}} to out. */
-void pbx_tfevent_encode_scalar(struct pbx_buf *out, double wall_time, int64_t step,
-			       const char *tag, float value);
+void pbx_tfevent_encode_scalar(struct pbx_buf *out, double wall_time, int64_t step, const char *tag,
+			       float value);
 /* Seconds since the Unix epoch (CLOCK_REALTIME) as a double. */
 double pbx_wall_time(void);
 

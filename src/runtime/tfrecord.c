@@ -14,17 +14,17 @@
 #include "util/xalloc.h"
 #include "example.pb-c.h"
 
-#define EX_MAX_SIDE 4096
+#define EX_MAX_SIDE     4096
 #define EX_MAX_CHANNELS 16
-#define EX_MAX_LABEL 65535
+#define EX_MAX_LABEL    65535
 
 /* ------------------------------------------------------------ framing */
 
 struct pbx_tfrecord_reader {
 	FILE *f;
 	char *name;
-	uint64_t pos;      /* offset of the next record */
-	uint64_t offset;   /* offset of the record last read */
+	uint64_t pos;    /* offset of the next record */
+	uint64_t offset; /* offset of the record last read */
 	unsigned char *buf;
 	size_t alloc;
 };
@@ -73,8 +73,8 @@ static int tfr_read(struct pbx_tfrecord_reader *r, void *dst, size_t n, const ch
 			   r->name, (unsigned long long)r->offset, what, got, n);
 }
 
-int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data,
-		      size_t *len, struct pbx_err *err)
+int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data, size_t *len,
+		      struct pbx_err *err)
 {
 	unsigned char head[12];
 	size_t got;
@@ -86,17 +86,19 @@ int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data,
 		return pbx_err_set(err, "%s: offset %llu: cannot read: %s", r->name,
 				   (unsigned long long)r->offset, strerror(errno));
 	if (got < sizeof(head))
-		return pbx_err_set(err, "%s: offset %llu: truncated record: the header has %zu of %zu bytes",
-				   r->name, (unsigned long long)r->offset, got, sizeof(head));
+		return pbx_err_set(
+			err, "%s: offset %llu: truncated record: the header has %zu of %zu bytes",
+			r->name, (unsigned long long)r->offset, got, sizeof(head));
 	uint64_t n = tfr_le(head, 8);
 	uint32_t want = (uint32_t)tfr_le(head + 8, 4);
 	if (pbx_crc32c_masked(head, 8) != want)
 		return pbx_err_set(err, "%s: offset %llu: corrupt record: length CRC mismatch",
 				   r->name, (unsigned long long)r->offset);
 	if (n > PBX_TFRECORD_MAX_LEN)
-		return pbx_err_set(err, "%s: offset %llu: record length %llu over the limit of %llu bytes",
-				   r->name, (unsigned long long)r->offset, (unsigned long long)n,
-				   (unsigned long long)PBX_TFRECORD_MAX_LEN);
+		return pbx_err_set(
+			err, "%s: offset %llu: record length %llu over the limit of %llu bytes",
+			r->name, (unsigned long long)r->offset, (unsigned long long)n,
+			(unsigned long long)PBX_TFRECORD_MAX_LEN);
 	if (r->alloc < n + 4) {
 		r->alloc = (size_t)n + 4;
 		r->buf = xrealloc(r->buf, r->alloc);
@@ -105,8 +107,9 @@ int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data,
 		return -1;
 	want = (uint32_t)tfr_le(r->buf + n, 4);
 	if (pbx_crc32c_masked(r->buf, (size_t)n) != want)
-		return pbx_err_set(err, "%s: offset %llu: corrupt record: data CRC mismatch (%llu bytes)",
-				   r->name, (unsigned long long)r->offset, (unsigned long long)n);
+		return pbx_err_set(
+			err, "%s: offset %llu: corrupt record: data CRC mismatch (%llu bytes)",
+			r->name, (unsigned long long)r->offset, (unsigned long long)n);
 	r->pos += sizeof(head) + n + 4;
 	*data = r->buf;
 	*len = (size_t)n;
@@ -115,8 +118,7 @@ int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data,
 
 /* ------------------------------------------------------------ Example */
 
-static Tensorflow__Features__FeatureEntry *ex_entry(const char *key,
-						    Tensorflow__Feature *f)
+static Tensorflow__Features__FeatureEntry *ex_entry(const char *key, Tensorflow__Feature *f)
 {
 	Tensorflow__Features__FeatureEntry *e = xmalloc(sizeof(*e));
 	tensorflow__features__feature_entry__init(e);
@@ -125,8 +127,8 @@ static Tensorflow__Features__FeatureEntry *ex_entry(const char *key,
 	return e;
 }
 
-void pbx_example_encode(struct pbx_buf *out, const unsigned char *hwc, int h, int w,
-			int c, int32_t label)
+void pbx_example_encode(struct pbx_buf *out, const unsigned char *hwc, int h, int w, int c,
+			int32_t label)
 {
 	Tensorflow__BytesList bl = TENSORFLOW__BYTES_LIST__INIT;
 	ProtobufCBinaryData img = { (size_t)h * w * c, (uint8_t *)hwc };
@@ -185,8 +187,7 @@ static int ex_int(const Tensorflow__Features *fs, const char *key, int64_t lo, i
 	return 0;
 }
 
-static int ex_check(const Tensorflow__Example *m, struct pbx_example *ex,
-		    struct pbx_err *err)
+static int ex_check(const Tensorflow__Example *m, struct pbx_example *ex, struct pbx_err *err)
 {
 	const Tensorflow__Features *fs = m->features;
 	const Tensorflow__Feature *img = NULL;
@@ -203,11 +204,11 @@ static int ex_check(const Tensorflow__Example *m, struct pbx_example *ex,
 			img = fs->feature[i]->value;
 	if (!img)
 		return pbx_err_set(err, "feature 'image' missing");
-	if (img->kind_case != TENSORFLOW__FEATURE__KIND_BYTES_LIST ||
-	    img->bytes_list->n_value != 1)
+	if (img->kind_case != TENSORFLOW__FEATURE__KIND_BYTES_LIST || img->bytes_list->n_value != 1)
 		return pbx_err_set(err, "feature 'image': expected one bytes value");
 	if (img->bytes_list->value[0].len != (size_t)(h * w * c))
-		return pbx_err_set(err, "feature 'image': %zu bytes, but height*width*channels = %lld",
+		return pbx_err_set(err,
+				   "feature 'image': %zu bytes, but height*width*channels = %lld",
 				   img->bytes_list->value[0].len, (long long)(h * w * c));
 	ex->h = (int)h;
 	ex->w = (int)w;
@@ -217,8 +218,7 @@ static int ex_check(const Tensorflow__Example *m, struct pbx_example *ex,
 	return 0;
 }
 
-int pbx_example_decode(const void *data, size_t len, struct pbx_example *ex,
-		       struct pbx_err *err)
+int pbx_example_decode(const void *data, size_t len, struct pbx_example *ex, struct pbx_err *err)
 {
 	Tensorflow__Example *m;
 	memset(ex, 0, sizeof(*ex));

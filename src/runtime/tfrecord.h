@@ -41,8 +41,8 @@ struct pbx_tfrecord_reader *pbx_tfrecord_reader_new(FILE *f, const char *name);
  * reader) and *len, 0 at a clean end of file, -1 with err naming the file
  * and offset (bad length CRC, length over the limit, truncated record, bad
  * data CRC, read error). */
-int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data,
-		      size_t *len, struct pbx_err *err);
+int pbx_tfrecord_next(struct pbx_tfrecord_reader *r, const unsigned char **data, size_t *len,
+		      struct pbx_err *err);
 /* Byte offset of the record last returned (or failed on). */
 uint64_t pbx_tfrecord_offset(const struct pbx_tfrecord_reader *r);
 void pbx_tfrecord_reader_free(struct pbx_tfrecord_reader *r);
@@ -57,14 +57,13 @@ struct pbx_example {
 };
 
 /* Appends the serialized Example of one image (HWC bytes) to out. */
-void pbx_example_encode(struct pbx_buf *out, const unsigned char *hwc, int h, int w,
-			int c, int32_t label);
+void pbx_example_encode(struct pbx_buf *out, const unsigned char *hwc, int h, int w, int c,
+			int32_t label);
 /* Decodes and checks one record (features present with the right kinds
  * and ranges, image of exactly h*w*c bytes).  On success ex holds the
  * message: release it with pbx_example_release.  -1 + err (a message
  * without file or offset: the caller adds them) leaves nothing to free. */
-int pbx_example_decode(const void *data, size_t len, struct pbx_example *ex,
-		       struct pbx_err *err);
+int pbx_example_decode(const void *data, size_t len, struct pbx_example *ex, struct pbx_err *err);
 void pbx_example_release(struct pbx_example *ex);
 
 /* --- data sets --- */
@@ -86,7 +85,7 @@ int pbx_dataset_load_tfrecord(const char *pattern, int rank, int world, int nthr
  * [i*n/N, (i+1)*n/N) in order, pixels as round(x*255) (the inverse of the
  * loaders' /255; ds must not be normalised).  Each file is written under a
  * temporary name and renamed when complete.  nshards 1..99999. */
-int pbx_tfrecord_pack(const struct pbx_dataset *ds, const char *out_dir,
-		      const char *prefix, int nshards, struct pbx_err *err);
+int pbx_tfrecord_pack(const struct pbx_dataset *ds, const char *out_dir, const char *prefix,
+		      int nshards, struct pbx_err *err);
 
 #endif

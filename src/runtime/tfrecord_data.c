@@ -28,9 +28,9 @@
 /* One file's share, decoded. */
 struct tfd_part {
 	const char *path;
-	int h, w, c;       /* of the first record; 0 while none */
+	int h, w, c; /* of the first record; 0 while none */
 	int n, alloc;
-	float *x;          /* (n, c, h, w) */
+	float *x; /* (n, c, h, w) */
 	int32_t *y;
 	int failed;
 	struct pbx_err err;
@@ -60,9 +60,9 @@ static int tfd_append(struct tfd_part *p, const struct pbx_example *ex, uint64_t
 		p->w = ex->w;
 		p->c = ex->c;
 	} else if (ex->h != p->h || ex->w != p->w || ex->c != p->c) {
-		return pbx_err_set(&p->err, "%s: offset %llu: image is %dx%dx%d, earlier records %dx%dx%d",
-				   p->path, (unsigned long long)off, ex->h, ex->w, ex->c,
-				   p->h, p->w, p->c);
+		return pbx_err_set(
+			&p->err, "%s: offset %llu: image is %dx%dx%d, earlier records %dx%dx%d",
+			p->path, (unsigned long long)off, ex->h, ex->w, ex->c, p->h, p->w, p->c);
 	}
 	if (p->n == p->alloc) {
 		p->alloc = p->alloc ? 2 * p->alloc : 1024;
@@ -150,8 +150,8 @@ static int tfd_gather(struct tfd_part *parts, int nparts, const char *pattern,
 		total += parts[k].n;
 	}
 	if (total == 0 || total > 0x7fffffff)
-		return pbx_err_set(err, "%s: %lld records for this rank (want 1..2^31-1)",
-				   pattern, (long long)total);
+		return pbx_err_set(err, "%s: %lld records for this rank (want 1..2^31-1)", pattern,
+				   (long long)total);
 	size_t img = (size_t)ref->h * ref->w * ref->c;
 	out->n = (int)total;
 	out->h = ref->h;
@@ -225,8 +225,8 @@ static void tfd_to_bytes(const struct pbx_dataset *ds, int i, unsigned char *hwc
 		}
 }
 
-static int tfd_write_shard(const struct pbx_dataset *ds, const char *path, int from,
-			   int to, struct pbx_err *err)
+static int tfd_write_shard(const struct pbx_dataset *ds, const char *path, int from, int to,
+			   struct pbx_err *err)
 {
 	char *tmp;
 	int fd = pbx_tmpfile_beside(path, &tmp, err), rc = -1;
@@ -235,7 +235,7 @@ static int tfd_write_shard(const struct pbx_dataset *ds, const char *path, int f
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
 	if (fd < 0)
 		goto out;
-	if (!f || fchmod(fd, 0644) < 0) {   /* a dataset shard others may read */
+	if (!f || fchmod(fd, 0644) < 0) { /* a dataset shard others may read */
 		pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 		if (f)
 			fclose(f);
@@ -270,8 +270,8 @@ out:
 	return rc;
 }
 
-int pbx_tfrecord_pack(const struct pbx_dataset *ds, const char *out_dir,
-		      const char *prefix, int nshards, struct pbx_err *err)
+int pbx_tfrecord_pack(const struct pbx_dataset *ds, const char *out_dir, const char *prefix,
+		      int nshards, struct pbx_err *err)
 {
 	if (nshards < 1 || nshards > 99999)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "--shards: %d outside 1..99999", nshards);

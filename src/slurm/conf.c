@@ -28,8 +28,8 @@ void pbx_slurm_gpu_type(const char *accel, char *out, size_t size)
 		}
 	for (i = 0; accel[i] && k + 1 < size; i++) {
 		char ch = (char)tolower((unsigned char)accel[i]);
-		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
-		    ch == '.')
+		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		    ch == '_' || ch == '.')
 			out[k++] = ch;
 	}
 	out[k] = '\0';
@@ -76,10 +76,30 @@ int pbx_slurm_render_conf(const struct pbx_slurm_conf *c, char **out, struct pbx
 		snprintf(auth, sizeof(auth), ",cred_expire=%d", c->cred_expire);
 	{
 		const char *vars[] = {
-			"CLUSTER", c->cluster, "CTLD_HOST", c->ctld_host, "CTLD_ADDR", c->ctld_addr,
-			"CTLD_PORT", port, "SRUN_PORTS", sruns, "SLURM_USER", c->slurm_user,
-			"EXTRA", c->extra, "NODES", nodes.buf, "PARTITION_NODES", names.buf,
-			"MAX_ARRAY_SIZE", arrays, "MAX_JOB_COUNT", jobs, "AUTH_OPTIONS", auth,
+			"CLUSTER",
+			c->cluster,
+			"CTLD_HOST",
+			c->ctld_host,
+			"CTLD_ADDR",
+			c->ctld_addr,
+			"CTLD_PORT",
+			port,
+			"SRUN_PORTS",
+			sruns,
+			"SLURM_USER",
+			c->slurm_user,
+			"EXTRA",
+			c->extra,
+			"NODES",
+			nodes.buf,
+			"PARTITION_NODES",
+			names.buf,
+			"MAX_ARRAY_SIZE",
+			arrays,
+			"MAX_JOB_COUNT",
+			jobs,
+			"AUTH_OPTIONS",
+			auth,
 			NULL,
 		};
 		rc = pbx_tmpl_subst("slurm.conf.in", tmpl.buf, vars, keep, &result, err);

@@ -12,30 +12,30 @@
 #include "util/err.h"
 
 struct pbx_slurm_node {
-	const char *name;       /* SLURM node name */
-	const char *hostname;   /* NodeHostname (local: "localhost") */
-	const char *addr;       /* NodeAddr */
-	int port;               /* slurmd port; 0 = SLURM's default */
-	int cpus;               /* 0 = let slurmd report */
-	long mem_mb;            /* RealMemory; 0 = SLURM's default */
-	int gpus;               /* GRES gpu count */
-	const char *gpu_type;   /* GRES type (pbx_slurm_gpu_type); NULL = untyped */
-	int cloud;              /* State=CLOUD: made on demand (power saving) */
+	const char *name;     /* SLURM node name */
+	const char *hostname; /* NodeHostname (local: "localhost") */
+	const char *addr;     /* NodeAddr */
+	int port;             /* slurmd port; 0 = SLURM's default */
+	int cpus;             /* 0 = let slurmd report */
+	long mem_mb;          /* RealMemory; 0 = SLURM's default */
+	int gpus;             /* GRES gpu count */
+	const char *gpu_type; /* GRES type (pbx_slurm_gpu_type); NULL = untyped */
+	int cloud;            /* State=CLOUD: made on demand (power saving) */
 };
 
 struct pbx_slurm_conf {
 	const char *cluster;
-	const char *ctld_host;  /* controller hostname (must be `hostname -s` on the head) */
+	const char *ctld_host; /* controller hostname (must be `hostname -s` on the head) */
 	const char *ctld_addr;
 	int ctld_port;
 	int srun_port_lo, srun_port_hi;
 	const char *slurm_user;
-	const char *extra;      /* mode-specific lines, may be "" */
-	long max_array_size;    /* MaxArraySize; 0 = 10001 */
-	long max_job_count;     /* MaxJobCount; 0 = 50000 */
-	const struct pbx_slurm_node *nodes;   /* compute nodes */
+	const char *extra;                  /* mode-specific lines, may be "" */
+	long max_array_size;                /* MaxArraySize; 0 = 10001 */
+	long max_job_count;                 /* MaxJobCount; 0 = 50000 */
+	const struct pbx_slurm_node *nodes; /* compute nodes */
 	size_t nnodes;
-	int cred_expire;        /* AuthInfo cred_expire (s), also how long a
+	int cred_expire; /* AuthInfo cred_expire (s), also how long a
 				   requeued job waits to start again; 0 = 120 */
 };
 

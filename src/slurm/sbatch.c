@@ -15,31 +15,88 @@
 
 /* sbatch long options that take a value (SLURM 22.05+), sorted. */
 static const char *const sb_options[] = {
-	"account", "acctg-freq", "batch", "bb", "bbf", "begin", "cluster-constraint",
-	"clusters", "comment", "constraint", "container", "core-spec",
-	"cores-per-socket", "cpu-freq", "cpus-per-gpu", "cpus-per-task", "deadline",
-	"delay-boot", "dependency", "distribution", "exclude", "extra-node-info",
-	"gpu-bind", "gpu-freq", "gpus", "gpus-per-node", "gpus-per-socket",
-	"gpus-per-task", "gres", "gres-flags", "hint", "licenses", "mail-type",
-	"mail-user", "mcs-label", "mem", "mem-bind", "mem-per-cpu", "mem-per-gpu",
-	"mincpus", "network", "nice", "nodelist", "nodes", "ntasks", "ntasks-per-core",
-	"ntasks-per-gpu", "ntasks-per-node", "ntasks-per-socket", "partition", "power",
-	"prefer", "priority", "profile", "propagate", "qos", "reservation", "signal",
-	"sockets-per-node", "switches", "thread-spec", "threads-per-core", "time",
-	"time-min", "tmp", "tres-per-task", "wckey", NULL,
+	"account",
+	"acctg-freq",
+	"batch",
+	"bb",
+	"bbf",
+	"begin",
+	"cluster-constraint",
+	"clusters",
+	"comment",
+	"constraint",
+	"container",
+	"core-spec",
+	"cores-per-socket",
+	"cpu-freq",
+	"cpus-per-gpu",
+	"cpus-per-task",
+	"deadline",
+	"delay-boot",
+	"dependency",
+	"distribution",
+	"exclude",
+	"extra-node-info",
+	"gpu-bind",
+	"gpu-freq",
+	"gpus",
+	"gpus-per-node",
+	"gpus-per-socket",
+	"gpus-per-task",
+	"gres",
+	"gres-flags",
+	"hint",
+	"licenses",
+	"mail-type",
+	"mail-user",
+	"mcs-label",
+	"mem",
+	"mem-bind",
+	"mem-per-cpu",
+	"mem-per-gpu",
+	"mincpus",
+	"network",
+	"nice",
+	"nodelist",
+	"nodes",
+	"ntasks",
+	"ntasks-per-core",
+	"ntasks-per-gpu",
+	"ntasks-per-node",
+	"ntasks-per-socket",
+	"partition",
+	"power",
+	"prefer",
+	"priority",
+	"profile",
+	"propagate",
+	"qos",
+	"reservation",
+	"signal",
+	"sockets-per-node",
+	"switches",
+	"thread-spec",
+	"threads-per-core",
+	"time",
+	"time-min",
+	"tmp",
+	"tres-per-task",
+	"wckey",
+	NULL,
 };
 
 /* sbatch options without a value (exclusive also takes one). */
 static const char *const sb_flags[] = {
-	"contiguous", "exclusive", "hold", "overcommit", "oversubscribe", "reboot",
-	"spread-job", "use-min-nodes", NULL,
+	"contiguous", "exclusive",  "hold",          "overcommit", "oversubscribe",
+	"reboot",     "spread-job", "use-min-nodes", NULL,
 };
 
 /* Options pbx sets itself or that would break the task wrapper. */
 static const char *const sb_reserved[] = {
-	"array", "chdir", "error", "export", "export-file", "get-user-env", "gid",
-	"input", "job-name", "kill-on-invalid-dep", "no-requeue", "open-mode",
-	"output", "parsable", "requeue", "test-only", "uid", "wait", "wrap", NULL,
+	"array",        "chdir",     "error",  "export",   "export-file",
+	"get-user-env", "gid",       "input",  "job-name", "kill-on-invalid-dep",
+	"no-requeue",   "open-mode", "output", "parsable", "requeue",
+	"test-only",    "uid",       "wait",   "wrap",     NULL,
 };
 
 static const char *const sb_launchers[] = { "auto", "none", "srun", "mpi", NULL };
@@ -101,7 +158,8 @@ static int sb_value_problem(const char *key, const char *value, const char **out
 		return snprintf(why, size, "must not start with '-'"), -1;
 	for (i = 0; i < len; i++)
 		if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f)
-			return snprintf(why, size, "must be one line without control characters"), -1;
+			return snprintf(why, size, "must be one line without control characters"),
+			       -1;
 	return 0;
 }
 
@@ -113,7 +171,8 @@ static int sb_throttle(const char *value, int *out, char *why, size_t size)
 		v = v * 10 + (value[i] - '0');
 	if (!i || value[i] || v < 1 || v > PBX_SBATCH_MAX_THROTTLE)
 		return snprintf(why, size, "must be an integer between 1 and %d",
-				PBX_SBATCH_MAX_THROTTLE), -1;
+				PBX_SBATCH_MAX_THROTTLE),
+		       -1;
 	*out = (int)v;
 	return 0;
 }
@@ -148,8 +207,8 @@ static void sb_store(struct pbx_sbatch_opts *o, const char *key, const char *val
 	o->values[o->n++] = xstrdup(value);
 }
 
-int pbx_sbatch_opts_set(struct pbx_sbatch_opts *o, const char *key, const char *value,
-			char *why, size_t size)
+int pbx_sbatch_opts_set(struct pbx_sbatch_opts *o, const char *key, const char *value, char *why,
+			size_t size)
 {
 	const char *store;
 	if (!strcmp(key, "throttle"))
@@ -298,8 +357,7 @@ static int sb_from_object(json_t *root, struct pbx_sbatch_opts *o, char *why, si
 	return sb_launcher(json_string_value(la), &o->launcher, why, size);
 }
 
-int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o,
-			      struct pbx_err *err)
+int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o, struct pbx_err *err)
 {
 	json_error_t jerr;
 	json_t *root;
@@ -309,9 +367,9 @@ int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o,
 	root = json_loads(text ? text : "", 0, &jerr);
 	if (!root)
 		return pbx_err_set(err, "stored sbatch options: %s", jerr.text);
-	rc = json_is_array(root) ? sb_from_legacy(root, o, why, sizeof(why))
+	rc = json_is_array(root)    ? sb_from_legacy(root, o, why, sizeof(why))
 	     : json_is_object(root) ? sb_from_object(root, o, why, sizeof(why))
-	     : (snprintf(why, sizeof(why), "not an object"), -1);
+				    : (snprintf(why, sizeof(why), "not an object"), -1);
 	json_decref(root);
 	if (rc < 0) {
 		pbx_sbatch_opts_free(o);

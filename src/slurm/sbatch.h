@@ -16,21 +16,21 @@
 
 #include "util/err.h"
 
-#define PBX_SBATCH_MAX_VALUE 1024
+#define PBX_SBATCH_MAX_VALUE    1024
 #define PBX_SBATCH_MAX_THROTTLE 1000000
 
 /* How pbx-task.sh starts a task's program (PBX_LAUNCHER). */
 enum pbx_launcher {
-	PBX_LAUNCHER_AUTO = 0,  /* train tasks with more than one rank: mpi; else none */
-	PBX_LAUNCHER_NONE,      /* the program runs once, in the batch step */
-	PBX_LAUNCHER_SRUN,      /* srun: one copy per SLURM task */
-	PBX_LAUNCHER_MPI,       /* mpirun inside the allocation, one rank per SLURM task */
+	PBX_LAUNCHER_AUTO = 0, /* train tasks with more than one rank: mpi; else none */
+	PBX_LAUNCHER_NONE,     /* the program runs once, in the batch step */
+	PBX_LAUNCHER_SRUN,     /* srun: one copy per SLURM task */
+	PBX_LAUNCHER_MPI,      /* mpirun inside the allocation, one rank per SLURM task */
 };
 
 struct pbx_sbatch_opts {
-	char **keys, **values;  /* long options without "--"; value "" = a bare flag */
+	char **keys, **values; /* long options without "--"; value "" = a bare flag */
 	size_t n;
-	int throttle;           /* 0 = none */
+	int throttle; /* 0 = none */
 	enum pbx_launcher launcher;
 };
 
@@ -41,8 +41,8 @@ struct pbx_sbatch_opts {
  * sentence in why[size] ("is set by pbx and cannot be given", ...) and
  * leaves o as it was.
  */
-int pbx_sbatch_opts_set(struct pbx_sbatch_opts *o, const char *key, const char *value,
-			char *why, size_t size);
+int pbx_sbatch_opts_set(struct pbx_sbatch_opts *o, const char *key, const char *value, char *why,
+			size_t size);
 /* Every key pbx_sbatch_opts_set accepts, NULL-terminated (static). */
 const char *const *pbx_sbatch_known_keys(void);
 /* 1 when `key` is one pbx sets itself (array, output, ...). */
@@ -70,8 +70,7 @@ char *pbx_sbatch_opts_json(const struct pbx_sbatch_opts *o);
 /* Reads what pbx_sbatch_opts_json wrote (also the older form, a JSON array
  * of "--key=value" strings, which had no throttle) into *o (zeroed first;
  * release with pbx_sbatch_opts_free).  Every option is checked again. */
-int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o,
-			      struct pbx_err *err);
+int pbx_sbatch_opts_from_json(const char *text, struct pbx_sbatch_opts *o, struct pbx_err *err);
 void pbx_sbatch_opts_free(struct pbx_sbatch_opts *o);
 /* *dst = a deep copy of *src (release with pbx_sbatch_opts_free). */
 void pbx_sbatch_opts_copy(struct pbx_sbatch_opts *dst, const struct pbx_sbatch_opts *src);

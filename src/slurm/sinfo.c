@@ -24,8 +24,8 @@ static int sinfo_word_ok(const char *p, size_t len)
 	return 1;
 }
 
-static int sinfo_add(struct pbx_sinfo_node **nodes, size_t *n, size_t *cap,
-			 const char *name, size_t nlen, const char *state, size_t slen)
+static int sinfo_add(struct pbx_sinfo_node **nodes, size_t *n, size_t *cap, const char *name,
+		     size_t nlen, const char *state, size_t slen)
 {
 	size_t i;
 	for (i = 0; i < *n; i++)
@@ -64,7 +64,8 @@ int pbx_sinfo_parse(const char *text, size_t len, struct pbx_sinfo_node **nodes,
 			pbx_sinfo_free(*nodes, *n);
 			*nodes = NULL;
 			*n = 0;
-			return pbx_err_set(err, "sinfo output line %zu: expected 'NODE STATE'", lineno);
+			return pbx_err_set(err, "sinfo output line %zu: expected 'NODE STATE'",
+					   lineno);
 		}
 		sinfo_add(nodes, n, &cap, p, (size_t)(sp - p), sp + 1, (size_t)(eol - sp - 1));
 		p = nl ? nl + 1 : end;
@@ -84,8 +85,8 @@ void pbx_sinfo_free(struct pbx_sinfo_node *nodes, size_t n)
 
 int pbx_sinfo_state_usable(const char *state)
 {
-	static const char *const ok_states[] = { "idle", "mix", "alloc", "comp", "completing",
-						 "allocated", "mixed", NULL };
+	static const char *const ok_states[] = { "idle",       "mix",       "alloc", "comp",
+						 "completing", "allocated", "mixed", NULL };
 	size_t i;
 	if (strchr(state, '*'))
 		return 0;

@@ -13,7 +13,7 @@
 
 struct pbx_sinfo_node {
 	char *name;
-	char *state;     /* compact state as sinfo prints it: idle, alloc, mix, down*, drain ... */
+	char *state; /* compact state as sinfo prints it: idle, alloc, mix, down*, drain ... */
 };
 
 /*

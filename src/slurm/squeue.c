@@ -92,7 +92,8 @@ int pbx_squeue_parse(const char *text, size_t len, struct pbx_squeue_job **jobs,
 			pbx_squeue_free(*jobs, *n);
 			*jobs = NULL;
 			*n = 0;
-			return pbx_err_set(err, "squeue output line %zu: expected 'JOBID STATE'", lineno);
+			return pbx_err_set(err, "squeue output line %zu: expected 'JOBID STATE'",
+					   lineno);
 		}
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
@@ -155,17 +156,18 @@ int pbx_scontrol_limits_parse(const char *text, size_t len, struct pbx_slurm_lim
 
 const char *pbx_slurm_task_state(const char *s)
 {
-	static const char *const same[] = { "PENDING", "RUNNING", "COMPLETED", "FAILED",
-					    "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL",
+	static const char *const same[] = { "PENDING",       "RUNNING", "COMPLETED", "FAILED",
+					    "CANCELLED",     "TIMEOUT", "PREEMPTED", "NODE_FAIL",
 					    "OUT_OF_MEMORY", NULL };
 	static const char *const map[][2] = {
-		{ "CONFIGURING", "PENDING" }, { "REQUEUED", "PENDING" },
-		{ "REQUEUE_HOLD", "PENDING" }, { "REQUEUE_FED", "PENDING" },
+		{ "CONFIGURING", "PENDING" },   { "REQUEUED", "PENDING" },
+		{ "REQUEUE_HOLD", "PENDING" },  { "REQUEUE_FED", "PENDING" },
 		{ "RESV_DEL_HOLD", "PENDING" }, { "COMPLETING", "RUNNING" },
-		{ "RESIZING", "RUNNING" }, { "SUSPENDED", "RUNNING" }, { "STOPPED", "RUNNING" },
-		{ "SIGNALING", "RUNNING" }, { "STAGE_OUT", "RUNNING" },
-		{ "BOOT_FAIL", "NODE_FAIL" }, { "DEADLINE", "TIMEOUT" },
-		{ "SPECIAL_EXIT", "FAILED" }, { "REVOKED", "CANCELLED" },
+		{ "RESIZING", "RUNNING" },      { "SUSPENDED", "RUNNING" },
+		{ "STOPPED", "RUNNING" },       { "SIGNALING", "RUNNING" },
+		{ "STAGE_OUT", "RUNNING" },     { "BOOT_FAIL", "NODE_FAIL" },
+		{ "DEADLINE", "TIMEOUT" },      { "SPECIAL_EXIT", "FAILED" },
+		{ "REVOKED", "CANCELLED" },
 	};
 	size_t i;
 	for (i = 0; same[i]; i++)

@@ -15,11 +15,11 @@
 #define PBX_SQUEUE_FORMAT "%i %T"
 
 struct pbx_squeue_job {
-	char *job_id;       /* "1234" for a plain job, "1234_7" for an array task */
-	long array_job;     /* 1234 */
-	long array_task;    /* 7, or -1 for a plain job or a pending range "1234_[8-99]" */
-	long range_lo, range_hi;   /* for a pending range "1234_[8-99%4]": 8 and 99; else -1 */
-	char *state;        /* PENDING, RUNNING, COMPLETING, ... as printed */
+	char *job_id;            /* "1234" for a plain job, "1234_7" for an array task */
+	long array_job;          /* 1234 */
+	long array_task;         /* 7, or -1 for a plain job or a pending range "1234_[8-99]" */
+	long range_lo, range_hi; /* for a pending range "1234_[8-99%4]": 8 and 99; else -1 */
+	char *state;             /* PENDING, RUNNING, COMPLETING, ... as printed */
 };
 
 /* 1 when `s` is a SLURM job id as pbx keeps it: 1 to 18 decimal digits
@@ -35,8 +35,8 @@ int pbx_squeue_parse(const char *text, size_t len, struct pbx_squeue_job **jobs,
 void pbx_squeue_free(struct pbx_squeue_job *jobs, size_t n);
 
 struct pbx_slurm_limits {
-	long max_array_size;   /* MaxArraySize: array indices must be < this */
-	long max_job_count;    /* MaxJobCount */
+	long max_array_size; /* MaxArraySize: array indices must be < this */
+	long max_job_count;  /* MaxJobCount */
 };
 
 /* Reads MaxArraySize and MaxJobCount from `scontrol show config` output

@@ -104,8 +104,8 @@ static char *hostkey_type(const unsigned char *blob, size_t len)
 	return xstrndup((const char *)blob + 4, n);
 }
 
-static int check_hostkey(struct pbx_ssh *s, const char *hostport,
-			 const struct pbx_hostkeys *hk, struct pbx_err *err)
+static int check_hostkey(struct pbx_ssh *s, const char *hostport, const struct pbx_hostkeys *hk,
+			 struct pbx_err *err)
 {
 	size_t len = 0;
 	int type = 0, rc;
@@ -131,8 +131,7 @@ static int auth_denied(struct pbx_ssh *s, struct pbx_err *err, const char *why)
 	return pbx_err_set(err, "permission denied (publickey) for %s%s", s->label, why);
 }
 
-static int auth_keyfile(struct pbx_ssh *s, const char *user, const char *key,
-			struct pbx_err *err)
+static int auth_keyfile(struct pbx_ssh *s, const char *user, const char *key, struct pbx_err *err)
 {
 	char *pub = xasprintf("%s.pub", key);
 	char *msg = NULL;
@@ -174,8 +173,10 @@ static int auth_agent(struct pbx_ssh *s, const char *user, struct pbx_err *err)
 		return pbx_err_set(err, "cannot use ssh-agent for %s", s->label);
 	if (libssh2_agent_connect(agent) != 0) {
 		libssh2_agent_free(agent);
-		return pbx_err_set(err, "cannot connect to ssh-agent (is SSH_AUTH_SOCK set?) "
-				   "for %s; set a key file instead", s->label);
+		return pbx_err_set(err,
+				   "cannot connect to ssh-agent (is SSH_AUTH_SOCK set?) "
+				   "for %s; set a key file instead",
+				   s->label);
 	}
 	if (libssh2_agent_list_identities(agent) != 0)
 		rc = pbx_err_set(err, "cannot list ssh-agent identities for %s", s->label);

@@ -17,7 +17,7 @@
  * stdout passed on as it is, once EXEC_PREAMBLE_MAX bytes or the end of
  * the stream came without one.
  */
-#define _GNU_SOURCE   /* memmem */
+#define _GNU_SOURCE /* memmem */
 #include "ssh/ssh_internal.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
@@ -28,23 +28,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXEC_CHUNK 32768
-#define EXEC_CAPTURE_MAX (1u << 20)
-#define EXEC_MARK "pbx-output-begins-7c1d"
+#define EXEC_CHUNK        32768
+#define EXEC_CAPTURE_MAX  (1u << 20)
+#define EXEC_MARK         "pbx-output-begins-7c1d"
 #define EXEC_PREAMBLE_MAX 65536
 
 struct exec_job {
 	struct pbx_ssh *s;
 	LIBSSH2_CHANNEL *ch;
 	const struct pbx_ssh_io *io;
-	struct pbx_buf pend;   /* stdin bytes read from io->in_fd, not yet sent */
-	const char *wp;        /* next stdin byte to send */
-	size_t wlen;           /* bytes left at wp */
-	int in_done;           /* no more stdin will come */
+	struct pbx_buf pend; /* stdin bytes read from io->in_fd, not yet sent */
+	const char *wp;      /* next stdin byte to send */
+	size_t wlen;         /* bytes left at wp */
+	int in_done;         /* no more stdin will come */
 	int eof_sent;
 	int remote_eof;
-	struct pbx_buf preamble;  /* stdout held until the mark (or its absence) is seen */
-	int passing;           /* stdout now goes straight to the sink */
+	struct pbx_buf preamble; /* stdout held until the mark (or its absence) is seen */
+	int passing;             /* stdout now goes straight to the sink */
 };
 
 /* ------------------------------------------------------------ stdin */
@@ -56,8 +56,9 @@ static int exec_refill(struct exec_job *j, struct pbx_err *err)
 	ssize_t n = read(j->io->in_fd, chunk, sizeof(chunk));
 	pbx_buf_reset(&j->pend);
 	if (n < 0)
-		return (errno == EAGAIN || errno == EINTR) ? 0
-			: pbx_err_set(err, "cannot read command input: %s", strerror(errno));
+		return (errno == EAGAIN || errno == EINTR)
+			       ? 0
+			       : pbx_err_set(err, "cannot read command input: %s", strerror(errno));
 	if (n == 0)
 		j->in_done = 1;
 	if (j->io->filter) {
@@ -110,7 +111,7 @@ static int exec_feed(struct exec_job *j, int *moved, struct pbx_err *err)
 		return 0;
 	PBX_SSH_CALL(j->s, rc, libssh2_channel_send_eof(j->ch));
 	if (rc == 0 || rc != LIBSSH2_ERROR_EAGAIN) {
-		j->eof_sent = 1;   /* an error here means the channel is going away */
+		j->eof_sent = 1; /* an error here means the channel is going away */
 		*moved = 1;
 	}
 	return 0;
@@ -202,9 +203,12 @@ static int exec_pump(struct exec_job *j, struct pbx_err *err)
 /* Maps an exit-signal name ("TERM") to 128+N. */
 static int exec_signal_status(const char *name)
 {
-	static const struct { const char *name; int num; } sigs[] = {
-		{ "HUP", 1 }, { "INT", 2 }, { "QUIT", 3 }, { "ILL", 4 }, { "TRAP", 5 },
-		{ "ABRT", 6 }, { "BUS", 7 }, { "FPE", 8 }, { "KILL", 9 }, { "USR1", 10 },
+	static const struct {
+		const char *name;
+		int num;
+	} sigs[] = {
+		{ "HUP", 1 },   { "INT", 2 },   { "QUIT", 3 },  { "ILL", 4 },   { "TRAP", 5 },
+		{ "ABRT", 6 },  { "BUS", 7 },   { "FPE", 8 },   { "KILL", 9 },  { "USR1", 10 },
 		{ "SEGV", 11 }, { "USR2", 12 }, { "PIPE", 13 }, { "ALRM", 14 }, { "TERM", 15 },
 		{ "XCPU", 24 }, { "XFSZ", 25 },
 	};
@@ -319,8 +323,7 @@ struct exec_user_sink {
 	void *ctx;
 };
 
-static int exec_user_sink(void *ctx, int stream, const char *data, size_t len,
-			  struct pbx_err *err)
+static int exec_user_sink(void *ctx, int stream, const char *data, size_t len, struct pbx_err *err)
 {
 	struct exec_user_sink *u = ctx;
 	(void)err;
@@ -336,9 +339,8 @@ int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t 
 	return pbx_ssh_exec_io(s, cmdline, &io, exit_status, err);
 }
 
-int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in,
-		      size_t inlen, pbx_ssh_output_fn out, void *ctx, int *exit_status,
-		      struct pbx_err *err)
+int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in, size_t inlen,
+		      pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err)
 {
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	int rc;
@@ -378,7 +380,8 @@ static int exec_capped_sink(void *ctx, int stream, const char *data, size_t len,
 	struct pbx_buf *b = stream == 2 ? c->errout : c->out;
 	(void)err;
 	if (b && b->len < EXEC_CAPTURE_MAX)
-		pbx_buf_add(b, data, len < EXEC_CAPTURE_MAX - b->len ? len : EXEC_CAPTURE_MAX - b->len);
+		pbx_buf_add(b, data,
+			    len < EXEC_CAPTURE_MAX - b->len ? len : EXEC_CAPTURE_MAX - b->len);
 	return 0;
 }
 

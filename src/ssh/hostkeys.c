@@ -60,8 +60,8 @@ static int hostkeys_compare(struct pbx_store *st, const char *hostport, const ch
 	return rc;
 }
 
-static int hostkeys_check(void *ctx, const char *hostport, const char *type,
-			  const char *key_b64, struct pbx_err *err)
+static int hostkeys_check(void *ctx, const char *hostport, const char *type, const char *key_b64,
+			  struct pbx_err *err)
 {
 	struct pbx_store *st = ctx;
 	int rc = hostkeys_compare(st, hostport, type, key_b64, err);

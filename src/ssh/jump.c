@@ -25,14 +25,14 @@
 #define PUMP_BUF 32768
 
 struct pbx_ssh_jump {
-	struct pbx_ssh *via;    /* the jump connection (not owned) */
-	LIBSSH2_CHANNEL *ch;    /* the direct-tcpip channel (owned by the pump) */
-	int fd;                 /* the pump's end of the socketpair */
+	struct pbx_ssh *via; /* the jump connection (not owned) */
+	LIBSSH2_CHANNEL *ch; /* the direct-tcpip channel (owned by the pump) */
+	int fd;              /* the pump's end of the socketpair */
 	pthread_t thread;
 	atomic_int stop;
-	char up[PUMP_BUF];      /* inner -> channel */
+	char up[PUMP_BUF]; /* inner -> channel */
 	size_t up_len, up_off;
-	char down[PUMP_BUF];    /* channel -> inner */
+	char down[PUMP_BUF]; /* channel -> inner */
 	size_t down_len, down_off;
 	int fd_eof, ch_eof, failed;
 };
@@ -54,8 +54,9 @@ static void pump_up(struct pbx_ssh_jump *j, int *moved)
 		}
 	}
 	while (j->up_off < j->up_len) {
-		PBX_SSH_CALL(j->via, n, libssh2_channel_write(j->ch, j->up + j->up_off,
-							     j->up_len - j->up_off));
+		PBX_SSH_CALL(
+			j->via, n,
+			libssh2_channel_write(j->ch, j->up + j->up_off, j->up_len - j->up_off));
 		if (n == LIBSSH2_ERROR_EAGAIN)
 			return;
 		if (n < 0) {
@@ -91,7 +92,7 @@ static void pump_down(struct pbx_ssh_jump *j, int *moved)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n < 0) {
-			j->fd_eof = 1;   /* inner side went away */
+			j->fd_eof = 1; /* inner side went away */
 			j->down_off = j->down_len;
 			return;
 		}
@@ -142,21 +143,23 @@ static LIBSSH2_CHANNEL *jump_channel(struct pbx_ssh *via, const char *host, int 
 	LIBSSH2_CHANNEL *ch;
 	int eagain;
 	for (;;) {
-		PBX_SSH_CALLP(via, ch, eagain,
-			      libssh2_channel_direct_tcpip_ex(via->sess, host, port, "127.0.0.1", 22));
+		PBX_SSH_CALLP(
+			via, ch, eagain,
+			libssh2_channel_direct_tcpip_ex(via->sess, host, port, "127.0.0.1", 22));
 		if (ch)
 			return ch;
 		if (!eagain) {
 			pbx_ssh_fail(via, err, "cannot open a direct-tcpip channel");
 			return NULL;
 		}
-		if (pbx_ssh_wait_until(via, deadline, "cannot open a direct-tcpip channel", err) < 0)
+		if (pbx_ssh_wait_until(via, deadline, "cannot open a direct-tcpip channel", err) <
+		    0)
 			return NULL;
 	}
 }
 
-int pbx_ssh_jump_open(struct pbx_ssh *via, const char *host, int port,
-		      struct pbx_ssh_jump **out, int *fd, struct pbx_err *err)
+int pbx_ssh_jump_open(struct pbx_ssh *via, const char *host, int port, struct pbx_ssh_jump **out,
+		      int *fd, struct pbx_err *err)
 {
 	struct pbx_ssh_jump *j;
 	int sv[2];

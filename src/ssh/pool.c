@@ -17,14 +17,14 @@
 
 struct pool_entry {
 	char *key;
-	struct pbx_ssh *conn;     /* NULL while connecting */
+	struct pbx_ssh *conn; /* NULL while connecting */
 	int connecting;
 	struct pool_entry *next;
 };
 
 struct pbx_ssh_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t cv;        /* broadcast when a connect attempt ends */
+	pthread_cond_t cv; /* broadcast when a connect attempt ends */
 	struct pbx_hostkeys hk;
 	struct pool_entry *head;
 	struct pbx_ssh **retired; /* broken connections, closed at pool_free */
@@ -106,8 +106,8 @@ static int pool_connect(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t, 
 	return rc;
 }
 
-int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
-		     struct pbx_ssh **out, struct pbx_err *err)
+int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t, struct pbx_ssh **out,
+		     struct pbx_err *err)
 {
 	char *key = pool_key(t);
 	struct pool_entry *e;
@@ -131,7 +131,7 @@ int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
 	if (*out)
 		free(key);
 	else
-		rc = pool_connect(p, t, key, out, err);   /* takes key */
+		rc = pool_connect(p, t, key, out, err); /* takes key */
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
@@ -147,7 +147,7 @@ static size_t pool_leaf(struct pbx_ssh **all, size_t n)
 		if (k == n)
 			return i;
 	}
-	return 0;   /* a cycle cannot happen; be safe anyway */
+	return 0; /* a cycle cannot happen; be safe anyway */
 }
 
 void pbx_ssh_pool_free(struct pbx_ssh_pool *p)

@@ -17,10 +17,10 @@
 
 struct pbx_proc {
 	pid_t pid;
-	int in_fd;               /* our end of its stdin, or -1 (then /dev/null) */
-	int out_fd;              /* our end of its stdout (non-blocking), or -1 (/dev/null) */
-	int err_fd;              /* its stderr file */
-	struct pbx_buf errtext;  /* its stderr, filled by pbx_proc_finish */
+	int in_fd;              /* our end of its stdin, or -1 (then /dev/null) */
+	int out_fd;             /* our end of its stdout (non-blocking), or -1 (/dev/null) */
+	int err_fd;             /* its stderr file */
+	struct pbx_buf errtext; /* its stderr, filled by pbx_proc_finish */
 };
 
 /* Starts argv[0] (looked up in PATH).  The fds in *p belong to *p until

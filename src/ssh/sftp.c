@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SFTP_CHUNK (1u << 20)
+#define SFTP_CHUNK      (1u << 20)
 #define SFTP_TMP_SUFFIX ".pbx-tmp"
 
 /* ------------------------------------------------------------ paths */
@@ -51,19 +51,26 @@ static const char *sftp_strerror(unsigned long code)
 {
 	switch (code) {
 	case LIBSSH2_FX_NO_SUCH_FILE:
-	case LIBSSH2_FX_NO_SUCH_PATH: return "no such file or directory";
-	case LIBSSH2_FX_PERMISSION_DENIED: return "permission denied";
-	case LIBSSH2_FX_NO_SPACE_ON_FILESYSTEM: return "no space left on device";
-	case LIBSSH2_FX_QUOTA_EXCEEDED: return "quota exceeded";
-	case LIBSSH2_FX_NOT_A_DIRECTORY: return "not a directory";
-	case LIBSSH2_FX_WRITE_PROTECT: return "read-only file system";
-	default: return "sftp failure";
+	case LIBSSH2_FX_NO_SUCH_PATH:
+		return "no such file or directory";
+	case LIBSSH2_FX_PERMISSION_DENIED:
+		return "permission denied";
+	case LIBSSH2_FX_NO_SPACE_ON_FILESYSTEM:
+		return "no space left on device";
+	case LIBSSH2_FX_QUOTA_EXCEEDED:
+		return "quota exceeded";
+	case LIBSSH2_FX_NOT_A_DIRECTORY:
+		return "not a directory";
+	case LIBSSH2_FX_WRITE_PROTECT:
+		return "read-only file system";
+	default:
+		return "sftp failure";
 	}
 }
 
 /* Reports a failed SFTP call: the SFTP status when there is one. */
-static int sftp_fail(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, struct pbx_err *err,
-		     const char *what, const char *path)
+static int sftp_fail(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, struct pbx_err *err, const char *what,
+		     const char *path)
 {
 	unsigned long code;
 	int sess_err;
@@ -72,7 +79,8 @@ static int sftp_fail(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, struct pbx_err *err,
 	code = sftp ? libssh2_sftp_last_error(sftp) : 0;
 	pbx_ssh_unlock(s);
 	if (sess_err == LIBSSH2_ERROR_SFTP_PROTOCOL)
-		return pbx_err_set(err, "%s %s on %s: %s", what, path, s->label, sftp_strerror(code));
+		return pbx_err_set(err, "%s %s on %s: %s", what, path, s->label,
+				   sftp_strerror(code));
 	return pbx_ssh_fail_rc(s, err, what, sess_err);
 }
 
@@ -100,7 +108,7 @@ static int sftp_begin(struct pbx_ssh *s, LIBSSH2_SFTP **out, struct pbx_err *err
 	pbx_ssh_req_end(s);
 	if (*out)
 		return 0;
-	if (!eagain)   /* else it timed out and err is set */
+	if (!eagain) /* else it timed out and err is set */
 		pbx_ssh_fail(s, err, "cannot start sftp");
 	pbx_ssh_slot_give(s);
 	pbx_ssh_leave(s);
@@ -127,16 +135,15 @@ static void sftp_end(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HANDLE 
 	pbx_ssh_leave(s);
 }
 
-static int sftp_open(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, const char *path,
-		     unsigned long flags, long mode, LIBSSH2_SFTP_HANDLE **out,
-		     struct pbx_err *err)
+static int sftp_open(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, const char *path, unsigned long flags,
+		     long mode, LIBSSH2_SFTP_HANDLE **out, struct pbx_err *err)
 {
 	int64_t deadline = pbx_ssh_now_ms() + s->timeout_ms;
 	int eagain;
 	for (;;) {
 		PBX_SSH_CALLP(s, *out, eagain,
-			      libssh2_sftp_open_ex(sftp, path, (unsigned)strlen(path), flags,
-						   mode, LIBSSH2_SFTP_OPENFILE));
+			      libssh2_sftp_open_ex(sftp, path, (unsigned)strlen(path), flags, mode,
+						   LIBSSH2_SFTP_OPENFILE));
 		if (*out)
 			return 0;
 		if (!eagain)
@@ -195,16 +202,18 @@ static int remote_commit(struct pbx_ssh *s, const char *tmp, const char *remote,
 			 const char *want, struct pbx_err *err)
 {
 	char got[65], modestr[16];
-	const char *argv[] = { "sh", "-c", "chmod -- \"$1\" \"$2\" && mv -f -- \"$2\" \"$3\"",
-			       "sh", modestr, tmp, remote, NULL };
+	const char *argv[] = { "sh",   "-c",    "chmod -- \"$1\" \"$2\" && mv -f -- \"$2\" \"$3\"",
+			       "sh",   modestr, tmp,
+			       remote, NULL };
 	if (remote_sha256(s, tmp, got, err) < 0) {
 		remote_rm(s, tmp);
 		return -1;
 	}
 	if (strcmp(got, want) != 0) {
 		remote_rm(s, tmp);
-		return pbx_err_set(err, "checksum mismatch uploading %s to %s (local %.12s, remote %.12s)",
-				   remote, s->label, want, got);
+		return pbx_err_set(
+			err, "checksum mismatch uploading %s to %s (local %.12s, remote %.12s)",
+			remote, s->label, want, got);
 	}
 	snprintf(modestr, sizeof(modestr), "%o", mode > 0 ? (unsigned)(mode & 07777) : 0644u);
 	if (pbx_ssh_run_ok(s, argv, NULL, "install uploaded file", err) < 0) {
@@ -218,7 +227,7 @@ static int remote_commit(struct pbx_ssh *s, const char *tmp, const char *remote,
 
 /* Upload source: a local fd or memory. */
 struct sftp_src {
-	int fd;              /* or -1 */
+	int fd; /* or -1 */
 	const char *mem;
 	size_t memlen;
 };
@@ -277,8 +286,8 @@ static int upload(struct pbx_ssh *s, struct sftp_src *src, const char *remote, i
 		free(tmp);
 		return -1;
 	}
-	rc = sftp_open(s, sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_EXCL,
-		       0600, &h, err);
+	rc = sftp_open(s, sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_EXCL, 0600,
+		       &h, err);
 	if (rc == 0)
 		rc = upload_body(s, sftp, h, src, tmp, err);
 	sftp_end(s, sftp, h);
@@ -306,8 +315,8 @@ int pbx_ssh_put_file(struct pbx_ssh *s, const char *local, const char *remote, i
 	return rc;
 }
 
-int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len, const char *remote,
-		     int mode, struct pbx_err *err)
+int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len, const char *remote, int mode,
+		     struct pbx_err *err)
 {
 	struct sftp_src src = { -1, data, len };
 	char hex[65];
@@ -341,8 +350,8 @@ static int download_mode(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HAN
 	return 0;
 }
 
-static int download_body(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HANDLE *h,
-			 int fd, const char *remote, const char *tmp, struct pbx_err *err)
+static int download_body(struct pbx_ssh *s, LIBSSH2_SFTP *sftp, LIBSSH2_SFTP_HANDLE *h, int fd,
+			 const char *remote, const char *tmp, struct pbx_err *err)
 {
 	char *chunk = xmalloc(SFTP_CHUNK);
 	ssize_t n;
@@ -397,13 +406,13 @@ static int download_verify(struct pbx_ssh *s, const char *remote, const char *tm
 	    remote_sha256(s, remote, remote_hex, err) < 0)
 		return -1;
 	if (strcmp(local_hex, remote_hex) != 0)
-		return pbx_err_set(err, "checksum mismatch downloading %s from %s (local %.12s, remote %.12s)",
-				   remote, s->label, local_hex, remote_hex);
+		return pbx_err_set(
+			err, "checksum mismatch downloading %s from %s (local %.12s, remote %.12s)",
+			remote, s->label, local_hex, remote_hex);
 	return 0;
 }
 
-int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
-		     struct pbx_err *err)
+int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local, struct pbx_err *err)
 {
 	char *tmp;
 	int fd, rc;

@@ -18,7 +18,7 @@
 /* Poll timeouts: a shared session may have our data queued by another
  * thread, so it looks again soon; a private one only needs to notice
  * nothing at all is happening. */
-#define PBX_SSH_POLL_SHARED_MS 3
+#define PBX_SSH_POLL_SHARED_MS  3
 #define PBX_SSH_POLL_PRIVATE_MS 200
 
 /* ------------------------------------------------------------ global init */
@@ -67,7 +67,7 @@ int pbx_ssh_out_blocked(struct pbx_ssh *s, int64_t *deadline)
 	if (!*deadline)
 		*deadline = now + s->timeout_ms;
 	if (now >= *deadline)
-		return 0;   /* give up; the caller sees EAGAIN and retries later */
+		return 0; /* give up; the caller sees EAGAIN and retries later */
 	if (poll(&p, 1, 100) < 0 && errno != EINTR)
 		return 0;
 	return 1;
@@ -120,8 +120,7 @@ int pbx_ssh_wait(struct pbx_ssh *s, int fd, short events, int ms)
 	return (p[0].revents & POLLNVAL) ? -1 : 0;
 }
 
-int pbx_ssh_wait_until(struct pbx_ssh *s, int64_t deadline, const char *what,
-		       struct pbx_err *err)
+int pbx_ssh_wait_until(struct pbx_ssh *s, int64_t deadline, const char *what, struct pbx_err *err)
 {
 	if (pbx_ssh_now_ms() > deadline)
 		return pbx_err_set(err, "%s on %s: timed out", what, s->label);
@@ -217,8 +216,8 @@ int pbx_ssh_fail(struct pbx_ssh *s, struct pbx_err *err, const char *what)
 
 /* ------------------------------------------------------------ channels */
 
-int pbx_ssh_chan_op(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch,
-		    int (*op)(LIBSSH2_CHANNEL *), struct pbx_err *err, const char *what)
+int pbx_ssh_chan_op(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch, int (*op)(LIBSSH2_CHANNEL *),
+		    struct pbx_err *err, const char *what)
 {
 	int64_t deadline = pbx_ssh_now_ms() + s->timeout_ms;
 	int rc;

@@ -37,8 +37,8 @@ struct pbx_ssh;
  * base64 key blob as in known_hosts.
  */
 struct pbx_hostkeys {
-	int (*check)(void *ctx, const char *hostport, const char *key_type,
-		     const char *key_b64, struct pbx_err *err);
+	int (*check)(void *ctx, const char *hostport, const char *key_type, const char *key_b64,
+		     struct pbx_err *err);
 	void *ctx;
 };
 
@@ -48,15 +48,15 @@ struct pbx_hostkeys {
 void pbx_hostkeys_from_store(struct pbx_hostkeys *hk, struct pbx_store *store);
 
 struct pbx_ssh_target {
-	const char *host;         /* address to connect to (or to reach via `via`) */
-	int port;                 /* 22 if 0 */
-	const char *user;         /* login user */
-	const char *key_path;     /* private key file (public key at key_path.pub
+	const char *host;     /* address to connect to (or to reach via `via`) */
+	int port;             /* 22 if 0 */
+	const char *user;     /* login user */
+	const char *key_path; /* private key file (public key at key_path.pub
 	                             or derived); NULL = ssh-agent */
-	const char *name;         /* host-key pin name; NULL = "host:port" */
-	struct pbx_ssh *via;      /* jump host connection for direct-tcpip, or NULL;
+	const char *name;     /* host-key pin name; NULL = "host:port" */
+	struct pbx_ssh *via;  /* jump host connection for direct-tcpip, or NULL;
 	                             must outlive this connection */
-	int timeout_ms;           /* connect/handshake/auth timeout; 0 = 20000 */
+	int timeout_ms;       /* connect/handshake/auth timeout; 0 = 20000 */
 };
 
 /*
@@ -93,9 +93,8 @@ int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t 
 		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
 /* Same, with the command line built from argv (NULL-terminated), each word
  * shell-quoted. */
-int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in,
-		      size_t inlen, pbx_ssh_output_fn out, void *ctx, int *exit_status,
-		      struct pbx_err *err);
+int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in, size_t inlen,
+		      pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
 /* Runs `cmdline` and appends stdout/stderr to the buffers (either may be
  * NULL); the buffers stay the caller's. */
 int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
@@ -111,12 +110,11 @@ int pbx_ssh_capture(struct pbx_ssh *s, const char *cmdline, struct pbx_buf *out,
  * is applied to the uploaded file (0 = 0644); a download keeps the remote
  * permission bits.  Relative remote paths are relative to the remote home.
  */
-int pbx_ssh_put_file(struct pbx_ssh *s, const char *local, const char *remote,
-		     int mode, struct pbx_err *err);
-int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len,
-		     const char *remote, int mode, struct pbx_err *err);
-int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local,
+int pbx_ssh_put_file(struct pbx_ssh *s, const char *local, const char *remote, int mode,
 		     struct pbx_err *err);
+int pbx_ssh_put_data(struct pbx_ssh *s, const void *data, size_t len, const char *remote, int mode,
+		     struct pbx_err *err);
+int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local, struct pbx_err *err);
 /*
  * Whole trees as a tar stream (one exec each way): put_tree copies the
  * contents of local_dir into remote_dir (created); get_tree the reverse.
@@ -142,7 +140,7 @@ typedef void (*pbx_ssh_bytes_fn)(void *ctx, size_t bytes);
 struct pbx_tar_member;
 /* What a caller of pbx_ssh_get_files adds to a transfer (each may be NULL). */
 struct pbx_ssh_get_hooks {
-	pbx_ssh_bytes_fn progress;   /* told of every chunk received */
+	pbx_ssh_bytes_fn progress; /* told of every chunk received */
 	/* Asked about every member the checker accepted, before anything of it
 	 * is written: -1 (err set) refuses it and ends the transfer. */
 	int (*member)(void *ctx, const struct pbx_tar_member *m, struct pbx_err *err);
@@ -173,9 +171,9 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 struct pbx_ssh_pool;
 /* The pool copies *hk (its ctx must outlive the pool). */
 struct pbx_ssh_pool *pbx_ssh_pool_new(const struct pbx_hostkeys *hk);
-int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t,
-		     struct pbx_ssh **out, struct pbx_err *err);
-void pbx_ssh_pool_free(struct pbx_ssh_pool *p);   /* closes every connection */
+int pbx_ssh_pool_get(struct pbx_ssh_pool *p, const struct pbx_ssh_target *t, struct pbx_ssh **out,
+		     struct pbx_err *err);
+void pbx_ssh_pool_free(struct pbx_ssh_pool *p); /* closes every connection */
 
 /* pbx_fanout (bounded parallel calls) is in util/fanout.h. */
 

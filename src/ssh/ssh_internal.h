@@ -66,8 +66,7 @@ int pbx_ssh_out_blocked(struct pbx_ssh *s, int64_t *deadline);
 int pbx_ssh_wait(struct pbx_ssh *s, int fd, short events, int ms);
 /* Waits like pbx_ssh_wait, but fails with "WHAT on LABEL: timed out" once
  * `deadline` (pbx_ssh_now_ms() time) has passed, or "connection lost". */
-int pbx_ssh_wait_until(struct pbx_ssh *s, int64_t deadline, const char *what,
-		       struct pbx_err *err);
+int pbx_ssh_wait_until(struct pbx_ssh *s, int64_t deadline, const char *what, struct pbx_err *err);
 /* Marks the start/end of an operation (shortens poll timeouts when the
  * session is shared). */
 void pbx_ssh_enter(struct pbx_ssh *s);
@@ -85,8 +84,8 @@ int pbx_ssh_fail(struct pbx_ssh *s, struct pbx_err *err, const char *what);
 int pbx_ssh_fail_rc(struct pbx_ssh *s, struct pbx_err *err, const char *what, int rc);
 /* Runs an int-returning channel operation (close, wait_closed, send_eof,
  * free) until it stops answering EAGAIN; bounded by the session timeout. */
-int pbx_ssh_chan_op(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch,
-		    int (*op)(LIBSSH2_CHANNEL *), struct pbx_err *err, const char *what);
+int pbx_ssh_chan_op(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch, int (*op)(LIBSSH2_CHANNEL *),
+		    struct pbx_err *err, const char *what);
 /* Closes and frees a channel (best effort, errors ignored). */
 void pbx_ssh_chan_free(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch);
 
@@ -95,29 +94,28 @@ void pbx_ssh_chan_free(struct pbx_ssh *s, LIBSSH2_CHANNEL *ch);
  * held, repeating it while it left a packet half sent.  rc gets its result.
  * PBX_SSH_CALLP is the same for calls returning a pointer (NULL + EAGAIN).
  */
-#define PBX_SSH_CALL(s, rc, expr)                                              \
-	do {                                                                   \
-		int64_t pbx_dl_ = 0;                                           \
-		pbx_ssh_lock(s);                                               \
-		do {                                                           \
-			(rc) = (expr);                                         \
-		} while ((rc) == LIBSSH2_ERROR_EAGAIN &&                       \
-			 pbx_ssh_out_blocked((s), &pbx_dl_));                  \
-		pbx_ssh_unlock(s);                                             \
+#define PBX_SSH_CALL(s, rc, expr)                                                             \
+	do {                                                                                  \
+		int64_t pbx_dl_ = 0;                                                          \
+		pbx_ssh_lock(s);                                                              \
+		do {                                                                          \
+			(rc) = (expr);                                                        \
+		} while ((rc) == LIBSSH2_ERROR_EAGAIN && pbx_ssh_out_blocked((s), &pbx_dl_)); \
+		pbx_ssh_unlock(s);                                                            \
 	} while (0)
 
-#define PBX_SSH_CALLP(s, ptr, eagain, expr)                                    \
-	do {                                                                   \
-		int64_t pbx_dl_ = 0;                                           \
-		pbx_ssh_lock(s);                                               \
-		for (;;) {                                                     \
-			(ptr) = (expr);                                        \
-			(eagain) = !(ptr) && libssh2_session_last_errno(       \
-				(s)->sess) == LIBSSH2_ERROR_EAGAIN;            \
-			if (!(eagain) || !pbx_ssh_out_blocked((s), &pbx_dl_))  \
-				break;                                         \
-		}                                                              \
-		pbx_ssh_unlock(s);                                             \
+#define PBX_SSH_CALLP(s, ptr, eagain, expr)                                                       \
+	do {                                                                                      \
+		int64_t pbx_dl_ = 0;                                                              \
+		pbx_ssh_lock(s);                                                                  \
+		for (;;) {                                                                        \
+			(ptr) = (expr);                                                           \
+			(eagain) = !(ptr) &&                                                      \
+				   libssh2_session_last_errno((s)->sess) == LIBSSH2_ERROR_EAGAIN; \
+			if (!(eagain) || !pbx_ssh_out_blocked((s), &pbx_dl_))                     \
+				break;                                                            \
+		}                                                                                 \
+		pbx_ssh_unlock(s);                                                                \
 	} while (0)
 
 /* ------------------------------------------------------------ connect.c */
@@ -133,16 +131,16 @@ typedef int (*pbx_ssh_sink_fn)(void *ctx, int stream, const char *data, size_t l
 			       struct pbx_err *err);
 /* Turns bytes read from an input fd into bytes to send (len 0 = end of
  * input); appends to `out`; -1 with err set aborts. */
-typedef int (*pbx_ssh_filter_fn)(void *ctx, const char *data, size_t len,
-				 struct pbx_buf *out, struct pbx_err *err);
+typedef int (*pbx_ssh_filter_fn)(void *ctx, const char *data, size_t len, struct pbx_buf *out,
+				 struct pbx_err *err);
 
 struct pbx_ssh_io {
-	const void *in;            /* stdin from memory, or NULL */
+	const void *in; /* stdin from memory, or NULL */
 	size_t inlen;
-	int in_fd;                 /* or stdin read from this fd (non-blocking), or -1 */
-	pbx_ssh_filter_fn filter;  /* applied to in_fd's bytes; NULL = as is */
+	int in_fd;                /* or stdin read from this fd (non-blocking), or -1 */
+	pbx_ssh_filter_fn filter; /* applied to in_fd's bytes; NULL = as is */
 	void *filter_ctx;
-	pbx_ssh_sink_fn sink;      /* output, or NULL to discard */
+	pbx_ssh_sink_fn sink; /* output, or NULL to discard */
 	void *sink_ctx;
 };
 
@@ -159,8 +157,8 @@ int pbx_ssh_run_ok(struct pbx_ssh *s, const char *const *argv, struct pbx_buf *o
 /* Opens a direct-tcpip channel to host:port on `via` and a pump thread that
  * joins it to a socketpair; *fd (owned by the caller, close it when done)
  * is the end to run the inner SSH session over. */
-int pbx_ssh_jump_open(struct pbx_ssh *via, const char *host, int port,
-		      struct pbx_ssh_jump **out, int *fd, struct pbx_err *err);
+int pbx_ssh_jump_open(struct pbx_ssh *via, const char *host, int port, struct pbx_ssh_jump **out,
+		      int *fd, struct pbx_err *err);
 /* Stops the pump (call after closing the inner fd) and frees the tunnel. */
 void pbx_ssh_jump_close(struct pbx_ssh_jump *j);
 

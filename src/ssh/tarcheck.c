@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TC_BLOCK 512
+#define TC_BLOCK    512
 #define TC_META_MAX (1u << 20)
 
 /* ------------------------------------------------------------ string set */
@@ -90,23 +90,23 @@ static void strset_free(struct strset *set)
 /* ------------------------------------------------------------ state */
 
 struct pbx_tarcheck {
-	unsigned char blk[TC_BLOCK];  /* block being assembled */
+	unsigned char blk[TC_BLOCK]; /* block being assembled */
 	size_t blen;
-	uint64_t blocks_left;         /* data blocks of the current member still to come */
-	char meta_type;               /* 'L', 'K', 'x', 'g' while reading their data, else 0 */
-	uint64_t meta_left;           /* meta bytes still to collect */
-	struct pbx_buf meta;          /* collected meta data */
-	char *next_path, *next_link;  /* overrides for the next member (owned) */
+	uint64_t blocks_left;        /* data blocks of the current member still to come */
+	char meta_type;              /* 'L', 'K', 'x', 'g' while reading their data, else 0 */
+	uint64_t meta_left;          /* meta bytes still to collect */
+	struct pbx_buf meta;         /* collected meta data */
+	char *next_path, *next_link; /* overrides for the next member (owned) */
 	int has_next_size;
 	uint64_t next_size;
 	int ended, failed;
 	size_t members;
-	struct strset dirs;           /* directory members ("" = the root) */
-	struct strset links;          /* symlink members */
-	struct strset files;          /* regular files and hard links */
-	struct strset walked;         /* paths symlink targets go through as directories */
-	struct pbx_tar_events ev;     /* member consumer, if any */
-	uint64_t data_left;           /* data bytes of the current member for ev.data */
+	struct strset dirs;       /* directory members ("" = the root) */
+	struct strset links;      /* symlink members */
+	struct strset files;      /* regular files and hard links */
+	struct strset walked;     /* paths symlink targets go through as directories */
+	struct pbx_tar_events ev; /* member consumer, if any */
+	uint64_t data_left;       /* data bytes of the current member for ev.data */
 };
 
 struct pbx_tarcheck *pbx_tarcheck_new(void)
@@ -194,7 +194,7 @@ static int tc_number(const unsigned char *f, size_t len, uint64_t *out)
 	size_t i = 0;
 	if (f[0] & 0x80) {
 		if (f[0] != 0x80)
-			return -1;   /* negative or too large */
+			return -1; /* negative or too large */
 		for (i = 1; i < len; i++) {
 			if (v >> 56)
 				return -1;
@@ -339,7 +339,8 @@ static int tc_walk_target(struct pbx_tarcheck *tc, const char *path, const char 
 				pbx_buf_addc(&cur, '/');
 			pbx_buf_add(&cur, p, n);
 			if (!last && strset_has(&tc->links, cur.buf))
-				rc = tc_refuse(tc, path, "symlink target goes through a symlink", err);
+				rc = tc_refuse(tc, path, "symlink target goes through a symlink",
+					       err);
 			else if (!last)
 				strset_add(&tc->walked, cur.buf);
 		}
@@ -352,8 +353,7 @@ static int tc_walk_target(struct pbx_tarcheck *tc, const char *path, const char 
 
 /* ------------------------------------------------------------ members */
 
-static int tc_check_place(struct pbx_tarcheck *tc, const char *path, char type,
-			  struct pbx_err *err)
+static int tc_check_place(struct pbx_tarcheck *tc, const char *path, char type, struct pbx_err *err)
 {
 	char *parent;
 	int have;
@@ -386,8 +386,8 @@ static int tc_hardlink(struct pbx_tarcheck *tc, const char *path, const char *ta
 	return rc;
 }
 
-static int tc_member(struct pbx_tarcheck *tc, const char *path, char type,
-		     const char *link, uint64_t size, struct pbx_err *err)
+static int tc_member(struct pbx_tarcheck *tc, const char *path, char type, const char *link,
+		     uint64_t size, struct pbx_err *err)
 {
 	if (tc_check_place(tc, path, type, err) < 0)
 		return -1;
@@ -397,7 +397,9 @@ static int tc_member(struct pbx_tarcheck *tc, const char *path, char type,
 	case '5':
 		strset_add(&tc->dirs, path);
 		return 0;
-	case '0': case '\0': case '7':
+	case '0':
+	case '\0':
+	case '7':
 		strset_add(&tc->files, path);
 		return 0;
 	case '1':
@@ -407,13 +409,16 @@ static int tc_member(struct pbx_tarcheck *tc, const char *path, char type,
 		return 0;
 	case '2':
 		if (strset_has(&tc->walked, path))
-			return tc_refuse(tc, path, "symlink where another symlink's target needs a directory", err);
+			return tc_refuse(tc, path,
+					 "symlink where another symlink's target needs a directory",
+					 err);
 		if (tc_walk_target(tc, path, link, err) < 0)
 			return -1;
 		strset_add(&tc->links, path);
 		return 0;
 	default:
-		return tc_refuse(tc, path, "unsupported member type (device, fifo, sparse...)", err);
+		return tc_refuse(tc, path, "unsupported member type (device, fifo, sparse...)",
+				 err);
 	}
 }
 
@@ -518,8 +523,9 @@ static int tc_emit_member(struct pbx_tarcheck *tc, const unsigned char *b, const
 			  char type, const char *link, uint64_t size, struct pbx_err *err)
 {
 	struct pbx_buf norm = PBX_BUF_INIT;
-	struct pbx_tar_member m = { path, type == '\0' || type == '7' ? '0' : type, link, size,
-				    0, 0 };
+	struct pbx_tar_member m = {
+		path, type == '\0' || type == '7' ? '0' : type, link, size, 0, 0
+	};
 	uint64_t mode = 0644, mtime = 0;
 	int rc = 0;
 	tc->data_left = m.type == '0' ? size : 0;
@@ -530,7 +536,7 @@ static int tc_emit_member(struct pbx_tarcheck *tc, const unsigned char *b, const
 	m.mode = (unsigned)(mode & 0777);
 	m.mtime = (int64_t)mtime;
 	if (m.type == '1') {
-		tc_normalize(tc, link, &norm, err);   /* cannot fail: tc_hardlink checked it */
+		tc_normalize(tc, link, &norm, err); /* cannot fail: tc_hardlink checked it */
 		m.link = norm.buf ? norm.buf : "";
 	}
 	if (tc->ev.member(tc->ev.ctx, &m, err) < 0) {
@@ -542,8 +548,8 @@ static int tc_emit_member(struct pbx_tarcheck *tc, const unsigned char *b, const
 }
 
 /* Checks a (non-meta) member header; fills *size. */
-static int tc_entry(struct pbx_tarcheck *tc, const unsigned char *b, char type,
-		    uint64_t *size, struct pbx_err *err)
+static int tc_entry(struct pbx_tarcheck *tc, const unsigned char *b, char type, uint64_t *size,
+		    struct pbx_err *err)
 {
 	struct pbx_buf path = PBX_BUF_INIT;
 	char *raw = tc_raw_name(tc, b);
@@ -570,7 +576,7 @@ static int tc_header(struct pbx_tarcheck *tc, unsigned char *b, struct pbx_buf *
 	char type = (char)b[156];
 	if (tc_is_zero(b)) {
 		static const unsigned char zeros[2 * TC_BLOCK];
-		tc->ended = 1;   /* tar stops here; so do we */
+		tc->ended = 1; /* tar stops here; so do we */
 		tc_pass(out, zeros, sizeof(zeros));
 		return 0;
 	}
@@ -621,8 +627,8 @@ static ptrdiff_t tc_data_run(struct pbx_tarcheck *tc, const unsigned char *p, si
 	return (ptrdiff_t)(n * TC_BLOCK);
 }
 
-int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len,
-		      struct pbx_buf *out, struct pbx_err *err)
+int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len, struct pbx_buf *out,
+		      struct pbx_err *err)
 {
 	const unsigned char *p = data;
 	if (tc->failed)
@@ -660,9 +666,10 @@ static int tc_walks_resolved(struct pbx_tarcheck *tc, struct pbx_err *err)
 	size_t i;
 	for (i = 0; i < tc->walked.cap; i++)
 		if (tc->walked.slot[i] && !strset_has(&tc->dirs, tc->walked.slot[i]))
-			return tc_refuse(tc, tc->walked.slot[i],
-					 "a symlink target goes through it but it is no directory of the archive",
-					 err);
+			return tc_refuse(
+				tc, tc->walked.slot[i],
+				"a symlink target goes through it but it is no directory of the archive",
+				err);
 	return 0;
 }
 

@@ -27,12 +27,12 @@ struct pbx_tarcheck;
 
 /* A member that passed the checks, as handed to pbx_tar_events.member. */
 struct pbx_tar_member {
-	const char *path;    /* normalised: no "." or empty components; "" = the root */
-	char type;           /* '0' file, '5' directory, '1' hard link, '2' symlink */
-	const char *link;    /* hard link: normalised earlier file; symlink: target as stored */
-	uint64_t size;       /* bytes of data that follow (files only) */
-	unsigned mode;       /* permission bits (setuid/setgid/sticky already cleared) */
-	int64_t mtime;       /* seconds since the epoch */
+	const char *path; /* normalised: no "." or empty components; "" = the root */
+	char type;        /* '0' file, '5' directory, '1' hard link, '2' symlink */
+	const char *link; /* hard link: normalised earlier file; symlink: target as stored */
+	uint64_t size;    /* bytes of data that follow (files only) */
+	unsigned mode;    /* permission bits (setuid/setgid/sticky already cleared) */
+	int64_t mtime;    /* seconds since the epoch */
 };
 
 /* Optional consumer of the checked stream, member by member (instead of, or
@@ -57,8 +57,8 @@ void pbx_tarcheck_set_events(struct pbx_tarcheck *tc, const struct pbx_tar_event
 /* Feeds `len` bytes; appends the bytes that may be passed on to `out`
  * (NULL: nothing is passed on, for a checker that only drives events).
  * After a -1 the checker refuses everything. */
-int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len,
-		      struct pbx_buf *out, struct pbx_err *err);
+int pbx_tarcheck_feed(struct pbx_tarcheck *tc, const void *data, size_t len, struct pbx_buf *out,
+		      struct pbx_err *err);
 /* Ends the stream: refuses a truncated archive (a member cut short), and
  * a symlink target that walked through a path which never became a
  * directory of the archive. */

@@ -28,12 +28,12 @@
 #define TREE_ERRTEXT_MAX 4096
 
 struct tree_ctx {
-	const struct pbx_ssh_get_hooks *hooks;   /* get: the caller's, or NULL */
+	const struct pbx_ssh_get_hooks *hooks; /* get: the caller's, or NULL */
 	struct pbx_tarcheck *tc;
-	struct pbx_proc *proc;       /* put_tree: the local archiver */
-	struct pbx_untar *untar;     /* get: writes the checked members */
-	struct pbx_tar_events untar_ev;   /* get: untar's events */
-	struct pbx_buf remote_err;   /* remote stderr, capped */
+	struct pbx_proc *proc;          /* put_tree: the local archiver */
+	struct pbx_untar *untar;        /* get: writes the checked members */
+	struct pbx_tar_events untar_ev; /* get: untar's events */
+	struct pbx_buf remote_err;      /* remote stderr, capped */
 };
 
 /* ------------------------------------------------------------ callbacks */
@@ -56,8 +56,7 @@ static int tree_filter(void *ctx, const char *data, size_t len, struct pbx_buf *
 }
 
 /* put_tree: the remote side only talks on stderr. */
-static int tree_put_sink(void *ctx, int stream, const char *data, size_t len,
-			 struct pbx_err *err)
+static int tree_put_sink(void *ctx, int stream, const char *data, size_t len, struct pbx_err *err)
 {
 	(void)stream;
 	(void)err;
@@ -66,8 +65,7 @@ static int tree_put_sink(void *ctx, int stream, const char *data, size_t len,
 }
 
 /* get: remote tar output -> checker -> in-process extraction (untar.c). */
-static int tree_get_sink(void *ctx, int stream, const char *data, size_t len,
-			 struct pbx_err *err)
+static int tree_get_sink(void *ctx, int stream, const char *data, size_t len, struct pbx_err *err)
 {
 	struct tree_ctx *c = ctx;
 	if (stream == 2) {
@@ -124,9 +122,8 @@ static int tree_verdict(struct pbx_ssh *s, struct tree_ctx *c, struct pbx_proc *
 {
 	if (remote_status != 0) {
 		pbx_buf_rtrim(&c->remote_err);
-		return pbx_err_set(err, "%s: remote tar on %s failed (exit %d)%s%s", what,
-				   s->label, remote_status, c->remote_err.len ? ": " : "",
-				   c->remote_err.buf);
+		return pbx_err_set(err, "%s: remote tar on %s failed (exit %d)%s%s", what, s->label,
+				   remote_status, c->remote_err.len ? ": " : "", c->remote_err.buf);
 	}
 	if (local_status != 0)
 		return pbx_err_set(err, "%s: local tar failed (exit %d)%s%s", what, local_status,
@@ -222,8 +219,8 @@ static int tree_only_changed(const struct pbx_buf *errtext)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		if (l) {
-			if (l < sizeof(what) - 1 || memcmp(p + l - (sizeof(what) - 1), what,
-							   sizeof(what) - 1) != 0)
+			if (l < sizeof(what) - 1 ||
+			    memcmp(p + l - (sizeof(what) - 1), what, sizeof(what) - 1) != 0)
 				return 0;
 			any = 1;
 		}
@@ -238,12 +235,12 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 {
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct tree_ctx c;
-	struct pbx_ssh_io io = { list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL,
-				 tree_get_sink, &c };
+	struct pbx_ssh_io io = {
+		list ? list->buf : NULL, list ? list->len : 0, -1, NULL, NULL, tree_get_sink, &c
+	};
 	struct pbx_tar_events ev = { tree_member, tree_data, tree_refused, &c };
 	int rc, status = -1;
-	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 ||
-	    pbx_mkdir_p(local_dir, 0755, err) < 0)
+	if (pbx_ssh_check_remote_path(remote_dir, err) < 0 || pbx_mkdir_p(local_dir, 0755, err) < 0)
 		return -1;
 	tree_ctx_init(&c, NULL);
 	c.untar = pbx_untar_new(local_dir, err);
@@ -267,8 +264,8 @@ int pbx_ssh_get_files(struct pbx_ssh *s, const char *remote_dir, const struct pb
 		rc = -1;
 	if (rc == 0 && status != 0) {
 		pbx_buf_rtrim(&c.remote_err);
-		rc = pbx_err_set(err, "get: remote tar on %s failed (exit %d)%s%s", s->label, status,
-				 c.remote_err.len ? ": " : "", c.remote_err.buf);
+		rc = pbx_err_set(err, "get: remote tar on %s failed (exit %d)%s%s", s->label,
+				 status, c.remote_err.len ? ": " : "", c.remote_err.buf);
 	}
 	if (rc < 0 && err)
 		pbx_err_prefix(err, "cannot copy %s:%s to %s", s->label, remote_dir, local_dir);

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define UNTAR_WRITE (256u * 1024u)
+#define UNTAR_WRITE   (256u * 1024u)
 #define UNTAR_PARTIAL PBX_UNTAR_PARTIAL
 
 struct untar_dir {
@@ -35,13 +35,13 @@ struct untar_dir {
 
 struct pbx_untar {
 	int dirfd;
-	char *dir;                /* for messages */
-	int fd;                   /* the regular file being written, or -1 */
-	char *cur;                /* its path */
-	uint64_t left;            /* its bytes still to come */
+	char *dir;     /* for messages */
+	int fd;        /* the regular file being written, or -1 */
+	char *cur;     /* its path */
+	uint64_t left; /* its bytes still to come */
 	int64_t cur_mtime;
-	struct pbx_buf wbuf;      /* its bytes not yet written */
-	struct untar_dir *dirs;   /* directories made, for their mtimes at the end */
+	struct pbx_buf wbuf;    /* its bytes not yet written */
+	struct untar_dir *dirs; /* directories made, for their mtimes at the end */
 	size_t ndirs, cap;
 };
 
@@ -61,8 +61,7 @@ struct pbx_untar *pbx_untar_new(const char *dir, struct pbx_err *err)
 	return u;
 }
 
-static int untar_fail(struct pbx_untar *u, const char *what, const char *path,
-		      struct pbx_err *err)
+static int untar_fail(struct pbx_untar *u, const char *what, const char *path, struct pbx_err *err)
 {
 	return pbx_err_set(err, "cannot %s %s/%s: %s", what, u->dir, path, strerror(errno));
 }
@@ -77,15 +76,13 @@ static int untar_clear(struct pbx_untar *u, const char *path, struct pbx_err *er
 
 /* ------------------------------------------------------------ members */
 
-static int untar_mkdir(struct pbx_untar *u, const struct pbx_tar_member *m,
-		       struct pbx_err *err)
+static int untar_mkdir(struct pbx_untar *u, const struct pbx_tar_member *m, struct pbx_err *err)
 {
 	struct stat sb;
 	if (!*m->path)
-		return 0;   /* the destination itself */
+		return 0; /* the destination itself */
 	if (mkdirat(u->dirfd, m->path, (m->mode | 0700) & 0777) < 0) {
-		if (errno != EEXIST ||
-		    fstatat(u->dirfd, m->path, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		if (errno != EEXIST || fstatat(u->dirfd, m->path, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 			return untar_fail(u, "create directory", m->path, err);
 		if (!S_ISDIR(sb.st_mode) &&
 		    (untar_clear(u, m->path, err) < 0 ||
@@ -123,8 +120,7 @@ static int untar_close_file(struct pbx_untar *u, struct pbx_err *err)
 	return rc;
 }
 
-static int untar_open_file(struct pbx_untar *u, const struct pbx_tar_member *m,
-			   struct pbx_err *err)
+static int untar_open_file(struct pbx_untar *u, const struct pbx_tar_member *m, struct pbx_err *err)
 {
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 	int fd = openat(u->dirfd, UNTAR_PARTIAL, flags, m->mode);
@@ -207,7 +203,7 @@ int pbx_untar_finish(struct pbx_untar *u, int complete, struct pbx_err *err)
 	int rc = 0;
 	if (!u)
 		return 0;
-	if (u->fd >= 0) {   /* cut short in the middle of a file: remove it */
+	if (u->fd >= 0) { /* cut short in the middle of a file: remove it */
 		close(u->fd);
 		unlinkat(u->dirfd, UNTAR_PARTIAL, 0);
 		if (complete)

@@ -11,8 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#define CLUSTER_COLS "id, name, cloud, state, template_json, slot, created, updated, template," \
-		     " uid"
+#define CLUSTER_COLS                                                               \
+	"id, name, cloud, state, template_json, slot, created, updated, template," \
+	" uid"
 
 static void cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 {
@@ -28,14 +29,16 @@ static void cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 	row->uid = pbx_store_col_text(stmt, 9);
 }
 
-int pbx_store_cluster_get(struct pbx_store *st, const char *name,
-			  struct pbx_cluster_row *row, struct pbx_err *err)
+int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
+			  struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int rc;
 	memset(row, 0, sizeof(*row));
-	if (pbx_store_prepare(st, "SELECT " CLUSTER_COLS " FROM clusters"
-			      " WHERE name = ? AND state != 'deleted'", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT " CLUSTER_COLS " FROM clusters"
+			      " WHERE name = ? AND state != 'deleted'",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
@@ -50,12 +53,13 @@ int pbx_store_cluster_get(struct pbx_store *st, const char *name,
 }
 
 int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,
-			     const char *cloud, const char *template_json, int slot,
-			     int64_t *id, struct pbx_err *err)
+			     const char *cloud, const char *template_json, int slot, int64_t *id,
+			     struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int64_t now = (int64_t)time(NULL);
-	if (pbx_store_prepare(st, "INSERT INTO clusters(name, cloud, state, template_json, slot,"
+	if (pbx_store_prepare(st,
+			      "INSERT INTO clusters(name, cloud, state, template_json, slot,"
 			      " created, updated, uid) VALUES (?, ?, 'starting', ?, ?, ?, ?, ?)",
 			      &stmt, err) < 0)
 		return -1;
@@ -78,8 +82,8 @@ int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *st
 				struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "UPDATE clusters SET state = ?, updated = ? WHERE id = ?",
-			      &stmt, err) < 0)
+	if (pbx_store_prepare(st, "UPDATE clusters SET state = ?, updated = ? WHERE id = ?", &stmt,
+			      err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, state, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 2, (int64_t)time(NULL));
@@ -114,18 +118,21 @@ int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const 
 	return pbx_store_step_done(st, stmt, err);
 }
 
-int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
-			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err)
+int pbx_store_cluster_list(struct pbx_store *st, int include_deleted, struct pbx_cluster_row **rows,
+			   size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	size_t cap = 0;
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, include_deleted
-			      ? "SELECT " CLUSTER_COLS " FROM clusters ORDER BY name, id"
-			      : "SELECT " CLUSTER_COLS " FROM clusters WHERE state != 'deleted'"
-				" ORDER BY name", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      include_deleted ? "SELECT " CLUSTER_COLS
+						" FROM clusters ORDER BY name, id"
+					      : "SELECT " CLUSTER_COLS
+						" FROM clusters WHERE state != 'deleted'"
+						" ORDER BY name",
+			      &stmt, err) < 0)
 		return -1;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (*n == cap) {
@@ -144,13 +151,14 @@ int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
 	return 0;
 }
 
-int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot,
-			struct pbx_err *err)
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int rc, want = 0;
-	if (pbx_store_prepare(st, "SELECT slot FROM clusters WHERE cloud = ? AND state != 'deleted'"
-			      " ORDER BY slot", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT slot FROM clusters WHERE cloud = ? AND state != 'deleted'"
+			      " ORDER BY slot",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -188,11 +196,11 @@ void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n)
 
 /* ------------------------------------------------------------------- nodes */
 
-int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
-		       struct pbx_err *err)
+int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
+	if (pbx_store_prepare(st,
+			      "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
 			      " gpus, instance_id, state, root, zone, public_address, operation)"
 			      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 			      " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
@@ -200,7 +208,8 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
 			      " gpus = excluded.gpus, instance_id = excluded.instance_id,"
 			      " state = excluded.state, root = excluded.root, zone = excluded.zone,"
 			      " public_address = excluded.public_address,"
-			      " operation = excluded.operation", &stmt, err) < 0)
+			      " operation = excluded.operation",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, node->cluster_id);
 	sqlite3_bind_text(stmt, 2, node->name, -1, SQLITE_STATIC);
@@ -242,18 +251,20 @@ int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *
 	return pbx_store_step_done(st, stmt, err);
 }
 
-int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
-			struct pbx_node_row **rows, size_t *n, struct pbx_err *err)
+int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id, struct pbx_node_row **rows,
+			size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	size_t cap = 0;
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
+	if (pbx_store_prepare(st,
+			      "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
 			      " instance_id, state, root, zone, public_address, operation"
 			      " FROM nodes WHERE cluster_id = ?"
-			      " ORDER BY role = 'compute', length(name), name", &stmt, err) < 0)
+			      " ORDER BY role = 'compute', length(name), name",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {

@@ -31,8 +31,9 @@ static void *row_next(void **rows, size_t *n, size_t *cap, size_t size)
 
 /* ------------------------------------------------------------- packages */
 
-#define PACKAGE_COLS "id, short_id, name, experiment_path, experiment_text, git_commit," \
-		     " git_diff, user, host, ntasks, created"
+#define PACKAGE_COLS                                                        \
+	"id, short_id, name, experiment_path, experiment_text, git_commit," \
+	" git_diff, user, host, ntasks, created"
 
 static void package_read(sqlite3_stmt *s, struct pbx_package_row *p)
 {
@@ -53,8 +54,10 @@ int pbx_store_package_put(struct pbx_store *st, const struct pbx_package_row *p,
 			  struct pbx_err *err)
 {
 	sqlite3_stmt *s;
-	if (pbx_store_prepare(st, "INSERT INTO packages(" PACKAGE_COLS ") VALUES"
-			      " (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO packages(" PACKAGE_COLS ") VALUES"
+			      " (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
+			      &s, err) < 0)
 		return -1;
 	bind_text(s, 1, p->id);
 	bind_text(s, 2, p->short_id);
@@ -111,8 +114,10 @@ int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_pac
 	memset(out, 0, sizeof(*out));
 	if (is_hex_prefix(ref)) {
 		char *like = xasprintf("%s%%", ref);
-		int rc = package_query(st, "SELECT " PACKAGE_COLS " FROM packages WHERE id LIKE ?"
-				       " ORDER BY created DESC LIMIT 2", like, &rows, &n, err);
+		int rc = package_query(st,
+				       "SELECT " PACKAGE_COLS " FROM packages WHERE id LIKE ?"
+				       " ORDER BY created DESC LIMIT 2",
+				       like, &rows, &n, err);
 		free(like);
 		if (rc < 0)
 			return -1;
@@ -128,12 +133,15 @@ int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_pac
 		}
 		free(rows);
 	}
-	if (package_query(st, "SELECT " PACKAGE_COLS " FROM packages WHERE name = ?"
-			  " ORDER BY created DESC, rowid DESC LIMIT 1", ref, &rows, &n, err) < 0)
+	if (package_query(st,
+			  "SELECT " PACKAGE_COLS " FROM packages WHERE name = ?"
+			  " ORDER BY created DESC, rowid DESC LIMIT 1",
+			  ref, &rows, &n, err) < 0)
 		return -1;
 	if (n == 0) {
 		free(rows);
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no package or experiment named '%s'", ref);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no package or experiment named '%s'",
+				    ref);
 	}
 	*out = rows[0];
 	free(rows);
@@ -143,14 +151,22 @@ int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_pac
 int pbx_store_package_list(struct pbx_store *st, struct pbx_package_row **rows, size_t *n,
 			   struct pbx_err *err)
 {
-	return package_query(st, "SELECT " PACKAGE_COLS " FROM packages ORDER BY created DESC,"
-			     " rowid DESC", NULL, rows, n, err);
+	return package_query(st,
+			     "SELECT " PACKAGE_COLS " FROM packages ORDER BY created DESC,"
+			     " rowid DESC",
+			     NULL, rows, n, err);
 }
 
 void pbx_package_row_free(struct pbx_package_row *p)
 {
-	free(p->id); free(p->short_id); free(p->name); free(p->experiment_path);
-	free(p->experiment_text); free(p->git_commit); free(p->git_diff); free(p->user);
+	free(p->id);
+	free(p->short_id);
+	free(p->name);
+	free(p->experiment_path);
+	free(p->experiment_text);
+	free(p->git_commit);
+	free(p->git_diff);
+	free(p->user);
 	free(p->host);
 	memset(p, 0, sizeof(*p));
 }
@@ -165,8 +181,9 @@ void pbx_package_rows_free(struct pbx_package_row *rows, size_t n)
 
 /* ---------------------------------------------------------- submissions */
 
-#define SUBMISSION_COLS "s.id, s.package_id, s.cluster_id, c.name, c.state, s.remote_dir," \
-			" s.resources_json, s.pushed, s.state, s.created"
+#define SUBMISSION_COLS                                                    \
+	"s.id, s.package_id, s.cluster_id, c.name, c.state, s.remote_dir," \
+	" s.resources_json, s.pushed, s.state, s.created"
 
 static void submission_read(sqlite3_stmt *s, struct pbx_submission_row *r)
 {
@@ -188,7 +205,8 @@ int pbx_store_submission_get(struct pbx_store *st, const char *package_id, int64
 	sqlite3_stmt *s;
 	int rc;
 	memset(out, 0, sizeof(*out));
-	if (pbx_store_prepare(st, "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+	if (pbx_store_prepare(st,
+			      "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
 			      " ON c.id = s.cluster_id WHERE s.package_id = ? AND s.cluster_id = ?",
 			      &s, err) < 0)
 		return -1;
@@ -201,7 +219,8 @@ int pbx_store_submission_get(struct pbx_store *st, const char *package_id, int64
 	if (rc == SQLITE_ROW)
 		return 0;
 	if (rc == SQLITE_DONE)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "package not submitted to this cluster");
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+				    "package not submitted to this cluster");
 	return pbx_store_fail(st, err, "read submission");
 }
 
@@ -212,7 +231,8 @@ int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submissio
 	sqlite3_stmt *s;
 	int64_t now = (int64_t)time(NULL);
 	size_t i;
-	if (pbx_store_prepare(st, "INSERT INTO submissions(package_id, cluster_id, remote_dir,"
+	if (pbx_store_prepare(st,
+			      "INSERT INTO submissions(package_id, cluster_id, remote_dir,"
 			      " resources_json, pushed, state, created) VALUES (?,?,?,?,?,?,?)",
 			      &s, err) < 0)
 		return -1;
@@ -226,8 +246,10 @@ int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submissio
 	if (pbx_store_step_done(st, s, err) < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
-	if (pbx_store_prepare(st, "INSERT INTO tasks(submission_id, idx, params_json, state,"
-			      " updated) VALUES (?, ?, ?, 'NEW', ?)", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO tasks(submission_id, idx, params_json, state,"
+			      " updated) VALUES (?, ?, ?, 'NEW', ?)",
+			      &s, err) < 0)
 		return -1;
 	for (i = 0; i < ntasks; i++) {
 		sqlite3_bind_int64(s, 1, *id);
@@ -252,9 +274,10 @@ int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
-			      " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id", &s,
-			      err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+			      " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_text(s, 1, package_id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
@@ -283,7 +306,7 @@ int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const
 }
 
 int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
-					struct pbx_err *err)
+				       struct pbx_err *err)
 {
 	sqlite3_stmt *s;
 	if (pbx_store_prepare(st, "UPDATE submissions SET resources_json = ? WHERE id = ?", &s,
@@ -296,8 +319,12 @@ int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const c
 
 void pbx_submission_row_free(struct pbx_submission_row *r)
 {
-	free(r->package_id); free(r->cluster_name); free(r->cluster_state); free(r->remote_dir);
-	free(r->resources_json); free(r->state);
+	free(r->package_id);
+	free(r->cluster_name);
+	free(r->cluster_state);
+	free(r->remote_dir);
+	free(r->resources_json);
+	free(r->state);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -315,8 +342,10 @@ int pbx_store_array_add(struct pbx_store *st, const struct pbx_array_row *a, int
 			struct pbx_err *err)
 {
 	sqlite3_stmt *s;
-	if (pbx_store_prepare(st, "INSERT INTO arrays(submission_id, first_task, ntasks, spec,"
-			      " job_id, state, created) VALUES (?,?,?,?,?,?,?)", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO arrays(submission_id, first_task, ntasks, spec,"
+			      " job_id, state, created) VALUES (?,?,?,?,?,?,?)",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, a->submission_id);
 	sqlite3_bind_int64(s, 2, a->first_task);
@@ -335,8 +364,8 @@ int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, co
 			struct pbx_err *err)
 {
 	sqlite3_stmt *s;
-	if (pbx_store_prepare(st, "UPDATE arrays SET job_id = ?, state = ? WHERE id = ?", &s,
-			      err) < 0)
+	if (pbx_store_prepare(st, "UPDATE arrays SET job_id = ?, state = ? WHERE id = ?", &s, err) <
+	    0)
 		return -1;
 	bind_text(s, 1, job_id);
 	bind_text(s, 2, state);
@@ -344,16 +373,18 @@ int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, co
 	return pbx_store_step_done(st, s, err);
 }
 
-int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id,
-			  struct pbx_array_row **rows, size_t *n, struct pbx_err *err)
+int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id, struct pbx_array_row **rows,
+			  size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *s;
 	size_t cap = 0;
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
-			      " FROM arrays WHERE submission_id = ? ORDER BY id", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
+			      " FROM arrays WHERE submission_id = ? ORDER BY id",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -397,9 +428,11 @@ int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT idx, params_json, state, exit_code, node, attempt,"
+	if (pbx_store_prepare(st,
+			      "SELECT idx, params_json, state, exit_code, node, attempt,"
 			      " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
-			      " WHERE submission_id = ? ORDER BY idx", &s, err) < 0)
+			      " WHERE submission_id = ? ORDER BY idx",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -407,7 +440,8 @@ int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx
 		t->idx = sqlite3_column_int64(s, 0);
 		t->params_json = pbx_store_col_text(s, 1);
 		t->state = pbx_store_col_text(s, 2);
-		t->exit_code = sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 3);
+		t->exit_code =
+			sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 3);
 		t->node = pbx_store_col_text(s, 4);
 		t->attempt = sqlite3_column_int(s, 5);
 		t->start_time = sqlite3_column_int64(s, 6);
@@ -432,9 +466,11 @@ int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
 	sqlite3_stmt *s;
 	int64_t now = (int64_t)time(NULL);
 	size_t i;
-	if (pbx_store_prepare(st, "UPDATE tasks SET state = ?, exit_code = ?, node = ?, attempt = ?,"
+	if (pbx_store_prepare(st,
+			      "UPDATE tasks SET state = ?, exit_code = ?, node = ?, attempt = ?,"
 			      " start_time = ?, end_time = ?, job_id = ?, updated = ?"
-			      " WHERE submission_id = ? AND idx = ?", &s, err) < 0)
+			      " WHERE submission_id = ? AND idx = ?",
+			      &s, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		const struct pbx_task_row *t = &rows[i];
@@ -485,7 +521,8 @@ static int tasks_mark(struct pbx_store *st, const char *sql, int64_t submission_
 int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
 			      size_t n, struct pbx_err *err)
 {
-	return tasks_mark(st, "UPDATE tasks SET state = 'PENDING', submits = submits + 1,"
+	return tasks_mark(st,
+			  "UPDATE tasks SET state = 'PENDING', submits = submits + 1,"
 			  " exit_code = NULL, cancel_requested = 0, updated = ?"
 			  " WHERE submission_id = ? AND idx = ?",
 			  submission_id, idx, n, err);
@@ -494,7 +531,8 @@ int pbx_store_tasks_submitted(struct pbx_store *st, int64_t submission_id, const
 int pbx_store_tasks_unsubmit(struct pbx_store *st, int64_t submission_id, const int64_t *idx,
 			     size_t n, struct pbx_err *err)
 {
-	return tasks_mark(st, "UPDATE tasks SET state = 'NEW', submits = max(submits - 1, 0),"
+	return tasks_mark(st,
+			  "UPDATE tasks SET state = 'NEW', submits = max(submits - 1, 0),"
 			  " updated = ? WHERE submission_id = ? AND idx = ?",
 			  submission_id, idx, n, err);
 }
@@ -503,7 +541,8 @@ int pbx_store_tasks_cancelled(struct pbx_store *st, int64_t submission_id, const
 			      size_t n, struct pbx_err *err)
 {
 	/* the time of the cancel: a task that ends after it was cancelled */
-	return tasks_mark(st, "UPDATE tasks SET cancel_requested = ?1, updated = ?1"
+	return tasks_mark(st,
+			  "UPDATE tasks SET cancel_requested = ?1, updated = ?1"
 			  " WHERE submission_id = ?2 AND idx = ?3",
 			  submission_id, idx, n, err);
 }
@@ -522,15 +561,16 @@ void pbx_task_rows_free(struct pbx_task_row *rows, size_t n)
 
 /* -------------------------------------------------------------- metrics */
 
-int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id,
-			  const struct pbx_metric *m, size_t n, size_t *added,
-			  struct pbx_err *err)
+int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id, const struct pbx_metric *m,
+			  size_t n, size_t *added, struct pbx_err *err)
 {
 	sqlite3_stmt *s;
 	size_t i;
 	*added = 0;
-	if (pbx_store_prepare(st, "INSERT INTO metrics(submission_id, idx, name, step, value)"
-			      " VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO metrics(submission_id, idx, name, step, value)"
+			      " VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
+			      &s, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		sqlite3_bind_int64(s, 1, submission_id);
@@ -552,16 +592,18 @@ int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id,
 	return 0;
 }
 
-int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id,
-			   struct pbx_metric **rows, size_t *n, struct pbx_err *err)
+int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id, struct pbx_metric **rows,
+			   size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *s;
 	size_t cap = 0;
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
-			      " ORDER BY idx, name, step", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
+			      " ORDER BY idx, name, step",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -600,8 +642,10 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT idx, path, size, mtime FROM harvested"
-			      " WHERE submission_id = ? ORDER BY idx, path", &s, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT idx, path, size, mtime FROM harvested"
+			      " WHERE submission_id = ? ORDER BY idx, path",
+			      &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -629,14 +673,17 @@ int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int
 	int rc;
 	*idx = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
-			      " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
-			      " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
-			      &s, err) < 0)
+	if (pbx_store_prepare(
+		    st,
+		    "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
+		    " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
+		    " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
+		    &s, err) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, submission_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		*(int64_t *)row_next((void **)idx, n, &cap, sizeof(**idx)) = sqlite3_column_int64(s, 0);
+		*(int64_t *)row_next((void **)idx, n, &cap, sizeof(**idx)) =
+			sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {
 		free(*idx);
@@ -652,9 +699,11 @@ int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 {
 	sqlite3_stmt *s;
 	size_t i;
-	if (pbx_store_prepare(st, "INSERT INTO harvested(submission_id, idx, path, size, mtime)"
+	if (pbx_store_prepare(st,
+			      "INSERT INTO harvested(submission_id, idx, path, size, mtime)"
 			      " VALUES (?,?,?,?,?) ON CONFLICT(submission_id, idx, path) DO UPDATE"
-			      " SET size = excluded.size, mtime = excluded.mtime", &s, err) < 0)
+			      " SET size = excluded.size, mtime = excluded.mtime",
+			      &s, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		sqlite3_bind_int64(s, 1, submission_id);

@@ -15,13 +15,13 @@
 #include "store/store.h"
 
 struct pbx_package_row {
-	char *id;              /* full SHA-256 hex content id */
-	char *short_id;        /* first 12 hex digits */
-	char *name;            /* experiment name */
+	char *id;       /* full SHA-256 hex content id */
+	char *short_id; /* first 12 hex digits */
+	char *name;     /* experiment name */
 	char *experiment_path;
 	char *experiment_text;
-	char *git_commit;      /* NULL outside a git checkout */
-	char *git_diff;        /* NULL when clean or outside git */
+	char *git_commit; /* NULL outside a git checkout */
+	char *git_diff;   /* NULL when clean or outside git */
 	char *user, *host;
 	int64_t ntasks;
 	int64_t created;
@@ -45,14 +45,14 @@ struct pbx_submission_row {
 	int64_t id;
 	char *package_id;
 	int64_t cluster_id;
-	char *cluster_name;    /* filled by the getters (join) */
-	char *cluster_state;   /* likewise */
-	char *remote_dir;      /* relative to the cluster's shared directory */
-	char *resources_json;  /* the sbatch options of the latest submission
+	char *cluster_name;   /* filled by the getters (join) */
+	char *cluster_state;  /* likewise */
+	char *remote_dir;     /* relative to the cluster's shared directory */
+	char *resources_json; /* the sbatch options of the latest submission
 				  (src/slurm/sbatch.h's JSON; older stores: an
 				  argv array) */
 	int pushed;
-	char *state;           /* submitting, submitted, partial */
+	char *state; /* submitting, submitted, partial */
 	int64_t created;
 };
 
@@ -71,39 +71,39 @@ int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const
 			     struct pbx_err *err);
 /* Replaces the stored sbatch options (what `rerun` submits with). */
 int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
-					struct pbx_err *err);
+				       struct pbx_err *err);
 void pbx_submission_row_free(struct pbx_submission_row *s);
 void pbx_submission_rows_free(struct pbx_submission_row *rows, size_t n);
 
 struct pbx_array_row {
 	int64_t id;
 	int64_t submission_id;
-	int64_t first_task;    /* PBX_TASK_OFFSET: task index = first_task + array index */
-	int64_t ntasks;        /* number of tasks in the array */
-	char *spec;            /* the --array value */
-	char *job_id;          /* SLURM's array job id, NULL until submitted */
-	char *state;           /* planned, submitted, failed */
+	int64_t first_task; /* PBX_TASK_OFFSET: task index = first_task + array index */
+	int64_t ntasks;     /* number of tasks in the array */
+	char *spec;         /* the --array value */
+	char *job_id;       /* SLURM's array job id, NULL until submitted */
+	char *state;        /* planned, submitted, failed */
 };
 
 int pbx_store_array_add(struct pbx_store *st, const struct pbx_array_row *a, int64_t *id,
 			struct pbx_err *err);
 int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, const char *state,
 			struct pbx_err *err);
-int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id,
-			  struct pbx_array_row **rows, size_t *n, struct pbx_err *err);
+int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id, struct pbx_array_row **rows,
+			  size_t *n, struct pbx_err *err);
 void pbx_array_rows_free(struct pbx_array_row *rows, size_t n);
 
 struct pbx_task_row {
 	int64_t idx;
 	char *params_json;
-	char *state;           /* NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, ... */
-	int exit_code;         /* -1 when unknown */
+	char *state;   /* NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, ... */
+	int exit_code; /* -1 when unknown */
 	char *node;
 	int attempt;
-	int64_t start_time, end_time;   /* 0 when unknown */
+	int64_t start_time, end_time; /* 0 when unknown */
 	char *job_id;
-	int submits;           /* how often pbx submitted it */
-	int64_t cancel_requested;  /* when `pbx cancel` cancelled it since its last
+	int submits;              /* how often pbx submitted it */
+	int64_t cancel_requested; /* when `pbx cancel` cancelled it since its last
 	                              submission (Unix seconds; 1 in older stores), or 0 */
 };
 
@@ -130,23 +130,22 @@ void pbx_task_rows_free(struct pbx_task_row *rows, size_t n);
 /* ---------------------------------------------------------------- results */
 
 struct pbx_metric {
-	int64_t idx;        /* task index */
+	int64_t idx; /* task index */
 	int64_t step;
-	const char *name;   /* borrowed in puts; owned by the row array in lists */
+	const char *name; /* borrowed in puts; owned by the row array in lists */
 	double value;
-	int is_null;        /* the file had null (or NaN) */
+	int is_null; /* the file had null (or NaN) */
 };
 
 /* Adds metric points of a submission; points already stored (same task,
  * name and step) are left as they are, so ingesting a file twice adds
  * nothing.  *added counts the new points.  Call inside a transaction. */
-int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id,
-			  const struct pbx_metric *m, size_t n, size_t *added,
-			  struct pbx_err *err);
+int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id, const struct pbx_metric *m,
+			  size_t n, size_t *added, struct pbx_err *err);
 /* All metric points of a submission, by task, name, step.  Names are owned
  * by the array: free with pbx_metrics_free. */
-int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id,
-			   struct pbx_metric **rows, size_t *n, struct pbx_err *err);
+int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id, struct pbx_metric **rows,
+			   size_t *n, struct pbx_err *err);
 void pbx_metrics_free(struct pbx_metric *rows, size_t n);
 
 struct pbx_harvested {

@@ -6,8 +6,8 @@
 
 #include <time.h>
 
-int pbx_store_hostkey_get(struct pbx_store *st, const char *hostport, char **type,
-			  char **key_b64, struct pbx_err *err)
+int pbx_store_hostkey_get(struct pbx_store *st, const char *hostport, char **type, char **key_b64,
+			  struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int rc;
@@ -33,8 +33,10 @@ int pbx_store_hostkey_put(struct pbx_store *st, const char *hostport, const char
 			  const char *key_b64, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "INSERT INTO host_keys(hostport, key_type, key_b64, first_seen)"
-			      " VALUES (?, ?, ?, ?) ON CONFLICT(hostport) DO NOTHING", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO host_keys(hostport, key_type, key_b64, first_seen)"
+			      " VALUES (?, ?, ?, ?) ON CONFLICT(hostport) DO NOTHING",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, hostport, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, type, -1, SQLITE_STATIC);
@@ -65,7 +67,8 @@ int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, in
 				    struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "DELETE FROM host_keys WHERE substr(hostport, 1, length(?1)) = ?1",
+	if (pbx_store_prepare(st,
+			      "DELETE FROM host_keys WHERE substr(hostport, 1, length(?1)) = ?1",
 			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_STATIC);

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#define IMAGE_COLS "id, name, uid, cloud, project, zone, source_image, template, link, state," \
-		   " detail, created, updated"
+#define IMAGE_COLS                                                                  \
+	"id, name, uid, cloud, project, zone, source_image, template, link, state," \
+	" detail, created, updated"
 
 static void image_row_read(sqlite3_stmt *stmt, struct pbx_image_row *r)
 {
@@ -44,9 +45,11 @@ int pbx_store_image_create(struct pbx_store *st, const struct pbx_image_row *row
 	if (err->code != PBX_EXIT_NOTFOUND)
 		return -1;
 	pbx_err_clear(err);
-	if (pbx_store_prepare(st, "INSERT INTO images(name, uid, cloud, project, zone, source_image,"
+	if (pbx_store_prepare(st,
+			      "INSERT INTO images(name, uid, cloud, project, zone, source_image,"
 			      " template, state, created, updated)"
-			      " VALUES (?, ?, ?, ?, ?, ?, ?, 'building', ?, ?)", &stmt, err) < 0)
+			      " VALUES (?, ?, ?, ?, ?, ?, ?, 'building', ?, ?)",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, row->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, row->uid, -1, SQLITE_STATIC);
@@ -71,7 +74,8 @@ int pbx_store_image_get(struct pbx_store *st, const char *name, struct pbx_image
 	sqlite3_stmt *stmt;
 	int rc;
 	memset(row, 0, sizeof(*row));
-	if (pbx_store_prepare(st, "SELECT " IMAGE_COLS " FROM images"
+	if (pbx_store_prepare(st,
+			      "SELECT " IMAGE_COLS " FROM images"
 			      " WHERE name = ? AND state != 'deleted' ORDER BY id DESC LIMIT 1",
 			      &stmt, err) < 0)
 		return -1;
@@ -87,12 +91,14 @@ int pbx_store_image_get(struct pbx_store *st, const char *name, struct pbx_image
 	return pbx_store_fail(st, err, "read image");
 }
 
-int pbx_store_image_set(struct pbx_store *st, int64_t id, const char *state,
-			const char *detail, const char *link, struct pbx_err *err)
+int pbx_store_image_set(struct pbx_store *st, int64_t id, const char *state, const char *detail,
+			const char *link, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "UPDATE images SET state = ?, detail = coalesce(?, detail),"
-			      " link = coalesce(?, link), updated = ? WHERE id = ?", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "UPDATE images SET state = ?, detail = coalesce(?, detail),"
+			      " link = coalesce(?, link), updated = ? WHERE id = ?",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, state, -1, SQLITE_STATIC);
 	if (detail)
@@ -116,10 +122,12 @@ int pbx_store_image_list(struct pbx_store *st, int include_deleted, struct pbx_i
 	int rc;
 	*rows = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, include_deleted
-			      ? "SELECT " IMAGE_COLS " FROM images ORDER BY name, id"
-			      : "SELECT " IMAGE_COLS " FROM images WHERE state != 'deleted'"
-				" ORDER BY name, id", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      include_deleted
+				      ? "SELECT " IMAGE_COLS " FROM images ORDER BY name, id"
+				      : "SELECT " IMAGE_COLS " FROM images WHERE state != 'deleted'"
+					" ORDER BY name, id",
+			      &stmt, err) < 0)
 		return -1;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (*n == cap) {

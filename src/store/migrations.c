@@ -50,8 +50,8 @@ static const char *const migrations[] = {
 	/* 2: experiments - packages, their submissions to clusters, the job
 	 * arrays of each submission, and one row per task */
 	"CREATE TABLE packages ("
-	"  id TEXT PRIMARY KEY,"            /* full SHA-256 content id */
-	"  short_id TEXT NOT NULL UNIQUE,"  /* first 12 hex digits */
+	"  id TEXT PRIMARY KEY,"           /* full SHA-256 content id */
+	"  short_id TEXT NOT NULL UNIQUE," /* first 12 hex digits */
 	"  name TEXT NOT NULL,"
 	"  experiment_path TEXT NOT NULL,"
 	"  experiment_text TEXT NOT NULL,"
@@ -68,7 +68,7 @@ static const char *const migrations[] = {
 	"  remote_dir TEXT NOT NULL,"
 	"  resources_json TEXT NOT NULL,"
 	"  pushed INTEGER NOT NULL DEFAULT 0,"
-	"  state TEXT NOT NULL,"            /* submitting, submitted, partial */
+	"  state TEXT NOT NULL," /* submitting, submitted, partial */
 	"  created INTEGER NOT NULL,"
 	"  UNIQUE(package_id, cluster_id));"
 	"CREATE TABLE arrays ("
@@ -76,23 +76,23 @@ static const char *const migrations[] = {
 	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
 	"  first_task INTEGER NOT NULL,"
 	"  ntasks INTEGER NOT NULL,"
-	"  spec TEXT NOT NULL,"             /* the --array value, e.g. 0-999%10 or 3,7 */
-	"  job_id TEXT,"                    /* NULL until sbatch answered */
-	"  state TEXT NOT NULL,"            /* planned, submitted, failed */
+	"  spec TEXT NOT NULL,"  /* the --array value, e.g. 0-999%10 or 3,7 */
+	"  job_id TEXT,"         /* NULL until sbatch answered */
+	"  state TEXT NOT NULL," /* planned, submitted, failed */
 	"  created INTEGER NOT NULL);"
 	"CREATE INDEX arrays_submission ON arrays(submission_id);"
 	"CREATE TABLE tasks ("
 	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
 	"  idx INTEGER NOT NULL,"
 	"  params_json TEXT NOT NULL,"
-	"  state TEXT NOT NULL,"            /* NEW, PENDING, RUNNING, COMPLETED, FAILED, ... */
+	"  state TEXT NOT NULL," /* NEW, PENDING, RUNNING, COMPLETED, FAILED, ... */
 	"  exit_code INTEGER,"
 	"  node TEXT,"
 	"  attempt INTEGER NOT NULL DEFAULT 0,"
 	"  start_time INTEGER,"
 	"  end_time INTEGER,"
 	"  job_id TEXT,"
-	"  submits INTEGER NOT NULL DEFAULT 0,"  /* how often pbx submitted it */
+	"  submits INTEGER NOT NULL DEFAULT 0," /* how often pbx submitted it */
 	"  updated INTEGER NOT NULL,"
 	"  PRIMARY KEY(submission_id, idx)) WITHOUT ROWID;",
 
@@ -103,14 +103,14 @@ static const char *const migrations[] = {
 	"  idx INTEGER NOT NULL,"
 	"  name TEXT NOT NULL,"
 	"  step INTEGER NOT NULL,"
-	"  value REAL,"                      /* NULL for null / NaN in the file */
+	"  value REAL," /* NULL for null / NaN in the file */
 	"  PRIMARY KEY(submission_id, idx, name, step)) WITHOUT ROWID;"
 	"CREATE TABLE harvested ("
 	"  submission_id INTEGER NOT NULL REFERENCES submissions(id),"
 	"  idx INTEGER NOT NULL,"
-	"  path TEXT NOT NULL,"              /* relative to the task directory */
+	"  path TEXT NOT NULL," /* relative to the task directory */
 	"  size INTEGER NOT NULL,"
-	"  mtime INTEGER NOT NULL,"         /* the remote file's, as listed */
+	"  mtime INTEGER NOT NULL," /* the remote file's, as listed */
 	"  PRIMARY KEY(submission_id, idx, path)) WITHOUT ROWID;",
 
 	/* 4: `pbx cancel` remembers what it cancelled, so a task whose job is
@@ -152,9 +152,9 @@ static const char *const migrations[] = {
 	"  zone TEXT NOT NULL DEFAULT '',"
 	"  source_image TEXT NOT NULL,"
 	"  template TEXT NOT NULL,"
-	"  link TEXT NOT NULL DEFAULT '',"    /* projects/P/global/images/NAME once made */
+	"  link TEXT NOT NULL DEFAULT ''," /* projects/P/global/images/NAME once made */
 	"  state TEXT NOT NULL,"
-	"  detail TEXT NOT NULL DEFAULT '',"  /* why it failed, or the stage it reached */
+	"  detail TEXT NOT NULL DEFAULT ''," /* why it failed, or the stage it reached */
 	"  created INTEGER NOT NULL,"
 	"  updated INTEGER NOT NULL);"
 	"CREATE UNIQUE INDEX images_live ON images(cloud, project, name) WHERE state != 'deleted';",
@@ -234,8 +234,10 @@ int pbx_store_migrate(struct pbx_store *st, struct pbx_err *err)
 	}
 	if (v > NMIGRATIONS) {
 		pbx_store_rollback(st);
-		return pbx_err_set(err, "store %s has schema version %d, newer than this pbx (%d); "
-				   "upgrade pbx", st->path, v, NMIGRATIONS);
+		return pbx_err_set(err,
+				   "store %s has schema version %d, newer than this pbx (%d); "
+				   "upgrade pbx",
+				   st->path, v, NMIGRATIONS);
 	}
 	for (; v < NMIGRATIONS; v++) {
 		if (store_apply(st, v + 1, err) < 0) {

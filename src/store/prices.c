@@ -42,8 +42,10 @@ static int prices_insert(struct pbx_store *st, const char *cloud, const char *re
 			 const char *scope, const struct pbx_price_item *p, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "INSERT OR REPLACE INTO prices(cloud, region, scope, item, spot,"
-			      " nanos, currency) VALUES (?, ?, ?, ?, ?, ?, ?)", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT OR REPLACE INTO prices(cloud, region, scope, item, spot,"
+			      " nanos, currency) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, region, -1, SQLITE_STATIC);
@@ -59,8 +61,10 @@ static int fetch_record(struct pbx_store *st, const char *cloud, const char *reg
 			const char *scope, int64_t fetched, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "INSERT INTO price_fetches(cloud, region, scope, fetched)"
-			      " VALUES (?, ?, ?, ?)", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO price_fetches(cloud, region, scope, fetched)"
+			      " VALUES (?, ?, ?, ?)",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, region, -1, SQLITE_STATIC);
@@ -95,8 +99,10 @@ int pbx_store_prices_fetched(struct pbx_store *st, const char *cloud, const char
 	sqlite3_stmt *stmt;
 	int rc;
 	*fetched = 0;
-	if (pbx_store_prepare(st, "SELECT fetched FROM price_fetches WHERE cloud = ? AND"
-			      " region = ? AND scope = ?", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT fetched FROM price_fetches WHERE cloud = ? AND"
+			      " region = ? AND scope = ?",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, region, -1, SQLITE_STATIC);
@@ -116,8 +122,10 @@ int pbx_store_price_get(struct pbx_store *st, const char *cloud, const char *reg
 {
 	sqlite3_stmt *stmt;
 	int rc;
-	if (pbx_store_prepare(st, "SELECT nanos, currency FROM prices WHERE cloud = ? AND"
-			      " region = ? AND item = ? AND spot = ? LIMIT 1", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT nanos, currency FROM prices WHERE cloud = ? AND"
+			      " region = ? AND item = ? AND spot = ? LIMIT 1",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, region, -1, SQLITE_STATIC);

@@ -37,8 +37,10 @@ int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 	int rc;
 	*v = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st, "SELECT id, node, started, ended, nanos, currency FROM node_runs"
-			      " WHERE cluster_id = ? ORDER BY started, id", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "SELECT id, node, started, ended, nanos, currency FROM node_runs"
+			      " WHERE cluster_id = ? ORDER BY started, id",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -55,12 +57,14 @@ int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 	return 0;
 }
 
-int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node,
-		       int64_t started, int64_t nanos, const char *currency, struct pbx_err *err)
+int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
+		       int64_t nanos, const char *currency, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "INSERT INTO node_runs(cluster_id, node, started, nanos, currency)"
-			      " VALUES (?, ?, ?, ?, ?)", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "INSERT INTO node_runs(cluster_id, node, started, nanos, currency)"
+			      " VALUES (?, ?, ?, ?, ?)",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
 	sqlite3_bind_text(stmt, 2, node, -1, SQLITE_STATIC);
@@ -76,8 +80,10 @@ int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *nod
 int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st, "UPDATE node_runs SET ended = max(started, ?) WHERE id = ?"
-			      " AND ended IS NULL", &stmt, err) < 0)
+	if (pbx_store_prepare(st,
+			      "UPDATE node_runs SET ended = max(started, ?) WHERE id = ?"
+			      " AND ended IS NULL",
+			      &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, ended);
 	sqlite3_bind_int64(stmt, 2, id);

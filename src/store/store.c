@@ -122,8 +122,8 @@ char *pbx_store_col_text(sqlite3_stmt *stmt, int col)
 	return t ? xstrdup((const char *)t) : NULL;
 }
 
-void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
-		     const char *fmt, ...)
+void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind, const char *fmt,
+		     ...)
 {
 	sqlite3_stmt *stmt = NULL;
 	char *detail;
@@ -131,15 +131,15 @@ void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
 	int rc;
 
 	if (!st)
-		return;   /* no store (a dry run, a provider driven by a test) */
+		return; /* no store (a dry run, a provider driven by a test) */
 	va_start(ap, fmt);
 	rc = vasprintf(&detail, fmt, ap);
 	va_end(ap);
 	if (rc < 0)
 		return;
-	if (sqlite3_prepare_v2(st->db,
-			       "INSERT INTO events(time, cluster_id, kind, detail) VALUES (?,?,?,?)",
-			       -1, &stmt, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    st->db, "INSERT INTO events(time, cluster_id, kind, detail) VALUES (?,?,?,?)",
+		    -1, &stmt, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(stmt, 1, (int64_t)time(NULL));
 		if (cluster_id)
 			sqlite3_bind_int64(stmt, 2, cluster_id);

@@ -39,33 +39,33 @@ int pbx_store_exec(struct pbx_store *st, const char *sql, struct pbx_err *err);
 
 /* Appends an audit event (cluster_id 0 = none; st NULL: nothing).  Never
  * fails the caller: a failure to log is reported on the next store error. */
-void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void pbx_store_event(struct pbx_store *st, int64_t cluster_id, const char *kind, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
 
 /* ---------------------------------------------------------------- clusters */
 
 struct pbx_cluster_row {
 	int64_t id;
-	char *name;           /* unique among clusters not deleted */
-	char *uid;            /* the id its cloud resources carry (unique; see
+	char *name;               /* unique among clusters not deleted */
+	char *uid;                /* the id its cloud resources carry (unique; see
 	                         pbx_cluster_uid_new in src/cloud/provider.h) */
-	char *cloud;          /* "local", "gce", "aws" */
-	char *state;          /* "starting", "up", "degraded", "stopping", "deleted" */
-	char *template_json;  /* the template it was built from, as JSON */
-	int slot;             /* provider-specific allocation (local: address/port block) */
-	char *template_name;  /* template it was started from; NULL = its own name */
-	int64_t created, updated;  /* unix seconds */
+	char *cloud;              /* "local", "gce", "aws" */
+	char *state;              /* "starting", "up", "degraded", "stopping", "deleted" */
+	char *template_json;      /* the template it was built from, as JSON */
+	int slot;                 /* provider-specific allocation (local: address/port block) */
+	char *template_name;      /* template it was started from; NULL = its own name */
+	int64_t created, updated; /* unix seconds */
 };
 
 /* Fills *row (owned by the caller: pbx_cluster_row_free) for the live
  * cluster `name`.  Returns 0, or -1 with code PBX_EXIT_NOTFOUND when none. */
-int pbx_store_cluster_get(struct pbx_store *st, const char *name,
-			  struct pbx_cluster_row *row, struct pbx_err *err);
+int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
+			  struct pbx_err *err);
 /* Creates a live cluster row with cluster id `uid` (made by the caller);
  * *id receives its store number. */
 int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,
-			     const char *cloud, const char *template_json, int slot,
-			     int64_t *id, struct pbx_err *err);
+			     const char *cloud, const char *template_json, int slot, int64_t *id,
+			     struct pbx_err *err);
 int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
 				struct pbx_err *err);
 /* Records the template a cluster was started from. */
@@ -77,11 +77,10 @@ int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const 
 					struct pbx_err *err);
 /* All clusters (deleted ones too when include_deleted), by name.  *rows is
  * owned by the caller: pbx_cluster_rows_free(*rows, *n). */
-int pbx_store_cluster_list(struct pbx_store *st, int include_deleted,
-			   struct pbx_cluster_row **rows, size_t *n, struct pbx_err *err);
+int pbx_store_cluster_list(struct pbx_store *st, int include_deleted, struct pbx_cluster_row **rows,
+			   size_t *n, struct pbx_err *err);
 /* Slots used by live clusters of `cloud`: returns the lowest free slot >= 0. */
-int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot,
-			struct pbx_err *err);
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, struct pbx_err *err);
 void pbx_cluster_row_free(struct pbx_cluster_row *row);
 void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n);
 
@@ -90,27 +89,26 @@ void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n);
 struct pbx_node_row {
 	int64_t id;
 	int64_t cluster_id;
-	char *name;         /* SLURM node name ("head", "gpu1", ...) */
-	char *role;         /* "head" or "compute" */
-	char *address;      /* the node's private address (SLURM's NodeAddr); pbx
+	char *name;    /* SLURM node name ("head", "gpu1", ...) */
+	char *role;    /* "head" or "compute" */
+	char *address; /* the node's private address (SLURM's NodeAddr); pbx
 	                       connects to it directly, or through the head when
 	                       the head has a public_address and this node not */
 	int ssh_port;
 	int gpus;
-	char *instance_id;  /* cloud instance id; may be NULL */
-	char *root;         /* node's root prefix ("" on cloud nodes, a private
+	char *instance_id;    /* cloud instance id; may be NULL */
+	char *root;           /* node's root prefix ("" on cloud nodes, a private
 	                       directory for local node bodies) */
-	char *state;        /* "planned", "creating" (the cloud accepted it),
+	char *state;          /* "planned", "creating" (the cloud accepted it),
 	                       "running", "bootstrapping", "up", "down", "failed",
 	                       "deleted" */
-	char *zone;         /* cloud zone; may be NULL */
-	char *public_address;  /* address reachable from here (the head); may be NULL */
-	char *operation;    /* the cloud operation creating it; may be NULL */
+	char *zone;           /* cloud zone; may be NULL */
+	char *public_address; /* address reachable from here (the head); may be NULL */
+	char *operation;      /* the cloud operation creating it; may be NULL */
 };
 
 /* Inserts or updates (by cluster_id + name) a node. */
-int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node,
-		       struct pbx_err *err);
+int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node, struct pbx_err *err);
 int pbx_store_node_set_state(struct pbx_store *st, int64_t cluster_id, const char *name,
 			     const char *state, struct pbx_err *err);
 /* Removes a node's row (a node a resize deleted). */
@@ -118,8 +116,8 @@ int pbx_store_node_delete(struct pbx_store *st, int64_t cluster_id, const char *
 			  struct pbx_err *err);
 /* Nodes of a cluster, head first then by name; caller frees with
  * pbx_node_rows_free. */
-int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id,
-			struct pbx_node_row **rows, size_t *n, struct pbx_err *err);
+int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id, struct pbx_node_row **rows,
+			size_t *n, struct pbx_err *err);
 void pbx_node_rows_free(struct pbx_node_row *rows, size_t n);
 /* Frees one row's strings (not the row itself) and zeroes it. */
 void pbx_node_row_release(struct pbx_node_row *r);
@@ -128,8 +126,8 @@ void pbx_node_row_release(struct pbx_node_row *r);
 
 /* Returns 1 and fills *type / *key_b64 (caller frees) when a key is pinned
  * for `hostport`, 0 when none, -1 on error. */
-int pbx_store_hostkey_get(struct pbx_store *st, const char *hostport, char **type,
-			  char **key_b64, struct pbx_err *err);
+int pbx_store_hostkey_get(struct pbx_store *st, const char *hostport, char **type, char **key_b64,
+			  struct pbx_err *err);
 int pbx_store_hostkey_put(struct pbx_store *st, const char *hostport, const char *type,
 			  const char *key_b64, struct pbx_err *err);
 /* Forgets the pinned key; *removed = number of keys removed. */
@@ -147,15 +145,15 @@ int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, in
  * instance carries as its pbx-cluster-id label. */
 struct pbx_image_row {
 	int64_t id;
-	char *name;           /* the cloud image's name; unique among live rows
+	char *name; /* the cloud image's name; unique among live rows
 	                         of a cloud and project */
-	char *uid;            /* 32 hex digits (pbx_cluster_uid_new) */
+	char *uid;  /* 32 hex digits (pbx_cluster_uid_new) */
 	char *cloud, *project, *zone;
-	char *source_image;   /* what the builder booted from */
-	char *template_name;  /* the template it was built from */
-	char *link;           /* projects/P/global/images/NAME, "" until made */
-	char *state;          /* "building", "ready", "failed", "deleted" */
-	char *detail;         /* the stage reached, or why it failed; may be "" */
+	char *source_image;  /* what the builder booted from */
+	char *template_name; /* the template it was built from */
+	char *link;          /* projects/P/global/images/NAME, "" until made */
+	char *state;         /* "building", "ready", "failed", "deleted" */
+	char *detail;        /* the stage reached, or why it failed; may be "" */
 	int64_t created, updated;
 };
 
@@ -169,8 +167,8 @@ int pbx_store_image_create(struct pbx_store *st, const struct pbx_image_row *row
 int pbx_store_image_get(struct pbx_store *st, const char *name, struct pbx_image_row *row,
 			struct pbx_err *err);
 /* Sets state, detail (may be NULL: unchanged) and link (may be NULL). */
-int pbx_store_image_set(struct pbx_store *st, int64_t id, const char *state,
-			const char *detail, const char *link, struct pbx_err *err);
+int pbx_store_image_set(struct pbx_store *st, int64_t id, const char *state, const char *detail,
+			const char *link, struct pbx_err *err);
 /* Live images (deleted ones too when include_deleted), by name; *rows
  * owned by the caller: pbx_image_rows_free(*rows, *n). */
 int pbx_store_image_list(struct pbx_store *st, int include_deleted, struct pbx_image_row **rows,
@@ -190,9 +188,9 @@ void pbx_image_rows_free(struct pbx_image_row *rows, size_t n);
  */
 struct pbx_price_item {
 	char *item;
-	int spot;               /* 1: the Spot / preemptible price */
-	int64_t nanos;          /* per unit, in 1e-9 of the currency */
-	char currency[8];       /* ISO 4217, e.g. "USD" */
+	int spot;         /* 1: the Spot / preemptible price */
+	int64_t nanos;    /* per unit, in 1e-9 of the currency */
+	char currency[8]; /* ISO 4217, e.g. "USD" */
 };
 void pbx_price_items_free(struct pbx_price_item *v, size_t n);
 
@@ -219,11 +217,11 @@ int pbx_store_price_get(struct pbx_store *st, const char *cloud, const char *reg
  */
 struct pbx_node_run {
 	int64_t id;
-	char *node;             /* SLURM node name */
-	int64_t started;        /* unix s */
-	int64_t ended;          /* unix s; 0 = still running */
-	int64_t nanos;          /* its price an hour when it began; -1 = unknown */
-	char currency[8];       /* "" when unknown */
+	char *node;       /* SLURM node name */
+	int64_t started;  /* unix s */
+	int64_t ended;    /* unix s; 0 = still running */
+	int64_t nanos;    /* its price an hour when it began; -1 = unknown */
+	char currency[8]; /* "" when unknown */
 };
 void pbx_node_runs_free(struct pbx_node_run *v, size_t n);
 /* Every run of cluster `cluster_id`, oldest first; *v owned by the caller
@@ -231,8 +229,8 @@ void pbx_node_runs_free(struct pbx_node_run *v, size_t n);
 int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_node_run **v,
 			size_t *n, struct pbx_err *err);
 /* Begins a run of `node` at `started` (nanos -1: price unknown). */
-int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node,
-		       int64_t started, int64_t nanos, const char *currency, struct pbx_err *err);
+int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
+		       int64_t nanos, const char *currency, struct pbx_err *err);
 /* Ends run `id` at `ended` (never before it began). */
 int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct pbx_err *err);
 

@@ -29,8 +29,7 @@ int pbx_tmpl_get(const char *name, struct pbx_buf *out, struct pbx_err *err)
 	return pbx_err_set(err, "no template named %s", name);
 }
 
-static const char *tmpl_lookup(const char *const *list, const char *key, size_t klen,
-				   size_t step)
+static const char *tmpl_lookup(const char *const *list, const char *key, size_t klen, size_t step)
 {
 	size_t i;
 	for (i = 0; list && list[i]; i += step)

@@ -48,19 +48,34 @@ static double ckpt_bitsd(uint64_t u)
 
 #define CKPT_HDR (8 + 8 * CKPT_WORDS + 8)
 
-int pbx_checkpoint_save(const char *path, const struct pbx_model *m,
-			const struct pbx_optim *o,
+int pbx_checkpoint_save(const char *path, const struct pbx_model *m, const struct pbx_optim *o,
 			const struct pbx_ckpt_state *st, struct pbx_err *err)
 {
 	uint64_t w[CKPT_WORDS] = {
-		PBX_CKPT_VERSION, CKPT_HDR, m->arch_hash, m->nparams,
-		m->nbuffers, o->nstate, (uint64_t)o->kind, (uint64_t)o->t,
-		(uint64_t)st->epoch, (uint64_t)st->step, st->loader.seed,
-		(uint64_t)st->loader.epoch, (uint64_t)st->loader.cursor,
-		st->rng.s[0], st->rng.s[1], st->rng.s[2], st->rng.s[3],
-		ckpt_dbits(st->epoch_loss_sum), (uint64_t)st->epoch_correct,
-		(uint64_t)st->epoch_seen, ckpt_dbits(st->elapsed_s),
-		(uint64_t)(st->world > 0 ? st->world : 1), 0, 0,
+		PBX_CKPT_VERSION,
+		CKPT_HDR,
+		m->arch_hash,
+		m->nparams,
+		m->nbuffers,
+		o->nstate,
+		(uint64_t)o->kind,
+		(uint64_t)o->t,
+		(uint64_t)st->epoch,
+		(uint64_t)st->step,
+		st->loader.seed,
+		(uint64_t)st->loader.epoch,
+		(uint64_t)st->loader.cursor,
+		st->rng.s[0],
+		st->rng.s[1],
+		st->rng.s[2],
+		st->rng.s[3],
+		ckpt_dbits(st->epoch_loss_sum),
+		(uint64_t)st->epoch_correct,
+		(uint64_t)st->epoch_seen,
+		ckpt_dbits(st->elapsed_s),
+		(uint64_t)(st->world > 0 ? st->world : 1),
+		0,
+		0,
 	};
 	size_t np = sizeof(float) * m->nparams, nb = sizeof(float) * m->nbuffers;
 	size_t no = sizeof(float) * o->nstate, len = CKPT_HDR + np + nb + no;
@@ -91,9 +106,8 @@ int pbx_checkpoint_save(const char *path, const struct pbx_model *m,
 	return 0;
 }
 
-int pbx_checkpoint_load(const char *path, struct pbx_model *m,
-			struct pbx_optim *o, struct pbx_ckpt_state *st,
-			struct pbx_err *err)
+int pbx_checkpoint_load(const char *path, struct pbx_model *m, struct pbx_optim *o,
+			struct pbx_ckpt_state *st, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	const unsigned char *p;
@@ -122,21 +136,25 @@ int pbx_checkpoint_load(const char *path, struct pbx_model *m,
 		goto out;
 	}
 	if (w[2] != m->arch_hash || w[3] != m->nparams || w[4] != m->nbuffers) {
-		pbx_err_set(err, "%s was written for a different model (architecture hash %016llx, %llu parameters; this model: %016llx, %zu parameters); refusing to resume",
-			    path, (unsigned long long)w[2], (unsigned long long)w[3],
-			    (unsigned long long)m->arch_hash, m->nparams);
+		pbx_err_set(
+			err,
+			"%s was written for a different model (architecture hash %016llx, %llu parameters; this model: %016llx, %zu parameters); refusing to resume",
+			path, (unsigned long long)w[2], (unsigned long long)w[3],
+			(unsigned long long)m->arch_hash, m->nparams);
 		goto out;
 	}
 	if (w[5] != o->nstate || w[6] != (uint64_t)o->kind) {
-		pbx_err_set(err, "%s was written with a different optimizer (state of %llu values, this run: %zu); refusing to resume",
-			    path, (unsigned long long)w[5], o->nstate);
+		pbx_err_set(
+			err,
+			"%s was written with a different optimizer (state of %llu values, this run: %zu); refusing to resume",
+			path, (unsigned long long)w[5], o->nstate);
 		goto out;
 	}
 	size_t np = sizeof(float) * m->nparams, nb = sizeof(float) * m->nbuffers;
 	size_t no = sizeof(float) * o->nstate;
 	if (b.len != CKPT_HDR + np + nb + no) {
-		pbx_err_set(err, "%s: checkpoint has %zu bytes, expected %zu (truncated?)",
-			    path, b.len, CKPT_HDR + np + nb + no);
+		pbx_err_set(err, "%s: checkpoint has %zu bytes, expected %zu (truncated?)", path,
+			    b.len, CKPT_HDR + np + nb + no);
 		goto out;
 	}
 	if ((ckpt_get64(p + CKPT_HDR - 8) & 0xffffffffu) !=

@@ -36,18 +36,16 @@ struct pbx_ckpt_state {
 	double epoch_loss_sum;          /* sums over the current epoch so far */
 	int64_t epoch_correct;
 	int64_t epoch_seen;
-	double elapsed_s;               /* training time before this checkpoint */
-	int world;                      /* ranks of the run that wrote it (1 for
+	double elapsed_s; /* training time before this checkpoint */
+	int world;        /* ranks of the run that wrote it (1 for
 					 * files from before data parallelism) */
 };
 
-int pbx_checkpoint_save(const char *path, const struct pbx_model *m,
-			const struct pbx_optim *o,
+int pbx_checkpoint_save(const char *path, const struct pbx_model *m, const struct pbx_optim *o,
 			const struct pbx_ckpt_state *st, struct pbx_err *err);
 /* Loads into an already-built model and initialised optimiser of the same
  * shape; on any error nothing is modified. */
-int pbx_checkpoint_load(const char *path, struct pbx_model *m,
-			struct pbx_optim *o, struct pbx_ckpt_state *st,
-			struct pbx_err *err);
+int pbx_checkpoint_load(const char *path, struct pbx_model *m, struct pbx_optim *o,
+			struct pbx_ckpt_state *st, struct pbx_err *err);
 
 #endif

@@ -13,12 +13,15 @@
 
 static void self_grads_begin(struct pbx_comm *c, float *g, size_t n)
 {
-	(void)c; (void)g; (void)n;
+	(void)c;
+	(void)g;
+	(void)n;
 }
 
 static void self_grads_ready(struct pbx_comm *c, size_t lo)
 {
-	(void)c; (void)lo;
+	(void)c;
+	(void)lo;
 }
 
 static int self_grads_finish(struct pbx_comm *c)
@@ -29,19 +32,25 @@ static int self_grads_finish(struct pbx_comm *c)
 
 static int self_sum(struct pbx_comm *c, double *v, int n)
 {
-	(void)c; (void)v; (void)n;
+	(void)c;
+	(void)v;
+	(void)n;
 	return 0;
 }
 
 static int self_bcast(struct pbx_comm *c, void *buf, size_t bytes)
 {
-	(void)c; (void)buf; (void)bytes;
+	(void)c;
+	(void)buf;
+	(void)bytes;
 	return 0;
 }
 
 static int self_allreduce_floats(struct pbx_comm *c, float *v, size_t n)
 {
-	(void)c; (void)v; (void)n;
+	(void)c;
+	(void)v;
+	(void)n;
 	return 0;
 }
 
@@ -57,8 +66,8 @@ static void self_close(struct pbx_comm *c)
 }
 
 static const struct pbx_comm_ops self_ops = {
-	"self", self_grads_begin, self_grads_ready, self_grads_finish,
-	self_sum, self_bcast, self_allreduce_floats, self_abort, self_close,
+	"self",     self_grads_begin,      self_grads_ready, self_grads_finish, self_sum,
+	self_bcast, self_allreduce_floats, self_abort,       self_close,
 };
 
 struct pbx_comm *pbx_comm_self(void)
@@ -82,8 +91,7 @@ static int comm_launcher_world(void)
 	return getenv("PMIX_RANK") ? -1 : 0;
 }
 
-struct pbx_comm *pbx_comm_open(const struct pbx_comm_opts *o,
-			       struct pbx_err *err)
+struct pbx_comm *pbx_comm_open(const struct pbx_comm_opts *o, struct pbx_err *err)
 {
 	int world = comm_launcher_world();
 	if (world == 0 && !o->force_mpi)
@@ -94,8 +102,10 @@ struct pbx_comm *pbx_comm_open(const struct pbx_comm_opts *o,
 	if (world == 1)
 		return pbx_comm_self();
 	(void)o;
-	pbx_err_set(err, "started as one of %d ranks, but this pbx-train was built without MPI (install libopenmpi-dev and rebuild)",
-		    world);
+	pbx_err_set(
+		err,
+		"started as one of %d ranks, but this pbx-train was built without MPI (install libopenmpi-dev and rebuild)",
+		world);
 	return NULL;
 #endif
 }
@@ -135,16 +145,14 @@ int pbx_comm_sum(struct pbx_comm *c, double *v, int n, struct pbx_err *err)
 	return 0;
 }
 
-int pbx_comm_bcast(struct pbx_comm *c, void *buf, size_t bytes,
-		   struct pbx_err *err)
+int pbx_comm_bcast(struct pbx_comm *c, void *buf, size_t bytes, struct pbx_err *err)
 {
 	if (c->failed || c->ops->bcast(c, buf, bytes) < 0)
 		return comm_failed(c, err);
 	return 0;
 }
 
-int pbx_comm_allreduce_floats(struct pbx_comm *c, float *v, size_t n,
-			      struct pbx_err *err)
+int pbx_comm_allreduce_floats(struct pbx_comm *c, float *v, size_t n, struct pbx_err *err)
 {
 	if (c->failed || c->ops->allreduce_floats(c, v, n) < 0)
 		return comm_failed(c, err);

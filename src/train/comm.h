@@ -33,9 +33,9 @@
 #include "util/err.h"
 
 struct pbx_comm_opts {
-	size_t bucket_bytes;   /* gradient allreduce bucket size (0 = 1 MiB) */
-	double timeout_s;      /* longest wait in a collective (0 = 300 s) */
-	int force_mpi;         /* initialise MPI even without a launcher */
+	size_t bucket_bytes; /* gradient allreduce bucket size (0 = 1 MiB) */
+	double timeout_s;    /* longest wait in a collective (0 = 300 s) */
+	int force_mpi;       /* initialise MPI even without a launcher */
 };
 
 struct pbx_comm;
@@ -65,12 +65,12 @@ struct pbx_comm {
 	const struct pbx_comm_ops *ops;
 	int rank, world;
 	int local_rank, local_world; /* ranks on this node */
-	int64_t step;              /* the trainer's step, for messages */
+	int64_t step;                /* the trainer's step, for messages */
 	int failed;
-	struct pbx_err err;        /* why, once failed */
+	struct pbx_err err; /* why, once failed */
 	struct pbx_comm_stats stats;
 	void *impl;
-	int lossy;                 /* ranks may be lost (Downpour): close does
+	int lossy; /* ranks may be lost (Downpour): close does
 				    * not wait for the others (no barrier) */
 };
 
@@ -79,8 +79,7 @@ struct pbx_comm {
  * force_mpi, initialises MPI (MPI_THREAD_FUNNELED); otherwise, or when
  * pbx-train was built without MPI and world is 1, a one-process comm
  * without MPI.  NULL + err when MPI is needed but unavailable. */
-struct pbx_comm *pbx_comm_open(const struct pbx_comm_opts *o,
-			       struct pbx_err *err);
+struct pbx_comm *pbx_comm_open(const struct pbx_comm_opts *o, struct pbx_err *err);
 /* The one-process comm (tests; never fails). */
 struct pbx_comm *pbx_comm_self(void);
 
@@ -91,12 +90,10 @@ int pbx_comm_grads_finish(struct pbx_comm *c, struct pbx_err *err);
 /* Sums n doubles over the ranks, in place, same result on every rank. */
 int pbx_comm_sum(struct pbx_comm *c, double *v, int n, struct pbx_err *err);
 /* rank 0's bytes to every rank. */
-int pbx_comm_bcast(struct pbx_comm *c, void *buf, size_t bytes,
-		   struct pbx_err *err);
+int pbx_comm_bcast(struct pbx_comm *c, void *buf, size_t bytes, struct pbx_err *err);
 /* Blocking float sum of n values in place (the benchmark's baseline:
  * one MPI_Allreduce). */
-int pbx_comm_allreduce_floats(struct pbx_comm *c, float *v, size_t n,
-			      struct pbx_err *err);
+int pbx_comm_allreduce_floats(struct pbx_comm *c, float *v, size_t n, struct pbx_err *err);
 /* Ends every rank of the job with `code` (does not return with MPI). */
 void pbx_comm_abort(struct pbx_comm *c, int code);
 /* Finalises and frees; c may be NULL. */
@@ -108,8 +105,7 @@ void pbx_comm_hook_sum(void *ctx, double *v, int n);
 
 #ifdef PBX_TRAIN_HAVE_MPI
 /* comm_mpi.c: initialises MPI and returns the MPI comm, or NULL + err. */
-struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o,
-				   struct pbx_err *err);
+struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o, struct pbx_err *err);
 #endif
 
 #endif

@@ -29,23 +29,23 @@
 #include "util/buf.h"
 #include "util/xalloc.h"
 
-#define HB_TAG 1
+#define HB_TAG     1
 #define HB_EVERY_S 1.0
 
 struct mpi_impl {
-	MPI_Comm comm;        /* collectives */
-	MPI_Comm hb;          /* heartbeats */
+	MPI_Comm comm; /* collectives */
+	MPI_Comm hb;   /* heartbeats */
 	double timeout;
-	size_t bucket;        /* floats per bucket */
+	size_t bucket; /* floats per bucket */
 	/* the step's gradient buckets */
 	float *grads;
 	size_t n;
 	int nbuckets, started;
-	MPI_Request *req;     /* nbuckets */
+	MPI_Request *req; /* nbuckets */
 	int cap;
 	/* heartbeats */
 	int64_t hb_in;
-	int64_t *hb_out;      /* world: one send buffer per peer (a buffer may
+	int64_t *hb_out; /* world: one send buffer per peer (a buffer may
 			       * not change while its send is in flight) */
 	MPI_Request hb_recv;
 	MPI_Request *hb_send; /* world */
@@ -74,7 +74,8 @@ static int mpi_fail_rc(struct pbx_comm *c, int rc, const char *what)
 	int len = 0;
 	MPI_Error_string(rc, s, &len);
 	c->failed = 1;
-	pbx_err_set(&c->err, "rank %d: %s at step %lld failed: %s (a peer rank died or is unreachable)",
+	pbx_err_set(&c->err,
+		    "rank %d: %s at step %lld failed: %s (a peer rank died or is unreachable)",
 		    c->rank, what, (long long)c->step, s);
 	return -1;
 }
@@ -84,8 +85,8 @@ static int mpi_fail_rc(struct pbx_comm *c, int rc, const char *what)
 static void hb_post_recv(struct pbx_comm *c)
 {
 	struct mpi_impl *m = impl_of(c);
-	MPI_Irecv(&m->hb_in, 1, MPI_INT64_T, c->rank == 0 ? MPI_ANY_SOURCE : 0,
-		  HB_TAG, m->hb, &m->hb_recv);
+	MPI_Irecv(&m->hb_in, 1, MPI_INT64_T, c->rank == 0 ? MPI_ANY_SOURCE : 0, HB_TAG, m->hb,
+		  &m->hb_recv);
 }
 
 static void hb_send_to(struct pbx_comm *c, int peer)
@@ -96,8 +97,7 @@ static void hb_send_to(struct pbx_comm *c, int peer)
 		MPI_Test(&m->hb_send[peer], &done, MPI_STATUS_IGNORE);
 	if (done) { /* never more than one in flight per peer */
 		m->hb_out[peer] = c->step;
-		MPI_Isend(&m->hb_out[peer], 1, MPI_INT64_T, peer, HB_TAG, m->hb,
-			  &m->hb_send[peer]);
+		MPI_Isend(&m->hb_out[peer], 1, MPI_INT64_T, peer, HB_TAG, m->hb, &m->hb_send[peer]);
 	}
 }
 
@@ -131,8 +131,7 @@ static void hb_poll(struct pbx_comm *c)
 }
 
 /* The message for a wait that timed out: who has gone quiet. */
-static void mpi_timeout_message(struct pbx_comm *c, const char *what,
-				double waited)
+static void mpi_timeout_message(struct pbx_comm *c, const char *what, double waited)
 {
 	struct mpi_impl *m = impl_of(c);
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -149,14 +148,20 @@ static void mpi_timeout_message(struct pbx_comm *c, const char *what,
 		}
 	}
 	if (nsilent)
-		pbx_err_set(&c->err, "rank %d: %s at step %lld did not complete in %.0f s; not answering: %s: stopped, hung or unreachable",
-			    c->rank, what, (long long)c->step, waited, b.buf);
+		pbx_err_set(
+			&c->err,
+			"rank %d: %s at step %lld did not complete in %.0f s; not answering: %s: stopped, hung or unreachable",
+			c->rank, what, (long long)c->step, waited, b.buf);
 	else if (c->rank == 0)
-		pbx_err_set(&c->err, "rank 0: %s at step %lld did not complete in %.0f s although every rank is alive: the ranks are out of step",
-			    what, (long long)c->step, waited);
+		pbx_err_set(
+			&c->err,
+			"rank 0: %s at step %lld did not complete in %.0f s although every rank is alive: the ranks are out of step",
+			what, (long long)c->step, waited);
 	else
-		pbx_err_set(&c->err, "rank %d: %s at step %lld did not complete in %.0f s; rank 0 is alive (it names the rank that is not answering)",
-			    c->rank, what, (long long)c->step, waited);
+		pbx_err_set(
+			&c->err,
+			"rank %d: %s at step %lld did not complete in %.0f s; rank 0 is alive (it names the rank that is not answering)",
+			c->rank, what, (long long)c->step, waited);
 	pbx_buf_release(&b);
 	c->failed = 1;
 }
@@ -235,9 +240,8 @@ static void mpi_grads_ready(struct pbx_comm *c, size_t lo_ready)
 		mpi_bucket(m, m->started, &lo, &hi);
 		if (lo < lo_ready)
 			break;
-		int rc = MPI_Iallreduce(MPI_IN_PLACE, m->grads + lo, (int)(hi - lo),
-					MPI_FLOAT, MPI_SUM, m->comm,
-					&m->req[m->started]);
+		int rc = MPI_Iallreduce(MPI_IN_PLACE, m->grads + lo, (int)(hi - lo), MPI_FLOAT,
+					MPI_SUM, m->comm, &m->req[m->started]);
 		if (rc != MPI_SUCCESS) {
 			mpi_fail_rc(c, rc, "gradient allreduce");
 			return;
@@ -345,8 +349,8 @@ static void mpi_close(struct pbx_comm *c)
 }
 
 static const struct pbx_comm_ops mpi_ops = {
-	"mpi", mpi_grads_begin, mpi_grads_ready, mpi_grads_finish, mpi_sum,
-	mpi_bcast, mpi_allreduce_floats, mpi_abort, mpi_close,
+	"mpi",     mpi_grads_begin,      mpi_grads_ready, mpi_grads_finish, mpi_sum,
+	mpi_bcast, mpi_allreduce_floats, mpi_abort,       mpi_close,
 };
 
 #ifdef __SANITIZE_ADDRESS__
@@ -364,14 +368,12 @@ int __lsan_is_turned_off(void)
 #define MPI_STARTED() ((void)0)
 #endif
 
-struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o,
-				   struct pbx_err *err)
+struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o, struct pbx_err *err)
 {
 	int provided = 0, inited = 0;
 	MPI_STARTED();
 	MPI_Initialized(&inited);
-	if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED,
-				       &provided) != MPI_SUCCESS) {
+	if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
 		pbx_err_set(err, "MPI_Init_thread failed");
 		return NULL;
 	}
@@ -387,8 +389,7 @@ struct pbx_comm *pbx_comm_mpi_open(const struct pbx_comm_opts *o,
 	MPI_Comm_set_errhandler(m->hb, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(m->comm, &c->rank);
 	MPI_Comm_size(m->comm, &c->world);
-	MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, c->rank,
-			    MPI_INFO_NULL, &node);
+	MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
 	MPI_Comm_rank(node, &c->local_rank);
 	MPI_Comm_size(node, &c->local_world);
 	MPI_Comm_free(&node);

@@ -32,7 +32,10 @@
 
 enum cfg_type { CFG_INT, CFG_I64, CFG_U64, CFG_DOUBLE, CFG_BOOL, CFG_STR };
 
-#define K(name, type, field) { name, type, offsetof(struct pbx_train_config, field) }
+#define K(name, type, field)                                         \
+	{                                                            \
+		name, type, offsetof(struct pbx_train_config, field) \
+	}
 
 static const struct cfg_key {
 	const char *name;
@@ -157,8 +160,14 @@ static int cfg_parse_bool(const char *s, int *out)
 	static const char *const yes[] = { "true", "yes", "on", "1", "True", "TRUE" };
 	static const char *const no[] = { "false", "no", "off", "0", "False", "FALSE" };
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcmp(s, yes[i]) == 0) { *out = 1; return 0; }
-		if (strcmp(s, no[i]) == 0) { *out = 0; return 0; }
+		if (strcmp(s, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcmp(s, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
 	}
 	return -1;
 }
@@ -186,8 +195,8 @@ static int cfg_parse_double(const char *s, double *out)
 }
 
 /* Stores `val` into key k of c; `where` is "file:line" or "--set". */
-static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k,
-		      const char *val, const char *where, struct pbx_err *err)
+static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k, const char *val,
+		      const char *where, struct pbx_err *err)
 {
 	void *field = (char *)c + k->off;
 	long long i;
@@ -233,8 +242,9 @@ static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k,
 			break;
 		}
 		free(*p);
-		*p = (strcmp(val, "") == 0 || strcmp(val, "null") == 0 ||
-		      strcmp(val, "~") == 0) ? NULL : xstrdup(val);
+		*p = (strcmp(val, "") == 0 || strcmp(val, "null") == 0 || strcmp(val, "~") == 0)
+			     ? NULL
+			     : xstrdup(val);
 		if (strcmp(k->name, "model") == 0) {
 			free(c->layers);
 			c->layers = NULL;
@@ -244,9 +254,8 @@ static int cfg_assign(struct pbx_train_config *c, const struct cfg_key *k,
 	}
 	}
 	if (want)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "%s: key '%s': expected %s, got '%s'", where,
-				    k->name, want, val);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: key '%s': expected %s, got '%s'",
+				    where, k->name, want, val);
 	return 0;
 }
 
@@ -270,12 +279,16 @@ static const char *cfg_scalar(const yaml_node_t *n)
 }
 
 /* One layer spec field: name = value (at node n). */
-static int cfg_layer_field(struct cfg_yaml *y, struct pbx_layer_spec *s,
-			   const char *key, const yaml_node_t *n, int idx)
+static int cfg_layer_field(struct cfg_yaml *y, struct pbx_layer_spec *s, const char *key,
+			   const yaml_node_t *n, int idx)
 {
 	const char *v = cfg_scalar(n);
 	double d;
-	static const struct { const char *name; int is_int; size_t off; } f[] = {
+	static const struct {
+		const char *name;
+		int is_int;
+		size_t off;
+	} f[] = {
 		{ "out", 1, offsetof(struct pbx_layer_spec, out) },
 		{ "filters", 1, offsetof(struct pbx_layer_spec, out) },
 		{ "features", 1, offsetof(struct pbx_layer_spec, out) },
@@ -297,8 +310,7 @@ static int cfg_layer_field(struct cfg_yaml *y, struct pbx_layer_spec *s,
 	if (strcmp(key, "type") == 0)
 		return 0;
 	/* pools call their kernel "size" */
-	if ((s->kind == PBX_L_MAXPOOL || s->kind == PBX_L_AVGPOOL) &&
-	    strcmp(key, "size") == 0)
+	if ((s->kind == PBX_L_MAXPOOL || s->kind == PBX_L_AVGPOOL) && strcmp(key, "size") == 0)
 		key = "kernel";
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (strcmp(key, f[i].name) != 0)
@@ -316,34 +328,36 @@ static int cfg_layer_field(struct cfg_yaml *y, struct pbx_layer_spec *s,
 		return 0;
 	}
 	return pbx_err_setc(y->err, PBX_EXIT_USAGE,
-			    "%s:%d: key 'model.layers[%d].%s': unknown layer option",
-			    y->path, cfg_line(n), idx, key);
+			    "%s:%d: key 'model.layers[%d].%s': unknown layer option", y->path,
+			    cfg_line(n), idx, key);
 }
 
-static int cfg_layer_kind(struct cfg_yaml *y, const yaml_node_t *n,
-			  const char *name, int idx, struct pbx_layer_spec *s)
+static int cfg_layer_kind(struct cfg_yaml *y, const yaml_node_t *n, const char *name, int idx,
+			  struct pbx_layer_spec *s)
 {
 	enum pbx_layer_kind kind;
 	if (!name || pbx_layer_kind_parse(name, &kind) < 0)
-		return pbx_err_setc(y->err, PBX_EXIT_USAGE,
-				    "%s:%d: key 'model.layers[%d]': unknown layer type '%s' (conv, maxpool, avgpool, batchnorm, linear, relu, leaky_relu, tanh, sigmoid, gelu, dropout, lrn, flatten)",
-				    y->path, cfg_line(n), idx, name ? name : "?");
+		return pbx_err_setc(
+			y->err, PBX_EXIT_USAGE,
+			"%s:%d: key 'model.layers[%d]': unknown layer type '%s' (conv, maxpool, avgpool, batchnorm, linear, relu, leaky_relu, tanh, sigmoid, gelu, dropout, lrn, flatten)",
+			y->path, cfg_line(n), idx, name ? name : "?");
 	pbx_layer_spec_defaults(s, kind);
 	return 0;
 }
 
 /* Options of a layer from mapping node m (skipping "type"). */
-static int cfg_layer_options(struct cfg_yaml *y, struct pbx_layer_spec *s,
-			     const yaml_node_t *m, int idx)
+static int cfg_layer_options(struct cfg_yaml *y, struct pbx_layer_spec *s, const yaml_node_t *m,
+			     int idx)
 {
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
-	     p < m->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
 		const yaml_node_t *kn = yaml_document_get_node(y->doc, p->key);
 		const yaml_node_t *vn = yaml_document_get_node(y->doc, p->value);
 		const char *key = cfg_scalar(kn);
 		if (!key)
-			return pbx_err_setc(y->err, PBX_EXIT_USAGE, "%s:%d: layer option names must be scalars",
-					    y->path, cfg_line(kn));
+			return pbx_err_setc(y->err, PBX_EXIT_USAGE,
+					    "%s:%d: layer option names must be scalars", y->path,
+					    cfg_line(kn));
 		if (cfg_layer_field(y, s, key, vn, idx) < 0)
 			return -1;
 	}
@@ -355,13 +369,14 @@ static int cfg_layers(struct cfg_yaml *y, const yaml_node_t *seq)
 	struct pbx_train_config *c = y->c;
 	int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 	if (seq->type != YAML_SEQUENCE_NODE || n == 0)
-		return pbx_err_setc(y->err, PBX_EXIT_USAGE,
-				    "%s:%d: key 'model.layers': expected a non-empty list of layers",
-				    y->path, cfg_line(seq));
+		return pbx_err_setc(
+			y->err, PBX_EXIT_USAGE,
+			"%s:%d: key 'model.layers': expected a non-empty list of layers", y->path,
+			cfg_line(seq));
 	struct pbx_layer_spec *specs = xcalloc((size_t)n, sizeof(*specs));
 	for (int i = 0; i < n; i++) {
-		const yaml_node_t *item = yaml_document_get_node(
-			y->doc, seq->data.sequence.items.start[i]);
+		const yaml_node_t *item =
+			yaml_document_get_node(y->doc, seq->data.sequence.items.start[i]);
 		struct pbx_layer_spec *s = &specs[i];
 		if (item->type == YAML_SCALAR_NODE) {
 			if (cfg_layer_kind(y, item, cfg_scalar(item), i, s) < 0)
@@ -385,7 +400,9 @@ static int cfg_layers(struct cfg_yaml *y, const yaml_node_t *seq)
 			type = cfg_scalar(yaml_document_get_node(y->doc, p->key));
 			if (vn->type == YAML_MAPPING_NODE)
 				opts = vn;
-			else if (vn->type == YAML_SCALAR_NODE && (!*cfg_scalar(vn) || strcmp(cfg_scalar(vn), "null") == 0 || strcmp(cfg_scalar(vn), "~") == 0))
+			else if (vn->type == YAML_SCALAR_NODE &&
+				 (!*cfg_scalar(vn) || strcmp(cfg_scalar(vn), "null") == 0 ||
+				  strcmp(cfg_scalar(vn), "~") == 0))
 				opts = NULL;
 			else
 				goto bad;
@@ -395,10 +412,11 @@ static int cfg_layers(struct cfg_yaml *y, const yaml_node_t *seq)
 		if (opts && cfg_layer_options(y, s, opts, i) < 0)
 			goto fail;
 		continue;
-bad:
-		pbx_err_setc(y->err, PBX_EXIT_USAGE,
-			     "%s:%d: key 'model.layers[%d]': expected a layer name or a mapping with 'type'",
-			     y->path, cfg_line(item), i);
+	bad:
+		pbx_err_setc(
+			y->err, PBX_EXIT_USAGE,
+			"%s:%d: key 'model.layers[%d]': expected a layer name or a mapping with 'type'",
+			y->path, cfg_line(item), i);
 		goto fail;
 	}
 	free(c->layers);
@@ -412,11 +430,9 @@ fail:
 	return -1;
 }
 
-static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m,
-		       const char *prefix);
+static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m, const char *prefix);
 
-static int cfg_pair(struct cfg_yaml *y, const char *key, const yaml_node_t *vn,
-		    const char *prefix)
+static int cfg_pair(struct cfg_yaml *y, const char *key, const yaml_node_t *vn, const char *prefix)
 {
 	char name[128], where[1100];
 	snprintf(name, sizeof(name), "%s%s", prefix, key);
@@ -436,19 +452,17 @@ static int cfg_pair(struct cfg_yaml *y, const char *key, const yaml_node_t *vn,
 	const struct cfg_key *k = cfg_find(name);
 	if (!k)
 		return pbx_err_setc(y->err, PBX_EXIT_USAGE,
-				    "%s: unknown key '%s' (see pbx-train --help)",
-				    where, name);
+				    "%s: unknown key '%s' (see pbx-train --help)", where, name);
 	if (vn->type != YAML_SCALAR_NODE)
-		return pbx_err_setc(y->err, PBX_EXIT_USAGE,
-				    "%s: key '%s': expected a single value", where, name);
+		return pbx_err_setc(y->err, PBX_EXIT_USAGE, "%s: key '%s': expected a single value",
+				    where, name);
 	return cfg_assign(y->c, k, cfg_scalar(vn), where, y->err);
 }
 
-static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m,
-		       const char *prefix)
+static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m, const char *prefix)
 {
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
-	     p < m->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
 		const yaml_node_t *kn = yaml_document_get_node(y->doc, p->key);
 		const yaml_node_t *vn = yaml_document_get_node(y->doc, p->value);
 		const char *key = cfg_scalar(kn);
@@ -462,8 +476,7 @@ static int cfg_mapping(struct cfg_yaml *y, const yaml_node_t *m,
 	return 0;
 }
 
-int pbx_train_config_load(struct pbx_train_config *c, const char *path,
-			  struct pbx_err *err)
+int pbx_train_config_load(struct pbx_train_config *c, const char *path, struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	yaml_parser_t parser;
@@ -477,9 +490,8 @@ int pbx_train_config_load(struct pbx_train_config *c, const char *path,
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text.buf, text.len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%zu: YAML error: %s %s",
-			     path, parser.problem_mark.line + 1,
-			     parser.problem ? parser.problem : "",
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%zu: YAML error: %s %s", path,
+			     parser.problem_mark.line + 1, parser.problem ? parser.problem : "",
 			     parser.context ? parser.context : "");
 		yaml_parser_delete(&parser);
 		pbx_buf_release(&text);
@@ -492,20 +504,20 @@ int pbx_train_config_load(struct pbx_train_config *c, const char *path,
 		goto out;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: expected a mapping of settings",
-			     path, cfg_line(root));
+		pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: expected a mapping of settings", path,
+			     cfg_line(root));
 		goto out;
 	}
 	/* a pbx experiment file: use its train: section */
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-	     p < root->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
 		const char *key = cfg_scalar(yaml_document_get_node(&doc, p->key));
 		yaml_node_t *vn = yaml_document_get_node(&doc, p->value);
 		if (key && strcmp(key, "train") == 0) {
 			if (vn->type != YAML_MAPPING_NODE) {
 				pbx_err_setc(err, PBX_EXIT_USAGE,
-					     "%s:%d: key 'train': expected a mapping",
-					     path, cfg_line(vn));
+					     "%s:%d: key 'train': expected a mapping", path,
+					     cfg_line(vn));
 				goto out;
 			}
 			root = vn;
@@ -520,14 +532,13 @@ out:
 	return rc;
 }
 
-int pbx_train_config_set(struct pbx_train_config *c, const char *assignment,
-			 struct pbx_err *err)
+int pbx_train_config_set(struct pbx_train_config *c, const char *assignment, struct pbx_err *err)
 {
 	const char *eq = strchr(assignment, '=');
 	char key[128];
 	if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof(key))
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "--set %s: expected key=value", assignment);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "--set %s: expected key=value",
+				    assignment);
 	memcpy(key, assignment, (size_t)(eq - assignment));
 	key[eq - assignment] = '\0';
 	if (strcmp(key, "model.name") == 0)
@@ -539,17 +550,17 @@ int pbx_train_config_set(struct pbx_train_config *c, const char *assignment,
 	return cfg_assign(c, k, eq + 1, "--set", err);
 }
 
-int pbx_train_config_check(const struct pbx_train_config *c,
-			   struct pbx_err *err)
+int pbx_train_config_check(const struct pbx_train_config *c, struct pbx_err *err)
 {
 	const struct pbx_layer_spec *specs;
 	enum pbx_optim_kind ok;
 	enum pbx_sched_kind sk;
 	int n;
 	if (!c->layers && (!c->model || pbx_model_builtin(c->model, &specs, &n) < 0))
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'model': unknown model '%s' (built-in: %s; or give a layer list)",
-				    c->model ? c->model : "", pbx_model_builtin_names());
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key 'model': unknown model '%s' (built-in: %s; or give a layer list)",
+			c->model ? c->model : "", pbx_model_builtin_names());
 	if (!c->dataset)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'dataset': missing");
 	if (c->epochs < 1)
@@ -557,44 +568,57 @@ int pbx_train_config_check(const struct pbx_train_config *c,
 	if (c->batch_size < 1 || c->batch_size > 65536)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'batch_size': must be in 1..65536");
 	if (!c->optimizer || pbx_optim_parse(c->optimizer, &ok) < 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'optimizer': expected sgd, adam or adamw");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'optimizer': expected sgd, adam or adamw");
 	if (!c->schedule || pbx_sched_parse(c->schedule, &sk) < 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'schedule': expected constant, step or cosine");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'schedule': expected constant, step or cosine");
 	if (c->lr <= 0.0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'lr': must be positive");
 	if (c->threads < 0 || c->loader_threads < 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'threads': must not be negative");
 	if (c->corruption_prob < 0.0 || c->corruption_prob > 1.0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'corruption_prob': must be in [0, 1]");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'corruption_prob': must be in [0, 1]");
 	if (c->eval_every < 0 || c->log_every < 1 || c->subset < 0 || c->test_subset < 0 ||
 	    c->crop_pad < 0 || c->checkpoint_every < 0 || c->synthetic_n < 1)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "eval_every, subset, test_subset, augment.crop_pad and checkpoint_every must not be negative; log_every and synthetic_n must be positive");
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"eval_every, subset, test_subset, augment.crop_pad and checkpoint_every must not be negative; log_every and synthetic_n must be positive");
 	if (!c->output_dir)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'output_dir': missing");
 	if (c->recompute < -1)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'recompute': expected 0 (off), -1 (sqrt(layers) segments) or a number of segments");
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key 'recompute': expected 0 (off), -1 (sqrt(layers) segments) or a number of segments");
 	if (c->bucket_kb < 1)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'bucket_kb': must be positive");
 	if (!(c->comm_timeout > 0.0))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'comm_timeout': must be positive (seconds)");
-	if (strcmp(c->dataset, "tfrecord") == 0 && (!c->train_files || !c->test_files))
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key '%s': dataset tfrecord needs train_files and test_files (glob patterns)",
-				    c->train_files ? "test_files" : "train_files");
+				    "key 'comm_timeout': must be positive (seconds)");
+	if (strcmp(c->dataset, "tfrecord") == 0 && (!c->train_files || !c->test_files))
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key '%s': dataset tfrecord needs train_files and test_files (glob patterns)",
+			c->train_files ? "test_files" : "train_files");
 	if (!c->mode || (strcmp(c->mode, "allreduce") != 0 && strcmp(c->mode, "downpour") != 0))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'mode': expected allreduce or downpour");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'mode': expected allreduce or downpour");
 	/* Downpour's workers hand host parameters to the servers: CPU only. */
 	if (strcmp(c->mode, "downpour") == 0 && c->device && strcmp(c->device, "cuda") == 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'device': mode downpour runs on the CPU "
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'device': mode downpour runs on the CPU "
 				    "(device cpu)");
 	if (c->ps_ranks < 1 || c->n_push < 1 || c->n_fetch < 1)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "keys 'ps_ranks', 'n_push', 'n_fetch': must be at least 1");
-	if (!c->ps_optimizer || (strcmp(c->ps_optimizer, "sgd") != 0 &&
-				 strcmp(c->ps_optimizer, "adagrad") != 0))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'ps_optimizer': expected sgd or adagrad");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "keys 'ps_ranks', 'n_push', 'n_fetch': must be at least 1");
+	if (!c->ps_optimizer ||
+	    (strcmp(c->ps_optimizer, "sgd") != 0 && strcmp(c->ps_optimizer, "adagrad") != 0))
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'ps_optimizer': expected sgd or adagrad");
 	if (!(c->ps_timeout > 0.0))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "key 'ps_timeout': must be positive (seconds)");
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "key 'ps_timeout': must be positive (seconds)");
 	return 0;
 }
 
@@ -605,11 +629,21 @@ char *pbx_train_config_json(const struct pbx_train_config *c)
 		const void *f = (const char *)c + cfg_keys[i].off;
 		json_t *v = NULL;
 		switch (cfg_keys[i].type) {
-		case CFG_INT: v = json_integer(*(const int *)f); break;
-		case CFG_I64: v = json_integer(*(const int64_t *)f); break;
-		case CFG_U64: v = json_integer((json_int_t) * (const uint64_t *)f); break;
-		case CFG_DOUBLE: v = json_real(*(const double *)f); break;
-		case CFG_BOOL: v = json_boolean(*(const int *)f); break;
+		case CFG_INT:
+			v = json_integer(*(const int *)f);
+			break;
+		case CFG_I64:
+			v = json_integer(*(const int64_t *)f);
+			break;
+		case CFG_U64:
+			v = json_integer((json_int_t) * (const uint64_t *)f);
+			break;
+		case CFG_DOUBLE:
+			v = json_real(*(const double *)f);
+			break;
+		case CFG_BOOL:
+			v = json_boolean(*(const int *)f);
+			break;
 		case CFG_STR: {
 			const char *s = *(char *const *)f;
 			v = s ? json_string(s) : json_null();
@@ -621,7 +655,8 @@ char *pbx_train_config_json(const struct pbx_train_config *c)
 	if (c->layers) {
 		json_t *a = json_array();
 		for (int i = 0; i < c->nlayers; i++)
-			json_array_append_new(a, json_string(pbx_layer_kind_name(c->layers[i].kind)));
+			json_array_append_new(a,
+					      json_string(pbx_layer_kind_name(c->layers[i].kind)));
 		json_object_set_new(o, "layers", a);
 	}
 	char *s = json_dumps(o, JSON_COMPACT);

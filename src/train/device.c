@@ -28,13 +28,15 @@ static int device_load(const char *path)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		snprintf(device_why, sizeof(device_why), "cannot load the CUDA backend: %s", dlerror());
+		snprintf(device_why, sizeof(device_why), "cannot load the CUDA backend: %s",
+			 dlerror());
 		return -1;
 	}
 	const struct pbx_cuda_api *api = dlsym(h, "pbx_cuda_api");
 	if (!api || api->abi != PBX_CUDA_ABI) {
-		snprintf(device_why, sizeof(device_why), "%s is not this pbx-train's CUDA backend (%s)",
-			 path, api ? "another version" : "no pbx_cuda_api");
+		snprintf(device_why, sizeof(device_why),
+			 "%s is not this pbx-train's CUDA backend (%s)", path,
+			 api ? "another version" : "no pbx_cuda_api");
 		dlclose(h);
 		return -1;
 	}
@@ -51,7 +53,9 @@ static const struct pbx_cuda_api *device_cuda(void)
 		return device_api;
 	tried = 1;
 #ifndef PBX_TRAIN_HAVE_CUDA
-	snprintf(device_why, sizeof(device_why), "this pbx-train was built without the CUDA backend (configured with -DPBX_CUDA=OFF, or nvcc, cuBLAS, cuDNN or NCCL were not found at build time)");
+	snprintf(
+		device_why, sizeof(device_why),
+		"this pbx-train was built without the CUDA backend (configured with -DPBX_CUDA=OFF, or nvcc, cuBLAS, cuDNN or NCCL were not found at build time)");
 	return NULL;
 #endif
 	const char *env = getenv("PBX_TRAIN_CUDA_MODULE");
@@ -61,7 +65,9 @@ static const struct pbx_cuda_api *device_cuda(void)
 	}
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
-		snprintf(device_why, sizeof(device_why), "cannot find the CUDA backend: /proc/self/exe unreadable (set PBX_TRAIN_CUDA_MODULE)");
+		snprintf(
+			device_why, sizeof(device_why),
+			"cannot find the CUDA backend: /proc/self/exe unreadable (set PBX_TRAIN_CUDA_MODULE)");
 		return NULL;
 	}
 	exe[n] = '\0';
@@ -77,8 +83,7 @@ static const struct pbx_cuda_api *device_cuda(void)
 
 int pbx_device_valid(const char *name)
 {
-	return strcmp(name, "cpu") == 0 || strcmp(name, "cuda") == 0 ||
-	       strcmp(name, "auto") == 0;
+	return strcmp(name, "cpu") == 0 || strcmp(name, "cuda") == 0 || strcmp(name, "auto") == 0;
 }
 
 int pbx_device_have_cuda(void)
@@ -123,8 +128,7 @@ static int device_open_gpu(struct pbx_comm *comm, struct pbx_err *err)
 /* Whether every rank has its GPU (ok: this one's); the ranks agree, so
  * that all of them train on the GPU or none does (a rank alone on the CPU
  * would wait for the others' NCCL).  -1 when the sum fails. */
-static int device_agree(struct pbx_comm *comm, int *ok, struct pbx_err *why,
-			struct pbx_err *err)
+static int device_agree(struct pbx_comm *comm, int *ok, struct pbx_err *why, struct pbx_err *err)
 {
 	double v = *ok;
 	if (comm->world == 1)
@@ -153,8 +157,9 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		return 0;
 	if (cfg->sync_bn && comm->world > 1) { /* the same on every rank */
 		if (!is_auto)
-			return pbx_err_setc(err, PBX_EXIT_USAGE,
-					    "key 'sync_bn': synchronised batch norm over several ranks is not implemented on device cuda; use device: cpu or sync_bn: false");
+			return pbx_err_setc(
+				err, PBX_EXIT_USAGE,
+				"key 'sync_bn': synchronised batch norm over several ranks is not implemented on device cuda; use device: cpu or sync_bn: false");
 		pbx_err_set(&why, "sync_bn over several ranks is CPU-only");
 		ok = 0;
 	} else {
@@ -163,9 +168,8 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 	if (device_agree(comm, &ok, &why, err) < 0)
 		return -1;
 	if (ok) {
-		if (comm->world > 1 &&
-		    device_api->nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
-					    cfg->comm_timeout, err) < 0)
+		if (comm->world > 1 && device_api->nccl_attach(comm, (size_t)cfg->bucket_kb << 10,
+							       cfg->comm_timeout, err) < 0)
 			return -1;
 		*be = device_api->backend;
 		return 0;
@@ -175,12 +179,12 @@ int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		return pbx_err_prefix(err, "device cuda");
 	}
 	if (comm->rank == 0)
-		fprintf(stderr, "pbx-train: device auto: no usable GPU, training on the CPU: %s\n", why.msg);
+		fprintf(stderr, "pbx-train: device auto: no usable GPU, training on the CPU: %s\n",
+			why.msg);
 	return 0;
 }
 
-int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m,
-		     struct pbx_err *err)
+int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m, struct pbx_err *err)
 {
 	if (device_api && be == device_api->backend)
 		return device_api->check_model(m, err);

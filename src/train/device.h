@@ -33,8 +33,7 @@ int pbx_device_valid(const char *name);
 int pbx_device_open(const struct pbx_train_config *cfg, struct pbx_comm *comm,
 		    const struct pbx_backend **be, struct pbx_err *err);
 /* Whether backend be can run model m (-1 + err naming the layer). */
-int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m,
-		     struct pbx_err *err);
+int pbx_device_check(const struct pbx_backend *be, const struct pbx_model *m, struct pbx_err *err);
 /* Whether this build has the CUDA backend. */
 int pbx_device_have_cuda(void);
 /* The backends of this build, for --version: "cpu, cuda (sm_90 and

@@ -36,7 +36,7 @@ static volatile sig_atomic_t dp_exit_code;
 
 enum { TAG_INIT = 101, TAG_PUSH, TAG_FETCH, TAG_PARAMS, TAG_DONE, TAG_ACK };
 
-#define DP_LOG_EVERY 500     /* server updates between staleness lines */
+#define DP_LOG_EVERY   500 /* server updates between staleness lines */
 #define DP_ADAGRAD_EPS 1e-7f
 
 struct dp_hdr {
@@ -100,17 +100,17 @@ static int dp_wait(MPI_Request *req, int n, double timeout)
 struct dp_server {
 	MPI_Comm comm;
 	const struct pbx_train_config *cfg;
-	int rank, nworkers, first;  /* workers are ranks first..first+nworkers-1 */
-	size_t n;                   /* shard floats */
-	float *p, *state;           /* parameters; momentum or Adagrad sums */
+	int rank, nworkers, first; /* workers are ranks first..first+nworkers-1 */
+	size_t n;                  /* shard floats */
+	float *p, *state;          /* parameters; momentum or Adagrad sums */
 	int64_t version;
 	size_t msg_bytes;
-	unsigned char **in;         /* per worker: posted receive buffer */
+	unsigned char **in; /* per worker: posted receive buffer */
 	MPI_Request *rreq;
-	unsigned char **out;        /* per worker: reply buffer */
+	unsigned char **out; /* per worker: reply buffer */
 	MPI_Request *sreq;
-	double *seen;               /* per worker: last message */
-	int *status;                /* per worker: 0 live, 1 done, 2 lost */
+	double *seen; /* per worker: last message */
+	int *status;  /* per worker: 0 live, 1 done, 2 lost */
 	struct dp_stats st;
 	double log_stale_sum;
 	int64_t log_stale_max, log_n;
@@ -124,17 +124,23 @@ static int dp_server_init(struct dp_server *s, struct pbx_err *err)
 	double t0 = dp_now(), wait = s->cfg->ps_timeout * 4 > 120 ? s->cfg->ps_timeout * 4 : 120;
 	while (!flag) {
 		if (MPI_Iprobe(s->first, TAG_INIT, s->comm, &flag, &mst) != MPI_SUCCESS)
-			return pbx_err_set(err, "parameter server rank %d: MPI error waiting for the initial parameters", s->rank);
+			return pbx_err_set(
+				err,
+				"parameter server rank %d: MPI error waiting for the initial parameters",
+				s->rank);
 		if (!flag && dp_now() - t0 > wait)
-			return pbx_err_set(err, "parameter server rank %d: no initial parameters from worker rank %d in %.0f s",
-					   s->rank, s->first, wait);
+			return pbx_err_set(
+				err,
+				"parameter server rank %d: no initial parameters from worker rank %d in %.0f s",
+				s->rank, s->first, wait);
 		if (!flag)
 			dp_nap(dp_now() - t0);
 	}
 	MPI_Get_count(&mst, MPI_BYTE, &bytes);
 	if (bytes < (int)sizeof(struct dp_hdr) ||
 	    (bytes - sizeof(struct dp_hdr)) % sizeof(float) != 0)
-		return pbx_err_set(err, "parameter server rank %d: bad INIT message (%d bytes)", s->rank, bytes);
+		return pbx_err_set(err, "parameter server rank %d: bad INIT message (%d bytes)",
+				   s->rank, bytes);
 	s->msg_bytes = (size_t)bytes;
 	s->n = (s->msg_bytes - sizeof(struct dp_hdr)) / sizeof(float);
 	unsigned char *buf = xmalloc(s->msg_bytes);
@@ -179,15 +185,18 @@ static int dp_server_reply(struct dp_server *s, int w, int tag, size_t bytes)
 	if (dp_wait(&s->sreq[w], 1, s->cfg->ps_timeout) < 0)
 		return -1;
 	return MPI_Isend(s->out[w], (int)bytes, MPI_BYTE, s->first + w, tag, s->comm,
-			 &s->sreq[w]) == MPI_SUCCESS ? 0 : -1;
+			 &s->sreq[w]) == MPI_SUCCESS
+		       ? 0
+		       : -1;
 }
 
 static void dp_server_log(struct dp_server *s)
 {
-	fprintf(stderr, "pbx-train: parameter server rank %d: %lld updates, staleness mean %.2f max %lld over the last %lld\n",
+	fprintf(stderr,
+		"pbx-train: parameter server rank %d: %lld updates, staleness mean %.2f max %lld over the last %lld\n",
 		s->rank, (long long)s->st.updates,
-		s->log_n ? s->log_stale_sum / (double)s->log_n : 0.0,
-		(long long)s->log_stale_max, (long long)s->log_n);
+		s->log_n ? s->log_stale_sum / (double)s->log_n : 0.0, (long long)s->log_stale_max,
+		(long long)s->log_n);
 	s->log_stale_sum = 0;
 	s->log_stale_max = s->log_n = 0;
 }
@@ -233,7 +242,8 @@ static void dp_server_handle(struct dp_server *s, int w, int tag, int bytes)
 		}
 		return; /* no more receives from w */
 	} else {
-		fprintf(stderr, "pbx-train: parameter server rank %d: ignored a message with tag %d (%d bytes) from rank %d\n",
+		fprintf(stderr,
+			"pbx-train: parameter server rank %d: ignored a message with tag %d (%d bytes) from rank %d\n",
 			s->rank, tag, bytes, s->first + w);
 	}
 	dp_server_post(s, w);
@@ -248,7 +258,8 @@ static int dp_server_watch(struct dp_server *s)
 		if (s->status[w] == 0 && now - s->seen[w] > s->cfg->ps_timeout) {
 			s->status[w] = 2;
 			s->st.lost++;
-			fprintf(stderr, "pbx-train: parameter server rank %d: lost worker rank %d (nothing heard for %.0f s, after %lld updates); going on with the others\n",
+			fprintf(stderr,
+				"pbx-train: parameter server rank %d: lost worker rank %d (nothing heard for %.0f s, after %lld updates); going on with the others\n",
 				s->rank, s->first + w, now - s->seen[w], (long long)s->st.updates);
 		}
 		live += s->status[w] == 0;
@@ -304,7 +315,8 @@ static int dp_serve(MPI_Comm comm, const struct pbx_train_config *cfg, int rank,
 	int *idx = xmalloc((size_t)s.nworkers * sizeof(int));
 	MPI_Status *mst = xmalloc((size_t)s.nworkers * sizeof(MPI_Status));
 	for (int w = 0; w < s.nworkers; w++) {
-		size_t ob = s.msg_bytes > sizeof(struct dp_stats) ? s.msg_bytes : sizeof(struct dp_stats);
+		size_t ob = s.msg_bytes > sizeof(struct dp_stats) ? s.msg_bytes
+								  : sizeof(struct dp_stats);
 		s.in[w] = xmalloc(s.msg_bytes);
 		s.out[w] = xmalloc(ob);
 		s.sreq[w] = MPI_REQUEST_NULL;
@@ -315,7 +327,8 @@ static int dp_serve(MPI_Comm comm, const struct pbx_train_config *cfg, int rank,
 	while (dp_server_watch(&s)) {
 		int nd = 0;
 		if (MPI_Testsome(s.nworkers, s.rreq, &nd, idx, mst) != MPI_SUCCESS) {
-			pbx_err_set(err, "parameter server rank %d: MPI error while receiving", rank);
+			pbx_err_set(err, "parameter server rank %d: MPI error while receiving",
+				    rank);
 			break;
 		}
 		if (nd == MPI_UNDEFINED || nd == 0) {
@@ -333,7 +346,8 @@ static int dp_serve(MPI_Comm comm, const struct pbx_train_config *cfg, int rank,
 	free(mst);
 	dp_wait(s.sreq, s.nworkers, cfg->ps_timeout);
 	dp_server_log(&s);
-	fprintf(stderr, "pbx-train: parameter server rank %d: done: %lld updates, %lld fetches, staleness mean %.2f max %lld; %lld of %d workers finished, %lld lost\n",
+	fprintf(stderr,
+		"pbx-train: parameter server rank %d: done: %lld updates, %lld fetches, staleness mean %.2f max %lld; %lld of %d workers finished, %lld lost\n",
 		rank, (long long)s.st.updates, (long long)s.st.fetches,
 		s.st.updates ? s.st.stale_sum / (double)s.st.updates : 0.0,
 		(long long)s.st.stale_max, (long long)s.st.finished, s.nworkers,
@@ -351,15 +365,15 @@ struct dp_worker {
 	const struct pbx_train_config *cfg;
 	int rank, nservers, is_first;
 	size_t n;
-	float *acc;                 /* gradients summed since the last push */
-	unsigned char **push, **got;/* per server: send and receive buffers */
-	struct dp_hdr *ask;         /* per server: FETCH message */
-	MPI_Request *preq, *freq;   /* per server: push; fetch (2 each) */
-	int64_t *version;           /* per server: version last fetched */
+	float *acc;                  /* gradients summed since the last push */
+	unsigned char **push, **got; /* per server: send and receive buffers */
+	struct dp_hdr *ask;          /* per server: FETCH message */
+	MPI_Request *preq, *freq;    /* per server: push; fetch (2 each) */
+	int64_t *version;            /* per server: version last fetched */
 	int64_t steps, since_push, since_fetch, pushes, fetches;
 	int started;
-	double stale_steps_sum;     /* steps since the fetch, at each push */
-	double wait_s;              /* time spent waiting for servers */
+	double stale_steps_sum; /* steps since the fetch, at each push */
+	double wait_s;          /* time spent waiting for servers */
 };
 
 static size_t dp_bytes(size_t n, int nservers, int s)
@@ -384,14 +398,16 @@ static int dp_worker_timeout(struct dp_worker *w, MPI_Request *req, int per, int
 		}
 	}
 	if (rc == -2)
-		return pbx_err_set(err, "worker rank %d: MPI error in %s with parameter server rank %d",
+		return pbx_err_set(err,
+				   "worker rank %d: MPI error in %s with parameter server rank %d",
 				   w->rank, what, s);
-	return pbx_err_set(err, "worker rank %d: parameter server rank %d has not answered for %.0f s (%s at step %lld): the job cannot go on without it",
-			   w->rank, s, w->cfg->ps_timeout, what, (long long)w->steps);
+	return pbx_err_set(
+		err,
+		"worker rank %d: parameter server rank %d has not answered for %.0f s (%s at step %lld): the job cannot go on without it",
+		w->rank, s, w->cfg->ps_timeout, what, (long long)w->steps);
 }
 
-static int dp_worker_fetch(struct dp_worker *w, float *params, double timeout,
-			   struct pbx_err *err)
+static int dp_worker_fetch(struct dp_worker *w, float *params, double timeout, struct pbx_err *err)
 {
 	double t0 = dp_now();
 	for (int s = 0; s < w->nservers; s++) {
@@ -473,7 +489,8 @@ static int dp_worker_start(struct dp_worker *w, float *params, size_t n, struct 
 			  w->comm, &w->preq[s]);
 	}
 	int rc = dp_wait(w->preq, w->nservers, w->cfg->ps_timeout);
-	return rc < 0 ? dp_worker_timeout(w, w->preq, 1, rc, "sending the initial parameters", err) : 0;
+	return rc < 0 ? dp_worker_timeout(w, w->preq, 1, rc, "sending the initial parameters", err)
+		      : 0;
 }
 
 /* pbx_train_hook.step */
@@ -536,8 +553,8 @@ static int dp_worker_done(struct dp_worker *w, struct dp_stats *st, struct pbx_e
 }
 
 /* OUTPUT_DIR/downpour.json: the run's shape and the servers' figures. */
-static int dp_write_json(const struct dp_worker *w, const struct dp_stats *st,
-			 double wall_s, struct pbx_err *err)
+static int dp_write_json(const struct dp_worker *w, const struct dp_stats *st, double wall_s,
+			 struct pbx_err *err)
 {
 	json_t *o = json_object(), *servers = json_array();
 	int64_t upd = 0, smax = 0;
@@ -547,7 +564,9 @@ static int dp_write_json(const struct dp_worker *w, const struct dp_stats *st,
 		json_object_set_new(j, "rank", json_integer(s));
 		json_object_set_new(j, "updates", json_integer(st[s].updates));
 		json_object_set_new(j, "fetches", json_integer(st[s].fetches));
-		json_object_set_new(j, "staleness_mean", json_real(st[s].updates ? st[s].stale_sum / (double)st[s].updates : 0.0));
+		json_object_set_new(
+			j, "staleness_mean",
+			json_real(st[s].updates ? st[s].stale_sum / (double)st[s].updates : 0.0));
 		json_object_set_new(j, "staleness_max", json_integer(st[s].stale_max));
 		json_object_set_new(j, "workers_finished", json_integer(st[s].finished));
 		json_object_set_new(j, "workers_lost", json_integer(st[s].lost));
@@ -634,15 +653,15 @@ static int dp_work(MPI_Comm comm, const struct pbx_train_config *cfg, struct pbx
 	return rc;
 }
 
-int pbx_downpour_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
-		     struct pbx_err *err)
+int pbx_downpour_run(const struct pbx_train_config *cfg, struct pbx_comm *comm, struct pbx_err *err)
 {
 	MPI_Comm dc;
 	int rc;
 	if (strcmp(comm->ops->name, "mpi") != 0 || comm->world <= cfg->ps_ranks)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'mode': downpour needs more MPI ranks than ps_ranks (%d), got %d (start it with mpirun --enable-recovery -np N)",
-				    cfg->ps_ranks, comm->world);
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key 'mode': downpour needs more MPI ranks than ps_ranks (%d), got %d (start it with mpirun --enable-recovery -np N)",
+			cfg->ps_ranks, comm->world);
 	comm->lossy = 1; /* a lost worker would never reach a final barrier */
 	MPI_Comm_dup(MPI_COMM_WORLD, &dc);
 	MPI_Comm_set_errhandler(dc, MPI_ERRORS_RETURN);
@@ -681,7 +700,8 @@ void pbx_downpour_abort(struct pbx_comm *comm, int code)
 
 static void dp_finalize_timeout(int sig)
 {
-	static const char msg[] = "pbx-train: MPI_Finalize did not return within 30 s (waiting for a lost rank?): exiting without it\n";
+	static const char msg[] =
+		"pbx-train: MPI_Finalize did not return within 30 s (waiting for a lost rank?): exiting without it\n";
 	(void)sig;
 	if (write(2, msg, sizeof(msg) - 1) < 0) {
 		/* nothing left to tell */

@@ -23,34 +23,71 @@
 
 /* ------------------------------------------------------------ built-ins */
 
-#define CONV(o, k_, p_) { .kind = PBX_L_CONV, .out = (o), .k = (k_), .s = 1, .p = (p_) }
-#define POOL(kind_, k_, s_, p_) { .kind = (kind_), .k = (k_), .s = (s_), .p = (p_) }
-#define LIN(o) { .kind = PBX_L_LINEAR, .out = (o) }
-#define BN { .kind = PBX_L_BATCHNORM, .eps = 1e-5f, .momentum = 0.1f }
-#define RELU { .kind = PBX_L_RELU }
-#define FLAT { .kind = PBX_L_FLATTEN }
-#define DROP(r) { .kind = PBX_L_DROPOUT, .rate = (r) }
-#define LRN9 { .kind = PBX_L_LRN, .size = 9, .alpha = 0.001f, .beta = 0.75f, .bias = 1.0f }
+#define CONV(o, k_, p_)                                                      \
+	{                                                                    \
+		.kind = PBX_L_CONV, .out = (o), .k = (k_), .s = 1, .p = (p_) \
+	}
+#define POOL(kind_, k_, s_, p_)                                  \
+	{                                                        \
+		.kind = (kind_), .k = (k_), .s = (s_), .p = (p_) \
+	}
+#define LIN(o)                                   \
+	{                                        \
+		.kind = PBX_L_LINEAR, .out = (o) \
+	}
+#define BN                                                              \
+	{                                                               \
+		.kind = PBX_L_BATCHNORM, .eps = 1e-5f, .momentum = 0.1f \
+	}
+#define RELU                       \
+	{                          \
+		.kind = PBX_L_RELU \
+	}
+#define FLAT                          \
+	{                             \
+		.kind = PBX_L_FLATTEN \
+	}
+#define DROP(r)                                    \
+	{                                          \
+		.kind = PBX_L_DROPOUT, .rate = (r) \
+	}
+#define LRN9                                                                               \
+	{                                                                                  \
+		.kind = PBX_L_LRN, .size = 9, .alpha = 0.001f, .beta = 0.75f, .bias = 1.0f \
+	}
 
 static const struct pbx_layer_spec model_mlp[] = {
 	FLAT, LIN(256), RELU, LIN(128), RELU, LIN(0),
 };
 static const struct pbx_layer_spec model_lenet[] = {
-	CONV(6, 5, 2), RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
-	CONV(16, 5, 0), RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
-	FLAT, LIN(120), RELU, LIN(84), RELU, LIN(0),
+	CONV(6, 5, 2),  RELU,     POOL(PBX_L_MAXPOOL, 2, 2, 0),
+	CONV(16, 5, 0), RELU,     POOL(PBX_L_MAXPOOL, 2, 2, 0),
+	FLAT,           LIN(120), RELU,
+	LIN(84),        RELU,     LIN(0),
 };
 static const struct pbx_layer_spec model_cnn_bn[] = {
-	CONV(32, 3, 1), BN, RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
-	CONV(64, 3, 1), BN, RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
-	FLAT, LIN(128), RELU, DROP(0.25f), LIN(0),
+	CONV(32, 3, 1), BN,       RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
+	CONV(64, 3, 1), BN,       RELU, POOL(PBX_L_MAXPOOL, 2, 2, 0),
+	FLAT,           LIN(128), RELU, DROP(0.25f),
+	LIN(0),
 };
 /* Zhang et al. 2017, "small AlexNet": (conv5x5 -> max-pool 3x3 -> LRN) x 2,
  * FC 384, FC 192, output; pooling 3x3 stride 2 "SAME" as in their code. */
 static const struct pbx_layer_spec model_mini_alexnet[] = {
-	CONV(64, 5, 2), RELU, POOL(PBX_L_MAXPOOL, 3, 2, 1), LRN9,
-	CONV(64, 5, 2), RELU, POOL(PBX_L_MAXPOOL, 3, 2, 1), LRN9,
-	FLAT, LIN(384), RELU, LIN(192), RELU, LIN(0),
+	CONV(64, 5, 2),
+	RELU,
+	POOL(PBX_L_MAXPOOL, 3, 2, 1),
+	LRN9,
+	CONV(64, 5, 2),
+	RELU,
+	POOL(PBX_L_MAXPOOL, 3, 2, 1),
+	LRN9,
+	FLAT,
+	LIN(384),
+	RELU,
+	LIN(192),
+	RELU,
+	LIN(0),
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -66,8 +103,7 @@ static const struct {
 	{ "mini-alexnet", model_mini_alexnet, NELEM(model_mini_alexnet) },
 };
 
-int pbx_model_builtin(const char *name, const struct pbx_layer_spec **specs,
-		      int *n)
+int pbx_model_builtin(const char *name, const struct pbx_layer_spec **specs, int *n)
 {
 	for (int i = 0; i < NELEM(model_builtins); i++)
 		if (strcmp(name, model_builtins[i].name) == 0) {
@@ -84,21 +120,33 @@ const char *pbx_model_builtin_names(void)
 }
 
 static const char *const model_kind_names[] = {
-	[PBX_L_CONV] = "conv", [PBX_L_MAXPOOL] = "maxpool",
-	[PBX_L_AVGPOOL] = "avgpool", [PBX_L_BATCHNORM] = "batchnorm",
-	[PBX_L_LINEAR] = "linear", [PBX_L_RELU] = "relu",
-	[PBX_L_LEAKY_RELU] = "leaky_relu", [PBX_L_TANH] = "tanh",
-	[PBX_L_SIGMOID] = "sigmoid", [PBX_L_GELU] = "gelu",
-	[PBX_L_DROPOUT] = "dropout", [PBX_L_LRN] = "lrn",
+	[PBX_L_CONV] = "conv",
+	[PBX_L_MAXPOOL] = "maxpool",
+	[PBX_L_AVGPOOL] = "avgpool",
+	[PBX_L_BATCHNORM] = "batchnorm",
+	[PBX_L_LINEAR] = "linear",
+	[PBX_L_RELU] = "relu",
+	[PBX_L_LEAKY_RELU] = "leaky_relu",
+	[PBX_L_TANH] = "tanh",
+	[PBX_L_SIGMOID] = "sigmoid",
+	[PBX_L_GELU] = "gelu",
+	[PBX_L_DROPOUT] = "dropout",
+	[PBX_L_LRN] = "lrn",
 	[PBX_L_FLATTEN] = "flatten",
 };
 
 int pbx_layer_kind_parse(const char *name, enum pbx_layer_kind *out)
 {
-	static const struct { const char *alias; enum pbx_layer_kind kind; } extra[] = {
-		{ "conv2d", PBX_L_CONV }, { "bn", PBX_L_BATCHNORM },
-		{ "fc", PBX_L_LINEAR }, { "dense", PBX_L_LINEAR },
-		{ "leakyrelu", PBX_L_LEAKY_RELU }, { "max_pool", PBX_L_MAXPOOL },
+	static const struct {
+		const char *alias;
+		enum pbx_layer_kind kind;
+	} extra[] = {
+		{ "conv2d", PBX_L_CONV },
+		{ "bn", PBX_L_BATCHNORM },
+		{ "fc", PBX_L_LINEAR },
+		{ "dense", PBX_L_LINEAR },
+		{ "leakyrelu", PBX_L_LEAKY_RELU },
+		{ "max_pool", PBX_L_MAXPOOL },
 		{ "avg_pool", PBX_L_AVGPOOL },
 	};
 	for (int i = 0; i < NELEM(model_kind_names); i++)
@@ -124,13 +172,34 @@ void pbx_layer_spec_defaults(struct pbx_layer_spec *s, enum pbx_layer_kind kind)
 	memset(s, 0, sizeof(*s));
 	s->kind = kind;
 	switch (kind) {
-	case PBX_L_CONV: s->k = 3; s->s = 1; s->p = 0; break;
-	case PBX_L_MAXPOOL: case PBX_L_AVGPOOL: s->k = 2; s->s = 0; break;
-	case PBX_L_BATCHNORM: s->eps = 1e-5f; s->momentum = 0.1f; break;
-	case PBX_L_LEAKY_RELU: s->alpha = 0.01f; break;
-	case PBX_L_DROPOUT: s->rate = 0.5f; break;
-	case PBX_L_LRN: s->size = 5; s->alpha = 1e-4f; s->beta = 0.75f; s->bias = 1.0f; break;
-	default: break;
+	case PBX_L_CONV:
+		s->k = 3;
+		s->s = 1;
+		s->p = 0;
+		break;
+	case PBX_L_MAXPOOL:
+	case PBX_L_AVGPOOL:
+		s->k = 2;
+		s->s = 0;
+		break;
+	case PBX_L_BATCHNORM:
+		s->eps = 1e-5f;
+		s->momentum = 0.1f;
+		break;
+	case PBX_L_LEAKY_RELU:
+		s->alpha = 0.01f;
+		break;
+	case PBX_L_DROPOUT:
+		s->rate = 0.5f;
+		break;
+	case PBX_L_LRN:
+		s->size = 5;
+		s->alpha = 1e-4f;
+		s->beta = 0.75f;
+		s->bias = 1.0f;
+		break;
+	default:
+		break;
 	}
 }
 
@@ -140,8 +209,8 @@ void pbx_layer_spec_defaults(struct pbx_layer_spec *s, enum pbx_layer_kind kind)
  * overwritten by an in-place ReLU. */
 static int model_output_free(enum pbx_layer_kind k)
 {
-	return k == PBX_L_CONV || k == PBX_L_LINEAR || k == PBX_L_BATCHNORM ||
-	       k == PBX_L_MAXPOOL || k == PBX_L_AVGPOOL;
+	return k == PBX_L_CONV || k == PBX_L_LINEAR || k == PBX_L_BATCHNORM || k == PBX_L_MAXPOOL ||
+	       k == PBX_L_AVGPOOL;
 }
 
 static uint64_t model_fnv1a(const char *s, size_t n)
@@ -161,8 +230,8 @@ static uint64_t model_fnv1a(const char *s, size_t n)
 static void model_fuse_pool(struct pbx_model *m, int i)
 {
 	struct pbx_layer *P = &m->layers[i], *N;
-	if (i < 3 || P->spec.kind != PBX_L_MAXPOOL || P->spec.k != 2 ||
-	    P->spec.s != 2 || P->spec.p != 0)
+	if (i < 3 || P->spec.kind != PBX_L_MAXPOOL || P->spec.k != 2 || P->spec.s != 2 ||
+	    P->spec.p != 0)
 		return;
 	N = &m->layers[i - 2];
 	if (N->spec.kind != PBX_L_BATCHNORM || !N->fused_relu ||
@@ -175,8 +244,8 @@ static void model_fuse_pool(struct pbx_model *m, int i)
 /* Shapes, parameter/buffer/aux offsets and per-layer output sizes; the
  * output slots are placed afterwards (model_place_outputs). */
 static int model_shapes(struct pbx_model *m, const struct pbx_layer_spec *specs,
-			struct pbx_buf *arch, size_t *np, size_t *nb, size_t *na,
-			size_t *scratch, struct pbx_err *err)
+			struct pbx_buf *arch, size_t *np, size_t *nb, size_t *na, size_t *scratch,
+			struct pbx_err *err)
 {
 	int n = m->nlayers, C = m->c, H = m->h, W = m->w, B = m->max_batch;
 	for (int i = 0; i < n; i++) {
@@ -184,19 +253,27 @@ static int model_shapes(struct pbx_model *m, const struct pbx_layer_spec *specs,
 		struct pbx_layer_spec *s = &L->spec;
 		size_t per;
 		*s = specs[i];
-		L->c = C; L->h = H; L->w = W;
-		L->oc = C; L->oh = H; L->ow = W;
+		L->c = C;
+		L->h = H;
+		L->w = W;
+		L->oc = C;
+		L->oh = H;
+		L->ow = W;
 		switch (s->kind) {
 		case PBX_L_CONV:
 			if (s->out <= 0 || s->k <= 0 || s->s <= 0 || s->p < 0 ||
 			    H + 2 * s->p < s->k || W + 2 * s->p < s->k)
-				return pbx_err_setc(err, 2, "layer %d (conv): bad filters/kernel/stride/pad for input %dx%dx%d",
-						    i + 1, C, H, W);
+				return pbx_err_setc(
+					err, 2,
+					"layer %d (conv): bad filters/kernel/stride/pad for input %dx%dx%d",
+					i + 1, C, H, W);
 			L->oc = s->out;
 			L->oh = (H + 2 * s->p - s->k) / s->s + 1;
 			L->ow = (W + 2 * s->p - s->k) / s->s + 1;
-			L->w_off = *np; *np += (size_t)s->out * C * s->k * s->k;
-			L->b_off = *np; *np += (size_t)s->out;
+			L->w_off = *np;
+			*np += (size_t)s->out * C * s->k * s->k;
+			L->b_off = *np;
+			*np += (size_t)s->out;
 			per = conv_scratch_floats(B, C, H, W, s->out, s->k, s->s, s->p, 0);
 			if (per > *scratch)
 				*scratch = per;
@@ -205,41 +282,59 @@ static int model_shapes(struct pbx_model *m, const struct pbx_layer_spec *specs,
 		case PBX_L_AVGPOOL:
 			if (s->s <= 0)
 				s->s = s->k;
-			if (s->k <= 0 || s->p < 0 || 2 * s->p > s->k ||
-			    H + 2 * s->p < s->k || W + 2 * s->p < s->k)
-				return pbx_err_setc(err, 2, "layer %d (%s): bad size/stride/pad for input %dx%dx%d",
-						    i + 1, pbx_layer_kind_name(s->kind), C, H, W);
+			if (s->k <= 0 || s->p < 0 || 2 * s->p > s->k || H + 2 * s->p < s->k ||
+			    W + 2 * s->p < s->k)
+				return pbx_err_setc(
+					err, 2,
+					"layer %d (%s): bad size/stride/pad for input %dx%dx%d",
+					i + 1, pbx_layer_kind_name(s->kind), C, H, W);
 			L->oh = (H + 2 * s->p - s->k) / s->s + 1;
 			L->ow = (W + 2 * s->p - s->k) / s->s + 1;
 			break;
 		case PBX_L_BATCHNORM:
-			L->w_off = *np; *np += (size_t)C;
-			L->b_off = *np; *np += (size_t)C;
-			L->buf_off = *nb; *nb += 2 * (size_t)C;
-			L->aux_off = *na; *na += 2 * (size_t)C;
+			L->w_off = *np;
+			*np += (size_t)C;
+			L->b_off = *np;
+			*np += (size_t)C;
+			L->buf_off = *nb;
+			*nb += 2 * (size_t)C;
+			L->aux_off = *na;
+			*na += 2 * (size_t)C;
 			break;
 		case PBX_L_LINEAR:
 			if (s->out == 0)
 				s->out = m->nclasses;
 			if (s->out < 0)
-				return pbx_err_setc(err, 2, "layer %d (linear): bad number of outputs", i + 1);
-			L->oc = s->out; L->oh = 1; L->ow = 1;
-			L->w_off = *np; *np += (size_t)s->out * C * H * W;
-			L->b_off = *np; *np += (size_t)s->out;
+				return pbx_err_setc(
+					err, 2, "layer %d (linear): bad number of outputs", i + 1);
+			L->oc = s->out;
+			L->oh = 1;
+			L->ow = 1;
+			L->w_off = *np;
+			*np += (size_t)s->out * C * H * W;
+			L->b_off = *np;
+			*np += (size_t)s->out;
 			break;
 		case PBX_L_FLATTEN:
-			L->oc = C * H * W; L->oh = 1; L->ow = 1;
+			L->oc = C * H * W;
+			L->oh = 1;
+			L->ow = 1;
 			L->alias = 1;
 			break;
 		case PBX_L_DROPOUT:
 			if (s->rate < 0.0f || s->rate >= 1.0f)
-				return pbx_err_setc(err, 2, "layer %d (dropout): rate must be in [0, 1)", i + 1);
-			L->aux_off = *na; *na += (size_t)B * C * H * W;
+				return pbx_err_setc(err, 2,
+						    "layer %d (dropout): rate must be in [0, 1)",
+						    i + 1);
+			L->aux_off = *na;
+			*na += (size_t)B * C * H * W;
 			break;
 		case PBX_L_LRN:
 			if (s->size <= 0)
-				return pbx_err_setc(err, 2, "layer %d (lrn): size must be positive", i + 1);
-			L->aux_off = *na; *na += (size_t)B * C * H * W;
+				return pbx_err_setc(err, 2, "layer %d (lrn): size must be positive",
+						    i + 1);
+			L->aux_off = *na;
+			*na += (size_t)B * C * H * W;
 			break;
 		default: /* activations */
 			if (s->kind == PBX_L_RELU && i > 0 &&
@@ -255,15 +350,21 @@ static int model_shapes(struct pbx_model *m, const struct pbx_layer_spec *specs,
 			L->out_floats = (size_t)B * L->oc * L->oh * L->ow;
 		if (!m->sync_bn) /* sync BN reduces its statistics in its own pass */
 			model_fuse_pool(m, i);
-		C = L->oc; H = L->oh; W = L->ow;
-		pbx_buf_addf(arch, "%s out=%d k=%d s=%d p=%d size=%d a=%g b=%g k=%g rate=%g -> %dx%dx%d\n",
-			     pbx_layer_kind_name(s->kind), s->out, s->k, s->s,
-			     s->p, s->size, (double)s->alpha, (double)s->beta,
-			     (double)s->bias, (double)s->rate, C, H, W);
+		C = L->oc;
+		H = L->oh;
+		W = L->ow;
+		pbx_buf_addf(
+			arch,
+			"%s out=%d k=%d s=%d p=%d size=%d a=%g b=%g k=%g rate=%g -> %dx%dx%d\n",
+			pbx_layer_kind_name(s->kind), s->out, s->k, s->s, s->p, s->size,
+			(double)s->alpha, (double)s->beta, (double)s->bias, (double)s->rate, C, H,
+			W);
 	}
 	if (C * H * W != m->nclasses)
-		return pbx_err_setc(err, 2, "model output has %d values per example but the data set has %d classes",
-				    C * H * W, m->nclasses);
+		return pbx_err_setc(
+			err, 2,
+			"model output has %d values per example but the data set has %d classes",
+			C * H * W, m->nclasses);
 	return 0;
 }
 
@@ -306,8 +407,8 @@ static void model_segments(struct pbx_model *m, int recompute)
 	for (int i = 0; i < n; i++) {
 		m->layers[i].seg = k;
 		/* end segment k after layer i once it holds its share */
-		if (i + 1 < n && k + 1 < want &&
-		    (i + 1) * want >= (k + 1) * n && model_cut_ok(m, i))
+		if (i + 1 < n && k + 1 < want && (i + 1) * want >= (k + 1) * n &&
+		    model_cut_ok(m, i))
 			m->seg_first[++k] = i + 1;
 	}
 	m->nsegs = k + 1;
@@ -330,11 +431,14 @@ static void model_place_outputs(struct pbx_model *m, size_t *na, size_t *nd)
 	for (int i = 0; i < m->nlayers; i++) {
 		struct pbx_layer *L = &m->layers[i];
 		if (!L->alias && L->keep) {
-			L->out_off = *na; *na += L->out_floats;
-			L->dout_off = *nd; *nd += L->out_floats;
+			L->out_off = *na;
+			*na += L->out_floats;
+			L->dout_off = *nd;
+			*nd += L->out_floats;
 		}
 	}
-	m->probs_off = *na; *na += (size_t)m->max_batch * m->nclasses;
+	m->probs_off = *na;
+	*na += (size_t)m->max_batch * m->nclasses;
 	for (int s = 0; s < m->nsegs; s++) {
 		size_t a = 0;
 		for (int i = m->seg_first[s]; i < m->seg_first[s + 1]; i++) {
@@ -355,9 +459,8 @@ static void model_place_outputs(struct pbx_model *m, size_t *na, size_t *nd)
 	*nd += rd;
 }
 
-struct pbx_model *pbx_model_plan(const struct pbx_layer_spec *specs, int n,
-				 int c, int h, int w, int nclasses,
-				 const struct pbx_model_opts *opts,
+struct pbx_model *pbx_model_plan(const struct pbx_layer_spec *specs, int n, int c, int h, int w,
+				 int nclasses, const struct pbx_model_opts *opts,
 				 struct pbx_err *err)
 {
 	struct pbx_model *m = xcalloc(1, sizeof(*m));
@@ -366,7 +469,9 @@ struct pbx_model *pbx_model_plan(const struct pbx_layer_spec *specs, int n,
 
 	m->nlayers = n;
 	m->layers = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*m->layers));
-	m->c = c; m->h = h; m->w = w;
+	m->c = c;
+	m->h = h;
+	m->w = w;
 	m->nclasses = nclasses;
 	m->max_batch = opts->max_batch;
 	m->sync_bn = opts->sync_bn;
@@ -381,7 +486,10 @@ struct pbx_model *pbx_model_plan(const struct pbx_layer_spec *specs, int n,
 	model_segments(m, opts->recompute);
 	model_place_outputs(m, &na, &nd);
 	pbx_buf_addf(&arch, "params %zu\n", np);
-	m->nparams = np; m->nbuffers = nb; m->nacts = na; m->ndacts = nd;
+	m->nparams = np;
+	m->nbuffers = nb;
+	m->nacts = na;
+	m->ndacts = nd;
 	m->nscratch = scratch;
 	m->arch = pbx_buf_detach(&arch, NULL);
 	m->arch_hash = model_fnv1a(m->arch, strlen(m->arch));
@@ -416,7 +524,8 @@ void pbx_model_init_params(struct pbx_model *m, uint64_t seed)
 		size_t fan_in, nw;
 		if (L->spec.kind == PBX_L_CONV || L->spec.kind == PBX_L_LINEAR) {
 			fan_in = (size_t)L->c * (L->spec.kind == PBX_L_CONV
-				 ? (size_t)L->spec.k * L->spec.k : (size_t)L->h * L->w);
+							 ? (size_t)L->spec.k * L->spec.k
+							 : (size_t)L->h * L->w);
 			nw = (size_t)L->spec.out * fan_in;
 			float sd = sqrtf(2.0f / (float)fan_in);
 			for (size_t j = 0; j < nw; j++)
@@ -435,10 +544,8 @@ void pbx_model_init_params(struct pbx_model *m, uint64_t seed)
 		m->be->push(m, NULL);
 }
 
-struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n,
-				int c, int h, int w, int nclasses,
-				int max_batch, uint64_t seed,
-				struct pbx_err *err)
+struct pbx_model *pbx_model_new(const struct pbx_layer_spec *specs, int n, int c, int h, int w,
+				int nclasses, int max_batch, uint64_t seed, struct pbx_err *err)
 {
 	struct pbx_model_opts o = { .max_batch = max_batch };
 	struct pbx_model *m = pbx_model_plan(specs, n, c, h, w, nclasses, &o, err);
@@ -492,8 +599,8 @@ float *pbx_model_dout(struct pbx_model *m, int i)
 	return m->layers[i].alias ? pbx_model_din(m, i) : m->dacts + m->layers[i].dout_off;
 }
 
-double pbx_model_forward(struct pbx_model *m, const float *x,
-			 const int32_t *y, int B, int train, int64_t *correct)
+double pbx_model_forward(struct pbx_model *m, const float *x, const int32_t *y, int B, int train,
+			 int64_t *correct)
 {
 	const struct pbx_layer_ops *ops = m->be->ops;
 	m->input = x;
@@ -503,8 +610,7 @@ double pbx_model_forward(struct pbx_model *m, const float *x,
 	if (m->be->set_batch)
 		m->be->set_batch(m, x, y, B);
 	for (int i = 0; i < m->nlayers; i++)
-		ops[m->layers[i].spec.kind].forward(m, i, train ? PBX_FWD_TRAIN
-							       : PBX_FWD_EVAL);
+		ops[m->layers[i].spec.kind].forward(m, i, train ? PBX_FWD_TRAIN : PBX_FWD_EVAL);
 	return m->be->loss_forward(m, correct);
 }
 
@@ -540,9 +646,9 @@ void pbx_model_backward(struct pbx_model *m)
 		for (int i = m->seg_first[s + 1] - 1; i >= m->seg_first[s]; i--) {
 			const struct pbx_layer *L = &m->layers[i];
 			ops[L->spec.kind].backward(m, i);
-			if (m->hooks.grads_ready && (L->spec.kind == PBX_L_CONV ||
-			    L->spec.kind == PBX_L_LINEAR ||
-			    L->spec.kind == PBX_L_BATCHNORM))
+			if (m->hooks.grads_ready &&
+			    (L->spec.kind == PBX_L_CONV || L->spec.kind == PBX_L_LINEAR ||
+			     L->spec.kind == PBX_L_BATCHNORM))
 				m->hooks.grads_ready(m->hooks.ctx, L->w_off);
 		}
 	}

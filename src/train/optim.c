@@ -41,8 +41,7 @@ void pbx_optim_free(struct pbx_optim *o)
 	o->state = NULL;
 }
 
-void pbx_optim_step(struct pbx_optim *o, float *params, const float *grads,
-		    double lr)
+void pbx_optim_step(struct pbx_optim *o, float *params, const float *grads, double lr)
 {
 	long long n = (long long)o->nparams;
 	float flr = (float)lr, wd = o->weight_decay;
@@ -50,7 +49,7 @@ void pbx_optim_step(struct pbx_optim *o, float *params, const float *grads,
 	if (o->kind == PBX_OPT_SGD) {
 		float mu = o->momentum, *v = o->state;
 		int nest = o->nesterov;
-		#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 		for (long long i = 0; i < n; i++) {
 			float g = grads[i] + wd * params[i];
 			v[i] = mu * v[i] + g;
@@ -63,7 +62,7 @@ void pbx_optim_step(struct pbx_optim *o, float *params, const float *grads,
 	float c2 = (float)(1.0 - pow(b2, (double)o->t));
 	float *m = o->state, *v = o->state + o->nparams;
 	int decoupled = o->kind == PBX_OPT_ADAMW;
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (long long i = 0; i < n; i++) {
 		float g = grads[i];
 		if (!decoupled)

@@ -16,20 +16,19 @@
 
 static void pack_usage(FILE *f)
 {
-	fprintf(f,
-"usage: " PBX_TRAIN_PACK_USAGE "\n"
-"\n"
-"Writes DATASET (fashion-mnist, mnist: IDX files; cifar10: binary batches)\n"
-"from DATA_DIR (\"\" = the default directory) as TFRecord shards\n"
-"OUT_DIR/DATASET-SPLIT-0000i-of-0000N.tfrecord of tf.train.Example records\n"
-"(image: raw uint8 pixels HWC, label, height, width, channels), in the\n"
-"data set's order.  --split train (default) or test; --shards N (1).\n"
-"Read them back with dataset: tfrecord, train_files / test_files.\n");
+	fprintf(f, "usage: " PBX_TRAIN_PACK_USAGE "\n"
+		   "\n"
+		   "Writes DATASET (fashion-mnist, mnist: IDX files; cifar10: binary batches)\n"
+		   "from DATA_DIR (\"\" = the default directory) as TFRecord shards\n"
+		   "OUT_DIR/DATASET-SPLIT-0000i-of-0000N.tfrecord of tf.train.Example records\n"
+		   "(image: raw uint8 pixels HWC, label, height, width, channels), in the\n"
+		   "data set's order.  --split train (default) or test; --shards N (1).\n"
+		   "Read them back with dataset: tfrecord, train_files / test_files.\n");
 }
 
 /* Parses the options after the positional arguments. */
-static int pack_options(int argc, char **argv, const char **split, int *shards,
-			const char **pos, struct pbx_err *err)
+static int pack_options(int argc, char **argv, const char **split, int *shards, const char **pos,
+			struct pbx_err *err)
 {
 	int npos = 0;
 	for (int i = 1; i < argc; i++) {
@@ -43,7 +42,8 @@ static int pack_options(int argc, char **argv, const char **split, int *shards,
 			long v = strtol(argv[++i], &end, 10);
 			if (*end || end == argv[i] || v < 1 || v > 99999)
 				return pbx_err_setc(err, PBX_EXIT_USAGE,
-						    "--shards: expected 1..99999, got '%s'", argv[i]);
+						    "--shards: expected 1..99999, got '%s'",
+						    argv[i]);
 			*shards = (int)v;
 		} else if (a[0] == '-' && a[1]) {
 			return pbx_err_setc(err, PBX_EXIT_USAGE, "unknown option %s", a);

@@ -82,7 +82,7 @@ static void train_flush_denormals(void)
 {
 #ifdef TRAIN_HAVE_MXCSR
 	_mm_setcsr(_mm_getcsr() | 0x8040);
-	#pragma omp parallel
+#pragma omp parallel
 	_mm_setcsr(_mm_getcsr() | 0x8040);
 #endif
 }
@@ -103,16 +103,16 @@ struct train_run {
 	struct pbx_optim optim;
 	struct pbx_schedule sched;
 	struct pbx_loader *loader, *test_loader;
-	struct pbx_metrics *metrics; /* rank 0 only */
-	struct pbx_comm *comm;       /* borrowed */
+	struct pbx_metrics *metrics;       /* rank 0 only */
+	struct pbx_comm *comm;             /* borrowed */
 	const struct pbx_train_hook *hook; /* borrowed; NULL = the usual step */
-	int data_rank, data_world;   /* this process's share of the training set */
-	int local_batch;     /* batch_size / world */
-	float *x;            /* (local_batch, C, H, W) */
-	int32_t *y;          /* (local_batch) */
+	int data_rank, data_world;         /* this process's share of the training set */
+	int local_batch;                   /* batch_size / world */
+	float *x;                          /* (local_batch, C, H, W) */
+	int32_t *y;                        /* (local_batch) */
 	char *ckpt_path;
 	int threads;
-	double flops;        /* forward FLOPs per example */
+	double flops; /* forward FLOPs per example */
 };
 
 static void train_release(struct train_run *r)
@@ -140,12 +140,13 @@ static int train_load_tfrecord(struct train_run *r, struct pbx_err *err)
 {
 	const struct pbx_train_config *c = r->cfg;
 	int nt = c->loader_threads > 0 ? c->loader_threads : 1;
-	if (pbx_dataset_load_tfrecord(c->train_files, r->data_rank, r->data_world, nt,
-				      &r->train, err) < 0 ||
+	if (pbx_dataset_load_tfrecord(c->train_files, r->data_rank, r->data_world, nt, &r->train,
+				      err) < 0 ||
 	    pbx_dataset_load_tfrecord(c->test_files, 0, 1, nt, &r->test, err) < 0)
 		return -1;
 	if (r->test.h != r->train.h || r->test.w != r->train.w || r->test.c != r->train.c)
-		return pbx_err_set(err, "%s holds %dx%d images with %d channel(s), %s %dx%d with %d",
+		return pbx_err_set(err,
+				   "%s holds %dx%d images with %d channel(s), %s %dx%d with %d",
 				   c->train_files, r->train.h, r->train.w, r->train.c,
 				   c->test_files, r->test.h, r->test.w, r->test.c);
 	if (r->test.nclasses > r->train.nclasses)
@@ -179,9 +180,10 @@ static int train_load_data(struct train_run *r, struct pbx_err *err)
 	const struct pbx_train_config *c = r->cfg;
 	enum pbx_corruption kind;
 	if (pbx_corruption_parse(c->corruption ? c->corruption : "none", &kind) < 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'corruption': unknown corruption '%s' (none, labels, random_labels, shuffled_pixels, random_pixels, gaussian)",
-				    c->corruption);
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key 'corruption': unknown corruption '%s' (none, labels, random_labels, shuffled_pixels, random_pixels, gaussian)",
+			c->corruption);
 	if (strcmp(c->dataset, "synthetic") == 0) {
 		int nt = c->test_subset > 0 ? c->test_subset : 256;
 		pbx_dataset_synthetic_at(&r->train, 0, c->synthetic_n, 1, 28, 28, 10, c->seed);
@@ -222,13 +224,14 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 
 	/* ranks on one node share its CPUs */
 	r->threads = c->threads > 0 ? c->threads
-		: (int)sysconf(_SC_NPROCESSORS_ONLN) / r->comm->local_world;
+				    : (int)sysconf(_SC_NPROCESSORS_ONLN) / r->comm->local_world;
 	if (r->threads < 1)
 		r->threads = 1;
 	if (c->batch_size % r->comm->world != 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "key 'batch_size': the global batch %d does not split evenly over %d ranks",
-				    c->batch_size, r->comm->world);
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"key 'batch_size': the global batch %d does not split evenly over %d ranks",
+			c->batch_size, r->comm->world);
 	r->local_batch = c->batch_size / r->comm->world;
 	r->data_rank = r->hook ? r->hook->data_rank : r->comm->rank;
 	r->data_world = r->hook ? r->hook->data_world : r->comm->world;
@@ -253,8 +256,8 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 	struct pbx_model_opts mo = { .max_batch = r->local_batch,
 				     .recompute = c->recompute,
 				     .sync_bn = c->sync_bn && r->comm->world > 1 };
-	r->model = pbx_model_plan(specs, nspecs, r->train.c, r->train.h,
-				  r->train.w, r->train.nclasses, &mo, err);
+	r->model = pbx_model_plan(specs, nspecs, r->train.c, r->train.h, r->train.w,
+				  r->train.nclasses, &mo, err);
 	if (!r->model)
 		return pbx_err_prefix(err, "model %s", c->model ? c->model : "(layers)");
 	if (pbx_device_check(r->be, r->model, err) < 0)
@@ -284,28 +287,27 @@ static int train_setup(struct train_run *r, struct pbx_err *err)
 	r->sched.total_epochs = c->epochs;
 	r->sched.min_lr = c->min_lr;
 
-	r->loader = pbx_loader_new(&r->train, r->local_batch, 1, &aug, c->seed,
-				   r->data_rank, r->data_world,
-				   c->loader_threads, 1);
-	r->test_loader = pbx_loader_new(&r->test, r->local_batch, 0, NULL, c->seed,
-					r->hook ? 0 : r->comm->rank,
-					r->hook ? 1 : r->comm->world, 0, 0);
+	r->loader = pbx_loader_new(&r->train, r->local_batch, 1, &aug, c->seed, r->data_rank,
+				   r->data_world, c->loader_threads, 1);
+	r->test_loader =
+		pbx_loader_new(&r->test, r->local_batch, 0, NULL, c->seed,
+			       r->hook ? 0 : r->comm->rank, r->hook ? 1 : r->comm->world, 0, 0);
 	if (!r->loader || !r->test_loader)
-		return pbx_err_set(err, "cannot create the data loader (batch %d, %d training examples)",
+		return pbx_err_set(err,
+				   "cannot create the data loader (batch %d, %d training examples)",
 				   c->batch_size, r->train.n);
 	if (pbx_loader_batches_per_epoch(r->loader) < 1)
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "key 'batch_size': %d is larger than the %d training examples",
 				    c->batch_size, r->train.n);
-	r->x = xmalloc(sizeof(float) * (size_t)r->local_batch * r->train.c *
-		       r->train.h * r->train.w);
+	r->x = xmalloc(sizeof(float) * (size_t)r->local_batch * r->train.c * r->train.h *
+		       r->train.w);
 	r->y = xmalloc(sizeof(int32_t) * (size_t)r->local_batch);
 	const char *dir = c->checkpoint_dir ? c->checkpoint_dir : c->output_dir;
 	r->ckpt_path = xasprintf("%s/checkpoint.pbxt", dir);
 	if (r->comm->rank != 0)
 		return 0;
-	if (pbx_mkdir_p(c->output_dir, 0755, err) < 0 ||
-	    pbx_mkdir_p(dir, 0755, err) < 0)
+	if (pbx_mkdir_p(c->output_dir, 0755, err) < 0 || pbx_mkdir_p(dir, 0755, err) < 0)
 		return -1;
 	return 0;
 }
@@ -318,8 +320,7 @@ static int train_sync_buffers(struct train_run *r, struct pbx_err *err)
 	if (r->comm->world == 1 || r->model->nbuffers == 0)
 		return 0;
 	pbx_device_pull(r->model, NULL);
-	if (pbx_comm_bcast(r->comm, r->model->buffers,
-			   sizeof(float) * r->model->nbuffers, err) < 0)
+	if (pbx_comm_bcast(r->comm, r->model->buffers, sizeof(float) * r->model->nbuffers, err) < 0)
 		return -1;
 	pbx_device_push(r->model, NULL);
 	return 0;
@@ -327,8 +328,7 @@ static int train_sync_buffers(struct train_run *r, struct pbx_err *err)
 
 /* Test-set loss and accuracy (BN running stats, no dropout), each rank on
  * its shard, summed. */
-static int train_evaluate(struct train_run *r, double *loss, double *acc,
-			  struct pbx_err *err)
+static int train_evaluate(struct train_run *r, double *loss, double *acc, struct pbx_err *err)
 {
 	double lsum = 0.0;
 	int64_t correct = 0, seen = 0;
@@ -356,8 +356,7 @@ static int train_evaluate(struct train_run *r, double *loss, double *acc,
 
 /* Rank 0 writes the checkpoint; every rank first checks that its
  * parameters are rank 0's (they must be: same averaged gradients). */
-static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
-		      struct pbx_err *err)
+static int train_save(struct train_run *r, const struct pbx_ckpt_state *st, struct pbx_err *err)
 {
 	struct pbx_ckpt_state s = *st;
 	if (train_sync_buffers(r, err) < 0)
@@ -370,8 +369,10 @@ static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
 		if (pbx_comm_bcast(r->comm, root, sizeof(root), err) < 0)
 			return -1;
 		if (memcmp(mine, root, sizeof(root)) != 0)
-			return pbx_err_set(err, "rank %d: parameters differ from rank 0's at step %lld (ranks diverged)",
-					   r->comm->rank, (long long)st->step);
+			return pbx_err_set(
+				err,
+				"rank %d: parameters differ from rank 0's at step %lld (ranks diverged)",
+				r->comm->rank, (long long)st->step);
 	}
 	if (r->comm->rank != 0)
 		return 0;
@@ -383,8 +384,8 @@ static int train_save(struct train_run *r, const struct pbx_ckpt_state *st,
 
 /* Resumes from `path` (rank 0 reads it, every rank gets its contents).
  * have: whether there is a checkpoint to resume from, rank 0's view. */
-static int train_resume(struct train_run *r, const char *path,
-			struct pbx_ckpt_state *st, struct pbx_err *err)
+static int train_resume(struct train_run *r, const char *path, struct pbx_ckpt_state *st,
+			struct pbx_err *err)
 {
 	struct pbx_comm *c = r->comm;
 	struct pbx_model *m = r->model;
@@ -398,9 +399,11 @@ static int train_resume(struct train_run *r, const char *path,
 			return -1;
 		}
 		if (rc < 0)
-			return c->rank == 0 ? -1
-				: pbx_err_set(err, "rank %d: rank 0 could not resume from %s",
-					      c->rank, path);
+			return c->rank == 0
+				       ? -1
+				       : pbx_err_set(err,
+						     "rank %d: rank 0 could not resume from %s",
+						     c->rank, path);
 		if (pbx_comm_bcast(c, m->params, sizeof(float) * m->nparams, err) < 0 ||
 		    pbx_comm_bcast(c, m->buffers, sizeof(float) * m->nbuffers, err) < 0 ||
 		    pbx_comm_bcast(c, r->optim.state, sizeof(float) * r->optim.nstate, err) < 0 ||
@@ -415,7 +418,8 @@ static int train_resume(struct train_run *r, const char *path,
 		return pbx_err_set(err, "%s: loader position does not fit this data set", path);
 	m->rng = st->rng;
 	if (c->rank == 0 && st->world != c->world)
-		fprintf(stderr, "pbx-train: %s was written by %d rank(s), resuming on %d: same global batch and data order, but per-rank BN statistics and dropout streams differ, so the run is not bit-identical to an uninterrupted one\n",
+		fprintf(stderr,
+			"pbx-train: %s was written by %d rank(s), resuming on %d: same global batch and data order, but per-rank BN statistics and dropout streams differ, so the run is not bit-identical to an uninterrupted one\n",
 			path, st->world, c->world);
 	return 0;
 }
@@ -433,10 +437,9 @@ static json_t *train_jnum(double d)
 	return isfinite(d) ? json_real(d) : json_null();
 }
 
-static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
-			 const char *status, double train_loss, double train_acc,
-			 double test_loss, double test_acc, double best_acc,
-			 double ips, struct pbx_err *err)
+static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st, const char *status,
+			 double train_loss, double train_acc, double test_loss, double test_acc,
+			 double best_acc, double ips, struct pbx_err *err)
 {
 	char hash[65];
 	pbx_device_pull(r->model, NULL);
@@ -471,11 +474,13 @@ static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
 			    json_real(1e3 * r->comm->stats.exposed_s / steps));
 	json_object_set_new(o, "comm_other_ms_per_step",
 			    json_real(1e3 * r->comm->stats.other_s / steps));
-	json_object_set_new(o, "step_ms", train_jnum(st->step ? 1e3 * st->elapsed_s / (double)st->step : NAN));
+	json_object_set_new(o, "step_ms",
+			    train_jnum(st->step ? 1e3 * st->elapsed_s / (double)st->step : NAN));
 	json_object_set_new(o, "buckets_started_in_backward",
 			    json_integer(r->comm->stats.started_early));
 	json_object_set_new(o, "buckets", json_integer(r->comm->stats.buckets));
-	json_object_set_new(o, "recompute_segments", json_integer(r->model->nsegs > 1 ? r->model->nsegs : 0));
+	json_object_set_new(o, "recompute_segments",
+			    json_integer(r->model->nsegs > 1 ? r->model->nsegs : 0));
 	json_object_set_new(o, "activation_floats",
 			    json_integer((json_int_t)(r->model->nacts + r->model->ndacts)));
 	json_object_set_new(o, "train_examples", json_integer(r->train.n));
@@ -493,9 +498,8 @@ static int train_summary(struct train_run *r, const struct pbx_ckpt_state *st,
 	return 0;
 }
 
-static int train_log(struct train_run *r, int64_t step, int n,
-		     const char *const *names, const double *values,
-		     struct pbx_err *err)
+static int train_log(struct train_run *r, int64_t step, int n, const char *const *names,
+		     const double *values, struct pbx_err *err)
 {
 	if (r->comm->rank != 0)
 		return 0;
@@ -504,8 +508,7 @@ static int train_log(struct train_run *r, int64_t step, int n,
 	return 0;
 }
 
-int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
-		  struct pbx_err *err)
+int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm, struct pbx_err *err)
 {
 	return pbx_train_run_hooked(cfg, comm, NULL, err);
 }
@@ -546,7 +549,8 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 				goto out;
 			resumed = 1;
 			if (root)
-				fprintf(stderr, "pbx-train: resumed from %s at epoch %lld step %lld\n",
+				fprintf(stderr,
+					"pbx-train: resumed from %s at epoch %lld step %lld\n",
 					path, (long long)st.epoch, (long long)st.step);
 		}
 	}
@@ -560,9 +564,10 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 	double t_log = train_now(), t_epoch = t_log, t_step;
 	int64_t log_images = 0, epoch_images = 0;
 	if (root)
-		fprintf(stderr, "pbx-train: %s on %s (%d train, %d test), %zu parameters, %.1f MFLOP/example, %d threads x %d rank(s)\n",
-			cfg->model ? cfg->model : "(layers)", cfg->dataset, r.train.n,
-			r.test.n, r.model->nparams, r.flops * 1e-6, r.threads, comm->world);
+		fprintf(stderr,
+			"pbx-train: %s on %s (%d train, %d test), %zu parameters, %.1f MFLOP/example, %d threads x %d rank(s)\n",
+			cfg->model ? cfg->model : "(layers)", cfg->dataset, r.train.n, r.test.n,
+			r.model->nparams, r.flops * 1e-6, r.threads, comm->world);
 	double exposed0 = comm->stats.exposed_s;
 
 	while (st.epoch < cfg->epochs) {
@@ -572,10 +577,12 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			/* ---- end of epoch: evaluate, log, maybe checkpoint */
 			double now = train_now();
 			st.epoch++;
-			train_loss = st.epoch_loss_sum / (double)(st.epoch_seen ? st.epoch_seen : 1);
-			train_acc = (double)st.epoch_correct / (double)(st.epoch_seen ? st.epoch_seen : 1);
-			int evaluated = cfg->eval_every > 0 &&
-					(st.epoch % cfg->eval_every == 0 || st.epoch == cfg->epochs);
+			train_loss =
+				st.epoch_loss_sum / (double)(st.epoch_seen ? st.epoch_seen : 1);
+			train_acc = (double)st.epoch_correct /
+				    (double)(st.epoch_seen ? st.epoch_seen : 1);
+			int evaluated = cfg->eval_every > 0 && (st.epoch % cfg->eval_every == 0 ||
+								st.epoch == cfg->epochs);
 			if (evaluated) {
 				if (train_evaluate(&r, &test_loss, &test_acc, err) < 0)
 					goto out;
@@ -585,19 +592,26 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			double ep_s = now - t_epoch;
 			ips = epoch_images / (ep_s > 0 ? ep_s : 1e-9);
 			/* test metrics only at the steps where they were measured */
-			const char *names[] = { "epoch", "train_loss", "train_acc", "epoch_seconds",
-						"epoch_images_per_s", "elapsed_seconds", "test_loss",
+			const char *names[] = { "epoch",
+						"train_loss",
+						"train_acc",
+						"epoch_seconds",
+						"epoch_images_per_s",
+						"elapsed_seconds",
+						"test_loss",
 						"test_acc" };
 			double vals[] = { (double)st.epoch, train_loss, train_acc, ep_s, ips,
-					  st.elapsed_s, test_loss, test_acc };
+					  st.elapsed_s,     test_loss,  test_acc };
 			if (train_log(&r, st.step, evaluated ? 8 : 6, names, vals, err) < 0)
 				goto out;
 			if (root && evaluated)
-				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
+				fprintf(stderr,
+					"epoch %lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f images/s\n",
 					(long long)st.epoch, train_loss, train_acc, test_loss,
 					test_acc, ep_s, ips);
 			else if (root)
-				fprintf(stderr, "epoch %lld: train loss %.4f acc %.4f | not evaluated | %.1f s, %.0f images/s\n",
+				fprintf(stderr,
+					"epoch %lld: train loss %.4f acc %.4f | not evaluated | %.1f s, %.0f images/s\n",
 					(long long)st.epoch, train_loss, train_acc, ep_s, ips);
 			st.epoch_loss_sum = 0.0;
 			st.epoch_correct = st.epoch_seen = 0;
@@ -608,8 +622,8 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 		}
 
 		/* ---- one optimisation step */
-		double epoch_pos = (double)st.epoch +
-			(double)(st.step % per_epoch) / (double)per_epoch;
+		double epoch_pos =
+			(double)st.epoch + (double)(st.step % per_epoch) / (double)per_epoch;
 		double lr = pbx_schedule_lr(&r.sched, epoch_pos);
 		pbx_rng_seed(&r.model->rng, cfg->seed ^ 0x64726f70ULL /* "drop" */,
 			     (uint64_t)st.step * (uint64_t)comm->world + (uint64_t)comm->rank);
@@ -632,9 +646,9 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			stop = v[3] > 0.0;
 		}
 		double gnorm = pbx_device_clip(r.model, cfg->clip_norm);
-		if (hook) {   /* Downpour: host parameters (CPU only, see config.c) */
-			if (hook->step(hook->ctx, r.model->params, r.model->grads,
-				       r.model->nparams, lr, err) < 0)
+		if (hook) { /* Downpour: host parameters (CPU only, see config.c) */
+			if (hook->step(hook->ctx, r.model->params, r.model->grads, r.model->nparams,
+				       lr, err) < 0)
 				goto out;
 		} else {
 			pbx_device_step(r.model, &r.optim, lr);
@@ -650,13 +664,17 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 
 		if (st.step % cfg->log_every == 0) {
 			double dt = now - t_log;
-			const char *names[] = { "loss", "acc", "lr", "grad_norm",
-						"images_per_s", "step_ms", "epoch",
-						"comm_ms" };
-			double vals[] = { loss, (double)correct / n, lr, gnorm,
+			const char *names[] = { "loss",         "acc",     "lr",    "grad_norm",
+						"images_per_s", "step_ms", "epoch", "comm_ms" };
+			double vals[] = { loss,
+					  (double)correct / n,
+					  lr,
+					  gnorm,
 					  log_images / (dt > 0 ? dt : 1e-9),
-					  1e3 * dt / cfg->log_every, epoch_pos,
-					  1e3 * (comm->stats.exposed_s - exposed0) / cfg->log_every };
+					  1e3 * dt / cfg->log_every,
+					  epoch_pos,
+					  1e3 * (comm->stats.exposed_s - exposed0) /
+						  cfg->log_every };
 			exposed0 = comm->stats.exposed_s;
 			if (train_log(&r, st.step, comm->world > 1 ? 8 : 7, names, vals, err) < 0)
 				goto out;
@@ -664,8 +682,10 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			log_images = 0;
 		}
 		if (!isfinite(loss)) {
-			pbx_err_set(err, "loss is %g at step %lld; lower the learning rate or set clip_norm",
-				    loss, (long long)st.step);
+			pbx_err_set(
+				err,
+				"loss is %g at step %lld; lower the learning rate or set clip_norm",
+				loss, (long long)st.step);
 			goto out;
 		}
 		if (cfg->signal_at_step > 0 && st.step == cfg->signal_at_step)
@@ -678,8 +698,12 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 			if (train_save(&r, &st, err) < 0)
 				goto out;
 			if (root)
-				fprintf(stderr, "pbx-train: %s at step %lld: checkpoint written to %s\n",
-					stop ? (sig == SIGUSR1 ? "SIGUSR1" : sig ? "SIGTERM" : "a signal on another rank") : "max_steps",
+				fprintf(stderr,
+					"pbx-train: %s at step %lld: checkpoint written to %s\n",
+					stop ? (sig == SIGUSR1 ? "SIGUSR1"
+						: sig          ? "SIGTERM"
+							       : "a signal on another rank")
+					     : "max_steps",
 					(long long)st.step, r.ckpt_path);
 			status = stop ? "interrupted" : "stopped";
 			break;
@@ -689,12 +713,12 @@ int pbx_train_run_hooked(const struct pbx_train_config *cfg, struct pbx_comm *co
 		goto out;
 	if (st.elapsed_s > 0 && strcmp(status, "completed") == 0)
 		ips = (double)st.step * cfg->batch_size / st.elapsed_s;
-	if (root && train_summary(&r, &st, status, train_loss, train_acc, test_loss,
-				  test_acc, best_acc, ips, err) < 0)
+	if (root && train_summary(&r, &st, status, train_loss, train_acc, test_loss, test_acc,
+				  best_acc, ips, err) < 0)
 		goto out;
 	if (root)
 		fprintf(stderr, "pbx-train: %s after %lld steps (%.1f s wall)\n", status,
-		(long long)st.step, train_now() - t_run);
+			(long long)st.step, train_now() - t_run);
 	rc = strcmp(status, "interrupted") == 0 ? PBX_TRAIN_EXIT_REQUEUE : 0;
 out:
 	train_release(&r);

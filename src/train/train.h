@@ -25,8 +25,7 @@ void pbx_train_install_signals(void);
  * one process; every rank calls it with the same cfg).  Returns 0 when all epochs are done,
  * PBX_TRAIN_EXIT_REQUEUE after a signal checkpoint, or -1 with err set
  * (err->code is the exit status to use). */
-int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm,
-		  struct pbx_err *err);
+int pbx_train_run(const struct pbx_train_config *cfg, struct pbx_comm *comm, struct pbx_err *err);
 
 /* How a Downpour worker (downpour.h) replaces the optimiser step: step()
  * hands the step's (clipped) gradients over and may update params (e.g.

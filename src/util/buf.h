@@ -23,19 +23,21 @@ struct pbx_buf {
 };
 
 extern char pbx_buf_empty[];
-#define PBX_BUF_INIT { pbx_buf_empty, 0, 0, 0 }
+#define PBX_BUF_INIT                   \
+	{                              \
+		pbx_buf_empty, 0, 0, 0 \
+	}
 
 void pbx_buf_init(struct pbx_buf *b, size_t max);
 void pbx_buf_release(struct pbx_buf *b);
 /* Caller owns the returned string (free(3)); the buffer is re-initialised. */
 char *pbx_buf_detach(struct pbx_buf *b, size_t *len);
-void pbx_buf_reset(struct pbx_buf *b);   /* len = 0, keeps storage */
+void pbx_buf_reset(struct pbx_buf *b); /* len = 0, keeps storage */
 /* The appenders return 0, or -1 when the cap would be passed. */
 int pbx_buf_add(struct pbx_buf *b, const void *data, size_t len);
 int pbx_buf_adds(struct pbx_buf *b, const char *s);
 int pbx_buf_addc(struct pbx_buf *b, char c);
-int pbx_buf_addf(struct pbx_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int pbx_buf_addf(struct pbx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pbx_buf_vaddf(struct pbx_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 /* Remove trailing whitespace (spaces, tabs, newlines). */

@@ -27,8 +27,8 @@ static int duration_parts(const char *s, long max, long *total)
 		}
 		if (!*s) {
 			if (last >= 0)
-				return -1;   /* "1h30": a unit is missing */
-			u = duration_units + 2;   /* bare: minutes */
+				return -1;      /* "1h30": a unit is missing */
+			u = duration_units + 2; /* bare: minutes */
 		} else if (!(u = strchr(duration_units, *s++)) || u - duration_units <= last) {
 			return -1;
 		}

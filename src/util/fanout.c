@@ -59,7 +59,7 @@ int pbx_fanout(size_t n, int concurrency, int (*fn)(void *ctx, size_t i, struct 
 		else
 			break;
 	if (!started && n)
-		fanout_worker(&f);   /* no threads to be had: run them here */
+		fanout_worker(&f); /* no threads to be had: run them here */
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	free(th);

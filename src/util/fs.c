@@ -21,12 +21,13 @@ int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err)
 {
 	char *p = xstrdup(path), *s;
 	int rc = 0;
-	for (s = p + 1; ; s++) {
+	for (s = p + 1;; s++) {
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 			*s = '\0';
 			if (mkdir(p, mode) < 0 && errno != EEXIST) {
-				rc = pbx_err_set(err, "cannot create directory %s: %s", p, strerror(errno));
+				rc = pbx_err_set(err, "cannot create directory %s: %s", p,
+						 strerror(errno));
 				break;
 			}
 			*s = c;
@@ -40,7 +41,9 @@ int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err)
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st; (void)flag; (void)ftw;
+	(void)st;
+	(void)flag;
+	(void)ftw;
 	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
@@ -50,7 +53,9 @@ int pbx_rm_rf(const char *path, struct pbx_err *err)
 	if (!path[0] || !strcmp(path, "/"))
 		return pbx_err_set(err, "refusing to remove '%s'", path);
 	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
+		return errno == ENOENT
+			       ? 0
+			       : pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
 	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0)
 		return pbx_err_set(err, "cannot remove %s: %s", path, strerror(errno));
 	return 0;
@@ -98,8 +103,8 @@ static void sync_parent_dir(const char *path)
 	free(dcopy);
 }
 
-int pbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  mode_t mode, struct pbx_err *err)
+int pbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			  struct pbx_err *err)
 {
 	char *tmp;
 	int fd = pbx_tmpfile_beside(path, &tmp, err), rc = -1;
@@ -191,8 +196,8 @@ int pbx_read_regular(const char *path, size_t max, struct pbx_buf *out, int *mis
 			if (n < 0)
 				pbx_err_set(err, "cannot read %s: %s", path, strerror(errno));
 			else
-				pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %zu bytes",
-					     path, max);
+				pbx_err_setc(err, PBX_EXIT_USAGE, "%s: larger than %zu bytes", path,
+					     max);
 			close(fd);
 			if (out->alloc) {
 				out->len = start;
@@ -213,14 +218,15 @@ int pbx_check_private(const char *path, int secret, struct pbx_err *err)
 	if (stat(path, &st) < 0)
 		return pbx_err_set(err, "cannot stat %s: %s", path, strerror(errno));
 	if (st.st_mode & bad)
-		return pbx_err_setc(err, PBX_EXIT_SECURITY,
-				    "%s is %s by others (mode %03o); refusing to use it: run 'chmod %s %s'",
-				    path, secret ? "accessible" : "writable",
-				    (unsigned)(st.st_mode & 0777), secret ? "600" : "go-w", path);
+		return pbx_err_setc(
+			err, PBX_EXIT_SECURITY,
+			"%s is %s by others (mode %03o); refusing to use it: run 'chmod %s %s'",
+			path, secret ? "accessible" : "writable", (unsigned)(st.st_mode & 0777),
+			secret ? "600" : "go-w", path);
 	if (st.st_uid != getuid() && st.st_uid != 0)
 		return pbx_err_setc(err, PBX_EXIT_SECURITY,
-				    "%s is owned by uid %u, not by you; refusing to use it",
-				    path, (unsigned)st.st_uid);
+				    "%s is owned by uid %u, not by you; refusing to use it", path,
+				    (unsigned)st.st_uid);
 	return 0;
 }
 

@@ -20,8 +20,8 @@ int pbx_rm_rf(const char *path, struct pbx_err *err);
 /* Writes `len` bytes to `path` atomically: a new temporary file beside it
  * (pbx_tmpfile_beside), fchmod to `mode`, fsync, rename, fsync of the
  * directory.  A link planted at `path` is replaced, never followed. */
-int pbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  mode_t mode, struct pbx_err *err);
+int pbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			  struct pbx_err *err);
 /* Creates a new empty file beside `path` (its directory, so that a
  * rename onto `path` is atomic) named PATH.tmp.XXXXXX by mkostemp: a name
  * nobody can guess, created O_EXCL (never an existing file, never through

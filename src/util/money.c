@@ -44,7 +44,7 @@ void pbx_money_format(int64_t nanos, int digits, char *out, size_t size)
 	half = div / 2;
 	if (nanos < 0)
 		nanos = 0;
-	nanos = (nanos + half) / div;   /* in units of 10^-digits */
+	nanos = (nanos + half) / div; /* in units of 10^-digits */
 	for (i = 0, div = 1; i < digits; i++)
 		div *= 10;
 	if (digits)

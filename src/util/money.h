@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PBX_NANO 1000000000LL
+#define PBX_NANO      1000000000LL
 /* The largest amount read: 1e9 units (a node-hour never costs more). */
 #define PBX_MONEY_MAX (PBX_NANO * PBX_NANO)
 

@@ -101,7 +101,7 @@ int pbx_run(const char *const *argv, struct pbx_buf *out, struct pbx_err *err)
 			return pbx_err_set(err, "waiting for %s: %s", argv[0], strerror(errno));
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);   /* an exec failure was posix_spawn's error */
+	return WEXITSTATUS(status); /* an exec failure was posix_spawn's error */
 }
 
 int pbx_run_ok(const char *const *argv, struct pbx_err *err)

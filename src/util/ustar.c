@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* Writes VALUE as WIDTH-1 octal digits and a NUL (callers keep VALUE within
  * them: modes, times, sizes of what pbx holds in memory). */
 static void ustar_octal(char *field, size_t width, unsigned long long value)
@@ -34,25 +33,28 @@ void pbx_ustar_fill(unsigned char h[PBX_USTAR_BLOCK], char type, unsigned mode, 
 	unsigned sum = 0;
 	size_t i;
 	ustar_octal((char *)h + 100, 8, mode & 07777);
-	ustar_octal((char *)h + 108, 8, 0);             /* uid */
-	ustar_octal((char *)h + 116, 8, 0);             /* gid */
+	ustar_octal((char *)h + 108, 8, 0); /* uid */
+	ustar_octal((char *)h + 116, 8, 0); /* gid */
 	ustar_octal((char *)h + 124, 12, size);
 	ustar_octal((char *)h + 136, 12, mtime > 0 ? (unsigned long long)mtime : 0);
 	h[156] = (unsigned char)type;
 	if (link)
 		ustar_copy(h + 157, link, 100);
-	memcpy(h + 257, "ustar\0" "00", 8);             /* magic and version */
-	memcpy(h + 265, "root", 4);                     /* uname */
-	memcpy(h + 297, "root", 4);                     /* gname */
-	memset(h + 148, ' ', 8);                        /* chksum, while summing */
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);                  /* magic and version */
+	memcpy(h + 265, "root", 4); /* uname */
+	memcpy(h + 297, "root", 4); /* gname */
+	memset(h + 148, ' ', 8);    /* chksum, while summing */
 	for (i = 0; i < PBX_USTAR_BLOCK; i++)
 		sum += h[i];
-	ustar_octal((char *)h + 148, 7, sum);           /* six digits, NUL, space */
+	ustar_octal((char *)h + 148, 7, sum); /* six digits, NUL, space */
 	h[155] = ' ';
 }
 
-void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode,
-		      time_t mtime, size_t size, const char *link)
+void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode, time_t mtime,
+		      size_t size, const char *link)
 {
 	unsigned char h[PBX_USTAR_BLOCK];
 	memset(h, 0, sizeof(h));
@@ -91,8 +93,8 @@ int pbx_ustar_dir(struct pbx_buf *tar, const char *name, int mode, time_t mtime,
 	return 0;
 }
 
-int pbx_ustar_file(struct pbx_buf *tar, const char *name, int mode, time_t mtime,
-		   const void *data, size_t len, struct pbx_err *err)
+int pbx_ustar_file(struct pbx_buf *tar, const char *name, int mode, time_t mtime, const void *data,
+		   size_t len, struct pbx_err *err)
 {
 	if (ustar_name_ok(name, err) < 0)
 		return -1;

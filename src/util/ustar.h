@@ -23,8 +23,8 @@ int pbx_ustar_dir(struct pbx_buf *tar, const char *name, int mode, time_t mtime,
 		  struct pbx_err *err);
 /* Appends a regular file member NAME (relative, under 100 bytes) holding
  * DATA[0, LEN). */
-int pbx_ustar_file(struct pbx_buf *tar, const char *name, int mode, time_t mtime,
-		   const void *data, size_t len, struct pbx_err *err);
+int pbx_ustar_file(struct pbx_buf *tar, const char *name, int mode, time_t mtime, const void *data,
+		   size_t len, struct pbx_err *err);
 /* Appends the end-of-archive marker (two zero blocks). */
 void pbx_ustar_end(struct pbx_buf *tar);
 
@@ -38,8 +38,8 @@ void pbx_ustar_end(struct pbx_buf *tar);
 #define PBX_USTAR_BLOCK 512
 void pbx_ustar_fill(unsigned char h[PBX_USTAR_BLOCK], char type, unsigned mode, time_t mtime,
 		    unsigned long long size, const char *link);
-void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode,
-		      time_t mtime, size_t size, const char *link);
+void pbx_ustar_header(struct pbx_buf *tar, const char *name, char type, unsigned mode, time_t mtime,
+		      size_t size, const char *link);
 void pbx_ustar_data(struct pbx_buf *tar, const void *data, size_t len);
 
 #endif

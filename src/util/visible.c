@@ -44,7 +44,7 @@ static int continue_sequence(struct pbx_visible *v, struct pbx_buf *out, unsigne
 	v->lo = 0x80;
 	v->hi = 0xBF;
 	if (--v->need == 0) {
-		if (v->held[0] == 0xC2 && v->held[1] <= 0x9F)   /* U+0080..U+009F: C1 */
+		if (v->held[0] == 0xC2 && v->held[1] <= 0x9F) /* U+0080..U+009F: C1 */
 			drop_held(v, out);
 		else
 			pbx_buf_add(out, v->held, (size_t)v->nheld);
@@ -70,7 +70,7 @@ void pbx_visible_feed(struct pbx_visible *v, struct pbx_buf *out, const char *da
 				p++;
 				continue;
 			}
-			drop_held(v, out);   /* cut short: *p starts afresh */
+			drop_held(v, out); /* cut short: *p starts afresh */
 		}
 		while (p < end && plain(*p, mode))
 			p++;

@@ -29,10 +29,13 @@ enum pbx_visible_mode { PBX_VISIBLE_LINE = 0, PBX_VISIBLE_LAYOUT = 1 };
  * pieces is held until its end arrives. */
 struct pbx_visible {
 	unsigned char held[4];
-	int nheld, need;           /* bytes held, continuation bytes still due */
-	unsigned char lo, hi;      /* the range the next continuation byte must be in */
+	int nheld, need;      /* bytes held, continuation bytes still due */
+	unsigned char lo, hi; /* the range the next continuation byte must be in */
 };
-#define PBX_VISIBLE_INIT { { 0 }, 0, 0, 0, 0 }
+#define PBX_VISIBLE_INIT          \
+	{                         \
+		{ 0 }, 0, 0, 0, 0 \
+	}
 
 /* Appends data[0..len) to `out`, made visible. */
 void pbx_visible_feed(struct pbx_visible *v, struct pbx_buf *out, const char *data, size_t len,

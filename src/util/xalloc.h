@@ -15,7 +15,7 @@ void *xmalloc(size_t size);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *ptr, size_t size);
 void *xreallocarray(void *ptr, size_t nmemb, size_t size);
-char *xstrdup(const char *s);              /* xstrdup(NULL) returns NULL */
+char *xstrdup(const char *s); /* xstrdup(NULL) returns NULL */
 char *xstrndup(const char *s, size_t n);
 /* printf into a fresh string; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

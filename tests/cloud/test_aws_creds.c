@@ -24,9 +24,17 @@ static char dir[128];
 static void clear_env(void)
 {
 	static const char *const names[] = {
-		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-		"AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-		"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+		"AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY",
+		"AWS_SESSION_TOKEN",
+		"AWS_SECURITY_TOKEN",
+		"AWS_PROFILE",
+		"AWS_DEFAULT_PROFILE",
+		"AWS_REGION",
+		"AWS_DEFAULT_REGION",
+		"AWS_SHARED_CREDENTIALS_FILE",
+		"AWS_CONFIG_FILE",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT",
 		NULL,
 	};
 	size_t i;
@@ -61,20 +69,24 @@ static void test_env_and_profiles(void)
 	char *r;
 	clear_env();
 	ok(find(NULL, &c, &err) < 0 && strstr(err.msg, "no AWS credentials found") &&
-	   strstr(err.msg, "profile 'default'"), "nothing anywhere: says where it looked: %s", err.msg);
+		   strstr(err.msg, "profile 'default'"),
+	   "nothing anywhere: says where it looked: %s", err.msg);
 
 	setenv("AWS_ACCESS_KEY_ID", "AKIAENV", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "env-secret", 1);
 	setenv("AWS_SESSION_TOKEN", "env-token", 1);
 	ok(find(NULL, &c, &err) == 0 && !strcmp(c.access_key, "AKIAENV") &&
-	   !strcmp(c.secret_key, "env-secret") && c.token && !strcmp(c.token, "env-token") &&
-	   strstr(c.source, "environment"), "environment keys with a session token");
+		   !strcmp(c.secret_key, "env-secret") && c.token &&
+		   !strcmp(c.token, "env-token") && strstr(c.source, "environment"),
+	   "environment keys with a session token");
 
-	put("credentials", "# comment\n[default]\naws_access_key_id = AKIADEFAULT\n"
+	put("credentials",
+	    "# comment\n[default]\naws_access_key_id = AKIADEFAULT\n"
 	    "aws_secret_access_key=default-secret\n\n[dev]\n  ; indented comment\n"
 	    "aws_access_key_id = AKIADEV  \naws_secret_access_key = dev/secret+=\n"
 	    "aws_session_token = dev-token\ns3 =\n    max_concurrent_requests = 20\n");
-	put("config", "[default]\nregion = eu-west-1\n[profile dev]\nregion = ap-south-1\n"
+	put("config",
+	    "[default]\nregion = eu-west-1\n[profile dev]\nregion = ap-south-1\n"
 	    "[profile cfgonly]\naws_access_key_id = AKIACFG\naws_secret_access_key = cfg-secret\n"
 	    "region = us-west-2\n");
 	snprintf(path, sizeof(path), "%s/credentials", dir);
@@ -84,12 +96,13 @@ static void test_env_and_profiles(void)
 	ok(find(NULL, &c, &err) == 0 && !strcmp(c.access_key, "AKIAENV"),
 	   "the environment comes before the default profile");
 	ok(find("dev", &c, &err) == 0 && !strcmp(c.access_key, "AKIADEV") &&
-	   !strcmp(c.secret_key, "dev/secret+=") && c.token && !strcmp(c.token, "dev-token") &&
-	   strstr(c.source, "profile dev in "), "clouds.aws.profile skips the environment: %s",
-	   c.source);
+		   !strcmp(c.secret_key, "dev/secret+=") && c.token &&
+		   !strcmp(c.token, "dev-token") && strstr(c.source, "profile dev in "),
+	   "clouds.aws.profile skips the environment: %s", c.source);
 	setenv("AWS_PROFILE", "cfgonly", 1);
 	ok(find(NULL, &c, &err) == 0 && !strcmp(c.access_key, "AKIACFG") && !c.token &&
-	   strstr(c.source, "/config"), "AWS_PROFILE: keys from [profile NAME] of the config file");
+		   strstr(c.source, "/config"),
+	   "AWS_PROFILE: keys from [profile NAME] of the config file");
 	r = aws_region_find(NULL);
 	ok(r && !strcmp(r, "us-west-2"), "the region of AWS_PROFILE's profile: %s", r ? r : "-");
 	free(r);
@@ -107,14 +120,15 @@ static void test_env_and_profiles(void)
 	ok(find(NULL, &c, &err) == 0 && !strcmp(c.access_key, "AKIADEFAULT") && !c.token,
 	   "without the environment's key: [default]");
 	ok(find("nosuch", &c, &err) < 0 && strstr(err.msg, "profile 'nosuch'") &&
-	   !strstr(err.msg, "secret"), "an unknown profile: %s", err.msg);
+		   !strstr(err.msg, "secret"),
+	   "an unknown profile: %s", err.msg);
 
 	put("credentials", "[half]\naws_access_key_id = AKIAHALF\n");
 	ok(find("half", &c, &err) < 0 && strstr(err.msg, "must both be set"),
 	   "a key without its secret: %s", err.msg);
 	put("credentials", "[bad\naws_access_key_id = x\n");
-	ok(find("bad", &c, &err) < 0 && strstr(err.msg, "credentials:1:") &&
-	   strstr(err.msg, "']'"), "a broken section header names file and line: %s", err.msg);
+	ok(find("bad", &c, &err) < 0 && strstr(err.msg, "credentials:1:") && strstr(err.msg, "']'"),
+	   "a broken section header names file and line: %s", err.msg);
 	put("credentials", "[x]\naws_access_key_id = AKIAX\nthis line has no equals sign\n");
 	ok(find("x", &c, &err) < 0 && strstr(err.msg, "credentials:3:"),
 	   "a line without '=' names file and line: %s", err.msg);
@@ -141,15 +155,16 @@ static void test_imds(const char *server)
 	unsetenv("AWS_EC2_METADATA_DISABLED");
 	pbx_err_clear(&err);
 	ok(aws_creds_find(&o, &c, &err) == 0 && !strcmp(c.access_key, "ASIAIMDS") &&
-	   !strcmp(c.secret_key, "imds-secret") && c.token && !strcmp(c.token, "imds-token") &&
-	   strstr(c.source, "role pbx-role"), "IMDSv2: token, role, credentials: %s",
-	   c.source[0] ? c.source : err.msg);
+		   !strcmp(c.secret_key, "imds-secret") && c.token &&
+		   !strcmp(c.token, "imds-token") && strstr(c.source, "role pbx-role"),
+	   "IMDSv2: token, role, credentials: %s", c.source[0] ? c.source : err.msg);
 	aws_creds_free(&c);
 	/* An IMDS endpoint off loopback is refused by name, nothing sent. */
 	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://imds.evil.invalid", 1);
 	pbx_err_clear(&err);
 	ok(aws_creds_find(&o, &c, &err) < 0 && err.code == PBX_EXIT_USAGE &&
-	   strstr(err.msg, "AWS_EC2_METADATA_SERVICE_ENDPOINT: plain http:// to imds.evil.invalid"),
+		   strstr(err.msg,
+			  "AWS_EC2_METADATA_SERVICE_ENDPOINT: plain http:// to imds.evil.invalid"),
 	   "AWS_EC2_METADATA_SERVICE_ENDPOINT off loopback refused: %s", err.msg);
 	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	pbx_http_close(o.http);

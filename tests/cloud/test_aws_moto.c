@@ -76,8 +76,10 @@ static void other_home(const struct pbx_provider *p, const struct pbx_cluster_sp
 		return;
 	for (i = 0; i < n; i++)
 		theirs += v[i].cluster && !strcmp(v[i].cluster, spec->uid);
-	ok(n == 5 && theirs == 5, "lists the first's 3 instances, group and key pair with its id "
-	   "(%zu of %zu)", theirs, n);
+	ok(n == 5 && theirs == 5,
+	   "lists the first's 3 instances, group and key pair with its id "
+	   "(%zu of %zu)",
+	   theirs, n);
 	pbx_instances_free(v, n);
 	p->close(ctx);
 }
@@ -119,7 +121,8 @@ int main(int argc, char **argv)
 	spec.id = 7;
 	spec.uid = "0123456789abcdef0123456789abcdef";
 	if (!ok(p && p->open(&spec, &ctx, &err) == 0 && p->plan(ctx, &nodes, &n, &err) == 0 &&
-		n == 3, "open and plan head + 2 nodes: %s", err.msg))
+			n == 3,
+		"open and plan head + 2 nodes: %s", err.msg))
 		return tap_done();
 	ok(create(p, ctx, nodes, n, &err) == 0, "create: %s", err.msg);
 	c = list(p, ctx);
@@ -145,12 +148,14 @@ int main(int argc, char **argv)
 	ok(strcmp(nodes[2].instance_id, gone) != 0 && !strcmp(nodes[1].instance_id, kept),
 	   "a new instance for the missing node only (%s, kept %s)", nodes[2].instance_id, kept);
 	c = list(p, ctx);
-	ok(c.instances == 3 && c.groups == 1 && c.keys == 1, "3 instances again, one group, one key");
+	ok(c.instances == 3 && c.groups == 1 && c.keys == 1,
+	   "3 instances again, one group, one key");
 	one.id = nodes[1].instance_id;
 	ok(p->destroy(ctx, &one, 1, &err) == 0, "destroy of a subset: %s", err.msg);
 	c = list(p, ctx);
 	ok(c.instances == 2 && c.groups == 1 && c.keys == 1,
-	   "keeps the rest, the group and the key pair (%zu %zu %zu)", c.instances, c.groups, c.keys);
+	   "keeps the rest, the group and the key pair (%zu %zu %zu)", c.instances, c.groups,
+	   c.keys);
 
 	/* everything */
 	{

@@ -17,25 +17,31 @@
 #include "common/tap.h"
 #include "util/xalloc.h"
 
-#define ERR(code) "<Response><Errors><Error><Code>" code "</Code><Message>m</Message></Error>" \
+#define ERR(code)                                                                    \
+	"<Response><Errors><Error><Code>" code "</Code><Message>m</Message></Error>" \
 	"</Errors><RequestID>r</RequestID></Response>"
 
 static void test_errors(void)
 {
 	char code[64], msg[256];
 	const char *aws = ERR("InvalidAMIID.NotFound");
-	const char *moto = "<ErrorResponse><Errors><Error><Code>AuthFailure</Code><Message>AWS was not "
-			   "able to validate the provided access credentials</Message><Type>Sender</Type>"
-			   "</Error></Errors></ErrorResponse>";
-	const char *ns = "<?xml version=\"1.0\"?><Response xmlns=\"http://ec2.amazonaws.com/doc/"
-			 "2016-11-15/\"><Errors><Error><Code>RequestLimitExceeded</Code><Message>slow"
-			 "</Message></Error></Errors></Response>";
+	const char *moto =
+		"<ErrorResponse><Errors><Error><Code>AuthFailure</Code><Message>AWS was not "
+		"able to validate the provided access credentials</Message><Type>Sender</Type>"
+		"</Error></Errors></ErrorResponse>";
+	const char *ns =
+		"<?xml version=\"1.0\"?><Response xmlns=\"http://ec2.amazonaws.com/doc/"
+		"2016-11-15/\"><Errors><Error><Code>RequestLimitExceeded</Code><Message>slow"
+		"</Message></Error></Errors></Response>";
 	ok(aws_error_parse(aws, strlen(aws), code, sizeof(code), msg, sizeof(msg)) == 0 &&
-	   !strcmp(code, "InvalidAMIID.NotFound") && !strcmp(msg, "m"), "AWS's error envelope");
+		   !strcmp(code, "InvalidAMIID.NotFound") && !strcmp(msg, "m"),
+	   "AWS's error envelope");
 	ok(aws_error_parse(moto, strlen(moto), code, sizeof(code), msg, sizeof(msg)) == 0 &&
-	   !strcmp(code, "AuthFailure"), "moto's 401 envelope");
+		   !strcmp(code, "AuthFailure"),
+	   "moto's 401 envelope");
 	ok(aws_error_parse(ns, strlen(ns), code, sizeof(code), msg, sizeof(msg)) == 0 &&
-	   !strcmp(code, "RequestLimitExceeded") && !strcmp(msg, "slow"), "with a namespace");
+		   !strcmp(code, "RequestLimitExceeded") && !strcmp(msg, "slow"),
+	   "with a namespace");
 	ok(aws_error_parse("<html>503</html>", 16, code, sizeof(code), msg, sizeof(msg)) < 0,
 	   "not an EC2 error");
 	ok(aws_error_parse("", 0, code, sizeof(code), msg, sizeof(msg)) < 0, "empty");
@@ -45,7 +51,8 @@ static void test_errors(void)
 	ok(aws_retryable(500, ERR("InsufficientInstanceCapacity"),
 			 strlen(ERR("InsufficientInstanceCapacity")), NULL) == 0,
 	   "InsufficientInstanceCapacity (500) is never retried");
-	ok(aws_retryable(400, ERR("VcpuLimitExceeded"), strlen(ERR("VcpuLimitExceeded")), NULL) == 0,
+	ok(aws_retryable(400, ERR("VcpuLimitExceeded"), strlen(ERR("VcpuLimitExceeded")), NULL) ==
+		   0,
 	   "VcpuLimitExceeded is not retried");
 	ok(aws_retryable(502, "<html/>", 7, NULL) == 1, "a 502 without an envelope is retried");
 	ok(aws_retryable(401, moto, strlen(moto), NULL) == 0, "AuthFailure is not retried");
@@ -53,7 +60,8 @@ static void test_errors(void)
 
 static void test_instances(void)
 {
-	const char *page = "<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+	const char *page =
+		"<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
 		"<requestId>r</requestId><reservationSet><item><reservationId>r-1</reservationId>"
 		"<instancesSet><item><instanceId>i-1</instanceId><instanceState><code>16</code>"
 		"<name>running</name></instanceState><privateIpAddress>10.0.0.4</privateIpAddress>"
@@ -62,7 +70,8 @@ static void test_instances(void)
 		"<name>terminated</name></instanceState><stateReason><code>Server.SpotInstanceTermination"
 		"</code><message>Spot capacity reclaimed</message></stateReason></item></instancesSet>"
 		"</item></reservationSet><nextToken>tok+/=</nextToken></DescribeInstancesResponse>";
-	const char *term = "<TerminateInstancesResponse><instancesSet><item><instanceId>i-3</instanceId>"
+	const char *term =
+		"<TerminateInstancesResponse><instancesSet><item><instanceId>i-3</instanceId>"
 		"<currentState><code>32</code><name>shutting-down</name></currentState><previousState>"
 		"<code>16</code><name>running</name></previousState></item></instancesSet>"
 		"</TerminateInstancesResponse>";
@@ -71,15 +80,16 @@ static void test_instances(void)
 	size_t n = 0;
 	char *next = NULL;
 	ok(aws_insts_parse(page, strlen(page), &v, &n, &next, &err) == 0 && n == 2 &&
-	   !strcmp(v[0].id, "i-1") && !strcmp(v[0].state, "running") &&
-	   !strcmp(v[0].private_ip, "10.0.0.4") && !strcmp(v[0].public_ip, "54.0.0.1") &&
-	   !strcmp(v[0].subnet, "subnet-a") && !strcmp(v[1].state, "terminated") &&
-	   !v[1].private_ip && v[1].reason && !strcmp(v[1].reason, "Spot capacity reclaimed"),
+		   !strcmp(v[0].id, "i-1") && !strcmp(v[0].state, "running") &&
+		   !strcmp(v[0].private_ip, "10.0.0.4") && !strcmp(v[0].public_ip, "54.0.0.1") &&
+		   !strcmp(v[0].subnet, "subnet-a") && !strcmp(v[1].state, "terminated") &&
+		   !v[1].private_ip && v[1].reason &&
+		   !strcmp(v[1].reason, "Spot capacity reclaimed"),
 	   "a DescribeInstances page: ids, states, addresses, subnet, state reason");
 	ok(next && !strcmp(next, "tok+/="), "its nextToken");
 	free(next);
 	ok(aws_insts_parse(term, strlen(term), &v, &n, &next, &err) == 0 && n == 3 &&
-	   !strcmp(v[2].id, "i-3") && !strcmp(v[2].state, "shutting-down") && !next,
+		   !strcmp(v[2].id, "i-3") && !strcmp(v[2].state, "shutting-down") && !next,
 	   "a TerminateInstances reply appends currentState");
 	aws_insts_free(v, n);
 	v = NULL;
@@ -94,19 +104,21 @@ static void test_instances(void)
  * stopped_at, or -1 when the page is refused. */
 static long long stopped_at(const char *state, const char *reason)
 {
-	char *xml = xasprintf("<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/"
+	char *xml = xasprintf(
+		"<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/"
 		"2016-11-15/\"><reservationSet><item><instancesSet><item><instanceId>i-1</instanceId>"
 		"<instanceState><code>80</code><name>%s</name></instanceState>%s%s%s<stateReason><code>"
 		"Client.UserInitiatedShutdown</code><message>Client.UserInitiatedShutdown: User "
 		"initiated shutdown (2020-01-01 00:00:00 GMT)</message></stateReason></item>"
-		"</instancesSet></item></reservationSet></DescribeInstancesResponse>", state,
-		reason ? "<reason>" : "", reason ? reason : "", reason ? "</reason>" : "");
+		"</instancesSet></item></reservationSet></DescribeInstancesResponse>",
+		state, reason ? "<reason>" : "", reason ? reason : "", reason ? "</reason>" : "");
 	struct aws_inst *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
 	long long at = aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) == 0 && n == 1
-		? (long long)v[0].stopped_at : -1;
+			       ? (long long)v[0].stopped_at
+			       : -1;
 	aws_insts_free(v, n);
 	free(next);
 	free(xml);
@@ -120,12 +132,20 @@ static long long stopped_at(const char *state, const char *reason)
 static void test_stop_times(void)
 {
 	static const char *const bad[] = {
-		"", "User initiated", "User initiated ()", "User initiated (2026-11-26 10:00:00)",
-		"User initiated (2026-11-26 10:00:00 PST)", "User initiated (2026-11-26T10:00:00 GMT)",
-		"User initiated (2026-11-26 10:00:00 GMT", "User initiated (2026-11-26 10:00 GMT)",
-		"User initiated (2026-13-26 10:00:00 GMT)", "User initiated (2026-02-29 10:00:00 GMT)",
-		"User initiated (2026-11-26 24:00:00 GMT)", "User initiated (2026-11-26 1a:00:00 GMT)",
-		"User initiated (1969-12-31 23:59:59 GMT)", "Server.ScheduledStop",
+		"",
+		"User initiated",
+		"User initiated ()",
+		"User initiated (2026-11-26 10:00:00)",
+		"User initiated (2026-11-26 10:00:00 PST)",
+		"User initiated (2026-11-26T10:00:00 GMT)",
+		"User initiated (2026-11-26 10:00:00 GMT",
+		"User initiated (2026-11-26 10:00 GMT)",
+		"User initiated (2026-13-26 10:00:00 GMT)",
+		"User initiated (2026-02-29 10:00:00 GMT)",
+		"User initiated (2026-11-26 24:00:00 GMT)",
+		"User initiated (2026-11-26 1a:00:00 GMT)",
+		"User initiated (1969-12-31 23:59:59 GMT)",
+		"Server.ScheduledStop",
 	};
 	size_t i;
 	ok(stopped_at("stopped", "User initiated (2026-11-26 10:00:00 GMT)") == 1795687200,
@@ -134,13 +154,15 @@ static void test_stop_times(void)
 	   "stopped: the time of its reason (UTC, as moto writes it)");
 	ok(stopped_at("stopping", "User initiated (2026-11-26 10:00:00 GMT)") == 1795687200,
 	   "stopping: the time of its reason");
-	ok(stopped_at("stopped", "(x) User initiated (2024-02-29 23:59:59 GMT) again") == 1709251199,
+	ok(stopped_at("stopped", "(x) User initiated (2024-02-29 23:59:59 GMT) again") ==
+		   1709251199,
 	   "the first well-formed time in the reason, a leap day");
 	ok(stopped_at("running", "User initiated (2026-11-26 10:00:00 GMT)") == 0,
 	   "running: an earlier stop's reason is not read (0)");
 	ok(stopped_at("terminated", "User initiated (2026-11-26 10:00:00 GMT)") == 0,
 	   "terminated: not a powered-off instance (0)");
-	ok(stopped_at("stopped", NULL) == 0, "stopped without a reason: 0 (not the stateReason's time)");
+	ok(stopped_at("stopped", NULL) == 0,
+	   "stopped without a reason: 0 (not the stateReason's time)");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ok(stopped_at("stopped", bad[i]) == 0, "a reason without a time ('%s'): 0, listed",
 		   bad[i]);
@@ -152,28 +174,40 @@ static void test_stop_times(void)
 static void test_bad_addresses(void)
 {
 	static const char *const bad[] = {
-		"10.0.0.1\nNodeName=evil", "1.2.3.4 -o ProxyCommand=touch /tmp/x", "-oProxyCommand=x",
-		"10.0.0", "10.0.0.1/24", "host.example", "10.0.0.1 ", "&lt;x&gt;", "1.2.3.4&#10;x",
+		"10.0.0.1\nNodeName=evil",
+		"1.2.3.4 -o ProxyCommand=touch /tmp/x",
+		"-oProxyCommand=x",
+		"10.0.0",
+		"10.0.0.1/24",
+		"host.example",
+		"10.0.0.1 ",
+		"&lt;x&gt;",
+		"1.2.3.4&#10;x",
 	};
 	static const char *const fields[] = { "privateIpAddress", "ipAddress" };
 	size_t i, f;
 	for (f = 0; f < 2; f++)
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-			char *xml = xasprintf("<RunInstancesResponse><instancesSet><item>"
+			char *xml = xasprintf(
+				"<RunInstancesResponse><instancesSet><item>"
 				"<instanceId>i-0bad</instanceId><instanceState><name>pending</name>"
 				"</instanceState><%s>%s</%s></item><item><instanceId>i-0good</instanceId>"
 				"<instanceState><name>pending</name></instanceState>"
 				"<privateIpAddress>10.0.0.5</privateIpAddress></item></instancesSet>"
-				"</RunInstancesResponse>", fields[f], bad[i], fields[f]);
+				"</RunInstancesResponse>",
+				fields[f], bad[i], fields[f]);
 			struct aws_inst *v = NULL;
 			struct pbx_err err = PBX_ERR_INIT;
 			size_t n = 0;
 			char *next = NULL;
 			ok(aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) < 0 &&
-			   strstr(err.msg, "instance i-0bad has a ") && strstr(err.msg, fields[f]) &&
-			   strstr(err.msg, "not an IP address") && n == 2 && !v[0].private_ip &&
-			   !v[0].public_ip && !strcmp(v[1].private_ip, "10.0.0.5"),
-			   "%s '%s' refused, both instances listed: %s", fields[f], bad[i], err.msg);
+				   strstr(err.msg, "instance i-0bad has a ") &&
+				   strstr(err.msg, fields[f]) &&
+				   strstr(err.msg, "not an IP address") && n == 2 &&
+				   !v[0].private_ip && !v[0].public_ip &&
+				   !strcmp(v[1].private_ip, "10.0.0.5"),
+			   "%s '%s' refused, both instances listed: %s", fields[f], bad[i],
+			   err.msg);
 			aws_insts_free(v, n);
 			free(next);
 			free(xml);
@@ -182,16 +216,20 @@ static void test_bad_addresses(void)
 
 static void test_values(void)
 {
-	const char *g = "<CreateSecurityGroupResponse><requestId>r</requestId><groupId>sg-9</groupId>"
-			"</CreateSecurityGroupResponse>";
-	const char *bomb = "<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;\">]>"
-			   "<R><groupId>&b;</groupId></R>";
-	const char *keys = "<DescribeKeyPairsResponse><keySet><item><keyName>pbx-a</keyName></item>"
-			   "<item><keyName>pbx-b</keyName></item></keySet></DescribeKeyPairsResponse>";
-	const char *groups = "<DescribeSecurityGroupsResponse><securityGroupInfo><item><groupId>sg-1"
-			     "</groupId><ipPermissions><item><groups><item><groupId>sg-1</groupId>"
-			     "</item></groups></item></ipPermissions></item></securityGroupInfo>"
-			     "</DescribeSecurityGroupsResponse>";
+	const char *g =
+		"<CreateSecurityGroupResponse><requestId>r</requestId><groupId>sg-9</groupId>"
+		"</CreateSecurityGroupResponse>";
+	const char *bomb =
+		"<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;\">]>"
+		"<R><groupId>&b;</groupId></R>";
+	const char *keys =
+		"<DescribeKeyPairsResponse><keySet><item><keyName>pbx-a</keyName></item>"
+		"<item><keyName>pbx-b</keyName></item></keySet></DescribeKeyPairsResponse>";
+	const char *groups =
+		"<DescribeSecurityGroupsResponse><securityGroupInfo><item><groupId>sg-1"
+		"</groupId><ipPermissions><item><groups><item><groupId>sg-1</groupId>"
+		"</item></groups></item></ipPermissions></item></securityGroupInfo>"
+		"</DescribeSecurityGroupsResponse>";
 	char *s = aws_xml_text(g, strlen(g), "groupId"), **v = NULL;
 	size_t n = 0;
 	is_str(s, "sg-9", "groupId of CreateSecurityGroup");
@@ -200,13 +238,15 @@ static void test_values(void)
 	ok(!s || !strstr(s, "aaaaaaaaaaaaaaaaaaaa"), "entities are not expanded");
 	free(s);
 	ok(aws_xml_texts(keys, strlen(keys), "keySet", "keyName", &v, &n) == 0 && n == 2 &&
-	   !strcmp(v[1], "pbx-b"), "every keyName");
+		   !strcmp(v[1], "pbx-b"),
+	   "every keyName");
 	while (n)
 		free(v[--n]);
 	free(v);
 	v = NULL;
 	ok(aws_xml_texts(groups, strlen(groups), "securityGroupInfo", "groupId", &v, &n) == 0 &&
-	   n == 1 && !strcmp(v[0], "sg-1"), "a group's own id, not the ids in its rules");
+		   n == 1 && !strcmp(v[0], "sg-1"),
+	   "a group's own id, not the ids in its rules");
 	while (n)
 		free(v[--n]);
 	free(v);
@@ -254,18 +294,20 @@ static void test_images(void)
 	ok(aws_images_parse(xml, strlen(xml), &v, &n, &err) == 0 && n == 2, "two images (%s)",
 	   err.msg);
 	ok(n == 2 && !strcmp(v[0].id, "ami-0a1") && !strcmp(v[0].name, "img-a") &&
-	   !strcmp(v[0].state, "available") && !strcmp(v[0].owner, "abc") && !v[0].reason,
+		   !strcmp(v[0].state, "available") && !strcmp(v[0].owner, "abc") && !v[0].reason,
 	   "id, name, state and the pbx-image-id tag");
 	ok(n == 2 && v[0].nsnapshots == 1 && !strcmp(v[0].snapshots[0], "snap-0b2"),
 	   "its EBS snapshot; a mapping without one and a bad id are left out");
-	ok(n == 2 && !strcmp(v[1].state, "failed") && !strcmp(v[1].owner, "") &&
-	   v[1].reason && !strcmp(v[1].reason, "no?space") && v[1].nsnapshots == 0,
+	ok(n == 2 && !strcmp(v[1].state, "failed") && !strcmp(v[1].owner, "") && v[1].reason &&
+		   !strcmp(v[1].reason, "no?space") && v[1].nsnapshots == 0,
 	   "a failed image: its reason, control characters made '?'; no tag is \"\"");
 	aws_images_free(v, n);
 	v = NULL;
 	n = 0;
 	ok(aws_images_parse(ERR("InvalidAMIID.NotFound"), strlen(ERR("InvalidAMIID.NotFound")), &v,
-			    &n, &err) < 0 && n == 0, "an error envelope is not an image list");
+			    &n, &err) < 0 &&
+		   n == 0,
+	   "an error envelope is not an image list");
 	ok(aws_images_parse("<a", 2, &v, &n, &err) < 0 && n == 0, "broken XML");
 }
 

@@ -16,19 +16,29 @@
 /* The AWS SigV4 test suite's post-x-www-form-urlencoded case. */
 static void test_vector(void)
 {
-	struct aws_creds c = { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", NULL, "" };
-	struct aws_sign_in in = { "POST", "example.amazonaws.com", "/",
-				  "application/x-www-form-urlencoded", "Param1=value1", 13,
-				  "20150830T123600Z", "us-east-1", "service", &c };
+	struct aws_creds c = { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", NULL,
+			       "" };
+	struct aws_sign_in in = { "POST",
+				  "example.amazonaws.com",
+				  "/",
+				  "application/x-www-form-urlencoded",
+				  "Param1=value1",
+				  13,
+				  "20150830T123600Z",
+				  "us-east-1",
+				  "service",
+				  &c };
 	struct pbx_buf creq = PBX_BUF_INIT, sts = PBX_BUF_INIT;
 	char *auth = aws_sigv4_authorization(&in, &creq, &sts);
-	is_str(creq.buf, "POST\n/\n\ncontent-type:application/x-www-form-urlencoded\n"
+	is_str(creq.buf,
+	       "POST\n/\n\ncontent-type:application/x-www-form-urlencoded\n"
 	       "host:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\n"
 	       "content-type;host;x-amz-date\n"
 	       "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e",
 	       "test suite post-x-www-form-urlencoded: canonical request");
 	ok(strstr(sts.buf, "42a5e5bb") != NULL, "its string to sign ends in the suite's digest");
-	is_str(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/"
+	is_str(auth,
+	       "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/"
 	       "aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature="
 	       "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a",
 	       "test suite post-x-www-form-urlencoded: Authorization");
@@ -45,7 +55,8 @@ static void test_case(json_t *c, size_t idx, int *hostile)
 	const char *action = NULL;
 	char *body, *auth;
 	size_t i;
-	json_array_foreach(params, i, kv) {
+	json_array_foreach(params, i, kv)
+	{
 		const char *k = json_string_value(json_array_get(kv, 0));
 		const char *v = json_string_value(json_array_get(kv, 1));
 		if (!strcmp(k, "Action"))
@@ -60,10 +71,16 @@ static void test_case(json_t *c, size_t idx, int *hostile)
 	cr.token = (char *)json_string_value(json_object_get(c, "token"));
 	body = aws_form_body(action, &p);
 	{
-		struct aws_sign_in in = { "POST", json_string_value(json_object_get(c, "host")), "/",
-					  "application/x-www-form-urlencoded; charset=utf-8", body,
-					  strlen(body), json_string_value(json_object_get(c, "amz_date")),
-					  json_string_value(json_object_get(c, "region")), "ec2", &cr };
+		struct aws_sign_in in = { "POST",
+					  json_string_value(json_object_get(c, "host")),
+					  "/",
+					  "application/x-www-form-urlencoded; charset=utf-8",
+					  body,
+					  strlen(body),
+					  json_string_value(json_object_get(c, "amz_date")),
+					  json_string_value(json_object_get(c, "region")),
+					  "ec2",
+					  &cr };
 		char name[96];
 		auth = aws_sigv4_authorization(&in, NULL, NULL);
 		snprintf(name, sizeof(name), "case %zu (%zu parameters%s): body as botocore's", idx,
@@ -88,8 +105,7 @@ int main(int argc, char **argv)
 		ok(0, "cases from aws_sigv4_cases.py: %s", argc < 2 ? "no file given" : je.text);
 		return tap_done();
 	}
-	json_array_foreach(cases, i, c)
-		test_case(c, i, &hostile);
+	json_array_foreach(cases, i, c) test_case(c, i, &hostile);
 	ok(json_array_size(cases) >= 50 && hostile > 100, "%zu botocore cases, %d hostile values",
 	   json_array_size(cases), hostile);
 	json_decref(cases);

@@ -67,20 +67,24 @@ static void write_sa(const char *path, const char *token_query, mode_t mode)
 {
 	char uri[256];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/token%s", srv.port, token_query);
-	write_json(path, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "type", "service_account",
-				   "project_id", "proj-1", "private_key_id", "kid-123",
-				   "private_key", key_pem, "client_email", "sa@proj-1.iam.gserviceaccount.com",
-				   "client_id", "1234", "token_uri", uri), mode);
+	write_json(path,
+		   json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "type", "service_account",
+			     "project_id", "proj-1", "private_key_id", "kid-123", "private_key",
+			     key_pem, "client_email", "sa@proj-1.iam.gserviceaccount.com",
+			     "client_id", "1234", "token_uri", uri),
+		   mode);
 }
 
 static void write_user(const char *path)
 {
 	char uri[256];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/token", srv.port);
-	write_json(path, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "authorized_user",
-				   "client_id", "cid.apps.googleusercontent.com",
-				   "client_secret", "USER-CLIENT-SECRET", "refresh_token", "1//REFRESH-SECRET",
-				   "token_uri", uri), 0600);
+	write_json(path,
+		   json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "authorized_user", "client_id",
+			     "cid.apps.googleusercontent.com", "client_secret",
+			     "USER-CLIENT-SECRET", "refresh_token", "1//REFRESH-SECRET",
+			     "token_uri", uri),
+		   0600);
 }
 
 /* The last form the token endpoint received (caller frees). */
@@ -112,7 +116,8 @@ static char *form_get(const char *form, const char *name)
 		if (!strncmp(p, name, n) && p[n] == '=') {
 			int len = 0;
 			size_t vl = strcspn(p + n + 1, "&");
-			char *raw = strndup(p + n + 1, vl), *v = curl_easy_unescape(NULL, raw, 0, &len), *r;
+			char *raw = strndup(p + n + 1, vl),
+			     *v = curl_easy_unescape(NULL, raw, 0, &len), *r;
 			r = strdup(v);
 			curl_free(v);
 			free(raw);
@@ -177,15 +182,18 @@ static void test_service_account(void)
 	char aud[128];
 
 	write_sa(path_in("sa.json"), "", 0600);
-	ok(pbx_gce_auth_open(path_in("sa.json"), http, &a, &err) == 0, "service-account file read: %s", err.msg);
+	ok(pbx_gce_auth_open(path_in("sa.json"), http, &a, &err) == 0,
+	   "service-account file read: %s", err.msg);
 	if (!a)
 		return;
-	ok(strstr(pbx_gce_auth_source(a), "sa@proj-1.iam.gserviceaccount.com") != NULL, "source names the account");
+	ok(strstr(pbx_gce_auth_source(a), "sa@proj-1.iam.gserviceaccount.com") != NULL,
+	   "source names the account");
 	is_str(pbx_gce_auth_project(a), "proj-1", "project_id read");
 	ok(pbx_gce_auth_header(a, &h1, &err) == 0 && pbx_gce_auth_header(a, &h2, &err) == 0,
 	   "header fetched: %s", err.msg);
 	ok(h1 && !strncmp(h1, "Authorization: Bearer tok-", 26), "bearer header carries the token");
-	ok(h1 && h2 && !strcmp(h1, h2) && pbx_gce_auth_fetches(a) == 1, "token cached: one fetch for two headers");
+	ok(h1 && h2 && !strcmp(h1, h2) && pbx_gce_auth_fetches(a) == 1,
+	   "token cached: one fetch for two headers");
 	form = last_form();
 	gt = form ? form_get(form, "grant_type") : NULL;
 	is_str(gt, "urn:ietf:params:oauth:grant-type:jwt-bearer", "JWT bearer grant");
@@ -194,13 +202,18 @@ static void test_service_account(void)
 	hdr = jwt ? jwt_part(jwt, 0) : NULL;
 	cl = jwt ? jwt_part(jwt, 1) : NULL;
 	is_str(json_string_value(json_object_get(hdr, "alg")), "RS256", "JWT alg RS256");
-	is_str(json_string_value(json_object_get(hdr, "kid")), "kid-123", "JWT kid = private_key_id");
-	is_str(json_string_value(json_object_get(cl, "iss")), "sa@proj-1.iam.gserviceaccount.com", "iss = client_email");
+	is_str(json_string_value(json_object_get(hdr, "kid")), "kid-123",
+	       "JWT kid = private_key_id");
+	is_str(json_string_value(json_object_get(cl, "iss")), "sa@proj-1.iam.gserviceaccount.com",
+	       "iss = client_email");
 	snprintf(aud, sizeof(aud), "http://127.0.0.1:%d/token", srv.port);
 	is_str(json_string_value(json_object_get(cl, "aud")), aud, "aud = token_uri");
 	is_str(json_string_value(json_object_get(cl, "scope")), PBX_GCE_SCOPE, "compute scope");
-	ok(json_integer_value(json_object_get(cl, "exp")) - json_integer_value(json_object_get(cl, "iat")) == 3600 &&
-	   llabs(json_integer_value(json_object_get(cl, "iat")) - (long long)time(NULL)) < 60,
+	ok(json_integer_value(json_object_get(cl, "exp")) -
+				   json_integer_value(json_object_get(cl, "iat")) ==
+			   3600 &&
+		   llabs(json_integer_value(json_object_get(cl, "iat")) - (long long)time(NULL)) <
+			   60,
 	   "iat is now, exp an hour later");
 	if (jwt) {
 		jwt[strlen(jwt) - 5] ^= 1;
@@ -246,31 +259,41 @@ static void test_refused_and_rejected(void)
 	char *h = NULL;
 
 	write_sa(path_in("open.json"), "", 0644);
-	ok(pbx_gce_auth_open(path_in("open.json"), http, &a, &err) < 0 && err.code == PBX_EXIT_SECURITY &&
-	   strstr(err.msg, "chmod 600") && strstr(err.msg, "open.json"),
+	ok(pbx_gce_auth_open(path_in("open.json"), http, &a, &err) < 0 &&
+		   err.code == PBX_EXIT_SECURITY && strstr(err.msg, "chmod 600") &&
+		   strstr(err.msg, "open.json"),
 	   "a key file others can read is refused (exit 4): %s", err.msg);
 
 	write_sa(path_in("wrong.json"), "?fail=1", 0600);
 	ok(pbx_gce_auth_open(path_in("wrong.json"), http, &a, &err) == 0, "wrong key file read");
 	ok(a && pbx_gce_auth_header(a, &h, &err) < 0 && !h, "a rejected key gets no token");
 	ok(strstr(err.msg, "authentication failed") && strstr(err.msg, "Invalid JWT Signature") &&
-	   strstr(err.msg, "sa@proj-1"), "clear authentication error: %s", err.msg);
+		   strstr(err.msg, "sa@proj-1"),
+	   "clear authentication error: %s", err.msg);
 	ok(!strstr(err.msg, "BEGIN") && !strstr(err.msg, "assertion") && !strstr(err.msg, "eyJ"),
 	   "the error quotes neither key nor assertion");
 	pbx_gce_auth_close(a);
 	a = NULL;
 
-	write_json(path_in("bad.json"), json_pack("{s:s, s:s}", "type", "service_account", "client_email", "x@y"), 0600);
-	ok(pbx_gce_auth_open(path_in("bad.json"), http, &a, &err) < 0 && err.code == PBX_EXIT_USAGE &&
-	   strstr(err.msg, "bad.json: field private_key: missing"), "missing field named: %s", err.msg);
+	write_json(path_in("bad.json"),
+		   json_pack("{s:s, s:s}", "type", "service_account", "client_email", "x@y"), 0600);
+	ok(pbx_gce_auth_open(path_in("bad.json"), http, &a, &err) < 0 &&
+		   err.code == PBX_EXIT_USAGE &&
+		   strstr(err.msg, "bad.json: field private_key: missing"),
+	   "missing field named: %s", err.msg);
 	write_json(path_in("type.json"), json_pack("{s:s}", "type", "external_account"), 0600);
 	ok(pbx_gce_auth_open(path_in("type.json"), http, &a, &err) < 0 &&
-	   strstr(err.msg, "type.json: field type: 'external_account' is not supported"), "unknown type named: %s", err.msg);
-	write_json(path_in("notrsa.json"), json_pack("{s:s, s:s, s:s, s:s}", "type", "service_account",
-			"client_email", "x@y", "private_key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-			"token_uri", "http://127.0.0.1:1/token"), 0600);
+		   strstr(err.msg, "type.json: field type: 'external_account' is not supported"),
+	   "unknown type named: %s", err.msg);
+	write_json(path_in("notrsa.json"),
+		   json_pack("{s:s, s:s, s:s, s:s}", "type", "service_account", "client_email",
+			     "x@y", "private_key",
+			     "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+			     "token_uri", "http://127.0.0.1:1/token"),
+		   0600);
 	ok(pbx_gce_auth_open(path_in("notrsa.json"), http, &a, &err) == 0 &&
-	   pbx_gce_auth_header(a, &h, &err) < 0 && strstr(err.msg, "not an RSA private key"),
+		   pbx_gce_auth_header(a, &h, &err) < 0 &&
+		   strstr(err.msg, "not an RSA private key"),
 	   "a broken private key is named: %s", err.msg);
 	pbx_gce_auth_close(a);
 }
@@ -289,24 +312,29 @@ static void test_plain_http_refused(void)
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t i;
 	for (i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
-		write_json(path_in("http-sa.json"), json_pack("{s:s, s:s, s:s, s:s}", "type",
-				"service_account", "client_email", "x@y", "private_key", key_pem,
-				"token_uri", uris[i]), 0600);
+		write_json(path_in("http-sa.json"),
+			   json_pack("{s:s, s:s, s:s, s:s}", "type", "service_account",
+				     "client_email", "x@y", "private_key", key_pem, "token_uri",
+				     uris[i]),
+			   0600);
 		ok(pbx_gce_auth_open(path_in("http-sa.json"), http, &a, &err) < 0 && !a &&
-		   err.code == PBX_EXIT_USAGE && strstr(err.msg, "http-sa.json: field token_uri: "),
+			   err.code == PBX_EXIT_USAGE &&
+			   strstr(err.msg, "http-sa.json: field token_uri: "),
 		   "service account token_uri %s refused: %s", uris[i], err.msg);
-		write_json(path_in("http-user.json"), json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
-				"authorized_user", "client_id", "c", "client_secret", "USER-CLIENT-SECRET",
-				"refresh_token", "1//REFRESH-SECRET", "token_uri", uris[i]), 0600);
+		write_json(path_in("http-user.json"),
+			   json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "authorized_user",
+				     "client_id", "c", "client_secret", "USER-CLIENT-SECRET",
+				     "refresh_token", "1//REFRESH-SECRET", "token_uri", uris[i]),
+			   0600);
 		ok(pbx_gce_auth_open(path_in("http-user.json"), http, &a, &err) < 0 && !a &&
-		   strstr(err.msg, "http-user.json: field token_uri: ") &&
-		   !strstr(err.msg, "SECRET"), "authorized_user token_uri %s refused: %s", uris[i],
-		   err.msg);
+			   strstr(err.msg, "http-user.json: field token_uri: ") &&
+			   !strstr(err.msg, "SECRET"),
+		   "authorized_user token_uri %s refused: %s", uris[i], err.msg);
 	}
 	setenv("CLOUDSDK_CONFIG", path_in("empty"), 1);
 	setenv("GCE_METADATA_HOST", "metadata.evil.invalid", 1);
 	ok(pbx_gce_auth_open(NULL, http, &a, &err) < 0 && !a &&
-	   strstr(err.msg, "GCE_METADATA_HOST: plain http:// to metadata.evil.invalid"),
+		   strstr(err.msg, "GCE_METADATA_HOST: plain http:// to metadata.evil.invalid"),
 	   "GCE_METADATA_HOST off loopback refused: %s", err.msg);
 	unsetenv("GCE_METADATA_HOST");
 	unsetenv("CLOUDSDK_CONFIG");
@@ -324,16 +352,20 @@ static void test_user_and_lookup(void)
 
 	setenv("GOOGLE_APPLICATION_CREDENTIALS", path_in("env.json"), 1);
 	setenv("CLOUDSDK_CONFIG", path_in("adc"), 1);
-	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 && strstr(pbx_gce_auth_source(a), "env.json"),
+	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 &&
+		   strstr(pbx_gce_auth_source(a), "env.json"),
 	   "GOOGLE_APPLICATION_CREDENTIALS comes before the gcloud ADC file");
 	pbx_gce_auth_close(a);
-	ok(pbx_gce_auth_open(path_in("sa.json"), http, &a, &err) == 0 && strstr(pbx_gce_auth_source(a), "sa.json"),
+	ok(pbx_gce_auth_open(path_in("sa.json"), http, &a, &err) == 0 &&
+		   strstr(pbx_gce_auth_source(a), "sa.json"),
 	   "clouds.gce.credentials comes before GOOGLE_APPLICATION_CREDENTIALS");
 	pbx_gce_auth_close(a);
 
 	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
-	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 && strstr(pbx_gce_auth_source(a), "user credentials") &&
-	   pbx_gce_auth_header(a, &h, &err) == 0, "the gcloud ADC file (authorized_user) gives a token: %s", err.msg);
+	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 &&
+		   strstr(pbx_gce_auth_source(a), "user credentials") &&
+		   pbx_gce_auth_header(a, &h, &err) == 0,
+	   "the gcloud ADC file (authorized_user) gives a token: %s", err.msg);
 	form = last_form();
 	v = form ? form_get(form, "grant_type") : NULL;
 	is_str(v, "refresh_token", "refresh-token grant");
@@ -351,8 +383,9 @@ static void test_user_and_lookup(void)
 	setenv("CLOUDSDK_CONFIG", path_in("empty"), 1);
 	snprintf(md, sizeof(md), "127.0.0.1:%d", srv.port);
 	setenv("GCE_METADATA_HOST", md, 1);
-	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 && strstr(pbx_gce_auth_source(a), "metadata server") &&
-	   pbx_gce_auth_header(a, &h, &err) == 0 && h && strstr(h, "Bearer md-"),
+	ok(pbx_gce_auth_open(NULL, http, &a, &err) == 0 &&
+		   strstr(pbx_gce_auth_source(a), "metadata server") &&
+		   pbx_gce_auth_header(a, &h, &err) == 0 && h && strstr(h, "Bearer md-"),
 	   "no file: the metadata server's token (with Metadata-Flavor): %s", err.msg);
 	pbx_gce_auth_free_header(h);
 	pbx_gce_auth_close(a);
@@ -364,7 +397,8 @@ static int count(sqlite3 *db, const char *like)
 {
 	sqlite3_stmt *st;
 	int n = -1;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE detail LIKE ?", -1, &st, NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE detail LIKE ?", -1, &st,
+			       NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, like, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int(st, 0);
@@ -398,10 +432,12 @@ int main(int argc, char **argv)
 	test_plain_http_refused();
 	test_user_and_lookup();
 	db = pbx_store_db(st);
-	ok(count(db, "%/token%") >= 6, "token requests are in the request log (%d)", count(db, "%/token%"));
+	ok(count(db, "%/token%") >= 6, "token requests are in the request log (%d)",
+	   count(db, "%/token%"));
 	ok(count(db, "%tok-%") == 0 && count(db, "%md-%") == 0 && count(db, "%BEGIN%") == 0 &&
-	   count(db, "%REFRESH-SECRET%") == 0 && count(db, "%USER-CLIENT-SECRET%") == 0 &&
-	   count(db, "%eyJ%") == 0, "no token, key, client secret, refresh token or assertion in the log");
+		   count(db, "%REFRESH-SECRET%") == 0 && count(db, "%USER-CLIENT-SECRET%") == 0 &&
+		   count(db, "%eyJ%") == 0,
+	   "no token, key, client secret, refresh token or assertion in the log");
 	pbx_http_close(http);
 	pbx_store_close(st);
 	pyserver_stop(&srv);

@@ -23,24 +23,28 @@ static void test_ops(void)
 {
 	struct gce_op o;
 	struct pbx_err err = PBX_ERR_INIT;
-	json_t *v = J("{\"kind\":\"compute#operation\",\"name\":\"operation-1\",\"status\":\"RUNNING\"}");
+	json_t *v = J(
+		"{\"kind\":\"compute#operation\",\"name\":\"operation-1\",\"status\":\"RUNNING\"}");
 	ok(gce_op_parse(v, &o, &err) == 0 && !strcmp(o.name, "operation-1") &&
-	   !strcmp(o.status, "RUNNING") && !o.error[0], "running operation");
+		   !strcmp(o.status, "RUNNING") && !o.error[0],
+	   "running operation");
 	json_decref(v);
 	v = J("{\"name\":\"op-2\",\"status\":\"DONE\",\"httpErrorStatusCode\":403,\"error\":{\"errors\":["
 	      "{\"code\":\"QUOTA_EXCEEDED\",\"message\":\"Quota 'NVIDIA_T4_GPUS' exceeded.  Limit: 1.0 in region us-central1.\"},"
 	      "{\"code\":\"OTHER\",\"message\":\"second\"}]}}");
 	ok(gce_op_parse(v, &o, &err) == 0 && !strcmp(o.error_code, "QUOTA_EXCEEDED") &&
-	   strstr(o.error, "NVIDIA_T4_GPUS") && strstr(o.error, "OTHER: second"),
+		   strstr(o.error, "NVIDIA_T4_GPUS") && strstr(o.error, "OTHER: second"),
 	   "a DONE operation's errors are read: %s", o.error);
 	json_decref(v);
 	v = J("{\"name\":\"op-3\",\"status\":\"DONE\",\"error\":{\"errors\":[{\"code\":"
 	      "\"ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS\",\"message\":\"The zone does not have enough resources\"}]}}");
-	ok(gce_op_parse(v, &o, &err) == 0 && !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28),
+	ok(gce_op_parse(v, &o, &err) == 0 &&
+		   !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28),
 	   "stockout code read");
 	json_decref(v);
 	v = J("{\"name\":\"op-4\",\"status\":\"DONE\",\"error\":{}}");
-	ok(gce_op_parse(v, &o, &err) == 0 && o.error[0], "an empty error object is still a failure");
+	ok(gce_op_parse(v, &o, &err) == 0 && o.error[0],
+	   "an empty error object is still a failure");
 	json_decref(v);
 	v = J("{\"name\":\"op\",\"status\":\"\"}");
 	ok(gce_op_parse(v, &o, &err) < 0, "an empty status is not an operation");
@@ -57,15 +61,17 @@ static void test_list(void)
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
-	json_t *p1 = J("{\"kind\":\"compute#instanceList\",\"items\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
-		       "\"zone\":\"https://x/compute/v1/projects/p/zones/us-central1-a\",\"networkInterfaces\":[{"
-		       "\"networkIP\":\"10.0.0.2\",\"accessConfigs\":[{\"natIP\":\"34.1.2.3\"}]}]},"
-		       "{\"name\":\"c-gpu1\",\"status\":\"STAGING\"}],\"nextPageToken\":\"tok2\"}");
-	json_t *p2 = J("{\"items\":[{\"name\":\"c-gpu2\",\"status\":\"RUNNING\",\"networkInterfaces\":[{\"networkIP\":\"10.0.0.4\"}]}]}");
+	json_t *p1 = J(
+		"{\"kind\":\"compute#instanceList\",\"items\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
+		"\"zone\":\"https://x/compute/v1/projects/p/zones/us-central1-a\",\"networkInterfaces\":[{"
+		"\"networkIP\":\"10.0.0.2\",\"accessConfigs\":[{\"natIP\":\"34.1.2.3\"}]}]},"
+		"{\"name\":\"c-gpu1\",\"status\":\"STAGING\"}],\"nextPageToken\":\"tok2\"}");
+	json_t *p2 = J(
+		"{\"items\":[{\"name\":\"c-gpu2\",\"status\":\"RUNNING\",\"networkInterfaces\":[{\"networkIP\":\"10.0.0.4\"}]}]}");
 	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 2 && next && !strcmp(next, "tok2"),
 	   "page 1: two instances and a next page");
 	ok(n == 2 && !strcmp(v[0].zone, "us-central1-a") && !strcmp(v[0].private_ip, "10.0.0.2") &&
-	   !strcmp(v[0].public_ip, "34.1.2.3") && !v[1].private_ip && !v[1].public_ip,
+		   !strcmp(v[0].public_ip, "34.1.2.3") && !v[1].private_ip && !v[1].public_ip,
 	   "zone, private and public address read; absent ones NULL");
 	free(next);
 	ok(gce_list_parse(p2, &v, &n, &next, &err) == 0 && n == 3 && !next && !v[2].public_ip,
@@ -76,23 +82,27 @@ static void test_list(void)
 	v = NULL;
 	n = 0;
 	p1 = J("{\"items\":5}");
-	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "items neither array nor object is refused");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0,
+	   "items neither array nor object is refused");
 	json_decref(p1);
 	p1 = J("{\"kind\":\"compute#instanceAggregatedList\",\"items\":{"
 	       "\"zones/us-central1-a\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\"}},"
 	       "\"zones/us-central1-b\":{\"instances\":[{\"name\":\"c-head\",\"status\":\"RUNNING\","
 	       "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.9\"}]}]}}}");
-	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 1 && !strcmp(v[0].zone, "us-central1-b") &&
-	   !strcmp(v[0].private_ip, "10.0.0.9"), "an aggregated list: instances of every zone, zone from the scope");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 1 &&
+		   !strcmp(v[0].zone, "us-central1-b") && !strcmp(v[0].private_ip, "10.0.0.9"),
+	   "an aggregated list: instances of every zone, zone from the scope");
 	json_decref(p1);
 	gce_insts_free(v, n);
 	v = NULL;
 	n = 0;
 	p1 = J("{\"items\":{\"zones/a\":[]}}");
-	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0, "an aggregated scope that is not an object is refused");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) < 0,
+	   "an aggregated scope that is not an object is refused");
 	json_decref(p1);
 	p1 = J("{}");
-	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0, "an empty list has no items member");
+	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0,
+	   "an empty list has no items member");
 	json_decref(p1);
 	gce_insts_free(v, n);
 }
@@ -110,7 +120,8 @@ static long long stopped_at(const char *status, const char *stamp)
 			       stamp ? ",\"lastStopTimestamp\":" : "", stamp ? stamp : "");
 	json_t *p = J(page);
 	long long at = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1
-		? (long long)v[0].stopped_at : -1;
+			       ? (long long)v[0].stopped_at
+			       : -1;
 	gce_insts_free(v, n);
 	json_decref(p);
 	free(next);
@@ -124,13 +135,29 @@ static long long stopped_at(const char *status, const char *stamp)
 static void test_stop_times(void)
 {
 	static const char *const bad[] = {
-		"\"2026-11-26 13:43:21Z\"", "\"2026-11-26T13:43:21\"", "\"2026-11-26T13:43:21.Z\"",
-		"\"2026-11-26T13:43:21+0800\"", "\"2026-11-26T13:43:21+08\"", "\"2026-11-26T13:43:21Z \"",
-		"\"2026-11-26T13:43:21-08:00x\"", "\"2026-13-26T13:43:21Z\"", "\"2026-11-31T13:43:21Z\"",
-		"\"2026-02-29T00:00:00Z\"", "\"2026-11-26T24:00:00Z\"", "\"2026-11-26T13:60:00Z\"",
-		"\"2026-11-26T13:43:21+24:00\"", "\"2026-11-26T13:43:21+08:60\"", "\"+2026-11-26T13:43:21Z\"",
-		"\"2026-1-26T13:43:21Z\"", "\"1969-12-31T23:59:59Z\"", "\"1970-01-01T00:00:00Z\"",
-		"\"yesterday\"", "\"\"", "1795700601", "null", "{}",
+		"\"2026-11-26 13:43:21Z\"",
+		"\"2026-11-26T13:43:21\"",
+		"\"2026-11-26T13:43:21.Z\"",
+		"\"2026-11-26T13:43:21+0800\"",
+		"\"2026-11-26T13:43:21+08\"",
+		"\"2026-11-26T13:43:21Z \"",
+		"\"2026-11-26T13:43:21-08:00x\"",
+		"\"2026-13-26T13:43:21Z\"",
+		"\"2026-11-31T13:43:21Z\"",
+		"\"2026-02-29T00:00:00Z\"",
+		"\"2026-11-26T24:00:00Z\"",
+		"\"2026-11-26T13:60:00Z\"",
+		"\"2026-11-26T13:43:21+24:00\"",
+		"\"2026-11-26T13:43:21+08:60\"",
+		"\"+2026-11-26T13:43:21Z\"",
+		"\"2026-1-26T13:43:21Z\"",
+		"\"1969-12-31T23:59:59Z\"",
+		"\"1970-01-01T00:00:00Z\"",
+		"\"yesterday\"",
+		"\"\"",
+		"1795700601",
+		"null",
+		"{}",
 	};
 	size_t i;
 	ok(stopped_at("TERMINATED", "\"2026-11-26T05:43:21.123-08:00\"") == 1795700601,
@@ -145,7 +172,8 @@ static void test_stop_times(void)
 	   "RUNNING: an earlier stop's lastStopTimestamp is not read (0)");
 	ok(stopped_at("TERMINATED", NULL) == 0, "TERMINATED without lastStopTimestamp: 0");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ok(stopped_at("TERMINATED", bad[i]) == 0, "malformed lastStopTimestamp %s: 0, listed", bad[i]);
+		ok(stopped_at("TERMINATED", bad[i]) == 0,
+		   "malformed lastStopTimestamp %s: 0, listed", bad[i]);
 }
 
 /* Addresses that are not IP addresses (they reach slurm.conf and ssh) are
@@ -153,9 +181,16 @@ static void test_stop_times(void)
 static void test_bad_addresses(void)
 {
 	static const char *const bad[] = {
-		"10.0.0.1\\nNodeName=evil", "1.2.3.4 -o ProxyCommand=touch\\u0020/tmp/x",
-		"-oProxyCommand=x", "10.0.0", "10.0.0.1/24", "host.example", "", "10.0.0.1 ",
-		"010.0.0.1x", "::1 x",
+		"10.0.0.1\\nNodeName=evil",
+		"1.2.3.4 -o ProxyCommand=touch\\u0020/tmp/x",
+		"-oProxyCommand=x",
+		"10.0.0",
+		"10.0.0.1/24",
+		"host.example",
+		"",
+		"10.0.0.1 ",
+		"010.0.0.1x",
+		"::1 x",
 	};
 	static const char *const fields[] = { "networkIP", "natIP" };
 	size_t i, f;
@@ -165,30 +200,37 @@ static void test_bad_addresses(void)
 			struct pbx_err err = PBX_ERR_INIT;
 			size_t n = 0;
 			char *next = NULL;
-			char *text = f == 0
-				? xasprintf("{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
-					    "\"networkInterfaces\":[{\"networkIP\":\"%s\"}]}]}", bad[i])
-				: xasprintf("{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
-					    "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.3\","
-					    "\"accessConfigs\":[{\"natIP\":\"%s\"}]}]}]}", bad[i]);
+			char *text =
+				f == 0 ? xasprintf(
+						 "{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
+						 "\"networkInterfaces\":[{\"networkIP\":\"%s\"}]}]}",
+						 bad[i])
+				       : xasprintf(
+						 "{\"items\":[{\"name\":\"c-gpu7\",\"status\":\"RUNNING\","
+						 "\"networkInterfaces\":[{\"networkIP\":\"10.0.0.3\","
+						 "\"accessConfigs\":[{\"natIP\":\"%s\"}]}]}]}",
+						 bad[i]);
 			json_t *p = J(text);
 			ok(p && gce_list_parse(p, &v, &n, &next, &err) < 0 &&
-			   strstr(err.msg, "instance c-gpu7 has a ") && strstr(err.msg, fields[f]) &&
-			   strstr(err.msg, "not an IP address") && n == 1 && !v[0].private_ip == !f,
+				   strstr(err.msg, "instance c-gpu7 has a ") &&
+				   strstr(err.msg, fields[f]) &&
+				   strstr(err.msg, "not an IP address") && n == 1 &&
+				   !v[0].private_ip == !f,
 			   "%s '%s' refused: %s", fields[f], bad[i], err.msg);
 			gce_insts_free(v, n);
 			json_decref(p);
 			free(text);
 		}
 	{
-		json_t *p = J("{\"items\":[{\"name\":\"c\",\"status\":\"RUNNING\",\"networkInterfaces\":"
-			      "[{\"networkIP\":\"fd00::5\",\"accessConfigs\":[{\"natIP\":null}]}]}]}");
+		json_t *p = J(
+			"{\"items\":[{\"name\":\"c\",\"status\":\"RUNNING\",\"networkInterfaces\":"
+			"[{\"networkIP\":\"fd00::5\",\"accessConfigs\":[{\"natIP\":null}]}]}]}");
 		struct gce_inst *v = NULL;
 		struct pbx_err err = PBX_ERR_INIT;
 		size_t n = 0;
 		char *next = NULL;
 		ok(gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1 &&
-		   !strcmp(v[0].private_ip, "fd00::5") && !v[0].public_ip,
+			   !strcmp(v[0].private_ip, "fd00::5") && !v[0].public_ip,
 		   "an IPv6 address and a null natIP are fine: %s", err.msg);
 		gce_insts_free(v, n);
 		json_decref(p);
@@ -198,13 +240,17 @@ static void test_bad_addresses(void)
 static void test_errors(void)
 {
 	char msg[256];
-	const char *rl = "{\"error\":{\"code\":403,\"message\":\"Rate Limit Exceeded\",\"errors\":[{\"message\":"
-			 "\"Rate Limit Exceeded\",\"domain\":\"usageLimits\",\"reason\":\"rateLimitExceeded\"}]}}";
-	const char *q = "{\"error\":{\"code\":403,\"message\":\"Quota exceeded\",\"errors\":[{\"reason\":\"quotaExceeded\"}]}}";
-	const char *ex = "{\"error\":{\"code\":409,\"message\":\"The resource 'projects/p/zones/z/instances/x' already exists\","
-			 "\"errors\":[{\"reason\":\"alreadyExists\"}]}}";
+	const char *rl =
+		"{\"error\":{\"code\":403,\"message\":\"Rate Limit Exceeded\",\"errors\":[{\"message\":"
+		"\"Rate Limit Exceeded\",\"domain\":\"usageLimits\",\"reason\":\"rateLimitExceeded\"}]}}";
+	const char *q =
+		"{\"error\":{\"code\":403,\"message\":\"Quota exceeded\",\"errors\":[{\"reason\":\"quotaExceeded\"}]}}";
+	const char *ex =
+		"{\"error\":{\"code\":409,\"message\":\"The resource 'projects/p/zones/z/instances/x' already exists\","
+		"\"errors\":[{\"reason\":\"alreadyExists\"}]}}";
 	ok(gce_error_text(ex, strlen(ex), msg, sizeof(msg)) == 0 &&
-	   !strcmp(msg, "The resource 'projects/p/zones/z/instances/x' already exists (alreadyExists)"),
+		   !strcmp(msg,
+			   "The resource 'projects/p/zones/z/instances/x' already exists (alreadyExists)"),
 	   "error text: message (reason): %s", msg);
 	ok(gce_error_text("<html>", 6, msg, sizeof(msg)) < 0, "no Google error in HTML");
 	ok(gce_retryable(403, rl, strlen(rl), NULL), "403 rateLimitExceeded is retried");
@@ -218,16 +264,22 @@ static void test_errors(void)
 static void test_loopback_guard(void)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	const char *emu = "http://127.0.0.1:8089/compute/v1/", *google = "https://compute.googleapis.com/compute/v1/";
-	ok(pbx_cloud_address_allowed(emu, "c-head", "127.0.70.2", &err) == 0, "emulator: loopback address allowed");
-	ok(pbx_cloud_address_allowed(emu, "c-head", NULL, &err) == 0, "emulator: no address, nothing to refuse");
-	ok(pbx_cloud_address_allowed(emu, "c-head", "10.0.0.2", &err) < 0 && strstr(err.msg, "10.0.0.2") &&
-	   strstr(err.msg, "c-head"), "emulator: a private address is refused: %s", err.msg);
+	const char *emu = "http://127.0.0.1:8089/compute/v1/",
+		   *google = "https://compute.googleapis.com/compute/v1/";
+	ok(pbx_cloud_address_allowed(emu, "c-head", "127.0.70.2", &err) == 0,
+	   "emulator: loopback address allowed");
+	ok(pbx_cloud_address_allowed(emu, "c-head", NULL, &err) == 0,
+	   "emulator: no address, nothing to refuse");
+	ok(pbx_cloud_address_allowed(emu, "c-head", "10.0.0.2", &err) < 0 &&
+		   strstr(err.msg, "10.0.0.2") && strstr(err.msg, "c-head"),
+	   "emulator: a private address is refused: %s", err.msg);
 	pbx_err_clear(&err);
-	ok(pbx_cloud_address_allowed("http://localhost:9/compute/v1/", "c-gpu1", "34.1.2.3", &err) < 0,
+	ok(pbx_cloud_address_allowed("http://localhost:9/compute/v1/", "c-gpu1", "34.1.2.3", &err) <
+		   0,
 	   "emulator on localhost: a public address is refused");
 	pbx_err_clear(&err);
-	ok(pbx_cloud_address_allowed(google, "c-head", "34.1.2.3", &err) == 0, "Google: any address");
+	ok(pbx_cloud_address_allowed(google, "c-head", "34.1.2.3", &err) == 0,
+	   "Google: any address");
 }
 
 /* What pbx dials: a public address; through the head, nothing; else the
@@ -242,7 +294,8 @@ static void test_dial_guard(void)
 	ok(pbx_cloud_dial_allowed(emu, nodes, 0, "c-head", "10.128.0.2", "127.0.71.2", &err) == 0,
 	   "a head with a loopback public address: allowed (its private one is never dialed)");
 	ok(pbx_cloud_dial_allowed(emu, nodes, 0, "c-head", "10.128.0.2", "10.1.1.1", &err) < 0 &&
-	   strstr(err.msg, "10.1.1.1"), "a head with a non-loopback public address: refused");
+		   strstr(err.msg, "10.1.1.1"),
+	   "a head with a non-loopback public address: refused");
 	pbx_err_clear(&err);
 	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "10.128.0.3", NULL, &err) == 1,
 	   "a private-only compute node before the head runs: cannot tell yet");
@@ -252,7 +305,8 @@ static void test_dial_guard(void)
 	   "behind a head with a public address: allowed (the head dials it)");
 	nodes[0].public_address = NULL;
 	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "10.128.0.3", NULL, &err) < 0 &&
-	   strstr(err.msg, "10.128.0.3"), "the head has no public address: pbx would dial it, refused");
+		   strstr(err.msg, "10.128.0.3"),
+	   "the head has no public address: pbx would dial it, refused");
 	pbx_err_clear(&err);
 	ok(pbx_cloud_dial_allowed(emu, nodes, 1, "c-gpu1", "127.0.70.3", NULL, &err) == 0,
 	   "a loopback private address: allowed");

@@ -17,29 +17,38 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SKU(desc, usage, region, unit, units, nanos) \
-	"{\"description\": \"" desc "\", \"category\": {\"resourceFamily\": \"Compute\", " \
-	"\"usageType\": \"" usage "\"}, \"serviceRegions\": [\"" region "\"], \"pricingInfo\": " \
-	"[{\"pricingExpression\": {\"usageUnit\": \"" unit "\", \"tieredRates\": [{" \
+#define SKU(desc, usage, region, unit, units, nanos)                                              \
+	"{\"description\": \"" desc "\", \"category\": {\"resourceFamily\": \"Compute\", "        \
+	"\"usageType\": \"" usage "\"}, \"serviceRegions\": [\"" region "\"], \"pricingInfo\": "  \
+	"[{\"pricingExpression\": {\"usageUnit\": \"" unit "\", \"tieredRates\": [{"              \
 	"\"startUsageAmount\": 0, \"unitPrice\": {\"currencyCode\": \"USD\", \"units\": \"" units \
 	"\", \"nanos\": " nanos "}}]}}]}"
 
-static const char gce_page[] = "{\"skus\": ["
-	SKU("N1 Predefined Instance Core running in Americas", "OnDemand", "us-central1", "h", "0",
-	    "31611000") ","
-	SKU("Spot Preemptible N1 Predefined Instance Ram running in Americas", "Preemptible",
-	    "us-central1", "GiBy.h", "0", "800000") ","
-	SKU("Nvidia Tesla T4 GPU attached to Spot Preemptible VMs running in Americas",
-	    "Preemptible", "us-central1", "h", "0", "140000000") ","
-	SKU("Nvidia Tesla A100 80GB GPU running in Americas", "OnDemand", "us-central1", "h", "3",
-	    "500000000") ","
-	SKU("N2D AMD Instance Core running in Americas", "OnDemand", "us-central1", "h", "0",
-	    "27000000") ","
-	SKU("N1 Predefined Instance Core running in EMEA", "OnDemand", "europe-west4", "h", "0",
-	    "1") ","
-	SKU("Commitment v1: Cpu in Americas for 1 Year", "Commit1Yr", "us-central1", "h", "0", "1") ","
-	SKU("Custom Instance Core running in Americas", "OnDemand", "us-central1", "h", "0", "1")
-	"], \"nextPageToken\": \"abc\"}";
+static const char gce_page[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas", "OnDemand", "us-central1", "h", "0", "31611000") "," SKU(
+	"Spot Preemptible N1 Predefined Instance Ram running in Americas", "Preemptible",
+	"us-central1", "GiBy.h", "0",
+	"800000") "," SKU("Nvidia Tesla T4 GPU attached to Spot Preemptible VMs running in Americas",
+			  "Preemptible", "us-central1", "h", "0",
+			  "140000000") "," SKU("Nvidia Tesla A100 80GB GPU running in Americas",
+					       "OnDemand", "us-central1", "h", "3",
+					       "500000000") "," SKU("N2D AMD Instance Core running in Americas",
+								    "OnDemand", "us-central1", "h",
+								    "0",
+								    "27000000") "," SKU("N1 Predefined Instance Core running in EMEA",
+											"OnDemand",
+											"europe-west4",
+											"h", "0",
+											"1") "," SKU("Commitment v1: Cpu in Americas for 1 Year",
+												     "Commit1Yr",
+												     "us-central1",
+												     "h",
+												     "0",
+												     "1") "," SKU("Custom Instance Core running in Americas",
+														  "OnDemand",
+														  "us-central1",
+														  "h",
+														  "0",
+														  "1") "], \"nextPageToken\": \"abc\"}";
 
 static void test_gce_parse(void)
 {
@@ -48,7 +57,8 @@ static void test_gce_parse(void)
 	size_t n = 0;
 	char *next = NULL;
 	ok(pbx_price_gce_parse(gce_page, strlen(gce_page), "us-central1", "USD", &v, &n, &next,
-			       &err) == 0, "a SKU page parses: %s", err.msg);
+			       &err) == 0,
+	   "a SKU page parses: %s", err.msg);
 	ok(n == 5, "5 SKUs are pbx's (not another region, a commitment, a custom type): %zu", n);
 	if (n == 5) {
 		is_str(v[0].item, "core:n1", "N1 Predefined Instance Core");
@@ -67,15 +77,18 @@ static void test_gce_parse(void)
 	v = NULL;
 	n = 0;
 	ok(pbx_price_gce_parse("{\"services\": []}", 16, "us-central1", "USD", &v, &n, &next,
-			       &err) < 0, "no skus array: refused");
+			       &err) < 0,
+	   "no skus array: refused");
 	is_str(err.msg, "not a SKU list (no skus array)", "saying so");
 	ok(pbx_price_gce_parse(gce_page, strlen(gce_page), "us-central1", "EUR", &v, &n, &next,
-			       &err) < 0, "a price in another currency than asked: refused");
+			       &err) < 0,
+	   "a price in another currency than asked: refused");
 	pbx_price_items_free(v, n);
 	v = NULL;
 	n = 0;
 	ok(pbx_price_gce_parse("{\"skus\": [{\"description\": 3}]}", 30, "us-central1", "USD", &v,
-			       &n, &next, &err) < 0, "a SKU with a number for a description: refused");
+			       &n, &next, &err) < 0,
+	   "a SKU with a number for a description: refused");
 	ok(pbx_price_gce_parse("", 0, "us-central1", "USD", &v, &n, &next, &err) < 0,
 	   "an empty reply: refused");
 	pbx_price_items_free(v, n);
@@ -128,14 +141,17 @@ static void test_spot_parse(void)
 	int64_t max = 0;
 	int found = 0;
 	char *next = NULL;
-	ok(pbx_price_spot_parse(reply, strlen(reply), "g4dn.xlarge", &max, &found, &next, &err) == 0,
+	ok(pbx_price_spot_parse(reply, strlen(reply), "g4dn.xlarge", &max, &found, &next, &err) ==
+		   0,
 	   "a spot price history parses: %s", err.msg);
 	ok(found && max == 162100000, "the highest zone's price: 0.1621");
 	is_str(next, "n2", "nextToken");
 	free(next);
 	found = 0;
-	ok(pbx_price_spot_parse(empty, strlen(empty), "g4dn.xlarge", &max, &found, &next, &err) == 0 &&
-	   !found && !next, "an empty history: no price");
+	ok(pbx_price_spot_parse(empty, strlen(empty), "g4dn.xlarge", &max, &found, &next, &err) ==
+			   0 &&
+		   !found && !next,
+	   "an empty history: no price");
 	ok(pbx_price_spot_parse(other, strlen(other), "g4dn.xlarge", &max, &found, &next, &err) < 0,
 	   "a price of another type: refused (%s)", err.msg);
 	ok(pbx_price_spot_parse("<a/>", 4, "g4dn.xlarge", &max, &found, &next, &err) < 0,
@@ -151,8 +167,9 @@ static void test_money_and_types(void)
 	ok(pbx_money_parse("12", &x) == 0 && x == 12 * PBX_NANO, "12");
 	ok(pbx_money_parse("0.5260000000", &x) == 0 && x == 526000000, "trailing zeros past 9");
 	ok(pbx_money_parse("-1", &x) < 0 && pbx_money_parse("1e3", &x) < 0 &&
-	   pbx_money_parse(".5", &x) < 0 && pbx_money_parse("0.0000000001", &x) < 0 &&
-	   pbx_money_parse("", &x) < 0, "signs, exponents, bare fractions, 10 places refused");
+		   pbx_money_parse(".5", &x) < 0 && pbx_money_parse("0.0000000001", &x) < 0 &&
+		   pbx_money_parse("", &x) < 0,
+	   "signs, exponents, bare fractions, 10 places refused");
 	pbx_money_format(1004000000, 4, out, sizeof(out));
 	is_str(out, "1.0040", "1.004 with 4 places");
 	pbx_money_format(123456, 4, out, sizeof(out));
@@ -160,9 +177,11 @@ static void test_money_and_types(void)
 	ok(pbx_gce_type_lookup("n1-standard-8", &ty) == 0 && ty.cpus == 8 && ty.mem_mb == 30720,
 	   "n1-standard-8: 8 vCPUs, 30 GiB");
 	ok(pbx_gce_type_lookup("a2-highgpu-2g", &ty) == 0 && ty.cpus == 24 && ty.gpus == 2 &&
-	   !strcmp(ty.gpu_type, "nvidia-tesla-a100"), "a2-highgpu-2g: 24 vCPUs, 2 A100");
+		   !strcmp(ty.gpu_type, "nvidia-tesla-a100"),
+	   "a2-highgpu-2g: 24 vCPUs, 2 A100");
 	ok(pbx_gce_type_lookup("g2-standard-24", &ty) == 0 && ty.gpus == 2, "g2-standard-24: 2 L4");
-	ok(pbx_gce_type_lookup("e2-micro", &ty) < 0 && pbx_gce_type_lookup("n2-custom-4-8192", &ty) < 0,
+	ok(pbx_gce_type_lookup("e2-micro", &ty) < 0 &&
+		   pbx_gce_type_lookup("n2-custom-4-8192", &ty) < 0,
 	   "shared-core and custom types are not known");
 }
 
@@ -184,13 +203,16 @@ static const char config_text[] =
 static void fill_cache(struct pbx_store *st)
 {
 	struct pbx_price_item v[] = {
-		{ "core:e2", 0, 20000000, "USD" }, { "ram:e2", 0, 2500000, "USD" },
-		{ "core:n1", 1, 6000000, "USD" }, { "ram:n1", 1, 800000, "USD" },
+		{ "core:e2", 0, 20000000, "USD" },
+		{ "ram:e2", 0, 2500000, "USD" },
+		{ "core:n1", 1, 6000000, "USD" },
+		{ "ram:n1", 1, 800000, "USD" },
 		{ "gpu:nvidia-tesla-t4", 1, 140000000, "USD" },
 	};
 	struct pbx_err err = PBX_ERR_INIT;
 	ok(pbx_store_prices_put(st, "gce", "us-central1", "skus:USD", (int64_t)time(NULL), v,
-				sizeof(v) / sizeof(v[0]), &err) == 0, "cache filled: %s", err.msg);
+				sizeof(v) / sizeof(v[0]), &err) == 0,
+	   "cache filled: %s", err.msg);
 }
 
 static void test_quote(const char *dir)
@@ -207,7 +229,8 @@ static void test_quote(const char *dir)
 	if (!cfg || !st)
 		return;
 	ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) < 0 &&
-	   err.code == PBX_EXIT_NOTFOUND, "offline with nothing cached: not found (%s)", err.msg);
+		   err.code == PBX_EXIT_NOTFOUND,
+	   "offline with nothing cached: not found (%s)", err.msg);
 	pbx_price_quote_free(&q);
 	fill_cache(st);
 	ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) == 0, "quote: %s", err.msg);
@@ -225,8 +248,8 @@ static void test_quote(const char *dir)
 	cfg->prices.hourly[0] = (struct pbx_price_override){ strdup("e2-micro"), 8400000, 1 };
 	cfg->prices.nhourly = 1;
 	cfg->prices.gpu_hourly = calloc(1, sizeof(*cfg->prices.gpu_hourly));
-	cfg->prices.gpu_hourly[0] = (struct pbx_price_override){ strdup("nvidia-tesla-t4"), 200000000,
-								 1 };
+	cfg->prices.gpu_hourly[0] =
+		(struct pbx_price_override){ strdup("nvidia-tesla-t4"), 200000000, 1 };
 	cfg->prices.ngpu_hourly = 1;
 	ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) == 0, "quote: %s", err.msg);
 	ok(q.total == 60000000 + 2 * 472000000LL + 240000000 + 8400000,

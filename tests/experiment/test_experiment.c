@@ -183,10 +183,10 @@ static void test_grid(void)
 {
 	static const char *const a[] = { "0.10", "1e-3", "x y" };
 	static const char *const b[] = { "1", "2", "03", "four" };
-	struct pbx_experiment *e = parse(
-		"name: g\ncommand: echo {a} {b}\n"
-		"sweep:\n  grid:\n    a: [0.10, 1e-3, 'x y']\n    b: [1, 2, 03, four]\n"
-		"  repeats: 2\n");
+	struct pbx_experiment *e =
+		parse("name: g\ncommand: echo {a} {b}\n"
+		      "sweep:\n  grid:\n    a: [0.10, 1e-3, 'x y']\n    b: [1, 2, 03, four]\n"
+		      "  repeats: 2\n");
 	size_t i, bad = 0;
 	if (!ok(e != NULL, "3x4 grid x 2 repeats parses"))
 		return;
@@ -197,8 +197,9 @@ static void test_grid(void)
 		snprintf(r, sizeof(r), "%zu", i % 2);
 		if (pt->nparams != 3 || strcmp(pt->params[0].name, "a") ||
 		    strcmp(pt->params[1].name, "b") || strcmp(pt->params[2].name, "repeat") ||
-		    strcmp(pt->params[0].value, a[i / 8]) || strcmp(pt->params[1].value, b[(i / 2) % 4]) ||
-		    strcmp(pt->params[2].value, r) || pbx_experiment_repeat(e, i) != i % 2)
+		    strcmp(pt->params[0].value, a[i / 8]) ||
+		    strcmp(pt->params[1].value, b[(i / 2) % 4]) || strcmp(pt->params[2].value, r) ||
+		    pbx_experiment_repeat(e, i) != i % 2)
 			bad++;
 	}
 	ok(bad == 0, "point i = ((a * 4) + b) * 2 + repeat, params a, b, repeat (%zu wrong)", bad);
@@ -209,11 +210,11 @@ static void test_grid(void)
 
 static void test_zip_list(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: z\ncommand: echo {opt} {lr} {wd} {depth} {act}\n"
-		"sweep:\n  grid:\n    opt: [sgd, adam]\n"
-		"  zip:\n    lr: [0.1, 0.2, 0.3]\n    wd: [0, 1e-4, 1e-3]\n"
-		"  list:\n    - {depth: 2, act: relu}\n    - {act: gelu, depth: 4}\n");
+	struct pbx_experiment *e =
+		parse("name: z\ncommand: echo {opt} {lr} {wd} {depth} {act}\n"
+		      "sweep:\n  grid:\n    opt: [sgd, adam]\n"
+		      "  zip:\n    lr: [0.1, 0.2, 0.3]\n    wd: [0, 1e-4, 1e-3]\n"
+		      "  list:\n    - {depth: 2, act: relu}\n    - {act: gelu, depth: 4}\n");
 	if (!ok(e != NULL, "grid x zip x list parses"))
 		return;
 	ok(e->npoints == 12 && e->points[0].nparams == 5, "2 x 3 x 2 = 12 points of 5 params");
@@ -283,21 +284,25 @@ static void test_random(void)
 
 static void test_command(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: c\n"
-		"command: \"python3 train.py --lr={lr} --name {name} {{lr}} ${HOME} "
-		"awk '{print $1}' {x-y} {repeat}}}\"\n"
-		"sweep:\n  list:\n    - {lr: 0.1, name: \"it's $(id) `id`\"}\n"
-		"    - {lr: '', name: '{lr}'}\n");
+	struct pbx_experiment *e =
+		parse("name: c\n"
+		      "command: \"python3 train.py --lr={lr} --name {name} {{lr}} ${HOME} "
+		      "awk '{print $1}' {x-y} {repeat}}}\"\n"
+		      "sweep:\n  list:\n    - {lr: 0.1, name: \"it's $(id) `id`\"}\n"
+		      "    - {lr: '', name: '{lr}'}\n");
 	char *c0, *c1;
 	if (!ok(e != NULL, "command with placeholders parses"))
 		return;
 	c0 = pbx_experiment_task_command(e, 0);
 	c1 = pbx_experiment_task_command(e, 1);
-	is_str(c0, "python3 train.py --lr='0.1' --name 'it'\\''s $(id) `id`' {lr} ${HOME} "
-	       "awk '{print $1}' {x-y} '0'}", "placeholders quoted, {{ }} and other braces literal");
-	is_str(c1, "python3 train.py --lr='' --name '{lr}' {lr} ${HOME} awk '{print $1}' "
-	       "{x-y} '0'}", "empty value and a value that looks like a placeholder");
+	is_str(c0,
+	       "python3 train.py --lr='0.1' --name 'it'\\''s $(id) `id`' {lr} ${HOME} "
+	       "awk '{print $1}' {x-y} '0'}",
+	       "placeholders quoted, {{ }} and other braces literal");
+	is_str(c1,
+	       "python3 train.py --lr='' --name '{lr}' {lr} ${HOME} awk '{print $1}' "
+	       "{x-y} '0'}",
+	       "empty value and a value that looks like a placeholder");
 	free(c0);
 	free(c1);
 	c0 = pbx_experiment_point_json(e, 0);
@@ -305,7 +310,8 @@ static void test_command(void)
 	free(c0);
 	pbx_experiment_free(e);
 	is_str(parse_error("name: c\ncommand: echo {lr}\nsweep:\n  grid:\n    lr: [1]\n"
-			   "    depth: [2]\n    width: [3]\n"), "", "placeholders may be unused");
+			   "    depth: [2]\n    width: [3]\n"),
+	       "", "placeholders may be unused");
 	is_str(parse_error("name: c\ncommand: echo {foo}\nsweep:\n  grid:\n    lr: [1]\n"
 			   "    depth: [2]\n"),
 	       "t.yaml:2: command: unknown placeholder {foo} (parameters: lr, depth)",
@@ -314,18 +320,20 @@ static void test_command(void)
 
 static void test_train(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: t\ntrain:\n  model: mlp\n  lr: 0.05\n  output_dir: ~\n"
-		"  augment: {hflip: true}\n  layers: [relu, {type: linear, out: 10}]\n"
-		"sweep:\n  grid:\n    lr: [0.1, \"0.2'\"]\n  repeats: 2\n");
+	struct pbx_experiment *e =
+		parse("name: t\ntrain:\n  model: mlp\n  lr: 0.05\n  output_dir: ~\n"
+		      "  augment: {hflip: true}\n  layers: [relu, {type: linear, out: 10}]\n"
+		      "sweep:\n  grid:\n    lr: [0.1, \"0.2'\"]\n  repeats: 2\n");
 	char *c;
 	if (!ok(e != NULL, "train experiment parses"))
 		return;
 	ok(e->command == NULL && e->train_json != NULL, "train_json set, command NULL");
-	is_str(e->train_json, "{\n  \"model\": \"mlp\",\n  \"lr\": \"0.05\",\n"
+	is_str(e->train_json,
+	       "{\n  \"model\": \"mlp\",\n  \"lr\": \"0.05\",\n"
 	       "  \"output_dir\": null,\n  \"augment\": {\n    \"hflip\": \"true\"\n  },\n"
 	       "  \"layers\": [\n    \"relu\",\n    {\n      \"type\": \"linear\",\n"
-	       "      \"out\": \"10\"\n    }\n  ]\n}\n", "train: as JSON");
+	       "      \"out\": \"10\"\n    }\n  ]\n}\n",
+	       "train: as JSON");
 	c = pbx_experiment_task_command(e, 3);
 	is_str(c, "pbx-train train.yaml --set 'lr=0.2'\\''' --resume",
 	       "--set per param, repeat left out, --resume for a requeued attempt");
@@ -337,10 +345,10 @@ static void test_train(void)
 
 static void test_resources(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: r\ncommand: echo hi\nresources:\n  gres: gpu:1\n  time: 00:10:00\n"
-		"  mem: 4G\n  cpus-per-task: 2\n  exclusive: true\n  hold: false\n"
-		"  throttle: 8\n");
+	struct pbx_experiment *e =
+		parse("name: r\ncommand: echo hi\nresources:\n  gres: gpu:1\n  time: 00:10:00\n"
+		      "  mem: 4G\n  cpus-per-task: 2\n  exclusive: true\n  hold: false\n"
+		      "  throttle: 8\n");
 	struct pbx_err err = PBX_ERR_INIT;
 	char **args;
 	size_t n, i;
@@ -362,15 +370,19 @@ static void test_resources(void)
 	for (i = 0; i < n; i++)
 		free(args[i]);
 	free(args);
-	ok(pbx_experiment_override_resource(e, "gres", "gpu:1\n--wrap=id", &err) < 0, "newline refused");
+	ok(pbx_experiment_override_resource(e, "gres", "gpu:1\n--wrap=id", &err) < 0,
+	   "newline refused");
 	is_str(err.msg, "--gres: must be one line without control characters", "newline message");
 	ok(pbx_experiment_override_resource(e, "gres", "-x", &err) < 0, "leading dash refused");
 	is_str(err.msg, "--gres: must not start with '-'", "dash message");
 	ok(pbx_experiment_override_resource(e, "partitoin", "a", &err) < 0, "unknown refused");
-	is_str(err.msg, "--partitoin: not an sbatch option pbx passes on (did you mean "
-	       "'partition'?)", "unknown message");
+	is_str(err.msg,
+	       "--partitoin: not an sbatch option pbx passes on (did you mean "
+	       "'partition'?)",
+	       "unknown message");
 	ok(pbx_experiment_override_resource(e, "array", "1-3", &err) < 0 &&
-	   err.code == PBX_EXIT_USAGE, "array refused");
+		   err.code == PBX_EXIT_USAGE,
+	   "array refused");
 	ok(pbx_experiment_override_resource(e, "throttle", "x", &err) < 0 && e->res.throttle == 3,
 	   "bad throttle leaves it");
 	ok(e->res.n == 6 && !strcmp(e->res.values[4], "gpu:2"), "failed overrides change nothing");
@@ -380,9 +392,9 @@ static void test_resources(void)
 /* The typed options: launcher, and the JSON the store keeps for rerun. */
 static void test_sbatch_opts(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: r\ntrain: { model: mlp }\nresources:\n  nodes: 2\n  exclusive: true\n"
-		"  throttle: 3\n");
+	struct pbx_experiment *e =
+		parse("name: r\ntrain: { model: mlp }\nresources:\n  nodes: 2\n  exclusive: true\n"
+		      "  throttle: 3\n");
 	struct pbx_sbatch_opts back;
 	struct pbx_err err = PBX_ERR_INIT;
 	char *json, **a1, **a2;
@@ -396,32 +408,40 @@ static void test_sbatch_opts(void)
 	   "a command task keeps none unless it asks");
 	{
 		/* GPUs: a train task with more than one gets a rank per GPU */
-		static const struct { const char *key, *value; int mpi; } g[] = {
-			{ "gres", "gpu:2", 1 }, { "gres", "gpu:h100:4", 1 },
-			{ "gres", "gpu:1", 0 }, { "gres", "gpu", 0 },
+		static const struct {
+			const char *key, *value;
+			int mpi;
+		} g[] = {
+			{ "gres", "gpu:2", 1 },   { "gres", "gpu:h100:4", 1 },
+			{ "gres", "gpu:1", 0 },   { "gres", "gpu", 0 },
 			{ "gres", "mps:100", 0 }, { "gres", "mps:100,gpu:a100:2", 1 },
-			{ "gpus", "2", 1 }, { "gpus-per-node", "h100:8", 1 },
+			{ "gpus", "2", 1 },       { "gpus-per-node", "h100:8", 1 },
 			{ "gpus", "1", 0 },
 		};
 		for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
 			struct pbx_sbatch_opts o = { 0 };
 			char why[256];
-			int set = pbx_sbatch_opts_set(&o, g[k].key, g[k].value, why, sizeof(why)) == 0;
-			ok(set && pbx_sbatch_opts_launcher(&o, 1) ==
-			   (g[k].mpi ? PBX_LAUNCHER_MPI : PBX_LAUNCHER_NONE) &&
-			   pbx_sbatch_opts_launcher(&o, 0) == PBX_LAUNCHER_NONE,
+			int set = pbx_sbatch_opts_set(&o, g[k].key, g[k].value, why, sizeof(why)) ==
+				  0;
+			ok(set &&
+				   pbx_sbatch_opts_launcher(&o, 1) ==
+					   (g[k].mpi ? PBX_LAUNCHER_MPI : PBX_LAUNCHER_NONE) &&
+				   pbx_sbatch_opts_launcher(&o, 0) == PBX_LAUNCHER_NONE,
 			   "train task with --%s=%s: %s", g[k].key, g[k].value,
 			   g[k].mpi ? "mpi (a rank per GPU)" : "none");
 			pbx_sbatch_opts_free(&o);
 		}
 	}
 	ok(pbx_experiment_override_resource(e, "launcher", "srun", &err) == 0 &&
-	   pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_SRUN, "launcher: srun");
+		   pbx_sbatch_opts_launcher(&e->res, 0) == PBX_LAUNCHER_SRUN,
+	   "launcher: srun");
 	ok(pbx_experiment_override_resource(e, "launcher", "mpich", &err) < 0, "unknown launcher");
 	is_str(err.msg, "--launcher: must be auto, none, srun or mpi", "launcher message");
 	json = pbx_sbatch_opts_json(&e->res);
-	is_str(json, "{\"options\":[[\"nodes\",\"2\"],[\"exclusive\",\"\"]],\"throttle\":3,"
-	       "\"launcher\":\"srun\"}", "options as JSON");
+	is_str(json,
+	       "{\"options\":[[\"nodes\",\"2\"],[\"exclusive\",\"\"]],\"throttle\":3,"
+	       "\"launcher\":\"srun\"}",
+	       "options as JSON");
 	pbx_sbatch_opts_copy(&back, &e->res);
 	{
 		char *cj = pbx_sbatch_opts_json(&back);
@@ -441,10 +461,12 @@ static void test_sbatch_opts(void)
 	pbx_sbatch_opts_free(&back);
 	free(json);
 	ok(pbx_sbatch_opts_from_json("[\"--time=5\",\"--hold\"]", &back, &err) == 0 &&
-	   back.n == 2 && back.throttle == 0, "the older stored form (argv) reads");
+		   back.n == 2 && back.throttle == 0,
+	   "the older stored form (argv) reads");
 	pbx_sbatch_opts_free(&back);
 	ok(pbx_sbatch_opts_from_json("{\"options\":[[\"output\",\"x\"]],\"throttle\":0,"
-				     "\"launcher\":\"none\"}", &back, &err) < 0,
+				     "\"launcher\":\"none\"}",
+				     &back, &err) < 0,
 	   "a stored option pbx sets itself is refused");
 	is_str(err.msg, "stored sbatch options: is set by pbx and cannot be given", "its message");
 	pbx_experiment_free(e);
@@ -452,10 +474,10 @@ static void test_sbatch_opts(void)
 
 static void test_files_env(void)
 {
-	struct pbx_experiment *e = parse(
-		"name: f\ncommand: echo hi\nfiles: ['*.py', data/]\n"
-		"outputs: [metrics.jsonl, 'ckpt/*.bin', ./result.txt]\n"
-		"env:\n  OMP_NUM_THREADS: 4\n  _X: \"a b'c\"\n  EMPTY: ''\n");
+	struct pbx_experiment *e =
+		parse("name: f\ncommand: echo hi\nfiles: ['*.py', data/]\n"
+		      "outputs: [metrics.jsonl, 'ckpt/*.bin', ./result.txt]\n"
+		      "env:\n  OMP_NUM_THREADS: 4\n  _X: \"a b'c\"\n  EMPTY: ''\n");
 	if (!ok(e != NULL, "files, outputs, env parse"))
 		return;
 	ok(e->nfiles == 2 && e->noutputs == 3 && e->nenv == 3, "counts");
@@ -482,13 +504,15 @@ static void test_ignore(void)
 	ok(pbx_ignore_match(ig, "data", true) && pbx_ignore_match(ig, "x/data", true),
 	   "data/ matches directories at any depth");
 	ok(!pbx_ignore_match(ig, "data", false), "data/ does not match a file");
-	ok(pbx_ignore_match(ig, "logs/a.log", false) && !pbx_ignore_match(ig, "logs/x/a.log", false),
+	ok(pbx_ignore_match(ig, "logs/a.log", false) &&
+		   !pbx_ignore_match(ig, "logs/x/a.log", false),
 	   "logs/*.log: * does not cross /");
 	ok(pbx_ignore_match(ig, "cache/tmp", true) && pbx_ignore_match(ig, "a/b/cache/tmp", false),
 	   "**/cache/tmp at any depth");
 	ok(pbx_ignore_match(ig, "#hash", false), "\\# is a literal #");
 	ok(pbx_ignore_match(ig, "trailing", false), "trailing spaces dropped");
-	ok(pbx_ignore_match(ig, "tmp/a/b/c.t", false) && !pbx_ignore_match(ig, "x/tmp/a/c.t", false),
+	ok(pbx_ignore_match(ig, "tmp/a/b/c.t", false) &&
+		   !pbx_ignore_match(ig, "x/tmp/a/c.t", false),
 	   "** in an anchored pattern crosses /");
 	ok(!pbx_ignore_match(ig, "main.py", false), "others kept");
 	pbx_ignore_free(ig);
@@ -496,15 +520,14 @@ static void test_ignore(void)
 
 /* ---- packages -------------------------------------------------------- */
 
-static const char pkg_yaml[] =
-	"name: pkg\ncommand: python3 train.py --lr {lr}\n"
-	"sweep:\n  grid:\n    lr: [0.1, 0.01]\n";
+static const char pkg_yaml[] = "name: pkg\ncommand: python3 train.py --lr {lr}\n"
+			       "sweep:\n  grid:\n    lr: [0.1, 0.01]\n";
 
 static void make_tree(const char *t)
 {
 	char *p;
 #define W(rel, text) (p = xasprintf("%s/%s", t, rel), write_text(p, text), free(p))
-#define D(rel) (p = xasprintf("%s/%s", t, rel), mkdir(p, 0755), free(p))
+#define D(rel)       (p = xasprintf("%s/%s", t, rel), mkdir(p, 0755), free(p))
 	W("experiment.yaml", pkg_yaml);
 	W("train.py", "print('hi')\n");
 	D("lib");
@@ -558,9 +581,11 @@ static void test_package_id(void)
 	ok(strlen(p->id) == 64 && strlen(p->short_id) == 12 && !strncmp(p->id, p->short_id, 12),
 	   "64-hex id, 12-hex short id");
 	ok(has_file(p, "train.py") && has_file(p, "lib/util.py") && has_file(p, "data") &&
-	   has_file(p, "data/keep.txt") && has_file(p, ".pbxignore"), "wanted files shipped");
+		   has_file(p, "data/keep.txt") && has_file(p, ".pbxignore"),
+	   "wanted files shipped");
 	ok(!has_file(p, "lib/util.pyc") && !has_file(p, "data/big.bin") && !has_file(p, "build") &&
-	   !has_file(p, ".git"), ".pbxignore honoured, .git left out");
+		   !has_file(p, ".git"),
+	   ".pbxignore honoured, .git left out");
 	ok(p->user && p->host && p->created > 0, "user, host, time recorded");
 	memcpy(id, p->id, sizeof(id));
 	q = build(t, NULL, &err);
@@ -615,7 +640,7 @@ static void test_package_links_globs(void)
 	p = build(t, NULL, &err);
 	ok(p && p->nfiles == 6, "explicit globs: %zu entries %s", p ? p->nfiles : 0, err.msg);
 	ok(has_file(p, "lib/util.pyc") && has_file(p, "data") && has_file(p, "data/big.bin") &&
-	   !has_file(p, "data/keep.txt") && !has_file(p, "experiment.yaml"),
+		   !has_file(p, "data/keep.txt") && !has_file(p, "experiment.yaml"),
 	   "globs pick exactly, .pbxignore not applied");
 	pbx_package_free(p);
 	b = xasprintf("%sfiles: ['*.c']\n", pkg_yaml);
@@ -636,7 +661,10 @@ static void test_package_links_globs(void)
  * whole tree, a trailing '/' meaning a directory. */
 static void test_patterns(void)
 {
-	static const struct { const char *pat, *rel; bool is_dir, want; } cases[] = {
+	static const struct {
+		const char *pat, *rel;
+		bool is_dir, want;
+	} cases[] = {
 		{ "*.bin", "x.bin", false, true },
 		{ "*.bin", "sub/x.bin", false, false },
 		{ "*/*.bin", "sub/x.bin", false, true },
@@ -658,14 +686,16 @@ static void test_patterns(void)
 	};
 	size_t i, bad = 0;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (pbx_pattern_match(cases[i].pat, cases[i].rel, cases[i].is_dir) != cases[i].want) {
-			printf("# '%s' vs '%s': want %d\n", cases[i].pat, cases[i].rel, cases[i].want);
+		if (pbx_pattern_match(cases[i].pat, cases[i].rel, cases[i].is_dir) !=
+		    cases[i].want) {
+			printf("# '%s' vs '%s': want %d\n", cases[i].pat, cases[i].rel,
+			       cases[i].want);
 			bad++;
 		}
 	ok(bad == 0, "pattern matches (%zu wrong)", bad);
 	ok(pbx_pattern_may_enter("d/x/*.bin", "d") && pbx_pattern_may_enter("d/x/*.bin", "d/x") &&
-	   pbx_pattern_may_enter("*/x", "") && !pbx_pattern_may_enter("d/x/*.bin", "e") &&
-	   !pbx_pattern_may_enter("*.bin", "d") && !pbx_pattern_may_enter("*/x", ".git"),
+		   pbx_pattern_may_enter("*/x", "") && !pbx_pattern_may_enter("d/x/*.bin", "e") &&
+		   !pbx_pattern_may_enter("*.bin", "d") && !pbx_pattern_may_enter("*/x", ".git"),
 	   "a search enters only directories a pattern may match below");
 }
 
@@ -684,8 +714,8 @@ static void test_package_patterns(void)
 	free(b);
 	p = build(t, NULL, &err);
 	ok(p && has_file(p, "lib") && has_file(p, "lib/util.py") && has_file(p, "lib/util.pyc") &&
-	   has_file(p, "note.txt") && has_file(p, "data/big.bin") && !has_file(p, "data/keep.txt") &&
-	   p->nfiles == 6,
+		   has_file(p, "note.txt") && has_file(p, "data/big.bin") &&
+		   !has_file(p, "data/keep.txt") && p->nfiles == 6,
 	   "a directory name ships its tree; '*.txt' does not reach data/keep.txt: %s", err.msg);
 	pbx_package_free(p);
 	b = xasprintf("%sfiles: [lib, lib/util.py, '*/util.pyc']\n", pkg_yaml);
@@ -708,7 +738,8 @@ static void test_package_patterns(void)
 	free(b);
 	p = build(t, NULL, &err);
 	b = xasprintf("%s:7: files[1]: 'lnk/*.py' passes through %s, a symlink to a directory; "
-		      "list files below real directories", a, l);
+		      "list files below real directories",
+		      a, l);
 	ok(!p, "a pattern through a symlinked directory is refused");
 	is_str(err.msg, b, "... naming the file, line and link");
 	free(b);
@@ -730,7 +761,8 @@ static void test_limits(void)
 	for (i = 0; i < PBX_EXPERIMENT_MAX_POINTS; i++)
 		pbx_buf_addf(&y, "    - {a: %zu, b: 1, c: 2, d: 3}\n", i);
 	e = parse(y.buf);
-	ok(e && e->npoints == PBX_EXPERIMENT_MAX_POINTS, "a list of 100000 points x 4 parameters loads");
+	ok(e && e->npoints == PBX_EXPERIMENT_MAX_POINTS,
+	   "a list of 100000 points x 4 parameters loads");
 	pbx_experiment_free(e);
 	pbx_buf_reset(&y);
 	pbx_buf_adds(&y, "name: big\ncommand: echo {a}\nsweep:\n  list:\n");
@@ -741,14 +773,19 @@ static void test_limits(void)
 	memset(big, 'x', 50000);
 	big[50000] = '\0';
 	pbx_buf_reset(&y);
-	pbx_buf_addf(&y, "name: long\ncommand: echo {v} {v} {v}\nsweep:\n  grid:\n"
-		     "    v: [a, %s]\n", big);
-	is_str(parse_error(y.buf), "t.yaml:2: command: the command of task 1 is 150013 bytes once "
+	pbx_buf_addf(&y,
+		     "name: long\ncommand: echo {v} {v} {v}\nsweep:\n  grid:\n"
+		     "    v: [a, %s]\n",
+		     big);
+	is_str(parse_error(y.buf),
+	       "t.yaml:2: command: the command of task 1 is 150013 bytes once "
 	       "its parameters are substituted, more than 131000 (one argument of execve)",
 	       "a command past the execve limit is refused at load time, with file and line");
 	pbx_buf_reset(&y);
-	pbx_buf_addf(&y, "name: long\ntrain: {epochs: 1}\nsweep:\n  zip:\n    v: [a, %s]\n"
-		     "    w: [b, %s]\n    u: [c, %s]\n", big, big, big);
+	pbx_buf_addf(&y,
+		     "name: long\ntrain: {epochs: 1}\nsweep:\n  zip:\n    v: [a, %s]\n"
+		     "    w: [b, %s]\n    u: [c, %s]\n",
+		     big, big, big);
 	ok(strstr(parse_error(y.buf), "t.yaml:2: train: the command of task 1 is ") != NULL,
 	   "so is a train: command line");
 	free(big);
@@ -762,8 +799,10 @@ static void test_package_git(void)
 	struct pbx_package *p;
 	const char *init[] = { "git", "-C", t, "init", "-q", NULL };
 	const char *add[] = { "git", "-C", t, "add", "-A", NULL };
-	const char *commit[] = { "git", "-C", t, "-c", "user.name=t", "-c", "user.email=t@t",
-				 "commit", "-q", "-m", "init", NULL };
+	const char *commit[] = {
+		"git",    "-C", t,    "-c",   "user.name=t", "-c", "user.email=t@t",
+		"commit", "-q", "-m", "init", NULL
+	};
 	make_tree(t);
 	path = xasprintf("%s/.git", t);
 	rm_rf(path);
@@ -779,7 +818,8 @@ static void test_package_git(void)
 	}
 	ok(run(init) == 0 && run(add) == 0 && run(commit) == 0, "git repo made");
 	p = build(t, NULL, &err);
-	ok(p && p->git_commit && strlen(p->git_commit) >= 40 && !p->git_diff, "clean checkout: commit");
+	ok(p && p->git_commit && strlen(p->git_commit) >= 40 && !p->git_diff,
+	   "clean checkout: commit");
 	pbx_package_free(p);
 	path = xasprintf("%s/train.py", t);
 	write_text(path, "print('changed')\n");
@@ -810,7 +850,8 @@ static void test_records(void)
 	   "fixed-width index, aligned data");
 	for (j = 0; j < 80; j++) {
 		char *head = xasprintf("pbx_rec_index=%zu\nexport PBX_REPEAT='%zu'\n"
-				       "export PBX_PARAM_V=", 10 + j, (10 + j) % 3);
+				       "export PBX_PARAM_V=",
+				       10 + j, (10 + j) % 3);
 		char *cmd = pbx_experiment_task_command(e, 10 + j);
 		char *qcmd = xasprintf("pbx_rec_cmd=%s", cmd);
 		if (pbx_package_record(dat.buf, dat.len, idx.buf, idx.len, j, &rec, &len) < 0 ||
@@ -825,7 +866,8 @@ static void test_records(void)
 	ok(pbx_package_record(dat.buf, dat.len, idx.buf, idx.len, 80, &rec, &len) < 0,
 	   "past the end: not found");
 	pbx_package_record(dat.buf, dat.len, idx.buf, idx.len, 1, &rec, &len);
-	ok(memmem(rec, len, "export PBX_PARAM_V='a'\\''b'\n", 27) != NULL, "quoted value in record");
+	ok(memmem(rec, len, "export PBX_PARAM_V='a'\\''b'\n", 27) != NULL,
+	   "quoted value in record");
 	ok(pbx_package_records(e, 90, 10, &dat, &idx, &err) < 0, "range past the end refused");
 	pbx_buf_release(&dat);
 	pbx_buf_release(&idx);
@@ -834,13 +876,17 @@ static void test_records(void)
 
 static void write_long_names(const char *t)
 {
-	char *d = xasprintf("%s/%s", t, "a-directory-with-a-rather-long-name-number-one-0123456789"), *f;
+	char *d = xasprintf("%s/%s", t,
+			    "a-directory-with-a-rather-long-name-number-one-0123456789"),
+	     *f;
 	mkdir(d, 0755);
-	f = xasprintf("%s/%s", d, "another-directory-with-a-rather-long-name-number-two-0123456789");
+	f = xasprintf("%s/%s", d,
+		      "another-directory-with-a-rather-long-name-number-two-0123456789");
 	mkdir(f, 0755);
 	free(d);
 	d = xasprintf("%s/file-name-longer-than-one-hundred-bytes-"
-		      "0123456789012345678901234567890123456789012345678901234567890.txt", f);
+		      "0123456789012345678901234567890123456789012345678901234567890.txt",
+		      f);
 	write_text(d, "deep\n");
 	free(d);
 	free(f);
@@ -858,7 +904,8 @@ static void test_tar(void)
 	make_tree(t);
 	write_long_names(t);
 	yaml = xasprintf("%s/experiment.yaml", t);
-	write_text(yaml, "name: big\ncommand: ./run.sh {a} {b} {c}\nsweep:\n  grid:\n"
+	write_text(yaml,
+		   "name: big\ncommand: ./run.sh {a} {b} {c}\nsweep:\n  grid:\n"
 		   "    a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n    b: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n"
 		   "    c: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n  repeats: 10\n"
 		   "env:\n  X: \"it's\"\n");
@@ -885,7 +932,8 @@ static void test_tar(void)
 	path = xasprintf("%s/code/a-directory-with-a-rather-long-name-number-one-0123456789/"
 			 "another-directory-with-a-rather-long-name-number-two-0123456789/"
 			 "file-name-longer-than-one-hundred-bytes-"
-			 "0123456789012345678901234567890123456789012345678901234567890.txt", out);
+			 "0123456789012345678901234567890123456789012345678901234567890.txt",
+			 out);
 	got = read_text(path, &len);
 	is_str(got, "deep\n", "a 250-byte path survives (pax)");
 	free(got);
@@ -923,15 +971,28 @@ static void test_tar(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; void (*fn)(void); } tests[] = {
-		{ "bad", test_bad }, { "grid", test_grid }, { "zip_list", test_zip_list },
-		{ "random", test_random }, { "command", test_command }, { "train", test_train },
-		{ "resources", test_resources }, { "sbatch_opts", test_sbatch_opts },
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "bad", test_bad },
+		{ "grid", test_grid },
+		{ "zip_list", test_zip_list },
+		{ "random", test_random },
+		{ "command", test_command },
+		{ "train", test_train },
+		{ "resources", test_resources },
+		{ "sbatch_opts", test_sbatch_opts },
 		{ "files_env", test_files_env },
-		{ "ignore", test_ignore }, { "package_id", test_package_id },
-		{ "package_links", test_package_links_globs }, { "package_git", test_package_git },
-		{ "records", test_records }, { "tar", test_tar }, { "patterns", test_patterns },
-		{ "package_patterns", test_package_patterns }, { "limits", test_limits },
+		{ "ignore", test_ignore },
+		{ "package_id", test_package_id },
+		{ "package_links", test_package_links_globs },
+		{ "package_git", test_package_git },
+		{ "records", test_records },
+		{ "tar", test_tar },
+		{ "patterns", test_patterns },
+		{ "package_patterns", test_package_patterns },
+		{ "limits", test_limits },
 	};
 	size_t i;
 	if (argc != 3 || chdir(argv[2]) < 0) {

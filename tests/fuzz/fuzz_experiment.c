@@ -58,8 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pbx_err err = PBX_ERR_INIT;
 	char **args;
 	size_t i, n;
-	if (pbx_experiment_parse("fuzz.yaml", (const char *)data, size, "/nonexistent", &e,
-				 &err) < 0) {
+	if (pbx_experiment_parse("fuzz.yaml", (const char *)data, size, "/nonexistent", &e, &err) <
+	    0) {
 		if (e || err.code != PBX_EXIT_USAGE || !err.msg[0])
 			abort();
 		return 0;

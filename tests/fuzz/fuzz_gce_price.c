@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < n; i++)
 		if (v[i].nanos < 0 || strcmp(v[i].currency, "USD") ||
 		    (strncmp(v[i].item, "core:", 5) && strncmp(v[i].item, "ram:", 4) &&
-		     strncmp(v[i].item, "gpu:", 4)) || (v[i].spot != 0 && v[i].spot != 1))
+		     strncmp(v[i].item, "gpu:", 4)) ||
+		    (v[i].spot != 0 && v[i].spot != 1))
 			abort();
 	if (rc < 0 && next)
 		abort();

@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 	gce_insts_free(insts, n);
 	free(next);
-	if (gce_error_text((const char *)data, size, msg, sizeof(msg)) == 0 && strlen(msg) >= sizeof(msg))
+	if (gce_error_text((const char *)data, size, msg, sizeof(msg)) == 0 &&
+	    strlen(msg) >= sizeof(msg))
 		abort();
 	(void)gce_retryable(403, (const char *)data, size, NULL);
 	json_decref(v);

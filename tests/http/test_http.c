@@ -30,9 +30,12 @@ static char *url(const char *path)
 
 static struct pbx_http *open_http(int attempts, long timeout_ms)
 {
-	struct pbx_http_opts o = { .service = "test", .max_attempts = attempts,
-				   .backoff_base_ms = 5, .backoff_cap_ms = 40,
-				   .timeout_ms = timeout_ms, .max_body = 1 << 20 };
+	struct pbx_http_opts o = { .service = "test",
+				   .max_attempts = attempts,
+				   .backoff_base_ms = 5,
+				   .backoff_cap_ms = 40,
+				   .timeout_ms = timeout_ms,
+				   .max_body = 1 << 20 };
 	struct pbx_http *h = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	if (pbx_http_open(&o, &h, &err) < 0)
@@ -41,11 +44,14 @@ static struct pbx_http *open_http(int attempts, long timeout_ms)
 }
 
 /* GET/POST and return the parsed JSON reply (caller decrefs), or NULL. */
-static json_t *call(struct pbx_http *h, const char *method, const char *path,
-		    const char *body, const char *const *headers, long *status, int *attempts)
+static json_t *call(struct pbx_http *h, const char *method, const char *path, const char *body,
+		    const char *const *headers, long *status, int *attempts)
 {
-	struct pbx_http_req r = { .method = method, .url = url(path), .headers = headers,
-				  .body = body, .body_len = body ? strlen(body) : 0 };
+	struct pbx_http_req r = { .method = method,
+				  .url = url(path),
+				  .headers = headers,
+				  .body = body,
+				  .body_len = body ? strlen(body) : 0 };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	struct pbx_err err = PBX_ERR_INIT;
 	json_t *v = NULL;
@@ -77,10 +83,10 @@ static void test_basic_and_reuse(void)
 	ok(!json_object_get(json_object_get(b, "headers"), "expect"), "no Expect: 100-continue");
 	is_str(json_string_value(json_object_get(c, "method")), "DELETE", "DELETE sent as DELETE");
 	ok(a && b && c &&
-	   json_integer_value(json_object_get(a, "peer_port")) ==
-	   json_integer_value(json_object_get(b, "peer_port")) &&
-	   json_integer_value(json_object_get(b, "peer_port")) ==
-	   json_integer_value(json_object_get(c, "peer_port")),
+		   json_integer_value(json_object_get(a, "peer_port")) ==
+			   json_integer_value(json_object_get(b, "peer_port")) &&
+		   json_integer_value(json_object_get(b, "peer_port")) ==
+			   json_integer_value(json_object_get(c, "peer_port")),
 	   "three requests on one handle share one connection (same client port)");
 	json_decref(a);
 	json_decref(b);
@@ -106,15 +112,17 @@ static void test_retries(void)
 	size_t i, same = 0;
 
 	pbx_http_stats(&s0);
-	v = call(h, "POST", "/fail?k=r503&n=3&code=503&requestId=7d3c0f4e-1111-4a6b-9c3e-0123456789ab",
-		 "{}", NULL, &st, &att);
-	ok(st == 200 && att == 4, "three 503s then 200: 4 attempts, status 200 (got %ld, %d)", st, att);
+	v = call(h, "POST",
+		 "/fail?k=r503&n=3&code=503&requestId=7d3c0f4e-1111-4a6b-9c3e-0123456789ab", "{}",
+		 NULL, &st, &att);
+	ok(st == 200 && att == 4, "three 503s then 200: 4 attempts, status 200 (got %ld, %d)", st,
+	   att);
 	log = seen(h, "r503");
 	for (i = 0; i < json_array_size(log); i++)
 		same += strstr(json_string_value(json_array_get(log, i)),
 			       "requestId=7d3c0f4e-1111-4a6b-9c3e-0123456789ab") != NULL;
-	ok(json_array_size(log) == 4 && same == 4, "every attempt carried the same requestId (%zu of %zu)",
-	   same, json_array_size(log));
+	ok(json_array_size(log) == 4 && same == 4,
+	   "every attempt carried the same requestId (%zu of %zu)", same, json_array_size(log));
 	pbx_http_stats(&s1);
 	ok(s1.calls - s0.calls == 5 && s1.retries - s0.retries == 3,
 	   "stats count 5 calls (4 + the log query) and 3 retries (got %lu, %lu)",
@@ -128,7 +136,8 @@ static void test_retries(void)
 	v = call(h, "GET", "/fail?k=r404&n=1&code=404", NULL, NULL, &st, &att);
 	ok(st == 404 && att == 1, "404 is not retried (status %ld, %d attempts)", st, att);
 	json_decref(v);
-	v = call(h, "GET", "/fail?k=r403&n=1&code=403&reason=rateLimitExceeded", NULL, NULL, &st, &att);
+	v = call(h, "GET", "/fail?k=r403&n=1&code=403&reason=rateLimitExceeded", NULL, NULL, &st,
+		 &att);
 	ok(st == 403 && att == 1, "403 is not retried by the default classifier");
 	json_decref(v);
 	v = call(h, "GET", "/fail?k=rmax&n=9&code=503", NULL, NULL, &st, &att);
@@ -138,7 +147,8 @@ static void test_retries(void)
 	/* A fresh handle: on a reused connection libcurl itself retries once. */
 	h = open_http(5, 0);
 	v = call(h, "GET", "/drop?k=drop&n=2", NULL, NULL, &st, &att);
-	ok(v && st == 200 && att == 3, "a connection closed without a reply is retried (%ld, %d)", st, att);
+	ok(v && st == 200 && att == 3, "a connection closed without a reply is retried (%ld, %d)",
+	   st, att);
 	json_decref(v);
 	pbx_http_close(h);
 }
@@ -172,7 +182,8 @@ static void test_classifier_and_retry_after(void)
 	ok(pbx_http_do(h, &r, &resp, &err) == 0 && resp.status == 200, "Retry-After answered");
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	ok(secs >= 0.95, "Retry-After: 1 waited at least 1 s (backoff cap is 40 ms; took %.2f s)", secs);
+	ok(secs >= 0.95, "Retry-After: 1 waited at least 1 s (backoff cap is 40 ms; took %.2f s)",
+	   secs);
 	pbx_buf_release(&resp.body);
 	pbx_http_close(h);
 }
@@ -189,7 +200,8 @@ static void test_failures(void)
 	r.url = u;
 	ok(pbx_http_do(h, &r, &resp, &err) < 0 && resp.attempts == 2,
 	   "a reply slower than the timeout fails after every attempt");
-	ok(strstr(err.msg, "imeout") || strstr(err.msg, "timed out"), "error says timeout: %s", err.msg);
+	ok(strstr(err.msg, "imeout") || strstr(err.msg, "timed out"), "error says timeout: %s",
+	   err.msg);
 	ok(!strstr(err.msg, "TOPSECRET") && strstr(err.msg, "access_token=REDACTED"),
 	   "error names the URL without the token");
 
@@ -228,19 +240,20 @@ static void test_transport_policy(void)
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		r.url = refused[i];
 		ok(pbx_http_do(h, &r, &resp, &err) < 0 && resp.attempts == 0 &&
-		   err.code == PBX_EXIT_USAGE && strstr(err.msg, "refused"),
+			   err.code == PBX_EXIT_USAGE && strstr(err.msg, "refused"),
 		   "%s: refused before sending: %s", refused[i], err.msg);
 		ok(!pbx_http_url_allowed(refused[i], why, sizeof(why)) && why[0],
 		   "pbx_http_url_allowed says no: %s", why);
 	}
 	ok(pbx_http_url_allowed("https://oauth2.googleapis.com/token", why, sizeof(why)) &&
-	   !pbx_http_url_allowed("http://198.51.100.7:9/token", why, sizeof(why)) &&
-	   !pbx_http_url_allowed("http://compute.googleapis.com/compute/v1/", why, sizeof(why)) &&
-	   pbx_http_url_allowed("http://[::1]:9/", why, sizeof(why)) &&
-	   pbx_http_url_allowed("http://127.200.0.1/", why, sizeof(why)) &&
-	   pbx_http_url_allowed("http://metadata.google.internal/x", why, sizeof(why)) &&
-	   pbx_http_url_allowed("http://169.254.169.254/latest", why, sizeof(why)) &&
-	   pbx_http_url_allowed("http://[fd00:ec2::254]/latest", why, sizeof(why)),
+		   !pbx_http_url_allowed("http://198.51.100.7:9/token", why, sizeof(why)) &&
+		   !pbx_http_url_allowed("http://compute.googleapis.com/compute/v1/", why,
+					 sizeof(why)) &&
+		   pbx_http_url_allowed("http://[::1]:9/", why, sizeof(why)) &&
+		   pbx_http_url_allowed("http://127.200.0.1/", why, sizeof(why)) &&
+		   pbx_http_url_allowed("http://metadata.google.internal/x", why, sizeof(why)) &&
+		   pbx_http_url_allowed("http://169.254.169.254/latest", why, sizeof(why)) &&
+		   pbx_http_url_allowed("http://[fd00:ec2::254]/latest", why, sizeof(why)),
 	   "https anywhere, http to loopback and the metadata servers");
 	snprintf(u, sizeof(u), "/redirect?to=%s/echo%%3Fk%%3Dredir-target", base);
 	v = call(h, "GET", u, NULL, NULL, &status, NULL);
@@ -257,7 +270,8 @@ static int count_rows(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
 	int n = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	return n;
@@ -324,12 +338,14 @@ static void test_pure(void)
 	}
 	ok(!over, "full jitter: delays in [0, min(cap, base*2^n)), growing");
 	ok(pbx_http_backoff_ms(3, 500, 32000, 0.5) == 1000, "attempt 3, half-way: 1000 ms");
-	u = pbx_http_redact_url("https://u:pw@h.example/p?a=1&access_token=x&Key=y&code=z&b=2#frag");
+	u = pbx_http_redact_url(
+		"https://u:pw@h.example/p?a=1&access_token=x&Key=y&code=z&b=2#frag");
 	is_str(u, "https://h.example/p?a=1&access_token=REDACTED&Key=REDACTED&code=z&b=2",
 	       "URL redaction: userinfo, fragment and secret parameters go");
 	free(u);
 	u = pbx_http_redact_url("https://h/p?x?access_token=SECRET&y=1");
-	ok(u && !strstr(u, "SECRET"), "a token after a stray '?' in the query is redacted too: %s", u);
+	ok(u && !strstr(u, "SECRET"), "a token after a stray '?' in the query is redacted too: %s",
+	   u);
 	free(u);
 	{
 		const char *in = "{\"a\":{\"private_key\":\"-----BEGIN\"},\"b\":[1]}";

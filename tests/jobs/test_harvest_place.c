@@ -78,8 +78,10 @@ static int open_dir(const char *rel)
 static void test_link_rule(void)
 {
 	static const char *const good[] = { "a", "a/b", ".", "./a", "a/..b", "...", "d/d/d", NULL };
-	static const char *const bad[] = { "", "/etc", "..", "../x", "d/d/..", "a/../b",
-					   "d/d/d/d/../../../../userhome", "x/..", NULL };
+	static const char *const bad[] = {
+		"",     "/etc", "..", "../x", "d/d/..", "a/../b", "d/d/d/d/../../../../userhome",
+		"x/..", NULL
+	};
 	size_t i;
 	for (i = 0; good[i]; i++)
 		ok(place_link_ok(good[i]), "link to '%s' is harvested", good[i]);
@@ -106,18 +108,21 @@ static void test_walk(void)
 	place_walk_init(&w, root);
 
 	ok(place_parent(&w, "0/a/b/c/x", 1, &leaf, &stop) >= 0 && !strcmp(leaf, "x") &&
-	   exists("res/0/a/b/c"), "missing directories are created");
+		   exists("res/0/a/b/c"),
+	   "missing directories are created");
 	ok(place_parent(&w, "0/a/b/c/d/e/y", 1, &leaf, &stop) >= 0 && exists("res/0/a/b/c/d/e"),
 	   "deeper from the directory open now");
 	ok(place_parent(&w, "0/lnk/x/y", 1, &leaf, &stop) < 0 && stop.err == ELOOP &&
-	   stop.at == strlen("0/lnk"), "a link in the way stops the walk at it");
+		   stop.at == strlen("0/lnk"),
+	   "a link in the way stops the walk at it");
 	ok(!exists("outside/x"), "nothing is created through it");
 	place_explain(&why, "/R", "0/lnk/x/y", &stop);
 	is_str(why.buf, "'/R/0/lnk' is a symbolic link", "the link is named");
 	ok(place_parent(&w, "0/down/y", 0, &leaf, &stop) < 0 && stop.err == ELOOP,
 	   "a link inside the tree stops it too");
 	ok(place_parent(&w, "0/file/y", 1, &leaf, &stop) < 0 && stop.err == ENOTDIR &&
-	   stop.at == strlen("0/file"), "a file in the way stops the walk at it");
+		   stop.at == strlen("0/file"),
+	   "a file in the way stops the walk at it");
 	pbx_buf_reset(&why);
 	place_explain(&why, "/R", "0/file/y", &stop);
 	is_str(why.buf, "'/R/0/file' is not a directory", "the file is named");
@@ -155,7 +160,8 @@ static void test_move(void)
 	   "a file whose directory is a link locally is not moved");
 	ok(!exists("mv/away/f") && exists("mv/in/0/d/f"), "nothing lands through the link");
 	ok(place_move(&from, &to, "0/e/g", &stop) == 0 && exists("mv/res/0/e/g") &&
-	   !exists("mv/in/0/e/g"), "a file with real directories is moved");
+		   !exists("mv/in/0/e/g"),
+	   "a file with real directories is moved");
 	ok(place_move(&from, &to, "0/e/dir", &stop) < 0 && stop.at == strlen("0/e/dir"),
 	   "a link does not replace a directory");
 	place_explain(&why, "/R", "0/e/dir", &stop);
@@ -190,7 +196,10 @@ static int run_member(void *ctx, const struct pbx_tar_member *m, struct pbx_err 
 
 static int run_data(void *ctx, const void *p, size_t len, struct pbx_err *err)
 {
-	(void)ctx; (void)p; (void)len; (void)err;
+	(void)ctx;
+	(void)p;
+	(void)len;
+	(void)err;
 	return 0;
 }
 
@@ -294,14 +303,16 @@ static void test_stream(void)
 	check_stream("another link target", other_target,
 		     "task 0 'out/l': the stream does not match the manifest: the manifest lists a "
 		     "link to 'a.txt', the stream carries a link to 'b.txt'");
-	check_stream("a member not asked for", not_asked,
-		     "task 0 'out/extra': the stream does not match the manifest: it was not asked for");
+	check_stream(
+		"a member not asked for", not_asked,
+		"task 0 'out/extra': the stream does not match the manifest: it was not asked for");
 	check_stream("a file where a link was listed", file_for_link,
 		     "task 0 'out/l': the stream does not match the manifest: the manifest lists a "
 		     "symlink, the stream carries a regular file");
-	check_stream("a directory where a file was listed", dir_for_file,
-		     "task 0 'out/a.txt': the stream does not match the manifest: the manifest lists "
-		     "a regular file, the stream carries a directory");
+	check_stream(
+		"a directory where a file was listed", dir_for_file,
+		"task 0 'out/a.txt': the stream does not match the manifest: the manifest lists "
+		"a regular file, the stream carries a directory");
 	check_stream("a member twice", twice,
 		     "task 0 'out/a.txt': the stream does not match the manifest: it comes twice");
 	check_stream("a task not asked for", other_task,

@@ -30,26 +30,30 @@ static void test_answers(void)
 	char *job = NULL, *error = NULL;
 	size_t i;
 	ok(jobs_answer_line("PBX-ARRAY 7 1234", &row, &job, &error) == 1 && row == 7 && job &&
-	   !strcmp(job, "1234") && !error, "a job id of digits is taken");
+		   !strcmp(job, "1234") && !error,
+	   "a job id of digits is taken");
 	free(job);
 	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
 		int rc = jobs_answer_line(hostile[i], &row, &job, &error);
 		ok(rc == 1 && row == 7 && !job && error &&
-		   strstr(error, "where a job id (digits) was expected"),
+			   strstr(error, "where a job id (digits) was expected"),
 		   "refused: '%s' (%s)", hostile[i], error ? error : "no error");
 		free(job);
 		free(error);
 	}
 	ok(jobs_answer_line("PBX-ARRAY-FAILED 8 sbatch: error: QOS", &row, &job, &error) == 1 &&
-	   row == 8 && !job && error && !strcmp(error, "sbatch: error: QOS"), "a failure is one");
+		   row == 8 && !job && error && !strcmp(error, "sbatch: error: QOS"),
+	   "a failure is one");
 	free(error);
 	ok(jobs_answer_line("PBX-ARRAYX 7 12", &row, &job, &error) == 0 &&
-	   jobs_answer_line("PBX-ARRAY x 12", &row, &job, &error) == 0 &&
-	   jobs_answer_line("garbage", &row, &job, &error) == 0, "other lines are no answer");
+		   jobs_answer_line("PBX-ARRAY x 12", &row, &job, &error) == 0 &&
+		   jobs_answer_line("garbage", &row, &job, &error) == 0,
+	   "other lines are no answer");
 	ok(pbx_slurm_job_id_ok("1") && pbx_slurm_job_id_ok("123456789012345678") &&
-	   !pbx_slurm_job_id_ok("") && !pbx_slurm_job_id_ok(NULL) &&
-	   !pbx_slurm_job_id_ok("1234567890123456789") && !pbx_slurm_job_id_ok("12\n") &&
-	   !pbx_slurm_job_id_ok("12_3"), "pbx_slurm_job_id_ok: 1 to 18 digits only");
+		   !pbx_slurm_job_id_ok("") && !pbx_slurm_job_id_ok(NULL) &&
+		   !pbx_slurm_job_id_ok("1234567890123456789") && !pbx_slurm_job_id_ok("12\n") &&
+		   !pbx_slurm_job_id_ok("12_3"),
+	   "pbx_slurm_job_id_ok: 1 to 18 digits only");
 }
 
 static double now(void)
@@ -74,7 +78,7 @@ static void test_squeue_range(void)
 	arrays[0].job_id = "1234";
 	arrays[0].first_task = 0;
 	arrays[1].job_id = "77";
-	arrays[1].first_task = 8;   /* tasks 8 and 9: index 5 and up is past the end */
+	arrays[1].first_task = 8; /* tasks 8 and 9: index 5 and up is past the end */
 	ok(pbx_squeue_parse(text, strlen(text), &jobs, &nj, &err) == 0 && nj == 3,
 	   "squeue lines with huge ranges parse: %s", err.msg);
 	t0 = now();

@@ -22,19 +22,18 @@
 static const char *const lrs[] = { "0.1", "0.03", "0.01" };
 static const char *const widths[] = { "16", "32" };
 
-static const char task0_text[] =
-	"{\"step\": 0, \"loss\": 1, \"acc\": 0.5}\n"
-	"not json\n"
-	"{\"step\": 5, \"loss\": \"high\", \"acc\": 0.55}\n"
-	"[1, 2]\n"
-	"{\"loss\": 0.7}\n"
-	"{\"step\": -1, \"loss\": 0.7}\n"
-	"\n"
-	"{\"step\": 10, \"loss\": 0.6, \"acc\": 0.7}\n"
-	"{\"step\": 15, \"loss\": NaN, \"acc\": 0.75}\n"
-	"{\"step\": 20, \"loss\": 0.3}\n"
-	"{\"step\": 20, \"name\": \"acc\", \"value\": 0.8}\n"
-	"{\"step\": 30, \"loss\": 0.1";
+static const char task0_text[] = "{\"step\": 0, \"loss\": 1, \"acc\": 0.5}\n"
+				 "not json\n"
+				 "{\"step\": 5, \"loss\": \"high\", \"acc\": 0.55}\n"
+				 "[1, 2]\n"
+				 "{\"loss\": 0.7}\n"
+				 "{\"step\": -1, \"loss\": 0.7}\n"
+				 "\n"
+				 "{\"step\": 10, \"loss\": 0.6, \"acc\": 0.7}\n"
+				 "{\"step\": 15, \"loss\": NaN, \"acc\": 0.75}\n"
+				 "{\"step\": 20, \"loss\": 0.3}\n"
+				 "{\"step\": 20, \"name\": \"acc\", \"value\": 0.8}\n"
+				 "{\"step\": 30, \"loss\": 0.1";
 
 char *fixture_metrics_text(int i)
 {
@@ -92,8 +91,8 @@ static int fx_package(struct fixture *fx, struct pbx_err *err)
 	s.state = "submitted";
 	rc = pbx_store_begin(fx->st, err);
 	if (rc == 0)
-		rc = pbx_store_submission_create(fx->st, &s, (const char *const *)params, FIX_NTASKS,
-						 &fx->submission, err);
+		rc = pbx_store_submission_create(fx->st, &s, (const char *const *)params,
+						 FIX_NTASKS, &fx->submission, err);
 	if (rc == 0)
 		rc = pbx_store_commit(fx->st, err);
 	else

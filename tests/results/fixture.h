@@ -12,14 +12,14 @@
 #include "store/store.h"
 #include "util/buf.h"
 
-#define FIX_NTASKS 12
+#define FIX_NTASKS  12
 #define FIX_PACKAGE "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 struct fixture {
 	struct pbx_store *st;
 	int64_t submission;
-	size_t added[FIX_NTASKS];    /* points added by the first ingest */
-	struct pbx_buf warnings;     /* of the first ingest */
+	size_t added[FIX_NTASKS]; /* points added by the first ingest */
+	struct pbx_buf warnings;  /* of the first ingest */
 	char dir[256];
 };
 

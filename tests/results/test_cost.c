@@ -53,20 +53,20 @@ static void test_shares_and_prices(void)
 {
 	struct pbx_node_row nodes[2];
 	struct pbx_node_run runs[] = {
-		{ 1, "gpu1", 1000, 2000, 2000000000LL, "USD" },   /* 2 USD/h until 2000 */
-		{ 2, "gpu1", 2000, 0, 3000000000LL, "USD" },      /* then 3 USD/h, open */
-		{ 3, "gpu2", 1000, 2800, 1, "USD" },              /* 1e-9 USD/h */
-		{ 4, "cpu1", 1000, 0, -1, "" },                   /* price unknown */
+		{ 1, "gpu1", 1000, 2000, 2000000000LL, "USD" }, /* 2 USD/h until 2000 */
+		{ 2, "gpu1", 2000, 0, 3000000000LL, "USD" },    /* then 3 USD/h, open */
+		{ 3, "gpu2", 1000, 2800, 1, "USD" },            /* 1e-9 USD/h */
+		{ 4, "cpu1", 1000, 0, -1, "" },                 /* price unknown */
 	};
 	struct pbx_task_row t[] = {
-		task(0, "COMPLETED", "gpu1", 1500, 1500 + 3600),  /* run 1, 1 h x 1/4 */
-		task(1, "COMPLETED", "gpu1", 2000, 2007),         /* run 2 from its start */
-		task(2, "RUNNING", "gpu1", 2500, 0),              /* until now (3000) */
-		task(3, "PENDING", NULL, 0, 0),                   /* never started */
-		task(4, "COMPLETED", "gpu2", 1000, 8200),         /* 7200 x 1/4 x 1e-9: 0.5 -> 1 */
-		task(5, "COMPLETED", "gpu9", 2000, 2100),         /* no run covers it */
-		task(6, "RUNNING", "gpu2", 2000, 0),              /* its run ended at 2800 */
-		task(7, "NODE_FAIL", "gpu1", 2100, 0),            /* ended without an end time */
+		task(0, "COMPLETED", "gpu1", 1500, 1500 + 3600), /* run 1, 1 h x 1/4 */
+		task(1, "COMPLETED", "gpu1", 2000, 2007),        /* run 2 from its start */
+		task(2, "RUNNING", "gpu1", 2500, 0),             /* until now (3000) */
+		task(3, "PENDING", NULL, 0, 0),                  /* never started */
+		task(4, "COMPLETED", "gpu2", 1000, 8200),        /* 7200 x 1/4 x 1e-9: 0.5 -> 1 */
+		task(5, "COMPLETED", "gpu9", 2000, 2100),        /* no run covers it */
+		task(6, "RUNNING", "gpu2", 2000, 0),             /* its run ended at 2800 */
+		task(7, "NODE_FAIL", "gpu1", 2100, 0),           /* ended without an end time */
 	};
 	struct pbx_cost_inputs in;
 	struct pbx_cost c;
@@ -86,8 +86,8 @@ static void test_shares_and_prices(void)
 	pbx_cost_compute(&in, t, 8, 3000, &c);
 	ok(c.tracked && c.n == 8, "a cluster with node runs is tracked");
 	ok(c.tasks[0].seconds == 3600 && c.tasks[0].share_num == 1 && c.tasks[0].share_den == 4 &&
-	   c.tasks[0].node_hours == 0.25 && c.tasks[0].nanos == 500000000 &&
-	   !strcmp(c.tasks[0].currency, "USD"),
+		   c.tasks[0].node_hours == 0.25 && c.tasks[0].nanos == 500000000 &&
+		   !strcmp(c.tasks[0].currency, "USD"),
 	   "gpu:1 of a 4-GPU node for an hour at 2/h: 0.25 node-hours, 0.5 USD");
 	ok(c.tasks[1].nanos == want_nanos(7, 1, 4, 3000000000LL) && c.tasks[1].nanos == 1458333,
 	   "a task starting when a run begins takes that run's price (%lld)",
@@ -111,9 +111,8 @@ static void test_shares_and_prices(void)
 	pbx_cost_compute(&in, t, 5, 3000, &c);
 	for (i = 0; i < 5; i++)
 		sum += c.tasks[i].nanos;
-	ok(c.nanos == sum && c.nanos == 500000000 + 1458333 + 104166667 + 0 + 1 &&
-	   c.unpriced == 0, "the experiment's cost is the exact sum of its tasks' (%lld)",
-	   (long long)c.nanos);
+	ok(c.nanos == sum && c.nanos == 500000000 + 1458333 + 104166667 + 0 + 1 && c.unpriced == 0,
+	   "the experiment's cost is the exact sum of its tasks' (%lld)", (long long)c.nanos);
 	ok(c.node_hours == 0.25 + 7 / 14400.0 + 500 / 14400.0 + 7200 / 14400.0,
 	   "node-hours summed");
 	pbx_cost_free(&c);
@@ -125,22 +124,23 @@ static void test_shares_and_prices(void)
 	t[0].end_time = 1500 + 1800;
 	pbx_cost_compute(&in, t, 1, 3000, &c);
 	ok(c.tasks[0].whole && c.tasks[0].share_num == 1 && c.tasks[0].share_den == 1 &&
-	   c.tasks[0].node_hours == 0.5 && c.tasks[0].nanos == -1 && c.unpriced == 1 &&
-	   c.nanos == -1 && !c.currency[0],
+		   c.tasks[0].node_hours == 0.5 && c.tasks[0].nanos == -1 && c.unpriced == 1 &&
+		   c.nanos == -1 && !c.currency[0],
 	   "no GPUs asked: the whole node (its CPUs are not recorded); price unknown");
 	pbx_cost_free(&c);
 
 	/* a CPU task on a GPU node: the whole node too */
 	t[0].node = "gpu1";
 	pbx_cost_compute(&in, t, 1, 3000, &c);
-	ok(c.tasks[0].whole && c.tasks[0].nanos == 1000000000, "a CPU task on a GPU node: whole node");
+	ok(c.tasks[0].whole && c.tasks[0].nanos == 1000000000,
+	   "a CPU task on a GPU node: whole node");
 	pbx_cost_free(&c);
 
 	/* --nodes=2 with gpu:2 each: 4 of 4 GPUs; --exclusive: whole nodes */
 	in.resources_json = RES("[\"nodes\",\"2-3\"],[\"gres\",\"gpu:t4:2\"]");
 	pbx_cost_compute(&in, t, 1, 3000, &c);
-	ok(c.tasks[0].share_num == 4 && c.tasks[0].share_den == 4 &&
-	   c.tasks[0].nanos == 1000000000, "--nodes=2-3 --gres=gpu:t4:2: 4 of a node's 4 GPUs");
+	ok(c.tasks[0].share_num == 4 && c.tasks[0].share_den == 4 && c.tasks[0].nanos == 1000000000,
+	   "--nodes=2-3 --gres=gpu:t4:2: 4 of a node's 4 GPUs");
 	pbx_cost_free(&c);
 	in.resources_json = RES("[\"gres\",\"gpu:1\"],[\"exclusive\",\"\"]");
 	pbx_cost_compute(&in, t, 1, 3000, &c);
@@ -152,7 +152,7 @@ static void test_shares_and_prices(void)
 	ok(c.tasks[0].share_num == 3 && c.tasks[0].share_den == 4 && c.tasks[0].nanos == 750000000,
 	   "--ntasks=3 --gpus-per-task=1: 3 of 4 GPUs");
 	pbx_cost_free(&c);
-	in.resources_json = "[\"--gres=gpu:2\"]";   /* a store from before the typed options */
+	in.resources_json = "[\"--gres=gpu:2\"]"; /* a store from before the typed options */
 	pbx_cost_compute(&in, t, 1, 3000, &c);
 	ok(c.tasks[0].share_num == 2 && c.tasks[0].share_den == 4, "the older argv form is read");
 	pbx_cost_free(&c);
@@ -162,7 +162,8 @@ static void test_shares_and_prices(void)
 	t[0].end_time = 1500 + 3600;
 	pbx_cost_compute(&in, t, 2, 3000, &c);
 	ok(!c.tracked && c.tasks[0].nanos == -1 && c.tasks[0].node_hours == 0.5 && c.nanos == -1 &&
-	   !c.currency[0] && c.unpriced == 2, "a cluster without runs: node-hours, no cost");
+		   !c.currency[0] && c.unpriced == 2,
+	   "a cluster without runs: node-hours, no cost");
 	pbx_cost_free(&c);
 }
 
@@ -181,7 +182,8 @@ static void test_mixed_currencies(void)
 	in.nruns = 2;
 	pbx_cost_compute(&in, t, 2, 5000, &c);
 	ok(c.tasks[0].nanos == 1000000000 && !strcmp(c.tasks[1].currency, "EUR") && c.nanos == -1 &&
-	   !c.currency[0], "two currencies: each task priced, no total");
+		   !c.currency[0],
+	   "two currencies: each task priced, no total");
 	pbx_cost_free(&c);
 }
 
@@ -236,10 +238,13 @@ static void test_report(struct fixture *fx)
 		cluster = subs[0].cluster_id;
 	pbx_submission_rows_free(subs, nsubs);
 	ok(pbx_store_run_open(fx->st, cluster, "node0", 1699990000, 1500000000, "USD", &err) == 0 &&
-	   pbx_store_exec(fx->st, "UPDATE node_runs SET ended = 1700000005", &err) == 0 &&
-	   pbx_store_run_open(fx->st, cluster, "node0", 1700000005, 2000000001, "USD", &err) == 0 &&
-	   pbx_store_exec(fx->st, "UPDATE node_runs SET ended = 1700001000 WHERE ended IS NULL",
-			  &err) == 0, "node runs added");
+		   pbx_store_exec(fx->st, "UPDATE node_runs SET ended = 1700000005", &err) == 0 &&
+		   pbx_store_run_open(fx->st, cluster, "node0", 1700000005, 2000000001, "USD",
+				      &err) == 0 &&
+		   pbx_store_exec(fx->st,
+				  "UPDATE node_runs SET ended = 1700001000 WHERE ended IS NULL",
+				  &err) == 0,
+	   "node runs added");
 	if (!ok(pbx_report_build(fx->st, NULL, &o, &r, &err) == 0, "report built: %s", err.msg))
 		return;
 	ok(r->cost_shown && !strcmp(r->currency, "USD"), "node runs: cost columns, in USD");
@@ -258,14 +263,16 @@ static void test_report(struct fixture *fx)
 	snprintf(needle, sizeof(needle), "\"cost_nanos\": %lld,\n  \"currency\": \"USD\"",
 		 (long long)want);
 	ok(json && strstr(json, needle) && strstr(json, "\"runtime\", \"node_hours\", \"cost\"]") &&
-	   strstr(json, "\"runtime\": 60, \"node_hours\": 0.016666666666666666, \"cost\": 0.025}"),
+		   strstr(json,
+			  "\"runtime\": 60, \"node_hours\": 0.016666666666666666, \"cost\": 0.025}"),
 	   "JSON: the totals, and node_hours and cost after runtime in every row");
 	free(json);
 	pbx_report_free(r);
 
 	o.sort = "cost:desc";
 	if (ok(pbx_report_build(fx->st, NULL, &o, &r, &err) == 0, "--sort cost:desc"))
-		ok(r->tasks[0].idx == 10 && r->tasks[1].idx == 11, "the RUNNING task first, then 11");
+		ok(r->tasks[0].idx == 10 && r->tasks[1].idx == 11,
+		   "the RUNNING task first, then 11");
 	pbx_report_free(r);
 	o.sort = NULL;
 	o.where = (const char *const[]){ "cost>0.05" };
@@ -283,10 +290,11 @@ static void test_report(struct fixture *fx)
 		for (i = 0; i < 4; i++)
 			g0 += fixture_want((int)i);
 		ok(r->ngroups == 3 && r->groups[0].cost == g0 &&
-		   r->groups[0].cost + r->groups[1].cost + r->groups[2].cost == want,
+			   r->groups[0].cost + r->groups[1].cost + r->groups[2].cost == want,
 		   "group sums are exact and add up to the total");
 		json = render(r, PBX_REPORT_CSV);
-		ok(json && strstr(json, ",node_hours,cost\n"), "grouped CSV ends with node_hours, cost");
+		ok(json && strstr(json, ",node_hours,cost\n"),
+		   "grouped CSV ends with node_hours, cost");
 		free(json);
 	}
 	pbx_report_free(r);

@@ -47,7 +47,8 @@ static void test_parse_task0(void)
 	       "m.jsonl:6: \"step\" must be an integer >= 0, line skipped\n",
 	       "task 0: warnings name file, line and problem");
 	ok(n == 9 && p[0].idx == 7 && p[0].step == 0 && !strcmp(p[0].name, "loss") &&
-	   p[0].value == 1 && !p[0].is_null, "first point: task 7 loss 1 at step 0");
+		   p[0].value == 1 && !p[0].is_null,
+	   "first point: task 7 loss 1 at step 0");
 	ok(n == 9 && p[5].step == 15 && !strcmp(p[5].name, "loss") && p[5].is_null,
 	   "NaN is a null point");
 	ok(n == 9 && p[8].step == 20 && !strcmp(p[8].name, "acc") && p[8].value == 0.8,
@@ -96,7 +97,8 @@ static void test_parse_edges(void)
 		pbx_buf_adds(&many, "x\n");
 	n = parse(many.buf, many.len, &p, &w);
 	ok(n == 0 && strstr(w.buf, "m.jsonl:20: ") && !strstr(w.buf, "m.jsonl:21: ") &&
-	   strstr(w.buf, "\nm.jsonl: 5 more problems not shown\n"), "at most 20 warnings a file");
+		   strstr(w.buf, "\nm.jsonl: 5 more problems not shown\n"),
+	   "at most 20 warnings a file");
 	pbx_metrics_free(p, n);
 	pbx_buf_release(&w);
 	pbx_buf_release(&many);
@@ -109,7 +111,8 @@ static void test_nan_strings(void)
 	struct pbx_metric *p;
 	size_t n = parse(t, sizeof(t) - 1, &p, &w);
 	ok(n == 2 && !strcmp(p[0].name, "NaN") && p[0].is_null && !strcmp(p[1].name, "i") &&
-	   p[1].is_null, "NaN in keys and strings stays text; -Infinity is null");
+		   p[1].is_null,
+	   "NaN in keys and strings stays text; -Infinity is null");
 	is_str(w.buf, "m.jsonl:1: \"s\" is not a number, skipped\n", "string values warn");
 	pbx_metrics_free(p, n);
 	pbx_buf_release(&w);
@@ -127,7 +130,8 @@ static void test_ingest(struct fixture *fx)
 		total += fx->added[i];
 	ok(total == 73, "first ingest stores 73 points (got %zu)", total);
 	snprintf(path, sizeof(path), "%s/metrics/0.jsonl", fx->dir);
-	pbx_buf_addf(&want, "%s:2: invalid JSON: '[' or '{' expected near 'not'\n"
+	pbx_buf_addf(&want,
+		     "%s:2: invalid JSON: '[' or '{' expected near 'not'\n"
 		     "%s:3: \"loss\" is not a number, skipped\n"
 		     "%s:4: not a JSON object, line skipped\n"
 		     "%s:5: no \"step\", line skipped\n"
@@ -136,13 +140,15 @@ static void test_ingest(struct fixture *fx)
 	is_str(fx->warnings.buf, want.buf, "ingest warnings name the file and line");
 	for (i = 0; i < FIX_NTASKS; i++) {
 		snprintf(path, sizeof(path), "%s/metrics/%zu.jsonl", fx->dir, i);
-		if (pbx_results_ingest(fx->st, fx->submission, (int64_t)i, path, &added, &w, &err) < 0)
+		if (pbx_results_ingest(fx->st, fx->submission, (int64_t)i, path, &added, &w, &err) <
+		    0)
 			printf("# %s\n", err.msg);
 		again += added;
 	}
 	ok(again == 0, "a second ingest adds no point (got %zu)", again);
-	ok(pbx_results_ingest(fx->st, fx->submission, 0, "/nonexistent/m.jsonl", &added, &w,
-			      &err) < 0 && strstr(err.msg, "/nonexistent/m.jsonl"),
+	ok(pbx_results_ingest(fx->st, fx->submission, 0, "/nonexistent/m.jsonl", &added, &w, &err) <
+			   0 &&
+		   strstr(err.msg, "/nonexistent/m.jsonl"),
 	   "a missing file is an error naming it");
 	pbx_buf_release(&w);
 	pbx_buf_release(&want);
@@ -189,19 +195,25 @@ static void compare(const char *name, const char *got)
 static void report_case(struct fixture *fx, const char *base, const struct pbx_report_opts *o,
 			int all_formats)
 {
-	static const struct { const char *ext; enum pbx_report_format f; } fmts[] = {
-		{ "csv", PBX_REPORT_CSV }, { "json", PBX_REPORT_JSON }, { "md", PBX_REPORT_MD },
-		{ "txt", PBX_REPORT_TABLE } };
+	static const struct {
+		const char *ext;
+		enum pbx_report_format f;
+	} fmts[] = { { "csv", PBX_REPORT_CSV },
+		     { "json", PBX_REPORT_JSON },
+		     { "md", PBX_REPORT_MD },
+		     { "txt", PBX_REPORT_TABLE } };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_report *r;
 	size_t i;
-	if (!ok(pbx_report_build(fx->st, "sweep-demo", o, &r, &err) == 0, "%s: report builds", base)) {
+	if (!ok(pbx_report_build(fx->st, "sweep-demo", o, &r, &err) == 0, "%s: report builds",
+		base)) {
 		printf("# %s\n", err.msg);
 		return;
 	}
 	for (i = 0; i < (all_formats ? 4 : 1); i++) {
 		char *name = xasprintf("%s.%s", base, fmts[i].ext), *text = render(r, fmts[i].f);
-		json_t *j = fmts[i].f == PBX_REPORT_JSON ? json_loads(text ? text : "", 0, NULL) : NULL;
+		json_t *j =
+			fmts[i].f == PBX_REPORT_JSON ? json_loads(text ? text : "", 0, NULL) : NULL;
 		if (fmts[i].f == PBX_REPORT_JSON)
 			ok(json_is_object(j), "%s is valid JSON", name);
 		json_decref(j);
@@ -248,9 +260,10 @@ static void bad_opts(struct fixture *fx, const struct pbx_report_opts *o, const 
 
 static void test_errors(struct fixture *fx)
 {
-	static const char *const m[] = { "nosuch" }, *const g[] = { "lr,nosuch" }, *const g2[] = { "lr" },
-				 *const w1[] = { "lr" }, *const w2[] = { "state<3" },
-				 *const w3[] = { "loss<abc" }, *const w4[] = { "zzz=1" };
+	static const char *const m[] = { "nosuch" }, *const g[] = { "lr,nosuch" },
+				 *const g2[] = { "lr" }, *const w1[] = { "lr" },
+				 *const w2[] = { "state<3" }, *const w3[] = { "loss<abc" },
+				 *const w4[] = { "zzz=1" };
 	struct pbx_report_opts o = { 0 };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_report *r = NULL;
@@ -260,8 +273,10 @@ static void test_errors(struct fixture *fx)
 	o.group_by = g, o.ngroup_by = 1;
 	bad_opts(fx, &o, "--group-by: no parameter named 'nosuch'", "unknown group parameter");
 	o.group_by = NULL, o.ngroup_by = 0, o.where = w1, o.nwhere = 1;
-	bad_opts(fx, &o, "--where 'lr': expected KEY=VALUE, KEY!=VALUE or KEY<NUMBER "
-		 "(also >, <=, >=)", "where without operator");
+	bad_opts(fx, &o,
+		 "--where 'lr': expected KEY=VALUE, KEY!=VALUE or KEY<NUMBER "
+		 "(also >, <=, >=)",
+		 "where without operator");
 	o.where = w2;
 	bad_opts(fx, &o, "--where 'state<3': state takes = or !=", "state ordering");
 	o.where = w3;
@@ -293,7 +308,8 @@ static void test_long_cell(struct fixture *fx)
 	memset(big, 'v', 65536);
 	big[65536] = '\0';
 	sql = xasprintf("UPDATE tasks SET params_json = '{\"lr\":\"%s\",\"width\":\"16\","
-			"\"repeat\":\"0\"}' WHERE idx = 3", big);
+			"\"repeat\":\"0\"}' WHERE idx = 3",
+			big);
 	ok(pbx_store_exec(fx->st, sql, &err) == 0, "a 64 KiB parameter value: %s", err.msg);
 	if (ok(pbx_report_build(fx->st, "sweep-demo", &o, &r, &err) == 0, "report builds")) {
 		table = render(r, PBX_REPORT_TABLE);

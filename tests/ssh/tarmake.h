@@ -14,7 +14,7 @@
 #include "util/ustar.h"
 
 static inline void tm_header(struct pbx_buf *b, const char *name, char type, size_t size,
-		      const char *link, unsigned mode)
+			     const char *link, unsigned mode)
 {
 	pbx_ustar_header(b, name, type, mode, 1700000000, size, link);
 }

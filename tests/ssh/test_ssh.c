@@ -95,7 +95,7 @@ static struct pbx_ssh *connect_ok(const struct pbx_ssh_target *t, const char *wh
 
 struct capture {
 	struct pbx_buf out, err;
-	double start, first_out;   /* when the first stdout bytes arrived */
+	double start, first_out; /* when the first stdout bytes arrived */
 	int chunks;
 };
 
@@ -227,7 +227,7 @@ static void test_auth(void)
 	rc = pbx_ssh_connect(&t, &hk, &s, &err);
 	t0 = now_s() - t0;
 	ok(rc < 0 && t0 < 5, "silent server times out (%.1f s): %s", t0, err.msg);
-	close(lfd);   /* now the port is closed */
+	close(lfd); /* now the port is closed */
 	ok(pbx_ssh_connect(&t, &hk, &s, &err) < 0 && strstr(err.msg, "cannot connect"),
 	   "closed port: %s", err.msg);
 }
@@ -254,14 +254,17 @@ static void test_hostkey(void)
 	ok(pbx_store_hostkey_get(store, hostport, &type, &key, &err) == 0, "nothing pinned yet");
 	pbx_ssh_close(connect_ok(&t, "first contact"));
 	ok(pbx_store_hostkey_get(store, hostport, &type, &key, &err) == 1 && type &&
-	   !strcmp(type, "ssh-ed25519") && key && strlen(key) > 60, "ssh-ed25519 key pinned in the store");
+		   !strcmp(type, "ssh-ed25519") && key && strlen(key) > 60,
+	   "ssh-ed25519 key pinned in the store");
 	pbx_ssh_close(connect_ok(&t, "second contact, same key"));
 
-	ok(sshd_ctl("stop sshd1") == 0 && sshd_ctl(restart) == 0, "sshd restarted with a new host key");
+	ok(sshd_ctl("stop sshd1") == 0 && sshd_ctl(restart) == 0,
+	   "sshd restarted with a new host key");
 	ok(pbx_ssh_connect(&t, &hk, &s, &err) < 0 && !s, "changed host key refused");
 	ok(err.code == PBX_EXIT_SECURITY, "code is PBX_EXIT_SECURITY (%d)", err.code);
 	ok(strstr(err.msg, "forget-host") && strstr(err.msg, hostport) &&
-	   strstr(err.msg, "changed (pinned ssh-ed25519 SHA256:"), "message: %s", err.msg);
+		   strstr(err.msg, "changed (pinned ssh-ed25519 SHA256:"),
+	   "message: %s", err.msg);
 
 	ok(pbx_store_hostkey_forget(store, hostport, &removed, &err) == 0 && removed == 1,
 	   "forget-host removes the pin");
@@ -276,8 +279,11 @@ static void test_hostkey(void)
 
 static void test_exit_codes(struct pbx_ssh *s)
 {
-	static const struct { const char *cmd; int want; } cases[] = {
-		{ "exit 0", 0 }, { "exit 3", 3 }, { "exit 255", 255 },
+	static const struct {
+		const char *cmd;
+		int want;
+	} cases[] = {
+		{ "exit 0", 0 },          { "exit 3", 3 },          { "exit 255", 255 },
 		{ "kill -TERM $$", 143 }, { "kill -KILL $$", 137 }, { "no-such-cmd-pbx", 127 },
 	};
 	size_t i;
@@ -293,7 +299,8 @@ static void test_streams(struct pbx_ssh *s)
 {
 	struct capture c;
 	double took;
-	int st = run_cmd(s, "printf out1; printf err1 >&2; printf out2; printf err2 >&2; exit 4", &c);
+	int st = run_cmd(s, "printf out1; printf err1 >&2; printf out2; printf err2 >&2; exit 4",
+			 &c);
 	ok(st == 4, "status with both streams");
 	is_str(c.out.buf, "out1out2", "stdout kept apart");
 	ends_with(&c.err, "err1err2", "stderr kept apart");
@@ -325,12 +332,14 @@ static void test_stdin(struct pbx_ssh *s)
 		data[i] = (char)(i * 2654435761u >> 13);
 	capture_init(&c);
 	ok(pbx_ssh_exec(s, "cat", data, n, capture_fn, &c, &st, &err) == 0 && st == 0 &&
-	   c.out.len == n && !memcmp(c.out.buf, data, n), "3 MB of stdin echoed back by cat");
+		   c.out.len == n && !memcmp(c.out.buf, data, n),
+	   "3 MB of stdin echoed back by cat");
 	capture_release(&c);
 	capture_init(&c);
-	ok(pbx_ssh_exec(s, "head -c 10 >/dev/null; echo done", data, n, capture_fn, &c, &st, &err) == 0 &&
-	   st == 0 && !strcmp(c.out.buf, "done\n"), "command reading only part of stdin finishes (%s)",
-	   err.msg);
+	ok(pbx_ssh_exec(s, "head -c 10 >/dev/null; echo done", data, n, capture_fn, &c, &st,
+			&err) == 0 &&
+		   st == 0 && !strcmp(c.out.buf, "done\n"),
+	   "command reading only part of stdin finishes (%s)", err.msg);
 	capture_release(&c);
 	free(data);
 }
@@ -341,7 +350,8 @@ static void test_capture(struct pbx_ssh *s)
 	struct pbx_err err = PBX_ERR_INIT;
 	int st = -1;
 	ok(pbx_ssh_capture(s, "echo hello; echo oops >&2; exit 2", &out, &eb, &st, &err) == 0 &&
-	   st == 2, "capture status");
+		   st == 2,
+	   "capture status");
 	is_str(out.buf, "hello\n", "capture stdout");
 	ends_with(&eb, "oops\n", "capture stderr");
 	pbx_buf_release(&out);
@@ -380,8 +390,9 @@ static void test_quote(void)
 	char *marker = xasprintf("/tmp/pbx-quote-%ld", (long)getpid());
 	char *sub = xasprintf("$(touch %s)", marker), *tick = xasprintf("`touch %s`", marker);
 	char *semi = xasprintf("x; touch %s", marker);
-	const char *words[] = { sub, tick, semi, "it's", "\"dq\" 'sq'", "new\nline", "  spaced  ",
-				"", "*", "~", "\\back\\", "ünïcødé ✓", "$HOME", "-n", "a|b&c>d", NULL };
+	const char *words[] = { sub,          tick, semi,      "it's", "\"dq\" 'sq'", "new\nline",
+				"  spaced  ", "",   "*",       "~",    "\\back\\",    "ünïcødé ✓",
+				"$HOME",      "-n", "a|b&c>d", NULL };
 	const char *argv[20] = { "printf", "%s\\0" };
 	struct pbx_buf want = PBX_BUF_INIT;
 	struct pbx_err err = PBX_ERR_INIT;
@@ -415,7 +426,8 @@ static void test_quote(void)
 
 static int make_random_file(const char *path, size_t mb)
 {
-	int in = open("/dev/urandom", O_RDONLY), out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int in = open("/dev/urandom", O_RDONLY),
+	    out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	char *chunk = xmalloc(1 << 20);
 	size_t i;
 	int rc = in < 0 || out < 0 ? -1 : 0;
@@ -445,7 +457,7 @@ static void test_big_file(struct pbx_ssh *s)
 	t0 = now_s() - t0;
 	ok(rc == 0, "upload 200 MB (%.1f s) %s", t0, err.msg);
 	pbx_sha256_file(big, h1, &err);
-	unlink(big);   /* keep the peak disk use at two copies */
+	unlink(big); /* keep the peak disk use at two copies */
 	t0 = now_s();
 	rc = pbx_ssh_get_file(s, remote, back, &err);
 	t0 = now_s() - t0;
@@ -473,15 +485,19 @@ static void test_planted_upload_link(struct pbx_ssh *s)
 	struct pbx_buf got = PBX_BUF_INIT, v = PBX_BUF_INIT;
 	struct pbx_err err = PBX_ERR_INIT;
 	struct stat st;
-	ok(pbx_write_file_atomic(victim, "victim\n", 7, 0600, &err) == 0 && symlink(victim, planted) == 0,
+	ok(pbx_write_file_atomic(victim, "victim\n", 7, 0600, &err) == 0 &&
+		   symlink(victim, planted) == 0,
 	   "a link planted at REMOTE.pbx-tmp, to another file");
-	ok(pbx_ssh_put_data(s, "new\n", 4, remote, 0600, &err) == 0, "upload beside it: %s", err.msg);
+	ok(pbx_ssh_put_data(s, "new\n", 4, remote, 0600, &err) == 0, "upload beside it: %s",
+	   err.msg);
 	ok(pbx_read_file(victim, &v, &err) == 0 && !strcmp(v.buf, "victim\n"),
 	   "the link's target is untouched (%s)", v.buf ? v.buf : "?");
-	ok(lstat(remote, &st) == 0 && S_ISREG(st.st_mode) && pbx_read_file(remote, &got, &err) == 0 &&
-	   !strcmp(got.buf, "new\n"), "the upload is a regular file with the new bytes");
+	ok(lstat(remote, &st) == 0 && S_ISREG(st.st_mode) &&
+		   pbx_read_file(remote, &got, &err) == 0 && !strcmp(got.buf, "new\n"),
+	   "the upload is a regular file with the new bytes");
 	ok(lstat(planted, &st) == 0 && S_ISLNK(st.st_mode) &&
-	   count_prefixed("remote", "planted.txt.pbx-tmp") == 1, "no temporary file of pbx's is left");
+		   count_prefixed("remote", "planted.txt.pbx-tmp") == 1,
+	   "no temporary file of pbx's is left");
 	unlink(planted);
 	unlink(remote);
 	unlink(victim);
@@ -501,13 +517,15 @@ static void test_small_and_refused(struct pbx_ssh *s)
 	struct pbx_err err = PBX_ERR_INIT;
 	ok(pbx_ssh_put_data(s, "hello\n", 6, remote, 0600, &err) == 0, "put_data");
 	ok(pbx_ssh_get_file(s, remote, back, &err) == 0 && pbx_read_file(back, &got, &err) == 0 &&
-	   !strcmp(got.buf, "hello\n"), "get_file of put_data's file");
+		   !strcmp(got.buf, "hello\n"),
+	   "get_file of put_data's file");
 	ok(pbx_ssh_put_data(s, "x", 1, dotdot, 0600, &err) < 0 && err.code == PBX_EXIT_SECURITY,
 	   "upload to a '..' path refused: %s", err.msg);
 	ok(pbx_ssh_get_file(s, "a/../b", back, &err) < 0 && err.code == PBX_EXIT_SECURITY,
 	   "download from a '..' path refused");
 	ok(pbx_ssh_get_file(s, missing, back2, &err) < 0 && strstr(err.msg, "no such file") &&
-	   !file_exists(back_tmp) && !file_exists(back2), "missing remote file: %s", err.msg);
+		   !file_exists(back_tmp) && !file_exists(back2),
+	   "missing remote file: %s", err.msg);
 	test_planted_upload_link(s);
 	pbx_buf_release(&got);
 	free(remote);
@@ -568,8 +586,9 @@ static void test_tree(void)
 	struct pbx_ssh_target t = target("127.0.0.1", port1, "id");
 	struct pbx_ssh *s = connect_ok(&t, "tree group");
 	char *src = tpath("tree-src"), *rdir = tpath("tree-remote/x y"), *back = tpath("tree-back");
-	char *diff = xasprintf("diff -r --no-dereference '%s' '%s' && diff -r --no-dereference '%s' '%s'",
-			       src, rdir, src, back);
+	char *diff = xasprintf(
+		"diff -r --no-dereference '%s' '%s' && diff -r --no-dereference '%s' '%s'", src,
+		rdir, src, back);
 	char *nothere = tpath("no-such-dir");
 	struct pbx_err err = PBX_ERR_INIT;
 	double t0;
@@ -609,9 +628,10 @@ static void test_chatty(void)
 {
 	struct pbx_ssh_target t = target("127.0.0.3", port2, "id");
 	struct pbx_ssh *s = connect_ok(&t, "chatty server");
-	char *raw = xasprintf("ssh -q -p %d -i '%s' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-			      "-o BatchMode=yes %s@127.0.0.3 'echo real' 2>/dev/null | grep -q 'welcome to the cluster'",
-			      port2, key("id"), user);
+	char *raw = xasprintf(
+		"ssh -q -p %d -i '%s' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+		"-o BatchMode=yes %s@127.0.0.3 'echo real' 2>/dev/null | grep -q 'welcome to the cluster'",
+		port2, key("id"), user);
 	char *src = tpath("chatty-src"), *back = tpath("chatty-back");
 	char *diff = xasprintf("diff -r --no-dereference '%s' '%s'", src, back);
 	struct pbx_err err = PBX_ERR_INIT;
@@ -623,7 +643,8 @@ static void test_chatty(void)
 	if (!s)
 		goto out;
 	st = run_cmd(s, "echo real; echo err >&2; exit 4", &c);
-	ok(st == 4 && !strcmp(c.out.buf, "real\n"), "stdout is the command's only, exit status kept");
+	ok(st == 4 && !strcmp(c.out.buf, "real\n"),
+	   "stdout is the command's only, exit status kept");
 	if (st != 4 || strcmp(c.out.buf, "real\n"))
 		printf("#   status %d, stdout '%s'\n", st, c.out.buf);
 	ends_with(&c.err, "err\n", "stderr keeps the greeting and ends with the command's");
@@ -632,7 +653,8 @@ static void test_chatty(void)
 		in[i] = (char)('a' + i % 23);
 	capture_init(&c);
 	ok(pbx_ssh_exec(s, "cat", in, n, capture_fn, &c, &st, &err) == 0 && st == 0 &&
-	   c.out.len == n && !memcmp(c.out.buf, in, n), "300 kB through cat, byte-exact");
+		   c.out.len == n && !memcmp(c.out.buf, in, n),
+	   "300 kB through cat, byte-exact");
 	capture_release(&c);
 	capture_init(&c);
 	ok(pbx_ssh_exec(s, "true", NULL, 0, capture_fn, &c, &st, &err) == 0 && c.out.len == 0,
@@ -654,7 +676,7 @@ out:
 
 struct hostile_case {
 	const char *name;
-	const char *why;   /* expected in the refusal message */
+	const char *why; /* expected in the refusal message */
 	void (*build)(struct pbx_buf *b, const char *outside, const char *etc_name);
 };
 
@@ -669,7 +691,8 @@ static void h_abs(struct pbx_buf *b, const char *outside, const char *etc_name)
 
 static void h_dotdot(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_file(b, "./ok", "fine");
 	tm_file(b, "../escape", "escape");
@@ -706,21 +729,24 @@ static void h_outside_link(struct pbx_buf *b, const char *outside, const char *e
 
 static void h_parentless(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
-	tm_file(b, "pre/planted", "x");   /* dest/pre is a symlink to outside already */
+	tm_file(b, "pre/planted", "x"); /* dest/pre is a symlink to outside already */
 }
 
 static void h_hardlink(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_hardlink(b, "pw", "/etc/passwd");
 }
 
 static void h_pax(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_pax(b, "path", "../paxescape");
 	tm_file(b, "innocent", "x");
@@ -728,7 +754,8 @@ static void h_pax(struct pbx_buf *b, const char *outside, const char *etc_name)
 
 static void h_longname(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_long(b, 'L', "../longescape");
 	tm_file(b, "innocent", "x");
@@ -736,7 +763,8 @@ static void h_longname(struct pbx_buf *b, const char *outside, const char *etc_n
 
 static void h_chain(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_symlink(b, "a", ".");
 	tm_symlink(b, "b", "a/..");
@@ -760,7 +788,8 @@ static char *benign_big(void)
 
 static void h_benign(struct pbx_buf *b, const char *outside, const char *etc_name)
 {
-	(void)outside; (void)etc_name;
+	(void)outside;
+	(void)etc_name;
 	tm_dir(b, "./");
 	tm_dir(b, "./sub/");
 	tm_file(b, "./sub/f", "benign");
@@ -813,7 +842,8 @@ static void hostile_one(struct pbx_ssh *s, const struct hostile_case *hc, size_t
 	symlink(outside, pre);
 	write_hostile(hc, outside, etc_name);
 	if (!ok(pbx_ssh_get_tree(s, "ignored", dest, &err) < 0 && err.code == PBX_EXIT_SECURITY &&
-		strstr(err.msg, hc->why), "hostile: %s refused", hc->name))
+			strstr(err.msg, hc->why),
+		"hostile: %s refused", hc->name))
 		printf("#   code %d: %s\n", err.code, err.msg);
 	free(dest);
 	free(pre);
@@ -842,7 +872,8 @@ static void test_hostile(void)
 	escape[2] = tpath("longescape");
 	escape[3] = tpath("chainescape");
 	for (i = 0; i < 4; i++) {
-		ok(!file_exists(escape[i]), "no %s next to the destinations", escape[i] + strlen(tdir) + 1);
+		ok(!file_exists(escape[i]), "no %s next to the destinations",
+		   escape[i] + strlen(tdir) + 1);
 		free(escape[i]);
 	}
 	/* The same path works for an honest stream (so the refusals above are
@@ -851,7 +882,7 @@ static void test_hostile(void)
 	ok(pbx_ssh_get_tree(s, "ignored", benign, &err) == 0 && file_exists(benign_f),
 	   "a benign hand-made archive is accepted: %s", err.msg);
 	ok(pbx_read_file(benign_big_f, &big, &err) == 0 && big.len == strlen(benign_big()) &&
-	   !memcmp(big.buf, benign_big(), big.len),
+		   !memcmp(big.buf, benign_big(), big.len),
 	   "its 200 kB member arrives whole (a forced command's stdout is passed on as is)");
 	pbx_buf_release(&big);
 	free(benign_big_f);
@@ -868,7 +899,8 @@ static void test_hostile_real(void)
 {
 	struct pbx_ssh_target t = target("127.0.0.1", port1, "id");
 	struct pbx_ssh *s = connect_ok(&t, "normal key for a real hostile tree");
-	char *rdir = tpath("rhostile"), *link = tpath("rhostile/etc"), *dest = tpath("rhostile-back");
+	char *rdir = tpath("rhostile"), *link = tpath("rhostile/etc"),
+	     *dest = tpath("rhostile-back");
 	char *through = tpath("rhostile-back/etc");
 	struct pbx_err err = PBX_ERR_INIT;
 	if (!s)
@@ -889,10 +921,10 @@ static void test_hostile_real(void)
 /* ------------------------------------------------------------ fanout */
 
 struct fan {
-	struct pbx_ssh_pool *pool;     /* NULL: a fresh connection per call */
-	const char *script;            /* sh -c SCRIPT DIR INDEX; must print "job INDEX" */
-	const char *dir;               /* $0 of the script */
-	struct pbx_ssh *seen[128];     /* connection used by each call */
+	struct pbx_ssh_pool *pool; /* NULL: a fresh connection per call */
+	const char *script;        /* sh -c SCRIPT DIR INDEX; must print "job INDEX" */
+	const char *dir;           /* $0 of the script */
+	struct pbx_ssh *seen[128]; /* connection used by each call */
 	atomic_int running, max_running, good;
 };
 
@@ -902,8 +934,10 @@ static int fan_job(void *ctx, size_t i, struct pbx_err *err)
 	struct pbx_ssh_target t = target("127.0.0.1", port1, "id");
 	struct pbx_ssh *s = NULL;
 	char num[32], *expect;
-	const char *argv[] = { "sh", "-c", f->script ? f->script : "echo \"job $1\"",
-			       f->dir ? f->dir : "sh", num, NULL };
+	const char *argv[] = {
+		"sh", "-c", f->script ? f->script : "echo \"job $1\"", f->dir ? f->dir : "sh",
+		num,  NULL
+	};
 	struct pbx_buf out = PBX_BUF_INIT;
 	int st = -1, rc, cur = atomic_fetch_add(&f->running, 1) + 1, max;
 	while ((max = atomic_load(&f->max_running)) < cur &&
@@ -1015,8 +1049,10 @@ static void test_fanout_at_once(void)
 	char *lock = tpath("gate/lock");
 	double t0 = now_s();
 	int failed;
-	ok(mkdir(g.dir, 0700) == 0 && (g.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) >= 0 &&
-	   flock(g.lock_fd, LOCK_EX) == 0, "gate locked");
+	ok(mkdir(g.dir, 0700) == 0 &&
+		   (g.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) >= 0 &&
+		   flock(g.lock_fd, LOCK_EX) == 0,
+	   "gate locked");
 	pthread_create(&g.thread, NULL, gate_main, &g);
 	f->dir = g.dir;
 	f->script = ": >\"$0/$1.ready\" && flock -s \"$0/lock\" true && echo \"job $1\"";
@@ -1043,7 +1079,8 @@ static void test_fanout(void)
 	size_t i;
 
 	ok(pbx_fanout(10, 3, fan_fail_odd, NULL, errs) == 5 && !strcmp(errs[3].msg, "odd 3") &&
-	   !errs[2].msg[0], "fanout counts failures and keeps each error");
+		   !errs[2].msg[0],
+	   "fanout counts failures and keeps each error");
 
 	failed = pbx_fanout(100, 16, fan_job, f, errs);
 	fan_report(f, errs, failed, "fresh connections", now_s() - t0, 16);
@@ -1051,8 +1088,9 @@ static void test_fanout(void)
 	memset(f, 0, sizeof(*f));
 	memset(errs, 0, 100 * sizeof(*errs));
 	f->pool = pbx_ssh_pool_new(&hk);
-	ok(pbx_ssh_pool_get(f->pool, &t, &a, &err) == 0 && pbx_ssh_pool_get(f->pool, &t, &b, &err) == 0 &&
-	   a && a == b, "pool returns the same connection twice");
+	ok(pbx_ssh_pool_get(f->pool, &t, &a, &err) == 0 &&
+		   pbx_ssh_pool_get(f->pool, &t, &b, &err) == 0 && a && a == b,
+	   "pool returns the same connection twice");
 	t0 = now_s();
 	failed = pbx_fanout(100, 16, fan_job, f, errs);
 	fan_report(f, errs, failed, "pooled connection", now_s() - t0, 16);
@@ -1069,7 +1107,7 @@ static void test_fanout(void)
 /* ------------------------------------------------------------ jump */
 
 struct tunnel_job {
-	struct pbx_ssh *conns[4];   /* 3 inner connections and the jump host itself */
+	struct pbx_ssh *conns[4]; /* 3 inner connections and the jump host itself */
 	atomic_int good;
 };
 
@@ -1085,15 +1123,18 @@ static int tunnel_job(void *ctx, size_t i, struct pbx_err *err)
 		in[k] = (char)('a' + (k * 7 + i) % 26);
 	capture_init(&c);
 	rc = pbx_ssh_exec(s, "cat; head -c 100000 /dev/zero >&2", in, n, capture_fn, &c, &st, err);
-	if (rc == 0 && (st != 0 || c.out.len != n || memcmp(c.out.buf, in, n) || zeros(&c.err) != 100000)) {
+	if (rc == 0 &&
+	    (st != 0 || c.out.len != n || memcmp(c.out.buf, in, n) || zeros(&c.err) != 100000)) {
 		for (k = 0; k < n && k < c.out.len && c.out.buf[k] == in[k]; k++)
 			;
 		struct pbx_buf text = PBX_BUF_INIT;
 		for (size_t z = 0; z < c.err.len && text.len < 300; z++)
 			if (c.err.buf[z])
 				pbx_buf_addc(&text, c.err.buf[z]);
-		rc = pbx_err_set(err, "job %zu: status %d, stdout %zu/%zu bytes (same up to %zu), "
-				 "stderr %zu: %s", i, st, c.out.len, n, k, c.err.len, text.buf);
+		rc = pbx_err_set(err,
+				 "job %zu: status %d, stdout %zu/%zu bytes (same up to %zu), "
+				 "stderr %zu: %s",
+				 i, st, c.out.len, n, k, c.err.len, text.buf);
 		pbx_buf_release(&text);
 	}
 	if (rc == 0)
@@ -1129,7 +1170,8 @@ static void test_jump(void)
 	ok(pbx_store_hostkey_get(store, hostport, &type, &key, &err) == 1,
 	   "inner host key pinned as %s", hostport);
 	ok(pbx_ssh_put_data(inner, "via\n", 4, rfile, 0644, &err) == 0 &&
-	   pbx_ssh_get_file(inner, rfile, lfile, &err) == 0, "sftp through the tunnel %s", err.msg);
+		   pbx_ssh_get_file(inner, rfile, lfile, &err) == 0,
+	   "sftp through the tunnel %s", err.msg);
 
 	tj->conns[0] = inner;
 	tj->conns[3] = jump;
@@ -1186,11 +1228,16 @@ static int setup(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; void (*fn)(void); } groups[] = {
-		{ "auth", test_auth }, { "hostkey", test_hostkey }, { "exec", test_exec },
-		{ "quote", test_quote }, { "transfer", test_transfer }, { "tree", test_tree },
-		{ "hostile", test_hostile }, { "hostile", test_hostile_real },
-		{ "fanout", test_fanout }, { "jump", test_jump }, { "chatty", test_chatty },
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} groups[] = {
+		{ "auth", test_auth },         { "hostkey", test_hostkey },
+		{ "exec", test_exec },         { "quote", test_quote },
+		{ "transfer", test_transfer }, { "tree", test_tree },
+		{ "hostile", test_hostile },   { "hostile", test_hostile_real },
+		{ "fanout", test_fanout },     { "jump", test_jump },
+		{ "chatty", test_chatty },
 	};
 	double t0 = now_s();
 	size_t i;

@@ -76,9 +76,10 @@ static void expect_passed(const struct pbx_buf *in, const char *name)
 		struct pbx_buf out = PBX_BUF_INIT;
 		struct pbx_err err = PBX_ERR_INIT;
 		int rc = run(in, steps[i], &out, &err);
-		if (!ok(rc == 0 && same_archive(in, &out),
-			"%s passes unchanged (step %zu)", name, steps[i]))
-			printf("#   rc %d msg '%s' in %zu out %zu\n", rc, err.msg, in->len, out.len);
+		if (!ok(rc == 0 && same_archive(in, &out), "%s passes unchanged (step %zu)", name,
+			steps[i]))
+			printf("#   rc %d msg '%s' in %zu out %zu\n", rc, err.msg, in->len,
+			       out.len);
 		pbx_buf_release(&out);
 	}
 }
@@ -89,36 +90,45 @@ static void hostile_cases(void)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 
-#define CASE(why, name, body) do { pbx_buf_reset(&b); body; tm_end(&b); \
-	expect_refused(&b, why, name); } while (0)
+#define CASE(why, name, body)                  \
+	do {                                   \
+		pbx_buf_reset(&b);             \
+		body;                          \
+		tm_end(&b);                    \
+		expect_refused(&b, why, name); \
+	} while (0)
 	CASE("absolute", "absolute name", tm_dir(&b, "./"); tm_file(&b, "/tmp/x", "x"));
 	CASE("'..'", "../ entry", tm_dir(&b, "./"); tm_file(&b, "../escape", "x"));
 	CASE("'..'", "a/../../b", tm_dir(&b, "a/"); tm_file(&b, "a/../../b", "x"));
 	CASE("absolute", "symlink to /etc", tm_symlink(&b, "evil", "/etc"));
-	CASE("outside", "relative symlink escape", tm_dir(&b, "d/"); tm_symlink(&b, "d/l", "../../x"));
-	CASE("through a symlink", "symlink chain a->. b->a/..",
-	     tm_symlink(&b, "a", "."); tm_symlink(&b, "b", "a/.."));
-	CASE("another symlink's target", "chain in the other order",
-	     tm_symlink(&b, "b", "a/.."); tm_symlink(&b, "a", "."));
+	CASE("outside", "relative symlink escape", tm_dir(&b, "d/");
+	     tm_symlink(&b, "d/l", "../../x"));
+	CASE("through a symlink", "symlink chain a->. b->a/..", tm_symlink(&b, "a", ".");
+	     tm_symlink(&b, "b", "a/.."));
+	CASE("another symlink's target", "chain in the other order", tm_symlink(&b, "b", "a/..");
+	     tm_symlink(&b, "a", "."));
 	CASE("outside", "symlink above the root", tm_symlink(&b, "b", "x/../.."));
 	CASE("no directory of the archive", "target through an unknown dir",
 	     tm_symlink(&b, "b", "x/../y"));
-	CASE("replaces a symlink", "file written through a symlink",
-	     tm_symlink(&b, "evil", "sub"); tm_dir(&b, "evil/"); tm_file(&b, "evil/f", "x"));
-	CASE("parent directory", "file under a symlink",
-	     tm_dir(&b, "sub/"); tm_symlink(&b, "evil", "sub"); tm_file(&b, "evil/f", "x"));
+	CASE("replaces a symlink", "file written through a symlink", tm_symlink(&b, "evil", "sub");
+	     tm_dir(&b, "evil/"); tm_file(&b, "evil/f", "x"));
+	CASE("parent directory", "file under a symlink", tm_dir(&b, "sub/");
+	     tm_symlink(&b, "evil", "sub"); tm_file(&b, "evil/f", "x"));
 	CASE("parent directory", "file with no parent member", tm_file(&b, "x/y", "x"));
 	CASE("absolute path", "hard link to /etc/passwd", tm_hardlink(&b, "h", "/etc/passwd"));
-	CASE("earlier file", "hard link to a later file", tm_hardlink(&b, "h", "f"); tm_file(&b, "f", "x"));
+	CASE("earlier file", "hard link to a later file", tm_hardlink(&b, "h", "f");
+	     tm_file(&b, "f", "x"));
 	CASE("unsupported member", "device node", tm_header(&b, "dev", '3', 0, NULL, 0600));
 	CASE("unsupported member", "fifo", tm_header(&b, "fifo", '6', 0, NULL, 0600));
-	CASE("'..'", "pax path override", tm_pax(&b, "path", "../paxescape"); tm_file(&b, "ok", "x"));
-	CASE("symlink", "pax linkpath override",
-	     tm_pax(&b, "linkpath", "/etc"); tm_symlink(&b, "l", "ok"));
-	CASE("unsupported pax", "GNU sparse pax record",
-	     tm_pax(&b, "GNU.sparse.map", "0,1"); tm_file(&b, "f", "x"));
+	CASE("'..'", "pax path override", tm_pax(&b, "path", "../paxescape");
+	     tm_file(&b, "ok", "x"));
+	CASE("symlink", "pax linkpath override", tm_pax(&b, "linkpath", "/etc");
+	     tm_symlink(&b, "l", "ok"));
+	CASE("unsupported pax", "GNU sparse pax record", tm_pax(&b, "GNU.sparse.map", "0,1");
+	     tm_file(&b, "f", "x"));
 	CASE("'..'", "GNU long name", tm_long(&b, 'L', "../longescape"); tm_file(&b, "short", "x"));
-	CASE("absolute", "GNU long link", tm_long(&b, 'K', "/etc/shadow"); tm_symlink(&b, "l", "ok"));
+	CASE("absolute", "GNU long link", tm_long(&b, 'K', "/etc/shadow");
+	     tm_symlink(&b, "l", "ok"));
 	CASE("directory", "file replacing a directory", tm_dir(&b, "d/"); tm_file(&b, "d", "x"));
 #undef CASE
 
@@ -142,8 +152,8 @@ static void refusal_holds_back(void)
 	good = b.len;
 	tm_file(&b, "../bad", "x");
 	tm_end(&b);
-	ok(run(&b, 1, &out, &err) < 0 && out.len == good, "output stops before the refused header (%zu of %zu)",
-	   out.len, good);
+	ok(run(&b, 1, &out, &err) < 0 && out.len == good,
+	   "output stops before the refused header (%zu of %zu)", out.len, good);
 	pbx_buf_release(&b);
 	pbx_buf_release(&out);
 }
@@ -169,7 +179,7 @@ static void honest_handmade(void)
 	memset(longname, 'n', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	tm_dir(&b, "./");
-	tm_symlink(&b, "./l", "sub/f");          /* link before its target, like GNU tar */
+	tm_symlink(&b, "./l", "sub/f"); /* link before its target, like GNU tar */
 	tm_dir(&b, "./sub/");
 	tm_file(&b, "./sub/f", "hello");
 	tm_hardlink(&b, "./h", "./sub/f");
@@ -192,13 +202,14 @@ static void honest_gnu_tar(const char *dir)
 		char *cmd = xasprintf(
 			"set -e; cd '%s'; rm -rf t a.tar; mkdir -p t/d/e; echo x > t/d/e/f; "
 			"ln -s d/e t/l; ln t/d/e/f t/hard; printf y > \"t/$(printf 'n\\nl')\"; "
-			"touch t/%0200d; tar -C t --format=%s -cf a.tar .", dir, 0, formats[i]);
+			"touch t/%0200d; tar -C t --format=%s -cf a.tar .",
+			dir, 0, formats[i]);
 		struct pbx_buf tar = PBX_BUF_INIT;
 		struct pbx_err err = PBX_ERR_INIT;
 		char *path = xasprintf("%s/a.tar", dir);
 		int rc = system(cmd);
-		ok(rc == 0 && pbx_read_file(path, &tar, &err) == 0, "gnu tar --format=%s wrote an archive",
-		   formats[i]);
+		ok(rc == 0 && pbx_read_file(path, &tar, &err) == 0,
+		   "gnu tar --format=%s wrote an archive", formats[i]);
 		expect_passed(&tar, formats[i]);
 		pbx_buf_release(&tar);
 		free(path);
@@ -210,8 +221,8 @@ static void honest_gnu_tar(const char *dir)
 
 /* Checks and extracts in->buf[0..len) into dir in chunks of `step`;
  * complete = whether the stream is to be treated as whole. */
-static int extract(const struct pbx_buf *in, size_t len, size_t step, const char *dir,
-		   int complete, struct pbx_err *err)
+static int extract(const struct pbx_buf *in, size_t len, size_t step, const char *dir, int complete,
+		   struct pbx_err *err)
 {
 	struct pbx_tarcheck *tc = pbx_tarcheck_new();
 	struct pbx_untar *u;
@@ -242,10 +253,11 @@ static int extract(const struct pbx_buf *in, size_t len, size_t step, const char
  * and link target. */
 static int same_tree(const char *a, const char *b)
 {
-	char *cmd = xasprintf("diff -r --no-dereference '%s' '%s' >/dev/null && "
-			      "[ \"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" = "
-			      "\"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" ]",
-			      a, b, a, b);
+	char *cmd =
+		xasprintf("diff -r --no-dereference '%s' '%s' >/dev/null && "
+			  "[ \"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" = "
+			  "\"$(cd '%s' && find . -printf '%%p %%y %%s %%m %%l\\n' | sort)\" ]",
+			  a, b, a, b);
 	int rc = system(cmd);
 	free(cmd);
 	return rc == 0;
@@ -262,13 +274,13 @@ static void extract_like_gnu_tar(const char *dir)
 			"set -e; cd '%s'; rm -rf t ref a.tar; mkdir -p t/d/e ref; echo x > t/d/e/f; "
 			"ln -s d/e t/l; ln t/d/e/f t/hard; printf y > \"t/$(printf 'n\\nl')\"; "
 			"head -c 300000 /dev/urandom > t/big; chmod 0750 t/big; touch -d @1600000000 t/big; "
-			"touch t/%0200d; tar -C t --format=%s -cf a.tar .; tar -C ref -xf a.tar", dir, 0,
-			formats[i]);
+			"touch t/%0200d; tar -C t --format=%s -cf a.tar .; tar -C ref -xf a.tar",
+			dir, 0, formats[i]);
 		char *path = xasprintf("%s/a.tar", dir), *ref = xasprintf("%s/ref", dir);
 		struct pbx_buf tar = PBX_BUF_INIT;
 		struct pbx_err err = PBX_ERR_INIT;
-		ok(system(mk) == 0 && pbx_read_file(path, &tar, &err) == 0, "%s archive for extraction",
-		   formats[i]);
+		ok(system(mk) == 0 && pbx_read_file(path, &tar, &err) == 0,
+		   "%s archive for extraction", formats[i]);
 		for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 			char *out = xasprintf("%s/out-%s-%zu", dir, formats[i], steps[k]);
 			struct stat sb;
@@ -277,8 +289,8 @@ static void extract_like_gnu_tar(const char *dir)
 			ok(rc == 0 && same_tree(ref, out),
 			   "%s step %zu: same tree, names, types, sizes, modes and links as tar -x: %s",
 			   formats[i], steps[k], err.msg);
-			ok(stat(big, &sb) == 0 && sb.st_mtime == 1600000000, "%s step %zu: mtime kept",
-			   formats[i], steps[k]);
+			ok(stat(big, &sb) == 0 && sb.st_mtime == 1600000000,
+			   "%s step %zu: mtime kept", formats[i], steps[k]);
 			free(big);
 			free(out);
 		}
@@ -302,7 +314,7 @@ static void extract_cut_short(const char *dir)
 	big[sizeof(big) - 1] = '\0';
 	tm_dir(&b, "./");
 	tm_file(&b, "first", "whole");
-	cut = b.len + 512 + 2048;           /* inside second's data */
+	cut = b.len + 512 + 2048; /* inside second's data */
 	tm_file(&b, "second", big);
 	tm_end(&b);
 	extract(&b, cut, 700, out, 0, &err);
@@ -332,7 +344,7 @@ static void extract_killed(const char *dir)
 	big[sizeof(big) - 1] = '\0';
 	tm_dir(&b, "./");
 	tm_file(&b, "first", "whole");
-	cut = b.len + 512 + 2048;           /* inside second's data */
+	cut = b.len + 512 + 2048; /* inside second's data */
 	tm_file(&b, "second", big);
 	tm_end(&b);
 	pbx_mkdir_p(out, 0755, &err);
@@ -370,11 +382,12 @@ static void extract_replaces(const char *dir)
 				"ln -s '%s' '%s/d/sub'; ln -s '%s/victim' '%s/f'; "
 				"echo other > '%s/other'; ln '%s/other' '%s/hl'",
 				out, outside, outside, outside, out, outside, out, out, out, out);
-	char *check = xasprintf("[ \"$(cat '%s/victim')\" = keep ] && [ -z \"$(ls '%s' | grep -v victim)\" ] && "
-				"[ -d '%s/d/sub' ] && [ ! -L '%s/d/sub' ] && [ \"$(cat '%s/d/sub/x')\" = x ] && "
-				"[ ! -L '%s/f' ] && [ \"$(cat '%s/f')\" = new ] && "
-				"[ \"$(cat '%s/other')\" = other ] && [ \"$(cat '%s/hl')\" = hl ]",
-				outside, outside, out, out, out, out, out, out, out);
+	char *check = xasprintf(
+		"[ \"$(cat '%s/victim')\" = keep ] && [ -z \"$(ls '%s' | grep -v victim)\" ] && "
+		"[ -d '%s/d/sub' ] && [ ! -L '%s/d/sub' ] && [ \"$(cat '%s/d/sub/x')\" = x ] && "
+		"[ ! -L '%s/f' ] && [ \"$(cat '%s/f')\" = new ] && "
+		"[ \"$(cat '%s/other')\" = other ] && [ \"$(cat '%s/hl')\" = hl ]",
+		outside, outside, out, out, out, out, out, out, out);
 	ok(system(setup) == 0, "destination with symlinks out and a hard link");
 	tm_dir(&b, "./");
 	tm_dir(&b, "d/");
@@ -384,7 +397,8 @@ static void extract_replaces(const char *dir)
 	tm_file(&b, "hl", "hl");
 	tm_end(&b);
 	ok(extract(&b, b.len, 512, out, 1, &err) == 0, "extracted over them: %s", err.msg);
-	ok(system(check) == 0, "symlinks replaced, hard-linked name replaced, nothing written outside");
+	ok(system(check) == 0,
+	   "symlinks replaced, hard-linked name replaced, nothing written outside");
 	pbx_buf_release(&b);
 	free(out);
 	free(outside);
@@ -404,11 +418,12 @@ static void ustar_written_by_pbx(const char *dir)
 	struct stat sb;
 	size_t i;
 	for (i = 0; i < sizeof(key); i++)
-		key[i] = (unsigned char)(i * 7);   /* NULs and high bytes, not a block multiple */
+		key[i] = (unsigned char)(i * 7); /* NULs and high bytes, not a block multiple */
 	ok(pbx_ustar_dir(&tar, "s", 0700, 1600000000, &err) == 0 &&
-	   pbx_ustar_dir(&tar, "s/t/", 0750, 1600000000, &err) == 0 &&
-	   pbx_ustar_file(&tar, "s/t/run.sh", 0755, 1600000001, script, strlen(script), &err) == 0 &&
-	   pbx_ustar_file(&tar, "s/t/key", 0400, 1600000002, key, sizeof(key), &err) == 0,
+		   pbx_ustar_dir(&tar, "s/t/", 0750, 1600000000, &err) == 0 &&
+		   pbx_ustar_file(&tar, "s/t/run.sh", 0755, 1600000001, script, strlen(script),
+				  &err) == 0 &&
+		   pbx_ustar_file(&tar, "s/t/key", 0400, 1600000002, key, sizeof(key), &err) == 0,
 	   "ustar: members written: %s", err.msg);
 	pbx_ustar_end(&tar);
 	ok(tar.len % 512 == 0 && tar.len == 512 * (4 + 1 + 2) + 1024, "ustar: blocks (%zu bytes)",
@@ -416,12 +431,14 @@ static void ustar_written_by_pbx(const char *dir)
 	expect_passed(&tar, "pbx ustar");
 	ok(pbx_write_file_atomic(path, tar.buf, tar.len, 0600, &err) == 0, "ustar: saved");
 	cmd = xasprintf("cd '%s' && rm -rf ux && mkdir ux && tar -tf u.tar >/dev/null && "
-			"tar -C ux -xf u.tar", dir);
+			"tar -C ux -xf u.tar",
+			dir);
 	ok(system(cmd) == 0, "ustar: GNU tar lists and extracts it");
 	free(cmd);
 	f = xasprintf("%s/ux/s/t/key", dir);
 	ok(pbx_read_file(f, &got, &err) == 0 && got.len == sizeof(key) &&
-	   !memcmp(got.buf, key, sizeof(key)), "ustar: binary member extracted byte for byte");
+		   !memcmp(got.buf, key, sizeof(key)),
+	   "ustar: binary member extracted byte for byte");
 	ok(stat(f, &sb) == 0 && (sb.st_mode & 07777) == 0400 && sb.st_mtime == 1600000002,
 	   "ustar: member mode 0400 and mtime kept");
 	free(f);
@@ -437,9 +454,9 @@ static void ustar_written_by_pbx(const char *dir)
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	ok(pbx_ustar_file(&tar, "/etc/x", 0644, 0, "", 0, &err) < 0 &&
-	   pbx_ustar_file(&tar, "", 0644, 0, "", 0, &err) < 0 &&
-	   pbx_ustar_dir(&tar, longname + 1, 0755, 0, &err) < 0 &&
-	   pbx_ustar_file(&tar, longname, 0644, 0, "", 0, &err) < 0 && tar.len == 0,
+		   pbx_ustar_file(&tar, "", 0644, 0, "", 0, &err) < 0 &&
+		   pbx_ustar_dir(&tar, longname + 1, 0755, 0, &err) < 0 &&
+		   pbx_ustar_file(&tar, longname, 0644, 0, "", 0, &err) < 0 && tar.len == 0,
 	   "ustar: absolute, empty and too long names refused, nothing written");
 	pbx_buf_release(&tar);
 	pbx_buf_release(&got);

@@ -44,13 +44,15 @@ static void test_schema_and_clusters(void)
 	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "slot 0 reused");
 	ok(pbx_store_cluster_create(st, "a", UID_C, "local", "{\"x\":1}", 0, &id, &err) == 0,
 	   "name reusable after delete");
-	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 && !strcmp(row.template_json, "{\"x\":1}")
-	   && !strcmp(row.state, "starting") && !row.template_name && !strcmp(row.uid, UID_C),
+	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 &&
+		   !strcmp(row.template_json, "{\"x\":1}") && !strcmp(row.state, "starting") &&
+		   !row.template_name && !strcmp(row.uid, UID_C),
 	   "get returns the live row, with its id");
 	pbx_cluster_row_free(&row);
 	ok(pbx_store_cluster_set_template(st, id, "gce-gpu", &err) == 0 &&
-	   pbx_store_cluster_get(st, "a", &row, &err) == 0 && row.template_name &&
-	   !strcmp(row.template_name, "gce-gpu"), "the template a cluster was started from is kept");
+		   pbx_store_cluster_get(st, "a", &row, &err) == 0 && row.template_name &&
+		   !strcmp(row.template_name, "gce-gpu"),
+	   "the template a cluster was started from is kept");
 	pbx_cluster_row_free(&row);
 	ok(pbx_store_cluster_list(st, 0, &rows, &n, &err) == 0 && n == 2, "two live clusters");
 	pbx_cluster_rows_free(rows, n);
@@ -63,42 +65,56 @@ static void test_nodes_and_hostkeys(void)
 {
 	struct pbx_store *st;
 	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_node_row node = {0}, *rows;
+	struct pbx_node_row node = { 0 }, *rows;
 	char *type, *key;
 	size_t n;
 	int removed;
 
 	pbx_store_open(dbpath, &st, &err);
 	node.cluster_id = 1;
-	node.name = "node2"; node.role = "compute"; node.address = "127.0.1.3"; node.ssh_port = 22;
+	node.name = "node2";
+	node.role = "compute";
+	node.address = "127.0.1.3";
+	node.ssh_port = 22;
 	ok(pbx_store_node_put(st, &node, &err) == 0, "put node2");
-	node.name = "head"; node.role = "head"; node.address = "127.0.1.1";
+	node.name = "head";
+	node.role = "head";
+	node.address = "127.0.1.1";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "put head");
-	node.name = "node10"; node.role = "compute"; node.address = "127.0.1.11";
+	node.name = "node10";
+	node.role = "compute";
+	node.address = "127.0.1.11";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "put node10");
-	node.address = "127.0.1.12"; node.state = "up";
-	node.zone = "us-central1-a"; node.public_address = "127.0.2.12";
-	node.operation = "operation-123"; node.instance_id = "4711";
+	node.address = "127.0.1.12";
+	node.state = "up";
+	node.zone = "us-central1-a";
+	node.public_address = "127.0.2.12";
+	node.operation = "operation-123";
+	node.instance_id = "4711";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "update node10");
 	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 3, "three nodes");
 	ok(n == 3 && !strcmp(rows[0].name, "head") && !strcmp(rows[1].name, "node2") &&
-	   !strcmp(rows[2].name, "node10") && !strcmp(rows[2].address, "127.0.1.12") &&
-	   !strcmp(rows[2].state, "up"), "head first, then natural order; update applied");
-	ok(n == 3 && rows[2].zone && !strcmp(rows[2].zone, "us-central1-a") && rows[2].public_address &&
-	   !strcmp(rows[2].public_address, "127.0.2.12") && rows[2].operation &&
-	   !strcmp(rows[2].operation, "operation-123") && !strcmp(rows[2].instance_id, "4711") &&
-	   !rows[0].zone && !rows[0].public_address, "zone, public address, operation, instance id kept");
+		   !strcmp(rows[2].name, "node10") && !strcmp(rows[2].address, "127.0.1.12") &&
+		   !strcmp(rows[2].state, "up"),
+	   "head first, then natural order; update applied");
+	ok(n == 3 && rows[2].zone && !strcmp(rows[2].zone, "us-central1-a") &&
+		   rows[2].public_address && !strcmp(rows[2].public_address, "127.0.2.12") &&
+		   rows[2].operation && !strcmp(rows[2].operation, "operation-123") &&
+		   !strcmp(rows[2].instance_id, "4711") && !rows[0].zone && !rows[0].public_address,
+	   "zone, public address, operation, instance id kept");
 	pbx_node_rows_free(rows, n);
 
 	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 0, "no key yet");
 	ok(pbx_store_hostkey_put(st, "127.0.1.1:22", "ssh-ed25519", "AAAA", &err) == 0, "pin");
 	ok(pbx_store_hostkey_put(st, "127.0.1.1:22", "ssh-ed25519", "BBBB", &err) == 0,
 	   "second put keeps the first key");
-	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 1 && !strcmp(key, "AAAA"),
+	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 1 &&
+		   !strcmp(key, "AAAA"),
 	   "pinned key returned");
 	free(type);
 	free(key);
-	ok(pbx_store_hostkey_forget(st, "127.0.1.1:22", &removed, &err) == 0 && removed == 1, "forget");
+	ok(pbx_store_hostkey_forget(st, "127.0.1.1:22", &removed, &err) == 0 && removed == 1,
+	   "forget");
 	pbx_store_close(st);
 }
 
@@ -114,11 +130,14 @@ static int writer(int which, int rounds)
 		return 1;
 	}
 	for (i = 0; i < rounds; i++) {
-		struct pbx_node_row node = {0};
+		struct pbx_node_row node = { 0 };
 		char name[32];
 		snprintf(name, sizeof(name), "w%d-%d", which, i);
-		node.cluster_id = 1; node.name = name; node.role = "compute";
-		node.address = "127.0.1.9"; node.ssh_port = 22;
+		node.cluster_id = 1;
+		node.name = name;
+		node.role = "compute";
+		node.address = "127.0.1.9";
+		node.ssh_port = 22;
 		if (pbx_store_begin(st, &err) < 0 || pbx_store_node_put(st, &node, &err) < 0 ||
 		    pbx_store_cluster_set_state(st, 2, "up", &err) < 0 ||
 		    pbx_store_commit(st, &err) < 0) {
@@ -153,27 +172,30 @@ static void test_migration_ids(void)
 	size_t n;
 	int64_t id;
 	snprintf(path, sizeof(path), "%s.v5", dbpath);
-	ok(raw_sql(path, "CREATE TABLE clusters (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+	ok(raw_sql(path,
+		   "CREATE TABLE clusters (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
 		   " cloud TEXT NOT NULL, state TEXT NOT NULL, template_json TEXT NOT NULL,"
 		   " slot INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL,"
 		   " updated INTEGER NOT NULL, template TEXT);"
 		   "INSERT INTO clusters VALUES (7, 'gpu', 'gce', 'up', '{}', 0, 1, 1, NULL);"
 		   "INSERT INTO clusters VALUES (9, 'old', 'aws', 'deleted', '{}', 0, 1, 1, NULL);"
-		   "PRAGMA user_version=5;"), "a schema-5 store with two clusters");
+		   "PRAGMA user_version=5;"),
+	   "a schema-5 store with two clusters");
 	/* migrations 1-5 are not run again: user_version says they were;
 	 * migration 6 only touches the clusters table */
 	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
 	ok(pbx_store_schema_version(st) == 9, "and is migrated to schema 9");
 	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
 	   err.msg);
-	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"),
-	   "its id is its store number: '%s'", row.uid);
+	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"), "its id is its store number: '%s'",
+	   row.uid);
 	pbx_cluster_row_free(&row);
 	ok(pbx_store_cluster_list(st, 1, &rows, &n, &err) == 0 && n == 2 &&
-	   !strcmp(rows[1].uid, "9"), "a deleted one's too");
+		   !strcmp(rows[1].uid, "9"),
+	   "a deleted one's too");
 	pbx_cluster_rows_free(rows, n);
 	ok(pbx_store_cluster_create(st, "new", UID_A, "gce", "{}", 1, &id, &err) == 0 &&
-	   pbx_store_cluster_get(st, "new", &row, &err) == 0 && !strcmp(row.uid, UID_A),
+		   pbx_store_cluster_get(st, "new", &row, &err) == 0 && !strcmp(row.uid, UID_A),
 	   "a cluster made after the migration has its random id");
 	pbx_cluster_row_free(&row);
 	pbx_store_close(st);
@@ -217,24 +239,30 @@ static void test_node_runs(void)
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
 	ok(pbx_store_cluster_create(st, "runs", "0000000000000000000000000000000f", "gce", "{}", 0,
-				    &id, &err) == 0, "create a cluster for runs: %s", err.msg);
+				    &id, &err) == 0,
+	   "create a cluster for runs: %s", err.msg);
 	ok(pbx_store_run_open(st, id, "head", 1000, 3600000000000LL, "USD", &err) == 0 &&
-	   pbx_store_run_open(st, id, "node1", 1010, -1, "USD", &err) == 0, "two runs open");
+		   pbx_store_run_open(st, id, "node1", 1010, -1, "USD", &err) == 0,
+	   "two runs open");
 	ok(pbx_store_run_open(st, id, "head", 1001, 1, "USD", &err) < 0,
 	   "a second open run of the same node is refused");
 	ok(pbx_store_runs_list(st, id, &v, &n, &err) == 0 && n == 2, "listed: 2");
 	if (n == 2) {
 		ok(!strcmp(v[0].node, "head") && v[0].started == 1000 && v[0].ended == 0 &&
-		   v[0].nanos == 3600000000000LL && !strcmp(v[0].currency, "USD"), "the head's run, open");
+			   v[0].nanos == 3600000000000LL && !strcmp(v[0].currency, "USD"),
+		   "the head's run, open");
 		ok(!strcmp(v[1].node, "node1") && v[1].nanos == -1 && !v[1].currency[0],
 		   "an unknown price stays unknown, without a currency");
 		ok(pbx_store_run_close(st, v[0].id, 1100, &err) == 0 &&
-		   pbx_store_run_close(st, v[1].id, 900, &err) == 0, "both closed");
-		ok(pbx_store_run_close(st, v[0].id, 5000, &err) == 0, "closing a closed run is a no-op");
+			   pbx_store_run_close(st, v[1].id, 900, &err) == 0,
+		   "both closed");
+		ok(pbx_store_run_close(st, v[0].id, 5000, &err) == 0,
+		   "closing a closed run is a no-op");
 	}
 	pbx_node_runs_free(v, n);
 	ok(pbx_store_runs_list(st, id, &v, &n, &err) == 0 && n == 2 && v[0].ended == 1100 &&
-	   v[1].ended == 1010, "ended as given, a run never ends before it began, and stays ended");
+		   v[1].ended == 1010,
+	   "ended as given, a run never ends before it began, and stays ended");
 	pbx_node_runs_free(v, n);
 	pbx_store_close(st);
 }

@@ -57,8 +57,8 @@ int main(int argc, char **argv)
 	if (load(argv[1], &a, &na) < 0 || load(argv[2], &b, &nb) < 0)
 		return 2;
 	if (na != nb) {
-		fprintf(stderr, "ckpt_cmp: %llu against %llu parameters\n",
-			(unsigned long long)na, (unsigned long long)nb);
+		fprintf(stderr, "ckpt_cmp: %llu against %llu parameters\n", (unsigned long long)na,
+			(unsigned long long)nb);
 		return 2;
 	}
 	double maxabs = 0.0, ss = 0.0;

@@ -25,7 +25,8 @@ static int fake_open(int local_rank, int local_world, struct pbx_err *err)
 	const char *no = getenv("PBX_FAKE_CUDA_NO_GPU_RANK");
 	(void)local_world;
 	if (no && atoi(no) == local_rank)
-		return pbx_err_set(err, "no GPU: the fake module gives local rank %d none", local_rank);
+		return pbx_err_set(err, "no GPU: the fake module gives local rank %d none",
+				   local_rank);
 	return 0;
 }
 
@@ -42,8 +43,8 @@ static float *fake_grads(struct pbx_model *m)
 }
 
 /* The fake device's memory is the host's: MPI reduces it as it is. */
-static int fake_nccl_attach(struct pbx_comm *c, size_t bucket_bytes,
-			    double timeout_s, struct pbx_err *err)
+static int fake_nccl_attach(struct pbx_comm *c, size_t bucket_bytes, double timeout_s,
+			    struct pbx_err *err)
 {
 	(void)c;
 	(void)bucket_bytes;
@@ -56,8 +57,7 @@ static void fake_close(void)
 {
 }
 
-__attribute__((visibility("default")))
-const struct pbx_cuda_api pbx_cuda_api = {
+__attribute__((visibility("default"))) const struct pbx_cuda_api pbx_cuda_api = {
 	.abi = PBX_CUDA_ABI,
 	.built = fake_built,
 	.open = fake_open,

@@ -10,13 +10,24 @@
 
 #include "util/xalloc.h"
 
+static struct pbx_fake *fk(struct pbx_model *m)
+{
+	return m->dev;
+}
 
-static struct pbx_fake *fk(struct pbx_model *m) { return m->dev; }
+struct pbx_fake *pbx_fake_state(struct pbx_model *m)
+{
+	return fk(m);
+}
 
-struct pbx_fake *pbx_fake_state(struct pbx_model *m) { return fk(m); }
-
-static float *fake_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
-static void fake_release(float *p) { free(p); }
+static float *fake_alloc(size_t n)
+{
+	return xcalloc(n ? n : 1, sizeof(float));
+}
+static void fake_release(float *p)
+{
+	free(p);
+}
 
 static void fake_attach(struct pbx_model *m)
 {
@@ -32,7 +43,12 @@ static void fake_attach(struct pbx_model *m)
 static void fake_detach(struct pbx_model *m)
 {
 	struct pbx_fake *f = fk(m);
-	free(f->p); free(f->g); free(f->b); free(f->ostate); free(f->x); free(f->y);
+	free(f->p);
+	free(f->g);
+	free(f->b);
+	free(f->ostate);
+	free(f->x);
+	free(f->y);
 	free(f);
 	m->dev = NULL;
 }
@@ -42,9 +58,15 @@ static void fake_swap(struct pbx_model *m)
 {
 	struct pbx_fake *f = fk(m);
 	float *t;
-	t = m->params; m->params = f->p; f->p = t;
-	t = m->grads; m->grads = f->g; f->g = t;
-	t = m->buffers; m->buffers = f->b; f->b = t;
+	t = m->params;
+	m->params = f->p;
+	f->p = t;
+	t = m->grads;
+	m->grads = f->g;
+	f->g = t;
+	t = m->buffers;
+	m->buffers = f->b;
+	f->b = t;
 }
 
 static void fake_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
@@ -71,8 +93,7 @@ static void fake_loss_bwd(struct pbx_model *m)
 	pbx_backend_cpu.loss_backward(m);
 }
 
-static void fake_set_batch(struct pbx_model *m, const float *x,
-			   const int32_t *y, int B)
+static void fake_set_batch(struct pbx_model *m, const float *x, const int32_t *y, int B)
 {
 	struct pbx_fake *f = fk(m);
 	memcpy(f->x, x, sizeof(float) * (size_t)B * m->c * m->h * m->w);
@@ -135,18 +156,12 @@ static void fake_push(struct pbx_model *m, const struct pbx_optim *o)
 }
 
 static const struct pbx_layer_ops fake_ops[PBX_L_COUNT] = {
-	[PBX_L_CONV] = { fake_fwd, fake_bwd },
-	[PBX_L_MAXPOOL] = { fake_fwd, fake_bwd },
-	[PBX_L_AVGPOOL] = { fake_fwd, fake_bwd },
-	[PBX_L_BATCHNORM] = { fake_fwd, fake_bwd },
-	[PBX_L_LINEAR] = { fake_fwd, fake_bwd },
-	[PBX_L_RELU] = { fake_fwd, fake_bwd },
-	[PBX_L_LEAKY_RELU] = { fake_fwd, fake_bwd },
-	[PBX_L_TANH] = { fake_fwd, fake_bwd },
-	[PBX_L_SIGMOID] = { fake_fwd, fake_bwd },
-	[PBX_L_GELU] = { fake_fwd, fake_bwd },
-	[PBX_L_DROPOUT] = { fake_fwd, fake_bwd },
-	[PBX_L_LRN] = { fake_fwd, fake_bwd },
+	[PBX_L_CONV] = { fake_fwd, fake_bwd },       [PBX_L_MAXPOOL] = { fake_fwd, fake_bwd },
+	[PBX_L_AVGPOOL] = { fake_fwd, fake_bwd },    [PBX_L_BATCHNORM] = { fake_fwd, fake_bwd },
+	[PBX_L_LINEAR] = { fake_fwd, fake_bwd },     [PBX_L_RELU] = { fake_fwd, fake_bwd },
+	[PBX_L_LEAKY_RELU] = { fake_fwd, fake_bwd }, [PBX_L_TANH] = { fake_fwd, fake_bwd },
+	[PBX_L_SIGMOID] = { fake_fwd, fake_bwd },    [PBX_L_GELU] = { fake_fwd, fake_bwd },
+	[PBX_L_DROPOUT] = { fake_fwd, fake_bwd },    [PBX_L_LRN] = { fake_fwd, fake_bwd },
 	[PBX_L_FLATTEN] = { fake_fwd, fake_bwd },
 };
 
@@ -166,4 +181,3 @@ const struct pbx_backend pbx_fake_backend = {
 	.pull = fake_pull,
 	.push = fake_push,
 };
-

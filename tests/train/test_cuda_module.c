@@ -42,9 +42,9 @@ int main(int argc, char **argv)
 
 	const struct pbx_backend *be = api->backend;
 	int complete = be->alloc && be->release && be->loss_forward && be->loss_backward &&
-		       be->attach && be->detach && be->set_batch && be->zero_grad &&
-		       be->clip && be->step && be->pull && be->push && api->open &&
-		       api->check_model && api->grads && api->nccl_attach && api->close;
+		       be->attach && be->detach && be->set_batch && be->zero_grad && be->clip &&
+		       be->step && be->pull && be->push && api->open && api->check_model &&
+		       api->grads && api->nccl_attach && api->close;
 	ok(complete, "every hook the trainer calls is there");
 	int missing = -1;
 	for (int k = 0; k < PBX_L_COUNT; k++)
@@ -62,15 +62,20 @@ int main(int argc, char **argv)
 		struct pbx_err err = PBX_ERR_INIT;
 		pbx_model_builtin(names[i], &s, &n);
 		struct pbx_model *m = plan(s, n);
-		ok(m && api->check_model(m, &err) == 0, "built-in %s passes the device's model check%s%s",
-		   names[i], err.msg[0] ? ": " : "", err.msg);
+		ok(m && api->check_model(m, &err) == 0,
+		   "built-in %s passes the device's model check%s%s", names[i],
+		   err.msg[0] ? ": " : "", err.msg);
 		pbx_model_free(m);
 	}
 
 	/* LRN outside cuDNN's limits: refused, naming the layer */
-	static const struct { int size; float k, beta; int good; } lrn[] = {
-		{ 5, 1.0f, 0.75f, 1 }, { 1, 1.0f, 0.75f, 1 }, { 15, 2.0f, 0.5f, 1 },
-		{ 4, 1.0f, 0.75f, 0 }, { 17, 1.0f, 0.75f, 0 }, { 5, 0.0f, 0.75f, 0 },
+	static const struct {
+		int size;
+		float k, beta;
+		int good;
+	} lrn[] = {
+		{ 5, 1.0f, 0.75f, 1 },  { 1, 1.0f, 0.75f, 1 },  { 15, 2.0f, 0.5f, 1 },
+		{ 4, 1.0f, 0.75f, 0 },  { 17, 1.0f, 0.75f, 0 }, { 5, 0.0f, 0.75f, 0 },
 		{ 5, 1.0f, 0.001f, 0 },
 	};
 	for (size_t i = 0; i < sizeof(lrn) / sizeof(lrn[0]); i++) {
@@ -91,7 +96,9 @@ int main(int argc, char **argv)
 			   (double)lrn[i].k, (double)lrn[i].beta);
 		else
 			ok(rc == -1 && err.code == PBX_EXIT_USAGE &&
-			   strstr(err.msg, "layer 2 (lrn): device cuda needs an odd size from 1 to 16") != NULL,
+				   strstr(err.msg,
+					  "layer 2 (lrn): device cuda needs an odd size from 1 to 16") !=
+					   NULL,
 			   "lrn size %d k %g beta %g refused: %s", lrn[i].size, (double)lrn[i].k,
 			   (double)lrn[i].beta, err.msg);
 		pbx_model_free(m);

@@ -22,7 +22,8 @@ static char dir[] = "/tmp/pbx-test-fs.XXXXXX";
 static void put(const char *path, const char *text, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fchmod(fd, mode) < 0)
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+	    fchmod(fd, mode) < 0)
 		perror(path);
 	if (fd >= 0)
 		close(fd);
@@ -83,7 +84,8 @@ static void test_planted_links(void)
 	free(text);
 	ok(S_ISREG(mode_of(target)) && (mode_of(target) & 07777) == 0644,
 	   "the target is a regular file with the wanted mode (0%o)", mode_of(target) & 07777);
-	ok(count_prefix("report.html.tmp.") == 5, "no temporary file left (only the 5 planted links)");
+	ok(count_prefix("report.html.tmp.") == 5,
+	   "no temporary file left (only the 5 planted links)");
 
 	/* a link at the target itself is replaced, not followed */
 	unlink(target);
@@ -93,7 +95,8 @@ static void test_planted_links(void)
 	is_str(text, "victim bytes\n", "the link's target is untouched");
 	free(text);
 	ok(S_ISREG(mode_of(target)) && (mode_of(target) & 07777) == 0640 &&
-	   (mode_of(victim) & 07777) == 0600, "the target is a regular file, 0640; the other 0600");
+		   (mode_of(victim) & 07777) == 0600,
+	   "the target is a regular file, 0640; the other 0600");
 	free(victim);
 	free(target);
 	free(old);

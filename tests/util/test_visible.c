@@ -38,13 +38,19 @@ static void test_cases(void)
 	check("a\rb\x7f\x08", PBX_VISIBLE_LAYOUT, "a\\x0db\\x7f\\x08", "CR, DEL, BS shown");
 	check("line 1\n\tline 2\n", PBX_VISIBLE_LAYOUT, "line 1\n\tline 2\n", "layout kept");
 	check("a\nb\tc", PBX_VISIBLE_LINE, "a\\x0ab\\x09c", "one-line: newline and tab shown");
-	check("x\xc2\x9b" "2Jy", PBX_VISIBLE_LINE, "x\\xc2\\x9b2Jy", "C1 CSI in UTF-8 shown");
-	check("x\x9b" "2J", PBX_VISIBLE_LINE, "x\\x9b2J", "raw 8-bit CSI shown");
+	check("x\xc2\x9b"
+	      "2Jy",
+	      PBX_VISIBLE_LINE, "x\\xc2\\x9b2Jy", "C1 CSI in UTF-8 shown");
+	check("x\x9b"
+	      "2J",
+	      PBX_VISIBLE_LINE, "x\\x9b2J", "raw 8-bit CSI shown");
 	check("\xc0\x9b \xe0\x80\x9b \xf0\x80\x80\x9b", PBX_VISIBLE_LINE,
 	      "\\xc0\\x9b \\xe0\\x80\\x9b \\xf0\\x80\\x80\\x9b", "overlong forms of ESC/CSI shown");
 	check("\xed\xa0\x80", PBX_VISIBLE_LINE, "\\xed\\xa0\\x80", "a surrogate shown");
 	check("\xe2\x82", PBX_VISIBLE_LINE, "\\xe2\\x82", "a sequence cut at the end shown");
-	check("\xe2\x82" "A", PBX_VISIBLE_LINE, "\\xe2\\x82A", "a sequence cut by ASCII shown");
+	check("\xe2\x82"
+	      "A",
+	      PBX_VISIBLE_LINE, "\\xe2\\x82A", "a sequence cut by ASCII shown");
 	check("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0", PBX_VISIBLE_LINE,
 	      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0", "valid UTF-8 unchanged");
 	check("plain text / with \\ and 'quotes'", PBX_VISIBLE_LINE,

@@ -40,17 +40,18 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-#define AWS_DISK_GB 50
-#define AWS_RUN_MAX 1000        /* instance ids per TerminateInstances */
-#define AWS_WAIT_LIMIT_S 600
-#define AWS_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
+#define AWS_DISK_GB           50
+#define AWS_RUN_MAX           1000 /* instance ids per TerminateInstances */
+#define AWS_WAIT_LIMIT_S      600
+#define AWS_POLL_LIMIT        3000 /* create_poll calls (about 200 ms apart): 10 min */
 #define AWS_DESCRIBE_EVERY_MS 1000
-#define AWS_RESTART_GRACE_MS 90000   /* stopped -> pending takes seconds */
-#define AWS_SEEN_GRACE 150      /* polls an accepted instance may be missing
+#define AWS_RESTART_GRACE_MS  90000 /* stopped -> pending takes seconds */
+#define AWS_SEEN_GRACE \
+	150 /* polls an accepted instance may be missing
 				   from DescribeInstances (eventual consistency) */
 
-static const char *const live_states[] = { "pending", "running", "stopping", "stopped",
-					   "shutting-down", NULL };
+static const char *const live_states[] = { "pending", "running",       "stopping",
+					   "stopped", "shutting-down", NULL };
 
 /* ---------------------------------------------------------------- open */
 
@@ -115,7 +116,8 @@ static int aws_login_read(struct aws *a, struct pbx_err *err)
 		return 0;
 	a->user = xstrdup(t->login_user ? t->login_user : "admin");
 	if (!t->ssh_key)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.ssh_key: required for "
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s:%d: clusters.%s.ssh_key: required for "
 				    "cloud aws (its .pub becomes the cluster's EC2 key pair)",
 				    a->s->cfg->path, t->line, t->name);
 	a->key_path = xstrdup(t->ssh_key);
@@ -137,8 +139,10 @@ static int aws_login_read(struct aws *a, struct pbx_err *err)
 
 static int aws_creds_open(struct aws *a, struct pbx_err *err)
 {
-	struct pbx_http_opts io = { .service = "aws-imds", .connect_timeout_ms = 1000,
-				    .timeout_ms = 2000, .max_attempts = 1 };
+	struct pbx_http_opts io = { .service = "aws-imds",
+				    .connect_timeout_ms = 1000,
+				    .timeout_ms = 2000,
+				    .max_attempts = 1 };
 	struct aws_creds_opts o = { a->s->cfg->aws.profile, NULL };
 	int rc;
 	if (pbx_http_open(&io, &o.http, err) < 0)
@@ -163,13 +167,16 @@ static int aws_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 	a->s = s;
 	a->region = c->region ? xstrdup(c->region) : aws_region_find(c->profile);
 	if (!a->region || !*a->region) {
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.aws.region: required (nor is "
-			     "AWS_REGION set or a region in the profile)", s->cfg->path);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "%s: clouds.aws.region: required (nor is "
+			     "AWS_REGION set or a region in the profile)",
+			     s->cfg->path);
 		goto fail;
 	}
-	a->endpoint = c->endpoint ? xasprintf("%s%s", c->endpoint,
-					      c->endpoint[strlen(c->endpoint) - 1] == '/' ? "" : "/")
-		: xasprintf("https://ec2.%s.amazonaws.com/", a->region);
+	a->endpoint = c->endpoint
+			      ? xasprintf("%s%s", c->endpoint,
+					  c->endpoint[strlen(c->endpoint) - 1] == '/' ? "" : "/")
+			      : xasprintf("https://ec2.%s.amazonaws.com/", a->region);
 	if (aws_host(a, err) < 0)
 		goto fail;
 	/* the template's subnet, else clouds.aws.subnet; then the fallbacks */
@@ -291,8 +298,8 @@ static void tag_spec(const struct aws *a, struct aws_params *p, int n, const cha
 
 /* A simple call whose reply is not needed; codes in `ok` (NULL-terminated,
  * may be NULL) count as success. */
-static int aws_do(struct aws *a, const char *action, struct aws_params *p,
-		  const char *const *ok, struct pbx_buf *reply, struct pbx_err *err)
+static int aws_do(struct aws *a, const char *action, struct aws_params *p, const char *const *ok,
+		  struct pbx_buf *reply, struct pbx_err *err)
 {
 	struct pbx_buf r = PBX_BUF_INIT;
 	char code[64];
@@ -310,8 +317,8 @@ static int aws_do(struct aws *a, const char *action, struct aws_params *p,
 }
 
 /* The instances of the cluster in `states` (NULL = live ones), every page. */
-static int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v,
-			size_t *n, struct pbx_err *err)
+static int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v, size_t *n,
+			struct pbx_err *err)
 {
 	char *token = NULL;
 	int rc = 0;
@@ -366,9 +373,8 @@ static void strs_free(char **v, size_t n)
 /* The `field` of each item of the `set` list of `action`'s reply, filtered
  * by the cluster's tags; with `ids` (may be NULL) also each item's
  * pbx-cluster-id tag ("" when none), as many. */
-static int aws_tagged_ids(struct aws *a, const char *action, const char *set,
-			  const char *field, char ***v, size_t *n, char ***ids,
-			  struct pbx_err *err)
+static int aws_tagged_ids(struct aws *a, const char *action, const char *set, const char *field,
+			  char ***v, size_t *n, char ***ids, struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
@@ -383,12 +389,11 @@ static int aws_tagged_ids(struct aws *a, const char *action, const char *set,
 	aws_params_free(&p);
 	if (rc == 0 && !a->s->dry_run &&
 	    (aws_xml_texts(r.buf, r.len, set, field, v, n) < 0 ||
-	     (ids && aws_xml_texts(r.buf, r.len, set, "tag:" PBX_LABEL_CLUSTER_ID, ids,
-				   &nids) < 0)))
+	     (ids && aws_xml_texts(r.buf, r.len, set, "tag:" PBX_LABEL_CLUSTER_ID, ids, &nids) < 0)))
 		rc = pbx_err_set(err, "EC2 %s: the reply is not XML", action);
 	if (rc == 0 && ids && nids != *n)
 		rc = pbx_err_set(err, "EC2 %s: an item without %s", action, field);
-	if (rc < 0) {   /* nothing to release */
+	if (rc < 0) { /* nothing to release */
 		strs_free(*v, *n);
 		*v = NULL;
 		*n = 0;
@@ -407,7 +412,6 @@ static int aws_tagged(struct aws *a, const char *action, const char *set, const 
 	return aws_tagged_ids(a, action, set, field, v, n, NULL, err);
 }
 
-
 /* ------------------------------------------------------------- create */
 
 /* The root device name of the template's image. */
@@ -423,9 +427,11 @@ static int aws_root_device(struct aws *a, char **dev, struct pbx_err *err)
 	if (rc == 0 && a->s->dry_run)
 		*dev = xstrdup("/dev/xvda");
 	else if (rc == 0 && !(*dev = aws_xml_text(r.buf, r.len, "rootDeviceName")))
-		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.image: no image %s in "
-				  "region %s", a->s->cfg->path, a->s->t->line, a->s->t->name,
-				  a->s->t->image, a->region);
+		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+				  "%s:%d: clusters.%s.image: no image %s in "
+				  "region %s",
+				  a->s->cfg->path, a->s->t->line, a->s->t->name, a->s->t->image,
+				  a->region);
 	pbx_buf_release(&r);
 	return rc;
 }
@@ -475,7 +481,7 @@ static int aws_group(struct aws *a, struct pbx_err *err)
 		aws_params_free(&p);
 		if (rc == 0)
 			a->group_id = a->s->dry_run ? xstrdup("sg-dry-run")
-				: aws_xml_text(r.buf, r.len, "groupId");
+						    : aws_xml_text(r.buf, r.len, "groupId");
 		if (rc == 0 && !a->group_id)
 			rc = pbx_err_set(err, "EC2 CreateSecurityGroup: no groupId in the reply");
 		a->touched |= rc == 0;
@@ -559,8 +565,10 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	int rc;
 	client_token(a, tok);
 	aws_param(&p, "ImageId", "%s", t->image);
-	aws_param(&p, "InstanceType", "%s", grp ? grp->machine_type
-		  : t->head_machine_type ? t->head_machine_type : AWS_HEAD_TYPE);
+	aws_param(&p, "InstanceType", "%s",
+		  grp                    ? grp->machine_type
+		  : t->head_machine_type ? t->head_machine_type
+					 : AWS_HEAD_TYPE);
 	aws_param(&p, "MinCount", "%zu", min);
 	aws_param(&p, "MaxCount", "%zu", k);
 	aws_param(&p, "ClientToken", "%s", tok);
@@ -586,7 +594,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		aws_param(&p, "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior",
 			  "terminate");
 	}
-	if (!grp && t->head_instance_profile)   /* the head's own identity */
+	if (!grp && t->head_instance_profile) /* the head's own identity */
 		aws_param(&p, "IamInstanceProfile.Name", "%s", t->head_instance_profile);
 	if (!grp) {
 		/* the head's host name is what slurm.conf calls the controller */
@@ -609,7 +617,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	if (rc == 0 && !a->s->dry_run && (nv < min || nv > k))
 		rc = pbx_err_set(err, "EC2 RunInstances made %zu instance%s, not %zu to %zu", nv,
 				 nv == 1 ? "" : "s", min, k);
-	for (i = 0; !a->s->dry_run && i < nv; i++) {   /* whatever the outcome */
+	for (i = 0; !a->s->dry_run && i < nv; i++) { /* whatever the outcome */
 		a->made = xreallocarray(a->made, a->nmade + 1, sizeof(*a->made));
 		a->made[a->nmade++] = xstrdup(v[i].id);
 	}
@@ -682,8 +690,8 @@ static void aws_clean_up(struct aws *a, struct pbx_err *err)
 	if (aws_destroy(a, v, a->nmade, &e2) == 0)
 		pbx_err_prefix(err, "nothing was kept (all or nothing)");
 	else
-		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
-			       a->s->name);
+		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'",
+			       e2.msg, a->s->name);
 	pbx_instances_free(v, a->nmade);
 }
 
@@ -697,7 +705,8 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	char *dev = NULL;
 	int rc;
 	if (!a->s->uid)
-		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created", a->s->name);
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created",
+				   a->s->name);
 	idx = xcalloc(n ? n : 1, sizeof(*idx));
 	rc = aws_root_device(a, &dev, err);
 	if (rc == 0)
@@ -713,7 +722,8 @@ static int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 		size_t m = 0;
 		for (i = 0; i < n; i++) {
 			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
-				pbx_cloud_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+						   pbx_cloud_group_of(t, nodes[i].name) == grp
+				       : !strcmp(nodes[i].role, "head");
 			x = aws_find(have, nhave, nodes[i].instance_id);
 			if (mine && (!x || !strcmp(x->state, "shutting-down")))
 				idx[m++] = i;
@@ -775,7 +785,7 @@ static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n
 static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			   const struct pbx_create_hooks *h, struct pbx_err *err)
 {
-	static const char *const all[] = { "pending", "running", "stopping", "stopped",
+	static const char *const all[] = { "pending",       "running",    "stopping", "stopped",
 					   "shutting-down", "terminated", NULL };
 	struct aws *a = ctx;
 	struct aws_inst *have = NULL;
@@ -797,7 +807,7 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 	for (i = 0; i < n; i++) {
 		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (!strcmp(nodes[i].state, PBX_NODE_NOT_CREATED)) {
-			running++;   /* min_nodes let it go */
+			running++; /* min_nodes let it go */
 			continue;
 		}
 		if (!x && a->polls < AWS_SEEN_GRACE)
@@ -807,9 +817,11 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			 * again long after StartInstances: it powered itself off */
 			if (!strcmp(nodes[i].state, "starting") && a->started_ms &&
 			    now_ms() - a->started_ms > AWS_RESTART_GRACE_MS) {
-				pbx_err_set(err, "instance %s of node %s is %s again after StartInstances%s%s",
-					    x->id, nodes[i].name, x->state, x->reason ? ": " : "",
-					    x->reason ? x->reason : "");
+				pbx_err_set(
+					err,
+					"instance %s of node %s is %s again after StartInstances%s%s",
+					x->id, nodes[i].name, x->state, x->reason ? ": " : "",
+					x->reason ? x->reason : "");
 				aws_insts_free(have, nhave);
 				aws_clean_up(a, err);
 				return -1;
@@ -818,8 +830,8 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated")) {
 			pbx_err_set(err, "instance %s of node %s is %s%s%s", nodes[i].instance_id,
-				    nodes[i].name, x ? x->state : "gone", x && x->reason ? ": " : "",
-				    x && x->reason ? x->reason : "");
+				    nodes[i].name, x ? x->state : "gone",
+				    x && x->reason ? ": " : "", x && x->reason ? x->reason : "");
 			aws_insts_free(have, nhave);
 			aws_clean_up(a, err);
 			return -1;
@@ -833,7 +845,7 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			return -1;
 		}
 		if (rc > 0)
-			continue;   /* once the head runs */
+			continue; /* once the head runs */
 		if (strcmp(nodes[i].state, "running") != 0) {
 			set_str(&nodes[i].address, x->private_ip);
 			if (x->subnet)
@@ -851,7 +863,7 @@ static int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 
 /* ------------------------------------------------------ list / destroy */
 
-#define AWS_SG "SECURITY_GROUP"
+#define AWS_SG  "SECURITY_GROUP"
 #define AWS_KEY "KEY_PAIR"
 
 /* Appends one resource (zone and cluster may be NULL; cluster "" = none;
@@ -906,8 +918,8 @@ static int is_res(const struct pbx_instance *x)
 
 /* TerminateInstances of v[from..to)'s instances (at most AWS_RUN_MAX);
  * *code gets EC2's error code. */
-static int aws_terminate_some(struct aws *a, const struct pbx_instance *v, size_t from,
-			      size_t to, char code[64], struct pbx_err *err)
+static int aws_terminate_some(struct aws *a, const struct pbx_instance *v, size_t from, size_t to,
+			      char code[64], struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
@@ -931,8 +943,7 @@ static int aws_terminate_some(struct aws *a, const struct pbx_instance *v, size_
  * fails the whole call (InvalidInstanceID.NotFound: an instance already
  * gone, e.g. one the store remembers): that batch is then sent one
  * instance at a time, an unknown one being done. */
-static int aws_terminate(struct aws *a, const struct pbx_instance *v, size_t n,
-			 struct pbx_err *err)
+static int aws_terminate(struct aws *a, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	static const char nf[] = "InvalidInstanceID.NotFound";
 	size_t i, k;
@@ -945,7 +956,8 @@ static int aws_terminate(struct aws *a, const struct pbx_instance *v, size_t n,
 			return -1;
 		for (k = i; k < to; k++) {
 			pbx_err_clear(err);
-			if (aws_terminate_some(a, v, k, k + 1, code, err) < 0 && strcmp(code, nf) != 0)
+			if (aws_terminate_some(a, v, k, k + 1, code, err) < 0 &&
+			    strcmp(code, nf) != 0)
 				return -1;
 		}
 		pbx_err_clear(err);
@@ -954,8 +966,8 @@ static int aws_terminate(struct aws *a, const struct pbx_instance *v, size_t n,
 }
 
 /* Waits until none of v's instances is live. */
-static int aws_wait_gone(struct aws *a, const struct pbx_instance *v, size_t n,
-			 size_t *others, struct pbx_err *err)
+static int aws_wait_gone(struct aws *a, const struct pbx_instance *v, size_t n, size_t *others,
+			 struct pbx_err *err)
 {
 	struct timespec delay = { 0, 300 * 1000 * 1000 };
 	time_t until = time(NULL) + AWS_WAIT_LIMIT_S;
@@ -1008,10 +1020,11 @@ static int aws_delete_own(struct aws *a, const struct pbx_instance *v, size_t n,
 	static const char *const gone_key[] = { "InvalidKeyPair.NotFound", NULL };
 	char **sg = NULL, **keys = NULL;
 	size_t nsg = 0, nkeys = 0, i;
-	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg, err);
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg,
+			    err);
 	if (rc == 0)
 		rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys, err);
-	for (i = 0; rc == 0 && i < n; i++)   /* what the caller listed, too */
+	for (i = 0; rc == 0 && i < n; i++) /* what the caller listed, too */
 		if (has(sg, nsg, v[i].id) || has(keys, nkeys, v[i].id))
 			continue;
 		else if (v[i].state && !strcmp(v[i].state, AWS_SG)) {
@@ -1058,7 +1071,8 @@ static int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	size_t others = 0;
 	int rc;
 	if (!a->s->uid)
-		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted", a->s->name);
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted",
+				   a->s->name);
 	rc = aws_terminate(a, v, n, err);
 	if (rc == 0 && !a->s->dry_run)
 		rc = aws_wait_gone(a, v, n, &others, err);
@@ -1103,7 +1117,7 @@ static int aws_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 static int aws_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
 	struct aws *a = ctx;
-	char *head = xasprintf("%s-head", a->s->name);   /* as the user data sets it */
+	char *head = xasprintf("%s-head", a->s->name); /* as the user data sets it */
 	(void)err;
 	pbx_cloud_vm_layout(head, l);
 	free(head);

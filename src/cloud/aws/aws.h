@@ -17,7 +17,7 @@
 
 #define PBX_EC2_VERSION "2016-11-15"
 /* The head's instance type when the template names none. */
-#define AWS_HEAD_TYPE "m5.xlarge"
+#define AWS_HEAD_TYPE   "m5.xlarge"
 
 /* ------------------------------------------------------------ creds.c */
 
@@ -25,7 +25,7 @@
  * where they came from ("environment", "profile NAME in FILE",
  * "instance metadata") and is what messages show: never the secret. */
 struct aws_creds {
-	char *access_key, *secret_key, *token;   /* token may be NULL */
+	char *access_key, *secret_key, *token; /* token may be NULL */
 	char source[300];
 };
 void aws_creds_free(struct aws_creds *c);
@@ -34,8 +34,8 @@ void aws_creds_free(struct aws_creds *c);
  * or "default"); an explicit profile (config or AWS_PROFILE) skips the
  * environment's keys, as botocore does. */
 struct aws_creds_opts {
-	const char *profile;      /* clouds.aws.profile, may be NULL */
-	struct pbx_http *http;    /* for IMDSv2; may be NULL (no IMDS) */
+	const char *profile;   /* clouds.aws.profile, may be NULL */
+	struct pbx_http *http; /* for IMDSv2; may be NULL (no IMDS) */
 };
 
 /* Finds credentials: env (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
@@ -54,8 +54,8 @@ char *aws_region_find(const char *profile);
  * key of section `want` (compared exactly); 0, or -1 with err naming file
  * and line. */
 typedef void (*aws_ini_fn)(void *ctx, const char *key, const char *value);
-int aws_ini_read(const char *name, const char *text, size_t len, const char *want,
-		 aws_ini_fn fn, void *ctx, struct pbx_err *err);
+int aws_ini_read(const char *name, const char *text, size_t len, const char *want, aws_ini_fn fn,
+		 void *ctx, struct pbx_err *err);
 
 /* ------------------------------------------------------------ sigv4.c */
 
@@ -64,13 +64,13 @@ int aws_ini_read(const char *name, const char *text, size_t len, const char *wan
 void aws_uri_encode(struct pbx_buf *b, const char *s, size_t len);
 
 struct aws_sign_in {
-	const char *method;        /* "POST" */
-	const char *host;          /* Host header value (with :port when not default) */
-	const char *path;          /* "/" */
-	const char *content_type;  /* signed when not NULL */
+	const char *method;       /* "POST" */
+	const char *host;         /* Host header value (with :port when not default) */
+	const char *path;         /* "/" */
+	const char *content_type; /* signed when not NULL */
 	const char *body;
 	size_t body_len;
-	const char *amz_date;      /* YYYYMMDDTHHMMSSZ */
+	const char *amz_date; /* YYYYMMDDTHHMMSSZ */
 	const char *region, *service;
 	const struct aws_creds *creds;
 };
@@ -104,8 +104,8 @@ struct aws;
  * (its Code in *code when code is not NULL, 64 bytes), the message
  * naming the action, the code and what to do about capacity, quota and
  * credential errors.  Throttling and 5xx are retried by src/http. */
-int aws_call(struct aws *a, const char *action, const struct aws_params *p,
-	     struct pbx_buf *reply, char code[64], struct pbx_err *err);
+int aws_call(struct aws *a, const char *action, const struct aws_params *p, struct pbx_buf *reply,
+	     char code[64], struct pbx_err *err);
 /* The retry classifier: 5xx (not capacity or quota), RequestLimitExceeded,
  * Throttling and the other throttling and transient codes. */
 int aws_retryable(long status, const char *body, size_t len, void *ctx);
@@ -118,11 +118,11 @@ int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, c
 		    size_t msg_size);
 
 struct aws_inst {
-	char *id, *state, *subnet;       /* may be NULL but id, state */
-	char *private_ip, *public_ip;    /* IP addresses (pbx_ip_literal_ok) or NULL */
-	char *reason;    /* stateReason message, may be NULL */
-	char *cluster;   /* its tag pbx-cluster-id, may be NULL */
-	int64_t stopped_at;   /* stopped or stopping: the time in its reason
+	char *id, *state, *subnet;    /* may be NULL but id, state */
+	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
+	char *reason;                 /* stateReason message, may be NULL */
+	char *cluster;                /* its tag pbx-cluster-id, may be NULL */
+	int64_t stopped_at;           /* stopped or stopping: the time in its reason
 	                         (StateTransitionReason), unix seconds; 0 when
 	                         it has none or the instance is in another state */
 };
@@ -149,11 +149,11 @@ int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name
 /* One AMI of a DescribeImages reply.  All strings owned by the array
  * (aws_images_free); id (ami-...), name and state are never NULL. */
 struct aws_image {
-	char *id, *name, *state;   /* state: pending, available, failed, ... */
-	char *reason;              /* stateReason message (control characters
+	char *id, *name, *state; /* state: pending, available, failed, ... */
+	char *reason;            /* stateReason message (control characters
 				      made '?'), may be NULL */
-	char *owner;               /* its tag pbx-image-id, "" when none */
-	char **snapshots;          /* the EBS snapshots of its block device
+	char *owner;             /* its tag pbx-image-id, "" when none */
+	char **snapshots;        /* the EBS snapshots of its block device
 				      mapping (snap-...) */
 	size_t nsnapshots;
 };
@@ -175,20 +175,20 @@ extern const struct pbx_image_ops aws_image_ops;
 struct aws {
 	const struct pbx_cluster_spec *s;
 	struct pbx_http *http;
-	struct aws_creds creds;      /* empty in dry-run */
-	char *endpoint;              /* ends in '/' */
-	char *host;                  /* Host header of the endpoint */
+	struct aws_creds creds; /* empty in dry-run */
+	char *endpoint;         /* ends in '/' */
+	char *host;             /* Host header of the endpoint */
 	char *region;
-	char **subnets;              /* clouds.aws.subnet, then subnets' others */
+	char **subnets; /* clouds.aws.subnet, then subnets' others */
 	size_t nsubnets;
 	char *user, *key_path, *pubkey;
-	char *group_id;              /* the cluster's security group, once known */
-	char **made;                 /* instance ids this context created */
+	char *group_id; /* the cluster's security group, once known */
+	char **made;    /* instance ids this context created */
 	size_t nmade;
-	int touched;                 /* it created the group or key pair */
+	int touched; /* it created the group or key pair */
 	int polls;
-	long long last_describe_ms;   /* polls describe at most once a second */
-	long long started_ms;         /* when this start sent StartInstances, or 0 */
+	long long last_describe_ms; /* polls describe at most once a second */
+	long long started_ms;       /* when this start sent StartInstances, or 0 */
 };
 
 #endif

@@ -46,8 +46,8 @@ static const char *trim(char *s, size_t *len)
 	return s;
 }
 
-int aws_ini_read(const char *name, const char *text, size_t len, const char *want,
-		 aws_ini_fn fn, void *ctx, struct pbx_err *err)
+int aws_ini_read(const char *name, const char *text, size_t len, const char *want, aws_ini_fn fn,
+		 void *ctx, struct pbx_err *err)
 {
 	size_t pos = 0;
 	int line = 0, in = 0;
@@ -74,8 +74,10 @@ int aws_ini_read(const char *name, const char *text, size_t len, const char *wan
 			const char *end = strchr(s, ']');
 			if (!end) {
 				free(copy);
-				return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: a section header "
-						    "without ']'", name, line);
+				return pbx_err_setc(err, PBX_EXIT_USAGE,
+						    "%s:%d: a section header "
+						    "without ']'",
+						    name, line);
 			}
 			{
 				size_t n = (size_t)(end - s - 1);
@@ -88,8 +90,8 @@ int aws_ini_read(const char *name, const char *text, size_t len, const char *wan
 			const char *eq = strchr(s, '=');
 			if (!eq) {
 				free(copy);
-				return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: expected 'key = value'",
-						    name, line);
+				return pbx_err_setc(err, PBX_EXIT_USAGE,
+						    "%s:%d: expected 'key = value'", name, line);
 			}
 			if (in) {
 				size_t kl = (size_t)(eq - s), vl = strlen(eq + 1);
@@ -115,10 +117,11 @@ struct prof {
 static void prof_set(void *ctx, const char *key, const char *value)
 {
 	struct prof *p = ctx;
-	char **slot = !strcmp(key, "aws_access_key_id") ? &p->access_key
-		: !strcmp(key, "aws_secret_access_key") ? &p->secret_key
-		: !strcmp(key, "aws_session_token") ? &p->token
-		: !strcmp(key, "region") ? &p->region : NULL;
+	char **slot = !strcmp(key, "aws_access_key_id")       ? &p->access_key
+		      : !strcmp(key, "aws_secret_access_key") ? &p->secret_key
+		      : !strcmp(key, "aws_session_token")     ? &p->token
+		      : !strcmp(key, "region")                ? &p->region
+							      : NULL;
 	if (!slot || !*value)
 		return;
 	wipe_free(*slot);
@@ -144,8 +147,7 @@ static char *aws_file(const char *env, const char *name)
 }
 
 /* Reads section `section` of the file; a missing file is no error. */
-static int read_section(const char *path, const char *section, struct prof *p,
-			struct pbx_err *err)
+static int read_section(const char *path, const char *section, struct prof *p, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	int missing = 0, rc;
@@ -222,14 +224,17 @@ static int imds_get(struct pbx_http *h, const char *method, const char *url, con
 		    struct pbx_buf *out, struct pbx_err *err)
 {
 	const char *hdrs[2] = { hdr, NULL };
-	struct pbx_http_req r = { .method = method, .url = url, .headers = hdrs,
+	struct pbx_http_req r = { .method = method,
+				  .url = url,
+				  .headers = hdrs,
 				  .body = !strcmp(method, "PUT") ? "" : NULL };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	if (pbx_http_do(h, &r, &resp, err) < 0)
 		return -1;
 	if (resp.status != 200) {
 		pbx_buf_release(&resp.body);
-		return pbx_err_set(err, "instance metadata %s %s: HTTP %ld", method, url, resp.status);
+		return pbx_err_set(err, "instance metadata %s %s: HTTP %ld", method, url,
+				   resp.status);
 	}
 	pbx_buf_release(out);
 	*out = resp.body;
@@ -286,9 +291,10 @@ static int imds_creds(struct pbx_http *h, const char *base, struct aws_creds *ou
 		const char *ak = NULL, *sk = NULL, *st = NULL;
 		j = json_loadb(doc.buf, doc.len, 0, NULL);
 		if (json_unpack(j, "{s:s, s:s, s?s}", "AccessKeyId", &ak, "SecretAccessKey", &sk,
-				"Token", &st) != 0 || !*ak || !*sk) {
+				"Token", &st) != 0 ||
+		    !*ak || !*sk) {
 			rc = pbx_err_set(err, "instance metadata: the role's credentials are not "
-					 "{AccessKeyId, SecretAccessKey, Token}");
+					      "{AccessKeyId, SecretAccessKey, Token}");
 		} else {
 			out->access_key = xstrdup(ak);
 			out->secret_key = xstrdup(sk);
@@ -323,7 +329,8 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	const char *tok = getenv("AWS_SESSION_TOKEN"), *imds_off;
 	int rc;
 	const char *name = profile_name(o->profile);
-	int explicit = (o->profile && *o->profile) || (getenv("AWS_PROFILE") && *getenv("AWS_PROFILE"));
+	int explicit =
+		(o->profile && *o->profile) || (getenv("AWS_PROFILE") && *getenv("AWS_PROFILE"));
 	struct prof p = { 0 };
 	char where[300];
 	memset(out, 0, sizeof(*out));
@@ -351,23 +358,26 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	}
 	if (p.access_key || p.secret_key) {
 		prof_free(&p);
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: aws_access_key_id and "
-				    "aws_secret_access_key must both be set", where);
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s: aws_access_key_id and "
+				    "aws_secret_access_key must both be set",
+				    where);
 	}
 	prof_free(&p);
 	imds_off = getenv("AWS_EC2_METADATA_DISABLED");
 	if (o->http && !(imds_off && !strcasecmp(imds_off, "true"))) {
 		char *base = imds_base(err);
 		if (!base)
-			return -1;   /* a refused endpoint is said as such */
+			return -1; /* a refused endpoint is said as such */
 		rc = imds_creds(o->http, base, out, err);
 		free(base);
 		if (rc == 0)
 			return 0;
 	}
-	pbx_err_setc(err, PBX_EXIT_USAGE, "no AWS credentials found: not in the environment "
+	pbx_err_setc(err, PBX_EXIT_USAGE,
+		     "no AWS credentials found: not in the environment "
 		     "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)%s, not in profile '%s' of the "
-		     "shared credentials or config file, not from instance metadata", explicit
-		     ? " (skipped: a profile was named)" : "", name);
+		     "shared credentials or config file, not from instance metadata",
+		     explicit ? " (skipped: a profile was named)" : "", name);
 	return -1;
 }

@@ -89,17 +89,36 @@ static int code_in(const char *code, const char *const *list)
 }
 
 static const char *const throttling[] = {
-	"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
-	"TooManyRequestsException", "RequestLimitExceeded", "BandwidthLimitExceeded",
-	"EC2ThrottledException", "RequestThrottled", "SlowDown", "PriorRequestNotComplete",
-	"RequestTimeout", "RequestTimeoutException", "InternalError", "ServiceUnavailable",
-	"Unavailable", NULL,
+	"Throttling",
+	"ThrottlingException",
+	"ThrottledException",
+	"RequestThrottledException",
+	"TooManyRequestsException",
+	"RequestLimitExceeded",
+	"BandwidthLimitExceeded",
+	"EC2ThrottledException",
+	"RequestThrottled",
+	"SlowDown",
+	"PriorRequestNotComplete",
+	"RequestTimeout",
+	"RequestTimeoutException",
+	"InternalError",
+	"ServiceUnavailable",
+	"Unavailable",
+	NULL,
 };
 /* Failures of this placement: another attempt would fail the same way. */
 static const char *const capacity[] = {
-	"InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity",
-	"InsufficientReservedInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
-	"MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow", "Unsupported", NULL,
+	"InsufficientInstanceCapacity",
+	"InsufficientHostCapacity",
+	"InsufficientCapacity",
+	"InsufficientReservedInstanceCapacity",
+	"InstanceLimitExceeded",
+	"VcpuLimitExceeded",
+	"MaxSpotInstanceCountExceeded",
+	"SpotMaxPriceTooLow",
+	"Unsupported",
+	NULL,
 };
 
 int aws_retryable(long status, const char *body, size_t len, void *ctx)
@@ -137,28 +156,35 @@ static int aws_error(struct aws *a, const char *action, long status, const char 
 		hint = ": an EC2 quota is too small; ask for more in Service Quotas (e.g. "
 		       "'Running On-Demand G and VT instances' for GPUs)";
 	if (!strcmp(code, "UnauthorizedOperation") || !strcmp(code, "AccessDenied"))
-		return pbx_err_set(err, "EC2 %s in %s: not authorized (%s, credentials from %s): "
-				   "%s%s", action, a->region, code, a->creds.source, msg, hint);
+		return pbx_err_set(err,
+				   "EC2 %s in %s: not authorized (%s, credentials from %s): "
+				   "%s%s",
+				   action, a->region, code, a->creds.source, msg, hint);
 	if (strstr(hint, "credentials were refused"))
-		return pbx_err_set(err, "EC2 %s in %s: authentication failed (%s, credentials from "
-				   "%s): %s%s", action, a->region, code, a->creds.source, msg, hint);
+		return pbx_err_set(err,
+				   "EC2 %s in %s: authentication failed (%s, credentials from "
+				   "%s): %s%s",
+				   action, a->region, code, a->creds.source, msg, hint);
 	return pbx_err_set(err, "EC2 %s in %s: HTTP %ld %s: %s%s", action, a->region, status, code,
 			   msg, hint);
 }
 
 /* ---------------------------------------------------------------- call */
 
-int aws_call(struct aws *a, const char *action, const struct aws_params *p,
-	     struct pbx_buf *reply, char code[64], struct pbx_err *err)
+int aws_call(struct aws *a, const char *action, const struct aws_params *p, struct pbx_buf *reply,
+	     char code[64], struct pbx_err *err)
 {
 	static const char ct[] = "application/x-www-form-urlencoded; charset=utf-8";
 	char *body = aws_form_body(action, p), *auth, *h_auth, *h_date, *h_tok = NULL;
 	char date[17], ecode[64] = "", emsg[600] = "";
 	const char *hdrs[5];
-	struct aws_sign_in in = { "POST", a->host, "/", ct, body, strlen(body), date,
-				  a->region, "ec2", &a->creds };
-	struct pbx_http_req r = { .method = "POST", .url = a->endpoint, .headers = hdrs,
-				  .body = body, .body_len = strlen(body),
+	struct aws_sign_in in = { "POST",       a->host, "/",       ct,    body,
+				  strlen(body), date,    a->region, "ec2", &a->creds };
+	struct pbx_http_req r = { .method = "POST",
+				  .url = a->endpoint,
+				  .headers = hdrs,
+				  .body = body,
+				  .body_len = strlen(body),
 				  .retryable = aws_retryable };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;
@@ -200,14 +226,14 @@ int aws_call(struct aws *a, const char *action, const struct aws_params *p,
 		if (aws_error_parse(resp.body.buf, resp.body.len, ecode, sizeof(ecode), emsg,
 				    sizeof(emsg)) < 0) {
 			snprintf(ecode, sizeof(ecode), "%s", "Unknown");
-			snprintf(emsg, sizeof(emsg), "an answer that is not an EC2 error (%zu bytes)",
-				 resp.body.len);
+			snprintf(emsg, sizeof(emsg),
+				 "an answer that is not an EC2 error (%zu bytes)", resp.body.len);
 		}
 		if (code)
 			snprintf(code, 64, "%s", ecode);
 		/* the request log says only "N bytes, not JSON" of an XML body */
-		pbx_store_event(a->s->store, a->s->id, "ec2.error", "%s: HTTP %ld %s: %.300s", action,
-				resp.status, ecode, emsg);
+		pbx_store_event(a->s->store, a->s->id, "ec2.error", "%s: HTTP %ld %s: %.300s",
+				action, resp.status, ecode, emsg);
 		pbx_buf_release(&resp.body);
 		return aws_error(a, action, resp.status, ecode, emsg, err);
 	}

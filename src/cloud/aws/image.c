@@ -21,11 +21,11 @@
 
 #include "util/xalloc.h"
 
-#define IMAGE_WAIT_S 1800   /* an AMI of a large volume takes many minutes */
-#define STOP_WAIT_S 600
-#define SEEN_GRACE_S 60     /* DescribeImages may not list a new AMI at once */
+#define IMAGE_WAIT_S 1800 /* an AMI of a large volume takes many minutes */
+#define STOP_WAIT_S  600
+#define SEEN_GRACE_S 60 /* DescribeImages may not list a new AMI at once */
 #define POLL_BASE_MS 250
-#define POLL_CAP_MS 5000
+#define POLL_CAP_MS  5000
 
 /* ------------------------------------------------------------- helpers */
 
@@ -136,8 +136,8 @@ static int aws_image_stop_node(void *ctx, const struct pbx_node_row *node, struc
 		if (!strcmp(state, "terminated") || !strcmp(state, "shutting-down"))
 			rc = pbx_err_set(err, "instance %s is %s", node->instance_id, state);
 		else if (time(NULL) >= until)
-			rc = pbx_err_set(err, "instance %s is still %s after %d s", node->instance_id,
-					 state, STOP_WAIT_S);
+			rc = pbx_err_set(err, "instance %s is still %s after %d s",
+					 node->instance_id, state, STOP_WAIT_S);
 		else
 			image_pause(++attempt);
 	}
@@ -149,8 +149,7 @@ static int aws_image_stop_node(void *ctx, const struct pbx_node_row *node, struc
 
 /* The account's image named `name`: 1 with *img (aws_images_free(img, 1))
  * when there is one, 0 when not, -1 on error. */
-static int image_find(struct aws *a, const char *name, struct aws_image **img,
-		      struct pbx_err *err)
+static int image_find(struct aws *a, const char *name, struct aws_image **img, struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
@@ -213,7 +212,8 @@ static int image_mine(const struct aws *a, const struct aws_image *img, const ch
 {
 	if (!strcmp(img->owner, uid))
 		return 0;
-	return pbx_err_setc(err, PBX_EXIT_SECURITY, "image %s (%s) in region %s is not this "
+	return pbx_err_setc(err, PBX_EXIT_SECURITY,
+			    "image %s (%s) in region %s is not this "
 			    "build's (its %s tag is '%.64s', this build's id is %s): left alone",
 			    img->name, img->id, a->region, PBX_LABEL_IMAGE_ID, img->owner, uid);
 }
@@ -243,7 +243,7 @@ static int aws_image_create(void *ctx, const struct pbx_node_row *node, const ch
 	struct aws_image *img = NULL;
 	int rc = image_find(a, name, &img, err);
 	if (rc > 0)
-		rc = image_mine(a, img, uid, err);   /* a rerun waits for its own */
+		rc = image_mine(a, img, uid, err); /* a rerun waits for its own */
 	else if (rc == 0)
 		rc = image_make(a, node, name, uid, description, err);
 	aws_images_free(img, img ? 1 : 0);
@@ -381,7 +381,7 @@ static int aws_image_remove(void *ctx, const char *name, const char *uid, int *e
 		aws_images_free(img, 1);
 		return -1;
 	}
-	if (rc > 0) {   /* its snapshots, read before it goes */
+	if (rc > 0) { /* its snapshots, read before it goes */
 		snaps = img->snapshots;
 		nsnaps = img->nsnapshots;
 		img->snapshots = NULL;

@@ -20,8 +20,9 @@
 #include "util/utctime.h"
 #include "util/xalloc.h"
 
-#define AWS_XML_OPTS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | \
-		      XML_PARSE_NOBLANKS | XML_PARSE_NOCDATA)
+#define AWS_XML_OPTS                                                                      \
+	(XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOBLANKS | \
+	 XML_PARSE_NOCDATA)
 
 /* libxml2 prints some errors (e.g. "encoding error") through its generic
  * handler whatever the parse options say: pbx prints nothing of a reply. */
@@ -36,7 +37,7 @@ static xmlDocPtr aws_xml_read(const char *xml, size_t len)
 	xmlDocPtr d;
 	if (!xml || !len || len > (size_t)0x7fffffff)
 		return NULL;
-	xmlSetGenericErrorFunc(NULL, aws_xml_quiet);   /* per thread */
+	xmlSetGenericErrorFunc(NULL, aws_xml_quiet); /* per thread */
 	d = xmlReadMemory(xml, (int)len, "ec2.xml", NULL, AWS_XML_OPTS);
 	if (d && (d->intSubset || d->extSubset)) {
 		/* EC2 sends no DTD: one is refused with its entities */
@@ -358,7 +359,8 @@ static void image_snapshots(const xmlNode *item, struct aws_image *x)
 			free(snap);
 			continue;
 		}
-		x->snapshots = xreallocarray(x->snapshots, x->nsnapshots + 1, sizeof(*x->snapshots));
+		x->snapshots =
+			xreallocarray(x->snapshots, x->nsnapshots + 1, sizeof(*x->snapshots));
 		x->snapshots[x->nsnapshots++] = snap;
 	}
 }

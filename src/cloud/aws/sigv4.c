@@ -76,10 +76,12 @@ char *aws_sigv4_authorization(const struct aws_sign_in *in, struct pbx_buf *creq
 	memcpy(date, in->amz_date, 8);
 	date[8] = '\0';
 	pbx_sha256_hex(in->body ? in->body : "", in->body ? in->body_len : 0, payload);
-	signed_headers = in->content_type
-		? (in->creds->token ? "content-type;host;x-amz-date;x-amz-security-token"
-		   : "content-type;host;x-amz-date")
-		: (in->creds->token ? "host;x-amz-date;x-amz-security-token" : "host;x-amz-date");
+	signed_headers =
+		in->content_type
+			? (in->creds->token ? "content-type;host;x-amz-date;x-amz-security-token"
+					    : "content-type;host;x-amz-date")
+			: (in->creds->token ? "host;x-amz-date;x-amz-security-token"
+					    : "host;x-amz-date");
 
 	/* canonical request: method, URI, query (none), headers, names, hash */
 	pbx_buf_addf(&creq, "%s\n", in->method);
@@ -126,8 +128,8 @@ char *aws_sigv4_authorization(const struct aws_sign_in *in, struct pbx_buf *creq
 	explicit_bzero(k2, sizeof(k2));
 
 	auth = xasprintf("AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, "
-			 "Signature=%s", in->creds->access_key, date, in->region, in->service,
-			 signed_headers, sig);
+			 "Signature=%s",
+			 in->creds->access_key, date, in->region, in->service, signed_headers, sig);
 	if (creq_out) {
 		pbx_buf_release(creq_out);
 		*creq_out = creq;

@@ -23,15 +23,15 @@ enum auth_kind { AUTH_FILE, AUTH_METADATA };
 
 struct pbx_gce_auth {
 	enum auth_kind kind;
-	struct pbx_gce_creds creds;   /* AUTH_FILE */
-	char *metadata_url;           /* AUTH_METADATA */
-	char *source;                 /* for messages */
+	struct pbx_gce_creds creds; /* AUTH_FILE */
+	char *metadata_url;         /* AUTH_METADATA */
+	char *source;               /* for messages */
 	struct pbx_http *http;
-	char *token;                  /* cached; wiped when replaced */
-	time_t refresh_at;            /* fetch a new one from this time on */
+	char *token;       /* cached; wiped when replaced */
+	time_t refresh_at; /* fetch a new one from this time on */
 	unsigned fetches;
-	const char *scope;            /* NULL: PBX_GCE_SCOPE */
-	pthread_mutex_t mu;           /* guards token, refresh_at, fetches */
+	const char *scope;  /* NULL: PBX_GCE_SCOPE */
+	pthread_mutex_t mu; /* guards token, refresh_at, fetches */
 };
 
 static void token_forget(struct pbx_gce_auth *a)
@@ -112,8 +112,7 @@ static char *adc_path(void)
 			 home ? home : "");
 }
 
-static int open_file(struct pbx_gce_auth *a, const char *path, const char *why,
-		     struct pbx_err *err)
+static int open_file(struct pbx_gce_auth *a, const char *path, const char *why, struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	int rc;
@@ -149,9 +148,9 @@ static int open_metadata(struct pbx_gce_auth *a, struct pbx_err *err)
 	const char *host = getenv("GCE_METADATA_HOST");
 	char why[256];
 	a->kind = AUTH_METADATA;
-	a->metadata_url = xasprintf(
-		"http://%s/computeMetadata/v1/instance/service-accounts/default/token",
-		host && *host ? host : "metadata.google.internal");
+	a->metadata_url =
+		xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
+			  host && *host ? host : "metadata.google.internal");
 	if (!pbx_http_url_allowed(a->metadata_url, why, sizeof(why)))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "GCE_METADATA_HOST: %s", why);
 	a->source = xasprintf("the metadata server (no credentials file: set "
@@ -160,8 +159,8 @@ static int open_metadata(struct pbx_gce_auth *a, struct pbx_err *err)
 	return 0;
 }
 
-int pbx_gce_auth_open(const char *credentials, struct pbx_http *http,
-		      struct pbx_gce_auth **out, struct pbx_err *err)
+int pbx_gce_auth_open(const char *credentials, struct pbx_http *http, struct pbx_gce_auth **out,
+		      struct pbx_err *err)
 {
 	struct pbx_gce_auth *a = xcalloc(1, sizeof(*a));
 	const char *env = getenv("GOOGLE_APPLICATION_CREDENTIALS");
@@ -210,8 +209,8 @@ static int token_form(struct pbx_gce_auth *a, struct pbx_buf *form, struct pbx_e
 	const struct pbx_gce_creds *c = &a->creds;
 	if (!strcmp(c->type, "service_account")) {
 		char *jwt;
-		if (pbx_gce_jwt_make(c, c->token_uri, a->scope ? a->scope : PBX_GCE_SCOPE, time(NULL),
-				     &jwt, err) < 0)
+		if (pbx_gce_jwt_make(c, c->token_uri, a->scope ? a->scope : PBX_GCE_SCOPE,
+				     time(NULL), &jwt, err) < 0)
 			return -1;
 		form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
 		form_add(form, "assertion", jwt);
@@ -228,8 +227,8 @@ static int token_form(struct pbx_gce_auth *a, struct pbx_buf *form, struct pbx_e
 
 static int fetch(struct pbx_gce_auth *a, struct pbx_err *err)
 {
-	static const char *const form_hdrs[] = {
-		"Content-Type: application/x-www-form-urlencoded", NULL };
+	static const char *const form_hdrs[] = { "Content-Type: application/x-www-form-urlencoded",
+						 NULL };
 	static const char *const md_hdrs[] = { "Metadata-Flavor: Google", NULL };
 	struct pbx_buf form = PBX_BUF_INIT;
 	struct pbx_http_req r = { 0 };

@@ -27,7 +27,7 @@
 #include "util/err.h"
 
 #define PBX_GCE_TOKEN_URI "https://oauth2.googleapis.com/token"
-#define PBX_GCE_SCOPE "https://www.googleapis.com/auth/compute"
+#define PBX_GCE_SCOPE     "https://www.googleapis.com/auth/compute"
 
 struct pbx_gce_auth;
 
@@ -35,8 +35,8 @@ struct pbx_gce_auth;
  * `credentials` is clouds.gce.credentials (may be NULL); `http` is used
  * for token requests and must outlive the result.  *out is owned by the
  * caller (pbx_gce_auth_close). */
-int pbx_gce_auth_open(const char *credentials, struct pbx_http *http,
-		      struct pbx_gce_auth **out, struct pbx_err *err);
+int pbx_gce_auth_open(const char *credentials, struct pbx_http *http, struct pbx_gce_auth **out,
+		      struct pbx_err *err);
 void pbx_gce_auth_close(struct pbx_gce_auth *a);
 /* "Authorization: Bearer TOKEN", fetching or refreshing the token when
  * needed.  *header is owned by the caller: free it with
@@ -70,24 +70,24 @@ int pbx_gce_token_parse(const char *body, size_t len, const char *what, char **t
 
 /* The fields of a credentials file pbx uses. */
 struct pbx_gce_creds {
-	char *type;            /* "service_account" or "authorized_user" */
-	char *client_email;    /* service_account */
-	char *private_key;     /* service_account: PEM */
-	char *private_key_id;  /* service_account, may be NULL */
-	char *client_id, *client_secret, *refresh_token;  /* authorized_user */
-	char *token_uri;       /* may be NULL (authorized_user: Google's) */
-	char *project;         /* project_id / quota_project_id, may be NULL */
+	char *type;           /* "service_account" or "authorized_user" */
+	char *client_email;   /* service_account */
+	char *private_key;    /* service_account: PEM */
+	char *private_key_id; /* service_account, may be NULL */
+	char *client_id, *client_secret, *refresh_token; /* authorized_user */
+	char *token_uri; /* may be NULL (authorized_user: Google's) */
+	char *project;   /* project_id / quota_project_id, may be NULL */
 };
 
 /* Parses a credentials file's text (`path` names it in errors: "PATH:
  * field FIELD: problem").  Secrets in *c are wiped by pbx_gce_creds_free. */
-int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
-			struct pbx_gce_creds *c, struct pbx_err *err);
+int pbx_gce_creds_parse(const char *path, const char *text, size_t len, struct pbx_gce_creds *c,
+			struct pbx_err *err);
 void pbx_gce_creds_free(struct pbx_gce_creds *c);
 
 /* An RS256 JWT bearer assertion for the service account, valid from `now`
  * for an hour, audience `aud`.  Caller frees *jwt. */
-int pbx_gce_jwt_make(const struct pbx_gce_creds *c, const char *aud, const char *scope,
-		     time_t now, char **jwt, struct pbx_err *err);
+int pbx_gce_jwt_make(const struct pbx_gce_creds *c, const char *aud, const char *scope, time_t now,
+		     char **jwt, struct pbx_err *err);
 
 #endif

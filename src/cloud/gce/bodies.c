@@ -21,7 +21,7 @@
 /* The scope of the head's service account: cloud-platform, with the
  * account's IAM roles deciding what it may do (Google's advice) */
 #define GCE_HEAD_SCOPE "https://www.googleapis.com/auth/cloud-platform"
-#define GCE_DISK_GB "50"
+#define GCE_DISK_GB    "50"
 
 char *gce_name(const struct gce *g, const char *prefix, const char *part)
 {
@@ -62,10 +62,10 @@ json_t *gce_router_body(const struct gce *g)
 	char *name = gce_router_name(g), *net = xasprintf("projects/%s/" GCE_NETWORK, g->project);
 	/* AUTO_ONLY: Google allocates the NAT addresses; every range of every
 	 * subnetwork of the network in this region goes through it. */
-	json_t *b = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}",
-			      "name", name, "description", GCE_ROUTER_DESCRIPTION, "network", net,
-			      "nats", "name", "pbx-nat", "natIpAllocateOption", "AUTO_ONLY",
-			      "sourceSubnetworkIpRangesToNat", "ALL_SUBNETWORKS_ALL_IP_RANGES");
+	json_t *b = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", name, "description",
+			      GCE_ROUTER_DESCRIPTION, "network", net, "nats", "name", "pbx-nat",
+			      "natIpAllocateOption", "AUTO_ONLY", "sourceSubnetworkIpRangesToNat",
+			      "ALL_SUBNETWORKS_ALL_IP_RANGES");
 	free(name);
 	free(net);
 	return b;
@@ -115,27 +115,25 @@ json_t *gce_firewall_body(const struct gce *g, int which)
 	/* rules have no labels: the description carries the cluster's id */
 	char *ssh = xasprintf("pbx: SSH to the cluster's %s; " GCE_OWNER_KEY "%s",
 			      everyone ? "nodes" : "head", g->s->uid);
-	char *inside = xasprintf("pbx: everything inside the cluster; " GCE_OWNER_KEY "%s",
-				 g->s->uid);
+	char *inside =
+		xasprintf("pbx: everything inside the cluster; " GCE_OWNER_KEY "%s", g->s->uid);
 	json_t *b;
 	if (which == 0)
 		/* SSH to the nodes with an external address (the head, and the
 		 * compute nodes with compute_external_ips), from the template's
 		 * ssh_from (default anywhere: pbx cannot know the user's public
 		 * address reliably). */
-		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}",
-			      "name", name, "description", ssh,
-			      "network", GCE_NETWORK, "direction", "INGRESS",
-			      "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
-			      "targetTags", everyone ? all : head,
-			      "allowed", "IPProtocol", "tcp", "ports", "22");
+		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:[s], s:[{s:s, s:[s]}]}", "name",
+			      name, "description", ssh, "network", GCE_NETWORK, "direction",
+			      "INGRESS", "priority", 1000, "sourceRanges", ssh_sources(g->s->t),
+			      "targetTags", everyone ? all : head, "allowed", "IPProtocol", "tcp",
+			      "ports", "22");
 	else
 		b = json_pack("{s:s, s:s, s:s, s:s, s:i, s:[s], s:[s], s:[{s:s}, {s:s}, {s:s}]}",
-			      "name", name, "description", inside,
-			      "network", GCE_NETWORK, "direction", "INGRESS",
-			      "priority", 1000, "sourceTags", all, "targetTags", all,
-			      "allowed", "IPProtocol", "tcp", "IPProtocol", "udp",
-			      "IPProtocol", "icmp");
+			      "name", name, "description", inside, "network", GCE_NETWORK,
+			      "direction", "INGRESS", "priority", 1000, "sourceTags", all,
+			      "targetTags", all, "allowed", "IPProtocol", "tcp", "IPProtocol",
+			      "udp", "IPProtocol", "icmp");
 	free(name);
 	free(all);
 	free(head);
@@ -180,8 +178,8 @@ static json_t *network_interfaces(const struct gce *g, int head)
 	json_t *nic = json_pack("{s:s}", "network", GCE_NETWORK);
 	if (gce_nodes_external(g, head))
 		json_object_set_new(nic, "accessConfigs",
-				    json_pack("[{s:s, s:s}]", "name", "external-nat",
-					      "type", "ONE_TO_ONE_NAT"));
+				    json_pack("[{s:s, s:s}]", "name", "external-nat", "type",
+					      "ONE_TO_ONE_NAT"));
 	return json_pack("[o]", nic);
 }
 
@@ -190,24 +188,23 @@ static json_t *network_interfaces(const struct gce *g, int head)
 static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 {
 	const struct pbx_cluster_template *t = g->s->t;
-	const char *machine = grp ? grp->machine_type
-		: t->head_machine_type ? t->head_machine_type : GCE_HEAD_MACHINE;
+	const char *machine = grp                    ? grp->machine_type
+			      : t->head_machine_type ? t->head_machine_type
+						     : GCE_HEAD_MACHINE;
 	char *ssh = xasprintf("%s:%s", g->user, g->pubkey), *image = gce_source_image(g);
 	char *tg = tag(g, grp == NULL), *all = tag(g, 0);
-	json_t *p = json_pack(
-		"{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"
-		" s:o, s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
-		"machineType", machine,
-		"disks", "boot", 1, "autoDelete", 1, "mode", "READ_WRITE", "type", "PERSISTENT",
-		"initializeParams", "sourceImage", image, "diskSizeGb", GCE_DISK_GB,
-		"networkInterfaces", network_interfaces(g, grp == NULL),
-		"metadata", "items", "key", "ssh-keys", "value", ssh,
-		"labels", labels(g, grp ? "compute" : "head"),
-		"tags", "items", all, tg,
-		"scheduling", scheduling(grp));
-	if (!strcmp(tg, all))   /* compute nodes: one tag */
+	json_t *p =
+		json_pack("{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"
+			  " s:o, s:{s:[{s:s, s:s}]}, s:o, s:{s:[s, s]}, s:o}",
+			  "machineType", machine, "disks", "boot", 1, "autoDelete", 1, "mode",
+			  "READ_WRITE", "type", "PERSISTENT", "initializeParams", "sourceImage",
+			  image, "diskSizeGb", GCE_DISK_GB, "networkInterfaces",
+			  network_interfaces(g, grp == NULL), "metadata", "items", "key",
+			  "ssh-keys", "value", ssh, "labels", labels(g, grp ? "compute" : "head"),
+			  "tags", "items", all, tg, "scheduling", scheduling(grp));
+	if (!strcmp(tg, all)) /* compute nodes: one tag */
 		json_array_remove(json_object_get(json_object_get(p, "tags"), "items"), 1);
-	if (!grp && t->head_service_account)   /* the head's own identity (docs/head-identity.md) */
+	if (!grp && t->head_service_account) /* the head's own identity (docs/head-identity.md) */
 		json_object_set_new(p, "serviceAccounts",
 				    json_pack("[{s:s, s:[s]}]", "email", t->head_service_account,
 					      "scopes", GCE_HEAD_SCOPE));

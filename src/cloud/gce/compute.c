@@ -120,8 +120,11 @@ static int send_once(struct gce *g, const char *method, const char *url, const c
 	size_t slot = pool_take(g);
 	static const char json_ct[] = "Content-Type: application/json";
 	const char *hdrs[3] = { NULL, NULL, NULL };
-	struct pbx_http_req r = { .method = method, .url = url, .headers = hdrs,
-				  .body = body, .body_len = body ? strlen(body) : 0,
+	struct pbx_http_req r = { .method = method,
+				  .url = url,
+				  .headers = hdrs,
+				  .body = body,
+				  .body_len = body ? strlen(body) : 0,
 				  .retryable = gce_retryable };
 	char *auth = NULL;
 	int rc;

@@ -42,14 +42,16 @@ static int member(json_t *o, const char *path, const char *key, int required, ch
 	*out = NULL;
 	if (!v || json_is_null(v)) {
 		if (required)
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field %s: missing", path, key);
+			return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field %s: missing", path,
+					    key);
 		return 0;
 	}
 	if (!json_is_string(v) || !json_string_length(v))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field %s: must be a non-empty string",
 				    path, key);
 	if (strlen(json_string_value(v)) != json_string_length(v))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field %s: contains a NUL byte", path, key);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field %s: contains a NUL byte", path,
+				    key);
 	*out = xstrdup(json_string_value(v));
 	return 0;
 }
@@ -76,8 +78,8 @@ static int parse_user(json_t *o, const char *path, struct pbx_gce_creds *c, stru
 	return 0;
 }
 
-int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
-			struct pbx_gce_creds *c, struct pbx_err *err)
+int pbx_gce_creds_parse(const char *path, const char *text, size_t len, struct pbx_gce_creds *c,
+			struct pbx_err *err)
 {
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -87,8 +89,8 @@ int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
 	memset(c, 0, sizeof(*c));
 	if (!o)
 		/* je.text may quote the file (a key): give the position only. */
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: not a JSON credentials file",
-				    path, je.line);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: not a JSON credentials file", path,
+				    je.line);
 	if (!json_is_object(o)) {
 		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: not a JSON object", path);
 		goto out;
@@ -100,8 +102,10 @@ int pbx_gce_creds_parse(const char *path, const char *text, size_t len,
 	else if (!strcmp(c->type, "authorized_user"))
 		rc = parse_user(o, path, c, err);
 	else
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field type: '%s' is not supported "
-			     "(service_account or authorized_user)", path, c->type);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "%s: field type: '%s' is not supported "
+			     "(service_account or authorized_user)",
+			     path, c->type);
 	if (rc == 0 && c->token_uri && !pbx_http_url_allowed(c->token_uri, why, sizeof(why)))
 		/* the refresh token or signed assertion would go there */
 		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "%s: field token_uri: %s", path, why);
@@ -127,9 +131,11 @@ int pbx_gce_token_parse(const char *body, size_t len, const char *what, char **t
 	e = json_object_get(o, "error");
 	if (e) {
 		json_t *d = json_object_get(o, "error_description");
-		const char *es = json_is_string(e) ? json_string_value(e)
+		const char *es =
+			json_is_string(e) ? json_string_value(e)
 			: json_is_object(e) && json_is_string(json_object_get(e, "message"))
-			? json_string_value(json_object_get(e, "message")) : "unknown error";
+				? json_string_value(json_object_get(e, "message"))
+				: "unknown error";
 		pbx_err_set(err, "%s: %s%s%.300s", what, es, json_is_string(d) ? ": " : "",
 			    json_is_string(d) ? json_string_value(d) : "");
 		goto out;
@@ -144,7 +150,8 @@ int pbx_gce_token_parse(const char *body, size_t len, const char *what, char **t
 	e = json_object_get(o, "expires_in");
 	if (!json_is_integer(e) || json_integer_value(e) < 1 ||
 	    json_integer_value(e) > 365L * 86400) {
-		pbx_err_set(err, "%s: reply's expires_in is not a positive number of seconds", what);
+		pbx_err_set(err, "%s: reply's expires_in is not a positive number of seconds",
+			    what);
 		goto out;
 	}
 	*token = xstrdup(json_string_value(t));

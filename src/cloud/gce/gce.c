@@ -39,9 +39,9 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-#define GCE_POLL_LIMIT 3000     /* create_poll calls (about 200 ms apart): 10 min */
-#define GCE_WAIT_LIMIT_S 600    /* waiting for one operation */
-#define GCE_BULK_MAX 1000       /* instances per bulkInsert (Compute Engine's limit) */
+#define GCE_POLL_LIMIT   3000 /* create_poll calls (about 200 ms apart): 10 min */
+#define GCE_WAIT_LIMIT_S 600  /* waiting for one operation */
+#define GCE_BULK_MAX     1000 /* instances per bulkInsert (Compute Engine's limit) */
 
 static const long ok_404[] = { 404, 0 };
 
@@ -61,7 +61,8 @@ static int gce_login_read(struct gce *g, struct pbx_err *err)
 		return 0;
 	g->user = xstrdup(t->login_user ? t->login_user : "root");
 	if (!t->ssh_key)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s:%d: clusters.%s.ssh_key: required for "
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s:%d: clusters.%s.ssh_key: required for "
 				    "cloud gce (its .pub goes into the instances' ssh-keys)",
 				    g->s->cfg->path, t->line, t->name);
 	g->key_path = xstrdup(t->ssh_key);
@@ -138,12 +139,15 @@ static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 		pbx_http_set_log(g->http, s->store, s->id);
 	if (!s->dry_run && pbx_gce_auth_open(c->credentials, g->http, &g->auth, err) < 0)
 		goto fail;
-	g->project = xstrdup(c->project ? c->project
-			     : g->auth && pbx_gce_auth_project(g->auth) ? pbx_gce_auth_project(g->auth)
-			     : "");
+	g->project =
+		xstrdup(c->project                                 ? c->project
+			: g->auth && pbx_gce_auth_project(g->auth) ? pbx_gce_auth_project(g->auth)
+								   : "");
 	if (!*g->project) {
-		pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.project: required (no project_id "
-			     "in the credentials either)", s->cfg->path);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "%s: clouds.gce.project: required (no project_id "
+			     "in the credentials either)",
+			     s->cfg->path);
 		goto fail;
 	}
 	if (!g->zone) {
@@ -170,11 +174,13 @@ static int gce_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pb
 	for (k = 0; k <= total; k++) {
 		/* every instance name, and the longest rule name */
 		char *name = k < total ? gce_instance_name(g, (*nodes)[k].name)
-			: gce_firewall_name(g, 1);
+				       : gce_firewall_name(g, 1);
 		size_t len = strlen(name);
 		if (len > 63) {
-			pbx_err_setc(err, PBX_EXIT_USAGE, "the name %s would be longer than 63 "
-				     "characters: use a shorter cluster or node group name", name);
+			pbx_err_setc(err, PBX_EXIT_USAGE,
+				     "the name %s would be longer than 63 "
+				     "characters: use a shorter cluster or node group name",
+				     name);
 			free(name);
 			pbx_node_rows_free(*nodes, total);
 			*nodes = NULL;
@@ -209,7 +215,8 @@ int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err
 		}
 		json_decref(r);
 		if (!strcmp(o.status, "DONE")) {
-			rc = o.error[0] ? pbx_err_set(err, "operation %s failed: %s", op, o.error) : 0;
+			rc = o.error[0] ? pbx_err_set(err, "operation %s failed: %s", op, o.error)
+					: 0;
 			break;
 		}
 		nanosleep(&delay, NULL);
@@ -275,9 +282,9 @@ static int gce_list_instances_where(struct gce *g, const char *filter, struct gc
 	*v = NULL;
 	*n = 0;
 	do {
-		char *path = xasprintf("projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s",
-				       g->project, filter, token ? "&pageToken=" : "",
-				       token ? token : "");
+		char *path = xasprintf(
+			"projects/%s/aggregated/instances?filter=%s&maxResults=500%s%s", g->project,
+			filter, token ? "&pageToken=" : "", token ? token : "");
 		json_t *r = NULL;
 		long st;
 		free(token);
@@ -329,7 +336,8 @@ static int gce_rule_state(struct gce *g, int which, int *state, struct pbx_err *
 		char *owner = gce_firewall_owner(r);
 		int legacy = pbx_cluster_uid_legacy(g->s->uid);
 		*state = (legacy && !owner) || (owner && !strcmp(owner, g->s->uid))
-			? GCE_RULE_MINE : GCE_RULE_OTHERS;
+				 ? GCE_RULE_MINE
+				 : GCE_RULE_OTHERS;
 		free(owner);
 	}
 	json_decref(r);
@@ -345,9 +353,12 @@ static int gce_firewalls(struct gce *g, struct pbx_err *err)
 		int rc = gce_rule_state(g, which, &state, err);
 		if (rc == 0 && state == GCE_RULE_OTHERS) {
 			char *name = gce_firewall_name(g, which);
-			rc = pbx_err_set(err, "%s belongs to another cluster called %s (its id begins "
-					 "like this one's): stop this cluster and start it again for a "
-					 "new id", name, g->s->name);
+			rc = pbx_err_set(
+				err,
+				"%s belongs to another cluster called %s (its id begins "
+				"like this one's): stop this cluster and start it again for a "
+				"new id",
+				name, g->s->name);
 			free(name);
 		}
 		if (rc == 0 && state == GCE_RULE_NONE) {
@@ -386,7 +397,7 @@ static char **gce_regions(const struct gce *g)
 	for (z = 0; z < g->nzones; z++) {
 		const char *dash = strrchr(g->zones[z], '-');
 		char *reg = dash ? xstrndup(g->zones[z], (size_t)(dash - g->zones[z]))
-			: xstrdup(g->zones[z]);
+				 : xstrdup(g->zones[z]);
 		for (k = 0; k < n && strcmp(r[k], reg) != 0; k++)
 			;
 		if (k < n)
@@ -416,8 +427,9 @@ static int gce_zone_in(const char *zone, const char *region)
 static char *gce_router_path(const struct gce *g, const char *region, int with_name)
 {
 	char *name = gce_router_name(g);
-	char *p = with_name ? xasprintf("projects/%s/regions/%s/routers/%s", g->project, region, name)
-		: xasprintf("projects/%s/regions/%s/routers", g->project, region);
+	char *p = with_name
+			  ? xasprintf("projects/%s/regions/%s/routers/%s", g->project, region, name)
+			  : xasprintf("projects/%s/regions/%s/routers", g->project, region);
 	free(name);
 	return p;
 }
@@ -425,8 +437,7 @@ static char *gce_router_path(const struct gce *g, const char *region, int with_n
 /* Whether pbx's router exists in `region`: 1 yes, 0 no, -1 error.  A
  * router of that name whose description is not pbx's is not pbx's: 0, and
  * *foreign set. */
-static int gce_router_exists(struct gce *g, const char *region, int *foreign,
-			     struct pbx_err *err)
+static int gce_router_exists(struct gce *g, const char *region, int *foreign, struct pbx_err *err)
 {
 	char *path = gce_router_path(g, region, 1);
 	json_t *r = NULL;
@@ -457,12 +468,15 @@ static int gce_region_has_nat(struct gce *g, const char *region, struct pbx_err 
 		free(token);
 		token = NULL;
 		rc = gce_call(g, "GET", page, NULL, ok_404, &r, &st, err);
-		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, router) {
+		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i,
+				   router)
+		{
 			const char *net = json_string_value(json_object_get(router, "network"));
 			const char *slash = net ? strrchr(net, '/') : NULL;
 			if (!slash || strcmp(slash + 1, "default") != 0)
 				continue;
-			json_array_foreach(json_object_get(router, "nats"), k, nat) {
+			json_array_foreach(json_object_get(router, "nats"), k, nat)
+			{
 				const char *what = json_string_value(
 					json_object_get(nat, "sourceSubnetworkIpRangesToNat"));
 				found |= what && !strncmp(what, "ALL_SUBNETWORKS_", 16);
@@ -517,8 +531,11 @@ static int gce_routers(struct gce *g, struct pbx_err *err)
 			rc = gce_region_has_nat(g, regions[i], err);
 		if (rc == 0 && foreign) {
 			char *name = gce_router_name(g);
-			rc = pbx_err_set(err, "a router called %s that pbx did not make is in %s, and no "
-					 "NAT serves the network there", name, regions[i]);
+			rc = pbx_err_set(
+				err,
+				"a router called %s that pbx did not make is in %s, and no "
+				"NAT serves the network there",
+				name, regions[i]);
 			free(name);
 		}
 		if (rc == 0) {
@@ -550,8 +567,7 @@ static int gce_router_is_last(struct gce *g, const char *region, struct pbx_err 
 
 /* Appends to v pbx's routers that this cluster's stop would delete (id =
  * name, zone = region, state "ROUTER"). */
-static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n,
-			    struct pbx_err *err)
+static int gce_list_routers(struct gce *g, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	char **regions = gce_regions(g);
 	size_t i;
@@ -668,8 +684,8 @@ static int gce_bulk(struct gce *g, const char *zone, const struct pbx_node_group
 
 /* minCount of a bulkInsert of k nodes: the head, always; compute nodes
  * short of the policy's slack. */
-static size_t gce_min_count(const struct pbx_cluster_template *t,
-			    const struct pbx_node_group *grp, size_t k)
+static size_t gce_min_count(const struct pbx_cluster_template *t, const struct pbx_node_group *grp,
+			    size_t k)
 {
 	size_t slack = grp ? pbx_cloud_slack(t) : 0;
 	return k > slack ? k - slack : 1;
@@ -684,7 +700,8 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	size_t nhave = 0, *idx, k, i;
 	int rc;
 	if (!g->s->uid)
-		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created", g->s->name);
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is created",
+				   g->s->name);
 	idx = xcalloc(n ? n : 1, sizeof(*idx));
 	rc = gce_firewalls(g, err);
 	if (rc == 0 && gce_has_head(nodes, n))
@@ -698,7 +715,8 @@ static int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 		for (i = 0; i < n; i++) {
 			char *iname = gce_instance_name(g, nodes[i].name);
 			int mine = grp ? !strcmp(nodes[i].role, "compute") &&
-				pbx_cloud_group_of(t, nodes[i].name) == grp : !strcmp(nodes[i].role, "head");
+						   pbx_cloud_group_of(t, nodes[i].name) == grp
+				       : !strcmp(nodes[i].role, "head");
 			if (mine && !gce_find(have, nhave, iname))
 				idx[m++] = i;
 			free(iname);
@@ -723,9 +741,14 @@ static int gce_placement_error(struct gce *g, const char *zone, const struct gce
 		return pbx_err_set(err, "Compute Engine quota exceeded in project %s, zone %s: %s",
 				   g->project, zone, o->error);
 	if (!strncmp(o->error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28))
-		return pbx_err_set(err, "zone %s has no capacity for these instances now "
-				   "(stockout)%s: %s", zone, g->nzones > 1 ? ", nor has any zone "
-				   "of clouds.gce.zones" : "", o->error);
+		return pbx_err_set(err,
+				   "zone %s has no capacity for these instances now "
+				   "(stockout)%s: %s",
+				   zone,
+				   g->nzones > 1 ? ", nor has any zone "
+						   "of clouds.gce.zones"
+						 : "",
+				   o->error);
 	return pbx_err_set(err, "Compute Engine could not create the instances: %s", o->error);
 }
 
@@ -760,10 +783,10 @@ static void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct
 		rc = gce_destroy(g, NULL, 0, &e2);
 	if (rc == 0)
 		pbx_err_prefix(err, nleft ? "none of the new instances was kept (all or nothing)"
-			       : "nothing was kept (all or nothing)");
+					  : "nothing was kept (all or nothing)");
 	else
-		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'", e2.msg,
-			       g->s->name);
+		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'",
+			       e2.msg, g->s->name);
 	gce_insts_free(left, nleft);
 	pbx_instances_free(v, n);
 }
@@ -780,8 +803,8 @@ static const char *gce_next_zone(const struct gce *g, const char *zone)
 
 /* Polls the pending operations; 1 when all are DONE without error.  A
  * stockout sends the same nodes to the next zone of clouds.gce.zones. */
-static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
-			const struct pbx_create_hooks *h, struct pbx_err *err)
+static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes, const struct pbx_create_hooks *h,
+			struct pbx_err *err)
 {
 	size_t i, open = 0;
 	for (i = 0; i < g->npending; i++) {
@@ -808,13 +831,15 @@ static int gce_poll_ops(struct gce *g, struct pbx_node_row *nodes,
 		}
 		p->done = 1;
 		next = o.error[0] && !strncmp(o.error_code, "ZONE_RESOURCE_POOL_EXHAUSTED", 28)
-			? gce_next_zone(g, p->zone) : NULL;
+			       ? gce_next_zone(g, p->zone)
+			       : NULL;
 		if (next) {
 			size_t k;
 			pbx_store_event(g->s->store, g->s->id, "gce.stockout",
 					"zone %s has no capacity: trying %s", p->zone, next);
 			for (k = 0; k < p->n; k++)
-				pbx_events_stage(h ? h->ev : NULL, p->nodes[k], "zone full, next zone");
+				pbx_events_stage(h ? h->ev : NULL, p->nodes[k],
+						 "zone full, next zone");
 			/* gce_bulk may move g->pending: copy what it needs. */
 			{
 				size_t *idx = xcalloc(p->n, sizeof(*idx)), n = p->n, min = p->min;
@@ -863,12 +888,13 @@ static int gce_too_few(const struct gce *g, const struct pbx_node_row *nodes, si
 		compute += !strcmp(nodes[i].role, "compute");
 	if (compute - skipped >= (size_t)g->s->t->min_nodes)
 		return 0;
-	return pbx_err_set(err, "Compute Engine made %zu of the %zu compute nodes, fewer than "
-			   "min_nodes (%d) (quota or capacity)", compute - skipped, compute,
-			   g->s->t->min_nodes);
+	return pbx_err_set(err,
+			   "Compute Engine made %zu of the %zu compute nodes, fewer than "
+			   "min_nodes (%d) (quota or capacity)",
+			   compute - skipped, compute, g->s->t->min_nodes);
 }
 
-#define GCE_RESTART_GRACE_S 90   /* TERMINATED -> STAGING takes seconds */
+#define GCE_RESTART_GRACE_S 90 /* TERMINATED -> STAGING takes seconds */
 
 /* A node whose instance is TERMINATED (autostop, a shutdown on it,
  * instances.stop): instances.start, once per start; its disk is as it
@@ -885,7 +911,8 @@ static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i
 	if (!strcmp(node->state, "starting")) {
 		/* TERMINATED long after instances.start: it powered itself off */
 		if (g->started_at && time(NULL) - g->started_at > GCE_RESTART_GRACE_S)
-			return pbx_err_set(err, "instance %s is TERMINATED again after instances.start",
+			return pbx_err_set(err,
+					   "instance %s is TERMINATED again after instances.start",
 					   x->name);
 		return 0;
 	}
@@ -939,19 +966,21 @@ static int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			free(iname);
 			return -1;
 		}
-		if (!strcmp(x->status, "TERMINATED") && gce_start_stopped(g, nodes, i, x, h, err) < 0) {
+		if (!strcmp(x->status, "TERMINATED") &&
+		    gce_start_stopped(g, nodes, i, x, h, err) < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		rc = pbx_cloud_dial_allowed(g->base, nodes, i, x->name, x->private_ip, x->public_ip, err);
+		rc = pbx_cloud_dial_allowed(g->base, nodes, i, x->name, x->private_ip, x->public_ip,
+					    err);
 		if (rc < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
 		}
 		if (rc > 0)
-			continue;   /* once the head runs */
+			continue; /* once the head runs */
 		if (strcmp(nodes[i].state, "running") != 0) {
 			set_str(&nodes[i].address, x->private_ip);
 			if (x->zone)
@@ -993,13 +1022,15 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 		if (!rows[i].operation || strcmp(rows[i].state, "creating") != 0)
 			continue;
 		for (k = 0; k < i && (!rows[k].operation ||
-				      strcmp(rows[k].operation, rows[i].operation) != 0); k++)
+				      strcmp(rows[k].operation, rows[i].operation) != 0);
+		     k++)
 			;
 		if (k < i)
-			continue;   /* the same bulkInsert as an earlier node */
+			continue; /* the same bulkInsert as an earlier node */
 		while (rc == 0 && time(NULL) < until) {
-			char *path = xasprintf("projects/%s/zones/%s/operations/%s", g->project,
-					       rows[i].zone ? rows[i].zone : g->zone, rows[i].operation);
+			char *path =
+				xasprintf("projects/%s/zones/%s/operations/%s", g->project,
+					  rows[i].zone ? rows[i].zone : g->zone, rows[i].operation);
 			struct timespec delay = { 0, 250 * 1000 * 1000 };
 			json_t *r = NULL;
 			struct gce_op o;
@@ -1036,8 +1067,7 @@ static void gce_add(struct pbx_instance **v, size_t *n, const char *id, const ch
 }
 
 /* The cluster's firewall rules that are its own (gce_rule_state). */
-static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n,
-			  struct pbx_err *err)
+static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	int which, state;
 	for (which = 0; which < 2; which++) {
@@ -1056,19 +1086,19 @@ static int gce_list_rules(struct gce *g, struct pbx_instance **v, size_t *n,
 /* A survey: every rule named like a rule of a cluster called NAME, new
  * (pbx-NAME-IDP-ssh) or legacy (pbx-NAME-ssh), with the id its
  * description carries. */
-static int gce_survey_rules(struct gce *g, struct pbx_instance **v, size_t *n,
-			    struct pbx_err *err)
+static int gce_survey_rules(struct gce *g, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	char *re = xasprintf("name eq \"pbx-%s(-[0-9a-f]{%d})?-(ssh|internal)\"", g->s->name,
 			     GCE_ID_PREFIX);
 	char *filter = gce_escape(re);
-	char *path = xasprintf("projects/%s/global/firewalls?filter=%s&maxResults=500",
-			       g->project, filter);
+	char *path = xasprintf("projects/%s/global/firewalls?filter=%s&maxResults=500", g->project,
+			       filter);
 	json_t *r = NULL, *it;
 	size_t i;
 	long st;
 	int rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-	json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, it) {
+	json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, it)
+	{
 		const char *name = json_string_value(json_object_get(it, "name"));
 		char *owner = gce_firewall_owner(it);
 		if (name)
@@ -1128,8 +1158,7 @@ static int gce_delete_one(void *ctx, size_t i, struct pbx_err *err)
 
 /* Waits until no instance of v is listed any more: one aggregated list a
  * round, however many instances there are. */
-static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n,
-			 struct pbx_err *err)
+static int gce_wait_gone(struct gce *g, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct timespec delay = { 0, 250 * 1000 * 1000 };
 	time_t until = time(NULL) + GCE_WAIT_LIMIT_S;
@@ -1201,14 +1230,15 @@ static int gce_settle_rules(struct gce *g, struct pbx_err *err)
 		free(token);
 		token = NULL;
 		rc = gce_call(g, "GET", path, NULL, ok_404, &r, &st, err);
-		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, op) {
+		json_array_foreach(rc == 0 && st == 200 ? json_object_get(r, "items") : NULL, i, op)
+		{
 			const char *target = json_string_value(json_object_get(op, "targetLink"));
 			const char *name = json_string_value(json_object_get(op, "name"));
 			const char *last = target ? strrchr(target, '/') : NULL;
 			/* An insert that failed made no rule: not the stop's
 			 * failure; an unreachable API shows in the GETs after. */
-			if (rc == 0 && name && last && (!strcmp(last + 1, names[0]) ||
-							!strcmp(last + 1, names[1])) &&
+			if (rc == 0 && name && last &&
+			    (!strcmp(last + 1, names[0]) || !strcmp(last + 1, names[1])) &&
 			    gce_wait_op(g, "global", name, err) < 0)
 				pbx_err_clear(err);
 		}
@@ -1234,7 +1264,8 @@ static int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct
 	struct gce *g = ctx;
 	int rc, which, state = GCE_RULE_MINE;
 	if (!g->s->uid)
-		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted", g->s->name);
+		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted",
+				   g->s->name);
 	rc = gce_delete_instances(g, v, n, err);
 	if (rc == 0)
 		rc = gce_delete_routers(g, err);
@@ -1266,7 +1297,7 @@ static int gce_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t 
 	int rc;
 	for (i = 0; i < n; i++) {
 		v[i].id = nodes[i].instance_id ? xstrdup(nodes[i].instance_id)
-			: gce_instance_name(g, nodes[i].name);
+					       : gce_instance_name(g, nodes[i].name);
 		v[i].zone = xstrdup(nodes[i].zone ? nodes[i].zone : g->zone);
 	}
 	rc = gce_delete_instances(g, v, n, err);
@@ -1289,7 +1320,7 @@ static int gce_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	char *head = gce_instance_name(g, "head");   /* its host name */
+	char *head = gce_instance_name(g, "head"); /* its host name */
 	(void)err;
 	pbx_cloud_vm_layout(head, l);
 	free(head);

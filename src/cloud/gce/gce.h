@@ -22,35 +22,35 @@
 
 /* One creation under way: a bulkInsert operation and the nodes it makes. */
 struct gce_pending {
-	char *op;          /* operation name */
+	char *op; /* operation name */
 	char *zone;
-	const struct pbx_node_group *grp;   /* NULL: the head */
-	size_t *nodes;     /* indexes into the node list */
+	const struct pbx_node_group *grp; /* NULL: the head */
+	size_t *nodes;                    /* indexes into the node list */
 	size_t n;
-	size_t min;        /* minCount: fewest instances the call accepts */
+	size_t min; /* minCount: fewest instances the call accepts */
 	int done;
 };
 
-#define GCE_HTTP_POOL 16   /* calls in flight at once (deletes fan out) */
+#define GCE_HTTP_POOL 16 /* calls in flight at once (deletes fan out) */
 
 struct gce {
 	const struct pbx_cluster_spec *s;
-	struct pbx_http *http;       /* the token's handle, and the pool's first */
-	struct pbx_http *pool[GCE_HTTP_POOL];   /* one connection each, made on demand */
+	struct pbx_http *http;                /* the token's handle, and the pool's first */
+	struct pbx_http *pool[GCE_HTTP_POOL]; /* one connection each, made on demand */
 	unsigned char busy[GCE_HTTP_POOL];
 	pthread_mutex_t pool_mu;
 	pthread_cond_t pool_cv;
-	struct pbx_gce_auth *auth;   /* NULL in dry-run */
-	char *base;                  /* endpoint, ends in '/' */
-	char *project, *zone;        /* zone: where new instances go first */
-	char **zones;                /* zone, then clouds.gce.zones' others: the
+	struct pbx_gce_auth *auth; /* NULL in dry-run */
+	char *base;                /* endpoint, ends in '/' */
+	char *project, *zone;      /* zone: where new instances go first */
+	char **zones;              /* zone, then clouds.gce.zones' others: the
 					order tried on a stockout */
 	size_t nzones;
-	char *user, *key_path, *pubkey;   /* login; pubkey is the .pub line */
+	char *user, *key_path, *pubkey; /* login; pubkey is the .pub line */
 	struct gce_pending *pending;
 	size_t npending;
 	int polls;
-	time_t started_at;           /* when this start sent instances.start, or 0 */
+	time_t started_at; /* when this start sent instances.start, or 0 */
 };
 
 /* ------------------------------------------------------------ compute.c */
@@ -108,9 +108,9 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
 
 struct gce_inst {
 	char *name, *zone, *status;
-	char *private_ip, *public_ip;   /* IP addresses (pbx_ip_literal_ok) or NULL */
-	char *cluster;                  /* label pbx-cluster-id; may be NULL */
-	int64_t stopped_at;             /* lastStopTimestamp in unix seconds when the
+	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
+	char *cluster;                /* label pbx-cluster-id; may be NULL */
+	int64_t stopped_at;           /* lastStopTimestamp in unix seconds when the
 	                                   status is not RUNNING; 0 when absent,
 	                                   malformed or running */
 };
@@ -119,17 +119,16 @@ struct gce_inst {
  * *next gets nextPageToken (caller frees) or NULL.  -1 also when an
  * address is not an IP address (err names the instance; it is appended
  * without that address). */
-int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
-		   struct pbx_err *err);
+int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next, struct pbx_err *err);
 void gce_insts_free(struct gce_inst *v, size_t n);
 
 /* What pbx reads of an Image resource. */
 struct gce_image {
-	char name[64];       /* RFC 1035, at most 63 characters */
-	char status[16];     /* PENDING, READY, FAILED, DELETING */
-	char owner[64];      /* its pbx-image-id label, "" when none */
-	long long disk_gb;   /* diskSizeGb, 0 when absent */
-	long long archive_bytes;   /* archiveSizeBytes, 0 when absent */
+	char name[64];           /* RFC 1035, at most 63 characters */
+	char status[16];         /* PENDING, READY, FAILED, DELETING */
+	char owner[64];          /* its pbx-image-id label, "" when none */
+	long long disk_gb;       /* diskSizeGb, 0 when absent */
+	long long archive_bytes; /* archiveSizeBytes, 0 when absent */
 };
 /* Reads an Image; -1 when it is not one (no valid name or status). */
 int gce_image_parse(json_t *v, struct gce_image *img, struct pbx_err *err);
@@ -170,7 +169,8 @@ char *gce_firewall_name(const struct gce *g, int which);
  * carries no cluster id.  Caller frees. */
 char *gce_router_name(const struct gce *g);
 /* The router's description: how pbx recognises a router it made. */
-#define GCE_ROUTER_DESCRIPTION "pbx: Cloud NAT for pbx compute nodes without an external " \
+#define GCE_ROUTER_DESCRIPTION                                      \
+	"pbx: Cloud NAT for pbx compute nodes without an external " \
 	"address; shared by the pbx clusters in this region, deleted by the stop that leaves none"
 /* routers.insert body: the router on the cluster's network with one NAT
  * (AUTO_ONLY addresses, every subnetwork range).  New reference. */

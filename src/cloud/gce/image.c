@@ -15,7 +15,7 @@
 
 #include "util/xalloc.h"
 
-#define IMAGE_WAIT_S 1800   /* an image of a large disk takes minutes */
+#define IMAGE_WAIT_S 1800 /* an image of a large disk takes minutes */
 
 static const long ok_404_409[] = { 404, 409, 0 };
 
@@ -82,8 +82,7 @@ static int image_get(struct gce *g, const char *name, struct gce_image *img, str
 
 /* Waits while image `name` is PENDING; its last state in *img.  Returns as
  * image_get does. */
-static int image_settle(struct gce *g, const char *name, struct gce_image *img,
-			struct pbx_err *err)
+static int image_settle(struct gce *g, const char *name, struct gce_image *img, struct pbx_err *err)
 {
 	struct timespec delay = { 1, 0 };
 	time_t until = time(NULL) + IMAGE_WAIT_S;
@@ -93,7 +92,8 @@ static int image_settle(struct gce *g, const char *name, struct gce_image *img,
 		if (rc <= 0 || strcmp(img->status, "PENDING") != 0 || g->s->dry_run)
 			return rc;
 		if (time(NULL) >= until)
-			return pbx_err_set(err, "image %s still PENDING after %d s", name, IMAGE_WAIT_S);
+			return pbx_err_set(err, "image %s still PENDING after %d s", name,
+					   IMAGE_WAIT_S);
 		nanosleep(&delay, NULL);
 	}
 }
@@ -104,9 +104,10 @@ static int image_mine(const struct gce *g, const struct gce_image *img, const ch
 {
 	if (!strcmp(img->owner, uid))
 		return 0;
-	return pbx_err_setc(err, PBX_EXIT_SECURITY, "image %s in project %s is not this build's "
-			    "(its %s label is '%s', this build's id is %s): left alone", img->name,
-			    g->project, PBX_LABEL_IMAGE_ID, img->owner, uid);
+	return pbx_err_setc(err, PBX_EXIT_SECURITY,
+			    "image %s in project %s is not this build's "
+			    "(its %s label is '%s', this build's id is %s): left alone",
+			    img->name, g->project, PBX_LABEL_IMAGE_ID, img->owner, uid);
 }
 
 static json_t *image_body(const struct gce *g, const struct pbx_node_row *node, const char *name,

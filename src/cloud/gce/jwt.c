@@ -50,7 +50,7 @@ static int sign(EVP_PKEY *k, const struct pbx_buf *in, unsigned char **sig, size
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	int ok = md && EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k) == 1 &&
-		EVP_DigestSign(md, NULL, siglen, (const unsigned char *)in->buf, in->len) == 1;
+		 EVP_DigestSign(md, NULL, siglen, (const unsigned char *)in->buf, in->len) == 1;
 	if (ok) {
 		*sig = xmalloc(*siglen);
 		ok = EVP_DigestSign(md, *sig, siglen, (const unsigned char *)in->buf, in->len) == 1;
@@ -63,8 +63,8 @@ static int sign(EVP_PKEY *k, const struct pbx_buf *in, unsigned char **sig, size
 	return ok ? 0 : -1;
 }
 
-int pbx_gce_jwt_make(const struct pbx_gce_creds *c, const char *aud, const char *scope,
-		     time_t now, char **jwt, struct pbx_err *err)
+int pbx_gce_jwt_make(const struct pbx_gce_creds *c, const char *aud, const char *scope, time_t now,
+		     char **jwt, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	EVP_PKEY *k = load_key(c->private_key);
@@ -75,9 +75,10 @@ int pbx_gce_jwt_make(const struct pbx_gce_creds *c, const char *aud, const char 
 	*jwt = NULL;
 	if (!k || EVP_PKEY_base_id(k) != EVP_PKEY_RSA) {
 		EVP_PKEY_free(k);
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "service account %s: private_key is not an RSA private key in PEM",
-				    c->client_email);
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"service account %s: private_key is not an RSA private key in PEM",
+			c->client_email);
 	}
 	hdr = json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
 	if (c->private_key_id)

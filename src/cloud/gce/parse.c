@@ -58,7 +58,7 @@ int gce_error_text(const char *text, size_t len, char *out, size_t size)
 		snprintf(out, size, "%s%s%s%s", msg ? msg : "error", reason ? " (" : "",
 			 reason ? reason : "", reason ? ")" : "");
 		rc = 0;
-	} else if (json_is_string(e)) {   /* OAuth style */
+	} else if (json_is_string(e)) { /* OAuth style */
 		snprintf(out, size, "%.200s", json_string_value(e));
 		rc = 0;
 	}
@@ -78,7 +78,8 @@ int gce_retryable(long status, const char *body, size_t len, void *ctx)
 		return 0;
 	v = json_loadb(body, len, 0, NULL);
 	errors = json_object_get(json_object_get(v, "error"), "errors");
-	json_array_foreach(errors, i, e) {
+	json_array_foreach(errors, i, e)
+	{
 		const char *r = str(e, "reason");
 		if (r && (!strcmp(r, "rateLimitExceeded") || !strcmp(r, "userRateLimitExceeded")))
 			yes = 1;
@@ -99,7 +100,8 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err)
 	snprintf(op->name, sizeof(op->name), "%s", name);
 	snprintf(op->status, sizeof(op->status), "%s", status);
 	errors = json_object_get(json_object_get(v, "error"), "errors");
-	json_array_foreach(errors, i, e) {
+	json_array_foreach(errors, i, e)
+	{
 		const char *code = str(e, "code"), *msg = str(e, "message");
 		int n;
 		if (!op->error_code[0] && code)
@@ -136,8 +138,7 @@ void gce_insts_free(struct gce_inst *v, size_t n)
 /* An address member of instance `name`: a copy when it is an IP address
  * (pbx_ip_literal_ok), NULL when absent; when it is anything else, NULL
  * and, for the first such, err naming the instance and the field (*bad). */
-static char *address(json_t *o, const char *key, const char *name, int *bad,
-		     struct pbx_err *err)
+static char *address(json_t *o, const char *key, const char *name, int *bad, struct pbx_err *err)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
@@ -146,8 +147,10 @@ static char *address(json_t *o, const char *key, const char *name, int *bad,
 	    strlen(json_string_value(v)) == json_string_length(v))
 		return xstrdup(json_string_value(v));
 	if (!(*bad)++)
-		pbx_err_set(err, "Compute Engine list reply: instance %.80s has a %s that is not an "
-			    "IP address", name, key);
+		pbx_err_set(err,
+			    "Compute Engine list reply: instance %.80s has a %s that is not an "
+			    "IP address",
+			    name, key);
 	return NULL;
 }
 
@@ -179,7 +182,7 @@ static int64_t rfc3339_time(const char *s)
 	} else {
 		return 0;
 	}
-	t -= offset;   /* local time = UTC + offset */
+	t -= offset; /* local time = UTC + offset */
 	return t > 0 ? t : 0;
 }
 
@@ -193,12 +196,15 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 	int bad = 0;
 	if (items && !json_is_array(items))
 		return pbx_err_set(err, "Compute Engine list reply: items is not an array");
-	json_array_foreach(items, i, it) {
+	json_array_foreach(items, i, it)
+	{
 		json_t *nic = json_array_get(json_object_get(it, "networkInterfaces"), 0);
 		json_t *ac = json_array_get(json_object_get(nic, "accessConfigs"), 0);
 		struct gce_inst *x;
 		if (!str(it, "name") || !*str(it, "name") || !str(it, "status"))
-			return pbx_err_set(err, "Compute Engine list reply: an instance has no name or status");
+			return pbx_err_set(
+				err,
+				"Compute Engine list reply: an instance has no name or status");
 		*out = xreallocarray(*out, *n + 1, sizeof(**out));
 		x = &(*out)[(*n)++];
 		x->name = xstrdup(str(it, "name"));
@@ -208,13 +214,13 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 		x->public_ip = address(ac, "natIP", x->name, &bad, err);
 		x->cluster = dup_or_null(str(json_object_get(it, "labels"), PBX_LABEL_CLUSTER_ID));
 		x->stopped_at = strcmp(x->status, "RUNNING") != 0
-			? rfc3339_time(str(it, "lastStopTimestamp")) : 0;
+					? rfc3339_time(str(it, "lastStopTimestamp"))
+					: 0;
 	}
 	return bad ? -1 : 0;
 }
 
-int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
-		   struct pbx_err *err)
+int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next, struct pbx_err *err)
 {
 	json_t *items, *scope;
 	const char *key;
@@ -224,14 +230,19 @@ int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next,
 	items = json_object_get(v, "items");
 	if (json_is_object(items)) {
 		/* aggregatedList: {"zones/Z": {"instances": [...]} | {"warning"}} */
-		json_object_foreach(items, key, scope) {
+		json_object_foreach(items, key, scope)
+		{
 			size_t first = *n, k;
 			if (!json_is_object(scope))
-				return pbx_err_set(err, "Compute Engine aggregated list: scope %.60s is not an object", key);
+				return pbx_err_set(
+					err,
+					"Compute Engine aggregated list: scope %.60s is not an object",
+					key);
 			if (list_items(json_object_get(scope, "instances"), out, n, err) < 0)
 				return -1;
 			for (k = first; k < *n; k++)
-				if (!(*out)[k].zone && !strncmp(key, "zones/", 6) && strlen(key) < MAX_FIELD)
+				if (!(*out)[k].zone && !strncmp(key, "zones/", 6) &&
+				    strlen(key) < MAX_FIELD)
 					(*out)[k].zone = xstrdup(key + 6);
 		}
 	} else if (list_items(items, out, n, err) < 0) {

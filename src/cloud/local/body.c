@@ -117,7 +117,7 @@ static void body_log_tail(const char *path, off_t from, char *out, size_t size)
  * waits for).  If sshd exits instead, the error quotes the last line its
  * log got after LOG_FROM (e.g. "Cannot bind any address."). */
 static int body_wait_sshd(pid_t pid, const char *pidfile, const char *logfile, off_t log_from,
-			   int timeout_ms, struct pbx_err *err)
+			  int timeout_ms, struct pbx_err *err)
 {
 	struct timespec delay = { 0, 2 * 1000 * 1000 };
 	char last[512];
@@ -129,7 +129,8 @@ static int body_wait_sshd(pid_t pid, const char *pidfile, const char *logfile, o
 			body_log_tail(logfile, log_from, last, sizeof(last));
 			return pbx_err_set(err, "sshd did not start (%s %d)%s%s; see %s",
 					   WIFEXITED(status) ? "exit status" : "signal",
-					   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+					   WIFEXITED(status) ? WEXITSTATUS(status)
+							     : WTERMSIG(status),
 					   last[0] ? ": " : "", last, logfile);
 		}
 		if (waited >= timeout_ms) {
@@ -152,23 +153,33 @@ static int body_wait_sshd(pid_t pid, const char *pidfile, const char *logfile, o
 static const char **body_sshd_argv(const struct pbx_body *b, const char *hostkey,
 				   const char *pidfile, const char *logfile, char ***owned)
 {
-	static const char *const fixed[] = {
-		"-o", "StrictModes=no", "-o", "PermitRootLogin=prohibit-password",
-		"-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
-		"-o", "Subsystem=sftp internal-sftp",
-		"-o", "MaxStartups=200:30:400", "-o", "MaxSessions=200", "-o", "UseDNS=no", NULL
-	};
+	static const char *const fixed[] = { "-o", "StrictModes=no",
+					     "-o", "PermitRootLogin=prohibit-password",
+					     "-o", "PasswordAuthentication=no",
+					     "-o", "KbdInteractiveAuthentication=no",
+					     "-o", "Subsystem=sftp internal-sftp",
+					     "-o", "MaxStartups=200:30:400",
+					     "-o", "MaxSessions=200",
+					     "-o", "UseDNS=no",
+					     NULL };
 	size_t naddr = 0, i, k = 0, o = 0;
 	const char **argv;
 	while (b->addresses[naddr])
 		naddr++;
 	argv = xcalloc(2 * naddr + 40, sizeof(*argv));
 	*owned = xcalloc(naddr + 4, sizeof(**owned));
-	argv[k++] = "/usr/sbin/sshd"; argv[k++] = "-D"; argv[k++] = "-f"; argv[k++] = "/dev/null";
-	argv[k++] = "-h"; argv[k++] = hostkey; argv[k++] = "-E"; argv[k++] = logfile;
+	argv[k++] = "/usr/sbin/sshd";
+	argv[k++] = "-D";
+	argv[k++] = "-f";
+	argv[k++] = "/dev/null";
+	argv[k++] = "-h";
+	argv[k++] = hostkey;
+	argv[k++] = "-E";
+	argv[k++] = logfile;
 	for (i = 0; i < naddr; i++) {
 		argv[k++] = "-o";
-		argv[k++] = (*owned)[o++] = xasprintf("ListenAddress=%s:%d", b->addresses[i], b->port);
+		argv[k++] = (*owned)[o++] =
+			xasprintf("ListenAddress=%s:%d", b->addresses[i], b->port);
 	}
 	/* Paths are quoted: sshd splits unquoted config values at spaces. */
 	argv[k++] = "-o";
@@ -176,7 +187,8 @@ static const char **body_sshd_argv(const struct pbx_body *b, const char *hostkey
 	argv[k++] = "-o";
 	argv[k++] = (*owned)[o++] = xasprintf("PidFile=\"%s\"", pidfile);
 	argv[k++] = "-o";
-	argv[k++] = (*owned)[o++] = xasprintf("SetEnv=\"HOME=%s\" \"PBX_BODY_ROOT=%s\"", b->home, b->root);
+	argv[k++] = (*owned)[o++] =
+		xasprintf("SetEnv=\"HOME=%s\" \"PBX_BODY_ROOT=%s\"", b->home, b->root);
 	for (i = 0; fixed[i]; i++)
 		argv[k++] = fixed[i];
 	return argv;
@@ -204,7 +216,7 @@ static int body_start_sshd(const struct pbx_body *b, struct pbx_err *err)
 	if (!body_pid_alive(pidfile, "sshd")) {
 		off_t log_from = body_file_size(logfile);
 		pid_t pid;
-		unlink(pidfile);   /* stale: its pid may be reused before sshd writes it */
+		unlink(pidfile); /* stale: its pid may be reused before sshd writes it */
 		rc = body_hostkey(hostkey, err);
 		if (rc == 0)
 			rc = pbx_spawn_detached(argv, &pid, err);
@@ -212,7 +224,9 @@ static int body_start_sshd(const struct pbx_body *b, struct pbx_err *err)
 			rc = body_wait_sshd(pid, pidfile, logfile, log_from, 10000, err);
 	}
 	body_argv_free(argv, owned);
-	free(hostkey); free(pidfile); free(logfile);
+	free(hostkey);
+	free(pidfile);
+	free(logfile);
 	return rc;
 }
 
@@ -228,9 +242,12 @@ int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 	size_t i;
 	if (!b->addresses || !b->addresses[0])
 		return pbx_err_set(err, "node body %s: no address to listen on", b->root);
-	if (!body_quotable(b->root) || !body_quotable(b->home) || !body_quotable(b->authorized_keys))
-		return pbx_err_set(err, "node body %s: a path with a quote, backslash or newline cannot "
-				   "go into sshd's configuration", b->root);
+	if (!body_quotable(b->root) || !body_quotable(b->home) ||
+	    !body_quotable(b->authorized_keys))
+		return pbx_err_set(err,
+				   "node body %s: a path with a quote, backslash or newline cannot "
+				   "go into sshd's configuration",
+				   b->root);
 	for (i = 0; subdirs[i]; i++) {
 		char *d = xasprintf("%s/%s", b->root, subdirs[i]);
 		int rc = pbx_mkdir_p(d, 0755, err);
@@ -270,7 +287,7 @@ int pbx_body_layout(int port_base, int ports, int nodes, const char *dir,
 	l->extra = "DebugFlags=NO_CONF_HASH\nSlurmdParameters=config_overrides";
 	snprintf(l->shared_dir, sizeof(l->shared_dir), "%s/shared", dir);
 	snprintf(l->ctld_lock, sizeof(l->ctld_lock), "%s/slurmctld-starting.lock", dir);
-	bin = pbx_find_pbx_train();   /* node bodies link to the local build */
+	bin = pbx_find_pbx_train(); /* node bodies link to the local build */
 	if (bin && strlen(bin) < sizeof(l->train_bin))
 		snprintf(l->train_bin, sizeof(l->train_bin), "%s", bin);
 	free(bin);

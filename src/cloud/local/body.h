@@ -11,11 +11,11 @@
 #include "util/err.h"
 
 struct pbx_body {
-	const char *root;               /* the body's prefix; made if missing */
-	const char *const *addresses;   /* where sshd listens, NULL-terminated (>= 1) */
-	int port;                       /* the same port on every address */
-	const char *authorized_keys;    /* sshd's AuthorizedKeysFile (tokens such as %u allowed) */
-	const char *home;               /* HOME of every session: made (0700) if missing */
+	const char *root;             /* the body's prefix; made if missing */
+	const char *const *addresses; /* where sshd listens, NULL-terminated (>= 1) */
+	int port;                     /* the same port on every address */
+	const char *authorized_keys;  /* sshd's AuthorizedKeysFile (tokens such as %u allowed) */
+	const char *home;             /* HOME of every session: made (0700) if missing */
 };
 
 /* Makes the body's directories and host key (once) and starts its sshd

@@ -37,8 +37,8 @@
 
 #define LOCAL_NODES_PER_SLOT 32
 #define LOCAL_PORTS_PER_SLOT 64
-#define LOCAL_MAX_SLOTS 7
-#define LOCAL_ID_FILE "cluster-id"   /* in the cluster's directory: its id */
+#define LOCAL_MAX_SLOTS      7
+#define LOCAL_ID_FILE        "cluster-id" /* in the cluster's directory: its id */
 
 /* The provider's context: the cluster, its slot (from the store) and its
  * directory $PBX_HOME/clusters/NAME (the local provider's "label"). */
@@ -94,8 +94,8 @@ static int local_address(const struct local_ctx *x, int index, char out[INET_ADD
 	return 0;
 }
 
-static void local_node_fill(const struct local_ctx *x, struct pbx_node_row *r,
-			    const char *name, const char *role, int gpus, const char *addr)
+static void local_node_fill(const struct local_ctx *x, struct pbx_node_row *r, const char *name,
+			    const char *role, int gpus, const char *addr)
 {
 	const struct pbx_cluster_spec *s = x->s;
 	memset(r, 0, sizeof(*r));
@@ -117,9 +117,11 @@ static int local_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct 
 	char addr[INET_ADDRSTRLEN];
 	size_t g;
 	if (x->slot >= LOCAL_MAX_SLOTS)
-		return pbx_err_set(err, "too many local clusters (at most %d at once)", LOCAL_MAX_SLOTS);
+		return pbx_err_set(err, "too many local clusters (at most %d at once)",
+				   LOCAL_MAX_SLOTS);
 	if (total > LOCAL_NODES_PER_SLOT || total > LOCAL_PORTS_PER_SLOT / 2)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "a local cluster has at most %d compute nodes",
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "a local cluster has at most %d compute nodes",
 				    LOCAL_NODES_PER_SLOT - 1);
 	*nodes = xcalloc((size_t)total, sizeof(**nodes));
 	*n = (size_t)total;
@@ -155,8 +157,8 @@ static char *local_key_path(const struct local_ctx *x)
 /* The cluster's login key pair (PATH, PATH.pub), made once per cluster. */
 static int local_keygen(const char *path, const char *comment, struct pbx_err *err)
 {
-	const char *argv[] = { "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
-			       "-f", path, NULL };
+	const char *argv[] = { "ssh-keygen", "-q",    "-t", "ed25519", "-N", "",
+			       "-C",         comment, "-f", path,      NULL };
 	if (access(path, F_OK) == 0)
 		return 0;
 	return pbx_run_ok(argv, err);
@@ -226,7 +228,10 @@ static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 	}
 	free(errs);
 	pbx_buf_release(&pubkey);
-	free(key); free(pub); free(authorized); free(idfile);
+	free(key);
+	free(pub);
+	free(authorized);
+	free(idfile);
 	return rc;
 }
 

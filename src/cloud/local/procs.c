@@ -48,7 +48,7 @@ static int procs_cwd_under(pid_t pid, const char *dir)
 	n = readlink(link, target, sizeof(target) - 2);
 	if (n <= 0)
 		return 0;
-	target[n] = '/';   /* `dir` ends in '/', so compare "cwd/" */
+	target[n] = '/'; /* `dir` ends in '/', so compare "cwd/" */
 	target[n + 1] = '\0';
 	return !strncmp(target, dir, strlen(dir));
 }

@@ -21,7 +21,7 @@
 #include "http/http.h"
 #include "util/xalloc.h"
 
-#define PRICE_PAGES_MAX 200   /* a catalogue longer than this is refused */
+#define PRICE_PAGES_MAX 200 /* a catalogue longer than this is refused */
 
 /* scheme://host[:port]/ of `url` into *origin and host[:port] into *host
  * (either may be NULL; caller frees); *loopback set for an emulator. */
@@ -61,8 +61,8 @@ static char *price_base(const char *configured, const char *endpoint, const char
 	int loop = 0;
 	if (configured) {
 		size_t len = strlen(configured);
-		return len && configured[len - 1] == '/' ? xstrdup(configured) :
-		       xasprintf("%s/", configured);
+		return len && configured[len - 1] == '/' ? xstrdup(configured)
+							 : xasprintf("%s/", configured);
 	}
 	if (endpoint && url_origin(endpoint, &origin, NULL, &loop) == 0 && loop)
 		return origin;
@@ -94,8 +94,9 @@ static int gce_get(struct gce_fetch *f, const char *url, struct pbx_http_resp *r
 	int attempt, rc = -1;
 	for (attempt = 0; attempt < 2; attempt++) {
 		const char *hdrs[2] = { NULL, NULL };
-		struct pbx_http_req r = { .method = "GET", .url = url, .headers = hdrs,
-					  .retryable = gce_retryable };
+		struct pbx_http_req r = {
+			.method = "GET", .url = url, .headers = hdrs, .retryable = gce_retryable
+		};
 		char *auth = NULL;
 		if (pbx_gce_auth_header(f->auth, &auth, err) < 0)
 			return -1;
@@ -113,7 +114,8 @@ static char *gce_page_url(const char *base, const char *currency, const char *to
 {
 	char *enc = token ? curl_easy_escape(NULL, token, 0) : NULL, *url;
 	url = xasprintf("%sv1/services/%s/skus?currencyCode=%s&pageSize=5000%s%s", base,
-			PBX_GCE_BILLING_SERVICE, currency, enc ? "&pageToken=" : "", enc ? enc : "");
+			PBX_GCE_BILLING_SERVICE, currency, enc ? "&pageToken=" : "",
+			enc ? enc : "");
 	curl_free(enc);
 	return url;
 }
@@ -135,8 +137,8 @@ static int gce_pages(struct gce_fetch *f, const char *base, const char *region,
 				snprintf(msg, sizeof(msg), "no error message");
 			rc = pbx_err_set(err, "HTTP %ld: %s", resp.status, msg);
 		} else if (rc == 0) {
-			rc = pbx_price_gce_parse(resp.body.buf, resp.body.len, region, currency, v, n,
-						 &next, err);
+			rc = pbx_price_gce_parse(resp.body.buf, resp.body.len, region, currency, v,
+						 n, &next, err);
 			if (rc < 0)
 				pbx_err_prefix(err, "page %d", pages + 1);
 		}
@@ -222,10 +224,14 @@ static int aws_post(struct aws_fetch *f, const char *body, struct pbx_http_resp 
 	static const char ct[] = "application/x-amz-json-1.1";
 	char date[17], *auth, *h_auth, *h_date, *h_tok = NULL;
 	const char *hdrs[6];
-	struct aws_sign_in in = { "POST", f->host, "/", ct, body, strlen(body), date,
-				  PBX_AWS_PRICING_REGION, "pricing", &f->creds };
-	struct pbx_http_req r = { .method = "POST", .url = f->base, .headers = hdrs,
-				  .body = body, .body_len = strlen(body) };
+	struct aws_sign_in in = { "POST",    f->host,      "/",  ct,
+				  body,      strlen(body), date, PBX_AWS_PRICING_REGION,
+				  "pricing", &f->creds };
+	struct pbx_http_req r = { .method = "POST",
+				  .url = f->base,
+				  .headers = hdrs,
+				  .body = body,
+				  .body_len = strlen(body) };
 	int rc;
 	aws_amz_date((long long)time(NULL), date);
 	auth = aws_sigv4_authorization(&in, NULL, NULL);
@@ -262,7 +268,10 @@ static void aws_json_error(const struct pbx_buf *b, char *out, size_t size)
 	if (!msg)
 		msg = json_string_value(json_object_get(e, "Message"));
 	if (type || msg)
-		snprintf(out, size, "%.100s: %.300s", hash ? hash + 1 : type ? type : "error",
+		snprintf(out, size, "%.100s: %.300s",
+			 hash   ? hash + 1
+			 : type ? type
+				: "error",
 			 msg ? msg : "no message");
 	else
 		snprintf(out, size, "an answer that is not an AWS error (%zu bytes)", b->len);
@@ -387,7 +396,8 @@ static int spot_pages(struct aws *a, const char *type, int64_t *max, int *found,
 		token = NULL;
 		rc = aws_call(a, "DescribeSpotPriceHistory", &p, &reply, NULL, err);
 		if (rc == 0)
-			rc = pbx_price_spot_parse(reply.buf, reply.len, type, max, found, &next, err);
+			rc = pbx_price_spot_parse(reply.buf, reply.len, type, max, found, &next,
+						  err);
 		aws_params_free(&p);
 		pbx_buf_release(&reply);
 		token = next;
@@ -398,8 +408,8 @@ static int spot_pages(struct aws *a, const char *type, int64_t *max, int *found,
 	return rc;
 }
 
-int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg,
-			     const char *region, const char *type, struct pbx_price_item **v, size_t *n,
+int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
+			     const char *type, struct pbx_price_item **v, size_t *n,
 			     struct pbx_err *err)
 {
 	struct pbx_cluster_spec s;

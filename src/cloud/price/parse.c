@@ -79,9 +79,8 @@ static int has_region(json_t *regions, const char *region)
 {
 	size_t i;
 	json_t *r;
-	json_array_foreach(regions, i, r)
-		if (json_is_string(r) && !strcmp(json_string_value(r), region))
-			return 1;
+	json_array_foreach(regions, i, r) if (json_is_string(r) &&
+					      !strcmp(json_string_value(r), region)) return 1;
 	return 0;
 }
 
@@ -93,9 +92,13 @@ static int has_region(json_t *regions, const char *region)
 static int gce_sku_item(const char *desc, char item[64], const char **unit)
 {
 	static const char *const prefixes[] = { "Spot Preemptible ", "Preemptible ", NULL };
-	static const char *const kinds[] = { " Instance Core", " Predefined Instance Core",
-					     " AMD Instance Core", " Instance Ram",
-					     " Predefined Instance Ram", " AMD Instance Ram", NULL };
+	static const char *const kinds[] = { " Instance Core",
+					     " Predefined Instance Core",
+					     " AMD Instance Core",
+					     " Instance Ram",
+					     " Predefined Instance Ram",
+					     " AMD Instance Ram",
+					     NULL };
 	char name[128];
 	const char *cut;
 	size_t i, len, flen;
@@ -115,8 +118,8 @@ static int gce_sku_item(const char *desc, char item[64], const char **unit)
 		for (i = 0; name[i]; i++)
 			name[i] = name[i] == ' ' ? '-' : (char)tolower((unsigned char)name[i]);
 		/* the 80 GB A100's accelerator type drops "tesla" */
-		snprintf(item, 64, "gpu:%.56s", !strcmp(name, "nvidia-tesla-a100-80gb") ?
-			 "nvidia-a100-80gb" : name);
+		snprintf(item, 64, "gpu:%.56s",
+			 !strcmp(name, "nvidia-tesla-a100-80gb") ? "nvidia-a100-80gb" : name);
 		*unit = "h";
 		return 1;
 	}
@@ -149,8 +152,10 @@ static int gce_sku(json_t *sku, size_t idx, const char *region, const char *curr
 	char item[64];
 	int64_t nanos;
 	if (!desc || !usage || !json_is_array(regions))
-		return pbx_err_set(err, "SKU %zu has no description, category.usageType or "
-				   "serviceRegions", idx);
+		return pbx_err_set(err,
+				   "SKU %zu has no description, category.usageType or "
+				   "serviceRegions",
+				   idx);
 	if ((strcmp(usage, "OnDemand") && strcmp(usage, "Preemptible")) ||
 	    !has_region(regions, region) || !gce_sku_item(desc, item, &unit))
 		return 0;
@@ -161,9 +166,8 @@ static int gce_sku(json_t *sku, size_t idx, const char *region, const char *curr
 	return 0;
 }
 
-int pbx_price_gce_parse(const char *text, size_t len, const char *region,
-			const char *currency, struct pbx_price_item **v, size_t *n, char **next,
-			struct pbx_err *err)
+int pbx_price_gce_parse(const char *text, size_t len, const char *region, const char *currency,
+			struct pbx_price_item **v, size_t *n, char **next, struct pbx_err *err)
 {
 	json_t *root = json_loadb(text ? text : "", len, 0, NULL), *skus, *sku, *tok;
 	size_t i;
@@ -174,7 +178,8 @@ int pbx_price_gce_parse(const char *text, size_t len, const char *region,
 		json_decref(root);
 		return pbx_err_set(err, "not a SKU list (no skus array)");
 	}
-	json_array_foreach(skus, i, sku) {
+	json_array_foreach(skus, i, sku)
+	{
 		if ((rc = gce_sku(sku, i, region, currency, v, n, err)) < 0)
 			break;
 	}
@@ -197,14 +202,16 @@ static int aws_on_demand(json_t *product, int64_t *nanos)
 	const char *key, *unit, *usd;
 	if (!json_is_object(offers) || json_object_size(offers) != 1)
 		return -1;
-	json_object_foreach(offers, key, offer) {
+	json_object_foreach(offers, key, offer)
+	{
 		dims = json_object_get(offer, "priceDimensions");
 		if (!json_is_object(dims) || json_object_size(dims) != 1)
 			return -1;
-		json_object_foreach(dims, key, dim) {
+		json_object_foreach(dims, key, dim)
+		{
 			unit = json_string_value(json_object_get(dim, "unit"));
-			usd = json_string_value(json_object_get(json_object_get(dim, "pricePerUnit"),
-								"USD"));
+			usd = json_string_value(
+				json_object_get(json_object_get(dim, "pricePerUnit"), "USD"));
 			if (!unit || strcmp(unit, "Hrs") || !usd || pbx_money_parse(usd, nanos) < 0)
 				return -1;
 		}
@@ -217,8 +224,9 @@ static int aws_entry(json_t *entry, size_t idx, struct pbx_price_item **v, size_
 {
 	const char *s = json_string_value(entry);
 	json_t *product = s ? json_loads(s, 0, NULL) : NULL;
-	const char *type = json_string_value(json_object_get(
-		json_object_get(json_object_get(product, "product"), "attributes"), "instanceType"));
+	const char *type = json_string_value(
+		json_object_get(json_object_get(json_object_get(product, "product"), "attributes"),
+				"instanceType"));
 	char item[96];
 	int64_t nanos;
 	int rc = 0;
@@ -228,8 +236,10 @@ static int aws_entry(json_t *entry, size_t idx, struct pbx_price_item **v, size_
 		rc = pbx_err_set(err, "PriceList entry %zu has no product.attributes.instanceType",
 				 idx);
 	else if (aws_on_demand(product, &nanos) < 0)
-		rc = pbx_err_set(err, "PriceList entry %zu (%s): no single OnDemand price in USD "
-				 "per Hrs", idx, type);
+		rc = pbx_err_set(err,
+				 "PriceList entry %zu (%s): no single OnDemand price in USD "
+				 "per Hrs",
+				 idx, type);
 	if (rc == 0) {
 		snprintf(item, sizeof(item), "type:%s", type);
 		item_add(v, n, item, 0, nanos, "USD");
@@ -250,7 +260,8 @@ int pbx_price_aws_parse(const char *text, size_t len, struct pbx_price_item **v,
 		json_decref(root);
 		return pbx_err_set(err, "not a GetProducts reply (no PriceList array)");
 	}
-	json_array_foreach(list, i, e) {
+	json_array_foreach(list, i, e)
+	{
 		if ((rc = aws_entry(e, i, v, n, err)) < 0)
 			break;
 	}
@@ -281,8 +292,8 @@ static int spot_max(char **types, char **prices, size_t n, const char *type, int
 	int64_t x;
 	for (i = 0; i < n; i++) {
 		if (strcmp(types[i], type))
-			return pbx_err_set(err, "spot price %zu is of instance type %.64s, not %s", i,
-					   types[i], type);
+			return pbx_err_set(err, "spot price %zu is of instance type %.64s, not %s",
+					   i, types[i], type);
 		if (pbx_money_parse(prices[i], &x) < 0)
 			return pbx_err_set(err, "spot price %zu is not an amount: '%.32s'", i,
 					   prices[i]);
@@ -293,8 +304,8 @@ static int spot_max(char **types, char **prices, size_t n, const char *type, int
 	return 0;
 }
 
-int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max,
-			 int *found, char **next, struct pbx_err *err)
+int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max, int *found,
+			 char **next, struct pbx_err *err)
 {
 	char **types = NULL, **prices = NULL, *set;
 	size_t nt = 0, np = 0;
@@ -302,7 +313,8 @@ int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t 
 	*next = NULL;
 	set = aws_xml_text(xml, len, "spotPriceHistorySet");
 	if (!set)
-		return pbx_err_set(err, "not a DescribeSpotPriceHistory reply (no spotPriceHistorySet)");
+		return pbx_err_set(err,
+				   "not a DescribeSpotPriceHistory reply (no spotPriceHistorySet)");
 	free(set);
 	aws_xml_texts(xml, len, "spotPriceHistorySet", "instanceType", &types, &nt);
 	aws_xml_texts(xml, len, "spotPriceHistorySet", "spotPrice", &prices, &np);

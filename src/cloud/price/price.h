@@ -33,10 +33,10 @@
 #include "util/err.h"
 
 #define PBX_GCE_BILLING_ENDPOINT "https://cloudbilling.googleapis.com/"
-#define PBX_GCE_BILLING_SERVICE "6F81-5844-456A"   /* Compute Engine */
-#define PBX_GCE_BILLING_SCOPE "https://www.googleapis.com/auth/cloud-billing.readonly"
+#define PBX_GCE_BILLING_SERVICE  "6F81-5844-456A" /* Compute Engine */
+#define PBX_GCE_BILLING_SCOPE    "https://www.googleapis.com/auth/cloud-billing.readonly"
 #define PBX_AWS_PRICING_ENDPOINT "https://api.pricing.us-east-1.amazonaws.com/"
-#define PBX_AWS_PRICING_REGION "us-east-1"
+#define PBX_AWS_PRICING_REGION   "us-east-1"
 
 /* Prices are struct pbx_price_item (store/store.h: the cache keeps them). */
 
@@ -52,9 +52,8 @@
  * page (no skus array, a SKU without the fields read, a malformed price);
  * *v may then hold part of the page: the caller frees and keeps nothing.
  */
-int pbx_price_gce_parse(const char *text, size_t len, const char *region,
-			const char *currency, struct pbx_price_item **v, size_t *n, char **next,
-			struct pbx_err *err);
+int pbx_price_gce_parse(const char *text, size_t len, const char *region, const char *currency,
+			struct pbx_price_item **v, size_t *n, char **next, struct pbx_err *err);
 
 /*
  * A GetProducts reply: appends one "type:T" on-demand item for each
@@ -74,8 +73,8 @@ int pbx_price_aws_parse(const char *text, size_t len, struct pbx_price_item **v,
  * frees) or NULL.  -1 with err when it is not such a reply, an item is of
  * another type, or a price is not an amount.
  */
-int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max,
-			 int *found, char **next, struct pbx_err *err);
+int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t *max, int *found,
+			 char **next, struct pbx_err *err);
 
 /* ------------------------------------------------------------ types.c */
 
@@ -85,7 +84,7 @@ int pbx_price_spot_parse(const char *xml, size_t len, const char *type, int64_t 
 struct pbx_gce_type {
 	int cpus;
 	long mem_mb;
-	const char *gpu_type;   /* static; NULL when none */
+	const char *gpu_type; /* static; NULL when none */
 	int gpus;
 };
 int pbx_gce_type_lookup(const char *machine_type, struct pbx_gce_type *out);
@@ -98,8 +97,8 @@ struct pbx_price_line {
 	const char *machine_type; /* owned by the template */
 	int count;
 	int spot;
-	int64_t each;             /* per node-hour; -1 when unknown */
-	char *why;                /* what is unknown (each -1) or where the price came
+	int64_t each; /* per node-hour; -1 when unknown */
+	char *why;    /* what is unknown (each -1) or where the price came
 				     from ("catalogue 2024-05-01", "prices.hourly"); owned */
 };
 
@@ -107,13 +106,13 @@ struct pbx_price_quote {
 	char cloud[8];
 	char region[64];
 	char currency[8];
-	struct pbx_price_line *lines;   /* head first, then the node groups */
+	struct pbx_price_line *lines; /* head first, then the node groups */
 	size_t n;
-	int64_t total;                  /* per hour; -1 when a line is unknown */
-	int64_t fetched;                /* oldest catalogue date used (unix s); 0 = none */
-	int stale;                      /* a cached catalogue older than max_age was
+	int64_t total;   /* per hour; -1 when a line is unknown */
+	int64_t fetched; /* oldest catalogue date used (unix s); 0 = none */
+	int stale;       /* a cached catalogue older than max_age was
 					   used (a refresh failed: `warning` says why) */
-	char *warning;                  /* NULL or a sentence */
+	char *warning;   /* NULL or a sentence */
 };
 void pbx_price_quote_free(struct pbx_price_quote *q);
 
@@ -145,13 +144,14 @@ int pbx_price_gce_fetch(struct pbx_store *st, const struct pbx_config *cfg, cons
 /* Fetches the on-demand Linux price of `type` in `region` (cfg's
  * credentials and pricing endpoint); *v owned by the caller. */
 int pbx_price_aws_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
-			const char *type, struct pbx_price_item **v, size_t *n, struct pbx_err *err);
+			const char *type, struct pbx_price_item **v, size_t *n,
+			struct pbx_err *err);
 /* Fetches the current Linux spot price of `type` in `region` from EC2's
  * DescribeSpotPriceHistory (clouds.aws.endpoint, else the region's EC2
  * endpoint): the highest among its availability zones, as one spot item
  * (none when EC2 lists no price); *v owned by the caller. */
-int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg,
-			     const char *region, const char *type, struct pbx_price_item **v, size_t *n,
+int pbx_price_aws_spot_fetch(struct pbx_store *st, const struct pbx_config *cfg, const char *region,
+			     const char *type, struct pbx_price_item **v, size_t *n,
 			     struct pbx_err *err);
 
 /* The base URL (ends in '/') pbx asks for prices: the configured

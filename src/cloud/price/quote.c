@@ -24,9 +24,9 @@ struct qctx {
 	int offline;
 	int aws;
 	long max_age;
-	char scope_done[8][80];    /* scopes made usable in this quote */
+	char scope_done[8][80]; /* scopes made usable in this quote */
 	size_t ndone;
-	struct pbx_err *err;       /* a fetch that failed with nothing cached */
+	struct pbx_err *err; /* a fetch that failed with nothing cached */
 	int failed;
 };
 
@@ -40,8 +40,8 @@ void pbx_price_quote_free(struct pbx_price_quote *q)
 	memset(q, 0, sizeof(*q));
 }
 
-static const struct pbx_price_override *override(const struct pbx_price_override *v, size_t n,
-						 const char *name)
+static const struct pbx_price_override * override(const struct pbx_price_override *v, size_t n,
+						  const char *name)
 {
 	size_t i;
 	for (i = 0; name && i < n; i++)
@@ -60,7 +60,8 @@ static void warn_stale(struct qctx *c, const char *detail)
 {
 	if (!c->q->warning)
 		c->q->warning = xasprintf("prices could not be refreshed, the cached ones are "
-					  "used: %s", detail);
+					  "used: %s",
+					  detail);
 }
 
 /* Fetches scope `scope` into the cache (gce "skus:CUR": the region's SKUs;
@@ -100,8 +101,10 @@ static int ensure(struct qctx *c, const char *scope)
 			fetched = now;
 		} else if (!fetched) {
 			if (c->offline)
-				pbx_err_setc(&ferr, PBX_EXIT_NOTFOUND, "no cached prices for %s %s "
-					     "(offline)", c->q->region, scope);
+				pbx_err_setc(&ferr, PBX_EXIT_NOTFOUND,
+					     "no cached prices for %s %s "
+					     "(offline)",
+					     c->q->region, scope);
 			*c->err = ferr;
 			return -1;
 		} else {
@@ -116,8 +119,7 @@ static int ensure(struct qctx *c, const char *scope)
 }
 
 /* The cached price of `item`: 0, 1 when the catalogue lacks it, -1. */
-static int cached(struct qctx *c, const char *scope, const char *item, int spot,
-		  int64_t *nanos)
+static int cached(struct qctx *c, const char *scope, const char *item, int spot, int64_t *nanos)
 {
 	char cur[8];
 	int rc;
@@ -132,8 +134,8 @@ static int cached(struct qctx *c, const char *scope, const char *item, int spot,
 /* A GPU-hour of `type`: an override, else the catalogue. */
 static int gce_gpu(struct qctx *c, const char *type, int spot, int64_t *nanos, char **why)
 {
-	const struct pbx_price_override *o = override(c->cfg->prices.gpu_hourly,
-						      c->cfg->prices.ngpu_hourly, type);
+	const struct pbx_price_override *o =
+		override(c->cfg->prices.gpu_hourly, c->cfg->prices.ngpu_hourly, type);
 	char scope[32], item[96];
 	int rc;
 	if (o) {
@@ -145,7 +147,8 @@ static int gce_gpu(struct qctx *c, const char *type, int spot, int64_t *nanos, c
 	rc = cached(c, scope, item, spot, nanos);
 	if (rc == 1)
 		*why = xasprintf("the catalogue has no %sprice for GPU %s in %s; set "
-				 "prices.gpu_hourly.%s", spot ? "spot " : "", type, c->q->region, type);
+				 "prices.gpu_hourly.%s",
+				 spot ? "spot " : "", type, c->q->region, type);
 	return rc;
 }
 
@@ -158,7 +161,8 @@ static int gce_machine(struct qctx *c, const char *mt, int spot, int64_t *nanos,
 	int rc;
 	if (pbx_gce_type_lookup(mt, &ty) < 0) {
 		*why = xasprintf("pbx does not know the vCPUs and memory of %s; set "
-				 "prices.%s.%s", mt, spot ? "spot_hourly" : "hourly", mt);
+				 "prices.%s.%s",
+				 mt, spot ? "spot_hourly" : "hourly", mt);
 		return 1;
 	}
 	snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(mt, "-"), mt);
@@ -171,11 +175,12 @@ static int gce_machine(struct qctx *c, const char *mt, int spot, int64_t *nanos,
 	}
 	if (rc == 1)
 		*why = xasprintf("the catalogue has no %s%s vCPU or RAM price in %s; set "
-				 "prices.%s.%s", spot ? "spot " : "", fam, c->q->region,
+				 "prices.%s.%s",
+				 spot ? "spot " : "", fam, c->q->region,
 				 spot ? "spot_hourly" : "hourly", mt);
 	if (rc == 0 && ty.gpus)
 		rc = gce_gpu(c, ty.gpu_type, spot, &gpu, why);
-	if (rc == 0)   /* MiB * nanos per GiB: exact to a nano-unit */
+	if (rc == 0) /* MiB * nanos per GiB: exact to a nano-unit */
 		*nanos = core * ty.cpus + (ram * ty.mem_mb + 512) / 1024 + gpu * ty.gpus;
 	return rc;
 }
@@ -194,10 +199,12 @@ static int aws_machine(struct qctx *c, const char *type, int spot, int64_t *nano
 	rc = cached(c, scope, item, spot, nanos);
 	if (rc == 1 && spot)
 		*why = xasprintf("EC2 lists no Linux spot price for %s in %s; set "
-				 "prices.spot_hourly.%s", type, c->q->region, type);
+				 "prices.spot_hourly.%s",
+				 type, c->q->region, type);
 	else if (rc == 1)
 		*why = xasprintf("the Price List has no on-demand Linux price for %s in %s; set "
-				 "prices.hourly.%s", type, c->q->region, type);
+				 "prices.hourly.%s",
+				 type, c->q->region, type);
 	return rc;
 }
 
@@ -239,17 +246,23 @@ static int quote_where(const struct pbx_config *cfg, const struct pbx_cluster_te
 		 cfg->prices.currency ? cfg->prices.currency : "USD");
 	if (!strcmp(t->cloud, "gce")) {
 		if (!cfg->gce.zone)
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "%s: clouds.gce.zone is not set: "
-					    "prices are per region", cfg->path);
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "%s: clouds.gce.zone is not set: "
+					    "prices are per region",
+					    cfg->path);
 		snprintf(q->region, sizeof(q->region), "%.*s",
-			 (int)(strrchr(cfg->gce.zone, '-') ? strrchr(cfg->gce.zone, '-') -
-			       cfg->gce.zone : (long)strlen(cfg->gce.zone)), cfg->gce.zone);
+			 (int)(strrchr(cfg->gce.zone, '-')
+				       ? strrchr(cfg->gce.zone, '-') - cfg->gce.zone
+				       : (long)strlen(cfg->gce.zone)),
+			 cfg->gce.zone);
 		return 0;
 	}
 	if (!strcmp(t->cloud, "aws")) {
-		region = cfg->aws.region ? xstrdup(cfg->aws.region) : aws_region_find(cfg->aws.profile);
+		region = cfg->aws.region ? xstrdup(cfg->aws.region)
+					 : aws_region_find(cfg->aws.profile);
 		if (!region)
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "no AWS region: set clouds.aws.region");
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "no AWS region: set clouds.aws.region");
 		snprintf(q->region, sizeof(q->region), "%s", region);
 		free(region);
 		return 0;
@@ -265,16 +278,20 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 	size_t i;
 	memset(q, 0, sizeof(*q));
 	memset(&c, 0, sizeof(c));
-	if (!strcmp(t->cloud, "local")) {   /* processes on this machine: free */
+	if (!strcmp(t->cloud, "local")) { /* processes on this machine: free */
 		snprintf(q->cloud, sizeof(q->cloud), "local");
 		return 0;
 	}
 	if (quote_where(cfg, t, q, err) < 0)
 		return -1;
-	c = (struct qctx){ .st = st, .cfg = cfg, .q = q, .offline = offline, .err = err,
+	c = (struct qctx){ .st = st,
+			   .cfg = cfg,
+			   .q = q,
+			   .offline = offline,
+			   .err = err,
 			   .aws = !strcmp(t->cloud, "aws"),
-			   .max_age = cfg->prices.max_age ? cfg->prices.max_age :
-				      PBX_PRICES_MAX_AGE_DEFAULT_S };
+			   .max_age = cfg->prices.max_age ? cfg->prices.max_age
+							  : PBX_PRICES_MAX_AGE_DEFAULT_S };
 	q->lines = xcalloc(t->ngroups + 1, sizeof(*q->lines));
 	q->lines[0] = (struct pbx_price_line){ "head", t->head_machine_type, 1, 0, -1, NULL };
 	if (!q->lines[0].machine_type)
@@ -285,13 +302,16 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 	for (i = 0; i < t->ngroups; i++) {
 		const struct pbx_node_group *g = &t->groups[i];
 		struct pbx_price_line *l = &q->lines[q->n++];
-		*l = (struct pbx_price_line){ g->name, g->machine_type, g->count, g->spot, -1, NULL };
+		*l =
+			(struct pbx_price_line){ g->name, g->machine_type, g->count, g->spot, -1,
+						 NULL };
 		if (line_price(&c, l, g->gpus, g->gpu_type) < 0)
 			return -1;
 	}
 	q->total = 0;
 	for (i = 0; i < q->n; i++)
-		q->total = q->lines[i].each < 0 || q->total < 0 ? -1 :
-			   q->total + q->lines[i].each * q->lines[i].count;
+		q->total = q->lines[i].each < 0 || q->total < 0
+				   ? -1
+				   : q->total + q->lines[i].each * q->lines[i].count;
 	return 0;
 }

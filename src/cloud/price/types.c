@@ -21,10 +21,10 @@ struct shape {
 };
 
 static const struct shape shapes[] = {
-	{ "n1", "standard", 3840 }, { "n1", "highmem", 6656 }, { "n1", "highcpu", 922 },
-	{ "n2", "standard", 4096 }, { "n2", "highmem", 8192 }, { "n2", "highcpu", 1024 },
+	{ "n1", "standard", 3840 },  { "n1", "highmem", 6656 },  { "n1", "highcpu", 922 },
+	{ "n2", "standard", 4096 },  { "n2", "highmem", 8192 },  { "n2", "highcpu", 1024 },
 	{ "n2d", "standard", 4096 }, { "n2d", "highmem", 8192 }, { "n2d", "highcpu", 1024 },
-	{ "e2", "standard", 4096 }, { "e2", "highmem", 8192 }, { "e2", "highcpu", 1024 },
+	{ "e2", "standard", 4096 },  { "e2", "highmem", 8192 },  { "e2", "highcpu", 1024 },
 	{ "g2", "standard", 4096 },
 };
 
@@ -32,7 +32,11 @@ static const struct shape shapes[] = {
 static int g2_gpus(int cpus)
 {
 	switch (cpus) {
-	case 4: case 8: case 12: case 16: case 32:
+	case 4:
+	case 8:
+	case 12:
+	case 16:
+	case 32:
 		return 1;
 	case 24:
 		return 2;

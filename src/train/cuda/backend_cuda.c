@@ -51,8 +51,8 @@ struct pbx_cuda_dev pbx_cuda_dev;
 
 /* cuDNN state of one layer, set for batch B. */
 struct cu_layer {
-	int B;                              /* 0 = not set yet */
-	int made;                           /* descriptors created */
+	int B;    /* 0 = not set yet */
+	int made; /* descriptors created */
 	cudnnTensorDescriptor_t x, y, bias, bn;
 	cudnnFilterDescriptor_t w;
 	cudnnConvolutionDescriptor_t conv;
@@ -61,27 +61,27 @@ struct cu_layer {
 	cudnnConvolutionFwdAlgo_t fwd;
 	cudnnConvolutionBwdDataAlgo_t bwd_data;
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
-	size_t ws;                          /* the most the three need */
-	float *mask_host;                   /* dropout: pinned (maxB * N) */
+	size_t ws;        /* the most the three need */
+	float *mask_host; /* dropout: pinned (maxB * N) */
 };
 
 /* A model's device side (m->dev). */
 struct cu_model {
-	float *params, *grads, *buffers;    /* device copies (nparams, nbuffers) */
-	float *ostate;                      /* optimiser state (nostate) */
+	float *params, *grads, *buffers; /* device copies (nparams, nbuffers) */
+	float *ostate;                   /* optimiser state (nostate) */
 	size_t nostate;
-	float *x;                           /* the batch (maxB, c, h, w) */
-	int32_t *y;                         /* labels (maxB) */
-	float *x_host[2];                   /* pinned staging, alternating */
+	float *x;         /* the batch (maxB, c, h, w) */
+	int32_t *y;       /* labels (maxB) */
+	float *x_host[2]; /* pinned staging, alternating */
 	int32_t *y_host[2];
 	int turn;
-	float *ones;                        /* maxB ones: linear bias gradients */
-	double *red;                        /* loss (2), norm (1), partials */
-	double *red_host;                   /* pinned: loss (2), norm (1) */
-	void *ws;                           /* cuDNN workspace */
+	float *ones;      /* maxB ones: linear bias gradients */
+	double *red;      /* loss (2), norm (1), partials */
+	double *red_host; /* pinned: loss (2), norm (1) */
+	void *ws;         /* cuDNN workspace */
 	size_t nws;
 	cudaEvent_t ev_compute, ev_copied;
-	struct cu_layer *L;                 /* nlayers */
+	struct cu_layer *L; /* nlayers */
 };
 
 static const float cu_one = 1.0f, cu_zero = 0.0f;
@@ -99,17 +99,22 @@ static int cuda_open_fail(struct pbx_err *err, cudaError_t e)
 	cudaDriverGetVersion(&drv);
 	cudaRuntimeGetVersion(&rt);
 	if (drv == 0)
-		return pbx_err_set(err, "no NVIDIA driver: libcuda.so.1 could not be loaded (cudaGetDeviceCount: %s)",
-				   cudaGetErrorString(e));
+		return pbx_err_set(
+			err,
+			"no NVIDIA driver: libcuda.so.1 could not be loaded (cudaGetDeviceCount: %s)",
+			cudaGetErrorString(e));
 	if (drv < rt)
-		return pbx_err_set(err, "the NVIDIA driver supports CUDA %d.%d, this pbx-train needs %d.%d (cudaGetDeviceCount: %s)",
-				   drv / 1000, drv % 1000 / 10, rt / 1000,
-				   rt % 1000 / 10, cudaGetErrorString(e));
+		return pbx_err_set(
+			err,
+			"the NVIDIA driver supports CUDA %d.%d, this pbx-train needs %d.%d (cudaGetDeviceCount: %s)",
+			drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10,
+			cudaGetErrorString(e));
 	if (e == cudaErrorNoDevice)
-		return pbx_err_set(err, "no GPU: the NVIDIA driver sees no CUDA device (CUDA_VISIBLE_DEVICES=%s)",
-				   getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
-	return pbx_err_set(err, "no usable GPU (cudaGetDeviceCount: %s)",
-			   cudaGetErrorString(e));
+		return pbx_err_set(
+			err,
+			"no GPU: the NVIDIA driver sees no CUDA device (CUDA_VISIBLE_DEVICES=%s)",
+			getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+	return pbx_err_set(err, "no usable GPU (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
 }
 
 int pbx_cuda_open(int local_rank, int local_world, struct pbx_err *err)
@@ -127,16 +132,19 @@ int pbx_cuda_open(int local_rank, int local_world, struct pbx_err *err)
 	if (n < 1)
 		return cuda_open_fail(err, cudaErrorNoDevice);
 	if (local_world > n) /* NCCL refuses two ranks on one GPU */
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "%d ranks on this node but %d GPU(s) visible: device cuda takes one GPU per rank (NCCL refuses two ranks on one GPU)",
-				    local_world, n);
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"%d ranks on this node but %d GPU(s) visible: device cuda takes one GPU per rank (NCCL refuses two ranks on one GPU)",
+			local_world, n);
 	d->device = (local_rank < 0 ? 0 : local_rank) % n;
 	if (CU_TRY(cudaGetDeviceProperties(&p, d->device), err) < 0)
 		return -1;
 	if (p.major * 10 + p.minor < PBX_CUDA_MIN_CC)
-		return pbx_err_set(err, "GPU %d (%s) has compute capability %d.%d; this pbx-train was built for %d.%d and newer (configure with -DPBX_CUDA_ARCHS=...)",
-				   d->device, p.name, p.major, p.minor,
-				   PBX_CUDA_MIN_CC / 10, PBX_CUDA_MIN_CC % 10);
+		return pbx_err_set(
+			err,
+			"GPU %d (%s) has compute capability %d.%d; this pbx-train was built for %d.%d and newer (configure with -DPBX_CUDA_ARCHS=...)",
+			d->device, p.name, p.major, p.minor, PBX_CUDA_MIN_CC / 10,
+			PBX_CUDA_MIN_CC % 10);
 	if (CU_TRY(cudaSetDevice(d->device), err) < 0 ||
 	    CU_TRY(cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking), err) < 0 ||
 	    CU_TRY(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking), err) < 0 ||
@@ -146,21 +154,20 @@ int pbx_cuda_open(int local_rank, int local_world, struct pbx_err *err)
 	    CUBLAS_TRY(cublasSetStream(d->blas, d->compute), err) < 0 ||
 	    CUBLAS_TRY(cublasSetMathMode(d->blas, CUBLAS_DEFAULT_MATH), err) < 0)
 		return -1;
-	fprintf(stderr, "pbx-train: device cuda: GPU %d of %d: %s (compute capability %d.%d, %.1f GiB), cuDNN %zu, cuBLAS\n",
-		d->device, n, p.name, p.major, p.minor,
-		(double)p.totalGlobalMem / (1 << 30), cudnnGetVersion());
+	fprintf(stderr,
+		"pbx-train: device cuda: GPU %d of %d: %s (compute capability %d.%d, %.1f GiB), cuDNN %zu, cuBLAS\n",
+		d->device, n, p.name, p.major, p.minor, (double)p.totalGlobalMem / (1 << 30),
+		cudnnGetVersion());
 	d->ready = 1;
 	return 0;
 }
 
 #define CU_STR2(x) #x
-#define CU_STR(x) CU_STR2(x)
+#define CU_STR(x)  CU_STR2(x)
 const char *pbx_cuda_built(void)
 {
-	return "cpu, cuda (sm_" CU_STR(PBX_CUDA_MIN_CC) " and newer, CUDA runtime "
-	       CU_STR(CUDART_VERSION) ", cuDNN "
-	       CU_STR(CUDNN_MAJOR) "." CU_STR(CUDNN_MINOR) ", NCCL "
-	       CU_STR(NCCL_MAJOR) "." CU_STR(NCCL_MINOR) ")";
+	return "cpu, cuda (sm_" CU_STR(PBX_CUDA_MIN_CC) " and newer, CUDA runtime " CU_STR(CUDART_VERSION) ", cuDNN " CU_STR(
+		CUDNN_MAJOR) "." CU_STR(CUDNN_MINOR) ", NCCL " CU_STR(NCCL_MAJOR) "." CU_STR(NCCL_MINOR) ")";
 }
 
 void pbx_cuda_close(void)
@@ -182,14 +189,13 @@ int pbx_cuda_check_model(const struct pbx_model *m, struct pbx_err *err)
 		const struct pbx_layer_spec *s = &m->layers[i].spec;
 		if (s->kind != PBX_L_LRN)
 			continue;
-		if (s->size < CUDNN_LRN_MIN_N || s->size > CUDNN_LRN_MAX_N ||
-		    s->size % 2 == 0 || s->bias < CUDNN_LRN_MIN_K ||
-		    s->beta < CUDNN_LRN_MIN_BETA)
-			return pbx_err_setc(err, PBX_EXIT_USAGE,
-					    "layer %d (lrn): device cuda needs an odd size from %d to %d, bias (k) >= %g and beta >= %g (cuDNN's limits); got size %d, bias %g, beta %g",
-					    i + 1, CUDNN_LRN_MIN_N, CUDNN_LRN_MAX_N,
-					    CUDNN_LRN_MIN_K, CUDNN_LRN_MIN_BETA, s->size,
-					    (double)s->bias, (double)s->beta);
+		if (s->size < CUDNN_LRN_MIN_N || s->size > CUDNN_LRN_MAX_N || s->size % 2 == 0 ||
+		    s->bias < CUDNN_LRN_MIN_K || s->beta < CUDNN_LRN_MIN_BETA)
+			return pbx_err_setc(
+				err, PBX_EXIT_USAGE,
+				"layer %d (lrn): device cuda needs an odd size from %d to %d, bias (k) >= %g and beta >= %g (cuDNN's limits); got size %d, bias %g, beta %g",
+				i + 1, CUDNN_LRN_MIN_N, CUDNN_LRN_MAX_N, CUDNN_LRN_MIN_K,
+				CUDNN_LRN_MIN_BETA, s->size, (double)s->bias, (double)s->beta);
 	}
 	return 0;
 }
@@ -267,8 +273,8 @@ static void cu_attach(struct pbx_model *m)
 	for (int i = 0; i < m->nlayers; i++) {
 		const struct pbx_layer *L = &m->layers[i];
 		if (L->spec.kind == PBX_L_DROPOUT)
-			c->L[i].mask_host = cu_host_malloc(sizeof(float) *
-				(size_t)m->max_batch * L->c * L->h * L->w);
+			c->L[i].mask_host = cu_host_malloc(sizeof(float) * (size_t)m->max_batch *
+							   L->c * L->h * L->w);
 	}
 }
 
@@ -340,8 +346,8 @@ static void cu_pull(struct pbx_model *m, struct pbx_optim *o)
 	CU_CHECK(cudaStreamSynchronize(pbx_cuda_dev.compute));
 	CU_CHECK(cudaMemcpy(m->params, c->params, sizeof(float) * m->nparams,
 			    cudaMemcpyDeviceToHost));
-	CU_CHECK(cudaMemcpy(m->grads, c->grads, sizeof(float) * m->nparams,
-			    cudaMemcpyDeviceToHost));
+	CU_CHECK(
+		cudaMemcpy(m->grads, c->grads, sizeof(float) * m->nparams, cudaMemcpyDeviceToHost));
 	CU_CHECK(cudaMemcpy(m->buffers, c->buffers, sizeof(float) * m->nbuffers,
 			    cudaMemcpyDeviceToHost));
 	if (o && c->ostate && c->nostate == o->nstate)
@@ -366,8 +372,7 @@ static void cu_push(struct pbx_model *m, const struct pbx_optim *o)
 
 /* The batch: host copy into pinned staging, then an async copy on the
  * copy stream once the compute stream is done with the previous batch. */
-static void cu_set_batch(struct pbx_model *m, const float *x, const int32_t *y,
-			 int B)
+static void cu_set_batch(struct pbx_model *m, const float *x, const int32_t *y, int B)
 {
 	struct pbx_cuda_dev *d = &pbx_cuda_dev;
 	struct cu_model *c = cu(m);
@@ -417,16 +422,16 @@ static void cu_conv_algos(struct cu_layer *l)
 	size_t a = 0, b = 0, w = 0;
 
 	l->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-	CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, l->x, l->w, l->conv,
-		l->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, pf));
+	CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+		h, l->x, l->w, l->conv, l->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, pf));
 	for (int i = 0; i < n; i++)
 		if (pf[i].status == CUDNN_STATUS_SUCCESS && pf[i].memory <= CU_WS_LIMIT) {
 			l->fwd = pf[i].algo;
 			break;
 		}
 	l->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-	CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, l->w, l->y,
-		l->conv, l->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, pd));
+	CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+		h, l->w, l->y, l->conv, l->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, pd));
 	for (int i = 0; i < n; i++)
 		if (pd[i].status == CUDNN_STATUS_SUCCESS && pd[i].memory <= CU_WS_LIMIT &&
 		    pd[i].determinism == CUDNN_DETERMINISTIC) {
@@ -434,20 +439,20 @@ static void cu_conv_algos(struct cu_layer *l)
 			break;
 		}
 	l->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, l->x, l->y,
-		l->conv, l->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, pw));
+	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+		h, l->x, l->y, l->conv, l->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, pw));
 	for (int i = 0; i < n; i++)
 		if (pw[i].status == CUDNN_STATUS_SUCCESS && pw[i].memory <= CU_WS_LIMIT &&
 		    pw[i].determinism == CUDNN_DETERMINISTIC) {
 			l->bwd_filter = pw[i].algo;
 			break;
 		}
-	CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, l->x, l->w, l->conv,
-		l->y, l->fwd, &a));
-	CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, l->w, l->y,
-		l->conv, l->x, l->bwd_data, &b));
-	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, l->x, l->y,
-		l->conv, l->w, l->bwd_filter, &w));
+	CUDNN_CHECK(
+		cudnnGetConvolutionForwardWorkspaceSize(h, l->x, l->w, l->conv, l->y, l->fwd, &a));
+	CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, l->w, l->y, l->conv, l->x,
+								 l->bwd_data, &b));
+	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, l->x, l->y, l->conv, l->w,
+								   l->bwd_filter, &w));
 	l->ws = a > b ? a : b;
 	if (w > l->ws)
 		l->ws = w;
@@ -464,35 +469,36 @@ static struct cu_layer *cu_prep(struct pbx_model *m, int i)
 	if (l->B == B)
 		return l;
 	cu_layer_make(l);
-	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->x, CUDNN_TENSOR_NCHW,
-		CUDNN_DATA_FLOAT, B, L->c, L->h, L->w));
-	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->y, CUDNN_TENSOR_NCHW,
-		CUDNN_DATA_FLOAT, B, L->oc, L->oh, L->ow));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, L->c,
+					       L->h, L->w));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, L->oc,
+					       L->oh, L->ow));
 	switch (s->kind) {
 	case PBX_L_CONV:
-		CUDNN_CHECK(cudnnSetFilter4dDescriptor(l->w, CUDNN_DATA_FLOAT,
-			CUDNN_TENSOR_NCHW, L->oc, L->c, s->k, s->k));
-		CUDNN_CHECK(cudnnSetConvolution2dDescriptor(l->conv, s->p, s->p,
-			s->s, s->s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+		CUDNN_CHECK(cudnnSetFilter4dDescriptor(l->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+						       L->oc, L->c, s->k, s->k));
+		CUDNN_CHECK(cudnnSetConvolution2dDescriptor(l->conv, s->p, s->p, s->s, s->s, 1, 1,
+							    CUDNN_CROSS_CORRELATION,
+							    CUDNN_DATA_FLOAT));
 		CUDNN_CHECK(cudnnSetConvolutionMathType(l->conv, CUDNN_FMA_MATH));
-		CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->bias, CUDNN_TENSOR_NCHW,
-			CUDNN_DATA_FLOAT, 1, L->oc, 1, 1));
+		CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+						       1, L->oc, 1, 1));
 		cu_conv_algos(l);
 		break;
 	case PBX_L_BATCHNORM:
-		CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(l->bn, l->x,
-			CUDNN_BATCHNORM_SPATIAL));
+		CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(l->bn, l->x, CUDNN_BATCHNORM_SPATIAL));
 		break;
 	case PBX_L_MAXPOOL:
 	case PBX_L_AVGPOOL:
-		CUDNN_CHECK(cudnnSetPooling2dDescriptor(l->pool,
+		CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+			l->pool,
 			s->kind == PBX_L_MAXPOOL ? CUDNN_POOLING_MAX_DETERMINISTIC
-				: CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+						 : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
 			CUDNN_NOT_PROPAGATE_NAN, s->k, s->k, s->p, s->p, s->s, s->s));
 		break;
 	case PBX_L_LRN:
-		CUDNN_CHECK(cudnnSetLRNDescriptor(l->lrn, (unsigned)s->size,
-			(double)s->alpha, (double)s->beta, (double)s->bias));
+		CUDNN_CHECK(cudnnSetLRNDescriptor(l->lrn, (unsigned)s->size, (double)s->alpha,
+						  (double)s->beta, (double)s->bias));
 		break;
 	default:
 		break;
@@ -507,7 +513,7 @@ struct cu_ctx {
 	const struct pbx_layer_spec *s;
 	struct cu_model *c;
 	float *in, *out, *aux, *p, *g;
-	size_t n;      /* input floats of the batch */
+	size_t n; /* input floats of the batch */
 	int B;
 	cudaStream_t st;
 };
@@ -516,9 +522,16 @@ static struct cu_ctx cu_ctx(struct pbx_model *m, int i)
 {
 	struct pbx_layer *L = &m->layers[i];
 	struct cu_ctx x = {
-		L, &L->spec, cu(m), pbx_model_in(m, i), pbx_model_out(m, i),
-		m->acts + L->aux_off, cu(m)->params, cu(m)->grads,
-		(size_t)m->batch * L->c * L->h * L->w, m->batch,
+		L,
+		&L->spec,
+		cu(m),
+		pbx_model_in(m, i),
+		pbx_model_out(m, i),
+		m->acts + L->aux_off,
+		cu(m)->params,
+		cu(m)->grads,
+		(size_t)m->batch * L->c * L->h * L->w,
+		m->batch,
 		pbx_cuda_dev.compute,
 	};
 	return x;
@@ -532,9 +545,9 @@ static void conv_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	struct cu_layer *l = cu_prep(m, i);
 	(void)mode;
 	void *ws = cu_workspace(x.c, l->ws);
-	CUDNN_CHECK(cudnnConvolutionForward(pbx_cuda_dev.dnn, &cu_one, l->x, x.in,
-		l->w, x.p + x.L->w_off, l->conv, l->fwd, ws, l->ws, &cu_zero,
-		l->y, x.out));
+	CUDNN_CHECK(cudnnConvolutionForward(pbx_cuda_dev.dnn, &cu_one, l->x, x.in, l->w,
+					    x.p + x.L->w_off, l->conv, l->fwd, ws, l->ws, &cu_zero,
+					    l->y, x.out));
 	cuk_bias_add(x.out, x.p + x.L->b_off, x.B, x.L->oc, x.L->oh * x.L->ow, x.st);
 }
 
@@ -546,15 +559,15 @@ static void conv_bwd(struct pbx_model *m, int i)
 	float *dout = pbx_model_dout(m, i), *din = pbx_model_din(m, i);
 	void *ws = cu_workspace(x.c, l->ws);
 	/* parameter gradients accumulate (beta 1), the input's is written */
-	CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &cu_one, l->y, dout, &cu_one,
-		l->bias, x.g + x.L->b_off));
-	CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &cu_one, l->x, x.in, l->y,
-		dout, l->conv, l->bwd_filter, ws, l->ws, &cu_one, l->w,
-		x.g + x.L->w_off));
+	CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &cu_one, l->y, dout, &cu_one, l->bias,
+						 x.g + x.L->b_off));
+	CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &cu_one, l->x, x.in, l->y, dout, l->conv,
+						   l->bwd_filter, ws, l->ws, &cu_one, l->w,
+						   x.g + x.L->w_off));
 	if (din)
-		CUDNN_CHECK(cudnnConvolutionBackwardData(h, &cu_one, l->w,
-			x.p + x.L->w_off, l->y, dout, l->conv, l->bwd_data, ws,
-			l->ws, &cu_zero, l->x, din));
+		CUDNN_CHECK(cudnnConvolutionBackwardData(h, &cu_one, l->w, x.p + x.L->w_off, l->y,
+							 dout, l->conv, l->bwd_data, ws, l->ws,
+							 &cu_zero, l->x, din));
 }
 
 /* ------------------------------------------------------------- pooling */
@@ -564,8 +577,8 @@ static void pool_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	struct cu_ctx x = cu_ctx(m, i);
 	struct cu_layer *l = cu_prep(m, i);
 	(void)mode;
-	CUDNN_CHECK(cudnnPoolingForward(pbx_cuda_dev.dnn, l->pool, &cu_one, l->x,
-		x.in, &cu_zero, l->y, x.out));
+	CUDNN_CHECK(cudnnPoolingForward(pbx_cuda_dev.dnn, l->pool, &cu_one, l->x, x.in, &cu_zero,
+					l->y, x.out));
 }
 
 static void pool_bwd(struct pbx_model *m, int i)
@@ -574,9 +587,9 @@ static void pool_bwd(struct pbx_model *m, int i)
 	struct cu_layer *l = cu_prep(m, i);
 	float *din = pbx_model_din(m, i);
 	if (din)
-		CUDNN_CHECK(cudnnPoolingBackward(pbx_cuda_dev.dnn, l->pool, &cu_one,
-			l->y, x.out, l->y, pbx_model_dout(m, i), l->x, x.in,
-			&cu_zero, l->x, din));
+		CUDNN_CHECK(cudnnPoolingBackward(pbx_cuda_dev.dnn, l->pool, &cu_one, l->y, x.out,
+						 l->y, pbx_model_dout(m, i), l->x, x.in, &cu_zero,
+						 l->x, din));
 }
 
 /* ----------------------------------------------------------- batchnorm */
@@ -589,16 +602,16 @@ static void bn_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	float *mean = x.aux, *invstd = x.aux + x.L->c;
 	const float *gamma = x.p + x.L->w_off, *beta = x.p + x.L->b_off;
 	if (mode == PBX_FWD_REPLAY) {
-		cuk_bn_apply(x.out, x.in, gamma, beta, mean, invstd, x.B, x.L->c,
-			     x.L->h * x.L->w, x.st);
+		cuk_bn_apply(x.out, x.in, gamma, beta, mean, invstd, x.B, x.L->c, x.L->h * x.L->w,
+			     x.st);
 	} else if (mode == PBX_FWD_TRAIN) {
-		CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(pbx_cuda_dev.dnn,
-			CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, l->x, x.in,
-			l->x, x.out, l->bn, gamma, beta, (double)x.s->momentum,
-			rm, rv, (double)x.s->eps, mean, invstd));
+		CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+			pbx_cuda_dev.dnn, CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, l->x, x.in,
+			l->x, x.out, l->bn, gamma, beta, (double)x.s->momentum, rm, rv,
+			(double)x.s->eps, mean, invstd));
 	} else {
-		CUDNN_CHECK(cudnnBatchNormalizationForwardInference(pbx_cuda_dev.dnn,
-			CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, l->x, x.in,
+		CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+			pbx_cuda_dev.dnn, CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, l->x, x.in,
 			l->x, x.out, l->bn, gamma, beta, rm, rv, (double)x.s->eps));
 	}
 }
@@ -610,11 +623,10 @@ static void bn_bwd(struct pbx_model *m, int i)
 	float *din = pbx_model_din(m, i);
 	if (!din) /* a first layer: cuDNN writes the input gradient anyway */
 		din = cu_workspace(x.c, sizeof(float) * x.n);
-	CUDNN_CHECK(cudnnBatchNormalizationBackward(pbx_cuda_dev.dnn,
-		CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, &cu_one, &cu_one,
-		l->x, x.in, l->x, pbx_model_dout(m, i), l->x, din, l->bn,
-		x.p + x.L->w_off, x.g + x.L->w_off, x.g + x.L->b_off,
-		(double)x.s->eps, x.aux, x.aux + x.L->c));
+	CUDNN_CHECK(cudnnBatchNormalizationBackward(
+		pbx_cuda_dev.dnn, CUDNN_BATCHNORM_SPATIAL, &cu_one, &cu_zero, &cu_one, &cu_one,
+		l->x, x.in, l->x, pbx_model_dout(m, i), l->x, din, l->bn, x.p + x.L->w_off,
+		x.g + x.L->w_off, x.g + x.L->b_off, (double)x.s->eps, x.aux, x.aux + x.L->c));
 }
 
 /* -------------------------------------------------------------- linear */
@@ -625,9 +637,8 @@ static void linear_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	int IN = x.L->c * x.L->h * x.L->w, OUT = x.L->oc;
 	(void)mode;
 	/* row-major out (B,OUT) = in (B,IN) w^T: column-major w^T in */
-	CUBLAS_CHECK(cublasSgemm(pbx_cuda_dev.blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT,
-		x.B, IN, &cu_one, x.p + x.L->w_off, IN, x.in, IN, &cu_zero,
-		x.out, OUT));
+	CUBLAS_CHECK(cublasSgemm(pbx_cuda_dev.blas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, x.B, IN, &cu_one,
+				 x.p + x.L->w_off, IN, x.in, IN, &cu_zero, x.out, OUT));
 	cuk_bias_add(x.out, x.p + x.L->b_off, x.B, OUT, 1, x.st);
 }
 
@@ -638,13 +649,13 @@ static void linear_bwd(struct pbx_model *m, int i)
 	int IN = x.L->c * x.L->h * x.L->w, OUT = x.L->oc;
 	float *dout = pbx_model_dout(m, i), *din = pbx_model_din(m, i);
 	/* dw (OUT,IN) += dout^T in; db (OUT) += dout^T 1; din = dout w */
-	CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, x.B,
-		&cu_one, x.in, IN, dout, OUT, &cu_one, x.g + x.L->w_off, IN));
-	CUBLAS_CHECK(cublasSgemv(h, CUBLAS_OP_N, OUT, x.B, &cu_one, dout, OUT,
-		x.c->ones, 1, &cu_one, x.g + x.L->b_off, 1));
+	CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, x.B, &cu_one, x.in, IN, dout,
+				 OUT, &cu_one, x.g + x.L->w_off, IN));
+	CUBLAS_CHECK(cublasSgemv(h, CUBLAS_OP_N, OUT, x.B, &cu_one, dout, OUT, x.c->ones, 1,
+				 &cu_one, x.g + x.L->b_off, 1));
 	if (din)
-		CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, IN, x.B, OUT,
-			&cu_one, x.p + x.L->w_off, IN, dout, OUT, &cu_zero, din, IN));
+		CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, IN, x.B, OUT, &cu_one,
+					 x.p + x.L->w_off, IN, dout, OUT, &cu_zero, din, IN));
 }
 
 /* ------------------------------------------------- dropout, LRN, flatten */
@@ -657,15 +668,16 @@ static void dropout_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	struct cu_layer *l = &x.c->L[i];
 	float p = x.s->rate;
 	if (mode == PBX_FWD_EVAL) {
-		CU_CHECK(cudaMemcpyAsync(x.out, x.in, sizeof(float) * x.n,
-					 cudaMemcpyDeviceToDevice, x.st));
+		CU_CHECK(cudaMemcpyAsync(x.out, x.in, sizeof(float) * x.n, cudaMemcpyDeviceToDevice,
+					 x.st));
 		return;
 	}
 	if (mode == PBX_FWD_TRAIN) {
 		float scale = 1.0f / (1.0f - p);
 		for (size_t k = 0; k < x.n; k++)
-			l->mask_host[k] = p <= 0.0f ? 1.0f
-				: pbx_rng_uniform(&m->rng) < p ? 0.0f : scale;
+			l->mask_host[k] = p <= 0.0f                      ? 1.0f
+					  : pbx_rng_uniform(&m->rng) < p ? 0.0f
+									 : scale;
 		CU_CHECK(cudaMemcpyAsync(x.aux, l->mask_host, sizeof(float) * x.n,
 					 cudaMemcpyHostToDevice, x.st));
 	}
@@ -686,8 +698,8 @@ static void lrn_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 	struct cu_layer *l = cu_prep(m, i);
 	(void)mode;
 	CUDNN_CHECK(cudnnLRNCrossChannelForward(pbx_cuda_dev.dnn, l->lrn,
-		CUDNN_LRN_CROSS_CHANNEL_DIM1, &cu_one, l->x, x.in, &cu_zero,
-		l->x, x.out));
+						CUDNN_LRN_CROSS_CHANNEL_DIM1, &cu_one, l->x, x.in,
+						&cu_zero, l->x, x.out));
 }
 
 static void lrn_bwd(struct pbx_model *m, int i)
@@ -696,19 +708,22 @@ static void lrn_bwd(struct pbx_model *m, int i)
 	struct cu_layer *l = cu_prep(m, i);
 	float *din = pbx_model_din(m, i);
 	if (din)
-		CUDNN_CHECK(cudnnLRNCrossChannelBackward(pbx_cuda_dev.dnn, l->lrn,
-			CUDNN_LRN_CROSS_CHANNEL_DIM1, &cu_one, l->x, x.out, l->x,
-			pbx_model_dout(m, i), l->x, x.in, &cu_zero, l->x, din));
+		CUDNN_CHECK(cudnnLRNCrossChannelBackward(
+			pbx_cuda_dev.dnn, l->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &cu_one, l->x,
+			x.out, l->x, pbx_model_dout(m, i), l->x, x.in, &cu_zero, l->x, din));
 }
 
 static void nop_fwd(struct pbx_model *m, int i, enum pbx_fwd_mode mode)
 {
-	(void)m; (void)i; (void)mode;
+	(void)m;
+	(void)i;
+	(void)mode;
 }
 
 static void nop_bwd(struct pbx_model *m, int i)
 {
-	(void)m; (void)i;
+	(void)m;
+	(void)i;
 }
 
 /* --------------------------------------------------------- activations */
@@ -717,11 +732,16 @@ static void nop_bwd(struct pbx_model *m, int i)
 static int cu_act(enum pbx_layer_kind k)
 {
 	switch (k) {
-	case PBX_L_LEAKY_RELU: return 1;
-	case PBX_L_TANH: return 2;
-	case PBX_L_SIGMOID: return 3;
-	case PBX_L_GELU: return 4;
-	default: return 0;
+	case PBX_L_LEAKY_RELU:
+		return 1;
+	case PBX_L_TANH:
+		return 2;
+	case PBX_L_SIGMOID:
+		return 3;
+	case PBX_L_GELU:
+		return 4;
+	default:
+		return 0;
 	}
 }
 
@@ -739,8 +759,8 @@ static void act_bwd(struct pbx_model *m, int i)
 	struct cu_ctx x = cu_ctx(m, i);
 	float *din = pbx_model_din(m, i);
 	if (din) /* in place: din == dout, out == in */
-		cuk_act_backward(din, pbx_model_dout(m, i), x.in, x.out, x.n,
-				 cu_act(x.s->kind), x.s->alpha, x.st);
+		cuk_act_backward(din, pbx_model_dout(m, i), x.in, x.out, x.n, cu_act(x.s->kind),
+				 x.s->alpha, x.st);
 }
 
 /* ---------------------------------------------------------------- loss */
@@ -749,11 +769,10 @@ static double cu_loss_forward(struct pbx_model *m, int64_t *correct)
 {
 	struct cu_model *c = cu(m);
 	cudaStream_t st = pbx_cuda_dev.compute;
-	cuk_softmax_xent(m->acts + m->probs_off, c->red,
-			 pbx_model_out(m, m->nlayers - 1), m->labels, m->batch,
-			 m->nclasses, st);
-	CU_CHECK(cudaMemcpyAsync(c->red_host, c->red, 2 * sizeof(double),
-				 cudaMemcpyDeviceToHost, st));
+	cuk_softmax_xent(m->acts + m->probs_off, c->red, pbx_model_out(m, m->nlayers - 1),
+			 m->labels, m->batch, m->nclasses, st);
+	CU_CHECK(cudaMemcpyAsync(c->red_host, c->red, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+				 st));
 	CU_CHECK(cudaStreamSynchronize(st));
 	if (correct)
 		*correct += (int64_t)c->red_host[1];
@@ -762,17 +781,16 @@ static double cu_loss_forward(struct pbx_model *m, int64_t *correct)
 
 static void cu_loss_backward(struct pbx_model *m)
 {
-	cuk_softmax_xent_backward(pbx_model_dout(m, m->nlayers - 1),
-				  m->acts + m->probs_off, m->labels, m->batch,
-				  m->nclasses, pbx_cuda_dev.compute);
+	cuk_softmax_xent_backward(pbx_model_dout(m, m->nlayers - 1), m->acts + m->probs_off,
+				  m->labels, m->batch, m->nclasses, pbx_cuda_dev.compute);
 }
 
 /* ----------------------------------------------------------- optimiser */
 
 static void cu_zero_grad(struct pbx_model *m)
 {
-	CU_CHECK(cudaMemsetAsync(cu(m)->grads, 0, sizeof(float) * m->nparams,
-				 pbx_cuda_dev.compute));
+	CU_CHECK(
+		cudaMemsetAsync(cu(m)->grads, 0, sizeof(float) * m->nparams, pbx_cuda_dev.compute));
 }
 
 static double cu_clip(struct pbx_model *m, double max_norm)
@@ -796,32 +814,25 @@ static void cu_step(struct pbx_model *m, struct pbx_optim *o, double lr)
 	cu_ensure_ostate(c, o->nstate);
 	o->t++;
 	if (o->kind == PBX_OPT_SGD) {
-		cuk_sgd(c->params, c->grads, c->ostate, m->nparams, flr,
-			o->momentum, o->nesterov, o->weight_decay, st);
+		cuk_sgd(c->params, c->grads, c->ostate, m->nparams, flr, o->momentum, o->nesterov,
+			o->weight_decay, st);
 		return;
 	}
 	float c1 = (float)(1.0 - pow(o->beta1, (double)o->t));
 	float c2 = (float)(1.0 - pow(o->beta2, (double)o->t));
-	cuk_adam(c->params, c->grads, c->ostate, c->ostate + m->nparams,
-		 m->nparams, flr, o->beta1, o->beta2, o->eps, c1, c2,
-		 o->weight_decay, o->kind == PBX_OPT_ADAMW, st);
+	cuk_adam(c->params, c->grads, c->ostate, c->ostate + m->nparams, m->nparams, flr, o->beta1,
+		 o->beta2, o->eps, c1, c2, o->weight_decay, o->kind == PBX_OPT_ADAMW, st);
 }
 
 /* ---------------------------------------------------------------- table */
 
 static const struct pbx_layer_ops cu_ops[PBX_L_COUNT] = {
-	[PBX_L_CONV] = { conv_fwd, conv_bwd },
-	[PBX_L_MAXPOOL] = { pool_fwd, pool_bwd },
-	[PBX_L_AVGPOOL] = { pool_fwd, pool_bwd },
-	[PBX_L_BATCHNORM] = { bn_fwd, bn_bwd },
-	[PBX_L_LINEAR] = { linear_fwd, linear_bwd },
-	[PBX_L_RELU] = { act_fwd, act_bwd },
-	[PBX_L_LEAKY_RELU] = { act_fwd, act_bwd },
-	[PBX_L_TANH] = { act_fwd, act_bwd },
-	[PBX_L_SIGMOID] = { act_fwd, act_bwd },
-	[PBX_L_GELU] = { act_fwd, act_bwd },
-	[PBX_L_DROPOUT] = { dropout_fwd, dropout_bwd },
-	[PBX_L_LRN] = { lrn_fwd, lrn_bwd },
+	[PBX_L_CONV] = { conv_fwd, conv_bwd },          [PBX_L_MAXPOOL] = { pool_fwd, pool_bwd },
+	[PBX_L_AVGPOOL] = { pool_fwd, pool_bwd },       [PBX_L_BATCHNORM] = { bn_fwd, bn_bwd },
+	[PBX_L_LINEAR] = { linear_fwd, linear_bwd },    [PBX_L_RELU] = { act_fwd, act_bwd },
+	[PBX_L_LEAKY_RELU] = { act_fwd, act_bwd },      [PBX_L_TANH] = { act_fwd, act_bwd },
+	[PBX_L_SIGMOID] = { act_fwd, act_bwd },         [PBX_L_GELU] = { act_fwd, act_bwd },
+	[PBX_L_DROPOUT] = { dropout_fwd, dropout_bwd }, [PBX_L_LRN] = { lrn_fwd, lrn_bwd },
 	[PBX_L_FLATTEN] = { nop_fwd, nop_bwd },
 };
 
@@ -844,8 +855,7 @@ const struct pbx_backend pbx_backend_cuda = {
 
 /* ------------------------------------------------------- the entry point */
 
-__attribute__((visibility("default")))
-const struct pbx_cuda_api pbx_cuda_api = {
+__attribute__((visibility("default"))) const struct pbx_cuda_api pbx_cuda_api = {
 	.abi = PBX_CUDA_ABI,
 	.built = pbx_cuda_built,
 	.open = pbx_cuda_open,

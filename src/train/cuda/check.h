@@ -22,33 +22,25 @@
 
 #include "util/err.h"
 
-#define CU_CHECK(call) \
-	pbx_cu_check_rt((call), #call, __FILE__, __LINE__, NULL)
-#define CUDNN_CHECK(call) \
-	pbx_cu_check_dnn((call), #call, __FILE__, __LINE__, NULL)
-#define CUBLAS_CHECK(call) \
-	pbx_cu_check_blas((call), #call, __FILE__, __LINE__, NULL)
-#define NCCL_CHECK(call) \
-	pbx_cu_check_nccl((call), #call, __FILE__, __LINE__, NULL)
+#define CU_CHECK(call)        pbx_cu_check_rt((call), #call, __FILE__, __LINE__, NULL)
+#define CUDNN_CHECK(call)     pbx_cu_check_dnn((call), #call, __FILE__, __LINE__, NULL)
+#define CUBLAS_CHECK(call)    pbx_cu_check_blas((call), #call, __FILE__, __LINE__, NULL)
+#define NCCL_CHECK(call)      pbx_cu_check_nccl((call), #call, __FILE__, __LINE__, NULL)
 /* 0, or -1 with err set (nothing printed). */
-#define CU_TRY(call, err) \
-	pbx_cu_check_rt((call), #call, __FILE__, __LINE__, (err))
-#define CUDNN_TRY(call, err) \
-	pbx_cu_check_dnn((call), #call, __FILE__, __LINE__, (err))
-#define CUBLAS_TRY(call, err) \
-	pbx_cu_check_blas((call), #call, __FILE__, __LINE__, (err))
-#define NCCL_TRY(call, err) \
-	pbx_cu_check_nccl((call), #call, __FILE__, __LINE__, (err))
+#define CU_TRY(call, err)     pbx_cu_check_rt((call), #call, __FILE__, __LINE__, (err))
+#define CUDNN_TRY(call, err)  pbx_cu_check_dnn((call), #call, __FILE__, __LINE__, (err))
+#define CUBLAS_TRY(call, err) pbx_cu_check_blas((call), #call, __FILE__, __LINE__, (err))
+#define NCCL_TRY(call, err)   pbx_cu_check_nccl((call), #call, __FILE__, __LINE__, (err))
 
 /* Each returns 0 on success; on failure fills err and returns -1, or with
  * err NULL prints and exits(1). */
-int pbx_cu_check_rt(cudaError_t e, const char *call, const char *file,
-		    int line, struct pbx_err *err);
-int pbx_cu_check_dnn(cudnnStatus_t e, const char *call, const char *file,
-		     int line, struct pbx_err *err);
-int pbx_cu_check_blas(cublasStatus_t e, const char *call, const char *file,
-		      int line, struct pbx_err *err);
-int pbx_cu_check_nccl(ncclResult_t e, const char *call, const char *file,
-		      int line, struct pbx_err *err);
+int pbx_cu_check_rt(cudaError_t e, const char *call, const char *file, int line,
+		    struct pbx_err *err);
+int pbx_cu_check_dnn(cudnnStatus_t e, const char *call, const char *file, int line,
+		     struct pbx_err *err);
+int pbx_cu_check_blas(cublasStatus_t e, const char *call, const char *file, int line,
+		      struct pbx_err *err);
+int pbx_cu_check_nccl(ncclResult_t e, const char *call, const char *file, int line,
+		      struct pbx_err *err);
 
 #endif

@@ -34,12 +34,12 @@ static struct {
 	ncclComm_t nc;
 	cudaStream_t stream;
 	cudaEvent_t ready, done;
-	float *grads;                   /* device, n */
+	float *grads; /* device, n */
 	size_t n;
-	size_t bucket;                  /* floats per bucket */
-	size_t next;                    /* [next, n) queued already */
+	size_t bucket; /* floats per bucket */
+	size_t next;   /* [next, n) queued already */
 	double timeout_s;
-	double t_finish;                /* time spent waiting in finish */
+	double t_finish; /* time spent waiting in finish */
 } nccl;
 
 static double nccl_now(void)
@@ -52,8 +52,7 @@ static double nccl_now(void)
 static int nccl_fail(struct pbx_comm *c, const char *what)
 {
 	if (!c->failed) {
-		pbx_err_set(&c->err, "rank %d: %s at step %lld", c->rank, what,
-			    (long long)c->step);
+		pbx_err_set(&c->err, "rank %d: %s at step %lld", c->rank, what, (long long)c->step);
 		c->failed = 1;
 	}
 	return -1;
@@ -72,8 +71,8 @@ static void nccl_queue(struct pbx_comm *c, size_t lo, size_t hi)
 {
 	CU_CHECK(cudaEventRecord(nccl.ready, pbx_cuda_dev.compute));
 	CU_CHECK(cudaStreamWaitEvent(nccl.stream, nccl.ready, 0));
-	NCCL_CHECK(ncclAllReduce(nccl.grads + lo, nccl.grads + lo, hi - lo,
-				 ncclFloat, ncclAvg, nccl.nc, nccl.stream));
+	NCCL_CHECK(ncclAllReduce(nccl.grads + lo, nccl.grads + lo, hi - lo, ncclFloat, ncclAvg,
+				 nccl.nc, nccl.stream));
 	c->stats.buckets++;
 }
 
@@ -115,7 +114,9 @@ static int nccl_grads_finish(struct pbx_comm *c)
 		if (nccl_now() - t0 > nccl.timeout_s) {
 			ncclCommAbort(nccl.nc);
 			nccl.nc = NULL;
-			return nccl_fail(c, "NCCL gradient allreduce did not complete in time (comm_timeout); another rank stopped answering");
+			return nccl_fail(
+				c,
+				"NCCL gradient allreduce did not complete in time (comm_timeout); another rank stopped answering");
 		}
 		usleep(20);
 	}
@@ -142,8 +143,8 @@ static void nccl_close(struct pbx_comm *c)
 	nccl.mpi->close(c);
 }
 
-int pbx_comm_nccl_attach(struct pbx_comm *c, size_t bucket_bytes,
-			 double timeout_s, struct pbx_err *err)
+int pbx_comm_nccl_attach(struct pbx_comm *c, size_t bucket_bytes, double timeout_s,
+			 struct pbx_err *err)
 {
 	ncclUniqueId id;
 	memset(&id, 0, sizeof(id));
@@ -155,8 +156,8 @@ int pbx_comm_nccl_attach(struct pbx_comm *c, size_t bucket_bytes,
 	    CU_TRY(cudaEventCreateWithFlags(&nccl.ready, cudaEventDisableTiming), err) < 0 ||
 	    CU_TRY(cudaEventCreateWithFlags(&nccl.done, cudaEventDisableTiming), err) < 0 ||
 	    NCCL_TRY(ncclCommInitRank(&nccl.nc, c->world, id, c->rank), err) < 0)
-		return pbx_err_prefix(err, "rank %d of %d: joining the NCCL communicator",
-				      c->rank, c->world);
+		return pbx_err_prefix(err, "rank %d of %d: joining the NCCL communicator", c->rank,
+				      c->world);
 	nccl.bucket = (bucket_bytes ? bucket_bytes : (size_t)1 << 20) / sizeof(float);
 	if (nccl.bucket < 1)
 		nccl.bucket = 1;

@@ -33,7 +33,7 @@
  * other headers (the structs of model.h, comm.h, err.h cross the line). */
 #define PBX_CUDA_ABI 1
 struct pbx_cuda_api {
-	int abi;                        /* PBX_CUDA_ABI */
+	int abi; /* PBX_CUDA_ABI */
 	/* what the module was compiled for (static string) */
 	const char *(*built)(void);
 	/* 0, or -1 with err naming what is missing (no driver, a driver too
@@ -49,8 +49,8 @@ struct pbx_cuda_api {
 	/* replaces c's gradient ops by NCCL ones (the unique id goes over c's
 	 * own bcast); the small collectives stay c's.  c->world > 1;
 	 * bucket_bytes and timeout_s as in struct pbx_comm_opts */
-	int (*nccl_attach)(struct pbx_comm *c, size_t bucket_bytes,
-			   double timeout_s, struct pbx_err *err);
+	int (*nccl_attach)(struct pbx_comm *c, size_t bucket_bytes, double timeout_s,
+			   struct pbx_err *err);
 	/* destroys the handles and streams of open (models freed first);
 	 * device.c runs it at exit, so compute-sanitizer's leak check sees
 	 * only real leaks */
@@ -64,7 +64,7 @@ extern const struct pbx_backend pbx_backend_cuda;
 const char *pbx_cuda_built(void);
 int pbx_cuda_check_model(const struct pbx_model *m, struct pbx_err *err);
 float *pbx_cuda_grads(struct pbx_model *m);
-int pbx_comm_nccl_attach(struct pbx_comm *c, size_t bucket_bytes,
-			 double timeout_s, struct pbx_err *err);
+int pbx_comm_nccl_attach(struct pbx_comm *c, size_t bucket_bytes, double timeout_s,
+			 struct pbx_err *err);
 
 #endif

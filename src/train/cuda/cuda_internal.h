@@ -8,12 +8,12 @@
 #include "train/cuda/check.h"
 
 struct pbx_cuda_dev {
-	int ready;              /* pbx_cuda_open succeeded */
-	int device;             /* the GPU's ordinal */
-	cudaStream_t compute;   /* every layer, loss and optimiser kernel */
-	cudaStream_t copy;      /* host -> device batches */
-	cudnnHandle_t dnn;      /* on `compute` */
-	cublasHandle_t blas;    /* on `compute` */
+	int ready;            /* pbx_cuda_open succeeded */
+	int device;           /* the GPU's ordinal */
+	cudaStream_t compute; /* every layer, loss and optimiser kernel */
+	cudaStream_t copy;    /* host -> device batches */
+	cudnnHandle_t dnn;    /* on `compute` */
+	cublasHandle_t blas;  /* on `compute` */
 };
 
 extern struct pbx_cuda_dev pbx_cuda_dev;

@@ -46,8 +46,10 @@ static void bn_sums(const float *x, int n, float shift, double *s, double *ss)
 	int i = 0;
 	for (; i + 8 <= n; i += 8) {
 		pbx_v4 d0 = pbx_v4_load(x + i) - sh, d1 = pbx_v4_load(x + i + 4) - sh;
-		a0 += d0; a1 += d1;
-		q0 += d0 * d0; q1 += d1 * d1;
+		a0 += d0;
+		a1 += d1;
+		q0 += d0 * d0;
+		q1 += d1 * d1;
 	}
 	for (; i < n; i++) {
 		float d = x[i] - shift;
@@ -60,25 +62,22 @@ static void bn_sums(const float *x, int n, float shift, double *s, double *ss)
 
 /* out = a*x + sh per channel: the affine map forward applies and backward
  * recomputes for the ReLU mask (the same float operations, same values). */
-static void bn_affine(float gamma, float beta, float mean, float invstd,
-		      float *a, float *sh)
+static void bn_affine(float gamma, float beta, float mean, float invstd, float *a, float *sh)
 {
 	*a = gamma * invstd;
 	*sh = beta - *a * mean;
 }
 
 /* dy, zeroed where a fused ReLU clamped (a*x + sh <= 0) if relu. */
-static inline pbx_v4 bn_grad4(const float *dy, const float *x, int relu,
-			      pbx_v4 a, pbx_v4 sh)
+static inline pbx_v4 bn_grad4(const float *dy, const float *x, int relu, pbx_v4 a, pbx_v4 sh)
 {
 	pbx_v4 g = pbx_v4_load(dy);
 	return relu ? pbx_v4_mask_pos(g, a * pbx_v4_load(x) + sh) : g;
 }
 
 /* sum(g) and sum(g * (x - mean)) over n floats, g as bn_grad4. */
-static void bn_grad_sums(const float *dy, const float *x, int relu, int n,
-			 float mean, float a, float sh, double *sg,
-			 double *sgx)
+static void bn_grad_sums(const float *dy, const float *x, int relu, int n, float mean, float a,
+			 float sh, double *sg, double *sgx)
 {
 	pbx_v4 a0 = { 0 }, a1 = { 0 }, q0 = { 0 }, q1 = { 0 }, mu = pbx_v4_set1(mean);
 	pbx_v4 va = pbx_v4_set1(a), vsh = pbx_v4_set1(sh);
@@ -87,7 +86,8 @@ static void bn_grad_sums(const float *dy, const float *x, int relu, int n,
 	for (; i + 8 <= n; i += 8) {
 		pbx_v4 g0 = bn_grad4(dy + i, x + i, relu, va, vsh);
 		pbx_v4 g1 = bn_grad4(dy + i + 4, x + i + 4, relu, va, vsh);
-		a0 += g0; a1 += g1;
+		a0 += g0;
+		a1 += g1;
 		q0 += g0 * (pbx_v4_load(x + i) - mu);
 		q1 += g1 * (pbx_v4_load(x + i + 4) - mu);
 	}
@@ -101,9 +101,8 @@ static void bn_grad_sums(const float *dy, const float *x, int relu, int n,
 }
 
 /* dx = k * (M*g - sdy - xhat*sdyx) over n floats of one (b, c) plane. */
-static void bn_grad_apply(float *dx, const float *dy, const float *x,
-			  int relu, int n, float mean, float invstd, float a,
-			  float sh, float k, float M, float sdy, float sdyx)
+static void bn_grad_apply(float *dx, const float *dy, const float *x, int relu, int n, float mean,
+			  float invstd, float a, float sh, float k, float M, float sdy, float sdyx)
 {
 	pbx_v4 vk = pbx_v4_set1(k), vm = pbx_v4_set1(M);
 	pbx_v4 vsdy = pbx_v4_set1(sdy), vsdyx = pbx_v4_set1(sdyx);
@@ -125,9 +124,8 @@ static void bn_grad_apply(float *dx, const float *dy, const float *x,
 
 /* Channel c's mean and invstd: from the batch in training mode (saved for
  * backward, running stats updated), else from the running stats. */
-static void bn_stats(const float *in, int B, int C, int HW, int c,
-		     float eps, float momentum, int train, float *running_mean,
-		     float *running_var, float *saved_mean,
+static void bn_stats(const float *in, int B, int C, int HW, int c, float eps, float momentum,
+		     int train, float *running_mean, float *running_var, float *saved_mean,
 		     float *saved_invstd, float *mean, float *invstd)
 {
 	if (!train) {
@@ -161,14 +159,14 @@ static void bn_stats(const float *in, int B, int C, int HW, int c,
 }
 
 /* out = a*x + sh (ReLU'd if relu) over channel c of the batch. */
-static void bn_output(float *out, const float *in, int B, int C, int HW,
-		      int c, float a, float sh, int relu)
+static void bn_output(float *out, const float *in, int B, int C, int HW, int c, float a, float sh,
+		      int relu)
 {
 	for (int b = 0; b < B; b++) {
 		const float *x = in + ((size_t)b * C + c) * HW;
 		float *y = out + ((size_t)b * C + c) * HW;
 		if (relu) {
-			#pragma omp simd
+#pragma omp simd
 			for (int i = 0; i < HW; i++) {
 				float v = a * x[i] + sh;
 				y[i] = v > 0.0f ? v : 0.0f;
@@ -180,17 +178,16 @@ static void bn_output(float *out, const float *in, int B, int C, int HW,
 	}
 }
 
-void batchnorm_forward(float *out, const float *in, const float *gamma,
-		       const float *beta, float *running_mean,
-		       float *running_var, float *saved_mean,
-		       float *saved_invstd, int B, int C, int HW, float eps,
-		       float momentum, int train, int relu)
+void batchnorm_forward(float *out, const float *in, const float *gamma, const float *beta,
+		       float *running_mean, float *running_var, float *saved_mean,
+		       float *saved_invstd, int B, int C, int HW, float eps, float momentum,
+		       int train, int relu)
 {
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		float mean, invstd, a, sh;
-		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean,
-			 running_var, saved_mean, saved_invstd, &mean, &invstd);
+		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean, running_var,
+			 saved_mean, saved_invstd, &mean, &invstd);
 		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 		bn_output(out, in, B, C, HW, c, a, sh, relu);
 	}
@@ -198,40 +195,34 @@ void batchnorm_forward(float *out, const float *in, const float *gamma,
 
 /* batchnorm_forward (relu) followed by 2x2 stride-2 max pooling, writing
  * only the pooled output: the full-size BN output is never stored. */
-void batchnorm_relu_maxpool2_forward(float *pool_out, const float *in,
-				     const float *gamma, const float *beta,
-				     float *running_mean, float *running_var,
-				     float *saved_mean, float *saved_invstd,
-				     int B, int C, int H, int W, float eps,
-				     float momentum, int train)
+void batchnorm_relu_maxpool2_forward(float *pool_out, const float *in, const float *gamma,
+				     const float *beta, float *running_mean, float *running_var,
+				     float *saved_mean, float *saved_invstd, int B, int C, int H,
+				     int W, float eps, float momentum, int train)
 {
 	int HW = H * W, OH = H / 2, OW = W / 2;
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		float mean, invstd;
 		struct pool2_bn bn = { 1, 0.0f, 0.0f };
-		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean,
-			 running_var, saved_mean, saved_invstd, &mean, &invstd);
+		bn_stats(in, B, C, HW, c, eps, momentum, train, running_mean, running_var,
+			 saved_mean, saved_invstd, &mean, &invstd);
 		bn_affine(gamma[c], beta[c], mean, invstd, &bn.a, &bn.sh);
 		for (int b = 0; b < B; b++) {
 			const float *x = in + ((size_t)b * C + c) * HW;
 			float *y = pool_out + ((size_t)b * C + c) * OH * OW;
 			for (int oh = 0; oh < OH; oh++)
-				maxpool2_forward_rows(y + (size_t)oh * OW,
-						      x + (size_t)2 * oh * W,
-						      x + (size_t)(2 * oh + 1) * W,
-						      OW, bn);
+				maxpool2_forward_rows(y + (size_t)oh * OW, x + (size_t)2 * oh * W,
+						      x + (size_t)(2 * oh + 1) * W, OW, bn);
 		}
 	}
 }
 
-void batchnorm_backward(float *din, float *dgamma, float *dbeta,
-			const float *dout, const float *in, const float *gamma,
-			const float *beta, const float *saved_mean,
-			const float *saved_invstd, int relu, int B, int C,
-			int HW)
+void batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+			const float *gamma, const float *beta, const float *saved_mean,
+			const float *saved_invstd, int relu, int B, int C, int HW)
 {
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
 		double sdy = 0.0, sdyx = 0.0;
@@ -239,8 +230,7 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 		bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			bn_grad_sums(dout + off, in + off, relu, HW, mean, a, sh,
-				     &sdy, &sdyx);
+			bn_grad_sums(dout + off, in + off, relu, HW, mean, a, sh, &sdy, &sdyx);
 		}
 		sdyx *= invstd; /* sum(g * xhat) */
 		dgamma[c] += (float)sdyx;
@@ -250,9 +240,8 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
 		float k = gamma[c] * invstd / (float)M;
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			bn_grad_apply(din + off, dout + off, in + off, relu, HW,
-				      mean, invstd, a, sh, k, (float)M,
-				      (float)sdy, (float)sdyx);
+			bn_grad_apply(din + off, dout + off, in + off, relu, HW, mean, invstd, a,
+				      sh, k, (float)M, (float)sdy, (float)sdyx);
 		}
 	}
 }
@@ -263,15 +252,15 @@ void batchnorm_backward(float *din, float *dgamma, float *dbeta,
  * pool gradient gp (H/2,W/2): relu(a*x + sh) as forward computed it, the
  * pooling's first maximum and the ReLU mask (pool2.h); 0 where no window
  * covers (odd last row or column). */
-static void bn_pool_plane(float *g, const float *x, const float *gp, int H,
-			  int W, float a, float sh)
+static void bn_pool_plane(float *g, const float *x, const float *gp, int H, int W, float a,
+			  float sh)
 {
 	struct pool2_bn bn = { 1, a, sh };
 	for (int h = 0; h + 1 < H; h += 2) {
 		float *gr = g + (size_t)h * W;
 		const float *r0 = x + (size_t)h * W;
-		maxpool2_backward_rows(gr, gr + W, r0, r0 + W,
-				       gp + (size_t)(h / 2) * (W / 2), W / 2, bn);
+		maxpool2_backward_rows(gr, gr + W, r0, r0 + W, gp + (size_t)(h / 2) * (W / 2),
+				       W / 2, bn);
 		if (W & 1)
 			gr[W - 1] = gr[2 * W - 1] = 0.0f;
 	}
@@ -282,16 +271,14 @@ static void bn_pool_plane(float *g, const float *x, const float *gp, int H,
 /* Per channel (one thread): the BN-output gradient of each plane goes into
  * din (pass 1, with the sums), and pass 2 turns it into dx in place; a
  * channel's planes (B*H*W floats of x and din) stay in L2 between passes. */
-void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
-				      const float *dpool, const float *in,
-				      const float *gamma, const float *beta,
-				      const float *saved_mean,
-				      const float *saved_invstd, int B, int C,
-				      int H, int W)
+void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta, const float *dpool,
+				      const float *in, const float *gamma, const float *beta,
+				      const float *saved_mean, const float *saved_invstd, int B,
+				      int C, int H, int W)
 {
 	int HW = H * W;
 	size_t PHW = (size_t)(H / 2) * (W / 2);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
 		double sdy = 0.0, sdyx = 0.0;
@@ -303,10 +290,9 @@ void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
 				bn_prefetch(in + off + (size_t)C * HW, HW);
 				bn_prefetch(dpool + ((size_t)(b + 1) * C + c) * PHW, PHW);
 			}
-			bn_pool_plane(din + off, in + off,
-				      dpool + ((size_t)b * C + c) * PHW, H, W, a, sh);
-			bn_grad_sums(din + off, in + off, 0, HW, mean, a, sh,
-				     &sdy, &sdyx);
+			bn_pool_plane(din + off, in + off, dpool + ((size_t)b * C + c) * PHW, H, W,
+				      a, sh);
+			bn_grad_sums(din + off, in + off, 0, HW, mean, a, sh, &sdy, &sdyx);
 		}
 		sdyx *= invstd; /* sum(g * xhat) */
 		dgamma[c] += (float)sdyx;
@@ -314,9 +300,8 @@ void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
 		float k = gamma[c] * invstd / (float)M;
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			bn_grad_apply(din + off, din + off, in + off, 0, HW, mean,
-				      invstd, a, sh, k, (float)M, (float)sdy,
-				      (float)sdyx);
+			bn_grad_apply(din + off, din + off, in + off, 0, HW, mean, invstd, a, sh, k,
+				      (float)M, (float)sdy, (float)sdyx);
 		}
 	}
 }
@@ -325,8 +310,7 @@ void batchnorm_relu_maxpool2_backward(float *din, float *dgamma, float *dbeta,
 
 /* Sums over this rank's (B, HW) values of channel c: of x - ref (ss = 0),
  * or of (x - ref)^2 (ss = 1), in double, in a fixed order. */
-static double bn_local_sum(const float *in, int B, int C, int HW, int c,
-			   double ref, int ss)
+static double bn_local_sum(const float *in, int B, int C, int HW, int c, double ref, int ss)
 {
 	double t = 0.0;
 	for (int b = 0; b < B; b++) {
@@ -339,16 +323,14 @@ static double bn_local_sum(const float *in, int B, int C, int HW, int c,
 	return t;
 }
 
-void batchnorm_sync_forward(float *out, const float *in, const float *gamma,
-			    const float *beta, float *running_mean,
-			    float *running_var, float *saved_mean,
-			    float *saved_invstd, int B, int C, int HW,
-			    float eps, float momentum, int relu,
-			    const struct bn_reducer *r)
+void batchnorm_sync_forward(float *out, const float *in, const float *gamma, const float *beta,
+			    float *running_mean, float *running_var, float *saved_mean,
+			    float *saved_invstd, int B, int C, int HW, float eps, float momentum,
+			    int relu, const struct bn_reducer *r)
 {
 	double *v = xmalloc(sizeof(double) * ((size_t)C + 1));
-	/* pass 1: global mean (and the global count M) */
-	#pragma omp parallel for schedule(static)
+/* pass 1: global mean (and the global count M) */
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++)
 		v[c] = bn_local_sum(in, B, C, HW, c, 0.0, 0);
 	v[C] = (double)B * HW;
@@ -356,12 +338,12 @@ void batchnorm_sync_forward(float *out, const float *in, const float *gamma,
 	double M = v[C];
 	for (int c = 0; c < C; c++)
 		saved_mean[c] = (float)(v[c] / M);
-	/* pass 2: global (biased) variance around that mean */
-	#pragma omp parallel for schedule(static)
+/* pass 2: global (biased) variance around that mean */
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++)
 		v[c] = bn_local_sum(in, B, C, HW, c, (double)saved_mean[c], 1);
 	r->sum(r->ctx, v, C);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		double var = v[c] / M;
 		float a, sh;
@@ -375,23 +357,21 @@ void batchnorm_sync_forward(float *out, const float *in, const float *gamma,
 	free(v);
 }
 
-void batchnorm_sync_backward(float *din, float *dgamma, float *dbeta,
-			     const float *dout, const float *in,
-			     const float *gamma, const float *beta,
-			     const float *saved_mean, const float *saved_invstd,
-			     int relu, int B, int C, int HW,
-			     const struct bn_reducer *r)
+void batchnorm_sync_backward(float *din, float *dgamma, float *dbeta, const float *dout,
+			     const float *in, const float *gamma, const float *beta,
+			     const float *saved_mean, const float *saved_invstd, int relu, int B,
+			     int C, int HW, const struct bn_reducer *r)
 {
 	double *v = xmalloc(sizeof(double) * (2 * (size_t)C + 1));
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int c = 0; c < C; c++) {
 		float a, sh;
 		double sdy = 0.0, sdyx = 0.0;
 		bn_affine(gamma[c], beta[c], saved_mean[c], saved_invstd[c], &a, &sh);
 		for (int b = 0; b < B; b++) {
 			size_t off = ((size_t)b * C + c) * HW;
-			bn_grad_sums(dout + off, in + off, relu, HW, saved_mean[c],
-				     a, sh, &sdy, &sdyx);
+			bn_grad_sums(dout + off, in + off, relu, HW, saved_mean[c], a, sh, &sdy,
+				     &sdyx);
 		}
 		sdyx *= saved_invstd[c];
 		/* this rank's share: the data-parallel average of the
@@ -405,16 +385,16 @@ void batchnorm_sync_backward(float *din, float *dgamma, float *dbeta,
 	r->sum(r->ctx, v, 2 * C + 1);
 	if (din) {
 		float M = (float)v[2 * C];
-		#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 		for (int c = 0; c < C; c++) {
 			float mean = saved_mean[c], invstd = saved_invstd[c], a, sh;
 			float k = gamma[c] * invstd / M;
 			bn_affine(gamma[c], beta[c], mean, invstd, &a, &sh);
 			for (int b = 0; b < B; b++) {
 				size_t off = ((size_t)b * C + c) * HW;
-				bn_grad_apply(din + off, dout + off, in + off, relu,
-					      HW, mean, invstd, a, sh, k, M,
-					      (float)v[2 * c], (float)v[2 * c + 1]);
+				bn_grad_apply(din + off, dout + off, in + off, relu, HW, mean,
+					      invstd, a, sh, k, M, (float)v[2 * c],
+					      (float)v[2 * c + 1]);
 			}
 		}
 	}

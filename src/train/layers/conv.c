@@ -43,8 +43,8 @@ static size_t conv_per_image(int C, int OH, int OW, int OC, int K)
 }
 
 /* Scratch layout: nt slots of (dW partial (OC*CKK), chunk (nb images)). */
-size_t conv_im2col_scratch_floats(int B, int C, int H, int W, int OC, int K,
-				  int S, int P, size_t cap)
+size_t conv_im2col_scratch_floats(int B, int C, int H, int W, int OC, int K, int S, int P,
+				  size_t cap)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
 	int nt = omp_get_max_threads();
@@ -67,8 +67,7 @@ struct conv_split {
 	size_t slot, wsz; /* floats per thread slot; of which dW partial */
 };
 
-static struct conv_split conv_split(int B, int C, int OH, int OW, int OC,
-				    int K, size_t nscratch)
+static struct conv_split conv_split(int B, int C, int OH, int OW, int OC, int K, size_t nscratch)
 {
 	struct conv_split sp;
 	size_t per = conv_per_image(C, OH, OW, OC, K);
@@ -87,8 +86,7 @@ static struct conv_split conv_split(int B, int C, int OH, int OW, int OC,
 
 /* First valid ow and one past the last for kernel column kw:
  * 0 <= ow*S - P + kw < W. */
-static void conv_ow_range(int kw, int W, int OW, int S, int P, int *lo,
-			  int *hi)
+static void conv_ow_range(int kw, int W, int OW, int S, int P, int *lo, int *hi)
 {
 	int a = P - kw, l, h;
 	l = a <= 0 ? 0 : (a + S - 1) / S;
@@ -102,8 +100,8 @@ static void conv_ow_range(int kw, int W, int OW, int S, int P, int *lo,
 }
 
 /* in (nb,C,H,W) -> col (C*K*K, nb*OH*OW). */
-static void im2col(float *col, const float *in, int nb, int C, int H, int W,
-		   int K, int S, int P, int OH, int OW)
+static void im2col(float *col, const float *in, int nb, int C, int H, int W, int K, int S, int P,
+		   int OH, int OW)
 {
 	int ckk = C * K * K;
 	size_t N = (size_t)nb * OH * OW;
@@ -145,22 +143,21 @@ static void conv_add_row(float *restrict dst, const float *restrict src, int n)
 }
 
 /* col (C*K*K, nb*OH*OW) -> din (nb,C,H,W), which it overwrites. */
-static void col2im(float *din, const float *col, int nb, int C, int H, int W,
-		   int K, int S, int P, int OH, int OW)
+static void col2im(float *din, const float *col, int nb, int C, int H, int W, int K, int S, int P,
+		   int OH, int OW)
 {
 	size_t N = (size_t)nb * OH * OW;
 	for (int c = 0; c < C; c++) {
 		for (int b = 0; b < nb; b++)
-			memset(din + ((size_t)b * C + c) * H * W, 0,
-			       sizeof(float) * H * W);
+			memset(din + ((size_t)b * C + c) * H * W, 0, sizeof(float) * H * W);
 		for (int kh = 0; kh < K; kh++) {
 			for (int kw = 0; kw < K; kw++) {
 				int r = (c * K + kh) * K + kw, lo, hi;
 				conv_ow_range(kw, W, OW, S, P, &lo, &hi);
 				for (int b = 0; b < nb; b++) {
 					float *dst = din + ((size_t)b * C + c) * H * W;
-					const float *src = col + (size_t)r * N +
-							   (size_t)b * OH * OW;
+					const float *src =
+						col + (size_t)r * N + (size_t)b * OH * OW;
 					for (int oh = 0; oh < OH; oh++, src += OW) {
 						int ih = oh * S - P + kh;
 						if (ih < 0 || ih >= H)
@@ -180,8 +177,8 @@ static void col2im(float *din, const float *col, int nb, int C, int H, int W,
 
 /* Y (OC, n*plane) -> out (n, OC, plane), + bias, ReLU if relu (in place
  * when n = 1 and y == out). */
-static void conv_bias_out(float *out, const float *y, const float *b, int n,
-			  int OC, size_t plane, int relu)
+static void conv_bias_out(float *out, const float *y, const float *b, int n, int OC, size_t plane,
+			  int relu)
 {
 	size_t N = (size_t)n * plane;
 	for (int i = 0; i < n * OC; i++) {
@@ -191,15 +188,15 @@ static void conv_bias_out(float *out, const float *y, const float *b, int n,
 	}
 }
 
-void conv_im2col_forward(float *out, const float *in, const float *w,
-			 const float *b, int B, int C, int H, int W, int OC, int K, int S, int P,
-		  int relu, float *scratch, size_t nscratch)
+void conv_im2col_forward(float *out, const float *in, const float *w, const float *b, int B, int C,
+			 int H, int W, int OC, int K, int S, int P, int relu, float *scratch,
+			 size_t nscratch)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
 	int ckk = C * K * K;
 	size_t plane = (size_t)OH * OW;
 	struct conv_split sp = conv_split(B, C, OH, OW, OC, K, nscratch);
-	#pragma omp parallel num_threads(sp.nt)
+#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *col = scratch + (size_t)t * sp.slot + sp.wsz;
@@ -209,22 +206,19 @@ void conv_im2col_forward(float *out, const float *in, const float *w,
 			size_t N = (size_t)n * plane;
 			float *y = col + (size_t)ckk * N;
 			float *o = out + (size_t)b0 * OC * plane;
-			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K,
-			       S, P, OH, OW);
+			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P, OH, OW);
 			if (n == 1)
 				y = o;
-			pbx_gemm(0, 0, OC, (int)N, ckk, 1.0f, w, ckk, col,
-				 (int)N, 0.0f, y, (int)N);
+			pbx_gemm(0, 0, OC, (int)N, ckk, 1.0f, w, ckk, col, (int)N, 0.0f, y, (int)N);
 			conv_bias_out(o, y, b, n, OC, plane, relu);
 		}
 	}
 }
 
 /* See conv_shared.h. */
-void conv_bias_grad(float *db, float *dout, const float *relu_out,
-			   int B, int OC, size_t plane)
+void conv_bias_grad(float *db, float *dout, const float *relu_out, int B, int OC, size_t plane)
 {
-	#pragma omp for schedule(static)
+#pragma omp for schedule(static)
 	for (int oc = 0; oc < OC; oc++) {
 		float s = 0.0f;
 		for (int bi = 0; bi < B; bi++) {
@@ -232,7 +226,7 @@ void conv_bias_grad(float *db, float *dout, const float *relu_out,
 			float *d = dout + off;
 			if (relu_out) {
 				const float *ro = relu_out + off;
-				#pragma omp simd
+#pragma omp simd
 				for (size_t p = 0; p < plane; p++)
 					d[p] *= (float)(ro[p] > 0.0f);
 			}
@@ -252,10 +246,9 @@ void conv_bias_grad(float *db, float *dout, const float *relu_out,
 
 /* dw (n) += partial[0] + partial[1] + ... (nt partials, stride slot).
  * Inside a parallel region (omp for). */
-static void conv_reduce_dw(float *dw, const float *partial, int nt,
-			   size_t slot, size_t n)
+static void conv_reduce_dw(float *dw, const float *partial, int nt, size_t slot, size_t n)
 {
-	#pragma omp for schedule(static)
+#pragma omp for schedule(static)
 	for (size_t i = 0; i < n; i++) {
 		float s = dw[i];
 		for (int t = 0; t < nt; t++)
@@ -264,19 +257,18 @@ static void conv_reduce_dw(float *dw, const float *partial, int nt,
 	}
 }
 
-void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
-			  const float *relu_out, const float *in,
-			  const float *w, int B, int C, int H, int W, int OC, int K, int S, int P,
-		   float *scratch, size_t nscratch)
+void conv_im2col_backward(float *din, float *dw, float *db, float *dout, const float *relu_out,
+			  const float *in, const float *w, int B, int C, int H, int W, int OC,
+			  int K, int S, int P, float *scratch, size_t nscratch)
 {
 	int OH = conv_out_dim(H, K, S, P), OW = conv_out_dim(W, K, S, P);
 	int ckk = C * K * K;
 	size_t plane = (size_t)OH * OW;
 	struct conv_split sp = conv_split(B, C, OH, OW, OC, K, nscratch);
 
-	/* one region: db and the ReLU mask (all of dout, then a barrier),
+/* one region: db and the ReLU mask (all of dout, then a barrier),
 	 * each thread's images, a barrier, the sum of the dW partials */
-	#pragma omp parallel num_threads(sp.nt)
+#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *dwt = scratch + (size_t)t * sp.slot, *col = dwt + sp.wsz;
@@ -291,8 +283,7 @@ void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
 			float *dcol = dy + (size_t)OC * N;
 			const float *d = dout + (size_t)b0 * OC * plane;
 			const float *dyc = dy;
-			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K,
-			       S, P, OH, OW);
+			im2col(col, in + (size_t)b0 * C * H * W, n, C, H, W, K, S, P, OH, OW);
 			if (n == 1) {
 				dyc = d;
 			} else {
@@ -300,28 +291,25 @@ void conv_im2col_backward(float *din, float *dw, float *db, float *dout,
 				for (int i = 0; i < n * OC; i++) {
 					int bi = i / OC, oc = i % OC;
 					memcpy(dy + (size_t)oc * N + (size_t)bi * plane,
-					       d + (size_t)i * plane,
-					       sizeof(float) * plane);
+					       d + (size_t)i * plane, sizeof(float) * plane);
 				}
 			}
-			pbx_gemm(0, 1, OC, ckk, (int)N, 1.0f, dyc, (int)N, col,
-				 (int)N, 1.0f, dwt, ckk);
+			pbx_gemm(0, 1, OC, ckk, (int)N, 1.0f, dyc, (int)N, col, (int)N, 1.0f, dwt,
+				 ckk);
 			if (!din)
 				continue;
-			pbx_gemm(1, 0, ckk, (int)N, OC, 1.0f, w, ckk, dyc,
-				 (int)N, 0.0f, dcol, (int)N);
-			col2im(din + (size_t)b0 * C * H * W, dcol, n, C, H, W, K,
-			       S, P, OH, OW);
+			pbx_gemm(1, 0, ckk, (int)N, OC, 1.0f, w, ckk, dyc, (int)N, 0.0f, dcol,
+				 (int)N);
+			col2im(din + (size_t)b0 * C * H * W, dcol, n, C, H, W, K, S, P, OH, OW);
 		}
-		#pragma omp barrier
+#pragma omp barrier
 		conv_reduce_dw(dw, scratch, nt, sp.slot, sp.wsz);
 	}
 }
 
 /* ------------------------------------------------------------- dispatch */
 
-size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
-			   int P, size_t cap)
+size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S, int P, size_t cap)
 {
 	size_t n = conv_im2col_scratch_floats(B, C, H, W, OC, K, S, P, cap);
 	if (conv_wino_ok(C, OC, K, S, P)) {
@@ -332,34 +320,28 @@ size_t conv_scratch_floats(int B, int C, int H, int W, int OC, int K, int S,
 	return n;
 }
 
-void conv_forward(float *out, const float *in, const float *w, const float *b,
-		  int B, int C, int H, int W, int OC, int K, int S, int P,
-		  int relu, float *scratch, size_t nscratch)
+void conv_forward(float *out, const float *in, const float *w, const float *b, int B, int C, int H,
+		  int W, int OC, int K, int S, int P, int relu, float *scratch, size_t nscratch)
 {
 	if (conv_wino_ok(C, OC, K, S, P))
-		conv_wino_forward(out, in, w, b, B, C, H, W, OC, relu, scratch,
-				  nscratch);
+		conv_wino_forward(out, in, w, b, B, C, H, W, OC, relu, scratch, nscratch);
 	else if (conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
-		conv_c1_forward(out, in, w, b, B, H, W, OC, relu, scratch,
-				nscratch);
+		conv_c1_forward(out, in, w, b, B, H, W, OC, relu, scratch, nscratch);
 	else
-		conv_im2col_forward(out, in, w, b, B, C, H, W, OC, K, S, P,
-				    relu, scratch, nscratch);
+		conv_im2col_forward(out, in, w, b, B, C, H, W, OC, K, S, P, relu, scratch,
+				    nscratch);
 }
 
-void conv_backward(float *din, float *dw, float *db, float *dout,
-		   const float *relu_out, const float *in, const float *w,
-		   int B, int C, int H, int W, int OC, int K, int S, int P,
-		   float *scratch, size_t nscratch)
+void conv_backward(float *din, float *dw, float *db, float *dout, const float *relu_out,
+		   const float *in, const float *w, int B, int C, int H, int W, int OC, int K,
+		   int S, int P, float *scratch, size_t nscratch)
 {
 	if (conv_wino_ok(C, OC, K, S, P))
-		conv_wino_backward(din, dw, db, dout, relu_out, in, w, B, C, H,
-				   W, OC, scratch, nscratch);
-	else if (!din && !relu_out &&
-		 conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
-		conv_c1_backward_weights(dw, db, dout, in, B, H, W, OC, scratch,
-					 nscratch);
+		conv_wino_backward(din, dw, db, dout, relu_out, in, w, B, C, H, W, OC, scratch,
+				   nscratch);
+	else if (!din && !relu_out && conv_c1_ok(C, K, S, P, B, H, W, OC, nscratch))
+		conv_c1_backward_weights(dw, db, dout, in, B, H, W, OC, scratch, nscratch);
 	else
-		conv_im2col_backward(din, dw, db, dout, relu_out, in, w, B, C,
-				     H, W, OC, K, S, P, scratch, nscratch);
+		conv_im2col_backward(din, dw, db, dout, relu_out, in, w, B, C, H, W, OC, K, S, P,
+				     scratch, nscratch);
 }

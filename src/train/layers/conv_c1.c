@@ -41,8 +41,7 @@ static size_t c1_slot(int H, int W, int OC)
 	return c1_plane(H, W) + (size_t)OC * 10;
 }
 
-int conv_c1_ok(int C, int K, int S, int P, int B, int H, int W, int OC,
-	       size_t nscratch)
+int conv_c1_ok(int C, int K, int S, int P, int B, int H, int W, int OC, size_t nscratch)
 {
 	int nt = omp_get_max_threads();
 	if (nt > B)
@@ -56,8 +55,7 @@ int conv_c1_ok(int C, int K, int S, int P, int B, int H, int W, int OC,
 static void c1_pad(float *xp, const float *in, int H, int W, size_t stride)
 {
 	for (int h = 0; h < H; h++)
-		memcpy(xp + (size_t)(h + 1) * stride + 1, in + (size_t)h * W,
-		       sizeof(float) * W);
+		memcpy(xp + (size_t)(h + 1) * stride + 1, in + (size_t)h * W, sizeof(float) * W);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -69,9 +67,8 @@ static inline __mmask16 c1_mask(int W, int x)
 	return (__mmask16)(W - x >= 16 ? 0xFFFF : (1u << (W - x)) - 1);
 }
 
-C1_AVX512 static void c1_forward_image(float *out, const float *xp,
-				       const float *w, const float *b, int H,
-				       int W, int OC, size_t stride, int relu)
+C1_AVX512 static void c1_forward_image(float *out, const float *xp, const float *w, const float *b,
+				       int H, int W, int OC, size_t stride, int relu)
 {
 	size_t plane = (size_t)H * W;
 	for (int h = 0; h < H; h++) {
@@ -79,8 +76,8 @@ C1_AVX512 static void c1_forward_image(float *out, const float *xp,
 			__mmask16 m = c1_mask(W, x);
 			__m512 v[9];
 			for (int k = 0; k < 9; k++)
-				v[k] = _mm512_loadu_ps(xp + (size_t)(h + k / 3) * stride +
-						       x + k % 3);
+				v[k] = _mm512_loadu_ps(xp + (size_t)(h + k / 3) * stride + x +
+						       k % 3);
 			for (int oc = 0; oc < OC; oc++) {
 				const float *wk = w + (size_t)oc * 9;
 				__m512 a = _mm512_set1_ps(b[oc]);
@@ -88,16 +85,14 @@ C1_AVX512 static void c1_forward_image(float *out, const float *xp,
 					a = _mm512_fmadd_ps(_mm512_set1_ps(wk[k]), v[k], a);
 				if (relu)
 					a = _mm512_max_ps(a, _mm512_setzero_ps());
-				_mm512_mask_storeu_ps(out + oc * plane + (size_t)h * W + x,
-						      m, a);
+				_mm512_mask_storeu_ps(out + oc * plane + (size_t)h * W + x, m, a);
 			}
 		}
 	}
 }
 
 /* dw (OC, 9) += , db (OC) += the image's sums (one reduction per oc). */
-C1_AVX512 static void c1_backward_image(float *dw, float *db,
-					const float *dout, const float *xp,
+C1_AVX512 static void c1_backward_image(float *dw, float *db, const float *dout, const float *xp,
 					int H, int W, int OC, size_t stride)
 {
 	size_t plane = (size_t)H * W;
@@ -108,13 +103,15 @@ C1_AVX512 static void c1_backward_image(float *dw, float *db,
 			a[k] = _mm512_setzero_ps();
 		for (int h = 0; h < H; h++) {
 			for (int x = 0; x < W; x += 16) {
-				__m512 g = _mm512_maskz_loadu_ps(c1_mask(W, x),
-								 d + (size_t)h * W + x);
+				__m512 g =
+					_mm512_maskz_loadu_ps(c1_mask(W, x), d + (size_t)h * W + x);
 				const float *r = xp + (size_t)h * stride + x;
 				s = _mm512_add_ps(s, g);
 				for (int k = 0; k < 9; k++)
-					a[k] = _mm512_fmadd_ps(g,
-						_mm512_loadu_ps(r + (size_t)(k / 3) * stride + k % 3),
+					a[k] = _mm512_fmadd_ps(
+						g,
+						_mm512_loadu_ps(r + (size_t)(k / 3) * stride +
+								k % 3),
 						a[k]);
 			}
 		}
@@ -124,34 +121,43 @@ C1_AVX512 static void c1_backward_image(float *dw, float *db,
 	}
 }
 #else
-static void c1_forward_image(float *out, const float *xp, const float *w,
-			     const float *b, int H, int W, int OC,
-			     size_t stride, int relu)
+static void c1_forward_image(float *out, const float *xp, const float *w, const float *b, int H,
+			     int W, int OC, size_t stride, int relu)
 {
-	(void)out; (void)xp; (void)w; (void)b; (void)H; (void)W; (void)OC;
-	(void)stride; (void)relu;
+	(void)out;
+	(void)xp;
+	(void)w;
+	(void)b;
+	(void)H;
+	(void)W;
+	(void)OC;
+	(void)stride;
+	(void)relu;
 }
 
-static void c1_backward_image(float *dw, float *db, const float *dout,
-			      const float *xp, int H, int W, int OC,
-			      size_t stride)
+static void c1_backward_image(float *dw, float *db, const float *dout, const float *xp, int H,
+			      int W, int OC, size_t stride)
 {
-	(void)dw; (void)db; (void)dout; (void)xp; (void)H; (void)W; (void)OC;
+	(void)dw;
+	(void)db;
+	(void)dout;
+	(void)xp;
+	(void)H;
+	(void)W;
+	(void)OC;
 	(void)stride;
 }
 #endif
 
-
-void conv_c1_forward(float *out, const float *in, const float *w,
-		     const float *b, int B, int H, int W, int OC, int relu,
-		     float *scratch, size_t nscratch)
+void conv_c1_forward(float *out, const float *in, const float *w, const float *b, int B, int H,
+		     int W, int OC, int relu, float *scratch, size_t nscratch)
 {
 	int nt = omp_get_max_threads();
 	size_t stride = c1_stride(W), slot = c1_slot(H, W, OC);
 	(void)nscratch;
 	if (nt > B)
 		nt = B;
-	#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *xp = scratch + (size_t)t * slot;
@@ -159,22 +165,21 @@ void conv_c1_forward(float *out, const float *in, const float *w,
 		conv_share(B, t, omp_get_num_threads(), &lo, &hi);
 		for (int i = lo; i < hi; i++) {
 			c1_pad(xp, in + (size_t)i * H * W, H, W, stride);
-			c1_forward_image(out + (size_t)i * OC * H * W, xp, w, b,
-					 H, W, OC, stride, relu);
+			c1_forward_image(out + (size_t)i * OC * H * W, xp, w, b, H, W, OC, stride,
+					 relu);
 		}
 	}
 }
 
-void conv_c1_backward_weights(float *dw, float *db, const float *dout,
-			      const float *in, int B, int H, int W, int OC,
-			      float *scratch, size_t nscratch)
+void conv_c1_backward_weights(float *dw, float *db, const float *dout, const float *in, int B,
+			      int H, int W, int OC, float *scratch, size_t nscratch)
 {
 	int nt = omp_get_max_threads();
 	size_t stride = c1_stride(W), slot = c1_slot(H, W, OC);
 	(void)nscratch;
 	if (nt > B)
 		nt = B;
-	#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt)
 	{
 		int t = omp_get_thread_num(), lo, hi, n = omp_get_num_threads();
 		float *xp = scratch + (size_t)t * slot;
@@ -183,11 +188,11 @@ void conv_c1_backward_weights(float *dw, float *db, const float *dout,
 		conv_share(B, t, n, &lo, &hi);
 		for (int i = lo; i < hi; i++) {
 			c1_pad(xp, in + (size_t)i * H * W, H, W, stride);
-			c1_backward_image(pw, pb, dout + (size_t)i * OC * H * W,
-					  xp, H, W, OC, stride);
+			c1_backward_image(pw, pb, dout + (size_t)i * OC * H * W, xp, H, W, OC,
+					  stride);
 		}
-		#pragma omp barrier
-		#pragma omp for schedule(static)
+#pragma omp barrier
+#pragma omp for schedule(static)
 		for (int k = 0; k < OC * 10; k++) {
 			float s = 0.0f;
 			for (int u = 0; u < n; u++)

@@ -20,8 +20,7 @@ static inline void conv_share(int B, int t, int nt, int *lo, int *hi)
 
 /* dst[0, n) = src + bias, then max(0, .) if relu: a conv output row (dst
  * may be src). */
-static inline void conv_bias_relu(float *dst, const float *src, size_t n,
-				  float bias, int relu)
+static inline void conv_bias_relu(float *dst, const float *src, size_t n, float bias, int relu)
 {
 	if (relu) {
 		for (size_t p = 0; p < n; p++) {
@@ -37,7 +36,6 @@ static inline void conv_bias_relu(float *dst, const float *src, size_t n,
 /* dout *= (relu_out > 0) if relu_out; db (OC) += sum over b, p of dout.
  * Call inside a parallel region: the channels are shared out (omp for).
  * Defined in conv.c. */
-void conv_bias_grad(float *db, float *dout, const float *relu_out, int B, int OC,
-		    size_t plane);
+void conv_bias_grad(float *db, float *dout, const float *relu_out, int B, int OC, size_t plane);
 
 #endif

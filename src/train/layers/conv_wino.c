@@ -51,12 +51,12 @@
 #define WINO_DEFAULT_CAP ((size_t)1 << 19)
 
 struct wino_geom {
-	int TY, TX;     /* tiles per column, per row */
-	int G;          /* groups of 4 tiles per row: ceil(TX/4) */
-	int EW;         /* padded planes' row stride: 8*G + 2 floats */
-	int PH;         /* padded planes' rows: 2*TY + 2 */
-	size_t tiles;   /* per image: TY*TX */
-	size_t fixed;   /* per-thread floats besides dU and the chunk */
+	int TY, TX;   /* tiles per column, per row */
+	int G;        /* groups of 4 tiles per row: ceil(TX/4) */
+	int EW;       /* padded planes' row stride: 8*G + 2 floats */
+	int PH;       /* padded planes' rows: 2*TY + 2 */
+	size_t tiles; /* per image: TY*TX */
+	size_t fixed; /* per-thread floats besides dU and the chunk */
 };
 
 static struct wino_geom wino_geom(int H, int W)
@@ -78,9 +78,9 @@ static struct wino_geom wino_geom(int H, int W)
  * retired (loads straddling fresh narrower stores stall on store
  * forwarding). */
 struct wino_tmp {
-	float *pin;    /* (PH, EW): input plane at (1, 1), zero border */
-	float *pgr;    /* (PH, EW): gradient plane at (0, 0), zeros after */
-	float *plane;  /* (2TY, 8G): one output plane before bias/crop */
+	float *pin;   /* (PH, EW): input plane at (1, 1), zero border */
+	float *pgr;   /* (PH, EW): gradient plane at (0, 0), zeros after */
+	float *plane; /* (2TY, 8G): one output plane before bias/crop */
 };
 
 /* Lays out the buffers at p and zeroes them: only rows and columns
@@ -103,8 +103,7 @@ static inline void wino_store4(float *p, pbx_v4 v)
 }
 
 /* dst (rows at stride EW) = src (H, W). */
-static void wino_copy_plane(float *restrict dst, const float *restrict src,
-			    int H, int W, int EW)
+static void wino_copy_plane(float *restrict dst, const float *restrict src, int H, int W, int EW)
 {
 	for (int h = 0; h < H; h++) {
 		float *d = dst + (size_t)h * EW;
@@ -169,8 +168,8 @@ struct wino_split {
 	size_t slot, usz, fixed;
 };
 
-static struct wino_split wino_split(int B, int C, int OC,
-				    const struct wino_geom *g, size_t nscratch)
+static struct wino_split wino_split(int B, int C, int OC, const struct wino_geom *g,
+				    size_t nscratch)
 {
 	struct wino_split sp;
 	size_t per = wino_per_image(g, C, OC);
@@ -179,20 +178,17 @@ static struct wino_split wino_split(int B, int C, int OC,
 	sp.nt = omp_get_max_threads();
 	if (sp.nt > B)
 		sp.nt = B;
-	while (sp.nt > 1 &&
-	       (nscratch - sp.usz) / sp.nt <
-		       sp.usz + sp.fixed + WINO_SLACK + wino_chunk_extra(C, OC) + per)
+	while (sp.nt > 1 && (nscratch - sp.usz) / sp.nt <
+				    sp.usz + sp.fixed + WINO_SLACK + wino_chunk_extra(C, OC) + per)
 		sp.nt--;
 	sp.slot = (nscratch - sp.usz) / sp.nt;
-	sp.nb = (int)((sp.slot - sp.usz - sp.fixed - WINO_SLACK -
-		       wino_chunk_extra(C, OC)) / per);
+	sp.nb = (int)((sp.slot - sp.usz - sp.fixed - WINO_SLACK - wino_chunk_extra(C, OC)) / per);
 	if (sp.nb > B)
 		sp.nb = B;
 	return sp;
 }
 
-size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
-				size_t cap)
+size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC, size_t cap)
 {
 	struct wino_geom g = wino_geom(H, W);
 	int nt = omp_get_max_threads();
@@ -205,8 +201,7 @@ size_t conv_wino_scratch_floats(int B, int C, int H, int W, int OC,
 		nb = 1;
 	if (nb > share)
 		nb = share;
-	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK +
-				    wino_chunk_extra(C, OC) + nb * per);
+	return usz + (size_t)nt * (usz + g.fixed + WINO_SLACK + wino_chunk_extra(C, OC) + nb * per);
 }
 
 /* ----------------------------------------------------------- transforms */
@@ -240,11 +235,11 @@ static void wino_filter_tile(float *u, const float *g9, int flip)
 static void wino_filters(float *U, const float *w, int CO, int CI, int flip)
 {
 	size_t xs = (size_t)CO * CI;
-	#pragma omp for schedule(static)
+#pragma omp for schedule(static)
 	for (int o = 0; o < CO; o++) {
 		for (int i = 0; i < CI; i++) {
-			const float *g = flip ? w + ((size_t)i * CO + o) * 9
-					      : w + ((size_t)o * CI + i) * 9;
+			const float *g =
+				flip ? w + ((size_t)i * CO + o) * 9 : w + ((size_t)o * CI + i) * 9;
 			float u[16];
 			wino_filter_tile(u, g, flip);
 			for (int xi = 0; xi < 16; xi++)
@@ -263,8 +258,7 @@ static inline void wino_store_n(float *p, pbx_v4 v, int n)
 /* Stores 4 tiles' values at v (tx0 = 4*grp of row ty).  Lanes past the
  * row end land on the next row's first tiles, which are written after
  * them; only the plane's last row stores a partial group. */
-static inline void wino_store_tiles(float *v, pbx_v4 x, int grp, int ty,
-				    const struct wino_geom *g)
+static inline void wino_store_tiles(float *v, pbx_v4 x, int grp, int ty, const struct wino_geom *g)
 {
 	int n = g->TX - 4 * grp;
 	if (n >= 4 || ty < g->TY - 1)
@@ -277,10 +271,8 @@ static inline void wino_store_tiles(float *v, pbx_v4 x, int grp, int ty,
  * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: v[xi * xs + ty * TX + tx].
  * 4 tiles at once: the rows are combined as vectors over 8 + 2 columns,
  * whose even and odd columns shuffles then split out. */
-static void wino_input_plane(float *restrict v, size_t xs,
-			     const float *restrict src, int H, int W,
-			     const struct wino_tmp *tp,
-			     const struct wino_geom *g)
+static void wino_input_plane(float *restrict v, size_t xs, const float *restrict src, int H, int W,
+			     const struct wino_tmp *tp, const struct wino_geom *g)
 {
 	int EW = g->EW, TX = g->TX;
 	wino_copy_plane(tp->pin + EW + 1, src, H, W, EW);
@@ -301,20 +293,28 @@ static void wino_input_plane(float *restrict v, size_t xs,
 				pbx_v4 ea, eb, ea2, eb2;
 				switch (i) { /* row i of B^T */
 				case 0:
-					ea = a[0] - a[2]; eb = b[0] - b[2];
-					ea2 = a2[0] - a2[2]; eb2 = b2[0] - b2[2];
+					ea = a[0] - a[2];
+					eb = b[0] - b[2];
+					ea2 = a2[0] - a2[2];
+					eb2 = b2[0] - b2[2];
 					break;
 				case 1:
-					ea = a[1] + a[2]; eb = b[1] + b[2];
-					ea2 = a2[1] + a2[2]; eb2 = b2[1] + b2[2];
+					ea = a[1] + a[2];
+					eb = b[1] + b[2];
+					ea2 = a2[1] + a2[2];
+					eb2 = b2[1] + b2[2];
 					break;
 				case 2:
-					ea = a[2] - a[1]; eb = b[2] - b[1];
-					ea2 = a2[2] - a2[1]; eb2 = b2[2] - b2[1];
+					ea = a[2] - a[1];
+					eb = b[2] - b[1];
+					ea2 = a2[2] - a2[1];
+					eb2 = b2[2] - b2[1];
 					break;
 				default:
-					ea = a[1] - a[3]; eb = b[1] - b[3];
-					ea2 = a2[1] - a2[3]; eb2 = b2[1] - b2[3];
+					ea = a[1] - a[3];
+					eb = b[1] - b[3];
+					ea2 = a2[1] - a2[3];
+					eb2 = b2[1] - b2[3];
 					break;
 				}
 				pbx_v4 d0 = PBX_V4_SHUFFLE2(ea, eb, 0, 2, 4, 6);
@@ -335,8 +335,8 @@ static void wino_input_plane(float *restrict v, size_t xs,
  * 0 1 -1 -1], from m[xi * xs + ty * TX + tx] (4 tiles at a time; the
  * loads of a row's last group may run past the plane) into plane (2TY,
  * 8G), the 2x2 results interleaved by shuffles. */
-static void wino_output_plane(float *restrict plane, const float *restrict m,
-			      size_t xs, const struct wino_geom *g)
+static void wino_output_plane(float *restrict plane, const float *restrict m, size_t xs,
+			      const struct wino_geom *g)
 {
 	int TX = g->TX, OW8 = 8 * g->G;
 	for (int ty = 0; ty < g->TY; ty++) {
@@ -366,8 +366,8 @@ static void wino_output_plane(float *restrict plane, const float *restrict m,
 
 /* dst (H, W) = plane's top-left (H, W) (row stride ow) + bias, ReLU if
  * relu. */
-static void wino_store(float *restrict dst, const float *restrict plane,
-		       int H, int W, int ow, float bias, int relu)
+static void wino_store(float *restrict dst, const float *restrict plane, int H, int W, int ow,
+		       float bias, int relu)
 {
 	for (int h = 0; h < H; h++)
 		conv_bias_relu(dst + (size_t)h * W, plane + (size_t)h * ow, (size_t)W, bias, relu);
@@ -376,10 +376,8 @@ static void wino_store(float *restrict dst, const float *restrict plane,
 /* Z = A dY A^T for every 2x2 tile of one gradient plane dy (H, W) (zeros
  * outside), A = [1 0; 1 1; 1 -1; 0 -1]: z[xi * xs + ty * TX + tx], 4
  * tiles at a time. */
-static void wino_grad_plane(float *restrict z, size_t xs,
-			    const float *restrict dy, int H, int W,
-			    const struct wino_tmp *tp,
-			    const struct wino_geom *g)
+static void wino_grad_plane(float *restrict z, size_t xs, const float *restrict dy, int H, int W,
+			    const struct wino_tmp *tp, const struct wino_geom *g)
 {
 	int TX = g->TX, EW = g->EW;
 	wino_copy_plane(tp->pgr, dy, H, W, EW);
@@ -432,9 +430,8 @@ static void wino_filter_grad(float *dw, const float *du)
  * (16, CO, CI), + bias (NULL = none), ReLU if relu: one chunk of one thread.
  * vi (16, CI, L) and m (16, CO, L), L = wino_ld(n*tiles), blocks
  * wino_xs() apart, are chunk scratch. */
-static void wino_conv_chunk(float *out, const float *in, const float *U,
-			    const float *bias, int n, int CI, int CO, int H,
-			    int W, int relu, float *vi, float *m,
+static void wino_conv_chunk(float *out, const float *in, const float *U, const float *bias, int n,
+			    int CI, int CO, int H, int W, int relu, float *vi, float *m,
 			    const struct wino_tmp *tp, const struct wino_geom *g)
 {
 	size_t T = (size_t)n * g->tiles, L = wino_ld(T), plane = (size_t)H * W;
@@ -442,31 +439,27 @@ static void wino_conv_chunk(float *out, const float *in, const float *U,
 	for (int b = 0; b < n; b++)
 		for (int c = 0; c < CI; c++)
 			wino_input_plane(vi + (size_t)c * L + b * g->tiles, xi_in,
-					 in + ((size_t)b * CI + c) * plane, H, W,
-					 tp, g);
+					 in + ((size_t)b * CI + c) * plane, H, W, tp, g);
 	for (int xi = 0; xi < 16; xi++)
-		pbx_gemm_small_nn(CO, (int)T, CI, U + (size_t)xi * CO * CI, CI,
-				  vi + xi * xi_in, (int)L, m + xi * xo, (int)L);
+		pbx_gemm_small_nn(CO, (int)T, CI, U + (size_t)xi * CO * CI, CI, vi + xi * xi_in,
+				  (int)L, m + xi * xo, (int)L);
 	for (int b = 0; b < n; b++) {
 		for (int o = 0; o < CO; o++) {
-			wino_output_plane(tp->plane,
-					  m + (size_t)o * L + b * g->tiles, xo, g);
-			wino_store(out + ((size_t)b * CO + o) * plane,
-				   tp->plane, H, W, 8 * g->G,
+			wino_output_plane(tp->plane, m + (size_t)o * L + b * g->tiles, xo, g);
+			wino_store(out + ((size_t)b * CO + o) * plane, tp->plane, H, W, 8 * g->G,
 				   bias ? bias[o] : 0.0f, relu);
 		}
 	}
 }
 
-void conv_wino_forward(float *out, const float *in, const float *w,
-		       const float *b, int B, int C, int H, int W, int OC,
-		       int relu, float *scratch, size_t nscratch)
+void conv_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int C,
+		       int H, int W, int OC, int relu, float *scratch, size_t nscratch)
 {
 	struct wino_geom g = wino_geom(H, W);
 	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
 	float *U = scratch;
 	pbx_gemm_small_init();
-	#pragma omp parallel num_threads(sp.nt)
+#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), lo, hi;
 		float *slot = scratch + sp.usz + (size_t)t * sp.slot;
@@ -478,17 +471,15 @@ void conv_wino_forward(float *out, const float *in, const float *w,
 			int n = hi - b0 < sp.nb ? hi - b0 : sp.nb;
 			float *vi = chunk;
 			float *m = chunk + 16 * wino_xs(C, wino_ld((size_t)n * g.tiles));
-			wino_conv_chunk(out + (size_t)b0 * OC * H * W,
-					in + (size_t)b0 * C * H * W, U, b, n, C,
-					OC, H, W, relu, vi, m, &tp, &g);
+			wino_conv_chunk(out + (size_t)b0 * OC * H * W, in + (size_t)b0 * C * H * W,
+					U, b, n, C, OC, H, W, relu, vi, m, &tp, &g);
 		}
 	}
 }
 
-void conv_wino_backward(float *din, float *dw, float *db, float *dout,
-			const float *relu_out, const float *in, const float *w,
-			int B, int C, int H, int W, int OC, float *scratch,
-			size_t nscratch)
+void conv_wino_backward(float *din, float *dw, float *db, float *dout, const float *relu_out,
+			const float *in, const float *w, int B, int C, int H, int W, int OC,
+			float *scratch, size_t nscratch)
 {
 	struct wino_geom g = wino_geom(H, W);
 	struct wino_split sp = wino_split(B, C, OC, &g, nscratch);
@@ -496,7 +487,7 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 	float *Uf = scratch; /* flipped filters (16, C, OC) for din */
 	pbx_gemm_small_init();
 
-	#pragma omp parallel num_threads(sp.nt)
+#pragma omp parallel num_threads(sp.nt)
 	{
 		int t = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
 		float *du = scratch + sp.usz + (size_t)t * sp.slot;
@@ -516,37 +507,33 @@ void conv_wino_backward(float *din, float *dw, float *db, float *dout,
 			const float *dy = dout + (size_t)b0 * OC * plane;
 			for (int b = 0; b < n; b++) {
 				for (int c = 0; c < C; c++)
-					wino_input_plane(vi + (size_t)c * L + b * g.tiles,
-							 xc,
-							 x + ((size_t)b * C + c) * plane,
-							 H, W, &tp, &g);
+					wino_input_plane(vi + (size_t)c * L + b * g.tiles, xc,
+							 x + ((size_t)b * C + c) * plane, H, W, &tp,
+							 &g);
 				for (int o = 0; o < OC; o++)
-					wino_grad_plane(z + (size_t)o * L + b * g.tiles,
-							xo,
-							dy + ((size_t)b * OC + o) * plane,
-							H, W, &tp, &g);
+					wino_grad_plane(z + (size_t)o * L + b * g.tiles, xo,
+							dy + ((size_t)b * OC + o) * plane, H, W,
+							&tp, &g);
 			}
 			/* dU[xi] (OC, C) += Z[xi] (OC, T) x V[xi]^T */
 			for (int xi = 0; xi < 16; xi++)
-				pbx_gemm_small_nt_acc(OC, C, (int)T,
-						      z + xi * xo, (int)L,
+				pbx_gemm_small_nt_acc(OC, C, (int)T, z + xi * xo, (int)L,
 						      vi + xi * xc, (int)L,
 						      du + (size_t)xi * OC * C, C);
 			if (!din)
 				continue;
 			/* din = conv of dout with the flipped filters: the
 			 * chunk's two halves swap roles (OC in, C out) */
-			wino_conv_chunk(din + (size_t)b0 * C * plane, dy, Uf,
-					NULL, n, OC, C, H, W, 0, z, vi, &tp, &g);
+			wino_conv_chunk(din + (size_t)b0 * C * plane, dy, Uf, NULL, n, OC, C, H, W,
+					0, z, vi, &tp, &g);
 		}
-		#pragma omp barrier
-		/* dw += G^T (dU_0 + dU_1 + ...) G, partials in thread order */
-		#pragma omp for schedule(static)
+#pragma omp barrier
+/* dw += G^T (dU_0 + dU_1 + ...) G, partials in thread order */
+#pragma omp for schedule(static)
 		for (int k = 0; k < OC * C; k++) {
 			float s[16];
 			for (int xi = 0; xi < 16; xi++) {
-				const float *p = scratch + sp.usz +
-						 (size_t)xi * OC * C + k;
+				const float *p = scratch + sp.usz + (size_t)xi * OC * C + k;
 				float a = 0.0f;
 				for (int u = 0; u < nt; u++)
 					a += p[(size_t)u * sp.slot];

@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-void dropout_forward(float *out, float *mask, const float *in, size_t n,
-		     float p, int train, struct pbx_rng *rng)
+void dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train,
+		     struct pbx_rng *rng)
 {
 	if (!train || p <= 0.0f) {
 		if (out != in)
@@ -25,8 +25,7 @@ void dropout_forward(float *out, float *mask, const float *in, size_t n,
 		out[i] = in[i] * mask[i];
 }
 
-void dropout_backward(float *din, const float *dout, const float *mask,
-		      size_t n)
+void dropout_backward(float *din, const float *dout, const float *mask, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		din[i] = dout[i] * mask[i];

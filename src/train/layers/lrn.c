@@ -13,11 +13,11 @@
 
 #include <math.h>
 
-void lrn_forward(float *out, float *scale, const float *in, int B, int C,
-		 int HW, int size, float alpha, float beta, float k)
+void lrn_forward(float *out, float *scale, const float *in, int B, int C, int HW, int size,
+		 float alpha, float beta, float k)
 {
 	int lo = size / 2, hi = (size - 1) / 2;
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int b = 0; b < B; b++) {
 		const float *x = in + (size_t)b * C * HW;
 		float *s = scale + (size_t)b * C * HW, *y = out + (size_t)b * C * HW;
@@ -34,20 +34,18 @@ void lrn_forward(float *out, float *scale, const float *in, int B, int C,
 			}
 			for (int i = 0; i < HW; i++) {
 				sc[i] = k + alpha / (float)size * sc[i];
-				y[(size_t)c * HW + i] = x[(size_t)c * HW + i] *
-							powf(sc[i], -beta);
+				y[(size_t)c * HW + i] = x[(size_t)c * HW + i] * powf(sc[i], -beta);
 			}
 		}
 	}
 }
 
-void lrn_backward(float *din, const float *dout, const float *in,
-		  const float *out, const float *scale, int B, int C, int HW,
-		  int size, float alpha, float beta)
+void lrn_backward(float *din, const float *dout, const float *in, const float *out,
+		  const float *scale, int B, int C, int HW, int size, float alpha, float beta)
 {
 	int lo = size / 2, hi = (size - 1) / 2;
 	float f = 2.0f * alpha * beta / (float)size;
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int b = 0; b < B; b++) {
 		size_t off = (size_t)b * C * HW;
 		const float *x = in + off, *y = out + off, *s = scale + off;

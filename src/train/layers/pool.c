@@ -17,8 +17,8 @@ static int pool_out_dim(int n, int k, int s, int p)
 }
 
 /* Window [h0,h1) x [w0,w1) of output (oh, ow), clipped to the input. */
-static void pool_window(int oh, int ow, int H, int W, int K, int S, int P,
-			int *h0, int *h1, int *w0, int *w1)
+static void pool_window(int oh, int ow, int H, int W, int K, int S, int P, int *h0, int *h1,
+			int *w0, int *w1)
 {
 	*h0 = oh * S - P;
 	*w0 = ow * S - P;
@@ -31,8 +31,7 @@ static void pool_window(int oh, int ow, int H, int W, int K, int S, int P,
 }
 
 /* Index within the (H,W) plane of the first maximum of the window. */
-static int pool_argmax(const float *x, int oh, int ow, int H, int W, int K,
-		       int S, int P)
+static int pool_argmax(const float *x, int oh, int ow, int H, int W, int K, int S, int P)
 {
 	int h0, h1, w0, w1, best = -1;
 	float m = -FLT_MAX;
@@ -46,11 +45,10 @@ static int pool_argmax(const float *x, int oh, int ow, int H, int W, int K,
 	return best;
 }
 
-void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
-		     int K, int S, int P)
+void maxpool_forward(float *out, const float *in, int B, int C, int H, int W, int K, int S, int P)
 {
 	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int bc = 0; bc < B * C; bc++) {
 		const float *x = in + (size_t)bc * H * W;
 		float *y = out + (size_t)bc * OH * OW;
@@ -63,16 +61,14 @@ void maxpool_forward(float *out, const float *in, int B, int C, int H, int W,
 		}
 		for (int oh = 0; oh < OH; oh++)
 			for (int ow = 0; ow < OW; ow++)
-				y[oh * OW + ow] =
-					x[pool_argmax(x, oh, ow, H, W, K, S, P)];
+				y[oh * OW + ow] = x[pool_argmax(x, oh, ow, H, W, K, S, P)];
 	}
 }
 
 /* One plane of the 2x2 stride-2 unpadded case: the windows tile the plane,
  * so every covered element is written once and the odd last row/column is
  * zeroed. */
-static void maxpool2_backward_plane(float *dx, const float *dy,
-				    const float *x, int H, int W)
+static void maxpool2_backward_plane(float *dx, const float *dy, const float *x, int H, int W)
 {
 	int OH = H / 2, OW = W / 2;
 	if (H & 1)
@@ -89,11 +85,11 @@ static void maxpool2_backward_plane(float *dx, const float *dy,
 	}
 }
 
-void maxpool_backward(float *din, const float *dout, const float *in, int B,
-		      int C, int H, int W, int K, int S, int P)
+void maxpool_backward(float *din, const float *dout, const float *in, int B, int C, int H, int W,
+		      int K, int S, int P)
 {
 	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int bc = 0; bc < B * C; bc++) {
 		const float *x = in + (size_t)bc * H * W;
 		const float *dy = dout + (size_t)bc * OH * OW;
@@ -105,16 +101,14 @@ void maxpool_backward(float *din, const float *dout, const float *in, int B,
 		memset(dx, 0, sizeof(float) * H * W);
 		for (int oh = 0; oh < OH; oh++)
 			for (int ow = 0; ow < OW; ow++)
-				dx[pool_argmax(x, oh, ow, H, W, K, S, P)] +=
-					dy[oh * OW + ow];
+				dx[pool_argmax(x, oh, ow, H, W, K, S, P)] += dy[oh * OW + ow];
 	}
 }
 
-void avgpool_forward(float *out, const float *in, int B, int C, int H, int W,
-		     int K, int S, int P)
+void avgpool_forward(float *out, const float *in, int B, int C, int H, int W, int K, int S, int P)
 {
 	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int bc = 0; bc < B * C; bc++) {
 		const float *x = in + (size_t)bc * H * W;
 		float *y = out + (size_t)bc * OH * OW;
@@ -122,8 +116,7 @@ void avgpool_forward(float *out, const float *in, int B, int C, int H, int W,
 			for (int ow = 0; ow < OW; ow++) {
 				int h0, h1, w0, w1;
 				float s = 0.0f;
-				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0,
-					    &w1);
+				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0, &w1);
 				for (int h = h0; h < h1; h++)
 					for (int w = w0; w < w1; w++)
 						s += x[h * W + w];
@@ -132,11 +125,11 @@ void avgpool_forward(float *out, const float *in, int B, int C, int H, int W,
 	}
 }
 
-void avgpool_backward(float *din, const float *dout, int B, int C, int H,
-		      int W, int K, int S, int P)
+void avgpool_backward(float *din, const float *dout, int B, int C, int H, int W, int K, int S,
+		      int P)
 {
 	int OH = pool_out_dim(H, K, S, P), OW = pool_out_dim(W, K, S, P);
-	#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
 	for (int bc = 0; bc < B * C; bc++) {
 		const float *dy = dout + (size_t)bc * OH * OW;
 		float *dx = din + (size_t)bc * H * W;
@@ -144,10 +137,8 @@ void avgpool_backward(float *din, const float *dout, int B, int C, int H,
 		for (int oh = 0; oh < OH; oh++)
 			for (int ow = 0; ow < OW; ow++) {
 				int h0, h1, w0, w1;
-				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0,
-					    &w1);
-				float g = dy[oh * OW + ow] /
-					  (float)((h1 - h0) * (w1 - w0));
+				pool_window(oh, ow, H, W, K, S, P, &h0, &h1, &w0, &w1);
+				float g = dy[oh * OW + ow] / (float)((h1 - h0) * (w1 - w0));
 				for (int h = h0; h < h1; h++)
 					for (int w = w0; w < w1; w++)
 						dx[h * W + w] += g;

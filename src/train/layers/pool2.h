@@ -34,20 +34,20 @@ static inline float pool2_bn_at(const float *p, struct pool2_bn bn)
 
 /* out (4) = max of four 2x2 windows of rows r0, r1 (8 floats each); the
  * comparisons of maxpool2_backward_4, so the same value wins. */
-static inline void maxpool2_forward_4(float *out, const float *r0,
-				      const float *r1, struct pool2_bn bn)
+static inline void maxpool2_forward_4(float *out, const float *r0, const float *r1,
+				      struct pool2_bn bn)
 {
 	pbx_v4 u = pool2_bn_load(r0, bn), v = pool2_bn_load(r0 + 4, bn);
 	pbx_v4 a = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), b = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
-	u = pool2_bn_load(r1, bn); v = pool2_bn_load(r1 + 4, bn);
+	u = pool2_bn_load(r1, bn);
+	v = pool2_bn_load(r1 + 4, bn);
 	pbx_v4 c = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), d = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
 	pbx_v4 m = pbx_v4_max(pbx_v4_max(pbx_v4_max(a, b), c), d);
 	memcpy(out, &m, sizeof(m));
 }
 
 /* out (OW) = 2x2 max pooling of rows r0, r1 (2*OW floats each). */
-static inline void maxpool2_forward_rows(float *out, const float *r0,
-					 const float *r1, int OW,
+static inline void maxpool2_forward_rows(float *out, const float *r0, const float *r1, int OW,
 					 struct pool2_bn bn)
 {
 	int ow = 0;
@@ -60,9 +60,12 @@ static inline void maxpool2_forward_rows(float *out, const float *r0,
 	}
 	for (; ow < OW; ow++) {
 		float m = pool2_bn_at(r0 + 2 * ow, bn), v;
-		v = pool2_bn_at(r0 + 2 * ow + 1, bn); m = v > m ? v : m;
-		v = pool2_bn_at(r1 + 2 * ow, bn); m = v > m ? v : m;
-		v = pool2_bn_at(r1 + 2 * ow + 1, bn); m = v > m ? v : m;
+		v = pool2_bn_at(r0 + 2 * ow + 1, bn);
+		m = v > m ? v : m;
+		v = pool2_bn_at(r1 + 2 * ow, bn);
+		m = v > m ? v : m;
+		v = pool2_bn_at(r1 + 2 * ow + 1, bn);
+		m = v > m ? v : m;
 		out[ow] = m;
 	}
 }
@@ -72,13 +75,13 @@ static inline void maxpool2_forward_rows(float *out, const float *r0,
  * the other three elements 0.  With a fused BN+ReLU, a window whose max is
  * 0 (all clamped) passes no gradient.  Vector selects, no branches: with
  * branches random data mispredicts about once per window. */
-static inline void maxpool2_backward_4(float *d0, float *d1, const float *r0,
-				       const float *r1, const float *g,
-				       struct pool2_bn bn)
+static inline void maxpool2_backward_4(float *d0, float *d1, const float *r0, const float *r1,
+				       const float *g, struct pool2_bn bn)
 {
 	pbx_v4 u = pool2_bn_load(r0, bn), v = pool2_bn_load(r0 + 4, bn);
 	pbx_v4 a = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), b = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
-	u = pool2_bn_load(r1, bn); v = pool2_bn_load(r1 + 4, bn);
+	u = pool2_bn_load(r1, bn);
+	v = pool2_bn_load(r1 + 4, bn);
 	pbx_v4 c = PBX_V4_SHUFFLE2(u, v, 0, 2, 4, 6), d = PBX_V4_SHUFFLE2(u, v, 1, 3, 5, 7);
 	pbx_v4 gv = pbx_v4_load(g), m1 = pbx_v4_max(a, b), m2 = pbx_v4_max(m1, c);
 	pbx_v4i gt_b = b > a, gt_c = c > m1, gt_d = d > m2;
@@ -97,19 +100,15 @@ static inline void maxpool2_backward_4(float *d0, float *d1, const float *r0,
 /* Two input rows r0, r1 (2*OW floats each) and the OW output gradients g
  * -> d0, d1 (2*OW each), as maxpool2_backward_4; d0, d1 must not overlap
  * r0, r1 (a ragged end redoes the row's last 4 windows). */
-static inline void maxpool2_backward_rows(float *d0, float *d1,
-					  const float *r0, const float *r1,
-					  const float *g, int OW,
-					  struct pool2_bn bn)
+static inline void maxpool2_backward_rows(float *d0, float *d1, const float *r0, const float *r1,
+					  const float *g, int OW, struct pool2_bn bn)
 {
 	int ow = 0;
 	for (; ow + 4 <= OW; ow += 4)
-		maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow,
-				    r1 + 2 * ow, g + ow, bn);
+		maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow, r1 + 2 * ow, g + ow, bn);
 	if (ow < OW && OW >= 4) { /* the last 4 again: same values */
 		ow = OW - 4;
-		maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow,
-				    r1 + 2 * ow, g + ow, bn);
+		maxpool2_backward_4(d0 + 2 * ow, d1 + 2 * ow, r0 + 2 * ow, r1 + 2 * ow, g + ow, bn);
 		ow = OW;
 	}
 	for (; ow < OW; ow++) {

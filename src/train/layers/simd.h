@@ -53,8 +53,7 @@ static inline pbx_v4 pbx_v4_max(pbx_v4 a, pbx_v4 b)
 #if defined(__clang__)
 #define PBX_V4_SHUFFLE2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
 #else
-#define PBX_V4_SHUFFLE2(a, b, i, j, k, l) \
-	__builtin_shuffle(a, b, (pbx_v4i){ i, j, k, l })
+#define PBX_V4_SHUFFLE2(a, b, i, j, k, l) __builtin_shuffle(a, b, (pbx_v4i){ i, j, k, l })
 #endif
 
 static inline float pbx_v4_sum(pbx_v4 v)

@@ -7,8 +7,7 @@
 
 #include <math.h>
 
-double softmax_xent_forward(float *probs, const float *logits,
-			    const int32_t *labels, int B, int V,
+double softmax_xent_forward(float *probs, const float *logits, const int32_t *labels, int B, int V,
 			    int64_t *correct)
 {
 	double loss = 0.0;
@@ -37,8 +36,7 @@ double softmax_xent_forward(float *probs, const float *logits,
 	return loss / B;
 }
 
-void softmax_xent_backward(float *dlogits, const float *probs,
-			   const int32_t *labels, int B, int V)
+void softmax_xent_backward(float *dlogits, const float *probs, const int32_t *labels, int B, int V)
 {
 	float inv = 1.0f / (float)B;
 	for (int b = 0; b < B; b++) {
