@@ -29,14 +29,65 @@ static void *row_next(void **rows, size_t *n, size_t *cap, size_t size)
 	return (char *)*rows + (*n)++ * size;
 }
 
+/* How rows_read reads one kind of row: `read` fills one element of `size`
+ * bytes from the statement's current row; `release` frees n of them (and
+ * the array); `what` says what failed ("read tasks"). */
+struct row_kind {
+	size_t size;
+	void (*read)(sqlite3_stmt *s, void *row);
+	void (*release)(void *rows, size_t n);
+	const char *what;
+};
+
+/* The key bound to the query's ?1: text when `text` is set, else `id`
+ * when it is >= 0, else nothing. */
+struct row_key {
+	const char *text;
+	int64_t id;
+};
+
+/* Runs `sql` with `key` and reads every row into *rows (*n of them; caller
+ * frees with the kind's release, or its public pbx_*_free).  On an error
+ * nothing is returned (*rows NULL, *n 0). */
+static int rows_read(struct pbx_store *st, const char *sql, struct row_key key,
+		     const struct row_kind *kind, void **rows, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	size_t cap = 0;
+	int rc;
+	*rows = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st, sql, &s, err) < 0)
+		return -1;
+	if (key.text)
+		sqlite3_bind_text(s, 1, key.text, -1, SQLITE_STATIC);
+	else if (key.id >= 0)
+		sqlite3_bind_int64(s, 1, key.id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		kind->read(s, row_next(rows, n, &cap, kind->size));
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		kind->release(*rows, *n);
+		*rows = NULL;
+		*n = 0;
+		return pbx_store_fail(st, err, kind->what);
+	}
+	return 0;
+}
+
+#define ROW_TEXT(t) ((struct row_key){ .text = (t), .id = -1 })
+#define ROW_ID(i)   ((struct row_key){ .text = NULL, .id = (i) })
+#define ROW_ALL     ((struct row_key){ .text = NULL, .id = -1 })
+
 /* ------------------------------------------------------------- packages */
 
 #define PACKAGE_COLS                                                        \
 	"id, short_id, name, experiment_path, experiment_text, git_commit," \
 	" git_diff, user, host, ntasks, created"
 
-static void package_read(sqlite3_stmt *s, struct pbx_package_row *p)
+static void package_read(sqlite3_stmt *s, void *row)
 {
+	struct pbx_package_row *p = row;
 	p->id = pbx_store_col_text(s, 0);
 	p->short_id = pbx_store_col_text(s, 1);
 	p->name = pbx_store_col_text(s, 2);
@@ -73,28 +124,19 @@ int pbx_store_package_put(struct pbx_store *st, const struct pbx_package_row *p,
 	return pbx_store_step_done(st, s, err);
 }
 
+static void packages_release(void *rows, size_t n)
+{
+	pbx_package_rows_free(rows, n);
+}
+
+static const struct row_kind package_rows = { sizeof(struct pbx_package_row), package_read,
+					      packages_release, "read packages" };
+
 static int package_query(struct pbx_store *st, const char *sql, const char *arg,
 			 struct pbx_package_row **rows, size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st, sql, &s, err) < 0)
-		return -1;
-	if (arg)
-		sqlite3_bind_text(s, 1, arg, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		package_read(s, row_next((void **)rows, n, &cap, sizeof(**rows)));
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_package_rows_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read packages");
-	}
-	return 0;
+	return rows_read(st, sql, arg ? ROW_TEXT(arg) : ROW_ALL, &package_rows, (void **)rows, n,
+			 err);
 }
 
 static int is_hex_prefix(const char *s)
@@ -185,8 +227,9 @@ void pbx_package_rows_free(struct pbx_package_row *rows, size_t n)
 	"s.id, s.package_id, s.cluster_id, c.name, c.state, s.remote_dir," \
 	" s.resources_json, s.pushed, s.state, s.created"
 
-static void submission_read(sqlite3_stmt *s, struct pbx_submission_row *r)
+static void submission_read(sqlite3_stmt *s, void *row)
 {
+	struct pbx_submission_row *r = row;
 	r->id = sqlite3_column_int64(s, 0);
 	r->package_id = pbx_store_col_text(s, 1);
 	r->cluster_id = sqlite3_column_int64(s, 2);
@@ -266,30 +309,21 @@ int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submissio
 	return 0;
 }
 
+static void submissions_release(void *rows, size_t n)
+{
+	pbx_submission_rows_free(rows, n);
+}
+
+static const struct row_kind submission_rows = { sizeof(struct pbx_submission_row), submission_read,
+						 submissions_release, "read submissions" };
+
 int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
-			      " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
-			      &s, err) < 0)
-		return -1;
-	sqlite3_bind_text(s, 1, package_id, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		submission_read(s, row_next((void **)rows, n, &cap, sizeof(**rows)));
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_submission_rows_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read submissions");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+			 " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
+			 ROW_TEXT(package_id), &submission_rows, (void **)rows, n, err);
 }
 
 int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
@@ -373,38 +407,33 @@ int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, co
 	return pbx_store_step_done(st, s, err);
 }
 
+static void array_read(sqlite3_stmt *s, void *row)
+{
+	struct pbx_array_row *a = row;
+	a->id = sqlite3_column_int64(s, 0);
+	a->submission_id = sqlite3_column_int64(s, 1);
+	a->first_task = sqlite3_column_int64(s, 2);
+	a->ntasks = sqlite3_column_int64(s, 3);
+	a->spec = pbx_store_col_text(s, 4);
+	a->job_id = pbx_store_col_text(s, 5);
+	a->state = pbx_store_col_text(s, 6);
+}
+
+static void array_release(void *rows, size_t n)
+{
+	pbx_array_rows_free(rows, n);
+}
+
+static const struct row_kind array_rows = { sizeof(struct pbx_array_row), array_read, array_release,
+					    "read arrays" };
+
 int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id, struct pbx_array_row **rows,
 			  size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
-			      " FROM arrays WHERE submission_id = ? ORDER BY id",
-			      &s, err) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, submission_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct pbx_array_row *a = row_next((void **)rows, n, &cap, sizeof(**rows));
-		a->id = sqlite3_column_int64(s, 0);
-		a->submission_id = sqlite3_column_int64(s, 1);
-		a->first_task = sqlite3_column_int64(s, 2);
-		a->ntasks = sqlite3_column_int64(s, 3);
-		a->spec = pbx_store_col_text(s, 4);
-		a->job_id = pbx_store_col_text(s, 5);
-		a->state = pbx_store_col_text(s, 6);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_array_rows_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read arrays");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
+			 " FROM arrays WHERE submission_id = ? ORDER BY id",
+			 ROW_ID(submission_id), &array_rows, (void **)rows, n, err);
 }
 
 void pbx_array_rows_free(struct pbx_array_row *rows, size_t n)
@@ -420,44 +449,38 @@ void pbx_array_rows_free(struct pbx_array_row *rows, size_t n)
 
 /* ---------------------------------------------------------------- tasks */
 
+static void task_read(sqlite3_stmt *s, void *row)
+{
+	struct pbx_task_row *t = row;
+	t->idx = sqlite3_column_int64(s, 0);
+	t->params_json = pbx_store_col_text(s, 1);
+	t->state = pbx_store_col_text(s, 2);
+	t->exit_code = sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 3);
+	t->node = pbx_store_col_text(s, 4);
+	t->attempt = sqlite3_column_int(s, 5);
+	t->start_time = sqlite3_column_int64(s, 6);
+	t->end_time = sqlite3_column_int64(s, 7);
+	t->job_id = pbx_store_col_text(s, 8);
+	t->submits = sqlite3_column_int(s, 9);
+	t->cancel_requested = sqlite3_column_int64(s, 10);
+}
+
+static void task_release(void *rows, size_t n)
+{
+	pbx_task_rows_free(rows, n);
+}
+
+static const struct row_kind task_rows = { sizeof(struct pbx_task_row), task_read, task_release,
+					   "read tasks" };
+
 int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx_task_row **rows,
 			 size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT idx, params_json, state, exit_code, node, attempt,"
-			      " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
-			      " WHERE submission_id = ? ORDER BY idx",
-			      &s, err) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, submission_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct pbx_task_row *t = row_next((void **)rows, n, &cap, sizeof(**rows));
-		t->idx = sqlite3_column_int64(s, 0);
-		t->params_json = pbx_store_col_text(s, 1);
-		t->state = pbx_store_col_text(s, 2);
-		t->exit_code =
-			sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 3);
-		t->node = pbx_store_col_text(s, 4);
-		t->attempt = sqlite3_column_int(s, 5);
-		t->start_time = sqlite3_column_int64(s, 6);
-		t->end_time = sqlite3_column_int64(s, 7);
-		t->job_id = pbx_store_col_text(s, 8);
-		t->submits = sqlite3_column_int(s, 9);
-		t->cancel_requested = sqlite3_column_int64(s, 10);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_task_rows_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read tasks");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT idx, params_json, state, exit_code, node, attempt,"
+			 " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
+			 " WHERE submission_id = ? ORDER BY idx",
+			 ROW_ID(submission_id), &task_rows, (void **)rows, n, err);
 }
 
 int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
@@ -592,36 +615,31 @@ int pbx_store_metrics_put(struct pbx_store *st, int64_t submission_id, const str
 	return 0;
 }
 
+static void metric_read(sqlite3_stmt *s, void *row)
+{
+	struct pbx_metric *m = row;
+	m->idx = sqlite3_column_int64(s, 0);
+	m->name = pbx_store_col_text(s, 1);
+	m->step = sqlite3_column_int64(s, 2);
+	m->is_null = sqlite3_column_type(s, 3) == SQLITE_NULL;
+	m->value = m->is_null ? 0 : sqlite3_column_double(s, 3);
+}
+
+static void metric_release(void *rows, size_t n)
+{
+	pbx_metrics_free(rows, n);
+}
+
+static const struct row_kind metric_rows = { sizeof(struct pbx_metric), metric_read, metric_release,
+					     "read metrics" };
+
 int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id, struct pbx_metric **rows,
 			   size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
-			      " ORDER BY idx, name, step",
-			      &s, err) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, submission_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct pbx_metric *m = row_next((void **)rows, n, &cap, sizeof(**rows));
-		m->idx = sqlite3_column_int64(s, 0);
-		m->name = pbx_store_col_text(s, 1);
-		m->step = sqlite3_column_int64(s, 2);
-		m->is_null = sqlite3_column_type(s, 3) == SQLITE_NULL;
-		m->value = m->is_null ? 0 : sqlite3_column_double(s, 3);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_metrics_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read metrics");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
+			 " ORDER BY idx, name, step",
+			 ROW_ID(submission_id), &metric_rows, (void **)rows, n, err);
 }
 
 void pbx_metrics_free(struct pbx_metric *rows, size_t n)
@@ -634,64 +652,54 @@ void pbx_metrics_free(struct pbx_metric *rows, size_t n)
 
 /* ------------------------------------------------------------ harvested */
 
+static void harvested_read(sqlite3_stmt *s, void *row)
+{
+	struct pbx_harvested *h = row;
+	h->idx = sqlite3_column_int64(s, 0);
+	h->path = pbx_store_col_text(s, 1);
+	h->size = sqlite3_column_int64(s, 2);
+	h->mtime = sqlite3_column_int64(s, 3);
+}
+
+static void harvested_release(void *rows, size_t n)
+{
+	pbx_harvested_free(rows, n);
+}
+
+static const struct row_kind harvested_rows = { sizeof(struct pbx_harvested), harvested_read,
+						harvested_release, "read harvested files" };
+
 int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 			     struct pbx_harvested **rows, size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT idx, path, size, mtime FROM harvested"
-			      " WHERE submission_id = ? ORDER BY idx, path",
-			      &s, err) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, submission_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct pbx_harvested *h = row_next((void **)rows, n, &cap, sizeof(**rows));
-		h->idx = sqlite3_column_int64(s, 0);
-		h->path = pbx_store_col_text(s, 1);
-		h->size = sqlite3_column_int64(s, 2);
-		h->mtime = sqlite3_column_int64(s, 3);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		pbx_harvested_free(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read harvested files");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT idx, path, size, mtime FROM harvested"
+			 " WHERE submission_id = ? ORDER BY idx, path",
+			 ROW_ID(submission_id), &harvested_rows, (void **)rows, n, err);
 }
+
+static void idx_read(sqlite3_stmt *s, void *row)
+{
+	*(int64_t *)row = sqlite3_column_int64(s, 0);
+}
+
+static void idx_release(void *rows, size_t n)
+{
+	(void)n;
+	free(rows);
+}
+
+static const struct row_kind idx_rows = { sizeof(int64_t), idx_read, idx_release,
+					  "read harvested metrics" };
 
 int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int64_t **idx,
 				size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*idx = NULL;
-	*n = 0;
-	if (pbx_store_prepare(
-		    st,
-		    "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
-		    " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
-		    " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
-		    &s, err) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, submission_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		*(int64_t *)row_next((void **)idx, n, &cap, sizeof(**idx)) =
-			sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(*idx);
-		*idx = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, "read harvested metrics");
-	}
-	return 0;
+	return rows_read(st,
+			 "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
+			 " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
+			 " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
+			 ROW_ID(submission_id), &idx_rows, (void **)idx, n, err);
 }
 
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
