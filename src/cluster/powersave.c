@@ -23,6 +23,7 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/quote.h"
+#include "util/testkill.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
@@ -116,7 +117,11 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 		     "ResumeProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-resume\n"
 		     "SuspendProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-suspend\n"
 		     "SuspendTime=%d\nResumeTimeout=%d\nSuspendTimeout=30\n"
-		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n",
+		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n"
+		     "# every node's address is in this file: no alias lists (a job requeued\n"
+		     "# from a node that failed to wake would carry its address \"TBD\" and\n"
+		     "# fail to launch anywhere: \"set_nodes_alias failed\", held)\n"
+		     "SlurmctldParameters=cloud_dns\n",
 		     suspend, resume);
 	if (on.len)
 		pbx_buf_addf(&b, "SuspendExcNodes=%s\n", on.buf);
@@ -177,17 +182,20 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 
 /* ------------------------------------------------------------ the verb */
 
-/* Marks SLURM node `name` DOWN with `why` (a resume that failed: SLURM
- * requeues its jobs and does not try the node again at once). */
-static void power_mark_down(struct pbx_cluster *c, const char *name, const char *why)
+/* Sets SLURM nodes `names` ("node2,node3") to `state` (drain, down) with
+ * `why` as the reason: a resume that failed.  Best effort. */
+static void power_slurm_state(struct pbx_cluster *c, const char *names, const char *state,
+			      const char *why)
 {
-	const char *argv[] = { "scontrol", "update", NULL, "state=down", NULL, NULL };
+	const char *argv[] = { "scontrol", "update", NULL, NULL, NULL, NULL };
 	struct pbx_err err = PBX_ERR_INIT;
 	int status;
-	argv[2] = xasprintf("nodename=%s", name);
+	argv[2] = xasprintf("nodename=%s", names);
+	argv[3] = xasprintf("state=%s", state);
 	argv[4] = xasprintf("reason=pbx resume failed: %.200s", why);
-	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err); /* best effort */
+	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);
 	free((char *)argv[2]);
+	free((char *)argv[3]);
 	free((char *)argv[4]);
 }
 
@@ -229,13 +237,16 @@ static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, stru
 		free(prefix);
 	}
 	pbx_store_event(st, c->row.id, "power.resume", "%zu of %zu nodes", woken, n);
+	pbx_test_kill_point("power", 1);
 	pbx_cluster_close(c);
 	if (woken)
 		rc = pbx_cluster_start(st, cfg, name, NULL, -1, NULL, err);
 	if (rc < 0 && pbx_cluster_open(st, cfg, name, &c, &oerr) == 0) {
-		/* nothing is left half made: the nodes sleep again, and SLURM
-		 * hears why (DOWN with the reason; it requeues their jobs) */
+		/* nothing is left half made: the nodes sleep again, their jobs
+		 * go back to the queue, and SLURM hears why (DOWN with the
+		 * reason: it does not try them again by itself) */
 		const struct pbx_provider *p = c->provider;
+		struct pbx_buf down = PBX_BUF_INIT;
 		for (i = 0; i < c->nnodes; i++) {
 			size_t k;
 			for (k = 0; k < n && strcmp(names[k], c->nodes[i].name); k++)
@@ -246,8 +257,19 @@ static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, stru
 				p->remove_nodes(c->pctx, &c->nodes[i], 1, &oerr);
 			pbx_store_node_set_state(st, c->row.id, c->nodes[i].name, PBX_NODE_ASLEEP,
 						 &oerr);
-			power_mark_down(c, c->nodes[i].name, err->msg);
+			pbx_buf_addf(&down, "%s%s", down.len ? "," : "", c->nodes[i].name);
 		}
+		if (down.len) {
+			/* drained: SLURM requeues the jobs it was starting on
+			 * them and gives them no new one; powered down at
+			 * once: SLURM does not wait for them until
+			 * ResumeTimeout (which would replace the reason);
+			 * DOWN: not woken again until someone resumes them */
+			power_slurm_state(c, down.buf, "drain", err->msg);
+			power_slurm_state(c, down.buf, "power_down_force", err->msg);
+			power_slurm_state(c, down.buf, "down", err->msg);
+		}
+		pbx_buf_release(&down);
 		pbx_cluster_close(c);
 	}
 	free(name);
