@@ -14,6 +14,7 @@
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
+#include "util/testkill.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
@@ -553,8 +554,10 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
 		rc = start_create(c, ev, err);
-	if (rc == 0)
+	if (rc == 0) {
+		pbx_test_kill_point("start", 1);
 		start_drop_unmade(c, ev);
+	}
 	/* Node bodies already run in direct mode; a cloud's nodes may be VMs
 	 * or (an emulator's) node bodies: ask them. */
 	if (rc == 0 && strcmp(layout.bootstrap_mode, "direct") != 0)
@@ -572,8 +575,10 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 		start_nodes_state(c, "bootstrapping");
 		rc = start_fanout(&r, err);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		pbx_test_kill_point("start", 2);
 		rc = start_wait_idle(c, ev, err);
+	}
 	if (rc == 0)
 		start_nodes_state(c, "up");
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len); /* holds the munge key */

@@ -38,13 +38,13 @@
 #include "results/metrics.h"
 #include "util/fs.h"
 #include "util/quote.h"
+#include "util/testkill.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,19 +107,6 @@ static void harvest_phase(const char *name)
 		fprintf(stderr, "pbx: harvest %-10s %.3f s\n", name,
 			(double)(now.tv_sec - last.tv_sec) + (now.tv_nsec - last.tv_nsec) / 1e9);
 	last = now;
-}
-
-/* PBX_TEST_KILL_AT=PHASE:N (tests only) makes harvest kill itself with
- * SIGKILL, as `kill -9` would, when PHASE reaches N: "stream" after N
- * bytes received, "install" after N files placed, "ingest" after N
- * metrics files ingested (inside the record transaction). */
-static void harvest_kill_point(const char *phase, uint64_t reached)
-{
-	const char *at = getenv("PBX_TEST_KILL_AT");
-	size_t l = strlen(phase);
-	if (at && !strncmp(at, phase, l) && at[l] == ':' &&
-	    reached >= strtoull(at + l + 1, NULL, 10))
-		raise(SIGKILL);
 }
 
 /* ------------------------------------------------------------ manifest */
@@ -482,7 +469,7 @@ static void harvest_bytes(void *ctx, size_t bytes)
 {
 	struct harvest *h = ctx;
 	h->stats->bytes += bytes;
-	harvest_kill_point("stream", h->stats->bytes);
+	pbx_test_kill_point("stream", h->stats->bytes);
 	if (h->o->progress)
 		h->o->progress(h->o->progress_ctx, h->stats);
 }
@@ -617,7 +604,7 @@ static size_t harvest_install(struct harvest *h, int in_fd, struct pbx_harvested
 			r->size = e->type == 'f' ? (int64_t)sbs[i].st_size : e->size;
 			r->mtime = e->mtime;
 			h->stats->files_new++;
-			harvest_kill_point("install", h->stats->files_new);
+			pbx_test_kill_point("install", h->stats->files_new);
 		} else {
 			missing++;
 		}
@@ -707,7 +694,7 @@ static int harvest_ingest(struct harvest *h, int64_t idx, struct pbx_buf *warnin
 	char *path = xasprintf("%s/%" PRId64 "/metrics.jsonl", h->local_root, idx);
 	static uint64_t ingested;
 	int rc = pbx_results_ingest_locked(h->st, h->t->sub.id, idx, path, &added, warnings, &merr);
-	harvest_kill_point("ingest", ++ingested);
+	pbx_test_kill_point("ingest", ++ingested);
 	if (rc < 0)
 		pbx_buf_addf(h->log, "%s\n", merr.msg);
 	h->stats->metrics_added += added;
