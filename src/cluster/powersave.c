@@ -199,10 +199,13 @@ static void power_slurm_state(struct pbx_cluster *c, const char *names, const ch
 	free((char *)argv[4]);
 }
 
-/* Sets each node of names[0..n) that is in state `from` (or already `to`)
- * to `to`; how many are in `to` now. */
-static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const char *from,
-			 const char *to)
+/* Marks "waking" each node of names[0..n) that may sleep and is not up:
+ * asleep, or left half made by a resume killed on the way (waking,
+ * creating, bootstrapping), which the start that follows makes anew.  Names
+ * are only matched against the store's rows: the head, a node that always
+ * runs, a node that is up and any other name are left alone.  Returns how
+ * many are waking now. */
+static size_t power_wake(struct pbx_cluster *c, char **names, size_t n)
 {
 	struct pbx_node_row *rows = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
@@ -210,13 +213,16 @@ static size_t power_mark(struct pbx_cluster *c, char **names, size_t n, const ch
 	if (pbx_store_node_list(c->store, c->row.id, &rows, &nr, &err) < 0)
 		return 0;
 	for (i = 0; i < n; i++)
-		for (k = 0; k < nr; k++)
-			if (!strcmp(rows[k].name, names[i]) && rows[k].state &&
-			    (!strcmp(rows[k].state, to) ||
-			     (!strcmp(rows[k].state, from) &&
-			      pbx_store_node_set_state(c->store, c->row.id, names[i], to, &err) ==
-				      0)))
+		for (k = 0; k < nr; k++) {
+			const char *st = rows[k].state;
+			if (strcmp(rows[k].name, names[i]) != 0 || !st || !strcmp(st, "up") ||
+			    !pbx_power_may_sleep(c->spec.t, names[i]))
+				continue;
+			if (!strcmp(st, PBX_NODE_WAKING) ||
+			    pbx_store_node_set_state(c->store, c->row.id, names[i], PBX_NODE_WAKING,
+						     &err) == 0)
 				done++;
+		}
 	pbx_node_rows_free(rows, nr);
 	return done;
 }
@@ -226,7 +232,7 @@ static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, stru
 {
 	struct pbx_err oerr = PBX_ERR_INIT;
 	char *name = xstrdup(c->row.name);
-	size_t i, woken = power_mark(c, names, n, PBX_NODE_ASLEEP, PBX_NODE_WAKING);
+	size_t i, woken = power_wake(c, names, n);
 	int rc = 0;
 	/* each is made anew, with a new host key: pinned again on first
 	 * contact, as for any node pbx makes */

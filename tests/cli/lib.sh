@@ -146,6 +146,14 @@ LCEOF
 	trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 }
 
+# body_procs NODE: how many processes of the local cluster $LC_NAME's node
+# NODE run (its body's directory is in their command lines)
+body_procs() { ps -eo args= | grep -F "$PBX_HOME/clusters/$LC_NAME/nodes/$1/" | grep -cv grep; }
+# node_states: "head:up node1:asleep ..." from the store, sorted by name
+node_states() {
+	sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)"
+}
+
 cleanup_cluster() {
 	"$PBX" -q cluster stop "$LC_NAME" >/dev/null 2>&1
 	rm -rf "$TEST_TMP"

@@ -13,8 +13,6 @@
 local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 2, min: 0, cpus: 2 }" \
 	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
 CDIR="$PBX_HOME/clusters/ps"
-body_procs() { ps -eo args= | grep -F "$CDIR/nodes/$1/" | grep -cv grep; }
-node_states() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)"; }
 sinfo_states() { "$PBX" cluster exec ps -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
 
 run_pbx cluster start ps

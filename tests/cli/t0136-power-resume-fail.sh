@@ -13,8 +13,6 @@ local_cluster pf 127.0.50.0 22500 9100 "{ name: node, count: 2, min: 1, cpus: 2 
 	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
 CDIR="$PBX_HOME/clusters/pf"
 LOG="$CDIR/nodes/head/var/log/pbx-power.log"
-body_procs() { ps -eo args= | grep -F "$CDIR/nodes/$1/" | grep -cv grep; }
-node_states() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)"; }
 sinfo_of() { "$PBX" cluster exec pf -- sinfo -h -n "$1" -N -o '%t|%E' 2>/dev/null; }
 
 run_pbx cluster start pf
