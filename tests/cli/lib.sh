@@ -149,9 +149,10 @@ LCEOF
 # body_procs NODE: how many processes of the local cluster $LC_NAME's node
 # NODE run (its body's directory is in their command lines)
 body_procs() { ps -eo args= | grep -F "$PBX_HOME/clusters/$LC_NAME/nodes/$1/" | grep -cv grep; }
-# node_states: "head:up node1:asleep ..." from the store, sorted by name
+# node_states: "head:up node1:asleep ..." of the newest cluster in the
+# store, sorted by name
 node_states() {
-	sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)"
+	sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes WHERE cluster_id = (SELECT max(id) FROM clusters) ORDER BY name)"
 }
 
 cleanup_cluster() {
