@@ -6,6 +6,7 @@
 #include "cluster/cluster_internal.h"
 #include "util/fs.h"
 #include "util/quote.h"
+#include "util/visible.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -45,6 +46,21 @@ static void (*cluster_open_hook)(struct pbx_cluster *c);
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c))
 {
 	cluster_open_hook = fn;
+}
+
+int pbx_cluster_name_check(const char *name, struct pbx_err *err)
+{
+	char *shown;
+	int rc;
+	if (name && pbx_config_name_ok(name))
+		return 0;
+	shown = pbx_visible(name ? name : "", PBX_VISIBLE_LINE);
+	rc = pbx_err_setc(err, PBX_EXIT_USAGE,
+			  "cluster name '%s': 1 to 31 of a-z, 0-9 and '-', starting with a "
+			  "letter and not ending in '-'",
+			  shown);
+	free(shown);
+	return rc;
 }
 
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,

@@ -199,6 +199,12 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
 int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *action, char **nodes, size_t n, struct pbx_err *err);
 
+/* 0 when `name` may name a new cluster (the rule of template names,
+ * pbx_config_name_ok: [a-z][a-z0-9-]{0,30}; it becomes a directory, a
+ * hostname prefix and a cloud label); else -1 with a usage error that
+ * shows the name safely (control characters escaped). */
+int pbx_cluster_name_check(const char *name, struct pbx_err *err);
+
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);

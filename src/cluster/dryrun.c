@@ -109,6 +109,8 @@ static int dry_begin(struct dry *d, struct pbx_store *st, const struct pbx_confi
 		     struct pbx_err *err)
 {
 	memset(d, 0, sizeof(*d));
+	if (pbx_cluster_name_check(name, err) < 0)
+		return -1;
 	d->spec = (struct pbx_cluster_spec){ .cfg = cfg,
 					     .name = name,
 					     .store = st,

@@ -625,14 +625,18 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 		      const char *tmpl_opt, int autostop, const struct pbx_cluster_events *ev,
 		      struct pbx_err *err)
 {
-	char *tmpl = start_template_name(st, name, tmpl_opt);
-	const struct pbx_cluster_template *t = pbx_config_template(cfg, tmpl);
+	char *tmpl;
+	const struct pbx_cluster_template *t;
 	struct pbx_cluster *c = NULL;
 	struct pbx_node_row *planned = NULL;
 	size_t nplanned = 0, i;
 	const char **names;
 	int rc;
 
+	if (pbx_cluster_name_check(name, err) < 0) /* before anything is read or written */
+		return -1;
+	tmpl = start_template_name(st, name, tmpl_opt);
+	t = pbx_config_template(cfg, tmpl);
 	if (!t) {
 		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
 				  tmpl, cfg->path);

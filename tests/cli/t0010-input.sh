@@ -3,7 +3,8 @@
 # without a cluster: an experiment "file" that is a device, a FIFO or a
 # directory; the documented limits of experiment files (a 70,000-point list
 # loads, a command past the execve limit names its file and line); a
-# PBX_HOME others can write (exit 4); command lines in the docs, examples
+# PBX_HOME others can write (exit 4); cluster names with -t that are not
+# names (../x, shell metacharacters, escapes); command lines in the docs, examples
 # and help that name a verb or an argument order pbx does not have.
 . "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$TEST_TMP"' EXIT
@@ -53,6 +54,26 @@ chmod 707 "$PBX_HOME"
 run_pbx state
 is "$rc" "4" "PBX_HOME writable by others is refused with exit 4"
 chmod 700 "$PBX_HOME"
+
+# --- cluster names given with -t ----------------------------------------------
+# (the name becomes a directory, hostnames and cloud labels: it was taken
+# as it came, so ../x made PBX_HOME/x)
+printf 'clusters:\n  tpl:\n    cloud: local\n    node_groups:\n      - { name: node, count: 1 }\n' \
+	>"$PBX_HOME/config.yaml"
+chmod 600 "$PBX_HOME/config.yaml"
+for n in ../x 'a b;touch pwned' "$(printf 'x\033[2J')" Upper -x x- ''; do
+	run_pbx cluster start -t tpl -- "$n"
+	shown=$(printf '%s' "$n" | sed 's/\x1b/\\x1b/g')
+	is "$rc:$errout" "2:pbx: error: cluster name '$shown': 1 to 31 of a-z, 0-9 and '-', starting with a letter and not ending in '-'" \
+		"cluster start -t tpl '$shown' is refused"
+	run_pbx cluster start --dry-run -t tpl -- "$n"
+	is "$rc" "2" "and so is its --dry-run"
+done
+[ ! -e "$PBX_HOME/x" ] && [ ! -e pwned ] && [ ! -e "$PBX_HOME/clusters" ]
+ok $? "nothing was made: $(ls "$PBX_HOME" 2>&1 | tr '\n' ' ')"
+is "$(sqlite3 "$PBX_HOME/pbx.db" 'SELECT count(*) FROM clusters' 2>/dev/null || echo 0)" "0" \
+	"and nothing recorded"
+rm -f "$PBX_HOME/config.yaml"
 
 # --- the docs show real commands --------------------------------------------------
 bad=$(python3 "$(dirname "$0")/doc_commands.py" "$PBX" "$PBX_SOURCE_DIR")
