@@ -504,12 +504,18 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
     tries = Counter()       # instance id -> failed starts of its kept disk
 
     def start(iid, inst, again=False):
-        why = backend.start(inst)
+        try:
+            why = backend.start(inst)
+        except Exception as e:   # a failure, not a silent end of this thread
+            why = "%s: %s" % (type(e).__name__, e)
         retry = bool(why) and again and tries[iid] < 3
         if why and retry:
             power_off(inst)          # a restart keeps its disk: tried again next round
         elif why:
-            backend.stop(inst)       # a body half made leaves nothing behind
+            try:
+                backend.stop(inst)   # a body half made leaves nothing behind
+            except Exception as e:
+                why += "; and its clean-up: %s" % e
         with pool_lock:
             starting.discard(iid)
             if why:
