@@ -41,15 +41,6 @@ static void cluster_progress_stage(void *ctx, size_t i, const char *stage)
 	pbx_progress_set(cp->p, i, stage);
 }
 
-static int cluster_getopt(const struct pbx_cmd *cmd, int argc, char **argv, const char *shortopts,
-			  const struct option *longopts, int *opt)
-{
-	*opt = getopt_long(argc, argv, shortopts, longopts, NULL);
-	if (*opt == '?')
-		return pbx_usage_error(cmd, "invalid option");
-	return 0;
-}
-
 /* ------------------------------------------------------------- dry run */
 
 /* One request a dry run would send: "METHOD URL" and the body on a line
@@ -247,38 +238,44 @@ static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char
 
 static const struct pbx_cmd cmd_cluster_price;
 
+struct price_opts {
+	const char *tmpl;
+	int json, offline;
+};
+
+static const struct pbx_option cluster_price_opts[] = {
+	PBX_OPT_STRING('t', "template", "TEMPLATE", struct price_opts, tmpl,
+		       "price TEMPLATE instead of the template named NAME"),
+	PBX_OPT_FLAG('j', "json", struct price_opts, json,
+		     "one JSON object: cloud, region, currency, fetched, stale, groups "
+		     "[{group, machine_type, count, spot, each, hourly}], hourly, not_included,\n"
+		     "budget (the template's, or null) and spent (by the cluster so far)"),
+	PBX_OPT_FLAG('o', "offline", struct price_opts, offline,
+		     "use the cached prices only, however old; fetch nothing"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = { { "template", required_argument, NULL, 't' },
-						  { "json", no_argument, NULL, 'j' },
-						  { "offline", no_argument, NULL, 'o' },
-						  { NULL, 0, NULL, 0 } };
+	struct price_opts po = { 0 };
 	struct pbx_price_quote q;
 	struct pbx_err err = PBX_ERR_INIT;
-	const char *tmpl = NULL;
-	int opt, rc, as_json = 0, offline = 0;
-	optind = 1;
-	for (;;) {
-		if ((rc = cluster_getopt(&cmd_cluster_price, argc, argv, "t:jo", longopts, &opt)))
-			return rc;
-		if (opt == -1)
-			break;
-		if (opt == 't')
-			tmpl = optarg;
-		else if (opt == 'j')
-			as_json = 1;
-		else if (opt == 'o')
-			offline = 1;
-	}
-	if (optind != argc - 1)
+	const char *tmpl;
+	int rc, as_json, offline, first;
+	if ((rc = pbx_opts_parse(&cmd_cluster_price, argc, argv, &po, &first)))
+		return rc;
+	tmpl = po.tmpl;
+	as_json = po.json;
+	offline = po.offline;
+	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_price, "expected one cluster name");
-	if (pbx_cluster_price(ctx->store, ctx->cfg, argv[optind], tmpl, offline, &q, &err) < 0) {
+	if (pbx_cluster_price(ctx->store, ctx->cfg, argv[first], tmpl, offline, &q, &err) < 0) {
 		pbx_price_quote_free(&q);
 		return pbx_report(&err);
 	}
 	if (as_json) {
-		json_t *o = price_json(argv[optind], &q);
-		int64_t spent, budget = price_budget(ctx, argv[optind], tmpl, &spent);
+		json_t *o = price_json(argv[first], &q);
+		int64_t spent, budget = price_budget(ctx, argv[first], tmpl, &spent);
 		char *text;
 		json_object_set_new(o, "budget", budget > 0 ? price_money(budget) : json_null());
 		json_object_set_new(o, "spent", price_money(spent));
@@ -290,22 +287,12 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		if (q.warning)
 			pbx_warning("%s", q.warning);
 	} else {
-		price_print_text(argv[optind], &q, 1);
-		price_budget_text(ctx, argv[optind], tmpl, &q, 1);
+		price_print_text(argv[first], &q, 1);
+		price_budget_text(ctx, argv[first], tmpl, &q, 1);
 	}
 	pbx_price_quote_free(&q);
 	return 0;
 }
-
-static const struct pbx_opt_doc cluster_price_opts[] = {
-	{ "-t, --template TEMPLATE", "price TEMPLATE instead of the template named NAME" },
-	{ "-j, --json",
-	  "one JSON object: cloud, region, currency, fetched, stale, groups "
-	  "[{group, machine_type, count, spot, each, hourly}], hourly, not_included,\n"
-	  "budget (the template's, or null) and spent (by the cluster so far)" },
-	{ "-o, --offline", "use the cached prices only, however old; fetch nothing" },
-	{ NULL, NULL },
-};
 
 static const struct pbx_cmd cmd_cluster_price = {
 	.name = "price",
@@ -329,63 +316,68 @@ static const struct pbx_cmd cmd_cluster_price = {
 
 static const struct pbx_cmd cmd_cluster_start;
 
+struct start_opts {
+	const char *tmpl, *autostop;
+	int dry_run, json;
+};
+
+static const struct pbx_option cluster_start_opts[] = {
+	PBX_OPT_STRING('t', "template", "TEMPLATE", struct start_opts, tmpl,
+		       "build from TEMPLATE instead of the template named NAME"),
+	PBX_OPT_FLAG('n', "dry-run", struct start_opts, dry_run,
+		     "send nothing: print the cloud API requests creation would send"),
+	PBX_OPT_FLAG('j', "json", struct start_opts, json,
+		     "with --dry-run: one JSON object {method, url, body} per line"),
+	PBX_OPT_STRING(0, "autostop", "DURATION", struct start_opts, autostop,
+		       "power the cluster off after DURATION idle (no SLURM job, no SSH "
+		       "session), disks kept; 30m, 2h, off; recorded with the cluster "
+		       "(default: the template's autostop)"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = { { "template", required_argument, NULL, 't' },
-						  { "dry-run", no_argument, NULL, 'n' },
-						  { "json", no_argument, NULL, 'j' },
-						  { "autostop", required_argument, NULL, 'a' },
-						  { NULL, 0, NULL, 0 } };
+	struct start_opts so = { 0 };
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_err err = PBX_ERR_INIT;
-	const char *tmpl = NULL;
+	const char *tmpl;
 	char *title;
 	struct timespec t0, t1;
 	double secs;
 	long autostop = -1;
-	int opt, rc, was_up, dry = 0, as_json = 0;
-	optind = 1;
-	for (;;) {
-		if ((rc = cluster_getopt(&cmd_cluster_start, argc, argv, "t:nj", longopts, &opt)))
-			return rc;
-		if (opt == -1)
-			break;
-		if (opt == 't')
-			tmpl = optarg;
-		else if (opt == 'n')
-			dry = 1;
-		else if (opt == 'a' &&
-			 (pbx_duration_parse(optarg, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
-			  (autostop && autostop < 10)))
-			return pbx_usage_error(
-				&cmd_cluster_start,
-				"--autostop: '%s' is not a duration "
-				"from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
-				"minutes) or off",
-				optarg);
-		else if (opt == 'j')
-			as_json = 1;
-	}
-	if (optind != argc - 1)
+	int rc, was_up, dry, as_json, first;
+	if ((rc = pbx_opts_parse(&cmd_cluster_start, argc, argv, &so, &first)))
+		return rc;
+	tmpl = so.tmpl;
+	dry = so.dry_run;
+	as_json = so.json;
+	if (so.autostop && (pbx_duration_parse(so.autostop, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
+			    (autostop && autostop < 10)))
+		return pbx_usage_error(&cmd_cluster_start,
+				       "--autostop: '%s' is not a duration "
+				       "from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
+				       "minutes) or off",
+				       so.autostop);
+	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_start, "--json goes with --dry-run");
-	cluster_price_note(ctx, argv[optind], tmpl);
+	cluster_price_note(ctx, argv[first], tmpl);
 	if (dry) {
-		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[optind], tmpl,
+		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[first], tmpl,
 					   cluster_print_request, &as_json, &err);
 		if (rc == 0)
 			cluster_print_exposure(pbx_cluster_dry_template_json(ctx->store, ctx->cfg,
-									     argv[optind], tmpl));
+									     argv[first], tmpl));
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pbx_cluster_running(ctx->store, ctx->cfg, argv[optind], &was_up, &err) < 0)
+	if (pbx_cluster_running(ctx->store, ctx->cfg, argv[first], &was_up, &err) < 0)
 		return pbx_report(&err);
-	title = xasprintf("%s cluster %s", was_up ? "checking" : "starting", argv[optind]);
+	title = xasprintf("%s cluster %s", was_up ? "checking" : "starting", argv[first]);
 	cp.title = title;
-	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[optind], tmpl, (int)autostop, &ev, &err);
+	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[first], tmpl, (int)autostop, &ev, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pbx_progress_free(cp.p);
 	free(title);
@@ -395,21 +387,11 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (was_up)
 		pbx_info("cluster %s is already up: every compute node was idle, every node "
 			 "checked (%.1f s)",
-			 argv[optind], secs);
+			 argv[first], secs);
 	else
-		pbx_info("cluster %s is up (%.1f s)", argv[optind], secs);
+		pbx_info("cluster %s is up (%.1f s)", argv[first], secs);
 	return 0;
 }
-
-static const struct pbx_opt_doc cluster_start_opts[] = {
-	{ "-t, --template TEMPLATE", "build from TEMPLATE instead of the template named NAME" },
-	{ "-n, --dry-run", "send nothing: print the cloud API requests creation would send" },
-	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
-	{ "--autostop DURATION", "power the cluster off after DURATION idle (no SLURM job, no SSH "
-				 "session), disks kept; 30m, 2h, off; recorded with the cluster "
-				 "(default: the template's autostop)" },
-	{ NULL, NULL },
-};
 
 static const struct pbx_cmd cmd_cluster_start = {
 	.name = "start",
@@ -466,33 +448,38 @@ static void cluster_stop_legacy_note(struct pbx_store *st, const char *name)
 	pbx_cluster_row_free(&row);
 }
 
+struct stop_opts {
+	const char *id;
+	int dry_run, json;
+};
+
+static const struct pbx_option cluster_stop_opts[] = {
+	PBX_OPT_STRING(0, "id", "ID", struct stop_opts, id,
+		       "for a cluster this store does not know: delete exactly what carries\n"
+		       "cluster id ID and the name (the ids are listed by a stop without it)"),
+	PBX_OPT_FLAG('n', "dry-run", struct stop_opts, dry_run,
+		     "send nothing: print the cloud API requests stopping would send"),
+	PBX_OPT_FLAG('j', "json", struct stop_opts, json,
+		     "with --dry-run: one JSON object {method, url, body} per line"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
-	static const struct option longopts[] = { { "dry-run", no_argument, NULL, 'n' },
-						  { "json", no_argument, NULL, 'j' },
-						  { "id", required_argument, NULL, 'I' },
-						  { NULL, 0, NULL, 0 } };
+	struct stop_opts so = { 0 };
 	struct pbx_table *found = NULL; /* made on the first row */
 	struct pbx_stop_opts o = { NULL, cluster_stop_found, &found };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
-	int rc, opt, dry = 0, as_json = 0;
-	optind = 1;
-	for (;;) {
-		if ((rc = cluster_getopt(&cmd_cluster_stop, argc, argv, "nj", longopts, &opt)))
-			return rc;
-		if (opt == -1)
-			break;
-		if (opt == 'n')
-			dry = 1;
-		else if (opt == 'I')
-			o.uid = optarg;
-		else
-			as_json = 1;
-	}
-	if (optind != argc - 1)
+	int rc, dry, as_json, first;
+	if ((rc = pbx_opts_parse(&cmd_cluster_stop, argc, argv, &so, &first)))
+		return rc;
+	dry = so.dry_run;
+	as_json = so.json;
+	o.uid = so.id;
+	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_stop, "--json goes with --dry-run");
@@ -500,7 +487,7 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_stop,
 				       "--id takes a cluster id: 32 lowercase hex "
 				       "digits (an older pbx's: a decimal number)");
-	argv += optind - 1;
+	argv += first - 1;
 	if (dry) {
 		rc = pbx_cluster_stop_dry(ctx->store, ctx->cfg, argv[1], o.uid,
 					  cluster_print_request, &as_json, &err);
@@ -519,14 +506,6 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	pbx_info("cluster %s stopped: every process, port and file it made is gone", argv[1]);
 	return 0;
 }
-
-static const struct pbx_opt_doc cluster_stop_opts[] = {
-	{ "--id ID", "for a cluster this store does not know: delete exactly what carries\n"
-		     "cluster id ID and the name (the ids are listed by a stop without it)" },
-	{ "-n, --dry-run", "send nothing: print the cloud API requests stopping would send" },
-	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
-	{ NULL, NULL },
-};
 
 static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
@@ -579,43 +558,49 @@ static int cluster_resize_take_delta(int argc, char **argv, int *delta)
 	return k;
 }
 
+struct resize_opts {
+	const char *group, *timeout;
+	int force, dry_run, json;
+};
+
+static const struct pbx_option cluster_resize_opts[] = {
+	PBX_OPT_STRING('g', "group", "GROUP", struct resize_opts, group,
+		       "the node group to resize (needed when there are several)"),
+	PBX_OPT_FLAG('f', "force", struct resize_opts, force,
+		     "removing: mark the nodes down now; SLURM requeues their jobs"),
+	PBX_OPT_STRING(0, "timeout", "SECONDS", struct resize_opts, timeout,
+		       "removing: how long to wait for running jobs (default 3600)"),
+	PBX_OPT_FLAG('n', "dry-run", struct resize_opts, dry_run,
+		     "send nothing: print the cloud API requests resizing would send"),
+	PBX_OPT_FLAG('j', "json", struct resize_opts, json,
+		     "with --dry-run: one JSON object {method, url, body} per line"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "group", required_argument, NULL, 'g' },   { "force", no_argument, NULL, 'f' },
-		{ "timeout", required_argument, NULL, 'T' }, { "dry-run", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },          { NULL, 0, NULL, 0 }
-	};
+	struct resize_opts ro = { 0 };
 	struct cluster_progress cp = { NULL, NULL };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_resize_opts o = { 0 };
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title, *end;
-	int rc, opt, as_json = 0;
+	int rc, as_json, first;
 	argc = cluster_resize_take_delta(argc, argv, &o.delta);
-	optind = 1;
-	for (;;) {
-		if ((rc = cluster_getopt(&cmd_cluster_resize, argc, argv, "g:fnj", longopts, &opt)))
-			return rc;
-		if (opt == -1)
-			break;
-		if (opt == 'g')
-			o.group = optarg;
-		else if (opt == 'f')
-			o.force = 1;
-		else if (opt == 'n')
-			o.dry_run = 1;
-		else if (opt == 'j')
-			as_json = 1;
-		else {
-			long t = strtol(optarg, &end, 10);
-			if (*end || t < 1 || t > 7 * 86400)
-				return pbx_usage_error(&cmd_cluster_resize,
-						       "--timeout takes seconds, 1 to 604800");
-			o.drain_timeout_s = (int)t;
-		}
+	if ((rc = pbx_opts_parse(&cmd_cluster_resize, argc, argv, &ro, &first)))
+		return rc;
+	o.group = ro.group;
+	o.force = ro.force;
+	o.dry_run = ro.dry_run;
+	as_json = ro.json;
+	if (ro.timeout) {
+		long t = strtol(ro.timeout, &end, 10);
+		if (*end || t < 1 || t > 7 * 86400)
+			return pbx_usage_error(&cmd_cluster_resize,
+					       "--timeout takes seconds, 1 to 604800");
+		o.drain_timeout_s = (int)t;
 	}
-	if (optind != argc - 1 || !o.delta)
+	if (first != argc - 1 || !o.delta)
 		return pbx_usage_error(&cmd_cluster_resize, "expected NAME and +N or -N");
 	if (as_json && !o.dry_run)
 		return pbx_usage_error(&cmd_cluster_resize, "--json goes with --dry-run");
@@ -623,28 +608,19 @@ static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		o.print = cluster_print_request;
 		o.print_ctx = &as_json;
 	}
-	title = xasprintf("resizing cluster %s", argv[optind]);
+	title = xasprintf("resizing cluster %s", argv[first]);
 	cp.title = title;
-	rc = pbx_cluster_resize(ctx->store, ctx->cfg, argv[optind], &o, o.dry_run ? NULL : &ev,
+	rc = pbx_cluster_resize(ctx->store, ctx->cfg, argv[first], &o, o.dry_run ? NULL : &ev,
 				&err);
 	pbx_progress_free(cp.p);
 	free(title);
 	if (rc < 0)
 		return pbx_report(&err);
 	if (!o.dry_run)
-		pbx_info("cluster %s resized: %s%d node%s, every compute node idle", argv[optind],
+		pbx_info("cluster %s resized: %s%d node%s, every compute node idle", argv[first],
 			 o.delta > 0 ? "+" : "", o.delta, o.delta == 1 || o.delta == -1 ? "" : "s");
 	return 0;
 }
-
-static const struct pbx_opt_doc cluster_resize_opts[] = {
-	{ "-g, --group GROUP", "the node group to resize (needed when there are several)" },
-	{ "-f, --force", "removing: mark the nodes down now; SLURM requeues their jobs" },
-	{ "--timeout SECONDS", "removing: how long to wait for running jobs (default 3600)" },
-	{ "-n, --dry-run", "send nothing: print the cloud API requests resizing would send" },
-	{ "-j, --json", "with --dry-run: one JSON object {method, url, body} per line" },
-	{ NULL, NULL },
-};
 
 static const struct pbx_cmd cmd_cluster_resize = {
 	.name = "resize",
@@ -713,15 +689,6 @@ static void cluster_time(int64_t t, char *out, size_t len)
 	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
 }
 
-static int cluster_has_flag(int argc, char **argv, const char *shortf, const char *longf)
-{
-	int i;
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], shortf) || !strcmp(argv[i], longf))
-			return 1;
-	return 0;
-}
-
 /* --refresh: asks each cluster's cloud whether its head is powered off
  * (autostop ran with the laptop away) and records "stopped" in the store
  * and in row->state.  A cluster whose cloud cannot be asked keeps its
@@ -757,16 +724,35 @@ static int64_t cluster_budget_of(struct pbx_ctx *ctx, const struct pbx_cluster_r
 	return t ? t->budget : 0;
 }
 
+struct list_opts {
+	int all, json, refresh;
+};
+
+static const struct pbx_option cluster_list_opts[] = {
+	PBX_OPT_FLAG('a', "all", struct list_opts, all, "include deleted clusters"),
+	PBX_OPT_FLAG('j', "json", struct list_opts, json,
+		     "print a JSON array of {name, id, cloud, state, created, updated,\n"
+		     "spent, hourly, currency, node_hours, unpriced_runs, budget}"),
+	PBX_OPT_FLAG('r', "refresh", struct list_opts, refresh,
+		     "ask each cluster's cloud first: a cluster whose head is powered off "
+		     "(autostop) is recorded and shown as stopped"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster_row *rows;
-	int json = cluster_has_flag(argc, argv, "-j", "--json");
-	int all = cluster_has_flag(argc, argv, "-a", "--all");
-	int refresh = cluster_has_flag(argc, argv, "-r", "--refresh");
+	struct list_opts lo = { 0 };
+	int json, all, refresh, first, rc;
 	size_t n, i;
-	if (argc - 1 != json + all + refresh)
-		return pbx_usage_error(&cmd_cluster_list, "unexpected argument");
+	if ((rc = pbx_opts_parse(&cmd_cluster_list, argc, argv, &lo, &first)))
+		return rc;
+	json = lo.json;
+	all = lo.all;
+	refresh = lo.refresh;
+	if (first < argc)
+		return pbx_usage_error(&cmd_cluster_list, "unexpected argument '%s'", argv[first]);
 	/* the configuration only when the clouds are asked: a plain list
 	 * works whatever config.yaml holds */
 	if (refresh && !ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
@@ -818,15 +804,6 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const struct pbx_opt_doc cluster_list_opts[] = {
-	{ "-a, --all", "include deleted clusters" },
-	{ "-j, --json", "print a JSON array of {name, id, cloud, state, created, updated,\n"
-			"spent, hourly, currency, node_hours, unpriced_runs, budget}" },
-	{ "-r, --refresh", "ask each cluster's cloud first: a cluster whose head is powered off "
-			   "(autostop) is recorded and shown as stopped" },
-	{ NULL, NULL },
-};
-
 static const struct pbx_cmd cmd_cluster_list = {
 	.name = "list",
 	.summary = "list clusters",
@@ -874,6 +851,22 @@ static void cluster_print_spend(const struct pbx_cluster *c, const struct pbx_sp
 	printf("\n");
 }
 
+struct show_opts {
+	int json;
+};
+
+static const struct pbx_option cluster_show_opts[] = {
+	PBX_OPT_FLAG('j', "json", struct show_opts, json,
+		     "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
+		     "template, its nodes (name, role, address, public_address, ssh_port,\n"
+		     "gpus, state, slurm_state), ssh (which address blocks reach port 22),\n"
+		     "autostop (seconds, 0 = off), stopped (why it is powered off, or null),\n"
+		     "last_autostop (the head's record of its last autostop, or null), and\n"
+		     "its cost: spent, hourly (the running nodes' price now), currency (null\n"
+		     "when nothing was priced), node_hours, unpriced_runs, budget (or null)"),
+	PBX_OPT_END,
+};
+
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
@@ -881,13 +874,15 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_sinfo_node *sn = NULL;
 	struct pbx_spend spend;
 	size_t nsn = 0, i;
-	int json = cluster_has_flag(argc, argv, "-j", "--json"), live;
-	const char *name = NULL;
+	struct show_opts so = { 0 };
+	int json, live, first, rc;
+	const char *name;
 	char *exposure, *stopped, *last;
-	for (i = 1; i < (size_t)argc; i++)
-		if (argv[i][0] != '-')
-			name = argv[i];
-	if (!name || argc - 1 != 1 + json)
+	if ((rc = pbx_opts_parse(&cmd_cluster_show, argc, argv, &so, &first)))
+		return rc;
+	json = so.json;
+	name = first == argc - 1 ? argv[first] : NULL;
+	if (!name)
 		return pbx_usage_error(&cmd_cluster_show, "expected one cluster name");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
@@ -972,17 +967,6 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const struct pbx_opt_doc cluster_show_opts[] = {
-	{ "-j, --json", "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
-			"template, its nodes (name, role, address, public_address, ssh_port,\n"
-			"gpus, state, slurm_state), ssh (which address blocks reach port 22),\n"
-			"autostop (seconds, 0 = off), stopped (why it is powered off, or null),\n"
-			"last_autostop (the head's record of its last autostop, or null), and\n"
-			"its cost: spent, hourly (the running nodes' price now), currency (null\n"
-			"when nothing was priced), node_hours, unpriced_runs, budget (or null)" },
-	{ NULL, NULL },
-};
-
 static const struct pbx_cmd cmd_cluster_show = {
 	.name = "show",
 	.summary = "show a cluster's nodes and their SLURM states",
@@ -1033,9 +1017,16 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return status;
 }
 
-static const struct pbx_opt_doc cluster_exec_opts[] = {
-	{ "-n, --node NODE", "run on NODE instead of the head node" },
-	{ NULL, NULL },
+/* Documents exec's one option; exec reads it itself, only before NAME:
+ * everything after NAME is the command, which no option parser may touch. */
+struct exec_opts {
+	const char *node;
+};
+
+static const struct pbx_option cluster_exec_opts[] = {
+	PBX_OPT_STRING('n', "node", "NODE", struct exec_opts, node,
+		       "run on NODE instead of the head node"),
+	PBX_OPT_END,
 };
 
 static const struct pbx_cmd cmd_cluster_exec = {

@@ -9,7 +9,6 @@
 #include "util/visible.h"
 #include "util/xalloc.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,28 +102,35 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 	return rc < 0 ? pbx_report(&err) : 0;
 }
 
+struct harvest_opts {
+	int running, json;
+};
+
+static const struct pbx_option harvest_opts[] = {
+	PBX_OPT_FLAG('r', "running", struct harvest_opts, running,
+		     "also harvest tasks that are still running (their files as they are now)"),
+	PBX_OPT_FLAG(
+		'j', "json", struct harvest_opts, json,
+		"print an array of {\"package\", \"tasks_ended\", \"files\", \"files_unchanged\",\n"
+		"\"refused\", \"bytes\", \"metrics_added\", \"round_trips\", \"seconds\"}"),
+	PBX_OPT_END,
+};
+
 static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = { { "running", no_argument, NULL, 'r' },
-						  { "json", no_argument, NULL, 'j' },
-						  { NULL, 0, NULL, 0 } };
 	struct pbx_err err = PBX_ERR_INIT;
-	int running = 0, json = 0, opt, rc = 0;
+	struct harvest_opts o = { 0 };
+	int running, json, first, rc = 0;
 	json_t *list;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "rj", longopts, NULL)) != -1) {
-		if (opt == 'r')
-			running = 1;
-		else if (opt == 'j')
-			json = 1;
-		else
-			return pbx_usage_error(&pbx_cmd_harvest, "invalid option");
-	}
-	if (argc - optind > 1)
+	if ((rc = pbx_opts_parse(&pbx_cmd_harvest, argc, argv, &o, &first)))
+		return rc;
+	running = o.running;
+	json = o.json;
+	if (argc - first > 1)
 		return pbx_usage_error(&pbx_cmd_harvest, "expected at most one package");
 	list = json ? json_array() : NULL;
-	if (optind < argc) {
-		rc = harvest_one(ctx, argv[optind], running, list);
+	if (first < argc) {
+		rc = harvest_one(ctx, argv[first], running, list);
 	} else {
 		struct pbx_package_row *pkgs;
 		size_t n, i;
@@ -143,15 +149,6 @@ static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_print_json(list);
 	return rc;
 }
-
-static const struct pbx_opt_doc harvest_opts[] = {
-	{ "-r, --running",
-	  "also harvest tasks that are still running (their files as they are now)" },
-	{ "-j, --json",
-	  "print an array of {\"package\", \"tasks_ended\", \"files\", \"files_unchanged\",\n"
-	  "\"refused\", \"bytes\", \"metrics_added\", \"round_trips\", \"seconds\"}" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_harvest = {
 	.name = "harvest",

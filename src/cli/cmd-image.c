@@ -11,7 +11,6 @@
 #include "cluster/image.h"
 #include "util/xalloc.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,23 +35,19 @@ static void image_progress_stage(void *ctx, size_t i, const char *stage)
 	pbx_progress_set(ip->p, i, stage);
 }
 
-/* -j/--json only (list, build's one option): 1 when given; -1 after a
- * usage error was printed. */
-static int image_json_flag(const struct pbx_cmd *cmd, int argc, char **argv, int *json)
+/* -j/--json, the one option of list and build */
+struct image_opts {
+	int json;
+};
+
+/* Parses cmd's options: 0 (json set, *first the first argument) or the
+ * usage error's exit code. */
+static int image_json_flag(const struct pbx_cmd *cmd, int argc, char **argv, int *json, int *first)
 {
-	static const struct option longopts[] = { { "json", no_argument, NULL, 'j' },
-						  { NULL, 0, NULL, 0 } };
-	int opt;
-	*json = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "j", longopts, NULL)) != -1) {
-		if (opt != 'j') {
-			pbx_usage_error(cmd, "invalid option");
-			return -1;
-		}
-		*json = 1;
-	}
-	return 0;
+	struct image_opts o = { 0 };
+	int rc = pbx_opts_parse(cmd, argc, argv, &o, first);
+	*json = o.json;
+	return rc;
 }
 
 static json_t *image_row_json(const struct pbx_image_row *r)
@@ -95,16 +90,16 @@ static int cmd_image_build_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_image_row row;
 	struct pbx_image_times times;
-	int json, rc;
+	int json, rc, first;
 	char *title;
-	if (image_json_flag(&cmd_image_build, argc, argv, &json) < 0)
-		return PBX_EXIT_USAGE;
-	if (argc - optind < 1 || argc - optind > 2)
+	if ((rc = image_json_flag(&cmd_image_build, argc, argv, &json, &first)))
+		return rc;
+	if (argc - first < 1 || argc - first > 2)
 		return pbx_usage_error(&cmd_image_build, "expected TEMPLATE [NAME]");
-	title = xasprintf("building image from template %s", argv[optind]);
+	title = xasprintf("building image from template %s", argv[first]);
 	ip.title = title;
-	rc = pbx_image_build(ctx->store, ctx->cfg, argv[optind],
-			     argc - optind == 2 ? argv[optind + 1] : NULL, &ev, &row, &times, &err);
+	rc = pbx_image_build(ctx->store, ctx->cfg, argv[first],
+			     argc - first == 2 ? argv[first + 1] : NULL, &ev, &row, &times, &err);
 	pbx_progress_free(ip.p);
 	free(title);
 	if (rc < 0)
@@ -114,9 +109,10 @@ static int cmd_image_build_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const struct pbx_opt_doc image_build_opts[] = {
-	{ "-j, --json", "print the image as a JSON object, with the seconds each stage took" },
-	{ NULL, NULL },
+static const struct pbx_option image_build_opts[] = {
+	PBX_OPT_FLAG('j', "json", struct image_opts, json,
+		     "print the image as a JSON object, with the seconds each stage took"),
+	PBX_OPT_END,
 };
 
 static const struct pbx_cmd cmd_image_build = {
@@ -183,10 +179,10 @@ static int cmd_image_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_image_row *rows;
 	size_t n, i;
-	int json;
-	if (image_json_flag(&cmd_image_list, argc, argv, &json) < 0)
-		return PBX_EXIT_USAGE;
-	if (optind != argc)
+	int json, rc, first;
+	if ((rc = image_json_flag(&cmd_image_list, argc, argv, &json, &first)))
+		return rc;
+	if (first != argc)
 		return pbx_usage_error(&cmd_image_list, "unexpected argument");
 	if (pbx_store_image_list(ctx->store, 0, &rows, &n, &err) < 0)
 		return pbx_report(&err);
@@ -202,10 +198,11 @@ static int cmd_image_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const struct pbx_opt_doc image_list_opts[] = {
-	{ "-j, --json", "print a JSON array of {name, id, cloud, project, zone, source_image,\n"
-			"template, image, state, detail, created, updated}" },
-	{ NULL, NULL },
+static const struct pbx_option image_list_opts[] = {
+	PBX_OPT_FLAG('j', "json", struct image_opts, json,
+		     "print a JSON array of {name, id, cloud, project, zone, source_image,\n"
+		     "template, image, state, detail, created, updated}"),
+	PBX_OPT_END,
 };
 
 static const struct pbx_cmd cmd_image_list = {

@@ -9,39 +9,40 @@
 #include "util/quote.h"
 #include "util/xalloc.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern const struct pbx_cmd pbx_cmd_log;
 
+struct log_opts {
+	int follow, out, err;
+};
+
+static const struct pbx_option log_opts[] = {
+	PBX_OPT_FLAG('f', "follow", struct log_opts, follow,
+		     "keep streaming as the task writes (stdout, or stderr with -e)"),
+	PBX_OPT_FLAG('o', "stdout", struct log_opts, out, "only stdout"),
+	PBX_OPT_FLAG('e', "stderr", struct log_opts, err, "only stderr"),
+	PBX_OPT_END,
+};
+
 static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = { { "follow", no_argument, NULL, 'f' },
-						  { "stdout", no_argument, NULL, 'o' },
-						  { "stderr", no_argument, NULL, 'e' },
-						  { NULL, 0, NULL, 0 } };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
 	struct pbx_buf cmd = PBX_BUF_INIT;
-	int follow = 0, which = 3, opt, status = 0, rc;
+	struct log_opts o = { 0 };
+	int follow, which, first, status = 0, rc;
 	char *pkg, *dir;
 	long task;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "foe", longopts, NULL)) != -1) {
-		if (opt == 'f')
-			follow = 1;
-		else if (opt == 'o')
-			which = 1;
-		else if (opt == 'e')
-			which = 2;
-		else
-			return pbx_usage_error(&pbx_cmd_log, "invalid option");
-	}
-	if (argc - optind != 1)
+	if ((rc = pbx_opts_parse(&pbx_cmd_log, argc, argv, &o, &first)))
+		return rc;
+	follow = o.follow;
+	which = o.err ? 2 : o.out ? 1 : 3; /* 1 stdout, 2 stderr, 3 both */
+	if (argc - first != 1)
 		return pbx_usage_error(&pbx_cmd_log, "expected PKG[:TASK]");
-	if (pbx_cli_pkg_task(argv[optind], &pkg, &task) < 0)
+	if (pbx_cli_pkg_task(argv[first], &pkg, &task) < 0)
 		return PBX_EXIT_USAGE;
 	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
 	free(pkg);
@@ -78,13 +79,6 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	return status;
 }
-
-static const struct pbx_opt_doc log_opts[] = {
-	{ "-f, --follow", "keep streaming as the task writes (stdout, or stderr with -e)" },
-	{ "-o, --stdout", "only stdout" },
-	{ "-e, --stderr", "only stderr" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_log = {
 	.name = "log",

@@ -30,18 +30,34 @@ static void ls_cost_json(json_t *o, const struct pbx_cost *c)
 	json_object_set_new(o, "unpriced_tasks", json_integer(c ? (json_int_t)c->unpriced : 0));
 }
 
+struct ls_opts {
+	int json;
+};
+
+static const struct pbx_option ls_opts[] = {
+	PBX_OPT_FLAG('j', "json", struct ls_opts, json,
+		     "print an array of {\"package\", \"id\", \"name\", \"cluster\", \"created\",\n"
+		     "\"tasks\", \"counts\", \"git_commit\", \"node_hours\", \"cost\",\n"
+		     "\"cost_nanos\", \"currency\", \"unpriced_tasks\"}"),
+	PBX_OPT_END,
+};
+
 static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	static const char *const hdr[] = { "PACKAGE", "NAME",   "CLUSTER", "CREATED",
 					   "TASKS",   "NODE-H", "COST" };
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_package_row *pkgs;
-	int json = argc > 1 && (!strcmp(argv[1], "--json") || !strcmp(argv[1], "-j"));
+	struct ls_opts lo = { 0 };
+	int json, first, rc;
 	json_t *list;
 	struct pbx_table *t;
 	size_t n, i;
-	if (argc > 1 + json)
-		return pbx_usage_error(&pbx_cmd_ls, "unexpected argument");
+	if ((rc = pbx_opts_parse(&pbx_cmd_ls, argc, argv, &lo, &first)))
+		return rc;
+	json = lo.json;
+	if (first < argc)
+		return pbx_usage_error(&pbx_cmd_ls, "unexpected argument '%s'", argv[first]);
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
 	list = json ? json_array() : NULL;
@@ -106,14 +122,6 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_table_print(t);
 	return 0;
 }
-
-static const struct pbx_opt_doc ls_opts[] = {
-	{ "-j, --json",
-	  "print an array of {\"package\", \"id\", \"name\", \"cluster\", \"created\",\n"
-	  "\"tasks\", \"counts\", \"git_commit\", \"node_hours\", \"cost\",\n"
-	  "\"cost_nanos\", \"currency\", \"unpriced_tasks\"}" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_ls = {
 	.name = "ls",

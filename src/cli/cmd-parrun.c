@@ -135,14 +135,18 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	return rc;
 }
 
-const struct pbx_opt_doc pbx_parrun_opts[] = {
-	{ "-j, --json",
-	  "print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
-	  "\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}" },
-	{ "--KEY=VALUE", "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
-			 "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
-			 "(none, srun, mpi, auto), overriding the experiment's resources" },
-	{ NULL, NULL },
+/* -j is read by pbx_parrun_common itself, between the sbatch options that
+ * pass through to sbatch (no table can name them all) */
+const struct pbx_option pbx_parrun_opts[] = {
+	PBX_OPT_FLAG(
+		'j', "json", struct pbx_parrun_values, json,
+		"print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
+		"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}"),
+	PBX_OPT_DOC("KEY=VALUE",
+		    "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
+		    "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
+		    "(none, srun, mpi, auto), overriding the experiment's resources"),
+	PBX_OPT_END,
 };
 
 static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv);

@@ -9,7 +9,6 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +18,41 @@ static const struct pbx_cmd *report_cmd(void);
 
 struct report_args {
 	struct pbx_report_opts o;
-	const char **metrics, **group_by, **where;
-	const char *format, *output;
+	struct pbx_opt_list metrics, group_by, where;
+	const char *format, *output, *sort, *x, *color_by;
 };
 
-static void push(const char ***list, size_t *n, const char *s)
-{
-	*list = xreallocarray(*list, *n + 1, sizeof(char *));
-	(*list)[(*n)++] = s;
-}
+static const struct pbx_option report_opts[] = {
+	PBX_OPT_STRING('f', "format", "FORMAT", struct report_args, format,
+		       "table (default; aligned columns, values longer than 40 bytes\n"
+		       "cut and ended with \"...\"), csv (RFC 4180 quoting, exact\n"
+		       "numbers, whole values), json, md (a Markdown pipe table) or\n"
+		       "html (one self-contained page with charts); with -o the\n"
+		       "default follows the file's extension"),
+	PBX_OPT_STRING('o', "output", "FILE", struct report_args, output,
+		       "write FILE atomically instead of standard output"),
+	PBX_OPT_LIST('m', "metric", "NAME", struct report_args, metrics,
+		     "the metrics to show and chart (repeatable; default all)"),
+	PBX_OPT_LIST('g', "group-by", "P1,P2", struct report_args, group_by,
+		     "one row per combination of these parameters, aggregating the\n"
+		     "others (usually repeat): tasks, then per metric the mean, std\n"
+		     "(sample, n-1; empty for n = 1), min, max and n of the final values"),
+	PBX_OPT_LIST('w', "where", "EXPR", struct report_args, where,
+		     "keep tasks where PARAM=VALUE, PARAM!=VALUE, state=STATE,\n"
+		     "METRIC<NUMBER (also >, <=, >=, =, != on a metric's final value,\n"
+		     "runtime, task, node_hours or cost); repeat to AND several"),
+	PBX_OPT_STRING('s', "sort", "KEY[:desc]", struct report_args, sort,
+		       "order by a parameter (numerically when all its values are\n"
+		       "numbers), a metric's final value (group mean when grouped),\n"
+		       "state, runtime, task, node_hours or cost; missing values last"),
+	PBX_OPT_STRING(0, "x", "PARAM", struct report_args, x,
+		       "html: chart final values against PARAM only (default every\n"
+		       "parameter with more than one value, except repeat)"),
+	PBX_OPT_STRING(0, "color-by", "PARAM", struct report_args, color_by,
+		       "html: colour the learning curves by PARAM (default the first\n"
+		       "parameter with more than one value)"),
+	PBX_OPT_END,
+};
 
 /* -f, else the extension of -o, else a table. */
 static int report_format(const struct report_args *a, enum pbx_report_format *f)
@@ -43,55 +68,20 @@ static int report_format(const struct report_args *a, enum pbx_report_format *f)
 	return 0;
 }
 
-static int report_parse(int argc, char **argv, struct report_args *a)
+/* Parses argv into a; 0, or the usage error's exit code. */
+static int report_parse(int argc, char **argv, struct report_args *a, int *first)
 {
-	enum { OPT_X = 256, OPT_COLOR };
-	static const struct option longopts[] = { { "format", required_argument, NULL, 'f' },
-						  { "output", required_argument, NULL, 'o' },
-						  { "metric", required_argument, NULL, 'm' },
-						  { "group-by", required_argument, NULL, 'g' },
-						  { "where", required_argument, NULL, 'w' },
-						  { "sort", required_argument, NULL, 's' },
-						  { "x", required_argument, NULL, OPT_X },
-						  { "color-by", required_argument, NULL,
-						    OPT_COLOR },
-						  { NULL, 0, NULL, 0 } };
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "f:o:m:g:w:s:", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			a->format = optarg;
-			break;
-		case 'o':
-			a->output = optarg;
-			break;
-		case 'm':
-			push(&a->metrics, &a->o.nmetrics, optarg);
-			break;
-		case 'g':
-			push(&a->group_by, &a->o.ngroup_by, optarg);
-			break;
-		case 'w':
-			push(&a->where, &a->o.nwhere, optarg);
-			break;
-		case 's':
-			a->o.sort = optarg;
-			break;
-		case OPT_X:
-			a->o.x = optarg;
-			break;
-		case OPT_COLOR:
-			a->o.color_by = optarg;
-			break;
-		default:
-			return -1;
-		}
-	}
-	a->o.metrics = a->metrics;
-	a->o.group_by = a->group_by;
-	a->o.where = a->where;
-	return 0;
+	int rc = pbx_opts_parse(report_cmd(), argc, argv, a, first);
+	a->o.metrics = a->metrics.v;
+	a->o.nmetrics = a->metrics.n;
+	a->o.group_by = a->group_by.v;
+	a->o.ngroup_by = a->group_by.n;
+	a->o.where = a->where.v;
+	a->o.nwhere = a->where.n;
+	a->o.sort = a->sort;
+	a->o.x = a->x;
+	a->o.color_by = a->color_by;
+	return rc;
 }
 
 /* Renders to memory, then writes FILE atomically (or stdout). */
@@ -131,51 +121,25 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_report *r = NULL;
 	enum pbx_report_format f;
-	int rc;
-	if (report_parse(argc, argv, &a) < 0)
-		rc = pbx_usage_error(report_cmd(), "invalid option");
-	else if (argc - optind > 1)
+	int rc, first;
+	if ((rc = report_parse(argc, argv, &a, &first)))
+		;
+	else if (argc - first > 1)
 		rc = pbx_usage_error(report_cmd(), "expected at most one package");
 	else if (report_format(&a, &f) < 0)
 		rc = pbx_usage_error(report_cmd(),
 				     "unknown format '%s' (table, csv, json, md, html)", a.format);
-	else if (pbx_report_build(ctx->store, optind < argc ? argv[optind] : NULL, &a.o, &r, &err) <
+	else if (pbx_report_build(ctx->store, first < argc ? argv[first] : NULL, &a.o, &r, &err) <
 		 0)
 		rc = pbx_report(&err);
 	else
 		rc = report_write(r, f, a.output);
 	pbx_report_free(r);
-	free(a.metrics);
-	free(a.group_by);
-	free(a.where);
+	pbx_opt_list_free(&a.metrics);
+	pbx_opt_list_free(&a.group_by);
+	pbx_opt_list_free(&a.where);
 	return rc;
 }
-
-static const struct pbx_opt_doc report_opts[] = {
-	{ "-f, --format FORMAT", "table (default; aligned columns, values longer than 40 bytes\n"
-				 "cut and ended with \"...\"), csv (RFC 4180 quoting, exact\n"
-				 "numbers, whole values), json, md (a Markdown pipe table) or\n"
-				 "html (one self-contained page with charts); with -o the\n"
-				 "default follows the file's extension" },
-	{ "-o, --output FILE", "write FILE atomically instead of standard output" },
-	{ "-m, --metric NAME", "the metrics to show and chart (repeatable; default all)" },
-	{ "-g, --group-by P1,P2",
-	  "one row per combination of these parameters, aggregating the\n"
-	  "others (usually repeat): tasks, then per metric the mean, std\n"
-	  "(sample, n-1; empty for n = 1), min, max and n of the final values" },
-	{ "-w, --where EXPR", "keep tasks where PARAM=VALUE, PARAM!=VALUE, state=STATE,\n"
-			      "METRIC<NUMBER (also >, <=, >=, =, != on a metric's final value,\n"
-			      "runtime, task, node_hours or cost); repeat to AND several" },
-	{ "-s, --sort KEY[:desc]",
-	  "order by a parameter (numerically when all its values are\n"
-	  "numbers), a metric's final value (group mean when grouped),\n"
-	  "state, runtime, task, node_hours or cost; missing values last" },
-	{ "--x PARAM", "html: chart final values against PARAM only (default every\n"
-		       "parameter with more than one value, except repeat)" },
-	{ "--color-by PARAM", "html: colour the learning curves by PARAM (default the first\n"
-			      "parameter with more than one value)" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_report = {
 	.name = "report",

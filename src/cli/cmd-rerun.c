@@ -13,25 +13,35 @@
 
 extern const struct pbx_cmd pbx_cmd_rerun;
 
+struct rerun_opts {
+	int failed;
+};
+
+static const struct pbx_option rerun_opts[] = {
+	PBX_OPT_FLAG(0, "failed", struct rerun_opts, failed,
+		     "resubmit every task that is FAILED, CANCELLED, TIMEOUT, PREEMPTED,\n"
+		     "NODE_FAIL, OUT_OF_MEMORY or MISSING (COMPLETED tasks never run again)"),
+	PBX_OPT_END,
+};
+
 static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
-	const char *ref = NULL;
-	int failed = 0, i, rc;
+	struct rerun_opts o = { 0 };
+	const char *ref;
+	int failed, first, rc;
 	size_t count = 0;
 	char *pkg;
 	long task;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--failed"))
-			failed = 1;
-		else if (!ref && argv[i][0] != '-')
-			ref = argv[i];
-		else
-			return pbx_usage_error(&pbx_cmd_rerun, "unexpected argument '%s'", argv[i]);
-	}
-	if (!ref)
+	if ((rc = pbx_opts_parse(&pbx_cmd_rerun, argc, argv, &o, &first)))
+		return rc;
+	failed = o.failed;
+	if (first == argc)
 		return pbx_usage_error(&pbx_cmd_rerun, "expected PKG");
+	if (argc - first > 1)
+		return pbx_usage_error(&pbx_cmd_rerun, "unexpected argument '%s'", argv[first + 1]);
+	ref = argv[first];
 	if (pbx_cli_pkg_task(ref, &pkg, &task) < 0)
 		return PBX_EXIT_USAGE;
 	if (task < 0 && !failed) {
@@ -51,12 +61,6 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	pbx_jobs_target_free(&t);
 	return rc < 0 ? pbx_report(&err) : 0;
 }
-
-static const struct pbx_opt_doc rerun_opts[] = {
-	{ "--failed", "resubmit every task that is FAILED, CANCELLED, TIMEOUT, PREEMPTED,\n"
-		      "NODE_FAIL, OUT_OF_MEMORY or MISSING (COMPLETED tasks never run again)" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_rerun = {
 	.name = "rerun",

@@ -9,7 +9,6 @@
 #include "jobs/jobs.h"
 #include "util/xalloc.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,49 +146,48 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 	return rc;
 }
 
+struct state_opts {
+	int verbose, json;
+	const char *watch;
+};
+
+static const struct pbx_option state_opts[] = {
+	PBX_OPT_FLAG('v', "verbose", struct state_opts, verbose,
+		     "one line per task: state, exit code, node, attempt, time, parameters"),
+	PBX_OPT_FLAG(
+		'j', "json", struct state_opts, json,
+		"print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
+		"\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
+		"\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
+		"of them without PKG"),
+	PBX_OPT_OPTIONAL('w', "watch", "SECONDS", struct state_opts, watch,
+			 "refresh every SECONDS (default 2) until every task has ended"),
+	PBX_OPT_END,
+};
+
 static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = { { "verbose", no_argument, NULL, 'v' },
-						  { "json", no_argument, NULL, 'j' },
-						  { "watch", optional_argument, NULL, 'w' },
-						  { NULL, 0, NULL, 0 } };
-	int verbose = 0, json = 0, opt, rc, all_final;
-	double watch = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "vjw::", longopts, NULL)) != -1) {
-		if (opt == 'v')
-			verbose = 1;
-		else if (opt == 'j')
-			json = 1;
-		else if (opt == 'w')
-			watch = optarg ? atof(optarg) : 2.0;
-		else
-			return pbx_usage_error(state_cmd(), "invalid option");
-	}
-	if (argc - optind > 1)
+	struct state_opts o = { 0 };
+	int verbose, json, first, rc, all_final;
+	double watch;
+	if ((rc = pbx_opts_parse(state_cmd(), argc, argv, &o, &first)))
+		return rc;
+	verbose = o.verbose;
+	json = o.json;
+	watch = !o.watch ? 0 : o.watch[0] ? atof(o.watch) : 2.0;
+	if (argc - first > 1)
 		return pbx_usage_error(state_cmd(), "expected at most one package");
 	for (;;) {
 		if (watch > 0 && ctx->stdout_tty)
 			printf("\033[H\033[2J");
-		rc = optind < argc ? state_one(ctx, argv[optind], verbose, json, NULL, &all_final)
-				   : state_all(ctx, verbose, json, &all_final);
+		rc = first < argc ? state_one(ctx, argv[first], verbose, json, NULL, &all_final)
+				  : state_all(ctx, verbose, json, &all_final);
 		if (rc || watch <= 0 || all_final)
 			return rc;
 		fflush(stdout);
 		usleep((useconds_t)(watch * 1e6));
 	}
 }
-
-static const struct pbx_opt_doc state_opts[] = {
-	{ "-v, --verbose", "one line per task: state, exit code, node, attempt, time, parameters" },
-	{ "-j, --json",
-	  "print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
-	  "\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
-	  "\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
-	  "of them without PKG" },
-	{ "-w, --watch[=SECONDS]", "refresh every SECONDS (default 2) until every task has ended" },
-	{ NULL, NULL },
-};
 
 const struct pbx_cmd pbx_cmd_state = {
 	.name = "state",

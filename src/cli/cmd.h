@@ -17,18 +17,14 @@
 
 #include <stdbool.h>
 
+#include "cli/options.h"
+
 struct pbx_config;
 struct pbx_store;
 
 enum pbx_cmd_flags {
 	PBX_NEED_CONFIG = 1 << 0, /* load $PBX_HOME/config.yaml (built-in default if absent) */
 	PBX_NEED_STORE = 1 << 1,  /* open $PBX_HOME/pbx.db */
-};
-
-/* One documented option: flags as shown ("-j, --json") and what it does. */
-struct pbx_opt_doc {
-	const char *flags;
-	const char *text;
 };
 
 /* Everything a verb's exec needs; owned by the dispatcher. */
@@ -45,12 +41,12 @@ struct pbx_ctx {
 
 struct pbx_cmd {
 	const char *name;
-	const char *summary;               /* one line, lowercase, no full stop */
-	const char *usage;                 /* synopsis lines, each starting "pbx " */
-	const char *description;           /* paragraphs separated by blank lines */
-	const struct pbx_opt_doc *options; /* NULL-terminated by flags == NULL; a
-						metavar after the flags ("-t, --template
-						TEMPLATE") says what its value is */
+	const char *summary;     /* one line, lowercase, no full stop */
+	const char *usage;       /* synopsis lines, each starting "pbx " */
+	const char *description; /* paragraphs separated by blank lines */
+	/* The verb's option table (options.h), ended by PBX_OPT_END; NULL:
+	 * none but -h.  Parsing, help, man page and completion read it. */
+	const struct pbx_option *options;
 	/* The kinds of the positional arguments, for completion (complete.c):
 	 * space-separated, each CLUSTER, TEMPLATE, PACKAGE, TASK (PKG or
 	 * PKG:TASK), IMAGE, VERB or FILE, alternatives joined by |, the last

@@ -222,13 +222,20 @@ static void comp_match_n(void *ctx, const char *w, size_t n)
  * takes no separate value (or is not one of cmd's). */
 static const char *comp_option_meta(const struct pbx_cmd *cmd, const char *word, size_t *len)
 {
-	const struct pbx_opt_doc *o;
-	for (o = cmd->options; o && o->flags; o++) {
+	const struct pbx_option *o;
+	char shown[128];
+	for (o = cmd->options; o && o->kind; o++) {
 		struct comp_match m = { word, 0 };
 		const char *meta;
-		comp_option_words(o->flags, comp_match_n, &m, &meta, len);
-		if (m.found)
-			return meta;
+		size_t ignored;
+		comp_option_words(pbx_opt_display(o, shown, sizeof(shown)), comp_match_n, &m, &meta,
+				  &ignored);
+		if (!m.found)
+			continue;
+		if (o->kind != PBX_OPT_KIND_STRING && o->kind != PBX_OPT_KIND_LIST)
+			return NULL; /* a flag, or a value only after '=' */
+		*len = strcspn(o->metavar, ", ");
+		return o->metavar;
 	}
 	return NULL;
 }
@@ -298,11 +305,13 @@ static void comp_verb_args(struct comp *c, const struct pbx_cmd *cmd, int argc, 
 		return;
 	}
 	if (c->cur[0] == '-') {
-		const struct pbx_opt_doc *o;
+		const struct pbx_option *o;
 		const char *m;
 		size_t ml;
-		for (o = cmd->options; o && o->flags; o++)
-			comp_option_words(o->flags, comp_say_n, c, &m, &ml);
+		char shown[128];
+		for (o = cmd->options; o && o->kind; o++)
+			comp_option_words(pbx_opt_display(o, shown, sizeof(shown)), comp_say_n, c,
+					  &m, &ml);
 		comp_say(c, "--help");
 		return;
 	}

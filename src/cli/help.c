@@ -82,14 +82,15 @@ int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, in
 	return 0;
 }
 
-static void help_options(const struct pbx_opt_doc *o)
+static void help_options(const struct pbx_option *o)
 {
-	if (!o || !o->flags)
+	char shown[128];
+	if (!o || !o->kind)
 		return;
 	printf("\noptions:\n");
-	for (; o->flags; o++) {
-		printf("  %s\n", o->flags);
-		help_indent(o->text, "      ");
+	for (; o->kind; o++) {
+		printf("  %s\n", pbx_opt_display(o, shown, sizeof(shown)));
+		help_indent(o->help, "      ");
 	}
 }
 
@@ -193,13 +194,14 @@ static void man_synopsis(const char *usage)
 	printf("\n.fi\n");
 }
 
-static void man_options(const struct pbx_opt_doc *o)
+static void man_options(const struct pbx_option *o)
 {
-	for (; o && o->flags; o++) {
+	char shown[128];
+	for (; o && o->kind; o++) {
 		printf(".TP\n.B ");
-		man_text(o->flags);
+		man_text(pbx_opt_display(o, shown, sizeof(shown)));
 		putchar('\n');
-		man_text(o->text);
+		man_text(o->help);
 		putchar('\n');
 	}
 }
@@ -266,7 +268,7 @@ void pbx_man_print(const struct pbx_cmd *cmd)
 		printf(".SH DESCRIPTION\n");
 		man_paragraphs(cmd->description);
 	}
-	if (cmd->options && cmd->options->flags) {
+	if (cmd->options && cmd->options->kind) {
 		printf(".SH OPTIONS\n");
 		man_options(cmd->options);
 	}

@@ -8,7 +8,11 @@
 
 #include "cli/cmd.h"
 
-extern const struct pbx_opt_doc pbx_parrun_opts[];
+/* What pbx_parrun_opts documents: -j (the sbatch options pass through) */
+struct pbx_parrun_values {
+	int json;
+};
+extern const struct pbx_option pbx_parrun_opts[];
 
 /* Runs `pbx parrun` (single = 0) or `pbx run` (single = 1) with argv as the
  * dispatcher hands it (argv[0] is the verb); cmd names the verb in usage
