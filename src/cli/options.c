@@ -100,7 +100,7 @@ int pbx_opts_parse(const struct pbx_cmd *cmd, int argc, char **argv, void *value
 							 o->short_name ? o->short_name
 								       : OPT_LONG_ONLY + (int)i };
 	}
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then forgets a scan cut short (mid "-zj") too */
 	while (rc == 0 && (opt = getopt_long(argc, argv, shortopts.buf ? shortopts.buf : "",
 					     longopts, NULL)) != -1) {
 		const struct pbx_option *hit = NULL;

@@ -118,7 +118,8 @@ int pbx_buf_addf(struct pbx_buf *b, const char *fmt, ...)
 
 void pbx_buf_rtrim(struct pbx_buf *b)
 {
-	while (b->len && strchr(" \t\r\n", b->buf[b->len - 1]))
+	/* a NUL is data, not the terminator strchr would match */
+	while (b->len && b->buf[b->len - 1] && strchr(" \t\r\n", b->buf[b->len - 1]))
 		b->len--;
 	if (b->alloc)
 		b->buf[b->len] = '\0';

@@ -33,7 +33,8 @@ void pbx_buf_release(struct pbx_buf *b);
 /* Caller owns the returned string (free(3)); the buffer is re-initialised. */
 char *pbx_buf_detach(struct pbx_buf *b, size_t *len);
 void pbx_buf_reset(struct pbx_buf *b); /* len = 0, keeps storage */
-/* The appenders return 0, or -1 when the cap would be passed. */
+/* The appenders return 0, or -1 when the cap would be passed.  What they
+ * append must not point into b itself (growing b moves its storage). */
 int pbx_buf_add(struct pbx_buf *b, const void *data, size_t len);
 int pbx_buf_adds(struct pbx_buf *b, const char *s);
 int pbx_buf_addc(struct pbx_buf *b, char c);

@@ -12,7 +12,11 @@ void pbx_test_kill_point(const char *phase, uint64_t reached)
 {
 	const char *at = getenv("PBX_TEST_KILL_AT");
 	size_t l = strlen(phase);
-	if (at && !strncmp(at, phase, l) && at[l] == ':' &&
-	    reached >= strtoull(at + l + 1, NULL, 10))
+	char *end;
+	unsigned long long n;
+	if (!at || strncmp(at, phase, l) != 0 || at[l] != ':' || at[l + 1] < '0' || at[l + 1] > '9')
+		return; /* unset, another phase, or no number: never */
+	n = strtoull(at + l + 1, &end, 10);
+	if (!*end && reached >= n)
 		raise(SIGKILL);
 }

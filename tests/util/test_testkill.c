@@ -113,5 +113,10 @@ int main(void)
 	lives("start=1", "start", 0, 100);
 	lives(" start:1", "start", 0, 100);
 	lives("start:101", "start", 0, 100);
+	/* no number, or not only a number: never (strtoull alone read 0) */
+	lives("start:", "start", 0, 100);
+	lives("start:abc", "start", 0, 100);
+	lives("start:1x", "start", 0, 100);
+	lives("start:-1", "start", 0, 100);
 	return tap_done();
 }
