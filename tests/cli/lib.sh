@@ -155,6 +155,16 @@ node_states() {
 	sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes WHERE cluster_id = (SELECT max(id) FROM clusters) ORDER BY name)"
 }
 
+# queue_empty CLUSTER: SLURM on CLUSTER answers and has no job left
+queue_empty() {
+	_qe=$("$PBX" cluster exec "$1" -- squeue -h 2>/dev/null) || return 1
+	[ -z "$_qe" ]
+}
+# task_states PKG, task_nodes PKG: the sorted states, and the distinct nodes
+# ("-" for none), of PKG's tasks as `pbx state --json` has them
+task_states() { "$PBX" state --json "$1" | json_get '" ".join(sorted(t["state"] for t in d["tasks"]))'; }
+task_nodes() { "$PBX" state --json "$1" | json_get '" ".join(sorted(set(t["node"] or "-" for t in d["tasks"])))'; }
+
 cleanup_cluster() {
 	"$PBX" -q cluster stop "$LC_NAME" >/dev/null 2>&1
 	rm -rf "$TEST_TMP"

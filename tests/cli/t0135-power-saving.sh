@@ -36,14 +36,12 @@ ok $rc "4 tasks submitted: $errout"
 # from here no pbx runs on the user's side until the tasks are done:
 # slurmctld runs pbx-resume by itself
 pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
-done_all() { "$PBX" cluster exec ps -- squeue -h 2>/dev/null | grep -q . && return 1; [ -n "$(sinfo_states)" ]; }
-wait_for 1800 done_all
+wait_for 1800 queue_empty ps
 ok $? "the queue empties with no pbx running here"
 wait_final "$pkg" 60
-"$PBX" state --json "$pkg" >"$TEST_TMP/st.json"
-is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/st.json")" \
+is "$(task_states "$pkg")" \
 	"COMPLETED COMPLETED COMPLETED COMPLETED" "every task completed on the nodes SLURM woke"
-is "$(json_get '" ".join(sorted(set(t["node"] for t in d["tasks"])))' <"$TEST_TMP/st.json")" "node1 node2" \
+is "$(task_nodes "$pkg")" "node1 node2" \
 	"on both nodes (2 CPUs a task, 2 a node)"
 is "$(node_states)" "head:up node1:up node2:up" "the store has them up"
 grep -c " resume " "$CDIR/nodes/head/var/log/pbx-power.log" >"$TEST_TMP/resumes"

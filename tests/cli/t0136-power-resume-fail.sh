@@ -45,14 +45,12 @@ pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 down() { case $(sinfo_of node2) in *"pbx resume failed"*) return 0 ;; esac; return 1; }
 wait_for 1800 down
 ok $? "SLURM has node2 down with pbx's reason: $(sinfo_of node2)"
-done_all() { "$PBX" cluster exec pf -- squeue -h 2>/dev/null | grep -q . && return 1; [ -n "$(sinfo_of node1)" ]; }
-wait_for 1800 done_all
+wait_for 1800 queue_empty pf
 ok $? "the queue empties with no pbx running here"
 wait_final "$pkg" 60
-"$PBX" state --json "$pkg" >"$TEST_TMP/st.json"
-is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/st.json")" \
+is "$(task_states "$pkg")" \
 	"COMPLETED COMPLETED COMPLETED COMPLETED" "every task completed"
-is "$(json_get '" ".join(sorted(set(t["node"] for t in d["tasks"])))' <"$TEST_TMP/st.json")" "node1" \
+is "$(task_nodes "$pkg")" "node1" \
 	"all on node1, the node that exists"
 is "$(node_states)" "head:up node1:up node2:asleep" "the store has node2 asleep again"
 case $(sinfo_of node2) in "down~|pbx resume failed: "* | "down%|pbx resume failed: "*) r=0 ;; *) r=1 ;; esac
