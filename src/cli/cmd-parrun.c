@@ -83,14 +83,11 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	struct pbx_experiment *e = NULL;
 	struct pbx_cluster *c = NULL;
 	struct pbx_parrun_result r;
-	int json = 0, i, k = 0, rc;
+	struct pbx_parrun_values v = { 0 };
+	int json, i, k, rc;
 	char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
-			json = 1;
-		else
-			rest[k++] = argv[i];
-	}
+	pbx_opts_split(cmd, argc, argv, &v, rest, &k); /* -j; the rest passes through */
+	json = v.json;
 	if (k < 2) {
 		free(rest);
 		return pbx_usage_error(cmd, "expected EXPERIMENT and CLUSTER");
@@ -135,8 +132,8 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	return rc;
 }
 
-/* -j is read by pbx_parrun_common itself, between the sbatch options that
- * pass through to sbatch (no table can name them all) */
+/* -j is taken wherever it stands (pbx_opts_split); the sbatch options pass
+ * through to parrun_overrides (no table can name them all) */
 const struct pbx_option pbx_parrun_opts[] = {
 	PBX_OPT_FLAG(
 		'j', "json", struct pbx_parrun_values, json,

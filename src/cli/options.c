@@ -120,3 +120,28 @@ int pbx_opts_parse(const struct pbx_cmd *cmd, int argc, char **argv, void *value
 	pbx_buf_release(&shortopts);
 	return rc;
 }
+
+/* The FLAG entry of table t that argument a names whole, or NULL. */
+static const struct pbx_option *opt_flag_named(const struct pbx_option *t, const char *a)
+{
+	for (; t && t->kind; t++)
+		if (t->kind == PBX_OPT_KIND_FLAG &&
+		    ((t->short_name && a[0] == '-' && a[1] == t->short_name && !a[2]) ||
+		     (t->long_name && !strncmp(a, "--", 2) && !strcmp(a + 2, t->long_name))))
+			return t;
+	return NULL;
+}
+
+void pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
+		    int *nrest)
+{
+	int i;
+	*nrest = 0;
+	for (i = 1; i < argc; i++) {
+		const struct pbx_option *o = opt_flag_named(cmd->options, argv[i]);
+		if (o)
+			opt_store(o, NULL, values);
+		else
+			rest[(*nrest)++] = argv[i];
+	}
+}

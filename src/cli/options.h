@@ -85,4 +85,12 @@ char *pbx_opt_display(const struct pbx_option *o, char *buf, size_t size);
  * is permuted so that they come last). */
 int pbx_opts_parse(const struct pbx_cmd *cmd, int argc, char **argv, void *values, int *first);
 
+/* For a verb whose other arguments pass through unparsed (parrun's sbatch
+ * options, `--gres=gpu:1`, `--time 1:00:00`): the table's flags are taken
+ * where they stand, given whole ("-j", "--json"); every other argument
+ * goes to rest[0..*nrest) in order (rest holds argc entries; borrowed from
+ * argv).  Only FLAG entries are read this way. */
+void pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
+		    int *nrest);
+
 #endif

@@ -8,7 +8,7 @@
 
 #include "cli/cmd.h"
 
-/* What pbx_parrun_opts documents: -j (the sbatch options pass through) */
+/* Where pbx_parrun_opts puts -j (the sbatch options pass through) */
 struct pbx_parrun_values {
 	int json;
 };

@@ -354,6 +354,27 @@ static void display(void)
 	CHECK(buf[8] == 'X');
 }
 
+/* pbx_opts_split (parrun): flags taken where they stand, given whole;
+ * everything else, unknown options and their values included, passes
+ * through in order. */
+static void split(void)
+{
+	char *argv[] = { "demo",    "exp.yaml", "--gres=gpu:1", "-j",       "local", "--time",
+			 "1:00:00", "--all",    "-jv",          "--json=1", NULL };
+	char *rest[11];
+	struct demo_opts o;
+	int n, i;
+	char joined[256] = "";
+	memset(&o, 0, sizeof(o));
+	pbx_opts_split(&demo_cmd, 10, argv, &o, rest, &n);
+	for (i = 0; i < n; i++) {
+		strcat(joined, i ? " " : "");
+		strcat(joined, rest[i]);
+	}
+	CHECK(o.json == 1 && o.all == 1 && o.verbose == 0);
+	CHECK_STR(joined, "exp.yaml --gres=gpu:1 local --time 1:00:00 -jv --json=1");
+}
+
 int main(void)
 {
 	all_kinds();
@@ -362,5 +383,6 @@ int main(void)
 	errors();
 	afresh();
 	display();
+	split();
 	return tap_done();
 }
