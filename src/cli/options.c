@@ -23,13 +23,11 @@ void pbx_opt_list_free(struct pbx_opt_list *l)
 
 char *pbx_opt_display(const struct pbx_option *o, char *buf, size_t size)
 {
-	const char *dash = o->kind == PBX_OPT_KIND_DOC || !o->long_name ? "" : "--";
+	const char *dash = o->long_name ? "--" : ""; /* a DOC entry's too: "--KEY=VALUE" */
 	const char *sep = o->short_name && o->long_name ? ", " : "";
 	char sh[4] = "";
 	if (o->short_name)
 		snprintf(sh, sizeof(sh), "-%c", o->short_name);
-	if (o->kind == PBX_OPT_KIND_DOC)
-		dash = "--";
 	if (!o->metavar)
 		snprintf(buf, size, "%s%s%s%s", sh, sep, dash, o->long_name ? o->long_name : "");
 	else if (o->kind == PBX_OPT_KIND_OPTIONAL)
