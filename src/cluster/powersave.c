@@ -182,21 +182,34 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 
 /* ------------------------------------------------------------ the verb */
 
-/* Sets SLURM nodes `names` ("node2,node3") to `state` (drain, down) with
- * `why` as the reason: a resume that failed.  Best effort. */
-static void power_slurm_state(struct pbx_cluster *c, const char *names, const char *state,
-			      const char *why)
+/* Marks SLURM nodes `names` ("node2,node3") failed in one round trip,
+ * with "pbx resume failed: WHY" as the reason: drained (SLURM requeues the
+ * jobs it was starting there and sends no new one), powered down at once
+ * (SLURM does not wait for them until ResumeTimeout, which would replace
+ * the reason), then DOWN (not woken again until someone resumes them).
+ * WHY may carry a node's own words: only printable ASCII of it, one line,
+ * at most 200 bytes, goes into the reason.  Best effort. */
+static void power_mark_failed(struct pbx_cluster *c, const char *names, const char *why)
 {
-	const char *argv[] = { "scontrol", "update", NULL, NULL, NULL, NULL };
+	static const char *const states[] = { "drain", "power_down_force", "down" };
+	struct pbx_buf script = PBX_BUF_INIT, reason = PBX_BUF_INIT;
+	struct pbx_cluster_output o;
 	struct pbx_err err = PBX_ERR_INIT;
-	int status;
-	argv[2] = xasprintf("nodename=%s", names);
-	argv[3] = xasprintf("state=%s", state);
-	argv[4] = xasprintf("reason=pbx resume failed: %.200s", why);
-	pbx_cluster_exec(c, 0, argv, NULL, NULL, &status, &err);
-	free((char *)argv[2]);
-	free((char *)argv[3]);
-	free((char *)argv[4]);
+	size_t i;
+	pbx_buf_adds(&reason, "reason=pbx resume failed: ");
+	for (i = 0; why[i] && i < 200; i++)
+		pbx_buf_addc(&reason, why[i] >= 0x20 && why[i] < 0x7f ? why[i] : ' ');
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		pbx_buf_addf(&script, "scontrol update state=%s nodename=", states[i]);
+		pbx_shell_quote(&script, names);
+		pbx_buf_addc(&script, ' ');
+		pbx_shell_quote(&script, reason.buf);
+		pbx_buf_addc(&script, '\n');
+	}
+	pbx_cluster_run(c, 0, script.buf, NULL, &o, &err);
+	pbx_cluster_output_release(&o);
+	pbx_buf_release(&script);
+	pbx_buf_release(&reason);
 }
 
 /* Marks "waking" each node of names[0..n) that may sleep and is not up:
@@ -265,16 +278,8 @@ static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, stru
 						 &oerr);
 			pbx_buf_addf(&down, "%s%s", down.len ? "," : "", c->nodes[i].name);
 		}
-		if (down.len) {
-			/* drained: SLURM requeues the jobs it was starting on
-			 * them and gives them no new one; powered down at
-			 * once: SLURM does not wait for them until
-			 * ResumeTimeout (which would replace the reason);
-			 * DOWN: not woken again until someone resumes them */
-			power_slurm_state(c, down.buf, "drain", err->msg);
-			power_slurm_state(c, down.buf, "power_down_force", err->msg);
-			power_slurm_state(c, down.buf, "down", err->msg);
-		}
+		if (down.len)
+			power_mark_failed(c, down.buf, err->msg);
 		pbx_buf_release(&down);
 		pbx_cluster_close(c);
 	}
