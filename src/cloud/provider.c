@@ -1,8 +1,9 @@
 /*
  * provider.c - the table of providers and what they share: the cluster's
  * labels (made here only), the list of resources found by them, the node
- * plan of a cloud cluster, and the loopback guard for an API on loopback
- * (an emulator).
+ * plan of a cloud cluster and its login, what creation records of a node
+ * as it goes and how removal waits (the same on every cloud), and the
+ * loopback guard for an API on loopback (an emulator).
  */
 #include "cloud/provider.h"
 
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern const struct pbx_provider pbx_provider_local;
 extern const struct pbx_provider pbx_provider_gce;
@@ -95,6 +97,19 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 	free(v);
 }
 
+void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
+		       const char *state, const char *cluster, int64_t stopped_at)
+{
+	struct pbx_instance *x;
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	x = &(*v)[(*n)++];
+	x->id = xstrdup(id);
+	x->zone = zone ? xstrdup(zone) : NULL;
+	x->state = state ? xstrdup(state) : NULL;
+	x->cluster = cluster ? xstrdup(cluster) : NULL;
+	x->stopped_at = stopped_at;
+}
+
 /* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */
 static int is_loopback(const char *text)
 {
@@ -134,6 +149,69 @@ int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, s
 	if (i > 0 && nodes[0].public_address && nodes[0].public_address[0])
 		return 0; /* through the head */
 	return pbx_cloud_address_allowed(base, instance, private_ip, err);
+}
+
+int pbx_cloud_wait_gone(pbx_cloud_left_fn left, void *ctx, int limit_s, long delay_ms,
+			struct pbx_err *err)
+{
+	struct timespec delay = { delay_ms / 1000, (delay_ms % 1000) * 1000 * 1000 };
+	time_t until = time(NULL) + limit_s;
+	for (;;) {
+		size_t n = 0;
+		const char *one = NULL;
+		if (left(ctx, &n, &one, err) < 0)
+			return -1;
+		if (n && time(NULL) >= until)
+			return pbx_err_set(err, "%zu instance%s still there after %d s (e.g. %s)",
+					   n, n == 1 ? "" : "s", limit_s, one);
+		if (!n)
+			return 0;
+		nanosleep(&delay, NULL);
+	}
+}
+
+static void set_str(char **field, const char *value)
+{
+	free(*field);
+	*field = value ? xstrdup(value) : NULL;
+}
+
+void pbx_cloud_node_state(struct pbx_node_row *nodes, size_t i, const char *state,
+			  const char *stage, const struct pbx_create_hooks *h)
+{
+	set_str(&nodes[i].state, state);
+	if (h && h->record)
+		h->record(h->ctx, &nodes[i]);
+	pbx_events_stage(h ? h->ev : NULL, i, stage);
+}
+
+void pbx_cloud_node_created(struct pbx_node_row *nodes, size_t i, const char *instance,
+			    const char *operation, const char *zone,
+			    const struct pbx_create_hooks *h)
+{
+	set_str(&nodes[i].instance_id, instance);
+	set_str(&nodes[i].operation, operation);
+	set_str(&nodes[i].zone, zone);
+	pbx_cloud_node_state(nodes, i, "creating", "created", h);
+}
+
+int pbx_cloud_node_running(const char *base, struct pbx_node_row *nodes, size_t i,
+			   const char *instance, const char *private_ip, const char *public_ip,
+			   const char *zone, const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	int rc = pbx_cloud_dial_allowed(base, nodes, i, instance, private_ip, public_ip, err);
+	if (rc != 0)
+		return rc; /* -1, or 1: once the head runs */
+	if (strcmp(nodes[i].state, "running") != 0) {
+		set_str(&nodes[i].address, private_ip);
+		if (zone)
+			set_str(&nodes[i].zone, zone);
+		/* as the node has it: SSH goes through the head to a node
+		 * without one (pbx_cluster_connect) */
+		set_str(&nodes[i].public_address, public_ip);
+		pbx_cloud_node_state(nodes, i, "running", "running", h);
+	}
+	return 0;
 }
 
 /* One planned node of a cloud cluster. */
@@ -183,6 +261,13 @@ const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_templat
 	return NULL;
 }
 
+int pbx_cloud_node_of(const struct pbx_cluster_template *t, const struct pbx_node_row *node,
+		      const struct pbx_node_group *grp)
+{
+	return grp ? !strcmp(node->role, "compute") && pbx_cloud_group_of(t, node->name) == grp
+		   : !strcmp(node->role, "head");
+}
+
 void pbx_cloud_vm_layout(const char *head_host, struct pbx_slurm_layout *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -200,4 +285,42 @@ size_t pbx_cloud_slack(const struct pbx_cluster_template *t)
 {
 	int total = pbx_template_node_count(t);
 	return t->min_nodes > 0 && t->min_nodes < total ? (size_t)(total - t->min_nodes) : 0;
+}
+
+size_t pbx_cloud_min_count(const struct pbx_cluster_template *t, const struct pbx_node_group *grp,
+			   size_t k)
+{
+	size_t slack = grp ? pbx_cloud_slack(t) : 0;
+	return k > slack ? k - slack : 1;
+}
+
+int pbx_cloud_login_read(const struct pbx_cluster_spec *s, const char *default_user,
+			 const char *why, char **user, char **key_path, char **pubkey,
+			 struct pbx_err *err)
+{
+	const struct pbx_cluster_template *t = s->t;
+	struct pbx_buf pub = PBX_BUF_INIT;
+	char *path;
+	if (!t)
+		return 0;
+	*user = xstrdup(t->login_user ? t->login_user : default_user);
+	if (!t->ssh_key)
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "%s:%d: clusters.%s.ssh_key: required for %s", s->cfg->path,
+				    t->line, t->name, why);
+	*key_path = xstrdup(t->ssh_key);
+	path = xasprintf("%s.pub", t->ssh_key);
+	if (pbx_read_file(path, &pub, err) < 0) {
+		free(path);
+		return pbx_err_prefix(err, "the public half of clusters.%s.ssh_key", t->name);
+	}
+	free(path);
+	pbx_buf_rtrim(&pub);
+	if (!pub.len || strchr(pub.buf, '\n')) {
+		pbx_buf_release(&pub);
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "%s.pub: not one public key line",
+				    t->ssh_key);
+	}
+	*pubkey = pbx_buf_detach(&pub, NULL);
+	return 0;
 }

@@ -112,6 +112,11 @@ struct pbx_instance {
 	                         0 when unknown or running */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
+/* Appends one resource to the array *v of *n (grown; strings copied; zone,
+ * state and cluster may be NULL and stay so); *v stays the caller's, to
+ * free with pbx_instances_free. */
+void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
+		       const char *state, const char *cluster, int64_t stopped_at);
 
 /* ----------------------------------------------------------------- images */
 
@@ -250,6 +255,40 @@ int pbx_cloud_dial_allowed(const char *base, const struct pbx_node_row *nodes, s
 			   const char *instance, const char *private_ip, const char *public_ip,
 			   struct pbx_err *err);
 
+/* One round of pbx_cloud_wait_gone: adds to *left (0 at first) how many
+ * of the instances waited for are still there and sets *one (NULL at
+ * first) to the id of one of them, which must stay valid until the wait
+ * returns; 0, or -1 with err. */
+typedef int (*pbx_cloud_left_fn)(void *ctx, size_t *left, const char **one, struct pbx_err *err);
+/* Waits until no instance is left, as destroy and remove_nodes do on every
+ * cloud: a round of `left` every delay_ms until it finds none (0).  -1 when
+ * a round fails, or with err "N instances still there after LIMIT_S s
+ * (e.g. ONE)" when some are after limit_s seconds. */
+int pbx_cloud_wait_gone(pbx_cloud_left_fn left, void *ctx, int limit_s, long delay_ms,
+			struct pbx_err *err);
+
+/* What creation tells of a node as it goes, the same on every cloud (h
+ * may be NULL).  Node i of nodes[] takes `state`, is recorded (h->record)
+ * and reported as `stage`. */
+void pbx_cloud_node_state(struct pbx_node_row *nodes, size_t i, const char *state,
+			  const char *stage, const struct pbx_create_hooks *h);
+/* The cloud accepted node i's instance `instance` (operation and zone as
+ * the cloud has them; strings copied): the node takes them and is
+ * "creating", recorded and reported "created". */
+void pbx_cloud_node_created(struct pbx_node_row *nodes, size_t i, const char *instance,
+			    const char *operation, const char *zone,
+			    const struct pbx_create_hooks *h);
+/* Node i's instance `instance` runs, with private_ip and public_ip (may be
+ * NULL), in `zone` (NULL: the node's is kept).  Unless the address pbx
+ * would dial is not allowed or cannot be told yet (pbx_cloud_dial_allowed
+ * against the API at base), a node not yet "running" takes the addresses
+ * (strings copied) and that state, and is recorded and reported.  Returns
+ * 0 when the node runs, 1 when it cannot be told yet (poll again), -1
+ * with err. */
+int pbx_cloud_node_running(const char *base, struct pbx_node_row *nodes, size_t i,
+			   const char *instance, const char *private_ip, const char *public_ip,
+			   const char *zone, const struct pbx_create_hooks *h, struct pbx_err *err);
+
 /* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
  * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).
  * *nodes owned by the caller (pbx_node_rows_free). */
@@ -258,6 +297,10 @@ void pbx_cloud_plan(const struct pbx_cluster_spec *s, const char *zone, struct p
 /* The node group of compute node `node` (GROUPn), or NULL. */
 const struct pbx_node_group *pbx_cloud_group_of(const struct pbx_cluster_template *t,
 						const char *node);
+/* 1 when `node` is of kind grp of template t: a compute node of group grp,
+ * or, with grp NULL, the head; else 0. */
+int pbx_cloud_node_of(const struct pbx_cluster_template *t, const struct pbx_node_row *node,
+		      const struct pbx_node_group *grp);
 
 /* The SLURM layout of a cloud cluster's VMs: SLURM's default ports, the
  * head's host name `head_host`, daemons under systemd, NFS /shared from
@@ -266,6 +309,19 @@ void pbx_cloud_vm_layout(const char *head_host, struct pbx_slurm_layout *l);
 /* How many compute nodes the template's policy lets go unmade: all but
  * min_nodes of them (none when min_nodes is not set). */
 size_t pbx_cloud_slack(const struct pbx_cluster_template *t);
+/* The fewest of k new nodes of kind grp (NULL = the head) a creation may
+ * make: all of the head; compute nodes short of the slack, at least 1. */
+size_t pbx_cloud_min_count(const struct pbx_cluster_template *t, const struct pbx_node_group *grp,
+			   size_t k);
+
+/* The SSH login of cloud cluster s's nodes, from its template (nothing to
+ * do without one): *user is its login_user, else default_user; *key_path
+ * its ssh_key, which is required (the error says it is "required for
+ * WHY"); *pubkey the one line of ssh_key.pub.  Each owned by the caller
+ * (free), set as it is read: on error the caller frees what was set. */
+int pbx_cloud_login_read(const struct pbx_cluster_spec *s, const char *default_user,
+			 const char *why, char **user, char **key_path, char **pubkey,
+			 struct pbx_err *err);
 
 /* The provider for a cloud name, or NULL. */
 const struct pbx_provider *pbx_provider_find(const char *cloud);

@@ -3,8 +3,9 @@
  * AWS CLI finds them (creds.c), the SigV4 signer (sigv4.c), one EC2 Query
  * API call over src/http (ec2.c), the parsers of its XML replies with
  * libxml2 (parse.c, fuzzed: tests/fuzz/fuzz_aws_reply.c and
- * fuzz_aws_image.c), the provider's context (aws.c) and its prebaked
- * images (image.c: CreateImage).
+ * fuzz_aws_image.c), the provider's context (aws.c; what the files of
+ * its operations share besides is aws_internal.h) and its prebaked images
+ * (image.c: CreateImage).
  */
 #ifndef PBX_CLOUD_AWS_AWS_H
 #define PBX_CLOUD_AWS_AWS_H

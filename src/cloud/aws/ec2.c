@@ -3,9 +3,10 @@
  * (Action=...&Version=2016-11-15&...), SigV4 (sigv4.c) over it, the retry
  * classifier (throttling codes and 5xx, never capacity or quota), the
  * error envelope turned into a message that says what to do, and dry-run
- * (the request printed without credentials or signature, nothing sent).
+ * (the request printed without credentials or signature, nothing sent);
+ * and aws_do, the call whose reply the provider does not need.
  */
-#include "cloud/aws/aws.h"
+#include "cloud/aws/aws_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -239,4 +240,22 @@ int aws_call(struct aws *a, const char *action, const struct aws_params *p, stru
 	}
 	*reply = resp.body;
 	return 0;
+}
+
+int aws_do(struct aws *a, const char *action, struct aws_params *p, const char *const *ok,
+	   struct pbx_buf *reply, struct pbx_err *err)
+{
+	struct pbx_buf r = PBX_BUF_INIT;
+	char code[64];
+	int rc = aws_call(a, action, p, reply ? reply : &r, code, err);
+	if (rc < 0 && ok)
+		for (; *ok; ok++)
+			if (!strcmp(code, *ok)) {
+				pbx_err_clear(err);
+				rc = 0;
+				break;
+			}
+	pbx_buf_release(&r);
+	aws_params_free(p);
+	return rc;
 }

@@ -49,7 +49,7 @@ char *gce_firewall_name(const struct gce *g, int which)
  * when no NAT serves the network there yet.  It is not one cluster's: a NAT
  * covering every subnetwork must be the only one on its network in a
  * region, so every pbx cluster there shares it, and the stop that leaves no
- * pbx node in the region deletes it (gce.c).  Hence a fixed name, without
+ * pbx node in the region deletes it (router.c).  Hence a fixed name, without
  * a cluster id. */
 char *gce_router_name(const struct gce *g)
 {

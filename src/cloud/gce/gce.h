@@ -2,7 +2,8 @@
  * gce.h - what the files of the Compute Engine provider share: its
  * context, the compute v1 call (auth header, retries, errors, dry-run),
  * the request bodies, and the parsers of its replies (fuzzed:
- * tests/fuzz/fuzz_gce_reply.c).
+ * tests/fuzz/fuzz_gce_reply.c).  What the files of the provider's
+ * operations share besides is gce_internal.h.
  */
 #ifndef PBX_CLOUD_GCE_GCE_H
 #define PBX_CLOUD_GCE_GCE_H
@@ -74,7 +75,7 @@ void gce_pool_free(struct gce *g);
 /* A random RFC 4122 version-4 UUID into out[37]. */
 void gce_uuid(char out[37]);
 
-/* Waits for operation `op` to be DONE (gce.c); its error becomes err.
+/* Waits for operation `op` to be DONE (operation.c); its error becomes err.
  * `scope` is where the operation lives: "zones/Z", "regions/R" or
  * "global". */
 int gce_wait_op(struct gce *g, const char *scope, const char *op, struct pbx_err *err);

@@ -1,0 +1,180 @@
+/*
+ * access.c - the cluster's own resources on EC2 besides its instances,
+ * which decide who reaches the nodes: its security group (SSH from the
+ * template's ssh_from, everything from inside the group) and its key pair
+ * (the login key's public half).  create_begin (create.c) finds or makes
+ * both before the first RunInstances; destroy (destroy.c) deletes both
+ * once no instance of the cluster is left.
+ */
+#include "cloud/aws/aws_internal.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/xalloc.h"
+
+/* The VPC of the first subnet (NULL: the default VPC). */
+static int aws_vpc(struct aws *a, char **vpc, struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	struct pbx_buf r = PBX_BUF_INIT;
+	int rc;
+	*vpc = NULL;
+	if (!a->nsubnets)
+		return 0;
+	aws_param(&p, "SubnetId.1", "%s", a->subnets[0]);
+	rc = aws_call(a, "DescribeSubnets", &p, &r, NULL, err);
+	aws_params_free(&p);
+	if (rc == 0 && !a->s->dry_run && !(*vpc = aws_xml_text(r.buf, r.len, "vpcId")))
+		rc = pbx_err_set(err, "EC2 DescribeSubnets: subnet %s has no vpcId", a->subnets[0]);
+	pbx_buf_release(&r);
+	return rc;
+}
+
+/* The cluster's security group: found by tag, else made; its rules are
+ * (re)authorized either way (a start killed between the two calls). */
+int aws_group(struct aws *a, struct pbx_err *err)
+{
+	static const char *const dup[] = { "InvalidPermission.Duplicate", NULL };
+	const struct pbx_cluster_template *t = a->s->t;
+	char **ids = NULL, *vpc = NULL, *name;
+	size_t n = 0, i;
+	struct aws_params p = { 0 };
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &ids, &n,
+			    err);
+	if (rc == 0 && n) {
+		free(a->group_id);
+		a->group_id = xstrdup(ids[0]);
+	} else if (rc == 0) {
+		struct pbx_buf r = PBX_BUF_INIT;
+		rc = aws_vpc(a, &vpc, err);
+		name = aws_res_name(a);
+		aws_param(&p, "GroupName", "%s", name);
+		aws_param(&p, "GroupDescription", "pbx cluster %s id %s", a->s->name, a->s->uid);
+		if (vpc)
+			aws_param(&p, "VpcId", "%s", vpc);
+		aws_tag_spec(a, &p, 1, "security-group", NULL);
+		if (rc == 0)
+			rc = aws_call(a, "CreateSecurityGroup", &p, &r, NULL, err);
+		aws_params_free(&p);
+		if (rc == 0)
+			a->group_id = a->s->dry_run ? xstrdup("sg-dry-run")
+						    : aws_xml_text(r.buf, r.len, "groupId");
+		if (rc == 0 && !a->group_id)
+			rc = pbx_err_set(err, "EC2 CreateSecurityGroup: no groupId in the reply");
+		a->touched |= rc == 0;
+		pbx_buf_release(&r);
+		free(name);
+	}
+	aws_strs_free(ids, n);
+	free(vpc);
+	if (rc < 0)
+		return pbx_err_prefix(err, "security group");
+	/* SSH from ssh_from; everything from inside the group */
+	aws_param(&p, "GroupId", "%s", a->group_id);
+	aws_param(&p, "IpPermissions.1.IpProtocol", "tcp");
+	aws_param(&p, "IpPermissions.1.FromPort", "22");
+	aws_param(&p, "IpPermissions.1.ToPort", "22");
+	for (i = 0; i < (t->nssh_from ? t->nssh_from : 1); i++) {
+		char k[64];
+		snprintf(k, sizeof(k), "IpPermissions.1.IpRanges.%zu.CidrIp", i + 1);
+		aws_param(&p, k, "%s", t->nssh_from ? t->ssh_from[i] : "0.0.0.0/0");
+		snprintf(k, sizeof(k), "IpPermissions.1.IpRanges.%zu.Description", i + 1);
+		aws_param(&p, k, "pbx: SSH to the head");
+	}
+	aws_param(&p, "IpPermissions.2.IpProtocol", "-1");
+	aws_param(&p, "IpPermissions.2.Groups.1.GroupId", "%s", a->group_id);
+	if (aws_do(a, "AuthorizeSecurityGroupIngress", &p, dup, NULL, err) < 0)
+		return pbx_err_prefix(err, "security group %s", a->group_id);
+	return 0;
+}
+
+/* The cluster's key pair: the login key imported unless there. */
+int aws_key(struct aws *a, struct pbx_err *err)
+{
+	static const char *const dup[] = { "InvalidKeyPair.Duplicate", NULL };
+	char **names = NULL, *name = aws_res_name(a), *b64;
+	size_t n = 0, len = strlen(a->pubkey);
+	struct aws_params p = { 0 };
+	int rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &names, &n, err);
+	if (rc == 0 && !n) {
+		b64 = xcalloc(4 * ((len + 2) / 3) + 1, 1);
+		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)a->pubkey, (int)len);
+		aws_param(&p, "KeyName", "%s", name);
+		aws_param(&p, "PublicKeyMaterial", "%s", b64);
+		aws_tag_spec(a, &p, 1, "key-pair", NULL);
+		rc = aws_do(a, "ImportKeyPair", &p, dup, NULL, err);
+		a->touched |= rc == 0;
+		free(b64);
+	}
+	aws_strs_free(names, n);
+	free(name);
+	return rc < 0 ? pbx_err_prefix(err, "key pair") : 0;
+}
+
+static int has(char *const *v, size_t n, const char *s)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i], s))
+			return 1;
+	return 0;
+}
+
+/* The group and key pair, once no instance uses them any more (a group
+ * still attached to a shutting-down instance: DependencyViolation,
+ * retried). */
+int aws_delete_own(struct aws *a, const struct pbx_instance *v, size_t n, struct pbx_err *err)
+{
+	static const char *const gone_sg[] = { "InvalidGroup.NotFound", NULL };
+	static const char *const gone_key[] = { "InvalidKeyPair.NotFound", NULL };
+	char **sg = NULL, **keys = NULL;
+	size_t nsg = 0, nkeys = 0, i;
+	int rc = aws_tagged(a, "DescribeSecurityGroups", "securityGroupInfo", "groupId", &sg, &nsg,
+			    err);
+	if (rc == 0)
+		rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &keys, &nkeys, err);
+	for (i = 0; rc == 0 && i < n; i++) /* what the caller listed, too */
+		if (has(sg, nsg, v[i].id) || has(keys, nkeys, v[i].id))
+			continue;
+		else if (v[i].state && !strcmp(v[i].state, AWS_SG)) {
+			sg = xreallocarray(sg, nsg + 1, sizeof(*sg));
+			sg[nsg++] = xstrdup(v[i].id);
+		} else if (v[i].state && !strcmp(v[i].state, AWS_KEY)) {
+			keys = xreallocarray(keys, nkeys + 1, sizeof(*keys));
+			keys[nkeys++] = xstrdup(v[i].id);
+		}
+	for (i = 0; rc == 0 && i < nsg; i++) {
+		time_t until = time(NULL) + AWS_WAIT_LIMIT_S;
+		for (;;) {
+			struct aws_params p = { 0 };
+			char code[64];
+			struct pbx_buf r = PBX_BUF_INIT;
+			aws_param(&p, "GroupId", "%s", sg[i]);
+			rc = aws_call(a, "DeleteSecurityGroup", &p, &r, code, err);
+			aws_params_free(&p);
+			pbx_buf_release(&r);
+			if (rc < 0 && !strcmp(code, gone_sg[0])) {
+				pbx_err_clear(err);
+				rc = 0;
+			}
+			if (rc == 0 || strcmp(code, "DependencyViolation") != 0 ||
+			    time(NULL) >= until)
+				break;
+			pbx_err_clear(err);
+			sleep(2);
+		}
+	}
+	for (i = 0; rc == 0 && i < nkeys; i++) {
+		struct aws_params p = { 0 };
+		aws_param(&p, "KeyName", "%s", keys[i]);
+		rc = aws_do(a, "DeleteKeyPair", &p, gone_key, NULL, err);
+	}
+	aws_strs_free(sg, nsg);
+	aws_strs_free(keys, nkeys);
+	return rc;
+}

@@ -1,0 +1,132 @@
+/*
+ * poll.c - create_poll of the aws provider: DescribeInstances of the
+ * cluster (by tag, every page) at most once a second until every node's
+ * instance is running with an address, which the node's row then takes
+ * (pbx_cloud_node_running: loopback only against an API on loopback).  A
+ * node whose instance is stopped (autostop) is started again; one that is
+ * gone, or stops again after that, fails the creation, and what it made
+ * goes (aws_clean_up, create.c).
+ */
+#include "cloud/aws/aws_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define AWS_POLL_LIMIT        3000 /* create_poll calls (about 200 ms apart): 10 min */
+#define AWS_DESCRIBE_EVERY_MS 1000
+#define AWS_RESTART_GRACE_MS  90000 /* stopped -> pending takes seconds */
+#define AWS_SEEN_GRACE \
+	150 /* polls an accepted instance may be missing
+				   from DescribeInstances (eventual consistency) */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The nodes whose instance is stopped (autostop, a shutdown on it,
+ * StopInstances): one StartInstances for all of them, once per start;
+ * their disks are as they were.  The poll then waits for `running` as
+ * for a new instance, and takes the new public address EC2 gives. */
+static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n,
+			     const struct aws_inst *have, size_t nhave,
+			     const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	size_t i, k = 0;
+	char key[32];
+	int rc;
+	for (i = 0; i < n; i++) {
+		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0) {
+			snprintf(key, sizeof(key), "InstanceId.%zu", ++k);
+			aws_param(&p, key, "%s", x->id);
+		}
+	}
+	if (!k)
+		return 0;
+	rc = aws_do(a, "StartInstances", &p, NULL, NULL, err);
+	if (rc < 0)
+		return pbx_err_prefix(err, "starting stopped instances");
+	a->started_ms = now_ms();
+	for (i = 0; i < n; i++) {
+		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0)
+			pbx_cloud_node_state(nodes, i, "starting", "starting (was stopped)", h);
+	}
+	return 0;
+}
+
+int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
+		    const struct pbx_create_hooks *h, struct pbx_err *err)
+{
+	static const char *const all[] = { "pending",       "running",    "stopping", "stopped",
+					   "shutting-down", "terminated", NULL };
+	struct aws *a = ctx;
+	struct aws_inst *have = NULL;
+	size_t nhave = 0, i, running = 0;
+	int rc;
+	if (a->s->dry_run)
+		return 1;
+	if (++a->polls > AWS_POLL_LIMIT)
+		return pbx_err_set(err, "instances not running after %d s", AWS_POLL_LIMIT / 5);
+	if (now_ms() - a->last_describe_ms < AWS_DESCRIBE_EVERY_MS)
+		return 0;
+	a->last_describe_ms = now_ms();
+	if (aws_describe(a, all, &have, &nhave, err) < 0)
+		return -1;
+	if (aws_start_stopped(a, nodes, n, have, nhave, h, err) < 0) {
+		aws_insts_free(have, nhave);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		if (!strcmp(nodes[i].state, PBX_NODE_NOT_CREATED)) {
+			running++; /* min_nodes let it go */
+			continue;
+		}
+		if (!x && a->polls < AWS_SEEN_GRACE)
+			continue;
+		if (x && (!strcmp(x->state, "stopping") || !strcmp(x->state, "stopped"))) {
+			/* started once it is stopped (aws_start_stopped); stopped
+			 * again long after StartInstances: it powered itself off */
+			if (!strcmp(nodes[i].state, "starting") && a->started_ms &&
+			    now_ms() - a->started_ms > AWS_RESTART_GRACE_MS) {
+				pbx_err_set(
+					err,
+					"instance %s of node %s is %s again after StartInstances%s%s",
+					x->id, nodes[i].name, x->state, x->reason ? ": " : "",
+					x->reason ? x->reason : "");
+				aws_insts_free(have, nhave);
+				aws_clean_up(a, err);
+				return -1;
+			}
+			continue;
+		}
+		if (!x || !strcmp(x->state, "shutting-down") || !strcmp(x->state, "terminated")) {
+			pbx_err_set(err, "instance %s of node %s is %s%s%s", nodes[i].instance_id,
+				    nodes[i].name, x ? x->state : "gone",
+				    x && x->reason ? ": " : "", x && x->reason ? x->reason : "");
+			aws_insts_free(have, nhave);
+			aws_clean_up(a, err);
+			return -1;
+		}
+		if (strcmp(x->state, "running") != 0 || !x->private_ip)
+			continue;
+		rc = pbx_cloud_node_running(a->endpoint, nodes, i, x->id, x->private_ip,
+					    i == 0 ? x->public_ip : NULL, x->subnet, h, err);
+		if (rc < 0) {
+			aws_insts_free(have, nhave);
+			return -1;
+		}
+		if (rc > 0)
+			continue; /* once the head runs */
+		running++;
+	}
+	aws_insts_free(have, nhave);
+	return running == n;
+}
