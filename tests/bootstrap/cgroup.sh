@@ -132,18 +132,9 @@ if ! unshare -m true 2>/dev/null; then
 	echo PASS
 	exit 0
 fi
-# nocg.sh CMD...: CMD with /sys/fs/cgroup and everything under it unmounted
-# (run in a namespace of its own: the host's mounts stay)
-cat >"$T/nocg.sh" <<'EOF'
-for m in $(awk '$2 ~ "^/sys/fs/cgroup/" { print $2 }' /proc/self/mounts | sort -r); do
-	umount "$m" || exit 97
-done
-while awk '$2 == "/sys/fs/cgroup" { f = 1 } END { exit !f }' /proc/self/mounts; do
-	umount /sys/fs/cgroup || exit 97
-done
-exec "$@"
-EOF
-up_node1 ns unshare -m sh "$T/nocg.sh"
+# no-cgroup.sh CMD...: CMD with /sys/fs/cgroup and everything under it
+# unmounted (run in a namespace of its own: the host's mounts stay)
+up_node1 ns unshare -m sh "$SRC/tests/common/no-cgroup.sh"
 [ "$up_rc" -ne 97 ] || fail "could not unmount /sys/fs/cgroup in a private mount namespace"
 [ "$up_rc" -ne 0 ] || fail "up in a namespace without /sys/fs/cgroup succeeded: $(cat "$T/ns.out")"
 case $(cat "$T/ns.out") in

@@ -25,13 +25,8 @@ h_stop() {
 	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
 	H_PID=
 }
-cleanup() {
-	for c in ${H_CLUSTERS:-e1}; do "$PBX" -q cluster stop "$c" >/dev/null 2>&1; done
-	h_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+# shellcheck disable=SC2086 # one word per cluster
+stop_at_exit ${H_CLUSTERS:-e1}
 
 # h_start [harness options]: a fresh moto + proxy + bodies; sets the
 # environment pbx signs with (the IAM user's key) and writes config.yaml.

@@ -39,6 +39,8 @@ run_pbx() {
 	rc=$?
 	errout=$(cat "$TEST_TMP/stderr")
 }
+# in_home HOME ARGS...: run_pbx with PBX_HOME=HOME (tests of several homes)
+in_home() { _ih=$PBX_HOME; PBX_HOME=$1; shift; run_pbx "$@"; PBX_HOME=$_ih; }
 
 done_testing() {
 	echo "1..$tap_n"
@@ -77,6 +79,45 @@ wait_started() {
 	echo "Bail out! $4 did not start in $((_ws_i / 10)) s; its log:"
 	tail -n 20 "$3" | sed 's/^/# /'
 	exit 1
+}
+
+# For the tests that kill pbx with -9 (SIGKILL) while it works:
+# pbx_bg ARGS...: `pbx -q ARGS` in the background, output dropped, its pid
+# in bg_pid.  wait_bg TRIES SECONDS CMD...: runs CMD until it succeeds or
+# that pbx has ended, at most TRIES times, SECONDS apart.  kill9: kills
+# that pbx with SIGKILL and reaps it; its exit status in krc (137 when
+# the kill landed).
+pbx_bg() {
+	"$PBX" -q "$@" >/dev/null 2>&1 &
+	bg_pid=$!
+}
+wait_bg() {
+	_wb_n=$1 _wb_s=$2
+	shift 2
+	_wb_i=0
+	until "$@"; do
+		kill -0 "$bg_pid" 2>/dev/null || break
+		_wb_i=$((_wb_i + 1))
+		[ $_wb_i -ge "$_wb_n" ] && break
+		sleep "$_wb_s"
+	done
+}
+kill9() {
+	kill -9 "$bg_pid" 2>/dev/null
+	wait "$bg_pid" 2>/dev/null
+	krc=$?
+}
+# gpu2_at POINT: whether node gpu2 of the newest cluster in the store is at
+# POINT: its state (left in st) is POINT, or bootstrapping for "late"
+gpu2_at() {
+	st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
+	[ "$st" = "$1" ] || [ "$1:$st" = late:bootstrapping ]
+}
+# incoming_over PKG BYTES: whether a harvest of PKG has more than BYTES in
+# $RESULTS/PKG/.incoming
+incoming_over() {
+	_io=$(du -sb "$RESULTS/$1/.incoming" 2>/dev/null | cut -f1)
+	[ "${_io:-0}" -gt "$2" ]
 }
 
 # prints VALUE CMD...: whether CMD prints VALUE.  For wait_for, which runs
@@ -142,8 +183,7 @@ clouds:
 LCEOF
 	chmod 600 "$PBX_HOME/config.yaml"
 	LC_NAME=$1
-	trap 'cleanup_cluster' EXIT
-	trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
+	stop_at_exit
 }
 
 # body_procs NODE: how many processes of the local cluster $LC_NAME's node
@@ -165,8 +205,27 @@ queue_empty() {
 task_states() { "$PBX" state --json "$1" | json_get '" ".join(sorted(t["state"] for t in d["tasks"]))'; }
 task_nodes() { "$PBX" state --json "$1" | json_get '" ".join(sorted(set(t["node"] or "-" for t in d["tasks"])))'; }
 
+# stop_at_exit [CLUSTER...]: at the test's exit, even on HUP, INT or TERM
+# (dash runs no EXIT trap on a signal by itself), cleanup_cluster: stops
+# the local cluster $LC_NAME (local_cluster) and each CLUSTER (HOME:NAME:
+# cluster NAME of the pbx home HOME), then the Compute Engine emulator
+# (gce_emulator) and the EC2 harness (aws_lib.sh's h_start) where they
+# run, and removes TEST_TMP.  A test's own EXIT trap may call
+# cleanup_cluster last.
+stop_at_exit() {
+	STOP_CLUSTERS=$*
+	trap cleanup_cluster EXIT
+	trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+}
 cleanup_cluster() {
-	"$PBX" -q cluster stop "$LC_NAME" >/dev/null 2>&1
+	for _sc in ${LC_NAME:-} ${STOP_CLUSTERS:-}; do
+		case $_sc in
+		*:*) PBX_HOME=${_sc%:*} "$PBX" -q cluster stop "${_sc##*:}" >/dev/null 2>&1 ;;
+		*) "$PBX" -q cluster stop "$_sc" >/dev/null 2>&1 ;;
+		esac
+	done
+	gce_emulator_stop
+	[ -z "${H_PID:-}" ] || h_stop
 	rm -rf "$TEST_TMP"
 }
 
@@ -228,11 +287,11 @@ unset GOOGLE_APPLICATION_CREDENTIALS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS
 mkdir -p "$PBX_HOME"
 chmod 700 "$PBX_HOME"
 
-# gce_emulator NETWORK_BLOCK NAT_BLOCK [FLAG...]: the Compute Engine
-# emulator with node bodies (state in TEST_TMP/emu), a service account it
-# accepts (TEST_TMP/sa.json) and PORT set; EMU_PID to stop it
-# (gce_emulator_stop).  FLAGs go to the emulator.  Exits 77 (SKIP) where
-# the emulator is not built.
+# gce_emulator NETWORK_BLOCK NAT_BLOCK [FLAG...]: a fresh Compute Engine
+# emulator (one that runs is stopped first) with node bodies (state in
+# TEST_TMP/emu), a service account it accepts (TEST_TMP/sa.json, its key
+# made once) and PORT set; EMU_PID to stop it (gce_emulator_stop).  FLAGs
+# go to the emulator.  Exits 77 (SKIP) where the emulator is not built.
 gce_emulator() {
 	ge_net=$1 ge_nat=$2
 	shift 2
@@ -243,8 +302,11 @@ gce_emulator() {
 		rm -rf "$TEST_TMP"
 		exit 77
 	fi
+	gce_emulator_stop
+	rm -rf "$TEST_TMP/emu" "$TEST_TMP/port"
 	chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
-	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
+	[ -s "$TEST_TMP/sa.pem" ] ||
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
 	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
 		--project pbx-test --network-block "$ge_net" --nat-block "$ge_nat" \
 		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
@@ -261,8 +323,7 @@ with os.fdopen(fd, "w") as f:
                "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
                "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
 PY
-	python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/service-accounts" % sys.argv[1], data=sys.argv[2].encode(), headers={"Content-Type": "application/json"}))' \
-		"$PORT" "{\"key_file\": \"$TEST_TMP/sa.json\"}"
+	emu_post service-accounts "{\"key_file\": \"$TEST_TMP/sa.json\"}" >/dev/null
 }
 
 gce_emulator_stop() {
@@ -270,5 +331,7 @@ gce_emulator_stop() {
 	EMU_PID=
 }
 
-# emu_get PATH: GET /_emulator/PATH of the emulator at PORT
+# emu_get PATH: GET /_emulator/PATH of the emulator at PORT; emu_post PATH
+# JSON: POST JSON there; each prints the reply
+emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }

@@ -75,16 +75,7 @@ is "$(procs_mentioning "$CDIR/")" "" "... and no process of the cluster is left"
 is "$(ports_left)" "0" "... nor a port"
 
 if unshare -m true 2>/dev/null; then
-	cat >"$TEST_TMP/nocg.sh" <<'EOF'
-for m in $(awk '$2 ~ "^/sys/fs/cgroup/" { print $2 }' /proc/self/mounts | sort -r); do
-	umount "$m" || exit 97
-done
-while awk '$2 == "/sys/fs/cgroup" { f = 1 } END { exit !f }' /proc/self/mounts; do
-	umount /sys/fs/cgroup || exit 97
-done
-exec "$@"
-EOF
-	demo unshare -m sh "$TEST_TMP/nocg.sh"
+	demo unshare -m sh "$PBX_SOURCE_DIR/tests/common/no-cgroup.sh"
 	[ "$rc" -ne 0 ] && [ "$rc" -ne 97 ]
 	ok $? "without /sys/fs/cgroup the demo fails (exit status $rc)"
 	grep -q '^  node node1: .*: slurmd needs a cgroup filesystem at /sys/fs/cgroup and none is mounted (in a chroot: mount --rbind' "$TEST_TMP/demo.out"

@@ -26,11 +26,7 @@ clouds:
 EOF
 chmod 600 "$PBX_HOME/config.yaml"
 CDIR="$PBX_HOME/clusters/t3"
-cleanup() {
-	"$PBX" -q cluster stop t3 >/dev/null 2>&1
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
+stop_at_exit t3
 
 run_pbx cluster start t3
 ok $rc "cluster start t3 succeeds: $errout"

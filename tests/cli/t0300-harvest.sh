@@ -81,30 +81,17 @@ BPKG=$(echo "$out" | json_get 'd["package"]')
 wait_final "$BPKG" 120
 # Cut 1: the sending tar dies part-way through big.bin.
 ( "$PBX" -q harvest "$BPKG" >"$TEST_TMP/cut1.out" 2>&1; echo $? >"$TEST_TMP/cut1.rc" ) &
-i=0
-while [ $i -lt 200 ]; do
-	sz=$(du -sb "$RESULTS/$BPKG/.incoming" 2>/dev/null | cut -f1)
-	[ "${sz:-0}" -gt 50000000 ] && break
-	sleep 0.05
-	i=$((i + 1))
-done
+bg_pid=$!
+wait_bg 200 0.05 incoming_over "$BPKG" 50000000
 pkill -9 -f "tar -C .*/pbx/$BPKG/tasks --null" 2>/dev/null
 wait
 is "$(cat "$TEST_TMP/cut1.rc")" "1" "the cut harvest fails: $(tail -n 1 "$TEST_TMP/cut1.out")"
 [ ! -e "$RESULTS/$BPKG/0/big.bin" ]
 ok $? "no partial big.bin is in place"
 # Cut 2: pbx itself is killed part-way.
-"$PBX" -q harvest "$BPKG" >/dev/null 2>&1 &
-hp=$!
-i=0
-while [ $i -lt 200 ]; do
-	sz=$(du -sb "$RESULTS/$BPKG/.incoming" 2>/dev/null | cut -f1)
-	[ "${sz:-0}" -gt 50000000 ] && break
-	sleep 0.05
-	i=$((i + 1))
-done
-kill -9 $hp
-wait $hp 2>/dev/null
+pbx_bg harvest "$BPKG"
+wait_bg 200 0.05 incoming_over "$BPKG" 50000000
+kill9
 [ ! -e "$RESULTS/$BPKG/0/big.bin" ] || [ "$(stat -c %s "$RESULTS/$BPKG/0/big.bin")" = 200000000 ]
 ok $? "killing pbx leaves no partial file in place"
 run_pbx harvest --json "$BPKG"

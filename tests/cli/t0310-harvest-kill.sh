@@ -72,18 +72,9 @@ ok $? "the whole is $WHOLE bytes"
 # "outside", is killed by the test while it streams); checks what it left.
 killed_harvest() {
 	if [ "$1" = outside ]; then
-		"$PBX" -q harvest "$PKG" >/dev/null 2>&1 &
-		hp=$!
-		i=0
-		while [ $i -lt 400 ]; do
-			sz=$(du -sb "$RESULTS/$PKG/.incoming" 2>/dev/null | cut -f1)
-			[ "${sz:-0}" -gt 4000000 ] && break
-			sleep 0.01
-			i=$((i + 1))
-		done
-		kill -9 $hp 2>/dev/null
-		wait $hp
-		krc=$?
+		pbx_bg harvest "$PKG"
+		wait_bg 400 0.01 incoming_over "$PKG" 4000000
+		kill9
 	else
 		PBX_TEST_KILL_AT=$1 "$PBX" -q harvest "$PKG" >/dev/null 2>&1
 		krc=$?

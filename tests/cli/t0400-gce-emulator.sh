@@ -19,48 +19,12 @@
 # PBX_GCE_EMULATOR (emulator.py) and PBX_NODE_BODY_HELPER override where
 # the emulator and its node-body helper are.
 . "$(dirname "$0")/lib.sh"
+stop_at_exit e1
 
-EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
-HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
-if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
-	echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
-
-emu_stop() {
-	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	EMU_PID=
-}
-cleanup() {
-	"$PBX" -q cluster stop e1 >/dev/null 2>&1
-	emu_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-
-# emu_start [--fault K=V ...]: a fresh emulator; sets PORT, writes the key
-# file and config.yaml pointing at it.
+# emu_start [--fault K=V ...]: a fresh emulator (gce_emulator: PORT, the
+# key file TEST_TMP/sa.json), config.yaml pointing at it.
 emu_start() {
-	emu_stop
-	rm -rf "$TEST_TMP/emu" "$TEST_TMP/port"
-	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-		--project pbx-test --network-block 127.0.72.0/24 --nat-block 127.0.73.0/24 \
-		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
-		>"$TEST_TMP/emu.out" 2>&1 &
-	EMU_PID=$!
-	i=0
-	while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-	PORT=$(cat "$TEST_TMP/port")
-	python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
-import json, sys
-pem, out, port = sys.argv[1:]
-json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
-           "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
-           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
-PY
-	chmod 600 "$PBX_HOME/sa.json"
-	emu_post service-accounts "{\"key_file\": \"$PBX_HOME/sa.json\"}" >/dev/null
+	gce_emulator 127.0.72.0/24 127.0.73.0/24 "$@"
 	cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   e1:
@@ -71,22 +35,17 @@ clusters:
     node_groups:
       - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 1, gpu_type: nvidia-tesla-t4 }
 clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $PBX_HOME/sa.json,
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
   local: { slurm_port_base: 27000 }
 CONFIG
 	chmod 600 "$PBX_HOME/config.yaml"
 }
-emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 # "instances firewalls routers" the emulator holds
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }
 
 mkdir -p "$PBX_HOME"
-# The bodies' sshd reads each user's keys as that user (pbx, not root):
-# the emulator's state directory must be reachable for it.
-chmod 755 "$TEST_TMP"
 ssh-keygen -q -t ed25519 -N "" -C t0400 -f "$PBX_HOME/id"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
 
 # ------------------------------------------------------------ end to end
 emu_start
@@ -263,12 +222,10 @@ is "$(emu_holds)" "0 0 0" "and leaves nothing"
 
 # ------------------------------------------------------ kill -9 mid-start
 emu_start --fault op_delay=0.5
-"$PBX" -q cluster start e1 >/dev/null 2>&1 &
-pid=$!
-i=0
-until [ "$(emu_holds | cut -d' ' -f1)" -gt 0 ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
-kill -9 $pid
-wait $pid 2>/dev/null
+pbx_bg cluster start e1
+instances_made() { [ "$(emu_holds | cut -d' ' -f1)" -gt 0 ]; }
+wait_bg 100 0.1 instances_made
+kill9
 run_pbx cluster stop e1
 ok $rc "stop after pbx was killed mid-create: $errout"
 is "$(emu_holds)" "0 0 0" "nothing is left after kill -9 and stop"
@@ -278,21 +235,10 @@ is "$(emu_holds)" "0 0 0" "nothing is left after kill -9 and stop"
 # store: planned, creating, bootstrapping, and a moment after).
 for point in planned creating bootstrapping late; do
 	emu_start --fault op_delay=0.3
-	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 300 ]; do
-		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
-		case $point:$st in
-		planned:planned | creating:creating | bootstrapping:bootstrapping | late:bootstrapping) break ;;
-		esac
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.02
-		i=$((i + 1))
-	done
+	pbx_bg cluster start e1
+	wait_bg 300 0.02 gpu2_at "$point"
 	[ "$point" != late ] || sleep 0.4
-	kill -9 $pid 2>/dev/null
-	wait $pid 2>/dev/null
+	kill9
 	run_pbx cluster stop e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
 	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0 0:0" \
@@ -312,7 +258,7 @@ is "$rc:$(emu_holds)" "0:0 0 0" "stop after the refreshed start leaves nothing"
 # A key the emulator does not know (same account, another key).
 emu_start
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/other.pem" 2>/dev/null
-python3 - "$PBX_HOME/sa.json" "$TEST_TMP/other.pem" <<'PY'
+python3 - "$TEST_TMP/sa.json" "$TEST_TMP/other.pem" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["private_key"] = open(sys.argv[2]).read()
 json.dump(d, open(sys.argv[1], "w"))
@@ -334,7 +280,7 @@ cat >"$PBX_HOME/adc.json" <<ADC
  "refresh_token": "1//rtoken", "token_uri": "http://127.0.0.1:$PORT/token"}
 ADC
 chmod 600 "$PBX_HOME/adc.json"
-sed -i "s#credentials: $PBX_HOME/sa.json#credentials: $PBX_HOME/adc.json#" "$PBX_HOME/config.yaml"
+sed -i "s#credentials: $TEST_TMP/sa.json#credentials: $PBX_HOME/adc.json#" "$PBX_HOME/config.yaml"
 run_pbx cluster stop --dry-run e1
 run_pbx cluster start e1
 ok $rc "start with authorized_user credentials: $errout"

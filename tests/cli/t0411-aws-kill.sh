@@ -15,24 +15,13 @@ H_SUBNET1=127.0.83.0/24 H_SUBNET2=127.0.84.0/24 H_SLURM_PORT_BASE=30000
 # Killed at 5 points (by gpu2's state in the store, or moto's): before
 # anything exists, once instances exist, once they run, mid-bootstrap, a
 # moment later; each followed by stop.
+at() { gpu2_at "$1" || { [ "$1" = instances ] && [ "$(calls calls RunInstances)" -ge 1 ]; }; }
 for point in planned instances running bootstrapping late; do
 	h_start
-	"$PBX" -q cluster start e1 >/dev/null 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 500 ]; do
-		st=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = 'gpu2' AND cluster_id = (SELECT max(id) FROM clusters)" 2>/dev/null || true)
-		case $point:$st in
-		planned:planned | running:running | bootstrapping:bootstrapping | late:bootstrapping) break ;;
-		instances:*) [ "$(calls calls RunInstances)" -ge 1 ] && break ;;
-		esac
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.02
-		i=$((i + 1))
-	done
+	pbx_bg cluster start e1
+	wait_bg 500 0.02 at "$point"
 	[ "$point" != late ] || sleep 0.5
-	kill -9 $pid 2>/dev/null
-	wait $pid 2>/dev/null
+	kill9
 	run_pbx cluster stop e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
 	wait_for 300 prints 0 bodies

@@ -14,13 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 
 A="$TEST_TMP/a" B="$TEST_TMP/b" C="$TEST_TMP/c"
-cleanup() {
-	PBX_HOME=$A "$PBX" -q cluster stop gpu >/dev/null 2>&1
-	PBX_HOME=$B "$PBX" -q cluster stop gpu >/dev/null 2>&1
-	gce_emulator_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
+stop_at_exit "$A:gpu" "$B:gpu"
 mkdir -p "$A" "$B" "$C"
 
 # One service account (one project), used by every home.
@@ -48,13 +42,6 @@ CONFIG
 home "$A" 24000
 home "$B" 25000
 home "$C" 32000
-in_home() {   # in_home HOME ARGS: run_pbx with PBX_HOME=HOME
-	h=$1
-	shift
-	out=$(PBX_HOME=$h "$PBX" "$@" 2>"$TEST_TMP/stderr")
-	rc=$?
-	errout=$(cat "$TEST_TMP/stderr")
-}
 # What the emulator holds: one line per resource, "KIND NAME ID" (instances
 # by their pbx-cluster-id label, rules by the id their description ends in)
 emu_list() {

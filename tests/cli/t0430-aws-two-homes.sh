@@ -15,13 +15,7 @@ H_SUBNET1=127.0.81.0/24 H_SUBNET2=127.0.82.0/24 H_SLURM_PORT_BASE=13000
 . "$(dirname "$0")/aws_lib.sh"
 
 A="$PBX_HOME" B="$TEST_TMP/b" C="$TEST_TMP/c"
-cleanup() {
-	PBX_HOME=$A "$PBX" -q cluster stop e1 >/dev/null 2>&1
-	PBX_HOME=$B "$PBX" -q cluster stop e1 >/dev/null 2>&1
-	h_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
+stop_at_exit "$A:e1" "$B:e1"
 
 h_start
 # one node per cluster; homes B and C: their own login key and SLURM ports
@@ -33,13 +27,6 @@ for h in "$B" "$C"; do
 		"$A/config.yaml" >"$h/config.yaml"
 	chmod 600 "$h/config.yaml"
 done
-in_home() {   # in_home HOME ARGS: run_pbx with PBX_HOME=HOME
-	h=$1
-	shift
-	out=$(PBX_HOME=$h "$PBX" "$@" 2>"$TEST_TMP/stderr")
-	rc=$?
-	errout=$(cat "$TEST_TMP/stderr")
-}
 uid() { sqlite3 "$1/pbx.db" "SELECT uid FROM clusters WHERE name = 'e1' AND state != 'deleted'"; }
 # What moto holds, one line per resource: "KIND NAME-OR-ID STATE CLUSTER-ID"
 moto_list() {

@@ -13,52 +13,16 @@
 # Emulator addresses 127.0.95.0/24 (private) and 127.0.96.0/24 (public);
 # SLURM ports from 12000 + 64*8.
 . "$(dirname "$0")/lib.sh"
+stop_at_exit c2
 
-EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
-HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
-if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
-	echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
-
-emu_stop() {
-	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	EMU_PID=
-}
-cleanup() {
-	"$PBX" -q cluster stop c2 >/dev/null 2>&1
-	emu_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
-
-emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 # "instances firewalls routers images" the emulator holds
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
 emu_images() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("%s:%s:%s" % (i["name"], i["status"], i["labels"].get("pbx-image-id", "-")) for i in sorted(d["images"], key=lambda i: i["name"])))'; }
 
+# emu_start [FLAG...]: a fresh emulator (gce_emulator), config.yaml
+# pointing at it.
 emu_start() {
-	emu_stop
-	rm -rf "$TEST_TMP/emu" "$TEST_TMP/port"
-	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-		--project pbx-test --network-block 127.0.95.0/24 --nat-block 127.0.96.0/24 \
-		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
-		>"$TEST_TMP/emu.out" 2>&1 &
-	EMU_PID=$!
-	i=0
-	while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-	PORT=$(cat "$TEST_TMP/port")
-	python3 - "$TEST_TMP/sa.pem" "$PBX_HOME/sa.json" "$PORT" <<'PY'
-import json, sys
-pem, out, port = sys.argv[1:]
-json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
-           "private_key": open(pem).read(), "client_email": "pbx-img@pbx-test.iam.gserviceaccount.com",
-           "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, open(out, "w"))
-PY
-	chmod 600 "$PBX_HOME/sa.json"
-	emu_post service-accounts "{\"key_file\": \"$PBX_HOME/sa.json\"}" >/dev/null
+	gce_emulator 127.0.95.0/24 127.0.96.0/24 "$@"
 	cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   g1:
@@ -87,7 +51,7 @@ clusters:
     node_groups:
       - { name: cpu, count: 1 }
 clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $PBX_HOME/sa.json,
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
   local: { slurm_port_base: 12000 }
 CONFIG
@@ -95,9 +59,7 @@ CONFIG
 }
 
 mkdir -p "$PBX_HOME"
-chmod 755 "$TEST_TMP"
 ssh-keygen -q -t ed25519 -N "" -C t0440 -f "$PBX_HOME/id"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
 
 # ------------------------------------------------------------ build
 emu_start
@@ -167,12 +129,10 @@ is "$(echo "$out" | wc -l)" "1" "image list shows nothing but its header"
 
 # ------------------------------------------- kill -9 while the builder runs
 emu_start --fault op_delay=0.3
-"$PBX" -q image build g1 img-k >/dev/null 2>&1 &
-pid=$!
+pbx_bg image build g1 img-k
 builder_made() { [ "$(emu_holds | cut -d' ' -f1)" -gt 0 ]; }
-wait_for 150 builder_made
-kill -9 $pid
-wait $pid 2>/dev/null
+wait_bg 150 0.1 builder_made
+kill9
 is "$(image_row state img-k)" "building" "after kill -9 the image is recorded as building"
 run_pbx image list --json
 case $(echo "$out" | json_get 'd[0]["detail"]') in *"builder instance pbx-image-"*) r=0 ;; *) r=1 ;; esac
@@ -184,12 +144,10 @@ is "$(emu_holds):$(image_row state img-k)" "0 0 0 0:deleted" "nothing is left: n
 
 # --------------------------------- kill -9 while the image is being made
 emu_start --fault op_delay=1.0
-"$PBX" -q image build g1 img-k2 >/dev/null 2>&1 &
-pid=$!
+pbx_bg image build g1 img-k2
 image_begun() { [ "$(emu_holds | cut -d' ' -f4)" -gt 0 ]; }
-wait_for 600 image_begun
-kill -9 $pid
-wait $pid 2>/dev/null
+wait_bg 600 0.1 image_begun
+kill9
 OLD=$(image_row uid img-k2)
 is "$(image_row state img-k2):$(emu_images)" "building:img-k2:PENDING:$OLD" "killed while the image is PENDING"
 run_pbx image build g1 img-k2

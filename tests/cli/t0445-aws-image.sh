@@ -114,12 +114,10 @@ is "$(calls calls DeregisterImage) $(calls calls DeleteSnapshot)" "1 1" "one Der
 
 # ------------------------------------------- kill -9 while the builder runs
 h_start --image-delay 6
-"$PBX" -q image build e1 img-k >/dev/null 2>&1 &
-pid=$!
+pbx_bg image build e1 img-k
 builder_made() { case $(image_row detail img-k) in "builder instance i-"*) return 0 ;; esac; return 1; }
-wait_for 300 builder_made
-kill -9 $pid
-wait $pid 2>/dev/null
+wait_bg 300 0.1 builder_made
+kill9
 is "$(image_row state img-k):$(holds | cut -d' ' -f1)" "building:1" "after kill -9 the image is recorded as building; its builder is there"
 run_pbx image list --json
 case $(echo "$out" | json_get 'd[0]["detail"]') in *"builder instance i-"*) r=0 ;; *) r=1 ;; esac
@@ -134,12 +132,10 @@ is "$(bodies)" "0" "no node body is left"
 
 # --------------------------------- kill -9 while the AMI is pending
 h_start --image-delay 6
-"$PBX" -q image build e1 img-k2 >/dev/null 2>&1 &
-pid=$!
+pbx_bg image build e1 img-k2
 ami_begun() { [ -n "$(amis)" ]; }
-wait_for 1200 ami_begun
-kill -9 $pid
-wait $pid 2>/dev/null
+wait_bg 1200 0.1 ami_begun
+kill9
 OLD=$(image_row uid img-k2)
 is "$(image_row state img-k2):$(amis)" "building:img-k2:pending:$OLD" "killed while the AMI is pending"
 run_pbx image delete img-k2

@@ -11,13 +11,7 @@
 # 127.0.91.0/24 (public); SLURM ports from 26000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-cleanup() {
-	"$PBX" -q cluster stop as >/dev/null 2>&1
-	gce_emulator_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+stop_at_exit as
 gce_emulator 127.0.90.0/24 127.0.91.0/24
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0450 -f "$PBX_HOME/id"

@@ -14,13 +14,7 @@
 # 29000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-cleanup() {
-	"$PBX" -q cluster stop sp >/dev/null 2>&1
-	gce_emulator_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+stop_at_exit sp
 gce_emulator 127.0.99.0/25 127.0.99.128/25 --preempt-notice 30
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0460 -f "$PBX_HOME/id"

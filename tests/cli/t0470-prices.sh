@@ -11,7 +11,7 @@
 # caches nothing.  Emulator addresses 127.0.101.0/24 and 127.0.102.0/24
 # (no cluster is started).
 . "$(dirname "$0")/lib.sh"
-trap 'gce_emulator_stop; rm -rf "$TEST_TMP"' EXIT
+stop_at_exit
 mkdir -p "$PBX_HOME"
 
 gce_emulator 127.0.101.0/24 127.0.102.0/24
@@ -106,8 +106,7 @@ run_pbx cluster price --json --offline g1
 is "$rc:$(field hourly):$(field groups 1 each)" "0:1.244:0.472" "prices.gpu_hourly overrides the GPUs' price"
 
 # Malformed replies: a clear error, nothing cached.
-rm -f "$PBX_HOME/pbx.db"* "$TEST_TMP/port"
-rm -rf "$TEST_TMP/emu"
+rm -f "$PBX_HOME/pbx.db"*
 gce_emulator 127.0.101.0/24 127.0.102.0/24
 config
 billing malformed

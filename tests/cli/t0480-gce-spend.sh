@@ -14,13 +14,7 @@
 # ports from 16000 + 64*8, below the kernel's ephemeral range.
 . "$(dirname "$0")/lib.sh"
 
-cleanup() {
-	"$PBX" -q cluster stop sp >/dev/null 2>&1
-	gce_emulator_stop
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
+stop_at_exit sp
 gce_emulator 127.0.107.0/24 127.0.108.0/24
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0480 -f "$PBX_HOME/id"

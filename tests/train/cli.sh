@@ -7,15 +7,7 @@ BIN=$1
 W=$2
 rm -rf "$W"; mkdir -p "$W"
 fail=0
-expect() { # expect CODE PATTERN -- command...
-	code=$1; pat=$2; shift 3
-	out=$("$@" 2>&1); rc=$?
-	if [ "$rc" != "$code" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
-		echo "not ok: $* -> $rc: $out"; fail=1
-	else
-		echo "ok $pat"
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 expect 0 "usage: pbx-train CONFIG.yaml" -- "$BIN" --help
 expect 2 "usage" -- "$BIN"
 printf 'train:\n  model: mlp\n  epochs: 2\n  lr: fast\n' > "$W/bad.yaml"

@@ -24,17 +24,7 @@ HAVE_CUDA=$3
 MPIRUN=${4:-}   # mpirun, when pbx-train has MPI: the ranks must agree
 rm -rf "$W"; mkdir -p "$W"
 fail=0
-ok() { echo "ok $1"; }
-no() { echo "not ok: $1"; fail=1; }
-expect() { # expect CODE PATTERN -- command...
-	code=$1; pat=$2; shift 3
-	out=$("$@" 2>&1); rc=$?
-	if [ "$rc" != "$code" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
-		no "$* -> $rc: $out"
-	else
-		ok "$pat"
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 S="--set dataset=synthetic --set synthetic_n=128 --set test_subset=32 --set batch_size=32 --set epochs=2 --set model=cnn-bn"
 

@@ -35,45 +35,14 @@ MPIRUN="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --
 DP="--set mode=downpour --set model=lenet --set dataset=synthetic --set synthetic_n=2048
  --set test_subset=512 --set batch_size=32 --set threads=1 --set log_every=10
  --set seed=1 --set lr=0.01 --set ps_timeout=10"
-fail() { echo "not ok: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh"
 jget() { sed -n "s/.*\"$2\": \\([0-9.e+-]*\\).*/\\1/p" "$1" | head -1; }
-
-# the pid of rank $2 among mpirun $1's children
-rank_pid() {
-	for p in $(pgrep -P "$1"); do
-		if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
 
 # starts a long run, waits for progress, SIGKILLs rank $1; sets T (seconds
 # until mpirun ended) and RC
 disrupt() {
-	$MPIRUN -np 3 "$BIN" - $DP --set synthetic_n=16384 --set epochs=$2 \
-		--set output_dir="$W/d" >"$W/d.log" 2>&1 &
-	MP=$!
-	i=0
-	while ! grep -q '"step":100' "$W/d/metrics.jsonl" 2>/dev/null; do
-		sleep 0.1; i=$((i+1))
-		[ $i -lt 600 ] || { kill $MP; cat "$W/d.log"; fail "no progress"; }
-	done
-	P=$(rank_pid $MP "$1") || { kill $MP; fail "rank $1 not found"; }
-	T0=$(date +%s)
-	kill -KILL "$P"
-	i=0
-	while kill -0 $MP 2>/dev/null; do
-		sleep 0.5; i=$((i+1))
-		if [ $i -gt 240 ]; then
-			kill -KILL $MP; pkill -KILL -P $MP 2>/dev/null || true
-			cat "$W/d.log"; fail "job still running 120 s after SIGKILL to rank $1"
-		fi
-	done
-	RC=0; wait $MP || RC=$?
-	T=$(( $(date +%s) - T0 ))
-	cat "$W/d.log"
+	mpi_disrupt KILL "$1" 100 120 $MPIRUN -np 3 "$BIN" - $DP --set synthetic_n=16384 \
+		--set epochs=$2 --set output_dir="$W/d"
 	echo "SIGKILL to rank $1: job ended in ${T} s, mpirun exit $RC"
 }
 

@@ -32,49 +32,18 @@ MPIRUN="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --
 LENET="--set model=lenet --set dataset=synthetic --set synthetic_n=2048
  --set test_subset=256 --set epochs=2 --set batch_size=64 --set threads=1
  --set log_every=10 --set eval_every=0 --set seed=1"
-fail() { echo "not ok: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # payload of a checkpoint (after the 208-byte header, which holds times)
 payload() { tail -c +209 "$1"; }
 
-# the pid of rank $2 among mpirun $1's children
-rank_pid() {
-	for p in $(pgrep -P "$1"); do
-		if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # starts a long 2-rank run, waits for progress, sends $1 to rank $2 and
 # checks that the job ends within 60 s
 disrupt() {
-	$MPIRUN -np 2 "$BIN" - $LENET --set synthetic_n=16384 --set epochs=1000 \
-		--set comm_timeout=5 --set output_dir="$W/d" >"$W/d.log" 2>&1 &
-	MP=$!
-	i=0
-	while ! grep -q '"step":30' "$W/d/metrics.jsonl" 2>/dev/null; do
-		sleep 0.1; i=$((i+1))
-		[ $i -lt 600 ] || { kill $MP; fail "no progress"; }
-	done
-	P=$(rank_pid $MP "$2") || { kill $MP; fail "rank $2 not found"; }
-	T0=$(date +%s)
-	kill -"$1" "$P"
-	i=0
-	while kill -0 $MP 2>/dev/null; do
-		sleep 0.5; i=$((i+1))
-		if [ $i -gt 120 ]; then
-			kill -KILL $MP; kill -KILL "$P" 2>/dev/null || true
-			cat "$W/d.log"; fail "job still running 60 s after SIG$1 to rank $2"
-		fi
-	done
-	rc=0; wait $MP || rc=$?
-	T=$(( $(date +%s) - T0 ))
-	cat "$W/d.log"
-	[ "$rc" != 0 ] || fail "mpirun exited 0 after SIG$1 to rank $2"
-	echo "SIG$1 to rank $2: job ended in ${T} s, mpirun exit $rc"
+	mpi_disrupt "$1" "$2" 30 60 $MPIRUN -np 2 "$BIN" - $LENET --set synthetic_n=16384 \
+		--set epochs=1000 --set comm_timeout=5 --set output_dir="$W/d"
+	[ "$RC" != 0 ] || fail "mpirun exited 0 after SIG$1 to rank $2"
+	echo "SIG$1 to rank $2: job ended in ${T} s, mpirun exit $RC"
 }
 
 case $CASE in

@@ -18,15 +18,7 @@ FM=${PBX_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 [ -e "$FM/t10k-images-idx3-ubyte.gz" ] || { echo "skip: no Fashion-MNIST in $FM"; exit 77; }
 rm -rf "$W"; mkdir -p "$W"
 fail=0
-expect() { # expect CODE PATTERN -- command...
-	code=$1; pat=$2; shift 3
-	out=$("$@" 2>&1); rc=$?
-	if [ "$rc" != "$code" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
-		echo "not ok: $* -> $rc: $out"; fail=1
-	else
-		echo "ok $pat"
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 sha() { sed -n 's/.*"params_sha256": "\([0-9a-f]*\)".*/\1/p' "$1/summary.json"; }
 
 expect 0 "60000 examples 28x28x1, 3 shard(s)" -- "$BIN" pack fashion-mnist "$FM" "$W/tfr" --shards 3
