@@ -39,6 +39,13 @@
 #                   "ID VERSION_ID MACHINE" of the host that built it, goes
 #                   to /usr/local/bin with its runtime packages when this
 #                   node matches; otherwise it is left out, with a message.)
+#   PBX_AUTOSTOP_ACTION optional, head: delete (autostop_action: delete,
+#                   docs/autostop.md), with PBX_CLUSTER_ID, PBX_CLOUD,
+#                   PBX_HEAD_INSTANCE (the head's own instance, deleted
+#                   last) and PBX_SELF_BIN (direct: pbx on this host; systemd:
+#                   PBX_STAGE/pbx with pbx.target, installed with its runtime
+#                   when this head matches); PBX_STAGE/head-config.yaml is
+#                   pbx's configuration on the head
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
 # PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).  For tests only:
@@ -126,10 +133,13 @@ wait_for_ctld() {
 
 # What systemd mode apt-gets (Debian 12 / Ubuntu 22.04 names), one list a
 # line: tests/vm/image.sh bakes these very lists into prebaked images, and
-# bootstrap.train_pkgs checks TRAIN_PKGS against what pbx-train links.
+# bootstrap.train_pkgs checks TRAIN_PKGS against what pbx-train links, and
+# bootstrap.pbx_pkgs PBX_PKGS against what pbx links.
 HEAD_PKGS="slurmctld slurm-client munge nfs-kernel-server"
 COMPUTE_PKGS="slurmd slurm-client munge nfs-common"
 TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 zlib1g openmpi-bin"
+# pbx itself, on a head that deletes its own cluster (autostop_action: delete)
+PBX_PKGS="libcurl4 libjansson4 libssh2-1 libyaml-0-2 libsqlite3-0 libssl3 libxml2 zlib1g"
 
 # ---------------------------------------------------------------- inputs
 
@@ -581,9 +591,9 @@ do_down() {
 
 # ---------------------------------------------------------------- install
 
-# The packages of both roles and pbx-train's runtime: HEAD_PKGS,
-# COMPUTE_PKGS and TRAIN_PKGS above (tests/vm/image.sh's baked image has
-# the same).
+# The packages of both roles, pbx-train's runtime and pbx's: HEAD_PKGS,
+# COMPUTE_PKGS, TRAIN_PKGS and PBX_PKGS above (tests/vm/image.sh's baked
+# image has the same).
 
 do_install() {
 	stage install
@@ -598,7 +608,7 @@ do_install() {
 		exit 0
 	fi
 	want=
-	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS; do
+	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $PBX_PKGS; do
 		case " $want " in *" $p "*) continue ;; esac
 		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
 	done
@@ -1146,6 +1156,41 @@ if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ] &&
 	done
 fi
 
+# autostop_action: delete (src/cluster/headdelete.c, docs/autostop.md): on
+# the head, pbx and its configuration (no credential: pbx finds the head's
+# own identity), with which pbx-autostop deletes the cluster.  HEAD_PBX is
+# the pbx to run; empty when there is none (the cluster then stops).
+head_delete_install() {
+	HEAD_PBX=
+	[ "$ROLE" = head ] && [ "${PBX_AUTOSTOP_ACTION:-stop}" = delete ] || return 0
+	[ -r "$STAGE_DIR/head-config.yaml" ] || die "no head-config.yaml in PBX_STAGE ($STAGE_DIR)"
+	ensure_parent "$ROOT/etc/pbx/head-config.yaml"
+	install_file "$STAGE_DIR/head-config.yaml" "$ROOT/etc/pbx/head-config.yaml" 0600
+	if [ "$MODE" = direct ]; then
+		[ -x "${PBX_SELF_BIN:-}" ] || die "PBX_SELF_BIN (${PBX_SELF_BIN:-}) is not an executable file"
+		HEAD_PBX=$PBX_SELF_BIN
+		return 0
+	fi
+	[ -f "$STAGE_DIR/pbx" ] || die "no pbx in PBX_STAGE ($STAGE_DIR)"
+	built=
+	read -r built <"$STAGE_DIR/pbx.target" || :   # written without a newline
+	here="$OS_ID $OS_VER $(uname -m)"
+	if [ "$built" != "$here" ]; then
+		log "pbx not installed: built on '$built', this head is '$here': autostop stops the cluster instead of deleting it"
+		return 0
+	fi
+	# shellcheck disable=SC2086 # word splitting of the package list
+	if ! dpkg -s $PBX_PKGS >/dev/null 2>&1; then
+		log "installing pbx's runtime: $PBX_PKGS"
+		# shellcheck disable=SC2086 # word splitting of the package list
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+			$PBX_PKGS </dev/null || die "apt-get install $PBX_PKGS failed"
+	fi
+	install_file "$STAGE_DIR/pbx" "$ROOT/usr/local/lib/pbx/pbx" 0755
+	HEAD_PBX=$ROOT/usr/local/lib/pbx/pbx
+	"$HEAD_PBX" version >/dev/null || die "pbx does not run on this head (ldd $HEAD_PBX)"
+}
+
 # ---- autostop (templates/autostop.sh, docs/autostop.md): a watcher on
 # every node; the head's decides when the cluster has been idle for
 # PBX_AUTOSTOP seconds, or its budget is spent (PBX_BUDGET_UNTIL, unix s:
@@ -1163,6 +1208,7 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	ensure_parent "$watcher"
 	install_file "$STAGE_DIR/autostop.sh" "$watcher" 0755
 	watcher_changed=$CHANGED
+	head_delete_install
 	aconf=$ROOT/etc/pbx/autostop.conf
 	begin_new "$aconf"
 	{
@@ -1171,7 +1217,10 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 			"PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" "PBX_AUTOSTOP_S=$PBX_AUTOSTOP" \
 			"PBX_BUDGET_UNTIL=${PBX_BUDGET_UNTIL:-0}" \
 			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
-			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"}; do
+			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"} \
+			${HEAD_PBX:+"PBX_AUTOSTOP_ACTION=delete"} ${HEAD_PBX:+"PBX_BIN=$HEAD_PBX"} \
+			${HEAD_PBX:+"PBX_CLUSTER=$PBX_CLUSTER"} ${HEAD_PBX:+"PBX_CLUSTER_ID=$PBX_CLUSTER_ID"} \
+			${HEAD_PBX:+"PBX_CLOUD=$PBX_CLOUD"} ${HEAD_PBX:+"PBX_HEAD_INSTANCE=$PBX_HEAD_INSTANCE"}; do
 			sq "${kv#*=}"
 			echo "${kv%%=*}=$SQ"
 		done

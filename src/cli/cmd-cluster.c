@@ -23,15 +23,27 @@
 
 /* ------------------------------------------------------------- progress */
 
+/* The display of a start, resize or stop.  A start's title ("starting" or
+ * "checking" cluster NAME) is made when its display starts: was_up is
+ * known by then. */
 struct cluster_progress {
 	struct pbx_progress *p;
 	const char *title;
+	const char *name;  /* a start's cluster, with was_up */
+	const int *was_up; /* NULL: `title` as it is */
+	char *own_title;   /* owned: the start's title */
 };
 
 static void cluster_progress_nodes(void *ctx, size_t n, const char *const *names)
 {
 	struct cluster_progress *cp = ctx;
 	pbx_progress_free(cp->p); /* a resize has two phases: a display each */
+	if (cp->was_up) {
+		free(cp->own_title);
+		cp->own_title =
+			xasprintf("%s cluster %s", *cp->was_up ? "checking" : "starting", cp->name);
+		cp->title = cp->own_title;
+	}
 	cp->p = pbx_progress_new(cp->title, n, names);
 }
 
@@ -178,34 +190,26 @@ static json_t *price_json(const char *name, const struct pbx_price_quote *q)
 	return o;
 }
 
-/* The budget of the template cluster `name` is (or would be) built from
- * (-t `tmpl`, else the one recorded, else its name), 0 when none, and what
- * the cluster has spent so far (*spent, 0 for a new one). */
-static int64_t price_budget(struct pbx_ctx *ctx, const char *name, const char *tmpl, int64_t *spent)
+/* The budget of the template cluster tg is (or would be) built from, 0
+ * when none, and what the cluster has spent so far (*spent, 0 for a new
+ * one). */
+static int64_t price_budget(struct pbx_ctx *ctx, const struct pbx_cluster_target *tg,
+			    int64_t *spent)
 {
-	struct pbx_cluster_row row;
 	struct pbx_err err = PBX_ERR_INIT;
-	const struct pbx_cluster_template *t = NULL;
+	struct pbx_spend sp;
 	*spent = 0;
-	if (pbx_store_cluster_get(ctx->store, name, &row, &err) == 0) {
-		struct pbx_spend sp;
-		if (pbx_cluster_spend_of(ctx->store, row.id, time(NULL), &sp, &err) == 0)
-			*spent = sp.spent;
-		if (!tmpl && row.template_name)
-			t = pbx_config_template(ctx->cfg, row.template_name);
-		pbx_cluster_row_free(&row);
-	}
-	if (!t)
-		t = pbx_config_template(ctx->cfg, tmpl ? tmpl : name);
-	return t ? t->budget : 0;
+	if (tg->known && pbx_cluster_spend_of(ctx->store, tg->row.id, time(NULL), &sp, &err) == 0)
+		*spent = sp.spent;
+	return tg->t ? tg->t->budget : 0;
 }
 
 /* "  budget 250.00 USD: 12.0000 spent, about 21.7 h of this cluster left" */
-static void price_budget_text(struct pbx_ctx *ctx, const char *name, const char *tmpl,
+static void price_budget_text(struct pbx_ctx *ctx, const struct pbx_cluster_target *tg,
 			      const struct pbx_price_quote *q, int to_stdout)
 {
 	char line[256], budget[32], spent_text[32], hours[48] = "";
-	int64_t spent, b = price_budget(ctx, name, tmpl, &spent);
+	int64_t spent, b = price_budget(ctx, tg, &spent);
 	if (b <= 0 || !strcmp(q->cloud, "local"))
 		return;
 	pbx_money_format(b, 2, budget, sizeof(budget));
@@ -220,18 +224,18 @@ static void price_budget_text(struct pbx_ctx *ctx, const char *name, const char 
 
 /* Before a start: the price an hour on stderr (quiet with -q); a price
  * that cannot be had is a warning, never a reason not to start. */
-static void cluster_price_note(struct pbx_ctx *ctx, const char *name, const char *tmpl)
+static void cluster_price_note(struct pbx_ctx *ctx, const struct pbx_cluster_target *tg)
 {
 	struct pbx_price_quote q;
 	struct pbx_err err = PBX_ERR_INIT;
 	if (ctx->quiet)
 		return;
-	if (pbx_cluster_price(ctx->store, ctx->cfg, name, tmpl, 0, &q, &err) < 0) {
+	if (pbx_cluster_price(ctx->store, ctx->cfg, tg, 0, &q, &err) < 0) {
 		if (err.code != PBX_EXIT_NOTFOUND) /* no template: start says so */
-			pbx_warning("no price for cluster %s: %s", name, err.msg);
+			pbx_warning("no price for cluster %s: %s", tg->name, err.msg);
 	} else if (strcmp(q.cloud, "local")) {
-		price_print_text(name, &q, 0);
-		price_budget_text(ctx, name, tmpl, &q, 0);
+		price_print_text(tg->name, &q, 0);
+		price_budget_text(ctx, tg, &q, 0);
 	}
 	pbx_price_quote_free(&q);
 }
@@ -259,23 +263,23 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct price_opts po = { 0 };
 	struct pbx_price_quote q;
+	struct pbx_cluster_target tg;
 	struct pbx_err err = PBX_ERR_INIT;
-	const char *tmpl;
-	int rc, as_json, offline, first;
+	int rc, first;
 	if ((rc = pbx_opts_parse(&cmd_cluster_price, argc, argv, &po, &first)))
 		return rc;
-	tmpl = po.tmpl;
-	as_json = po.json;
-	offline = po.offline;
 	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_price, "expected one cluster name");
-	if (pbx_cluster_price(ctx->store, ctx->cfg, argv[first], tmpl, offline, &q, &err) < 0) {
+	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[first], po.tmpl, &tg, &err) < 0)
+		return pbx_report(&err);
+	if (pbx_cluster_price(ctx->store, ctx->cfg, &tg, po.offline, &q, &err) < 0) {
 		pbx_price_quote_free(&q);
+		pbx_cluster_target_release(&tg);
 		return pbx_report(&err);
 	}
-	if (as_json) {
+	if (po.json) {
 		json_t *o = price_json(argv[first], &q);
-		int64_t spent, budget = price_budget(ctx, argv[first], tmpl, &spent);
+		int64_t spent, budget = price_budget(ctx, &tg, &spent);
 		char *text;
 		json_object_set_new(o, "budget", budget > 0 ? price_money(budget) : json_null());
 		json_object_set_new(o, "spent", price_money(spent));
@@ -288,9 +292,10 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			pbx_warning("%s", q.warning);
 	} else {
 		price_print_text(argv[first], &q, 1);
-		price_budget_text(ctx, argv[first], tmpl, &q, 1);
+		price_budget_text(ctx, &tg, &q, 1);
 	}
 	pbx_price_quote_free(&q);
+	pbx_cluster_target_release(&tg);
 	return 0;
 }
 
@@ -335,23 +340,30 @@ static const struct pbx_option cluster_start_opts[] = {
 	PBX_OPT_END,
 };
 
+/* `start --dry-run`: the requests, then who may reach the nodes. */
+static int cluster_start_dry(struct pbx_ctx *ctx, const struct pbx_cluster_target *tg, int as_json)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_cluster_start_dry(ctx->store, ctx->cfg, tg, cluster_print_request, &as_json, &err) <
+	    0)
+		return pbx_report(&err);
+	cluster_print_exposure(pbx_cluster_dry_template_json(tg));
+	return 0;
+}
+
 static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct start_opts so = { 0 };
-	struct cluster_progress cp = { NULL, NULL };
+	struct cluster_progress cp = { 0 };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
+	struct pbx_cluster_target tg;
 	struct pbx_err err = PBX_ERR_INIT;
-	const char *tmpl;
-	char *title;
 	struct timespec t0, t1;
 	double secs;
 	long autostop = -1;
-	int rc, was_up, dry, as_json, first;
+	int rc, was_up = 0, first;
 	if ((rc = pbx_opts_parse(&cmd_cluster_start, argc, argv, &so, &first)))
 		return rc;
-	tmpl = so.tmpl;
-	dry = so.dry_run;
-	as_json = so.json;
 	if (so.autostop && (pbx_duration_parse(so.autostop, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
 			    (autostop && autostop < 10)))
 		return pbx_usage_error(&cmd_cluster_start,
@@ -361,26 +373,24 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 				       so.autostop);
 	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
-	if (as_json && !dry)
+	if (so.json && !so.dry_run)
 		return pbx_usage_error(&cmd_cluster_start, "--json goes with --dry-run");
-	cluster_price_note(ctx, argv[first], tmpl);
-	if (dry) {
-		rc = pbx_cluster_start_dry(ctx->store, ctx->cfg, argv[first], tmpl,
-					   cluster_print_request, &as_json, &err);
-		if (rc == 0)
-			cluster_print_exposure(pbx_cluster_dry_template_json(ctx->store, ctx->cfg,
-									     argv[first], tmpl));
-		return rc < 0 ? pbx_report(&err) : 0;
+	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[first], so.tmpl, &tg, &err) < 0)
+		return pbx_report(&err);
+	cluster_price_note(ctx, &tg);
+	if (so.dry_run) {
+		rc = cluster_start_dry(ctx, &tg, so.json);
+		pbx_cluster_target_release(&tg);
+		return rc;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pbx_cluster_running(ctx->store, ctx->cfg, argv[first], &was_up, &err) < 0)
-		return pbx_report(&err);
-	title = xasprintf("%s cluster %s", was_up ? "checking" : "starting", argv[first]);
-	cp.title = title;
-	rc = pbx_cluster_start(ctx->store, ctx->cfg, argv[first], tmpl, (int)autostop, &ev, &err);
+	cp.was_up = &was_up; /* known when the display starts (ev.nodes) */
+	cp.name = argv[first];
+	rc = pbx_cluster_start(ctx->store, ctx->cfg, &tg, (int)autostop, &was_up, &ev, &err);
+	pbx_cluster_target_release(&tg);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pbx_progress_free(cp.p);
-	free(title);
+	free(cp.own_title);
 	if (rc < 0)
 		return pbx_report(&err);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -432,24 +442,19 @@ static void cluster_stop_found(void *ctx, const char *cloud, const struct pbx_in
 }
 
 /* Before stopping a cluster an older pbx made: how its resources are found. */
-static void cluster_stop_legacy_note(struct pbx_store *st, const char *name)
+static void cluster_stop_legacy_note(const struct pbx_cluster_target *tg)
 {
-	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_cluster_row row;
-	if (pbx_store_cluster_get(st, name, &row, &err) < 0)
-		return;
-	if (pbx_cluster_uid_legacy(row.uid))
+	if (tg->known && pbx_cluster_uid_legacy(tg->row.uid))
 		pbx_warning(
 			"cluster %s was made by a pbx without cluster ids: its cloud resources are "
 			"found by its name and its old id %s (the store number the older pbx put "
 			"on them), which another pbx home's cluster of this name may share; its "
 			"Compute Engine firewall rules by name alone",
-			name, row.uid);
-	pbx_cluster_row_free(&row);
+			tg->name, tg->row.uid);
 }
 
 struct stop_opts {
-	const char *id;
+	const char *id, *self;
 	int dry_run, json;
 };
 
@@ -457,6 +462,9 @@ static const struct pbx_option cluster_stop_opts[] = {
 	PBX_OPT_STRING(0, "id", "ID", struct stop_opts, id,
 		       "for a cluster this store does not know: delete exactly what carries\n"
 		       "cluster id ID and the name (the ids are listed by a stop without it)"),
+	PBX_OPT_STRING(0, "self", "INSTANCE", struct stop_opts, self,
+		       "with --id: the instance this pbx runs on, deleted last (what a head\n"
+		       "runs to delete its own cluster: autostop_action: delete)"),
 	PBX_OPT_FLAG('n', "dry-run", struct stop_opts, dry_run,
 		     "send nothing: print the cloud API requests stopping would send"),
 	PBX_OPT_FLAG('j', "json", struct stop_opts, json,
@@ -466,11 +474,12 @@ static const struct pbx_option cluster_stop_opts[] = {
 
 static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	struct cluster_progress cp = { NULL, NULL };
+	struct cluster_progress cp = { 0 };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct stop_opts so = { 0 };
 	struct pbx_table *found = NULL; /* made on the first row */
 	struct pbx_stop_opts o = { NULL, cluster_stop_found, &found };
+	struct pbx_cluster_target tg;
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
 	int rc, dry, as_json, first;
@@ -479,8 +488,12 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	dry = so.dry_run;
 	as_json = so.json;
 	o.uid = so.id;
+	o.self = so.self;
 	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
+	if (o.self && (!o.uid || dry || !*o.self))
+		return pbx_usage_error(&cmd_cluster_stop,
+				       "--self INSTANCE goes with --id, not with --dry-run");
 	if (as_json && !dry)
 		return pbx_usage_error(&cmd_cluster_stop, "--json goes with --dry-run");
 	if (o.uid && !pbx_cluster_uid_valid(o.uid))
@@ -493,10 +506,13 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 					  cluster_print_request, &as_json, &err);
 		return rc < 0 ? pbx_report(&err) : 0;
 	}
-	cluster_stop_legacy_note(ctx->store, argv[1]);
+	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[1], NULL, &tg, &err) < 0)
+		return pbx_report(&err);
+	cluster_stop_legacy_note(&tg);
 	title = xasprintf("stopping cluster %s", argv[1]);
 	cp.title = title;
-	rc = pbx_cluster_stop(ctx->store, ctx->cfg, argv[1], &o, &ev, &err);
+	rc = pbx_cluster_stop(ctx->store, ctx->cfg, &tg, &o, &ev, &err);
+	pbx_cluster_target_release(&tg);
 	pbx_progress_free(cp.p);
 	free(title);
 	if (found) /* what a stop of a name this store does not know found */
@@ -510,7 +526,7 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
 	.summary = "delete a cluster and everything it created",
-	.usage = "pbx cluster stop [--id ID] [-n [-j]] NAME",
+	.usage = "pbx cluster stop [--id ID [--self INSTANCE]] [-n [-j]] NAME",
 	.description = "Removes every process, port, file and cloud resource of the cluster\n"
 		       "(found by its name and id labels or its directory, not only from the\n"
 		       "store) and marks it deleted in the store.\n"
@@ -580,7 +596,7 @@ static const struct pbx_option cluster_resize_opts[] = {
 static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct resize_opts ro = { 0 };
-	struct cluster_progress cp = { NULL, NULL };
+	struct cluster_progress cp = { 0 };
 	struct pbx_cluster_events ev = { cluster_progress_nodes, cluster_progress_stage, &cp };
 	struct pbx_resize_opts o = { 0 };
 	struct pbx_err err = PBX_ERR_INIT;
@@ -825,7 +841,10 @@ static void cluster_print_autostop(const struct pbx_cluster *c, const char *last
 	if (!strcmp(d, "off"))
 		printf("autostop: off");
 	else
-		printf("autostop: after %s idle (no SLURM job, no SSH session)", d);
+		printf("autostop: after %s idle (no SLURM job, no SSH session)%s", d,
+		       c->spec.t->autostop_delete ? ", then the head deletes the cluster "
+						    "once every result is harvested"
+						  : "");
 	printf(last ? "; last: %s\n" : "\n", last);
 }
 
@@ -860,7 +879,8 @@ static const struct pbx_option cluster_show_opts[] = {
 		     "print a JSON object with the cluster (name, id, cloud, state ...), its\n"
 		     "template, its nodes (name, role, address, public_address, ssh_port,\n"
 		     "gpus, state, slurm_state), ssh (which address blocks reach port 22),\n"
-		     "autostop (seconds, 0 = off), stopped (why it is powered off, or null),\n"
+		     "autostop (seconds, 0 = off), autostop_action (stop or delete),\n"
+		     "stopped (why it is powered off, or null),\n"
 		     "last_autostop (the head's record of its last autostop, or null), and\n"
 		     "its cost: spent, hourly (the running nodes' price now), currency (null\n"
 		     "when nothing was priced), node_hours, unpriced_runs, budget (or null)"),
@@ -923,6 +943,9 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "reachable", json_boolean(live));
 		json_object_set_new(o, "autostop",
 				    json_integer(c->spec.t ? c->spec.t->autostop : 0));
+		json_object_set_new(
+			o, "autostop_action",
+			json_string(c->spec.t && c->spec.t->autostop_delete ? "delete" : "stop"));
 		json_object_set_new(o, "stopped", stopped ? json_string(stopped) : json_null());
 		json_object_set_new(o, "last_autostop", last ? json_string(last) : json_null());
 		cluster_spend_json(o, &spend, c->spec.t ? c->spec.t->budget : 0);

@@ -148,8 +148,10 @@ out:
 		struct pbx_http_stats hs;
 		pbx_http_stats(&hs);
 		fprintf(stderr,
-			"pbx: stats: %lu ssh round trips, %lu http calls (%lu retries, %lu failed)\n",
-			pbx_ssh_exec_count(), hs.calls, hs.retries, hs.failed);
+			"pbx: stats: %lu ssh round trips, %lu http calls (%lu retries, %lu failed), "
+			"%lu cluster row reads\n",
+			pbx_ssh_exec_count(), hs.calls, hs.retries, hs.failed,
+			pbx_store_cluster_reads());
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "pbx: error: write failure on standard output\n");

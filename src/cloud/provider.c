@@ -97,6 +97,22 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 	free(v);
 }
 
+void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char *self,
+			      struct pbx_instance **rest, size_t *nrest, struct pbx_instance **me,
+			      size_t *nme)
+{
+	size_t i;
+	*rest = xcalloc(n ? n : 1, sizeof(**rest));
+	*me = xcalloc(n ? n : 1, sizeof(**me));
+	*nrest = *nme = 0;
+	for (i = 0; i < n; i++) {
+		if (self && *self && v[i].id && !strcmp(v[i].id, self))
+			(*me)[(*nme)++] = v[i];
+		else
+			(*rest)[(*nrest)++] = v[i];
+	}
+}
+
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at)
 {

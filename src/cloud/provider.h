@@ -45,6 +45,7 @@ struct pbx_cluster_spec {
 	const struct pbx_cluster_template *t; /* NULL when destroying */
 	const char *name;
 	int64_t id; /* store id; 0 when the store has forgotten the cluster */
+	int slot;   /* the store's slot (the local provider's addresses and ports) */
 	/* The cluster's id in the cloud (pbx_cluster_uid_new; a legacy
 	 * cluster's is its decimal store number, see pbx_cluster_uid_legacy).
 	 * NULL only for a survey: list what carries the name, whoever's it
@@ -59,6 +60,11 @@ struct pbx_cluster_spec {
 	/* Set only while `pbx image build` makes image `image` (NULL
 	 * otherwise): every resource also carries the label pbx-image=IMAGE. */
 	const char *image;
+	/* Set only when a head deletes its own cluster (`cluster stop --self`):
+	 * the instance (id or name) this pbx runs on.  destroy deletes it last,
+	 * once everything else that can go while it runs is gone, so the
+	 * process that asks is the last thing to end. */
+	const char *self;
 };
 
 /* ----------------------------------------------------------------- labels */
@@ -112,6 +118,13 @@ struct pbx_instance {
 	                         0 when unknown or running */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
+/* Splits v[0..n) into *rest and *me: the entries whose id is `self` (a
+ * head deleting its own cluster, spec.self; NULL: none) go to *me, the
+ * others to *rest.  Shallow: the strings stay v's; the caller frees the
+ * two arrays alone (free). */
+void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char *self,
+			      struct pbx_instance **rest, size_t *nrest, struct pbx_instance **me,
+			      size_t *nme);
 /* Appends one resource to the array *v of *n (grown; strings copied; zone,
  * state and cluster may be NULL and stay so); *v stays the caller's, to
  * free with pbx_instances_free. */

@@ -9,6 +9,7 @@
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
+#include "util/proc.h"
 #include "util/quote.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
@@ -82,6 +83,24 @@ static void bootstrap_spot(struct pbx_buf *cmd, const struct pbx_cluster_templat
 		bootstrap_env(cmd, "PBX_PREEMPT_POLL", poll);
 }
 
+/* The head of a cluster with autostop_action: delete (headdelete.c): the
+ * cluster's id, its cloud and the head's own instance (deleted last), and
+ * on a node body this pbx, which the body runs where it is. */
+static void bootstrap_head_delete(struct pbx_buf *cmd, const struct pbx_cluster *c,
+				  const struct pbx_slurm_layout *l)
+{
+	bootstrap_env(cmd, "PBX_AUTOSTOP_ACTION", "delete");
+	bootstrap_env(cmd, "PBX_CLUSTER_ID", c->row.uid);
+	bootstrap_env(cmd, "PBX_CLOUD", c->row.cloud);
+	bootstrap_env(cmd, "PBX_HEAD_INSTANCE",
+		      c->nodes[0].instance_id ? c->nodes[0].instance_id : "");
+	if (!strcmp(l->bootstrap_mode, "direct")) {
+		char *self = pbx_self_path();
+		bootstrap_env(cmd, "PBX_SELF_BIN", self ? self : "");
+		free(self);
+	}
+}
+
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 			       const char *remote_stage, const char *action, int unpack)
 {
@@ -129,6 +148,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 			if (v && *v && strspn(v, "0123456789") == strlen(v))
 				bootstrap_env(&cmd, knobs[k], v);
 		}
+		if (pbx_head_deletes(c) && !strcmp(n->role, "head"))
+			bootstrap_head_delete(&cmd, c, l);
 		if (c->budget_until > 0 && !strcmp(n->role, "head")) {
 			char until[24]; /* the head powers the cluster off then */
 			snprintf(until, sizeof(until), "%lld", (long long)c->budget_until);

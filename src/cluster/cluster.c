@@ -6,7 +6,6 @@
 #include "cluster/cluster_internal.h"
 #include "util/fs.h"
 #include "util/quote.h"
-#include "util/visible.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
@@ -48,30 +47,27 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c))
 	cluster_open_hook = fn;
 }
 
-int pbx_cluster_name_check(const char *name, struct pbx_err *err)
-{
-	char *shown;
-	int rc;
-	if (name && pbx_config_name_ok(name))
-		return 0;
-	shown = pbx_visible(name ? name : "", PBX_VISIBLE_LINE);
-	rc = pbx_err_setc(err, PBX_EXIT_USAGE,
-			  "cluster name '%s': 1 to 31 of a-z, 0-9 and '-', starting with a "
-			  "letter and not ending in '-'",
-			  shown);
-	free(shown);
-	return rc;
-}
-
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err)
 {
+	struct pbx_cluster_row row;
+	*out = NULL;
+	if (pbx_store_cluster_get(st, name, &row, err) < 0)
+		return -1;
+	return pbx_cluster_open_row(st, cfg, &row, out, err);
+}
+
+int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
+			 struct pbx_cluster_row *row, struct pbx_cluster **out, struct pbx_err *err)
+{
 	struct pbx_cluster *c = xcalloc(1, sizeof(*c));
+	const char *name;
 	*out = NULL;
 	c->store = st;
 	c->cfg = cfg;
-	if (pbx_store_cluster_get(st, name, &c->row, err) < 0)
-		goto fail;
+	c->row = *row;
+	memset(row, 0, sizeof(*row));
+	name = c->row.name;
 	c->provider = pbx_provider_find(c->row.cloud);
 	if (!c->provider) {
 		pbx_err_set(err, "cluster %s uses cloud '%s', which this pbx does not support",
@@ -84,9 +80,10 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	c->dir = pbx_cluster_dir(name);
 	c->spec.cfg = cfg;
 	pbx_cluster_use_template(
-		c, pbx_config_template(cfg, c->row.template_name ? c->row.template_name : name));
+		c, pbx_config_template(cfg, pbx_cluster_template_for(&c->row, name, NULL)));
 	c->spec.name = c->row.name;
 	c->spec.id = c->row.id;
+	c->spec.slot = c->row.slot;
 	c->spec.uid = c->row.uid;
 	c->spec.store = st;
 	if (c->provider->open(&c->spec, &c->pctx, err) < 0)

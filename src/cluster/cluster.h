@@ -20,47 +20,80 @@
 #include "store/store.h"
 #include "util/err.h"
 
+/* ------------------------------------------------------------ target.c */
+
+/* A verb's cluster, resolved once: the name checked, the store's row read
+ * (when it has one) and the template chosen by one rule. */
+struct pbx_cluster_target {
+	const char *name;                     /* borrowed */
+	int known;                            /* the store has a live row: `row` */
+	struct pbx_cluster_row row;           /* owned; moved out by pbx_cluster_open_row */
+	char *tmpl_name;                      /* owned: the name `t` was looked up under */
+	const struct pbx_cluster_template *t; /* the config's (borrowed); NULL: none */
+};
+/* 0 when `name` may name a new cluster (the rule of template names,
+ * pbx_config_name_ok: [a-z][a-z0-9-]{0,30}; it becomes a directory, a
+ * hostname prefix and a cloud label); else -1 with a usage error that
+ * shows the name safely (control characters escaped). */
+int pbx_cluster_name_check(const char *name, struct pbx_err *err);
+/* The template a cluster is (or would be) built from: `tmpl` (-t), else
+ * the one `row` was started from (row may be NULL), else `name`. */
+const char *pbx_cluster_template_for(const struct pbx_cluster_row *row, const char *name,
+				     const char *tmpl);
+/* Fills *tg (pbx_cluster_target_release): checks `name`
+ * (pbx_cluster_name_check) before anything is read, reads its row once
+ * and looks up its template in cfg (may be NULL: no template).  An unknown
+ * cluster is no error (tg->known = 0). */
+int pbx_cluster_target_resolve(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			       const char *tmpl, struct pbx_cluster_target *tg,
+			       struct pbx_err *err);
+/* 0 when tg has a template, else -1 with PBX_EXIT_NOTFOUND naming it. */
+int pbx_cluster_target_template(const struct pbx_cluster_target *tg, const struct pbx_config *cfg,
+				struct pbx_err *err);
+void pbx_cluster_target_release(struct pbx_cluster_target *tg);
+
+/* ------------------------------------------------------------- start.c */
+
 /*
- * Starts cluster `name` from template `tmpl` (NULL = the template called
- * `name`), or repairs it when it exists: whatever is down is brought back
- * (a stopped instance is started: autostop keeps disks) and healthy
- * daemons are left alone.  `autostop` >= 0 (seconds, 0 = off) replaces the
- * template's autostop for this cluster, from now on; -1 keeps it.  Returns
+ * Starts cluster tg (resolved by pbx_cluster_target_resolve; a new one is
+ * recorded in the store first, its row read into tg), or repairs it when
+ * it exists: whatever is down is brought back (a stopped instance is
+ * started: autostop keeps disks) and healthy daemons are left alone.
+ * `autostop` >= 0 (seconds, 0 = off) replaces the template's autostop for
+ * this cluster, from now on; -1 keeps it.  *was_up (may be NULL) is set
+ * before ev->nodes is called: 1 when the cluster was recorded up and sinfo
+ * (one round trip to the head) showed every compute node usable.  Returns
  * once every compute node is idle in sinfo (or with an error naming the
- * nodes that are not).
+ * nodes that are not).  tg's row is used up (tg->known = 0 after).
  */
-int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, int autostop, const struct pbx_cluster_events *ev,
-		      struct pbx_err *err);
-/*
- * *running = 1 when cluster `name` is recorded up and sinfo (one round trip
- * to the head) shows every compute node usable; 0 when it is not, is
- * unknown to the store, or the head cannot be asked.  Returns -1 only for
- * errors other than those (a changed host key: PBX_EXIT_SECURITY).
- */
-int pbx_cluster_running(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			int *running, struct pbx_err *err);
+int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
+		      struct pbx_cluster_target *tg, int autostop, int *was_up,
+		      const struct pbx_cluster_events *ev, struct pbx_err *err);
+/* The same for cluster `name` from its own recorded template, autostop
+ * kept: what a resize and a power-saving resume run. */
+int pbx_cluster_start_name(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			   const struct pbx_cluster_events *ev, struct pbx_err *err);
 
 /* Receives each request a dry run would send (no token in it; body may
  * be NULL). */
 typedef void (*pbx_request_fn)(void *ctx, const char *method, const char *url, const char *body);
 
-/* `start --dry-run`: plans cluster `name` and hands each request its
- * creation would send to `print`; sends nothing, writes nothing.  A
- * provider without API calls (local) refuses with PBX_EXIT_USAGE. */
-int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err);
-/* The template a dry run of `start` would build cluster `name` from, as a
+/* `start --dry-run`: plans cluster tg and hands each request its creation
+ * would send to `print`; sends nothing, writes nothing.  A provider
+ * without API calls (local) refuses with PBX_EXIT_USAGE. */
+int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg,
+			  const struct pbx_cluster_target *tg, pbx_request_fn print, void *ctx,
+			  struct pbx_err *err);
+/* The template a dry run of `start` would build cluster tg from, as a
  * record (pbx_template_json), or NULL.  Caller frees. */
-char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
-				    const char *name, const char *tmpl);
-/* The price an hour of cluster `name` as `start` would build it (-t
- * TEMPLATE, else the template recorded, sized as recorded; see
- * pbx_price_quote in src/cloud/price/price.h, whose rules apply).  Reads
- * and may fetch the cloud's price catalogue (never with `offline`), and
- * caches it in st.  The caller frees *q (pbx_price_quote_free). */
-int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, int offline, struct pbx_price_quote *q,
+char *pbx_cluster_dry_template_json(const struct pbx_cluster_target *tg);
+/* The price an hour of cluster tg as `start` would build it (its
+ * template, sized as recorded; see pbx_price_quote in
+ * src/cloud/price/price.h, whose rules apply).  Reads and may fetch the
+ * cloud's price catalogue (never with `offline`), and caches it in st.
+ * The caller frees *q (pbx_price_quote_free). */
+int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg,
+		      const struct pbx_cluster_target *tg, int offline, struct pbx_price_quote *q,
 		      struct pbx_err *err);
 /* `stop --dry-run`: the requests that would find and delete the
  * cluster's resources; `uid` is --id (may be NULL).  A cluster the store
@@ -100,15 +133,19 @@ struct pbx_stop_opts {
 	 * be NULL. */
 	void (*found)(void *ctx, const char *cloud, const struct pbx_instance *x);
 	void *found_ctx;
+	/* --self: with uid, the instance this pbx runs on (a head deleting its
+	 * own cluster, autostop_action: delete): deleted last (spec.self). */
+	const char *self;
 };
 
-/* Stops cluster `name`: every process, port, file and cloud resource it
- * made is removed; the store row is marked deleted.  A cluster the store
- * does not know: see struct pbx_stop_opts (o may be NULL); without o->uid
- * nothing is removed and it fails with PBX_EXIT_NOTFOUND. */
-int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		     const struct pbx_stop_opts *o, const struct pbx_cluster_events *ev,
-		     struct pbx_err *err);
+/* Stops cluster tg (pbx_cluster_target_resolve; its row is used up):
+ * every process, port, file and cloud resource it made is removed; the
+ * store row is marked deleted.  A cluster the store does not know: see
+ * struct pbx_stop_opts (o may be NULL); without o->uid nothing is removed
+ * and it fails with PBX_EXIT_NOTFOUND. */
+int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg,
+		     struct pbx_cluster_target *tg, const struct pbx_stop_opts *o,
+		     const struct pbx_cluster_events *ev, struct pbx_err *err);
 
 /* An open, live cluster: its row, nodes and SSH connections. */
 struct pbx_cluster {
@@ -199,15 +236,14 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
 int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *action, char **nodes, size_t n, struct pbx_err *err);
 
-/* 0 when `name` may name a new cluster (the rule of template names,
- * pbx_config_name_ok: [a-z][a-z0-9-]{0,30}; it becomes a directory, a
- * hostname prefix and a cloud label); else -1 with a usage error that
- * shows the name safely (control characters escaped). */
-int pbx_cluster_name_check(const char *name, struct pbx_err *err);
-
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);
+/* The same on a row already read: takes *row over (it is left zeroed,
+ * whatever the result). */
+int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
+			 struct pbx_cluster_row *row, struct pbx_cluster **out,
+			 struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
 /* Why cluster c is powered off ("stopped itself at T: idle for 60 s
  * (autostop)...", or the head instance's state), or NULL when it is not

@@ -27,6 +27,19 @@ char *pbx_template_json_resized(const char *json, const char *group, int count);
  * json is not a JSON object). */
 char *pbx_template_json_autostop(const char *json, int seconds);
 
+/* headdelete.c: autostop_action: delete (docs/autostop.md).  1 when c's
+ * head deletes the cluster itself. */
+int pbx_head_deletes(const struct pbx_cluster *c);
+/* The configuration pbx on the head runs with (JSON, which YAML reads):
+ * c's template's cloud, login user and image, and where its cloud's
+ * resources are; no credential.  Caller frees. */
+char *pbx_head_config(const struct pbx_cluster *c);
+/* Adds PBX_STAGE_DIR/head-config.yaml to the stage and, for VMs (`vm`),
+ * this pbx as PBX_STAGE_DIR/pbx with pbx.target ("ID VERSION_ID MACHINE"
+ * it was built for); a node body runs this binary where it is. */
+int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
+		   struct pbx_err *err);
+
 /* pbx's directory on a node and, in it, the stage (bootstrap.sh,
  * slurm.conf, munge.key); relative to the node's root prefix. */
 #define PBX_NODE_DIR  "var/lib/pbx"

@@ -11,68 +11,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The template for `name`: -t, else the one the store recorded, else
- * name; with the recorded sizes of an existing cluster (*sized, whose
- * group array *groups the caller frees).  *id and uid get the cluster's
- * store number and id; uid stays "" when the store does not know it. */
-static const struct pbx_cluster_template *
-dry_template(struct pbx_store *st, const struct pbx_config *cfg, const char *name, const char *tmpl,
-	     int64_t *id, char uid[PBX_CLUSTER_UID_LEN + 1], struct pbx_cluster_template *sized,
-	     struct pbx_node_group **groups)
+/* tg's template, with the recorded sizes of an existing cluster
+ * (*sized, whose group array *groups the caller frees), or NULL. */
+static const struct pbx_cluster_template *dry_template(const struct pbx_cluster_target *tg,
+						       struct pbx_cluster_template *sized,
+						       struct pbx_node_group **groups)
 {
-	struct pbx_cluster_row row;
-	struct pbx_err err = PBX_ERR_INIT;
-	const struct pbx_cluster_template *t = NULL;
-	char *json = NULL;
-	*id = 0;
-	uid[0] = '\0';
 	*groups = NULL;
-	if (pbx_store_cluster_get(st, name, &row, &err) == 0) {
-		*id = row.id;
-		snprintf(uid, PBX_CLUSTER_UID_LEN + 1, "%s", row.uid);
-		if (!tmpl && row.template_name)
-			t = pbx_config_template(cfg, row.template_name);
-		json = row.template_json ? xstrdup(row.template_json) : NULL;
-		pbx_cluster_row_free(&row);
-	}
-	if (!t)
-		t = pbx_config_template(cfg, tmpl ? tmpl : name);
-	if (t && json) {
-		pbx_template_sized(t, json, sized, groups);
-		t = sized;
-	}
-	free(json);
-	return t;
+	if (!tg->t || !tg->known || !tg->row.template_json)
+		return tg->t;
+	pbx_template_sized(tg->t, tg->row.template_json, sized, groups);
+	return sized;
 }
 
-char *pbx_cluster_dry_template_json(struct pbx_store *st, const struct pbx_config *cfg,
-				    const char *name, const char *tmpl)
+char *pbx_cluster_dry_template_json(const struct pbx_cluster_target *tg)
 {
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups = NULL;
-	int64_t id;
-	char uid[PBX_CLUSTER_UID_LEN + 1];
-	const struct pbx_cluster_template *t =
-		dry_template(st, cfg, name, tmpl, &id, uid, &sized, &groups);
+	const struct pbx_cluster_template *t = dry_template(tg, &sized, &groups);
 	char *json = t ? pbx_template_json(t) : NULL;
 	free(groups);
 	return json;
 }
 
-int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl, int offline, struct pbx_price_quote *q, struct pbx_err *err)
+int pbx_cluster_price(struct pbx_store *st, const struct pbx_config *cfg,
+		      const struct pbx_cluster_target *tg, int offline, struct pbx_price_quote *q,
+		      struct pbx_err *err)
 {
 	struct pbx_cluster_template sized;
 	struct pbx_node_group *groups = NULL;
-	int64_t id;
-	char uid[PBX_CLUSTER_UID_LEN + 1];
-	const struct pbx_cluster_template *t =
-		dry_template(st, cfg, name, tmpl, &id, uid, &sized, &groups);
+	const struct pbx_cluster_template *t = dry_template(tg, &sized, &groups);
 	int rc;
 	memset(q, 0, sizeof(*q));
 	if (!t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				    tmpl ? tmpl : name, cfg->path);
+		return pbx_cluster_target_template(tg, cfg, err);
 	rc = pbx_price_quote(st, cfg, t, offline, q, err);
 	free(groups);
 	return rc;
@@ -105,25 +77,27 @@ struct dry {
 };
 
 static int dry_begin(struct dry *d, struct pbx_store *st, const struct pbx_config *cfg,
-		     const char *name, const char *tmpl, pbx_request_fn print, void *ctx,
+		     const struct pbx_cluster_target *tg, pbx_request_fn print, void *ctx,
 		     struct pbx_err *err)
 {
 	memset(d, 0, sizeof(*d));
-	if (pbx_cluster_name_check(name, err) < 0)
-		return -1;
 	d->spec = (struct pbx_cluster_spec){ .cfg = cfg,
-					     .name = name,
+					     .name = tg->name,
 					     .store = st,
 					     .dry_run = 1,
 					     .print_request = print,
 					     .print_ctx = ctx };
-	d->spec.t = dry_template(st, cfg, name, tmpl, &d->spec.id, d->uid, &d->sized, &d->groups);
+	d->spec.t = dry_template(tg, &d->sized, &d->groups);
 	if (!d->spec.t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				    tmpl ? tmpl : name, cfg->path);
-	/* a new cluster: the requests show a fresh id, as a start would make */
-	if (!d->uid[0] && pbx_cluster_uid_new(d->uid, err) < 0)
+		return pbx_cluster_target_template(tg, cfg, err);
+	if (tg->known) {
+		d->spec.id = tg->row.id;
+		d->spec.slot = tg->row.slot;
+		snprintf(d->uid, sizeof(d->uid), "%s", tg->row.uid);
+	} else if (pbx_cluster_uid_new(d->uid, err) < 0) {
+		/* a new cluster: the requests show a fresh id, as a start would make */
 		return -1;
+	}
 	d->spec.uid = d->uid;
 	return dry_open(&d->p, &d->spec, &d->pctx, err);
 }
@@ -135,13 +109,14 @@ static void dry_end(struct dry *d)
 	free(d->groups);
 }
 
-int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			  const char *tmpl, pbx_request_fn print, void *ctx, struct pbx_err *err)
+int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg,
+			  const struct pbx_cluster_target *tg, pbx_request_fn print, void *ctx,
+			  struct pbx_err *err)
 {
 	struct dry d;
 	struct pbx_node_row *nodes = NULL;
 	size_t n = 0;
-	int rc = dry_begin(&d, st, cfg, name, tmpl, print, ctx, err);
+	int rc = dry_begin(&d, st, cfg, tg, print, ctx, err);
 	if (rc == 0)
 		rc = d.p->plan(d.pctx, &nodes, &n, err);
 	if (rc == 0)
@@ -178,12 +153,15 @@ int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, con
 			 const char *uid, pbx_request_fn print, void *ctx, struct pbx_err *err)
 {
 	struct dry d;
+	struct pbx_cluster_target tg;
 	struct pbx_instance *v = NULL;
 	size_t n = 0;
 	int survey = 0, rc;
 	if (uid && !pbx_cluster_uid_valid(uid))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "--id %s: not a cluster id", uid);
-	rc = dry_begin(&d, st, cfg, name, NULL, print, ctx, err);
+	if (pbx_cluster_target_resolve(st, cfg, name, NULL, &tg, err) < 0)
+		return -1;
+	rc = dry_begin(&d, st, cfg, &tg, print, ctx, err);
 	if (rc == 0 && !d.spec.id) {
 		/* not in the store: --id's cluster, else a survey by name */
 		d.spec.uid = uid;
@@ -200,5 +178,6 @@ int pbx_cluster_stop_dry(struct pbx_store *st, const struct pbx_config *cfg, con
 		rc = d.p->destroy(d.pctx, v, n, err);
 	pbx_instances_free(v, n);
 	dry_end(&d);
+	pbx_cluster_target_release(&tg);
 	return rc;
 }

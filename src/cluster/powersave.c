@@ -22,6 +22,7 @@
 #include "cluster/cluster_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/proc.h"
 #include "util/quote.h"
 #include "util/testkill.h"
 #include "util/ustar.h"
@@ -134,10 +135,8 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 static char *power_script(const struct pbx_cluster *c, const char *action)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	char self[1024];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *self = pbx_self_path();
 	const char *root = c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
-	self[n > 0 ? n : 0] = '\0';
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
 		     "pbx (src/cluster/powersave.c)\n",
@@ -156,7 +155,8 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	pbx_buf_adds(&b, " PBX_CONFIG=");
 	pbx_shell_quote(&b, c->cfg && c->cfg->path ? c->cfg->path : "");
 	pbx_buf_addc(&b, ' ');
-	pbx_shell_quote(&b, self);
+	pbx_shell_quote(&b, self ? self : "pbx");
+	free(self);
 	pbx_buf_addf(&b, " -q cluster power ");
 	pbx_shell_quote(&b, c->row.name);
 	pbx_buf_addf(&b, " %s $nodes\n", action);
@@ -259,7 +259,7 @@ static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, stru
 	pbx_test_kill_point("power", 1);
 	pbx_cluster_close(c);
 	if (woken)
-		rc = pbx_cluster_start(st, cfg, name, NULL, -1, NULL, err);
+		rc = pbx_cluster_start_name(st, cfg, name, NULL, err);
 	if (rc < 0 && pbx_cluster_open(st, cfg, name, &c, &oerr) == 0) {
 		/* nothing is left half made: the nodes sleep again, their jobs
 		 * go back to the queue, and SLURM hears why (DOWN with the

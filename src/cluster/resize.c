@@ -432,7 +432,7 @@ int pbx_cluster_resize(struct pbx_store *st, const struct pbx_config *cfg, const
 		return -1;
 	/* The new size everywhere: new nodes made and bootstrapped, slurm.conf
 	 * rewritten on every node. */
-	rc = pbx_cluster_start(st, cfg, name, NULL, -1, ev, err);
+	rc = pbx_cluster_start_name(st, cfg, name, ev, err);
 	if (rc < 0 && o->delta > 0 && err->code != PBX_EXIT_SECURITY)
 		resize_grow_hint(name, o->group, o->delta, err);
 	return rc;

@@ -29,24 +29,19 @@
 #define START_CONCURRENCY     32
 #define START_IDLE_TIMEOUT_MS 120000
 
-/* Creates the store rows for a new cluster, or loads the existing one;
- * records the template when it is not the cluster's own name.  A new
- * cluster's id is made and recorded here, before anything is created in
- * a cloud: every resource will carry it. */
-static int start_record(struct pbx_store *st, const struct pbx_cluster_template *t,
-			const char *name, struct pbx_err *err)
+/* Creates the store rows for a new cluster and reads them into tg; an
+ * existing cluster's row was read already.  Records the template when it
+ * is not the cluster's own name.  A new cluster's id is made and recorded
+ * here, before anything is created in a cloud: every resource will carry
+ * it. */
+static int start_record(struct pbx_store *st, struct pbx_cluster_target *tg, struct pbx_err *err)
 {
-	struct pbx_cluster_row row;
+	const struct pbx_cluster_template *t = tg->t;
 	char *json, uid[PBX_CLUSTER_UID_LEN + 1];
 	int64_t id;
 	int slot, rc;
-	if (pbx_store_cluster_get(st, name, &row, err) == 0) {
-		pbx_cluster_row_free(&row);
+	if (tg->known)
 		return 0;
-	}
-	if (err->code != PBX_EXIT_NOTFOUND)
-		return -1;
-	pbx_err_clear(err);
 	if (pbx_cluster_uid_new(uid, err) < 0)
 		return -1;
 	json = pbx_template_json(t);
@@ -56,15 +51,18 @@ static int start_record(struct pbx_store *st, const struct pbx_cluster_template 
 	}
 	rc = pbx_store_free_slot(st, t->cloud, &slot, err);
 	if (rc == 0)
-		rc = pbx_store_cluster_create(st, name, uid, t->cloud, json, slot, &id, err);
-	if (rc == 0 && strcmp(t->name, name) != 0)
+		rc = pbx_store_cluster_create(st, tg->name, uid, t->cloud, json, slot, &id, err);
+	if (rc == 0 && strcmp(t->name, tg->name) != 0)
 		rc = pbx_store_cluster_set_template(st, id, t->name, err);
 	free(json);
 	if (rc < 0) {
 		pbx_store_rollback(st);
 		return -1;
 	}
-	return pbx_store_commit(st, err);
+	if (pbx_store_commit(st, err) < 0 || pbx_store_cluster_get(st, tg->name, &tg->row, err) < 0)
+		return -1;
+	tg->known = 1;
+	return 0;
 }
 
 /* What the store knows of a node that a new plan does not (a cloud
@@ -329,6 +327,8 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 		rc = start_stage_train(tar, now, err);
 	if (rc == 0 && pbx_power_saving(c->spec.t))
 		rc = pbx_power_stage(c, tar, now, err);
+	if (rc == 0 && pbx_head_deletes(c))
+		rc = pbx_head_stage(c, tar, now, !strcmp(l->bootstrap_mode, "systemd"), err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
 	OPENSSL_cleanse(key.buf, key.len);
@@ -586,95 +586,112 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	return rc;
 }
 
-/* The template of a start: -t TEMPLATE, else the one an existing cluster
- * was started from, else the cluster's own name.  Caller frees. */
-static char *start_template_name(struct pbx_store *st, const char *name, const char *tmpl)
-{
-	struct pbx_cluster_row row;
-	struct pbx_err err = PBX_ERR_INIT;
-	char *res;
-	if (tmpl)
-		return xstrdup(tmpl);
-	if (pbx_store_cluster_get(st, name, &row, &err) < 0)
-		return xstrdup(name);
-	res = xstrdup(row.template_name ? row.template_name : name);
-	pbx_cluster_row_free(&row);
-	return res;
-}
-
-/* Records `start --autostop` with the cluster (template_json.c). */
-static int start_record_autostop(struct pbx_store *st, const char *name, int autostop,
+/* Records `start --autostop` with the cluster (template_json.c), in the
+ * store and in the row read. */
+static int start_record_autostop(struct pbx_store *st, struct pbx_cluster_row *row, int autostop,
 				 struct pbx_err *err)
 {
-	struct pbx_cluster_row row;
 	char *json;
 	int rc;
 	if (autostop < 0)
 		return 0;
-	if (pbx_store_cluster_get(st, name, &row, err) < 0)
-		return -1;
-	json = pbx_template_json_autostop(row.template_json, autostop);
-	rc = json ? pbx_store_cluster_set_template_json(st, row.id, json, err)
-		  : pbx_err_set(err, "cluster %s: its recorded template is not JSON", name);
-	free(json);
-	pbx_cluster_row_free(&row);
+	json = pbx_template_json_autostop(row->template_json, autostop);
+	if (!json)
+		return pbx_err_set(err, "cluster %s: its recorded template is not JSON", row->name);
+	rc = pbx_store_cluster_set_template_json(st, row->id, json, err);
+	free(row->template_json);
+	row->template_json = json;
 	return rc;
 }
 
-int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *tmpl_opt, int autostop, const struct pbx_cluster_events *ev,
+/* 1 when c is recorded up and sinfo (one round trip to the head, on the
+ * connection the start goes on using) shows every compute node usable;
+ * else 0.  -1 only for a refusal (a changed host key: PBX_EXIT_SECURITY). */
+static int start_was_up(struct pbx_cluster *c, struct pbx_err *err)
+{
+	struct pbx_sinfo_node *sn = NULL;
+	size_t n = 0, i;
+	int up = 0;
+	if (strcmp(c->row.state, "up") != 0)
+		return 0;
+	if (pbx_cluster_sinfo(c, &sn, &n, err) == 0) {
+		up = 1;
+		for (i = 0; i < c->nnodes; i++) {
+			const char *state = pbx_sinfo_state_of(sn, n, c->nodes[i].name);
+			if (!strcmp(c->nodes[i].role, "compute") &&
+			    (!state || !pbx_sinfo_state_usable(state)))
+				up = 0;
+		}
+	} else if (err->code == PBX_EXIT_SECURITY) {
+		up = -1;
+	} else {
+		pbx_err_clear(err);
+	}
+	pbx_sinfo_free(sn, n);
+	return up;
+}
+
+/* Plans the cluster's nodes (those SLURM wakes asleep), keeping what the
+ * store knows of each, and tells the progress display their names. */
+static int start_plan(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
 		      struct pbx_err *err)
 {
-	char *tmpl;
-	const struct pbx_cluster_template *t;
-	struct pbx_cluster *c = NULL;
 	struct pbx_node_row *planned = NULL;
 	size_t nplanned = 0, i;
 	const char **names;
-	int rc;
+	int rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
+	if (rc < 0)
+		return -1;
+	pbx_power_plan(c, planned, nplanned); /* nodes SLURM wakes: asleep */
+	start_merge_known(planned, nplanned, c->nodes, c->nnodes);
+	pbx_node_rows_free(c->nodes, c->nnodes);
+	c->nodes = planned;
+	c->nnodes = nplanned;
+	if (pbx_power_split(c, err) < 0)
+		return -1;
+	names = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*names));
+	for (i = 0; i < c->nnodes; i++)
+		names[i] = c->nodes[i].name;
+	if (ev && ev->nodes)
+		ev->nodes(ev->ctx, c->nnodes, names);
+	free(names);
+	pbx_store_event(c->store, c->row.id, "cluster.start", "%zu nodes", nplanned);
+	return 0;
+}
 
-	if (pbx_cluster_name_check(name, err) < 0) /* before anything is read or written */
+int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
+		      struct pbx_cluster_target *tg, int autostop, int *was_up,
+		      const struct pbx_cluster_events *ev, struct pbx_err *err)
+{
+	struct pbx_cluster *c = NULL;
+	int rc, up;
+	if (was_up)
+		*was_up = 0;
+	if (pbx_cluster_target_template(tg, cfg, err) < 0)
 		return -1;
-	tmpl = start_template_name(st, name, tmpl_opt);
-	t = pbx_config_template(cfg, tmpl);
-	if (!t) {
-		rc = pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				  tmpl, cfg->path);
-		free(tmpl);
-		return rc;
-	}
-	free(tmpl);
-	if (!pbx_provider_find(t->cloud))
+	if (!pbx_provider_find(tg->t->cloud))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet",
-				    t->cloud);
-	if (start_record(st, t, name, err) < 0 ||
-	    start_record_autostop(st, name, autostop, err) < 0 ||
-	    pbx_cluster_open(st, cfg, name, &c, err) < 0)
+				    tg->t->cloud);
+	if (start_record(st, tg, err) < 0 ||
+	    start_record_autostop(st, &tg->row, autostop, err) < 0 ||
+	    pbx_cluster_open_row(st, cfg, &tg->row, &c, err) < 0)
 		return -1;
-	pbx_cluster_use_template(c, t);
+	tg->known = 0; /* the row is c's now */
+	pbx_cluster_use_template(c, tg->t);
+	up = start_was_up(c, err);
+	if (up < 0) {
+		pbx_cluster_close(c);
+		return -1;
+	}
+	if (was_up)
+		*was_up = up;
 	c->starting = 1;
 	c->budget_until = pbx_cluster_budget_until(c, time(NULL)); /* -t's template */
 	rc = pbx_cluster_budget_refuse(c, "start", err);
 	if (rc == 0)
-		rc = c->provider->plan(c->pctx, &planned, &nplanned, err);
-	if (rc == 0) {
-		pbx_power_plan(c, planned, nplanned); /* nodes SLURM wakes: asleep */
-		start_merge_known(planned, nplanned, c->nodes, c->nnodes);
-		pbx_node_rows_free(c->nodes, c->nnodes);
-		c->nodes = planned;
-		c->nnodes = nplanned;
-		rc = pbx_power_split(c, err);
-	}
-	if (rc == 0) {
-		names = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*names));
-		for (i = 0; i < c->nnodes; i++)
-			names[i] = c->nodes[i].name;
-		if (ev && ev->nodes)
-			ev->nodes(ev->ctx, c->nnodes, names);
-		free(names);
-		pbx_store_event(st, c->row.id, "cluster.start", "%zu nodes", nplanned);
+		rc = start_plan(c, ev, err);
+	if (rc == 0)
 		rc = start_run_all(c, ev, err);
-	}
 	/* a refusal to talk to a node says nothing of its health: the state stays */
 	if (rc == 0 || err->code != PBX_EXIT_SECURITY)
 		pbx_cluster_mark(c, rc == 0 ? "up" : "degraded");
@@ -682,34 +699,13 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg, const 
 	return rc;
 }
 
-int pbx_cluster_running(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-			int *running, struct pbx_err *err)
+int pbx_cluster_start_name(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			   const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
-	struct pbx_cluster *c = NULL;
-	struct pbx_sinfo_node *sn = NULL;
-	size_t n = 0, i;
-	int rc = 0;
-	*running = 0;
-	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
-		if (err->code != PBX_EXIT_NOTFOUND)
-			return -1;
-		pbx_err_clear(err);
-		return 0;
-	}
-	if (!strcmp(c->row.state, "up") && pbx_cluster_sinfo(c, &sn, &n, err) == 0) {
-		*running = 1;
-		for (i = 0; i < c->nnodes; i++) {
-			const char *state = pbx_sinfo_state_of(sn, n, c->nodes[i].name);
-			if (!strcmp(c->nodes[i].role, "compute") &&
-			    (!state || !pbx_sinfo_state_usable(state)))
-				*running = 0;
-		}
-	} else if (err->code == PBX_EXIT_SECURITY) {
-		rc = -1;
-	} else {
-		pbx_err_clear(err);
-	}
-	pbx_sinfo_free(sn, n);
-	pbx_cluster_close(c);
+	struct pbx_cluster_target tg;
+	int rc = pbx_cluster_target_resolve(st, cfg, name, NULL, &tg, err);
+	if (rc == 0)
+		rc = pbx_cluster_start(st, cfg, &tg, -1, NULL, ev, err);
+	pbx_cluster_target_release(&tg);
 	return rc;
 }

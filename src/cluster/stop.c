@@ -143,6 +143,7 @@ static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const
 	spec.name = name;
 	spec.store = st;
 	spec.uid = uid;
+	spec.self = o && uid ? o->self : NULL;
 	found = uid ? stop_each_provider(&spec, stop_orphan_one, NULL, &failed, &first)
 		    : stop_each_provider(&spec, stop_survey_one, &sv, &failed, &first);
 	if (failed && !found) {
@@ -167,11 +168,12 @@ static int stop_orphan(struct pbx_store *st, const struct pbx_config *cfg, const
 	return 0;
 }
 
-int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		     const struct pbx_stop_opts *o, const struct pbx_cluster_events *ev,
-		     struct pbx_err *err)
+int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg,
+		     struct pbx_cluster_target *tg, const struct pbx_stop_opts *o,
+		     const struct pbx_cluster_events *ev, struct pbx_err *err)
 {
 	struct pbx_cluster *c;
+	const char *name = tg->name;
 	size_t i;
 	int rc;
 	if (o && o->uid && !pbx_cluster_uid_valid(o->uid))
@@ -179,12 +181,11 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg, const c
 				    "--id %s: not a cluster id (32 lowercase hex "
 				    "digits, or an older pbx's decimal number)",
 				    o->uid);
-	if (pbx_cluster_open(st, cfg, name, &c, err) < 0) {
-		if (err->code != PBX_EXIT_NOTFOUND)
-			return -1;
-		pbx_err_clear(err);
+	if (!tg->known)
 		return stop_orphan(st, cfg, name, o, err);
-	}
+	tg->known = 0; /* the row is c's */
+	if (pbx_cluster_open_row(st, cfg, &tg->row, &c, err) < 0)
+		return -1;
 	if (o && o->uid && strcmp(o->uid, c->row.uid) != 0) {
 		rc = pbx_err_setc(err, PBX_EXIT_USAGE,
 				  "cluster '%s' in this store has id %s, not "

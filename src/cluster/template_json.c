@@ -60,6 +60,8 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 	if (t->compute_external_ips)
 		json_object_set_new(o, "compute_external_ips", json_true());
 	json_object_set_new(o, "autostop", json_integer(t->autostop));
+	if (t->autostop_delete)
+		json_object_set_new(o, "autostop_action", json_string("delete"));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;

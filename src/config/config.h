@@ -13,6 +13,7 @@
  *       ssh_from: [203.0.113.0/24]     # who reaches port 22 (default anywhere)
  *       compute_external_ips: false    # gce only: compute nodes get addresses
  *       autostop: 1h                   # idle time before it stops itself; off
+ *       autostop_action: stop          # or delete (needs the head's identity)
  *       budget: 250                    # the most it may spend (price currency); off
  *       head: { machine_type: e2-standard-4 }
  *       node_groups:
@@ -107,6 +108,9 @@ struct pbx_cluster_template {
 	int autostop;              /* seconds the cluster may sit idle (no SLURM
 					 job, no SSH session) before it stops itself;
 					 0 = never (docs/autostop.md) */
+	bool autostop_delete;      /* autostop_action: delete: the head deletes the
+					 cluster (as its own identity) instead of
+					 stopping it, once every result is harvested */
 	int64_t budget;            /* the most the cluster may spend, in nano-units
 					 of prices.currency; 0 = none (docs/cost.md) */
 	char **ssh_from;           /* IPv4 blocks allowed to reach the head's sshd;

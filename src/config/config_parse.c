@@ -36,6 +36,7 @@ static const char *const template_keys[] = { "cloud",
 					     "compute_external_ips",
 					     "boot_timeout",
 					     "autostop",
+					     "autostop_action",
 					     "budget",
 					     NULL };
 static const char *const head_keys[] = { "machine_type", "service_account", "instance_profile",
@@ -519,6 +520,40 @@ static int parse_autostop(const struct pbx_ynode *m, int cloud, struct pbx_clust
 	return rc;
 }
 
+/* Optional autostop_action: stop (the default: instances powered off,
+ * disks kept) or delete (the head deletes the cluster as its own identity
+ * once every result is harvested, docs/autostop.md): only on a cloud, and
+ * only with that identity (head.service_account, head.instance_profile).
+ * After parse_head. */
+static int parse_autostop_action(const struct pbx_ynode *m, int cloud,
+				 struct pbx_cluster_template *t, struct pbx_err *err)
+{
+	const struct pbx_ynode *v = pbx_ymap_get(m, "autostop_action");
+	char *text = NULL;
+	int rc = 0;
+	t->autostop_delete = false;
+	if (!v)
+		return 0;
+	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
+		return -1;
+	if (strcmp(text, "stop") != 0 && strcmp(text, "delete") != 0)
+		rc = pbx_ynode_error(v, err, "must be stop or delete, got '%s'", text);
+	else if (!strcmp(text, "delete") && cloud == PBX_CLOUD_LOCAL)
+		rc = pbx_ynode_error(v, err,
+				     "delete is for cloud gce and aws (a local cluster "
+				     "stops; pbx cluster stop removes it)");
+	else if (!strcmp(text, "delete") && !t->head_service_account && !t->head_instance_profile)
+		rc = pbx_ynode_error(v, err,
+				     "delete needs the head's own identity to delete with: "
+				     "head.%s (docs/head-identity.md)",
+				     cloud == PBX_CLOUD_GCE ? "service_account"
+							    : "instance_profile");
+	else
+		t->autostop_delete = !strcmp(text, "delete");
+	free(text);
+	return rc;
+}
+
 /* Optional budget: the most the cluster may spend, an amount in the price
  * currency (docs/cost.md); absent or "off": none (t->budget 0). */
 static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *t,
@@ -569,7 +604,8 @@ static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template
 		return pbx_ynode_error(pbx_ymap_get(m, "subnet"), err, "only for cloud aws");
 	if (parse_groups(m, cloud, t, err) < 0 || parse_ssh_from(m, t, err) < 0 ||
 	    parse_external_ips(m, cloud, t, err) < 0 || parse_boot_timeout(m, t, err) < 0 ||
-	    parse_autostop(m, cloud, t, err) < 0 || parse_budget(m, t, err) < 0)
+	    parse_autostop(m, cloud, t, err) < 0 || parse_autostop_action(m, cloud, t, err) < 0 ||
+	    parse_budget(m, t, err) < 0)
 		return -1;
 	return parse_min_nodes(m, t, err);
 }

@@ -20,7 +20,11 @@
  *      never written through; such a file is named and not placed); then
  *      the harvested rows and the metrics of every metrics.jsonl among
  *      them are written in ONE transaction: a file counts as harvested
- *      only with its metrics.
+ *      only with its metrics;
+ *   5. when every wanted file came and none was refused: one round trip
+ *      writes the ended tasks' status lines to RUN_DIR/.pbx-harvested on
+ *      the head, which a head deleting its own cluster checks
+ *      (autostop_action: delete, docs/autostop.md).
  *
  * Killed at any point (kill -9 included), nothing whole is lost: the
  * extractor writes each file under a reserved name and renames it when
@@ -93,6 +97,7 @@ struct harvest {
 	uint64_t announced;           /* bytes its members announced so far */
 	size_t blocked;               /* files not placed: something in their way locally */
 	struct pbx_buf blocked_first; /* the first of them, for the error */
+	struct pbx_buf ended;         /* the ended tasks' status lines, as listed */
 };
 
 /* With PBX_STATS set, prints how long each phase took (to stderr). */
@@ -145,8 +150,10 @@ static void harvest_states(struct harvest *h, const char *p, size_t len)
 			if (sscanf(line, "%31s %31s", idx, state) == 2) {
 				char *e;
 				unsigned long long i = strtoull(idx, &e, 10);
-				if (!*e && i < h->ntasks && strcmp(state, "RUNNING") != 0)
+				if (!*e && i < h->ntasks && strcmp(state, "RUNNING") != 0) {
 					h->final[i] = 1;
+					pbx_buf_addf(&h->ended, "%s\n", line);
+				}
 			}
 		}
 		p += nl ? l + 1 : l;
@@ -870,6 +877,29 @@ static int harvest_bring(struct harvest *h, struct pbx_err *err)
 	return rc;
 }
 
+/* After a harvest that brought every file it wanted home: the ended
+ * tasks' status lines, as listed, go to RUN_DIR/.pbx-harvested on the
+ * head (replaced whole).  A head that deletes its own cluster
+ * (autostop_action: delete, templates/autostop.sh) does so only when every
+ * task's status line is in it: a task that ended since, or was run again,
+ * holds results not yet home.  One round trip. */
+static int harvest_mark(struct harvest *h, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	struct pbx_cluster_output o;
+	int rc;
+	pbx_buf_addf(&script,
+		     "cd \"$PBX_SHARED/%s\" && cat >.pbx-harvested.new && "
+		     "mv -f .pbx-harvested.new .pbx-harvested\n",
+		     h->t->sub.remote_dir);
+	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, &h->ended, &o, err);
+	if (rc == 0)
+		pbx_cluster_output_release(&o);
+	pbx_buf_release(&script);
+	h->stats->round_trips++;
+	return rc;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void harvest_free(struct harvest *h)
@@ -886,6 +916,7 @@ static void harvest_free(struct harvest *h)
 	place_expect_free(h->expect);
 	pbx_buf_release(&h->refusal);
 	pbx_buf_release(&h->blocked_first);
+	pbx_buf_release(&h->ended);
 	free(h->final);
 	free(h->remote_tasks);
 	free(h->local_root);
@@ -903,7 +934,8 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 			     .stats = stats,
 			     .log = log,
 			     .refusal = PBX_BUF_INIT,
-			     .blocked_first = PBX_BUF_INIT };
+			     .blocked_first = PBX_BUF_INIT,
+			     .ended = PBX_BUF_INIT };
 	struct pbx_cluster_output out;
 	struct pbx_err perr = PBX_ERR_INIT;
 	const char *after;
@@ -940,6 +972,10 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	}
 	if (rc == 0)
 		rc = harvest_bring(&h, err);
+	if (rc == 0 && h.ended.len && !h.blocked && !stats->refused) {
+		rc = harvest_mark(&h, err);
+		harvest_phase("mark");
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	stats->seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	for (size_t i = 0; i < h.ntasks; i++)

@@ -29,12 +29,20 @@ static void cluster_row_read(sqlite3_stmt *stmt, struct pbx_cluster_row *row)
 	row->uid = pbx_store_col_text(stmt, 9);
 }
 
+static unsigned long cluster_gets; /* pbx_store_cluster_reads */
+
+unsigned long pbx_store_cluster_reads(void)
+{
+	return cluster_gets;
+}
+
 int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
 			  struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int rc;
 	memset(row, 0, sizeof(*row));
+	cluster_gets++;
 	if (pbx_store_prepare(st,
 			      "SELECT " CLUSTER_COLS " FROM clusters"
 			      " WHERE name = ? AND state != 'deleted'",

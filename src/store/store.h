@@ -61,6 +61,10 @@ struct pbx_cluster_row {
  * cluster `name`.  Returns 0, or -1 with code PBX_EXIT_NOTFOUND when none. */
 int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
 			  struct pbx_err *err);
+/* How many times this process read a cluster's row by name
+ * (pbx_store_cluster_get), for `PBX_STATS=1`: a verb resolves its cluster
+ * once (src/cluster/target.c). */
+unsigned long pbx_store_cluster_reads(void);
 /* Creates a live cluster row with cluster id `uid` (made by the caller);
  * *id receives its store number. */
 int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,

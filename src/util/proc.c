@@ -116,6 +116,16 @@ int pbx_run_ok(const char *const *argv, struct pbx_err *err)
 	return rc == 0 ? 0 : -1;
 }
 
+char *pbx_self_path(void)
+{
+	char self[1024];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	return xstrdup(self);
+}
+
 char *pbx_find_pbx_train(void)
 {
 	const char *env = getenv("PBX_TRAIN_BIN");

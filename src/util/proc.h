@@ -25,6 +25,9 @@ int pbx_run_ok(const char *const *argv, struct pbx_err *err);
  * stderr on /dev/null, and does not wait: for daemons that stay in the
  * foreground (sshd -D), so pbx knows their pid and sees them die.  The
  * caller reaps it (waitpid) or leaves it to init when pbx exits. */
+/* The path of this program (/proc/self/exe); caller frees; NULL when it
+ * cannot be read. */
+char *pbx_self_path(void);
 /* The local build of pbx-train: $PBX_TRAIN_BIN when it is an absolute path
  * to an executable, else next to this program (installed) or in the build
  * tree (src/cli/pbx -> src/train/pbx-train); resolved with realpath.

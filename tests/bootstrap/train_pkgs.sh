@@ -4,16 +4,24 @@
 # pbx-train under test needs (ELF NEEDED): each library's Debian package is
 # in TRAIN_PKGS, in their dependency closure, or Essential/required.  A
 # library added to pbx-train without its package made every train: task
-# fail on VMs with "pbx-train does not run on this node".
-#   train_pkgs.sh SOURCE_DIR PBX_TRAIN
+# fail on VMs with "pbx-train does not run on this node".  With a third
+# argument, another list of the bootstrap against another binary: PBX_PKGS
+# against pbx itself (a head that deletes its own cluster runs it).
+#   train_pkgs.sh SOURCE_DIR PBX_TRAIN [TRAIN_PKGS]
+#   train_pkgs.sh SOURCE_DIR PBX PBX_PKGS
 set -eu
-SRC=${1:?usage: train_pkgs.sh SOURCE_DIR PBX_TRAIN}
-BIN=${2:?usage: train_pkgs.sh SOURCE_DIR PBX_TRAIN}
+SRC=${1:?usage: train_pkgs.sh SOURCE_DIR BINARY [LIST]}
+BIN=${2:?usage: train_pkgs.sh SOURCE_DIR BINARY [LIST]}
+LIST=${3:-TRAIN_PKGS}
 for t in readelf ldd dpkg-query apt-cache; do
 	command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t missing"; exit 77; }
 done
-eval "$(grep -E '^TRAIN_PKGS="[a-z0-9. +-]*"$' "$SRC/templates/bootstrap.sh")"
-[ -n "${TRAIN_PKGS:-}" ] || { echo "FAIL: no TRAIN_PKGS line in templates/bootstrap.sh" >&2; exit 1; }
+case $LIST in TRAIN_PKGS | PBX_PKGS) ;; *) echo "FAIL: LIST is TRAIN_PKGS or PBX_PKGS" >&2; exit 1 ;; esac
+line=$(grep -E "^$LIST=\"[a-z0-9. +-]*\"\$" "$SRC/templates/bootstrap.sh") ||
+	{ echo "FAIL: no $LIST line in templates/bootstrap.sh" >&2; exit 1; }
+TRAIN_PKGS=${line#*=}
+TRAIN_PKGS=${TRAIN_PKGS#\"}
+TRAIN_PKGS=${TRAIN_PKGS%\"}
 # shellcheck disable=SC2086 # the list's words
 closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
 	--no-replaces --no-enhances $TRAIN_PKGS 2>/dev/null | sed -n 's/^\([a-z0-9][^ <>]*\)$/\1/p' | sed 's/:amd64$//' | sort -u)
@@ -37,8 +45,8 @@ for lib in $(readelf -d "$BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 	case " $TRAIN_PKGS " in *" $pkg "*) continue ;; esac
 	case $prio in yes* | *required) continue ;; esac
 	echo "$closure" | grep -qx "$pkg" && continue
-	echo "FAIL: pbx-train needs $lib from $pkg, which TRAIN_PKGS (templates/bootstrap.sh) does not bring" >&2
+	echo "FAIL: $(basename "$BIN") needs $lib from $pkg, which $LIST (templates/bootstrap.sh) does not bring" >&2
 	fail=1
 done
-[ "$fail" = 0 ] && echo "ok: TRAIN_PKGS covers pbx-train's libraries"
+[ "$fail" = 0 ] && echo "ok: $LIST covers $(basename "$BIN")'s libraries"
 exit "$fail"

@@ -166,6 +166,18 @@ wait_final() {
 	return 1
 }
 
+# two_echo_tasks CLUSTER: parrun of experiment `del` (2 tasks, each echoes
+# result-I) on CLUSTER, and waits until both have ended (2 checks).
+two_echo_tasks() {
+	mkdir -p "$TEST_TMP/exp"
+	printf '%s\n' 'name: del' 'command: echo result-{i}' 'sweep: { grid: { i: [0, 1] } }' \
+		>"$TEST_TMP/exp/experiment.yaml"
+	run_pbx -q parrun "$TEST_TMP/exp/experiment.yaml" "$1"
+	ok $rc "parrun of 2 tasks: $errout"
+	wait_final del 120
+	ok $? "both tasks end"
+}
+
 # local_cluster NAME ADDRESS_BASE SSH_PORT SLURM_PORT_BASE NODE_GROUP [MORE]
 # writes $PBX_HOME/config.yaml with one local cluster template (NODE_GROUP
 # is a YAML flow mapping, MORE extra template lines, e.g. "slurm: {...}"),
@@ -233,10 +245,12 @@ cleanup_cluster() {
 # a harvest could touch, sorted, for a before/after diff. Leaves out
 # results/, the store, and what the cluster's daemons write on their own
 # while it runs (their spool, logs and pid files: slurmctld rewrites
-# job_state.new and job_state.old at any time).
+# job_state.new and job_state.old at any time), and the one file a harvest
+# writes on the head by design: a run's .pbx-harvested (src/jobs/harvest.c).
 tree_outside_results() {
 	find "$PBX_HOME" "$@" \( -path "$RESULTS" -o -name 'pbx.db*' -o -path '*/var/spool/*' \
-		-o -path '*/var/log/*' -o -path '*/run/*' \) -prune -o -print | sort
+		-o -path '*/var/log/*' -o -path '*/run/*' -o -path '*/shared/pbx/*/.pbx-harvested' \) \
+		-prune -o -print | sort
 }
 
 # True when pid is gone or a zombie (daemons are reaped late here).

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t0240-refusals-and-messages.sh - on a real local cluster (addresses
 # 127.0.80.x, SSH port 22800, SLURM ports from 28000; no other test uses
-# them): a second `cluster start` says the cluster is already up; `outputs`
+# them): a second `cluster start` says the cluster is already up, having
+# read the cluster's row once; `outputs`
 # patterns bring back whole directories, `*.bin` stays at the top, and a
 # pattern matching nothing is reported with its file and line; `pbx log`
 # writes the program's stdout alone on stdout; and once the head's pinned
@@ -15,10 +16,14 @@ RESULTS="$PBX_HOME/results"
 
 run_pbx -q cluster start ic
 ok $rc "cluster starts: $errout"
-run_pbx cluster start ic
+PBX_STATS=1 run_pbx cluster start ic
 is "$rc" "0" "a second start of a running cluster exits 0"
 echo "$errout" | grep -q "^cluster ic is already up"
-ok $? "... and says the cluster is already up: $(echo "$errout" | tail -1)"
+ok $? "... and says the cluster is already up: $(echo "$errout" | grep '^cluster ic')"
+# The verb resolves its cluster once (src/cluster/target.c): one read of
+# the cluster's row, price note, up check and start included.
+is "$(echo "$errout" | sed -n 's/^pbx: stats: .* \([0-9]*\) cluster row reads$/\1/p')" "1" \
+	"start reads the cluster's row from the store once"
 
 # --- outputs patterns and pbx log -------------------------------------------
 mkdir -p "$TEST_TMP/out"

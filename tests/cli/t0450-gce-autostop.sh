@@ -6,8 +6,10 @@
 # compute.instances.guestTerminate, as Compute Engine records one), no
 # body process is left and the bodies' disks stay; `cluster show` and
 # `exec` say it is stopped; `cluster start` sends instances.start for each
-# TERMINATED instance, the same disks come back and a job runs; `stop`
-# deletes everything.  Emulator addresses 127.0.90.0/24 (private) and
+# TERMINATED instance, the same disks come back and a job runs.  The head's
+# metadata server gives it tokens for its service account (the node none),
+# and pbx run with them and no credentials deletes the cluster by its id;
+# the user's `stop` then finds nothing and forgets it.  Emulator addresses 127.0.90.0/24 (private) and
 # 127.0.91.0/24 (public); SLURM ports from 26000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
@@ -67,9 +69,48 @@ run_pbx cluster show as
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop: $(echo "$out" | sed -n 3p)"
 
-run_pbx -q cluster stop as
-ok $rc "stop: $errout"
+# The head's own identity (docs/head-identity.md): its metadata server
+# hands it tokens for its service account, which the compute API takes; the
+# node, which runs as no account, gets none.
+ip_of() {
+	emu_get state | python3 -c 'import json, sys
+print(" ".join(i["networkIP"] for i in json.load(sys.stdin)["instances"]
+               if i["name"].endswith("-" + sys.argv[1])))' "$1"
+}
+HEAD_IP=$(ip_of head)
+NODE_IP=$(ip_of node1)
+md_get() { curl -s -o "$TEST_TMP/md" -w '%{http_code}' -H 'Metadata-Flavor: Google' "http://$1/computeMetadata/v1/instance/$2"; }
+is "$(md_get "$HEAD_IP" service-accounts/default/email):$(cat "$TEST_TMP/md")" \
+	"200:pbx-e2e@pbx-test.iam.gserviceaccount.com" "the head's metadata server names its service account"
+is "$(md_get "$HEAD_IP" service-accounts/default/token)" 200 "and gives it a token"
+tok=$(json_get 'd["access_token"]' <"$TEST_TMP/md")
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
+	"http://127.0.0.1:$PORT/compute/v1/projects/pbx-test/zones/us-central1-a/instances")" 200 \
+	"the compute API takes the head's token"
+is "$(md_get "$NODE_IP" service-accounts/default/token)" 404 "the node, with no service account, gets no token"
+is "$(curl -s -o /dev/null -w '%{http_code}' "http://$HEAD_IP/computeMetadata/v1/instance/service-accounts/default/token")" \
+	403 "a request without Metadata-Flavor gets none"
+
+# pbx run as the head (a home with no credentials at all, the metadata
+# server found by GCE_METADATA_HOST as on a VM by its name) deletes the
+# cluster by its id: what a head does when it deletes its own cluster.
+HEAD_HOME=$TEST_TMP/head-home
+mkdir -p "$HEAD_HOME"
+# the user's configuration without its credentials
+sed "s#credentials: [^,]*,##" "$PBX_HOME/config.yaml" >"$HEAD_HOME/config.yaml"
+grep -q credentials "$HEAD_HOME/config.yaml"
+is "$?" 1 "the head's configuration names no credentials"
+CID=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT uid FROM clusters WHERE name = 'as' AND state != 'deleted'")
+out=$(env -u GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG="$HEAD_HOME/gcloud" GCE_METADATA_HOST="$HEAD_IP" \
+	PBX_HOME="$HEAD_HOME" PBX_CONFIG="$HEAD_HOME/config.yaml" "$PBX" -q cluster stop --id "$CID" as 2>&1)
+ok $? "pbx with the head's identity stops the cluster by its id: $out"
+is "$(emu_get calls | json_get 'd["metadata_tokens"]')" "{'pbx-e2e@pbx-test.iam.gserviceaccount.com': 2}" \
+	"its token came from the head's metadata server (the test's and pbx's)"
 is "$(emu_get state | json_get 'len(d["instances"]), len(d["firewalls"])')" "0 0" \
 	"no instance and no firewall rule is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+
+run_pbx -q cluster stop as
+ok $rc "the user's stop then finds nothing left and forgets the cluster: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'as'")" "deleted" "the store says deleted"
 done_testing

@@ -9,9 +9,11 @@
 # left and the stopped bodies' disks stay.  `cluster show` and `exec` say
 # the cluster is stopped; `cluster start` sends one StartInstances for
 # both stopped instances, makes the Spot node again, the same head disk
-# comes back and a job runs on every node; `stop` leaves nothing.  The head
-# runs with instance profile pbx-head, the nodes with none; a profile the
-# account does not have is refused and leaves nothing.
+# comes back and a job runs on every node.  The head runs with instance
+# profile pbx-head, the nodes with none: the head's IMDS gives it the
+# role's credentials (a node's none), and pbx run with them alone deletes
+# the cluster by its id; the user's `stop` then finds nothing and forgets
+# it.  A profile the account does not have is refused and leaves nothing.
 # Addresses: subnets 127.0.103.0/24 and 127.0.104.0/24; SLURM ports from
 # 23000 + 64*8.
 . "$(dirname "$0")/lib.sh"
@@ -99,10 +101,46 @@ run_pbx cluster show au
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop"
 
-run_pbx -q cluster stop au
-ok $rc "stop: $errout"
+# The head's own identity (docs/head-identity.md): its IMDS gives it its
+# role's temporary credentials (IMDSv2), which EC2 takes; a node, with no
+# instance profile, gets none.
+ip_of() {
+	h_py "$1" <<'PY'
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["au"]},
+                                       {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]:
+    for i in r["Instances"]:
+        if {t["Key"]: t["Value"] for t in i.get("Tags", [])}.get("pbx-role") == sys.argv[1]:
+            print(i["PrivateIpAddress"])
+PY
+}
+HEAD_IP=$(ip_of head)
+NODE_IP=$(ip_of cpu)
+imds() {
+	_t=$(curl -s -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' "http://$1/latest/api/token")
+	curl -s -o "$TEST_TMP/md" -w '%{http_code}' -H "X-aws-ec2-metadata-token: $_t" "http://$1/latest/meta-data/$2"
+}
+is "$(imds "$HEAD_IP" iam/security-credentials/):$(cat "$TEST_TMP/md")" "200:pbx-role" "the head's IMDS names its role"
+is "$(imds "$HEAD_IP" iam/security-credentials/pbx-role):$(json_get 'd["Type"], d["Code"], bool(d["Token"])' <"$TEST_TMP/md")" \
+	"200:AWS-HMAC Success True" "and gives it the role's session credentials"
+is "$(imds "$NODE_IP" iam/security-credentials/)" 404 "a node, with no instance profile, gets none"
+
+# pbx run as the head (no credentials but the IMDS's, found by
+# AWS_EC2_METADATA_SERVICE_ENDPOINT as on a VM at 169.254.169.254) deletes
+# the cluster by its id: what a head does when it deletes its own cluster.
+HEAD_HOME=$TEST_TMP/head-home
+mkdir -p "$HEAD_HOME"
+cp "$PBX_HOME/config.yaml" "$HEAD_HOME/config.yaml"
+CID=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT uid FROM clusters WHERE name = 'au' AND state != 'deleted'")
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_EC2_METADATA_DISABLED HOME="$HEAD_HOME" \
+	AWS_EC2_METADATA_SERVICE_ENDPOINT="http://$HEAD_IP" PBX_HOME="$HEAD_HOME" PBX_CONFIG="$HEAD_HOME/config.yaml" \
+	"$PBX" -q cluster stop --id "$CID" au 2>&1)
+ok $? "pbx with the head's role stops the cluster by its id: $out"
+is "$(calls role_credentials pbx-role)" 1 "with the credentials the head's IMDS gave out (one set)"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+run_pbx -q cluster stop au
+ok $rc "the user's stop then finds nothing left and forgets the cluster: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'au'")" "deleted" "the store says deleted"
 
 # an instance profile the account does not have: EC2 refuses, nothing is left
 h_template np "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"

@@ -9,6 +9,7 @@
 #include "cloud/aws/aws_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/xalloc.h"
@@ -114,17 +115,26 @@ static int aws_wait_gone(struct aws *a, const struct pbx_instance *v, size_t n, 
 int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
-	size_t others = 0;
+	struct pbx_instance *rest = NULL, *me = NULL;
+	size_t others = 0, nrest = 0, nme = 0;
 	int rc;
 	if (!a->s->uid)
 		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted",
 				   a->s->name);
-	rc = aws_terminate(a, v, n, err);
+	/* a head deleting its own cluster (spec.self): itself last; the group
+	 * it is in cannot go before it, so the group and key pair (which cost
+	 * nothing) stay for the user's next stop */
+	pbx_instances_split_self(v, n, a->s->self, &rest, &nrest, &me, &nme);
+	rc = aws_terminate(a, rest, nrest, err);
 	if (rc == 0 && !a->s->dry_run)
-		rc = aws_wait_gone(a, v, n, &others, err);
+		rc = aws_wait_gone(a, rest, nrest, &others, err);
 	/* a subset (resize -N) leaves the rest of the cluster standing */
-	if (rc == 0 && !others)
-		rc = aws_delete_own(a, v, n, err);
+	if (rc == 0 && !others && !nme)
+		rc = aws_delete_own(a, rest, nrest, err);
+	if (rc == 0 && nme)
+		rc = aws_terminate(a, me, nme, err);
+	free(rest);
+	free(me);
 	return rc;
 }
 

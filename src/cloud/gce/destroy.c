@@ -105,15 +105,24 @@ int gce_delete_instances(struct gce *g, const struct pbx_instance *v, size_t n, 
 int gce_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
+	struct pbx_instance *rest = NULL, *me = NULL;
+	size_t nrest = 0, nme = 0;
 	int rc;
 	if (!g->s->uid)
 		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted",
 				   g->s->name);
-	rc = gce_delete_instances(g, v, n, err);
+	/* a head deleting its own cluster (spec.self): itself after the rest,
+	 * routers and firewall rules included */
+	pbx_instances_split_self(v, n, g->s->self, &rest, &nrest, &me, &nme);
+	rc = gce_delete_instances(g, rest, nrest, err);
 	if (rc == 0)
 		rc = gce_delete_routers(g, err);
 	if (rc == 0)
 		rc = gce_delete_firewalls(g, err);
+	if (rc == 0 && nme)
+		rc = gce_delete_instances(g, me, nme, err);
+	free(rest);
+	free(me);
 	return rc;
 }
 

@@ -40,7 +40,7 @@
 #define LOCAL_MAX_SLOTS      7
 #define LOCAL_ID_FILE        "cluster-id" /* in the cluster's directory: its id */
 
-/* The provider's context: the cluster, its slot (from the store) and its
+/* The provider's context: the cluster, its slot (the spec's) and its
  * directory $PBX_HOME/clusters/NAME (the local provider's "label"). */
 struct local_ctx {
 	const struct pbx_cluster_spec *s;
@@ -51,18 +51,10 @@ struct local_ctx {
 static int local_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err *err)
 {
 	struct local_ctx *x = xcalloc(1, sizeof(*x));
-	struct pbx_cluster_row row;
+	(void)err;
 	x->s = s;
+	x->slot = s->slot;
 	x->dir = xasprintf("%s/clusters/%s", pbx_home(), s->name);
-	if (s->id > 0 && s->store) {
-		if (pbx_store_cluster_get(s->store, s->name, &row, err) < 0) {
-			free(x->dir);
-			free(x);
-			return -1;
-		}
-		x->slot = row.slot;
-		pbx_cluster_row_free(&row);
-	}
 	*out = x;
 	return 0;
 }

@@ -30,7 +30,13 @@ for RunInstances of a type listed with --vcpu-limit, InvalidParameterValue
 (HTTP 400) for RunInstances naming an instance profile the account does
 not have (setup makes one, pbx-head of role pbx-role, for heads: moto
 itself answers IAM's NoSuchEntity).  GET /_harness/calls
-counts the calls by action (and `pricing`: GetProducts calls).
+counts the calls by action (and `pricing`: GetProducts calls;
+`role_credentials`: credential sets the bodies' IMDS gave out, by role).
+
+A body whose instance has an instance profile finds its role's temporary
+credentials in its IMDS (meta-data/iam/security-credentials/ROLE, from
+STS AssumeRole on moto, so moto checks them as any other): the head's own
+identity (docs/head-identity.md).
 
 The Price List Query API (pricing.py): a POST whose X-Amz-Target is
 AWSPriceListService.* is answered by the proxy itself (GetProducts over a
@@ -228,16 +234,61 @@ class SpotInterruptions:
             self.notices.pop(iid, None)
 
 
+class RoleCredentials:
+    """What EC2 gives an instance with an instance profile: temporary
+    credentials of the profile's role (STS AssumeRole on moto, so moto
+    checks their signatures as any other), one set per instance, renewed
+    when under 5 minutes are left; served by its IMDS under
+    meta-data/iam/ (info, security-credentials/ROLE).  Counted by role for
+    GET /_harness/calls (`role_credentials`)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.iam = self.sts = None     # boto3 clients on moto (set once it runs)
+        self.cache = {}                # instance id -> (role, credentials)
+        self.issued = Counter()        # role -> sets issued
+
+    def of(self, inst):
+        """(role name, credentials dict) for INST's profile, or None."""
+        if not inst.profile or self.iam is None:
+            return None
+        with self.lock:
+            got = self.cache.get(inst.iid)
+            if got and got[1]["Expiration"].timestamp() - time.time() > 300:
+                return got
+            name = inst.profile["Arn"].rsplit("/", 1)[-1]
+            role = self.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"][0]
+            c = self.sts.assume_role(RoleArn=role["Arn"], RoleSessionName=inst.iid)["Credentials"]
+            self.cache[inst.iid] = got = (role["RoleName"], c)
+            self.issued[role["RoleName"]] += 1
+            return got
+
+    @staticmethod
+    def tree(inst, role, c):
+        """meta-data/iam/ as EC2 serves it."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        info = {"Code": "Success", "LastUpdated": stamp, "InstanceProfileArn": inst.profile["Arn"],
+                "InstanceProfileId": inst.profile.get("Id", "")}
+        creds = {"Code": "Success", "LastUpdated": stamp, "Type": "AWS-HMAC",
+                 "AccessKeyId": c["AccessKeyId"], "SecretAccessKey": c["SecretAccessKey"],
+                 "Token": c["SessionToken"],
+                 "Expiration": c["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ")}
+        return {"info": json.dumps(info, indent=2),
+                "security-credentials": {role: json.dumps(creds, indent=2)}}
+
+
 class Ec2BodyMetadata:
     """IMDS for node bodies (gce's Bodies): each body's own imds.BodyServer
     on its private address, named `instance-data` in ROOT/etc/hosts as
     Amazon's DNS names it for a VM: the instance's id, address, life
-    cycle and, once given, its spot interruption notice."""
+    cycle, its role's credentials when it has an instance profile
+    (RoleCredentials) and, once given, its spot interruption notice."""
     names = "instance-data instance-data.ec2.internal"
 
-    def __init__(self, port, spot):
+    def __init__(self, port, spot, roles=None):
         self.port = port
         self.spot = spot
+        self.roles = roles
 
     @staticmethod
     def address(inst):
@@ -252,11 +303,14 @@ class Ec2BodyMetadata:
             notice = self.spot.notice(inst.iid)
             if notice:
                 md["spot"] = imds.spot_tree(notice)
+            got = self.roles.of(inst) if self.roles else None
+            if got:
+                md["iam"] = RoleCredentials.tree(inst, *got)
             return {"meta-data": md, "dynamic": {}, "user-data": None, "http_tokens": inst.http_tokens}
         return imds.BodyServer(ip, self.port, doc)
 
 
-def make_proxy(moto_url, faults, pricing, spot=None):
+def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
     class Proxy(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -274,7 +328,8 @@ def make_proxy(moto_url, faults, pricing, spot=None):
             if self.path == "/_harness/calls":
                 with faults.lock:
                     body = json.dumps({"calls": faults.calls, "faults": faults.faults,
-                                       "pricing": pricing.calls}).encode()
+                                       "pricing": pricing.calls,
+                                       "role_credentials": dict(roles.issued) if roles else {}}).encode()
                 return self._send(200, body, "application/json")
             return self._forward(None)
 
@@ -465,7 +520,7 @@ class VmInst:
 class Inst:
     """What gce's Bodies needs of an instance."""
 
-    def __init__(self, iid, ip, user, key, lifecycle="on-demand", http_tokens="optional"):
+    def __init__(self, iid, ip, user, key, lifecycle="on-demand", http_tokens="optional", profile=None):
         # the body's root is STATE/bodies/aws/n/ID: short, since slurmd's
         # socket paths under it must stay within 108 bytes
         self.project = "aws"
@@ -474,6 +529,7 @@ class Inst:
         self.iid = iid
         self.lifecycle = lifecycle
         self.http_tokens = http_tokens
+        self.profile = profile     # its IamInstanceProfile {"Arn", "Id"}, or None
         self.res = {"metadata": {"items": [{"key": "ssh-keys", "value": "%s:%s" % (user, key)}]},
                     "networkInterfaces": [{"networkIP": ip}]}
 
@@ -565,7 +621,8 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
         if not vm:
             return Inst(iid, ip, args.login_user, key,
                         "spot" if i.get("InstanceLifecycle") == "spot" else "on-demand",
-                        i.get("MetadataOptions", {}).get("HttpTokens", "optional"))
+                        i.get("MetadataOptions", {}).get("HttpTokens", "optional"),
+                        i.get("IamInstanceProfile"))
         sid = i.get("SubnetId")
         if sid not in nets:
             sub = admin.describe_subnets(SubnetIds=[sid])["Subnets"][0]
@@ -806,6 +863,7 @@ def main():
     Addresses(args.public_block)
     backend = None
     spot = SpotInterruptions()
+    roles = RoleCredentials()
     if args.backend == "vm":
         import vms
         vms.reap_stale()
@@ -813,7 +871,7 @@ def main():
                           mem_mb=args.vm_memory, flavour=Ec2Flavour(spot))
     elif not args.no_bodies:
         from bodies import Bodies
-        meta = Ec2BodyMetadata(args.metadata_port, spot) if args.metadata_port else None
+        meta = Ec2BodyMetadata(args.metadata_port, spot, roles) if args.metadata_port else None
         backend = Bodies(args.node_body_helper, args.state_dir, 22, True, metadata=meta)
     life = Lifecycle(backend is not None, image_delay=args.image_delay)
 
@@ -836,7 +894,11 @@ def main():
     spot.admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
                               aws_access_key_id=env["admin"]["access_key"],
                               aws_secret_access_key=env["admin"]["secret_key"])
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys), spot))
+    for svc in ("iam", "sts"):
+        setattr(roles, svc, boto3.client(svc, region_name=REGION, endpoint_url=moto_url,
+                                         aws_access_key_id=env["admin"]["access_key"],
+                                         aws_secret_access_key=env["admin"]["secret_key"]))
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys), spot, roles))
     proxy.daemon_threads = True
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url

@@ -92,9 +92,10 @@ class GceBodyMetadata:
     gets (vms.GceFlavour), `preempted` included, made afresh per request."""
     names = "metadata.google.internal metadata"
 
-    def __init__(self, port, projects=None):
+    def __init__(self, port, projects=None, mint=None):
         import vms
         self.port = port
+        self.mint = mint               # (email, scopes) -> token reply; None: no tokens
         self.flavour = vms.GceFlavour(projects)
         self.net = type("Net", (), {"gateway": "127.0.0.1", "netmask": "255.0.0.0"})()
 
@@ -111,7 +112,7 @@ class GceBodyMetadata:
                 return self.flavour.metadata(inst, ip, nat, self.net)
             except (KeyError, TypeError, ValueError, RuntimeError):
                 return None
-        return metadata.BodyServer(ip, self.port, tree)
+        return metadata.BodyServer(ip, self.port, tree, self.mint)
 
 
 class Bodies:

@@ -625,6 +625,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class App:
+    def _metadata_token(self, email, scopes):
+        """What a body's metadata server answers for a service account the
+        instance runs as: a token for that account with the instance's
+        scopes (counted by account in /_emulator/calls' metadata_tokens)."""
+        token, life = self.auth.mint(scopes, principal=email)
+        with self.calls_lock:
+            self.metadata_tokens[email] += 1
+        return {"access_token": token, "expires_in": max(int(life) - 1, 0), "token_type": "Bearer"}
+
     def __init__(self, args, base, token_url):
         self.faults = Faults(args.seed)
         self.faults.update(dict(args.fault))
@@ -660,8 +669,11 @@ class App:
         for t in args.static_token:
             with self.auth.lock:
                 self.auth.tokens[t] = (float("inf"), ("https://www.googleapis.com/auth/cloud-platform",), "static")
+        if args.backend != "vm" and bodies is not None and bodies.metadata is not None:
+            bodies.metadata.mint = self._metadata_token
         self.billing = Billing(self.auth)
         self.calls = Counter()
+        self.metadata_tokens = Counter()
         self.calls_lock = threading.Lock()
         self.log = open(args.log, "a") if args.log else None
         self.server = None
@@ -688,7 +700,8 @@ class App:
                     return 200, {"calls": dict(self.calls), "total": sum(
                         v for k, v in self.calls.items() if not k.endswith((" throttled", " unavailable",
                                                                            " lost_reply"))),
-                        "token_grants": self.auth.grants}
+                        "token_grants": self.auth.grants,
+                        "metadata_tokens": dict(self.metadata_tokens)}
             if method == "POST" and what == "calls/reset":
                 with self.calls_lock:
                     self.calls.clear()

@@ -25,6 +25,15 @@ tells the body).  What is served, as the documented server does:
   from the value's ETag when the request came) or the timeout passes
   (Google's guest agent watches the whole tree this way; a spot node's
   pbx-preempt watches instance/preempted).
+- GET instance/service-accounts/ACCOUNT/token (ACCOUNT: `default` or the
+  e-mail), where the instance has that service account: a fresh OAuth 2
+  access token {"access_token", "expires_in", "token_type": "Bearer"}
+  for the account with the instance's scopes, valid at the emulator's
+  compute API (the server's `mint` hook: node bodies' servers have one;
+  without it, and for an instance with no account, 404).  Never in a
+  recursive listing, as on Google's server.
+- Paths are hyphenated (service-accounts, network-interfaces), the tree's
+  keys camelCase as recursive JSON shows them; both spellings are found.
 - PUT under instance/guest-attributes/ stores a value (the guest agent
   publishes its host keys there); other writes are 405.
 - Unknown paths are 404; an address with no instance file is 404 too.
@@ -45,11 +54,20 @@ from urllib.parse import parse_qs, urlsplit
 PREFIX = "/computeMetadata/v1/"
 
 
+def camel(part):
+    """network-interfaces -> networkInterfaces: the server's paths are
+    hyphenated, its recursive JSON (the tree here) camelCase."""
+    head, *rest = part.split("-")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
 def lookup(tree, parts):
     node = tree
     for p in parts:
         if isinstance(node, dict) and p in node:
             node = node[p]
+        elif isinstance(node, dict) and camel(p) in node:
+            node = node[camel(p)]
         elif isinstance(node, list) and p.isdigit() and int(p) < len(node):
             node = node[int(p)]
         else:
@@ -122,11 +140,22 @@ class Handler(BaseHTTPRequestHandler):
                 node[last] = value
         return tree
 
+    mint = None         # (email, scopes) -> {"access_token", ...}: see BodyServer
+
+    def _token(self, tree, account):
+        """(code, text, ctype, etag) of GET .../service-accounts/ACCOUNT/token."""
+        sa = tree["instance"].get("serviceAccounts", {}).get(account)
+        if sa is None or self.mint is None:
+            return 404, "Not Found\n", "text/plain", None
+        return 200, json.dumps(self.mint(sa["email"], sa["scopes"])), "application/json", None
+
     def _answer(self, parts, q, directory):
         """(code, text, content type, etag) of a GET now."""
         tree = self._tree()
         if tree is None:
             return 404, "no instance at this address\n", "text/plain", None
+        if len(parts) == 4 and parts[:2] == ["instance", "service-accounts"] and parts[3] == "token":
+            return self._token(tree, parts[2])
         node, found = lookup(tree, parts)
         if not found:
             return 404, "Not Found\n", "text/plain", None
@@ -197,10 +226,14 @@ class Handler(BaseHTTPRequestHandler):
 
 class BodyServer:
     """The metadata server of one node body: TREE() (None: no instance)
-    served on ADDR:PORT from a thread of this process until close()."""
+    served on ADDR:PORT from a thread of this process until close().
+    MINT(email, scopes), when given, makes the token of a service account
+    the instance has (the emulator's own tokens, so the compute API takes
+    them as that account's)."""
 
-    def __init__(self, addr, port, tree):
-        handler = type("BodyHandler", (Handler,), {"guest": {}, "_load": lambda self: tree()})
+    def __init__(self, addr, port, tree, mint=None):
+        handler = type("BodyHandler", (Handler,), {"guest": {}, "_load": lambda self: tree(),
+                                                   "mint": staticmethod(mint) if mint else None})
         self.httpd = ThreadingHTTPServer((addr, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},

@@ -147,7 +147,8 @@ class GceFlavour:
                 "zone": "projects/%s/zones/%s" % (num, inst.zone),
                 "machineType": "projects/%s/machineTypes/%s" % (num, inst.spec.get("machine_type", "")),
                 "attributes": attrs, "tags": res.get("tags", {}).get("items", []),
-                "networkInterfaces": [nic], "serviceAccounts": {}, "maintenanceEvent": "NONE",
+                "networkInterfaces": [nic], "serviceAccounts": service_accounts(res),
+                "maintenanceEvent": "NONE",
                 "preempted": "TRUE" if getattr(inst, "preempted", False) else "FALSE",
                 "virtualClock": {"driftToken": "0"}, "description": "",
                 "cpuPlatform": "Intel Broadwell", "licenses": [], "disks": [],
@@ -156,6 +157,19 @@ class GceFlavour:
             },
             "project": {"projectId": inst.project, "numericProjectId": int(num), "attributes": {}},
         }
+
+
+def service_accounts(res):
+    """The metadata server's instance/service-accounts/: each account the
+    instance runs as, under its e-mail and (the first) under `default`."""
+    out = {}
+    for i, sa in enumerate(res.get("serviceAccounts") or []):
+        entry = {"aliases": ["default"] if i == 0 else [], "email": sa["email"],
+                 "scopes": list(sa.get("scopes", []))}
+        out[sa["email"]] = entry
+        if i == 0:
+            out["default"] = entry
+    return out
 
 
 class VMs:

@@ -1,0 +1,118 @@
+/*
+ * headdelete.c - what the head of a cluster with `autostop_action: delete`
+ * needs to delete its own cluster with the laptop off (issue 19;
+ * docs/autostop.md): the stage gets a configuration for pbx on the head
+ * and, on a VM, pbx itself; the bootstrap installs them and the head's
+ * pbx-autostop (templates/autostop.sh) runs `pbx cluster stop --id ID
+ * --self INSTANCE NAME` as the head's own cloud identity
+ * (docs/head-identity.md) once every result is harvested.
+ *
+ * The configuration holds no credential: pbx on the head finds none and
+ * asks the metadata server (Compute Engine) or IMDS (EC2), as on any VM.
+ */
+#include "cluster/cluster_internal.h"
+#include "util/fs.h"
+#include "util/proc.h"
+#include "util/ustar.h"
+#include "util/xalloc.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pbx_head_deletes(const struct pbx_cluster *c)
+{
+	return c->spec.t && c->spec.t->autostop_delete;
+}
+
+/* "KEY": [v...] when n > 0. */
+static void head_set_list(json_t *o, const char *key, char *const *v, size_t n)
+{
+	json_t *a;
+	size_t i;
+	if (!n)
+		return;
+	a = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	json_object_set_new(o, key, a);
+}
+
+/* "KEY": v when v is set. */
+static void head_set(json_t *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_set_new(o, key, json_string(v));
+}
+
+/* The clouds section of the head's configuration: where the cluster's
+ * resources are, never how to sign in. */
+static json_t *head_cloud(const struct pbx_config *cfg, const char *cloud)
+{
+	json_t *o = json_object();
+	if (!strcmp(cloud, "gce")) {
+		head_set(o, "project", cfg->gce.project);
+		head_set(o, "zone", cfg->gce.zone);
+		head_set_list(o, "zones", cfg->gce.zones, cfg->gce.nzones);
+		head_set(o, "endpoint", cfg->gce.endpoint);
+	} else {
+		head_set(o, "region", cfg->aws.region);
+		head_set(o, "endpoint", cfg->aws.endpoint);
+		head_set(o, "subnet", cfg->aws.subnet);
+		head_set_list(o, "subnets", cfg->aws.subnets, cfg->aws.nsubnets);
+	}
+	return o;
+}
+
+char *pbx_head_config(const struct pbx_cluster *c)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	json_t *tmpl = json_object(), *clusters = json_object(), *clouds = json_object();
+	json_t *root = json_object();
+	char *s;
+	json_t *groups = json_array();
+	size_t i;
+	head_set(tmpl, "cloud", t->cloud);
+	head_set(tmpl, "login_user", t->login_user);
+	head_set(tmpl, "image", t->image);
+	for (i = 0; i < t->ngroups; i++) { /* a template has groups; their sizes do not matter */
+		json_t *g = json_object();
+		head_set(g, "name", t->groups[i].name);
+		json_object_set_new(g, "count", json_integer(1));
+		head_set(g, "machine_type", t->groups[i].machine_type);
+		json_array_append_new(groups, g);
+	}
+	json_object_set_new(tmpl, "node_groups", groups);
+	json_object_set_new(clusters, c->row.name, tmpl);
+	json_object_set_new(clouds, t->cloud, head_cloud(c->cfg, t->cloud));
+	json_object_set_new(root, "clusters", clusters);
+	json_object_set_new(root, "clouds", clouds);
+	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return s;
+}
+
+int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
+		   struct pbx_err *err)
+{
+	char *conf = pbx_head_config(c), *self, *target;
+	struct pbx_buf bin = PBX_BUF_INIT;
+	int rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/head-config.yaml", 0600, now, conf,
+				strlen(conf), err);
+	free(conf);
+	if (rc < 0 || !vm)
+		return rc; /* a node body runs this very binary (PBX_SELF_BIN) */
+	self = pbx_self_path();
+	target = pbx_host_target();
+	rc = self ? pbx_read_file(self, &bin, err)
+		  : pbx_err_set(err, "cannot find this pbx (/proc/self/exe) to put on the head");
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx", 0755, now, bin.buf, bin.len, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx.target", 0644, now, target,
+				    strlen(target), err);
+	pbx_buf_release(&bin);
+	free(self);
+	free(target);
+	return rc;
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# t0451-gce-autostop-delete.sh - autostop_action: delete on Compute Engine
+# (the emulator's node bodies; docs/autostop.md): a cluster whose head runs
+# as a service account, autostop 12 s.  While a finished task's results
+# are not harvested, the idle cluster stops (TERMINATED, disks kept) and
+# the head records why it did not delete; once `pbx harvest` has brought
+# everything home (and written the run's .pbx-harvested on the head), the
+# idle head deletes the whole cluster with its own identity, itself last:
+# no instance, firewall rule, router or body process is left, and the
+# user's `stop` then finds nothing and forgets the cluster.  Emulator
+# addresses 127.0.111.0/24 (private) and 127.0.112.0/24 (public); SLURM
+# ports from 21000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+
+stop_at_exit ad
+gce_emulator 127.0.111.0/24 127.0.112.0/24
+mkdir -p "$PBX_HOME"
+ssh-keygen -q -t ed25519 -N "" -C t0451 -f "$PBX_HOME/id"
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  ad:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    autostop: 12s
+    autostop_action: delete
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
+    node_groups:
+      - { name: node, count: 1, machine_type: e2-standard-4 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+  local: { slurm_port_base: 21000 }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+export PBX_AUTOSTOP_TICK=1
+statuses() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted(i["status"] for i in json.load(sys.stdin)["instances"])) or "-")'; }
+held() { emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])'; }
+BODIES=$TEST_TMP/emu/bodies
+
+run_pbx -q cluster start ad
+ok $rc "the cluster starts: $errout"
+run_pbx cluster show ad
+echo "$out" | grep -q "autostop: after 12s idle (no SLURM job, no SSH session), then the head deletes the cluster once every result is harvested"
+ok $? "show says the head deletes it once every result is harvested: $(echo "$out" | grep autostop)"
+is "$("$PBX" cluster show ad --json | json_get 'd["autostop_action"]')" "delete" "show --json: autostop_action delete"
+
+two_echo_tasks ad
+
+# Not harvested: the idle cluster stops instead, and says why.
+i=0
+while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
+is "$(statuses)" "TERMINATED TERMINATED" "idle with results not harvested: both instances stopped, not deleted (${i} s)"
+is "$(held | cut -d' ' -f1)" 2 "they are still there"
+last=$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec cat {} + 2>/dev/null)
+echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 2 task(s) are not harvested (first: package [0-9a-f]* task [01]): 'pbx harvest' brings them home\$"
+ok $? "the head records why it did not delete: $(echo "$last" | grep "^reason=")"
+
+run_pbx -q cluster start ad
+ok $rc "start brings it back: $errout"
+run_pbx -q harvest del
+ok $rc "harvest brings the results home: $errout"
+is "$(cat "$PBX_HOME"/results/*/1/stdout 2>/dev/null)" "result-1" "a task's output is home"
+marker=$(find "$TEST_TMP" -path '*/pbx/*/.pbx-harvested' | head -1)
+is "$(grep -c . "$marker" 2>/dev/null)" 2 "the run's .pbx-harvested on the head lists both tasks' status lines"
+
+# Harvested: the idle head deletes everything, itself last.
+i=0
+while [ "$(held)" != "0 0 0" ] && [ $i -lt 120 ]; do sleep 1; i=$((i + 1)); done
+is "$(held)" "0 0 0" "idle with everything harvested: the head deleted every instance, firewall rule and router (${i} s)"
+[ "$(held)" = "0 0 0" ] || find "$BODIES" \( -name delete.log -o -name 'pbx-autostop.log' \) \
+	-exec sh -c 'echo "# $1:"; grep -v "cannot open /proc" "$1" | tail -8 | sed "s/^/#   /"' _ {} \;
+is "$(emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0) > 0')" "True" \
+	"with its service account's token from its metadata server"
+wait_for 100 prints "" procs_mentioning "$BODIES/"
+is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+ls "$PBX_HOME"/results/*/0/stdout >/dev/null 2>&1
+ok $? "the results stay home"
+
+run_pbx -q cluster stop ad
+ok $rc "the user's stop finds nothing left and forgets the cluster: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'ad'")" "deleted" "the store says deleted"
+done_testing

@@ -1,0 +1,71 @@
+#!/bin/sh
+# t0456-aws-autostop-delete.sh - autostop_action: delete on EC2 (moto with
+# the harness's lifecycle and IMDS, node bodies; docs/autostop.md): a
+# cluster whose head runs with instance profile pbx-head, autostop 12 s.
+# While a finished task's results are not harvested, the idle cluster
+# stops (instances `stopped`) and the head records why; once `pbx harvest`
+# has brought everything home, the idle head deletes the cluster with its
+# role's credentials from its IMDS, itself last: no instance and no body
+# process is left.  The security group and key pair (free) cannot go while
+# the head runs in the group (what its pbx deletes after its own
+# termination is a race): the user's `stop` removes what is left and
+# forgets the cluster.  Addresses: subnets 127.0.113.0/24 and 127.0.114.0/24;
+# SLURM ports from 20000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+H_SUBNET1=127.0.113.0/24 H_SUBNET2=127.0.114.0/24 H_SLURM_PORT_BASE=20000 H_CLUSTERS="ae"
+. "$(dirname "$0")/aws_lib.sh"
+
+h_start
+h_template ae "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"
+sed -i '/^  ae:$/a\    autostop: 12s\n    autostop_action: delete' "$PBX_HOME/config.yaml"
+sed -i '/^  ae:$/,/^clouds:/s/    head: { machine_type: m5.large }/    head: { machine_type: m5.large, instance_profile: pbx-head }/' "$PBX_HOME/config.yaml"
+export PBX_AUTOSTOP_TICK=1
+# The cluster's instances' states, sorted ("-": none).
+states() {
+	h_py <<'PY'
+out = []
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["ae"]}])["Reservations"]:
+    for i in r["Instances"]:
+        if i["State"]["Name"] != "terminated":
+            out.append(i["State"]["Name"])
+print(" ".join(sorted(out)) or "-")
+PY
+}
+BODIES=$TEST_TMP/h/bodies
+
+run_pbx -q cluster start ae
+ok $rc "the cluster starts: $errout"
+is "$("$PBX" cluster show ae --json | json_get 'd["autostop_action"]')" "delete" "show --json: autostop_action delete"
+two_echo_tasks ae
+
+i=0
+while [ "$(states)" != "stopped stopped" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
+is "$(states)" "stopped stopped" "idle with results not harvested: both instances stopped, not deleted (${i} s)"
+last=$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec cat {} + 2>/dev/null)
+echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 2 task(s) are not harvested"
+ok $? "the head records why it did not delete: $(echo "$last" | grep "^reason=")"
+
+run_pbx -q cluster start ae
+ok $rc "start brings it back: $errout"
+run_pbx -q harvest del
+ok $rc "harvest brings the results home: $errout"
+is "$(cat "$PBX_HOME"/results/*/1/stdout 2>/dev/null)" "result-1" "a task's output is home"
+
+i=0
+while [ "$(states)" != "-" ] && [ $i -lt 120 ]; do sleep 1; i=$((i + 1)); done
+is "$(states)" "-" "idle with everything harvested: the head terminated every instance, itself last (${i} s)"
+[ "$(states)" = "-" ] || find "$BODIES" \( -name delete.log -o -name 'pbx-autostop.log' \) \
+	-exec sh -c 'echo "# $1:"; grep -v "cannot open /proc" "$1" | tail -8 | sed "s/^/#   /"' _ {} \;
+is "$(calls role_credentials pbx-role)" 1 "with its role's credentials from its IMDS"
+# The group cannot go while the head runs in it: whether the head's pbx
+# lives to delete it and the key pair after its own termination is a race
+# (moto terminates at once, the harness ends the body within 0.2 s).
+is "$(holds | cut -d' ' -f1)" 0 "no instance is left (holds: $(holds))"
+wait_for 100 prints "" procs_mentioning "$BODIES/"
+is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
+
+run_pbx -q cluster stop ae
+ok $rc "the user's stop removes them and forgets the cluster: $errout"
+is "$(holds)" "0 0 0" "nothing is left"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'ae'")" "deleted" "the store says deleted"
+done_testing
