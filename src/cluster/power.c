@@ -71,24 +71,28 @@ static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v
 			}
 }
 
-/* Whether the provider lists the head's instance as powered off; then
+/* Whether the provider lists the head's instance as powered off (1; then
  * c->stopped_at is when it stopped, as the cloud says (0: not said), and
- * c->stops each node's. */
+ * c->stops each node's), or lists it no more (2: deleted, e.g. by the head
+ * itself, autostop_action: delete), or neither (0). */
 static int power_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	const char *head = c->nodes[0].instance_id;
 	size_t n = 0, i;
-	int off = 0;
+	int off = 2;
 	if (!head || !*head || c->provider->list(c->pctx, &v, &n, &err) < 0)
 		return 0;
 	pthread_mutex_lock(&power_lock);
 	power_stop_times(c, v, n);
 	pthread_mutex_unlock(&power_lock);
-	for (i = 0; i < n && !off; i++) {
+	for (i = 0; i < n && off == 2; i++) {
 		/* the head's handle: its instance name (gce), its id (aws) */
-		if (strcmp(v[i].id, head) != 0 || !v[i].state)
+		if (strcmp(v[i].id, head) != 0)
+			continue;
+		off = 0;
+		if (!v[i].state)
 			continue;
 		if (!strcmp(v[i].state, "TERMINATED") || !strcmp(v[i].state, "STOPPING") ||
 		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||
@@ -115,8 +119,18 @@ static char *power_stopped_why(struct pbx_cluster *c)
 		why = power_last_stop(c->nodes[0].root);
 		return why ? why : xstrdup("its node bodies run no process");
 	}
-	if (!power_head_off(c, &state))
+	switch (power_head_off(c, &state)) {
+	case 0:
 		return NULL;
+	case 2:
+		state = pbx_visible(c->nodes[0].instance_id, PBX_VISIBLE_LINE);
+		why = xasprintf("its head instance %s no longer exists (deleted: by the head "
+				"itself with autostop_action: delete, or outside pbx); 'pbx "
+				"cluster stop %s' removes what is left and forgets it",
+				state, c->row.name);
+		free(state);
+		return why;
+	}
 	why = xasprintf("its head instance is %s (powered off: autostop, or a shutdown on the "
 			"machine; its disks are kept)",
 			state);

@@ -78,6 +78,11 @@ is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
 ls "$PBX_HOME"/results/*/0/stdout >/dev/null 2>&1
 ok $? "the results stay home"
 
+is "$("$PBX" cluster list --refresh --json | json_get '[c["state"] for c in d if c["name"] == "ad"][0]')" "stopped" \
+	"cluster list --refresh asks the cloud: no longer running"
+run_pbx cluster show ad
+echo "$out $errout" | grep -q "its head instance .*-head no longer exists (deleted: by the head itself with autostop_action: delete, or outside pbx); 'pbx cluster stop ad' removes what is left"
+ok $? "show says the head instance no longer exists and what to do: $out $errout"
 run_pbx -q cluster stop ad
 ok $rc "the user's stop finds nothing left and forgets the cluster: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'ad'")" "deleted" "the store says deleted"

@@ -64,6 +64,11 @@ is "$(holds | cut -d' ' -f1)" 0 "no instance is left (holds: $(holds))"
 wait_for 100 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
 
+is "$("$PBX" cluster list --refresh --json | json_get '[c["state"] for c in d if c["name"] == "ae"][0]')" "stopped" \
+	"cluster list --refresh asks the cloud: no longer running"
+run_pbx cluster show ae
+echo "$out $errout" | grep -q "its head instance i-[0-9a-f]* no longer exists (deleted: by the head itself with autostop_action: delete, or outside pbx)"
+ok $? "show says the head instance no longer exists: $out $errout"
 run_pbx -q cluster stop ae
 ok $rc "the user's stop removes them and forgets the cluster: $errout"
 is "$(holds)" "0 0 0" "nothing is left"
