@@ -31,6 +31,16 @@ ok $rc "start other (no -t) finds template tpl again and repairs: $errout"
 run_pbx cluster exec other -- sinfo -h -o '%t'
 is "$out" "idle" "the repaired node is idle"
 
+# --self (a head deleting its own cluster) goes with --id, and only for a
+# cluster the store does not know; refused before anything is deleted.
+run_pbx cluster stop --self head-x other
+is "$rc:$(echo "$errout" | grep -c -- "--self INSTANCE goes with --id")" "2:1" "stop --self without --id is refused: $errout"
+run_pbx cluster stop --id "$(sqlite3 "$DB" "SELECT uid FROM clusters WHERE name = 'other'")" --self head-x other
+is "$rc:$(echo "$errout" | grep -c -- "--self is for a head deleting its own cluster")" "2:1" \
+	"stop --id --self of a cluster this store knows is refused: $errout"
+run_pbx cluster exec other -- sinfo -h -o '%t'
+is "$out" "idle" "the cluster still runs"
+
 # pbx forgets the cluster (as if killed before it wrote anything).
 sqlite3 "$DB" "DELETE FROM nodes; DELETE FROM host_keys; UPDATE clusters SET state = 'deleted'"
 [ -n "$(procs_mentioning "$CDIR/")" ]
