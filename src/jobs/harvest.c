@@ -882,7 +882,8 @@ static int harvest_bring(struct harvest *h, struct pbx_err *err)
  * head (replaced whole).  A head that deletes its own cluster
  * (autostop_action: delete, templates/autostop.sh) does so only when every
  * task's status line is in it: a task that ended since, or was run again,
- * holds results not yet home.  One round trip. */
+ * holds results not yet home.  One round trip; a failure is the caller's
+ * warning, never the harvest's error. */
 static int harvest_mark(struct harvest *h, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
@@ -973,7 +974,16 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	if (rc == 0)
 		rc = harvest_bring(&h, err);
 	if (rc == 0 && h.ended.len && !h.blocked && !stats->refused) {
-		rc = harvest_mark(&h, err);
+		struct pbx_err merr = PBX_ERR_INIT;
+		/* the files are home whatever happens here: a failure is a warning
+		 * (a head that would delete its cluster then stops it instead) */
+		if (harvest_mark(&h, &merr) < 0 && log)
+			pbx_buf_addf(
+				log,
+				"warning: could not record on the head that every result is home (%s): "
+				"with autostop_action: delete it stops instead of deleting "
+				"until a harvest records it\n",
+				merr.msg);
 		harvest_phase("mark");
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
