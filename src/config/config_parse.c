@@ -184,7 +184,7 @@ static int service_account_ok(const char *s)
 	static const char lower[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
 	static const char dev[] = "@developer.gserviceaccount.com",
 			  iam[] = ".iam.gserviceaccount.com";
-	const char *at = strchr(s, '@');
+	const char *at = s ? strchr(s, '@') : NULL; /* NULL: `service_account:` with no value */
 	size_t n = at ? (size_t)(at - s) : 0, p;
 	if (!at || n < 6 || n > 30 || strspn(s, lower) != n)
 		return 0;
@@ -198,7 +198,10 @@ static int service_account_ok(const char *s)
 /* An IAM instance profile's name: 1-128 of A-Z a-z 0-9 + = , . @ _ -. */
 static int instance_profile_ok(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n;
+	if (!s) /* `instance_profile:` with no value */
+		return 0;
+	n = strlen(s);
 	return n >= 1 && n <= 128 &&
 	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 			 "0123456789+=,.@_-") == n;
