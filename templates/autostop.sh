@@ -132,7 +132,9 @@ not_harvested() {
 		if [ -z "$line" ] || ! grep -qxF -e "$line" "$run/.pbx-harvested" 2>/dev/null; then
 			n=$((n + 1))
 			task=${st%/status}
-			[ -n "$first" ] || first="package ${run##*/} task ${task##*/}"
+			# names written on the shared disk by anyone: one line of safe
+			# characters, for the record and the log
+			[ -n "$first" ] || first="package $(printf %s "${run##*/}" | tr -cd '[:alnum:]._-') task $(printf %s "${task##*/}" | tr -cd '[:alnum:]._-')"
 		fi
 	done
 	[ "$n" = 0 ] || echo "the results of $n task(s) are not harvested (first: $first): 'pbx harvest' brings them home"

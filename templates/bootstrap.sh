@@ -910,6 +910,27 @@ if [ "$MODE" = systemd ] && [ "$ROLE" = compute ]; then
 	defaults_changed=$CHANGED
 fi
 
+# staged_for_here NAME: whether PBX_STAGE/NAME (a binary pbx built) was
+# built for this node: NAME.target ("ID VERSION_ID MACHINE", written
+# without a newline) against this node's; sets built and here.
+staged_for_here() {
+	built=
+	read -r built <"$STAGE_DIR/$1.target" || :   # no newline: read sets it, then fails
+	here="$OS_ID $OS_VER $(uname -m)"
+	[ "$built" = "$here" ]
+}
+
+# ensure_pkgs WHAT LIST: apt-get installs LIST (WHAT names it in the log)
+# unless dpkg has every package of it.
+ensure_pkgs() {
+	# shellcheck disable=SC2086 # word splitting of the package list
+	dpkg -s $2 >/dev/null 2>&1 && return 0
+	log "installing $1: $2"
+	# shellcheck disable=SC2086 # word splitting of the package list
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+		$2 </dev/null || die "apt-get install $2 failed"
+}
+
 # ---- pbx-train, for `train:` tasks
 TRAIN_PATH=
 if [ "$MODE" = direct ]; then
@@ -918,22 +939,11 @@ if [ "$MODE" = direct ]; then
 		ln -sfn "$PBX_TRAIN_BIN" "$ROOT/usr/local/bin/pbx-train"
 		TRAIN_PATH=$ROOT/usr/local/bin
 	fi
-elif [ -f "$STAGE_DIR/pbx-train" ]; then
-	built=
-	read -r built <"$STAGE_DIR/pbx-train.target" || :   # pbx writes it without a newline: read sets it, then fails
-	here="$OS_ID $OS_VER $(uname -m)"
-fi
-if [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ] && [ "$built" != "$here" ]; then
+elif [ -f "$STAGE_DIR/pbx-train" ] && ! staged_for_here pbx-train; then
 	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"
-elif [ "$MODE" = systemd ] && [ -f "$STAGE_DIR/pbx-train" ]; then
+elif [ -f "$STAGE_DIR/pbx-train" ]; then
 	# Its runtime libraries (Debian 12 / Ubuntu 22.04 names) and mpirun.
-	# shellcheck disable=SC2086 # word splitting of the package list
-	if ! dpkg -s $TRAIN_PKGS >/dev/null 2>&1; then
-		log "installing pbx-train's runtime: $TRAIN_PKGS"
-		# shellcheck disable=SC2086 # word splitting of the package list
-		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
-			$TRAIN_PKGS </dev/null || die "apt-get install $TRAIN_PKGS failed"
-	fi
+	ensure_pkgs "pbx-train's runtime" "$TRAIN_PKGS"
 	install_file "$STAGE_DIR/pbx-train" "$ROOT/usr/local/bin/pbx-train" 0755
 	# its CUDA backend, a module found at ../lib/pbx beside the binary; it
 	# loads where the image has the CUDA runtime, cuBLAS, cuDNN and NCCL
@@ -1172,20 +1182,11 @@ head_delete_install() {
 		return 0
 	fi
 	[ -f "$STAGE_DIR/pbx" ] || die "no pbx in PBX_STAGE ($STAGE_DIR)"
-	built=
-	read -r built <"$STAGE_DIR/pbx.target" || :   # written without a newline
-	here="$OS_ID $OS_VER $(uname -m)"
-	if [ "$built" != "$here" ]; then
+	if ! staged_for_here pbx; then
 		log "pbx not installed: built on '$built', this head is '$here': autostop stops the cluster instead of deleting it"
 		return 0
 	fi
-	# shellcheck disable=SC2086 # word splitting of the package list
-	if ! dpkg -s $PBX_PKGS >/dev/null 2>&1; then
-		log "installing pbx's runtime: $PBX_PKGS"
-		# shellcheck disable=SC2086 # word splitting of the package list
-		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
-			$PBX_PKGS </dev/null || die "apt-get install $PBX_PKGS failed"
-	fi
+	ensure_pkgs "pbx's runtime" "$PBX_PKGS"
 	install_file "$STAGE_DIR/pbx" "$ROOT/usr/local/lib/pbx/pbx" 0755
 	HEAD_PBX=$ROOT/usr/local/lib/pbx/pbx
 	"$HEAD_PBX" version >/dev/null || die "pbx does not run on this head (ldd $HEAD_PBX)"

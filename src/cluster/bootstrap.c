@@ -9,6 +9,7 @@
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
 #include "util/ustar.h"
@@ -198,6 +199,24 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	pbx_buf_release(&o.stderr_tail);
 	free(remote_stage);
 	free(cmd);
+	return rc;
+}
+
+int pbx_stage_binary(struct pbx_buf *tar, const char *path, const char *name, time_t now,
+		     struct pbx_err *err)
+{
+	struct pbx_buf bin = PBX_BUF_INIT;
+	char *member = xasprintf(PBX_STAGE_DIR "/%s", name), *target = pbx_host_target();
+	char *tmember = xasprintf("%s.target", member);
+	int rc = pbx_read_file(path, &bin, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, member, 0755, now, bin.buf, bin.len, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, tmember, 0644, now, target, strlen(target), err);
+	pbx_buf_release(&bin);
+	free(member);
+	free(tmember);
+	free(target);
 	return rc;
 }
 

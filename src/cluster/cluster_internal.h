@@ -66,6 +66,12 @@ void pbx_cluster_release(struct pbx_cluster *c);
  * The caller adds its own members and ends the tar (pbx_ustar_end).
  */
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
+/* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
+ * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
+ * host, pbx_host_target): the bootstrap installs it where the node
+ * matches (pbx-train; pbx on a head that deletes its cluster). */
+int pbx_stage_binary(struct pbx_buf *tar, const char *path, const char *name, time_t now,
+		     struct pbx_err *err);
 
 /* Connects to every node (waiting for a fresh VM's sshd) and asks whether
  * it is a node body; if the head is, each node's root becomes its body's

@@ -11,7 +11,6 @@
  * asks the metadata server (Compute Engine) or IMDS (EC2), as on any VM.
  */
 #include "cluster/cluster_internal.h"
-#include "util/fs.h"
 #include "util/proc.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
@@ -95,24 +94,15 @@ char *pbx_head_config(const struct pbx_cluster *c)
 int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
 		   struct pbx_err *err)
 {
-	char *conf = pbx_head_config(c), *self, *target;
-	struct pbx_buf bin = PBX_BUF_INIT;
+	char *conf = pbx_head_config(c), *self;
 	int rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/head-config.yaml", 0600, now, conf,
 				strlen(conf), err);
 	free(conf);
 	if (rc < 0 || !vm)
 		return rc; /* a node body runs this very binary (PBX_SELF_BIN) */
 	self = pbx_self_path();
-	target = pbx_host_target();
-	rc = self ? pbx_read_file(self, &bin, err)
+	rc = self ? pbx_stage_binary(tar, self, "pbx", now, err)
 		  : pbx_err_set(err, "cannot find this pbx (/proc/self/exe) to put on the head");
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx", 0755, now, bin.buf, bin.len, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx.target", 0644, now, target,
-				    strlen(target), err);
-	pbx_buf_release(&bin);
 	free(self);
-	free(target);
 	return rc;
 }

@@ -283,23 +283,13 @@ static int start_stage_train_cuda(struct pbx_buf *tar, const char *bin_path, tim
  * them where the node matches.  Nothing when there is no local build. */
 static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
-	struct pbx_buf bin = PBX_BUF_INIT;
-	char *path = pbx_find_pbx_train(), *target;
+	char *path = pbx_find_pbx_train();
 	int rc;
 	if (!path)
 		return 0;
-	target = pbx_host_target();
-	rc = pbx_read_file(path, &bin, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train", 0755, now, bin.buf, bin.len,
-				    err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-train.target", 0644, now, target,
-				    strlen(target), err);
+	rc = pbx_stage_binary(tar, path, "pbx-train", now, err);
 	if (rc == 0)
 		rc = start_stage_train_cuda(tar, path, now, err);
-	pbx_buf_release(&bin);
-	free(target);
 	free(path);
 	return rc;
 }

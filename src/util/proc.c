@@ -129,22 +129,25 @@ char *pbx_self_path(void)
 char *pbx_find_pbx_train(void)
 {
 	const char *env = getenv("PBX_TRAIN_BIN");
-	char self[1024], cand[1200], *slash;
-	ssize_t n;
+	char *self, *slash, *cand;
 	if (env && env[0] == '/' && access(env, X_OK) == 0)
 		return realpath(env, NULL);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	self = pbx_self_path();
+	slash = self ? strrchr(self, '/') : NULL;
+	if (!slash) {
+		free(self);
 		return NULL;
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (!slash)
-		return NULL;
+	}
 	*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/pbx-train", self);
-	if (access(cand, X_OK) != 0)
-		snprintf(cand, sizeof(cand), "%s/../train/pbx-train", self);
-	return access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
+	cand = xasprintf("%s/pbx-train", self);
+	if (access(cand, X_OK) != 0) {
+		free(cand);
+		cand = xasprintf("%s/../train/pbx-train", self);
+	}
+	free(self);
+	slash = access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
+	free(cand);
+	return slash;
 }
 
 /* The value of KEY= in os-release text (quotes dropped), or "unknown". */

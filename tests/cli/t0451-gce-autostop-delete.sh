@@ -48,15 +48,24 @@ is "$("$PBX" cluster show ad --json | json_get 'd["autostop_action"]')" "delete"
 
 two_echo_tasks ad
 
-# Not harvested: the idle cluster stops instead, and says why.
+# Not harvested: the idle cluster stops instead, and says why.  A task
+# directory with a hostile name (an escape, a newline and a forged
+# stopped_at= line) sorts first: the record names it in safe characters.
+shared_run=$(find "$TEST_TMP" -path '*/pbx/*/tasks/0/status' | head -1)
+shared_run=${shared_run%/tasks/0/status}
+evil="$shared_run/tasks/$(printf '\033[31mx\nstopped_at=1999')"
+mkdir -p "$evil" && : >"$evil/status"
 i=0
 while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
 is "$(statuses)" "TERMINATED TERMINATED" "idle with results not harvested: both instances stopped, not deleted (${i} s)"
 is "$(held | cut -d' ' -f1)" 2 "they are still there"
 last=$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec cat {} + 2>/dev/null)
-echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 2 task(s) are not harvested (first: package [0-9a-f]* task [01]): 'pbx harvest' brings them home\$"
+echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 3 task(s) are not harvested (first: package [0-9a-f]* task .*): 'pbx harvest' brings them home\$"
 ok $? "the head records why it did not delete: $(echo "$last" | grep "^reason=")"
-
+echo "$last" | grep "^reason=" | grep -q "(first: package [0-9a-f]* task 31mxstopped_at1999)"
+ok $? "naming the hostile task in safe characters"
+is "$(echo "$last" | grep -c '^stopped_at=')" 1 "the record holds one stopped_at= line"
+rm -rf "$evil"
 run_pbx -q cluster start ad
 ok $rc "start brings it back: $errout"
 run_pbx -q harvest del

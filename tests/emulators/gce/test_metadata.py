@@ -57,7 +57,7 @@ def mint(email, scopes):
 
 
 def tree(accounts):
-    return lambda: {"instance": {"name": "h", "networkInterfaces": [{"ip": "10.0.0.2"}],
+    return lambda: {"instance": {"name": "h", "networkInterfaces": [{"ip": "127.0.0.2"}],
                                  "serviceAccounts": vms.service_accounts({"serviceAccounts": accounts})},
                     "project": {"projectId": "p"}}
 
@@ -65,7 +65,7 @@ def tree(accounts):
 port = free_port()
 head = metadata.BodyServer("127.0.0.1", port, tree([{"email": EMAIL, "scopes": SCOPES}]), mint)
 try:
-    ok(get(port, "instance/network-interfaces/0/ip") == (200, "10.0.0.2"),
+    ok(get(port, "instance/network-interfaces/0/ip") == (200, "127.0.0.2"),
        "a hyphenated path finds the tree's camelCase key")
     ok(get(port, "instance/service-accounts/") == (200, "%s/\ndefault/\n" % EMAIL),
        "service-accounts/ lists the account and default")
