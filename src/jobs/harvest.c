@@ -121,14 +121,17 @@ static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	int rc;
-	pbx_buf_addf(
-		&script,
-		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
-		"pwd\n"
-		"find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
-		"echo PBX-SEP\n"
-		"find . -mindepth 2 \\( -type f -o -type l \\) -printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
-		h->t->sub.remote_dir);
+	/* A running task renames files while find reads (its status:
+	 * .status.PID, then status): one that vanishes is not an error
+	 * (-ignore_readdir_race); the next harvest sees what it became. */
+	pbx_buf_addf(&script,
+		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		     "pwd\n"
+		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
+		     "echo PBX-SEP\n"
+		     "find . -ignore_readdir_race -mindepth 2 \\( -type f -o -type l \\) "
+		     "-printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
+		     h->t->sub.remote_dir);
 	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	h->stats->round_trips++;
