@@ -5,7 +5,9 @@
 # requeued by its wrapper, resumes from its checkpoint and completes, with
 # final parameters bit-identical to an uninterrupted run of the same
 # configuration (its twin, repeat 1); `pbx state` shows attempt 2.  A
-# 2-rank MPI task sent SIGUSR1 is requeued the same way.  `pbx
+# 2-rank MPI task sent SIGTERM the same way is requeued too: its wrapper
+# passes the signal to mpirun as SIGUSR1, which mpirun forwards to every
+# rank (SIGTERM would make mpirun end them and exit 1).  `pbx
 # rerun` of a throttled sweep keeps the throttle (%1: its tasks never
 # overlap).
 # Addresses 127.0.78.0/27, ssh port 22780, SLURM ports 27800-27863 (this
@@ -37,14 +39,16 @@ sweep:
 resources: { time: "00:05:00" }
 outputs: [out/metrics.jsonl, out/summary.json]
 EOF2
-# A 2-rank task under the mpi launcher: SIGUSR1 reaches every rank through
-# mpirun; each exits 75, so mpirun does, and the task is requeued.
+# A 2-rank task under the mpi launcher: the wrapper's SIGTERM reaches every
+# rank as SIGUSR1 through mpirun; each exits 75, so mpirun does, and the
+# task is requeued.
 mkdir -p "$TEST_TMP/mpi"
 cat >"$TEST_TMP/mpi/rank.sh" <<'EOF2'
 #!/bin/sh
 r=$OMPI_COMM_WORLD_RANK
 if [ -e "stopped.$r" ]; then echo "rank $r resumed"; exit 0; fi
 trap 'echo "rank $r: USR1" >>marks; : >"stopped.$r"; exit 75' USR1
+trap 'echo "rank $r: TERM" >>marks' TERM
 : >"ready.$r"
 i=0
 while [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
@@ -73,12 +77,12 @@ job=$(cut -d' ' -f8 "$T0/status")
 run_pbx cluster exec pe -- scancel --signal=TERM --batch "$job"
 ok $rc "scancel --signal=TERM --batch $job: $errout"
 mjob=$(cut -d' ' -f8 "$M0/status")
-run_pbx cluster exec pe -- scancel --signal=USR1 --batch "$mjob"
-ok $rc "scancel --signal=USR1 --batch $mjob: $errout"
+run_pbx cluster exec pe -- scancel --signal=TERM --batch "$mjob"
+ok $rc "scancel --signal=TERM --batch $mjob: $errout"
 wait_final "$MPKG" 180
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 2)]" "the 2-rank task completes on its second attempt"
-is "$(sort "$M0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" "SIGUSR1 reached both ranks"
+is "$(sort "$M0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" "SIGUSR1, and no SIGTERM, reached both ranks"
 is "$(grep -c '^rank [01] resumed$' "$M0/stdout")" "2" "both ranks ran again"
 # A task whose status says REQUEUED but whose job SLURM no longer has (the
 # requeued job vanished) is MISSING, which rerun --failed picks up, not a

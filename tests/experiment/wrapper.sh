@@ -12,7 +12,9 @@
 #      (a stand-in scontrol records the call) and says REQUEUED; when SLURM
 #      refuses (a job being cancelled), CANCELLED as before;
 #   4. PBX_LAUNCHER=mpi asks mpirun (a stand-in) for one rank per SLURM
-#      task, or one per GPU (CUDA_VISIBLE_DEVICES) of a one-task job.
+#      task, or one per GPU (CUDA_VISIBLE_DEVICES) of a one-task job;
+#   6. under a real mpirun, SIGTERM reaches both ranks as SIGUSR1 (mpirun
+#      would end them on SIGTERM and exit 1): exit 75, requeued.
 # Usage: wrapper.sh EXP_PACK SOURCE_DIR
 set -eu
 PACK=${1:?usage: wrapper.sh EXP_PACK SOURCE_DIR}
@@ -128,6 +130,12 @@ fail) echo failing >&2; exit 3 ;;
 term) trap 'echo term >term.marker; exit 75' TERM; : >ready; loop never; exit 0 ;;
 usr1) trap 'echo usr1 >usr1.marker' USR1; : >ready; loop usr1.marker; exit 0 ;;
 int) trap 'echo int >int.marker; exit 130' INT; : >ready; loop never; exit 0 ;;
+mpi)
+	r=$OMPI_COMM_WORLD_RANK
+	trap 'echo term >"term.$r"' TERM
+	trap 'echo usr1 >"usr1.$r"; exit 75' USR1
+	: >"ready.$r"
+	i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done; exit 0 ;;
 esac
 EOF
 cat >"$T/exp2/experiment.yaml" <<'EOF'
@@ -140,6 +148,7 @@ sweep:
     - {mode: term}
     - {mode: usr1}
     - {mode: int}
+    - {mode: mpi}
 env:
   GREETING: "hello 'world'"
 outputs: [metrics.jsonl]
@@ -296,6 +305,34 @@ mpi_np() {
 	fail "no GPU files: mpirun $(cat "$T/mpirun.args")"
 check_status "$T/run9/tasks/0/status" "0 COMPLETED 0 node1 1 [0-9]+ [0-9]+ 77_0"
 pass "mpi launcher: a rank per SLURM task; a one-task job gets a rank per GPU"
+
+# ---- 6. a real mpirun: SIGTERM (pbx-preempt's notice) reaches every rank
+# as SIGUSR1, which mpirun forwards (on SIGTERM it would end them and exit
+# 1); they exit 75, so does mpirun, and the task is requeued
+command -v mpirun >/dev/null 2>&1 || fail "no mpirun (openmpi-bin: scripts/install-deps.sh)"
+mkdir -p "$T/bin2"
+cp "$T/bin/scontrol" "$T/bin2/scontrol"
+rm -f "$T/scontrol.args"
+M=$T/run13/tasks/5
+env PATH="$T/bin2:$PATH" PBX_LAUNCHER=mpi SLURM_NTASKS=2 OMPI_MCA_rmaps_base_oversubscribe=1 \
+	PBX_PKG_DIR="$T/pkg2" PBX_RUN_DIR="$T/run13" SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_JOB_ID=77 \
+	SLURM_JOB_ID=1235 SLURMD_NODENAME=node1 $SH "$T/pkg2/pbx-task.sh" &
+pid=$!
+i=0
+until { [ -e "$M/ready.0" ] && [ -e "$M/ready.1" ]; } || [ $i -ge 600 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+[ -e "$M/ready.1" ] && [ -e "$M/ready.0" ] || fail "the 2 ranks did not start: $(cat "$M/stderr")"
+kill -s TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 75 ] || fail "mpi TERM: wrapper exited $rc, not 75: $(cat "$M/stderr")"
+[ -e "$M/usr1.0" ] && [ -e "$M/usr1.1" ] || fail "a rank got no SIGUSR1: $(ls "$M")"
+[ ! -e "$M/term.0" ] && [ ! -e "$M/term.1" ] || fail "a rank got SIGTERM: $(ls "$M")"
+check_status "$M/status" "5 REQUEUED 75 node1 1 [0-9]+ [0-9]+ 77_5"
+[ "$(cat "$T/scontrol.args")" = "requeue 1235" ] || fail "scontrol got '$(cat "$T/scontrol.args")'"
+pass "mpi launcher, real mpirun: SIGTERM reaches both ranks as SIGUSR1, exit 75, requeued"
 
 n=$(cat "$T"/run1/tasks/*/status "$T"/run2/tasks/*/status | wc -l)
 [ "$n" -eq $((N + 5)) ] || fail "cat tasks/*/status gave $n lines"
