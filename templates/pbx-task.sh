@@ -32,8 +32,8 @@
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
-# SIGTERM, SIGINT and SIGUSR1 are forwarded to the program (under mpi,
-# SIGTERM goes to mpirun as SIGUSR1: see pbx_signal); the wrapper
+# SIGTERM, SIGINT and SIGUSR1 are forwarded to the program (under mpi or
+# srun, SIGTERM goes to the launcher as SIGUSR1: see pbx_signal); the wrapper
 # exits with the program's exit status, or 125 when the task could not be
 # set up (message in stderr, status FAILED 125).  A program that exits 75
 # (EX_TEMPFAIL: pbx-train after checkpointing on SIGTERM/SIGUSR1) has its
@@ -161,11 +161,12 @@ pbx_signal() {
 	pbx_nsig=$((pbx_nsig + 1))
 	case $1 in TERM | INT) pbx_caught=$1 ;; esac
 	[ -n "$pbx_child" ] || return 0
-	# mpirun ends its ranks on SIGTERM and exits 1, so the ranks' 75
-	# ("checkpointed") would be lost and a preempted task never requeued.
-	# It forwards SIGUSR1 to every rank instead: pbx-train checkpoints on it
-	# and exits 75, and so does mpirun (docs/spot.md)
-	if [ "$1" = TERM ] && [ "${PBX_LAUNCHER:-none}" = mpi ]; then
+	# A launcher ends its copies on SIGTERM: mpirun kills its ranks and
+	# exits 1, srun SIGKILLs them ("forcing job termination"), so a
+	# checkpoint's 75 would be lost and a preempted task never requeued.
+	# Both forward SIGUSR1 to every copy instead: pbx-train checkpoints on
+	# it and exits 75, and so does the launcher (docs/spot.md)
+	if [ "$1" = TERM ] && { [ "${PBX_LAUNCHER:-none}" = mpi ] || [ "${PBX_LAUNCHER:-none}" = srun ]; }; then
 		kill -s USR1 "$pbx_child" 2>/dev/null
 		return 0
 	fi

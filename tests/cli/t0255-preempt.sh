@@ -7,14 +7,16 @@
 # configuration (its twin, repeat 1); `pbx state` shows attempt 2.  A
 # 2-rank MPI task sent SIGTERM the same way is requeued too: its wrapper
 # passes the signal to mpirun as SIGUSR1, which mpirun forwards to every
-# rank (SIGTERM would make mpirun end them and exit 1).  `pbx
+# rank (SIGTERM would make mpirun end them and exit 1); a 2-copy task under
+# srun likewise (srun SIGKILLs its copies on SIGTERM), copy 1 saving a
+# second after copy 0 has exited.  `pbx
 # rerun` of a throttled sweep keeps the throttle (%1: its tasks never
 # overlap).
 # Addresses 127.0.78.0/27, ssh port 22780, SLURM ports 27800-27863 (this
 # test's own).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster pe 127.0.78.0 22780 27800 "{ name: node, count: 2, gpus: 0, cpus: 2 }"
+local_cluster pe 127.0.78.0 22780 27800 "{ name: node, count: 3, gpus: 0, cpus: 2 }"
 SHARED="$PBX_HOME/clusters/pe/shared"
 run_pbx -q cluster start pe
 ok $rc "cluster starts: $errout"
@@ -45,9 +47,9 @@ EOF2
 mkdir -p "$TEST_TMP/mpi"
 cat >"$TEST_TMP/mpi/rank.sh" <<'EOF2'
 #!/bin/sh
-r=$OMPI_COMM_WORLD_RANK
+r=${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID}
 if [ -e "stopped.$r" ]; then echo "rank $r resumed"; exit 0; fi
-trap 'echo "rank $r: USR1" >>marks; : >"stopped.$r"; exit 75' USR1
+trap 'sleep "$((r * ${STAGGER:-0}))"; echo "rank $r: USR1" >>marks; : >"stopped.$r"; exit 75' USR1
 trap 'echo "rank $r: TERM" >>marks' TERM
 : >"ready.$r"
 i=0
@@ -59,6 +61,12 @@ name: preempt-mpi
 command: ./rank.sh
 resources: { nodes: 1, ntasks-per-node: 2, launcher: mpi, time: "00:05:00" }
 EOF2
+mkdir -p "$TEST_TMP/srun"
+cp "$TEST_TMP/mpi/rank.sh" "$TEST_TMP/srun/rank.sh"
+{
+	sed 's/launcher: mpi/launcher: srun/; s/preempt-mpi/preempt-srun/' "$TEST_TMP/mpi/experiment.yaml"
+	echo 'env: { STAGGER: "1" }'
+} >"$TEST_TMP/srun/experiment.yaml"
 
 run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" pe
 ok $rc "parrun preempt: $errout"
@@ -68,10 +76,15 @@ run_pbx parrun --json "$TEST_TMP/mpi/experiment.yaml" pe
 ok $rc "parrun preempt-mpi: $errout"
 MPKG=$(echo "$out" | json_get 'd["package"]')
 M0="$SHARED/pbx/$MPKG/tasks/0"
+run_pbx parrun --json "$TEST_TMP/srun/experiment.yaml" pe
+ok $rc "parrun preempt-srun: $errout"
+SPKG=$(echo "$out" | json_get 'd["package"]')
+S0="$SHARED/pbx/$SPKG/tasks/0"
 # Wait until task 0 is training (its metrics have begun) and both ranks
 # are up, then preempt them.
 i=0
-until { [ -s "$T0/out/metrics.jsonl" ] && [ -e "$M0/ready.0" ] && [ -e "$M0/ready.1" ]; } ||
+until { [ -s "$T0/out/metrics.jsonl" ] && [ -e "$M0/ready.0" ] && [ -e "$M0/ready.1" ] &&
+	[ -e "$S0/ready.0" ] && [ -e "$S0/ready.1" ]; } ||
 	[ $i -ge 900 ]; do sleep 0.1; i=$((i + 1)); done
 job=$(cut -d' ' -f8 "$T0/status")
 run_pbx cluster exec pe -- scancel --signal=TERM --batch "$job"
@@ -79,6 +92,18 @@ ok $rc "scancel --signal=TERM --batch $job: $errout"
 mjob=$(cut -d' ' -f8 "$M0/status")
 run_pbx cluster exec pe -- scancel --signal=TERM --batch "$mjob"
 ok $rc "scancel --signal=TERM --batch $mjob: $errout"
+sjob=$(cut -d' ' -f8 "$S0/status")
+run_pbx cluster exec pe -- scancel --signal=TERM --batch "$sjob"
+ok $rc "scancel --signal=TERM --batch $sjob: $errout"
+wait_final "$SPKG" 180
+is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+	"[('COMPLETED', 2)]" "the 2-copy srun task completes on its second attempt"
+# copy 0's exit 75 ends the step (--kill-on-bad-exit): copy 1 gets SIGTERM
+# and SLURM's KillWait to finish its save
+is "$(sort "$S0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: TERM;rank 1: USR1;" \
+	"both srun copies got SIGUSR1 and saved, copy 1 after copy 0 had exited"
+grep -q "^=== pbx task 0 attempt 1 REQUEUED exit 75 " "$S0/stderr"
+ok $? "the srun task's wrapper requeued it after exit 75"
 wait_final "$MPKG" 180
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 2)]" "the 2-rank task completes on its second attempt"
