@@ -723,8 +723,10 @@ DOWN_SINCE = {}   # instance id -> when its machine was first seen off (shutdown
 
 
 def shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backend, life):
-    """An instance whose body or VM powered itself off (its sshd or QEMU
-    ended: `systemctl poweroff`, autostop) while `running`: EC2 stops it
+    """An instance whose body or VM powered itself off (`systemctl
+    poweroff`, autostop) while `running`: a body whose sshd has ended and
+    which has no process left (gce's Bodies.alive: its guest's shutdown
+    has completed), a VM whose QEMU ended.  EC2 stops it
     when its InstanceInitiatedShutdownBehavior is `stop` (the default),
     terminates it when `terminate`, and always terminates a one-time Spot
     instance; the stop is the guest's (StateReason

@@ -20,10 +20,15 @@ ROOT is the instance's boot disk.  A body is powered off (power_off:
 instances.stop, or a guest shutdown) when every process naming ROOT/ has
 ended, ROOT kept; start(inst) on that ROOT boots it again (same host key,
 same files).  stop(inst) (delete, emulator exit) ends them and removes
-ROOT.  A guest shuts itself down by ending its own processes: alive(inst)
-is False once the body's sshd (its pid in ROOT/run/sshd.pid, written by
-src/cloud/local/body.c) no longer runs, and the emulator then stops the
-instance as Compute Engine does (world.py).
+ROOT.  A guest shuts itself down by ending its own processes (autostop's
+watcher ends them all, itself last): alive(inst) is False only once that
+shutdown has completed, as a cloud sees a machine off only then: the
+body's sshd (its pid in ROOT/run/sshd.pid, written by
+src/cloud/local/body.c) no longer runs AND no process of the body is left
+(none that halt would end: `pbx-node-body procs ROOT`, the same finder,
+src/cloud/local/procs.c, asked only once sshd is gone).  The emulator then
+stops the instance as Compute Engine does (world.py), and the EC2 harness
+as EC2 does (ec2_harness.py's shutdown_by_guest, which uses these bodies).
 
 The metadata server: a VM asks metadata.google.internal (169.254.169.254,
 which its /etc/hosts and DNS name); a body, a process of this host, cannot
@@ -206,9 +211,22 @@ class Bodies:
                            capture_output=True)
 
     def alive(self, inst):
-        """Whether the body's sshd runs: a cheap look at ROOT/run/sshd.pid and
-        /proc (no subprocess), so the emulator can call it often."""
-        return sshd_alive(os.path.join(self.root(inst), "run", "sshd.pid"))
+        """Whether the body's machine still runs: True while its sshd runs
+        (a cheap look at ROOT/run/sshd.pid and /proc, no subprocess, so
+        the emulator can call it often), and once sshd is gone while any
+        process of the body is left (`pbx-node-body procs`: the processes
+        halt and stop would end, found by procs.c); False once none is:
+        the guest's shutdown has completed.  None when the helper fails
+        (not known: not taken for off)."""
+        root = self.root(inst)
+        if sshd_alive(os.path.join(root, "run", "sshd.pid")):
+            return True
+        try:
+            p = subprocess.run([self.helper, "procs", root], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return {0: True, 1: False}.get(p.returncode)
 
     def _account(self, user):
         """The guest agent's part: USER exists, in google-sudoers (NOPASSWD sudo)."""

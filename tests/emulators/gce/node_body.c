@@ -13,6 +13,11 @@
  *   pbx-node-body halt ROOT
  *       the same, keeping ROOT: the body is powered off (a guest shutdown,
  *       instances.stop) and a later start boots the same root again
+ *   pbx-node-body procs ROOT
+ *       prints the pids of the processes that stop and halt would end (one
+ *       a line) and ends nothing; exits 0 when there is one, 1 when none
+ *       is left: a guest that shut itself down has ended them all
+ *       (bodies.py's alive asks this once the body's sshd is gone)
  *
  * Usage errors exit 2.  Built by tests/emulators/gce/CMakeLists.txt.
  */
@@ -28,7 +33,7 @@
 static int node_body_usage(void)
 {
 	fprintf(stderr, "usage: pbx-node-body start ROOT PORT AUTHORIZED_KEYS HOME ADDRESS...\n"
-			"       pbx-node-body stop|halt ROOT\n");
+			"       pbx-node-body stop|halt|procs ROOT\n");
 	return 2;
 }
 
@@ -77,6 +82,24 @@ static int node_body_end(int argc, char **argv, int remove)
 	return rc < 0 ? 1 : 0;
 }
 
+/* Prints the pids of the processes naming ROOT/ (those node_body_end
+ * would end); 0 when there is one, 1 when none. */
+static int node_body_procs(int argc, char **argv)
+{
+	char *needle;
+	pid_t *pids;
+	size_t n, i;
+	if (argc != 3 || argv[2][0] != '/' || !strcmp(argv[2], "/"))
+		return node_body_usage();
+	needle = xasprintf("%s/", argv[2]);
+	n = pbx_local_procs_find(needle, &pids);
+	free(needle);
+	for (i = 0; i < n; i++)
+		printf("%d\n", (int)pids[i]);
+	free(pids);
+	return n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "start"))
@@ -85,5 +108,7 @@ int main(int argc, char **argv)
 		return node_body_end(argc, argv, 1);
 	if (argc >= 2 && !strcmp(argv[1], "halt"))
 		return node_body_end(argc, argv, 0);
+	if (argc >= 2 && !strcmp(argv[1], "procs"))
+		return node_body_procs(argc, argv);
 	return node_body_usage();
 }

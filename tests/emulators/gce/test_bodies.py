@@ -6,9 +6,11 @@ its ssh-keys metadata for that user only; the login user is not root and
 has passwordless sudo (--create-accounts, as Google's guest agent does);
 the operation is DONE only once sshd listens; an instance that never boots
 is RUNNING without sshd; delete and emulator shutdown leave no process and
-no file.  A body whose processes end (its guest shut down) makes the
-instance TERMINATED with its root kept; instances.start boots the same
-root (same host key, same files); instances.stop and
+no file.  A body whose processes all end (its guest shut down) makes the
+instance TERMINATED with its root kept, and not before: a body whose sshd
+has ended stays RUNNING while another of its processes runs;
+instances.start boots the same root (same host key, same files);
+instances.stop and
 /_emulator/guest-shutdown keep the root too, delete removes it.  A Spot
 body's metadata server (port 80 of its networkIP) serves `preempted`
 through a preemption's notice.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
@@ -176,10 +178,23 @@ class Bodies(unittest.TestCase):
         r = self.ssh(nat, 'echo kept > "$HOME/kept"; setsid sh -c "sleep 600; exit" "$PBX_BODY_ROOT/daemon" '
                           '</dev/null >/dev/null 2>&1 & echo started')
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertTrue(wait_for(lambda: procs_naming(root + "/daemon"), 10), "the daemon started")
-        # The guest powers off: its sshd ends (the rest is ended by the emulator).
+        daemon = wait_for(lambda: procs_naming(root + "/daemon"), 10)
+        self.assertTrue(daemon, "the daemon started")
+        # The guest powers off by ending its processes: its sshd first, the
+        # rest later (autostop's watcher ends last).  Until the last has
+        # ended the machine is not off: RUNNING, look after look (the
+        # emulator looks every 0.5 s), however long the sshd has been gone.
         with open(os.path.join(root, "run", "sshd.pid")) as f:
             os.kill(int(f.read()), 15)
+        self.assertTrue(wait_for(lambda: not listening(nat), 10), "sshd ended")
+        end = time.time() + 3
+        while time.time() < end:
+            code, inst = self.emu.call("GET", "zones/%s/instances/off-1" % ZONE)
+            self.assertEqual((code, inst["status"]), (200, "RUNNING"),
+                             "a body with a process left is not off (sshd gone %.1f s)" % (3 - end + time.time()))
+            time.sleep(0.1)
+        self.assertEqual(procs_naming(root + "/daemon"), daemon, "the daemon runs on")
+        os.killpg(os.getpgid(daemon[0]), 15)     # the last processes (its sleep too) end
         inst = self.wait_status("off-1", "TERMINATED", timeout=10)
         self.assertIn("lastStopTimestamp", inst)
         self.assertFalse(listening(nat))

@@ -13,8 +13,9 @@ Firewall operations are global: PENDING, RUNNING, DONE, with the change
 made at DONE.  instances.stop: RUNNING -> STOPPING -> TERMINATED (the
 backend's machine ends, its boot disk stays); instances.start: TERMINATED
 -> STAGING -> RUNNING on the same disk.  A guest shutdown (the backend's
-machine ended by itself: a body's sshd died, a VM's QEMU exited; checked
-every WATCH_PERIOD seconds outside the lock) or a /_emulator/ call
+machine ended by itself: a body's sshd ended and no process of the body
+is left, bodies.alive; a VM's QEMU exited; checked every WATCH_PERIOD
+seconds outside the lock) or a /_emulator/ call
 (guest_shutdown, preempt) does what Compute Engine does: a system
 operation (compute.instances.guestTerminate or compute.instances.preempted)
 while the instance goes RUNNING -> STOPPING -> TERMINATED, disk kept (a
