@@ -71,10 +71,20 @@ is "$rc" 1 "exec on the stopped cluster fails"
 echo "$errout" | grep -q "is stopped.*start it again with 'pbx cluster start as'"
 ok $? "and says it is stopped and how to start it: $errout"
 
-# start again: the same disks, SLURM back, a job runs, the watchers back
+# start again: the same disks, SLURM back, a job runs, the watchers back.
+# A shutdown is still under way (autostop's watcher ends last, seconds
+# after sshd; here a process in the head's disk for 3 s): the start waits
+# for the body's last process before its sshd starts again
 echo kept >"$CDIR/nodes/node1/kept.txt"
+(cd "$CDIR/nodes/head" && sleep 3 && date +%s.%N >"$TEST_TMP/halted") &
+LINGER=$!
+sleep 0.2
 run_pbx -q cluster start as --autostop 1h
 ok $rc "start brings the stopped cluster back: $errout"
+wait "$LINGER"
+python3 -c 'import os, sys; sys.exit(0 if os.stat(sys.argv[1]).st_mtime >= float(open(sys.argv[2]).read()) else 1)' \
+	"$CDIR/nodes/head/run/sshd.pid" "$TEST_TMP/halted"
+ok $? "the head's sshd started after the body's last process ended"
 is "$(cat "$CDIR/nodes/node1/kept.txt" 2>&1)" "kept" "node1's disk is the one it had"
 run_pbx cluster exec as -- srun -N2 hostname
 ok $rc "a job runs on both compute nodes again: $errout"

@@ -4,6 +4,7 @@
  * local provider and the Compute Engine emulator's helper share it.
  */
 #include "cloud/local/body.h"
+#include "cloud/local/procs.h"
 #include "cloud/provider.h"
 #include "util/fs.h"
 #include "util/proc.h"
@@ -236,6 +237,30 @@ static int body_quotable(const char *s)
 	return !strpbrk(s, "\"\\\n");
 }
 
+/* A body whose sshd has ended may still be shutting down: autostop's
+ * watcher ends last, a few seconds after sshd, killing what it finds of
+ * the body (templates/autostop.sh).  A start waits for that, as a cloud
+ * starts no instance while it is STOPPING: otherwise the new sshd could
+ * be swept away, and the bootstrap would find the old watcher alive and
+ * start none (the cluster would never stop itself again).  At most
+ * BODY_HALT_WAIT_MS: what is left then is no shutdown (e.g. a shell whose
+ * directory is in the body), and the start goes on. */
+#define BODY_HALT_WAIT_MS 15000
+static void body_wait_halted(const char *root)
+{
+	char *dir = xasprintf("%s/", root);
+	int waited;
+	for (waited = 0; waited < BODY_HALT_WAIT_MS; waited += 100) {
+		pid_t *pids = NULL;
+		size_t n = pbx_local_procs_find(dir, &pids);
+		free(pids);
+		if (!n)
+			break;
+		usleep(100 * 1000);
+	}
+	free(dir);
+}
+
 int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 {
 	static const char *const subdirs[] = { "etc/ssh", "run", "var/log", NULL };
@@ -259,6 +284,8 @@ int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 		return -1;
 	if (mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
 		return pbx_err_set(err, "cannot create /run/sshd: %s", strerror(errno));
+	if (!pbx_body_running(b->root))
+		body_wait_halted(b->root);
 	return body_start_sshd(b, err);
 }
 

@@ -19,7 +19,8 @@ struct pbx_body {
 };
 
 /* Makes the body's directories and host key (once) and starts its sshd
- * unless it already runs; returns once sshd listens, or -1 with err
+ * unless it already runs, after the body's last shutdown has ended (every
+ * process of it gone; at most 15 s); returns once sshd listens, or -1 with err
  * quoting sshd's last log line.  Sessions get HOME=b->home and
  * PBX_BODY_ROOT=b->root in their environment. */
 int pbx_body_start(const struct pbx_body *b, struct pbx_err *err);
