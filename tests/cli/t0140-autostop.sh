@@ -13,7 +13,12 @@
 local_cluster as 127.0.85.0 22850 28500 "{ name: node, count: 2 }" "autostop: 12s"
 export PBX_AUTOSTOP_TICK=1   # the watchers look every second (default 10)
 CDIR="$PBX_HOME/clusters/as"
-watchers() { ps -eo args= | grep -F "$CDIR/" | grep -c "[p]bx-autostop watch"; }
+# the watchers of this cluster: not their momentary forks (a command
+# substitution's subshell shows its watcher's command line until it execs)
+watchers() {
+	ps -eo pid=,ppid=,args= | grep -F "$CDIR/" | grep "[p]bx-autostop watch" |
+		awk '{ pid[$1] = 1; parent[$1] = $2 } END { n = 0; for (p in pid) if (!(parent[p] in pid)) n++; print n }'
+}
 
 run_pbx cluster start as --autostop soon
 is "$rc" 2 "--autostop with a word that is no duration is a usage error"
