@@ -193,7 +193,8 @@ class Bodies(unittest.TestCase):
             self.assertEqual((code, inst["status"]), (200, "RUNNING"),
                              "a body with a process left is not off (sshd gone %.1f s)" % (3 - end + time.time()))
             time.sleep(0.1)
-        self.assertEqual(procs_naming(root + "/daemon"), daemon, "the daemon runs on")
+        # (a subset: under load a fork of the shell may show its command line too)
+        self.assertLessEqual(set(daemon), set(procs_naming(root + "/daemon")), "the daemon runs on")
         os.killpg(os.getpgid(daemon[0]), 15)     # the last processes (its sleep too) end
         inst = self.wait_status("off-1", "TERMINATED", timeout=10)
         self.assertIn("lastStopTimestamp", inst)
