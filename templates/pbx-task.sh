@@ -166,10 +166,12 @@ pbx_signal() {
 	# checkpoint's 75 would be lost and a preempted task never requeued.
 	# Both forward SIGUSR1 to every copy instead: pbx-train checkpoints on
 	# it and exits 75, and so does the launcher (docs/spot.md)
-	if [ "$1" = TERM ] && { [ "${PBX_LAUNCHER:-none}" = mpi ] || [ "${PBX_LAUNCHER:-none}" = srun ]; }; then
+	case $1:${PBX_LAUNCHER:-none} in
+	TERM:mpi | TERM:srun)
 		kill -s USR1 "$pbx_child" 2>/dev/null
 		return 0
-	fi
+		;;
+	esac
 	if [ -n "$pbx_group" ] && kill -s "$1" -- "-$pbx_child" 2>/dev/null; then return 0; fi
 	kill -s "$1" "$pbx_child" 2>/dev/null
 }
