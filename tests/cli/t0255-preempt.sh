@@ -99,9 +99,10 @@ wait_final "$SPKG" 180
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 2)]" "the 2-copy srun task completes on its second attempt"
 # copy 0's exit 75 ends the step (--kill-on-bad-exit): copy 1 gets SIGTERM
-# and SLURM's KillWait to finish its save
-is "$(sort "$S0/marks" | tr '\n' ';')" "rank 0: USR1;rank 1: TERM;rank 1: USR1;" \
-	"both srun copies got SIGUSR1 and saved, copy 1 after copy 0 had exited"
+# and SLURM's KillWait to finish its save (under load its USR1 may come
+# late enough that it has saved before: the TERM line is not required)
+is "$(grep -v '^rank 1: TERM$' "$S0/marks" | sort | tr '\n' ';')" "rank 0: USR1;rank 1: USR1;" \
+	"both srun copies got SIGUSR1 and saved, copy 1 a second after copy 0"
 grep -q "^=== pbx task 0 attempt 1 REQUEUED exit 75 " "$S0/stderr"
 ok $? "the srun task's wrapper requeued it after exit 75"
 wait_final "$MPKG" 180
