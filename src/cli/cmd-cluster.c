@@ -1,5 +1,6 @@
 /*
- * cmd-cluster.c - `pbx cluster start|list|show|ssh|exec|resize|stop|forget-host`.
+ * cmd-cluster.c - `pbx cluster start|list|show|ssh|exec|resize|stop|forget-host`,
+ * and the internal power|record|adopt.
  *
  * Thin: parses, calls src/cluster, prints.  Progress of start/stop is a
  * per-node display on stderr (live on a terminal, plain lines otherwise,
@@ -10,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "util/quote.h"
 #include "util/duration.h"
+#include "util/fs.h"
 #include "util/money.h"
 #include "util/xalloc.h"
 
@@ -1226,6 +1228,85 @@ static const struct pbx_cmd cmd_cluster_power = {
 	.exec = cmd_cluster_power_exec,
 };
 
+/* --------------------------------------------------------- record, adopt */
+
+static const struct pbx_cmd cmd_cluster_record;
+
+static int cmd_cluster_record_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *json = NULL;
+	int rc = pbx_plain_args(&cmd_cluster_record, argc, argv, 1, 1);
+	if (rc)
+		return rc;
+	if (pbx_cluster_record(ctx->store, ctx->cfg, argv[1], &json, &err) < 0)
+		return pbx_report(&err);
+	printf("%s\n", json);
+	free(json);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_record = {
+	.name = "record",
+	.summary = "print a cluster's record, for another pbx to adopt (internal)",
+	.usage = "pbx cluster record NAME",
+	.description =
+		"Prints what this store knows of cluster NAME as one JSON document: its\n"
+		"row (name, id, cloud, state, template, slot), every node (asleep ones too:\n"
+		"name, role, address, public_address, ssh_port, gpus, instance_id, root,\n"
+		"state, zone) and the host keys pinned for them.  'pbx cluster adopt' on\n"
+		"another store takes it in: made for pbx on a cluster's head, which runs\n"
+		"SLURM's power saving from a store of its own (docs/power-saving.md).  It\n"
+		"holds no secret: host keys are public.",
+	.args = "CLUSTER",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_record_exec,
+};
+
+#define CLUSTER_RECORD_MAX (64u << 20) /* bytes of a record file */
+
+static const struct pbx_cmd cmd_cluster_adopt;
+
+static int cmd_cluster_adopt_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_buf text = PBX_BUF_INIT;
+	char *name = NULL;
+	int rc = pbx_plain_args(&cmd_cluster_adopt, argc, argv, 1, 1);
+	if (rc)
+		return rc;
+	if (pbx_read_regular(argv[1], CLUSTER_RECORD_MAX, &text, NULL, &err) < 0 ||
+	    pbx_cluster_adopt(ctx->store, text.buf ? text.buf : "", text.len, argv[1], &name,
+			      &err) < 0) {
+		pbx_buf_release(&text);
+		return pbx_report(&err);
+	}
+	pbx_info("adopted cluster %s from %s", name, argv[1]);
+	free(name);
+	pbx_buf_release(&text);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_adopt = {
+	.name = "adopt",
+	.summary = "take in a cluster's record from another pbx (internal)",
+	.usage = "pbx cluster adopt FILE",
+	.description =
+		"Makes the cluster of FILE (what 'pbx cluster record' prints) this store's,\n"
+		"for pbx on the cluster's head (docs/power-saving.md): the same name, id,\n"
+		"cloud, template and slot, its nodes without their public addresses (this\n"
+		"pbx reaches every node at its private address) and their host keys, pinned\n"
+		"under those addresses.  Adopting the same cluster (its id) again replaces\n"
+		"its nodes and host keys.  FILE is checked whole before anything is written:\n"
+		"another version, a missing, unknown or mistyped field, or a value pbx would\n"
+		"not write itself (a node name, an address, a path) is refused with the\n"
+		"field named, exit 2; a name held here by a cluster of another id is\n"
+		"refused, exit 1.  Either way the store is left as it was.",
+	.args = "FILE",
+	.flags = PBX_NEED_STORE,
+	.exec = cmd_cluster_adopt_exec,
+};
+
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 	&cmd_cluster_start,
 	&cmd_cluster_price,
@@ -1237,6 +1318,8 @@ static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 	&cmd_cluster_stop,
 	&cmd_cluster_forget_host,
 	&cmd_cluster_power,
+	&cmd_cluster_record,
+	&cmd_cluster_adopt,
 	NULL,
 };
 

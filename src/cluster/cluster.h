@@ -236,6 +236,58 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
 int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *action, char **nodes, size_t n, struct pbx_err *err);
 
+/* ------------------------------------------------------------ record.c */
+
+/*
+ * A cluster's record (docs/power-saving.md, "A store on the head"): its
+ * row, its nodes (asleep ones too) and the host keys pinned for them, as
+ * one JSON document that another pbx's store takes in (`pbx cluster
+ * adopt`):
+ *   {"version": 1,
+ *    "cluster": {"name", "uid", "cloud", "state", "template_json" (a
+ *                string), "template_name" (or null), "slot", "created"},
+ *    "nodes": [{"name", "role", "address", "ssh_port", "gpus",
+ *               "instance_id", "root", "state", "zone",
+ *               "public_address"}, ...],
+ *    "pins": [{"hostport", "type", "key"}, ...]}
+ * instance_id, zone and public_address may be null.  A reader refuses
+ * anything else: another version, a missing or unknown field, a field of
+ * another type, a value the store's writers would not write.
+ */
+#define PBX_CLUSTER_RECORD_VERSION 1
+
+/* A pin of the record: NAME/NODE@HOST:PORT and its key. */
+struct pbx_record_pin {
+	char *hostport, *type, *key;
+};
+/* A record as read (pbx_cluster_record_parse). */
+struct pbx_cluster_record {
+	struct pbx_cluster_row row; /* id and updated 0 */
+	struct pbx_node_row *nodes; /* id and cluster_id 0, head first */
+	size_t nnodes;
+	struct pbx_record_pin *pins;
+	size_t npins;
+};
+/* The record of live cluster `name` (JSON); *json owned by the caller. */
+int pbx_cluster_record(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		       char **json, struct pbx_err *err);
+/* Reads and validates record text[0..len) into *rec (owned by the caller,
+ * pbx_cluster_record_release, on success only); errors (PBX_EXIT_USAGE)
+ * read "WHAT: FIELD: problem", FIELD a path such as nodes[2].address. */
+int pbx_cluster_record_parse(const char *text, size_t len, const char *what,
+			     struct pbx_cluster_record *rec, struct pbx_err *err);
+void pbx_cluster_record_release(struct pbx_cluster_record *rec);
+/* `pbx cluster adopt`: reads record text[0..len) (named `what` in errors)
+ * and makes its cluster this store's, in one transaction: the row, the
+ * nodes without their public addresses (this pbx reaches every node at
+ * its private address) and the pins, keyed by those addresses.  The same
+ * cluster again (its id) replaces its nodes and pins; a name held here by
+ * a cluster of another id is refused (PBX_EXIT_FAIL), as is a bad record
+ * (PBX_EXIT_USAGE); nothing is written then.  *name (may be NULL) gets the
+ * cluster's name, owned by the caller. */
+int pbx_cluster_adopt(struct pbx_store *st, const char *text, size_t len, const char *what,
+		      char **name, struct pbx_err *err);
+
 /* Opens live cluster `name`; *out owned by the caller (pbx_cluster_close). */
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err);

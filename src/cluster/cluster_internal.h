@@ -99,6 +99,12 @@ char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
  * *found (may be NULL) says whether anything was listed. */
 int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
 		      struct pbx_err *err);
+/* record.c: c's record (see struct pbx_cluster_record in cluster.h) from
+ * the store: its row, every node the store has for it (c->asleep's too)
+ * and the pins of those nodes at their address or public address and SSH
+ * port.  Caller frees; NULL when the store cannot be read. */
+char *pbx_cluster_record_json(const struct pbx_cluster *c);
+
 /* ------------------------------------------------------- powersave.c */
 
 /* Whether template t has a power-saving group (min: below its count). */

@@ -86,6 +86,72 @@ int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char 
 	return 0;
 }
 
+int pbx_store_cluster_get_uid(struct pbx_store *st, const char *uid, struct pbx_cluster_row *row,
+			      struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+	memset(row, 0, sizeof(*row));
+	if (pbx_store_prepare(st, "SELECT " CLUSTER_COLS " FROM clusters WHERE uid = ?", &stmt,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, uid, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		cluster_row_read(stmt, row);
+	sqlite3_finalize(stmt);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc == SQLITE_DONE)
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster with id '%s'", uid);
+	return pbx_store_fail(st, err, "read cluster");
+}
+
+/* *id: the store number of the row with cluster id `uid`. */
+static int cluster_id_of(struct pbx_store *st, const char *uid, int64_t *id, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+	if (pbx_store_prepare(st, "SELECT id FROM clusters WHERE uid = ?", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, uid, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_ROW ? 0 : pbx_store_fail(st, err, "read cluster id");
+}
+
+int pbx_store_cluster_put(struct pbx_store *st, const struct pbx_cluster_row *row, int64_t *id,
+			  struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st,
+			      "INSERT INTO clusters(name, cloud, state, template_json, slot,"
+			      " created, updated, template, uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			      " ON CONFLICT(uid) DO UPDATE SET name = excluded.name,"
+			      " cloud = excluded.cloud, state = excluded.state,"
+			      " template_json = excluded.template_json, slot = excluded.slot,"
+			      " created = excluded.created, updated = excluded.updated,"
+			      " template = excluded.template",
+			      &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_text(stmt, 1, row->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, row->cloud, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 3, row->state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 4, row->template_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 5, row->slot);
+	sqlite3_bind_int64(stmt, 6, row->created);
+	sqlite3_bind_int64(stmt, 7, (int64_t)time(NULL));
+	sqlite3_bind_text(stmt, 8, row->template_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 9, row->uid, -1, SQLITE_STATIC);
+	if (pbx_store_step_done(st, stmt, err) < 0 || cluster_id_of(st, row->uid, id, err) < 0)
+		return -1;
+	pbx_store_event(st, *id, "cluster.adopt", "cluster %s (%s) id %s slot %d", row->name,
+			row->cloud, row->uid, row->slot);
+	return 0;
+}
+
 int pbx_store_cluster_set_state(struct pbx_store *st, int64_t id, const char *state,
 				struct pbx_err *err)
 {

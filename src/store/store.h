@@ -83,6 +83,17 @@ int pbx_store_cluster_set_template_json(struct pbx_store *st, int64_t id, const 
  * owned by the caller: pbx_cluster_rows_free(*rows, *n). */
 int pbx_store_cluster_list(struct pbx_store *st, int include_deleted, struct pbx_cluster_row **rows,
 			   size_t *n, struct pbx_err *err);
+/* The row (deleted or not) whose cluster id is `uid`; *row owned by the
+ * caller (pbx_cluster_row_free).  -1 with PBX_EXIT_NOTFOUND when none. */
+int pbx_store_cluster_get_uid(struct pbx_store *st, const char *uid, struct pbx_cluster_row *row,
+			      struct pbx_err *err);
+/* For `pbx cluster adopt`: writes row's name, uid, cloud, state,
+ * template_json, slot, template_name and created as they are: over the
+ * row of cluster id row->uid when there is one, else as a new row.  *id
+ * gets its store number.  The caller checks first that neither the name
+ * nor the id is another cluster's. */
+int pbx_store_cluster_put(struct pbx_store *st, const struct pbx_cluster_row *row, int64_t *id,
+			  struct pbx_err *err);
 /* Slots used by live clusters of `cloud`: returns the lowest free slot >= 0. */
 int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, struct pbx_err *err);
 void pbx_cluster_row_free(struct pbx_cluster_row *row);
@@ -141,6 +152,16 @@ int pbx_store_hostkey_forget(struct pbx_store *st, const char *hostport, int *re
 /* Forgets every key whose name starts with `prefix`. */
 int pbx_store_hostkey_forget_prefix(struct pbx_store *st, const char *prefix, int *removed,
 				    struct pbx_err *err);
+
+/* A pinned key: the name it is pinned under and the key. */
+struct pbx_hostkey_row {
+	char *hostport, *type, *key_b64;
+};
+/* Every key whose name starts with `prefix`, by name; *rows owned by the
+ * caller: pbx_hostkey_rows_free(*rows, *n). */
+int pbx_store_hostkey_list_prefix(struct pbx_store *st, const char *prefix,
+				  struct pbx_hostkey_row **rows, size_t *n, struct pbx_err *err);
+void pbx_hostkey_rows_free(struct pbx_hostkey_row *rows, size_t n);
 
 /* ------------------------------------------------------------------ images */
 
