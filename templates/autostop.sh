@@ -33,9 +33,10 @@
 # PBX_BUDGET_UNTIL (unix s; 0 = none): when the cluster's budget is spent,
 # the head stops it then, idle or not (docs/cost.md).  With
 # autostop_action: delete, the head's also PBX_AUTOSTOP_ACTION=delete,
-# PBX_BIN, PBX_CLUSTER, PBX_CLUSTER_ID, PBX_CLOUD and PBX_HEAD_INSTANCE:
-# once every task's results are harvested, the head deletes the cluster
-# (pbx with the head's own identity) instead of stopping it.
+# PBX_BIN (pbx-head: pbx with the head's own identity, home and key),
+# PBX_CLUSTER, PBX_CLUSTER_ID, PBX_CLOUD and PBX_HEAD_INSTANCE: once every
+# task's results are harvested, the head deletes the cluster instead of
+# stopping it.
 set -u
 
 CONF_FILE=${PBX_AUTOSTOP_CONF:-$(dirname "$0")/../../../etc/pbx/autostop.conf}
@@ -140,33 +141,15 @@ not_harvested() {
 	[ "$n" = 0 ] || echo "the results of $n task(s) are not harvested (first: $first): 'pbx harvest' brings them home"
 }
 
-# The metadata server (Compute Engine) or IMDS (EC2) of a node body: its
-# own address, which ROOT/etc/hosts names as a VM's does; a VM finds them
-# by name.  Prints the environment pbx needs for it (nothing on a VM).
-identity_env() {
-	[ "$PBX_MODE" = direct ] || return 0
-	case $PBX_CLOUD in
-	gce) a=$(awk '$2 == "metadata.google.internal" { print $1; exit }' "$ROOT/etc/hosts" 2>/dev/null)
-		[ -z "$a" ] || echo "GCE_METADATA_HOST=$a" ;;
-	aws) a=$(awk '$2 == "instance-data" { print $1; exit }' "$ROOT/etc/hosts" 2>/dev/null)
-		[ -z "$a" ] || echo "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://$a" ;;
-	esac
-}
-
 # autostop_action: delete.  pbx deletes the cluster as the head's own
 # identity (docs/head-identity.md), this head's instance last: on success
 # this machine ends with it.  Returns when the delete failed, with why in
 # DELETE_WHY.
 head_delete() {
-	home=$STATE_DIR/home
-	mkdir -p "$home" && chmod 700 "$home"
 	log "$1: deleting the cluster"
-	# shellcheck disable=SC2046 # one word a variable
-	if env -u GOOGLE_APPLICATION_CREDENTIALS -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
-		-u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_EC2_METADATA_DISABLED -u GCE_METADATA_HOST \
-		HOME="$home" CLOUDSDK_CONFIG="$home/gcloud" PBX_HOME="$home" \
-		PBX_CONFIG="$ROOT/etc/pbx/head-config.yaml" $(identity_env) \
-		"$PBX_BIN" -q cluster stop --id "$PBX_CLUSTER_ID" --self "$PBX_HEAD_INSTANCE" \
+	# PBX_BIN is pbx-head: pbx with the head's home, configuration and
+	# identity (templates/bootstrap.sh)
+	if "$PBX_BIN" -q cluster stop --id "$PBX_CLUSTER_ID" --self "$PBX_HEAD_INSTANCE" \
 		"$PBX_CLUSTER" >"$STATE_DIR/delete.log" 2>&1; then
 		log "the cluster is deleted"
 		power_off

@@ -46,6 +46,13 @@
 #                   PBX_STAGE/pbx with pbx.target, installed with its runtime
 #                   when this head matches); PBX_STAGE/head-config.yaml is
 #                   pbx's configuration on the head
+#   PBX_HEAD_PBX    optional: 1 when pbx runs on the head (pbx-head; so far
+#                   with autostop_action: delete): the head makes a key of
+#                   its own and publishes its public half in PBX_SHARED/.pbx,
+#                   and every node authorizes it for the login user
+#   PBX_LOGIN_USER, PBX_LOGIN_HOME  the login user pbx came as and its HOME
+#                   (sudo resets HOME; default: this user's); on a node body
+#                   that HOME must be under PBX_ROOT
 # Optional: PBX_NFS_CLIENTS (head, systemd: hosts to export to; default the
 # NodeAddr of every node in slurm.conf), PBX_NFS_WAIT (s, 300),
 # PBX_RESUME_WAIT (s, 30), PBX_STOP_WAIT (s, 5).  For tests only:
@@ -1061,6 +1068,167 @@ else
 	fi
 fi
 
+# ---- the head's pbx (src/cluster/headdelete.c, docs/head-identity.md):
+# with PBX_HEAD_PBX=1 pbx runs on the head as the head's own cloud identity
+# (autostop_action: delete), through ROOT/usr/local/sbin/pbx-head.  It
+# reaches the nodes with a key of the head's own, never the user's: the
+# head makes it once (it stays on the head's disk, its private half never
+# leaves it) and publishes the public half in SHARED/.pbx; every node, the
+# head too, authorizes it for the login user, tagged "pbx-head:CLUSTER"
+# (a node of a cluster without PBX_HEAD_PBX drops the line).
+HEAD_HOME=$ROOT/var/lib/pbx/home
+HEAD_KEY=$HEAD_HOME/.ssh/id_ed25519
+HEAD_KEY_PUB=$SHARED/.pbx/head_key.pub
+HEAD_KEY_TAG=pbx-head:$PBX_CLUSTER
+
+# The head's key pair, made once; its public half published in SHARED.
+head_key_make() {
+	mkdir -p "$HEAD_HOME/.ssh"
+	chmod 700 "$HEAD_HOME" "$HEAD_HOME/.ssh"
+	if [ ! -s "$HEAD_KEY" ] || [ ! -s "$HEAD_KEY.pub" ]; then
+		rm -f "$HEAD_KEY" "$HEAD_KEY.pub"
+		ssh-keygen -q -t ed25519 -N '' -C "$HEAD_KEY_TAG" -f "$HEAD_KEY" </dev/null >/dev/null ||
+			die "ssh-keygen could not make the head's key ($HEAD_KEY)"
+		log "made the head's key ($HEAD_KEY)"
+	fi
+	# SHARED is writable by all: the key's directory must be this
+	# script's own, never a link or another user's
+	pubdir=${HEAD_KEY_PUB%/*}
+	if [ -L "$pubdir" ] || { [ -e "$pubdir" ] && [ "$(stat -c %u "$pubdir")" != "$(id -u)" ]; }; then
+		log "removing $pubdir: not this script's own directory"
+		rm -rf "$pubdir"
+	fi
+	mkdir -p "$pubdir"
+	chmod 755 "$pubdir"
+	install_file "$HEAD_KEY.pub" "$HEAD_KEY_PUB" 0644
+}
+
+# The login user's authorized_keys, in its HOME (PBX_LOGIN_USER and
+# PBX_LOGIN_HOME: pbx passes them through sudo, which resets HOME; a root
+# login's own).  On a node body that HOME is under ROOT (sshd reads
+# HOME/.ssh/authorized_keys there too): never a file of the host.  Sets
+# AK_FILE and AK_USER.
+login_keys_file() {
+	AK_USER=${PBX_LOGIN_USER:-$(id -un)}
+	home=${PBX_LOGIN_HOME:-${HOME:-}}
+	case $home in
+	/*) ;;
+	*) die "no home directory for the login user $AK_USER (PBX_LOGIN_HOME)" ;;
+	esac
+	case $home/ in
+	*/../* | */./*) die "the login user's home ($home) is not a plain path" ;;
+	esac
+	if [ "$MODE" = direct ]; then
+		case $home/ in
+		"$ROOT"/*) ;;
+		*) die "the login user's home ($home) is outside this node body ($ROOT)" ;;
+		esac
+	fi
+	AK_FILE=$home/.ssh/authorized_keys
+}
+
+# Authorizes the head's published key for the login user (PBX_HEAD_PBX=1),
+# or drops it (otherwise); the file's other lines are kept as they are.
+head_key_authorize() {
+	want=
+	if [ "${PBX_HEAD_PBX:-0}" = 1 ]; then
+		# a compute node's bootstrap runs beside the head's: wait for it
+		waited=0
+		while [ ! -r "$HEAD_KEY_PUB" ] && [ "$waited" -lt "${PBX_NFS_WAIT:-300}" ]; do
+			sleep 1
+			waited=$((waited + 1))
+		done
+		[ -r "$HEAD_KEY_PUB" ] || die "the head published no key ($HEAD_KEY_PUB) in ${waited} s"
+		read -r want <"$HEAD_KEY_PUB" || :
+		case $want in
+		"ssh-ed25519 "*" $HEAD_KEY_TAG") ;;
+		*) die "$HEAD_KEY_PUB is not this cluster's head key" ;;
+		esac
+		[ "$(printf %s "$want" | tr -cd 'A-Za-z0-9+/= :.@_-')" = "$want" ] ||
+			die "$HEAD_KEY_PUB holds characters no key has"
+	fi
+	login_keys_file
+	[ -n "$want" ] || grep -q " $HEAD_KEY_TAG\$" "$AK_FILE" 2>/dev/null || return 0
+	dir=${AK_FILE%/*}
+	mkdir -p "$dir"
+	chmod 700 "$dir"
+	begin_new "$AK_FILE"
+	{
+		[ ! -r "$AK_FILE" ] || awk -v tag="$HEAD_KEY_TAG" '$NF != tag' "$AK_FILE"
+		[ -z "$want" ] || printf '%s\n' "$want"
+	} >"$NEW"
+	install_new "$AK_FILE" 0600
+	# sshd reads it as the user
+	[ "$AK_USER" = "$(id -un)" ] || chown "$AK_USER:" "$dir" "$AK_FILE" ||
+		die "chown $AK_USER $AK_FILE failed"
+	[ "$CHANGED" = 0 ] || log "the head's key ${want:+is}${want:-is no longer} authorized for $AK_USER"
+}
+
+# pbx and its configuration (no credential: pbx finds the head's own
+# identity) on the head, and ROOT/usr/local/sbin/pbx-head, which runs it
+# with them.  HEAD_PBX is pbx-head; empty when there is none (autostop
+# then stops the cluster instead of deleting it).
+head_pbx_install() {
+	HEAD_PBX=
+	[ "$ROLE" = head ] && [ "${PBX_HEAD_PBX:-0}" = 1 ] || return 0
+	[ -r "$STAGE_DIR/head-config.yaml" ] || die "no head-config.yaml in PBX_STAGE ($STAGE_DIR)"
+	ensure_parent "$ROOT/etc/pbx/head-config.yaml"
+	install_file "$STAGE_DIR/head-config.yaml" "$ROOT/etc/pbx/head-config.yaml" 0600
+	if [ "$MODE" = direct ]; then
+		[ -x "${PBX_SELF_BIN:-}" ] || die "PBX_SELF_BIN (${PBX_SELF_BIN:-}) is not an executable file"
+		bin=$PBX_SELF_BIN
+	else
+		[ -f "$STAGE_DIR/pbx" ] || die "no pbx in PBX_STAGE ($STAGE_DIR)"
+		if ! staged_for_here pbx; then
+			log "pbx not installed: built on '$built', this head is '$here': autostop stops the cluster instead of deleting it"
+			return 0
+		fi
+		ensure_pkgs "pbx's runtime" "$PBX_PKGS"
+		install_file "$STAGE_DIR/pbx" "$ROOT/usr/local/lib/pbx/pbx" 0755
+		bin=$ROOT/usr/local/lib/pbx/pbx
+		"$bin" version >/dev/null || die "pbx does not run on this head (ldd $bin)"
+	fi
+	HEAD_PBX=$ROOT/usr/local/sbin/pbx-head
+	ensure_parent "$HEAD_PBX"
+	begin_new "$HEAD_PBX"
+	{
+		echo "#!/bin/sh"
+		echo "# pbx-head - pbx on the head of cluster $PBX_CLUSTER, as the head's own cloud"
+		echo "# identity and with the head's own key: written by pbx's bootstrap"
+		echo "# (templates/bootstrap.sh; docs/head-identity.md).  Run it as root."
+		printf 'exec env -u GOOGLE_APPLICATION_CREDENTIALS -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \\\n'
+		printf '\t-u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_EC2_METADATA_DISABLED -u GCE_METADATA_HOST \\\n'
+		printf '\t-u AWS_EC2_METADATA_SERVICE_ENDPOINT -u SSH_AUTH_SOCK'
+		for kv in "HOME=$HEAD_HOME" "PBX_HOME=$HEAD_HOME" "CLOUDSDK_CONFIG=$HEAD_HOME/gcloud" \
+			"PBX_CONFIG=$ROOT/etc/pbx/head-config.yaml" $(identity_env); do
+			sq "${kv#*=}"
+			printf ' %s=%s' "${kv%%=*}" "$SQ"
+		done
+		sq "$bin"
+		printf ' %s "$@"\n' "$SQ"
+	} >"$NEW"
+	install_new "$HEAD_PBX" 0755
+}
+
+# The metadata server (Compute Engine) or IMDS (EC2) of a node body: its
+# own address, which ROOT/etc/hosts names as a VM's does; a VM finds them
+# by name.  Prints the environment pbx needs for it (nothing on a VM).
+identity_env() {
+	[ "$MODE" = direct ] || return 0
+	case ${PBX_CLOUD:-} in
+	gce) a=$(awk '$2 == "metadata.google.internal" { print $1; exit }' "$ROOT/etc/hosts" 2>/dev/null)
+		[ -z "$a" ] || echo "GCE_METADATA_HOST=$a" ;;
+	aws) a=$(awk '$2 == "instance-data" { print $1; exit }' "$ROOT/etc/hosts" 2>/dev/null)
+		[ -z "$a" ] || echo "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://$a" ;;
+	esac
+}
+
+if [ "$ROLE" = head ]; then
+	[ "${PBX_HEAD_PBX:-0}" = 0 ] || head_key_make
+	head_key_authorize
+fi
+head_pbx_install
+
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"
 if [ "$ROLE" = head ]; then
@@ -1166,32 +1334,6 @@ if [ "$ROLE" = compute ] && [ "$started" = 1 ] && [ "$first_start" = 0 ] &&
 	done
 fi
 
-# autostop_action: delete (src/cluster/headdelete.c, docs/autostop.md): on
-# the head, pbx and its configuration (no credential: pbx finds the head's
-# own identity), with which pbx-autostop deletes the cluster.  HEAD_PBX is
-# the pbx to run; empty when there is none (the cluster then stops).
-head_delete_install() {
-	HEAD_PBX=
-	[ "$ROLE" = head ] && [ "${PBX_AUTOSTOP_ACTION:-stop}" = delete ] || return 0
-	[ -r "$STAGE_DIR/head-config.yaml" ] || die "no head-config.yaml in PBX_STAGE ($STAGE_DIR)"
-	ensure_parent "$ROOT/etc/pbx/head-config.yaml"
-	install_file "$STAGE_DIR/head-config.yaml" "$ROOT/etc/pbx/head-config.yaml" 0600
-	if [ "$MODE" = direct ]; then
-		[ -x "${PBX_SELF_BIN:-}" ] || die "PBX_SELF_BIN (${PBX_SELF_BIN:-}) is not an executable file"
-		HEAD_PBX=$PBX_SELF_BIN
-		return 0
-	fi
-	[ -f "$STAGE_DIR/pbx" ] || die "no pbx in PBX_STAGE ($STAGE_DIR)"
-	if ! staged_for_here pbx; then
-		log "pbx not installed: built on '$built', this head is '$here': autostop stops the cluster instead of deleting it"
-		return 0
-	fi
-	ensure_pkgs "pbx's runtime" "$PBX_PKGS"
-	install_file "$STAGE_DIR/pbx" "$ROOT/usr/local/lib/pbx/pbx" 0755
-	HEAD_PBX=$ROOT/usr/local/lib/pbx/pbx
-	"$HEAD_PBX" version >/dev/null || die "pbx does not run on this head (ldd $HEAD_PBX)"
-}
-
 # ---- autostop (templates/autostop.sh, docs/autostop.md): a watcher on
 # every node; the head's decides when the cluster has been idle for
 # PBX_AUTOSTOP seconds, or its budget is spent (PBX_BUDGET_UNTIL, unix s:
@@ -1209,7 +1351,6 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	ensure_parent "$watcher"
 	install_file "$STAGE_DIR/autostop.sh" "$watcher" 0755
 	watcher_changed=$CHANGED
-	head_delete_install
 	aconf=$ROOT/etc/pbx/autostop.conf
 	begin_new "$aconf"
 	{
@@ -1219,7 +1360,7 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 			"PBX_BUDGET_UNTIL=${PBX_BUDGET_UNTIL:-0}" \
 			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
 			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"} \
-			${HEAD_PBX:+"PBX_AUTOSTOP_ACTION=delete"} ${HEAD_PBX:+"PBX_BIN=$HEAD_PBX"} \
+			${HEAD_PBX:+"PBX_AUTOSTOP_ACTION=${PBX_AUTOSTOP_ACTION:-stop}"} ${HEAD_PBX:+"PBX_BIN=$HEAD_PBX"} \
 			${HEAD_PBX:+"PBX_CLUSTER=$PBX_CLUSTER"} ${HEAD_PBX:+"PBX_CLUSTER_ID=$PBX_CLUSTER_ID"} \
 			${HEAD_PBX:+"PBX_CLOUD=$PBX_CLOUD"} ${HEAD_PBX:+"PBX_HEAD_INSTANCE=$PBX_HEAD_INSTANCE"}; do
 			sq "${kv#*=}"
@@ -1332,5 +1473,9 @@ UNIT
 		fi
 	fi
 fi
+
+# a compute node authorizes the head's key once the head has published it
+# (its bootstrap runs beside this one; slurmd has waited for it above)
+[ "$ROLE" = head ] || head_key_authorize
 
 stage 'done'

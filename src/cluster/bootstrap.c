@@ -84,13 +84,18 @@ static void bootstrap_spot(struct pbx_buf *cmd, const struct pbx_cluster_templat
 		bootstrap_env(cmd, "PBX_PREEMPT_POLL", poll);
 }
 
-/* The head of a cluster with autostop_action: delete (headdelete.c): the
- * cluster's id, its cloud and the head's own instance (deleted last), and
- * on a node body this pbx, which the body runs where it is. */
-static void bootstrap_head_delete(struct pbx_buf *cmd, const struct pbx_cluster *c,
-				  const struct pbx_slurm_layout *l)
+/* A cluster whose head runs pbx (headdelete.c): every node authorizes the
+ * head's own key (PBX_HEAD_PBX); the head gets the cluster's id, its cloud
+ * and its own instance (deleted last), on a node body this pbx, which the
+ * body runs where it is, and with autostop_action: delete, that. */
+static void bootstrap_head_pbx(struct pbx_buf *cmd, const struct pbx_cluster *c,
+			       const struct pbx_slurm_layout *l, const char *role)
 {
-	bootstrap_env(cmd, "PBX_AUTOSTOP_ACTION", "delete");
+	bootstrap_env(cmd, "PBX_HEAD_PBX", "1");
+	if (strcmp(role, "head") != 0)
+		return;
+	if (pbx_head_deletes(c))
+		bootstrap_env(cmd, "PBX_AUTOSTOP_ACTION", "delete");
 	bootstrap_env(cmd, "PBX_CLUSTER_ID", c->row.uid);
 	bootstrap_env(cmd, "PBX_CLOUD", c->row.cloud);
 	bootstrap_env(cmd, "PBX_HEAD_INSTANCE",
@@ -149,8 +154,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 			if (v && *v && strspn(v, "0123456789") == strlen(v))
 				bootstrap_env(&cmd, knobs[k], v);
 		}
-		if (pbx_head_deletes(c) && !strcmp(n->role, "head"))
-			bootstrap_head_delete(&cmd, c, l);
+		if (pbx_head_runs_pbx(c))
+			bootstrap_head_pbx(&cmd, c, l, n->role);
 		if (c->budget_until > 0 && !strcmp(n->role, "head")) {
 			char until[24]; /* the head powers the cluster off then */
 			snprintf(until, sizeof(until), "%lld", (long long)c->budget_until);
@@ -164,6 +169,19 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	pbx_shell_quote(&cmd, action);
 	free(script);
 	return pbx_buf_detach(&cmd, NULL);
+}
+
+/* `plain` run as root, knowing the login user and its HOME (sudo resets
+ * HOME): the bootstrap authorizes the head's key for that user. */
+static char *bootstrap_as_root(const struct pbx_cluster *c, const char *plain)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (!c->user || !strcmp(c->user, "root"))
+		return xstrdup(plain);
+	pbx_buf_adds(&b,
+		     "sudo -n env \"PBX_LOGIN_USER=$(id -un)\" \"PBX_LOGIN_HOME=$HOME\" sh -c ");
+	pbx_shell_quote(&b, plain);
+	return pbx_buf_detach(&b, NULL);
 }
 
 int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
@@ -180,7 +198,7 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	if (rc == 0) {
 		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
 		char *plain = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
-		cmd = pbx_cluster_as_root(c, plain);
+		cmd = bootstrap_as_root(c, plain);
 		free(plain);
 		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
 				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status,

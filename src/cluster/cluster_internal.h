@@ -30,15 +30,25 @@ char *pbx_template_json_autostop(const char *json, int seconds);
 /* headdelete.c: autostop_action: delete (docs/autostop.md).  1 when c's
  * head deletes the cluster itself. */
 int pbx_head_deletes(const struct pbx_cluster *c);
+/* 1 when pbx runs on c's head (pbx-head, with a key of the head's own that
+ * every node authorizes; docs/head-identity.md): so far when it deletes
+ * the cluster itself. */
+int pbx_head_runs_pbx(const struct pbx_cluster *c);
 /* The configuration pbx on the head runs with (JSON, which YAML reads):
- * c's template's cloud, login user and image, and where its cloud's
- * resources are; no credential.  Caller frees. */
+ * c's template's cloud, login user and image, the head's own key
+ * (~/.ssh/id_ed25519 of pbx-head's HOME), and where its cloud's resources
+ * are; no credential.  Caller frees. */
 char *pbx_head_config(const struct pbx_cluster *c);
 /* Adds PBX_STAGE_DIR/head-config.yaml to the stage and, for VMs (`vm`),
  * this pbx as PBX_STAGE_DIR/pbx with pbx.target ("ID VERSION_ID MACHINE"
  * it was built for); a node body runs this binary where it is. */
 int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
 		   struct pbx_err *err);
+
+/* Sends c's record (record.c) to its head, whose pbx (pbx-head) adopts it
+ * into the head's own store: one round trip.  After a start of a cluster
+ * whose head runs pbx. */
+int pbx_head_adopt(struct pbx_cluster *c, struct pbx_err *err);
 
 /* pbx's directory on a node and, in it, the stage (bootstrap.sh,
  * slurm.conf, munge.key); relative to the node's root prefix. */

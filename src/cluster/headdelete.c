@@ -9,9 +9,14 @@
  *
  * The configuration holds no credential: pbx on the head finds none and
  * asks the metadata server (Compute Engine) or IMDS (EC2), as on any VM.
+ * It holds the head's own key (made by the bootstrap, authorized on every
+ * node), and after each start the head's store takes in the cluster's
+ * record (record.c) from the user's: pbx on the head knows the cluster
+ * as the user's pbx does.
  */
 #include "cluster/cluster_internal.h"
 #include "util/proc.h"
+#include "util/quote.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
@@ -22,6 +27,11 @@
 int pbx_head_deletes(const struct pbx_cluster *c)
 {
 	return c->spec.t && c->spec.t->autostop_delete;
+}
+
+int pbx_head_runs_pbx(const struct pbx_cluster *c)
+{
+	return pbx_head_deletes(c);
 }
 
 /* "KEY": [v...] when n > 0. */
@@ -73,6 +83,8 @@ char *pbx_head_config(const struct pbx_cluster *c)
 	size_t i;
 	head_set(tmpl, "cloud", t->cloud);
 	head_set(tmpl, "login_user", t->login_user);
+	/* the head's own key, made by its bootstrap (its HOME: pbx-head) */
+	head_set(tmpl, "ssh_key", "~/.ssh/id_ed25519");
 	head_set(tmpl, "image", t->image);
 	for (i = 0; i < t->ngroups; i++) { /* a template has groups; their sizes do not matter */
 		json_t *g = json_object();
@@ -104,5 +116,35 @@ int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 	rc = self ? pbx_stage_binary(tar, self, "pbx", now, err)
 		  : pbx_err_set(err, "cannot find this pbx (/proc/self/exe) to put on the head");
 	free(self);
+	return rc;
+}
+
+int pbx_head_adopt(struct pbx_cluster *c, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT, in = PBX_BUF_INIT;
+	struct pbx_cluster_output o;
+	char *record = pbx_cluster_record_json(c), *root;
+	int rc;
+	if (!record)
+		return pbx_err_set(err, "cluster %s: cannot read its record from the store",
+				   c->row.name);
+	pbx_buf_adds(&in, record);
+	free(record);
+	root = xstrdup(c->nodes[0].root ? c->nodes[0].root : "");
+	/* written whole, then taken in: a record cut short is never adopted */
+	pbx_buf_adds(&script, "set -e; umask 077; f=");
+	pbx_shell_quote(&script, root);
+	pbx_buf_adds(&script, "/" PBX_NODE_DIR "/cluster-record.json; cat >\"$f.new\"; "
+			      "mv -f \"$f.new\" \"$f\"; exec ");
+	pbx_shell_quote(&script, root);
+	pbx_buf_adds(&script, "/usr/local/sbin/pbx-head -q cluster adopt \"$f\"");
+	rc = pbx_cluster_run(c, 0, script.buf, &in, &o, err);
+	if (rc == 0)
+		pbx_cluster_output_release(&o);
+	else
+		pbx_err_prefix(err, "the head's pbx could not take in the cluster's record");
+	free(root);
+	pbx_buf_release(&script);
+	pbx_buf_release(&in);
 	return rc;
 }

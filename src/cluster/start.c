@@ -317,7 +317,7 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 		rc = start_stage_train(tar, now, err);
 	if (rc == 0 && pbx_power_saving(c->spec.t))
 		rc = pbx_power_stage(c, tar, now, err);
-	if (rc == 0 && pbx_head_deletes(c))
+	if (rc == 0 && pbx_head_runs_pbx(c))
 		rc = pbx_head_stage(c, tar, now, !strcmp(l->bootstrap_mode, "systemd"), err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
@@ -571,6 +571,8 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	}
 	if (rc == 0)
 		start_nodes_state(c, "up");
+	if (rc == 0 && pbx_head_runs_pbx(c))
+		rc = pbx_head_adopt(c, err);               /* the head's store learns the cluster */
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len); /* holds the munge key */
 	pbx_buf_release(&r.stage_tar);
 	return rc;

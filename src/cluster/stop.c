@@ -183,12 +183,15 @@ int pbx_cluster_stop(struct pbx_store *st, const struct pbx_config *cfg,
 				    o->uid);
 	if (!tg->known)
 		return stop_orphan(st, cfg, name, o, err);
+	/* the head's store knows its cluster (adopted after each start,
+	 * headdelete.c): deleted by label all the same, the head last */
+	if (o && o->self && o->uid && tg->row.uid && !strcmp(o->uid, tg->row.uid))
+		return stop_orphan(st, cfg, name, o, err);
 	if (o && o->self)
-		return pbx_err_setc(
-			err, PBX_EXIT_USAGE,
-			"--self is for a head deleting its own cluster, which its store "
-			"does not know; cluster '%s' is in this store (%s)",
-			name, pbx_home());
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "--self is for a head deleting its own cluster; cluster '%s' "
+				    "in this store (%s) is another (id %s)",
+				    name, pbx_home(), tg->row.uid ? tg->row.uid : "-");
 	tg->known = 0; /* the row is c's */
 	if (pbx_cluster_open_row(st, cfg, &tg->row, &c, err) < 0)
 		return -1;

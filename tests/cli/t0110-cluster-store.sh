@@ -31,13 +31,14 @@ ok $rc "start other (no -t) finds template tpl again and repairs: $errout"
 run_pbx cluster exec other -- sinfo -h -o '%t'
 is "$out" "idle" "the repaired node is idle"
 
-# --self (a head deleting its own cluster) goes with --id, and only for a
-# cluster the store does not know; refused before anything is deleted.
+# --self (a head deleting its own cluster) goes with --id, the id of the
+# cluster (the head's store knows it as the user's does, or not at all);
+# refused before anything is deleted.
 run_pbx cluster stop --self head-x other
 is "$rc:$(echo "$errout" | grep -c -- "--self INSTANCE goes with --id")" "2:1" "stop --self without --id is refused: $errout"
-run_pbx cluster stop --id "$(sqlite3 "$DB" "SELECT uid FROM clusters WHERE name = 'other'")" --self head-x other
-is "$rc:$(echo "$errout" | grep -c -- "--self is for a head deleting its own cluster")" "2:1" \
-	"stop --id --self of a cluster this store knows is refused: $errout"
+run_pbx cluster stop --id 0123456789abcdef0123456789abcdef --self head-x other
+is "$rc:$(echo "$errout" | grep -c -- "--self is for a head deleting its own cluster; cluster 'other' in this store .* is another (id ")" "2:1" \
+	"stop --id --self of another cluster of the name this store knows is refused: $errout"
 run_pbx cluster exec other -- sinfo -h -o '%t'
 is "$out" "idle" "the cluster still runs"
 

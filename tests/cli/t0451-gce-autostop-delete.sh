@@ -46,6 +46,34 @@ echo "$out" | grep -q "autostop: after 12s idle (no SLURM job, no SSH session), 
 ok $? "show says the head deletes it once every result is harvested: $(echo "$out" | grep autostop)"
 is "$("$PBX" cluster show ad --json | json_get 'd["autostop_action"]')" "delete" "show --json: autostop_action delete"
 
+# The head's pbx reaches the nodes with a key of the head's own
+# (docs/head-identity.md): made on the head, its private half only there,
+# its public half authorized on every node; the user's key is nowhere on a
+# node's disk.
+pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
+head_root=${pbx_head%/usr/local/sbin/pbx-head}
+head_key=$head_root/var/lib/pbx/home/.ssh/id_ed25519
+is "$(stat -c %a "$head_key" 2>/dev/null)" 600 "the head made a key of its own, 0600"
+is "$(find "$BODIES" -name id_ed25519 | wc -l)" 1 "its private half is on the head only"
+node_ip=$("$PBX" cluster show ad --json | json_get '[n["address"] for n in d["nodes"] if n["name"] == "node1"][0]')
+authorized=$(find "$BODIES" -path '*/.ssh/authorized_keys' -exec grep -l " pbx-head:ad\$" {} + | wc -l)
+is "$authorized" 2 "both nodes authorize it for the login user, tagged pbx-head:ad"
+out=$(ssh -F /dev/null -o LogLevel=ERROR -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+	-o IdentitiesOnly=yes -o IdentityAgent=none -i "$head_key" "pbx@$node_ip" echo reached 2>&1)
+is "$out" "reached" "the head's key logs in to node1 at its private address"
+user_key_line=$(sed -n 3p "$PBX_HOME/id")   # line 2 starts every ed25519 key alike
+is "$(grep -rlF -- "$user_key_line" "$BODIES" 2>/dev/null)" "" "no node's disk holds the user's private key"
+# pbx on the head took in the cluster's record after the start: it knows
+# the cluster as the user's pbx does, and reaches every node with its key
+# (a node by its private address: it runs inside the cluster's network).
+nodes_of() { json_get '" ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
+is "$("$pbx_head" cluster show ad --json | nodes_of)" "$("$PBX" cluster show ad --json | nodes_of)" \
+	"pbx-head's store knows the cluster's nodes as the user's does"
+is "$("$pbx_head" cluster show ad --json | json_get '[n["public_address"] for n in d["nodes"]]')" "[None, None]" \
+	"and reaches the head at its private address too"
+is "$("$pbx_head" -q cluster exec -n node1 ad -- sh -c 'echo "$PBX_SHARED"' 2>&1 | grep -c /)" 1 \
+	"pbx-head runs a command on node1 with the head's key"
+
 two_echo_tasks ad
 
 # Not harvested: the idle cluster stops instead, and says why.  A task

@@ -36,6 +36,17 @@ BODIES=$TEST_TMP/h/bodies
 run_pbx -q cluster start ae
 ok $rc "the cluster starts: $errout"
 is "$("$PBX" cluster show ae --json | json_get 'd["autostop_action"]')" "delete" "show --json: autostop_action delete"
+# pbx on the head (docs/head-identity.md): its own key, authorized on both
+# nodes; its store took in the cluster's record; it reaches cpu1 with it.
+pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
+is "$(find "$BODIES" -name id_ed25519 | wc -l)" 1 "the head made a key of its own, on the head only"
+is "$(find "$BODIES" -path '*/.ssh/authorized_keys' -exec grep -l " pbx-head:ae\$" {} + | wc -l)" 2 \
+	"both nodes authorize it for the login user"
+nodes_of() { json_get '" ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
+is "$("$pbx_head" cluster show ae --json | nodes_of)" "$("$PBX" cluster show ae --json | nodes_of)" \
+	"pbx-head's store knows the cluster's nodes as the user's does"
+is "$("$pbx_head" -q cluster exec -n cpu1 ae -- sh -c 'echo reached' 2>&1)" "reached" \
+	"pbx-head runs a command on cpu1 with the head's key"
 two_echo_tasks ae
 
 i=0

@@ -184,7 +184,10 @@ static const char **body_sshd_argv(const struct pbx_body *b, const char *hostkey
 	}
 	/* Paths are quoted: sshd splits unquoted config values at spaces. */
 	argv[k++] = "-o";
-	argv[k++] = (*owned)[o++] = xasprintf("AuthorizedKeysFile=\"%s\"", b->authorized_keys);
+	/* the login user's own file too, as on a VM (the head's key: docs/head-identity.md) */
+	argv[k++] = (*owned)[o++] =
+		xasprintf("AuthorizedKeysFile=\"%s\" \"%s/.ssh/authorized_keys\"",
+			  b->authorized_keys, b->home);
 	argv[k++] = "-o";
 	argv[k++] = (*owned)[o++] = xasprintf("PidFile=\"%s\"", pidfile);
 	argv[k++] = "-o";
@@ -267,12 +270,14 @@ int pbx_body_start(const struct pbx_body *b, struct pbx_err *err)
 	size_t i;
 	if (!b->addresses || !b->addresses[0])
 		return pbx_err_set(err, "node body %s: no address to listen on", b->root);
-	if (!body_quotable(b->root) || !body_quotable(b->home) ||
+	if (!body_quotable(b->root) || !body_quotable(b->home) || strchr(b->home, '%') ||
 	    !body_quotable(b->authorized_keys))
-		return pbx_err_set(err,
-				   "node body %s: a path with a quote, backslash or newline cannot "
-				   "go into sshd's configuration",
-				   b->root);
+		return pbx_err_set(
+			err,
+			"node body %s: a path with a quote, backslash, newline (or %% in "
+			"its home) cannot "
+			"go into sshd's configuration",
+			b->root);
 	for (i = 0; subdirs[i]; i++) {
 		char *d = xasprintf("%s/%s", b->root, subdirs[i]);
 		int rc = pbx_mkdir_p(d, 0755, err);
