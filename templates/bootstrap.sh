@@ -1107,21 +1107,22 @@ head_key_make() {
 # PBX_LOGIN_HOME: pbx passes them through sudo, which resets HOME; a root
 # login's own).  On a node body that HOME is under ROOT (sshd reads
 # HOME/.ssh/authorized_keys there too): never a file of the host.  Sets
-# AK_FILE and AK_USER.
+# AK_FILE and AK_USER; returns 1 with why in AK_WHY when there is none.
 login_keys_file() {
 	AK_USER=${PBX_LOGIN_USER:-$(id -un)}
 	home=${PBX_LOGIN_HOME:-${HOME:-}}
+	AK_FILE=
 	case $home in
 	/*) ;;
-	*) die "no home directory for the login user $AK_USER (PBX_LOGIN_HOME)" ;;
+	*) AK_WHY="no home directory for the login user $AK_USER (PBX_LOGIN_HOME)"; return 1 ;;
 	esac
 	case $home/ in
-	*/../* | */./*) die "the login user's home ($home) is not a plain path" ;;
+	*/../* | */./*) AK_WHY="the login user's home ($home) is not a plain path"; return 1 ;;
 	esac
 	if [ "$MODE" = direct ]; then
 		case $home/ in
 		"$ROOT"/*) ;;
-		*) die "the login user's home ($home) is outside this node body ($ROOT)" ;;
+		*) AK_WHY="the login user's home ($home) is outside this node body ($ROOT)"; return 1 ;;
 		esac
 	fi
 	AK_FILE=$home/.ssh/authorized_keys
@@ -1147,7 +1148,10 @@ head_key_authorize() {
 		[ "$(printf %s "$want" | tr -cd 'A-Za-z0-9+/= :.@_-')" = "$want" ] ||
 			die "$HEAD_KEY_PUB holds characters no key has"
 	fi
-	login_keys_file
+	if ! login_keys_file; then
+		[ -z "$want" ] || die "$AK_WHY"
+		return 0    # nothing to add, and no file of the user's to look at
+	fi
 	[ -n "$want" ] || grep -q " $HEAD_KEY_TAG\$" "$AK_FILE" 2>/dev/null || return 0
 	dir=${AK_FILE%/*}
 	mkdir -p "$dir"

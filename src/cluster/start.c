@@ -571,8 +571,6 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	}
 	if (rc == 0)
 		start_nodes_state(c, "up");
-	if (rc == 0 && pbx_head_runs_pbx(c))
-		rc = pbx_head_adopt(c, err);               /* the head's store learns the cluster */
 	OPENSSL_cleanse(r.stage_tar.buf, r.stage_tar.len); /* holds the munge key */
 	pbx_buf_release(&r.stage_tar);
 	return rc;
@@ -684,9 +682,16 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 		rc = start_plan(c, ev, err);
 	if (rc == 0)
 		rc = start_run_all(c, ev, err);
+	if (rc == 0) {
+		pbx_cluster_mark(c, "up");
+		free(c->row.state);
+		c->row.state = xstrdup("up");
+	}
+	if (rc == 0 && pbx_head_runs_pbx(c))
+		rc = pbx_head_adopt(c, err); /* the head's store learns the cluster, up */
 	/* a refusal to talk to a node says nothing of its health: the state stays */
-	if (rc == 0 || err->code != PBX_EXIT_SECURITY)
-		pbx_cluster_mark(c, rc == 0 ? "up" : "degraded");
+	if (rc < 0 && err->code != PBX_EXIT_SECURITY)
+		pbx_cluster_mark(c, "degraded");
 	pbx_cluster_close(c);
 	return rc;
 }

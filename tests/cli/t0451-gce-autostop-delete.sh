@@ -66,7 +66,7 @@ is "$(grep -rlF -- "$user_key_line" "$BODIES" 2>/dev/null)" "" "no node's disk h
 # pbx on the head took in the cluster's record after the start: it knows
 # the cluster as the user's pbx does, and reaches every node with its key
 # (a node by its private address: it runs inside the cluster's network).
-nodes_of() { json_get '" ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
+nodes_of() { json_get 'd["state"] + " " + " ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
 is "$("$pbx_head" cluster show ad --json | nodes_of)" "$("$PBX" cluster show ad --json | nodes_of)" \
 	"pbx-head's store knows the cluster's nodes as the user's does"
 is "$("$pbx_head" cluster show ad --json | json_get '[n["public_address"] for n in d["nodes"]]')" "[None, None]" \

@@ -42,7 +42,7 @@ pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
 is "$(find "$BODIES" -name id_ed25519 | wc -l)" 1 "the head made a key of its own, on the head only"
 is "$(find "$BODIES" -path '*/.ssh/authorized_keys' -exec grep -l " pbx-head:ae\$" {} + | wc -l)" 2 \
 	"both nodes authorize it for the login user"
-nodes_of() { json_get '" ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
+nodes_of() { json_get 'd["state"] + " " + " ".join("%s=%s@%s" % (n["name"], n["state"], n["address"]) for n in d["nodes"])'; }
 is "$("$pbx_head" cluster show ae --json | nodes_of)" "$("$PBX" cluster show ae --json | nodes_of)" \
 	"pbx-head's store knows the cluster's nodes as the user's does"
 is "$("$pbx_head" -q cluster exec -n cpu1 ae -- sh -c 'echo reached' 2>&1)" "reached" \
