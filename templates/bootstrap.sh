@@ -1128,6 +1128,16 @@ login_keys_file() {
 	AK_FILE=$home/.ssh/authorized_keys
 }
 
+# Whether the head's key is published: the file and its directory are
+# this script's user's (root's on a VM: what the head's bootstrap wrote
+# through NFS), not a link; anything a task could have put in SHARED is not.
+head_key_published() {
+	pubdir=${HEAD_KEY_PUB%/*}
+	me=$(id -u)
+	[ -r "$HEAD_KEY_PUB" ] && [ ! -L "$pubdir" ] && [ ! -L "$HEAD_KEY_PUB" ] &&
+		[ "$(stat -c %u "$pubdir")" = "$me" ] && [ "$(stat -c %u "$HEAD_KEY_PUB")" = "$me" ]
+}
+
 # Authorizes the head's published key for the login user (PBX_HEAD_PBX=1),
 # or drops it (otherwise); the file's other lines are kept as they are.
 head_key_authorize() {
@@ -1135,11 +1145,11 @@ head_key_authorize() {
 	if [ "${PBX_HEAD_PBX:-0}" = 1 ]; then
 		# a compute node's bootstrap runs beside the head's: wait for it
 		waited=0
-		while [ ! -r "$HEAD_KEY_PUB" ] && [ "$waited" -lt "${PBX_NFS_WAIT:-300}" ]; do
+		while ! head_key_published && [ "$waited" -lt "${PBX_NFS_WAIT:-300}" ]; do
 			sleep 1
 			waited=$((waited + 1))
 		done
-		[ -r "$HEAD_KEY_PUB" ] || die "the head published no key ($HEAD_KEY_PUB) in ${waited} s"
+		head_key_published || die "the head published no key ($HEAD_KEY_PUB, by root, in a directory of root's) in ${waited} s"
 		read -r want <"$HEAD_KEY_PUB" || :
 		case $want in
 		"ssh-ed25519 "*" $HEAD_KEY_TAG") ;;

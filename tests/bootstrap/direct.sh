@@ -254,6 +254,38 @@ env_for node1 env PBX_CTLD_LOCK="$T/ctld.lock" PBX_STOP_WAIT=1 PBX_RESUME_WAIT=1
 [ "$(pid_of node1 slurmd-node1)" != "$old_slurmd" ] ||
 	fail "slurmd was not restarted after its GPU files changed"
 pids="$pids $(cat "$T/nodes/node1/run/slurmd-node1.pid")"
+
+# ---- the head's key (PBX_HEAD_PBX, docs/head-identity.md): a compute node
+# authorizes only a key published by its own user (root) in a directory of
+# that user's, never one a task put in the world-writable SHARED; it keeps
+# the login user's other keys, adds the head's once, drops it when the head
+# no longer runs pbx, and never writes a home outside its body.
+home1=$T/nodes/node1/home/u
+ak=$home1/.ssh/authorized_keys
+key_up() { env_for node1 env PBX_STOP_WAIT=1 PBX_RESUME_WAIT=1 PBX_NFS_WAIT=2 "$@" sh "$BOOT" up \
+	>"$T/out/node1.key.out" 2>"$T/out/node1.key.err"; }
+ssh-keygen -q -t ed25519 -N '' -C pbx-head:bt -f "$T/headkey"
+mkdir -p "$T/shared/.pbx" "$home1/.ssh"
+cp "$T/headkey.pub" "$T/shared/.pbx/head_key.pub"
+echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherKeyOfTheUserXXXXXXXXXXXXXXXXXXXXXXXX user@laptop" >"$ak"
+chown -R nobody "$T/shared/.pbx"
+! key_up PBX_HEAD_PBX=1 PBX_LOGIN_HOME="$home1" || fail "up authorized a key a task published"
+grep -q "the head published no key" "$T/out/node1.key.out" || fail "no reason: $(cat "$T/out/node1.key.out")"
+! grep -q pbx-head "$ak" || fail "a task's key was authorized"
+chown -R root "$T/shared/.pbx"
+key_up PBX_HEAD_PBX=1 PBX_LOGIN_HOME="$home1" || fail "up with the head's key: $(cat "$T/out/node1.key.out")"
+key_up PBX_HEAD_PBX=1 PBX_LOGIN_HOME="$home1" || fail "up again: $(cat "$T/out/node1.key.out")"
+[ "$(grep -c " pbx-head:bt\$" "$ak")" = 1 ] || fail "the head's key is not there once: $(cat "$ak")"
+grep -qF "$(cut -d' ' -f2 "$T/headkey.pub")" "$ak" || fail "another key than the head's"
+grep -q "user@laptop" "$ak" || fail "the user's other key was dropped"
+[ "$(stat -c %a "$ak")" = 600 ] || fail "authorized_keys is $(stat -c %a "$ak")"
+key_up PBX_LOGIN_HOME="$home1" || fail "up without PBX_HEAD_PBX: $(cat "$T/out/node1.key.out")"
+! grep -q pbx-head "$ak" || fail "the head's key stayed after the head stopped running pbx"
+grep -q "user@laptop" "$ak" || fail "dropping the head's key dropped the user's"
+! key_up PBX_HEAD_PBX=1 PBX_LOGIN_HOME="$T/elsewhere" || fail "up wrote a home outside the body"
+[ ! -e "$T/elsewhere" ] || fail "up made a home outside the body"
+grep -q "outside this node body" "$T/out/node1.key.out" || fail "no reason: $(cat "$T/out/node1.key.out")"
+rm -rf "$T/shared/.pbx"
 # (slurmd, unable to tell a slurmctld it is leaving, ignores TERM: KILL after 1 s)
 env_for node1 env PBX_STOP_WAIT=1 sh "$BOOT" down >/dev/null 2>"$T/out/node1.down2.err"
 for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "pid $p still alive after down"; done

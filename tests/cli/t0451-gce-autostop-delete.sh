@@ -63,6 +63,22 @@ out=$(ssh -F /dev/null -o LogLevel=ERROR -o BatchMode=yes -o StrictHostKeyChecki
 is "$out" "reached" "the head's key logs in to node1 at its private address"
 user_key_line=$(sed -n 3p "$PBX_HOME/id")   # line 2 starts every ed25519 key alike
 is "$(grep -rlF -- "$user_key_line" "$BODIES" 2>/dev/null)" "" "no node's disk holds the user's private key"
+# SHARED is writable by every user of the cluster: a directory a task puts
+# there in place of the head's is replaced by the head's bootstrap, and the
+# nodes authorize the head's key only (a node's refusal of a key a task
+# published: bootstrap.direct).
+pub=$(find "$TEST_TMP" -path '*/.pbx/head_key.pub' | head -1)
+real_key=$(cut -d' ' -f2 "$pub")
+ssh-keygen -q -t ed25519 -N "" -C forged -f "$TEST_TMP/forged"
+rm -rf "${pub%/*}" && mkdir "${pub%/*}" && echo "$(cut -d' ' -f1,2 "$TEST_TMP/forged.pub") pbx-head:ad" >"$pub" &&
+	chown -R nobody "${pub%/*}"
+run_pbx -q cluster start ad
+ok $rc "a start repairs the cluster: $errout"
+node_keys=$(find "$BODIES" -path '*/.ssh/authorized_keys' ! -path "$head_root/*")
+is "$(grep -c "$(cut -d' ' -f2 "$TEST_TMP/forged.pub")" $node_keys)" 0 "node1 never authorizes a key a task put in SHARED"
+is "$(grep -c "$real_key pbx-head:ad\$" $node_keys)" 1 "it authorizes the head's, once"
+is "$(stat -c %U "${pub%/*}")" root "the head's bootstrap replaced the task's directory"
+
 # pbx on the head took in the cluster's record after the start: it knows
 # the cluster as the user's pbx does, and reaches every node with its key
 # (a node by its private address: it runs inside the cluster's network).
