@@ -9,12 +9,15 @@
  *
  * The configuration holds no credential: pbx on the head finds none and
  * asks the metadata server (Compute Engine) or IMDS (EC2), as on any VM.
- * It holds the head's own key (made by the bootstrap, authorized on every
- * node), and after each start the head's store takes in the cluster's
- * record (record.c) from the user's: pbx on the head knows the cluster
- * as the user's pbx does.
+ * It holds the cluster's whole template in config syntax (config_write.c:
+ * every field, the cluster's sizes), naming the head's own key (made by
+ * the bootstrap, authorized on every node) instead of the user's, and
+ * after each start the head's store takes in the cluster's record
+ * (record.c) from the user's: pbx on the head knows the cluster as the
+ * user's pbx does, and would make its nodes as the user's pbx does.
  */
 #include "cluster/cluster_internal.h"
+#include "config/config_write.h"
 #include "util/proc.h"
 #include "util/quote.h"
 #include "util/ustar.h"
@@ -23,6 +26,9 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The head's own key, made by its bootstrap (its HOME: pbx-head's). */
+#define PBX_HEAD_SSH_KEY "~/.ssh/id_ed25519"
 
 int pbx_head_deletes(const struct pbx_cluster *c)
 {
@@ -69,6 +75,8 @@ static json_t *head_cloud(const struct pbx_config *cfg, const char *cloud)
 		head_set(o, "endpoint", cfg->aws.endpoint);
 		head_set(o, "subnet", cfg->aws.subnet);
 		head_set_list(o, "subnets", cfg->aws.subnets, cfg->aws.nsubnets);
+		if (cfg->aws.disk_gb) /* the root volume of the nodes it makes */
+			json_object_set_new(o, "disk_gb", json_integer(cfg->aws.disk_gb));
 	}
 	return o;
 }
@@ -76,25 +84,11 @@ static json_t *head_cloud(const struct pbx_config *cfg, const char *cloud)
 char *pbx_head_config(const struct pbx_cluster *c)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
-	json_t *tmpl = json_object(), *clusters = json_object(), *clouds = json_object();
-	json_t *root = json_object();
+	json_t *clusters = json_object(), *clouds = json_object(), *root = json_object();
 	char *s;
-	json_t *groups = json_array();
-	size_t i;
-	head_set(tmpl, "cloud", t->cloud);
-	head_set(tmpl, "login_user", t->login_user);
-	/* the head's own key, made by its bootstrap (its HOME: pbx-head) */
-	head_set(tmpl, "ssh_key", "~/.ssh/id_ed25519");
-	head_set(tmpl, "image", t->image);
-	for (i = 0; i < t->ngroups; i++) { /* a template has groups; their sizes do not matter */
-		json_t *g = json_object();
-		head_set(g, "name", t->groups[i].name);
-		json_object_set_new(g, "count", json_integer(1));
-		head_set(g, "machine_type", t->groups[i].machine_type);
-		json_array_append_new(groups, g);
-	}
-	json_object_set_new(tmpl, "node_groups", groups);
-	json_object_set_new(clusters, c->row.name, tmpl);
+	/* the whole template as the cluster has it (its sizes), naming the
+	 * head's own key instead of the user's */
+	json_object_set_new(clusters, c->row.name, pbx_config_template_write(t, PBX_HEAD_SSH_KEY));
 	json_object_set_new(clouds, t->cloud, head_cloud(c->cfg, t->cloud));
 	json_object_set_new(root, "clusters", clusters);
 	json_object_set_new(root, "clouds", clouds);

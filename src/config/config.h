@@ -64,6 +64,9 @@
 #define PBX_AUTOSTOP_DEFAULT_S 3600          /* gce and aws templates' autostop */
 #define PBX_AUTOSTOP_MAX_S     (30L * 86400)
 
+/* A field added to struct pbx_node_group or struct pbx_cluster_template
+ * must also be written by config_write.c (pbx on the head gets the whole
+ * template) and compared by tests/config/test_config_write.c. */
 struct pbx_node_group {
 	char *name;         /* group name; nodes are named NAME1, NAME2, ... */
 	int count;          /* number of nodes, >= 1 */
