@@ -178,3 +178,56 @@ int aws_delete_own(struct aws *a, const struct pbx_instance *v, size_t n, struct
 	aws_strs_free(keys, nkeys);
 	return rc;
 }
+
+/* The VPC instance `id` runs in (caller frees), or NULL with err set. */
+static char *aws_instance_vpc(struct aws *a, const char *id, struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	struct pbx_buf r = PBX_BUF_INIT;
+	char *vpc = NULL;
+	aws_param(&p, "InstanceId.1", "%s", id);
+	if (aws_call(a, "DescribeInstances", &p, &r, NULL, err) == 0 &&
+	    !(vpc = aws_xml_text(r.buf, r.len, "vpcId")))
+		pbx_err_set(err, "EC2 DescribeInstances: instance %s has no vpcId", id);
+	aws_params_free(&p);
+	pbx_buf_release(&r);
+	return vpc;
+}
+
+/* The id of VPC `vpc`'s own group, "default" (caller frees), or NULL. */
+static char *aws_default_group(struct aws *a, const char *vpc, struct pbx_err *err)
+{
+	struct aws_params p = { 0 };
+	struct pbx_buf r = PBX_BUF_INIT;
+	char *id = NULL;
+	aws_param(&p, "Filter.1.Name", "vpc-id");
+	aws_param(&p, "Filter.1.Value.1", "%s", vpc);
+	aws_param(&p, "Filter.2.Name", "group-name");
+	aws_param(&p, "Filter.2.Value.1", "default");
+	if (aws_call(a, "DescribeSecurityGroups", &p, &r, NULL, err) == 0 &&
+	    !(id = aws_xml_text(r.buf, r.len, "groupId")))
+		pbx_err_set(err, "EC2: VPC %s has no default security group", vpc);
+	aws_params_free(&p);
+	pbx_buf_release(&r);
+	return id;
+}
+
+int aws_leave_own(struct aws *a, const char *self, const struct pbx_instance *v, size_t n,
+		  struct pbx_err *err)
+{
+	char *vpc = aws_instance_vpc(a, self, err), *dflt = NULL;
+	int rc = vpc ? 0 : -1;
+	if (rc == 0 && !(dflt = aws_default_group(a, vpc, err)))
+		rc = -1;
+	if (rc == 0) {
+		struct aws_params p = { 0 };
+		aws_param(&p, "InstanceId", "%s", self);
+		aws_param(&p, "GroupId.1", "%s", dflt);
+		rc = aws_do(a, "ModifyInstanceAttribute", &p, NULL, NULL, err);
+	}
+	if (rc == 0)
+		rc = aws_delete_own(a, v, n, err);
+	free(vpc);
+	free(dflt);
+	return rc;
+}

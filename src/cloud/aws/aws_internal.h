@@ -74,6 +74,13 @@ int aws_key(struct aws *a, struct pbx_err *err);
 /* Deletes the cluster's security group and key pair, and those among v
  * (what list gave), once no instance uses them any more. */
 int aws_delete_own(struct aws *a, const struct pbx_instance *v, size_t n, struct pbx_err *err);
+/* A head deleting its own cluster, the rest of which is gone: moves
+ * instance `self` into its VPC's default security group, which lets it
+ * reach the API still and admits nothing from outside, then deletes the
+ * cluster's group and key pair (aws_delete_own with v), so nothing is left
+ * once `self` is terminated.  Needs ec2:ModifyInstanceAttribute. */
+int aws_leave_own(struct aws *a, const char *self, const struct pbx_instance *v, size_t n,
+		  struct pbx_err *err);
 
 /* ----------------------------------------------------------- create.c */
 

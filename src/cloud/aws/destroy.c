@@ -3,7 +3,8 @@
  * TerminateInstances (AWS_RUN_MAX ids a call, an id EC2 no longer knows
  * being gone already), then DescribeInstances until none of them is live.
  * destroy then deletes the security group and key pair (access.c) once no
- * instance of the cluster is left; remove_nodes (a resize) leaves them.
+ * instance of the cluster is left (a head deleting its own cluster moves
+ * itself out of the group first); remove_nodes (a resize) leaves them.
  * create.c's all-or-nothing clean-up destroys what a failed start made.
  */
 #include "cloud/aws/aws_internal.h"
@@ -112,6 +113,20 @@ static int aws_wait_gone(struct aws *a, const struct pbx_instance *v, size_t n, 
 	return rc;
 }
 
+/* The head leaves the cluster's group and deletes it and the key pair
+ * (aws_leave_own) before it terminates itself.  Best effort: what fails
+ * is left for the user's next `stop`, which lists by tag, as before. */
+static void aws_self_leave(struct aws *a, const char *self, const struct pbx_instance *rest,
+			   size_t nrest)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (aws_leave_own(a, self, rest, nrest, &err) < 0)
+		fprintf(stderr,
+			"pbx: warning: the cluster's security group and key pair stay "
+			"for the user's next stop: %s\n",
+			err.msg);
+}
+
 int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
@@ -122,8 +137,7 @@ int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_er
 		return pbx_err_set(err, "cluster %s: no cluster id, nothing is deleted",
 				   a->s->name);
 	/* a head deleting its own cluster (spec.self): itself last; the group
-	 * it is in cannot go before it, so the group and key pair (which cost
-	 * nothing) stay for the user's next stop */
+	 * it is in cannot go before it leaves it */
 	pbx_instances_split_self(v, n, a->s->self, &rest, &nrest, &me, &nme);
 	rc = aws_terminate(a, rest, nrest, err);
 	if (rc == 0 && !a->s->dry_run)
@@ -131,6 +145,9 @@ int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_er
 	/* a subset (resize -N) leaves the rest of the cluster standing */
 	if (rc == 0 && !others && !nme)
 		rc = aws_delete_own(a, rest, nrest, err);
+	/* (others counts the head itself, still running) */
+	if (rc == 0 && nme && others <= nme && !a->s->dry_run)
+		aws_self_leave(a, me[0].id, rest, nrest);
 	if (rc == 0 && nme)
 		rc = aws_terminate(a, me, nme, err);
 	free(rest);

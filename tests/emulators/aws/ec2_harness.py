@@ -29,7 +29,9 @@ CIDR block), VcpuLimitExceeded (HTTP 400)
 for RunInstances of a type listed with --vcpu-limit, InvalidParameterValue
 (HTTP 400) for RunInstances naming an instance profile the account does
 not have (setup makes one, pbx-head of role pbx-role, for heads: moto
-itself answers IAM's NoSuchEntity).  GET /_harness/calls
+itself answers IAM's NoSuchEntity), DependencyViolation (HTTP 400) for
+DeleteSecurityGroup of a group an instance that is not terminated is in
+(moto deletes it).  GET /_harness/calls
 counts the calls by action (and `pricing`: GetProducts calls;
 `role_credentials`: credential sets the bodies' IMDS gave out, by role).
 
@@ -138,6 +140,7 @@ class Faults:
         self.capacity = set(args.capacity or [])
         self.vcpu = set(args.vcpu_limit or [])
         self.profiles = set()   # the account's instance profiles (setup makes them)
+        self.owner = None       # the account (setup), whose instances DeleteSecurityGroup checks
         self.calls = Counter()
         self.faults = Counter()
         self.lock = threading.Lock()
@@ -151,6 +154,12 @@ class Faults:
             if self.throttle and (first or self.rng.random() < self.throttle):
                 self.faults["RequestLimitExceeded"] += 1
                 return 503, error_xml("RequestLimitExceeded", "Request limit exceeded.")
+            if action == "DeleteSecurityGroup":
+                user = self.group_user(form.get("GroupId", [""])[0])
+                if user:
+                    self.faults["DependencyViolation"] += 1
+                    return 400, error_xml("DependencyViolation",
+                                          "resource %s has a dependent object" % form["GroupId"][0])
             if action == "RunInstances":
                 profile = form.get("IamInstanceProfile.Name", [None])[0]
                 if profile is not None and profile not in self.profiles:
@@ -170,6 +179,23 @@ class Faults:
                                           "You have requested more vCPU capacity than your current "
                                           "vCPU limit of 0 allows for the instance bucket that the "
                                           "specified instance type belongs to.")
+        return None
+
+
+    def group_user(self, gid):
+        """An instance that is not terminated and is in security group GID
+        (EC2 refuses to delete such a group: DependencyViolation; moto does
+        not), or None."""
+        if not gid or self.owner is None:
+            return None
+        try:
+            backend = ec2_backends[self.owner][REGION]
+            for reservation in list(backend.reservations.values()):
+                for inst in reservation.instances:
+                    if inst.state != "terminated" and gid in [g.id for g in inst.security_groups]:
+                        return inst.id
+        except Exception:
+            return None
         return None
 
 
@@ -891,6 +917,7 @@ def main():
     args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
     faults = Faults(args)
     faults.profiles.add(env["instance_profile"])
+    faults.owner = env["account"]
     keys = {env[u]["access_key"]: (env[u]["secret_key"], env[u].get("token"))
             for u in ("pbx", "admin", "viewer", "session")}
     spot.admin = boto3.client("ec2", region_name=REGION, endpoint_url=moto_url,
