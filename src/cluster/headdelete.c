@@ -70,7 +70,7 @@ static json_t *head_cloud(const struct pbx_config *cfg, const char *cloud)
 		head_set(o, "zone", cfg->gce.zone);
 		head_set_list(o, "zones", cfg->gce.zones, cfg->gce.nzones);
 		head_set(o, "endpoint", cfg->gce.endpoint);
-	} else {
+	} else if (!strcmp(cloud, "aws")) {
 		head_set(o, "region", cfg->aws.region);
 		head_set(o, "endpoint", cfg->aws.endpoint);
 		head_set(o, "subnet", cfg->aws.subnet);
