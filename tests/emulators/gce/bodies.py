@@ -43,6 +43,25 @@ that cannot be bound (another server holds it) leaves the body without a
 metadata server, said on stderr and in /_emulator/state, and the body
 still boots.
 
+Internal DNS (Compute Engine's bodies, `internal_dns`): on Compute
+Engine every VM resolves the instances of its project's VPC network by
+name (INSTANCE through the search domain, INSTANCE.ZONE.c.PROJECT.internal,
+zonal DNS), served by the metadata server's DNS.  A body is a process of
+this host and shares its resolver, so each body runs in a mount namespace
+of its own (`unshare --mount`, made by start before pbx-node-body runs;
+sshd, its sessions and every daemon they start inherit it) in which
+/etc/hosts is a bind mount of ROOT/etc/hosts.  That file holds the host's
+localhost and hostname lines (the body runs under this host's hostname),
+"NETWORKIP INSTANCE.ZONE.c.PROJECT.internal INSTANCE" for every instance
+of the same project and network that holds an address (from admission to
+delete, TERMINATED ones included: Compute Engine keeps their address;
+world.py calls dns() with them whenever one gets or gives back its
+address), then the metadata server's line (last: it shares the body's
+address here, and a reverse lookup must find the instance's name first),
+and no other name.  A bind mount of a file holds its inode, so the file is
+only ever rewritten in place (never renamed over), padded so that a reader
+in between sees whole lines.  The host's /etc/hosts is never written.
+
 Login users must exist on this machine for sshd to accept them.  With
 --create-accounts the emulator does what Google's guest agent does on a
 VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
@@ -120,9 +139,75 @@ class GceBodyMetadata:
         return metadata.BodyServer(ip, self.port, tree, self.mint)
 
 
+def internal_name(project, zone, name):
+    """NAME's zonal DNS name on Compute Engine."""
+    return "%s.%s.c.%s.internal" % (name, zone, project)
+
+
+def network_of(inst):
+    """The name of INST's network (its first interface's)."""
+    return inst.res["networkInterfaces"][0].get("network", "global/networks/default").rsplit("/", 1)[-1]
+
+
+def host_lines(path="/etc/hosts"):
+    """The lines of this host's /etc/hosts that name localhost (ip6-*) or
+    this host's hostname: a body runs under the host's hostname (no UTS
+    namespace), which resolves on a VM too; every other name is left out."""
+    host = os.uname().nodename
+    mine = {host, host.split(".")[0], "localhost", "localhost.localdomain"}
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.split("#", 1)[0].split()
+                if len(fields) >= 2 and any(n in mine or n.startswith("ip6-") for n in fields[1:]):
+                    out.append(" ".join(fields) + "\n")
+    except OSError:
+        pass
+    return "".join(out) or "127.0.0.1 localhost\n"
+
+
+def rewrite(path, text, create=False):
+    """Makes PATH hold TEXT, in place: a bind mount of PATH holds its
+    inode, so the file is never replaced.  The new text goes in with one
+    write, padded with a comment to the old length when shorter, then the
+    file is cut to it: a reader in between sees whole lines (the new ones
+    and a comment).  Unchanged text is not written.  False when PATH does
+    not exist (and not CREATE)."""
+    data = text.encode()
+    try:
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+    except FileNotFoundError:
+        return False
+    try:
+        old = b""
+        while True:
+            chunk = os.pread(fd, 1 << 20, len(old))
+            if not chunk:
+                break
+            old += chunk
+        if old == data:
+            return True
+        pad = len(old) - len(data)
+        out = data + (b"" if pad <= 0 else b"\n" if pad == 1 else b"#" + b" " * (pad - 2) + b"\n")
+        done = 0
+        while done < len(out):
+            done += os.pwrite(fd, out[done:], done)
+        os.ftruncate(fd, len(data))
+        os.fchmod(fd, 0o644)
+    finally:
+        os.close(fd)
+    return True
+
+
 class Bodies:
-    def __init__(self, helper, state_dir, port, create_accounts, parallel=8, metadata=None):
+    def __init__(self, helper, state_dir, port, create_accounts, parallel=8, metadata=None,
+                 internal_dns=False):
         self.metadata = metadata       # a GceBodyMetadata (or the like), or None: no server
+        self.internal_dns = internal_dns   # Compute Engine's: own mount namespace, names in /etc/hosts
+        self.hosts_lock = threading.Lock()
+        self.names = {}                # (project, network) -> [(zone, name, networkIP)]: dns()
+        self.base_hosts = host_lines() if internal_dns else ""
         self.servers = {}              # body root -> its metadata server
         self.meta_errors = {}          # body root -> why it has none
         self.helper = helper
@@ -134,8 +219,48 @@ class Bodies:
         self.account_lock = threading.Lock()
 
     def root(self, inst):
-        key = hashlib.sha1(inst.name.encode()).hexdigest()[:10]
-        return os.path.join(self.dir, inst.project, inst.zone, key)
+        return self._root(inst.project, inst.zone, inst.name)
+
+    def _root(self, project, zone, name):
+        key = hashlib.sha1(name.encode()).hexdigest()[:10]
+        return os.path.join(self.dir, project, zone, key)
+
+    def dns(self, table):
+        """The instances that hold an address, {(project, network): [(zone,
+        name, networkIP)]} (world.py, whenever that changes): every body of
+        them gets its hosts file rewritten (bodies not started yet get
+        theirs from start)."""
+        with self.hosts_lock:
+            self.names = {k: sorted(v) for k, v in table.items()}
+            for (project, _), members in self.names.items():
+                for zone, name, ip in members:
+                    root = self._root(project, zone, name)
+                    try:
+                        rewrite(os.path.join(root, "etc", "hosts"),
+                                self._hosts_text(project, members, root, ip))
+                    except OSError as e:    # a body being removed
+                        print("emulator: %s: hosts: %s" % (name, e), file=sys.stderr)
+
+    def _hosts_text(self, project, members, root, ip):
+        # The instances before the metadata server, which shares the body's
+        # address here: a reverse lookup finds the instance's zonal name first.
+        text = self.base_hosts
+        for zone, name, addr in members:
+            text += "%s %s %s\n" % (addr, internal_name(project, zone, name), name)
+        if self.metadata is not None and root in self.servers:
+            text += "%s %s\n" % (ip, self.metadata.names)
+        return text
+
+    def _write_hosts(self, inst, root):
+        """ROOT/etc/hosts as the body must see it at its start."""
+        path = os.path.join(root, "etc", "hosts")
+        with self.hosts_lock:
+            if self.internal_dns:
+                ip = inst.res["networkInterfaces"][0]["networkIP"]
+                members = self.names.get((inst.project, network_of(inst)), [])
+                rewrite(path, self._hosts_text(inst.project, members, root, ip), create=True)
+            elif self.metadata is not None and root in self.servers:
+                rewrite(path, "%s %s\n" % (self.metadata.address(inst), self.metadata.names), create=True)
 
     def start(self, inst):
         """Starts the body of INST; None, or what went wrong."""
@@ -164,7 +289,17 @@ class Bodies:
         except OSError as e:
             return "cannot prepare %s: %s" % (root, e)
         self._serve_metadata(inst, root)
+        try:
+            self._write_hosts(inst, root)
+        except OSError as e:
+            return "cannot write %s/etc/hosts: %s" % (root, e)
         argv = [self.helper, "start", root, str(self.port), os.path.join(keydir, "%u"), home] + addrs
+        if self.internal_dns:
+            # The body's own mount namespace (slave: mounts this host makes
+            # later still reach it; its own reach nothing), /etc/hosts its file.
+            argv = ["unshare", "--mount", "--propagation", "slave", "sh", "-c",
+                    'mount --bind "$0" /etc/hosts && exec "$@"',
+                    os.path.join(root, "etc", "hosts")] + argv
         with self.gate:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if p.returncode != 0:
@@ -172,7 +307,7 @@ class Bodies:
         return None
 
     def _serve_metadata(self, inst, root):
-        """The body's metadata server, once, and ROOT/etc/hosts naming it."""
+        """The body's metadata server, once (ROOT/etc/hosts names it: _write_hosts)."""
         if self.metadata is None:
             return
         with self.account_lock:
@@ -185,9 +320,6 @@ class Bodies:
                         self.metadata.address(inst), self.metadata.port, e)
                     print("emulator: %s: no metadata server: %s" % (inst.name, self.meta_errors[root]),
                           file=sys.stderr)
-            if root in self.servers:
-                with open(os.path.join(root, "etc", "hosts"), "w") as f:
-                    f.write("%s %s\n" % (self.metadata.address(inst), self.metadata.names))
 
     def metadata_error(self, inst):
         """Why INST's body has no metadata server, or None."""

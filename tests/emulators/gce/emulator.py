@@ -644,7 +644,7 @@ class App:
         elif not args.no_bodies:
             meta = GceBodyMetadata(args.metadata_port) if args.metadata_port else None
             bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts,
-                            metadata=meta)
+                            metadata=meta, internal_dns=True)
         try:
             self.world = World(args.project, args.zones, self.faults, bodies, args.network_block,
                                args.nat_block, base)

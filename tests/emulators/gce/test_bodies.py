@@ -13,10 +13,17 @@ instances.start boots the same root (same host key, same files);
 instances.stop and
 /_emulator/guest-shutdown keep the root too, delete removes it.  A Spot
 body's metadata server (port 80 of its networkIP) serves `preempted`
-through a preemption's notice.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
+through a preemption's notice.  Internal DNS: inside a body (its own mount
+namespace, whose /etc/hosts is ROOT/etc/hosts) every instance of its
+project and network resolves by name and by zonal name, from a session and
+from a daemon started in one, instances made later too and TERMINATED ones
+still; a deleted one stops resolving at once, another project's and made-up
+names never do; the host's /etc/hosts is the same, byte for byte, after
+every test.  Uses 127.0.86.0/24 (networkIP) and 127.0.87.0/24 (natIP), port
 2272: run under flock /tmp/pbx-cluster-tests.lock."""
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -33,6 +40,7 @@ from harness import ZONE, Emulator, instance_body  # noqa: E402
 
 PORT = 2272
 USER = "pbxgce"
+OTHER = "pbx-other"     # a second project of the same emulator
 HELPER = os.environ.get("PBX_NODE_BODY") or os.path.join(
     os.path.dirname(__file__), "../../../build/tests/emulators/gce/pbx-node-body")
 
@@ -78,6 +86,8 @@ def leads_session(pid):
 class Bodies(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        with open("/etc/hosts", "rb") as f:
+            cls.host_hosts = f.read()
         cls.tmp = tempfile.TemporaryDirectory()
         cls.keys = {}
         for who in ("login", "intruder"):
@@ -91,7 +101,7 @@ class Bodies(unittest.TestCase):
         os.mkdir(cls.state)
         cls.emu = Emulator(cls.state, "--node-body-helper", os.path.abspath(HELPER),
                            "--ssh-port", str(PORT), "--network-block", "127.0.86.0/25",
-                           "--nat-block", "127.0.87.0/25", "--create-accounts",
+                           "--nat-block", "127.0.87.0/25", "--create-accounts", "--project", OTHER,
                            "--fault", "op_delay=0.05").__enter__()
 
     @classmethod
@@ -99,26 +109,52 @@ class Bodies(unittest.TestCase):
         cls.emu.stop()
         cls.tmp.cleanup()
 
+    def tearDown(self):
+        with open("/etc/hosts", "rb") as f:
+            self.assertEqual(f.read(), self.host_hosts, "the host's /etc/hosts changed")
+
     def ssh(self, addr, command, key="login", user=USER):
         return subprocess.run(["ssh", "-i", self.keys[key][0], "-p", str(PORT), "-o", "BatchMode=yes",
                                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                                "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR", "%s@%s" % (user, addr), command],
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
-    def create(self, name, nat=True):
-        code, op = self.emu.call("POST", "zones/%s/instances" % ZONE,
-                                 instance_body(name, nat=nat, gpus=1, keys="%s:%s" % (USER, self.keys["login"][1])))
+    def call(self, method, path, body=None, project=None):
+        """A compute call in PROJECT (default the harness's)."""
+        if project is None or project == self.emu.project:
+            return self.emu.call(method, path, body)
+        code, _, value = self.emu.raw(method, self.emu.base + "projects/%s/%s" % (project, path),
+                                      json.dumps(body).encode() if body is not None else None,
+                                      {"Authorization": "Bearer " + self.emu.token,
+                                       "Content-Type": "application/json"})
+        return code, value
+
+    def wait(self, op, timeout=60):
+        """Polls operation OP (of any project) until DONE; returns it."""
+        end = time.time() + timeout
+        while True:
+            code, _, cur = self.emu.raw("GET", op["selfLink"], None,
+                                        {"Authorization": "Bearer " + self.emu.token})
+            self.assertEqual(code, 200, cur)
+            if cur["status"] == "DONE" or time.time() > end:
+                return cur
+            time.sleep(0.05)
+
+    def create(self, name, nat=True, project=None):
+        code, op = self.call("POST", "zones/%s/instances" % ZONE,
+                             instance_body(name, nat=nat, gpus=1, keys="%s:%s" % (USER, self.keys["login"][1])),
+                             project)
         self.assertEqual(code, 200, op)
-        done = self.emu.wait(op)
+        done = self.wait(op)
         self.assertNotIn("error", done)
-        code, inst = self.emu.call("GET", "zones/%s/instances/%s" % (ZONE, name))
+        code, inst = self.call("GET", "zones/%s/instances/%s" % (ZONE, name), project=project)
         self.assertEqual((code, inst["status"]), (200, "RUNNING"))
         return inst
 
-    def delete(self, name):
-        code, op = self.emu.call("DELETE", "zones/%s/instances/%s" % (ZONE, name))
+    def delete(self, name, project=None):
+        code, op = self.call("DELETE", "zones/%s/instances/%s" % (ZONE, name), project=project)
         self.assertEqual(code, 200, op)
-        self.assertNotIn("error", self.emu.wait(op))
+        self.assertNotIn("error", self.wait(op))
 
     def test_head_and_node(self):
         head = self.create("head")
@@ -248,7 +284,7 @@ class Bodies(unittest.TestCase):
         nip = self.emu.call("GET", "zones/%s/instances/spot-1" % ZONE)[1]["networkInterfaces"][0]["networkIP"]
         root = self.ssh(nip, "echo $PBX_BODY_ROOT").stdout.strip()
         with open(os.path.join(root, "etc", "hosts")) as f:
-            self.assertEqual(f.read(), "%s metadata.google.internal metadata\n" % nip)
+            self.assertIn("\n%s metadata.google.internal metadata\n" % nip, "\n" + f.read())
         url = "http://%s/computeMetadata/v1/instance/preempted" % nip
 
         def get(query="", flavor=True):
@@ -279,6 +315,94 @@ class Bodies(unittest.TestCase):
         self.assertEqual(get(), (200, "FALSE"), "a new boot is not preempted")
         self.delete("spot-1")
         self.assertFalse(listening(nip, 80), "delete leaves the metadata server")
+
+    def resolve(self, addr, *names):
+        """{name: address or None} as `getent hosts` answers inside the body at ADDR."""
+        r = self.ssh(addr, " ; ".join('echo "%s=$(getent hosts %s | head -n1 | cut -d" " -f1)"' % (n, n)
+                                      for n in names))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = dict(line.split("=", 1) for line in r.stdout.splitlines())
+        return {n: got[n] or None for n in names}
+
+    def test_internal_dns(self):
+        """Inside a body, instances of its project and network resolve by
+        name and by zonal name (INSTANCE.ZONE.c.PROJECT.internal) through
+        its own /etc/hosts, in a mount namespace of its own; later ones
+        too, TERMINATED ones still, deleted ones no more; other projects'
+        and made-up names never."""
+        a = self.create("dns-a")
+        nat = a["networkInterfaces"][0]["accessConfigs"][0]["natIP"]
+        ip_a = a["networkInterfaces"][0]["networkIP"]
+        ip_b = self.create("dns-b", nat=False)["networkInterfaces"][0]["networkIP"]
+        x = self.create("dns-x", nat=False, project=OTHER)["networkInterfaces"][0]["networkIP"]
+        zonal = lambda name, project="pbx-test": "%s.%s.c.%s.internal" % (name, ZONE, project)  # noqa: E731
+        self.assertEqual(self.resolve(nat, "dns-a", "dns-b", zonal("dns-b"), zonal("dns-a"), "dns-x",
+                                      zonal("dns-x", OTHER), zonal("dns-x"), "dns-nosuch", zonal("dns-nosuch"),
+                                      "metadata.google.internal", "localhost"),
+                         {"dns-a": ip_a, "dns-b": ip_b, zonal("dns-b"): ip_b, zonal("dns-a"): ip_a,
+                          "dns-x": None, zonal("dns-x", OTHER): None, zonal("dns-x"): None,
+                          "dns-nosuch": None, zonal("dns-nosuch"): None,
+                          "metadata.google.internal": ip_a, "localhost": "127.0.0.1"})
+        # A reverse lookup gives the zonal name, as Google's PTR records do.
+        r = self.ssh(nat, "getent hosts %s %s" % (ip_b, ip_a))
+        self.assertEqual([line.split()[1:] for line in r.stdout.splitlines()],
+                         [[zonal("dns-b"), "dns-b"], [zonal("dns-a"), "dns-a"]], r.stderr)
+        # The other project's body sees its own project only.
+        self.assertEqual(self.resolve(x, "dns-x", zonal("dns-x", OTHER), "dns-a", "dns-b"),
+                         {"dns-x": x, zonal("dns-x", OTHER): x, "dns-a": None, "dns-b": None})
+        # This host resolves none of them: the names live in the bodies alone.
+        for name in ("dns-a", "dns-b", zonal("dns-b")):
+            self.assertNotEqual(subprocess.run(["getent", "hosts", name], capture_output=True).returncode, 0,
+                                "the host resolves " + name)
+        # sshd and its sessions share one mount namespace, not the host's.
+        root = self.ssh(nat, "echo $PBX_BODY_ROOT").stdout.strip()
+        with open(os.path.join(root, "run", "sshd.pid")) as f:
+            sshd_ns = os.readlink("/proc/%d/ns/mnt" % int(f.read()))
+        self.assertNotEqual(sshd_ns, os.readlink("/proc/self/ns/mnt"))
+        self.assertEqual(self.ssh(nat, "readlink /proc/self/ns/mnt").stdout.strip(), sshd_ns)
+        with open(os.path.join(root, "etc", "hosts")) as f:
+            self.assertEqual(self.ssh(nat, "cat /etc/hosts").stdout, f.read())
+        # A daemon started in a session (as the bootstrap starts slurmd)
+        # keeps resolving: it sees an instance made after it started.
+        # "; exit" keeps dash from exec'ing the last command, so the shell stays.
+        seen = os.path.join(root, "home", USER, "seen")
+        r = self.ssh(nat, 'setsid sh -c \'while :; do getent hosts dns-c > "$0.tmp"; mv "$0.tmp" "$0"; '
+                          'sleep 0.1; done; exit\' "$HOME/seen" </dev/null >/dev/null 2>&1 & echo started')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(wait_for(lambda: os.path.exists(seen), 10), "the daemon runs")
+        with open(seen) as f:
+            self.assertEqual(f.read(), "", "dns-c resolves before it exists")
+        ip_c = self.create("dns-c", nat=False)["networkInterfaces"][0]["networkIP"]
+
+        def daemon_sees():
+            try:
+                with open(seen) as f:
+                    return f.read().split()[:1]
+            except OSError:
+                return None
+        self.assertEqual(wait_for(lambda: daemon_sees() == [ip_c], 5) and daemon_sees(), [ip_c])
+        self.assertEqual(self.resolve(ip_c, "dns-a", "dns-c")["dns-a"], ip_a, "a new body resolves the others")
+        # A deleted instance stops resolving once the delete is DONE; a
+        # TERMINATED one keeps its address, and its name with it.
+        self.power("dns-c", "stop")
+        self.delete("dns-b")
+        self.assertEqual(self.resolve(nat, "dns-b", zonal("dns-b"), "dns-c", "dns-a"),
+                         {"dns-b": None, zonal("dns-b"): None, "dns-c": ip_c, "dns-a": ip_a})
+        # The daemon too.
+        self.delete("dns-c")
+        self.assertEqual(self.resolve(nat, "dns-c", zonal("dns-c")), {"dns-c": None, zonal("dns-c"): None})
+        self.assertTrue(wait_for(lambda: daemon_sees() == [], 2), "the daemon still resolves dns-c")
+        # The daemon is a process of the body: the power button ends it with
+        # the rest; a start makes a fresh namespace on the same root.
+        op = self.emu.control("POST", "guest-shutdown?instance=dns-a")
+        self.assertNotIn("error", self.emu.wait(op))
+        self.wait_status("dns-a", "TERMINATED")
+        self.assertEqual(procs_naming(root + "/"), [])
+        self.power("dns-a", "start")
+        self.assertEqual(self.resolve(nat, "dns-a", "dns-b"), {"dns-a": ip_a, "dns-b": None})
+        self.delete("dns-a")
+        self.delete("dns-x", project=OTHER)
+        self.assertEqual(procs_naming(root + "/"), [])
 
     def test_never_boots(self):
         self.emu.control("POST", "faults", {"never_boot": ["dead-1"]})
@@ -311,6 +435,26 @@ class Bodies(unittest.TestCase):
                 emu.stop()
             self.assertFalse(listening(ip), "the emulator's exit ends its bodies")
             self.assertEqual(procs_naming(d + "/bodies/"), [])
+
+
+class Rewrite(unittest.TestCase):
+    """bodies.rewrite: a body's /etc/hosts is a bind mount of its file, which
+    holds the file's inode, so the file is rewritten in place."""
+
+    def test_in_place(self):
+        import bodies
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "hosts")
+            self.assertFalse(bodies.rewrite(path, "x\n"), "made without create")
+            self.assertFalse(os.path.exists(path))
+            self.assertTrue(bodies.rewrite(path, "127.0.0.1 localhost\n127.0.86.2 a.z.c.p.internal a\n", create=True))
+            ino = os.stat(path).st_ino
+            for text in ("127.0.0.1 localhost\n", "127.0.0.1 localhost\n" * 40, "", "1\n", "12\n"):
+                self.assertTrue(bodies.rewrite(path, text))
+                with open(path) as f:
+                    self.assertEqual(f.read(), text)
+                self.assertEqual(os.stat(path).st_ino, ino, "the file was replaced")
+                self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
 
 
 if __name__ == "__main__":

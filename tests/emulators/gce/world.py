@@ -23,7 +23,12 @@ Spot instance with instanceTerminationAction DELETE is deleted when
 preempted).  images.insert (global): the image
 is PENDING from the call, the operation RUNNING while the backend copies
 the disk (booted VMs), then the image READY and the operation DONE;
-images.delete removes it at DONE.  A step lasts faults.op_delay seconds (slow_op_delay for
+images.delete removes it at DONE.  Internal DNS: whenever an instance
+gets its networkIP (at admission) or gives it back (at delete; a
+TERMINATED instance keeps it), the tick hands the backend every instance
+that holds one, by project and network (bodies.dns: each body's
+/etc/hosts), before the next tick, so before the operation is DONE.  A step
+lasts faults.op_delay seconds (slow_op_delay for
 the slow_ops fraction).  One thread (tick) moves everything; handlers only
 read and enqueue, under one lock.
 """
@@ -142,6 +147,8 @@ class World:
         self.nat = Pool(nat_cidr)
         self.created = 0               # instances admitted since start (never_boot_nth)
         self.stopping = False
+        self.addressed = 0             # bumped when an instance gets or gives back its networkIP
+        self.named = 0                 # the value of `addressed` the backend's DNS was last told
         self.thread = threading.Thread(target=self._tick, daemon=True)
         self.thread.start()
         if hasattr(bodies, "alive"):
@@ -411,8 +418,22 @@ class World:
 
     # ------------------------------------------------------------ clock
 
+    def _dns_table(self):
+        """{(project, network): [(zone, name, networkIP)]} of the instances
+        that hold an address (PROVISIONING on, until deleted)."""
+        table = {}
+        for (project, zone, name), inst in sorted(self.instances.items()):
+            nic = inst.res["networkInterfaces"][0]
+            if inst.gone or not inst.visible or not nic.get("networkIP"):
+                continue
+            net = nic.get("network", "global/networks/default").rsplit("/", 1)[-1]
+            table.setdefault((project, net), []).append((zone, name, nic["networkIP"]))
+        return table
+
     def _tick(self):
+        dns = getattr(self.bodies, "dns", None)
         while True:
+            table = None
             with self.lock:
                 if self.stopping:
                     return
@@ -429,7 +450,15 @@ class World:
                         self._advance_instance(inst, t)
                     except Exception:
                         traceback.print_exc()
+                if dns is not None and self.named != self.addressed:
+                    self.named = self.addressed
+                    table = self._dns_table()
                 self.lock.notify_all()
+            if table is not None:      # outside the lock; only this thread writes
+                try:
+                    dns(table)
+                except Exception:       # an emulator bug: say so, keep ticking
+                    traceback.print_exc()
             time.sleep(0.02)
 
     def _advance_op(self, op, t):
@@ -659,6 +688,7 @@ class World:
         nic["networkIP"] = self.net.take(inst.spec.get("network_ip"))
         for ac in nic.get("accessConfigs", []):
             ac["natIP"] = self.nat.take()
+        self.addressed += 1
         inst.res["status"] = "PROVISIONING"
         inst.res["creationTimestamp"] = now_stamp(t)
         inst.visible = True
@@ -707,6 +737,7 @@ class World:
         inst.gone = True
         inst.visible = False
         self.instances.pop((inst.project, inst.zone, inst.name), None)
+        self.addressed += 1
 
     def _body_start(self, inst):
         err = self.bodies.start(inst)
