@@ -303,6 +303,9 @@ void pbx_cluster_close(struct pbx_cluster *c);
  * as "stopped" (what `cluster list` shows until the next start).  Caller
  * frees. */
 char *pbx_cluster_stopped_why(struct pbx_cluster *c);
+/* 1 when c's head deletes the cluster itself (autostop_action: delete,
+ * docs/autostop.md): only then does a harvest tell the head what is home. */
+int pbx_head_deletes(const struct pbx_cluster *c);
 /* The head's record of its last autostop, where pbx can read its disk
  * (node bodies), or NULL.  Caller frees. */
 char *pbx_cluster_last_stop(const struct pbx_cluster *c);

@@ -27,9 +27,8 @@ char *pbx_template_json_resized(const char *json, const char *group, int count);
  * json is not a JSON object). */
 char *pbx_template_json_autostop(const char *json, int seconds);
 
-/* headdelete.c: autostop_action: delete (docs/autostop.md).  1 when c's
- * head deletes the cluster itself. */
-int pbx_head_deletes(const struct pbx_cluster *c);
+/* headdelete.c: autostop_action: delete (docs/autostop.md); pbx_head_deletes
+ * is in cluster.h. */
 /* 1 when pbx runs on c's head (pbx-head, with a key of the head's own that
  * every node authorizes; docs/head-identity.md): so far when it deletes
  * the cluster itself. */

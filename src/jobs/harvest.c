@@ -21,10 +21,10 @@
  *      the harvested rows and the metrics of every metrics.jsonl among
  *      them are written in ONE transaction: a file counts as harvested
  *      only with its metrics;
- *   5. when every wanted file came and none was refused: one round trip
- *      writes the ended tasks' status lines to RUN_DIR/.pbx-harvested on
- *      the head, which a head deleting its own cluster checks
- *      (autostop_action: delete, docs/autostop.md).
+ *   5. on a cluster whose head deletes it (autostop_action: delete,
+ *      docs/autostop.md), when every wanted file came and none was
+ *      refused: one round trip writes the ended tasks' status lines to
+ *      RUN_DIR/.pbx-harvested on the head, which the head checks.
  *
  * Killed at any point (kill -9 included), nothing whole is lost: the
  * extractor writes each file under a reserved name and renames it when
@@ -885,8 +885,9 @@ static int harvest_bring(struct harvest *h, struct pbx_err *err)
  * head (replaced whole).  A head that deletes its own cluster
  * (autostop_action: delete, templates/autostop.sh) does so only when every
  * task's status line is in it: a task that ended since, or was run again,
- * holds results not yet home.  One round trip; a failure is the caller's
- * warning, never the harvest's error. */
+ * holds results not yet home.  One round trip, for such a cluster only (one
+ * that turns the setting on later stops instead of deleting until its next
+ * harvest); a failure is the caller's warning, never the harvest's error. */
 static int harvest_mark(struct harvest *h, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
@@ -976,7 +977,8 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 	}
 	if (rc == 0)
 		rc = harvest_bring(&h, err);
-	if (rc == 0 && h.ended.len && !h.blocked && !stats->refused) {
+	if (rc == 0 && h.ended.len && !h.blocked && !stats->refused &&
+	    pbx_head_deletes(h.t->cluster)) {
 		struct pbx_err merr = PBX_ERR_INIT;
 		/* the files are home whatever happens here: a failure is a warning
 		 * (a head that would delete its cluster then stops it instead) */

@@ -116,6 +116,16 @@ rm -rf "$evil"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 run_pbx -q cluster start ad
 ok $rc "start brings it back: $errout"
+# Not writable on the head: the files come home all the same, and a
+# warning says the head does not know it yet.
+mark_new=$(find "$TEST_TMP" -path '*/pbx/*/tasks/0/status' | head -1)
+mark_new=${mark_new%/tasks/0/status}/.pbx-harvested.new
+mkdir "$mark_new"
+run_pbx harvest del
+is "$rc" 0 "a harvest that cannot record it on the head still succeeds"
+echo "$errout" | grep -q "warning: could not record on the head that every result is home"
+ok $? "and warns: $errout"
+rmdir "$mark_new"
 run_pbx -q harvest del
 ok $rc "harvest brings the results home: $errout"
 is "$(cat "$PBX_HOME"/results/*/1/stdout 2>/dev/null)" "result-1" "a task's output is home"
