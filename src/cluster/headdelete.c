@@ -40,47 +40,6 @@ int pbx_head_runs_pbx(const struct pbx_cluster *c)
 	return pbx_head_deletes(c);
 }
 
-/* "KEY": [v...] when n > 0. */
-static void head_set_list(json_t *o, const char *key, char *const *v, size_t n)
-{
-	json_t *a;
-	size_t i;
-	if (!n)
-		return;
-	a = json_array();
-	for (i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
-	json_object_set_new(o, key, a);
-}
-
-/* "KEY": v when v is set. */
-static void head_set(json_t *o, const char *key, const char *v)
-{
-	if (v)
-		json_object_set_new(o, key, json_string(v));
-}
-
-/* The clouds section of the head's configuration: where the cluster's
- * resources are, never how to sign in. */
-static json_t *head_cloud(const struct pbx_config *cfg, const char *cloud)
-{
-	json_t *o = json_object();
-	if (!strcmp(cloud, "gce")) {
-		head_set(o, "project", cfg->gce.project);
-		head_set(o, "zone", cfg->gce.zone);
-		head_set_list(o, "zones", cfg->gce.zones, cfg->gce.nzones);
-		head_set(o, "endpoint", cfg->gce.endpoint);
-	} else if (!strcmp(cloud, "aws")) {
-		head_set(o, "region", cfg->aws.region);
-		head_set(o, "endpoint", cfg->aws.endpoint);
-		head_set(o, "subnet", cfg->aws.subnet);
-		head_set_list(o, "subnets", cfg->aws.subnets, cfg->aws.nsubnets);
-		if (cfg->aws.disk_gb) /* the root volume of the nodes it makes */
-			json_object_set_new(o, "disk_gb", json_integer(cfg->aws.disk_gb));
-	}
-	return o;
-}
-
 char *pbx_head_config(const struct pbx_cluster *c)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
@@ -89,7 +48,7 @@ char *pbx_head_config(const struct pbx_cluster *c)
 	/* the whole template as the cluster has it (its sizes), naming the
 	 * head's own key instead of the user's */
 	json_object_set_new(clusters, c->row.name, pbx_config_template_write(t, PBX_HEAD_SSH_KEY));
-	json_object_set_new(clouds, t->cloud, head_cloud(c->cfg, t->cloud));
+	json_object_set_new(clouds, t->cloud, pbx_config_cloud_write(c->cfg, t->cloud));
 	json_object_set_new(root, "clusters", clusters);
 	json_object_set_new(root, "clouds", clouds);
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

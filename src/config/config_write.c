@@ -173,3 +173,23 @@ json_t *pbx_config_template_write(const struct pbx_cluster_template *t, const ch
 	put_budget(o, t->budget);
 	return o;
 }
+
+/* A cloud's places (config.h: struct pbx_gce_config / aws); never a
+ * credential, a profile or a local path. */
+json_t *pbx_config_cloud_write(const struct pbx_config *cfg, const char *cloud)
+{
+	json_t *o = json_object();
+	if (!strcmp(cloud, "gce")) {
+		put_str(o, "project", cfg->gce.project);
+		put_str(o, "zone", cfg->gce.zone);
+		put_list(o, "zones", cfg->gce.zones, cfg->gce.nzones);
+		put_str(o, "endpoint", cfg->gce.endpoint);
+	} else if (!strcmp(cloud, "aws")) {
+		put_str(o, "region", cfg->aws.region);
+		put_str(o, "endpoint", cfg->aws.endpoint);
+		put_str(o, "subnet", cfg->aws.subnet);
+		put_list(o, "subnets", cfg->aws.subnets, cfg->aws.nsubnets);
+		put_int(o, "disk_gb", cfg->aws.disk_gb); /* the root volume of the nodes made */
+	}
+	return o;
+}

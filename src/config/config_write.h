@@ -21,4 +21,12 @@
  */
 json_t *pbx_config_template_write(const struct pbx_cluster_template *t, const char *ssh_key);
 
+/*
+ * The value of clouds.CLOUD ("gce", "aws"; an empty object for another):
+ * where that cloud's resources are (project, zones, region, subnets,
+ * endpoint, disk size), never how to sign in (no credentials file, key or
+ * profile).  Returns a new reference (json_decref).
+ */
+json_t *pbx_config_cloud_write(const struct pbx_config *cfg, const char *cloud);
+
 #endif

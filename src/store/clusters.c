@@ -36,19 +36,17 @@ unsigned long pbx_store_cluster_reads(void)
 	return cluster_gets;
 }
 
-int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
-			  struct pbx_err *err)
+/* The one row `sql` (one text parameter, `key`) selects into *row; with
+ * `what` ("named", "with id") in the not-found error. */
+static int cluster_get_one(struct pbx_store *st, const char *sql, const char *key, const char *what,
+			   struct pbx_cluster_row *row, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
 	int rc;
 	memset(row, 0, sizeof(*row));
-	cluster_gets++;
-	if (pbx_store_prepare(st,
-			      "SELECT " CLUSTER_COLS " FROM clusters"
-			      " WHERE name = ? AND state != 'deleted'",
-			      &stmt, err) < 0)
+	if (pbx_store_prepare(st, sql, &stmt, err) < 0)
 		return -1;
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 		cluster_row_read(stmt, row);
@@ -56,8 +54,18 @@ int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_clu
 	if (rc == SQLITE_ROW)
 		return 0;
 	if (rc == SQLITE_DONE)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster named '%s'", name);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster %s '%s'", what, key);
 	return pbx_store_fail(st, err, "read cluster");
+}
+
+int pbx_store_cluster_get(struct pbx_store *st, const char *name, struct pbx_cluster_row *row,
+			  struct pbx_err *err)
+{
+	cluster_gets++;
+	return cluster_get_one(st,
+			       "SELECT " CLUSTER_COLS " FROM clusters"
+			       " WHERE name = ? AND state != 'deleted'",
+			       name, "named", row, err);
 }
 
 int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char *uid,
@@ -89,22 +97,8 @@ int pbx_store_cluster_create(struct pbx_store *st, const char *name, const char 
 int pbx_store_cluster_get_uid(struct pbx_store *st, const char *uid, struct pbx_cluster_row *row,
 			      struct pbx_err *err)
 {
-	sqlite3_stmt *stmt;
-	int rc;
-	memset(row, 0, sizeof(*row));
-	if (pbx_store_prepare(st, "SELECT " CLUSTER_COLS " FROM clusters WHERE uid = ?", &stmt,
-			      err) < 0)
-		return -1;
-	sqlite3_bind_text(stmt, 1, uid, -1, SQLITE_STATIC);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		cluster_row_read(stmt, row);
-	sqlite3_finalize(stmt);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc == SQLITE_DONE)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster with id '%s'", uid);
-	return pbx_store_fail(st, err, "read cluster");
+	return cluster_get_one(st, "SELECT " CLUSTER_COLS " FROM clusters WHERE uid = ?", uid,
+			       "with id", row, err);
 }
 
 /* *id: the store number of the row with cluster id `uid`. */
