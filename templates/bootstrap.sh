@@ -1209,12 +1209,14 @@ head_pbx_install() {
 		echo "#!/bin/sh"
 		echo "# pbx-head - pbx on the head of cluster $PBX_CLUSTER, as the head's own cloud"
 		echo "# identity and with the head's own key: written by pbx's bootstrap"
-		echo "# (templates/bootstrap.sh; docs/head-identity.md).  Run it as root."
+		echo "# (templates/bootstrap.sh; docs/head-identity.md).  Run it as root.  It runs"
+		echo "# the head's own commands itself (PBX_THIS_NODE), the other nodes' over SSH."
 		printf 'exec env -u GOOGLE_APPLICATION_CREDENTIALS -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \\\n'
 		printf '\t-u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_EC2_METADATA_DISABLED -u GCE_METADATA_HOST \\\n'
 		printf '\t-u AWS_EC2_METADATA_SERVICE_ENDPOINT -u SSH_AUTH_SOCK'
 		for kv in "HOME=$HEAD_HOME" "PBX_HOME=$HEAD_HOME" "CLOUDSDK_CONFIG=$HEAD_HOME/gcloud" \
-			"PBX_CONFIG=$ROOT/etc/pbx/head-config.yaml" $(identity_env); do
+			"PBX_CONFIG=$ROOT/etc/pbx/head-config.yaml" "PBX_THIS_NODE=$NODE" \
+			${ROOT:+"PBX_BODY_ROOT=$ROOT"} $(identity_env); do
 			sq "${kv#*=}"
 			printf ' %s=%s' "${kv%%=*}" "$SQ"
 		done

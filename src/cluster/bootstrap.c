@@ -194,15 +194,16 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 	struct pbx_ssh *s;
 	int status = 0, rc;
 
-	rc = pbx_cluster_connect(c, i, &s, err); /* its errors name the node */
+	/* connected first: its errors name the node (on this machine: none) */
+	rc = c->here == (int)i ? 0 : pbx_cluster_connect(c, i, &s, err);
 	if (rc == 0) {
 		pbx_events_stage(ev, i, stage_tar ? "uploading" : action);
 		char *plain = bootstrap_command(c, i, l, remote_stage, action, stage_tar != NULL);
 		cmd = bootstrap_as_root(c, plain);
 		free(plain);
-		rc = pbx_ssh_exec(s, cmd, stage_tar ? stage_tar->buf : NULL,
-				  stage_tar ? stage_tar->len : 0, bootstrap_output, &o, &status,
-				  err);
+		rc = pbx_cluster_node_exec(c, i, cmd, stage_tar ? stage_tar->buf : NULL,
+					   stage_tar ? stage_tar->len : 0, bootstrap_output, &o,
+					   &status, err);
 		if (rc < 0)
 			pbx_err_prefix(err, "node %s", c->nodes[i].name);
 	}

@@ -5,11 +5,13 @@
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
 #include "util/fs.h"
+#include "util/proc.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *pbx_cluster_dir(const char *name)
 {
@@ -57,6 +59,27 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	return pbx_cluster_open_row(st, cfg, &row, out, err);
 }
 
+/* The node PBX_THIS_NODE names (pbx-head sets it on the head), or -1.  A
+ * cluster on the local cloud has none: its nodes are all "here".  The
+ * node's disk must be this machine's (it holds pbx-head): a stray
+ * PBX_THIS_NODE on the user's machine never runs the head's commands
+ * there. */
+static int cluster_here(const struct pbx_cluster *c)
+{
+	const char *name = getenv("PBX_THIS_NODE");
+	char *mark;
+	int i, mine;
+	if (!name || !*name || !strcmp(c->row.cloud, "local"))
+		return -1;
+	i = pbx_cluster_node_index(c, name);
+	if (i < 0)
+		return -1;
+	mark = xasprintf("%s/usr/local/sbin/pbx-head", c->nodes[i].root ? c->nodes[i].root : "");
+	mine = access(mark, X_OK) == 0;
+	free(mark);
+	return mine ? i : -1;
+}
+
 int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 			 struct pbx_cluster_row *row, struct pbx_cluster **out, struct pbx_err *err)
 {
@@ -93,6 +116,7 @@ int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 	pbx_hostkeys_from_store(&c->hostkeys, st);
 	c->pool = pbx_ssh_pool_new(&c->hostkeys);
 	c->opened_at = time(NULL);
+	c->here = cluster_here(c);
 	if (cluster_open_hook)
 		cluster_open_hook(c);
 	*out = c;
@@ -147,7 +171,7 @@ const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i)
 int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)
 {
 	const char *mine = c->nodes[i].public_address, *head = c->nodes[0].public_address;
-	return i > 0 && (!mine || !*mine) && head && *head;
+	return i > 0 && c->here != 0 && (!mine || !*mine) && head && *head;
 }
 
 char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
@@ -216,6 +240,21 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
 	return pbx_buf_detach(&b, NULL);
 }
 
+int pbx_cluster_node_exec(struct pbx_cluster *c, size_t i, const char *cmdline, const void *in,
+			  size_t inlen, pbx_ssh_output_fn out, void *ctx, int *status,
+			  struct pbx_err *err)
+{
+	struct pbx_ssh *s;
+	if (i < c->nnodes && c->here == (int)i) {
+		if (pbx_run_sh(cmdline, in, inlen, out, ctx, status, err) == 0)
+			return 0;
+		return pbx_err_prefix(err, "node %s (this machine)", c->nodes[i].name);
+	}
+	if (pbx_cluster_connect(c, i, &s, err) < 0)
+		return -1;
+	return pbx_ssh_exec(s, cmdline, in, inlen, out, ctx, status, err);
+}
+
 /* The one path of every remote command: env.sh, the shared directory,
  * then `cmdline` with `in` (may be NULL) on stdin. */
 static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
@@ -223,15 +262,15 @@ static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdli
 			   struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	struct pbx_ssh *s;
 	char *line;
 	int rc;
-	if (pbx_cluster_connect(c, node, &s, err) < 0)
-		return -1;
+	if (node >= c->nnodes)
+		return pbx_err_set(err, "cluster %s has no node %zu", c->row.name, node);
 	cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
 	line = pbx_cluster_as_root(c, b.buf); /* sudo -n for a non-root login */
-	rc = pbx_ssh_exec(s, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx, status, err);
+	rc = pbx_cluster_node_exec(c, node, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx,
+				   status, err);
 	free(line);
 	pbx_buf_release(&b);
 	return rc;

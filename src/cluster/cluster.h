@@ -168,6 +168,11 @@ struct pbx_cluster {
 	/* Set while `start` runs: a head that does not answer is being
 	 * brought up, not reported as stopped (pbx_cluster_connect). */
 	int starting;
+	/* The node this pbx runs on, whose commands it runs itself, or -1:
+	 * pbx on the head (pbx-head sets PBX_THIS_NODE=head;
+	 * docs/head-identity.md), which also reaches every other node at its
+	 * private address, never through itself. */
+	int here;
 	/* When the cloud says the cluster powered off (unix s; 0 = not known):
 	 * its head's stop, and each node's own (stops[0..nstops), by node
 	 * name), set by pbx_cluster_stopped_why: where the node runs end. */
@@ -323,6 +328,14 @@ int pbx_cluster_ssh_config(struct pbx_cluster *c, size_t i, char **config, char 
 			   struct pbx_err *err);
 /* Index of the node called `name`, or -1. */
 int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name);
+/* Runs `cmdline` (already quoted, as pbx_ssh_exec takes it) on node i:
+ * over SSH (pbx_cluster_connect), or on this machine when node i is the
+ * one this pbx runs on (c->here; pbx_run_sh).  As pbx_ssh_exec: `in` on
+ * stdin, output to `out`, *status its exit status; -1 only when it could
+ * not be run. */
+int pbx_cluster_node_exec(struct pbx_cluster *c, size_t i, const char *cmdline, const void *in,
+			  size_t inlen, pbx_ssh_output_fn out, void *ctx, int *status,
+			  struct pbx_err *err);
 
 /*
  * Runs argv on node `node` (0 = head) after sourcing the node's env.sh

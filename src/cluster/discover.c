@@ -59,10 +59,19 @@ static int discover_one(void *ctx, size_t i, struct pbx_err *err)
 	struct discover_run *r = ctx;
 	struct pbx_buf out = PBX_BUF_INIT;
 	struct pbx_ssh *s;
-	int status = 0;
+	int status = 0, rc;
 	pbx_events_stage(r->ev, i, "ssh");
-	if (discover_connect(r->c, i, &s, r->ev, err) < 0 ||
-	    pbx_ssh_capture(s, "printf '%s' \"${PBX_BODY_ROOT-}\"", &out, NULL, &status, err) < 0) {
+	if (r->c->here == (int)i) { /* pbx on the head: its own environment */
+		const char *root = getenv("PBX_BODY_ROOT");
+		pbx_buf_adds(&out, root ? root : "");
+		rc = 0;
+	} else {
+		rc = discover_connect(r->c, i, &s, r->ev, err);
+		if (rc == 0)
+			rc = pbx_ssh_capture(s, "printf '%s' \"${PBX_BODY_ROOT-}\"", &out, NULL,
+					     &status, err);
+	}
+	if (rc < 0) {
 		pbx_buf_release(&out);
 		return -1;
 	}

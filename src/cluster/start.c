@@ -687,7 +687,7 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 		free(c->row.state);
 		c->row.state = xstrdup("up");
 	}
-	if (rc == 0 && pbx_head_runs_pbx(c))
+	if (rc == 0 && pbx_head_runs_pbx(c) && c->here != 0)
 		rc = pbx_head_adopt(c, err); /* the head's store learns the cluster, up */
 	/* a refusal to talk to a node says nothing of its health: the state stays */
 	if (rc < 0 && err->code != PBX_EXIT_SECURITY)

@@ -9,6 +9,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -191,4 +192,105 @@ char *pbx_host_target(void)
 		snprintf(u.machine, sizeof(u.machine), "unknown");
 	out = xasprintf("%s %s %s", id, ver, u.machine);
 	return out;
+}
+
+/* Starts /bin/sh -c cmdline with its stdin, stdout and stderr on the
+ * pipes' far ends (fds[0] read end of stdin, [1] and [2] write ends). */
+static int sh_spawn(const char *cmdline, const int fds[3], pid_t *pid)
+{
+	const char *argv[] = { "sh", "-c", cmdline, NULL };
+	posix_spawn_file_actions_t fa;
+	int rc, k;
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		return rc;
+	for (k = 0; rc == 0 && k < 3; k++)
+		rc = posix_spawn_file_actions_adddup2(&fa, fds[k], k);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (rc == 0)
+		rc = posix_spawn(pid, "/bin/sh", &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
+/* One read of stream `k`'s pipe into out; closes it (-1) at EOF. */
+static void sh_drain(int *fd, int k, pbx_run_output_fn out, void *ctx)
+{
+	char chunk[8192];
+	ssize_t n = read(*fd, chunk, sizeof(chunk));
+	if (n > 0 && out)
+		out(ctx, k, chunk, (size_t)n);
+	else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* One write of what is left of `in` to the stdin pipe; closes it (-1) when
+ * all is sent or the command stopped reading (EPIPE: SIGPIPE is ignored). */
+static void sh_feed(int *fd, const char *in, size_t inlen, size_t *sent)
+{
+	ssize_t n = write(*fd, in + *sent, inlen - *sent);
+	if (n > 0)
+		*sent += (size_t)n;
+	if (*sent >= inlen || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output_fn out, void *ctx,
+	       int *status, struct pbx_err *err)
+{
+	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, theirs[3], ours[3], k, rc, wst;
+	size_t sent = 0;
+	pid_t pid;
+	for (k = 0; k < 3; k++)
+		if (pipe2(p[k], O_CLOEXEC) < 0) {
+			rc = errno;
+			while (k-- > 0)
+				close(p[k][0]), close(p[k][1]);
+			return pbx_err_set(err, "cannot create a pipe: %s", strerror(rc));
+		}
+	for (k = 0; k < 3; k++) { /* stdin: the child reads p[0][0]; outputs: it writes [1] */
+		theirs[k] = k == 0 ? p[k][0] : p[k][1];
+		ours[k] = k == 0 ? p[k][1] : p[k][0];
+	}
+	rc = sh_spawn(cmdline, theirs, &pid);
+	for (k = 0; k < 3; k++)
+		close(theirs[k]);
+	if (rc != 0) {
+		for (k = 0; k < 3; k++)
+			close(ours[k]);
+		return spawn_error("/bin/sh", rc, err);
+	}
+	for (k = 0; k < 3; k++)
+		fcntl(ours[k], F_SETFL, O_NONBLOCK);
+	if (!in || !inlen) {
+		close(ours[0]);
+		ours[0] = -1;
+	}
+	while (ours[1] >= 0 || ours[2] >= 0) {
+		struct pollfd pf[3];
+		for (k = 0; k < 3; k++) {
+			pf[k].fd = ours[k];
+			pf[k].events = k == 0 ? POLLOUT : POLLIN;
+			pf[k].revents = 0;
+		}
+		if (poll(pf, 3, -1) < 0 && errno != EINTR)
+			break;
+		if (ours[0] >= 0 && pf[0].revents)
+			sh_feed(&ours[0], in, inlen, &sent);
+		for (k = 1; k < 3; k++)
+			if (ours[k] >= 0 && pf[k].revents)
+				sh_drain(&ours[k], k, out, ctx);
+	}
+	for (k = 0; k < 3; k++)
+		if (ours[k] >= 0)
+			close(ours[k]);
+	while (waitpid(pid, &wst, 0) < 0)
+		if (errno != EINTR)
+			return pbx_err_set(err, "waiting for sh: %s", strerror(errno));
+	*status = WIFSIGNALED(wst) ? 128 + WTERMSIG(wst) : WEXITSTATUS(wst);
+	return 0;
 }

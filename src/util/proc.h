@@ -39,4 +39,20 @@ char *pbx_host_target(void);
 
 int pbx_spawn_detached(const char *const *argv, pid_t *pid, struct pbx_err *err);
 
+/* Receives a command's output as it arrives: stream 1 (stdout) or 2
+ * (stderr); `data` is valid during the call only. */
+typedef void (*pbx_run_output_fn)(void *ctx, int stream, const char *data, size_t len);
+
+/*
+ * Runs `cmdline` with /bin/sh -c on this machine, as pbx_ssh_exec runs one
+ * on a node: `in` (inlen bytes; may be NULL) on its stdin, then EOF (a
+ * command that does not read it all is fine), its stdout and stderr to
+ * `out` (may be NULL: discarded) as they come, in the calling thread.
+ * *status gets its exit status (128+N when killed by signal N).  Returns 0,
+ * or -1 with err set when it could not be run.  For pbx on a cluster's head
+ * running the head's own commands (docs/head-identity.md).
+ */
+int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output_fn out, void *ctx,
+	       int *status, struct pbx_err *err);
+
 #endif

@@ -89,6 +89,16 @@ is "$("$pbx_head" cluster show ad --json | json_get '[n["public_address"] for n 
 	"and reaches the head at its private address too"
 is "$("$pbx_head" -q cluster exec -n node1 ad -- sh -c 'echo "$PBX_SHARED"' 2>&1 | grep -c /)" 1 \
 	"pbx-head runs a command on node1 with the head's key"
+# the head's own commands it runs itself, not over SSH to itself
+is "$("$pbx_head" -q cluster exec ad -- sinfo -h -o %T -n node1 2>&1)" "idle" \
+	"pbx-head runs SLURM's sinfo on the head itself"
+is "$("$pbx_head" cluster show ad --json | json_get '[n["slurm_state"] for n in d["nodes"] if n["name"] == "node1"][0]')" "idle" \
+	"pbx-head's cluster show asks SLURM on the head"
+# PBX_THIS_NODE is honoured only where the node's disk holds pbx-head:
+# node1's does not, so the user's pbx still reaches node1 over SSH, as the
+# login user pbx (run here, the command would be root's own).
+is "$(PBX_THIS_NODE=node1 "$PBX" -q cluster exec -n node1 ad -- sh -c 'printf %s "$SUDO_USER"' 2>&1)" "pbx" \
+	"a stray PBX_THIS_NODE runs nothing here: node1 answered over SSH"
 
 two_echo_tasks ad
 

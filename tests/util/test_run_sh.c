@@ -1,0 +1,82 @@
+/*
+ * test_run_sh.c - unit tests of pbx_run_sh (src/util/proc.c), the local
+ * twin of pbx_ssh_exec that pbx on a cluster's head uses for the head's own
+ * commands: stdin arrives whole (more than a pipe holds, while the command
+ * writes more than a pipe holds on both outputs: no deadlock), stdout and
+ * stderr arrive apart and whole, the exit status and a signal's are
+ * reported, a command that reads none of its stdin is not an error, and
+ * shell metacharacters are the command's own (the caller quotes).
+ */
+#include "common/tap.h"
+#include "util/proc.h"
+#include "util/xalloc.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct got {
+	struct pbx_buf out, err;
+};
+
+static void collect(void *ctx, int stream, const char *data, size_t len)
+{
+	struct got *g = ctx;
+	pbx_buf_add(stream == 1 ? &g->out : &g->err, data, len);
+}
+
+static int run(const char *cmd, const char *in, size_t inlen, struct got *g, int *status)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	pbx_buf_init(&g->out, 0);
+	pbx_buf_init(&g->err, 0);
+	*status = -1;
+	return pbx_run_sh(cmd, in, inlen, collect, g, status, &err);
+}
+
+static void release(struct got *g)
+{
+	pbx_buf_release(&g->out);
+	pbx_buf_release(&g->err);
+}
+
+int main(void)
+{
+	struct got g;
+	int status;
+	size_t big = 1 << 20, i;
+	char *in = xmalloc(big);
+	signal(SIGPIPE, SIG_IGN); /* as pbx's main does */
+
+	ok(run("echo out; echo err >&2; exit 3", NULL, 0, &g, &status) == 0, "runs");
+	ok(status == 3, "exit status 3");
+	ok(g.out.len == 4 && !memcmp(g.out.buf, "out\n", 4), "stdout apart");
+	ok(g.err.len == 4 && !memcmp(g.err.buf, "err\n", 4), "stderr apart");
+	release(&g);
+
+	/* 1 MiB in and back on stdout as it comes (cat), then 1 MiB on stderr */
+	for (i = 0; i < big; i++)
+		in[i] = (char)('a' + i % 26);
+	ok(run("cat; head -c 1048576 /dev/zero >&2", in, big, &g, &status) == 0 && status == 0,
+	   "a command that reads and writes more than a pipe holds ends");
+	ok(g.out.len == big && !memcmp(g.out.buf, in, big), "stdin arrives whole (%zu bytes back)",
+	   g.out.len);
+	ok(g.err.len == big, "stderr whole (%zu bytes)", g.err.len);
+	release(&g);
+
+	ok(run("exit 0", in, big, &g, &status) == 0 && status == 0,
+	   "a command that reads none of its stdin is not an error");
+	release(&g);
+
+	ok(run("kill -TERM $$", NULL, 0, &g, &status) == 0 && status == 128 + 15,
+	   "killed by SIGTERM: 143");
+	release(&g);
+
+	ok(run("printf '%s' \"$0\"; x='a;b'; printf '%s' \"$x\" >&2", NULL, 0, &g, &status) == 0 &&
+		   g.out.len == 2 && !memcmp(g.out.buf, "sh", 2) && g.err.len == 3 &&
+		   !memcmp(g.err.buf, "a;b", 3),
+	   "run by sh -c, the command line its own");
+	release(&g);
+	free(in);
+	return tap_done();
+}
