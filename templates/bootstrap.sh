@@ -641,7 +641,15 @@ do_install() {
 	# its role's one (and so need not disable the other at every start)
 	systemctl disable --now slurmctld slurmd >/dev/null 2>&1 || :
 	rm -f "$ROOT/etc/munge/munge.key"
-	apt-get clean
+	# apt-get clean takes apt's cache lock, which DPkg::Lock::Timeout does
+	# not wait for: another apt on the machine (unattended-upgrades, or
+	# two image builds on one test host) makes it fail at once, status 100
+	n=0
+	until apt-get clean; do
+		n=$((n + 1))
+		[ "$n" -lt 60 ] || die "apt-get clean failed (apt's cache locked for 2 minutes)"
+		sleep 2
+	done
 	rm -rf "$ROOT"/var/lib/apt/lists/*
 	sync
 	stage 'done'
