@@ -173,6 +173,11 @@ NODE=${PBX_NODE:-}
 case $NODE in
 *[!A-Za-z0-9_.-]*) die "PBX_NODE '$NODE' is not a valid SLURM node name" ;;
 esac
+# a path element (the head's pbx keeps the cluster under its name) and a
+# word of a sudo rule
+case ${PBX_CLUSTER:-} in
+.* | *[!A-Za-z0-9_.-]*) die "PBX_CLUSTER '${PBX_CLUSTER:-}' is not a valid cluster name" ;;
+esac
 
 ROOT=${PBX_ROOT:-}
 while :; do
@@ -262,7 +267,7 @@ expand_pct() {
 # matched as templates/slurm.conf.in spells them.
 conf_load() {
 	CONF_STATE='' CONF_SPOOL='' CONF_CTLD_PID='' CONF_SLURMD_PID='' CONF_CTLD_LOG=''
-	CONF_SLURMD_LOG='' CONF_CTLD_HOST=''
+	CONF_SLURMD_LOG='' CONF_CTLD_HOST='' CONF_CTLD_PORT=''
 	f=${1:-$CONF}
 	[ -r "$f" ] || return 0
 	set -f
@@ -277,6 +282,7 @@ conf_load() {
 			SlurmctldLogFile=*) var=CONF_CTLD_LOG ;;
 			SlurmdLogFile=*) var=CONF_SLURMD_LOG ;;
 			SlurmctldHost=*) var=CONF_CTLD_HOST ;;
+			SlurmctldPort=*) var=CONF_CTLD_PORT ;;
 			*) continue ;;
 			esac
 			eval "[ -z \"\$$var\" ]" || continue
@@ -1224,7 +1230,8 @@ head_pbx_install() {
 		printf '\t-u AWS_EC2_METADATA_SERVICE_ENDPOINT -u SSH_AUTH_SOCK'
 		for kv in "HOME=$HEAD_HOME" "PBX_HOME=$HEAD_HOME" "CLOUDSDK_CONFIG=$HEAD_HOME/gcloud" \
 			"PBX_CONFIG=$ROOT/etc/pbx/head-config.yaml" "PBX_THIS_NODE=$NODE" \
-			${ROOT:+"PBX_BODY_ROOT=$ROOT"} $(identity_env); do
+			${ROOT:+"PBX_BODY_ROOT=$ROOT"} ${ROOT:+"PBX_BODY_SHARED=$SHARED"} \
+			$(body_port_env) $(identity_env); do
 			sq "${kv#*=}"
 			printf ' %s=%s' "${kv%%=*}" "$SQ"
 		done
@@ -1232,6 +1239,28 @@ head_pbx_install() {
 		printf ' %s "$@"\n' "$SQ"
 	} >"$NEW"
 	install_new "$HEAD_PBX" 0755
+	head_pbx_munge_key
+}
+
+# The cluster's munge key where the head's pbx keeps it (its home's
+# clusters/CLUSTER/munge.key, as the user's pbx does): a start the head
+# runs (power saving) stages the same key, not a new one.
+head_pbx_munge_key() {
+	dir=$HEAD_HOME/clusters/$PBX_CLUSTER
+	mkdir -p "$dir"
+	chmod 700 "$HEAD_HOME/clusters" "$dir"
+	install_file "$STAGE_DIR/munge.key" "$dir/munge.key" 0400
+}
+
+# A node body's SLURM ports as this bootstrap has them, for the head's pbx,
+# whose cluster directory is not the user's (src/cluster/discover.c; with
+# PBX_BODY_SHARED, the shared directory); nothing on a VM.
+body_port_env() {
+	[ "$MODE" = direct ] || return 0
+	case $CONF_CTLD_PORT in
+	'' | *[!0-9]*) ;;
+	*) echo "PBX_BODY_PORT_BASE=$CONF_CTLD_PORT" ;;
+	esac
 }
 
 # The metadata server (Compute Engine) or IMDS (EC2) of a node body: its
@@ -1252,6 +1281,42 @@ if [ "$ROLE" = head ]; then
 	head_key_authorize
 fi
 head_pbx_install
+
+# ---- power saving (docs/power-saving.md): SLURM's ResumeProgram and
+# SuspendProgram, which pbx stages when a node group has min:, go where
+# SlurmUser can run them (the stage is root's alone).  On a cloud they run
+# the head's pbx (pbx-head) as root: on a VM, where SlurmUser is slurm, a
+# sudo rule allows it that one command for this cluster, and the programs'
+# log is its own.
+POWER_SUDOERS=$ROOT/etc/sudoers.d/pbx-power
+power_install() {
+	[ "$ROLE" = head ] || return 0
+	for p in pbx-resume pbx-suspend; do
+		if [ -r "$STAGE_DIR/$p" ]; then
+			install_file "$STAGE_DIR/$p" "$ROOT/usr/local/lib/pbx/$p" 0755
+		else
+			rm -f "$ROOT/usr/local/lib/pbx/$p"
+		fi
+	done
+	if [ "$SLURM_USER" = root ] || [ -z "$HEAD_PBX" ] || [ ! -r "$STAGE_DIR/pbx-resume" ]; then
+		rm -f "$POWER_SUDOERS"
+		return 0
+	fi
+	log=$ROOT/var/log/pbx-power.log
+	[ -e "$log" ] || : >"$log"
+	{ chown "$SLURM_USER:" "$log" && chmod 640 "$log"; } || die "chown $SLURM_USER $log failed"
+	command -v visudo >/dev/null || ensure_pkgs "power saving's sudo rule" sudo
+	ensure_parent "$POWER_SUDOERS"
+	begin_new "$POWER_SUDOERS"
+	{
+		echo "# SLURM's power saving for cluster $PBX_CLUSTER: written by pbx's bootstrap"
+		printf '%s ALL=(root) NOPASSWD: %s -q cluster power %s resume *, %s -q cluster power %s suspend *\n' \
+			"$SLURM_USER" "$HEAD_PBX" "$PBX_CLUSTER" "$HEAD_PBX" "$PBX_CLUSTER"
+	} >"$NEW"
+	visudo -cqf "$NEW" || die "visudo refused the power-saving rule ($NEW)"
+	install_new "$POWER_SUDOERS" 0440
+}
+power_install
 
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"

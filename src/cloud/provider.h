@@ -245,6 +245,11 @@ struct pbx_provider {
 	/* SSH login for the nodes; *key_path is owned by the caller (NULL = agent). */
 	int (*login)(void *ctx, char **user, char **key_path, struct pbx_err *err);
 	int (*layout)(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err);
+	/* The name the cloud's internal DNS gives node `node`'s instance once
+	 * it exists (Compute Engine: the instance name), for slurm.conf to
+	 * name a node that does not exist yet (power saving); owned by the
+	 * caller.  NULL (the member, or the result): no such name. */
+	char *(*dns_name)(void *ctx, const char *node);
 	/* Prebaked images; NULL when the provider has none yet. */
 	const struct pbx_image_ops *images;
 };

@@ -165,7 +165,9 @@ int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name)
 const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i)
 {
 	const char *pub = c->nodes[i].public_address;
-	return pub && *pub ? pub : c->nodes[i].address;
+	/* pbx on the head is inside the cluster's network: a node it made
+	 * (power saving) has a public address too, which need not let it in */
+	return pub && *pub && c->here < 0 ? pub : c->nodes[i].address;
 }
 
 int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i)

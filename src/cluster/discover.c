@@ -82,19 +82,45 @@ static int discover_one(void *ctx, size_t i, struct pbx_err *err)
 	return 0;
 }
 
+/* On the head, the head's pbx (pbx-head): the first SLURM port and the
+ * shared directory as the head's bootstrap has them (its cluster directory
+ * is not the user's, from which the user's pbx derives them).  0, or -1
+ * when pbx-head did not say. */
+static int discover_head_layout(const struct pbx_cluster *c, int *base, const char **shared)
+{
+	const char *port = getenv("PBX_BODY_PORT_BASE");
+	char *end = NULL;
+	long v;
+	*shared = getenv("PBX_BODY_SHARED");
+	if (c->here < 0 || !port || !*shared || (*shared)[0] != '/')
+		return -1;
+	v = strtol(port, &end, 10);
+	if (end == port || *end || v < 1024 || v > 65535 - BODY_PORTS_PER_SLOT)
+		return -1;
+	*base = (int)v;
+	return 0;
+}
+
 /* The layout of node bodies on this host (the local provider's, with the
- * ports of a block of the cluster's own). */
+ * ports of a block of the cluster's own).  It is the same whichever nodes
+ * are awake: slurm.conf never changes as nodes sleep and wake. */
 static int discover_body_layout(struct pbx_cluster *c, struct pbx_slurm_layout *l,
 				struct pbx_err *err)
 {
 	int base = (c->cfg->local.slurm_port_base ? c->cfg->local.slurm_port_base : 17000) +
 		   (BODY_SLOT_OFFSET + c->row.slot) * BODY_PORTS_PER_SLOT;
+	int nodes = c->spec.t ? pbx_template_node_count(c->spec.t) : (int)c->nnodes - 1;
+	const char *shared = NULL;
+	int head = discover_head_layout(c, &base, &shared) == 0;
 	if (base + BODY_PORTS_PER_SLOT > 65535)
 		return pbx_err_set(err, "no SLURM ports left for node bodies of slot %d",
 				   c->row.slot);
-	/* the memory of every node but the head is shared out */
-	return pbx_body_layout(base, BODY_PORTS_PER_SLOT, c->nnodes > 1 ? (int)c->nnodes - 1 : 1,
-			       c->dir, l, err);
+	/* the memory of every compute node (asleep ones too) is shared out */
+	if (pbx_body_layout(base, BODY_PORTS_PER_SLOT, nodes > 1 ? nodes : 1, c->dir, l, err) < 0)
+		return -1;
+	if (head)
+		snprintf(l->shared_dir, sizeof(l->shared_dir), "%s", shared);
+	return 0;
 }
 
 int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,

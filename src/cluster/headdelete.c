@@ -1,7 +1,8 @@
 /*
  * headdelete.c - what the head of a cluster with `autostop_action: delete`
  * needs to delete its own cluster with the laptop off (issue 19;
- * docs/autostop.md): the stage gets a configuration for pbx on the head
+ * docs/autostop.md), and the head of a cloud cluster that saves power
+ * (powersave.c) to make and remove its nodes: the stage gets a configuration for pbx on the head
  * and, on a VM, pbx itself; the bootstrap installs them and the head's
  * pbx-autostop (templates/autostop.sh) runs `pbx cluster stop --id ID
  * --self INSTANCE NAME` as the head's own cloud identity
@@ -37,7 +38,9 @@ int pbx_head_deletes(const struct pbx_cluster *c)
 
 int pbx_head_runs_pbx(const struct pbx_cluster *c)
 {
-	return pbx_head_deletes(c);
+	/* power saving on a cloud: the head makes and removes the nodes */
+	return pbx_head_deletes(c) ||
+	       (pbx_power_saving(c->spec.t) && strcmp(c->row.cloud, "local") != 0);
 }
 
 char *pbx_head_config(const struct pbx_cluster *c)

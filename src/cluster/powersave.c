@@ -6,7 +6,8 @@
  * always run; the others are "asleep": store state PBX_NODE_ASLEEP, no
  * instance, and State=CLOUD in slurm.conf, which also names SLURM's
  * ResumeProgram and SuspendProgram: two scripts pbx stages on the head
- * (pbx-resume, pbx-suspend).  When jobs wait for an asleep node slurmctld
+ * (pbx-resume, pbx-suspend; the bootstrap installs them in
+ * /usr/local/lib/pbx).  When jobs wait for an asleep node slurmctld
  * runs pbx-resume with the nodes, which runs `pbx cluster power NAME resume
  * NODE...`: the nodes become "waking" (a resume killed on the way leaves
  * them so; SLURM's next resume of them goes on), and a start of the cluster makes
@@ -115,8 +116,8 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 	pbx_buf_addf(&b,
 		     "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
 		     "# made when jobs wait for them and removed after SuspendTime idle.\n"
-		     "ResumeProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-resume\n"
-		     "SuspendProgram=@ROOT@/" PBX_STAGE_DIR "/pbx-suspend\n"
+		     "ResumeProgram=@ROOT@/usr/local/lib/pbx/pbx-resume\n"
+		     "SuspendProgram=@ROOT@/usr/local/lib/pbx/pbx-suspend\n"
 		     "SuspendTime=%d\nResumeTimeout=%d\nSuspendTimeout=30\n"
 		     "ResumeRate=0\nSuspendRate=0\nPrivateData=cloud\n"
 		     "# every node's address is in this file: no alias lists (a job requeued\n"
@@ -130,12 +131,46 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 	return pbx_buf_detach(&b, NULL);
 }
 
+/* The command line of one of the two programs after its host list is
+ * expanded into $nodes.  On the local cloud, this very pbx with the user's
+ * home and configuration (the head is a process of this machine); on a
+ * cloud, the head's own pbx, pbx-head (its key, store and cloud identity:
+ * docs/head-identity.md), as root: slurmctld runs the programs as
+ * SlurmUser, for which the head's bootstrap allows that one command
+ * through sudo on a VM (on a node body SlurmUser is root). */
+static void power_script_exec(const struct pbx_cluster *c, const char *root, const char *action,
+			      struct pbx_buf *b)
+{
+	char *self;
+	if (strcmp(c->row.cloud, "local") != 0) {
+		pbx_buf_adds(b, "head=");
+		pbx_shell_quote(b, root);
+		pbx_buf_adds(b, "/usr/local/sbin/pbx-head\n"
+				"[ \"$(id -u)\" = 0 ] || set -- sudo -n\n"
+				"# shellcheck disable=SC2086 # one word a node\n"
+				"exec \"$@\" \"$head\" -q cluster power ");
+		pbx_shell_quote(b, c->row.name);
+		pbx_buf_addf(b, " %s $nodes\n", action);
+		return;
+	}
+	self = pbx_self_path();
+	pbx_buf_adds(b, "# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=");
+	pbx_shell_quote(b, pbx_home());
+	pbx_buf_adds(b, " PBX_CONFIG=");
+	pbx_shell_quote(b, c->cfg && c->cfg->path ? c->cfg->path : "");
+	pbx_buf_addc(b, ' ');
+	pbx_shell_quote(b, self ? self : "pbx");
+	free(self);
+	pbx_buf_adds(b, " -q cluster power ");
+	pbx_shell_quote(b, c->row.name);
+	pbx_buf_addf(b, " %s $nodes\n", action);
+}
+
 /* One of the two programs: `pbx cluster power NAME ACTION NODE...` with
  * SLURM's host list expanded, logged on the head. */
 static char *power_script(const struct pbx_cluster *c, const char *action)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	char *self = pbx_self_path();
 	const char *root = c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
@@ -148,18 +183,8 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	pbx_shell_quote(&b, root);
 	pbx_buf_adds(&b, "/etc/slurm/slurm.conf scontrol show hostnames \"$1\") || exit 1\n"
 			 "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) ");
-	pbx_buf_addf(&b,
-		     "%s $1\"\n# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=",
-		     action);
-	pbx_shell_quote(&b, pbx_home());
-	pbx_buf_adds(&b, " PBX_CONFIG=");
-	pbx_shell_quote(&b, c->cfg && c->cfg->path ? c->cfg->path : "");
-	pbx_buf_addc(&b, ' ');
-	pbx_shell_quote(&b, self ? self : "pbx");
-	free(self);
-	pbx_buf_addf(&b, " -q cluster power ");
-	pbx_shell_quote(&b, c->row.name);
-	pbx_buf_addf(&b, " %s $nodes\n", action);
+	pbx_buf_addf(&b, "%s $1\"\nset --\n", action);
+	power_script_exec(c, root, action, &b);
 	return pbx_buf_detach(&b, NULL);
 }
 

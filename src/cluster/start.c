@@ -205,6 +205,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	size_t total = c->nnodes + c->nasleep;
 	struct pbx_slurm_node *sn = xcalloc(total ? total : 1, sizeof(*sn));
 	char(*types)[32] = xcalloc(total ? total : 1, sizeof(*types));
+	char **dns = xcalloc(total ? total : 1, sizeof(*dns));
 	struct pbx_slurm_conf sc = { 0 };
 	char *power = NULL, *extra = NULL;
 	size_t i, k = 0;
@@ -222,6 +223,16 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 		sn[k].addr = n->address;
 		sn[k].port = l->node_port_base ? l->node_port_base + 1 + ord : 0;
 		sn[k].cloud = pbx_power_may_sleep(c->spec.t, n->name);
+		/* a node that sleeps on a cloud has an address only while it
+		 * is awake, a new one each time: SLURM finds it by the name
+		 * the cloud's DNS gives it, so slurm.conf never changes */
+		if (sn[k].cloud && c->provider->dns_name)
+			dns[k] = c->provider->dns_name(c->pctx, n->name);
+		if (dns[k]) {
+			sn[k].addr = dns[k];
+			if (!l->same_host)
+				sn[k].hostname = dns[k];
+		}
 		grp = c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
 		/* a group's cpus, else the layout's; its GPU type, typed GRES */
 		sn[k].cpus = grp && grp->cpus ? grp->cpus : l->node_cpus;
@@ -250,6 +261,9 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.nodes = sn;
 	sc.nnodes = k;
 	rc = pbx_slurm_render_conf(&sc, conf, err);
+	for (i = 0; i < k; i++)
+		free(dns[i]);
+	free(dns);
 	free(sn);
 	free(types);
 	free(power);

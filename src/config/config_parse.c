@@ -315,7 +315,8 @@ static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_templa
 /* Optional min: and max: of a node group (SLURM power saving,
  * docs/power-saving.md): the group has max nodes (default count, which
  * must not exceed it), of which min always run and the rest are made when
- * jobs wait for them.  Local clusters only, so far. */
+ * jobs wait for them.  The local cloud and Compute Engine so far (EC2
+ * lacks names for nodes that do not exist yet). */
 static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
 			     struct pbx_err *err)
 {
@@ -324,10 +325,10 @@ static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_no
 	g->min = -1;
 	if (!min && !max)
 		return 0;
-	if (cloud != PBX_CLOUD_LOCAL)
+	if (cloud == PBX_CLOUD_AWS)
 		return pbx_ynode_error(min ? min : max, err,
 				       "power saving (min:, max:) runs on "
-				       "cloud local only so far (docs/power-saving.md)");
+				       "clouds local and gce only so far (docs/power-saving.md)");
 	if (opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
 	    opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
 		return -1;

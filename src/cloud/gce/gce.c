@@ -179,6 +179,13 @@ static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err
 	return 0;
 }
 
+/* Every VM of the network resolves an instance's name to its address
+ * (internal DNS), as slurm-gcp relies on. */
+static char *gce_dns_name(void *ctx, const char *node)
+{
+	return gce_instance_name(ctx, node);
+}
+
 const struct pbx_provider pbx_provider_gce = {
 	.name = "gce",
 	.open = gce_open,
@@ -191,5 +198,6 @@ const struct pbx_provider pbx_provider_gce = {
 	.remove_nodes = gce_remove_nodes,
 	.login = gce_login,
 	.layout = gce_layout,
+	.dns_name = gce_dns_name,
 	.images = &gce_image_ops,
 };

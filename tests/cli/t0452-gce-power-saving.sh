@@ -1,0 +1,117 @@
+#!/bin/sh
+# t0452-gce-power-saving.sh - SLURM power saving on Compute Engine (the
+# emulator's node bodies; issue 19, section 2; docs/power-saving.md): a
+# group with min: 0 and max: 2 starts with the head alone; slurm.conf names
+# the sleeping nodes by their instance names, which the cluster's internal
+# DNS resolves once they exist; a 2-task sweep submitted with no pbx
+# running on the user's side makes slurmctld run pbx-resume, which runs the
+# head's own pbx (pbx-head: the head's service account, key and store),
+# which makes both instances in one bulkInsert and bootstraps them; every
+# task completes on them; after SuspendTime idle pbx-suspend deletes them
+# (the head stays); a job wakes a node again (a new instance, a new
+# address); the user's `stop` leaves nothing.  Emulator addresses
+# 127.0.115.0/24 (private) and 127.0.116.0/24 (public); SLURM ports from
+# 31000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+
+stop_at_exit pw
+gce_emulator 127.0.115.0/24 127.0.116.0/24
+mkdir -p "$PBX_HOME"
+ssh-keygen -q -t ed25519 -N "" -C t0452 -f "$PBX_HOME/id"
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  pw:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
+    slurm: { suspend_time: 15s, resume_timeout: 240s }
+    node_groups:
+      - { name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+  local: { slurm_port_base: 31000 }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+BODIES=$TEST_TMP/emu/bodies
+instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+held() { emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])'; }
+sinfo_states() { "$PBX" cluster exec pw -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
+bulk_inserts() { grep -c 'POST /compute/v1/projects/pbx-test/zones/[^/]*/instances/bulkInsert' "$TEST_TMP/emu.log"; }
+power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
+show_power_log() { power_log | tail -20 | sed 's/^/#   /'; }
+
+run_pbx -q cluster start pw
+ok $rc "a Compute Engine cluster with min: 0 starts: $errout"
+is "$(instances)" "head=RUNNING" "only the head's instance is made"
+is "$(node_states)" "head:up node1:asleep node2:asleep" "both nodes are asleep"
+is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM knows them powered down (idle~)"
+iname=$(emu_get state | json_get 'd["instances"][0]["name"]')
+iname=${iname%-head}
+run_pbx cluster exec pw -- sh -c 'grep -E "^NodeName=node1 " "$SLURM_CONF" | tr " " "\n" | grep -E "^(NodeAddr|State)="; grep "^ResumeProgram=" "$SLURM_CONF" | sed "s#=/.*/#=#"'
+is "$out" "NodeAddr=$iname-node1
+State=CLOUD
+ResumeProgram=pbx-resume" "slurm.conf names node1 by its instance name, resolved once it exists"
+head_conf=$(find "$BODIES" -path '*/etc/slurm/slurm.conf' | head -1)
+conf_sum=$(md5sum <"$head_conf")
+ctld_pid() { cat "${head_conf%/etc/slurm/slurm.conf}"/run/slurmctld.pid 2>/dev/null; }
+ctld0=$(ctld_pid)
+pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
+[ -x "$pbx_head" ]
+ok $? "the head runs pbx of its own (pbx-head)"
+bulk0=$(bulk_inserts)
+
+mkdir -p "$TEST_TMP/exp"
+cat >"$TEST_TMP/exp/e.yaml" <<'EXP'
+name: wake
+command: "sleep 1 && echo done {i}"
+sweep: { grid: { i: [1, 2] } }
+EXP
+run_pbx parrun "$TEST_TMP/exp/e.yaml" pw --cpus-per-task=2
+ok $rc "2 tasks of 2 CPUs submitted: $errout"
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+# from here no pbx runs on the user's side until the tasks are done:
+# slurmctld runs pbx-resume, which runs pbx-head
+wait_for 3000 queue_empty pw
+ok $? "the queue empties with no pbx running here"
+wait_final "$pkg" 60
+is "$(task_states "$pkg")" "COMPLETED COMPLETED" "both tasks completed on the nodes the head made"
+is "$(task_nodes "$pkg")" "node1 node2" "one on each node (2 CPUs a task, 2 a node)"
+[ "$(task_states "$pkg")" = "COMPLETED COMPLETED" ] || show_power_log
+is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "the head made both instances"
+is "$(( $(bulk_inserts) - bulk0 ))" 1 "in one bulkInsert"
+nodes_of() { json_get '" ".join("%s=%s" % (n["name"], n["state"]) for n in d["nodes"])'; }
+is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=up node2=up" "the head's store has them up"
+is "$(power_log | grep -c ' resume node\[1-2\]$')" 1 "pbx-power.log has one resume of node[1-2]"
+# slurm.conf never changes as nodes wake: the head's start renders the
+# user's, and slurmctld goes on
+is "$(md5sum <"$head_conf")" "$conf_sum" "the head's slurm.conf is the one the user's start wrote"
+# each body's copy names its own root
+same_confs() { for f in $(find "$BODIES" -path '*/etc/slurm/slurm.conf'); do
+	sed "s#${f%/etc/slurm/slurm.conf}#@ROOT@#g" "$f" | md5sum; done | sort -u | grep -c .; }
+is "$(same_confs)" 1 "and the nodes the head made have the same"
+is "$(ctld_pid)" "$ctld0" "slurmctld was not restarted"
+
+# idle for suspend_time: SLURM runs pbx-suspend, the head deletes them
+asleep() { [ "$(instances)" = "head=RUNNING" ]; }
+wait_for 1800 asleep
+ok $? "after 15 s idle the head deleted both instances: $(instances)"
+[ "$(instances)" = "head=RUNNING" ] || show_power_log
+is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=asleep node2=asleep" "the head's store has them asleep"
+wait_for 900 prints "node1 idle~ node2 idle~" sinfo_states
+is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM has them powered down"
+
+# again: a new instance has a new address, which SLURM finds by its name
+before=$(emu_get state | json_get '" ".join(sorted(i["name"] for i in d["instances"]))')
+run_pbx cluster exec pw -- srun -N2 -c2 hostname
+ok $rc "srun wakes both nodes again and runs on them: $out $errout"
+[ $rc = 0 ] || show_power_log
+is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "made anew"
+
+run_pbx cluster stop pw
+ok $rc "the user's stop: $errout"
+is "$(held)" "0 0 0" "no instance, firewall rule or router is left, the nodes the head made included"
+is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
+done_testing
