@@ -511,6 +511,8 @@ static int start_create(struct pbx_cluster *c, const struct pbx_cluster_events *
 	struct pbx_create_hooks h = { start_record_node, c, ev };
 	struct timespec delay = { 0, 200 * 1000 * 1000 };
 	int rc = c->provider->create_begin(c->pctx, c->nodes, c->nnodes, &h, err);
+	if (rc == 0)
+		pbx_test_kill_point("create", 1); /* asked for, not yet recorded */
 	while (rc == 0) {
 		rc = c->provider->create_poll(c->pctx, c->nodes, c->nnodes, &h, err);
 		if (rc != 0)

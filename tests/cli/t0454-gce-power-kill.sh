@@ -1,0 +1,78 @@
+#!/bin/sh
+# t0454-gce-power-kill.sh - the head's resume program killed with SIGKILL
+# on Compute Engine (issue 19, section 2; docs/power-saving.md), at four
+# points: node1 marked waking before anything is asked (power:1), its
+# instance asked for but not yet recorded (create:1), made but not
+# bootstrapped (start:1), bootstrapped before SLURM sees it (start:2).
+# Each time the next resume goes on (the instance a killed resume asked for
+# is taken, not made twice) and node1 runs a job.  Last, a resume killed at
+# create:1 and then the user's `stop`, whose store never heard of the
+# instance: it is found by the cluster's labels, and nothing is left.
+# PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx itself, as
+# `kill -9` would.  Emulator addresses 127.0.119.0/24 (private) and
+# 127.0.120.0/24 (public); SLURM ports from 33000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+
+stop_at_exit pk
+gce_emulator 127.0.119.0/24 127.0.120.0/24
+mkdir -p "$PBX_HOME"
+ssh-keygen -q -t ed25519 -N "" -C t0454 -f "$PBX_HOME/id"
+cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  pk:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
+    slurm: { suspend_time: 1h, resume_timeout: 240s }
+    node_groups:
+      - { name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+  local: { slurm_port_base: 33000 }
+CONFIG
+chmod 600 "$PBX_HOME/config.yaml"
+BODIES=$TEST_TMP/emu/bodies
+instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+
+run_pbx -q cluster start pk
+ok $rc "a cluster with min: 0 starts: $errout"
+is "$(instances)" "head=RUNNING" "only the head runs"
+pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
+node1_state() { "$pbx_head" cluster show pk --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
+
+# kill_at POINT STATE MADE: the head's resume killed at POINT leaves node1
+# in STATE in the head's store, with its instance MADE (yes or no)
+kill_at() {
+	PBX_TEST_KILL_AT=$1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
+	is "$?" "137" "the resume killed at $1 (SIGKILL)"
+	is "$(node1_state)" "$2" "killed at $1: node1 is $2 in the head's store"
+	case $3:$(instances) in "no:head=RUNNING" | yes:*node1=*) r=0 ;; *) r=1 ;; esac
+	ok $r "killed at $1: node1's instance asked for: $3 ($(instances))"
+	# SLURM's next resume of it (ResumeProgram runs again)
+	"$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
+	ok $? "the next resume after a kill at $1 goes on: $(cat "$TEST_TMP/k.out")"
+	is "$(node1_state)" "up" "node1 is up"
+	is "$(instances)" "head=RUNNING node1=RUNNING" "one instance of node1 runs"
+	run_pbx cluster exec pk -- srun -N1 -w node1 -c2 hostname
+	ok $rc "a job runs on node1: $out $errout"
+	# back to sleep for the next point
+	"$pbx_head" -q cluster power pk suspend node1 >"$TEST_TMP/k.out" 2>&1
+	ok $? "suspend: $(cat "$TEST_TMP/k.out")"
+	is "$(node1_state):$(instances)" "asleep:head=RUNNING" "node1 asleep again, its instance gone"
+}
+kill_at power:1 waking no
+kill_at create:1 creating yes
+kill_at start:1 running yes
+kill_at start:2 bootstrapping yes
+
+PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
+is "$?" "137" "a last resume killed at create:1"
+run_pbx -q cluster stop pk
+ok $rc "the user's stop: $errout"
+is "$(emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])')" "0 0 0" \
+	"no instance (node1's, which the user's store never knew, included), firewall rule or router is left"
+is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
+done_testing
