@@ -29,9 +29,12 @@
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define POWER_SUSPEND_DEFAULT_S 600 /* ParallelCluster's ScaledownIdletime */
@@ -333,23 +336,60 @@ static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct p
 	return rc;
 }
 
+/* One power action of a cluster at a time: SLURM runs ResumeProgram and
+ * SuspendProgram as it sees fit, and a suspend that read the store while
+ * a resume was making the same node would miss its instance (seen with a
+ * power_down_force during a resume).  The lock is CLUSTER_DIR/power.lock,
+ * held (flock) until *fd is closed; a SIGKILL lets it go. */
+static int power_lock(struct pbx_store *st, const char *name, int *fd, struct pbx_err *err)
+{
+	struct pbx_cluster_row row;
+	char *dir, *path;
+	int rc = 0;
+	*fd = -1;
+	if (!pbx_config_name_ok(name))
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "'%s' is not a cluster name", name);
+	if (pbx_store_cluster_get(st, name, &row, err) < 0)
+		return -1; /* no such cluster: nothing made for it */
+	pbx_cluster_row_free(&row);
+	dir = pbx_cluster_dir(name);
+	path = xasprintf("%s/power.lock", dir);
+	if (pbx_mkdir_p(dir, 0700, err) < 0)
+		rc = -1;
+	else if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		rc = pbx_err_set(err, "%s: %s", path, strerror(errno));
+	else if (flock(*fd, LOCK_EX) < 0)
+		rc = pbx_err_set(err, "%s: flock: %s", path, strerror(errno));
+	free(path);
+	free(dir);
+	return rc;
+}
+
 int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		      const char *action, char **nodes, size_t n, struct pbx_err *err)
 {
 	struct pbx_cluster *c = NULL;
+	int lock = -1, rc;
 	if (strcmp(action, "resume") != 0 && strcmp(action, "suspend") != 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "expected resume or suspend, got '%s'",
 				    action);
-	if (pbx_cluster_open(st, cfg, name, &c, err) < 0)
+	if (power_lock(st, name, &lock, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0) {
+		if (lock >= 0)
+			close(lock);
 		return -1;
+	}
 	if (!pbx_power_saving(c->spec.t)) {
 		pbx_cluster_close(c);
+		close(lock);
 		return pbx_err_setc(err, PBX_EXIT_USAGE,
 				    "cluster %s has no power-saving node "
 				    "group (min: below its count)",
 				    name);
 	}
 	if (!strcmp(action, "resume"))
-		return power_resume(st, cfg, c, nodes, n, err);
-	return power_suspend(c, nodes, n, err);
+		rc = power_resume(st, cfg, c, nodes, n, err);
+	else
+		rc = power_suspend(c, nodes, n, err);
+	close(lock);
+	return rc;
 }

@@ -5,7 +5,8 @@
 # instance asked for but not yet recorded (create:1), made but not
 # bootstrapped (start:1), bootstrapped before SLURM sees it (start:2).
 # Each time the next resume goes on (the instance a killed resume asked for
-# is taken, not made twice) and node1 runs a job.  Last, a resume killed at
+# is taken, not made twice) and node1 runs a job.  A suspend during a resume
+# waits for it (one power action at a time).  Last, a resume killed at
 # create:1 and then the user's `stop`, whose store never heard of the
 # instance: it is found by the cluster's labels, and nothing is left.
 # PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx itself, as
@@ -67,6 +68,21 @@ kill_at power:1 waking no
 kill_at create:1 creating yes
 kill_at start:1 running yes
 kill_at start:2 bootstrapping yes
+
+# SLURM runs its programs as it sees fit: a suspend of node1 while a
+# resume makes it waits for the resume (one power action at a time), and
+# then removes the node; without the wait it would see no instance yet and
+# leave the resume's running, unrecorded as awake
+"$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/r.out" 2>&1 &
+resume_pid=$!
+making() { case $(node1_state) in waking | creating | running | bootstrapping) return 0 ;; esac; return 1; }
+wait_for 300 making
+ok $? "a resume of node1 is under way: $(node1_state)"
+"$pbx_head" -q cluster power pk suspend node1 >"$TEST_TMP/k.out" 2>&1
+ok $? "a suspend of node1 meanwhile: $(cat "$TEST_TMP/k.out")"
+wait $resume_pid
+ok $? "the resume ended well: $(cat "$TEST_TMP/r.out")"
+is "$(node1_state):$(instances)" "asleep:head=RUNNING" "the suspend came second: node1 asleep, no instance"
 
 PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
 is "$?" "137" "a last resume killed at create:1"
