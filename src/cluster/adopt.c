@@ -91,7 +91,27 @@ static int adopt_check_others(struct pbx_store *st, const struct pbx_cluster_row
 	return rc;
 }
 
-/* Replaces the nodes of cluster `id` with the record's. */
+/* This store's row of node `name` when it says the node is awake while
+ * the record says asleep, else NULL.  The head makes and removes the nodes
+ * that sleep (power saving), so it knows best which are awake: the user's
+ * record, sent after every start, has them as the user's store does,
+ * asleep, and taking that in would lose the instance of an awake node
+ * (never suspended: a leak). */
+static struct pbx_node_row *adopt_awake(struct pbx_node_row *old, size_t n,
+					const struct pbx_node_row *rec)
+{
+	size_t i;
+	if (!rec->state || strcmp(rec->state, PBX_NODE_ASLEEP) != 0)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!strcmp(old[i].name, rec->name) && old[i].state &&
+		    strcmp(old[i].state, PBX_NODE_ASLEEP) != 0)
+			return &old[i];
+	return NULL;
+}
+
+/* Replaces the nodes of cluster `id` with the record's, keeping what this
+ * store knows of the awake ones the record has asleep (adopt_awake). */
 static int adopt_nodes(struct pbx_store *st, int64_t id, struct pbx_cluster_record *rec,
 		       struct pbx_err *err)
 {
@@ -100,11 +120,13 @@ static int adopt_nodes(struct pbx_store *st, int64_t id, struct pbx_cluster_reco
 	int rc = pbx_store_node_list(st, id, &old, &n, err);
 	for (i = 0; rc == 0 && i < n; i++)
 		rc = pbx_store_node_delete(st, id, old[i].name, err);
-	pbx_node_rows_free(old, n);
 	for (i = 0; rc == 0 && i < rec->nnodes; i++) {
-		rec->nodes[i].cluster_id = id;
-		rc = pbx_store_node_put(st, &rec->nodes[i], err);
+		struct pbx_node_row *awake = adopt_awake(old, n, &rec->nodes[i]);
+		struct pbx_node_row *row = awake ? awake : &rec->nodes[i];
+		row->cluster_id = id;
+		rc = pbx_store_node_put(st, row, err);
 	}
+	pbx_node_rows_free(old, n);
 	return rc;
 }
 

@@ -320,11 +320,12 @@ static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct p
 	struct pbx_node_row *v = xcalloc(n ? n : 1, sizeof(*v));
 	size_t i, k, m = 0;
 	int rc = 0;
+	/* asleep ones too: SLURM has them up, so an instance may exist that
+	 * the store missed; removing a node that is gone is fine */
 	for (i = 0; i < n; i++)
 		for (k = 0; k < c->nnodes; k++)
 			if (!strcmp(c->nodes[k].name, names[i]) &&
-			    pbx_power_may_sleep(c->spec.t, names[i]) && c->nodes[k].state &&
-			    strcmp(c->nodes[k].state, PBX_NODE_ASLEEP) != 0)
+			    pbx_power_may_sleep(c->spec.t, names[i]))
 				v[m++] = c->nodes[k]; /* borrowed */
 	pbx_store_event(c->store, c->row.id, "power.suspend", "%zu of %zu nodes", m, n);
 	if (m && c->provider->remove_nodes)

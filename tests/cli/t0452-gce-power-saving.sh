@@ -8,7 +8,8 @@
 # head's own pbx (pbx-head: the head's service account, key and store),
 # which makes both instances in one bulkInsert and bootstraps them; every
 # task completes on them; after SuspendTime idle pbx-suspend deletes them
-# (the head stays); a job wakes a node again (a new instance, a new
+# (the head stays), also after the user's start sent the head a record that
+# has them asleep; a job wakes a node again (a new instance, a new
 # address); the user's `stop` leaves nothing.  Emulator addresses
 # 127.0.115.0/24 (private) and 127.0.116.0/24 (public); SLURM ports from
 # 31000 + 64*8.
@@ -26,7 +27,7 @@ clusters:
     ssh_key: $PBX_HOME/id
     image: projects/debian-cloud/global/images/family/debian-12
     head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    slurm: { suspend_time: 15s, resume_timeout: 240s }
+    slurm: { suspend_time: 40s, resume_timeout: 240s }
     node_groups:
       - { name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }
 clouds:
@@ -94,10 +95,18 @@ same_confs() { for f in $(find "$BODIES" -path '*/etc/slurm/slurm.conf'); do
 is "$(same_confs)" 1 "and the nodes the head made have the same"
 is "$(ctld_pid)" "$ctld0" "slurmctld was not restarted"
 
+# the user's start (a repair) while they are awake: the user's store has
+# them asleep, and so has the record it sends the head, but the head keeps
+# what it knows of its awake nodes (else it would never remove them)
+run_pbx -q cluster start pw
+ok $rc "the user's start while the head's nodes are awake: $errout"
+is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "leaves the head's instances alone"
+is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=up node2=up" "and the head's store has them up still"
+
 # idle for suspend_time: SLURM runs pbx-suspend, the head deletes them
 asleep() { [ "$(instances)" = "head=RUNNING" ]; }
 wait_for 1800 asleep
-ok $? "after 15 s idle the head deleted both instances: $(instances)"
+ok $? "after 40 s idle the head deleted both instances: $(instances)"
 [ "$(instances)" = "head=RUNNING" ] || show_power_log
 is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=asleep node2=asleep" "the head's store has them asleep"
 wait_for 900 prints "node1 idle~ node2 idle~" sinfo_states
