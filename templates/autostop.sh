@@ -36,7 +36,8 @@
 # PBX_BIN (pbx-head: pbx with the head's own identity, home and key),
 # PBX_CLUSTER, PBX_CLUSTER_ID, PBX_CLOUD and PBX_HEAD_INSTANCE: once every
 # task's results are harvested, the head deletes the cluster instead of
-# stopping it.
+# stopping it.  A cloud cluster that saves power has PBX_BIN and PBX_CLUSTER
+# too: its stop removes the nodes power saving made first.
 set -u
 
 CONF_FILE=${PBX_AUTOSTOP_CONF:-$(dirname "$0")/../../../etc/pbx/autostop.conf}
@@ -87,6 +88,46 @@ busy_with() {
 compute_nodes() {
 	awk '{ sub(/#.*/, "") } tolower($1) ~ /^nodename=/ {
 		n = substr($1, index($1, "=") + 1); if (tolower(n) != "default") print n }' "$SLURM_CONF"
+}
+
+# The nodes slurm.conf has State=CLOUD (power saving's), one per line.
+cloud_nodes() {
+	awk '{ sub(/#.*/, "") } tolower($1) ~ /^nodename=/ && tolower($0) ~ / state=cloud( |$)/ {
+		print substr($1, index($1, "=") + 1) }' "$SLURM_CONF"
+}
+
+# The nodes of LIST (one per line) SLURM has awake (not powered down,
+# "~"), comma-separated.
+slurm_awake() {
+	sinfo -h -N -o '%N %t' 2>/dev/null | awk -v s="$(echo "$1" | tr '\n' ' ')" '
+		BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+		($1 in want) && $2 !~ /~$/ && !seen[$1]++ { printf "%s%s", sep, $1; sep = "," }'
+}
+
+# Power saving on a cloud (the head's pbx makes those nodes; PBX_BIN is
+# pbx-head): they go first, through SLURM, which runs its SuspendProgram
+# (the head's pbx deletes them, as after SuspendTime) and records them
+# powered down, so the next start finds them asleep where SLURM, the
+# cloud and the head's store agree; none is left stopped with its disk.
+# At most DRAIN s.  Sets WAIT_NODES to the compute nodes the stop then
+# waits for (the others).
+suspend_cloud_nodes() {
+	WAIT_NODES=$(compute_nodes)
+	[ -n "${PBX_BIN:-}" ] || return 0
+	sleepers=$(cloud_nodes)
+	[ -n "$sleepers" ] || return 0
+	WAIT_NODES=$(compute_nodes | grep -vxF "$sleepers" || :)
+	awake=$(slurm_awake "$sleepers")
+	[ -n "$awake" ] || return 0
+	log "powering down the nodes power saving made: $awake"
+	scontrol update nodename="$awake" state=power_down_force ||
+		{ log "scontrol could not power them down"; return 0; }
+	until=$(($(date +%s) + DRAIN))
+	while [ -n "$(slurm_awake "$sleepers")" ] && [ "$(date +%s)" -lt "$until" ]; do
+		sleep 1
+	done
+	left=$(slurm_awake "$sleepers")
+	[ -z "$left" ] || log "not powered down within $DRAIN s: $left (stopping anyway)"
 }
 
 # The pids of this body's processes but this one.
@@ -170,6 +211,8 @@ head_stop() {
 		fi
 		set -- "$1; stopped, not deleted: $left"
 	fi
+	mkdir -p "$STATE_DIR"
+	suspend_cloud_nodes
 	id=$(date +%s)
 	mkdir -p "$STATE_DIR" "$REQ_DIR"
 	printf 'stopped_at=%s\nreason=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" \
@@ -182,7 +225,7 @@ head_stop() {
 	until=$(($(date +%s) + DRAIN))
 	while [ "$(date +%s)" -lt "$until" ]; do
 		left=
-		for n in $(compute_nodes); do
+		for n in $WAIT_NODES; do
 			[ "$(cat "$REQ_DIR/off.$n" 2>/dev/null)" = "$id" ] || left="$left $n"
 		done
 		[ -n "$left" ] || break

@@ -10,7 +10,8 @@
 # task completes on them; after SuspendTime idle pbx-suspend deletes them
 # (the head stays), also after the user's start sent the head a record that
 # has them asleep; a job wakes a node again (a new instance, a new
-# address); the user's `stop` leaves nothing.  Emulator addresses
+# address); autostop removes the awake nodes before the head stops, and a
+# start and a job bring them back; the user's `stop` leaves nothing.  Emulator addresses
 # 127.0.115.0/24 (private) and 127.0.116.0/24 (public); SLURM ports from
 # 31000 + 64*8.
 . "$(dirname "$0")/lib.sh"
@@ -118,6 +119,22 @@ run_pbx cluster exec pw -- srun -N2 -c2 hostname
 ok $rc "srun wakes both nodes again and runs on them: $out $errout"
 [ $rc = 0 ] || show_power_log
 is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "made anew"
+
+# autostop with nodes awake: the head removes them first (as a suspend
+# does: deleted, not left stopped with their disks), then stops itself;
+# a start brings the head back and a job wakes the nodes again
+export PBX_AUTOSTOP_TICK=1
+run_pbx -q cluster start pw --autostop 10s
+ok $rc "a start sets autostop 10s: $errout"
+stopped() { [ "$(instances)" = "head=TERMINATED" ]; }
+wait_for 1200 stopped
+ok $? "idle for 10 s, the head deleted the nodes and stopped itself: $(instances)"
+[ "$(instances)" = "head=TERMINATED" ] || find "$BODIES" -name 'pbx-autostop.log' -exec tail -5 {} + | sed 's/^/#   /'
+run_pbx -q cluster start pw --autostop off
+ok $rc "start brings the head back: $errout"
+run_pbx cluster exec pw -- srun -N2 -c2 hostname
+ok $rc "a job wakes both nodes again: $out $errout"
+[ $rc = 0 ] || show_power_log
 
 run_pbx cluster stop pw
 ok $rc "the user's stop: $errout"
