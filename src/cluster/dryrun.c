@@ -109,6 +109,22 @@ static void dry_end(struct dry *d)
 	free(d->groups);
 }
 
+/* Leaves out the nodes that start asleep (power saving): a start makes
+ * them only when SLURM wakes them. */
+static void dry_drop_asleep(const struct pbx_cluster_template *t, struct pbx_node_row *nodes,
+			    size_t *n)
+{
+	size_t i, k = 0;
+	for (i = 0; i < *n; i++) {
+		if (!strcmp(nodes[i].role, "compute") && pbx_power_may_sleep(t, nodes[i].name)) {
+			pbx_node_row_release(&nodes[i]);
+			continue;
+		}
+		nodes[k++] = nodes[i];
+	}
+	*n = k;
+}
+
 int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg,
 			  const struct pbx_cluster_target *tg, pbx_request_fn print, void *ctx,
 			  struct pbx_err *err)
@@ -119,8 +135,10 @@ int pbx_cluster_start_dry(struct pbx_store *st, const struct pbx_config *cfg,
 	int rc = dry_begin(&d, st, cfg, tg, print, ctx, err);
 	if (rc == 0)
 		rc = d.p->plan(d.pctx, &nodes, &n, err);
-	if (rc == 0)
+	if (rc == 0) {
+		dry_drop_asleep(tg->t, nodes, &n);
 		rc = d.p->create_begin(d.pctx, nodes, n, NULL, err);
+	}
 	pbx_node_rows_free(nodes, n);
 	dry_end(&d);
 	return rc;

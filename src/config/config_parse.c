@@ -317,7 +317,8 @@ static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_templa
  * must not exceed it), of which min always run and the rest are made when
  * jobs wait for them.  The local cloud and Compute Engine so far (EC2
  * lacks names for nodes that do not exist yet). */
-static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_node_group *g,
+static int parse_group_power(const struct pbx_ynode *m, int cloud,
+			     const struct pbx_cluster_template *t, struct pbx_node_group *g,
 			     struct pbx_err *err)
 {
 	const struct pbx_ynode *min = pbx_ymap_get(m, "min"), *max = pbx_ymap_get(m, "max");
@@ -338,6 +339,13 @@ static int parse_group_power(const struct pbx_ynode *m, int cloud, struct pbx_no
 	if (lo > hi)
 		return pbx_ynode_error(min ? min : max, err, "min (%d) must not exceed max (%d)",
 				       lo, hi);
+	/* nodes that sleep: the head makes and removes them, as its own
+	 * identity */
+	if (min && lo < hi && cloud == PBX_CLOUD_GCE && !t->head_service_account)
+		return pbx_ynode_error(min, err,
+				       "power saving on cloud gce needs the head's own identity to "
+				       "make nodes with: head.service_account "
+				       "(docs/head-identity.md)");
 	g->count = hi;
 	g->min = min ? lo : hi;
 	return 0;
@@ -363,7 +371,7 @@ static int parse_group(const struct pbx_ynode *m, int cloud, struct pbx_cluster_
 		return -1;
 	if (pbx_ymap_get(m, "spot") && pbx_ynode_bool(pbx_ymap_get(m, "spot"), &g->spot, err) < 0)
 		return -1;
-	if (parse_group_power(m, cloud, g, err) < 0)
+	if (parse_group_power(m, cloud, t, g, err) < 0)
 		return -1;
 	if (!g->machine_type && cloud != PBX_CLOUD_LOCAL)
 		return pbx_ymap_missing(m, "machine_type",

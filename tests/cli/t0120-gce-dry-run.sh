@@ -49,6 +49,14 @@ clusters:
     compute_external_ips: true
     node_groups:
       - { name: cpu, count: 1, machine_type: e2-standard-8 }
+  g4:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { service_account: pbx-head@p1.iam.gserviceaccount.com }
+    node_groups:
+      - { name: node, count: 3, min: 1, machine_type: e2-standard-8 }
   loc:
     cloud: local
     node_groups:
@@ -188,6 +196,16 @@ DELETE:pbx-g1-0123456789ab-internal " \
 	"with --id: lists by name and id, deletes pbx's shared router (when the cluster is the last in its region) and that id's firewall rules"
 run_pbx cluster stop --dry-run --id 0123 g1
 is "$rc:$(echo "$errout" | grep -c 'takes a cluster id')" "2:1" "--id takes only a cluster id"
+
+run_pbx cluster start --dry-run --json g4
+names=$(printf '%s\n' "$out" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    if r["url"].split("?")[0].endswith("/instances/bulkInsert"):
+        print(" ".join(n.rsplit("-", 1)[-1] for n in r["body"]["perInstanceProperties"]))')
+is "$rc:$(echo $names)" "0:head node1" \
+	"power saving (min: 1 of 3): the start makes the head and node1; node2 and node3 start asleep"
 
 run_pbx cluster start --json g1
 is "$rc" "2" "--json without --dry-run is a usage error"
