@@ -349,3 +349,41 @@ gce_emulator_stop() {
 # JSON: POST JSON there; each prints the reply
 emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
+
+# gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
+# [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE
+# PUBLIC with EMULATOR_ARGS) and $PBX_HOME/config.yaml with one cluster
+# template NAME whose head runs as a service account (NODE_GROUP a YAML flow
+# mapping, MORE one more template line, e.g. "slurm: {...}"); the cluster
+# is stopped at exit.  Sets BODIES, the emulator's node bodies.
+gce_power_cluster() {
+	gp_name=$1 gp_net=$2 gp_nat=$3 gp_port=$4 gp_group=$5 gp_more=$6
+	shift 6
+	stop_at_exit "$gp_name"
+	gce_emulator "$gp_net" "$gp_nat" "$@"
+	mkdir -p "$PBX_HOME"
+	ssh-keygen -q -t ed25519 -N "" -C "$gp_name" -f "$PBX_HOME/id"
+	cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  $gp_name:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
+    $gp_more
+    node_groups:
+      - $gp_group
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
+  local: { slurm_port_base: $gp_port }
+CONFIG
+	chmod 600 "$PBX_HOME/config.yaml"
+	# shellcheck disable=SC2034 # the test's
+	BODIES=$TEST_TMP/emu/bodies
+}
+
+# emu_instances: "NODE=STATUS ..." of every instance the emulator holds
+# (NODE the last part of its name), sorted; "-" for none.
+emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }

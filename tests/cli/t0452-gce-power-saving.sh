@@ -16,29 +16,9 @@
 # 31000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-stop_at_exit pw
-gce_emulator 127.0.115.0/24 127.0.116.0/24
-mkdir -p "$PBX_HOME"
-ssh-keygen -q -t ed25519 -N "" -C t0452 -f "$PBX_HOME/id"
-cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  pw:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    slurm: { suspend_time: 40s, resume_timeout: 240s }
-    node_groups:
-      - { name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 31000 }
-CONFIG
-chmod 600 "$PBX_HOME/config.yaml"
-BODIES=$TEST_TMP/emu/bodies
-instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+gce_power_cluster pw 127.0.115.0/24 127.0.116.0/24 31000 "{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+	"slurm: { suspend_time: 40s, resume_timeout: 240s }"
+instances() { emu_instances; }
 held() { emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])'; }
 sinfo_states() { "$PBX" cluster exec pw -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
 bulk_inserts() { grep -c 'POST /compute/v1/projects/pbx-test/zones/[^/]*/instances/bulkInsert' "$TEST_TMP/emu.log"; }

@@ -10,29 +10,9 @@
 # and 127.0.118.0/24 (public); SLURM ports from 32000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-stop_at_exit pq
-gce_emulator 127.0.117.0/24 127.0.118.0/24 --fault 'quota={"INSTANCES": 2}'
-mkdir -p "$PBX_HOME"
-ssh-keygen -q -t ed25519 -N "" -C t0453 -f "$PBX_HOME/id"
-cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  pq:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    slurm: { suspend_time: 15s, resume_timeout: 240s }
-    node_groups:
-      - { name: node, count: 2, min: 1, machine_type: e2-standard-2, cpus: 2 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 32000 }
-CONFIG
-chmod 600 "$PBX_HOME/config.yaml"
-BODIES=$TEST_TMP/emu/bodies
-instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+gce_power_cluster pq 127.0.117.0/24 127.0.118.0/24 32000 "{ name: node, count: 2, min: 1, machine_type: e2-standard-2, cpus: 2 }" \
+	"slurm: { suspend_time: 15s, resume_timeout: 240s }" --fault 'quota={"INSTANCES": 2}'
+instances() { emu_instances; }
 sinfo_of() { "$PBX" cluster exec pq -- sinfo -h -n "$1" -N -o '%t|%E' 2>/dev/null; }
 power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
 

@@ -11,32 +11,13 @@
 # instance: it is found by the cluster's labels, and nothing is left.
 # PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx itself, as
 # `kill -9` would.  Emulator addresses 127.0.119.0/24 (private) and
-# 127.0.120.0/24 (public); SLURM ports from 33000 + 64*8.
+# 127.0.120.0/24 (public); SLURM ports from 30000 + 64*8 (below Linux's
+# ephemeral ports, 32768 up: a port there may be any connection's).
 . "$(dirname "$0")/lib.sh"
 
-stop_at_exit pk
-gce_emulator 127.0.119.0/24 127.0.120.0/24
-mkdir -p "$PBX_HOME"
-ssh-keygen -q -t ed25519 -N "" -C t0454 -f "$PBX_HOME/id"
-cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  pk:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    slurm: { suspend_time: 1h, resume_timeout: 240s }
-    node_groups:
-      - { name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 33000 }
-CONFIG
-chmod 600 "$PBX_HOME/config.yaml"
-BODIES=$TEST_TMP/emu/bodies
-instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+gce_power_cluster pk 127.0.119.0/24 127.0.120.0/24 30000 "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+	"slurm: { suspend_time: 1h, resume_timeout: 240s }"
+instances() { emu_instances; }
 
 run_pbx -q cluster start pk
 ok $rc "a cluster with min: 0 starts: $errout"
