@@ -118,6 +118,9 @@ static int discover_body_layout(struct pbx_cluster *c, struct pbx_slurm_layout *
 	/* the memory of every compute node (asleep ones too) is shared out */
 	if (pbx_body_layout(base, BODY_PORTS_PER_SLOT, nodes > 1 ? nodes : 1, c->dir, l, err) < 0)
 		return -1;
+	if (head && strlen(shared) >= sizeof(l->shared_dir))
+		return pbx_err_set(err, "PBX_BODY_SHARED is longer than %zu bytes",
+				   sizeof(l->shared_dir) - 1);
 	if (head)
 		snprintf(l->shared_dir, sizeof(l->shared_dir), "%s", shared);
 	return 0;
