@@ -1318,6 +1318,41 @@ power_install() {
 }
 power_install
 
+# The names of the nodes that sleep, on a cloud whose DNS does not know
+# them (EC2): the head's pbx stages "ADDRESS NAME" of the awake ones as it
+# wakes nodes (src/cluster/powersave.c), and every node keeps them in a
+# block of its /etc/hosts, which slurm.conf's NodeAddr names.  Without the
+# staged file (the user's start) the block stays as it is.  On a node body
+# /etc/hosts may be a bind mount of ROOT/etc/hosts: written in place there.
+HOSTS_BEGIN="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (begin)"
+HOSTS_END="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (end)"
+power_hosts() {
+	staged=$STAGE_DIR/hosts hosts=$ROOT/etc/hosts
+	[ -r "$staged" ] || return 0
+	while read -r addr name rest; do
+		case $addr in '' | *[!0-9a-f.:]*) die "staged hosts: bad address '$addr'" ;; esac
+		case $name in '' | -* | *[!a-z0-9-]*) die "staged hosts: bad name '$name'" ;; esac
+		[ -z "$rest" ] || die "staged hosts: more than an address and a name: '$rest'"
+	done <"$staged"
+	ensure_parent "$hosts"
+	{
+		[ ! -e "$hosts" ] || awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" \
+			'$0 == b { skip = 1; next } $0 == e { skip = 0; next } !skip' "$hosts"
+		echo "$HOSTS_BEGIN"
+		cat "$staged"
+		echo "$HOSTS_END"
+	} >"$hosts.pbx-in" || die "cannot write $hosts.pbx-in"
+	if cmp -s "$hosts.pbx-in" "$hosts"; then
+		rm -f "$hosts.pbx-in"
+	elif [ "$MODE" = systemd ]; then
+		{ chmod 0644 "$hosts.pbx-in" && mv -f "$hosts.pbx-in" "$hosts"; } || die "cannot replace $hosts"
+	else
+		cat "$hosts.pbx-in" >"$hosts" || die "cannot write $hosts"
+		rm -f "$hosts.pbx-in"
+	fi
+}
+power_hosts
+
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"
 if [ "$ROLE" = head ]; then

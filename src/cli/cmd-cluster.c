@@ -1216,7 +1216,7 @@ static const struct pbx_cmd cmd_cluster_power = {
 	.usage = "pbx cluster power NAME resume|suspend NODE...",
 	.description =
 		"A node group with min: below its count has nodes that exist only while\n"
-		"jobs need them (docs/power-saving.md; the local cloud and gce so far).\n"
+		"jobs need them (docs/power-saving.md; local, gce and aws clusters).\n"
 		"SLURM runs this (on a cloud, the head's own pbx, pbx-head, does) through\n"
 		"the head's pbx-resume (its ResumeProgram) when jobs wait for\n"
 		"such nodes, and pbx-suspend (its SuspendProgram) when they have been idle\n"

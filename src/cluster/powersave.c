@@ -16,9 +16,11 @@
  * `... suspend NODE...`: its instance goes and it is asleep again.  The
  * slurm.conf of a cluster never changes as nodes wake and sleep.
  *
- * So far on the local cloud only (its nodes are processes of this machine,
- * and pbx itself runs there); the clouds need code on the head that calls
- * their API as the head's identity (docs/power-saving.md).
+ * On a cloud the head's own pbx (pbx-head) runs the two, as the head's
+ * own cloud identity (docs/head-identity.md); slurm.conf names a node that
+ * sleeps by a name (provider->dns_name) that the cloud's DNS resolves
+ * (Compute Engine) or that the head writes into every node's /etc/hosts
+ * (EC2: power_stage_hosts).
  */
 #include "cluster/cluster_internal.h"
 #include "util/buf.h"
@@ -191,11 +193,44 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	return pbx_buf_detach(&b, NULL);
 }
 
+/* PBX_STAGE_DIR/hosts on a cloud whose DNS does not know the names of
+ * nodes that sleep (provider->names_in_hosts: EC2), staged by the head's
+ * own pbx only, which makes and removes them: "ADDRESS NAME" of each awake
+ * one, which the bootstrap writes into a block of every node's /etc/hosts
+ * (so the nodes up already learn a woken node's new address as the resume
+ * checks them).  The user's start stages none and the block stays: the
+ * user's store may not know what the head woke. */
+static int power_stage_hosts(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+			     struct pbx_err *err)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t i;
+	int rc;
+	if (!c->provider->names_in_hosts || !c->provider->dns_name || c->here < 0)
+		return 0;
+	for (i = 0; i < c->nnodes; i++) {
+		const struct pbx_node_row *n = &c->nodes[i];
+		char *name;
+		if (strcmp(n->role, "compute") != 0 || !n->address || !*n->address ||
+		    !pbx_power_may_sleep(c->spec.t, n->name))
+			continue;
+		name = c->provider->dns_name(c->pctx, n->name);
+		if (name)
+			pbx_buf_addf(&b, "%s %s\n", n->address, name);
+		free(name);
+	}
+	rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/hosts", 0644, now, b.len ? b.buf : "", b.len, err);
+	pbx_buf_release(&b);
+	return rc;
+}
+
 int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 		    struct pbx_err *err)
 {
 	static const char *const actions[] = { "resume", "suspend" };
 	size_t i;
+	if (power_stage_hosts(c, tar, now, err) < 0)
+		return -1;
 	for (i = 0; i < 2; i++) {
 		char *script = power_script(c, actions[i]);
 		char *path = xasprintf(PBX_STAGE_DIR "/pbx-%s", actions[i]);

@@ -315,8 +315,8 @@ static int group_name(const struct pbx_ynode *m, const struct pbx_cluster_templa
 /* Optional min: and max: of a node group (SLURM power saving,
  * docs/power-saving.md): the group has max nodes (default count, which
  * must not exceed it), of which min always run and the rest are made when
- * jobs wait for them.  The local cloud and Compute Engine so far (EC2
- * lacks names for nodes that do not exist yet). */
+ * jobs wait for them.  On a cloud the head makes and removes them as its
+ * own identity, which the template must give it. */
 static int parse_group_power(const struct pbx_ynode *m, int cloud,
 			     const struct pbx_cluster_template *t, struct pbx_node_group *g,
 			     struct pbx_err *err)
@@ -326,10 +326,6 @@ static int parse_group_power(const struct pbx_ynode *m, int cloud,
 	g->min = -1;
 	if (!min && !max)
 		return 0;
-	if (cloud == PBX_CLOUD_AWS)
-		return pbx_ynode_error(min ? min : max, err,
-				       "power saving (min:, max:) runs on "
-				       "clouds local and gce only so far (docs/power-saving.md)");
 	if (opt_int(m, "max", 1, PBX_CONFIG_MAX_COUNT, &hi, err) < 0 ||
 	    opt_int(m, "min", 0, PBX_CONFIG_MAX_COUNT, &lo, err) < 0)
 		return -1;
@@ -345,6 +341,11 @@ static int parse_group_power(const struct pbx_ynode *m, int cloud,
 		return pbx_ynode_error(min, err,
 				       "power saving on cloud gce needs the head's own identity to "
 				       "make nodes with: head.service_account "
+				       "(docs/head-identity.md)");
+	if (min && lo < hi && cloud == PBX_CLOUD_AWS && !t->head_instance_profile)
+		return pbx_ynode_error(min, err,
+				       "power saving on cloud aws needs the head's own identity to "
+				       "make nodes with: head.instance_profile "
 				       "(docs/head-identity.md)");
 	g->count = hi;
 	g->min = min ? lo : hi;

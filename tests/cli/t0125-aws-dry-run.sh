@@ -33,6 +33,14 @@ clusters:
     node_groups:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4, spot: true }
       - { name: cpu, count: 1, machine_type: c5.large }
+  a2:
+    cloud: aws
+    login_user: ubuntu
+    ssh_key: $PBX_HOME/id
+    image: ami-0123456789abcdef0
+    head: { instance_profile: pbx-head }
+    node_groups:
+      - { name: node, count: 3, min: 1, machine_type: c5.large }
 clouds:
   aws: { region: eu-west-1, endpoint: "http://127.0.0.1:1/", subnet: subnet-0a, disk_gb: 80 }
 CONFIG
@@ -109,6 +117,17 @@ run_pbx cluster start --dry-run a1
 ok $rc "start --dry-run (text) succeeds: $errout"
 echo "$out" | grep -q "^POST http://127.0.0.1:1/"
 ok $? "the text form names method and URL"
+
+# power saving: the head makes the nodes above min: as they are needed
+run_pbx cluster start --dry-run --json a2
+counts=$(echo "$out" | python3 -c 'import json,sys; from urllib.parse import parse_qs
+for l in sys.stdin:
+    if not l.strip(): continue
+    f = {k: v[0] for k, v in parse_qs(json.loads(l)["body"]).items()}
+    if f["Action"] == "RunInstances":
+        print("%s=%s" % (f["TagSpecification.1.Tag.4.Value"], f["MaxCount"]))')
+is "$rc:$(echo $counts)" "0:a2-head=1 a2-node=1" \
+	"power saving (min: 1 of 3): the start makes the head and node1; node2 and node3 start asleep"
 
 # ACTION and its tag filters (name=value,...) for each request of a stop
 stop_calls() {

@@ -2,7 +2,7 @@
  * fuzz_aws_reply.c - libFuzzer target for the EC2 reply parsers
  * (src/cloud/aws/parse.c, libxml2): any bytes, read as an error envelope,
  * an instance list (RunInstances, DescribeInstances with nextToken,
- * TerminateInstances) and single values, must parse or fail cleanly; what
+ * TerminateInstances), key pairs with their keys and single values, must parse or fail cleanly; what
  * parses has its required fields, and the retry classifier answers 0 or 1.
  */
 #include "cloud/aws/aws.h"
@@ -36,6 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = aws_xml_text(text, size, "groupId");
 	free(s);
 	if (aws_xml_texts(text, size, "keySet", "keyName", &v, &nv) == 0)
+		for (i = 0; i < nv; i++)
+			if (!v[i])
+				abort();
+	for (i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+	v = NULL;
+	nv = 0;
+	/* the key pairs' keys (DescribeKeyPairs with IncludePublicKey) */
+	if (aws_xml_texts(text, size, "keySet", "publicKey", &v, &nv) == 0)
 		for (i = 0; i < nv; i++)
 			if (!v[i])
 				abort();

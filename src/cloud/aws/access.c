@@ -93,18 +93,56 @@ int aws_group(struct aws *a, struct pbx_err *err)
 	return 0;
 }
 
-/* The cluster's key pair: the login key imported unless there. */
+/* The length of an OpenSSH public key's type and base64 words. */
+static size_t key_words(const char *k)
+{
+	size_t i = strcspn(k, " \r\n");
+	if (k[i] == ' ')
+		i += 1 + strcspn(k + i + 1, " \r\n");
+	return i;
+}
+
+/* Whether two OpenSSH public keys are the same key (the comment, which EC2
+ * may not keep, aside). */
+static int same_key(const char *x, const char *y)
+{
+	size_t n = key_words(x);
+	return n && n == key_words(y) && !strncmp(x, y, n);
+}
+
+/* The name a new key pair of the cluster gets: aws_res_name for the first,
+ * with the first 8 hex digits of the key's SHA-256 after it for another
+ * (the head's own, docs/head-identity.md).  Caller frees. */
+static char *key_pair_name(const struct aws *a, size_t existing)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char *base = aws_res_name(a), *name;
+	if (!existing)
+		return base;
+	EVP_Digest(a->pubkey, strlen(a->pubkey), md, &mdlen, EVP_sha256(), NULL);
+	name = xasprintf("%s-%02x%02x%02x%02x", base, md[0], md[1], md[2], md[3]);
+	free(base);
+	return name;
+}
+
 int aws_key(struct aws *a, struct pbx_err *err)
 {
 	static const char *const dup[] = { "InvalidKeyPair.Duplicate", NULL };
-	char **names = NULL, *name = aws_res_name(a), *b64;
-	size_t n = 0, len = strlen(a->pubkey);
+	char **names = NULL, **keys = NULL, *b64;
+	size_t n = 0, i, len = strlen(a->pubkey);
 	struct aws_params p = { 0 };
-	int rc = aws_tagged(a, "DescribeKeyPairs", "keySet", "keyName", &names, &n, err);
-	if (rc == 0 && !n) {
+	int rc = aws_key_pairs(a, &names, &keys, &n, err);
+	free(a->key_name);
+	a->key_name = NULL;
+	for (i = 0; rc == 0 && i < n && !a->key_name; i++)
+		if (same_key(keys[i], a->pubkey))
+			a->key_name = xstrdup(names[i]);
+	if (rc == 0 && !a->key_name) {
+		a->key_name = key_pair_name(a, n);
 		b64 = xcalloc(4 * ((len + 2) / 3) + 1, 1);
 		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)a->pubkey, (int)len);
-		aws_param(&p, "KeyName", "%s", name);
+		aws_param(&p, "KeyName", "%s", a->key_name);
 		aws_param(&p, "PublicKeyMaterial", "%s", b64);
 		aws_tag_spec(a, &p, 1, "key-pair", NULL);
 		rc = aws_do(a, "ImportKeyPair", &p, dup, NULL, err);
@@ -112,7 +150,7 @@ int aws_key(struct aws *a, struct pbx_err *err)
 		free(b64);
 	}
 	aws_strs_free(names, n);
-	free(name);
+	aws_strs_free(keys, n);
 	return rc < 0 ? pbx_err_prefix(err, "key pair") : 0;
 }
 

@@ -64,6 +64,7 @@ static void aws_close(void *ctx)
 	free(a->user);
 	free(a->key_path);
 	free(a->pubkey);
+	free(a->key_name);
 	free(a->group_id);
 	for (i = 0; i < a->nmade; i++)
 		free(a->made[i]);
@@ -194,6 +195,16 @@ static int aws_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err
 	return 0;
 }
 
+/* No DNS of EC2's knows a name before the instance exists (its names are
+ * made of its address or id), so a node that sleeps is NAME-NODE, which
+ * the head's pbx writes into every node's /etc/hosts as it wakes nodes
+ * (names_in_hosts; docs/power-saving.md). */
+static char *aws_dns_name(void *ctx, const char *node)
+{
+	struct aws *a = ctx;
+	return xasprintf("%s-%s", a->s->name, node);
+}
+
 const struct pbx_provider pbx_provider_aws = {
 	.name = "aws",
 	.open = aws_open,
@@ -206,5 +217,7 @@ const struct pbx_provider pbx_provider_aws = {
 	.remove_nodes = aws_remove_nodes,
 	.login = aws_login,
 	.layout = aws_layout,
+	.dns_name = aws_dns_name,
+	.names_in_hosts = 1,
 	.images = &aws_image_ops,
 };

@@ -183,6 +183,7 @@ struct aws {
 	char **subnets; /* clouds.aws.subnet, then subnets' others */
 	size_t nsubnets;
 	char *user, *key_path, *pubkey;
+	char *key_name; /* the key pair that holds pubkey, once known (aws_key) */
 	char *group_id; /* the cluster's security group, once known */
 	char **made;    /* instance ids this context created */
 	size_t nmade;

@@ -60,6 +60,9 @@ int aws_tagged_ids(struct aws *a, const char *action, const char *set, const cha
 		   size_t *n, char ***ids, struct pbx_err *err);
 int aws_tagged(struct aws *a, const char *action, const char *set, const char *field, char ***v,
 	       size_t *n, struct pbx_err *err);
+/* The cluster's key pairs: their names and public keys (OpenSSH format),
+ * as many; both owned by the caller (aws_strs_free). */
+int aws_key_pairs(struct aws *a, char ***names, char ***keys, size_t *n, struct pbx_err *err);
 /* Frees the n strings of v and v. */
 void aws_strs_free(char **v, size_t n);
 
@@ -68,8 +71,11 @@ void aws_strs_free(char **v, size_t n);
 /* Finds or makes the cluster's security group (a->group_id) and
  * authorizes its rules; sets a->touched when it made it. */
 int aws_group(struct aws *a, struct pbx_err *err);
-/* Imports the login key as the cluster's key pair unless it is there;
- * sets a->touched when it did. */
+/* The cluster's key pair that holds this pbx's login key (the user's; on
+ * the head, the head's own), imported unless there: the first as
+ * aws_res_name, another key as aws_res_name-KKKKKKKK (the first 8 hex
+ * digits of the SHA-256 of its key).  Sets a->key_name, and a->touched
+ * when it imported it. */
 int aws_key(struct aws *a, struct pbx_err *err);
 /* Deletes the cluster's security group and key pair, and those among v
  * (what list gave), once no instance uses them any more. */

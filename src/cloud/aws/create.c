@@ -79,7 +79,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	aws_param(&p, "MinCount", "%zu", min);
 	aws_param(&p, "MaxCount", "%zu", k);
 	aws_param(&p, "ClientToken", "%s", tok);
-	aws_param(&p, "KeyName", "%s", name);
+	aws_param(&p, "KeyName", "%s", a->key_name ? a->key_name : name);
 	aws_param(&p, "SecurityGroupId.1", "%s", a->group_id);
 	if (subnet)
 		aws_param(&p, "SubnetId", "%s", subnet);

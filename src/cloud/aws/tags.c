@@ -143,39 +143,54 @@ void aws_strs_free(char **v, size_t n)
 }
 
 /* The `field` of each item of the `set` list of `action`'s reply, filtered
- * by the cluster's tags; with `ids` (may be NULL) also each item's
- * pbx-cluster-id tag ("" when none), as many. */
-int aws_tagged_ids(struct aws *a, const char *action, const char *set, const char *field, char ***v,
-		   size_t *n, char ***ids, struct pbx_err *err)
+ * by the cluster's tags (and with parameter `flag`=true when not NULL);
+ * with `v2` (may be NULL) also each item's `field2`, as many. */
+static int tagged(struct aws *a, const char *action, const char *flag, const char *set,
+		  const char *field, const char *field2, char ***v, size_t *n, char ***v2,
+		  struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
-	size_t nids = 0;
+	size_t n2 = 0;
 	int rc;
 	*v = NULL;
 	*n = 0;
-	if (ids)
-		*ids = NULL;
+	if (v2)
+		*v2 = NULL;
 	filter_cluster(a, &p, 1);
+	if (flag)
+		aws_param(&p, flag, "true");
 	rc = aws_call(a, action, &p, &r, NULL, err);
 	aws_params_free(&p);
 	if (rc == 0 && !a->s->dry_run &&
 	    (aws_xml_texts(r.buf, r.len, set, field, v, n) < 0 ||
-	     (ids && aws_xml_texts(r.buf, r.len, set, "tag:" PBX_LABEL_CLUSTER_ID, ids, &nids) < 0)))
+	     (v2 && aws_xml_texts(r.buf, r.len, set, field2, v2, &n2) < 0)))
 		rc = pbx_err_set(err, "EC2 %s: the reply is not XML", action);
-	if (rc == 0 && ids && nids != *n)
-		rc = pbx_err_set(err, "EC2 %s: an item without %s", action, field);
+	if (rc == 0 && v2 && n2 != *n)
+		rc = pbx_err_set(err, "EC2 %s: an item without %s", action, field2);
 	if (rc < 0) { /* nothing to release */
 		aws_strs_free(*v, *n);
 		*v = NULL;
 		*n = 0;
-		if (ids) {
-			aws_strs_free(*ids, nids);
-			*ids = NULL;
+		if (v2) {
+			aws_strs_free(*v2, n2);
+			*v2 = NULL;
 		}
 	}
 	pbx_buf_release(&r);
 	return rc;
+}
+
+int aws_tagged_ids(struct aws *a, const char *action, const char *set, const char *field, char ***v,
+		   size_t *n, char ***ids, struct pbx_err *err)
+{
+	return tagged(a, action, NULL, set, field, "tag:" PBX_LABEL_CLUSTER_ID, v, n, ids, err);
+}
+
+int aws_key_pairs(struct aws *a, char ***names, char ***keys, size_t *n, struct pbx_err *err)
+{
+	return tagged(a, "DescribeKeyPairs", "IncludePublicKey", "keySet", "keyName", "publicKey",
+		      names, n, keys, err);
 }
 
 int aws_tagged(struct aws *a, const char *action, const char *set, const char *field, char ***v,

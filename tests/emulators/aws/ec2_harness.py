@@ -52,7 +52,8 @@ that address, port 22, accepting the instance's key pair (from
 DescribeKeyPairs IncludePublicKey) for --login-user, who gets passwordless
 sudo as a cloud image's default user has; a stopped or terminated
 instance's body is stopped, and a stopped one that is started again gets a
-new body.  Addresses outside 127.0.0.0/8 are never used.
+new body.  Each body has an /etc/hosts of its own (bodies.py, `own_hosts`),
+as a VM has.  Addresses outside 127.0.0.0/8 are never used.
 
 Power and images (lifecycle.py, patched into moto here): StopInstances
 leaves an instance `stopping` until its body or VM is off, then `stopped`;
@@ -900,7 +901,7 @@ def main():
     elif not args.no_bodies:
         from bodies import Bodies
         meta = Ec2BodyMetadata(args.metadata_port, spot, roles) if args.metadata_port else None
-        backend = Bodies(args.node_body_helper, args.state_dir, 22, True, metadata=meta)
+        backend = Bodies(args.node_body_helper, args.state_dir, 22, True, metadata=meta, own_hosts=True)
     life = Lifecycle(backend is not None, image_delay=args.image_delay)
 
     def dropped(ami):

@@ -62,6 +62,14 @@ and no other name.  A bind mount of a file holds its inode, so the file is
 only ever rewritten in place (never renamed over), padded so that a reader
 in between sees whole lines.  The host's /etc/hosts is never written.
 
+An /etc/hosts of its own (EC2's bodies, `own_hosts`): a VM's /etc/hosts
+is its own file, which its root may edit (pbx's bootstrap keeps the names
+of nodes that sleep there on EC2: docs/power-saving.md).  Such a body
+runs in a mount namespace of its own as above, /etc/hosts a bind mount of
+ROOT/etc/hosts, which is made once (the host's localhost and hostname
+lines, then the metadata server's) and never written again by the
+harness: the guest's edits stay, across power-offs too, as on a disk.
+
 Login users must exist on this machine for sshd to accept them.  With
 --create-accounts the emulator does what Google's guest agent does on a
 VM: it creates each ssh-keys user (useradd) in group google-sudoers, which
@@ -202,12 +210,14 @@ def rewrite(path, text, create=False):
 
 class Bodies:
     def __init__(self, helper, state_dir, port, create_accounts, parallel=8, metadata=None,
-                 internal_dns=False):
+                 internal_dns=False, own_hosts=False):
         self.metadata = metadata       # a GceBodyMetadata (or the like), or None: no server
         self.internal_dns = internal_dns   # Compute Engine's: own mount namespace, names in /etc/hosts
+        # EC2's: own mount namespace, /etc/hosts the guest's own (made once)
+        self.own_hosts = own_hosts or internal_dns
         self.hosts_lock = threading.Lock()
         self.names = {}                # (project, network) -> [(zone, name, networkIP)]: dns()
-        self.base_hosts = host_lines() if internal_dns else ""
+        self.base_hosts = host_lines() if self.own_hosts else ""
         self.servers = {}              # body root -> its metadata server
         self.meta_errors = {}          # body root -> why it has none
         self.helper = helper
@@ -259,6 +269,13 @@ class Bodies:
                 ip = inst.res["networkInterfaces"][0]["networkIP"]
                 members = self.names.get((inst.project, network_of(inst)), [])
                 rewrite(path, self._hosts_text(inst.project, members, root, ip), create=True)
+            elif self.own_hosts:
+                # the guest's file from then on, kept across power-offs as a disk keeps it
+                if not os.path.exists(path):
+                    meta = ""
+                    if self.metadata is not None and root in self.servers:
+                        meta = "%s %s\n" % (self.metadata.address(inst), self.metadata.names)
+                    rewrite(path, self.base_hosts + meta, create=True)
             elif self.metadata is not None and root in self.servers:
                 rewrite(path, "%s %s\n" % (self.metadata.address(inst), self.metadata.names), create=True)
 
@@ -294,7 +311,7 @@ class Bodies:
         except OSError as e:
             return "cannot write %s/etc/hosts: %s" % (root, e)
         argv = [self.helper, "start", root, str(self.port), os.path.join(keydir, "%u"), home] + addrs
-        if self.internal_dns:
+        if self.own_hosts:
             # The body's own mount namespace (slave: mounts this host makes
             # later still reach it; its own reach nothing), /etc/hosts its file.
             argv = ["unshare", "--mount", "--propagation", "slave", "sh", "-c",
