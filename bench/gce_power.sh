@@ -56,6 +56,12 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 
+# another run's bodies (or anything) on these addresses would take the
+# head's metadata server's port: refuse
+if ss -ltn | grep -q ' 127\.0\.12[12]\.'; then
+	echo "something listens on 127.0.121.0/24 or 127.0.122.0/24 (another run of this benchmark?)" >&2
+	exit 1
+fi
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$W/sa.pem" 2>/dev/null
 python3 "$EMU" --port 0 --port-file "$W/port" --state-dir "$W/emu" --project pbx-test \
 	--network-block 127.0.121.0/24 --nat-block 127.0.122.0/24 \
@@ -127,7 +133,7 @@ while :; do
 	fi
 	case $st in
 	RUNNING*) t1=${t1:-$(date +%s.%N)} && break ;;
-	*held* | *Held*) ;;
+	*held* | *Held* | *BeginTime*) ;; # requeued: the resume failed
 	PENDING* | CONFIGURING*) [ $((i += 1)) -lt 6000 ] && sleep 0.1 && continue ;;
 	esac
 	echo "job $j: $st" >&2
@@ -141,12 +147,12 @@ HEAD
 
 ctld_log=$(find "$W/emu/bodies" -path '*/var/log/slurm/slurmctld.log' | head -1)
 # slurmctld's own view of a round, from its log past line $1: seconds from
-# the job's allocation (the resume asked for) to the last node responding
+# the job's submission to the last node responding
 ctld_wake() { tail -n +"$(($1 + 1))" "$ctld_log" | python3 -c 'import re, sys, datetime
 t = lambda l: datetime.datetime.fromisoformat(l[1:24]).timestamp()
 a = r = None
 for l in sys.stdin:
-    if a is None and "sched: Allocate JobId" in l: a = t(l)
+    if a is None and "_slurm_rpc_submit_batch_job: JobId" in l: a = t(l)
     if re.search(r"Node \S+ now responding", l): r = t(l)
 print("%.2f" % (r - a) if a is not None and r is not None else "?")'; }
 # the bodies' processes: how many, and their resident memory
@@ -157,7 +163,11 @@ summary=''
 for n in $SIZES; do
 	emu calls/reset '{}' >/dev/null
 	ctld0=$(wc -l <"$ctld_log")
-	r=$("$PBX" -q cluster exec pw -- sh -c "$(cat "$W/wake.sh")" wake "$n") || { echo "N=$n: the job did not run" >&2; exit 1; }
+	if ! r=$("$PBX" -q cluster exec pw -- sh -c "$(cat "$W/wake.sh")" wake "$n"); then
+		echo "N=$n: the job did not run; pbx-power.log ends:" >&2
+		find "$W/emu/bodies" -path '*/var/log/pbx-power.log' -exec tail -5 {} + >&2
+		exit 1
+	fi
 	tend=$(now)
 	wake=$(echo "$r" | awk '{ printf "%.2f", $2 - $1 }')
 	run=$(echo "$r" | awk '{ printf "%.2f", $3 - $1 }')
@@ -166,7 +176,7 @@ for n in $SIZES; do
 	rc=$(calls)
 	emu calls/reset '{}' >/dev/null
 	held=$(nodes_held)
-	echo "N=$n wake (submit to every node up in SLURM): $wake s; job RUNNING: $run s; slurmctld's log: allocation to the last node responding $(ctld_wake "$ctld0") s"
+	echo "N=$n wake (submit to every node up in SLURM): $wake s; job RUNNING: $run s; slurmctld's log: submission to the last node responding $(ctld_wake "$ctld0") s"
 	echo "N=$n node instances: $held; bodies: $(body_procs); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "N=$n resume calls: $rc"
 	i=0
