@@ -12,10 +12,15 @@
 #           route) from the submit until pbx-head's resume has ended, and
 #           those of the suspend that follows (until every node instance
 #           is gone): the goal is calls that do not grow with N;
-#   wake    seconds from the submit (job pending) until the job is
-#           RUNNING, i.e. every one of its N nodes registered in SLURM
-#           (squeue polled on the head every 0.1 s): creation and
-#           bootstrap, no boot (a body needs none);
+#   wake    seconds from the submit (job pending) until every one of
+#           the job's N nodes is up in SLURM (registered: sinfo shows no
+#           ~ # % ! * after its state; polled on the head every 0.1 s):
+#           creation and bootstrap, no boot (a body needs none); and the
+#           same from slurmctld's log (submission to the last "now
+#           responding");
+#   running seconds from the submit until the job is RUNNING (SLURM
+#           22.05 takes a batch job out of CONFIGURING only in
+#           slurmctld's 30 s periodic pass);
 #   sleep   seconds from the job's end (squeue empty) until the emulator
 #           holds no node instance (SuspendTime, then pbx-suspend's
 #           deletes), and that minus SuspendTime.
@@ -25,6 +30,9 @@
 # bootstraps on 2 cores here, in parallel on a cloud.  Traffic stays on
 # loopback: emulator addresses 127.0.121.0/24 (private) and 127.0.122.0/24
 # (public), SLURM ports from 29000.
+# Prints each round's figures, the bodies' processes and memory, a table
+# and the ratios to N=1.  The group has max(N) nodes; 100 bodies take
+# about 2 GiB and load 2 cores heavily.  About 6 minutes for 1 10 50 100.
 # Usage: bench/gce_power.sh [PBX] [N...]      (default: build/src/cli/pbx 1 10)
 set -eu
 PBX=${1:-build/src/cli/pbx}
