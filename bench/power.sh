@@ -14,7 +14,8 @@
 # Prints each timing, the medians, wake / awake, sleep - SuspendTime, and
 # how many times pbx-resume ran for the rounds (one per wake: no loop).
 # Node bodies share this machine's cores; on a cloud the wake adds the
-# instance's creation and boot (docs/power-saving.md).
+# instance's creation and boot (docs/power-saving.md; bench/gce_power.sh
+# measures the Compute Engine path on the emulator).
 # Usage: bench/power.sh [PBX] [ROUNDS]
 set -eu
 PBX=${1:-build/src/cli/pbx}
