@@ -250,9 +250,10 @@ struct pbx_provider {
 	 * name a node that does not exist yet (power saving); owned by the
 	 * caller.  NULL (the member, or the result): no such name. */
 	char *(*dns_name)(void *ctx, const char *node);
-	/* Set when no DNS of the cloud's answers dns_name's names (EC2): the
-	 * head's pbx writes them, for the awake nodes, into a block of every
-	 * node's /etc/hosts as it wakes nodes (docs/power-saving.md). */
+	/* Set when the cloud's DNS may not answer dns_name's names everywhere
+	 * (EC2: nowhere; Compute Engine: not from another zone): the head's pbx
+	 * writes them, for the awake nodes, into a block of every node's
+	 * /etc/hosts as it wakes nodes (docs/power-saving.md). */
 	int names_in_hosts;
 	/* Prebaked images; NULL when the provider has none yet. */
 	const struct pbx_image_ops *images;

@@ -180,7 +180,11 @@ static int gce_layout(void *ctx, struct pbx_slurm_layout *l, struct pbx_err *err
 }
 
 /* Every VM of the network resolves an instance's name to its address
- * (internal DNS), as slurm-gcp relies on. */
+ * (internal DNS), as slurm-gcp relies on; with zonal DNS (every project
+ * made since 2018) the bare name only within the VM's own zone, through
+ * its search domain.  A node that a stockout sent to the next zone of
+ * clouds.gce.zones is found through /etc/hosts, which the head's pbx
+ * writes (names_in_hosts; docs/power-saving.md). */
 static char *gce_dns_name(void *ctx, const char *node)
 {
 	return gce_instance_name(ctx, node);
@@ -199,5 +203,6 @@ const struct pbx_provider pbx_provider_gce = {
 	.login = gce_login,
 	.layout = gce_layout,
 	.dns_name = gce_dns_name,
+	.names_in_hosts = 1,
 	.images = &gce_image_ops,
 };

@@ -50,15 +50,20 @@ zonal DNS), served by the metadata server's DNS.  A body is a process of
 this host and shares its resolver, so each body runs in a mount namespace
 of its own (`unshare --mount`, made by start before pbx-node-body runs;
 sshd, its sessions and every daemon they start inherit it) in which
-/etc/hosts is a bind mount of ROOT/etc/hosts.  That file holds the host's
-localhost and hostname lines (the body runs under this host's hostname),
+/etc/hosts is a bind mount of ROOT/etc/hosts.  That file holds, between
+the lines DNS_BEGIN and DNS_END, the host's localhost and hostname lines
+(the body runs under this host's hostname),
 "NETWORKIP INSTANCE.ZONE.c.PROJECT.internal INSTANCE" for every instance
 of the same project and network that holds an address (from admission to
 delete, TERMINATED ones included: Compute Engine keeps their address;
 world.py calls dns() with them whenever one gets or gives back its
 address), then the metadata server's line (last: it shares the body's
 address here, and a reverse lookup must find the instance's name first),
-and no other name.  A bind mount of a file holds its inode, so the file is
+and no other name.  The bare INSTANCE is there only for instances of the
+body's own zone: zonal DNS answers it through the VM's search domain,
+ZONE.c.PROJECT.internal, so another zone's instance resolves by its zonal
+name alone.  What the guest writes outside the block stays (a VM's
+/etc/hosts is its own file, which pbx's bootstrap writes names into).  A bind mount of a file holds its inode, so the file is
 only ever rewritten in place (never renamed over), padded so that a reader
 in between sees whole lines.  The host's /etc/hosts is never written.
 
@@ -175,6 +180,30 @@ def host_lines(path="/etc/hosts"):
     return "".join(out) or "127.0.0.1 localhost\n"
 
 
+DNS_BEGIN = "# Compute Engine's internal DNS (the emulator's; begin)"
+DNS_END = "# Compute Engine's internal DNS (the emulator's; end)"
+
+
+def guest_lines(path):
+    """The lines of PATH outside the emulator's DNS block: what the guest
+    wrote there itself (pbx's bootstrap does), kept as a VM keeps its
+    /etc/hosts; "" when there is no file."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines(True)
+    except OSError:
+        return ""
+    out, inside = [], False
+    for line in lines:
+        if line.rstrip("\n") == DNS_BEGIN:
+            inside = True
+        elif line.rstrip("\n") == DNS_END:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "".join(out)
+
+
 def rewrite(path, text, create=False):
     """Makes PATH hold TEXT, in place: a bind mount of PATH holds its
     inode, so the file is never replaced.  The new text goes in with one
@@ -246,20 +275,23 @@ class Bodies:
                 for zone, name, ip in members:
                     root = self._root(project, zone, name)
                     try:
-                        rewrite(os.path.join(root, "etc", "hosts"),
-                                self._hosts_text(project, members, root, ip))
+                        path = os.path.join(root, "etc", "hosts")
+                        rewrite(path, self._hosts_text(project, zone, members, root, ip, guest_lines(path)))
                     except OSError as e:    # a body being removed
                         print("emulator: %s: hosts: %s" % (name, e), file=sys.stderr)
 
-    def _hosts_text(self, project, members, root, ip):
+    def _hosts_text(self, project, zone, members, root, ip, guest=""):
         # The instances before the metadata server, which shares the body's
         # address here: a reverse lookup finds the instance's zonal name first.
-        text = self.base_hosts
-        for zone, name, addr in members:
-            text += "%s %s %s\n" % (addr, internal_name(project, zone, name), name)
+        # A bare INSTANCE resolves through the search domain, the body's own
+        # zone's (ZONE.c.PROJECT.internal): another zone's instance has its
+        # zonal name only.  Then the guest's own lines, kept.
+        text = DNS_BEGIN + "\n" + self.base_hosts
+        for z, name, addr in members:
+            text += "%s %s%s\n" % (addr, internal_name(project, z, name), " " + name if z == zone else "")
         if self.metadata is not None and root in self.servers:
             text += "%s %s\n" % (ip, self.metadata.names)
-        return text
+        return text + DNS_END + "\n" + guest
 
     def _write_hosts(self, inst, root):
         """ROOT/etc/hosts as the body must see it at its start."""
@@ -268,7 +300,8 @@ class Bodies:
             if self.internal_dns:
                 ip = inst.res["networkInterfaces"][0]["networkIP"]
                 members = self.names.get((inst.project, network_of(inst)), [])
-                rewrite(path, self._hosts_text(inst.project, members, root, ip), create=True)
+                rewrite(path, self._hosts_text(inst.project, inst.zone, members, root, ip, guest_lines(path)),
+                        create=True)
             elif self.own_hosts:
                 # the guest's file from then on, kept across power-offs as a disk keeps it
                 if not os.path.exists(path):

@@ -140,19 +140,20 @@ class Bodies(unittest.TestCase):
                 return cur
             time.sleep(0.05)
 
-    def create(self, name, nat=True, project=None):
-        code, op = self.call("POST", "zones/%s/instances" % ZONE,
-                             instance_body(name, nat=nat, gpus=1, keys="%s:%s" % (USER, self.keys["login"][1])),
+    def create(self, name, nat=True, project=None, zone=ZONE):
+        code, op = self.call("POST", "zones/%s/instances" % zone,
+                             instance_body(name, zone=zone, nat=nat, gpus=1,
+                                           keys="%s:%s" % (USER, self.keys["login"][1])),
                              project)
         self.assertEqual(code, 200, op)
         done = self.wait(op)
         self.assertNotIn("error", done)
-        code, inst = self.call("GET", "zones/%s/instances/%s" % (ZONE, name), project=project)
+        code, inst = self.call("GET", "zones/%s/instances/%s" % (zone, name), project=project)
         self.assertEqual((code, inst["status"]), (200, "RUNNING"))
         return inst
 
-    def delete(self, name, project=None):
-        code, op = self.call("DELETE", "zones/%s/instances/%s" % (ZONE, name), project=project)
+    def delete(self, name, project=None, zone=ZONE):
+        code, op = self.call("DELETE", "zones/%s/instances/%s" % (zone, name), project=project)
         self.assertEqual(code, 200, op)
         self.assertNotIn("error", self.wait(op))
 
@@ -403,6 +404,29 @@ class Bodies(unittest.TestCase):
         self.delete("dns-a")
         self.delete("dns-x", project=OTHER)
         self.assertEqual(procs_naming(root + "/"), [])
+
+    def test_internal_dns_zones(self):
+        """Zonal DNS: an instance of another zone resolves by its zonal name
+        alone (a bare name goes through the VM's own zone's search domain);
+        lines the guest adds to its /etc/hosts outlive the emulator's
+        rewrites, as on a VM."""
+        other = ZONE[:-1] + ("b" if ZONE[-1] != "b" else "c")
+        a = self.create("zn-a")
+        nat = a["networkInterfaces"][0]["accessConfigs"][0]["natIP"]
+        ip_a = a["networkInterfaces"][0]["networkIP"]
+        ip_b = self.create("zn-b", nat=False, zone=other)["networkInterfaces"][0]["networkIP"]
+        zb = "zn-b.%s.c.pbx-test.internal" % other
+        self.assertEqual(self.resolve(nat, "zn-a", "zn-b", zb), {"zn-a": ip_a, "zn-b": None, zb: ip_b})
+        self.assertEqual(self.resolve(ip_b, "zn-b", "zn-a"), {"zn-b": ip_b, "zn-a": None})
+        root = self.ssh(nat, "echo $PBX_BODY_ROOT").stdout.strip()
+        with open(os.path.join(root, "etc", "hosts"), "a") as f:     # as the guest's root would
+            f.write("%s zn-b-alias\n" % ip_b)
+        self.create("zn-c", nat=False)       # the emulator rewrites zn-a's file
+        got = self.resolve(nat, "zn-b-alias", "zn-c")
+        self.assertEqual(got["zn-b-alias"], ip_b, "the guest's line is gone")
+        self.assertIsNotNone(got["zn-c"])
+        for name, zone in (("zn-a", ZONE), ("zn-b", other), ("zn-c", ZONE)):
+            self.delete(name, zone=zone)
 
     def test_never_boots(self):
         self.emu.control("POST", "faults", {"never_boot": ["dead-1"]})
