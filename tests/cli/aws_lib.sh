@@ -1,4 +1,4 @@
-# aws_lib.sh - what the EC2 tests (t0410, t0411, t0430, t0445) share,
+# aws_lib.sh - what the EC2 tests (t0410, t0411, t0430, t0445, t0458, ...) share,
 # sourced after lib.sh: the moto harness (tests/emulators/aws/
 # ec2_harness.py) started per scenario with h_start, config.yaml for
 # template e1 (head + 2 GPU nodes, login user pbx) in subnet 127.0.63.0/24
@@ -104,6 +104,37 @@ h_template() {
     head: { machine_type: m5.large }\\
     node_groups:\\
       - { name: cpu, count: 1, machine_type: t3.large }" "$PBX_HOME/config.yaml"
+}
+
+# aws_power_cluster NAME GROUP SLURM: adds template NAME for SLURM power
+# saving (login user pbx, a head with instance profile pbx-head, the map
+# SLURM as its slurm:, the one node group GROUP) to config.yaml; BODIES is
+# where the harness keeps the bodies.  aws_instances NAME: ROLE=STATE of
+# the cluster's live instances (their pbx-role tag), sorted; "-" for none.
+aws_power_cluster() {
+	sed -i "/^clouds:/i\\
+  $1:\\
+    cloud: aws\\
+    login_user: pbx\\
+    ssh_key: $PBX_HOME/id\\
+    image: $(json_get 'd["ami"]' <"$TEST_TMP/env.json")\\
+    head: { machine_type: m5.large, instance_profile: pbx-head }\\
+    slurm: $3\\
+    node_groups:\\
+      - $2" "$PBX_HOME/config.yaml"
+	# shellcheck disable=SC2034 # the test's
+	BODIES=$TEST_TMP/h/bodies
+}
+aws_instances() {
+	h_py "$1" <<'PY'
+out = []
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": [sys.argv[1]]}])["Reservations"]:
+    for i in r["Instances"]:
+        if i["State"]["Name"] not in ("terminated", "shutting-down"):
+            tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+            out.append("%s=%s" % (tags.get("pbx-role", "?"), i["State"]["Name"]))
+print(" ".join(sorted(out)) or "-")
+PY
 }
 
 # h_py SCRIPT ARGS: runs the Python SCRIPT (read from stdin) with `c`, a

@@ -384,6 +384,33 @@ CONFIG
 	BODIES=$TEST_TMP/emu/bodies
 }
 
+# power_kill_at CLUSTER POINT STATE MADE (t0454, t0459): the head's resume
+# of node1 ($pbx_head ... cluster power CLUSTER resume node1) killed with
+# SIGKILL at POINT leaves node1 in STATE in the head's store, its instance
+# asked for: MADE (yes or no); the next resume goes on (node1 up, one
+# instance, a job runs on it, found by name), and node1 sleeps again.  The
+# test defines instances() and sets PK_ASLEEP and PK_AWAKE (what it prints
+# with node1 asleep and awake) and PK_NODE1 (a pattern of node1's part).
+power_kill_at() {
+	PBX_TEST_KILL_AT=$2 "$pbx_head" -q cluster power "$1" resume node1 >"$TEST_TMP/k.out" 2>&1
+	is "$?" "137" "the resume killed at $2 (SIGKILL)"
+	is "$(pk_node1_state "$1")" "$3" "killed at $2: node1 is $3 in the head's store"
+	# shellcheck disable=SC2254 # PK_NODE1 is a pattern
+	case $4:$(instances) in "no:$PK_ASLEEP" | yes:*$PK_NODE1*) r=0 ;; *) r=1 ;; esac
+	ok $r "killed at $2: node1's instance asked for: $4 ($(instances))"
+	"$pbx_head" -q cluster power "$1" resume node1 >"$TEST_TMP/k.out" 2>&1
+	ok $? "the next resume after a kill at $2 goes on: $(cat "$TEST_TMP/k.out")"
+	is "$(pk_node1_state "$1")" "up" "node1 is up"
+	is "$(instances)" "$PK_AWAKE" "one instance of node1 runs"
+	run_pbx cluster exec "$1" -- srun -N1 -w node1 -c2 hostname
+	ok $rc "a job runs on node1, found by name: $out $errout"
+	"$pbx_head" -q cluster power "$1" suspend node1 >"$TEST_TMP/k.out" 2>&1
+	ok $? "suspend: $(cat "$TEST_TMP/k.out")"
+	is "$(pk_node1_state "$1"):$(instances)" "asleep:$PK_ASLEEP" "node1 asleep again, its instance gone"
+}
+# pk_node1_state CLUSTER: node1's state in the head's store.
+pk_node1_state() { "$pbx_head" cluster show "$1" --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
+
 # emu_instances: "NODE=STATUS ..." of every instance the emulator holds
 # (NODE the last part of its name), sorted; "-" for none.
 emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }

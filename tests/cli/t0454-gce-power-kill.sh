@@ -23,32 +23,12 @@ run_pbx -q cluster start pk
 ok $rc "a cluster with min: 0 starts: $errout"
 is "$(instances)" "head=RUNNING" "only the head runs"
 pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
-node1_state() { "$pbx_head" cluster show pk --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
-
-# kill_at POINT STATE MADE: the head's resume killed at POINT leaves node1
-# in STATE in the head's store, with its instance MADE (yes or no)
-kill_at() {
-	PBX_TEST_KILL_AT=$1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
-	is "$?" "137" "the resume killed at $1 (SIGKILL)"
-	is "$(node1_state)" "$2" "killed at $1: node1 is $2 in the head's store"
-	case $3:$(instances) in "no:head=RUNNING" | yes:*node1=*) r=0 ;; *) r=1 ;; esac
-	ok $r "killed at $1: node1's instance asked for: $3 ($(instances))"
-	# SLURM's next resume of it (ResumeProgram runs again)
-	"$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
-	ok $? "the next resume after a kill at $1 goes on: $(cat "$TEST_TMP/k.out")"
-	is "$(node1_state)" "up" "node1 is up"
-	is "$(instances)" "head=RUNNING node1=RUNNING" "one instance of node1 runs"
-	run_pbx cluster exec pk -- srun -N1 -w node1 -c2 hostname
-	ok $rc "a job runs on node1: $out $errout"
-	# back to sleep for the next point
-	"$pbx_head" -q cluster power pk suspend node1 >"$TEST_TMP/k.out" 2>&1
-	ok $? "suspend: $(cat "$TEST_TMP/k.out")"
-	is "$(node1_state):$(instances)" "asleep:head=RUNNING" "node1 asleep again, its instance gone"
-}
-kill_at power:1 waking no
-kill_at create:1 creating yes
-kill_at start:1 running yes
-kill_at start:2 bootstrapping yes
+PK_ASLEEP="head=RUNNING" PK_AWAKE="head=RUNNING node1=RUNNING" PK_NODE1="node1="
+node1_state() { pk_node1_state pk; }
+power_kill_at pk power:1 waking no
+power_kill_at pk create:1 creating yes
+power_kill_at pk start:1 running yes
+power_kill_at pk start:2 bootstrapping yes
 
 # SLURM runs its programs as it sees fit: a suspend of node1 while a
 # resume makes it waits for the resume (one power action at a time), and

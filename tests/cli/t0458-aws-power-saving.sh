@@ -17,30 +17,8 @@ H_SUBNET1=127.0.125.0/24 H_SUBNET2=127.0.126.0/24 H_SLURM_PORT_BASE=11000 H_CLUS
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start
-ami=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
-sed -i "/^clouds:/i\\
-  pw:\\
-    cloud: aws\\
-    login_user: pbx\\
-    ssh_key: $PBX_HOME/id\\
-    image: $ami\\
-    head: { machine_type: m5.large, instance_profile: pbx-head }\\
-    slurm: { suspend_time: 20s, resume_timeout: 240s }\\
-    node_groups:\\
-      - { name: node, count: 2, min: 0, machine_type: t3.large, cpus: 2 }" "$PBX_HOME/config.yaml"
-BODIES=$TEST_TMP/h/bodies
-# The cluster's live instances as ROLE=STATE (pbx-role tag), sorted.
-instances() {
-	h_py <<'PY'
-out = []
-for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["pw"]}])["Reservations"]:
-    for i in r["Instances"]:
-        if i["State"]["Name"] not in ("terminated", "shutting-down"):
-            tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
-            out.append("%s=%s" % (tags.get("pbx-role", "?"), i["State"]["Name"]))
-print(" ".join(sorted(out)) or "-")
-PY
-}
+aws_power_cluster pw "{ name: node, count: 2, min: 0, machine_type: t3.large, cpus: 2 }" "{ suspend_time: 20s, resume_timeout: 240s }"
+instances() { aws_instances pw; }
 # "ADDRESS KEYNAME" of each running node instance, sorted by address.
 node_instances() {
 	h_py <<'PY'

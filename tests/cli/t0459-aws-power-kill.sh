@@ -17,59 +17,18 @@ H_SUBNET1=127.0.127.0/24 H_SUBNET2=127.0.128.0/24 H_SLURM_PORT_BASE=7000 H_CLUST
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start
-ami=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
-sed -i "/^clouds:/i\\
-  pk:\\
-    cloud: aws\\
-    login_user: pbx\\
-    ssh_key: $PBX_HOME/id\\
-    image: $ami\\
-    head: { machine_type: m5.large, instance_profile: pbx-head }\\
-    slurm: { suspend_time: 1h, resume_timeout: 240s }\\
-    node_groups:\\
-      - { name: node, count: 1, min: 0, machine_type: t3.large, cpus: 2 }" "$PBX_HOME/config.yaml"
-BODIES=$TEST_TMP/h/bodies
-# The cluster's live instances as ROLE=STATE (pbx-role tag), sorted.
-instances() {
-	h_py <<'PY'
-out = []
-for r in c.describe_instances(Filters=[{"Name": "tag:pbx-cluster", "Values": ["pk"]}])["Reservations"]:
-    for i in r["Instances"]:
-        if i["State"]["Name"] not in ("terminated", "shutting-down"):
-            tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
-            out.append("%s=%s" % (tags.get("pbx-role", "?"), i["State"]["Name"]))
-print(" ".join(sorted(out)) or "-")
-PY
-}
+aws_power_cluster pk "{ name: node, count: 1, min: 0, machine_type: t3.large, cpus: 2 }" "{ suspend_time: 1h, resume_timeout: 240s }"
+instances() { aws_instances pk; }
 
 run_pbx -q cluster start pk
 ok $rc "a cluster with min: 0 starts: $errout"
 is "$(instances)" "head=running" "only the head runs"
 pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
-node1_state() { "$pbx_head" cluster show pk --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
-
-# kill_at POINT STATE MADE: the head's resume killed at POINT leaves node1
-# in STATE in the head's store, with its instance MADE (yes or no)
-kill_at() {
-	PBX_TEST_KILL_AT=$1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
-	is "$?" "137" "the resume killed at $1 (SIGKILL)"
-	is "$(node1_state)" "$2" "killed at $1: node1 is $2 in the head's store"
-	case $3:$(instances) in "no:head=running" | yes:*node=*) r=0 ;; *) r=1 ;; esac
-	ok $r "killed at $1: node1's instance asked for: $3 ($(instances))"
-	"$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
-	ok $? "the next resume after a kill at $1 goes on: $(cat "$TEST_TMP/k.out")"
-	is "$(node1_state)" "up" "node1 is up"
-	is "$(instances)" "head=running node=running" "one instance of node1 runs"
-	run_pbx cluster exec pk -- srun -N1 -w node1 -c2 hostname
-	ok $rc "a job runs on node1, found by name: $out $errout"
-	"$pbx_head" -q cluster power pk suspend node1 >"$TEST_TMP/k.out" 2>&1
-	ok $? "suspend: $(cat "$TEST_TMP/k.out")"
-	is "$(node1_state):$(instances)" "asleep:head=running" "node1 asleep again, its instance gone"
-}
-kill_at power:1 waking no
-kill_at create:1 creating yes
-kill_at start:1 running yes
-kill_at start:2 bootstrapping yes
+PK_ASLEEP="head=running" PK_AWAKE="head=running node=running" PK_NODE1="node="
+power_kill_at pk power:1 waking no
+power_kill_at pk create:1 creating yes
+power_kill_at pk start:1 running yes
+power_kill_at pk start:2 bootstrapping yes
 is "$(holds)" "1 1 2" "the head's instance, the group, and the user's and the head's key pairs"
 
 PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1

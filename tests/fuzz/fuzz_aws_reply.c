@@ -14,13 +14,27 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Each item's `field` of a keySet list: present, as many as parsed. */
+static void key_set_field(const char *text, size_t size, const char *field)
+{
+	char **v = NULL;
+	size_t nv = 0, i;
+	if (aws_xml_texts(text, size, "keySet", field, &v, &nv) == 0)
+		for (i = 0; i < nv; i++)
+			if (!v[i])
+				abort();
+	for (i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct aws_inst *insts = NULL;
 	const char *text = (const char *)data;
-	size_t n = 0, i, nv = 0;
-	char *next = NULL, *s, **v = NULL, code[64], msg[256];
+	size_t n = 0, i;
+	char *next = NULL, *s, code[64], msg[256];
 	int r;
 	if (aws_error_parse(text, size, code, sizeof(code), msg, sizeof(msg)) == 0 &&
 	    (!code[0] || strlen(code) >= sizeof(code) || strlen(msg) >= sizeof(msg)))
@@ -35,23 +49,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(next);
 	s = aws_xml_text(text, size, "groupId");
 	free(s);
-	if (aws_xml_texts(text, size, "keySet", "keyName", &v, &nv) == 0)
-		for (i = 0; i < nv; i++)
-			if (!v[i])
-				abort();
-	for (i = 0; i < nv; i++)
-		free(v[i]);
-	free(v);
-	v = NULL;
-	nv = 0;
-	/* the key pairs' keys (DescribeKeyPairs with IncludePublicKey) */
-	if (aws_xml_texts(text, size, "keySet", "publicKey", &v, &nv) == 0)
-		for (i = 0; i < nv; i++)
-			if (!v[i])
-				abort();
-	for (i = 0; i < nv; i++)
-		free(v[i]);
-	free(v);
+	/* the key pairs' names and keys (DescribeKeyPairs with IncludePublicKey) */
+	key_set_field(text, size, "keyName");
+	key_set_field(text, size, "publicKey");
 	r = aws_retryable(503, text, size, NULL);
 	if (r != 0 && r != 1)
 		abort();
