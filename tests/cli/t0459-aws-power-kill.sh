@@ -9,7 +9,9 @@
 # twice) and node1 runs a job.  Last, a resume killed at create:1 and then
 # the user's `stop`, whose store never heard of the instance nor of the
 # head's key pair: both are found by the cluster's tags, and nothing is
-# left.  PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx
+# left.  Between them, with the head's subnet out of capacity, a resume
+# makes node1 in the next subnet of clouds.aws.subnets, where a job finds
+# it by name.  PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx
 # itself, as `kill -9` would.  Addresses: subnets 127.0.127.0/24 and
 # 127.0.128.0/24; SLURM ports from 7000 + 64*8.
 . "$(dirname "$0")/lib.sh"
@@ -17,6 +19,7 @@ H_SUBNET1=127.0.127.0/24 H_SUBNET2=127.0.128.0/24 H_SLURM_PORT_BASE=7000 H_CLUST
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start
+sed -i "s#subnet: $SUB1 }#subnet: $SUB1, subnets: [$SUB1, $SUB2] }#" "$PBX_HOME/config.yaml"
 aws_power_cluster pk "{ name: node, count: 1, min: 0, machine_type: t3.large, cpus: 2 }" "{ suspend_time: 1h, resume_timeout: 240s }"
 instances() { aws_instances pk; }
 
@@ -30,6 +33,24 @@ power_kill_at pk create:1 creating yes
 power_kill_at pk start:1 running yes
 power_kill_at pk start:2 bootstrapping yes
 is "$(holds)" "1 1 2" "the head's instance, the group, and the user's and the head's key pairs"
+
+# the head's subnet out of capacity: the resume's RunInstances goes to the
+# next subnet, and the head finds node1 there by name
+capacity() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "_harness/capacity", data=sys.argv[2].encode())).read().decode())' "$URL" "$1"; }
+capacity '["127.0.127.0/24"]' >/dev/null
+"$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
+ok $? "with the first subnet out of capacity node1 wakes: $(cat "$TEST_TMP/k.out")"
+capacity '[]' >/dev/null
+node_subnet() { h_py <<'PY'
+print(" ".join(i["SubnetId"] for r in c.describe_instances(Filters=[{"Name": "tag:pbx-role", "Values": ["node"]},
+      {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"] for i in r["Instances"]))
+PY
+}
+is "$(node_subnet):$(calls faults InsufficientInstanceCapacity)" "$SUB2:1" "in the second subnet, after one capacity error"
+run_pbx cluster exec pk -- srun -N1 -w node1 -c2 hostname
+ok $rc "a job runs on node1 there: $errout"
+"$pbx_head" -q cluster power pk suspend node1 >"$TEST_TMP/k.out" 2>&1
+ok $? "node1 sleeps again: $(cat "$TEST_TMP/k.out")"
 
 PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
 is "$?" "137" "a last resume killed at create:1"

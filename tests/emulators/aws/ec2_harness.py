@@ -31,7 +31,8 @@ for RunInstances of a type listed with --vcpu-limit, InvalidParameterValue
 not have (setup makes one, pbx-head of role pbx-role, for heads: moto
 itself answers IAM's NoSuchEntity), DependencyViolation (HTTP 400) for
 DeleteSecurityGroup of a group an instance that is not terminated is in
-(moto deletes it).  GET /_harness/calls
+(moto deletes it).  POST /_harness/capacity with a JSON list replaces
+--capacity's while the harness runs.  GET /_harness/calls
 counts the calls by action (and `pricing`: GetProducts calls;
 `role_credentials`: credential sets the bodies' IMDS gave out, by role).
 
@@ -139,6 +140,7 @@ class Faults:
         # none about once in a hundred runs).
         self.rng = random.Random(args.seed)
         self.capacity = set(args.capacity or [])
+        self.by_cidr = {}       # subnet CIDR -> id, for POST /_harness/capacity
         self.vcpu = set(args.vcpu_limit or [])
         self.profiles = set()   # the account's instance profiles (setup makes them)
         self.owner = None       # the account (setup), whose instances DeleteSecurityGroup checks
@@ -369,11 +371,26 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/_harness/spot-interruption" and spot is not None:
                 return self._spot(url.query, body)
+            if url.path == "/_harness/capacity":
+                return self._capacity(body)
             form = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
             injected = faults.answer(form)
             if injected:
                 return self._send(*injected)
             return self._forward(body)
+
+        def _capacity(self, body):
+            """POST /_harness/capacity ["SUBNET_OR_CIDR_OR_TYPE", ...]: what
+            --capacity lists from now on (an empty list: capacity everywhere)."""
+            try:
+                out = json.loads(body)
+                if not isinstance(out, list) or not all(isinstance(c, str) for c in out):
+                    raise ValueError("not a list of names")
+            except ValueError as e:
+                return self._send(400, json.dumps({"error": "bad JSON: %s" % e}).encode(), "application/json")
+            with faults.lock:
+                faults.capacity = set(faults.by_cidr.get(c, c) for c in out)
+            self._send(200, json.dumps(sorted(faults.capacity)).encode(), "application/json")
 
         def _spot(self, query, body):
             try:
@@ -917,6 +934,7 @@ def main():
     by_cidr = dict(zip(args.subnet, env["subnets"]))
     args.capacity = [by_cidr.get(c, c) for c in args.capacity or []]
     faults = Faults(args)
+    faults.by_cidr = by_cidr
     faults.profiles.add(env["instance_profile"])
     faults.owner = env["account"]
     keys = {env[u]["access_key"]: (env[u]["secret_key"], env[u].get("token"))
