@@ -833,6 +833,13 @@ static const struct pbx_cmd cmd_cluster_list = {
 
 /* ----------------------------------------------------------------- show */
 
+void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_cluster_learn_awake(c, NULL, &err) < 0 && !ctx->quiet)
+		pbx_warning("%s; showing the nodes as this store last knew them", err.msg);
+}
+
 static const struct pbx_cmd cmd_cluster_show;
 
 /* "autostop: after 1h idle (last: stopped itself at ...)" */
@@ -908,6 +915,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_show, "expected one cluster name");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
+	pbx_cli_learn_awake(ctx, c); /* the nodes the head woke or put to sleep */
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	stopped = live ? NULL : pbx_cluster_stopped_why(c);
@@ -1027,6 +1035,8 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_exec, "expected '-- COMMAND [ARGS...]'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[i], &c, &err) < 0)
 		return pbx_report(&err);
+	if (node) /* a node the head woke: its instance's address */
+		pbx_cli_learn_awake(ctx, c);
 	if (node && (idx = pbx_cluster_node_index(c, node)) < 0) {
 		pbx_error("cluster %s has no node named '%s'", argv[i], node);
 		pbx_cluster_close(c);
