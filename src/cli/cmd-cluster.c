@@ -1008,7 +1008,13 @@ static const struct pbx_cmd cmd_cluster_show = {
 		"Prints which address blocks reach the nodes' port 22 (the template's\n"
 		"ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
 		"(one SSH round trip).  When the head cannot be reached the states are\n"
-		"left out with a warning; when its host key changed, pbx exits 4.",
+		"left out with a warning; when its host key changed, pbx exits 4.\n"
+		"\n"
+		"On a power-saving cluster on a cloud the head makes and deletes the nodes\n"
+		"that may sleep; pbx first lists the cluster's instances (one call) and\n"
+		"records each such node up, at its instance's addresses, or asleep.  When\n"
+		"the cloud cannot be listed, the nodes are shown as last recorded, with a\n"
+		"warning (none with -q).",
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
@@ -1072,7 +1078,9 @@ static const struct pbx_cmd cmd_cluster_exec = {
 		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
 		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
 		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
-		       "status.",
+		       "status.  With -n on a power-saving cluster on a cloud, pbx first lists\n"
+		       "the cluster's instances (one call) to learn whether the head woke NODE\n"
+		       "and at which address.",
 	.args = "CLUSTER",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
