@@ -837,7 +837,7 @@ void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	if (pbx_cluster_learn_awake(c, NULL, &err) < 0 && !ctx->quiet)
-		pbx_warning("%s; showing the nodes as this store last knew them", err.msg);
+		pbx_warning("%s; going on with the nodes as this store last knew them", err.msg);
 }
 
 static const struct pbx_cmd cmd_cluster_show;

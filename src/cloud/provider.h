@@ -247,6 +247,13 @@ struct pbx_provider {
 	 * name label, each with the id it carries); *v owned by the caller
 	 * (pbx_instances_free). */
 	int (*list)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+	/* The instances alone of what list finds, with their addresses where
+	 * the cloud gives them (pbx_instance's private_ip, public_ip), in as
+	 * few requests as the cloud allows (Compute Engine: one a page),
+	 * without waiting for creations under way: what `cluster show` asks
+	 * to learn which nodes the head woke (src/cluster/awake.c).  *v owned
+	 * by the caller (pbx_instances_free).  NULL: list serves. */
+	int (*list_nodes)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */
 	int (*destroy)(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);

@@ -5,7 +5,8 @@
  * running, so the user's store has them as its last start left them
  * (asleep).  `cluster show`, `state` and `exec` ask the cloud once, by
  * the cluster's labels (the provider's list, as `stop` does), which
- * instances run, and take the answer into the store and the open
+ * instances run (list_nodes where the provider has it: one request on
+ * Compute Engine), and take the answer into the store and the open
  * cluster's rows, both ways: a node whose instance runs is up at the
  * instance's addresses, one whose instance is gone is asleep.
  */
@@ -127,17 +128,20 @@ static int awake_down(struct pbx_cluster *c, struct pbx_node_row *r, struct pbx_
 
 int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_err *err)
 {
+	const struct pbx_provider *p = c->provider;
+	int (*list)(void *, struct pbx_instance **, size_t *, struct pbx_err *) =
+		p->list_nodes ? p->list_nodes : p->list;
 	struct pbx_instance *v = NULL;
 	size_t n = 0, i, k = 0;
 	int rc = 0;
 	if (changed)
 		*changed = 0;
 	if (!strcmp(c->row.cloud, "local") || !pbx_power_saving(c->spec.t) || c->here >= 0 ||
-	    !c->provider->list || !c->provider->dns_name)
+	    !list || !p->dns_name)
 		return 0;
-	if (c->provider->list(c->pctx, &v, &n, err) < 0)
+	if (list(c->pctx, &v, &n, err) < 0)
 		return pbx_err_prefix(err, "cannot list cluster %s's instances in %s", c->row.name,
-				      c->provider->name);
+				      p->name);
 	for (i = 0; i < c->nnodes && rc == 0; i++) {
 		struct pbx_node_row *r = &c->nodes[i];
 		const struct pbx_instance *x;
@@ -159,7 +163,7 @@ int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_e
 	pbx_instances_free(v, n);
 	if (k)
 		pbx_store_event(c->store, c->row.id, "power.view", "%zu nodes learnt from %s", k,
-				c->provider->name);
+				p->name);
 	if (changed)
 		*changed = k;
 	return rc;

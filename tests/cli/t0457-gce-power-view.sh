@@ -87,7 +87,7 @@ ok $r "show's table has node1 at its instance's address ($addr): $out"
 as_if_unseen asleep
 run_pbx cluster exec -n node1 pv -- sh -c 'echo "$PBX_NODE"'
 is "$rc:$out" "0:node1" "exec -n node1 runs on the woken node with the user's key: $errout"
-run_pbx cluster exec -n node2 pv -- sh -c 'cat ~/.ssh/authorized_keys'
+run_pbx cluster exec -n node2 pv -- sh -c 'cat "$PBX_ROOT/etc/ssh/keys/pbx"'
 case $out in *"$key"*) r=0 ;; *) r=1 ;; esac
 ok $r "node2 authorizes the user's key: $rc $errout"
 

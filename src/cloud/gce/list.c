@@ -153,14 +153,14 @@ static void gce_list_addresses(const struct gce *g, struct pbx_instance *x,
 	pbx_instances_set_addresses(x, priv, pub);
 }
 
-int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+/* The instances carrying the cluster's labels, with their addresses, as
+ * the provider's entries (appended to *v). */
+static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t *n,
+				 struct pbx_err *err)
 {
-	struct gce *g = ctx;
 	struct gce_inst *have = NULL;
 	size_t nhave = 0, i;
-	*v = NULL;
-	*n = 0;
-	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
+	if (gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
 	for (i = 0; i < nhave; i++) {
 		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
@@ -168,6 +168,23 @@ int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 		gce_list_addresses(g, &(*v)[*n - 1], &have[i]);
 	}
 	gce_insts_free(have, nhave);
+	return 0;
+}
+
+int gce_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	*v = NULL;
+	*n = 0;
+	return gce_list_as_instances(ctx, v, n, err);
+}
+
+int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	struct gce *g = ctx;
+	*v = NULL;
+	*n = 0;
+	if (gce_settle(g, err) < 0 || gce_list_as_instances(g, v, n, err) < 0)
+		return -1;
 	if (!g->s->uid)
 		return gce_survey_rules(g, v, n, err);
 	if (gce_list_rules(g, v, n, err) < 0)
