@@ -78,7 +78,7 @@ is "$(node_states)" "head:up node1:up node2:up" "and the user's store has them u
 is "$(shown_addrs)" "$(emu_addrs)" "at their instances' addresses"
 as_if_unseen asleep
 run_pbx cluster show pv
-addr=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT address FROM nodes WHERE name = 'node1'")
+addr=$(emu_get state | json_get '[i["networkIP"] for i in d["instances"] if i["name"].endswith("-node1")][0]')
 case $out in *"node1 "*"$addr:"*) r=0 ;; *) r=1 ;; esac
 ok $r "show's table has node1 at its instance's address ($addr): $out"
 
@@ -107,6 +107,7 @@ wait_for 1800 asleep
 ok $? "after 30 s idle the head deleted both instances: $(instances)"
 [ "$(instances)" = "head=RUNNING" ] || show_power_log
 is "$(node_states)" "head:up node1:up node2:up" "the user's store had them up"
+as_if_unseen up
 run_pbx state "$pkg"
 ok $rc "state: $errout"
 is "$(node_states)" "head:up node1:asleep node2:asleep" "state learnt they are asleep"
