@@ -9,7 +9,7 @@
 # user's start sends the head carries it), so `exec -n` reaches a woken
 # node; once the head has deleted them, show has them asleep again; a list
 # that fails leaves the verb working on what the store knew, with a
-# warning; the user's `stop` leaves nothing.  Emulator addresses
+# warning; a start learns it too; the user's `stop` leaves nothing.  Emulator addresses
 # 127.0.123.0/24 (private) and 127.0.124.0/24 (public); SLURM ports from
 # 28000.
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +119,14 @@ run_pbx cluster exec -n node1 pv -- hostname
 [ "$rc" != 0 ]
 ok $? "exec -n on a sleeping node fails ($rc)"
 is "$(node_states)" "head:up node1:asleep node2:asleep" "  having learnt it sleeps"
+
+# the user's start (a repair) with a store that has them up: it learns
+# they sleep, and does not make them again
+as_if_unseen up
+run_pbx -q cluster start pv
+ok $rc "the user's start with the store's nodes up: $errout"
+is "$(instances)" "head=RUNNING" "  makes no node the head had deleted"
+is "$(node_states)" "head:up node1:asleep node2:asleep" "  and records them asleep"
 
 run_pbx cluster stop pv
 ok $rc "the user's stop: $errout"
