@@ -833,6 +833,13 @@ static const struct pbx_cmd cmd_cluster_list = {
 
 /* ----------------------------------------------------------------- show */
 
+void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_cluster_learn_awake(c, NULL, &err) < 0 && !ctx->quiet)
+		pbx_warning("%s; going on with the nodes as this store last knew them", err.msg);
+}
+
 static const struct pbx_cmd cmd_cluster_show;
 
 /* "autostop: after 1h idle (last: stopped itself at ...)" */
@@ -908,6 +915,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_show, "expected one cluster name");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
+	pbx_cli_learn_awake(ctx, c); /* the nodes the head woke or put to sleep */
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	stopped = live ? NULL : pbx_cluster_stopped_why(c);
@@ -1000,7 +1008,13 @@ static const struct pbx_cmd cmd_cluster_show = {
 		"Prints which address blocks reach the nodes' port 22 (the template's\n"
 		"ssh_from) and the cluster's nodes as recorded, with their live SLURM states\n"
 		"(one SSH round trip).  When the head cannot be reached the states are\n"
-		"left out with a warning; when its host key changed, pbx exits 4.",
+		"left out with a warning; when its host key changed, pbx exits 4.\n"
+		"\n"
+		"On a power-saving cluster on a cloud the head makes and deletes the nodes\n"
+		"that may sleep; pbx first lists the cluster's instances (one call) and\n"
+		"records each such node up, at its instance's addresses, or asleep.  When\n"
+		"the cloud cannot be listed, the nodes are shown as last recorded, with a\n"
+		"warning (none with -q).",
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
@@ -1027,6 +1041,8 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_exec, "expected '-- COMMAND [ARGS...]'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[i], &c, &err) < 0)
 		return pbx_report(&err);
+	if (node) /* a node the head woke: its instance's address */
+		pbx_cli_learn_awake(ctx, c);
 	if (node && (idx = pbx_cluster_node_index(c, node)) < 0) {
 		pbx_error("cluster %s has no node named '%s'", argv[i], node);
 		pbx_cluster_close(c);
@@ -1062,7 +1078,9 @@ static const struct pbx_cmd cmd_cluster_exec = {
 		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
 		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
 		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
-		       "status.",
+		       "status.  With -n on a power-saving cluster on a cloud, pbx first lists\n"
+		       "the cluster's instances (one call) to learn whether the head woke NODE\n"
+		       "and at which address.",
 	.args = "CLUSTER",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"

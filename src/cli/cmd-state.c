@@ -6,6 +6,7 @@
 #include "cli/cmd.h"
 #include "cli/jobs_cli.h"
 #include "cli/output.h"
+#include "cluster/cluster.h"
 #include "jobs/jobs.h"
 #include "util/xalloc.h"
 
@@ -64,6 +65,26 @@ static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 	pbx_table_print(t);
 }
 
+/* The clusters whose nodes this run of `state` learnt from the cloud
+ * (pbx_cli_learn_awake): once each, however many packages ran there and
+ * however many times --watch refreshes. */
+static char **state_learnt;
+static size_t state_nlearnt;
+
+/* Learns cluster c's awake nodes unless this run did already; never fails
+ * (0: the refresh goes on). */
+static int state_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
+{
+	size_t i;
+	for (i = 0; i < state_nlearnt; i++)
+		if (!strcmp(state_learnt[i], c->row.name))
+			return 0;
+	state_learnt = xreallocarray(state_learnt, state_nlearnt + 1, sizeof(*state_learnt));
+	state_learnt[state_nlearnt++] = xstrdup(c->row.name);
+	pbx_cli_learn_awake(ctx, c);
+	return 0;
+}
+
 /* Refreshes and prints one package; *all_final tells whether every task
  * has ended. */
 static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json, json_t *json_list,
@@ -78,7 +99,7 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		return pbx_report(&err);
 	if (strcmp(t.sub.cluster_state, "deleted") != 0 &&
 	    (pbx_cluster_open(ctx->store, ctx->cfg, t.sub.cluster_name, &t.cluster, &err) < 0 ||
-	     pbx_jobs_refresh(ctx->store, &t, &err) < 0)) {
+	     state_learn_awake(ctx, t.cluster) < 0 || pbx_jobs_refresh(ctx->store, &t, &err) < 0)) {
 		live = 0;
 		if (err.code == PBX_EXIT_SECURITY) { /* shown below, but a refusal */
 			pbx_error("%s: showing the last known states: %s", t.pkg.short_id, err.msg);
@@ -202,7 +223,10 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
 		       "before it could record that itself.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
-		       "when its host key changed they are shown too, and pbx exits 4.",
+		       "when its host key changed they are shown too, and pbx exits 4.\n"
+		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
+		       "the cluster's instances, which nodes the head woke or put to sleep (as\n"
+		       "`pbx cluster show` does).",
 	.args = "PACKAGE",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -21,6 +21,7 @@
 
 struct pbx_config;
 struct pbx_store;
+struct pbx_cluster;
 
 enum pbx_cmd_flags {
 	PBX_NEED_CONFIG = 1 << 0, /* load $PBX_HOME/config.yaml (built-in default if absent) */
@@ -58,6 +59,12 @@ struct pbx_cmd {
 	int (*exec)(struct pbx_ctx *ctx, int argc, char **argv);
 	const struct pbx_cmd *const *subcmds; /* NULL-terminated, or NULL */
 };
+
+/* What `cluster show`, `state` and `cluster exec` run on cluster c before
+ * they use its nodes (cmd-cluster.c): pbx_cluster_learn_awake, one list of
+ * the cloud; when that fails the verb goes on with what the store knows,
+ * after a warning (none with -q). */
+void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c);
 
 /* The top-level verbs, NULL-terminated (cmd.c). */
 extern const struct pbx_cmd *const pbx_commands[];

@@ -93,6 +93,8 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].zone);
 		free(v[i].state);
 		free(v[i].cluster);
+		free(v[i].private_ip);
+		free(v[i].public_ip);
 	}
 	free(v);
 }
@@ -124,6 +126,17 @@ void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const
 	x->state = state ? xstrdup(state) : NULL;
 	x->cluster = cluster ? xstrdup(cluster) : NULL;
 	x->stopped_at = stopped_at;
+	x->private_ip = NULL;
+	x->public_ip = NULL;
+}
+
+void pbx_instances_set_addresses(struct pbx_instance *x, const char *private_ip,
+				 const char *public_ip)
+{
+	free(x->private_ip);
+	free(x->public_ip);
+	x->private_ip = private_ip ? xstrdup(private_ip) : NULL;
+	x->public_ip = public_ip ? xstrdup(public_ip) : NULL;
 }
 
 /* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */

@@ -60,6 +60,11 @@ struct pbx_cluster_spec {
 	/* Set only while `pbx image build` makes image `image` (NULL
 	 * otherwise): every resource also carries the label pbx-image=IMAGE. */
 	const char *image;
+	/* A public key line (pbx_pubkey_line_ok) the nodes authorize next to
+	 * the login key's: the user's, when pbx on the head makes nodes
+	 * (power saving), so the user's pbx reaches them too.  NULL: none.
+	 * Borrowed from whoever fills the spec. */
+	const char *user_key;
 	/* Set only when a head deletes its own cluster (`cluster stop --self`):
 	 * the instance (id or name) this pbx runs on.  destroy deletes it last,
 	 * once everything else that can go while it runs is gone, so the
@@ -116,6 +121,10 @@ struct pbx_instance {
 	                         SUSPENDED on Compute Engine, stopped / stopping on
 	                         EC2) stopped, unix seconds, as the cloud reports it;
 	                         0 when unknown or running */
+	char *private_ip;   /* the instance's addresses where the provider's list
+	                       reads them (pbx_instances_set_addresses; Compute
+	                       Engine), else NULL */
+	char *public_ip;
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 /* Splits v[0..n) into *rest and *me: the entries whose id is `self` (a
@@ -130,6 +139,10 @@ void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char
  * free with pbx_instances_free. */
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at);
+/* Gives x (an entry of such an array) its addresses, copied; either may be
+ * NULL and stays so.  What was set before is freed. */
+void pbx_instances_set_addresses(struct pbx_instance *x, const char *private_ip,
+				 const char *public_ip);
 
 /* ----------------------------------------------------------------- images */
 
@@ -234,6 +247,13 @@ struct pbx_provider {
 	 * name label, each with the id it carries); *v owned by the caller
 	 * (pbx_instances_free). */
 	int (*list)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+	/* The instances alone of what list finds, with their addresses where
+	 * the cloud gives them (pbx_instance's private_ip, public_ip), in as
+	 * few requests as the cloud allows (Compute Engine: one a page),
+	 * without waiting for creations under way: what `cluster show` asks
+	 * to learn which nodes the head woke (src/cluster/awake.c).  *v owned
+	 * by the caller (pbx_instances_free).  NULL: list serves. */
+	int (*list_nodes)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */
 	int (*destroy)(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);

@@ -109,6 +109,8 @@ int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 	c->spec.slot = c->row.slot;
 	c->spec.uid = c->row.uid;
 	c->spec.store = st;
+	c->user_key = pbx_template_user_key(c->row.template_json);
+	c->spec.user_key = c->user_key;
 	if (c->provider->open(&c->spec, &c->pctx, err) < 0)
 		goto fail;
 	if (c->provider->login(c->pctx, &c->user, &c->key_path, err) < 0)
@@ -142,6 +144,9 @@ void pbx_cluster_release(struct pbx_cluster *c)
 	free(c->sized_groups);
 	free(c->stops);
 	pbx_node_rows_free(c->asleep, c->nasleep);
+	free(c->user_key);
+	c->user_key = NULL;
+	c->spec.user_key = NULL;
 }
 
 void pbx_cluster_close(struct pbx_cluster *c)

@@ -190,6 +190,10 @@ struct pbx_cluster {
 	 * `nodes` but in slurm.conf (State=CLOUD); powersave.c. */
 	struct pbx_node_row *asleep;
 	size_t nasleep;
+	/* The user's public key the cluster's record carried (template
+	 * record's user_key; on the head's store only), or NULL: spec.user_key.
+	 * Owned. */
+	char *user_key;
 };
 
 /* ------------------------------------------------------------- spend.c */
@@ -232,6 +236,20 @@ int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now);
 /* Called with every cluster pbx_cluster_open opens (NULL: none): the CLI
  * warns of a budget there. */
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
+
+/* What `cluster show`, `state` and `exec` know of a power-saving cluster
+ * on a cloud whose head makes and deletes the nodes (awake.c;
+ * docs/power-saving.md): one list of the instances carrying c's labels,
+ * taken into the store and c->nodes.  A node that may sleep whose
+ * instance runs is up, with the instance's id, zone and addresses (a new
+ * instance's host key is pinned on first contact); one the store has in
+ * another state whose instance is gone (or powering off) is asleep.
+ * Nothing to do (0) on the local cloud, without power saving, or for pbx
+ * on the head (its store is the one that made them).  *changed (may be
+ * NULL) counts the nodes changed.  -1 with err when the cloud could not
+ * be listed or the store not written: the verb goes on with what the
+ * store knew. */
+int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_err *err);
 
 /* `pbx cluster power NAME resume|suspend NODE...`, what SLURM's
  * ResumeProgram and SuspendProgram run (powersave.c): makes and

@@ -27,6 +27,21 @@ char *pbx_template_json_resized(const char *json, const char *group, int count);
  * json is not a JSON object). */
 char *pbx_template_json_autostop(const char *json, int seconds);
 
+/* The user's public key in a template record ("user_key"): the record the
+ * user's start sends the head carries it (record.c), so that the nodes
+ * pbx on the head makes authorize the user's key too (spec.user_key).
+ * The longest public key line taken. */
+#define PBX_PUBKEY_LINE_MAX 8192
+/* 1 when `s` (may be NULL) is one OpenSSH public key line: TYPE BASE64
+ * [COMMENT], printable ASCII, at most PBX_PUBKEY_LINE_MAX bytes; else 0. */
+int pbx_pubkey_line_ok(const char *s);
+/* `json` with user_key set to `key` (NULL: removed); caller frees (NULL
+ * when json is not a JSON object). */
+char *pbx_template_json_user_key(const char *json, const char *key);
+/* The user_key of template record `json` when it is a public key line
+ * (pbx_pubkey_line_ok), else NULL; caller frees. */
+char *pbx_template_user_key(const char *json);
+
 /* headdelete.c: autostop_action: delete (docs/autostop.md); pbx_head_deletes
  * is in cluster.h. */
 /* 1 when pbx runs on c's head (pbx-head, with a key of the head's own that

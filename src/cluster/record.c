@@ -8,6 +8,7 @@
  * head").
  */
 #include "cluster/cluster_internal.h"
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>
@@ -20,14 +21,48 @@ static json_t *record_str(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *record_cluster(const struct pbx_cluster_row *r)
+/* The public half of c's login key (KEY.pub) when it is one key line,
+ * else NULL; caller frees. */
+static char *record_user_key(const struct pbx_cluster *c)
 {
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_buf pub = PBX_BUF_INIT;
+	char *path = c->key_path ? xasprintf("%s.pub", c->key_path) : NULL, *key = NULL;
+	if (path && pbx_read_file(path, &pub, &err) == 0) {
+		pbx_buf_rtrim(&pub);
+		if (pbx_pubkey_line_ok(pub.buf))
+			key = xstrdup(pub.buf);
+	}
+	pbx_buf_release(&pub);
+	free(path);
+	return key;
+}
+
+/* The template record the head gets: the store's, with the user's public
+ * key (user_key) where pbx on a cloud head makes nodes, so they authorize
+ * it too; caller frees. */
+static char *record_template(const struct pbx_cluster *c)
+{
+	char *key = NULL, *json = NULL;
+	if (strcmp(c->row.cloud, "local") != 0 && pbx_head_runs_pbx(c) && c->here < 0)
+		key = record_user_key(c);
+	if (key)
+		json = pbx_template_json_user_key(c->row.template_json, key);
+	free(key);
+	return json ? json : xstrdup(c->row.template_json);
+}
+
+static json_t *record_cluster(const struct pbx_cluster *c)
+{
+	const struct pbx_cluster_row *r = &c->row;
+	char *tmpl = record_template(c);
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(r->name));
 	json_object_set_new(o, "uid", json_string(r->uid));
 	json_object_set_new(o, "cloud", json_string(r->cloud));
 	json_object_set_new(o, "state", json_string(r->state));
-	json_object_set_new(o, "template_json", json_string(r->template_json));
+	json_object_set_new(o, "template_json", json_string(tmpl));
+	free(tmpl);
 	json_object_set_new(o, "template_name", record_str(r->template_name));
 	json_object_set_new(o, "slot", json_integer(r->slot));
 	json_object_set_new(o, "created", json_integer(r->created));
@@ -101,7 +136,7 @@ char *pbx_cluster_record_json(const struct pbx_cluster *c)
 	nodes = json_array();
 	pins = json_array();
 	json_object_set_new(o, "version", json_integer(PBX_CLUSTER_RECORD_VERSION));
-	json_object_set_new(o, "cluster", record_cluster(&c->row));
+	json_object_set_new(o, "cluster", record_cluster(c));
 	for (i = 0; i < n; i++)
 		json_array_append_new(nodes, record_node(&rows[i]));
 	json_object_set_new(o, "nodes", nodes);

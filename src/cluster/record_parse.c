@@ -235,6 +235,10 @@ static int rp_template(struct rp *p, const char *json, const char *cloud, json_t
 	}
 	if (rc == 0 && !json_object_size(*groups))
 		rc = rp_fail(p, "template_json", "no node group");
+	/* the user's key, which the nodes the head makes authorize */
+	if (rc == 0 && json_object_get(t, "user_key") &&
+	    !pbx_pubkey_line_ok(json_string_value(json_object_get(t, "user_key"))))
+		rc = rp_fail(p, "template_json", "user_key: not one public key line");
 	json_decref(t);
 	return rc;
 }

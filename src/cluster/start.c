@@ -684,6 +684,10 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 		return -1;
 	tg->known = 0; /* the row is c's now */
 	pbx_cluster_use_template(c, tg->t);
+	/* the nodes the head woke or deleted (power saving): a node the store
+	 * has up whose instance the head deleted is not made again here */
+	if (pbx_cluster_learn_awake(c, NULL, err) < 0)
+		pbx_err_clear(err);
 	up = start_was_up(c, err);
 	if (up < 0) {
 		pbx_cluster_close(c);

@@ -177,3 +177,45 @@ char *pbx_template_json_autostop(const char *json, int seconds)
 	json_decref(rec);
 	return s;
 }
+
+int pbx_pubkey_line_ok(const char *s)
+{
+	size_t type, blob, len = s ? strlen(s) : 0, i;
+	if (len == 0 || len > PBX_PUBKEY_LINE_MAX)
+		return 0;
+	type = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.@");
+	if (type == 0 || s[type] != ' ')
+		return 0;
+	blob = strspn(s + type + 1,
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=");
+	if (blob == 0 || (s[type + 1 + blob] && s[type + 1 + blob] != ' '))
+		return 0;
+	for (i = type + 1 + blob; i < len; i++) /* the comment: printable ASCII */
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+char *pbx_template_json_user_key(const char *json, const char *key)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	char *s = NULL;
+	if (json_is_object(rec)) {
+		if (key)
+			json_object_set_new(rec, "user_key", json_string(key));
+		else
+			json_object_del(rec, "user_key");
+		s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	}
+	json_decref(rec);
+	return s;
+}
+
+char *pbx_template_user_key(const char *json)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	const char *key = json_string_value(json_object_get(rec, "user_key"));
+	char *s = key && pbx_pubkey_line_ok(key) ? xstrdup(key) : NULL;
+	json_decref(rec);
+	return s;
+}

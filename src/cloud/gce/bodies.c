@@ -6,7 +6,8 @@
  * Router with Cloud NAT that pbx clusters share per network and region
  * (outbound traffic of compute nodes that have no external address), and a
  * bulkInsert per node kind, with the cluster's labels, network tags, the
- * login user's key in ssh-keys metadata, GPUs with onHostMaintenance
+ * login user's key in ssh-keys metadata (with the user's, spec.user_key,
+ * where pbx on the head makes nodes), GPUs with onHostMaintenance
  * TERMINATE, optional Spot; and the names of the cluster's resources, made
  * by gce_name only.
  */
@@ -191,7 +192,11 @@ static json_t *properties(const struct gce *g, const struct pbx_node_group *grp)
 	const char *machine = grp                    ? grp->machine_type
 			      : t->head_machine_type ? t->head_machine_type
 						     : GCE_HEAD_MACHINE;
-	char *ssh = xasprintf("%s:%s", g->user, g->pubkey), *image = gce_source_image(g);
+	const char *also = g->s->user_key; /* the user's, when pbx on the head makes them */
+	char *ssh = also && strcmp(also, g->pubkey) != 0
+			    ? xasprintf("%s:%s\n%s:%s", g->user, g->pubkey, g->user, also)
+			    : xasprintf("%s:%s", g->user, g->pubkey),
+	     *image = gce_source_image(g);
 	char *tg = tag(g, grp == NULL), *all = tag(g, 0);
 	json_t *p =
 		json_pack("{s:s, s:[{s:b, s:b, s:s, s:s, s:{s:s, s:s}}],"

@@ -118,11 +118,9 @@ void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct pbx_er
 	for (i = 0; i < g->npending; i++)
 		for (k = 0; k < g->pending[i].n; k++) {
 			v = xreallocarray(v, n + 1, sizeof(*v));
+			memset(&v[n], 0, sizeof(v[n])); /* every other field NULL */
 			v[n].id = gce_instance_name(g, nodes[g->pending[i].nodes[k]].name);
-			v[n].zone = xstrdup(g->pending[i].zone);
-			v[n].cluster = NULL;
-			v[n].stopped_at = 0;
-			v[n++].state = NULL;
+			v[n++].zone = xstrdup(g->pending[i].zone);
 		}
 	rc = gce_delete_instances(g, v, n, &e2);
 	if (rc == 0)

@@ -198,6 +198,7 @@ const struct pbx_provider pbx_provider_gce = {
 	.create_begin = gce_create_begin,
 	.create_poll = gce_create_poll,
 	.list = gce_list,
+	.list_nodes = gce_list_nodes,
 	.destroy = gce_destroy,
 	.remove_nodes = gce_remove_nodes,
 	.login = gce_login,

@@ -43,6 +43,7 @@ int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx
 /* The instance of v named `name`, or NULL; borrowed from v. */
 const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const char *name);
 int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+int gce_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 
 /* --------------------------------------------------------- firewall.c */
 

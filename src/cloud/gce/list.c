@@ -1,7 +1,7 @@
 /*
  * list.c - list of the gce provider, and the instance lists the other
  * operations make: the instances carrying the cluster's labels in every
- * zone (aggregatedList, every page), after the creations the store
+ * zone (aggregatedList, every page), with their addresses, after the creations the store
  * recorded are over (gce_settle); then the cluster's firewall rules
  * (firewall.c) and pbx's router where this cluster's stop would delete it
  * (router.c).  A survey (no cluster id) lists what carries the name, and
@@ -136,19 +136,55 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 	return rc;
 }
 
+/* Gives x the addresses of instance `in` that pbx may connect to (an
+ * emulator's are loopback ones only: pbx_cloud_address_allowed), for a
+ * caller that learns the node set from the list (awake.c). */
+static void gce_list_addresses(const struct gce *g, struct pbx_instance *x,
+			       const struct gce_inst *in)
+{
+	struct pbx_err e = PBX_ERR_INIT;
+	const char *priv = in->private_ip, *pub = in->public_ip;
+	if (priv && pbx_cloud_address_allowed(g->base, in->name, priv, &e) < 0)
+		priv = NULL;
+	pbx_err_clear(&e);
+	if (pub && pbx_cloud_address_allowed(g->base, in->name, pub, &e) < 0)
+		pub = NULL;
+	pbx_err_clear(&e);
+	pbx_instances_set_addresses(x, priv, pub);
+}
+
+/* The instances carrying the cluster's labels, with their addresses, as
+ * the provider's entries (appended to *v). */
+static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t *n,
+				 struct pbx_err *err)
+{
+	struct gce_inst *have = NULL;
+	size_t nhave = 0, i;
+	if (gce_list_instances(g, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < nhave; i++) {
+		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
+				  have[i].status, have[i].cluster, have[i].stopped_at);
+		gce_list_addresses(g, &(*v)[*n - 1], &have[i]);
+	}
+	gce_insts_free(have, nhave);
+	return 0;
+}
+
+int gce_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	*v = NULL;
+	*n = 0;
+	return gce_list_as_instances(ctx, v, n, err);
+}
+
 int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	struct gce_inst *have = NULL;
-	size_t nhave = 0, i;
 	*v = NULL;
 	*n = 0;
-	if (gce_settle(g, err) < 0 || gce_list_instances(g, &have, &nhave, err) < 0)
+	if (gce_settle(g, err) < 0 || gce_list_as_instances(g, v, n, err) < 0)
 		return -1;
-	for (i = 0; i < nhave; i++)
-		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
-				  have[i].status, have[i].cluster, have[i].stopped_at);
-	gce_insts_free(have, nhave);
 	if (!g->s->uid)
 		return gce_survey_rules(g, v, n, err);
 	if (gce_list_rules(g, v, n, err) < 0)

@@ -1,0 +1,170 @@
+/*
+ * awake.c - the user's view of a power-saving cluster on a cloud
+ * (docs/power-saving.md, "The laptop's view"; issue 19): there the head's
+ * own pbx makes and deletes the nodes while the user's pbx is not
+ * running, so the user's store has them as its last start left them
+ * (asleep).  `cluster show`, `state` and `exec` ask the cloud once, by
+ * the cluster's labels (the provider's list, as `stop` does), which
+ * instances run (list_nodes where the provider has it: one request on
+ * Compute Engine), and take the answer into the store and the open
+ * cluster's rows, both ways: a node whose instance runs is up at the
+ * instance's addresses, one whose instance is gone is asleep.
+ */
+#include "cluster/cluster_internal.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The listed instance of node `node` (the provider's name for it, its
+ * dns_name: on Compute Engine the instance name), or NULL; borrowed. */
+static const struct pbx_instance *awake_find(struct pbx_cluster *c, const struct pbx_instance *v,
+					     size_t n, const char *node)
+{
+	char *name = c->provider->dns_name(c->pctx, node);
+	const struct pbx_instance *x = NULL;
+	size_t i;
+	for (i = 0; name && i < n && !x; i++)
+		if (v[i].id && !strcmp(v[i].id, name))
+			x = &v[i];
+	free(name);
+	return x;
+}
+
+/* Whether x runs with an address pbx may connect to. */
+static int awake_running(const struct pbx_instance *x)
+{
+	return x && x->state && !strcasecmp(x->state, "running") && x->private_ip && *x->private_ip;
+}
+
+static int same(const char *a, const char *b)
+{
+	return (!a || !*a) ? (!b || !*b) : (b && !strcmp(a, b));
+}
+
+static void awake_set(char **field, const char *value)
+{
+	free(*field);
+	*field = value ? xstrdup(value) : NULL;
+}
+
+/* Node i, just learnt up, when the head is a node body (an emulator's;
+ * its root is not "") is one too, whose root only it knows: asked as
+ * discover.c asks, one SSH round trip (pinning its new host key).  On a VM
+ * (root "") nothing is asked.  Best effort: a node that does not answer
+ * keeps the root it had. */
+static void awake_root(struct pbx_cluster *c, size_t i)
+{
+	struct pbx_err e = PBX_ERR_INIT;
+	struct pbx_buf out = PBX_BUF_INIT;
+	struct pbx_ssh *s;
+	int status = 1;
+	if (!c->nodes[0].root || !*c->nodes[0].root)
+		return;
+	if (pbx_cluster_connect(c, i, &s, &e) == 0 &&
+	    pbx_ssh_capture(s, "printf '%s' \"${PBX_BODY_ROOT-}\"", &out, NULL, &status, &e) == 0 &&
+	    status == 0 && out.buf && out.buf[0] == '/') {
+		awake_set(&c->nodes[i].root, out.buf);
+		pbx_store_node_put(c->store, &c->nodes[i], &e);
+	}
+	pbx_err_clear(&e);
+	pbx_buf_release(&out);
+}
+
+/* Node r takes running instance x: up at its addresses.  Its pins go
+ * unless the store had it up on that instance at those addresses already
+ * (one made anew has a new host key, and the head makes a node's
+ * instance under the same name each time: pinned again on first contact,
+ * as for any node pbx makes).  1 when r changed. */
+static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct pbx_instance *x,
+		    struct pbx_err *err)
+{
+	char *prefix;
+	int removed = 0, rc;
+	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
+	    same(r->address, x->private_ip) && same(r->public_address, x->public_ip))
+		return 0;
+	prefix = xasprintf("%s/%s@", c->row.name, r->name);
+	rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
+	free(prefix);
+	if (rc < 0)
+		return -1;
+	awake_set(&r->state, "up");
+	awake_set(&r->instance_id, x->id);
+	awake_set(&r->address, x->private_ip);
+	awake_set(&r->public_address, x->public_ip);
+	if (x->zone)
+		awake_set(&r->zone, x->zone);
+	awake_set(&r->operation, NULL);
+	return pbx_store_node_put(c->store, r, err) < 0 ? -1 : 1;
+}
+
+/* Whether x is no instance, or one powering off or off (the head's
+ * suspend deletes it: STOPPING, then gone). */
+static int awake_gone(const struct pbx_instance *x)
+{
+	static const char *const off[] = { "STOPPING",      "TERMINATED", "SUSPENDING",
+					   "SUSPENDED",     "stopping",   "stopped",
+					   "shutting-down", "terminated", NULL };
+	size_t i;
+	for (i = 0; x && x->state && off[i]; i++)
+		if (!strcmp(x->state, off[i]))
+			return 1;
+	return !x;
+}
+
+/* Node r, whose instance is gone, is asleep (its other fields stay, as
+ * the head's suspend leaves them).  1 when r changed. */
+static int awake_down(struct pbx_cluster *c, struct pbx_node_row *r, struct pbx_err *err)
+{
+	if (r->state && !strcmp(r->state, PBX_NODE_ASLEEP))
+		return 0;
+	if (pbx_store_node_set_state(c->store, c->row.id, r->name, PBX_NODE_ASLEEP, err) < 0)
+		return -1;
+	awake_set(&r->state, PBX_NODE_ASLEEP);
+	return 1;
+}
+
+int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_err *err)
+{
+	const struct pbx_provider *p = c->provider;
+	int (*list)(void *, struct pbx_instance **, size_t *, struct pbx_err *) =
+		p->list_nodes ? p->list_nodes : p->list;
+	struct pbx_instance *v = NULL;
+	size_t n = 0, i, k = 0;
+	int rc = 0;
+	if (changed)
+		*changed = 0;
+	if (!strcmp(c->row.cloud, "local") || !pbx_power_saving(c->spec.t) || c->here >= 0 ||
+	    !list || !p->dns_name)
+		return 0;
+	if (list(c->pctx, &v, &n, err) < 0)
+		return pbx_err_prefix(err, "cannot list cluster %s's instances in %s", c->row.name,
+				      p->name);
+	for (i = 0; i < c->nnodes && rc == 0; i++) {
+		struct pbx_node_row *r = &c->nodes[i];
+		const struct pbx_instance *x;
+		int one;
+		if (strcmp(r->role, "compute") != 0 || !pbx_power_may_sleep(c->spec.t, r->name))
+			continue; /* the head and the nodes that always run: start's */
+		x = awake_find(c, v, n, r->name);
+		/* an instance being made (PROVISIONING) is left as the store has it */
+		one = awake_running(x) ? awake_up(c, r, x, err)
+		      : awake_gone(x)  ? awake_down(c, r, err)
+				       : 0;
+		if (one > 0 && !strcmp(r->state, "up"))
+			awake_root(c, i);
+		if (one < 0)
+			rc = pbx_err_prefix(err, "cluster %s: node %s", c->row.name, r->name);
+		else
+			k += (size_t)one;
+	}
+	pbx_instances_free(v, n);
+	if (k)
+		pbx_store_event(c->store, c->row.id, "power.view", "%zu nodes learnt from %s", k,
+				p->name);
+	if (changed)
+		*changed = k;
+	return rc;
+}
