@@ -224,7 +224,7 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "before it could record that itself.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
-		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
+		       "On a power-saving cluster on Compute Engine it also learns, from one list of\n"
 		       "the cluster's instances, which nodes the head woke or put to sleep (as\n"
 		       "`pbx cluster show` does).",
 	.args = "PACKAGE",

@@ -251,8 +251,10 @@ struct pbx_provider {
 	 * the cloud gives them (pbx_instance's private_ip, public_ip), in as
 	 * few requests as the cloud allows (Compute Engine: one a page),
 	 * without waiting for creations under way: what `cluster show` asks
-	 * to learn which nodes the head woke (src/cluster/awake.c).  *v owned
-	 * by the caller (pbx_instances_free).  NULL: list serves. */
+	 * to learn which nodes the head woke (src/cluster/awake.c), which
+	 * finds node N's instance by its id, dns_name(N).  *v owned by the
+	 * caller (pbx_instances_free).  NULL: nothing is learnt (EC2: an
+	 * instance carries no node name). */
 	int (*list_nodes)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */

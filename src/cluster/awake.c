@@ -4,9 +4,8 @@
  * own pbx makes and deletes the nodes while the user's pbx is not
  * running, so the user's store has them as its last start left them
  * (asleep).  `cluster show`, `state` and `exec` ask the cloud once, by
- * the cluster's labels (the provider's list, as `stop` does), which
- * instances run (list_nodes where the provider has it: one request on
- * Compute Engine), and take the answer into the store and the open
+ * the cluster's labels (the provider's list_nodes: one request on
+ * Compute Engine; EC2 has none yet), which instances run, and take the answer into the store and the open
  * cluster's rows, both ways: a node whose instance runs is up at the
  * instance's addresses, one whose instance is gone is asleep.
  */
@@ -129,17 +128,18 @@ static int awake_down(struct pbx_cluster *c, struct pbx_node_row *r, struct pbx_
 int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_err *err)
 {
 	const struct pbx_provider *p = c->provider;
-	int (*list)(void *, struct pbx_instance **, size_t *, struct pbx_err *) =
-		p->list_nodes ? p->list_nodes : p->list;
 	struct pbx_instance *v = NULL;
 	size_t n = 0, i, k = 0;
 	int rc = 0;
 	if (changed)
 		*changed = 0;
+	/* only a provider whose list names each node's instance (list_nodes:
+	 * Compute Engine's instance names); an EC2 instance carries its group's
+	 * name only, so its node cannot be told from a list */
 	if (!strcmp(c->row.cloud, "local") || !pbx_power_saving(c->spec.t) || c->here >= 0 ||
-	    !list || !p->dns_name)
+	    !p->list_nodes || !p->dns_name)
 		return 0;
-	if (list(c->pctx, &v, &n, err) < 0)
+	if (p->list_nodes(c->pctx, &v, &n, err) < 0)
 		return pbx_err_prefix(err, "cannot list cluster %s's instances in %s", c->row.name,
 				      p->name);
 	for (i = 0; i < c->nnodes && rc == 0; i++) {

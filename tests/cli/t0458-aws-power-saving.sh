@@ -93,5 +93,7 @@ is "$(hosts_block "$head_root/etc/hosts" | awk '{print $1}' | sort | tr '\n' ' '
 run_pbx cluster stop pw
 ok $rc "the user's stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left, the head's included"
+# the harness ends a terminated instance's body on its next look (0.2 s)
+wait_for 300 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 done_testing

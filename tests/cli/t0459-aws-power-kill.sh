@@ -57,5 +57,7 @@ is "$?" "137" "a last resume killed at create:1"
 run_pbx -q cluster stop pk
 ok $rc "the user's stop: $errout"
 is "$(holds)" "0 0 0" "no instance (node1's, which the user's store never knew, included), group or key pair is left"
+# the harness ends a terminated instance's body on its next look (0.2 s)
+wait_for 300 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 done_testing
