@@ -1074,13 +1074,14 @@ static const struct pbx_cmd cmd_cluster_exec = {
 	.name = "exec",
 	.summary = "run a command on the head node with the cluster's SLURM environment",
 	.usage = "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]",
-	.description = "Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
-		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
-		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
-		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
-		       "status.  With -n on a power-saving cluster on Compute Engine, pbx first lists\n"
-		       "the cluster's instances (one call) to learn whether the head woke NODE\n"
-		       "and at which address.",
+	.description =
+		"Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
+		"shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
+		"set.  Its stdout and stderr stream back (on a terminal with control\n"
+		"characters other than newline and tab shown as \\xHH); pbx exits with its\n"
+		"status.  With -n on a power-saving cluster on Compute Engine, pbx first lists\n"
+		"the cluster's instances (one call) to learn whether the head woke NODE\n"
+		"and at which address.",
 	.args = "CLUSTER",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"

@@ -71,24 +71,24 @@ static void awake_root(struct pbx_cluster *c, size_t i)
 	pbx_buf_release(&out);
 }
 
-/* Node r takes running instance x: up at its addresses.  Its pins go
- * unless the store had it up on that instance at those addresses already
- * (one made anew has a new host key, and the head makes a node's
- * instance under the same name each time: pinned again on first contact,
- * as for any node pbx makes).  1 when r changed. */
+/* Node r takes running instance x: up at its addresses, its host-key
+ * pins forgotten, each time: the head deletes and makes a node's instance
+ * under the same name, often at the same address, while no pbx runs here,
+ * and the list cannot tell one instance from the next (t0452 saw a start
+ * refused for a changed host key).  So a woken node's key is taken on
+ * first contact after every list, as the head's own pbx takes it after
+ * every resume.  1 when r changed. */
 static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct pbx_instance *x,
 		    struct pbx_err *err)
 {
-	char *prefix;
-	int removed = 0, rc;
-	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
-	    same(r->address, x->private_ip) && same(r->public_address, x->public_ip))
-		return 0;
-	prefix = xasprintf("%s/%s@", c->row.name, r->name);
-	rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
+	char *prefix = xasprintf("%s/%s@", c->row.name, r->name);
+	int removed = 0, rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
 	free(prefix);
 	if (rc < 0)
 		return -1;
+	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
+	    same(r->address, x->private_ip) && same(r->public_address, x->public_ip))
+		return 0;
 	awake_set(&r->state, "up");
 	awake_set(&r->instance_id, x->id);
 	awake_set(&r->address, x->private_ip);
