@@ -93,7 +93,9 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	awake_set(&r->instance_id, x->id);
 	awake_set(&r->address, x->private_ip);
 	awake_set(&r->public_address, x->public_ip);
-	if (x->zone)
+	/* the zone comes from the cloud's reply and goes into API paths
+	 * later: a name of the zones' own shape, else the stored one stays */
+	if (x->zone && pbx_config_name_ok(x->zone))
 		awake_set(&r->zone, x->zone);
 	awake_set(&r->operation, NULL);
 	return pbx_store_node_put(c->store, r, err) < 0 ? -1 : 1;
