@@ -16,7 +16,10 @@
 #        stopped or terminated about 2 minutes later.
 # On a notice it, once:
 #   1. drains this node in SLURM (reason "spot preemption notice"), so no
-#      job starts on it, a requeued one included;
+#      job starts on it, a requeued one included; a node that SLURM's power
+#      saving makes (State=CLOUD) it marks POWER_DOWN_ASAP instead, which
+#      drains it too and then has slurmctld run pbx-suspend for it, so it
+#      sleeps and is made again, by itself, when a job needs it;
 #   2. sends SIGTERM to the batch step of every job running on this node
 #      (`scancel --signal=TERM --batch`): pbx's task wrapper forwards it to
 #      the task, pbx-train writes its checkpoint and exits 75, and the
@@ -61,14 +64,35 @@ node_jobs() {
 	squeue -h -w "$PBX_NODE" -t RUNNING -o %A 2>/dev/null | grep -x '[0-9][0-9_]*' || :
 }
 
+# Whether SLURM's power saving makes and removes this node: slurm.conf has
+# it State=CLOUD (a node above its group's min:, docs/power-saving.md),
+# which `scontrol show node` shows as a CLOUD flag of its state (the first
+# State= field: the Reason= text at the end of the line is anyone's).
+node_sleeps() {
+	st=$(scontrol show node -o "$PBX_NODE" 2>/dev/null |
+		awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^State=/) { print $i; exit } }')
+	case $st in State=*CLOUD*) return 0 ;; *) return 1 ;; esac
+}
+
 # What a notice does (see the top); DETAIL is logged, never run.
 on_notice() {
 	log "preemption notice ($1): draining $PBX_NODE and signalling its jobs"
 	mkdir -p "$STATE_DIR"
 	printf 'noticed_at=%s\ncloud=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_SPOT" \
 		>"$STATE_DIR/preempted"
-	scontrol update nodename="$PBX_NODE" state=DRAIN reason="spot preemption notice" ||
-		log "scontrol update nodename=$PBX_NODE state=DRAIN failed"
+	if node_sleeps; then
+		# SLURM's power saving made this node: it powers it down once its
+		# jobs have left (pbx-suspend deletes the instance) and makes it
+		# again when a job waits for it, the requeued one included
+		how=POWER_DOWN_ASAP
+	else
+		how=DRAIN
+	fi
+	if scontrol update nodename="$PBX_NODE" state=$how reason="spot preemption notice"; then
+		log "$PBX_NODE: $how"
+	else
+		log "scontrol update nodename=$PBX_NODE state=$how failed"
+	fi
 	jobs=$(node_jobs)
 	[ -n "$jobs" ] || log "no job runs on $PBX_NODE"
 	for j in $jobs; do

@@ -50,9 +50,10 @@ STUB = """#!/bin/sh
 """
 
 
-def node(tmp, cloud, addr, name):
+def node(tmp, cloud, addr, name, state):
     """A node body's root with the watcher, its settings, /etc/hosts and
-    stubs of scontrol, squeue and scancel; returns (root, bin dir)."""
+    stubs of scontrol (whose `show node` gives the node's State=STATE),
+    squeue and scancel; returns (root, bin dir)."""
     root = os.path.join(tmp, cloud)
     for d in ("usr/local/sbin", "etc/pbx", "bin"):
         os.makedirs(os.path.join(root, d))
@@ -64,7 +65,9 @@ def node(tmp, cloud, addr, name):
                 "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\n" % (root, cloud))
     calls = os.path.join(root, "calls")
     pwned = os.path.join(root, "PWNED")
-    for cmd, body in (("scontrol", ""), ("scancel", ""),
+    show = ('[ "$1" != show ] || echo "NodeName=spot1 Arch=x86_64 CoresPerSocket=1 State=%s '
+            'ThreadsPerCore=1 Reason=x State=CLOUD"' % state)
+    for cmd, body in (("scontrol", show), ("scancel", ""),
                       ("squeue", "printf '41\\n42_3\\n$(touch %s)\\n43;touch %s\\n`touch %s`\\n' " % (pwned, pwned, pwned))):
         path = os.path.join(root, "bin", cmd)
         with open(path, "w") as f:
@@ -88,13 +91,15 @@ def read(root, name):
         return ""
 
 
-def acted(root, cloud):
-    """The checks of a notice acted on."""
+def acted(root, cloud, how):
+    """The checks of a notice acted on: the node marked HOW (DRAIN, or
+    POWER_DOWN_ASAP for a node power saving makes)."""
     calls = read(root, "calls").split("\n\n")
-    want = ["scontrol\nupdate\nnodename=spot1\nstate=DRAIN\nreason=spot preemption notice",
+    want = ["scontrol\nshow\nnode\n-o\nspot1",
+            "scontrol\nupdate\nnodename=spot1\nstate=%s\nreason=spot preemption notice" % how,
             "squeue\n-h\n-w\nspot1\n-t\nRUNNING\n-o\n%A",
             "scancel\n--signal=TERM\n--batch\n41", "scancel\n--signal=TERM\n--batch\n42_3", ""]
-    ok(calls == want, "%s: drained, then SIGTERM to the batch step of jobs 41 and 42_3 only: %r" % (cloud, calls))
+    ok(calls == want, "%s: %s, then SIGTERM to the batch step of jobs 41 and 42_3 only: %r" % (cloud, how, calls))
     ok(not os.path.exists(os.path.join(root, "PWNED")), "%s: nothing a value held was run" % cloud)
     ok("preemption notice (" in read(root, "log") and "job 42_3: SIGTERM sent to its batch step" in read(root, "log"),
        "%s: it says what it did" % cloud)
@@ -102,7 +107,8 @@ def acted(root, cloud):
 
 
 def gce(tmp):
-    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal")
+    # a node power saving makes: powered down once its jobs leave
+    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", "MIXED+CLOUD")
     pwned = os.path.join(root, "PWNED")
     tree = {"instance": {"preempted": "$(touch %s)`touch %s`" % (pwned, pwned)}}
     server = metadata.BodyServer("127.0.100.250", 80, lambda: json.loads(json.dumps(tree)))
@@ -119,7 +125,7 @@ def gce(tmp):
         ok(wait_for(lambda: read(root, "calls").count("scancel") == 2, 10),
            "gce: TRUE is acted on (%.1f s; the server is waited on, not polled)" % (time.time() - t0))
         time.sleep(1.5)
-        acted(root, "gce")
+        acted(root, "gce", "POWER_DOWN_ASAP")
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         p.wait()
@@ -127,7 +133,8 @@ def gce(tmp):
 
 
 def aws(tmp):
-    root, bindir = node(tmp, "aws", "127.0.100.251", "instance-data")
+    # a node that always runs (not CLOUD; "CLOUD" elsewhere on the line is no flag)
+    root, bindir = node(tmp, "aws", "127.0.100.251", "instance-data", "ALLOCATED")
     notice = {}
 
     def doc():
@@ -143,7 +150,7 @@ def aws(tmp):
         notice.update(action="terminate", time="2030-01-01T00:02:00Z$(touch %s)" % os.path.join(root, "PWNED"))
         ok(wait_for(lambda: read(root, "calls").count("scancel") == 2, 10), "aws: a notice is acted on")
         time.sleep(1.5)
-        acted(root, "aws")
+        acted(root, "aws", "DRAIN")
         ok('"action": "terminate"' in read(root, "log"), "aws: the log quotes the notice: %r"
            % read(root, "log").splitlines()[-4:])
     finally:

@@ -414,3 +414,71 @@ pk_node1_state() { "$pbx_head" cluster show "$1" --json | json_get '[n["state"] 
 # emu_instances: "NODE=STATUS ..." of every instance the emulator holds
 # (NODE the last part of its name), sorted; "-" for none.
 emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
+
+# spot_train CLUSTER (t0460, t0463, t0465, t0466): submits the spot tests'
+# pbx-train task (an MLP, 100 epochs, deterministic, a checkpoint on
+# SIGTERM) and waits until it trains (3 checks); sets SPOT_PKG and SPOT_T0
+# (its task directory).
+spot_train() {
+	mkdir -p "$TEST_TMP/pre"
+	cat >"$TEST_TMP/pre/experiment.yaml" <<'SPOTEOF'
+name: spot
+train:
+  model: mlp
+  dataset: synthetic
+  synthetic_n: 2048
+  epochs: 100
+  batch_size: 64
+  lr: 0.05
+  threads: 1
+  deterministic: true
+  log_every: 50
+  output_dir: out
+resources: { time: "00:10:00" }
+outputs: [out/metrics.jsonl, out/summary.json]
+SPOTEOF
+	run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" "$1"
+	ok $rc "parrun: $errout"
+	SPOT_PKG=$(echo "$out" | json_get 'd["package"]')
+	SPOT_T0=$PBX_HOME/clusters/$1/shared/pbx/$SPOT_PKG/tasks/0
+	wait_for 1200 test -s "$SPOT_T0/out/metrics.jsonl"
+	ok $? "the task is training"
+}
+
+# spot_resumed SECONDS (4 checks): the task spot_train submitted, preempted
+# once, ends within SECONDS, COMPLETED on its second attempt, resumed from
+# its checkpoint.  The REQUEUED line is checked by the test, before.
+spot_resumed() {
+	wait_final "$SPOT_PKG" "$1"
+	ok $? "the task ends"
+	is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
+		"[('COMPLETED', 2)]" "it completes on its second attempt"
+	grep -q '^pbx-train: resumed from out/checkpoint.pbxt' "$SPOT_T0/stderr"
+	ok $? "attempt 2 resumed from the checkpoint"
+}
+
+# spot_twin CLUSTER (5 checks): the same training as spot_train's, never
+# interrupted (another name: the same experiment file would be the same
+# package), completes on its first attempt with the same final parameters
+# as the preempted task's.
+spot_twin() {
+	mkdir -p "$TEST_TMP/twin"
+	sed 's/^name: spot$/name: spot-twin/' "$TEST_TMP/pre/experiment.yaml" >"$TEST_TMP/twin/experiment.yaml"
+	run_pbx parrun --json "$TEST_TMP/twin/experiment.yaml" "$1"
+	ok $rc "parrun of the twin: $errout"
+	st_twin=$(echo "$out" | json_get 'd["package"]')
+	[ -n "$st_twin" ] && [ "$st_twin" != "$SPOT_PKG" ]
+	ok $? "the twin is a package of its own ($st_twin)"
+	wait_final "$st_twin" 600
+	st_got=$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")
+	is "$st_got" "[('COMPLETED', 1)]" "the twin completes on its first attempt"
+	[ "$st_got" = "[('COMPLETED', 1)]" ] || {
+		grep -h -i 'requeue\|node_fail\|not responding\|reboot\|drain\|down' \
+			$(find "$BODIES" -name slurmctld.log) | tail -n 25 | sed 's/^/# slurmctld: /'
+		find "$BODIES" -path '*/var/log/pbx-preempt.log' -exec cat {} + | sed 's/^/# preempt: /'
+	}
+	st_s0=$(json_get 'd["params_sha256"]' <"$SPOT_T0/out/summary.json" 2>/dev/null)
+	st_s1=$(json_get 'd["params_sha256"]' <"${SPOT_T0%/"$SPOT_PKG"/tasks/0}/$st_twin/tasks/0/out/summary.json" 2>/dev/null)
+	[ -n "$st_s0" ] && [ "$st_s0" = "$st_s1" ]
+	ok $? "final parameters equal the uninterrupted twin's ($st_s0 / $st_s1)"
+}

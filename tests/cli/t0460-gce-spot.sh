@@ -55,30 +55,7 @@ conf=$(find "$BODIES" -path '*/etc/pbx/preempt.conf')
 grep -q "^PBX_SPOT='gce'\$" "$conf"
 ok $? "its settings name the cloud"
 
-mkdir -p "$TEST_TMP/pre"
-cat >"$TEST_TMP/pre/experiment.yaml" <<'EOF2'
-name: spot
-train:
-  model: mlp
-  dataset: synthetic
-  synthetic_n: 2048
-  epochs: 100
-  batch_size: 64
-  lr: 0.05
-  threads: 1
-  deterministic: true
-  log_every: 50
-  output_dir: out
-resources: { time: "00:10:00" }
-outputs: [out/metrics.jsonl, out/summary.json]
-EOF2
-run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" sp
-ok $rc "parrun: $errout"
-PKG=$(echo "$out" | json_get 'd["package"]')
-SHARED=$PBX_HOME/clusters/sp/shared
-T0=$SHARED/pbx/$PKG/tasks/0
-wait_for 1200 test -s "$T0/out/metrics.jsonl"
-ok $? "the task is training"
+spot_train sp
 
 op=$(python3 -c 'import json, sys, urllib.request
 r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1], data=json.dumps({"instance": sys.argv[2]}).encode())
@@ -89,9 +66,9 @@ ok $? "pbx-preempt saw the notice and signalled the job"
 cp "$plog" "$TEST_TMP/preempt.log" 2>/dev/null
 grep -q 'preemption notice (instance/preempted is TRUE): draining' "$TEST_TMP/preempt.log"
 ok $? "it logged the notice: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
-wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$T0/stderr"
+wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
 ok $? "the task checkpointed, exited 75 and was requeued within the notice"
-grep -q '^pbx-train: SIGTERM at step [0-9]*: checkpoint written' "$T0/stderr"
+grep -q '^pbx-train: SIGTERM at step [0-9]*: checkpoint written' "$SPOT_T0/stderr"
 ok $? "pbx-train wrote its checkpoint on SIGTERM"
 i=0
 while [ -n "$(name_of compute)" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
@@ -103,37 +80,9 @@ run_pbx -q cluster start sp
 ok $rc "start makes the spot node again: $errout"
 sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events WHERE kind = 'node.new-instance'" | grep -q '^spot1: a new instance'
 ok $? "the new instance's host key is pinned afresh (not refused as changed)"
-wait_final "$PKG" 300
-ok $? "the task ends"
-is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
-	"[('COMPLETED', 2)]" "it completes on its second attempt"
-grep -q '^pbx-train: resumed from out/checkpoint.pbxt' "$T0/stderr"
-ok $? "attempt 2 resumed from the checkpoint"
+spot_resumed 300
 
-# The twin: the same training, never interrupted (another name: the same
-# experiment file would be the same package).
-mkdir -p "$TEST_TMP/twin"
-sed 's/^name: spot$/name: spot-twin/' "$TEST_TMP/pre/experiment.yaml" >"$TEST_TMP/twin/experiment.yaml"
-run_pbx parrun --json "$TEST_TMP/twin/experiment.yaml" sp
-ok $rc "parrun of the twin: $errout"
-TWIN=$(echo "$out" | json_get 'd["package"]')
-[ -n "$TWIN" ] && [ "$TWIN" != "$PKG" ]
-ok $? "the twin is a package of its own ($TWIN)"
-wait_final "$TWIN" 300
-W0=$SHARED/pbx/$TWIN/tasks/0
-got=$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")
-is "$got" "[('COMPLETED', 1)]" "the twin completes on its first attempt"
-[ "$got" = "[('COMPLETED', 1)]" ] || {
-	grep -h '^=== pbx task\|^pbx-train: \(SIGTERM\|resumed\)' "$W0/stderr" | sed 's/^/# twin: /'
-	grep -h -i 'requeue\|node_fail\|not responding\|reboot\|drain\|down' \
-		$(find "$BODIES" -name slurmctld.log) | tail -n 25 | sed 's/^/# slurmctld: /'
-	grep -h . "$(find "$BODIES" -path '*/var/log/pbx-preempt.log' | head -n 1)" | sed 's/^/# preempt: /'
-}
-sha() { json_get 'd["params_sha256"]' <"$1/out/summary.json" 2>/dev/null; }
-s0=$(sha "$T0")
-s1=$(sha "$W0")
-[ -n "$s0" ] && [ "$s0" = "$s1" ]
-ok $? "final parameters equal the uninterrupted twin's ($s0 / $s1)"
+spot_twin sp
 
 run_pbx -q cluster stop sp
 ok $rc "stop: $errout"

@@ -49,29 +49,7 @@ is "$(echo "$plog" | grep -c .)" 1 "one node runs pbx-preempt: the spot node"
 wait_for 100 grep -q 'watching for a preemption notice (aws)' "$plog"
 ok $? "it watches IMDS: $(cat "$plog" 2>/dev/null)"
 
-mkdir -p "$TEST_TMP/pre"
-cat >"$TEST_TMP/pre/experiment.yaml" <<'EOF2'
-name: spot
-train:
-  model: mlp
-  dataset: synthetic
-  synthetic_n: 2048
-  epochs: 100
-  batch_size: 64
-  lr: 0.05
-  threads: 1
-  deterministic: true
-  log_every: 50
-  output_dir: out
-resources: { time: "00:10:00" }
-outputs: [out/metrics.jsonl, out/summary.json]
-EOF2
-run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" ws
-ok $rc "parrun: $errout"
-PKG=$(echo "$out" | json_get 'd["package"]')
-T0=$PBX_HOME/clusters/ws/shared/pbx/$PKG/tasks/0
-wait_for 1200 test -s "$T0/out/metrics.jsonl"
-ok $? "the task is training"
+spot_train ws
 
 got=$(python3 -c 'import json, sys, urllib.request
 r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
@@ -82,7 +60,7 @@ ok $? "pbx-preempt saw the notice and signalled the job"
 cp "$plog" "$TEST_TMP/preempt.log" 2>/dev/null
 grep -q 'preemption notice ({"action": "terminate", "time": "' "$TEST_TMP/preempt.log"
 ok $? "it logged the notice: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
-wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$T0/stderr"
+wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
 ok $? "the task checkpointed, exited 75 and was requeued within the notice"
 i=0
 while [ -n "$(spot_id)" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
@@ -90,30 +68,9 @@ is "$(spot_id)" "" "after the notice the spot instance is terminated"
 
 run_pbx -q cluster start ws
 ok $rc "start makes the spot node again: $errout"
-wait_final "$PKG" 300
-ok $? "the task ends"
-is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
-	"[('COMPLETED', 2)]" "it completes on its second attempt"
-grep -q '^pbx-train: resumed from out/checkpoint.pbxt' "$T0/stderr"
-ok $? "attempt 2 resumed from the checkpoint"
+spot_resumed 300
 
-# The twin: the same training, never interrupted (another name: the same
-# experiment file would be the same package).
-mkdir -p "$TEST_TMP/twin"
-sed 's/^name: spot$/name: spot-twin/' "$TEST_TMP/pre/experiment.yaml" >"$TEST_TMP/twin/experiment.yaml"
-run_pbx parrun --json "$TEST_TMP/twin/experiment.yaml" ws
-ok $rc "parrun of the twin: $errout"
-TWIN=$(echo "$out" | json_get 'd["package"]')
-[ -n "$TWIN" ] && [ "$TWIN" != "$PKG" ]
-ok $? "the twin is a package of its own ($TWIN)"
-wait_final "$TWIN" 300
-is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
-	"[('COMPLETED', 1)]" "the twin completes on its first attempt"
-sha() { json_get 'd["params_sha256"]' <"$PBX_HOME/clusters/ws/shared/pbx/$1/tasks/0/out/summary.json" 2>/dev/null; }
-s0=$(sha "$PKG")
-s1=$(sha "$TWIN")
-[ -n "$s0" ] && [ "$s0" = "$s1" ]
-ok $? "final parameters equal the uninterrupted twin's ($s0 / $s1)"
+spot_twin ws
 
 run_pbx -q cluster stop ws
 ok $rc "stop: $errout"

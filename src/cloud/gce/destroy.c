@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/fanout.h"
 #include "util/xalloc.h"
@@ -29,21 +30,39 @@ struct gce_delete_run {
 	const struct pbx_instance *v;
 };
 
-/* One instance's DELETE (a 404: already gone). */
+/* Whether err is Compute Engine's 400 resourceNotReady (gce_call puts
+ * the reason in parentheses: gce_error_text). */
+static int gce_not_ready(long status, const struct pbx_err *err)
+{
+	return status == 400 && strstr(err->msg, "(resourceNotReady)") != NULL;
+}
+
+/* One instance's DELETE (a 404: already gone).  Compute Engine refuses to
+ * delete an instance it is busy with, as a Spot instance it preempted and
+ * deletes itself after the notice (instanceTerminationAction DELETE), with
+ * 400 resourceNotReady: asked again every GCE_NOT_READY_POLL_S until it is
+ * gone or deletable, for as long as an operation is waited for. */
 static int gce_delete_one(void *ctx, size_t i, struct pbx_err *err)
 {
 	struct gce_delete_run *r = ctx;
 	const struct pbx_instance *x = &r->v[i];
+	const struct timespec poll = { GCE_NOT_READY_POLL_S, 0 };
 	json_t *reply = NULL;
 	char *path;
 	long st;
-	int rc;
+	int rc, waited;
 	if (!gce_is_instance(x))
 		return 0;
 	path = xasprintf("projects/%s/zones/%s/instances/%s", r->g->project,
 			 x->zone ? x->zone : r->g->zone, x->id);
-	rc = gce_call(r->g, "DELETE", path, NULL, ok_404, &reply, &st, err);
-	json_decref(reply);
+	for (waited = 0;; waited += GCE_NOT_READY_POLL_S) {
+		rc = gce_call(r->g, "DELETE", path, NULL, ok_404, &reply, &st, err);
+		json_decref(reply);
+		reply = NULL;
+		if (rc == 0 || !gce_not_ready(st, err) || waited >= GCE_WAIT_LIMIT_S)
+			break;
+		nanosleep(&poll, NULL);
+	}
 	free(path);
 	return rc;
 }

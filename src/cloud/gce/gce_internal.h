@@ -20,7 +20,8 @@
 
 #include "cloud/gce/gce.h"
 
-#define GCE_WAIT_LIMIT_S 600 /* waiting for one operation */
+#define GCE_WAIT_LIMIT_S     600 /* waiting for one operation */
+#define GCE_NOT_READY_POLL_S 2   /* a DELETE refused with resourceNotReady, again */
 
 /* -------------------------------------------------------- operation.c */
 

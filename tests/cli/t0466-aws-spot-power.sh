@@ -1,0 +1,78 @@
+#!/bin/sh
+# t0466-aws-spot-power.sh - a preempted spot node that SLURM's power saving
+# makes comes back by itself on EC2 (the moto harness's node bodies and
+# IMDS; issue 19, sections 2 and 3; docs/spot.md): t0463's round on EC2.
+# A spot group with min: 0 starts with the head alone; a pbx-train task
+# wakes node1 (pbx-resume on the head, which runs pbx-head with the
+# instance profile's credentials); the harness sends node1 a spot
+# interruption notice (30 s, then it terminates the instance); node1's
+# pbx-preempt marks it POWER_DOWN_ASAP and sends the job SIGTERM; pbx-train
+# checkpoints, exits 75 and is requeued; slurmctld runs pbx-suspend (a
+# TerminateInstances during the notice) and, for the requeued job,
+# pbx-resume, which makes a new instance at a new address that every node
+# learns through its /etc/hosts block; the task resumes there and
+# completes, bit-identical to an uninterrupted twin.  Subnets
+# 127.0.135.0/24 and 127.0.136.0/24; SLURM ports from 17000 + 64*8.
+. "$(dirname "$0")/lib.sh"
+H_SUBNET1=127.0.135.0/24 H_SUBNET2=127.0.136.0/24 H_SLURM_PORT_BASE=17000 H_CLUSTERS="sq"
+. "$(dirname "$0")/aws_lib.sh"
+
+h_start
+aws_power_cluster sq "{ name: spot, count: 1, min: 0, machine_type: t3.large, cpus: 2, spot: true }" \
+	"{ suspend_time: 300s, resume_timeout: 240s }"
+power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
+sinfo_node1() { "$PBX" cluster exec sq -- sinfo -h -n spot1 -o '%t %E' 2>/dev/null; }
+# the running spot instance's id and address
+spot_instance() {
+	h_py <<'PY'
+print(" ".join("%s@%s" % (i["InstanceId"], i["PrivateIpAddress"]) for r in c.describe_instances()["Reservations"]
+               for i in r["Instances"] if i.get("InstanceLifecycle") == "spot" and i["State"]["Name"] == "running"))
+PY
+}
+
+run_pbx -q cluster start sq
+ok $rc "an EC2 spot group with min: 0 starts: $errout"
+is "$(node_states)" "head:up spot1:asleep" "only the head is made"
+spot_train sq
+ID1=$(spot_instance)
+[ -n "$ID1" ]
+ok $? "the head made node1's spot instance ($ID1)"
+plog=$(find "$BODIES" -path '*/var/log/pbx-preempt.log' 2>/dev/null | head -n 1)
+wait_for 100 grep -q 'watching for a preemption notice (aws)' "$plog"
+ok $? "the woken node runs pbx-preempt: $(cat "$plog" 2>/dev/null)"
+
+got=$(python3 -c 'import json, sys, urllib.request
+r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
+print(json.load(urllib.request.urlopen(r))["action"])' "$URL" "${ID1%@*}")
+is "$got" "terminate" "the harness interrupts node1 (terminate in 30 s)"
+wait_for 300 grep -q 'SIGTERM sent to its batch step' "$plog"
+ok $? "pbx-preempt saw the notice (polling IMDS every 5 s) and signalled the job"
+cp "$plog" "$TEST_TMP/preempt.log" 2>/dev/null
+grep -q 'spot1: POWER_DOWN_ASAP$' "$TEST_TMP/preempt.log"
+ok $? "it marked the node POWER_DOWN_ASAP: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
+wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
+ok $? "the task checkpointed, exited 75 and was requeued within the notice"
+
+# from here nothing on the user's side but reading
+wait_for 600 sh -c "grep -q ' suspend spot1\$' \"\$(find '$BODIES' -path '*/var/log/pbx-power.log' | head -n 1)\""
+ok $? "slurmctld ran pbx-suspend for node1 once its job had left: $(power_log | tail -n 3 | tr '\n' '|')"
+woke_again() { [ "$(power_log | grep -c ' resume spot1$')" -ge 2 ]; }
+wait_for 900 woke_again
+ok $? "and pbx-resume again for the requeued job: $(power_log | grep -E ' (resume|suspend) ' | tr '\n' '|')"
+power_log | grep -q 'error' && r=1 || r=0
+ok $r "no power action failed: $(power_log | grep error | head -n 2)"
+spot_resumed 900
+ID2=$(spot_instance)
+[ -n "$ID2" ] && [ "${ID2%@*}" != "${ID1%@*}" ]
+ok $? "on a new instance of node1 ($ID1, then $ID2)"
+# its state without a drain or down flag, and no reason
+case $(sinfo_node1) in idle\ none | mix\ none | alloc\ none) r=0 ;; *) r=1 ;; esac
+ok $r "node1 is up with no reason left, not drained: $(sinfo_node1)"
+spot_twin sq
+
+run_pbx -q cluster stop sq
+ok $rc "stop: $errout"
+is "$(holds)" "0 0 0" "no instance, security group or key pair is left, the head's included"
+wait_for 300 prints "" procs_mentioning "$BODIES/"
+is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
+done_testing
