@@ -5,8 +5,9 @@
  * (pbx_cloud_node_running: loopback only against an API on loopback).  A
  * node whose instance is stopped (autostop) is started again; one that is
  * gone, or stops again after that, fails the creation, and what it made
- * goes (aws_clean_up, create.c).  Each live instance not yet tagged with
- * its node's name (pbx-node) is tagged (aws_tag_node).
+ * goes (aws_clean_up, create.c).  In a cluster with power saving, each
+ * live instance not yet tagged with its node's name (pbx-node) is tagged
+ * (aws_tag_node).
  */
 #include "cloud/aws/aws_internal.h"
 
@@ -74,10 +75,25 @@ static int aws_tagged_here(const struct aws *a, const char *id)
 	return 0;
 }
 
-/* Node i's instance x, live, carries pbx-node = its node's name: one
+/* Whether the template has SLURM power saving (a group with min: below
+ * its count; pbx_power_saving, src/cluster/powersave.c): only then does
+ * the user's pbx learn nodes from a list (awake.c). */
+static int aws_power_saving(const struct pbx_cluster_template *t)
+{
+	size_t i;
+	for (i = 0; t && i < t->ngroups; i++)
+		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
+			return 1;
+	return 0;
+}
+
+/* Instance x of `node`, live, carries pbx-node = the node's name: one
  * CreateTags for it unless it does (one RunInstances tags all its
  * instances alike, so the node's own tag comes after; list_nodes, list.c,
- * tells the nodes apart by it).  Done here, once EC2 lists the instance
+ * tells the nodes apart by it).  Only in a cluster with power saving,
+ * where the user's pbx learns from the list what the head woke; elsewhere
+ * a start of 1,000 nodes would make 1,000 calls more for nothing
+ * (BENCHMARKS.md: 11 calls).  Done here, once EC2 lists the instance
  * (a CreateTags just after RunInstances may meet EC2's eventual
  * consistency), and on every start, so an instance whose tagging a
  * killed pbx never sent is tagged by the next start that polls it (in
@@ -92,7 +108,8 @@ static void aws_tag_node(struct aws *a, const struct pbx_node_row *node, const s
 	size_t k;
 	for (k = 0; live[k] && strcmp(live[k], x->state) != 0; k++)
 		;
-	if (!live[k] || (x->node && !strcmp(x->node, node->name)) || aws_tagged_here(a, x->id))
+	if (!live[k] || (x->node && !strcmp(x->node, node->name)) || aws_tagged_here(a, x->id) ||
+	    !aws_power_saving(a->s->t))
 		return;
 	a->tagged = xreallocarray(a->tagged, a->ntagged + 1, sizeof(*a->tagged));
 	a->tagged[a->ntagged++] = xstrdup(x->id);
