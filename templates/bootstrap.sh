@@ -50,6 +50,10 @@
 #                   with autostop_action: delete): the head makes a key of
 #                   its own and publishes its public half in PBX_SHARED/.pbx,
 #                   and every node authorizes it for the login user
+#   PBX_USER_KEY    optional: the user's public key ("TYPE BASE64"), which
+#                   the head's pbx passes to the nodes it bootstraps (power
+#                   saving); authorized for the login user, tagged
+#                   "pbx-user:CLUSTER"
 #   PBX_LOGIN_USER, PBX_LOGIN_HOME  the login user pbx came as and its HOME
 #                   (sudo resets HOME; default: this user's); on a node body
 #                   that HOME must be under PBX_ROOT
@@ -1192,6 +1196,38 @@ head_key_authorize() {
 	[ "$CHANGED" = 0 ] || log "the head's key ${want:+is}${want:-is no longer} authorized for $AK_USER"
 }
 
+# ---- the user's key (docs/power-saving.md, "On EC2"): the head's pbx,
+# which makes nodes for SLURM's power saving, passes the user's public key
+# from the cluster's record (PBX_USER_KEY, "TYPE BASE64"), and each node it
+# bootstraps authorizes it for the login user, tagged "pbx-user:CLUSTER"
+# (a key the record changed replaces the line), so the user's pbx reaches
+# a node the head woke whatever key the cloud gave it (EC2: the head's key
+# pair only).  The file's other lines are kept.  Without PBX_USER_KEY (the
+# user's own pbx, which logs in with that key) the file is left alone.
+USER_KEY_TAG=pbx-user:$PBX_CLUSTER
+user_key_authorize() {
+	key=${PBX_USER_KEY:-}
+	[ -n "$key" ] || return 0
+	kt=${key%% *}
+	kb=${key#* }
+	case $kt in '' | *[!a-z0-9.@-]*) die "PBX_USER_KEY is not a public key (its type)" ;; esac
+	case $kb in '' | *[!A-Za-z0-9+/=]*) die "PBX_USER_KEY is not a public key (TYPE BASE64)" ;; esac
+	[ "$kt $kb" = "$key" ] || die "PBX_USER_KEY is not a public key (TYPE BASE64)"
+	login_keys_file || die "$AK_WHY"
+	dir=${AK_FILE%/*}
+	mkdir -p "$dir"
+	chmod 700 "$dir"
+	begin_new "$AK_FILE"
+	{
+		[ ! -r "$AK_FILE" ] || awk -v tag="$USER_KEY_TAG" '$NF != tag' "$AK_FILE"
+		printf '%s %s %s\n' "$kt" "$kb" "$USER_KEY_TAG"
+	} >"$NEW"
+	install_new "$AK_FILE" 0600
+	[ "$AK_USER" = "$(id -un)" ] || chown "$AK_USER:" "$dir" "$AK_FILE" ||
+		die "chown $AK_USER $AK_FILE failed"
+	[ "$CHANGED" = 0 ] || log "the user's key is authorized for $AK_USER"
+}
+
 # pbx and its configuration (no credential: pbx finds the head's own
 # identity) on the head, and ROOT/usr/local/sbin/pbx-head, which runs it
 # with them.  HEAD_PBX is pbx-head; empty when there is none (autostop
@@ -1601,5 +1637,6 @@ fi
 # a compute node authorizes the head's key once the head has published it
 # (its bootstrap runs beside this one; slurmd has waited for it above)
 [ "$ROLE" = head ] || head_key_authorize
+user_key_authorize
 
 stage 'done'

@@ -1010,8 +1010,8 @@ static const struct pbx_cmd cmd_cluster_show = {
 		"(one SSH round trip).  When the head cannot be reached the states are\n"
 		"left out with a warning; when its host key changed, pbx exits 4.\n"
 		"\n"
-		"On a power-saving cluster on Compute Engine the head makes and deletes the\n"
-		"nodes that may sleep; pbx first lists the cluster's instances (one call) and\n"
+		"On a power-saving cluster on a cloud the head makes and deletes the nodes\n"
+		"that may sleep; pbx first lists the cluster's instances (one call) and\n"
 		"records each such node up, at its instance's addresses, or asleep.  When\n"
 		"the cloud cannot be listed, the nodes are shown as last recorded, with a\n"
 		"warning (none with -q).",
@@ -1074,14 +1074,13 @@ static const struct pbx_cmd cmd_cluster_exec = {
 	.name = "exec",
 	.summary = "run a command on the head node with the cluster's SLURM environment",
 	.usage = "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]",
-	.description =
-		"Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
-		"shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
-		"set.  Its stdout and stderr stream back (on a terminal with control\n"
-		"characters other than newline and tab shown as \\xHH); pbx exits with its\n"
-		"status.  With -n on a power-saving cluster on Compute Engine, pbx first lists\n"
-		"the cluster's instances (one call) to learn whether the head woke NODE\n"
-		"and at which address.",
+	.description = "Runs COMMAND with ARGS (each passed as one word, never re-split by a\n"
+		       "shell) in the cluster's shared directory, with SLURM_CONF and PBX_SHARED\n"
+		       "set.  Its stdout and stderr stream back (on a terminal with control\n"
+		       "characters other than newline and tab shown as \\xHH); pbx exits with its\n"
+		       "status.  With -n on a power-saving cluster on a cloud, pbx first lists\n"
+		       "the cluster's instances (one call) to learn whether the head woke NODE\n"
+		       "and at which address.",
 	.args = "CLUSTER",
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"

@@ -214,20 +214,19 @@ const struct pbx_cmd pbx_cmd_state = {
 	.name = "state",
 	.summary = "where every task of an experiment stands",
 	.usage = "pbx state [-v] [-j] [-w[SECONDS]] [PKG]",
-	.description =
-		"Refreshes the tasks of package PKG (a package id prefix or an experiment\n"
-		"name; all packages without PKG) from squeue and the tasks' own status\n"
-		"files in one SSH round trip, stores them and prints a summary.  Task\n"
-		"states: NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
-		"PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
-		"MISSING (submitted, but SLURM no longer knows it and it never started).\n"
-		"A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
-		"before it could record that itself.\n"
-		"When the cluster cannot be reached, the last known states are shown;\n"
-		"when its host key changed they are shown too, and pbx exits 4.\n"
-		"On a power-saving cluster on Compute Engine it also learns, from one list of\n"
-		"the cluster's instances, which nodes the head woke or put to sleep (as\n"
-		"`pbx cluster show` does).",
+	.description = "Refreshes the tasks of package PKG (a package id prefix or an experiment\n"
+		       "name; all packages without PKG) from squeue and the tasks' own status\n"
+		       "files in one SSH round trip, stores them and prints a summary.  Task\n"
+		       "states: NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
+		       "PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
+		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
+		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
+		       "before it could record that itself.\n"
+		       "When the cluster cannot be reached, the last known states are shown;\n"
+		       "when its host key changed they are shown too, and pbx exits 4.\n"
+		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
+		       "the cluster's instances, which nodes the head woke or put to sleep (as\n"
+		       "`pbx cluster show` does).",
 	.args = "PACKAGE",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

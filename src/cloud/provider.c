@@ -95,6 +95,7 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].cluster);
 		free(v[i].private_ip);
 		free(v[i].public_ip);
+		free(v[i].node);
 	}
 	free(v);
 }
@@ -121,13 +122,12 @@ void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const
 	struct pbx_instance *x;
 	*v = xreallocarray(*v, *n + 1, sizeof(**v));
 	x = &(*v)[(*n)++];
+	memset(x, 0, sizeof(*x)); /* the fields not set here: NULL */
 	x->id = xstrdup(id);
 	x->zone = zone ? xstrdup(zone) : NULL;
 	x->state = state ? xstrdup(state) : NULL;
 	x->cluster = cluster ? xstrdup(cluster) : NULL;
 	x->stopped_at = stopped_at;
-	x->private_ip = NULL;
-	x->public_ip = NULL;
 }
 
 void pbx_instances_set_addresses(struct pbx_instance *x, const char *private_ip,

@@ -125,6 +125,10 @@ struct pbx_instance {
 	                       reads them (pbx_instances_set_addresses; Compute
 	                       Engine), else NULL */
 	char *public_ip;
+	char *node; /* the node it was made for, where the provider's list
+	                       reads it (EC2: its pbx-node tag), else NULL: then
+	                       its node is the one whose dns_name is its id
+	                       (Compute Engine's instance names) */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 /* Splits v[0..n) into *rest and *me: the entries whose id is `self` (a
@@ -135,8 +139,8 @@ void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char
 			      struct pbx_instance **rest, size_t *nrest, struct pbx_instance **me,
 			      size_t *nme);
 /* Appends one resource to the array *v of *n (grown; strings copied; zone,
- * state and cluster may be NULL and stay so); *v stays the caller's, to
- * free with pbx_instances_free. */
+ * state and cluster may be NULL and stay so; addresses and node are NULL);
+ * *v stays the caller's, to free with pbx_instances_free. */
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at);
 /* Gives x (an entry of such an array) its addresses, copied; either may be
@@ -252,9 +256,9 @@ struct pbx_provider {
 	 * few requests as the cloud allows (Compute Engine: one a page),
 	 * without waiting for creations under way: what `cluster show` asks
 	 * to learn which nodes the head woke (src/cluster/awake.c), which
-	 * finds node N's instance by its id, dns_name(N).  *v owned by the
-	 * caller (pbx_instances_free).  NULL: nothing is learnt (EC2: an
-	 * instance carries no node name). */
+	 * finds node N's instance by its `node` where the list gives one
+	 * (EC2: the pbx-node tag), else by its id, dns_name(N).  *v owned by
+	 * the caller (pbx_instances_free).  NULL: nothing is learnt. */
 	int (*list_nodes)(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 	/* Removes the given resources and the cluster's own ones (firewall
 	 * rule, files), waiting until they are gone. */

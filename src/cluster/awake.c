@@ -4,10 +4,12 @@
  * own pbx makes and deletes the nodes while the user's pbx is not
  * running, so the user's store has them as its last start left them
  * (asleep).  `cluster show`, `state` and `exec` ask the cloud once, by
- * the cluster's labels (the provider's list_nodes: one request on
- * Compute Engine; EC2 has none yet), which instances run, and take the answer into the store and the open
- * cluster's rows, both ways: a node whose instance runs is up at the
- * instance's addresses, one whose instance is gone is asleep.
+ * the cluster's labels (the provider's list_nodes: one request a page,
+ * on Compute Engine and EC2), which instances run, and take the answer
+ * into the store and the open cluster's rows, both ways: a node whose
+ * instance runs is up at the instance's addresses, one whose instance is
+ * gone is asleep.  A node's instance is the one the list says is its
+ * (EC2: the pbx-node tag), else the one named as its dns_name.
  */
 #include "cluster/cluster_internal.h"
 #include "util/xalloc.h"
@@ -16,25 +18,31 @@
 #include <string.h>
 #include <strings.h>
 
-/* The listed instance of node `node` (the provider's name for it, its
- * dns_name: on Compute Engine the instance name), or NULL; borrowed. */
+/* Whether x runs with an address pbx may connect to. */
+static int awake_running(const struct pbx_instance *x)
+{
+	return x && x->state && !strcasecmp(x->state, "running") && x->private_ip && *x->private_ip;
+}
+
+/* The listed instance of node `node`, or NULL; borrowed.  An instance is
+ * the node's when the list names its node (`node`: EC2's pbx-node tag),
+ * else when its id is the node's dns_name (Compute Engine's instance
+ * name).  One that runs comes first: on EC2 the instance a suspend
+ * terminated may still be listed (shutting-down) beside the next one. */
 static const struct pbx_instance *awake_find(struct pbx_cluster *c, const struct pbx_instance *v,
 					     size_t n, const char *node)
 {
 	char *name = c->provider->dns_name(c->pctx, node);
 	const struct pbx_instance *x = NULL;
 	size_t i;
-	for (i = 0; name && i < n && !x; i++)
-		if (v[i].id && !strcmp(v[i].id, name))
+	for (i = 0; i < n; i++) {
+		int mine = v[i].node ? !strcmp(v[i].node, node)
+				     : (name && v[i].id && !strcmp(v[i].id, name));
+		if (mine && (!x || (!awake_running(x) && awake_running(&v[i]))))
 			x = &v[i];
+	}
 	free(name);
 	return x;
-}
-
-/* Whether x runs with an address pbx may connect to. */
-static int awake_running(const struct pbx_instance *x)
-{
-	return x && x->state && !strcasecmp(x->state, "running") && x->private_ip && *x->private_ip;
 }
 
 static int same(const char *a, const char *b)
@@ -136,8 +144,7 @@ int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_e
 	if (changed)
 		*changed = 0;
 	/* only a provider whose list names each node's instance (list_nodes:
-	 * Compute Engine's instance names); an EC2 instance carries its group's
-	 * name only, so its node cannot be told from a list */
+	 * Compute Engine's instance names, EC2's pbx-node tags) */
 	if (!strcmp(c->row.cloud, "local") || !pbx_power_saving(c->spec.t) || c->here >= 0 ||
 	    !p->list_nodes || !p->dns_name)
 		return 0;

@@ -107,6 +107,25 @@ static void bootstrap_head_pbx(struct pbx_buf *cmd, const struct pbx_cluster *c,
 	}
 }
 
+/* The user's public key (c->user_key: the cluster's record carried it,
+ * on the head's store only) as "TYPE BASE64", without its comment: the
+ * bootstrap authorizes it for the login user (PBX_USER_KEY), so the
+ * user's pbx reaches the nodes the head's pbx makes whatever key the
+ * cloud gave them (EC2: the head's key pair only). */
+static void bootstrap_user_key(struct pbx_buf *cmd, const struct pbx_cluster *c)
+{
+	const char *k = c->user_key;
+	size_t type, blob;
+	char *line;
+	if (!k || !pbx_pubkey_line_ok(k))
+		return;
+	type = strcspn(k, " ");
+	blob = strcspn(k + type + 1, " ");
+	line = xasprintf("%.*s", (int)(type + 1 + blob), k);
+	bootstrap_env(cmd, "PBX_USER_KEY", line);
+	free(line);
+}
+
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 			       const char *remote_stage, const char *action, int unpack)
 {
@@ -162,6 +181,7 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 			bootstrap_env(&cmd, "PBX_BUDGET_UNTIL", until);
 		}
 		bootstrap_spot(&cmd, c->spec.t, grp, n->role);
+		bootstrap_user_key(&cmd, c);
 	}
 	pbx_buf_adds(&cmd, " && exec sh ");
 	pbx_shell_quote(&cmd, script);

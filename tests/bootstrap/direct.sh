@@ -285,6 +285,27 @@ grep -q "user@laptop" "$ak" || fail "dropping the head's key dropped the user's"
 ! key_up PBX_HEAD_PBX=1 PBX_LOGIN_HOME="$T/elsewhere" || fail "up wrote a home outside the body"
 [ ! -e "$T/elsewhere" ] || fail "up made a home outside the body"
 grep -q "outside this node body" "$T/out/node1.key.out" || fail "no reason: $(cat "$T/out/node1.key.out")"
+# ---- the user's key (PBX_USER_KEY, docs/power-saving.md "On EC2"): the
+# head's pbx passes it to the nodes it makes; authorized once, tagged
+# pbx-user:CLUSTER, replaced when it changes, the other lines kept; a line
+# that is not "TYPE BASE64" is refused and writes nothing; without it the
+# line stays (the user's own pbx passes none)
+ukey="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUserKeyOfTheLaptopYYYYYYYYYYYYYYYYYYYYYYYY"
+key_up PBX_USER_KEY="$ukey" PBX_LOGIN_HOME="$home1" || fail "up with the user's key: $(cat "$T/out/node1.key.out")"
+key_up PBX_USER_KEY="$ukey" PBX_LOGIN_HOME="$home1" || fail "up again: $(cat "$T/out/node1.key.out")"
+[ "$(grep -c "^$ukey pbx-user:bt\$" "$ak")" = 1 ] || fail "the user's key is not there once, tagged: $(cat "$ak")"
+grep -q "user@laptop" "$ak" || fail "the user's other key was dropped"
+ukey2="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINewKeyOfTheLaptopZZZZZZZZZZZZZZZZZZZZZZZZZ"
+key_up PBX_USER_KEY="$ukey2" PBX_LOGIN_HOME="$home1" || fail "up with a new key: $(cat "$T/out/node1.key.out")"
+[ "$(grep -c " pbx-user:bt\$" "$ak")" = 1 ] && grep -q "^$ukey2 pbx-user:bt\$" "$ak" ||
+	fail "a new user key did not replace the old: $(cat "$ak")"
+for bad in "ssh-ed25519 AAAA; touch $T/pwned" "ssh-ed25519 AAAA comment" "ssh-ed25519" 'x$(id) AAAA'; do
+	! key_up PBX_USER_KEY="$bad" PBX_LOGIN_HOME="$home1" || fail "up took PBX_USER_KEY '$bad'"
+	grep -q "PBX_USER_KEY is not a public key" "$T/out/node1.key.out" || fail "no reason: $(cat "$T/out/node1.key.out")"
+done
+[ ! -e "$T/pwned" ] || fail "a key line was run"
+key_up PBX_LOGIN_HOME="$home1" || fail "up without PBX_USER_KEY: $(cat "$T/out/node1.key.out")"
+grep -q "^$ukey2 pbx-user:bt\$" "$ak" || fail "up without PBX_USER_KEY dropped the user's key"
 rm -rf "$T/shared/.pbx"
 # (slurmd, unable to tell a slurmctld it is leaving, ignores TERM: KILL after 1 s)
 env_for node1 env PBX_STOP_WAIT=1 sh "$BOOT" down >/dev/null 2>"$T/out/node1.down2.err"

@@ -60,6 +60,7 @@ is "$out" "gpu1 idle gpu:t4:1
 gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || address, ' ') FROM nodes")" \
 	"head:up:127.0.63.4 gpu1:up:127.0.63.5 gpu2:up:127.0.63.6" "nodes are up on the instances' private addresses"
+is "$(calls calls CreateTags)" 0 "no CreateTags: without power saving no instance is tagged with its node"
 run_pbx cluster exec -n gpu2 e1 -- id -un
 is "$out" "root" "commands run as root through sudo -n (login user pbx)"
 sweep_demo_round e1

@@ -2,7 +2,8 @@
  * test_aws_parse.c - reading EC2 replies (libxml2): the error envelope as
  * AWS sends it (no namespace) and as moto does (a namespace, or
  * <ErrorResponse>), instance lists with nextToken, terminate replies, a
- * stopped instance's stop time from its reason (GMT, moto's UTC), and
+ * stopped instance's stop time from its reason (GMT, moto's UTC), the
+ * node an instance's pbx-node tag names, and
  * which errors are retried (throttling, 5xx) and which never are
  * (capacity, quota, even as HTTP 500), and DescribeImages replies (state,
  * the pbx-image-id tag, the snapshots behind an AMI).
@@ -97,6 +98,39 @@ static void test_instances(void)
 	ok(aws_insts_parse(ERR("X"), strlen(ERR("X")), &v, &n, &next, &err) < 0 && n == 0,
 	   "an error envelope is not an instance list");
 	ok(aws_insts_parse("<a", 2, &v, &n, &next, &err) < 0, "broken XML");
+}
+
+/* An instance's pbx-node tag (poll.c tags each instance with its node's
+ * name) is read when it has a node name's shape, else left out; the
+ * cluster id tag beside it, and an instance without either. */
+static void test_node_tags(void)
+{
+	const char *page =
+		"<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<reservationSet><item><instancesSet>"
+		"<item><instanceId>i-1</instanceId><instanceState><name>running</name></instanceState>"
+		"<tagSet><item><key>pbx-cluster-id</key><value>abc</value></item><item><key>pbx-node"
+		"</key><value>node1</value></item></tagSet></item>"
+		"<item><instanceId>i-2</instanceId><instanceState><name>running</name></instanceState>"
+		"<tagSet><item><key>pbx-node</key><value>Node 2; rm</value></item></tagSet></item>"
+		"<item><instanceId>i-3</instanceId><instanceState><name>pending</name></instanceState>"
+		"<tagSet><item><key>pbx-node</key><value></value></item></tagSet></item>"
+		"<item><instanceId>i-4</instanceId><instanceState><name>running</name></instanceState>"
+		"</item></instancesSet></item></reservationSet></DescribeInstancesResponse>";
+	struct aws_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(aws_insts_parse(page, strlen(page), &v, &n, &next, &err) == 0 && n == 4,
+	   "instances with node tags parse");
+	ok(n == 4 && v[0].node && !strcmp(v[0].node, "node1") && v[0].cluster &&
+		   !strcmp(v[0].cluster, "abc"),
+	   "the pbx-node tag names the instance's node, beside its cluster id");
+	ok(n == 4 && !v[1].node && !v[2].node,
+	   "a node tag that is no node name (or empty) is left out");
+	ok(n == 4 && !v[3].node, "an instance without the tag has no node");
+	aws_insts_free(v, n);
+	free(next);
 }
 
 /* A DescribeInstances page of one instance in `state` with, when not
@@ -317,6 +351,7 @@ int main(void)
 	test_quiet();
 	test_errors();
 	test_instances();
+	test_node_tags();
 	test_stop_times();
 	test_bad_addresses();
 	test_values();

@@ -21,7 +21,8 @@
  *            instance of the cluster is left) and the message says why
  *   poll     (poll.c) DescribeInstances by tag (paged) until every node is
  *            running with an address (loopback only, against an API on
- *            loopback)
+ *            loopback); each instance not yet tagged with its node gets
+ *            pbx-node=NODE (CreateTags, one per instance)
  *   list     (list.c) instances, security group and key pair tagged
  *            pbx-cluster=NAME and pbx-cluster-id=ID (a survey, without an
  *            id: every one tagged NAME, with the id it carries); the group
@@ -69,6 +70,9 @@ static void aws_close(void *ctx)
 	for (i = 0; i < a->nmade; i++)
 		free(a->made[i]);
 	free(a->made);
+	for (i = 0; i < a->ntagged; i++)
+		free(a->tagged[i]);
+	free(a->tagged);
 	free(a);
 }
 
@@ -213,6 +217,7 @@ const struct pbx_provider pbx_provider_aws = {
 	.create_begin = aws_create_begin,
 	.create_poll = aws_create_poll,
 	.list = aws_list,
+	.list_nodes = aws_list_nodes,
 	.destroy = aws_destroy,
 	.remove_nodes = aws_remove_nodes,
 	.login = aws_login,

@@ -17,6 +17,10 @@
 #include "util/buf.h"
 
 #define PBX_EC2_VERSION "2016-11-15"
+/* The tag that names the node an instance was made for (poll.c tags each
+ * instance once EC2 lists it; one RunInstances tags all its instances
+ * alike), by which list_nodes (list.c) tells the nodes apart. */
+#define AWS_TAG_NODE    "pbx-node"
 /* The head's instance type when the template names none. */
 #define AWS_HEAD_TYPE   "m5.xlarge"
 
@@ -123,6 +127,9 @@ struct aws_inst {
 	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *reason;                 /* stateReason message, may be NULL */
 	char *cluster;                /* its tag pbx-cluster-id, may be NULL */
+	char *node;                   /* its tag pbx-node (AWS_TAG_NODE) when that
+	                                 has a node name's shape (1 to 63 of
+	                                 a-z 0-9 -), else NULL */
 	int64_t stopped_at;           /* stopped or stopping: the time in its reason
 	                         (StateTransitionReason), unix seconds; 0 when
 	                         it has none or the instance is in another state */
@@ -187,6 +194,8 @@ struct aws {
 	char *group_id; /* the cluster's security group, once known */
 	char **made;    /* instance ids this context created */
 	size_t nmade;
+	char **tagged; /* instance ids this context tagged with their node (poll.c) */
+	size_t ntagged;
 	int touched; /* it created the group or key pair */
 	int polls;
 	long long last_describe_ms; /* polls describe at most once a second */

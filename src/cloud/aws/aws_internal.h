@@ -9,7 +9,7 @@
  *   access.c   the cluster's security group and key pair
  *   create.c   create_begin: one RunInstances per node kind, all or nothing
  *   poll.c     create_poll: DescribeInstances until every node runs
- *   list.c     list: what carries the cluster's tags
+ *   list.c     list: what carries the cluster's tags; list_nodes
  *   destroy.c  destroy and remove_nodes: TerminateInstances, then waiting
  *   ec2.c      one call (aws_call, aws_do)
  */
@@ -101,6 +101,10 @@ void aws_clean_up(struct aws *a, struct pbx_err *err);
 int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		    const struct pbx_create_hooks *h, struct pbx_err *err);
 int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
+/* The cluster's live instances (one DescribeInstances a page), with their
+ * addresses and the node each one's pbx-node tag names (NULL: untagged,
+ * not learnt). */
+int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 int aws_destroy(void *ctx, const struct pbx_instance *v, size_t n, struct pbx_err *err);
 int aws_remove_nodes(void *ctx, const struct pbx_node_row *nodes, size_t n, struct pbx_err *err);
 

@@ -4,10 +4,14 @@
  * (tags.c); a survey (no cluster id) lists what is tagged with the name,
  * each with the id it carries.  The group and key pair are told apart by
  * their state, AWS_SG and AWS_KEY, which destroy (destroy.c) reads.
+ * list_nodes: the instances alone, each with its addresses and the node
+ * its pbx-node tag names (what the laptop's view learns from, awake.c).
  */
 #include "cloud/aws/aws_internal.h"
 
 #include <stddef.h>
+
+#include "util/xalloc.h"
 
 /* The cluster id a resource carries: its tag, none when "". */
 static const char *carried(const char *id)
@@ -44,4 +48,40 @@ int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 	aws_strs_free(keys, nkeys);
 	aws_strs_free(key_ids, key_ids ? nkeys : 0);
 	return rc;
+}
+
+/* The addresses of instance x that pbx may connect to (an emulator's are
+ * loopback ones only: pbx_cloud_address_allowed). */
+static void list_addresses(const struct aws *a, struct pbx_instance *v, const struct aws_inst *x)
+{
+	struct pbx_err e = PBX_ERR_INIT;
+	const char *priv = x->private_ip, *pub = x->public_ip;
+	if (priv && pbx_cloud_address_allowed(a->endpoint, x->id, priv, &e) < 0)
+		priv = NULL;
+	pbx_err_clear(&e);
+	if (pub && pbx_cloud_address_allowed(a->endpoint, x->id, pub, &e) < 0)
+		pub = NULL;
+	pbx_err_clear(&e);
+	pbx_instances_set_addresses(v, priv, pub);
+}
+
+int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
+{
+	struct aws *a = ctx;
+	struct aws_inst *have = NULL;
+	size_t nhave = 0, i;
+	*v = NULL;
+	*n = 0;
+	if (aws_describe(a, NULL, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < nhave; i++) {
+		struct pbx_instance *x;
+		pbx_instances_add(v, n, have[i].id, have[i].subnet, have[i].state,
+				  carried(have[i].cluster), have[i].stopped_at);
+		x = &(*v)[*n - 1];
+		list_addresses(a, x, &have[i]);
+		x->node = have[i].node ? xstrdup(have[i].node) : NULL;
+	}
+	aws_insts_free(have, nhave);
+	return 0;
 }

@@ -2,7 +2,8 @@
  * parse.c - the EC2 Query API's XML replies read with libxml2 (no network,
  * no entity expansion, no DTD): the error envelope, instance lists
  * (RunInstances, DescribeInstances with nextToken, TerminateInstances;
- * a stopped instance's stop time from its reason),
+ * a stopped instance's stop time from its reason; the cluster and node
+ * an instance's tags name),
  * image lists (DescribeImages) and single values (groupId, keyName).
  * Elements are matched by local name: real EC2 sends <Response> without a
  * namespace, moto with one.  Every
@@ -155,8 +156,21 @@ void aws_insts_free(struct aws_inst *v, size_t n)
 		free(v[i].subnet);
 		free(v[i].reason);
 		free(v[i].cluster);
+		free(v[i].node);
 	}
 	free(v);
+}
+
+/* s (may be NULL; freed when refused) when it has a node name's shape:
+ * 1 to 63 of a-z 0-9 -; else NULL.  A node's tag goes into matching only,
+ * but is refused unless pbx could have written it. */
+static char *node_name(char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+	if (len && len <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len)
+		return s;
+	free(s);
+	return NULL;
 }
 
 /* Instances found so far and the first bad address among them. */
@@ -222,6 +236,7 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.subnet = child_text(item, "subnetId");
 	x.reason = child_text(child(item, "stateReason"), "message");
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
+	x.node = node_name(item_tag(item, AWS_TAG_NODE));
 	if (!strcmp(x.state, "stopped") || !strcmp(x.state, "stopping")) {
 		char *why = child_text(item, "reason");
 		x.stopped_at = reason_time(why);

@@ -5,7 +5,9 @@
  * (pbx_cloud_node_running: loopback only against an API on loopback).  A
  * node whose instance is stopped (autostop) is started again; one that is
  * gone, or stops again after that, fails the creation, and what it made
- * goes (aws_clean_up, create.c).
+ * goes (aws_clean_up, create.c).  In a cluster with power saving, each
+ * live instance not yet tagged with its node's name (pbx-node) is tagged
+ * (aws_tag_node).
  */
 #include "cloud/aws/aws_internal.h"
 
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "util/xalloc.h"
 
 #define AWS_POLL_LIMIT        3000 /* create_poll calls (about 200 ms apart): 10 min */
 #define AWS_DESCRIBE_EVERY_MS 1000
@@ -61,6 +65,64 @@ static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n
 	return 0;
 }
 
+/* Whether this context tagged instance `id` already. */
+static int aws_tagged_here(const struct aws *a, const char *id)
+{
+	size_t i;
+	for (i = 0; i < a->ntagged; i++)
+		if (!strcmp(a->tagged[i], id))
+			return 1;
+	return 0;
+}
+
+/* Whether the template has SLURM power saving (a group with min: below
+ * its count; pbx_power_saving, src/cluster/powersave.c): only then does
+ * the user's pbx learn nodes from a list (awake.c). */
+static int aws_power_saving(const struct pbx_cluster_template *t)
+{
+	size_t i;
+	for (i = 0; t && i < t->ngroups; i++)
+		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
+			return 1;
+	return 0;
+}
+
+/* Instance x of `node`, live, carries pbx-node = the node's name: one
+ * CreateTags for it unless it does (one RunInstances tags all its
+ * instances alike, so the node's own tag comes after; list_nodes, list.c,
+ * tells the nodes apart by it).  Only in a cluster with power saving,
+ * where the user's pbx learns from the list what the head woke; elsewhere
+ * a start of 1,000 nodes would make 1,000 calls more for nothing
+ * (BENCHMARKS.md: 11 calls).  Done here, once EC2 lists the instance
+ * (a CreateTags just after RunInstances may meet EC2's eventual
+ * consistency), and on every start, so an instance whose tagging a
+ * killed pbx never sent is tagged by the next start that polls it (in
+ * between, the laptop's view does not learn that node).  Best effort,
+ * once per instance and context: a refusal (an older IAM policy of the
+ * head's without it) is an event, and the creation goes on. */
+static void aws_tag_node(struct aws *a, const struct pbx_node_row *node, const struct aws_inst *x)
+{
+	static const char *const live[] = { "pending", "running", "stopping", "stopped", NULL };
+	struct pbx_err e = PBX_ERR_INIT;
+	struct aws_params p = { 0 };
+	size_t k;
+	for (k = 0; live[k] && strcmp(live[k], x->state) != 0; k++)
+		;
+	if (!live[k] || (x->node && !strcmp(x->node, node->name)) || aws_tagged_here(a, x->id) ||
+	    !aws_power_saving(a->s->t))
+		return;
+	a->tagged = xreallocarray(a->tagged, a->ntagged + 1, sizeof(*a->tagged));
+	a->tagged[a->ntagged++] = xstrdup(x->id);
+	aws_param(&p, "ResourceId.1", "%s", x->id);
+	aws_param(&p, "Tag.1.Key", "%s", AWS_TAG_NODE);
+	aws_param(&p, "Tag.1.Value", "%s", node->name);
+	if (aws_do(a, "CreateTags", &p, NULL, NULL, &e) < 0)
+		pbx_store_event(a->s->store, a->s->id, "aws.tag",
+				"instance %s of node %s not tagged %s: %s", x->id, node->name,
+				AWS_TAG_NODE, e.msg);
+	pbx_err_clear(&e);
+}
+
 int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		    const struct pbx_create_hooks *h, struct pbx_err *err)
 {
@@ -91,6 +153,8 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (!x && a->polls < AWS_SEEN_GRACE)
 			continue;
+		if (x)
+			aws_tag_node(a, &nodes[i], x);
 		if (x && (!strcmp(x->state, "stopping") || !strcmp(x->state, "stopped"))) {
 			/* started once it is stopped (aws_start_stopped); stopped
 			 * again long after StartInstances: it powered itself off */
