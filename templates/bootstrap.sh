@@ -1318,8 +1318,9 @@ if [ "$ROLE" = head ]; then
 fi
 head_pbx_install
 
-# ---- power saving (docs/power-saving.md): SLURM's ResumeProgram and
-# SuspendProgram, which pbx stages when a node group has min:, go where
+# ---- power saving (docs/power-saving.md): SLURM's ResumeProgram,
+# SuspendProgram and PrologSlurmctld (pbx-resume, pbx-suspend, pbx-ready),
+# which pbx stages when a node group has min:, go where
 # SlurmUser can run them (the stage is root's alone).  On a cloud they run
 # the head's pbx (pbx-head) as root: on a VM, where SlurmUser is slurm, a
 # sudo rule allows it that one command for this cluster, and the programs'
@@ -1327,7 +1328,7 @@ head_pbx_install
 POWER_SUDOERS=$ROOT/etc/sudoers.d/pbx-power
 power_install() {
 	[ "$ROLE" = head ] || return 0
-	for p in pbx-resume pbx-suspend; do
+	for p in pbx-resume pbx-suspend pbx-ready; do
 		if [ -r "$STAGE_DIR/$p" ]; then
 			install_file "$STAGE_DIR/$p" "$ROOT/usr/local/lib/pbx/$p" 0755
 		else

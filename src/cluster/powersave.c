@@ -23,6 +23,7 @@
  * (EC2: power_stage_hosts).
  */
 #include "cluster/cluster_internal.h"
+#include "tmpl/tmpl.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/proc.h"
@@ -110,13 +111,27 @@ static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
 			pbx_buf_addf(b, "%s%s", b->len ? "," : "", c->nodes[i].name);
 }
 
+/* SLURM's ResumeTimeout: the template's, else the boot timeout and 5
+ * minutes more (the bootstrap's install). */
+static int power_resume_timeout(const struct pbx_cluster *c)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	return t->resume_timeout ? t->resume_timeout
+				 : (t->boot_timeout ? t->boot_timeout : 300) + 300;
+}
+
+/* The head's root ("" on a VM; a node body's directory); borrowed. */
+static const char *power_root(const struct pbx_cluster *c)
+{
+	return c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
+}
+
 char *pbx_power_conf_lines(const struct pbx_cluster *c)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
 	struct pbx_buf b = PBX_BUF_INIT, on = PBX_BUF_INIT;
 	int suspend = t->suspend_time ? t->suspend_time : POWER_SUSPEND_DEFAULT_S;
-	int resume = t->resume_timeout ? t->resume_timeout
-				       : (t->boot_timeout ? t->boot_timeout : 300) + 300;
+	int resume = power_resume_timeout(c);
 	power_always_on(c, &on);
 	pbx_buf_addf(&b,
 		     "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
@@ -128,7 +143,10 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 		     "# every node's address is in this file: no alias lists (a job requeued\n"
 		     "# from a node that failed to wake would carry its address \"TBD\" and\n"
 		     "# fail to launch anywhere: \"set_nodes_alias failed\", held)\n"
-		     "SlurmctldParameters=cloud_dns\n",
+		     "SlurmctldParameters=cloud_dns\n"
+		     "# a batch job on woken nodes starts once they respond, not at\n"
+		     "# slurmctld's next periodic pass (pbx-ready)\n"
+		     "PrologSlurmctld=@ROOT@/usr/local/lib/pbx/pbx-ready\n",
 		     suspend, resume);
 	if (on.len)
 		pbx_buf_addf(&b, "SuspendExcNodes=%s\n", on.buf);
@@ -176,7 +194,7 @@ static void power_script_exec(const struct pbx_cluster *c, const char *root, con
 static char *power_script(const struct pbx_cluster *c, const char *action)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	const char *root = c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
+	const char *root = power_root(c);
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
 		     "pbx (src/cluster/powersave.c)\n",
@@ -191,6 +209,52 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	pbx_buf_addf(&b, "%s $1\"\nset --\n", action);
 	power_script_exec(c, root, action, &b);
 	return pbx_buf_detach(&b, NULL);
+}
+
+/* "node2,node3" of the nodes that may sleep: NAMEk for k from a group's
+ * min + 1 to its count. */
+static void power_sleepers(const struct pbx_cluster_template *t, struct pbx_buf *b)
+{
+	size_t i;
+	int k;
+	for (i = 0; t && i < t->ngroups; i++)
+		for (k = t->groups[i].min + 1; t->groups[i].min >= 0 && k <= t->groups[i].count;
+		     k++)
+			pbx_buf_addf(b, "%s%s%d", b->len ? "," : "", t->groups[i].name, k);
+}
+
+/* pbx-ready, SLURM's PrologSlurmctld on a power-saving cluster
+ * (templates/power-ready.sh: a batch job on woken nodes starts once they
+ * respond) with its settings filled in, shell-quoted: the head's
+ * slurm.conf and state directory, the nodes that may sleep and how long
+ * it waits (ResumeTimeout).  Appends it to *out. */
+static int power_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, struct pbx_err *err)
+{
+	struct pbx_buf text = PBX_BUF_INIT, sleepers = PBX_BUF_INIT;
+	struct pbx_buf q[4] = { PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
+	char *conf = xasprintf("%s/etc/slurm/slurm.conf", power_root(c));
+	char *state = xasprintf("%s/var/spool/slurmctld", power_root(c));
+	int rc, i;
+	power_sleepers(c->spec.t, &sleepers);
+	pbx_shell_quote(&q[0], conf);
+	pbx_shell_quote(&q[1], state);
+	pbx_shell_quote(&q[2], sleepers.len ? sleepers.buf : "");
+	pbx_buf_addf(&q[3], "%d", power_resume_timeout(c));
+	{
+		const char *const vars[] = { "SLURM_CONF", q[0].buf,   "STATE_DIR",
+					     q[1].buf,     "SLEEPERS", q[2].buf,
+					     "TIMEOUT",    q[3].buf,   NULL };
+		rc = pbx_tmpl_get("power-ready.sh", &text, err);
+		if (rc == 0)
+			rc = pbx_tmpl_subst("power-ready.sh", text.buf, vars, NULL, out, err);
+	}
+	for (i = 0; i < 4; i++)
+		pbx_buf_release(&q[i]);
+	pbx_buf_release(&text);
+	pbx_buf_release(&sleepers);
+	free(conf);
+	free(state);
+	return rc;
 }
 
 /* PBX_STAGE_DIR/hosts on a cloud whose DNS does not know the names of
@@ -229,18 +293,25 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 {
 	static const char *const actions[] = { "resume", "suspend" };
 	size_t i;
+	struct pbx_buf ready = PBX_BUF_INIT;
+	int rc;
 	if (power_stage_hosts(c, tar, now, err) < 0)
 		return -1;
 	for (i = 0; i < 2; i++) {
 		char *script = power_script(c, actions[i]);
 		char *path = xasprintf(PBX_STAGE_DIR "/pbx-%s", actions[i]);
-		int rc = pbx_ustar_file(tar, path, 0755, now, script, strlen(script), err);
+		rc = pbx_ustar_file(tar, path, 0755, now, script, strlen(script), err);
 		free(path);
 		free(script);
 		if (rc < 0)
 			return -1;
 	}
-	return 0;
+	rc = power_ready_script(c, &ready, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-ready", 0755, now, ready.buf,
+				    ready.len, err);
+	pbx_buf_release(&ready);
+	return rc;
 }
 
 /* ------------------------------------------------------------ the verb */

@@ -1,16 +1,17 @@
 #!/bin/sh
 # Static checks of the shell the nodes run, templates/bootstrap.sh, the
-# task wrapper templates/pbx-task.sh and the preemption watcher
-# templates/preempt.sh: `sh -n` (and dash/posh when present),
+# task wrapper templates/pbx-task.sh, the preemption watcher
+# templates/preempt.sh and power saving's templates/power-ready.sh: `sh -n` (and dash/posh when present),
 # then ShellCheck in POSIX sh mode (exit 77, skip, without it).
 set -eu
 SRC=${1:?usage: lint.sh SOURCE_DIR syntax|shellcheck}
 BOOT=$SRC/templates/bootstrap.sh
 TASK=$SRC/templates/pbx-task.sh
 PREEMPT=$SRC/templates/preempt.sh
+READY=$SRC/templates/power-ready.sh
 case ${2:-syntax} in
 syntax)
-	for f in "$BOOT" "$TASK" "$PREEMPT"; do
+	for f in "$BOOT" "$TASK" "$PREEMPT" "$READY"; do
 		sh -n "$f"
 		for s in dash posh; do
 			! command -v "$s" >/dev/null 2>&1 || "$s" -n "$f"
@@ -20,7 +21,7 @@ syntax)
 	;;
 shellcheck)
 	command -v shellcheck >/dev/null 2>&1 || { echo "SKIP: shellcheck not installed"; exit 77; }
-	shellcheck -s sh "$BOOT" "$TASK" "$PREEMPT"
+	shellcheck -s sh "$BOOT" "$TASK" "$PREEMPT" "$READY"
 	;;
 esac
 echo PASS

@@ -482,3 +482,36 @@ spot_twin() {
 	[ -n "$st_s0" ] && [ "$st_s0" = "$st_s1" ]
 	ok $? "final parameters equal the uninterrupted twin's ($st_s0 / $st_s1)"
 }
+
+# spot_power_notice PLOG (t0463, t0466; 3 checks): after the cloud's notice
+# to spot1, a node power saving makes, its watcher (log PLOG) signalled the
+# job and marked the node POWER_DOWN_ASAP, and the task spot_train
+# submitted checkpointed and was requeued.
+spot_power_notice() {
+	wait_for 300 grep -q 'SIGTERM sent to its batch step' "$1"
+	ok $? "pbx-preempt saw the notice and signalled the job"
+	cp "$1" "$TEST_TMP/preempt.log" 2>/dev/null
+	grep -q 'spot1: POWER_DOWN_ASAP$' "$TEST_TMP/preempt.log"
+	ok $? "it marked the node POWER_DOWN_ASAP: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
+	wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
+	ok $? "the task checkpointed, exited 75 and was requeued within the notice"
+}
+
+# spot_power_back CLUSTER (t0463, t0466; 3 checks): then, with nothing on
+# the user's side but reads, slurmctld ran pbx-suspend for spot1 once its
+# job had left and pbx-resume again for the requeued job, and spot1 ends
+# up with no drain or down flag and no reason.  The task's end is
+# spot_resumed's.
+spot_power_back() {
+	sp_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
+	sp_suspended() { sp_log | grep -q ' suspend spot1$'; }
+	sp_woke_again() { [ "$(sp_log | grep -c ' resume spot1$')" -ge 2 ]; }
+	wait_for 600 sp_suspended
+	ok $? "slurmctld ran pbx-suspend for node1 once its job had left: $(sp_log | tail -n 3 | tr '\n' '|')"
+	wait_for 900 sp_woke_again
+	ok $? "and pbx-resume again for the requeued job: $(sp_log | grep -E ' (resume|suspend) ' | tr '\n' '|')"
+	wait_final "$SPOT_PKG" 900
+	sp_state=$("$PBX" cluster exec "$1" -- sinfo -h -n spot1 -o '%t %E' 2>/dev/null)
+	case $sp_state in idle\ none | mix\ none | alloc\ none) r=0 ;; *) r=1 ;; esac
+	ok $r "node1 is up with no reason left, not drained: $sp_state"
+}

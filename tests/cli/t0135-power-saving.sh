@@ -44,6 +44,13 @@ is "$(task_states "$pkg")" \
 is "$(task_nodes "$pkg")" "node1 node2" \
 	"on both nodes (2 CPUs a task, 2 a node)"
 is "$(node_states)" "head:up node1:up node2:up" "the store has them up"
+# a batch job on woken nodes is launched when pbx-ready (PrologSlurmctld)
+# ends, once its nodes respond, not at slurmctld's periodic pass (30 s)
+ctld_log=$CDIR/nodes/head/var/log/slurm/slurmctld.log
+by_prolog=$(grep -c 'prolog_running_decr: Configuration for' "$ctld_log")
+by_pass=$(grep -c 'job_time_limit: Configuration for' "$ctld_log")
+[ "$by_prolog" -ge 1 ] && [ "$by_pass" = 0 ]
+ok $? "every task on the woken nodes was launched as pbx-ready ended ($by_prolog), none by the periodic pass ($by_pass)"
 grep -c " resume " "$CDIR/nodes/head/var/log/pbx-power.log" >"$TEST_TMP/resumes"
 ok $? "the head's pbx-power.log has the resume: $(cat "$CDIR/nodes/head/var/log/pbx-power.log" 2>/dev/null | head -5)"
 

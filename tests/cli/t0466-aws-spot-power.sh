@@ -21,7 +21,6 @@ h_start
 aws_power_cluster sq "{ name: spot, count: 1, min: 0, machine_type: t3.large, cpus: 2, spot: true }" \
 	"{ suspend_time: 300s, resume_timeout: 240s }"
 power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
-sinfo_node1() { "$PBX" cluster exec sq -- sinfo -h -n spot1 -o '%t %E' 2>/dev/null; }
 # the running spot instance's id and address
 spot_instance() {
 	h_py <<'PY'
@@ -45,29 +44,16 @@ got=$(python3 -c 'import json, sys, urllib.request
 r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
 print(json.load(urllib.request.urlopen(r))["action"])' "$URL" "${ID1%@*}")
 is "$got" "terminate" "the harness interrupts node1 (terminate in 30 s)"
-wait_for 300 grep -q 'SIGTERM sent to its batch step' "$plog"
-ok $? "pbx-preempt saw the notice (polling IMDS every 5 s) and signalled the job"
-cp "$plog" "$TEST_TMP/preempt.log" 2>/dev/null
-grep -q 'spot1: POWER_DOWN_ASAP$' "$TEST_TMP/preempt.log"
-ok $? "it marked the node POWER_DOWN_ASAP: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
-wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
-ok $? "the task checkpointed, exited 75 and was requeued within the notice"
+spot_power_notice "$plog"
 
 # from here nothing on the user's side but reading
-wait_for 600 sh -c "grep -q ' suspend spot1\$' \"\$(find '$BODIES' -path '*/var/log/pbx-power.log' | head -n 1)\""
-ok $? "slurmctld ran pbx-suspend for node1 once its job had left: $(power_log | tail -n 3 | tr '\n' '|')"
-woke_again() { [ "$(power_log | grep -c ' resume spot1$')" -ge 2 ]; }
-wait_for 900 woke_again
-ok $? "and pbx-resume again for the requeued job: $(power_log | grep -E ' (resume|suspend) ' | tr '\n' '|')"
+spot_power_back sq
 power_log | grep -q 'error' && r=1 || r=0
 ok $r "no power action failed: $(power_log | grep error | head -n 2)"
-spot_resumed 900
+spot_resumed 60
 ID2=$(spot_instance)
 [ -n "$ID2" ] && [ "${ID2%@*}" != "${ID1%@*}" ]
 ok $? "on a new instance of node1 ($ID1, then $ID2)"
-# its state without a drain or down flag, and no reason
-case $(sinfo_node1) in idle\ none | mix\ none | alloc\ none) r=0 ;; *) r=1 ;; esac
-ok $r "node1 is up with no reason left, not drained: $(sinfo_node1)"
 spot_twin sq
 
 run_pbx -q cluster stop sq
