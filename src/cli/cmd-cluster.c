@@ -1123,6 +1123,8 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_ssh, "expected a COMMAND after '--'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
 		return pbx_report(&err);
+	if (nargs == 3) /* a node the head woke: its instance's address */
+		pbx_cli_learn_awake(ctx, c);
 	if (nargs == 3 && (idx = pbx_cluster_node_index(c, argv[2])) < 0) {
 		pbx_error("cluster %s has no node named '%s'", argv[1], argv[2]);
 		pbx_cluster_close(c);
@@ -1165,7 +1167,9 @@ static const struct pbx_cmd cmd_cluster_ssh = {
 		"with StrictHostKeyChecking yes for both hops, so a changed host key is\n"
 		"refused here as everywhere.  With '-- COMMAND', each word of COMMAND and\n"
 		"ARGS reaches the node's shell as one word, as with 'cluster exec', but\n"
-		"without the cluster's environment.",
+		"without the cluster's environment.  With NODE on a power-saving cluster on\n"
+		"a cloud, pbx first lists the cluster's instances (one call) to learn\n"
+		"whether the head woke NODE and at which address.",
 	.examples = "pbx cluster ssh gce-gpu\n"
 		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
 	.args = "CLUSTER",

@@ -281,6 +281,12 @@ struct pbx_provider {
 	 * writes them, for the awake nodes, into a block of every node's
 	 * /etc/hosts as it wakes nodes (docs/power-saving.md). */
 	int names_in_hosts;
+	/* Set when an instance's id (pbx_instance.id, the store's instance_id)
+	 * is never given to another instance (EC2's i-...), so an id seen
+	 * again is the same machine with the same host key; Compute Engine's
+	 * ids are instance names, which the head's power saving gives to each
+	 * new instance of a node (src/cluster/awake.c). */
+	int ids_unique;
 	/* Prebaked images; NULL when the provider has none yet. */
 	const struct pbx_image_ops *images;
 };

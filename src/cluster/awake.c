@@ -79,19 +79,25 @@ static void awake_root(struct pbx_cluster *c, size_t i)
 	pbx_buf_release(&out);
 }
 
-/* Node r takes running instance x: up at its addresses, its host-key
- * pins forgotten, each time: the head deletes and makes a node's instance
- * under the same name, often at the same address, while no pbx runs here,
- * and the list cannot tell one instance from the next (t0452 saw a start
- * refused for a changed host key).  So a woken node's key is taken on
- * first contact after every list, as the head's own pbx takes it after
- * every resume.  1 when r changed. */
+/* Node r takes running instance x: up at its addresses.  Its host-key
+ * pins are forgotten unless x is the instance the store has for it by an
+ * id no other instance gets (provider->ids_unique: EC2): the head deletes
+ * and makes a node's instance while no pbx runs here, and on Compute
+ * Engine under the same name, often at the same address, so the list
+ * cannot tell one instance from the next there (t0452 saw a start refused
+ * for a changed host key), and a woken node's key is taken on first
+ * contact after every list, as the head's own pbx takes it after every
+ * resume.  1 when r changed. */
 static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct pbx_instance *x,
 		    struct pbx_err *err)
 {
-	char *prefix = xasprintf("%s/%s@", c->row.name, r->name);
-	int removed = 0, rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
-	free(prefix);
+	int removed = 0, rc = 0;
+	if (!c->provider->ids_unique || !r->instance_id || !x->id ||
+	    strcmp(r->instance_id, x->id) != 0) {
+		char *prefix = xasprintf("%s/%s@", c->row.name, r->name);
+		rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
+		free(prefix);
+	}
 	if (rc < 0)
 		return -1;
 	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
