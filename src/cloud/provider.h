@@ -125,7 +125,11 @@ struct pbx_instance {
 	                       reads them (pbx_instances_set_addresses; Compute
 	                       Engine), else NULL */
 	char *public_ip;
-	char *node; /* the node it was made for, where the provider's list
+	int64_t started_at; /* a running instance's last start (made or started),
+	                       unix s, where the provider's list_nodes reads it
+	                       (Compute Engine lastStartTimestamp or
+	                       creationTimestamp, EC2 launchTime); else 0 */
+	char *node;         /* the node it was made for, where the provider's list
 	                       reads it (EC2: its pbx-node tag), else NULL: then
 	                       its node is the one whose dns_name is its id
 	                       (Compute Engine's instance names) */

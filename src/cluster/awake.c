@@ -14,6 +14,7 @@
 #include "cluster/cluster_internal.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -103,6 +104,11 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
 	    same(r->address, x->private_ip) && same(r->public_address, x->public_ip))
 		return 0;
+	if (x->started_at > 0) { /* where its spend begins (spend.c) */
+		c->starts = xreallocarray(c->starts, c->nstarts + 1, sizeof(*c->starts));
+		snprintf(c->starts[c->nstarts].name, sizeof(c->starts[0].name), "%s", r->name);
+		c->starts[c->nstarts++].at = x->started_at;
+	}
 	awake_set(&r->state, "up");
 	awake_set(&r->instance_id, x->id);
 	awake_set(&r->address, x->private_ip);

@@ -182,6 +182,11 @@ struct pbx_cluster {
 		int64_t at;
 	} * stops;
 	size_t nstops;
+	/* When the cloud says a node's instance started (unix s), for the
+	 * nodes the laptop's view learnt up (awake.c): where their runs begin
+	 * (a node the head woke ran before any verb here saw it). */
+	struct pbx_node_stop *starts;
+	size_t nstarts;
 	/* For the bootstrap: when the head powers the cluster off because its
 	 * budget is spent (unix s; 0 = no budget to enforce), set by start. */
 	int64_t budget_until;

@@ -108,6 +108,25 @@ static int64_t spend_stopped_at(const struct pbx_cluster *c, const char *name)
 	return c->stopped_at;
 }
 
+/* Where a new run of node `name` begins: when this verb began (a start's
+ * instances run from then), or earlier when the cloud says its instance
+ * started before (a node the head woke that the laptop's view just learnt
+ * up: c->starts), but never before a run of it ended. */
+static int64_t spend_run_from(const struct pbx_cluster *c, const struct pbx_node_run *runs,
+			      size_t nr, const char *name, int64_t now)
+{
+	int64_t from = c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now, last = 0;
+	size_t i;
+	for (i = 0; i < nr; i++)
+		if (!strcmp(runs[i].node, name) && runs[i].ended > last)
+			last = runs[i].ended;
+	for (i = 0; i < c->nstarts; i++)
+		if (!strcmp(c->starts[i].name, name) && c->starts[i].at < from &&
+		    c->starts[i].at >= last)
+			from = c->starts[i].at;
+	return from;
+}
+
 void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 {
 	struct pbx_node_row *nodes = NULL;
@@ -150,10 +169,9 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 					 : -1;
 		}
 		nanos = spend_node_price(&q, quoted == 1, c->spec.t, nodes[i].name, nodes[i].role);
-		/* from when this verb began: a start's instances run from then */
 		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
-				   c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now,
-				   nanos, q.currency, &err);
+				   spend_run_from(c, runs, nr, nodes[i].name, now), nanos,
+				   q.currency, &err);
 	}
 out:
 	pbx_price_quote_free(&q);

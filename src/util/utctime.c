@@ -3,6 +3,7 @@
  */
 #include "util/utctime.h"
 
+#include <ctype.h>
 #include <string.h>
 #include <time.h>
 
@@ -45,4 +46,36 @@ int64_t pbx_utc_datetime(const char *s, const char *seps)
 	tm.tm_sec = sec;
 	t = timegm(&tm);
 	return t > 0 ? (int64_t)t : 0;
+}
+
+/* Unix seconds of an RFC 3339 date-time, as Compute Engine writes
+ * lastStopTimestamp and EC2 launchTime: YYYY-MM-DDTHH:MM:SS, optional fractional seconds
+ * (dropped), then Z or a +HH:MM / -HH:MM offset (applied), e.g.
+ * 2026-11-26T05:43:21.123-08:00.  Strict: anything else, a field out of
+ * range, or a time not after 1970 gives 0 (unknown), never an error. */
+int64_t pbx_rfc3339_time(const char *s)
+{
+	int64_t t = pbx_utc_datetime(s, "Tt");
+	int offset = 0;
+	if (!t)
+		return 0;
+	s += 19;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)s[1]))
+			return 0;
+		s += 1 + strspn(s + 1, "0123456789");
+	}
+	if ((*s == 'Z' || *s == 'z') && !s[1]) {
+		/* UTC */
+	} else if ((*s == '+' || *s == '-') && strlen(s) == 6 && s[3] == ':' &&
+		   strspn(s + 1, "0123456789") == 2 && strspn(s + 4, "0123456789") == 2) {
+		int oh = (s[1] - '0') * 10 + (s[2] - '0'), om = (s[4] - '0') * 10 + (s[5] - '0');
+		if (oh > 23 || om > 59)
+			return 0;
+		offset = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+	} else {
+		return 0;
+	}
+	t -= offset; /* local time = UTC + offset */
+	return t > 0 ? t : 0;
 }

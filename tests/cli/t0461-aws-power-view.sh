@@ -76,6 +76,20 @@ is "$(shown)" "head=up node1=up node2=up" "show --json lists them up"
 is "$(( $(calls calls DescribeInstances) - desc0 ))" 1 "  with one DescribeInstances"
 is "$(node_states)" "head:up node1:up node2:up" "  and the user's store has them up"
 is "$(shown_addrs)" "$(moto_addrs)" "  at their instances' addresses"
+# the user's spend of them begins at their instances' launchTime
+launched() {
+	h_py <<'PY'
+out = []
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-node", "Values": ["node1", "node2"]},
+                                       {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]:
+    for i in r["Instances"]:
+        node = [t["Value"] for t in i["Tags"] if t["Key"] == "pbx-node"][0]
+        out.append("%s=%d" % (node, int(i["LaunchTime"].timestamp())))
+print(" ".join(sorted(out)))
+PY
+}
+run_starts() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(node || '=' || started, ' ') FROM (SELECT node, min(started) AS started FROM node_runs WHERE node IN ('node1', 'node2') GROUP BY node ORDER BY node)"; }
+is "$(run_starts)" "$(launched)" "  and the user's spend of them begins at their instances' launchTime"
 
 # exec -n from here reaches them with the user's key: their key pair is
 # the head's, and the head's bootstrap authorized the user's key

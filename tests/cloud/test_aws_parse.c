@@ -159,6 +159,45 @@ static long long stopped_at(const char *state, const char *reason)
 	return at;
 }
 
+/* A DescribeInstances page of one instance in `state` launched at
+ * `launch` (the <launchTime> element left out when NULL); its
+ * started_at, or -1 when the page is refused. */
+static long long started_at(const char *state, const char *launch)
+{
+	char *xml = xasprintf(
+		"<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/"
+		"2016-11-15/\"><reservationSet><item><instancesSet><item><instanceId>i-1</instanceId>"
+		"<instanceState><code>16</code><name>%s</name></instanceState>%s%s%s</item>"
+		"</instancesSet></item></reservationSet></DescribeInstancesResponse>",
+		state, launch ? "<launchTime>" : "", launch ? launch : "",
+		launch ? "</launchTime>" : "");
+	struct aws_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	long long at = aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) == 0 && n == 1
+			       ? (long long)v[0].started_at
+			       : -1;
+	aws_insts_free(v, n);
+	free(next);
+	free(xml);
+	return at;
+}
+
+/* A running instance's launchTime (its last start, where the laptop's
+ * spend of a node the head woke begins), as EC2 writes it (milliseconds)
+ * and without; 0 when it does not read or the instance is not running. */
+static void test_start_times(void)
+{
+	ok(started_at("running", "2026-11-26T10:00:00.000Z") == 1795687200,
+	   "running: launchTime, milliseconds as EC2 writes them");
+	ok(started_at("running", "2026-11-26T10:00:00+00:00") == 1795687200,
+	   "running: launchTime with an offset");
+	ok(started_at("running", "2026-11-26 10:00:00") == 0, "a launchTime that does not read: 0");
+	ok(started_at("running", NULL) == 0, "no launchTime: 0");
+	ok(started_at("stopped", "2026-11-26T10:00:00.000Z") == 0, "not running: 0");
+}
+
 /* A stopped or stopping instance's reason carries when it stopped
  * (2026-11-26 10:00:00 UTC = 1795687200); GMT as EC2 writes it, UTC as
  * moto does.  A running instance's, or a reason without such a time, is 0;
@@ -353,6 +392,7 @@ int main(void)
 	test_instances();
 	test_node_tags();
 	test_stop_times();
+	test_start_times();
 	test_bad_addresses();
 	test_values();
 	return tap_done();

@@ -129,6 +129,47 @@ static long long stopped_at(const char *status, const char *stamp)
 	return at;
 }
 
+/* A list page of one instance with `status` and the JSON members `more`
+ * (",\"k\":v" pairs or ""); its started_at, or -1 when refused. */
+static long long started_at(const char *status, const char *more)
+{
+	struct gce_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	char *page =
+		xasprintf("{\"items\":[{\"name\":\"c-node1\",\"status\":\"%s\"%s}]}", status, more);
+	json_t *p = J(page);
+	long long at = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1
+			       ? (long long)v[0].started_at
+			       : -1;
+	gce_insts_free(v, n);
+	json_decref(p);
+	free(next);
+	free(page);
+	return at;
+}
+
+/* A RUNNING instance's last start (where the laptop's spend of a node
+ * the head woke begins): lastStartTimestamp, else creationTimestamp;
+ * 0 when neither reads or it is not RUNNING. */
+static void test_start_times(void)
+{
+	ok(started_at("RUNNING", ",\"creationTimestamp\":\"2026-11-26T10:00:00.000-08:00\","
+				 "\"lastStartTimestamp\":\"2026-11-26T18:30:00Z\"") == 1795717800,
+	   "RUNNING: lastStartTimestamp");
+	ok(started_at("RUNNING", ",\"creationTimestamp\":\"2026-11-26T02:00:00.000-08:00\"") ==
+		   1795687200,
+	   "RUNNING, never stopped: creationTimestamp, offset applied");
+	ok(started_at("RUNNING", ",\"lastStartTimestamp\":\"yesterday\","
+				 "\"creationTimestamp\":\"2026-11-26T10:00:00Z\"") == 1795687200,
+	   "a lastStartTimestamp that does not read: creationTimestamp");
+	ok(started_at("RUNNING", ",\"creationTimestamp\":12") == 0, "a stamp that is no string: 0");
+	ok(started_at("RUNNING", "") == 0, "no stamp: 0");
+	ok(started_at("TERMINATED", ",\"lastStartTimestamp\":\"2026-11-26T10:00:00Z\"") == 0,
+	   "not RUNNING: 0");
+}
+
 /* lastStopTimestamp of a powered-off instance, offset applied, in unix
  * seconds (2026-11-26T13:43:21Z = 1795700601); a running instance's, an
  * absent or a malformed one is 0 and never fails the list. */
@@ -319,6 +360,7 @@ int main(void)
 	test_ops();
 	test_list();
 	test_stop_times();
+	test_start_times();
 	test_bad_addresses();
 	test_errors();
 	return tap_done();

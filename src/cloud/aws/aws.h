@@ -133,6 +133,7 @@ struct aws_inst {
 	int64_t stopped_at;           /* stopped or stopping: the time in its reason
 	                         (StateTransitionReason), unix seconds; 0 when
 	                         it has none or the instance is in another state */
+	int64_t started_at;           /* running: launchTime (its last start), unix s; else 0 */
 };
 void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances

@@ -81,6 +81,7 @@ int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err
 		x = &(*v)[*n - 1];
 		list_addresses(a, x, &have[i]);
 		x->node = have[i].node ? xstrdup(have[i].node) : NULL;
+		x->started_at = have[i].started_at;
 	}
 	aws_insts_free(have, nhave);
 	return 0;

@@ -237,6 +237,11 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.reason = child_text(child(item, "stateReason"), "message");
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
 	x.node = node_name(item_tag(item, AWS_TAG_NODE));
+	if (!strcmp(x.state, "running")) {
+		char *launched = child_text(item, "launchTime");
+		x.started_at = pbx_rfc3339_time(launched);
+		free(launched);
+	}
 	if (!strcmp(x.state, "stopped") || !strcmp(x.state, "stopping")) {
 		char *why = child_text(item, "reason");
 		x.stopped_at = reason_time(why);

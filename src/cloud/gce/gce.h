@@ -114,6 +114,8 @@ struct gce_inst {
 	int64_t stopped_at;           /* lastStopTimestamp in unix seconds when the
 	                                   status is not RUNNING; 0 when absent,
 	                                   malformed or running */
+	int64_t started_at;           /* RUNNING: lastStartTimestamp, else
+	                                   creationTimestamp, unix s; else 0 */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);

@@ -166,6 +166,7 @@ static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t 
 		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
 				  have[i].status, have[i].cluster, have[i].stopped_at);
 		gce_list_addresses(g, &(*v)[*n - 1], &have[i]);
+		(*v)[*n - 1].started_at = have[i].started_at;
 	}
 	gce_insts_free(have, nhave);
 	return 0;

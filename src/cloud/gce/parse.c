@@ -154,36 +154,12 @@ static char *address(json_t *o, const char *key, const char *name, int *bad, str
 	return NULL;
 }
 
-/* Unix seconds of an RFC 3339 date-time, as Compute Engine writes
- * lastStopTimestamp: YYYY-MM-DDTHH:MM:SS, optional fractional seconds
- * (dropped), then Z or a +HH:MM / -HH:MM offset (applied), e.g.
- * 2026-11-26T05:43:21.123-08:00.  Strict: anything else, a field out of
- * range, or a time not after 1970 gives 0 (unknown), never an error. */
-static int64_t rfc3339_time(const char *s)
+/* When a RUNNING instance last started: lastStartTimestamp, else
+ * creationTimestamp (an instance never stopped); 0 when neither reads. */
+static int64_t gce_started_at(json_t *it)
 {
-	int64_t t = pbx_utc_datetime(s, "Tt");
-	int offset = 0;
-	if (!t)
-		return 0;
-	s += 19;
-	if (*s == '.') {
-		if (!isdigit((unsigned char)s[1]))
-			return 0;
-		s += 1 + strspn(s + 1, "0123456789");
-	}
-	if ((*s == 'Z' || *s == 'z') && !s[1]) {
-		/* UTC */
-	} else if ((*s == '+' || *s == '-') && strlen(s) == 6 && s[3] == ':' &&
-		   strspn(s + 1, "0123456789") == 2 && strspn(s + 4, "0123456789") == 2) {
-		int oh = (s[1] - '0') * 10 + (s[2] - '0'), om = (s[4] - '0') * 10 + (s[5] - '0');
-		if (oh > 23 || om > 59)
-			return 0;
-		offset = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60);
-	} else {
-		return 0;
-	}
-	t -= offset; /* local time = UTC + offset */
-	return t > 0 ? t : 0;
+	int64_t t = pbx_rfc3339_time(str(it, "lastStartTimestamp"));
+	return t ? t : pbx_rfc3339_time(str(it, "creationTimestamp"));
 }
 
 /* Appends the instances of an array (a list's items, or one scope of an
@@ -214,8 +190,9 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 		x->public_ip = address(ac, "natIP", x->name, &bad, err);
 		x->cluster = dup_or_null(str(json_object_get(it, "labels"), PBX_LABEL_CLUSTER_ID));
 		x->stopped_at = strcmp(x->status, "RUNNING") != 0
-					? rfc3339_time(str(it, "lastStopTimestamp"))
+					? pbx_rfc3339_time(str(it, "lastStopTimestamp"))
 					: 0;
+		x->started_at = !strcmp(x->status, "RUNNING") ? gce_started_at(it) : 0;
 	}
 	return bad ? -1 : 0;
 }

@@ -771,6 +771,7 @@ class App:
                                 or [None])[0],
                       "body": i.body, "body_error": i.body_error, "preempted": i.preempted,
                       "serviceAccounts": i.res.get("serviceAccounts", []),
+                      "creationTimestamp": i.res.get("creationTimestamp"),
                       "lastStartTimestamp": i.res.get("lastStartTimestamp"),
                       "lastStopTimestamp": i.res.get("lastStopTimestamp"),
                       "metadata_error": (w.bodies.metadata_error(i)
