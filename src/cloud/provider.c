@@ -130,13 +130,29 @@ void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const
 	x->stopped_at = stopped_at;
 }
 
-void pbx_instances_set_addresses(struct pbx_instance *x, const char *private_ip,
+void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const char *private_ip,
 				 const char *public_ip)
 {
+	struct pbx_err e = PBX_ERR_INIT;
+	if (private_ip && pbx_cloud_address_allowed(base, x->id, private_ip, &e) < 0)
+		private_ip = NULL;
+	pbx_err_clear(&e);
+	if (public_ip && pbx_cloud_address_allowed(base, x->id, public_ip, &e) < 0)
+		public_ip = NULL;
+	pbx_err_clear(&e);
 	free(x->private_ip);
 	free(x->public_ip);
 	x->private_ip = private_ip ? xstrdup(private_ip) : NULL;
 	x->public_ip = public_ip ? xstrdup(public_ip) : NULL;
+}
+
+int pbx_power_saving(const struct pbx_cluster_template *t)
+{
+	size_t i;
+	for (i = 0; t && i < t->ngroups; i++)
+		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
+			return 1;
+	return 0;
 }
 
 /* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */

@@ -147,10 +147,14 @@ void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char
  * *v stays the caller's, to free with pbx_instances_free. */
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at);
-/* Gives x (an entry of such an array) its addresses, copied; either may be
- * NULL and stays so.  What was set before is freed. */
-void pbx_instances_set_addresses(struct pbx_instance *x, const char *private_ip,
+/* Gives x (an entry of such an array) those of its addresses pbx may
+ * connect to for the API at `base` (pbx_cloud_address_allowed: an
+ * emulator's are loopback ones only), copied; either may be NULL. */
+void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const char *private_ip,
 				 const char *public_ip);
+/* Whether template t has a power-saving group (min: below its count;
+ * src/cluster/powersave.c, docs/power-saving.md). */
+int pbx_power_saving(const struct pbx_cluster_template *t);
 
 /* ----------------------------------------------------------------- images */
 

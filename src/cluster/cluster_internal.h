@@ -131,8 +131,6 @@ char *pbx_cluster_record_json(const struct pbx_cluster *c);
 
 /* ------------------------------------------------------- powersave.c */
 
-/* Whether template t has a power-saving group (min: below its count). */
-int pbx_power_saving(const struct pbx_cluster_template *t);
 /* Whether node `name` is above its group's min: (SLURM may put it to sleep). */
 int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name);
 /* A start's plan: every node above its group's min: asleep (the store's

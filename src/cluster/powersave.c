@@ -51,15 +51,6 @@ static const struct pbx_node_group *power_group(const struct pbx_cluster_templat
 	return g;
 }
 
-int pbx_power_saving(const struct pbx_cluster_template *t)
-{
-	size_t i;
-	for (i = 0; t && i < t->ngroups; i++)
-		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
-			return 1;
-	return 0;
-}
-
 int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name)
 {
 	int k;

@@ -50,21 +50,6 @@ int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 	return rc;
 }
 
-/* The addresses of instance x that pbx may connect to (an emulator's are
- * loopback ones only: pbx_cloud_address_allowed). */
-static void list_addresses(const struct aws *a, struct pbx_instance *v, const struct aws_inst *x)
-{
-	struct pbx_err e = PBX_ERR_INIT;
-	const char *priv = x->private_ip, *pub = x->public_ip;
-	if (priv && pbx_cloud_address_allowed(a->endpoint, x->id, priv, &e) < 0)
-		priv = NULL;
-	pbx_err_clear(&e);
-	if (pub && pbx_cloud_address_allowed(a->endpoint, x->id, pub, &e) < 0)
-		pub = NULL;
-	pbx_err_clear(&e);
-	pbx_instances_set_addresses(v, priv, pub);
-}
-
 int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
@@ -79,7 +64,7 @@ int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err
 		pbx_instances_add(v, n, have[i].id, have[i].subnet, have[i].state,
 				  carried(have[i].cluster), have[i].stopped_at);
 		x = &(*v)[*n - 1];
-		list_addresses(a, x, &have[i]);
+		pbx_instances_set_addresses(x, a->endpoint, have[i].private_ip, have[i].public_ip);
 		x->node = have[i].node ? xstrdup(have[i].node) : NULL;
 		x->started_at = have[i].started_at;
 	}

@@ -75,18 +75,6 @@ static int aws_tagged_here(const struct aws *a, const char *id)
 	return 0;
 }
 
-/* Whether the template has SLURM power saving (a group with min: below
- * its count; pbx_power_saving, src/cluster/powersave.c): only then does
- * the user's pbx learn nodes from a list (awake.c). */
-static int aws_power_saving(const struct pbx_cluster_template *t)
-{
-	size_t i;
-	for (i = 0; t && i < t->ngroups; i++)
-		if (t->groups[i].min >= 0 && t->groups[i].min < t->groups[i].count)
-			return 1;
-	return 0;
-}
-
 /* Instance x of `node`, live, carries pbx-node = the node's name: one
  * CreateTags for it unless it does (one RunInstances tags all its
  * instances alike, so the node's own tag comes after; list_nodes, list.c,
@@ -109,7 +97,7 @@ static void aws_tag_node(struct aws *a, const struct pbx_node_row *node, const s
 	for (k = 0; live[k] && strcmp(live[k], x->state) != 0; k++)
 		;
 	if (!live[k] || (x->node && !strcmp(x->node, node->name)) || aws_tagged_here(a, x->id) ||
-	    !aws_power_saving(a->s->t))
+	    !pbx_power_saving(a->s->t))
 		return;
 	a->tagged = xreallocarray(a->tagged, a->ntagged + 1, sizeof(*a->tagged));
 	a->tagged[a->ntagged++] = xstrdup(x->id);

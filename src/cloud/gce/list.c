@@ -136,23 +136,6 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 	return rc;
 }
 
-/* Gives x the addresses of instance `in` that pbx may connect to (an
- * emulator's are loopback ones only: pbx_cloud_address_allowed), for a
- * caller that learns the node set from the list (awake.c). */
-static void gce_list_addresses(const struct gce *g, struct pbx_instance *x,
-			       const struct gce_inst *in)
-{
-	struct pbx_err e = PBX_ERR_INIT;
-	const char *priv = in->private_ip, *pub = in->public_ip;
-	if (priv && pbx_cloud_address_allowed(g->base, in->name, priv, &e) < 0)
-		priv = NULL;
-	pbx_err_clear(&e);
-	if (pub && pbx_cloud_address_allowed(g->base, in->name, pub, &e) < 0)
-		pub = NULL;
-	pbx_err_clear(&e);
-	pbx_instances_set_addresses(x, priv, pub);
-}
-
 /* The instances carrying the cluster's labels, with their addresses, as
  * the provider's entries (appended to *v). */
 static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t *n,
@@ -165,7 +148,8 @@ static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t 
 	for (i = 0; i < nhave; i++) {
 		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
 				  have[i].status, have[i].cluster, have[i].stopped_at);
-		gce_list_addresses(g, &(*v)[*n - 1], &have[i]);
+		pbx_instances_set_addresses(&(*v)[*n - 1], g->base, have[i].private_ip,
+					    have[i].public_ip);
 		(*v)[*n - 1].started_at = have[i].started_at;
 	}
 	gce_insts_free(have, nhave);
