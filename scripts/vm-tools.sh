@@ -11,6 +11,9 @@ for vm_tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils dnsmasq:dn
 done
 if [ -n "$vm_tools_missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "installing:$vm_tools_missing"
+	# a fresh machine has no package lists yet (apt-get would say "Unable
+	# to locate package")
+	apt-get -o DPkg::Lock::Timeout=300 update -q >/dev/null
 	# shellcheck disable=SC2086 # the package list's words
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q \
 		--no-install-recommends $vm_tools_missing >/dev/null

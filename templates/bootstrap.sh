@@ -1009,6 +1009,42 @@ begin_new "$ENV_SH"
 } >"$NEW"
 install_new "$ENV_SH" 0644
 
+# The names of the nodes that sleep, on a cloud whose DNS does not know
+# them (EC2): the head's pbx stages "ADDRESS NAME" of the awake ones as it
+# wakes nodes (src/cluster/powersave.c), and every node keeps them in a
+# block of its /etc/hosts, which slurm.conf's NodeAddr names.  Without the
+# staged file (the user's start) the block stays as it is.  On a node body
+# /etc/hosts may be a bind mount of ROOT/etc/hosts: written in place there.
+# Before the shared directory's export, which names the nodes.
+HOSTS_BEGIN="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (begin)"
+HOSTS_END="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (end)"
+power_hosts() {
+	staged=$STAGE_DIR/hosts hosts=$ROOT/etc/hosts
+	[ -r "$staged" ] || return 0
+	while read -r addr name rest; do
+		case $addr in '' | *[!0-9a-f.:]*) die "staged hosts: bad address '$addr'" ;; esac
+		case $name in '' | -* | *[!a-z0-9-]*) die "staged hosts: bad name '$name'" ;; esac
+		[ -z "$rest" ] || die "staged hosts: more than an address and a name: '$rest'"
+	done <"$staged"
+	ensure_parent "$hosts"
+	{
+		[ ! -e "$hosts" ] || awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" \
+			'$0 == b { skip = 1; next } $0 == e { skip = 0; next } !skip' "$hosts"
+		echo "$HOSTS_BEGIN"
+		cat "$staged"
+		echo "$HOSTS_END"
+	} >"$hosts.pbx-in" || die "cannot write $hosts.pbx-in"
+	if cmp -s "$hosts.pbx-in" "$hosts"; then
+		rm -f "$hosts.pbx-in"
+	elif [ "$MODE" = systemd ]; then
+		{ chmod 0644 "$hosts.pbx-in" && mv -f "$hosts.pbx-in" "$hosts"; } || die "cannot replace $hosts"
+	else
+		cat "$hosts.pbx-in" >"$hosts" || die "cannot write $hosts"
+		rm -f "$hosts.pbx-in"
+	fi
+}
+power_hosts
+
 # ---- shared
 stage shared
 if [ "$MODE" = direct ]; then
@@ -1052,13 +1088,15 @@ elif [ "$ROLE" = head ]; then
 			echo "$line"
 		} >"$NEW"
 		install_new "$exports" 0644
-		exports_changed=$CHANGED
+		# Exported again on every run, changed or not: exportfs resolves
+		# each client's name when it runs and leaves out a name that does
+		# not resolve yet, as a node that sleeps has none until the head's
+		# pbx makes it (power saving; its resume runs this bootstrap on the
+		# head once the new instances exist).
 		if ! systemctl is-active --quiet nfs-server; then
 			systemctl enable --now nfs-server || die "could not start nfs-server (journalctl -u nfs-server)"
-			exportfs -ra || die "exportfs -ra failed"
-		elif [ "$exports_changed" = 1 ]; then
-			exportfs -ra || die "exportfs -ra failed"
 		fi
+		exportfs -ra || die "exportfs -ra failed"
 	fi
 else
 	head_addr=${PBX_HEAD_ADDR:-}
@@ -1267,7 +1305,7 @@ head_pbx_install() {
 		for kv in "HOME=$HEAD_HOME" "PBX_HOME=$HEAD_HOME" "CLOUDSDK_CONFIG=$HEAD_HOME/gcloud" \
 			"PBX_CONFIG=$ROOT/etc/pbx/head-config.yaml" "PBX_THIS_NODE=$NODE" \
 			${ROOT:+"PBX_BODY_ROOT=$ROOT"} ${ROOT:+"PBX_BODY_SHARED=$SHARED"} \
-			$(body_port_env) $(identity_env); do
+			$(body_port_env) $(identity_env) $(head_train_env); do
 			sq "${kv#*=}"
 			printf ' %s=%s' "${kv%%=*}" "$SQ"
 		done
@@ -1297,6 +1335,14 @@ body_port_env() {
 	'' | *[!0-9]*) ;;
 	*) echo "PBX_BODY_PORT_BASE=$CONF_CTLD_PORT" ;;
 	esac
+}
+
+# pbx-train as installed above, for the nodes the head's pbx makes (power
+# saving): pbx finds it beside itself only in a build tree (PBX_TRAIN_BIN,
+# src/util/proc.c); its CUDA module is found from there (../lib/pbx).
+head_train_env() {
+	[ "$MODE" = systemd ] && [ -x "$ROOT/usr/local/bin/pbx-train" ] || return 0
+	echo "PBX_TRAIN_BIN=$ROOT/usr/local/bin/pbx-train"
 }
 
 # The metadata server (Compute Engine) or IMDS (EC2) of a node body: its
@@ -1355,40 +1401,6 @@ power_install() {
 }
 power_install
 
-# The names of the nodes that sleep, on a cloud whose DNS does not know
-# them (EC2): the head's pbx stages "ADDRESS NAME" of the awake ones as it
-# wakes nodes (src/cluster/powersave.c), and every node keeps them in a
-# block of its /etc/hosts, which slurm.conf's NodeAddr names.  Without the
-# staged file (the user's start) the block stays as it is.  On a node body
-# /etc/hosts may be a bind mount of ROOT/etc/hosts: written in place there.
-HOSTS_BEGIN="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (begin)"
-HOSTS_END="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (end)"
-power_hosts() {
-	staged=$STAGE_DIR/hosts hosts=$ROOT/etc/hosts
-	[ -r "$staged" ] || return 0
-	while read -r addr name rest; do
-		case $addr in '' | *[!0-9a-f.:]*) die "staged hosts: bad address '$addr'" ;; esac
-		case $name in '' | -* | *[!a-z0-9-]*) die "staged hosts: bad name '$name'" ;; esac
-		[ -z "$rest" ] || die "staged hosts: more than an address and a name: '$rest'"
-	done <"$staged"
-	ensure_parent "$hosts"
-	{
-		[ ! -e "$hosts" ] || awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" \
-			'$0 == b { skip = 1; next } $0 == e { skip = 0; next } !skip' "$hosts"
-		echo "$HOSTS_BEGIN"
-		cat "$staged"
-		echo "$HOSTS_END"
-	} >"$hosts.pbx-in" || die "cannot write $hosts.pbx-in"
-	if cmp -s "$hosts.pbx-in" "$hosts"; then
-		rm -f "$hosts.pbx-in"
-	elif [ "$MODE" = systemd ]; then
-		{ chmod 0644 "$hosts.pbx-in" && mv -f "$hosts.pbx-in" "$hosts"; } || die "cannot replace $hosts"
-	else
-		cat "$hosts.pbx-in" >"$hosts" || die "cannot write $hosts"
-		rm -f "$hosts.pbx-in"
-	fi
-}
-power_hosts
 
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"

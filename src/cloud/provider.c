@@ -6,13 +6,12 @@
  * loopback guard for an API on loopback (an emulator).
  */
 #include "cloud/provider.h"
+#include "http/http.h"
 
 #include "util/fs.h"
 #include "util/xalloc.h"
 
-#include <arpa/inet.h>
 #include <openssl/rand.h>
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,25 +154,10 @@ int pbx_power_saving(const struct pbx_cluster_template *t)
 	return 0;
 }
 
-/* Whether text is an IPv4 address in 127.0.0.0/8 (or "localhost"). */
-static int is_loopback(const char *text)
-{
-	struct in_addr a;
-	if (!strcmp(text, "localhost"))
-		return 1;
-	return inet_pton(AF_INET, text, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 int pbx_cloud_address_allowed(const char *base, const char *instance, const char *ip,
 			      struct pbx_err *err)
 {
-	CURLU *u = curl_url();
-	char *host = NULL;
-	int emulated = u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-		       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && is_loopback(host);
-	curl_free(host);
-	curl_url_cleanup(u);
-	if (!ip || !emulated || is_loopback(ip))
+	if (!ip || !pbx_http_url_loopback(base) || pbx_http_host_loopback(ip))
 		return 0;
 	return pbx_err_set(
 		err,

@@ -51,8 +51,11 @@ int pbx_head_runs_pbx(const struct pbx_cluster *c);
 /* The configuration pbx on the head runs with (JSON, which YAML reads):
  * c's template's cloud, login user and image, the head's own key
  * (~/.ssh/id_ed25519 of pbx-head's HOME), and where its cloud's resources
- * are; no credential.  Caller frees. */
-char *pbx_head_config(const struct pbx_cluster *c);
+ * are; no credential.  On a VM (`vm`: a machine of its own, not a node
+ * body on this one) an endpoint on loopback is left out: it names a service
+ * on the user's machine (an emulator's), which is not the head's loopback,
+ * and the head calls its cloud's own API.  Caller frees. */
+char *pbx_head_config(const struct pbx_cluster *c, int vm);
 /* Adds PBX_STAGE_DIR/head-config.yaml to the stage and, for VMs (`vm`),
  * this pbx as PBX_STAGE_DIR/pbx with pbx.target ("ID VERSION_ID MACHINE"
  * it was built for); a node body runs this binary where it is. */

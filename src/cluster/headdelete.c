@@ -19,6 +19,7 @@
  */
 #include "cluster/cluster_internal.h"
 #include "config/config_write.h"
+#include "http/http.h"
 #include "util/proc.h"
 #include "util/quote.h"
 #include "util/ustar.h"
@@ -43,15 +44,31 @@ int pbx_head_runs_pbx(const struct pbx_cluster *c)
 	       (pbx_power_saving(c->spec.t) && strcmp(c->row.cloud, "local") != 0);
 }
 
-char *pbx_head_config(const struct pbx_cluster *c)
+/* The endpoints a head on a VM leaves out of cloud (config_write.c's
+ * keys): those on loopback, this machine's. */
+static void drop_loopback_endpoints(json_t *cloud)
+{
+	static const char *const keys[] = { "endpoint", "billing_endpoint", "pricing_endpoint" };
+	size_t i;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *url = json_string_value(json_object_get(cloud, keys[i]));
+		if (url && pbx_http_url_loopback(url))
+			json_object_del(cloud, keys[i]);
+	}
+}
+
+char *pbx_head_config(const struct pbx_cluster *c, int vm)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
 	json_t *clusters = json_object(), *clouds = json_object(), *root = json_object();
+	json_t *cloud = pbx_config_cloud_write(c->cfg, t->cloud);
 	char *s;
 	/* the whole template as the cluster has it (its sizes), naming the
 	 * head's own key instead of the user's */
 	json_object_set_new(clusters, c->row.name, pbx_config_template_write(t, PBX_HEAD_SSH_KEY));
-	json_object_set_new(clouds, t->cloud, pbx_config_cloud_write(c->cfg, t->cloud));
+	if (vm && cloud)
+		drop_loopback_endpoints(cloud);
+	json_object_set_new(clouds, t->cloud, cloud);
 	json_object_set_new(root, "clusters", clusters);
 	json_object_set_new(root, "clouds", clouds);
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -62,7 +79,7 @@ char *pbx_head_config(const struct pbx_cluster *c)
 int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
 		   struct pbx_err *err)
 {
-	char *conf = pbx_head_config(c), *self;
+	char *conf = pbx_head_config(c, vm), *self;
 	int rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/head-config.yaml", 0600, now, conf,
 				strlen(conf), err);
 	free(conf);

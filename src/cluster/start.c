@@ -271,16 +271,24 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	return rc;
 }
 
-/* The CUDA backend module beside the local pbx-train (src/train/cuda), as
- * PBX_STAGE_DIR/pbx-train-cuda.so; nothing when this build has none. */
+/* The CUDA backend module of the local pbx-train (src/train/cuda), as
+ * PBX_STAGE_DIR/pbx-train-cuda.so, found where pbx-train finds it
+ * (src/train/device.c): beside it (a build tree), else at ../lib/pbx (as
+ * the bootstrap installs them: a head's pbx stages its own); nothing when
+ * there is none. */
 static int start_stage_train_cuda(struct pbx_buf *tar, const char *bin_path, time_t now,
 				  struct pbx_err *err)
 {
 	struct pbx_buf mod = PBX_BUF_INIT;
 	const char *slash = strrchr(bin_path, '/');
-	char *path = xasprintf("%.*s/pbx-train-cuda.so", (int)(slash ? slash - bin_path : 1),
-			       slash ? bin_path : ".");
+	int dir = (int)(slash ? slash - bin_path : 1);
+	const char *base = slash ? bin_path : ".";
+	char *path = xasprintf("%.*s/pbx-train-cuda.so", dir, base);
 	int rc = 0;
+	if (access(path, R_OK) != 0) {
+		free(path);
+		path = xasprintf("%.*s/../lib/pbx/pbx-train-cuda.so", dir, base);
+	}
 	if (access(path, R_OK) == 0) {
 		rc = pbx_read_file(path, &mod, err);
 		if (rc == 0)

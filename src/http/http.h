@@ -102,6 +102,14 @@ int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_htt
  */
 int pbx_http_url_allowed(const char *url, char *why, size_t size);
 
+/* Whether host (an address or name, IPv6 in brackets as libcurl gives it)
+ * is a loopback host: 127.0.0.0/8, ::1 or "localhost". */
+int pbx_http_host_loopback(const char *host);
+
+/* Whether url parses and its host is a loopback host (an emulator's, or a
+ * service on this very machine: one that means another machine elsewhere). */
+int pbx_http_url_loopback(const char *url);
+
 /* 429, 500, 502, 503, 504. */
 int pbx_http_retryable_default(long status, const char *body, size_t len, void *ctx);
 

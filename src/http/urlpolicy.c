@@ -33,8 +33,7 @@ static const char *const metadata_hosts[] = {
 	NULL,
 };
 
-/* Whether `host` (libcurl's form: IPv6 in brackets) is a loopback host. */
-static int host_is_loopback(const char *host)
+int pbx_http_host_loopback(const char *host)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
@@ -60,6 +59,18 @@ static int host_is_metadata(const char *host)
 	return 0;
 }
 
+int pbx_http_url_loopback(const char *url)
+{
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int loopback = u && url && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+		       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+		       pbx_http_host_loopback(host);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return loopback;
+}
+
 int pbx_http_url_allowed(const char *url, char *why, size_t size)
 {
 	CURLU *u = curl_url();
@@ -77,7 +88,7 @@ int pbx_http_url_allowed(const char *url, char *why, size_t size)
 			 "the scheme must be https:// (or http:// to a loopback host), "
 			 "not %.20s://",
 			 scheme);
-	} else if (host_is_loopback(host) || host_is_metadata(host)) {
+	} else if (pbx_http_host_loopback(host) || host_is_metadata(host)) {
 		ok = 1;
 	} else {
 		snprintf(

@@ -47,11 +47,12 @@ ec2_base=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-ima
 ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
 ec2_shape="(shape 2)"   # bumped when shape_like_ec2_ami changes: a cached image is made again
 baked_shape="(baked 2)" # bumped when the baked part changes, likewise
+world_shape="(world-ca 1)" # the test world's CA (world_ca below)
 case $kind in
-stock) want=$stock_pkgs ;;
-baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $baked_pkgs $baked_shape" ;;
-ec2-stock) want="$ec2_base $ec2_pkgs $ec2_shape" ;;
-ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $ec2_shape $baked_pkgs $baked_shape" ;;
+stock) want="$stock_pkgs $world_shape" ;;
+baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $world_shape $baked_pkgs $baked_shape" ;;
+ec2-stock) want="$ec2_base $ec2_pkgs $ec2_shape $world_shape" ;;
+ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $ec2_shape $world_shape $baked_pkgs $baked_shape" ;;
 *) echo "image.sh: unknown kind '$kind' (stock, baked, ec2-stock or ec2-baked)" >&2; exit 2 ;;
 esac
 
@@ -160,6 +161,26 @@ CFG
 	shape_first_boot "$1"
 }
 
+# The test world's certificate authority, which the image trusts as a
+# cloud image trusts the public CAs that sign Google's and Amazon's API
+# certificates: the emulators serve their APIs to the VMs over https under
+# the cloud's own host names (compute.googleapis.com, ec2.REGION.amazonaws.com)
+# with a certificate they make from it (tests/emulators/gce/vms.py), so
+# a head's pbx talks to "the cloud" as on the real one.  Its key stays
+# beside the image (DIR/world-ca.key, root's alone), never in it.
+world_ca() {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=pbx test world CA" \
+		-keyout "$dir/world-ca.key.new" -out "$dir/world-ca.crt.new" >>"$dir/build.log" 2>&1 ||
+		{ echo "image.sh: openssl could not make the world CA" >&2; exit 1; }
+	chmod 600 "$dir/world-ca.key.new"
+	mv "$dir/world-ca.key.new" "$dir/world-ca.key"
+	mv "$dir/world-ca.crt.new" "$dir/world-ca.crt"
+	mkdir -p "$1/usr/local/share/ca-certificates"
+	cp "$dir/world-ca.crt" "$1/usr/local/share/ca-certificates/pbx-test-world.crt"
+	chroot "$1" update-ca-certificates >>"$dir/build.log" 2>&1 ||
+		{ echo "image.sh: update-ca-certificates failed in the image" >&2; exit 1; }
+}
+
 # apt_into TREE PKG...: apt-get install of PKGs into TREE (a chroot in
 # which no daemon starts; its log appended to build.log)
 apt_into() {
@@ -188,6 +209,7 @@ if [ "$kind" = stock ]; then
 	env ${proxy:+http_proxy=$proxy} debootstrap --variant=minbase --include="$stock_pkgs" bookworm "$tree" "$mirror" \
 		>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; exit 1; }
 	shape_like_cloud_image "$tree"
+	world_ca "$tree"
 elif [ "$kind" = ec2-stock ]; then
 	# debootstrap cannot order cloud-init's Python dependencies in its
 	# base stage (python3-cryptography fails to configure): apt does them
@@ -197,11 +219,13 @@ elif [ "$kind" = ec2-stock ]; then
 	# shellcheck disable=SC2086 # word splitting of the package list
 	apt_into "$tree" $ec2_pkgs
 	shape_like_ec2_ami "$tree"
+	world_ca "$tree"
 else
 	[ -d "$stock/tree" ] || { echo "image.sh: no stock image in $stock (image.sh ${kind%baked}stock $stock)" >&2; exit 1; }
 	echo "image.sh: $baked_pkgs onto a copy of $stock/tree"
 	: >"$dir/build.log"
 	cp -a "$stock/tree/." "$tree/"
+	cp -p "$stock/world-ca.key" "$stock/world-ca.crt" "$dir/" # the stock tree trusts it
 	# shellcheck disable=SC2086 # word splitting of the package list
 	apt_into "$tree" $baked_pkgs
 	rm -f "$tree/etc/munge/munge.key"   # every node gets pbx's key

@@ -10,10 +10,11 @@
 #                              starts the emulator with --backend vm (state in
 #                              DIR/emu), sets EMU_PID and PORT, writes
 #                              DIR/sa.json and registers it; status 0 when up
-#   gce_vm_config HOME NAME SA KEY GROUP
+#   gce_vm_config HOME NAME SA KEY GROUP [MORE]
 #                              HOME/config.yaml: one gce template NAME (login
 #                              user pbx, ssh key KEY, node group GROUP, a YAML
-#                              flow mapping) for the emulator at PORT
+#                              flow mapping; MORE: more lines of the
+#                              template, indented by 4) for the emulator at PORT
 #   gce_vm_emulator_stop       ends the emulator (and so every VM)
 #   vm_apt_cache IMAGES        the apt cache every VM and image build shares
 #                              (apt-cacher-ng on 127.0.0.1, its packages in
@@ -75,6 +76,7 @@ clusters:
     ssh_key: $4
     image: projects/debian-cloud/global/images/family/debian-12
     boot_timeout: 900                  # TCG VMs sharing this machine's cores boot slowly
+    ${6:-}
     node_groups:
       - $5
 clouds:

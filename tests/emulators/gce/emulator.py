@@ -44,7 +44,7 @@ import schema  # noqa: E402
 import validate  # noqa: E402
 from auth import Auth  # noqa: E402
 from bodies import Bodies, GceBodyMetadata  # noqa: E402
-from vms import VMs  # noqa: E402
+from vms import GceFlavour, VMs  # noqa: E402
 from errors import ApiError, OAuthError, already_exists, invalid_field, invalid_payload, not_found  # noqa: E402
 from faults import Faults  # noqa: E402
 from world import World  # noqa: E402
@@ -552,6 +552,11 @@ class Handler(BaseHTTPRequestHandler):
             url = urllib.parse.urlsplit(self.path)
             if not ipaddress.ip_address(self.client_address[0]).is_loopback:
                 return self._send(403, errors.ApiError(403, "forbidden", "loopback clients only").body())
+            if self.headers.get("Host", "").split(":")[0] in GceFlavour.api_names and \
+                    not url.path.startswith(("/compute/v1/", "/batch/compute/v1")):
+                # a VM came in by the cloud's name (vms.py): Compute Engine's
+                # API only, not this emulator's controls
+                raise ApiError(404, "notFound", "The requested URL %s was not found on this server." % url.path)
             if url.path.startswith("/_emulator/"):
                 return self._send(*self.app.control(method, url.path[len("/_emulator/"):], raw, url.query))
             if url.path == "/token" and method == "POST":
@@ -640,7 +645,8 @@ class App:
         bodies = None
         if args.backend == "vm":
             bodies = VMs(args.vm_image, args.state_dir, args.ssh_port, args.network_block,
-                         upstream=args.vm_upstream, mem_mb=args.vm_memory)
+                         upstream=args.vm_upstream, mem_mb=args.vm_memory,
+                         api=urllib.parse.urlsplit(base).netloc)
         elif not args.no_bodies:
             meta = GceBodyMetadata(args.metadata_port) if args.metadata_port else None
             bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts,
@@ -715,6 +721,10 @@ class App:
             if method == "POST" and what == "faults":
                 self.faults.update(body)
                 return 200, self.faults.snapshot()
+            if method == "POST" and what == "metadata-token":   # a VM's metadata server asks
+                if body.get("email") not in self.auth.accounts or not isinstance(body.get("scopes"), list):
+                    raise ValueError("no service account %r, or no scopes" % body.get("email"))
+                return 200, self._metadata_token(body["email"], body["scopes"])
             if method == "POST" and what == "token":
                 token, life = self.auth.mint(body.get("scopes", ["https://www.googleapis.com/auth/cloud-platform"]),
                                              body.get("lifetime"))

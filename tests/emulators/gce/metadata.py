@@ -4,6 +4,7 @@
 and that node bodies see (bodies.py), each on its own address.
 
     ip netns exec NS python3 metadata.py --dir STATE/vm/meta [--bind 169.254.169.254]
+                                         [--mint-socket STATE/vm/api.sock]
 
 Which instance asks is told by the source address: DIR/ADDR.json (written
 by vms.py, replaced atomically) is that instance's tree {"instance": ...,
@@ -29,8 +30,10 @@ tells the body).  What is served, as the documented server does:
   e-mail), where the instance has that service account: a fresh OAuth 2
   access token {"access_token", "expires_in", "token_type": "Bearer"}
   for the account with the instance's scopes, valid at the emulator's
-  compute API (the server's `mint` hook: node bodies' servers have one;
-  without it, and for an instance with no account, 404).  Never in a
+  compute API (the server's `mint` hook: node bodies' servers have one,
+  and a VM's server started with --mint-socket asks the emulator through
+  that unix socket, POST /_emulator/metadata-token; without it, and for an
+  instance with no account, 404).  Never in a
   recursive listing, as on Google's server.
 - Paths are hyphenated (service-accounts, network-interfaces), the tree's
   keys camelCase as recursive JSON shows them; both spellings are found.
@@ -43,8 +46,10 @@ Python standard library only.
 
 import argparse
 import hashlib
+import http.client
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -147,7 +152,11 @@ class Handler(BaseHTTPRequestHandler):
         sa = tree["instance"].get("serviceAccounts", {}).get(account)
         if sa is None or self.mint is None:
             return 404, "Not Found\n", "text/plain", None
-        return 200, json.dumps(self.mint(sa["email"], sa["scopes"])), "application/json", None
+        try:
+            return 200, json.dumps(self.mint(sa["email"], sa["scopes"])), "application/json", None
+        except (OSError, ValueError) as e:    # the emulator did not answer
+            sys.stderr.write("token for %s: %s\n" % (sa["email"], e))
+            return 503, "Service Unavailable\n", "text/plain", None
 
     def _answer(self, parts, q, directory):
         """(code, text, content type, etag) of a GET now."""
@@ -245,13 +254,47 @@ class BodyServer:
         self.httpd.server_close()
 
 
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket (the emulator's port, forwarded into the
+    namespace by vms.py)."""
+
+    def __init__(self, path):
+        super().__init__("127.0.0.1", timeout=30)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def socket_mint(path):
+    """A mint hook that asks the emulator behind the unix socket PATH."""
+    def mint(email, scopes):
+        conn = _UnixConnection(path)
+        try:
+            conn.request("POST", "/_emulator/metadata-token", json.dumps({"email": email, "scopes": scopes}),
+                         {"Content-Type": "application/json", "Host": "127.0.0.1"})
+            reply = conn.getresponse()
+            body = reply.read()
+            if reply.status != 200:
+                raise OSError("the emulator answered %d: %s" % (reply.status, body[:200]))
+            return json.loads(body)
+        finally:
+            conn.close()
+    return mint
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="Compute Engine metadata server for booted test VMs.")
     ap.add_argument("--dir", required=True, help="ADDR.json per instance")
     ap.add_argument("--bind", default="169.254.169.254")
     ap.add_argument("--port", type=int, default=80)
+    ap.add_argument("--mint-socket", help="the emulator's port as a unix socket: tokens come from it")
     args = ap.parse_args(argv)
     Handler.meta_dir = args.dir
+    if args.mint_socket:
+        Handler.mint = staticmethod(socket_mint(args.mint_socket))
     server = ThreadingHTTPServer((args.bind, args.port), Handler)
     server.daemon_threads = True
     server.serve_forever(poll_interval=0.2)

@@ -1242,5 +1242,79 @@ class GuestShutdownWatch(unittest.TestCase):
         self.assertNotIn("compute.instances.guestTerminate", self.op_types())
 
 
+class VmApi(Base):
+    """What a booted VM's head reaches of the emulator (vms.py's forward of
+    compute.googleapis.com): its metadata server's tokens come from
+    /_emulator/metadata-token over a unix socket (metadata.socket_mint),
+    only for a service account the project has, and are good at the compute
+    API; a request by the cloud's host name gets Compute Engine's API
+    alone, never the emulator's controls."""
+
+    EMAIL = "vm-head@pbx-test.iam.gserviceaccount.com"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        cls.emu.control("POST", "service-accounts", {"client_email": cls.EMAIL, "public_key_pem": pem})
+
+    def relay(self):
+        """A unix socket relayed to the emulator's port (socat's part in
+        vms.py); its path."""
+        import socket
+        import socketserver
+        path = os.path.join(self.tmp.name, "api.sock")
+        port = int(urllib.parse.urlsplit(self.emu.url).port)
+
+        class Relay(socketserver.BaseRequestHandler):
+            def handle(self):
+                up = socket.create_connection(("127.0.0.1", port))
+                def pump(a, b):
+                    while True:
+                        data = a.recv(65536)
+                        if not data:
+                            b.shutdown(socket.SHUT_WR)
+                            return
+                        b.sendall(data)
+                t = threading.Thread(target=pump, args=(up, self.request), daemon=True)
+                t.start()
+                pump(self.request, up)
+                t.join(10)
+                up.close()
+        if os.path.exists(path):
+            os.unlink(path)
+        server = socketserver.ThreadingUnixStreamServer(path, Relay)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return path
+
+    def test_metadata_token_over_the_socket(self):
+        import metadata
+        mint = metadata.socket_mint(self.relay())
+        before = self.emu.control("GET", "calls")["metadata_tokens"].get(self.EMAIL, 0)
+        reply = mint(self.EMAIL, ["https://www.googleapis.com/auth/cloud-platform"])
+        self.assertEqual(reply["token_type"], "Bearer")
+        self.assertGreater(reply["expires_in"], 0)
+        code, value = self.emu.call("GET", "zones/%s/instances" % ZONE, token=reply["access_token"])
+        self.assertEqual(code, 200, value)
+        self.assertEqual(self.emu.control("GET", "calls")["metadata_tokens"][self.EMAIL], before + 1)
+        with self.assertRaises(OSError):     # an account the project does not have
+            mint("nobody@pbx-test.iam.gserviceaccount.com", ["https://www.googleapis.com/auth/cloud-platform"])
+
+    def test_cloud_host_name_gets_the_api_alone(self):
+        host = {"Host": "compute.googleapis.com"}
+        for path in ("/_emulator/state", "/token"):
+            code, _, value = self.emu.raw("POST" if path == "/token" else "GET", self.emu.url + path, b"", host)
+            self.assertEqual((code, reason(value)), (404, "notFound"), path)
+        code, _, value = self.emu.raw("GET", self.emu.base + "projects/pbx-test/zones/%s/instances" % ZONE,
+                                      None, dict(host, Authorization="Bearer " + self.emu.token))
+        self.assertEqual(code, 200, value)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -30,6 +30,15 @@ and removes (nothing else on this machine is addressed):
 - the gateway's port 80 reaches the Debian mirror through a forward out of
   the namespace (socat pairs over a unix socket): the part of Cloud NAT
   that apt needs, and the only way out;
+- with `api` (the emulator's own 127.0.0.1:PORT) and an image that has the
+  test world's CA (tests/vm/image.sh: DIR/world-ca.key and .crt; the image
+  trusts the certificate), the cloud's API host names (the flavour's
+  `api_names`: compute.googleapis.com) resolve to the gateway, whose port
+  443 serves https with a certificate for them made from that CA and
+  forwards the plain requests out of the namespace to the emulator: a
+  head's pbx calls "Compute Engine" at its real address, with tokens from
+  the metadata server, which asks the emulator for them over the same
+  socket (metadata.py --mint-socket);
 - an instance with an access config (natIP, a loopback address here) is
   reachable from this machine at natIP:--ssh-port, forwarded to its port
   22; an instance without one only from the other VMs, as on Compute
@@ -44,7 +53,10 @@ an SMBIOS that cloud-init's ds-identify takes for EC2).  A flavour has
 DIR), `domains`, `dns` (extra dnsmasq --address names),
 `addresses(inst)` -> (private IP, public IP or None), `mac(ip)`,
 `dhcp_name(inst)`, `metadata(inst, ip, nat, vms)` (the JSON document the
-server serves that address) and `smbios(inst)` (QEMU -smbios values).
+server serves that address), `smbios(inst)` (QEMU -smbios values),
+`api_names` (the API's host names the gateway serves) and
+`metadata_args(sock)` (the metadata server's extra argv when the API is
+served: how it reaches the emulator).
 """
 
 import ipaddress
@@ -109,10 +121,17 @@ class GceFlavour:
     """Compute Engine's side of a VM: instances are the emulator's."""
     metadata_server = ["python3", os.path.join(HERE, "metadata.py")]
 
+    api_names = ("compute.googleapis.com",)
+
     def __init__(self, projects=None):
         self.projects = projects or {}
         self.domains = ["c.%s.internal" % p for p in self.projects] or ["internal"]
         self.dns = {"metadata.google.internal": "169.254.169.254"}
+
+    @staticmethod
+    def metadata_args(sock):
+        """Service accounts' tokens come from the emulator through SOCK."""
+        return ["--mint-socket", sock]
 
     @staticmethod
     def addresses(inst):
@@ -176,7 +195,7 @@ class VMs:
     private_network = True         # networkIP addresses live in our namespace only
 
     def __init__(self, image_dir, state_dir, ssh_port, net_cidr, upstream="deb.debian.org:80",
-                 mem_mb=1024, projects=None, flavour=None):
+                 mem_mb=1024, projects=None, flavour=None, api=None):
         why = why_not(image_dir)
         if why:
             raise ValueError(why)
@@ -196,6 +215,8 @@ class VMs:
         self.procs = {}            # instance name -> [Popen] (qemu first)
         self.infra = []            # namespace-wide processes
         self.hosts = {}            # instance name -> dhcp-hosts line
+        ca = os.path.join(self.image, "world-ca.key")
+        self.api = api if api and os.path.exists(ca) and getattr(self.flavour, "api_names", ()) else None
         self._netns_up(upstream)
 
     @property
@@ -242,16 +263,47 @@ class VMs:
              "--dhcp-option=option:domain-search,%s" % " ".join(domains),
              "--domain=%s" % domains[0], "--local=/internal/"]
             + ["--address=/%s/%s" % kv for kv in sorted(self.flavour.dns.items())]
+            + ["--address=/%s/%s" % (n, self.gateway) for n in (self.flavour.api_names if self.api else ())]
             + ["--address=/deb.debian.org/%s" % self.gateway,
                "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid")], True, "dnsmasq.log")
         self.infra.append(self.dnsmasq)
-        self.infra.append(self._spawn(self.flavour.metadata_server + ["--dir", self.meta_dir],
+        api_sock = os.path.join(self.dir, "api.sock")
+        self.infra.append(self._spawn(self.flavour.metadata_server + ["--dir", self.meta_dir]
+                                      + (self.flavour.metadata_args(api_sock) if self.api else []),
                                       True, "metadata.log"))
+        if self.api:
+            self._api_up(api_sock)
         apt = os.path.join(self.dir, "apt.sock")
         self.infra.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % apt,
                                        "TCP:%s" % upstream], False, "apt.log"))
         self.infra.append(self._spawn(["socat", "TCP-LISTEN:80,bind=%s,fork,reuseaddr" % self.gateway,
                                        "UNIX-CONNECT:%s" % apt], True, "apt.log"))
+
+    def _api_up(self, sock):
+        """The cloud's API on the gateway's port 443 (https, a certificate
+        for the flavour's api_names from the image's world CA), forwarded
+        out of the namespace to the emulator at self.api through SOCK."""
+        key, pem = os.path.join(self.dir, "api.key"), os.path.join(self.dir, "api.pem")
+        names = self.flavour.api_names
+        conf = os.path.join(self.dir, "api.ext")
+        with open(conf, "w") as f:
+            f.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n"
+                    % ",".join("DNS:" + n for n in names))
+        csr = os.path.join(self.dir, "api.csr")
+        for argv in (["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + names[0],
+                      "-keyout", key, "-out", csr],
+                     ["openssl", "x509", "-req", "-in", csr, "-days", "30", "-CA",
+                      os.path.join(self.image, "world-ca.crt"), "-CAkey", os.path.join(self.image, "world-ca.key"),
+                      "-CAcreateserial", "-CAserial", os.path.join(self.dir, "api.srl"),
+                      "-extfile", conf, "-out", pem]):
+            p = subprocess.run(argv, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise OSError("%s: %s" % (" ".join(argv[:2]), p.stderr.strip()))
+        self.infra.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % sock,
+                                       "TCP:%s" % self.api], False, "api.log"))
+        self.infra.append(self._spawn(
+            ["socat", "OPENSSL-LISTEN:443,bind=%s,fork,reuseaddr,cert=%s,key=%s,verify=0" % (self.gateway, pem, key),
+             "UNIX-CONNECT:%s" % sock], True, "api.log"))
 
     def _dhcp_hosts(self):
         tmp = self.hosts_file + ".tmp"
