@@ -95,6 +95,7 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].private_ip);
 		free(v[i].public_ip);
 		free(v[i].node);
+		free(v[i].uid);
 	}
 	free(v);
 }
@@ -219,20 +220,23 @@ void pbx_cloud_node_created(struct pbx_node_row *nodes, size_t i, const char *in
 			    const struct pbx_create_hooks *h)
 {
 	set_str(&nodes[i].instance_id, instance);
+	set_str(&nodes[i].instance_uid, NULL);
 	set_str(&nodes[i].operation, operation);
 	set_str(&nodes[i].zone, zone);
 	pbx_cloud_node_state(nodes, i, "creating", "created", h);
 }
 
 int pbx_cloud_node_running(const char *base, struct pbx_node_row *nodes, size_t i,
-			   const char *instance, const char *private_ip, const char *public_ip,
-			   const char *zone, const struct pbx_create_hooks *h, struct pbx_err *err)
+			   const char *instance, const char *uid, const char *private_ip,
+			   const char *public_ip, const char *zone,
+			   const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	int rc = pbx_cloud_dial_allowed(base, nodes, i, instance, private_ip, public_ip, err);
 	if (rc != 0)
 		return rc; /* -1, or 1: once the head runs */
 	if (strcmp(nodes[i].state, "running") != 0) {
 		set_str(&nodes[i].address, private_ip);
+		set_str(&nodes[i].instance_uid, uid);
 		if (zone)
 			set_str(&nodes[i].zone, zone);
 		/* as the node has it: SSH goes through the head to a node

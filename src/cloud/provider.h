@@ -133,6 +133,13 @@ struct pbx_instance {
 	                       reads it (EC2: its pbx-node tag), else NULL: then
 	                       its node is the one whose dns_name is its id
 	                       (Compute Engine's instance names) */
+	char *uid;          /* an identity the cloud never gives another instance,
+	                       where the provider's list_nodes reads it (Compute
+	                       Engine: the numeric `id`, digits only; EC2: the
+	                       instance id, i-..., never reused), else NULL; the
+	                       store keeps it as the node's instance_uid, and the
+	                       user's pbx keeps a node's host-key pins only while
+	                       it stays the same (src/cluster/awake.c) */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 /* Splits v[0..n) into *rest and *me: the entries whose id is `self` (a
@@ -289,12 +296,6 @@ struct pbx_provider {
 	 * writes them, for the awake nodes, into a block of every node's
 	 * /etc/hosts as it wakes nodes (docs/power-saving.md). */
 	int names_in_hosts;
-	/* Set when an instance's id (pbx_instance.id, the store's instance_id)
-	 * is never given to another instance (EC2's i-...), so an id seen
-	 * again is the same machine with the same host key; Compute Engine's
-	 * ids are instance names, which the head's power saving gives to each
-	 * new instance of a node (src/cluster/awake.c). */
-	int ids_unique;
 	/* Prebaked images; NULL when the provider has none yet. */
 	const struct pbx_image_ops *images;
 };
@@ -337,20 +338,24 @@ void pbx_cloud_node_state(struct pbx_node_row *nodes, size_t i, const char *stat
 			  const char *stage, const struct pbx_create_hooks *h);
 /* The cloud accepted node i's instance `instance` (operation and zone as
  * the cloud has them; strings copied): the node takes them and is
- * "creating", recorded and reported "created". */
+ * "creating", recorded and reported "created".  Its instance_uid is
+ * cleared: a new instance's is learnt when the poll sees it run
+ * (pbx_cloud_node_running). */
 void pbx_cloud_node_created(struct pbx_node_row *nodes, size_t i, const char *instance,
 			    const char *operation, const char *zone,
 			    const struct pbx_create_hooks *h);
 /* Node i's instance `instance` runs, with private_ip and public_ip (may be
- * NULL), in `zone` (NULL: the node's is kept).  Unless the address pbx
- * would dial is not allowed or cannot be told yet (pbx_cloud_dial_allowed
- * against the API at base), a node not yet "running" takes the addresses
- * (strings copied) and that state, and is recorded and reported.  Returns
- * 0 when the node runs, 1 when it cannot be told yet (poll again), -1
- * with err. */
+ * NULL), in `zone` (NULL: the node's is kept), with `uid` (pbx_instance's
+ * uid: an identity never given to another instance; NULL when the cloud
+ * gave none).  Unless the address pbx would dial is not allowed or cannot
+ * be told yet (pbx_cloud_dial_allowed against the API at base), a node not
+ * yet "running" takes the addresses and uid (strings copied) and that
+ * state, and is recorded and reported.  Returns 0 when the node runs, 1
+ * when it cannot be told yet (poll again), -1 with err. */
 int pbx_cloud_node_running(const char *base, struct pbx_node_row *nodes, size_t i,
-			   const char *instance, const char *private_ip, const char *public_ip,
-			   const char *zone, const struct pbx_create_hooks *h, struct pbx_err *err);
+			   const char *instance, const char *uid, const char *private_ip,
+			   const char *public_ip, const char *zone,
+			   const struct pbx_create_hooks *h, struct pbx_err *err);
 
 /* The nodes of a cloud cluster s (s->t set): "head", then GROUPn for each
  * node group, each "planned" with ssh_port 22 in `zone` (may be NULL).

@@ -9,7 +9,9 @@
  * into the store and the open cluster's rows, both ways: a node whose
  * instance runs is up at the instance's addresses, one whose instance is
  * gone is asleep.  A node's instance is the one the list says is its
- * (EC2: the pbx-node tag), else the one named as its dns_name.
+ * (EC2: the pbx-node tag), else the one named as its dns_name.  Its
+ * host-key pins stay only while the instance's uid (an identity the cloud
+ * never gives another instance) is the one the store has.
  */
 #include "cluster/cluster_internal.h"
 #include "util/xalloc.h"
@@ -80,21 +82,29 @@ static void awake_root(struct pbx_cluster *c, size_t i)
 	pbx_buf_release(&out);
 }
 
-/* Node r takes running instance x: up at its addresses.  Its host-key
- * pins are forgotten unless x is the instance the store has for it by an
- * id no other instance gets (provider->ids_unique: EC2): the head deletes
- * and makes a node's instance while no pbx runs here, and on Compute
- * Engine under the same name, often at the same address, so the list
- * cannot tell one instance from the next there (t0452 saw a start refused
- * for a changed host key), and a woken node's key is taken on first
- * contact after every list, as the head's own pbx takes it after every
- * resume.  1 when r changed. */
+/* Whether listed instance x is the one the store has for node r: both
+ * carry a uid (pbx_instance's: Compute Engine's numeric id, EC2's instance
+ * id), and it is the same.  An id (Compute Engine's: the instance name) is
+ * not enough: the head deletes and makes a node's instance under the same
+ * name, often at the same address, while no pbx runs here. */
+static int awake_same_instance(const struct pbx_node_row *r, const struct pbx_instance *x)
+{
+	return r->instance_uid && *r->instance_uid && x->uid && *x->uid &&
+	       !strcmp(r->instance_uid, x->uid);
+}
+
+/* Node r takes running instance x: up at its addresses, with its id and
+ * uid.  Its host-key pins stay when x is the instance the store has
+ * (awake_same_instance), so a changed key of it is refused as anywhere;
+ * else they are forgotten (a new instance, or one whose uid is unknown:
+ * t0452 saw a start refused for a changed host key when they were kept
+ * by name), and its key is taken on first contact, as the head's own pbx
+ * takes it after every resume.  1 when r changed. */
 static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct pbx_instance *x,
 		    struct pbx_err *err)
 {
 	int removed = 0, rc = 0;
-	if (!c->provider->ids_unique || !r->instance_id || !x->id ||
-	    strcmp(r->instance_id, x->id) != 0) {
+	if (!awake_same_instance(r, x)) {
 		char *prefix = xasprintf("%s/%s@", c->row.name, r->name);
 		rc = pbx_store_hostkey_forget_prefix(c->store, prefix, &removed, err);
 		free(prefix);
@@ -102,7 +112,8 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	if (rc < 0)
 		return -1;
 	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
-	    same(r->address, x->private_ip) && same(r->public_address, x->public_ip))
+	    same(r->instance_uid, x->uid) && same(r->address, x->private_ip) &&
+	    same(r->public_address, x->public_ip))
 		return 0;
 	if (x->started_at > 0) { /* where its spend begins (spend.c) */
 		c->starts = xreallocarray(c->starts, c->nstarts + 1, sizeof(*c->starts));
@@ -111,6 +122,7 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	}
 	awake_set(&r->state, "up");
 	awake_set(&r->instance_id, x->id);
+	awake_set(&r->instance_uid, x->uid);
 	awake_set(&r->address, x->private_ip);
 	awake_set(&r->public_address, x->public_ip);
 	/* the zone comes from the cloud's reply and goes into API paths

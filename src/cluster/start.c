@@ -77,8 +77,12 @@ static void start_merge_known(struct pbx_node_row *planned, size_t n,
 			;
 		if (k == nknown)
 			continue;
-		if (!p->instance_id && known[k].instance_id)
+		if (!p->instance_id && known[k].instance_id) {
 			p->instance_id = xstrdup(known[k].instance_id);
+			/* the same instance's: awake.c keeps pins by it */
+			if (!p->instance_uid && known[k].instance_uid)
+				p->instance_uid = xstrdup(known[k].instance_uid);
+		}
 		if (!p->zone && known[k].zone)
 			p->zone = xstrdup(known[k].zone);
 		if (!p->operation && known[k].operation)

@@ -267,17 +267,19 @@ void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n)
 int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st,
-			      "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
-			      " gpus, instance_id, state, root, zone, public_address, operation)"
-			      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-			      " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
-			      " address = excluded.address, ssh_port = excluded.ssh_port,"
-			      " gpus = excluded.gpus, instance_id = excluded.instance_id,"
-			      " state = excluded.state, root = excluded.root, zone = excluded.zone,"
-			      " public_address = excluded.public_address,"
-			      " operation = excluded.operation",
-			      &stmt, err) < 0)
+	if (pbx_store_prepare(
+		    st,
+		    "INSERT INTO nodes(cluster_id, name, role, address, ssh_port,"
+		    " gpus, instance_id, state, root, zone, public_address, operation,"
+		    " instance_uid)"
+		    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		    " ON CONFLICT(cluster_id, name) DO UPDATE SET role = excluded.role,"
+		    " address = excluded.address, ssh_port = excluded.ssh_port,"
+		    " gpus = excluded.gpus, instance_id = excluded.instance_id,"
+		    " state = excluded.state, root = excluded.root, zone = excluded.zone,"
+		    " public_address = excluded.public_address,"
+		    " operation = excluded.operation, instance_uid = excluded.instance_uid",
+		    &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, node->cluster_id);
 	sqlite3_bind_text(stmt, 2, node->name, -1, SQLITE_STATIC);
@@ -291,6 +293,7 @@ int pbx_store_node_put(struct pbx_store *st, const struct pbx_node_row *node, st
 	sqlite3_bind_text(stmt, 10, node->zone, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 11, node->public_address, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 12, node->operation, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 13, node->instance_uid, -1, SQLITE_STATIC);
 	return pbx_store_step_done(st, stmt, err);
 }
 
@@ -329,8 +332,8 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 	*n = 0;
 	if (pbx_store_prepare(st,
 			      "SELECT id, cluster_id, name, role, address, ssh_port, gpus,"
-			      " instance_id, state, root, zone, public_address, operation"
-			      " FROM nodes WHERE cluster_id = ?"
+			      " instance_id, state, root, zone, public_address, operation,"
+			      " instance_uid FROM nodes WHERE cluster_id = ?"
 			      " ORDER BY role = 'compute', length(name), name",
 			      &stmt, err) < 0)
 		return -1;
@@ -355,6 +358,7 @@ int pbx_store_node_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 		r->zone = pbx_store_col_text(stmt, 10);
 		r->public_address = pbx_store_col_text(stmt, 11);
 		r->operation = pbx_store_col_text(stmt, 12);
+		r->instance_uid = pbx_store_col_text(stmt, 13);
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {
@@ -377,6 +381,7 @@ void pbx_node_row_release(struct pbx_node_row *r)
 	free(r->zone);
 	free(r->public_address);
 	free(r->operation);
+	free(r->instance_uid);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -197,6 +197,17 @@ static const char *const migrations[] = {
 	/* one open run a node: two verbs closing a cluster at once cannot
 	 * both begin one (the second insert fails, and is ignored) */
 	"CREATE UNIQUE INDEX node_runs_open ON node_runs(cluster_id, node) WHERE ended IS NULL;",
+
+	/* 10: each node's instance_uid - an identity its cloud never gives
+	 * another instance (Compute Engine's numeric id; EC2's instance id),
+	 * so the user's pbx keeps a woken node's host-key pins while the
+	 * instance stays the same (src/cluster/awake.c).  An EC2 node's is its
+	 * instance id, which that pbx already compared: its pins stay across
+	 * the upgrade; a Compute Engine node's is learnt at the next poll or
+	 * list */
+	"ALTER TABLE nodes ADD COLUMN instance_uid TEXT;"
+	"UPDATE nodes SET instance_uid = instance_id WHERE instance_id LIKE 'i-%'"
+	" AND cluster_id IN (SELECT id FROM clusters WHERE cloud = 'aws');",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -120,6 +120,11 @@ struct pbx_node_row {
 	char *zone;           /* cloud zone; may be NULL */
 	char *public_address; /* address reachable from here (the head); may be NULL */
 	char *operation;      /* the cloud operation creating it; may be NULL */
+	char *instance_uid;   /* an identity the cloud never gives another
+	                       instance (pbx_instance's uid: Compute Engine's
+	                       numeric id, EC2's instance id), as last seen
+	                       running; NULL when unknown (a new instance until
+	                       its poll or a list sees it run) */
 };
 
 /* Inserts or updates (by cluster_id + name) a node. */

@@ -207,6 +207,38 @@ node_states() {
 	sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes WHERE cluster_id = (SELECT max(id) FROM clusters) ORDER BY name)"
 }
 
+# node_uid NODE: the instance uid (the cloud's never reused identity of
+# its instance) the store has for NODE of the newest cluster
+node_uid() { sqlite3 "$PBX_HOME/pbx.db" "SELECT instance_uid FROM nodes WHERE cluster_id = (SELECT max(id) FROM clusters) AND name = '$1'"; }
+# node_pins CLUSTER NODE [CONDITION]: how many host keys the store pins for
+# NODE of CLUSTER (that meet the SQL CONDITION); node_pin_keys CLUSTER
+# NODE: those keys, by the name they are pinned under
+node_pins() { sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM host_keys WHERE hostport LIKE '$1/$2@%'${3:+ AND $3}"; }
+node_pin_keys() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(key_b64, ' ') FROM (SELECT key_b64 FROM host_keys WHERE hostport LIKE '$1/$2@%' ORDER BY hostport)"; }
+# view_keeps_pins CLUSTER NODE (t0457, t0461; docs/power-saving.md, "The
+# laptop's view"): NODE, woken by the head, runs, and the store pins its
+# host key.  A list that finds the same instance (its uid) keeps the pins:
+# marked (first_seen 1) and with NODE set back asleep in the store, `exec
+# -n NODE` finds them marked still; made wrong, `exec -n NODE` is refused
+# as a changed host key (exit 4).  Forgotten, the next `exec -n NODE`
+# pins the key again.  Three checks.
+view_keeps_pins() {
+	vk_n=$(node_pins "$1" "$2")
+	vk_asleep="UPDATE nodes SET state = 'asleep' WHERE name = '$2'"
+	sqlite3 "$PBX_HOME/pbx.db" "UPDATE host_keys SET first_seen = 1 WHERE hostport LIKE '$1/$2@%'; $vk_asleep"
+	run_pbx cluster exec -n "$2" "$1" -- true
+	[ "$rc" = 0 ] && [ "$vk_n" -gt 0 ] && [ "$(node_pins "$1" "$2" "first_seen = 1")" = "$vk_n" ]
+	ok $? "a second list keeps $2's $vk_n pins, the same instance's ($rc: $errout)"
+	sqlite3 "$PBX_HOME/pbx.db" "UPDATE host_keys SET key_b64 = 'AAAAC3NzaC1lZDI1NTE5AAAAIHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4' WHERE hostport LIKE '$1/$2@%'; $vk_asleep"
+	run_pbx cluster exec -n "$2" "$1" -- true
+	case $rc:$errout in 4:*changed*) r=0 ;; *) r=1 ;; esac
+	ok $r "  so a changed host key of the same instance is refused ($rc: $errout)"
+	sqlite3 "$PBX_HOME/pbx.db" "DELETE FROM host_keys WHERE hostport LIKE '$1/$2@%'"
+	run_pbx cluster exec -n "$2" "$1" -- true
+	[ "$rc" = 0 ] && [ "$(node_pins "$1" "$2")" -gt 0 ]
+	ok $? "  forgotten, $2's key is pinned again on first contact ($rc: $errout)"
+}
+
 # queue_empty CLUSTER: SLURM on CLUSTER answers and has no job left
 queue_empty() {
 	_qe=$("$PBX" cluster exec "$1" -- squeue -h 2>/dev/null) || return 1

@@ -9,7 +9,10 @@
 # user's start sends the head carries it), so `exec -n` reaches a woken
 # node; once the head has deleted them, show has them asleep again; a list
 # that fails leaves the verb working on what the store knew, with a
-# warning; a start learns it too; the user's `stop` leaves nothing.  Emulator addresses
+# warning; a start learns it too; a node's host-key pins stay while its
+# instance's numeric id (its uid) stays the same, and are forgotten when
+# the head makes it anew under the same name; the user's `stop` leaves
+# nothing.  Emulator addresses
 # 127.0.123.0/24 (private) and 127.0.124.0/24 (public); SLURM ports from
 # 28000.
 . "$(dirname "$0")/lib.sh"
@@ -29,6 +32,8 @@ emu_addrs() { emu_get state | json_get '" ".join(sorted("%s=%s/%s/%s" % (i["name
 # list_calls: how many instance lists the user's pbx sent (its store's
 # request log; the head's pbx lists too)
 list_calls() { sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM events WHERE kind = 'http' AND detail LIKE '%GET %/aggregated/instances?%'"; }
+# emu_uid NODE: the numeric id of NODE's instance in the emulator
+emu_uid() { emu_get state | json_get '"".join(i["id"] for i in d["instances"] if i["name"].endswith("-'"$1"'"))'; }
 # as_if_unseen STATE: the user's store has both nodes in STATE, as if no
 # verb had learnt otherwise since the start
 as_if_unseen() { sqlite3 "$PBX_HOME/pbx.db" "UPDATE nodes SET state = '$1' WHERE name IN ('node1', 'node2')"; }
@@ -37,6 +42,9 @@ run_pbx -q cluster start pv
 ok $rc "a Compute Engine cluster with min: 0 starts: $errout"
 is "$(instances)" "head=RUNNING" "only the head's instance is made"
 is "$(shown)" "head=up node1=asleep node2=asleep" "show has both nodes asleep"
+uid=$(emu_uid head)
+[ -n "$uid" ] && [ "$(node_uid head)" = "$uid" ]
+ok $? "the start recorded the head's instance's numeric id as its uid ($(node_uid head) = $uid)"
 run_pbx cluster record pv
 key=$(cut -d' ' -f1,2 "$PBX_HOME/id.pub")
 case $out in *"$key"*) r=0 ;; *) r=1 ;; esac
@@ -101,6 +109,12 @@ is "$rc:$out" "0:node1" "exec -n node1 runs on the woken node with the user's ke
 run_pbx cluster exec -n node2 pv -- sh -c 'cat "$PBX_ROOT/etc/ssh/keys/pbx"'
 case $out in *"$key"*) r=0 ;; *) r=1 ;; esac
 ok $r "node2 authorizes the user's key: $rc $errout"
+# the list finds the same instance (its numeric id, which Compute Engine
+# gives no other instance), so the pins stay, and a changed key is refused
+uid1=$(emu_uid node1)
+[ -n "$uid1" ] && [ "$(node_uid node1)" = "$uid1" ]
+ok $? "the store has node1's instance's numeric id as its uid ($(node_uid node1) = $uid1)"
+view_keeps_pins pv node1
 
 # a list that fails: the verb goes on with what the store knows, and says so
 emu_post faults '{"unavailable": 1.0}' >/dev/null
@@ -138,6 +152,21 @@ run_pbx -q cluster start pv
 ok $rc "the user's start with the store's nodes up: $errout"
 is "$(instances)" "head=RUNNING" "  makes no node the head had deleted"
 is "$(node_states)" "head:up node1:asleep node2:asleep" "  and records them asleep"
+
+# the head makes node1 anew (a job wakes it): the same name, a new numeric
+# id, a new host key; its old pins are forgotten and the new key taken
+keys1=$(node_pin_keys pv node1)
+run_pbx cluster exec pv -- srun -w node1 -c2 hostname
+ok $rc "a job wakes node1 again: $errout"
+[ $rc = 0 ] || show_power_log
+uid2=$(emu_uid node1)
+[ -n "$uid2" ] && [ "$uid2" != "$uid1" ] && [ -n "$keys1" ]
+ok $? "  as a new instance ($uid1, then $uid2), whose pins the store had ($keys1)"
+run_pbx cluster exec -n node1 pv -- sh -c 'echo "$PBX_NODE"'
+is "$rc:$out" "0:node1" "exec -n node1 reaches the new instance: $errout"
+keys2=$(node_pin_keys pv node1)
+[ -n "$keys2" ] && [ "$keys2" != "$keys1" ] && [ "$(node_uid node1)" = "$uid2" ]
+ok $? "  having forgotten the old pins and pinned its new key ($keys2), under its new uid ($(node_uid node1))"
 
 run_pbx cluster stop pv
 ok $rc "the user's stop: $errout"

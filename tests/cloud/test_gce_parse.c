@@ -1,8 +1,8 @@
 /*
  * test_gce_parse.c - reading Compute Engine replies: operations (DONE with
  * error codes, QUOTA_EXCEEDED first), instance list pages (addresses,
- * zone, nextPageToken, a powered-off instance's lastStopTimestamp),
- * Google's error shape, and which errors are retried.
+ * zone, nextPageToken, a powered-off instance's lastStopTimestamp, its
+ * numeric id), Google's error shape, and which errors are retried.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +168,66 @@ static void test_start_times(void)
 	ok(started_at("RUNNING", "") == 0, "no stamp: 0");
 	ok(started_at("TERMINATED", ",\"lastStartTimestamp\":\"2026-11-26T10:00:00Z\"") == 0,
 	   "not RUNNING: 0");
+}
+
+/* A list page of one RUNNING instance whose "id" member is the JSON value
+ * `id` (none when NULL): 1 when its uid reads as `want` (NULL: none), 0
+ * when not, -1 when the page is refused. */
+static int uid_is(const char *id, const char *want)
+{
+	struct gce_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	char *page = xasprintf("{\"items\":[{\"name\":\"c-node1\",\"status\":\"RUNNING\"%s%s}]}",
+			       id ? ",\"id\":" : "", id ? id : "");
+	json_t *p = J(page);
+	int r = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1 ? 0 : -1;
+	if (r == 0)
+		r = want ? (v[0].uid && !strcmp(v[0].uid, want)) : !v[0].uid;
+	gce_insts_free(v, n);
+	json_decref(p);
+	free(next);
+	free(page);
+	return r;
+}
+
+/* An instance's numeric id, which Compute Engine gives no other instance
+ * (where the laptop keeps a woken node's host-key pins): a uint64 as a
+ * string of decimal digits; anything else is no uid, and never fails the
+ * list. */
+static void test_uids(void)
+{
+	static const char *const bad[] = {
+		"\"\"",
+		"\"12a4\"",
+		"\"-12\"",
+		"\"+12\"",
+		"\" 12\"",
+		"\"12 \"",
+		"\"0x1f\"",
+		"\"1.5\"",
+		"\"1e9\"",
+		"\"0123\"",
+		"\"0\"",
+		"\"18446744073709551616\"",
+		"\"99999999999999999999\"",
+		"\"123456789012345678901\"",
+		"\"c-node1\"",
+		"1234",
+		"null",
+		"true",
+		"[\"12\"]",
+		"{\"id\":\"12\"}",
+	};
+	size_t i;
+	ok(uid_is("\"4616337213435693569\"", "4616337213435693569") == 1,
+	   "a string of digits is the uid");
+	ok(uid_is("\"1\"", "1") == 1, "one digit");
+	ok(uid_is("\"18446744073709551615\"", "18446744073709551615") == 1, "the largest uint64");
+	ok(uid_is(NULL, NULL) == 1, "no id: no uid");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(uid_is(bad[i], NULL) == 1, "id %s: no uid, the list still reads", bad[i]);
 }
 
 /* lastStopTimestamp of a powered-off instance, offset applied, in unix
@@ -361,6 +421,7 @@ int main(void)
 	test_list();
 	test_stop_times();
 	test_start_times();
+	test_uids();
 	test_bad_addresses();
 	test_errors();
 	return tap_done();

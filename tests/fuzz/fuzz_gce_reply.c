@@ -2,7 +2,8 @@
  * fuzz_gce_reply.c - libFuzzer target for the Compute Engine reply parsers
  * (src/cloud/gce/parse.c): any bytes, read as an operation, an instance
  * list page, and an error reply, must parse or fail cleanly; what parses
- * has its required fields and IP addresses only.
+ * has its required fields, IP addresses only, and a uid of 1 to 20
+ * digits only.
  */
 #include "cloud/gce/gce.h"
 #include "util/addr.h"
@@ -12,6 +13,13 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Whether uid is NULL or 1 to 20 decimal digits. */
+static int uid_ok(const char *uid)
+{
+	size_t n = uid ? strspn(uid, "0123456789") : 0;
+	return !uid || (n >= 1 && n <= 20 && !uid[n]);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -27,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (i = 0; i < n; i++)
 			if (!insts[i].name || !insts[i].status ||
 			    (insts[i].private_ip && !pbx_ip_literal_ok(insts[i].private_ip)) ||
-			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)))
+			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)) ||
+			    !uid_ok(insts[i].uid))
 				abort();
 	gce_insts_free(insts, n);
 	free(next);

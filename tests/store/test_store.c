@@ -28,7 +28,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 9, "schema version is 9 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 10, "schema version is 10 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
@@ -91,6 +91,7 @@ static void test_nodes_and_hostkeys(void)
 	node.public_address = "127.0.2.12";
 	node.operation = "operation-123";
 	node.instance_id = "4711";
+	node.instance_uid = "4616337213435693569";
 	ok(pbx_store_node_put(st, &node, &err) == 0, "update node10");
 	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 3, "three nodes");
 	ok(n == 3 && !strcmp(rows[0].name, "head") && !strcmp(rows[1].name, "node2") &&
@@ -102,6 +103,15 @@ static void test_nodes_and_hostkeys(void)
 		   rows[2].operation && !strcmp(rows[2].operation, "operation-123") &&
 		   !strcmp(rows[2].instance_id, "4711") && !rows[0].zone && !rows[0].public_address,
 	   "zone, public address, operation, instance id kept");
+	ok(n == 3 && rows[2].instance_uid && !strcmp(rows[2].instance_uid, "4616337213435693569") &&
+		   !rows[0].instance_uid,
+	   "the instance's uid kept; none where none was put");
+	pbx_node_rows_free(rows, n);
+	node.instance_uid = NULL;
+	ok(pbx_store_node_put(st, &node, &err) == 0 &&
+		   pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 3 &&
+		   !rows[2].instance_uid,
+	   "a put without a uid clears it (a new instance's is not known yet)");
 	pbx_node_rows_free(rows, n);
 
 	ok(pbx_store_hostkey_get(st, "127.0.1.1:22", &type, &key, &err) == 0, "no key yet");
@@ -179,12 +189,15 @@ static void test_migration_ids(void)
 		   " updated INTEGER NOT NULL, template TEXT);"
 		   "INSERT INTO clusters VALUES (7, 'gpu', 'gce', 'up', '{}', 0, 1, 1, NULL);"
 		   "INSERT INTO clusters VALUES (9, 'old', 'aws', 'deleted', '{}', 0, 1, 1, NULL);"
+		   "CREATE TABLE nodes (id INTEGER PRIMARY KEY, cluster_id INTEGER NOT NULL,"
+		   " name TEXT NOT NULL, instance_id TEXT);"
 		   "PRAGMA user_version=5;"),
 	   "a schema-5 store with two clusters");
 	/* migrations 1-5 are not run again: user_version says they were;
-	 * migration 6 only touches the clusters table */
+	 * migration 6 only touches the clusters table, 10 the nodes' (a
+	 * store of schema 5 has one; here only the columns it reads) */
 	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 9, "and is migrated to schema 9");
+	ok(pbx_store_schema_version(st) == 10, "and is migrated to schema 10");
 	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
 	   err.msg);
 	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"), "its id is its store number: '%s'",
@@ -198,6 +211,50 @@ static void test_migration_ids(void)
 		   pbx_store_cluster_get(st, "new", &row, &err) == 0 && !strcmp(row.uid, UID_A),
 	   "a cluster made after the migration has its random id");
 	pbx_cluster_row_free(&row);
+	pbx_store_close(st);
+}
+
+/* A store of schema 9 (nodes without instance_uid) is migrated: an EC2
+ * node's uid is its instance id (never reused; that pbx kept its pins by
+ * it), a Compute Engine node's (its id is its name) stays unknown. */
+static void test_migration_uids(void)
+{
+	char path[300];
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_node_row *rows;
+	size_t n;
+	snprintf(path, sizeof(path), "%s.v9", dbpath);
+	ok(raw_sql(path,
+		   "CREATE TABLE clusters (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+		   " cloud TEXT NOT NULL, state TEXT NOT NULL, template_json TEXT NOT NULL,"
+		   " slot INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL,"
+		   " updated INTEGER NOT NULL, template TEXT, uid TEXT NOT NULL DEFAULT '');"
+		   "CREATE TABLE nodes (id INTEGER PRIMARY KEY, cluster_id INTEGER NOT NULL,"
+		   " name TEXT NOT NULL, role TEXT NOT NULL, address TEXT NOT NULL,"
+		   " ssh_port INTEGER NOT NULL, gpus INTEGER NOT NULL DEFAULT 0, instance_id TEXT,"
+		   " root TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, zone TEXT,"
+		   " public_address TEXT, operation TEXT, UNIQUE(cluster_id, name));"
+		   "INSERT INTO clusters VALUES (1, 'e', 'aws', 'up', '{}', 0, 1, 1, NULL, '1');"
+		   "INSERT INTO clusters VALUES (2, 'g', 'gce', 'up', '{}', 0, 1, 1, NULL, '2');"
+		   "INSERT INTO nodes VALUES (1, 1, 'node1', 'compute', '10.0.0.5', 22, 0,"
+		   " 'i-0123456789abcdef0', '', 'up', NULL, NULL, NULL);"
+		   "INSERT INTO nodes VALUES (2, 1, 'node2', 'compute', '', 22, 0, NULL, '',"
+		   " 'asleep', NULL, NULL, NULL);"
+		   "INSERT INTO nodes VALUES (3, 2, 'node1', 'compute', '10.0.0.6', 22, 0,"
+		   " 'g-0123-node1', '', 'up', 'us-central1-a', NULL, NULL);"
+		   "PRAGMA user_version=9;"),
+	   "a schema-9 store with an EC2 and a Compute Engine cluster");
+	ok(pbx_store_open(path, &st, &err) == 0 && pbx_store_schema_version(st) == 10,
+	   "is migrated to schema 10: %s", err.msg);
+	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 2 && rows[0].instance_uid &&
+		   !strcmp(rows[0].instance_uid, "i-0123456789abcdef0") && !rows[1].instance_uid,
+	   "an EC2 node's uid is its instance id; none without one");
+	pbx_node_rows_free(rows, n);
+	ok(pbx_store_node_list(st, 2, &rows, &n, &err) == 0 && n == 1 && !rows[0].instance_uid &&
+		   !strcmp(rows[0].instance_id, "g-0123-node1"),
+	   "a Compute Engine node's uid is unknown (its id is its name)");
+	pbx_node_rows_free(rows, n);
 	pbx_store_close(st);
 }
 
@@ -276,6 +333,7 @@ int main(void)
 	test_schema_and_clusters();
 	test_nodes_and_hostkeys();
 	test_migration_ids();
+	test_migration_uids();
 	test_two_writers();
 	test_node_runs();
 	{

@@ -224,6 +224,5 @@ const struct pbx_provider pbx_provider_aws = {
 	.layout = aws_layout,
 	.dns_name = aws_dns_name,
 	.names_in_hosts = 1,
-	.ids_unique = 1,
 	.images = &aws_image_ops,
 };

@@ -67,6 +67,7 @@ int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err
 		pbx_instances_set_addresses(x, a->endpoint, have[i].private_ip, have[i].public_ip);
 		x->node = have[i].node ? xstrdup(have[i].node) : NULL;
 		x->started_at = have[i].started_at;
+		x->uid = xstrdup(have[i].id); /* never given to another instance */
 	}
 	aws_insts_free(have, nhave);
 	return 0;

@@ -169,7 +169,9 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->state, "running") != 0 || !x->private_ip)
 			continue;
-		rc = pbx_cloud_node_running(a->endpoint, nodes, i, x->id, x->private_ip,
+		/* an EC2 instance id is never given to another instance: it is
+		 * the instance's uid too */
+		rc = pbx_cloud_node_running(a->endpoint, nodes, i, x->id, x->id, x->private_ip,
 					    i == 0 ? x->public_ip : NULL, x->subnet, h, err);
 		if (rc < 0) {
 			aws_insts_free(have, nhave);

@@ -116,6 +116,10 @@ struct gce_inst {
 	                                   malformed or running */
 	int64_t started_at;           /* RUNNING: lastStartTimestamp, else
 	                                   creationTimestamp, unix s; else 0 */
+	char *uid;                    /* the instance's numeric `id` (a uint64 in
+	                                   decimal, never given to another
+	                                   instance), or NULL when absent or not
+	                                   such a string */
 };
 /* Reads an instances.list or aggregatedList page: appends to *v (free
  * with gce_insts_free);

@@ -151,6 +151,7 @@ static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t 
 		pbx_instances_set_addresses(&(*v)[*n - 1], g->base, have[i].private_ip,
 					    have[i].public_ip);
 		(*v)[*n - 1].started_at = have[i].started_at;
+		(*v)[*n - 1].uid = have[i].uid ? xstrdup(have[i].uid) : NULL;
 	}
 	gce_insts_free(have, nhave);
 	return 0;

@@ -1,8 +1,8 @@
 /*
  * parse.c - reading Compute Engine replies (jansson): Google's error
  * shape, Operation resources (status, error.errors[]), and instances.list
- * pages (name, zone, status, networkIP, natIP, lastStopTimestamp,
- * nextPageToken), and Image
+ * pages (name, id, zone, status, networkIP, natIP, lastStopTimestamp,
+ * lastStartTimestamp, nextPageToken), and Image
  * resources (name, status, the pbx-image-id label, sizes).  Untrusted
  * input: every field is type-checked and length-bounded, addresses must be
  * IP addresses (they reach slurm.conf and ssh); fuzzed by
@@ -131,6 +131,7 @@ void gce_insts_free(struct gce_inst *v, size_t n)
 		free(v[i].private_ip);
 		free(v[i].public_ip);
 		free(v[i].cluster);
+		free(v[i].uid);
 	}
 	free(v);
 }
@@ -152,6 +153,26 @@ static char *address(json_t *o, const char *key, const char *name, int *bad, str
 			    "IP address",
 			    name, key);
 	return NULL;
+}
+
+/* The instance's numeric id (a uint64, which Compute Engine writes as a
+ * decimal string and gives no other instance, unlike its name): a copy
+ * when it is 1 to 20 digits without a leading zero that fit in 64 bits,
+ * else NULL (absent, a number, anything else). */
+static char *gce_uid(json_t *it)
+{
+	json_t *v = json_object_get(it, "id");
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	size_t len = s ? strlen(s) : 0, i;
+	if (!len || len > 20 || len != json_string_length(v) || s[0] == '0')
+		return NULL;
+	for (i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return NULL;
+	/* 20 digits fit only up to 18446744073709551615 */
+	if (len == 20 && strcmp(s, "18446744073709551615") > 0)
+		return NULL;
+	return xstrdup(s);
 }
 
 /* When a RUNNING instance last started: lastStartTimestamp, else
@@ -193,6 +214,7 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 					? pbx_rfc3339_time(str(it, "lastStopTimestamp"))
 					: 0;
 		x->started_at = !strcmp(x->status, "RUNNING") ? gce_started_at(it) : 0;
+		x->uid = gce_uid(it);
 	}
 	return bad ? -1 : 0;
 }

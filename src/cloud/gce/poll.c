@@ -218,8 +218,8 @@ int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		rc = pbx_cloud_node_running(g->base, nodes, i, x->name, x->private_ip, x->public_ip,
-					    x->zone, h, err);
+		rc = pbx_cloud_node_running(g->base, nodes, i, x->name, x->uid, x->private_ip,
+					    x->public_ip, x->zone, h, err);
 		if (rc < 0) {
 			gce_insts_free(have, nhave);
 			return -1;
