@@ -136,8 +136,34 @@ wait_for_ctld() {
 			return 0
 		fi
 	fi
-	ping_ctld 10 ||
+	if ping_ctld 10; then
+		ctld_readdress
+	else
 		log "slurmctld does not answer yet; slurmd will keep trying to register"
+	fi
+}
+
+# A node that sleeps (State=CLOUD in slurm.conf) is a new machine at each
+# wake, often at another address under the same NodeAddr (its instance's
+# DNS name).  slurmctld resolves a node's NodeAddr once and keeps the
+# address (SLURM 22.05: read_config.c, slurm_conf_get_addr), so it would
+# send the woken node's pings and jobs to its previous instance's address
+# (vm.gce-power: the node "not responding", its job requeued).  Setting the
+# same NodeAddr again makes slurmctld resolve it afresh (slurm_reset_alias);
+# asked before slurmd starts, so slurmctld talks to this instance from its
+# first registration.  Root on a node is a SLURM administrator (munge).
+ctld_readdress() {
+	ra_line=$(grep "^NodeName=$NODE .*State=CLOUD" "$CONF" 2>/dev/null) || return 0
+	ra_addr= ra_host=
+	for f in $ra_line; do
+		case $f in
+		NodeAddr=*) ra_addr=${f#NodeAddr=} ;;
+		NodeHostname=*) ra_host=${f#NodeHostname=} ;;
+		esac
+	done
+	[ -n "$ra_addr" ] || return 0
+	SLURM_CONF=$CONF scontrol update NodeName="$NODE" NodeAddr="$ra_addr" ${ra_host:+NodeHostname="$ra_host"} ||
+		log "scontrol update NodeName=$NODE NodeAddr=$ra_addr failed: slurmctld may still use the node's previous address"
 }
 
 # ---------------------------------------------------------------- packages

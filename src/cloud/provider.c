@@ -134,8 +134,8 @@ void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const
 				 const char *public_ip)
 {
 	struct pbx_err e = PBX_ERR_INIT;
-	if (private_ip && pbx_cloud_address_allowed(base, x->id, private_ip, &e) < 0)
-		private_ip = NULL;
+	x->private_direct =
+		private_ip && pbx_cloud_address_allowed(base, x->id, private_ip, &e) == 0;
 	pbx_err_clear(&e);
 	if (public_ip && pbx_cloud_address_allowed(base, x->id, public_ip, &e) < 0)
 		public_ip = NULL;
@@ -144,6 +144,12 @@ void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const
 	free(x->public_ip);
 	x->private_ip = private_ip ? xstrdup(private_ip) : NULL;
 	x->public_ip = public_ip ? xstrdup(public_ip) : NULL;
+}
+
+int pbx_instance_private_usable(const struct pbx_instance *x, const struct pbx_node_row *head)
+{
+	int via_head = !x->public_ip && head && head->public_address && head->public_address[0];
+	return x->private_ip && (x->private_direct || via_head);
 }
 
 int pbx_power_saving(const struct pbx_cluster_template *t)

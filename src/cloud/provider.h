@@ -122,9 +122,12 @@ struct pbx_instance {
 	                         EC2) stopped, unix seconds, as the cloud reports it;
 	                         0 when unknown or running */
 	char *private_ip;   /* the instance's addresses where the provider's list
-	                       reads them (pbx_instances_set_addresses; Compute
-	                       Engine), else NULL */
+	                       reads them (pbx_instances_set_addresses), else NULL */
 	char *public_ip;
+	int private_direct; /* whether pbx may dial private_ip itself (an
+	                       emulator's API: loopback addresses only); else it
+	                       reaches the instance only through the head
+	                       (pbx_cloud_dial_allowed's rule) */
 	int64_t started_at; /* a running instance's last start (made or started),
 	                       unix s, where the provider's list_nodes reads it
 	                       (Compute Engine lastStartTimestamp or
@@ -154,11 +157,19 @@ void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char
  * *v stays the caller's, to free with pbx_instances_free. */
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at);
-/* Gives x (an entry of such an array) those of its addresses pbx may
- * connect to for the API at `base` (pbx_cloud_address_allowed: an
- * emulator's are loopback ones only), copied; either may be NULL. */
+/* Gives x (an entry of such an array) its addresses for the API at
+ * `base`, copied; either may be NULL.  A public address pbx may not
+ * connect to (pbx_cloud_address_allowed: an emulator's are loopback ones
+ * only) is left out; the private one is kept, with x->private_direct
+ * saying whether pbx may dial it itself (else only through the head,
+ * which dials it on its own network: an emulator's booted VMs). */
 void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const char *private_ip,
 				 const char *public_ip);
+/* Whether pbx may use compute node instance x's private address (as
+ * pbx_cloud_dial_allowed judges it): it dials it itself (x->private_direct),
+ * or x has no public address and the head (may be NULL) has one, so pbx
+ * goes through the head, which dials it on its own network. */
+int pbx_instance_private_usable(const struct pbx_instance *x, const struct pbx_node_row *head);
 /* Whether template t has a power-saving group (min: below its count;
  * src/cluster/powersave.c, docs/power-saving.md). */
 int pbx_power_saving(const struct pbx_cluster_template *t);

@@ -93,6 +93,14 @@ static int awake_same_instance(const struct pbx_node_row *r, const struct pbx_in
 	       !strcmp(r->instance_uid, x->uid);
 }
 
+/* x's private address where pbx may use it (pbx_instance_private_usable,
+ * behind the cluster's head), else NULL; borrowed. */
+static const char *awake_private(const struct pbx_cluster *c, const struct pbx_instance *x)
+{
+	return pbx_instance_private_usable(x, c->nnodes ? &c->nodes[0] : NULL) ? x->private_ip
+									       : NULL;
+}
+
 /* Node r takes running instance x: up at its addresses, with its id and
  * uid.  Its host-key pins stay when x is the instance the store has
  * (awake_same_instance), so a changed key of it is refused as anywhere;
@@ -112,7 +120,7 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	if (rc < 0)
 		return -1;
 	if (r->state && !strcmp(r->state, "up") && same(r->instance_id, x->id) &&
-	    same(r->instance_uid, x->uid) && same(r->address, x->private_ip) &&
+	    same(r->instance_uid, x->uid) && same(r->address, awake_private(c, x)) &&
 	    same(r->public_address, x->public_ip))
 		return 0;
 	if (x->started_at > 0) { /* where its spend begins (spend.c) */
@@ -123,7 +131,7 @@ static int awake_up(struct pbx_cluster *c, struct pbx_node_row *r, const struct 
 	awake_set(&r->state, "up");
 	awake_set(&r->instance_id, x->id);
 	awake_set(&r->instance_uid, x->uid);
-	awake_set(&r->address, x->private_ip);
+	awake_set(&r->address, awake_private(c, x));
 	awake_set(&r->public_address, x->public_ip);
 	/* the zone comes from the cloud's reply and goes into API paths
 	 * later: a name of the zones' own shape, else the stored one stays */

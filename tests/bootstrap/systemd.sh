@@ -88,6 +88,7 @@ mkdir -p "$T/stage"
 {
 	echo "NodeName=node1 NodeAddr=127.0.4.2 CPUs=8 Gres=gpu:2 State=UNKNOWN"
 	echo "NodeName=node2 NodeAddr=127.0.4.3 CPUs=8 Gres=gpu:2 State=UNKNOWN"
+	echo "NodeName=node3 NodeHostname=c1-x-node3 NodeAddr=c1-x-node3 CPUs=2 State=CLOUD"
 } >"$T/nodes.txt"
 sed -e "s|@CLUSTER@|c1|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "s|@CTLD_ADDR@|127.0.4.1|g" -e "s|@CTLD_PORT@|6817|g" \
@@ -136,7 +137,7 @@ cmp -s "$R/etc/munge/munge.key" "$T/stage/munge.key" || fail "key content"
 grep -qx "AuthInfo=socket=$R/run/munge/munge.socket.2" "$R/etc/slurm/slurm.conf" || fail "AuthInfo in conf"
 ! grep -q '@ROOT@' "$R/etc/slurm/slurm.conf" || fail "@ROOT@ left in conf"
 o='(rw,sync,no_subtree_check,no_root_squash)'
-[ "$(cat "$R/etc/exports")" = "/shared 127.0.4.2$o 127.0.4.3$o" ] || fail "exports: $(cat "$R/etc/exports")"
+[ "$(cat "$R/etc/exports")" = "/shared 127.0.4.2$o 127.0.4.3$o c1-x-node3$o" ] || fail "exports: $(cat "$R/etc/exports")"
 [ -d "$R/shared" ] || fail "head /shared"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf" || true)" = "" ] || fail "head gres.conf"
 grep -qx "export SLURM_CONF='$R/etc/slurm/slurm.conf'" "$R/etc/pbx/env.sh" || fail "head env.sh"
@@ -151,6 +152,13 @@ has "node1: systemctl enable --now slurmd"
 [ "$(grep -n -E '^node1: (scontrol ping|systemctl enable --now slurmd)' "$LOG" | head -1 | cut -d' ' -f2-)" = "scontrol ping" ] ||
 	fail "node1 started slurmd before asking for slurmctld: $(grep '^node1: ' "$LOG")"
 has "node1: mount -t nfs 127.0.4.1:/shared $R/shared"
+hasnt "^node1: scontrol update NodeName"
+# a node that sleeps (State=CLOUD) is a new machine at each wake: before its
+# slurmd starts, slurmctld is told to resolve its NodeAddr afresh
+mkroot node3 debian 12
+boot node3 compute 0 up || fail "node3 up: $(cat "$T/node3.err")"
+[ "$(grep -E '^node3: (scontrol update|systemctl enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "scontrol update NodeName=node3 NodeAddr=c1-x-node3 NodeHostname=c1-x-node3
+systemctl enable --now slurmd" ] || fail "node3 (State=CLOUD) not readdressed before slurmd: $(grep '^node3: ' "$LOG")"
 hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf")" = "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]" ] ||
 	fail "gres.conf: $(cat "$R/etc/slurm/gres.conf")"

@@ -413,10 +413,41 @@ static void test_dial_guard(void)
 	   "a loopback private address: allowed");
 }
 
+/* The laptop's view keeps a listed instance's private address and says
+ * whether pbx may dial it itself; behind a head with a public address
+ * (an emulator's booted VMs) pbx uses it through the head. */
+static void test_view_addresses(void)
+{
+	const char *emu = "http://127.0.0.1:8089/compute/v1/";
+	struct pbx_instance *v = NULL;
+	struct pbx_node_row head;
+	size_t n = 0;
+	memset(&head, 0, sizeof(head));
+	pbx_instances_add(&v, &n, "c-cpu1", "z", "RUNNING", "c", 0);
+	pbx_instances_set_addresses(&v[0], emu, "10.128.0.3", NULL);
+	ok(v[0].private_ip && !strcmp(v[0].private_ip, "10.128.0.3") && !v[0].private_direct,
+	   "emulator: a VM's private address is kept, not to be dialed directly");
+	ok(!pbx_instance_private_usable(&v[0], &head), "no head address: not usable");
+	head.public_address = "127.0.137.2";
+	ok(pbx_instance_private_usable(&v[0], &head),
+	   "behind a head with a public address: usable");
+	pbx_instances_set_addresses(&v[0], emu, "10.128.0.3", "10.9.9.9");
+	ok(!v[0].public_ip && pbx_instance_private_usable(&v[0], &head),
+	   "a non-loopback public address is left out (then reached through the head)");
+	pbx_instances_set_addresses(&v[0], emu, "127.0.70.3", NULL);
+	ok(v[0].private_direct && pbx_instance_private_usable(&v[0], NULL),
+	   "a loopback private address: dialed directly");
+	pbx_instances_set_addresses(&v[0], emu, "10.128.0.3", "127.0.137.5");
+	ok(!pbx_instance_private_usable(&v[0], &head),
+	   "with a public address of its own: its private one is not used");
+	pbx_instances_free(v, n);
+}
+
 int main(void)
 {
 	test_loopback_guard();
 	test_dial_guard();
+	test_view_addresses();
 	test_ops();
 	test_list();
 	test_stop_times();

@@ -48,9 +48,10 @@ ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
 ec2_shape="(shape 2)"   # bumped when shape_like_ec2_ami changes: a cached image is made again
 baked_shape="(baked 2)" # bumped when the baked part changes, likewise
 world_shape="(world-ca 1)" # the test world's CA (world_ca below)
+gce_shape="(gce shape 2)"  # bumped when shape_like_cloud_image changes, likewise
 case $kind in
-stock) want="$stock_pkgs $world_shape" ;;
-baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $world_shape $baked_pkgs $baked_shape" ;;
+stock) want="$stock_pkgs $gce_shape $world_shape" ;;
+baked) stock=${3:?usage: image.sh baked DIR STOCK}; want="$stock_pkgs $gce_shape $world_shape $baked_pkgs $baked_shape" ;;
 ec2-stock) want="$ec2_base $ec2_pkgs $ec2_shape $world_shape" ;;
 ec2-baked) stock=${3:?usage: image.sh ec2-baked DIR STOCK}; want="$ec2_base $ec2_pkgs $ec2_shape $world_shape $baked_pkgs $baked_shape" ;;
 *) echo "image.sh: unknown kind '$kind' (stock, baked, ec2-stock or ec2-baked)" >&2; exit 2 ;;
@@ -102,8 +103,10 @@ Before=google-guest-agent.service
 
 [Service]
 Type=oneshot
-TimeoutStartSec=60
-ExecStart=/bin/sh -c 'h=$(curl -sf --retry 20 --retry-connrefused --retry-delay 1 -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/hostname) && hostnamectl set-hostname "$${h%%%%.*}"'
+TimeoutStartSec=300
+# every error retried for 4 minutes: a TCG VM on a loaded machine may ask
+# before the metadata server answers (a node once kept "localhost")
+ExecStart=/bin/sh -c 'h=$(curl -sf --max-time 10 --retry 240 --retry-all-errors --retry-delay 1 --retry-max-time 240 -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/hostname) && hostnamectl set-hostname "$${h%%%%.*}"'
 
 [Install]
 WantedBy=multi-user.target
