@@ -154,7 +154,7 @@ wait_for_ctld() {
 # first registration.  Root on a node is a SLURM administrator (munge).
 ctld_readdress() {
 	ra_line=$(grep "^NodeName=$NODE .*State=CLOUD" "$CONF" 2>/dev/null) || return 0
-	ra_addr= ra_host=
+	ra_addr='' ra_host=''
 	for f in $ra_line; do
 		case $f in
 		NodeAddr=*) ra_addr=${f#NodeAddr=} ;;

@@ -135,6 +135,11 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 		     "# from a node that failed to wake would carry its address \"TBD\" and\n"
 		     "# fail to launch anywhere: \"set_nodes_alias failed\", held)\n"
 		     "SlurmctldParameters=cloud_dns\n"
+		     "# slurmctld sends to every node itself: a slurmd forwarding a message\n"
+		     "# would use the address it resolved once for a node since made anew\n"
+		     "# (SLURM's cloud guide asks the same; bootstrap.sh's ctld_readdress\n"
+		     "# has slurmctld resolve a woken node afresh)\n"
+		     "TreeWidth=65533\n"
 		     "# a batch job on woken nodes starts once they respond, not at\n"
 		     "# slurmctld's next periodic pass (pbx-ready)\n"
 		     "PrologSlurmctld=@ROOT@/usr/local/lib/pbx/pbx-ready\n",

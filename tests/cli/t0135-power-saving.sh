@@ -20,10 +20,11 @@ ok $rc "a cluster with min: 0 starts: $errout"
 is "$(node_states)" "head:up node1:asleep node2:asleep" "only the head is made; both nodes are asleep"
 is "$(body_procs node1):$(body_procs node2)" "0:0" "no process of either node runs"
 is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM knows them powered down (idle~)"
-run_pbx cluster exec ps -- sh -c 'grep -E "^(ResumeProgram|SuspendProgram|SuspendTime|SuspendExcNodes)=" "$SLURM_CONF" | sed "s#=.*/#=#"'
+run_pbx cluster exec ps -- sh -c 'grep -E "^(ResumeProgram|SuspendProgram|SuspendTime|SuspendExcNodes|TreeWidth)=" "$SLURM_CONF" | sed "s#=.*/#=#"'
 is "$out" "ResumeProgram=pbx-resume
 SuspendProgram=pbx-suspend
-SuspendTime=15" "slurm.conf runs pbx-resume and pbx-suspend, suspend after 15 s, nothing excluded (min: 0)"
+SuspendTime=15
+TreeWidth=65533" "slurm.conf runs pbx-resume and pbx-suspend, suspend after 15 s, nothing excluded (min: 0), slurmctld talks to every node itself"
 
 mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/e.yaml" <<'EXP'

@@ -31,11 +31,7 @@ why=$(vm_why_not)
 python3 -c 'import moto.server, boto3' 2>/dev/null ||
 	why="${why:+$why
 }the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
-if [ -n "$why" ]; then
-	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
+vm_skip_unless "$why"
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
 	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
 export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/user"   # no ~/.aws of the tester
@@ -70,14 +66,8 @@ PY
 }
 
 # ------------------------------------------------------------ the images
-vm_apt_cache "$IMAGES"
-t0=$(date +%s)
-vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
-ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
-
-mkdir -p "$PBX_HOME"
-chmod 755 "$TEST_TMP"
-ssh-keygen -q -t ed25519 -N "" -C ec2-booted -f "$PBX_HOME/id"
+vm_images_ready "$KIND" "$IMAGES"
+vm_user_key ec2-booted
 python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
 	--backend vm --vm-image "$IMAGES/$KIND" --vpc 10.94.0.0/16 --subnet 10.94.1.0/24 \
 	--public-block 127.0.94.0/24 --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" >"$TEST_TMP/h.log" 2>&1 &

@@ -16,12 +16,7 @@
 
 . "$PBX_SOURCE_DIR/tests/vm/lib.sh"
 IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
-why=$(vm_why_not)
-if [ -n "$why" ]; then
-	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
+vm_skip_unless "$(vm_why_not)"
 
 cleanup() {
 	for c in p1 p3 s1; do "$PBX" -q cluster stop $c >/dev/null 2>&1; done
@@ -32,17 +27,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
-emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
 
-vm_apt_cache "$IMAGES"
-t0=$(date +%s)
-vm_image stock "$IMAGES" "$TEST_TMP/image.log"
-ok $? "the stock image is there ($(($(date +%s) - t0)) s): $(tail -n 2 "$TEST_TMP/image.log" | tr '\n' ' ')"
-
-mkdir -p "$PBX_HOME"
-chmod 755 "$TEST_TMP"
-ssh-keygen -q -t ed25519 -N "" -C gce-image -f "$PBX_HOME/id"
+vm_images_ready stock "$IMAGES"
+vm_user_key gce-image
 gce_vm_emulator "$TEST_TMP" "$IMAGES/stock" 127.0.93.0/24
 ok $? "the emulator runs with its VM network: $(tail -n 3 "$TEST_TMP/emu.out")"
 tmpl() {   # tmpl NAME IMAGE COUNT

@@ -3,6 +3,10 @@
 # a service-account key it accepts and a pbx configuration pointing at it.
 #
 #   vm_why_not                 prints why VMs cannot boot here ("" when they can)
+#   vm_skip_unless WHY         with WHY not empty: a TAP skip saying why, exit 77
+#   vm_images_ready KIND IMAGES  the apt cache, then image KIND built (one check)
+#   vm_user_key COMMENT        PBX_HOME with the user's key PBX_HOME/id
+#   emu_get WHAT               GET /_emulator/WHAT of the emulator at PORT
 #   vm_image KIND IMAGES LOG   builds the stock image (ec2-stock for the ec2-*
 #                              kinds; and KIND=baked or ec2-baked on it) into
 #                              IMAGES/KIND once; status of image.sh
@@ -31,6 +35,30 @@ vm_why_not() {
 	for t in debootstrap mkfs.ext4 openssl ssh-keygen; do
 		command -v "$t" >/dev/null 2>&1 || echo "image.sh needs $t (apt-get install debootstrap e2fsprogs openssl openssh-client)"
 	done
+}
+
+vm_skip_unless() {
+	[ -n "$1" ] || return 0
+	echo "1..0 # SKIP $(echo "$1" | tr '\n' ' ')"
+	rm -rf "$TEST_TMP"
+	exit 77
+}
+
+vm_images_ready() {
+	vm_apt_cache "$2"
+	vir_t0=$(date +%s)
+	vm_image "$1" "$2" "$TEST_TMP/image.log"
+	ok $? "the $1 image is built ($(($(date +%s) - vir_t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
+}
+
+vm_user_key() {
+	mkdir -p "$PBX_HOME"
+	chmod 755 "$TEST_TMP"
+	ssh-keygen -q -t ed25519 -N "" -C "$1" -f "$PBX_HOME/id"
+}
+
+emu_get() {
+	python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"
 }
 
 vm_image() {
