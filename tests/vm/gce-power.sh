@@ -21,12 +21,7 @@
 . "$PBX_SOURCE_DIR/tests/vm/lib.sh"
 IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
 KIND=${PBX_VM_IMAGE:-baked}
-why=$(vm_why_not)
-if [ -n "$why" ]; then
-	echo "1..0 # SKIP $(echo "$why" | tr '\n' ' ')"
-	rm -rf "$TEST_TMP"
-	exit 77
-fi
+vm_skip_unless "$(vm_why_not)"
 
 cleanup() {
 	"$PBX" -q cluster stop p1 >/dev/null 2>&1
@@ -36,21 +31,14 @@ cleanup() {
 }
 trap cleanup EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
-emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
 # the instances as "node=STATUS ..." (the head as head), sorted
 instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted(i["name"].rsplit("-", 1)[1] + "=" + i["status"] for i in json.load(sys.stdin)["instances"])))'; }
 on_head() { "$PBX" -q cluster exec p1 -- "$@" 2>&1; }
 power_log() { on_head cat /var/log/pbx-power.log; }
 show_power_log() { power_log | tail -n 30 | sed 's/^/#   /' >&2; }
 
-vm_apt_cache "$IMAGES"
-t0=$(date +%s)
-vm_image "$KIND" "$IMAGES" "$TEST_TMP/image.log"
-ok $? "the $KIND image is built ($(($(date +%s) - t0)) s): $(tail -n 3 "$TEST_TMP/image.log" | tr '\n' ' ')"
-
-mkdir -p "$PBX_HOME"
-chmod 755 "$TEST_TMP"
-ssh-keygen -q -t ed25519 -N "" -C gce-power -f "$PBX_HOME/id"
+vm_images_ready "$KIND" "$IMAGES"
+vm_user_key gce-power
 gce_vm_emulator "$TEST_TMP" "$IMAGES/$KIND" 127.0.137.0/24
 ok $? "the emulator runs with its VM network: $(tail -n 3 "$TEST_TMP/emu.out")"
 gce_vm_config "$PBX_HOME" p1 "$TEST_TMP/sa.json" "$PBX_HOME/id" \
