@@ -1134,7 +1134,7 @@ else
 	begin_new "$fstab"
 	{
 		[ ! -r "$fstab" ] || awk -v p="$SHARED" '$2 != p' "$fstab"
-		echo "$head_addr:$SHARED $SHARED nfs defaults,_netdev,nofail 0 0"
+		echo "$head_addr:$SHARED $SHARED nfs4 defaults,_netdev,nofail 0 0"
 	} >"$NEW"
 	install_new "$fstab" 0644
 	if awk -v p="$mp" '$2 == p { found = 1 } END { exit !found }' /proc/mounts 2>/dev/null; then
@@ -1142,7 +1142,10 @@ else
 	else
 		# The head bootstraps at the same time: wait for its export.
 		deadline=$(($(date +%s) + ${PBX_NFS_WAIT:-300}))
-		until mount -t nfs "$head_addr:$SHARED" "$mp"; do
+		# NFSv4 only: `-t nfs` falls back to v3 when it asks while the
+		# head's nfs-server is still starting (vm.gce-booted once mounted
+		# v3), with other locking and daemons; a v4 refusal is retried
+		until mount -t nfs4 "$head_addr:$SHARED" "$mp"; do
 			[ "$(date +%s)" -lt "$deadline" ] || die "could not mount $head_addr:$SHARED on $mp"
 			log "mount $head_addr:$SHARED failed; retrying"
 			sleep 5

@@ -151,7 +151,7 @@ has "node1: systemctl enable --now slurmd"
 # slurmd starts once slurmctld answers (scontrol ping first).
 [ "$(grep -n -E '^node1: (scontrol ping|systemctl enable --now slurmd)' "$LOG" | head -1 | cut -d' ' -f2-)" = "scontrol ping" ] ||
 	fail "node1 started slurmd before asking for slurmctld: $(grep '^node1: ' "$LOG")"
-has "node1: mount -t nfs 127.0.4.1:/shared $R/shared"
+has "node1: mount -t nfs4 127.0.4.1:/shared $R/shared"
 hasnt "^node1: scontrol update NodeName"
 # a node that sleeps (State=CLOUD) is a new machine at each wake: before its
 # slurmd starts, slurmctld is told to resolve its NodeAddr afresh
@@ -162,7 +162,7 @@ systemctl enable --now slurmd" ] || fail "node3 (State=CLOUD) not readdressed be
 hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf")" = "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]" ] ||
 	fail "gres.conf: $(cat "$R/etc/slurm/gres.conf")"
-grep -qx '127.0.4.1:/shared /shared nfs defaults,_netdev,nofail 0 0' "$R/etc/fstab" || fail "fstab"
+grep -qx '127.0.4.1:/shared /shared nfs4 defaults,_netdev,nofail 0 0' "$R/etc/fstab" || fail "fstab"
 grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/default/slurmd"
 (
 	# shellcheck source=/dev/null

@@ -23,14 +23,7 @@ IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
 KIND=${PBX_VM_IMAGE:-baked}
 vm_skip_unless "$(vm_why_not)"
 
-cleanup() {
-	"$PBX" -q cluster stop p1 >/dev/null 2>&1
-	gce_vm_emulator_stop
-	vm_apt_cache_release
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
+gce_vm_test_exit p1
 # the instances as "node=STATUS ..." (the head as head), sorted
 instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted(i["name"].rsplit("-", 1)[1] + "=" + i["status"] for i in json.load(sys.stdin)["instances"])))'; }
 on_head() { "$PBX" -q cluster exec p1 -- "$@" 2>&1; }

@@ -20,6 +20,9 @@
 #                              flow mapping; MORE: more lines of the
 #                              template, indented by 4) for the emulator at PORT
 #   gce_vm_emulator_stop       ends the emulator (and so every VM)
+#   gce_vm_test_exit CLUSTER...  at the test's exit (a signal too): the clusters
+#                              stop, the emulator and the apt cache go,
+#                              TEST_TMP is removed
 #   vm_apt_cache IMAGES        the apt cache every VM and image build shares
 #                              (apt-cacher-ng on 127.0.0.1, its packages in
 #                              IMAGES/apt-cache, started by the first user):
@@ -117,6 +120,22 @@ CONFIG
 gce_vm_emulator_stop() {
 	[ -n "${EMU_PID:-}" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
 	EMU_PID=
+}
+
+gce_vm_test_exit() {
+	GVT_CLUSTERS=$*
+	trap gce_vm_cleanup EXIT
+	# dash runs no EXIT trap on a signal by itself
+	trap "exit 129" HUP
+	trap "exit 130" INT
+	trap "exit 143" TERM
+}
+
+gce_vm_cleanup() {
+	for gvc in $GVT_CLUSTERS; do "$PBX" -q cluster stop "$gvc" >/dev/null 2>&1; done
+	gce_vm_emulator_stop
+	vm_apt_cache_release
+	rm -rf "$TEST_TMP"
 }
 
 vm_apt_cache() {
