@@ -840,6 +840,15 @@ void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
 		pbx_warning("%s; going on with the nodes as this store last knew them", err.msg);
 }
 
+void pbx_cli_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_cluster_head_runs(c, &err) < 0 && !ctx->quiet)
+		pbx_warning("%s; its spend counts the nodes that may sleep as this machine saw "
+			    "them",
+			    err.msg);
+}
+
 static const struct pbx_cmd cmd_cluster_show;
 
 /* "autostop: after 1h idle (last: stopped itself at ...)" */
@@ -917,6 +926,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	pbx_cli_learn_awake(ctx, c); /* the nodes the head woke or put to sleep */
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
+	if (live)
+		pbx_cli_head_runs(ctx, c); /* the exact runs of the nodes the head made */
 	exposure = pbx_template_ssh_exposure(c->row.template_json);
 	stopped = live ? NULL : pbx_cluster_stopped_why(c);
 	last = pbx_cluster_last_stop(c);
@@ -1014,7 +1025,11 @@ static const struct pbx_cmd cmd_cluster_show = {
 		"that may sleep; pbx first lists the cluster's instances (one call) and\n"
 		"records each such node up, at its instance's addresses, or asleep.  When\n"
 		"the cloud cannot be listed, the nodes are shown as last recorded, with a\n"
-		"warning (none with -q).",
+		"warning (none with -q).  Once the head answered, its pbx's runs of those\n"
+		"nodes (pbx cluster runs, one SSH exec more) become the store's, so the\n"
+		"cost counts them from their instances' creation to their deletion\n"
+		"(docs/cost.md); a reply it refuses leaves them as seen here, with a\n"
+		"warning.",
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
@@ -1330,20 +1345,49 @@ static const struct pbx_cmd cmd_cluster_adopt = {
 	.exec = cmd_cluster_adopt_exec,
 };
 
+/* ----------------------------------------------------------------- runs */
+
+static const struct pbx_cmd cmd_cluster_runs;
+
+static int cmd_cluster_runs_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *json = NULL;
+	int rc = pbx_plain_args(&cmd_cluster_runs, argc, argv, 1, 1);
+	if (rc)
+		return rc;
+	if (pbx_head_runs_json(ctx->store, ctx->cfg, argv[1], &json, &err) < 0)
+		return pbx_report(&err);
+	printf("%s\n", json);
+	free(json);
+	return 0;
+}
+
+static const struct pbx_cmd cmd_cluster_runs = {
+	.name = "runs",
+	.summary = "print the runs of a cluster's nodes that may sleep (internal)",
+	.usage = "pbx cluster runs NAME",
+	.description = "Prints this store's runs of cluster NAME's nodes that may sleep (power\n"
+		       "saving: a group's nodes above its min:) as one JSON document:\n"
+		       "{\"version\": 1, \"cluster\": NAME, \"id\": ID, \"runs\": [{\"node\",\n"
+		       "\"started\", \"ended\"}, ...]}, oldest first, times in unix seconds,\n"
+		       "ended null while the node runs.  On a cloud the head's pbx makes those\n"
+		       "nodes and records their runs; 'pbx cluster show' and 'pbx state' on the\n"
+		       "user's side run this there and take the runs into their own store, so\n"
+		       "the cluster's spend counts them exactly (docs/cost.md).",
+	.args = "CLUSTER",
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.exec = cmd_cluster_runs_exec,
+};
+
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&cmd_cluster_start,
-	&cmd_cluster_price,
-	&cmd_cluster_list,
-	&cmd_cluster_show,
-	&cmd_cluster_ssh,
-	&cmd_cluster_exec,
-	&cmd_cluster_resize,
-	&cmd_cluster_stop,
-	&cmd_cluster_forget_host,
-	&cmd_cluster_power,
-	&cmd_cluster_record,
-	&cmd_cluster_adopt,
-	NULL,
+	&cmd_cluster_start,       &cmd_cluster_price,
+	&cmd_cluster_list,        &cmd_cluster_show,
+	&cmd_cluster_ssh,         &cmd_cluster_exec,
+	&cmd_cluster_resize,      &cmd_cluster_stop,
+	&cmd_cluster_forget_host, &cmd_cluster_power,
+	&cmd_cluster_record,      &cmd_cluster_adopt,
+	&cmd_cluster_runs,        NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

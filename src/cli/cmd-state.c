@@ -66,23 +66,42 @@ static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 }
 
 /* The clusters whose nodes this run of `state` learnt from the cloud
- * (pbx_cli_learn_awake): once each, however many packages ran there and
+ * (pbx_cli_learn_awake), and those whose head's runs it took
+ * (pbx_cli_head_runs): once each, however many packages ran there and
  * however many times --watch refreshes. */
-static char **state_learnt;
-static size_t state_nlearnt;
+struct state_once {
+	char **names;
+	size_t n;
+};
+static struct state_once state_learnt, state_runs;
+
+/* 1 the first time `name` is asked for in *o, else 0. */
+static int state_first(struct state_once *o, const char *name)
+{
+	size_t i;
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->names[i], name))
+			return 0;
+	o->names = xreallocarray(o->names, o->n + 1, sizeof(*o->names));
+	o->names[o->n++] = xstrdup(name);
+	return 1;
+}
 
 /* Learns cluster c's awake nodes unless this run did already; never fails
  * (0: the refresh goes on). */
 static int state_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c)
 {
-	size_t i;
-	for (i = 0; i < state_nlearnt; i++)
-		if (!strcmp(state_learnt[i], c->row.name))
-			return 0;
-	state_learnt = xreallocarray(state_learnt, state_nlearnt + 1, sizeof(*state_learnt));
-	state_learnt[state_nlearnt++] = xstrdup(c->row.name);
-	pbx_cli_learn_awake(ctx, c);
+	if (state_first(&state_learnt, c->row.name))
+		pbx_cli_learn_awake(ctx, c);
 	return 0;
+}
+
+/* Once the refresh reached cluster c's head: takes the head's runs of
+ * the nodes it makes, unless this run did already. */
+static void state_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c)
+{
+	if (state_first(&state_runs, c->row.name))
+		pbx_cli_head_runs(ctx, c);
 }
 
 /* Refreshes and prints one package; *all_final tells whether every task
@@ -109,6 +128,8 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 				    err.msg);
 		}
 	}
+	if (live && t.cluster)
+		state_head_runs(ctx, t.cluster);
 	if (pbx_store_tasks_list(ctx->store, t.sub.id, &tasks, &n, &err) < 0) {
 		rc = pbx_report(&err);
 		goto out;
@@ -225,8 +246,9 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
 		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
-		       "the cluster's instances, which nodes the head woke or put to sleep (as\n"
-		       "`pbx cluster show` does).",
+		       "the cluster's instances, which nodes the head woke or put to sleep, and\n"
+		       "takes the head's own runs of them for the cluster's spend (as `pbx\n"
+		       "cluster show` does).",
 	.args = "PACKAGE",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -65,6 +65,11 @@ struct pbx_cmd {
  * the cloud; when that fails the verb goes on with what the store knows,
  * after a warning (none with -q). */
 void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c);
+/* What `cluster show` and `state` run on cluster c once they reached its
+ * head (cmd-cluster.c): pbx_cluster_head_runs, the head's runs of the
+ * nodes it makes; when it fails the spend of those nodes stays as this
+ * store saw them, after a warning (none with -q). */
+void pbx_cli_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c);
 
 /* The top-level verbs, NULL-terminated (cmd.c). */
 extern const struct pbx_cmd *const pbx_commands[];

@@ -199,6 +199,9 @@ struct pbx_cluster {
 	 * record's user_key; on the head's store only), or NULL: spec.user_key.
 	 * Owned. */
 	char *user_key;
+	/* 1 once this verb took the head's runs of the nodes that may sleep
+	 * (pbx_cluster_head_runs): spend_sync leaves those nodes' runs be. */
+	int head_runs;
 };
 
 /* ------------------------------------------------------------- spend.c */
@@ -218,7 +221,9 @@ int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now, 
 /* Opens a run for each node of c whose instance runs and has none, and
  * ends the runs of nodes deleted or powered off (at c->stopped_at when the
  * cluster is powered off and the cloud said when), from the store's
- * states; prices come from the cache only.  Best effort, silent. */
+ * states; prices come from the cache only.  While the cluster is on, the
+ * nodes whose runs this verb took from the head (c->head_runs) are left
+ * alone.  Best effort, silent. */
 void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now);
 
 struct pbx_budget {
@@ -255,6 +260,73 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
  * be listed or the store not written: the verb goes on with what the
  * store knew. */
 int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_err *err);
+
+/* ---------------------------------------------------------- headruns.c */
+
+/*
+ * The head's node runs (docs/cost.md, "Spend"): on a cloud cluster that
+ * saves power the head's own pbx makes and deletes the nodes that may
+ * sleep, and its store records their runs as it does.  `pbx cluster runs
+ * NAME`, run by that pbx, prints them as one JSON document:
+ *   {"version": 1, "cluster": NAME, "id": UID,
+ *    "runs": [{"node": "node2", "started": 1716000000,
+ *              "ended": 1716000600}, ...]}
+ * oldest first, times in unix seconds of the head's clock, ended null
+ * while the node runs.  The user's pbx reads it as hostile input: anything
+ * else (another version, cluster or id, a missing, unknown or mistyped
+ * field, a node that may not sleep, runs of a node that overlap, more than
+ * the bounds below) refuses the whole reply.
+ */
+#define PBX_HEAD_RUNS_VERSION   1
+#define PBX_HEAD_RUNS_MAX       200000      /* runs in a reply */
+#define PBX_HEAD_RUNS_BYTES_MAX (16u << 20) /* bytes of a reply */
+#define PBX_HEAD_RUNS_SKEW_S    300         /* how far the head's clock may be off */
+
+struct pbx_head_run {
+	char node[64];
+	int64_t started, ended; /* unix s; ended 0: still running */
+};
+/* `pbx cluster runs NAME`: the document above, of this store's runs of
+ * cluster `name`'s nodes that may sleep (its template in cfg, sized as
+ * recorded).  Reads only.  *json owned by the caller. */
+int pbx_head_runs_json(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+		       char **json, struct pbx_err *err);
+/* Reads reply text[0..len) of cluster `name` (id `uid`, template t) into
+ * *v, *n runs sorted by node, then start; *v owned by the caller (free),
+ * NULL after an error, which names the field. */
+int pbx_head_runs_parse(const char *text, size_t len, const char *name, const char *uid,
+			const struct pbx_cluster_template *t, struct pbx_head_run **v, size_t *n,
+			struct pbx_err *err);
+/* Fits the parsed runs v[0..n) to this machine's clock: a time more than
+ * PBX_HEAD_RUNS_SKEW_S after `now` or before `created` (the cluster's
+ * creation) refuses them all; one within that is clamped into [created,
+ * now]. */
+int pbx_head_runs_fit(struct pbx_head_run *v, size_t n, int64_t created, int64_t now,
+		      struct pbx_err *err);
+/* Cuts v[0..*n) (parsed, fitted) to the times the cluster ran: on[0..non)
+ * (the store's runs of its head, oldest first, disjoint; ended 0: on
+ * now).  A run outside them goes, one across a time the cluster was off
+ * is split; the order stays.  With non 0 nothing is cut.  *v may be
+ * replaced (owned by the caller, free; NULL when none is left). */
+void pbx_head_runs_clip(struct pbx_head_run **v, size_t *n, const struct pbx_head_run *on,
+			size_t non);
+/* Makes v[0..n) (parsed, fitted and clipped) the runs of cluster `cluster_id`'s
+ * nodes that may sleep in t, in one transaction: each of the store's runs
+ * of those nodes takes the interval of the head's run it overlaps most
+ * (keeping its price), the others are removed, and a head's run none
+ * overlaps is added, priced from quote q (NULL or a line unknown: no
+ * price).  The other nodes' runs stay.  *changed (may be NULL): rows
+ * written. */
+int pbx_head_runs_merge(struct pbx_store *st, int64_t cluster_id,
+			const struct pbx_cluster_template *t, const struct pbx_price_quote *q,
+			const struct pbx_head_run *v, size_t n, int64_t now, size_t *changed,
+			struct pbx_err *err);
+/* For a verb that reached c's head: where the head's pbx makes the nodes
+ * (a cloud cluster that saves power; not pbx on the head itself) asks it
+ * for its runs (one SSH exec), and merges them into the store
+ * (c->head_runs then set); else 0 at once.  -1 with err when the head's
+ * pbx did not answer or its reply is refused: the store's runs stay. */
+int pbx_cluster_head_runs(struct pbx_cluster *c, struct pbx_err *err);
 
 /* `pbx cluster power NAME resume|suspend NODE...`, what SLURM's
  * ResumeProgram and SuspendProgram run (powersave.c): makes and

@@ -147,6 +147,17 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c);
 int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 		    struct pbx_err *err);
 
+/* ------------------------------------------------- spend.c, headruns.c */
+
+/* Node `name`'s (of `role`) price an hour in quote q (NULL: none): its
+ * group's line, the head's for the head; -1 when unknown. */
+int64_t pbx_spend_node_price(const struct pbx_price_quote *q, const struct pbx_cluster_template *t,
+			     const char *name, const char *role);
+/* Whether `name` is a node of t that may sleep (pbx_power_may_sleep), and
+ * one that t has: NAMEk of a group, k up to its count, as config.c names
+ * them (headruns_parse.c). */
+int pbx_head_runs_node_ok(const struct pbx_cluster_template *t, const char *name);
+
 /* Sets the cluster's state in the store (best effort, logged). */
 void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 

@@ -11,7 +11,9 @@
  *
  * pbx_cluster_spend_sync brings the runs in line with the store's node and
  * cluster states; pbx_cluster_close calls it, so every verb that starts,
- * stops, resizes or finds a cluster powered off leaves the runs true.
+ * stops, resizes or finds a cluster powered off leaves the runs true.  The
+ * nodes a cloud head makes (power saving) have the head's own runs where
+ * this verb took them (headruns.c): sync leaves those alone.
  *
  * The budget (template key `budget:`) is enforced twice: on the laptop,
  * where a verb warns from 80% on and a submission is refused at 100%
@@ -54,13 +56,18 @@ static const struct pbx_price_line *spend_line(const struct pbx_price_quote *q,
 	return NULL;
 }
 
-/* Node `name`'s price an hour from the cache (-1: unknown). */
-static int64_t spend_node_price(const struct pbx_price_quote *q, int quoted,
-				const struct pbx_cluster_template *t, const char *name,
-				const char *role)
+int64_t pbx_spend_node_price(const struct pbx_price_quote *q, const struct pbx_cluster_template *t,
+			     const char *name, const char *role)
 {
-	const struct pbx_price_line *l = quoted ? spend_line(q, t, name, role) : NULL;
+	const struct pbx_price_line *l = q ? spend_line(q, t, name, role) : NULL;
 	return l ? l->each : -1;
+}
+
+/* Whether node `name`'s runs are the head's (headruns.c): this verb took
+ * them, and it may sleep. */
+static int spend_head_owns(const struct pbx_cluster *c, const char *name)
+{
+	return c->head_runs && c->spec.t && pbx_power_may_sleep(c->spec.t, name);
 }
 
 /* The open run of `node` among v, or NULL. */
@@ -147,7 +154,8 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 	for (i = 0; i < nr; i++) {
 		const struct pbx_node_row *n = spend_node(nodes, nn, runs[i].node);
 		int64_t at = now;
-		if (runs[i].ended || (on && n && spend_node_runs(n->state)))
+		if (runs[i].ended || (on && n && spend_node_runs(n->state)) ||
+		    (on && spend_head_owns(c, runs[i].node)))
 			continue;
 		if (!on) { /* powered off while pbx was not looking: the cloud says when */
 			at = spend_stopped_at(c, runs[i].node);
@@ -160,7 +168,8 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 		goto out;
 	for (i = 0; i < nn; i++) {
 		int64_t nanos;
-		if (!spend_node_runs(nodes[i].state) || spend_open_run(runs, nr, nodes[i].name))
+		if (!spend_node_runs(nodes[i].state) || spend_open_run(runs, nr, nodes[i].name) ||
+		    spend_head_owns(c, nodes[i].name))
 			continue;
 		if (!quoted && c->spec.t) {
 			struct pbx_err qerr = PBX_ERR_INIT;
@@ -168,7 +177,8 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 					 ? 1
 					 : -1;
 		}
-		nanos = spend_node_price(&q, quoted == 1, c->spec.t, nodes[i].name, nodes[i].role);
+		nanos = pbx_spend_node_price(quoted == 1 ? &q : NULL, c->spec.t, nodes[i].name,
+					     nodes[i].role);
 		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
 				   spend_run_from(c, runs, nr, nodes[i].name, now), nanos,
 				   q.currency, &err);

@@ -57,24 +57,35 @@ int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 	return 0;
 }
 
-int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
-		       int64_t nanos, const char *currency, struct pbx_err *err)
+int pbx_store_run_add(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
+		      int64_t ended, int64_t nanos, const char *currency, struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	if (pbx_store_prepare(st,
-			      "INSERT INTO node_runs(cluster_id, node, started, nanos, currency)"
-			      " VALUES (?, ?, ?, ?, ?)",
-			      &stmt, err) < 0)
+	if (pbx_store_prepare(
+		    st,
+		    "INSERT INTO node_runs(cluster_id, node, started, ended, nanos, currency)"
+		    " VALUES (?, ?, ?, ?, ?, ?)",
+		    &stmt, err) < 0)
 		return -1;
 	sqlite3_bind_int64(stmt, 1, cluster_id);
 	sqlite3_bind_text(stmt, 2, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 3, started);
-	if (nanos >= 0)
-		sqlite3_bind_int64(stmt, 4, nanos);
+	if (ended)
+		sqlite3_bind_int64(stmt, 4, ended > started ? ended : started);
 	else
 		sqlite3_bind_null(stmt, 4);
-	sqlite3_bind_text(stmt, 5, currency && nanos >= 0 ? currency : "", -1, SQLITE_STATIC);
+	if (nanos >= 0)
+		sqlite3_bind_int64(stmt, 5, nanos);
+	else
+		sqlite3_bind_null(stmt, 5);
+	sqlite3_bind_text(stmt, 6, currency && nanos >= 0 ? currency : "", -1, SQLITE_STATIC);
 	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
+		       int64_t nanos, const char *currency, struct pbx_err *err)
+{
+	return pbx_store_run_add(st, cluster_id, node, started, 0, nanos, currency, err);
 }
 
 int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct pbx_err *err)
@@ -87,5 +98,30 @@ int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct 
 		return -1;
 	sqlite3_bind_int64(stmt, 1, ended);
 	sqlite3_bind_int64(stmt, 2, id);
+	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_run_set(struct pbx_store *st, int64_t id, int64_t started, int64_t ended,
+		      struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "UPDATE node_runs SET started = ?, ended = ? WHERE id = ?", &stmt,
+			      err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, started);
+	if (ended)
+		sqlite3_bind_int64(stmt, 2, ended > started ? ended : started);
+	else
+		sqlite3_bind_null(stmt, 2);
+	sqlite3_bind_int64(stmt, 3, id);
+	return pbx_store_step_done(st, stmt, err);
+}
+
+int pbx_store_run_delete(struct pbx_store *st, int64_t id, struct pbx_err *err)
+{
+	sqlite3_stmt *stmt;
+	if (pbx_store_prepare(st, "DELETE FROM node_runs WHERE id = ?", &stmt, err) < 0)
+		return -1;
+	sqlite3_bind_int64(stmt, 1, id);
 	return pbx_store_step_done(st, stmt, err);
 }

@@ -261,7 +261,18 @@ int pbx_store_runs_list(struct pbx_store *st, int64_t cluster_id, struct pbx_nod
 /* Begins a run of `node` at `started` (nanos -1: price unknown). */
 int pbx_store_run_open(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
 		       int64_t nanos, const char *currency, struct pbx_err *err);
+/* Adds a run of `node` from `started` to `ended` (0: open; never before
+ * it began), priced as pbx_store_run_open's. */
+int pbx_store_run_add(struct pbx_store *st, int64_t cluster_id, const char *node, int64_t started,
+		      int64_t ended, int64_t nanos, const char *currency, struct pbx_err *err);
 /* Ends run `id` at `ended` (never before it began). */
 int pbx_store_run_close(struct pbx_store *st, int64_t id, int64_t ended, struct pbx_err *err);
+/* Sets run `id`'s interval to [started, ended] (ended 0: open again;
+ * never before it began); its price stays.  An open run's node must have
+ * no other open run (the store refuses a second). */
+int pbx_store_run_set(struct pbx_store *st, int64_t id, int64_t started, int64_t ended,
+		      struct pbx_err *err);
+/* Removes run `id`. */
+int pbx_store_run_delete(struct pbx_store *st, int64_t id, struct pbx_err *err);
 
 #endif

@@ -443,6 +443,19 @@ power_kill_at() {
 # pk_node1_state CLUSTER: node1's state in the head's store.
 pk_node1_state() { "$pbx_head" cluster show "$1" --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
 
+# near A B: numbers A and B (unix s) at most 2 apart (false when one is
+# empty): a run's start or end as the head's pbx records it beside the
+# cloud's own time (t0457, t0461, t0467; docs/cost.md, "Spend").
+near() { python3 -c 'import sys; sys.exit(not (sys.argv[1] and sys.argv[2] and abs(float(sys.argv[1]) - float(sys.argv[2])) <= 2))' "$1" "$2"; }
+# emu_created NODE: when the emulator made NODE's instance (unix s, its
+# creationTimestamp), while it holds it; empty otherwise.
+emu_created() {
+	emu_get state | python3 -c 'import datetime, json, sys
+for i in json.load(sys.stdin)["instances"]:
+    if i["name"].endswith("-" + sys.argv[1]):
+        print("%.3f" % datetime.datetime.fromisoformat(i["creationTimestamp"]).timestamp())' "$1"
+}
+
 # emu_instances: "NODE=STATUS ..." of every instance the emulator holds
 # (NODE the last part of its name), sorted; "-" for none.
 emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }

@@ -75,17 +75,12 @@ run_pbx state "$pkg"
 ok $rc "state: $errout"
 is "$(( $(list_calls) - calls0 ))" 1 "state lists the instances once"
 is "$(node_states)" "head:up node1:up node2:up" "state learnt both are up"
-# its spend of them begins when their instances started, not now
+# its spend of them is the head's runs (state reached the head): from
+# when the head made their instances, not now
 run_start() { sqlite3 "$PBX_HOME/pbx.db" "SELECT min(started) FROM node_runs WHERE node = '$1'"; }
-inst_start() {
-	emu_get state | python3 -c 'import datetime, json, sys
-for i in json.load(sys.stdin)["instances"]:
-    if i["name"].endswith("-" + sys.argv[1]):
-        print(int(datetime.datetime.fromisoformat(i["lastStartTimestamp"] or i["creationTimestamp"]).timestamp()))' "$1"
-}
-s1=$(inst_start node1)
-[ -n "$s1" ] && [ "$(run_start node1)" = "$s1" ] && [ "$(run_start node2)" = "$(inst_start node2)" ]
-ok $? "the user's spend of both begins when their instances started ($(run_start node1) = $s1), before state learnt them ($(date +%s))"
+s1=$(emu_created node1)
+near "$(run_start node1)" "$s1" && near "$(run_start node2)" "$(emu_created node2)"
+ok $? "the user's spend of both begins when their instances were made ($(run_start node1), $s1), before state learnt them ($(date +%s))"
 is "$(task_states "$pkg")" "COMPLETED COMPLETED" "both tasks completed on them"
 
 # show (and --json) learns it too, with the instances' addresses

@@ -76,7 +76,8 @@ is "$(shown)" "head=up node1=up node2=up" "show --json lists them up"
 is "$(( $(calls calls DescribeInstances) - desc0 ))" 1 "  with one DescribeInstances"
 is "$(node_states)" "head:up node1:up node2:up" "  and the user's store has them up"
 is "$(shown_addrs)" "$(moto_addrs)" "  at their instances' addresses"
-# the user's spend of them begins at their instances' launchTime
+# the user's spend of them is the head's runs (show reached the head):
+# from their instances' launchTime, within 2 s
 launched() {
 	h_py <<'PY'
 out = []
@@ -88,8 +89,11 @@ for r in c.describe_instances(Filters=[{"Name": "tag:pbx-node", "Values": ["node
 print(" ".join(sorted(out)))
 PY
 }
-run_starts() { sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(node || '=' || started, ' ') FROM (SELECT node, min(started) AS started FROM node_runs WHERE node IN ('node1', 'node2') GROUP BY node ORDER BY node)"; }
-is "$(run_starts)" "$(launched)" "  and the user's spend of them begins at their instances' launchTime"
+run_start() { sqlite3 "$PBX_HOME/pbx.db" "SELECT min(started) FROM node_runs WHERE node = '$1'"; }
+launched_at() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+l=$(launched)
+near "$(run_start node1)" "$(launched_at "$l" node1)" && near "$(run_start node2)" "$(launched_at "$l" node2)"
+ok $? "  and the user's spend of them is the head's runs, from their instances' launchTime ($(run_start node1) $(run_start node2); $l)"
 
 # exec -n from here reaches them with the user's key: their key pair is
 # the head's, and the head's bootstrap authorized the user's key
