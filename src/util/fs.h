@@ -32,7 +32,9 @@ int pbx_tmpfile_beside(const char *path, char **tmp, struct pbx_err *err);
 /* write(2) until all `len` bytes are written (EINTR retried); 0, or -1
  * with errno set. */
 int pbx_write_all(int fd, const void *data, size_t len);
-/* Appends the whole file to `out`. */
+/* Appends the whole file to `out`.  On failure (-1 with err) `out` is as
+ * it was: emptied and released when it was empty, so a caller that gives
+ * up leaks nothing. */
 int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
 /* Appends the whole of `path` to `out` when it is a regular file of at most
  * `max` bytes, checked on the open descriptor before anything is read (a

@@ -124,6 +124,22 @@ static void test_tmpfile_beside(void)
 	free(target);
 }
 
+/* A read that fails after open (a directory: EISDIR) leaves the buffer as
+ * it was: released when it was empty (nothing for a caller to leak). */
+static void test_read_error(void)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_err err = PBX_ERR_INIT;
+	ok(pbx_read_file(dir, &b, &err) < 0 && b.len == 0 && b.alloc == 0 && strstr(err.msg, dir),
+	   "a failed read of an empty buffer leaves it released: %s", err.msg);
+	pbx_err_clear(&err);
+	pbx_buf_adds(&b, "kept");
+	ok(pbx_read_file(dir, &b, &err) < 0 && !strcmp(b.buf, "kept") && b.len == 4,
+	   "a failed read leaves what the buffer held");
+	pbx_err_clear(&err);
+	pbx_buf_release(&b);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -131,6 +147,7 @@ int main(void)
 		return 1;
 	test_planted_links();
 	test_tmpfile_beside();
+	test_read_error();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);
