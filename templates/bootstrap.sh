@@ -153,7 +153,9 @@ wait_for_ctld() {
 # asked before slurmd starts, so slurmctld talks to this instance from its
 # first registration.  Root on a node is a SLURM administrator (munge).
 ctld_readdress() {
-	ra_line=$(grep "^NodeName=$NODE .*State=CLOUD" "$CONF" 2>/dev/null) || return 0
+	# this node's own line, its name compared whole (a '.' in it is no pattern)
+	ra_line=$(awk -v n="NodeName=$NODE" '$1 == n && / State=CLOUD$/' "$CONF" 2>/dev/null)
+	[ -n "$ra_line" ] || return 0
 	ra_addr='' ra_host=''
 	for f in $ra_line; do
 		case $f in
