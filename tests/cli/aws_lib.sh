@@ -139,11 +139,27 @@ PY
 
 # h_py SCRIPT ARGS: runs the Python SCRIPT (read from stdin) with `c`, a
 # boto3 EC2 client of the harness's admin against moto itself.
+# node_of(instance) there: the node an instance's tags name, as pbx reads
+# them (src/cloud/aws/launch.c): its pbx-node tag, else the number of its
+# launch's pbx-launch (e.g. 3-5,9) at its AmiLaunchIndex after its
+# pbx-role; "?" when they name none.
 h_py() {
 	python3 -c "import boto3, json, sys
 e = json.load(open('$TEST_TMP/env.json'))
 c = boto3.client('ec2', region_name='us-east-1', endpoint_url=e['moto_url'],
                  aws_access_key_id=e['admin']['access_key'], aws_secret_access_key=e['admin']['secret_key'])
+def node_of(i):
+    tags = {t['Key']: t['Value'] for t in i.get('Tags', [])}
+    if 'pbx-node' in tags:
+        return tags['pbx-node']
+    if 'pbx-launch' not in tags or 'pbx-role' not in tags:
+        return '?'
+    nums = []
+    for r in tags['pbx-launch'].split(','):
+        a, _, b = r.partition('-')
+        nums += list(range(int(a), int(b or a) + 1))
+    k = i.get('AmiLaunchIndex', -1)
+    return tags['pbx-role'] + str(nums[k]) if 0 <= k < len(nums) else '?'
 exec(sys.stdin.read())" "$@"
 }
 # The account's AMIs, as NAME:STATE:pbx-image-id (sorted), and how many

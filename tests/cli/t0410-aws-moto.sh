@@ -60,7 +60,17 @@ is "$out" "gpu1 idle gpu:t4:1
 gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || address, ' ') FROM nodes")" \
 	"head:up:127.0.63.4 gpu1:up:127.0.63.5 gpu2:up:127.0.63.6" "nodes are up on the instances' private addresses"
-is "$(calls calls CreateTags)" 0 "no CreateTags: without power saving no instance is tagged with its node"
+# each instance's tags name its node (pbx-node for the head; for a group,
+# pbx-launch at the instance's launch index): the instance the store has
+# for that node, with no CreateTags
+named=$(h_py <<'PY'
+print(" ".join(sorted("%s=%s" % (node_of(i), i["InstanceId"]) for r in c.describe_instances(
+    Filters=[{"Name": "instance-state-name", "Values": ["running"]}])["Reservations"] for i in r["Instances"])))
+PY
+)
+is "$named" "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || '=' || instance_id, ' ') FROM (SELECT * FROM nodes ORDER BY name)")" \
+	"each instance's tags name the node the store has it for"
+is "$(calls calls CreateTags)" 0 "  with no CreateTags"
 run_pbx cluster exec -n gpu2 e1 -- id -un
 is "$out" "root" "commands run as root through sudo -n (login user pbx)"
 sweep_demo_round e1

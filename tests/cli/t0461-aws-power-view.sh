@@ -3,14 +3,15 @@
 # EC2 (moto with the harness's node bodies and IMDS; issue 19;
 # docs/power-saving.md, "The laptop's view" and "On EC2"): the head's own
 # pbx makes and terminates the nodes with no pbx running on the user's
-# side; each instance it makes is tagged with its node's name (pbx-node,
-# one CreateTags each, since one RunInstances tags all its instances
-# alike), so `cluster show --json` learns from one DescribeInstances which
+# side; the one RunInstances that makes both names each instance's node
+# (pbx-role and pbx-launch, read with each instance's amiLaunchIndex:
+# src/cloud/aws/launch.c), with no CreateTags, so `cluster show --json`
+# learns from one DescribeInstances which
 # nodes run and at which addresses; the head's bootstrap of a woken node
 # authorizes the user's key (the record's user_key), so `exec -n` from here
-# reaches it although its key pair is the head's; an instance whose node
-# tag is missing (a head killed between RunInstances and CreateTags) is
-# not learnt, and the head's next start tags it; once the head has
+# reaches it although its key pair is the head's; an instance whose tags
+# name no node (its launch tag removed) is not learnt, and the head's next
+# start tags it (pbx-node, one CreateTags); once the head has
 # terminated them, show has them asleep again; the user's `stop` leaves
 # nothing.  Addresses: subnets 127.0.133.0/24 and 127.0.134.0/24; SLURM
 # ports from 22000.
@@ -27,7 +28,7 @@ show_power_log() { power_log | tail -20 | sed 's/^/#   /'; }
 shown() { "$PBX" cluster show --json pv 2>/dev/null | json_get '" ".join("%s=%s" % (n["name"], n["state"]) for n in d["nodes"])'; }
 # shown_addrs: "NODE=ADDRESS/PUBLIC/INSTANCE ..." of the compute nodes
 # there; moto_addrs: the same of the running node instances, NODE from
-# their pbx-node tag ("?" when untagged)
+# the node their tags name (node_of, aws_lib.sh; "?" when none)
 shown_addrs() { "$PBX" cluster show --json pv 2>/dev/null | json_get '" ".join("%s=%s/%s/%s" % (n["name"], n["address"], n["public_address"], n["instance_id"]) for n in d["nodes"] if n["role"] == "compute")'; }
 moto_addrs() {
 	h_py <<'PY'
@@ -35,8 +36,7 @@ out = []
 for r in c.describe_instances(Filters=[{"Name": "tag:pbx-role", "Values": ["node"]},
                                        {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]:
     for i in r["Instances"]:
-        tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
-        out.append("%s=%s/%s/%s" % (tags.get("pbx-node", "?"), i["PrivateIpAddress"], i.get("PublicIpAddress"), i["InstanceId"]))
+        out.append("%s=%s/%s/%s" % (node_of(i), i["PrivateIpAddress"], i.get("PublicIpAddress"), i["InstanceId"]))
 print(" ".join(sorted(out)))
 PY
 }
@@ -59,15 +59,16 @@ head_root=${head_conf%/etc/slurm/slurm.conf}
 
 # a job wakes both nodes through SLURM and the head's pbx, with no pbx
 # running here (exec's SSH session on the head waits for srun)
-tags0=$(calls calls CreateTags)
+tags0=$(calls calls CreateTags) runs0=$(calls calls RunInstances)
 run_pbx cluster exec pv -- srun -N2 -c2 hostname
 ok $rc "srun -N2 wakes both nodes and runs on them: $errout"
 [ $rc = 0 ] || show_power_log
 is "$(instances)" "head=running node=running node=running" "the head made both instances"
 is "$(node_states)" "head:up node1:asleep node2:asleep" "the user's store still has them asleep"
+is "$(( $(calls calls RunInstances) - runs0 ))" 1 "  with one RunInstances"
 is "$(moto_addrs | tr ' ' '\n' | cut -d= -f1 | tr '\n' ' ')" "node1 node2 " \
-	"each instance carries its node's name (pbx-node)"
-is "$(( $(calls calls CreateTags) - tags0 ))" 2 "  from one CreateTags each"
+	"its tags name each instance's node (pbx-launch, by launch index)"
+is "$(( $(calls calls CreateTags) - tags0 ))" 0 "  with no CreateTags"
 
 # show --json learns they are up, at their instances' addresses, from one
 # DescribeInstances
@@ -81,11 +82,10 @@ is "$(shown_addrs)" "$(moto_addrs)" "  at their instances' addresses"
 launched() {
 	h_py <<'PY'
 out = []
-for r in c.describe_instances(Filters=[{"Name": "tag:pbx-node", "Values": ["node1", "node2"]},
+for r in c.describe_instances(Filters=[{"Name": "tag:pbx-role", "Values": ["node"]},
                                        {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]:
     for i in r["Instances"]:
-        node = [t["Value"] for t in i["Tags"] if t["Key"] == "pbx-node"][0]
-        out.append("%s=%d" % (node, int(i["LaunchTime"].timestamp())))
+        out.append("%s=%d" % (node_of(i), int(i["LaunchTime"].timestamp())))
 print(" ".join(sorted(out)))
 PY
 }
@@ -116,10 +116,10 @@ for f in $(find "$BODIES" -path '*/.ssh/authorized_keys' ! -path "$head_root/*")
 done
 is "$n" 2 "both nodes authorize the user's key, tagged pbx-user:pv"
 
-# an instance without its node tag (the head killed between RunInstances
-# and CreateTags) is not learnt: that node reads asleep, the other up
+# an instance whose tags name no node (its launch tag removed) is not
+# learnt: that node reads asleep, the other up
 h_py "$(instance_of node2)" <<'PY'
-c.delete_tags(Resources=[sys.argv[1]], Tags=[{"Key": "pbx-node"}])
+c.delete_tags(Resources=[sys.argv[1]], Tags=[{"Key": "pbx-launch"}])
 PY
 as_if_unseen asleep
 is "$(shown)" "head=up node1=up node2=asleep" "an untagged instance is not learnt"

@@ -3,7 +3,8 @@
  * AWS sends it (no namespace) and as moto does (a namespace, or
  * <ErrorResponse>), instance lists with nextToken, terminate replies, a
  * stopped instance's stop time from its reason (GMT, moto's UTC), the
- * node an instance's pbx-node tag names, and
+ * node an instance's pbx-node tag names or its launch's tags and launch
+ * index name (launch.c, both ways, hostile tags refused), and
  * which errors are retried (throttling, 5xx) and which never are
  * (capacity, quota, even as HTTP 500), and DescribeImages replies (state,
  * the pbx-image-id tag, the snapshots behind an AMI).
@@ -384,8 +385,159 @@ static void test_images(void)
 	ok(aws_images_parse("<a", 2, &v, &n, &err) < 0 && n == 0, "broken XML");
 }
 
+/* streq that takes NULL: both NULL, or the same text */
+static int same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* is(aws_launch_node(role, launch, index), want); frees it */
+static int launch_is(const char *role, const char *launch, long index, const char *want)
+{
+	char *got = aws_launch_node(role, launch, index);
+	int r = same(got, want);
+	if (!r)
+		tap_diag("aws_launch_node(%s, %s, %ld) = %s, not %s", role ? role : "NULL",
+			 launch ? launch : "NULL", index, got ? got : "NULL", want ? want : "NULL");
+	free(got);
+	return r;
+}
+
+/* pbx-launch written for a launch's nodes (create.c), and read back */
+static void test_launch_tag(void)
+{
+	const char *const four[] = { "cpu3", "cpu4", "cpu5", "cpu9" };
+	const char *const order[] = { "cpu9", "cpu1", "cpu2" };
+	const char *const one[] = { "cpu12" };
+	const char *const digits[] = { "gpu21", "gpu22" };
+	const char *const bad[] = { "cpu1", "gpu2" };
+	const char *const zero[] = { "cpu01" };
+	const char **many = xcalloc(200, sizeof(*many));
+	char *t, *names[200];
+	int i, r = 1;
+	t = aws_launch_tag("cpu", four, 4);
+	ok(same(t, "3-5,9"), "a launch of cpu3 cpu4 cpu5 cpu9: 3-5,9 (%s)", t ? t : "NULL");
+	free(t);
+	t = aws_launch_tag("cpu", order, 3);
+	ok(same(t, "9,1-2"), "numbers stay in launch order: 9,1-2 (%s)", t ? t : "NULL");
+	free(t);
+	t = aws_launch_tag("cpu", one, 1);
+	ok(same(t, "12"), "one node: its number (%s)", t ? t : "NULL");
+	free(t);
+	t = aws_launch_tag("gpu2", digits, 2);
+	ok(same(t, "1-2"), "a group name ending in a digit: the numbers after it (%s)",
+	   t ? t : "NULL");
+	free(t);
+	t = aws_launch_tag("cpu", bad, 2);
+	ok(!t, "a node of another group: no tag");
+	free(t);
+	t = aws_launch_tag("cpu", zero, 1);
+	ok(!t, "a number with a leading zero: no tag");
+	free(t);
+	for (i = 0; i < 200; i++)
+		many[i] = names[i] = xasprintf("cpu%d", 1000 + 2 * i);
+	t = aws_launch_tag("cpu", many, 200);
+	ok(!t, "200 nodes numbered apart would pass EC2's 256 characters: no tag");
+	free(t);
+	for (i = 0; i < 200; i++) {
+		free(names[i]);
+		many[i] = names[i] = xasprintf("cpu%d", 1 + i);
+	}
+	t = aws_launch_tag("cpu", many, 200);
+	ok(same(t, "1-200"), "200 consecutive nodes: 1-200");
+	for (i = 0; t && i < 200; i++)
+		r &= launch_is("cpu", t, i, names[i]);
+	ok(r, "  and each launch index reads back as its node");
+	free(t);
+	for (i = 0; i < 200; i++)
+		free(names[i]);
+	free(many);
+
+	ok(launch_is("cpu", "3-5,9", 0, "cpu3") && launch_is("cpu", "3-5,9", 2, "cpu5") &&
+		   launch_is("cpu", "3-5,9", 3, "cpu9"),
+	   "launch indexes 0, 2 and 3 of 3-5,9: cpu3, cpu5, cpu9");
+	ok(launch_is("cpu", "9,1-2", 1, "cpu1"),
+	   "ranges in launch order: index 1 of 9,1-2 is cpu1");
+	ok(launch_is("cpu", "3-5,9", 4, NULL) && launch_is("cpu", "3-5,9", -1, NULL),
+	   "an index outside the launch names no node");
+	ok(launch_is(NULL, "1-2", 0, NULL) && launch_is("cpu", NULL, 0, NULL),
+	   "either tag missing: no node");
+	ok(launch_is("cpu", "", 0, NULL) && launch_is("cpu", "1,", 0, NULL) &&
+		   launch_is("cpu", ",1", 0, NULL) && launch_is("cpu", "1-", 0, NULL) &&
+		   launch_is("cpu", "-1", 0, NULL) && launch_is("cpu", "1--2", 0, NULL),
+	   "empty parts are refused");
+	ok(launch_is("cpu", "01", 0, NULL) && launch_is("cpu", "0", 0, NULL) &&
+		   launch_is("cpu", "+1", 0, NULL) && launch_is("cpu", " 1", 0, NULL) &&
+		   launch_is("cpu", "1000000000", 0, NULL) && launch_is("cpu", "1;rm", 0, NULL),
+	   "numbers: 1 to 999999999, digits only, no leading zero");
+	ok(launch_is("cpu", "5-3", 0, NULL) && launch_is("cpu", "3-3", 0, NULL),
+	   "a range must rise");
+	ok(launch_is("cpu", "1-3,2", 0, NULL) && launch_is("cpu", "4,1-9", 0, NULL) &&
+		   launch_is("cpu", "1,1", 0, NULL),
+	   "overlapping ranges are refused (no two instances of one node)");
+	ok(launch_is("cpu", "1-999999999", 999999998, "cpu999999999"),
+	   "the widest range reaches its last number");
+	ok(launch_is("Cpu", "1", 0, NULL) && launch_is("c u", "1", 0, NULL) &&
+		   launch_is("", "1", 0, NULL),
+	   "a role that is no group name names no node");
+	{
+		char longv[AWS_LAUNCH_TAG_MAX + 8];
+		size_t k = 0;
+		while (k + 2 < sizeof(longv) - 1) {
+			k += (size_t)snprintf(longv + k, sizeof(longv) - k, "%s%zu", k ? "," : "",
+					      k / 2 + 1);
+		}
+		ok(strlen(longv) > AWS_LAUNCH_TAG_MAX && launch_is("cpu", longv, 0, NULL),
+		   "a value longer than EC2's 256 characters is refused");
+	}
+}
+
+/* An instance is named by its launch (pbx-role, pbx-launch, amiLaunchIndex)
+ * unless its pbx-node tag names it; a malformed launch index or launch tag
+ * names nothing. */
+static void test_launch_nodes(void)
+{
+#define LAUNCHED(id, idx, role, launch)                                                       \
+	"<item><instanceId>" id "</instanceId><instanceState><name>running</name>"            \
+	"</instanceState><amiLaunchIndex>" idx "</amiLaunchIndex><tagSet><item><key>pbx-role" \
+	"</key><value>" role "</value></item><item><key>pbx-launch</key><value>" launch       \
+	"</value></item></tagSet></item>"
+	const char *page =
+		"<RunInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<instancesSet>" LAUNCHED("i-1", "0", "cpu", "3-5,9") LAUNCHED(
+			"i-2", "3", "cpu", "3-5,9") LAUNCHED("i-3", "4", "cpu",
+							     "3-5,9") LAUNCHED("i-4", "01", "cpu",
+									       "3-5,9")
+			LAUNCHED("i-5", "1", "cpu", "3-2") LAUNCHED(
+				"i-6", "1", "../x",
+				"1-2") "<item><instanceId>i-7</instanceId><instanceState><name>running</name></instanceState>"
+				       "<amiLaunchIndex>1</amiLaunchIndex><tagSet><item><key>pbx-node</key><value>cpu7"
+				       "</value></item><item><key>pbx-role</key><value>cpu</value></item><item><key>"
+				       "pbx-launch</key><value>1-2</value></item></tagSet></item>"
+				       "</instancesSet></RunInstancesResponse>";
+	struct aws_inst *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(aws_insts_parse(page, strlen(page), &v, &n, &next, &err) == 0 && n == 7,
+	   "instances with launch tags parse");
+	ok(n == 7 && same(v[0].node, "cpu3") && v[0].launch_index == 0 && same(v[1].node, "cpu9") &&
+		   v[1].launch_index == 3,
+	   "launch indexes 0 and 3 of 3-5,9 are cpu3 and cpu9");
+	ok(n == 7 && !v[2].node, "an index past the launch names no node");
+	ok(n == 7 && !v[3].node && v[3].launch_index == -1,
+	   "a launch index that is not a plain number names no node");
+	ok(n == 7 && !v[4].node && !v[5].node, "a malformed launch or role tag names no node");
+	ok(n == 7 && same(v[6].node, "cpu7"), "a pbx-node tag comes first");
+	aws_insts_free(v, n);
+	free(next);
+#undef LAUNCHED
+}
+
 int main(void)
 {
+	test_launch_tag();
+	test_launch_nodes();
 	test_images();
 	test_quiet();
 	test_errors();

@@ -3,8 +3,9 @@
  * (src/cloud/aws/parse.c, libxml2): any bytes, read as an error envelope,
  * an instance list (RunInstances, DescribeInstances with nextToken,
  * TerminateInstances), key pairs with their keys and single values, must parse or fail cleanly; what
- * parses has its required fields (a node tag, when kept, a node name's
- * shape), and the retry classifier answers 0 or 1.
+ * parses has its required fields (a node, from its tag or its launch's
+ * tags, when kept, a node name's shape; a launch index of -1 to 99999),
+ * and the retry classifier answers 0 or 1.
  */
 #include "cloud/aws/aws.h"
 #include "util/addr.h"
@@ -45,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!insts[i].id || !*insts[i].id || !insts[i].state ||
 			    (insts[i].private_ip && !pbx_ip_literal_ok(insts[i].private_ip)) ||
 			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)) ||
+			    insts[i].launch_index < -1 || insts[i].launch_index > 99999 ||
 			    (insts[i].node &&
 			     (!*insts[i].node || strlen(insts[i].node) > 63 ||
 			      strspn(insts[i].node, "abcdefghijklmnopqrstuvwxyz0123456789-") !=

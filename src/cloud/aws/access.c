@@ -57,7 +57,7 @@ int aws_group(struct aws *a, struct pbx_err *err)
 		aws_param(&p, "GroupDescription", "pbx cluster %s id %s", a->s->name, a->s->uid);
 		if (vpc)
 			aws_param(&p, "VpcId", "%s", vpc);
-		aws_tag_spec(a, &p, 1, "security-group", NULL);
+		aws_tag_spec(a, &p, 1, "security-group", NULL, NULL);
 		if (rc == 0)
 			rc = aws_call(a, "CreateSecurityGroup", &p, &r, NULL, err);
 		aws_params_free(&p);
@@ -144,7 +144,7 @@ int aws_key(struct aws *a, struct pbx_err *err)
 		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)a->pubkey, (int)len);
 		aws_param(&p, "KeyName", "%s", a->key_name);
 		aws_param(&p, "PublicKeyMaterial", "%s", b64);
-		aws_tag_spec(a, &p, 1, "key-pair", NULL);
+		aws_tag_spec(a, &p, 1, "key-pair", NULL, NULL);
 		rc = aws_do(a, "ImportKeyPair", &p, dup, NULL, err);
 		a->touched |= rc == 0;
 		free(b64);

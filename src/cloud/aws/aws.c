@@ -13,16 +13,17 @@
  *            everything inside the group) and key pair (ImportKeyPair of
  *            the login key) unless they exist (access.c); one RunInstances
  *            per node kind for the nodes without a live instance (MinCount
- *            = MaxCount: all or nothing, a ClientToken, TagSpecifications,
- *            the root volume, spot), each instance id recorded at once.  A
+ *            = MaxCount: all or nothing, a ClientToken, TagSpecifications
+ *            that name each instance's node (launch.c), the root volume,
+ *            spot), each instance id recorded at once.  A
  *            capacity error sends the same nodes to the next subnet of
  *            clouds.aws.subnets; without one, or on a quota error, what this
  *            start made is removed (the group and key pair too when no
  *            instance of the cluster is left) and the message says why
  *   poll     (poll.c) DescribeInstances by tag (paged) until every node is
  *            running with an address (loopback only, against an API on
- *            loopback); each instance not yet tagged with its node gets
- *            pbx-node=NODE (CreateTags, one per instance)
+ *            loopback); with power saving, an instance whose tags name
+ *            no node gets pbx-node=NODE (CreateTags, one per instance)
  *   list     (list.c) instances, security group and key pair tagged
  *            pbx-cluster=NAME and pbx-cluster-id=ID (a survey, without an
  *            id: every one tagged NAME, with the id it carries); the group

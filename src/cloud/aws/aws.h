@@ -16,13 +16,21 @@
 #include "http/http.h"
 #include "util/buf.h"
 
-#define PBX_EC2_VERSION "2016-11-15"
-/* The tag that names the node an instance was made for (poll.c tags each
- * instance once EC2 lists it; one RunInstances tags all its instances
- * alike), by which list_nodes (list.c) tells the nodes apart. */
-#define AWS_TAG_NODE    "pbx-node"
+#define PBX_EC2_VERSION    "2016-11-15"
+/* The tag that names the one node an instance was made for: the head's
+ * at its RunInstances, or, for a launch whose pbx-launch would be too
+ * long, each instance's once EC2 lists it (poll.c).  By it, or by
+ * pbx-launch, list_nodes (list.c) tells the nodes apart. */
+#define AWS_TAG_NODE       "pbx-node"
+/* The tag by which one RunInstances names each instance it makes: the
+ * numbers of its nodes in launch order (launch.c), with pbx-role (the
+ * nodes' group); each instance's amiLaunchIndex picks its own. */
+#define AWS_TAG_LAUNCH     "pbx-launch"
+#define AWS_TAG_ROLE       "pbx-role"
+/* EC2's longest tag value. */
+#define AWS_LAUNCH_TAG_MAX 256
 /* The head's instance type when the template names none. */
-#define AWS_HEAD_TYPE   "m5.xlarge"
+#define AWS_HEAD_TYPE      "m5.xlarge"
 
 /* ------------------------------------------------------------ creds.c */
 
@@ -115,6 +123,19 @@ int aws_call(struct aws *a, const char *action, const struct aws_params *p, stru
  * Throttling and the other throttling and transient codes. */
 int aws_retryable(long status, const char *body, size_t len, void *ctx);
 
+/* ----------------------------------------------------------- launch.c */
+
+/* pbx-launch's value for a launch of nodes names[0..k) of group `group`,
+ * in launch order: their numbers, each run of consecutive ones as A-B
+ * ("3-5,9").  NULL when a name is not GROUP followed by a number, or the
+ * value would be longer than AWS_LAUNCH_TAG_MAX.  Caller frees. */
+char *aws_launch_tag(const char *group, const char *const *names, size_t k);
+/* The node of the instance of launch index `index` in a launch tagged
+ * pbx-role=ROLE and pbx-launch=LAUNCH: ROLE followed by the index-th
+ * number of LAUNCH.  NULL when either tag is missing or malformed (see
+ * launch.c) or index is out of the launch.  Caller frees. */
+char *aws_launch_node(const char *role, const char *launch, long index);
+
 /* ------------------------------------------------------------ parse.c */
 
 /* The error envelope (<Response><Errors><Error><Code/><Message/>, with or
@@ -127,9 +148,13 @@ struct aws_inst {
 	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
 	char *reason;                 /* stateReason message, may be NULL */
 	char *cluster;                /* its tag pbx-cluster-id, may be NULL */
-	char *node;                   /* its tag pbx-node (AWS_TAG_NODE) when that
-	                                 has a node name's shape (1 to 63 of
-	                                 a-z 0-9 -), else NULL */
+	char *node;                   /* its node: its tag pbx-node (AWS_TAG_NODE)
+	                                 when that has a node name's shape (1 to
+	                                 63 of a-z 0-9 -), else what its launch's
+	                                 tags and its amiLaunchIndex name
+	                                 (aws_launch_node), else NULL */
+	long launch_index;            /* amiLaunchIndex, -1 when absent or not
+	                                 a number of 0 to 99999 */
 	int64_t stopped_at;           /* stopped or stopping: the time in its reason
 	                         (StateTransitionReason), unix seconds; 0 when
 	                         it has none or the instance is in another state */

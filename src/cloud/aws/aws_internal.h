@@ -42,9 +42,10 @@ int aws_do(struct aws *a, const char *action, struct aws_params *p, const char *
 char *aws_res_name(const struct aws *a);
 /* Adds TagSpecification.N for resource type `type` to p: the cluster's
  * labels, and Name and pbx-role=ROLE for instances and volumes (role NULL:
- * Name is aws_res_name). */
+ * Name is aws_res_name), then each KEY, VALUE pair of `extra` (NULL, or a
+ * list ending in NULL). */
 void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *type,
-		  const char *role);
+		  const char *role, const char *const *extra);
 /* The instances of the cluster in `states` (NULL-terminated; NULL = the
  * live ones), every page; *v owned by the caller (aws_insts_free). */
 int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v, size_t *n,

@@ -54,6 +54,58 @@ static void client_token(const struct aws *a, char out[65])
 	snprintf(out, 65, "pbx-%.30s-%s", a->s->name, hex);
 }
 
+/* v[0..n) put in launch order (v[j] of amiLaunchIndex j), which is the
+ * order of the nodes the launch was for; left as EC2 listed them unless
+ * their indexes are exactly 0 to n - 1. */
+static void aws_launch_order(struct aws_inst *v, size_t n)
+{
+	struct aws_inst *sorted = xcalloc(n ? n : 1, sizeof(*sorted));
+	size_t i;
+	for (i = 0; i < n; i++) {
+		long j = v[i].launch_index;
+		if (j < 0 || (size_t)j >= n || sorted[j].id) {
+			free(sorted);
+			return;
+		}
+		sorted[j] = v[i];
+	}
+	memcpy(v, sorted, n * sizeof(*v));
+	free(sorted);
+}
+
+/* The tags that name each instance of a launch of nodes idx[0..k) of kind
+ * grp (NULL = the head) by its node: pbx-node for the head, pbx-launch
+ * for a group (launch.c).  NULL when the launch tag would be too long:
+ * then the poll tags each instance (poll.c).  Caller frees with
+ * launch_tags_free. */
+static char **launch_tags(const struct pbx_node_group *grp, const struct pbx_node_row *nodes,
+			  const size_t *idx, size_t k)
+{
+	char **tags = xcalloc(3, sizeof(*tags));
+	const char **names;
+	size_t i;
+	if (!grp) {
+		tags[0] = xstrdup(AWS_TAG_NODE);
+		tags[1] = xstrdup(nodes[idx[0]].name);
+		return tags;
+	}
+	names = xcalloc(k ? k : 1, sizeof(*names));
+	for (i = 0; i < k; i++)
+		names[i] = nodes[idx[i]].name;
+	tags[1] = aws_launch_tag(grp->name, names, k);
+	free(names);
+	if (tags[1])
+		tags[0] = xstrdup(AWS_TAG_LAUNCH);
+	return tags;
+}
+
+static void launch_tags_free(char **tags)
+{
+	free(tags[0]);
+	free(tags[1]);
+	free(tags);
+}
+
 /* RunInstances for nodes idx[0..k) of kind grp (NULL = head) in subnet
  * (NULL = default VPC), MinCount from the template's min_nodes (the head
  * and a template without it: all or nothing); ids recorded, the nodes EC2
@@ -69,6 +121,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	struct aws_inst *v = NULL;
 	size_t nv = 0, i;
 	char tok[65], *next = NULL, *name = aws_res_name(a);
+	char **tags = launch_tags(grp, nodes, idx, k);
 	int rc;
 	client_token(a, tok);
 	aws_param(&p, "ImageId", "%s", t->image);
@@ -88,8 +141,9 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		  a->s->cfg->aws.disk_gb ? a->s->cfg->aws.disk_gb : AWS_DISK_GB);
 	aws_param(&p, "BlockDeviceMapping.1.Ebs.VolumeType", "gp3");
 	aws_param(&p, "BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true");
-	aws_tag_spec(a, &p, 1, "instance", grp ? grp->name : "head");
-	aws_tag_spec(a, &p, 2, "volume", grp ? grp->name : "head");
+	aws_tag_spec(a, &p, 1, "instance", grp ? grp->name : "head", (const char *const *)tags);
+	aws_tag_spec(a, &p, 2, "volume", grp ? grp->name : "head", NULL);
+	launch_tags_free(tags);
 	/* a shutdown on the machine (autostop) stops it, disk kept; a one-time
 	 * Spot instance cannot be stopped, so it ends (it holds no results:
 	 * they are on the head's disk) and the next start makes it again */
@@ -119,6 +173,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	free(name);
 	if (rc == 0 && !a->s->dry_run)
 		rc = aws_insts_parse(r.buf, r.len, &v, &nv, &next, err);
+	aws_launch_order(v, nv);
 	free(next);
 	pbx_buf_release(&r);
 	if (rc == 0 && !a->s->dry_run && (nv < min || nv > k))

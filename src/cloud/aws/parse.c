@@ -173,6 +173,30 @@ static char *node_name(char *s)
 	return NULL;
 }
 
+/* An instance's amiLaunchIndex: 0 to 99999 (a launch is far smaller), -1
+ * when absent or anything else. */
+static long launch_index(const xmlNode *item)
+{
+	char *t = child_text(item, "amiLaunchIndex");
+	size_t n = t ? strlen(t) : 0;
+	long v = -1;
+	if (n && n <= 5 && strspn(t, "0123456789") == n && (t[0] != '0' || n == 1))
+		v = strtol(t, NULL, 10);
+	free(t);
+	return v;
+}
+
+/* The node an instance's launch tags name at its launch index (launch.c),
+ * with a node name's shape; NULL when they name none. */
+static char *launch_node(const xmlNode *item, long index)
+{
+	char *role = item_tag(item, AWS_TAG_ROLE), *launch = item_tag(item, AWS_TAG_LAUNCH);
+	char *node = aws_launch_node(role, launch, index);
+	free(role);
+	free(launch);
+	return node_name(node);
+}
+
 /* Instances found so far and the first bad address among them. */
 struct inst_walk {
 	struct aws_inst **v;
@@ -236,7 +260,10 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.subnet = child_text(item, "subnetId");
 	x.reason = child_text(child(item, "stateReason"), "message");
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
+	x.launch_index = launch_index(item);
 	x.node = node_name(item_tag(item, AWS_TAG_NODE));
+	if (!x.node)
+		x.node = launch_node(item, x.launch_index);
 	if (!strcmp(x.state, "running")) {
 		char *launched = child_text(item, "launchTime");
 		x.started_at = pbx_rfc3339_time(launched);

@@ -6,8 +6,9 @@
  * node whose instance is stopped (autostop) is started again; one that is
  * gone, or stops again after that, fails the creation, and what it made
  * goes (aws_clean_up, create.c).  In a cluster with power saving, each
- * live instance not yet tagged with its node's name (pbx-node) is tagged
- * (aws_tag_node).
+ * live instance whose tags name no node, or another (a launch whose
+ * pbx-launch would have been too long, an instance of an older pbx), is
+ * tagged with its node's name (pbx-node, aws_tag_node).
  */
 #include "cloud/aws/aws_internal.h"
 
@@ -75,19 +76,18 @@ static int aws_tagged_here(const struct aws *a, const char *id)
 	return 0;
 }
 
-/* Instance x of `node`, live, carries pbx-node = the node's name: one
- * CreateTags for it unless it does (one RunInstances tags all its
- * instances alike, so the node's own tag comes after; list_nodes, list.c,
- * tells the nodes apart by it).  Only in a cluster with power saving,
- * where the user's pbx learns from the list what the head woke; elsewhere
- * a start of 1,000 nodes would make 1,000 calls more for nothing
- * (BENCHMARKS.md: 11 calls).  Done here, once EC2 lists the instance
- * (a CreateTags just after RunInstances may meet EC2's eventual
- * consistency), and on every start, so an instance whose tagging a
- * killed pbx never sent is tagged by the next start that polls it (in
- * between, the laptop's view does not learn that node).  Best effort,
- * once per instance and context: a refusal (an older IAM policy of the
- * head's without it) is an event, and the creation goes on. */
+/* Instance x of `node`, live, is named as the node by its tags: one
+ * CreateTags of pbx-node = the node's name unless it is.  A launch names
+ * its instances itself (pbx-launch and amiLaunchIndex, launch.c), so this
+ * tags only an instance whose launch could not (a launch tag longer than
+ * EC2 allows: nodes numbered far apart), one whose tags were removed, or
+ * one an older pbx made; list_nodes (list.c) tells the nodes apart by
+ * them.  Only in a cluster with power saving, where the user's pbx learns
+ * from the list what the head woke.  Done here, once EC2 lists the
+ * instance (a CreateTags just after RunInstances may meet EC2's eventual
+ * consistency), and on every start.  Best effort, once per instance and
+ * context: a refusal (an older IAM policy of the head's without it) is an
+ * event, and the creation goes on. */
 static void aws_tag_node(struct aws *a, const struct pbx_node_row *node, const struct aws_inst *x)
 {
 	static const char *const live[] = { "pending", "running", "stopping", "stopped", NULL };

@@ -52,9 +52,9 @@ static int filter_cluster(const struct aws *a, struct aws_params *p, int first)
 }
 
 /* TagSpecification.N for resource type `type`: the cluster's labels (and
- * Name, pbx-role for instances and volumes). */
+ * Name, pbx-role for instances and volumes), then the pairs of `extra`. */
 void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *type,
-		  const char *role)
+		  const char *role, const char *const *extra)
 {
 	struct pbx_labels l;
 	char k[80];
@@ -71,13 +71,14 @@ void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *
 	}
 	if (role) {
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Key", n, m);
-		aws_param(p, k, "pbx-role");
+		aws_param(p, k, AWS_TAG_ROLE);
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m++);
 		aws_param(p, k, "%s", role);
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Key", n, m);
 		aws_param(p, k, "Name");
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m);
 		aws_param(p, k, "%s-%s", a->s->name, role);
+		m++;
 	} else {
 		char *name = aws_res_name(a);
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Key", n, m);
@@ -85,6 +86,13 @@ void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *
 		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m);
 		aws_param(p, k, "%s", name);
 		free(name);
+		m++;
+	}
+	for (; extra && extra[0] && extra[1]; extra += 2, m++) {
+		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Key", n, m);
+		aws_param(p, k, "%s", extra[0]);
+		snprintf(k, sizeof(k), "TagSpecification.%d.Tag.%d.Value", n, m);
+		aws_param(p, k, "%s", extra[1]);
 	}
 }
 
