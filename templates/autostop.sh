@@ -27,6 +27,8 @@
 #
 #   pbx-autostop watch      the loop (every PBX_AUTOSTOP_TICK s, default 10)
 #   pbx-autostop status     one line: idle for how long, or busy with what
+#   pbx-autostop grace      the time (unix s) until which a machine that
+#                           has just come up counts as busy
 # Settings (autostop.conf, shell assignments written by the bootstrap):
 # PBX_MODE, PBX_ROLE, PBX_NODE, PBX_ROOT, PBX_SHARED, SLURM_CONF,
 # PBX_AUTOSTOP_S (0: the watcher only obeys requests, never decides),
@@ -250,12 +252,25 @@ compute_check() {
 # is not idle: pbx needs the time to reach it and repair it, and a
 # cluster powered on again must not power off before.  The idle count
 # starts PBX_AUTOSTOP_BOOT_GRACE s (default 600: twice the default
-# boot_timeout) after boot at the earliest.
+# boot_timeout) after the machine came up at the earliest: after the
+# first watcher since boot started (systemd starts it with sshd), whose
+# time UP_MARK keeps (/run: a tmpfs, empty at every boot), so a watcher
+# the bootstrap restarts gets no new grace.  Not from the kernel's start
+# (/proc/uptime): a machine that took longer to come up than the grace
+# (a slow boot; `vm.gce-booted`'s VMs came up in 550 s under load) then
+# powered off again before pbx could reach it.
 # A node body's watcher is started by the bootstrap itself: no grace.
+UP_MARK=${PBX_AUTOSTOP_UP_MARK:-/run/pbx-autostop.up}
 booted_until() {
-	if [ "$PBX_MODE" = systemd ] && [ -r /proc/uptime ]; then
-		up=$(cut -d. -f1 /proc/uptime)
-		echo $(($(date +%s) - up + ${PBX_AUTOSTOP_BOOT_GRACE:-600}))
+	if [ "$PBX_MODE" = systemd ]; then
+		up=$(cat "$UP_MARK" 2>/dev/null) || up=
+		case $up in
+		'' | *[!0-9]*)
+			up=$(date +%s)
+			echo "$up" 2>/dev/null >"$UP_MARK" || log "cannot write $UP_MARK: the grace counts from now" >&2
+			;;
+		esac
+		echo $((up + ${PBX_AUTOSTOP_BOOT_GRACE:-600}))
 	else
 		echo 0
 	fi
@@ -289,9 +304,10 @@ watch() {
 
 case ${1:-} in
 watch) watch ;;
+grace) booted_until ;;
 status)
 	why=$(busy_with)
 	echo "${why:-idle}"
 	;;
-*) echo "usage: pbx-autostop watch|status" >&2; exit 2 ;;
+*) echo "usage: pbx-autostop watch|status|grace" >&2; exit 2 ;;
 esac
