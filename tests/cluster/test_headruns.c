@@ -13,6 +13,7 @@
  * head's runs own alone.
  */
 #include "common/tap.h"
+#include "common/headruns_fixture.h"
 #include "common/tmpdir.h"
 
 #include "cluster/cluster.h"
@@ -21,21 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UID "0123456789abcdef0123456789abcdef"
-
-static const char config_yaml[] =
-	"clusters:\n"
-	"  hr:\n"
-	"    cloud: gce\n"
-	"    login_user: pbx\n"
-	"    image: projects/debian-cloud/global/images/family/debian-12\n"
-	"    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }\n"
-	"    node_groups:\n"
-	"      - { name: node, count: 3, min: 1, machine_type: e2-standard-2 }\n"
-	"clouds:\n"
-	"  gce: { project: pbx-test, zone: us-central1-a }\n"
-	"prices:\n"
-	"  hourly: { e2-standard-4: 3600, e2-standard-2: 7200 }\n";
+#define UID HEADRUNS_UID
 
 static struct pbx_config *cfg;
 static const struct pbx_cluster_template *tmpl;
@@ -447,7 +434,8 @@ int main(void)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_store *st = NULL;
 	char *dir = tmpdir_new("headruns"), *db = xasprintf("%s/pbx.db", dir), *rm;
-	REQUIREF(pbx_config_parse("config.yaml", config_yaml, strlen(config_yaml), &cfg, &err) == 0,
+	REQUIREF(pbx_config_parse("config.yaml", headruns_config_yaml, strlen(headruns_config_yaml),
+				  &cfg, &err) == 0,
 		 "the test's configuration: %s", err.msg);
 	tmpl = pbx_config_template(cfg, "hr");
 	REQUIRE(tmpl != NULL);

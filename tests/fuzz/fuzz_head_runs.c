@@ -10,34 +10,25 @@
  */
 #include "cluster/cluster.h"
 
+#include "../common/headruns_fixture.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define UID     "0123456789abcdef0123456789abcdef"
+#define UID     HEADRUNS_UID
 #define CREATED 1000
 #define NOW     2000000000
-
-static const char config_yaml[] =
-	"clusters:\n"
-	"  hr:\n"
-	"    cloud: gce\n"
-	"    login_user: pbx\n"
-	"    image: projects/debian-cloud/global/images/family/debian-12\n"
-	"    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }\n"
-	"    node_groups:\n"
-	"      - { name: node, count: 3, min: 1, machine_type: e2-standard-2 }\n"
-	"clouds:\n"
-	"  gce: { project: pbx-test, zone: us-central1-a }\n";
 
 /* The template the replies are checked against (made once). */
 static const struct pbx_cluster_template *template_of_test(void)
 {
 	static struct pbx_config *cfg;
 	struct pbx_err err = PBX_ERR_INIT;
-	if (!cfg && pbx_config_parse("fuzz.yaml", config_yaml, strlen(config_yaml), &cfg, &err) < 0)
+	if (!cfg && pbx_config_parse("fuzz.yaml", headruns_config_yaml,
+				     strlen(headruns_config_yaml), &cfg, &err) < 0)
 		abort();
 	return pbx_config_template(cfg, "hr");
 }

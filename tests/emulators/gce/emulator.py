@@ -644,9 +644,13 @@ class App:
         self.faults.update(dict(args.fault))
         bodies = None
         if args.backend == "vm":
+            # the projects' names now (the VMs' DNS search domains,
+            # c.PROJECT.internal, are set when their network starts); their
+            # numbers once the world has made them
             bodies = VMs(args.vm_image, args.state_dir, args.ssh_port, args.network_block,
                          upstream=args.vm_upstream, mem_mb=args.vm_memory,
-                         api=urllib.parse.urlsplit(base).netloc)
+                         api=urllib.parse.urlsplit(base).netloc,
+                         projects=dict.fromkeys(args.project, "0"))
         elif not args.no_bodies:
             meta = GceBodyMetadata(args.metadata_port) if args.metadata_port else None
             bodies = Bodies(args.node_body_helper, args.state_dir, args.ssh_port, args.create_accounts,
