@@ -460,11 +460,10 @@ for i in json.load(sys.stdin)["instances"]:
 # (NODE the last part of its name), sorted; "-" for none.
 emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
 
-# spot_train CLUSTER (t0460, t0463, t0465, t0466): submits the spot tests'
-# pbx-train task (an MLP, 100 epochs, deterministic, a checkpoint on
-# SIGTERM) and waits until it trains (3 checks); sets SPOT_PKG and SPOT_T0
-# (its task directory).
-spot_train() {
+# spot_experiment: writes the spot tests' pbx-train task (an MLP, 100
+# epochs, deterministic, a checkpoint on SIGTERM) to
+# TEST_TMP/pre/experiment.yaml; tests/vm/gce-spot.sh uses it too.
+spot_experiment() {
 	mkdir -p "$TEST_TMP/pre"
 	cat >"$TEST_TMP/pre/experiment.yaml" <<'SPOTEOF'
 name: spot
@@ -482,6 +481,13 @@ train:
 resources: { time: "00:10:00" }
 outputs: [out/metrics.jsonl, out/summary.json]
 SPOTEOF
+}
+
+# spot_train CLUSTER (t0460, t0463, t0465, t0466): submits spot_experiment's
+# task and waits until it trains (2 checks); sets SPOT_PKG and SPOT_T0 (its
+# task directory).
+spot_train() {
+	spot_experiment
 	run_pbx parrun --json "$TEST_TMP/pre/experiment.yaml" "$1"
 	ok $rc "parrun: $errout"
 	SPOT_PKG=$(echo "$out" | json_get 'd["package"]')

@@ -1242,6 +1242,61 @@ class GuestShutdownWatch(unittest.TestCase):
         self.assertNotIn("compute.instances.guestTerminate", self.op_types())
 
 
+class QmpCommand(unittest.TestCase):
+    """vms.qmp_command, which presses a VM's power button at a preemption
+    (QMP system_powerdown), against a fake QEMU monitor on a unix socket:
+    the greeting and capabilities first, events before a reply skipped,
+    an error reply and a missing socket said."""
+
+    def serve(self, replies):
+        """A one-connection fake monitor: greets, then answers each command
+        read with the next of REPLIES (lists of lines); records commands."""
+        import socket
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        path = os.path.join(self.tmp.name, "qmp.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        self.got = []
+
+        def run():
+            conn, _ = srv.accept()
+            f = conn.makefile("rwb")
+            f.write(b'{"QMP": {"version": {}, "capabilities": []}}\n')
+            f.flush()
+            for lines in replies:
+                line = f.readline()
+                if not line:
+                    break
+                self.got.append(json.loads(line)["execute"])
+                for r in lines:
+                    f.write(r.encode() + b"\n")
+                f.flush()
+            conn.close()
+            srv.close()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.addCleanup(t.join, 5)
+        return path
+
+    def test_powerdown(self):
+        path = self.serve([['{"return": {}}'],
+                           ['{"event": "POWERDOWN", "timestamp": {}}', '{"return": {}}']])
+        self.assertIsNone(vms.qmp_command(path, "system_powerdown"))
+        self.assertEqual(self.got, ["qmp_capabilities", "system_powerdown"])
+
+    def test_error_reply(self):
+        path = self.serve([['{"return": {}}'],
+                           ['{"error": {"class": "GenericError", "desc": "no ACPI"}}']])
+        why = vms.qmp_command(path, "system_powerdown")
+        self.assertIn("system_powerdown: no ACPI", why or "")
+
+    def test_no_socket(self):
+        why = vms.qmp_command("/nonexistent/qmp.sock", "system_powerdown", timeout=1)
+        self.assertIn("/nonexistent/qmp.sock", why or "")
+
+
 class VmApi(Base):
     """What a booted VM's head reaches of the emulator (vms.py's forward of
     compute.googleapis.com): its metadata server's tokens come from

@@ -64,7 +64,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -349,6 +351,7 @@ class VMs:
         qemu = self._spawn(
             ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1",
              "-m", str(self.mem_mb), "-display", "none", "-monitor", "none",
+             "-qmp", "unix:%s,server=on,wait=off" % os.path.join(vdir, "qmp.sock"),
              "-serial", "file:" + os.path.join(vdir, "console.log"),
              "-kernel", os.path.join(image, "vmlinuz"),
              "-initrd", os.path.join(image, "initrd.img"),
@@ -391,10 +394,21 @@ class VMs:
 
     def preempt_notice(self, inst):
         """INST is being preempted: its metadata says preempted TRUE now
-        (inst.preempted is set), before its machine ends."""
+        (inst.preempted is set), and its power button is pressed: Compute
+        Engine's notice is "an ACPI G2 Soft Off signal" at the start of the
+        notice, and the machine ends NOTICE seconds later however far its
+        shutdown got.  So the guest shuts down while its jobs checkpoint."""
         fl = self.flavour
         ip, nat = fl.addresses(inst)
         self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
+        why = self.power_button(inst)
+        if why:
+            print("vms: %s: the power button: %s" % (inst.name, why), file=sys.stderr, flush=True)
+
+    def power_button(self, inst):
+        """Presses INST's ACPI power button (QMP system_powerdown on its
+        QEMU's socket).  None, or what went wrong."""
+        return qmp_command(os.path.join(self.dir, inst.name, "qmp.sock"), "system_powerdown")
 
     def power_off(self, inst):
         """instances.stop: QEMU, tap, forwards and lease go; the disk stays."""
@@ -455,6 +469,34 @@ class VMs:
         for p in procs:
             _end(p)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+
+
+def qmp_command(path, command, timeout=5.0):
+    """One QMP COMMAND (no arguments) on the QEMU monitor socket PATH: the
+    greeting, qmp_capabilities, then COMMAND, each answered with "return".
+    None, or what went wrong (no socket, an error reply, a timeout)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            f = s.makefile("rwb")
+            greeting = json.loads(f.readline() or b"null")
+            if not isinstance(greeting, dict) or "QMP" not in greeting:
+                return "%s: no QMP greeting" % path
+            for cmd in ("qmp_capabilities", command):
+                f.write(json.dumps({"execute": cmd}).encode() + b"\n")
+                f.flush()
+                while True:                   # events may come before the reply
+                    reply = json.loads(f.readline() or b"null")
+                    if not isinstance(reply, dict):
+                        return "%s: the connection ended before %s's reply" % (path, cmd)
+                    if "return" in reply:
+                        break
+                    if "error" in reply:
+                        return "%s: %s: %s" % (path, cmd, reply["error"].get("desc", reply["error"]))
+        return None
+    except (OSError, ValueError) as e:
+        return "%s: %s" % (path, e)
 
 
 def _end(p, grace=5.0):
