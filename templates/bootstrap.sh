@@ -1640,16 +1640,21 @@ if [ -n "$SPOT" ]; then
 	[ "$CHANGED" = 0 ] || pchanged=1
 	# a new boot: the notice of an earlier life is over
 	rm -f "$ROOT/var/lib/pbx/preempted"
+	rm -rf "$ROOT/run/pbx-preempt/acted"
 	if [ "$MODE" = systemd ]; then
 		unit=/etc/systemd/system/pbx-preempt.service
 		begin_new "$unit"
 		cat >"$NEW" <<UNIT
 [Unit]
 Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
-After=network-online.target $SLURM_DAEMON.service
+# stopped before these at a shutdown: its ExecStop (a preemption's) needs them
+After=network-online.target remote-fs.target $SLURM_DAEMON.service
+Wants=network-online.target
 
 [Service]
 ExecStart=$pwatcher watch
+ExecStop=$pwatcher stop
+TimeoutStopSec=60
 Restart=always
 RestartSec=2
 

@@ -30,8 +30,10 @@
 #
 #   pbx-preempt watch       the loop
 #   pbx-preempt notice      acts as on a notice (for a test, or by hand)
+#   pbx-preempt stop        what the machine's shutdown does (see stop())
 # Settings (preempt.conf, shell assignments written by the bootstrap):
-# PBX_MODE, PBX_NODE, PBX_ROOT, SLURM_CONF, PBX_SPOT (gce | aws).
+# PBX_MODE, PBX_NODE, PBX_ROOT, SLURM_CONF, PBX_SPOT (gce | aws),
+# PBX_PREEMPT_STOP_WAIT (s, default 25).
 set -u
 
 CONF_FILE=${PBX_PREEMPT_CONF:-$(dirname "$0")/../../../etc/pbx/preempt.conf}
@@ -74,8 +76,12 @@ node_sleeps() {
 	case $st in State=*CLOUD*) return 0 ;; *) return 1 ;; esac
 }
 
-# What a notice does (see the top); DETAIL is logged, never run.
+# What a notice does (see the top), once per boot (TMP_DIR/acted, made
+# atomically: the watch and the shutdown may both see the notice); DETAIL
+# is logged, never run.
 on_notice() {
+	mkdir -p "$TMP_DIR"
+	mkdir "$TMP_DIR/acted" 2>/dev/null || return 0
 	log "preemption notice ($1): draining $PBX_NODE and signalling its jobs"
 	mkdir -p "$STATE_DIR"
 	printf 'noticed_at=%s\ncloud=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_SPOT" \
@@ -104,6 +110,13 @@ on_notice() {
 	done
 }
 
+# Compute Engine: whether instance/preempted is TRUE now (one request).
+gce_preempted() {
+	host=$(meta_addr metadata.google.internal metadata.google.internal)
+	v=$(curl -sf --max-time 5 -H 'Metadata-Flavor: Google' \
+		"http://$host/computeMetadata/v1/instance/preempted") && [ "$v" = TRUE ]
+}
+
 # Compute Engine: instance/preempted, held open with wait_for_change and
 # the last ETag, so a change is seen at once.  Returns when it is TRUE.
 watch_gce() {
@@ -124,31 +137,74 @@ watch_gce() {
 	done
 }
 
-# EC2: IMDSv2's spot/instance-action every POLL s (a fresh session token
-# when the last one is refused).  Returns on a notice, DETAIL its text.
-watch_aws() {
+# EC2: one look at IMDSv2's spot/instance-action (a fresh session token
+# when there is none or the last one was refused).  0 on a notice, DETAIL
+# its text.
+aws_notice() {
 	host=$(meta_addr instance-data 169.254.169.254)
+	if [ -z "${token:-}" ]; then
+		token=$(curl -sf --max-time 10 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 21600' \
+			"http://$host/latest/api/token") || token=
+		case $token in *[!A-Za-z0-9_=-]*) token= ;; esac
+	fi
+	[ -n "$token" ] || return 1
+	code=$(curl -s --max-time 10 -o "$TMP_DIR/action" -w '%{http_code}' \
+		-H "X-aws-ec2-metadata-token: $token" \
+		"http://$host/latest/meta-data/spot/instance-action") || code=000
+	case $code in
+	200)
+		DETAIL=$(tr -cd 'A-Za-z0-9:{}",._ -' <"$TMP_DIR/action" | cut -c1-200)
+		return 0
+		;;
+	401) token= ;;
+	esac
+	return 1
+}
+
+# EC2: aws_notice every POLL s.  Returns on a notice, DETAIL its text.
+watch_aws() {
 	token=
-	while :; do
-		if [ -z "$token" ]; then
-			token=$(curl -sf --max-time 10 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 21600' \
-				"http://$host/latest/api/token") || token=
-			case $token in *[!A-Za-z0-9_=-]*) token= ;; esac
+	until aws_notice; do sleep "$POLL"; done
+}
+
+# Waits, at most PBX_PREEMPT_STOP_WAIT s (default 25), until no job runs
+# on this node.
+wait_jobs_gone() {
+	end=$(($(date +%s) + ${PBX_PREEMPT_STOP_WAIT:-25}))
+	while [ -n "$(node_jobs)" ]; do
+		if [ "$(date +%s)" -ge "$end" ]; then
+			log "jobs still run on $PBX_NODE after ${PBX_PREEMPT_STOP_WAIT:-25} s: the machine goes off"
+			return 0
 		fi
-		if [ -n "$token" ]; then
-			code=$(curl -s --max-time 10 -o "$TMP_DIR/action" -w '%{http_code}' \
-				-H "X-aws-ec2-metadata-token: $token" \
-				"http://$host/latest/meta-data/spot/instance-action") || code=000
-			case $code in
-			200)
-				DETAIL=$(tr -cd 'A-Za-z0-9:{}",._ -' <"$TMP_DIR/action" | cut -c1-200)
-				return 0
-				;;
-			401) token= ;;
-			esac
-		fi
-		sleep "$POLL"
+		sleep 1
 	done
+	log "no job runs on $PBX_NODE any more"
+}
+
+# The machine's shutdown (ExecStop of pbx-preempt.service; the unit is
+# ordered after slurmd, the network and /shared, so this runs while they
+# are still up).  Compute Engine's notice comes with ACPI's power button:
+# the guest shuts down at once, perhaps before the watch saw the notice,
+# and ends 30 s later.  So: a notice not yet acted on is acted on now;
+# then, on a notice, it waits (PBX_PREEMPT_STOP_WAIT) for this node's jobs
+# to leave, so that each task checkpoints and is requeued while SLURM and
+# /shared are there.  A shutdown without a notice (autostop's poweroff, a
+# reboot, the bootstrap's restart of the unit) does nothing.
+stop() {
+	mkdir -p "$TMP_DIR"
+	if [ ! -d "$TMP_DIR/acted" ]; then
+		DETAIL=
+		seen=0
+		case $PBX_SPOT in
+		gce) gce_preempted && seen=1 DETAIL="instance/preempted is TRUE" ;;
+		aws) aws_notice && seen=1 ;;
+		*) log "PBX_SPOT must be gce or aws, not '$PBX_SPOT'" ;;
+		esac
+		[ "$seen" = 1 ] || return 0
+		on_notice "$DETAIL; seen at the machine's shutdown"
+	fi
+	log "the machine shuts down after a preemption notice: waiting for the jobs on $PBX_NODE to leave"
+	wait_jobs_gone
 }
 
 watch() {
@@ -169,5 +225,6 @@ watch() {
 case ${1:-} in
 watch) watch ;;
 notice) on_notice "by hand" ;;
-*) echo "usage: pbx-preempt watch|notice" >&2; exit 2 ;;
+stop) stop ;;
+*) echo "usage: pbx-preempt watch|notice|stop" >&2; exit 2 ;;
 esac

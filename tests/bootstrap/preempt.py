@@ -4,7 +4,11 @@ the emulators' own metadata servers, with SLURM's commands stubbed: on
 Compute Engine it waits on instance/preempted and acts once it is TRUE, on
 EC2 it polls IMDSv2's spot/instance-action and acts once it answers 200.
 Acting is: the node drained, then `scancel --signal=TERM --batch` for each
-job squeue lists on it, then a log line; once only.  Hostile values from
+job squeue lists on it, then a log line; once only.  `pbx-preempt stop`
+(the machine's shutdown: Compute Engine presses the power button with its
+notice) acts on a notice the watch has not acted on yet, never twice, and
+then waits (PBX_PREEMPT_STOP_WAIT) for the node's jobs to leave; without a
+notice it does nothing.  Hostile values from
 the metadata server or squeue are never run.  Servers on 127.0.100.250 and
 127.0.100.251, port 80 (so root; skipped, 77, otherwise).  TAP output.
 
@@ -50,11 +54,11 @@ STUB = """#!/bin/sh
 """
 
 
-def node(tmp, cloud, addr, name, state):
-    """A node body's root with the watcher, its settings, /etc/hosts and
-    stubs of scontrol (whose `show node` gives the node's State=STATE),
-    squeue and scancel; returns (root, bin dir)."""
-    root = os.path.join(tmp, cloud)
+def node(tmp, cloud, addr, name, state, where=None):
+    """A node body's root (tmp/WHERE, default tmp/CLOUD) with the watcher,
+    its settings, /etc/hosts and stubs of scontrol (whose `show node` gives
+    the node's State=STATE), squeue and scancel; returns (root, bin dir)."""
+    root = os.path.join(tmp, where or cloud)
     for d in ("usr/local/sbin", "etc/pbx", "bin"):
         os.makedirs(os.path.join(root, d))
     shutil.copy(os.path.join(SRC, "templates/preempt.sh"), os.path.join(root, "usr/local/sbin/pbx-preempt"))
@@ -62,7 +66,7 @@ def node(tmp, cloud, addr, name, state):
         f.write("# the emulator's\n%s %s\n" % (addr, name))
     with open(os.path.join(root, "etc/pbx/preempt.conf"), "w") as f:
         f.write("PBX_MODE='direct'\nPBX_NODE='spot1'\nPBX_ROOT='%s'\nSLURM_CONF='/dev/null'\n"
-                "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\n" % (root, cloud))
+                "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\nPBX_PREEMPT_STOP_WAIT='1'\n" % (root, cloud))
     calls = os.path.join(root, "calls")
     pwned = os.path.join(root, "PWNED")
     show = ('[ "$1" != show ] || echo "NodeName=spot1 Arch=x86_64 CoresPerSocket=1 State=%s '
@@ -76,11 +80,28 @@ def node(tmp, cloud, addr, name, state):
     return root, os.path.join(root, "bin")
 
 
-def start(root, bindir):
+def start(root, bindir, verb="watch"):
     env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
-    log = open(os.path.join(root, "log"), "w")
-    return subprocess.Popen(["sh", os.path.join(root, "usr/local/sbin/pbx-preempt"), "watch"], env=env,
+    log = open(os.path.join(root, "log"), "a")
+    return subprocess.Popen(["sh", os.path.join(root, "usr/local/sbin/pbx-preempt"), verb], env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(root, bindir):
+    """`pbx-preempt stop` as the shutdown runs it: (exit status, seconds)."""
+    t0 = time.time()
+    p = start(root, bindir, "stop")
+    try:
+        rc = p.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        rc = p.wait()
+    return rc, time.time() - t0
+
+
+def actions(root):
+    """The calls that act: scontrol update and scancel."""
+    return [c for c in read(root, "calls").split("\n\n") if c.startswith(("scontrol\nupdate", "scancel"))]
 
 
 def read(root, name):
@@ -126,9 +147,42 @@ def gce(tmp):
            "gce: TRUE is acted on (%.1f s; the server is waited on, not polled)" % (time.time() - t0))
         time.sleep(1.5)
         acted(root, "gce", "POWER_DOWN_ASAP")
+        # the shutdown that follows: acted already, so it only waits
+        before = actions(root)
+        rc, took = stop(root, bindir)
+        ok(rc == 0 and actions(root) == before and 1 <= took < 10,
+           "gce: stop after the watch acted: no second action, it waits for the jobs (%.1f s)" % took)
+        ok("jobs still run on spot1 after 1 s" in read(root, "log"), "gce: and says they had not left")
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         p.wait()
+        server.close()
+
+
+def gce_shutdown(tmp):
+    """The shutdown comes before the watch saw the notice (or with no
+    watch): stop acts on it itself, once."""
+    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", "MIXED+CLOUD", "gce-stop")
+    tree = {"instance": {"preempted": "FALSE"}}
+    server = metadata.BodyServer("127.0.100.250", 80, lambda: json.loads(json.dumps(tree)))
+    try:
+        rc, took = stop(root, bindir)
+        ok(rc == 0 and read(root, "calls") == "" and took < 10,
+           "gce: a shutdown without a notice (autostop's, a reboot) does nothing (%.1f s)" % took)
+        tree["instance"]["preempted"] = "TRUE"
+        rc, took = stop(root, bindir)
+        calls = read(root, "calls").split("\n\n")
+        ok(rc == 0 and calls[1:5] == [
+            "scontrol\nupdate\nnodename=spot1\nstate=POWER_DOWN_ASAP\nreason=spot preemption notice",
+            "squeue\n-h\n-w\nspot1\n-t\nRUNNING\n-o\n%A",
+            "scancel\n--signal=TERM\n--batch\n41", "scancel\n--signal=TERM\n--batch\n42_3"],
+           "gce: a shutdown with a notice the watch had not seen acts on it: %r" % calls[:5])
+        ok("seen at the machine's shutdown" in read(root, "log") and 1 <= took < 10,
+           "gce: says so, and waits for the jobs (%.1f s)" % took)
+        before = actions(root)
+        stop(root, bindir)
+        ok(actions(root) == before, "gce: a second stop does not act again")
+    finally:
         server.close()
 
 
@@ -145,6 +199,9 @@ def aws(tmp):
     server = imds.BodyServer("127.0.100.251", 80, doc)
     p = start(root, bindir)
     try:
+        rc, took = stop(root, bindir)
+        ok(rc == 0 and read(root, "calls") == "" and took < 10,
+           "aws: a shutdown without a notice does nothing (%.1f s)" % took)
         time.sleep(2.5)
         ok(read(root, "calls") == "" and p.poll() is None, "aws: no notice (404), nothing done")
         notice.update(action="terminate", time="2030-01-01T00:02:00Z$(touch %s)" % os.path.join(root, "PWNED"))
@@ -153,6 +210,10 @@ def aws(tmp):
         acted(root, "aws", "DRAIN")
         ok('"action": "terminate"' in read(root, "log"), "aws: the log quotes the notice: %r"
            % read(root, "log").splitlines()[-4:])
+        before = actions(root)
+        rc, took = stop(root, bindir)
+        ok(rc == 0 and actions(root) == before and 1 <= took < 10,
+           "aws: stop after the watch acted: no second action, it waits for the jobs (%.1f s)" % took)
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         p.wait()
@@ -166,6 +227,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pbx-preempt.")
     try:
         gce(tmp)
+        gce_shutdown(tmp)
         aws(tmp)
     except OSError as e:
         print("1..0 # SKIP %s" % e)
