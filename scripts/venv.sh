@@ -2,6 +2,12 @@
 # test tools (scripts/test-requirements.txt) in a private virtual
 # environment, build/venv, (re)installed when it is missing or was made
 # from other requirements; its bin/ goes first on PATH.
+# Only from the repository's root: elsewhere it would make a stray
+# build/venv where it stands.
+if [ ! -r scripts/test-requirements.txt ]; then
+	echo "venv.sh: source it from the repository's root (no scripts/test-requirements.txt in $(pwd))" >&2
+	return 1 2>/dev/null || exit 1
+fi
 venv=build/venv
 if [ ! -x "$venv/bin/python3" ] || ! cmp -s scripts/test-requirements.txt "$venv/pbx-requirements.txt"; then
 	mkdir -p build
