@@ -43,7 +43,8 @@
 # 32768, the kernel's first ephemeral port).
 # Prints each round's figures and calls by action, the bodies' processes
 # and memory, a table and the ratios to the first N.  The group has max(N)
-# nodes; 100 bodies take about 2 GiB and load 2 cores heavily.
+# nodes; 100 bodies take about 2 GiB and load 2 cores heavily.  About 5
+# minutes for 1 10 100 (4 of them the rounds), 3 for 1 10.
 # Needs python3 with moto[server] 5.2.1 and boto3 (`. scripts/venv.sh`
 # from the source tree gives them).
 # Usage: bench/ec2_power.sh [PBX] [N...]      (default: build/src/cli/pbx 1 10)
