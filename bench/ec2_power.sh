@@ -37,10 +37,11 @@
 # Node bodies share this machine's cores: the wake of N nodes is N
 # bootstraps on the cores here, in parallel on a cloud.  Traffic stays on
 # loopback: subnets 127.0.142.0/24 and 127.0.143.0/24 (no test uses
-# them), SLURM ports from 24000 (the cluster's bodies take 24000 +
-# 64 * (8 + slot) and the 63 after it, whatever N is: 24512-24575 for the
-# first slot; no test's range reaches 24000-24999, and it stays below
-# 32768, the kernel's first ephemeral port).
+# them), SLURM ports from 6000 (the cluster's bodies take 6000 +
+# 64 * (8 + slot) and the 63 after it, whatever N is: 6512-6575 for the
+# first slot; no test's range reaches 6000-6999 (every thousand from 7000
+# to 32999 is some test's), and it stays below 32768, the kernel's first
+# ephemeral port).
 # Prints each round's figures and calls by action, the bodies' processes
 # and memory, a table and the ratios to the first N.  The group has max(N)
 # nodes; 100 bodies take about 2 GiB and load 2 cores heavily.  About 5
@@ -62,7 +63,7 @@ SIZES=${*:-1 10}
 MAX=0
 for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 SUSPEND=20
-SUBNET1=127.0.142.0/24 SUBNET2=127.0.143.0/24 PORT_BASE=24000
+SUBNET1=127.0.142.0/24 SUBNET2=127.0.143.0/24 PORT_BASE=6000
 
 # another run's bodies (or anything) on these addresses would take a
 # body's sshd or IMDS port: refuse
