@@ -77,6 +77,19 @@ for f in run:
     assert f["TagSpecification.1.ResourceType"] == "instance" and f["TagSpecification.2.ResourceType"] == "volume"
     tags = {f["TagSpecification.1.Tag.%d.Key" % i]: f["TagSpecification.1.Tag.%d.Value" % i] for i in range(1, 4)}
     assert tags["pbx-cluster"] == "a1" and tags["pbx-cluster-id"] == ID, tags
+# each launch names its instances' nodes in its instance tags (not its
+# volumes'): the head by pbx-node, a group by its nodes' numbers in launch
+# order (src/cloud/aws/launch.c)
+def all_tags(f, n):
+    out, i = {}, 1
+    while "TagSpecification.%d.Tag.%d.Key" % (n, i) in f:
+        out[f["TagSpecification.%d.Tag.%d.Key" % (n, i)]] = f["TagSpecification.%d.Tag.%d.Value" % (n, i)]
+        i += 1
+    return out
+assert all_tags(head, 1).get("pbx-node") == "head" and "pbx-launch" not in all_tags(head, 1), all_tags(head, 1)
+assert all_tags(gpu, 1).get("pbx-launch") == "1-2" and all_tags(gpu, 1).get("pbx-role") == "gpu", all_tags(gpu, 1)
+assert all_tags(cpu, 1).get("pbx-launch") == "1" and all_tags(cpu, 1).get("pbx-role") == "cpu", all_tags(cpu, 1)
+assert not any(k in all_tags(f, 2) for f in run for k in ("pbx-node", "pbx-launch"))
 assert gpu["InstanceMarketOptions.MarketType"] == "spot"
 assert gpu["InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior"] == "terminate"
 assert "InstanceMarketOptions.MarketType" not in cpu and "InstanceMarketOptions.MarketType" not in head
