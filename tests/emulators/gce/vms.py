@@ -355,7 +355,7 @@ class VMs:
              "-serial", "file:" + os.path.join(vdir, "console.log"),
              "-kernel", os.path.join(image, "vmlinuz"),
              "-initrd", os.path.join(image, "initrd.img"),
-             "-append", "root=/dev/vda rw console=ttyS0 quiet",
+             "-append", "root=/dev/vda rw console=ttyS0 quiet" + CONSOLE_JOURNAL,
              "-drive", "file=%s,if=virtio,format=qcow2" % disk,
              "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
              "-device", "virtio-net-pci,netdev=n0,mac=%s" % fl.mac(ip),
@@ -469,6 +469,14 @@ class VMs:
         for p in procs:
             _end(p)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+
+
+# PBX_VM_CONSOLE_JOURNAL=1 in the emulator's environment: each VM's
+# journal (and systemd's unit status) also goes to its serial console,
+# i.e. to VM_DIR/NAME/console.log on this machine, which outlives the VM:
+# what a test reads of a machine that was preempted or powered off.
+CONSOLE_JOURNAL = (" systemd.journald.forward_to_console=1 systemd.show_status=1"
+                   if os.environ.get("PBX_VM_CONSOLE_JOURNAL") == "1" else "")
 
 
 def qmp_command(path, command, timeout=5.0):
