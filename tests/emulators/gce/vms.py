@@ -56,7 +56,9 @@ DIR), `domains`, `dns` (extra dnsmasq --address names),
 server serves that address), `smbios(inst)` (QEMU -smbios values),
 `api_names` (the API's host names the gateway serves) and
 `metadata_args(sock)` (the metadata server's extra argv when the API is
-served: how it reaches the emulator).
+served: how it reaches the emulator).  refresh(inst) writes an instance's
+metadata document again (a flavour whose document changes: EC2's renewed
+role credentials).
 """
 
 import ipaddress
@@ -392,6 +394,11 @@ class VMs:
     def preempt_notice(self, inst):
         """INST is being preempted: its metadata says preempted TRUE now
         (inst.preempted is set), before its machine ends."""
+        self.refresh(inst)
+
+    def refresh(self, inst):
+        """INST's metadata document written again (what the flavour says
+        of it now: a notice, renewed credentials)."""
         fl = self.flavour
         ip, nat = fl.addresses(inst)
         self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
