@@ -80,7 +80,14 @@ A stopped instance's VM is powered off with its disk kept, and boots from
 it when started again.  CreateImage copies the instance's disk (qcow2
 overlay -> standalone raw image, qemu-img convert) into
 STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
-that AMI boots from the copy, and DeregisterImage removes it.
+that AMI boots from the copy, and DeregisterImage removes it.  EC2's API
+is served to the VMs by its own name, ec2.us-east-1.amazonaws.com (vms.py:
+DNS to the gateway, https on its port 443 with a certificate from the
+image's world CA, forwarded to this proxy; requests by that name get
+EC2's API alone, never /_harness/, /moto-api/ or the pricing API), and a
+VM launched with an instance profile finds its role's credentials in its
+IMDS (RoleCredentials, meta-data/iam/, written again when renewed): a
+head's own pbx calls EC2 as on EC2 (tests/vm/ec2-power.sh).
 
 Spot interruptions (SpotInterruptions): POST /_harness/spot-interruption
 on the proxy gives a running spot instance EC2's notice in its IMDS
