@@ -158,7 +158,7 @@ is "$(json_get '" ".join(sorted({t["state"] for t in d["tasks"]}))' <"$TEST_TMP/
 	"both tasks COMPLETED on woken VMs ($(($(date +%s) - t0)) s)"
 [ "$wf" = 0 ] || show_power_log
 echo "# the sweep took $(($(date +%s) - t0)) s (nodes made, booted and bootstrapped by the head)" >&2
-is "$(instances)" "head=running node=running node=running" "the head made both node instances"
+is "$(instances)" "cpu=running cpu=running head=running" "the head made both node instances (pbx-role: the group)"
 is "$(($(calls calls RunInstances) - runs0))" "1" "in one RunInstances"
 roles=$(calls role_credentials pbx-role)
 [ "${roles:-0}" -ge 1 ]
