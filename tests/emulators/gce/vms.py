@@ -316,8 +316,9 @@ class VMs:
 
     # ----------------------------------------------------------- metadata
     def _write_json(self, path, value):
+        # root's alone: a document may hold credentials (EC2's iam/)
         tmp = path + ".tmp"
-        with open(tmp, "w") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             json.dump(value, f)
         os.rename(tmp, path)
 
