@@ -110,7 +110,7 @@ clusters:
     image: $(env_get 'd["ami"]')
     boot_timeout: 900
     head: { machine_type: m5.large, instance_profile: $(env_get 'd["instance_profile"]') }
-    slurm: { suspend_time: 120s, resume_timeout: 1200s }
+    slurm: { suspend_time: 300s, resume_timeout: 1200s }   # a node that finished its task waits for the other (its boot here: up to 15 min apart)
     node_groups:
       - { name: cpu, count: 2, min: 0, machine_type: m5.large }
 clouds:
@@ -180,7 +180,7 @@ is "$(power_log | grep -c ' resume cpu\[1-2\]$')" "1" "pbx-power.log has one res
 
 # --------------------------------------- idle: the head terminates them
 t0=$(date +%s)
-while [ "$(instances)" != "head=running" ] && [ $(($(date +%s) - t0)) -lt 600 ]; do sleep 5; done
+while [ "$(instances)" != "head=running" ] && [ $(($(date +%s) - t0)) -lt 900 ]; do sleep 5; done
 is "$(instances)" "head=running" "after SuspendTime the head terminated both nodes ($(($(date +%s) - t0)) s)"
 [ "$(instances)" = "head=running" ] || show_power_log
 sleep 2
