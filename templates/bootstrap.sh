@@ -1432,6 +1432,10 @@ power_install() {
 }
 power_install
 
+# the user's key before slurmd: once slurmd runs SLURM starts jobs here and
+# the user may reach this node (`exec -n`), so it must let the user in by
+# then (a node the head woke on EC2 holds the head's key pair alone)
+user_key_authorize
 
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"
@@ -1686,6 +1690,5 @@ fi
 # a compute node authorizes the head's key once the head has published it
 # (its bootstrap runs beside this one; slurmd has waited for it above)
 [ "$ROLE" = head ] || head_key_authorize
-user_key_authorize
 
 stage 'done'

@@ -52,7 +52,12 @@ is-active) [ -e "$d/$3" ] ;;
 is-enabled) [ -e "$d/$3.enabled" ] ;;
 disable) rm -f "$d/$3" "$d/$3.enabled" ;;
 start | restart) touch "$d/$2" ;;
-enable) [ "$2" != --now ] || touch "$d/$3" ;;
+enable)
+	[ "$2" != --now ] || touch "$d/$3"
+	# what the login user's authorized_keys holds when slurmd starts
+	if [ "$2 $3" = "--now slurmd" ] && [ -n "${PBX_USER_KEY:-}" ]; then
+		grep -c " pbx-user:" "$PBX_LOGIN_HOME/.ssh/authorized_keys" >"$d/user-key-at-slurmd" 2>&1 || :
+	fi ;;
 stop) rm -f "$d/$2" ;;
 esac
 EOS
@@ -156,7 +161,16 @@ hasnt "^node1: scontrol update NodeName"
 # a node that sleeps (State=CLOUD) is a new machine at each wake: before its
 # slurmd starts, slurmctld is told to resolve its NodeAddr afresh
 mkroot node3 debian 12
-boot node3 compute 0 up || fail "node3 up: $(cat "$T/node3.err")"
+# the head woke it (PBX_USER_KEY): the user's key is authorized before
+# slurmd starts, so a node SLURM runs jobs on lets the user in (vm.ec2-power:
+# `exec -n` was refused while the tasks had already run)
+(
+	export PBX_USER_KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUserKeyOfTheLaptopZZZZZZZZZZZZZZZZZZZZZZZZ"
+	export PBX_LOGIN_HOME="$T/node3/home/admin" PBX_LOGIN_USER=admin
+	boot node3 compute 0 up
+) || fail "node3 up: $(cat "$T/node3.err")"
+[ "$(cat "$T/node3/.fake-units/user-key-at-slurmd" 2>&1)" = 1 ] ||
+	fail "node3: the user's key was not authorized when slurmd started: $(cat "$T/node3/.fake-units/user-key-at-slurmd" 2>&1)"
 [ "$(grep -E '^node3: (scontrol update|systemctl enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "scontrol update NodeName=node3 NodeAddr=c1-x-node3 NodeHostname=c1-x-node3
 systemctl enable --now slurmd" ] || fail "node3 (State=CLOUD) not readdressed before slurmd: $(grep '^node3: ' "$LOG")"
 hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"

@@ -80,7 +80,14 @@ A stopped instance's VM is powered off with its disk kept, and boots from
 it when started again.  CreateImage copies the instance's disk (qcow2
 overlay -> standalone raw image, qemu-img convert) into
 STATE/vm/images/aws/AMI_ID with the kernel and initrd; RunInstances of
-that AMI boots from the copy, and DeregisterImage removes it.
+that AMI boots from the copy, and DeregisterImage removes it.  EC2's API
+is served to the VMs by its own name, ec2.us-east-1.amazonaws.com (vms.py:
+DNS to the gateway, https on its port 443 with a certificate from the
+image's world CA, forwarded to this proxy; requests by that name get
+EC2's API alone, never /_harness/, /moto-api/ or the pricing API), and a
+VM launched with an instance profile finds its role's credentials in its
+IMDS (RoleCredentials, meta-data/iam/, written again when renewed): a
+head's own pbx calls EC2 as on EC2 (tests/vm/ec2-power.sh).
 
 Spot interruptions (SpotInterruptions): POST /_harness/spot-interruption
 on the proxy gives a running spot instance EC2's notice in its IMDS
@@ -353,7 +360,22 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
             self.end_headers()
             self.wfile.write(body)
 
+        def _by_api_name(self):
+            """A request that came by EC2's own name (a VM through vms.py's
+            gateway): EC2's API alone, never the harness's controls, the
+            pricing API or moto's own (/moto-api/); True when refused."""
+            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+            if host not in Ec2Flavour.api_names:
+                return False
+            if urllib.parse.urlsplit(self.path).path == "/" and \
+                    not self.headers.get("X-Amz-Target"):
+                return False
+            self._send(404, error_xml("NotFound", "The requested URL was not found"))
+            return True
+
         def do_GET(self):
+            if self._by_api_name():
+                return None
             if self.path == "/_harness/calls":
                 with faults.lock:
                     body = json.dumps({"calls": faults.calls, "faults": faults.faults,
@@ -365,6 +387,8 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n)
+            if self._by_api_name():
+                return None
             if self.headers.get("X-Amz-Target", "").startswith("AWSPriceListService."):
                 status, text = pricing.get_products(self.headers, body)
                 return self._send(status, text.encode(), "application/x-amz-json-1.1")
@@ -473,9 +497,30 @@ class Ec2Flavour:
     metadata_server = ["python3", os.path.join(HERE, "imds.py")]
     domains = ["ec2.internal"]
     dns = {"instance-data": "169.254.169.254"}
+    # EC2's API by the name pbx forms for the region when no endpoint is
+    # configured (src/cloud/aws/aws.c): vms.py resolves it to the gateway,
+    # whose port 443 serves it with a world-CA certificate and forwards to
+    # the harness's proxy (never to moto directly)
+    api_names = ("ec2.%s.amazonaws.com" % REGION,)
 
-    def __init__(self, spot=None):
+    def __init__(self, spot=None, roles=None):
         self.spot = spot           # SpotInterruptions, or None
+        self.roles = roles         # RoleCredentials, or None
+        self.written = {}          # instance id -> AccessKeyId in its IMDS document
+
+    @staticmethod
+    def metadata_args(sock):
+        """IMDS needs nothing from the harness: credentials are in the document."""
+        return []
+
+    def renewed(self, inst):
+        """Whether INST's role credentials were renewed (RoleCredentials
+        renews a set with under 5 minutes left) since its IMDS document
+        was written: the document is then written again."""
+        if not self.roles or not inst.profile or inst.iid not in self.written:
+            return False
+        got = self.roles.of(inst)
+        return bool(got) and got[1]["AccessKeyId"] != self.written[inst.iid]
 
     @staticmethod
     def addresses(inst):
@@ -523,6 +568,10 @@ class Ec2Flavour:
         notice = self.spot.notice(inst.name) if self.spot else None
         if notice:
             md["spot"] = imds.spot_tree(notice)
+        got = self.roles.of(inst) if self.roles and inst.profile else None
+        if got:
+            md["iam"] = RoleCredentials.tree(inst, *got)
+            self.written[inst.iid] = got[1]["AccessKeyId"]
         if inst.key:
             md["public-keys"] = {"0=%s" % i.get("KeyName", ""): {"openssh-key": inst.key + "\n"}}
         if nat:
@@ -551,8 +600,9 @@ class VmInst:
     def __init__(self, desc, reservation, owner, key, user_data, cidr, vpc_cidr, image_dir=None):
         self.project, self.zone = "aws", REGION
         self.spec = {"image": {"_dir": image_dir}} if image_dir else {}
-        self.name = desc["InstanceId"]
+        self.name = self.iid = desc["InstanceId"]
         self.desc = desc
+        self.profile = desc.get("IamInstanceProfile")   # {"Arn", "Id"}, or None
         self.type = desc["InstanceType"]
         self.ip = desc["PrivateIpAddress"]
         self.public_ip = desc.get("PublicIpAddress")
@@ -594,11 +644,14 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
     power_off = getattr(backend, "power_off", backend.stop)
 
     def noticed(iid):
-        """A spot notice: a VM's IMDS file says so now (a body's server asks live)."""
+        """A spot notice: a VM's IMDS file says so now (a body's server asks
+        live).  Only the metadata: EC2 shuts the machine down at the end of
+        its notice, not at its start (Compute Engine's power button,
+        vms.VMs.preempt_notice)."""
         with pool_lock:
             inst = live.get(iid)
-        if inst is not None and hasattr(backend, "preempt_notice"):
-            backend.preempt_notice(inst)
+        if inst is not None and hasattr(backend, "refresh"):
+            backend.refresh(inst)
     spot.on_notice.append(noticed)
 
     tries = Counter()       # instance id -> failed starts of its kept disk
@@ -739,6 +792,12 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
                 threading.Thread(target=copy, args=(ami, iid, inst, running is not None and not no_reboot),
                                  daemon=True).start()
             shutdown_by_guest(admin, owner, seen, live, busy, starting, pool_lock, backend, life)
+            if vm:
+                with pool_lock:
+                    running = list(live.values())
+                for inst in running:        # an instance profile's credentials, renewed
+                    if backend.flavour.renewed(inst):
+                        backend.refresh(inst)
             with pool_lock:
                 dead = lambda iid: (iid not in busy and (iid not in seen or seen[iid]["State"]["Name"]
                                                           in ("shutting-down", "terminated")))
@@ -910,11 +969,16 @@ def main():
     backend = None
     spot = SpotInterruptions()
     roles = RoleCredentials()
+    # the proxy's socket first: the VMs' network forwards EC2's API to it
+    # (its handler is set once moto runs)
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    proxy.daemon_threads = True
     if args.backend == "vm":
         import vms
         vms.reap_stale()
         backend = vms.VMs(args.vm_image, args.state_dir, 22, args.subnet[0], upstream=args.vm_upstream,
-                          mem_mb=args.vm_memory, flavour=Ec2Flavour(spot))
+                          mem_mb=args.vm_memory, flavour=Ec2Flavour(spot, roles),
+                          api="127.0.0.1:%d" % proxy.server_address[1])
     elif not args.no_bodies:
         from bodies import Bodies
         meta = Ec2BodyMetadata(args.metadata_port, spot, roles) if args.metadata_port else None
@@ -946,8 +1010,7 @@ def main():
         setattr(roles, svc, boto3.client(svc, region_name=REGION, endpoint_url=moto_url,
                                          aws_access_key_id=env["admin"]["access_key"],
                                          aws_secret_access_key=env["admin"]["secret_key"]))
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_proxy(moto_url, faults, Pricing(keys), spot, roles))
-    proxy.daemon_threads = True
+    proxy.RequestHandlerClass = make_proxy(moto_url, faults, Pricing(keys), spot, roles)
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url
     env["region"] = REGION

@@ -6,19 +6,25 @@ as cloud-init reads it: IMDSv2 tokens (401 without or with a bad one when
 HttpTokens is required, v1 when optional), listings (public-keys as
 0=NAME), user data; the SMBIOS cloud-init's ds-identify takes for EC2;
 EC2's private-address rule (not the subnet's first four nor its last);
-a spot interruption on demand through a node body's IMDS.
+a spot interruption on demand through a node body's IMDS; a VM's role
+credentials under meta-data/iam/ (instance profile); the proxy serving
+EC2's API alone to requests by EC2's own name.
 Python standard library plus what the harness imports (moto, boto3);
 skipped (77) without them."""
 
+import argparse
+import datetime
 import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -151,6 +157,141 @@ def spot_notices():
         server.close()
 
 
+class FakeRoles:
+    """RoleCredentials without moto: one set per call of renew()."""
+
+    def __init__(self):
+        self.n = 0
+
+    def renew(self):
+        self.n += 1
+
+    def of(self, inst):
+        if not inst.profile:
+            return None
+        exp = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
+        return "pbx-role", {"AccessKeyId": "ASIAFAKE%04d" % self.n, "SecretAccessKey": "s3cr3t",
+                            "SessionToken": "tok", "Expiration": exp}
+
+
+def vm_role_credentials():
+    """A booted VM launched with an instance profile finds its role's
+    credentials in its IMDS (meta-data/iam/, IMDSv2 token required as for
+    the rest), as pbx on an EC2 head reads them (src/cloud/aws/creds.c);
+    one without a profile has no iam/; renewed credentials are noticed."""
+    roles = FakeRoles()
+    fl = h.Ec2Flavour(None, roles)
+    desc = dict(DESC, IamInstanceProfile={"Arn": "arn:aws:iam::123456789012:instance-profile/pbx-head",
+                                          "Id": "AIPAFAKE"})
+    inst = h.VmInst(desc, "r-1", "123456789012", None, None, "10.94.1.0/24", "10.94.0.0/16")
+    plain = h.VmInst(DESC, "r-1", "123456789012", None, None, "10.94.1.0/24", "10.94.0.0/16")
+    ok("iam" not in fl.metadata(plain, "127.0.0.1", None, None)["meta-data"],
+       "a VM without an instance profile has no meta-data/iam/")
+    ok(not fl.renewed(plain), "nothing to renew without a profile")
+    tmp = tempfile.mkdtemp(prefix="pbx-imds-iam.")
+    with open(os.path.join(tmp, "127.0.0.1.json"), "w") as f:
+        json.dump(fl.metadata(inst, "127.0.0.1", None, None), f)
+    port = free_port()
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "imds.py"), "--dir", tmp, "--bind", "127.0.0.1",
+                          "--port", str(port)])
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        st, _, _ = req(port, "/latest/meta-data/iam/security-credentials/")
+        ok(st == 401, "iam/ without a token is 401 (HttpTokens required) (%d)" % st)
+        st, tok, _ = req(port, "/latest/api/token", "PUT", {"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        t = {"X-aws-ec2-metadata-token": tok}
+        st, body, _ = req(port, "/latest/meta-data/iam/security-credentials/", headers=t)
+        ok((st, body) == (200, "pbx-role"), "iam/security-credentials/ lists the role (%d %r)" % (st, body))
+        st, body, _ = req(port, "/latest/meta-data/iam/security-credentials/pbx-role", headers=t)
+        c = json.loads(body) if st == 200 else {}
+        ok(c.get("AccessKeyId") == "ASIAFAKE0000" and c.get("Token") == "tok" and c.get("Code") == "Success"
+           and c.get("Expiration") == "2030-01-01T00:00:00Z", "the role's credentials, as EC2 gives them")
+        st, body, _ = req(port, "/latest/meta-data/iam/info", headers=t)
+        ok(st == 200 and json.loads(body).get("InstanceProfileArn", "").endswith("/pbx-head"),
+           "iam/info names the instance profile")
+    finally:
+        p.terminate()
+        p.wait()
+        subprocess.run(["rm", "-rf", tmp])
+    ok(not fl.renewed(inst), "credentials as written: not renewed")
+    roles.renew()
+    ok(fl.renewed(inst), "a new set: the document is written again")
+    fl.metadata(inst, "127.0.0.1", None, None)
+    ok(not fl.renewed(inst), "written again: not renewed")
+
+
+def api_name_filter():
+    """The proxy, asked by EC2's own name (a VM's request through vms.py's
+    gateway), serves EC2's API alone: the harness's controls, the pricing
+    API and moto's own paths are 404 there and never reach moto; by its
+    loopback URL they are served as before."""
+    seen = []
+
+    class Moto(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def _ok(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(n)
+            seen.append((self.command, self.path, self.headers.get("Host")))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        do_GET = do_POST = _ok
+
+    moto = ThreadingHTTPServer(("127.0.0.1", 0), Moto)
+    threading.Thread(target=moto.serve_forever, daemon=True).start()
+    faults = h.Faults(argparse.Namespace(throttle=0.0, seed=1, capacity=[], vcpu_limit=[]))
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), h.make_proxy(
+        "http://127.0.0.1:%d" % moto.server_address[1], faults, h.Pricing({})))
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    port = proxy.server_address[1]
+    api = {"Host": h.Ec2Flavour.api_names[0]}
+    ok(h.Ec2Flavour.api_names == ("ec2.us-east-1.amazonaws.com",),
+       "EC2's API name is the one pbx forms for us-east-1 (%s)" % (h.Ec2Flavour.api_names,))
+
+    def call(path, method="GET", headers=None, data=None):
+        r = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
+                                   headers=headers or {}, data=data)
+        try:
+            with urllib.request.urlopen(r, timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    try:
+        form = b"Action=DescribeInstances&Version=2016-11-15"
+        st = call("/", "POST", dict(api, **{"Content-Type": "application/x-www-form-urlencoded"}), form)
+        ok(st == 200 and seen and seen[-1][:2] == ("POST", "/") and seen[-1][2] == api["Host"],
+           "an EC2 call by EC2's name reaches moto, Host kept for SigV4 (%d %s)" % (st, seen[-1:]))
+        n = len(seen)
+        for what, args in (("GET /_harness/calls", ("/_harness/calls",)),
+                           ("POST /_harness/capacity", ("/_harness/capacity", "POST", {}, b"[]")),
+                           ("POST /_harness/spot-interruption", ("/_harness/spot-interruption", "POST", {}, b"{}")),
+                           ("POST /moto-api/reset-auth", ("/moto-api/reset-auth", "POST", {}, b"1")),
+                           ("GET /moto-api/", ("/moto-api/",)),
+                           ("the pricing API", ("/", "POST", {"X-Amz-Target": "AWSPriceListService.GetProducts",
+                                                             "Content-Type": "application/x-amz-json-1.1"}, b"{}"))):
+            a = list(args) + [None] * (4 - len(args))
+            hd = dict(api, **(a[2] or {}))
+            st = call(a[0], a[1] or "GET", hd, a[3])
+            ok(st == 404, "by EC2's name, %s is 404 (%d)" % (what, st))
+        hd = {"Host": "EC2.us-east-1.amazonaws.com:443"}
+        ok(call("/_harness/calls", headers=hd) == 404, "the name's case and a port change nothing")
+        ok(len(seen) == n and faults.calls.get("?", 0) == 0, "none of them reached moto or was counted")
+        ok(call("/_harness/calls") == 200, "by the loopback URL the controls are served")
+    finally:
+        proxy.shutdown()
+        moto.shutdown()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="pbx-imds.")
     fl = h.Ec2Flavour()
@@ -239,6 +380,8 @@ def main():
         subprocess.run(["rm", "-rf", tmp])
 
     spot_notices()
+    vm_role_credentials()
+    api_name_filter()
 
     # SMBIOS: what cloud-init 22.4's ds-identify needs to say AWS: product
     # uuid and serial start with "ec2" and are equal (case aside)

@@ -56,7 +56,9 @@ DIR), `domains`, `dns` (extra dnsmasq --address names),
 server serves that address), `smbios(inst)` (QEMU -smbios values),
 `api_names` (the API's host names the gateway serves) and
 `metadata_args(sock)` (the metadata server's extra argv when the API is
-served: how it reaches the emulator).
+served: how it reaches the emulator).  refresh(inst) writes an instance's
+metadata document again (a flavour whose document changes: EC2's renewed
+role credentials).
 """
 
 import ipaddress
@@ -316,8 +318,9 @@ class VMs:
 
     # ----------------------------------------------------------- metadata
     def _write_json(self, path, value):
+        # root's alone: a document may hold credentials (EC2's iam/)
         tmp = path + ".tmp"
-        with open(tmp, "w") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             json.dump(value, f)
         os.rename(tmp, path)
 
@@ -398,12 +401,17 @@ class VMs:
         Engine's notice is "an ACPI G2 Soft Off signal" at the start of the
         notice, and the machine ends NOTICE seconds later however far its
         shutdown got.  So the guest shuts down while its jobs checkpoint."""
-        fl = self.flavour
-        ip, nat = fl.addresses(inst)
-        self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
+        self.refresh(inst)
         why = self.power_button(inst)
         if why:
             print("vms: %s: the power button: %s" % (inst.name, why), file=sys.stderr, flush=True)
+
+    def refresh(self, inst):
+        """INST's metadata document written again (what the flavour says
+        of it now: a notice, renewed credentials)."""
+        fl = self.flavour
+        ip, nat = fl.addresses(inst)
+        self._write_json(os.path.join(self.meta_dir, ip + ".json"), fl.metadata(inst, ip, nat, self))
 
     def power_button(self, inst):
         """Presses INST's ACPI power button (QMP system_powerdown on its
