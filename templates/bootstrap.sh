@@ -1437,6 +1437,79 @@ power_install
 # then (a node the head woke on EC2 holds the head's key pair alone)
 user_key_authorize
 
+# ---- preemption (templates/preempt.sh, docs/spot.md): on the compute
+# nodes of a spot group, a watcher of the cloud's preemption notice that
+# drains the node and sends its jobs SIGTERM.  Elsewhere none runs.  It
+# runs before slurmd starts: once slurmd registers, a job may start here
+# (a woken node's at once), and a notice before the watcher ran lost that
+# job's work (vm.gce-spot: the job ran 2 minutes before the bootstrap got
+# here, and the preemption came in between).
+if [ -n "$SPOT" ]; then
+	stage preempt
+	[ -r "$STAGE_DIR/preempt.sh" ] || die "no preempt.sh in PBX_STAGE ($STAGE_DIR)"
+	pwatcher=$ROOT/usr/local/sbin/pbx-preempt
+	ensure_parent "$pwatcher"
+	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
+	pchanged=$CHANGED
+	pconf=$ROOT/etc/pbx/preempt.conf
+	ensure_parent "$pconf"
+	begin_new "$pconf"
+	{
+		echo "# pbx-preempt's settings, written by pbx's bootstrap"
+		for kv in "PBX_MODE=$MODE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" \
+			"PBX_SPOT=$SPOT" ${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}; do
+			sq "${kv#*=}"
+			echo "${kv%%=*}=$SQ"
+		done
+	} >"$NEW"
+	install_new "$pconf" 0644
+	[ "$CHANGED" = 0 ] || pchanged=1
+	# a new boot: the notice of an earlier life is over
+	rm -f "$ROOT/var/lib/pbx/preempted"
+	rm -rf "$ROOT/run/pbx-preempt/acted"
+	if [ "$MODE" = systemd ]; then
+		unit=$ROOT/etc/systemd/system/pbx-preempt.service
+		ensure_parent "$unit"
+		begin_new "$unit"
+		cat >"$NEW" <<UNIT
+[Unit]
+Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
+# stopped before these at a shutdown: its ExecStop (a preemption's) needs them
+After=network-online.target remote-fs.target $SLURM_DAEMON.service
+Wants=network-online.target
+
+[Service]
+ExecStart=$pwatcher watch
+ExecStop=$pwatcher stop
+TimeoutStopSec=60
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+		install_new "$unit" 0644
+		[ "$CHANGED" = 0 ] || { pchanged=1; systemctl daemon-reload; }
+		if ! systemctl is-active --quiet pbx-preempt || [ "$pchanged" = 1 ]; then
+			systemctl enable pbx-preempt >/dev/null 2>&1 || die "systemctl enable pbx-preempt failed"
+			systemctl restart pbx-preempt || die "systemctl restart pbx-preempt failed (journalctl -u pbx-preempt)"
+		fi
+	else
+		pidfile_of pbx-preempt
+		if pid_alive "$PF" pbx-preempt && [ "$pchanged" = 1 ]; then
+			stop_pid pbx-preempt
+		fi
+		if ! pid_alive "$PF" pbx-preempt; then
+			ensure_parent "$PF"
+			plog=$ROOT/var/log/pbx-preempt.log
+			ensure_parent "$plog"
+			setsid "$pwatcher" watch </dev/null >>"$plog" 2>&1 3>&- 8>&- 9>&- &
+			echo $! >"$PF"
+			log "pbx-preempt running (pid $!)"
+		fi
+	fi
+fi
+
 # ---- slurmctld / slurmd
 stage "$SLURM_DAEMON"
 if [ "$ROLE" = head ]; then
@@ -1580,7 +1653,8 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	# a new start: no stop request of an earlier life stands
 	[ "$ROLE" = compute ] || rm -rf "$SHARED/.pbx-autostop"
 	if [ "$MODE" = systemd ]; then
-		unit=/etc/systemd/system/pbx-autostop.service
+		unit=$ROOT/etc/systemd/system/pbx-autostop.service
+		ensure_parent "$unit"
 		begin_new "$unit"
 		cat >"$NEW" <<UNIT
 [Unit]
@@ -1615,74 +1689,6 @@ UNIT
 			setsid "$watcher" watch </dev/null >>"$alog" 2>&1 3>&- 8>&- 9>&- &
 			echo $! >"$PF"
 			log "pbx-autostop running (pid $!)"
-		fi
-	fi
-fi
-
-# ---- preemption (templates/preempt.sh, docs/spot.md): on the compute
-# nodes of a spot group, a watcher of the cloud's preemption notice that
-# drains the node and sends its jobs SIGTERM.  Elsewhere none runs.
-if [ -n "$SPOT" ]; then
-	stage preempt
-	[ -r "$STAGE_DIR/preempt.sh" ] || die "no preempt.sh in PBX_STAGE ($STAGE_DIR)"
-	pwatcher=$ROOT/usr/local/sbin/pbx-preempt
-	ensure_parent "$pwatcher"
-	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
-	pchanged=$CHANGED
-	pconf=$ROOT/etc/pbx/preempt.conf
-	ensure_parent "$pconf"
-	begin_new "$pconf"
-	{
-		echo "# pbx-preempt's settings, written by pbx's bootstrap"
-		for kv in "PBX_MODE=$MODE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" \
-			"PBX_SPOT=$SPOT" ${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}; do
-			sq "${kv#*=}"
-			echo "${kv%%=*}=$SQ"
-		done
-	} >"$NEW"
-	install_new "$pconf" 0644
-	[ "$CHANGED" = 0 ] || pchanged=1
-	# a new boot: the notice of an earlier life is over
-	rm -f "$ROOT/var/lib/pbx/preempted"
-	rm -rf "$ROOT/run/pbx-preempt/acted"
-	if [ "$MODE" = systemd ]; then
-		unit=/etc/systemd/system/pbx-preempt.service
-		begin_new "$unit"
-		cat >"$NEW" <<UNIT
-[Unit]
-Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
-# stopped before these at a shutdown: its ExecStop (a preemption's) needs them
-After=network-online.target remote-fs.target $SLURM_DAEMON.service
-Wants=network-online.target
-
-[Service]
-ExecStart=$pwatcher watch
-ExecStop=$pwatcher stop
-TimeoutStopSec=60
-Restart=always
-RestartSec=2
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-		install_new "$unit" 0644
-		[ "$CHANGED" = 0 ] || { pchanged=1; systemctl daemon-reload; }
-		if ! systemctl is-active --quiet pbx-preempt || [ "$pchanged" = 1 ]; then
-			systemctl enable pbx-preempt >/dev/null 2>&1 || die "systemctl enable pbx-preempt failed"
-			systemctl restart pbx-preempt || die "systemctl restart pbx-preempt failed (journalctl -u pbx-preempt)"
-		fi
-	else
-		pidfile_of pbx-preempt
-		if pid_alive "$PF" pbx-preempt && [ "$pchanged" = 1 ]; then
-			stop_pid pbx-preempt
-		fi
-		if ! pid_alive "$PF" pbx-preempt; then
-			ensure_parent "$PF"
-			plog=$ROOT/var/log/pbx-preempt.log
-			ensure_parent "$plog"
-			setsid "$pwatcher" watch </dev/null >>"$plog" 2>&1 3>&- 8>&- 9>&- &
-			echo $! >"$PF"
-			log "pbx-preempt running (pid $!)"
 		fi
 	fi
 fi

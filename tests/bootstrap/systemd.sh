@@ -39,6 +39,7 @@ case " $* " in *" install "*)
 		slurm-client) mk usr/bin/sinfo && mk usr/bin/scontrol ;;
 		nfs-kernel-server) mk usr/sbin/exportfs ;;
 		nfs-common) mk sbin/mount.nfs ;;
+		curl) mk usr/bin/curl ;;
 		esac
 	done ;;
 esac
@@ -167,12 +168,21 @@ mkroot node3 debian 12
 (
 	export PBX_USER_KEY="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUserKeyOfTheLaptopZZZZZZZZZZZZZZZZZZZZZZZZ"
 	export PBX_LOGIN_HOME="$T/node3/home/admin" PBX_LOGIN_USER=admin
+	# a Spot node: its preemption watcher
+	export PBX_SPOT=gce
+	cp "$SRC/templates/preempt.sh" "$T/stage/preempt.sh"
 	boot node3 compute 0 up
 ) || fail "node3 up: $(cat "$T/node3.err")"
 [ "$(cat "$T/node3/.fake-units/user-key-at-slurmd" 2>&1)" = 1 ] ||
 	fail "node3: the user's key was not authorized when slurmd started: $(cat "$T/node3/.fake-units/user-key-at-slurmd" 2>&1)"
 [ "$(grep -E '^node3: (scontrol update|systemctl enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "scontrol update NodeName=node3 NodeAddr=c1-x-node3 NodeHostname=c1-x-node3
 systemctl enable --now slurmd" ] || fail "node3 (State=CLOUD) not readdressed before slurmd: $(grep '^node3: ' "$LOG")"
+# its preemption watcher runs before slurmd starts: a job may start at once
+# (vm.gce-spot: a notice in between lost the job's work)
+[ "$(grep -E '^node3: systemctl (restart pbx-preempt|enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "systemctl restart pbx-preempt
+systemctl enable --now slurmd" ] || fail "node3 (Spot): pbx-preempt not started before slurmd: $(grep '^node3: ' "$LOG")"
+grep -qx "ExecStop=$T/node3/usr/local/sbin/pbx-preempt stop" "$T/node3/etc/systemd/system/pbx-preempt.service" ||
+	fail "node3: pbx-preempt.service has no ExecStop (the shutdown's preemption): $(find "$T/node3" -name pbx-preempt.service -exec cat {} + 2>&1)"
 hasnt "^node1: (exportfs|systemctl enable --now (slurmctld|nfs-server))"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf")" = "NodeName=node1 Name=gpu File=/dev/nvidia[0-1]" ] ||
 	fail "gres.conf: $(cat "$R/etc/slurm/gres.conf")"
