@@ -23,32 +23,7 @@
 . "$PBX_SOURCE_DIR/tests/cli/lib.sh"
 . "$PBX_SOURCE_DIR/tests/vm/lib.sh"
 
-HARNESS=$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py
-IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
-KIND=${PBX_VM_IMAGE:-baked}
-KIND=ec2-${KIND#ec2-}
-why=$(vm_why_not)
-python3 -c 'import moto.server, boto3' 2>/dev/null ||
-	why="${why:+$why
-}the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
-vm_skip_unless "$why"
-unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
-	AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
-export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/user"   # no ~/.aws of the tester
-mkdir -p "$HOME"
-
-h_stop() {
-	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
-	H_PID=
-}
-cleanup() {
-	"$PBX" -q cluster stop e1 >/dev/null 2>&1
-	h_stop
-	vm_apt_cache_release
-	rm -rf "$TEST_TMP"
-}
-trap cleanup EXIT
-trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
+ec2_vm_test_setup e1
 
 # "LIVE_INSTANCES GROUPS KEY_PAIRS" in moto, with the harness's admin key
 holds() {

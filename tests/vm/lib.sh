@@ -20,6 +20,13 @@
 #                              flow mapping; MORE: more lines of the
 #                              template, indented by 4) for the emulator at PORT
 #   gce_vm_emulator_stop       ends the emulator (and so every VM)
+#   ec2_vm_test_setup CLUSTER  an EC2 booted-VM test's start: HARNESS, IMAGES and
+#                              KIND (ec2-baked or ec2-stock) set, skipped (77)
+#                              where VMs or moto cannot run, no AWS setting of
+#                              the tester's (HOME of its own), h_stop to end
+#                              the harness (H_PID), and at exit (a signal too)
+#                              CLUSTER stopped, the harness and the apt cache
+#                              gone, TEST_TMP removed
 #   gce_vm_test_exit CLUSTER...  at the test's exit (a signal too): the clusters
 #                              stop, the emulator and the apt cache go,
 #                              TEST_TMP is removed
@@ -139,7 +146,7 @@ gce_vm_cleanup() {
 }
 
 vm_apt_cache() {
-	VM_UPSTREAM= PBX_VM_APT_PROXY=
+	VM_UPSTREAM='' PBX_VM_APT_PROXY=''
 	export PBX_VM_APT_PROXY
 	command -v apt-cacher-ng >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v apt-cacher-ng >/dev/null 2>&1 ||
 		{ echo "# no apt cache (apt-get install apt-cacher-ng): every VM downloads its packages"; return 0; }
@@ -197,4 +204,38 @@ vm_apt_cache_release() {
 		rm -f "$vac_dir/pid"
 	fi
 	exec 7>&-
+}
+
+ec2_vm_test_setup() {
+	EVT_CLUSTER=$1
+	HARNESS=$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py
+	IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
+	KIND=${PBX_VM_IMAGE:-baked}
+	KIND=ec2-${KIND#ec2-}
+	evt_why=$(vm_why_not)
+	python3 -c 'import moto.server, boto3' 2>/dev/null ||
+		evt_why="${evt_why:+$evt_why
+}the EC2 harness needs moto[server] and boto3 (scripts/test-requirements.txt)"
+	vm_skip_unless "$evt_why"
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE \
+		AWS_DEFAULT_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+	export AWS_EC2_METADATA_DISABLED=true HOME="$TEST_TMP/user"   # no ~/.aws of the tester
+	mkdir -p "$HOME"
+	trap ec2_vm_cleanup EXIT
+	# dash runs no EXIT trap on a signal by itself
+	trap "exit 129" HUP
+	trap "exit 130" INT
+	trap "exit 143" TERM
+}
+
+h_stop() {
+	[ -n "${H_PID:-}" ] && kill "$H_PID" 2>/dev/null && wait "$H_PID" 2>/dev/null
+	H_PID=
+}
+
+ec2_vm_cleanup() {
+	"$PBX" -q cluster stop "$EVT_CLUSTER" >/dev/null 2>&1
+	h_stop
+	vm_apt_cache_release
+	rm -rf "$TEST_TMP"
 }
