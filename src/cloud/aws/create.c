@@ -59,8 +59,11 @@ static void client_token(const struct aws *a, char out[65])
  * their indexes are exactly 0 to n - 1. */
 static void aws_launch_order(struct aws_inst *v, size_t n)
 {
-	struct aws_inst *sorted = xcalloc(n ? n : 1, sizeof(*sorted));
+	struct aws_inst *sorted;
 	size_t i;
+	if (!n) /* a dry run's, or a refused launch's: v may be NULL */
+		return;
+	sorted = xcalloc(n, sizeof(*sorted));
 	for (i = 0; i < n; i++) {
 		long j = v[i].launch_index;
 		if (j < 0 || (size_t)j >= n || sorted[j].id) {
