@@ -143,9 +143,24 @@ wait_for_ctld() {
 	fi
 }
 
-# A node that sleeps (State=CLOUD in slurm.conf) is a new machine at each
-# wake, often at another address under the same NodeAddr (its instance's
-# DNS name).  slurmctld resolves a node's NodeAddr once and keeps the
+# remade: whether this node is one that SLURM's power saving makes anew
+# (pbx_power_remade in src/cluster/powersave.c): a node that sleeps
+# (State=CLOUD in slurm.conf), or a Spot node on a cluster with power
+# saving (slurm.conf names a ResumeProgram), made anew after a preemption
+# (docs/spot.md).  RA_LINE is this node's own line of slurm.conf, its name
+# compared whole (a '.' in it is no pattern).
+remade() {
+	RA_LINE=$(awk -v n="NodeName=$NODE" '$1 == n' "$CONF" 2>/dev/null)
+	case $RA_LINE in
+	*" State=CLOUD") return 0 ;;
+	'') return 1 ;;
+	esac
+	[ -n "${PBX_SPOT:-}" ] && grep -q '^ResumeProgram=' "$CONF"
+}
+
+# A node that power saving makes (remade) is a new machine at each wake,
+# often at another address under the same NodeAddr (its instance's DNS
+# name).  slurmctld resolves a node's NodeAddr once and keeps the
 # address (SLURM 22.05: read_config.c, slurm_conf_get_addr), so it would
 # send the woken node's pings and jobs to its previous instance's address
 # (vm.gce-power: the node "not responding", its job requeued).  Setting the
@@ -153,11 +168,9 @@ wait_for_ctld() {
 # asked before slurmd starts, so slurmctld talks to this instance from its
 # first registration.  Root on a node is a SLURM administrator (munge).
 ctld_readdress() {
-	# this node's own line, its name compared whole (a '.' in it is no pattern)
-	ra_line=$(awk -v n="NodeName=$NODE" '$1 == n && / State=CLOUD$/' "$CONF" 2>/dev/null)
-	[ -n "$ra_line" ] || return 0
+	remade || return 0
 	ra_addr='' ra_host=''
-	for f in $ra_line; do
+	for f in $RA_LINE; do
 		case $f in
 		NodeAddr=*) ra_addr=${f#NodeAddr=} ;;
 		NodeHostname=*) ra_host=${f#NodeHostname=} ;;
@@ -430,6 +443,50 @@ stop_pid() {
 		die "could not stop $1 (pid $PID)"
 	fi
 	rm -f "$pf"
+}
+
+# watcher_unit NAME: ROOT/etc/systemd/system/NAME.service from stdin, for
+# one of pbx's watchers (pbx-preempt, pbx-autostop); CHANGED says whether
+# it changed, and then systemd reloads its units.
+watcher_unit() {
+	unit=$ROOT/etc/systemd/system/$1.service
+	ensure_parent "$unit"
+	begin_new "$unit"
+	cat >"$NEW"
+	install_new "$unit" 0644
+	[ "$CHANGED" = 0 ] || systemctl daemon-reload
+}
+
+# watcher_run NAME CHANGED OFF COMMAND...: a watcher of pbx's running, or
+# not when OFF is 1.  Under systemd its unit (watcher_unit) is enabled and
+# started, or restarted when CHANGED is 1; with OFF it is disabled and
+# stopped.  On a node body COMMAND is a daemon of the body (pid file by
+# pidfile_of, log ROOT/var/log/NAME.log), stopped and started again when
+# CHANGED is 1.
+watcher_run() {
+	wname=$1 wchanged=$2 woff=$3
+	shift 3
+	if [ "$MODE" = systemd ]; then
+		if [ "$woff" = 1 ]; then
+			systemctl disable --now "$wname" >/dev/null 2>&1 || :
+		elif ! systemctl is-active --quiet "$wname" || [ "$wchanged" = 1 ]; then
+			systemctl enable "$wname" >/dev/null 2>&1 || die "systemctl enable $wname failed"
+			systemctl restart "$wname" || die "systemctl restart $wname failed (journalctl -u $wname)"
+		fi
+		return 0
+	fi
+	pidfile_of "$wname"
+	if pid_alive "$PF" "$wname" && { [ "$wchanged" = 1 ] || [ "$woff" = 1 ]; }; then
+		stop_pid "$wname"
+	fi
+	if [ "$woff" = 0 ] && ! pid_alive "$PF" "$wname"; then
+		ensure_parent "$PF"
+		wlog=$ROOT/var/log/$wname.log
+		ensure_parent "$wlog"
+		setsid "$@" </dev/null >>"$wlog" 2>&1 3>&- 8>&- 9>&- &
+		echo $! >"$PF"
+		log "$wname running (pid $!)"
+	fi
 }
 
 # start_direct NAME CMD...: start a self-daemonizing program with no tie to
@@ -1037,13 +1094,16 @@ begin_new "$ENV_SH"
 } >"$NEW"
 install_new "$ENV_SH" 0644
 
-# The names of the nodes that sleep, on a cloud whose DNS does not know
-# them (EC2): the head's pbx stages "ADDRESS NAME" of the awake ones as it
-# wakes nodes (src/cluster/powersave.c), and every node keeps them in a
-# block of its /etc/hosts, which slurm.conf's NodeAddr names.  Without the
-# staged file (the user's start) the block stays as it is.  On a node body
-# /etc/hosts may be a bind mount of ROOT/etc/hosts: written in place there.
-# Before the shared directory's export, which names the nodes.
+# The names of the nodes that power saving makes, on a cloud whose DNS
+# does not know them (EC2): the head's pbx stages "ADDRESS NAME" of the
+# awake ones as it wakes nodes, the user's start those of the Spot nodes
+# that always run, which it makes (src/cluster/powersave.c), and every node
+# keeps them in a block of its /etc/hosts, which slurm.conf's NodeAddr
+# names.  A staged name's line replaces that name's; the others stay (a
+# node asleep is asked nothing, and its next wake stages it anew), so
+# neither pbx drops a name the other staged.  On a node body /etc/hosts may
+# be a bind mount of ROOT/etc/hosts: written in place there.  Before the
+# shared directory's export, which names the nodes.
 HOSTS_BEGIN="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (begin)"
 HOSTS_END="# pbx: nodes of cluster ${PBX_CLUSTER:-} that sleep (end)"
 power_hosts() {
@@ -1055,13 +1115,19 @@ power_hosts() {
 		[ -z "$rest" ] || die "staged hosts: more than an address and a name: '$rest'"
 	done <"$staged"
 	ensure_parent "$hosts"
-	{
-		[ ! -e "$hosts" ] || awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" \
-			'$0 == b { skip = 1; next } $0 == e { skip = 0; next } !skip' "$hosts"
-		echo "$HOSTS_BEGIN"
-		cat "$staged"
-		echo "$HOSTS_END"
-	} >"$hosts.pbx-in" || die "cannot write $hosts.pbx-in"
+	[ -e "$hosts" ] || : >"$hosts" || die "cannot write $hosts"
+	awk -v b="$HOSTS_BEGIN" -v e="$HOSTS_END" '
+		FILENAME == ARGV[1] { staged[$2] = 1; add[++n] = $0; next }
+		$0 == b { inside = 1; next }
+		$0 == e { inside = 0; next }
+		inside { if (!($2 in staged)) kept[++k] = $0; next }
+		{ print }
+		END {
+			print b
+			for (i = 1; i <= k; i++) print kept[i]
+			for (i = 1; i <= n; i++) print add[i]
+			print e
+		}' "$staged" "$hosts" >"$hosts.pbx-in" || die "cannot write $hosts.pbx-in"
 	if cmp -s "$hosts.pbx-in" "$hosts"; then
 		rm -f "$hosts.pbx-in"
 	elif [ "$MODE" = systemd ]; then
@@ -1468,10 +1534,7 @@ if [ -n "$SPOT" ]; then
 	rm -f "$ROOT/var/lib/pbx/preempted"
 	rm -rf "$ROOT/run/pbx-preempt/acted"
 	if [ "$MODE" = systemd ]; then
-		unit=$ROOT/etc/systemd/system/pbx-preempt.service
-		ensure_parent "$unit"
-		begin_new "$unit"
-		cat >"$NEW" <<UNIT
+		watcher_unit pbx-preempt <<UNIT
 [Unit]
 Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
 # stopped before these at a shutdown: its ExecStop (a preemption's) needs them
@@ -1488,26 +1551,9 @@ RestartSec=2
 [Install]
 WantedBy=multi-user.target
 UNIT
-		install_new "$unit" 0644
-		[ "$CHANGED" = 0 ] || { pchanged=1; systemctl daemon-reload; }
-		if ! systemctl is-active --quiet pbx-preempt || [ "$pchanged" = 1 ]; then
-			systemctl enable pbx-preempt >/dev/null 2>&1 || die "systemctl enable pbx-preempt failed"
-			systemctl restart pbx-preempt || die "systemctl restart pbx-preempt failed (journalctl -u pbx-preempt)"
-		fi
-	else
-		pidfile_of pbx-preempt
-		if pid_alive "$PF" pbx-preempt && [ "$pchanged" = 1 ]; then
-			stop_pid pbx-preempt
-		fi
-		if ! pid_alive "$PF" pbx-preempt; then
-			ensure_parent "$PF"
-			plog=$ROOT/var/log/pbx-preempt.log
-			ensure_parent "$plog"
-			setsid "$pwatcher" watch </dev/null >>"$plog" 2>&1 3>&- 8>&- 9>&- &
-			echo $! >"$PF"
-			log "pbx-preempt running (pid $!)"
-		fi
+		[ "$CHANGED" = 0 ] || pchanged=1
 	fi
+	watcher_run pbx-preempt "$pchanged" 0 "$pwatcher" watch
 fi
 
 # ---- slurmctld / slurmd
@@ -1561,12 +1607,13 @@ else
 			start_direct slurmctld "$bin" -f "$CONF"
 		else
 			wait_for_ctld
-			# A power-saving node (State=CLOUD) that SLURM woke must
-			# report a boot after the wake-up, as a machine made then
-			# would (slurmctld waits for one); a node body shares this
+			# A node that power saving makes (remade) that SLURM woke
+			# must report a boot after the wake-up, as a machine made
+			# then would (slurmctld ignores its registration until
+			# then: "Still waiting for boot"); a node body shares this
 			# host's boot, so its slurmd reports its own start as the
 			# boot (-b)
-			if [ "$MODE" = direct ] && grep -q "^NodeName=$NODE .*State=CLOUD" "$CONF"; then
+			if [ "$MODE" = direct ] && remade; then
 				start_direct slurmd "$bin" -b -N "$NODE" -f "$CONF"
 			else
 				start_direct slurmd "$bin" -N "$NODE" -f "$CONF"
@@ -1653,10 +1700,7 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	# a new start: no stop request of an earlier life stands
 	[ "$ROLE" = compute ] || rm -rf "$SHARED/.pbx-autostop"
 	if [ "$MODE" = systemd ]; then
-		unit=$ROOT/etc/systemd/system/pbx-autostop.service
-		ensure_parent "$unit"
-		begin_new "$unit"
-		cat >"$NEW" <<UNIT
+		watcher_unit pbx-autostop <<UNIT
 [Unit]
 Description=pbx autostop: powers this cluster off when it is idle
 After=network-online.target remote-fs.target $SLURM_DAEMON.service
@@ -1669,28 +1713,9 @@ RestartSec=10
 [Install]
 WantedBy=multi-user.target
 UNIT
-		install_new "$unit" 0644
-		[ "$CHANGED" = 0 ] || { watcher_changed=1; systemctl daemon-reload; }
-		if [ "$head_off" = 1 ]; then
-			systemctl disable --now pbx-autostop >/dev/null 2>&1 || :
-		elif ! systemctl is-active --quiet pbx-autostop || [ "$watcher_changed" = 1 ]; then
-			systemctl enable pbx-autostop >/dev/null 2>&1 || die "systemctl enable pbx-autostop failed"
-			systemctl restart pbx-autostop || die "systemctl restart pbx-autostop failed (journalctl -u pbx-autostop)"
-		fi
-	else
-		pidfile_of pbx-autostop
-		if pid_alive "$PF" pbx-autostop && { [ "$watcher_changed" = 1 ] || [ "$head_off" = 1 ]; }; then
-			stop_pid pbx-autostop
-		fi
-		if [ "$head_off" = 0 ] && ! pid_alive "$PF" pbx-autostop; then
-			ensure_parent "$PF"
-			alog=$ROOT/var/log/pbx-autostop.log
-			ensure_parent "$alog"
-			setsid "$watcher" watch </dev/null >>"$alog" 2>&1 3>&- 8>&- 9>&- &
-			echo $! >"$PF"
-			log "pbx-autostop running (pid $!)"
-		fi
+		[ "$CHANGED" = 0 ] || watcher_changed=1
 	fi
+	watcher_run pbx-autostop "$watcher_changed" "$head_off" "$watcher" watch
 fi
 
 # a compute node authorizes the head's key once the head has published it

@@ -16,10 +16,12 @@
 #        stopped or terminated about 2 minutes later.
 # On a notice it, once:
 #   1. drains this node in SLURM (reason "spot preemption notice"), so no
-#      job starts on it, a requeued one included; a node that SLURM's power
-#      saving makes (State=CLOUD) it marks POWER_DOWN_ASAP instead, which
-#      drains it too and then has slurmctld run pbx-suspend for it, so it
-#      sleeps and is made again, by itself, when a job needs it;
+#      job starts on it, a requeued one included; on a cluster with SLURM's
+#      power saving (slurm.conf names a ResumeProgram) it marks the node
+#      POWER_DOWN_ASAP instead, which drains it too and then has slurmctld
+#      run pbx-suspend for it: a node above its group's min: sleeps and is
+#      made again, by itself, when a job needs it, and one that always
+#      runs pbx-suspend powers up again once SLURM has it down;
 #   2. sends SIGTERM to the batch step of every job running on this node
 #      (`scancel --signal=TERM --batch`): pbx's task wrapper forwards it to
 #      the task, pbx-train writes its checkpoint and exits 75, and the
@@ -66,14 +68,12 @@ node_jobs() {
 	squeue -h -w "$PBX_NODE" -t RUNNING -o %A 2>/dev/null | grep -x '[0-9][0-9_]*' || :
 }
 
-# Whether SLURM's power saving makes and removes this node: slurm.conf has
-# it State=CLOUD (a node above its group's min:, docs/power-saving.md),
-# which `scontrol show node` shows as a CLOUD flag of its state (the first
-# State= field: the Reason= text at the end of the line is anyone's).
-node_sleeps() {
-	st=$(scontrol show node -o "$PBX_NODE" 2>/dev/null |
-		awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^State=/) { print $i; exit } }')
-	case $st in State=*CLOUD*) return 0 ;; *) return 1 ;; esac
+# Whether SLURM's power saving may remove this node and make it anew: the
+# cluster has power saving (its slurm.conf names a ResumeProgram: a group
+# has min:, docs/power-saving.md), and pbx makes every Spot node of such a
+# cluster again after a preemption (docs/spot.md).
+power_saving() {
+	grep -q '^ResumeProgram=' "$SLURM_CONF" 2>/dev/null
 }
 
 # What a notice does (see the top), once per boot (TMP_DIR/acted, made
@@ -86,10 +86,11 @@ on_notice() {
 	mkdir -p "$STATE_DIR"
 	printf 'noticed_at=%s\ncloud=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_SPOT" \
 		>"$STATE_DIR/preempted"
-	if node_sleeps; then
-		# SLURM's power saving made this node: it powers it down once its
-		# jobs have left (pbx-suspend deletes the instance) and makes it
-		# again when a job waits for it, the requeued one included
+	if power_saving; then
+		# SLURM powers it down once its jobs have left (pbx-suspend
+		# deletes the instance) and makes it again: when a job waits for
+		# it, the requeued one included, or, for a node that always runs,
+		# at once (pbx-suspend powers it up once it is down)
 		how=POWER_DOWN_ASAP
 	else
 		how=DRAIN

@@ -187,8 +187,8 @@ int pbx_cluster_learn_awake(struct pbx_cluster *c, size_t *changed, struct pbx_e
 		struct pbx_node_row *r = &c->nodes[i];
 		const struct pbx_instance *x;
 		int one;
-		if (strcmp(r->role, "compute") != 0 || !pbx_power_may_sleep(c->spec.t, r->name))
-			continue; /* the head and the nodes that always run: start's */
+		if (strcmp(r->role, "compute") != 0 || !pbx_power_remade(c->spec.t, r->name))
+			continue; /* the head and the nodes start makes alone */
 		x = awake_find(c, v, n, r->name);
 		/* an instance being made (PROVISIONING) is left as the store has it */
 		one = awake_running(x) ? awake_up(c, r, x, err)

@@ -136,10 +136,20 @@ char *pbx_cluster_record_json(const struct pbx_cluster *c);
 
 /* Whether node `name` is above its group's min: (SLURM may put it to sleep). */
 int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name);
+/* Whether SLURM's power saving may remove and make node `name` anew, on a
+ * cluster with power saving: a node that may sleep, and a Spot node that
+ * always runs (within its group's min:, or of a group without one), which
+ * its preemption watcher powers down at a notice and pbx-suspend powers up
+ * again once it is down (docs/spot.md).  Such a node has a new address
+ * each time it is made: slurm.conf names it by DNS, and the user's pbx
+ * learns its instance from the cloud (awake.c). */
+int pbx_power_remade(const struct pbx_cluster_template *t, const char *name);
 /* A start's plan: every node above its group's min: asleep (the store's
  * state, merged after, says otherwise for nodes it knows). */
 void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n);
-/* Moves the asleep nodes of c->nodes to c->asleep, recording them. */
+/* Moves the asleep nodes of c->nodes to c->asleep, recording them; on the
+ * user's side a Spot node that always runs, asleep since a preemption, is
+ * made instead (waking). */
 int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err);
 /* slurm.conf's power-saving lines; caller frees. */
 char *pbx_power_conf_lines(const struct pbx_cluster *c);

@@ -58,6 +58,14 @@ int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name)
 	return g && g->min >= 0 && k > g->min;
 }
 
+int pbx_power_remade(const struct pbx_cluster_template *t, const char *name)
+{
+	int k;
+	const struct pbx_node_group *g = power_group(t, name, &k);
+	return g && k >= 1 && k <= g->count && pbx_power_saving(t) &&
+	       (g->spot || pbx_power_may_sleep(t, name));
+}
+
 void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n)
 {
 	size_t i;
@@ -79,6 +87,15 @@ int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 	/* every row moves (a failed record does not stop the move: a row
 	 * must never be in both arrays) */
 	for (i = 0; i < c->nnodes; i++) {
+		/* a Spot node that always runs, asleep since a preemption (its
+		 * suspend removed it; docs/spot.md): the user's start makes it,
+		 * as the head's pbx-suspend would have SLURM do */
+		if (c->here < 0 && c->nodes[i].state &&
+		    !strcmp(c->nodes[i].state, PBX_NODE_ASLEEP) &&
+		    !pbx_power_may_sleep(c->spec.t, c->nodes[i].name)) {
+			free(c->nodes[i].state);
+			c->nodes[i].state = xstrdup(PBX_NODE_WAKING);
+		}
 		if (c->nodes[i].state && !strcmp(c->nodes[i].state, PBX_NODE_ASLEEP)) {
 			if (rc == 0 && pbx_store_node_put(c->store, &c->nodes[i], err) < 0)
 				rc = -1;
@@ -92,14 +109,34 @@ int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 	return rc;
 }
 
-/* "node1,node2" of the nodes that always run. */
-static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
+/* Whether c has compute node `name`, awake or asleep. */
+static int power_has_node(const struct pbx_cluster *c, const char *name)
 {
 	size_t i;
-	for (i = 0; i < c->nnodes; i++)
-		if (!strcmp(c->nodes[i].role, "compute") &&
-		    !pbx_power_may_sleep(c->spec.t, c->nodes[i].name))
-			pbx_buf_addf(b, "%s%s", b->len ? "," : "", c->nodes[i].name);
+	for (i = 0; i < c->nnodes + c->nasleep; i++) {
+		const struct pbx_node_row *n =
+			i < c->nnodes ? &c->nodes[i] : &c->asleep[i - c->nnodes];
+		if (!strcmp(n->role, "compute") && !strcmp(n->name, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* "node1,node2" of the nodes that always run, awake or (a Spot node since
+ * a preemption) asleep, in the template's order: slurm.conf must not
+ * change as nodes wake and sleep (a change restarts slurmctld). */
+static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	size_t i;
+	int k;
+	for (i = 0; t && i < t->ngroups; i++)
+		for (k = 1; k <= t->groups[i].count; k++) {
+			char *name = xasprintf("%s%d", t->groups[i].name, k);
+			if (!pbx_power_may_sleep(t, name) && power_has_node(c, name))
+				pbx_buf_addf(b, "%s%s", b->len ? "," : "", name);
+			free(name);
+		}
 }
 
 /* SLURM's ResumeTimeout: the template's, else the boot timeout and 5
@@ -150,30 +187,50 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 	return pbx_buf_detach(&b, NULL);
 }
 
+/* "node2,node3" of the nodes power saving may make (pbx_power_remade):
+ * those that sleep, NAMEk for k from a group's min + 1 to its count, and
+ * the Spot nodes; with always_on, only the Spot nodes that do not sleep. */
+static void power_names(const struct pbx_cluster_template *t, int always_on, struct pbx_buf *b)
+{
+	size_t i;
+	int k;
+	for (i = 0; t && i < t->ngroups; i++)
+		for (k = 1; k <= t->groups[i].count; k++) {
+			char *name = xasprintf("%s%d", t->groups[i].name, k);
+			if (pbx_power_remade(t, name) &&
+			    !(always_on && pbx_power_may_sleep(t, name)))
+				pbx_buf_addf(b, "%s%s", b->len ? "," : "", name);
+			free(name);
+		}
+}
+
 /* The command line of one of the two programs after its host list is
  * expanded into $nodes.  On the local cloud, this very pbx with the user's
  * home and configuration (the head is a process of this machine); on a
  * cloud, the head's own pbx, pbx-head (its key, store and cloud identity:
  * docs/head-identity.md), as root: slurmctld runs the programs as
  * SlurmUser, for which the head's bootstrap allows that one command
- * through sudo on a VM (on a node body SlurmUser is root). */
+ * through sudo on a VM (on a node body SlurmUser is root).  RUN is "exec "
+ * or "" (the script goes on after it). */
 static void power_script_exec(const struct pbx_cluster *c, const char *root, const char *action,
-			      struct pbx_buf *b)
+			      const char *run, struct pbx_buf *b)
 {
 	char *self;
 	if (strcmp(c->row.cloud, "local") != 0) {
 		pbx_buf_adds(b, "head=");
 		pbx_shell_quote(b, root);
-		pbx_buf_adds(b, "/usr/local/sbin/pbx-head\n"
-				"[ \"$(id -u)\" = 0 ] || set -- sudo -n\n"
-				"# shellcheck disable=SC2086 # one word a node\n"
-				"exec \"$@\" \"$head\" -q cluster power ");
+		pbx_buf_addf(b,
+			     "/usr/local/sbin/pbx-head\n"
+			     "[ \"$(id -u)\" = 0 ] || set -- sudo -n\n"
+			     "# shellcheck disable=SC2086 # one word a node\n"
+			     "%s\"$@\" \"$head\" -q cluster power ",
+			     run);
 		pbx_shell_quote(b, c->row.name);
 		pbx_buf_addf(b, " %s $nodes\n", action);
 		return;
 	}
 	self = pbx_self_path();
-	pbx_buf_adds(b, "# shellcheck disable=SC2086 # one word a node\nexec env PBX_HOME=");
+	pbx_buf_addf(b, "# shellcheck disable=SC2086 # one word a node\n%senv PBX_HOME=", run);
 	pbx_shell_quote(b, pbx_home());
 	pbx_buf_adds(b, " PBX_CONFIG=");
 	pbx_shell_quote(b, c->cfg && c->cfg->path ? c->cfg->path : "");
@@ -185,11 +242,54 @@ static void power_script_exec(const struct pbx_cluster *c, const char *root, con
 	pbx_buf_addf(b, " %s $nodes\n", action);
 }
 
+/* pbx-suspend's end on a cluster with Spot nodes that always run (keep,
+ * "spot1,spot2"; docs/spot.md): their preemption watcher had SLURM power
+ * them down after a notice (POWER_DOWN_ASAP), so once the suspend has
+ * removed them and SLURM has them down (SuspendTimeout after it began)
+ * they are powered up again, which runs pbx-resume: made anew.  A detached
+ * waiter a node, so SLURM does not wait for it; it gives up when the node
+ * is neither powering down nor powered down (a job's resume took it
+ * first), and leaves a node DOWN (a failed resume marked it so, with the
+ * reason: power_mark_failed; powering it up would loop). */
+static void power_keep_up(const char *root, const char *keep, struct pbx_buf *b)
+{
+	pbx_buf_adds(b, "rc=$?\nkeep=");
+	pbx_shell_quote(b, keep);
+	pbx_buf_adds(b, "\nSLURM_CONF=");
+	pbx_shell_quote(b, root);
+	pbx_buf_adds(
+		b,
+		"/etc/slurm/slurm.conf\nexport SLURM_CONF\n"
+		"for n in $nodes; do\n"
+		"\tcase ,$keep, in *,\"$n\",*) ;; *) continue ;; esac\n"
+		"\tif [ \"$rc\" != 0 ]; then\n"
+		"\t\techo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) $n: the suspend failed: not powered up\"\n"
+		"\t\tcontinue\n\tfi\n"
+		"\t# shellcheck disable=SC2016 # the waiter's own text\n"
+		"\tsetsid sh -c 'i=0\n"
+		"\t\twhile [ \"$i\" -lt 600 ]; do\n"
+		"\t\t\tsleep 5\n\t\t\ti=$((i + 5))\n"
+		"\t\t\tst=$(scontrol show node -o \"$1\" | tr \" \" \"\\n\" | grep -m 1 \"^State=\")\n"
+		"\t\t\tcase $st in\n"
+		"\t\t\tState=DOWN*) exit ;;\n"
+		"\t\t\t*POWERING_DOWN*) ;;\n"
+		"\t\t\t*POWERED_DOWN*)\n"
+		"\t\t\t\tscontrol update nodename=\"$1\" state=power_up &&\n"
+		"\t\t\t\t\techo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) power_up $1 (a Spot node that always "
+		"runs)\"\n"
+		"\t\t\t\texit ;;\n"
+		"\t\t\t*) exit ;;\n"
+		"\t\t\tesac\n"
+		"\t\tdone' sh \"$n\" &\n"
+		"done\n"
+		"exit \"$rc\"\n");
+}
+
 /* One of the two programs: `pbx cluster power NAME ACTION NODE...` with
  * SLURM's host list expanded, logged on the head. */
 static char *power_script(const struct pbx_cluster *c, const char *action)
 {
-	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_buf b = PBX_BUF_INIT, keep = PBX_BUF_INIT;
 	const char *root = power_root(c);
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
@@ -203,20 +303,13 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	pbx_buf_adds(&b, "/etc/slurm/slurm.conf scontrol show hostnames \"$1\") || exit 1\n"
 			 "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) ");
 	pbx_buf_addf(&b, "%s $1\"\nset --\n", action);
-	power_script_exec(c, root, action, &b);
+	if (!strcmp(action, "suspend"))
+		power_names(c->spec.t, 1, &keep);
+	power_script_exec(c, root, action, keep.len ? "" : "exec ", &b);
+	if (keep.len)
+		power_keep_up(root, keep.buf, &b);
+	pbx_buf_release(&keep);
 	return pbx_buf_detach(&b, NULL);
-}
-
-/* "node2,node3" of the nodes that may sleep: NAMEk for k from a group's
- * min + 1 to its count. */
-static void power_sleepers(const struct pbx_cluster_template *t, struct pbx_buf *b)
-{
-	size_t i;
-	int k;
-	for (i = 0; t && i < t->ngroups; i++)
-		for (k = t->groups[i].min + 1; t->groups[i].min >= 0 && k <= t->groups[i].count;
-		     k++)
-			pbx_buf_addf(b, "%s%s%d", b->len ? "," : "", t->groups[i].name, k);
 }
 
 /* pbx-ready, SLURM's PrologSlurmctld on a power-saving cluster
@@ -231,7 +324,7 @@ static int power_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, 
 	char *conf = xasprintf("%s/etc/slurm/slurm.conf", power_root(c));
 	char *state = xasprintf("%s/var/spool/slurmctld", power_root(c));
 	int rc, i;
-	power_sleepers(c->spec.t, &sleepers);
+	power_names(c->spec.t, 0, &sleepers);
 	pbx_shell_quote(&q[0], conf);
 	pbx_shell_quote(&q[1], state);
 	pbx_shell_quote(&q[2], sleepers.len ? sleepers.buf : "");
@@ -254,32 +347,36 @@ static int power_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, 
 }
 
 /* PBX_STAGE_DIR/hosts on a cloud whose DNS does not know the names of
- * nodes that sleep (provider->names_in_hosts: EC2), staged by the head's
- * own pbx only, which makes and removes them: "ADDRESS NAME" of each awake
- * one, which the bootstrap writes into a block of every node's /etc/hosts
- * (so the nodes up already learn a woken node's new address as the resume
- * checks them).  The user's start stages none and the block stays: the
- * user's store may not know what the head woke. */
+ * the nodes power saving makes (provider->names_in_hosts: EC2): "ADDRESS
+ * NAME" of each awake one, which the bootstrap writes into a block of every
+ * node's /etc/hosts, a staged name's line replacing that name's (so the
+ * nodes up already learn a woken node's new address as the resume checks
+ * them).  The head's own pbx, which makes and removes them, stages every
+ * awake one; the user's start only the Spot nodes that always run, which
+ * it makes itself: the user's store may not know what the head woke. */
 static int power_stage_hosts(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 			     struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
 	int rc;
-	if (!c->provider->names_in_hosts || !c->provider->dns_name || c->here < 0)
+	if (!c->provider->names_in_hosts || !c->provider->dns_name)
 		return 0;
 	for (i = 0; i < c->nnodes; i++) {
 		const struct pbx_node_row *n = &c->nodes[i];
 		char *name;
 		if (strcmp(n->role, "compute") != 0 || !n->address || !*n->address ||
-		    !pbx_power_may_sleep(c->spec.t, n->name))
+		    !pbx_power_remade(c->spec.t, n->name) ||
+		    (c->here < 0 && pbx_power_may_sleep(c->spec.t, n->name)))
 			continue;
 		name = c->provider->dns_name(c->pctx, n->name);
 		if (name)
 			pbx_buf_addf(&b, "%s %s\n", n->address, name);
 		free(name);
 	}
-	rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/hosts", 0644, now, b.len ? b.buf : "", b.len, err);
+	rc = c->here < 0 && !b.len ? 0
+				   : pbx_ustar_file(tar, PBX_STAGE_DIR "/hosts", 0644, now,
+						    b.len ? b.buf : "", b.len, err);
 	pbx_buf_release(&b);
 	return rc;
 }
@@ -359,7 +456,7 @@ static size_t power_wake(struct pbx_cluster *c, char **names, size_t n)
 		for (k = 0; k < nr; k++) {
 			const char *st = rows[k].state;
 			if (strcmp(rows[k].name, names[i]) != 0 || !st || !strcmp(st, "up") ||
-			    !pbx_power_may_sleep(c->spec.t, names[i]))
+			    !pbx_power_remade(c->spec.t, names[i]))
 				continue;
 			if (!strcmp(st, PBX_NODE_WAKING) ||
 			    pbx_store_node_set_state(c->store, c->row.id, names[i], PBX_NODE_WAKING,
@@ -427,7 +524,7 @@ static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct p
 	for (i = 0; i < n; i++)
 		for (k = 0; k < c->nnodes; k++)
 			if (!strcmp(c->nodes[k].name, names[i]) &&
-			    pbx_power_may_sleep(c->spec.t, names[i]))
+			    pbx_power_remade(c->spec.t, names[i]))
 				v[m++] = c->nodes[k]; /* borrowed */
 	pbx_store_event(c->store, c->row.id, "power.suspend", "%zu of %zu nodes", m, n);
 	if (m && c->provider->remove_nodes)

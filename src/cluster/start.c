@@ -203,6 +203,38 @@ static int start_node_ordinal(const struct pbx_cluster_template *t, const char *
 	return g ? base + atoi(name + strlen(g->name)) - 1 : (int)k;
 }
 
+struct start_ordered {
+	int ord;
+	struct pbx_slurm_node node;
+};
+
+static int start_ordered_cmp(const void *a, const void *b)
+{
+	const struct start_ordered *x = a, *y = b;
+	if (x->ord != y->ord)
+		return (x->ord > y->ord) - (x->ord < y->ord);
+	return strcmp(x->node.name, y->node.name);
+}
+
+/* Puts sn[0..n) in the template's order (ords[i] is sn[i]'s place): the
+ * order of slurm.conf's node lines must not depend on which nodes are
+ * awake, or each wake and sleep changes slurm.conf, and the head's
+ * bootstrap restarts slurmctld (seen in t0464: spot2 woken while spot1
+ * slept came before it). */
+static void start_order_nodes(struct pbx_slurm_node *sn, const int *ords, size_t n)
+{
+	struct start_ordered *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i;
+	for (i = 0; i < n; i++) {
+		v[i].ord = ords[i];
+		v[i].node = sn[i];
+	}
+	qsort(v, n, sizeof(*v), start_ordered_cmp);
+	for (i = 0; i < n; i++)
+		sn[i] = v[i].node;
+	free(v);
+}
+
 static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l, char **conf,
 			     struct pbx_err *err)
 {
@@ -210,6 +242,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	struct pbx_slurm_node *sn = xcalloc(total ? total : 1, sizeof(*sn));
 	char(*types)[32] = xcalloc(total ? total : 1, sizeof(*types));
 	char **dns = xcalloc(total ? total : 1, sizeof(*dns));
+	int *ords = xcalloc(total ? total : 1, sizeof(*ords));
 	struct pbx_slurm_conf sc = { 0 };
 	char *power = NULL, *extra = NULL;
 	size_t i, k = 0;
@@ -222,15 +255,17 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 		if (strcmp(n->role, "compute") != 0)
 			continue;
 		ord = start_node_ordinal(c->spec.t, n->name, k);
+		ords[k] = ord;
 		sn[k].name = n->name;
 		sn[k].hostname = l->same_host ? "localhost" : n->name;
 		sn[k].addr = n->address;
 		sn[k].port = l->node_port_base ? l->node_port_base + 1 + ord : 0;
 		sn[k].cloud = pbx_power_may_sleep(c->spec.t, n->name);
 		/* a node that sleeps on a cloud has an address only while it
-		 * is awake, a new one each time: SLURM finds it by the name
-		 * the cloud's DNS gives it, so slurm.conf never changes */
-		if (sn[k].cloud && c->provider->dns_name)
+		 * is awake, a new one each time (a Spot node made again after
+		 * a preemption too): SLURM finds it by the name the cloud's DNS
+		 * gives it, so slurm.conf never changes */
+		if (pbx_power_remade(c->spec.t, n->name) && c->provider->dns_name)
 			dns[k] = c->provider->dns_name(c->pctx, n->name);
 		if (dns[k]) {
 			sn[k].addr = dns[k];
@@ -246,6 +281,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 		sn[k].gpu_type = types[k];
 		k++;
 	}
+	start_order_nodes(sn, ords, k);
 	sc.cluster = c->row.name;
 	sc.ctld_host = l->ctld_host;
 	sc.ctld_addr = c->nodes[0].address;
@@ -268,6 +304,7 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	for (i = 0; i < k; i++)
 		free(dns[i]);
 	free(dns);
+	free(ords);
 	free(sn);
 	free(types);
 	free(power);
@@ -463,8 +500,23 @@ static void start_resume(struct pbx_cluster *c, const struct pbx_sinfo_node *sn,
 	}
 }
 
-/* Polls sinfo until every compute node is usable: every 50 ms for the first
- * 2 s (a fresh slurmd registers within them), then every 250 ms. */
+/* Whether node n, in sinfo state `state`, is settled for the wait below:
+ * usable, or, for the head's own pbx (a resume), a node power saving makes
+ * that SLURM is putting to sleep beside the nodes this start wakes (idle~,
+ * idle%, idle!: its pbx-suspend waits for this start's lock).  t0464 saw a
+ * resume fail on a node suspended while it waited. */
+static int start_settled(const struct pbx_cluster *c, const struct pbx_node_row *n,
+			 const char *state)
+{
+	if (pbx_sinfo_state_usable(state))
+		return 1;
+	return c->here >= 0 && pbx_power_remade(c->spec.t, n->name) &&
+	       (!strcmp(state, "idle~") || !strcmp(state, "idle%") || !strcmp(state, "idle!"));
+}
+
+/* Polls sinfo until every compute node is usable (start_settled): every 50
+ * ms for the first 2 s (a fresh slurmd registers within them), then every
+ * 250 ms. */
 static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_events *ev,
 			   struct pbx_err *err)
 {
@@ -485,7 +537,7 @@ static int start_wait_idle(struct pbx_cluster *c, const struct pbx_cluster_event
 			compute++;
 			state = got == 0 ? pbx_sinfo_state_of(sn, n, c->nodes[i].name) : NULL;
 			pbx_events_stage(ev, i, state ? state : "waiting for slurmctld");
-			if (state && pbx_sinfo_state_usable(state))
+			if (state && start_settled(c, &c->nodes[i], state))
 				ready++;
 			else
 				pbx_buf_addf(&bad, "%s%s=%s", bad.len ? ", " : "", c->nodes[i].name,

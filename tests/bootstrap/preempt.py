@@ -54,10 +54,11 @@ STUB = """#!/bin/sh
 """
 
 
-def node(tmp, cloud, addr, name, state, where=None):
+def node(tmp, cloud, addr, name, power, where=None):
     """A node body's root (tmp/WHERE, default tmp/CLOUD) with the watcher,
-    its settings, /etc/hosts and stubs of scontrol (whose `show node` gives
-    the node's State=STATE), squeue and scancel; returns (root, bin dir)."""
+    its settings, a slurm.conf (with SLURM's power saving when POWER),
+    /etc/hosts and stubs of scontrol, squeue and scancel; returns (root,
+    bin dir)."""
     root = os.path.join(tmp, where or cloud)
     for d in ("usr/local/sbin", "etc/pbx", "bin"):
         os.makedirs(os.path.join(root, d))
@@ -65,13 +66,17 @@ def node(tmp, cloud, addr, name, state, where=None):
     with open(os.path.join(root, "etc/hosts"), "w") as f:
         f.write("# the emulator's\n%s %s\n" % (addr, name))
     with open(os.path.join(root, "etc/pbx/preempt.conf"), "w") as f:
-        f.write("PBX_MODE='direct'\nPBX_NODE='spot1'\nPBX_ROOT='%s'\nSLURM_CONF='/dev/null'\n"
-                "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\nPBX_PREEMPT_STOP_WAIT='1'\n" % (root, cloud))
+        f.write("PBX_MODE='direct'\nPBX_NODE='spot1'\nPBX_ROOT='%s'\nSLURM_CONF='%s/slurm.conf'\n"
+                "PBX_SPOT='%s'\nPBX_PREEMPT_POLL='1'\nPBX_PREEMPT_STOP_WAIT='2'\n" % (root, root, cloud))
+    with open(os.path.join(root, "slurm.conf"), "w") as f:
+        # without power saving, the words only in a comment and a value
+        f.write("# ResumeProgram=x\nClusterName=c1\nSuspendExcNodes=ResumeProgram=\n")
+        if power:
+            f.write("ResumeProgram=/usr/local/lib/pbx/pbx-resume\n")
+    # (a wait of 2 s, counted in whole seconds of `date +%s`, lasts 1 to 2 s)
     calls = os.path.join(root, "calls")
     pwned = os.path.join(root, "PWNED")
-    show = ('[ "$1" != show ] || echo "NodeName=spot1 Arch=x86_64 CoresPerSocket=1 State=%s '
-            'ThreadsPerCore=1 Reason=x State=CLOUD"' % state)
-    for cmd, body in (("scontrol", show), ("scancel", ""),
+    for cmd, body in (("scontrol", ""), ("scancel", ""),
                       ("squeue", "printf '41\\n42_3\\n$(touch %s)\\n43;touch %s\\n`touch %s`\\n' " % (pwned, pwned, pwned))):
         path = os.path.join(root, "bin", cmd)
         with open(path, "w") as f:
@@ -114,10 +119,9 @@ def read(root, name):
 
 def acted(root, cloud, how):
     """The checks of a notice acted on: the node marked HOW (DRAIN, or
-    POWER_DOWN_ASAP for a node power saving makes)."""
+    POWER_DOWN_ASAP on a cluster with power saving)."""
     calls = read(root, "calls").split("\n\n")
-    want = ["scontrol\nshow\nnode\n-o\nspot1",
-            "scontrol\nupdate\nnodename=spot1\nstate=%s\nreason=spot preemption notice" % how,
+    want = ["scontrol\nupdate\nnodename=spot1\nstate=%s\nreason=spot preemption notice" % how,
             "squeue\n-h\n-w\nspot1\n-t\nRUNNING\n-o\n%A",
             "scancel\n--signal=TERM\n--batch\n41", "scancel\n--signal=TERM\n--batch\n42_3", ""]
     ok(calls == want, "%s: %s, then SIGTERM to the batch step of jobs 41 and 42_3 only: %r" % (cloud, how, calls))
@@ -129,7 +133,7 @@ def acted(root, cloud, how):
 
 def gce(tmp):
     # a node power saving makes: powered down once its jobs leave
-    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", "MIXED+CLOUD")
+    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", True)
     pwned = os.path.join(root, "PWNED")
     tree = {"instance": {"preempted": "$(touch %s)`touch %s`" % (pwned, pwned)}}
     server = metadata.BodyServer("127.0.100.250", 80, lambda: json.loads(json.dumps(tree)))
@@ -152,7 +156,7 @@ def gce(tmp):
         rc, took = stop(root, bindir)
         ok(rc == 0 and actions(root) == before and 1 <= took < 10,
            "gce: stop after the watch acted: no second action, it waits for the jobs (%.1f s)" % took)
-        ok("jobs still run on spot1 after 1 s" in read(root, "log"), "gce: and says they had not left")
+        ok("jobs still run on spot1 after 2 s" in read(root, "log"), "gce: and says they had not left")
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         p.wait()
@@ -162,7 +166,7 @@ def gce(tmp):
 def gce_shutdown(tmp):
     """The shutdown comes before the watch saw the notice (or with no
     watch): stop acts on it itself, once."""
-    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", "MIXED+CLOUD", "gce-stop")
+    root, bindir = node(tmp, "gce", "127.0.100.250", "metadata.google.internal", True, "gce-stop")
     tree = {"instance": {"preempted": "FALSE"}}
     server = metadata.BodyServer("127.0.100.250", 80, lambda: json.loads(json.dumps(tree)))
     try:
@@ -172,11 +176,11 @@ def gce_shutdown(tmp):
         tree["instance"]["preempted"] = "TRUE"
         rc, took = stop(root, bindir)
         calls = read(root, "calls").split("\n\n")
-        ok(rc == 0 and calls[1:5] == [
+        ok(rc == 0 and calls[0:4] == [
             "scontrol\nupdate\nnodename=spot1\nstate=POWER_DOWN_ASAP\nreason=spot preemption notice",
             "squeue\n-h\n-w\nspot1\n-t\nRUNNING\n-o\n%A",
             "scancel\n--signal=TERM\n--batch\n41", "scancel\n--signal=TERM\n--batch\n42_3"],
-           "gce: a shutdown with a notice the watch had not seen acts on it: %r" % calls[:5])
+           "gce: a shutdown with a notice the watch had not seen acts on it: %r" % calls[:4])
         ok("seen at the machine's shutdown" in read(root, "log") and 1 <= took < 10,
            "gce: says so, and waits for the jobs (%.1f s)" % took)
         before = actions(root)
@@ -187,8 +191,8 @@ def gce_shutdown(tmp):
 
 
 def aws(tmp):
-    # a node that always runs (not CLOUD; "CLOUD" elsewhere on the line is no flag)
-    root, bindir = node(tmp, "aws", "127.0.100.251", "instance-data", "ALLOCATED")
+    # a cluster without power saving: the node is drained, as nothing makes it again
+    root, bindir = node(tmp, "aws", "127.0.100.251", "instance-data", False)
     notice = {}
 
     def doc():

@@ -195,6 +195,40 @@ grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/defau
 		[ "$PBX_ROOT" = "$R" ] && [ "$PBX_NODE" = node1 ] && [ "$PBX_CLUSTER" = c1 ]
 ) || fail "env.sh: $(cat "$R/etc/pbx/env.sh")"
 
+# ---- a Spot node that always runs, on a cluster with power saving: made
+# anew after a preemption (docs/spot.md), so slurmctld is told to resolve
+# its NodeAddr afresh before slurmd starts, as for a State=CLOUD node; the
+# same node on a cluster without power saving is not (node1 above)
+mkdir -p "$T/stage2"
+cp "$T/stage/munge.key" "$SRC/templates/preempt.sh" "$T/stage2/"
+sed -e '/^NodeName=node3 /a NodeName=spot1 NodeHostname=c1-spot1 NodeAddr=c1-spot1 CPUs=2 State=UNKNOWN' \
+	-e '$a ResumeProgram=/usr/local/lib/pbx/pbx-resume' "$T/stage/slurm.conf" >"$T/stage2/slurm.conf"
+mkroot spot1 debian 12
+BOOT_ENV="PBX_STAGE=$T/stage2 PBX_SPOT=gce" boot spot1 compute 0 up || fail "spot1 up: $(cat "$T/spot1.err")"
+[ "$(grep -E '^spot1: (scontrol update|systemctl enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "scontrol update NodeName=spot1 NodeAddr=c1-spot1 NodeHostname=c1-spot1
+systemctl enable --now slurmd" ] || fail "spot1 (Spot, power saving) not readdressed before slurmd: $(grep '^spot1: ' "$LOG")"
+
+# ---- staged hosts (EC2's names of the nodes power saving makes): each
+# staged name's line replaces that name's in the block, the other lines
+# stay, and the lines outside the block are left as they were
+printf '127.0.0.1 localhost\n10.1.1.1 elsewhere\n' >"$T/node1/etc/hosts"
+printf '10.0.0.5 c1-node3\n10.0.0.6 c1-node4\n' >"$T/stage/hosts"
+boot node1 compute 2 up || fail "node1 up with staged hosts: $(cat "$T/node1.err")"
+printf '10.0.0.9 c1-node4\n10.0.0.8 c1-spot1\n' >"$T/stage/hosts"
+boot node1 compute 2 up || fail "node1 up with staged hosts again: $(cat "$T/node1.err")"
+want='127.0.0.1 localhost
+10.1.1.1 elsewhere
+# pbx: nodes of cluster c1 that sleep (begin)
+10.0.0.5 c1-node3
+10.0.0.9 c1-node4
+10.0.0.8 c1-spot1
+# pbx: nodes of cluster c1 that sleep (end)'
+[ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "staged hosts merged: $(cat "$T/node1/etc/hosts")"
+printf '10.0.0.9 c1-node4 extra\n' >"$T/stage/hosts"
+! boot node1 compute 2 up || fail "a staged hosts line of three words was taken"
+[ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "a refused staged hosts changed /etc/hosts"
+rm -f "$T/stage/hosts"
+
 # ---- second runs: nothing installed, nothing restarted, files unchanged
 cp "$R/etc/fstab" "$T/fstab.1"
 : >"$LOG"

@@ -106,6 +106,21 @@ h_template() {
       - { name: cpu, count: 1, machine_type: t3.large }" "$PBX_HOME/config.yaml"
 }
 
+# aws_spot_interrupt ID: the harness sends spot instance ID a spot
+# interruption notice of 30 s; prints its action, terminate (t0465, t0466,
+# t0468).  aws_spot_instances: "ID@ADDRESS" of each running spot instance.
+aws_spot_interrupt() {
+	python3 -c 'import json, sys, urllib.request
+r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
+print(json.load(urllib.request.urlopen(r))["action"])' "$URL" "$1"
+}
+aws_spot_instances() {
+	h_py <<'PY'
+print(" ".join("%s@%s" % (i["InstanceId"], i["PrivateIpAddress"]) for r in c.describe_instances()["Reservations"]
+               for i in r["Instances"] if i.get("InstanceLifecycle") == "spot" and i["State"]["Name"] == "running"))
+PY
+}
+
 # aws_power_cluster NAME GROUP SLURM: adds template NAME for SLURM power
 # saving (login user pbx, a head with instance profile pbx-head, the map
 # SLURM as its slurm:, the one node group GROUP) to config.yaml; BODIES is

@@ -460,6 +460,15 @@ for i in json.load(sys.stdin)["instances"]:
 # (NODE the last part of its name), sorted; "-" for none.
 emu_instances() { emu_get state | python3 -c 'import json,sys; print(" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["status"]) for i in json.load(sys.stdin)["instances"])) or "-")'; }
 
+# gce_preempt INSTANCE: the Compute Engine emulator (PORT) preempts
+# instance INSTANCE (its notice, --preempt-notice); prints the operation's
+# type, compute.instances.preempted (t0460, t0463, t0464, vm.gce-spot).
+gce_preempt() {
+	python3 -c 'import json, sys, urllib.request
+r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1], data=json.dumps({"instance": sys.argv[2]}).encode())
+print(json.load(urllib.request.urlopen(r))["operationType"])' "$PORT" "$1"
+}
+
 # spot_experiment: writes the spot tests' pbx-train task (an MLP, 100
 # epochs, deterministic, a checkpoint on SIGTERM) to
 # TEST_TMP/pre/experiment.yaml; tests/vm/gce-spot.sh uses it too.
@@ -532,6 +541,15 @@ spot_twin() {
 	st_s1=$(json_get 'd["params_sha256"]' <"${SPOT_T0%/"$SPOT_PKG"/tasks/0}/$st_twin/tasks/0/out/summary.json" 2>/dev/null)
 	[ -n "$st_s0" ] && [ "$st_s0" = "$st_s1" ]
 	ok $? "final parameters equal the uninterrupted twin's ($st_s0 / $st_s1)"
+}
+
+# spot_watching CLOUD WHAT (t0463, t0464, t0466, t0468; 1 check): the Spot
+# node's pbx-preempt (there is one) watches for CLOUD's notice; WHAT is the
+# check's subject.  Sets plog, its log.
+spot_watching() {
+	plog=$(find "$BODIES" -path '*/var/log/pbx-preempt.log' 2>/dev/null | head -n 1)
+	wait_for 100 grep -q "watching for a preemption notice ($1)" "$plog"
+	ok $? "$2 runs pbx-preempt: $(cat "$plog" 2>/dev/null)"
 }
 
 # spot_power_notice PLOG (t0463, t0466; 3 checks): after the cloud's notice

@@ -57,9 +57,7 @@ ok $? "its settings name the cloud"
 
 spot_train sp
 
-op=$(python3 -c 'import json, sys, urllib.request
-r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1], data=json.dumps({"instance": sys.argv[2]}).encode())
-print(json.load(urllib.request.urlopen(r))["operationType"])' "$PORT" "$NODE")
+op=$(gce_preempt "$NODE")
 is "$op" "compute.instances.preempted" "the emulator preempts the spot node (30 s of notice)"
 wait_for 200 grep -q 'SIGTERM sent to its batch step' "$plog"
 ok $? "pbx-preempt saw the notice and signalled the job"

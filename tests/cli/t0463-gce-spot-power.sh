@@ -35,13 +35,9 @@ ID1=$(node1_instances)
 NODE=$(node1_name)
 [ -n "$ID1" ]
 ok $? "node1's instance ($NODE, id $ID1)"
-plog=$(find "$BODIES" -path '*/var/log/pbx-preempt.log' 2>/dev/null | head -n 1)
-wait_for 100 grep -q 'watching for a preemption notice (gce)' "$plog"
-ok $? "the woken node runs pbx-preempt: $(cat "$plog" 2>/dev/null)"
+spot_watching gce "the woken node"
 
-op=$(python3 -c 'import json, sys, urllib.request
-r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1], data=json.dumps({"instance": sys.argv[2]}).encode())
-print(json.load(urllib.request.urlopen(r))["operationType"])' "$PORT" "$NODE")
+op=$(gce_preempt "$NODE")
 is "$op" "compute.instances.preempted" "the emulator preempts node1 (30 s of notice)"
 spot_power_notice "$plog"
 

@@ -51,9 +51,7 @@ ok $? "it watches IMDS: $(cat "$plog" 2>/dev/null)"
 
 spot_train ws
 
-got=$(python3 -c 'import json, sys, urllib.request
-r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
-print(json.load(urllib.request.urlopen(r))["action"])' "$URL" "$SPOT")
+got=$(aws_spot_interrupt "$SPOT")
 is "$got" "terminate" "the harness interrupts the spot instance (terminate in 30 s)"
 wait_for 200 grep -q 'SIGTERM sent to its batch step' "$plog"
 ok $? "pbx-preempt saw the notice and signalled the job"

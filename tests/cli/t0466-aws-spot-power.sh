@@ -21,28 +21,17 @@ h_start
 aws_power_cluster sq "{ name: spot, count: 1, min: 0, machine_type: t3.large, cpus: 2, spot: true }" \
 	"{ suspend_time: 300s, resume_timeout: 240s }"
 power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
-# the running spot instance's id and address
-spot_instance() {
-	h_py <<'PY'
-print(" ".join("%s@%s" % (i["InstanceId"], i["PrivateIpAddress"]) for r in c.describe_instances()["Reservations"]
-               for i in r["Instances"] if i.get("InstanceLifecycle") == "spot" and i["State"]["Name"] == "running"))
-PY
-}
 
 run_pbx -q cluster start sq
 ok $rc "an EC2 spot group with min: 0 starts: $errout"
 is "$(node_states)" "head:up spot1:asleep" "only the head is made"
 spot_train sq
-ID1=$(spot_instance)
+ID1=$(aws_spot_instances)
 [ -n "$ID1" ]
 ok $? "the head made node1's spot instance ($ID1)"
-plog=$(find "$BODIES" -path '*/var/log/pbx-preempt.log' 2>/dev/null | head -n 1)
-wait_for 100 grep -q 'watching for a preemption notice (aws)' "$plog"
-ok $? "the woken node runs pbx-preempt: $(cat "$plog" 2>/dev/null)"
+spot_watching aws "the woken node"
 
-got=$(python3 -c 'import json, sys, urllib.request
-r = urllib.request.Request(sys.argv[1] + "_harness/spot-interruption?instance=%s&notice=30" % sys.argv[2], data=b"")
-print(json.load(urllib.request.urlopen(r))["action"])' "$URL" "${ID1%@*}")
+got=$(aws_spot_interrupt "${ID1%@*}")
 is "$got" "terminate" "the harness interrupts node1 (terminate in 30 s)"
 spot_power_notice "$plog"
 
@@ -51,7 +40,7 @@ spot_power_back sq
 power_log | grep -q 'error' && r=1 || r=0
 ok $r "no power action failed: $(power_log | grep error | head -n 2)"
 spot_resumed 60
-ID2=$(spot_instance)
+ID2=$(aws_spot_instances)
 [ -n "$ID2" ] && [ "${ID2%@*}" != "${ID1%@*}" ]
 ok $? "on a new instance of node1 ($ID1, then $ID2)"
 spot_twin sq

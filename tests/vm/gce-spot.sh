@@ -76,9 +76,7 @@ run_pbx cluster exec -n spot1 s1 -- systemctl is-active pbx-preempt
 is "$out" "active" "spot1 runs pbx-preempt.service: $errout"
 
 # --------------------------------------- preempted: notice + power button
-op=$(python3 -c 'import json, sys, urllib.request
-r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1], data=json.dumps({"instance": sys.argv[2]}).encode())
-print(json.load(urllib.request.urlopen(r))["operationType"])' "$PORT" "$NAME")
+op=$(gce_preempt "$NAME")
 is "$op" "compute.instances.preempted" "the emulator preempts spot1 ($NAME): 30 s of notice, the power button pressed"
 requeued() { on_head grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$T0/stderr"; }
 wait_for 600 requeued
