@@ -217,7 +217,11 @@ class SpotInterruptions:
     meta-data/spot/instance-action {"action", "time"} (imds.spot_tree),
     and NOTICE seconds later (EC2: 120, the default; 0 to 600) the harness
     terminates it or, for stop and hibernate, stops it, as EC2 does; the
-    notice is gone with that (a started instance has none)."""
+    notice is gone with that (a started instance has none).  At that end
+    EC2 shuts the machine down as for any stop or termination: each of
+    on_end is called with the instance id first (a booted VM's power
+    button, bodies_loop), and when one says it pressed a button the action
+    waits end_grace seconds for the guest's shutdown."""
 
     ACTIONS = ("terminate", "stop", "hibernate")
 
@@ -226,6 +230,8 @@ class SpotInterruptions:
         self.notices = {}          # instance id -> {"action", "time"}
         self.admin = None          # boto3 EC2 client on moto (set once it runs)
         self.on_notice = []        # functions of an instance id (booted VMs' IMDS files)
+        self.on_end = []           # functions of an instance id: True when a button was pressed
+        self.end_grace = 20.0      # s a guest has for its shutdown at the end of a notice
 
     def notice(self, iid):
         with self.lock:
@@ -259,6 +265,14 @@ class SpotInterruptions:
         return 200, {"instance": iid, "action": action, "time": when}
 
     def _act(self, iid, action):
+        pressed = False
+        for f in self.on_end:
+            try:
+                pressed = bool(f(iid)) or pressed
+            except Exception as e:
+                print("harness: the end of %s's notice: %s" % (iid, e), file=sys.stderr, flush=True)
+        if pressed:
+            time.sleep(self.end_grace)
         try:
             if action == "terminate":
                 self.admin.terminate_instances(InstanceIds=[iid])
@@ -653,6 +667,21 @@ def bodies_loop(args, admin, stop, backend, owner, life, spot):
         if inst is not None and hasattr(backend, "refresh"):
             backend.refresh(inst)
     spot.on_notice.append(noticed)
+
+    def ending(iid):
+        """The end of a spot notice: EC2 shuts the machine down, so a VM's
+        power button is pressed (the guest's systemd stops its units: the
+        preemption watcher's ExecStop) before the instance is terminated
+        or stopped.  True when it was."""
+        with pool_lock:
+            inst = live.get(iid)
+        if inst is None or not hasattr(backend, "power_button"):
+            return False
+        why = backend.power_button(inst)
+        if why:
+            print("harness: %s: the power button: %s" % (iid, why), file=sys.stderr, flush=True)
+        return not why
+    spot.on_end.append(ending)
 
     tries = Counter()       # instance id -> failed starts of its kept disk
 

@@ -123,6 +123,11 @@ def spot_notices():
                             ({"instance": "i-0spot", "notice": "soon"}, "a notice that is no number")):
             code, _ = spot.interrupt(fields)
             ok(code == 400, "refused: %s (%d)" % (why, code))
+        # the end of the notice presses a booted VM's power button first
+        # (bodies_loop's hook) and gives its guest end_grace to shut down
+        pressed = []
+        spot.on_end.append(lambda iid: pressed.append((iid, list(spot.admin.calls))) or True)
+        spot.end_grace = 0.5
         t0 = time.time()
         code, v = spot.interrupt({"instance": "i-0spot", "notice": "1.5"})
         ok(code == 200 and v["action"] == "terminate", "a notice: terminate by default (%d %s)" % (code, v))
@@ -140,10 +145,13 @@ def spot_notices():
             if spot.admin.calls:
                 break
             time.sleep(0.1)
-        ok(spot.admin.calls == [("terminate", ["i-0spot"])] and time.time() - t0 >= 1.4,
-           "after the notice the instance is terminated (%s)" % spot.admin.calls)
+        ok(spot.admin.calls == [("terminate", ["i-0spot"])] and time.time() - t0 >= 1.9,
+           "after the notice and the guest's grace the instance is terminated (%s, %.1f s)"
+           % (spot.admin.calls, time.time() - t0))
+        ok(pressed == [("i-0spot", [])], "its power button was pressed before that (%s)" % pressed)
         st, _, _ = req(port, "/latest/meta-data/spot/instance-action", headers=t)
         ok(st == 404, "the notice is gone with the instance (%d)" % st)
+        spot.on_end.clear()
         code, v = spot.interrupt({"instance": "i-0spot2", "notice": "0", "action": "stop"})
         time.sleep(0.3)
         ok(code == 200 and spot.admin.calls[-1] == ("stop", ["i-0spot2"]), "action stop stops it (%s)" % v)
