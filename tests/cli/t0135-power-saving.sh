@@ -1,8 +1,8 @@
 #!/bin/sh
 # t0135-power-saving.sh - SLURM power saving on the local cluster (issue 19,
-# section 2; docs/power-saving.md): a group with min: 0 and max: 2 starts
-# with no compute node made (SLURM knows them as CLOUD, powered down); a
-# 4-task sweep submitted with no pbx running on the user's side makes
+# section 2; docs/power-saving.md): a group with min: 0 and max: 4 starts
+# with no compute node made (SLURM knows them as CLOUD, powered down); an
+# 8-task sweep submitted with no pbx running on the user's side makes
 # slurmctld run the head's pbx-resume, which makes and bootstraps the nodes;
 # every task completes; after slurm.suspend_time idle, pbx-suspend removes
 # the nodes' processes (the head stays); a second sweep wakes them again;
@@ -10,16 +10,18 @@
 # Addresses 127.0.49.x, ports 22490 and 9000-9063.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 2, min: 0, cpus: 2 }" \
+local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 4, min: 0, cpus: 2 }" \
 	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
 CDIR="$PBX_HOME/clusters/ps"
 sinfo_states() { "$PBX" cluster exec ps -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
 
 run_pbx cluster start ps
 ok $rc "a cluster with min: 0 starts: $errout"
-is "$(node_states)" "head:up node1:asleep node2:asleep" "only the head is made; both nodes are asleep"
-is "$(body_procs node1):$(body_procs node2)" "0:0" "no process of either node runs"
-is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM knows them powered down (idle~)"
+all_procs() { echo "$(body_procs node1):$(body_procs node2):$(body_procs node3):$(body_procs node4)"; }
+is "$(node_states)" "head:up node1:asleep node2:asleep node3:asleep node4:asleep" \
+	"only the head is made; the 4 nodes are asleep"
+is "$(all_procs)" "0:0:0:0" "no process of any node runs"
+is "$(sinfo_states)" "node1 idle~ node2 idle~ node3 idle~ node4 idle~" "SLURM knows them powered down (idle~)"
 run_pbx cluster exec ps -- sh -c 'grep -E "^(ResumeProgram|SuspendProgram|SuspendTime|SuspendExcNodes|TreeWidth)=" "$SLURM_CONF" | sed "s#=.*/#=#"'
 is "$out" "ResumeProgram=pbx-resume
 SuspendProgram=pbx-suspend
@@ -30,10 +32,10 @@ mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/e.yaml" <<'EXP'
 name: wake
 command: "sleep 2 && hostname > out.txt && echo done {i}"
-sweep: { grid: { i: [1, 2, 3, 4] } }
+sweep: { grid: { i: [1, 2, 3, 4, 5, 6, 7, 8] } }
 EXP
 run_pbx parrun "$TEST_TMP/exp/e.yaml" ps --cpus-per-task=2
-ok $rc "4 tasks submitted: $errout"
+ok $rc "8 tasks submitted: $errout"
 # from here no pbx runs on the user's side until the tasks are done:
 # slurmctld runs pbx-resume by itself
 pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
@@ -41,10 +43,11 @@ wait_for 1800 queue_empty ps
 ok $? "the queue empties with no pbx running here"
 wait_final "$pkg" 60
 is "$(task_states "$pkg")" \
-	"COMPLETED COMPLETED COMPLETED COMPLETED" "every task completed on the nodes SLURM woke"
-is "$(task_nodes "$pkg")" "node1 node2" \
-	"on both nodes (2 CPUs a task, 2 a node)"
-is "$(node_states)" "head:up node1:up node2:up" "the store has them up"
+	"COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED" \
+	"every task completed on the nodes SLURM woke"
+is "$(task_nodes "$pkg")" "node1 node2 node3 node4" \
+	"on the 4 nodes (2 CPUs a task, 2 a node)"
+is "$(node_states)" "head:up node1:up node2:up node3:up node4:up" "the store has them up"
 # a batch job on woken nodes is launched when pbx-ready (PrologSlurmctld)
 # ends, once its nodes respond, not at slurmctld's periodic pass (30 s)
 ctld_log=$CDIR/nodes/head/var/log/slurm/slurmctld.log
@@ -56,15 +59,15 @@ grep -c " resume " "$CDIR/nodes/head/var/log/pbx-power.log" >"$TEST_TMP/resumes"
 ok $? "the head's pbx-power.log has the resume: $(cat "$CDIR/nodes/head/var/log/pbx-power.log" 2>/dev/null | head -5)"
 
 # idle for suspend_time: SLURM runs pbx-suspend
-asleep() { [ "$(node_states)" = "head:up node1:asleep node2:asleep" ]; }
+asleep() { [ "$(node_states)" = "head:up node1:asleep node2:asleep node3:asleep node4:asleep" ]; }
 wait_for 1200 asleep
-ok $? "after 15 s idle both nodes are asleep again: $(node_states)"
-wait_for 100 prints "0:0" eval 'echo "$(body_procs node1):$(body_procs node2)"'
-is "$(body_procs node1):$(body_procs node2)" "0:0" "their processes are gone"
+ok $? "after 15 s idle the 4 nodes are asleep again: $(node_states)"
+wait_for 100 prints "0:0:0:0" all_procs
+is "$(all_procs)" "0:0:0:0" "their processes are gone"
 [ "$(body_procs head)" -gt 0 ]
 ok $? "the head still runs"
-wait_for 900 prints "node1 idle~ node2 idle~" sinfo_states
-is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM has them powered down"
+wait_for 900 prints "node1 idle~ node2 idle~ node3 idle~ node4 idle~" sinfo_states
+is "$(sinfo_states)" "node1 idle~ node2 idle~ node3 idle~ node4 idle~" "SLURM has them powered down"
 
 # again: a job wakes one node
 run_pbx cluster exec ps -- srun -N1 -c2 hostname
@@ -85,7 +88,7 @@ is "$rc" "2" "an action other than resume or suspend is a usage error"
 
 run_pbx cluster resize ps +1
 is "$rc" "2" "resize refuses a power-saving group"
-case $errout in *"saves power (min: 0, max: 2)"*) r=0 ;; *) r=1 ;; esac
+case $errout in *"saves power (min: 0, max: 4)"*) r=0 ;; *) r=1 ;; esac
 ok $r "and says why: $errout"
 
 run_pbx cluster stop ps
