@@ -211,20 +211,20 @@ systemctl enable --now slurmd" ] || fail "spot1 (Spot, power saving) not readdre
 # ---- staged hosts (EC2's names of the nodes power saving makes): each
 # staged name's line replaces that name's in the block, the other lines
 # stay, and the lines outside the block are left as they were
-printf '127.0.0.1 localhost\n10.1.1.1 elsewhere\n' >"$T/node1/etc/hosts"
-printf '10.0.0.5 c1-node3\n10.0.0.6 c1-node4\n' >"$T/stage/hosts"
+printf '127.0.0.1 localhost\n127.0.4.201 elsewhere\n' >"$T/node1/etc/hosts"
+printf '127.0.4.5 c1-node3\n127.0.4.6 c1-node4\n' >"$T/stage/hosts"
 boot node1 compute 2 up || fail "node1 up with staged hosts: $(cat "$T/node1.err")"
-printf '10.0.0.9 c1-node4\n10.0.0.8 c1-spot1\n' >"$T/stage/hosts"
+printf '127.0.4.9 c1-node4\n127.0.4.8 c1-spot1\n' >"$T/stage/hosts"
 boot node1 compute 2 up || fail "node1 up with staged hosts again: $(cat "$T/node1.err")"
 want='127.0.0.1 localhost
-10.1.1.1 elsewhere
+127.0.4.201 elsewhere
 # pbx: nodes of cluster c1 that sleep (begin)
-10.0.0.5 c1-node3
-10.0.0.9 c1-node4
-10.0.0.8 c1-spot1
+127.0.4.5 c1-node3
+127.0.4.9 c1-node4
+127.0.4.8 c1-spot1
 # pbx: nodes of cluster c1 that sleep (end)'
 [ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "staged hosts merged: $(cat "$T/node1/etc/hosts")"
-printf '10.0.0.9 c1-node4 extra\n' >"$T/stage/hosts"
+printf '127.0.4.9 c1-node4 extra\n' >"$T/stage/hosts"
 ! boot node1 compute 2 up || fail "a staged hosts line of three words was taken"
 [ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "a refused staged hosts changed /etc/hosts"
 rm -f "$T/stage/hosts"
