@@ -293,7 +293,8 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 	const char *root = power_root(c);
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
-		     "pbx (src/cluster/powersave.c)\n",
+		     "pbx (src/cluster/powersave.c)\n"
+		     "# node names are split into words, never globbed\nset -f\n",
 		     action, !strcmp(action, "resume") ? "ResumeProgram" : "SuspendProgram",
 		     c->row.name);
 	pbx_buf_adds(&b, "exec >>");
