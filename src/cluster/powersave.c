@@ -109,34 +109,41 @@ int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 	return rc;
 }
 
-/* Whether c has compute node `name`, awake or asleep. */
-static int power_has_node(const struct pbx_cluster *c, const char *name)
+struct power_place {
+	long place; /* group index * (PBX_CONFIG_MAX_COUNT + 1) + number */
+	const char *name;
+};
+
+static int power_place_cmp(const void *a, const void *b)
 {
-	size_t i;
-	for (i = 0; i < c->nnodes + c->nasleep; i++) {
-		const struct pbx_node_row *n =
-			i < c->nnodes ? &c->nodes[i] : &c->asleep[i - c->nnodes];
-		if (!strcmp(n->role, "compute") && !strcmp(n->name, name))
-			return 1;
-	}
-	return 0;
+	const struct power_place *x = a, *y = b;
+	return x->place != y->place ? (x->place > y->place) - (x->place < y->place)
+				    : strcmp(x->name, y->name);
 }
 
 /* "node1,node2" of the nodes that always run, awake or (a Spot node since
  * a preemption) asleep, in the template's order: slurm.conf must not
- * change as nodes wake and sleep (a change restarts slurmctld). */
+ * change as nodes wake and sleep (a change restarts slurmctld).  One
+ * sort, not a search a node: a group may have 10,000. */
 static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
-	size_t i;
-	int k;
-	for (i = 0; t && i < t->ngroups; i++)
-		for (k = 1; k <= t->groups[i].count; k++) {
-			char *name = xasprintf("%s%d", t->groups[i].name, k);
-			if (!pbx_power_may_sleep(t, name) && power_has_node(c, name))
-				pbx_buf_addf(b, "%s%s", b->len ? "," : "", name);
-			free(name);
-		}
+	struct power_place *v = xcalloc(c->nnodes + c->nasleep + 1, sizeof(*v));
+	size_t i, n = 0;
+	for (i = 0; i < c->nnodes + c->nasleep; i++) {
+		const struct pbx_node_row *r =
+			i < c->nnodes ? &c->nodes[i] : &c->asleep[i - c->nnodes];
+		int k;
+		const struct pbx_node_group *g = power_group(t, r->name, &k);
+		if (strcmp(r->role, "compute") != 0 || pbx_power_may_sleep(t, r->name))
+			continue;
+		v[n].place = g ? (long)(g - t->groups) * (PBX_CONFIG_MAX_COUNT + 1) + k : -1;
+		v[n++].name = r->name;
+	}
+	qsort(v, n, sizeof(*v), power_place_cmp);
+	for (i = 0; i < n; i++)
+		pbx_buf_addf(b, "%s%s", b->len ? "," : "", v[i].name);
+	free(v);
 }
 
 /* SLURM's ResumeTimeout: the template's, else the boot timeout and 5
