@@ -27,6 +27,10 @@ spot1_instance() {
 run_pbx -q cluster start sm
 ok $rc "a Spot group with count 2, min 1 starts: $errout"
 is "$(node_states)" "head:up spot1:up spot2:asleep" "spot1 is made, spot2 sleeps"
+head_conf=$(find "$BODIES" -path '*/var/log/slurm/slurmctld.log' | head -n 1)
+head_conf=${head_conf%/var/log/slurm/slurmctld.log}/etc/slurm/slurm.conf
+is "$(grep '^SuspendExcNodes=' "$head_conf")" "SuspendExcNodes=spot1" "SLURM never suspends spot1 for being idle"
+conf_sum=$(md5sum <"$head_conf")
 
 spot_train sm
 is "$(emu_instances)" "head=RUNNING spot1=RUNNING" "the task runs on spot1, which always runs"
@@ -60,6 +64,12 @@ wait_for 6000 new_up
 ok $? "spot1 is a new instance ($INST1, then $(spot1_instance)), idle with no reason: $("$PBX" cluster exec sm -- sinfo -h -n spot1 -o '%t %E' 2>&1)"
 wait_for 6000 prints "head=RUNNING spot1=RUNNING" emu_instances
 is "$(emu_instances)" "head=RUNNING spot1=RUNNING" "after suspend_time idle spot1 stays, spot2 sleeps"
+
+# spot2 woke while spot1 slept, then spot1 woke: node lines and
+# SuspendExcNodes are in the template's order, so slurmctld never restarted
+is "$(md5sum <"$head_conf")" "$conf_sum" "the head's slurm.conf did not change through the wakes and sleeps"
+is "$(grep -c 'Terminate signal' "${head_conf%/etc/slurm/slurm.conf}/var/log/slurm/slurmctld.log")" 0 \
+	"slurmctld was never restarted"
 
 # the user's pbx learns the new spot1 (its address and host key)
 run_pbx cluster exec -n spot1 sm -- hostname
