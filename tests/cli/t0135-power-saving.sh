@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 
 local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 4, min: 0, cpus: 2 }" \
-	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
+	"slurm: { suspend_time: 15s, resume_timeout: 300s }"
 CDIR="$PBX_HOME/clusters/ps"
 sinfo_states() { "$PBX" cluster exec ps -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
 
