@@ -49,10 +49,46 @@ ROOT=${PBX_ROOT:-}
 TICK=${PBX_AUTOSTOP_TICK:-10}
 DRAIN=${PBX_AUTOSTOP_DRAIN_S:-120}
 REQ_DIR=$PBX_SHARED/.pbx-autostop   # a host path on node bodies, /shared on VMs
-STATE_DIR=$ROOT/var/lib/pbx
+STATE_DIR=$ROOT/var/lib/pbx          # the head's own disk, root's alone
+HARVESTED_DIR=$STATE_DIR/harvested   # what `pbx harvest` proved home, by package
 export SLURM_CONF PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
 log() { printf '%s pbx-autostop[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_NODE" "$*"; }
+
+# Anything under PBX_SHARED may have been put there by a task: this
+# watcher (root) reads a file there only with read_small and writes one
+# only through mktemp and mv in a directory of its own (own_dir), so a
+# link is never followed and a FIFO never blocks it (docs/SECURITY.md,
+# "The head's control state").
+
+# read_small FILE: the first 4 KiB of FILE when it is a regular file,
+# else nothing; opened with O_NOFOLLOW|O_NONBLOCK (dd's flags).
+read_small() {
+	[ -f "$1" ] && [ ! -L "$1" ] || return 0
+	dd if="$1" iflag=nofollow,nonblock bs=4096 count=1 2>/dev/null || :
+}
+
+# owned_by_me PATH: PATH is a directory or regular file (not a link) of
+# this script's user.
+owned_by_me() {
+	[ ! -L "$1" ] && { [ -d "$1" ] || [ -f "$1" ]; } && [ "$(stat -c %u "$1" 2>/dev/null)" = "$(id -u)" ]
+}
+
+# own_dir DIR: DIR is a directory of this script's user, mode 0755; what
+# else stood at DIR (a link, a FIFO, someone else's directory) is removed.
+own_dir() {
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		owned_by_me "$1" && [ -d "$1" ] || { log "removing $1: not this watcher's own directory"; rm -rf "$1"; }
+	fi
+	mkdir -p "$1" && chmod 0755 "$1" && owned_by_me "$1"
+}
+
+# put_file DIR NAME TEXT: DIR/NAME holds TEXT (a line), replaced whole,
+# written to a new file of mktemp's (never an existing name) in DIR.
+put_file() {
+	t=$(mktemp "$1/.new.XXXXXX") || return 1
+	{ printf '%s\n' "$3" >"$t" && mv -f "$t" "$1/$2"; } || { rm -f "$t"; return 1; }
+}
 
 # The open SSH sessions of this machine (of this body: the descendants of
 # its sshd), one per line.  sshd names a session's process "sshd: USER@TTY"
@@ -164,16 +200,23 @@ power_off() {
 }
 
 # What of the tasks' results is not home yet, one line, or nothing: the
-# tasks whose status line is not in their run's .pbx-harvested (which
-# `pbx harvest` writes after bringing everything home, src/jobs/harvest.c).
+# tasks whose status line is not in their package's mark, which `pbx
+# harvest` writes after bringing everything home (src/jobs/harvest.c) into
+# HARVESTED_DIR, on this head's own disk: a task cannot forge it.  A status
+# file that is not a plain file, or a package name that is not pbx's,
+# counts as not harvested (never delete on a doubt).
 not_harvested() {
 	n=0
 	first=
 	for st in "$PBX_SHARED"/pbx/*/tasks/*/status; do
-		[ -f "$st" ] || continue
+		[ -e "$st" ] || [ -L "$st" ] || continue
 		run=${st%/tasks/*}
-		line=$(cat "$st" 2>/dev/null) || line=
-		if [ -z "$line" ] || ! grep -qxF -e "$line" "$run/.pbx-harvested" 2>/dev/null; then
+		pkg=${run##*/}
+		line=$(read_small "$st")
+		mark=$HARVESTED_DIR/$pkg
+		case $pkg in *[!A-Za-z0-9._-]* | .*) mark= ;; esac
+		if [ -z "$line" ] || [ -z "$mark" ] || ! owned_by_me "$mark" ||
+			! grep -qxF -e "$line" "$mark" 2>/dev/null; then
 			n=$((n + 1))
 			task=${st%/status}
 			# names written on the shared disk by anyone: one line of safe
@@ -216,19 +259,22 @@ head_stop() {
 	mkdir -p "$STATE_DIR"
 	suspend_cloud_nodes
 	id=$(date +%s)
-	mkdir -p "$STATE_DIR" "$REQ_DIR"
+	mkdir -p "$STATE_DIR"
 	printf 'stopped_at=%s\nreason=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" \
 		>"$STATE_DIR/autostop.last.new"
 	mv "$STATE_DIR/autostop.last.new" "$STATE_DIR/autostop.last"
-	rm -f "$REQ_DIR"/off.*
-	echo "$id" >"$REQ_DIR/request.new"
-	mv "$REQ_DIR/request.new" "$REQ_DIR/request"
+	if own_dir "$REQ_DIR"; then
+		rm -f "$REQ_DIR"/off.*
+		put_file "$REQ_DIR" request "$id" || log "cannot write the request in $REQ_DIR"
+	else
+		log "cannot make $REQ_DIR: the compute nodes are not asked"
+	fi
 	log "$1: stopping the cluster (request $id)"
 	until=$(($(date +%s) + DRAIN))
 	while [ "$(date +%s)" -lt "$until" ]; do
 		left=
 		for n in $WAIT_NODES; do
-			[ "$(cat "$REQ_DIR/off.$n" 2>/dev/null)" = "$id" ] || left="$left $n"
+			[ "$(read_small "$REQ_DIR/off.$n")" = "$id" ] || left="$left $n"
 		done
 		[ -n "$left" ] || break
 		sleep 1
@@ -238,13 +284,16 @@ head_stop() {
 	power_off
 }
 
-# A compute node: obeys a request newer than this watcher.
+# A compute node: obeys a request newer than this watcher, made by root
+# (the head's watcher: the file and its directory are root's; a task's
+# own are not obeyed once tasks do not run as root, docs/SECURITY.md).
 compute_check() {
-	id=$(cat "$REQ_DIR/request" 2>/dev/null) || return 0
+	owned_by_me "$REQ_DIR" && owned_by_me "$REQ_DIR/request" || return 0
+	id=$(read_small "$REQ_DIR/request")
 	case $id in '' | *[!0-9]*) return 0 ;; esac
 	[ "$id" -ge "$STARTED" ] || return 0
 	log "the head asks to power off (request $id)"
-	echo "$id" >"$REQ_DIR/off.$PBX_NODE"
+	put_file "$REQ_DIR" "off.$PBX_NODE" "$id" || log "cannot answer in $REQ_DIR"
 	power_off
 }
 

@@ -587,6 +587,18 @@ is_uint() {
 	esac
 }
 
+NL='
+'
+
+# read_small FILE: the first 4 KiB of FILE when it is a regular file,
+# else nothing.  For files in places others can write (SHARED): opened
+# with O_NOFOLLOW|O_NONBLOCK (dd's nofollow,nonblock), so a link planted
+# there is not followed and a FIFO gives nothing instead of blocking.
+read_small() {
+	[ -f "$1" ] && [ ! -L "$1" ] || return 0
+	dd if="$1" iflag=nofollow,nonblock bs=4096 count=1 2>/dev/null || :
+}
+
 # Directories: want_dir DIR [MODE] adds DIR to a list, make_dirs creates
 # the list with one mkdir per mode (and gives a DIR that already exists its
 # MODE again, when one was named).
@@ -775,6 +787,9 @@ case $SHARED in
 /*) ;;
 *) die "PBX_SHARED must be an absolute path (got '$SHARED')" ;;
 esac
+# SHARED as this script reaches it: on a node body a host path already; on
+# a VM under ROOT (empty there, a test's directory in tests/bootstrap)
+if [ "$MODE" = systemd ]; then SHARED_HERE=$ROOT$SHARED; else SHARED_HERE=$SHARED; fi
 if [ "$MODE" = systemd ]; then
 	SLURM_USER=${PBX_SLURM_USER:-slurm}
 else
@@ -1231,7 +1246,7 @@ fi
 # (a node of a cluster without PBX_HEAD_PBX drops the line).
 HEAD_HOME=$ROOT/var/lib/pbx/home
 HEAD_KEY=$HEAD_HOME/.ssh/id_ed25519
-HEAD_KEY_PUB=$SHARED/.pbx/head_key.pub
+HEAD_KEY_PUB=$SHARED_HERE/.pbx/head_key.pub
 HEAD_KEY_TAG=pbx-head:$PBX_CLUSTER
 
 # The head's key pair, made once; its public half published in SHARED.
@@ -1291,11 +1306,19 @@ head_key_published() {
 		[ "$(stat -c %u "$pubdir")" = "$me" ] && [ "$(stat -c %u "$HEAD_KEY_PUB")" = "$me" ]
 }
 
-# Authorizes the head's published key for the login user (PBX_HEAD_PBX=1),
-# or drops it (otherwise); the file's other lines are kept as they are.
+# Authorizes the head's key for the login user (PBX_HEAD_PBX=1), or drops
+# it (otherwise); the file's other lines are kept as they are.  The head
+# reads its key from its own disk, never back from SHARED, where a task
+# could have put its own (docs/SECURITY.md, "The head's control state");
+# a compute node reads what the head published.  Either way the one line
+# is read without following a link or blocking on a FIFO (read_small).
 head_key_authorize() {
 	want=
-	if [ "${PBX_HEAD_PBX:-0}" = 1 ]; then
+	if [ "${PBX_HEAD_PBX:-0}" = 1 ] && [ "$ROLE" = head ]; then
+		src=$HEAD_KEY.pub
+		want=$(read_small "$src")
+	elif [ "${PBX_HEAD_PBX:-0}" = 1 ]; then
+		src=$HEAD_KEY_PUB
 		# a compute node's bootstrap runs beside the head's: wait for it
 		waited=0
 		while ! head_key_published && [ "$waited" -lt "${PBX_NFS_WAIT:-300}" ]; do
@@ -1303,13 +1326,16 @@ head_key_authorize() {
 			waited=$((waited + 1))
 		done
 		head_key_published || die "the head published no key ($HEAD_KEY_PUB, by root, in a directory of root's) in ${waited} s"
-		read -r want <"$HEAD_KEY_PUB" || :
+		want=$(read_small "$src")
+	fi
+	if [ "${PBX_HEAD_PBX:-0}" = 1 ]; then
+		want=${want%%"$NL"*}
 		case $want in
 		"ssh-ed25519 "*" $HEAD_KEY_TAG") ;;
-		*) die "$HEAD_KEY_PUB is not this cluster's head key" ;;
+		*) die "$src is not this cluster's head key" ;;
 		esac
 		[ "$(printf %s "$want" | tr -cd 'A-Za-z0-9+/= :.@_-')" = "$want" ] ||
-			die "$HEAD_KEY_PUB holds characters no key has"
+			die "$src holds characters no key has"
 	fi
 	if ! login_keys_file; then
 		[ -z "$want" ] || die "$AK_WHY"
@@ -1698,7 +1724,7 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	install_new "$aconf" 0644
 	[ "$CHANGED" = 0 ] || watcher_changed=1
 	# a new start: no stop request of an earlier life stands
-	[ "$ROLE" = compute ] || rm -rf "$SHARED/.pbx-autostop"
+	[ "$ROLE" = compute ] || rm -rf "$SHARED_HERE/.pbx-autostop"
 	if [ "$MODE" = systemd ]; then
 		watcher_unit pbx-autostop <<UNIT
 [Unit]

@@ -127,7 +127,7 @@ static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *
 	pbx_buf_addf(&script,
 		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		     "pwd\n"
-		     "find . -mindepth 2 -maxdepth 2 -name status -exec cat {} + 2>/dev/null\n"
+		     "find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
 		     "echo PBX-SEP\n"
 		     "find . -ignore_readdir_race -mindepth 2 \\( -type f -o -type l \\) "
 		     "-printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
@@ -881,22 +881,42 @@ static int harvest_bring(struct harvest *h, struct pbx_err *err)
 }
 
 /* After a harvest that brought every file it wanted home: the ended
- * tasks' status lines, as listed, go to RUN_DIR/.pbx-harvested on the
- * head (replaced whole).  A head that deletes its own cluster
- * (autostop_action: delete, templates/autostop.sh) does so only when every
- * task's status line is in it: a task that ended since, or was run again,
- * holds results not yet home.  One round trip, for such a cluster only (one
- * that turns the setting on later stops instead of deleting until its next
- * harvest); a failure is the caller's warning, never the harvest's error. */
+ * tasks' status lines, as listed, go to the head's own disk,
+ * ROOT/var/lib/pbx/harvested/PKG (root's alone, replaced whole; never the
+ * shared directory, where a task could forge it: docs/SECURITY.md).  A
+ * head that deletes its own cluster (autostop_action: delete,
+ * templates/autostop.sh) does so only when every task's status line is in
+ * it: a task that ended since, or was run again, holds results not yet
+ * home.  One round trip, for such a cluster only (one that turns the
+ * setting on later stops instead of deleting until its next harvest); a
+ * failure is the caller's warning, never the harvest's error. */
+/* Whether NAME is a file name the head's watcher takes for a package:
+ * [A-Za-z0-9._-], not empty, not starting with a dot. */
+static int mark_name_ok(const char *name)
+{
+	if (!*name || *name == '.')
+		return 0;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+	       strlen(name);
+}
+
 static int harvest_mark(struct harvest *h, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
+	const char *pkg = strrchr(h->t->sub.remote_dir, '/');
 	int rc;
+	pkg = pkg ? pkg + 1 : h->t->sub.remote_dir;
+	if (!mark_name_ok(pkg))
+		return pbx_err_set(err, "the package's directory '%s' is not a plain name", pkg);
 	pbx_buf_addf(&script,
-		     "cd \"$PBX_SHARED/%s\" && cat >.pbx-harvested.new && "
-		     "mv -f .pbx-harvested.new .pbx-harvested\n",
-		     h->t->sub.remote_dir);
+		     "d=\"${PBX_ROOT:-}/var/lib/pbx/harvested\"\n"
+		     "umask 077 && mkdir -p \"$d\" || exit 1\n"
+		     "[ -d \"$d\" ] && [ ! -L \"$d\" ] && [ \"$(stat -c %%u \"$d\")\" = \"$(id -u)\" ] ||"
+		     " { echo \"$d is not a directory of $(id -un)'s\" >&2; exit 1; }\n"
+		     "t=$(mktemp \"$d/.new.XXXXXX\") && { cat >\"$t\" && mv -f \"$t\" \"$d/%s\"; } ||"
+		     " { rm -f \"$t\"; exit 1; }\n",
+		     pkg);
 	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, &h->ended, &o, err);
 	if (rc == 0)
 		pbx_cluster_output_release(&o);

@@ -295,7 +295,26 @@ printf '{}\n' >"$T/stage/head-config.yaml"
 printf '#!/bin/sh\n' >"$T/stage/pbx"
 chmod 755 "$T/stage/pbx"
 printf %s "debian 12 $(uname -m)" >"$T/stage/pbx.target"
-BOOT_ENV=PBX_HEAD_PBX=1 boot head head 0 up || fail "head up with pbx on it: $(cat "$T/head.err")"
+# A task that keeps replacing the published key (SHARED is the tasks'
+# disk too) never gets its key authorized on the head: the head reads its
+# own key from its own disk.  The login home under the test's root.
+ssh-keygen -q -t ed25519 -N '' -C pbx-head:c1 -f "$T/evilkey"
+host_shared=absent
+[ ! -e /shared ] || host_shared=present
+( while [ ! -e "$T/evil.stop" ]; do
+	mkdir -p "$T/head/shared/.pbx" 2>/dev/null
+	cp "$T/evilkey.pub" "$T/head/shared/.pbx/head_key.pub" 2>/dev/null
+done ) &
+EVIL=$!
+BOOT_ENV="PBX_HEAD_PBX=1 PBX_LOGIN_HOME=$T/head/home/admin" boot head head 0 up ||
+	{ touch "$T/evil.stop"; wait "$EVIL"; fail "head up with pbx on it: $(cat "$T/head.err")"; }
+touch "$T/evil.stop"
+wait "$EVIL"
+hak=$T/head/home/admin/.ssh/authorized_keys
+[ "$(grep -c " pbx-head:c1\$" "$hak" 2>/dev/null)" = 1 ] && grep -qF "$(cut -d' ' -f2 "$T/head/var/lib/pbx/home/.ssh/id_ed25519.pub")" "$hak" ||
+	fail "the head did not authorize its own key (once): $(cat "$hak" 2>&1)"
+! grep -qF "$(cut -d' ' -f2 "$T/evilkey.pub")" "$hak" || fail "the head authorized a key a task put in SHARED"
+[ "$host_shared" = present ] || [ ! -e /shared ] || fail "the head wrote this machine's /shared, not its root's"
 grep -qF "PBX_TRAIN_BIN='$T/head/usr/local/bin/pbx-train'" "$T/head/usr/local/sbin/pbx-head" ||
 	fail "pbx-head does not name the installed pbx-train: $(cat "$T/head/usr/local/sbin/pbx-head")"
 rm -f "$T/stage/head-config.yaml" "$T/stage/pbx" "$T/stage/pbx.target"

@@ -278,10 +278,11 @@ cleanup_cluster() {
 # results/, the store, and what the cluster's daemons write on their own
 # while it runs (their spool, logs and pid files: slurmctld rewrites
 # job_state.new and job_state.old at any time), and the one file a harvest
-# writes on the head by design: a run's .pbx-harvested (src/jobs/harvest.c).
+# writes on the head by design: a package's harvested mark in the head's
+# var/lib/pbx/harvested (src/jobs/harvest.c).
 tree_outside_results() {
 	find "$PBX_HOME" "$@" \( -path "$RESULTS" -o -name 'pbx.db*' -o -path '*/var/spool/*' \
-		-o -path '*/var/log/*' -o -path '*/run/*' -o -path '*/shared/pbx/*/.pbx-harvested' \) \
+		-o -path '*/var/log/*' -o -path '*/run/*' -o -path '*/var/lib/pbx/harvested' \) \
 		-prune -o -print | sort
 }
 

@@ -4,7 +4,7 @@
 # as a service account, autostop 12 s.  While a finished task's results
 # are not harvested, the idle cluster stops (TERMINATED, disks kept) and
 # the head records why it did not delete; once `pbx harvest` has brought
-# everything home (and written the run's .pbx-harvested on the head), the
+# everything home (and recorded it on the head's own disk), the
 # idle head deletes the whole cluster with its own identity, itself last:
 # no instance, firewall rule, router or body process is left, and the
 # user's `stop` then finds nothing and forgets the cluster.  Emulator
@@ -105,13 +105,24 @@ two_echo_tasks ad
 # Not harvested: the idle cluster stops instead, and says why.  A task
 # directory with a hostile name (an escape, a newline and a forged
 # stopped_at= line) sorts first: the record names it in safe characters.
+# What a task can write in SHARED decides nothing (docs/SECURITY.md): a
+# forged harvested mark in the run's directory (every status line, the
+# old .pbx-harvested) deletes nothing; a FIFO and a link where the head
+# writes its stop request neither hang its stop nor get followed.
 shared_run=$(find "$TEST_TMP" -path '*/pbx/*/tasks/0/status' | head -1)
 shared_run=${shared_run%/tasks/0/status}
 evil="$shared_run/tasks/$(printf '\033[31mx\nstopped_at=1999')"
-mkdir -p "$evil" && : >"$evil/status"
+mkdir -p "$evil" && cp "$shared_run/tasks/0/status" "$evil/status"
+cat "$shared_run"/tasks/*/status >"$shared_run/.pbx-harvested"
+req_dir=${shared_run%/pbx/*}/.pbx-autostop
+echo untouched >"$TEST_TMP/victim"
+mkdir -p "$req_dir" && mkfifo "$req_dir/request.new" && ln -s "$TEST_TMP/victim" "$req_dir/request" &&
+	chown -R nobody "$req_dir"
 i=0
 while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
-is "$(statuses)" "TERMINATED TERMINATED" "idle with results not harvested: both instances stopped, not deleted (${i} s)"
+is "$(statuses)" "TERMINATED TERMINATED" "idle with results not harvested (a forged mark, a FIFO and a link planted): both instances stopped, not deleted (${i} s)"
+is "$(cat "$TEST_TMP/victim")" "untouched" "the file a planted link named is untouched"
+is "$(stat -c %U "$req_dir")" root "the head made the request's directory its own"
 is "$(held | cut -d' ' -f1)" 2 "they are still there"
 last=$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec cat {} + 2>/dev/null)
 echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 3 task(s) are not harvested (first: package [0-9a-f]* task .*): 'pbx harvest' brings them home\$"
@@ -128,19 +139,19 @@ run_pbx -q cluster start ad
 ok $rc "start brings it back: $errout"
 # Not writable on the head: the files come home all the same, and a
 # warning says the head does not know it yet.
-mark_new=$(find "$TEST_TMP" -path '*/pbx/*/tasks/0/status' | head -1)
-mark_new=${mark_new%/tasks/0/status}/.pbx-harvested.new
-mkdir "$mark_new"
+marks=$head_root/var/lib/pbx/harvested
+rm -rf "$marks" && : >"$marks"
 run_pbx harvest del
 is "$rc" 0 "a harvest that cannot record it on the head still succeeds"
 echo "$errout" | grep -q "warning: could not record on the head that every result is home"
 ok $? "and warns: $errout"
-rmdir "$mark_new"
+rm -f "$marks"
 run_pbx -q harvest del
 ok $rc "harvest brings the results home: $errout"
 is "$(cat "$PBX_HOME"/results/*/1/stdout 2>/dev/null)" "result-1" "a task's output is home"
-marker=$(find "$TEST_TMP" -path '*/pbx/*/.pbx-harvested' | head -1)
-is "$(grep -c . "$marker" 2>/dev/null)" 2 "the run's .pbx-harvested on the head lists both tasks' status lines"
+marker=$(find "$marks" -type f ! -name '.new.*' | head -1)
+is "$(grep -c . "$marker" 2>/dev/null)" 2 "the package's mark on the head's own disk lists both tasks' status lines"
+is "$(stat -c %a "$marks" 2>/dev/null)" 700 "in a directory of root's alone"
 
 # Harvested: the idle head deletes everything, itself last.
 i=0
