@@ -41,6 +41,15 @@ char *pbx_template_json_user_key(const char *json, const char *key);
 /* The user_key of template record `json` when it is a public key line
  * (pbx_pubkey_line_ok), else NULL; caller frees. */
 char *pbx_template_user_key(const char *json);
+/* The budget's deadline in a template record ("budget_until", unix s):
+ * the user's start computes it with its prices (pbx_cluster_budget_until)
+ * and sends it with the record, so the head's own starts (power saving)
+ * keep it instead of recomputing it without prices (docs/cost.md).
+ * `json` with budget_until set to `until` (<= 0: removed); caller frees
+ * (NULL when json is not a JSON object). */
+char *pbx_template_json_budget_until(const char *json, int64_t until);
+/* The budget_until of template record `json`, or 0. */
+int64_t pbx_template_budget_until(const char *json);
 
 /* headdelete.c: autostop_action: delete (docs/autostop.md); pbx_head_deletes
  * is in cluster.h. */

@@ -43,13 +43,25 @@ static char *record_user_key(const struct pbx_cluster *c)
  * it too; caller frees. */
 static char *record_template(const struct pbx_cluster *c)
 {
-	char *key = NULL, *json = NULL;
+	char *key = NULL, *json = NULL, *with_budget;
 	if (strcmp(c->row.cloud, "local") != 0 && pbx_head_runs_pbx(c) && c->here < 0)
 		key = record_user_key(c);
 	if (key)
 		json = pbx_template_json_user_key(c->row.template_json, key);
 	free(key);
-	return json ? json : xstrdup(c->row.template_json);
+	if (!json)
+		json = xstrdup(c->row.template_json);
+	/* the budget's deadline, as the user's start computed it (the head
+	 * has no prices; none: removed); pbx on the cluster keeps the one its
+	 * record got */
+	with_budget = c->budget_until > 0 || c->here < 0
+			      ? pbx_template_json_budget_until(json, c->budget_until)
+			      : NULL;
+	if (with_budget) {
+		free(json);
+		json = with_budget;
+	}
+	return json;
 }
 
 static json_t *record_cluster(const struct pbx_cluster *c)

@@ -239,6 +239,11 @@ static int rp_template(struct rp *p, const char *json, const char *cloud, json_t
 	if (rc == 0 && json_object_get(t, "user_key") &&
 	    !pbx_pubkey_line_ok(json_string_value(json_object_get(t, "user_key"))))
 		rc = rp_fail(p, "template_json", "user_key: not one public key line");
+	/* the budget's deadline the user's start computed (unix s) */
+	if (rc == 0 && json_object_get(t, "budget_until") &&
+	    (!json_is_integer(json_object_get(t, "budget_until")) ||
+	     json_integer_value(json_object_get(t, "budget_until")) <= 0))
+		rc = rp_fail(p, "template_json", "budget_until: not a time in unix seconds");
 	json_decref(t);
 	return rc;
 }

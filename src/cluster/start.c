@@ -760,7 +760,13 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 	if (was_up)
 		*was_up = up;
 	c->starting = 1;
-	c->budget_until = pbx_cluster_budget_until(c, time(NULL)); /* -t's template */
+	/* the user's pbx computes the budget's deadline with its prices; pbx
+	 * on the cluster (the head's own starts: power saving) keeps the one
+	 * the user's start sent with the record, having no prices itself */
+	if (c->here >= 0)
+		c->budget_until = pbx_template_budget_until(c->row.template_json);
+	else
+		c->budget_until = pbx_cluster_budget_until(c, time(NULL)); /* -t's template */
 	rc = pbx_cluster_budget_refuse(c, "start", err);
 	if (rc == 0)
 		rc = start_plan(c, ev, err);

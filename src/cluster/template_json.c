@@ -219,3 +219,27 @@ char *pbx_template_user_key(const char *json)
 	json_decref(rec);
 	return s;
 }
+
+char *pbx_template_json_budget_until(const char *json, int64_t until)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	char *s = NULL;
+	if (json_is_object(rec)) {
+		if (until > 0)
+			json_object_set_new(rec, "budget_until", json_integer(until));
+		else
+			json_object_del(rec, "budget_until");
+		s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	}
+	json_decref(rec);
+	return s;
+}
+
+int64_t pbx_template_budget_until(const char *json)
+{
+	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
+	json_t *v = json_object_get(rec, "budget_until");
+	int64_t until = json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+	json_decref(rec);
+	return until;
+}

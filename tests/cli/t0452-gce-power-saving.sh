@@ -17,7 +17,15 @@
 . "$(dirname "$0")/lib.sh"
 
 gce_power_cluster pw 127.0.115.0/24 127.0.116.0/24 31000 "{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
-	"slurm: { suspend_time: 40s, resume_timeout: 240s }"
+	"slurm: { suspend_time: 40s, resume_timeout: 240s }
+    budget: 1000000
+    head: { machine_type: e2-standard-2, service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }"
+# a budget far from spent: the head keeps its deadline through its own
+# starts (power saving), which have no prices (docs/cost.md)
+sed -i '/^    head: { service_account/d' "$PBX_HOME/config.yaml"
+printf 'prices:\n  hourly: { e2-standard-2: 1 }\n' >>"$PBX_HOME/config.yaml"
+budget_until() { find "$BODIES" -path '*/etc/pbx/autostop.conf' -exec grep -l "^PBX_ROLE='head'" {} + |
+	xargs sed -n "s/^PBX_BUDGET_UNTIL='\([0-9]*\)'\$/\1/p"; }
 instances() { emu_instances; }
 held() { emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])'; }
 sinfo_states() { "$PBX" cluster exec pw -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
@@ -44,6 +52,9 @@ pbx_head=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -1)
 [ -x "$pbx_head" ]
 ok $? "the head runs pbx of its own (pbx-head)"
 bulk0=$(bulk_inserts)
+until0=$(budget_until)
+[ "${until0:-0}" -gt "$(date +%s)" ]
+ok $? "the user's start gave the head the budget's deadline: '$until0'"
 
 mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/e.yaml" <<'EXP'
@@ -64,6 +75,7 @@ is "$(task_nodes "$pkg")" "node1 node2" "one on each node (2 CPUs a task, 2 a no
 [ "$(task_states "$pkg")" = "COMPLETED COMPLETED" ] || show_power_log
 is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "the head made both instances"
 is "$(( $(bulk_inserts) - bulk0 ))" 1 "in one bulkInsert"
+is "$(budget_until)" "$until0" "the head's own start kept the budget's deadline the user's start computed"
 nodes_of() { json_get '" ".join("%s=%s" % (n["name"], n["state"]) for n in d["nodes"])'; }
 is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=up node2=up" "the head's store has them up"
 is "$(power_log | grep -c ' resume node\[1-2\]$')" 1 "pbx-power.log has one resume of node[1-2]"
