@@ -240,9 +240,13 @@ int pbx_cluster_budget_refuse(struct pbx_cluster *c, const char *what, struct pb
  * NULL; caller frees. */
 char *pbx_cluster_budget_warning(struct pbx_cluster *c);
 /* When c's budget runs out if every node of its template runs from `now`
- * on (`now` itself when it has; 0 when it sets none or no price is
- * cached): the head powers the cluster off then. */
-int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now);
+ * on, into *until (`now` itself when it has; 0 when it sets none): the
+ * head powers the cluster off then.  A budget the template's prices
+ * cannot hold it to (a node with no price, or all of them free) is an
+ * error (exit 2) that says which price to set, never a budget silently
+ * not enforced. */
+int pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now, int64_t *until,
+			     struct pbx_err *err);
 /* Called with every cluster pbx_cluster_open opens (NULL: none): the CLI
  * warns of a budget there. */
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));

@@ -281,28 +281,52 @@ static int64_t budget_margin(void)
 	return 120;
 }
 
-int64_t pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now)
+/* Why quote q cannot hold a budget: its first unpriced line, or that it
+ * is free; caller frees. */
+static char *budget_unpriced(const struct pbx_price_quote *q)
+{
+	size_t i;
+	for (i = 0; i < q->n; i++)
+		if (q->lines[i].each < 0)
+			return xasprintf("%s (%s): %s", q->lines[i].group, q->lines[i].machine_type,
+					 q->lines[i].why ? q->lines[i].why : "no price");
+	return xstrdup("every node's price is 0");
+}
+
+int pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now, int64_t *until,
+			     struct pbx_err *err)
 {
 	struct pbx_price_quote q;
-	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_budget b;
-	int64_t until = 0;
+	char *why;
+	*until = 0;
 	if (!pbx_cluster_budget(c, now, &b))
 		return 0;
-	if (b.spend.spent >= b.budget)
-		return now;
-	if (pbx_price_quote(c->store, c->cfg, c->spec.t, 1, &q, &err) < 0)
+	if (b.spend.spent >= b.budget) {
+		*until = now;
 		return 0;
+	}
+	if (pbx_price_quote(c->store, c->cfg, c->spec.t, 0, &q, err) < 0)
+		return pbx_err_prefix(err, "cluster %s has a budget, and no price to hold it to",
+				      c->row.name);
+	if (q.total <= 0) {
+		why = budget_unpriced(&q);
+		pbx_price_quote_free(&q);
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "cluster %s has a budget, and no price to hold it to: %s (prices: in "
+			     "docs/cost.md); or set budget: off",
+			     c->row.name, why);
+		free(why);
+		return -1;
+	}
 	/* every node of the template running from now on: the earliest the
 	 * budget can run out, less the time the cluster takes to power off */
-	if (q.total > 0) {
-		until = now +
-			(int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
-				  (long double)q.total) -
-			budget_margin();
-		if (until < now)
-			until = now;
-	}
+	*until = now +
+		 (int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
+			   (long double)q.total) -
+		 budget_margin();
+	if (*until < now)
+		*until = now;
 	pbx_price_quote_free(&q);
-	return until;
+	return 0;
 }

@@ -763,11 +763,13 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 	/* the user's pbx computes the budget's deadline with its prices; pbx
 	 * on the cluster (the head's own starts: power saving) keeps the one
 	 * the user's start sent with the record, having no prices itself */
+	rc = 0;
 	if (c->here >= 0)
 		c->budget_until = pbx_template_budget_until(c->row.template_json);
-	else
-		c->budget_until = pbx_cluster_budget_until(c, time(NULL)); /* -t's template */
-	rc = pbx_cluster_budget_refuse(c, "start", err);
+	else /* -t's template */
+		rc = pbx_cluster_budget_until(c, time(NULL), &c->budget_until, err);
+	if (rc == 0)
+		rc = pbx_cluster_budget_refuse(c, "start", err);
 	if (rc == 0)
 		rc = start_plan(c, ev, err);
 	if (rc == 0)

@@ -584,7 +584,8 @@ static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *
 		t->budget = 0;
 		rc = pbx_ynode_error(v, err,
 				     "must be an amount of the price currency like 250 or "
-				     "12.50 (a plain decimal above 0), or off, got '%s'",
+				     "12.50 (a plain decimal above 0, at most 1000000000), "
+				     "or off, got '%s'",
 				     text);
 	}
 	free(text);
@@ -742,12 +743,12 @@ static int parse_overrides(const struct pbx_ynode *m, const char *key,
 		int bad;
 		if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
 			return -1;
-		bad = pbx_money_parse(text, &o->nanos) < 0;
+		bad = pbx_price_parse(text, &o->nanos) < 0;
 		free(text);
 		if (bad)
 			return pbx_ynode_error(v, err,
 					       "must be an amount per hour like 0.38 (a plain "
-					       "decimal, at most 9 decimal places)");
+					       "decimal, at most 9 decimal places, at most 1000000)");
 		o->name = xstrdup(l->pairs[i].key->value);
 		o->line = v->line;
 		(*n)++;

@@ -31,6 +31,25 @@ int pbx_money_parse(const char *s, int64_t *nanos)
 	return 0;
 }
 
+int pbx_price_parse(const char *s, int64_t *nanos)
+{
+	int64_t v;
+	if (pbx_money_parse(s, &v) < 0 || v > PBX_PRICE_MAX)
+		return -1;
+	*nanos = v;
+	return 0;
+}
+
+int pbx_money_muladd(int64_t a, int64_t n, int64_t c, int64_t *out)
+{
+	int64_t p, sum;
+	if (a < 0 || n < 0 || c < 0 || __builtin_mul_overflow(a, n, &p) ||
+	    __builtin_add_overflow(p, c, &sum) || sum > PBX_MONEY_MAX)
+		return -1;
+	*out = sum;
+	return 0;
+}
+
 void pbx_money_format(int64_t nanos, int digits, char *out, size_t size)
 {
 	int64_t div = PBX_NANO, half;

@@ -49,6 +49,23 @@ show() { "$PBX" cluster show --json sp 2>/dev/null | json_get "$1"; }
 runs_spend() { db "SELECT printf('%.4f', sum((coalesce(ended, strftime('%s','now')) - started) * nanos / 3600.0 / 1e9)) FROM node_runs"; }
 BODIES=$TEST_TMP/emu/bodies
 
+# a budget pbx cannot hold the cluster to (a node with no price, or every
+# price 0) is refused at start, before anything is made, saying what to set
+config "budget: 5"
+sed -i "s/machine_type: e2-standard-4 }/machine_type: n2-custom-4-8192 }/" "$PBX_HOME/config.yaml"
+run_pbx -q cluster start sp
+is "$rc" 2 "a budget with a node of no price: start refused (exit 2)"
+case $errout in *"cluster sp has a budget, and no price to hold it to: node (n2-custom-4-8192): "*"prices.hourly.n2-custom-4-8192"*"or set budget: off"*) r=0 ;; *) r=1 ;; esac
+ok $r "saying which price to set: $errout"
+config "budget: 5"
+sed -i 's/e2-standard-2: 3600, e2-standard-4: 7200/e2-standard-2: 0, e2-standard-4: 0/' "$PBX_HOME/config.yaml"
+run_pbx -q cluster start sp
+is "$rc" 2 "a budget with every price 0: start refused (exit 2)"
+case $errout in *"no price to hold it to: every node's price is 0"*) r=0 ;; *) r=1 ;; esac
+ok $r "saying so: $errout"
+is "$(emu_get state | json_get 'len(d["instances"])')" 0 "nothing was made"
+config "budget: off"
+
 run_pbx -q cluster start sp
 ok $rc "the cluster starts: $errout"
 is "$(db "SELECT group_concat(node || ':' || (ended IS NULL) || ':' || nanos || ':' || currency, ' ') FROM node_runs ORDER BY node")" \

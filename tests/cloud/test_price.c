@@ -94,6 +94,39 @@ static void test_gce_parse(void)
 	pbx_price_items_free(v, n);
 }
 
+/* Money at the parser's bounds: units up to 1e6 taken, above refused (a
+ * price of 1e9 units once made the quote overflow). */
+static void test_gce_parse_bounds(void)
+{
+	static const char at_max[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
+						     "OnDemand", "us-central1", "h", "1000000", "0") "]}";
+	static const char above[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
+						    "OnDemand", "us-central1", "h", "1000000", "1") "]}";
+	static const char huge[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
+						   "OnDemand", "us-central1", "h", "1000000000", "999999999") "]}";
+	struct pbx_price_item *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(pbx_price_gce_parse(at_max, strlen(at_max), "us-central1", "USD", &v, &n, &next, &err) == 0 &&
+		   n == 1 && v[0].nanos == PBX_PRICE_MAX,
+	   "1e6 units: taken (%s)", err.msg);
+	pbx_price_items_free(v, n);
+	v = NULL;
+	n = 0;
+	ok(pbx_price_gce_parse(above, strlen(above), "us-central1", "USD", &v, &n, &next, &err) < 0 ||
+		   n == 0,
+	   "1e6 units and a nano: not taken");
+	pbx_price_items_free(v, n);
+	v = NULL;
+	n = 0;
+	ok(pbx_price_gce_parse(huge, strlen(huge), "us-central1", "USD", &v, &n, &next, &err) < 0 ||
+		   n == 0,
+	   "1e9 units: not taken");
+	pbx_price_items_free(v, n);
+	free(next);
+}
+
 static void test_aws_parse(void)
 {
 	static const char reply[] =
@@ -170,6 +203,18 @@ static void test_money_and_types(void)
 		   pbx_money_parse(".5", &x) < 0 && pbx_money_parse("0.0000000001", &x) < 0 &&
 		   pbx_money_parse("", &x) < 0,
 	   "signs, exponents, bare fractions, 10 places refused");
+	/* the bounds: a price at most 1e6 units, products checked */
+	ok(pbx_price_parse("1000000", &x) == 0 && x == PBX_PRICE_MAX, "a price of 1e6: the most taken");
+	ok(pbx_price_parse("1000000.000000001", &x) < 0 && pbx_price_parse("999999999", &x) < 0,
+	   "a price above 1e6: refused");
+	ok(pbx_money_muladd(PBX_PRICE_MAX, 1000, 0, &x) == 0 && x == PBX_PRICE_MAX * 1000,
+	   "1e6 x 1000 nodes adds up");
+	x = 7;
+	ok(pbx_money_muladd(PBX_PRICE_MAX, 12582912, 512, &x) < 0 && x == 7,
+	   "1e6 a GiB x 12 TiB passes the most pbx adds up: refused, nothing written");
+	ok(pbx_money_muladd(INT64_MAX, 2, 0, &x) < 0 && pbx_money_muladd(1, 1, INT64_MAX, &x) < 0 &&
+		   pbx_money_muladd(-1, 1, 0, &x) < 0,
+	   "overflowing or negative factors: refused");
 	pbx_money_format(1004000000, 4, out, sizeof(out));
 	is_str(out, "1.0040", "1.004 with 4 places");
 	pbx_money_format(123456, 4, out, sizeof(out));
@@ -255,6 +300,28 @@ static void test_quote(const char *dir)
 	ok(q.total == 60000000 + 2 * 472000000LL + 240000000 + 8400000,
 	   "with overrides: exactly 1.2524 an hour (%lld)", (long long)q.total);
 	pbx_price_quote_free(&q);
+
+	/* a cached price at the bound: its products pass what pbx adds up,
+	 * and the line is unknown instead of overflowing */
+	{
+		struct pbx_price_item big[] = {
+			{ "core:e2", 0, 20000000, "USD" },
+			{ "ram:e2", 0, 2500000, "USD" },
+			{ "core:n1", 1, 6000000, "USD" },
+			{ "ram:n1", 1, PBX_PRICE_MAX, "USD" },
+			{ "gpu:nvidia-tesla-t4", 1, 140000000, "USD" },
+		};
+		ok(pbx_store_prices_put(st, "gce", "us-central1", "skus:USD", (int64_t)time(NULL), big,
+					sizeof(big) / sizeof(big[0]), &err) == 0,
+		   "cache: a spot n1 RAM price of 1e6 a GiB");
+		ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) == 0, "quote: %s", err.msg);
+		ok(q.n == 4 && q.lines[1].each == -1 && q.lines[1].why &&
+			   strstr(q.lines[1].why, "cost more than pbx takes"),
+		   "30 GiB at 1e6: the line is unknown, saying why: %s",
+		   q.n == 4 && q.lines[1].why ? q.lines[1].why : "");
+		ok(q.total == -1, "and so is the total (no overflow)");
+		pbx_price_quote_free(&q);
+	}
 	pbx_store_close(st);
 	pbx_config_free(cfg);
 	unlink(db);
@@ -271,6 +338,7 @@ int main(void)
 {
 	char dir[] = "/tmp/pbx-test-price-XXXXXX";
 	test_gce_parse();
+	test_gce_parse_bounds();
 	test_aws_parse();
 	test_spot_parse();
 	test_money_and_types();

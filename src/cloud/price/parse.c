@@ -46,7 +46,7 @@ static int gce_money(json_t *price, const char *currency, int64_t *nanos)
 		if (!s || !*s)
 			return -1;
 		u = strtoll(s, &end, 10);
-		if (*end || u < 0 || u > PBX_NANO)
+		if (*end || u < 0 || u > PBX_PRICE_MAX / PBX_NANO)
 			return -1;
 	}
 	if (ns) {
@@ -56,6 +56,8 @@ static int gce_money(json_t *price, const char *currency, int64_t *nanos)
 		if (f < 0 || f >= PBX_NANO)
 			return -1;
 	}
+	if ((int64_t)(u * PBX_NANO + f) > PBX_PRICE_MAX)
+		return -1;
 	*nanos = (int64_t)(u * PBX_NANO + f);
 	return 0;
 }
@@ -212,7 +214,7 @@ static int aws_on_demand(json_t *product, int64_t *nanos)
 			unit = json_string_value(json_object_get(dim, "unit"));
 			usd = json_string_value(
 				json_object_get(json_object_get(dim, "pricePerUnit"), "USD"));
-			if (!unit || strcmp(unit, "Hrs") || !usd || pbx_money_parse(usd, nanos) < 0)
+			if (!unit || strcmp(unit, "Hrs") || !usd || pbx_price_parse(usd, nanos) < 0)
 				return -1;
 		}
 	}
@@ -294,7 +296,7 @@ static int spot_max(char **types, char **prices, size_t n, const char *type, int
 		if (strcmp(types[i], type))
 			return pbx_err_set(err, "spot price %zu is of instance type %.64s, not %s",
 					   i, types[i], type);
-		if (pbx_money_parse(prices[i], &x) < 0)
+		if (pbx_price_parse(prices[i], &x) < 0)
 			return pbx_err_set(err, "spot price %zu is not an amount: '%.32s'", i,
 					   prices[i]);
 		if (!*found || x > *max)

@@ -180,8 +180,18 @@ static int gce_machine(struct qctx *c, const char *mt, int spot, int64_t *nanos,
 				 spot ? "spot_hourly" : "hourly", mt);
 	if (rc == 0 && ty.gpus)
 		rc = gce_gpu(c, ty.gpu_type, spot, &gpu, why);
-	if (rc == 0) /* MiB * nanos per GiB: exact to a nano-unit */
-		*nanos = core * ty.cpus + (ram * ty.mem_mb + 512) / 1024 + gpu * ty.gpus;
+	if (rc == 0) { /* MiB * nanos per GiB: exact to a nano-unit */
+		int64_t cores = 0, mib = 0, sum = 0;
+		if (pbx_money_muladd(core, ty.cpus, 0, &cores) < 0 ||
+		    pbx_money_muladd(ram, ty.mem_mb, 512, &mib) < 0 ||
+		    pbx_money_muladd(gpu, ty.gpus, cores + mib / 1024, &sum) < 0) {
+			*why = xasprintf("the catalogue's %s prices make %s cost more than pbx "
+					 "takes; set prices.%s.%s",
+					 fam, mt, spot ? "spot_hourly" : "hourly", mt);
+			return 1;
+		}
+		*nanos = sum;
+	}
 	return rc;
 }
 
@@ -230,10 +240,14 @@ static int line_price(struct qctx *c, struct pbx_price_line *l, int gpus, const 
 	}
 	if (rc == 0 && !c->aws && gpus > 0)
 		rc = gce_gpu(c, gpu_type, l->spot, &gpu, &l->why);
-	if (rc == 0) {
-		l->each = base + gpu * gpus;
-		l->why = xstrdup(o ? "prices: override" : "catalogue");
+	if (rc == 0 && pbx_money_muladd(gpu, gpus, base, &l->each) < 0) {
+		l->each = -1;
+		l->why = xasprintf("%s with %d GPU(s) costs more than pbx takes", l->machine_type,
+				   gpus);
+		rc = 1;
 	}
+	if (rc == 0)
+		l->why = xstrdup(o ? "prices: override" : "catalogue");
 	return rc < 0 ? -1 : 0;
 }
 
@@ -310,8 +324,8 @@ int pbx_price_quote(struct pbx_store *st, const struct pbx_config *cfg,
 	}
 	q->total = 0;
 	for (i = 0; i < q->n; i++)
-		q->total = q->lines[i].each < 0 || q->total < 0
-				   ? -1
-				   : q->total + q->lines[i].each * q->lines[i].count;
+		if (q->total < 0 || q->lines[i].each < 0 ||
+		    pbx_money_muladd(q->lines[i].each, q->lines[i].count, q->total, &q->total) < 0)
+			q->total = -1; /* unknown, or more than pbx adds up */
 	return 0;
 }
