@@ -1084,6 +1084,69 @@ elif [ -f "$STAGE_DIR/pbx-train" ]; then
 	esac
 fi
 
+# ---- the task user (docs/SECURITY.md, "Who is who on a node"): pbx
+# submits every task as TASK_USER (sbatch --uid), never as root, so a task
+# cannot reach what root has on a node: the head's cloud identity, its
+# control state, munge's key.  The same uid on every node (the shared
+# directory is NFS).  On a VM it is made here; on a node body it is this
+# host's user (slurmd sets the job's uid on this host), and tasks run as
+# it where it can reach the body's files: a node body whose directories
+# lie under a private one (a PBX_HOME in /root) runs its tasks as root,
+# and says so.
+TASK_USER=pbx-task
+TASK_UID=2850
+task_user_make() {
+	if getent passwd "$TASK_USER" >/dev/null 2>&1; then
+		return 0
+	fi
+	taken=$(getent passwd "$TASK_UID" 2>/dev/null | cut -d: -f1)
+	[ -z "$taken" ] || die "uid $TASK_UID, which pbx's task user $TASK_USER has on every node, is $taken's here"
+	tries=0
+	# node bodies' bootstraps run at once on one host: one useradd wins
+	until useradd --uid "$TASK_UID" --user-group --home-dir "/home/$TASK_USER" --create-home \
+		--shell /bin/sh --comment "pbx tasks" "$TASK_USER" >/dev/null 2>&1 ||
+		getent passwd "$TASK_USER" >/dev/null 2>&1; do
+		tries=$((tries + 1))
+		[ "$tries" -lt 20 ] || die "useradd could not make the task user $TASK_USER"
+		sleep 0.5
+	done
+	log "made the task user $TASK_USER (uid $TASK_UID)"
+}
+# Whether TASK_USER reaches what a task needs here: the shared directory,
+# slurm.conf and munge's socket (srun and mpirun inside a job).
+task_user_reaches() {
+	# shellcheck disable=SC2016 # the arguments of that sh
+	runuser -u "$TASK_USER" -- sh -c 'cd "$1" && [ -r "$2" ] && [ -w "$3" ]' _ \
+		"$SHARED_HERE" "$CONF" "$MUNGE_SOCK" 2>/dev/null
+}
+TASK_USER_ON=
+# not root (a node body of a user's own): tasks run as that user already
+[ "$(id -u)" != 0 ] || task_user_make
+# passable DIR: DIR and every directory above it up to ROOT get o+x
+# (others may pass, not list; each file keeps its own mode)
+passable() {
+	d=$1
+	while [ -d "$d" ]; do
+		chmod o+x "$d" || return 1
+		case $d in "$ROOT"/*) d=${d%/*} ;; *) break ;; esac
+	done
+}
+# a node body's own directories on the way to what a task needs: the
+# configuration, munge's socket, slurmd's spool (the batch script),
+# pbx-train and the shared directory
+if [ "$MODE" = direct ]; then
+	for d in "$CONF_DIR" "$MUNGE_RUN" "${spool_dir:-}" "$ROOT/usr/local/bin" "$SHARED"; do
+		[ -z "$d" ] || passable "$d" || die "cannot make $d passable for $TASK_USER"
+	done
+fi
+if [ "$(id -u)" != 0 ]; then
+	:
+elif [ "$MODE" = systemd ] || task_user_reaches; then
+	TASK_USER_ON=$TASK_USER
+else
+	log "tasks on this node body run as root: $TASK_USER cannot reach $SHARED_HERE, $CONF or $MUNGE_SOCK (a directory above them is private to root; docs/SECURITY.md)"
+fi
+
 begin_new "$ENV_SH"
 {
 	echo "# pbx node environment: sourced by pbx before every remote command"
@@ -1106,6 +1169,8 @@ begin_new "$ENV_SH"
 	echo "export PBX_NODE=$SQ"
 	sq "${PBX_CLUSTER:-}"
 	echo "export PBX_CLUSTER=$SQ"
+	# pbx submits tasks as this user (src/jobs/arrays.c); none: as root
+	[ -z "$TASK_USER_ON" ] || echo "export PBX_TASK_USER=$TASK_USER_ON"
 } >"$NEW"
 install_new "$ENV_SH" 0644
 
@@ -1159,8 +1224,11 @@ stage shared
 if [ "$MODE" = direct ]; then
 	: # made with the other directories
 elif [ "$ROLE" = head ]; then
+	# root's: tasks (the task user) write only their runs' directories,
+	# which pbx gives them (src/jobs/arrays.c); 1777 before tasks ran as
+	# the task user
 	mkdir -p "$ROOT$SHARED"
-	chmod 1777 "$ROOT$SHARED"
+	chmod 0755 "$ROOT$SHARED"
 	clients=${PBX_NFS_CLIENTS:-}
 	if [ -z "$clients" ]; then
 		# NodeAddr (else NodeHostname, else NodeName) of every node.

@@ -104,7 +104,7 @@ int pbx_cluster_ssh_config(struct pbx_cluster *c, size_t i, char **config, char 
 	pbx_buf_adds(
 		&cfg,
 		"# Written by pbx for 'pbx cluster ssh' from its store; rewritten on every call.\n\n");
-	rc = pbx_mkdir_p(c->dir, 0700, err);
+	rc = pbx_mkdir_p(c->dir, PBX_CLUSTER_DIR_MODE, err);
 	if (rc == 0 && via) {
 		head = host_alias(c, 0);
 		rc = add_known(c, 0, &known, err);

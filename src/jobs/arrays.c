@@ -93,10 +93,22 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	pbx_buf_addf(
 		s,
 		"mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
+		/* tasks run as the node's task user (env.sh; docs/SECURITY.md),
+		 * never as root: theirs are the directories they write, those of
+		 * a package first run as root (before the upgrade) included */
+		"U= UHOME=\n"
+		"if [ -n \"${PBX_TASK_USER:-}\" ] && [ \"$(id -u)\" = 0 ]; then\n"
+		"  U=$PBX_TASK_USER UHOME=$(getent passwd \"$U\" | cut -d: -f6)\n"
+		"  chmod o+x \"$PBX_SHARED/pbx\" \"$R\" || exit 1\n"
+		"  for d in \"$R/tasks\" \"$R/slurm\"; do\n"
+		"    [ \"$(stat -c %%U \"$d\")\" = \"$U\" ] || chown -R -h \"$U:\" \"$d\" || exit 1\n"
+		"  done\n"
+		"fi\n"
 		"submit() {\n"
 		"  row=$1 first=$2 spec=$3; shift 3\n"
-		"  if out=$(PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
-		" PBX_LAUNCHER=%s sbatch --parsable \"$@\" --array=\"$spec\" --requeue"
+		"  if out=$(env ${U:+HOME=\"$UHOME\" USER=\"$U\" LOGNAME=\"$U\"}"
+		" PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
+		" PBX_LAUNCHER=%s sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} \"$@\" --array=\"$spec\" --requeue"
 		" --job-name=pbx-%s --comment=\"pbx:%s:$row\""
 		" --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		" \"$R/pkg/pbx-task.sh\" 2>&1); then\n"

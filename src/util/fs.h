@@ -45,6 +45,12 @@ int pbx_read_file(const char *path, struct pbx_buf *out, struct pbx_err *err);
  * path does not exist.  On error `out` is left as it was. */
 int pbx_read_regular(const char *path, size_t max, struct pbx_buf *out, int *missing,
 		     struct pbx_err *err);
+/* The mode of a cluster's directory in PBX_HOME (node bodies' disks and
+ * shared directory among its files): others may pass through it, not list
+ * it, so a node body's task user reaches the files a task needs, each of
+ * which has its own mode (docs/SECURITY.md, "Who is who on a node"). */
+#define PBX_CLUSTER_DIR_MODE 0711
+
 /* Refuses a file that group or others can write (and, when `secret`, read),
  * with a message that says how to fix it (code PBX_EXIT_SECURITY). */
 int pbx_check_private(const char *path, int secret, struct pbx_err *err);

@@ -68,6 +68,19 @@ stub mount <<'EOS'
 EOS
 stub chown <<'EOS'
 EOS
+# the node's users: PBX_ROOT/.fake-passwd (name:x:uid:...)
+stub getent <<'EOS'
+[ "$1" = passwd ] || exit 2
+f=$PBX_ROOT/.fake-passwd
+[ -r "$f" ] || exit 2
+awk -F: -v k="$2" '$1 == k || $3 == k { print; found = 1 } END { exit !found }' "$f"
+EOS
+stub useradd <<'EOS'
+for last; do :; done
+uid=; prev=
+for a; do [ "$prev" != --uid ] || uid=$a; prev=$a; done
+echo "$last:x:$uid:$uid::/home/$last:/bin/sh" >>"$PBX_ROOT/.fake-passwd"
+EOS
 stub scontrol <<'EOS'
 [ "$1" != ping ] || echo "Slurmctld(primary) at head is UP"
 EOS
@@ -128,6 +141,10 @@ stages() {
 boot head head 0 up || fail "head up: $(cat "$T/head.out" "$T/head.err")"
 stages head "install munge config shared slurmctld done"
 R=$T/head
+# the task user (docs/SECURITY.md): made once with its fixed uid, named
+# in env.sh, from which pbx submits every task as it
+has "head: useradd --uid 2850 --user-group --home-dir /home/pbx-task --create-home --shell /bin/sh --comment pbx tasks pbx-task"
+grep -qx "export PBX_TASK_USER=pbx-task" "$R/etc/pbx/env.sh" || fail "env.sh names no task user: $(cat "$R/etc/pbx/env.sh")"
 has "head: apt-get -o DPkg::Lock::Timeout=120 update -q"
 has "head: apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmctld slurm-client munge nfs-kernel-server"
 has "head: chown munge:munge $R/etc/munge $R/etc/munge/munge.key"
@@ -234,7 +251,7 @@ cp "$R/etc/fstab" "$T/fstab.1"
 : >"$LOG"
 boot head head 0 up || fail "head up #2: $(cat "$T/head.out")"
 boot node1 compute 2 up || fail "node1 up #2: $(cat "$T/node1.out")"
-hasnt "apt-get|systemctl (enable|restart|start)"
+hasnt "apt-get|systemctl (enable|restart|start)|useradd"
 # the export again: a node's name resolves once its instance exists (power
 # saving makes nodes after the head's first run)
 has "head: exportfs -ra"
@@ -336,6 +353,12 @@ rm -f "$T/stage/pbx-train" "$T/stage/pbx-train.target" "$T/stage/pbx-train-cuda.
 
 # ---- clear errors
 mkroot node2 debian 12
+# the task user's uid taken by another user: refused, saying whose it is
+echo "someone:x:2850:2850::/home/someone:/bin/sh" >"$T/node2/.fake-passwd"
+if boot node2 compute 2 up; then fail "uid 2850 taken: succeeded"; fi
+grep -q "^PBX-ERROR .*uid 2850, which pbx's task user pbx-task has on every node, is someone's here" "$T/node2.out" ||
+	fail "no message for a taken uid: $(cat "$T/node2.out")"
+rm -f "$T/node2/.fake-passwd"
 if boot node2 compute 4 up; then fail "4 GPUs promised, 2 present: succeeded"; fi
 grep -q '^PBX-ERROR .*promises 4 GPU(s) but nvidia-smi -L lists 2' "$T/node2.out" ||
 	fail "GPU count error: $(cat "$T/node2.out")"

@@ -186,6 +186,26 @@ static int local_create_one(void *ctx, size_t i, struct pbx_err *err)
 }
 
 /* Node bodies start at once: creation is over when this returns. */
+/* The cluster's directory, its nodes/ and the clusters/ above it in
+ * PBX_HOME: made passable (PBX_CLUSTER_DIR_MODE) whatever the umask, so
+ * the task user reaches the node bodies' files (docs/SECURITY.md). */
+static int local_dirs(const struct local_ctx *x, struct pbx_err *err)
+{
+	char *nodes = xasprintf("%s/nodes", x->dir), *parent = xstrdup(x->dir);
+	char *slash = strrchr(parent, '/');
+	const char *dirs[3] = { parent, x->dir, nodes };
+	size_t i;
+	int rc = pbx_mkdir_p(nodes, PBX_CLUSTER_DIR_MODE, err);
+	if (slash && slash != parent)
+		*slash = '\0';
+	for (i = 0; rc == 0 && i < 3; i++)
+		if (chmod(dirs[i], PBX_CLUSTER_DIR_MODE) < 0)
+			rc = pbx_err_set(err, "cannot chmod %s: %s", dirs[i], strerror(errno));
+	free(nodes);
+	free(parent);
+	return rc;
+}
+
 static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 			const struct pbx_create_hooks *h, struct pbx_err *err)
 {
@@ -199,7 +219,7 @@ static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 	struct pbx_err *errs = xcalloc(n ? n : 1, sizeof(*errs));
 	size_t i;
 	char *idfile = xasprintf("%s/" LOCAL_ID_FILE, x->dir);
-	int rc = pbx_mkdir_p(x->dir, 0700, err);
+	int rc = local_dirs(x, err);
 	if (rc == 0)
 		rc = pbx_write_file_atomic(idfile, s->uid, strlen(s->uid), 0600, err);
 	if (rc == 0)
