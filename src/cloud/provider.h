@@ -407,4 +407,11 @@ const struct pbx_provider *pbx_provider_find(const char *cloud);
 /* The providers, NULL-terminated (stop looks for orphans in each). */
 extern const struct pbx_provider *const pbx_providers[];
 
+/* onmachine.c: whether pbx may ask `cloud`'s ("aws", "gce") metadata
+ * server for credentials: on a machine of that cloud (its firmware says
+ * so), on a cluster's node (PBX_THIS_NODE), or where the server's address
+ * is set (AWS_EC2_METADATA_SERVICE_ENDPOINT, GCE_METADATA_HOST).  A
+ * laptop with no cloud configured never probes 169.254.169.254. */
+int pbx_may_ask_metadata(const char *cloud);
+
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cloud/aws/aws.h"
+#include "cloud/provider.h"
 #include "common/pyserver.h"
 #include "common/tap.h"
 
@@ -171,12 +172,47 @@ static void test_imds(const char *server)
 	pyserver_stop(&srv);
 }
 
+/* Whether a metadata server may be asked (src/cloud/onmachine.c): only on
+ * the cloud's machines, a cluster's node, or where its address is set.
+ * Firmware is read from PBX_TEST_DMI_DIR. */
+static void test_may_ask_metadata(void)
+{
+	char dmi[300];
+	snprintf(dmi, sizeof(dmi), "%s/dmi", dir);
+	mkdir(dmi, 0700);
+	setenv("PBX_TEST_DMI_DIR", dmi, 1);
+	unsetenv("PBX_THIS_NODE");
+	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	unsetenv("GCE_METADATA_HOST");
+	ok(!pbx_may_ask_metadata("aws") && !pbx_may_ask_metadata("gce"),
+	   "a laptop (no firmware sign, nothing set): neither metadata server is asked");
+	put("dmi/sys_vendor", "Amazon EC2\n");
+	ok(pbx_may_ask_metadata("aws") && !pbx_may_ask_metadata("gce"), "an EC2 machine: IMDS only");
+	put("dmi/sys_vendor", "Google\n");
+	put("dmi/product_name", "Google Compute Engine\n");
+	ok(!pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"),
+	   "a Compute Engine machine: its metadata server only");
+	put("dmi/sys_vendor", "QEMU\n");
+	put("dmi/product_name", "Standard PC (Q35 + ICH9, 2009)\n");
+	setenv("PBX_THIS_NODE", "head", 1);
+	ok(pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"),
+	   "pbx on a cluster's node (pbx-head): its cloud's server");
+	unsetenv("PBX_THIS_NODE");
+	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1", 1);
+	setenv("GCE_METADATA_HOST", "127.0.0.1:1", 1);
+	ok(pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"), "an address set: asked there");
+	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	unsetenv("GCE_METADATA_HOST");
+	unsetenv("PBX_TEST_DMI_DIR");
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "/tmp/pbx-aws-creds.%d", (int)getpid());
 	mkdir(dir, 0700);
 	setenv("HOME", dir, 1);
 	test_env_and_profiles();
+	test_may_ask_metadata();
 	if (argc > 1)
 		test_imds(argv[1]);
 	{

@@ -6,6 +6,7 @@
  * put in a message: messages say where credentials were looked for.
  */
 #include "cloud/aws/aws.h"
+#include "cloud/provider.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -327,7 +328,7 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 {
 	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
 	const char *tok = getenv("AWS_SESSION_TOKEN"), *imds_off;
-	int rc;
+	int rc, asked;
 	const char *name = profile_name(o->profile);
 	int explicit =
 		(o->profile && *o->profile) || (getenv("AWS_PROFILE") && *getenv("AWS_PROFILE"));
@@ -365,7 +366,9 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	}
 	prof_free(&p);
 	imds_off = getenv("AWS_EC2_METADATA_DISABLED");
-	if (o->http && !(imds_off && !strcasecmp(imds_off, "true"))) {
+	asked = o->http && !(imds_off && !strcasecmp(imds_off, "true")) &&
+		pbx_may_ask_metadata("aws");
+	if (asked) {
 		char *base = imds_base(err);
 		if (!base)
 			return -1; /* a refused endpoint is said as such */
@@ -377,7 +380,9 @@ int aws_creds_find(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	pbx_err_setc(err, PBX_EXIT_USAGE,
 		     "no AWS credentials found: not in the environment "
 		     "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)%s, not in profile '%s' of the "
-		     "shared credentials or config file, not from instance metadata",
-		     explicit ? " (skipped: a profile was named)" : "", name);
+		     "shared credentials or config file, %s",
+		     explicit ? " (skipped: a profile was named)" : "", name,
+		     asked ? "not from instance metadata"
+			   : "and this is no EC2 machine (instance metadata not asked)");
 	return -1;
 }
