@@ -1260,7 +1260,8 @@ static const struct pbx_cmd cmd_cluster_power = {
 		"for slurm.suspend_time: resume makes and bootstraps the named asleep nodes\n"
 		"(a failure removes what it made and marks them DOWN in SLURM with the\n"
 		"reason, so their jobs are requeued); suspend removes their instances and\n"
-		"puts them to sleep.  Nodes that are not power-saving nodes are left alone.",
+		"puts them to sleep.  A name that is not such a node (the head, a node that\n"
+		"always runs, no node at all) is a usage error (exit 2): nothing is done.",
 	.args = "CLUSTER",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_power_exec,

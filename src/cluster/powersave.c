@@ -578,6 +578,7 @@ int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const 
 {
 	struct pbx_cluster *c = NULL;
 	int lock = -1, rc;
+	size_t i;
 	if (strcmp(action, "resume") != 0 && strcmp(action, "suspend") != 0)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "expected resume or suspend, got '%s'",
 				    action);
@@ -594,6 +595,15 @@ int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const 
 				    "group (min: below its count)",
 				    name);
 	}
+	for (i = 0; i < n; i++)
+		if (!pbx_power_remade(c->spec.t, nodes[i])) {
+			pbx_cluster_close(c);
+			close(lock);
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "'%.64s' is not a node of cluster %s that power saving "
+					    "makes and removes: nothing done",
+					    nodes[i], name);
+		}
 	if (!strcmp(action, "resume"))
 		rc = power_resume(st, cfg, c, nodes, n, err);
 	else

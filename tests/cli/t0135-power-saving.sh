@@ -74,15 +74,20 @@ run_pbx cluster exec ps -- srun -N1 -c2 hostname
 ok $rc "srun wakes a node again (made anew, a new host key) and runs: $out $errout"
 [ $rc = 0 ] || sed 's/^/# /' "$CDIR/nodes/head/var/log/pbx-power.log"
 
-# names from SLURM's host list are only ever matched against the store's
+# names from SLURM's host list are only ever matched against the store's:
+# one that is no node power saving makes is a usage error, and nothing is done
 before=$(node_states)
-run_pbx cluster power ps suspend head '../head' 'node1; touch x' '$(touch y)'
-is "$rc:$(node_states):$(body_procs head | grep -c '^0$')" "0:$before:0" \
-	"suspend of the head or of hostile names does nothing ($before)"
+run_pbx cluster power ps suspend node1 head '../head' 'node1; touch x' '$(touch y)'
+is "$rc:$(node_states):$(body_procs head | grep -c '^0$')" "2:$before:0" \
+	"suspend naming the head or hostile names: exit 2, nothing done ($before)"
+case $errout in *"'head' is not a node of cluster ps that power saving makes and removes: nothing done"*) r=0 ;; *) r=1 ;; esac
+ok $r "naming the first: $errout"
 [ ! -e x ] && [ ! -e y ] && [ ! -e "$CDIR/x" ]
 ok $? "and runs nothing"
-run_pbx cluster power ps resume 'node9' '../../x'
-is "$rc:$(node_states)" "0:$before" "resume of names that are no asleep node does nothing"
+for names in "node9" "../../x" "" "node0" "head"; do
+	run_pbx cluster power ps resume node1 "$names"
+	is "$rc:$(node_states)" "2:$before" "resume naming '$names' (no node that sleeps): exit 2, nothing done"
+done
 run_pbx cluster power ps wake node1
 is "$rc" "2" "an action other than resume or suspend is a usage error"
 
