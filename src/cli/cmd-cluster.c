@@ -366,8 +366,7 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int rc, was_up = 0, first;
 	if ((rc = pbx_opts_parse(&cmd_cluster_start, argc, argv, &so, &first)))
 		return rc;
-	if (so.autostop && (pbx_duration_parse(so.autostop, PBX_AUTOSTOP_MAX_S, &autostop) < 0 ||
-			    (autostop && autostop < 10)))
+	if (so.autostop && pbx_autostop_parse(so.autostop, 10, PBX_AUTOSTOP_MAX_S, &autostop) < 0)
 		return pbx_usage_error(&cmd_cluster_start,
 				       "--autostop: '%s' is not a duration "
 				       "from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "

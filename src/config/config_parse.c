@@ -522,7 +522,7 @@ static int parse_autostop(const struct pbx_ynode *m, int cloud, struct pbx_clust
 		return 0;
 	if (pbx_ynode_str(v, PBX_YSTR_ONE_LINE, &text, err) < 0)
 		return -1;
-	if (pbx_duration_parse(text, PBX_AUTOSTOP_MAX_S, &secs) < 0 || (secs && secs < 10))
+	if (pbx_autostop_parse(text, 10, PBX_AUTOSTOP_MAX_S, &secs) < 0)
 		rc = pbx_ynode_error(v, err,
 				     "must be a duration from 10s to 30d (90s, 30m, 2h, "
 				     "1h30m; a bare number is minutes) or off, got '%s'",

@@ -71,3 +71,16 @@ void pbx_duration_format(long seconds, char *out, unsigned long size)
 		seconds -= n * duration_secs[i];
 	}
 }
+
+int pbx_autostop_parse(const char *s, long min, long max, long *seconds)
+{
+	long v;
+	if (s && !strcmp(s, "off")) {
+		*seconds = 0;
+		return 0;
+	}
+	if (pbx_duration_parse(s, max, &v) < 0 || v < min)
+		return -1;
+	*seconds = v;
+	return 0;
+}

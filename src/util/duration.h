@@ -12,6 +12,11 @@
  * such a duration or exceeds `max` seconds (*seconds then unchanged). */
 int pbx_duration_parse(const char *s, long max, long *seconds);
 
+/* An autostop setting: "off" (0), or a duration of at least `min`
+ * seconds and at most `max`.  A duration of zero ("0", "0s") is refused
+ * like one below `min`: only "off" turns it off.  Returns 0 or -1. */
+int pbx_autostop_parse(const char *s, long min, long max, long *seconds);
+
 /* `seconds` written back as the shortest form pbx_duration_parse reads
  * ("off", "90s", "1h30m") into out (at least 32 bytes). */
 void pbx_duration_format(long seconds, char *out, unsigned long size);

@@ -63,5 +63,14 @@ int main(void)
 	is_str(buf, "1h30m", "5400 s is written 1h30m");
 	pbx_duration_format(0, buf, sizeof(buf));
 	is_str(buf, "off", "0 is written off");
+	/* autostop: only "off" turns it off; 0 is refused like 9 s */
+	v = 7;
+	ok(pbx_autostop_parse("off", 10, 100, &v) == 0 && v == 0, "autostop off: 0");
+	ok(pbx_autostop_parse("10s", 10, 100, &v) == 0 && v == 10, "autostop 10s: the least");
+	v = 7;
+	ok(pbx_autostop_parse("0", 10, 100, &v) < 0 && pbx_autostop_parse("0s", 10, 100, &v) < 0 &&
+		   pbx_autostop_parse("9s", 10, 100, &v) < 0 && pbx_autostop_parse("2m", 10, 100, &v) < 0 &&
+		   v == 7,
+	   "autostop 0, 0s, 9s and above the most: refused, nothing written");
 	return tap_done();
 }
