@@ -11,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
 #include "slurm/conf.h"
+#include "cloud/local/slots.h"
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
@@ -34,7 +35,35 @@
  * is not the cluster's own name.  A new cluster's id is made and recorded
  * here, before anything is created in a cloud: every resource will carry
  * it. */
-static int start_record(struct pbx_store *st, struct pbx_cluster_target *tg, struct pbx_err *err)
+/* The lowest slot free in this store; on the local cloud also one no
+ * other home's live cluster holds on this machine (slots.h), claimed for
+ * `uid`.  0 or -1. */
+static int start_slot(struct pbx_store *st, const struct pbx_config *cfg,
+		      const struct pbx_cluster_template *t, const char *name, const char *uid,
+		      int *slot, struct pbx_err *err)
+{
+	char *space, *dir;
+	int from = 0, rc = 0;
+	if (pbx_store_free_slot(st, t->cloud, 0, slot, err) < 0)
+		return -1;
+	if (strcmp(t->cloud, "local") != 0)
+		return 0;
+	space = pbx_local_slot_space(cfg);
+	dir = xasprintf("%s/clusters/%s", pbx_home(), name);
+	while (rc == 0) {
+		rc = pbx_store_free_slot(st, t->cloud, from, slot, err);
+		if (rc == 0)
+			rc = pbx_local_slot_claim(space, *slot, uid, dir, err);
+		if (rc == 0)
+			from = *slot + 1; /* another home's: the next */
+	}
+	free(space);
+	free(dir);
+	return rc < 0 ? -1 : 0;
+}
+
+static int start_record(struct pbx_store *st, const struct pbx_config *cfg,
+			struct pbx_cluster_target *tg, struct pbx_err *err)
 {
 	const struct pbx_cluster_template *t = tg->t;
 	char *json, uid[PBX_CLUSTER_UID_LEN + 1];
@@ -49,7 +78,7 @@ static int start_record(struct pbx_store *st, struct pbx_cluster_target *tg, str
 		free(json);
 		return -1;
 	}
-	rc = pbx_store_free_slot(st, t->cloud, &slot, err);
+	rc = start_slot(st, cfg, t, tg->name, uid, &slot, err);
 	if (rc == 0)
 		rc = pbx_store_cluster_create(st, tg->name, uid, t->cloud, json, slot, &id, err);
 	if (rc == 0 && strcmp(t->name, tg->name) != 0)
@@ -742,7 +771,7 @@ int pbx_cluster_start(struct pbx_store *st, const struct pbx_config *cfg,
 	if (!pbx_provider_find(tg->t->cloud))
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "cloud '%s' is not supported yet",
 				    tg->t->cloud);
-	if (start_record(st, tg, err) < 0 ||
+	if (start_record(st, cfg, tg, err) < 0 ||
 	    start_record_autostop(st, &tg->row, autostop, err) < 0 ||
 	    pbx_cluster_open_row(st, cfg, &tg->row, &c, err) < 0)
 		return -1;

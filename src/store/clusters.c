@@ -219,10 +219,11 @@ int pbx_store_cluster_list(struct pbx_store *st, int include_deleted, struct pbx
 	return 0;
 }
 
-int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, struct pbx_err *err)
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int from, int *slot,
+			struct pbx_err *err)
 {
 	sqlite3_stmt *stmt;
-	int rc, want = 0;
+	int rc, want = from;
 	if (pbx_store_prepare(st,
 			      "SELECT slot FROM clusters WHERE cloud = ? AND state != 'deleted'"
 			      " ORDER BY slot",
@@ -231,6 +232,8 @@ int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, stru
 	sqlite3_bind_text(stmt, 1, cloud, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		int used = sqlite3_column_int(stmt, 0);
+		if (used < want)
+			continue;
 		if (used == want)
 			want++;
 		else if (used > want)

@@ -94,8 +94,9 @@ int pbx_store_cluster_get_uid(struct pbx_store *st, const char *uid, struct pbx_
  * nor the id is another cluster's. */
 int pbx_store_cluster_put(struct pbx_store *st, const struct pbx_cluster_row *row, int64_t *id,
 			  struct pbx_err *err);
-/* Slots used by live clusters of `cloud`: returns the lowest free slot >= 0. */
-int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int *slot, struct pbx_err *err);
+/* Slots used by live clusters of `cloud`: the lowest free slot >= `from`. */
+int pbx_store_free_slot(struct pbx_store *st, const char *cloud, int from, int *slot,
+			struct pbx_err *err);
 void pbx_cluster_row_free(struct pbx_cluster_row *row);
 void pbx_cluster_rows_free(struct pbx_cluster_row *rows, size_t n);
 

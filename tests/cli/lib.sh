@@ -324,6 +324,9 @@ TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
 echo $$ >"$TEST_TMP/owner"
 reap_stale_tests
 export PBX_HOME="$TEST_TMP/home"
+# the machine's registry of local clusters' slots (src/cloud/local/slots.c):
+# each test its own, as each has its own addresses
+export PBX_LOCAL_SLOTS_DIR="$TEST_TMP/local-slots"
 # Tests talk to loopback only: no cloud credential lookup may fall through
 # to a metadata server (169.254.169.254, metadata.google.internal) or to
 # the tester's own gcloud / AWS credentials.

@@ -32,16 +32,19 @@ static void test_schema_and_clusters(void)
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
-	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "first slot is 0");
+	ok(pbx_store_free_slot(st, "local", 0, &slot, &err) == 0 && slot == 0, "first slot is 0");
 	ok(pbx_store_cluster_create(st, "a", UID_A, "local", "{}", 0, &id, &err) == 0, "create a");
 	ok(pbx_store_cluster_create(st, "a", UID_C, "local", "{}", 1, &id2, &err) < 0,
 	   "second live cluster with the same name refused");
 	ok(pbx_store_cluster_create(st, "b", UID_A, "local", "{}", 1, &id2, &err) < 0,
 	   "a second cluster with the same id refused");
 	ok(pbx_store_cluster_create(st, "b", UID_B, "local", "{}", 1, &id2, &err) == 0, "create b");
-	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 2, "next slot is 2");
+	ok(pbx_store_free_slot(st, "local", 0, &slot, &err) == 0 && slot == 2, "next slot is 2");
 	ok(pbx_store_cluster_set_state(st, id, "deleted", &err) == 0, "delete a");
-	ok(pbx_store_free_slot(st, "local", &slot, &err) == 0 && slot == 0, "slot 0 reused");
+	ok(pbx_store_free_slot(st, "local", 0, &slot, &err) == 0 && slot == 0, "slot 0 reused");
+	ok(pbx_store_free_slot(st, "local", 1, &slot, &err) == 0 && slot == 2,
+	   "from 1: 2 (1 is b's; another home holds 0)");
+	ok(pbx_store_free_slot(st, "local", 3, &slot, &err) == 0 && slot == 3, "from 3: 3");
 	ok(pbx_store_cluster_create(st, "a", UID_C, "local", "{\"x\":1}", 0, &id, &err) == 0,
 	   "name reusable after delete");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) == 0 &&

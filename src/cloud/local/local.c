@@ -15,12 +15,14 @@
  * directory is under this $PBX_HOME (and holds its cluster id, in
  * DIR/cluster-id, which `stop --id` matches), its processes are found by
  * that directory (procs.c matches it as a whole path), and its nodes admit
- * only this cluster's own login key.  Two homes whose slots give the same
- * addresses do not share them: the second start fails, as its sshd cannot
- * listen on an address in use.
+ * only this cluster's own login key.  Two homes with the same addresses
+ * and ports configured take different slots: a start claims its slot in
+ * the machine's registry (slots.c), skipping those another home's live
+ * cluster holds, and a stop gives it back.
  */
 #include "cloud/local/body.h"
 #include "cloud/local/procs.h"
+#include "cloud/local/slots.h"
 #include "cloud/provider.h"
 #include "util/fanout.h"
 #include "util/fs.h"
@@ -294,9 +296,15 @@ static int local_destroy(void *ctx, const struct pbx_instance *v, size_t n, stru
 	char *needle = xasprintf("%s/", x->dir);
 	(void)v;
 	(void)n;
+	char *space = pbx_local_slot_space(x->s->cfg);
+	int rc;
 	pbx_local_procs_kill(needle, 5000);
 	free(needle);
-	return pbx_rm_rf(x->dir, err);
+	rc = pbx_rm_rf(x->dir, err);
+	if (rc == 0) /* this machine's other homes may have the slot now */
+		pbx_local_slot_release(space, x->slot, x->s->uid);
+	free(space);
+	return rc;
 }
 
 /* A resize's removal: every process of each node body (its prefix on the
