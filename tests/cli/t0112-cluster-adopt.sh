@@ -116,6 +116,9 @@ bad_record cluster.uid "r['cluster']['uid'] = 'x'"
 bad_record cluster.template_json "r['cluster']['template_json'] = '{'"
 # the user's key the nodes the head makes authorize: one public key line only
 bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']); t['user_key'] = 'ssh-ed25519 AAAA\\nx'; r['cluster']['template_json'] = json.dumps(t)"
+# the budget's deadline the user's start computed: a positive integer only
+bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']); t['budget_until'] = -5; r['cluster']['template_json'] = json.dumps(t)"
+bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']); t['budget_until'] = '1796200000'; r['cluster']['template_json'] = json.dumps(t)"
 bad_record "pins[0].hostport" "r['pins'][0]['hostport'] = 'other/head@127.0.97.1:22970'"
 bad_record "pins[0].type" "r['pins'][0]['type'] = 'ssh-ed25519 x'"
 
