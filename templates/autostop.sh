@@ -78,7 +78,10 @@ owned_by_me() {
 # else stood at DIR (a link, a FIFO, someone else's directory) is removed.
 own_dir() {
 	if [ -e "$1" ] || [ -L "$1" ]; then
-		owned_by_me "$1" && [ -d "$1" ] || { log "removing $1: not this watcher's own directory"; rm -rf "$1"; }
+		if ! owned_by_me "$1" || [ ! -d "$1" ]; then
+			log "removing $1: not this watcher's own directory"
+			rm -rf "$1"
+		fi
 	fi
 	mkdir -p "$1" && chmod 0755 "$1" && owned_by_me "$1"
 }
@@ -166,6 +169,22 @@ suspend_cloud_nodes() {
 	done
 	left=$(slurm_awake "$sleepers")
 	[ -z "$left" ] || log "not powered down within $DRAIN s: $left (stopping anyway)"
+}
+
+# Power saving on a cloud: a node SLURM has asleep or down may still have
+# an instance (a resume killed part-way made it, and SLURM, which has it
+# down~, never suspends it), which a stop of the awake nodes alone would
+# leave running.  The head's pbx removes every sleeping node's instance it
+# finds, whatever SLURM and its store say, before the head goes off.
+remove_sleepers() {
+	[ -n "${PBX_BIN:-}" ] || return 0
+	sleepers=$(cloud_nodes | tr '\n' ' ')
+	[ -n "$sleepers" ] || return 0
+	mkdir -p "$STATE_DIR"
+	# shellcheck disable=SC2086 # node names of pbx's own slurm.conf, split
+	if ! "$PBX_BIN" -q cluster power "$PBX_CLUSTER" suspend $sleepers >"$STATE_DIR/sleepers.log" 2>&1; then
+		log "removing the sleeping nodes' instances failed: $(grep -v '^ *$' "$STATE_DIR/sleepers.log" | tail -1 | tr -cd '[:print:]' | cut -c1-300)"
+	fi
 }
 
 # The pids of this body's processes but this one.
@@ -258,6 +277,7 @@ head_stop() {
 	fi
 	mkdir -p "$STATE_DIR"
 	suspend_cloud_nodes
+	remove_sleepers
 	id=$(date +%s)
 	mkdir -p "$STATE_DIR"
 	printf 'stopped_at=%s\nreason=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" \
