@@ -3,6 +3,12 @@
 # its local cluster and run its tests, on a fresh Debian 12 (run as root).
 # It prints a few lines; apt-get's full output goes to a log file whose
 # path it prints (PBX_DEPS_LOG, default /var/log/pbx-install-deps.log).
+# Every program a script or test runs comes from here (or the test venv,
+# scripts/venv.sh), the booted-VM tests' tools aside (scripts/vm-tools.sh):
+# a development machine that happens to have more hides a missing one, so
+# scripts/clean-check.sh runs the README's commands in a clean root.
+# curl: pbx-preempt (templates/preempt.sh) and the tests that ask the
+# emulated metadata servers; shellcheck: the bootstrap.shellcheck test.
 # When apt-get fails it prints the end of that log and exits non-zero.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -15,8 +21,8 @@ packages="
   slurm-wlm munge openssh-server openssh-client
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core
-  procps iproute2 psmisc sqlite3 rsync man-db sudo
-  bash-completion zsh clang-format
+  procps iproute2 psmisc sqlite3 rsync man-db sudo curl
+  bash-completion zsh clang-format shellcheck
   dataset-fashion-mnist
 "
 
