@@ -43,7 +43,8 @@ kill -9 $victims 2>/dev/null
 # dead (gone, or a zombie) before SLURM is told
 dead() {
 	for p in $victims; do
-		st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1) && [ "$st" != Z ] && return 1
+		st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)
+		case $st in '' | Z) ;; *) return 1 ;; esac
 	done
 	return 0
 }
