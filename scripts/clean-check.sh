@@ -32,8 +32,8 @@
 # time on this machine would share.  So install-deps (and, for the tests,
 # the test venv, scripts/venv.sh) first runs with the network; then each
 # README command runs whole (its install-deps finds everything installed)
-# in a network namespace with only `lo` (which also holds 192.0.2.1, as a
-# machine has an address besides loopback's).  --net runs them here instead.
+# in a network namespace of their own, with lo and an eth0 (192.0.2.1/24)
+# that reaches nothing.  --net runs them here instead.
 #
 # Prints each command's exit status and wall time; exits 1 when one failed.
 # Everything it mounts is unmounted on exit, failure or signal included, and
@@ -205,10 +205,14 @@ in_root() {
 	set -- chroot "$root" /usr/bin/env -i PATH="$std_path" HOME=/root USER=root LOGNAME=root \
 		SHELL=/bin/sh TERM="${TERM:-dumb}" /bin/sh /root/.clean-check-cmd
 	if [ "$ir_net" = isolated ] && [ -z "$net" ]; then
-		# lo, and an address that is not loopback's (192.0.2.1, TEST-NET-1,
-		# on lo too): getaddrinfo's AI_ADDRCONFIG, which slurmctld uses,
-		# finds no IPv4 where only 127.0.0.1 is, and it fails to listen.
-		unshare --net sh -c 'ip link set lo up && ip addr add 192.0.2.1/32 dev lo && exec "$@"' sh "$@"
+		# lo, and an eth0 as a machine has (a veth whose peer is in the
+		# namespace too: nothing leaves it), 192.0.2.1/24 (TEST-NET-1):
+		# with 127.0.0.1 alone getaddrinfo's AI_ADDRCONFIG finds no IPv4
+		# (slurmctld cannot listen) and Open MPI no interface for its
+		# out-of-band messages (mpirun fails).
+		unshare --net sh -c 'ip link set lo up &&
+			ip link add eth0 type veth peer name eth1 && ip link set eth1 up &&
+			ip addr add 192.0.2.1/24 dev eth0 && ip link set eth0 up && exec "$@"' sh "$@"
 	else
 		"$@"
 	fi
