@@ -181,7 +181,7 @@ env_for node2 env PBX_CTLD_LOCK="$T/ctld.lock" sh "$BOOT" up >"$T/out/node2.lock
 	2>"$T/out/node2.lock.err" &
 up=$!
 i=0
-until grep -q '^PBX-STAGE slurmd' "$T/out/node2.lock.out"; do
+until grep -q '^PBX-STAGE slurmd' "$T/out/node2.lock.out" 2>/dev/null; do
 	i=$((i + 1))
 	[ "$i" -lt 1200 ] || fail "up with PBX_CTLD_LOCK never reached its slurmd stage in 60 s"
 	sleep 0.05
