@@ -12,6 +12,9 @@
 #   --rebuild     debootstrap the base root again (it is made once and kept)
 #   --reuse       run in the root the last run left (its packages, venv and
 #                 build trees kept: quicker, but not clean)
+#   --cmd CMD     run the shell command CMD (from /root/pbx) instead of
+#                 the README's, in the same setting (to look into a failure;
+#                 with --reuse, in the root the last run left)
 #   --net         run the commands in this machine's network namespace
 #                 (default: one of their own with only loopback, see below)
 #   --dir DIR     where the roots and logs go (PBX_CLEAN_DIR, default
@@ -41,7 +44,7 @@
 set -eu
 
 dir=${PBX_CLEAN_DIR:-/var/tmp/pbx-clean}
-rebuild='' reuse='' net='' do_demo=1 do_tests=1
+rebuild='' reuse='' net='' do_demo=1 do_tests=1 user_cmd=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--demo) do_demo=1 do_tests= ;;
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--rebuild) rebuild=1 ;;
 	--reuse) reuse=1 ;;
 	--net) net=1 ;;
+	--cmd) user_cmd=${2:?--cmd needs a command}; do_demo='' do_tests=''; shift ;;
 	--dir) dir=${2:?--dir needs a directory}; shift ;;
 	--) shift; break ;;
 	-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -244,9 +248,9 @@ summary=
 status=0
 say "install-deps with the network (log $logs/$stamp-prepare.log)"
 prep='sh scripts/install-deps.sh'
-[ -z "$do_tests" ] || prep="$prep && . scripts/venv.sh && echo 'test venv ready: build/venv'"
+[ -z "$do_tests$user_cmd" ] || prep="$prep && . scripts/venv.sh && echo 'test venv ready: build/venv'"
 run_logged "$logs/$stamp-prepare.log" net "$prep"
-summary="${summary}prepare (install-deps$([ -z "$do_tests" ] || echo ', test venv'), network): exit $run_rc, $run_s s
+summary="${summary}prepare (install-deps$([ -z "$do_tests$user_cmd" ] || echo ', test venv'), network): exit $run_rc, $run_s s
 "
 if [ "$run_rc" != 0 ]; then
 	status=1
@@ -272,6 +276,13 @@ if [ -n "$do_tests" ]; then
 		grep -E '^[[:space:]]+[0-9]+ - ' || true)
 	[ -z "$fails" ] || summary="${summary}failed tests:
 $fails
+"
+fi
+if [ -n "$user_cmd" ] && [ "$status" = 0 ]; then
+	say "\$ $user_cmd   (log $logs/$stamp-cmd.log)"
+	run_logged "$logs/$stamp-cmd.log" isolated "$user_cmd"
+	[ "$run_rc" = 0 ] || status=1
+	summary="$summary$user_cmd: exit $run_rc, $run_s s
 "
 fi
 printf '\n== clean-check (%s, %s)\n%s' "$stamp" "$root" "$summary"
