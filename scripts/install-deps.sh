@@ -3,6 +3,15 @@
 # its local cluster and run its tests, on a fresh Debian 12 (run as root).
 # It prints a few lines; apt-get's full output goes to a log file whose
 # path it prints (PBX_DEPS_LOG, default /var/log/pbx-install-deps.log).
+# Every program a script or test runs comes from here (or the test venv,
+# scripts/venv.sh), the booted-VM tests' tools aside (scripts/vm-tools.sh):
+# a development machine that happens to have more hides a missing one, so
+# scripts/clean-check.sh runs the README's commands in a clean root.
+# curl: pbx-preempt (templates/preempt.sh) and the tests that ask the
+# emulated metadata servers; shellcheck: the bootstrap.shellcheck test;
+# nfs-kernel-server and nfs-common: what the bootstrap's install action
+# (pbx image build) wants besides SLURM and munge, which the image tests
+# (t0440, t0445) run on this machine: without them it apt-gets them here.
 # When apt-get fails it prints the end of that log and exits non-zero.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -12,11 +21,11 @@ packages="
   libcurl4-openssl-dev libjansson-dev libssh2-1-dev libyaml-dev libsqlite3-dev
   libssl-dev libxml2-dev zlib1g-dev libopenmpi-dev openmpi-bin libopenblas-dev
   protobuf-c-compiler libprotobuf-c-dev
-  slurm-wlm munge openssh-server openssh-client
+  slurm-wlm munge openssh-server openssh-client nfs-kernel-server nfs-common
   python3 python3-venv python3-pip
   chromium fonts-dejavu-core
-  procps iproute2 psmisc sqlite3 rsync man-db sudo
-  bash-completion zsh clang-format
+  procps iproute2 psmisc sqlite3 rsync man-db sudo curl
+  bash-completion zsh clang-format shellcheck
   dataset-fashion-mnist
 "
 
@@ -49,8 +58,12 @@ if [ -n "$missing" ]; then
 	echo "installed $n packages in $(($(date +%s) - t0)) s"
 fi
 # Debian starts munge/slurm services on install where systemd runs; pbx
-# runs its own daemons per cluster, so stop any that were started.
-for s in slurmctld slurmd munge; do
+# runs its own daemons per cluster, so stop any that were started; the NFS
+# server too when this run installed it (nothing here serves NFS; a machine
+# that already did keeps doing so).
+units="slurmctld slurmd munge"
+case " $missing " in *" nfs-kernel-server "*) units="$units nfs-server" ;; esac
+for s in $units; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$s" 2>/dev/null; then
 		systemctl stop "$s" || true
 	fi

@@ -65,6 +65,34 @@ wait_for() {
 	done
 }
 
+# wait_secs SECONDS CMD...: runs CMD until it succeeds, every 0.2 s, for at
+# most SECONDS seconds of wall time (wait_for counts tries, and a slow CMD
+# makes its tries long); its status is the last run's.
+wait_secs() {
+	_wsd=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$_wsd" ] || return 1
+		sleep 0.2
+	done
+}
+
+# Acting on a SLURM job (scancel, scontrol requeue/update) right after a
+# submit races with SLURM: the job may not exist yet, or not run yet (an
+# array element is split off its array only when it starts), or have ended
+# already.  First wait, with a bound, for the state the act needs:
+# job_state CLUSTER JOB: SLURM's state of JOB (squeue %T: PENDING, RUNNING,
+# ...; JOB may be ARRAY_TASK), nothing when squeue does not list it.
+job_state() { "$PBX" cluster exec "$1" -- squeue -h -j "$2" -o %T 2>/dev/null | head -n 1; }
+# job_is CLUSTER JOB STATE: whether SLURM has JOB in STATE
+job_is() { [ "$(job_state "$1" "$2")" = "$3" ]; }
+# job_gone CLUSTER JOB: whether squeue no longer lists JOB (ended, purged
+# or never there)
+job_gone() { [ -z "$(job_state "$1" "$2")" ]; }
+# task_running DIR: whether the task wrapper of task directory DIR has
+# written its RUNNING status line (its job's batch script runs)
+task_running() { [ "$(cut -d' ' -f2 "$1/status" 2>/dev/null)" = RUNNING ]; }
+
 # wait_started FILE PID LOG WHAT: waits until the server PID writes FILE
 # (its port, its environment).  Seconds usually, but a loaded machine (the
 # whole suite at once) has taken over 30 s: up to 2 minutes, then the test

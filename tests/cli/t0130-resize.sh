@@ -60,13 +60,14 @@ is "$(echo "$out" | json_get "len([n for n in d['nodes'] if n['role'] == 'comput
 for k in 1 2 3; do
 	"$PBX" -q cluster exec rs -- sbatch --parsable --requeue --exclusive --wrap 'sleep 600' >/dev/null
 done
+# the drain below needs a job running on node3: wait for it (2 minutes at
+# most: a loaded machine)
 JOB=
-i=0
-while [ -z "$JOB" ] && [ $i -lt 50 ]; do
+on_node3() {
 	JOB=$("$PBX" cluster exec rs -- squeue -h -t RUNNING -o '%i %N' 2>/dev/null | awk '$2 == "node3" {print $1}')
-	[ -n "$JOB" ] || sleep 0.2
-	i=$((i + 1))
-done
+	[ -n "$JOB" ]
+}
+wait_secs 120 on_node3
 ok $([ -n "$JOB" ]; echo $?) "a job runs on node3 (job $JOB)"
 run_pbx cluster resize rs -1 --timeout 3
 is "$rc" 1 "resize -1 gives up after --timeout while node3 runs a job"

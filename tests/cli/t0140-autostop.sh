@@ -40,6 +40,7 @@ ok $? "show says when it will stop: $(echo "$out" | sed -n 3p)"
 # time; the watchers restart with 12 s while it runs
 run_pbx cluster exec as -- sbatch -N1 --wrap "while [ ! -e $TEST_TMP/go ]; do sleep 1; done"
 ok $rc "a job is submitted: $out $errout"
+JOBID=${out##* }
 run_pbx -q cluster start as --autostop 12s
 ok $rc "start --autostop 12s while it runs: $errout"
 sleep 16
@@ -47,8 +48,24 @@ is "$(watchers)" 3 "16 s later (more than 12 s), the job keeps every node up"
 # an open SSH session keeps it up too
 "$PBX" cluster exec as -- sleep 30 >/dev/null 2>&1 &
 SESSION=$!
-sleep 5
+# open (the head's sshd has it, as pbx-autostop counts sessions) before
+# the job ends, and the job gone before the 16 s count
+sessions() {
+	top=$(cat "$CDIR/nodes/head/run/sshd.pid" 2>/dev/null)
+	ps -eo pid=,ppid=,args= | awk -v top="${top:-none}" '{ parent[$1] = $2; line[$1] = $0 }
+		END { n = 0
+			for (p in parent) {
+				if (line[p] !~ /^ *[0-9]+ +[0-9]+ +sshd: [^ ]+@/) continue
+				for (q = parent[p]; q != "" && q != 0 && q != 1; q = parent[q]) if (q == top) { n++; break }
+			}
+			print n }'
+}
+has_session() { [ "$(sessions)" -ge 1 ]; }
+wait_secs 60 has_session
+ok $? "the SSH session is open"
 touch "$TEST_TMP/go"
+wait_secs 60 job_gone as "$JOBID"
+ok $? "the job (${JOBID}) ends"
 sleep 16
 is "$(watchers)" 3 "the job over for 16 s, an open SSH session keeps it up"
 kill "$SESSION" 2>/dev/null; wait "$SESSION" 2>/dev/null

@@ -24,12 +24,10 @@ run_pbx -q cluster start nf
 ok $rc "cluster starts: $errout"
 run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" nf
 PKG=$(echo "$out" | json_get 'd["package"]')
-# Running, and the wrapper has written its status (node known).
-i=0
-while { [ "$(task_field 0 state)" != RUNNING ] || [ "$(task_field 0 node)" = None ]; } && [ $i -lt 30 ]; do
-	sleep 1
-	i=$((i + 1))
-done
+# Running, and the wrapper has written its status (node known): only then
+# can its node die under it (2 minutes at most: a loaded machine).
+on_node() { [ "$(task_field 0 state)" = RUNNING ] && [ "$(task_field 0 node)" != None ]; }
+wait_secs 120 on_node
 node=$(task_field 0 node)
 is "$(task_field 0 state)" "RUNNING" "the task runs (on $node)"
 
@@ -42,7 +40,16 @@ victims=$(for f in /proc/[0-9]*/environ; do
 	grep -q -s -a -F -f "$TEST_TMP/mine" "$f" && grep -q -s -a -F -f "$TEST_TMP/pat" "$f" || continue
 	p=${f#/proc/}; echo "${p%%/*}"; done | grep -v "^$$\$" | tr '\n' ' ')
 kill -9 $victims 2>/dev/null
-sleep 1
+# dead (gone, or a zombie) before SLURM is told
+dead() {
+	for p in $victims; do
+		st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)
+		case $st in '' | Z) ;; *) return 1 ;; esac
+	done
+	return 0
+}
+wait_secs 30 dead
+ok $? "the node's processes are dead"
 run_pbx cluster exec nf -- scontrol update nodename="$node" state=down reason=node-died
 ok $rc "slurmctld marks $node down"
 sleep 2
@@ -52,7 +59,11 @@ case $st in PENDING | RUNNING | NODE_FAIL) ok 0 "pbx state reports the task as $
 
 # Remove the requeued job, as if SLURM had given up on it: pbx must see the
 # task died while running.
-run_pbx cluster exec nf -- sh -c "scancel -n pbx-$PKG; sleep 1"
+run_pbx cluster exec nf -- scancel -n "pbx-$PKG"
+ok $rc "scancel of the requeued job: $errout"
+no_job() { [ -z "$("$PBX" cluster exec nf -- squeue -h -n "pbx-$PKG" -o %i 2>/dev/null)" ]; }
+wait_secs 60 no_job
+ok $? "SLURM no longer lists it"
 # The wrapper was killed with its node, so its status still says RUNNING.
 is "$(task_field 0 state)" "NODE_FAIL" "a task that died with its node is NODE_FAIL"
 run_pbx rerun --failed "$PKG"
@@ -61,8 +72,9 @@ run_pbx -q cluster start nf
 ok $rc "cluster start brings $node back: $errout"
 run_pbx cluster exec nf -- sinfo -h -n "$node" -o '%t'
 case $out in idle | alloc | mix) ok 0 "$node is up again ($out)" ;; *) ok 1 "$node is up again ('$out')" ;; esac
-i=0
-while [ "$(task_field 0 state)" != RUNNING ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+# running again before it is cancelled (a cancel of a pending task is
+# another story)
+wait_secs 120 prints RUNNING task_field 0 state
 is "$(task_field 0 state)" "RUNNING" "the rerun task runs again"
 run_pbx cancel "$PKG:0"
 ok $rc "cancel PKG:0: $errout"

@@ -29,7 +29,7 @@ train:
   model: mlp
   dataset: synthetic
   synthetic_n: 2048
-  epochs: 100
+  epochs: 400              # ~16 s here: time to preempt it mid-run
   batch_size: 64
   lr: 0.05
   threads: 1
@@ -80,21 +80,37 @@ run_pbx parrun --json "$TEST_TMP/srun/experiment.yaml" pe
 ok $rc "parrun preempt-srun: $errout"
 SPKG=$(echo "$out" | json_get 'd["package"]')
 S0="$SHARED/pbx/$SPKG/tasks/0"
-# Wait until task 0 is training (its metrics have begun) and both ranks
-# are up, then preempt them.
-i=0
-until { [ -s "$T0/out/metrics.jsonl" ] && [ -e "$M0/ready.0" ] && [ -e "$M0/ready.1" ] &&
-	[ -e "$S0/ready.0" ] && [ -e "$S0/ready.1" ]; } ||
-	[ $i -ge 900 ]; do sleep 0.1; i=$((i + 1)); done
-job=$(cut -d' ' -f8 "$T0/status")
-run_pbx cluster exec pe -- scancel --signal=TERM --batch "$job"
-ok $rc "scancel --signal=TERM --batch $job: $errout"
-mjob=$(cut -d' ' -f8 "$M0/status")
-run_pbx cluster exec pe -- scancel --signal=TERM --batch "$mjob"
-ok $rc "scancel --signal=TERM --batch $mjob: $errout"
-sjob=$(cut -d' ' -f8 "$S0/status")
-run_pbx cluster exec pe -- scancel --signal=TERM --batch "$sjob"
-ok $rc "scancel --signal=TERM --batch $sjob: $errout"
+# Preempt each task once it is ready, and not before: its wrapper has
+# written RUNNING (its batch script runs), SLURM has its job RUNNING (an
+# array element is a job of its own only once it starts; scancel refuses
+# an id it does not list, or a job that has ended, with "Invalid job id
+# specified") and the program is where the test wants it (task 0
+# training: its metrics have begun; the launcher tasks: both ranks up).
+# Task 0 first: it ends on its own within a minute, the others wait 2.
+# preempt DIR WHAT READY...: waits (120 s at most) until task directory
+# DIR is ready so and READY succeeds, then scancel --signal=TERM --batch
+# its job (2 checks).
+preempt() {
+	_pd=$1 _pw=$2
+	shift 2
+	_pj=
+	wait_secs 120 preempt_ready "$_pd" "$@"
+	ok $? "$_pw runs and is ready to be preempted (job '$_pj' $(job_state pe "$_pj"); status: $(cat "$_pd/status" 2>&1))"
+	run_pbx cluster exec pe -- scancel --signal=TERM --batch "$_pj"
+	ok $rc "scancel --signal=TERM --batch $_pj ($_pw): $errout"
+}
+preempt_ready() {
+	_d=$1
+	shift
+	task_running "$_d" && "$@" || return 1
+	_pj=$(cut -d' ' -f8 "$_d/status")
+	job_is pe "$_pj" RUNNING
+}
+training() { [ -s "$T0/out/metrics.jsonl" ]; }
+ranks_up() { [ -e "$1/ready.0" ] && [ -e "$1/ready.1" ]; }
+preempt "$T0" "task 0 (pbx-train)" training
+preempt "$M0" "the 2-rank mpi task" ranks_up "$M0"
+preempt "$S0" "the 2-copy srun task" ranks_up "$S0"
 wait_final "$SPKG" 180
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 2)]" "the 2-copy srun task completes on its second attempt"

@@ -55,7 +55,8 @@ wait_for() {
 	n=0
 	while [ ! -e "$1" ]; do
 		n=$((n + 1))
-		[ "$n" -lt 100 ] || fail "timed out waiting for $1"
+		# 60 s: the whole suite at once on 2 cores has taken over 5
+		[ "$n" -lt 1200 ] || fail "timed out waiting for $1"
 		sleep 0.05
 	done
 }

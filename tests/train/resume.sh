@@ -36,8 +36,10 @@ if [ "$LINES_A" != "$LINES_B" ]; then echo "not ok: metrics lines $LINES_A vs $L
 
 "$BIN" - $COMMON --set output_dir="$W/c" 2>"$W/c1.log" &
 PID=$!
+# SIGTERM once it trains (its handler is in place), not before: 60 s at most
 i=0
-while [ ! -s "$W/c/metrics.jsonl" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+while [ ! -s "$W/c/metrics.jsonl" ] && [ $i -lt 1200 ] && kill -0 $PID 2>/dev/null; do sleep 0.05; i=$((i+1)); done
+if [ ! -s "$W/c/metrics.jsonl" ]; then echo "not ok: no metrics after $((i / 20)) s"; cat "$W/c1.log"; kill -KILL $PID 2>/dev/null; exit 1; fi
 kill -TERM $PID 2>/dev/null || true
 rc=0; wait $PID || rc=$?
 if [ "$rc" != 75 ] && [ "$rc" != 0 ]; then echo "not ok: killed run exited $rc"; cat "$W/c1.log"; exit 1; fi

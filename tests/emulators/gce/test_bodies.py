@@ -38,6 +38,15 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ZONE, Emulator, instance_body  # noqa: E402
 
+
+def host_localhost():
+    """What `getent hosts localhost` answers on this machine, whose
+    localhost lines a body's /etc/hosts copies: 127.0.0.1, or ::1 where
+    /etc/hosts also has Debian's "::1 localhost ip6-localhost ..." line
+    (getent asks for IPv6 first)."""
+    r = subprocess.run(["getent", "hosts", "localhost"], capture_output=True, text=True)
+    return (r.stdout.split() or [None])[0]
+
 PORT = 2272
 USER = "pbxgce"
 OTHER = "pbx-other"     # a second project of the same emulator
@@ -343,7 +352,7 @@ class Bodies(unittest.TestCase):
                          {"dns-a": ip_a, "dns-b": ip_b, zonal("dns-b"): ip_b, zonal("dns-a"): ip_a,
                           "dns-x": None, zonal("dns-x", OTHER): None, zonal("dns-x"): None,
                           "dns-nosuch": None, zonal("dns-nosuch"): None,
-                          "metadata.google.internal": ip_a, "localhost": "127.0.0.1"})
+                          "metadata.google.internal": ip_a, "localhost": host_localhost()})
         # A reverse lookup gives the zonal name, as Google's PTR records do.
         r = self.ssh(nat, "getent hosts %s %s" % (ip_b, ip_a))
         self.assertEqual([line.split()[1:] for line in r.stdout.splitlines()],
