@@ -664,7 +664,8 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	if (rc == 0)
 		rc = start_save_nodes(c->store, c->nodes, c->nnodes, err);
 	if (rc == 0)
-		rc = pbx_mkdir_p(c->dir, PBX_CLUSTER_DIR_MODE, err); /* pbx's files for the cluster */
+		rc = pbx_mkdir_p(c->dir, PBX_CLUSTER_DIR_MODE,
+				 err); /* pbx's files for the cluster */
 	if (rc == 0)
 		rc = start_stage(c, &layout, &r.stage_tar, err);
 	r.c = c;

@@ -196,19 +196,28 @@ int pbx_pubkey_line_ok(const char *s)
 	return 1;
 }
 
-char *pbx_template_json_user_key(const char *json, const char *key)
+/* `json` with `key` set to `v` (stolen; NULL: the key removed); caller
+ * frees (NULL when json is not a JSON object). */
+static char *template_json_with(const char *json, const char *key, json_t *v)
 {
 	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
 	char *s = NULL;
 	if (json_is_object(rec)) {
-		if (key)
-			json_object_set_new(rec, "user_key", json_string(key));
+		if (v)
+			json_object_set_new(rec, key, v);
 		else
-			json_object_del(rec, "user_key");
+			json_object_del(rec, key);
+		v = NULL;
 		s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	}
+	json_decref(v);
 	json_decref(rec);
 	return s;
+}
+
+char *pbx_template_json_user_key(const char *json, const char *key)
+{
+	return template_json_with(json, "user_key", key ? json_string(key) : NULL);
 }
 
 char *pbx_template_user_key(const char *json)
@@ -222,17 +231,7 @@ char *pbx_template_user_key(const char *json)
 
 char *pbx_template_json_budget_until(const char *json, int64_t until)
 {
-	json_t *rec = json ? json_loads(json, 0, NULL) : NULL;
-	char *s = NULL;
-	if (json_is_object(rec)) {
-		if (until > 0)
-			json_object_set_new(rec, "budget_until", json_integer(until));
-		else
-			json_object_del(rec, "budget_until");
-		s = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	}
-	json_decref(rec);
-	return s;
+	return template_json_with(json, "budget_until", until > 0 ? json_integer(until) : NULL);
 }
 
 int64_t pbx_template_budget_until(const char *json)

@@ -746,9 +746,10 @@ static int parse_overrides(const struct pbx_ynode *m, const char *key,
 		bad = pbx_price_parse(text, &o->nanos) < 0;
 		free(text);
 		if (bad)
-			return pbx_ynode_error(v, err,
-					       "must be an amount per hour like 0.38 (a plain "
-					       "decimal, at most 9 decimal places, at most 1000000)");
+			return pbx_ynode_error(
+				v, err,
+				"must be an amount per hour like 0.38 (a plain "
+				"decimal, at most 9 decimal places, at most 1000000)");
 		o->name = xstrdup(l->pairs[i].key->value);
 		o->line = v->line;
 		(*n)++;

@@ -124,14 +124,15 @@ static int harvest_fetch_manifest(struct harvest *h, struct pbx_cluster_output *
 	/* A running task renames files while find reads (its status:
 	 * .status.PID, then status): one that vanishes is not an error
 	 * (-ignore_readdir_race); the next harvest sees what it became. */
-	pbx_buf_addf(&script,
-		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
-		     "pwd\n"
-		     "find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
-		     "echo PBX-SEP\n"
-		     "find . -ignore_readdir_race -mindepth 2 \\( -type f -o -type l \\) "
-		     "-printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
-		     h->t->sub.remote_dir);
+	pbx_buf_addf(
+		&script,
+		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		"pwd\n"
+		"find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
+		"echo PBX-SEP\n"
+		"find . -ignore_readdir_race -mindepth 2 \\( -type f -o -type l \\) "
+		"-printf '%%P\\0%%y\\0%%s\\0%%T@\\0%%l\\0'\n",
+		h->t->sub.remote_dir);
 	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	h->stats->round_trips++;
@@ -909,14 +910,15 @@ static int harvest_mark(struct harvest *h, struct pbx_err *err)
 	pkg = pkg ? pkg + 1 : h->t->sub.remote_dir;
 	if (!mark_name_ok(pkg))
 		return pbx_err_set(err, "the package's directory '%s' is not a plain name", pkg);
-	pbx_buf_addf(&script,
-		     "d=\"${PBX_ROOT:-}/var/lib/pbx/harvested\"\n"
-		     "umask 077 && mkdir -p \"$d\" || exit 1\n"
-		     "[ -d \"$d\" ] && [ ! -L \"$d\" ] && [ \"$(stat -c %%u \"$d\")\" = \"$(id -u)\" ] ||"
-		     " { echo \"$d is not a directory of $(id -un)'s\" >&2; exit 1; }\n"
-		     "t=$(mktemp \"$d/.new.XXXXXX\") && { cat >\"$t\" && mv -f \"$t\" \"$d/%s\"; } ||"
-		     " { rm -f \"$t\"; exit 1; }\n",
-		     pkg);
+	pbx_buf_addf(
+		&script,
+		"d=\"${PBX_ROOT:-}/var/lib/pbx/harvested\"\n"
+		"umask 077 && mkdir -p \"$d\" || exit 1\n"
+		"[ -d \"$d\" ] && [ ! -L \"$d\" ] && [ \"$(stat -c %%u \"$d\")\" = \"$(id -u)\" ] ||"
+		" { echo \"$d is not a directory of $(id -un)'s\" >&2; exit 1; }\n"
+		"t=$(mktemp \"$d/.new.XXXXXX\") && { cat >\"$t\" && mv -f \"$t\" \"$d/%s\"; } ||"
+		" { rm -f \"$t\"; exit 1; }\n",
+		pkg);
 	rc = pbx_cluster_run(h->t->cluster, 0, script.buf, &h->ended, &o, err);
 	if (rc == 0)
 		pbx_cluster_output_release(&o);

@@ -231,13 +231,14 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o
 	int rc;
 	pbx_buf_addf(&script, "squeue -h -r -n pbx-%s -o '", t->pkg.short_id);
 	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT); /* the format the parser expects */
-	pbx_buf_addf(&script,
-		     "' || exit 1\n"
-		     "echo PBX-SEP\n"
-		     "cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
-		     "find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
-		     "exit 0\n",
-		     t->sub.remote_dir);
+	pbx_buf_addf(
+		&script,
+		"' || exit 1\n"
+		"echo PBX-SEP\n"
+		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		"find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
+		"exit 0\n",
+		t->sub.remote_dir);
 	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;

@@ -187,7 +187,8 @@ static void test_may_ask_metadata(void)
 	ok(!pbx_may_ask_metadata("aws") && !pbx_may_ask_metadata("gce"),
 	   "a laptop (no firmware sign, nothing set): neither metadata server is asked");
 	put("dmi/sys_vendor", "Amazon EC2\n");
-	ok(pbx_may_ask_metadata("aws") && !pbx_may_ask_metadata("gce"), "an EC2 machine: IMDS only");
+	ok(pbx_may_ask_metadata("aws") && !pbx_may_ask_metadata("gce"),
+	   "an EC2 machine: IMDS only");
 	put("dmi/sys_vendor", "Google\n");
 	put("dmi/product_name", "Google Compute Engine\n");
 	ok(!pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"),
@@ -200,7 +201,8 @@ static void test_may_ask_metadata(void)
 	unsetenv("PBX_THIS_NODE");
 	setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1", 1);
 	setenv("GCE_METADATA_HOST", "127.0.0.1:1", 1);
-	ok(pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"), "an address set: asked there");
+	ok(pbx_may_ask_metadata("aws") && pbx_may_ask_metadata("gce"),
+	   "an address set: asked there");
 	unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	unsetenv("GCE_METADATA_HOST");
 	unsetenv("PBX_TEST_DMI_DIR");

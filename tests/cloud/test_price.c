@@ -98,23 +98,28 @@ static void test_gce_parse(void)
  * price of 1e9 units once made the quote overflow). */
 static void test_gce_parse_bounds(void)
 {
-	static const char at_max[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
-						     "OnDemand", "us-central1", "h", "1000000", "0") "]}";
-	static const char above[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
-						    "OnDemand", "us-central1", "h", "1000000", "1") "]}";
-	static const char huge[] = "{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas",
-						   "OnDemand", "us-central1", "h", "1000000000", "999999999") "]}";
+	static const char at_max[] =
+		"{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas", "OnDemand",
+				   "us-central1", "h", "1000000", "0") "]}";
+	static const char above[] =
+		"{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas", "OnDemand",
+				   "us-central1", "h", "1000000", "1") "]}";
+	static const char huge[] =
+		"{\"skus\": [" SKU("N1 Predefined Instance Core running in Americas", "OnDemand",
+				   "us-central1", "h", "1000000000", "999999999") "]}";
 	struct pbx_price_item *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
-	ok(pbx_price_gce_parse(at_max, strlen(at_max), "us-central1", "USD", &v, &n, &next, &err) == 0 &&
+	ok(pbx_price_gce_parse(at_max, strlen(at_max), "us-central1", "USD", &v, &n, &next, &err) ==
+			   0 &&
 		   n == 1 && v[0].nanos == PBX_PRICE_MAX,
 	   "1e6 units: taken (%s)", err.msg);
 	pbx_price_items_free(v, n);
 	v = NULL;
 	n = 0;
-	ok(pbx_price_gce_parse(above, strlen(above), "us-central1", "USD", &v, &n, &next, &err) < 0 ||
+	ok(pbx_price_gce_parse(above, strlen(above), "us-central1", "USD", &v, &n, &next, &err) <
+			   0 ||
 		   n == 0,
 	   "1e6 units and a nano: not taken");
 	pbx_price_items_free(v, n);
@@ -204,7 +209,8 @@ static void test_money_and_types(void)
 		   pbx_money_parse("", &x) < 0,
 	   "signs, exponents, bare fractions, 10 places refused");
 	/* the bounds: a price at most 1e6 units, products checked */
-	ok(pbx_price_parse("1000000", &x) == 0 && x == PBX_PRICE_MAX, "a price of 1e6: the most taken");
+	ok(pbx_price_parse("1000000", &x) == 0 && x == PBX_PRICE_MAX,
+	   "a price of 1e6: the most taken");
 	ok(pbx_price_parse("1000000.000000001", &x) < 0 && pbx_price_parse("999999999", &x) < 0,
 	   "a price above 1e6: refused");
 	ok(pbx_money_muladd(PBX_PRICE_MAX, 1000, 0, &x) == 0 && x == PBX_PRICE_MAX * 1000,
@@ -311,10 +317,11 @@ static void test_quote(const char *dir)
 			{ "ram:n1", 1, PBX_PRICE_MAX, "USD" },
 			{ "gpu:nvidia-tesla-t4", 1, 140000000, "USD" },
 		};
-		ok(pbx_store_prices_put(st, "gce", "us-central1", "skus:USD", (int64_t)time(NULL), big,
-					sizeof(big) / sizeof(big[0]), &err) == 0,
+		ok(pbx_store_prices_put(st, "gce", "us-central1", "skus:USD", (int64_t)time(NULL),
+					big, sizeof(big) / sizeof(big[0]), &err) == 0,
 		   "cache: a spot n1 RAM price of 1e6 a GiB");
-		ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) == 0, "quote: %s", err.msg);
+		ok(pbx_price_quote(st, cfg, &cfg->templates[0], 1, &q, &err) == 0, "quote: %s",
+		   err.msg);
 		ok(q.n == 4 && q.lines[1].each == -1 && q.lines[1].why &&
 			   strstr(q.lines[1].why, "cost more than pbx takes"),
 		   "30 GiB at 1e6: the line is unknown, saying why: %s",

@@ -69,8 +69,8 @@ int main(void)
 	ok(pbx_autostop_parse("10s", 10, 100, &v) == 0 && v == 10, "autostop 10s: the least");
 	v = 7;
 	ok(pbx_autostop_parse("0", 10, 100, &v) < 0 && pbx_autostop_parse("0s", 10, 100, &v) < 0 &&
-		   pbx_autostop_parse("9s", 10, 100, &v) < 0 && pbx_autostop_parse("2m", 10, 100, &v) < 0 &&
-		   v == 7,
+		   pbx_autostop_parse("9s", 10, 100, &v) < 0 &&
+		   pbx_autostop_parse("2m", 10, 100, &v) < 0 && v == 7,
 	   "autostop 0, 0s, 9s and above the most: refused, nothing written");
 	return tap_done();
 }

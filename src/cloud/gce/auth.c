@@ -150,11 +150,12 @@ static int open_metadata(struct pbx_gce_auth *a, struct pbx_err *err)
 	char why[256];
 	a->kind = AUTH_METADATA;
 	if (!pbx_may_ask_metadata("gce"))
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "no Compute Engine credentials found: set clouds.gce.credentials "
-				    "or GOOGLE_APPLICATION_CREDENTIALS, or run 'gcloud auth "
-				    "application-default login' (this is no Compute Engine machine: its "
-				    "metadata server was not asked)");
+		return pbx_err_setc(
+			err, PBX_EXIT_USAGE,
+			"no Compute Engine credentials found: set clouds.gce.credentials "
+			"or GOOGLE_APPLICATION_CREDENTIALS, or run 'gcloud auth "
+			"application-default login' (this is no Compute Engine machine: its "
+			"metadata server was not asked)");
 	a->metadata_url =
 		xasprintf("http://%s/computeMetadata/v1/instance/service-accounts/default/token",
 			  host && *host ? host : "metadata.google.internal");

@@ -76,7 +76,9 @@ static int slot_write(const char *path, const char *uid, const char *dir, int re
 	if (replace) {
 		rc = pbx_write_file_atomic(path, text, strlen(text), 0644, err) < 0 ? -1 : 1;
 	} else if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644)) < 0) {
-		rc = errno == EEXIST ? 0 : pbx_err_set(err, "cannot claim %s: %s", path, strerror(errno));
+		rc = errno == EEXIST
+			     ? 0
+			     : pbx_err_set(err, "cannot claim %s: %s", path, strerror(errno));
 	} else {
 		if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 			rc = pbx_err_set(err, "cannot write %s: %s", path, strerror(errno));
