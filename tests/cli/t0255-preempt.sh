@@ -133,7 +133,9 @@ printf '0 REQUEUED 75 node1 1 1 2 1_0\n' >"$M0/status"
 run_pbx state --json "$MPKG"
 is "$(echo "$out" | json_get '[t["state"] for t in d["tasks"]]')" "['MISSING']" \
 	"REQUEUED without a job reads MISSING"
-wait_final "$PKG" 180
+# 400 epochs twice over (attempts 1 and 2 of task 0, task 1 beside them):
+# about a minute optimised, several under ASan on a loaded machine
+wait_final "$PKG" 900
 ok $? "both tasks end"
 is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 2), ('COMPLETED', 1)]" "the preempted task completes on its second attempt"
