@@ -137,6 +137,8 @@ out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_EC2_METADATA_DISA
 ok $? "pbx with the head's role stops the cluster by its id: $out"
 is "$(calls role_credentials pbx-role)" 1 "with the credentials the head's IMDS gave out (one set)"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
+# the bodies' last processes may still be ending (ASan, load): 30 s
+wait_secs 30 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
 run_pbx -q cluster stop au
 ok $rc "the user's stop then finds nothing left and forgets the cluster: $errout"
