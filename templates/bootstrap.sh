@@ -1119,32 +1119,34 @@ task_user_reaches() {
 	runuser -u "$TASK_USER" -- sh -c 'cd "$1" && [ -r "$2" ] && [ -w "$3" ]' _ \
 		"$SHARED_HERE" "$CONF" "$MUNGE_SOCK" 2>/dev/null
 }
-TASK_USER_ON=
-# not root (a node body of a user's own): tasks run as that user already
-[ "$(id -u)" != 0 ] || task_user_make
-# passable DIR: DIR and every directory above it up to ROOT get o+x
-# (others may pass, not list; each file keeps its own mode)
+# passable DIR...: each DIR and every directory above it up to ROOT get
+# o+x (others may pass, not list; each file keeps its own mode), in one
+# chmod (on node bodies every fork counts)
 passable() {
-	d=$1
-	while [ -d "$d" ]; do
-		chmod o+x "$d" || return 1
-		case $d in "$ROOT"/*) d=${d%/*} ;; *) break ;; esac
+	n=$#
+	for d in "$@"; do # the list as it was: what is added goes after it
+		while [ -d "$d" ]; do
+			set -- "$@" "$d"
+			case $d in "$ROOT"/*) d=${d%/*} ;; *) break ;; esac
+		done
 	done
+	shift "$n"
+	[ "$#" = 0 ] || chmod o+x "$@"
 }
-# a node body's own directories on the way to what a task needs: the
-# configuration, munge's socket, slurmd's spool (the batch script),
-# pbx-train and the shared directory
-if [ "$MODE" = direct ]; then
-	for d in "$CONF_DIR" "$MUNGE_RUN" "${spool_dir:-}" "$ROOT/usr/local/bin" "$SHARED"; do
-		[ -z "$d" ] || passable "$d" || die "cannot make $d passable for $TASK_USER"
-	done
-fi
-if [ "$(id -u)" != 0 ]; then
-	:
-elif [ "$MODE" = systemd ] || task_user_reaches; then
-	TASK_USER_ON=$TASK_USER
-else
-	log "tasks on this node body run as root: $TASK_USER cannot reach $SHARED_HERE, $CONF or $MUNGE_SOCK (a directory above them is private to root; docs/SECURITY.md)"
+TASK_USER_ON=
+if [ "$(id -u)" = 0 ]; then # else (a user's own node bodies) tasks run as that user
+	task_user_make
+	# a node body's own directories on the way to what a task needs: the
+	# configuration, munge's socket, slurmd's spool (the batch script),
+	# pbx-train and the shared directory
+	[ "$MODE" = systemd ] ||
+		passable "$CONF_DIR" "$MUNGE_RUN" ${spool_dir:+"$spool_dir"} "$ROOT/usr/local/bin" "$SHARED" ||
+		die "cannot make the node body's directories passable for $TASK_USER"
+	if [ "$MODE" = systemd ] || task_user_reaches; then
+		TASK_USER_ON=$TASK_USER
+	else
+		log "tasks on this node body run as root: $TASK_USER cannot reach $SHARED_HERE, $CONF or $MUNGE_SOCK (a directory above them is private to root; docs/SECURITY.md)"
+	fi
 fi
 
 begin_new "$ENV_SH"

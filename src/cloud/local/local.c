@@ -208,6 +208,25 @@ static int local_dirs(const struct local_ctx *x, struct pbx_err *err)
 	return rc;
 }
 
+/* The cluster's slot is its own in the machine's registry (slots.h): the
+ * start that made the cluster claimed it, but a start killed before the
+ * cluster's id was written here left a claim another home could take
+ * over, so each create claims it again, and refuses a slot held now by
+ * another home's live cluster. */
+static int local_slot_held(const struct local_ctx *x, struct pbx_err *err)
+{
+	char *space = pbx_local_slot_space(x->s->cfg);
+	int rc = pbx_local_slot_claim(space, x->slot, x->s->uid, x->dir, err);
+	if (rc == 0)
+		pbx_err_set(err,
+			    "slot %d of %s (this cluster's addresses and ports) is held by "
+			    "another home's cluster on this machine; 'pbx cluster stop %s' and "
+			    "start it again for another slot",
+			    x->slot, space, x->s->name);
+	free(space);
+	return rc == 1 ? 0 : -1;
+}
+
 static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 			const struct pbx_create_hooks *h, struct pbx_err *err)
 {
@@ -222,6 +241,8 @@ static int local_create(void *ctx, struct pbx_node_row *nodes, size_t n,
 	size_t i;
 	char *idfile = xasprintf("%s/" LOCAL_ID_FILE, x->dir);
 	int rc = local_dirs(x, err);
+	if (rc == 0)
+		rc = local_slot_held(x, err);
 	if (rc == 0)
 		rc = pbx_write_file_atomic(idfile, s->uid, strlen(s->uid), 0600, err);
 	if (rc == 0)
