@@ -501,9 +501,10 @@ r = urllib.request.Request("http://127.0.0.1:%s/_emulator/preempt" % sys.argv[1]
 print(json.load(urllib.request.urlopen(r))["operationType"])' "$PORT" "$1"
 }
 
-# spot_experiment: writes the spot tests' pbx-train task (an MLP, 100
-# epochs, deterministic, a checkpoint on SIGTERM) to
-# TEST_TMP/pre/experiment.yaml; tests/vm/gce-spot.sh uses it too.
+# spot_experiment: writes the spot tests' pbx-train task (an MLP, 600
+# epochs: ~17 s on one idle core, well over EC2's notice poll of 5 s, so
+# the notice comes while it trains; deterministic, a checkpoint on
+# SIGTERM) to TEST_TMP/pre/experiment.yaml; tests/vm/gce-spot.sh uses it too.
 spot_experiment() {
 	mkdir -p "$TEST_TMP/pre"
 	cat >"$TEST_TMP/pre/experiment.yaml" <<'SPOTEOF'
@@ -512,7 +513,7 @@ train:
   model: mlp
   dataset: synthetic
   synthetic_n: 2048
-  epochs: 100
+  epochs: 600
   batch_size: 64
   lr: 0.05
   threads: 1
@@ -582,10 +583,17 @@ spot_watching() {
 	plog=$(find "$BODIES" -path '*/var/log/pbx-preempt.log' 2>/dev/null | head -n 1)
 	wait_for 100 grep -q "watching for a preemption notice ($1)" "$plog"
 	ok $? "$2 runs pbx-preempt: $(cat "$plog" 2>/dev/null)"
+	# the log goes with the instance's disk when pbx-suspend deletes it,
+	# which can be seconds after the notice: read it from a copy kept here
+	# (spot_power_notice ends the copying)
+	tail -n +1 -F --pid=$$ "$plog" >"$TEST_TMP/preempt.copy" 2>/dev/null &
+	spot_copier=$!
+	plog=$TEST_TMP/preempt.copy
 }
 
-# spot_power_notice PLOG (t0463, t0466; 3 checks): after the cloud's notice
-# to spot1, a node power saving makes, its watcher (log PLOG) signalled the
+# spot_power_notice PLOG (t0463, t0464, t0466, t0468; 3 checks): after the
+# cloud's notice to spot1, a node power saving makes, its watcher (log PLOG,
+# spot_watching's copy) signalled the
 # job and marked the node POWER_DOWN_ASAP, and the task spot_train
 # submitted checkpointed and was requeued.
 spot_power_notice() {
@@ -596,6 +604,7 @@ spot_power_notice() {
 	ok $? "it marked the node POWER_DOWN_ASAP: $(tail -n 3 "$TEST_TMP/preempt.log" | tr '\n' '|')"
 	wait_for 300 grep -q '^=== pbx task 0 attempt 1 REQUEUED exit 75 ' "$SPOT_T0/stderr"
 	ok $? "the task checkpointed, exited 75 and was requeued within the notice"
+	[ -z "${spot_copier:-}" ] || { kill "$spot_copier" 2>/dev/null; wait "$spot_copier" 2>/dev/null; }
 }
 
 # spot_power_back CLUSTER (t0463, t0466; 3 checks): then, with nothing on
