@@ -190,6 +190,9 @@ ctld_readdress() {
 HEAD_PKGS="slurmctld slurm-client munge nfs-kernel-server"
 COMPUTE_PKGS="slurmd slurm-client munge nfs-common"
 TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 zlib1g openmpi-bin"
+# tasks' Python environments (templates/pbx-env.sh: a venv of python3), on
+# compute nodes
+PYTHON_PKGS="python3 python3-venv"
 # pbx itself, on a head that deletes its own cluster (autostop_action: delete)
 PBX_PKGS="libcurl4 libjansson4 libssh2-1 libyaml-0-2 libsqlite3-0 libssl3 libxml2 zlib1g"
 
@@ -705,8 +708,8 @@ do_down() {
 
 # ---------------------------------------------------------------- install
 
-# The packages of both roles, pbx-train's runtime and pbx's: HEAD_PKGS,
-# COMPUTE_PKGS, TRAIN_PKGS and PBX_PKGS above (tests/vm/image.sh's baked
+# The packages of both roles, pbx-train's runtime, Python environments' and
+# pbx's: HEAD_PKGS, COMPUTE_PKGS, TRAIN_PKGS, PYTHON_PKGS and PBX_PKGS above (tests/vm/image.sh's baked
 # image has the same).
 
 do_install() {
@@ -722,7 +725,7 @@ do_install() {
 		exit 0
 	fi
 	want=
-	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $PBX_PKGS; do
+	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $PYTHON_PKGS $PBX_PKGS; do
 		case " $want " in *" $p "*) continue ;; esac
 		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
 	done
@@ -1056,6 +1059,11 @@ ensure_pkgs() {
 		$2 </dev/null || die "apt-get install $2 failed"
 }
 
+# ---- python3 with venv, for the tasks' Python environments
+if [ "$MODE" = systemd ] && [ "$ROLE" != head ]; then
+	ensure_pkgs "Python environments" "$PYTHON_PKGS"
+fi
+
 # ---- pbx-train, for `train:` tasks
 TRAIN_PATH=
 if [ "$MODE" = direct ]; then
@@ -1133,14 +1141,19 @@ passable() {
 	shift "$n"
 	[ "$#" = 0 ] || chmod o+x "$@"
 }
+# a node body's local disk for its tasks (Python environments, pbx-env.sh)
+if [ "$MODE" = direct ] && [ ! -d "$ROOT/var/tmp" ]; then
+	mkdir -p "$ROOT/var/tmp" || die "cannot make $ROOT/var/tmp"
+	chmod 1777 "$ROOT/var/tmp" || die "cannot open $ROOT/var/tmp to every user"
+fi
 TASK_USER_ON=
 if [ "$(id -u)" = 0 ]; then # else (a user's own node bodies) tasks run as that user
 	task_user_make
 	# a node body's own directories on the way to what a task needs: the
 	# configuration, munge's socket, slurmd's spool (the batch script),
-	# pbx-train and the shared directory
+	# pbx-train, the shared directory and the local disk
 	[ "$MODE" = systemd ] ||
-		passable "$CONF_DIR" "$MUNGE_RUN" ${spool_dir:+"$spool_dir"} "$ROOT/usr/local/bin" "$SHARED" ||
+		passable "$CONF_DIR" "$MUNGE_RUN" ${spool_dir:+"$spool_dir"} "$ROOT/usr/local/bin" "$SHARED" "$ROOT/var/tmp" ||
 		die "cannot make the node body's directories passable for $TASK_USER"
 	if [ "$MODE" = systemd ] || task_user_reaches; then
 		TASK_USER_ON=$TASK_USER
@@ -1160,6 +1173,11 @@ begin_new "$ENV_SH"
 		# Node bodies share one host: Open MPI's shared-memory transport
 		# crashes between them; its TCP transport over loopback works.
 		echo "export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo"
+		# their local disk is this host's: tasks unpack Python
+		# environments (pbx-env.sh) under the body's var/tmp, which
+		# goes with the cluster, not under the host's /var/tmp
+		sq "$ROOT/var/tmp"
+		echo "export PBX_ENV_DIR=$SQ"
 	fi
 	sq "$CONF"
 	echo "export SLURM_CONF=$SQ"

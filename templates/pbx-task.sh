@@ -17,7 +17,9 @@
 #                    a one-task job: CUDA_VISIBLE_DEVICES)          optional
 # Environment of the program: PBX_PARAM_<NAME> (each parameter, name in
 #   uppercase), PBX_REPEAT, PBX_TASK_INDEX, PBX_TASK_DIR, PBX_PKG_DIR,
-#   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:.
+#   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:; with
+#   an environment: (pbx-env.sh in the package), VIRTUAL_ENV and PATH
+#   lead to its node-local Python environment.
 # Files out, in the task directory (also the program's working directory,
 #   where every top-level entry of code/ appears as a symlink):
 #   status       ONE line, replaced atomically (tmp + mv):
@@ -29,6 +31,8 @@
 #                SIGINT while the program ran, whatever its exit code, e.g.
 #                143 when TERM killed it); "-" for unknown fields
 #   params.json  the point's parameters, {"name": "value", ...}
+#   environment.txt  with an environment: its key, its Python (version and
+#                platform) and its lock, one line per package
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
@@ -135,13 +139,28 @@ cd "$pbx_tdir" || pbx_die "cannot enter $pbx_tdir"
 printf '%s\n' "$pbx_rec_json" >params.json || pbx_die "cannot write params.json"
 pbx_link() {
 	pbx_b=${1##*/}
-	case $pbx_b in status | stdout | stderr | params.json | .status.*) return 0 ;; esac
+	case $pbx_b in status | stdout | stderr | params.json | environment.txt | .status.*) return 0 ;; esac
 	[ -e "$pbx_b" ] || [ -L "$pbx_b" ] || ln -s "$1" "$pbx_b"
 }
 if [ -f "$PBX_PKG_DIR/train.yaml" ]; then pbx_link "$PBX_PKG_DIR/train.yaml"; fi
 for pbx_f in "$PBX_PKG_DIR"/code/* "$PBX_PKG_DIR"/code/.[!.]* "$PBX_PKG_DIR"/code/..?*; do
 	if [ -e "$pbx_f" ] || [ -L "$pbx_f" ]; then pbx_link "$pbx_f"; fi
 done
+
+# ---- its Python environment (the experiment's environment:) ---------
+# pbx-env.sh unpacks the cluster's build on this node once and names it;
+# the task runs with it first on PATH (python is the environment's)
+if [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
+	pbx_venv=$(sh "$PBX_PKG_DIR/pbx-env.sh" unpack 2>&1) || pbx_die "$pbx_venv"
+	pbx_venv=$(printf '%s\n' "$pbx_venv" | tail -n 1)
+	unset PYTHONHOME PYTHONPATH
+	export VIRTUAL_ENV="$pbx_venv" PATH="$pbx_venv/bin:$PATH"
+	# what ran, with the results (harvested): key, interpreter, the lock
+	{
+		printf 'environment %s\npython %s\n' "${pbx_venv##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
+		cat "$PBX_RUN_DIR/env/lock.txt"
+	} >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+fi
 
 # ---- run it, forwarding signals ------------------------------------
 # The program runs in its own session (setsid), so a forwarded signal

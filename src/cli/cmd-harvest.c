@@ -157,8 +157,8 @@ const struct pbx_cmd pbx_cmd_harvest = {
 	.description =
 		"For every ended task of PKG (all packages without PKG), fetches what is new\n"
 		"or changed since the last harvest: status, stdout, stderr, params.json,\n"
-		"metrics.jsonl, summary.json, TensorBoard event files and the files matching\n"
-		"the experiment's 'outputs', into $PBX_HOME/results/PKG/TASK/.  One round trip\n"
+		"metrics.jsonl, summary.json, environment.txt, TensorBoard event files and the\n"
+		"files matching the experiment's 'outputs', into $PBX_HOME/results/PKG/TASK/.  One round trip\n"
 		"lists the files, one tar stream per cluster brings them.  Each file appears\n"
 		"whole or not at all (written under .incoming, checked, renamed); a harvest cut\n"
 		"short keeps every file that arrived whole and the next one fetches the rest.\n"

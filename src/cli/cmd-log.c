@@ -1,6 +1,8 @@
 /*
  * cmd-log.c - `pbx log PKG[:TASK]`: a task's stdout and stderr, streamed
  * from the cluster; --follow keeps streaming as the task writes.
+ * `pbx log PKG:env` is the build log of the package's Python environment
+ * (templates/pbx-env.sh).
  */
 #include "cli/cmd.h"
 #include "cli/jobs_cli.h"
@@ -9,6 +11,7 @@
 #include "util/quote.h"
 #include "util/xalloc.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +37,25 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	struct log_opts o = { 0 };
 	int follow, which, first, status = 0, rc;
-	char *pkg, *dir;
+	char *pkg, *dir, *ref;
 	long task;
+	size_t reflen;
+	bool env = false;
 	if ((rc = pbx_opts_parse(&pbx_cmd_log, argc, argv, &o, &first)))
 		return rc;
 	follow = o.follow;
 	which = o.err ? 2 : o.out ? 1 : 3; /* 1 stdout, 2 stderr, 3 both */
 	if (argc - first != 1)
 		return pbx_usage_error(&pbx_cmd_log, "expected PKG[:TASK]");
-	if (pbx_cli_pkg_task(argv[first], &pkg, &task) < 0)
+	ref = xstrdup(argv[first]);
+	reflen = strlen(ref);
+	if (reflen > 4 && !strcmp(ref + reflen - 4, ":env")) {
+		env = true; /* PKG:env, the environment's build log */
+		ref[reflen - 4] = '\0';
+	}
+	rc = pbx_cli_pkg_task(ref, &pkg, &task);
+	free(ref);
+	if (rc < 0)
 		return PBX_EXIT_USAGE;
 	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
 	free(pkg);
@@ -58,12 +71,23 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_jobs_target_free(&t);
 		return PBX_EXIT_NOTFOUND;
 	}
-	dir = xasprintf("%s/tasks/%ld", t.sub.remote_dir, task);
+	if (env) {
+		follow = 0;
+		which = 1;
+		dir = xasprintf("%s/env", t.sub.remote_dir);
+	} else {
+		dir = xasprintf("%s/tasks/%ld", t.sub.remote_dir, task);
+	}
 	pbx_buf_adds(&cmd, "cd ");
 	pbx_shell_quote(&cmd, dir);
-	pbx_buf_adds(&cmd,
-		     " 2>/dev/null || { echo 'the task has not started yet' >&2; exit 3; }; ");
-	if (follow)
+	pbx_buf_addf(&cmd, " 2>/dev/null || { echo '%s' >&2; exit 3; }; ",
+		     env ? "the package has no environment (no environment: key), or it was never "
+			   "submitted"
+			 : "the task has not started yet");
+	if (env)
+		pbx_buf_adds(&cmd, "cat build.log 2>/dev/null || echo 'its build has not started "
+				   "yet' >&2; ");
+	else if (follow)
 		pbx_buf_addf(&cmd, "exec tail -n +1 -F %s", which == 2 ? "stderr" : "stdout");
 	else
 		pbx_buf_addf(&cmd, "%s%s", which & 1 ? "cat stdout 2>/dev/null; " : "",
@@ -85,7 +109,8 @@ const struct pbx_cmd pbx_cmd_log = {
 	.summary = "show a task's stdout and stderr",
 	.usage = "pbx log [-f] [-o|-e] PKG[:TASK]",
 	.description =
-		"TASK defaults to 0.  The task's stdout goes to stdout, the program's bytes\n"
+		"TASK defaults to 0; PKG:env shows the build log of the package's Python\n"
+		"environment (the experiment's environment: key).  The task's stdout goes to stdout, the program's bytes\n"
 		"alone (pipe it), and its stderr to stderr, where each attempt of the task\n"
 		"starts with a '=== pbx task ... start ... ===' line and ends with an\n"
 		"'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"

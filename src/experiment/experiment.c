@@ -208,7 +208,8 @@ static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root, struc
 /* The whole file                                                      */
 
 static const char *const pbx_exp_keys[] = {
-	"name", "command", "train", "sweep", "resources", "files", "outputs", "env", NULL,
+	"name",  "command", "train", "sweep",       "resources",
+	"files", "outputs", "env",   "environment", NULL,
 };
 
 static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)
@@ -228,7 +229,9 @@ static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct p
 	    exp_globs(root, "files", &e->files, &e->files_lines, &e->nfiles, err) < 0 ||
 	    exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs, err) < 0)
 		return -1;
-	return exp_env(e, root, err);
+	if (exp_env(e, root, err) < 0)
+		return -1;
+	return pbx_exp_environment(e, pbx_ymap_get(root, "environment"), err);
 }
 
 int pbx_experiment_parse(const char *name, const char *text, size_t len, const char *dir,
@@ -312,6 +315,7 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	free(e->outputs_lines);
 	exp_free_strv(e->env_names, e->nenv);
 	exp_free_strv(e->env_values, e->nenv);
+	pbx_exp_environment_free(&e->env);
 	free(e->path);
 	free(e->dir);
 	free(e->name);

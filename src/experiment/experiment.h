@@ -49,6 +49,16 @@ struct pbx_point {
 	size_t nparams;           /* the same for every point */
 };
 
+/* `environment:` (environment.c; FORMAT.md "Environment"): the Python
+ * packages the tasks import.  All NULL when the key is absent. */
+struct pbx_exp_environment {
+	char *python_file; /* environment.python as a path, relative to dir */
+	char *python_text; /* or the inline list, one requirement per line */
+	char *wheels;      /* environment.wheels: a directory relative to dir */
+	int line;          /* of environment.python (0: no environment) */
+	int wheels_line;
+};
+
 struct pbx_experiment {
 	char *path;               /* file name as given (messages); "" for parse() */
 	char *dir;                /* directory of the file (absolute after load) */
@@ -67,6 +77,7 @@ struct pbx_experiment {
 	int *files_lines, *outputs_lines; /* the line of each pattern in the file */
 	char **env_names, **env_values;
 	size_t nenv;
+	struct pbx_exp_environment env;
 	char *text; /* the file's bytes (NUL-terminated) */
 	size_t text_len;
 };

@@ -42,6 +42,10 @@ int pbx_exp_random_sample(struct pbx_exp_priv *x, const struct pbx_ynode *random
 			  struct pbx_err *err);
 /* resources.c: reads the `resources` mapping (may be NULL). */
 int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res, struct pbx_err *err);
+/* environment.c: reads the `environment` mapping (may be NULL) into
+ * e->env; pbx_exp_environment_free releases what it holds. */
+int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err);
+void pbx_exp_environment_free(struct pbx_exp_environment *env);
 /* command.c: refuses a {name} in the command naming no parameter. */
 int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode *cmd,
 			  struct pbx_err *err);

@@ -133,11 +133,84 @@ static void pkg_provenance(const struct pbx_experiment *e, struct pbx_package *p
 	p->created = (long long)time(NULL);
 }
 
+/* ------------------------------------------------------------------ */
+/* The environment (environment.c, templates/pbx-env.sh)               */
+
+/* The package entry at `path` of type `type`, or NULL. */
+static const struct pbx_package_file *pkg_entry(const struct pbx_package *p, const char *path)
+{
+	size_t i;
+	for (i = 0; i < p->nfiles; i++)
+		if (!strcmp(p->files[i].path, path))
+			return &p->files[i];
+	return NULL;
+}
+
+/* What `environment` names is shipped: the requirements file a file (or
+ * a link to one inside), the wheels a directory. */
+static int pkg_env_check(const struct pbx_experiment *e, const struct pbx_package *p,
+			 struct pbx_err *err)
+{
+	const struct pbx_package_file *f;
+	if (e->env.python_file) {
+		f = pkg_entry(p, e->env.python_file);
+		if (!f || f->type == 'd')
+			return pbx_err_setc(
+				err, PBX_EXIT_USAGE,
+				"%s:%d: environment.python: %s is not a file of the package%s",
+				e->path, e->env.line, e->env.python_file,
+				f ? ""
+				  : " (it does not exist, or files: or .pbxignore leave it out)");
+	}
+	if (e->env.wheels) {
+		f = pkg_entry(p, e->env.wheels);
+		if (!f || f->type != 'd')
+			return pbx_err_setc(
+				err, PBX_EXIT_USAGE,
+				"%s:%d: environment.wheels: %s is not a directory of the package%s",
+				e->path, e->env.wheels_line, e->env.wheels,
+				f ? ""
+				  : " (it does not exist, or files: or .pbxignore leave it out)");
+	}
+	return 0;
+}
+
+/* env/: requirements.txt (the inline list, or a link to the shipped
+ * file), wheels (a link to the shipped directory), and pbx-env.sh. */
+static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	char *target;
+	int rc;
+	if (!e->env.line)
+		return 0;
+	rc = pbx_tar_dir(t, "env", 0755);
+	if (rc == 0 && e->env.python_text)
+		rc = pbx_tar_mem(t, "env/requirements.txt", 0644, e->env.python_text,
+				 strlen(e->env.python_text));
+	if (rc == 0 && e->env.python_file) {
+		target = xasprintf("../code/%s", e->env.python_file);
+		rc = pbx_tar_link(t, "env/requirements.txt", target);
+		free(target);
+	}
+	if (rc == 0 && e->env.wheels) {
+		target = xasprintf("../code/%s", e->env.wheels);
+		rc = pbx_tar_link(t, "env/wheels", target);
+		free(target);
+	}
+	if (rc == 0)
+		rc = pbx_tmpl_get("pbx-env.sh", &script, t->err);
+	if (rc == 0)
+		rc = pbx_tar_mem(t, "pbx-env.sh", 0755, script.buf, script.len);
+	pbx_buf_release(&script);
+	return rc;
+}
+
 int pbx_package_build(const struct pbx_experiment *e, struct pbx_package **out, struct pbx_err *err)
 {
 	struct pbx_package *p = xcalloc(1, sizeof(*p));
 	*out = NULL;
-	if (pbx_collect(e, p, err) < 0 || pkg_hash(e, p, err) < 0) {
+	if (pbx_collect(e, p, err) < 0 || pkg_env_check(e, p, err) < 0 || pkg_hash(e, p, err) < 0) {
 		pbx_package_free(p);
 		return -1;
 	}
@@ -223,6 +296,8 @@ static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 		rc = pbx_tar_mem(t, "pbx-task.sh", 0755, wrapper.buf, wrapper.len);
 	if (rc == 0)
 		rc = pkg_tar_strfile(t, "env.sh", 0644, pbx_package_env_sh(p, e));
+	if (rc == 0)
+		rc = pkg_tar_env(t, e);
 	if (rc == 0 && e->train_json)
 		rc = pbx_tar_mem(t, "train.yaml", 0644, e->train_json, strlen(e->train_json));
 	if (rc == 0 && p->git_diff)

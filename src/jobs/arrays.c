@@ -100,15 +100,39 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"if [ -n \"${PBX_TASK_USER:-}\" ] && [ \"$(id -u)\" = 0 ]; then\n"
 		"  U=$PBX_TASK_USER UHOME=$(getent passwd \"$U\" | cut -d: -f6)\n"
 		"  chmod o+x \"$PBX_SHARED/pbx\" \"$R\" || exit 1\n"
-		"  for d in \"$R/tasks\" \"$R/slurm\"; do\n"
-		"    [ \"$(stat -c %%U \"$d\")\" = \"$U\" ] || chown -R -h \"$U:\" \"$d\" || exit 1\n"
+		"fi\n"
+		/* the Python environment (templates/pbx-env.sh): one build job
+		 * unless it is built, the arrays after it (afterany: a failed
+		 * build makes every task fail at once, saying why) */
+		"ENVDEP= ENVFAIL=\n"
+		"if [ -f \"$R/pkg/pbx-env.sh\" ]; then\n"
+		"  mkdir -p \"$R/env\" \"$PBX_SHARED/pbx/envs\" || exit 1\n"
+		"fi\n"
+		"if [ -n \"$U\" ]; then\n"
+		"  for d in \"$R/tasks\" \"$R/slurm\" \"$R/env\" \"$PBX_SHARED/pbx/envs\"; do\n"
+		"    [ ! -d \"$d\" ] || [ \"$(stat -c %%U \"$d\")\" = \"$U\" ] || chown -R -h \"$U:\" \"$d\" || exit 1\n"
 		"  done\n"
+		"fi\n"
+		"as_user() {\n"
+		"  env ${U:+HOME=\"$UHOME\" USER=\"$U\" LOGNAME=\"$U\"} PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\""
+		" PBX_SHARED=\"$PBX_SHARED\" \"$@\"\n"
+		"}\n"
+		"if [ -f \"$R/pkg/pbx-env.sh\" ] && ! grep -q '^READY ' \"$R/env/status\" 2>/dev/null; then\n"
+		"  rm -f \"$R/env/status\"\n"
+		"  if out=$(as_user sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
+		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"
+		" --export=ALL \"$R/pkg/pbx-env.sh\" build 2>&1); then\n"
+		"    ENVDEP=--dependency=afterany:${out%%%%;*}\n"
+		"    echo \"PBX-ENV ${out%%%%;*}\"\n"
+		"  else\n"
+		"    ENVFAIL=\"the environment's build job: $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
+		"  fi\n"
 		"fi\n"
 		"submit() {\n"
 		"  row=$1 first=$2 spec=$3; shift 3\n"
-		"  if out=$(env ${U:+HOME=\"$UHOME\" USER=\"$U\" LOGNAME=\"$U\"}"
-		" PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\" PBX_TASK_OFFSET=\"$first\""
-		" PBX_LAUNCHER=%s sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} \"$@\" --array=\"$spec\" --requeue"
+		"  if [ -n \"$ENVFAIL\" ]; then echo \"PBX-ARRAY-FAILED $row $ENVFAIL\"; return; fi\n"
+		"  if out=$(as_user PBX_TASK_OFFSET=\"$first\""
+		" PBX_LAUNCHER=%s sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} $ENVDEP \"$@\" --array=\"$spec\" --requeue"
 		" --job-name=pbx-%s --comment=\"pbx:%s:$row\""
 		" --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		" \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
@@ -117,7 +141,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"
 		"}\n",
-		pbx_launcher_name(opts->launcher), short_id, short_id);
+		short_id, short_id, pbx_launcher_name(opts->launcher), short_id, short_id);
 	for (i = 0; i < np; i++)
 		jobs_sbatch_line(s, &plans[i].row, (const char *const *)args, nargs);
 	pbx_sbatch_argv_free(args, nargs);

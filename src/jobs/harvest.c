@@ -237,9 +237,10 @@ static int harvest_is_code_link(const struct harvest *h, const struct manifest_e
 
 static int harvest_wanted_name(const struct harvest *h, const char *rel)
 {
-	static const char *const always[] = { "status",      "stdout",        "stderr",
-					      "params.json", "metrics.jsonl", "summary.json",
-					      NULL };
+	static const char *const always[] = { "status",          "stdout",
+					      "stderr",          "params.json",
+					      "metrics.jsonl",   "summary.json",
+					      "environment.txt", NULL };
 	size_t i;
 	for (i = 0; always[i]; i++)
 		if (!strcmp(rel, always[i]))

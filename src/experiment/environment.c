@@ -1,0 +1,123 @@
+/*
+ * environment.c - the experiment's `environment:` key (FORMAT.md,
+ * "Environment"; docs/environments.md): the Python packages its tasks
+ * import, as a requirements file shipped with the code or an inline list,
+ * and optionally a directory of wheels to install from with no index.
+ * Here the key is read and checked; the package (package.c) carries it as
+ * env/requirements.txt and env/wheels, and templates/pbx-env.sh builds it
+ * on the cluster.
+ */
+#include "experiment/experiment_internal.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ENV_MAX_REQUIREMENTS 1000 /* lines of an inline list */
+#define ENV_MAX_LINE         1024 /* bytes of one inline requirement */
+
+static const char *const env_keys[] = { "python", "wheels", NULL };
+
+/* A path relative to the experiment's directory that stays inside it:
+ * not absolute, no empty, "." or ".." component, at most 1024 bytes. */
+static int env_path(const struct pbx_ynode *n, char **out, struct pbx_err *err)
+{
+	const char *p, *slash;
+	if (pbx_ynode_str(n, PBX_YSTR_ONE_LINE, out, err) < 0)
+		return -1;
+	if (!(*out)[0] || (*out)[0] == '/' || strlen(*out) > 1024)
+		return pbx_ynode_error(n, err,
+				       "want a path relative to the experiment's directory");
+	for (p = *out; *p; p = slash ? slash + 1 : p + strlen(p)) {
+		size_t l;
+		slash = strchr(p, '/');
+		l = slash ? (size_t)(slash - p) : strlen(p);
+		if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && !strncmp(p, "..", 2)))
+			return pbx_ynode_error(
+				n, err,
+				"'%s': want a path inside the experiment's directory "
+				"(no '..', '.' or empty components)",
+				*out);
+		if (!slash)
+			break;
+	}
+	return 0;
+}
+
+/* One line of an inline list: a requirement (pip's syntax, checked by pip
+ * on the cluster), never an option: options go in a requirements file. */
+static int env_requirement(const struct pbx_ynode *n, struct pbx_buf *text, struct pbx_err *err)
+{
+	char *s;
+	size_t l;
+	if (pbx_ynode_str(n, PBX_YSTR_ONE_LINE, &s, err) < 0)
+		return -1;
+	l = strlen(s);
+	if (l == 0 || l > ENV_MAX_LINE || s[0] == '-' || s[0] == ' ') {
+		free(s);
+		return pbx_ynode_error(
+			n, err,
+			"want a requirement such as 'numpy==1.26.4' or 'scikit-learn>=1.3' "
+			"(at most %d bytes; pip options go in a requirements file)",
+			ENV_MAX_LINE);
+	}
+	pbx_buf_adds(text, s);
+	pbx_buf_adds(text, "\n");
+	free(s);
+	return 0;
+}
+
+static int env_python(struct pbx_experiment *e, const struct pbx_ynode *py, struct pbx_err *err)
+{
+	struct pbx_buf text = PBX_BUF_INIT;
+	size_t i;
+	e->env.line = py->line;
+	if (py->type == PBX_YSCALAR)
+		return env_path(py, &e->env.python_file, err);
+	if (py->type != PBX_YSEQ || py->nitems == 0 || py->nitems > ENV_MAX_REQUIREMENTS)
+		return pbx_ynode_error(
+			py, err,
+			"want a requirements file (a path) or a non-empty list of at "
+			"most %d requirements",
+			ENV_MAX_REQUIREMENTS);
+	for (i = 0; i < py->nitems; i++)
+		if (env_requirement(py->items[i], &text, err) < 0) {
+			pbx_buf_release(&text);
+			return -1;
+		}
+	e->env.python_text = pbx_buf_detach(&text, NULL);
+	return 0;
+}
+
+int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err)
+{
+	const struct pbx_ynode *py, *wheels;
+	if (!env)
+		return 0;
+	if (pbx_ynode_expect_map(env, err) < 0 || pbx_ymap_check_keys(env, env_keys, err) < 0)
+		return -1;
+	py = pbx_ymap_get(env, "python");
+	wheels = pbx_ymap_get(env, "wheels");
+	if (!py)
+		return pbx_ymap_missing(
+			env, "python",
+			"required key is missing (a requirements file, or a list of requirements)",
+			err);
+	if (env_python(e, py, err) < 0)
+		return -1;
+	if (wheels) {
+		e->env.wheels_line = wheels->line;
+		if (env_path(wheels, &e->env.wheels, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void pbx_exp_environment_free(struct pbx_exp_environment *env)
+{
+	free(env->python_file);
+	free(env->python_text);
+	free(env->wheels);
+	memset(env, 0, sizeof(*env));
+}

@@ -1,0 +1,248 @@
+#!/bin/sh
+# pbx-env.sh - a package's Python environment (the experiment's
+# `environment:` key; docs/environments.md): built ONCE per cluster as one
+# content-addressed archive on the shared disk, unpacked once per node to
+# its local disk.  POSIX sh (dash).  Shipped in the package by pbx, next to
+# pbx-task.sh.
+#
+#   pbx-env.sh build    the build job pbx submits before a package's arrays
+#                       (they depend on it: afterany), as the task user
+#   pbx-env.sh unpack   from pbx-task.sh: prints the node-local environment
+#                       the task runs with, unpacking it first if needed
+#
+# Environment in: PBX_PKG_DIR (the package: env/requirements.txt, and
+# env/wheels when the experiment brings its own wheels: then no index is
+# asked), PBX_RUN_DIR (the run: RUN/env keeps this package's lock and
+# status), PBX_SHARED (the cluster's shared disk: SHARED/pbx/envs holds
+# the archives), PBX_ENV_DIR (optional: the node-local directory under
+# which each user's environments go, PBX_ENV_DIR/pbx-env-UID; default
+# /var/tmp; a node body's env.sh names its var/tmp).
+#
+# Files (RUN/env, one package's):
+#   lock.txt     the resolved requirements: NAME==VERSION --hash=sha256:H
+#                (written once: a rerun and a later parrun of the package
+#                install exactly this, never a fresh resolve)
+#   python       the interpreter's version and platform, e.g. 3.11.2 linux-x86_64
+#   key          the environment's key: sha256 of lock.txt and python
+#   status       READY KEY | FAILED REASON (one line, replaced atomically)
+#   build.log    the build job's output (SLURM's --output)
+# Files (SHARED/pbx/envs, the cluster's):
+#   KEY.tar.gz   the environment (its top directory: env/), renamed into
+#                place only when whole; KEY.sha256 its checksum, written
+#                first; spec-SPEC.lock a resolved spec's lock (SPEC: sha256
+#                of requirements.txt, the wheels and python), so a second
+#                package with the same spec neither resolves nor builds
+# Node-local (PBX_ENV_DIR/pbx-env-UID, 0700): KEY/ the unpacked environment, KEY/.pbx-ready
+# once it is whole; made under a lock, one unpack per node.
+set -u
+
+die() {
+	printf 'pbx-env: %s\n' "$1" >&2
+	exit 1
+}
+
+[ -n "${PBX_PKG_DIR:-}" ] || die "PBX_PKG_DIR is not set"
+[ -n "${PBX_RUN_DIR:-}" ] || die "PBX_RUN_DIR is not set"
+[ -n "${PBX_SHARED:-}" ] || die "PBX_SHARED is not set"
+REQ=$PBX_PKG_DIR/env/requirements.txt
+WHEELS=$PBX_PKG_DIR/env/wheels
+E=$PBX_RUN_DIR/env
+ENVS=$PBX_SHARED/pbx/envs
+LOCAL=${PBX_ENV_DIR:-/var/tmp}/pbx-env-$(id -u)
+# Debian's interpreter, the same path on every node (a venv points to it)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || die "no python3 on $(hostname)"
+
+# put FILE TEXT: FILE holds TEXT (one line), replaced atomically
+put() {
+	printf '%s\n' "$2" >"$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
+}
+
+sha_of() {
+	sha256sum | cut -d' ' -f1
+}
+
+# plain_path PATH: PATH has only [A-Za-z0-9/._-] (it goes into sed and
+# into scripts' #! lines)
+plain_path() {
+	case $1 in '' | *[!A-Za-z0-9/._-]*) return 1 ;; esac
+}
+
+# ------------------------------------------------------------ build --
+
+# failed REASON: the package's status says FAILED, and so does
+# the job (its log has REASON last)
+failed() {
+	put "$E/status" "FAILED $1"
+	die "$1"
+}
+
+# pip VENV ARGS...: VENV's pip, quiet, with the experiment's own wheels
+# and no index when it brings them
+pip() {
+	venv_pip=$1/bin/pip
+	shift
+	if [ -d "$WHEELS" ]; then set -- --no-index --find-links "$WHEELS" "$@"; fi
+	"$venv_pip" install -q --disable-pip-version-check "$@"
+}
+
+# resolve VENV: RUN/env/lock.txt from requirements.txt (pip's resolver,
+# a dry run: nothing is installed), every line pinned, hashed where the
+# index or the wheel gives one
+resolve() {
+	pip "$1" --dry-run --ignore-installed --report "$tmp/report.json" \
+		-r "$REQ" >"$tmp/resolve.out" 2>&1 || {
+		cat "$tmp/resolve.out" >&2
+		failed "cannot resolve requirements.txt: $(grep -m1 'ERROR' "$tmp/resolve.out" || tail -n 1 "$tmp/resolve.out")"
+	}
+	"$PY" - "$tmp/report.json" >"$tmp/lock.txt" <<'PYEOF' || failed "cannot read pip's report"
+import json, sys
+report = json.load(open(sys.argv[1]))
+for item in sorted(report["install"], key=lambda i: i["metadata"]["name"].lower()):
+    meta, info = item["metadata"], item.get("download_info", {})
+    line = "%s==%s" % (meta["name"], meta["version"])
+    hashes = info.get("archive_info", {}).get("hashes") or {}
+    legacy = info.get("archive_info", {}).get("hash", "")
+    if "sha256" in hashes:
+        line += " --hash=sha256:" + hashes["sha256"]
+    elif legacy.startswith("sha256="):
+        line += " --hash=sha256:" + legacy[7:]
+    print(line)
+PYEOF
+	mv -f "$tmp/lock.txt" "$E/lock.txt"
+}
+
+# install VENV: the lock into VENV, nothing more (--no-deps: the lock is
+# whole), checked against its hashes when every line has one
+install() {
+	set -- "$1" --no-deps --cache-dir "$ENVS/pip-cache" -r "$E/lock.txt"
+	grep -qv -- '--hash=sha256:' "$E/lock.txt" || set -- "$@" --require-hashes
+	pip "$@" >"$tmp/install.out" 2>&1 || {
+		cat "$tmp/install.out" >&2
+		failed "cannot install the lock: $(grep -m1 'ERROR' "$tmp/install.out" || tail -n 1 "$tmp/install.out")"
+	}
+}
+
+# venv: TMP/env, a fresh virtual environment, made on first use (a
+# package whose environment is built already needs none)
+venv() {
+	[ ! -x "$tmp/env/bin/pip" ] || return 0
+	"$PY" -m venv "$tmp/env" >"$tmp/venv.out" 2>&1 || {
+		cat "$tmp/venv.out" >&2
+		failed "$PY -m venv failed (on Debian: apt-get install python3-venv)"
+	}
+}
+
+build() {
+	mkdir -p "$E" "$ENVS" || die "cannot create $E or $ENVS"
+	[ -r "$REQ" ] || failed "the package has no env/requirements.txt"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/pbx-env.XXXXXX") || failed "cannot make a temporary directory"
+	plain_path "$tmp" || { rm -rf "$tmp"; failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"; }
+	trap 'rm -rf "$tmp"' EXIT
+	started=$(date +%s)
+	pyid=$("$PY" -c 'import sys, sysconfig; print("%d.%d.%d" % sys.version_info[:3], sysconfig.get_platform())') ||
+		failed "$PY does not run"
+	put "$E/python" "$pyid"
+	echo "pbx-env: python $pyid ($PY) on $(hostname)"
+	if [ ! -s "$E/lock.txt" ]; then
+		spec=$({
+			cat "$REQ"
+			echo "$pyid"
+			[ ! -d "$WHEELS" ] || (cd "$WHEELS" && find . -type f | LC_ALL=C sort | xargs -r sha256sum)
+		} | sha_of)
+		if [ -s "$ENVS/spec-$spec.lock" ]; then
+			cp "$ENVS/spec-$spec.lock" "$E/lock.txt" || failed "cannot copy the lock"
+			echo "pbx-env: requirements resolved before (spec $spec)"
+		else
+			echo "pbx-env: resolving requirements.txt$([ -d "$WHEELS" ] && echo ' (its wheels, no index)')"
+			venv
+			resolve "$tmp/env"
+			cp "$E/lock.txt" "$ENVS/.spec-$spec.$$" && mv -f "$ENVS/.spec-$spec.$$" "$ENVS/spec-$spec.lock"
+		fi
+	else
+		echo "pbx-env: the package's lock, as before"
+	fi
+	key=$({ cat "$E/lock.txt"; echo "$pyid"; } | sha_of)
+	put "$E/key" "$key"
+	# one builder of KEY at a time, cluster-wide (two packages with the
+	# same lock may build at once): the second finds it made
+	exec 8>"$ENVS/.$key.lock" || failed "cannot open $ENVS/.$key.lock"
+	flock 8 || failed "cannot lock $ENVS/.$key.lock"
+	if [ -s "$ENVS/$key.tar.gz" ] && [ -s "$ENVS/$key.sha256" ]; then
+		echo "pbx-env: environment $key is built already"
+	else
+		echo "pbx-env: installing $(wc -l <"$E/lock.txt") packages into environment $key"
+		venv
+		install "$tmp/env"
+		printf '%s\n' "$tmp/env" >"$tmp/env/.pbx-built-at"
+		cp "$E/lock.txt" "$tmp/env/pbx-lock.txt"
+		part=$(mktemp "$ENVS/.$key.XXXXXX") || failed "cannot write in $ENVS"
+		tar -C "$tmp" -czf "$part" env || { rm -f "$part"; failed "cannot pack the environment into $ENVS"; }
+		sum=$(sha_of <"$part")
+		if ! put "$ENVS/$key.sha256" "$sum" || ! mv -f "$part" "$ENVS/$key.tar.gz"; then
+			rm -f "$part"
+			failed "cannot write $ENVS/$key.tar.gz"
+		fi
+	fi
+	exec 8>&-
+	put "$E/status" "READY $key"
+	echo "pbx-env: ready: $key ($(($(date +%s) - started)) s)"
+}
+
+# ----------------------------------------------------------- unpack --
+
+# unpack_locked KEY: makes LOCAL/KEY (the caller holds its lock)
+unpack_locked() {
+	[ ! -f "$LOCAL/$1/.pbx-ready" ] || return 0
+	want=$(cat "$ENVS/$1.sha256" 2>/dev/null) || die "environment $1: no $ENVS/$1.sha256"
+	part=$LOCAL/.$1.$$
+	rm -rf "$part" "${LOCAL:?}/$1"
+	mkdir -p "$part" || die "cannot create $part"
+	# one read of the archive: checked and unpacked from the same bytes
+	cp "$ENVS/$1.tar.gz" "$part.tgz" || die "environment $1: cannot copy its archive"
+	got=$(sha_of <"$part.tgz")
+	[ "$got" = "$want" ] || { rm -rf "$part" "$part.tgz"; die "environment $1: archive checksum $got, want $want"; }
+	# GNU tar: no absolute names, no member above the top, no owners
+	tar -C "$part" --no-same-owner -xzf "$part.tgz" || { rm -rf "$part" "$part.tgz"; die "environment $1: cannot unpack"; }
+	rm -f "$part.tgz"
+	if [ ! -d "$part/env" ] || [ -L "$part/env" ]; then
+		rm -rf "$part"
+		die "environment $1: no env/ in its archive"
+	fi
+	# scripts in bin/ name the directory it was built in: now this one
+	old=$(cat "$part/env/.pbx-built-at") || die "environment $1: no .pbx-built-at"
+	for f in "$part/env/bin"/*; do
+		if [ -f "$f" ] && [ ! -L "$f" ] && grep -qF "$old" "$f" 2>/dev/null; then
+			sed -i "s|$old|$LOCAL/$1|g" "$f" || die "cannot rewrite $f"
+		fi
+	done
+	: >"$part/env/.pbx-ready"
+	mv "$part/env" "$LOCAL/$1" || die "cannot move the environment to $LOCAL/$1"
+	rmdir "$part"
+}
+
+unpack() {
+	status=$(cat "$E/status" 2>/dev/null) || status=
+	case $status in
+	READY\ *) key=${status#READY } ;;
+	FAILED\ *) die "the environment failed to build: ${status#FAILED } (pbx log PKG:env has its build log)" ;;
+	*) die "the environment was not built (its build job ended without a word: see $E/build.log)" ;;
+	esac
+	case $key in *[!0-9a-f]* | '') die "bad environment key '$key' in $E/status" ;; esac
+	plain_path "$LOCAL" || die "PBX_ENV_DIR '${PBX_ENV_DIR:-}' has characters other than A-Za-z0-9/._-"
+	if [ ! -f "$LOCAL/$key/.pbx-ready" ]; then
+		mkdir -p "$LOCAL" || die "cannot create $LOCAL"
+		chmod 700 "$LOCAL" || die "cannot make $LOCAL private"
+		exec 9>"$LOCAL/.$key.lock" || die "cannot lock $LOCAL/.$key.lock"
+		flock 9 || die "cannot lock $LOCAL/.$key.lock"
+		(unpack_locked "$key") || exit 1
+		exec 9>&-
+	fi
+	printf '%s\n' "$LOCAL/$key"
+}
+
+case ${1:-} in
+build) build ;;
+unpack) unpack ;;
+*) die "usage: pbx-env.sh build|unpack" ;;
+esac

@@ -1,0 +1,197 @@
+#!/bin/sh
+# t0270-environment.sh - an experiment's Python packages (environment:;
+# docs/environments.md) on a local cluster whose tasks run as the task
+# user: a requirements file naming a compiled wheel (numpy, from
+# build/test-wheels: scripts/venv.sh) and a pure-Python one made here,
+# installed from the experiment's own wheels with no index; one build job,
+# a lock pinned with hashes, one archive; the tasks import both at the
+# pinned versions from the node-local environment and record it
+# (environment.txt, harvested); a second package with the same
+# requirements neither resolves nor installs; a rerun uses the package's
+# environment; a requirement that does not exist fails every task at once
+# with the reason and `pbx log PKG:env`; an inline list with shell
+# metacharacters executes nothing; bad keys are refused with file, line and
+# key.  Addresses 127.0.152.x, ports 22280 and 26600-26663.
+. "$(dirname "$0")/lib.sh"
+
+WHEELS=${PBX_SOURCE_DIR:-.}/build/test-wheels
+numpy_whl=$(ls "$WHEELS"/numpy-*.whl 2>/dev/null | head -n 1)
+[ -n "$numpy_whl" ]
+ok $? "scripts/venv.sh fetched the test wheels into $WHEELS"
+
+chmod 711 "$TEST_TMP" "$PBX_HOME"
+local_cluster ev 127.0.152.0 22280 26600 "{ name: node, count: 2 }"
+SHARED=$PBX_HOME/clusters/ev/shared
+
+# make_wheel DIR NAME VERSION: a pure-Python wheel of module NAME whose
+# VERSION is its __version__
+make_wheel() {
+	python3 - "$@" <<'PYEOF'
+import base64, hashlib, sys, zipfile
+d, name, version = sys.argv[1:]
+dist = "%s-%s.dist-info" % (name, version)
+files = {
+    "%s/__init__.py" % name: "__version__ = %r\n" % version,
+    dist + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version),
+    dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: t0270\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for path, text in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+record.append(dist + "/RECORD,,")
+files[dist + "/RECORD"] = "\n".join(record) + "\n"
+with zipfile.ZipFile("%s/%s-%s-py3-none-any.whl" % (d, name, version), "w") as z:
+    for path, text in files.items():
+        z.writestr(path, text)
+PYEOF
+}
+
+mkdir -p "$TEST_TMP/exp/wheels"
+cp "$numpy_whl" "$TEST_TMP/exp/wheels/"
+make_wheel "$TEST_TMP/exp/wheels" pbxdemo 1.0
+make_wheel "$TEST_TMP/exp/wheels" pbxdemo 2.0
+cat >"$TEST_TMP/exp/requirements.txt" <<'REQ'
+numpy==1.26.4
+pbxdemo<2
+REQ
+cat >"$TEST_TMP/exp/fit.py" <<'PY'
+import os, sys
+import numpy, pbxdemo
+print("n=%s sum=%d numpy=%s pbxdemo=%s uid=%d" % (sys.argv[1], numpy.arange(int(sys.argv[1])).sum(),
+      numpy.__version__, pbxdemo.__version__, os.getuid()))
+print("prefix=" + sys.prefix)
+PY
+cat >"$TEST_TMP/exp/experiment.yaml" <<'EXP'
+name: fit
+command: python fit.py {n} && { [ {n} != 100 ] || [ -e "$PBX_RUN_DIR/again" ]; }
+sweep: { grid: { n: [10, 100, 1000] } }
+environment:
+  python: requirements.txt
+  wheels: wheels
+EXP
+
+run_pbx -q cluster start ev
+ok $rc "the cluster starts: $errout"
+
+run_pbx parrun "$TEST_TMP/exp/experiment.yaml" ev
+ok $rc "parrun: $errout"
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkg" 300
+is "$(task_states "$pkg")" "COMPLETED COMPLETED FAILED" "every task ran (task 1 fails on its first attempt, as it should)"
+R=$SHARED/pbx/$pkg
+[ "$(task_states "$pkg")" = "COMPLETED COMPLETED FAILED" ] || sed 's/^/# task 0: /' "$R/tasks/0/stderr"
+outs=$(cat "$R"/tasks/*/stdout 2>/dev/null)
+is "$(echo "$outs" | grep -c '^n=[0-9]* sum=[0-9]* numpy=1.26.4 pbxdemo=1.0 uid=2850$')" 3 \
+	"each imported numpy 1.26.4 and pbxdemo 1.0 (the lock's, not 2.0), as the task user: $(echo "$outs" | head -n 2 | tr '\n' ' ')"
+is "$(echo "$outs" | grep '^n=1000 ' | cut -d' ' -f2)" "sum=499500" "numpy computed"
+key=$(sed -n 's/^READY //p' "$R/env/status")
+[ -n "$key" ] && [ "$(echo "$outs" | grep -c "^prefix=$PBX_HOME/clusters/ev/nodes/head/var/tmp/pbx-env-2850/$key\$")" = 3 ]
+ok $? "from the node-local environment $key: $(echo "$outs" | grep '^prefix=' | sort -u | tr '\n' ' ')"
+grep -q '^numpy==1.26.4 --hash=sha256:[0-9a-f]\{64\}$' "$R/env/lock.txt" &&
+	grep -q '^pbxdemo==1.0 --hash=sha256:[0-9a-f]\{64\}$' "$R/env/lock.txt"
+ok $? "the lock pins both with their hashes: $(tr '\n' '|' <"$R/env/lock.txt")"
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "one archive on the shared disk"
+(cd "$SHARED/pbx/envs" && [ "$(sha256sum <"$key.tar.gz" | cut -d' ' -f1)" = "$(cat "$key.sha256")" ])
+ok $? "its checksum is the one recorded"
+is "$(stat -c %U "$R/env" "$SHARED/pbx/envs/$key.tar.gz" | sort -u)" pbx-task "the build ran as the task user"
+grep -q 'resolving requirements.txt (its wheels, no index)' "$R/env/build.log"
+ok $? "the build resolved once, with no index: $(tr '\n' '|' <"$R/env/build.log")"
+
+run_pbx log "$pkg:env"
+case $out in *"ready: $key"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx log PKG:env shows the build log"
+
+run_pbx -q harvest "$pkg"
+ok $rc "harvest: $errout"
+envtxt=$PBX_HOME/results/$pkg/0/environment.txt
+grep -q "^environment $key\$" "$envtxt" && grep -q '^python 3\.' "$envtxt" &&
+	grep -q '^numpy==1.26.4 --hash=' "$envtxt"
+ok $? "environment.txt came home with the key, the Python and the lock: $(head -n 3 "$envtxt" 2>/dev/null | tr '\n' '|')"
+
+# a second package with the same requirements: no resolve, no install
+cp -r "$TEST_TMP/exp" "$TEST_TMP/exp2"
+sed -i 's/^name: fit$/name: fit-two/' "$TEST_TMP/exp2/experiment.yaml"
+run_pbx parrun "$TEST_TMP/exp2/experiment.yaml" ev
+ok $rc "parrun of a second package: $errout"
+pkg2=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkg2" 300
+is "$(task_states "$pkg2")" "COMPLETED COMPLETED FAILED" "its tasks ran"
+log2=$(cat "$SHARED/pbx/$pkg2/env/build.log")
+case $log2 in *"requirements resolved before"*"environment $key is built already"*) r=0 ;; *) r=1 ;; esac
+ok $r "its build neither resolved nor installed: $(echo "$log2" | tr '\n' '|')"
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "still one archive"
+
+# a rerun: the package's environment, no build job
+touch "$R/again"
+run_pbx rerun --failed "$pkg"
+ok $rc "rerun --failed: $errout"
+wait_final "$pkg" 300
+is "$(task_states "$pkg")" "COMPLETED COMPLETED COMPLETED" "the rerun task completed"
+is "$(grep -c 'pbx-env: ready' "$R/env/build.log")" 1 "a rerun builds nothing"
+grep -q "^environment $key\$" "$R/tasks/1/environment.txt"
+ok $? "and ran in the same environment"
+
+# a requirement that does not exist: every task fails at once, saying why
+mkdir -p "$TEST_TMP/bad"
+cp -r "$TEST_TMP/exp/wheels" "$TEST_TMP/bad/"
+cat >"$TEST_TMP/bad/experiment.yaml" <<'EXP'
+name: bad
+command: python -c 'print(1)'
+sweep: { grid: { i: [1, 2] } }
+environment:
+  python: ["numpy==1.26.4", "nosuchpackage==9.9"]
+  wheels: wheels
+EXP
+run_pbx parrun "$TEST_TMP/bad/experiment.yaml" ev
+ok $rc "parrun of a package with a missing requirement: $errout"
+bad=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$bad" 300
+is "$(task_states "$bad")" "FAILED FAILED" "both tasks failed"
+grep -q 'the environment failed to build: cannot resolve requirements.txt: ERROR: .*nosuchpackage==9.9' \
+	"$SHARED/pbx/$bad/tasks/0/stderr"
+ok $? "each says why: $(grep pbx-env "$SHARED/pbx/$bad/tasks/0/stderr")"
+[ ! -e "$SHARED/pbx/$bad/tasks/0/stdout" ] || [ ! -s "$SHARED/pbx/$bad/tasks/0/stdout" ]
+ok $? "its command never ran"
+run_pbx log "$bad:env"
+case $out in *"No matching distribution found for nosuchpackage==9.9"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx log PKG:env has pip's words"
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "no archive was added"
+
+# hostile: a requirement line with shell metacharacters is pip's text,
+# never a shell's
+mkdir -p "$TEST_TMP/hostile"
+cp -r "$TEST_TMP/exp/wheels" "$TEST_TMP/hostile/"
+cat >"$TEST_TMP/hostile/experiment.yaml" <<EXP
+name: hostile
+command: "true"
+environment:
+  python: ['pbxdemo; python_version > "3" \$(touch $TEST_TMP/pwned) \`touch $TEST_TMP/pwned2\`']
+  wheels: wheels
+EXP
+run_pbx parrun "$TEST_TMP/hostile/experiment.yaml" ev
+hostile=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$hostile" 300
+is "$(task_states "$hostile")" "FAILED" "a requirement with shell metacharacters fails to resolve"
+[ ! -e "$TEST_TMP/pwned" ] && [ ! -e "$TEST_TMP/pwned2" ]
+ok $? "and nothing in it was executed"
+
+# bad keys: file, line and key, exit 2, nothing submitted
+bad_key() {
+	printf 'name: k\ncommand: "true"\nenvironment:\n%s\n' "$1" >"$TEST_TMP/exp/k.yaml"
+	run_pbx parrun "$TEST_TMP/exp/k.yaml" ev
+	is "$rc" 2 "$2: exit 2"
+	case $errout in *"k.yaml:$3: environment.$4"*) r=0 ;; *) r=1 ;; esac
+	ok $r "$2: names the line and key: $errout"
+}
+bad_key "  python: ../requirements.txt" "a path above the experiment" 4 python
+bad_key "  python: /etc/passwd" "an absolute path" 4 python
+bad_key "  python: [\"--index-url=http://x\"]" "an option in an inline list" 4 python
+bad_key "  python: missing.txt" "a file that is not shipped" 4 python
+bad_key "  python: requirements.txt
+  wheels: fit.py" "wheels that are a file" 5 wheels
+bad_key "  pyton: requirements.txt" "a misspelt key" 4 pyton
+
+run_pbx -q cluster stop ev
+ok $rc "stop: $errout"
+done_testing
