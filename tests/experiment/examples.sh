@@ -1,6 +1,7 @@
 #!/bin/sh
 # examples.sh - the shipped examples in templates/experiments/ load and
-# package (sweep-demo: 24 tasks, fashion-mnist: 12, random-labels: 6, downpour: 2), and a sweep-demo task
+# package (sweep-demo: 24 tasks, fashion-mnist: 12, random-labels: 6, downpour: 2,
+# sklearn-ridge: 20, with its environment's requirements.txt), and a sweep-demo task
 # runs through the real wrapper: task 5 is lr 0.1, width 64, repeat 1 and
 # writes metrics.jsonl ({"step","loss","acc"} lines) and result.txt.
 # Usage: examples.sh EXP_PACK SOURCE_DIR
@@ -15,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for ex in sweep-demo:24 fashion-mnist:12 random-labels:6 downpour:2; do
+for ex in sweep-demo:24 fashion-mnist:12 random-labels:6 downpour:2 sklearn-ridge:20; do
 	name=${ex%:*}
 	want=${ex#*:}
 	out=$("$PACK" "$SRC/templates/experiments/$name/experiment.yaml" "$T/$name.tar") ||
@@ -23,6 +24,10 @@ for ex in sweep-demo:24 fashion-mnist:12 random-labels:6 downpour:2; do
 	[ "${out#* }" = "$want" ] || fail "$name: ${out#* } tasks, want $want"
 	echo "ok - $name packages: $want tasks"
 done
+tar -tvf "$T/sklearn-ridge.tar" | grep -q ' env/requirements.txt -> \.\./code/requirements.txt$' ||
+	fail "sklearn-ridge: no env/requirements.txt link in its package"
+tar -tf "$T/sklearn-ridge.tar" | grep -qx 'pbx-env.sh' || fail "sklearn-ridge: no pbx-env.sh in its package"
+echo "ok - sklearn-ridge carries its environment"
 
 mkdir -p "$T/pkg"
 tar -xf "$T/sweep-demo.tar" -C "$T/pkg"
