@@ -355,6 +355,10 @@ export PBX_HOME="$TEST_TMP/home"
 # the machine's registry of local clusters' slots (src/cloud/local/slots.c):
 # each test its own, as each has its own addresses
 export PBX_LOCAL_SLOTS_DIR="$TEST_TMP/local-slots"
+# local clusters stay in the test's own (private) home, whose removal takes
+# them along, and run their tasks as root there; t0261 (and t0260, t0270
+# with a home others may pass through) run them as the task user
+export PBX_LOCAL_BODIES_DIR=
 # Tests talk to loopback only: no cloud credential lookup may fall through
 # to a metadata server (169.254.169.254, metadata.google.internal) or to
 # the tester's own gcloud / AWS credentials.

@@ -12,7 +12,9 @@
  * i = 0), and SLURM uses ports slurm_port_base + 64*s + [0, 64).
  *
  * Nothing of a local cluster can be taken for another pbx home's: its
- * directory is under this $PBX_HOME (and holds its cluster id, in
+ * directory is under this $PBX_HOME, or (root's, in a home the task user
+ * cannot pass through: place.h) named by a link there and by its cluster
+ * id (and it holds its cluster id, in
  * DIR/cluster-id, which `stop --id` matches), its processes are found by
  * that directory (procs.c matches it as a whole path), and its nodes admit
  * only this cluster's own login key.  Two homes with the same addresses
@@ -21,6 +23,7 @@
  * cluster holds, and a stop gives it back.
  */
 #include "cloud/local/body.h"
+#include "cloud/local/place.h"
 #include "cloud/local/procs.h"
 #include "cloud/local/slots.h"
 #include "cloud/provider.h"
@@ -42,11 +45,13 @@
 #define LOCAL_MAX_SLOTS      7
 #define LOCAL_ID_FILE        "cluster-id" /* in the cluster's directory: its id */
 
-/* The provider's context: the cluster, its slot (the spec's) and its
- * directory $PBX_HOME/clusters/NAME (the local provider's "label"). */
+/* The provider's context: the cluster, its slot (the spec's), its handle
+ * $PBX_HOME/clusters/NAME (the local provider's "label") and its directory,
+ * the handle or where the handle links to (place.h). */
 struct local_ctx {
 	const struct pbx_cluster_spec *s;
 	int slot;
+	char *home;
 	char *dir;
 };
 
@@ -56,7 +61,8 @@ static int local_open(const struct pbx_cluster_spec *s, void **out, struct pbx_e
 	(void)err;
 	x->s = s;
 	x->slot = s->slot;
-	x->dir = xasprintf("%s/clusters/%s", pbx_home(), s->name);
+	x->home = xasprintf("%s/clusters/%s", pbx_home(), s->name);
+	x->dir = pbx_local_place_real(x->home, s->uid);
 	*out = x;
 	return 0;
 }
@@ -66,6 +72,7 @@ static void local_close(void *ctx)
 	struct local_ctx *x = ctx;
 	if (!x)
 		return;
+	free(x->home);
 	free(x->dir);
 	free(x);
 }
@@ -188,18 +195,24 @@ static int local_create_one(void *ctx, size_t i, struct pbx_err *err)
 }
 
 /* Node bodies start at once: creation is over when this returns. */
-/* The cluster's directory, its nodes/ and the clusters/ above it in
- * PBX_HOME: made passable (PBX_CLUSTER_DIR_MODE) whatever the umask, so
- * the task user reaches the node bodies' files (docs/SECURITY.md). */
+/* The cluster's directory (place.h: in PBX_HOME, or behind a link there),
+ * its nodes/ and the clusters/ above the handle: made passable
+ * (PBX_CLUSTER_DIR_MODE) whatever the umask, so the task user reaches the
+ * node bodies' files (docs/SECURITY.md). */
 static int local_dirs(const struct local_ctx *x, struct pbx_err *err)
 {
-	char *nodes = xasprintf("%s/nodes", x->dir), *parent = xstrdup(x->dir);
+	char *nodes = xasprintf("%s/nodes", x->dir), *parent = xstrdup(x->home);
 	char *slash = strrchr(parent, '/');
 	const char *dirs[3] = { parent, x->dir, nodes };
 	size_t i;
-	int rc = pbx_mkdir_p(nodes, PBX_CLUSTER_DIR_MODE, err);
+	int rc;
 	if (slash && slash != parent)
 		*slash = '\0';
+	rc = pbx_mkdir_p(parent, PBX_CLUSTER_DIR_MODE, err);
+	if (rc == 0)
+		rc = pbx_local_place_make(x->home, x->dir, err);
+	if (rc == 0)
+		rc = pbx_mkdir_p(nodes, PBX_CLUSTER_DIR_MODE, err);
 	for (i = 0; rc == 0 && i < 3; i++)
 		if (chmod(dirs[i], PBX_CLUSTER_DIR_MODE) < 0)
 			rc = pbx_err_set(err, "cannot chmod %s: %s", dirs[i], strerror(errno));
@@ -216,7 +229,7 @@ static int local_dirs(const struct local_ctx *x, struct pbx_err *err)
 static int local_slot_held(const struct local_ctx *x, struct pbx_err *err)
 {
 	char *space = pbx_local_slot_space(x->s->cfg);
-	int rc = pbx_local_slot_claim(space, x->slot, x->s->uid, x->dir, err);
+	int rc = pbx_local_slot_claim(space, x->slot, x->s->uid, x->home, err);
 	if (rc == 0)
 		pbx_err_set(err,
 			    "slot %d of %s (this cluster's addresses and ports) is held by "
@@ -322,6 +335,8 @@ static int local_destroy(void *ctx, const struct pbx_instance *v, size_t n, stru
 	pbx_local_procs_kill(needle, 5000);
 	free(needle);
 	rc = pbx_rm_rf(x->dir, err);
+	if (rc == 0)
+		pbx_local_place_unlink(x->home);
 	if (rc == 0) /* this machine's other homes may have the slot now */
 		pbx_local_slot_release(space, x->slot, x->s->uid);
 	free(space);
