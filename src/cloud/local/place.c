@@ -21,7 +21,7 @@ static const char *place_bodies_dir(void)
 {
 	const char *d = getenv("PBX_LOCAL_BODIES_DIR");
 	if (!d)
-		return "/var/lib/pbx/local/bodies";
+		return "/var/lib/pbx/nodes";
 	return *d ? d : NULL;
 }
 
@@ -100,7 +100,9 @@ char *pbx_local_place_real(const char *home_dir, const char *uid)
 	}
 	if (!base || geteuid() != 0 || !uid || !*uid || place_passable(home_dir))
 		return xstrdup(home_dir);
-	return xasprintf("%s/%s", base, uid);
+	/* 12 of its 32 hex digits: slurmd's sockets in the bodies' spool
+	 * must stay within a Unix socket path's 108 bytes */
+	return xasprintf("%s/%.12s", base, uid);
 }
 
 int pbx_local_place_make(const char *home_dir, const char *real, struct pbx_err *err)
@@ -111,11 +113,12 @@ int pbx_local_place_make(const char *home_dir, const char *real, struct pbx_err 
 	if (pbx_mkdir_p(real, PBX_CLUSTER_DIR_MODE, err) < 0)
 		return -1;
 	if (!place_open_up(real))
-		return pbx_err_set(err,
-				   "cannot open %s to the task user (a directory above it is private "
-				   "and not pbx's); set PBX_LOCAL_BODIES_DIR to a directory others "
-				   "may pass through",
-				   real);
+		return pbx_err_set(
+			err,
+			"cannot open %s to the task user (a directory above it is private "
+			"and not pbx's); set PBX_LOCAL_BODIES_DIR to a directory others "
+			"may pass through",
+			real);
 	if (lstat(home_dir, &sb) == 0)
 		return 0; /* the link, made by an earlier create */
 	if (symlink(real, home_dir) < 0)

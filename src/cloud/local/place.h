@@ -3,8 +3,10 @@
  * $PBX_HOME/clusters/NAME.  Under a PBX_HOME the task user cannot pass
  * through (the default /root/.pbx: /root is 0700), slurmd could not run a
  * task as the task user there (docs/SECURITY.md, "Who is who on a node"),
- * so root's new clusters there live in PBX_LOCAL_BODIES_DIR/UID (default
- * /var/lib/pbx/local/bodies, every directory on the way 0711) and the
+ * so root's new clusters there live in PBX_LOCAL_BODIES_DIR/ID (default
+ * /var/lib/pbx/nodes; ID the first 12 hex digits of the cluster's id, so
+ * that slurmd's sockets there stay within the 108 bytes of a Unix socket
+ * path; every directory on the way passable, 0711) and the
  * handle is a symbolic link to it.  Elsewhere, and for a cluster made
  * before, the handle is the directory itself.
  */

@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -z "$lr" ] || [ -z "$width" ]; then echo "usage: run.sh --lr LR --width W" >&2; exit 2; fi
 echo "task ${PBX_TASK_INDEX:-?}: lr=$lr width=$width repeat=${PBX_REPEAT:-0}" \
-	"node=$(uname -n) gpus=${CUDA_VISIBLE_DEVICES:-none}"
+	"node=$(uname -n) user=$(id -un) gpus=${CUDA_VISIBLE_DEVICES:-none}"
 cat params.json 2>/dev/null || true
 awk -v lr="$lr" -v w="$width" -v r="${PBX_REPEAT:-0}" -v steps="${DEMO_STEPS:-50}" 'BEGIN {
 	srand(1000 * w + 17 * r + int(lr * 10000))

@@ -1,0 +1,56 @@
+#!/bin/sh
+# t0261-task-user-private-home.sh - tasks run as the task user on a local
+# cluster of a home others cannot pass through (the default /root/.pbx;
+# here the test's own 0700 home; docs/SECURITY.md, "Who is who on a
+# node"): root's cluster lives under /var/lib/pbx/nodes/ID (ID: the first
+# 12 hex digits of its cluster id, every directory on the way passable),
+# named by a link in the home; every task of a sweep runs as pbx-task,
+# harvest brings its files home, and stop removes the directory and the
+# link.  Addresses 127.0.153.x, ports 22290 and 26700-26763.
+. "$(dirname "$0")/lib.sh"
+
+unset PBX_LOCAL_BODIES_DIR # the default, as a user's pbx has it
+[ "$(stat -c %a "$TEST_TMP")" = 700 ]
+ok $? "the home is private (its directory 0700)"
+local_cluster ph 127.0.153.0 22290 26700 "{ name: node, count: 2 }"
+HANDLE=$PBX_HOME/clusters/ph
+
+run_pbx -q cluster start ph
+ok $rc "the cluster starts: $errout"
+real=$(readlink "$HANDLE")
+id=$(cat "$HANDLE/cluster-id" 2>/dev/null)
+[ -L "$HANDLE" ] && [ "$real" = "/var/lib/pbx/nodes/$(printf '%.12s' "$id")" ]
+ok $? "its directory is /var/lib/pbx/nodes/ID behind a link in the home ($HANDLE -> $real, id $id)"
+d=$real
+passable=0
+while [ "$d" != / ]; do
+	case $(stat -c %A "$d") in *x) ;; *) passable=1; echo "# not passable: $(stat -c '%A %n' "$d")" ;; esac
+	d=${d%/*}
+	[ -n "$d" ] || d=/
+done
+ok $passable "others may pass through every directory on the way to it"
+
+mkdir -p "$TEST_TMP/exp"
+cat >"$TEST_TMP/exp/who.yaml" <<'EXP'
+name: who
+command: echo "uid=$(id -u) user=$(id -un) node=$SLURMD_NODENAME" && echo {i} >out.txt
+sweep: { grid: { i: [1, 2, 3, 4] } }
+outputs: [out.txt]
+EXP
+run_pbx parrun "$TEST_TMP/exp/who.yaml" ph
+ok $rc "a 4-task sweep is submitted: $errout"
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkg" 120
+is "$(task_states "$pkg")" "COMPLETED COMPLETED COMPLETED COMPLETED" "every task completed"
+outs=$(cat "$HANDLE/shared/pbx/$pkg"/tasks/*/stdout 2>/dev/null)
+is "$(echo "$outs" | grep -c '^uid=2850 user=pbx-task node=node[12]$')" 4 \
+	"each ran as pbx-task, not root: $(echo "$outs" | sort -u | tr '\n' ' ')"
+run_pbx -q harvest "$pkg"
+ok $rc "harvest: $errout"
+is "$(cat "$PBX_HOME/results/$pkg"/*/out.txt 2>/dev/null | sort | tr '\n' ' ')" "1 2 3 4 " "it brought their files home"
+
+run_pbx -q cluster stop ph
+ok $rc "stop: $errout"
+[ ! -e "$real" ] && [ ! -L "$HANDLE" ]
+ok $? "stop removed the directory and the link"
+done_testing
