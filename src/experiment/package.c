@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <openssl/evp.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,42 +137,36 @@ static void pkg_provenance(const struct pbx_experiment *e, struct pbx_package *p
 /* ------------------------------------------------------------------ */
 /* The environment (environment.c, templates/pbx-env.sh)               */
 
-/* The package entry at `path` of type `type`, or NULL. */
-static const struct pbx_package_file *pkg_entry(const struct pbx_package *p, const char *path)
+/* Whether `path`, named by environment.KEY on `line`, is shipped: a
+ * directory when `dir`, else a file (or a link to one inside).  0, or -1
+ * with err naming the file, line and key. */
+static int pkg_env_shipped(const struct pbx_experiment *e, const struct pbx_package *p,
+			   const char *key, int line, const char *path, bool dir,
+			   struct pbx_err *err)
 {
 	size_t i;
 	for (i = 0; i < p->nfiles; i++)
 		if (!strcmp(p->files[i].path, path))
-			return &p->files[i];
-	return NULL;
+			break;
+	if (i < p->nfiles && (p->files[i].type == 'd') == dir)
+		return 0;
+	return pbx_err_setc(
+		err, PBX_EXIT_USAGE, "%s:%d: environment.%s: %s is not a %s of the package%s",
+		e->path, line, key, path, dir ? "directory" : "file",
+		i < p->nfiles ? "" : " (it does not exist, or files: or .pbxignore leave it out)");
 }
 
-/* What `environment` names is shipped: the requirements file a file (or
- * a link to one inside), the wheels a directory. */
+/* What `environment` names is shipped: the requirements file a file, the
+ * wheels a directory. */
 static int pkg_env_check(const struct pbx_experiment *e, const struct pbx_package *p,
 			 struct pbx_err *err)
 {
-	const struct pbx_package_file *f;
-	if (e->env.python_file) {
-		f = pkg_entry(p, e->env.python_file);
-		if (!f || f->type == 'd')
-			return pbx_err_setc(
-				err, PBX_EXIT_USAGE,
-				"%s:%d: environment.python: %s is not a file of the package%s",
-				e->path, e->env.line, e->env.python_file,
-				f ? ""
-				  : " (it does not exist, or files: or .pbxignore leave it out)");
-	}
-	if (e->env.wheels) {
-		f = pkg_entry(p, e->env.wheels);
-		if (!f || f->type != 'd')
-			return pbx_err_setc(
-				err, PBX_EXIT_USAGE,
-				"%s:%d: environment.wheels: %s is not a directory of the package%s",
-				e->path, e->env.wheels_line, e->env.wheels,
-				f ? ""
-				  : " (it does not exist, or files: or .pbxignore leave it out)");
-	}
+	if (e->env.python_file &&
+	    pkg_env_shipped(e, p, "python", e->env.line, e->env.python_file, false, err) < 0)
+		return -1;
+	if (e->env.wheels &&
+	    pkg_env_shipped(e, p, "wheels", e->env.wheels_line, e->env.wheels, true, err) < 0)
+		return -1;
 	return 0;
 }
 
