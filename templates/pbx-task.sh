@@ -17,7 +17,8 @@
 #                    a one-task job: CUDA_VISIBLE_DEVICES)          optional
 # Environment of the program: PBX_PARAM_<NAME> (each parameter, name in
 #   uppercase), PBX_REPEAT, PBX_TASK_INDEX, PBX_TASK_DIR, PBX_PKG_DIR,
-#   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID and the experiment's env:; with
+#   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID, PBX_NODE (SLURMD_NODENAME, the
+#   node it runs on) and the experiment's env:; with
 #   an environment: (pbx-env.sh in the package), VIRTUAL_ENV and PATH
 #   lead to its node-local Python environment.
 # Files out, in the task directory (also the program's working directory,
@@ -99,6 +100,9 @@ pbx_tdir=$PBX_RUN_DIR/tasks/$pbx_idx
 
 pbx_field "${SLURMD_NODENAME:-}"
 pbx_node=$pbx_fv
+# the node it runs on (env.sh's PBX_NODE came with sbatch's environment:
+# the head's, where pbx submitted)
+if [ -n "${SLURMD_NODENAME:-}" ]; then export PBX_NODE="$SLURMD_NODENAME"; fi
 if pbx_number "${SLURM_RESTART_COUNT:-}"; then pbx_attempt=$((SLURM_RESTART_COUNT + 1)); fi
 if [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
 	pbx_field "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"

@@ -229,13 +229,22 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 	return rc;
 }
 
+/* Sources the node's env.sh.  A node body's is under its root prefix,
+ * which its own sshd names (PBX_BODY_ROOT): the store's may be an
+ * instance's before the head made the node anew (power saving), when the
+ * user's pbx has not learnt the new one yet; on a VM the root is "". */
 static void cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
 {
-	char *env = xasprintf("%s/etc/pbx/env.sh", c->nodes[node].root);
-	pbx_buf_adds(b, ". ");
-	pbx_shell_quote(b, env);
+	const char *root = c->nodes[node].root ? c->nodes[node].root : "";
+	if (*root) {
+		pbx_buf_adds(b, "pbx_root=");
+		pbx_shell_quote(b, root);
+		pbx_buf_adds(b, "; [ -z \"${PBX_BODY_ROOT:-}\" ] || pbx_root=$PBX_BODY_ROOT; "
+				". \"$pbx_root/etc/pbx/env.sh\"");
+	} else {
+		pbx_buf_adds(b, ". /etc/pbx/env.sh");
+	}
 	pbx_buf_adds(b, " && cd \"${PBX_SHARED:-.}\" && ");
-	free(env);
 }
 
 char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
