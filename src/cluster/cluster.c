@@ -230,17 +230,17 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 }
 
 /* Sources the node's env.sh.  A node body's is under its root prefix,
- * which its own sshd names (PBX_BODY_ROOT): the store's may be an
- * instance's before the head made the node anew (power saving), when the
- * user's pbx has not learnt the new one yet; on a VM the root is "". */
+ * which its own sshd names (PBX_BODY_ROOT; cluster_exec_line carries it
+ * through sudo): the store's may be an instance's before the head made the
+ * node anew (power saving), when the user's pbx has not learnt the new one
+ * yet; on a VM the root is "". */
 static void cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
 {
 	const char *root = c->nodes[node].root ? c->nodes[node].root : "";
 	if (*root) {
-		pbx_buf_adds(b, "pbx_root=");
+		pbx_buf_adds(b, "pbx_root=${PBX_BODY_ROOT:-}; [ -n \"$pbx_root\" ] || pbx_root=");
 		pbx_shell_quote(b, root);
-		pbx_buf_adds(b, "; [ -z \"${PBX_BODY_ROOT:-}\" ] || pbx_root=$PBX_BODY_ROOT; "
-				". \"$pbx_root/etc/pbx/env.sh\"");
+		pbx_buf_adds(b, "; . \"$pbx_root/etc/pbx/env.sh\"");
 	} else {
 		pbx_buf_adds(b, ". /etc/pbx/env.sh");
 	}
@@ -253,6 +253,19 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
 	if (!c->user || !strcmp(c->user, "root"))
 		return xstrdup(cmdline);
 	pbx_buf_adds(&b, "sudo -n sh -c ");
+	pbx_shell_quote(&b, cmdline);
+	return pbx_buf_detach(&b, NULL);
+}
+
+/* CMDLINE as node `node`'s root: through `sudo -n` for a login that is
+ * not root, which keeps a node body's PBX_BODY_ROOT (sudo resets the
+ * environment); caller frees. */
+static char *cluster_exec_line(const struct pbx_cluster *c, size_t node, const char *cmdline)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	if (!c->user || !strcmp(c->user, "root") || !c->nodes[node].root || !*c->nodes[node].root)
+		return pbx_cluster_as_root(c, cmdline);
+	pbx_buf_adds(&b, "sudo -n env PBX_BODY_ROOT=\"${PBX_BODY_ROOT:-}\" sh -c ");
 	pbx_shell_quote(&b, cmdline);
 	return pbx_buf_detach(&b, NULL);
 }
@@ -285,7 +298,7 @@ static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdli
 		return pbx_err_set(err, "cluster %s has no node %zu", c->row.name, node);
 	cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
-	line = pbx_cluster_as_root(c, b.buf); /* sudo -n for a non-root login */
+	line = cluster_exec_line(c, node, b.buf);
 	rc = pbx_cluster_node_exec(c, node, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx,
 				   status, err);
 	free(line);

@@ -101,6 +101,14 @@ ok $r "show's table has node1 at its instance's address ($addr): $out"
 as_if_unseen asleep
 run_pbx cluster exec -n node1 pv -- sh -c 'echo "$PBX_NODE"'
 is "$rc:$out" "0:node1" "exec -n node1 runs on the woken node with the user's key: $errout"
+# a root the store has wrong (an instance the head made anew has a new
+# body, which the user's pbx learns only when it lists): the body's sshd
+# names its root, which sudo (the login user is not root) passes on
+root1=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT root FROM nodes WHERE name = 'node1'")
+sqlite3 "$PBX_HOME/pbx.db" "UPDATE nodes SET root = '/nonexistent/old-body' WHERE name = 'node1'"
+run_pbx cluster exec -n node1 pv -- sh -c 'echo "$PBX_NODE"'
+is "$rc:$out" "0:node1" "exec -n node1 sources its own env.sh when the store's root is stale: $errout"
+sqlite3 "$PBX_HOME/pbx.db" "UPDATE nodes SET root = '$root1' WHERE name = 'node1'"
 run_pbx cluster exec -n node2 pv -- sh -c 'cat "$PBX_ROOT/etc/ssh/keys/pbx"'
 case $out in *"$key"*) r=0 ;; *) r=1 ;; esac
 ok $r "node2 authorizes the user's key: $rc $errout"
