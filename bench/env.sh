@@ -29,7 +29,7 @@ ln -s "$WHEELS" "$W/pkg/env/wheels"
 cp "$SRC/templates/pbx-env.sh" "$W/pkg/pbx-env.sh"
 
 now() { date +%s.%N; }
-secs() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
+secs() { echo "$1 $2" | awk '{ printf "%.2f\n", $2 - $1 }'; }
 
 # pbx_ready N ROUND: a fresh cluster (shared disk, run directory); the
 # build, then N nodes unpacking at once; prints build and total seconds
@@ -48,7 +48,8 @@ pbx_ready() {
 	done
 	wait
 	t2=$(now)
-	echo "$(secs "$t0" "$t1") $(secs "$t0" "$t2")"
+	echo "$(secs "$t0" "$t1") $(secs "$t0" "$t2")" | tr '\n' ' '
+	echo
 }
 
 # pip_ready N ROUND: N nodes each making a venv and pip-installing the

@@ -19,9 +19,10 @@
 # /var/tmp; a node body's env.sh names its var/tmp).
 #
 # Files (RUN/env, one package's):
-#   lock.txt     the resolved requirements: NAME==VERSION --hash=sha256:H
-#                (written once: a rerun and a later parrun of the package
-#                install exactly this, never a fresh resolve)
+#   lock.txt     what pip installed for requirements.txt (its --report):
+#                NAME==VERSION --hash=sha256:H, written once: a rerun and a
+#                later parrun of the package install exactly this (--no-deps,
+#                --require-hashes), never a fresh resolve
 #   python       the interpreter's version and platform, e.g. 3.11.2 linux-x86_64
 #   key          the environment's key: sha256 of lock.txt and python
 #   status       READY KEY | FAILED REASON (one line, replaced atomically)
@@ -86,11 +87,11 @@ pip() {
 	"$venv_pip" install -q --disable-pip-version-check "$@"
 }
 
-# resolve VENV: RUN/env/lock.txt from requirements.txt (pip's resolver,
-# a dry run: nothing is installed), every line pinned, hashed where the
-# index or the wheel gives one
+# resolve VENV: installs requirements.txt into VENV (pip's resolver) and
+# writes what it installed as RUN/env/lock.txt (pip's report), every line
+# pinned, hashed where the index or the wheel gives one
 resolve() {
-	pip "$1" --dry-run --ignore-installed --report "$tmp/report.json" \
+	pip "$1" --cache-dir "$ENVS/pip-cache" --report "$tmp/report.json" \
 		-r "$REQ" >"$tmp/resolve.out" 2>&1 || {
 		cat "$tmp/resolve.out" >&2
 		failed "cannot resolve requirements.txt: $(grep -m1 'ERROR' "$tmp/resolve.out" || tail -n 1 "$tmp/resolve.out")"
@@ -144,6 +145,7 @@ build() {
 		failed "$PY does not run"
 	put "$E/python" "$pyid"
 	echo "pbx-env: python $pyid ($PY) on $(hostname)"
+	installed=
 	if [ ! -s "$E/lock.txt" ]; then
 		spec=$({
 			cat "$REQ"
@@ -157,6 +159,7 @@ build() {
 			echo "pbx-env: resolving requirements.txt$([ -d "$WHEELS" ] && echo ' (its wheels, no index)')"
 			venv
 			resolve "$tmp/env"
+			installed=1
 			cp "$E/lock.txt" "$ENVS/.spec-$spec.$$" && mv -f "$ENVS/.spec-$spec.$$" "$ENVS/spec-$spec.lock"
 		fi
 	else
@@ -171,13 +174,22 @@ build() {
 	if [ -s "$ENVS/$key.tar.gz" ] && [ -s "$ENVS/$key.sha256" ]; then
 		echo "pbx-env: environment $key is built already"
 	else
-		echo "pbx-env: installing $(wc -l <"$E/lock.txt") packages into environment $key"
-		venv
-		install "$tmp/env"
+		if [ -z "$installed" ]; then
+			echo "pbx-env: installing $(wc -l <"$E/lock.txt") packages into environment $key"
+			venv
+			install "$tmp/env"
+		fi
+		echo "pbx-env: packing environment $key ($(wc -l <"$E/lock.txt") packages)"
 		printf '%s\n' "$tmp/env" >"$tmp/env/.pbx-built-at"
 		cp "$E/lock.txt" "$tmp/env/pbx-lock.txt"
 		part=$(mktemp "$ENVS/.$key.XXXXXX") || failed "cannot write in $ENVS"
-		tar -C "$tmp" -czf "$part" env || { rm -f "$part"; failed "cannot pack the environment into $ENVS"; }
+		chmod 644 "$part"
+		# gzip -1: a node unpacks it once; packing fast matters more
+		if ! { tar -C "$tmp" -cf - env || : >"$tmp/tar.failed"; } | gzip -1 >"$part" ||
+			[ -e "$tmp/tar.failed" ]; then
+			rm -f "$part"
+			failed "cannot pack the environment into $ENVS"
+		fi
 		sum=$(sha_of <"$part")
 		if ! put "$ENVS/$key.sha256" "$sum" || ! mv -f "$part" "$ENVS/$key.tar.gz"; then
 			rm -f "$part"
