@@ -117,7 +117,13 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"  env ${U:+HOME=\"$UHOME\" USER=\"$U\" LOGNAME=\"$U\"} PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\""
 		" PBX_SHARED=\"$PBX_SHARED\" \"$@\"\n"
 		"}\n"
-		"if [ -f \"$R/pkg/pbx-env.sh\" ] && ! grep -q '^READY ' \"$R/env/status\" 2>/dev/null; then\n"
+		/* RUN/env is the task user's: its status is read without following
+		 * a link or blocking on a FIFO (root must not hang on a task's) */
+		"env_ready() {\n"
+		"  [ -f \"$R/env/status\" ] && [ ! -L \"$R/env/status\" ] &&"
+		" dd if=\"$R/env/status\" iflag=nofollow,nonblock bs=256 count=1 2>/dev/null | grep -q '^READY '\n"
+		"}\n"
+		"if [ -f \"$R/pkg/pbx-env.sh\" ] && ! env_ready; then\n"
 		"  rm -f \"$R/env/status\"\n"
 		"  if out=$(as_user sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
 		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"

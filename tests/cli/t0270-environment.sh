@@ -9,7 +9,8 @@
 # (environment.txt, harvested); a second package with the same
 # requirements neither resolves nor installs; a rerun uses the package's
 # environment; a requirement that does not exist fails every task at once
-# with the reason and `pbx log PKG:env`; an inline list with shell
+# with the reason and `pbx log PKG:env` (a FIFO planted as its status
+# hangs no submission); an inline list with shell
 # metacharacters executes nothing; bad keys are refused with file, line and
 # key.  Addresses 127.0.152.x, ports 22280 and 26600-26663.
 . "$(dirname "$0")/lib.sh"
@@ -157,6 +158,16 @@ run_pbx log "$bad:env"
 case $out in *"No matching distribution found for nosuchpackage==9.9"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx log PKG:env has pip's words"
 is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "no archive was added"
+# the run's env/ is the task user's: a FIFO planted as its status does not
+# hang the submission (root reads it without blocking) and is replaced
+rm -f "$SHARED/pbx/$bad/env/status"
+mkfifo "$SHARED/pbx/$bad/env/status"
+timeout 120 "$PBX" rerun --failed "$bad" >/dev/null 2>"$TEST_TMP/rerun.err"
+is "$?" 0 "rerun with a FIFO as the environment's status returns: $(cat "$TEST_TMP/rerun.err")"
+wait_final "$bad" 300
+is "$(task_states "$bad")" "FAILED FAILED" "and builds again, failing again"
+[ -f "$SHARED/pbx/$bad/env/status" ] && [ ! -p "$SHARED/pbx/$bad/env/status" ]
+ok $? "the FIFO is gone: the status is a file again"
 
 # hostile: a requirement line with shell metacharacters is pip's text,
 # never a shell's
