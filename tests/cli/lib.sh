@@ -157,9 +157,10 @@ prints() { _want=$1; shift; [ "$("$@")" = "$_want" ]; }
 # read from stdin (bound to d) and prints the result.
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-# sweep_demo_round CLUSTER: the acceptance round on a cloud cluster (5
+# sweep_demo_round CLUSTER: the acceptance round on a cloud cluster (6
 # checks): parrun of the example sweep with --gres=gpu:1, all 24 tasks
-# COMPLETED (within 180 s), harvest of their 144 files, the report.
+# COMPLETED (within 180 s) as the task user, harvest of their 144 files,
+# the report.
 sweep_demo_round() {
 	run_pbx parrun "$PBX_SOURCE_DIR/templates/experiments/sweep-demo/experiment.yaml" "$1" --gres=gpu:1
 	ok $rc "parrun of the example sweep: $errout"
@@ -171,6 +172,10 @@ sweep_demo_round() {
 		i=$((i + 1))
 	done
 	is "$states" "COMPLETED" "all 24 tasks COMPLETED"
+	# who ran them: the task user (uid 2850) on every node body, never root
+	run_pbx cluster exec "$1" -- sh -c 'find "$PBX_SHARED/pbx" -path "*/tasks/*/stdout" -printf "%u:%U\n" | sort | uniq -c'
+	is "$(echo "$out" | awk '{print $1, $2}')" "24 pbx-task:2850" \
+		"the 24 tasks ran as pbx-task (uid 2850), not root: $out $errout"
 	run_pbx harvest
 	ok $rc "harvest: $errout"
 	echo "$out$errout" | grep -q "144 new files"
@@ -349,15 +354,19 @@ reap_stale_tests() {
 }
 
 TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
+# passable (not listable) by others: the task user (pbx-task) reaches the node
+# bodies' files below it, as on a real node (docs/SECURITY.md)
+chmod 711 "$TEST_TMP"
 echo $$ >"$TEST_TMP/owner"
 reap_stale_tests
 export PBX_HOME="$TEST_TMP/home"
 # the machine's registry of local clusters' slots (src/cloud/local/slots.c):
 # each test its own, as each has its own addresses
 export PBX_LOCAL_SLOTS_DIR="$TEST_TMP/local-slots"
-# local clusters stay in the test's own (private) home, whose removal takes
-# them along, and run their tasks as root there; t0261 (and t0260, t0270
-# with a home others may pass through) run them as the task user
+# local clusters stay in the test's own home, whose removal takes them
+# along; it is passable (0711, below), so their tasks run as the task user
+# as the emulators' node bodies' do (their shared directory is in the home);
+# t0261 makes its home private (0700) to test where pbx puts them then
 export PBX_LOCAL_BODIES_DIR=
 # Tests talk to loopback only: no cloud credential lookup may fall through
 # to a metadata server (169.254.169.254, metadata.google.internal) or to
@@ -367,7 +376,7 @@ export CLOUDSDK_CONFIG="$TEST_TMP/no-gcloud" AWS_SHARED_CREDENTIALS_FILE="$TEST_
 export AWS_CONFIG_FILE="$TEST_TMP/no-aws/config"
 unset GOOGLE_APPLICATION_CREDENTIALS AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
 mkdir -p "$PBX_HOME"
-chmod 700 "$PBX_HOME"
+chmod 711 "$PBX_HOME"
 
 # gce_emulator NETWORK_BLOCK NAT_BLOCK [FLAG...]: a fresh Compute Engine
 # emulator (one that runs is stopped first) with node bodies (state in

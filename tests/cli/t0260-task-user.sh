@@ -11,7 +11,6 @@
 # Addresses 127.0.150.x, ports 22260 and 26200-26263.
 . "$(dirname "$0")/lib.sh"
 
-chmod 711 "$TEST_TMP" "$PBX_HOME"
 local_cluster tu 127.0.150.0 22260 26200 "{ name: node, count: 2 }"
 CDIR=$PBX_HOME/clusters/tu
 SHARED=$CDIR/shared

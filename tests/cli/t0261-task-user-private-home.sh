@@ -11,7 +11,8 @@
 . "$(dirname "$0")/lib.sh"
 
 unset PBX_LOCAL_BODIES_DIR # the default, as a user's pbx has it
-[ "$(stat -c %a "$TEST_TMP")" = 700 ]
+chmod 700 "$PBX_HOME"      # as /root/.pbx (under /root, 0700)
+[ "$(stat -c %a "$PBX_HOME")" = 700 ]
 ok $? "the home is private (its directory 0700)"
 local_cluster ph 127.0.153.0 22290 26700 "{ name: node, count: 2 }"
 HANDLE=$PBX_HOME/clusters/ph

@@ -20,7 +20,6 @@ numpy_whl=$(ls "$WHEELS"/numpy-*.whl 2>/dev/null | head -n 1)
 [ -n "$numpy_whl" ]
 ok $? "scripts/venv.sh fetched the test wheels into $WHEELS"
 
-chmod 711 "$TEST_TMP" "$PBX_HOME"
 local_cluster ev 127.0.152.0 22280 26600 "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/ev/shared
 
