@@ -1,14 +1,23 @@
 #!/bin/sh
-# pbx-env.sh - a package's Python environment (the experiment's
-# `environment:` key; docs/environments.md): built ONCE per cluster as one
-# content-addressed archive on the shared disk, unpacked once per node to
-# its local disk.  POSIX sh (dash).  Shipped in the package by pbx, next to
+# pbx-env.sh - a package's Python environment or container image (the
+# experiment's `environment:` key; docs/environments.md): built ONCE per
+# cluster as one content-addressed archive on the shared disk (an image:
+# checked once, where the package ships it), unpacked once per node to its
+# local disk.  POSIX sh (dash).  Shipped in the package by pbx, next to
 # pbx-task.sh.
 #
 #   pbx-env.sh build    the build job pbx submits before a package's arrays
 #                       (they depend on it: afterany), as the task user
 #   pbx-env.sh unpack   from pbx-task.sh: prints the node-local environment
-#                       the task runs with, unpacking it first if needed
+#                       (or image root) the task runs with, unpacking it
+#                       first if needed
+#
+# An image (env/image, a link to the archive in code/): a tar archive of a
+# root file system (plain or compressed: docker export, ch-convert).  The
+# build checks it once: a tar, no member above its top (no absolute name,
+# no '..'), a /bin/sh; its key is the archive's sha256.  Each node unpacks
+# it as the task user (devices left out) and adds the mount points ch-run
+# needs; the task runs in it with ch-run (Charliecloud).
 #
 # Environment in: PBX_PKG_DIR (the package: env/requirements.txt, and
 # env/wheels when the experiment brings its own wheels: then no index is
@@ -47,12 +56,19 @@ die() {
 [ -n "${PBX_SHARED:-}" ] || die "PBX_SHARED is not set"
 REQ=$PBX_PKG_DIR/env/requirements.txt
 WHEELS=$PBX_PKG_DIR/env/wheels
+IMAGE=$PBX_PKG_DIR/env/image
 E=$PBX_RUN_DIR/env
 ENVS=$PBX_SHARED/pbx/envs
 LOCAL=${PBX_ENV_DIR:-/var/tmp}/pbx-env-$(id -u)
 # Debian's interpreter, the same path on every node (a venv points to it)
 PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3) || die "no python3 on $(hostname)"
+[ -x "$PY" ] || PY=$(command -v python3) || PY=
+[ -n "$PY" ] || [ -e "$IMAGE" ] || die "no python3 on $(hostname)"
+
+# is_image: the package's environment is a container image
+is_image() {
+	[ -e "$IMAGE" ] || [ -L "$IMAGE" ]
+}
 
 # put FILE TEXT: FILE holds TEXT (one line), replaced atomically
 put() {
@@ -134,13 +150,37 @@ venv() {
 	}
 }
 
+# build_image: checks the package's image archive once for the cluster;
+# its key is its sha256 (each node checks its copy against it)
+build_image() {
+	name=$(readlink "$IMAGE") || name=$IMAGE
+	name=${name#../code/}
+	[ -f "$IMAGE" ] || failed "the image $name is not a file of the package"
+	echo "pbx-env: checking the image $name ($(wc -c <"$IMAGE") bytes)"
+	tar -tf "$IMAGE" >"$tmp/members" 2>"$tmp/tar.err" ||
+		failed "the image $name is not a tar archive of a root file system: $(head -n 1 "$tmp/tar.err")"
+	bad=$(grep -m 1 -E '^/|(^|/)\.\.(/|$)' "$tmp/members") &&
+		failed "the image $name has a member outside its top, refused: '$bad'"
+	grep -qxE '(\./)?(usr/)?bin/sh' "$tmp/members" ||
+		failed "the image $name has no bin/sh: is it an archive of a root file system (docker export, ch-convert)?"
+	key=$(sha_of <"$IMAGE") || failed "cannot read the image $name"
+	put "$E/key" "$key"
+	put "$E/python" "image $name"
+	put "$E/status" "READY $key"
+	echo "pbx-env: ready: image $key ($(wc -l <"$tmp/members") members, $(($(date +%s) - started)) s)"
+}
+
 build() {
 	mkdir -p "$E" "$ENVS" || die "cannot create $E or $ENVS"
-	[ -r "$REQ" ] || failed "the package has no env/requirements.txt"
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/pbx-env.XXXXXX") || failed "cannot make a temporary directory"
 	plain_path "$tmp" || { rm -rf "$tmp"; failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"; }
 	trap 'rm -rf "$tmp"' EXIT
 	started=$(date +%s)
+	if is_image; then
+		build_image
+		return
+	fi
+	[ -r "$REQ" ] || failed "the package has no env/requirements.txt"
 	pyid=$("$PY" -c 'import sys, sysconfig; print("%d.%d.%d" % sys.version_info[:3], sysconfig.get_platform())') ||
 		failed "$PY does not run"
 	put "$E/python" "$pyid"
@@ -233,6 +273,47 @@ unpack_locked() {
 	rmdir "$part"
 }
 
+# unpack_image_locked KEY: makes LOCAL/KEY, the image's root file system
+# (the caller holds its lock): from a copy checked against KEY, devices
+# left out, every directory the task user's to remove later, and the mount
+# points ch-run binds
+unpack_image_locked() {
+	[ ! -f "$LOCAL/$1/.pbx-ready" ] || return 0
+	part=$LOCAL/.$1.$$
+	rm -rf "$part" "${LOCAL:?}/$1"
+	mkdir -p "$part" || die "cannot create $part"
+	cp "$IMAGE" "$part.tar" || die "image $1: cannot copy its archive"
+	got=$(sha_of <"$part.tar")
+	[ "$got" = "$1" ] || { rm -rf "$part" "$part.tar"; die "image $1: archive checksum $got, want $1"; }
+	# GNU tar: no absolute names, no member above the top, no owners,
+	# links planted before files never written through
+	tar -C "$part" --no-same-owner --anchored --exclude='./dev/?*' --exclude='dev/?*' -xf "$part.tar" 2>"$part.err" || {
+		msg=$(head -n 1 "$part.err")
+		chmod -R u+rwX "$part" 2>/dev/null
+		rm -rf "$part" "$part.tar" "$part.err"
+		die "image $1: cannot unpack: $msg"
+	}
+	rm -f "$part.tar" "$part.err"
+	find "$part" -type d ! -perm -u=rwx -exec chmod u+rwx {} + || die "image $1: cannot make its directories writable"
+	for d in dev proc sys tmp home mnt etc; do
+		[ -d "$part/$d" ] && [ ! -L "$part/$d" ] && continue
+		if ! rm -f "${part:?}/$d" || ! mkdir "$part/$d"; then die "image $1: cannot make /$d"; fi
+	done
+	for f in passwd group hosts resolv.conf; do
+		[ -f "$part/etc/$f" ] && [ ! -L "$part/etc/$f" ] && continue
+		if ! rm -rf "${part:?}/etc/$f" || ! : >"$part/etc/$f"; then die "image $1: cannot make /etc/$f"; fi
+	done
+	: >"$part/.pbx-ready"
+	mv "$part" "$LOCAL/$1" || die "cannot move the image to $LOCAL/$1"
+}
+
+# mount_point ROOT PATH: PATH exists in the image at ROOT, for ch-run's
+# bind (under /tmp it needs none: ch-run binds the node's /tmp)
+mount_point() {
+	case $2 in /tmp/*) return 0 ;; esac
+	[ -d "$1$2" ] || mkdir -p "$1$2" || die "cannot make $2 in the image $1"
+}
+
 unpack() {
 	status=$(cat "$E/status" 2>/dev/null) || status=
 	case $status in
@@ -247,9 +328,10 @@ unpack() {
 		chmod 700 "$LOCAL" || die "cannot make $LOCAL private"
 		exec 9>"$LOCAL/.$key.lock" || die "cannot lock $LOCAL/.$key.lock"
 		flock 9 || die "cannot lock $LOCAL/.$key.lock"
-		(unpack_locked "$key") || exit 1
+		if is_image; then (unpack_image_locked "$key") || exit 1; else (unpack_locked "$key") || exit 1; fi
 		exec 9>&-
 	fi
+	if is_image; then mount_point "$LOCAL/$key" "$PBX_SHARED"; fi
 	printf '%s\n' "$LOCAL/$key"
 }
 

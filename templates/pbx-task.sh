@@ -20,7 +20,8 @@
 #   PBX_RUN_DIR, PBX_EXPERIMENT, PBX_PKG_ID, PBX_NODE (SLURMD_NODENAME, the
 #   node it runs on) and the experiment's env:; with
 #   an environment: (pbx-env.sh in the package), VIRTUAL_ENV and PATH
-#   lead to its node-local Python environment.
+#   lead to its node-local Python environment, or the command runs in the
+#   container image (ch-run) with the same directory and environment.
 # Files out, in the task directory (also the program's working directory,
 #   where every top-level entry of code/ appears as a symlink):
 #   status       ONE line, replaced atomically (tmp + mv):
@@ -33,7 +34,9 @@
 #                143 when TERM killed it); "-" for unknown fields
 #   params.json  the point's parameters, {"name": "value", ...}
 #   environment.txt  with an environment: its key, its Python (version and
-#                platform) and its lock, one line per package
+#                platform) and its lock, one line per package; with an
+#                image: "image KEY" (the archive's sha256) and "archive
+#                image NAME"
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
@@ -151,12 +154,22 @@ for pbx_f in "$PBX_PKG_DIR"/code/* "$PBX_PKG_DIR"/code/.[!.]* "$PBX_PKG_DIR"/cod
 	if [ -e "$pbx_f" ] || [ -L "$pbx_f" ]; then pbx_link "$pbx_f"; fi
 done
 
-# ---- its Python environment (the experiment's environment:) ---------
+# ---- its Python environment or image (the experiment's environment:) -
 # pbx-env.sh unpacks the cluster's build on this node once and names it;
-# the task runs with it first on PATH (python is the environment's)
+# the task runs with it first on PATH (python is the environment's), or
+# inside the image (ch-run, below)
+pbx_image=
 if [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 	pbx_venv=$(sh "$PBX_PKG_DIR/pbx-env.sh" unpack 2>&1) || pbx_die "$pbx_venv"
 	pbx_venv=$(printf '%s\n' "$pbx_venv" | tail -n 1)
+fi
+if [ -f "$PBX_PKG_DIR/pbx-env.sh" ] && { [ -e "$PBX_PKG_DIR/env/image" ] || [ -L "$PBX_PKG_DIR/env/image" ]; }; then
+	pbx_image=$pbx_venv
+	command -v ch-run >/dev/null 2>&1 ||
+		pbx_die "the experiment's container needs ch-run on $pbx_node (Debian: apt-get install charliecloud-runtime)"
+	printf 'image %s\narchive %s\n' "${pbx_image##*/}" "$(cat "$PBX_RUN_DIR/env/python")" >environment.txt ||
+		pbx_die "cannot write $pbx_tdir/environment.txt"
+elif [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 	unset PYTHONHOME PYTHONPATH
 	export VIRTUAL_ENV="$pbx_venv" PATH="$pbx_venv/bin:$PATH"
 	# what ran, with the results (harvested): key, interpreter, the lock
@@ -207,6 +220,20 @@ printf '%s\n' "$pbx_hdr" >>stderr
 pbx_status RUNNING - - || pbx_die "cannot write $pbx_tdir/status"
 set -- /bin/sh -c 'trap "exit \$?" TERM; trap "exit \$?" INT; trap : USR1
 '"$pbx_rec_cmd"
+# In a container image, that shell is the image's, run by ch-run
+# (Charliecloud: unprivileged, the node's /dev, /proc, /sys, /tmp and the
+# user's passwd entry bound in, the shared disk at its own path, the task
+# user's home at /home/USER, the task directory its working directory);
+# the node's library paths mean nothing there.
+if [ -n "$pbx_image" ]; then
+	case $PBX_SHARED in /tmp/*) pbx_bind= ;; *) pbx_bind=$PBX_SHARED ;; esac
+	export USER="${USER:-$(id -un)}"
+	# the user's home on the node, writable as outside (caches, configs)
+	pbx_home=
+	if [ -d "${HOME:-}" ] && [ "$HOME" = "/home/$USER" ]; then pbx_home=--home; fi
+	set -- ch-run --unset-env=LD_LIBRARY_PATH --unset-env=LD_PRELOAD ${pbx_bind:+-b "$pbx_bind"} \
+		$pbx_home -c "$pbx_tdir" "$pbx_image" -- "$@"
+fi
 # The launcher runs that shell once per rank: every rank sees the same
 # environment and directory; MPI programs find their rank in it.
 case ${PBX_LAUNCHER:-none} in

@@ -2,10 +2,11 @@
  * environment.c - the experiment's `environment:` key (FORMAT.md,
  * "Environment"; docs/environments.md): the Python packages its tasks
  * import, as a requirements file shipped with the code or an inline list,
- * and optionally a directory of wheels to install from with no index.
- * Here the key is read and checked; the package (package.c) carries it as
- * env/requirements.txt and env/wheels, and templates/pbx-env.sh builds it
- * on the cluster.
+ * and optionally a directory of wheels to install from with no index; or
+ * the container image its tasks run in, an archive of a root file system
+ * shipped with the code.  Here the key is read and checked; the package
+ * (package.c) carries it as env/requirements.txt, env/wheels and
+ * env/image, and templates/pbx-env.sh builds it on the cluster.
  */
 #include "experiment/experiment_internal.h"
 #include "util/buf.h"
@@ -17,7 +18,7 @@
 #define ENV_MAX_REQUIREMENTS 1000 /* lines of an inline list */
 #define ENV_MAX_LINE         1024 /* bytes of one inline requirement */
 
-static const char *const env_keys[] = { "python", "wheels", NULL };
+static const char *const env_keys[] = { "python", "wheels", "container", NULL };
 
 /* A path relative to the experiment's directory that stays inside it:
  * not absolute, no empty, "." or ".." component, at most 1024 bytes. */
@@ -72,7 +73,7 @@ static int env_python(struct pbx_experiment *e, const struct pbx_ynode *py, stru
 {
 	struct pbx_buf text = PBX_BUF_INIT;
 	size_t i;
-	e->env.line = py->line;
+	e->env.python_line = py->line;
 	if (py->type == PBX_YSCALAR)
 		return env_path(py, &e->env.python_file, err);
 	if (py->type != PBX_YSEQ || py->nitems == 0 || py->nitems > ENV_MAX_REQUIREMENTS)
@@ -90,20 +91,55 @@ static int env_python(struct pbx_experiment *e, const struct pbx_ynode *py, stru
 	return 0;
 }
 
+/* environment.container: an image archive shipped with the code (a
+ * registry reference is not pulled: the message says how to make one). */
+static int env_container(struct pbx_experiment *e, const struct pbx_ynode *c, struct pbx_err *err)
+{
+	char *s;
+	e->env.container_line = c->line;
+	if (pbx_ynode_str(c, PBX_YSTR_ONE_LINE, &s, err) < 0)
+		return -1;
+	if (strstr(s, "://")) {
+		pbx_ynode_error(
+			c, err,
+			"'%s': pbx does not pull images from a registry yet; "
+			"ship the image as an archive of its root file system with the "
+			"code, e.g. docker export $(docker create IMAGE) | gzip >image.tar.gz "
+			"(docs/environments.md)",
+			s);
+		free(s);
+		return -1;
+	}
+	free(s);
+	return env_path(c, &e->env.container, err);
+}
+
 int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err)
 {
-	const struct pbx_ynode *py, *wheels;
+	const struct pbx_ynode *py, *wheels, *container;
 	if (!env)
 		return 0;
 	if (pbx_ynode_expect_map(env, err) < 0 || pbx_ymap_check_keys(env, env_keys, err) < 0)
 		return -1;
 	py = pbx_ymap_get(env, "python");
 	wheels = pbx_ymap_get(env, "wheels");
-	if (!py)
-		return pbx_ymap_missing(
-			env, "python",
-			"required key is missing (a requirements file, or a list of requirements)",
-			err);
+	container = pbx_ymap_get(env, "container");
+	e->env.line = env->line ? env->line : 1;
+	if (!py && !container)
+		return pbx_ymap_missing(env, "python",
+					"required key is missing (a requirements file, or a list "
+					"of requirements; or container: an image archive)",
+					err);
+	if (py && container)
+		return pbx_ynode_error(container, err,
+				       "python: and container: together are not supported yet: "
+				       "install the Python packages in the image");
+	if (wheels && !py)
+		return pbx_ynode_error(wheels, err,
+				       "wheels: go with python: (the wheels its requirements "
+				       "install from)");
+	if (container)
+		return env_container(e, container, err);
 	if (env_python(e, py, err) < 0)
 		return -1;
 	if (wheels) {
@@ -119,5 +155,6 @@ void pbx_exp_environment_free(struct pbx_exp_environment *env)
 	free(env->python_file);
 	free(env->python_text);
 	free(env->wheels);
+	free(env->container);
 	memset(env, 0, sizeof(*env));
 }

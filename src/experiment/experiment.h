@@ -50,13 +50,15 @@ struct pbx_point {
 };
 
 /* `environment:` (environment.c; FORMAT.md "Environment"): the Python
- * packages the tasks import.  All NULL when the key is absent. */
+ * packages the tasks import, or the container image they run in.  All
+ * NULL when the key is absent. */
 struct pbx_exp_environment {
 	char *python_file; /* environment.python as a path, relative to dir */
 	char *python_text; /* or the inline list, one requirement per line */
 	char *wheels;      /* environment.wheels: a directory relative to dir */
-	int line;          /* of environment.python (0: no environment) */
-	int wheels_line;
+	char *container;   /* environment.container: an image archive, relative to dir */
+	int line;          /* of environment: (0: no environment) */
+	int python_line, wheels_line, container_line;
 };
 
 struct pbx_experiment {

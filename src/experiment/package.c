@@ -156,13 +156,16 @@ static int pkg_env_shipped(const struct pbx_experiment *e, const struct pbx_pack
 		i < p->nfiles ? "" : " (it does not exist, or files: or .pbxignore leave it out)");
 }
 
-/* What `environment` names is shipped: the requirements file a file, the
- * wheels a directory. */
+/* What `environment` names is shipped: the requirements file and the
+ * image archive files, the wheels a directory. */
 static int pkg_env_check(const struct pbx_experiment *e, const struct pbx_package *p,
 			 struct pbx_err *err)
 {
 	if (e->env.python_file &&
-	    pkg_env_shipped(e, p, "python", e->env.line, e->env.python_file, false, err) < 0)
+	    pkg_env_shipped(e, p, "python", e->env.python_line, e->env.python_file, false, err) < 0)
+		return -1;
+	if (e->env.container && pkg_env_shipped(e, p, "container", e->env.container_line,
+						e->env.container, false, err) < 0)
 		return -1;
 	if (e->env.wheels &&
 	    pkg_env_shipped(e, p, "wheels", e->env.wheels_line, e->env.wheels, true, err) < 0)
@@ -170,12 +173,27 @@ static int pkg_env_check(const struct pbx_experiment *e, const struct pbx_packag
 	return 0;
 }
 
+/* env/NAME: a link to `path` in the package's code/ (none when NULL). */
+static int pkg_tar_env_link(struct pbx_tar *t, const char *name, const char *path)
+{
+	char *entry, *target;
+	int rc;
+	if (!path)
+		return 0;
+	entry = xasprintf("env/%s", name);
+	target = xasprintf("../code/%s", path);
+	rc = pbx_tar_link(t, entry, target);
+	free(entry);
+	free(target);
+	return rc;
+}
+
 /* env/: requirements.txt (the inline list, or a link to the shipped
- * file), wheels (a link to the shipped directory), and pbx-env.sh. */
+ * file), wheels (a link to the shipped directory), image (a link to the
+ * shipped image archive), and pbx-env.sh. */
 static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
-	char *target;
 	int rc;
 	if (!e->env.line)
 		return 0;
@@ -183,16 +201,12 @@ static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 	if (rc == 0 && e->env.python_text)
 		rc = pbx_tar_mem(t, "env/requirements.txt", 0644, e->env.python_text,
 				 strlen(e->env.python_text));
-	if (rc == 0 && e->env.python_file) {
-		target = xasprintf("../code/%s", e->env.python_file);
-		rc = pbx_tar_link(t, "env/requirements.txt", target);
-		free(target);
-	}
-	if (rc == 0 && e->env.wheels) {
-		target = xasprintf("../code/%s", e->env.wheels);
-		rc = pbx_tar_link(t, "env/wheels", target);
-		free(target);
-	}
+	if (rc == 0)
+		rc = pkg_tar_env_link(t, "requirements.txt", e->env.python_file);
+	if (rc == 0)
+		rc = pkg_tar_env_link(t, "wheels", e->env.wheels);
+	if (rc == 0)
+		rc = pkg_tar_env_link(t, "image", e->env.container);
 	if (rc == 0)
 		rc = pbx_tmpl_get("pbx-env.sh", &script, t->err);
 	if (rc == 0)
