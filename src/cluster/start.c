@@ -19,11 +19,13 @@
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -615,6 +617,27 @@ static int start_create(struct pbx_cluster *c, const struct pbx_cluster_events *
 	return rc < 0 ? -1 : 0;
 }
 
+/* Node bodies on this host (the local cluster's, an emulator's) keep
+ * their shared directory under c->dir: the task user passes through it and
+ * through clusters/ above (o+x, no listing; each file keeps its mode;
+ * docs/SECURITY.md), whatever the umask made them. */
+static int start_dir_passable(const struct pbx_cluster *c, struct pbx_err *err)
+{
+	char *parent = xstrdup(c->dir), *slash = strrchr(parent, '/');
+	const char *bad = NULL;
+	int rc = 0;
+	if (slash && slash != parent)
+		*slash = '\0';
+	if (chmod(parent, PBX_CLUSTER_DIR_MODE) < 0)
+		bad = parent;
+	else if (chmod(c->dir, PBX_CLUSTER_DIR_MODE) < 0)
+		bad = c->dir;
+	if (bad)
+		rc = pbx_err_set(err, "cannot open %s to the task user: %s", bad, strerror(errno));
+	free(parent);
+	return rc;
+}
+
 /* Nodes the cloud did not make (min_nodes, see provider.h) leave the
  * cluster's node list: the rest is bootstrapped and SLURM knows only them.
  * Their rows stay, so the store says what is missing; the next start tries
@@ -666,6 +689,8 @@ static int start_run_all(struct pbx_cluster *c, const struct pbx_cluster_events 
 	if (rc == 0)
 		rc = pbx_mkdir_p(c->dir, PBX_CLUSTER_DIR_MODE,
 				 err); /* pbx's files for the cluster */
+	if (rc == 0 && layout.same_host)
+		rc = start_dir_passable(c, err);
 	if (rc == 0)
 		rc = start_stage(c, &layout, &r.stage_tar, err);
 	r.c = c;
