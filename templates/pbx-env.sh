@@ -184,7 +184,7 @@ build() {
 	pyid=$("$PY" -c 'import sys, sysconfig; print("%d.%d.%d" % sys.version_info[:3], sysconfig.get_platform())') ||
 		failed "$PY does not run"
 	put "$E/python" "$pyid"
-	echo "pbx-env: python $pyid ($PY) on $(hostname)"
+	echo "pbx-env: python $pyid ($PY) on $(hostname)${SLURM_JOB_PARTITION:+, partition $SLURM_JOB_PARTITION}"
 	installed=
 	if [ ! -s "$E/lock.txt" ]; then
 		spec=$({

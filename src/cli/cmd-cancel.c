@@ -41,6 +41,10 @@ const struct pbx_cmd pbx_cmd_cancel = {
 	.name = "cancel",
 	.summary = "cancel the tasks of an experiment, or one task",
 	.usage = "pbx cancel PKG[:TASK]",
+	.description = "Cancels every job of the package in SLURM (its arrays and, with an\n"
+		       "environment: in the experiment, the environment's build job), or one\n"
+		       "task's array element.  The tasks read CANCELLED in 'pbx state'; 'pbx\n"
+		       "rerun' submits them again.",
 	.args = "TASK",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cancel_exec,

@@ -62,6 +62,30 @@ static int record_plans(struct pbx_store *st, int64_t sub_id, struct array_plan 
 	return pbx_store_commit(st, err);
 }
 
+/* env_sbatch: sbatch as the task user with the experiment's options that
+ * say where its jobs may run (partition, account, qos, reservation,
+ * constraint), for the environment's build job: it runs where the tasks
+ * will (their platform), and a cluster that refuses jobs without an
+ * account takes it. */
+static void env_placement(struct pbx_buf *s, const struct pbx_sbatch_opts *opts)
+{
+	static const char *const keys[] = { "partition",   "account",    "qos",
+					    "reservation", "constraint", NULL };
+	size_t i;
+	pbx_buf_adds(s, "env_sbatch() { as_user sbatch");
+	for (i = 0; keys[i]; i++) {
+		const char *v = pbx_sbatch_opts_get(opts, keys[i]);
+		char *word;
+		if (!v || !*v)
+			continue;
+		word = xasprintf("--%s=%s", keys[i], v);
+		pbx_buf_adds(s, " ");
+		pbx_shell_quote(s, word);
+		free(word);
+	}
+	pbx_buf_adds(s, " \"$@\"; }\n");
+}
+
 /* The remote script: unpack the package once, then one `submit` per array.
  * The wrapper's variables reach sbatch in its own environment with plain
  * --export=ALL: the form --export=ALL,VAR=... makes SLURM (22.05) set
@@ -90,6 +114,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	else
 		pbx_buf_adds(s, "[ -f \"$R/pkg/.complete\" ] ||"
 				" { echo \"the package is missing from $R\" >&2; exit 1; }\n");
+	env_placement(s, opts);
 	pbx_buf_addf(
 		s,
 		"mkdir -p \"$R/tasks\" \"$R/slurm\" || exit 1\n"
@@ -125,7 +150,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"}\n"
 		"if [ -f \"$R/pkg/pbx-env.sh\" ] && ! env_ready; then\n"
 		"  rm -f \"$R/env/status\"\n"
-		"  if out=$(as_user sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
+		"  if out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
 		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"
 		" --export=ALL \"$R/pkg/pbx-env.sh\" build 2>&1); then\n"
 		"    ENVDEP=--dependency=afterany:${out%%%%;*}\n"

@@ -417,8 +417,9 @@ int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task, 
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
 	int rc;
-	if (task < 0) {
-		pbx_buf_addf(&script, "scancel -n pbx-%s", t->pkg.short_id);
+	if (task < 0) { /* its arrays and its environment's build job */
+		pbx_buf_addf(&script, "scancel -n pbx-%s && scancel -n pbx-%s-env", t->pkg.short_id,
+			     t->pkg.short_id);
 	} else {
 		struct pbx_array_row *arrays;
 		size_t na, i;

@@ -66,6 +66,7 @@ cat >"$TEST_TMP/exp/experiment.yaml" <<'EXP'
 name: fit
 command: python fit.py {n} && { [ {n} != 100 ] || [ -e "$PBX_RUN_DIR/again" ]; }
 sweep: { grid: { n: [10, 100, 1000] } }
+resources: { partition: main }
 environment:
   python: requirements.txt
   wheels: wheels
@@ -95,8 +96,9 @@ is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "one archive on the share
 (cd "$SHARED/pbx/envs" && [ "$(sha256sum <"$key.tar.gz" | cut -d' ' -f1)" = "$(cat "$key.sha256")" ])
 ok $? "its checksum is the one recorded"
 is "$(stat -c %U "$R/env" "$SHARED/pbx/envs/$key.tar.gz" | sort -u)" pbx-task "the build ran as the task user"
-grep -q 'resolving requirements.txt (its wheels, no index)' "$R/env/build.log"
-ok $? "the build resolved once, with no index: $(tr '\n' '|' <"$R/env/build.log")"
+grep -q 'pbx-env: python 3\..* partition main$' "$R/env/build.log" &&
+	grep -q 'resolving requirements.txt (its wheels, no index)' "$R/env/build.log"
+ok $? "the build ran in the experiment's partition and resolved once, with no index: $(tr '\n' '|' <"$R/env/build.log")"
 
 run_pbx log "$pkg:env"
 case $out in *"ready: $key"*) r=0 ;; *) r=1 ;; esac
@@ -185,6 +187,25 @@ wait_final "$hostile" 300
 is "$(task_states "$hostile")" "FAILED" "a requirement with shell metacharacters fails to resolve"
 [ ! -e "$TEST_TMP/pwned" ] && [ ! -e "$TEST_TMP/pwned2" ]
 ok $? "and nothing in it was executed"
+
+# cancel of a package whose environment is still to build: its build job
+# goes too (every node held by a job of root's: the build job waits)
+run_pbx cluster exec ev -- sh -c 'sbatch -N "$(sinfo -h -o %D)" --exclusive -J t0270-block -o /dev/null --wrap "sleep 600"'
+ok $rc "a job holds every node: $errout"
+sed 's/^name: fit$/name: fit-cancel/' "$TEST_TMP/exp/experiment.yaml" >"$TEST_TMP/exp/cancel.yaml"
+run_pbx parrun "$TEST_TMP/exp/cancel.yaml" ev
+cpkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+ok $rc "parrun while the nodes are busy: $out $errout"
+run_pbx cluster exec ev -- squeue -h -n "pbx-$cpkg-env" -o %j
+is "$out" "pbx-$cpkg-env" "its build job waits"
+run_pbx cancel "$cpkg"
+ok $rc "pbx cancel of the package: $errout"
+# live_jobs: the package's jobs SLURM still has pending or running
+live_jobs() { "$PBX" cluster exec ev -- squeue -h -t PENDING,RUNNING -n "pbx-$cpkg-env,pbx-$cpkg" -o %j 2>&1; }
+wait_secs 30 prints "" live_jobs
+is "$(live_jobs)" "" "its build job and arrays are gone"
+run_pbx cluster exec ev -- scancel -n t0270-block
+ok $rc "the nodes are free again: $errout"
 
 # bad keys: file, line and key, exit 2, nothing submitted
 bad_key() {
