@@ -65,6 +65,31 @@ static void state_print_tasks(const struct pbx_task_row *tasks, size_t n)
 	pbx_table_print(t);
 }
 
+/* The package's environment (the experiment's environment:) as the
+ * cluster last said: {"state": "READY", "key": KEY} or {"state": "FAILED",
+ * "reason": WHY}; null when it has none or it is not built yet. */
+static json_t *state_env_json(const char *status)
+{
+	if (!status)
+		return json_null();
+	if (!strncmp(status, "READY ", 6))
+		return json_pack("{s:s, s:s}", "state", "READY", "key", status + 6);
+	if (!strncmp(status, "FAILED ", 7))
+		return json_pack("{s:s, s:s}", "state", "FAILED", "reason", status + 7);
+	return json_null();
+}
+
+/* Under the package's line: a failed environment always (every task
+ * failed for it), a ready one's key with -v. */
+static void state_print_env(const char *pkg, const char *status, int verbose)
+{
+	if (status && !strncmp(status, "FAILED ", 7))
+		printf("  environment failed: %s\n  ('pbx log %s:env' shows its build log)\n",
+		       status + 7, pkg);
+	else if (status && verbose && !strncmp(status, "READY ", 6))
+		printf("  environment %s\n", status + 6);
+}
+
 /* The clusters whose nodes this run of `state` learnt from the cloud
  * (pbx_cli_learn_awake), and those whose head's runs it took
  * (pbx_cli_head_runs): once each, however many packages ran there and
@@ -146,6 +171,7 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		json_object_set_new(o, "cluster", json_string(t.sub.cluster_name));
 		json_object_set_new(o, "live", json_boolean(live));
 		json_object_set_new(o, "counts", pbx_cli_state_counts(tasks, n));
+		json_object_set_new(o, "environment", state_env_json(t.sub.environment));
 		for (i = 0; i < n; i++)
 			json_array_append_new(arr, state_task_json(&tasks[i]));
 		json_object_set_new(o, "tasks", arr);
@@ -157,6 +183,7 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		char *sum = pbx_cli_state_summary(tasks, n);
 		printf("%s  %-20s %-10s %s\n", t.pkg.short_id, t.pkg.name, t.sub.cluster_name, sum);
 		free(sum);
+		state_print_env(t.pkg.short_id, t.sub.environment, verbose);
 		if (verbose)
 			state_print_tasks(tasks, n);
 	}
@@ -199,7 +226,8 @@ static const struct pbx_option state_opts[] = {
 	PBX_OPT_FLAG(
 		'j', "json", struct state_opts, json,
 		"print an object with \"package\", \"id\", \"name\", \"cluster\", \"live\",\n"
-		"\"counts\" and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
+		"\"counts\", \"environment\" (null, or \"state\" READY with its \"key\" or\n"
+		"FAILED with the \"reason\") and \"tasks\" (each with \"index\", \"params\", \"state\",\n"
 		"\"exit_code\", \"node\", \"attempt\", \"start\", \"end\", \"job_id\"); an array\n"
 		"of them without PKG"),
 	PBX_OPT_OPTIONAL('w', "watch", "SECONDS", struct state_opts, watch,
@@ -242,7 +270,9 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
 		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
 		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
-		       "before it could record that itself.\n"
+		       "before it could record that itself.  A package whose environment\n"
+		       "(the experiment's environment:) failed to build says so under its\n"
+		       "line, with the reason; -v shows a ready one's key.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
 		       "On a power-saving cluster on a cloud it also learns, from one list of\n"

@@ -231,14 +231,21 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o
 	int rc;
 	pbx_buf_addf(&script, "squeue -h -r -n pbx-%s -o '", t->pkg.short_id);
 	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT); /* the format the parser expects */
+	/* then the environment's status line (RUN/env is the task user's:
+	 * read without following a link or blocking on a FIFO), first */
 	pbx_buf_addf(
 		&script,
 		"' || exit 1\n"
 		"echo PBX-SEP\n"
+		"E=\"$PBX_SHARED/%s/env/status\"\n"
+		"printf 'PBX-ENV '\n"
+		"if [ -f \"$E\" ] && [ ! -L \"$E\" ]; then"
+		" dd if=\"$E\" iflag=nofollow,nonblock bs=512 count=1 2>/dev/null | head -n 1; fi\n"
+		"echo\n"
 		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
 		"find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
 		"exit 0\n",
-		t->sub.remote_dir);
+		t->sub.remote_dir, t->sub.remote_dir);
 	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;
@@ -317,11 +324,38 @@ static int refresh_apply(struct pbx_store *st, int64_t submission_id, const int 
 	return rc;
 }
 
+/* The environment's status line that leads `after` ("PBX-ENV TEXT\n"):
+ * TEXT in printable ASCII (at most 400 bytes), NULL when empty; `after`
+ * and `len` move past it.  Caller frees. */
+static char *refresh_environment(const char **after, size_t *len)
+{
+	const char *p = *after, *nl;
+	char *text;
+	size_t l, i;
+	if (*len < 8 || strncmp(p, "PBX-ENV ", 8) != 0)
+		return NULL;
+	nl = memchr(p, '\n', *len);
+	l = nl ? (size_t)(nl - p) : *len;
+	*after = nl ? nl + 1 : p + *len;
+	*len -= nl ? l + 1 : l;
+	l -= 8;
+	while (l && (p[8 + l - 1] == '\n' || p[8 + l - 1] == ' '))
+		l--;
+	if (l == 0)
+		return NULL;
+	text = xstrndup(p + 8, l > 400 ? 400 : l);
+	for (i = 0; text[i]; i++)
+		if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] > 0x7e)
+			text[i] = '?';
+	return text;
+}
+
 int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err)
 {
 	struct pbx_cluster_output o;
 	struct pbx_squeue_job *jobs = NULL;
 	const char *after;
+	char *env = NULL;
 	size_t nj = 0, nsubmits = 0, before, afterlen;
 	int *submits = submits_before(st, t->sub.id, &nsubmits, err);
 	int rc;
@@ -338,9 +372,19 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 		rc = pbx_err_set(err, "unexpected answer from %s", t->sub.cluster_name);
 	if (rc == 0)
 		rc = pbx_squeue_parse(o.out.buf, before, &jobs, &nj, err);
-	if (rc == 0)
+	if (rc == 0) {
+		env = refresh_environment(&after, &afterlen);
 		rc = refresh_apply(st, t->sub.id, submits, nsubmits, jobs, nj, after, afterlen,
 				   err);
+	}
+	if (rc == 0 && env && (!t->sub.environment || strcmp(env, t->sub.environment) != 0))
+		rc = pbx_store_submission_set_environment(st, t->sub.id, env, err);
+	if (rc == 0 && env) {
+		free(t->sub.environment);
+		t->sub.environment = env;
+		env = NULL;
+	}
+	free(env);
 	pbx_cluster_output_release(&o);
 	pbx_squeue_free(jobs, nj);
 	free(submits);

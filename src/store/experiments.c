@@ -225,7 +225,7 @@ void pbx_package_rows_free(struct pbx_package_row *rows, size_t n)
 
 #define SUBMISSION_COLS                                                    \
 	"s.id, s.package_id, s.cluster_id, c.name, c.state, s.remote_dir," \
-	" s.resources_json, s.pushed, s.state, s.created"
+	" s.resources_json, s.pushed, s.state, s.created, s.environment"
 
 static void submission_read(sqlite3_stmt *s, void *row)
 {
@@ -240,6 +240,7 @@ static void submission_read(sqlite3_stmt *s, void *row)
 	r->pushed = sqlite3_column_int(s, 7);
 	r->state = pbx_store_col_text(s, 8);
 	r->created = sqlite3_column_int64(s, 9);
+	r->environment = pbx_store_col_text(s, 10);
 }
 
 int pbx_store_submission_get(struct pbx_store *st, const char *package_id, int64_t cluster_id,
@@ -339,6 +340,18 @@ int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const
 	return pbx_store_step_done(st, s, err);
 }
 
+int pbx_store_submission_set_environment(struct pbx_store *st, int64_t id, const char *status,
+					 struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	if (pbx_store_prepare(st, "UPDATE submissions SET environment = ? WHERE id = ?", &s, err) <
+	    0)
+		return -1;
+	bind_text(s, 1, status);
+	sqlite3_bind_int64(s, 2, id);
+	return pbx_store_step_done(st, s, err);
+}
+
 int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
 				       struct pbx_err *err)
 {
@@ -359,6 +372,7 @@ void pbx_submission_row_free(struct pbx_submission_row *r)
 	free(r->remote_dir);
 	free(r->resources_json);
 	free(r->state);
+	free(r->environment);
 	memset(r, 0, sizeof(*r));
 }
 

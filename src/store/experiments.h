@@ -54,6 +54,7 @@ struct pbx_submission_row {
 	int pushed;
 	char *state; /* submitting, submitted, partial */
 	int64_t created;
+	char *environment; /* "READY KEY" / "FAILED REASON" as last read; NULL: none */
 };
 
 /* Returns 0 and fills *out, or -1 with PBX_EXIT_NOTFOUND. */
@@ -70,6 +71,10 @@ int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
 			     struct pbx_err *err);
 /* Replaces the stored sbatch options (what `rerun` submits with). */
+/* Records the environment's status line as read on the cluster (NULL:
+ * none). */
+int pbx_store_submission_set_environment(struct pbx_store *st, int64_t id, const char *status,
+					 struct pbx_err *err);
 int pbx_store_submission_set_resources(struct pbx_store *st, int64_t id, const char *json,
 				       struct pbx_err *err);
 void pbx_submission_row_free(struct pbx_submission_row *s);

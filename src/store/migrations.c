@@ -208,6 +208,11 @@ static const char *const migrations[] = {
 	"ALTER TABLE nodes ADD COLUMN instance_uid TEXT;"
 	"UPDATE nodes SET instance_uid = instance_id WHERE instance_id LIKE 'i-%'"
 	" AND cluster_id IN (SELECT id FROM clusters WHERE cloud = 'aws');",
+
+	/* 11: a submission's environment (the experiment's environment:) as
+	 * `pbx state` last read it on the cluster: pbx-env.sh's status line,
+	 * "READY KEY" or "FAILED REASON"; NULL: none, or not read yet */
+	"ALTER TABLE submissions ADD COLUMN environment TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -100,6 +100,11 @@ grep -q 'pbx-env: python 3\..* partition main$' "$R/env/build.log" &&
 	grep -q 'resolving requirements.txt (its wheels, no index)' "$R/env/build.log"
 ok $? "the build ran in the experiment's partition and resolved once, with no index: $(tr '\n' '|' <"$R/env/build.log")"
 
+is "$("$PBX" state --json "$pkg" | json_get 'd["environment"]["state"] + " " + d["environment"]["key"]')" \
+	"READY $key" "state --json: the environment READY, with its key"
+run_pbx state -v "$pkg"
+case $out in *"environment $key"*) r=0 ;; *) r=1 ;; esac
+ok $r "state -v shows its key"
 run_pbx log "$pkg:env"
 case $out in *"ready: $key"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx log PKG:env shows the build log"
@@ -155,6 +160,11 @@ grep -q 'the environment failed to build: cannot resolve requirements.txt: ERROR
 ok $? "each says why: $(grep pbx-env "$SHARED/pbx/$bad/tasks/0/stderr")"
 [ ! -e "$SHARED/pbx/$bad/tasks/0/stdout" ] || [ ! -s "$SHARED/pbx/$bad/tasks/0/stdout" ]
 ok $? "its command never ran"
+run_pbx state "$bad"
+case $out in *"environment failed: cannot resolve requirements.txt: ERROR: "*"nosuchpackage==9.9"*"'pbx log $bad:env' shows its build log"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx state says the environment failed, why, and where the log is: $out"
+is "$("$PBX" state --json "$bad" | json_get 'd["environment"]["state"] + " " + str("nosuchpackage" in d["environment"]["reason"])')" \
+	"FAILED True" "state --json: the environment FAILED, with the reason"
 run_pbx log "$bad:env"
 case $out in *"No matching distribution found for nosuchpackage==9.9"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx log PKG:env has pip's words"

@@ -28,7 +28,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 10, "schema version is 10 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 11, "schema version is 11 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
@@ -194,13 +194,15 @@ static void test_migration_ids(void)
 		   "INSERT INTO clusters VALUES (9, 'old', 'aws', 'deleted', '{}', 0, 1, 1, NULL);"
 		   "CREATE TABLE nodes (id INTEGER PRIMARY KEY, cluster_id INTEGER NOT NULL,"
 		   " name TEXT NOT NULL, instance_id TEXT);"
+		   "CREATE TABLE submissions (id INTEGER PRIMARY KEY);"
 		   "PRAGMA user_version=5;"),
 	   "a schema-5 store with two clusters");
 	/* migrations 1-5 are not run again: user_version says they were;
-	 * migration 6 only touches the clusters table, 10 the nodes' (a
-	 * store of schema 5 has one; here only the columns it reads) */
+	 * migration 6 only touches the clusters table, 10 the nodes', 11 the
+	 * submissions' (a store of schema 5 has them; here only the columns
+	 * they read) */
 	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 10, "and is migrated to schema 10");
+	ok(pbx_store_schema_version(st) == 11, "and is migrated to schema 11");
 	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
 	   err.msg);
 	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"), "its id is its store number: '%s'",
@@ -246,10 +248,11 @@ static void test_migration_uids(void)
 		   " 'asleep', NULL, NULL, NULL);"
 		   "INSERT INTO nodes VALUES (3, 2, 'node1', 'compute', '10.0.0.6', 22, 0,"
 		   " 'g-0123-node1', '', 'up', 'us-central1-a', NULL, NULL);"
+		   "CREATE TABLE submissions (id INTEGER PRIMARY KEY);"
 		   "PRAGMA user_version=9;"),
 	   "a schema-9 store with an EC2 and a Compute Engine cluster");
-	ok(pbx_store_open(path, &st, &err) == 0 && pbx_store_schema_version(st) == 10,
-	   "is migrated to schema 10: %s", err.msg);
+	ok(pbx_store_open(path, &st, &err) == 0 && pbx_store_schema_version(st) == 11,
+	   "is migrated to schema 11: %s", err.msg);
 	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 2 && rows[0].instance_uid &&
 		   !strcmp(rows[0].instance_uid, "i-0123456789abcdef0") && !rows[1].instance_uid,
 	   "an EC2 node's uid is its instance id; none without one");
