@@ -30,7 +30,7 @@ for base in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
 done
 
 cleanup() {
-	for n in 1 8; do PBX_HOME=$WORK/h$n "$PBX" -q cluster stop b$n >/dev/null 2>&1 || true; done
+	for n in 1 8; do PBX_HOME=$WORK/h$n "$PBX" -q cluster stop --discard-results b$n >/dev/null 2>&1 || true; done
 	rm -rf "$WORK"
 	if [ -n "$CG" ]; then
 		echo $$ >"$CG_BASE/cgroup.procs" 2>/dev/null || true
@@ -73,7 +73,7 @@ one() {     # $1 = nodes; prints "seconds cpu-seconds" for start
 	PBX_HOME=$WORK/h$1 "$PBX" -q cluster start b$1 >/dev/null
 	t1=$(now)
 	c1=$(cpu_s)
-	PBX_HOME=$WORK/h$1 "$PBX" -q cluster stop b$1 >/dev/null
+	PBX_HOME=$WORK/h$1 "$PBX" -q cluster stop --discard-results b$1 >/dev/null
 	echo "$t0 $t1 $c0 $c1" | awk '{printf "%.3f %.3f\n", $2 - $1, $4 - $3}'
 }
 

@@ -64,7 +64,7 @@ CONFIG
 	echo "  per call (ms): $(sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events WHERE kind = 'http'" |
 		sed -n 's/.*attempt [0-9]*, \([0-9]*\) ms.*/\1/p' | tr '\n' ' ')"
 	t0=$(now)
-	"$PBX" -q cluster stop big
+	"$PBX" -q cluster stop --discard-results big
 	t1=$(now)
 	echo "stop   $nodes+1 nodes: $(echo "$t1 - $t0" | bc) s, EC2 calls: $(delta "$c1" "$(calls)")"
 	kill $H_PID 2>/dev/null || true

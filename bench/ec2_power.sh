@@ -82,7 +82,7 @@ export AWS_EC2_METADATA_DISABLED=true
 mkdir -m 700 "$PBX_HOME" "$HOME"
 H_PID=
 cleanup() {
-	"$PBX" -q cluster stop pw >/dev/null 2>&1 || true
+	"$PBX" -q cluster stop --discard-results pw >/dev/null 2>&1 || true
 	[ -z "$H_PID" ] || { kill "$H_PID" 2>/dev/null; wait "$H_PID" 2>/dev/null || true; }
 	rm -rf "$W"
 }

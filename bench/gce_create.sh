@@ -71,7 +71,7 @@ CONFIG
 	echo "create $nodes+1 nodes: $(echo "$t1 - $t0" | bc) s, compute calls: $(calls)"
 	python3 -c 'import sys,urllib.request; urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/calls/reset" % sys.argv[1], data=b"{}", headers={"Content-Type": "application/json"}))' "$PORT"
 	t0=$(now)
-	"$PBX" -q cluster stop big
+	"$PBX" -q cluster stop --discard-results big
 	t1=$(now)
 	echo "stop   $nodes+1 nodes: $(echo "$t1 - $t0" | bc) s, compute calls: $(calls)"
 	kill $EMU_PID 2>/dev/null || true

@@ -57,7 +57,7 @@ unset GOOGLE_APPLICATION_CREDENTIALS
 mkdir -m 700 "$PBX_HOME"
 EMU_PID=
 cleanup() {
-	"$PBX" -q cluster stop pw >/dev/null 2>&1 || true
+	"$PBX" -q cluster stop --discard-results pw >/dev/null 2>&1 || true
 	[ -z "$EMU_PID" ] || { kill "$EMU_PID" 2>/dev/null; wait "$EMU_PID" 2>/dev/null || true; }
 	rm -rf "$W"
 }

@@ -22,7 +22,7 @@ WORK=$(mktemp -d /tmp/pbx-bench-hv.XXXXXX)
 SHM=$(mktemp -d /dev/shm/pbx-bench-hv.XXXXXX)
 export PBX_HOME=$WORK/home
 mkdir -p "$PBX_HOME" "$WORK/exp"
-trap '"$PBX" -q cluster stop hb >/dev/null 2>&1 || true; rm -rf "$WORK" "$SHM"' EXIT
+trap '"$PBX" -q cluster stop --discard-results hb >/dev/null 2>&1 || true; rm -rf "$WORK" "$SHM"' EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 cat >"$PBX_HOME/config.yaml" <<EOF
 clusters:

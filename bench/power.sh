@@ -38,7 +38,7 @@ CONF
 chmod 600 "$PBX_HOME/config.yaml"
 
 cleanup() {
-	"$PBX" -q cluster stop pw >/dev/null 2>&1 || true
+	"$PBX" -q cluster stop --discard-results pw >/dev/null 2>&1 || true
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -15,7 +15,7 @@ case $PBX in /*) ;; *) PBX=$(pwd)/$PBX ;; esac
 WORK=$(mktemp -d /tmp/pbx-bench-tp.XXXXXX)
 export PBX_HOME=$WORK/home
 mkdir -p "$PBX_HOME" "$WORK/exp"
-trap '"$PBX" -q cluster stop tp >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+trap '"$PBX" -q cluster stop --discard-results tp >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM   # dash runs no EXIT trap on a signal by itself
 cat >"$PBX_HOME/config.yaml" <<EOF
 clusters:

@@ -23,7 +23,7 @@ why=$(vm_why_not)
 WORK=$(mktemp -d /tmp/pbx-bench.XXXXXX)
 chmod 711 "$WORK"
 cleanup() {
-	PBX_HOME=$WORK/home "$PBX" -q cluster stop b >/dev/null 2>&1 || true
+	PBX_HOME=$WORK/home "$PBX" -q cluster stop --discard-results b >/dev/null 2>&1 || true
 	gce_vm_emulator_stop
 	vm_apt_cache_release
 	rm -rf "$WORK"
@@ -73,7 +73,7 @@ for kind in stock baked; do
 		printf '%-6s %d compute node(s): start to idle %6.1f s; %s\n' "$kind" "$n" "$t" \
 			"$(stage_times "$WORK/start.err")"
 		eval "t_${kind}_$n=$t"
-		PBX_HOME=$WORK/home "$PBX" -q cluster stop b >/dev/null 2>&1
+		PBX_HOME=$WORK/home "$PBX" -q cluster stop --discard-results b >/dev/null 2>&1
 		gce_vm_emulator_stop
 	done
 done

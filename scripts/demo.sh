@@ -41,9 +41,11 @@ on_exit() {
 			printf '\ndemo.sh: failed (exit status %s); the cluster keeps running (--keep); stop it with:\n    %s\n' \
 				"$rc" "$stop_cmd" >&2
 		else
-			printf '\ndemo.sh: failed (exit status %s); stopping the cluster:\n    %s\n' "$rc" "$stop_cmd" >&2
-			"$PBX" cluster stop local >&2 ||
-				printf 'demo.sh: the cluster did not stop cleanly; run again:\n    %s\n' "$stop_cmd" >&2
+			# a failed demo's results are not worth keeping
+			printf '\ndemo.sh: failed (exit status %s); stopping the cluster:\n    %s\n' "$rc" \
+				"$stop_cmd --discard-results" >&2
+			"$PBX" cluster stop --discard-results local >&2 ||
+				printf 'demo.sh: the cluster did not stop cleanly; run again:\n    %s\n' "$stop_cmd --discard-results" >&2
 		fi
 	fi
 	exit "$rc"

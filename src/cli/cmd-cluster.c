@@ -9,6 +9,7 @@
 #include "cli/cmd.h"
 #include "cli/output.h"
 #include "cluster/cluster.h"
+#include "jobs/jobs.h"
 #include "util/quote.h"
 #include "util/duration.h"
 #include "util/fs.h"
@@ -456,7 +457,7 @@ static void cluster_stop_legacy_note(const struct pbx_cluster_target *tg)
 
 struct stop_opts {
 	const char *id, *self;
-	int dry_run, json;
+	int dry_run, json, discard;
 };
 
 static const struct pbx_option cluster_stop_opts[] = {
@@ -470,8 +471,50 @@ static const struct pbx_option cluster_stop_opts[] = {
 		     "send nothing: print the cloud API requests stopping would send"),
 	PBX_OPT_FLAG('j', "json", struct stop_opts, json,
 		     "with --dry-run: one JSON object {method, url, body} per line"),
+	PBX_OPT_FLAG(0, "discard-results", struct stop_opts, discard,
+		     "stop even when tasks' results are not home (they are lost)"),
 	PBX_OPT_END,
 };
+
+/* 0 when stopping cluster `name` loses no result; else -1 with a refusal
+ * (exit 4) that lists the packages whose results are not home and says
+ * how to bring them home, or to discard them. */
+static int cluster_stop_guard(struct pbx_ctx *ctx, const char *name, const char *state,
+			      struct pbx_err *err)
+{
+	struct pbx_unharvested *u;
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t n, i;
+	long ended = 0;
+	int rc;
+	if (pbx_jobs_unharvested(ctx->store, ctx->cfg, name, &u, &n, err) < 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		pbx_buf_addf(&b, "\n  %s  %s: ", u[i].short_id, u[i].name);
+		if (u[i].ended)
+			pbx_buf_addf(&b, "%ld ended, not harvested%s", u[i].ended,
+				     u[i].live ? "; " : "");
+		if (u[i].live)
+			pbx_buf_addf(&b, "%ld not ended", u[i].live);
+		ended += u[i].ended;
+	}
+	rc = pbx_err_setc(
+		err, PBX_EXIT_SECURITY,
+		"cluster %s holds results that are not home, which stopping it "
+		"deletes:%s\n%s'pbx cluster stop --discard-results %s' stops it anyway",
+		name, b.buf,
+		strcmp(state, "up") && strcmp(state, "degraded")
+			? "'pbx cluster start' it, then 'pbx harvest', to bring them home; "
+		: ended ? "'pbx harvest' brings the ended tasks' results home ('pbx cancel "
+			  "PKG' ends the others); "
+			: "wait for them ('pbx state -w'), then 'pbx harvest'; ",
+		name);
+	pbx_buf_release(&b);
+	pbx_unharvested_free(u, n);
+	return rc;
+}
 
 static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
@@ -509,6 +552,11 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[1], NULL, &tg, &err) < 0)
 		return pbx_report(&err);
+	if (tg.known && !o.uid && !so.discard &&
+	    cluster_stop_guard(ctx, argv[1], tg.row.state, &err) < 0) {
+		pbx_cluster_target_release(&tg);
+		return pbx_report(&err);
+	}
 	cluster_stop_legacy_note(&tg);
 	title = xasprintf("stopping cluster %s", argv[1]);
 	cp.title = title;
@@ -527,10 +575,15 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
 	.summary = "delete a cluster and everything it created",
-	.usage = "pbx cluster stop [--id ID [--self INSTANCE]] [-n [-j]] NAME",
+	.usage = "pbx cluster stop [--discard-results] [--id ID [--self INSTANCE]] [-n [-j]] NAME",
 	.description = "Removes every process, port, file and cloud resource of the cluster\n"
 		       "(found by its name and id labels or its directory, not only from the\n"
 		       "store) and marks it deleted in the store.\n"
+		       "\n"
+		       "A cluster whose tasks' results are not home is not stopped: pbx lists\n"
+		       "the packages (tasks that ended and were not harvested since, and tasks\n"
+		       "that have not ended, refreshed first) and exits 4; 'pbx harvest' brings\n"
+		       "them home, --discard-results stops it anyway.\n"
 		       "\n"
 		       "Every cluster has an id (see 'pbx cluster show'), carried by all its\n"
 		       "cloud resources: another pbx home may have a cluster of the same name in\n"

@@ -64,6 +64,13 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, size_t *count,
 		   struct pbx_err *err);
 
+/* The submissions on cluster `cluster` whose results are not all home
+ * (unharvested.c: tasks the store has pending or running are refreshed
+ * first where the cluster is up); none for a name the store does not
+ * know.  Owned: pbx_unharvested_free. */
+int pbx_jobs_unharvested(struct pbx_store *st, const struct pbx_config *cfg, const char *cluster,
+			 struct pbx_unharvested **rows, size_t *n, struct pbx_err *err);
+
 /* scancel of every array of t, or of task `task` (>= 0) only. */
 int pbx_jobs_cancel(struct pbx_store *st, struct pbx_jobs_target *t, long task,
 		    struct pbx_err *err);

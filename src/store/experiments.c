@@ -743,6 +743,56 @@ int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 	return 0;
 }
 
+/* ---------------------------------------------------------- unharvested */
+
+static void unharvested_read(sqlite3_stmt *s, void *row)
+{
+	struct pbx_unharvested *u = row;
+	u->package_id = pbx_store_col_text(s, 0);
+	u->short_id = pbx_store_col_text(s, 1);
+	u->name = pbx_store_col_text(s, 2);
+	u->submission_id = sqlite3_column_int64(s, 3);
+	u->live = (long)sqlite3_column_int64(s, 4);
+	u->ended = (long)sqlite3_column_int64(s, 5);
+}
+
+static void unharvested_release(void *rows, size_t n)
+{
+	pbx_unharvested_free(rows, n);
+}
+
+static const struct row_kind unharvested_rows = { sizeof(struct pbx_unharvested), unharvested_read,
+						  unharvested_release, "read unharvested tasks" };
+
+int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_unharvested **rows,
+			  size_t *n, struct pbx_err *err)
+{
+	/* ended: ran (a start time), and its status file, which the
+	 * wrapper writes last, is not home as it was at the end */
+	return rows_read(st,
+			 "SELECT p.id, p.short_id, p.name, s.id,"
+			 " SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
+			 " SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"
+			 "  AND t.start_time IS NOT NULL AND NOT EXISTS (SELECT 1 FROM harvested h"
+			 "  WHERE h.submission_id = t.submission_id AND h.idx = t.idx"
+			 "  AND h.path = 'status' AND h.mtime >= COALESCE(t.end_time, 0))) AS ended"
+			 " FROM tasks t JOIN submissions s ON s.id = t.submission_id"
+			 " JOIN packages p ON p.id = s.package_id WHERE s.cluster_id = ?"
+			 " GROUP BY s.id HAVING live + ended > 0 ORDER BY s.id",
+			 ROW_ID(cluster_id), &unharvested_rows, (void **)rows, n, err);
+}
+
+void pbx_unharvested_free(struct pbx_unharvested *rows, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		free(rows[i].package_id);
+		free(rows[i].short_id);
+		free(rows[i].name);
+	}
+	free(rows);
+}
+
 void pbx_harvested_free(struct pbx_harvested *rows, size_t n)
 {
 	size_t i;

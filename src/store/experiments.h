@@ -166,6 +166,21 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 			    const struct pbx_harvested *rows, size_t n, struct pbx_err *err);
 void pbx_harvested_free(struct pbx_harvested *rows, size_t n);
+
+/* A submission on a cluster whose results are not all home: its tasks
+ * that have not ended (`live`: PENDING, RUNNING, UNKNOWN as last known)
+ * and those that ran and ended but whose status file was not harvested
+ * since (`ended`). */
+struct pbx_unharvested {
+	char *package_id, *short_id, *name;
+	int64_t submission_id;
+	long live, ended;
+};
+/* The submissions of cluster `cluster_id` with any such task, oldest
+ * first (owned: pbx_unharvested_free). */
+int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_unharvested **rows,
+			  size_t *n, struct pbx_err *err);
+void pbx_unharvested_free(struct pbx_unharvested *rows, size_t n);
 /* Tasks of a submission whose metrics.jsonl is recorded as harvested but
  * which have no metric point (a harvest from before metrics and harvested
  * rows were committed together, killed between the two).  *idx is owned

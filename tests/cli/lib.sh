@@ -297,8 +297,8 @@ stop_at_exit() {
 cleanup_cluster() {
 	for _sc in ${LC_NAME:-} ${STOP_CLUSTERS:-}; do
 		case $_sc in
-		*:*) PBX_HOME=${_sc%:*} "$PBX" -q cluster stop "${_sc##*:}" >/dev/null 2>&1 ;;
-		*) "$PBX" -q cluster stop "$_sc" >/dev/null 2>&1 ;;
+		*:*) PBX_HOME=${_sc%:*} "$PBX" -q cluster stop --discard-results "${_sc##*:}" >/dev/null 2>&1 ;;
+		*) "$PBX" -q cluster stop --discard-results "$_sc" >/dev/null 2>&1 ;;
 		esac
 	done
 	gce_emulator_stop

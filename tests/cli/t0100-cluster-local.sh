@@ -76,7 +76,7 @@ ok $? "show --json lists the head and 3 idle nodes"
 run_pbx cluster exec t3 -- sh -c 'echo to-stderr >&2; exit 3'
 is "$rc:$errout" "3:to-stderr" "exec returns the remote status and stderr"
 
-run_pbx cluster stop t3
+run_pbx cluster stop --discard-results t3
 ok $rc "cluster stop succeeds: $errout"
 is "$(procs_mentioning "$CDIR")" "" "no process of the cluster is left"
 ports=$(ss -Hltn | awk '{print $4}' | grep -E "^$ADDR\.|:(2000[0-9]|200[1-5][0-9]|2006[0-3])\$" | wc -l)
@@ -101,6 +101,6 @@ run_pbx cluster start t3
 kill "$squatter" 2>/dev/null
 [ "$rc" -ne 0 ] && echo "$errout" | grep -q "node gpu1: sshd did not start (exit status 255): Cannot bind any address"
 ok $? "a node whose sshd cannot bind fails the start with sshd's reason: $errout"
-run_pbx cluster stop t3
+run_pbx cluster stop --discard-results t3
 is "$rc:$(procs_mentioning "$CDIR")" "0:" "stop after the failed start leaves no process"
 done_testing

@@ -34,9 +34,9 @@ is "$out" "idle" "the repaired node is idle"
 # --self (a head deleting its own cluster) goes with --id, the id of the
 # cluster (the head's store knows it as the user's does, or not at all);
 # refused before anything is deleted.
-run_pbx cluster stop --self head-x other
+run_pbx cluster stop --discard-results --self head-x other
 is "$rc:$(echo "$errout" | grep -c -- "--self INSTANCE goes with --id")" "2:1" "stop --self without --id is refused: $errout"
-run_pbx cluster stop --id 0123456789abcdef0123456789abcdef --self head-x other
+run_pbx cluster stop --discard-results --id 0123456789abcdef0123456789abcdef --self head-x other
 is "$rc:$(echo "$errout" | grep -c -- "--self is for a head deleting its own cluster; cluster 'other' in this store .* is another (id ")" "2:1" \
 	"stop --id --self of another cluster of the name this store knows is refused: $errout"
 run_pbx cluster exec other -- sinfo -h -o '%t'
@@ -48,7 +48,7 @@ sqlite3 "$DB" "DELETE FROM nodes; DELETE FROM host_keys; UPDATE clusters SET sta
 ok $? "the forgotten cluster's daemons still run"
 ID=$(sqlite3 "$DB" "SELECT uid FROM clusters WHERE name = 'other'")
 is "$(cat "$CDIR/cluster-id")" "$ID" "the cluster's directory holds its id"
-run_pbx cluster stop other
+run_pbx cluster stop --discard-results other
 is "$rc" "3" "a stop of a name the store does not know deletes nothing (exit 3)"
 echo "$errout" | grep -q "nothing was deleted.*pbx cluster stop --id ID other"
 ok $? "and says how to delete it: $errout"
@@ -56,20 +56,20 @@ echo "$out" | grep -q "^local  *$CDIR  *-  *-  *$ID\$"
 ok $? "it lists the cluster's directory with its id: $out"
 [ -n "$(procs_mentioning "$CDIR/")" ] && [ -d "$CDIR" ]
 ok $? "the cluster is still whole"
-run_pbx cluster stop --id 0123456789abcdef0123456789abcdef other
+run_pbx cluster stop --discard-results --id 0123456789abcdef0123456789abcdef other
 is "$rc:$(echo "$errout" | grep -c "cannot look for cluster 'other'")" "1:1" \
 	"another id finds nothing here (and Compute Engine could not be asked): $errout"
 [ -d "$CDIR" ]
 ok $? "and deletes nothing"
-run_pbx cluster stop --id "$ID" other
+run_pbx cluster stop --discard-results --id "$ID" other
 ok $rc "stop --id finds the forgotten cluster by label: $errout"
 is "$(procs_mentioning "$CDIR/")" "" "no process of the cluster is left"
 [ ! -e "$CDIR" ]
 ok $? "its directory is gone"
-run_pbx cluster stop other
+run_pbx cluster stop --discard-results other
 is "$rc:$(echo "$errout" | grep -c "cannot look for cluster 'other': Compute Engine credentials")" "1:1" \
 	"a second stop finds nothing here, but says Compute Engine could not be asked"
 sed -i '/^  gce:/d' "$PBX_HOME/config.yaml"
-run_pbx cluster stop other
+run_pbx cluster stop --discard-results other
 is "$rc" "3" "without that section a second stop finds nothing (exit 3)"
 done_testing

@@ -31,7 +31,7 @@ ok $rc "so does home 2's: $errout"
 is "$(ls "$PBX_LOCAL_SLOTS_DIR" | sort | tr '\n' ' ')" "127.0.151.0-26400-0 127.0.151.0-26400-1 " \
 	"the machine's registry holds both slots"
 
-run_pbx -q cluster stop th
+run_pbx -q cluster stop --discard-results th
 ok $rc "home 1 stops its cluster: $errout"
 in_home "$H2" cluster exec th -- srun -N1 hostname
 ok $rc "home 2's runs on: $errout"
@@ -42,8 +42,8 @@ echo "00000000000000000000000000000000 $TEST_TMP/gone/clusters/th" >"$PBX_LOCAL_
 run_pbx -q cluster start th
 ok $rc "home 1 starts again: $errout"
 is "$(addr)" "127.0.151.1" "over a stale claim: slot 0 again"
-run_pbx -q cluster stop th
-in_home "$H2" -q cluster stop th
+run_pbx -q cluster stop --discard-results th
+in_home "$H2" -q cluster stop --discard-results th
 ok $rc "home 2 stops: $errout"
 is "$(ls "$PBX_LOCAL_SLOTS_DIR" | grep -c .)" 0 "nothing is left in the registry"
 done_testing

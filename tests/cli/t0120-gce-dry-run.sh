@@ -178,13 +178,13 @@ for l in sys.stdin:
     q = dict(p.split("=", 1) for p in u[1].split("&")) if len(u) > 1 else {}
     print(r["method"] + ":" + u[0].split("/")[-1], unquote(q.get("filter", "")))'
 }
-run_pbx cluster stop --dry-run --json g1
+run_pbx cluster stop --discard-results --dry-run --json g1
 ok $rc "stop --dry-run --json succeeds: $errout"
 is "$(stop_calls)" "GET:instances labels.pbx-cluster = \"g1\"
 GET:firewalls name eq \"pbx-g1(-[0-9a-f]{12})?-(ssh|internal)\"" \
 	"a name the store does not know: stop only lists what carries the name, deletes nothing"
 ID=0123456789abcdef0123456789abcdef
-run_pbx cluster stop --dry-run --json --id $ID g1
+run_pbx cluster stop --discard-results --dry-run --json --id $ID g1
 ok $rc "stop --dry-run --id succeeds: $errout"
 is "$(stop_calls)" "GET:instances labels.pbx-cluster = \"g1\" AND labels.pbx-cluster-id = \"$ID\"
 GET:pbx-g1-0123456789ab-ssh 
@@ -194,7 +194,7 @@ DELETE:pbx-nat-default
 DELETE:pbx-g1-0123456789ab-ssh 
 DELETE:pbx-g1-0123456789ab-internal " \
 	"with --id: lists by name and id, deletes pbx's shared router (when the cluster is the last in its region) and that id's firewall rules"
-run_pbx cluster stop --dry-run --id 0123 g1
+run_pbx cluster stop --discard-results --dry-run --id 0123 g1
 is "$rc:$(echo "$errout" | grep -c 'takes a cluster id')" "2:1" "--id takes only a cluster id"
 
 run_pbx cluster start --dry-run --json g4

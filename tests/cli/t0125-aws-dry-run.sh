@@ -152,14 +152,14 @@ for l in sys.stdin:
             if f.get("Filter.%d.Name" % i, "").startswith("tag:")]
     print(f["Action"], ",".join(tags))'
 }
-run_pbx cluster stop --dry-run --json a1
+run_pbx cluster stop --discard-results --dry-run --json a1
 ok $rc "stop --dry-run --json succeeds: $errout"
 is "$(stop_calls)" "DescribeInstances pbx-cluster=a1
 DescribeSecurityGroups pbx-cluster=a1
 DescribeKeyPairs pbx-cluster=a1" \
 	"a name the store does not know: stop only lists what carries the name by tag, deletes nothing"
 ID=0123456789abcdef0123456789abcdef
-run_pbx cluster stop --dry-run --json --id $ID a1
+run_pbx cluster stop --discard-results --dry-run --json --id $ID a1
 ok $rc "stop --dry-run --id succeeds: $errout"
 is "$(stop_calls)" "DescribeInstances pbx-cluster=a1,pbx-cluster-id=$ID
 DescribeSecurityGroups pbx-cluster=a1,pbx-cluster-id=$ID

@@ -101,7 +101,7 @@ ok $rc "grow again: $errout"
 run_pbx -q cluster start rs
 is "$(nodes)" "node1 idle node2 idle " "start keeps the resized size (2), not the template's (1)"
 
-run_pbx -q cluster stop rs
+run_pbx -q cluster stop --discard-results rs
 ok $rc "stop: $errout"
 is "$(procs_mentioning "$CDIR/")" "" "nothing of the cluster is left"
 done_testing

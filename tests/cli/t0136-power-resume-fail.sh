@@ -71,7 +71,7 @@ run_pbx cluster exec pf -- srun -N1 -w node2 -c2 hostname
 ok $rc "a job on node2 wakes it and runs: $out $errout"
 is "$(node_states)" "head:up node1:up node2:up" "node2 is up"
 
-run_pbx cluster stop pf
+run_pbx cluster stop --discard-results pf
 ok $rc "stop: $errout"
 is "$(ps -eo args= | grep -F "$CDIR/" | grep -cv grep)" "0" "no process of the cluster is left"
 done_testing

@@ -45,7 +45,7 @@ kill_at start:2 bootstrapping some
 
 # the same for `pbx cluster start` itself, killed and run again
 for p in start:1 start:2; do
-	run_pbx cluster stop pk
+	run_pbx cluster stop --discard-results pk
 	PBX_TEST_KILL_AT=$p "$PBX" -q cluster start pk >"$TEST_TMP/k.out" 2>&1
 	is "$?" "137" "cluster start killed at $p (SIGKILL)"
 	run_pbx cluster start pk
@@ -53,7 +53,7 @@ for p in start:1 start:2; do
 	is "$(node_states)" "head:up node1:asleep" "head up, node1 asleep"
 done
 
-run_pbx cluster stop pk
+run_pbx cluster stop --discard-results pk
 ok $rc "stop: $errout"
 is "$(ps -eo args= | grep -F "$CDIR/" | grep -cv grep)" "0" "no process of the cluster is left"
 [ ! -e "$CDIR" ]

@@ -129,7 +129,7 @@ ok $rc "--autostop off: $errout"
 is "$(ps -eo args= | grep -F "$CDIR/nodes/head/" | grep -c "[p]bx-autostop watch")" 0 \
 	"off: the head runs no watcher"
 
-run_pbx -q cluster stop as
+run_pbx -q cluster stop --discard-results as
 ok $rc "stop: $errout"
 is "$(procs_mentioning "$CDIR/")" "" "nothing of the cluster is left"
 done_testing

@@ -72,6 +72,6 @@ is "$(task_states "$pkg")" "COMPLETED COMPLETED COMPLETED COMPLETED" "task 1 com
 is "$(stat -c %U "$SHARED/pbx/$pkg/tasks/1")" pbx-task "the rerun gave the old task directory to the task user"
 is "$(grep -c '^uid=2850 ' "$SHARED/pbx/$pkg/tasks/1/stdout")" 2 "and ran it again as pbx-task"
 
-run_pbx -q cluster stop tu
+run_pbx -q cluster stop --discard-results tu
 ok $rc "stop: $errout"
 done_testing

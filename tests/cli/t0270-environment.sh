@@ -233,6 +233,6 @@ bad_key "  python: requirements.txt
   wheels: fit.py" "wheels that are a file" 5 wheels
 bad_key "  pyton: requirements.txt" "a misspelt key" 4 pyton
 
-run_pbx -q cluster stop ev
+run_pbx -q cluster stop --discard-results ev
 ok $rc "stop: $errout"
 done_testing

@@ -136,7 +136,7 @@ is "$out" "gpu1 idle
 gpu2 idle" "SLURM no longer lists gpu3"
 is "$(router_calls)" "$router_calls_before" "resize neither made nor deleted a router"
 
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 ok $rc "stop: $errout"
 is "$(emu_holds)" "0 0 0" "the emulator holds no instance, no firewall rule and no router"
 is "$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0" "no node body is left"
@@ -150,7 +150,7 @@ ok $rc "start succeeds with 30% of calls throttled: $errout"
 retries=$(echo "$errout" | sed -n 's/.*(\([0-9]*\) retries.*/\1/p')
 [ "${retries:-0}" -gt 0 ]
 ok $? "throttled calls were retried ($retries retries)"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(emu_holds)" "0:0 0 0" "stop after a throttled start leaves nothing"
 
 # ----------------------------------------------------- quota: all or nothing
@@ -160,7 +160,7 @@ is "$rc" "1" "start fails when the GPU quota is too small"
 echo "$errout" | grep -q "quota exceeded" && echo "$errout" | grep -q "NVIDIA_T4_GPUS"
 ok $? "the message names the quota: $errout"
 is "$(emu_holds)" "0 0 0" "all or nothing: no instance, firewall rule or router is left"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 ok $rc "stop after the failed start: $errout"
 
 # ------------------------------------- quota under min_nodes: fewer nodes
@@ -199,7 +199,7 @@ is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM nodes n JOIN clusters c O
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$out" "gpu1 idle
 gpu2 idle" "the cluster is as before the failed resize"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(emu_holds)" "0:0 0 0" "stop leaves nothing"
 
 # ------------------------------------------- stockout: the next zone
@@ -211,7 +211,7 @@ is "$(emu_get state | python3 -c 'import json,sys; print(" ".join(sorted({i["zon
 	"us-central1-b" "every instance landed in the second zone"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) FROM nodes WHERE state = 'up'")" \
 	"us-central1-b" "the store records the zone"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(emu_holds)" "0:0 0 0" "stop finds and removes them in the second zone"
 emu_start --fault 'stockout=["us-central1-a"]'
 run_pbx cluster start e1
@@ -226,7 +226,7 @@ pbx_bg cluster start e1
 instances_made() { [ "$(emu_holds | cut -d' ' -f1)" -gt 0 ]; }
 wait_bg 100 0.1 instances_made
 kill9
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 ok $rc "stop after pbx was killed mid-create: $errout"
 is "$(emu_holds)" "0 0 0" "nothing is left after kill -9 and stop"
 
@@ -239,7 +239,7 @@ for point in planned creating bootstrapping late; do
 	wait_bg 300 0.02 gpu2_at "$point"
 	[ "$point" != late ] || sleep 0.4
 	kill9
-	run_pbx cluster stop e1
+	run_pbx cluster stop --discard-results e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
 	is "$(emu_holds):$(ls "$TEST_TMP/emu/bodies/pbx-test/us-central1-a" 2>/dev/null | wc -l)" "0 0 0:0" \
 		"nothing is left after kill -9 at '$point' and stop"
@@ -252,7 +252,7 @@ ok $rc "start succeeds while its token expires: $errout"
 grants=$(emu_get calls | python3 -c 'import json,sys; print(json.load(sys.stdin)["token_grants"])')
 [ "$grants" -ge 2 ]
 ok $? "the token was fetched again before it expired ($grants grants)"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(emu_holds)" "0:0 0 0" "stop after the refreshed start leaves nothing"
 
 # A key the emulator does not know (same account, another key).
@@ -271,7 +271,7 @@ ok $? "with a clear authentication error: $errout"
 echo "$errout" | grep -q -e "BEGIN" -e "eyJ"
 ok $((! $?)) "the error quotes neither key nor assertion"
 is "$(emu_holds)" "0 0 0" "and nothing was created"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 
 # gcloud's authorized_user file (refresh token) against the token endpoint.
 emu_post authorized-users '{"client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret", "refresh_token": "1//rtoken"}' >/dev/null
@@ -281,10 +281,10 @@ cat >"$PBX_HOME/adc.json" <<ADC
 ADC
 chmod 600 "$PBX_HOME/adc.json"
 sed -i "s#credentials: $TEST_TMP/sa.json#credentials: $PBX_HOME/adc.json#" "$PBX_HOME/config.yaml"
-run_pbx cluster stop --dry-run e1
+run_pbx cluster stop --discard-results --dry-run e1
 run_pbx cluster start e1
 ok $rc "start with authorized_user credentials: $errout"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(emu_holds)" "0:0 0 0" "stop with them leaves nothing"
 sqlite3 "$PBX_HOME/pbx.db" "SELECT detail FROM events" >"$TEST_TMP/events"
 grep -c "/token" "$TEST_TMP/events" >/dev/null && ! grep -q -e csecret -e rtoken -e "Bearer" -e "BEGIN" "$TEST_TMP/events"

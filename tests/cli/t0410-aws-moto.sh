@@ -86,7 +86,7 @@ ok $rc "resize -1: $errout"
 is "$(holds)" "3 1 1" "its instance is terminated; the group and key pair stay"
 run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t'
 is "$(echo $out)" "gpu1 idle gpu2 idle" "SLURM has the 2 nodes left"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "the AWS CLI lists no live instance, no cluster security group, no key pair"
 wait_for 300 prints 0 bodies   # the harness reaps a terminated instance's body within a round or two
@@ -102,7 +102,7 @@ h_start --throttle 0.3
 PBX_STATS=1 run_pbx cluster start e1
 ok $rc "start succeeds with 30% of calls throttled (RequestLimitExceeded): $errout"
 is "$(calls faults RequestLimitExceeded | awk '{print ($1 > 0)}')" "1" "the proxy throttled calls ($(calls faults RequestLimitExceeded))"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(holds)" "0:0 0 0" "stop after a throttled start leaves nothing"
 
 # ------------------------------------------------- capacity: all or nothing
@@ -121,7 +121,7 @@ run_pbx cluster start e1
 ok $rc "start succeeds when the first subnet has no capacity: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) || ' ' || group_concat(address, ',') FROM nodes WHERE state = 'up'")" \
 	"$SUB2 127.0.64.4,127.0.64.5,127.0.64.6" "every instance landed in the second subnet"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 is "$rc:$(holds)" "0:0 0 0" "stop removes them there"
 
 # ------------------------------------------------------------ vCPU quota
@@ -151,7 +151,7 @@ echo "$errout" | grep -q -e "$AWS_SECRET_ACCESS_KEY" -e "$good"
 ok $((! $?)) "the error quotes no secret"
 is "$(holds)" "0 0 0" "and nothing was created"
 export AWS_SECRET_ACCESS_KEY="$good"
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 # An IAM user who may only describe: the first change is refused.
 AWS_ACCESS_KEY_ID=$(json_get 'd["viewer"]["access_key"]' <"$TEST_TMP/env.json") \
 AWS_SECRET_ACCESS_KEY=$(json_get 'd["viewer"]["secret_key"]' <"$TEST_TMP/env.json") \
@@ -179,7 +179,7 @@ AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconf
 ok $rc "start with session credentials from a profile (token sent and accepted): $errout"
 is "$(holds)" "3 1 1" "it made the cluster"
 AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \
-	run_pbx cluster stop e1
+	run_pbx cluster stop --discard-results e1
 is "$rc:$(holds)" "0:0 0 0" "stop with them leaves nothing"
 sed -i "s#session_token = .*#session_token = bad#" "$TEST_TMP/creds"
 AWS_SHARED_CREDENTIALS_FILE="$TEST_TMP/creds" AWS_CONFIG_FILE="$TEST_TMP/awsconfig" AWS_PROFILE=pbx-session \

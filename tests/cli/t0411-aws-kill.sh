@@ -22,7 +22,7 @@ for point in planned instances running bootstrapping late; do
 	wait_bg 500 0.02 at "$point"
 	[ "$point" != late ] || sleep 0.5
 	kill9
-	run_pbx cluster stop e1
+	run_pbx cluster stop --discard-results e1
 	ok $rc "stop after kill -9 at '$point' (gpu2 was '$st'): $errout"
 	wait_for 300 prints 0 bodies
 	is "$(holds):$(bodies)" "0 0 0:0" "nothing is left after kill -9 at '$point' and stop"

@@ -82,18 +82,18 @@ echo "$out" | grep -q "^cluster gpu (gce, id $IDA): up"
 ok $? "cluster show shows the id: $out"
 
 # -------------------------------------------- a stop from an empty store
-in_home "$C" cluster stop gpu
+in_home "$C" cluster stop --discard-results gpu
 is "$rc" "3" "a stop from a home that does not know gpu fails (exit 3)"
 echo "$errout" | grep -q "nothing was deleted.*pbx cluster stop --id ID gpu"
 ok $? "saying nothing was deleted and how to delete: $errout"
 is "$(echo "$out" | grep -c " $IDA\$"):$(echo "$out" | grep -c " $IDB\$")" "4:4" \
 	"it lists both clusters' instances and rules with their ids"
 is "$(emu_list | wc -l)" "9" "and deletes nothing"
-in_home "$C" cluster stop --dry-run gpu
+in_home "$C" cluster stop --discard-results --dry-run gpu
 is "$rc:$(echo "$out" | grep -vc '^GET ')" "0:0" "its dry run sends GETs only"
 
 # ------------------------------------ each stop leaves the other whole
-in_home "$B" cluster stop gpu
+in_home "$B" cluster stop --discard-results gpu
 ok $rc "home B stops its gpu: $errout"
 is "$(holding "$IDB"):$(holding "$IDA")" "0:4" "B's resources are gone, A's all there"
 is "$(emu_list | grep -c " RUNNING $IDA\$")" "2" "A's instances are running"
@@ -103,7 +103,7 @@ is "$(emu_list | grep -c '^router pbx-nat-default ')" "1" "the NAT stays: A's no
 in_home "$B" cluster start gpu
 ok $rc "home B starts gpu again: $errout"
 IDB=$(uid "$B")
-in_home "$A" cluster stop gpu
+in_home "$A" cluster stop --discard-results gpu
 ok $rc "home A stops its gpu: $errout"
 is "$(holding "$IDA"):$(holding "$IDB")" "0:4" "A's resources are gone, B's all there"
 is "$(slurm "$B")" "0:node1 idle" "B's SLURM still answers, its node idle"
@@ -113,15 +113,15 @@ is "$(emu_list | grep -c '^router pbx-nat-default ')" "1" "the NAT stays: B's no
 in_home "$A" cluster start gpu
 ok $rc "home A starts gpu again: $errout"
 IDA=$(uid "$A")
-in_home "$C" cluster stop --id 0123456789abcdef0123456789abcdef gpu
+in_home "$C" cluster stop --discard-results --id 0123456789abcdef0123456789abcdef gpu
 is "$rc:$(emu_list | wc -l)" "3:9" "--id of no cluster's id deletes nothing (exit 3)"
-in_home "$A" cluster stop --id "$IDB" gpu
+in_home "$A" cluster stop --discard-results --id "$IDB" gpu
 is "$rc:$(emu_list | wc -l)" "2:9" "--id with another id than the store's is refused (exit 2)"
-in_home "$C" cluster stop --id "$IDB" gpu
+in_home "$C" cluster stop --discard-results --id "$IDB" gpu
 ok $rc "stop --id B's id from the empty home: $errout"
 is "$(holding "$IDB"):$(holding "$IDA")" "0:4" "it deleted exactly B's resources"
 is "$(slurm "$A")" "0:node1 idle" "A's SLURM still answers"
-in_home "$A" cluster stop gpu
+in_home "$A" cluster stop --discard-results gpu
 ok $rc "home A stops gpu: $errout"
 is "$(emu_list | wc -l)" "0" "the project is empty: the last stop in the region deleted the NAT too"
 done_testing

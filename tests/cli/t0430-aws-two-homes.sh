@@ -68,7 +68,7 @@ moto_list | grep " $IDB\$" | grep '^instance' | cut -d' ' -f2 | sort | cmp -s - 
 ok $? "B's store records B's instances"
 
 # -------------------------------------------- a stop from an empty store
-in_home "$C" cluster stop e1
+in_home "$C" cluster stop --discard-results e1
 is "$rc" "3" "a stop from a home that does not know e1 fails (exit 3)"
 echo "$errout" | grep -q "nothing was deleted.*pbx cluster stop --id ID e1"
 ok $? "saying nothing was deleted and how to delete: $errout"
@@ -77,7 +77,7 @@ is "$(echo "$out" | grep -c " $IDA\$"):$(echo "$out" | grep -c " $IDB\$")" "4:4"
 is "$(moto_list | wc -l)" "8" "and deletes nothing"
 
 # ------------------------------------ each stop leaves the other whole
-in_home "$B" cluster stop e1
+in_home "$B" cluster stop --discard-results e1
 ok $rc "home B stops its e1: $errout"
 is "$(holding "$IDB"):$(holding "$IDA")" "0:4" "B's resources are gone, A's all there"
 is "$(moto_list | grep -c "^instance .* running $IDA\$")" "2" "A's instances are running"
@@ -86,7 +86,7 @@ is "$(slurm "$A")" "0:gpu1 idle" "A's SLURM still answers, its node idle"
 in_home "$B" cluster start e1
 ok $rc "home B starts e1 again: $errout"
 IDB=$(uid "$B")
-in_home "$A" cluster stop e1
+in_home "$A" cluster stop --discard-results e1
 ok $rc "home A stops its e1: $errout"
 is "$(holding "$IDA"):$(holding "$IDB")" "0:4" "A's resources are gone, B's all there"
 is "$(slurm "$B")" "0:gpu1 idle" "B's SLURM still answers, its node idle"
@@ -95,11 +95,11 @@ is "$(slurm "$B")" "0:gpu1 idle" "B's SLURM still answers, its node idle"
 in_home "$A" cluster start e1
 ok $rc "home A starts e1 again: $errout"
 IDA=$(uid "$A")
-in_home "$C" cluster stop --id "$IDB" e1
+in_home "$C" cluster stop --discard-results --id "$IDB" e1
 ok $rc "stop --id B's id from the empty home: $errout"
 is "$(holding "$IDB"):$(holding "$IDA")" "0:4" "it deleted exactly B's resources"
 is "$(slurm "$A")" "0:gpu1 idle" "A's SLURM still answers"
-in_home "$A" cluster stop e1
+in_home "$A" cluster stop --discard-results e1
 ok $rc "home A stops e1: $errout"
 is "$(moto_list | wc -l)" "0" "the account is empty"
 done_testing

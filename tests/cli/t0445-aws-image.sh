@@ -102,7 +102,7 @@ print(sorted({i["ImageId"] == sys.argv[1] for r in c.describe_instances(Filters=
       "Values": ["c2"]}, {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"] for i in r["Instances"]}))
 PY
 )" "[True]" "its instances were launched from the AMI"
-run_pbx cluster stop c2
+run_pbx cluster stop --discard-results c2
 ok $rc "stop: $errout"
 
 # ------------------------------------------------------------ delete

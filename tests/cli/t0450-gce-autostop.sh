@@ -102,7 +102,7 @@ grep -q credentials "$HEAD_HOME/config.yaml"
 is "$?" 1 "the head's configuration names no credentials"
 CID=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT uid FROM clusters WHERE name = 'as' AND state != 'deleted'")
 out=$(env -u GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_CONFIG="$HEAD_HOME/gcloud" GCE_METADATA_HOST="$HEAD_IP" \
-	PBX_HOME="$HEAD_HOME" PBX_CONFIG="$HEAD_HOME/config.yaml" "$PBX" -q cluster stop --id "$CID" as 2>&1)
+	PBX_HOME="$HEAD_HOME" PBX_CONFIG="$HEAD_HOME/config.yaml" "$PBX" -q cluster stop --discard-results --id "$CID" as 2>&1)
 ok $? "pbx with the head's identity stops the cluster by its id: $out"
 is "$(emu_get calls | json_get 'd["metadata_tokens"]')" "{'pbx-e2e@pbx-test.iam.gserviceaccount.com': 2}" \
 	"its token came from the head's metadata server (the test's and pbx's)"
@@ -110,7 +110,7 @@ is "$(emu_get state | json_get 'len(d["instances"]), len(d["firewalls"])')" "0 0
 	"no instance and no firewall rule is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
 
-run_pbx -q cluster stop as
+run_pbx -q cluster stop --discard-results as
 ok $rc "the user's stop then finds nothing left and forgets the cluster: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'as'")" "deleted" "the store says deleted"
 done_testing

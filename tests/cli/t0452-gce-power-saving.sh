@@ -128,7 +128,7 @@ run_pbx cluster exec pw -- srun -N2 -c2 hostname
 ok $rc "a job wakes both nodes again: $out $errout"
 [ $rc = 0 ] || show_power_log
 
-run_pbx cluster stop pw
+run_pbx cluster stop --discard-results pw
 ok $rc "the user's stop: $errout"
 is "$(held)" "0 0 0" "no instance, firewall rule or router is left, the nodes the head made included"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"

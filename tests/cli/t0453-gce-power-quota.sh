@@ -55,7 +55,7 @@ run_pbx cluster exec pq -- srun -N1 -w node2 -c2 hostname
 ok $rc "a job on node2 wakes it and runs: $out $errout"
 is "$(instances)" "head=RUNNING node1=RUNNING node2=RUNNING" "node2's instance runs"
 
-run_pbx -q cluster stop pq
+run_pbx -q cluster stop --discard-results pq
 ok $rc "the user's stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"])')" 0 "no instance is left"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"

@@ -133,14 +133,14 @@ cp "$PBX_HOME/config.yaml" "$HEAD_HOME/config.yaml"
 CID=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT uid FROM clusters WHERE name = 'au' AND state != 'deleted'")
 out=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_EC2_METADATA_DISABLED HOME="$HEAD_HOME" \
 	AWS_EC2_METADATA_SERVICE_ENDPOINT="http://$HEAD_IP" PBX_HOME="$HEAD_HOME" PBX_CONFIG="$HEAD_HOME/config.yaml" \
-	"$PBX" -q cluster stop --id "$CID" au 2>&1)
+	"$PBX" -q cluster stop --discard-results --id "$CID" au 2>&1)
 ok $? "pbx with the head's role stops the cluster by its id: $out"
 is "$(calls role_credentials pbx-role)" 1 "with the credentials the head's IMDS gave out (one set)"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 # the bodies' last processes may still be ending (ASan, load): 30 s
 wait_secs 30 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"
-run_pbx -q cluster stop au
+run_pbx -q cluster stop --discard-results au
 ok $rc "the user's stop then finds nothing left and forgets the cluster: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'au'")" "deleted" "the store says deleted"
 
@@ -151,6 +151,6 @@ run_pbx -q cluster start np
 is "$rc" 1 "a start with an unknown instance profile fails"
 echo "$errout" | grep -q "InvalidParameterValue.*iamInstanceProfile.name is invalid"
 ok $? "with EC2's reason: $errout"
-"$PBX" -q cluster stop np >/dev/null 2>&1
+"$PBX" -q cluster stop --discard-results np >/dev/null 2>&1
 is "$(holds)" "0 0 0" "and leaves nothing"
 done_testing

@@ -102,7 +102,7 @@ is "$("$PBX" cluster list --refresh --json | json_get '[c["state"] for c in d if
 run_pbx cluster show ae
 echo "$out $errout" | grep -q "its head instance i-[0-9a-f]* no longer exists (deleted: by the head itself with autostop_action: delete, or outside pbx)"
 ok $? "show says the head instance no longer exists: $out $errout"
-run_pbx -q cluster stop ae
+run_pbx -q cluster stop --discard-results ae
 ok $rc "the user's stop finds nothing left and forgets the cluster: $errout"
 is "$(holds)" "0 0 0" "nothing is left"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM clusters WHERE name = 'ae'")" "deleted" "the store says deleted"

@@ -171,7 +171,7 @@ keys2=$(node_pin_keys pv node1)
 [ -n "$keys2" ] && [ "$keys2" != "$keys1" ] && [ "$(node_uid node1)" = "$uid2" ]
 ok $? "  having forgotten the old pins and pinned its new key ($keys2), under its new uid ($(node_uid node1))"
 
-run_pbx cluster stop pv
+run_pbx cluster stop --discard-results pv
 ok $rc "the user's stop: $errout"
 is "$(held)" "0 0 0" "no instance, firewall rule or router is left"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"

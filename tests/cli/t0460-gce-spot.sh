@@ -82,7 +82,7 @@ spot_resumed 300
 
 spot_twin sp
 
-run_pbx -q cluster stop sp
+run_pbx -q cluster stop --discard-results sp
 ok $rc "stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"])')" "0" "no instance is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"

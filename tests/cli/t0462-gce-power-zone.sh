@@ -49,7 +49,7 @@ is "$(zones)" "head=us-central1-a node1=us-central1-a" "in the first zone"
 run_pbx cluster exec pz -- srun -N1 -w node1 -c2 hostname
 ok $rc "and runs a job, found at its new address: $errout"
 
-run_pbx cluster stop pz
+run_pbx cluster stop --discard-results pz
 ok $rc "the user's stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])')" "0 0 0" \
 	"no instance, firewall rule or router is left"

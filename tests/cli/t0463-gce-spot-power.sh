@@ -56,7 +56,7 @@ ok $? "on a new instance of node1 ($ID1, then $ID2)"
 
 spot_twin sq
 
-run_pbx -q cluster stop sq
+run_pbx -q cluster stop --discard-results sq
 ok $rc "stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"])')" "0" "no instance is left"
 wait_for 300 prints "" procs_mentioning "$BODIES/"

@@ -78,7 +78,7 @@ INST2=$(spot1_instance)
 is "$(node_uid spot1)" "${INST2#*/}" "the user's store has spot1's new instance"
 spot_twin sm
 
-run_pbx -q cluster stop sm
+run_pbx -q cluster stop --discard-results sm
 ok $rc "stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"])')" "0" "no instance is left"
 wait_for 300 prints "" procs_mentioning "$BODIES/"

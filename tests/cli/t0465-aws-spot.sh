@@ -70,7 +70,7 @@ spot_resumed 300
 
 spot_twin ws
 
-run_pbx -q cluster stop ws
+run_pbx -q cluster stop --discard-results ws
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 done_testing

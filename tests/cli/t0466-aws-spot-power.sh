@@ -45,7 +45,7 @@ ID2=$(aws_spot_instances)
 ok $? "on a new instance of node1 ($ID1, then $ID2)"
 spot_twin sq
 
-run_pbx -q cluster stop sq
+run_pbx -q cluster stop --discard-results sq
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left, the head's included"
 wait_for 300 prints "" procs_mentioning "$BODIES/"

@@ -170,7 +170,7 @@ e2=${r2#*-} e2=${e2%%:*}
 near "$e2" "$deleted2"
 ok $? "state ends node2's run at its instance's deletion, not when it learnt it: $r2 (emulator: $deleted2)"
 
-run_pbx cluster stop ps
+run_pbx cluster stop --discard-results ps
 ok $rc "the user's stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"])')" "0" "no instance is left"
 done_testing

@@ -63,7 +63,7 @@ run_pbx cluster exec -n spot1 sm -- hostname
 ok $rc "the user's exec reaches the new spot1: $out $errout"
 spot_twin sm
 
-run_pbx -q cluster stop sm
+run_pbx -q cluster stop --discard-results sm
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left, the head's included"
 wait_for 300 prints "" procs_mentioning "$BODIES/"

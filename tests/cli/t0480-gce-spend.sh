@@ -149,7 +149,7 @@ is "$(printf '%.4f' "$spent")" "$(runs_spend)" "the spend is still the sum of th
 python3 -c "import sys; sys.exit(not $spent <= $budget)"
 ok $? "and it stayed within the budget: $spent of $budget"
 
-run_pbx -q cluster stop sp
+run_pbx -q cluster stop --discard-results sp
 ok $rc "stop: $errout"
 is "$(emu_get state | json_get 'len(d["instances"]), len(d["firewalls"])')" "0 0" \
 	"no instance and no firewall rule is left"

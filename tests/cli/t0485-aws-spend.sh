@@ -169,7 +169,7 @@ ok $? "and it stayed within the budget: $spent of $budget"
 python3 -c "import sys; sys.exit(not $spent >= $before + 60)"
 ok $? "the head waited for its time (20 s of both nodes at least): $before before the start"
 
-run_pbx -q cluster stop sp
+run_pbx -q cluster stop --discard-results sp
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 is "$(procs_mentioning "$BODIES/")" "" "no body process is left"

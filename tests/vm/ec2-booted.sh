@@ -148,7 +148,7 @@ run_pbx harvest "$PKG"
 is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | grep -c .)" "2" "the results are still there"
 
 # ------------------------------------------------------------- stop
-run_pbx cluster stop e1
+run_pbx cluster stop --discard-results e1
 ok $rc "stop: $errout"
 is "$(holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
 sleep 1

@@ -127,7 +127,7 @@ run_pbx harvest "$PKG"
 is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | grep -c .)" "4" "the results are still there"
 
 # ------------------------------------------------------------- stop
-run_pbx cluster stop v1
+run_pbx cluster stop --discard-results v1
 ok $rc "stop: $errout"
 is "$(emu_holds)" "0 0 0" "the emulator holds no instance, no firewall rule and no router"
 sleep 1

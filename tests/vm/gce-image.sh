@@ -19,7 +19,7 @@ IMAGES=${PBX_VM_IMAGES:-$(dirname "$PBX")/../../vm-images}
 vm_skip_unless "$(vm_why_not)"
 
 cleanup() {
-	for c in p1 p3 s1; do "$PBX" -q cluster stop $c >/dev/null 2>&1; done
+	for c in p1 p3 s1; do "$PBX" -q cluster stop --discard-results $c >/dev/null 2>&1; done
 	"$PBX" -q image delete vmimg >/dev/null 2>&1
 	gce_vm_emulator_stop
 	vm_apt_cache_release
@@ -75,16 +75,16 @@ start_timed p1 "cpu1 idle"
 run_pbx cluster exec -n cpu1 p1 -- sh -c 'systemctl is-active slurmd munge; systemctl is-enabled slurmctld; findmnt -n -o FSTYPE /shared'
 is "$(echo "$out" | tail -n 4 | tr '\n' ' ')" "active active disabled nfs4 " \
 	"a node from the image: units active, the image's slurmctld disabled, /shared over NFS"
-run_pbx cluster stop p1
+run_pbx cluster stop --discard-results p1
 ok $rc "stop p1: $errout"
 start_timed p3 "cpu1 idle
 cpu2 idle
 cpu3 idle"
-run_pbx cluster stop p3
+run_pbx cluster stop --discard-results p3
 ok $rc "stop p3: $errout"
 if [ "${PBX_VM_STOCK_START:-0}" = 1 ]; then
 	start_timed s1 "cpu1 idle"
-	run_pbx cluster stop s1
+	run_pbx cluster stop --discard-results s1
 	ok $rc "stop s1: $errout"
 fi
 

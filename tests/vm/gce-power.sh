@@ -118,7 +118,7 @@ is "$(json_get '[t["state"] for t in d["tasks"]]' <"$TEST_TMP/state.json")" "['C
 [ "$wf" = 0 ] || show_power_log
 
 # ------------------------------------------------------------- stop
-run_pbx cluster stop p1
+run_pbx cluster stop --discard-results p1
 ok $rc "stop: $errout"
 is "$(instances)" "" "the emulator holds no instance"
 sleep 1

@@ -125,7 +125,7 @@ s1=$(sha "$TWIN")
 ok $? "final parameters equal the uninterrupted twin's ($s0 / $s1)"
 
 # ------------------------------------------------------------- stop
-run_pbx cluster stop s1
+run_pbx cluster stop --discard-results s1
 ok $rc "stop: $errout"
 is "$(instances)" "" "the emulator holds no instance"
 sleep 1

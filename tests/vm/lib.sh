@@ -139,7 +139,7 @@ gce_vm_test_exit() {
 }
 
 gce_vm_cleanup() {
-	for gvc in $GVT_CLUSTERS; do "$PBX" -q cluster stop "$gvc" >/dev/null 2>&1; done
+	for gvc in $GVT_CLUSTERS; do "$PBX" -q cluster stop --discard-results "$gvc" >/dev/null 2>&1; done
 	gce_vm_emulator_stop
 	vm_apt_cache_release
 	rm -rf "$TEST_TMP"
@@ -234,7 +234,7 @@ h_stop() {
 }
 
 ec2_vm_cleanup() {
-	"$PBX" -q cluster stop "$EVT_CLUSTER" >/dev/null 2>&1
+	"$PBX" -q cluster stop --discard-results "$EVT_CLUSTER" >/dev/null 2>&1
 	h_stop
 	vm_apt_cache_release
 	rm -rf "$TEST_TMP"
