@@ -14,7 +14,7 @@ SHARED=$PBX_HOME/clusters/su/shared
 mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/experiment.yaml" <<'EXP'
 name: keep
-command: "[ {i} != 2 ] || sleep 600; echo r{i} >out.txt"
+command: "if [ {i} = 2 ]; then sleep 600; else echo r{i} >out.txt; fi"
 sweep: { grid: { i: [0, 1, 2] } }
 outputs: [out.txt]
 EXP
