@@ -26,6 +26,20 @@
 
 /* ------------------------------------------------------------- progress */
 
+/* 0, or a usage error (exit 2) when cluster `name` is one pbx uses as it
+ * is (cloud ssh: docs/ssh-clusters.md), which `verb` does not act on. */
+static int cluster_not_users(const struct pbx_ctx *ctx, const char *name, const char *verb)
+{
+	const struct pbx_cluster_template *t = pbx_config_template(ctx->cfg, name);
+	if (!t || strcmp(t->cloud, "ssh") != 0)
+		return 0;
+	pbx_error("cluster %s is not pbx's to %s: it is an existing cluster (cloud ssh) that "
+		  "pbx uses as it is, through %s@%s; parrun, state, log, cancel, rerun and "
+		  "harvest work on it",
+		  name, verb, t->login_user, t->host);
+	return PBX_EXIT_USAGE;
+}
+
 /* The display of a start, resize or stop.  A start's title ("starting" or
  * "checking" cluster NAME) is made when its display starts: was_up is
  * known by then. */
@@ -377,6 +391,8 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_usage_error(&cmd_cluster_start, "expected one cluster name");
 	if (so.json && !so.dry_run)
 		return pbx_usage_error(&cmd_cluster_start, "--json goes with --dry-run");
+	if ((rc = cluster_not_users(ctx, so.tmpl ? so.tmpl : argv[first], "start")))
+		return rc;
 	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[first], so.tmpl, &tg, &err) < 0)
 		return pbx_report(&err);
 	cluster_price_note(ctx, &tg);
@@ -535,6 +551,8 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	o.self = so.self;
 	if (first != argc - 1)
 		return pbx_usage_error(&cmd_cluster_stop, "expected one cluster name");
+	if ((rc = cluster_not_users(ctx, argv[first], "stop")))
+		return rc;
 	if (o.self && (!o.uid || dry || !*o.self))
 		return pbx_usage_error(&cmd_cluster_stop,
 				       "--self INSTANCE goes with --id, not with --dry-run");
@@ -672,6 +690,8 @@ static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	if (first != argc - 1 || !o.delta)
 		return pbx_usage_error(&cmd_cluster_resize, "expected NAME and +N or -N");
+	if ((rc = cluster_not_users(ctx, argv[first], "resize")))
+		return rc;
 	if (as_json && !o.dry_run)
 		return pbx_usage_error(&cmd_cluster_resize, "--json goes with --dry-run");
 	if (o.dry_run) {
@@ -1293,6 +1313,8 @@ static int cmd_cluster_power_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (strcmp(argv[2], "resume") != 0 && strcmp(argv[2], "suspend") != 0)
 		return pbx_usage_error(&cmd_cluster_power, "expected resume or suspend, got '%s'",
 				       argv[2]);
+	if ((i = cluster_not_users(ctx, argv[1], "power")))
+		return i;
 	if (pbx_cluster_power(ctx->store, ctx->cfg, argv[1], argv[2], argv + 3, (size_t)(argc - 3),
 			      &err) < 0)
 		return pbx_report(&err);

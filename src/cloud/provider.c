@@ -21,12 +21,10 @@
 extern const struct pbx_provider pbx_provider_local;
 extern const struct pbx_provider pbx_provider_gce;
 extern const struct pbx_provider pbx_provider_aws;
+extern const struct pbx_provider pbx_provider_ssh;
 
 const struct pbx_provider *const pbx_providers[] = {
-	&pbx_provider_local,
-	&pbx_provider_gce,
-	&pbx_provider_aws,
-	NULL,
+	&pbx_provider_local, &pbx_provider_gce, &pbx_provider_aws, &pbx_provider_ssh, NULL,
 };
 
 const struct pbx_provider *pbx_provider_find(const char *cloud)

@@ -49,13 +49,60 @@ void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c))
 	cluster_open_hook = fn;
 }
 
+/* Whether cluster `name` is one of cloud ssh (its template says so). */
+static int cluster_is_ssh(const struct pbx_config *cfg, const char *name)
+{
+	const struct pbx_cluster_template *t = pbx_config_template(cfg, name);
+	return t && !strcmp(t->cloud, "ssh");
+}
+
+/* A cluster of cloud ssh gets its store row and its one node (the login
+ * node) the first time a verb names it: there is nothing to start
+ * (docs/ssh-clusters.md). */
+static int cluster_attach(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			  struct pbx_err *err)
+{
+	const struct pbx_cluster_template *t = pbx_config_template(cfg, name);
+	char uid[PBX_CLUSTER_UID_LEN + 1], *json;
+	struct pbx_node_row node;
+	int64_t id;
+	int rc;
+	if (pbx_cluster_uid_new(uid, err) < 0 || pbx_store_begin(st, err) < 0)
+		return -1;
+	json = pbx_template_json(t);
+	rc = pbx_store_cluster_create(st, name, uid, "ssh", json, 0, &id, err);
+	free(json);
+	if (rc == 0)
+		rc = pbx_store_cluster_set_state(st, id, "up", err);
+	memset(&node, 0, sizeof(node));
+	node.cluster_id = id;
+	node.name = "login";
+	node.role = "head";
+	node.address = t->host;
+	node.ssh_port = t->port;
+	node.state = "up";
+	if (rc == 0)
+		rc = pbx_store_node_put(st, &node, err);
+	if (rc < 0) {
+		pbx_store_rollback(st);
+		return -1;
+	}
+	return pbx_store_commit(st, err);
+}
+
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err)
 {
 	struct pbx_cluster_row row;
 	*out = NULL;
-	if (pbx_store_cluster_get(st, name, &row, err) < 0)
-		return -1;
+	if (pbx_store_cluster_get(st, name, &row, err) < 0) {
+		if (err->code != PBX_EXIT_NOTFOUND || !cluster_is_ssh(cfg, name))
+			return -1;
+		pbx_err_clear(err);
+		if (cluster_attach(st, cfg, name, err) < 0 ||
+		    pbx_store_cluster_get(st, name, &row, err) < 0)
+			return -1;
+	}
 	return pbx_cluster_open_row(st, cfg, &row, out, err);
 }
 
@@ -111,6 +158,12 @@ int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 	c->spec.store = st;
 	c->user_key = pbx_template_user_key(c->row.template_json);
 	c->spec.user_key = c->user_key;
+	if (pbx_cluster_is_users(c) && c->spec.t && c->nnodes == 1) {
+		/* its login node, as the template names it now */
+		free(c->nodes[0].address);
+		c->nodes[0].address = xstrdup(c->spec.t->host);
+		c->nodes[0].ssh_port = c->spec.t->port;
+	}
 	if (c->provider->open(&c->spec, &c->pctx, err) < 0)
 		goto fail;
 	if (c->provider->login(c->pctx, &c->user, &c->key_path, err) < 0)
@@ -219,7 +272,7 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 	t.key_path = c->key_path;
 	t.name = pin;
 	rc = pbx_ssh_pool_get(c->pool, &t, out, err);
-	if (rc == 0 && c->user && strcmp(c->user, "root") != 0)
+	if (rc == 0 && c->user && strcmp(c->user, "root") != 0 && !pbx_cluster_is_users(c))
 		pbx_ssh_set_as_root(*out, 1);
 	free(pin);
 	if (rc < 0)
@@ -227,6 +280,29 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 	if (rc < 0 && i == 0 && !c->starting && err->code != PBX_EXIT_SECURITY)
 		cluster_say_stopped(c, err);
 	return rc;
+}
+
+int pbx_cluster_is_users(const struct pbx_cluster *c)
+{
+	return !strcmp(c->row.cloud, "ssh");
+}
+
+/* On a cluster of cloud ssh, the user's login session: setup, then pbx's
+ * variables, a private umask and the work directory (made 0700 the first
+ * time), relative to the home unless absolute or $VAR/... */
+static void cluster_user_prefix(const struct pbx_cluster *c, struct pbx_buf *b)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	const char *wd = t && t->work_dir ? t->work_dir : "pbx";
+	if (t && t->setup && *t->setup)
+		pbx_buf_addf(b, "{\n%s\n} && ", t->setup);
+	pbx_buf_adds(b, "umask 077 && export PBX_CLUSTER=");
+	pbx_shell_quote(b, c->row.name);
+	/* work_dir holds [A-Za-z0-9._/-] after an optional $NAME (config) */
+	pbx_buf_addf(b,
+		     " PBX_SHARED=\"%s%s\" && { [ -d \"$PBX_SHARED\" ] || mkdir -p -m 700 "
+		     "\"$PBX_SHARED\"; } && cd \"$PBX_SHARED\" && ",
+		     wd[0] == '/' || wd[0] == '$' ? "" : "$HOME/", wd);
 }
 
 /* Sources the node's env.sh.  A node body's is under its root prefix,
@@ -237,6 +313,10 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 static void cluster_env_prefix(const struct pbx_cluster *c, size_t node, struct pbx_buf *b)
 {
 	const char *root = c->nodes[node].root ? c->nodes[node].root : "";
+	if (pbx_cluster_is_users(c)) {
+		cluster_user_prefix(c, b);
+		return;
+	}
 	if (*root) {
 		pbx_buf_adds(b, "pbx_root=${PBX_BODY_ROOT:-}; [ -n \"$pbx_root\" ] || pbx_root=");
 		pbx_shell_quote(b, root);
@@ -263,6 +343,8 @@ char *pbx_cluster_as_root(const struct pbx_cluster *c, const char *cmdline)
 static char *cluster_exec_line(const struct pbx_cluster *c, size_t node, const char *cmdline)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
+	if (pbx_cluster_is_users(c)) /* the user's own cluster: as the user */
+		return xstrdup(cmdline);
 	if (!c->user || !strcmp(c->user, "root") || !c->nodes[node].root || !*c->nodes[node].root)
 		return pbx_cluster_as_root(c, cmdline);
 	pbx_buf_adds(&b, "sudo -n env PBX_BODY_ROOT=\"${PBX_BODY_ROOT:-}\" sh -c ");

@@ -401,6 +401,9 @@ int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 			 struct pbx_cluster_row *row, struct pbx_cluster **out,
 			 struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
+/* 1 for a cluster pbx uses as it is (cloud ssh): commands run as the
+ * user, in the user's login session, never through sudo. */
+int pbx_cluster_is_users(const struct pbx_cluster *c);
 /* Why cluster c is powered off ("stopped itself at T: idle for 60 s
  * (autostop)...", or the head instance's state), or NULL when it is not
  * known to be (power.c); when it is, the store records the cluster's state

@@ -32,6 +32,9 @@ static void template_free(struct pbx_cluster_template *t)
 	free(t->head_machine_type);
 	free(t->head_service_account);
 	free(t->head_instance_profile);
+	free(t->host);
+	free(t->work_dir);
+	free(t->setup);
 	for (size_t k = 0; k < t->nssh_from; k++)
 		free(t->ssh_from[k]);
 	free(t->ssh_from);
@@ -185,6 +188,9 @@ char *pbx_template_describe(const struct pbx_cluster_template *t)
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
 	pbx_buf_addf(&b, "%s: ", t->cloud);
+	if (!strcmp(t->cloud, "ssh")) /* an existing cluster: its login node */
+		pbx_buf_addf(&b, "%s@%s:%d, work_dir %s", t->login_user, t->host, t->port,
+			     t->work_dir);
 	for (i = 0; i < t->ngroups; i++) {
 		if (i)
 			pbx_buf_adds(&b, ", ");

@@ -86,7 +86,7 @@ struct pbx_node_group {
 
 struct pbx_cluster_template {
 	char *name;                  /* the key under `clusters:` */
-	char *cloud;                 /* "local", "gce" or "aws" */
+	char *cloud;                 /* "local", "gce", "aws" or "ssh" */
 	char *login_user;            /* SSH login user */
 	char *ssh_key;               /* private key path (tilde-expanded), NULL = agent */
 	char *image;                 /* image name / family / AMI */
@@ -124,6 +124,16 @@ struct pbx_cluster_template {
 					 cluster's Cloud NAT) */
 	int line;                  /* line of the template's name, 0 for built-in */
 	int ssh_key_line;          /* line of ssh_key:, 0 when absent */
+	/* cloud "ssh": an existing SLURM cluster pbx uses as it is (its login
+	 * node; docs/ssh-clusters.md) */
+	char *host;     /* its login node's name or address */
+	int port;       /* its sshd's port (22) */
+	char *work_dir; /* where pbx's packages and task directories go: a
+			   plain path, absolute or relative to the login
+			   user's home, or $NAME/... (a variable of the login
+			   environment, after setup) */
+	char *setup;    /* shell commands run before each of pbx's (module
+			   load ...), may be NULL */
 };
 
 struct pbx_cloud_gce {

@@ -17,12 +17,12 @@
 
 #define PBX_STR_OPT (PBX_YSTR_NULL_OK | PBX_YSTR_ONE_LINE)
 
-enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS };
+enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS, PBX_CLOUD_SSH };
 
 static const char *const top_keys[] = { "clusters", "clouds", "prices", NULL };
 static const char *const prices_keys[] = { "currency",    "max_age",    "hourly",
 					   "spot_hourly", "gpu_hourly", NULL };
-static const char *const cloud_names[] = { "local", "gce", "aws", NULL };
+static const char *const cloud_names[] = { "local", "gce", "aws", "ssh", NULL };
 static const char *const template_keys[] = { "cloud",
 					     "login_user",
 					     "ssh_key",
@@ -38,7 +38,14 @@ static const char *const template_keys[] = { "cloud",
 					     "autostop",
 					     "autostop_action",
 					     "budget",
+					     "host",
+					     "port",
+					     "work_dir",
+					     "setup",
 					     NULL };
+/* what a template of cloud ssh may have (pbx builds nothing there) */
+static const char *const ssh_template_keys[] = { "cloud", "login_user", "ssh_key", "host",
+						 "port",  "work_dir",   "setup",   NULL };
 static const char *const head_keys[] = { "machine_type", "service_account", "instance_profile",
 					 NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", "suspend_time",
@@ -592,6 +599,94 @@ static int parse_budget(const struct pbx_ynode *m, struct pbx_cluster_template *
 	return rc;
 }
 
+/* A work_dir: [$NAME/ or ${NAME}/]PATH or /PATH, PATH of [A-Za-z0-9._/-]
+ * with no empty, "." or ".." component (it goes into shell commands). */
+static bool work_dir_ok(const char *s)
+{
+	const char *p = s, *c;
+	if (s[0] == '$') {
+		int brace = s[1] == '{';
+		p = s + 1 + brace;
+		if (!isalpha((unsigned char)*p) && *p != '_')
+			return false;
+		while (isalnum((unsigned char)*p) || *p == '_')
+			p++;
+		if (brace && *p++ != '}')
+			return false;
+		if (*p == '\0')
+			return true;
+		if (*p != '/')
+			return false;
+		p++;
+	} else if (*p == '/') {
+		p++;
+	}
+	if (!*p || strlen(s) > 200)
+		return false;
+	for (c = p; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("._/-", *c))
+			return false;
+	for (c = p; c;) {
+		const char *slash = strchr(c, '/');
+		size_t l = slash ? (size_t)(slash - c) : strlen(c);
+		if (l == 0 || (l == 1 && c[0] == '.') || (l == 2 && !strncmp(c, "..", 2)))
+			return false;
+		c = slash ? slash + 1 : NULL;
+	}
+	return true;
+}
+
+/* A template of cloud ssh: an existing cluster's login node (host, port,
+ * login_user, ssh_key), where pbx works (work_dir) and what runs first
+ * (setup).  Keys of clusters pbx builds are refused by the key check. */
+static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			      struct pbx_err *err)
+{
+	const struct pbx_ynode *n;
+	size_t i, k;
+	for (i = 0; template_keys[i]; i++) {
+		for (k = 0; ssh_template_keys[k] && strcmp(ssh_template_keys[k], template_keys[i]);
+		     k++)
+			;
+		if (!ssh_template_keys[k] && (n = pbx_ymap_get(m, template_keys[i])))
+			return pbx_ynode_error(n, err,
+					       "not for cloud ssh: pbx uses that cluster as it is "
+					       "(its keys: host, port, login_user, ssh_key, "
+					       "work_dir, setup)");
+	}
+	if (pbx_ymap_check_keys(m, ssh_template_keys, err) < 0)
+		return -1;
+	if (!pbx_ymap_get(m, "host"))
+		return pbx_ymap_missing(m, "host", "required for cloud ssh (its login node)", err);
+	if (!pbx_ymap_get(m, "login_user"))
+		return pbx_ymap_missing(m, "login_user",
+					"required for cloud ssh (your user name there)", err);
+	t->port = 22;
+	if (opt_str(m, "host", &t->host, err) < 0 ||
+	    opt_int(m, "port", 1, 65535, &t->port, err) < 0 ||
+	    parse_login(m, PBX_CLOUD_SSH, t, err) < 0 ||
+	    opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
+	    opt_str(m, "work_dir", &t->work_dir, err) < 0)
+		return -1;
+	if (!*t->host ||
+	    strspn(t->host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789.-:") != strlen(t->host) ||
+	    t->host[0] == '-')
+		return pbx_ynode_error(pbx_ymap_get(m, "host"), err,
+				       "want a host name or address, got '%.60s'", t->host);
+	if (!t->work_dir)
+		t->work_dir = xstrdup("pbx");
+	else if (!work_dir_ok(t->work_dir))
+		return pbx_ynode_error(pbx_ymap_get(m, "work_dir"), err,
+				       "want a plain path (absolute, or relative to your home), "
+				       "optionally starting with $NAME/ (e.g. $SCRATCH/pbx): "
+				       "letters, digits and ._/- only, no '..'");
+	n = pbx_ymap_get(m, "setup");
+	if (n && pbx_ynode_str(n, PBX_YSTR_NULL_OK, &t->setup, err) < 0)
+		return -1;
+	return 0;
+}
+
 static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template *t,
 			  struct pbx_err *err)
 {
@@ -609,6 +704,17 @@ static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template
 	if (pbx_ynode_choice(cloud_node, cloud_names, &cloud, err) < 0)
 		return -1;
 	t->cloud = xstrdup(cloud_names[cloud]);
+	if (cloud == PBX_CLOUD_SSH)
+		return parse_ssh_template(m, t, err);
+	if (pbx_ymap_get(m, "host") || pbx_ymap_get(m, "port") || pbx_ymap_get(m, "work_dir") ||
+	    pbx_ymap_get(m, "setup")) {
+		const char *k = pbx_ymap_get(m, "host")       ? "host"
+				: pbx_ymap_get(m, "port")     ? "port"
+				: pbx_ymap_get(m, "work_dir") ? "work_dir"
+							      : "setup";
+		return pbx_ynode_error(pbx_ymap_get(m, k), err,
+				       "only for cloud ssh (a cluster pbx does not build)");
+	}
 	if (parse_login(m, cloud, t, err) < 0 ||
 	    opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
 	    parse_image(m, cloud, t, err) < 0 || parse_head(m, cloud, t, err) < 0 ||

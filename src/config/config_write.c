@@ -30,7 +30,7 @@
  * they are, the test still sees it).
  */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct pbx_cluster_template) == 168,
+_Static_assert(sizeof(struct pbx_cluster_template) == 200,
 	       "struct pbx_cluster_template changed: update config_write.c and its test");
 _Static_assert(sizeof(struct pbx_node_group) == 56,
 	       "struct pbx_node_group changed: update config_write.c and its test");
@@ -150,12 +150,27 @@ static void put_min_nodes(json_t *o, const struct pbx_cluster_template *t)
 	put_int(o, "min_nodes", t->min_nodes < total ? t->min_nodes : total);
 }
 
+/* A template of cloud ssh: its login node, work_dir and setup (port and
+ * work_dir when not the defaults, 22 and "pbx"). */
+static json_t *write_ssh(json_t *o, const struct pbx_cluster_template *t)
+{
+	put_str(o, "host", t->host);
+	if (t->port != 22)
+		put_int(o, "port", t->port);
+	if (t->work_dir && strcmp(t->work_dir, "pbx") != 0)
+		put_str(o, "work_dir", t->work_dir);
+	put_str(o, "setup", t->setup);
+	return o;
+}
+
 json_t *pbx_config_template_write(const struct pbx_cluster_template *t, const char *ssh_key)
 {
 	json_t *o = json_object();
 	put_str(o, "cloud", t->cloud);
 	put_str(o, "login_user", t->login_user);
 	put_str(o, "ssh_key", ssh_key);
+	if (!strcmp(t->cloud, "ssh"))
+		return write_ssh(o, t);
 	put_str(o, "image", t->image);
 	put_str(o, "subnet", t->subnet);
 	put_obj(o, "head", write_head(t));
