@@ -977,6 +977,30 @@ static const struct pbx_option cluster_show_opts[] = {
 	PBX_OPT_END,
 };
 
+/* `show` of a cluster pbx uses as it is (cloud ssh): how pbx reaches it
+ * and SLURM's nodes there (pbx made none of them). */
+static void cluster_show_users(const struct pbx_cluster *c, int live,
+			       const struct pbx_sinfo_node *sn, size_t nsn,
+			       const struct pbx_err *serr)
+{
+	static const char *const hdr[] = { "NODE", "SLURM" };
+	const struct pbx_cluster_template *t = c->spec.t;
+	struct pbx_table *tb = pbx_table_new(2, hdr);
+	size_t i;
+	printf("cluster %s (ssh, id %s): an existing cluster pbx uses as it is\n", c->row.name,
+	       c->row.uid);
+	if (t)
+		printf("login: %s@%s:%d, work_dir %s%s%s\n", t->login_user, t->host, t->port,
+		       t->work_dir, t->setup ? ", setup: " : "", t->setup ? t->setup : "");
+	for (i = 0; live && i < nsn; i++) {
+		const char *cells[2] = { sn[i].name, sn[i].state };
+		pbx_table_add(tb, cells);
+	}
+	pbx_table_print(tb);
+	if (!live && serr->code != PBX_EXIT_SECURITY)
+		pbx_warning("cannot ask SLURM for node states: %s", serr->msg);
+}
+
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
@@ -1043,6 +1067,8 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		json_object_set_new(o, "last_autostop", last ? json_string(last) : json_null());
 		cluster_spend_json(o, &spend, c->spec.t ? c->spec.t->budget : 0);
 		pbx_print_json(o);
+	} else if (pbx_cluster_is_users(c)) {
+		cluster_show_users(c, live, sn, nsn, &serr);
 	} else {
 		static const char *const hdr[] = { "NODE", "ROLE", "ADDRESS", "GPUS", "SLURM" };
 		struct pbx_table *t = pbx_table_new(5, hdr);

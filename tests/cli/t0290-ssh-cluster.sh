@@ -116,6 +116,17 @@ ok $rc "cancel: $errout"
 wait_final "$long" 60
 is "$(task_states "$long")" "CANCELLED CANCELLED CANCELLED" "every task is cancelled"
 
+run_pbx config check
+ok $rc "config check accepts the template: $out $errout"
+run_pbx cluster list
+case $out in *uni*ssh*) r=0 ;; *) r=1 ;; esac
+ok $r "cluster list lists it: $out $errout"
+run_pbx cluster show uni
+case $out in *"an existing cluster pbx uses as it is"*"login: pbx-uni@127.0.157.100:22351, work_dir pbx"*node1*idle*node2*idle*) r=0 ;; *) r=1 ;; esac
+ok $r "cluster show says how pbx reaches it and lists SLURM's nodes there: $out $errout"
+run_pbx cluster ssh uni -- id -u
+is "$out" "$UNI_UID" "cluster ssh logs in as the user: $errout"
+
 run_pbx cluster stop uni
 is "$rc" 2 "cluster stop is refused (exit 2): pbx does not own it"
 run_pbx cluster exec uni -- true
