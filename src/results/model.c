@@ -7,6 +7,7 @@
 #include "results/model_internal.h"
 #include "results/num.h"
 
+#include "util/fs.h"
 #include "util/xalloc.h"
 
 #include <jansson.h>
@@ -402,6 +403,25 @@ static int find_package(struct pbx_store *st, const char *ref, struct pbx_packag
 	return 0;
 }
 
+/* r's environment: the submission's status line, and the environment.txt
+ * of the first task whose results are home (every task has the same). */
+static void report_environment(struct pbx_report *r, const struct pbx_submission_row *sub,
+			       const struct pbx_task_row *tasks, size_t ntasks)
+{
+	size_t i;
+	r->environment = sub->environment ? xstrdup(sub->environment) : NULL;
+	for (i = 0; i < ntasks && !r->environment_txt; i++) {
+		struct pbx_buf b = PBX_BUF_INIT;
+		struct pbx_err err = PBX_ERR_INIT;
+		char *path = xasprintf("%s/results/%s/%lld/environment.txt", pbx_home(),
+				       r->short_id, (long long)tasks[i].idx);
+		if (pbx_read_file(path, &b, &err) == 0 && b.len && b.len < 1048576)
+			r->environment_txt = pbx_buf_detach(&b, NULL);
+		pbx_buf_release(&b);
+		free(path);
+	}
+}
+
 int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_report_opts *o,
 		     struct pbx_report **out, struct pbx_err *err)
 {
@@ -428,6 +448,8 @@ int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_rep
 		goto out;
 	rc = pbx_report_from_rows_cost(&pkg, &subs[nsubs - 1], tasks, ntasks, pts, npts, &cost, o,
 				       out, err);
+	if (rc == 0)
+		report_environment(*out, &subs[nsubs - 1], tasks, ntasks);
 out:
 	pbx_cost_free(&cost);
 	pbx_metrics_free(pts, npts);
@@ -467,6 +489,10 @@ static void groups_free(struct pbx_report *r)
 void pbx_report_free(struct pbx_report *r)
 {
 	size_t i;
+	if (r) {
+		free(r->environment);
+		free(r->environment_txt);
+	}
 	if (!r)
 		return;
 	for (i = 0; i < r->ntasks; i++)

@@ -279,6 +279,43 @@ static void json_cost(FILE *f, const struct pbx_report *r)
 	fputs(",\n", f);
 }
 
+/* "environment": null, or {"state" (READY, FAILED or null), "key" or
+ * "reason", and from a harvested task's environment.txt "record": its
+ * lines (key, Python or image, the lock)}. */
+static void json_environment(FILE *f, const struct pbx_report *r)
+{
+	const char *st = r->environment, *p;
+	int first = 1;
+	fputs("  \"environment\": ", f);
+	if (!st && !r->environment_txt) {
+		fputs("null,\n", f);
+		return;
+	}
+	if (st && !strncmp(st, "READY ", 6)) {
+		fputs("{\"state\": \"READY\", \"key\": ", f);
+		json_str(f, st + 6);
+	} else if (st && !strncmp(st, "FAILED ", 7)) {
+		fputs("{\"state\": \"FAILED\", \"reason\": ", f);
+		json_str(f, st + 7);
+	} else {
+		fputs("{\"state\": null", f);
+	}
+	fputs(", \"record\": [", f);
+	for (p = r->environment_txt; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = xstrndup(p, l);
+		if (l) {
+			fputs(first ? "" : ", ", f);
+			json_str(f, line);
+			first = 0;
+		}
+		free(line);
+		p = nl ? nl + 1 : p + l;
+	}
+	fputs("]},\n", f);
+}
+
 int pbx_render_json(const struct pbx_report *r, FILE *f)
 {
 	struct pbx_grid g;
@@ -292,6 +329,7 @@ int pbx_render_json(const struct pbx_report *r, FILE *f)
 	fprintf(f, "  \"tasks\": %zu,\n  \"tasks_total\": %zu,\n", r->ntasks, r->ntasks_total);
 	if (r->cost_shown)
 		json_cost(f, r);
+	json_environment(f, r);
 	json_names(f, "metrics", r->metric_names, r->metrics, r->nmetrics);
 	json_names(f, "group_by", r->params, r->group_by, r->ngroup_by);
 	json_names(f, "columns", g.cols, NULL, g.ncols);

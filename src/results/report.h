@@ -106,6 +106,11 @@ struct pbx_report {
 	double node_hours; /* the experiment's: every task, shown or not */
 	int64_t cost;      /* likewise, 1e-9 units; -1 when unknown */
 	char currency[8];  /* "" when no task has a price */
+	/* the experiment's environment: (its status line as `pbx state` last
+	 * read it, "READY KEY" / "FAILED REASON"; and the environment.txt a
+	 * harvested task brought home: key, Python or image, lock); NULL when
+	 * none */
+	char *environment, *environment_txt;
 };
 
 /* Builds the report of package `ref` (id prefix or experiment name, see

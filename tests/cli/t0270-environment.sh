@@ -115,6 +115,8 @@ envtxt=$PBX_HOME/results/$pkg/0/environment.txt
 grep -q "^environment $key\$" "$envtxt" && grep -q '^python 3\.' "$envtxt" &&
 	grep -q '^numpy==1.26.4 --hash=' "$envtxt"
 ok $? "environment.txt came home with the key, the Python and the lock: $(head -n 3 "$envtxt" 2>/dev/null | tr '\n' '|')"
+is "$("$PBX" report "$pkg" -f json | json_get 'd["environment"]["state"] + " " + d["environment"]["key"] + " " + str(any(l.startswith("numpy==1.26.4 --hash=sha256:") for l in d["environment"]["record"]))')" \
+	"READY $key True" "report -f json records the environment: its key and the lock"
 
 # a second package with the same requirements: no resolve, no install
 cp -r "$TEST_TMP/exp" "$TEST_TMP/exp2"
