@@ -69,7 +69,10 @@ const struct pbx_cmd pbx_cmd_rerun = {
 	.description = "Refreshes the task states first (as 'pbx state' does), then submits the\n"
 		       "chosen tasks again with the options the last parrun used (resources\n"
 		       "and overrides, throttle, launcher): one round trip to probe the\n"
-		       "cluster's limits, one to submit.",
+		       "cluster's limits, one to submit.  --failed takes every task that\n"
+		       "ended without completing; PKG:TASK that one task however it ended\n"
+		       "(a COMPLETED one runs again too), and is refused while it is still\n"
+		       "pending or running.",
 	.args = "TASK",
 	.options = rerun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -58,9 +58,10 @@ void pbx_jobs_target_free(struct pbx_jobs_target *t);
  * round trip) into the store. */
 int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx_err *err);
 
-/* Resubmits tasks whose state is FAILED, CANCELLED, TIMEOUT, NODE_FAIL,
- * OUT_OF_MEMORY, PREEMPTED or MISSING (all tasks of those states, or only
- * `only` when >= 0).  *count gets the number resubmitted. */
+/* Resubmits every task whose state is FAILED, CANCELLED, TIMEOUT,
+ * NODE_FAIL, OUT_OF_MEMORY, PREEMPTED or MISSING; or, with `only` >= 0,
+ * that task whatever it ended as (COMPLETED too), and an error when it
+ * does not exist or has not ended.  *count gets the number resubmitted. */
 int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, size_t *count,
 		   struct pbx_err *err);
 

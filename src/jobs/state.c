@@ -393,6 +393,24 @@ int pbx_jobs_refresh(struct pbx_store *st, struct pbx_jobs_target *t, struct pbx
 
 /* ---------------------------------------------------------- rerun/cancel */
 
+/* Why task `only` of t cannot run again now: it does not exist, or has not
+ * ended (a task runs once at a time). */
+static void rerun_refuse_one(const struct pbx_jobs_target *t, const struct pbx_task_row *tasks,
+			     size_t nt, long only, struct pbx_err *err)
+{
+	size_t i;
+	for (i = 0; i < nt && tasks[i].idx != only; i++)
+		;
+	if (i == nt)
+		pbx_err_setc(err, PBX_EXIT_NOTFOUND, "%s has no task %ld (tasks 0 to %zu)",
+			     t->pkg.short_id, only, nt ? nt - 1 : 0);
+	else
+		pbx_err_setc(err, PBX_EXIT_USAGE,
+			     "task %ld of %s is %s: it runs again once it has ended ('pbx cancel "
+			     "%s:%ld' ends it)",
+			     only, t->pkg.short_id, tasks[i].state, t->pkg.short_id, only);
+}
+
 int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, size_t *count,
 		   struct pbx_err *err)
 {
@@ -413,13 +431,16 @@ int pbx_jobs_rerun(struct pbx_store *st, struct pbx_jobs_target *t, long only, s
 	}
 	idx = xcalloc(nt ? nt : 1, sizeof(*idx));
 	for (i = 0; i < nt; i++)
-		if ((only < 0 || tasks[i].idx == only) && pbx_task_state_rerunnable(tasks[i].state))
+		if (only < 0 ? pbx_task_state_rerunnable(tasks[i].state)
+			     : tasks[i].idx == only && pbx_task_state_final(tasks[i].state))
 			idx[n++] = tasks[i].idx;
+	if (n == 0 && only >= 0)
+		rerun_refuse_one(t, tasks, nt, only, err);
 	pbx_task_rows_free(tasks, nt);
 	if (n == 0) {
 		free(idx);
 		close(lock);
-		return 0;
+		return only >= 0 ? -1 : 0;
 	}
 	rc = jobs_resubmit(st, t, idx, n, err);
 	if (rc == 0)

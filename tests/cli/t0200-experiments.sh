@@ -2,7 +2,8 @@
 # t0200-experiments.sh - experiments on a real local SLURM cluster: a 3x4
 # grid with 2 repeats (24 tasks) with --gres=gpu:1 completes, each task
 # seeing its own parameters; parrun again submits nothing; a task exiting 3
-# is FAILED with exit code 3 and `rerun --failed` resubmits only it; hostile
+# is FAILED with exit code 3 and `rerun --failed` resubmits only it, `rerun
+# PKG:TASK` a COMPLETED task (and a missing one is refused); hostile
 # parameter values arrive byte-exact through SLURM; log and ls work; a
 # task's terminal escapes reach a terminal only made visible (\x1b...).
 . "$(dirname "$0")/lib.sh"
@@ -62,6 +63,15 @@ is "$heads" "1 2 1 " "only the failed task ran again"
 # (SLURM turns that form into --get-user-env: a login shell per task).
 is "$(grep -h '^code ' "$SHARED/pbx/$FPKG/tasks/0/stdout")" "code 0 user-env=no" \
 	"tasks do not make slurmd load the user's login environment"
+# one named task runs again however it ended (COMPLETED too)
+run_pbx rerun "$FPKG:2"
+is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun PKG:TASK of a COMPLETED task resubmits it"
+wait_final "$FPKG" 60
+is "$(grep -c '^=== pbx task .* start' "$SHARED/pbx/$FPKG/tasks/2/stderr")" 2 "and it ran again"
+run_pbx rerun "$FPKG:9"
+is "$rc" 3 "rerun of a task the package lacks: exit 3"
+case $errout in *"$FPKG has no task 9 (tasks 0 to 2)"*) r=0 ;; *) r=1 ;; esac
+ok $r "saying which tasks it has: $errout"
 
 # --- hostile parameter values through SLURM -------------------------------
 mkdir -p "$TEST_TMP/hostile"

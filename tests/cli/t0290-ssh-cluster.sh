@@ -111,6 +111,10 @@ run_pbx parrun "$TEST_TMP/exp/long.yaml" uni
 long=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 running() { "$PBX" state --json "$long" | json_get 'sum(t["state"] == "RUNNING" for t in d["tasks"])' | grep -qv '^0$'; }
 wait_secs 60 running
+run_pbx rerun "$long:0"
+is "$rc" 2 "rerun of a task still running is refused (exit 2)"
+case $errout in *"task 0 of $long is "[PR]*": it runs again once it has ended ('pbx cancel $long:0' ends it)"*) r=0 ;; *) r=1 ;; esac
+ok $r "saying how to end it: $errout"
 run_pbx cancel "$long"
 ok $rc "cancel: $errout"
 wait_final "$long" 60
