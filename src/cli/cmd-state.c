@@ -79,6 +79,25 @@ static json_t *state_env_json(const char *status)
 	return json_null();
 }
 
+/* Under the package's line: the first task that ended without
+ * completing, and the command that shows what it printed. */
+static void state_print_first_failure(const char *pkg, const struct pbx_task_row *tasks, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		const struct pbx_task_row *t = &tasks[i];
+		if (!pbx_task_state_final(t->state) || !strcmp(t->state, "COMPLETED"))
+			continue;
+		printf("  first failure: task %lld %s", (long long)t->idx, t->state);
+		if (t->exit_code >= 0)
+			printf(" (exit %d)", t->exit_code);
+		if (t->node && *t->node && strcmp(t->node, "-") != 0)
+			printf(" on %s", t->node);
+		printf(": 'pbx log %s:%lld' shows its output\n", pkg, (long long)t->idx);
+		return;
+	}
+}
+
 /* Under the package's line: a failed environment always (every task
  * failed for it), a ready one's key with -v. */
 static void state_print_env(const char *pkg, const char *status, int verbose)
@@ -184,6 +203,8 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		printf("%s  %-20s %-10s %s\n", t.pkg.short_id, t.pkg.name, t.sub.cluster_name, sum);
 		free(sum);
 		state_print_env(t.pkg.short_id, t.sub.environment, verbose);
+		if (!t.sub.environment || strncmp(t.sub.environment, "FAILED ", 7) != 0)
+			state_print_first_failure(t.pkg.short_id, tasks, n);
 		if (verbose)
 			state_print_tasks(tasks, n);
 	}
@@ -272,7 +293,9 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"
 		       "before it could record that itself.  A package whose environment\n"
 		       "(the experiment's environment:) failed to build says so under its\n"
-		       "line, with the reason; -v shows a ready one's key.\n"
+		       "line, with the reason; -v shows a ready one's key.  A package with a\n"
+		       "task that ended without completing names the first one and the\n"
+		       "'pbx log' that shows its output.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
 		       "On a power-saving cluster on a cloud it also learns, from one list of\n"

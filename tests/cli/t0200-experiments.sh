@@ -54,6 +54,9 @@ FPKG=$(echo "$out" | json_get 'd["package"]')
 wait_final "$FPKG" 60
 is "$(json_get '[(t["state"], t["exit_code"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 	"[('COMPLETED', 0), ('FAILED', 3), ('COMPLETED', 0)]" "the task that exits 3 is FAILED with exit code 3"
+run_pbx state "$FPKG"
+case $out in *"3 tasks: 2 COMPLETED, 1 FAILED"*"first failure: task 1 FAILED (exit 3) on "*": 'pbx log $FPKG:1' shows its output"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx state names the first failure and how to see it: $out"
 run_pbx rerun --failed "$FPKG"
 is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun --failed resubmits one task"
 wait_final "$FPKG" 60
