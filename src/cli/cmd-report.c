@@ -115,6 +115,21 @@ static int report_write(const struct pbx_report *r, enum pbx_report_format f, co
 	return 0;
 }
 
+/* A report with no metric, of a package nothing of which is home yet: says
+ * what brings the results (a package whose tasks write no metrics.jsonl
+ * was harvested and says nothing). */
+static void report_nothing_home(struct pbx_ctx *ctx, const struct pbx_report *r)
+{
+	struct pbx_harvested *h = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	if (pbx_store_harvested_list(ctx->store, r->submission_id, &h, &n, &err) == 0 && n == 0)
+		pbx_info("nothing of %s is home yet: 'pbx harvest %s' brings the tasks' results "
+			 "and metrics",
+			 r->short_id, r->short_id);
+	pbx_harvested_free(h, n);
+}
+
 static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct report_args a = { 0 };
@@ -134,6 +149,8 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		rc = pbx_report(&err);
 	else
 		rc = report_write(r, f, a.output);
+	if (r && !rc && !r->nmetric_names)
+		report_nothing_home(ctx, r);
 	pbx_report_free(r);
 	pbx_opt_list_free(&a.metrics);
 	pbx_opt_list_free(&a.group_by);

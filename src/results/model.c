@@ -242,9 +242,24 @@ static int model_choose_metrics(struct pbx_report *r, const struct pbx_report_op
 	}
 	for (i = 0; i < o->nmetrics; i++) {
 		long m = find_name(r->metric_names, r->nmetric_names, o->metrics[i]);
-		if (m < 0)
-			return pbx_err_setc(err, PBX_EXIT_USAGE, "no metric named '%s' in %s",
-					    o->metrics[i], r->short_id);
+		if (m < 0 && !r->nmetric_names)
+			return pbx_err_setc(err, PBX_EXIT_USAGE,
+					    "no metric of %s is home yet: 'pbx harvest %s' brings "
+					    "them (tasks write them to metrics.jsonl)",
+					    r->short_id, r->short_id);
+		if (m < 0) {
+			struct pbx_buf names = PBX_BUF_INIT;
+			size_t k;
+			for (k = 0; k < r->nmetric_names && k < 12; k++)
+				pbx_buf_addf(&names, "%s%s", k ? ", " : "", r->metric_names[k]);
+			if (k < r->nmetric_names)
+				pbx_buf_adds(&names, ", ...");
+			pbx_err_setc(err, PBX_EXIT_USAGE,
+				     "no metric named '%s' in %s (its metrics: %s)", o->metrics[i],
+				     r->short_id, names.buf);
+			pbx_buf_release(&names);
+			return -1;
+		}
 		r->metrics[r->nmetrics++] = (size_t)m;
 	}
 	return 0;

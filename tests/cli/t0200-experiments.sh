@@ -57,6 +57,12 @@ is "$(json_get '[(t["state"], t["exit_code"]) for t in d["tasks"]]' <"$TEST_TMP/
 run_pbx state "$FPKG"
 case $out in *"3 tasks: 2 COMPLETED, 1 FAILED"*"first failure: task 1 FAILED (exit 3) on "*": 'pbx log $FPKG:1' shows its output"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx state names the first failure and how to see it: $out"
+run_pbx report "$FPKG"
+case $errout in *"nothing of $FPKG is home yet: 'pbx harvest $FPKG' brings the tasks' results and metrics"*) r=0 ;; *) r=1 ;; esac
+ok $r "report before a harvest says what brings the results: $errout"
+run_pbx report -m loss "$FPKG"
+case $rc:$errout in 2:*"no metric of $FPKG is home yet: 'pbx harvest $FPKG' brings them"*) r=0 ;; *) r=1 ;; esac
+ok $r "report -m before a harvest: the same, not 'no metric named': $errout"
 run_pbx rerun --failed "$FPKG"
 is "$rc:$out" "0:resubmitted 1 task of $FPKG" "rerun --failed resubmits one task"
 wait_final "$FPKG" 60

@@ -268,7 +268,8 @@ static void test_errors(struct fixture *fx)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_report *r = NULL;
 	o.metrics = m, o.nmetrics = 1;
-	bad_opts(fx, &o, "no metric named 'nosuch' in 0123456789ab", "unknown metric");
+	bad_opts(fx, &o, "no metric named 'nosuch' in 0123456789ab (its metrics: acc, loss)",
+		 "unknown metric");
 	memset(&o, 0, sizeof(o));
 	o.group_by = g, o.ngroup_by = 1;
 	bad_opts(fx, &o, "--group-by: no parameter named 'nosuch'", "unknown group parameter");
