@@ -1168,6 +1168,10 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	pbx_cluster_close(c);
 	if (rc < 0)
 		return pbx_report(&err);
+	if (status == 127 && argc == i + 3 && strpbrk(argv[i + 2], " \t;|&<>$`*"))
+		pbx_info("'%s' ran as one command name; for a shell command line: pbx cluster "
+			 "exec %s -- sh -c '...'",
+			 argv[i + 2], argv[i]);
 	return status;
 }
 

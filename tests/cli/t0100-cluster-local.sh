@@ -75,6 +75,9 @@ ok $? "show --json lists the head and 3 idle nodes"
 
 run_pbx cluster exec t3 -- sh -c 'echo to-stderr >&2; exit 3'
 is "$rc:$errout" "3:to-stderr" "exec returns the remote status and stderr"
+run_pbx cluster exec t3 -- 'echo a; echo b'
+case $rc:$errout in 127:*"for a shell command line: pbx cluster exec t3 -- sh -c '...'"*) r=0 ;; *) r=1 ;; esac
+ok $r "a command line given as one word: exit 127 and a hint for sh -c: $errout"
 
 run_pbx cluster stop --discard-results t3
 ok $rc "cluster stop succeeds: $errout"
