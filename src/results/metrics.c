@@ -112,13 +112,17 @@ static void mp_long_form(struct mparse *p, json_t *o, int64_t step)
 		mp_add(p, json_string_value(name), step, v);
 }
 
-static void mp_wide_form(struct mparse *p, json_t *o, int64_t step)
+/* The keys that count a line's step, in the order they are looked for:
+ * "step", else "epoch" (Keras, Lightning), else "iteration". */
+static const char *const step_keys[] = { "step", "epoch", "iteration", NULL };
+
+static void mp_wide_form(struct mparse *p, json_t *o, const char *step_key, int64_t step)
 {
 	const char *key;
 	json_t *v;
 	json_object_foreach(o, key, v)
 	{
-		if (!strcmp(key, "step"))
+		if (!strcmp(key, step_key))
 			continue;
 		if (!json_is_number(v) && !json_is_null(v)) {
 			mp_warn(p, "\"%s\" is not a number, skipped", key);
@@ -131,19 +135,22 @@ static void mp_wide_form(struct mparse *p, json_t *o, int64_t step)
 
 static void mp_object(struct mparse *p, json_t *o)
 {
-	json_t *step = json_object_get(o, "step");
+	json_t *step = NULL;
+	size_t k;
+	for (k = 0; step_keys[k] && !(step = json_object_get(o, step_keys[k])); k++)
+		;
 	if (!step) {
-		mp_warn(p, "no \"step\", line skipped");
+		mp_warn(p, "no \"step\" (nor \"epoch\" or \"iteration\"), line skipped");
 		return;
 	}
 	if (!json_is_integer(step) || json_integer_value(step) < 0) {
-		mp_warn(p, "\"step\" must be an integer >= 0, line skipped");
+		mp_warn(p, "\"%s\" must be an integer >= 0, line skipped", step_keys[k]);
 		return;
 	}
 	if (json_object_get(o, "name") && json_object_get(o, "value"))
 		mp_long_form(p, o, json_integer_value(step));
 	else
-		mp_wide_form(p, o, json_integer_value(step));
+		mp_wide_form(p, o, step_keys[k], json_integer_value(step));
 }
 
 static int blank(const char *s, size_t len)

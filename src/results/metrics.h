@@ -6,7 +6,8 @@
  * line, either
  *     {"step": 100, "loss": 0.31, "acc": 0.9}        (wide form)
  *     {"step": 100, "name": "loss", "value": 0.31}   (long form)
- * "step" is an integer >= 0.  In the wide form every other key whose value
+ * "step" is an integer >= 0; a line without one counts by "epoch", else
+ * by "iteration" (that key is then not a metric).  In the wide form every other key whose value
  * is a number becomes a point of the metric of that name; null (and the
  * bare tokens NaN, Infinity, -Infinity that Python writes) is a null point;
  * a key with a string, boolean, array or object value is skipped with a

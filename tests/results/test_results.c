@@ -43,7 +43,7 @@ static void test_parse_task0(void)
 	       "m.jsonl:2: invalid JSON: '[' or '{' expected near 'not'\n"
 	       "m.jsonl:3: \"loss\" is not a number, skipped\n"
 	       "m.jsonl:4: not a JSON object, line skipped\n"
-	       "m.jsonl:5: no \"step\", line skipped\n"
+	       "m.jsonl:5: no \"step\" (nor \"epoch\" or \"iteration\"), line skipped\n"
 	       "m.jsonl:6: \"step\" must be an integer >= 0, line skipped\n",
 	       "task 0: warnings name file, line and problem");
 	ok(n == 9 && p[0].idx == 7 && p[0].step == 0 && !strcmp(p[0].name, "loss") &&
@@ -56,6 +56,30 @@ static void test_parse_task0(void)
 	pbx_metrics_free(p, n);
 	pbx_buf_release(&w);
 	free(text);
+}
+
+/* A line without "step" counts by "epoch", else "iteration", which is
+ * then not a metric; "step" wins over both. */
+static void test_parse_epoch(void)
+{
+	static const char text[] = "{\"epoch\": 3, \"loss\": 0.5}\n"
+				   "{\"iteration\": 7, \"acc\": 0.9}\n"
+				   "{\"step\": 9, \"epoch\": 2, \"loss\": 0.4}\n"
+				   "{\"epoch\": -1, \"loss\": 1}\n";
+	struct pbx_buf w = PBX_BUF_INIT;
+	struct pbx_metric *p;
+	size_t n = parse(text, sizeof(text) - 1, &p, &w);
+	ok(n == 4, "epoch and iteration lines give points (got %zu)", n);
+	ok(n == 4 && p[0].step == 3 && !strcmp(p[0].name, "loss") && p[1].step == 7 &&
+		   !strcmp(p[1].name, "acc"),
+	   "epoch 3 and iteration 7 are the steps, not metrics");
+	ok(n == 4 && p[2].step == 9 && !strcmp(p[2].name, "epoch") && p[2].value == 2 &&
+		   p[3].step == 9 && !strcmp(p[3].name, "loss"),
+	   "with a step, epoch is a metric like any other");
+	is_str(w.buf, "m.jsonl:4: \"epoch\" must be an integer >= 0, line skipped\n",
+	       "a negative epoch is refused by its name");
+	pbx_metrics_free(p, n);
+	pbx_buf_release(&w);
 }
 
 static void test_parse_edges(void)
@@ -134,7 +158,7 @@ static void test_ingest(struct fixture *fx)
 		     "%s:2: invalid JSON: '[' or '{' expected near 'not'\n"
 		     "%s:3: \"loss\" is not a number, skipped\n"
 		     "%s:4: not a JSON object, line skipped\n"
-		     "%s:5: no \"step\", line skipped\n"
+		     "%s:5: no \"step\" (nor \"epoch\" or \"iteration\"), line skipped\n"
 		     "%s:6: \"step\" must be an integer >= 0, line skipped\n",
 		     path, path, path, path, path);
 	is_str(fx->warnings.buf, want.buf, "ingest warnings name the file and line");
@@ -345,6 +369,7 @@ int main(int argc, char **argv)
 	}
 	expected_dir = argv[1];
 	test_parse_task0();
+	test_parse_epoch();
 	test_parse_edges();
 	test_nan_strings();
 	if (!mkdtemp(tmp_dir) || !ok(fixture_make(&fx, tmp_dir) == 0, "fixture store"))
