@@ -8,6 +8,7 @@
 #include "cli/jobs_cli.h"
 #include "cli/output.h"
 #include "jobs/jobs.h"
+#include "util/fs.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
@@ -29,6 +30,33 @@ static const struct pbx_option log_opts[] = {
 	PBX_OPT_FLAG('e', "stderr", struct log_opts, err, "only stderr"),
 	PBX_OPT_END,
 };
+
+/* The harvested copy of task `task`'s stdout and/or stderr (which: 1, 2,
+ * 3 both), for a package whose cluster is gone or cannot be reached;
+ * 0, or -1 when none is home. */
+static int log_harvested(const struct pbx_jobs_target *t, long task, int which, const char *why)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+	int k, found = 0;
+	for (k = 0; k < 2; k++) {
+		struct pbx_buf b = PBX_BUF_INIT;
+		struct pbx_err err = PBX_ERR_INIT;
+		char *path = xasprintf("%s/results/%s/%ld/%s", pbx_home(), t->pkg.short_id, task,
+				       names[k]);
+		if (pbx_read_file(path, &b, &err) == 0) {
+			if (!found)
+				pbx_info("%s: the harvested copy (%s/results/%s/%ld)", why,
+					 pbx_home(), t->pkg.short_id, task);
+			found = 1;
+			if (which & (1 << k))
+				pbx_cli_passthrough(NULL, k + 1, b.buf ? b.buf : "", b.len);
+		}
+		pbx_buf_release(&b);
+		free(path);
+	}
+	pbx_cli_passthrough_end();
+	return found ? 0 : -1;
+}
 
 static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
@@ -57,14 +85,29 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	free(ref);
 	if (rc < 0)
 		return PBX_EXIT_USAGE;
-	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
+	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 0, &t, &err);
 	free(pkg);
+	if (task < 0)
+		task = 0;
+	if (rc == 0 && !env && !strcmp(t.sub.cluster_state, "deleted")) {
+		char *why = xasprintf("cluster %s is gone", t.sub.cluster_name);
+		rc = log_harvested(&t, task, which, why);
+		free(why);
+		if (rc == 0) {
+			pbx_jobs_target_free(&t);
+			return 0;
+		}
+	}
+	if (rc == 0) { /* now with its cluster open */
+		char *id = xstrdup(t.pkg.id);
+		pbx_jobs_target_free(&t);
+		rc = pbx_jobs_target(ctx->store, ctx->cfg, id, 1, &t, &err);
+		free(id);
+	}
 	if (rc < 0) {
 		pbx_jobs_target_free(&t);
 		return pbx_report(&err);
 	}
-	if (task < 0)
-		task = 0;
 	if (task >= t.pkg.ntasks) {
 		pbx_error("package %s has %lld tasks; no task %ld", t.pkg.short_id,
 			  (long long)t.pkg.ntasks, task);
@@ -98,6 +141,12 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	pbx_cli_passthrough_end();
 	pbx_buf_release(&cmd);
 	free(dir);
+	if (rc < 0 && !env && !follow && err.code != PBX_EXIT_SECURITY) {
+		char *why = xasprintf("cannot reach %s (%s)", t.sub.cluster_name, err.msg);
+		if (log_harvested(&t, task, which, why) == 0)
+			rc = status = 0;
+		free(why);
+	}
 	pbx_jobs_target_free(&t);
 	if (rc < 0)
 		return pbx_report(&err);
@@ -115,7 +164,8 @@ const struct pbx_cmd pbx_cmd_log = {
 		"starts with a '=== pbx task ... start ... ===' line and ends with an\n"
 		"'=== pbx task ... end ... ===' line.  On a terminal, control characters\n"
 		"other than newline and tab are shown as \\xHH (ESC as \\x1b), so that the\n"
-		"task cannot retitle or clear it.",
+		"task cannot retitle or clear it.  When the cluster is gone or cannot\n"
+		"be reached, the harvested copy is shown, saying so.",
 	.args = "TASK",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -75,6 +75,12 @@ ok $rc "its harvest: $errout"
 run_pbx cluster stop su
 ok $rc "with every result home, the stop goes through: $errout"
 is "$(body_procs head)" 0 "no process of the cluster is left"
+run_pbx log "$pkg:1"
+case $rc:$errout in 0:*"cluster su is gone: the harvested copy ($PBX_HOME/results/$pkg/1)"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx log after the stop shows the harvested copy, saying so: $errout"
+is "$(grep -c '^=== pbx task 1 attempt 1 node ' "$PBX_HOME/results/$pkg/1/stderr")" 1 "(its stderr is home)"
+case $errout in *"=== pbx task 1 attempt 1 node "*) r=0 ;; *) r=1 ;; esac
+ok $r "and the task's stderr from it"
 
 # --discard-results: a new cluster's results are lost on purpose
 run_pbx -q cluster start su
