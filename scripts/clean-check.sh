@@ -60,11 +60,11 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ "$(id -u)" = 0 ] || { echo "clean-check: run it as root (debootstrap, chroot, mount)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "clean-check: run it as root (debootstrap, pivot_root, mount)" >&2; exit 2; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 git -C "$src" rev-parse --git-dir >/dev/null 2>&1 ||
 	{ echo "clean-check: $src is not a git checkout" >&2; exit 2; }
-for c in chroot mount umount unshare mountpoint; do
+for c in pivot_root mount umount unshare mountpoint; do
 	command -v "$c" >/dev/null 2>&1 || { echo "clean-check: needs $c" >&2; exit 2; }
 done
 if [ -z "$net" ] && ! command -v ip >/dev/null 2>&1; then
@@ -86,14 +86,18 @@ mounts_under() {
 	awk -v d="$1" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r
 }
 
-# The processes whose root is the clean root (what the commands left
-# running: daemons of a failed test): TERM, then KILL.
+# The processes of the clean root (what the commands left running: daemons
+# of a failed test): those in a mount namespace in_root made (listed in the
+# root's /root/.clean-check-mntns), or chrooted there; TERM, then KILL.
 end_root_procs() {
 	[ -d "$root" ] || return 0
 	rr=$(cd "$root" && pwd -P)
+	ns=$(tr '\n' ' ' 2>/dev/null <"$root/root/.clean-check-mntns") || ns=
 	for sig in TERM KILL; do
 		pids=
 		for p in /proc/[0-9]*; do
+			pns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+			case " $ns " in *" $pns "*) pids="$pids ${p#/proc/}"; continue ;; esac
 			[ "$(readlink "$p/root" 2>/dev/null)" = "$rr" ] && pids="$pids ${p#/proc/}"
 		done
 		[ -n "$pids" ] || return 0
@@ -152,6 +156,7 @@ if [ -z "$reuse" ] || [ ! -d "$root/root/pbx" ]; then
 	cp -a "$base" "$root"
 fi
 rm -f "$root/.pbx-clean-base"
+rm -f "$root/root/.clean-check-mntns" # this run's namespaces (end_root_procs)
 
 # The checkout: HEAD, then the uncommitted changes on top (--reuse: the
 # last run's clone brought to HEAD, its ignored build trees kept).
@@ -203,10 +208,19 @@ mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
 
 # in_root NET SCRIPT: runs SCRIPT (sh) in the root from /root/pbx, with a
 # clean environment; NET "isolated": in a network namespace with only lo.
+# The root becomes the root of a mount namespace of its own (pivot_root),
+# not a chroot: as on a booted machine, a process there may make a user
+# namespace (ch-run, the tasks' container images), which the kernel
+# refuses to a chrooted one.
 in_root() {
 	ir_net=$1
 	printf '#!/bin/sh\ncd /root/pbx || exit 1\n%s\n' "$2" >"$root/root/.clean-check-cmd"
-	set -- chroot "$root" /usr/bin/env -i PATH="$std_path" HOME=/root USER=root LOGNAME=root \
+	# shellcheck disable=SC2016 # the arguments of that sh
+	set -- unshare -m --propagation private sh -c 'cd "$1" && mkdir -p .clean-check-old &&
+		pivot_root . .clean-check-old && cd / && umount -l /.clean-check-old &&
+		rmdir /.clean-check-old && readlink /proc/self/ns/mnt >>/root/.clean-check-mntns &&
+		shift && exec "$@"' sh "$root" \
+		/usr/bin/env -i PATH="$std_path" HOME=/root USER=root LOGNAME=root \
 		SHELL=/bin/sh TERM="${TERM:-dumb}" /bin/sh /root/.clean-check-cmd
 	if [ "$ir_net" = isolated ] && [ -z "$net" ]; then
 		# lo, and an eth0 as a machine has (a veth whose peer is in the
