@@ -1069,7 +1069,14 @@ TRAIN_PATH=
 if [ "$MODE" = direct ]; then
 	if [ -n "${PBX_TRAIN_BIN:-}" ]; then
 		[ -x "$PBX_TRAIN_BIN" ] || die "PBX_TRAIN_BIN ($PBX_TRAIN_BIN) is not an executable file"
-		ln -sfn "$PBX_TRAIN_BIN" "$ROOT/usr/local/bin/pbx-train"
+		# a copy in the body, not a link to the build: the task user must
+		# run it, and the build may lie in a private directory (/root);
+		# its CUDA backend where pbx-train looks (../lib/pbx)
+		[ ! -L "$ROOT/usr/local/bin/pbx-train" ] || rm -f "$ROOT/usr/local/bin/pbx-train"
+		install_file "$PBX_TRAIN_BIN" "$ROOT/usr/local/bin/pbx-train" 0755
+		if [ -f "${PBX_TRAIN_BIN%/*}/pbx-train-cuda.so" ]; then
+			install_file "${PBX_TRAIN_BIN%/*}/pbx-train-cuda.so" "$ROOT/usr/local/lib/pbx/pbx-train-cuda.so" 0644
+		fi
 		TRAIN_PATH=$ROOT/usr/local/bin
 	fi
 elif [ -f "$STAGE_DIR/pbx-train" ] && ! staged_for_here pbx-train; then
