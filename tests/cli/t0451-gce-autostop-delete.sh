@@ -159,6 +159,10 @@ while [ "$(held)" != "0 0 0" ] && [ $i -lt 120 ]; do sleep 1; i=$((i + 1)); done
 is "$(held)" "0 0 0" "idle with everything harvested: the head deleted every instance, firewall rule and router (${i} s)"
 [ "$(held)" = "0 0 0" ] || find "$BODIES" \( -name delete.log -o -name 'pbx-autostop.log' \) \
 	-exec sh -c 'echo "# $1:"; grep -v "cannot open /proc" "$1" | tail -8 | sed "s/^/#   /"' _ {} \;
+if [ "$(held)" != "0 0 0" ]; then
+	echo "# head's watcher pid file: $(cat "$head_root/run/pbx-autostop.pid" 2>&1)"
+	ps -eo pid,stat,args | grep '[p]bx-autostop' | sed 's/^/#   /'
+fi
 is "$(emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0) > 0')" "True" \
 	"with its service account's token from its metadata server"
 wait_for 100 prints "" procs_mentioning "$BODIES/"
