@@ -311,7 +311,17 @@ unpack_image_locked() {
 # bind (under /tmp it needs none: ch-run binds the node's /tmp)
 mount_point() {
 	case $2 in /tmp/*) return 0 ;; esac
-	[ -d "$1$2" ] || mkdir -p "$1$2" || die "cannot make $2 in the image $1"
+	[ ! -d "$1$2" ] || [ -L "$1$2" ] || return 0
+	# one component at a time, never through a link the image holds (an
+	# image's absolute link would lead the mkdir out of it)
+	mp_at=$1
+	mp_rest=${2#/}
+	while [ -n "$mp_rest" ]; do
+		mp_at=$mp_at/${mp_rest%%/*}
+		case $mp_rest in */*) mp_rest=${mp_rest#*/} ;; *) mp_rest= ;; esac
+		[ ! -L "$mp_at" ] || die "the image has a link at ${mp_at#"$1"}, where the shared directory $2 is bound"
+		[ -d "$mp_at" ] || mkdir "$mp_at" || die "cannot make $2 in the image $1"
+	done
 }
 
 unpack() {

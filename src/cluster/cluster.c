@@ -99,8 +99,10 @@ int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 		if (err->code != PBX_EXIT_NOTFOUND || !cluster_is_ssh(cfg, name))
 			return -1;
 		pbx_err_clear(err);
-		if (cluster_attach(st, cfg, name, err) < 0 ||
-		    pbx_store_cluster_get(st, name, &row, err) < 0)
+		/* another verb may attach it at the same time: its row will do */
+		if (cluster_attach(st, cfg, name, err) < 0)
+			pbx_err_clear(err);
+		if (pbx_store_cluster_get(st, name, &row, err) < 0)
 			return -1;
 	}
 	return pbx_cluster_open_row(st, cfg, &row, out, err);
