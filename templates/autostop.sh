@@ -15,7 +15,8 @@
 #   2. asks every compute node to power off: SHARED/.pbx-autostop/request
 #      (the shared directory: NFS from the head) holds the request's id;
 #   3. waits (at most PBX_AUTOSTOP_DRAIN_S) for each compute node to answer
-#      in SHARED/.pbx-autostop/off.NODE;
+#      in SHARED/.pbx-autostop/off/NODE (off/: the answering root's alone,
+#      see ANSWER_UID);
 #   4. powers itself off.
 # A compute node obeys a request made after its watcher started (a node
 # that boots again later does not obey the old one): it answers, then
@@ -51,6 +52,13 @@ DRAIN=${PBX_AUTOSTOP_DRAIN_S:-120}
 REQ_DIR=$PBX_SHARED/.pbx-autostop   # a host path on node bodies, /shared on VMs
 STATE_DIR=$ROOT/var/lib/pbx          # the head's own disk, root's alone
 HARVESTED_DIR=$STATE_DIR/harvested   # what `pbx harvest` proved home, by package
+# The compute nodes' answers: off/ belongs to the uid a compute node's root
+# has on the shared disk.  On VMs /shared is NFS exported with root_squash
+# (templates/bootstrap.sh): a node's root writes there as the anonymous
+# uid, 65534, which no task can take; on node bodies (no NFS) it is this
+# watcher's own uid.  A task can write neither in off/ nor beside it.
+ANSWER_DIR=$REQ_DIR/off
+if [ "$PBX_MODE" = systemd ]; then ANSWER_UID=${PBX_ANSWER_UID:-65534}; else ANSWER_UID=$(id -u); fi
 export SLURM_CONF PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
 log() { printf '%s pbx-autostop[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PBX_NODE" "$*"; }
@@ -87,10 +95,18 @@ own_dir() {
 }
 
 # put_file DIR NAME TEXT: DIR/NAME holds TEXT (a line), replaced whole,
-# written to a new file of mktemp's (never an existing name) in DIR.
+# written to a new file of mktemp's (never an existing name) in DIR,
+# readable by all (a compute node's root reads the request as the NFS
+# export's anonymous uid).
 put_file() {
 	t=$(mktemp "$1/.new.XXXXXX") || return 1
-	{ printf '%s\n' "$3" >"$t" && mv -f "$t" "$1/$2"; } || { rm -f "$t"; return 1; }
+	{ printf '%s\n' "$3" >"$t" && chmod 0644 "$t" && mv -f "$t" "$1/$2"; } || { rm -f "$t"; return 1; }
+}
+
+# answer_dir: a new, empty ANSWER_DIR, mode 0700, of ANSWER_UID (the head
+# makes it in its own REQ_DIR before each request).
+answer_dir() {
+	rm -rf "$ANSWER_DIR" && mkdir -m 0700 "$ANSWER_DIR" && chown "$ANSWER_UID" "$ANSWER_DIR"
 }
 
 # The open SSH sessions of this machine (of this body: the descendants of
@@ -283,8 +299,7 @@ head_stop() {
 	printf 'stopped_at=%s\nreason=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" \
 		>"$STATE_DIR/autostop.last.new"
 	mv "$STATE_DIR/autostop.last.new" "$STATE_DIR/autostop.last"
-	if own_dir "$REQ_DIR"; then
-		rm -f "$REQ_DIR"/off.*
+	if own_dir "$REQ_DIR" && answer_dir; then
 		put_file "$REQ_DIR" request "$id" || log "cannot write the request in $REQ_DIR"
 	else
 		log "cannot make $REQ_DIR: the compute nodes are not asked"
@@ -294,7 +309,7 @@ head_stop() {
 	while [ "$(date +%s)" -lt "$until" ]; do
 		left=
 		for n in $WAIT_NODES; do
-			[ "$(read_small "$REQ_DIR/off.$n")" = "$id" ] || left="$left $n"
+			[ "$(read_small "$ANSWER_DIR/$n")" = "$id" ] || left="$left $n"
 		done
 		[ -n "$left" ] || break
 		sleep 1
@@ -313,7 +328,7 @@ compute_check() {
 	case $id in '' | *[!0-9]*) return 0 ;; esac
 	[ "$id" -ge "$STARTED" ] || return 0
 	log "the head asks to power off (request $id)"
-	put_file "$REQ_DIR" "off.$PBX_NODE" "$id" || log "cannot answer in $REQ_DIR"
+	put_file "$ANSWER_DIR" "$PBX_NODE" "$id" || log "cannot answer in $ANSWER_DIR"
 	power_off
 }
 

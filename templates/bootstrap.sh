@@ -1280,9 +1280,13 @@ elif [ "$ROLE" = head ]; then
 	if [ -z "$(echo "$clients" | tr -d ' ')" ]; then
 		log "no compute nodes in slurm.conf: $SHARED is not exported"
 	else
+		# root_squash: a compute node's root is the anonymous uid 65534
+		# on the shared disk (it writes only its autostop answer, in a
+		# directory of that uid: templates/autostop.sh); a task is its own
+		# uid, and neither is the head's root (docs/SECURITY.md)
 		line=$SHARED
 		for c in $clients; do
-			line="$line $c(rw,sync,no_subtree_check,no_root_squash)"
+			line="$line $c(rw,sync,no_subtree_check,root_squash,anonuid=65534,anongid=65534)"
 		done
 		exports=$ROOT/etc/exports
 		ensure_parent "$exports"

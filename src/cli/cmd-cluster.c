@@ -779,28 +779,43 @@ static void cluster_time(int64_t t, char *out, size_t len)
 	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
 }
 
+/* A JSON array of the space-separated words of s. */
+static json_t *cluster_words_json(const char *s)
+{
+	json_t *a = json_array();
+	char *copy = xstrdup(s), *save = NULL, *w;
+	for (w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		json_array_append_new(a, json_string(w));
+	free(copy);
+	return a;
+}
+
 /* --refresh: asks each cluster's cloud whether its head is powered off
  * (autostop ran with the laptop away) and records "stopped" in the store
- * and in row->state.  A cluster whose cloud cannot be asked keeps its
- * recorded state, with a warning. */
-static void cluster_list_refresh(struct pbx_ctx *ctx, struct pbx_cluster_row *row)
+ * and in row->state; a stopped cluster is asked again, for the instances
+ * that still run (billed) though its head is off.  Returns their node
+ * names ("node1 node2"), or NULL; caller frees.  A cluster whose cloud
+ * cannot be asked keeps its recorded state, with a warning. */
+static char *cluster_list_refresh(struct pbx_ctx *ctx, struct pbx_cluster_row *row)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster *c;
-	char *why;
-	if (!strcmp(row->state, "deleted") || !strcmp(row->state, "stopped"))
-		return;
+	char *why, *running = NULL;
+	if (!strcmp(row->state, "deleted"))
+		return NULL;
 	if (pbx_cluster_open(ctx->store, ctx->cfg, row->name, &c, &err) < 0) {
 		pbx_warning("cluster %s: %s (its recorded state is shown)", row->name, err.msg);
-		return;
+		return NULL;
 	}
 	why = pbx_cluster_stopped_why(c);
 	if (why) { /* recorded in the store by pbx_cluster_stopped_why */
 		free(row->state);
 		row->state = xstrdup("stopped");
+		running = c->still_running ? xstrdup(c->still_running) : NULL;
 	}
 	free(why);
 	pbx_cluster_close(c);
+	return running;
 }
 
 /* The budget of a listed cluster's template (0: none, or no configuration
@@ -822,10 +837,13 @@ static const struct pbx_option cluster_list_opts[] = {
 	PBX_OPT_FLAG('a', "all", struct list_opts, all, "include deleted clusters"),
 	PBX_OPT_FLAG('j', "json", struct list_opts, json,
 		     "print a JSON array of {name, id, cloud, state, created, updated,\n"
-		     "spent, hourly, currency, node_hours, unpriced_runs, budget}"),
+		     "still_running, spent, hourly, currency, node_hours, unpriced_runs,\n"
+		     "budget}; still_running (with --refresh, else null): the nodes whose\n"
+		     "instances run though the head is off"),
 	PBX_OPT_FLAG('r', "refresh", struct list_opts, refresh,
 		     "ask each cluster's cloud first: a cluster whose head is powered off "
-		     "(autostop) is recorded and shown as stopped"),
+		     "(autostop) is recorded and shown as stopped, with any node still "
+		     "running (billed)"),
 	PBX_OPT_END,
 };
 
@@ -835,6 +853,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_cluster_row *rows;
 	struct list_opts lo = { 0 };
 	int json, all, refresh, first, rc;
+	char **running; /* per row: what still runs with its head off (--refresh) */
 	size_t n, i;
 	if ((rc = pbx_opts_parse(&cmd_cluster_list, argc, argv, &lo, &first)))
 		return rc;
@@ -853,13 +872,18 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	}
 	if (pbx_store_cluster_list(ctx->store, all, &rows, &n, &err) < 0)
 		return pbx_report(&err);
+	running = xcalloc(n ? n : 1, sizeof(*running));
 	for (i = 0; refresh && i < n; i++)
-		cluster_list_refresh(ctx, &rows[i]);
+		running[i] = cluster_list_refresh(ctx, &rows[i]);
 	if (json) {
 		json_t *a = json_array();
 		for (i = 0; i < n; i++) {
 			json_t *o = cluster_row_json(&rows[i]);
 			struct pbx_spend sp;
+			json_object_set_new(o, "still_running",
+					    !refresh    ? json_null()
+					    : running[i] ? cluster_words_json(running[i])
+							 : json_array());
 			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) ==
 			    0)
 				cluster_spend_json(o, &sp, cluster_budget_of(ctx, &rows[i]));
@@ -871,7 +895,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 						   "CREATED", "PRICE/H", "SPENT" };
 		struct pbx_table *t = pbx_table_new(6, hdr);
 		for (i = 0; i < n; i++) {
-			char when[32], hourly[48] = "-", spent[48] = "-";
+			char when[32], hourly[48] = "-", spent[48] = "-", *state;
 			const char *cells[6];
 			struct pbx_spend sp;
 			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) ==
@@ -882,14 +906,20 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			cluster_time(rows[i].created, when, sizeof(when));
 			cells[0] = rows[i].name;
 			cells[1] = rows[i].cloud;
-			cells[2] = rows[i].state;
+			state = running[i] ? xasprintf("%s (running: %s)", rows[i].state, running[i])
+					   : xstrdup(rows[i].state);
+			cells[2] = state;
 			cells[3] = when;
 			cells[4] = hourly;
 			cells[5] = spent;
 			pbx_table_add(t, cells);
+			free(state);
 		}
 		pbx_table_print(t);
 	}
+	for (i = 0; i < n; i++)
+		free(running[i]);
+	free(running);
 	pbx_cluster_rows_free(rows, n);
 	return 0;
 }

@@ -145,6 +145,10 @@ struct pbx_instance {
 	                       it stays the same (src/cluster/awake.c) */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
+/* Whether x is a machine, not one of the other resources a provider's
+ * list gives with a marker for a state: FIREWALL and ROUTER (gce),
+ * SECURITY_GROUP and KEY_PAIR (aws). */
+int pbx_instance_is_machine(const struct pbx_instance *x);
 /* Splits v[0..n) into *rest and *me: the entries whose id is `self` (a
  * head deleting its own cluster, spec.self; NULL: none) go to *me, the
  * others to *rest.  Shallow: the strings stay v's; the caller frees the

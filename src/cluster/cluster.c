@@ -198,6 +198,7 @@ void pbx_cluster_release(struct pbx_cluster *c)
 	free(c->key_path);
 	free(c->sized_groups);
 	free(c->stops);
+	free(c->still_running);
 	free(c->starts);
 	pbx_node_rows_free(c->asleep, c->nasleep);
 	free(c->user_key);

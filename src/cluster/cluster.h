@@ -182,6 +182,10 @@ struct pbx_cluster {
 		int64_t at;
 	} * stops;
 	size_t nstops;
+	/* With the head powered off: the nodes whose instances the cloud still
+	 * lists as running (billed), space-separated, or NULL; set by
+	 * pbx_cluster_stopped_why, owned by c. */
+	char *still_running;
 	/* When the cloud says a node's instance started (unix s), for the
 	 * nodes the laptop's view learnt up (awake.c): where their runs begin
 	 * (a node the head woke ran before any verb here saw it). */
@@ -405,10 +409,10 @@ void pbx_cluster_close(struct pbx_cluster *c);
  * user, in the user's login session, never through sudo. */
 int pbx_cluster_is_users(const struct pbx_cluster *c);
 /* Why cluster c is powered off ("stopped itself at T: idle for 60 s
- * (autostop)...", or the head instance's state), or NULL when it is not
- * known to be (power.c); when it is, the store records the cluster's state
- * as "stopped" (what `cluster list` shows until the next start).  Caller
- * frees. */
+ * (autostop)...", or the head instance's state, and which instances still
+ * run: c->still_running), or NULL when it is not known to be (power.c);
+ * when it is, the store records the cluster's state as "stopped" (what
+ * `cluster list` shows until the next start).  Caller frees. */
 char *pbx_cluster_stopped_why(struct pbx_cluster *c);
 /* 1 when c's head deletes the cluster itself (autostop_action: delete,
  * docs/autostop.md): only then does a harvest tell the head what is home. */

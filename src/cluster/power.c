@@ -71,6 +71,54 @@ static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v
 			}
 }
 
+/* Whether a cloud's instance state is powered off, or going to be (EC2's
+ * terminated and shutting-down too when gone_too: an instance being
+ * deleted, which bills nothing more). */
+static int power_state_off(const char *state, int gone_too)
+{
+	static const char *const off[] = { "TERMINATED", "STOPPING", "SUSPENDED",
+					   "stopped",    "stopping", "SUSPENDING",
+					   "terminated", "shutting-down" };
+	size_t i, n = sizeof(off) / sizeof(off[0]) - (gone_too ? 0 : 3);
+	for (i = 0; state && i < n; i++)
+		if (!strcmp(state, off[i]))
+			return 1;
+	return 0;
+}
+
+/* The node name of listed instance v in cluster c: the store's node with
+ * its id, else the node the cloud says it was made for, else its id. */
+static const char *power_node_of(const struct pbx_cluster *c, const struct pbx_instance *v)
+{
+	size_t k;
+	for (k = 0; k < c->nnodes; k++)
+		if (c->nodes[k].instance_id && !strcmp(c->nodes[k].instance_id, v->id))
+			return c->nodes[k].name;
+	return v->node ? v->node : v->id;
+}
+
+/* c->still_running: the instances v[0..n) lists running besides the head
+ * (power_lock held): a node SLURM saw go down but the cloud still bills
+ * (a resume killed part-way), which autostop's stop did not reach. */
+static void power_still_running(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t i;
+	free(c->still_running);
+	c->still_running = NULL;
+	for (i = 0; i < n; i++) {
+		if (!v[i].id || !strcmp(v[i].id, c->nodes[0].instance_id) || !v[i].state ||
+		    !pbx_instance_is_machine(&v[i]) || power_state_off(v[i].state, 1))
+			continue;
+		char *name = pbx_visible(power_node_of(c, &v[i]), PBX_VISIBLE_LINE);
+		pbx_buf_addf(&b, "%s%s", b.len ? " " : "", name);
+		free(name);
+	}
+	if (b.len)
+		c->still_running = pbx_buf_detach(&b, NULL);
+	pbx_buf_release(&b);
+}
+
 /* Whether the provider lists the head's instance as powered off (1; then
  * c->stopped_at is when it stopped, as the cloud says (0: not said), and
  * c->stops each node's), or lists it no more (2: deleted, e.g. by the head
@@ -94,9 +142,7 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 		off = 0;
 		if (!v[i].state)
 			continue;
-		if (!strcmp(v[i].state, "TERMINATED") || !strcmp(v[i].state, "STOPPING") ||
-		    !strcmp(v[i].state, "SUSPENDED") || !strcmp(v[i].state, "stopped") ||
-		    !strcmp(v[i].state, "stopping")) {
+		if (power_state_off(v[i].state, 1)) {
 			*state = pbx_visible(v[i].state, PBX_VISIBLE_LINE);
 			pthread_mutex_lock(&power_lock);
 			c->stopped_at = v[i].stopped_at;
@@ -104,6 +150,10 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 			off = 1;
 		}
 	}
+	pthread_mutex_lock(&power_lock);
+	if (off == 1)
+		power_still_running(c, v, n);
+	pthread_mutex_unlock(&power_lock);
 	pbx_instances_free(v, n);
 	return off;
 }
@@ -132,8 +182,12 @@ static char *power_stopped_why(struct pbx_cluster *c)
 		return why;
 	}
 	why = xasprintf("its head instance is %s (powered off: autostop, or a shutdown on the "
-			"machine; its disks are kept)",
-			state);
+			"machine; its disks are kept)%s%s%s",
+			state, c->still_running ? "; still running, and billed: " : "",
+			c->still_running ? c->still_running : "",
+			c->still_running ? " ('pbx cluster start' then lets autostop stop them, "
+					   "'pbx cluster stop' deletes the cluster)"
+					 : "");
 	free(state);
 	return why;
 }

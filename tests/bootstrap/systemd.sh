@@ -159,7 +159,7 @@ hasnt "^head: (nvidia-smi|mount|systemctl enable --now slurmd)"
 cmp -s "$R/etc/munge/munge.key" "$T/stage/munge.key" || fail "key content"
 grep -qx "AuthInfo=socket=$R/run/munge/munge.socket.2" "$R/etc/slurm/slurm.conf" || fail "AuthInfo in conf"
 ! grep -q '@ROOT@' "$R/etc/slurm/slurm.conf" || fail "@ROOT@ left in conf"
-o='(rw,sync,no_subtree_check,no_root_squash)'
+o='(rw,sync,no_subtree_check,root_squash,anonuid=65534,anongid=65534)'
 [ "$(cat "$R/etc/exports")" = "/shared 127.0.4.2$o 127.0.4.3$o c1-x-node3$o" ] || fail "exports: $(cat "$R/etc/exports")"
 [ -d "$R/shared" ] || fail "head /shared"
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf" || true)" = "" ] || fail "head gres.conf"

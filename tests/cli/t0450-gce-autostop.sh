@@ -47,6 +47,9 @@ i=0
 while [ "$(statuses)" != "TERMINATED TERMINATED" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
 is "$(statuses)" "TERMINATED TERMINATED" "idle for 12 s, both instances stopped themselves (${i} s)"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
+alogs() { find "$BODIES" -name pbx-autostop.log -exec cat {} +; }
+is "$(alogs | grep -c 'the head asks to power off')" 1 "node1 obeyed the head's request"
+is "$(alogs | grep -c 'not answered')" 0 "and the head had its answer (.pbx-autostop/off/, docs/autostop.md): $(alogs | grep 'not answered')"
 is "$(find "$BODIES" -name slurm.conf -path '*/etc/slurm/*' | grep -c .)" 2 "both bodies' disks are kept"
 list_state() { "$PBX" cluster list --json "$@" | json_get '[c["state"] for c in d if c["name"] == "as"][0]'; }
 is "$(list_state)" "up" "cluster list, offline, shows the state recorded at the start"
@@ -68,6 +71,26 @@ is "$(list_state)" "up" "after the start, cluster list says up"
 run_pbx cluster show as
 echo "$out" | grep -q "last: stopped itself at .*idle for 12 s (autostop)"
 ok $? "show reads the head's record of its last autostop: $(echo "$out" | sed -n 3p)"
+
+# The head alone powered off (a guest shutdown), node1 still running:
+# `cluster list --refresh` says stopped and names what is still billed.
+emu_post guest-shutdown "{\"instance\": \"$(emu_get state | python3 -c 'import json,sys; print([i["name"] for i in json.load(sys.stdin)["instances"] if i["name"].endswith("-head")][0])')\"}" >/dev/null
+i=0
+while [ "$(statuses)" != "RUNNING TERMINATED" ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+is "$(statuses)" "RUNNING TERMINATED" "the head alone is powered off"
+run_pbx cluster list --refresh
+echo "$out" | grep -q "^as  *gce  *stopped (running: node1) "
+ok $? "cluster list --refresh: stopped, node1 still running: $out"
+is "$("$PBX" cluster list --refresh --json | json_get '[(c["state"], c["still_running"]) for c in d if c["name"] == "as"][0]')" \
+	"('stopped', ['node1'])" "and in JSON"
+is "$("$PBX" cluster list --json | json_get '[c["still_running"] for c in d if c["name"] == "as"][0]')" \
+	"None" "still_running is null without --refresh (not asked)"
+run_pbx -q cluster exec as -- hostname
+echo "$errout" | grep -q "still running, and billed: node1"
+ok $? "exec says node1 still runs: $errout"
+run_pbx cluster start as --autostop off
+ok $rc "start brings the head back: $errout"
+is "$(statuses)" "RUNNING RUNNING" "both instances run"
 
 # The head's own identity (docs/head-identity.md): its metadata server
 # hands it tokens for its service account, which the compute API takes; the

@@ -100,7 +100,7 @@ ok $r "the head is reached on its public address ($head_public)"
 mkdir -p "$TEST_TMP/sweep"
 cat >"$TEST_TMP/sweep/experiment.yaml" <<'EOF'
 name: booted
-command: echo "x=$PBX_PARAM_X on $(hostname)" > result.txt
+command: echo "x=$PBX_PARAM_X as $(id -un):$(id -u) on $(hostname)" > result.txt
 sweep: { grid: { x: [1, 2] } }
 outputs: ["result.txt"]
 EOF
@@ -112,8 +112,10 @@ is "$(json_get '" ".join(sorted({t["state"] for t in d["tasks"]}))' <"$TEST_TMP/
 	"the sweep's tasks COMPLETED"
 run_pbx harvest "$PKG"
 ok $rc "harvest: $errout"
-is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//' | sort | tr '\n' ' ')" \
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ as .*//' | sort | tr '\n' ' ')" \
 	"x=1 x=2 " "the results came home"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/.* as //; s/ on .*//' | sort -u)" \
+	"pbx-task:2850" "every task ran as the task user, not root (docs/SECURITY.md)"
 
 # ------------------------------------------- autostop on booted machines
 # pbx-autostop.service: idle for 20 s, the node and then the head run

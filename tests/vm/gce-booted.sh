@@ -55,7 +55,7 @@ search c.pbx-test.internal" "its DNS domain is the project's, as on Compute Engi
 mkdir -p "$TEST_TMP/sweep"
 cat >"$TEST_TMP/sweep/experiment.yaml" <<'EOF'
 name: booted
-command: echo "x=$PBX_PARAM_X on $(hostname)" > result.txt
+command: echo "x=$PBX_PARAM_X as $(id -un):$(id -u) on $(hostname)" > result.txt
 sweep: { grid: { x: [1, 2, 3, 4] } }
 outputs: ["result.txt"]
 EOF
@@ -67,8 +67,15 @@ is "$(json_get '" ".join(sorted({t["state"] for t in d["tasks"]}))' <"$TEST_TMP/
 	"the 4 tasks COMPLETED"
 run_pbx harvest "$PKG"
 ok $rc "harvest: $errout"
-is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ on .*//' | sort | tr '\n' ' ')" \
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/ as .*//' | sort | tr '\n' ' ')" \
 	"x=1 x=2 x=3 x=4 " "the results came home"
+is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | sed 's/.* as //; s/ on .*//' | sort -u)" \
+	"pbx-task:2850" "every task ran as the task user, not root (docs/SECURITY.md)"
+# root_squash: a compute node's root is uid 65534 on the shared disk
+run_pbx cluster exec -n cpu2 v1 -- sh -c 'touch /shared/by-node-root 2>/dev/null && echo wrote || echo refused; grep -c " /shared nfs4 " /proc/mounts'
+is "$out" "refused
+1" \
+	"a compute node's root cannot write the shared disk's top (exported root_squash): $errout"
 run_pbx report -f csv "$PKG"
 is "$(echo "$out" | grep -c COMPLETED)" "4" "report lists the 4 tasks"
 

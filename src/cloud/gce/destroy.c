@@ -22,7 +22,7 @@ static const long ok_404[] = { 404, 0 };
  * router, which are deleted by name after the instances). */
 static int gce_is_instance(const struct pbx_instance *x)
 {
-	return !x->state || (strcmp(x->state, "FIREWALL") != 0 && strcmp(x->state, "ROUTER") != 0);
+	return pbx_instance_is_machine(x);
 }
 
 struct gce_delete_run {
