@@ -64,9 +64,24 @@ PY
 is "$in_use" "DependencyViolation" "the cluster's group cannot be deleted while its instances run in it"
 two_echo_tasks ae
 
+# As in t0451: what a task can write in SHARED decides nothing
+# (docs/SECURITY.md): a forged harvested mark deletes nothing; a FIFO and
+# a link where the head writes its stop request, and a FIFO where it reads
+# a node's answer, neither hang its stop nor get followed.
+shared_run=$(find "$TEST_TMP" -path '*/pbx/*/tasks/0/status' | head -1)
+shared_run=${shared_run%/tasks/0/status}
+cat "$shared_run"/tasks/*/status >"$shared_run/.pbx-harvested"
+req_dir=${shared_run%/pbx/*}/.pbx-autostop
+echo untouched >"$TEST_TMP/victim"
+mkdir -p "$req_dir/off" && mkfifo "$req_dir/request.new" "$req_dir/off/cpu1" &&
+	ln -s "$TEST_TMP/victim" "$req_dir/request" && chown -R nobody "$req_dir"
 i=0
 while [ "$(states)" != "stopped stopped" ] && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
-is "$(states)" "stopped stopped" "idle with results not harvested: both instances stopped, not deleted (${i} s)"
+is "$(states)" "stopped stopped" "idle with results not harvested (a forged mark, FIFOs and a link planted): both instances stopped, not deleted (${i} s)"
+is "$(cat "$TEST_TMP/victim")" "untouched" "the file a planted link named is untouched"
+is "$(stat -c %U "$req_dir")" root "the head made the request's directory its own"
+alogs() { find "$BODIES" -name pbx-autostop.log -exec cat {} +; }
+is "$(alogs | grep -c 'not answered')" 0 "the head had cpu1's own answer, not the planted FIFO's: $(alogs | grep 'not answered')"
 last=$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec cat {} + 2>/dev/null)
 echo "$last" | grep -q "^reason=idle for 12 s (autostop).*; stopped, not deleted: the results of 2 task(s) are not harvested"
 ok $? "the head records why it did not delete: $(echo "$last" | grep "^reason=")"
