@@ -76,6 +76,24 @@ static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_exp
 	       r->pushed ? "; package pushed" : "; package already on the cluster");
 }
 
+/* A dry run's cluster need not run, but a name nothing knows is worth a
+ * word (a typo, or a cluster to start first). */
+static void parrun_check_name(struct pbx_ctx *ctx, const char *name)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_row row = { 0 };
+	if (pbx_store_cluster_get(ctx->store, name, &row, &err) == 0) {
+		pbx_cluster_row_free(&row);
+		return;
+	}
+	if (pbx_config_template(ctx->cfg, name))
+		pbx_warning("cluster %s is not running: 'pbx cluster start %s' before the real "
+			    "parrun",
+			    name, name);
+	else
+		pbx_warning("%s: no cluster and no template of that name (pbx cluster list)", name);
+}
+
 int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
 		      int single)
 {
@@ -114,6 +132,13 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 			  e->path, e->npoints);
 		rc = PBX_EXIT_USAGE;
 	}
+	if (rc == 0 && v.dry_run) {
+		parrun_check_name(ctx, rest[1]);
+		rc = pbx_parrun_dry_run(e, rest[1], json);
+		pbx_experiment_free(e);
+		free(rest);
+		return rc;
+	}
 	if (rc == 0 && pbx_cluster_open(ctx->store, ctx->cfg, rest[1], &c, &err) < 0) {
 		if (err.code == PBX_EXIT_NOTFOUND)
 			pbx_err_prefix(&err, "start it with 'pbx cluster start %s'", rest[1]);
@@ -138,7 +163,13 @@ const struct pbx_option pbx_parrun_opts[] = {
 	PBX_OPT_FLAG(
 		'j', "json", struct pbx_parrun_values, json,
 		"print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
-		"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}"),
+		"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}; with\n"
+		"--dry-run {\"dry_run\", \"name\", \"cluster\", \"package\": {\"id\", \"files\",\n"
+		"\"bytes\", \"largest\"}, \"tasks\", \"commands\", \"sbatch\", \"environment\"}"),
+	PBX_OPT_FLAG('n', "dry-run", struct pbx_parrun_values, dry_run,
+		     "send nothing: print the files that would ship (count, size, the\n"
+		     "largest), the first tasks' commands, the sbatch options and the\n"
+		     "environment"),
 	PBX_OPT_DOC("KEY=VALUE",
 		    "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
 		    "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
@@ -151,7 +182,7 @@ static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv);
 const struct pbx_cmd pbx_cmd_parrun = {
 	.name = "parrun",
 	.summary = "push an experiment and submit its parameter sweep as SLURM job arrays",
-	.usage = "pbx parrun [-j] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
+	.usage = "pbx parrun [-j] [-n] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
 	.description = "Expands the sweep of EXPERIMENT (a YAML file, see pbx-experiment(5)),\n"
 		       "packages the code next to it (content-addressed: an identical package is\n"
 		       "pushed once per cluster) and submits one array task per sweep point, in\n"
@@ -163,6 +194,7 @@ const struct pbx_cmd pbx_cmd_parrun = {
 	.options = pbx_parrun_opts,
 	.examples =
 		"pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
+		"pbx parrun --dry-run templates/experiments/sweep-demo/experiment.yaml gce\n"
 		"pbx parrun train.conf gce --time=01:00:00 --json",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_parrun_exec,

@@ -10,7 +10,7 @@
 
 /* Where pbx_parrun_opts puts -j (the sbatch options pass through) */
 struct pbx_parrun_values {
-	int json;
+	int json, dry_run;
 };
 extern const struct pbx_option pbx_parrun_opts[];
 
@@ -19,5 +19,11 @@ extern const struct pbx_option pbx_parrun_opts[];
  * errors.  Returns the exit code. */
 int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
 		      int single);
+
+/* --dry-run (parrun_plan.c): prints what parrun would ship and submit
+ * for e on `cluster` (as text, or JSON), sending nothing.  Returns the
+ * exit code. */
+struct pbx_experiment;
+int pbx_parrun_dry_run(const struct pbx_experiment *e, const char *cluster, int json);
 
 #endif

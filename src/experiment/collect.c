@@ -37,17 +37,39 @@ static int collect_search(struct pbx_collect *c, const char *rel, bool added);
 /* ------------------------------------------------------------------ */
 /* One entry                                                           */
 
+/* How to leave `rel` out, appended to the error in c->err: the
+ * .pbxignore line for its top directory (or itself), and for a Python
+ * virtual environment that the cluster builds its own. */
+static int collect_hint(struct pbx_collect *c, const char *rel)
+{
+	size_t n = strcspn(rel, "/");
+	char *top = xstrndup(rel, n), *cfg = xasprintf("%s/%s/pyvenv.cfg", c->root, top);
+	int venv = rel[n] == '/' && access(cfg, F_OK) == 0;
+	size_t len = strlen(c->err->msg);
+	snprintf(c->err->msg + len, sizeof(c->err->msg) - len,
+		 "; leave it out with the line '%s%s' in %s/.pbxignore%s", top,
+		 rel[n] == '/' ? "/" : "", c->root,
+		 venv ? " (a Python virtual environment: the cluster builds its own from "
+			"environment: python:, pbx-experiment(5))"
+		      : "");
+	free(cfg);
+	free(top);
+	return -1;
+}
+
 /* Refuses a symlink whose target leaves the tree: `rel` is the link's
  * path, `target` what it points to. */
 static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *target)
 {
 	long depth = 0;
 	const char *s;
-	if (target[0] == '/')
-		return pbx_err_setc(c->err, PBX_EXIT_USAGE,
-				    "%s/%s: a symlink to an absolute "
-				    "path (%s) cannot be shipped",
-				    c->root, rel, target);
+	if (target[0] == '/') {
+		pbx_err_setc(c->err, PBX_EXIT_USAGE,
+			     "%s/%s: a symlink to an absolute "
+			     "path (%s) cannot be shipped",
+			     c->root, rel, target);
+		return collect_hint(c, rel);
+	}
 	for (s = rel; (s = strchr(s, '/')); s++)
 		depth++;
 	for (s = target; *s;) {
@@ -57,10 +79,13 @@ static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *t
 		else if (n && !(n == 1 && s[0] == '.'))
 			depth++;
 		if (depth < 0)
-			return pbx_err_setc(c->err, PBX_EXIT_USAGE,
-					    "%s/%s: symlink points "
-					    "outside %s (%s)",
-					    c->root, rel, c->root, target);
+		{
+			pbx_err_setc(c->err, PBX_EXIT_USAGE,
+				     "%s/%s: symlink points "
+				     "outside %s (%s)",
+				     c->root, rel, c->root, target);
+			return collect_hint(c, rel);
+		}
 		s += n + (s[n] == '/');
 	}
 	return 0;
@@ -124,10 +149,9 @@ static int collect_entry(struct pbx_collect *c, const char *rel, const struct st
 			rc = collect_walk(c, rel);
 		}
 	} else {
-		rc = pbx_err_setc(c->err, PBX_EXIT_USAGE,
-				  "%s: not a regular file, directory "
-				  "or symlink (exclude it in .pbxignore)",
-				  full);
+		pbx_err_setc(c->err, PBX_EXIT_USAGE, "%s: not a regular file, directory or symlink",
+			     full);
+		rc = collect_hint(c, rel);
 	}
 	free(full);
 	return rc;
