@@ -165,7 +165,7 @@ const struct pbx_option pbx_parrun_opts[] = {
 		"print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
 		"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}; with\n"
 		"--dry-run {\"dry_run\", \"name\", \"cluster\", \"package\": {\"id\", \"files\",\n"
-		"\"bytes\", \"largest\"}, \"tasks\", \"commands\", \"sbatch\", \"environment\"}"),
+		"\"bytes\", \"largest\"}, \"tasks\", \"commands\", \"sbatch\", \"environment\", \"notify\"}"),
 	PBX_OPT_FLAG('n', "dry-run", struct pbx_parrun_values, dry_run,
 		     "send nothing: print the files that would ship (count, size, the\n"
 		     "largest), the first tasks' commands, the sbatch options and the\n"

@@ -2,7 +2,8 @@
  * parrun_plan.c - `pbx parrun --dry-run` (and `pbx run --dry-run`): what a
  * submission would do, with nothing sent: the files that would ship
  * (count, bytes, the largest), the tasks and the first commands, the
- * sbatch options and the environment.  The package is collected exactly as
+ * sbatch options, the environment and where notify: goes (its host
+ * alone: the URL is a secret).  The package is collected exactly as
  * parrun collects it (pbx_package_build), so an un-shippable path (a
  * .venv's links out of the directory, a file too large) fails here with
  * the same message.
@@ -88,7 +89,7 @@ static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_packag
 	json_t *o = json_object(), *pk = json_object(), *big = json_array(),
 	       *cmds = json_array(), *sb = json_array();
 	long top[PLAN_LARGEST];
-	char *envline = plan_environment(e);
+	char *envline = plan_environment(e), *host = pbx_experiment_notify_host(e);
 	size_t i;
 	plan_largest(p, top);
 	for (i = 0; i < PLAN_LARGEST && top[i] >= 0; i++) {
@@ -116,14 +117,16 @@ static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_packag
 	json_object_set_new(o, "commands", cmds);
 	json_object_set_new(o, "sbatch", sb);
 	json_object_set_new(o, "environment", envline ? json_string(envline) : json_null());
+	json_object_set_new(o, "notify", host ? json_string(host) : json_null());
 	free(envline);
+	free(host);
 	return o;
 }
 
 static void plan_text(const struct pbx_experiment *e, const struct pbx_package *p,
 		      const char *cluster, char **args, size_t nargs)
 {
-	char total[32], one[32];
+	char total[32], one[32], *host = pbx_experiment_notify_host(e);
 	long top[PLAN_LARGEST];
 	char *envline = plan_environment(e);
 	size_t i;
@@ -155,6 +158,9 @@ static void plan_text(const struct pbx_experiment *e, const struct pbx_package *
 	if (envline)
 		printf("environment: %s\n", envline);
 	free(envline);
+	if (host)
+		printf("notify: the webhook at %s, when the last task has ended\n", host);
+	free(host);
 }
 
 int pbx_parrun_dry_run(const struct pbx_experiment *e, const char *cluster, int json)

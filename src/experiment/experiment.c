@@ -209,7 +209,7 @@ static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root, struc
 
 static const char *const pbx_exp_keys[] = {
 	"name",  "command", "train", "sweep",       "resources",
-	"files", "outputs", "env",   "environment", NULL,
+	"files", "outputs", "env",   "environment", "notify", NULL,
 };
 
 static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)
@@ -230,6 +230,8 @@ static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct p
 	    exp_globs(root, "outputs", &e->outputs, &e->outputs_lines, &e->noutputs, err) < 0)
 		return -1;
 	if (exp_env(e, root, err) < 0)
+		return -1;
+	if (pbx_exp_notify(e, pbx_ymap_get(root, "notify"), err) < 0)
 		return -1;
 	return pbx_exp_environment(e, pbx_ymap_get(root, "environment"), err);
 }
@@ -316,6 +318,7 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	exp_free_strv(e->env_names, e->nenv);
 	exp_free_strv(e->env_values, e->nenv);
 	pbx_exp_environment_free(&e->env);
+	free(e->notify);
 	free(e->path);
 	free(e->dir);
 	free(e->name);

@@ -80,7 +80,9 @@ struct pbx_experiment {
 	char **env_names, **env_values;
 	size_t nenv;
 	struct pbx_exp_environment env;
-	char *text; /* the file's bytes (NUL-terminated) */
+	char *notify;    /* notify: a webhook URL (notify.c; a secret: never shown), or NULL */
+	int notify_line; /* of notify: */
+	char *text;      /* the file's bytes (NUL-terminated) */
 	size_t text_len;
 };
 
@@ -119,6 +121,9 @@ char **pbx_experiment_sbatch_args(const struct pbx_experiment *e, size_t *n);
  * Caller frees.
  */
 char *pbx_experiment_task_command(const struct pbx_experiment *e, size_t i);
+/* The host of e's notify: URL (no user, password, path or query: what a
+ * message may show), or NULL when there is none.  Caller frees. */
+char *pbx_experiment_notify_host(const struct pbx_experiment *e);
 /* Point i's parameters as compact JSON {"name": "value", ...} (all values
  * strings, declaration order).  Caller frees. */
 char *pbx_experiment_point_json(const struct pbx_experiment *e, size_t i);

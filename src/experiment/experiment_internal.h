@@ -46,6 +46,8 @@ int pbx_exp_resources(struct pbx_experiment *e, const struct pbx_ynode *res, str
  * e->env; pbx_exp_environment_free releases what it holds. */
 int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err);
 void pbx_exp_environment_free(struct pbx_exp_environment *env);
+/* notify: (notify.c): sets e->notify; n may be NULL (no key). */
+int pbx_exp_notify(struct pbx_experiment *e, const struct pbx_ynode *n, struct pbx_err *err);
 /* command.c: refuses a {name} in the command naming no parameter. */
 int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode *cmd,
 			  struct pbx_err *err);

@@ -292,6 +292,23 @@ static int pkg_tar_tasks(struct pbx_tar *t, const struct pbx_experiment *e, size
 	return rc;
 }
 
+/* notify: the webhook's URL (notify.url) and pbx-notify.sh, which the
+ * submission runs after its arrays (src/jobs/arrays.c). */
+static int pkg_tar_notify(struct pbx_tar *t, const struct pbx_experiment *e)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	int rc;
+	if (!e->notify)
+		return 0;
+	rc = pkg_tar_strfile(t, "notify.url", 0644, xasprintf("%s\n", e->notify));
+	if (rc == 0)
+		rc = pbx_tmpl_get("pbx-notify.sh", &script, t->err);
+	if (rc == 0)
+		rc = pbx_tar_mem(t, "pbx-notify.sh", 0755, script.buf, script.len);
+	pbx_buf_release(&script);
+	return rc;
+}
+
 static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 		       const struct pbx_experiment *e, size_t first, size_t n)
 {
@@ -307,6 +324,8 @@ static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 		rc = pkg_tar_strfile(t, "env.sh", 0644, pbx_package_env_sh(p, e));
 	if (rc == 0)
 		rc = pkg_tar_env(t, e);
+	if (rc == 0)
+		rc = pkg_tar_notify(t, e);
 	if (rc == 0 && e->train_json)
 		rc = pbx_tar_mem(t, "train.yaml", 0644, e->train_json, strlen(e->train_json));
 	if (rc == 0 && p->git_diff)

@@ -86,6 +86,23 @@ static void env_placement(struct pbx_buf *s, const struct pbx_sbatch_opts *opts)
 	pbx_buf_adds(s, " \"$@\"; }\n");
 }
 
+/* notify: (templates/pbx-notify.sh, docs/notify.md): one small job after
+ * every array this script submitted (afterany: it starts when their last
+ * task has ended), where the tasks may run; its failure to submit is said
+ * (PBX-NOTIFY-FAILED) and changes nothing else. */
+static void notify_job(struct pbx_buf *s, const char *short_id)
+{
+	pbx_buf_addf(s,
+		     "if [ -f \"$R/pkg/pbx-notify.sh\" ] && [ -n \"$JOBS\" ]; then\n"
+		     "  out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
+		     " --time=00:05:00 --dependency=afterany$JOBS --job-name=pbx-%s-notify"
+		     " --comment=\"pbx:%s:notify\" --output=\"$R/slurm/notify.log\" --open-mode=append"
+		     " --export=ALL \"$R/pkg/pbx-notify.sh\" 2>&1) ||"
+		     " echo \"PBX-NOTIFY-FAILED $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
+		     "fi\n",
+		     short_id, short_id);
+}
+
 /* The remote script: unpack the package once, then one `submit` per array.
  * The wrapper's variables reach sbatch in its own environment with plain
  * --export=ALL: the form --export=ALL,VAR=... makes SLURM (22.05) set
@@ -159,6 +176,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"    ENVFAIL=\"the environment's build job: $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"
 		"fi\n"
+		"JOBS=\n"
 		"submit() {\n"
 		"  row=$1 first=$2 spec=$3; shift 3\n"
 		"  if [ -n \"$ENVFAIL\" ]; then echo \"PBX-ARRAY-FAILED $row $ENVFAIL\"; return; fi\n"
@@ -168,6 +186,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		" --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		" \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
 		"    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
+		"    JOBS=\"$JOBS:${out%%%%;*}\"\n"
 		"  else\n"
 		"    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"
@@ -176,6 +195,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	for (i = 0; i < np; i++)
 		jobs_sbatch_line(s, &plans[i].row, (const char *const *)args, nargs);
 	pbx_sbatch_argv_free(args, nargs);
+	notify_job(s, short_id);
 }
 
 int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error)

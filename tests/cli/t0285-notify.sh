@@ -1,0 +1,115 @@
+#!/bin/sh
+# t0285-notify.sh - notify: (issue 39, section 4; docs/notify.md): a
+# sweep's owner is told when its last task has ended.  A local webhook
+# receiver (127.0.158.200, a port of its own) takes one JSON POST per
+# submission, sent by one small SLURM job after the arrays, as the task
+# user: counts by state (2 COMPLETED, 1 FAILED) and the command to harvest;
+# the tasks never wait for it (they have ended before it runs); the URL's
+# secret path is in no log, state or error; a webhook that answers 500 or
+# does not listen changes nothing but the job's log line; a URL pbx cannot
+# use is refused with its file and line.  Addresses 127.0.158.x, ports
+# 22360 and 29800-29863.
+. "$(dirname "$0")/lib.sh"
+
+local_cluster nt 127.0.158.0 22360 29800 "{ name: node, count: 2 }"
+SHARED=$PBX_HOME/clusters/nt/shared
+
+# the receiver: each POST's body appended to hooks.jsonl, with its path;
+# /fail answers 500
+cat >"$TEST_TMP/hook.py" <<'PY'
+import http.server, json, sys
+out, portfile = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with open(out, "a") as f:
+            f.write(json.dumps({"path": self.path, "type": self.headers.get("Content-Type"),
+                                "body": json.loads(body)}) + "\n")
+        self.send_response(500 if self.path.startswith("/fail") else 200)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.158.200", 0), H)
+open(portfile, "w").write(str(s.server_port))
+s.serve_forever()
+PY
+python3 "$TEST_TMP/hook.py" "$TEST_TMP/hooks.jsonl" "$TEST_TMP/hook.port" &
+HOOK_PID=$!
+trap 'kill $HOOK_PID 2>/dev/null; cleanup_cluster' EXIT
+wait_secs 20 test -s "$TEST_TMP/hook.port"
+HOOK="http://127.0.158.200:$(cat "$TEST_TMP/hook.port")"
+SECRET=T00SECRET/B00/xyzSECRETxyz
+
+mkdir -p "$TEST_TMP/exp"
+cat >"$TEST_TMP/exp/experiment.yaml" <<EXP
+name: told
+command: "if [ {i} = 2 ]; then exit 3; fi; sleep 2; echo r{i}"
+sweep: { grid: { i: [0, 1, 2] } }
+notify: $HOOK/services/$SECRET
+EXP
+
+run_pbx -q cluster start nt
+ok $rc "the cluster starts: $errout"
+run_pbx parrun -n "$TEST_TMP/exp/experiment.yaml" nt
+echo "$out" | grep -qx "notify: the webhook at 127.0.158.200:$(cat "$TEST_TMP/hook.port"), when the last task has ended"
+ok $? "the dry run names the webhook's host, not its secret path: $(echo "$out" | grep notify)"
+run_pbx parrun "$TEST_TMP/exp/experiment.yaml" nt
+ok $rc "parrun: $errout"
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_secs 120 test -s "$TEST_TMP/hooks.jsonl"
+ok $? "the webhook was called"
+is "$(wc -l <"$TEST_TMP/hooks.jsonl")" 1 "once"
+hook() { json_get "$1" <"$TEST_TMP/hooks.jsonl"; }
+is "$(hook 'd["path"], d["type"]')" "/services/$SECRET application/json" "at the URL given, with a JSON body"
+is "$(hook 'sorted(d["body"]["counts"].items()), d["body"]["tasks"], d["body"]["experiment"], d["body"]["package"], d["body"]["cluster"]')" \
+	"[('COMPLETED', 2), ('FAILED', 1)] 3 told $pkg nt" "counts by state, the experiment, package and cluster"
+is "$(hook 'd["body"]["text"]')" \
+	"pbx: told (package $pkg) on cluster nt ended: 2 COMPLETED, 1 FAILED. Bring the results home: pbx harvest $pkg" \
+	"a line a person reads (Slack shows text)"
+# the notice came after the tasks: every task had ended when it was sent
+is "$(cat "$SHARED/pbx/$pkg"/tasks/*/status | awk '{print $2}' | sort | tr '\n' ' ')" "COMPLETED COMPLETED FAILED " \
+	"every task had ended"
+wait_secs 30 test -s "$SHARED/pbx/$pkg/slurm/notify.log"
+is "$(sed 's/^[^ ]* //' "$SHARED/pbx/$pkg/slurm/notify.log")" \
+	"pbx-notify: sent to 127.0.158.200:$(cat "$TEST_TMP/hook.port"): 2 COMPLETED, 1 FAILED (HTTP 200)" "the job's log says it was sent"
+is "$(stat -c %U "$SHARED/pbx/$pkg/slurm/notify.log")" pbx-task "the notice ran as the task user"
+run_pbx state "$pkg"
+run_pbx -q harvest "$pkg"
+ok $rc "harvest: $errout"
+is "$(grep -rl "SECRET" "$SHARED/pbx/$pkg/slurm" "$PBX_HOME/results" 2>/dev/null | wc -l)" 0 \
+	"the URL's secret is in no log and no harvested file"
+
+# a webhook that fails, and one that does not listen: logged, nothing else
+sed -i "s|^notify: .*|notify: $HOOK/fail/$SECRET|; s/^name: told/name: told2/" "$TEST_TMP/exp/experiment.yaml"
+run_pbx parrun "$TEST_TMP/exp/experiment.yaml" nt
+ok $rc "parrun with a webhook that answers 500: $errout"
+pkg2=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_secs 120 test -s "$SHARED/pbx/$pkg2/slurm/notify.log"
+log2=$(cat "$SHARED/pbx/$pkg2/slurm/notify.log" 2>/dev/null)
+echo "$log2" | grep -q "pbx-notify: the webhook at 127.0.158.200:[0-9]* did not take the notice (HTTP 500)"
+ok $? "a 500 is logged, without the URL: $log2"
+[ -n "$log2" ] || { ls -la "$SHARED/pbx/$pkg2/slurm" | sed 's/^/#   /'; tail -3 "$TEST_TMP/hooks.jsonl" | sed 's/^/#   /'; "$PBX" cluster exec nt -- squeue -a 2>&1 | sed 's/^/#   /'; }
+is "$(echo "$log2" | grep -c SECRET)" 0 "the log holds no secret"
+sed -i "s|^notify: .*|notify: http://127.0.158.201:9/$SECRET|; s/^name: told2/name: told3/" "$TEST_TMP/exp/experiment.yaml"
+run_pbx parrun "$TEST_TMP/exp/experiment.yaml" nt
+pkg3=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_secs 150 test -s "$SHARED/pbx/$pkg3/slurm/notify.log"
+log3=$(cat "$SHARED/pbx/$pkg3/slurm/notify.log" 2>/dev/null)
+echo "$log3" | grep -q "pbx-notify: the webhook at 127.0.158.201:9 did not take the notice (HTTP 000)"
+ok $? "nobody listening is logged: $log3"
+is "$(echo "$log3" | grep -c SECRET)" 0 "curl's error names the host, not the URL"
+wait_final "$pkg3" 60
+is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/state.json")" "COMPLETED COMPLETED FAILED" \
+	"the tasks ended as without a notice"
+
+# URLs pbx cannot use: refused with the file, line and key, the URL not shown
+for bad in "ftp://x/$SECRET" "http:///$SECRET" "http://x/\"$SECRET" "http://x/a b$SECRET"; do
+	printf 'name: bad\ncommand: echo\nnotify: %s\n' "'$bad'" >"$TEST_TMP/bad.yaml"
+	run_pbx parrun -n "$TEST_TMP/bad.yaml" nt
+	is "$rc" 2 "notify: $bad refused"
+	echo "$errout" | grep -q "^pbx: error: $TEST_TMP/bad.yaml:3: notify: "
+	ok $? "with the file, line and key: $errout"
+	is "$(echo "$errout" | grep -c SECRET)" 0 "without the URL"
+done
+run_pbx -q cluster stop --discard-results nt
+done_testing
