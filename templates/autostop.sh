@@ -11,7 +11,8 @@
 # session to a compute node goes through the head too: pbx's ProxyJump).
 # Once it has been idle for PBX_AUTOSTOP_S seconds in a row, the head:
 #   1. writes why and when to ROOT/var/lib/pbx/autostop.last (its own disk,
-#      which a stop keeps; `pbx cluster show` reads it back);
+#      which a stop keeps; `pbx cluster show` reads it back), and after
+#      step 3 which nodes answered (answered=, unanswered=);
 #   2. asks every compute node to power off: SHARED/.pbx-autostop/request
 #      (the shared directory: NFS from the head) holds the request's id;
 #   3. waits (at most PBX_AUTOSTOP_DRAIN_S) for each compute node to answer
@@ -315,6 +316,14 @@ head_stop() {
 		sleep 1
 	done
 	[ -z "${left:-}" ] || log "not answered within $DRAIN s:$left (powering off anyway)"
+	# which nodes answered, and which did not, beside why (kept on this
+	# disk: `pbx cluster exec NAME -- cat /var/lib/pbx/autostop.last`)
+	answered=
+	for n in $WAIT_NODES; do
+		case " ${left:-} " in *" $n "*) ;; *) answered="$answered $n" ;; esac
+	done
+	{ cat "$STATE_DIR/autostop.last" && printf 'answered=%s\nunanswered=%s\n' "${answered# }" "${left# }"; } \
+		>"$STATE_DIR/autostop.last.new" && mv "$STATE_DIR/autostop.last.new" "$STATE_DIR/autostop.last"
 	sleep 3   # the last answers' shutdowns under way
 	power_off
 }

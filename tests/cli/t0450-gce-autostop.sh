@@ -50,6 +50,8 @@ is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
 alogs() { find "$BODIES" -name pbx-autostop.log -exec cat {} +; }
 is "$(alogs | grep -c 'the head asks to power off')" 1 "node1 obeyed the head's request"
 is "$(alogs | grep -c 'not answered')" 0 "and the head had its answer (.pbx-autostop/off/, docs/autostop.md): $(alogs | grep 'not answered')"
+is "$(find "$BODIES" -path '*/var/lib/pbx/autostop.last' -exec grep answered= {} +)" "answered=node1
+unanswered=" "the head's record says node1 answered"
 is "$(find "$BODIES" -name slurm.conf -path '*/etc/slurm/*' | grep -c .)" 2 "both bodies' disks are kept"
 list_state() { "$PBX" cluster list --json "$@" | json_get '[c["state"] for c in d if c["name"] == "as"][0]'; }
 is "$(list_state)" "up" "cluster list, offline, shows the state recorded at the start"

@@ -132,6 +132,11 @@ echo "$out" | grep -q -- "-cpu2"
 ok $? "a job runs on both compute nodes after the restart: $out $errout"
 run_pbx harvest "$PKG"
 is "$(cat "$PBX_HOME"/results/"$PKG"/*/result.txt 2>/dev/null | grep -c .)" "4" "the results are still there"
+# the compute nodes answered the head's request through /shared, which
+# squashes their root to uid 65534 (templates/autostop.sh, ANSWER_UID)
+run_pbx cluster exec v1 -- sh -c 'grep "answered=" /var/lib/pbx/autostop.last'
+is "$out" "answered=cpu1 cpu2
+unanswered=" "both compute nodes answered the head's stop request over root_squash NFS: $errout"
 
 # ------------------------------------------------------------- stop
 run_pbx cluster stop --discard-results v1
