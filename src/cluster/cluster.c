@@ -4,11 +4,13 @@
  */
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
+#include "config/yamltree.h"
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,12 +92,45 @@ static int cluster_attach(struct pbx_store *st, const struct pbx_config *cfg, co
 	return pbx_store_commit(st, err);
 }
 
+/* After "no cluster named NAME": that a template of that name is not
+ * started, or the running cluster or template whose name is close. */
+static void cluster_not_found_hint(struct pbx_store *st, const struct pbx_config *cfg,
+				   const char *name, struct pbx_err *err)
+{
+	struct pbx_err e2 = PBX_ERR_INIT;
+	struct pbx_cluster_row *rows = NULL;
+	size_t n = 0, i, k = 0;
+	const char **names, *hint;
+	size_t len = strlen(err->msg);
+	if (cfg && pbx_config_template(cfg, name)) {
+		snprintf(err->msg + len, sizeof(err->msg) - len,
+			 " running: start it with 'pbx cluster start %s'", name);
+		return;
+	}
+	if (pbx_store_cluster_list(st, 0, &rows, &n, &e2) < 0)
+		n = 0;
+	names = xcalloc(n + (cfg ? cfg->ntemplates : 0) + 1, sizeof(*names));
+	for (i = 0; i < n; i++)
+		names[k++] = rows[i].name;
+	for (i = 0; cfg && i < cfg->ntemplates; i++)
+		names[k++] = cfg->templates[i].name;
+	hint = pbx_did_you_mean(name, names);
+	if (hint)
+		snprintf(err->msg + len, sizeof(err->msg) - len, " (did you mean '%s'?)", hint);
+	else if (k)
+		snprintf(err->msg + len, sizeof(err->msg) - len, " (pbx cluster list)");
+	free(names);
+	pbx_cluster_rows_free(rows, n);
+}
+
 int pbx_cluster_open(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
 		     struct pbx_cluster **out, struct pbx_err *err)
 {
 	struct pbx_cluster_row row;
 	*out = NULL;
 	if (pbx_store_cluster_get(st, name, &row, err) < 0) {
+		if (err->code == PBX_EXIT_NOTFOUND && !cluster_is_ssh(cfg, name))
+			cluster_not_found_hint(st, cfg, name, err);
 		if (err->code != PBX_EXIT_NOTFOUND || !cluster_is_ssh(cfg, name))
 			return -1;
 		pbx_err_clear(err);

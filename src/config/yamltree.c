@@ -7,6 +7,7 @@
 #include "config/yamltree.h"
 #include "util/xalloc.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,8 +297,39 @@ static size_t yline_of(const char *text, size_t len, size_t offset)
 	return line;
 }
 
+/* For libyaml's "mapping values are not allowed in this context" on a
+ * line `KEY: VALUE` whose plain VALUE holds ": " (a command line, a URL
+ * with a port), what to write instead, into hint[] ("" when the line is
+ * not of that shape).  The key is shown only when it is a plain name. */
+static void ycolon_hint(const struct pbx_ybuilder *b, size_t line, char *hint, size_t size)
+{
+	const char *s = b->text, *end = b->text + b->len, *k;
+	size_t n;
+	hint[0] = '\0';
+	while (line > 0 && s < end) { /* the start of the 0-based line */
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		if (!nl)
+			return;
+		s = nl + 1;
+		line--;
+	}
+	while (s < end && (*s == ' ' || *s == '-'))
+		s++;
+	for (k = s; k < end && (isalnum((unsigned char)*k) || *k == '_' || *k == '-' || *k == '.');
+	     k++)
+		;
+	n = (size_t)(k - s);
+	if (!n || n > 40 || k + 1 >= end || k[0] != ':' || k[1] != ' ')
+		return;
+	snprintf(hint, size,
+		 "; a value with ': ' in it needs quotes, or a block scalar: '%.*s: |' and the "
+		 "value on the next lines, indented",
+		 (int)n, s);
+}
+
 static int ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
 {
+	char hint[160] = "";
 	const char *name = b->doc->name;
 	const char *problem = p->problem ? p->problem : "unknown error";
 	if (p->error == YAML_MEMORY_ERROR)
@@ -311,8 +343,11 @@ static int ysyntax_error(struct pbx_ybuilder *b, const yaml_parser_t *p)
 				    "%s:%zu: YAML syntax error at column %zu: %s (%s at line %zu)",
 				    name, p->problem_mark.line + 1, p->problem_mark.column + 1,
 				    problem, p->context, p->context_mark.line + 1);
-	return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: YAML syntax error at column %zu: %s",
-			    name, p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
+	if (!strcmp(problem, "mapping values are not allowed in this context"))
+		ycolon_hint(b, p->problem_mark.line, hint, sizeof(hint));
+	return pbx_err_setc(b->err, PBX_EXIT_USAGE, "%s:%zu: YAML syntax error at column %zu: %s%s",
+			    name, p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
+			    hint);
 }
 
 static int yrun(struct pbx_ybuilder *b, yaml_parser_t *p)
