@@ -149,6 +149,8 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 			rc = pbx_report(&err);
 		else
 			parrun_print(&r, e, rest[1], json);
+		if (r.warning)
+			pbx_warning("%s", r.warning);
 		pbx_parrun_result_free(&r);
 	}
 	pbx_cluster_close(c);

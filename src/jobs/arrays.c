@@ -222,6 +222,21 @@ int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error
 	return 1;
 }
 
+/* "the notice job (notify:) was not submitted: WHY" from the script's
+ * PBX-NOTIFY-FAILED line, or NULL.  Caller frees. */
+static char *notify_answer(const char *out)
+{
+	const char *p = strstr(out, "PBX-NOTIFY-FAILED ");
+	char *why, *res;
+	if (!p || (p != out && p[-1] != '\n'))
+		return NULL;
+	p += 18;
+	why = xstrndup(p, strcspn(p, "\n"));
+	res = xasprintf("the notice job (notify:) was not submitted: %.300s", why);
+	free(why);
+	return res;
+}
+
 static void parse_answers(const char *out, struct array_plan *plans, size_t np)
 {
 	const char *p = out;
@@ -270,7 +285,7 @@ static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_pla
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
 		const char *short_id, const int64_t *idx, size_t n, long chunk,
 		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
-		size_t *narrays, struct pbx_err *err)
+		size_t *narrays, char **warning, struct pbx_err *err)
 {
 	struct array_plan *plans;
 	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
@@ -280,11 +295,15 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 	int rc = record_plans(st, sub->id, plans, np, err);
 	*job_ids = NULL;
 	*narrays = 0;
+	if (warning)
+		*warning = NULL;
 	if (rc == 0) {
 		build_script(&script, short_id, tar, plans, np, opts);
 		rc = pbx_cluster_run(c, 0, script.buf, tar, &o, err);
 		if (rc == 0) {
 			parse_answers(o.out.buf, plans, np);
+			if (warning)
+				*warning = notify_answer(o.out.buf);
 			pbx_cluster_output_release(&o);
 			rc = record_answers(st, sub->id, plans, np, err);
 		}

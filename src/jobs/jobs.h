@@ -32,6 +32,7 @@ struct pbx_parrun_result {
 	int pushed;       /* the package was pushed by this call */
 	int round_trips;  /* SSH execs this call made */
 	char **job_ids;   /* SLURM job ids of the arrays (caller frees each and the array) */
+	char *warning;    /* what went wrong besides the arrays, or NULL (owned) */
 };
 
 /* Pushes (once per cluster) and submits every not yet submitted task of

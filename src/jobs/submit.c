@@ -375,7 +375,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0 && n > 0) {
 		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, jobs_probe_chunk(&pr), &opts,
-				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, err);
+				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, &r->warning, err);
 		r->round_trips++;
 		if (rc == 0)
 			r->submitted = n;
@@ -410,7 +410,7 @@ int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t
 	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &pr, err);
 	if (rc == 0)
 		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
-				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, err);
+				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, NULL, err);
 	for (i = 0; i < narrays; i++)
 		free(job_ids[i]);
 	free(job_ids);
@@ -426,4 +426,6 @@ void pbx_parrun_result_free(struct pbx_parrun_result *r)
 		free(r->job_ids[i]);
 	free(r->job_ids);
 	r->job_ids = NULL;
+	free(r->warning);
+	r->warning = NULL;
 }
