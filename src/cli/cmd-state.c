@@ -149,9 +149,9 @@ static void state_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c)
 }
 
 /* Refreshes and prints one package; *all_final tells whether every task
- * has ended. */
+ * has ended, *none_completed whether none of them COMPLETED. */
 static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json, json_t *json_list,
-		     int *all_final)
+		     int *all_final, int *none_completed)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
@@ -179,9 +179,13 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		goto out;
 	}
 	*all_final = 1;
-	for (i = 0; i < n; i++)
+	*none_completed = n > 0;
+	for (i = 0; i < n; i++) {
 		if (!pbx_task_state_final(tasks[i].state))
 			*all_final = 0;
+		if (!strcmp(tasks[i].state, "COMPLETED"))
+			*none_completed = 0;
+	}
 	if (json) {
 		json_t *o = json_object(), *arr = json_array();
 		json_object_set_new(o, "package", json_string(t.pkg.short_id));
@@ -225,7 +229,7 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
 	for (i = 0; i < n && (rc == 0 || rc == PBX_EXIT_SECURITY); i++) {
-		int fin = 1, one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin);
+		int fin = 1, none, one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin, &none);
 		if (one && rc != PBX_EXIT_SECURITY)
 			rc = one; /* every package is shown; a refusal is kept */
 		*all_final &= fin;
@@ -259,7 +263,7 @@ static const struct pbx_option state_opts[] = {
 static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct state_opts o = { 0 };
-	int verbose, json, first, rc, all_final;
+	int verbose, json, first, rc, all_final, none_completed = 0;
 	double watch;
 	if ((rc = pbx_opts_parse(state_cmd(), argc, argv, &o, &first)))
 		return rc;
@@ -271,8 +275,12 @@ static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	for (;;) {
 		if (watch > 0 && ctx->stdout_tty)
 			printf("\033[H\033[2J");
-		rc = first < argc ? state_one(ctx, argv[first], verbose, json, NULL, &all_final)
+		rc = first < argc ? state_one(ctx, argv[first], verbose, json, NULL, &all_final,
+					      &none_completed)
 				  : state_all(ctx, verbose, json, &all_final);
+		/* a script's test: PKG ended and nothing of it completed */
+		if (rc == 0 && first < argc && all_final && none_completed)
+			rc = PBX_EXIT_FAIL;
 		if (rc || watch <= 0 || all_final)
 			return rc;
 		fflush(stdout);
@@ -298,6 +306,8 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "'pbx log' that shows its output.\n"
 		       "When the cluster cannot be reached, the last known states are shown;\n"
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
+		       "With PKG, pbx exits 1 when every task of it has ended and none\n"
+		       "COMPLETED (a script's test that a sweep failed as a whole), 0 otherwise.\n"
 		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
 		       "the cluster's instances, which nodes the head woke or put to sleep, and\n"
 		       "takes the head's own runs of them for the cluster's spend (as `pbx\n"

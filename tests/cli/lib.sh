@@ -190,7 +190,9 @@ sweep_demo_round() {
 wait_final() {
 	wf_i=0
 	while [ "$wf_i" -lt "$2" ]; do
-		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null &&
+		# (state exits 1 once every task ended and none completed)
+		"$PBX" state --json "$1" >"$TEST_TMP/state.json" 2>/dev/null
+		[ -s "$TEST_TMP/state.json" ] &&
 			json_get 'all(t["state"] not in ("NEW","PENDING","RUNNING") for t in d["tasks"])' \
 				<"$TEST_TMP/state.json" | grep -q True && return 0
 		sleep 1

@@ -165,6 +165,7 @@ ok $? "its command never ran"
 run_pbx state "$bad"
 case $out in *"environment failed: cannot resolve requirements.txt: ERROR: "*"nosuchpackage==9.9"*"'pbx log $bad:env' shows its build log"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx state says the environment failed, why, and where the log is: $out"
+is "$rc" 1 "and exits 1: every task ended, none completed (a script's test)"
 is "$("$PBX" state --json "$bad" | json_get 'd["environment"]["state"] + " " + str("nosuchpackage" in d["environment"]["reason"])')" \
 	"FAILED True" "state --json: the environment FAILED, with the reason"
 run_pbx log "$bad:env"
