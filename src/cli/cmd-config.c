@@ -1,6 +1,7 @@
 /*
  * cmd-config.c - `pbx config check|path|templates`: validate the
- * configuration file and show what it defines.
+ * configuration file and show what it defines (`init`, which writes a
+ * first one: cmd-config-init.c).
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
@@ -22,11 +23,43 @@ static int cmd_config_load(struct pbx_ctx *ctx, int argc, char **argv, struct pb
 	return 0;
 }
 
+/* The examples' placeholders (templates/config.yaml, `pbx config init`)
+ * left in cfg, each said as a warning; returns how many. */
+static int cmd_config_placeholders(const struct pbx_config *cfg)
+{
+	static const char *const fake[] = { "my-project", "ami-0123456789abcdef0",
+					    "subnet-0123456789abcdef0", NULL };
+	const char *const *f;
+	size_t i;
+	int n = 0;
+	for (f = fake; *f; f++) {
+		if (cfg->gce.project && !strcmp(cfg->gce.project, *f) && ++n)
+			pbx_warning("%s: clouds.gce.project: '%s' is the example's placeholder: "
+				    "your project's id goes there",
+				    cfg->path, *f);
+		if (cfg->aws.subnet && !strcmp(cfg->aws.subnet, *f) && ++n)
+			pbx_warning("%s: clouds.aws.subnet: '%s' is the example's placeholder",
+				    cfg->path, *f);
+		for (i = 0; i < cfg->ntemplates; i++) {
+			const struct pbx_cluster_template *t = &cfg->templates[i];
+			if (t->image && !strcmp(t->image, *f) && ++n)
+				pbx_warning("%s: clusters.%s.image: '%s' is the example's "
+					    "placeholder: the AMI of your region goes there",
+					    cfg->path, t->name, *f);
+			if (t->subnet && !strcmp(t->subnet, *f) && ++n)
+				pbx_warning("%s: clusters.%s.subnet: '%s' is the example's "
+					    "placeholder",
+					    cfg->path, t->name, *f);
+		}
+	}
+	return n;
+}
+
 static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_config *cfg;
-	int rc = pbx_plain_args(&cmd_config_check, argc, argv, 0, 1);
+	int n, rc = pbx_plain_args(&cmd_config_check, argc, argv, 0, 1);
 	if (rc)
 		return rc;
 	rc = cmd_config_load(ctx, argc, argv, &cfg);
@@ -36,8 +69,10 @@ static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		pbx_config_free(cfg);
 		return pbx_report(&err);
 	}
-	printf("%s: ok (%zu cluster template%s)\n", cfg->path, cfg->ntemplates,
-	       cfg->ntemplates == 1 ? "" : "s");
+	n = cmd_config_placeholders(cfg);
+	printf("%s: ok (%zu cluster template%s)%s\n", cfg->path, cfg->ntemplates,
+	       cfg->ntemplates == 1 ? "" : "s",
+	       n ? ", but placeholders are left: the clusters that use them cannot start" : "");
 	pbx_config_free(cfg);
 	return 0;
 }
@@ -94,7 +129,10 @@ static const struct pbx_cmd cmd_config_templates = {
 	.exec = cmd_config_templates_exec,
 };
 
+extern const struct pbx_cmd pbx_cmd_config_init; /* cmd-config-init.c */
+
 static const struct pbx_cmd *const cmd_config_subcmds[] = {
+	&pbx_cmd_config_init,
 	&cmd_config_check,
 	&cmd_config_path,
 	&cmd_config_templates,
@@ -104,7 +142,8 @@ static const struct pbx_cmd *const cmd_config_subcmds[] = {
 const struct pbx_cmd pbx_cmd_config = {
 	.name = "config",
 	.summary = "check and show the configuration ($PBX_HOME/config.yaml)",
-	.usage = "pbx config check [FILE]\npbx config path\npbx config templates [FILE]",
+	.usage = "pbx config init [-p] [local|gce|aws ...]\npbx config check [FILE]\npbx config path\n"
+		 "pbx config templates [FILE]",
 	.description = "The configuration holds cluster templates (cloud, login user, SSH key,\n"
 		       "image, head node and node groups) and cloud sections; see\n"
 		       "templates/config.yaml for a commented example.  Without a file, pbx\n"

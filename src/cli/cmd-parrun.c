@@ -139,11 +139,9 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 		free(rest);
 		return rc;
 	}
-	if (rc == 0 && pbx_cluster_open(ctx->store, ctx->cfg, rest[1], &c, &err) < 0) {
-		if (err.code == PBX_EXIT_NOTFOUND)
-			pbx_err_prefix(&err, "start it with 'pbx cluster start %s'", rest[1]);
+	/* a cluster not found: pbx_cluster_open says how to start a template's */
+	if (rc == 0 && pbx_cluster_open(ctx->store, ctx->cfg, rest[1], &c, &err) < 0)
 		rc = pbx_report(&err);
-	}
 	if (rc == 0) {
 		if (pbx_jobs_parrun(ctx->store, c, e, &r, &err) < 0)
 			rc = pbx_report(&err);

@@ -63,7 +63,7 @@ is "$rc:$errout" "2:pbx: error: ambiguous command: c, could be: cluster, cancel,
 run_pbx cl li --json
 is "$rc:$out" "0:[]" "unique prefixes work; empty list as JSON"
 run_pbx cluster show nosuch
-is "$rc:$errout" "3:pbx: error: no cluster named 'nosuch'" "unknown cluster exits 3"
+is "$rc:$errout" "3:pbx: error: no cluster named 'nosuch' (pbx cluster list)" "unknown cluster exits 3, with where to look"
 run_pbx cluster exec nosuch
 is "$rc" "2" "exec without '--' is a usage error"
 echo "$errout" | grep -q "usage: pbx cluster exec"

@@ -31,7 +31,7 @@ mkdir -p "$TEST_TMP/big"
 awk 'BEGIN { print "name: big\ncommand: echo {a}\nsweep:\n  list:";
 	for (i = 0; i < 70000; i++) printf "    - {a: %d}\n", i }' >"$TEST_TMP/big/experiment.yaml"
 run_pbx parrun "$TEST_TMP/big/experiment.yaml" nosuch
-is "$rc:$errout" "3:pbx: error: start it with 'pbx cluster start nosuch': no cluster named 'nosuch'" \
+is "$rc:$errout" "3:pbx: error: no cluster named 'nosuch' (pbx cluster list)" \
 	"a 70,000-point list loads (FORMAT.md promises 100,000 tasks); only the cluster is missing"
 v=$(head -c 60000 /dev/zero | tr '\0' v)
 printf 'name: long\ncommand: echo {v} {v} {v}\nsweep:\n  grid:\n    v: [short, %s]\n' "$v" \
