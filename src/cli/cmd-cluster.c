@@ -1282,7 +1282,8 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	 * checked (or pinned), then hand the terminal to OpenSSH with those
 	 * keys as its only known hosts, on the same path. */
 	if (pbx_cluster_connect(c, (size_t)idx, &s, &err) < 0 ||
-	    pbx_cluster_ssh_config(c, (size_t)idx, &config, &alias, &err) < 0) {
+	    (!pbx_ssh_is_openssh(s) &&
+	     pbx_cluster_ssh_config(c, (size_t)idx, &config, &alias, &err) < 0)) {
 		pbx_cluster_close(c);
 		return pbx_report(&err);
 	}
@@ -1290,8 +1291,12 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	{
 		const char *sargv[] = { "ssh",   "-F", config, alias, command ? "--" : NULL,
 					command, NULL };
+		/* transport: openssh: the user's own ssh, on the control
+		 * connection the connect above made sure of */
+		const char **own = pbx_ssh_interactive_argv(s, command);
 		fflush(NULL);
-		execvp("ssh", (char *const *)sargv);
+		execvp("ssh", (char *const *)(own ? own : sargv));
+		free(own);
 	}
 	pbx_error("cannot run ssh: %m");
 	rc = PBX_EXIT_FAIL;

@@ -309,6 +309,7 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 	t.user = c->user;
 	t.key_path = c->key_path;
 	t.name = pin;
+	t.openssh = pbx_cluster_is_users(c) && c->spec.t && c->spec.t->openssh;
 	rc = pbx_ssh_pool_get(c->pool, &t, out, err);
 	if (rc == 0 && c->user && strcmp(c->user, "root") != 0 && !pbx_cluster_is_users(c))
 		pbx_ssh_set_as_root(*out, 1);

@@ -134,6 +134,9 @@ struct pbx_cluster_template {
 			   environment, after setup) */
 	char *setup;    /* shell commands run before each of pbx's (module
 			   load ...), may be NULL */
+	int openssh;    /* transport: openssh (1): log in with the user's own
+			   ssh and one control connection (src/ssh/openssh.c);
+			   0: pbx's own SSH client (libssh2) */
 };
 
 struct pbx_cloud_gce {

@@ -42,10 +42,14 @@ static const char *const template_keys[] = { "cloud",
 					     "port",
 					     "work_dir",
 					     "setup",
+					     "transport",
 					     NULL };
 /* what a template of cloud ssh may have (pbx builds nothing there) */
 static const char *const ssh_template_keys[] = { "cloud", "login_user", "ssh_key", "host",
-						 "port",  "work_dir",   "setup",   NULL };
+						 "port",  "work_dir",   "setup",   "transport",
+						 NULL };
+/* transport: how pbx logs in to a cloud ssh cluster (docs/ssh-clusters.md) */
+static const char *const transport_names[] = { "pbx", "openssh", NULL };
 static const char *const head_keys[] = { "machine_type", "service_account", "instance_profile",
 					 NULL };
 static const char *const slurm_keys[] = { "max_array_size", "max_job_count", "suspend_time",
@@ -652,7 +656,7 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 			return pbx_ynode_error(n, err,
 					       "not for cloud ssh: pbx uses that cluster as it is "
 					       "(its keys: host, port, login_user, ssh_key, "
-					       "work_dir, setup)");
+					       "work_dir, setup, transport)");
 	}
 	if (pbx_ymap_check_keys(m, ssh_template_keys, err) < 0)
 		return -1;
@@ -684,6 +688,9 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 	n = pbx_ymap_get(m, "setup");
 	if (n && pbx_ynode_str(n, PBX_YSTR_NULL_OK, &t->setup, err) < 0)
 		return -1;
+	n = pbx_ymap_get(m, "transport");
+	if (n && pbx_ynode_choice(n, transport_names, &t->openssh, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -707,11 +714,12 @@ static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template
 	if (cloud == PBX_CLOUD_SSH)
 		return parse_ssh_template(m, t, err);
 	if (pbx_ymap_get(m, "host") || pbx_ymap_get(m, "port") || pbx_ymap_get(m, "work_dir") ||
-	    pbx_ymap_get(m, "setup")) {
+	    pbx_ymap_get(m, "setup") || pbx_ymap_get(m, "transport")) {
 		const char *k = pbx_ymap_get(m, "host")       ? "host"
 				: pbx_ymap_get(m, "port")     ? "port"
 				: pbx_ymap_get(m, "work_dir") ? "work_dir"
-							      : "setup";
+				: pbx_ymap_get(m, "setup")    ? "setup"
+							      : "transport";
 		return pbx_ynode_error(pbx_ymap_get(m, k), err,
 				       "only for cloud ssh (a cluster pbx does not build)");
 	}

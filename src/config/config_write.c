@@ -30,7 +30,7 @@
  * they are, the test still sees it).
  */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct pbx_cluster_template) == 200,
+_Static_assert(sizeof(struct pbx_cluster_template) == 208,
 	       "struct pbx_cluster_template changed: update config_write.c and its test");
 _Static_assert(sizeof(struct pbx_node_group) == 56,
 	       "struct pbx_node_group changed: update config_write.c and its test");
@@ -160,6 +160,8 @@ static json_t *write_ssh(json_t *o, const struct pbx_cluster_template *t)
 	if (t->work_dir && strcmp(t->work_dir, "pbx") != 0)
 		put_str(o, "work_dir", t->work_dir);
 	put_str(o, "setup", t->setup);
+	if (t->openssh)
+		put_str(o, "transport", "openssh");
 	return o;
 }
 

@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define PBX_SSH_DEFAULT_TIMEOUT_MS 20000
 
 /* ------------------------------------------------------------ TCP */
 
@@ -258,6 +257,8 @@ int pbx_ssh_connect(const struct pbx_ssh_target *t, const struct pbx_hostkeys *h
 	int port = t->port > 0 ? t->port : 22;
 	struct pbx_ssh *s;
 	*out = NULL;
+	if (t->openssh)
+		return pbx_ssh_openssh_connect(t, out, err);
 	if (!t->host || !*t->host || !t->user || !*t->user)
 		return pbx_err_setc(err, PBX_EXIT_USAGE, "ssh target needs a host and a user");
 	if (!hk || !hk->check)
@@ -297,6 +298,10 @@ void pbx_ssh_free(struct pbx_ssh *s)
 	pthread_cond_destroy(&s->slot_cv);
 	pthread_mutex_destroy(&s->req_lock);
 	pthread_mutex_destroy(&s->lock);
+	for (size_t i = 0; i < s->nargv_base; i++)
+		free(s->argv_base[i]);
+	free(s->argv_base);
+	free(s->dest);
 	free(s->label);
 	free(s);
 }

@@ -18,14 +18,17 @@
  * the stream came without one.
  */
 #define _GNU_SOURCE /* memmem */
+#include "ssh/proc.h"
 #include "ssh/ssh_internal.h"
 #include "util/quote.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define EXEC_CHUNK        32768
@@ -45,6 +48,7 @@ struct exec_job {
 	int remote_eof;
 	struct pbx_buf preamble; /* stdout held until the mark (or its absence) is seen */
 	int passing;             /* stdout now goes straight to the sink */
+	int saw_mark;            /* the remote shell started the command */
 };
 
 /* ------------------------------------------------------------ stdin */
@@ -143,6 +147,7 @@ static int exec_stdout(struct exec_job *j, const char *data, size_t len, struct 
 		return 0;
 	skip = at ? (size_t)(at - j->preamble.buf) + sizeof(mark) - 1 : 0;
 	j->passing = 1;
+	j->saw_mark = at != NULL;
 	return exec_sink(j, 1, j->preamble.buf + skip, j->preamble.len - skip, err);
 }
 
@@ -284,6 +289,127 @@ static int exec_start(struct exec_job *j, const char *cmdline, struct pbx_err *e
 	return rc;
 }
 
+/* ------------------------------------------------------------ OpenSSH */
+
+/* The same engine over an `ssh` process (transport: openssh, openssh.c):
+ * stdin and stdout are sockets to it, its stderr a file passed on at the
+ * end; ssh exits with the command's status, or 255 for its own failure,
+ * which is told from the command's by the mark never having come. */
+static int exec_proc_write(struct exec_job *j, struct pbx_proc *p, int *moved)
+{
+	while (j->wlen) {
+		ssize_t n = send(p->in_fd, j->wp, j->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0) { /* the command stopped reading (EPIPE): not an error */
+			j->wlen = 0;
+			j->in_done = 1;
+			break;
+		}
+		j->wp += n;
+		j->wlen -= (size_t)n;
+		*moved = 1;
+	}
+	if (!j->wlen && j->in_done && !j->eof_sent) {
+		shutdown(p->in_fd, SHUT_WR);
+		j->eof_sent = 1;
+		*moved = 1;
+	}
+	return 0;
+}
+
+/* Until ssh's stdout ends. */
+static int exec_proc_pump(struct exec_job *j, struct pbx_proc *p, struct pbx_err *err)
+{
+	char chunk[EXEC_CHUNK];
+	for (;;) {
+		struct pollfd pf[2];
+		nfds_t n = 0;
+		int moved = 0;
+		ssize_t r;
+		if (!j->wlen && !j->in_done && j->io->in_fd >= 0 && exec_refill(j, err) < 0)
+			return -1;
+		exec_proc_write(j, p, &moved);
+		while ((r = read(p->out_fd, chunk, sizeof(chunk))) != 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (r < 0)
+				return pbx_err_set(err, "cannot read from ssh: %s", strerror(errno));
+			moved = 1;
+			if (exec_stdout(j, chunk, (size_t)r, err) < 0)
+				return -1;
+		}
+		if (r == 0)
+			return 0;
+		if (moved)
+			continue;
+		pf[n].fd = p->out_fd;
+		pf[n++].events = POLLIN;
+		if (j->wlen) {
+			pf[n].fd = p->in_fd;
+			pf[n++].events = POLLOUT;
+		} else if (!j->in_done && j->io->in_fd >= 0) {
+			pf[n].fd = j->io->in_fd;
+			pf[n++].events = POLLIN;
+		}
+		poll(pf, n, 1000);
+	}
+}
+
+/* ssh's stderr (all of it) to the sink as the command's; its last line
+ * into last[] for a message. */
+static int exec_proc_stderr(struct exec_job *j, struct pbx_proc *p, char *last, size_t size,
+			    struct pbx_err *err)
+{
+	char chunk[EXEC_CHUNK];
+	off_t off = 0;
+	ssize_t n;
+	int rc = 0;
+	last[0] = '\0';
+	while (rc == 0 && (n = pread(p->err_fd, chunk, sizeof(chunk), off)) > 0) {
+		rc = exec_sink(j, 2, chunk, (size_t)n, err);
+		off += n;
+	}
+	pbx_buf_rtrim(&p->errtext);
+	if (p->errtext.len) {
+		const char *nl = strrchr(p->errtext.buf, '\n');
+		snprintf(last, size, "%s", nl ? nl + 1 : p->errtext.buf);
+	}
+	return rc;
+}
+
+static int exec_openssh(struct exec_job *j, const char *marked, int *exit_status,
+			struct pbx_err *err)
+{
+	const char **argv = pbx_ssh_openssh_argv(j->s, marked);
+	struct pbx_proc p;
+	char last[256];
+	int rc = pbx_proc_start(argv, 1, 1, &p, err), st = -1;
+	free(argv);
+	if (rc < 0)
+		return -1;
+	p.keep_err = 1;
+	rc = exec_proc_pump(j, &p, err);
+	if (rc == 0)
+		rc = exec_stdout_end(j, err);
+	if (pbx_proc_finish(&p, rc < 0, &st, err) < 0 && rc == 0)
+		rc = -1;
+	if (exec_proc_stderr(j, &p, last, sizeof(last), err) < 0 && rc == 0)
+		rc = -1;
+	close(p.err_fd);
+	pbx_buf_release(&p.errtext);
+	if (rc == 0 && st == 255 && !j->saw_mark)
+		rc = pbx_err_set(err, "ssh to %s failed: %s", j->s->label,
+				 last[0] ? last : "exit status 255");
+	if (rc == 0)
+		*exit_status = st;
+	return rc;
+}
+
 int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh_io *io,
 		    int *exit_status, struct pbx_err *err)
 {
@@ -298,6 +424,15 @@ int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh
 	j.wlen = io->in ? io->inlen : 0;
 	j.in_done = io->in_fd < 0;
 	*exit_status = -1;
+	if (s->argv_base) {
+		char *marked = xasprintf("echo " EXEC_MARK "\n%s", cmdline);
+		__atomic_add_fetch(&exec_started, 1, __ATOMIC_RELAXED);
+		rc = exec_openssh(&j, marked, exit_status, err);
+		free(marked);
+		pbx_buf_release(&j.pend);
+		pbx_buf_release(&j.preamble);
+		return rc;
+	}
 	pbx_ssh_enter(s);
 	pbx_ssh_slot_take(s);
 	rc = exec_start(&j, cmdline, err);

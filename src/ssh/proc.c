@@ -148,7 +148,8 @@ int pbx_proc_finish(struct pbx_proc *p, int kill_it, int *status, struct pbx_err
 		r = waitpid(p->pid, &ws, 0);
 	} while (r < 0 && errno == EINTR);
 	proc_read_errtext(p);
-	proc_close(&p->err_fd);
+	if (!p->keep_err)
+		proc_close(&p->err_fd);
 	if (r < 0)
 		return pbx_err_set(err, "cannot wait for local tar: %s", strerror(errno));
 	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);

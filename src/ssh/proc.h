@@ -21,6 +21,8 @@ struct pbx_proc {
 	int out_fd;             /* our end of its stdout (non-blocking), or -1 (/dev/null) */
 	int err_fd;             /* its stderr file */
 	struct pbx_buf errtext; /* its stderr, filled by pbx_proc_finish */
+	int keep_err;           /* set before pbx_proc_finish: err_fd stays open
+	                           (the caller reads all of it, then closes it) */
 };
 
 /* Starts argv[0] (looked up in PATH).  The fds in *p belong to *p until

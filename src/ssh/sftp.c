@@ -11,6 +11,7 @@
  * do not share SFTP state.
  */
 #include "ssh/ssh_internal.h"
+#include "util/quote.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -270,6 +271,77 @@ static char *upload_tmp_name(const char *remote, struct pbx_err *err)
 	return xasprintf("%s" SFTP_TMP_SUFFIX ".%s", remote, hex);
 }
 
+/* ------------------------------------------------------------ OpenSSH */
+
+/* transport: openssh (openssh.c) has no SFTP session: the file's bytes go
+ * through `cat` on one exec each way, created exclusively (set -C) with
+ * umask 077; the checksums and the rename are the SFTP path's. */
+static int exec_upload(struct pbx_ssh *s, struct sftp_src *src, const char *tmp,
+		       struct pbx_err *err)
+{
+	struct pbx_ssh_io io = { 0 };
+	struct pbx_buf cmd = PBX_BUF_INIT;
+	int st = -1, rc;
+	pbx_buf_adds(&cmd, "umask 077 && set -C && cat > ");
+	pbx_shell_quote(&cmd, tmp);
+	io.in = src->fd < 0 ? src->mem : NULL;
+	io.inlen = src->fd < 0 ? src->memlen : 0;
+	io.in_fd = src->fd;
+	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &st, err);
+	if (rc == 0 && st != 0)
+		rc = pbx_err_set(err, "cannot write %s on %s (exit status %d)", tmp, s->label, st);
+	pbx_buf_release(&cmd);
+	return rc;
+}
+
+struct exec_sink_fd {
+	int fd;
+	const char *path;
+};
+
+static int exec_to_fd(void *ctx, int stream, const char *data, size_t len, struct pbx_err *err)
+{
+	struct exec_sink_fd *f = ctx;
+	if (stream != 1)
+		return 0;
+	if (pbx_write_all(f->fd, data, len) < 0)
+		return pbx_err_set(err, "cannot write %s: %s", f->path, strerror(errno));
+	return 0;
+}
+
+static int exec_download(struct pbx_ssh *s, const char *remote, const char *tmp, int fd,
+			 struct pbx_err *err)
+{
+	const char *mode_argv[] = { "sh", "-c",
+				    "[ -f \"$1\" ] && [ ! -L \"$1\" ] && stat -c %a -- \"$1\"",
+				    "sh", remote, NULL };
+	const char *cat_argv[] = { "cat", "--", remote, NULL };
+	struct pbx_buf out = PBX_BUF_INIT, cmd = PBX_BUF_INIT;
+	struct exec_sink_fd f = { fd, tmp };
+	struct pbx_ssh_io io = { 0 };
+	unsigned long mode;
+	int st = -1, rc = pbx_ssh_run_ok(s, mode_argv, &out, "stat", err), i;
+	if (rc < 0)
+		return pbx_err_prefix(err, "%s on %s is not a regular file", remote, s->label);
+	mode = strtoul(out.buf, NULL, 8) & 0777;
+	pbx_buf_release(&out);
+	for (i = 0; cat_argv[i]; i++) {
+		if (i)
+			pbx_buf_addc(&cmd, ' ');
+		pbx_shell_quote(&cmd, cat_argv[i]);
+	}
+	io.in_fd = -1;
+	io.sink = exec_to_fd;
+	io.sink_ctx = &f;
+	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &st, err);
+	pbx_buf_release(&cmd);
+	if (rc == 0 && st != 0)
+		rc = pbx_err_set(err, "cannot read %s on %s (exit status %d)", remote, s->label, st);
+	if (rc == 0 && (fsync(fd) < 0 || fchmod(fd, (mode_t)mode) < 0))
+		rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+	return rc;
+}
+
 static int upload(struct pbx_ssh *s, struct sftp_src *src, const char *remote, int mode,
 		  const char *local_hex, struct pbx_err *err)
 {
@@ -282,6 +354,15 @@ static int upload(struct pbx_ssh *s, struct sftp_src *src, const char *remote, i
 	tmp = upload_tmp_name(remote, err);
 	if (!tmp)
 		return -1;
+	if (s->argv_base) {
+		rc = exec_upload(s, src, tmp, err);
+		if (rc == 0)
+			rc = remote_commit(s, tmp, remote, mode, local_hex, err);
+		else
+			remote_rm(s, tmp);
+		free(tmp);
+		return rc;
+	}
 	if (sftp_begin(s, &sftp, err) < 0) {
 		free(tmp);
 		return -1;
@@ -421,7 +502,7 @@ int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local, s
 	fd = pbx_tmpfile_beside(local, &tmp, err);
 	if (fd < 0)
 		return -1;
-	rc = download(s, remote, tmp, fd, err);
+	rc = s->argv_base ? exec_download(s, remote, tmp, fd, err) : download(s, remote, tmp, fd, err);
 	if (close(fd) < 0 && rc == 0)
 		rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 	if (rc == 0)

@@ -57,6 +57,12 @@ struct pbx_ssh_target {
 	struct pbx_ssh *via;  /* jump host connection for direct-tcpip, or NULL;
 	                             must outlive this connection */
 	int timeout_ms;       /* connect/handshake/auth timeout; 0 = 20000 */
+	int openssh;          /* connect with the user's OpenSSH client (its
+	                         ~/.ssh/config, agent, ProxyJump, known_hosts,
+	                         keyboard-interactive prompts) through one
+	                         control connection that later verbs reuse
+	                         (openssh.c); host may be a Host alias, user,
+	                         port and key_path may be NULL/0 (ssh_config's) */
 };
 
 /*
@@ -72,6 +78,14 @@ int pbx_ssh_connect(const struct pbx_ssh_target *t, const struct pbx_hostkeys *h
 /* Disconnects and frees; NULL is fine.  Close connections tunnelled
  * through `s` first. */
 void pbx_ssh_close(struct pbx_ssh *s);
+/* For `pbx cluster ssh` on a connection through OpenSSH (t->openssh): the
+ * argv of an interactive ssh on its control connection, running `command`
+ * (NULL: a login shell); NULL for any other connection.  The caller frees
+ * the array alone. */
+const char **pbx_ssh_interactive_argv(const struct pbx_ssh *s, const char *command);
+/* Whether s is such a connection (its host keys are OpenSSH's, not pbx's
+ * pins). */
+int pbx_ssh_is_openssh(const struct pbx_ssh *s);
 /* "user@host:port" of a connection, for messages; owned by the connection. */
 const char *pbx_ssh_label(const struct pbx_ssh *s);
 

@@ -32,6 +32,8 @@
 /* Session channels (exec, sftp) open at once on one connection; OpenSSH
  * refuses more than MaxSessions (10 by default). */
 #define PBX_SSH_MAX_CHANNELS 8
+/* connect/handshake/auth timeout when the target names none */
+#define PBX_SSH_DEFAULT_TIMEOUT_MS 20000
 
 struct pbx_ssh_jump;
 
@@ -50,6 +52,13 @@ struct pbx_ssh {
 	struct pbx_ssh_jump *jump; /* tunnel we ride on (via a jump host), or NULL */
 	struct pbx_ssh *via;       /* that jump host's connection (not owned), or NULL */
 	int as_root;               /* tree commands through `sudo -n` (pbx_ssh_set_as_root) */
+	/* transport: openssh (openssh.c): no libssh2 session (sess NULL);
+	 * each command is an `ssh` process through the user's control
+	 * connection.  argv_base: ssh and its options up to the destination,
+	 * NULL-terminated, owned. */
+	char **argv_base;
+	size_t nargv_base;
+	char *dest; /* the destination ssh is given (a host or a Host alias), owned */
 };
 
 /* --------------------------------------------------------------- ssh.c */
@@ -151,6 +160,18 @@ int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh
  * non-zero exit is an error naming `what` and carrying the remote stderr. */
 int pbx_ssh_run_ok(struct pbx_ssh *s, const char *const *argv, struct pbx_buf *out,
 		   const char *what, struct pbx_err *err);
+
+/* ---------------------------------------------------------- openssh.c */
+
+/* Connects through OpenSSH (t->openssh): makes sure the control
+ * connection for t runs (starts it when not, which may ask the user on the
+ * terminal: a password, a second factor), and sets s->argv_base. */
+int pbx_ssh_openssh_connect(const struct pbx_ssh_target *t, struct pbx_ssh **out,
+			    struct pbx_err *err);
+/* argv for running `cmdline` on s: argv_base, the destination, then
+ * cmdline as one word; NULL-terminated; caller frees the array alone (the
+ * strings are s's and the caller's). */
+const char **pbx_ssh_openssh_argv(const struct pbx_ssh *s, const char *cmdline);
 
 /* ------------------------------------------------------------- jump.c */
 

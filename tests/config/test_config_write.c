@@ -160,6 +160,7 @@ static int cmp_template(const char *where, struct fields *f, const struct pbx_cl
 	NUM(&c, a, b, port);
 	STR(&c, a, b, work_dir);
 	STR(&c, a, b, setup);
+	NUM(&c, a, b, openssh);
 	seen(f, "line", 1);
 	same_num(&c, "ssh_key_line", a->ssh_key_line != 0, b->ssh_key_line != 0, 0);
 	return c.diffs;
