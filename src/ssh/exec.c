@@ -427,7 +427,9 @@ int pbx_ssh_exec_io(struct pbx_ssh *s, const char *cmdline, const struct pbx_ssh
 	if (s->argv_base) {
 		char *marked = xasprintf("echo " EXEC_MARK "\n%s", cmdline);
 		__atomic_add_fetch(&exec_started, 1, __ATOMIC_RELAXED);
+		pbx_ssh_slot_take(s); /* the server's MaxSessions counts the master's too */
 		rc = exec_openssh(&j, marked, exit_status, err);
+		pbx_ssh_slot_give(s);
 		free(marked);
 		pbx_buf_release(&j.pend);
 		pbx_buf_release(&j.preamble);
