@@ -5,11 +5,13 @@
 #include "cli/cmd.h"
 #include "cli/jobs_cli.h"
 #include "cli/output.h"
+#include "experiment/package.h"
 #include "jobs/jobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const struct pbx_cmd pbx_cmd_rerun;
 
@@ -23,6 +25,28 @@ static const struct pbx_option rerun_opts[] = {
 		     "NODE_FAIL, OUT_OF_MEMORY or MISSING (COMPLETED tasks never run again)"),
 	PBX_OPT_END,
 };
+
+/* A rerun runs the package as it was made.  When the experiment's files
+ * have changed since (the user fixed the code, then reran), say so: the
+ * fix goes out with a new package, made by parrun.  Quiet when the
+ * experiment file is gone or cannot be read now. */
+static void rerun_warn_changed(const struct pbx_jobs_target *t)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_experiment *e = NULL;
+	struct pbx_package *p = NULL;
+	if (!t->pkg.experiment_path || access(t->pkg.experiment_path, R_OK) != 0 ||
+	    pbx_experiment_load(t->pkg.experiment_path, &e, &err) < 0)
+		return;
+	if (pbx_package_build(e, &p, &err) == 0 && strcmp(p->id, t->pkg.id) != 0)
+		pbx_warning("%s or the files next to it changed since package %s was made: the "
+			    "rerun runs %s as it was; 'pbx parrun %s %s' makes a new package with "
+			    "your changes",
+			    t->pkg.experiment_path, t->pkg.short_id, t->pkg.short_id,
+			    t->pkg.experiment_path, t->sub.cluster_name);
+	pbx_package_free(p);
+	pbx_experiment_free(e);
+}
 
 static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
@@ -55,9 +79,11 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		rc = pbx_jobs_refresh(ctx->store, &t, &err);
 	if (rc == 0)
 		rc = pbx_jobs_rerun(ctx->store, &t, task, &count, &err);
-	if (rc == 0)
+	if (rc == 0) {
 		printf("resubmitted %zu task%s of %s\n", count, count == 1 ? "" : "s",
 		       t.pkg.short_id);
+		rerun_warn_changed(&t);
+	}
 	pbx_jobs_target_free(&t);
 	return rc < 0 ? pbx_report(&err) : 0;
 }
@@ -72,7 +98,9 @@ const struct pbx_cmd pbx_cmd_rerun = {
 		       "cluster's limits, one to submit.  --failed takes every task that\n"
 		       "ended without completing; PKG:TASK that one task however it ended\n"
 		       "(a COMPLETED one runs again too), and is refused while it is still\n"
-		       "pending or running.",
+		       "pending or running.  A rerun runs the package as it was made: when\n"
+		       "the experiment's files have changed since, it says so (the changes go\n"
+		       "out with 'pbx parrun', which makes a new package).",
 	.args = "TASK",
 	.options = rerun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

@@ -102,6 +102,16 @@ wait_final "$pkg3" 60
 is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/state.json")" "COMPLETED COMPLETED FAILED" \
 	"the tasks ended as without a notice"
 
+# a rerun runs the package as it was made: when the experiment's files
+# have changed since (here: the file itself, twice edited above), it says so
+run_pbx rerun --failed "$pkg3"
+ok $rc "rerun --failed of the newest package: $errout"
+is "$errout" "" "its files have not changed: nothing to say"
+run_pbx rerun --failed "$pkg"
+ok $rc "rerun --failed of the first package: $errout"
+is "$errout" "pbx: warning: $TEST_TMP/exp/experiment.yaml or the files next to it changed since package $pkg was made: the rerun runs $pkg as it was; 'pbx parrun $TEST_TMP/exp/experiment.yaml nt' makes a new package with your changes" \
+	"its files changed since: the rerun says it runs the package as it was"
+
 # URLs pbx cannot use: refused with the file, line and key, the URL not shown
 for bad in "ftp://x/$SECRET" "http:///$SECRET" "http://x/\"$SECRET" "http://x/a b$SECRET"; do
 	printf 'name: bad\ncommand: echo\nnotify: %s\n' "'$bad'" >"$TEST_TMP/bad.yaml"
