@@ -102,6 +102,89 @@ static int harvest_one(struct pbx_ctx *ctx, const char *ref, int running, json_t
 	return rc < 0 ? pbx_report(&err) : 0;
 }
 
+/* What plain `pbx harvest` left out, said once at the end. */
+struct harvest_skips {
+	size_t done, gone;    /* packages fully harvested; on deleted clusters */
+	char **down;          /* clusters that could not be reached (names) */
+	size_t ndown, downed; /* those, and the packages they held */
+};
+
+/* Whether submission `sub` (on cluster_id) has tasks not ended or not
+ * harvested, as the store last knew them. */
+static int harvest_pending(struct pbx_ctx *ctx, int64_t cluster_id, int64_t sub)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_unharvested *u = NULL;
+	size_t n = 0, i;
+	int pending = 1; /* when the store cannot say: harvest */
+	if (pbx_store_unharvested(ctx->store, cluster_id, &u, &n, &err) == 0)
+		for (pending = 0, i = 0; i < n; i++)
+			pending |= u[i].submission_id == sub;
+	pbx_unharvested_free(u, n);
+	return pending;
+}
+
+static int harvest_is_down(const struct harvest_skips *k, const char *cluster)
+{
+	size_t i;
+	for (i = 0; i < k->ndown; i++)
+		if (!strcmp(k->down[i], cluster))
+			return 1;
+	return 0;
+}
+
+/* Every package: those with results still to bring, once per reachable
+ * cluster; a cluster that fails is said once and its other packages are
+ * left for the next harvest. */
+static int harvest_all(struct pbx_ctx *ctx, int running, json_t *list)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_package_row *pkgs;
+	struct harvest_skips k = { 0 };
+	size_t n, i;
+	int rc = 0;
+	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
+		return pbx_report(&err);
+	for (i = 0; i < n; i++) {
+		struct pbx_jobs_target t;
+		int r;
+		if (pbx_jobs_target(ctx->store, ctx->cfg, pkgs[i].id, 0, &t, &err) < 0) {
+			pbx_err_clear(&err);
+			continue;
+		}
+		if (!strcmp(t.sub.cluster_state, "deleted"))
+			k.gone++;
+		else if (harvest_is_down(&k, t.sub.cluster_name))
+			k.downed++;
+		else if (!harvest_pending(ctx, t.sub.cluster_id, t.sub.id))
+			k.done++;
+		else if ((r = harvest_one(ctx, pkgs[i].id, running, list)) != 0) {
+			if (!rc)
+				rc = r;
+			k.down = xreallocarray(k.down, k.ndown + 1, sizeof(*k.down));
+			k.down[k.ndown++] = xstrdup(t.sub.cluster_name);
+		}
+		pbx_jobs_target_free(&t);
+	}
+	pbx_package_rows_free(pkgs, n);
+	if (k.done && !list)
+		pbx_info("%zu package%s already home whole (every task ended and harvested): "
+			 "skipped",
+			 k.done, k.done == 1 ? "" : "s");
+	if (k.gone)
+		pbx_info("%zu package%s on clusters that are gone: skipped (what was harvested "
+			 "is in %s/results)",
+			 k.gone, k.gone == 1 ? "" : "s", pbx_home());
+	if (k.downed)
+		pbx_warning("%zu more package%s on the cluster%s that could not be reached, left "
+			    "for the next harvest",
+			    k.downed, k.downed == 1 ? "" : "s", k.ndown == 1 ? "" : "s");
+	for (i = 0; i < k.ndown; i++)
+		free(k.down[i]);
+	free(k.down);
+	return rc;
+}
+
 struct harvest_opts {
 	int running, json;
 };
@@ -118,7 +201,6 @@ static const struct pbx_option harvest_opts[] = {
 
 static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	struct pbx_err err = PBX_ERR_INIT;
 	struct harvest_opts o = { 0 };
 	int running, json, first, rc = 0;
 	json_t *list;
@@ -132,18 +214,7 @@ static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (first < argc) {
 		rc = harvest_one(ctx, argv[first], running, list);
 	} else {
-		struct pbx_package_row *pkgs;
-		size_t n, i;
-		if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0) {
-			json_decref(list);
-			return pbx_report(&err);
-		}
-		for (i = 0; i < n; i++) {
-			int r = harvest_one(ctx, pkgs[i].id, running, list);
-			if (r && !rc)
-				rc = r;
-		}
-		pbx_package_rows_free(pkgs, n);
+		rc = harvest_all(ctx, running, list);
 	}
 	if (list)
 		pbx_print_json(list);
@@ -164,6 +235,9 @@ const struct pbx_cmd pbx_cmd_harvest = {
 		"short keeps every file that arrived whole and the next one fetches the rest.\n"
 		"The points of metrics.jsonl files go into the store (see pbx-report(1));\n"
 		"harvesting twice adds nothing.\n"
+		"Without PKG, packages already home whole (every task ended and harvested)\n"
+		"and those on deleted clusters are skipped, and a cluster that cannot be\n"
+		"reached is said once: its other packages wait for the next harvest.\n"
 		"Nothing is written outside the results directory, whatever the tasks leave:\n"
 		"names that are absolute or have '..' are refused and reported.  A link is\n"
 		"brought home, as a link, only when its target is relative with no '..'\n"

@@ -7,8 +7,11 @@
 # the tasks never wait for it (they have ended before it runs); the URL's
 # secret path is in no log, state or error; a webhook that answers 500 or
 # does not listen changes nothing but the job's log line; a URL pbx cannot
-# use is refused with its file and line.  Addresses 127.0.158.x, ports
-# 22360 and 29800-29863.
+# use is refused with its file and line.  On the same cluster, two more
+# first-hour checks: a plain `pbx harvest` skips what is home whole and
+# says so once; `pbx rerun` says when the experiment's files changed since
+# the package was made.  Addresses 127.0.158.x, ports 22360 and
+# 29800-29863.
 . "$(dirname "$0")/lib.sh"
 
 local_cluster nt 127.0.158.0 22360 29800 "{ name: node, count: 2 }"
@@ -101,6 +104,19 @@ is "$(echo "$log3" | grep -c SECRET)" 0 "curl's error names the host, not the UR
 wait_final "$pkg3" 60
 is "$(json_get '" ".join(sorted(t["state"] for t in d["tasks"]))' <"$TEST_TMP/state.json")" "COMPLETED COMPLETED FAILED" \
 	"the tasks ended as without a notice"
+
+# plain `pbx harvest`: what is home whole is skipped, and said once
+wait_final "$pkg2" 60
+run_pbx harvest
+ok $rc "plain harvest: $errout"
+is "$(echo "$out" | cut -d: -f1 | sort | tr '\n' ' ')" "$(printf '%s\n' "$pkg2" "$pkg3" | sort | tr '\n' ' ')" \
+	"it harvests the two packages not yet home: $out"
+echo "$errout" | grep -q "1 package already home whole (every task ended and harvested): skipped"
+ok $? "and skips the one that is, saying so: $errout"
+run_pbx harvest
+is "$rc:$out" "0:" "a second plain harvest has nothing to do"
+echo "$errout" | grep -q "3 packages already home whole"
+ok $? "and says so: $errout"
 
 # a rerun runs the package as it was made: when the experiment's files
 # have changed since (here: the file itself, twice edited above), it says so
