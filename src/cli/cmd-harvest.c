@@ -9,6 +9,7 @@
 #include "util/visible.h"
 #include "util/xalloc.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,19 @@ static const struct pbx_option harvest_opts[] = {
 	PBX_OPT_END,
 };
 
+/* Ctrl-C (or a TERM) during a harvest: what is kept and what to do, then
+ * the signal's own death.  Only async-signal-safe calls. */
+static void harvest_interrupted(int sig)
+{
+	static const char msg[] =
+		"\npbx: harvest interrupted: every file that came whole is kept; 'pbx harvest' "
+		"again fetches the rest\n";
+	ssize_t w = write(2, msg, sizeof(msg) - 1);
+	(void)w;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct harvest_opts o = { 0 };
@@ -211,6 +225,8 @@ static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (argc - first > 1)
 		return pbx_usage_error(&pbx_cmd_harvest, "expected at most one package");
 	list = json ? json_array() : NULL;
+	signal(SIGINT, harvest_interrupted);
+	signal(SIGTERM, harvest_interrupted);
 	if (first < argc) {
 		rc = harvest_one(ctx, argv[first], running, list);
 	} else {

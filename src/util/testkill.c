@@ -17,6 +17,10 @@ void pbx_test_kill_point(const char *phase, uint64_t reached)
 	if (!at || strncmp(at, phase, l) != 0 || at[l] != ':' || at[l + 1] < '0' || at[l + 1] > '9')
 		return; /* unset, another phase, or no number: never */
 	n = strtoull(at + l + 1, &end, 10);
-	if (!*end && reached >= n)
+	if (reached < n)
+		return;
+	if (!*end)
 		raise(SIGKILL);
+	else if (!strcmp(end, ":INT")) /* as Ctrl-C would */
+		raise(SIGINT);
 }

@@ -1,7 +1,8 @@
 /*
  * testkill.h - kill points for the crash tests: PBX_TEST_KILL_AT=PHASE:N
  * makes pbx kill itself with SIGKILL, exactly as `kill -9` would, when the
- * named phase reaches N.  Unset (always, outside tests) it does nothing.
+ * named phase reaches N (PHASE:N:INT: SIGINT instead, as Ctrl-C would).
+ * Unset (always, outside tests) it does nothing.
  * The phases, and the tests that use them:
  *   stream, install, ingest   harvest (src/jobs/harvest.c; t0310)
  *   power                     1: a resume's nodes marked waking, before the

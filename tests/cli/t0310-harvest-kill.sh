@@ -6,7 +6,8 @@
 # counted as harvested without its metrics, never a partial file in place,
 # and the transfer after a kill smaller than the whole when the killed one
 # had finished files.  Also: metrics an older pbx recorded without their
-# points are ingested by the next harvest; an empty .incoming is removed.
+# points are ingested by the next harvest; an empty .incoming is removed; a
+# harvest interrupted by SIGINT (Ctrl-C) says the next one fetches the rest.
 # The kill points come from PBX_TEST_KILL_AT (src/jobs/harvest.c), which
 # raises SIGKILL in pbx itself, exactly as `kill -9` would; one more kill
 # comes from outside while the stream is under way.
@@ -114,6 +115,16 @@ for point in install:5 install:120 install:250 ingest:1 ingest:20 ingest:40; do
 	[ "$last" -lt "$WHOLE" ]
 	ok $? "after the kill at $point, $last bytes fetched, less than the whole ($WHOLE)"
 done
+
+# Ctrl-C while files are placed: the harvest says what it kept and that
+# the next harvest fetches the rest, dies of the signal, and the next one does.
+reset_home
+PBX_TEST_KILL_AT=install:120:INT "$PBX" harvest "$PKG" >/dev/null 2>"$TEST_TMP/int.err"
+is "$?" 130 "a harvest interrupted (SIGINT, as Ctrl-C) dies of it"
+is "$(tail -n 1 "$TEST_TMP/int.err")" "pbx: harvest interrupted: every file that came whole is kept; 'pbx harvest' again fetches the rest" \
+	"and says the next harvest fetches the rest"
+is "$(differing)" "" "after the interrupt, every file in place is whole and the cluster's"
+finish_harvest "the interrupt"
 
 # A store in which an older pbx recorded metrics.jsonl files without their
 # points (killed between its two transactions): the next harvest ingests them.
