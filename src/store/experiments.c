@@ -800,3 +800,34 @@ void pbx_harvested_free(struct pbx_harvested *rows, size_t n)
 		free(rows[i].path);
 	free(rows);
 }
+
+int pbx_store_package_forget(struct pbx_store *st, const char *package_id, struct pbx_err *err)
+{
+	static const char *const sql[] = {
+		"DELETE FROM metrics WHERE submission_id IN"
+		" (SELECT id FROM submissions WHERE package_id = ?)",
+		"DELETE FROM harvested WHERE submission_id IN"
+		" (SELECT id FROM submissions WHERE package_id = ?)",
+		"DELETE FROM tasks WHERE submission_id IN"
+		" (SELECT id FROM submissions WHERE package_id = ?)",
+		"DELETE FROM arrays WHERE submission_id IN"
+		" (SELECT id FROM submissions WHERE package_id = ?)",
+		"DELETE FROM submissions WHERE package_id = ?",
+		"DELETE FROM packages WHERE id = ?",
+	};
+	sqlite3_stmt *stmt;
+	size_t i;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	for (i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+		if (pbx_store_prepare(st, sql[i], &stmt, err) < 0)
+			goto fail;
+		sqlite3_bind_text(stmt, 1, package_id, -1, SQLITE_STATIC);
+		if (pbx_store_step_done(st, stmt, err) < 0)
+			goto fail;
+	}
+	return pbx_store_commit(st, err);
+fail:
+	pbx_store_rollback(st);
+	return -1;
+}

@@ -39,6 +39,11 @@ int pbx_store_package_find(struct pbx_store *st, const char *ref, struct pbx_pac
 int pbx_store_package_list(struct pbx_store *st, struct pbx_package_row **rows, size_t *n,
 			   struct pbx_err *err);
 void pbx_package_row_free(struct pbx_package_row *p);
+/* Removes package `package_id` and everything the store keeps of it (its
+ * submissions, arrays, tasks, metrics and harvested files), in one
+ * transaction.  Files (results at home, the run on the cluster) are the
+ * caller's. */
+int pbx_store_package_forget(struct pbx_store *st, const char *package_id, struct pbx_err *err);
 void pbx_package_rows_free(struct pbx_package_row *rows, size_t n);
 
 struct pbx_submission_row {

@@ -10,7 +10,8 @@
 # use is refused with its file and line.  On the same cluster, two more
 # first-hour checks: a plain `pbx harvest` skips what is home whole and
 # says so once; `pbx rerun` says when the experiment's files changed since
-# the package was made.  Addresses 127.0.158.x, ports 22360 and
+# the package was made; `pbx forget` drops a package (refused while its
+# results are not home), keeping its results unless asked.  Addresses 127.0.158.x, ports 22360 and
 # 29800-29863.
 . "$(dirname "$0")/lib.sh"
 
@@ -137,5 +138,24 @@ for bad in "ftp://x/$SECRET" "http:///$SECRET" "http://x/\"$SECRET" "http://x/a 
 	ok $? "with the file, line and key: $errout"
 	is "$(echo "$errout" | grep -c SECRET)" 0 "without the URL"
 done
+# pbx forget: a package leaves the store; its results stay unless asked
+run_pbx forget "$pkg"
+is "$rc" 4 "forget of a package whose rerun has not ended is refused (exit 4)"
+echo "$errout" | grep -q "package $pkg (told) on cluster nt has results that are not home: 1 task not ended"
+ok $? "saying why and what to do: $errout"
+run_pbx forget "$pkg2"
+ok $rc "forget of a package home whole: $errout"
+is "$("$PBX" ls --json | json_get '" ".join(sorted(p["package"] for p in d))')" "$(printf '%s\n' "$pkg" "$pkg3" | sort | tr '\n' ' ' | sed 's/ $//')" \
+	"pbx ls no longer lists it"
+is "$(ls "$PBX_HOME/results/$pkg2" | wc -l)" 3 "its results stay home"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM tasks WHERE submission_id NOT IN (SELECT id FROM submissions)")" 0 \
+	"no task row is left without its package"
+run_pbx forget --discard-results --delete-results "$pkg3"
+ok $rc "forget --discard-results --delete-results: $errout"
+[ ! -e "$PBX_HOME/results/$pkg3" ]
+ok $? "deletes its results too"
+run_pbx state "$pkg3"
+is "$rc" 3 "the package is gone (exit 3)"
+
 run_pbx -q cluster stop --discard-results nt
 done_testing
