@@ -33,7 +33,7 @@ static const struct pbx_option report_opts[] = {
 		       "write FILE atomically instead of standard output"),
 	PBX_OPT_LIST('m', "metric", "NAME", struct report_args, metrics,
 		     "the metrics to show and chart (repeatable; default all)"),
-	PBX_OPT_LIST('g', "group-by", "P1,P2", struct report_args, group_by,
+	PBX_OPT_LIST('g', "group-by", "PARAMS", struct report_args, group_by,
 		     "one row per combination of these parameters, aggregating the\n"
 		     "others (usually repeat): tasks, then per metric the mean, std\n"
 		     "(sample, n-1; empty for n = 1), min, max and n of the final values"),

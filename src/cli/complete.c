@@ -93,6 +93,31 @@ static void comp_packages(struct comp *c)
 	pbx_package_rows_free(rows, n);
 }
 
+/* Parameter names (report's -g, --x, --color-by): of every task in the
+ * store; after "a,b," the list so far followed by each name not in it. */
+static void comp_params(struct comp *c)
+{
+	const char *comma = strrchr(c->cur, ',');
+	size_t head = comma ? (size_t)(comma - c->cur) + 1 : 0, n = 0, i;
+	struct pbx_err err = PBX_ERR_INIT;
+	char **names = NULL;
+	if (!comp_store(c) || pbx_store_param_names(c->st, &names, &n, &err) < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		char *word, *listed = xasprintf(",%.*s", (int)head, c->cur), *me;
+		me = xasprintf(",%s,", names[i]);
+		if (!strstr(listed, me)) {
+			word = xasprintf("%.*s%s", (int)head, c->cur, names[i]);
+			comp_say(c, word);
+			free(word);
+		}
+		free(me);
+		free(listed);
+		free(names[i]);
+	}
+	free(names);
+}
+
 /* PKG:IDX for each task of PKG's latest submission (cur is "PKG:..."). */
 static void comp_tasks(struct comp *c)
 {
@@ -154,6 +179,7 @@ static void comp_kind(struct comp *c, const char *kind, size_t len)
 		{ "CLUSTER", comp_clusters }, { "TEMPLATE", comp_templates },
 		{ "PACKAGE", comp_packages }, { "TASK", comp_tasks },
 		{ "IMAGE", comp_images },     { "VERB", comp_all_verbs },
+		{ "PARAM", comp_params },     { "PARAMS", comp_params },
 	};
 	while (len > 0) {
 		size_t n = strcspn(kind, "|"), i;

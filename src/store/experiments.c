@@ -831,3 +831,29 @@ fail:
 	pbx_store_rollback(st);
 	return -1;
 }
+
+int pbx_store_param_names(struct pbx_store *st, char ***names, size_t *n, struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+	*names = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st,
+			      "SELECT DISTINCT j.key FROM tasks t, json_each(t.params_json) j"
+			      " WHERE json_valid(t.params_json) ORDER BY j.key",
+			      &s, err) < 0)
+		return -1;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*names = xreallocarray(*names, *n + 1, sizeof(**names));
+		(*names)[(*n)++] = pbx_store_col_text(s, 0);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		while (*n)
+			free((*names)[--*n]);
+		free(*names);
+		*names = NULL;
+		return pbx_store_fail(st, err, "parameter names");
+	}
+	return 0;
+}

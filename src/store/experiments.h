@@ -44,6 +44,9 @@ void pbx_package_row_free(struct pbx_package_row *p);
  * transaction.  Files (results at home, the run on the cluster) are the
  * caller's. */
 int pbx_store_package_forget(struct pbx_store *st, const char *package_id, struct pbx_err *err);
+/* The names of every parameter any task of the store has, sorted, each
+ * once (for completion); *names and its strings are the caller's. */
+int pbx_store_param_names(struct pbx_store *st, char ***names, size_t *n, struct pbx_err *err);
 void pbx_package_rows_free(struct pbx_package_row *rows, size_t n);
 
 struct pbx_submission_row {

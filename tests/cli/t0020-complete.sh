@@ -46,7 +46,8 @@ INSERT INTO packages(id, short_id, name, experiment_path, experiment_text, user,
 INSERT INTO submissions(package_id, cluster_id, remote_dir, resources_json, state, created)
   VALUES ('abcdef012345ffff', 1, 'r', '{}', 'submitted', 1);
 INSERT INTO tasks(submission_id, idx, params_json, state, updated)
-  VALUES (1, 0, '{}', 'COMPLETED', 1), (1, 1, '{}', 'FAILED', 1), (1, 2, '{}', 'RUNNING', 1);
+  VALUES (1, 0, '{"lr": "0.1", "width": "64"}', 'COMPLETED', 1), (1, 1, '{"lr": "0.1", "width": "128"}', 'FAILED', 1),
+         (1, 2, '{"lr": "0.01", "width": "64", "seed": "3"}', 'RUNNING', 1);
 INSERT INTO images(name, uid, cloud, project, source_image, template, state, created, updated)
   VALUES ('img-a', 'i1', 'gce', 'p', 's', 't', 'ready', 1, 1);
 SQL
@@ -58,6 +59,9 @@ is "$(comp state "")" "abcdef012345 sweep" "packages: short ids and names"
 is "$(comp log sweep:)" "sweep:0 sweep:1 sweep:2" "PKG:TASK: the tasks of its latest submission"
 is "$(comp rerun abcdef:1)" "abcdef:1" "by prefix, with the package as typed"
 is "$(comp image delete "")" "img-a" "images"
+is "$(comp report -g "")" "lr seed width" "report -g: the parameters the store's tasks have"
+is "$(comp report -g lr,)" "lr,seed lr,width" "after a comma, the ones not listed yet"
+is "$(comp report --x w)" "width" "--x PARAM by prefix"
 is "$(comp cluster exec alpha -- "")" "" "nothing after --: a command for the node"
 is "$(comp help cl)" "cluster" "help VERB"
 is "$(comp nosuchverb "")" "" "an unknown verb: nothing"
