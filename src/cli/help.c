@@ -252,6 +252,42 @@ void pbx_man_overview(void)
 	       ".TP\n.B $PBX_HOME/clusters/NAME\nper\\-cluster files (keys, node bodies of local clusters)\n");
 }
 
+/* SEE ALSO: pbx(1) and the pages of the verbs a reader of cmd's page
+ * goes to next (the experiment cycle's neighbours). */
+static void man_see_also(const struct pbx_cmd *cmd)
+{
+	static const char *const related[][2] = {
+		{ "cluster", "config image parrun" },
+		{ "image", "cluster config" },
+		{ "config", "cluster" },
+		{ "parrun", "run state log cancel rerun harvest report" },
+		{ "run", "parrun state log" },
+		{ "state", "ls log rerun cancel harvest" },
+		{ "ls", "state forget" },
+		{ "log", "state rerun" },
+		{ "cancel", "state rerun" },
+		{ "rerun", "state parrun log" },
+		{ "harvest", "report state forget" },
+		{ "report", "harvest state" },
+		{ "forget", "ls harvest" },
+	};
+	size_t i;
+	printf(".SH SEE ALSO\n.BR pbx (1)");
+	for (i = 0; i < sizeof(related) / sizeof(related[0]); i++) {
+		const char *p = related[i][1];
+		if (strcmp(related[i][0], cmd->name) != 0)
+			continue;
+		while (*p) {
+			size_t n = strcspn(p, " ");
+			printf(",\n.BR pbx\\-%.*s (1)", (int)n, p);
+			p += n + (p[n] == ' ');
+		}
+	}
+	if (!strcmp(cmd->name, "parrun") || !strcmp(cmd->name, "run"))
+		printf(",\n.BR pbx\\-experiment (5)");
+	printf("\n");
+}
+
 void pbx_man_print(const struct pbx_cmd *cmd)
 {
 	size_t i;
@@ -288,5 +324,5 @@ void pbx_man_print(const struct pbx_cmd *cmd)
 		man_synopsis(cmd->examples);
 	}
 	man_common_tail();
-	printf(".SH SEE ALSO\n.BR pbx (1)\n");
+	man_see_also(cmd);
 }

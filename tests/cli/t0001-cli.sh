@@ -74,4 +74,9 @@ printf '%s%s' "$out" "$errout" | grep -q "$(printf '\033')"
 ok $((! $?)) "no escape sequences when not on a terminal"
 run_pbx cluster forget-host nosuch
 is "$rc:$errout" "3:pbx: error: no host key pinned for 'nosuch'" "forget-host of an unknown host"
+# SEE ALSO names the pages a reader goes to next
+is "$(sed -n '/^\.SH SEE ALSO/,$p' "$PBX_SOURCE_DIR/man/pbx-parrun.1" | grep -c '^\.BR pbx')" 9 \
+	"pbx-parrun(1)'s SEE ALSO: pbx(1), the verbs of the experiment cycle and pbx-experiment(5)"
+grep -q '^\.BR pbx\\-experiment (5)$' "$PBX_SOURCE_DIR/man/pbx-parrun.1"
+ok $? "it names the experiment format's page"
 done_testing
