@@ -48,7 +48,10 @@ static const char css[] =
 	".num{text-align:right}tbody tr:hover td{background:var(--soft)}\n"
 	".st-COMPLETED{color:#1a7f37}.st-FAILED,.st-TIMEOUT,.st-OUT_OF_MEMORY,.st-NODE_FAIL,"
 	".st-MISSING{color:#cf222e;font-weight:bold}.st-RUNNING,.st-PENDING{color:#0969da}\n"
-	".scroll{overflow-x:auto}\n";
+	".scroll{overflow-x:auto}\n"
+	"#best .box{border:1px solid #d4a72c;background:#fff8c5;border-radius:8px;"
+	"padding:10px 14px;font-size:15px}\n"
+	"tr.best td{background:#fff8c5}\n";
 
 /* Distinct values of parameter p among the shown tasks: numeric ones
  * ascending, others in order of first appearance.  *vals is borrowed
@@ -151,6 +154,117 @@ static void html_meta(const struct pbx_report *r, FILE *f)
 		esc(f, r->cost >= 0 ? cost : "unknown");
 	}
 	fputs("</p>\n</header>\n", f);
+}
+
+/* ------------------------------------------------------ best configuration */
+
+/* A task's configuration: its values of every parameter but repeat,
+ * '\x1f'-joined.  Caller frees. */
+static char *config_key(const struct pbx_report *r, const struct pbx_report_task *t)
+{
+	size_t p, len = 1;
+	char *k;
+	for (p = 0; p < r->nparams; p++)
+		len += strlen(t->values[p]) + 1;
+	k = xcalloc(len, 1);
+	for (p = 0; p < r->nparams; p++)
+		if (strcmp(r->params[p], "repeat") != 0) {
+			strcat(k, t->values[p]);
+			strcat(k, "\x1f");
+		}
+	return k;
+}
+
+struct best {
+	char *key;        /* config_key of the best configuration, NULL: none */
+	size_t first;     /* one of its tasks */
+	size_t n;         /* its tasks with a final value (repeats) */
+	double mean, std; /* of their final values of the first chosen metric */
+};
+
+/* The best configuration by the mean final value of the first chosen
+ * metric over its repeats: the lowest for metrics named loss or err, else the
+ * highest (the table's rule). */
+static void best_find(const struct pbx_report *r, struct best *b)
+{
+	size_t m, t, u;
+	int lower;
+	memset(b, 0, sizeof(*b));
+	if (!r->nmetrics || !r->ntasks)
+		return;
+	m = r->metrics[0];
+	lower = pbx_metric_lower_is_better(r->metric_names[m]);
+	for (t = 0; t < r->ntasks; t++) {
+		char *key = config_key(r, &r->tasks[t]);
+		double sum = 0, ss = 0, mean;
+		size_t n = 0;
+		for (u = 0; u < r->ntasks; u++) {
+			char *k2 = config_key(r, &r->tasks[u]);
+			if (!strcmp(k2, key) && r->tasks[u].stats[m].has_final) {
+				sum += r->tasks[u].stats[m].final;
+				n++;
+			}
+			free(k2);
+		}
+		if (!n || (b->key && !strcmp(b->key, key))) {
+			free(key);
+			continue;
+		}
+		mean = sum / (double)n;
+		if (b->key && (lower ? mean >= b->mean : mean <= b->mean)) {
+			free(key);
+			continue;
+		}
+		for (u = 0; u < r->ntasks; u++) {
+			char *k2 = config_key(r, &r->tasks[u]);
+			if (!strcmp(k2, key) && r->tasks[u].stats[m].has_final)
+				ss += pow(r->tasks[u].stats[m].final - mean, 2);
+			free(k2);
+		}
+		free(b->key);
+		b->key = key;
+		b->first = t;
+		b->n = n;
+		b->mean = mean;
+		b->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0;
+	}
+}
+
+static void html_best(const struct pbx_report *r, const struct best *b, FILE *f)
+{
+	char mean[32], std[32];
+	size_t p, shown = 0;
+	if (!b->key)
+		return;
+	pbx_num_short(b->mean, mean, sizeof(mean));
+	pbx_num_short(b->std, std, sizeof(std));
+	fprintf(f,
+		"<section id=\"best\">\n<h2>Best configuration</h2>\n<p class=\"box\" "
+		"data-metric=\"");
+	esc(f, r->metric_names[r->metrics[0]]);
+	fprintf(f, "\" data-mean=\"%.17g\" data-std=\"%.17g\" data-n=\"%zu\">", b->mean, b->std,
+		b->n);
+	fprintf(f, "<b>%s", pbx_metric_lower_is_better(r->metric_names[r->metrics[0]]) ? "lowest"
+											 : "highest");
+	fputs(" final ", f);
+	esc(f, r->metric_names[r->metrics[0]]);
+	fprintf(f, ": %s", mean);
+	if (b->n > 1)
+		fprintf(f, " &plusmn; %s", std);
+	fprintf(f, "</b> (%zu task%s) with ", b->n, b->n == 1 ? "" : "s");
+	for (p = 0; p < r->nparams; p++) {
+		if (!strcmp(r->params[p], "repeat"))
+			continue;
+		fputs(shown++ ? ", " : "", f);
+		fputs("<code>", f);
+		esc(f, r->params[p]);
+		fputs(" = ", f);
+		esc(f, r->tasks[b->first].values[p]);
+		fputs("</code>", f);
+	}
+	if (!shown)
+		fputs("no parameter", f);
+	fputs("</p>\n</section>\n", f);
 }
 
 /* ------------------------------------------------------- learning curves */
@@ -469,11 +583,11 @@ static void html_params(const struct pbx_report *r, FILE *f)
 
 /* ----------------------------------------------------------------- table */
 
-static void html_row(const struct pbx_grid *g, size_t row, FILE *f)
+static void html_row(const struct pbx_grid *g, size_t row, int best, FILE *f)
 {
 	char buf[64];
 	size_t c;
-	fputs("<tr>", f);
+	fputs(best ? "<tr class=\"best\">" : "<tr>", f);
 	for (c = 0; c < g->ncols; c++) {
 		const struct pbx_cell *cell = pbx_grid_cell(g, row, c);
 		if (g->numeric[c])
@@ -492,7 +606,21 @@ static void html_row(const struct pbx_grid *g, size_t row, FILE *f)
 	fputs("</tr>\n", f);
 }
 
-static void html_table(const struct pbx_report *r, FILE *f)
+/* Whether table row `row` is a task of the best configuration (rows are
+ * tasks when the table is not grouped). */
+static int row_is_best(const struct pbx_report *r, const struct best *b, size_t row)
+{
+	char *key;
+	int yes;
+	if (!b->key || r->ngroup_by || row >= r->ntasks)
+		return 0;
+	key = config_key(r, &r->tasks[row]);
+	yes = !strcmp(key, b->key);
+	free(key);
+	return yes;
+}
+
+static void html_table(const struct pbx_report *r, const struct best *b, FILE *f)
 {
 	struct pbx_grid g;
 	size_t c, row;
@@ -507,7 +635,7 @@ static void html_table(const struct pbx_report *r, FILE *f)
 	}
 	fputs("</tr></thead>\n<tbody>\n", f);
 	for (row = 0; row < g.nrows; row++)
-		html_row(&g, row, f);
+		html_row(&g, row, row_is_best(r, b, row), f);
 	fputs("</tbody>\n</table></div>\n<p class=\"note\">final: the value at a task's last step; "
 	      "best: the minimum for metrics named *loss* or *err*, the maximum otherwise; "
 	      "runtime in seconds; std is the sample standard deviation.",
@@ -523,11 +651,15 @@ static void html_table(const struct pbx_report *r, FILE *f)
 
 int pbx_render_html(const struct pbx_report *r, FILE *f)
 {
+	struct best b;
+	best_find(r, &b);
 	html_head(r, f);
 	html_meta(r, f);
+	html_best(r, &b, f);
 	html_curves(r, f);
 	html_params(r, f);
-	html_table(r, f);
+	html_table(r, &b, f);
+	free(b.key);
 	fputs("<footer class=\"note\">generated by pbx report</footer>\n</body>\n</html>\n", f);
 	return ferror(f) ? -1 : 0;
 }

@@ -2,7 +2,8 @@
 # html.sh - the HTML report of the results fixture (tests/results/fixture.c:
 # 12 tasks, metrics acc and loss), rendered by `pbx report` and loaded in
 # headless Chromium: the dumped DOM must hold one polyline.curve per task
-# and metric, an error bar per x value per chart and no external resource;
+# and metric, an error bar per x value per chart, the best configuration's
+# box before the charts and its rows marked, and no external resource;
 # the screenshot must be a real PNG.  Fails (never skips) without Chromium.
 # Environment: PBX (the pbx binary), TEST_RESULTS (tests/results' program).
 set -u
@@ -54,6 +55,17 @@ for x in 0.1 0.03 0.01 16 32; do
 	bars=$(count "class=\"errorbar\" data-x=\"$x\"")
 	check "$([ "$bars" -eq "$charts" ]; echo $?)" "error bar at x = $x in each final-value chart: $bars"
 done
+# the best configuration at the top (acc, the first metric: the highest
+# mean over repeats is lr 0.01, width 16: 0.88 and 0.89), its rows marked
+best=$(grep -o '<p class="box" data-metric="acc" data-mean="0.88[0-9]*" data-std="0.0070[0-9]*" data-n="2">' "$T/dom.html" | wc -l)
+check "$([ "$best" -eq 1 ]; echo $?)" "the best configuration's box: acc 0.885 over 2 repeats"
+grep -q '<code>lr = 0.01</code>, <code>width = 16</code></p>' "$T/dom.html"
+check $? "it names its parameters"
+rows=$(count '<tr class="best">')
+check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in the table: $rows"
+before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
+curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
+check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
 for f in "$T/report.html" "$T/dom.html"; do
 	grep -Eiq "src=|href=[\"']?(https?:)?//|@import|url\(" "$f"
 	check "$([ $? -ne 0 ]; echo $?)" "no external resource in $(basename "$f")"
