@@ -4,10 +4,12 @@
  * locked" failures.
  */
 #include "common/tap.h"
+#include "store/experiments.h"
 #include "store/store.h"
 #include "util/xalloc.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -330,6 +332,47 @@ static void test_node_runs(void)
 	pbx_store_close(st);
 }
 
+/* A task counts as harvested when its status file came home as it was at
+ * its end: the file's mtime may read one second before the wrapper's
+ * END_EPOCH (the kernel's coarse file clock), never two. */
+static void test_unharvested(void)
+{
+	struct pbx_store *st;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_unharvested *u = NULL;
+	sqlite3 *db;
+	size_t n = 0;
+	int64_t cid;
+	char *sql;
+	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
+	ok(pbx_store_cluster_create(st, "u", "00000000000000000000000000000002", "local", "{}", 5,
+				    &cid, &err) == 0,
+	   "a cluster");
+	sql = xasprintf(
+		"INSERT INTO packages(id, short_id, name, experiment_path, experiment_text, user,"
+		" host, ntasks, created) VALUES ('pk1', 'pk1', 'e', 'e.yaml', '', 'u', 'h', 4, 1);"
+		"INSERT INTO submissions(id, package_id, cluster_id, remote_dir, resources_json,"
+		" state, created) VALUES (77, 'pk1', %lld, 'r', '{}', 'submitted', 1);"
+		"INSERT INTO tasks(submission_id, idx, params_json, state, start_time, end_time,"
+		" updated) VALUES (77, 0, '{}', 'COMPLETED', 100, 200, 1),"
+		" (77, 1, '{}', 'COMPLETED', 100, 200, 1), (77, 2, '{}', 'COMPLETED', 100, 200, 1),"
+		" (77, 3, '{}', 'RUNNING', 100, NULL, 1);"
+		"INSERT INTO harvested(submission_id, idx, path, size, mtime) VALUES"
+		" (77, 0, 'status', 10, 200), (77, 1, 'status', 10, 199), (77, 2, 'status', 10, 198);",
+		(long long)cid);
+	ok(sqlite3_open(dbpath, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+	   "a package: 3 ended tasks (status home at the end, a second before, two before), "
+	   "1 running");
+	sqlite3_close(db);
+	free(sql);
+	ok(pbx_store_unharvested(st, cid, &u, &n, &err) == 0 && n == 1 && u[0].submission_id == 77,
+	   "its submission is listed: %s", err.msg);
+	ok(n == 1 && u[0].live == 1 && u[0].ended == 1,
+	   "1 live; 1 ended not home (mtime two seconds early), the one a second early is home");
+	pbx_unharvested_free(u, n);
+	pbx_store_close(st);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/pbx-store-XXXXXX";
@@ -342,6 +385,7 @@ int main(void)
 	test_migration_uids();
 	test_two_writers();
 	test_node_runs();
+	test_unharvested();
 	{
 		char *cmd = xasprintf("rm -rf %s", dir);
 		if (system(cmd) != 0)
