@@ -490,6 +490,26 @@ power_kill_at() {
 # pk_node1_state CLUSTER: node1's state in the head's store.
 pk_node1_state() { "$pbx_head" cluster show "$1" --json | json_get '[n["state"] for n in d["nodes"] if n["name"] == "node1"][0]'; }
 
+# stray_resume_idle_stop CLUSTER AWAKE OFF: a resume of node1 killed at
+# create:1 leaves its instance running (`instances`, the test's, prints
+# AWAKE) while SLURM has node1 asleep; an idle stop of the head (its
+# watcher, run here with a 10 s autostop) removes it too, not only the
+# nodes SLURM has awake, and powers the head off (`instances` prints OFF).
+# 4 checks; needs $pbx_head (the head's pbx-head).  t0454, t0459.
+stray_resume_idle_stop() {
+	PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power "$1" resume node1 >"$TEST_TMP/k.out" 2>&1
+	is "$?" "137" "a resume killed at create:1"
+	wait_for 600 prints "$2" instances
+	is "$(instances)" "$2" "leaves node1's instance running"
+	head_root=${pbx_head%/usr/local/sbin/pbx-head}
+	sed 's/^PBX_AUTOSTOP_S=.*/PBX_AUTOSTOP_S=10/' "$head_root/etc/pbx/autostop.conf" >"$TEST_TMP/autostop.conf"
+	PBX_AUTOSTOP_CONF=$TEST_TMP/autostop.conf PBX_AUTOSTOP_TICK=1 setsid "$head_root/usr/local/sbin/pbx-autostop" watch \
+		>"$TEST_TMP/watch.log" 2>&1 </dev/null &
+	wait_for 1200 prints "$3" instances
+	is "$(instances)" "$3" "the idle head removed node1's instance and powered off"
+	[ "$(instances)" = "$3" ] || sed 's/^/#   /' "$TEST_TMP/watch.log" "$head_root/var/lib/pbx/sleepers.log"
+}
+
 # near A B: numbers A and B (unix s) at most 2 apart (false when one is
 # empty): a run's start or end as the head's pbx records it beside the
 # cloud's own time (t0457, t0461, t0467; docs/cost.md, "Spend").

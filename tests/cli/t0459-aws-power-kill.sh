@@ -56,18 +56,7 @@ ok $? "node1 sleeps again: $(cat "$TEST_TMP/k.out")"
 # while SLURM has node1 asleep; an idle stop of the head (its watcher, run
 # here with a 10 s autostop) removes it too, not only the nodes SLURM has
 # awake
-PBX_TEST_KILL_AT=create:1 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
-is "$?" "137" "a resume killed at create:1"
-wait_for 600 prints "head=running node=running" instances
-is "$(instances)" "head=running node=running" "leaves node1's instance running"
-head_root=${pbx_head%/usr/local/sbin/pbx-head}
-sed 's/^PBX_AUTOSTOP_S=.*/PBX_AUTOSTOP_S=10/' "$head_root/etc/pbx/autostop.conf" >"$TEST_TMP/autostop.conf"
-PBX_AUTOSTOP_CONF=$TEST_TMP/autostop.conf PBX_AUTOSTOP_TICK=1 setsid "$head_root/usr/local/sbin/pbx-autostop" watch \
-	>"$TEST_TMP/watch.log" 2>&1 </dev/null &
-off() { [ "$(instances)" = "head=stopped" ]; }
-wait_for 1200 off
-is "$(instances)" "head=stopped" "the idle head removed node1's instance and powered off"
-[ "$(instances)" = "head=stopped" ] || sed 's/^/#   /' "$TEST_TMP/watch.log" "$head_root/var/lib/pbx/sleepers.log"
+stray_resume_idle_stop pk "head=running node=running" "head=stopped"
 run_pbx -q cluster start pk
 ok $rc "the user's start brings the head back: $errout"
 
