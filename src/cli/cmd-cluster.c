@@ -31,12 +31,15 @@
 static int cluster_not_users(const struct pbx_ctx *ctx, const char *name, const char *verb)
 {
 	const struct pbx_cluster_template *t = pbx_config_template(ctx->cfg, name);
+	char *login;
 	if (!t || strcmp(t->cloud, "ssh") != 0)
 		return 0;
+	login = pbx_template_login(t);
 	pbx_error("cluster %s is not pbx's to %s: it is an existing cluster (cloud ssh) that "
-		  "pbx uses as it is, through %s@%s; parrun, state, log, cancel, rerun and "
+		  "pbx uses as it is, through %s; parrun, state, log, cancel, rerun and "
 		  "harvest work on it",
-		  name, verb, t->login_user, t->host);
+		  name, verb, login);
+	free(login);
 	return PBX_EXIT_USAGE;
 }
 
@@ -1019,9 +1022,12 @@ static void cluster_show_users(const struct pbx_cluster *c, int live,
 	size_t i;
 	printf("cluster %s (ssh, id %s): an existing cluster pbx uses as it is\n", c->row.name,
 	       c->row.uid);
-	if (t)
-		printf("login: %s@%s:%d, work_dir %s%s%s\n", t->login_user, t->host, t->port,
-		       t->work_dir, t->setup ? ", setup: " : "", t->setup ? t->setup : "");
+	if (t) {
+		char *login = pbx_template_login(t);
+		printf("login: %s, work_dir %s%s%s\n", login, t->work_dir,
+		       t->setup ? ", setup: " : "", t->setup ? t->setup : "");
+		free(login);
+	}
 	for (i = 0; live && i < nsn; i++) {
 		const char *cells[2] = { sn[i].name, sn[i].state };
 		pbx_table_add(tb, cells);

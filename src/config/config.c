@@ -183,14 +183,23 @@ static void group_describe(const struct pbx_node_group *g, struct pbx_buf *b)
 		pbx_buf_adds(b, " (spot)");
 }
 
+char *pbx_template_login(const struct pbx_cluster_template *t)
+{
+	if (!t->login_user) /* transport: openssh, the user from ssh_config */
+		return xasprintf("%s (user and port from your ssh_config)", t->host);
+	return xasprintf("%s@%s:%d", t->login_user, t->host, t->port);
+}
+
 char *pbx_template_describe(const struct pbx_cluster_template *t)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
 	pbx_buf_addf(&b, "%s: ", t->cloud);
-	if (!strcmp(t->cloud, "ssh")) /* an existing cluster: its login node */
-		pbx_buf_addf(&b, "%s@%s:%d, work_dir %s", t->login_user, t->host, t->port,
-			     t->work_dir);
+	if (!strcmp(t->cloud, "ssh")) { /* an existing cluster: its login node */
+		char *login = pbx_template_login(t);
+		pbx_buf_addf(&b, "%s, work_dir %s", login, t->work_dir);
+		free(login);
+	}
 	for (i = 0; i < t->ngroups; i++) {
 		if (i)
 			pbx_buf_adds(&b, ", ");

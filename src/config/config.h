@@ -216,6 +216,10 @@ const struct pbx_cluster_template *pbx_config_template(const struct pbx_config *
 						       const char *name);
 /* Total compute nodes in a template. */
 int pbx_template_node_count(const struct pbx_cluster_template *t);
+/* How pbx logs in to cloud ssh template t, for messages: "USER@HOST:PORT",
+ * or "HOST (user and port from your ssh_config)" when transport: openssh
+ * leaves login_user to ssh_config.  Caller frees. */
+char *pbx_template_login(const struct pbx_cluster_template *t);
 /* One-line summary, e.g. "local: 2 x node (2 GPU)" or
  * "gce: 2 x gpu n1-standard-8 (2 GPU nvidia-tesla-t4, spot), head e2-standard-4".
  * Caller frees. */

@@ -662,13 +662,19 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 		return -1;
 	if (!pbx_ymap_get(m, "host"))
 		return pbx_ymap_missing(m, "host", "required for cloud ssh (its login node)", err);
-	if (!pbx_ymap_get(m, "login_user"))
+	n = pbx_ymap_get(m, "transport");
+	if (n && pbx_ynode_choice(n, transport_names, &t->openssh, err) < 0)
+		return -1;
+	/* with openssh, ssh_config's User stands in for a missing login_user */
+	if (!pbx_ymap_get(m, "login_user") && !t->openssh)
 		return pbx_ymap_missing(m, "login_user",
-					"required for cloud ssh (your user name there)", err);
+					"required for cloud ssh (your user name there), unless "
+					"transport: openssh takes it from your ssh_config",
+					err);
 	t->port = 22;
 	if (opt_str(m, "host", &t->host, err) < 0 ||
 	    opt_int(m, "port", 1, 65535, &t->port, err) < 0 ||
-	    parse_login(m, PBX_CLOUD_SSH, t, err) < 0 ||
+	    (pbx_ymap_get(m, "login_user") && parse_login(m, PBX_CLOUD_SSH, t, err) < 0) ||
 	    opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
 	    opt_str(m, "work_dir", &t->work_dir, err) < 0)
 		return -1;
@@ -687,9 +693,6 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 				       "letters, digits and ._/- only, no '..'");
 	n = pbx_ymap_get(m, "setup");
 	if (n && pbx_ynode_str(n, PBX_YSTR_NULL_OK, &t->setup, err) < 0)
-		return -1;
-	n = pbx_ymap_get(m, "transport");
-	if (n && pbx_ynode_choice(n, transport_names, &t->openssh, err) < 0)
 		return -1;
 	return 0;
 }

@@ -99,7 +99,8 @@ chmod 755 "$L/askpass"
 : >"$L/asked"
 chmod 666 "$L/asked"
 chmod 644 "$L/code"
-printf '%s\n' "clusters:" "  uni:" "    cloud: ssh" "    host: campus-login" "    login_user: $UNI" \
+# no login_user: ssh_config's User stands in (transport: openssh)
+printf '%s\n' "clusters:" "  uni:" "    cloud: ssh" "    host: campus-login" \
 	"    transport: openssh" "    setup: . $HEADROOT/etc/pbx/env.sh" >"$U/.pbx/config.yaml"
 chown -R "$LAP:$LAP" "$U"
 chmod 700 "$U" "$U/.ssh" "$U/.pbx"
@@ -160,8 +161,8 @@ is "$(cat "$U/.pbx/results/$pkg"/*/out.txt 2>/dev/null | sort | tr '\n' ' ')" "1
 uni rerun --failed "$pkg"
 ok $rc "rerun --failed: $errout"
 uni cluster show uni
-case $out in *node1*idle*) r=0 ;; *) r=1 ;; esac
-ok $r "cluster show: $errout"
+case $out in *"login: campus-login (user and port from your ssh_config)"*node1*idle*) r=0 ;; *) r=1 ;; esac
+ok $r "cluster show: the login from ssh_config, SLURM's nodes: $out $errout"
 uni cancel "$pkg"
 ok $rc "cancel: $errout"
 uni state "$pkg"

@@ -93,7 +93,7 @@ static int ssh_login(void *ctx, char **user, char **key_path, struct pbx_err *er
 	struct ssh_ctx *x = ctx;
 	if (!x->s->t)
 		return ssh_not_managed(ctx, err);
-	*user = xstrdup(x->s->t->login_user);
+	*user = x->s->t->login_user ? xstrdup(x->s->t->login_user) : NULL; /* NULL: ssh_config's */
 	*key_path = x->s->t->ssh_key ? xstrdup(x->s->t->ssh_key) : NULL;
 	return 0;
 }
