@@ -105,6 +105,10 @@ printf '%s\n' "clusters:" "  uni:" "    cloud: ssh" "    host: campus-login" \
 chown -R "$LAP:$LAP" "$U"
 chmod 700 "$U" "$U/.ssh" "$U/.pbx"
 chmod 600 "$U/.pbx/config.yaml"
+# the laptop user's own copy of pbx: the checkout may be private (/root/pbx)
+mkdir -p "$TEST_TMP/bin"
+cp "$PBX" "$TEST_TMP/bin/pbx"
+chmod 755 "$TEST_TMP/bin" "$TEST_TMP/bin/pbx"
 masters() { ps -eo args= | grep -F "ControlPath=$U/.pbx/ssh/" | grep -c -- " -M"; }
 stop_login() {
 	pkill -f "ControlPath=$U/.pbx/ssh/" 2>/dev/null
@@ -119,7 +123,7 @@ uni() {
 	_ap=$L/askpass
 	case $1 in /*) _ap=$1; shift ;; esac
 	out=$(setpriv --reuid="$LAP_UID" --regid="$LAP_UID" --clear-groups env HOME="$U" \
-		PBX_HOME="$U/.pbx" SSH_ASKPASS="$_ap" SSH_ASKPASS_REQUIRE=force "$PBX" "$@" 2>"$TEST_TMP/stderr")
+		PBX_HOME="$U/.pbx" SSH_ASKPASS="$_ap" SSH_ASKPASS_REQUIRE=force "$TEST_TMP/bin/pbx" "$@" 2>"$TEST_TMP/stderr")
 	rc=$?
 	errout=$(cat "$TEST_TMP/stderr")
 }
