@@ -20,6 +20,7 @@ struct report_args {
 	struct pbx_report_opts o;
 	struct pbx_opt_list metrics, group_by, where;
 	const char *format, *output, *sort, *x, *color_by;
+	int log_x, linear_x;
 };
 
 static const struct pbx_option report_opts[] = {
@@ -51,6 +52,12 @@ static const struct pbx_option report_opts[] = {
 	PBX_OPT_STRING(0, "color-by", "PARAM", struct report_args, color_by,
 		       "html: colour the learning curves by PARAM (default the first\n"
 		       "parameter with more than one value)"),
+	PBX_OPT_FLAG(0, "log-x", struct report_args, log_x,
+		     "html: numeric parameters on a log axis (default: 6 values or\n"
+		     "fewer evenly spaced in order; more on a log axis when they span a\n"
+		     "decade or more, all above 0; else linear)"),
+	PBX_OPT_FLAG(0, "linear-x", struct report_args, linear_x,
+		     "html: numeric parameters on a linear axis, at their values"),
 	PBX_OPT_END,
 };
 
@@ -81,6 +88,9 @@ static int report_parse(int argc, char **argv, struct report_args *a, int *first
 	a->o.sort = a->sort;
 	a->o.x = a->x;
 	a->o.color_by = a->color_by;
+	a->o.x_scale = a->log_x ? PBX_XSCALE_LOG : a->linear_x ? PBX_XSCALE_LINEAR : PBX_XSCALE_AUTO;
+	if (rc == 0 && a->log_x && a->linear_x)
+		rc = pbx_usage_error(report_cmd(), "--log-x and --linear-x do not go together");
 	return rc;
 }
 
@@ -198,7 +208,9 @@ const struct pbx_cmd pbx_cmd_report = {
 		"chart per metric (one line per task,\n"
 		"coloured by --color-by), a chart of the final value against each swept\n"
 		"parameter (mean and standard deviation over the tasks sharing a value;\n"
-		"a log axis when the values span more than two decades) and the table.\n"
+		"6 numeric values or fewer evenly spaced in order, more on a log axis\n"
+		"from one decade up; --log-x, --linear-x choose; no axis goes past the\n"
+		"data's sign) and the table.\n"
 		"\n"
 		"METRICS FILES.  A task's metrics.jsonl holds one JSON object per line:\n"
 		"  {\"step\": 100, \"loss\": 0.31, \"acc\": 0.92}\n"

@@ -343,6 +343,7 @@ static int model_options(struct pbx_report *r, const struct pbx_report_opts *o, 
 	    pbx_report_where(r, o->where, o->nwhere, err) < 0)
 		return -1;
 	model_param_info(r);
+	r->x_scale = o->x_scale;
 	if (!o->color_by)
 		model_default_color(r);
 	if (r->ngroup_by)

@@ -428,25 +428,34 @@ static void xpoint_stats(const struct pbx_report *r, size_t p, size_t m, const c
 	xp->std = xp->n > 1 ? sqrt(ss / (double)(xp->n - 1)) : -1;
 }
 
-/* The x scale: categories, or numbers (log when they span > 2 decades). */
+/* Numeric parameters with this many values or fewer are charted evenly
+ * spaced, in order (a grid sweep's points), unless --linear-x/--log-x. */
+#define PARAM_FEW_VALUES 6
+
+/* The x scale: categories (text values; a few numeric ones, in order),
+ * else numbers: log from one decade up (all > 0), else linear; --log-x and
+ * --linear-x choose (r->x_scale). */
 static void param_xscale(const struct pbx_report *r, size_t p, const char **vals, size_t n,
 			 struct pbx_chart *ch, struct xpoint *xp)
 {
 	size_t i;
 	double lo = 0, hi = 0;
+	int cats = !r->param_numeric[p] ||
+		   (r->x_scale == PBX_XSCALE_AUTO && n <= PARAM_FEW_VALUES);
 	for (i = 0; i < n; i++) {
 		xp[i].x = (double)i;
-		if (r->param_numeric[p])
+		if (!cats)
 			pbx_num_parse(vals[i], &xp[i].x);
 	}
-	if (r->param_numeric[p]) {
+	if (!cats) {
 		lo = xp[0].x;
 		hi = xp[n - 1].x;
 	}
-	if (!r->param_numeric[p]) {
+	if (cats) {
 		pbx_scale_cat(&ch->x, n, ch->left, ch->right);
 		ch->xcats = vals;
-	} else if (pbx_scale_wants_log(lo, hi)) {
+	} else if (lo > 0 && (r->x_scale == PBX_XSCALE_LOG ||
+			      (r->x_scale == PBX_XSCALE_AUTO && hi / lo >= 10))) {
 		pbx_scale_log(&ch->x, lo, hi, ch->left, ch->right);
 	} else {
 		pbx_scale_linear(&ch->x, lo, hi, 0.05, ch->left, ch->right, 7);

@@ -47,6 +47,16 @@ struct pbx_report_opts {
 	const char *sort;     /* "KEY", "KEY:asc" or "KEY:desc"; NULL = task order */
 	const char *x;        /* HTML: the one parameter charted; NULL = every swept one */
 	const char *color_by; /* HTML: curve colours; NULL = first swept parameter */
+	int x_scale;          /* HTML: parameter axes: PBX_XSCALE_* */
+};
+
+/* How the HTML report lays out a numeric parameter's axis (--log-x,
+ * --linear-x; render_html.c, param_xscale). */
+enum {
+	PBX_XSCALE_AUTO,   /* 6 values or fewer: evenly spaced, in order; else log
+			      from one decade up (all > 0), else linear */
+	PBX_XSCALE_LOG,    /* log (linear when a value is not > 0) */
+	PBX_XSCALE_LINEAR, /* linear */
 };
 
 /* A metric's summary for one task. */
@@ -101,6 +111,7 @@ struct pbx_report {
 	struct pbx_report_group *groups;
 	long x_param;      /* --x as a parameter index, -1 = every swept one */
 	long color_by;     /* parameter index, -1 = none */
+	int x_scale;       /* PBX_XSCALE_*: from the options */
 	int cost_shown;    /* node_hours and cost columns (the cluster
 					 has node runs) */
 	double node_hours; /* the experiment's: every task, shown or not */

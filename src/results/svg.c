@@ -30,8 +30,10 @@ void pbx_scale_linear(struct pbx_scale *s, double lo, double hi, double pad, dou
 		hi += w;
 	}
 	w = (hi - lo) * pad;
-	lo -= w;
-	hi += w;
+	/* the padding never takes an axis past the data's sign: no loss
+	 * below 0, no negative learning rate */
+	lo = lo >= 0 && lo - w < 0 ? 0 : lo - w;
+	hi = hi <= 0 && hi + w > 0 ? 0 : hi + w;
 	range = nice_num(hi - lo, 0);
 	s->kind = PBX_SCALE_LINEAR;
 	s->step = nice_num(range / (double)(target > 1 ? target - 1 : 1), 1);

@@ -66,6 +66,31 @@ check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in th
 before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
 curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
 check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
+# axes: lr's three values evenly spaced in order by default (a grid
+# sweep's points), at their values with --linear-x, on a log axis with
+# --log-x; the final-value charts' y axes never go below 0 (acc, loss >= 0)
+lr_xs() {   # the x of lr's error bars in FILE, in order: "0.01:X 0.03:X 0.1:X"
+	python3 - "$1" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+print(" ".join("%s:%s" % m for m in re.findall(r'class="errorbar" data-x="([^"]+)"[^>]*><title>lr =[^<]*</title><line x1="([0-9.]+)"', s)[:3]))
+PY
+}
+even() { python3 -c 'import sys; x=[float(w.split(":")[1]) for w in sys.argv[1].split()]; sys.exit(not (len(x) == 3 and abs((x[1]-x[0]) - (x[2]-x[1])) < 0.2))' "$1"; }
+xs=$(lr_xs "$T/dom.html")
+check "$(even "$xs"; echo $?)" "lr's 3 values evenly spaced, in numeric order: $xs"
+PBX_HOME="$T" "$PBX" -q report --linear-x -o "$T/linear.html"
+xs=$(lr_xs "$T/linear.html")
+check "$(! even "$xs"; echo $?)" "--linear-x: at their values: $xs"
+PBX_HOME="$T" "$PBX" -q report --log-x -o "$T/log.html"
+check "$(grep -q 'lr (log scale)' "$T/log.html"; echo $?)" "--log-x: lr on a log axis"
+neg=$(python3 - "$T/dom.html" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+print(sum(1 for c in re.findall(r'<svg class="param-chart".*?</svg>', s, re.S) for t in re.findall(r'class="ticklabel"[^>]*>(-[0-9.]+)<', c)))
+PY
+)
+check "$([ "$neg" = 0 ]; echo $?)" "no final-value chart's y axis goes below 0: $neg negative ticks"
 for f in "$T/report.html" "$T/dom.html"; do
 	grep -Eiq "src=|href=[\"']?(https?:)?//|@import|url\(" "$f"
 	check "$([ $? -ne 0 ]; echo $?)" "no external resource in $(basename "$f")"

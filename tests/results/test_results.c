@@ -12,6 +12,7 @@
 
 #include "results/metrics.h"
 #include "results/report.h"
+#include "results/svg.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -357,6 +358,21 @@ static void test_long_cell(struct fixture *fx)
 	free(big);
 }
 
+/* An axis's padding never takes it past the data's sign: a loss falling
+ * to 0.01 gets no negative ticks, nor a metric below 0 positive ones. */
+static void test_axis_sign(void)
+{
+	struct pbx_scale s;
+	pbx_scale_linear(&s, 0.01, 1, 0.05, 0, 100, 6);
+	ok(s.lo >= 0 && s.nticks > 0 && s.ticks[0] >= 0, "data in [0.01, 1]: the axis starts at %g",
+	   s.lo);
+	pbx_scale_linear(&s, -1, -0.01, 0.05, 0, 100, 6);
+	ok(s.hi <= 0 && s.ticks[s.nticks - 1] <= 0, "data in [-1, -0.01]: the axis ends at %g",
+	   s.hi);
+	pbx_scale_linear(&s, -1, 1, 0.05, 0, 100, 6);
+	ok(s.lo < -1 && s.hi > 1, "data across 0: padded both ways (%g, %g)", s.lo, s.hi);
+}
+
 int main(int argc, char **argv)
 {
 	struct fixture fx;
@@ -372,6 +388,7 @@ int main(int argc, char **argv)
 	test_parse_epoch();
 	test_parse_edges();
 	test_nan_strings();
+	test_axis_sign();
 	if (!mkdtemp(tmp_dir) || !ok(fixture_make(&fx, tmp_dir) == 0, "fixture store"))
 		return tap_done() | 1;
 	test_ingest(&fx);
