@@ -42,6 +42,7 @@ static const char css[] =
 	"svg .curve:hover{stroke-width:3.5;opacity:1}svg .trend{fill:none;stroke-width:1.5;"
 	"stroke-dasharray:5 4;opacity:.7}\n"
 	"svg .point{fill:#fff;stroke-width:1.2;opacity:.7}svg .errorbar line{stroke-width:1.8}\n"
+	"svg .interaction{fill:none;stroke-width:2;opacity:.85}\n"
 	"table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
 	"th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;"
 	"white-space:nowrap}th{background:var(--soft);position:sticky;top:0}\n"
@@ -532,6 +533,66 @@ static void param_bars(const struct pbx_report *r, size_t p, size_t m, const cha
 	free(ys);
 }
 
+/* The second parameter of an interaction chart for p: --color-by when it
+ * is another swept one, else the first other swept parameter (not
+ * repeat), with 2 to 8 values; -1 when there is none. */
+static long param_second(const struct pbx_report *r, size_t p)
+{
+	size_t q;
+	if (r->color_by >= 0 && (size_t)r->color_by != p &&
+	    strcmp(r->params[r->color_by], "repeat") != 0 &&
+	    r->param_nvalues[r->color_by] >= 2 && r->param_nvalues[r->color_by] <= 8)
+		return r->color_by;
+	for (q = 0; q < r->nparams; q++)
+		if (q != p && strcmp(r->params[q], "repeat") != 0 && r->param_nvalues[q] >= 2 &&
+		    r->param_nvalues[q] <= 8)
+			return (long)q;
+	return -1;
+}
+
+/* One line per value w of parameter q: the mean final value of metric m
+ * at each x of p over the tasks with q = w (the interaction, which the
+ * mean over q hides).  Their colours and labels into colors[]/labels[]
+ * (nq of them; labels owned by the caller). */
+static void param_interaction(const struct pbx_report *r, size_t p, size_t q, size_t m,
+			      const char **vals, const struct xpoint *xp, size_t n,
+			      const struct pbx_chart *ch, char (*hex)[8], char **labels, FILE *f)
+{
+	const char **qvals;
+	size_t nq = distinct(r, q, &qvals), j, i, t;
+	double *xs = xcalloc(n + 1, sizeof(double)), *ys = xcalloc(n + 1, sizeof(double));
+	for (j = 0; j < nq; j++) {
+		char *attrs, *tip;
+		size_t k = 0;
+		for (i = 0; i < n; i++) {
+			double sum = 0;
+			size_t c = 0;
+			for (t = 0; t < r->ntasks; t++)
+				if (!strcmp(r->tasks[t].values[p], vals[i]) &&
+				    !strcmp(r->tasks[t].values[q], qvals[j]) &&
+				    r->tasks[t].stats[m].has_final) {
+					sum += r->tasks[t].stats[m].final;
+					c++;
+				}
+			if (c) {
+				xs[k] = xp[i].x;
+				ys[k++] = sum / (double)c;
+			}
+		}
+		pbx_palette(j + 1, nq + 1, hex[j]); /* 0 is the mean's */
+		labels[j] = xasprintf("%s = %s", r->params[q], qvals[j]);
+		attrs = xasprintf("data-by=\"%zu\"", j);
+		tip = xasprintf("mean final %s with %s", r->metric_names[m], labels[j]);
+		if (k)
+			pbx_svg_polyline(f, ch, xs, ys, k, "interaction", attrs, hex[j], tip);
+		free(attrs);
+		free(tip);
+	}
+	free(xs);
+	free(ys);
+	free(qvals);
+}
+
 static void param_chart(const struct pbx_report *r, size_t p, size_t m, FILE *f)
 {
 	static const char *const labels[] = { "mean ± std", "one task" };
@@ -541,6 +602,7 @@ static void param_chart(const struct pbx_report *r, size_t p, size_t m, FILE *f)
 	size_t n = distinct(r, p, &vals), i;
 	struct xpoint *xp = xcalloc(n + 1, sizeof(*xp));
 	char c0[8], *title, *ylabel, *xlabel;
+	long q;
 	pbx_chart_init(&ch);
 	param_xscale(r, p, vals, n, &ch, xp);
 	for (i = 0; i < n; i++)
@@ -555,7 +617,31 @@ static void param_chart(const struct pbx_report *r, size_t p, size_t m, FILE *f)
 	param_bars(r, p, m, vals, xp, n, &ch, f);
 	colors[0] = pbx_palette(0, 1, c0);
 	colors[1] = "#6e7781";
-	pbx_svg_legend(f, &ch, "", labels, colors, 2);
+	q = param_second(r, p);
+	if (q >= 0) {
+		size_t nq = r->param_nvalues[q], j;
+		char(*hex)[8] = xcalloc(nq + 2, sizeof(*hex));
+		char **qlabels = xcalloc(nq + 2, sizeof(char *));
+		const char **all = xcalloc(nq + 2, sizeof(char *)), **allc = xcalloc(nq + 2, sizeof(char *));
+		param_interaction(r, p, (size_t)q, m, vals, xp, n, &ch, hex, qlabels, f);
+		all[0] = labels[0];
+		allc[0] = colors[0];
+		all[1] = labels[1];
+		allc[1] = colors[1];
+		for (j = 0; j < nq; j++) {
+			all[j + 2] = qlabels[j];
+			allc[j + 2] = hex[j];
+		}
+		pbx_svg_legend(f, &ch, "", all, allc, nq + 2);
+		for (j = 0; j < nq; j++)
+			free(qlabels[j]);
+		free(qlabels);
+		free(hex);
+		free(all);
+		free(allc);
+	} else {
+		pbx_svg_legend(f, &ch, "", labels, colors, 2);
+	}
 	pbx_chart_end(f);
 	fputs("</figure>\n", f);
 	free(title);

@@ -3,7 +3,10 @@
 # 12 tasks, metrics acc and loss), rendered by `pbx report` and loaded in
 # headless Chromium: the dumped DOM must hold one polyline.curve per task
 # and metric, an error bar per x value per chart, the best configuration's
-# box before the charts and its rows marked, and no external resource;
+# box before the charts and its rows marked, one line per value of the
+# other parameter in each final-value chart (the interaction), the axes
+# (categories for a few values, --linear-x, --log-x, never past the data's
+# sign), and no external resource;
 # the screenshot must be a real PNG.  Fails (never skips) without Chromium.
 # Environment: PBX (the pbx binary), TEST_RESULTS (tests/results' program).
 set -u
@@ -66,6 +69,12 @@ check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in th
 before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
 curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
 check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
+# the interaction: in each final-value chart one line per value of the
+# other swept parameter (2 charts by lr: width 16 and 32; 2 by width: lr
+# 0.01, 0.03 and 0.1), named in the legend
+inter=$(count '<polyline class="interaction"')
+check "$([ "$inter" -eq 10 ]; echo $?)" "one line per value of the other parameter in each final-value chart: $inter"
+check "$(grep -q '>width = 16<' "$T/dom.html" && grep -q '>lr = 0.03<' "$T/dom.html"; echo $?)" "the legends name them"
 # axes: lr's three values evenly spaced in order by default (a grid
 # sweep's points), at their values with --linear-x, on a log axis with
 # --log-x; the final-value charts' y axes never go below 0 (acc, loss >= 0)
