@@ -43,6 +43,7 @@ static const char css[] =
 	"stroke-dasharray:5 4;opacity:.7}\n"
 	"svg .point{fill:#fff;stroke-width:1.2;opacity:.7}svg .errorbar line{stroke-width:1.8}\n"
 	"svg .interaction{fill:none;stroke-width:2;opacity:.85}\n"
+	"svg .band{opacity:.18;stroke:none}svg .meancurve{fill:none;stroke-width:2.4}\n"
 	"table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
 	"th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;"
 	"white-space:nowrap}th{background:var(--soft);position:sticky;top:0}\n"
@@ -388,6 +389,116 @@ static void curve_chart(const struct pbx_report *r, size_t m, const struct colou
 	free(title);
 }
 
+/* The steps any task of colour group g (every task when there is no
+ * colouring) has a point of metric m at, ascending, into *steps; their
+ * count.  Caller frees *steps. */
+static size_t group_steps(const struct pbx_report *r, const struct colouring *col, size_t g,
+			  size_t m, int64_t **steps)
+{
+	size_t t, i, n = 0, k;
+	*steps = NULL;
+	for (t = 0; t < r->ntasks; t++) {
+		const struct pbx_report_stat *s = &r->tasks[t].stats[m];
+		if (col->param >= 0 && strcmp(r->tasks[t].values[col->param], col->vals[g]) != 0)
+			continue;
+		for (i = 0; i < s->npoints; i++) {
+			for (k = 0; k < n && (*steps)[k] != s->steps[i]; k++)
+				;
+			if (k < n)
+				continue;
+			*steps = xreallocarray(*steps, n + 1, sizeof(**steps));
+			for (k = n++; k > 0 && (*steps)[k - 1] > s->steps[i]; k--)
+				(*steps)[k] = (*steps)[k - 1];
+			(*steps)[k] = s->steps[i];
+		}
+	}
+	return n;
+}
+
+/* Group g's mean curve of metric m with its band (mean ± std over the
+ * group's tasks that have a point at each step). */
+static void mean_curve(const struct pbx_report *r, const struct colouring *col, size_t g,
+		       size_t m, const struct pbx_chart *ch, const char *color, FILE *f)
+{
+	int64_t *steps;
+	size_t n = group_steps(r, col, g, m, &steps), i, t, k = 0;
+	double *x = xcalloc(n + 1, sizeof(double)), *mu = xcalloc(n + 1, sizeof(double)),
+	       *lo = xcalloc(n + 1, sizeof(double)), *hi = xcalloc(n + 1, sizeof(double));
+	char attrs[48], *tip;
+	for (i = 0; i < n; i++) {
+		double sum = 0, ss = 0, v;
+		size_t c = 0, j;
+		for (int pass = 0; pass < 2; pass++)
+			for (t = 0; t < r->ntasks; t++) {
+				const struct pbx_report_stat *s = &r->tasks[t].stats[m];
+				if (col->param >= 0 &&
+				    strcmp(r->tasks[t].values[col->param], col->vals[g]) != 0)
+					continue;
+				for (j = 0; j < s->npoints && s->steps[j] != steps[i]; j++)
+					;
+				if (j == s->npoints)
+					continue;
+				v = s->values[j];
+				if (pass == 0) {
+					sum += v;
+					c++;
+				} else {
+					ss += (v - sum / (double)c) * (v - sum / (double)c);
+				}
+			}
+		if (!c)
+			continue;
+		x[k] = (double)steps[i];
+		mu[k] = sum / (double)c;
+		lo[k] = mu[k] - (c > 1 ? sqrt(ss / (double)(c - 1)) : 0);
+		hi[k] = mu[k] + (c > 1 ? sqrt(ss / (double)(c - 1)) : 0);
+		k++;
+	}
+	snprintf(attrs, sizeof(attrs), "data-group=\"%zu\"", g);
+	pbx_svg_band(f, ch, x, lo, hi, k, color, attrs);
+	tip = col->param >= 0 ? xasprintf("mean %s with %s = %s (± std)", r->metric_names[m],
+					  r->params[col->param], col->vals[g])
+			      : xasprintf("mean %s (± std)", r->metric_names[m]);
+	if (k)
+		pbx_svg_polyline(f, ch, x, mu, k, "meancurve", attrs, color, tip);
+	free(tip);
+	free(steps);
+	free(x);
+	free(mu);
+	free(lo);
+	free(hi);
+}
+
+/* Beside the per-task curves: each colour group's mean curve with its
+ * ± std band, on the same axes. */
+static void mean_chart(const struct pbx_report *r, size_t m, const struct colouring *col, FILE *f)
+{
+	struct pbx_chart ch;
+	double xr[2], yr[2];
+	char *title;
+	size_t g, ng = col->param >= 0 ? col->n : 1;
+	if (!curve_ranges(r, m, xr, yr))
+		return;
+	pbx_chart_init(&ch);
+	pbx_scale_linear(&ch.x, xr[0], xr[1], 0, ch.left, ch.right, 6);
+	if (pbx_scale_wants_log(yr[0], yr[1]))
+		pbx_scale_log(&ch.y, yr[0], yr[1], ch.bottom, ch.top);
+	else
+		pbx_scale_linear(&ch.y, yr[0], yr[1], 0.05, ch.bottom, ch.top, 6);
+	title = xasprintf("mean %s by step (± std)", r->metric_names[m]);
+	fputs("<figure>\n", f);
+	pbx_chart_begin(f, &ch, "mean-curves", title, "step", r->metric_names[m]);
+	for (g = 0; g < ng; g++) {
+		char c0[8];
+		mean_curve(r, col, g, m, &ch, col->param >= 0 ? col->hex[g] : pbx_palette(0, 1, c0),
+			   f);
+	}
+	colouring_legend(r, col, &ch, f);
+	pbx_chart_end(f);
+	fputs("</figure>\n", f);
+	free(title);
+}
+
 static void html_curves(const struct pbx_report *r, FILE *f)
 {
 	struct colouring col;
@@ -396,8 +507,10 @@ static void html_curves(const struct pbx_report *r, FILE *f)
 		return;
 	colouring_init(r, &col);
 	fputs("<section id=\"curves\">\n<h2>Learning curves</h2>\n<div class=\"charts\">\n", f);
-	for (m = 0; m < r->nmetrics; m++)
+	for (m = 0; m < r->nmetrics; m++) {
 		curve_chart(r, r->metrics[m], &col, f);
+		mean_chart(r, r->metrics[m], &col, f);
+	}
 	fputs("</div>\n</section>\n", f);
 	free(col.vals);
 	free(col.hex);

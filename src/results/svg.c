@@ -315,3 +315,18 @@ const char *pbx_palette(size_t i, size_t n, char buf[8])
 	snprintf(buf, 8, "#%02x%02x%02x", ch[0] & 0xff, ch[1] & 0xff, ch[2] & 0xff);
 	return buf;
 }
+
+void pbx_svg_band(FILE *f, const struct pbx_chart *c, const double *x, const double *lo,
+		  const double *hi, size_t n, const char *color, const char *attrs)
+{
+	size_t i;
+	if (n < 2)
+		return;
+	fprintf(f, "<polygon class=\"band\" %s fill=\"%s\" points=\"", attrs ? attrs : "", color);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%.1f,%.1f", i ? " " : "", pbx_scale_map(&c->x, x[i]),
+			pbx_scale_map(&c->y, hi[i]));
+	for (i = n; i-- > 0;)
+		fprintf(f, " %.1f,%.1f", pbx_scale_map(&c->x, x[i]), pbx_scale_map(&c->y, lo[i]));
+	fputs("\"/>\n", f);
+}

@@ -58,6 +58,10 @@ void pbx_chart_end(FILE *f);
 void pbx_svg_polyline(FILE *f, const struct pbx_chart *c, const double *x, const double *y,
 		      size_t n, const char *cls, const char *attrs, const char *color,
 		      const char *tooltip);
+/* A filled band between lo[i] and hi[i] at x[i] (i < n, x ascending):
+ * <polygon class="band">, in `color`, see-through. */
+void pbx_svg_band(FILE *f, const struct pbx_chart *c, const double *x, const double *lo,
+		  const double *hi, size_t n, const char *color, const char *attrs);
 /* A dot at (x, y) with a tooltip; `hollow` draws a ring. */
 void pbx_svg_dot(FILE *f, const struct pbx_chart *c, double x, double y, double r,
 		 const char *color, int hollow, const char *tooltip);

@@ -69,6 +69,10 @@ check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in th
 before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
 curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
 check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
+# beside each metric's curves, the mean curve of each colour group (lr:
+# 3 values) with its ± std band
+check "$([ "$(count 'class="mean-curves"')" -eq 2 ] && [ "$(count '<polyline class="meancurve"')" -eq 6 ] && [ "$(count '<polygon class="band"')" -eq 6 ]; echo $?)" \
+	"a mean-curve chart per metric, one mean line and band per lr"
 # the interaction: in each final-value chart one line per value of the
 # other swept parameter (2 charts by lr: width 16 and 32; 2 by width: lr
 # 0.01, 0.03 and 0.1), named in the legend
