@@ -350,7 +350,9 @@ static const struct pbx_option cluster_start_opts[] = {
 	PBX_OPT_STRING('t', "template", "TEMPLATE", struct start_opts, tmpl,
 		       "build from TEMPLATE instead of the template named NAME"),
 	PBX_OPT_FLAG('n', "dry-run", struct start_opts, dry_run,
-		     "send nothing: print the cloud API requests creation would send"),
+		     "send nothing: a summary (where, instances by kind, image, disks,\n"
+		     "network, what the image lacks) on stderr, then the cloud API\n"
+		     "requests creation would send"),
 	PBX_OPT_FLAG('j', "json", struct start_opts, json,
 		     "with --dry-run: one JSON object {method, url, body} per line"),
 	PBX_OPT_STRING(0, "autostop", "DURATION", struct start_opts, autostop,
@@ -400,6 +402,8 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	cluster_price_note(ctx, &tg);
 	if (so.dry_run) {
+		if (tg.t)
+			pbx_cli_cluster_plan(ctx->cfg, tg.t, argv[first]);
 		rc = cluster_start_dry(ctx, &tg, so.json);
 		pbx_cluster_target_release(&tg);
 		return rc;

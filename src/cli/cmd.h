@@ -70,6 +70,11 @@ void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c);
  * nodes it makes; when it fails the spend of those nodes stays as this
  * store saw them, after a warning (none with -q). */
 void pbx_cli_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c);
+/* The one-screen summary opening `cluster start --dry-run` of template t
+ * (gce and aws; cluster_plan.c), on stderr. */
+struct pbx_cluster_template;
+void pbx_cli_cluster_plan(const struct pbx_config *cfg, const struct pbx_cluster_template *t,
+			  const char *name);
 
 /* The top-level verbs, NULL-terminated (cmd.c). */
 extern const struct pbx_cmd *const pbx_commands[];

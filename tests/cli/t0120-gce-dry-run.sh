@@ -169,6 +169,19 @@ ok $? "and the dry run says so: $errout"
 run_pbx cluster start --dry-run g1
 echo "$out" | grep -q '^POST http://127.0.0.1:1/compute/v1/projects/p1/zones/us-central1-a/instances/bulkInsert?requestId='
 ok $? "plain --dry-run prints METHOD URL lines"
+# it opens with a summary on stderr (stdout keeps the requests): where,
+# the instances by kind, image, disks, network; and what the image lacks
+is "$(echo "$errout" | sed -n '/^dry run of/,/^  network/p' | sed 's/ *$//')" "dry run of 'pbx cluster start g1': nothing is created; it would make
+  where   Compute Engine, project p1, zone us-central1-a
+  head    1 x e2-standard-2, an external address (SSH)
+  gpu     2 x n1-standard-8, 2 GPUs nvidia-tesla-t4, spot
+  cpu     1 x e2-standard-8
+  image   projects/debian-cloud/global/images/family/debian-12
+  disks   a 50 GB boot disk each (4 instances at most)
+  network 2 firewall rules (SSH to the head; everything inside the cluster), the region's Cloud NAT for the nodes (made when none is there)" \
+	"--dry-run opens with a one-screen summary"
+echo "$errout" | grep -q "warning: a GPU group on a stock image (projects/debian-cloud/global/images/family/debian-12), which has no NVIDIA driver"
+ok $? "and says the stock image has no NVIDIA driver for the GPU group"
 
 # the calls a stop would make: METHOD:LAST-SEGMENT, and the list filters
 stop_calls() {
