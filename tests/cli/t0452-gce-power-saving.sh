@@ -101,7 +101,11 @@ asleep() { [ "$(instances)" = "head=RUNNING" ]; }
 wait_for 1800 asleep
 ok $? "after 40 s idle the head deleted both instances: $(instances)"
 [ "$(instances)" = "head=RUNNING" ] || show_power_log
-is "$("$pbx_head" cluster show pw --json | nodes_of)" "head=up node1=asleep node2=asleep" "the head's store has them asleep"
+# pbx-suspend records them asleep after the deletes the emulator shows
+# (under load, a moment later): wait for it, with a bound
+head_nodes() { "$pbx_head" cluster show pw --json | nodes_of; }
+wait_secs 60 prints "head=up node1=asleep node2=asleep" head_nodes
+is "$(head_nodes)" "head=up node1=asleep node2=asleep" "the head's store has them asleep"
 wait_for 900 prints "node1 idle~ node2 idle~" sinfo_states
 is "$(sinfo_states)" "node1 idle~ node2 idle~" "SLURM has them powered down"
 
