@@ -57,9 +57,13 @@ void pbx_cli_cluster_plan(const struct pbx_config *cfg, const struct pbx_cluster
 		pbx_info("  where   EC2, region %s%s%s",
 			 cfg->aws.region ? cfg->aws.region : "(the profile's)",
 			 t->subnet || cfg->aws.subnet ? ", subnet " : "",
-			 t->subnet ? t->subnet : cfg->aws.subnet ? cfg->aws.subnet : "");
-	pbx_info("  head    1 x %s, an external address (SSH)",
-		 t->head_machine_type ? t->head_machine_type : gce ? GCE_HEAD_MACHINE : AWS_HEAD_TYPE);
+			 t->subnet         ? t->subnet
+			 : cfg->aws.subnet ? cfg->aws.subnet
+					   : "");
+	pbx_info("  head    1 x %s, an external address (SSH)", t->head_machine_type
+									? t->head_machine_type
+								: gce ? GCE_HEAD_MACHINE
+								      : AWS_HEAD_TYPE);
 	for (i = 0; i < t->ngroups; i++) {
 		plan_group(t, &t->groups[i]);
 		n += t->groups[i].count;
@@ -67,13 +71,17 @@ void pbx_cli_cluster_plan(const struct pbx_config *cfg, const struct pbx_cluster
 	}
 	pbx_info("  image   %s", t->image ? t->image : "(none)");
 	pbx_info("  disks   a %d GB boot disk each (%d instance%s at most)",
-		 gce ? 50 : cfg->aws.disk_gb ? cfg->aws.disk_gb : 50, n, n == 1 ? "" : "s");
+		 gce                ? 50
+		 : cfg->aws.disk_gb ? cfg->aws.disk_gb
+				    : 50,
+		 n, n == 1 ? "" : "s");
 	if (gce && t->compute_external_ips)
 		pbx_info("  network 2 firewall rules (SSH to every node; everything inside the "
 			 "cluster), an external address on every node (no NAT)");
 	else if (gce)
-		pbx_info("  network 2 firewall rules (SSH to the head; everything inside the "
-			 "cluster), the region's Cloud NAT for the nodes (made when none is there)");
+		pbx_info(
+			"  network 2 firewall rules (SSH to the head; everything inside the "
+			"cluster), the region's Cloud NAT for the nodes (made when none is there)");
 	else
 		pbx_info("  network a security group (SSH to the head; everything inside the "
 			 "cluster), a key pair; nodes in the VPC's subnet");

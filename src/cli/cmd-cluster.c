@@ -888,7 +888,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			json_t *o = cluster_row_json(&rows[i]);
 			struct pbx_spend sp;
 			json_object_set_new(o, "still_running",
-					    !refresh    ? json_null()
+					    !refresh     ? json_null()
 					    : running[i] ? cluster_words_json(running[i])
 							 : json_array());
 			if (pbx_cluster_spend_of(ctx->store, rows[i].id, time(NULL), &sp, &err) ==
@@ -913,8 +913,9 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			cluster_time(rows[i].created, when, sizeof(when));
 			cells[0] = rows[i].name;
 			cells[1] = rows[i].cloud;
-			state = running[i] ? xasprintf("%s (running: %s)", rows[i].state, running[i])
-					   : xstrdup(rows[i].state);
+			state = running[i]
+					? xasprintf("%s (running: %s)", rows[i].state, running[i])
+					: xstrdup(rows[i].state);
 			cells[2] = state;
 			cells[3] = when;
 			cells[4] = hourly;

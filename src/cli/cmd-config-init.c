@@ -78,7 +78,9 @@ static void init_gcloud(struct init_facts *f)
 {
 	const char *dir = getenv("CLOUDSDK_CONFIG"), *home = getenv("HOME");
 	char *base = dir && *dir ? xstrdup(dir) : xasprintf("%s/.config/gcloud", home ? home : "");
-	char *active = getenv("CLOUDSDK_ACTIVE_CONFIG_NAME") ? xstrdup(getenv("CLOUDSDK_ACTIVE_CONFIG_NAME")) : NULL;
+	char *active = getenv("CLOUDSDK_ACTIVE_CONFIG_NAME")
+			       ? xstrdup(getenv("CLOUDSDK_ACTIVE_CONFIG_NAME"))
+			       : NULL;
 	char *path, *adc;
 	const char *gac = getenv("GOOGLE_APPLICATION_CREDENTIALS");
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -219,16 +221,20 @@ static void init_text(struct pbx_buf *b, const struct init_facts *f, int local, 
 		return;
 	pbx_buf_adds(b, "clouds:\n");
 	if (gce)
-		pbx_buf_addf(b,
-			     "  gce:\n"
-			     "    project: %s%s\n"
-			     "    zone: %s%s\n",
-			     f->gce_project ? f->gce_project : "my-project",
-			     f->gce_project ? "" : "    # your project's id (not found in gcloud's configuration)",
-			     f->gce_zone ? f->gce_zone : "us-central1-a",
-			     f->gce_zone ? "" : "    # gcloud's configuration names no zone");
+		pbx_buf_addf(
+			b,
+			"  gce:\n"
+			"    project: %s%s\n"
+			"    zone: %s%s\n",
+			f->gce_project ? f->gce_project : "my-project",
+			f->gce_project
+				? ""
+				: "    # your project's id (not found in gcloud's configuration)",
+			f->gce_zone ? f->gce_zone : "us-central1-a",
+			f->gce_zone ? "" : "    # gcloud's configuration names no zone");
 	if (aws)
-		pbx_buf_addf(b, "  aws:\n    region: %s%s\n", f->aws_region ? f->aws_region : "us-east-1",
+		pbx_buf_addf(b, "  aws:\n    region: %s%s\n",
+			     f->aws_region ? f->aws_region : "us-east-1",
 			     f->aws_region ? "" : "    # no region in AWS_REGION or the profile");
 }
 
@@ -277,7 +283,6 @@ static const struct pbx_option init_opts[] = {
 		     "print the configuration instead of writing it (nothing is made)"),
 	PBX_OPT_END,
 };
-
 
 /* Writes text to path, created exclusively (0600): never over a file. */
 static int init_write(const char *path, const struct pbx_buf *text)
@@ -372,15 +377,14 @@ const struct pbx_cmd pbx_cmd_config_init = {
 	.name = "init",
 	.summary = "write a first configuration from what this machine knows",
 	.usage = "pbx config init [-p] [local|gce|aws ...]",
-	.description =
-		"Makes $PBX_HOME (mode 0700) and writes $PBX_HOME/config.yaml with one\n"
-		"template per cloud named (default: local): local (nodes on this\n"
-		"machine), gce (project and zone from gcloud's active configuration),\n"
-		"aws (the profile's region).  For a cloud it makes the SSH key\n"
-		"$PBX_HOME/id_ed25519 with ssh-keygen when there is none, and says\n"
-		"what is still missing (a project, credentials, an AMI).  It reads\n"
-		"files only: no network, no metadata server.  An existing config.yaml\n"
-		"is never replaced (exit 1).",
+	.description = "Makes $PBX_HOME (mode 0700) and writes $PBX_HOME/config.yaml with one\n"
+		       "template per cloud named (default: local): local (nodes on this\n"
+		       "machine), gce (project and zone from gcloud's active configuration),\n"
+		       "aws (the profile's region).  For a cloud it makes the SSH key\n"
+		       "$PBX_HOME/id_ed25519 with ssh-keygen when there is none, and says\n"
+		       "what is still missing (a project, credentials, an AMI).  It reads\n"
+		       "files only: no network, no metadata server.  An existing config.yaml\n"
+		       "is never replaced (exit 1).",
 	.args = "CLOUD",
 	.options = init_opts,
 	.examples = "pbx config init\n"

@@ -132,18 +132,15 @@ static const struct pbx_cmd cmd_config_templates = {
 extern const struct pbx_cmd pbx_cmd_config_init; /* cmd-config-init.c */
 
 static const struct pbx_cmd *const cmd_config_subcmds[] = {
-	&pbx_cmd_config_init,
-	&cmd_config_check,
-	&cmd_config_path,
-	&cmd_config_templates,
-	NULL,
+	&pbx_cmd_config_init, &cmd_config_check, &cmd_config_path, &cmd_config_templates, NULL,
 };
 
 const struct pbx_cmd pbx_cmd_config = {
 	.name = "config",
 	.summary = "check and show the configuration ($PBX_HOME/config.yaml)",
-	.usage = "pbx config init [-p] [local|gce|aws ...]\npbx config check [FILE]\npbx config path\n"
-		 "pbx config templates [FILE]",
+	.usage =
+		"pbx config init [-p] [local|gce|aws ...]\npbx config check [FILE]\npbx config path\n"
+		"pbx config templates [FILE]",
 	.description = "The configuration holds cluster templates (cloud, login user, SSH key,\n"
 		       "image, head node and node groups) and cloud sections; see\n"
 		       "templates/config.yaml for a commented example.  Without a file, pbx\n"

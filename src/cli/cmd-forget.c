@@ -87,7 +87,8 @@ static int cmd_forget_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		if (!o.delete_results && access(results, F_OK) == 0)
 			pbx_info("its results stay in %s", results);
 		if (strcmp(t.sub.cluster_state, "deleted") != 0)
-			pbx_info("its run directory on cluster %s is left as it is", t.sub.cluster_name);
+			pbx_info("its run directory on cluster %s is left as it is",
+				 t.sub.cluster_name);
 	}
 	free(results);
 	pbx_jobs_target_free(&t);

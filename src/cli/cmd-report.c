@@ -88,7 +88,9 @@ static int report_parse(int argc, char **argv, struct report_args *a, int *first
 	a->o.sort = a->sort;
 	a->o.x = a->x;
 	a->o.color_by = a->color_by;
-	a->o.x_scale = a->log_x ? PBX_XSCALE_LOG : a->linear_x ? PBX_XSCALE_LINEAR : PBX_XSCALE_AUTO;
+	a->o.x_scale = a->log_x      ? PBX_XSCALE_LOG
+		       : a->linear_x ? PBX_XSCALE_LINEAR
+				     : PBX_XSCALE_AUTO;
 	if (rc == 0 && a->log_x && a->linear_x)
 		rc = pbx_usage_error(report_cmd(), "--log-x and --linear-x do not go together");
 	return rc;

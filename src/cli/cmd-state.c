@@ -229,7 +229,8 @@ static int state_all(struct pbx_ctx *ctx, int verbose, int json, int *all_final)
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
 	for (i = 0; i < n && (rc == 0 || rc == PBX_EXIT_SECURITY); i++) {
-		int fin = 1, none, one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin, &none);
+		int fin = 1, none,
+		    one = state_one(ctx, pkgs[i].id, verbose, json, list, &fin, &none);
 		if (one && rc != PBX_EXIT_SECURITY)
 			rc = one; /* every package is shown; a refusal is kept */
 		*all_final &= fin;

@@ -86,8 +86,8 @@ static char *plan_environment(const struct pbx_experiment *e)
 static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_package *p,
 			 const char *cluster, char **args, size_t nargs)
 {
-	json_t *o = json_object(), *pk = json_object(), *big = json_array(),
-	       *cmds = json_array(), *sb = json_array();
+	json_t *o = json_object(), *pk = json_object(), *big = json_array(), *cmds = json_array(),
+	       *sb = json_array();
 	long top[PLAN_LARGEST];
 	char *envline = plan_environment(e), *host = pbx_experiment_notify_host(e);
 	size_t i;

@@ -84,8 +84,7 @@ int pbx_cluster_uid_valid(const char *text)
 
 int pbx_instance_is_machine(const struct pbx_instance *x)
 {
-	static const char *const markers[] = { "FIREWALL", "ROUTER", "SECURITY_GROUP",
-					       "KEY_PAIR" };
+	static const char *const markers[] = { "FIREWALL", "ROUTER", "SECURITY_GROUP", "KEY_PAIR" };
 	size_t i;
 	for (i = 0; x->state && i < sizeof(markers) / sizeof(markers[0]); i++)
 		if (!strcmp(x->state, markers[i]))

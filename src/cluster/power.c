@@ -76,9 +76,10 @@ static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v
  * deleted, which bills nothing more). */
 static int power_state_off(const char *state, int gone_too)
 {
-	static const char *const off[] = { "TERMINATED", "STOPPING", "SUSPENDED",
-					   "stopped",    "stopping", "SUSPENDING",
-					   "terminated", "shutting-down" };
+	static const char *const off[] = {
+		"TERMINATED", "STOPPING",   "SUSPENDED",  "stopped",
+		"stopping",   "SUSPENDING", "terminated", "shutting-down"
+	};
 	size_t i, n = sizeof(off) / sizeof(off[0]) - (gone_too ? 0 : 3);
 	for (i = 0; state && i < n; i++)
 		if (!strcmp(state, off[i]))

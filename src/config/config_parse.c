@@ -45,9 +45,9 @@ static const char *const template_keys[] = { "cloud",
 					     "transport",
 					     NULL };
 /* what a template of cloud ssh may have (pbx builds nothing there) */
-static const char *const ssh_template_keys[] = { "cloud", "login_user", "ssh_key", "host",
-						 "port",  "work_dir",   "setup",   "transport",
-						 NULL };
+static const char *const ssh_template_keys[] = { "cloud", "login_user", "ssh_key",
+						 "host",  "port",       "work_dir",
+						 "setup", "transport",  NULL };
 /* transport: how pbx logs in to a cloud ssh cluster (docs/ssh-clusters.md) */
 static const char *const transport_names[] = { "pbx", "openssh", NULL };
 static const char *const head_keys[] = { "machine_type", "service_account", "instance_profile",

@@ -78,8 +78,7 @@ static int collect_link_ok(struct pbx_collect *c, const char *rel, const char *t
 			depth--;
 		else if (n && !(n == 1 && s[0] == '.'))
 			depth++;
-		if (depth < 0)
-		{
+		if (depth < 0) {
 			pbx_err_setc(c->err, PBX_EXIT_USAGE,
 				     "%s/%s: symlink points "
 				     "outside %s (%s)",

@@ -208,8 +208,8 @@ static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root, struc
 /* The whole file                                                      */
 
 static const char *const pbx_exp_keys[] = {
-	"name",  "command", "train", "sweep",       "resources",
-	"files", "outputs", "env",   "environment", "notify", NULL,
+	"name",    "command", "train",       "sweep",  "resources", "files",
+	"outputs", "env",     "environment", "notify", NULL,
 };
 
 static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)

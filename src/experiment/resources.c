@@ -16,11 +16,11 @@
 /* What users write for an sbatch option under another name (other
  * schedulers' words, or the option's long form), pairs of wrong, right. */
 static const char *const res_aliases[] = {
-	"memory",   "mem",           "ram",       "mem",       "walltime", "time",
-	"timeout",  "time",          "time_limit", "time",     "queue",    "partition",
-	"cpus",     "cpus-per-task", "ncpus",     "cpus-per-task", "threads", "cpus-per-task",
-	"tasks",    "ntasks",        "gpu",       "gres",      "project",  "account",
-	NULL,
+	"memory",        "mem",       "ram",           "mem",           "walltime",
+	"time",          "timeout",   "time",          "time_limit",    "time",
+	"queue",         "partition", "cpus",          "cpus-per-task", "ncpus",
+	"cpus-per-task", "threads",   "cpus-per-task", "tasks",         "ntasks",
+	"gpu",           "gres",      "project",       "account",       NULL,
 };
 
 /* Why `key` cannot be used, in why[] (with a "did you mean" for an

@@ -92,15 +92,16 @@ static void env_placement(struct pbx_buf *s, const struct pbx_sbatch_opts *opts)
  * (PBX-NOTIFY-FAILED) and changes nothing else. */
 static void notify_job(struct pbx_buf *s, const char *short_id)
 {
-	pbx_buf_addf(s,
-		     "if [ -f \"$R/pkg/pbx-notify.sh\" ] && [ -n \"$JOBS\" ]; then\n"
-		     "  out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
-		     " --time=00:05:00 --dependency=afterany$JOBS --job-name=pbx-%s-notify"
-		     " --comment=\"pbx:%s:notify\" --output=\"$R/slurm/notify.log\" --open-mode=append"
-		     " --export=ALL \"$R/pkg/pbx-notify.sh\" 2>&1) ||"
-		     " echo \"PBX-NOTIFY-FAILED $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
-		     "fi\n",
-		     short_id, short_id);
+	pbx_buf_addf(
+		s,
+		"if [ -f \"$R/pkg/pbx-notify.sh\" ] && [ -n \"$JOBS\" ]; then\n"
+		"  out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
+		" --time=00:05:00 --dependency=afterany$JOBS --job-name=pbx-%s-notify"
+		" --comment=\"pbx:%s:notify\" --output=\"$R/slurm/notify.log\" --open-mode=append"
+		" --export=ALL \"$R/pkg/pbx-notify.sh\" 2>&1) ||"
+		" echo \"PBX-NOTIFY-FAILED $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
+		"fi\n",
+		short_id, short_id);
 }
 
 /* The remote script: unpack the package once, then one `submit` per array.

@@ -240,14 +240,13 @@ static void html_best(const struct pbx_report *r, const struct best *b, FILE *f)
 		return;
 	pbx_num_short(b->mean, mean, sizeof(mean));
 	pbx_num_short(b->std, std, sizeof(std));
-	fprintf(f,
-		"<section id=\"best\">\n<h2>Best configuration</h2>\n<p class=\"box\" "
-		"data-metric=\"");
+	fprintf(f, "<section id=\"best\">\n<h2>Best configuration</h2>\n<p class=\"box\" "
+		   "data-metric=\"");
 	esc(f, r->metric_names[r->metrics[0]]);
 	fprintf(f, "\" data-mean=\"%.17g\" data-std=\"%.17g\" data-n=\"%zu\">", b->mean, b->std,
 		b->n);
-	fprintf(f, "<b>%s", pbx_metric_lower_is_better(r->metric_names[r->metrics[0]]) ? "lowest"
-											 : "highest");
+	fprintf(f, "<b>%s",
+		pbx_metric_lower_is_better(r->metric_names[r->metrics[0]]) ? "lowest" : "highest");
 	fputs(" final ", f);
 	esc(f, r->metric_names[r->metrics[0]]);
 	fprintf(f, ": %s", mean);
@@ -417,8 +416,8 @@ static size_t group_steps(const struct pbx_report *r, const struct colouring *co
 
 /* Group g's mean curve of metric m with its band (mean ± std over the
  * group's tasks that have a point at each step). */
-static void mean_curve(const struct pbx_report *r, const struct colouring *col, size_t g,
-		       size_t m, const struct pbx_chart *ch, const char *color, FILE *f)
+static void mean_curve(const struct pbx_report *r, const struct colouring *col, size_t g, size_t m,
+		       const struct pbx_chart *ch, const char *color, FILE *f)
 {
 	int64_t *steps;
 	size_t n = group_steps(r, col, g, m, &steps), i, t, k = 0;
@@ -554,8 +553,7 @@ static void param_xscale(const struct pbx_report *r, size_t p, const char **vals
 {
 	size_t i;
 	double lo = 0, hi = 0;
-	int cats = !r->param_numeric[p] ||
-		   (r->x_scale == PBX_XSCALE_AUTO && n <= PARAM_FEW_VALUES);
+	int cats = !r->param_numeric[p] || (r->x_scale == PBX_XSCALE_AUTO && n <= PARAM_FEW_VALUES);
 	for (i = 0; i < n; i++) {
 		xp[i].x = (double)i;
 		if (!cats)
@@ -653,8 +651,8 @@ static long param_second(const struct pbx_report *r, size_t p)
 {
 	size_t q;
 	if (r->color_by >= 0 && (size_t)r->color_by != p &&
-	    strcmp(r->params[r->color_by], "repeat") != 0 &&
-	    r->param_nvalues[r->color_by] >= 2 && r->param_nvalues[r->color_by] <= 8)
+	    strcmp(r->params[r->color_by], "repeat") != 0 && r->param_nvalues[r->color_by] >= 2 &&
+	    r->param_nvalues[r->color_by] <= 8)
 		return r->color_by;
 	for (q = 0; q < r->nparams; q++)
 		if (q != p && strcmp(r->params[q], "repeat") != 0 && r->param_nvalues[q] >= 2 &&
@@ -735,7 +733,8 @@ static void param_chart(const struct pbx_report *r, size_t p, size_t m, FILE *f)
 		size_t nq = r->param_nvalues[q], j;
 		char(*hex)[8] = xcalloc(nq + 2, sizeof(*hex));
 		char **qlabels = xcalloc(nq + 2, sizeof(char *));
-		const char **all = xcalloc(nq + 2, sizeof(char *)), **allc = xcalloc(nq + 2, sizeof(char *));
+		const char **all = xcalloc(nq + 2, sizeof(char *)),
+			   **allc = xcalloc(nq + 2, sizeof(char *));
 		param_interaction(r, p, (size_t)q, m, vals, xp, n, &ch, hex, qlabels, f);
 		all[0] = labels[0];
 		allc[0] = colors[0];

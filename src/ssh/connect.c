@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 /* ------------------------------------------------------------ TCP */
 
 /* Finishes a non-blocking connect() within ms; 0 or -1 with errno set. */

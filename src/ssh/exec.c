@@ -338,7 +338,8 @@ static int exec_proc_pump(struct exec_job *j, struct pbx_proc *p, struct pbx_err
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 				break;
 			if (r < 0)
-				return pbx_err_set(err, "cannot read from ssh: %s", strerror(errno));
+				return pbx_err_set(err, "cannot read from ssh: %s",
+						   strerror(errno));
 			moved = 1;
 			if (exec_stdout(j, chunk, (size_t)r, err) < 0)
 				return -1;

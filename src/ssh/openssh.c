@@ -31,9 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OPENSSH_PERSIST "4h"   /* how long the control connection outlives its last use */
-#define OPENSSH_SUN_MAX 100    /* bytes of a control socket's path we allow */
-#define OPENSSH_HASH    40     /* %C: SHA-1 in hex */
+#define OPENSSH_PERSIST "4h" /* how long the control connection outlives its last use */
+#define OPENSSH_SUN_MAX 100  /* bytes of a control socket's path we allow */
+#define OPENSSH_HASH    40   /* %C: SHA-1 in hex */
 
 /* The directory of the control sockets; caller frees; NULL (err set) when
  * none can be had. */
@@ -131,8 +131,7 @@ static int openssh_run(const char *const *argv, struct pbx_buf *errtext)
 
 /* base + extra words + the destination, NULL-terminated; caller frees the
  * array alone. */
-static const char **openssh_cmd(const struct pbx_ssh *s, const char *const *extra,
-				const char *dest)
+static const char **openssh_cmd(const struct pbx_ssh *s, const char *const *extra, const char *dest)
 {
 	size_t n = 0, i, k = 0;
 	const char **v;
@@ -177,8 +176,13 @@ static int openssh_master(struct pbx_ssh *s, const char *dest, struct pbx_err *e
 		pbx_err_set(err,
 			    "could not log in to %s with ssh (%s%s): the prompts of a password "
 			    "or a second factor need a terminal, or SSH_ASKPASS",
-			    dest, rc < 0 ? "cannot run ssh" : errtext.len ? "" : "exit status",
-			    rc < 0 ? "" : errtext.len ? (last ? last + 1 : errtext.buf) : "");
+			    dest,
+			    rc < 0        ? "cannot run ssh"
+			    : errtext.len ? ""
+					  : "exit status",
+			    rc < 0        ? ""
+			    : errtext.len ? (last ? last + 1 : errtext.buf)
+					  : "");
 		if (rc > 0 && !errtext.len) {
 			size_t len = strlen(err->msg);
 			snprintf(err->msg + len, sizeof(err->msg) - len, " %d", rc);
@@ -221,8 +225,8 @@ int pbx_ssh_openssh_connect(const struct pbx_ssh_target *t, struct pbx_ssh **out
 
 const char **pbx_ssh_openssh_argv(const struct pbx_ssh *s, const char *cmdline)
 {
-	static const char *const extra[] = { "-o", "ControlMaster=no", "-o", "BatchMode=yes",
-					     "-T", NULL };
+	static const char *const extra[] = { "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T",
+					     NULL };
 	const char **v = openssh_cmd(s, extra, s->dest), **w;
 	size_t n = 0;
 	while (v[n])

@@ -312,9 +312,10 @@ static int exec_to_fd(void *ctx, int stream, const char *data, size_t len, struc
 static int exec_download(struct pbx_ssh *s, const char *remote, const char *tmp, int fd,
 			 struct pbx_err *err)
 {
-	const char *mode_argv[] = { "sh", "-c",
-				    "[ -f \"$1\" ] && [ ! -L \"$1\" ] && stat -c %a -- \"$1\"",
-				    "sh", remote, NULL };
+	const char *mode_argv[] = {
+		"sh", "-c",   "[ -f \"$1\" ] && [ ! -L \"$1\" ] && stat -c %a -- \"$1\"",
+		"sh", remote, NULL
+	};
 	const char *cat_argv[] = { "cat", "--", remote, NULL };
 	struct pbx_buf out = PBX_BUF_INIT, cmd = PBX_BUF_INIT;
 	struct exec_sink_fd f = { fd, tmp };
@@ -336,7 +337,8 @@ static int exec_download(struct pbx_ssh *s, const char *remote, const char *tmp,
 	rc = pbx_ssh_exec_io(s, cmd.buf, &io, &st, err);
 	pbx_buf_release(&cmd);
 	if (rc == 0 && st != 0)
-		rc = pbx_err_set(err, "cannot read %s on %s (exit status %d)", remote, s->label, st);
+		rc = pbx_err_set(err, "cannot read %s on %s (exit status %d)", remote, s->label,
+				 st);
 	if (rc == 0 && (fsync(fd) < 0 || fchmod(fd, (mode_t)mode) < 0))
 		rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 	return rc;
@@ -502,7 +504,8 @@ int pbx_ssh_get_file(struct pbx_ssh *s, const char *remote, const char *local, s
 	fd = pbx_tmpfile_beside(local, &tmp, err);
 	if (fd < 0)
 		return -1;
-	rc = s->argv_base ? exec_download(s, remote, tmp, fd, err) : download(s, remote, tmp, fd, err);
+	rc = s->argv_base ? exec_download(s, remote, tmp, fd, err)
+			  : download(s, remote, tmp, fd, err);
 	if (close(fd) < 0 && rc == 0)
 		rc = pbx_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
 	if (rc == 0)

@@ -31,7 +31,7 @@
 
 /* Session channels (exec, sftp) open at once on one connection; OpenSSH
  * refuses more than MaxSessions (10 by default). */
-#define PBX_SSH_MAX_CHANNELS 8
+#define PBX_SSH_MAX_CHANNELS       8
 /* connect/handshake/auth timeout when the target names none */
 #define PBX_SSH_DEFAULT_TIMEOUT_MS 20000
 

@@ -360,7 +360,8 @@ static void test_unharvested(void)
 		"INSERT INTO harvested(submission_id, idx, path, size, mtime) VALUES"
 		" (77, 0, 'status', 10, 200), (77, 1, 'status', 10, 199), (77, 2, 'status', 10, 198);",
 		(long long)cid);
-	ok(sqlite3_open(dbpath, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+	ok(sqlite3_open(dbpath, &db) == SQLITE_OK &&
+		   sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
 	   "a package: 3 ended tasks (status home at the end, a second before, two before), "
 	   "1 running");
 	sqlite3_close(db);
