@@ -278,7 +278,15 @@ while :; do
 done
 pbx_child=
 
-pbx_end=$(date +%s)
+# The end as the file system's clock reads it: the store counts a task's
+# results as home when the status file brought home is no older than this
+# END (src/store/experiments.c), and the kernel stamps files from a coarse
+# clock that may still read the last second when `date +%s` reads the next
+# (a clean-root demo: end 1796222971, status mtime 1796222970).  A file
+# made now has that clock's time; the status written after it cannot be
+# older.  On NFS both are the server's.
+pbx_end=$(: >"$pbx_tdir/.end.$$" && stat -c %Y "$pbx_tdir/.end.$$" 2>/dev/null) || pbx_end=$(date +%s)
+rm -f "$pbx_tdir/.end.$$"
 # 75: checkpointed, run me again.  The status comes first: the requeue ends
 # this script.  SLURM refuses to requeue a job that is being cancelled (pbx
 # cancel, scancel), which then reads CANCELLED.

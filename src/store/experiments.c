@@ -768,23 +768,20 @@ int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_u
 			  size_t *n, struct pbx_err *err)
 {
 	/* ended: ran (a start time), and its status file, which the
-	 * wrapper writes last, is not home as it was at the end.  The file's
-	 * mtime may read a second before the END_EPOCH the wrapper took just
-	 * before writing it: the kernel stamps files from a coarse clock that
-	 * lags `date +%s` by up to a tick (seen in a clean-root demo: end
-	 * 1796222971, mtime 1796222970), hence the second of slack. */
-	return rows_read(
-		st,
-		"SELECT p.id, p.short_id, p.name, s.id,"
-		" SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
-		" SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"
-		"  AND t.start_time IS NOT NULL AND NOT EXISTS (SELECT 1 FROM harvested h"
-		"  WHERE h.submission_id = t.submission_id AND h.idx = t.idx"
-		"  AND h.path = 'status' AND h.mtime + 1 >= COALESCE(t.end_time, 0))) AS ended"
-		" FROM tasks t JOIN submissions s ON s.id = t.submission_id"
-		" JOIN packages p ON p.id = s.package_id WHERE s.cluster_id = ?"
-		" GROUP BY s.id HAVING live + ended > 0 ORDER BY s.id",
-		ROW_ID(cluster_id), &unharvested_rows, (void **)rows, n, err);
+	 * wrapper writes last, is not home as it was at the end: no older
+	 * than END, which the wrapper takes from the file system's clock
+	 * (templates/pbx-task.sh), so the final status never is */
+	return rows_read(st,
+			 "SELECT p.id, p.short_id, p.name, s.id,"
+			 " SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
+			 " SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"
+			 "  AND t.start_time IS NOT NULL AND NOT EXISTS (SELECT 1 FROM harvested h"
+			 "  WHERE h.submission_id = t.submission_id AND h.idx = t.idx"
+			 "  AND h.path = 'status' AND h.mtime >= COALESCE(t.end_time, 0))) AS ended"
+			 " FROM tasks t JOIN submissions s ON s.id = t.submission_id"
+			 " JOIN packages p ON p.id = s.package_id WHERE s.cluster_id = ?"
+			 " GROUP BY s.id HAVING live + ended > 0 ORDER BY s.id",
+			 ROW_ID(cluster_id), &unharvested_rows, (void **)rows, n, err);
 }
 
 void pbx_unharvested_free(struct pbx_unharvested *rows, size_t n)
