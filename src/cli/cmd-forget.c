@@ -6,6 +6,7 @@
  * (issue 39: after a cluster is gone its packages stay listed forever).
  */
 #include "cli/cmd.h"
+#include "cli/jobs_cli.h"
 #include "cli/output.h"
 #include "jobs/jobs.h"
 #include "util/fs.h"
@@ -31,34 +32,12 @@ static const struct pbx_option forget_opts[] = {
 	PBX_OPT_END,
 };
 
-/* The unharvested row of submission `sub` on its cluster (as last seen),
- * into *u (owned: pbx_unharvested_free of one); 0 when there is none. */
-static int forget_pending(struct pbx_ctx *ctx, const struct pbx_jobs_target *t,
-			  struct pbx_unharvested *u)
-{
-	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_unharvested *v = NULL;
-	size_t n = 0, i;
-	int found = 0;
-	memset(u, 0, sizeof(*u));
-	if (pbx_store_unharvested(ctx->store, t->sub.cluster_id, &v, &n, &err) < 0)
-		return 0;
-	for (i = 0; i < n && !found; i++)
-		if (v[i].submission_id == t->sub.id) {
-			u->live = v[i].live;
-			u->ended = v[i].ended;
-			found = 1;
-		}
-	pbx_unharvested_free(v, n);
-	return found;
-}
-
 static int cmd_forget_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_jobs_target t;
 	struct forget_opts o = { 0 };
-	struct pbx_unharvested u;
+	long live, ended;
 	char *results;
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_forget, argc, argv, &o, &first)))
@@ -68,13 +47,13 @@ static int cmd_forget_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if (pbx_jobs_target(ctx->store, ctx->cfg, argv[first], 0, &t, &err) < 0)
 		return pbx_report(&err);
 	if (strcmp(t.sub.cluster_state, "deleted") != 0 && !o.discard &&
-	    forget_pending(ctx, &t, &u)) {
+	    pbx_cli_results_pending(ctx->store, t.sub.cluster_id, t.sub.id, &live, &ended)) {
 		pbx_error("package %s (%s) on cluster %s has results that are not home: %ld task%s "
 			  "not ended, %ld ended and not harvested (as last seen; 'pbx state %s' "
 			  "looks again); 'pbx harvest %s' brings them home, or forget it anyway "
 			  "with --discard-results",
-			  t.pkg.short_id, t.pkg.name, t.sub.cluster_name, u.live,
-			  u.live == 1 ? "" : "s", u.ended, t.pkg.short_id, t.pkg.short_id);
+			  t.pkg.short_id, t.pkg.name, t.sub.cluster_name, live,
+			  live == 1 ? "" : "s", ended, t.pkg.short_id, t.pkg.short_id);
 		pbx_jobs_target_free(&t);
 		return PBX_EXIT_SECURITY;
 	}

@@ -3,6 +3,7 @@
  * with a files/bytes/rate display; `--json` prints a summary per package.
  */
 #include "cli/cmd.h"
+#include "cli/jobs_cli.h"
 #include "cli/output.h"
 #include "jobs/jobs.h"
 #include "util/fs.h"
@@ -110,21 +111,6 @@ struct harvest_skips {
 	size_t ndown, downed; /* those, and the packages they held */
 };
 
-/* Whether submission `sub` (on cluster_id) has tasks not ended or not
- * harvested, as the store last knew them. */
-static int harvest_pending(struct pbx_ctx *ctx, int64_t cluster_id, int64_t sub)
-{
-	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_unharvested *u = NULL;
-	size_t n = 0, i;
-	int pending = 1; /* when the store cannot say: harvest */
-	if (pbx_store_unharvested(ctx->store, cluster_id, &u, &n, &err) == 0)
-		for (pending = 0, i = 0; i < n; i++)
-			pending |= u[i].submission_id == sub;
-	pbx_unharvested_free(u, n);
-	return pending;
-}
-
 static int harvest_is_down(const struct harvest_skips *k, const char *cluster)
 {
 	size_t i;
@@ -157,7 +143,8 @@ static int harvest_all(struct pbx_ctx *ctx, int running, json_t *list)
 			k.gone++;
 		else if (harvest_is_down(&k, t.sub.cluster_name))
 			k.downed++;
-		else if (!harvest_pending(ctx, t.sub.cluster_id, t.sub.id))
+		else if (!pbx_cli_results_pending(ctx->store, t.sub.cluster_id, t.sub.id, NULL,
+						  NULL))
 			k.done++;
 		else if ((r = harvest_one(ctx, pkgs[i].id, running, list)) != 0) {
 			if (!rc)

@@ -63,3 +63,27 @@ char *pbx_cli_state_summary(const struct pbx_task_row *tasks, size_t n)
 	}
 	return pbx_buf_detach(&b, NULL);
 }
+
+int pbx_cli_results_pending(struct pbx_store *st, int64_t cluster_id, int64_t sub, long *live,
+			    long *ended)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_unharvested *u = NULL;
+	size_t n = 0, i;
+	int pending = 1; /* when the store cannot say */
+	if (live)
+		*live = 0;
+	if (ended)
+		*ended = 0;
+	if (pbx_store_unharvested(st, cluster_id, &u, &n, &err) == 0)
+		for (pending = 0, i = 0; i < n; i++)
+			if (u[i].submission_id == sub) {
+				pending = 1;
+				if (live)
+					*live = u[i].live;
+				if (ended)
+					*ended = u[i].ended;
+			}
+	pbx_unharvested_free(u, n);
+	return pending;
+}

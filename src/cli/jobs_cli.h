@@ -5,6 +5,8 @@
 #ifndef PBX_CLI_JOBS_CLI_H
 #define PBX_CLI_JOBS_CLI_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "store/experiments.h"
@@ -16,5 +18,13 @@ int pbx_cli_pkg_task(const char *arg, char **pkg, long *task);
 json_t *pbx_cli_state_counts(const struct pbx_task_row *tasks, size_t n);
 /* "24 tasks: 20 COMPLETED, 3 RUNNING, 1 FAILED" into a fresh string. */
 char *pbx_cli_state_summary(const struct pbx_task_row *tasks, size_t n);
+
+/* Whether submission `sub` on cluster `cluster_id` has tasks not ended or
+ * ended and not harvested, as the store last saw them (also when the store
+ * cannot say); their counts into *live and *ended (either may be NULL).
+ * `pbx harvest` skips a submission without; `pbx forget` refuses one with. */
+struct pbx_store;
+int pbx_cli_results_pending(struct pbx_store *st, int64_t cluster_id, int64_t sub, long *live,
+			    long *ended);
 
 #endif

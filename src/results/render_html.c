@@ -362,6 +362,18 @@ static void curve_one(const struct pbx_report *r, const struct pbx_report_task *
 	free(ys);
 }
 
+/* The axes of a chart by step: steps linear, values log when they span
+ * more than two decades (the per-task and the mean curves alike). */
+static void curve_axes(struct pbx_chart *ch, const double xr[2], const double yr[2])
+{
+	pbx_chart_init(ch);
+	pbx_scale_linear(&ch->x, xr[0], xr[1], 0, ch->left, ch->right, 6);
+	if (pbx_scale_wants_log(yr[0], yr[1]))
+		pbx_scale_log(&ch->y, yr[0], yr[1], ch->bottom, ch->top);
+	else
+		pbx_scale_linear(&ch->y, yr[0], yr[1], 0.05, ch->bottom, ch->top, 6);
+}
+
 static void curve_chart(const struct pbx_report *r, size_t m, const struct colouring *col, FILE *f)
 {
 	struct pbx_chart ch;
@@ -370,12 +382,7 @@ static void curve_chart(const struct pbx_report *r, size_t m, const struct colou
 	size_t t;
 	if (!curve_ranges(r, m, xr, yr))
 		return;
-	pbx_chart_init(&ch);
-	pbx_scale_linear(&ch.x, xr[0], xr[1], 0, ch.left, ch.right, 6);
-	if (pbx_scale_wants_log(yr[0], yr[1]))
-		pbx_scale_log(&ch.y, yr[0], yr[1], ch.bottom, ch.top);
-	else
-		pbx_scale_linear(&ch.y, yr[0], yr[1], 0.05, ch.bottom, ch.top, 6);
+	curve_axes(&ch, xr, yr);
 	title = xasprintf("%s by step", r->metric_names[m]);
 	fputs("<figure>\n", f);
 	pbx_chart_begin(f, &ch, "learning-curves", title, "step", r->metric_names[m]);
@@ -478,12 +485,7 @@ static void mean_chart(const struct pbx_report *r, size_t m, const struct colour
 	size_t g, ng = col->param >= 0 ? col->n : 1;
 	if (!curve_ranges(r, m, xr, yr))
 		return;
-	pbx_chart_init(&ch);
-	pbx_scale_linear(&ch.x, xr[0], xr[1], 0, ch.left, ch.right, 6);
-	if (pbx_scale_wants_log(yr[0], yr[1]))
-		pbx_scale_log(&ch.y, yr[0], yr[1], ch.bottom, ch.top);
-	else
-		pbx_scale_linear(&ch.y, yr[0], yr[1], 0.05, ch.bottom, ch.top, 6);
+	curve_axes(&ch, xr, yr);
 	title = xasprintf("mean %s by step (± std)", r->metric_names[m]);
 	fputs("<figure>\n", f);
 	pbx_chart_begin(f, &ch, "mean-curves", title, "step", r->metric_names[m]);
