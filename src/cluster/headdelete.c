@@ -48,7 +48,8 @@ int pbx_head_runs_pbx(const struct pbx_cluster *c)
  * keys): those on loopback, this machine's. */
 static void drop_loopback_endpoints(json_t *cloud)
 {
-	static const char *const keys[] = { "endpoint", "billing_endpoint", "pricing_endpoint" };
+	static const char *const keys[] = { "endpoint", "billing_endpoint", "pricing_endpoint",
+					    "storage_endpoint", "s3_endpoint" };
 	size_t i;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *url = json_string_value(json_object_get(cloud, keys[i]));

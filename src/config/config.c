@@ -73,7 +73,9 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->aws.subnets);
 	free(cfg->local.address_base);
 	free(cfg->gce.billing_endpoint);
+	free(cfg->gce.storage_endpoint);
 	free(cfg->aws.pricing_endpoint);
+	free(cfg->aws.s3_endpoint);
 	free(cfg->prices.currency);
 	overrides_free(cfg->prices.hourly, cfg->prices.nhourly);
 	overrides_free(cfg->prices.spot_hourly, cfg->prices.nspot_hourly);

@@ -146,6 +146,9 @@ struct pbx_cloud_gce {
 						 https://compute.googleapis.com/compute/v1/ */
 	char *billing_endpoint;             /* Cloud Billing Catalog API base URL;
 						 NULL = see pbx_price_gce_base */
+	char *storage_endpoint;             /* Cloud Storage JSON API base URL
+						 (https://storage.googleapis.com/
+						 when NULL; src/objstore) */
 	char **zones;                       /* zones to fall back to, in order,
 						 when one has no capacity; may be NULL */
 	size_t nzones;
@@ -157,6 +160,9 @@ struct pbx_cloud_aws {
 						 EC2 Query API URL (an emulator) */
 	char *pricing_endpoint;            /* Price List Query API URL; NULL =
 						 see pbx_price_aws_base */
+	char *s3_endpoint;                 /* S3 endpoint (path-style requests
+						 to it); NULL = the region's
+						 virtual-hosted one (src/objstore) */
 	char *subnet;                      /* subnet for every instance; NULL =
 						 the default VPC's */
 	char **subnets;                    /* subnets to fall back to, in order,

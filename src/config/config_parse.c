@@ -58,9 +58,9 @@ static const char *const group_keys[] = { "name", "count", "machine_type", "gpus
 					  "spot", "cpus",  "min",          "max",  NULL };
 static const char *const gce_keys[] = { "project",     "zone",     "zones",
 					"credentials", "endpoint", "billing_endpoint",
-					NULL };
+					"storage_endpoint", NULL };
 static const char *const aws_keys[] = { "region", "profile", "endpoint", "pricing_endpoint",
-					"subnet", "subnets", "disk_gb",  NULL };
+					"s3_endpoint", "subnet", "subnets", "disk_gb",  NULL };
 static const char *const local_keys[] = { "address_base", "ssh_port", "slurm_port_base", NULL };
 
 /* Optional one-line string under `key`; leaves *out alone when absent. */
@@ -804,11 +804,13 @@ static int parse_aws(const struct pbx_ynode *aws, struct pbx_cloud_aws *a, struc
 	    opt_str(aws, "profile", &a->profile, err) < 0 ||
 	    opt_str(aws, "endpoint", &a->endpoint, err) < 0 ||
 	    opt_str(aws, "pricing_endpoint", &a->pricing_endpoint, err) < 0 ||
+	    opt_str(aws, "s3_endpoint", &a->s3_endpoint, err) < 0 ||
 	    opt_str(aws, "subnet", &a->subnet, err) < 0 ||
 	    opt_int(aws, "disk_gb", 8, 16384, &a->disk_gb, err) < 0 ||
 	    opt_str_list(aws, "subnets", 32, "subnets", &a->subnets, &a->nsubnets, err) < 0)
 		return -1;
-	if (check_url(aws, "pricing_endpoint", a->pricing_endpoint, err) < 0)
+	if (check_url(aws, "pricing_endpoint", a->pricing_endpoint, err) < 0 ||
+	    check_url(aws, "s3_endpoint", a->s3_endpoint, err) < 0)
 		return -1;
 	return check_endpoint(aws, a->endpoint, err);
 }
@@ -829,13 +831,15 @@ static int parse_clouds(const struct pbx_ynode *root, struct pbx_config *cfg, st
 	     opt_path(gce, "credentials", &cfg->gce.credentials, &cfg->gce.credentials_line, err) <
 		     0 ||
 	     opt_str(gce, "endpoint", &cfg->gce.endpoint, err) < 0 ||
-	     opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0))
+	     opt_str(gce, "billing_endpoint", &cfg->gce.billing_endpoint, err) < 0 ||
+	     opt_str(gce, "storage_endpoint", &cfg->gce.storage_endpoint, err) < 0))
 		return -1;
 	if (gce && !pbx_ynode_is_null(gce) &&
 	    opt_str_list(gce, "zones", 32, "zones", &cfg->gce.zones, &cfg->gce.nzones, err) < 0)
 		return -1;
 	if (check_endpoint(gce, cfg->gce.endpoint, err) < 0 ||
-	    check_url(gce, "billing_endpoint", cfg->gce.billing_endpoint, err) < 0)
+	    check_url(gce, "billing_endpoint", cfg->gce.billing_endpoint, err) < 0 ||
+	    check_url(gce, "storage_endpoint", cfg->gce.storage_endpoint, err) < 0)
 		return -1;
 	if (parse_aws(aws, &cfg->aws, err) < 0)
 		return -1;

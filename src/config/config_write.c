@@ -201,9 +201,11 @@ json_t *pbx_config_cloud_write(const struct pbx_config *cfg, const char *cloud)
 		put_str(o, "zone", cfg->gce.zone);
 		put_list(o, "zones", cfg->gce.zones, cfg->gce.nzones);
 		put_str(o, "endpoint", cfg->gce.endpoint);
+		put_str(o, "storage_endpoint", cfg->gce.storage_endpoint);
 	} else if (!strcmp(cloud, "aws")) {
 		put_str(o, "region", cfg->aws.region);
 		put_str(o, "endpoint", cfg->aws.endpoint);
+		put_str(o, "s3_endpoint", cfg->aws.s3_endpoint);
 		put_str(o, "subnet", cfg->aws.subnet);
 		put_list(o, "subnets", cfg->aws.subnets, cfg->aws.nsubnets);
 		put_int(o, "disk_gb", cfg->aws.disk_gb); /* the root volume of the nodes made */

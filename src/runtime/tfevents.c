@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/crc32c.h"
+#include "util/crc32c.h"
 #include "util/xalloc.h"
 
 struct pbx_tfevents {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/crc32c.h"
+#include "util/crc32c.h"
 #include "util/xalloc.h"
 #include "example.pb-c.h"
 

@@ -1,8 +1,8 @@
 /*
  * test_crc32c.c - CRC-32C check value, chaining and the TFRecord mask
- * (src/runtime/crc32c.h).
+ * (src/util/crc32c.h).
  */
-#include "runtime/crc32c.h"
+#include "util/crc32c.h"
 
 #include "common/tap.h"
 

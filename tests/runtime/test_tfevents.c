@@ -15,7 +15,7 @@
 
 #include "common/tap.h"
 #include "common/tmpdir.h"
-#include "runtime/crc32c.h"
+#include "util/crc32c.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 

@@ -4,7 +4,7 @@
  * One 256-entry table, one byte per step: event records are tens of bytes,
  * so speed does not matter here.
  */
-#include "runtime/crc32c.h"
+#include "util/crc32c.h"
 
 #include <pthread.h>
 

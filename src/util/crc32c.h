@@ -1,7 +1,8 @@
 /*
- * crc32c.h - CRC-32C (Castagnoli), the checksum of TFRecord framing.
+ * crc32c.h - CRC-32C (Castagnoli): the checksum of TFRecord framing and
+ * the one Cloud Storage and S3 keep for every object.
  *
- * Used by tfevents.c to frame TensorBoard event records (see
+ * Used by runtime/tfevents.c to frame TensorBoard event records (see
  * docs/formats.md, "CRC-32C" and "The mask").  Reflected polynomial
  * 0x82F63B78, initial value and final XOR 0xFFFFFFFF, so the calling
  * convention is zlib's crc32(): start with crc = 0 and chain calls to
@@ -10,8 +11,8 @@
  * Check value: pbx_crc32c(0, "123456789", 9) == 0xE3069283.
  * Thread-safe (the table is built once under pthread_once).
  */
-#ifndef PBX_RUNTIME_CRC32C_H
-#define PBX_RUNTIME_CRC32C_H
+#ifndef PBX_UTIL_CRC32C_H
+#define PBX_UTIL_CRC32C_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,110 @@
+/*
+ * objstore.h - one client for the two object stores pbx reads and writes:
+ * Cloud Storage (its JSON API, gcs.c) and S3 (its REST API, s3.c), over
+ * src/http with the credentials the compute providers use (gce: key file,
+ * ADC or the metadata server; aws: environment, profiles, IMDSv2).
+ *
+ * A store is named by a URL: gs://BUCKET/PREFIX or s3://BUCKET/PREFIX
+ * (url.c).  What pbx relies on (docs/objstore.md):
+ *   - listing by prefix, every page;
+ *   - reading an object whole, its CRC32C checked against the one the store
+ *     keeps (x-goog-hash, x-amz-checksum-crc32c): a mismatch is an error
+ *     naming the object, and nothing is returned;
+ *   - creating an object only when no object of that name exists (GCS
+ *     ifGenerationMatch=0, S3 If-None-Match: *), its CRC32C sent for the
+ *     store to check;
+ *   - 429, 5xx and SlowDown retried with backoff (src/http).
+ * Endpoints: clouds.gce.storage_endpoint and clouds.aws.s3_endpoint
+ * (https, or http to loopback: the emulators), else the real services.
+ *
+ * Object names come from other people's buckets: callers treat them as
+ * untrusted (see pbx_objstore_name_safe).
+ * Library code: never prints, fills struct pbx_err.
+ */
+#ifndef PBX_OBJSTORE_OBJSTORE_H
+#define PBX_OBJSTORE_OBJSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+
+struct pbx_config;
+
+/* ------------------------------------------------------------ url.c */
+
+/* A parsed store URL.  prefix is "" or ends with '/' (a "directory"). */
+struct pbx_objstore_url {
+	char scheme[3]; /* "gs" or "s3" */
+	char *bucket;
+	char *prefix;
+};
+/* Parses gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]; a prefix without a
+ * trailing '/' gets one.  Bucket names follow the stores' rules (3 to 63
+ * of a-z 0-9 - _ ., beginning and ending with a letter or digit); a prefix
+ * with "." or ".." components, "//" or control bytes is refused.  -1 with
+ * err (PBX_EXIT_USAGE) naming the URL.  *out owned by the caller
+ * (pbx_objstore_url_free). */
+int pbx_objstore_url_parse(const char *url, struct pbx_objstore_url *out, struct pbx_err *err);
+void pbx_objstore_url_free(struct pbx_objstore_url *u);
+/* Whether an object name (relative to the prefix it was listed under) is
+ * safe to turn into a local path: not empty, no leading '/', no "." or
+ * ".." components, no empty component, no byte below 0x20 or 0x7f, at
+ * most 1024 bytes. */
+int pbx_objstore_name_safe(const char *rel);
+
+/* ------------------------------------------------------- objstore.c */
+
+/* One object as listed. */
+struct pbx_object {
+	char *name;    /* the whole object name (prefix included) */
+	uint64_t size; /* bytes */
+	char *version; /* GCS generation, S3 ETag (quotes removed) */
+	int has_crc32c;
+	uint32_t crc32c; /* when the store gave it */
+};
+void pbx_objects_free(struct pbx_object *v, size_t n);
+
+struct pbx_objstore;
+
+/* Opens the store of `url` (parsed with pbx_objstore_url_parse) with the
+ * credentials and endpoint of cfg's clouds.gce or clouds.aws (cfg may be
+ * NULL: the defaults).  *out owned by the caller (pbx_objstore_close).
+ * Credentials are read now; nothing is sent yet. */
+int pbx_objstore_open(const char *url, const struct pbx_config *cfg, struct pbx_objstore **out,
+		      struct pbx_err *err);
+void pbx_objstore_close(struct pbx_objstore *s);
+/* The URL's parts; borrowed from s. */
+const struct pbx_objstore_url *pbx_objstore_where(const struct pbx_objstore *s);
+/* Where the credentials came from, for messages (never a secret); borrowed. */
+const char *pbx_objstore_identity(const struct pbx_objstore *s);
+
+/* Every object whose name begins with `prefix` (a whole name prefix, may
+ * be ""), every page, in the store's order (by name).  *v owned by the
+ * caller (pbx_objects_free). */
+int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
+		      struct pbx_err *err);
+/* Reads object `name` whole into *body (reset first; the caller releases
+ * it), at most `max` bytes (0 = 1 GiB): larger is an error.  Its CRC32C
+ * is checked when the store gives one: a mismatch is -1 with
+ * PBX_EXIT_SECURITY, naming the object, and body emptied.  *meta (may be
+ * NULL) gets its size, version and checksum; the caller frees its strings
+ * (pbx_objects_free(meta, 1) frees them, not meta itself). */
+int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
+		     struct pbx_object *meta, struct pbx_err *err);
+
+/* What pbx_objstore_put_new returns besides 0 and -1. */
+#define PBX_OBJSTORE_EXISTS 1
+
+/* Creates object `name` holding data[0, len) only when no object of that
+ * name exists: PBX_OBJSTORE_EXISTS (nothing written) when one does.  The
+ * CRC32C of the data is sent for the store to check.  content_type may be
+ * NULL (application/octet-stream). */
+int pbx_objstore_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+			 const char *content_type, struct pbx_err *err);
+
+/* Requests sent so far (each retry counts), for tests and PBX_STATS. */
+unsigned long pbx_objstore_requests(const struct pbx_objstore *s);
+
+#endif
