@@ -5,6 +5,7 @@
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
+#include "pool/pool.h"
 #include "results/report.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
@@ -19,7 +20,7 @@ static const struct pbx_cmd *report_cmd(void);
 struct report_args {
 	struct pbx_report_opts o;
 	struct pbx_opt_list metrics, group_by, where;
-	const char *format, *output, *sort, *x, *color_by;
+	const char *format, *output, *sort, *x, *color_by, *pool;
 	int log_x, linear_x;
 };
 
@@ -58,6 +59,11 @@ static const struct pbx_option report_opts[] = {
 		     "decade or more, all above 0; else linear)"),
 	PBX_OPT_FLAG(0, "linear-x", struct report_args, linear_x,
 		     "html: numeric parameters on a linear axis, at their values"),
+	PBX_OPT_STRING(0, "pool", "URL", struct report_args, pool,
+		       "report the results pulled from pool URL (gs://BUCKET/PREFIX or\n"
+		       "s3://...; 'pbx pull URL' first): every publisher's tasks of\n"
+		       "experiment PKG (an experiment name or package id prefix; default\n"
+		       "the one pulled last), with \"publisher\" the first parameter"),
 	PBX_OPT_END,
 };
 
@@ -156,12 +162,14 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	else if (report_format(&a, &f) < 0)
 		rc = pbx_usage_error(report_cmd(),
 				     "unknown format '%s' (table, csv, json, md, html)", a.format);
-	else if (pbx_report_build(ctx->store, first < argc ? argv[first] : NULL, &a.o, &r, &err) <
-		 0)
+	else if ((a.pool ? pbx_pool_report(ctx->store, a.pool, first < argc ? argv[first] : NULL,
+					   &a.o, &r, &err)
+			 : pbx_report_build(ctx->store, first < argc ? argv[first] : NULL, &a.o, &r,
+					    &err)) < 0)
 		rc = pbx_report(&err);
 	else
 		rc = report_write(r, f, a.output);
-	if (r && !rc && !r->nmetric_names)
+	if (r && !rc && !r->nmetric_names && !a.pool)
 		report_nothing_home(ctx, r);
 	pbx_report_free(r);
 	pbx_opt_list_free(&a.metrics);
@@ -176,7 +184,8 @@ const struct pbx_cmd pbx_cmd_report = {
 	.usage =
 		"pbx report [-f FORMAT] [-o FILE] [-m METRIC]... [-w EXPR]... [-s KEY[:desc]] [PKG]\n"
 		"pbx report -g P1,P2 [OPTIONS] [PKG]\n"
-		"pbx report -f html [--x PARAM] [--color-by PARAM] [OPTIONS] [PKG]",
+		"pbx report -f html [--x PARAM] [--color-by PARAM] [OPTIONS] [PKG]\n"
+		"pbx report --pool URL [OPTIONS] [EXPERIMENT]",
 	.description =
 		"Reports the tasks of package PKG (a package id prefix or an experiment\n"
 		"name; the newest package without PKG) from its newest submission, using\n"
@@ -235,7 +244,8 @@ const struct pbx_cmd pbx_cmd_report = {
 	.examples = "pbx report sweep-demo\n"
 		    "pbx report -g lr,width -m loss -s loss sweep-demo\n"
 		    "pbx report -w state=COMPLETED -w 'loss<0.5' -f csv sweep-demo\n"
-		    "pbx report -o report.html --color-by width sweep-demo",
+		    "pbx report -o report.html --color-by width sweep-demo\n"
+		    "pbx report --pool gs://stats285-f26/hw3 -g lr sweep-demo",
 	.flags = PBX_NEED_STORE,
 	.exec = cmd_report_exec,
 };

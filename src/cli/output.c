@@ -274,3 +274,15 @@ void pbx_table_print(struct pbx_table *t)
 	free(w);
 	free(t);
 }
+
+/* ------------------------------------------------------------ transfers */
+
+void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes)
+{
+	if (out_quiet || !err_tty || !total)
+		return;
+	fprintf(stderr, "\r%s: %zu/%zu objects, %.1f MB", what, done, total, (double)bytes / 1e6);
+	if (done == total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}

@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/err.h"
 
@@ -50,6 +51,11 @@ struct pbx_progress;
 struct pbx_progress *pbx_progress_new(const char *title, size_t n, const char *const *names);
 void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state);
 void pbx_progress_free(struct pbx_progress *p);
+
+/* One line of a transfer's progress on a terminal ("WHAT: 12/40 objects,
+ * 3.1 MB", rewritten in place; a newline once done == total); nothing
+ * when quiet or stderr is not a terminal. */
+void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes);
 
 /* A text table: add rows of `ncols` strings, then print aligned to stdout. */
 struct pbx_table;

@@ -74,6 +74,7 @@ void pbx_config_free(struct pbx_config *cfg)
 	free(cfg->local.address_base);
 	free(cfg->gce.billing_endpoint);
 	free(cfg->gce.storage_endpoint);
+	free(cfg->publisher);
 	free(cfg->aws.pricing_endpoint);
 	free(cfg->aws.s3_endpoint);
 	free(cfg->prices.currency);

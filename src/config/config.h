@@ -201,7 +201,12 @@ struct pbx_config {
 	struct pbx_cloud_aws aws;
 	struct pbx_cloud_local local;
 	struct pbx_prices prices;
+	char *publisher; /* `pbx publish`'s name in a pool; NULL = the login name */
 };
+
+/* A publisher name: 1 to 64 of a-z A-Z 0-9 . _ -, not beginning with '.'
+ * or '-' (it becomes a part of object names in a pool, src/pool). */
+int pbx_publisher_name_valid(const char *name);
 
 /*
  * Loads and validates `path`.  A missing file yields the built-in default

@@ -19,7 +19,7 @@
 
 enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS, PBX_CLOUD_SSH };
 
-static const char *const top_keys[] = { "clusters", "clouds", "prices", NULL };
+static const char *const top_keys[] = { "clusters", "clouds", "prices", "publisher", NULL };
 static const char *const prices_keys[] = { "currency",    "max_age",    "hourly",
 					   "spot_hourly", "gpu_hourly", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", "ssh", NULL };
@@ -56,11 +56,12 @@ static const char *const slurm_keys[] = { "max_array_size", "max_job_count", "su
 					  "resume_timeout", NULL };
 static const char *const group_keys[] = { "name", "count", "machine_type", "gpus", "gpu_type",
 					  "spot", "cpus",  "min",          "max",  NULL };
-static const char *const gce_keys[] = { "project",     "zone",     "zones",
-					"credentials", "endpoint", "billing_endpoint",
+static const char *const gce_keys[] = { "project",          "zone",     "zones",
+					"credentials",      "endpoint", "billing_endpoint",
 					"storage_endpoint", NULL };
-static const char *const aws_keys[] = { "region", "profile", "endpoint", "pricing_endpoint",
-					"s3_endpoint", "subnet", "subnets", "disk_gb",  NULL };
+static const char *const aws_keys[] = { "region",           "profile",     "endpoint",
+					"pricing_endpoint", "s3_endpoint", "subnet",
+					"subnets",          "disk_gb",     NULL };
 static const char *const local_keys[] = { "address_base", "ssh_port", "slurm_port_base", NULL };
 
 /* Optional one-line string under `key`; leaves *out alone when absent. */
@@ -912,6 +913,33 @@ static int parse_prices(const struct pbx_ynode *root, struct pbx_prices *p, stru
 	return parse_overrides(n, "gpu_hourly", &p->gpu_hourly, &p->ngpu_hourly, err);
 }
 
+int pbx_publisher_name_valid(const char *name)
+{
+	size_t n = strlen(name), i;
+	if (n < 1 || n > 64 || name[0] == '.' || name[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return 0;
+	return 1;
+}
+
+/* `publisher: NAME`, the name `pbx publish` publishes under. */
+static int parse_publisher(const struct pbx_ynode *root, struct pbx_config *cfg,
+			   struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(root, "publisher");
+	if (opt_str(root, "publisher", &cfg->publisher, err) < 0)
+		return -1;
+	if (cfg->publisher && !pbx_publisher_name_valid(cfg->publisher))
+		return pbx_ynode_error(
+			n, err,
+			"publisher: '%s' is not a name: use 1 to 64 letters, digits, "
+			"'.', '_' or '-', not beginning with '.' or '-'",
+			cfg->publisher);
+	return 0;
+}
+
 int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, struct pbx_err *err)
 {
 	const struct pbx_ynode *root = doc->root;
@@ -925,7 +953,7 @@ int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, stru
 		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
 				       pbx_ynode_kind(root));
 	if (pbx_ymap_check_keys(root, top_keys, err) < 0 || parse_clusters(root, cfg, err) < 0 ||
-	    parse_clouds(root, cfg, err) < 0)
+	    parse_clouds(root, cfg, err) < 0 || parse_publisher(root, cfg, err) < 0)
 		return -1;
 	return parse_prices(root, &cfg->prices, err);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "experiment/package.h"
+#include "experiment/tar.h"
 
 /* collect.c: fills p->files (sorted by path, no duplicates) from e. */
 int pbx_collect(const struct pbx_experiment *e, struct pbx_package *p, struct pbx_err *err);
@@ -24,20 +25,5 @@ struct pbx_ignore *pbx_ignore_parse(const char *text, size_t len);
 void pbx_ignore_free(struct pbx_ignore *ig);
 /* True when relative path `rel` (a directory when is_dir) is ignored. */
 bool pbx_ignore_match(const struct pbx_ignore *ig, const char *rel, bool is_dir);
-
-/* tar.c: a ustar (+pax for long names) writer on a stdio stream. */
-struct pbx_tar {
-	FILE *f;
-	long long mtime;
-	const char *what; /* the tar's name, for messages */
-	struct pbx_err *err;
-};
-int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode);
-int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data, size_t len);
-int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target);
-/* Streams file `src` (expected `size` bytes and digest `sha`) as `path`. */
-int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char *src,
-		 unsigned long long size, const unsigned char sha[32]);
-int pbx_tar_end(struct pbx_tar *t);
 
 #endif

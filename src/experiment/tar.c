@@ -182,7 +182,7 @@ int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char 
 	if (rc == 0)
 		rc = tar_copy(t, fd, src, size, now);
 	close(fd);
-	if (rc == 0 && memcmp(now, sha, 32))
+	if (rc == 0 && sha && memcmp(now, sha, 32))
 		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
 	return rc < 0 ? -1 : tar_pad(t, size);
 }

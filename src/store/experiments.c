@@ -10,74 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Binds a string or NULL. */
-static void bind_text(sqlite3_stmt *stmt, int col, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(stmt, col, s, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(stmt, col);
-}
-
-/* Grows *rows (of `size`-byte elements) to hold one more; returns it. */
-static void *row_next(void **rows, size_t *n, size_t *cap, size_t size)
-{
-	if (*n == *cap) {
-		*cap = *cap ? 2 * *cap : 16;
-		*rows = xreallocarray(*rows, *cap, size);
-	}
-	return (char *)*rows + (*n)++ * size;
-}
-
-/* How rows_read reads one kind of row: `read` fills one element of `size`
- * bytes from the statement's current row; `release` frees n of them (and
- * the array); `what` says what failed ("read tasks"). */
-struct row_kind {
-	size_t size;
-	void (*read)(sqlite3_stmt *s, void *row);
-	void (*release)(void *rows, size_t n);
-	const char *what;
-};
-
-/* The key bound to the query's ?1: text when `text` is set, else `id`
- * when it is >= 0, else nothing. */
-struct row_key {
-	const char *text;
-	int64_t id;
-};
-
-/* Runs `sql` with `key` and reads every row into *rows (*n of them; caller
- * frees with the kind's release, or its public pbx_*_free).  On an error
- * nothing is returned (*rows NULL, *n 0). */
-static int rows_read(struct pbx_store *st, const char *sql, struct row_key key,
-		     const struct row_kind *kind, void **rows, size_t *n, struct pbx_err *err)
-{
-	sqlite3_stmt *s;
-	size_t cap = 0;
-	int rc;
-	*rows = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st, sql, &s, err) < 0)
-		return -1;
-	if (key.text)
-		sqlite3_bind_text(s, 1, key.text, -1, SQLITE_STATIC);
-	else if (key.id >= 0)
-		sqlite3_bind_int64(s, 1, key.id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		kind->read(s, row_next(rows, n, &cap, kind->size));
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		kind->release(*rows, *n);
-		*rows = NULL;
-		*n = 0;
-		return pbx_store_fail(st, err, kind->what);
-	}
-	return 0;
-}
-
-#define ROW_TEXT(t) ((struct row_key){ .text = (t), .id = -1 })
-#define ROW_ID(i)   ((struct row_key){ .text = NULL, .id = (i) })
-#define ROW_ALL     ((struct row_key){ .text = NULL, .id = -1 })
 
 /* ------------------------------------------------------------- packages */
 
@@ -110,15 +42,15 @@ int pbx_store_package_put(struct pbx_store *st, const struct pbx_package_row *p,
 			      " (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
 			      &s, err) < 0)
 		return -1;
-	bind_text(s, 1, p->id);
-	bind_text(s, 2, p->short_id);
-	bind_text(s, 3, p->name);
-	bind_text(s, 4, p->experiment_path);
-	bind_text(s, 5, p->experiment_text);
-	bind_text(s, 6, p->git_commit);
-	bind_text(s, 7, p->git_diff);
-	bind_text(s, 8, p->user);
-	bind_text(s, 9, p->host);
+	pbx_store_bind_text(s, 1, p->id);
+	pbx_store_bind_text(s, 2, p->short_id);
+	pbx_store_bind_text(s, 3, p->name);
+	pbx_store_bind_text(s, 4, p->experiment_path);
+	pbx_store_bind_text(s, 5, p->experiment_text);
+	pbx_store_bind_text(s, 6, p->git_commit);
+	pbx_store_bind_text(s, 7, p->git_diff);
+	pbx_store_bind_text(s, 8, p->user);
+	pbx_store_bind_text(s, 9, p->host);
 	sqlite3_bind_int64(s, 10, p->ntasks);
 	sqlite3_bind_int64(s, 11, p->created ? p->created : (int64_t)time(NULL));
 	return pbx_store_step_done(st, s, err);
@@ -135,7 +67,7 @@ static const struct row_kind package_rows = { sizeof(struct pbx_package_row), pa
 static int package_query(struct pbx_store *st, const char *sql, const char *arg,
 			 struct pbx_package_row **rows, size_t *n, struct pbx_err *err)
 {
-	return rows_read(st, sql, arg ? ROW_TEXT(arg) : ROW_ALL, &package_rows, (void **)rows, n,
+	return pbx_store_rows_read(st, sql, arg ? ROW_TEXT(arg) : ROW_ALL, &package_rows, (void **)rows, n,
 			 err);
 }
 
@@ -280,12 +212,12 @@ int pbx_store_submission_create(struct pbx_store *st, const struct pbx_submissio
 			      " resources_json, pushed, state, created) VALUES (?,?,?,?,?,?,?)",
 			      &s, err) < 0)
 		return -1;
-	bind_text(s, 1, r->package_id);
+	pbx_store_bind_text(s, 1, r->package_id);
 	sqlite3_bind_int64(s, 2, r->cluster_id);
-	bind_text(s, 3, r->remote_dir);
-	bind_text(s, 4, r->resources_json);
+	pbx_store_bind_text(s, 3, r->remote_dir);
+	pbx_store_bind_text(s, 4, r->resources_json);
 	sqlite3_bind_int(s, 5, r->pushed);
-	bind_text(s, 6, r->state ? r->state : "submitting");
+	pbx_store_bind_text(s, 6, r->state ? r->state : "submitting");
 	sqlite3_bind_int64(s, 7, now);
 	if (pbx_store_step_done(st, s, err) < 0)
 		return -1;
@@ -321,7 +253,7 @@ static const struct row_kind submission_rows = { sizeof(struct pbx_submission_ro
 int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
 			 " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
 			 ROW_TEXT(package_id), &submission_rows, (void **)rows, n, err);
@@ -347,7 +279,7 @@ int pbx_store_submission_set_environment(struct pbx_store *st, int64_t id, const
 	if (pbx_store_prepare(st, "UPDATE submissions SET environment = ? WHERE id = ?", &s, err) <
 	    0)
 		return -1;
-	bind_text(s, 1, status);
+	pbx_store_bind_text(s, 1, status);
 	sqlite3_bind_int64(s, 2, id);
 	return pbx_store_step_done(st, s, err);
 }
@@ -398,9 +330,9 @@ int pbx_store_array_add(struct pbx_store *st, const struct pbx_array_row *a, int
 	sqlite3_bind_int64(s, 1, a->submission_id);
 	sqlite3_bind_int64(s, 2, a->first_task);
 	sqlite3_bind_int64(s, 3, a->ntasks);
-	bind_text(s, 4, a->spec);
-	bind_text(s, 5, a->job_id);
-	bind_text(s, 6, a->state ? a->state : "planned");
+	pbx_store_bind_text(s, 4, a->spec);
+	pbx_store_bind_text(s, 5, a->job_id);
+	pbx_store_bind_text(s, 6, a->state ? a->state : "planned");
 	sqlite3_bind_int64(s, 7, (int64_t)time(NULL));
 	if (pbx_store_step_done(st, s, err) < 0)
 		return -1;
@@ -415,8 +347,8 @@ int pbx_store_array_set(struct pbx_store *st, int64_t id, const char *job_id, co
 	if (pbx_store_prepare(st, "UPDATE arrays SET job_id = ?, state = ? WHERE id = ?", &s, err) <
 	    0)
 		return -1;
-	bind_text(s, 1, job_id);
-	bind_text(s, 2, state);
+	pbx_store_bind_text(s, 1, job_id);
+	pbx_store_bind_text(s, 2, state);
 	sqlite3_bind_int64(s, 3, id);
 	return pbx_store_step_done(st, s, err);
 }
@@ -444,7 +376,7 @@ static const struct row_kind array_rows = { sizeof(struct pbx_array_row), array_
 int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id, struct pbx_array_row **rows,
 			  size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
 			 " FROM arrays WHERE submission_id = ? ORDER BY id",
 			 ROW_ID(submission_id), &array_rows, (void **)rows, n, err);
@@ -490,7 +422,7 @@ static const struct row_kind task_rows = { sizeof(struct pbx_task_row), task_rea
 int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx_task_row **rows,
 			 size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT idx, params_json, state, exit_code, node, attempt,"
 			 " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
 			 " WHERE submission_id = ? ORDER BY idx",
@@ -511,16 +443,16 @@ int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
 		return -1;
 	for (i = 0; i < n; i++) {
 		const struct pbx_task_row *t = &rows[i];
-		bind_text(s, 1, t->state);
+		pbx_store_bind_text(s, 1, t->state);
 		if (t->exit_code >= 0)
 			sqlite3_bind_int(s, 2, t->exit_code);
 		else
 			sqlite3_bind_null(s, 2);
-		bind_text(s, 3, t->node);
+		pbx_store_bind_text(s, 3, t->node);
 		sqlite3_bind_int(s, 4, t->attempt);
 		sqlite3_bind_int64(s, 5, t->start_time);
 		sqlite3_bind_int64(s, 6, t->end_time);
-		bind_text(s, 7, t->job_id);
+		pbx_store_bind_text(s, 7, t->job_id);
 		sqlite3_bind_int64(s, 8, now);
 		sqlite3_bind_int64(s, 9, submission_id);
 		sqlite3_bind_int64(s, 10, t->idx);
@@ -650,7 +582,7 @@ static const struct row_kind metric_rows = { sizeof(struct pbx_metric), metric_r
 int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id, struct pbx_metric **rows,
 			   size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
 			 " ORDER BY idx, name, step",
 			 ROW_ID(submission_id), &metric_rows, (void **)rows, n, err);
@@ -686,7 +618,7 @@ static const struct row_kind harvested_rows = { sizeof(struct pbx_harvested), ha
 int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 			     struct pbx_harvested **rows, size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT idx, path, size, mtime FROM harvested"
 			 " WHERE submission_id = ? ORDER BY idx, path",
 			 ROW_ID(submission_id), &harvested_rows, (void **)rows, n, err);
@@ -709,7 +641,7 @@ static const struct row_kind idx_rows = { sizeof(int64_t), idx_read, idx_release
 int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int64_t **idx,
 				size_t *n, struct pbx_err *err)
 {
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
 			 " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
 			 " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
@@ -771,7 +703,7 @@ int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_u
 	 * wrapper writes last, is not home as it was at the end: no older
 	 * than END, which the wrapper takes from the file system's clock
 	 * (templates/pbx-task.sh), so the final status never is */
-	return rows_read(st,
+	return pbx_store_rows_read(st,
 			 "SELECT p.id, p.short_id, p.name, s.id,"
 			 " SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
 			 " SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"

@@ -213,6 +213,32 @@ static const char *const migrations[] = {
 	 * `pbx state` last read it on the cluster: pbx-env.sh's status line,
 	 * "READY KEY" or "FAILED REASON"; NULL: none, or not read yet */
 	"ALTER TABLE submissions ADD COLUMN environment TEXT;",
+
+	/* 12: pooled results (store/pool.h, `pbx pull`): one row per task
+	 * object pulled from a pool, its provenance record kept whole, and
+	 * its metric points */
+	"CREATE TABLE pool_tasks ("
+	"  pool TEXT NOT NULL,"
+	"  object TEXT NOT NULL,"
+	"  version TEXT NOT NULL,"
+	"  publisher TEXT NOT NULL,"
+	"  package_id TEXT NOT NULL,"
+	"  experiment TEXT NOT NULL,"
+	"  idx INTEGER NOT NULL,"
+	"  params_json TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  start_time INTEGER,"
+	"  end_time INTEGER,"
+	"  record_json TEXT NOT NULL,"
+	"  pulled INTEGER NOT NULL,"
+	"  PRIMARY KEY(pool, object));"
+	"CREATE TABLE pool_metrics ("
+	"  pool TEXT NOT NULL,"
+	"  object TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  step INTEGER NOT NULL,"
+	"  value REAL,"
+	"  PRIMARY KEY(pool, object, name, step)) WITHOUT ROWID;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -30,7 +30,7 @@ static void test_schema_and_clusters(void)
 	int slot;
 
 	ok(pbx_store_open(dbpath, &st, &err) == 0, "store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 11, "schema version is 11 (all migrations applied)");
+	ok(pbx_store_schema_version(st) == 12, "schema version is 12 (all migrations applied)");
 	ok(pbx_store_cluster_get(st, "a", &row, &err) < 0 && err.code == PBX_EXIT_NOTFOUND,
 	   "missing cluster is NOTFOUND");
 	is_str(err.msg, "no cluster named 'a'", "missing cluster message");
@@ -204,7 +204,7 @@ static void test_migration_ids(void)
 	 * submissions' (a store of schema 5 has them; here only the columns
 	 * they read) */
 	ok(pbx_store_open(path, &st, &err) == 0, "the old store opens: %s", err.msg);
-	ok(pbx_store_schema_version(st) == 11, "and is migrated to schema 11");
+	ok(pbx_store_schema_version(st) == 12, "and is migrated to schema 12");
 	ok(pbx_store_cluster_get(st, "gpu", &row, &err) == 0, "the live cluster is there: %s",
 	   err.msg);
 	ok(!strcmp(row.uid, "7") && !strcmp(row.state, "up"), "its id is its store number: '%s'",
@@ -253,8 +253,8 @@ static void test_migration_uids(void)
 		   "CREATE TABLE submissions (id INTEGER PRIMARY KEY);"
 		   "PRAGMA user_version=9;"),
 	   "a schema-9 store with an EC2 and a Compute Engine cluster");
-	ok(pbx_store_open(path, &st, &err) == 0 && pbx_store_schema_version(st) == 11,
-	   "is migrated to schema 11: %s", err.msg);
+	ok(pbx_store_open(path, &st, &err) == 0 && pbx_store_schema_version(st) == 12,
+	   "is migrated to schema 12: %s", err.msg);
 	ok(pbx_store_node_list(st, 1, &rows, &n, &err) == 0 && n == 2 && rows[0].instance_uid &&
 		   !strcmp(rows[0].instance_uid, "i-0123456789abcdef0") && !rows[1].instance_uid,
 	   "an EC2 node's uid is its instance id; none without one");
