@@ -145,8 +145,24 @@ static int curl_code_retryable(CURLcode c)
 
 struct sink {
 	struct pbx_buf *body;
-	int over; /* the cap was passed */
+	int over;                /* the cap was passed */
+	struct pbx_buf *headers; /* the response's header lines, may be NULL */
 };
+
+#define HEADERS_MAX (64u << 10)
+
+/* Keeps the header lines of the last response only: a status line (an
+ * interim 1xx's, then the final one's) starts the buffer again. */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct sink *s = userdata;
+	size_t n = size * nmemb;
+	if (n >= 5 && !strncmp(ptr, "HTTP/", 5))
+		pbx_buf_reset(s->headers);
+	if (pbx_buf_add(s->headers, ptr, n) < 0)
+		return 0;
+	return n;
+}
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -180,7 +196,7 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 
 	curl_easy_reset(c);
 	pbx_buf_release(sink->body);
-	sink->body->max = h->o.max_body;
+	sink->body->max = r->max_body ? r->max_body : h->o.max_body;
 	sink->over = 0;
 	curl_easy_setopt(c, CURLOPT_URL, r->url);
 	/* Only http and https, never a redirect (a 3xx is the caller's to
@@ -199,6 +215,12 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
+	if (sink->headers) {
+		pbx_buf_release(sink->headers);
+		sink->headers->max = HEADERS_MAX;
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(c, CURLOPT_HEADERDATA, sink);
+	}
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "pbx/" PBX_VERSION);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
 	if (r->body) {
@@ -260,7 +282,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 {
 	pbx_http_retryable_fn retryable = r->retryable ? r->retryable : pbx_http_retryable_default;
 	struct curl_slist *hdrs = header_list(r);
-	struct sink sink = { &resp->body, 0 };
+	struct sink sink = { &resp->body, 0, r->resp_headers };
 	CURLcode rc = CURLE_OK;
 	long status = 0, retry_after = 0;
 	int attempt, again = 0;
@@ -296,7 +318,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 		pbx_buf_release(&resp->body);
 		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);
 		return pbx_err_set(err, "%s %s %s: reply larger than %zu bytes", h->service,
-				   r->method, url, h->o.max_body);
+				   r->method, url, r->max_body ? r->max_body : h->o.max_body);
 	}
 	if (rc != CURLE_OK) {
 		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);
@@ -315,6 +337,8 @@ int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_htt
 	char *url = pbx_http_redact_url(r->url), why[256];
 	int rc;
 	pbx_buf_release(&resp->body);
+	if (r->resp_headers)
+		pbx_buf_release(r->resp_headers);
 	resp->status = 0;
 	resp->attempts = 0;
 	if (!pbx_http_url_allowed(r->url, why, sizeof(why))) {
@@ -328,4 +352,44 @@ int pbx_http_do(struct pbx_http *h, const struct pbx_http_req *r, struct pbx_htt
 	pthread_mutex_unlock(&h->mu);
 	free(url);
 	return rc;
+}
+
+/* ------------------------------------------------------------ headers */
+
+/* Appends the trimmed value of the header line [p, end) to out when its
+ * name is `name`. */
+static void header_line(const char *p, const char *end, const char *name, struct pbx_buf *out,
+			int *found)
+{
+	size_t nl = strlen(name);
+	const char *v;
+	if ((size_t)(end - p) <= nl || p[nl] != ':' || strncasecmp(p, name, nl) != 0)
+		return;
+	v = p + nl + 1;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		end--;
+	if (*found)
+		pbx_buf_adds(out, ", ");
+	pbx_buf_add(out, v, (size_t)(end - v));
+	*found = 1;
+}
+
+char *pbx_http_header(const struct pbx_buf *headers, const char *name)
+{
+	struct pbx_buf out = PBX_BUF_INIT;
+	const char *p = headers->buf, *end = headers->buf + headers->len;
+	int found = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *e = nl ? nl : end;
+		header_line(p, e, name, &out, &found);
+		p = nl ? nl + 1 : end;
+	}
+	if (!found) {
+		pbx_buf_release(&out);
+		return NULL;
+	}
+	return pbx_buf_detach(&out, NULL);
 }

@@ -63,7 +63,18 @@ struct pbx_http_req {
 	size_t body_len;
 	pbx_http_retryable_fn retryable; /* NULL = pbx_http_retryable_default */
 	void *retryable_ctx;
+	size_t max_body; /* response body cap of this request; 0 = the handle's */
+	/* When not NULL: reset first, then the header lines of the last
+	 * response ("Name: value\r\n" as received, the status line first;
+	 * at most 64 KiB: more fails the attempt).  Owned by the caller; read
+	 * a header with pbx_http_header. */
+	struct pbx_buf *resp_headers;
 };
+
+/* The value of header `name` (case-insensitive) in `headers` as
+ * resp_headers holds them, trimmed; several lines of that name are joined
+ * with ", " (RFC 9110).  NULL when absent.  Caller frees. */
+char *pbx_http_header(const struct pbx_buf *headers, const char *name);
 
 struct pbx_http_resp {
 	long status;         /* HTTP status of the last attempt */

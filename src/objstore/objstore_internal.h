@@ -42,6 +42,8 @@ struct pbx_objstore {
 	struct pbx_http *http;  /* owned */
 	char identity[320];     /* where the credentials came from */
 	unsigned long requests; /* requests sent (pbx_http_resp.attempts summed) */
+	int put_retried;        /* the last put_new was sent more than once: an
+				   EXISTS may be its own earlier attempt's */
 	void *backend;          /* the backend's own state, freed by ops->close */
 };
 
@@ -52,8 +54,45 @@ int objstore_s3_open(struct pbx_objstore *s, const struct pbx_config *cfg, struc
 
 /* A store error's message: "gs://BUCKET/NAME: WHAT (HTTP STATUS: BODY
  * excerpt, secrets removed)", with the exit class that fits the status
- * (401/403 PBX_EXIT_CONFIG, 404 PBX_EXIT_NOTFOUND, else PBX_EXIT_CLOUD). */
+ * (401/403 PBX_EXIT_USAGE: credentials or permissions to fix; 404
+ * PBX_EXIT_NOTFOUND; else PBX_EXIT_FAIL). */
 void objstore_http_error(struct pbx_objstore *s, const char *name, const char *what, long status,
 			 const struct pbx_buf *body, struct pbx_err *err);
+
+/* ------------------------------------------------ shared by the backends */
+
+/* Appends s with every byte but A-Z a-z 0-9 - _ . ~ as %XX: a path
+ * segment ('/' too) or a query value. */
+void objstore_enc(struct pbx_buf *b, const char *s);
+/* A CRC32C as the stores write it: base64 of its 4 bytes, big-endian
+ * ("AAAAAA==").  out[9]. */
+void objstore_crc32c_b64(uint32_t crc, char out[9]);
+/* The reverse: 0 with *crc, -1 when s is not 8 base64 characters of 4
+ * bytes. */
+int objstore_crc32c_unb64(const char *s, size_t len, uint32_t *crc);
+/* "SCHEME://BUCKET/NAME" for messages.  Caller frees. */
+char *objstore_object_url(const struct pbx_objstore *s, const char *name);
+
+/* ------------------------------------------------------ parsers (fuzzed) */
+
+/* One page of a GCS objects.list reply ({"items": [{"name", "size",
+ * "generation", "crc32c"}], "nextPageToken"}), appended to *v and *n (owned
+ * by the caller: pbx_objects_free, also after an error); *next gets the
+ * page token (caller frees) or NULL.  -1 with err when the text is not
+ * such a reply or an item lacks a name or has a bad size. */
+int objstore_gcs_list_parse(const char *json, size_t len, struct pbx_object **v, size_t *n,
+			    char **next, struct pbx_err *err);
+/* One page of an S3 ListObjectsV2 reply (<ListBucketResult> with
+ * <Contents><Key/><Size/><ETag/></Contents>, <IsTruncated>,
+ * <NextContinuationToken>), appended to *v and *n as above (has_crc32c 0:
+ * listings carry none); *next gets the continuation token when the reply
+ * is truncated (caller frees), else NULL.  -1 with err when the text is
+ * not such a reply, an entry lacks a key or has a bad size, or a
+ * truncated reply has no token. */
+int objstore_s3_list_parse(const char *xml, size_t len, struct pbx_object **v, size_t *n,
+			   char **next, struct pbx_err *err);
+/* The S3 error document's Code (<Error><Code>) into code[size]; 0, or -1
+ * when the text is not one. */
+int objstore_s3_error_code(const char *xml, size_t len, char *code, size_t size);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * test_aws_sigv4.c - pbx's SigV4 and form bodies against AWS's published
- * test vector and against botocore: every case aws_sigv4_cases.py wrote
+ * test vector, AWS's S3 GET example (query, extra headers, payload hash)
+ * and against botocore: every case aws_sigv4_cases.py wrote
  * (hostile tag values, long filter lists, session tokens, ports) must give
  * the same body bytes and the same Authorization header.
  *
@@ -45,6 +46,89 @@ static void test_vector(void)
 	free(auth);
 	pbx_buf_release(&creq);
 	pbx_buf_release(&sts);
+}
+
+/* AWS's S3 example of header-based SigV4 (Amazon S3 API reference,
+ * "Signature calculations for the Authorization header", GET object):
+ * GET /test.txt of examplebucket with Range: bytes=0-9, the empty
+ * payload's hash as x-amz-content-sha256. */
+static void test_s3_get_example(void)
+{
+	struct aws_creds c = { "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+			       NULL, "" };
+	const char *hdrs[] = { "Range: bytes=0-9", NULL };
+	struct aws_sign_in in = {
+		.method = "GET",
+		.host = "examplebucket.s3.amazonaws.com",
+		.path = "/test.txt",
+		.amz_date = "20130524T000000Z",
+		.region = "us-east-1",
+		.service = "s3",
+		.creds = &c,
+		.headers = hdrs,
+		.payload_hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	};
+	struct pbx_buf creq = PBX_BUF_INIT;
+	char *auth = aws_sigv4_authorization(&in, &creq, NULL);
+	is_str(creq.buf,
+	       "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\n"
+	       "x-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	       "\nx-amz-date:20130524T000000Z\n\nhost;range;x-amz-content-sha256;x-amz-date\n"
+	       "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	       "S3 GET example: canonical request");
+	is_str(auth,
+	       "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
+	       "aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+	       "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+	       "S3 GET example: Authorization as documented");
+	free(auth);
+	pbx_buf_release(&creq);
+}
+
+/* The canonical query: keys and values encoded, sorted by encoded key;
+ * a key without a value gets "="; headers of any case signed lower-cased
+ * and sorted, repeated names joined. */
+static void test_query_and_headers(void)
+{
+	const char *kv[] = { "prefix", "a b/c+d", "list-type", "2", "continuation-token",
+			     "x/y=",   "acl",     "",          NULL };
+	char *q = aws_canonical_query(kv);
+	struct aws_creds c = { "AKID", "SECRET", "TOKEN", "" };
+	const char *hdrs[] = { "X-Amz-Checksum-Mode:  ENABLED ", "If-None-Match: *",
+			       "x-amz-meta-a: 1", "X-Amz-Meta-A: 2", NULL };
+	struct aws_sign_in in = { .method = "PUT",
+				  .host = "127.0.0.1:9000",
+				  .path = "/b/dir/a b%.txt",
+				  .amz_date = "20240101T000000Z",
+				  .region = "us-east-1",
+				  .service = "s3",
+				  .creds = &c,
+				  .query = kv,
+				  .headers = hdrs,
+				  .payload_hash = "UNSIGNED-PAYLOAD" };
+	struct pbx_buf creq = PBX_BUF_INIT;
+	char *auth;
+	is_str(q, "acl=&continuation-token=x%2Fy%3D&list-type=2&prefix=a%20b%2Fc%2Bd",
+	       "canonical query: encoded, sorted");
+	free(q);
+	q = aws_canonical_query(NULL);
+	is_str(q, "", "no query: empty");
+	free(q);
+	auth = aws_sigv4_authorization(&in, &creq, NULL);
+	is_str(creq.buf,
+	       "PUT\n/b/dir/a%20b%25.txt\n"
+	       "acl=&continuation-token=x%2Fy%3D&list-type=2&prefix=a%20b%2Fc%2Bd\n"
+	       "host:127.0.0.1:9000\nif-none-match:*\nx-amz-checksum-mode:ENABLED\n"
+	       "x-amz-content-sha256:UNSIGNED-PAYLOAD\nx-amz-date:20240101T000000Z\n"
+	       "x-amz-meta-a:1,2\nx-amz-security-token:TOKEN\n\n"
+	       "host;if-none-match;x-amz-checksum-mode;x-amz-content-sha256;x-amz-date;"
+	       "x-amz-meta-a;x-amz-security-token\nUNSIGNED-PAYLOAD",
+	       "S3 PUT: canonical request with query, headers and token");
+	ok(auth && strstr(auth, "SignedHeaders=host;if-none-match;") && !strstr(auth, "SECRET") &&
+		   !strstr(auth, "TOKEN"),
+	   "its Authorization names the signed headers, not the secret or token");
+	free(auth);
+	pbx_buf_release(&creq);
 }
 
 static void test_case(json_t *c, size_t idx, int *hostile)
@@ -101,6 +185,8 @@ int main(int argc, char **argv)
 	size_t i;
 	int hostile = 0;
 	test_vector();
+	test_s3_get_example();
+	test_query_and_headers();
 	if (argc < 2 || !(cases = json_load_file(argv[1], 0, &je))) {
 		ok(0, "cases from aws_sigv4_cases.py: %s", argc < 2 ? "no file given" : je.text);
 		return tap_done();

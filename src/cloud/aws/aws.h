@@ -76,22 +76,42 @@ int aws_ini_read(const char *name, const char *text, size_t len, const char *wan
  * as %XX (uppercase).  Appends to b. */
 void aws_uri_encode(struct pbx_buf *b, const char *s, size_t len);
 
+/* The same, but '/' stays as it is (a path's segments). */
+void aws_uri_encode_path(struct pbx_buf *b, const char *s, size_t len);
+
 struct aws_sign_in {
 	const char *method;       /* "POST" */
 	const char *host;         /* Host header value (with :port when not default) */
-	const char *path;         /* "/" */
+	const char *path;         /* "/", not encoded: the signer encodes it */
 	const char *content_type; /* signed when not NULL */
 	const char *body;
 	size_t body_len;
 	const char *amz_date; /* YYYYMMDDTHHMMSSZ */
 	const char *region, *service;
 	const struct aws_creds *creds;
+	/* S3 and other REST calls (NULL for the EC2 form POST): */
+	const char *const *query;   /* key, value, key, value, ..., NULL; not
+				       encoded (aws_canonical_query) */
+	const char *const *headers; /* more headers to sign, "Name: value",
+				       NULL-terminated (names any case) */
+	const char *payload_hash;   /* the payload's SHA-256 hex (or
+				       UNSIGNED-PAYLOAD): used as is, and signed
+				       as x-amz-content-sha256, which the caller
+				       sends with this value; NULL = hash body,
+				       sign no such header */
 };
 
+/* The canonical query string of kv (key, value, ..., NULL): each key and
+ * value URI-encoded (aws_uri_encode), sorted by encoded key then value,
+ * joined with '&'; "" for none.  Also a valid URL query.  Caller frees. */
+char *aws_canonical_query(const char *const *kv);
+
 /* The Authorization header value (caller frees; it holds no secret).
- * Signs content-type (when given), host, x-amz-date and
- * x-amz-security-token (with a session token).  When creq/sts are not
- * NULL they get the canonical request and the string to sign (tests). */
+ * Signs content-type (when given), host, x-amz-date,
+ * x-amz-security-token (with a session token), x-amz-content-sha256
+ * (with payload_hash) and `headers`, names lower-cased and sorted.  When
+ * creq/sts are not NULL they get the canonical request and the string to
+ * sign (tests). */
 char *aws_sigv4_authorization(const struct aws_sign_in *in, struct pbx_buf *creq,
 			      struct pbx_buf *sts);
 /* X-Amz-Date for time t into out[17]. */

@@ -1,0 +1,49 @@
+/*
+ * fuzz_objstore_list.c - libFuzzer target for the object stores' list
+ * parsers (src/objstore: S3 ListObjectsV2 XML with libxml2, GCS
+ * objects.list JSON with jansson) and the S3 error-code reader: any bytes
+ * must parse or fail cleanly; what parses has a non-empty name on every
+ * object, a page token only when the parse succeeded, and a CRC32C never
+ * from an S3 listing.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objstore/objstore_internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int rc, struct pbx_object *v, size_t n, char *next, int s3)
+{
+	size_t i;
+	if (rc < 0 && next)
+		abort();
+	if (next && !*next)
+		abort();
+	for (i = 0; i < n; i++)
+		if (!v[i].name || !*v[i].name || (s3 && v[i].has_crc32c))
+			abort();
+	pbx_objects_free(v, n);
+	free(v);
+	free(next);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *text = (const char *)data;
+	struct pbx_object *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *next = NULL, code[64];
+	size_t n = 0;
+	int rc = objstore_s3_list_parse(text, size, &v, &n, &next, &err);
+	check(rc, v, n, next, 1);
+	v = NULL;
+	n = 0;
+	next = NULL;
+	rc = objstore_gcs_list_parse(text, size, &v, &n, &next, &err);
+	check(rc, v, n, next, 0);
+	if (objstore_s3_error_code(text, size, code, sizeof(code)) == 0 && !code[0])
+		abort();
+	return 0;
+}

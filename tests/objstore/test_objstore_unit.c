@@ -1,0 +1,275 @@
+/*
+ * test_objstore_unit.c - src/objstore without a store: URL parsing (good
+ * URLs, bad buckets, "." and ".." prefixes), which object names are safe
+ * as local paths (hostile ones), the CRC32C base64 form, the S3
+ * ListObjectsV2 and GCS objects.list parsers, and what src/http gained
+ * for the stores: response headers (pbx_http_header, resp_headers) and a
+ * per-request body cap, against tests/http/server.py.
+ *
+ *   test_objstore_unit SERVER.py
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/pyserver.h"
+#include "common/tap.h"
+#include "objstore/objstore_internal.h"
+#include "util/crc32c.h"
+
+static void url_good(const char *url, const char *scheme, const char *bucket, const char *prefix)
+{
+	struct pbx_objstore_url u;
+	struct pbx_err err = PBX_ERR_INIT;
+	if (!ok(pbx_objstore_url_parse(url, &u, &err) == 0, "%s parses: %s", url, err.msg))
+		return;
+	ok(!strcmp(u.scheme, scheme) && !strcmp(u.bucket, bucket) && !strcmp(u.prefix, prefix),
+	   "%s: %s, %s, '%s'", url, u.scheme, u.bucket, u.prefix);
+	pbx_objstore_url_free(&u);
+}
+
+static void url_bad(const char *url)
+{
+	struct pbx_objstore_url u;
+	struct pbx_err err = PBX_ERR_INIT;
+	int rc = pbx_objstore_url_parse(url, &u, &err);
+	ok(rc < 0 && err.code == PBX_EXIT_USAGE && u.bucket == NULL && !strpbrk(err.msg, "\n\x7f"),
+	   "refused (usage), the message printable: %s", err.msg);
+}
+
+static void test_urls(void)
+{
+	url_good("gs://my-bucket", "gs", "my-bucket", "");
+	url_good("gs://my-bucket/", "gs", "my-bucket", "");
+	url_good("s3://b.c-d_e/runs/2024", "s3", "b.c-d_e", "runs/2024/");
+	url_good("s3://abc/a/b/", "s3", "abc", "a/b/");
+	url_good("gs://abc/..a/b..", "gs", "abc", "..a/b../");
+	url_bad("http://bucket/x");
+	url_bad("gs:/bucket");
+	url_bad("gs://");
+	url_bad("gs://ab");
+	url_bad("gs://Bucket");
+	url_bad("gs://-bucket");
+	url_bad("gs://bucket-");
+	url_bad("s3://buck et");
+	url_bad("s3://bucket%2f");
+	url_bad("s3://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	url_bad("gs://bucket/../x");
+	url_bad("gs://bucket/a/../x");
+	url_bad("gs://bucket/a/..");
+	url_bad("gs://bucket/./x");
+	url_bad("gs://bucket/a//b");
+	url_bad("gs://bucket//");
+	url_bad("gs://bucket/a\nb");
+	url_bad("gs://bucket/a\x7f");
+	url_bad(NULL);
+}
+
+static void test_names(void)
+{
+	static const char *good[] = { "a", "a/b/c.json", "..a", "a..", "a/.b", "é/ü", NULL };
+	static const char *bad[] = { "",     "/etc/passwd", "..",    "../x",     "a/../b", "a/..",
+				     ".",    "./a",         "a/./b", "a//b",     "a/",     "a\nb",
+				     "a\tb", "a\x7f",       "a\x01", "\x1b[31m", NULL };
+	char longname[1100];
+	int i;
+	for (i = 0; good[i]; i++)
+		ok(pbx_objstore_name_safe(good[i]), "safe: '%s'", good[i]);
+	for (i = 0; bad[i]; i++)
+		ok(!pbx_objstore_name_safe(bad[i]), "unsafe: index %d", i);
+	ok(!pbx_objstore_name_safe(NULL), "unsafe: NULL");
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[1024] = '\0';
+	ok(pbx_objstore_name_safe(longname), "1024 bytes: safe");
+	longname[1024] = 'a';
+	longname[1025] = '\0';
+	ok(!pbx_objstore_name_safe(longname), "1025 bytes: unsafe");
+}
+
+static void test_crc_b64(void)
+{
+	char b64[9];
+	uint32_t c = 0;
+	/* GCS's documented example: CRC32C of "hello world" is yZRlqg== */
+	objstore_crc32c_b64(pbx_crc32c(0, "hello world", 11), b64);
+	is_str(b64, "yZRlqg==", "CRC32C of 'hello world' as the stores write it");
+	ok(objstore_crc32c_unb64("yZRlqg==", 8, &c) == 0 && c == 0xc99465aa, "and back: %08x", c);
+	ok(objstore_crc32c_unb64("yZRlqg=", 7, &c) < 0, "7 characters refused");
+	ok(objstore_crc32c_unb64("yZRlqgAA", 8, &c) < 0, "no padding refused");
+	ok(objstore_crc32c_unb64("yZ!lqg==", 8, &c) < 0, "not base64 refused");
+	ok(objstore_crc32c_unb64("yZRlqg==-2", 10, &c) < 0, "a composite checksum refused");
+}
+
+static const char s3_page1[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	"<Name>b</Name><Prefix>p/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys>"
+	"<IsTruncated>true</IsTruncated>"
+	"<Contents><Key>p/a &amp; b.txt</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified>"
+	"<ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag><Size>12</Size>"
+	"<StorageClass>STANDARD</StorageClass></Contents>"
+	"<Contents><Key>p/c</Key><ETag>\"abc-2\"</ETag><Size>0</Size></Contents>"
+	"<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
+	"</ListBucketResult>";
+
+static void s3_bad(const char *xml, const char *what)
+{
+	struct pbx_object *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(objstore_s3_list_parse(xml, strlen(xml), &v, &n, &next, &err) < 0 && !next,
+	   "S3: %s refused: %s", what, err.msg);
+	pbx_objects_free(v, n);
+	free(v);
+}
+
+static void test_s3_parse(void)
+{
+	struct pbx_object *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL, code[64];
+	static const char last[] = "<ListBucketResult><IsTruncated>false</IsTruncated>"
+				   "<Contents><Key>p/z</Key><Size>3</Size></Contents>"
+				   "</ListBucketResult>";
+	REQUIRE(objstore_s3_list_parse(s3_page1, strlen(s3_page1), &v, &n, &next, &err) == 0);
+	REQUIRE(n == 2);
+	is_str(v[0].name, "p/a & b.txt", "S3: key with an entity");
+	ok(v[0].size == 12 && !v[0].has_crc32c, "S3: size 12, no CRC32C in a listing");
+	is_str(v[0].version, "9b2cf535f27731c974343645a3985328", "S3: ETag without quotes");
+	is_str(v[1].version, "abc-2", "S3: multipart ETag");
+	is_str(next, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=", "S3: continuation token");
+	free(next);
+	ok(objstore_s3_list_parse(last, strlen(last), &v, &n, &next, &err) == 0 && n == 3 &&
+		   !next && !strcmp(v[2].name, "p/z"),
+	   "S3: a last page appends, no token");
+	pbx_objects_free(v, n);
+	free(v);
+	s3_bad("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
+	       "truncated without a token");
+	s3_bad("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
+	       "an entry without a key");
+	s3_bad("<ListBucketResult><Contents><Key>a</Key><Size>-1</Size></Contents>"
+	       "</ListBucketResult>",
+	       "a negative size");
+	s3_bad("<ListBucketResult><Contents><Key>a</Key><Size>1x</Size></Contents>"
+	       "</ListBucketResult>",
+	       "a size that is not a number");
+	s3_bad("<Error><Code>AccessDenied</Code></Error>", "an error document");
+	s3_bad("<!DOCTYPE x [<!ENTITY e \"k\">]><ListBucketResult><Contents><Key>&e;</Key>"
+	       "<Size>1</Size></Contents></ListBucketResult>",
+	       "a DTD");
+	s3_bad("not xml", "text");
+	static const char slow[] = "<Error><Code>SlowDown</Code><Message>m</Message></Error>";
+	ok(objstore_s3_error_code(slow, strlen(slow), code, sizeof(code)) == 0 &&
+		   !strcmp(code, "SlowDown"),
+	   "S3 error code read");
+}
+
+static void gcs_bad(const char *json, const char *what)
+{
+	struct pbx_object *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	ok(objstore_gcs_list_parse(json, strlen(json), &v, &n, &next, &err) < 0 && !next,
+	   "GCS: %s refused: %s", what, err.msg);
+	pbx_objects_free(v, n);
+	free(v);
+}
+
+static void test_gcs_parse(void)
+{
+	static const char page[] =
+		"{\"kind\":\"storage#objects\",\"nextPageToken\":\"CgNwL2I=\",\"items\":["
+		"{\"name\":\"p/a\",\"size\":\"11\",\"generation\":\"1700000000000001\","
+		"\"crc32c\":\"yZRlqg==\"},"
+		"{\"name\":\"p/b\",\"size\":\"18446744073709551615\",\"generation\":\"2\"}]}";
+	struct pbx_object *v = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	size_t n = 0;
+	char *next = NULL;
+	REQUIRE(objstore_gcs_list_parse(page, strlen(page), &v, &n, &next, &err) == 0);
+	REQUIRE(n == 2);
+	ok(!strcmp(v[0].name, "p/a") && v[0].size == 11 && v[0].has_crc32c &&
+		   v[0].crc32c == 0xc99465aa && !strcmp(v[0].version, "1700000000000001"),
+	   "GCS: name, size, generation, CRC32C");
+	ok(v[1].size == UINT64_MAX && !v[1].has_crc32c, "GCS: largest size, no CRC32C");
+	is_str(next, "CgNwL2I=", "GCS: page token");
+	free(next);
+	ok(objstore_gcs_list_parse("{}", 2, &v, &n, &next, &err) == 0 && n == 2 && !next,
+	   "GCS: an empty page (no items) is fine");
+	pbx_objects_free(v, n);
+	free(v);
+	gcs_bad("{\"items\":[{\"size\":\"1\"}]}", "an item without a name");
+	gcs_bad("{\"items\":[{\"name\":\"a\",\"size\":1}]}", "a size that is a number");
+	gcs_bad("{\"items\":[{\"name\":\"a\",\"size\":\"-1\"}]}", "a negative size");
+	gcs_bad("{\"items\":{}}", "items not an array");
+	gcs_bad("[]", "an array");
+	gcs_bad("{\"items\":[", "cut JSON");
+}
+
+static void test_header_parse(void)
+{
+	struct pbx_buf h = PBX_BUF_INIT;
+	char *v;
+	pbx_buf_adds(&h,
+		     "HTTP/1.1 200 OK\r\nX-Goog-Hash: crc32c=yZRlqg==\r\n"
+		     "Content-Length: 11\r\nx-goog-hash:  md5=XrY7u+Ae7tCTyyK7j1rNww== \r\n\r\n");
+	v = pbx_http_header(&h, "x-goog-hash");
+	is_str(v, "crc32c=yZRlqg==, md5=XrY7u+Ae7tCTyyK7j1rNww==", "two header lines joined");
+	free(v);
+	v = pbx_http_header(&h, "content-length");
+	is_str(v, "11", "a header, name in another case");
+	free(v);
+	ok(pbx_http_header(&h, "content") == NULL && pbx_http_header(&h, "etag") == NULL,
+	   "no such header: NULL (a name's prefix does not match)");
+	pbx_buf_release(&h);
+}
+
+static void test_http_headers(const char *script)
+{
+	struct pyserver srv;
+	struct pbx_http_opts o = { .service = "test", .max_attempts = 1 };
+	struct pbx_http *h = NULL;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_buf hdrs = PBX_BUF_INIT;
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	char url[128], *v;
+	struct pbx_http_req r = { .method = "GET", .url = url, .resp_headers = &hdrs };
+	if (!ok(pyserver_start(&srv, script, "/tmp", NULL) == 0, "server.py started"))
+		return;
+	pbx_http_open(&o, &h, &err);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/echo", srv.port);
+	ok(pbx_http_do(h, &r, &resp, &err) == 0 && resp.status == 200, "GET /echo: %s", err.msg);
+	v = pbx_http_header(&hdrs, "Content-Type");
+	is_str(v, "application/json", "resp_headers holds the response's headers");
+	ok(!strncmp(hdrs.buf, "HTTP/1", 6), "status line first");
+	free(v);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5000", srv.port);
+	r.max_body = 4096;
+	ok(pbx_http_do(h, &r, &resp, &err) < 0 && strstr(err.msg, "larger than 4096"),
+	   "a request's own body cap: %s", err.msg);
+	r.max_body = 5000;
+	ok(pbx_http_do(h, &r, &resp, &err) == 0 && resp.body.len == 5000,
+	   "a cap of exactly the size passes");
+	pbx_buf_release(&resp.body);
+	pbx_buf_release(&hdrs);
+	pbx_http_close(h);
+	pyserver_stop(&srv);
+}
+
+int main(int argc, char **argv)
+{
+	test_urls();
+	test_names();
+	test_crc_b64();
+	test_s3_parse();
+	test_gcs_parse();
+	test_header_parse();
+	if (argc > 1)
+		test_http_headers(argv[1]);
+	else
+		tap_skip("no server.py given");
+	return tap_done();
+}
