@@ -267,9 +267,11 @@ static void man_see_also(const struct pbx_cmd *cmd)
 		{ "log", "state rerun" },
 		{ "cancel", "state rerun" },
 		{ "rerun", "state parrun log" },
-		{ "harvest", "report state forget" },
-		{ "report", "harvest state" },
+		{ "harvest", "report state forget publish" },
+		{ "report", "harvest state pull" },
 		{ "forget", "ls harvest" },
+		{ "publish", "pull report harvest" },
+		{ "pull", "publish report" },
 	};
 	size_t i;
 	printf(".SH SEE ALSO\n.BR pbx (1)");

@@ -8,7 +8,10 @@ emulator for pbx's tests, on 127.0.0.1 only.  See README.md here.
         [--preempt-notice 30] [--create-accounts]
         [--service-account KEY.json] [--authorized-user ADC.json] [--token-lifetime S]
         [--static-token TOKEN] [--fault KEY=JSON]... [--seed N] [--wait-max S] [--log FILE]
+        [--bucket NAME]...
 
+Cloud Storage's JSON API (storage.py) lives under /storage/v1/,
+/upload/storage/v1/ and /download/storage/v1/ (buckets from --bucket).
 Compute Engine paths live under /compute/v1/ (several calls at once as a
 multipart batch at /batch/compute/v1), the Cloud Billing Catalog API's
 Compute Engine SKUs at /v1/services/6F81-5844-456A/skus (billing.py), the token endpoint at /token, and the control endpoint (faults, state, call counts, tokens,
@@ -41,6 +44,7 @@ import filters  # noqa: E402
 import images  # noqa: E402
 import resources  # noqa: E402
 import schema  # noqa: E402
+import storage  # noqa: E402
 import validate  # noqa: E402
 from auth import Auth  # noqa: E402
 from bodies import Bodies, GceBodyMetadata  # noqa: E402
@@ -547,6 +551,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _serve(self, method):
+        if self.path.startswith(storage.PREFIXES):  # reads and streams its own bodies
+            return self.app.storage.serve(self, method)
         try:
             raw = self._read_body()
             url = urllib.parse.urlsplit(self.path)
@@ -682,6 +688,8 @@ class App:
         if args.backend != "vm" and bodies is not None and bodies.metadata is not None:
             bodies.metadata.mint = self._metadata_token
         self.billing = Billing(self.auth)
+        self.storage = storage.Storage(self.auth, self.faults, os.path.join(args.state_dir, "storage"),
+                                       args.bucket, base[:base.index("/compute/v1/")])
         self.calls = Counter()
         self.metadata_tokens = Counter()
         self.calls_lock = threading.Lock()
@@ -711,11 +719,16 @@ class App:
                         v for k, v in self.calls.items() if not k.endswith((" throttled", " unavailable",
                                                                            " lost_reply"))),
                         "token_grants": self.auth.grants,
-                        "metadata_tokens": dict(self.metadata_tokens)}
+                        "metadata_tokens": dict(self.metadata_tokens),
+                        "storage": self.storage.snapshot()["calls"]}
             if method == "POST" and what == "calls/reset":
                 with self.calls_lock:
                     self.calls.clear()
+                with self.storage.lock:
+                    self.storage.counts.clear()
                 return 200, {}
+            if method == "GET" and what == "storage":
+                return 200, self.storage.snapshot()
             if method == "GET" and what == "billing":
                 return 200, self.billing.snapshot()
             if method == "POST" and what == "billing":
@@ -820,6 +833,8 @@ def parse_args(argv):
     ap.add_argument("--port-file", help="write the port here once listening")
     ap.add_argument("--state-dir", required=True, help="where node bodies live")
     ap.add_argument("--project", action="append", default=[], help="a project that exists (repeatable)")
+    ap.add_argument("--bucket", action="append", default=[],
+                    help="a Cloud Storage bucket that exists, empty at start (repeatable)")
     ap.add_argument("--zones", default=",".join(catalog.DEFAULT_ZONES))
     ap.add_argument("--network-block", default="127.0.70.0/24", help="networkIP addresses (loopback)")
     ap.add_argument("--nat-block", default="127.0.71.0/24", help="natIP addresses (loopback)")

@@ -16,6 +16,12 @@ POST /_emulator/faults (a JSON object of the keys below, merged):
   slow_ops, slow_op_delay   fraction of operations that take slow_op_delay per step
   never_boot      instance names that become RUNNING without a node body (no sshd)
   never_boot_nth  the Nth instance created (1-based, counted from start) never boots
+  storage_503     the next N Cloud Storage calls answered 503 backendError (nothing done)
+  storage_429     the next N Cloud Storage calls answered 429 rateLimitExceeded (nothing done)
+  storage_corrupt the next N object downloads (alt=media) with one byte flipped, headers
+                  (x-goog-hash, Content-Length) unchanged
+  storage_cut     the next N object downloads send the whole Content-Length header, half
+                  the body, and close the connection
 """
 
 import random
@@ -25,6 +31,7 @@ DEFAULTS = {
     "throttle": 0.0, "throttle_next": 0, "unavailable": 0.0, "unavailable_next": 0,
     "lost_reply": 0.0, "quota": {}, "stockout": [], "op_delay": 0.1, "slow_ops": 0.0,
     "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
+    "storage_503": 0, "storage_429": 0, "storage_corrupt": 0, "storage_cut": 0,
 }
 
 
@@ -77,6 +84,14 @@ class Faults:
             if c["unavailable"] and self.rng.random() < c["unavailable"]:
                 return "unavailable"
             return None
+
+    def take(self, key):
+        """Whether a counted fault (storage_*) fires now; counts it down."""
+        with self.lock:
+            if self.cfg[key] > 0:
+                self.cfg[key] -= 1
+                return True
+            return False
 
     def chance(self, key):
         with self.lock:

@@ -1,0 +1,168 @@
+"""test_faultproxy.py - faultproxy.py in front of moto_server (started by
+the proxy with --moto --auth: signatures checked): boto3 through the proxy
+signs and is accepted (Host and Authorization forwarded unchanged), a wrong
+secret is refused; If-None-Match: * gives 412; a wrong
+x-amz-checksum-crc32c is 400 BadDigest and a right one is kept and
+returned with x-amz-checksum-mode; ListObjectsV2 pages; each fault
+(corrupt, cut, slowdown) and /__stats__.  Loopback only.  Skips (77)
+without moto[server]/boto3."""
+
+import base64
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "gce"))
+from storage import crc32c  # noqa: E402
+
+try:
+    import boto3
+    import botocore
+    from botocore.config import Config
+    import moto.server  # noqa: F401
+except ImportError:
+    print("1..0 # SKIP moto[server]/boto3 missing")
+    sys.exit(77)
+
+BUCKET = "pbx-proxy-test"
+
+
+def b64crc(data):
+    return base64.b64encode(crc32c(data).to_bytes(4, "big")).decode()
+
+
+class Proxy(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        env = os.path.join(cls.tmp.name, "env.json")
+        cls.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "faultproxy.py"), "--port", "0",
+                                     "--moto", "--auth", "--bucket", BUCKET, "--env-file", env,
+                                     "--log", os.path.join(cls.tmp.name, "log")], stdin=subprocess.DEVNULL)
+        end = time.time() + 120
+        while not os.path.exists(env):
+            if cls.proc.poll() is not None or time.time() > end:
+                raise RuntimeError("faultproxy did not start")
+            time.sleep(0.1)
+        with open(env) as f:
+            cls.env = json.load(f)
+        cls.s3 = cls.client(cls.env["secret_key"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(30)
+        cls.tmp.cleanup()
+
+    @classmethod
+    def client(cls, secret, url=None):
+        return boto3.client("s3", endpoint_url=url or cls.env["url"], region_name="us-east-1",
+                            aws_access_key_id=cls.env["access_key"], aws_secret_access_key=secret,
+                            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1},
+                                          request_checksum_calculation="when_required",
+                                          response_checksum_validation="when_required"))
+
+    def control(self, method, path):
+        req = urllib.request.Request(self.env["url"] + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req) as r:
+            return json.loads(r.read())
+
+    def code(self, f):
+        try:
+            f()
+            return 200, None
+        except botocore.exceptions.ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+
+    def test_signatures_pass_through(self):
+        self.s3.put_object(Bucket=BUCKET, Key="sig/x", Body=b"x")
+        self.assertEqual(self.s3.get_object(Bucket=BUCKET, Key="sig/x")["Body"].read(), b"x")
+        bad = self.client("wrong-secret")
+        self.assertEqual(self.code(lambda: bad.get_object(Bucket=BUCKET, Key="sig/x")), (403, "SignatureDoesNotMatch"))
+        self.assertEqual(self.code(lambda: bad.put_object(Bucket=BUCKET, Key="sig/y", Body=b"y")),
+                         (403, "SignatureDoesNotMatch"))
+
+    def test_if_none_match(self):
+        self.s3.put_object(Bucket=BUCKET, Key="inm/a", Body=b"first", IfNoneMatch="*")
+        self.assertEqual(self.code(lambda: self.s3.put_object(Bucket=BUCKET, Key="inm/a", Body=b"second",
+                                                              IfNoneMatch="*")), (412, "PreconditionFailed"))
+        self.assertEqual(self.s3.get_object(Bucket=BUCKET, Key="inm/a")["Body"].read(), b"first")
+
+    def test_checksums(self):
+        data = b"checksummed bytes"
+        wrong = b64crc(data + b"!")
+        self.assertEqual(self.code(lambda: self.s3.put_object(Bucket=BUCKET, Key="crc/bad", Body=data,
+                                                              ChecksumCRC32C=wrong)), (400, "BadDigest"))
+        self.assertEqual(self.code(lambda: self.s3.head_object(Bucket=BUCKET, Key="crc/bad")), (404, "404"))
+        # a raw PUT with only x-amz-checksum-crc32c (no sdk algorithm header): kept all the same
+        self.s3.put_object(Bucket=BUCKET, Key="crc/good", Body=data, ChecksumCRC32C=b64crc(data))
+        r = self.s3.get_object(Bucket=BUCKET, Key="crc/good", ChecksumMode="ENABLED")
+        self.assertEqual(r["Body"].read(), data)
+        self.assertEqual(r.get("ChecksumCRC32C"), b64crc(data))
+        self.assertEqual(self.s3.head_object(Bucket=BUCKET, Key="crc/good", ChecksumMode="ENABLED")
+                         .get("ChecksumCRC32C"), b64crc(data))
+
+    def test_list_pages(self):
+        for i in range(25):
+            self.s3.put_object(Bucket=BUCKET, Key="page-%03d" % i, Body=b"")
+        keys, tok, pages = [], None, 0
+        while True:
+            kw = dict(Bucket=BUCKET, Prefix="page-", MaxKeys=10)
+            if tok:
+                kw["ContinuationToken"] = tok
+            r = self.s3.list_objects_v2(**kw)
+            pages += 1
+            keys += [o["Key"] for o in r.get("Contents", [])]
+            if not r["IsTruncated"]:
+                break
+            tok = r["NextContinuationToken"]
+        self.assertEqual((keys, pages), (["page-%03d" % i for i in range(25)], 3))
+
+    def test_corrupt(self):
+        data = os.urandom(10000)
+        self.s3.put_object(Bucket=BUCKET, Key="f/c", Body=data, ChecksumCRC32C=b64crc(data))
+        self.control("POST", "/__fault__?kind=corrupt&n=1")
+        r = self.s3.get_object(Bucket=BUCKET, Key="f/c", ChecksumMode="ENABLED")
+        body = r["Body"].read()
+        self.assertEqual(len(body), len(data))
+        self.assertEqual(sum(a != b for a, b in zip(body, data)), 1)
+        self.assertEqual(r["ChecksumCRC32C"], b64crc(data))       # headers unchanged
+        self.assertEqual(self.s3.get_object(Bucket=BUCKET, Key="f/c")["Body"].read(), data)
+        self.assertGreaterEqual(self.control("GET", "/__stats__")["fired"]["corrupt"], 1)
+
+    def test_cut(self):
+        data = os.urandom(100000)
+        self.s3.put_object(Bucket=BUCKET, Key="f/cut", Body=data)
+        self.control("POST", "/__fault__?kind=cut&n=1")
+        r = self.s3.get_object(Bucket=BUCKET, Key="f/cut")
+        self.assertEqual(r["ContentLength"], len(data))
+        with self.assertRaises((botocore.exceptions.ResponseStreamingError,
+                                botocore.exceptions.IncompleteReadError)):
+            r["Body"].read()
+        self.assertEqual(self.control("GET", "/__stats__")["fired"]["cut"], 1)
+        self.assertEqual(self.s3.get_object(Bucket=BUCKET, Key="f/cut")["Body"].read(), data)
+
+    def test_slowdown_and_stats(self):
+        before = self.control("GET", "/__stats__")
+        self.control("POST", "/__fault__?kind=slowdown&n=2")
+        self.assertEqual(self.code(lambda: self.s3.put_object(Bucket=BUCKET, Key="f/s", Body=b"s")), (503, "SlowDown"))
+        self.assertEqual(self.code(lambda: self.s3.list_objects_v2(Bucket=BUCKET)), (503, "SlowDown"))
+        self.assertEqual(self.code(lambda: self.s3.head_object(Bucket=BUCKET, Key="f/s")), (404, "404"))
+        after = self.control("GET", "/__stats__")
+        self.assertEqual(after["fired"]["slowdown"] - before["fired"].get("slowdown", 0), 2)
+        self.assertEqual(after["methods"]["PUT"] - before["methods"].get("PUT", 0), 1)
+        self.assertEqual(after["methods"]["HEAD"] - before["methods"].get("HEAD", 0), 1)
+        self.assertEqual(after["operations"]["ListObjectsV2"] - before["operations"].get("ListObjectsV2", 0), 1)
+        self.assertEqual(after["armed"]["slowdown"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
