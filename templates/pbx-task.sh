@@ -23,7 +23,8 @@
 #   lead to its node-local Python environment, or the command runs in the
 #   container image (ch-run) with the same directory and environment.
 # Files out, in the task directory (also the program's working directory,
-#   where every top-level entry of code/ appears as a symlink):
+#   where every top-level entry of code/ appears as a symlink, and each
+#   data: path of data.links as a symlink to its staged, read-only copy):
 #   status       ONE line, replaced atomically (tmp + mv):
 #                INDEX STATE EXIT_CODE NODE ATTEMPT START_EPOCH END_EPOCH JOBID
 #                STATE: RUNNING (EXIT_CODE and END_EPOCH "-"), then COMPLETED
@@ -149,6 +150,19 @@ pbx_link() {
 	case $pbx_b in status | stdout | stderr | params.json | environment.txt | .status.*) return 0 ;; esac
 	[ -e "$pbx_b" ] || [ -L "$pbx_b" ] || ln -s "$1" "$pbx_b"
 }
+# the experiment's data: (data.links: "ID TO" lines), staged once per
+# cluster in $PBX_SHARED/pbx/data/ID (read-only), linked first at TO
+if [ -f "$PBX_PKG_DIR/data.links" ]; then
+	while read -r pbx_did pbx_dto; do
+		[ -n "$pbx_did" ] || continue
+		[ -d "${PBX_SHARED:-}/pbx/data/$pbx_did" ] ||
+			pbx_die "data for $pbx_dto ($pbx_did) is not staged in \$PBX_SHARED/pbx/data: run pbx parrun again"
+		case $pbx_dto in */*) mkdir -p "${pbx_dto%/*}" || pbx_die "cannot create ${pbx_dto%/*} in $pbx_tdir" ;; esac
+		if [ -L "$pbx_dto" ]; then rm -f "$pbx_dto"; fi
+		[ -e "$pbx_dto" ] || ln -s "$PBX_SHARED/pbx/data/$pbx_did" "$pbx_dto" ||
+			pbx_die "cannot link $pbx_dto in $pbx_tdir"
+	done <"$PBX_PKG_DIR/data.links"
+fi
 if [ -f "$PBX_PKG_DIR/train.yaml" ]; then pbx_link "$PBX_PKG_DIR/train.yaml"; fi
 for pbx_f in "$PBX_PKG_DIR"/code/* "$PBX_PKG_DIR"/code/.[!.]* "$PBX_PKG_DIR"/code/..?*; do
 	if [ -e "$pbx_f" ] || [ -L "$pbx_f" ]; then pbx_link "$pbx_f"; fi

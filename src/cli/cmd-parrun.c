@@ -6,6 +6,7 @@
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
+#include "cli/jobs_cli.h"
 #include "cli/parrun_internal.h"
 #include "jobs/jobs.h"
 #include "util/xalloc.h"
@@ -94,6 +95,22 @@ static void parrun_check_name(struct pbx_ctx *ctx, const char *name)
 		pbx_warning("%s: no cluster and no template of that name (pbx cluster list)", name);
 }
 
+/* --dry-run's data: sources: listed, and compared with the cluster's
+ * copies when the cluster is up (read only). */
+static int parrun_dry_data(struct pbx_ctx *ctx, const struct pbx_experiment *e, const char *cluster)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c = NULL;
+	int rc;
+	if (!e->ndata)
+		return 0;
+	if (pbx_cluster_open(ctx->store, ctx->cfg, cluster, &c, &err) < 0)
+		c = NULL;
+	rc = pbx_cli_data_stage(ctx, c, e, 1);
+	pbx_cluster_close(c);
+	return rc;
+}
+
 int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv,
 		      int single)
 {
@@ -135,6 +152,8 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	if (rc == 0 && v.dry_run) {
 		parrun_check_name(ctx, rest[1]);
 		rc = pbx_parrun_dry_run(e, rest[1], json);
+		if (rc == 0 && !json)
+			rc = parrun_dry_data(ctx, e, rest[1]);
 		pbx_experiment_free(e);
 		free(rest);
 		return rc;
@@ -142,6 +161,9 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	/* a cluster not found: pbx_cluster_open says how to start a template's */
 	if (rc == 0 && pbx_cluster_open(ctx->store, ctx->cfg, rest[1], &c, &err) < 0)
 		rc = pbx_report(&err);
+	/* the data first: nothing is recorded or submitted when it fails */
+	if (rc == 0)
+		rc = pbx_cli_data_stage(ctx, c, e, 0);
 	if (rc == 0) {
 		if (pbx_jobs_parrun(ctx->store, c, e, &r, &err) < 0)
 			rc = pbx_report(&err);

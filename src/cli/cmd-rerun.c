@@ -8,6 +8,9 @@
 #include "experiment/package.h"
 #include "jobs/jobs.h"
 
+#include "util/xalloc.h"
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,32 @@ static const struct pbx_option rerun_opts[] = {
 		     "NODE_FAIL, OUT_OF_MEMORY or MISSING (COMPLETED tasks never run again)"),
 	PBX_OPT_END,
 };
+
+/* The package's data: sources staged again (as the package's experiment
+ * file says; a local directory relative to where that file was), so a
+ * rerun reads the data as it is now.  Returns 0 or the exit code. */
+static int rerun_data(struct pbx_ctx *ctx, struct pbx_jobs_target *t)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_experiment *e = NULL;
+	const char *text = t->pkg.experiment_text;
+	char *copy, *dir;
+	int rc;
+	if (!text || !strstr(text, "data"))
+		return 0;
+	copy = xstrdup(t->pkg.experiment_path ? t->pkg.experiment_path : ".");
+	dir = realpath(dirname(copy), NULL);
+	rc = pbx_experiment_parse(t->pkg.experiment_path ? t->pkg.experiment_path
+							 : "experiment.yaml",
+				  text, strlen(text), dir ? dir : ".", &e, &err);
+	free(dir);
+	free(copy);
+	if (rc < 0)
+		return pbx_report(&err);
+	rc = pbx_cli_data_stage(ctx, t->cluster, e, 0);
+	pbx_experiment_free(e);
+	return rc;
+}
 
 /* A rerun runs the package as it was made.  When the experiment's files
  * have changed since (the user fixed the code, then reran), say so: the
@@ -58,6 +87,7 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	size_t count = 0;
 	char *pkg;
 	long task;
+	int drc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_rerun, argc, argv, &o, &first)))
 		return rc;
 	failed = o.failed;
@@ -77,6 +107,10 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	free(pkg);
 	if (rc == 0)
 		rc = pbx_jobs_refresh(ctx->store, &t, &err);
+	if (rc == 0 && (drc = rerun_data(ctx, &t)) != 0) {
+		pbx_jobs_target_free(&t);
+		return drc;
+	}
 	if (rc == 0)
 		rc = pbx_jobs_rerun(ctx->store, &t, task, &count, &err);
 	if (rc == 0) {

@@ -27,4 +27,14 @@ struct pbx_store;
 int pbx_cli_results_pending(struct pbx_store *st, int64_t cluster_id, int64_t sub, long *live,
 			    long *ended);
 
+/* Stages e's data: sources on c (data_cli.c, src/jobs/data.h), printing
+ * progress and one line per source on stderr; with dry_run only lists and
+ * compares (c may be NULL), printing the plan on stdout.  Returns 0 or the
+ * exit code of the error it printed. */
+struct pbx_ctx;
+struct pbx_cluster;
+struct pbx_experiment;
+int pbx_cli_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, const struct pbx_experiment *e,
+		       int dry_run);
+
 #endif

@@ -167,6 +167,8 @@ static int collect_child(struct pbx_collect *c, const char *rel, const char *nam
 	int rc = 0;
 	if (lstat(full, &st) < 0)
 		rc = pbx_err_set(c->err, "cannot stat %s: %s", full, strerror(errno));
+	else if (pbx_experiment_data_shadows(c->e, child))
+		rc = 0; /* a local data: source: staged, not shipped */
 	else if (!c->ignore || !pbx_ignore_match(c->ignore, child, S_ISDIR(st.st_mode)))
 		rc = collect_entry(c, child, &st);
 	free(full);

@@ -1,7 +1,7 @@
 /*
  * experiment.c - the experiment file's top level: reading the file into a
  * yamltree document, the keys name / command / train / files / outputs /
- * env, handing `sweep` and `resources` to sweep.c and resources.c, and
+ * env, handing `sweep`, `data` and `resources` to sweep.c and resources.c, and
  * releasing it all.  FORMAT.md is the user-facing description; keep the
  * two in step.
  */
@@ -209,7 +209,7 @@ static int exp_env(struct pbx_experiment *e, const struct pbx_ynode *root, struc
 
 static const char *const pbx_exp_keys[] = {
 	"name",    "command", "train",       "sweep",  "resources", "files",
-	"outputs", "env",     "environment", "notify", NULL,
+	"outputs", "env",     "environment", "notify", "data",      NULL,
 };
 
 static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)
@@ -231,7 +231,8 @@ static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct p
 		return -1;
 	if (exp_env(e, root, err) < 0)
 		return -1;
-	if (pbx_exp_notify(e, pbx_ymap_get(root, "notify"), err) < 0)
+	if (pbx_exp_notify(e, pbx_ymap_get(root, "notify"), err) < 0 ||
+	    pbx_exp_data(e, pbx_ymap_get(root, "data"), err) < 0)
 		return -1;
 	return pbx_exp_environment(e, pbx_ymap_get(root, "environment"), err);
 }
@@ -319,6 +320,7 @@ void pbx_experiment_free(struct pbx_experiment *e)
 	exp_free_strv(e->env_values, e->nenv);
 	pbx_exp_environment_free(&e->env);
 	free(e->notify);
+	pbx_exp_data_free(e);
 	free(e->path);
 	free(e->dir);
 	free(e->name);

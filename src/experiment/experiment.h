@@ -61,6 +61,15 @@ struct pbx_exp_environment {
 	int python_line, wheels_line, container_line;
 };
 
+/* One entry of `data:` (data.c; FORMAT.md "Data"): a dataset staged once
+ * per cluster (src/jobs/data.c) and linked into each task directory. */
+struct pbx_exp_data {
+	char *from; /* gs://..., s3://... or a local directory (relative to dir), as written */
+	char *to;   /* relative path in the task directory (checked) */
+	int is_url; /* from is a store URL */
+	int line;   /* of the entry */
+};
+
 struct pbx_experiment {
 	char *path;               /* file name as given (messages); "" for parse() */
 	char *dir;                /* directory of the file (absolute after load) */
@@ -82,7 +91,9 @@ struct pbx_experiment {
 	struct pbx_exp_environment env;
 	char *notify;    /* notify: a webhook URL (notify.c; a secret: never shown), or NULL */
 	int notify_line; /* of notify: */
-	char *text;      /* the file's bytes (NUL-terminated) */
+	struct pbx_exp_data *data; /* data: entries, in file order */
+	size_t ndata;
+	char *text; /* the file's bytes (NUL-terminated) */
 	size_t text_len;
 };
 
@@ -132,6 +143,16 @@ const struct pbx_param *pbx_experiment_param(const struct pbx_experiment *e, siz
 					     const char *name);
 /* The repeat number of point i (0..repeats-1). */
 size_t pbx_experiment_repeat(const struct pbx_experiment *e, size_t i);
+
+/* The normalised form of data source i ("gs://BUCKET/PREFIX/",
+ * "s3://...", or "local:" + the real path of a directory, which must exist
+ * now) into *key (caller frees) and its id, the first 16 hex digits of its
+ * SHA-256, into id.  -1 with err (PBX_EXIT_USAGE) naming file and line. */
+int pbx_experiment_data_key(const struct pbx_experiment *e, size_t i, char **key, char id[17],
+			    struct pbx_err *err);
+/* True when `rel` (relative to e->dir) is a local data source written as a
+ * relative path: the package leaves it out (it is staged, not shipped). */
+bool pbx_experiment_data_shadows(const struct pbx_experiment *e, const char *rel);
 
 /*
  * The one rule of `files:` and `outputs:` patterns (FORMAT.md, Patterns):

@@ -48,6 +48,10 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 void pbx_exp_environment_free(struct pbx_exp_environment *env);
 /* notify: (notify.c): sets e->notify; n may be NULL (no key). */
 int pbx_exp_notify(struct pbx_experiment *e, const struct pbx_ynode *n, struct pbx_err *err);
+/* data.c: reads the `data` sequence (may be NULL) into e->data;
+ * pbx_exp_data_free releases it. */
+int pbx_exp_data(struct pbx_experiment *e, const struct pbx_ynode *seq, struct pbx_err *err);
+void pbx_exp_data_free(struct pbx_experiment *e);
 /* command.c: refuses a {name} in the command naming no parameter. */
 int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode *cmd,
 			  struct pbx_err *err);

@@ -309,6 +309,27 @@ static int pkg_tar_notify(struct pbx_tar *t, const struct pbx_experiment *e)
 	return rc;
 }
 
+/* data: one line "ID TO" per source (data.links), which the task wrapper
+ * links into each task directory; the data itself is staged apart
+ * (src/jobs/data.c). */
+static int pkg_tar_data(struct pbx_tar *t, const struct pbx_experiment *e)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t i;
+	int rc = 0;
+	for (i = 0; rc == 0 && i < e->ndata; i++) {
+		char *key, id[17];
+		rc = pbx_experiment_data_key(e, i, &key, id, t->err);
+		if (rc == 0)
+			pbx_buf_addf(&b, "%s %s\n", id, e->data[i].to);
+		free(key);
+	}
+	if (rc == 0 && e->ndata)
+		rc = pbx_tar_mem(t, "data.links", 0644, b.buf, b.len);
+	pbx_buf_release(&b);
+	return rc;
+}
+
 static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 		       const struct pbx_experiment *e, size_t first, size_t n)
 {
@@ -326,6 +347,8 @@ static int pkg_tar_all(struct pbx_tar *t, const struct pbx_package *p,
 		rc = pkg_tar_env(t, e);
 	if (rc == 0)
 		rc = pkg_tar_notify(t, e);
+	if (rc == 0)
+		rc = pkg_tar_data(t, e);
 	if (rc == 0 && e->train_json)
 		rc = pbx_tar_mem(t, "train.yaml", 0644, e->train_json, strlen(e->train_json));
 	if (rc == 0 && p->git_diff)

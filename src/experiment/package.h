@@ -11,6 +11,7 @@
  *   env.sh           exports PBX_EXPERIMENT, PBX_PKG_ID and the file's env:
  *   train.yaml       train experiments only: the train: section as JSON
  *   git.diff         only when the checkout is dirty
+ *   data.links       with data: one "ID TO" line per source (src/jobs/data.h)
  *   tasks.range      "FIRST COUNT\n": the global task indexes held here
  *   tasks.idx        one 32-byte line per task: "%15zu %15zu\n" = byte
  *                    OFFSET and LENGTH of its record in tasks.dat

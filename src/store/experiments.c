@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-
 /* ------------------------------------------------------------- packages */
 
 #define PACKAGE_COLS                                                        \
@@ -67,8 +66,8 @@ static const struct row_kind package_rows = { sizeof(struct pbx_package_row), pa
 static int package_query(struct pbx_store *st, const char *sql, const char *arg,
 			 struct pbx_package_row **rows, size_t *n, struct pbx_err *err)
 {
-	return pbx_store_rows_read(st, sql, arg ? ROW_TEXT(arg) : ROW_ALL, &package_rows, (void **)rows, n,
-			 err);
+	return pbx_store_rows_read(st, sql, arg ? ROW_TEXT(arg) : ROW_ALL, &package_rows,
+				   (void **)rows, n, err);
 }
 
 static int is_hex_prefix(const char *s)
@@ -254,9 +253,9 @@ int pbx_store_submissions_of(struct pbx_store *st, const char *package_id,
 			     struct pbx_submission_row **rows, size_t *n, struct pbx_err *err)
 {
 	return pbx_store_rows_read(st,
-			 "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
-			 " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
-			 ROW_TEXT(package_id), &submission_rows, (void **)rows, n, err);
+				   "SELECT " SUBMISSION_COLS " FROM submissions s JOIN clusters c"
+				   " ON c.id = s.cluster_id WHERE s.package_id = ? ORDER BY s.id",
+				   ROW_TEXT(package_id), &submission_rows, (void **)rows, n, err);
 }
 
 int pbx_store_submission_set(struct pbx_store *st, int64_t id, int pushed, const char *state,
@@ -376,10 +375,11 @@ static const struct row_kind array_rows = { sizeof(struct pbx_array_row), array_
 int pbx_store_arrays_list(struct pbx_store *st, int64_t submission_id, struct pbx_array_row **rows,
 			  size_t *n, struct pbx_err *err)
 {
-	return pbx_store_rows_read(st,
-			 "SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
-			 " FROM arrays WHERE submission_id = ? ORDER BY id",
-			 ROW_ID(submission_id), &array_rows, (void **)rows, n, err);
+	return pbx_store_rows_read(
+		st,
+		"SELECT id, submission_id, first_task, ntasks, spec, job_id, state"
+		" FROM arrays WHERE submission_id = ? ORDER BY id",
+		ROW_ID(submission_id), &array_rows, (void **)rows, n, err);
 }
 
 void pbx_array_rows_free(struct pbx_array_row *rows, size_t n)
@@ -422,11 +422,12 @@ static const struct row_kind task_rows = { sizeof(struct pbx_task_row), task_rea
 int pbx_store_tasks_list(struct pbx_store *st, int64_t submission_id, struct pbx_task_row **rows,
 			 size_t *n, struct pbx_err *err)
 {
-	return pbx_store_rows_read(st,
-			 "SELECT idx, params_json, state, exit_code, node, attempt,"
-			 " start_time, end_time, job_id, submits, cancel_requested FROM tasks"
-			 " WHERE submission_id = ? ORDER BY idx",
-			 ROW_ID(submission_id), &task_rows, (void **)rows, n, err);
+	return pbx_store_rows_read(
+		st,
+		"SELECT idx, params_json, state, exit_code, node, attempt,"
+		" start_time, end_time, job_id, submits, cancel_requested FROM tasks"
+		" WHERE submission_id = ? ORDER BY idx",
+		ROW_ID(submission_id), &task_rows, (void **)rows, n, err);
 }
 
 int pbx_store_tasks_update(struct pbx_store *st, int64_t submission_id,
@@ -582,10 +583,11 @@ static const struct row_kind metric_rows = { sizeof(struct pbx_metric), metric_r
 int pbx_store_metrics_list(struct pbx_store *st, int64_t submission_id, struct pbx_metric **rows,
 			   size_t *n, struct pbx_err *err)
 {
-	return pbx_store_rows_read(st,
-			 "SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
-			 " ORDER BY idx, name, step",
-			 ROW_ID(submission_id), &metric_rows, (void **)rows, n, err);
+	return pbx_store_rows_read(
+		st,
+		"SELECT idx, name, step, value FROM metrics WHERE submission_id = ?"
+		" ORDER BY idx, name, step",
+		ROW_ID(submission_id), &metric_rows, (void **)rows, n, err);
 }
 
 void pbx_metrics_free(struct pbx_metric *rows, size_t n)
@@ -619,9 +621,9 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 			     struct pbx_harvested **rows, size_t *n, struct pbx_err *err)
 {
 	return pbx_store_rows_read(st,
-			 "SELECT idx, path, size, mtime FROM harvested"
-			 " WHERE submission_id = ? ORDER BY idx, path",
-			 ROW_ID(submission_id), &harvested_rows, (void **)rows, n, err);
+				   "SELECT idx, path, size, mtime FROM harvested"
+				   " WHERE submission_id = ? ORDER BY idx, path",
+				   ROW_ID(submission_id), &harvested_rows, (void **)rows, n, err);
 }
 
 static void idx_read(sqlite3_stmt *s, void *row)
@@ -641,11 +643,12 @@ static const struct row_kind idx_rows = { sizeof(int64_t), idx_read, idx_release
 int pbx_store_metrics_unmatched(struct pbx_store *st, int64_t submission_id, int64_t **idx,
 				size_t *n, struct pbx_err *err)
 {
-	return pbx_store_rows_read(st,
-			 "SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
-			 " AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
-			 " WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
-			 ROW_ID(submission_id), &idx_rows, (void **)idx, n, err);
+	return pbx_store_rows_read(
+		st,
+		"SELECT h.idx FROM harvested h WHERE h.submission_id = ?1"
+		" AND h.path = 'metrics.jsonl' AND NOT EXISTS (SELECT 1 FROM metrics m"
+		" WHERE m.submission_id = ?1 AND m.idx = h.idx) ORDER BY h.idx",
+		ROW_ID(submission_id), &idx_rows, (void **)idx, n, err);
 }
 
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
@@ -703,17 +706,18 @@ int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_u
 	 * wrapper writes last, is not home as it was at the end: no older
 	 * than END, which the wrapper takes from the file system's clock
 	 * (templates/pbx-task.sh), so the final status never is */
-	return pbx_store_rows_read(st,
-			 "SELECT p.id, p.short_id, p.name, s.id,"
-			 " SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
-			 " SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"
-			 "  AND t.start_time IS NOT NULL AND NOT EXISTS (SELECT 1 FROM harvested h"
-			 "  WHERE h.submission_id = t.submission_id AND h.idx = t.idx"
-			 "  AND h.path = 'status' AND h.mtime >= COALESCE(t.end_time, 0))) AS ended"
-			 " FROM tasks t JOIN submissions s ON s.id = t.submission_id"
-			 " JOIN packages p ON p.id = s.package_id WHERE s.cluster_id = ?"
-			 " GROUP BY s.id HAVING live + ended > 0 ORDER BY s.id",
-			 ROW_ID(cluster_id), &unharvested_rows, (void **)rows, n, err);
+	return pbx_store_rows_read(
+		st,
+		"SELECT p.id, p.short_id, p.name, s.id,"
+		" SUM(t.state IN ('PENDING', 'RUNNING', 'UNKNOWN')) AS live,"
+		" SUM(t.state NOT IN ('NEW', 'PENDING', 'RUNNING', 'UNKNOWN')"
+		"  AND t.start_time IS NOT NULL AND NOT EXISTS (SELECT 1 FROM harvested h"
+		"  WHERE h.submission_id = t.submission_id AND h.idx = t.idx"
+		"  AND h.path = 'status' AND h.mtime >= COALESCE(t.end_time, 0))) AS ended"
+		" FROM tasks t JOIN submissions s ON s.id = t.submission_id"
+		" JOIN packages p ON p.id = s.package_id WHERE s.cluster_id = ?"
+		" GROUP BY s.id HAVING live + ended > 0 ORDER BY s.id",
+		ROW_ID(cluster_id), &unharvested_rows, (void **)rows, n, err);
 }
 
 void pbx_unharvested_free(struct pbx_unharvested *rows, size_t n)

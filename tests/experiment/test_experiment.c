@@ -971,6 +971,41 @@ static void test_tar(void)
 	free(t);
 }
 
+/* ---- data: ---------------------------------------------------------- */
+
+static void test_data(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_experiment *e =
+		parse("name: d\ncommand: ls data\ndata:\n"
+		      "  - { from: gs://my-bucket/fashion-mnist, to: data/fmnist }\n"
+		      "  - { to: data/s3, from: \"s3://b-2/x/y/\" }\n"
+		      "  - { from: ./local-data/, to: data/local }\n");
+	char *key = NULL, id[17], hex[65];
+	if (!ok(e != NULL, "three data: entries parse"))
+		return;
+	ok(e->ndata == 3 && e->data[0].is_url && e->data[1].is_url && !e->data[2].is_url,
+	   "two URLs and a local directory");
+	is_str(e->data[0].to, "data/fmnist", "to kept");
+	ok(e->data[1].line == 5, "line of the entry (%d)", e->data[1].line);
+	ok(pbx_experiment_data_key(e, 0, &key, id, &err) == 0, "the URL's key");
+	is_str(key, "gs://my-bucket/fashion-mnist/", "normalised with a trailing /");
+	pbx_sha256_hex(key, strlen(key), hex);
+	hex[16] = '\0';
+	is_str(id, hex, "id: the first 16 hex of its SHA-256");
+	free(key);
+	ok(pbx_experiment_data_key(e, 2, &key, id, &err) < 0, "a missing local directory");
+	is_str(err.msg, "t.yaml:6: data[2].from: ././local-data/: No such file or directory",
+	       "is an error naming file, line and key");
+	ok(pbx_experiment_data_shadows(e, "local-data"), "the package leaves local-data out");
+	ok(!pbx_experiment_data_shadows(e, "local"), "and nothing else");
+	pbx_experiment_free(e);
+	e = parse("name: d\ncommand: ls\ndata:\n  - { from: no-such-dir, to: x }\n");
+	ok(e != NULL && pbx_experiment_data_key(e, 0, &key, id, &err) < 0,
+	   "a local source that is not there fails at staging, not at parsing");
+	pbx_experiment_free(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -995,6 +1030,7 @@ int main(int argc, char **argv)
 		{ "patterns", test_patterns },
 		{ "package_patterns", test_package_patterns },
 		{ "limits", test_limits },
+		{ "data", test_data },
 	};
 	size_t i;
 	if (argc != 3 || chdir(argv[2]) < 0) {

@@ -1,0 +1,80 @@
+/*
+ * data_cli.c - the terminal's side of staging an experiment's data:
+ * sources (src/jobs/data.h) for `pbx parrun`, `pbx run`, `pbx rerun` and
+ * `pbx parrun --dry-run`: the progress line and one summary line per
+ * source, on stderr (nothing with -q).
+ */
+#include "cli/cmd.h"
+#include "cli/jobs_cli.h"
+#include "cli/output.h"
+#include "jobs/data.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static void data_progress(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes)
+{
+	char what[512];
+	(void)ctx;
+	snprintf(what, sizeof(what), "data %s", key);
+	pbx_transfer_progress(what, done, total, bytes);
+}
+
+/* "1.2 MB" */
+static void data_mb(char out[32], uint64_t bytes)
+{
+	snprintf(out, 32, "%.1f MB", (double)bytes / 1e6);
+}
+
+static void data_summary(const struct pbx_data_result *r)
+{
+	char all[32], moved[32];
+	data_mb(all, r->bytes);
+	data_mb(moved, r->bytes_moved);
+	if (!r->changed && !r->removed && r->staged_before == 1) {
+		pbx_info("data %s: %zu objects, 0 moved (staged before)", r->key, r->objects);
+		return;
+	}
+	pbx_info("data %s: %zu objects (%s), %zu moved (%s), %zu removed, %lu downloaded, "
+		 "%.1f s (%.1f MB/s)",
+		 r->key, r->objects, all, r->changed, moved, r->removed, r->downloads, r->seconds,
+		 r->seconds > 0 ? (double)r->bytes_moved / 1e6 / r->seconds : 0.0);
+}
+
+static void data_plan(const struct pbx_data_result *r)
+{
+	char all[32], moved[32];
+	data_mb(all, r->bytes);
+	data_mb(moved, r->bytes_moved);
+	if (r->staged_before < 0)
+		printf("data %s -> %s: %zu objects (%s); the cluster was not asked\n", r->key,
+		       r->to, r->objects, all);
+	else if (r->staged_before == 0)
+		printf("data %s -> %s: %zu objects (%s); not staged yet\n", r->key, r->to,
+		       r->objects, all);
+	else
+		printf("data %s -> %s: %zu objects (%s); staged, %zu changed (%s), %zu removed\n",
+		       r->key, r->to, r->objects, all, r->changed, moved, r->removed);
+}
+
+int pbx_cli_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, const struct pbx_experiment *e,
+		       int dry_run)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_data_opts o = { ctx->cfg, dry_run, data_progress, NULL };
+	struct pbx_data_result *res = NULL;
+	size_t n = 0, i;
+	int rc = 0;
+	if (!e->ndata)
+		return 0;
+	if (pbx_data_stage(c, e, &o, &res, &n, &err) < 0)
+		rc = pbx_report(&err);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (dry_run)
+			data_plan(&res[i]);
+		else
+			data_summary(&res[i]);
+	}
+	pbx_data_results_free(res, n);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * data.h - staging an experiment's `data:` sources (gs://, s3:// or a local
+ * directory) on a cluster, once, reused by every package that names them
+ * (docs/data.md).
+ *
+ * Source ID (pbx_experiment_data_key) lives in $PBX_SHARED/pbx/data/ID/,
+ * files 0444 and directories 0555, with ID/.pbx-data-manifest: one JSON
+ * object per line, {"name", "size", "version"} (a store's generation or
+ * ETag; a local file's sha256), sorted by name, written last and
+ * atomically.  Per source: one round trip reads the manifest, the source
+ * is listed, what is new or changed (size or version) is downloaded by
+ * this pbx with the user's credentials into $PBX_HOME/data/ID/ (checked:
+ * CRC32C) - or read from a local source - and one more round trip pushes
+ * it as a tar, removes what the source no longer has, fixes the modes and
+ * writes the manifest.  A source that did not change costs one listing
+ * and the manifest read: nothing is downloaded or pushed.
+ *
+ * Object names are untrusted: each must pass pbx_objstore_name_safe, and
+ * no name may be both a file and a directory of another; nothing is
+ * written outside ID/.  Library code: never prints (progress goes to a
+ * callback), fills struct pbx_err.
+ */
+#ifndef PBX_JOBS_DATA_H
+#define PBX_JOBS_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/cluster.h"
+#include "experiment/experiment.h"
+
+#define PBX_DATA_MAX_OBJECTS 1000000
+
+/* What staging one source did (or, dry run, would do). */
+struct pbx_data_result {
+	char id[17];
+	char *key;               /* the normalised source (owned) */
+	const char *to;          /* borrowed from the experiment */
+	size_t objects;          /* in the source */
+	uint64_t bytes;          /* their sizes */
+	size_t changed, removed; /* new or changed; gone from the source */
+	uint64_t bytes_moved;    /* sizes of the changed ones */
+	unsigned long downloads; /* objects read from the store by this call */
+	int staged_before;       /* the cluster had a manifest (-1: not asked) */
+	double seconds;
+};
+
+struct pbx_data_opts {
+	const struct pbx_config *cfg; /* clouds.gce / clouds.aws: credentials, endpoints */
+	int dry_run;                  /* list and compare only: nothing is read or sent */
+	/* Called as objects arrive (may be NULL): `done` of `total` changed
+	 * objects of source `key`, `bytes` of them so far. */
+	void (*progress)(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes);
+	void *ctx;
+};
+
+/* Stages every data: source of e on cluster c (c may be NULL in a dry run:
+ * staged_before is then -1).  *res (one per source, in file order) owned
+ * by the caller: pbx_data_results_free.  On error nothing later is staged
+ * and err names the source and the object or file. */
+int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
+		   const struct pbx_data_opts *o, struct pbx_data_result **res, size_t *nres,
+		   struct pbx_err *err);
+void pbx_data_results_free(struct pbx_data_result *res, size_t n);
+
+#endif

@@ -1,0 +1,192 @@
+#!/bin/sh
+# t0302-data.sh - an experiment's data: (docs/data.md): 2,000 objects of
+# the GCE emulator's Cloud Storage staged once on a local cluster and read
+# by tasks on two nodes; another package with the same source moves
+# nothing and downloads nothing; one changed object moves alone, a deleted
+# one disappears; a corrupted download fails the parrun naming the object
+# with nothing submitted, and a retry succeeds; hostile object names are
+# refused with nothing written outside; a local directory source works
+# the same way; the data is never harvested and tasks cannot write it.
+# Addresses 127.0.162.x, ports 22392 and 30200-30263.
+. "$(dirname "$0")/lib.sh"
+
+EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
+PY=$PBX_SOURCE_DIR/build/venv/bin/python3
+[ -x "$PY" ] || PY=python3
+local_cluster dt 127.0.162.0 22392 30200 "{ name: node, count: 2 }"
+SHARED=$PBX_HOME/clusters/dt/shared
+TOKEN=t0302-token
+
+# ---- the emulator's Cloud Storage and the user's credentials ----------
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
+"$PY" "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" --project pbx-test \
+	--no-bodies --bucket data --static-token "$TOKEN" --log "$TEST_TMP/emu.log" >"$TEST_TMP/emu.out" 2>&1 &
+EMU_PID=$!
+wait_started "$TEST_TMP/port" "$EMU_PID" "$TEST_TMP/emu.out" "the Compute Engine emulator"
+PORT=$(cat "$TEST_TMP/port")
+python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
+import json, os, sys
+pem, out, port = sys.argv[1:]
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "w") as f:
+    json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
+               "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
+               "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
+PY
+emu_post service-accounts "{\"key_file\": \"$TEST_TMP/sa.json\"}" >/dev/null
+cat >>"$PBX_HOME/config.yaml" <<CFG
+  gce: { project: pbx-test, credentials: $TEST_TMP/sa.json, storage_endpoint: "http://127.0.0.1:$PORT/" }
+CFG
+
+# store put NAME=FILE... | del NAME...: objects of bucket data, one connection
+store() {
+	python3 - "$PORT" "$TOKEN" "$@" <<'PY'
+import http.client, sys, urllib.parse
+port, token, op, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+c = http.client.HTTPConnection("127.0.0.1", int(port))
+h = {"Authorization": "Bearer " + token}
+for a in args:
+    if op == "put":
+        name, path = a.split("=", 1)
+        c.request("POST", "/upload/storage/v1/b/data/o?uploadType=media&name=" + urllib.parse.quote(name, safe=""),
+                  open(path, "rb").read(), h)
+    else:
+        c.request("DELETE", "/storage/v1/b/data/o/" + urllib.parse.quote(a, safe=""), headers=h)
+    r = c.getresponse(); r.read()
+    if r.status >= 300:
+        sys.exit("%s %s: %s" % (op, a, r.status))
+PY
+}
+gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
+reset_calls() { emu_post calls/reset '{}' >/dev/null; }
+data_id() { printf '%s' "$1" | sha256sum | cut -c1-16; }
+
+mkdir -p "$TEST_TMP/src"
+( cd "$TEST_TMP/src" && i=0 && while [ $i -lt 2000 ]; do printf 'object %d\n' $i >"o$i"; i=$((i + 1)); done )
+( cd "$TEST_TMP/src" && for f in o*; do printf 'fm/sub/%s=%s ' "$f" "$TEST_TMP/src/$f"; done ) >"$TEST_TMP/args"
+# shellcheck disable=SC2046
+store put $(cat "$TEST_TMP/args")
+ok $? "2,000 objects in gs://data/fm/"
+want=$(cd "$TEST_TMP/src" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | while read -r f; do printf 'sub/%s ' "$f"; sha256sum <"$f"; done | sha256sum | cut -c1-64)
+
+# exp NAME FROM: an experiment of two tasks (one a node) reading data/d
+exp() {
+	mkdir -p "$TEST_TMP/$1"
+	cat >"$TEST_TMP/$1/experiment.yaml" <<EXP
+name: $1
+command: |
+  cd data/d && LC_ALL=C find . -type f ! -name .pbx-data-manifest | sed 's|^\./||' | LC_ALL=C sort | while read -r f; do printf '%s ' "\$f"; sha256sum <"\$f"; done | sha256sum | cut -c1-64 >"\$PBX_TASK_DIR/sum.txt"
+  cd "\$PBX_TASK_DIR" && { if touch data/d/new 2>/dev/null || rm -f data/d/sub/o1 2>/dev/null; then echo writable; else echo read-only; fi; } >w.txt
+  sleep 2
+sweep: { grid: { i: [0, 1] } }
+resources: { exclusive: true }
+outputs: [sum.txt, w.txt]
+data:
+  - { from: $2, to: data/d }
+EXP
+}
+exp fm1 gs://data/fm/
+exp fm2 gs://data/fm
+
+run_pbx -q cluster start dt
+ok $rc "the cluster starts: $errout"
+ID=$(data_id gs://data/fm/)
+D=$SHARED/pbx/data/$ID
+
+# ---- staged once, read on two nodes -------------------------------------
+reset_calls
+run_pbx parrun "$TEST_TMP/fm1/experiment.yaml" dt
+ok $rc "parrun stages and submits: $errout"
+case $errout in *"data gs://data/fm/: 2000 objects"*", 2000 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "2000 objects moved: $errout"
+is "$(gets)" 2000 "2000 downloads"
+pkg1=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+is "$(find "$D" -type f ! -name .pbx-data-manifest | wc -l)" 2000 "2000 files in \$PBX_SHARED/pbx/data/ID"
+is "$(stat -c %a "$D/sub/o7") $(stat -c %a "$D/sub")" "444 555" "files 0444, directories 0555"
+wait_final "$pkg1" 90
+is "$(task_states "$pkg1")" "COMPLETED COMPLETED" "both tasks completed"
+is "$(task_nodes "$pkg1")" "node1 node2" "on two nodes"
+run_pbx -q harvest "$pkg1"
+ok $rc "harvest: $errout"
+is "$(cat "$PBX_HOME/results/$pkg1"/*/sum.txt | sort -u)" "$want" "each task read every object, bytes as in the bucket"
+is "$(cat "$PBX_HOME/results/$pkg1"/*/w.txt | sort -u)" read-only "tasks cannot write into the data"
+is "$(find "$PBX_HOME/results/$pkg1" -path '*data*' | wc -l)" 0 "the data is not harvested back"
+[ -L "$SHARED/pbx/$pkg1/tasks/0/data/d" ]
+ok $? "the task directory holds data/d as a symlink"
+
+# ---- another package, the same source: nothing moves --------------------
+reset_calls
+run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
+ok $rc "a second package: $errout"
+case $errout in *"data gs://data/fm/: 2000 objects, 0 moved (staged before)"*) r=0 ;; *) r=1 ;; esac
+ok $r "0 moved, staged before: $errout"
+is "$(gets)" 0 "no download"
+pkg2=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+
+# ---- one changed, one deleted ---------------------------------------------
+echo changed >"$TEST_TMP/changed"
+store put "fm/sub/o42=$TEST_TMP/changed"
+reset_calls
+run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
+case $errout in *"2000 objects"*", 1 moved"*", 0 removed, 1 downloaded"*) r=0 ;; *) r=1 ;; esac
+ok $r "one changed object moves alone: $errout"
+is "$(gets) $(cat "$D/sub/o42")" "1 changed" "one download; the cluster has the new bytes"
+store del fm/sub/o43
+run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
+case $errout in *"1999 objects"*", 0 moved"*", 1 removed"*) r=0 ;; *) r=1 ;; esac
+ok $r "a deleted object: $errout"
+[ ! -e "$D/sub/o43" ] && [ -e "$D/sub/o44" ]
+ok $? "it disappears from the cluster"
+
+# ---- a corrupted download: nothing submitted, then a retry -----------------
+exp fm3 gs://data/fm/
+echo again >"$TEST_TMP/again"
+store put "fm/sub/o44=$TEST_TMP/again"
+emu_post faults '{"storage_corrupt": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/fm3/experiment.yaml" dt
+is "$rc" 4 "a corrupted download fails the parrun: $errout"
+case $errout in *"fm/sub/o44"*) r=0 ;; *) r=1 ;; esac
+ok $r "naming the object: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'fm3'")" 0 "nothing recorded or submitted"
+is "$(cat "$D/sub/o44")" "object 44" "the cluster keeps the old bytes"
+run_pbx parrun "$TEST_TMP/fm3/experiment.yaml" dt
+ok $rc "the retry succeeds: $errout"
+is "$(cat "$D/sub/o44")" again "with the new bytes"
+
+# ---- hostile names ---------------------------------------------------------
+for h in 'h1/../escape' 'h2/a//b' 'h3//abs'; do
+	store put "$h=$TEST_TMP/changed" || continue
+	p=${h%%/*}
+	exp "x$p" "gs://data/$p/"
+	run_pbx parrun "$TEST_TMP/x$p/experiment.yaml" dt
+	case "$rc $errout" in "2 "*"object '${h#*/}'"*"nothing was staged"*) r=0 ;; *) r=1 ;; esac
+	ok $r "'$h' is refused: $errout"
+done
+is "$(find "$SHARED" "$PBX_HOME/data" -name escape -o -name abs | wc -l)" 0 "nothing written outside"
+
+# ---- a local directory -------------------------------------------------------
+exp loc ./local
+mkdir -p "$TEST_TMP/loc/local/sub"
+i=0; while [ $i -lt 20 ]; do echo "local $i" >"$TEST_TMP/loc/local/sub/f$i"; i=$((i + 1)); done
+LID=$(data_id "local:$(cd "$TEST_TMP/loc/local" && pwd -P)")
+run_pbx parrun "$TEST_TMP/loc/experiment.yaml" dt
+case $errout in *"data local:"*": 20 objects"*", 20 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "a local directory is staged: $errout"
+pkgl=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+[ ! -e "$SHARED/pbx/$pkgl/pkg/code/local" ]
+ok $? "and not shipped with the code"
+echo "local changed" >"$TEST_TMP/loc/local/sub/f3"
+run_pbx parrun "$TEST_TMP/loc/experiment.yaml" dt
+case $errout in *": 20 objects"*", 1 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "a changed file moves alone: $errout"
+is "$(cat "$SHARED/pbx/data/$LID/sub/f3")" "local changed" "the cluster has it"
+run_pbx parrun "$TEST_TMP/loc/experiment.yaml" dt
+case $errout in *": 20 objects, 0 moved (staged before)"*) r=0 ;; *) r=1 ;; esac
+ok $r "then nothing moves: $errout"
+wait_final "$pkgl" 90
+is "$(task_states "$pkgl")" "COMPLETED COMPLETED" "its tasks completed"
+run_pbx parrun --dry-run "$TEST_TMP/loc/experiment.yaml" dt
+case $out in *"data local:"*"-> data/d: 20 objects"*"staged, 0 changed"*) r=0 ;; *) r=1 ;; esac
+ok $r "--dry-run says what is staged: $out"
+
+done_testing
