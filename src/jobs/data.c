@@ -390,7 +390,7 @@ static int fetch(struct stage *g, struct dentry *e, struct pbx_buf *body)
 		free(e->version); /* rewritten since the listing: record what came */
 		e->version = xstrdup(meta.version);
 	}
-	pbx_objects_free(&meta, 1);
+	pbx_object_release(&meta);
 	free(name);
 	if (rc == 0)
 		cache_put(g, e, body);

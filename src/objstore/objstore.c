@@ -51,16 +51,21 @@ char *objstore_object_url(const struct pbx_objstore *s, const char *name)
 	return xasprintf("%s://%s/%s", s->url.scheme, s->url.bucket, name ? name : "");
 }
 
+void pbx_object_release(struct pbx_object *o)
+{
+	free(o->name);
+	free(o->version);
+	o->name = o->version = NULL;
+}
+
 void pbx_objects_free(struct pbx_object *v, size_t n)
 {
 	size_t i;
 	if (!v)
 		return;
-	for (i = 0; i < n; i++) {
-		free(v[i].name);
-		free(v[i].version);
-		v[i].name = v[i].version = NULL;
-	}
+	for (i = 0; i < n; i++)
+		pbx_object_release(&v[i]);
+	free(v);
 }
 
 /* The store's words for what went wrong, printable and short: an S3
@@ -161,7 +166,6 @@ int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_obj
 	if (s->ops->list(s, prefix ? prefix : "", v, n, err) == 0)
 		return 0;
 	pbx_objects_free(*v, *n);
-	free(*v);
 	*v = NULL;
 	*n = 0;
 	return -1;
@@ -199,13 +203,13 @@ int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struc
 		rc = check_crc(s, name, body, &m, err);
 	if (rc < 0) {
 		pbx_buf_release(body);
-		pbx_objects_free(&m, 1);
+		pbx_object_release(&m);
 		return -1;
 	}
 	if (meta)
 		*meta = m;
 	else
-		pbx_objects_free(&m, 1);
+		pbx_object_release(&m);
 	return 0;
 }
 

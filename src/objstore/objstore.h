@@ -64,7 +64,10 @@ struct pbx_object {
 	int has_crc32c;
 	uint32_t crc32c; /* when the store gave it */
 };
+/* Frees the n objects' strings and the array v. */
 void pbx_objects_free(struct pbx_object *v, size_t n);
+/* Frees one object's strings (not o itself: a struct the caller holds). */
+void pbx_object_release(struct pbx_object *o);
 
 struct pbx_objstore;
 
@@ -90,7 +93,7 @@ int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_obj
  * is checked when the store gives one: a mismatch is -1 with
  * PBX_EXIT_SECURITY, naming the object, and body emptied.  *meta (may be
  * NULL) gets its size, version and checksum; the caller frees its strings
- * (pbx_objects_free(meta, 1) frees them, not meta itself). */
+ * (pbx_object_release(meta)). */
 int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
 		     struct pbx_object *meta, struct pbx_err *err);
 

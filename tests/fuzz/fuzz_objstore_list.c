@@ -25,7 +25,6 @@ static void check(int rc, struct pbx_object *v, size_t n, char *next, int s3)
 		if (!v[i].name || !*v[i].name || (s3 && v[i].has_crc32c))
 			abort();
 	pbx_objects_free(v, n);
-	free(v);
 	free(next);
 }
 

@@ -35,7 +35,6 @@ static int cmd_ls(struct pbx_objstore *s, const char *prefix, struct pbx_err *er
 			       v[i].version ? v[i].version : "-");
 	}
 	pbx_objects_free(v, n);
-	free(v);
 	return 0;
 }
 
@@ -50,7 +49,7 @@ static int cmd_get(struct pbx_objstore *s, const char *name, const char *out, st
 	if (!f || fwrite(b.buf, 1, b.len, f) != b.len || (out && fclose(f) != 0))
 		pbx_err_set(err, "cannot write %s", out ? out : "stdout");
 	fprintf(stderr, "crc32c: %s\n", m.has_crc32c ? "checked" : "none given");
-	pbx_objects_free(&m, 1);
+	pbx_object_release(&m);
 	pbx_buf_release(&b);
 	return err->msg[0] ? -1 : 0;
 }

@@ -120,7 +120,6 @@ static void s3_bad(const char *xml, const char *what)
 	ok(objstore_s3_list_parse(xml, strlen(xml), &v, &n, &next, &err) < 0 && !next,
 	   "S3: %s refused: %s", what, err.msg);
 	pbx_objects_free(v, n);
-	free(v);
 }
 
 static void test_s3_parse(void)
@@ -144,7 +143,6 @@ static void test_s3_parse(void)
 		   !next && !strcmp(v[2].name, "p/z"),
 	   "S3: a last page appends, no token");
 	pbx_objects_free(v, n);
-	free(v);
 	s3_bad("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
 	       "truncated without a token");
 	s3_bad("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
@@ -175,7 +173,6 @@ static void gcs_bad(const char *json, const char *what)
 	ok(objstore_gcs_list_parse(json, strlen(json), &v, &n, &next, &err) < 0 && !next,
 	   "GCS: %s refused: %s", what, err.msg);
 	pbx_objects_free(v, n);
-	free(v);
 }
 
 static void test_gcs_parse(void)
@@ -200,7 +197,6 @@ static void test_gcs_parse(void)
 	ok(objstore_gcs_list_parse("{}", 2, &v, &n, &next, &err) == 0 && n == 2 && !next,
 	   "GCS: an empty page (no items) is fine");
 	pbx_objects_free(v, n);
-	free(v);
 	gcs_bad("{\"items\":[{\"size\":\"1\"}]}", "an item without a name");
 	gcs_bad("{\"items\":[{\"name\":\"a\",\"size\":1}]}", "a size that is a number");
 	gcs_bad("{\"items\":[{\"name\":\"a\",\"size\":\"-1\"}]}", "a negative size");
