@@ -400,8 +400,9 @@ int pbx_image_build(struct pbx_store *st, const struct pbx_config *cfg, const ch
 	memset(tm, 0, sizeof(*tm));
 	memset(row, 0, sizeof(*row));
 	if (!t)
-		return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-				    tmpl, cfg->path);
+		return pbx_err_setc(err, PBX_EXIT_NOTFOUND,
+				    "no cluster template named '%s' in %s%s", tmpl, cfg->path,
+				    pbx_config_none_hint(cfg));
 	if (!(p = image_provider(cfg, t, err)))
 		return -1;
 	if (!t->image || !*t->image)

@@ -62,8 +62,8 @@ int pbx_cluster_target_template(const struct pbx_cluster_target *tg, const struc
 {
 	if (tg->t)
 		return 0;
-	return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s",
-			    tg->tmpl_name, cfg->path);
+	return pbx_err_setc(err, PBX_EXIT_NOTFOUND, "no cluster template named '%s' in %s%s",
+			    tg->tmpl_name, cfg->path, pbx_config_none_hint(cfg));
 }
 
 void pbx_cluster_target_release(struct pbx_cluster_target *tg)

@@ -165,6 +165,13 @@ const struct pbx_cluster_template *pbx_config_template(const struct pbx_config *
 	return NULL;
 }
 
+const char *pbx_config_none_hint(const struct pbx_config *cfg)
+{
+	return cfg && cfg->ntemplates == 0
+		       ? " (it defines no cluster template: add one under clusters:)"
+		       : "";
+}
+
 int pbx_template_node_count(const struct pbx_cluster_template *t)
 {
 	size_t i;

@@ -225,6 +225,10 @@ void pbx_config_free(struct pbx_config *cfg);
 /* Template by name, or NULL. */
 const struct pbx_cluster_template *pbx_config_template(const struct pbx_config *cfg,
 						       const char *name);
+/* " (it defines no cluster template: add one under clusters:)" when cfg
+ * has none, else "": for "no cluster template named X" messages.  Static
+ * text. */
+const char *pbx_config_none_hint(const struct pbx_config *cfg);
 /* Total compute nodes in a template. */
 int pbx_template_node_count(const struct pbx_cluster_template *t);
 /* How pbx logs in to cloud ssh template t, for messages: "USER@HOST:PORT",

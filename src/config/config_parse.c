@@ -746,13 +746,10 @@ static int parse_clusters(const struct pbx_ynode *root, struct pbx_config *cfg, 
 {
 	const struct pbx_ynode *n = pbx_ymap_get(root, "clusters");
 	size_t i;
-	if (!n)
-		return pbx_ymap_missing(root, "clusters",
-					"at least one cluster template is required", err);
+	if (!n || pbx_ynode_is_null(n))
+		return 0; /* a configuration for publish, pull and report only */
 	if (pbx_ynode_expect_map(n, err) < 0)
 		return -1;
-	if (!n->npairs)
-		return pbx_ynode_error(n, err, "at least one cluster template is required");
 	cfg->templates = xcalloc(n->npairs, sizeof(*cfg->templates));
 	cfg->ntemplates = n->npairs;
 	for (i = 0; i < n->npairs; i++)

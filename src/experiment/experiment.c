@@ -212,6 +212,28 @@ static const char *const pbx_exp_keys[] = {
 	"outputs", "env",     "environment", "notify", "data",      NULL,
 };
 
+/* A key that belongs one level down (repeats: at the top instead of under
+ * sweep:): said so, with where it goes, before the unknown-key list. */
+static int exp_misplaced(const struct pbx_ynode *root, struct pbx_err *err)
+{
+	static const char *const under[] = {
+		"grid",     "sweep",     "zip",           "sweep",     "list",    "sweep",
+		"random",   "sweep",     "repeats",       "sweep",     "time",    "resources",
+		"gres",     "resources", "gpus",          "resources", "nodes",   "resources",
+		"mem",      "resources", "partition",     "resources", "account", "resources",
+		"launcher", "resources", "cpus-per-task", "resources", "ntasks",  "resources",
+		NULL,
+	};
+	size_t i, k;
+	for (i = 0; i < root->npairs; i++)
+		for (k = 0; under[k]; k += 2)
+			if (!strcmp(root->pairs[i].key->value, under[k]))
+				return pbx_ynode_error(root->pairs[i].key, err,
+						       "belongs under %s: (%s: { %s: ... })",
+						       under[k + 1], under[k + 1], under[k]);
+	return 0;
+}
+
 static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct pbx_err *err)
 {
 	struct pbx_experiment *e = &x->pub;
@@ -221,7 +243,8 @@ static int exp_root(struct pbx_exp_priv *x, const struct pbx_ydoc *doc, struct p
 				    "%s:1: empty experiment file "
 				    "(want a mapping with name and command or train)",
 				    doc->name);
-	if (pbx_ynode_expect_map(root, err) < 0 || pbx_ymap_check_keys(root, pbx_exp_keys, err) < 0)
+	if (pbx_ynode_expect_map(root, err) < 0 || exp_misplaced(root, err) < 0 ||
+	    pbx_ymap_check_keys(root, pbx_exp_keys, err) < 0)
 		return -1;
 	if (exp_name(e, root, err) < 0 || pbx_exp_sweep(x, pbx_ymap_get(root, "sweep"), err) < 0 ||
 	    exp_program(e, root, err) < 0 ||

@@ -288,8 +288,8 @@ task_nodes() { "$PBX" state --json "$1" | json_get '" ".join(sorted(set(t["node"
 # (dash runs no EXIT trap on a signal by itself), cleanup_cluster: stops
 # the local cluster $LC_NAME (local_cluster) and each CLUSTER (HOME:NAME:
 # cluster NAME of the pbx home HOME), then the Compute Engine emulator
-# (gce_emulator) and the EC2 harness (aws_lib.sh's h_start) where they
-# run, and removes TEST_TMP.  A test's own EXIT trap may call
+# (gce_emulator), the S3 emulator (s3_emulator) and the EC2 harness
+# (aws_lib.sh's h_start) where they run, and removes TEST_TMP.  A test's own EXIT trap may call
 # cleanup_cluster last.
 stop_at_exit() {
 	STOP_CLUSTERS=$*
@@ -304,6 +304,7 @@ cleanup_cluster() {
 		esac
 	done
 	gce_emulator_stop
+	s3_emulator_stop
 	[ -z "${H_PID:-}" ] || h_stop
 	rm -rf "$TEST_TMP"
 }
@@ -388,22 +389,29 @@ chmod 711 "$PBX_HOME"
 gce_emulator() {
 	ge_net=$1 ge_nat=$2
 	shift 2
-	EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
 	HELPER=${PBX_NODE_BODY_HELPER:-$(dirname "$PBX")/../../tests/emulators/gce/pbx-node-body}
-	if [ ! -f "$EMU" ] || [ ! -x "$HELPER" ]; then
-		echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($EMU)"
-		rm -rf "$TEST_TMP"
-		exit 77
-	fi
+	[ -x "$HELPER" ] || gce_emulator_skip "$HELPER"
+	chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
+	gce_emulator_run --network-block "$ge_net" --nat-block "$ge_nat" \
+		--node-body-helper "$HELPER" --create-accounts "$@"
+}
+# gce_storage_emulator [FLAG...]: the same emulator without node bodies,
+# for its Cloud Storage (--bucket NAME, --static-token TOKEN).
+gce_storage_emulator() { gce_emulator_run --no-bodies "$@"; }
+gce_emulator_skip() {
+	echo "1..0 # SKIP the Compute Engine emulator is not in this tree ($1)"
+	rm -rf "$TEST_TMP"
+	exit 77
+}
+gce_emulator_run() {
+	EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
+	[ -f "$EMU" ] || gce_emulator_skip "$EMU"
 	gce_emulator_stop
 	rm -rf "$TEST_TMP/emu" "$TEST_TMP/port"
-	chmod 755 "$TEST_TMP"   # the bodies' sshd reads the login user's keys as that user
 	[ -s "$TEST_TMP/sa.pem" ] ||
 		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
 	python3 "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" \
-		--project pbx-test --network-block "$ge_net" --nat-block "$ge_nat" \
-		--node-body-helper "$HELPER" --create-accounts --log "$TEST_TMP/emu.log" "$@" \
-		>"$TEST_TMP/emu.out" 2>&1 &
+		--project pbx-test --log "$TEST_TMP/emu.log" "$@" >"$TEST_TMP/emu.out" 2>&1 &
 	EMU_PID=$!
 	wait_started "$TEST_TMP/port" "$EMU_PID" "$TEST_TMP/emu.out" "the Compute Engine emulator"
 	PORT=$(cat "$TEST_TMP/port")
@@ -417,6 +425,29 @@ with os.fdopen(fd, "w") as f:
                "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
 PY
 	emu_post service-accounts "{\"key_file\": \"$TEST_TMP/sa.json\"}" >/dev/null
+}
+
+# s3_emulator BUCKET: moto behind the S3 fault proxy
+# (tests/emulators/s3/faultproxy.py) with bucket BUCKET, S3 set to its URL
+# and the access keys exported; S3_PID to stop it (cleanup_cluster does).
+# Exits 77 (SKIP) without moto[server] and boto3.
+s3_emulator() {
+	if ! python3 -c 'import moto.server, boto3' 2>/dev/null; then
+		echo "1..0 # SKIP moto[server] and boto3 (scripts/test-requirements.txt) missing"
+		rm -rf "$TEST_TMP"
+		exit 77
+	fi
+	python3 "$PBX_SOURCE_DIR/tests/emulators/s3/faultproxy.py" --port 0 \
+		--port-file "$TEST_TMP/s3.port" --moto --bucket "$1" --log "$TEST_TMP/s3.log" \
+		>"$TEST_TMP/s3.out" 2>&1 &
+	S3_PID=$!
+	wait_started "$TEST_TMP/s3.port" "$S3_PID" "$TEST_TMP/s3.out" "the S3 fault proxy"
+	S3=http://127.0.0.1:$(cat "$TEST_TMP/s3.port")
+	export AWS_ACCESS_KEY_ID=AKIDTESTS3EMULATOR AWS_SECRET_ACCESS_KEY=s3-secret-never-printed
+}
+s3_emulator_stop() {
+	[ -n "${S3_PID:-}" ] && kill "$S3_PID" 2>/dev/null && wait "$S3_PID" 2>/dev/null
+	S3_PID=
 }
 
 gce_emulator_stop() {

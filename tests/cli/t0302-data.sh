@@ -10,30 +10,12 @@
 # Addresses 127.0.162.x, ports 22392 and 30200-30263.
 . "$(dirname "$0")/lib.sh"
 
-EMU=${PBX_GCE_EMULATOR:-$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py}
-PY=$PBX_SOURCE_DIR/build/venv/bin/python3
-[ -x "$PY" ] || PY=python3
 local_cluster dt 127.0.162.0 22392 30200 "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/dt/shared
 TOKEN=t0302-token
 
 # ---- the emulator's Cloud Storage and the user's credentials ----------
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$TEST_TMP/sa.pem" 2>/dev/null
-"$PY" "$EMU" --port 0 --port-file "$TEST_TMP/port" --state-dir "$TEST_TMP/emu" --project pbx-test \
-	--no-bodies --bucket data --static-token "$TOKEN" --log "$TEST_TMP/emu.log" >"$TEST_TMP/emu.out" 2>&1 &
-EMU_PID=$!
-wait_started "$TEST_TMP/port" "$EMU_PID" "$TEST_TMP/emu.out" "the Compute Engine emulator"
-PORT=$(cat "$TEST_TMP/port")
-python3 - "$TEST_TMP/sa.pem" "$TEST_TMP/sa.json" "$PORT" <<'PY'
-import json, os, sys
-pem, out, port = sys.argv[1:]
-fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-with os.fdopen(fd, "w") as f:
-    json.dump({"type": "service_account", "project_id": "pbx-test", "private_key_id": "k1",
-               "private_key": open(pem).read(), "client_email": "pbx-e2e@pbx-test.iam.gserviceaccount.com",
-               "client_id": "1", "token_uri": "http://127.0.0.1:%s/token" % port}, f)
-PY
-emu_post service-accounts "{\"key_file\": \"$TEST_TMP/sa.json\"}" >/dev/null
+gce_storage_emulator --bucket data --static-token "$TOKEN"
 cat >>"$PBX_HOME/config.yaml" <<CFG
   gce: { project: pbx-test, credentials: $TEST_TMP/sa.json, storage_endpoint: "http://127.0.0.1:$PORT/" }
 CFG
