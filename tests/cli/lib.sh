@@ -604,16 +604,19 @@ spot_train() {
 	ok $? "the task is training"
 }
 
+# asan_scaled SECONDS: SECONDS, or five times that when $PBX is an ASan
+# build (its pbx-train trains about that much slower): a bound on training
+asan_scaled() {
+	if ldd "$PBX" 2>/dev/null | grep -q libasan; then echo $(($1 * 5)); else echo "$1"; fi
+}
+
 # spot_resumed SECONDS (4 checks): the task spot_train submitted, preempted
-# once, ends within SECONDS (five times that when $PBX is an ASan build: its
-# pbx-train trains that much slower, and t0460 once ran out of 300 s on the
-# second attempt with the task still RUNNING), COMPLETED on its second
+# once, ends within SECONDS (asan_scaled: t0460 under ASan ran out of 300 s
+# on the second attempt with the task still RUNNING), COMPLETED on its second
 # attempt, resumed from its checkpoint.  The REQUEUED line is checked by
 # the test, before.
 spot_resumed() {
-	_sr_bound=$1
-	if ldd "$PBX" 2>/dev/null | grep -q libasan; then _sr_bound=$((_sr_bound * 5)); fi
-	wait_final "$SPOT_PKG" "$_sr_bound"
+	wait_final "$SPOT_PKG" "$(asan_scaled "$1")"
 	ok $? "the task ends"
 	is "$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")" \
 		"[('COMPLETED', 2)]" "it completes on its second attempt"
@@ -633,7 +636,7 @@ spot_twin() {
 	st_twin=$(echo "$out" | json_get 'd["package"]')
 	[ -n "$st_twin" ] && [ "$st_twin" != "$SPOT_PKG" ]
 	ok $? "the twin is a package of its own ($st_twin)"
-	wait_final "$st_twin" 600
+	wait_final "$st_twin" "$(asan_scaled 600)"
 	st_got=$(json_get '[(t["state"], t["attempt"]) for t in d["tasks"]]' <"$TEST_TMP/state.json")
 	is "$st_got" "[('COMPLETED', 1)]" "the twin completes on its first attempt"
 	[ "$st_got" = "[('COMPLETED', 1)]" ] || {
