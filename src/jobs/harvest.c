@@ -590,6 +590,20 @@ static int harvest_place_one(struct harvest *h, struct place_walk *inc,
 	return -1;
 }
 
+/* The mtime recorded for e.  A task's status brought home while the task
+ * ran is recorded as -1: the task may end within the same second, its
+ * final status then has the mtime of the RUNNING one, and the store would
+ * take the RUNNING line for the final status (pbx_store_unharvested: a
+ * status no older than the task's end), so a plain harvest would skip the
+ * package and a stop would think its results home.  A -1 is never home:
+ * the next harvest brings the status again. */
+static int64_t harvest_recorded_mtime(const struct harvest *h, const struct manifest_entry *e)
+{
+	if (!strcmp(e->rel, "status") && !h->final[e->idx])
+		return -1;
+	return e->mtime;
+}
+
 /* Moves the files that arrived whole into place; returns how many did not. */
 static size_t harvest_install(struct harvest *h, int in_fd, struct pbx_harvested **rows,
 			      size_t *nrows, int fetch_ok)
@@ -614,7 +628,7 @@ static size_t harvest_install(struct harvest *h, int in_fd, struct pbx_harvested
 			r->idx = e->idx;
 			r->path = xstrdup(e->rel);
 			r->size = e->type == 'f' ? (int64_t)sbs[i].st_size : e->size;
-			r->mtime = e->mtime;
+			r->mtime = harvest_recorded_mtime(h, e);
 			h->stats->files_new++;
 			pbx_test_kill_point("install", h->stats->files_new);
 		} else {
@@ -770,7 +784,7 @@ static void harvest_adopted(struct harvest *h, struct pbx_harvested **rows, size
 		r->idx = h->m[i].idx;
 		r->path = xstrdup(h->m[i].rel);
 		r->size = h->m[i].size;
-		r->mtime = h->m[i].mtime;
+		r->mtime = harvest_recorded_mtime(h, &h->m[i]);
 	}
 }
 

@@ -120,7 +120,9 @@ static void publish_plan(struct publish *p, const struct pbx_object *have, size_
 			continue;
 		}
 		dir = task_dir(p, p->tasks[i].idx);
-		if (access(dir, F_OK) != 0) {
+		if (access(dir, F_OK) != 0 ||
+		    !pbx_harvested_final_status(p->files, p->nfiles, p->tasks[i].idx,
+						p->tasks[i].end_time)) {
 			stats->not_home++;
 			free(dir);
 			continue;

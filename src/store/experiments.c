@@ -705,7 +705,9 @@ int pbx_store_unharvested(struct pbx_store *st, int64_t cluster_id, struct pbx_u
 	/* ended: ran (a start time), and its status file, which the
 	 * wrapper writes last, is not home as it was at the end: no older
 	 * than END, which the wrapper takes from the file system's clock
-	 * (templates/pbx-task.sh), so the final status never is */
+	 * (templates/pbx-task.sh), so the final status never is; a status
+	 * harvested while the task ran is recorded with mtime -1 (harvest.c,
+	 * harvest_recorded_mtime), so it never passes for the final one */
 	return pbx_store_rows_read(
 		st,
 		"SELECT p.id, p.short_id, p.name, s.id,"
@@ -737,6 +739,16 @@ void pbx_harvested_free(struct pbx_harvested *rows, size_t n)
 	for (i = 0; i < n; i++)
 		free(rows[i].path);
 	free(rows);
+}
+
+int pbx_harvested_final_status(const struct pbx_harvested *rows, size_t n, int64_t idx,
+			       int64_t end_time)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (rows[i].idx == idx && !strcmp(rows[i].path, "status"))
+			return rows[i].mtime >= 0 && rows[i].mtime >= end_time;
+	return 0;
 }
 
 int pbx_store_package_forget(struct pbx_store *st, const char *package_id, struct pbx_err *err)

@@ -164,7 +164,8 @@ void pbx_metrics_free(struct pbx_metric *rows, size_t n);
 struct pbx_harvested {
 	int64_t idx;
 	char *path;          /* relative to the task directory */
-	int64_t size, mtime; /* as the remote listing said (size: of the local copy) */
+	int64_t size, mtime; /* as the remote listing said (size: of the local copy);
+			      * a status taken while its task ran: mtime -1 */
 };
 
 /* Every file harvested for a submission (owned: pbx_harvested_free). */
@@ -174,6 +175,11 @@ int pbx_store_harvested_list(struct pbx_store *st, int64_t submission_id,
 int pbx_store_harvested_put(struct pbx_store *st, int64_t submission_id,
 			    const struct pbx_harvested *rows, size_t n, struct pbx_err *err);
 void pbx_harvested_free(struct pbx_harvested *rows, size_t n);
+/* Whether rows (any order) hold the final status of task idx, which ended
+ * at end_time (0: unknown): a status no older than the end, never one taken
+ * while the task ran.  The same rule as pbx_store_unharvested's. */
+int pbx_harvested_final_status(const struct pbx_harvested *rows, size_t n, int64_t idx,
+			       int64_t end_time);
 
 /* A submission on a cluster whose results are not all home: its tasks
  * that have not ended (`live`: PENDING, RUNNING, UNKNOWN as last known)

@@ -53,6 +53,35 @@ unset PBX_STATS
 is "$(echo "$errout" | sed -n 's/^pbx: stats: \([0-9]*\) ssh round trips.*$/\1/p')" 1 \
 	"a harvest that moves nothing takes one SSH round trip: $errout"
 
+# --- a task that ends in the second its RUNNING status came home -------------
+# The status written at the start is given an mtime past the task's end, as
+# when a harvest --running takes it and the task ends within that second:
+# a plain harvest must still take the package as unharvested and bring the
+# final status and the metrics (a CI soak run once lost two tasks' metrics).
+mkdir -p "$TEST_TMP/quick"
+cat >"$TEST_TMP/quick/experiment.yaml" <<'EOF'
+name: quick-end
+command: >
+  while [ ! -e go ]; do sleep 0.1; done;
+  echo '{"step": 1, "v": 7}' > metrics.jsonl
+EOF
+run_pbx parrun --json "$TEST_TMP/quick/experiment.yaml" hv
+QPKG=$(echo "$out" | json_get 'd["package"]')
+QDIR="$SHARED/pbx/$QPKG/tasks/0"
+wait_secs 60 task_running "$QDIR"
+ok $? "the task runs"
+touch -d "@$(($(date +%s) + 600))" "$QDIR/status"
+run_pbx harvest --running "$QPKG"
+ok $rc "harvest --running takes the RUNNING status: $errout"
+touch "$QDIR/go"
+wait_final "$QPKG" 60
+ok $? "the task ends"
+run_pbx harvest --json
+ok $rc "a plain harvest of every package: $errout"
+is "$(echo "$out" | json_get '[p["metrics_added"] for p in d if p["package"] == "'"$QPKG"'"]')" "[1]" \
+	"it harvests the package again and ingests the task's metric"
+is "$(cut -d' ' -f2 "$RESULTS/$QPKG/0/status")" "COMPLETED" "the final status is home"
+
 # --- hostile task trees -----------------------------------------------------
 mkdir -p "$TEST_TMP/hostile"
 cat >"$TEST_TMP/hostile/experiment.yaml" <<'EOF'

@@ -95,7 +95,9 @@ run_pbx state --json "$PB"
 is "$(echo "$out" | json_get 'd["counts"]')" "{'COMPLETED': 15}" "every task of b completed"
 runs=$(cat "$SHARED"/pbx/"$PA"/tasks/*/ran "$SHARED"/pbx/"$PB"/tasks/*/ran | wc -l)
 is "$runs" "30" "each of the 30 tasks ran exactly once, though a was submitted twice at once"
-run_pbx harvest --json "$PA"
+# the loops may stop before they see the last tasks end: a last plain
+# harvest brings what they left (both packages: none is home whole yet)
+run_pbx harvest --json
 ok $rc "a last harvest: $errout"
 is "$(sqlite3 "$DB" "SELECT count(*) FROM metrics")" "30" "30 metric points, each once"
 done_testing

@@ -356,22 +356,37 @@ static void test_unharvested(void)
 		"INSERT INTO tasks(submission_id, idx, params_json, state, start_time, end_time,"
 		" updated) VALUES (77, 0, '{}', 'COMPLETED', 100, 200, 1),"
 		" (77, 1, '{}', 'COMPLETED', 100, 200, 1), (77, 2, '{}', 'COMPLETED', 100, 200, 1),"
-		" (77, 3, '{}', 'RUNNING', 100, NULL, 1);"
+		" (77, 3, '{}', 'RUNNING', 100, NULL, 1), (77, 4, '{}', 'COMPLETED', 100, NULL, 1);"
 		"INSERT INTO harvested(submission_id, idx, path, size, mtime) VALUES"
-		" (77, 0, 'status', 10, 200), (77, 1, 'status', 10, 199), (77, 2, 'status', 10, 198);",
+		" (77, 0, 'status', 10, 200), (77, 1, 'status', 10, 199), (77, 2, 'status', 10, 198),"
+		" (77, 4, 'status', 10, -1);",
 		(long long)cid);
 	ok(sqlite3_open(dbpath, &db) == SQLITE_OK &&
 		   sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
-	   "a package: 3 ended tasks (status home at the end, a second before, two before), "
-	   "1 running");
+	   "a package: 4 ended tasks (status home at the end, a second before, two before, "
+	   "taken while it ran with no known end), 1 running");
 	sqlite3_close(db);
 	free(sql);
 	ok(pbx_store_unharvested(st, cid, &u, &n, &err) == 0 && n == 1 && u[0].submission_id == 77,
 	   "its submission is listed: %s", err.msg);
-	ok(n == 1 && u[0].live == 1 && u[0].ended == 2,
-	   "1 live; 2 ended not home (their status older than their end: harvested while they "
-	   "ran)");
+	ok(n == 1 && u[0].live == 1 && u[0].ended == 3,
+	   "1 live; 3 ended not home (their status older than their end, or recorded -1: "
+	   "harvested while they ran)");
 	pbx_unharvested_free(u, n);
+	{
+		struct pbx_harvested h[] = { { 0, "status", 10, 200 },
+					     { 1, "stdout", 5, 300 },
+					     { 1, "status", 10, -1 },
+					     { 2, "status", 10, 7 } };
+		ok(pbx_harvested_final_status(h, 4, 0, 200) &&
+			   !pbx_harvested_final_status(h, 4, 0, 201),
+		   "a status is final when no older than the end");
+		ok(!pbx_harvested_final_status(h, 4, 1, 0),
+		   "one taken while the task ran never is, even with no known end");
+		ok(pbx_harvested_final_status(h, 4, 2, 0) &&
+			   !pbx_harvested_final_status(h, 4, 3, 0),
+		   "with no known end any status taken at the end is; no status, none");
+	}
 	pbx_store_close(st);
 }
 
