@@ -134,7 +134,11 @@ mirror() {
 if [ -n "$rebuild" ] || [ ! -e "$base/.pbx-clean-base" ]; then
 	if ! command -v debootstrap >/dev/null 2>&1; then
 		say "installing debootstrap"
-		apt-get -o DPkg::Lock::Timeout=300 install -y -q debootstrap >/dev/null
+		# a fresh machine has no package lists yet
+		apt-get -o DPkg::Lock::Timeout=300 install -y -q debootstrap >/dev/null 2>&1 || {
+			apt-get -o DPkg::Lock::Timeout=300 update -q >/dev/null &&
+				apt-get -o DPkg::Lock::Timeout=300 install -y -q debootstrap >/dev/null
+		}
 	fi
 	[ -z "$(mounts_under "$base")" ] || { say "something is mounted under $base" >&2; exit 1; }
 	rm -rf --one-file-system "$base"
