@@ -50,7 +50,7 @@ static int parrun_overrides(struct pbx_experiment *e, int argc, char **argv)
 }
 
 static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_experiment *e,
-			 const char *cluster, int json)
+			 const char *cluster, const struct pbx_parrun_hold *h, int json)
 {
 	size_t i;
 	if (json) {
@@ -64,6 +64,9 @@ static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_exp
 		json_object_set_new(o, "tasks", json_integer((json_int_t)r->ntasks));
 		json_object_set_new(o, "submitted", json_integer((json_int_t)r->submitted));
 		json_object_set_new(o, "already_submitted", json_integer((json_int_t)r->skipped));
+		json_object_set_new(o, "held", json_integer((json_int_t)r->held));
+		json_object_set_new(o, "pool_done", json_integer((json_int_t)h->pool_done));
+		json_object_set_new(o, "other_shares", json_integer((json_int_t)h->other_shares));
 		json_object_set_new(o, "arrays", jobs);
 		json_object_set_new(o, "pushed", json_boolean(r->pushed));
 		json_object_set_new(o, "round_trips", json_integer(r->round_trips));
@@ -75,6 +78,10 @@ static void parrun_print(const struct pbx_parrun_result *r, const struct pbx_exp
 	       r->short_id, e->name, cluster, r->ntasks, r->submitted, r->arrays,
 	       r->arrays == 1 ? "" : "s", r->skipped,
 	       r->pushed ? "; package pushed" : "; package already on the cluster");
+	if (r->held)
+		printf("%zu task%s held back (%zu done in the pool, %zu of other shares): left NEW; "
+		       "a parrun without --skip-done/--split submits them\n",
+		       r->held, r->held == 1 ? "" : "s", h->pool_done, h->other_shares);
 }
 
 /* A dry run's cluster need not run, but a name nothing knows is worth a
@@ -119,9 +126,14 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	struct pbx_cluster *c = NULL;
 	struct pbx_parrun_result r;
 	struct pbx_parrun_values v = { 0 };
+	struct pbx_parrun_hold h = { 0 };
 	int json, i, k, rc;
 	char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
-	pbx_opts_split(cmd, argc, argv, &v, rest, &k); /* -j; the rest passes through */
+	/* -j, -n, --skip-done, --split; the rest passes through */
+	if ((rc = pbx_opts_split(cmd, argc, argv, &v, rest, &k))) {
+		free(rest);
+		return rc;
+	}
 	json = v.json;
 	if (k < 2) {
 		free(rest);
@@ -149,11 +161,14 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 			  e->path, e->npoints);
 		rc = PBX_EXIT_USAGE;
 	}
+	if (rc == 0)
+		rc = pbx_parrun_hold(ctx, &v, e, &h);
 	if (rc == 0 && v.dry_run) {
 		parrun_check_name(ctx, rest[1]);
-		rc = pbx_parrun_dry_run(e, rest[1], json);
+		rc = pbx_parrun_dry_run(e, rest[1], &h, json);
 		if (rc == 0 && !json)
 			rc = parrun_dry_data(ctx, e, rest[1]);
+		pbx_parrun_hold_release(&h);
 		pbx_experiment_free(e);
 		free(rest);
 		return rc;
@@ -165,33 +180,42 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 	if (rc == 0)
 		rc = pbx_cli_data_stage(ctx, c, e, 0);
 	if (rc == 0) {
-		if (pbx_jobs_parrun(ctx->store, c, e, &r, &err) < 0)
+		if (pbx_jobs_parrun(ctx->store, c, e, h.hold, &r, &err) < 0)
 			rc = pbx_report(&err);
 		else
-			parrun_print(&r, e, rest[1], json);
+			parrun_print(&r, e, rest[1], &h, json);
 		if (r.warning)
 			pbx_warning("%s", r.warning);
 		pbx_parrun_result_free(&r);
 	}
 	pbx_cluster_close(c);
+	pbx_parrun_hold_release(&h);
 	pbx_experiment_free(e);
 	free(rest);
 	return rc;
 }
 
-/* -j is taken wherever it stands (pbx_opts_split); the sbatch options pass
- * through to parrun_overrides (no table can name them all) */
+/* These are taken wherever they stand (pbx_opts_split); the sbatch options
+ * pass through to parrun_overrides (no table can name them all) */
 const struct pbx_option pbx_parrun_opts[] = {
 	PBX_OPT_FLAG(
 		'j', "json", struct pbx_parrun_values, json,
 		"print {\"package\", \"id\", \"name\", \"cluster\", \"tasks\", \"submitted\",\n"
-		"\"already_submitted\", \"arrays\", \"pushed\", \"round_trips\"}; with\n"
+		"\"already_submitted\", \"held\", \"pool_done\", \"other_shares\", \"arrays\",\n"
+		"\"pushed\", \"round_trips\"}; with\n"
 		"--dry-run {\"dry_run\", \"name\", \"cluster\", \"package\": {\"id\", \"files\",\n"
 		"\"bytes\", \"largest\"}, \"tasks\", \"commands\", \"sbatch\", \"environment\", \"notify\"}"),
 	PBX_OPT_FLAG('n', "dry-run", struct pbx_parrun_values, dry_run,
 		     "send nothing: print the files that would ship (count, size, the\n"
 		     "largest), the first tasks' commands, the sbatch options and the\n"
 		     "environment"),
+	PBX_OPT_STRING(0, "skip-done", "POOL", struct pbx_parrun_values, skip_done,
+		       "pull POOL (gs:// or s3://, as 'pbx pull') and submit only the points\n"
+		       "it does not hold done: a COMPLETED task of an experiment of this name\n"
+		       "with the same parameters, whoever published it"),
+	PBX_OPT_STRING(0, "split", "K/N", struct pbx_parrun_values, split,
+		       "submit only share K of N of the points (point i is share (i mod N)+1):\n"
+		       "N people each take one share of a sweep with no coordination"),
 	PBX_OPT_DOC("KEY=VALUE",
 		    "any sbatch long option (gres, time, mem, cpus-per-task, nodes,\n"
 		    "ntasks-per-node, partition, constraint ...), throttle or launcher\n"
@@ -204,7 +228,8 @@ static int cmd_parrun_exec(struct pbx_ctx *ctx, int argc, char **argv);
 const struct pbx_cmd pbx_cmd_parrun = {
 	.name = "parrun",
 	.summary = "push an experiment and submit its parameter sweep as SLURM job arrays",
-	.usage = "pbx parrun [-j] [-n] EXPERIMENT CLUSTER [--SBATCH-OPTION=VALUE ...]",
+	.usage = "pbx parrun [-j] [-n] EXPERIMENT CLUSTER [--skip-done POOL] [--split K/N]\n"
+		 "           [--SBATCH-OPTION=VALUE ...]",
 	.description = "Expands the sweep of EXPERIMENT (a YAML file, see pbx-experiment(5)),\n"
 		       "packages the code next to it (content-addressed: an identical package is\n"
 		       "pushed once per cluster) and submits one array task per sweep point, in\n"
@@ -217,7 +242,8 @@ const struct pbx_cmd pbx_cmd_parrun = {
 	.examples =
 		"pbx parrun templates/experiments/sweep-demo/experiment.yaml local --gres=gpu:1\n"
 		"pbx parrun --dry-run templates/experiments/sweep-demo/experiment.yaml gce\n"
-		"pbx parrun train.conf gce --time=01:00:00 --json",
+		"pbx parrun train.conf gce --time=01:00:00 --json\n"
+		"pbx parrun hw3.yaml gce --skip-done gs://stats285-f26/hw3 --split 2/5",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_parrun_exec,
 };

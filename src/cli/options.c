@@ -130,16 +130,49 @@ static const struct pbx_option *opt_flag_named(const struct pbx_option *t, const
 	return NULL;
 }
 
-void pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
-		    int *nrest)
+/* The STRING entry of table t whose long name argument a gives, as
+ * "--NAME" or "--NAME=VALUE" (then *value points at VALUE), or NULL. */
+static const struct pbx_option *opt_string_named(const struct pbx_option *t, const char *a,
+						 const char **value)
+{
+	*value = NULL;
+	if (strncmp(a, "--", 2) != 0)
+		return NULL;
+	for (; t && t->kind; t++) {
+		size_t l = t->long_name ? strlen(t->long_name) : 0;
+		if (t->kind != PBX_OPT_KIND_STRING || !l || strncmp(a + 2, t->long_name, l) != 0)
+			continue;
+		if (a[2 + l] == '=')
+			*value = a + 3 + l;
+		if (a[2 + l] == '=' || !a[2 + l])
+			return t;
+	}
+	return NULL;
+}
+
+int pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
+		   int *nrest)
 {
 	int i;
 	*nrest = 0;
 	for (i = 1; i < argc; i++) {
+		const char *value;
 		const struct pbx_option *o = opt_flag_named(cmd->options, argv[i]);
-		if (o)
+		if (o) {
 			opt_store(o, NULL, values);
-		else
+			continue;
+		}
+		o = opt_string_named(cmd->options, argv[i], &value);
+		if (!o) {
 			rest[(*nrest)++] = argv[i];
+			continue;
+		}
+		if (!value && i + 1 < argc)
+			value = argv[++i];
+		if (!value)
+			return pbx_usage_error(cmd, "option '--%s' needs a %s", o->long_name,
+					       o->metavar ? o->metavar : "value");
+		opt_store(o, value, values);
 	}
+	return 0;
 }

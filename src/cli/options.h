@@ -87,10 +87,12 @@ int pbx_opts_parse(const struct pbx_cmd *cmd, int argc, char **argv, void *value
 
 /* For a verb whose other arguments pass through unparsed (parrun's sbatch
  * options, `--gres=gpu:1`, `--time 1:00:00`): the table's flags are taken
- * where they stand, given whole ("-j", "--json"); every other argument
- * goes to rest[0..*nrest) in order (rest holds argc entries; borrowed from
- * argv).  Only FLAG entries are read this way. */
-void pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
-		    int *nrest);
+ * where they stand, given whole ("-j", "--json"), and its STRING entries
+ * by their long names ("--skip-done URL", "--skip-done=URL"); every other
+ * argument goes to rest[0..*nrest) in order (rest holds argc entries;
+ * borrowed from argv).  Returns 0, or the usage error's exit code for a
+ * STRING option without its value. */
+int pbx_opts_split(const struct pbx_cmd *cmd, int argc, char **argv, void *values, char **rest,
+		   int *nrest);
 
 #endif

@@ -83,14 +83,31 @@ static char *plan_environment(const struct pbx_experiment *e)
 			 v->wheels ? ")" : "");
 }
 
+/* The first PLAN_COMMANDS points not held, into first[]; how many. */
+static size_t plan_first(const struct pbx_experiment *e, const struct pbx_parrun_hold *h,
+			 size_t first[PLAN_COMMANDS])
+{
+	size_t i, n = 0;
+	for (i = 0; i < e->npoints && n < PLAN_COMMANDS; i++)
+		if (!h->hold || !h->hold[i])
+			first[n++] = i;
+	return n;
+}
+
+static size_t plan_held(const struct pbx_parrun_hold *h)
+{
+	return h->pool_done + h->other_shares;
+}
+
 static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_package *p,
-			 const char *cluster, char **args, size_t nargs)
+			 const char *cluster, const struct pbx_parrun_hold *h, char **args,
+			 size_t nargs)
 {
 	json_t *o = json_object(), *pk = json_object(), *big = json_array(), *cmds = json_array(),
 	       *sb = json_array();
 	long top[PLAN_LARGEST];
 	char *envline = plan_environment(e), *host = pbx_experiment_notify_host(e);
-	size_t i;
+	size_t i, first[PLAN_COMMANDS], nfirst = plan_first(e, h, first);
 	plan_largest(p, top);
 	for (i = 0; i < PLAN_LARGEST && top[i] >= 0; i++) {
 		json_t *f = json_object();
@@ -102,8 +119,8 @@ static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_packag
 	json_object_set_new(pk, "files", json_integer((json_int_t)plan_regular_files(p)));
 	json_object_set_new(pk, "bytes", json_integer((json_int_t)p->bytes));
 	json_object_set_new(pk, "largest", big);
-	for (i = 0; i < e->npoints && i < PLAN_COMMANDS; i++) {
-		char *cmd = pbx_experiment_task_command(e, i);
+	for (i = 0; i < nfirst; i++) {
+		char *cmd = pbx_experiment_task_command(e, first[i]);
 		json_array_append_new(cmds, json_string(cmd));
 		free(cmd);
 	}
@@ -114,6 +131,9 @@ static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_packag
 	json_object_set_new(o, "cluster", json_string(cluster));
 	json_object_set_new(o, "package", pk);
 	json_object_set_new(o, "tasks", json_integer((json_int_t)e->npoints));
+	json_object_set_new(o, "held", json_integer((json_int_t)plan_held(h)));
+	json_object_set_new(o, "pool_done", json_integer((json_int_t)h->pool_done));
+	json_object_set_new(o, "other_shares", json_integer((json_int_t)h->other_shares));
 	json_object_set_new(o, "commands", cmds);
 	json_object_set_new(o, "sbatch", sb);
 	json_object_set_new(o, "environment", envline ? json_string(envline) : json_null());
@@ -124,16 +144,23 @@ static json_t *plan_json(const struct pbx_experiment *e, const struct pbx_packag
 }
 
 static void plan_text(const struct pbx_experiment *e, const struct pbx_package *p,
-		      const char *cluster, char **args, size_t nargs)
+		      const char *cluster, const struct pbx_parrun_hold *h, char **args,
+		      size_t nargs)
 {
 	char total[32], one[32], *host = pbx_experiment_notify_host(e);
 	long top[PLAN_LARGEST];
 	char *envline = plan_environment(e);
-	size_t i;
+	size_t i, first[PLAN_COMMANDS], nfirst = plan_first(e, h, first),
+					todo = e->npoints - plan_held(h);
 	plan_bytes(p->bytes, total, sizeof(total));
 	plan_largest(p, top);
 	printf("dry run: nothing is sent to cluster %s\n", cluster);
-	printf("experiment %s: %zu task%s\n", e->name, e->npoints, e->npoints == 1 ? "" : "s");
+	printf("experiment %s: %zu task%s", e->name, e->npoints, e->npoints == 1 ? "" : "s");
+	if (plan_held(h))
+		printf("; %zu held back (%zu done in the pool, %zu of other shares), %zu to "
+		       "submit",
+		       plan_held(h), h->pool_done, h->other_shares, todo);
+	printf("\n");
 	printf("package %s: %zu file%s, %s%s", p->short_id, plan_regular_files(p),
 	       plan_regular_files(p) == 1 ? "" : "s", total, top[0] >= 0 ? "; the largest: " : "");
 	for (i = 0; i < PLAN_LARGEST && top[i] >= 0; i++) {
@@ -142,14 +169,13 @@ static void plan_text(const struct pbx_experiment *e, const struct pbx_package *
 	}
 	printf("\n  (leave files out with .pbxignore or name them with files:, "
 	       "pbx-experiment(5))\n");
-	for (i = 0; i < e->npoints && i < PLAN_COMMANDS; i++) {
-		char *cmd = pbx_experiment_task_command(e, i);
-		printf("task %zu: %s\n", i, cmd);
+	for (i = 0; i < nfirst; i++) {
+		char *cmd = pbx_experiment_task_command(e, first[i]);
+		printf("task %zu: %s\n", first[i], cmd);
 		free(cmd);
 	}
-	if (e->npoints > PLAN_COMMANDS)
-		printf("... and %zu more task%s\n", e->npoints - PLAN_COMMANDS,
-		       e->npoints - PLAN_COMMANDS == 1 ? "" : "s");
+	if (todo > nfirst)
+		printf("... and %zu more task%s\n", todo - nfirst, todo - nfirst == 1 ? "" : "s");
 	printf("sbatch:");
 	for (i = 0; i < nargs; i++)
 		printf(" %s", args[i]);
@@ -163,7 +189,8 @@ static void plan_text(const struct pbx_experiment *e, const struct pbx_package *
 	free(host);
 }
 
-int pbx_parrun_dry_run(const struct pbx_experiment *e, const char *cluster, int json)
+int pbx_parrun_dry_run(const struct pbx_experiment *e, const char *cluster,
+		       const struct pbx_parrun_hold *h, int json)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_package *p = NULL;
@@ -173,9 +200,9 @@ int pbx_parrun_dry_run(const struct pbx_experiment *e, const char *cluster, int 
 		return pbx_report(&err);
 	args = pbx_experiment_sbatch_args(e, &nargs);
 	if (json)
-		pbx_print_json(plan_json(e, p, cluster, args, nargs));
+		pbx_print_json(plan_json(e, p, cluster, h, args, nargs));
 	else
-		plan_text(e, p, cluster, args, nargs);
+		plan_text(e, p, cluster, h, args, nargs);
 	for (i = 0; i < nargs; i++)
 		free(args[i]);
 	free(args);

@@ -28,6 +28,7 @@ struct pbx_parrun_result {
 	size_t ntasks;    /* tasks in the package */
 	size_t submitted; /* tasks submitted by this call */
 	size_t skipped;   /* tasks already submitted before */
+	size_t held;      /* tasks not submitted because `hold` said so (left NEW) */
 	size_t arrays;    /* sbatch calls made by this call */
 	int pushed;       /* the package was pushed by this call */
 	int round_trips;  /* SSH execs this call made */
@@ -36,9 +37,11 @@ struct pbx_parrun_result {
 };
 
 /* Pushes (once per cluster) and submits every not yet submitted task of
- * `e` on cluster `c`.  Resource overrides must already be applied to e. */
+ * `e` on cluster `c`, except those with hold[i] set (hold: NULL, or
+ * e->npoints entries): they stay NEW, and a later parrun without them held
+ * submits them.  Resource overrides must already be applied to e. */
 int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_experiment *e,
-		    struct pbx_parrun_result *r, struct pbx_err *err);
+		    const unsigned char *hold, struct pbx_parrun_result *r, struct pbx_err *err);
 void pbx_parrun_result_free(struct pbx_parrun_result *r);
 
 /* One package on one cluster: what `state`, `log`, `cancel`, `rerun` work

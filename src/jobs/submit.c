@@ -286,10 +286,11 @@ static int parrun_adopt(struct pbx_store *st, const struct pbx_submission_row *s
 /* ------------------------------------------------------------- submit */
 
 /* Tasks that still need submitting: never submitted (or in no state pbx
- * knows) and no sign that they ran. */
+ * knows) and no sign that they ran; those of them held are counted in
+ * r->held, the others already submitted in r->skipped. */
 static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row *sub,
-			  const struct jobs_probe *pr, int64_t **idx, size_t *n, size_t *skipped,
-			  struct pbx_err *err)
+			  const struct jobs_probe *pr, const unsigned char *hold, int64_t **idx,
+			  size_t *n, struct pbx_parrun_result *r, struct pbx_err *err)
 {
 	struct pbx_task_row *tasks;
 	size_t nt, i;
@@ -297,12 +298,15 @@ static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row 
 		return -1;
 	*idx = xcalloc(nt ? nt : 1, sizeof(int64_t));
 	*n = 0;
-	*skipped = 0;
+	r->skipped = r->held = 0;
 	for (i = 0; i < nt; i++) {
 		int due = !strcmp(tasks[i].state, "NEW") || tasks[i].submits == 0 ||
 			  !pbx_task_state_known(tasks[i].state);
-		if (!due || ((size_t)tasks[i].idx < pr->ntasks && pr->has_dir[tasks[i].idx]))
-			(*skipped)++;
+		int ran = (size_t)tasks[i].idx < pr->ntasks && pr->has_dir[tasks[i].idx];
+		if (!due || ran)
+			r->skipped++;
+		else if (hold && (size_t)tasks[i].idx < pr->ntasks && hold[tasks[i].idx])
+			r->held++;
 		else
 			(*idx)[(*n)++] = tasks[i].idx;
 	}
@@ -311,7 +315,7 @@ static int parrun_pending(struct pbx_store *st, const struct pbx_submission_row 
 }
 
 int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_experiment *e,
-		    struct pbx_parrun_result *r, struct pbx_err *err)
+		    const unsigned char *hold, struct pbx_parrun_result *r, struct pbx_err *err)
 {
 	struct pbx_package *p = NULL;
 	struct pbx_submission_row sub = { 0 };
@@ -347,7 +351,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 		rc = rc == 0 ? pbx_store_commit(st, err) : (pbx_store_rollback(st), -1);
 	}
 	if (rc == 0)
-		rc = parrun_pending(st, &sub, &pr, &idx, &n, &r->skipped, err);
+		rc = parrun_pending(st, &sub, &pr, hold, &idx, &n, r, err);
 	if (rc == 0 && n > 0 && !pr.pushed) {
 		/* an unguessable name of our own, replaced whole by the tar */
 		char *base = xasprintf("%s/tmp-%s.tar", pbx_home(), p->short_id), *path;

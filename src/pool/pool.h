@@ -99,4 +99,14 @@ void pbx_pull_stats_release(struct pbx_pull_stats *s);
 int pbx_pool_report(struct pbx_store *st, const char *url, const char *ref,
 		    const struct pbx_report_opts *o, struct pbx_report **out, struct pbx_err *err);
 
+/* Marks done[i] = 1 for each point i of e that pool `url` holds done, as
+ * last pulled (`pbx pull`; nothing is fetched here): a task of an
+ * experiment of e's name, COMPLETED, with point i's parameters (repeat
+ * included), whoever published it.  done holds e->npoints entries; others
+ * are left as they are.  Returns how many points it holds done, or -1
+ * with err (a URL objstore refuses, the store). */
+struct pbx_experiment;
+long pbx_pool_points_done(struct pbx_store *st, const char *url, const struct pbx_experiment *e,
+			  unsigned char *done, struct pbx_err *err);
+
 #endif

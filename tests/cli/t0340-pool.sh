@@ -8,7 +8,9 @@
 # both (a corrupted download refused, then pulled; a cut one retried), a
 # second pull moves nothing, and her pooled report pools both publishers'
 # repeats.  Hostile objects (a link, a record that lies about its
-# publisher, a name outside the layout) are refused without harm.
+# publisher, a name outside the layout) are refused without harm.  Then a
+# larger sweep of the same experiment: `parrun --skip-done POOL` submits
+# only the points the pool lacks, `--split K/N` one share of them.
 # Addresses 127.0.161.x, ports 22390 and 30100-30163.
 . "$(dirname "$0")/lib.sh"
 
@@ -165,6 +167,40 @@ run_pbx publish pooled "s3://Bad_Bucket/x"
 is "$rc" 2 "a bad bucket name is a usage error"
 run_pbx publish --as ../x pooled s3://class/hw3
 is "$rc" 2 "a publisher name that is not a name is refused: $errout"
+# --- a class shares one sweep: parrun --skip-done and --split ---------------
+# A larger sweep of the same experiment (a new package, the same name):
+# the pool holds its first 4 points (lr 0.1 and 0.2, repeats 0 and 1).
+mkdir -p "$TEST_TMP/exp2"
+sed 's/lr: \[0.1, 0.2\]/lr: [0.1, 0.2, 0.3]/' "$TEST_TMP/exp/experiment.yaml" >"$TEST_TMP/exp2/experiment.yaml"
+run_pbx parrun --dry-run --json "$TEST_TMP/exp2/experiment.yaml" pl --skip-done s3://class/hw3-s3 --split 2/2
+# (printf, not echo: dash's echo would read the backslashes of the commands)
+is "$rc $(printf '%s\n' "$out" | json_get '"%d %d %d %d" % (d["tasks"], d["held"], d["pool_done"], d["other_shares"])')" \
+	"0 6 5 4 1" "a dry run: 4 points done in the pool, 1 of the other share, 1 to submit"
+case $(printf '%s\n' "$out" | json_get '"%d %s" % (len(d["commands"]), d["commands"][0].replace(chr(39), ""))') in
+"1 awk -v lr=0.3 -v r=1 "*) r=0 ;;
+*) r=1 ;;
+esac
+ok $r "its one command is lr 0.3's second repeat (point 5, share 2 of 2): $out"
+run_pbx parrun "$TEST_TMP/exp2/experiment.yaml" pl --split 3/2
+is "$rc" 2 "--split 3/2 is a usage error: $errout"
+run_pbx parrun "$TEST_TMP/exp2/experiment.yaml" pl --skip-done
+is "$rc" 2 "--skip-done without its POOL is a usage error: $errout"
+run_pbx parrun --json "$TEST_TMP/exp2/experiment.yaml" pl --skip-done=gs://class/hw3-gs
+is "$rc $(echo "$out" | json_get '"%d %d %d" % (d["submitted"], d["held"], d["pool_done"])')" "0 2 4 4" \
+	"parrun --skip-done submits exactly the 2 points the pool lacks: $errout"
+PKG2=$(echo "$out" | json_get 'd["package"]')
+wait_secs 120 prints "COMPLETED=2 NEW=4" sh -c "\"$PBX\" state --json $PKG2 | python3 -c 'import json,sys; print(\" \".join(\"%s=%d\" % kv for kv in sorted(json.load(sys.stdin)[\"counts\"].items())))'"
+ok $? "lr 0.3's two repeats complete; the 4 held stay NEW"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(json_extract(params_json, '\$.lr') || '/' || json_extract(params_json, '\$.repeat'), ' ') FROM tasks t JOIN submissions s ON s.id = t.submission_id JOIN packages p ON p.id = s.package_id WHERE p.short_id = '$PKG2' AND t.state = 'COMPLETED'")" \
+	"0.3/0 0.3/1" "the points that ran are the two the pool lacked"
+run_pbx parrun --json "$TEST_TMP/exp2/experiment.yaml" pl
+is "$rc $(echo "$out" | json_get '"%d %d %d" % (d["submitted"], d["already_submitted"], d["held"])')" "0 4 2 0" \
+	"a parrun without --skip-done submits the held points"
+wait_final "$PKG2" 120
+ok $? "they end too"
+run_pbx -q harvest
+ok $rc "harvest: $errout"
+
 run_pbx -q cluster stop pl
 ok $rc "the cluster stops (everything was harvested): $errout"
 done_testing

@@ -359,20 +359,30 @@ static void display(void)
  * through in order. */
 static void split(void)
 {
-	char *argv[] = { "demo",    "exp.yaml", "--gres=gpu:1", "-j",       "local", "--time",
-			 "1:00:00", "--all",    "-jv",          "--json=1", NULL };
-	char *rest[11];
+	char *argv[] = {
+		"demo",    "exp.yaml",    "--gres=gpu:1", "-j",       "local",         "--time",
+		"1:00:00", "--all",       "-jv",          "--json=1", "--template=t1", "--autostop",
+		"5m",      "--templates", "-t",           NULL
+	};
+	char *last[] = { "demo", "exp.yaml", "--autostop", NULL };
+	char *rest[16];
 	struct demo_opts o;
 	int n, i;
 	char joined[256] = "";
 	memset(&o, 0, sizeof(o));
-	pbx_opts_split(&demo_cmd, 10, argv, &o, rest, &n);
+	CHECK(pbx_opts_split(&demo_cmd, 15, argv, &o, rest, &n) == 0);
 	for (i = 0; i < n; i++) {
 		strcat(joined, i ? " " : "");
 		strcat(joined, rest[i]);
 	}
 	CHECK(o.json == 1 && o.all == 1 && o.verbose == 0);
-	CHECK_STR(joined, "exp.yaml --gres=gpu:1 local --time 1:00:00 -jv --json=1");
+	/* a value option by its long name, with = or as the next argument; a
+	 * longer name or its short form passes through */
+	CHECK_STR(o.template, "t1");
+	CHECK_STR(o.autostop, "5m");
+	CHECK_STR(joined, "exp.yaml --gres=gpu:1 local --time 1:00:00 -jv --json=1 --templates -t");
+	memset(&o, 0, sizeof(o));
+	CHECK(pbx_opts_split(&demo_cmd, 3, last, &o, rest, &n) == PBX_EXIT_USAGE);
 }
 
 int main(void)
