@@ -148,6 +148,20 @@ static void state_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c)
 		pbx_cli_head_runs(ctx, c);
 }
 
+/* Tasks never submitted (held back by parrun --skip-done or --split, or
+ * a submission cut short) and how to submit them. */
+static void state_print_new(const struct pbx_jobs_target *t, const struct pbx_task_row *tasks,
+			    size_t n)
+{
+	size_t i, k = 0;
+	for (i = 0; i < n; i++)
+		k += !strcmp(tasks[i].state, "NEW");
+	if (k && !strcmp(t->sub.state, "submitted"))
+		printf("  %zu task%s NEW, never submitted: 'pbx parrun %s %s' submits %s\n", k,
+		       k == 1 ? "" : "s", t->pkg.experiment_path, t->sub.cluster_name,
+		       k == 1 ? "it" : "them");
+}
+
 /* Refreshes and prints one package; *all_final tells whether every task
  * has ended, *none_completed whether none of them COMPLETED. */
 static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json, json_t *json_list,
@@ -207,6 +221,7 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 		printf("%s  %-20s %-10s %s\n", t.pkg.short_id, t.pkg.name, t.sub.cluster_name, sum);
 		free(sum);
 		state_print_env(t.pkg.short_id, t.sub.environment, verbose);
+		state_print_new(&t, tasks, n);
 		if (!t.sub.environment || strncmp(t.sub.environment, "FAILED ", 7) != 0)
 			state_print_first_failure(t.pkg.short_id, tasks, n);
 		if (verbose)
@@ -296,7 +311,9 @@ const struct pbx_cmd pbx_cmd_state = {
 	.description = "Refreshes the tasks of package PKG (a package id prefix or an experiment\n"
 		       "name; all packages without PKG) from squeue and the tasks' own status\n"
 		       "files in one SSH round trip, stores them and prints a summary.  Task\n"
-		       "states: NEW, PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT,\n"
+		       "states: NEW (never submitted: held back by 'parrun --skip-done' or\n"
+		       "'--split'; 'pbx parrun' again submits it), PENDING, RUNNING, COMPLETED,\n"
+		       "FAILED, CANCELLED, TIMEOUT,\n"
 		       "PREEMPTED, NODE_FAIL (the task died with its node), OUT_OF_MEMORY and\n"
 		       "MISSING (submitted, but SLURM no longer knows it and it never started).\n"
 		       "A task stopped by `pbx cancel` reads CANCELLED even when its job vanished\n"

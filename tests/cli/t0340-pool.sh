@@ -191,6 +191,9 @@ is "$rc $(echo "$out" | json_get '"%d %d %d" % (d["submitted"], d["held"], d["po
 PKG2=$(echo "$out" | json_get 'd["package"]')
 wait_secs 120 prints "COMPLETED=2 NEW=4" sh -c "\"$PBX\" state --json $PKG2 | python3 -c 'import json,sys; print(\" \".join(\"%s=%d\" % kv for kv in sorted(json.load(sys.stdin)[\"counts\"].items())))'"
 ok $? "lr 0.3's two repeats complete; the 4 held stay NEW"
+run_pbx state "$PKG2"
+case $out in *"4 tasks NEW, never submitted: 'pbx parrun $TEST_TMP/exp2/experiment.yaml pl' submits them"*) r=0 ;; *) r=1 ;; esac
+ok $r "pbx state says how to submit the held tasks: $out"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(json_extract(params_json, '\$.lr') || '/' || json_extract(params_json, '\$.repeat'), ' ') FROM tasks t JOIN submissions s ON s.id = t.submission_id JOIN packages p ON p.id = s.package_id WHERE p.short_id = '$PKG2' AND t.state = 'COMPLETED'")" \
 	"0.3/0 0.3/1" "the points that ran are the two the pool lacked"
 run_pbx parrun --json "$TEST_TMP/exp2/experiment.yaml" pl
