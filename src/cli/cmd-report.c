@@ -63,7 +63,9 @@ static const struct pbx_option report_opts[] = {
 		       "report the results pulled from pool URL (gs://BUCKET/PREFIX or\n"
 		       "s3://...; 'pbx pull URL' first): every publisher's tasks of\n"
 		       "experiment PKG (an experiment name or package id prefix; default\n"
-		       "the one pulled last), with \"publisher\" the first parameter"),
+		       "the one pulled last), with \"publisher\" the first parameter;\n"
+		       "with -g, a \"disagree\" column names the metrics on which a row's\n"
+		       "publishers differ by over 3 standard errors of their pooled spread"),
 	PBX_OPT_END,
 };
 

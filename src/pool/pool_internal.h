@@ -9,6 +9,8 @@
  *   publisher.c  who holds a publisher name: PREFIX/PUBLISHER/publisher.json
  *                and this $PBX_HOME's publisher key
  *   publish.c, pull.c, report.c  the three operations of pool.h
+ *   done.c       the points of an experiment a pool holds done
+ *   disagree.c   the pooled report's flag on publishers that disagree
  */
 #ifndef PBX_POOL_POOL_INTERNAL_H
 #define PBX_POOL_POOL_INTERNAL_H
@@ -111,5 +113,20 @@ char *pool_object_name(const char *prefix, const char *publisher, const char *sh
  * 0 when it is a task object's name, -1 otherwise. */
 int pool_object_parse(const char *prefix, const char *name, char publisher[65], char short_id[13],
 		      int64_t *idx);
+
+/* ----------------------------------------------------------- disagree.c */
+
+/* One publisher's non-null final values of a metric in one group. */
+struct pool_side {
+	const char *publisher; /* borrowed */
+	size_t n;
+	double mean, m2; /* m2: the sum of squared deviations from the mean */
+};
+/* Whether two of the ns sides disagree beyond the group's spread (the
+ * rule atop disagree.c). */
+int pool_sides_disagree(const struct pool_side *s, size_t ns);
+/* Sets each group's `disagree` (and r->disagree_shown) when r is grouped
+ * and has a "publisher" parameter. */
+void pool_mark_disagreements(struct pbx_report *r);
 
 #endif

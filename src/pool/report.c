@@ -105,6 +105,8 @@ static int report_rows(const char *pool, const char *experiment, const struct pb
 	pkg.name = (char *)experiment;
 	sub.cluster_name = (char *)pool;
 	rc = pbx_report_from_rows(&pkg, &sub, rows, n, pts, npts, o, out, err);
+	if (rc == 0)
+		pool_mark_disagreements(*out);
 	for (i = 0; i < n; i++) {
 		free(rows[i].params_json);
 		free(rows[i].state);

@@ -2,7 +2,8 @@
  * grid.c - the report as rows of cells with named columns, what every
  * tabular format prints:
  *   per task:  task, PARAM..., METRIC.final, METRIC.best ..., state, runtime
- *   grouped:   GROUP_PARAM..., tasks, METRIC.mean, .std, .min, .max, .n ...
+ *   grouped:   GROUP_PARAM..., tasks, METRIC.mean, .std, .min, .max, .n ...,
+ *              and disagree in a pooled report (src/pool/disagree.c)
  * then node_hours and cost (sums for a group) when the report shows them
  * (report->cost_shown; cost in report->currency units).
  */
@@ -26,7 +27,7 @@ static size_t grid_add_col(struct pbx_grid *g, char *name, int numeric)
 
 static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 {
-	size_t i, s, max = r->nparams + 6 + 5 * r->nmetrics;
+	size_t i, s, max = r->nparams + 7 + 5 * r->nmetrics;
 	g->cols = xcalloc(max, sizeof(char *));
 	g->numeric = xcalloc(max, sizeof(int));
 	if (!r->ngroup_by) {
@@ -51,6 +52,8 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("state"), 0);
 		grid_add_col(g, xstrdup("runtime"), 1);
+	} else if (r->disagree_shown) {
+		grid_add_col(g, xstrdup("disagree"), 0);
 	}
 	if (r->cost_shown) {
 		grid_add_col(g, xstrdup("node_hours"), 1);
@@ -111,6 +114,8 @@ static void grid_group_row(const struct pbx_report *r, const struct pbx_report_g
 		cell_real(c++, a->n > 0, a->max);
 		cell_int(c++, 1, (int64_t)a->n);
 	}
+	if (r->disagree_shown)
+		cell_text(c++, grp->disagree ? PBX_CELL_TEXT : PBX_CELL_NONE, grp->disagree);
 	if (r->cost_shown) {
 		cell_real(c++, 1, grp->node_hours);
 		cell_real(c, grp->cost >= 0, (double)grp->cost / 1e9);

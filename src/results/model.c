@@ -498,6 +498,7 @@ static void groups_free(struct pbx_report *r)
 		free(r->groups[g].values);
 		free(r->groups[g].tasks);
 		free(r->groups[g].aggs);
+		free(r->groups[g].disagree);
 	}
 	free(r->groups);
 }

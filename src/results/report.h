@@ -90,6 +90,8 @@ struct pbx_report_group {
 	struct pbx_report_agg *aggs; /* one per chosen metric (report->metrics) */
 	double node_hours;           /* the group's tasks' sum */
 	int64_t cost;                /* the group's tasks' sum; -1 when one is unknown */
+	char *disagree;              /* pooled reports: the metrics whose publishers disagree
+			   beyond their spread, comma-separated; NULL: none */
 };
 
 struct pbx_report {
@@ -109,14 +111,16 @@ struct pbx_report {
 	size_t *group_by; /* indexes into params; 0 = no grouping */
 	size_t ngroups;
 	struct pbx_report_group *groups;
-	long x_param;      /* --x as a parameter index, -1 = every swept one */
-	long color_by;     /* parameter index, -1 = none */
-	int x_scale;       /* PBX_XSCALE_*: from the options */
-	int cost_shown;    /* node_hours and cost columns (the cluster
+	long x_param;       /* --x as a parameter index, -1 = every swept one */
+	long color_by;      /* parameter index, -1 = none */
+	int x_scale;        /* PBX_XSCALE_*: from the options */
+	int cost_shown;     /* node_hours and cost columns (the cluster
 					 has node runs) */
-	double node_hours; /* the experiment's: every task, shown or not */
-	int64_t cost;      /* likewise, 1e-9 units; -1 when unknown */
-	char currency[8];  /* "" when no task has a price */
+	double node_hours;  /* the experiment's: every task, shown or not */
+	int64_t cost;       /* likewise, 1e-9 units; -1 when unknown */
+	char currency[8];   /* "" when no task has a price */
+	int disagree_shown; /* grouped rows get a "disagree" column (a pooled
+			       report, src/pool/disagree.c) */
 	/* the experiment's environment: (its status line as `pbx state` last
 	 * read it, "READY KEY" / "FAILED REASON"; and the environment.txt a
 	 * harvested task brought home: key, Python or image, lock); NULL when

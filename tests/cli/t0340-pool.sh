@@ -10,7 +10,8 @@
 # repeats.  Hostile objects (a link, a record that lies about its
 # publisher, a name outside the layout) are refused without harm.  Then a
 # larger sweep of the same experiment: `parrun --skip-done POOL` submits
-# only the points the pool lacks, `--split K/N` one share of them.
+# only the points the pool lacks, `--split K/N` one share of them; and a
+# third publisher whose losses are far off gets the points flagged.
 # Addresses 127.0.161.x, ports 22390 and 30100-30163.
 . "$(dirname "$0")/lib.sh"
 
@@ -159,6 +160,27 @@ round() {
 
 round s3
 round gs
+
+# --- publishers that disagree -------------------------------------------------
+# eve's losses are 50 higher: far beyond alice's and bob's spread (1 apart)
+home eve
+cp -r "$PBX_HOME/pbx.db" "$PBX_HOME/results" "$TEST_TMP/eve/"
+sqlite3 "$TEST_TMP/eve/pbx.db" "UPDATE metrics SET value = value + 50"
+in_home "$TEST_TMP/carol" report --pool s3://class/hw3-s3 -g lr -f json pooled
+is "$(echo "$out" | json_get '" ".join(str(r["disagree"]) for r in d["rows"])')" "None None" \
+	"alice's and bob's repeats agree: no point is flagged"
+in_home "$TEST_TMP/eve" publish --as eve pooled s3://class/hw3-s3
+ok $rc "eve publishes: $errout"
+in_home "$TEST_TMP/carol" pull s3://class/hw3-s3
+in_home "$TEST_TMP/carol" report --pool s3://class/hw3-s3 -g lr -f json pooled
+is "$(echo "$out" | json_get '" ".join("%s:%d:%s" % (r["lr"], r["tasks"], r["disagree"]) for r in d["rows"])')" \
+	"0.1:6:loss 0.2:6:loss" "with eve's, both points are flagged: their publishers disagree on loss"
+in_home "$TEST_TMP/carol" report --pool s3://class/hw3-s3 -g lr pooled
+case $out in *disagree*loss*) r=0 ;; *) r=1 ;; esac
+ok $r "the table shows it: $out"
+in_home "$TEST_TMP/carol" report --pool s3://class/hw3-s3 -g publisher,lr -f csv pooled
+is "$(echo "$out" | head -n 1 | grep -c disagree),$(echo "$out" | sed 1d | grep -c loss)" "1,0" \
+	"grouped by publisher too, no row mixes publishers: none is flagged"
 
 # secrets never show
 grep -rq "s3-secret-never-printed" "$TEST_TMP/carol" "$TEST_TMP/bob" "$PBX_HOME/pbx.db" 2>/dev/null

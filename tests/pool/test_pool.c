@@ -3,7 +3,8 @@
  * bucket (src/pool): a record made from the store's rows reads back the
  * same; object names split only when they are a task's; a task's object
  * unpacks to what went in; hostile archives (a link, "..", not gzip) are
- * refused and leave nothing; pooled rows round-trip through the store.
+ * refused and leave nothing; pooled rows round-trip through the store;
+ * the pooled report's disagreement rule.
  */
 #include "common/tap.h"
 #include "common/tmpdir.h"
@@ -277,6 +278,27 @@ static void test_store(const char *tmp)
 	free(db);
 }
 
+/* The disagreement rule (src/pool/disagree.c): 3 standard errors of the
+ * pooled within-publisher spread; no spread known, no flag. */
+static void test_disagree(void)
+{
+	/* alice 1.0 +- 0.1 (n 3), bob 1.1 (n 3): within 3 standard errors */
+	struct pool_side close[] = { { "alice", 3, 1.0, 0.02 }, { "bob", 3, 1.1, 0.02 } };
+	/* carol 2.0: 1.0 away, the pooled sd 0.1, 3 * 0.1 * sqrt(2/3) = 0.245 */
+	struct pool_side far[] = { { "alice", 3, 1.0, 0.02 }, { "carol", 3, 2.0, 0.02 } };
+	/* single values: the spread is unknown */
+	struct pool_side single[] = { { "alice", 1, 1.0, 0 }, { "dave", 1, 5.0, 0 } };
+	/* identical repeats (sd 0): any real difference counts, rounding not */
+	struct pool_side flat[] = { { "alice", 2, 1.0, 0 }, { "erin", 1, 1.0 + 1e-12, 0 } };
+	struct pool_side flat2[] = { { "alice", 2, 1.0, 0 }, { "erin", 1, 1.001, 0 } };
+	ok(!pool_sides_disagree(close, 2), "publishers within their spread agree");
+	ok(pool_sides_disagree(far, 2), "publishers 10 sd apart disagree");
+	ok(!pool_sides_disagree(single, 2), "single values: no spread known, no flag");
+	ok(!pool_sides_disagree(flat, 2) && pool_sides_disagree(flat2, 2),
+	   "with no spread, a real difference counts and rounding does not");
+	ok(!pool_sides_disagree(far, 1), "one publisher never disagrees");
+}
+
 int main(void)
 {
 	char *tmp = tmpdir_new("pool"), *cmd;
@@ -286,6 +308,7 @@ int main(void)
 	test_archive(tmp);
 	test_hostile(tmp);
 	test_store(tmp);
+	test_disagree();
 	cmd = xasprintf("rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		tap_diag("could not remove %s", tmp);
