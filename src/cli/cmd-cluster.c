@@ -1340,6 +1340,10 @@ static const struct pbx_cmd cmd_cluster_ssh = {
 	.exec = cmd_cluster_ssh_exec,
 };
 
+/* ----------------------------------------------------------- disconnect */
+
+extern const struct pbx_cmd pbx_cmd_cluster_disconnect; /* cmd-cluster-disconnect.c */
+
 /* ---------------------------------------------------------- forget-host */
 
 static const struct pbx_cmd cmd_cluster_forget_host;
@@ -1532,13 +1536,11 @@ static const struct pbx_cmd cmd_cluster_runs = {
 };
 
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&cmd_cluster_start,       &cmd_cluster_price,
-	&cmd_cluster_list,        &cmd_cluster_show,
-	&cmd_cluster_ssh,         &cmd_cluster_exec,
-	&cmd_cluster_resize,      &cmd_cluster_stop,
-	&cmd_cluster_forget_host, &cmd_cluster_power,
-	&cmd_cluster_record,      &cmd_cluster_adopt,
-	&cmd_cluster_runs,        NULL,
+	&cmd_cluster_start,       &cmd_cluster_price,  &cmd_cluster_list,
+	&cmd_cluster_show,        &cmd_cluster_ssh,    &pbx_cmd_cluster_disconnect,
+	&cmd_cluster_exec,        &cmd_cluster_resize, &cmd_cluster_stop,
+	&cmd_cluster_forget_host, &cmd_cluster_power,  &cmd_cluster_record,
+	&cmd_cluster_adopt,       &cmd_cluster_runs,   NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

@@ -321,6 +321,21 @@ int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, s
 	return rc;
 }
 
+int pbx_cluster_disconnect(struct pbx_cluster *c, struct pbx_err *err)
+{
+	struct pbx_ssh_target t = { 0 };
+	int rc;
+	if (!pbx_cluster_is_users(c) || !c->spec.t || !c->spec.t->openssh || !c->nnodes)
+		return 0; /* pbx's own client keeps no connection between verbs */
+	t.host = pbx_cluster_ssh_addr(c, 0);
+	t.port = c->nodes[0].ssh_port;
+	t.user = c->user;
+	t.key_path = c->key_path;
+	t.openssh = 1;
+	rc = pbx_ssh_openssh_disconnect(&t, err);
+	return rc < 0 ? -1 : rc;
+}
+
 int pbx_cluster_is_users(const struct pbx_cluster *c)
 {
 	return !strcmp(c->row.cloud, "ssh");

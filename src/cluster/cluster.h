@@ -424,6 +424,11 @@ char *pbx_cluster_last_stop(const struct pbx_cluster *c);
  * its public address, or to its (private) address; through the head when
  * the head has a public address and node i has none (direct-tcpip). */
 int pbx_cluster_connect(struct pbx_cluster *c, size_t i, struct pbx_ssh **out, struct pbx_err *err);
+/* Closes the login connection kept between verbs (a cloud ssh cluster
+ * with transport: openssh: its control connection), so that the next verb
+ * logs in again: 1 when one was open, 0 when none was (or the cluster
+ * keeps none), -1 with err. */
+int pbx_cluster_disconnect(struct pbx_cluster *c, struct pbx_err *err);
 /* For handing node i to ssh(1) (sshconfig.c): writes DIR/ssh_config and
  * DIR/known_hosts (0600, from the store's pins of node i and, when it is
  * reached through the head, the head's) so that `ssh -F *config *alias`

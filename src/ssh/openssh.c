@@ -223,6 +223,40 @@ int pbx_ssh_openssh_connect(const struct pbx_ssh_target *t, struct pbx_ssh **out
 	return 0;
 }
 
+int pbx_ssh_openssh_disconnect(const struct pbx_ssh_target *t, struct pbx_err *err)
+{
+	static const char *const check[] = { "-O", "check", NULL };
+	static const char *const stop[] = { "-O", "exit", NULL };
+	struct pbx_buf errtext = PBX_BUF_INIT;
+	struct pbx_ssh s;
+	const char **v;
+	char *dir;
+	int rc;
+	if (!t->host || !*t->host || t->host[0] == '-')
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "ssh target needs a host");
+	if (!(dir = openssh_dir(err)))
+		return -1;
+	memset(&s, 0, sizeof(s));
+	openssh_base(&s, t, dir);
+	free(dir);
+	v = openssh_cmd(&s, check, t->host);
+	rc = openssh_run(v, &errtext) == 0; /* 1: a connection is open */
+	free(v);
+	if (rc) {
+		pbx_buf_reset(&errtext);
+		v = openssh_cmd(&s, stop, t->host);
+		if (openssh_run(v, &errtext) != 0)
+			rc = pbx_err_set(err, "ssh -O exit on %s failed: %s", t->host,
+					 errtext.len ? errtext.buf : "no reason given");
+		free(v);
+	}
+	pbx_buf_release(&errtext);
+	for (size_t i = 0; i < s.nargv_base; i++)
+		free(s.argv_base[i]);
+	free(s.argv_base);
+	return rc;
+}
+
 const char **pbx_ssh_openssh_argv(const struct pbx_ssh *s, const char *cmdline)
 {
 	static const char *const extra[] = { "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T",

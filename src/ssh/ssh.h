@@ -86,6 +86,10 @@ const char **pbx_ssh_interactive_argv(const struct pbx_ssh *s, const char *comma
 /* Whether s is such a connection (its host keys are OpenSSH's, not pbx's
  * pins). */
 int pbx_ssh_is_openssh(const struct pbx_ssh *s);
+/* Closes the control connection that OpenSSH keeps for target t (the
+ * next verb logs in again), without prompting: 1 when one was open and is
+ * closed, 0 when none was open, -1 with err. */
+int pbx_ssh_openssh_disconnect(const struct pbx_ssh_target *t, struct pbx_err *err);
 /* "user@host:port" of a connection, for messages; owned by the connection. */
 const char *pbx_ssh_label(const struct pbx_ssh *s);
 

@@ -10,7 +10,8 @@
 # ssh: the code is asked once (SSH_ASKPASS stands in for the terminal) and
 # every later verb rides on the one control connection: ten verbs, one
 # keyboard-interactive login in the login node's log, one question.  The
-# experiment cycle runs as the user; with the control connection closed and
+# experiment cycle runs as the user; `cluster disconnect` closes the
+# control connection without a prompt; with the control connection closed and
 # no way to answer, a verb fails with a clear message.  Addresses
 # 127.0.159.x, ports 22370 (the cluster), 22371 (login), 22372 (bastion)
 # and 27200-27263.
@@ -178,9 +179,17 @@ is "$(logins)" 1 "ten verbs, one keyboard-interactive login on the login node"
 is "$(cat "$L/asked" | wc -l)" 1 "and one question"
 is "$(stat -c '%a %U' "$U/.pbx/ssh")" "700 $LAP" "the control sockets' directory is the user's, 0700"
 
-# the connection closed and nobody to answer: a clear error, no hang
-pkill -f "ControlPath=$U/.pbx/ssh/"
+# pbx cluster disconnect closes it (no prompt); a second says none is open
+uni cluster disconnect uni
+case $rc:$errout in *"0:"*"closed the login connection to uni"*) r=0 ;; *) r=1 ;; esac
+ok $r "cluster disconnect closes the login connection: $errout"
 wait_secs 10 prints 0 masters
+ok $? "no control connection is left"
+uni cluster disconnect uni
+case $rc:$errout in *"0:"*"no login connection to uni is open"*) r=0 ;; *) r=1 ;; esac
+ok $r "a second disconnect finds none: $errout"
+is "$(cat "$L/asked" | wc -l)" 1 "and asked nothing"
+# the connection closed and nobody to answer: a clear error, no hang
 uni /bin/false cluster exec uni -- true
 is "$rc" 1 "without the code the login fails (exit 1)"
 case $errout in *"could not log in to campus-login with ssh"*) r=0 ;; *) r=1 ;; esac
