@@ -14,6 +14,10 @@
 
 static const struct pbx_cmd cmd_config_check;
 
+struct check_opts {
+	int clouds, json;
+};
+
 static int cmd_config_load(struct pbx_ctx *ctx, int argc, char **argv, struct pbx_config **cfg)
 {
 	struct pbx_err err = PBX_ERR_INIT;
@@ -59,10 +63,15 @@ static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_config *cfg;
-	int n, rc = pbx_plain_args(&cmd_config_check, argc, argv, 0, 1);
+	struct check_opts o = { 0 };
+	int n, first, rc = pbx_opts_parse(&cmd_config_check, argc, argv, &o, &first);
 	if (rc)
 		return rc;
-	rc = cmd_config_load(ctx, argc, argv, &cfg);
+	if (argc - first > 1)
+		return pbx_usage_error(&cmd_config_check, "expected at most one FILE");
+	if (o.json && !o.clouds)
+		return pbx_usage_error(&cmd_config_check, "--json goes with --clouds");
+	rc = cmd_config_load(ctx, argc - first + 1, argv + first - 1, &cfg);
 	if (rc)
 		return rc;
 	if (pbx_config_check_files(cfg, &err) < 0) {
@@ -70,20 +79,42 @@ static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return pbx_report(&err);
 	}
 	n = cmd_config_placeholders(cfg);
-	printf("%s: ok (%zu cluster template%s)%s\n", cfg->path, cfg->ntemplates,
-	       cfg->ntemplates == 1 ? "" : "s",
-	       n ? ", but placeholders are left: the clusters that use them cannot start" : "");
+	if (!o.json)
+		printf("%s: ok (%zu cluster template%s)%s\n", cfg->path, cfg->ntemplates,
+		       cfg->ntemplates == 1 ? "" : "s",
+		       n ? ", but placeholders are left: the clusters that use them cannot "
+			   "start"
+			 : "");
+	rc = o.clouds ? pbx_cli_config_clouds(cfg, o.json) : 0;
 	pbx_config_free(cfg);
-	return 0;
+	return rc;
 }
+
+static const struct pbx_option check_opts[] = {
+	PBX_OPT_FLAG(0, "clouds", struct check_opts, clouds,
+		     "also ask each cloud a template uses (gce, aws): are its credentials\n"
+		     "found and good (one cheap authenticated call), and do the quotas the\n"
+		     "template needs fit (Compute Engine: instances and GPUs of its region)"),
+	PBX_OPT_FLAG('j', "json", struct check_opts, json,
+		     "with --clouds: an array of {\"template\", \"cloud\", \"ok\",\n"
+		     "\"identity\", \"where\", \"error\", \"quotas\": [{\"metric\", \"need\",\n"
+		     "\"limit\", \"used\", \"fits\"}], \"note\"}"),
+	PBX_OPT_END,
+};
 
 static const struct pbx_cmd cmd_config_check = {
 	.name = "check",
 	.summary = "validate the configuration file",
-	.usage = "pbx config check [FILE]",
+	.usage = "pbx config check [--clouds [-j]] [FILE]",
 	.description = "Parses FILE (default $PBX_HOME/config.yaml) and checks every key, type\n"
 		       "and value, the permissions of the file and of the SSH keys it names.\n"
-		       "Errors name the file, line and key; nothing is changed.",
+		       "Errors name the file, line and key; nothing is changed.  With\n"
+		       "--clouds, each template on a cloud is asked about too: where its\n"
+		       "credentials come from, whether they work, and whether its quotas fit;\n"
+		       "pbx exits 1 when one does not.  Nothing is created.",
+	.examples = "pbx config check\n"
+		    "pbx config check --clouds",
+	.options = check_opts,
 	.args = "FILE",
 	.exec = cmd_config_check_exec,
 };

@@ -105,4 +105,9 @@ int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, in
  * first (the dispatcher already does for them). */
 bool pbx_wants_help(int argc, char **argv);
 
+/* `pbx config check --clouds` (config_clouds.c): asks each template's
+ * cloud; prints text or a JSON array; returns the exit code. */
+struct pbx_config;
+int pbx_cli_config_clouds(const struct pbx_config *cfg, int json);
+
 #endif

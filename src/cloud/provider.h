@@ -259,6 +259,21 @@ struct pbx_create_hooks {
 	const struct pbx_cluster_events *ev;
 };
 
+/* What `pbx config check --clouds` learns of a cloud (the check op). */
+struct pbx_cloud_quota {
+	char metric[64];    /* the cloud's name of the limit */
+	double limit, used; /* as the cloud says them */
+	double need;        /* what the template asks for at most */
+};
+#define PBX_CLOUD_CHECK_QUOTAS 16
+struct pbx_cloud_check {
+	char identity[320]; /* whose credentials, from where (never a secret) */
+	char where[256];    /* what was asked, e.g. "project P, region R" */
+	struct pbx_cloud_quota quotas[PBX_CLOUD_CHECK_QUOTAS];
+	size_t nquotas;
+	char note[256]; /* what could not be checked; "" when nothing */
+};
+
 struct pbx_provider {
 	const char *name;
 	/* Opens the provider's context for cluster s (s must outlive it):
@@ -311,6 +326,10 @@ struct pbx_provider {
 	 * writes them, for the awake nodes, into a block of every node's
 	 * /etc/hosts as it wakes nodes (docs/power-saving.md). */
 	int names_in_hosts;
+	/* One cheap authenticated call (are the credentials good?) and the
+	 * quotas the template (s->t) needs where the cloud says them; NULL:
+	 * the provider has no cloud account to check. */
+	int (*check)(void *ctx, struct pbx_cloud_check *c, struct pbx_err *err);
 	/* Prebaked images; NULL when the provider has none yet. */
 	const struct pbx_image_ops *images;
 };

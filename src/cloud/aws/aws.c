@@ -218,6 +218,7 @@ const struct pbx_provider pbx_provider_aws = {
 	.create_begin = aws_create_begin,
 	.create_poll = aws_create_poll,
 	.list = aws_list,
+	.check = aws_check,
 	.list_nodes = aws_list_nodes,
 	.destroy = aws_destroy,
 	.remove_nodes = aws_remove_nodes,

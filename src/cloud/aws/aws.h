@@ -248,4 +248,7 @@ struct aws {
 	long long started_ms;       /* when this start sent StartInstances, or 0 */
 };
 
+/* `pbx config check --clouds` (check.c): one DescribeRegions. */
+int aws_check(void *ctx, struct pbx_cloud_check *c, struct pbx_err *err);
+
 #endif

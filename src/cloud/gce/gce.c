@@ -204,6 +204,7 @@ const struct pbx_provider pbx_provider_gce = {
 	.login = gce_login,
 	.layout = gce_layout,
 	.dns_name = gce_dns_name,
+	.check = gce_check,
 	.names_in_hosts = 1,
 	.images = &gce_image_ops,
 };

@@ -196,4 +196,8 @@ json_t *gce_bulk_body(const struct gce *g, const struct pbx_node_group *grp,
 		      const struct pbx_node_row *nodes, const size_t *idx, size_t n,
 		      size_t min_count);
 
+/* `pbx config check --clouds` (check.c): regions.get of the zone's
+ * region, and the quotas the template needs there. */
+int gce_check(void *ctx, struct pbx_cloud_check *c, struct pbx_err *err);
+
 #endif
