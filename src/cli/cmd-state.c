@@ -276,16 +276,37 @@ static const struct pbx_option state_opts[] = {
 	PBX_OPT_END,
 };
 
+/* A refresh interval: a number of seconds, 0.1 to a day; -1 otherwise. */
+static int state_seconds(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0.1 && v <= 86400))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct state_opts o = { 0 };
 	int verbose, json, first, rc, all_final, none_completed = 0;
-	double watch;
+	double watch = 0;
 	if ((rc = pbx_opts_parse(state_cmd(), argc, argv, &o, &first)))
 		return rc;
 	verbose = o.verbose;
 	json = o.json;
-	watch = !o.watch ? 0 : o.watch[0] ? atof(o.watch) : 2.0;
+	/* `-w 5 PKG`, as people type it: the 5 is -w's (its value is optional,
+	 * so getopt leaves it a word of its own) */
+	if (o.watch && !o.watch[0] && argc - first == 2)
+		o.watch = argv[first++];
+	if (o.watch && o.watch[0] && state_seconds(o.watch, &watch) < 0)
+		return pbx_usage_error(state_cmd(), "-w/--watch: '%s' is not a number of seconds",
+				       o.watch);
+	if (!o.watch)
+		watch = 0;
+	else if (!o.watch[0])
+		watch = 2.0;
 	if (argc - first > 1)
 		return pbx_usage_error(state_cmd(), "expected at most one package");
 	for (;;) {

@@ -50,4 +50,13 @@ is "$rc:$errout" "3:pbx: error: no cluster named 'mycluster' running: start it w
 	"a template not started says how to start it"
 run_pbx cluster exec zzzz -- true
 is "$rc:$errout" "3:pbx: error: no cluster named 'zzzz' (pbx cluster list)" "a name nothing is close to: where to look"
+# `pbx state -w 5 PKG`, as people type it: the 5 is the watch's seconds
+run_pbx state -w 5 nosuch
+case $rc:$errout in 3:*"nosuch"*) r=0 ;; *) r=1 ;; esac
+ok $r "state -w 5 PKG takes 5 as the seconds and looks for PKG: $rc $errout"
+run_pbx state -w abc nosuch
+case $rc:$errout in "2:pbx: error: -w/--watch: 'abc' is not a number of seconds"*) r=0 ;; *) r=1 ;; esac
+ok $r "a watch interval that is not a number is a usage error: $errout"
+run_pbx state --watch=0 nosuch
+is "$rc" 2 "and so is one under 0.1 s"
 done_testing
