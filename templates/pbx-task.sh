@@ -37,7 +37,8 @@
 #   environment.txt  with an environment: its key, its Python (version and
 #                platform) and its lock, one line per package; with an
 #                image: "image KEY" (the archive's sha256) and "archive
-#                image NAME"
+#                image NAME"; with apt: "apt NAME=VERSION" per Debian
+#                package, as installed on the node
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
@@ -191,6 +192,30 @@ elif [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 		printf 'environment %s\npython %s\n' "${pbx_venv##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
 		cat "$PBX_RUN_DIR/env/lock.txt"
 	} >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+fi
+# the Debian packages the experiment names (apt:, installed by parrun as
+# root on the nodes that were up): each must be here, at its version when
+# one is named; their versions go into environment.txt
+if [ -f "$PBX_PKG_DIR/env/apt.txt" ]; then
+	pbx_apt=
+	while read -r pbx_p; do
+		case $pbx_p in '' | *[!a-z0-9+.=A-Z~:-]*) pbx_die "env/apt.txt: bad line '$pbx_p'" ;; esac
+		pbx_s=$(dpkg-query -W -f='${Status} ${Version}' "${pbx_p%%=*}" 2>/dev/null) || pbx_s=
+		case $pbx_s in
+		"install ok installed "*) ;;
+		*) pbx_die "Debian package ${pbx_p%%=*} (apt:) is not installed on $pbx_node: 'pbx parrun' installs them on the nodes that are up; a node made later (power saving, resize) misses them" ;;
+		esac
+		case $pbx_p in *=*) [ "${pbx_s##* }" = "${pbx_p#*=}" ] ||
+			pbx_die "Debian package ${pbx_p%%=*} is at ${pbx_s##* } on $pbx_node, not ${pbx_p#*=} (apt:)" ;;
+		esac
+		pbx_apt="${pbx_apt}apt ${pbx_p%%=*}=${pbx_s##* }
+"
+	done <"$PBX_PKG_DIR/env/apt.txt"
+	if [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
+		printf '%s' "$pbx_apt" >>environment.txt
+	else
+		printf '%s' "$pbx_apt" >environment.txt
+	fi || pbx_die "cannot write $pbx_tdir/environment.txt"
 fi
 
 # ---- run it, forwarding signals ------------------------------------

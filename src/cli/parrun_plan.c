@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "cli/parrun_internal.h"
 #include "experiment/package.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -71,16 +72,27 @@ static size_t plan_regular_files(const struct pbx_package *p)
 static char *plan_environment(const struct pbx_experiment *e)
 {
 	const struct pbx_exp_environment *v = &e->env;
+	struct pbx_buf b = PBX_BUF_INIT;
+	size_t i;
 	if (!v->line)
 		return NULL;
 	if (v->container)
-		return xasprintf("container %s (unpacked once per node before the tasks)",
-				 v->container);
-	return xasprintf("python %s%s%s%s (built once on the cluster, in a SLURM job before the "
-			 "array)",
-			 v->python_file ? v->python_file : "(inline list)",
-			 v->wheels ? " (wheels: " : "", v->wheels ? v->wheels : "",
-			 v->wheels ? ")" : "");
+		pbx_buf_addf(&b, "container %s (unpacked once per node before the tasks)",
+			     v->container);
+	else if (v->python_file || v->python_text)
+		pbx_buf_addf(&b,
+			     "python %s%s%s%s (built once on the cluster, in a SLURM job before "
+			     "the array)",
+			     v->python_file ? v->python_file : "(inline list)",
+			     v->wheels ? " (wheels: " : "", v->wheels ? v->wheels : "",
+			     v->wheels ? ")" : "");
+	if (v->napt) {
+		pbx_buf_adds(&b, b.len ? "; apt" : "apt");
+		for (i = 0; i < v->napt; i++)
+			pbx_buf_addf(&b, " %s", v->apt[i]);
+		pbx_buf_adds(&b, " (installed on every node that is up, before the tasks)");
+	}
+	return pbx_buf_detach(&b, NULL);
 }
 
 /* The first PLAN_COMMANDS points not held, into first[]; how many. */

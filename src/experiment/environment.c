@@ -4,9 +4,11 @@
  * import, as a requirements file shipped with the code or an inline list,
  * and optionally a directory of wheels to install from with no index; or
  * the container image its tasks run in, an archive of a root file system
- * shipped with the code.  Here the key is read and checked; the package
- * (package.c) carries it as env/requirements.txt, env/wheels and
- * env/image, and templates/pbx-env.sh builds it on the cluster.
+ * shipped with the code; and the Debian packages every node needs (apt:).
+ * Here the key is read and checked; the package (package.c) carries it as
+ * env/requirements.txt, env/wheels, env/image and env/apt.txt,
+ * templates/pbx-env.sh builds the first three on the cluster, and
+ * parrun installs the last on its nodes (src/jobs/apt.c).
  */
 #include "experiment/experiment_internal.h"
 #include "util/buf.h"
@@ -18,7 +20,9 @@
 #define ENV_MAX_REQUIREMENTS 1000 /* lines of an inline list */
 #define ENV_MAX_LINE         1024 /* bytes of one inline requirement */
 
-static const char *const env_keys[] = { "python", "wheels", "container", NULL };
+#define ENV_MAX_APT          200 /* Debian packages in apt: */
+
+static const char *const env_keys[] = { "python", "wheels", "container", "apt", NULL };
 
 /* A path relative to the experiment's directory that stays inside it:
  * not absolute, no empty, "." or ".." component, at most 1024 bytes. */
@@ -114,9 +118,50 @@ static int env_container(struct pbx_experiment *e, const struct pbx_ynode *c, st
 	return env_path(c, &e->env.container, err);
 }
 
+int pbx_exp_apt_name_ok(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	size_t n = eq ? (size_t)(eq - s) : strlen(s);
+	/* Debian policy 5.6.1: [a-z0-9][a-z0-9+.-]+; a version's characters
+	 * (5.6.12): [A-Za-z0-9.+~:-] */
+	if (n < 2 || n > 100 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')) ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789+.-") != n)
+		return 0;
+	return !eq || (eq[1] && strlen(eq + 1) <= 100 &&
+		       strspn(eq + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				      "0123456789.+~:-") == strlen(eq + 1));
+}
+
+/* environment.apt: a non-empty list of Debian package names (NAME or
+ * NAME=VERSION), checked here: they reach a root shell on the nodes. */
+static int env_apt(struct pbx_experiment *e, const struct pbx_ynode *apt, struct pbx_err *err)
+{
+	size_t i;
+	e->env.apt_line = apt->line;
+	if (apt->type != PBX_YSEQ || apt->nitems == 0 || apt->nitems > ENV_MAX_APT)
+		return pbx_ynode_error(apt, err,
+				       "want a non-empty list of at most %d Debian packages, "
+				       "e.g. [libsndfile1, ffmpeg]",
+				       ENV_MAX_APT);
+	e->env.apt = xcalloc(apt->nitems, sizeof(char *));
+	for (i = 0; i < apt->nitems; i++) {
+		char *s;
+		if (pbx_ynode_str(apt->items[i], PBX_YSTR_ONE_LINE, &s, err) < 0)
+			return -1;
+		e->env.apt[e->env.napt++] = s;
+		if (!pbx_exp_apt_name_ok(s))
+			return pbx_ynode_error(apt->items[i], err,
+					       "'%s': want a Debian package name (lower-case "
+					       "letters, digits, '+', '-', '.'), optionally "
+					       "=VERSION",
+					       s);
+	}
+	return 0;
+}
+
 int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err)
 {
-	const struct pbx_ynode *py, *wheels, *container;
+	const struct pbx_ynode *py, *wheels, *container, *apt;
 	if (!env)
 		return 0;
 	if (pbx_ynode_expect_map(env, err) < 0 || pbx_ymap_check_keys(env, env_keys, err) < 0)
@@ -124,12 +169,21 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 	py = pbx_ymap_get(env, "python");
 	wheels = pbx_ymap_get(env, "wheels");
 	container = pbx_ymap_get(env, "container");
+	apt = pbx_ymap_get(env, "apt");
 	e->env.line = env->line ? env->line : 1;
-	if (!py && !container)
+	if (apt && env_apt(e, apt, err) < 0)
+		return -1;
+	if (!py && !container && !apt)
 		return pbx_ymap_missing(env, "python",
 					"required key is missing (a requirements file, or a list "
-					"of requirements; or container: an image archive)",
+					"of requirements; or container: an image archive; or apt: "
+					"Debian packages)",
 					err);
+	if (apt && container)
+		return pbx_ynode_error(
+			apt, err,
+			"apt: and container: together are not supported: install the "
+			"Debian packages in the image");
 	if (py && container)
 		return pbx_ynode_error(container, err,
 				       "python: and container: together are not supported yet: "
@@ -140,6 +194,8 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 				       "install from)");
 	if (container)
 		return env_container(e, container, err);
+	if (!py)
+		return 0; /* apt: alone */
 	if (env_python(e, py, err) < 0)
 		return -1;
 	if (wheels) {
@@ -156,5 +212,8 @@ void pbx_exp_environment_free(struct pbx_exp_environment *env)
 	free(env->python_text);
 	free(env->wheels);
 	free(env->container);
+	for (size_t i = 0; i < env->napt; i++)
+		free(env->apt[i]);
+	free(env->apt);
 	memset(env, 0, sizeof(*env));
 }

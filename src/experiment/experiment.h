@@ -57,8 +57,11 @@ struct pbx_exp_environment {
 	char *python_text; /* or the inline list, one requirement per line */
 	char *wheels;      /* environment.wheels: a directory relative to dir */
 	char *container;   /* environment.container: an image archive, relative to dir */
-	int line;          /* of environment: (0: no environment) */
-	int python_line, wheels_line, container_line;
+	char **apt;        /* environment.apt: Debian packages every node needs
+			      (NAME or NAME=VERSION, checked), or NULL */
+	size_t napt;
+	int line; /* of environment: (0: no environment) */
+	int python_line, wheels_line, container_line, apt_line;
 };
 
 /* One entry of `data:` (data.c; FORMAT.md "Data"): a dataset staged once
@@ -69,6 +72,10 @@ struct pbx_exp_data {
 	int is_url; /* from is a store URL */
 	int line;   /* of the entry */
 };
+
+/* Whether s is a Debian package name, NAME or NAME=VERSION, of Debian
+ * policy's characters (environment.apt; what reaches a root shell). */
+int pbx_exp_apt_name_ok(const char *s);
 
 struct pbx_experiment {
 	char *path;               /* file name as given (messages); "" for parse() */

@@ -188,9 +188,10 @@ static int pkg_tar_env_link(struct pbx_tar *t, const char *name, const char *pat
 	return rc;
 }
 
-/* env/: requirements.txt (the inline list, or a link to the shipped
- * file), wheels (a link to the shipped directory), image (a link to the
- * shipped image archive), and pbx-env.sh. */
+/* env/: apt.txt (apt:, one package a line), requirements.txt (the inline
+ * list, or a link to the shipped file), wheels (a link to the shipped
+ * directory), image (a link to the shipped image archive), and pbx-env.sh
+ * (when there is something to build). */
 static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
@@ -198,6 +199,15 @@ static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 	if (!e->env.line)
 		return 0;
 	rc = pbx_tar_dir(t, "env", 0755);
+	if (rc == 0 && e->env.napt) {
+		struct pbx_buf apt = PBX_BUF_INIT;
+		for (size_t i = 0; i < e->env.napt; i++)
+			pbx_buf_addf(&apt, "%s\n", e->env.apt[i]);
+		rc = pbx_tar_mem(t, "env/apt.txt", 0644, apt.buf, apt.len);
+		pbx_buf_release(&apt);
+	}
+	if (!e->env.python_file && !e->env.python_text && !e->env.container)
+		return rc; /* apt: alone: nothing to build */
 	if (rc == 0 && e->env.python_text)
 		rc = pbx_tar_mem(t, "env/requirements.txt", 0644, e->env.python_text,
 				 strlen(e->env.python_text));

@@ -16,6 +16,11 @@
  * finds what the first submitted instead of submitting it again.  Returns
  * the lock's descriptor (close it to release), or -1 with err set. */
 int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err);
+/* apt.c: installs e's environment.apt packages, as root, on every compute
+ * node of c that is up (what is missing only); a cluster pbx did not build
+ * is refused (PBX_EXIT_USAGE).  0, or -1 with err quoting apt-get. */
+struct pbx_experiment;
+int jobs_apt(struct pbx_cluster *c, const struct pbx_experiment *e, struct pbx_err *err);
 
 /* Splits `text` at the first line equal to `sep`: the part before has
  * *before_len bytes, the part after starts at *after (pointers into text,

@@ -329,6 +329,8 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	memset(r, 0, sizeof(*r));
 	if (pbx_cluster_budget_refuse(c, "parrun", err) < 0)
 		return -1;
+	if (jobs_apt(c, e, err) < 0) /* before anything is recorded */
+		return -1;
 	rc = pbx_package_build(e, &p, err);
 	if (rc == 0) {
 		memcpy(r->id, p->id, sizeof(r->id));
