@@ -1333,6 +1333,26 @@ else
 			sleep 5
 		done
 	fi
+	# ---- the experiments' Debian packages (environment.apt, src/jobs/apt.c):
+	# parrun installs them on the nodes that are up and lists them in
+	# SHARED/.pbx-apt (root's, on the head's disk), so that a node made
+	# later (power saving, resize) has them too.  Trusted only when the
+	# file and the directory holding it are root's and no one else may
+	# write them; names checked again; a failure is logged, not fatal
+	# (the tasks say what is missing)
+	apt_list=$SHARED/.pbx-apt
+	if [ -f "$apt_list" ] && [ ! -L "$apt_list" ] &&
+		[ "$(stat -c '%u %A' "$apt_list")" = "0 -rw-r--r--" ] &&
+		[ "$(stat -c %u "$SHARED")" = 0 ] && [ -z "$(find "$SHARED" -maxdepth 0 -perm /022)" ]; then
+		apt_want=$(grep -E '^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$' "$apt_list" | tr '\n' ' ')
+		if [ -n "$apt_want" ]; then
+			log "installing the experiments' apt: packages: $apt_want"
+			# shellcheck disable=SC2086 # word splitting of the package list
+			DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+				--no-install-recommends $apt_want </dev/null ||
+				log "apt-get install $apt_want failed: tasks that need them fail on this node"
+		fi
+	fi
 fi
 
 # ---- the head's pbx (src/cluster/headdelete.c, docs/head-identity.md):

@@ -8,7 +8,8 @@
  * find a package.  The names were checked when the experiment was read
  * (pbx_exp_apt_name_ok) and are quoted again here.  A cluster pbx did not
  * build (cloud ssh) is refused: pbx has no root there.  A node made later
- * (power saving, resize) misses them until the next parrun; the task
+ * (power saving, resize) installs them at its bootstrap from the list
+ * parrun keeps in SHARED/.pbx-apt (templates/bootstrap.sh); the task
  * wrapper refuses to run a task on a node that lacks one (pbx-task.sh).
  */
 #include "jobs/jobs_internal.h"
@@ -42,6 +43,19 @@ static const char apt_script[] =
 	"{ grep '^E: ' \"$log\" || tail -n 4 \"$log\"; } | tail -n 3 >&2\n"
 	"rm -f \"$log\"\n"
 	"exit 1\n";
+
+/* On the head, as root: adds WANT to SHARED/.pbx-apt (one package a line,
+ * a later NAME=VERSION replacing an earlier entry of that NAME), which a
+ * compute node's bootstrap installs (templates/bootstrap.sh), so that a
+ * node made after this parrun has them too. */
+static const char apt_list_script[] =
+	"set -u\n"
+	"f=$PBX_SHARED/.pbx-apt\n"
+	"[ ! -L \"$f\" ] || rm -f \"$f\"\n"
+	"{ [ -f \"$f\" ] && cat \"$f\"; printf '%s\\n' $WANT; } |\n"
+	"  awk '{ n = $0; sub(/=.*/, \"\", n); if (!(n in v)) o[++k] = n; v[n] = $0 }"
+	" END { for (i = 1; i <= k; i++) print v[o[i]] }' >\"$f.tmp.$$\" &&\n"
+	"  chmod 644 \"$f.tmp.$$\" && mv -f \"$f.tmp.$$\" \"$f\"\n";
 
 struct apt_run {
 	struct pbx_cluster *c;
@@ -91,6 +105,21 @@ int jobs_apt(struct pbx_cluster *c, const struct pbx_experiment *e, struct pbx_e
 	r.script = script.buf;
 	errs = xcalloc(n + 1, sizeof(*errs));
 	failed = n ? pbx_fanout(n, 16, apt_one, &r, errs) : 0;
+	if (!failed) { /* for the nodes made later */
+		struct pbx_cluster_output o;
+		pbx_buf_reset(&script);
+		pbx_buf_adds(&script, "WANT=");
+		pbx_shell_quote(&script, want.buf);
+		pbx_buf_addf(&script, "\n%s", apt_list_script);
+		if (pbx_cluster_run(c, 0, script.buf, NULL, &o, &errs[0]) < 0) {
+			*err = errs[0];
+			pbx_err_prefix(err,
+				       "apt: listing the packages for later nodes on the head");
+			failed = 1;
+		} else {
+			pbx_cluster_output_release(&o);
+		}
+	}
 	for (k = 0; failed && k < (int)n; k++)
 		if (errs[k].msg[0]) {
 			*err = errs[k];

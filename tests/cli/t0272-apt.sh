@@ -84,6 +84,11 @@ is "$(cat "$R/0/out.txt" "$R/1/out.txt")" "hello 1.0
 hello 1.0" "each task read the package's file"
 is "$(cat "$R/0/environment.txt")" "apt $PKGNAME=1.0" "environment.txt records the version that ran"
 
+# the list a node made later installs from (its bootstrap): root's, 0644
+SHARED=$PBX_HOME/clusters/ap/shared
+is "$(stat -c '%u %a' "$SHARED/.pbx-apt" 2>&1) $(cat "$SHARED/.pbx-apt" 2>&1)" "0 644 $PKGNAME" \
+	"the head lists the packages for nodes made later (root's, 0644)"
+
 # a second parrun installs nothing (dpkg says it is there)
 run_pbx parrun --json "$TEST_TMP/exp/experiment.yaml" ap
 is "$rc $(echo "$out" | json_get 'd["submitted"]')" "0 0" "a second parrun: nothing to install or submit"
@@ -96,6 +101,15 @@ is "$rc" 1 "a version apt does not have fails the parrun"
 case $errout in *"apt: on node node"*"2.0"*"not found"*) r=0 ;; *) r=1 ;; esac
 ok $r "with apt-get's reason and the node: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'apt-v2'")" 0 "and records nothing"
+
+is "$(cat "$SHARED/.pbx-apt")" "$PKGNAME" "a failed parrun leaves the list as it was"
+sed "s/apt: \[$PKGNAME\]/apt: [$PKGNAME=1.0]/; s/name: apt-hello/name: apt-v1/" \
+	"$TEST_TMP/exp/experiment.yaml" >"$TEST_TMP/exp/v1.yaml"
+run_pbx parrun "$TEST_TMP/exp/v1.yaml" ap
+ok $rc "a parrun that wants version 1.0, installed: $errout"
+is "$(cat "$SHARED/.pbx-apt")" "$PKGNAME=1.0" "its entry replaces the package's in the list"
+wait_final apt-v1 120
+ok $? "its tasks end"
 
 # hostile names and apt: with container: never reach a shell
 for bad in '"x; touch /tmp/pbx-t0272-pwned"' '"$(id)"' '"-oAPT::x"' 'Hello' '"a"'; do
@@ -113,6 +127,7 @@ ok $r "apt: with container: is refused: $errout"
 
 # a node that lost the package: its task fails with the reason, and runs nothing
 dpkg --purge "$PKGNAME" >/dev/null 2>&1
+run_pbx -q harvest
 run_pbx rerun "$PKG:0"
 ok $rc "rerun of task 0 with the package gone: $errout"
 wait_final "$PKG" 120
