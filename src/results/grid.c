@@ -30,6 +30,7 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 	size_t i, s, max = r->nparams + 7 + 5 * r->nmetrics;
 	g->cols = xcalloc(max, sizeof(char *));
 	g->numeric = xcalloc(max, sizeof(int));
+	g->stat_of = xcalloc(max, sizeof(size_t));
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("task"), 1);
 		for (i = 0; i < r->nparams; i++)
@@ -44,10 +45,10 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 		const char *m = r->metric_names[r->metrics[i]];
 		size_t nst = r->ngroup_by ? 5 : 2;
 		for (s = 0; s < nst; s++)
-			grid_add_col(g,
-				     xasprintf("%s.%s", m,
-					       r->ngroup_by ? group_stats[s] : task_stats[s]),
-				     1);
+			g->stat_of[grid_add_col(
+				g,
+				xasprintf("%s.%s", m, r->ngroup_by ? group_stats[s] : task_stats[s]),
+				1)] = i + 1;
 	}
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("state"), 0);
@@ -144,6 +145,7 @@ void pbx_grid_free(struct pbx_grid *g)
 		free(g->cols[i]);
 	free(g->cols);
 	free(g->numeric);
+	free(g->stat_of);
 	free(g->cells);
 }
 

@@ -59,6 +59,8 @@ struct pbx_grid {
 	size_t ncols, nrows;
 	char **cols;
 	int *numeric;           /* column holds only numbers (right-aligned) */
+	size_t *stat_of;        /* a metric's statistic: 1 + its index in
+				   report->metrics; 0 for any other column */
 	struct pbx_cell *cells; /* row-major */
 };
 

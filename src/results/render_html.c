@@ -45,8 +45,10 @@ static const char css[] =
 	"svg .interaction{fill:none;stroke-width:2;opacity:.85}\n"
 	"svg .band{opacity:.18;stroke:none}svg .meancurve{fill:none;stroke-width:2.4}\n"
 	"table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
-	"th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;"
+	"th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;"
 	"white-space:nowrap}th{background:var(--soft);position:sticky;top:0}\n"
+	"th.metric{text-align:center;border-left:1px solid var(--line)}"
+	"tr.stats th{top:25px;font-weight:normal;color:var(--muted)}\n"
 	".num{text-align:right}tbody tr:hover td{background:var(--soft)}\n"
 	".st-COMPLETED{color:#1a7f37}.st-FAILED,.st-TIMEOUT,.st-OUT_OF_MEMORY,.st-NODE_FAIL,"
 	".st-MISSING{color:#cf222e;font-weight:bold}.st-RUNNING,.st-PENDING{color:#0969da}\n"
@@ -829,20 +831,48 @@ static int row_is_best(const struct pbx_report *r, const struct best *b, size_t 
 	return yes;
 }
 
+/* The header in two rows, so that a wide table stays narrow: each
+ * metric's name once, over its statistics' columns ("final", "best"; or
+ * "mean" ... "n"); every other column spans both rows. */
+static void html_table_head(const struct pbx_report *r, const struct pbx_grid *g, FILE *f)
+{
+	size_t c, k;
+	fputs("<thead><tr>", f);
+	for (c = 0; c < g->ncols; c = k) {
+		for (k = c + 1; g->stat_of[c] && k < g->ncols && g->stat_of[k] == g->stat_of[c];
+		     k++)
+			;
+		if (!g->stat_of[c]) {
+			fputs(g->numeric[c] ? "<th rowspan=\"2\" class=\"num\">"
+					    : "<th rowspan=\"2\">",
+			      f);
+			esc(f, g->cols[c]);
+		} else {
+			fprintf(f, "<th colspan=\"%zu\" class=\"metric\">", k - c);
+			esc(f, r->metric_names[r->metrics[g->stat_of[c] - 1]]);
+		}
+		fputs("</th>", f);
+	}
+	fputs("</tr>\n<tr class=\"stats\">", f);
+	for (c = 0; c < g->ncols; c++)
+		if (g->stat_of[c]) {
+			const char *dot = strrchr(g->cols[c], '.');
+			fputs("<th class=\"num\">", f);
+			esc(f, dot ? dot + 1 : g->cols[c]);
+			fputs("</th>", f);
+		}
+	fputs("</tr></thead>\n", f);
+}
+
 static void html_table(const struct pbx_report *r, const struct best *b, FILE *f)
 {
 	struct pbx_grid g;
-	size_t c, row;
+	size_t row;
 	pbx_grid_build(r, &g);
-	fprintf(f,
-		"<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n<thead><tr>",
+	fprintf(f, "<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n",
 		r->ngroup_by ? "Groups" : "Tasks");
-	for (c = 0; c < g.ncols; c++) {
-		fputs(g.numeric[c] ? "<th class=\"num\">" : "<th>", f);
-		esc(f, g.cols[c]);
-		fputs("</th>", f);
-	}
-	fputs("</tr></thead>\n<tbody>\n", f);
+	html_table_head(r, &g, f);
+	fputs("<tbody>\n", f);
 	for (row = 0; row < g.nrows; row++)
 		html_row(&g, row, row_is_best(r, b, row), f);
 	fputs("</tbody>\n</table></div>\n<p class=\"note\">final: the value at a task's last step; "

@@ -66,6 +66,10 @@ grep -q '<code>lr = 0.01</code>, <code>width = 16</code></p>' "$T/dom.html"
 check $? "it names its parameters"
 rows=$(count '<tr class="best">')
 check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in the table: $rows"
+# the table's header in two rows: each metric once over its statistics
+heads=$(count '<th colspan="2" class="metric">')
+stats=$(grep -o '<tr class="stats"><th class="num">final</th><th class="num">best</th><th class="num">final</th><th class="num">best</th></tr>' "$T/dom.html" | wc -l)
+check "$([ "$heads" -eq 2 ] && [ "$stats" -eq 1 ]; echo $?)" "each metric's name once over its final and best columns: $heads $stats"
 before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
 curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
 check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
