@@ -199,6 +199,20 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 	notify_job(s, short_id);
 }
 
+const char *jobs_limit_hint(const char *sbatch_errors)
+{
+	/* SLURM's words for a per-user (association or QOS) job count limit */
+	static const char *const marks[] = { "MaxSubmitJob", "job submit limit", NULL };
+	size_t i;
+	for (i = 0; marks[i]; i++)
+		if (sbatch_errors && strstr(sbatch_errors, marks[i]))
+			return "\nThe cluster limits how many jobs you may have queued at once "
+			       "(MaxSubmitJobs; each array task counts): the arrays that went in "
+			       "run, and the tasks left stay NEW; 'pbx parrun' again once some have "
+			       "ended submits more ('pbx state' shows how many are left).";
+	return "";
+}
+
 int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error)
 {
 	int failed = !strncmp(line, "PBX-ARRAY-FAILED ", 17);
@@ -325,8 +339,8 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 			rc = pbx_err_set(
 				err,
 				"%zu of %zu arrays were not submitted (run parrun again to "
-				"submit the rest):\n%s",
-				np - nok, np, failures.buf);
+				"submit the rest):\n%s%s",
+				np - nok, np, failures.buf, jobs_limit_hint(failures.buf));
 		}
 	}
 	for (i = 0; i < np; i++) {

@@ -38,6 +38,9 @@ void jobs_sbatch_line(struct pbx_buf *script, const struct pbx_array_row *a,
  * becomes an *error quoting it), "PBX-ARRAY-FAILED ROW MESSAGE" gives
  * *error.  Returns 1 with *row for an answer (one of *job_id and *error
  * set, caller frees), 0 for any other line. */
+/* A hint for sbatch's errors when they say the user's job count limit
+ * (MaxSubmitJobs) was reached; "" otherwise.  Static text. */
+const char *jobs_limit_hint(const char *sbatch_errors);
 int jobs_answer_line(const char *line, int64_t *row, char **job_id, char **error);
 
 /* squeue's view of the tasks: live[first_task + i] = the pbx state of

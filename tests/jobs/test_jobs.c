@@ -41,6 +41,16 @@ static void test_answers(void)
 		free(job);
 		free(error);
 	}
+	ok(strstr(jobs_limit_hint("array 0-999: sbatch: error: QOSMaxSubmitJobPerUserLimit"),
+		  "MaxSubmitJobs") &&
+		   strstr(jobs_limit_hint(
+				  "sbatch: error: Batch job submission failed: Job violates "
+				  "accounting/QOS policy (job submit limit, user's size and/or "
+				  "time limits)"),
+			  "'pbx parrun' again") &&
+		   !*jobs_limit_hint("sbatch: error: invalid partition specified: gpu") &&
+		   !*jobs_limit_hint(NULL),
+	   "a job count limit in sbatch's errors gets a hint; other errors none");
 	ok(jobs_answer_line("PBX-ARRAY-FAILED 8 sbatch: error: QOS", &row, &job, &error) == 1 &&
 		   row == 8 && !job && error && !strcmp(error, "sbatch: error: QOS"),
 	   "a failure is one");
