@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "jobs/jobs.h"
+#include "util/proc.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -195,7 +196,12 @@ static int state_one(struct pbx_ctx *ctx, const char *ref, int verbose, int json
 	*all_final = 1;
 	*none_completed = n > 0;
 	for (i = 0; i < n; i++) {
-		if (!pbx_task_state_final(tasks[i].state))
+		/* a NEW task never submitted (held back by --skip-done or
+		 * --split, or left by a cut submission) waits for a parrun, not
+		 * for SLURM: a watch does not wait for it */
+		int held = !strcmp(tasks[i].state, "NEW") && tasks[i].submits == 0 &&
+			   strcmp(t.sub.state, "submitting") != 0;
+		if (!pbx_task_state_final(tasks[i].state) && !held)
 			*all_final = 0;
 		if (!strcmp(tasks[i].state, "COMPLETED"))
 			*none_completed = 0;
@@ -276,6 +282,30 @@ static const struct pbx_option state_opts[] = {
 	PBX_OPT_END,
 };
 
+/* The end of a watch, said where the user may not be looking: the
+ * terminal's bell, and a desktop notification (notify-send, when a
+ * desktop session is there: DISPLAY, WAYLAND_DISPLAY or a session bus). */
+static void state_notice(struct pbx_ctx *ctx, const char *pkg, int rc)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *title;
+	if (ctx->stdout_tty) {
+		fputs("\a", stdout);
+		fflush(stdout);
+	}
+	if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY") && !getenv("DBUS_SESSION_BUS_ADDRESS"))
+		return;
+	title = xasprintf("pbx: %s ended", pkg ? pkg : "every package");
+	{
+		const char *argv[] = { "notify-send", "--app-name=pbx", title,
+				       rc ? "no task completed: 'pbx state' says which failed"
+					  : "'pbx harvest' brings the results home",
+				       NULL };
+		pbx_run(argv, NULL, &err); /* no notify-send: nothing to say */
+	}
+	free(title);
+}
+
 /* A refresh interval: a number of seconds, 0.1 to a day; -1 otherwise. */
 static int state_seconds(const char *s, double *out)
 {
@@ -318,6 +348,8 @@ static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		/* a script's test: PKG ended and nothing of it completed */
 		if (rc == 0 && first < argc && all_final && none_completed)
 			rc = PBX_EXIT_FAIL;
+		if (watch > 0 && all_final && (rc == 0 || rc == PBX_EXIT_FAIL))
+			state_notice(ctx, first < argc ? argv[first] : NULL, rc);
 		if (rc || watch <= 0 || all_final)
 			return rc;
 		fflush(stdout);
@@ -347,6 +379,9 @@ const struct pbx_cmd pbx_cmd_state = {
 		       "when its host key changed they are shown too, and pbx exits 4.\n"
 		       "With PKG, pbx exits 1 when every task of it has ended and none\n"
 		       "COMPLETED (a script's test that a sweep failed as a whole), 0 otherwise.\n"
+		       "With -w, the watch ends when every task has ended (tasks held back,\n"
+		       "never submitted, are not waited for), with the terminal's bell and, in\n"
+		       "a desktop session, a notification (notify-send).\n"
 		       "On a power-saving cluster on a cloud it also learns, from one list of\n"
 		       "the cluster's instances, which nodes the head woke or put to sleep, and\n"
 		       "takes the head's own runs of them for the cluster's spend (as `pbx\n"

@@ -213,6 +213,15 @@ is "$rc $(echo "$out" | json_get '"%d %d %d" % (d["submitted"], d["held"], d["po
 PKG2=$(echo "$out" | json_get 'd["package"]')
 wait_secs 120 prints "COMPLETED=2 NEW=4" sh -c "\"$PBX\" state --json $PKG2 | python3 -c 'import json,sys; print(\" \".join(\"%s=%d\" % kv for kv in sorted(json.load(sys.stdin)[\"counts\"].items())))'"
 ok $? "lr 0.3's two repeats complete; the 4 held stay NEW"
+# a desktop session's notify-send (here one that writes down what it was asked)
+mkdir -p "$TEST_TMP/desk"
+printf '#!/bin/sh\nprintf "%%s|" "$@" >"%s/desk/said"\n' "$TEST_TMP" >"$TEST_TMP/desk/notify-send"
+chmod 755 "$TEST_TMP/desk/notify-send"
+DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent PATH="$TEST_TMP/desk:$PATH" \
+	timeout 60 "$PBX" -q state -w1 "$PKG2" >/dev/null 2>&1
+is "$?" 0 "state --watch ends when every submitted task has ended (the held ones wait for a parrun)"
+is "$(cat "$TEST_TMP/desk/said" 2>&1)" "--app-name=pbx|pbx: $PKG2 ended|'pbx harvest' brings the results home|" \
+	"and tells the desktop (notify-send)"
 run_pbx state "$PKG2"
 case $out in *"4 tasks NEW, never submitted: 'pbx parrun $TEST_TMP/exp2/experiment.yaml pl' submits them"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx state says how to submit the held tasks: $out"
