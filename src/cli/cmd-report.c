@@ -20,7 +20,7 @@ static const struct pbx_cmd *report_cmd(void);
 struct report_args {
 	struct pbx_report_opts o;
 	struct pbx_opt_list metrics, group_by, where;
-	const char *format, *output, *sort, *x, *color_by, *pool;
+	const char *format, *output, *sort, *x, *color_by, *pool, *summary;
 	int log_x, linear_x;
 };
 
@@ -66,6 +66,10 @@ static const struct pbx_option report_opts[] = {
 		       "the one pulled last), with \"publisher\" the first parameter;\n"
 		       "with -g, a \"disagree\" column names the metrics on which a row's\n"
 		       "publishers differ by over 3 standard errors of their pooled spread"),
+	PBX_OPT_OPTIONAL(0, "summary", "KEYS", struct report_args, summary,
+			 "columns of the numbers each task's program wrote in its summary.json\n"
+			 "(harvested): every numeric top-level key (at most 20), or those of\n"
+			 "--summary=KEY,KEY; grouped, their mean"),
 	PBX_OPT_END,
 };
 
@@ -96,11 +100,14 @@ static int report_parse(int argc, char **argv, struct report_args *a, int *first
 	a->o.sort = a->sort;
 	a->o.x = a->x;
 	a->o.color_by = a->color_by;
+	a->o.summary = a->summary;
 	a->o.x_scale = a->log_x      ? PBX_XSCALE_LOG
 		       : a->linear_x ? PBX_XSCALE_LINEAR
 				     : PBX_XSCALE_AUTO;
 	if (rc == 0 && a->log_x && a->linear_x)
 		rc = pbx_usage_error(report_cmd(), "--log-x and --linear-x do not go together");
+	if (rc == 0 && a->summary && a->pool)
+		rc = pbx_usage_error(report_cmd(), "--summary does not go with --pool yet");
 	return rc;
 }
 

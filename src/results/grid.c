@@ -1,8 +1,10 @@
 /*
  * grid.c - the report as rows of cells with named columns, what every
  * tabular format prints:
- *   per task:  task, PARAM..., METRIC.final, METRIC.best ..., state, runtime
+ *   per task:  task, PARAM..., METRIC.final, METRIC.best ..., summary.KEY ...,
+ *              state, runtime
  *   grouped:   GROUP_PARAM..., tasks, METRIC.mean, .std, .min, .max, .n ...,
+ *              summary.KEY.mean ...,
  *              and disagree in a pooled report (src/pool/disagree.c)
  * then node_hours and cost (sums for a group) when the report shows them
  * (report->cost_shown; cost in report->currency units).
@@ -27,10 +29,11 @@ static size_t grid_add_col(struct pbx_grid *g, char *name, int numeric)
 
 static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 {
-	size_t i, s, max = r->nparams + 7 + 5 * r->nmetrics;
+	size_t i, s, c, max = r->nparams + 7 + 5 * r->nmetrics + r->nsummary;
 	g->cols = xcalloc(max, sizeof(char *));
 	g->numeric = xcalloc(max, sizeof(int));
-	g->stat_of = xcalloc(max, sizeof(size_t));
+	g->group = xcalloc(max, sizeof(char *));
+	g->sub = xcalloc(max, sizeof(char *));
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("task"), 1);
 		for (i = 0; i < r->nparams; i++)
@@ -44,11 +47,20 @@ static void grid_columns(const struct pbx_report *r, struct pbx_grid *g)
 	for (i = 0; i < r->nmetrics; i++) {
 		const char *m = r->metric_names[r->metrics[i]];
 		size_t nst = r->ngroup_by ? 5 : 2;
-		for (s = 0; s < nst; s++)
-			g->stat_of[grid_add_col(
-				g,
-				xasprintf("%s.%s", m, r->ngroup_by ? group_stats[s] : task_stats[s]),
-				1)] = i + 1;
+		for (s = 0; s < nst; s++) {
+			const char *st = r->ngroup_by ? group_stats[s] : task_stats[s];
+			c = grid_add_col(g, xasprintf("%s.%s", m, st), 1);
+			g->group[c] = m;
+			g->sub[c] = st;
+		}
+	}
+	for (i = 0; i < r->nsummary; i++) { /* grouped: the mean */
+		c = grid_add_col(
+			g,
+			xasprintf("summary.%s%s", r->summary_keys[i], r->ngroup_by ? ".mean" : ""),
+			1);
+		g->group[c] = "summary";
+		g->sub[c] = g->cols[c] + 8;
 	}
 	if (!r->ngroup_by) {
 		grid_add_col(g, xstrdup("state"), 0);
@@ -92,6 +104,8 @@ static void grid_task_row(const struct pbx_report *r, const struct pbx_report_ta
 		cell_real(c++, s->has_final, s->final);
 		cell_real(c++, s->has_best, s->best);
 	}
+	for (i = 0; i < r->nsummary; i++)
+		cell_real(c++, t->has_summary[i], t->summary[i]);
 	cell_text(c++, PBX_CELL_TEXT, t->state);
 	cell_int(c++, t->runtime >= 0, t->runtime);
 	if (r->cost_shown) {
@@ -115,6 +129,8 @@ static void grid_group_row(const struct pbx_report *r, const struct pbx_report_g
 		cell_real(c++, a->n > 0, a->max);
 		cell_int(c++, 1, (int64_t)a->n);
 	}
+	for (i = 0; i < r->nsummary; i++)
+		cell_real(c++, grp->summary_aggs[i].n > 0, grp->summary_aggs[i].mean);
 	if (r->disagree_shown)
 		cell_text(c++, grp->disagree ? PBX_CELL_TEXT : PBX_CELL_NONE, grp->disagree);
 	if (r->cost_shown) {
@@ -145,7 +161,8 @@ void pbx_grid_free(struct pbx_grid *g)
 		free(g->cols[i]);
 	free(g->cols);
 	free(g->numeric);
-	free(g->stat_of);
+	free(g->group);
+	free(g->sub);
 	free(g->cells);
 }
 

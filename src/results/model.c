@@ -466,6 +466,11 @@ int pbx_report_build(struct pbx_store *st, const char *ref, const struct pbx_rep
 				       out, err);
 	if (rc == 0)
 		report_environment(*out, &subs[nsubs - 1], tasks, ntasks);
+	if (rc == 0 && o->summary && pbx_report_summary(*out, o, err) < 0) {
+		pbx_report_free(*out);
+		*out = NULL;
+		rc = -1;
+	}
 out:
 	pbx_cost_free(&cost);
 	pbx_metrics_free(pts, npts);
@@ -487,6 +492,8 @@ void pbx_report_task_free(const struct pbx_report *r, struct pbx_report_task *t)
 	free(t->values);
 	free(t->stats);
 	free(t->state);
+	free(t->summary);
+	free(t->has_summary);
 }
 
 static void groups_free(struct pbx_report *r)
@@ -499,6 +506,7 @@ static void groups_free(struct pbx_report *r)
 		free(r->groups[g].tasks);
 		free(r->groups[g].aggs);
 		free(r->groups[g].disagree);
+		free(r->groups[g].summary_aggs);
 	}
 	free(r->groups);
 }
@@ -525,6 +533,9 @@ void pbx_report_free(struct pbx_report *r)
 	free(r->param_nvalues);
 	free(r->metric_names);
 	free(r->metrics);
+	for (i = 0; i < r->nsummary; i++)
+		free(r->summary_keys[i]);
+	free(r->summary_keys);
 	free(r->group_by);
 	free(r->package_id);
 	free(r->short_id);

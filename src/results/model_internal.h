@@ -59,8 +59,9 @@ struct pbx_grid {
 	size_t ncols, nrows;
 	char **cols;
 	int *numeric;           /* column holds only numbers (right-aligned) */
-	size_t *stat_of;        /* a metric's statistic: 1 + its index in
-				   report->metrics; 0 for any other column */
+	const char **group;     /* the heading a column sits under (HTML): a
+				   metric's name, or "summary"; NULL: none */
+	const char **sub;       /* its own heading under it ("final", a key) */
 	struct pbx_cell *cells; /* row-major */
 };
 

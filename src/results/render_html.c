@@ -832,33 +832,34 @@ static int row_is_best(const struct pbx_report *r, const struct best *b, size_t 
 }
 
 /* The header in two rows, so that a wide table stays narrow: each
- * metric's name once, over its statistics' columns ("final", "best"; or
- * "mean" ... "n"); every other column spans both rows. */
-static void html_table_head(const struct pbx_report *r, const struct pbx_grid *g, FILE *f)
+ * metric's name once over its statistics' columns ("final", "best"; or
+ * "mean" ... "n"), "summary" over summary.json's keys; every other column
+ * spans both rows. */
+static void html_table_head(const struct pbx_grid *g, FILE *f)
 {
 	size_t c, k;
 	fputs("<thead><tr>", f);
 	for (c = 0; c < g->ncols; c = k) {
-		for (k = c + 1; g->stat_of[c] && k < g->ncols && g->stat_of[k] == g->stat_of[c];
+		for (k = c + 1; g->group[c] && k < g->ncols && g->group[k] &&
+				!strcmp(g->group[k], g->group[c]);
 		     k++)
 			;
-		if (!g->stat_of[c]) {
+		if (!g->group[c]) {
 			fputs(g->numeric[c] ? "<th rowspan=\"2\" class=\"num\">"
 					    : "<th rowspan=\"2\">",
 			      f);
 			esc(f, g->cols[c]);
 		} else {
 			fprintf(f, "<th colspan=\"%zu\" class=\"metric\">", k - c);
-			esc(f, r->metric_names[r->metrics[g->stat_of[c] - 1]]);
+			esc(f, g->group[c]);
 		}
 		fputs("</th>", f);
 	}
 	fputs("</tr>\n<tr class=\"stats\">", f);
 	for (c = 0; c < g->ncols; c++)
-		if (g->stat_of[c]) {
-			const char *dot = strrchr(g->cols[c], '.');
+		if (g->group[c]) {
 			fputs("<th class=\"num\">", f);
-			esc(f, dot ? dot + 1 : g->cols[c]);
+			esc(f, g->sub[c]);
 			fputs("</th>", f);
 		}
 	fputs("</tr></thead>\n", f);
@@ -871,7 +872,7 @@ static void html_table(const struct pbx_report *r, const struct best *b, FILE *f
 	pbx_grid_build(r, &g);
 	fprintf(f, "<section id=\"table\">\n<h2>%s</h2>\n<div class=\"scroll\"><table>\n",
 		r->ngroup_by ? "Groups" : "Tasks");
-	html_table_head(r, &g, f);
+	html_table_head(&g, f);
 	fputs("<tbody>\n", f);
 	for (row = 0; row < g.nrows; row++)
 		html_row(&g, row, row_is_best(r, b, row), f);

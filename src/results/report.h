@@ -48,7 +48,12 @@ struct pbx_report_opts {
 	const char *x;        /* HTML: the one parameter charted; NULL = every swept one */
 	const char *color_by; /* HTML: curve colours; NULL = first swept parameter */
 	int x_scale;          /* HTML: parameter axes: PBX_XSCALE_* */
+	/* --summary: the harvested summary.json's top-level numbers as columns
+	 * (summary.c): NULL none, "" every key some shown task has (the first
+	 * PBX_REPORT_SUMMARY_MAX), else a comma-separated list of keys */
+	const char *summary;
 };
+#define PBX_REPORT_SUMMARY_MAX 20
 
 /* How the HTML report lays out a numeric parameter's axis (--log-x,
  * --linear-x; render_html.c, param_xscale). */
@@ -76,6 +81,8 @@ struct pbx_report_task {
 	double node_hours;             /* -1 when unknown (no cost model) */
 	int64_t cost;                  /* 1e-9 units of report->currency, -1 when unknown */
 	struct pbx_report_stat *stats; /* one per entry of report->metric_names */
+	double *summary;               /* one per report->summary_keys */
+	unsigned char *has_summary;    /* its summary.json has that number */
 };
 
 struct pbx_report_agg {
@@ -92,6 +99,7 @@ struct pbx_report_group {
 	int64_t cost;                /* the group's tasks' sum; -1 when one is unknown */
 	char *disagree;              /* pooled reports: the metrics whose publishers disagree
 			   beyond their spread, comma-separated; NULL: none */
+	struct pbx_report_agg *summary_aggs; /* one per report->summary_keys */
 };
 
 struct pbx_report {
@@ -111,16 +119,18 @@ struct pbx_report {
 	size_t *group_by; /* indexes into params; 0 = no grouping */
 	size_t ngroups;
 	struct pbx_report_group *groups;
-	long x_param;       /* --x as a parameter index, -1 = every swept one */
-	long color_by;      /* parameter index, -1 = none */
-	int x_scale;        /* PBX_XSCALE_*: from the options */
-	int cost_shown;     /* node_hours and cost columns (the cluster
+	long x_param;        /* --x as a parameter index, -1 = every swept one */
+	long color_by;       /* parameter index, -1 = none */
+	int x_scale;         /* PBX_XSCALE_*: from the options */
+	int cost_shown;      /* node_hours and cost columns (the cluster
 					 has node runs) */
-	double node_hours;  /* the experiment's: every task, shown or not */
-	int64_t cost;       /* likewise, 1e-9 units; -1 when unknown */
-	char currency[8];   /* "" when no task has a price */
-	int disagree_shown; /* grouped rows get a "disagree" column (a pooled
+	double node_hours;   /* the experiment's: every task, shown or not */
+	int64_t cost;        /* likewise, 1e-9 units; -1 when unknown */
+	char currency[8];    /* "" when no task has a price */
+	int disagree_shown;  /* grouped rows get a "disagree" column (a pooled
 			       report, src/pool/disagree.c) */
+	char **summary_keys; /* --summary's keys, in column order */
+	size_t nsummary;
 	/* the experiment's environment: (its status line as `pbx state` last
 	 * read it, "READY KEY" / "FAILED REASON"; and the environment.txt a
 	 * harvested task brought home: key, Python or image, lock); NULL when
@@ -149,6 +159,11 @@ int pbx_report_from_rows_cost(const struct pbx_package_row *pkg,
 			      const struct pbx_cost *cost, const struct pbx_report_opts *o,
 			      struct pbx_report **out, struct pbx_err *err);
 void pbx_report_free(struct pbx_report *r);
+/* --summary (summary.c): reads each shown task's harvested summary.json
+ * ($PBX_HOME/results/PKG/IDX/summary.json) and fills the report's summary
+ * keys, the tasks' values and the groups' aggregates.  A key named in
+ * o->summary that no shown task has is an error (PBX_EXIT_USAGE). */
+int pbx_report_summary(struct pbx_report *r, const struct pbx_report_opts *o, struct pbx_err *err);
 
 /* "table", "csv", "json", "md" (or "markdown"), "html": 0, else -1. */
 int pbx_report_format_parse(const char *s, enum pbx_report_format *f);
