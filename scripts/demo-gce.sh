@@ -1,5 +1,5 @@
 #!/bin/sh
-# demo-gce.sh - the README's Compute Engine section without a Google account
+# demo-gce.sh - docs/guide-gce.md without a Google account
 # (`sh scripts/demo.sh gce` runs it): the Compute Engine emulator
 # (tests/emulators/gce) on this machine, whose instances are booted Debian 12
 # VMs (QEMU; tests/vm/README.md), and pbx driving it as it would drive

@@ -5,7 +5,7 @@
 # pbx-train, start the cluster (or repair it), submit the 6 tasks, wait,
 # harvest, print final train/test accuracy per corruption level and write
 # the HTML report (accuracy against corruption, learning curves), then stop
-# the cluster.  About 7 minutes on a 2-core machine (README, Results).
+# the cluster.  About 7 minutes on a 2-core machine (docs/experiments.md, Results).
 # Usage: scripts/random-labels.sh [--keep]   (--keep leaves the cluster running)
 set -eu
 cd "$(dirname "$0")/.."

@@ -601,22 +601,23 @@ static const struct pbx_cmd cmd_cluster_stop = {
 	.name = "stop",
 	.summary = "delete a cluster and everything it created",
 	.usage = "pbx cluster stop [--discard-results] [--id ID [--self INSTANCE]] [-n [-j]] NAME",
-	.description = "Removes every process, port, file and cloud resource of the cluster\n"
-		       "(found by its name and id labels or its directory, not only from the\n"
-		       "store) and marks it deleted in the store.\n"
-		       "\n"
-		       "A cluster whose tasks' results are not home is not stopped: pbx lists\n"
-		       "the packages (tasks that ended and were not harvested since, and tasks\n"
-		       "that have not ended, refreshed first) and exits 4; 'pbx harvest' brings\n"
-		       "them home, --discard-results stops it anyway.\n"
-		       "\n"
-		       "Every cluster has an id (see 'pbx cluster show'), carried by all its\n"
-		       "cloud resources: another pbx home may have a cluster of the same name in\n"
-		       "the same project.  So a stop of a name this store does not know deletes\n"
-		       "nothing: it lists what carries the name, with each resource's cluster id,\n"
-		       "and exits 3; 'pbx cluster stop --id ID NAME' then deletes exactly what\n"
-		       "carries that id.  A cluster made by a pbx without ids has a decimal id;\n"
-		       "its resources are found by name and that number (see the README).",
+	.description =
+		"Removes every process, port, file and cloud resource of the cluster\n"
+		"(found by its name and id labels or its directory, not only from the\n"
+		"store) and marks it deleted in the store.\n"
+		"\n"
+		"A cluster whose tasks' results are not home is not stopped: pbx lists\n"
+		"the packages (tasks that ended and were not harvested since, and tasks\n"
+		"that have not ended, refreshed first) and exits 4; 'pbx harvest' brings\n"
+		"them home, --discard-results stops it anyway.\n"
+		"\n"
+		"Every cluster has an id (see 'pbx cluster show'), carried by all its\n"
+		"cloud resources: another pbx home may have a cluster of the same name in\n"
+		"the same project.  So a stop of a name this store does not know deletes\n"
+		"nothing: it lists what carries the name, with each resource's cluster id,\n"
+		"and exits 3; 'pbx cluster stop --id ID NAME' then deletes exactly what\n"
+		"carries that id.  A cluster made by a pbx without ids has a decimal id;\n"
+		"its resources are found by name and that number (docs/configuration.md, Cluster ids).",
 	.args = "CLUSTER",
 	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,

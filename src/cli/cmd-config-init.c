@@ -1,7 +1,7 @@
 /*
  * cmd-config-init.c - `pbx config init [local|gce|aws ...]`: a first
  * $PBX_HOME/config.yaml from what this machine already knows (issue 39,
- * section 1; README, "Configuration").  It makes $PBX_HOME (0700) and an SSH
+ * section 1; docs/configuration.md).  It makes $PBX_HOME (0700) and an SSH
  * key for the clouds ($PBX_HOME/id_ed25519, by ssh-keygen) when there is
  * none, reads gcloud's active configuration (project, zone) and the AWS
  * profile's region, writes one template per cloud, and says what is still
@@ -365,8 +365,9 @@ static int cmd_config_init_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		if (gce || aws)
 			init_missing(&f, gce, aws);
 		else
-			printf("next: 'pbx cluster start local', then the README's first "
-			       "experiment\n");
+			printf("next: 'pbx cluster start local', then 'pbx parrun "
+			       "templates/experiments/sweep-demo/experiment.yaml local' "
+			       "(docs/experiments.md)\n");
 	}
 	pbx_buf_release(&text);
 	init_facts_free(&f);

@@ -1,6 +1,6 @@
 /*
  * unharvested.c - what a stop of a cluster would lose: the tasks of its
- * packages whose results are not home (README "Results"; `pbx cluster
+ * packages whose results are not home (docs/experiments.md, "Results"; `pbx cluster
  * stop` refuses while there are any, unless told to discard them).
  *
  * The store knows what `pbx harvest` brought home (the `harvested` table:
