@@ -2,7 +2,8 @@
 # t0258-random-labels.sh - the study of templates/experiments/random-labels
 # (Zhang et al.'s randomization test on Fashion-MNIST) at a reduced size
 # (1,000 training images, 60 epochs) through the whole path: parrun on a
-# real local cluster, pbx-train on the nodes, harvest, report.  The report
+# real local cluster, pbx-train on the nodes, harvest, report (its HTML page
+# also as headless Chromium draws it).  The report
 # must show train accuracy >= 0.9 at every corruption level and test
 # accuracy falling monotonically to within 0.03 of chance (0.10) at
 # corruption 1.0; the HTML page plots final accuracy against the
@@ -66,4 +67,39 @@ ok $? "the page plots final train and test accuracy against corruption_prob"
 is "$(grep -o 'class="curve"[^>]*data-task="5"' "$TEST_TMP/rl.html" | wc -l | tr -d ' ')" \
 	"$(grep -o 'class="curve"[^>]*data-task="0"' "$TEST_TMP/rl.html" | wc -l | tr -d ' ')" \
 	"learning curves for the first and last task alike"
+# the page as a browser draws it (headless Chromium's DOM and a screenshot):
+# corruption_prob's 6 levels evenly spaced in order, an error bar at each in
+# both final-value charts, no y axis below 0, the best box for train_acc
+chrome() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$TEST_TMP/chrome" --window-size=1400,900 "$@" \
+		"file://$TEST_TMP/rl.html" 2>>"$TEST_TMP/chromium.log"
+}
+chrome --dump-dom >"$TEST_TMP/rl-dom.html"
+ok $? "headless Chromium loads the page"
+chrome --screenshot="$TEST_TMP/rl.png" >/dev/null
+is "$(od -An -tx1 -N8 "$TEST_TMP/rl.png" 2>/dev/null | tr -d ' \n')" "89504e470d0a1a0a" "and draws it (a PNG)"
+python3 - "$TEST_TMP/rl-dom.html" >"$TEST_TMP/dom.out" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+# one repeat a level: a point (circle) where repeats would draw a bar
+bars = re.findall(r'class="errorbar" data-x="([^"]+)"[^>]*><title>corruption_prob =[^<]*</title><(?:line x1|circle cx)="([0-9.]+)"', s)
+xs = {}
+for v, x in bars:
+    xs.setdefault(v, float(x))
+vals = sorted(xs, key=float)
+gaps = [xs[b] - xs[a] for a, b in zip(vals, vals[1:])]
+print("levels", " ".join(vals))
+print("bars", len(bars))
+print("even", len(gaps) == 5 and max(gaps) - min(gaps) < 0.5)
+neg = sum(1 for c in re.findall(r'<svg class="param-chart".*?</svg>', s, re.S)
+          for t in re.findall(r'class="ticklabel"[^>]*>(-[0-9.]+)<', c))
+print("negative", neg)
+print("best", len(re.findall(r'<p class="box" data-metric="train_acc"', s)))
+PY
+is "$(grep '^levels' "$TEST_TMP/dom.out")" "levels 0 0.2 0.4 0.6 0.8 1.0" "an error bar at each of the 6 levels"
+is "$(grep -e '^bars' -e '^even' -e '^negative' -e '^best' "$TEST_TMP/dom.out" | tr '\n' ' ')" \
+	"bars 12 even True negative 0 best 1 " \
+	"in both charts, evenly spaced in order, no y axis below 0, the best configuration's box"
 done_testing
