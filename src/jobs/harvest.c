@@ -4,6 +4,8 @@
  *
  *   1. one round trip: the tasks' status lines and a manifest of their
  *      files (path, type, size, mtime, link target), NUL-separated;
+ *      The ended tasks' status lines also update the store's tasks last
+ *      seen RUNNING (jobs_states_from_status, state.c);
  *   2. locally: pick the files of ended tasks (or running ones with
  *      --running) that are status/stdout/stderr/params/metrics/TensorBoard
  *      files or match the experiment's `outputs`, drop what the harvested
@@ -1007,6 +1009,15 @@ int pbx_jobs_harvest(struct pbx_store *st, struct pbx_jobs_target *t,
 			h.remote_tasks = xstrndup(out.out.buf, (size_t)(nl - out.out.buf));
 			harvest_states(&h, nl + 1, before);
 			harvest_parse_manifest(&h, after, afterlen);
+		}
+		{ /* what the status lines say, the store learns (`pbx state`
+		   * would too): a failure here is not the harvest's */
+			struct pbx_err serr = PBX_ERR_INIT;
+			if (jobs_states_from_status(st, t->sub.id, h.ended.buf ? h.ended.buf : "",
+						    h.ended.len, &serr) < 0 &&
+			    log)
+				pbx_buf_addf(log, "warning: task states not updated: %s\n",
+					     serr.msg);
 		}
 		pbx_cluster_output_release(&out);
 		rc = harvest_select(&h, err);

@@ -16,6 +16,12 @@
  * finds what the first submitted instead of submitting it again.  Returns
  * the lock's descriptor (close it to release), or -1 with err set. */
 int jobs_lock(const char *package_id, int64_t cluster_id, struct pbx_err *err);
+/* state.c: applies the ended tasks' status lines (the wrapper's `status`
+ * files, one a line) to the store's tasks last seen RUNNING, as `pbx
+ * harvest` reads them: the state, exit code and end they report.  Returns
+ * how many tasks changed, or -1 with err. */
+int jobs_states_from_status(struct pbx_store *st, int64_t submission_id, const char *status,
+			    size_t len, struct pbx_err *err);
 /* apt.c: installs e's environment.apt packages, as root, on every compute
  * node of c that is up (what is missing only); a cluster pbx did not build
  * is refused (PBX_EXIT_USAGE).  0, or -1 with err quoting apt-get. */

@@ -224,6 +224,48 @@ static void merge_task(struct pbx_task_row *t, const struct status_line *s, cons
 	}
 }
 
+int jobs_states_from_status(struct pbx_store *st, int64_t submission_id, const char *status,
+			    size_t len, struct pbx_err *err)
+{
+	struct pbx_task_row *tasks = NULL;
+	struct status_line *lines;
+	size_t nt = 0, i, k = 0;
+	int rc;
+	if (!len)
+		return 0;
+	if (pbx_store_begin(st, err) < 0)
+		return -1;
+	rc = pbx_store_tasks_list(st, submission_id, &tasks, &nt, err);
+	if (rc == 0) {
+		lines = xcalloc(nt ? nt : 1, sizeof(*lines));
+		parse_status(status, len, lines, nt);
+		for (i = 0; i < nt; i++) {
+			const struct status_line *l =
+				(size_t)tasks[i].idx < nt ? &lines[tasks[i].idx] : NULL;
+			const char *reported = l ? status_state(l) : NULL;
+			/* only a task last seen RUNNING, and a line of that attempt or a
+			 * later one that says it ended: a rerun's task is PENDING, not
+			 * RUNNING, and keeps its state whatever an old line says */
+			if (!reported || strcmp(tasks[i].state, "RUNNING") != 0 ||
+			    !pbx_task_state_final(reported) || l->start < tasks[i].start_time)
+				continue;
+			merge_task(&tasks[i], l, NULL);
+			if (k != i) {
+				struct pbx_task_row tmp = tasks[k];
+				tasks[k] = tasks[i];
+				tasks[i] = tmp;
+			}
+			k++;
+		}
+		if (k)
+			rc = pbx_store_tasks_update(st, submission_id, tasks, k, err);
+		free(lines);
+	}
+	rc = rc == 0 ? pbx_store_commit(st, err) : (pbx_store_rollback(st), -1);
+	pbx_task_rows_free(tasks, nt);
+	return rc < 0 ? -1 : (int)k;
+}
+
 static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o,
 			 struct pbx_err *err)
 {

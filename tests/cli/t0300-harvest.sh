@@ -70,14 +70,20 @@ QPKG=$(echo "$out" | json_get 'd["package"]')
 QDIR="$SHARED/pbx/$QPKG/tasks/0"
 wait_secs 60 task_running "$QDIR"
 ok $? "the task runs"
+run_pbx state "$QPKG"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT t.state FROM tasks t JOIN submissions s ON s.id = t.submission_id JOIN packages p ON p.id = s.package_id WHERE p.short_id = '$QPKG'")" \
+	RUNNING "pbx state saw it RUNNING"
 touch -d "@$(($(date +%s) + 600))" "$QDIR/status"
 run_pbx harvest --running "$QPKG"
 ok $rc "harvest --running takes the RUNNING status: $errout"
 touch "$QDIR/go"
-wait_final "$QPKG" 60
+task_done() { [ "$(cut -d' ' -f2 "$1/status" 2>/dev/null)" = COMPLETED ]; }
+wait_secs 60 task_done "$QDIR"
 ok $? "the task ends"
 run_pbx harvest --json
 ok $rc "a plain harvest of every package: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT t.state || ' ' || t.exit_code FROM tasks t JOIN submissions s ON s.id = t.submission_id JOIN packages p ON p.id = s.package_id WHERE p.short_id = '$QPKG'")" \
+	"COMPLETED 0" "the harvest told the store what the status file says (no pbx state since)"
 is "$(echo "$out" | json_get '[p["metrics_added"] for p in d if p["package"] == "'"$QPKG"'"]')" "[1]" \
 	"it harvests the package again and ingests the task's metric"
 is "$(cut -d' ' -f2 "$RESULTS/$QPKG/0/status")" "COMPLETED" "the final status is home"
