@@ -38,8 +38,10 @@ static int clouds_one(const struct pbx_config *cfg, const struct pbx_cluster_tem
 	s.cfg = cfg;
 	s.t = t;
 	s.name = t->name;
-	if (!p || !p->check)
-		return pbx_err_set(err, "cloud %s has nothing to check", t->cloud), 1;
+	if (!p || !p->check) {
+		pbx_err_set(err, "cloud %s has nothing to check", t->cloud);
+		return 1;
+	}
 	rc = p->open(&s, &ctx, err);
 	if (rc == 0)
 		rc = p->check(ctx, c, err);
