@@ -36,7 +36,7 @@ check $? "pbx report -o report.html"
 chrome() {
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
-		--user-data-dir="$(mktemp -d "$T/profile-XXXXXX")" --window-size=1200,900 "$@" \
+		--user-data-dir="$(mktemp -d "$T/profile-XXXXXX")" --window-size=1400,900 "$@" \
 		"file://$T/report.html" 2>>"$T/chromium.log"
 }
 chrome --dump-dom >"$T/dom.html"
@@ -116,4 +116,20 @@ magic=$(od -An -tx1 -N8 "$T/shot.png" 2>/dev/null | tr -d ' \n')
 check "$([ "$magic" = 89504e470d0a1a0a ]; echo $?)" "the screenshot is a PNG"
 size=$(wc -c <"$T/shot.png" 2>/dev/null || echo 0)
 check "$([ "$size" -gt 20000 ]; echo $?)" "the screenshot is not blank ($size bytes)"
+# the widest table the fixture makes (grouped by both parameters, every
+# statistic of both metrics, five summary.json keys: 18 columns) fits a
+# 1400 px window without a sideways scroll, as Chromium lays it out
+i=0
+while [ $i -lt 12 ]; do
+	mkdir -p "$T/results/0123456789ab/$i"
+	printf '{"test_acc": 0.%d5, "converged": true, "seconds": %d, "peak_rss_kb": 123456, "gflops": 12.5}\n' \
+		"$i" $((10 + i)) >"$T/results/0123456789ab/$i/summary.json"
+	i=$((i + 1))
+done
+PBX_HOME="$T" "$PBX" -q report -g lr,width --summary -o "$T/wide.html"
+sed 's|</body>|<script>addEventListener("load", () => { const d = document.querySelector("#table .scroll"); document.body.setAttribute("data-overflow", d.scrollWidth - d.clientWidth); });</script></body>|' \
+	"$T/wide.html" >"$T/report.html"
+chrome --virtual-time-budget=3000 --dump-dom >"$T/wide-dom.html"
+over=$(grep -o 'data-overflow="[^"]*"' "$T/wide-dom.html")
+check "$([ "$over" = 'data-overflow="0"' ]; echo $?)" "an 18-column table fits 1400 px without scrolling: $over"
 finish
