@@ -134,6 +134,20 @@ is "$(cat "$D/sub/o44")" "object 44" "the cluster keeps the old bytes"
 run_pbx parrun "$TEST_TMP/fm3/experiment.yaml" dt
 ok $rc "the retry succeeds: $errout"
 is "$(cat "$D/sub/o44")" again "with the new bytes"
+# the same with 20 changed objects: they download in parallel (8 at a time)
+for i in $(seq 50 69); do echo "twice $i" >"$TEST_TMP/tw$i"; done
+store put $(for i in $(seq 50 69); do printf 'fm/sub/o%d=%s/tw%d ' "$i" "$TEST_TMP" "$i"; done)
+exp fm5 gs://data/fm/
+emu_post faults '{"storage_corrupt": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/fm5/experiment.yaml" dt
+is "$rc" 4 "a corrupted download among parallel ones fails the parrun: $errout"
+case $errout in *"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
+ok $r "naming the object: $errout"
+is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'fm5'")" 0 "nothing recorded"
+run_pbx parrun --json "$TEST_TMP/fm5/experiment.yaml" dt
+ok $rc "the retry succeeds: $errout"
+is "$(cat "$D/sub/o50" "$D/sub/o69")" "twice 50
+twice 69" "with every object's new bytes"
 
 # ---- hostile names ---------------------------------------------------------
 for h in 'h1/../escape' 'h2/a//b' 'h3//abs'; do
