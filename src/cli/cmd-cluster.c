@@ -10,7 +10,9 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "jobs/jobs.h"
+#include "slurm/squeue.h"
 #include "util/quote.h"
+#include "util/visible.h"
 #include "util/duration.h"
 #include "util/fs.h"
 #include "util/money.h"
@@ -1016,11 +1018,50 @@ static const struct pbx_option cluster_show_opts[] = {
 	PBX_OPT_END,
 };
 
-/* `show` of a cluster pbx uses as it is (cloud ssh): how pbx reaches it
- * and SLURM's nodes there (pbx made none of them). */
-static void cluster_show_users(const struct pbx_cluster *c, int live,
-			       const struct pbx_sinfo_node *sn, size_t nsn,
-			       const struct pbx_err *serr)
+/* What SLURM on a cluster pbx uses as it is says of its limits, its
+ * partitions and the user's jobs, in one round trip (printed; nothing when
+ * it cannot be asked). */
+static void cluster_show_limits(struct pbx_cluster *c)
+{
+	static const char script[] =
+		"scontrol show config 2>/dev/null | grep -E '^(MaxArraySize|MaxJobCount) '\n"
+		"echo PBX-SEP\n"
+		"sinfo -h -o '%P' 2>/dev/null | tr '\\n' ' '\n"
+		"echo\n"
+		"echo PBX-SEP\n"
+		"squeue -h -u \"$(id -un)\" -o '%i' 2>/dev/null | wc -l\n";
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster_output o;
+	struct pbx_slurm_limits lim;
+	const char *parts, *mine;
+	if (pbx_cluster_run(c, 0, script, NULL, &o, &err) < 0)
+		return;
+	parts = strstr(o.out.buf ? o.out.buf : "", "PBX-SEP\n");
+	mine = parts ? strstr(parts + 8, "PBX-SEP\n") : NULL;
+	if (parts && mine &&
+	    pbx_scontrol_limits_parse(o.out.buf, (size_t)(parts - o.out.buf), &lim, &err) == 0) {
+		char *raw = xstrndup(parts + 8, (size_t)(mine - parts - 8)), *p, *n;
+		for (size_t k = strlen(raw); k > 0 && (raw[k - 1] == ' ' || raw[k - 1] == '\n');
+		     k--)
+			raw[k - 1] = '\0'; /* sinfo's list ends in a space, echo's newline */
+		p = pbx_visible(raw, PBX_VISIBLE_LINE);
+		pbx_buf_rtrim(&o.out);
+		n = pbx_visible(mine + 8, PBX_VISIBLE_LINE);
+		printf("limits: MaxArraySize %ld (tasks in one array; pbx splits bigger sweeps), "
+		       "MaxJobCount %ld\npartitions: %s\nyour jobs queued or running: %s\n",
+		       (long)lim.max_array_size, (long)lim.max_job_count, p, n);
+		free(raw);
+		free(p);
+		free(n);
+	}
+	pbx_cluster_output_release(&o);
+}
+
+/* `show` of a cluster pbx uses as it is (cloud ssh): how pbx reaches it,
+ * what SLURM says of its limits, and SLURM's nodes there (pbx made none of
+ * them). */
+static void cluster_show_users(struct pbx_cluster *c, int live, const struct pbx_sinfo_node *sn,
+			       size_t nsn, const struct pbx_err *serr)
 {
 	static const char *const hdr[] = { "NODE", "SLURM" };
 	const struct pbx_cluster_template *t = c->spec.t;
@@ -1034,6 +1075,8 @@ static void cluster_show_users(const struct pbx_cluster *c, int live,
 		       t->setup ? ", setup: " : "", t->setup ? t->setup : "");
 		free(login);
 	}
+	if (live)
+		cluster_show_limits(c);
 	for (i = 0; live && i < nsn; i++) {
 		const char *cells[2] = { sn[i].name, sn[i].state };
 		pbx_table_add(tb, cells);
