@@ -1340,12 +1340,14 @@ else
 	# file and the directory holding it are root's and no one else may
 	# write them; names checked again; a failure is logged, not fatal
 	# (the tasks say what is missing)
-	apt_list=$SHARED/.pbx-apt
+	apt_list=$mp/.pbx-apt
 	if [ -f "$apt_list" ] && [ ! -L "$apt_list" ] &&
 		[ "$(stat -c '%u %A' "$apt_list")" = "0 -rw-r--r--" ] &&
-		[ "$(stat -c %u "$SHARED")" = 0 ] && [ -z "$(find "$SHARED" -maxdepth 0 -perm /022)" ]; then
+		[ "$(stat -c %u "$mp")" = 0 ] && [ -z "$(find "$mp" -maxdepth 0 -perm /022)" ]; then
 		apt_want=$(grep -E '^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$' "$apt_list" | tr '\n' ' ')
-		if [ -n "$apt_want" ]; then
+		apt_names=$(printf '%s' "$apt_want" | sed 's/=[^ ]*//g')
+		# shellcheck disable=SC2086 # word splitting of the package list
+		if [ -n "$apt_want" ] && ! dpkg -s $apt_names >/dev/null 2>&1; then
 			log "installing the experiments' apt: packages: $apt_want"
 			# shellcheck disable=SC2086 # word splitting of the package list
 			DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \

@@ -165,8 +165,16 @@ o='(rw,sync,no_subtree_check,root_squash,anonuid=65534,anongid=65534)'
 [ "$(grep -v '^#' "$R/etc/slurm/gres.conf" || true)" = "" ] || fail "head gres.conf"
 grep -qx "export SLURM_CONF='$R/etc/slurm/slurm.conf'" "$R/etc/pbx/env.sh" || fail "head env.sh"
 
-# ---- compute, first run
+# ---- compute, first run (the experiments' apt: list on the shared disk,
+# root's and 0644 as parrun leaves it: installed, a bad line left out)
+mkdir -p "$T/node1/shared"
+printf 'libfoo1\nbad;name\nbar=1.2\n' >"$T/node1/shared/.pbx-apt"
+chmod 644 "$T/node1/shared/.pbx-apt"
 boot node1 compute 2 up || fail "node1 up: $(cat "$T/node1.out" "$T/node1.err")"
+if [ "$(id -u)" = 0 ]; then
+	has "node1: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends libfoo1 bar=1.2"
+fi
+rm -f "$T/node1/shared/.pbx-apt" # (dpkg here does not know the stub's packages)
 stages node1 "install munge config shared slurmd done"
 R=$T/node1
 has "node1: apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmd slurm-client munge nfs-common"
