@@ -2,7 +2,8 @@
  * summary.c - `pbx report --summary`: the numbers a task's program wrote
  * in its summary.json at the end (a test accuracy, a fitted parameter, a
  * run's seconds), harvested with its results, as columns of the table:
- * each top-level key whose value is a number (true/false count as 1/0),
+ * each top-level key whose value is a number (true/false count as 1/0)
+ * and whose name is plain (summary_key_ok: the file is the task's),
  * read from $PBX_HOME/results/PKG/IDX/summary.json of each shown task.
  * With --summary alone, every such key some shown task has, in the order
  * first met, at most PBX_REPORT_SUMMARY_MAX; with --summary=a,b those.
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SUMMARY_MAX_BYTES (1 << 20) /* a summary.json read at the most */
 
@@ -29,7 +31,10 @@ static json_t *summary_load(const struct pbx_report *r, const struct pbx_report_
 	char *path = xasprintf("%s/results/%s/%lld/summary.json", pbx_home(), r->short_id,
 			       (long long)t->idx);
 	json_t *o = NULL;
-	if (pbx_read_file(path, &b, &err) == 0 && b.len < SUMMARY_MAX_BYTES)
+	struct stat st;
+	/* a regular file, and not too big to read (checked before reading) */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < SUMMARY_MAX_BYTES &&
+	    pbx_read_file(path, &b, &err) == 0 && b.len < SUMMARY_MAX_BYTES)
 		o = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
 	if (o && !json_is_object(o)) {
 		json_decref(o);
@@ -52,6 +57,16 @@ static int summary_number(json_t *v, double *out)
 	return isfinite(*out);
 }
 
+/* A key fit to be a column's name: 1 to 64 of [A-Za-z0-9_.:-].  The file
+ * is the task's: a key with a terminal's escape or a newline in it is
+ * never shown. */
+static int summary_key_ok(const char *k)
+{
+	size_t n = strlen(k);
+	return n >= 1 && n <= 64 &&
+	       strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") == n;
+}
+
 static long summary_key_index(const struct pbx_report *r, const char *key)
 {
 	size_t i;
@@ -71,6 +86,12 @@ static int summary_keys(struct pbx_report *r, json_t **docs, const char *list, s
 		for (k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
 			if (!*k || summary_key_index(r, k) >= 0)
 				continue;
+			if (!summary_key_ok(k)) {
+				free(copy);
+				return pbx_err_setc(err, PBX_EXIT_USAGE,
+						    "--summary: a key is 1 to 64 letters, digits, "
+						    "'_', '.', ':' or '-'");
+			}
 			if (r->nsummary == PBX_REPORT_SUMMARY_MAX) {
 				free(copy);
 				return pbx_err_setc(err, PBX_EXIT_USAGE,
@@ -88,8 +109,8 @@ static int summary_keys(struct pbx_report *r, json_t **docs, const char *list, s
 		double d;
 		json_object_foreach(docs[i], k, v)
 		{
-			if (r->nsummary < PBX_REPORT_SUMMARY_MAX && summary_number(v, &d) &&
-			    summary_key_index(r, k) < 0)
+			if (r->nsummary < PBX_REPORT_SUMMARY_MAX && summary_key_ok(k) &&
+			    summary_number(v, &d) && summary_key_index(r, k) < 0)
 				r->summary_keys[r->nsummary++] = xstrdup(k);
 		}
 	}

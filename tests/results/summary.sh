@@ -23,7 +23,7 @@ R=$T/results/0123456789ab
 i=0
 while [ $i -lt 12 ]; do
 	mkdir -p "$R/$i"
-	printf '{"test_acc": 0.%d5, "converged": %s, "model": "mlp", "nested": {"x": 1}, "seconds": %d}\n' \
+	printf '{"test_acc": 0.%d5, "converged": %s, "model": "mlp", "nested": {"x": 1}, "seconds": %d, "\\u001b[2Jevil": 1, "a\\nb": 2}\n' \
 		"$i" "$([ $((i % 2)) = 0 ] && echo true || echo false)" $((10 + i)) >"$R/$i/summary.json"
 	i=$((i + 1))
 done
@@ -33,7 +33,7 @@ printf '[1, 2]' >"$R/11/summary.json"
 out=$(PBX_HOME=$T "$PBX" report --summary -f csv 2>"$T/err")
 check $? "report --summary: $(cat "$T/err")"
 check "$([ "$(printf '%s\n' "$out" | head -n 1 | tr ',' '\n' | grep '^summary\.' | tr '\n' ' ')" = "summary.test_acc summary.converged summary.seconds " ]; echo $?)" \
-	"a column per numeric key, in order; the string and the object left out: $(printf '%s\n' "$out" | head -n 1)"
+	"a column per numeric key, in order; the string, the object and keys with control characters left out: $(printf '%s\n' "$out" | head -n 1)"
 row0=$(printf '%s\n' "$out" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR == 2 { print $c["summary.test_acc"], $c["summary.converged"], $c["summary.seconds"] }')
 check "$([ "$row0" = "0.05 1 10" ]; echo $?)" "task 0's values (true as 1): $row0"
 row10=$(printf '%s\n' "$out" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } $1 == 10 || $1 == 11 { printf "%s|%s ", $c["summary.test_acc"], $c["summary.seconds"] }')
