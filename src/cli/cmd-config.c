@@ -94,7 +94,9 @@ static const struct pbx_option check_opts[] = {
 	PBX_OPT_FLAG(0, "clouds", struct check_opts, clouds,
 		     "also ask each cloud a template uses (gce, aws): are its credentials\n"
 		     "found and good (one cheap authenticated call), and do the quotas the\n"
-		     "template needs fit (Compute Engine: instances and GPUs of its region)"),
+		     "template needs fit (Compute Engine: instances and GPUs of its region;\n"
+		     "EC2: each instance family's vCPUs, on-demand and spot, from Service\n"
+		     "Quotas, less what runs in the region)"),
 	PBX_OPT_FLAG('j', "json", struct check_opts, json,
 		     "with --clouds: an array of {\"template\", \"cloud\", \"ok\",\n"
 		     "\"identity\", \"where\", \"error\", \"quotas\": [{\"metric\", \"need\",\n"

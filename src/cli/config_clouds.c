@@ -4,7 +4,7 @@
  * found (and where from) and work (one cheap authenticated call, the
  * provider's check op), and whether the quotas the template needs fit in
  * what the cloud grants less what is in use (Compute Engine: INSTANCES and
- * each GPU model; EC2 keeps its limits in Service Quotas, which is said).
+ * each GPU model; EC2: each instance family's vCPUs, from Service Quotas).
  * Nothing is created; templates on local or ssh are not asked about, so a
  * configuration with no cloud sends nothing.
  */
@@ -100,7 +100,7 @@ static void clouds_text(const struct pbx_cluster_template *t, const struct pbx_c
 		const struct pbx_cloud_quota *q = &c->quotas[i];
 		if (q->limit < 0)
 			continue;
-		printf("  %-28s needs %g, %g of %g in use: %s\n", q->metric, q->need, q->used,
+		printf("  %-33s needs %g, %g of %g in use: %s\n", q->metric, q->need, q->used,
 		       q->limit, quota_fits(q) ? "ok" : "NOT ENOUGH: ask the cloud for more");
 	}
 	if (c->note[0])

@@ -534,8 +534,87 @@ static void test_launch_nodes(void)
 #undef LAUNCHED
 }
 
+/* EC2's vCPU quotas (quota.c): which quota counts a type, a
+ * GetServiceQuota reply, DescribeInstanceTypes' vCPUs, and the instance
+ * type and lifecycle of DescribeInstances items. */
+static void test_vcpu_quotas(void)
+{
+	const char *types =
+		"<DescribeInstanceTypesResponse><instanceTypeSet><item><instanceType>g4dn.xlarge"
+		"</instanceType><vCpuInfo><defaultVCpus>4</defaultVCpus><defaultCores>2</defaultCores>"
+		"</vCpuInfo></item><item><instanceType>m5.large</instanceType><vCpuInfo>"
+		"<defaultVCpus>2</defaultVCpus></vCpuInfo></item><item><instanceType>bad.one"
+		"</instanceType><vCpuInfo><defaultVCpus>0</defaultVCpus></vCpuInfo></item><item>"
+		"<instanceType>x.y</instanceType><vCpuInfo><defaultVCpus>4x</defaultVCpus></vCpuInfo>"
+		"</item></instanceTypeSet></DescribeInstanceTypesResponse>";
+	const char *insts =
+		"<DescribeInstancesResponse><reservationSet><item><instancesSet><item><instanceId>i-1"
+		"</instanceId><instanceType>g5.xlarge</instanceType><instanceState><name>running</name>"
+		"</instanceState><instanceLifecycle>spot</instanceLifecycle></item><item><instanceId>"
+		"i-2</instanceId><instanceType>c5.large</instanceType><instanceState><name>pending"
+		"</name></instanceState></item></instancesSet></item></reservationSet>"
+		"</DescribeInstancesResponse>";
+	const char *quota = "{\"Quota\": {\"ServiceCode\": \"ec2\", \"QuotaCode\": \"L-DB2E81BA\", "
+			    "\"Value\": 64.0, \"Unit\": \"None\"}}";
+	const struct aws_vcpu_quota *q;
+	struct pbx_err err = PBX_ERR_INIT;
+	struct aws_inst *v = NULL;
+	char **names = NULL, *next = NULL, msg[128];
+	int *vcpus = NULL;
+	size_t n = 0, i;
+	double value = -1;
+	q = aws_vcpu_quota_of("g4dn.xlarge");
+	CHECKF(q && !strcmp(q->on_demand, "L-DB2E81BA") && !strcmp(q->spot, "L-3819A6DF"),
+	       "g4dn: G and VT, on-demand and spot quotas");
+	q = aws_vcpu_quota_of("p4d.24xlarge");
+	CHECKF(q && !strcmp(q->on_demand, "L-417A185B") && !strcmp(q->spot, "L-7212CCBC"),
+	       "p4d: P");
+	q = aws_vcpu_quota_of("inf2.xlarge");
+	CHECKF(q && !strcmp(q->family, "Inf"), "inf2: Inf, not Standard's i");
+	q = aws_vcpu_quota_of("im4gn.large");
+	CHECKF(q && !strcmp(q->on_demand, "L-1216C47A"), "im4gn: Standard");
+	CHECKF(aws_vcpu_quota_of("trn1.2xlarge") == NULL &&
+		       aws_vcpu_quota_of("mac1.metal") == NULL &&
+		       aws_vcpu_quota_of("u-6tb1.metal") == NULL && aws_vcpu_quota_of("") == NULL &&
+		       aws_vcpu_quota_of(NULL) == NULL && aws_vcpu_quota_of("g") == NULL,
+	       "families with quotas pbx does not know, and what is no type: none");
+	CHECKF(aws_quota_parse(quota, strlen(quota), "L-DB2E81BA", &value, &err) == 0 &&
+		       value == 64.0,
+	       "GetServiceQuota: its Value");
+	CHECKF(aws_quota_parse(quota, strlen(quota), "L-417A185B", &value, &err) < 0 &&
+		       strstr(err.msg, "names no such quota"),
+	       "a reply for another quota is refused");
+	pbx_err_clear(&err);
+	CHECKF(aws_quota_parse("{\"Quota\": {\"QuotaCode\": \"L-1\", \"Value\": -1}}", 45, "L-1",
+			       &value, &err) < 0,
+	       "a negative Value is refused");
+	pbx_err_clear(&err);
+	aws_json_error("{\"__type\": \"com.amazonaws.servicequotas.model#AccessDeniedException\", "
+		       "\"message\": \"no\\u001b[31m\"}",
+		       96, msg, sizeof(msg));
+	CHECK_STR(msg, "AccessDeniedException: no?[31m"); /* control characters made '?' */
+	CHECKF(aws_vcpus_parse(types, strlen(types), &names, &vcpus, &n, &err) == 0 && n == 2 &&
+		       !strcmp(names[0], "g4dn.xlarge") && vcpus[0] == 4 &&
+		       !strcmp(names[1], "m5.large") && vcpus[1] == 2,
+	       "DescribeInstanceTypes: each type's default vCPUs; 0 and 4x skipped");
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(vcpus);
+	CHECKF(aws_vcpus_parse("nope", 4, &names, &vcpus, &n, &err) < 0, "not XML: refused");
+	pbx_err_clear(&err);
+	n = 0;
+	CHECKF(aws_insts_parse(insts, strlen(insts), &v, &n, &next, &err) == 0 && n == 2 &&
+		       !strcmp(v[0].type, "g5.xlarge") && v[0].spot &&
+		       !strcmp(v[1].type, "c5.large") && !v[1].spot,
+	       "DescribeInstances: each instance's type and whether it is spot");
+	aws_insts_free(v, n);
+	free(next);
+}
+
 int main(void)
 {
+	test_vcpu_quotas();
 	test_launch_tag();
 	test_launch_nodes();
 	test_images();

@@ -4,8 +4,9 @@
  * API call over src/http (ec2.c), the parsers of its XML replies with
  * libxml2 (parse.c, fuzzed: tests/fuzz/fuzz_aws_reply.c and
  * fuzz_aws_image.c), the provider's context (aws.c; what the files of
- * its operations share besides is aws_internal.h) and its prebaked images
- * (image.c: CreateImage).
+ * its operations share besides is aws_internal.h), its prebaked images
+ * (image.c: CreateImage), one call of a JSON 1.1 API (json11.c) and the
+ * vCPU quotas of Service Quotas (quota.c, fuzz_aws_quota.c).
  */
 #ifndef PBX_CLOUD_AWS_AWS_H
 #define PBX_CLOUD_AWS_AWS_H
@@ -179,6 +180,8 @@ struct aws_inst {
 	                         (StateTransitionReason), unix seconds; 0 when
 	                         it has none or the instance is in another state */
 	int64_t started_at;           /* running: launchTime (its last start), unix s; else 0 */
+	char *type;                   /* instanceType, may be NULL */
+	int spot;                     /* instanceLifecycle is spot */
 };
 void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances
@@ -189,6 +192,14 @@ void aws_insts_free(struct aws_inst *v, size_t n);
  * what was made can still be terminated). */
 int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
 		    struct pbx_err *err);
+/* The default vCPUs of each instance type of a DescribeInstanceTypes reply
+ * (instanceTypeSet items: instanceType, vCpuInfo/defaultVCpus of 1 to
+ * 100000): names appended to *types (free each and *types), vCPUs to
+ * *vcpus, *n counting both; an item lacking either is skipped.  -1 with err
+ * when the reply is not XML. */
+int aws_vcpus_parse(const char *xml, size_t len, char ***types, int **vcpus, size_t *n,
+		    struct pbx_err *err);
+
 /* The text of the first element named `name` (local name) anywhere in the
  * reply; caller frees; NULL when absent or not XML. */
 char *aws_xml_text(const char *xml, size_t len, const char *name);
@@ -247,6 +258,48 @@ struct aws {
 	long long last_describe_ms; /* polls describe at most once a second */
 	long long started_ms;       /* when this start sent StartInstances, or 0 */
 };
+
+/* ----------------------------------------------------------- json11.c */
+
+/* A call of an AWS JSON 1.1 API: where, signed as whom. */
+struct aws_json_call {
+	struct pbx_http *http;
+	const struct aws_creds *creds;
+	const char *base;    /* URL the POST goes to, e.g. https://HOST/ */
+	const char *host;    /* its Host header (with :port when not default) */
+	const char *region;  /* the signing region */
+	const char *service; /* the signing name: "pricing", "servicequotas" */
+	const char *target;  /* X-Amz-Target, e.g. "AWSPriceListService.GetProducts" */
+};
+/* One signed POST of `body` (a JSON text).  0 with *resp (any HTTP status;
+ * the caller releases resp->body) or -1 with err when nothing came back.
+ * Throttling and 5xx replies are retried by src/http. */
+int aws_json_post(const struct aws_json_call *c, const char *body, struct pbx_http_resp *resp,
+		  struct pbx_err *err);
+/* "Code: message" of a JSON 1.1 error reply body[0..len) into out (control
+ * characters made '?'), or what it is when it is not one. */
+void aws_json_error(const char *body, size_t len, char *out, size_t size);
+
+/* ------------------------------------------------------------ quota.c */
+
+/* The Service Quotas (service ec2) that count an instance family's vCPUs. */
+struct aws_vcpu_quota {
+	const char *family;    /* "G and VT", "P", "Standard", ... */
+	const char *on_demand; /* quota code of running on-demand instances */
+	const char *spot;      /* quota code of spot instance requests */
+};
+/* The quotas of instance type `type` (g4dn.xlarge: G and VT), static; NULL
+ * for a family pbx knows no quota of. */
+const struct aws_vcpu_quota *aws_vcpu_quota_of(const char *type);
+/* The Value of a GetServiceQuota (or GetAWSDefaultServiceQuota) reply for
+ * quota `code` into *value; -1 with err when it is not one. */
+int aws_quota_parse(const char *json, size_t len, const char *code, double *value,
+		    struct pbx_err *err);
+/* The account's value of EC2 quota `code` in c's region (GetServiceQuota;
+ * AWS's default when the account has none of its own), through c (its
+ * target is set here; service "servicequotas").  0 or -1 with err. */
+int aws_service_quota(const struct aws_json_call *c, const char *code, double *value,
+		      struct pbx_err *err);
 
 /* `pbx config check --clouds` (check.c): one DescribeRegions. */
 int aws_check(void *ctx, struct pbx_cloud_check *c, struct pbx_err *err);

@@ -157,6 +157,7 @@ void aws_insts_free(struct aws_inst *v, size_t n)
 		free(v[i].reason);
 		free(v[i].cluster);
 		free(v[i].node);
+		free(v[i].type);
 	}
 	free(v);
 }
@@ -246,6 +247,7 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 {
 	struct aws_inst x = { 0 };
 	xmlNode *st = child(item, "instanceState");
+	char *lifecycle;
 	if (!st)
 		st = child(item, "currentState");
 	x.id = child_text(item, "instanceId");
@@ -261,6 +263,10 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.reason = child_text(child(item, "stateReason"), "message");
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
 	x.launch_index = launch_index(item);
+	x.type = child_text(item, "instanceType");
+	lifecycle = child_text(item, "instanceLifecycle");
+	x.spot = lifecycle && !strcmp(lifecycle, "spot");
+	free(lifecycle);
 	x.node = node_name(item_tag(item, AWS_TAG_NODE));
 	if (!x.node)
 		x.node = launch_node(item, x.launch_index);
@@ -357,6 +363,42 @@ int aws_xml_texts(const char *xml, size_t len, const char *set, const char *name
 	if (!d)
 		return -1;
 	texts_walk(xmlDocGetRootElement(d), set, name, v, n, 0);
+	xmlFreeDoc(d);
+	return 0;
+}
+
+/* ------------------------------------------------------- instance types */
+
+/* One instanceTypeSet item: its name and default vCPUs, appended. */
+static void vcpus_add(xmlNode *item, char ***types, int **vcpus, size_t *n)
+{
+	char *name = child_text(item, "instanceType");
+	char *count = child_text(child(item, "vCpuInfo"), "defaultVCpus"), *end = NULL;
+	long k = count ? strtol(count, &end, 10) : 0;
+	if (name && *name && strlen(name) < 64 && end && !*end && k >= 1 && k <= 100000) {
+		*types = xreallocarray(*types, *n + 1, sizeof(**types));
+		*vcpus = xreallocarray(*vcpus, *n + 1, sizeof(**vcpus));
+		(*types)[*n] = name;
+		(*vcpus)[(*n)++] = (int)k;
+		name = NULL;
+	}
+	free(name);
+	free(count);
+}
+
+int aws_vcpus_parse(const char *xml, size_t len, char ***types, int **vcpus, size_t *n,
+		    struct pbx_err *err)
+{
+	xmlDocPtr d = aws_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL, *set, *it;
+	if (!root) {
+		xmlFreeDoc(d);
+		return pbx_err_set(err, "DescribeInstanceTypes: the reply is not XML");
+	}
+	for (set = child(root, "instanceTypeSet"), it = set ? set->children : NULL; it;
+	     it = it->next)
+		if (is(it, "item"))
+			vcpus_add(it, types, vcpus, n);
 	xmlFreeDoc(d);
 	return 0;
 }

@@ -221,61 +221,14 @@ static char *aws_body(const char *region, const char *type, const char *token)
 static int aws_post(struct aws_fetch *f, const char *body, struct pbx_http_resp *resp,
 		    struct pbx_err *err)
 {
-	static const char ct[] = "application/x-amz-json-1.1";
-	char date[17], *auth, *h_auth, *h_date, *h_tok = NULL;
-	const char *hdrs[6];
-	struct aws_sign_in in = { "POST",    f->host,      "/",  ct,
-				  body,      strlen(body), date, PBX_AWS_PRICING_REGION,
-				  "pricing", &f->creds };
-	struct pbx_http_req r = { .method = "POST",
-				  .url = f->base,
-				  .headers = hdrs,
-				  .body = body,
-				  .body_len = strlen(body) };
-	int rc;
-	aws_amz_date((long long)time(NULL), date);
-	auth = aws_sigv4_authorization(&in, NULL, NULL);
-	h_auth = xasprintf("Authorization: %s", auth);
-	h_date = xasprintf("X-Amz-Date: %s", date);
-	hdrs[0] = "Content-Type: application/x-amz-json-1.1";
-	hdrs[1] = "X-Amz-Target: AWSPriceListService.GetProducts";
-	hdrs[2] = h_auth;
-	hdrs[3] = h_date;
-	hdrs[4] = NULL;
-	hdrs[5] = NULL;
-	if (f->creds.token) {
-		h_tok = xasprintf("X-Amz-Security-Token: %s", f->creds.token);
-		hdrs[4] = h_tok;
-	}
-	rc = pbx_http_do(f->http, &r, resp, err);
-	free(auth);
-	free(h_auth);
-	free(h_date);
-	if (h_tok) {
-		explicit_bzero(h_tok, strlen(h_tok));
-		free(h_tok);
-	}
-	return rc;
-}
-
-/* An error reply of a JSON 1.1 API: {"__type": "...#Code", "message"}. */
-static void aws_json_error(const struct pbx_buf *b, char *out, size_t size)
-{
-	json_t *e = json_loadb(b->buf ? b->buf : "", b->len, 0, NULL);
-	const char *type = json_string_value(json_object_get(e, "__type"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	const char *hash = type ? strrchr(type, '#') : NULL;
-	if (!msg)
-		msg = json_string_value(json_object_get(e, "Message"));
-	if (type || msg)
-		snprintf(out, size, "%.100s: %.300s",
-			 hash   ? hash + 1
-			 : type ? type
-				: "error",
-			 msg ? msg : "no message");
-	else
-		snprintf(out, size, "an answer that is not an AWS error (%zu bytes)", b->len);
-	json_decref(e);
+	struct aws_json_call c = { f->http,
+				   &f->creds,
+				   f->base,
+				   f->host,
+				   PBX_AWS_PRICING_REGION,
+				   "pricing",
+				   "AWSPriceListService.GetProducts" };
+	return aws_json_post(&c, body, resp, err);
 }
 
 static int aws_pages(struct aws_fetch *f, const char *region, const char *type,
@@ -290,7 +243,7 @@ static int aws_pages(struct aws_fetch *f, const char *region, const char *type,
 		token = NULL;
 		rc = aws_post(f, body, &resp, err);
 		if (rc == 0 && resp.status != 200) {
-			aws_json_error(&resp.body, msg, sizeof(msg));
+			aws_json_error(resp.body.buf, resp.body.len, msg, sizeof(msg));
 			rc = pbx_err_set(err, "HTTP %ld %s", resp.status, msg);
 		} else if (rc == 0) {
 			rc = pbx_price_aws_parse(resp.body.buf, resp.body.len, v, n, &next, err);

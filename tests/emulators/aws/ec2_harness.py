@@ -44,7 +44,10 @@ identity (docs/head-identity.md).
 The Price List Query API (pricing.py): a POST whose X-Amz-Target is
 AWSPriceListService.* is answered by the proxy itself (GetProducts over a
 fixture catalogue, SigV4 checked against the IAM keys below), never
-counted, throttled or forwarded.
+counted, throttled or forwarded.  So is Service Quotas
+(servicequotas.py: X-Amz-Target ServiceQuotasV20190624.*, the EC2 vCPU
+quotas; --service-quota CODE=VCPUS gives the account a value of its own,
+`viewer` may not read them): moto's Service Quotas knows VPC quotas only.
 
 Bodies: every 0.2 s the harness lists moto's instances; each running one
 with a loopback private address gets a node body (tests/emulators/gce's
@@ -127,6 +130,7 @@ import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from lifecycle import Lifecycle  # noqa: E402
 from moto.ec2.models import ec2_backends  # noqa: E402
 from pricing import Pricing  # noqa: E402
+from servicequotas import ServiceQuotas  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
@@ -360,7 +364,7 @@ class Ec2BodyMetadata:
         return imds.BodyServer(ip, self.port, doc)
 
 
-def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
+def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None):
     class Proxy(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -394,6 +398,7 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
                 with faults.lock:
                     body = json.dumps({"calls": faults.calls, "faults": faults.faults,
                                        "pricing": pricing.calls,
+                                       "servicequotas": quotas.calls if quotas else 0,
                                        "role_credentials": dict(roles.issued) if roles else {}}).encode()
                 return self._send(200, body, "application/json")
             return self._forward(None)
@@ -405,6 +410,9 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None):
                 return None
             if self.headers.get("X-Amz-Target", "").startswith("AWSPriceListService."):
                 status, text = pricing.get_products(self.headers, body)
+                return self._send(status, text.encode(), "application/x-amz-json-1.1")
+            if self.headers.get("X-Amz-Target", "").startswith("ServiceQuotasV20190624.") and quotas:
+                status, text = quotas.answer(self.headers, body)
                 return self._send(status, text.encode(), "application/x-amz-json-1.1")
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/_harness/spot-interruption" and spot is not None:
@@ -951,6 +959,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="seed for --throttle")
     ap.add_argument("--capacity", action="append")
     ap.add_argument("--vcpu-limit", action="append")
+    ap.add_argument("--service-quota", action="append", metavar="CODE=VCPUS",
+                    help="the account's value of an EC2 quota in Service Quotas (servicequotas.py)")
     ap.add_argument("--no-bodies", action="store_true")
     ap.add_argument("--metadata-port", type=int, default=80,
                     help="port of each node body's IMDS on its private address (0: none)")
@@ -1039,7 +1049,12 @@ def main():
         setattr(roles, svc, boto3.client(svc, region_name=REGION, endpoint_url=moto_url,
                                          aws_access_key_id=env["admin"]["access_key"],
                                          aws_secret_access_key=env["admin"]["secret_key"]))
-    proxy.RequestHandlerClass = make_proxy(moto_url, faults, Pricing(keys), spot, roles)
+    applied = {}
+    for q in args.service_quota or []:
+        code, _, value = q.partition("=")
+        applied[code] = float(value)
+    quotas = ServiceQuotas(keys, [env["viewer"]["access_key"]], REGION, env["account"], applied)
+    proxy.RequestHandlerClass = make_proxy(moto_url, faults, Pricing(keys), spot, roles, quotas)
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url
     env["region"] = REGION

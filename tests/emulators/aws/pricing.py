@@ -15,12 +15,11 @@ NextToken it issued (400 otherwise).  A page holds at most PAGE_MAX
 products.  Each PriceList entry is a JSON text in a string, as AWS sends
 it.  Calls are counted (calls)."""
 
-import calendar
 import hashlib
-import hmac
 import json
 import threading
-import time
+
+from json11 import Refused, check_request, error_body, verify
 
 PAGE_MAX = 2
 FIELDS = {"instanceType", "regionCode", "location", "operatingSystem", "tenancy", "preInstalledSw",
@@ -56,16 +55,6 @@ PRODUCTS = [
 ]
 
 
-class Refused(Exception):
-    def __init__(self, status, kind, message):
-        super().__init__(message)
-        self.status, self.kind, self.message = status, kind, message
-
-
-def _hmac(key, msg):
-    return hmac.new(key, msg.encode(), hashlib.sha256).digest()
-
-
 class Pricing:
     def __init__(self, keys):
         """keys: access key -> (secret key, session token or None)."""
@@ -75,43 +64,7 @@ class Pricing:
         self.tokens = {}
 
     def _verify(self, headers, body):
-        auth = headers.get("Authorization", "")
-        if not auth.startswith("AWS4-HMAC-SHA256 "):
-            raise Refused(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
-        parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(",") if "=" in p)
-        try:
-            ak, date, region, service, term = parts["Credential"].split("/")
-            signed = parts["SignedHeaders"].split(";")
-            sig = parts["Signature"]
-        except (KeyError, ValueError):
-            raise Refused(400, "IncompleteSignatureException", "Authorization header requires Credential, "
-                          "SignedHeaders and Signature.")
-        if ak not in self.keys:
-            raise Refused(403, "UnrecognizedClientException", "The security token included in the request is invalid.")
-        secret, token = self.keys[ak]
-        amz = headers.get("X-Amz-Date", "")
-        if service != "pricing" or region != "us-east-1" or term != "aws4_request" or not amz.startswith(date):
-            raise Refused(403, "InvalidSignatureException", "Credential should be scoped to a valid region "
-                          "(us-east-1) and service (pricing).")
-        if "host" not in signed or "x-amz-date" not in signed:
-            raise Refused(403, "InvalidSignatureException", "host and x-amz-date must be signed.")
-        try:
-            t = calendar.timegm(time.strptime(amz, "%Y%m%dT%H%M%SZ"))
-        except ValueError:
-            raise Refused(400, "IncompleteSignatureException", "X-Amz-Date is malformed.")
-        if abs(t - time.time()) > 900:
-            raise Refused(403, "InvalidSignatureException", "Signature expired.")
-        if token is not None and (headers.get("X-Amz-Security-Token") != token or
-                                  "x-amz-security-token" not in signed):
-            raise Refused(403, "UnrecognizedClientException", "The security token included in the request is invalid.")
-        canon = "".join("%s:%s\n" % (h, " ".join((headers.get(h) or "").split())) for h in signed)
-        creq = "\n".join(["POST", "/", "", canon, ";".join(signed), hashlib.sha256(body).hexdigest()])
-        sts = "\n".join(["AWS4-HMAC-SHA256", amz, "/".join([date, region, service, term]),
-                         hashlib.sha256(creq.encode()).hexdigest()])
-        k = _hmac(_hmac(_hmac(_hmac(("AWS4" + secret).encode(), date), region), service), term)
-        if not hmac.compare_digest(hmac.new(k, sts.encode(), hashlib.sha256).hexdigest(), sig):
-            raise Refused(403, "InvalidSignatureException", "The request signature we calculated does not "
-                          "match the signature you provided.")
+        verify(self.keys, headers, body, "pricing", "us-east-1")
 
     @staticmethod
     def _bad(message):
@@ -146,10 +99,8 @@ class Pricing:
     def get_products(self, headers, body):
         """(status, JSON text) of one call."""
         try:
-            if headers.get("X-Amz-Target") != "AWSPriceListService.GetProducts":
+            if check_request(headers, "AWSPriceListService") != "GetProducts":
                 raise Refused(400, "UnknownOperationException", "")
-            if not headers.get("Content-Type", "").startswith("application/x-amz-json-1.1"):
-                raise Refused(400, "SerializationException", "Content-Type must be application/x-amz-json-1.1")
             self._verify(headers, body)
             req, filters, size = self._request(body)
             match = [p for p in PRODUCTS
@@ -169,4 +120,4 @@ class Pricing:
                     reply["NextToken"] = tok
             return 200, json.dumps(reply)
         except Refused as e:
-            return e.status, json.dumps({"__type": "com.amazonaws.pricing#" + e.kind, "message": e.message})
+            return e.status, error_body("com.amazonaws.pricing", e)
