@@ -1387,6 +1387,7 @@ static const struct pbx_cmd cmd_cluster_ssh = {
 /* ----------------------------------------------------------- disconnect */
 
 extern const struct pbx_cmd pbx_cmd_cluster_disconnect; /* cmd-cluster-disconnect.c */
+extern const struct pbx_cmd pbx_cmd_cluster_gc;         /* cmd-cluster-gc.c */
 
 /* ---------------------------------------------------------- forget-host */
 
@@ -1580,11 +1581,10 @@ static const struct pbx_cmd cmd_cluster_runs = {
 };
 
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&cmd_cluster_start,       &cmd_cluster_price,  &cmd_cluster_list,
-	&cmd_cluster_show,        &cmd_cluster_ssh,    &pbx_cmd_cluster_disconnect,
-	&cmd_cluster_exec,        &cmd_cluster_resize, &cmd_cluster_stop,
-	&cmd_cluster_forget_host, &cmd_cluster_power,  &cmd_cluster_record,
-	&cmd_cluster_adopt,       &cmd_cluster_runs,   NULL,
+	&cmd_cluster_start, &cmd_cluster_price,          &cmd_cluster_list,   &cmd_cluster_show,
+	&cmd_cluster_ssh,   &pbx_cmd_cluster_disconnect, &cmd_cluster_exec,   &cmd_cluster_resize,
+	&cmd_cluster_stop,  &cmd_cluster_forget_host,    &cmd_cluster_power,  &cmd_cluster_record,
+	&cmd_cluster_adopt, &cmd_cluster_runs,           &pbx_cmd_cluster_gc, NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {
@@ -1596,6 +1596,7 @@ const struct pbx_cmd pbx_cmd_cluster = {
 		 "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]\n"
 		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
 		 "pbx cluster stop [--id ID] [-n [-j]] NAME\n"
+		 "pbx cluster gc [--dry-run] [--json] NAME\n"
 		 "pbx cluster forget-host HOST",
 	.description = "A cluster is built from a template in $PBX_HOME/config.yaml (cloud,\n"
 		       "login user, SSH key, image, head node, node groups with GPU counts).\n"

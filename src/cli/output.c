@@ -286,3 +286,18 @@ void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t
 		fputc('\n', stderr);
 	fflush(stderr);
 }
+
+void pbx_format_bytes(unsigned long long n, char *out, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, len, "%llu B", n);
+	else
+		snprintf(out, len, "%.1f %s", v, unit[u]);
+}

@@ -41,6 +41,8 @@ void pbx_cli_passthrough(void *ctx, int stream, const char *data, size_t len);
 void pbx_cli_passthrough_end(void);
 /* Prints `j` (consumed: its reference is dropped) to stdout, indented. */
 void pbx_print_json(json_t *j);
+/* n bytes as people read them ("512 B", "12.3 KiB", "1.5 GiB") into out. */
+void pbx_format_bytes(unsigned long long n, char *out, size_t len);
 
 /*
  * Per-item progress (items are nodes, files ...).  Thread-safe.

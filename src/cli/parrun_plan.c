@@ -22,22 +22,6 @@
 #define PLAN_LARGEST  3 /* files named by size */
 #define PLAN_COMMANDS 3 /* task commands shown */
 
-/* "12.3 KiB" into out. */
-static void plan_bytes(unsigned long long n, char *out, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB" };
-	double v = (double)n;
-	size_t u = 0;
-	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(out, len, "%llu B", n);
-	else
-		snprintf(out, len, "%.1f %s", v, unit[u]);
-}
-
 /* The indexes of p's PLAN_LARGEST largest files, largest first, into
  * top[] (-1 where there are fewer). */
 static void plan_largest(const struct pbx_package *p, long top[PLAN_LARGEST])
@@ -164,7 +148,7 @@ static void plan_text(const struct pbx_experiment *e, const struct pbx_package *
 	char *envline = plan_environment(e);
 	size_t i, first[PLAN_COMMANDS], nfirst = plan_first(e, h, first),
 					todo = e->npoints - plan_held(h);
-	plan_bytes(p->bytes, total, sizeof(total));
+	pbx_format_bytes(p->bytes, total, sizeof(total));
 	plan_largest(p, top);
 	printf("dry run: nothing is sent to cluster %s\n", cluster);
 	printf("experiment %s: %zu task%s", e->name, e->npoints, e->npoints == 1 ? "" : "s");
@@ -176,7 +160,7 @@ static void plan_text(const struct pbx_experiment *e, const struct pbx_package *
 	printf("package %s: %zu file%s, %s%s", p->short_id, plan_regular_files(p),
 	       plan_regular_files(p) == 1 ? "" : "s", total, top[0] >= 0 ? "; the largest: " : "");
 	for (i = 0; i < PLAN_LARGEST && top[i] >= 0; i++) {
-		plan_bytes(p->files[top[i]].size, one, sizeof(one));
+		pbx_format_bytes(p->files[top[i]].size, one, sizeof(one));
 		printf("%s%s (%s)", i ? ", " : "", p->files[top[i]].path, one);
 	}
 	printf("\n  (leave files out with .pbxignore or name them with files:, "

@@ -117,4 +117,31 @@ int pbx_task_state_known(const char *state);
 /* True for the final states `rerun --failed` resubmits. */
 int pbx_task_state_rerunnable(const char *state);
 
+/* What `pbx cluster gc` removed (or, dry, would): envgc.c. */
+struct pbx_env_gc_item {
+	char *kind;      /* "package": a forgotten package's run directory;
+			    "env": an environment's archive on the shared disk;
+			    "local": its unpacked copy on a node */
+	char *node;      /* where */
+	char *id;        /* the package's short id or the environment's key */
+	char *where;     /* local: the host and directory it was on, NULL else */
+	long long bytes; /* its size */
+};
+struct pbx_env_gc {
+	struct pbx_env_gc_item *gone;
+	size_t ngone;
+	char **kept; /* keys of the environments packages refer to */
+	size_t nkept;
+	long long freed; /* bytes */
+	int busy;        /* environments left because a build or unpack held them */
+	int dry;
+};
+/* Removes (dry: only says) what no package on cluster c refers to: the run
+ * directories of packages this store forgot (not on a cluster of cloud
+ * ssh), the environments no run names, their unpacked copies on the
+ * nodes that are up.  *g owned by the caller (pbx_env_gc_free). */
+int pbx_jobs_env_gc(struct pbx_store *st, struct pbx_cluster *c, int dry, struct pbx_env_gc *g,
+		    struct pbx_err *err);
+void pbx_env_gc_free(struct pbx_env_gc *g);
+
 #endif

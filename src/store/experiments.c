@@ -782,6 +782,34 @@ fail:
 	return -1;
 }
 
+int pbx_store_cluster_package_ids(struct pbx_store *st, int64_t cluster_id, char ***ids, size_t *n,
+				  struct pbx_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+	*ids = NULL;
+	*n = 0;
+	if (pbx_store_prepare(st,
+			      "SELECT DISTINCT p.short_id FROM packages p JOIN submissions s"
+			      " ON s.package_id = p.id WHERE s.cluster_id = ? ORDER BY p.short_id",
+			      &s, err) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, cluster_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*ids = xreallocarray(*ids, *n + 1, sizeof(**ids));
+		(*ids)[(*n)++] = pbx_store_col_text(s, 0);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		while (*n)
+			free((*ids)[--*n]);
+		free(*ids);
+		*ids = NULL;
+		return pbx_store_fail(st, err, "the cluster's packages");
+	}
+	return 0;
+}
+
 int pbx_store_param_names(struct pbx_store *st, char ***names, size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *s;

@@ -44,6 +44,10 @@ void pbx_package_row_free(struct pbx_package_row *p);
  * transaction.  Files (results at home, the run on the cluster) are the
  * caller's. */
 int pbx_store_package_forget(struct pbx_store *st, const char *package_id, struct pbx_err *err);
+/* The short ids of the packages with a submission on cluster
+ * `cluster_id`, sorted, each once; *ids and its strings are the caller's. */
+int pbx_store_cluster_package_ids(struct pbx_store *st, int64_t cluster_id, char ***ids, size_t *n,
+				  struct pbx_err *err);
 /* The names of every parameter any task of the store has, sorted, each
  * once (for completion); *names and its strings are the caller's. */
 int pbx_store_param_names(struct pbx_store *st, char ***names, size_t *n, struct pbx_err *err);

@@ -233,6 +233,30 @@ LCEOF
 	stop_at_exit
 }
 
+# make_wheel DIR NAME VERSION: a pure-Python wheel of module NAME whose
+# VERSION is its __version__
+make_wheel() {
+	python3 - "$@" <<'PYEOF'
+import base64, hashlib, sys, zipfile
+d, name, version = sys.argv[1:]
+dist = "%s-%s.dist-info" % (name, version)
+files = {
+    "%s/__init__.py" % name: "__version__ = %r\n" % version,
+    dist + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version),
+    dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: pbx-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for path, text in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+record.append(dist + "/RECORD,,")
+files[dist + "/RECORD"] = "\n".join(record) + "\n"
+with zipfile.ZipFile("%s/%s-%s-py3-none-any.whl" % (d, name, version), "w") as z:
+    for path, text in files.items():
+        z.writestr(path, text)
+PYEOF
+}
+
 # body_procs NODE: how many processes of the local cluster $LC_NAME's node
 # NODE run (its body's directory is in their command lines)
 body_procs() { ps -eo args= | grep -F "$PBX_HOME/clusters/$LC_NAME/nodes/$1/" | grep -cv grep; }

@@ -23,30 +23,6 @@ ok $? "scripts/venv.sh fetched the test wheels into $WHEELS"
 local_cluster ev 127.0.152.0 22280 26600 "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/ev/shared
 
-# make_wheel DIR NAME VERSION: a pure-Python wheel of module NAME whose
-# VERSION is its __version__
-make_wheel() {
-	python3 - "$@" <<'PYEOF'
-import base64, hashlib, sys, zipfile
-d, name, version = sys.argv[1:]
-dist = "%s-%s.dist-info" % (name, version)
-files = {
-    "%s/__init__.py" % name: "__version__ = %r\n" % version,
-    dist + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version),
-    dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: t0270\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-}
-record = []
-for path, text in files.items():
-    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-    record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
-record.append(dist + "/RECORD,,")
-files[dist + "/RECORD"] = "\n".join(record) + "\n"
-with zipfile.ZipFile("%s/%s-%s-py3-none-any.whl" % (d, name, version), "w") as z:
-    for path, text in files.items():
-        z.writestr(path, text)
-PYEOF
-}
-
 mkdir -p "$TEST_TMP/exp/wheels"
 cp "$numpy_whl" "$TEST_TMP/exp/wheels/"
 make_wheel "$TEST_TMP/exp/wheels" pbxdemo 1.0
