@@ -127,7 +127,8 @@ int objstore_s3_error_code(const char *xml, size_t len, char *code, size_t size)
  * is empty. */
 int objstore_s3_upload_id_parse(const char *xml, size_t len, char **id, struct pbx_err *err);
 /* A CompleteMultipartUpload reply (S3 may answer 200 with an <Error> in
- * the body): 0 for a <CompleteMultipartUploadResult>, its
+ * the body): 0 for a <CompleteMultipartUploadResult> (or moto's
+ * <CompleteMultipartUploadResponse>), its
  * <ChecksumCRC32C> into *crc with *has_crc 1 when it is a whole object's
  * (a composite "B64-N" is not); 1 for an <Error> with its Code in
  * code[size]; -1 for anything else. */

@@ -146,6 +146,11 @@ http POST "$E/faults" '{"storage_upload_cut": 1}' >/dev/null
 out=$(T put gs://pbx-gcs-big big "$W/big" 2>"$W/err"); rc=$?
 [ $rc -eq 0 ] && [ "$out" = created ]; ok $? "GCS: a resumable upload created with a chunk cut half-way (rc $rc: $(tail -1 "$W/err"))"
 [ "$(gcalls fault.upload_cut)" = 1 ]; ok $? "GCS: the cut fired"
+# 5 PUTs to the session: the chunk cut at 2.5 MiB (10 units kept), the
+# status query, and chunks from 2.5 MiB on (7.5, 12.5, the end); a client
+# that started over would send 6
+n=$(gcalls "objects.insert resumable")
+[ "$n" = 5 ]; ok $? "GCS: resumed from the offset the session held ($n PUTs to the session)"
 [ "$(gstat uploads_open)" = 0 ]; ok $? "GCS: no session left open"
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
 cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
