@@ -329,32 +329,42 @@ static int session_begin(struct pbx_objstore *s, const char *name, size_t len,
 	return rc;
 }
 
+/* One resumable upload: what every request of its session needs. */
+struct session {
+	char *uri;        /* where the bytes go (owned) */
+	const char *name; /* the object */
+	const char *data;
+	size_t len;
+	uint64_t chunk;    /* bytes a request, a multiple of GCS_UNIT */
+	const char *ctype; /* "Content-Type: ..." of every chunk */
+	uint32_t crc32c;   /* of the whole object */
+};
+
 /* One request to the session: data[off, off + n) with its Content-Range
- * (n 0: the status query, "bytes * / LEN").  Sent once (max_attempts 1):
- * the caller asks how far it got before sending again. */
-static int session_put(struct pbx_objstore *s, const char *session, const char *data, size_t len,
-		       uint64_t off, uint64_t n, uint32_t crc32c, struct pbx_buf *h,
-		       struct pbx_http_resp *resp, struct pbx_err *err)
+ * (n 0: the status query, "bytes * / LEN").  A chunk is sent once
+ * (max_attempts 1): the caller asks how far it got before sending again. */
+static int session_put(struct pbx_objstore *s, const struct session *ss, uint64_t off, uint64_t n,
+		       struct pbx_buf *h, struct pbx_http_resp *resp, struct pbx_err *err)
 {
 	char range[96], b64[9], hash[32];
-	const char *hdrs[3] = { range, NULL, NULL };
+	const char *hdrs[4] = { range, ss->ctype, NULL, NULL };
 	struct pbx_http_req r = { .method = "PUT",
-				  .url = session,
+				  .url = ss->uri,
 				  .headers = hdrs,
-				  .body = n ? data + off : "",
+				  .body = n ? ss->data + off : "",
 				  .body_len = (size_t)n,
 				  .resp_headers = h,
 				  .max_attempts = n ? 1 : 0 };
 	int rc;
 	if (n)
 		snprintf(range, sizeof(range), "Content-Range: bytes %llu-%llu/%zu",
-			 (unsigned long long)off, (unsigned long long)(off + n - 1), len);
+			 (unsigned long long)off, (unsigned long long)(off + n - 1), ss->len);
 	else
-		snprintf(range, sizeof(range), "Content-Range: bytes */%zu", len);
-	if (n && off + n == len) { /* the last chunk: the store checks the whole */
-		objstore_crc32c_b64(crc32c, b64);
+		snprintf(range, sizeof(range), "Content-Range: bytes */%zu", ss->len);
+	if (n && off + n == ss->len) { /* the last chunk: the store checks the whole */
+		objstore_crc32c_b64(ss->crc32c, b64);
 		snprintf(hash, sizeof(hash), "x-goog-hash: crc32c=%s", b64);
-		hdrs[1] = hash;
+		hdrs[2] = hash;
 	}
 	rc = pbx_http_do(s->http, &r, resp, err);
 	s->requests += (unsigned long)resp->attempts;
@@ -364,30 +374,29 @@ static int session_put(struct pbx_objstore *s, const char *session, const char *
 /* What one answer of the session means: 1 go on (*held: the bytes it
  * holds), 0 done (the object made), PBX_OBJSTORE_EXISTS, -1 an error;
  * 2 for a failure worth asking the session again (a retryable status). */
-static int session_answer(struct pbx_objstore *s, const char *name, const struct pbx_buf *h,
-			  const struct pbx_http_resp *resp, uint64_t *held, uint32_t crc32c,
-			  struct pbx_err *err)
+static int session_answer(struct pbx_objstore *s, const struct session *ss, const struct pbx_buf *h,
+			  const struct pbx_http_resp *resp, uint64_t *held, struct pbx_err *err)
 {
 	char *range;
 	int bad;
 	if (resp->status == 200 || resp->status == 201)
-		return check_stored(s, name, &resp->body, crc32c, err);
+		return check_stored(s, ss->name, &resp->body, ss->crc32c, err);
 	if (resp->status == 412)
 		return PBX_OBJSTORE_EXISTS;
 	if (pbx_http_retryable_default(resp->status, NULL, 0, NULL))
 		return 2;
 	if (resp->status != 308)
-		return (objstore_http_error(s, name, "resumable upload failed", resp->status,
+		return (objstore_http_error(s, ss->name, "resumable upload failed", resp->status,
 					    &resp->body, err),
 			-1);
 	range = pbx_http_header(h, "range");
 	bad = objstore_gcs_range_parse(range, held);
 	free(range);
-	if (bad)
+	if (bad || *held > ss->len)
 		return pbx_err_set(err,
 				   "gs://%s/%s: resumable upload: a Range the session "
 				   "cannot mean",
-				   s->url.bucket, name);
+				   s->url.bucket, ss->name);
 	return 1;
 }
 
@@ -403,33 +412,26 @@ static int give_up(struct pbx_objstore *s, const char *name, const struct pbx_er
 	return -1;
 }
 
-/* Sends data from where the session stands until the store has it all:
- * 0, PBX_OBJSTORE_EXISTS or -1. */
-static int session_send(struct pbx_objstore *s, const char *session, const char *name,
-			const char *data, size_t len, uint64_t chunk, uint32_t crc32c,
-			struct pbx_err *err)
+/* Sends the data from where the session stands until the store has it
+ * all: 0, PBX_OBJSTORE_EXISTS or -1. */
+static int session_send(struct pbx_objstore *s, const struct session *ss, struct pbx_err *err)
 {
 	struct pbx_buf h = PBX_BUF_INIT;
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	uint64_t off = 0, held = 0;
 	int failures = 0, query = 0, r;
 	for (;;) {
-		uint64_t n = query ? 0 : (len - off < chunk ? len - off : chunk);
+		uint64_t n = query ? 0 : (ss->len - off < ss->chunk ? ss->len - off : ss->chunk);
 		struct pbx_err e = PBX_ERR_INIT;
-		r = session_put(s, session, data, len, off, n, crc32c, &h, &resp, &e) < 0
+		r = session_put(s, ss, off, n, &h, &resp, &e) < 0
 			    ? 2
-			    : session_answer(s, name, &h, &resp, &held, crc32c, err);
-		if (r == 1 && held > len)
-			r = pbx_err_set(err,
-					"gs://%s/%s: resumable upload: the session holds %llu "
-					"of %zu bytes",
-					s->url.bucket, name, (unsigned long long)held, len);
+			    : session_answer(s, ss, &h, &resp, &held, err);
 		if (r == 1 && !query && held <= off)
 			r = 2; /* the chunk made no progress */
 		if (r != 1 && r != 2)
 			break;
 		if (r == 2 && ++failures > GCS_FAILURES_MAX) {
-			r = give_up(s, name, &e, &resp, err);
+			r = give_up(s, ss->name, &e, &resp, err);
 			break;
 		}
 		if (r == 2) { /* a chunk lost or refused: ask how far it got */
@@ -452,11 +454,14 @@ static int put_resumable(struct pbx_objstore *s, const char *name, const void *d
 			 uint64_t chunk, const char *content_type, uint32_t crc32c,
 			 struct pbx_err *err)
 {
-	char *session = NULL;
-	int rc = session_begin(s, name, len, content_type, crc32c, &session, err);
+	struct session ss = { NULL, name, data, len, chunk, NULL, crc32c };
+	char *ct = xasprintf("Content-Type: %s", content_type);
+	int rc = session_begin(s, name, len, content_type, crc32c, &ss.uri, err);
+	ss.ctype = ct;
 	if (rc == 0)
-		rc = session_send(s, session, name, data, len, chunk, crc32c, err);
-	free(session);
+		rc = session_send(s, &ss, err);
+	free(ss.uri);
+	free(ct);
 	return rc;
 }
 
