@@ -11,7 +11,8 @@
 #   part still one PutObject.
 #   GCS (the GCE emulator's Cloud Storage): a resumable upload whose chunk
 #   is cut half-way resumes from the offset the session holds, and the
-#   object comes back whole; an existing name refused.
+#   object comes back whole; a 503 on a chunk: the session asked and the
+#   chunk sent again; an existing name refused.
 # Ports: 30610-30612 on 127.0.0.1.  Skips (77) without moto_server.
 set -u
 TOOL=$1
@@ -155,6 +156,14 @@ n=$(gcalls "objects.insert resumable")
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
 cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "GCS: the object read back whole, its CRC32C checked (rc $rc)"
+http POST "$E/faults" '{"storage_upload_503": 1}' >/dev/null
+out=$(T put gs://pbx-gcs-big big2 "$W/big2" 2>"$W/err"); rc=$?
+n=$(gcalls "objects.insert resumable")
+# 5 before, then 4 chunks, the 503 and the status query after it
+[ $rc -eq 0 ] && [ "$(gcalls fault.upload_503)" = 1 ] && [ "$n" = 11 ]
+ok $? "GCS: a 503 on a chunk: the session asked, the chunk sent again (rc $rc, $n PUTs to sessions)"
+T get gs://pbx-gcs-big big2 "$W/got" 2>"$W/err" && cmp -s "$W/big2" "$W/got" && grep -q "crc32c: checked" "$W/err"
+ok $? "GCS: that object read back whole, its CRC32C checked"
 out=$(T put gs://pbx-gcs-big big "$W/big2" 2>"$W/err"); rc=$?
 [ $rc -eq 5 ] && [ "$out" = exists ]; ok $? "GCS: a large object of a name taken: exists (rc $rc)"
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err" && cmp -s "$W/big" "$W/got"

@@ -930,6 +930,9 @@ class Storage:
                     raise invalid("Invalid request. The total size %d differs from the size %d given before."
                                   % (total, up.total))
                 up.total = total
+            if m and m.group(1) is not None and self.faults.take("storage_upload_503"):
+                self.count("fault.upload_503")
+                raise backend_error()
             if m and m.group(1) is not None:
                 first, last = int(m.group(1)), int(m.group(2))
                 if last < first:

@@ -68,7 +68,8 @@ class Base(unittest.TestCase):
 
     def setUp(self):
         self.emu.control("POST", "faults", {"storage_503": 0, "storage_429": 0, "storage_corrupt": 0,
-                                            "storage_cut": 0, "storage_upload_cut": 0})
+                                            "storage_cut": 0, "storage_upload_cut": 0,
+                                            "storage_upload_503": 0})
 
     def req(self, method, path, body=None, headers=None, token=TOKEN):
         """(status, headers, raw body) of one request on a fresh connection."""
@@ -423,6 +424,18 @@ class Uploads(Base):
             2 * unit, len(data) - 1, len(data))}, token=None)
         self.assertEqual(code, 200, body)
         self.assertEqual(self.get("res/cut")[2], data)
+
+    def test_upload_503(self):
+        unit = storage.RESUMABLE_UNIT
+        data = os.urandom(unit + 10)
+        sess = self.start("res/503", pre=0)
+        self.emu.control("POST", "faults", {"storage_upload_503": 1})
+        rng = {"Content-Range": "bytes 0-%d/%d" % (len(data) - 1, len(data))}
+        self.assertEqual(self.req("PUT", sess, data, rng, token=None)[0], 503)
+        self.assertNotIn("Range", self.req("PUT", sess, b"", {"Content-Range": "bytes */%d" % len(data)},
+                                           token=None)[1])      # nothing kept
+        self.assertEqual(self.req("PUT", sess, data, rng, token=None)[0], 200)
+        self.assertEqual(self.get("res/503")[2], data)
 
     def test_big_object_streams(self):
         size = 24 << 20
