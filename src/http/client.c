@@ -285,9 +285,9 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 	struct sink sink = { &resp->body, 0, r->resp_headers };
 	CURLcode rc = CURLE_OK;
 	long status = 0, retry_after = 0;
-	int attempt, again = 0;
+	int attempt, again = 0, max = r->max_attempts > 0 ? r->max_attempts : h->o.max_attempts;
 
-	for (attempt = 1; attempt <= h->o.max_attempts; attempt++) {
+	for (attempt = 1; attempt <= max; attempt++) {
 		struct timespec t0;
 		long delay = -1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -300,7 +300,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 		again = rc != CURLE_OK ? curl_code_retryable(rc)
 				       : retryable(status, resp->body.buf, resp->body.len,
 						   r->retryable_ctx);
-		if (again && attempt < h->o.max_attempts) {
+		if (again && attempt < max) {
 			delay = pbx_http_backoff_ms(attempt, h->o.backoff_base_ms,
 						    h->o.backoff_cap_ms, random01());
 			if (delay < retry_after * 1000)
@@ -312,7 +312,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 		sleep_ms(delay);
 	}
 	curl_slist_free_all(hdrs);
-	resp->attempts = attempt > h->o.max_attempts ? h->o.max_attempts : attempt;
+	resp->attempts = attempt > max ? max : attempt;
 	resp->status = status;
 	if (sink.over) {
 		pbx_buf_release(&resp->body);

@@ -64,6 +64,10 @@ struct pbx_http_req {
 	pbx_http_retryable_fn retryable; /* NULL = pbx_http_retryable_default */
 	void *retryable_ctx;
 	size_t max_body; /* response body cap of this request; 0 = the handle's */
+	/* Attempts for this request; 0 = the handle's.  1 for a request the
+	 * caller retries itself (a resumable upload's chunk: after a failure
+	 * the caller asks the store how far it got before sending again). */
+	int max_attempts;
 	/* When not NULL: reset first, then the header lines of the last
 	 * response ("Name: value\r\n" as received, the status line first;
 	 * at most 64 KiB: more fails the attempt).  Owned by the caller; read
@@ -133,7 +137,8 @@ long pbx_http_backoff_ms(int attempt, long base_ms, long cap_ms, double rnd01);
 /* The URL with userinfo and the values of secret query parameters
  * (access_token, token, key, assertion, client_secret, refresh_token,
  * password, signature, X-Amz-Signature, X-Amz-Security-Token,
- * X-Amz-Credential) replaced by REDACTED.  Caller frees. */
+ * X-Amz-Credential, upload_id: a GCS resumable session's) replaced by
+ * REDACTED.  Caller frees. */
 char *pbx_http_redact_url(const char *url);
 /* A JSON text with the values of secret members (access_token,
  * refresh_token, id_token, private_key, private_key_id, client_secret,

@@ -33,6 +33,7 @@ static const char *const secret_names[] = {
 	"x-amz-security-token",
 	"x-amz-credential",
 	"x-goog-signature",
+	"upload_id", /* a GCS resumable session URI is its own credential */
 	NULL,
 };
 

@@ -6,8 +6,20 @@
  * cloud/gce/auth with the devstorage.read_write scope; a 401 forgets the
  * token and tries once more.  The base URL is the host root
  * (clouds.gce.storage_endpoint, else https://storage.googleapis.com/).
+ *
+ * An object larger than the part size (objstore_part_size: 64 MiB, a
+ * multiple of 256 KiB here) goes up through a resumable session
+ * (uploadType=resumable, ifGenerationMatch=0, the object's crc32c in its
+ * metadata): chunks PUT with Content-Range, each answered 308 with the
+ * bytes the session holds (Range).  A chunk that fails (cut, 429, 5xx) is
+ * not resent blindly: after a backoff pbx asks the session how far it got
+ * (PUT with Content-Range: bytes * / TOTAL) and goes on from there.  The
+ * session URI is its own credential: it gets no Authorization header and
+ * its upload_id is redacted from the request log.
  */
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,8 +230,8 @@ static int check_stored(struct pbx_objstore *s, const char *name, const struct p
 	return rc;
 }
 
-static int gcs_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
-		       const char *content_type, uint32_t crc32c, struct pbx_err *err)
+static int put_single(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+		      const char *content_type, uint32_t crc32c, struct pbx_err *err)
 {
 	struct pbx_buf u = PBX_BUF_INIT;
 	char b64[9], *ct = xasprintf("Content-Type: %s", content_type);
@@ -249,6 +261,218 @@ static int gcs_put_new(struct pbx_objstore *s, const char *name, const void *dat
 	free(ct);
 	free(hash);
 	return rc;
+}
+
+/* ------------------------------------------------------ resumable upload */
+
+#define GCS_UNIT         ((uint64_t)256 << 10) /* a chunk is a multiple of it */
+#define GCS_FAILURES_MAX 8 /* failed chunks in a row, with no progress between */
+
+int objstore_gcs_range_parse(const char *range, uint64_t *out)
+{
+	char *end = NULL;
+	unsigned long long last;
+	*out = 0;
+	if (!range)
+		return 0;
+	if (strncmp(range, "bytes=0-", 8) != 0 || range[8] < '0' || range[8] > '9')
+		return -1;
+	errno = 0;
+	last = strtoull(range + 8, &end, 10);
+	if (errno || *end || last == ULLONG_MAX)
+		return -1;
+	*out = (uint64_t)last + 1;
+	return 0;
+}
+
+/* Begins a session: *session the URI to send the bytes to (caller frees),
+ * or PBX_OBJSTORE_EXISTS when the name is taken already. */
+static int session_begin(struct pbx_objstore *s, const char *name, size_t len,
+			 const char *content_type, uint32_t crc32c, char **session,
+			 struct pbx_err *err)
+{
+	struct pbx_buf u = PBX_BUF_INIT, h = PBX_BUF_INIT;
+	char b64[9], *xct = xasprintf("X-Upload-Content-Type: %s", content_type);
+	char *xlen = xasprintf("X-Upload-Content-Length: %zu", len), *meta;
+	const char *extra[4] = { "Content-Type: application/json; charset=UTF-8", xct, xlen, NULL };
+	json_t *m = json_object();
+	struct pbx_http_req r = { .method = "POST", .resp_headers = &h };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc;
+	objstore_crc32c_b64(crc32c, b64);
+	json_object_set_new(m, "crc32c", json_string(b64)); /* checked by the store at the end */
+	json_object_set_new(m, "contentType", json_string(content_type));
+	meta = json_dumps(m, JSON_COMPACT);
+	r.body = meta;
+	r.body_len = strlen(meta);
+	objects_url(s, &u, "upload/");
+	pbx_buf_adds(&u, "?uploadType=resumable&ifGenerationMatch=0&name=");
+	objstore_enc(&u, name);
+	r.url = u.buf;
+	rc = gcs_call(s, &r, extra, &resp, err);
+	if (rc == 0 && resp.status == 412)
+		rc = PBX_OBJSTORE_EXISTS;
+	else if (rc == 0 && resp.status != 200)
+		rc = (objstore_http_error(s, name, "cannot begin a resumable upload", resp.status,
+					  &resp.body, err),
+		      -1);
+	else if (rc == 0 && !(*session = pbx_http_header(&h, "location")))
+		rc = pbx_err_set(err, "gs://%s/%s: resumable upload began without a session URI",
+				 s->url.bucket, name);
+	json_decref(m);
+	free(meta);
+	free(xct);
+	free(xlen);
+	pbx_buf_release(&u);
+	pbx_buf_release(&h);
+	pbx_buf_release(&resp.body);
+	return rc;
+}
+
+/* One resumable upload: what every request of its session needs. */
+struct session {
+	char *uri;        /* where the bytes go (owned) */
+	const char *name; /* the object */
+	const char *data;
+	size_t len;
+	uint64_t chunk;    /* bytes a request, a multiple of GCS_UNIT */
+	const char *ctype; /* "Content-Type: ..." of every chunk */
+	uint32_t crc32c;   /* of the whole object */
+};
+
+/* One request to the session: data[off, off + n) with its Content-Range
+ * (n 0: the status query, "bytes * / LEN").  A chunk is sent once
+ * (max_attempts 1): the caller asks how far it got before sending again. */
+static int session_put(struct pbx_objstore *s, const struct session *ss, uint64_t off, uint64_t n,
+		       struct pbx_buf *h, struct pbx_http_resp *resp, struct pbx_err *err)
+{
+	char range[96], b64[9], hash[32];
+	const char *hdrs[4] = { range, ss->ctype, NULL, NULL };
+	struct pbx_http_req r = { .method = "PUT",
+				  .url = ss->uri,
+				  .headers = hdrs,
+				  .body = n ? ss->data + off : "",
+				  .body_len = (size_t)n,
+				  .resp_headers = h,
+				  .max_attempts = n ? 1 : 0 };
+	int rc;
+	if (n)
+		snprintf(range, sizeof(range), "Content-Range: bytes %llu-%llu/%zu",
+			 (unsigned long long)off, (unsigned long long)(off + n - 1), ss->len);
+	else
+		snprintf(range, sizeof(range), "Content-Range: bytes */%zu", ss->len);
+	if (n && off + n == ss->len) { /* the last chunk: the store checks the whole */
+		objstore_crc32c_b64(ss->crc32c, b64);
+		snprintf(hash, sizeof(hash), "x-goog-hash: crc32c=%s", b64);
+		hdrs[2] = hash;
+	}
+	rc = pbx_http_do(s->http, &r, resp, err);
+	s->requests += (unsigned long)resp->attempts;
+	return rc;
+}
+
+/* What one answer of the session means: 1 go on (*held: the bytes it
+ * holds), 0 done (the object made), PBX_OBJSTORE_EXISTS, -1 an error;
+ * 2 for a failure worth asking the session again (a retryable status). */
+static int session_answer(struct pbx_objstore *s, const struct session *ss, const struct pbx_buf *h,
+			  const struct pbx_http_resp *resp, uint64_t *held, struct pbx_err *err)
+{
+	char *range;
+	int bad;
+	if (resp->status == 200 || resp->status == 201)
+		return check_stored(s, ss->name, &resp->body, ss->crc32c, err);
+	if (resp->status == 412)
+		return PBX_OBJSTORE_EXISTS;
+	if (pbx_http_retryable_default(resp->status, NULL, 0, NULL))
+		return 2;
+	if (resp->status != 308)
+		return (objstore_http_error(s, ss->name, "resumable upload failed", resp->status,
+					    &resp->body, err),
+			-1);
+	range = pbx_http_header(h, "range");
+	bad = objstore_gcs_range_parse(range, held);
+	free(range);
+	if (bad || *held > ss->len)
+		return pbx_err_set(err,
+				   "gs://%s/%s: resumable upload: a Range the session "
+				   "cannot mean",
+				   s->url.bucket, ss->name);
+	return 1;
+}
+
+/* After a chunk failed GCS_FAILURES_MAX + 1 times in a row: the error. */
+static int give_up(struct pbx_objstore *s, const char *name, const struct pbx_err *e,
+		   const struct pbx_http_resp *resp, struct pbx_err *err)
+{
+	if (e->msg[0]) {
+		*err = *e;
+		return -1;
+	}
+	objstore_http_error(s, name, "resumable upload failed", resp->status, &resp->body, err);
+	return -1;
+}
+
+/* Sends the data from where the session stands until the store has it
+ * all: 0, PBX_OBJSTORE_EXISTS or -1. */
+static int session_send(struct pbx_objstore *s, const struct session *ss, struct pbx_err *err)
+{
+	struct pbx_buf h = PBX_BUF_INIT;
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	uint64_t off = 0, held = 0;
+	int failures = 0, query = 0, r;
+	for (;;) {
+		uint64_t n = query ? 0 : (ss->len - off < ss->chunk ? ss->len - off : ss->chunk);
+		struct pbx_err e = PBX_ERR_INIT;
+		r = session_put(s, ss, off, n, &h, &resp, &e) < 0
+			    ? 2
+			    : session_answer(s, ss, &h, &resp, &held, err);
+		if (r == 1 && !query && held <= off)
+			r = 2; /* the chunk made no progress */
+		if (r != 1 && r != 2)
+			break;
+		if (r == 2 && ++failures > GCS_FAILURES_MAX) {
+			r = give_up(s, ss->name, &e, &resp, err);
+			break;
+		}
+		if (r == 2) { /* a chunk lost or refused: ask how far it got */
+			s->put_retried = 1;
+			objstore_backoff(failures);
+			query = 1;
+			continue;
+		}
+		if (held > off)
+			failures = 0;
+		off = held;
+		query = 0;
+	}
+	pbx_buf_release(&h);
+	pbx_buf_release(&resp.body);
+	return r;
+}
+
+static int put_resumable(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+			 uint64_t chunk, const char *content_type, uint32_t crc32c,
+			 struct pbx_err *err)
+{
+	struct session ss = { NULL, name, data, len, chunk, NULL, crc32c };
+	char *ct = xasprintf("Content-Type: %s", content_type);
+	int rc = session_begin(s, name, len, content_type, crc32c, &ss.uri, err);
+	ss.ctype = ct;
+	if (rc == 0)
+		rc = session_send(s, &ss, err);
+	free(ss.uri);
+	free(ct);
+	return rc;
+}
+
+static int gcs_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+		       const char *content_type, uint32_t crc32c, struct pbx_err *err)
+{
+	struct objstore_plan plan;
+	objstore_part_plan(len, objstore_part_size(), GCS_UNIT, GCS_UNIT, 0, &plan);
+	if (plan.count == 1)
+		return put_single(s, name, data, len, content_type, crc32c, err);
+	return put_resumable(s, name, data, len, plan.part, content_type, crc32c, err);
 }
 
 static void gcs_close(struct pbx_objstore *s)

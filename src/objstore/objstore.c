@@ -3,14 +3,19 @@
  * handle, then the backend: gcs.c or s3.c), and the checks every backend
  * shares: the CRC32C of what was read against the store's, the CRC32C of
  * what is written computed once here, size caps, error messages that name
- * the object and never a secret.  See objstore.h.
+ * the object and never a secret; and how a large upload is cut into
+ * parts (the backends send them: s3.c multipart, gcs.c resumable).  See
+ * objstore.h.
  */
 #include "objstore/objstore_internal.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cloud/aws/aws.h"
 #include "util/crc32c.h"
@@ -103,6 +108,62 @@ void objstore_http_error(struct pbx_objstore *s, const char *name, const char *w
 	pbx_err_setc(err, code, "%s: %s (HTTP %ld: %s)", obj, what, status, ex);
 	free(obj);
 	free(ex);
+}
+
+/* -------------------------------------------------------- large uploads */
+
+uint64_t objstore_part_size(void)
+{
+	const char *v = getenv("PBX_OBJSTORE_PART_SIZE");
+	char *end = NULL;
+	unsigned long long n;
+	if (!v || !*v || *v == '-')
+		return OBJSTORE_PART_DEFAULT;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || *end || n == 0)
+		return OBJSTORE_PART_DEFAULT;
+	return n;
+}
+
+void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t align,
+			uint64_t max_parts, struct objstore_plan *out)
+{
+	uint64_t part = want < min ? min : want;
+	if (align < 1)
+		align = 1;
+	part -= part % align;
+	if (part < min)
+		part = min;
+	if (max_parts && len / max_parts >= part) { /* more than max_parts parts */
+		part = len / max_parts + (len % max_parts != 0);
+		part += (align - part % align) % align;
+	}
+	if (len <= part) {
+		out->part = len;
+		out->count = 1;
+		return;
+	}
+	out->part = part;
+	out->count = len / part + (len % part != 0);
+}
+
+void objstore_backoff(int attempt)
+{
+	unsigned char r[4];
+	struct timespec ts;
+	long ms;
+	/* jitter need not be secret: any bytes do, zeros are a short wait */
+	if (!RAND_bytes(r, sizeof(r)))
+		memset(r, 0, sizeof(r));
+	ms = pbx_http_backoff_ms(
+		attempt, 500, 32000,
+		(double)((uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3]) /
+			4294967296.0);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* ---------------------------------------------------------------- open */

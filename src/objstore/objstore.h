@@ -12,7 +12,8 @@
  *     naming the object, and nothing is returned;
  *   - creating an object only when no object of that name exists (GCS
  *     ifGenerationMatch=0, S3 If-None-Match: *), its CRC32C sent for the
- *     store to check;
+ *     store to check; above the part size (64 MiB) in parts, each retried
+ *     alone (S3 multipart, GCS resumable);
  *   - 429, 5xx and SlowDown retried with backoff (src/http).
  * Endpoints: clouds.gce.storage_endpoint and clouds.aws.s3_endpoint
  * (https, or http to loopback: the emulators), else the real services.
@@ -103,7 +104,10 @@ int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struc
 /* Creates object `name` holding data[0, len) only when no object of that
  * name exists: PBX_OBJSTORE_EXISTS (nothing written) when one does.  The
  * CRC32C of the data is sent for the store to check.  content_type may be
- * NULL (application/octet-stream). */
+ * NULL (application/octet-stream).  Above the part size (64 MiB, or
+ * PBX_OBJSTORE_PART_SIZE bytes) the data goes in parts: an S3 multipart
+ * upload (aborted unless completed) or a GCS resumable session (resumed
+ * from what the store holds after a failed chunk). */
 int pbx_objstore_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
 			 const char *content_type, struct pbx_err *err);
 

@@ -3,11 +3,14 @@
  * its two backends:
  *
  *   objstore.c  open/close, the checks every backend shares (CRC32C of
- *               what was read and sent, size caps), dispatch
+ *               what was read and sent, size caps), the part plan of a
+ *               large upload, dispatch
  *   gcs.c       Cloud Storage JSON API: objects.list, objects.get
- *               (alt=media), objects.insert (uploadType=media,
+ *               (alt=media), objects.insert (uploadType=media, or
+ *               resumable in chunks above the part size;
  *               ifGenerationMatch=0); bearer tokens from cloud/gce/auth
- *   s3.c        S3 REST: ListObjectsV2, GetObject, PutObject with
+ *   s3.c        S3 REST: ListObjectsV2, GetObject, PutObject (or a
+ *               multipart upload above the part size) with
  *               If-None-Match: *; SigV4 (cloud/aws/sigv4.c) with the
  *               payload's SHA-256 and x-amz-checksum-crc32c
  *
@@ -73,6 +76,31 @@ int objstore_crc32c_unb64(const char *s, size_t len, uint32_t *crc);
 /* "SCHEME://BUCKET/NAME" for messages.  Caller frees. */
 char *objstore_object_url(const struct pbx_objstore *s, const char *name);
 
+/* ------------------------------------------------------ large uploads */
+
+/* The part size pbx asks for: PBX_OBJSTORE_PART_SIZE (bytes, decimal; for
+ * tests) when set to a positive number, else 64 MiB.  A backend raises it
+ * to its own minimum (objstore_part_plan). */
+#define OBJSTORE_PART_DEFAULT ((uint64_t)64 << 20)
+uint64_t objstore_part_size(void);
+
+/* How an upload of `len` bytes is cut: `count` requests of `part` bytes,
+ * the last one the rest (count 1: a single request, part = len). */
+struct objstore_plan {
+	uint64_t part;
+	uint64_t count;
+};
+/* Plans parts of `want` bytes, raised to `min`, rounded down to a multiple
+ * of `align` (min a multiple of it; align >= 1), then grown (rounded up to
+ * `align`) until at most max_parts (0: no limit) are needed.  len at most
+ * the part: one request.  Pure; always succeeds. */
+void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t align,
+			uint64_t max_parts, struct objstore_plan *out);
+
+/* Sleeps the backoff before try `attempt` + 1 (full jitter, as src/http:
+ * base 500 ms, cap 32 s) of a request the caller retries itself. */
+void objstore_backoff(int attempt);
+
 /* ------------------------------------------------------ parsers (fuzzed) */
 
 /* One page of a GCS objects.list reply ({"items": [{"name", "size",
@@ -94,5 +122,21 @@ int objstore_s3_list_parse(const char *xml, size_t len, struct pbx_object **v, s
 /* The S3 error document's Code (<Error><Code>) into code[size]; 0, or -1
  * when the text is not one. */
 int objstore_s3_error_code(const char *xml, size_t len, char *code, size_t size);
+/* A CreateMultipartUpload reply's <InitiateMultipartUploadResult><UploadId>
+ * into *id (caller frees); -1 with err when the text is not one or the id
+ * is empty. */
+int objstore_s3_upload_id_parse(const char *xml, size_t len, char **id, struct pbx_err *err);
+/* A CompleteMultipartUpload reply (S3 may answer 200 with an <Error> in
+ * the body): 0 for a <CompleteMultipartUploadResult> (or moto's
+ * <CompleteMultipartUploadResponse>), its
+ * <ChecksumCRC32C> into *crc with *has_crc 1 when it is a whole object's
+ * (a composite "B64-N" is not); 1 for an <Error> with its Code in
+ * code[size]; -1 for anything else. */
+int objstore_s3_complete_parse(const char *xml, size_t len, uint32_t *crc, int *has_crc, char *code,
+			       size_t size);
+/* The bytes a GCS resumable session holds, from the Range header of its
+ * 308 reply ("bytes=0-N": N + 1; range NULL, no header: 0) into *out; -1
+ * when the value is not of that form. */
+int objstore_gcs_range_parse(const char *range, uint64_t *out);
 
 #endif

@@ -6,6 +6,15 @@
  * x-amz-checksum-crc32c (create only, checked by S3).  Every request
  * carries x-amz-content-sha256, the payload's SHA-256.
  *
+ * An object larger than the part size (objstore_part_size: 64 MiB, at
+ * least 5 MiB here) goes up as a multipart upload: CreateMultipartUpload
+ * (CRC32C, checksum type FULL_OBJECT), UploadPart for each part with its
+ * own CRC32C (each part retried alone by src/http), then
+ * CompleteMultipartUpload with If-None-Match: * and the whole object's
+ * CRC32C, which S3 checks against the parts and keeps as the object's.
+ * Anything but a completed upload ends with AbortMultipartUpload, so no
+ * part is left stored (and billed).
+ *
  * Addressing: clouds.aws.s3_endpoint (an emulator, or another S3) gets
  * path-style requests (ENDPOINT/BUCKET/KEY); without one, virtual-hosted
  * https://BUCKET.s3.REGION.amazonaws.com/KEY (path-style on
@@ -22,6 +31,7 @@
 #include "cloud/aws/aws.h"
 #include "config/config.h"
 #include "objstore/objstore_internal.h"
+#include "util/crc32c.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
 
@@ -167,10 +177,52 @@ int objstore_s3_error_code(const char *xml, size_t len, char *code, size_t size)
 	return rc;
 }
 
+int objstore_s3_upload_id_parse(const char *xml, size_t len, char **id, struct pbx_err *err)
+{
+	xmlDocPtr d = s3_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL;
+	*id = is(root, "InitiateMultipartUploadResult") ? child_text(root, "UploadId") : NULL;
+	xmlFreeDoc(d);
+	if (*id && **id)
+		return 0;
+	free(*id);
+	*id = NULL;
+	return pbx_err_set(err, "CreateMultipartUpload: reply without an UploadId");
+}
+
+int objstore_s3_complete_parse(const char *xml, size_t len, uint32_t *crc, int *has_crc, char *code,
+			       size_t size)
+{
+	xmlDocPtr d = s3_xml_read(xml, len);
+	xmlNode *root = d ? xmlDocGetRootElement(d) : NULL;
+	char *t = NULL;
+	int rc = -1;
+	*has_crc = 0;
+	/* moto 5.2.1 names the root ...Response: taken too (tests/emulators/s3) */
+	if (is(root, "CompleteMultipartUploadResult") ||
+	    is(root, "CompleteMultipartUploadResponse")) {
+		t = child_text(root, "ChecksumCRC32C");
+		*has_crc = t && objstore_crc32c_unb64(t, strlen(t), crc) == 0;
+		rc = 0;
+	} else if (is(root, "Error") && (t = child_text(root, "Code")) != NULL && *t) {
+		snprintf(code, size, "%s", t);
+		rc = 1;
+	}
+	free(t);
+	xmlFreeDoc(d);
+	return rc;
+}
+
 /* The retry classifier: 5xx, 429, and the codes S3 documents as
  * transient (SlowDown, InternalError, RequestTimeout), plus a PutObject's
  * 409 ConditionalRequestConflict (a concurrent conditional write: AWS
  * says to retry; the retry is a 412 when the other write won). */
+static int transient_code(const char *code)
+{
+	return !strcmp(code, "SlowDown") || !strcmp(code, "InternalError") ||
+	       !strcmp(code, "RequestTimeout") || !strcmp(code, "ConditionalRequestConflict");
+}
+
 static int s3_retryable(long status, const char *body, size_t len, void *ctx)
 {
 	char code[64];
@@ -179,8 +231,18 @@ static int s3_retryable(long status, const char *body, size_t len, void *ctx)
 		return 1;
 	if (status < 400 || objstore_s3_error_code(body, len, code, sizeof(code)) < 0)
 		return 0;
-	return !strcmp(code, "SlowDown") || !strcmp(code, "InternalError") ||
-	       !strcmp(code, "RequestTimeout") || !strcmp(code, "ConditionalRequestConflict");
+	return transient_code(code);
+}
+
+/* CompleteMultipartUpload's: as above, and a 200 whose body is an
+ * transient <Error> (S3 may fail a completion after its 200 is sent). */
+static int complete_retryable(long status, const char *body, size_t len, void *ctx)
+{
+	char code[64];
+	if (status == 200)
+		return objstore_s3_error_code(body, len, code, sizeof(code)) == 0 &&
+		       transient_code(code);
+	return s3_retryable(status, body, len, ctx);
 }
 
 /* ------------------------------------------------------------- requests */
@@ -193,8 +255,9 @@ struct s3_req {
 	const char *const *extra; /* signed headers, "Name: value", NULL-terminated */
 	const void *body;
 	size_t len;
-	size_t max;              /* response cap, 0 = the handle's */
-	struct pbx_buf *headers; /* response headers, may be NULL */
+	size_t max;                      /* response cap, 0 = the handle's */
+	struct pbx_buf *headers;         /* response headers, may be NULL */
+	pbx_http_retryable_fn retryable; /* NULL = s3_retryable */
 };
 
 /* The request's headers: its own, then Authorization, date, payload hash
@@ -241,7 +304,7 @@ static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_ht
 				  .headers = hdrs,
 				  .body = q->body,
 				  .body_len = q->len,
-				  .retryable = s3_retryable,
+				  .retryable = q->retryable ? q->retryable : s3_retryable,
 				  .max_body = q->max,
 				  .resp_headers = q->headers };
 	int rc, k;
@@ -340,7 +403,7 @@ static int s3_get(struct pbx_objstore *s, const char *name, size_t max, struct p
 	return rc;
 }
 
-static int s3_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+static int put_single(struct pbx_objstore *s, const char *name, const void *data, size_t len,
 		      const char *content_type, uint32_t crc32c, struct pbx_err *err)
 {
 	char b64[9], *ct = xasprintf("Content-Type: %s", content_type), *sum;
@@ -365,6 +428,217 @@ static int s3_put_new(struct pbx_objstore *s, const char *name, const void *data
 	free(ct);
 	free(sum);
 	return rc;
+}
+
+/* ------------------------------------------------------ multipart upload */
+
+#define S3_PART_MIN  ((uint64_t)5 << 20) /* every part but the last */
+#define S3_PART_MAX  ((uint64_t)5 << 30)
+#define S3_PARTS_MAX 10000
+
+/* One uploaded part: what CompleteMultipartUpload names. */
+struct s3_part {
+	char *etag; /* as S3 gave it, quotes included */
+	uint32_t crc;
+};
+
+/* CreateMultipartUpload: *uid the upload's id (caller frees). */
+static int create_upload(struct pbx_objstore *s, const char *name, const char *content_type,
+			 char **uid, struct pbx_err *err)
+{
+	char *ct = xasprintf("Content-Type: %s", content_type);
+	const char *query[] = { "uploads", "", NULL };
+	const char *extra[] = { ct, "x-amz-checksum-algorithm: CRC32C",
+				"x-amz-checksum-type: FULL_OBJECT", NULL };
+	struct s3_req q = { .method = "POST", .key = name, .query = query, .extra = extra };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc = s3_call(s, &q, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = (objstore_http_error(s, name, "cannot begin a multipart upload", resp.status,
+					  &resp.body, err),
+		      -1);
+	else if (rc == 0 && objstore_s3_upload_id_parse(resp.body.buf, resp.body.len, uid, err) < 0)
+		rc = pbx_err_prefix(err, "s3://%s/%s", s->url.bucket, name);
+	pbx_buf_release(&resp.body);
+	free(ct);
+	return rc;
+}
+
+/* UploadPart `num` (1-based) of data[0, len) with its CRC32C; p gets its
+ * ETag and CRC.  A transport failure, a 5xx or SlowDown sends this part
+ * again (src/http), not the whole object. */
+static int upload_part(struct pbx_objstore *s, const char *name, const char *uid, uint64_t num,
+		       const char *data, size_t len, struct s3_part *p, struct pbx_err *err)
+{
+	char nb[24], b64[9], *sum;
+	const char *query[] = { "partNumber", nb, "uploadId", uid, NULL };
+	/* a Content-Type of our own: curl would send a form's, which a
+	 * server may take for one (moto does, and reads no bytes) */
+	const char *extra[] = { "Content-Type: application/octet-stream",
+				"x-amz-sdk-checksum-algorithm: CRC32C", NULL, NULL };
+	struct pbx_buf h = PBX_BUF_INIT;
+	struct s3_req q = { .method = "PUT",
+			    .key = name,
+			    .query = query,
+			    .extra = extra,
+			    .body = data,
+			    .len = len,
+			    .headers = &h };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc;
+	snprintf(nb, sizeof(nb), "%llu", (unsigned long long)num);
+	p->crc = pbx_crc32c(0, data, len);
+	objstore_crc32c_b64(p->crc, b64);
+	sum = xasprintf("x-amz-checksum-crc32c: %s", b64);
+	extra[2] = sum;
+	rc = s3_call(s, &q, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = (objstore_http_error(s, name, "cannot upload a part", resp.status, &resp.body,
+					  err),
+		      -1);
+	else if (rc == 0 && !(p->etag = pbx_http_header(&h, "etag")))
+		rc = pbx_err_set(err, "s3://%s/%s: UploadPart %s: reply without an ETag",
+				 s->url.bucket, name, nb);
+	pbx_buf_release(&resp.body);
+	pbx_buf_release(&h);
+	free(sum);
+	return rc;
+}
+
+/* The CompleteMultipartUpload document naming every part, written with
+ * libxml2 (ETags come from the store: escaped as text).  Caller frees. */
+static char *complete_doc(const struct s3_part *p, uint64_t n, int *len)
+{
+	xmlDocPtr d = xmlNewDoc(BAD_CAST "1.0");
+	xmlNodePtr root = xmlNewNode(NULL, BAD_CAST "CompleteMultipartUpload"), part;
+	xmlChar *mem = NULL;
+	char num[24], b64[9], *out;
+	uint64_t i;
+	xmlDocSetRootElement(d, root);
+	xmlSetNs(root, xmlNewNs(root, BAD_CAST "http://s3.amazonaws.com/doc/2006-03-01/", NULL));
+	for (i = 0; i < n; i++) {
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)i + 1);
+		objstore_crc32c_b64(p[i].crc, b64);
+		part = xmlNewChild(root, NULL, BAD_CAST "Part", NULL);
+		xmlNewTextChild(part, NULL, BAD_CAST "PartNumber", BAD_CAST num);
+		xmlNewTextChild(part, NULL, BAD_CAST "ETag", BAD_CAST p[i].etag);
+		xmlNewTextChild(part, NULL, BAD_CAST "ChecksumCRC32C", BAD_CAST b64);
+	}
+	xmlDocDumpMemoryEnc(d, &mem, len, "UTF-8");
+	out = xstrdup(mem ? (const char *)mem : "");
+	xmlFree(mem);
+	xmlFreeDoc(d);
+	return out;
+}
+
+/* What a completion's answer means: 0 done (the CRC32C S3 kept, when it
+ * says, must be ours), PBX_OBJSTORE_EXISTS (If-None-Match failed), -1. */
+static int complete_result(struct pbx_objstore *s, const char *name,
+			   const struct pbx_http_resp *resp, uint32_t crc32c, struct pbx_err *err)
+{
+	char code[64] = "";
+	uint32_t kept = 0;
+	int has = 0, r;
+	if (resp->status == 412)
+		return PBX_OBJSTORE_EXISTS;
+	r = objstore_s3_complete_parse(resp->body.buf, resp->body.len, &kept, &has, code,
+				       sizeof(code));
+	if (resp->status == 200 && r == 1 && !strcmp(code, "PreconditionFailed"))
+		return PBX_OBJSTORE_EXISTS;
+	if (resp->status != 200 || r != 0) {
+		objstore_http_error(s, name, "cannot complete the multipart upload", resp->status,
+				    &resp->body, err);
+		return -1;
+	}
+	if (has && kept != crc32c) {
+		char *obj = objstore_object_url(s, name);
+		pbx_err_setc(err, PBX_EXIT_SECURITY,
+			     "%s: the store kept CRC32C %08x, not %08x sent", obj, kept, crc32c);
+		free(obj);
+		return -1;
+	}
+	return 0;
+}
+
+/* CompleteMultipartUpload with If-None-Match: * and the whole object's
+ * CRC32C (S3 refuses the completion when the parts do not add up to it). */
+static int complete_upload(struct pbx_objstore *s, const char *name, const char *uid,
+			   const struct s3_part *p, uint64_t n, uint32_t crc32c,
+			   struct pbx_err *err)
+{
+	char b64[9], *sum;
+	const char *query[] = { "uploadId", uid, NULL };
+	const char *extra[] = { "Content-Type: application/xml", "If-None-Match: *",
+				"x-amz-checksum-type: FULL_OBJECT", NULL, NULL };
+	int len = 0;
+	char *doc = complete_doc(p, n, &len);
+	struct s3_req q = { .method = "POST",
+			    .key = name,
+			    .query = query,
+			    .extra = extra,
+			    .body = doc,
+			    .len = (size_t)len,
+			    .retryable = complete_retryable };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc;
+	objstore_crc32c_b64(crc32c, b64);
+	sum = xasprintf("x-amz-checksum-crc32c: %s", b64);
+	extra[3] = sum;
+	rc = s3_call(s, &q, &resp, err);
+	s->put_retried = resp.attempts > 1;
+	if (rc == 0)
+		rc = complete_result(s, name, &resp, crc32c, err);
+	pbx_buf_release(&resp.body);
+	free(sum);
+	free(doc);
+	return rc;
+}
+
+/* AbortMultipartUpload: the parts stored so far are dropped.  Its own
+ * failure is not the caller's error (that is what went wrong before). */
+static void abort_upload(struct pbx_objstore *s, const char *name, const char *uid)
+{
+	const char *query[] = { "uploadId", uid, NULL };
+	struct s3_req q = { .method = "DELETE", .key = name, .query = query };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	struct pbx_err e = PBX_ERR_INIT;
+	s3_call(s, &q, &resp, &e);
+	pbx_buf_release(&resp.body);
+}
+
+static int put_multipart(struct pbx_objstore *s, const char *name, const char *data, size_t len,
+			 const struct objstore_plan *plan, const char *content_type,
+			 uint32_t crc32c, struct pbx_err *err)
+{
+	struct s3_part *parts = xcalloc(plan->count, sizeof(*parts));
+	char *uid = NULL;
+	uint64_t i;
+	int rc = create_upload(s, name, content_type, &uid, err);
+	for (i = 0; rc == 0 && i < plan->count; i++) {
+		uint64_t off = i * plan->part, n = len - off < plan->part ? len - off : plan->part;
+		rc = upload_part(s, name, uid, i + 1, data + off, (size_t)n, &parts[i], err);
+	}
+	if (rc == 0)
+		rc = complete_upload(s, name, uid, parts, plan->count, crc32c, err);
+	if (uid && rc != 0)
+		abort_upload(s, name, uid);
+	for (i = 0; i < plan->count; i++)
+		free(parts[i].etag);
+	free(parts);
+	free(uid);
+	return rc;
+}
+
+static int s3_put_new(struct pbx_objstore *s, const char *name, const void *data, size_t len,
+		      const char *content_type, uint32_t crc32c, struct pbx_err *err)
+{
+	struct objstore_plan plan;
+	uint64_t want = objstore_part_size();
+	objstore_part_plan(len, want > S3_PART_MAX ? S3_PART_MAX : want, S3_PART_MIN, 1,
+			   S3_PARTS_MAX, &plan);
+	if (plan.count == 1)
+		return put_single(s, name, data, len, content_type, crc32c, err);
+	return put_multipart(s, name, data, len, &plan, content_type, crc32c, err);
 }
 
 static void s3_close(struct pbx_objstore *s)

@@ -1,10 +1,12 @@
 /*
  * fuzz_objstore_list.c - libFuzzer target for the object stores' list
  * parsers (src/objstore: S3 ListObjectsV2 XML with libxml2, GCS
- * objects.list JSON with jansson) and the S3 error-code reader: any bytes
- * must parse or fail cleanly; what parses has a non-empty name on every
- * object, a page token only when the parse succeeded, and a CRC32C never
- * from an S3 listing.
+ * objects.list JSON with jansson), the S3 error-code reader and the
+ * multipart upload's replies (InitiateMultipartUploadResult,
+ * CompleteMultipartUploadResult or an <Error>), and a resumable session's
+ * Range: any bytes must parse or fail cleanly; what parses has a non-empty
+ * name on every object, a page token only when the parse succeeded, a
+ * CRC32C never from an S3 listing, and a non-empty UploadId or Code.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +30,30 @@ static void check(int rc, struct pbx_object *v, size_t n, char *next, int s3)
 	free(next);
 }
 
+static void check_multipart(const char *text, size_t size)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *id = NULL, code[64] = "", *z;
+	uint32_t crc;
+	uint64_t held;
+	int has, rc;
+	rc = objstore_s3_upload_id_parse(text, size, &id, &err);
+	if ((rc == 0) != (id && *id))
+		abort();
+	free(id);
+	rc = objstore_s3_complete_parse(text, size, &crc, &has, code, sizeof(code));
+	if (rc == 1 && !code[0])
+		abort();
+	z = malloc(size + 1); /* a header value: NUL-terminated */
+	if (!z)
+		return;
+	memcpy(z, text, size);
+	z[size] = '\0';
+	if (objstore_gcs_range_parse(z, &held) == 0 && held == 0)
+		abort();
+	free(z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data;
@@ -44,5 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(rc, v, n, next, 0);
 	if (objstore_s3_error_code(text, size, code, sizeof(code)) == 0 && !code[0])
 		abort();
+	check_multipart(text, size);
 	return 0;
 }

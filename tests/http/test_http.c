@@ -143,6 +143,18 @@ static void test_retries(void)
 	v = call(h, "GET", "/fail?k=rmax&n=9&code=503", NULL, NULL, &st, &att);
 	ok(st == 503 && att == 5, "after max attempts the last 503 comes back (%ld, %d)", st, att);
 	json_decref(v);
+	{
+		struct pbx_http_req r = { .method = "GET",
+					  .url = url("/fail?k=rone&n=9&code=503"),
+					  .max_attempts = 1 };
+		struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+		struct pbx_err err = PBX_ERR_INIT;
+		int rc = pbx_http_do(h, &r, &resp, &err);
+		ok(rc == 0 && resp.status == 503 && resp.attempts == 1,
+		   "a request's own max_attempts 1: sent once (%ld, %d)", resp.status,
+		   resp.attempts);
+		pbx_buf_release(&resp.body);
+	}
 	pbx_http_close(h);
 	/* A fresh handle: on a reused connection libcurl itself retries once. */
 	h = open_http(5, 0);
@@ -342,6 +354,10 @@ static void test_pure(void)
 		"https://u:pw@h.example/p?a=1&access_token=x&Key=y&code=z&b=2#frag");
 	is_str(u, "https://h.example/p?a=1&access_token=REDACTED&Key=REDACTED&code=z&b=2",
 	       "URL redaction: userinfo, fragment and secret parameters go");
+	free(u);
+	u = pbx_http_redact_url("https://h/upload/o?uploadType=resumable&upload_id=SESSION");
+	is_str(u, "https://h/upload/o?uploadType=resumable&upload_id=REDACTED",
+	       "a resumable session's upload_id is redacted");
 	free(u);
 	u = pbx_http_redact_url("https://h/p?x?access_token=SECRET&y=1");
 	ok(u && !strstr(u, "SECRET"), "a token after a stray '?' in the query is redacted too: %s",

@@ -2,7 +2,9 @@
  * test_objstore_unit.c - src/objstore without a store: URL parsing (good
  * URLs, bad buckets, "." and ".." prefixes), which object names are safe
  * as local paths (hostile ones), the CRC32C base64 form, the S3
- * ListObjectsV2 and GCS objects.list parsers, and what src/http gained
+ * ListObjectsV2 and GCS objects.list parsers, a large upload's part plan,
+ * the multipart replies (UploadId, a completion or the <Error> in its
+ * 200), a resumable session's Range, and what src/http gained
  * for the stores: response headers (pbx_http_header, resp_headers) and a
  * per-request body cap, against tests/http/server.py.
  *
@@ -255,6 +257,96 @@ static void test_http_headers(const char *script)
 	pyserver_stop(&srv);
 }
 
+static void plan_is(uint64_t len, uint64_t want, uint64_t min, uint64_t align, uint64_t max,
+		    uint64_t part, uint64_t count, const char *what)
+{
+	struct objstore_plan p;
+	objstore_part_plan(len, want, min, align, max, &p);
+	ok(p.part == part && p.count == count, "plan: %s (part %llu, count %llu)", what,
+	   (unsigned long long)p.part, (unsigned long long)p.count);
+}
+
+static void test_part_plan(void)
+{
+	const uint64_t M = 1 << 20, K = 1 << 10;
+	plan_is(0, 64 * M, 5 * M, 1, 10000, 0, 1, "an empty object is one request");
+	plan_is(64 * M, 64 * M, 5 * M, 1, 10000, 64 * M, 1, "exactly one part: one request");
+	plan_is(64 * M + 1, 64 * M, 5 * M, 1, 10000, 64 * M, 2, "a byte more: two parts");
+	plan_is(18 * M, 1 * M, 5 * M, 1, 10000, 5 * M, 4, "S3: raised to its 5 MiB minimum");
+	plan_is(20 * M, 5 * M, 5 * M, 1, 10000, 5 * M, 4, "a whole number of parts");
+	plan_is(100000 * M, 5 * M, 5 * M, 1, 10000, 10 * M, 10000, "S3: grown to fit 10,000 parts");
+	plan_is(100000 * M + 1, 5 * M, 5 * M, 1, 10000, 10 * M + 1, 10000,
+		"S3: grown by a byte when 10,000 parts do not hold it");
+	plan_is(3 * M, 300 * K, 256 * K, 256 * K, 0, 256 * K, 12, "GCS: rounded down to 256 KiB");
+	plan_is(3 * M, 100, 256 * K, 256 * K, 0, 256 * K, 12, "GCS: raised to 256 KiB");
+	plan_is(100000 * M, 5 * M + 1, 256 * K, 256 * K, 0, 5 * M, 20000, "GCS: no part limit");
+	setenv("PBX_OBJSTORE_PART_SIZE", "5242880", 1);
+	ok(objstore_part_size() == 5 * M, "PBX_OBJSTORE_PART_SIZE read");
+	setenv("PBX_OBJSTORE_PART_SIZE", "5M", 1);
+	ok(objstore_part_size() == 64 * M, "PBX_OBJSTORE_PART_SIZE not a number: 64 MiB");
+	setenv("PBX_OBJSTORE_PART_SIZE", "-1", 1);
+	ok(objstore_part_size() == 64 * M, "PBX_OBJSTORE_PART_SIZE negative: 64 MiB");
+	unsetenv("PBX_OBJSTORE_PART_SIZE");
+	ok(objstore_part_size() == 64 * M, "default 64 MiB");
+}
+
+static void test_multipart_parse(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *id = NULL, code[64] = "";
+	uint32_t crc = 0;
+	int has = -1;
+	static const char init[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?><InitiateMultipartUploadResult "
+		"xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>b</Bucket><Key>k</Key>"
+		"<UploadId>VXBsb2FkIElE</UploadId></InitiateMultipartUploadResult>";
+	static const char done[] = "<CompleteMultipartUploadResult><ETag>\"e-3\"</ETag>"
+				   "<ChecksumCRC32C>yZRlqg==</ChecksumCRC32C>"
+				   "<ChecksumType>FULL_OBJECT</ChecksumType>"
+				   "</CompleteMultipartUploadResult>";
+	static const char composite[] =
+		"<CompleteMultipartUploadResult><ChecksumCRC32C>"
+		"yZRlqg==-3</ChecksumCRC32C></CompleteMultipartUploadResult>";
+	static const char failed[] =
+		"<Error><Code>InternalError</Code><Message>m</Message></Error>";
+	static const char empty[] = "<InitiateMultipartUploadResult><UploadId></UploadId>"
+				    "</InitiateMultipartUploadResult>";
+	REQUIRE(objstore_s3_upload_id_parse(init, strlen(init), &id, &err) == 0);
+	is_str(id, "VXBsb2FkIElE", "UploadId read");
+	free(id);
+	ok(objstore_s3_upload_id_parse(empty, strlen(empty), &id, &err) < 0 && !id,
+	   "an empty UploadId refused: %s", err.msg);
+	ok(objstore_s3_upload_id_parse(failed, strlen(failed), &id, &err) < 0 && !id,
+	   "an <Error> is no UploadId");
+	ok(objstore_s3_complete_parse(done, strlen(done), &crc, &has, code, sizeof(code)) == 0 &&
+		   has == 1 && crc == pbx_crc32c(0, "hello world", 11),
+	   "completion read, with the whole object's CRC32C");
+	ok(objstore_s3_complete_parse(composite, strlen(composite), &crc, &has, code,
+				      sizeof(code)) == 0 &&
+		   has == 0,
+	   "a composite B64-N checksum is not the object's");
+	ok(objstore_s3_complete_parse(failed, strlen(failed), &crc, &has, code, sizeof(code)) ==
+			   1 &&
+		   !strcmp(code, "InternalError"),
+	   "a 200 carrying an <Error>: its code");
+	ok(objstore_s3_complete_parse("not xml", 7, &crc, &has, code, sizeof(code)) == -1,
+	   "anything else: -1");
+}
+
+static void test_gcs_range(void)
+{
+	uint64_t n = 7;
+	ok(objstore_gcs_range_parse(NULL, &n) == 0 && n == 0, "no Range: the session holds 0");
+	ok(objstore_gcs_range_parse("bytes=0-262143", &n) == 0 && n == 262144,
+	   "bytes=0-262143: 262144 held");
+	ok(objstore_gcs_range_parse("bytes=0-0", &n) == 0 && n == 1, "bytes=0-0: 1 held");
+	ok(objstore_gcs_range_parse("bytes=1-5", &n) < 0, "a range not from 0 refused");
+	ok(objstore_gcs_range_parse("bytes=0-", &n) < 0, "no end refused");
+	ok(objstore_gcs_range_parse("bytes=0-12x", &n) < 0, "trailing bytes refused");
+	ok(objstore_gcs_range_parse("bytes=0--1", &n) < 0, "a sign refused");
+	ok(objstore_gcs_range_parse("bytes=0-18446744073709551615", &n) < 0, "overflow refused");
+}
+
 int main(int argc, char **argv)
 {
 	test_urls();
@@ -263,6 +355,9 @@ int main(int argc, char **argv)
 	test_s3_parse();
 	test_gcs_parse();
 	test_header_parse();
+	test_part_plan();
+	test_multipart_parse();
+	test_gcs_range();
 	if (argc > 1)
 		test_http_headers(argv[1]);
 	else

@@ -22,6 +22,10 @@ POST /_emulator/faults (a JSON object of the keys below, merged):
                   (x-goog-hash, Content-Length) unchanged
   storage_cut     the next N object downloads send the whole Content-Length header, half
                   the body, and close the connection
+  storage_upload_cut  the next N resumable chunks (PUT with a byte range) are cut
+                  half-way: the session keeps what came, rounded down to 256 KiB, and
+                  the connection closes with no answer
+  storage_upload_503  the next N resumable chunks answered 503 backendError (nothing kept)
 """
 
 import random
@@ -32,6 +36,7 @@ DEFAULTS = {
     "lost_reply": 0.0, "quota": {}, "stockout": [], "op_delay": 0.1, "slow_ops": 0.0,
     "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
     "storage_503": 0, "storage_429": 0, "storage_corrupt": 0, "storage_cut": 0,
+    "storage_upload_cut": 0, "storage_upload_503": 0,
 }
 
 

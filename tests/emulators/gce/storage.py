@@ -930,6 +930,9 @@ class Storage:
                     raise invalid("Invalid request. The total size %d differs from the size %d given before."
                                   % (total, up.total))
                 up.total = total
+            if m and m.group(1) is not None and self.faults.take("storage_upload_503"):
+                self.count("fault.upload_503")
+                raise backend_error()
             if m and m.group(1) is not None:
                 first, last = int(m.group(1)), int(m.group(2))
                 if last < first:
@@ -947,18 +950,28 @@ class Storage:
                                   "greater than 262144, except for the final request (it's recommended to be "
                                   "the exact multiple of 262144). The received request contained %d bytes, "
                                   "which does not meet this requirement." % length)
+                # fault storage_upload_cut: only the first half of the chunk arrives
+                stop = first + length // 2 if self.faults.take("storage_upload_cut") else None
+                if stop is not None:
+                    self.count("fault.upload_cut")
                 with open(up.tmp, "r+b") as f:
                     f.seek(up.received)
                     pos = first
                     for piece in self._chunks(h, state):
+                        if stop is not None:
+                            piece = piece[:max(0, stop - pos)]
                         if pos < up.received:
                             cut = min(up.received - pos, len(piece))
                             pos += cut
                             piece = piece[cut:]
                         if not piece:
+                            if stop is not None and pos >= stop:
+                                break
                             continue
                         f.write(piece)
                         pos += len(piece)
+                    if stop is not None:
+                        final = False       # what came is kept, as GCS persists in 256 KiB units
                     keep = pos if final else (pos // RESUMABLE_UNIT) * RESUMABLE_UNIT
                     keep = max(keep, up.received)
                     f.seek(up.received)
@@ -969,6 +982,8 @@ class Storage:
                         up.md5.update(piece)
                     f.truncate(keep)
                     up.received = keep
+                if stop is not None:
+                    raise ConnectionResetError("chunk cut (fault storage_upload_cut)")
             elif h.headers.get("Content-Length") not in (None, "0"):
                 raise invalid("Failed to parse Content-Range header.")
             if up.total is not None and up.received == up.total:

@@ -68,7 +68,8 @@ class Base(unittest.TestCase):
 
     def setUp(self):
         self.emu.control("POST", "faults", {"storage_503": 0, "storage_429": 0, "storage_corrupt": 0,
-                                            "storage_cut": 0})
+                                            "storage_cut": 0, "storage_upload_cut": 0,
+                                            "storage_upload_503": 0})
 
     def req(self, method, path, body=None, headers=None, token=TOKEN):
         """(status, headers, raw body) of one request on a fresh connection."""
@@ -405,6 +406,36 @@ class Uploads(Base):
         code, _, body = self.req("PUT", sess, b"loser", {"Content-Range": "bytes 0-4/5"}, token=None)
         self.assertEqual(code, 412, body)
         self.assertEqual(self.get("res/race")[2], b"winner")
+
+    def test_upload_cut(self):
+        unit = storage.RESUMABLE_UNIT
+        data = os.urandom(4 * unit + 1000)
+        sess = self.start("res/cut", pre=0)
+        self.emu.control("POST", "faults", {"storage_upload_cut": 1})
+        try:
+            code = self.req("PUT", sess, data[:4 * unit], {"Content-Range": "bytes 0-%d/*" % (4 * unit - 1)},
+                            token=None)[0]
+        except (ConnectionError, http.client.HTTPException):
+            code = None
+        self.assertIsNone(code)         # no answer: the connection closed
+        code, hdrs, _ = self.req("PUT", sess, b"", {"Content-Range": "bytes */%d" % len(data)}, token=None)
+        self.assertEqual((code, hdrs.get("Range")), (308, "bytes=0-%d" % (2 * unit - 1)))
+        code, _, body = self.req("PUT", sess, data[2 * unit:], {"Content-Range": "bytes %d-%d/%d" % (
+            2 * unit, len(data) - 1, len(data))}, token=None)
+        self.assertEqual(code, 200, body)
+        self.assertEqual(self.get("res/cut")[2], data)
+
+    def test_upload_503(self):
+        unit = storage.RESUMABLE_UNIT
+        data = os.urandom(unit + 10)
+        sess = self.start("res/503", pre=0)
+        self.emu.control("POST", "faults", {"storage_upload_503": 1})
+        rng = {"Content-Range": "bytes 0-%d/%d" % (len(data) - 1, len(data))}
+        self.assertEqual(self.req("PUT", sess, data, rng, token=None)[0], 503)
+        self.assertNotIn("Range", self.req("PUT", sess, b"", {"Content-Range": "bytes */%d" % len(data)},
+                                           token=None)[1])      # nothing kept
+        self.assertEqual(self.req("PUT", sess, data, rng, token=None)[0], 200)
+        self.assertEqual(self.get("res/503")[2], data)
 
     def test_big_object_streams(self):
         size = 24 << 20

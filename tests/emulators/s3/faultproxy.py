@@ -18,13 +18,20 @@ it adds, counted down by --fault KIND=N or POST /__fault__?kind=KIND&n=N:
   slowdown  the next N requests answered 503 <Error><Code>SlowDown</Code>
             (not forwarded)
   internal  the next N requests answered 500 <Error><Code>InternalError</Code>
+  cutput    the next N PutObject or UploadPart requests: half the body read,
+            then the connection closed with no answer (not forwarded)
 
-and, unless --transparent, S3's checksum rule moto lacks: a PutObject whose
-x-amz-checksum-crc32c does not match its body is refused 400 BadDigest (not
-forwarded), and one that matches is forwarded with
-x-amz-sdk-checksum-algorithm: CRC32C added when absent (a header outside
-SignedHeaders: the signature still holds), without which moto neither
-keeps nor returns the checksum.
+(POST /__fault__ takes op=OPERATION too: the fault then fires only on that
+S3 operation, e.g. op=UploadPart), and, unless --transparent, S3's checksum
+rules moto lacks: a PutObject or UploadPart whose x-amz-checksum-crc32c
+does not match its body is refused 400 BadDigest (not forwarded), and one
+that matches is forwarded with x-amz-sdk-checksum-algorithm: CRC32C added
+when absent (a header outside SignedHeaders: the signature still holds),
+without which moto neither keeps nor returns the checksum; a
+CompleteMultipartUpload whose x-amz-checksum-crc32c (the whole object's,
+FULL_OBJECT) is not the CRC32C of the parts it names is refused 400
+BadDigest, and a completed one's CRC32C is what GetObject and HeadObject
+return for the object (moto 5.2.1 neither checks it nor returns it).
 
 GET /__stats__: requests by method and by S3 operation, faults fired, what
 is still armed.  GET /__fault__: what is armed.  --moto starts moto_server
@@ -48,6 +55,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -56,10 +64,18 @@ sys.path.insert(0, os.path.join(HERE, "..", "gce"))
 from storage import crc32c  # noqa: E402  (pure Python CRC32C)
 
 CHUNK = 1 << 20
-KINDS = ("corrupt", "cut", "slowdown", "internal")
+KINDS = ("corrupt", "cut", "slowdown", "internal", "cutput")
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
 SUBRESOURCES = {"acl", "tagging", "uploads", "uploadId", "versioning", "policy", "cors", "lifecycle",
                 "location", "attributes", "legal-hold", "retention", "torrent", "restore", "select"}
+
+
+def crc32c_combine(crc_a, crc_b, len_b):
+    """The CRC32C of A followed by B from theirs and B's length: CRC32C is
+    affine in (message, initial value), so crc(B, from=a) = crc(0^n, from=a)
+    ^ crc(B) ^ crc(0^n)."""
+    zeros = bytes(len_b)
+    return crc32c(zeros, crc_a) ^ crc_b ^ crc32c(zeros, 0)
 
 
 def error_xml(code, message, resource=""):
@@ -75,6 +91,16 @@ def operation(method, path, query):
     bucket, key = parts[0], (parts[1] if len(parts) > 1 else "")
     if not bucket:
         return "ListBuckets" if method == "GET" else method + "Service"
+    multipart = {("POST", "uploads"): "CreateMultipartUpload", ("PUT", "uploadId"): "UploadPart",
+                 ("POST", "uploadId"): "CompleteMultipartUpload",
+                 ("DELETE", "uploadId"): "AbortMultipartUpload", ("GET", "uploadId"): "ListParts"}
+    if key and "partNumber" in q and "uploadId" in q and method == "PUT":
+        return "UploadPart"
+    for (m, sub), name in multipart.items():
+        if key and m == method and sub in q:
+            return name
+    if not key and method == "GET" and "uploads" in q:
+        return "ListMultipartUploads"
     if SUBRESOURCES & set(q):
         return "%s?%s" % (method, sorted(SUBRESOURCES & set(q))[0])
     if not key:
@@ -91,6 +117,9 @@ class State:
         self.host, self.port = u.hostname, u.port or 80
         self.armed = dict.fromkeys(KINDS, 0)
         self.armed.update(faults)
+        self.only = dict.fromkeys(KINDS, None)  # kind -> the S3 operation it waits for, or None
+        self.parts = {}                 # (uploadId, partNumber) -> (crc32c, length) of a checked part
+        self.full = {}                  # request path -> the CRC32C of a completed multipart object
         self.transparent = transparent
         self.methods = Counter()
         self.ops = Counter()
@@ -98,9 +127,9 @@ class State:
         self.lock = threading.Lock()
         self.log = open(log, "a") if log else None
 
-    def take(self, kind):
+    def take(self, kind, op=None):
         with self.lock:
-            if self.armed[kind] > 0:
+            if self.armed[kind] > 0 and self.only[kind] in (None, op):
                 self.armed[kind] -= 1
                 self.fired[kind] += 1
                 return True
@@ -186,6 +215,9 @@ class Proxy(BaseHTTPRequestHandler):
         with st.lock:
             st.methods[self.command] += 1
             st.ops[op] += 1
+        if self.cut_put(op):
+            return
+        self.full_crc = None
         with tempfile.SpooledTemporaryFile(max_size=8 << 20, dir=None) as body:
             try:
                 n = self.body_to(body)
@@ -195,15 +227,79 @@ class Proxy(BaseHTTPRequestHandler):
             for kind, code, xml_code, msg in (
                     ("slowdown", 503, "SlowDown", "Please reduce your request rate."),
                     ("internal", 500, "InternalError", "We encountered an internal error. Please try again.")):
-                if st.take(kind):
+                if st.take(kind, op):
                     return self.answer(code, error_xml(xml_code, msg, url.path))
             extra = []
-            if op == "PutObject" and not st.transparent and n is not None:
+            if op in ("PutObject", "UploadPart") and not st.transparent and n is not None:
                 refused = self.check_crc(body, url.path, extra)
                 if refused:
                     return self.answer(400, refused)
+                if op == "UploadPart":
+                    self.note_part(body, url.query, n)
+            if op == "CompleteMultipartUpload" and not st.transparent:
+                refused = self.check_complete(body, url)
+                if refused:
+                    return self.answer(400, refused)
             body.seek(0)
-            self.forward(body, op, extra)
+            self.forward(body, op, extra, url)
+
+    def cut_put(self, op):
+        """Fault cutput: reads half the body of a PutObject or UploadPart and
+        closes the connection with no answer.  True when it fired."""
+        if op not in ("PutObject", "UploadPart") or not self.state.take("cutput", op):
+            return False
+        left = int(self.headers.get("Content-Length") or 0) // 2
+        while left > 0:
+            piece = self.rfile.read(min(left, CHUNK))
+            if not piece:
+                break
+            left -= len(piece)
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
+
+    def note_part(self, body, query, n):
+        """Keeps a checked part's CRC32C and length for its completion."""
+        q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        body.seek(0)
+        crc = 0
+        while True:
+            piece = body.read(CHUNK)
+            if not piece:
+                break
+            crc = crc32c(piece, crc)
+        with self.state.lock:
+            self.state.parts[(q.get("uploadId"), q.get("partNumber"))] = (crc, n)
+
+    def check_complete(self, body, url):
+        """A FULL_OBJECT completion's CRC32C against the parts it names (S3
+        checks it; moto does not): an error document, or None."""
+        want = self.headers.get("x-amz-checksum-crc32c")
+        if want is None:
+            return None
+        q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        body.seek(0)
+        try:
+            root = ET.fromstring(body.read())
+        except ET.ParseError:
+            return None                 # moto answers MalformedXML
+        crc = 0
+        for part in root.iter():
+            if part.tag.rsplit("}", 1)[-1] != "PartNumber":
+                continue
+            with self.state.lock:
+                got = self.state.parts.get((q.get("uploadId"), part.text))
+            if got is None:
+                return None             # moto answers InvalidPart
+            crc = crc32c_combine(crc, got[0], got[1])
+        if want.strip() != base64.b64encode(crc.to_bytes(4, "big")).decode():
+            return error_xml("BadDigest", "The CRC32C you specified did not match the calculated checksum.",
+                             url.path)
+        self.full_crc = want.strip()
+        return None
 
     def check_crc(self, body, resource, extra):
         want = self.headers.get("x-amz-checksum-crc32c")
@@ -230,7 +326,7 @@ class Proxy(BaseHTTPRequestHandler):
             extra.append(("x-amz-sdk-checksum-algorithm", "CRC32C"))
         return None
 
-    def forward(self, body, op, extra):
+    def forward(self, body, op, extra, url):
         st = self.state
         up = socket.create_connection((st.host, st.port), timeout=300)
         try:
@@ -248,16 +344,27 @@ class Proxy(BaseHTTPRequestHandler):
                 up.sendall(piece)
             resp = http.client.HTTPResponse(up, method=self.command)
             resp.begin()
-            self.relay(resp, op)
+            self.relay(resp, op, url.path)
         finally:
             up.close()
 
-    def relay(self, resp, op):
+    def relay(self, resp, op, path):
         st = self.state
         is_get = op == "GetObject" and resp.status in (200, 206) and self.command == "GET"
-        corrupt = is_get and st.take("corrupt")
-        cut = is_get and st.take("cut")
+        corrupt = is_get and st.take("corrupt", op)
+        cut = is_get and st.take("cut", op)
         headers = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP]
+        with st.lock:
+            if op == "CompleteMultipartUpload" and resp.status == 200 and self.full_crc:
+                st.full[path] = self.full_crc   # (a 200 carrying an <Error> is not looked for)
+            elif op == "DeleteObject" and resp.status == 204:
+                st.full.pop(path, None)
+            full = st.full.get(path) if op in ("GetObject", "HeadObject") else None
+        if full and self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+            # the whole object's CRC32C, as S3 returns it for a FULL_OBJECT upload
+            headers = [(k, v) for k, v in headers
+                       if k.lower() not in ("x-amz-checksum-crc32c", "x-amz-checksum-type")]
+            headers += [("x-amz-checksum-crc32c", full), ("x-amz-checksum-type", "FULL_OBJECT")]
         length = resp.getheader("Content-Length")
         self.send_response_only(resp.status, resp.reason)
         for k, v in headers:
@@ -313,6 +420,7 @@ class Proxy(BaseHTTPRequestHandler):
                                    "application/json")
             with st.lock:
                 st.armed[q["kind"]] = int(q.get("n", "1"))
+                st.only[q["kind"]] = q.get("op") or None
             return self.answer(200, json.dumps(st.stats()["armed"]).encode(), "application/json")
         return self.answer(404, json.dumps({"error": "no control endpoint %s" % url.path}).encode(),
                            "application/json")

@@ -4,7 +4,10 @@ signs and is accepted (Host and Authorization forwarded unchanged), a wrong
 secret is refused; If-None-Match: * gives 412; a wrong
 x-amz-checksum-crc32c is 400 BadDigest and a right one is kept and
 returned with x-amz-checksum-mode; ListObjectsV2 pages; each fault
-(corrupt, cut, slowdown) and /__stats__.  Loopback only.  Skips (77)
+(corrupt, cut, slowdown, cutput, one armed for an operation) and
+/__stats__; a multipart upload's part checksums and its FULL_OBJECT
+completion checked (a wrong whole-object CRC32C 400 BadDigest), the
+completed object's CRC32C returned with checksum mode.  Loopback only.  Skips (77)
 without moto[server]/boto3."""
 
 import base64
@@ -162,6 +165,50 @@ class Proxy(unittest.TestCase):
         self.assertEqual(after["methods"]["HEAD"] - before["methods"].get("HEAD", 0), 1)
         self.assertEqual(after["operations"]["ListObjectsV2"] - before["operations"].get("ListObjectsV2", 0), 1)
         self.assertEqual(after["armed"]["slowdown"], 0)
+
+    def upload(self, key, parts):
+        u = self.s3.create_multipart_upload(Bucket=BUCKET, Key=key, ChecksumAlgorithm="CRC32C",
+                                            ChecksumType="FULL_OBJECT")["UploadId"]
+        done = []
+        for i, p in enumerate(parts):
+            r = self.s3.upload_part(Bucket=BUCKET, Key=key, UploadId=u, PartNumber=i + 1, Body=p,
+                                    ChecksumCRC32C=b64crc(p))
+            done.append({"PartNumber": i + 1, "ETag": r["ETag"], "ChecksumCRC32C": b64crc(p)})
+        return u, done
+
+    def test_multipart_checksums(self):
+        parts = [os.urandom(5 << 20), os.urandom(1000)]
+        data = b"".join(parts)
+        self.assertEqual(self.code(lambda: self.s3.upload_part(Bucket=BUCKET, Key="mp/x", UploadId="none",
+                                                               PartNumber=1, Body=b"p", ChecksumCRC32C=b64crc(b"q"))),
+                         (400, "BadDigest"))
+        u, done = self.upload("mp/a", parts)
+        self.assertEqual(self.code(lambda: self.s3.complete_multipart_upload(
+            Bucket=BUCKET, Key="mp/a", UploadId=u, MultipartUpload={"Parts": done},
+            ChecksumCRC32C=b64crc(data + b"!"), ChecksumType="FULL_OBJECT")), (400, "BadDigest"))
+        self.s3.complete_multipart_upload(Bucket=BUCKET, Key="mp/a", UploadId=u, MultipartUpload={"Parts": done},
+                                          ChecksumCRC32C=b64crc(data), ChecksumType="FULL_OBJECT", IfNoneMatch="*")
+        r = self.s3.get_object(Bucket=BUCKET, Key="mp/a", ChecksumMode="ENABLED")
+        self.assertEqual((r["Body"].read(), r.get("ChecksumCRC32C")), (data, b64crc(data)))
+        u, done = self.upload("mp/a", [b"again"])
+        self.assertEqual(self.code(lambda: self.s3.complete_multipart_upload(
+            Bucket=BUCKET, Key="mp/a", UploadId=u, MultipartUpload={"Parts": done}, IfNoneMatch="*")),
+            (412, "PreconditionFailed"))
+        self.s3.abort_multipart_upload(Bucket=BUCKET, Key="mp/a", UploadId=u)
+        ops = self.control("GET", "/__stats__")["operations"]
+        for op in ("CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"):
+            self.assertGreaterEqual(ops.get(op, 0), 1, op)
+
+    def test_cutput_for_one_operation(self):
+        self.control("POST", "/__fault__?kind=cutput&n=1&op=UploadPart")
+        self.s3.put_object(Bucket=BUCKET, Key="cp/whole", Body=b"not an UploadPart")     # not cut
+        u = self.s3.create_multipart_upload(Bucket=BUCKET, Key="cp/p")["UploadId"]
+        with self.assertRaises((botocore.exceptions.ConnectionClosedError, botocore.exceptions.EndpointConnectionError,
+                                botocore.exceptions.HTTPClientError)):
+            self.s3.upload_part(Bucket=BUCKET, Key="cp/p", UploadId=u, PartNumber=1, Body=os.urandom(1 << 20))
+        st = self.control("GET", "/__stats__")
+        self.assertEqual((st["fired"]["cutput"], st["armed"]["cutput"]), (1, 0))
+        self.s3.abort_multipart_upload(Bucket=BUCKET, Key="cp/p", UploadId=u)
 
 
 if __name__ == "__main__":
