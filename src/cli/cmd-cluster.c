@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "jobs/jobs.h"
+#include "slurm/sacctmgr.h"
 #include "slurm/squeue.h"
 #include "util/quote.h"
 #include "util/visible.h"
@@ -1018,9 +1019,25 @@ static const struct pbx_option cluster_show_opts[] = {
 	PBX_OPT_END,
 };
 
+/* The user's job submit limit as cluster show says it (sacctmgr's answer,
+ * after PBX_SACCTMGR_SCRIPT); caller frees. */
+static char *cluster_submit_limit_text(const char *answer)
+{
+	struct pbx_submit_limit lim;
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_sacctmgr_limit_parse(answer, strlen(answer), NULL, NULL, &lim, &err) < 0)
+		return xasprintf("not known (%s)", err.msg);
+	if (lim.kind == PBX_SUBMIT_LIMIT_UNKNOWN)
+		return xstrdup("not known (no accounting database)");
+	if (lim.kind == PBX_SUBMIT_LIMIT_NONE)
+		return xstrdup("none set");
+	return xasprintf("%ld (%s; each array task counts)", lim.max, lim.source);
+}
+
 /* What SLURM on a cluster pbx uses as it is says of its limits, its
- * partitions and the user's jobs, in one round trip (printed; nothing when
- * it cannot be asked). */
+ * partitions, the user's jobs (array tasks one by one) and the user's job
+ * submit limit (sacctmgr, where slurmdbd is), in one round trip (printed;
+ * nothing when it cannot be asked). */
 static void cluster_show_limits(struct pbx_cluster *c)
 {
 	static const char script[] =
@@ -1029,30 +1046,37 @@ static void cluster_show_limits(struct pbx_cluster *c)
 		"sinfo -h -o '%P' 2>/dev/null | tr '\\n' ' '\n"
 		"echo\n"
 		"echo PBX-SEP\n"
-		"squeue -h -u \"$(id -un)\" -o '%i' 2>/dev/null | wc -l\n";
+		"squeue -h -r -u \"$(id -un)\" -o '%i' 2>/dev/null | wc -l\n"
+		"echo PBX-SEP\n" PBX_SACCTMGR_SCRIPT;
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster_output o;
 	struct pbx_slurm_limits lim;
-	const char *parts, *mine;
+	const char *parts, *mine, *acct;
 	if (pbx_cluster_run(c, 0, script, NULL, &o, &err) < 0)
 		return;
 	parts = strstr(o.out.buf ? o.out.buf : "", "PBX-SEP\n");
 	mine = parts ? strstr(parts + 8, "PBX-SEP\n") : NULL;
-	if (parts && mine &&
+	acct = mine ? strstr(mine + 8, "PBX-SEP\n") : NULL;
+	if (acct &&
 	    pbx_scontrol_limits_parse(o.out.buf, (size_t)(parts - o.out.buf), &lim, &err) == 0) {
-		char *raw = xstrndup(parts + 8, (size_t)(mine - parts - 8)), *p, *n;
+		char *raw = xstrndup(parts + 8, (size_t)(mine - parts - 8)), *p, *n, *m;
+		char *count = xstrndup(mine + 8, (size_t)(acct - mine - 8));
 		for (size_t k = strlen(raw); k > 0 && (raw[k - 1] == ' ' || raw[k - 1] == '\n');
 		     k--)
 			raw[k - 1] = '\0'; /* sinfo's list ends in a space, echo's newline */
+		count[strcspn(count, "\n")] = '\0';
 		p = pbx_visible(raw, PBX_VISIBLE_LINE);
-		pbx_buf_rtrim(&o.out);
-		n = pbx_visible(mine + 8, PBX_VISIBLE_LINE);
+		n = pbx_visible(count, PBX_VISIBLE_LINE);
+		m = cluster_submit_limit_text(acct + 8);
 		printf("limits: MaxArraySize %ld (tasks in one array; pbx splits bigger sweeps), "
-		       "MaxJobCount %ld\npartitions: %s\nyour jobs queued or running: %s\n",
-		       (long)lim.max_array_size, (long)lim.max_job_count, p, n);
+		       "MaxJobCount %ld\npartitions: %s\nyour jobs queued or running: %s\n"
+		       "your job submit limit (MaxSubmitJobs): %s\n",
+		       (long)lim.max_array_size, (long)lim.max_job_count, p, n, m);
 		free(raw);
+		free(count);
 		free(p);
 		free(n);
+		free(m);
 	}
 	pbx_cluster_output_release(&o);
 }

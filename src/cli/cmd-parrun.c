@@ -234,7 +234,10 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "packages the code next to it (content-addressed: an identical package is\n"
 		       "pushed once per cluster) and submits one array task per sweep point, in\n"
 		       "arrays sized from the cluster's MaxArraySize and MaxJobCount, with\n"
-		       "--requeue.  Running it again submits only what was not submitted yet.\n"
+		       "--requeue.  Where SLURM's accounting database sets your job submit\n"
+		       "limit (MaxSubmitJobs: each array task counts), it submits only what the\n"
+		       "limit lets in and leaves the rest NEW, saying so.\n"
+		       "Running it again submits only what was not submitted yet.\n"
 		       "A task that exits 75 (checkpointed) is requeued and runs again.\n"
 		       "Two SSH round trips, whatever the number of tasks.",
 	.args = "FILE CLUSTER",

@@ -115,7 +115,9 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 {
 	size_t i, nargs;
 	char **args = pbx_sbatch_opts_argv(opts, &nargs);
-	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\n", short_id);
+	/* NL: sbatch --parsable's job id is its last line (a site's job_submit
+	 * messages come before it, on stderr, which the script keeps) */
+	pbx_buf_addf(s, "R=\"$PBX_SHARED/pbx/%s\"\nNL='\n'\n", short_id);
 	if (tar)
 		pbx_buf_adds(
 			s,
@@ -171,8 +173,9 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"  if out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
 		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"
 		" --export=ALL \"$R/pkg/pbx-env.sh\" build 2>&1); then\n"
-		"    ENVDEP=--dependency=afterany:${out%%%%;*}\n"
-		"    echo \"PBX-ENV ${out%%%%;*}\"\n"
+		"    out=${out##*\"$NL\"}; out=${out%%%%;*}\n"
+		"    ENVDEP=--dependency=afterany:$out\n"
+		"    echo \"PBX-ENV $out\"\n"
 		"  else\n"
 		"    ENVFAIL=\"the environment's build job: $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"
@@ -186,8 +189,9 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		" --job-name=pbx-%s --comment=\"pbx:%s:$row\""
 		" --output=\"$R/slurm/%%A_%%a.out\" --export=ALL"
 		" \"$R/pkg/pbx-task.sh\" 2>&1); then\n"
-		"    echo \"PBX-ARRAY $row ${out%%%%;*}\"\n"
-		"    JOBS=\"$JOBS:${out%%%%;*}\"\n"
+		"    out=${out##*\"$NL\"}; out=${out%%%%;*}\n"
+		"    echo \"PBX-ARRAY $row $out\"\n"
+		"    JOBS=\"$JOBS:$out\"\n"
 		"  else\n"
 		"    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"

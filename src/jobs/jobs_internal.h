@@ -6,6 +6,7 @@
 
 #include "jobs/jobs.h"
 #include "slurm/sbatch.h"
+#include "slurm/sacctmgr.h"
 #include "slurm/squeue.h"
 #include "util/buf.h"
 
@@ -85,22 +86,31 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 
 /* What one round trip learns about a package on a cluster before
  * submitting (parrun and rerun alike): the cluster's limits, whether the
- * package is there, its live arrays, which task directories exist. */
+ * package is there, its live arrays, which task directories exist, and the
+ * user's job submit limit with the jobs (array tasks) the user has queued. */
 struct jobs_probe {
 	struct pbx_slurm_limits limits;
-	int pushed;             /* the package is complete on the cluster */
-	struct pbx_buf live;    /* squeue "%F %k" lines */
-	unsigned char *has_dir; /* per task: its directory exists */
+	struct pbx_submit_limit submit; /* sacctmgr's MaxSubmitJobs for the options' account/QOS */
+	long queued;                    /* the user's jobs in squeue, array tasks one by one */
+	int pushed;                     /* the package is complete on the cluster */
+	struct pbx_buf live;            /* squeue "%F %k" lines */
+	unsigned char *has_dir;         /* per task: its directory exists */
 	size_t ntasks;
 };
 /* With `validate` non-NULL, the same round trip first has the cluster check
  * those options with `sbatch --test-only`; a refusal is an error with code
- * PBX_EXIT_USAGE quoting sbatch's reason. */
+ * PBX_EXIT_USAGE quoting sbatch's reason.  `opts` (may be NULL) gives the
+ * account and QOS whose submit limit applies. */
 int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
-	       const struct pbx_sbatch_opts *validate, struct jobs_probe *pr, struct pbx_err *err);
+	       const struct pbx_sbatch_opts *validate, const struct pbx_sbatch_opts *opts,
+	       struct jobs_probe *pr, struct pbx_err *err);
 void jobs_probe_release(struct jobs_probe *pr);
-/* Tasks per array the probed limits allow. */
+/* Tasks per array the probed limits allow: MaxArraySize, MaxJobCount and the
+ * user's job submit limit (an array bigger than that never goes in). */
 long jobs_probe_chunk(const struct jobs_probe *pr);
+/* How many more jobs (array tasks) the user's submit limit lets in now
+ * (never below 0); -1 when no limit is known. */
+long jobs_probe_room(const struct jobs_probe *pr);
 
 /* Submits tasks idx[0..n) of t again with the options stored by the
  * latest parrun (throttle and launcher included). */

@@ -128,13 +128,31 @@ static void probe_validate(struct pbx_buf *script, const struct pbx_sbatch_opts 
 		     PROBE_REFUSED);
 }
 
+/* The user's submit limit and queued jobs from the probe's sacctmgr and
+ * squeue -u section (PBX_SACCTMGR_SCRIPT's answer, then "PBX-QUEUED N"):
+ * an answer pbx cannot read leaves the limit unknown. */
+static void probe_submit_limit(const char *p, size_t len, const struct pbx_sbatch_opts *opts,
+			       struct jobs_probe *pr)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *q = NULL, *s;
+	for (s = p; s + 11 <= p + len; s++)
+		if (!memcmp(s, "PBX-QUEUED ", 11) && (s == p || s[-1] == '\n'))
+			q = s;
+	pr->queued = q ? strtol(q + 11, NULL, 10) : 0;
+	if (!q || pbx_sacctmgr_limit_parse(p, (size_t)(q - p), pbx_sbatch_opts_get(opts, "account"),
+					   pbx_sbatch_opts_get(opts, "qos"), &pr->submit, &err) < 0)
+		pr->submit.kind = PBX_SUBMIT_LIMIT_UNKNOWN;
+}
+
 int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
-	       const struct pbx_sbatch_opts *validate, struct jobs_probe *pr, struct pbx_err *err)
+	       const struct pbx_sbatch_opts *validate, const struct pbx_sbatch_opts *opts,
+	       struct jobs_probe *pr, struct pbx_err *err)
 {
 	struct pbx_cluster_output o;
 	struct pbx_buf script = PBX_BUF_INIT;
 	const char *p, *rest;
-	size_t len, restlen, n1, n2, n3;
+	size_t len, restlen, n1, n2, n3, n4;
 	int rc;
 
 	if (validate)
@@ -146,10 +164,14 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
 		     "[ -f \"$R/pkg/.complete\" ] && echo PUSHED\n"
 		     "echo PBX-SEP\n"
 		     "squeue -h -n pbx-%s -o '%%F %%k' || exit 1\n"
-		     "echo PBX-SEP\n"
-		     "ls \"$R/tasks\" 2>/dev/null\n"
-		     "exit 0\n",
+		     "echo PBX-SEP\n",
 		     short_id, short_id);
+	pbx_buf_adds(&script, PBX_SACCTMGR_SCRIPT); /* the user's submit limit */
+	pbx_buf_adds(&script, "echo \"PBX-QUEUED $(squeue -h -r -u \"$(id -un)\" -o %i"
+			      " 2>/dev/null | wc -l)\"\n"
+			      "echo PBX-SEP\n"
+			      "ls \"$R/tasks\" 2>/dev/null\n"
+			      "exit 0\n");
 	rc = pbx_cluster_run(c, 0, script.buf, NULL, &o, err);
 	pbx_buf_release(&script);
 	if (rc < 0 && o.status == PROBE_REFUSED) {
@@ -180,8 +202,16 @@ int jobs_probe(struct pbx_cluster *c, const char *short_id, size_t ntasks,
 	pr->pushed = n2 >= 6 && !memcmp(p, "PUSHED", 6);
 	p = rest;
 	len = restlen;
-	if (jobs_split(p, len, "PBX-SEP", &rest, &n3, &restlen) == 0) {
-		pbx_buf_add(&pr->live, p, n3);
+	pr->submit.kind = PBX_SUBMIT_LIMIT_UNKNOWN;
+	if (jobs_split(p, len, "PBX-SEP", &rest, &n3, &restlen) < 0) {
+		pbx_cluster_output_release(&o);
+		return 0; /* a cut answer: no live arrays, limit or directories known */
+	}
+	pbx_buf_add(&pr->live, p, n3);
+	p = rest;
+	len = restlen;
+	if (jobs_split(p, len, "PBX-SEP", &rest, &n4, &restlen) == 0) {
+		probe_submit_limit(p, n4, opts, pr);
 		/* the rest: task directory names */
 		while (restlen) {
 			const char *nl = memchr(rest, '\n', restlen);
@@ -216,7 +246,34 @@ long jobs_probe_chunk(const struct jobs_probe *pr)
 	long chunk = pr->limits.max_array_size;
 	if (pr->limits.max_job_count < chunk)
 		chunk = pr->limits.max_job_count;
+	if (pr->submit.kind == PBX_SUBMIT_LIMIT_SET && pr->submit.max > 0 && pr->submit.max < chunk)
+		chunk = pr->submit.max;
 	return chunk;
+}
+
+long jobs_probe_room(const struct jobs_probe *pr)
+{
+	if (pr->submit.kind != PBX_SUBMIT_LIMIT_SET)
+		return -1;
+	return pr->submit.max > pr->queued ? pr->submit.max - pr->queued : 0;
+}
+
+/* Keeps the first tasks of idx[0..*n) that the user's submit limit lets in
+ * now; the others stay NEW.  Returns what to tell the user about them, or
+ * NULL when all fit; caller frees. */
+static char *parrun_fit_limit(const struct jobs_probe *pr, size_t *n)
+{
+	long room = jobs_probe_room(pr);
+	size_t left;
+	if (room < 0 || (size_t)room >= *n)
+		return NULL;
+	left = *n - (size_t)room;
+	*n = (size_t)room;
+	return xasprintf("%zu task%s left NEW: your job submit limit is %ld (%s) and you have "
+			 "%ld job%s queued or running (each array task counts); 'pbx parrun' "
+			 "again once some have ended submits more",
+			 left, left == 1 ? "" : "s", pr->submit.max, pr->submit.source, pr->queued,
+			 pr->queued == 1 ? "" : "s");
 }
 
 /* The array job id squeue shows for comment pbx:SHORT:ROW, or NULL. */
@@ -323,6 +380,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	struct pbx_buf tar = PBX_BUF_INIT;
 	struct pbx_sbatch_opts opts = { 0 };
 	int64_t *idx = NULL;
+	char *limit_note = NULL;
 	size_t n = 0;
 	int rc, lock = -1;
 
@@ -341,7 +399,7 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0) {
 		/* validated by the cluster before anything is recorded */
-		rc = jobs_probe(c, p->short_id, e->npoints, &e->res, &pr, err);
+		rc = jobs_probe(c, p->short_id, e->npoints, &e->res, &e->res, &pr, err);
 		if (rc < 0 && err->code == PBX_EXIT_USAGE)
 			pbx_err_prefix(err, "%s", e->path);
 		r->round_trips++;
@@ -354,6 +412,8 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0)
 		rc = parrun_pending(st, &sub, &pr, hold, &idx, &n, r, err);
+	if (rc == 0)
+		limit_note = parrun_fit_limit(&pr, &n);
 	if (rc == 0 && n > 0 && !pr.pushed) {
 		/* an unguessable name of our own, replaced whole by the tar */
 		char *base = xasprintf("%s/tmp-%s.tar", pbx_home(), p->short_id), *path;
@@ -388,6 +448,13 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0)
 		pbx_store_submission_set(st, sub.id, 1, "submitted", err);
+	if (limit_note) { /* said with the notice job's warning, if any */
+		char *w = r->warning ? xasprintf("%s\n%s", limit_note, r->warning) : NULL;
+		free(r->warning);
+		r->warning = w ? w : limit_note;
+		if (w)
+			free(limit_note);
+	}
 	pbx_sbatch_opts_free(&opts);
 	free(idx);
 	jobs_probe_release(&pr);
@@ -413,7 +480,7 @@ int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t
 		return -1;
 	if (opts.launcher == PBX_LAUNCHER_AUTO) /* stores from before launchers */
 		opts.launcher = PBX_LAUNCHER_NONE;
-	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &pr, err);
+	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &opts, &pr, err);
 	if (rc == 0)
 		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
 				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, NULL, err);

@@ -1,7 +1,9 @@
 /*
  * sinfo.c - sinfo output parsing (see sinfo.h).  The format is pbx's own
  * choice ("%N %t": node name, compact state), so the parser is strict:
- * exactly two fields per line, both within SLURM's character set.
+ * exactly two fields per line, both within SLURM's character set.  The
+ * compact states and their suffixes of SLURM 20.11 to 24.11 are listed in
+ * docs/slurm-versions.md ("alloc+", "mix-", "plnd", "block", "?").
  */
 #include "slurm/sinfo.h"
 #include "util/xalloc.h"
@@ -18,7 +20,8 @@ static int sinfo_word_ok(const char *p, size_t len)
 		char c = p[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '-' || c == '_' || c == '.' || c == '*' || c == '~' || c == '#' ||
-		      c == '!' || c == '%' || c == '$' || c == '@' || c == '^' || c == '-'))
+		      c == '!' || c == '%' || c == '$' || c == '@' || c == '^' || c == '+' ||
+		      c == '?'))
 			return 0;
 	}
 	return 1;
@@ -85,8 +88,11 @@ void pbx_sinfo_free(struct pbx_sinfo_node *nodes, size_t n)
 
 int pbx_sinfo_state_usable(const char *state)
 {
+	/* alloc+: allocated, jobs completing; plnd and mix-: planned for a
+	 * pending job (21.08+); block: idle, blocked by an exclusive job (24.05+) */
 	static const char *const ok_states[] = { "idle",       "mix",       "alloc", "comp",
-						 "completing", "allocated", "mixed", NULL };
+						 "completing", "allocated", "mixed", "alloc+",
+						 "plnd",       "mix-",      "block", NULL };
 	size_t i;
 	if (strchr(state, '*'))
 		return 0;

@@ -25,8 +25,9 @@ struct pbx_sinfo_node {
 int pbx_sinfo_parse(const char *text, size_t len, struct pbx_sinfo_node **nodes, size_t *n,
 		    struct pbx_err *err);
 void pbx_sinfo_free(struct pbx_sinfo_node *nodes, size_t n);
-/* True for states in which a node can take work (idle, mix, alloc, comp),
- * false when it is down, drained, failing or not responding (a '*' suffix). */
+/* True for states in which a node can take work (idle, mix, alloc, comp,
+ * alloc+, and 21.08's plnd and mix-, 24.05's block), false when it is down,
+ * drained, failing, powered down or not responding (a '*' suffix). */
 int pbx_sinfo_state_usable(const char *state);
 /* True for states a `scontrol update state=resume` may fix: down, drained,
  * invalid, failed (with or without the '*'). */

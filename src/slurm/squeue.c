@@ -167,7 +167,7 @@ const char *pbx_slurm_task_state(const char *s)
 		{ "STOPPED", "RUNNING" },       { "SIGNALING", "RUNNING" },
 		{ "STAGE_OUT", "RUNNING" },     { "BOOT_FAIL", "NODE_FAIL" },
 		{ "DEADLINE", "TIMEOUT" },      { "SPECIAL_EXIT", "FAILED" },
-		{ "REVOKED", "CANCELLED" },
+		{ "REVOKED", "CANCELLED" },     { "REQUEUED_CRON", "PENDING" }, /* 20.11 only */
 	};
 	size_t i;
 	for (i = 0; same[i]; i++)

@@ -48,7 +48,9 @@ int pbx_scontrol_limits_parse(const char *text, size_t len, struct pbx_slurm_lim
  * COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL,
  * OUT_OF_MEMORY (returned as is); CONFIGURING -> PENDING, COMPLETING ->
  * RUNNING, REQUEUED / REQUEUE_HOLD / RESIZING / SUSPENDED / STOPPED ->
- * PENDING / RUNNING as fits; unknown names -> "UNKNOWN".  Static string. */
+ * PENDING / RUNNING as fits (20.11's REQUEUED_CRON -> PENDING); unknown names ->
+ * "UNKNOWN".  The names of 20.11 to 24.11: docs/slurm-versions.md.  Static
+ * string. */
 const char *pbx_slurm_task_state(const char *slurm_state);
 
 #endif

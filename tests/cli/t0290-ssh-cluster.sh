@@ -6,7 +6,9 @@
 # sources the cluster's environment as a `module load` would.  cluster
 # start, stop and resize are refused (exit 2); exec runs as the user; parrun
 # makes the work directory 0700, submits as the user, and the tasks run as
-# the user; state, log, cancel, rerun, harvest and report work.  Addresses
+# the user; state, log, cancel, rerun, harvest and report work; the user's
+# job submit limit (a sacctmgr of the test's own) sizes parrun, and a job id
+# after a site's job_submit message is read.  Addresses
 # 127.0.157.x, ports 22350 (the cluster), 22351 (its login node) and
 # 27100-27163.
 . "$(dirname "$0")/lib.sh"
@@ -60,7 +62,7 @@ open(path, "w").write(text)
 PY
 stop_login() {
 	kill "$LOGIN_SSHD" 2>/dev/null
-	rm -rf "$UNI_HOME/pbx"
+	rm -rf "$UNI_HOME/pbx" "$UNI_HOME/pbx-acct" "$UNI_HOME/fakebin"
 	[ "$tap_failed" = 0 ] || sed 's/^/# login sshd: /' "$TEST_TMP/login/sshd.log" | tail -n 20
 }
 trap 'stop_login; cleanup_cluster' EXIT
@@ -130,6 +132,61 @@ case $out in *"an existing cluster pbx uses as it is"*"login: pbx-uni@127.0.157.
 ok $r "cluster show says how pbx reaches it and lists SLURM's nodes there: $out $errout"
 run_pbx cluster ssh uni -- id -u
 is "$out" "$UNI_UID" "cluster ssh logs in as the user: $errout"
+
+# The user's job submit limit, where slurmdbd is: the test cluster has none,
+# so a sacctmgr of the test's own answers for it (-nP, the format pbx asks
+# for: docs/slurm-versions.md): MaxSubmitJobs 5 for the association, 4 per
+# user for its QOS, which wins.  And an sbatch wrapper prints a site's
+# job_submit message on stderr before the job id, as job_submit/lua's
+# slurm.user_msg does: the job id is still read.
+FAKE=$UNI_HOME/fakebin
+mkdir -p "$FAKE"
+cat >"$FAKE/sacctmgr" <<'FAKE_SACCTMGR'
+#!/bin/sh
+case "$*" in
+*"show assoc where user=pbx-uni format=Account,Partition,MaxSubmitJobs,QOS,DefaultQOS") echo "physics||5|normal|normal" ;;
+*"show qos format=Name,MaxSubmitJobsPerUser") printf 'normal|4\nlong|\n' ;;
+*) exit 1 ;;
+esac
+FAKE_SACCTMGR
+printf '#!/bin/sh\necho "sbatch: your project has 100 core-hours left" >&2\nexec %s "$@"\n' \
+	"$(command -v sbatch)" >"$FAKE/sbatch"
+chmod 755 "$FAKE" "$FAKE/sacctmgr" "$FAKE/sbatch"
+python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" "$FAKE" <<'PY'
+import sys
+path, key, root, fake = sys.argv[1:]
+text = open(path).read()
+uni = """  uni-acct:
+    cloud: ssh
+    host: 127.0.157.100
+    port: 22351
+    login_user: pbx-uni
+    ssh_key: %s
+    work_dir: pbx-acct
+    setup: . %s/etc/pbx/env.sh && PATH=%s:$PATH
+""" % (key, root, fake)
+text = text.replace("clusters:\n", "clusters:\n" + uni, 1)
+open(path, "w").write(text)
+PY
+sed 's/^name: campus$/name: campus-limit/; s/^sweep: .*/sweep: { grid: { x: [1, 2, 3, 4, 5, 6] } }/; s/ && \[ {x} != 3 \]/ \&\& sleep 300/' \
+	"$TEST_TMP/exp/experiment.yaml" >"$TEST_TMP/exp/limit.yaml"
+run_pbx parrun "$TEST_TMP/exp/limit.yaml" uni-acct
+lim=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+case $out in *"6 tasks, 4 submitted now in 1 array"*) r=0 ;; *) r=1 ;; esac
+ok $r "parrun submits what the submit limit lets in, past a job_submit message: $out $errout"
+case $errout in *"2 tasks left NEW: your job submit limit is 4 (QOS normal, MaxSubmitJobsPerUser) and you have 0 jobs queued"*"'pbx parrun' again"*) r=0 ;; *) r=1 ;; esac
+ok $r "and says why the others wait: $errout"
+is "$("$PBX" state --json "$lim" | json_get '" ".join(str(t["index"]) for t in d["tasks"] if t["state"] == "NEW")')" "4 5" \
+	"the last two tasks stay NEW: $(task_states "$lim")"
+case $(task_states "$lim") in *FAILED* | *MISSING*) r=1 ;; *) r=0 ;; esac
+ok $r "the four submitted are SLURM's, none failed: $(task_states "$lim")"
+run_pbx cluster show uni-acct
+case $out in *"your jobs queued or running: 4"*"your job submit limit (MaxSubmitJobs): 4 (QOS normal, MaxSubmitJobsPerUser; each array task counts)"*) r=0 ;; *) r=1 ;; esac
+ok $r "cluster show counts the array's tasks and says the limit: $out $errout"
+run_pbx cancel "$lim"
+ok $rc "cancel: $errout"
+lim_done() { "$PBX" state --json "$lim" | json_get 'all(t["state"] not in ("PENDING","RUNNING") for t in d["tasks"])' | grep -q True; }
+wait_secs 60 lim_done
 
 run_pbx cluster stop uni
 is "$rc" 2 "cluster stop is refused (exit 2): pbx does not own it"

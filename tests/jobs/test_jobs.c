@@ -115,8 +115,32 @@ static void test_ended_after_cancel(void)
 	       "a store from before the cancel time was kept (1): cancelled, as it read then");
 }
 
+/* The user's job submit limit (sacctmgr) caps the tasks of one array and
+ * says how many more may go in now. */
+static void test_submit_limit(void)
+{
+	struct jobs_probe pr = { 0 };
+	pr.limits.max_array_size = 1001;
+	pr.limits.max_job_count = 10000;
+	pr.submit.kind = PBX_SUBMIT_LIMIT_UNKNOWN;
+	ok(jobs_probe_chunk(&pr) == 1001 && jobs_probe_room(&pr) == -1,
+	   "no accounting database: arrays of MaxArraySize, no room counted");
+	pr.submit.kind = PBX_SUBMIT_LIMIT_SET;
+	pr.submit.max = 500;
+	pr.queued = 120;
+	ok(jobs_probe_chunk(&pr) == 500 && jobs_probe_room(&pr) == 380,
+	   "MaxSubmitJobs 500 with 120 queued: arrays of 500 at most, 380 more now");
+	pr.queued = 900;
+	ok(jobs_probe_room(&pr) == 0, "more queued than the limit: no room, never negative");
+	pr.submit.max = 5000;
+	ok(jobs_probe_chunk(&pr) == 1001, "a limit above MaxArraySize changes no array");
+	pr.submit.kind = PBX_SUBMIT_LIMIT_NONE;
+	ok(jobs_probe_room(&pr) == -1 && jobs_probe_chunk(&pr) == 1001, "no limit set: no cap");
+}
+
 int main(void)
 {
+	test_submit_limit();
 	test_ended_after_cancel();
 	test_answers();
 	test_squeue_range();
