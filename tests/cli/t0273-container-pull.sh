@@ -8,9 +8,10 @@
 # disk, keyed by that digest; every task runs in it (ch-run) and
 # environment.txt records docker://NAME@sha256:DIGEST; a second package of
 # the same tag asks the registry for the manifest only (no blob), one named
-# by digest asks nothing; a missing tag and a layer with a '..' member fail
-# every task with the reason ("environment failed" in pbx state), no
-# command runs and nothing is written outside.  Addresses 127.0.172.x,
+# by digest asks nothing; a missing tag, an unreachable registry, a layer
+# with a '..' member, an image without a shell and a layer whose bytes do
+# not match its digest fail every task with the reason ("environment
+# failed" in pbx state), no command runs and nothing is written outside.  Addresses 127.0.172.x,
 # ports 22412, 30700-30763 (SLURM) and 30780 (the registry).
 . "$(dirname "$0")/lib.sh"
 
@@ -53,6 +54,15 @@ python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/dotdot --tag v1 "$TEST_TMP
 mkdir -p "$TEST_TMP/noshell/etc" && echo x >"$TEST_TMP/noshell/etc/x"
 tar -C "$TEST_TMP/noshell" -cf "$TEST_TMP/noshell.tar" .
 python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/noshell --tag v1 "$TEST_TMP/noshell.tar" >/dev/null
+# an image whose own second layer's bytes the registry corrupts (one byte
+# changed; the first layer is the good image's)
+mkdir -p "$TEST_TMP/extra/etc" && head -c 4096 /dev/urandom >"$TEST_TMP/extra/etc/noise"
+tar -C "$TEST_TMP/extra" -cf "$TEST_TMP/extra.tar" .
+cm=$(python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/corrupt --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/extra.tar")
+cl=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["layers"][1]["digest"][7:])' "$TEST_TMP/reg/blobs/sha256/${cm#sha256:}")
+cp "$TEST_TMP/reg/blobs/sha256/$cl" "$TEST_TMP/layer.gz"
+rm "$TEST_TMP/reg/blobs/sha256/$cl"
+{ head -c 100 "$TEST_TMP/layer.gz"; printf 'X'; tail -c +102 "$TEST_TMP/layer.gz"; } >"$TEST_TMP/reg/blobs/sha256/$cl"
 python3 "$REG" serve --root "$TEST_TMP/reg" --port "$PORT" --port-file "$TEST_TMP/reg.port" \
 	--log "$REGLOG" >"$TEST_TMP/reg.out" 2>&1 &
 REG_PID=$!
@@ -167,6 +177,7 @@ bad_ref missing "docker://127.0.0.1:$PORT/pbx/box:nope" "cannot resolve docker:/
 bad_ref unreachable "docker://127.0.0.1:30781/pbx/box:v1" "cannot resolve docker://127.0.0.1:30781/pbx/box:v1: .*connection refused"
 bad_ref dotdot "docker://127.0.0.1:$PORT/pbx/dotdot:v1" "has a layer with a member outside its top, refused: '../../t0273-escaped'"
 bad_ref noshell "docker://127.0.0.1:$PORT/pbx/noshell:v1" "has no bin/sh"
+bad_ref corrupt "docker://127.0.0.1:$PORT/pbx/corrupt:v1" "cannot pull .*Digest did not match"
 [ ! -e "$TEST_TMP/ran" ] && [ -z "$(find "$PBX_HOME" "$TEST_TMP" /var/tmp -name t0273-escaped 2>/dev/null)" ]
 ok $? "no command ran and the '..' member was written nowhere"
 is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "only the good image is on the shared disk"
