@@ -470,6 +470,9 @@ pull() {
 	if ! command -v skopeo >/dev/null || ! command -v umoci >/dev/null; then
 		failed "the head $(hostname) has no skopeo or no umoci (Debian: apt-get install skopeo umoci)"
 	fi
+	# skopeo looks for credentials in XDG_RUNTIME_DIR first: a directory of
+	# the user that ran the submission (root's login session) is not ours
+	if [ -n "${XDG_RUNTIME_DIR:-}" ] && [ ! -O "$XDG_RUNTIME_DIR" ]; then unset XDG_RUNTIME_DIR; fi
 	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/pbx-pull.XXXXXX") || failed "cannot make a temporary directory"
 	trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 	plain_path "$tmp" || failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"

@@ -9,7 +9,7 @@
 # environment.txt records docker://NAME@sha256:DIGEST; a second package of
 # the same tag asks the registry for the manifest only (no blob), one named
 # by digest asks nothing; a missing tag, an unreachable registry, a layer
-# with a '..' member, an image without a shell and a layer whose bytes do
+# with a '..' or an absolute member, an image without a shell and a layer whose bytes do
 # not match its digest fail every task with the reason ("environment
 # failed" in pbx state), no command runs and nothing is written outside.  Addresses 127.0.172.x,
 # ports 22412, 30700-30763 (SLURM) and 30780 (the registry).
@@ -50,6 +50,11 @@ t = tarfile.open(sys.argv[1], "w")
 i = tarfile.TarInfo("../../t0273-escaped"); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
 t.close()' "$TEST_TMP/dotdot.tar"
 python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/dotdot --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/dotdot.tar" >/dev/null
+python3 -c 'import tarfile, io, sys
+t = tarfile.open(sys.argv[1], "w")
+i = tarfile.TarInfo(sys.argv[2]); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
+t.close()' "$TEST_TMP/absolute.tar" "$TEST_TMP/t0273-abs-escaped"
+python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/absolute --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/absolute.tar" >/dev/null
 # an image with no shell
 mkdir -p "$TEST_TMP/noshell/etc" && echo x >"$TEST_TMP/noshell/etc/x"
 tar -C "$TEST_TMP/noshell" -cf "$TEST_TMP/noshell.tar" .
@@ -176,10 +181,12 @@ bad_ref() {
 bad_ref missing "docker://127.0.0.1:$PORT/pbx/box:nope" "cannot resolve docker://127.0.0.1:$PORT/pbx/box:nope: .*manifest unknown"
 bad_ref unreachable "docker://127.0.0.1:30781/pbx/box:v1" "cannot resolve docker://127.0.0.1:30781/pbx/box:v1: .*connection refused"
 bad_ref dotdot "docker://127.0.0.1:$PORT/pbx/dotdot:v1" "has a layer with a member outside its top, refused: '../../t0273-escaped'"
+bad_ref absolute "docker://127.0.0.1:$PORT/pbx/absolute:v1" "has a layer with a member outside its top, refused: '$TEST_TMP/t0273-abs-escaped'"
 bad_ref noshell "docker://127.0.0.1:$PORT/pbx/noshell:v1" "has no bin/sh"
 bad_ref corrupt "docker://127.0.0.1:$PORT/pbx/corrupt:v1" "cannot pull .*Digest did not match"
-[ ! -e "$TEST_TMP/ran" ] && [ -z "$(find "$PBX_HOME" "$TEST_TMP" /var/tmp -name t0273-escaped 2>/dev/null)" ]
-ok $? "no command ran and the '..' member was written nowhere"
+[ ! -e "$TEST_TMP/ran" ] && [ ! -e "$TEST_TMP/t0273-abs-escaped" ] &&
+	[ -z "$(find "$PBX_HOME" "$TEST_TMP" /var/tmp -name t0273-escaped -o -name t0273-abs-escaped 2>/dev/null)" ]
+ok $? "no command ran and neither hostile member was written anywhere"
 is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "only the good image is on the shared disk"
 
 # a reference with shell characters: refused where the experiment is read
