@@ -193,6 +193,9 @@ TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1
 # tasks' environments (templates/pbx-env.sh: a venv of python3, or a
 # container image that ch-run runs), on compute nodes
 ENV_PKGS="python3 python3-venv charliecloud-runtime"
+# registry images (container: docker://REF), pulled once per cluster on the
+# head (templates/pbx-env.sh pull): skopeo fetches, umoci unpacks
+HEAD_ENV_PKGS="skopeo umoci"
 # pbx itself, on a head that deletes its own cluster (autostop_action: delete)
 PBX_PKGS="libcurl4 libjansson4 libssh2-1 libyaml-0-2 libsqlite3-0 libssl3 libxml2 zlib1g"
 
@@ -709,8 +712,8 @@ do_down() {
 # ---------------------------------------------------------------- install
 
 # The packages of both roles, pbx-train's runtime, Python environments' and
-# pbx's: HEAD_PKGS, COMPUTE_PKGS, TRAIN_PKGS, ENV_PKGS and PBX_PKGS above (tests/vm/image.sh's baked
-# image has the same).
+# pbx's: HEAD_PKGS, COMPUTE_PKGS, TRAIN_PKGS, ENV_PKGS, HEAD_ENV_PKGS and
+# PBX_PKGS above (tests/vm/image.sh's baked image has the same).
 
 do_install() {
 	stage install
@@ -725,7 +728,7 @@ do_install() {
 		exit 0
 	fi
 	want=
-	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $ENV_PKGS $PBX_PKGS; do
+	for p in $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $ENV_PKGS $HEAD_ENV_PKGS $PBX_PKGS; do
 		case " $want " in *" $p "*) continue ;; esac
 		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
 	done
@@ -1059,9 +1062,12 @@ ensure_pkgs() {
 		$2 </dev/null || die "apt-get install $2 failed"
 }
 
-# ---- python3 with venv and ch-run, for the tasks' environments
+# ---- python3 with venv and ch-run, for the tasks' environments; on the
+# head skopeo and umoci, which pull registry images
 if [ "$MODE" = systemd ] && [ "$ROLE" != head ]; then
 	ensure_pkgs "task environments" "$ENV_PKGS"
+elif [ "$MODE" = systemd ]; then
+	ensure_pkgs "registry images" "$HEAD_ENV_PKGS"
 fi
 
 # ---- pbx-train, for `train:` tasks

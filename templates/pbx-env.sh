@@ -11,6 +11,9 @@
 #   pbx-env.sh unpack   from pbx-task.sh: prints the node-local environment
 #                       (or image root) the task runs with, unpacking it
 #                       first if needed
+#   pbx-env.sh pull     on the head, from the submission (src/jobs/arrays.c),
+#                       as the task user: a registry image (env/image-ref)
+#                       pulled and converted once per cluster
 #
 # An image (env/image, a link to the archive in code/): a tar archive of a
 # root file system (plain or compressed: docker export, ch-convert).  The
@@ -18,6 +21,18 @@
 # no '..'), a /bin/sh; its key is the archive's sha256.  Each node unpacks
 # it as the task user (devices left out) and adds the mount points ch-run
 # needs; the task runs in it with ch-run (Charliecloud).
+#
+# A registry image (env/image-ref: docker://REF, checked where the
+# experiment is read): the tag resolved to its manifest's digest (skopeo
+# inspect --raw: one manifest request), then, unless SHARED/pbx/envs has
+# it, pulled by that digest into an OCI layout (skopeo copy), every layer's
+# members checked (none absolute or with '..'), unpacked (umoci unpack
+# --rootless) and packed as one root file system archive, KEY.tar.gz with
+# KEY.sha256, where KEY is the digest's hex: the nodes unpack it as they do
+# a shipped image.  Credentials: skopeo's own auth file (the task user's on
+# the head, or REGISTRY_AUTH_FILE), never logged.  On a node body, its
+# ROOT/etc/containers/registries.conf when it has one (the tests' plain-HTTP
+# loopback registry).
 #
 # Environment in: PBX_PKG_DIR (the package: env/requirements.txt, and
 # env/wheels when the experiment brings its own wheels: then no index is
@@ -35,7 +50,8 @@
 #   python       the interpreter's version and platform, e.g. 3.11.2 linux-x86_64
 #   key          the environment's key: sha256 of lock.txt and python
 #   status       READY KEY | FAILED REASON (one line, replaced atomically)
-#   build.log    the build job's output (SLURM's --output)
+#   build.log    the build job's output (SLURM's --output), or the pull's
+#   python       for a registry image: docker://NAME@sha256:DIGEST
 # Files (SHARED/pbx/envs, the cluster's):
 #   KEY.tar.gz   the environment (its top directory: env/), renamed into
 #                place only when whole; KEY.sha256 its checksum, written
@@ -57,18 +73,24 @@ die() {
 REQ=$PBX_PKG_DIR/env/requirements.txt
 WHEELS=$PBX_PKG_DIR/env/wheels
 IMAGE=$PBX_PKG_DIR/env/image
+REF_FILE=$PBX_PKG_DIR/env/image-ref
 E=$PBX_RUN_DIR/env
 ENVS=$PBX_SHARED/pbx/envs
 LOCAL=${PBX_ENV_DIR:-/var/tmp}/pbx-env-$(id -u)
-# Debian's interpreter, the same path on every node (a venv points to it)
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3) || PY=
-[ -n "$PY" ] || [ -e "$IMAGE" ] || die "no python3 on $(hostname)"
+# is_ref: the package's image is a registry reference (env/image-ref)
+is_ref() {
+	[ -f "$REF_FILE" ]
+}
 
 # is_image: the package's environment is a container image
 is_image() {
-	[ -e "$IMAGE" ] || [ -L "$IMAGE" ]
+	[ -e "$IMAGE" ] || [ -L "$IMAGE" ] || is_ref
 }
+
+# Debian's interpreter, the same path on every node (a venv points to it)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || PY=
+[ -n "$PY" ] || is_image || die "no python3 on $(hostname)"
 
 # put FILE TEXT: FILE holds TEXT (one line), replaced atomically
 put() {
@@ -150,6 +172,17 @@ venv() {
 	}
 }
 
+# outside_member LIST: prints the first member of LIST (tar -t's) that is
+# absolute or has a '..' component; false when none
+outside_member() {
+	grep -m 1 -E '^/|(^|/)\.\.(/|$)' "$1"
+}
+
+# has_shell LIST: LIST (tar -t's) has bin/sh or usr/bin/sh
+has_shell() {
+	grep -qxE '(\./)?(usr/)?bin/sh' "$1"
+}
+
 # build_image: checks the package's image archive once for the cluster;
 # its key is its sha256 (each node checks its copy against it)
 build_image() {
@@ -159,9 +192,9 @@ build_image() {
 	echo "pbx-env: checking the image $name ($(wc -c <"$IMAGE") bytes)"
 	tar -tf "$IMAGE" >"$tmp/members" 2>"$tmp/tar.err" ||
 		failed "the image $name is not a tar archive of a root file system: $(head -n 1 "$tmp/tar.err")"
-	bad=$(grep -m 1 -E '^/|(^|/)\.\.(/|$)' "$tmp/members") &&
+	bad=$(outside_member "$tmp/members") &&
 		failed "the image $name has a member outside its top, refused: '$bad'"
-	grep -qxE '(\./)?(usr/)?bin/sh' "$tmp/members" ||
+	has_shell "$tmp/members" ||
 		failed "the image $name has no bin/sh: is it an archive of a root file system (docker export, ch-convert)?"
 	key=$(sha_of <"$IMAGE") || failed "cannot read the image $name"
 	put "$E/key" "$key"
@@ -176,6 +209,9 @@ build() {
 	plain_path "$tmp" || { rm -rf "$tmp"; failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"; }
 	trap 'rm -rf "$tmp"' EXIT
 	started=$(date +%s)
+	if is_ref; then
+		failed "a registry image is pulled on the head by the submission, not by a build job"
+	fi
 	if is_image; then
 		build_image
 		return
@@ -282,9 +318,16 @@ unpack_image_locked() {
 	part=$LOCAL/.$1.$$
 	rm -rf "$part" "${LOCAL:?}/$1"
 	mkdir -p "$part" || die "cannot create $part"
-	cp "$IMAGE" "$part.tar" || die "image $1: cannot copy its archive"
+	# a shipped archive's key is its checksum; a pulled image's is its
+	# digest, its archive's checksum beside it on the shared disk
+	src=$IMAGE want=$1
+	if is_ref; then
+		src=$ENVS/$1.tar.gz
+		want=$(cat "$ENVS/$1.sha256" 2>/dev/null) || die "image $1: no $ENVS/$1.sha256"
+	fi
+	cp "$src" "$part.tar" || die "image $1: cannot copy its archive"
 	got=$(sha_of <"$part.tar")
-	[ "$got" = "$1" ] || { rm -rf "$part" "$part.tar"; die "image $1: archive checksum $got, want $1"; }
+	[ "$got" = "$want" ] || { rm -rf "$part" "$part.tar"; die "image $1: archive checksum $got, want $want"; }
 	# GNU tar: no absolute names, no member above the top, no owners,
 	# links planted before files never written through
 	tar -C "$part" --no-same-owner --anchored --exclude='./dev/?*' --exclude='dev/?*' -xf "$part.tar" 2>"$part.err" || {
@@ -345,8 +388,126 @@ unpack() {
 	printf '%s\n' "$LOCAL/$key"
 }
 
+# ------------------------------------------------------------- pull --
+
+# skopeo_ SECONDS ARGS...: skopeo for at most SECONDS, with a node body's
+# own registries.conf when it has one (a VM's is
+# /etc/containers/registries.conf, skopeo's default)
+skopeo_() {
+	sk_limit=$1
+	shift
+	if [ -n "${PBX_BODY_ROOT:-}" ] && [ -f "$PBX_BODY_ROOT/etc/containers/registries.conf" ]; then
+		set -- --registries-conf "$PBX_BODY_ROOT/etc/containers/registries.conf" "$@"
+	fi
+	timeout "$sk_limit" skopeo "$@"
+}
+
+# skopeo_error: skopeo's message (its last msg="..."), from TMP/err
+skopeo_error() {
+	msg=$(sed -n 's/.*msg="\(.*\)"$/\1/p' "$tmp/err" | tail -n 1 |
+		sed -e 's/\\"/"/g' -e 's/^Error parsing image name "[^"]*": //')
+	[ -n "$msg" ] || msg=$(tail -n 1 "$tmp/err")
+	printf '%s' "$msg"
+}
+
+# plain_ref REF: REF has only a reference's characters (environment.c
+# checked it; the package is read again here)
+plain_ref() {
+	case $1 in docker://*) ;; *) return 1 ;; esac
+	case ${1#docker://} in '' | *[!A-Za-z0-9/._:@-]*) return 1 ;; esac
+}
+
+# check_layers PINNED: every tar blob of TMP/oci (the layers; the
+# manifest and the config are not tars) has no member above its top;
+# umoci would keep such a member inside the root, pbx refuses the image
+check_layers() {
+	for b in "$tmp/oci/blobs/sha256"/*; do
+		tar -tf "$b" >"$tmp/members" 2>/dev/null || continue
+		bad=$(outside_member "$tmp/members") &&
+			failed "the image $1 has a layer with a member outside its top, refused: '$bad'"
+	done
+	return 0
+}
+
+# convert PINNED KEY: pulls PINNED (a reference by digest) into an OCI
+# layout, unpacks it as a root file system and packs that as
+# ENVS/KEY.tar.gz, its checksum in ENVS/KEY.sha256 written first (the
+# caller holds KEY's lock)
+convert() {
+	echo "pbx-env: pulling $1"
+	skopeo_ 3600 copy -q "$1" "oci:$tmp/oci:pbx" </dev/null >"$tmp/err" 2>&1 ||
+		failed "cannot pull $1: $(skopeo_error)"
+	check_layers "$1"
+	umoci unpack --rootless --image "$tmp/oci:pbx" "$tmp/bundle" >"$tmp/err" 2>&1 ||
+		failed "cannot unpack the image $1: $(tail -n 1 "$tmp/err")"
+	part=$(mktemp "$ENVS/.$2.XXXXXX") || failed "cannot write in $ENVS"
+	chmod 644 "$part"
+	if ! { tar -C "$tmp/bundle/rootfs" -cf - . || : >"$tmp/tar.failed"; } | gzip -1 >"$part" ||
+		[ -e "$tmp/tar.failed" ]; then
+		rm -f "$part"
+		failed "cannot pack the image $1 into $ENVS"
+	fi
+	tar -tzf "$part" >"$tmp/members" || { rm -f "$part"; failed "cannot read back the image $1"; }
+	has_shell "$tmp/members" || { rm -f "$part"; failed "the image $1 has no bin/sh (the task's command runs with the image's /bin/sh)"; }
+	sum=$(sha_of <"$part")
+	if ! put "$ENVS/$2.sha256" "$sum" || ! mv -f "$part" "$ENVS/$2.tar.gz"; then
+		rm -f "$part"
+		failed "cannot write $ENVS/$2.tar.gz"
+	fi
+	echo "pbx-env: image $1: $(wc -l <"$tmp/members") members, $(wc -c <"$ENVS/$2.tar.gz") bytes packed"
+}
+
+# pull: the package's registry image, once per cluster: the tag resolved
+# to a digest (unless the reference names one), pulled and converted
+# unless SHARED/pbx/envs has that digest's archive; RUN/env/status says
+# READY DIGEST or FAILED REASON, the log goes to RUN/env/build.log
+pull() {
+	mkdir -p "$E" "$ENVS" || die "cannot create $E or $ENVS"
+	exec >>"$E/build.log" 2>&1
+	started=$(date +%s)
+	ref=$(head -n 1 "$REF_FILE")
+	plain_ref "$ref" || failed "env/image-ref: not a docker:// reference"
+	if ! command -v skopeo >/dev/null || ! command -v umoci >/dev/null; then
+		failed "the head $(hostname) has no skopeo or no umoci (Debian: apt-get install skopeo umoci)"
+	fi
+	# skopeo looks for credentials in XDG_RUNTIME_DIR first: a directory of
+	# the user that ran the submission (root's login session) is not ours
+	if [ -n "${XDG_RUNTIME_DIR:-}" ] && [ ! -O "$XDG_RUNTIME_DIR" ]; then unset XDG_RUNTIME_DIR; fi
+	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/pbx-pull.XXXXXX") || failed "cannot make a temporary directory"
+	trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+	plain_path "$tmp" || failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"
+	name=${ref%@*}
+	name=${name#docker://}
+	case ${name##*/} in *:*) name=${name%:*} ;; esac
+	case $ref in
+	*@sha256:*) digest=${ref##*@} ;;
+	*)
+		skopeo_ 300 inspect --raw "$ref" </dev/null >"$tmp/manifest" 2>"$tmp/err" ||
+			failed "cannot resolve $ref: $(skopeo_error)"
+		digest=sha256:$(sha_of <"$tmp/manifest")
+		;;
+	esac
+	key=${digest#sha256:}
+	pinned=docker://$name@$digest
+	echo "pbx-env: $ref is $pinned"
+	# one puller of a digest at a time, cluster-wide: the second finds it
+	exec 8>"$ENVS/.$key.lock" || failed "cannot open $ENVS/.$key.lock"
+	flock 8 || failed "cannot lock $ENVS/.$key.lock"
+	if [ -s "$ENVS/$key.tar.gz" ] && [ -s "$ENVS/$key.sha256" ]; then
+		echo "pbx-env: image $pinned is pulled already"
+	else
+		convert "$pinned" "$key"
+	fi
+	exec 8>&-
+	put "$E/key" "$key"
+	put "$E/python" "$pinned"
+	put "$E/status" "READY $key"
+	echo "pbx-env: ready: image $pinned ($(($(date +%s) - started)) s)"
+}
+
 case ${1:-} in
 build) build ;;
 unpack) unpack ;;
-*) die "usage: pbx-env.sh build|unpack" ;;
+pull) pull ;;
+*) die "usage: pbx-env.sh build|unpack|pull" ;;
 esac

@@ -37,8 +37,10 @@
 #   environment.txt  with an environment: its key, its Python (version and
 #                platform) and its lock, one line per package; with an
 #                image: "image KEY" (the archive's sha256) and "archive
-#                image NAME"; with apt: "apt NAME=VERSION" per Debian
-#                package, as installed on the node
+#                image NAME", or for a pulled image "image
+#                docker://NAME@sha256:DIGEST" and "reference REF"; with
+#                apt: "apt NAME=VERSION" per Debian package, as installed
+#                on the node
 #   stdout       the program's stdout, appended per attempt, nothing else
 #   stderr       the program's stderr, appended; each attempt between a
 #                "=== pbx task ... start ... ===" and an "... end ... ===" line
@@ -178,12 +180,17 @@ if [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 	pbx_venv=$(sh "$PBX_PKG_DIR/pbx-env.sh" unpack 2>&1) || pbx_die "$pbx_venv"
 	pbx_venv=$(printf '%s\n' "$pbx_venv" | tail -n 1)
 fi
-if [ -f "$PBX_PKG_DIR/pbx-env.sh" ] && { [ -e "$PBX_PKG_DIR/env/image" ] || [ -L "$PBX_PKG_DIR/env/image" ]; }; then
+if [ -f "$PBX_PKG_DIR/pbx-env.sh" ] && { [ -e "$PBX_PKG_DIR/env/image" ] || [ -L "$PBX_PKG_DIR/env/image" ] ||
+	[ -f "$PBX_PKG_DIR/env/image-ref" ]; }; then
 	pbx_image=$pbx_venv
 	command -v ch-run >/dev/null 2>&1 ||
 		pbx_die "the experiment's container needs ch-run on $pbx_node (Debian: apt-get install charliecloud-runtime)"
-	printf 'image %s\narchive %s\n' "${pbx_image##*/}" "$(cat "$PBX_RUN_DIR/env/python")" >environment.txt ||
-		pbx_die "cannot write $pbx_tdir/environment.txt"
+	# a pulled image: its reference by digest, and as the experiment wrote it
+	if [ -f "$PBX_PKG_DIR/env/image-ref" ]; then
+		printf 'image %s\nreference %s\n' "$(cat "$PBX_RUN_DIR/env/python")" "$(head -n 1 "$PBX_PKG_DIR/env/image-ref")"
+	else
+		printf 'image %s\narchive %s\n' "${pbx_image##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
+	fi >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
 elif [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 	unset PYTHONHOME PYTHONPATH
 	export VIRTUAL_ENV="$pbx_venv" PATH="$pbx_venv/bin:$PATH"

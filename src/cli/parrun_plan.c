@@ -63,6 +63,11 @@ static char *plan_environment(const struct pbx_experiment *e)
 	if (v->container)
 		pbx_buf_addf(&b, "container %s (unpacked once per node before the tasks)",
 			     v->container);
+	else if (v->container_ref)
+		pbx_buf_addf(&b,
+			     "container %s (pulled once on the head, unpacked once per node "
+			     "before the tasks)",
+			     v->container_ref);
 	else if (v->python_file || v->python_text)
 		pbx_buf_addf(&b,
 			     "python %s%s%s%s (built once on the cluster, in a SLURM job before "

@@ -4,11 +4,13 @@
  * import, as a requirements file shipped with the code or an inline list,
  * and optionally a directory of wheels to install from with no index; or
  * the container image its tasks run in, an archive of a root file system
- * shipped with the code; and the Debian packages every node needs (apt:).
- * Here the key is read and checked; the package (package.c) carries it as
- * env/requirements.txt, env/wheels, env/image and env/apt.txt,
- * templates/pbx-env.sh builds the first three on the cluster, and
- * parrun installs the last on its nodes (src/jobs/apt.c).
+ * shipped with the code or a registry reference (docker://REF, pulled once
+ * per cluster on its head); and the Debian packages every node needs
+ * (apt:).  Here the key is read and checked; the package (package.c)
+ * carries it as env/requirements.txt, env/wheels, env/image,
+ * env/image-ref and env/apt.txt, templates/pbx-env.sh builds the first
+ * four on the cluster, and parrun installs the last on its nodes
+ * (src/jobs/apt.c).
  */
 #include "experiment/experiment_internal.h"
 #include "util/buf.h"
@@ -95,8 +97,82 @@ static int env_python(struct pbx_experiment *e, const struct pbx_ynode *py, stru
 	return 0;
 }
 
-/* environment.container: an image archive shipped with the code (a
- * registry reference is not pulled: the message says how to make one). */
+#define LOWER_DIGITS "abcdefghijklmnopqrstuvwxyz0123456789"
+#define UPPER        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+/* A repository path component: [a-z0-9] first and last, [a-z0-9._-] in
+ * between (the distribution spec's grammar, its separators loosened). */
+static int ref_component_ok(const char *s, size_t n)
+{
+	return n > 0 && strspn(s, LOWER_DIGITS "._-") >= n && strchr(LOWER_DIGITS, s[0]) &&
+	       strchr(LOWER_DIGITS, s[n - 1]);
+}
+
+/* A registry host: letters, digits, '.' and '-' (not first), optionally
+ * :PORT (1-5 digits). */
+static int ref_host_ok(const char *s, size_t n)
+{
+	size_t h = strspn(s, LOWER_DIGITS UPPER ".-");
+	if (h == 0 || h > n || s[0] == '.' || s[0] == '-')
+		return 0;
+	if (h == n)
+		return 1;
+	return s[h] == ':' && n - h - 1 >= 1 && n - h - 1 <= 5 &&
+	       strspn(s + h + 1, "0123456789") >= n - h - 1;
+}
+
+/* NAME: [HOST[:PORT]/]COMPONENT[/COMPONENT...]; the first of several
+ * components is a host when it has a '.' or a ':' or is localhost. */
+static int ref_name_ok(const char *s, size_t n)
+{
+	const char *end = s + n, *p = s;
+	int first = 1;
+	while (p <= end) {
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		size_t l = slash ? (size_t)(slash - p) : (size_t)(end - p);
+		int host = first && slash &&
+			   (memchr(p, '.', l) || memchr(p, ':', l) ||
+			    (l == 9 && !strncmp(p, "localhost", 9)));
+		if (host ? !ref_host_ok(p, l) : !ref_component_ok(p, l))
+			return 0;
+		if (!slash)
+			return 1;
+		p = slash + 1;
+		first = 0;
+	}
+	return 0;
+}
+
+int pbx_exp_image_ref_ok(const char *ref)
+{
+	const char *s, *at, *last, *colon;
+	size_t n;
+	if (strncmp(ref, "docker://", 9) != 0 || strlen(ref) > 512)
+		return 0;
+	s = ref + 9;
+	at = strchr(s, '@');
+	if (at && (strncmp(at + 1, "sha256:", 7) != 0 || strlen(at + 8) != 64 ||
+		   strspn(at + 8, "0123456789abcdef") != 64))
+		return 0;
+	n = at ? (size_t)(at - s) : strlen(s);
+	last = s;
+	for (const char *p = s; p < s + n; p++)
+		if (*p == '/')
+			last = p + 1;
+	colon = memchr(last, ':', (size_t)(s + n - last));
+	if (colon) { /* :TAG, [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} */
+		size_t t = (size_t)(s + n - colon - 1);
+		if (t < 1 || t > 128 || colon[1] == '.' || colon[1] == '-' ||
+		    strspn(colon + 1, LOWER_DIGITS UPPER "_.-") < t)
+			return 0;
+		n = (size_t)(colon - s);
+	}
+	return ref_name_ok(s, n);
+}
+
+/* environment.container: an image archive shipped with the code, or a
+ * registry reference (docker://, checked here: it reaches the head's
+ * shell and skopeo). */
 static int env_container(struct pbx_experiment *e, const struct pbx_ynode *c, struct pbx_err *err)
 {
 	char *s;
@@ -104,12 +180,16 @@ static int env_container(struct pbx_experiment *e, const struct pbx_ynode *c, st
 	if (pbx_ynode_str(c, PBX_YSTR_ONE_LINE, &s, err) < 0)
 		return -1;
 	if (strstr(s, "://")) {
+		if (pbx_exp_image_ref_ok(s)) {
+			e->env.container_ref = s;
+			return 0;
+		}
 		pbx_ynode_error(
 			c, err,
-			"'%s': pbx does not pull images from a registry yet; "
-			"ship the image as an archive of its root file system with the "
-			"code, e.g. docker export $(docker create IMAGE) | gzip >image.tar.gz "
-			"(docs/environments.md)",
+			"'%s': want docker://[HOST[:PORT]/]NAME[:TAG][@sha256:DIGEST] "
+			"(NAME of lower-case letters, digits, '.', '_', '-' and '/'; "
+			"TAG of letters, digits, '_', '.', '-'; DIGEST 64 lower-case hex "
+			"digits), or an archive of a root file system shipped with the code",
 			s);
 		free(s);
 		return -1;
@@ -212,6 +292,7 @@ void pbx_exp_environment_free(struct pbx_exp_environment *env)
 	free(env->python_text);
 	free(env->wheels);
 	free(env->container);
+	free(env->container_ref);
 	for (size_t i = 0; i < env->napt; i++)
 		free(env->apt[i]);
 	free(env->apt);

@@ -53,11 +53,13 @@ struct pbx_point {
  * packages the tasks import, or the container image they run in.  All
  * NULL when the key is absent. */
 struct pbx_exp_environment {
-	char *python_file; /* environment.python as a path, relative to dir */
-	char *python_text; /* or the inline list, one requirement per line */
-	char *wheels;      /* environment.wheels: a directory relative to dir */
-	char *container;   /* environment.container: an image archive, relative to dir */
-	char **apt;        /* environment.apt: Debian packages every node needs
+	char *python_file;   /* environment.python as a path, relative to dir */
+	char *python_text;   /* or the inline list, one requirement per line */
+	char *wheels;        /* environment.wheels: a directory relative to dir */
+	char *container;     /* environment.container: an image archive, relative to dir */
+	char *container_ref; /* or a registry reference, docker://REF (checked: no
+				shell characters), pulled on the cluster's head */
+	char **apt;          /* environment.apt: Debian packages every node needs
 			      (NAME or NAME=VERSION, checked), or NULL */
 	size_t napt;
 	int line; /* of environment: (0: no environment) */
@@ -76,6 +78,11 @@ struct pbx_exp_data {
 /* Whether s is a Debian package name, NAME or NAME=VERSION, of Debian
  * policy's characters (environment.apt; what reaches a root shell). */
 int pbx_exp_apt_name_ok(const char *s);
+
+/* Whether ref is a registry reference pbx pulls (environment.container):
+ * docker://[HOST[:PORT]/]NAME[:TAG][@sha256:64 hex], at most 512 bytes, of
+ * the distribution spec's characters only (what reaches the head's shell). */
+int pbx_exp_image_ref_ok(const char *ref);
 
 struct pbx_experiment {
 	char *path;               /* file name as given (messages); "" for parse() */

@@ -190,8 +190,9 @@ static int pkg_tar_env_link(struct pbx_tar *t, const char *name, const char *pat
 
 /* env/: apt.txt (apt:, one package a line), requirements.txt (the inline
  * list, or a link to the shipped file), wheels (a link to the shipped
- * directory), image (a link to the shipped image archive), and pbx-env.sh
- * (when there is something to build). */
+ * directory), image (a link to the shipped image archive) or image-ref
+ * (the registry reference, one line), and pbx-env.sh (when there is
+ * something to build). */
 static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
@@ -206,7 +207,8 @@ static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 		rc = pbx_tar_mem(t, "env/apt.txt", 0644, apt.buf, apt.len);
 		pbx_buf_release(&apt);
 	}
-	if (!e->env.python_file && !e->env.python_text && !e->env.container)
+	if (!e->env.python_file && !e->env.python_text && !e->env.container &&
+	    !e->env.container_ref)
 		return rc; /* apt: alone: nothing to build */
 	if (rc == 0 && e->env.python_text)
 		rc = pbx_tar_mem(t, "env/requirements.txt", 0644, e->env.python_text,
@@ -217,6 +219,11 @@ static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 		rc = pkg_tar_env_link(t, "wheels", e->env.wheels);
 	if (rc == 0)
 		rc = pkg_tar_env_link(t, "image", e->env.container);
+	if (rc == 0 && e->env.container_ref) {
+		char *line = xasprintf("%s\n", e->env.container_ref);
+		rc = pbx_tar_mem(t, "env/image-ref", 0644, line, strlen(line));
+		free(line);
+	}
 	if (rc == 0)
 		rc = pbx_tmpl_get("pbx-env.sh", &script, t->err);
 	if (rc == 0)

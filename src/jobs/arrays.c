@@ -168,7 +168,13 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"  [ -f \"$R/env/status\" ] && [ ! -L \"$R/env/status\" ] &&"
 		" dd if=\"$R/env/status\" iflag=nofollow,nonblock bs=256 count=1 2>/dev/null | grep -q '^READY '\n"
 		"}\n"
-		"if [ -f \"$R/pkg/pbx-env.sh\" ] && ! env_ready; then\n"
+		/* a registry image: pulled on the head, now, as the task user
+		 * (pbx-env.sh pull: once per cluster, keyed by digest); its
+		 * status says READY or FAILED, no build job */
+		"if [ -f \"$R/pkg/env/image-ref\" ]; then\n"
+		"  env_ready || as_user ${U:+setpriv --reuid=\"$U\" --regid=\"$U\" --init-groups --}"
+		" sh \"$R/pkg/pbx-env.sh\" pull </dev/null\n"
+		"elif [ -f \"$R/pkg/pbx-env.sh\" ] && ! env_ready; then\n"
 		"  rm -f \"$R/env/status\"\n"
 		"  if out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
 		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"

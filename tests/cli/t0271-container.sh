@@ -9,8 +9,8 @@
 # with environment.txt (the image's key); a second package with the same
 # image unpacks nothing again; hostile archives (a member above the top, an
 # absolute one, not a tar, no /bin/sh) fail every task with the reason and
-# write nothing outside; a registry reference and python: with container:
-# are refused with file, line and key.  Addresses 127.0.154.x, ports 22300
+# write nothing outside; a reference other than docker:// (t0273 pulls
+# those) and python: with container: are refused with file, line and key.  Addresses 127.0.154.x, ports 22300
 # and 26800-26863.
 . "$(dirname "$0")/lib.sh"
 
@@ -140,7 +140,7 @@ bad_key() {
 	case $errout in *"k.yaml:$3: environment.$4"*"$5"*) r=0 ;; *) r=1 ;; esac
 	ok $r "$2: names the line and key: $errout"
 }
-bad_key "  container: docker://python:3.11-slim" "a registry reference" 4 container "docker export"
+bad_key "  container: oci://python:3.11-slim" "a reference pbx does not pull" 4 container "want docker://"
 bad_key "  container: image.tar.gz
   python: [numpy]" "python: with container:" 4 container "install the Python packages in the image"
 bad_key "  container: ../image.tar.gz" "a path above the experiment" 4 container "inside the experiment"

@@ -488,6 +488,58 @@ static void test_files_env(void)
 	pbx_experiment_free(e);
 }
 
+/* environment.container: docker:// references that are pulled, and those
+ * refused (they reach the head's shell and skopeo) */
+static void test_image_ref(void)
+{
+	static const struct {
+		const char *ref;
+		int ok;
+	} refs[] = {
+		{ "docker://python:3.11-slim", 1 },
+		{ "docker://busybox", 1 },
+		{ "docker://127.0.0.1:30701/pbx/box:v1", 1 },
+		{ "docker://localhost/a/b_c__d.e-f:V1.0_x", 1 },
+		{ "docker://ghcr.io/o/r@sha256:"
+		  "d86f1508716d5098fca35c304200df488627014884da301ee12242bbd3fad43f",
+		  1 },
+		{ "docker://r.example:5000/o/r:t@sha256:"
+		  "d86f1508716d5098fca35c304200df488627014884da301ee12242bbd3fad43f",
+		  1 },
+		{ "docker://python@sha256:"
+		  "D86F1508716D5098FCA35C304200DF488627014884DA301EE12242BBD3FAD43F",
+		  0 },
+		{ "docker://python@sha512:00", 0 },
+		{ "docker://", 0 },
+		{ "docker://:tag", 0 },
+		{ "docker://a:", 0 },
+		{ "docker://a:-x", 0 },
+		{ "docker://a/../b", 0 },
+		{ "docker://a//b", 0 },
+		{ "docker://a/b/", 0 },
+		{ "docker://-a", 0 },
+		{ "docker://a$(id)", 0 },
+		{ "docker://a:t;rm", 0 },
+		{ "docker://a b", 0 },
+		{ "docker://h:99999x/a", 0 },
+		{ "docker://h:123456/a", 0 },
+		{ "docker://a@b@sha256:x", 0 },
+		{ "oci://a", 0 },
+		{ "docker:/a", 0 },
+	};
+	size_t i;
+	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+		ok(pbx_exp_image_ref_ok(refs[i].ref) == refs[i].ok, "%s: %s", refs[i].ref,
+		   refs[i].ok ? "pulled" : "refused");
+	struct pbx_experiment *e = parse("name: f\ncommand: echo hi\nenvironment:\n"
+					 "  container: docker://127.0.0.1:30701/pbx/box:v1\n");
+	if (!ok(e != NULL, "a docker:// container parses"))
+		return;
+	is_str(e->env.container_ref, "docker://127.0.0.1:30701/pbx/box:v1", "kept as written");
+	ok(e->env.container == NULL, "no archive");
+	pbx_experiment_free(e);
+}
+
 /* ---- .pbxignore ------------------------------------------------------ */
 
 static void test_ignore(void)
@@ -1021,6 +1073,7 @@ int main(int argc, char **argv)
 		{ "resources", test_resources },
 		{ "sbatch_opts", test_sbatch_opts },
 		{ "files_env", test_files_env },
+		{ "image_ref", test_image_ref },
 		{ "ignore", test_ignore },
 		{ "package_id", test_package_id },
 		{ "package_links", test_package_links_globs },

@@ -36,10 +36,10 @@ proxy=${PBX_VM_APT_PROXY:-}
 stock_pkgs=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-image-amd64,systemd-resolved,google-guest-agent,ca-certificates,procps,less
 # What templates/bootstrap.sh would apt-get, on either role, and pbx-train's
 # runtime, Python environments' and pbx's: its own lists (HEAD_PKGS,
-# COMPUTE_PKGS, TRAIN_PKGS, ENV_PKGS, PBX_PKGS), read from it.
+# COMPUTE_PKGS, TRAIN_PKGS, ENV_PKGS, HEAD_ENV_PKGS, PBX_PKGS), read from it.
 boot=$(dirname "$0")/../../templates/bootstrap.sh
-eval "$(grep -E '^(HEAD|COMPUTE|TRAIN|ENV|PBX)_PKGS="[a-z0-9. +-]*"$' "$boot")"
-baked_pkgs=$(printf '%s\n' $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $ENV_PKGS $PBX_PKGS | awk '!seen[$0]++' | tr '\n' ' ')
+eval "$(grep -E '^(HEAD|COMPUTE|TRAIN|ENV|HEAD_ENV|PBX)_PKGS="[a-z0-9. +-]*"$' "$boot")"
+baked_pkgs=$(printf '%s\n' $HEAD_PKGS $COMPUTE_PKGS $TRAIN_PKGS $ENV_PKGS $HEAD_ENV_PKGS $PBX_PKGS | awk '!seen[$0]++' | tr '\n' ' ')
 baked_pkgs=${baked_pkgs% }
 # Debian's EC2 AMI: cloud-init (the Ec2 data source: IMDS, user data) in
 # place of Google's agent, networking by netplan on systemd-networkd
