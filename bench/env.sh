@@ -5,7 +5,10 @@
 # `pip install -r requirements.txt` itself (SkyPilot's and
 # ParallelCluster's way), in the same run; then a second package with the
 # same requirements (pbx: no resolve, no install), and numpy's import time
-# from the unpacked environment against a venv built in place.  Nodes are
+# from the unpacked environment against a venv built in place.  pbx's
+# build runs twice a round: with pip (installer: pip) and with uv (the
+# default when the wheels hold uv's: its one install on a fresh cluster
+# counted in).  Nodes are
 # directories on this machine, their work run at once (the local cluster's
 # node bodies share its disk and cores the same way; on a cloud every node
 # has its own, so the per-node pip time stays flat there while here it
@@ -23,27 +26,32 @@ W=$(mktemp -d /tmp/pbx-bench-env.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
 # the package as pbx ships it: env/requirements.txt, env/wheels, pbx-env.sh
+# (numpy; uv's wheel is among the wheels, not a requirement); pkgpip the
+# same with installer: pip
 mkdir -p "$W/pkg/env"
-sed 's/[[:space:]]*#.*//; /^$/d' "$SRC/scripts/test-wheels.txt" >"$W/pkg/env/requirements.txt"
+sed 's/[[:space:]]*#.*//; /^$/d; /^uv==/d' "$SRC/scripts/test-wheels.txt" >"$W/pkg/env/requirements.txt"
 ln -s "$WHEELS" "$W/pkg/env/wheels"
 cp "$SRC/templates/pbx-env.sh" "$W/pkg/pbx-env.sh"
+cp -a "$W/pkg" "$W/pkgpip"
+echo pip >"$W/pkgpip/env/installer"
 
 now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{ printf "%.2f\n", $2 - $1 }'; }
 
-# pbx_ready N ROUND: a fresh cluster (shared disk, run directory); the
-# build, then N nodes unpacking at once; prints build and total seconds
+# pbx_ready N ROUND PKG: a fresh cluster (shared disk, run directory); the
+# build of package PKG (pkg: uv, pkgpip: pip), then N nodes unpacking at
+# once; prints build and total seconds
 pbx_ready() {
-	c=$W/c$2-$1
+	c=$W/$3-c$2-$1
 	mkdir -p "$c/shared" "$c/run"
 	t0=$(now)
-	env PBX_PKG_DIR="$W/pkg" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" TMPDIR="$c" \
-		sh "$W/pkg/pbx-env.sh" build >"$c/build.log" 2>&1 || { cat "$c/build.log" >&2; exit 1; }
+	env PBX_PKG_DIR="$W/$3" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" TMPDIR="$c" \
+		sh "$W/$3/pbx-env.sh" build >"$c/build.log" 2>&1 || { cat "$c/build.log" >&2; exit 1; }
 	t1=$(now)
 	i=1
 	while [ "$i" -le "$1" ]; do
-		env PBX_PKG_DIR="$W/pkg" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" \
-			PBX_ENV_DIR="$c/node$i" sh "$W/pkg/pbx-env.sh" unpack >"$c/unpack$i.log" 2>&1 &
+		env PBX_PKG_DIR="$W/$3" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" \
+			PBX_ENV_DIR="$c/node$i" sh "$W/$3/pbx-env.sh" unpack >"$c/unpack$i.log" 2>&1 &
 		i=$((i + 1))
 	done
 	wait
@@ -75,25 +83,33 @@ pip_ready() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "requirements: $(tr '\n' ' ' <"$W/pkg/env/requirements.txt")(wheels, no index); $ROUNDS rounds; $(nproc) cores"
-printf '%-6s %-22s %-22s %s\n' nodes "pip on each node (s)" "pbx build+unpack (s)" "pbx/pip"
+echo "seconds until the last node is ready (build only in brackets), medians"
+printf '%-6s %-18s %-22s %-22s %s\n' nodes "pip on each node" "pbx, installer pip" "pbx, installer uv" "uv/pip-on-each"
+# all ROUNDS values, sorted, after the median
+spread() { echo "$(median <"$1") ($(sort -n "$1" | tr '\n' ' ' | sed 's/ $//'))"; }
 for n in 1 2 4; do
 	: >"$W/pip.$n"
-	: >"$W/pbx.$n"
+	for k in pkgpip pkg; do : >"$W/$k.$n" && : >"$W/$k.build.$n"; done
 	r=1
 	while [ "$r" -le "$ROUNDS" ]; do
 		pip_ready "$n" "$r" >>"$W/pip.$n"
-		pbx_ready "$n" "$r" | cut -d' ' -f2 >>"$W/pbx.$n"
+		for k in pkgpip pkg; do
+			t=$(pbx_ready "$n" "$r" "$k")
+			echo "${t%% *}" >>"$W/$k.build.$n"
+			echo "$t" | cut -d' ' -f2 >>"$W/$k.$n"
+		done
 		r=$((r + 1))
 	done
 	p=$(median <"$W/pip.$n")
-	x=$(median <"$W/pbx.$n")
-	printf '%-6s %-22s %-22s %s\n' "$n" "$p ($(sort -n "$W/pip.$n" | tr '\n' ' '))" \
-		"$x ($(sort -n "$W/pbx.$n" | tr '\n' ' '))" "$(echo "$x $p" | awk '{ printf "%.2f", $1 / $2 }')"
+	u=$(median <"$W/pkg.$n")
+	printf '%-6s %-18s %-22s %-22s %s\n' "$n" "$(spread "$W/pip.$n")" \
+		"$(median <"$W/pkgpip.$n") [$(median <"$W/pkgpip.build.$n")]" \
+		"$u [$(median <"$W/pkg.build.$n")]" "$(echo "$u $p" | awk '{ printf "%.2f", $1 / $2 }')"
 done
 
 # a second package with the same requirements, on a cluster that built
 # them: its build job's work (no resolve, no venv, no install)
-c=$W/c1-1
+c=$W/pkg-c1-1
 : >"$W/second"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do

@@ -163,12 +163,108 @@ install() {
 }
 
 # venv: TMP/env, a fresh virtual environment, made on first use (a
-# package whose environment is built already needs none)
+# package whose environment is built already needs none): uv's, or
+# python3 -m venv's (with pip)
 venv() {
-	[ ! -x "$tmp/env/bin/pip" ] || return 0
+	[ ! -x "$tmp/env/bin/python" ] || return 0
+	if [ -n "$UV" ]; then
+		"$UV" venv -q --python "$PY" "$tmp/env" >"$tmp/venv.out" 2>&1 || {
+			cat "$tmp/venv.out" >&2
+			failed "uv venv failed: $(tail -n 1 "$tmp/venv.out")"
+		}
+		return 0
+	fi
 	"$PY" -m venv "$tmp/env" >"$tmp/venv.out" 2>&1 || {
 		cat "$tmp/venv.out" >&2
 		failed "$PY -m venv failed (on Debian: apt-get install python3-venv)"
+	}
+}
+
+# ------------------------------------------------------------- uv --
+# uv (docs/environments.md, "The installer"): resolves and installs about
+# ten times faster than pip here (BENCHMARKS.md).  The cluster's copy is
+# installed once into SHARED/pbx/envs/tools/uv from the experiment's
+# wheels when they hold a uv wheel, else from the index when the
+# experiment brings no wheels (never from the index when it does: no
+# index at all then).  INSTALLER (env/installer: uv or pip; default: uv
+# when it can be had, else pip) chooses.
+
+# uv_run ARGS...: uv with the experiment's wheels and no index when it
+# brings them, its cache on the shared disk
+uv_run() {
+	if [ -d "$WHEELS" ]; then set -- "$@" --no-index --find-links "$WHEELS"; fi
+	"$UV" "$@" --cache-dir "$ENVS/uv-cache"
+}
+
+# find_uv: sets UV to the uv this build uses, or "" (pip)
+find_uv() {
+	UV=
+	[ "$INSTALLER" != pip ] || return 0
+	tools=$ENVS/tools/uv
+	if [ ! -x "$tools/bin/uv" ]; then
+		if [ -d "$WHEELS" ] && ! ls "$WHEELS"/uv-*.whl >/dev/null 2>&1; then
+			[ "$INSTALLER" != uv ] || failed "installer: uv, but the experiment's wheels hold no uv wheel (pip download uv -d WHEELS)"
+			echo "pbx-env: installer pip (the experiment's wheels hold no uv wheel)"
+			return 0
+		fi
+		install_uv "$tools" || {
+			[ "$INSTALLER" != uv ] || failed "installer: uv, but uv could not be installed: $(tail -n 1 "$tmp/uv.out")"
+			echo "pbx-env: installer pip (uv could not be installed: $(tail -n 1 "$tmp/uv.out"))"
+			return 0
+		}
+	fi
+	UV=$tools/bin/uv
+	echo "pbx-env: installer $("$UV" --version 2>/dev/null || echo uv)"
+}
+
+# install_uv DIR: uv into DIR (a virtual environment of its own), once
+# for the cluster (under a lock: the second builder finds it made)
+install_uv() {
+	exec 7>"$ENVS/.tools-uv.lock" || return 1
+	flock 7 || return 1
+	if [ ! -x "$1/bin/uv" ]; then
+		rm -rf "$1.part"
+		mkdir -p "${1%/*}" &&
+			"$PY" -m venv "$1.part" >"$tmp/uv.out" 2>&1 &&
+			pip "$1.part" --cache-dir "$ENVS/pip-cache" uv >>"$tmp/uv.out" 2>&1
+		if [ -x "$1.part/bin/uv" ] && mv "$1.part" "$1"; then :; else
+			rm -rf "$1.part"
+			exec 7>&-
+			return 1
+		fi
+	fi
+	exec 7>&-
+}
+
+# uv_reason LOG: the line of uv's LOG that says why (its "Because ..."
+# explanation, else its error), without uv's drawing characters
+uv_reason() {
+	{ grep -m1 'Because' "$1" || grep -m1 'error' "$1" || tail -n 1 "$1"; } | sed 's/^[^A-Za-z]*//; s/^cause: //'
+}
+
+# uv_lock: requirements.txt resolved by uv into RUN/env/lock.txt, one
+# line a package: NAME==VERSION --hash=sha256:H ... (every artifact's)
+uv_lock() {
+	uv_run pip compile -q "$REQ" --generate-hashes --no-header --no-annotate --python "$PY" \
+		>"$tmp/lock.raw" 2>"$tmp/resolve.out" || {
+		cat "$tmp/resolve.out" >&2
+		failed "cannot resolve requirements.txt: $(uv_reason "$tmp/resolve.out")"
+	}
+	awk '{ sub(/[ \t]*#.*/, "") } /\\$/ { sub(/[ \t]*\\$/, ""); line = line $0 " "; next }
+	     { line = line $0; gsub(/[ \t]+/, " ", line); sub(/^ /, "", line); sub(/ $/, "", line)
+	       if (line != "") print line; line = "" }' "$tmp/lock.raw" >"$tmp/lock.txt" ||
+		failed "cannot read uv's lock"
+	mv -f "$tmp/lock.txt" "$E/lock.txt"
+}
+
+# uv_install VENV: the lock into VENV, nothing more, checked against its
+# hashes when every line has one
+uv_install() {
+	set -- --python "$1/bin/python" --no-deps
+	grep -qv -- '--hash=sha256:' "$E/lock.txt" || set -- "$@" --require-hashes
+	uv_run pip install -q "$@" --link-mode copy -r "$E/lock.txt" >"$tmp/install.out" 2>&1 || {
+		cat "$tmp/install.out" >&2
+		failed "cannot install the lock: $(uv_reason "$tmp/install.out")"
 	}
 }
 
@@ -221,6 +317,8 @@ build() {
 		failed "$PY does not run"
 	put "$E/python" "$pyid"
 	echo "pbx-env: python $pyid ($PY) on $(hostname)${SLURM_JOB_PARTITION:+, partition $SLURM_JOB_PARTITION}"
+	INSTALLER=$(cat "$PBX_PKG_DIR/env/installer" 2>/dev/null) || INSTALLER=auto
+	case $INSTALLER in auto | uv | pip) ;; *) failed "env/installer says '$INSTALLER', not uv or pip" ;; esac
 	installed=
 	if [ ! -s "$E/lock.txt" ]; then
 		spec=$({
@@ -233,9 +331,14 @@ build() {
 			echo "pbx-env: requirements resolved before (spec $spec)"
 		else
 			echo "pbx-env: resolving requirements.txt$([ -d "$WHEELS" ] && echo ' (its wheels, no index)')"
-			venv
-			resolve "$tmp/env"
-			installed=1
+			find_uv
+			if [ -n "$UV" ]; then
+				uv_lock
+			else
+				venv
+				resolve "$tmp/env"
+				installed=1
+			fi
 			cp "$E/lock.txt" "$ENVS/.spec-$spec.$$" && mv -f "$ENVS/.spec-$spec.$$" "$ENVS/spec-$spec.lock"
 		fi
 	else
@@ -251,9 +354,15 @@ build() {
 		echo "pbx-env: environment $key is built already"
 	else
 		if [ -z "$installed" ]; then
+			[ -n "${UV+set}" ] || find_uv
 			echo "pbx-env: installing $(wc -l <"$E/lock.txt") packages into environment $key"
 			venv
-			install "$tmp/env"
+			if [ -n "$UV" ]; then uv_install "$tmp/env"; else install "$tmp/env"; fi
+		fi
+		if [ -n "${UV:-}" ]; then
+			"$UV" --version >"$tmp/env/pbx-installer" 2>/dev/null || echo uv >"$tmp/env/pbx-installer"
+		else
+			"$tmp/env/bin/pip" --version 2>/dev/null | cut -d' ' -f1-2 >"$tmp/env/pbx-installer"
 		fi
 		echo "pbx-env: packing environment $key ($(wc -l <"$E/lock.txt") packages)"
 		printf '%s\n' "$tmp/env" >"$tmp/env/.pbx-built-at"

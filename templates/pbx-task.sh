@@ -35,7 +35,8 @@
 #                143 when TERM killed it); "-" for unknown fields
 #   params.json  the point's parameters, {"name": "value", ...}
 #   environment.txt  with an environment: its key, its Python (version and
-#                platform) and its lock, one line per package; with an
+#                platform), the installer (uv or pip, its version) and its
+#                lock, one line per package; with an
 #                image: "image KEY" (the archive's sha256) and "archive
 #                image NAME", or for a pulled image "image
 #                docker://NAME@sha256:DIGEST" and "reference REF"; with
@@ -197,6 +198,7 @@ elif [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
 	# what ran, with the results (harvested): key, interpreter, the lock
 	{
 		printf 'environment %s\npython %s\n' "${pbx_venv##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
+		[ ! -f "$pbx_venv/pbx-installer" ] || printf 'installer %s\n' "$(head -n 1 "$pbx_venv/pbx-installer")"
 		cat "$PBX_RUN_DIR/env/lock.txt"
 	} >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
 fi

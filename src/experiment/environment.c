@@ -24,7 +24,7 @@
 
 #define ENV_MAX_APT          200 /* Debian packages in apt: */
 
-static const char *const env_keys[] = { "python", "wheels", "container", "apt", NULL };
+static const char *const env_keys[] = { "python", "wheels", "installer", "container", "apt", NULL };
 
 /* A path relative to the experiment's directory that stays inside it:
  * not absolute, no empty, "." or ".." component, at most 1024 bytes. */
@@ -239,9 +239,25 @@ static int env_apt(struct pbx_experiment *e, const struct pbx_ynode *apt, struct
 	return 0;
 }
 
+/* environment.installer: auto (default), uv or pip. */
+static int env_installer(struct pbx_experiment *e, const struct pbx_ynode *n, struct pbx_err *err)
+{
+	char *v = NULL;
+	if (pbx_ynode_str(n, 0, &v, err) < 0)
+		return -1;
+	if (strcmp(v, "auto") != 0 && strcmp(v, "uv") != 0 && strcmp(v, "pip") != 0) {
+		free(v);
+		return pbx_ynode_error(n, err,
+				       "must be auto, uv or pip (auto: uv when the cluster can "
+				       "have it, else pip)");
+	}
+	e->env.installer = v;
+	return 0;
+}
+
 int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, struct pbx_err *err)
 {
-	const struct pbx_ynode *py, *wheels, *container, *apt;
+	const struct pbx_ynode *py, *wheels, *container, *apt, *installer;
 	if (!env)
 		return 0;
 	if (pbx_ynode_expect_map(env, err) < 0 || pbx_ymap_check_keys(env, env_keys, err) < 0)
@@ -250,6 +266,7 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 	wheels = pbx_ymap_get(env, "wheels");
 	container = pbx_ymap_get(env, "container");
 	apt = pbx_ymap_get(env, "apt");
+	installer = pbx_ymap_get(env, "installer");
 	e->env.line = env->line ? env->line : 1;
 	if (apt && env_apt(e, apt, err) < 0)
 		return -1;
@@ -272,6 +289,12 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 		return pbx_ynode_error(wheels, err,
 				       "wheels: go with python: (the wheels its requirements "
 				       "install from)");
+	if (installer && !py)
+		return pbx_ynode_error(installer, err,
+				       "installer: goes with python: (what installs its "
+				       "requirements)");
+	if (installer && env_installer(e, installer, err) < 0)
+		return -1;
 	if (container)
 		return env_container(e, container, err);
 	if (!py)
@@ -291,6 +314,7 @@ void pbx_exp_environment_free(struct pbx_exp_environment *env)
 	free(env->python_file);
 	free(env->python_text);
 	free(env->wheels);
+	free(env->installer);
 	free(env->container);
 	free(env->container_ref);
 	for (size_t i = 0; i < env->napt; i++)

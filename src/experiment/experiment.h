@@ -56,6 +56,7 @@ struct pbx_exp_environment {
 	char *python_file;   /* environment.python as a path, relative to dir */
 	char *python_text;   /* or the inline list, one requirement per line */
 	char *wheels;        /* environment.wheels: a directory relative to dir */
+	char *installer;     /* environment.installer: "auto", "uv", "pip" or NULL (auto) */
 	char *container;     /* environment.container: an image archive, relative to dir */
 	char *container_ref; /* or a registry reference, docker://REF (checked: no
 				shell characters), pulled on the cluster's head */

@@ -190,7 +190,7 @@ static int pkg_tar_env_link(struct pbx_tar *t, const char *name, const char *pat
 
 /* env/: apt.txt (apt:, one package a line), requirements.txt (the inline
  * list, or a link to the shipped file), wheels (a link to the shipped
- * directory), image (a link to the shipped image archive) or image-ref
+ * directory), installer (uv or pip, when the experiment chose one), image (a link to the shipped image archive) or image-ref
  * (the registry reference, one line), and pbx-env.sh (when there is
  * something to build). */
 static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
@@ -217,6 +217,11 @@ static int pkg_tar_env(struct pbx_tar *t, const struct pbx_experiment *e)
 		rc = pkg_tar_env_link(t, "requirements.txt", e->env.python_file);
 	if (rc == 0)
 		rc = pkg_tar_env_link(t, "wheels", e->env.wheels);
+	if (rc == 0 && e->env.installer && strcmp(e->env.installer, "auto") != 0) {
+		char *line = xasprintf("%s\n", e->env.installer);
+		rc = pbx_tar_mem(t, "env/installer", 0644, line, strlen(line));
+		free(line);
+	}
 	if (rc == 0)
 		rc = pkg_tar_env_link(t, "image", e->env.container);
 	if (rc == 0 && e->env.container_ref) {
