@@ -56,7 +56,7 @@ const struct pbx_cmd pbx_cmd_cluster_power = {
 		"puts them to sleep.  A name that is not such a node (the head, a node that\n"
 		"always runs, no node at all) is a usage error (exit 2): nothing is done.",
 	.args = "CLUSTER",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_power_exec,
 };
 
@@ -89,7 +89,7 @@ const struct pbx_cmd pbx_cmd_cluster_record = {
 		"SLURM's power saving from a store of its own (docs/power-saving.md).  It\n"
 		"holds no secret: host keys are public.",
 	.args = "CLUSTER",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_record_exec,
 };
 
@@ -131,7 +131,7 @@ const struct pbx_cmd pbx_cmd_cluster_adopt = {
 		"field named, exit 2; a name held here by a cluster of another id is\n"
 		"refused, exit 1.  Either way the store is left as it was.",
 	.args = "FILE",
-	.flags = PBX_NEED_STORE,
+	.flags = PBX_HIDE_USAGE | PBX_NEED_STORE,
 	.exec = cmd_cluster_adopt_exec,
 };
 
@@ -164,6 +164,6 @@ const struct pbx_cmd pbx_cmd_cluster_runs = {
 		       "user's side run this there and take the runs into their own store, so\n"
 		       "the cluster's spend counts them exactly (docs/cost.md).",
 	.args = "CLUSTER",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
 	.exec = cmd_cluster_runs_exec,
 };

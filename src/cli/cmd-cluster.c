@@ -27,14 +27,6 @@ static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 const struct pbx_cmd pbx_cmd_cluster = {
 	.name = "cluster",
 	.summary = "create, inspect, use and delete SLURM clusters",
-	.usage = "pbx cluster start [-t TEMPLATE] [--autostop DURATION] [-n [-j]] NAME\n"
-		 "pbx cluster list [-a] [-j]\n"
-		 "pbx cluster show [-j] NAME\n"
-		 "pbx cluster ssh NAME [NODE] [-- COMMAND [ARGS...]]\n"
-		 "pbx cluster exec [-n NODE] NAME -- COMMAND [ARGS...]\n"
-		 "pbx cluster stop [--id ID] [-n [-j]] NAME\n"
-		 "pbx cluster gc [--dry-run] [--json] NAME\n"
-		 "pbx cluster forget-host HOST",
 	.description = "A cluster is built from a template in $PBX_HOME/config.yaml (cloud,\n"
 		       "login user, SSH key, image, head node, node groups with GPU counts).\n"
 		       "The cloud 'local' builds a real multi-node SLURM cluster on this machine:\n"

@@ -171,9 +171,6 @@ static const struct pbx_cmd *const cmd_config_subcmds[] = {
 const struct pbx_cmd pbx_cmd_config = {
 	.name = "config",
 	.summary = "check and show the configuration ($PBX_HOME/config.yaml)",
-	.usage =
-		"pbx config init [-p] [local|gce|aws ...]\npbx config check [FILE]\npbx config path\n"
-		"pbx config templates [FILE]",
 	.description = "The configuration holds cluster templates (cloud, login user, SSH key,\n"
 		       "image, head node and node groups) and cloud sections; see\n"
 		       "templates/config.yaml for a commented example.  Without a file, pbx\n"

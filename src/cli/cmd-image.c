@@ -271,9 +271,6 @@ static const struct pbx_cmd *const cmd_image_subcmds[] = {
 const struct pbx_cmd pbx_cmd_image = {
 	.name = "image",
 	.summary = "prebaked images: nodes that skip apt-get at start",
-	.usage = "pbx image build [-j] TEMPLATE [NAME]\n"
-		 "pbx image list [-j]\n"
-		 "pbx image delete NAME",
 	.description = "A fresh cloud node installs SLURM, munge and NFS with apt-get when\n"
 		       "it is bootstrapped: minutes per node.  'pbx image build' installs them\n"
 		       "once into an image; a template that names the image starts nodes whose\n"

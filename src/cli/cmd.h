@@ -26,6 +26,7 @@ struct pbx_cluster;
 enum pbx_cmd_flags {
 	PBX_NEED_CONFIG = 1 << 0, /* load $PBX_HOME/config.yaml (built-in default if absent) */
 	PBX_NEED_STORE = 1 << 1,  /* open $PBX_HOME/pbx.db */
+	PBX_HIDE_USAGE = 1 << 2,  /* a subcommand left out of its group's usage (internal) */
 };
 
 /* Everything a verb's exec needs; owned by the dispatcher. */
@@ -42,8 +43,10 @@ struct pbx_ctx {
 
 struct pbx_cmd {
 	const char *name;
-	const char *summary;     /* one line, lowercase, no full stop */
-	const char *usage;       /* synopsis lines, each starting "pbx " */
+	const char *summary; /* one line, lowercase, no full stop */
+	/* Synopsis lines, each starting "pbx "; NULL for a group: the usage
+	 * lines of its subcommands (pbx_cmd_usage). */
+	const char *usage;
 	const char *description; /* paragraphs separated by blank lines */
 	/* The verb's option table (options.h), ended by PBX_OPT_END; NULL:
 	 * none but -h.  Parsing, help, man page and completion read it. */
@@ -87,6 +90,9 @@ const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const cha
 /* Runs a verb with subcommands: finds argv[1] in cmd->subcmds, sets it up
  * and calls its exec.  Used as the exec of group verbs. */
 int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
+/* cmd's usage: its own, or for a group the usage of each subcommand not
+ * PBX_HIDE_USAGE, a line each.  Caller frees. */
+char *pbx_cmd_usage(const struct pbx_cmd *cmd);
 /* Prepares ctx for cmd->flags and calls exec; releases nothing. */
 int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
 
