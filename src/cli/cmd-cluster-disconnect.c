@@ -27,6 +27,8 @@ const struct pbx_cmd pbx_cmd_cluster_disconnect = {
 	.examples = "pbx cluster disconnect campus",
 	.args = "CLUSTER",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_disconnect_exec,
 };
 
@@ -34,9 +36,8 @@ static int cmd_cluster_disconnect_exec(struct pbx_ctx *ctx, int argc, char **arg
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster *c = NULL;
-	int rc = pbx_plain_args(&pbx_cmd_cluster_disconnect, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	int rc;
+	(void)argc;
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
 		return pbx_report(&err);
 	rc = pbx_cluster_disconnect(c, &err);

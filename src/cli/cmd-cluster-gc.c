@@ -48,6 +48,8 @@ const struct pbx_cmd pbx_cmd_cluster_gc = {
 	.args = "CLUSTER",
 	.options = gc_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_gc_exec,
 };
 
@@ -103,8 +105,6 @@ static int cmd_cluster_gc_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_cluster_gc, argc, argv, &o, &first)))
 		return rc;
-	if (argc - first != 1)
-		return pbx_usage_error(&pbx_cmd_cluster_gc, "expected one cluster NAME");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[first], &c, &err) < 0)
 		return pbx_report(&err);
 	rc = pbx_jobs_env_gc(ctx->store, c, o.dry, &g, &err);

@@ -22,13 +22,6 @@ static int cmd_cluster_power_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	int i;
-	for (i = 1; i < argc; i++)
-		if (argv[i][0] == '-')
-			return pbx_usage_error(&pbx_cmd_cluster_power, "unknown option %s",
-					       argv[i]);
-	if (argc < 4)
-		return pbx_usage_error(&pbx_cmd_cluster_power, "expected NAME, resume or suspend, "
-							       "and nodes");
 	if (strcmp(argv[2], "resume") != 0 && strcmp(argv[2], "suspend") != 0)
 		return pbx_usage_error(&pbx_cmd_cluster_power,
 				       "expected resume or suspend, got '%s'", argv[2]);
@@ -57,6 +50,8 @@ const struct pbx_cmd pbx_cmd_cluster_power = {
 		"always runs, no node at all) is a usage error (exit 2): nothing is done.",
 	.args = "CLUSTER",
 	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 3,
+	.max_args = PBX_ARGS_MANY,
 	.exec = cmd_cluster_power_exec,
 };
 
@@ -66,9 +61,7 @@ static int cmd_cluster_record_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	char *json = NULL;
-	int rc = pbx_plain_args(&pbx_cmd_cluster_record, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	(void)argc;
 	if (pbx_cluster_record(ctx->store, ctx->cfg, argv[1], &json, &err) < 0)
 		return pbx_report(&err);
 	printf("%s\n", json);
@@ -90,6 +83,8 @@ const struct pbx_cmd pbx_cmd_cluster_record = {
 		"holds no secret: host keys are public.",
 	.args = "CLUSTER",
 	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_record_exec,
 };
 
@@ -100,9 +95,7 @@ static int cmd_cluster_adopt_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_buf text = PBX_BUF_INIT;
 	char *name = NULL;
-	int rc = pbx_plain_args(&pbx_cmd_cluster_adopt, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	(void)argc;
 	if (pbx_read_regular(argv[1], CLUSTER_RECORD_MAX, &text, NULL, &err) < 0 ||
 	    pbx_cluster_adopt(ctx->store, text.buf ? text.buf : "", text.len, argv[1], &name,
 			      &err) < 0) {
@@ -132,6 +125,8 @@ const struct pbx_cmd pbx_cmd_cluster_adopt = {
 		"refused, exit 1.  Either way the store is left as it was.",
 	.args = "FILE",
 	.flags = PBX_HIDE_USAGE | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_adopt_exec,
 };
 
@@ -141,9 +136,7 @@ static int cmd_cluster_runs_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	char *json = NULL;
-	int rc = pbx_plain_args(&pbx_cmd_cluster_runs, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	(void)argc;
 	if (pbx_head_runs_json(ctx->store, ctx->cfg, argv[1], &json, &err) < 0)
 		return pbx_report(&err);
 	printf("%s\n", json);
@@ -165,5 +158,7 @@ const struct pbx_cmd pbx_cmd_cluster_runs = {
 		       "the cluster's spend counts them exactly (docs/cost.md).",
 	.args = "CLUSTER",
 	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_runs_exec,
 };

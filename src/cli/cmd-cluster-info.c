@@ -151,9 +151,6 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	json = lo.json;
 	all = lo.all;
 	refresh = lo.refresh;
-	if (first < argc)
-		return pbx_usage_error(&pbx_cmd_cluster_list, "unexpected argument '%s'",
-				       argv[first]);
 	/* the configuration only when the clouds are asked: a plain list
 	 * works whatever config.yaml holds */
 	if (refresh && !ctx->cfg && pbx_config_load(ctx->config_path, 1, &ctx->cfg, &err) < 0)
@@ -223,6 +220,8 @@ const struct pbx_cmd pbx_cmd_cluster_list = {
 	.usage = "pbx cluster list [-a] [-j] [-r]",
 	.options = cluster_list_opts,
 	.flags = PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 0,
 	.exec = cmd_cluster_list_exec,
 };
 
@@ -403,9 +402,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if ((rc = pbx_opts_parse(&pbx_cmd_cluster_show, argc, argv, &so, &first)))
 		return rc;
 	json = so.json;
-	name = first == argc - 1 ? argv[first] : NULL;
-	if (!name)
-		return pbx_usage_error(&pbx_cmd_cluster_show, "expected one cluster name");
+	name = argv[first];
 	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
 		return pbx_report(&err);
 	pbx_cli_learn_awake(ctx, c); /* the nodes the head woke or put to sleep */
@@ -519,5 +516,7 @@ const struct pbx_cmd pbx_cmd_cluster_show = {
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_show_exec,
 };

@@ -154,8 +154,6 @@ static int cmd_cluster_start_exec(struct pbx_ctx *ctx, int argc, char **argv)
 				       "from 10s to 30d (90s, 30m, 2h, 1h30m; a bare number is "
 				       "minutes) or off",
 				       so.autostop);
-	if (first != argc - 1)
-		return pbx_usage_error(&pbx_cmd_cluster_start, "expected one cluster name");
 	if (so.json && !so.dry_run)
 		return pbx_usage_error(&pbx_cmd_cluster_start, "--json goes with --dry-run");
 	if ((rc = pbx_cli_cluster_not_users(ctx, so.tmpl ? so.tmpl : argv[first], "start")))
@@ -208,6 +206,8 @@ const struct pbx_cmd pbx_cmd_cluster_start = {
 	.args = "CLUSTER|TEMPLATE",
 	.options = cluster_start_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_start_exec,
 };
 
@@ -316,8 +316,6 @@ static int cmd_cluster_stop_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	as_json = so.json;
 	o.uid = so.id;
 	o.self = so.self;
-	if (first != argc - 1)
-		return pbx_usage_error(&pbx_cmd_cluster_stop, "expected one cluster name");
 	if ((rc = pbx_cli_cluster_not_users(ctx, argv[first], "stop")))
 		return rc;
 	if (o.self && (!o.uid || dry || !*o.self))
@@ -381,6 +379,8 @@ const struct pbx_cmd pbx_cmd_cluster_stop = {
 	.args = "CLUSTER",
 	.options = cluster_stop_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_stop_exec,
 };
 
@@ -454,7 +454,7 @@ static int cmd_cluster_resize_exec(struct pbx_ctx *ctx, int argc, char **argv)
 					       "--timeout takes seconds, 1 to 604800");
 		o.drain_timeout_s = (int)t;
 	}
-	if (first != argc - 1 || !o.delta)
+	if (!o.delta) /* NAME and a second word: the dispatcher counted */
 		return pbx_usage_error(&pbx_cmd_cluster_resize, "expected NAME and +N or -N");
 	if ((rc = pbx_cli_cluster_not_users(ctx, argv[first], "resize")))
 		return rc;
@@ -491,6 +491,8 @@ const struct pbx_cmd pbx_cmd_cluster_resize = {
 		       "running it again (removing) or 'pbx cluster start NAME' (adding).",
 	.args = "CLUSTER",
 	.options = cluster_resize_opts,
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_SIGNED | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 2,
+	.max_args = 2,
 	.exec = cmd_cluster_resize_exec,
 };

@@ -195,8 +195,6 @@ static int cmd_cluster_price_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int rc, first;
 	if ((rc = pbx_opts_parse(&pbx_cmd_cluster_price, argc, argv, &po, &first)))
 		return rc;
-	if (first != argc - 1)
-		return pbx_usage_error(&pbx_cmd_cluster_price, "expected one cluster name");
 	if (pbx_cluster_target_resolve(ctx->store, ctx->cfg, argv[first], po.tmpl, &tg, &err) < 0)
 		return pbx_report(&err);
 	if (pbx_cluster_price(ctx->store, ctx->cfg, &tg, po.offline, &q, &err) < 0) {
@@ -242,5 +240,7 @@ const struct pbx_cmd pbx_cmd_cluster_price = {
 	.args = "CLUSTER|TEMPLATE",
 	.options = cluster_price_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_price_exec,
 };

@@ -26,9 +26,11 @@ static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		node = argv[i + 1];
 		i += 2;
 	}
-	if (i >= argc || argv[i][0] == '-')
+	/* the dispatcher counted one NAME before "--" and a COMMAND after it;
+	 * -n NODE goes before NAME, and "--" right after it */
+	if (argv[i][0] == '-')
 		return pbx_usage_error(&pbx_cmd_cluster_exec, "expected a cluster name");
-	if (i + 2 > argc - 1 || strcmp(argv[i + 1], "--") != 0)
+	if (strcmp(argv[i + 1], "--") != 0)
 		return pbx_usage_error(&pbx_cmd_cluster_exec, "expected '-- COMMAND [ARGS...]'");
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[i], &c, &err) < 0)
 		return pbx_report(&err);
@@ -80,7 +82,9 @@ const struct pbx_cmd pbx_cmd_cluster_exec = {
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
 		    "pbx cluster exec local -- sinfo",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_TAIL | PBX_ARGS_TAIL_NEEDED | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_exec_exec,
 };
 
@@ -108,12 +112,7 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	for (i = 1; i < argc && dashdash < 0; i++)
 		if (!strcmp(argv[i], "--"))
 			dashdash = i;
-	nargs = dashdash < 0 ? argc : dashdash;
-	if (nargs < 2 || nargs > 3 || argv[1][0] == '-' || (nargs == 3 && argv[2][0] == '-'))
-		return pbx_usage_error(&pbx_cmd_cluster_ssh,
-				       "expected NAME [NODE] [-- COMMAND [ARGS...]]");
-	if (dashdash >= 0 && dashdash == argc - 1)
-		return pbx_usage_error(&pbx_cmd_cluster_ssh, "expected a COMMAND after '--'");
+	nargs = dashdash < 0 ? argc : dashdash; /* NAME [NODE]: the dispatcher counted */
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
 		return pbx_report(&err);
 	if (nargs == 3) /* a node the head woke: its instance's address */
@@ -171,7 +170,9 @@ const struct pbx_cmd pbx_cmd_cluster_ssh = {
 	.examples = "pbx cluster ssh gce-gpu\n"
 		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
 	.args = "CLUSTER",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_TAIL | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 2,
 	.exec = cmd_cluster_ssh_exec,
 };
 
@@ -180,9 +181,8 @@ const struct pbx_cmd pbx_cmd_cluster_ssh = {
 static int cmd_cluster_forget_host_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	int removed, rc = pbx_plain_args(&pbx_cmd_cluster_forget_host, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	int removed;
+	(void)argc;
 	if (pbx_store_hostkey_forget(ctx->store, argv[1], &removed, &err) < 0)
 		return pbx_report(&err);
 	if (!removed) {
@@ -200,5 +200,7 @@ const struct pbx_cmd pbx_cmd_cluster_forget_host = {
 	.description = "pbx pins each node's SSH host key on first contact and refuses a changed\n"
 		       "key.  HOST is the name printed in that refusal.",
 	.flags = PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_forget_host_exec,
 };

@@ -102,7 +102,9 @@ int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, cha
 		pbx_help_print(cmd, NULL);
 		return 0;
 	}
-	rc = cmd_setup(ctx, cmd);
+	rc = pbx_cmd_check_args(cmd, argc, argv);
+	if (rc == 0)
+		rc = cmd_setup(ctx, cmd);
 	if (rc)
 		return rc;
 	return cmd->exec(ctx, argc, argv);

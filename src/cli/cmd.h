@@ -27,7 +27,15 @@ enum pbx_cmd_flags {
 	PBX_NEED_CONFIG = 1 << 0, /* load $PBX_HOME/config.yaml (built-in default if absent) */
 	PBX_NEED_STORE = 1 << 1,  /* open $PBX_HOME/pbx.db */
 	PBX_HIDE_USAGE = 1 << 2,  /* a subcommand left out of its group's usage (internal) */
+	/* How the dispatcher counts positional arguments (min_args, max_args): */
+	PBX_ARGS_SPLIT = 1 << 3,       /* options by pbx_opts_split: every other word counts */
+	PBX_ARGS_TAIL = 1 << 4,        /* "--" ends them: a COMMAND follows, not counted */
+	PBX_ARGS_TAIL_NEEDED = 1 << 5, /* with PBX_ARGS_TAIL: "-- COMMAND" must be given */
+	PBX_ARGS_SIGNED = 1 << 6,      /* resize's +N|-N counts, not an option */
 };
+
+/* max_args: no upper limit. */
+#define PBX_ARGS_MANY (-1)
 
 /* Everything a verb's exec needs; owned by the dispatcher. */
 struct pbx_ctx {
@@ -58,6 +66,11 @@ struct pbx_cmd {
 	const char *args;
 	const char *examples; /* lines of example commands, may be NULL */
 	int flags;            /* enum pbx_cmd_flags */
+	/* The positional arguments after the options: at least min_args, at
+	 * most max_args (PBX_ARGS_MANY: no limit).  The dispatcher checks
+	 * them, and the options, before exec (the usage error, exit 2), so a
+	 * verb's exec never counts its own. */
+	int min_args, max_args;
 	/* Runs the verb; argv[0] is the verb's own name.  Returns an exit code. */
 	int (*exec)(struct pbx_ctx *ctx, int argc, char **argv);
 	const struct pbx_cmd *const *subcmds; /* NULL-terminated, or NULL */
@@ -93,7 +106,12 @@ int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc,
 /* cmd's usage: its own, or for a group the usage of each subcommand not
  * PBX_HIDE_USAGE, a line each.  Caller frees. */
 char *pbx_cmd_usage(const struct pbx_cmd *cmd);
-/* Prepares ctx for cmd->flags and calls exec; releases nothing. */
+/* Checks argv's options and positional arguments against cmd's option
+ * table, min_args, max_args and PBX_ARGS_* flags (args.c; argv is left as
+ * it is): 0, or the usage error's exit code after printing it. */
+int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv);
+/* Checks the arguments, prepares ctx for cmd->flags and calls exec;
+ * releases nothing. */
 int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
 
 /* help.c: usage on error ("usage: ..." to stderr, returns PBX_EXIT_USAGE),
@@ -104,9 +122,6 @@ void pbx_help_print(const struct pbx_cmd *cmd, const char *parent);
 void pbx_help_overview(void);
 void pbx_man_print(const struct pbx_cmd *cmd);
 void pbx_man_overview(void); /* pbx(1) */
-/* For a verb that takes no option (but -h): exit 2 with its usage line on
- * an option, or fewer than min or more than max arguments; else 0. */
-int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, int max);
 /* True when argv has -h or --help before "--"; exec functions check this
  * first (the dispatcher already does for them). */
 bool pbx_wants_help(int argc, char **argv);

@@ -70,21 +70,6 @@ int pbx_usage_error(const struct pbx_cmd *cmd, const char *fmt, ...)
 	return PBX_EXIT_USAGE;
 }
 
-int pbx_plain_args(const struct pbx_cmd *cmd, int argc, char **argv, int min, int max)
-{
-	int i, n = 0;
-	for (i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' && argv[i][1])
-			return pbx_usage_error(cmd, "unknown option %s", argv[i]);
-		n++;
-	}
-	if (n < min)
-		return pbx_usage_error(cmd, "missing argument");
-	if (n > max)
-		return pbx_usage_error(cmd, "unexpected argument '%s'", argv[argc - 1]);
-	return 0;
-}
-
 char *pbx_cmd_usage(const struct pbx_cmd *cmd)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
