@@ -75,10 +75,12 @@ static int args_positionals(const struct pbx_cmd *cmd, int argc, char **argv, ch
 }
 
 /* A verb's "-- COMMAND [ARGS...]" (PBX_ARGS_TAIL): dd is the index of
- * "--" in argv, or argc when there is none. */
-static int args_tail(const struct pbx_cmd *cmd, int argc, int dd)
+ * "--" in argv, or argc when there is none; last the last positional
+ * argument, which "--" follows directly (options go before it). */
+static int args_tail(const struct pbx_cmd *cmd, int argc, char **argv, int dd, const char *last)
 {
-	if (dd == argc && (cmd->flags & PBX_ARGS_TAIL_NEEDED))
+	if ((dd == argc && (cmd->flags & PBX_ARGS_TAIL_NEEDED)) ||
+	    (dd < argc && argv[dd - 1] != last))
 		return pbx_usage_error(cmd, "expected '-- COMMAND [ARGS...]'");
 	if (dd == argc - 1)
 		return pbx_usage_error(cmd, "expected a COMMAND after '--'");
@@ -98,7 +100,7 @@ static int args_count(const struct pbx_cmd *cmd, char **pos, int n, int extra)
 	return 0;
 }
 
-int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv)
+int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv, const char **name)
 {
 	char **copy = xcalloc((size_t)argc + 1, sizeof(*copy));
 	char **pos = xcalloc((size_t)argc + 1, sizeof(*pos));
@@ -118,7 +120,9 @@ int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv)
 	if (rc == 0)
 		rc = args_count(cmd, pos, n, extra);
 	if (rc == 0 && (cmd->flags & PBX_ARGS_TAIL))
-		rc = args_tail(cmd, argc, dd);
+		rc = args_tail(cmd, argc, argv, dd, n ? pos[n - 1] : NULL);
+	if (name)
+		*name = rc == 0 && n ? pos[0] : NULL;
 	free(pos);
 	free(copy);
 	return rc;

@@ -391,20 +391,16 @@ static void cluster_show_users(struct pbx_cluster *c, int live, const struct pbx
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
-	struct pbx_cluster *c;
+	struct pbx_cluster *c = ctx->cluster;
 	struct pbx_sinfo_node *sn = NULL;
 	struct pbx_spend spend;
 	size_t nsn = 0, i;
 	struct show_opts so = { 0 };
 	int json, live, first, rc;
-	const char *name;
 	char *exposure, *stopped, *last;
 	if ((rc = pbx_opts_parse(&pbx_cmd_cluster_show, argc, argv, &so, &first)))
 		return rc;
 	json = so.json;
-	name = argv[first];
-	if (pbx_cluster_open(ctx->store, ctx->cfg, name, &c, &err) < 0)
-		return pbx_report(&err);
 	pbx_cli_learn_awake(ctx, c); /* the nodes the head woke or put to sleep */
 	live = pbx_cluster_sinfo(c, &sn, &nsn, &serr) == 0;
 	if (live)
@@ -487,7 +483,6 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	free(exposure);
 	free(stopped);
 	free(last);
-	pbx_cluster_close(c);
 	/* what the store knows was shown; a refused host key is still a refusal */
 	if (!live && serr.code == PBX_EXIT_SECURITY)
 		return pbx_report(&serr);
@@ -515,7 +510,7 @@ const struct pbx_cmd pbx_cmd_cluster_show = {
 		"warning.",
 	.args = "CLUSTER",
 	.options = cluster_show_opts,
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE | PBX_NEED_CLUSTER,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_cluster_show_exec,

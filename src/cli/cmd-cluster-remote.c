@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "util/quote.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,47 +17,8 @@
 
 /* ----------------------------------------------------------------- exec */
 
-static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
-{
-	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_cluster *c;
-	const char *node = NULL;
-	int i = 1, status = 0, idx = 0, rc;
-	if (i + 1 < argc && (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--node"))) {
-		node = argv[i + 1];
-		i += 2;
-	}
-	/* the dispatcher counted one NAME before "--" and a COMMAND after it;
-	 * -n NODE goes before NAME, and "--" right after it */
-	if (argv[i][0] == '-')
-		return pbx_usage_error(&pbx_cmd_cluster_exec, "expected a cluster name");
-	if (strcmp(argv[i + 1], "--") != 0)
-		return pbx_usage_error(&pbx_cmd_cluster_exec, "expected '-- COMMAND [ARGS...]'");
-	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[i], &c, &err) < 0)
-		return pbx_report(&err);
-	if (node) /* a node the head woke: its instance's address */
-		pbx_cli_learn_awake(ctx, c);
-	if (node && (idx = pbx_cluster_node_index(c, node)) < 0) {
-		pbx_error("cluster %s has no node named '%s'", argv[i], node);
-		pbx_cluster_close(c);
-		return PBX_EXIT_NOTFOUND;
-	}
-	/* the node's bytes: as they are into a pipe, made visible on a terminal */
-	rc = pbx_cluster_exec(c, (size_t)idx, (const char *const *)argv + i + 2,
-			      pbx_cli_passthrough, NULL, &status, &err);
-	pbx_cli_passthrough_end();
-	pbx_cluster_close(c);
-	if (rc < 0)
-		return pbx_report(&err);
-	if (status == 127 && argc == i + 3 && strpbrk(argv[i + 2], " \t;|&<>$`*"))
-		pbx_info("'%s' ran as one command name; for a shell command line: pbx cluster "
-			 "exec %s -- sh -c '...'",
-			 argv[i + 2], argv[i]);
-	return status;
-}
-
-/* Documents exec's one option; exec reads it itself, only before NAME:
- * everything after NAME is the command, which no option parser may touch. */
+/* exec's one option, parsed from the words before "--" only: what follows
+ * is the command, which no option parser may touch. */
 struct exec_opts {
 	const char *node;
 };
@@ -66,6 +28,49 @@ static const struct pbx_option cluster_exec_opts[] = {
 		       "run on NODE instead of the head node"),
 	PBX_OPT_END,
 };
+
+/* The -n NODE of `exec [-n NODE] NAME -- COMMAND...` (NULL: the head),
+ * parsed from a copy of the words before "--"; *dd the index of "--".
+ * The dispatcher checked them: the parse cannot fail. */
+static const char *cluster_exec_node(int argc, char **argv, int *dd)
+{
+	struct exec_opts o = { 0 };
+	char **copy;
+	int first;
+	for (*dd = 1; *dd < argc && strcmp(argv[*dd], "--") != 0; (*dd)++)
+		;
+	copy = xcalloc((size_t)*dd + 1, sizeof(*copy));
+	memcpy(copy, argv, (size_t)*dd * sizeof(*copy));
+	(void)pbx_opts_parse(&pbx_cmd_cluster_exec, *dd, copy, &o, &first);
+	free(copy);
+	return o.node;
+}
+
+static int cmd_cluster_exec_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c = ctx->cluster;
+	int dd, status = 0, idx = 0, rc;
+	const char *node = cluster_exec_node(argc, argv, &dd);
+	const char *name = argv[dd - 1]; /* "--" follows NAME (PBX_ARGS_TAIL) */
+	if (node)                        /* a node the head woke: its instance's address */
+		pbx_cli_learn_awake(ctx, c);
+	if (node && (idx = pbx_cluster_node_index(c, node)) < 0) {
+		pbx_error("cluster %s has no node named '%s'", name, node);
+		return PBX_EXIT_NOTFOUND;
+	}
+	/* the node's bytes: as they are into a pipe, made visible on a terminal */
+	rc = pbx_cluster_exec(c, (size_t)idx, (const char *const *)argv + dd + 1,
+			      pbx_cli_passthrough, NULL, &status, &err);
+	pbx_cli_passthrough_end();
+	if (rc < 0)
+		return pbx_report(&err);
+	if (status == 127 && argc == dd + 2 && strpbrk(argv[dd + 1], " \t;|&<>$`*"))
+		pbx_info("'%s' ran as one command name; for a shell command line: pbx cluster "
+			 "exec %s -- sh -c '...'",
+			 argv[dd + 1], name);
+	return status;
+}
 
 const struct pbx_cmd pbx_cmd_cluster_exec = {
 	.name = "exec",
@@ -82,7 +87,8 @@ const struct pbx_cmd pbx_cmd_cluster_exec = {
 	.options = cluster_exec_opts,
 	.examples = "pbx cluster exec local -- srun -N3 hostname\n"
 		    "pbx cluster exec local -- sinfo",
-	.flags = PBX_ARGS_TAIL | PBX_ARGS_TAIL_NEEDED | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_TAIL | PBX_ARGS_TAIL_NEEDED | PBX_NEED_CONFIG | PBX_NEED_STORE |
+		 PBX_NEED_CLUSTER,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_cluster_exec_exec,
@@ -105,7 +111,7 @@ static char *cluster_ssh_command(char **argv, int dashdash)
 static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_cluster *c;
+	struct pbx_cluster *c = ctx->cluster;
 	struct pbx_ssh *s;
 	char *config = NULL, *alias = NULL, *command;
 	int idx = 0, rc, dashdash = -1, nargs, i;
@@ -113,13 +119,10 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		if (!strcmp(argv[i], "--"))
 			dashdash = i;
 	nargs = dashdash < 0 ? argc : dashdash; /* NAME [NODE]: the dispatcher counted */
-	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
-		return pbx_report(&err);
-	if (nargs == 3) /* a node the head woke: its instance's address */
+	if (nargs == 3)                         /* a node the head woke: its instance's address */
 		pbx_cli_learn_awake(ctx, c);
 	if (nargs == 3 && (idx = pbx_cluster_node_index(c, argv[2])) < 0) {
 		pbx_error("cluster %s has no node named '%s'", argv[1], argv[2]);
-		pbx_cluster_close(c);
 		return PBX_EXIT_NOTFOUND;
 	}
 	/* Connect once through libssh2, as every verb does (through the head
@@ -128,10 +131,8 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	 * keys as its only known hosts, on the same path. */
 	if (pbx_cluster_connect(c, (size_t)idx, &s, &err) < 0 ||
 	    (!pbx_ssh_is_openssh(s) &&
-	     pbx_cluster_ssh_config(c, (size_t)idx, &config, &alias, &err) < 0)) {
-		pbx_cluster_close(c);
+	     pbx_cluster_ssh_config(c, (size_t)idx, &config, &alias, &err) < 0))
 		return pbx_report(&err);
-	}
 	command = cluster_ssh_command(argv, dashdash);
 	{
 		const char *sargv[] = { "ssh",   "-F", config, alias, command ? "--" : NULL,
@@ -148,7 +149,6 @@ static int cmd_cluster_ssh_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	free(config);
 	free(alias);
 	free(command);
-	pbx_cluster_close(c);
 	return rc;
 }
 
@@ -170,7 +170,7 @@ const struct pbx_cmd pbx_cmd_cluster_ssh = {
 	.examples = "pbx cluster ssh gce-gpu\n"
 		    "pbx cluster ssh gce-gpu gpu1 -- nvidia-smi",
 	.args = "CLUSTER",
-	.flags = PBX_ARGS_TAIL | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_TAIL | PBX_NEED_CONFIG | PBX_NEED_STORE | PBX_NEED_CLUSTER,
 	.min_args = 1,
 	.max_args = 2,
 	.exec = cmd_cluster_ssh_exec,

@@ -8,9 +8,10 @@
  * apart.  Verbs with subcommands (cluster start|stop|...) list them in
  * `subcmds`; dispatch and prefix matching are in cmd.c.
  *
- * Setup is driven by flags (like git's RUN_SETUP): the dispatcher loads the
- * configuration and opens the store before exec when asked to, so no verb
- * repeats that code.
+ * Setup is driven by flags (like git's RUN_SETUP): the dispatcher checks the
+ * arguments, loads the configuration, opens the store and the cluster the
+ * first argument names before exec when asked to, so no verb repeats that
+ * code.
  */
 #ifndef PBX_CLI_CMD_H
 #define PBX_CLI_CMD_H
@@ -32,6 +33,9 @@ enum pbx_cmd_flags {
 	PBX_ARGS_TAIL = 1 << 4,        /* "--" ends them: a COMMAND follows, not counted */
 	PBX_ARGS_TAIL_NEEDED = 1 << 5, /* with PBX_ARGS_TAIL: "-- COMMAND" must be given */
 	PBX_ARGS_SIGNED = 1 << 6,      /* resize's +N|-N counts, not an option */
+	/* open the cluster named by the first positional argument into
+	 * ctx->cluster (with PBX_NEED_CONFIG | PBX_NEED_STORE); closed after exec */
+	PBX_NEED_CLUSTER = 1 << 7,
 };
 
 /* max_args: no upper limit. */
@@ -39,14 +43,15 @@ enum pbx_cmd_flags {
 
 /* Everything a verb's exec needs; owned by the dispatcher. */
 struct pbx_ctx {
-	struct pbx_config *cfg;  /* loaded when PBX_NEED_CONFIG */
-	struct pbx_store *store; /* opened when PBX_NEED_STORE */
-	const char *config_path; /* the config file in use */
-	bool quiet;              /* -q: no progress output */
-	bool stdout_tty;         /* stdout is a terminal */
-	bool stderr_tty;         /* stderr is a terminal (progress display) */
-	bool color;              /* colour allowed (tty and NO_COLOR unset) */
-	const char *argv0_path;  /* full path of the running pbx binary */
+	struct pbx_config *cfg;      /* loaded when PBX_NEED_CONFIG */
+	struct pbx_store *store;     /* opened when PBX_NEED_STORE */
+	struct pbx_cluster *cluster; /* opened when PBX_NEED_CLUSTER */
+	const char *config_path;     /* the config file in use */
+	bool quiet;                  /* -q: no progress output */
+	bool stdout_tty;             /* stdout is a terminal */
+	bool stderr_tty;             /* stderr is a terminal (progress display) */
+	bool color;                  /* colour allowed (tty and NO_COLOR unset) */
+	const char *argv0_path;      /* full path of the running pbx binary */
 };
 
 struct pbx_cmd {
@@ -77,12 +82,12 @@ struct pbx_cmd {
 };
 
 /* What `cluster show`, `state` and `cluster exec` run on cluster c before
- * they use its nodes (cmd-cluster.c): pbx_cluster_learn_awake, one list of
+ * they use its nodes (cmd-cluster-info.c): pbx_cluster_learn_awake, one list of
  * the cloud; when that fails the verb goes on with what the store knows,
  * after a warning (none with -q). */
 void pbx_cli_learn_awake(const struct pbx_ctx *ctx, struct pbx_cluster *c);
 /* What `cluster show` and `state` run on cluster c once they reached its
- * head (cmd-cluster.c): pbx_cluster_head_runs, the head's runs of the
+ * head (cmd-cluster-info.c): pbx_cluster_head_runs, the head's runs of the
  * nodes it makes; when it fails the spend of those nodes stays as this
  * store saw them, after a warning (none with -q). */
 void pbx_cli_head_runs(const struct pbx_ctx *ctx, struct pbx_cluster *c);
@@ -108,10 +113,12 @@ int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc,
 char *pbx_cmd_usage(const struct pbx_cmd *cmd);
 /* Checks argv's options and positional arguments against cmd's option
  * table, min_args, max_args and PBX_ARGS_* flags (args.c; argv is left as
- * it is): 0, or the usage error's exit code after printing it. */
-int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv);
+ * it is): 0, or the usage error's exit code after printing it.  *name (if
+ * name is not NULL): the first positional argument, borrowed from argv;
+ * NULL when there is none. */
+int pbx_cmd_check_args(const struct pbx_cmd *cmd, int argc, char **argv, const char **name);
 /* Checks the arguments, prepares ctx for cmd->flags and calls exec;
- * releases nothing. */
+ * releases only the cluster it opened (PBX_NEED_CLUSTER). */
 int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv);
 
 /* help.c: usage on error ("usage: ..." to stderr, returns PBX_EXIT_USAGE),

@@ -5,7 +5,8 @@
  * values not counted, PBX_ARGS_MANY unbounded), an unknown option, a verb
  * without options, "-- COMMAND" (PBX_ARGS_TAIL, _NEEDED), resize's +N|-N
  * (PBX_ARGS_SIGNED) and pass-through options (PBX_ARGS_SPLIT); a failure
- * is exit 2 with the verb's usage, argv is left as it was.  And a group's
+ * is exit 2 with the verb's usage, argv is left as it was; the first
+ * positional argument is handed back (PBX_NEED_CLUSTER).  And a group's
  * usage made of its subcommands' (pbx_cmd_usage), PBX_HIDE_USAGE left out.
  */
 #include "common/tap.h"
@@ -95,7 +96,7 @@ static int check(const struct pbx_cmd *cmd, char **err_text, const char *const *
 	fflush(stderr);
 	saved = dup(2);
 	dup2(fileno(tmp), 2);
-	rc = pbx_cmd_check_args(cmd, argc, argv);
+	rc = pbx_cmd_check_args(cmd, argc, argv, NULL);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -160,6 +161,8 @@ static void tails(void)
 	refused(&tail, "with nothing after --", "expected a COMMAND after '--'", W("a", "--"));
 	refused(&tail, "two names", "unexpected argument 'b'", W("a", "b", "--", "ls"));
 	refused(&tail, "no name", "missing argument", W("--", "ls"));
+	refused(&tail, "an option between NAME and --", "expected '-- COMMAND [ARGS...]'",
+		W("a", "-n", "x", "--", "ls"));
 	passes(&opt_tail, "NAME", W("a"));
 	passes(&opt_tail, "NAME NODE -- COMMAND", W("a", "n", "--", "x", "-y"));
 	refused(&opt_tail, "an option before --", "unknown option -y", W("a", "-y", "--", "x"));
@@ -185,6 +188,15 @@ static const struct pbx_cmd sub_c = { .name = "c", .usage = "pbx grp c Y" };
 static const struct pbx_cmd *const grp_subs[] = { &sub_a, &sub_b, &sub_c, NULL };
 static const struct pbx_cmd grp = { .name = "grp", .subcmds = grp_subs };
 
+/* The first positional argument, for PBX_NEED_CLUSTER. */
+static void first_name(void)
+{
+	char *argv[] = { "tail", "-n", "x", "clu", "--", "ls", NULL };
+	const char *name = "unset";
+	int rc = pbx_cmd_check_args(&tail, 6, argv, &name);
+	ok(rc == 0 && name == argv[3], "the first positional argument is handed back");
+}
+
 static void group_usage(void)
 {
 	char *u = pbx_cmd_usage(&grp);
@@ -200,6 +212,7 @@ int main(void)
 	counts();
 	tails();
 	signed_and_split();
+	first_name();
 	group_usage();
 	return tap_done();
 }
