@@ -4,7 +4,7 @@
  * instances by kind, its image, disks and network, and what the image
  * lacks (a GPU group on a stock image has no NVIDIA driver).  On stderr,
  * so --json keeps stdout to the requests; the price table and the SSH
- * exposure line are printed beside it by cmd-cluster.c.
+ * exposure line are printed beside it by cmd-cluster-lifecycle.c.
  */
 #include "cli/cmd.h"
 #include "cli/output.h"

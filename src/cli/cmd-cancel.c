@@ -18,9 +18,8 @@ static int cmd_cancel_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_jobs_target t;
 	char *pkg;
 	long task;
-	int rc = pbx_plain_args(&pbx_cmd_cancel, argc, argv, 1, 1);
-	if (rc)
-		return rc;
+	int rc;
+	(void)argc; /* one PKG[:TASK]: the dispatcher counted */
 	if (pbx_cli_pkg_task(argv[1], &pkg, &task) < 0)
 		return PBX_EXIT_USAGE;
 	rc = pbx_jobs_target(ctx->store, ctx->cfg, pkg, 1, &t, &err);
@@ -47,5 +46,7 @@ const struct pbx_cmd pbx_cmd_cancel = {
 		       "rerun' submits them again.",
 	.args = "TASK",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cancel_exec,
 };

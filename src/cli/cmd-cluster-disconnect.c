@@ -26,21 +26,18 @@ const struct pbx_cmd pbx_cmd_cluster_disconnect = {
 		"no connection between verbs, and there is nothing to close.",
 	.examples = "pbx cluster disconnect campus",
 	.args = "CLUSTER",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE | PBX_NEED_CLUSTER,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_disconnect_exec,
 };
 
 static int cmd_cluster_disconnect_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_cluster *c = NULL;
-	int rc = pbx_plain_args(&pbx_cmd_cluster_disconnect, argc, argv, 1, 1);
-	if (rc)
-		return rc;
-	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
-		return pbx_report(&err);
-	rc = pbx_cluster_disconnect(c, &err);
-	pbx_cluster_close(c);
+	int rc;
+	(void)argc;
+	rc = pbx_cluster_disconnect(ctx->cluster, &err);
 	if (rc < 0)
 		return pbx_report(&err);
 	if (rc == 1)

@@ -47,7 +47,9 @@ const struct pbx_cmd pbx_cmd_cluster_gc = {
 		    "pbx forget old-sweep && pbx cluster gc mycluster",
 	.args = "CLUSTER",
 	.options = gc_opts,
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE | PBX_NEED_CLUSTER,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_cluster_gc_exec,
 };
 
@@ -97,18 +99,12 @@ static void gc_text(const char *name, const struct pbx_env_gc *g)
 static int cmd_cluster_gc_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_cluster *c = NULL;
 	struct pbx_env_gc g;
 	struct gc_opts o = { 0 };
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_cluster_gc, argc, argv, &o, &first)))
 		return rc;
-	if (argc - first != 1)
-		return pbx_usage_error(&pbx_cmd_cluster_gc, "expected one cluster NAME");
-	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[first], &c, &err) < 0)
-		return pbx_report(&err);
-	rc = pbx_jobs_env_gc(ctx->store, c, o.dry, &g, &err);
-	pbx_cluster_close(c);
+	rc = pbx_jobs_env_gc(ctx->store, ctx->cluster, o.dry, &g, &err);
 	if (rc < 0)
 		return pbx_report(&err);
 	if (o.json)

@@ -391,5 +391,7 @@ const struct pbx_cmd pbx_cmd_config_init = {
 	.examples = "pbx config init\n"
 		    "pbx config init local gce\n"
 		    "pbx config init --print aws",
+	.min_args = 0,
+	.max_args = PBX_ARGS_MANY,
 	.exec = cmd_config_init_exec,
 };

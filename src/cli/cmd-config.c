@@ -67,8 +67,6 @@ static int cmd_config_check_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int n, first, rc = pbx_opts_parse(&cmd_config_check, argc, argv, &o, &first);
 	if (rc)
 		return rc;
-	if (argc - first > 1)
-		return pbx_usage_error(&cmd_config_check, "expected at most one FILE");
 	if (o.json && !o.clouds)
 		return pbx_usage_error(&cmd_config_check, "--json goes with --clouds");
 	rc = cmd_config_load(ctx, argc - first + 1, argv + first - 1, &cfg);
@@ -118,16 +116,15 @@ static const struct pbx_cmd cmd_config_check = {
 		    "pbx config check --clouds",
 	.options = check_opts,
 	.args = "FILE",
+	.min_args = 0,
+	.max_args = 1,
 	.exec = cmd_config_check_exec,
 };
 
-static const struct pbx_cmd cmd_config_path, cmd_config_templates;
-
 static int cmd_config_path_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	int rc = pbx_plain_args(&cmd_config_path, argc, argv, 0, 0);
-	if (rc)
-		return rc;
+	(void)argc;
+	(void)argv;
 	printf("%s\n", ctx->config_path);
 	return 0;
 }
@@ -136,6 +133,8 @@ static const struct pbx_cmd cmd_config_path = {
 	.name = "path",
 	.summary = "print the path of the configuration file in use",
 	.usage = "pbx config path",
+	.min_args = 0,
+	.max_args = 0,
 	.exec = cmd_config_path_exec,
 };
 
@@ -143,8 +142,8 @@ static int cmd_config_templates_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_config *cfg;
 	size_t i;
-	int rc = pbx_plain_args(&cmd_config_templates, argc, argv, 0, 1);
-	if (rc || (rc = cmd_config_load(ctx, argc, argv, &cfg)))
+	int rc = cmd_config_load(ctx, argc, argv, &cfg);
+	if (rc)
 		return rc;
 	for (i = 0; i < cfg->ntemplates; i++) {
 		char *d = pbx_template_describe(&cfg->templates[i]);
@@ -159,6 +158,8 @@ static const struct pbx_cmd cmd_config_templates = {
 	.name = "templates",
 	.summary = "list the cluster templates the configuration defines",
 	.usage = "pbx config templates [FILE]",
+	.min_args = 0,
+	.max_args = 1,
 	.exec = cmd_config_templates_exec,
 };
 
@@ -171,9 +172,6 @@ static const struct pbx_cmd *const cmd_config_subcmds[] = {
 const struct pbx_cmd pbx_cmd_config = {
 	.name = "config",
 	.summary = "check and show the configuration ($PBX_HOME/config.yaml)",
-	.usage =
-		"pbx config init [-p] [local|gce|aws ...]\npbx config check [FILE]\npbx config path\n"
-		"pbx config templates [FILE]",
 	.description = "The configuration holds cluster templates (cloud, login user, SSH key,\n"
 		       "image, head node and node groups) and cloud sections; see\n"
 		       "templates/config.yaml for a commented example.  Without a file, pbx\n"

@@ -42,8 +42,6 @@ static int cmd_forget_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_forget, argc, argv, &o, &first)))
 		return rc;
-	if (argc - first != 1)
-		return pbx_usage_error(&pbx_cmd_forget, "expected one PKG");
 	if (pbx_jobs_target(ctx->store, ctx->cfg, argv[first], 0, &t, &err) < 0)
 		return pbx_report(&err);
 	if (strcmp(t.sub.cluster_state, "deleted") != 0 && !o.discard &&
@@ -91,5 +89,7 @@ const struct pbx_cmd pbx_cmd_forget = {
 	.examples = "pbx forget sweep-demo\n"
 		    "pbx forget --delete-results 3f2a9c0d1e2b",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_forget_exec,
 };

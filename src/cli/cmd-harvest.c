@@ -209,8 +209,6 @@ static int cmd_harvest_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return rc;
 	running = o.running;
 	json = o.json;
-	if (argc - first > 1)
-		return pbx_usage_error(&pbx_cmd_harvest, "expected at most one package");
 	list = json ? json_array() : NULL;
 	signal(SIGINT, harvest_interrupted);
 	signal(SIGTERM, harvest_interrupted);
@@ -261,5 +259,7 @@ const struct pbx_cmd pbx_cmd_harvest = {
 	.args = "PACKAGE",
 	.options = harvest_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 1,
 	.exec = cmd_harvest_exec,
 };

@@ -10,26 +10,32 @@
 
 extern const struct pbx_cmd pbx_cmd_help;
 
+struct help_opts {
+	int man;
+};
+
+static const struct pbx_option help_opts[] = {
+	PBX_OPT_FLAG(0, "man", struct help_opts, man, "print the man page as roff"),
+	PBX_OPT_END,
+};
+
 static int cmd_help_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	const struct pbx_cmd *cmd;
-	int man = 0, rc;
+	struct help_opts o = { 0 };
+	int man, first, rc;
 	(void)ctx;
-	if (argc > 1 && !strcmp(argv[1], "--man")) {
-		man = 1;
-		argc--;
-		argv++;
-	}
-	if ((rc = pbx_plain_args(&pbx_cmd_help, argc, argv, 0, 1)))
+	if ((rc = pbx_opts_parse(&pbx_cmd_help, argc, argv, &o, &first)))
 		return rc;
-	if (argc < 2) {
+	man = o.man;
+	if (first == argc) {
 		if (man)
 			pbx_man_overview();
 		else
 			pbx_help_overview();
 		return 0;
 	}
-	cmd = pbx_cmd_find(pbx_commands, argv[1], "command");
+	cmd = pbx_cmd_find(pbx_commands, argv[first], "command");
 	if (!cmd)
 		return PBX_EXIT_USAGE;
 	if (man)
@@ -47,5 +53,8 @@ const struct pbx_cmd pbx_cmd_help = {
 		       "'pbx VERB --help'.  With --man, prints the verb's man page as roff\n"
 		       "(the pages in man/ are generated this way).",
 	.args = "VERB",
+	.options = help_opts,
+	.min_args = 0,
+	.max_args = 1,
 	.exec = cmd_help_exec,
 };

@@ -94,8 +94,6 @@ static int cmd_image_build_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	char *title;
 	if ((rc = image_json_flag(&cmd_image_build, argc, argv, &json, &first)))
 		return rc;
-	if (argc - first < 1 || argc - first > 2)
-		return pbx_usage_error(&cmd_image_build, "expected TEMPLATE [NAME]");
 	title = xasprintf("building image from template %s", argv[first]);
 	ip.title = title;
 	rc = pbx_image_build(ctx->store, ctx->cfg, argv[first],
@@ -143,6 +141,8 @@ static const struct pbx_cmd cmd_image_build = {
 		    "pbx image build gce-gpu slurm-base-1\n"
 		    "pbx image build aws-gpu slurm-base-1",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 2,
 	.exec = cmd_image_build_exec,
 };
 
@@ -182,8 +182,6 @@ static int cmd_image_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int json, rc, first;
 	if ((rc = image_json_flag(&cmd_image_list, argc, argv, &json, &first)))
 		return rc;
-	if (first != argc)
-		return pbx_usage_error(&cmd_image_list, "unexpected argument");
 	if (pbx_store_image_list(ctx->store, 0, &rows, &n, &err) < 0)
 		return pbx_report(&err);
 	if (json) {
@@ -214,12 +212,12 @@ static const struct pbx_cmd cmd_image_list = {
 		       "says why).",
 	.options = image_list_opts,
 	.flags = PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 0,
 	.exec = cmd_image_list_exec,
 };
 
 /* --------------------------------------------------------------- delete */
-
-static const struct pbx_cmd cmd_image_delete;
 
 static int cmd_image_delete_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
@@ -229,8 +227,7 @@ static int cmd_image_delete_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	char *title;
 	int rc;
-	if (argc != 2 || argv[1][0] == '-')
-		return pbx_usage_error(&cmd_image_delete, "expected one image name");
+	(void)argc;
 	title = xasprintf("deleting image %s", argv[1]);
 	ip.title = title;
 	image_progress_nodes(&ip, 1, names);
@@ -256,6 +253,8 @@ static const struct pbx_cmd cmd_image_delete = {
 		       "tagged with the build's id.  An unknown NAME is exit 3.",
 	.args = "IMAGE",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_image_delete_exec,
 };
 
@@ -271,9 +270,6 @@ static const struct pbx_cmd *const cmd_image_subcmds[] = {
 const struct pbx_cmd pbx_cmd_image = {
 	.name = "image",
 	.summary = "prebaked images: nodes that skip apt-get at start",
-	.usage = "pbx image build [-j] TEMPLATE [NAME]\n"
-		 "pbx image list [-j]\n"
-		 "pbx image delete NAME",
 	.description = "A fresh cloud node installs SLURM, munge and NFS with apt-get when\n"
 		       "it is bootstrapped: minutes per node.  'pbx image build' installs them\n"
 		       "once into an image; a template that names the image starts nodes whose\n"

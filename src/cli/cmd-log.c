@@ -73,8 +73,6 @@ static int cmd_log_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		return rc;
 	follow = o.follow;
 	which = o.err ? 2 : o.out ? 1 : 3; /* 1 stdout, 2 stderr, 3 both */
-	if (argc - first != 1)
-		return pbx_usage_error(&pbx_cmd_log, "expected PKG[:TASK]");
 	ref = xstrdup(argv[first]);
 	reflen = strlen(ref);
 	if (reflen > 4 && !strcmp(ref + reflen - 4, ":env")) {
@@ -169,5 +167,7 @@ const struct pbx_cmd pbx_cmd_log = {
 	.args = "TASK",
 	.options = log_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_log_exec,
 };

@@ -56,8 +56,6 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if ((rc = pbx_opts_parse(&pbx_cmd_ls, argc, argv, &lo, &first)))
 		return rc;
 	json = lo.json;
-	if (first < argc)
-		return pbx_usage_error(&pbx_cmd_ls, "unexpected argument '%s'", argv[first]);
 	if (pbx_store_package_list(ctx->store, &pkgs, &n, &err) < 0)
 		return pbx_report(&err);
 	list = json ? json_array() : NULL;
@@ -138,5 +136,7 @@ const struct pbx_cmd pbx_cmd_ls = {
 		       "on a local cluster.  Only a task's last attempt counts.",
 	.options = ls_opts,
 	.flags = PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 0,
 	.exec = cmd_ls_exec,
 };

@@ -134,11 +134,7 @@ int pbx_parrun_common(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, 
 		free(rest);
 		return rc;
 	}
-	json = v.json;
-	if (k < 2) {
-		free(rest);
-		return pbx_usage_error(cmd, "expected EXPERIMENT and CLUSTER");
-	}
+	json = v.json;            /* k >= 2: the dispatcher counted (min_args) */
 	for (i = 2; i < k; i++) { /* the rest: sbatch options, as parrun_overrides reads them */
 		if (strncmp(rest[i], "--", 2) != 0 || !rest[i][2]) {
 			rc = pbx_usage_error(cmd,
@@ -247,7 +243,9 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		"pbx parrun --dry-run templates/experiments/sweep-demo/experiment.yaml gce\n"
 		"pbx parrun train.conf gce --time=01:00:00 --json\n"
 		"pbx parrun hw3.yaml gce --skip-done gs://stats285-f26/hw3 --split 2/5",
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_SPLIT | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 2,
+	.max_args = PBX_ARGS_MANY,
 	.exec = cmd_parrun_exec,
 };
 

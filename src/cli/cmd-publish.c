@@ -84,8 +84,6 @@ static int cmd_publish_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_publish, argc, argv, &a, &first)))
 		return rc;
-	if (argc - first != 2)
-		return pbx_usage_error(&pbx_cmd_publish, "expected PKG and a pool URL");
 	who = publisher_name(ctx, &a);
 	memset(&o, 0, sizeof(o));
 	o.url = argv[first + 1];
@@ -125,5 +123,7 @@ const struct pbx_cmd pbx_cmd_publish = {
 	.examples = "pbx harvest sweep-demo && pbx publish sweep-demo gs://stats285-f26/hw3\n"
 		    "pbx publish --as team7 3f2a9c0d1e2b s3://stats285-f26/hw3",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 2,
+	.max_args = 2,
 	.exec = cmd_publish_exec,
 };

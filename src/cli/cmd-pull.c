@@ -57,8 +57,6 @@ static int cmd_pull_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int first, rc;
 	if ((rc = pbx_opts_parse(&pbx_cmd_pull, argc, argv, &a, &first)))
 		return rc;
-	if (argc - first != 1)
-		return pbx_usage_error(&pbx_cmd_pull, "expected one pool URL");
 	memset(&o, 0, sizeof(o));
 	o.url = argv[first];
 	o.progress = pull_progress;
@@ -92,5 +90,7 @@ const struct pbx_cmd pbx_cmd_pull = {
 	.examples = "pbx pull gs://stats285-f26/hw3\n"
 		    "pbx report --pool gs://stats285-f26/hw3 -g lr sweep-demo",
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_pull_exec,
 };

@@ -166,8 +166,6 @@ static int cmd_report_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	int rc, first;
 	if ((rc = report_parse(argc, argv, &a, &first)))
 		;
-	else if (argc - first > 1)
-		rc = pbx_usage_error(report_cmd(), "expected at most one package");
 	else if (report_format(&a, &f) < 0)
 		rc = pbx_usage_error(report_cmd(),
 				     "unknown format '%s' (table, csv, json, md, html)", a.format);
@@ -256,6 +254,8 @@ const struct pbx_cmd pbx_cmd_report = {
 		    "pbx report -o report.html --color-by width sweep-demo\n"
 		    "pbx report --pool gs://stats285-f26/hw3 -g lr sweep-demo",
 	.flags = PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 1,
 	.exec = cmd_report_exec,
 };
 

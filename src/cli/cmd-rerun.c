@@ -91,10 +91,6 @@ static int cmd_rerun_exec(struct pbx_ctx *ctx, int argc, char **argv)
 	if ((rc = pbx_opts_parse(&pbx_cmd_rerun, argc, argv, &o, &first)))
 		return rc;
 	failed = o.failed;
-	if (first == argc)
-		return pbx_usage_error(&pbx_cmd_rerun, "expected PKG");
-	if (argc - first > 1)
-		return pbx_usage_error(&pbx_cmd_rerun, "unexpected argument '%s'", argv[first + 1]);
 	ref = argv[first];
 	if (pbx_cli_pkg_task(ref, &pkg, &task) < 0)
 		return PBX_EXIT_USAGE;
@@ -138,5 +134,7 @@ const struct pbx_cmd pbx_cmd_rerun = {
 	.args = "TASK",
 	.options = rerun_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 1,
+	.max_args = 1,
 	.exec = cmd_rerun_exec,
 };

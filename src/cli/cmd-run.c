@@ -14,7 +14,9 @@ const struct pbx_cmd pbx_cmd_run = {
 	.description = "Like 'pbx parrun', for an experiment whose sweep has exactly one point.",
 	.args = "FILE CLUSTER",
 	.options = pbx_parrun_opts,
-	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.flags = PBX_ARGS_SPLIT | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 2,
+	.max_args = PBX_ARGS_MANY,
 	.exec = cmd_run_exec,
 };
 

@@ -337,7 +337,7 @@ static int cmd_state_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		watch = 0;
 	else if (!o.watch[0])
 		watch = 2.0;
-	if (argc - first > 1)
+	if (argc - first > 1) /* max_args is 2 for `-w 5 PKG` only */
 		return pbx_usage_error(state_cmd(), "expected at most one package");
 	for (;;) {
 		if (watch > 0 && ctx->stdout_tty)
@@ -389,6 +389,8 @@ const struct pbx_cmd pbx_cmd_state = {
 	.args = "PACKAGE",
 	.options = state_opts,
 	.flags = PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 0,
+	.max_args = 2 /* `-w 5 PKG`: the 5 is -w's */,
 	.exec = cmd_state_exec,
 };
 

@@ -10,10 +10,9 @@ extern const struct pbx_cmd pbx_cmd_version;
 
 static int cmd_version_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
-	int rc = pbx_plain_args(&pbx_cmd_version, argc, argv, 0, 0);
 	(void)ctx;
-	if (rc)
-		return rc;
+	(void)argc;
+	(void)argv;
 	printf("pbx %s\n", PBX_VERSION);
 	return 0;
 }
@@ -22,5 +21,7 @@ const struct pbx_cmd pbx_cmd_version = {
 	.name = "version",
 	.summary = "print the version of pbx",
 	.usage = "pbx version\npbx --version",
+	.min_args = 0,
+	.max_args = 0,
 	.exec = cmd_version_exec,
 };

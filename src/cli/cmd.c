@@ -5,6 +5,7 @@
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
+#include "cluster/cluster.h"
 #include "config/config.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -97,15 +98,25 @@ static int cmd_setup(struct pbx_ctx *ctx, const struct pbx_cmd *cmd)
 
 int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
 {
+	struct pbx_err err = PBX_ERR_INIT;
+	const char *name = NULL;
 	int rc;
 	if (!cmd->subcmds && pbx_wants_help(argc, argv)) {
 		pbx_help_print(cmd, NULL);
 		return 0;
 	}
-	rc = cmd_setup(ctx, cmd);
+	rc = pbx_cmd_check_args(cmd, argc, argv, &name);
+	if (rc == 0)
+		rc = cmd_setup(ctx, cmd);
+	if (rc == 0 && (cmd->flags & PBX_NEED_CLUSTER) &&
+	    pbx_cluster_open(ctx->store, ctx->cfg, name, &ctx->cluster, &err) < 0)
+		rc = pbx_report(&err);
 	if (rc)
 		return rc;
-	return cmd->exec(ctx, argc, argv);
+	rc = cmd->exec(ctx, argc, argv);
+	pbx_cluster_close(ctx->cluster);
+	ctx->cluster = NULL;
+	return rc;
 }
 
 int pbx_cmd_invoke_sub(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, char **argv)
