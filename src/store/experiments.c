@@ -782,56 +782,48 @@ fail:
 	return -1;
 }
 
-int pbx_store_cluster_package_ids(struct pbx_store *st, int64_t cluster_id, char ***ids, size_t *n,
-				  struct pbx_err *err)
+/* The text of the first column of each row of `sql` (its one parameter,
+ * when has_id, bound to id), in order, into *v (the caller's); `what`
+ * names it in an error. */
+static int store_texts(struct pbx_store *st, const char *sql, int has_id, int64_t id,
+		       const char *what, char ***v, size_t *n, struct pbx_err *err)
 {
 	sqlite3_stmt *s;
 	int rc;
-	*ids = NULL;
+	*v = NULL;
 	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT DISTINCT p.short_id FROM packages p JOIN submissions s"
-			      " ON s.package_id = p.id WHERE s.cluster_id = ? ORDER BY p.short_id",
-			      &s, err) < 0)
+	if (pbx_store_prepare(st, sql, &s, err) < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, cluster_id);
+	if (has_id)
+		sqlite3_bind_int64(s, 1, id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		*ids = xreallocarray(*ids, *n + 1, sizeof(**ids));
-		(*ids)[(*n)++] = pbx_store_col_text(s, 0);
+		*v = xreallocarray(*v, *n + 1, sizeof(**v));
+		(*v)[(*n)++] = pbx_store_col_text(s, 0);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {
 		while (*n)
-			free((*ids)[--*n]);
-		free(*ids);
-		*ids = NULL;
-		return pbx_store_fail(st, err, "the cluster's packages");
+			free((*v)[--*n]);
+		free(*v);
+		*v = NULL;
+		return pbx_store_fail(st, err, what);
 	}
 	return 0;
 }
 
+int pbx_store_cluster_package_ids(struct pbx_store *st, int64_t cluster_id, char ***ids, size_t *n,
+				  struct pbx_err *err)
+{
+	return store_texts(st,
+			   "SELECT DISTINCT p.short_id FROM packages p JOIN submissions s"
+			   " ON s.package_id = p.id WHERE s.cluster_id = ? ORDER BY p.short_id",
+			   1, cluster_id, "the cluster's packages", ids, n, err);
+}
+
 int pbx_store_param_names(struct pbx_store *st, char ***names, size_t *n, struct pbx_err *err)
 {
-	sqlite3_stmt *s;
-	int rc;
-	*names = NULL;
-	*n = 0;
-	if (pbx_store_prepare(st,
-			      "SELECT DISTINCT j.key FROM tasks t, json_each(t.params_json) j"
-			      " WHERE json_valid(t.params_json) ORDER BY j.key",
-			      &s, err) < 0)
-		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		*names = xreallocarray(*names, *n + 1, sizeof(**names));
-		(*names)[(*n)++] = pbx_store_col_text(s, 0);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		while (*n)
-			free((*names)[--*n]);
-		free(*names);
-		*names = NULL;
-		return pbx_store_fail(st, err, "parameter names");
-	}
-	return 0;
+	return store_texts(st,
+			   "SELECT DISTINCT j.key FROM tasks t, json_each(t.params_json) j"
+			   " WHERE json_valid(t.params_json) ORDER BY j.key",
+			   0, 0, "parameter names", names, n, err);
 }

@@ -25,6 +25,21 @@ def _hmac(key, msg):
     return hmac.new(key, msg.encode(), hashlib.sha256).digest()
 
 
+def request_fields(body, allowed):
+    """The JSON object of a request's body, each of its fields in
+    `allowed` (SerializationException otherwise, as AWS answers)."""
+    try:
+        req = json.loads(body)
+    except ValueError:
+        req = None
+    if not isinstance(req, dict):
+        raise Refused(400, "SerializationException", "Start of structure or map found where not expected.")
+    for k in req:
+        if k not in allowed:
+            raise Refused(400, "SerializationException", "Unknown field %s" % k)
+    return req
+
+
 def check_request(headers, target_prefix):
     """The operation a JSON 1.1 request names (X-Amz-Target PREFIX.Op)."""
     target = headers.get("X-Amz-Target", "")

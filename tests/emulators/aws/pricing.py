@@ -19,7 +19,7 @@ import hashlib
 import json
 import threading
 
-from json11 import Refused, check_request, error_body, verify
+from json11 import Refused, check_request, error_body, request_fields, verify
 
 PAGE_MAX = 2
 FIELDS = {"instanceType", "regionCode", "location", "operatingSystem", "tenancy", "preInstalledSw",
@@ -71,15 +71,7 @@ class Pricing:
         return Refused(400, "InvalidParameterException", message)
 
     def _request(self, body):
-        try:
-            req = json.loads(body)
-        except ValueError:
-            raise Refused(400, "SerializationException", "Start of structure or map found where not expected.")
-        if not isinstance(req, dict):
-            raise Refused(400, "SerializationException", "Start of structure or map found where not expected.")
-        for k in req:
-            if k not in ("ServiceCode", "Filters", "FormatVersion", "NextToken", "MaxResults"):
-                raise Refused(400, "SerializationException", "Unknown field %s" % k)
+        req = request_fields(body, ("ServiceCode", "Filters", "FormatVersion", "NextToken", "MaxResults"))
         if req.get("ServiceCode") != "AmazonEC2":
             raise self._bad("Input ServiceCode %s is not valid." % req.get("ServiceCode"))
         if req.get("FormatVersion", "aws_v1") != "aws_v1":

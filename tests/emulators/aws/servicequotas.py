@@ -17,7 +17,7 @@ import json
 import re
 import threading
 
-from json11 import Refused, check_request, error_body, verify
+from json11 import Refused, check_request, error_body, request_fields, verify
 
 # The EC2 vCPU quotas pbx reads (src/cloud/aws/quota.c), with the defaults
 # this harness gives an account that has no value of its own.
@@ -45,15 +45,7 @@ class ServiceQuotas:
         self.calls = 0
 
     def _request(self, body):
-        try:
-            req = json.loads(body)
-        except ValueError:
-            raise Refused(400, "SerializationException", "Start of structure or map found where not expected.")
-        if not isinstance(req, dict):
-            raise Refused(400, "SerializationException", "Start of structure or map found where not expected.")
-        for k in req:
-            if k not in ("ServiceCode", "QuotaCode", "ContextId"):
-                raise Refused(400, "SerializationException", "Unknown field %s" % k)
+        req = request_fields(body, ("ServiceCode", "QuotaCode", "ContextId"))
         for k, pattern in (("ServiceCode", SERVICE), ("QuotaCode", CODE)):
             if not isinstance(req.get(k), str) or not pattern.match(req[k]):
                 raise Refused(400, "ValidationException", "1 validation error detected: Value at '%s' "
