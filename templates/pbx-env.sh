@@ -190,10 +190,13 @@ venv() {
 # when it can be had, else pip) chooses.
 
 # uv_run ARGS...: uv with the experiment's wheels and no index when it
-# brings them, its cache on the shared disk
+# brings them, its cache on the shared disk, trusting the node's own
+# certificate store as Debian's pip does (uv's default is a bundle of its
+# own, which refuses a site's proxy CA: UV_SYSTEM_CERTS, and UV_NATIVE_TLS
+# for older uv)
 uv_run() {
 	if [ -d "$WHEELS" ]; then set -- "$@" --no-index --find-links "$WHEELS"; fi
-	"$UV" "$@" --cache-dir "$ENVS/uv-cache"
+	UV_SYSTEM_CERTS=1 UV_NATIVE_TLS=1 "$UV" "$@" --cache-dir "$ENVS/uv-cache"
 }
 
 # find_uv: sets UV to the uv this build uses, or "" (pip)

@@ -22,7 +22,7 @@ static const struct pbx_option gc_opts[] = {
 	PBX_OPT_FLAG('n', "dry-run", struct gc_opts, dry, "say what would go; remove nothing"),
 	PBX_OPT_FLAG('j', "json", struct gc_opts, json,
 		     "print what went (or would) as JSON: gone [{kind, node, id,\n"
-		     "bytes}], kept (keys), freed_bytes, busy, dry_run"),
+		     "bytes}], kept (keys), freed_bytes, busy, young, dry_run"),
 	PBX_OPT_END,
 };
 
@@ -68,6 +68,7 @@ static json_t *gc_json(const struct pbx_env_gc *g)
 	json_object_set_new(o, "kept", kept);
 	json_object_set_new(o, "freed_bytes", json_integer(g->freed));
 	json_object_set_new(o, "busy", json_integer(g->busy));
+	json_object_set_new(o, "young", json_integer(g->young));
 	json_object_set_new(o, "dry_run", json_boolean(g->dry));
 	return o;
 }
@@ -94,6 +95,9 @@ static void gc_text(const char *name, const struct pbx_env_gc *g)
 	pbx_info("%s: %s %s; %zu environment%s in use kept%s", name,
 		 g->dry ? "would free" : "freed", size, g->nkept, g->nkept == 1 ? "" : "s",
 		 g->busy ? ", some left while a build or unpack holds them" : "");
+	if (g->young)
+		pbx_info("%d forgotten package%s changed in the last hour, left: gc again later",
+			 g->young, g->young == 1 ? "" : "s");
 }
 
 static int cmd_cluster_gc_exec(struct pbx_ctx *ctx, int argc, char **argv)

@@ -31,7 +31,7 @@ static const char forgotten_script[] =
 	"  case $n in *[!0-9a-f]* | '') continue ;; esac\n"
 	"  [ ${#n} -eq 12 ] && [ -d \"$d/pkg\" ] && [ ! -L \"$d\" ] || continue\n"
 	"  case \" $KNOWN \" in *\" $n \"*) continue ;; esac\n"
-	"  [ -z \"$(find \"$d\" -maxdepth 0 -mmin -60)\" ] || continue\n"
+	"  [ -z \"$(find \"$d\" -maxdepth 0 -mmin -60)\" ] || { echo \"young $n\"; continue; }\n"
 	"  size=$(du -sb \"$d\" | cut -f1)\n"
 	"  [ \"$DRY\" = 1 ] || rm -rf \"$d\" || exit 1\n"
 	"  echo \"gone package $n $size\"\n"
@@ -97,6 +97,8 @@ static void gc_line(struct pbx_env_gc *g, const char *node, char *line)
 		g->kept[g->nkept++] = xstrdup(id);
 	} else if (sscanf(line, "busy %64[0-9a-f]", id) == 1) {
 		g->busy++;
+	} else if (sscanf(line, "young %12[0-9a-f]", id) == 1) {
+		g->young++;
 	} else if (sscanf(line, "gone %15[a-z] %64[0-9a-f] %lld %127s", kind, id, &bytes, where) >=
 			   3 &&
 		   bytes >= 0 && !gc_seen(g, kind, id, where)) {

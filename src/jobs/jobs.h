@@ -134,6 +134,7 @@ struct pbx_env_gc {
 	size_t nkept;
 	long long freed; /* bytes */
 	int busy;        /* environments left because a build or unpack held them */
+	int young;       /* forgotten packages' directories left: changed in the last hour */
 	int dry;
 };
 /* Removes (dry: only says) what no package on cluster c refers to: the run

@@ -61,11 +61,14 @@ echo "READY ../../../etc" >"$SHARED/pbx/0123456789ab/env/status"
 
 run_pbx cluster gc --json gc
 ok $rc "gc with both packages known: $errout"
-is "$(printf '%s\n' "$out" | json_get 'len(d["gone"]), sorted(d["kept"]) == sorted(["'"$kold"'", "'"$knew"'"])')" \
-	"0 True" "nothing goes; both environments are kept"
+is "$(printf '%s\n' "$out" | json_get 'len(d["gone"]), sorted(d["kept"]) == sorted(["'"$kold"'", "'"$knew"'"]), d["young"]')" \
+	"0 True 1" "nothing goes; both environments are kept; the young stranger is counted"
 
 run_pbx -q forget "$old"
 ok $rc "forget the old package: $errout"
+run_pbx cluster gc --dry-run gc
+case $errout in *"2 forgotten packages changed in the last hour, left: gc again later"*) r=0 ;; *) r=1 ;; esac
+ok $r "a package forgotten just now is left, and gc says so: $errout"
 touch -d '2 hours ago' "$SHARED/pbx/$old"
 before=$(du -sb "$SHARED/pbx" | cut -f1)
 run_pbx cluster gc --dry-run gc
