@@ -371,3 +371,8 @@ int pbx_cloud_login_read(const struct pbx_cluster_spec *s, const char *default_u
 	*pubkey = pbx_buf_detach(&pub, NULL);
 	return 0;
 }
+
+void pbx_cloud_http_log(void *store, int64_t cluster_id, const char *line)
+{
+	pbx_store_event(store, cluster_id, "http", "%s", line);
+}

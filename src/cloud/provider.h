@@ -334,6 +334,11 @@ struct pbx_provider {
 	const struct pbx_image_ops *images;
 };
 
+/* The request log of a cloud's HTTP handle (pbx_http_set_log's function):
+ * each line an "http" event of the store `store` (a struct pbx_store *),
+ * for cluster `cluster_id` (0: none). */
+void pbx_cloud_http_log(void *store, int64_t cluster_id, const char *line);
+
 /* An API on a loopback address is an emulator: pbx then connects only to
  * loopback addresses.  Returns 0 when `ip` (may be NULL) may be connected
  * to for the API at `base` (a URL), or -1 with err naming both. */

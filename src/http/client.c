@@ -9,12 +9,13 @@
 #include <errno.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-#include "store/store.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 struct pbx_http {
@@ -22,8 +23,9 @@ struct pbx_http {
 	pthread_mutex_t mu;     /* one request at a time on the handle */
 	struct pbx_http_opts o; /* with defaults filled in */
 	char *service;
-	struct pbx_store *store; /* request log, may be NULL */
-	int64_t cluster_id;
+	pbx_http_log_fn log; /* request log, may be NULL */
+	void *log_ctx;
+	int64_t log_tag; /* given back with each line */
 };
 
 static unsigned long stat_calls, stat_retries, stat_failed;
@@ -78,11 +80,12 @@ void pbx_http_close(struct pbx_http *h)
 	free(h);
 }
 
-void pbx_http_set_log(struct pbx_http *h, struct pbx_store *store, int64_t cluster_id)
+void pbx_http_set_log(struct pbx_http *h, pbx_http_log_fn fn, void *ctx, int64_t tag)
 {
 	pthread_mutex_lock(&h->mu);
-	h->store = store;
-	h->cluster_id = cluster_id;
+	h->log = fn;
+	h->log_ctx = ctx;
+	h->log_tag = tag;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -252,28 +255,29 @@ static long elapsed_ms(const struct timespec *t0)
 	return (long)((t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000);
 }
 
-/* The log line of one attempt (an "http" event). */
+/* The log line of one attempt, to the handle's log function. */
 static void log_attempt(struct pbx_http *h, const struct pbx_http_req *r, const char *url,
 			int attempt, long ms, long status, CURLcode rc, const struct pbx_buf *body,
 			long delay_ms)
 {
+	struct pbx_buf line = PBX_BUF_INIT;
 	char *detail = NULL;
 	char retry[64] = "";
-	if (!h->store)
+	if (!h->log)
 		return;
 	if (delay_ms >= 0)
 		snprintf(retry, sizeof(retry), "; retry in %ld ms", delay_ms);
 	if (rc != CURLE_OK)
-		pbx_store_event(h->store, h->cluster_id, "http",
-				"%s %s %s: %s (attempt %d, %ld ms%s)", h->service, r->method, url,
-				curl_easy_strerror(rc), attempt, ms, retry);
+		pbx_buf_addf(&line, "%s %s %s: %s (attempt %d, %ld ms%s)", h->service, r->method,
+			     url, curl_easy_strerror(rc), attempt, ms, retry);
 	else if (status >= 400)
 		detail = pbx_http_redact_json(body->buf, body->len, 600);
 	if (rc == CURLE_OK)
-		pbx_store_event(h->store, h->cluster_id, "http",
-				"%s %s %s -> %ld (attempt %d, %ld ms%s)%s%s", h->service, r->method,
-				url, status, attempt, ms, retry, detail ? ": " : "",
-				detail ? detail : "");
+		pbx_buf_addf(&line, "%s %s %s -> %ld (attempt %d, %ld ms%s)%s%s", h->service,
+			     r->method, url, status, attempt, ms, retry, detail ? ": " : "",
+			     detail ? detail : "");
+	h->log(h->log_ctx, h->log_tag, line.buf);
+	pbx_buf_release(&line);
 	free(detail);
 }
 

@@ -12,8 +12,9 @@
  *    Retry-After).  The request is sent again unchanged, so an idempotency
  *    token in its URL or body (GCE requestId, EC2 ClientToken) is the same
  *    on every attempt: mutating calls must carry one;
- *  - a request log: with a store set, every attempt becomes an "http"
- *    event: method, URL with secret query parameters removed, status,
+ *  - a request log: with a log function set (pbx_http_set_log; the
+ *    clouds send it to the store as "http" events: pbx_cloud_http_log),
+ *    every attempt becomes one line: method, URL with secret query parameters removed, status,
  *    milliseconds, attempt, and for an error status the response body with
  *    secret JSON members removed.  Headers and request bodies are never
  *    logged (they carry Authorization, assertions, client secrets);
@@ -31,7 +32,6 @@
 #include "util/buf.h"
 #include "util/err.h"
 
-struct pbx_store;
 struct pbx_http;
 
 struct pbx_http_opts {
@@ -47,10 +47,13 @@ struct pbx_http_opts {
 /* Opens a handle; *out is owned by the caller (pbx_http_close). */
 int pbx_http_open(const struct pbx_http_opts *o, struct pbx_http **out, struct pbx_err *err);
 void pbx_http_close(struct pbx_http *h);
-/* Sends the request log to `store` (events of cluster `cluster_id`, 0 =
- * none) from now on; store NULL stops logging.  The store must outlive
- * the handle or a later call with NULL. */
-void pbx_http_set_log(struct pbx_http *h, struct pbx_store *store, int64_t cluster_id);
+/* One line of the request log (no secret in it), with the ctx and tag
+ * given to pbx_http_set_log. */
+typedef void (*pbx_http_log_fn)(void *ctx, int64_t tag, const char *line);
+/* Sends each attempt's log line to fn(ctx, tag, line) from now on; fn NULL
+ * stops logging.  ctx must outlive the handle or a later call with NULL.
+ * The transport knows nothing of where the lines go. */
+void pbx_http_set_log(struct pbx_http *h, pbx_http_log_fn fn, void *ctx, int64_t tag);
 
 /* Says whether a response deserves another attempt (1) or not (0). */
 typedef int (*pbx_http_retryable_fn)(long status, const char *body, size_t len, void *ctx);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cloud/gce/auth.h"
+#include "cloud/provider.h"
 #include "common/pyserver.h"
 #include "common/tap.h"
 #include "http/http.h"
@@ -425,7 +426,7 @@ int main(int argc, char **argv)
 	if (!ok(pyserver_start(&srv, argv[1], dir, NULL) == 0, "token server started") ||
 	    pbx_http_open(&o, &http, &err) < 0 || pbx_store_open(path_in("pbx.db"), &st, &err) < 0)
 		return tap_done();
-	pbx_http_set_log(http, st, 0);
+	pbx_http_set_log(http, pbx_cloud_http_log, st, 0);
 	test_service_account();
 	test_refresh_before_expiry();
 	test_refused_and_rejected();

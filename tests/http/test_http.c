@@ -298,6 +298,13 @@ static int dump_row(void *ctx, int n, char **vals, char **names)
 	return 0;
 }
 
+/* The request log into the store, as the clouds send it
+ * (pbx_cloud_http_log). */
+static void log_to_store(void *st, int64_t cluster_id, const char *line)
+{
+	pbx_store_event(st, cluster_id, "http", "%s", line);
+}
+
 static void test_log(const char *dir)
 {
 	struct pbx_http *h = open_http(2, 0);
@@ -312,7 +319,7 @@ static void test_log(const char *dir)
 	snprintf(path, sizeof(path), "%s/pbx.db", dir);
 	if (!ok(pbx_store_open(path, &st, &err) == 0, "store opened"))
 		return;
-	pbx_http_set_log(h, st, 0);
+	pbx_http_set_log(h, log_to_store, st, 0);
 	v = call(h, "POST", "/autherr?access_token=SECRET-QUERY&alt=json", "assertion=SECRET-BODY",
 		 hdrs, &status, NULL);
 	json_decref(v);

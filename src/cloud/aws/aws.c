@@ -153,7 +153,7 @@ static int aws_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 	if (pbx_http_open(&ho, &a->http, err) < 0)
 		goto fail;
 	if (s->store && !s->dry_run)
-		pbx_http_set_log(a->http, s->store, s->id);
+		pbx_http_set_log(a->http, pbx_cloud_http_log, s->store, s->id);
 	if (!s->dry_run && aws_creds_open(a, err) < 0)
 		goto fail;
 	if (pbx_cloud_login_read(s, "admin",

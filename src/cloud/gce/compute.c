@@ -60,7 +60,8 @@ static size_t pool_take(struct gce *g)
 				if (pbx_http_open(&o, &g->pool[i], &err) < 0)
 					continue;
 				if (g->s->store && !g->s->dry_run)
-					pbx_http_set_log(g->pool[i], g->s->store, g->s->id);
+					pbx_http_set_log(g->pool[i], pbx_cloud_http_log,
+							 g->s->store, g->s->id);
 			}
 			g->busy[i] = 1;
 			pthread_mutex_unlock(&g->pool_mu);

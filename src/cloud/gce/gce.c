@@ -99,7 +99,7 @@ static int gce_open(const struct pbx_cluster_spec *s, void **out, struct pbx_err
 		goto fail;
 	gce_pool_init(g);
 	if (s->store && !s->dry_run)
-		pbx_http_set_log(g->http, s->store, s->id);
+		pbx_http_set_log(g->http, pbx_cloud_http_log, s->store, s->id);
 	if (!s->dry_run && pbx_gce_auth_open(c->credentials, g->http, &g->auth, err) < 0)
 		goto fail;
 	g->project =

@@ -164,7 +164,7 @@ int pbx_price_gce_fetch(struct pbx_store *st, const struct pbx_config *cfg, cons
 	*n = 0;
 	rc = pbx_http_open(&o, &f.http, err);
 	if (rc == 0 && st)
-		pbx_http_set_log(f.http, st, 0);
+		pbx_http_set_log(f.http, pbx_cloud_http_log, st, 0);
 	if (rc == 0)
 		rc = pbx_gce_auth_open(cfg->gce.credentials, f.http, &f.auth, err);
 	if (rc == 0) {
@@ -271,7 +271,7 @@ int pbx_price_aws_fetch(struct pbx_store *st, const struct pbx_config *cfg, cons
 	f.base = pbx_price_aws_base(cfg);
 	rc = pbx_http_open(&o, &f.http, err);
 	if (rc == 0 && st)
-		pbx_http_set_log(f.http, st, 0);
+		pbx_http_set_log(f.http, pbx_cloud_http_log, st, 0);
 	if (rc == 0 && url_origin(f.base, NULL, &f.host, NULL) < 0)
 		rc = pbx_err_setc(err, PBX_EXIT_USAGE, "not a URL: %s", f.base);
 	co.http = f.http;
@@ -315,7 +315,7 @@ static int spot_open(struct pbx_store *st, const struct pbx_config *cfg, const c
 	if (pbx_http_open(&o, &a->http, err) < 0)
 		return -1;
 	if (st)
-		pbx_http_set_log(a->http, st, 0);
+		pbx_http_set_log(a->http, pbx_cloud_http_log, st, 0);
 	co.http = a->http;
 	return aws_creds_find(&co, &a->creds, err);
 }
