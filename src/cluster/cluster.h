@@ -196,7 +196,7 @@ struct pbx_cluster {
 	int64_t budget_until;
 	int64_t opened_at; /* when pbx_cluster_open opened it (unix s) */
 	/* During a start: the power-saving nodes asleep (no instance), out of
-	 * `nodes` but in slurm.conf (State=CLOUD); powersave.c. */
+	 * `nodes` but in slurm.conf (State=CLOUD); slurm_sleep_steps.c. */
 	struct pbx_node_row *asleep;
 	size_t nasleep;
 	/* The user's public key the cluster's record carried (template
@@ -254,6 +254,10 @@ int pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now, int64_t *until,
 /* Called with every cluster pbx_cluster_open opens (NULL: none): the CLI
  * warns of a budget there. */
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c));
+/* Installs the features' session hooks (hooks.c: spend sync on close,
+ * why a cluster is powered off on a failed connect to its head).  pbx's
+ * main calls it once, before any verb. */
+void pbx_cluster_hooks_install(void);
 
 /* What `cluster show`, `state` and `exec` know of a power-saving cluster
  * on a cloud whose head makes and deletes the nodes (awake.c;
@@ -337,7 +341,7 @@ int pbx_head_runs_merge(struct pbx_store *st, int64_t cluster_id,
 int pbx_cluster_head_runs(struct pbx_cluster *c, struct pbx_err *err);
 
 /* `pbx cluster power NAME resume|suspend NODE...`, what SLURM's
- * ResumeProgram and SuspendProgram run (powersave.c): makes and
+ * ResumeProgram and SuspendProgram run (slurm_sleep.c): makes and
  * bootstraps the asleep nodes named, or removes the named nodes' instances
  * and puts them to sleep.  A resume that fails removes what it made and
  * marks the nodes DOWN in SLURM with the reason. */
@@ -405,12 +409,27 @@ int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 			 struct pbx_cluster_row *row, struct pbx_cluster **out,
 			 struct pbx_err *err);
 void pbx_cluster_close(struct pbx_cluster *c);
+/* What the feature layer adds to the session (hooks.c registers it): the
+ * session (cluster.c) calls these and names no feature.  Any may be NULL. */
+struct pbx_cluster_hooks {
+	/* pbx_cluster_close, before c is freed: what the verb changed (the
+	 * spend's node runs), at unix time `now`. */
+	void (*closing)(struct pbx_cluster *c, int64_t now);
+	/* A connection to the head failed (not while starting, not a host key
+	 * refused): why the cluster is powered off, or NULL when it is not
+	 * known to be; caller frees. */
+	char *(*stopped_why)(struct pbx_cluster *c);
+};
+/* Replaces the hooks with a copy of *h (NULL: none). */
+void pbx_cluster_set_hooks(const struct pbx_cluster_hooks *h);
+/* Sets the cluster's state in the store (best effort, logged). */
+void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 /* 1 for a cluster pbx uses as it is (cloud ssh): commands run as the
  * user, in the user's login session, never through sudo. */
 int pbx_cluster_is_users(const struct pbx_cluster *c);
 /* Why cluster c is powered off ("stopped itself at T: idle for 60 s
  * (autostop)...", or the head instance's state, and which instances still
- * run: c->still_running), or NULL when it is not known to be (power.c);
+ * run: c->still_running), or NULL when it is not known to be (autostop_off.c);
  * when it is, the store records the cluster's state as "stopped" (what
  * `cluster list` shows until the next start).  Caller frees. */
 char *pbx_cluster_stopped_why(struct pbx_cluster *c);

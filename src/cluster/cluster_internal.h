@@ -141,8 +141,13 @@ int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int 
  * port.  Caller frees; NULL when the store cannot be read. */
 char *pbx_cluster_record_json(const struct pbx_cluster *c);
 
-/* ------------------------------------------------------- powersave.c */
+/* ------------------------------- slurm_sleep_plan.c, slurm_sleep_steps.c */
 
+/* Node `name`'s group in t (may be NULL) and, in *k, its number in it
+ * (gpu3: 3; 0 when none); NULL when no group of t names it.  Borrowed
+ * from t. */
+const struct pbx_node_group *pbx_power_group(const struct pbx_cluster_template *t, const char *name,
+					     int *k);
 /* Whether node `name` is above its group's min: (SLURM may put it to sleep). */
 int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name);
 /* Whether SLURM's power saving may remove and make node `name` anew, on a
@@ -176,8 +181,5 @@ int64_t pbx_spend_node_price(const struct pbx_price_quote *q, const struct pbx_c
  * one that t has: NAMEk of a group, k up to its count, as config.c names
  * them (headruns_parse.c). */
 int pbx_head_runs_node_ok(const struct pbx_cluster_template *t, const char *name);
-
-/* Sets the cluster's state in the store (best effort, logged). */
-void pbx_cluster_mark(struct pbx_cluster *c, const char *state);
 
 #endif
