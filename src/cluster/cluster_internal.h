@@ -177,6 +177,42 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
  * group's line, the head's for the head; -1 when unknown. */
 int64_t pbx_spend_node_price(const struct pbx_price_quote *q, const struct pbx_cluster_template *t,
 			     const char *name, const char *role);
+/* spend_plan.c: the arithmetic of spend and budget, pure. */
+/* Whether a node in store state `state` (may be NULL) has an instance that
+ * runs (and is paid for) while its cluster is not powered off. */
+int pbx_spend_state_runs(const char *state);
+/* When node `name` of c powered off, as the cloud said: its own instance's
+ * stop time (c->stops), else its head's (c->stopped_at); 0 when not known. */
+int64_t pbx_spend_stopped_at(const struct pbx_cluster *c, const char *name);
+/* Where a new run of node `name` begins: when c was opened (a start's
+ * instances run from then; `now` when c->opened_at is unset or after now),
+ * or earlier when the cloud says its instance started before (c->starts),
+ * but never before one of its runs runs[0..nr) ended. */
+int64_t pbx_spend_run_from(const struct pbx_cluster *c, const struct pbx_node_run *runs, size_t nr,
+			   const char *name, int64_t now);
+/* What `seconds` of a node at `nanos` an hour cost, rounded to the nearest
+ * nano-unit; 0 when either is 0 or less, INT64_MAX when it does not fit. */
+int64_t pbx_spend_run_cost(int64_t seconds, int64_t nanos);
+/* Adds run r, as of `now` (the end of a run still open), into *s: its
+ * seconds, its cost when priced (r->nanos >= 0; else counted unpriced),
+ * and its price an hour in s->hourly while it runs.  The first priced run
+ * names s->currency.  Sums stop at INT64_MAX. */
+void pbx_spend_add_run(struct pbx_spend *s, const struct pbx_node_run *r, int64_t now);
+/* spent / budget in percent, rounded down (0 when budget <= 0; within
+ * INT_MIN..INT_MAX). */
+int pbx_budget_percent(int64_t spent, int64_t budget);
+/* From this percentage of its budget on a cluster's verbs warn. */
+#define PBX_BUDGET_WARN_PERCENT 80
+/* 1 when b's spend has reached its budget (a budget exactly met is spent). */
+int pbx_budget_spent(const struct pbx_budget *b);
+/* "12.3456 of its budget 10.00 USD (123%)" into out[0..size). */
+void pbx_budget_text(const struct pbx_budget *b, char *out, size_t size);
+/* When a budget runs out with `spent` of it spent at `now` and nodes
+ * costing `hourly` an hour from now on, `margin` seconds early (the time
+ * the cluster takes to power off): never before now; `now` when it is
+ * spent or hourly <= 0; INT64_MAX when too far to count. */
+int64_t pbx_budget_deadline(int64_t now, int64_t budget, int64_t spent, int64_t hourly,
+			    int64_t margin);
 /* Whether `name` is a node of t that may sleep (pbx_power_may_sleep), and
  * one that t has: NAMEk of a group, k up to its count, as config.c names
  * them (headruns_parse.c). */
