@@ -15,6 +15,10 @@ files that all reach each other), its size and, with --verbose, the edges inside
 it with the names that make them.  Exits 1 when a component has more than 2 files
 (two files that call each other are tolerated), else 0.  Reads only the sources:
 no build needed.
+
+When DIR holds layers.txt ("LAYER: FILE.c ...", one line a layer, bottom
+first), a .c file it does not list, and a call from a file to one of a layer
+above its own, fail too.
 """
 import os
 import re
@@ -114,7 +118,9 @@ def graph(folder):
             if name in edges and name != f:
                 edges[f].setdefault(name, set()).add("#include")
         if f.endswith(".c"):
-            for word in set(IDENT.findall(strip(code[f]))):
+            # a struct's tag is no call, even when a function has its name
+            body = re.sub(r"\b(?:struct|union|enum)\s+\w+", " ", strip(code[f]))
+            for word in set(IDENT.findall(body)):
                 g = owner.get(word)
                 if g and g != f:
                     edges[f].setdefault(g, set()).add(word)
@@ -154,6 +160,29 @@ def components(files, edges):
     return out
 
 
+def layers(folder, files, edges):
+    """Problems with DIR/layers.txt's layers (none when it has none)."""
+    path = os.path.join(folder, "layers.txt")
+    if not os.path.exists(path):
+        return []
+    rank, names = {}, []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, _, members = line.partition(":")
+                names.append(name.strip())
+                for f in members.split():
+                    rank[f] = len(names) - 1
+    out = ["%s: not in layers.txt" % f for f in files if f.endswith(".c") and f not in rank]
+    for f in files:
+        for g in sorted(edges[f]):
+            if f in rank and g in rank and rank[g] > rank[f]:
+                out.append("%s (%s) calls up into %s (%s): %s" % (
+                    f, names[rank[f]], g, names[rank[g]], " ".join(sorted(edges[f][g]))))
+    return out
+
+
 def main(argv):
     verbose = "--verbose" in argv
     args = [a for a in argv if a != "--verbose"]
@@ -169,10 +198,13 @@ def main(argv):
                 for g in sorted(edges[f]):
                     if g in c:
                         print("  %s -> %s: %s" % (f, g, " ".join(sorted(edges[f][g]))))
+    bad = layers(folder, files, edges)
+    for line in bad:
+        print("layer: " + line)
     nedges = sum(len(e) for e in edges.values())
     print("%d files, %d edges, %d cycles, longest %d files (at most 2 allowed)"
           % (len(files), nedges, len(comps), worst))
-    return 1 if worst > 2 else 0
+    return 1 if worst > 2 or bad else 0
 
 
 if __name__ == "__main__":

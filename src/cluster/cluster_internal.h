@@ -1,5 +1,9 @@
 /*
- * cluster_internal.h - what the files of src/cluster share.
+ * cluster_internal.h - what the files of src/cluster share and no other
+ * folder uses, by layer as in cluster.h: pure plans, the session, the node
+ * steps (bootstrap, staging, discovery, the head's pbx, SLURM power
+ * saving's stage), the verbs.  A file calls only its own layer's and the
+ * layers below (scripts/import-graph.py).
  */
 #ifndef PBX_CLUSTER_INTERNAL_H
 #define PBX_CLUSTER_INTERNAL_H
@@ -8,6 +12,8 @@
 #include "util/buf.h"
 
 #include <time.h>
+
+/* -------------------------------------------------------- plans (pure) */
 
 /* The template as JSON (for the store's record); caller frees. */
 char *pbx_template_json(const struct pbx_cluster_template *t);
@@ -19,8 +25,7 @@ char *pbx_template_json(const struct pbx_cluster_template *t);
  * out->groups. */
 void pbx_template_sized(const struct pbx_cluster_template *t, const char *json,
 			struct pbx_cluster_template *out, struct pbx_node_group **groups);
-/* Makes spec.t template t (NULL: none) sized as the cluster was built. */
-void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t);
+
 /* `json` with group `group`'s count set to `count`; caller frees. */
 char *pbx_template_json_resized(const char *json, const char *group, int count);
 /* `json` with autostop_override set to `seconds`; caller frees (NULL when
@@ -51,97 +56,10 @@ char *pbx_template_json_budget_until(const char *json, int64_t until);
 /* The budget_until of template record `json`, or 0. */
 int64_t pbx_template_budget_until(const char *json);
 
-/* headdelete.c: autostop_action: delete (docs/autostop.md); pbx_head_deletes
- * is in cluster.h. */
-/* 1 when pbx runs on c's head (pbx-head, with a key of the head's own that
+/* head_plan.c: 1 when pbx runs on c's head (pbx-head, with a key of the head's own that
  * every node authorizes; docs/head-identity.md): so far when it deletes
  * the cluster itself. */
 int pbx_head_runs_pbx(const struct pbx_cluster *c);
-/* The configuration pbx on the head runs with (JSON, which YAML reads):
- * c's template's cloud, login user and image, the head's own key
- * (~/.ssh/id_ed25519 of pbx-head's HOME), and where its cloud's resources
- * are; no credential.  On a VM (`vm`: a machine of its own, not a node
- * body on this one) an endpoint on loopback is left out: it names a service
- * on the user's machine (an emulator's), which is not the head's loopback,
- * and the head calls its cloud's own API.  Caller frees. */
-char *pbx_head_config(const struct pbx_cluster *c, int vm);
-/* Adds PBX_STAGE_DIR/head-config.yaml to the stage and, for VMs (`vm`),
- * this pbx as PBX_STAGE_DIR/pbx with pbx.target ("ID VERSION_ID MACHINE"
- * it was built for); a node body runs this binary where it is. */
-int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
-		   struct pbx_err *err);
-
-/* Sends c's record (record.c) to its head, whose pbx (pbx-head) adopts it
- * into the head's own store: one round trip.  After a start of a cluster
- * whose head runs pbx. */
-int pbx_head_adopt(struct pbx_cluster *c, struct pbx_err *err);
-
-/* pbx's directory on a node and, in it, the stage (bootstrap.sh,
- * slurm.conf, munge.key); relative to the node's root prefix. */
-#define PBX_NODE_DIR  "var/lib/pbx"
-#define PBX_STAGE_DIR PBX_NODE_DIR "/stage"
-
-/*
- * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar whose
- * members are PBX_STAGE_DIR/...) it is unpacked into the node's root prefix
- * first, in the same exec (one SSH round trip per node).
- * PBX-STAGE lines become progress events; the error quotes PBX-ERROR lines
- * or the end of stderr.
- */
-int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
-		       const struct pbx_buf *stage_tar, const char *action,
-		       const struct pbx_cluster_events *ev, struct pbx_err *err);
-
-/* Frees what c holds (SSH pool, provider context, rows, strings), not c
- * itself: for a pbx_cluster embedded in another struct (image build). */
-void pbx_cluster_release(struct pbx_cluster *c);
-
-/*
- * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
- * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh, autostop.sh and preempt.sh, dated `now`.
- * The caller adds its own members and ends the tar (pbx_ustar_end).
- */
-int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
-/* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
- * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
- * host, pbx_host_target): the bootstrap installs it where the node
- * matches (pbx-train; pbx on a head that deletes its cluster). */
-int pbx_stage_binary(struct pbx_buf *tar, const char *path, const char *name, time_t now,
-		     struct pbx_err *err);
-
-/* Connects to every node (waiting for a fresh VM's sshd) and asks whether
- * it is a node body; if the head is, each node's root becomes its body's
- * prefix and *l the layout of node bodies on this host.  Otherwise *l and
- * the nodes are left as they are. */
-int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,
-			 const struct pbx_cluster_events *ev, struct pbx_err *err);
-
-/* The address pbx connects to for node i: its public one when it has one,
- * else its (private) address. */
-const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i);
-/* Whether node i is reached through the head: it has no public address
- * and the head has one (what the cloud reported, whatever the provider). */
-int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i);
-/* The name node i's host key is pinned under: NAME/NODE@ADDR:PORT.  Pins
- * are per cluster and node, so a rebuilt cluster that reuses an address
- * never trips over an old cluster's key; `stop` forgets "NAME/".  Caller
- * frees. */
-char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
-
-/* Lists what carries the labels of the spec provider context pctx was
- * opened for and removes it, looking again for what a creation still under
- * way made meanwhile (stop.c); with `always`, destroy runs even when the
- * list is empty (it also removes what belongs to the cluster as a whole).
- * *found (may be NULL) says whether anything was listed. */
-int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
-		      struct pbx_err *err);
-/* record.c: c's record (see struct pbx_cluster_record in cluster.h) from
- * the store: its row, every node the store has for it (c->asleep's too)
- * and the pins of those nodes at their address or public address and SSH
- * port.  Caller frees; NULL when the store cannot be read. */
-char *pbx_cluster_record_json(const struct pbx_cluster *c);
-
-/* ------------------------------- slurm_sleep_plan.c, slurm_sleep_steps.c */
 
 /* Node `name`'s group in t (may be NULL) and, in *k, its number in it
  * (gpu3: 3; 0 when none); NULL when no group of t names it.  Borrowed
@@ -161,17 +79,6 @@ int pbx_power_remade(const struct pbx_cluster_template *t, const char *name);
 /* A start's plan: every node above its group's min: asleep (the store's
  * state, merged after, says otherwise for nodes it knows). */
 void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n);
-/* Moves the asleep nodes of c->nodes to c->asleep, recording them; on the
- * user's side a Spot node that always runs, asleep since a preemption, is
- * made instead (waking). */
-int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err);
-/* slurm.conf's power-saving lines; caller frees. */
-char *pbx_power_conf_lines(const struct pbx_cluster *c);
-/* The stage's pbx-resume and pbx-suspend, into tar. */
-int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
-		    struct pbx_err *err);
-
-/* ------------------------------------------------- spend.c, headruns.c */
 
 /* Node `name`'s (of `role`) price an hour in quote q (NULL: none): its
  * group's line, the head's for the head; -1 when unknown. */
@@ -217,5 +124,109 @@ int64_t pbx_budget_deadline(int64_t now, int64_t budget, int64_t spent, int64_t 
  * one that t has: NAMEk of a group, k up to its count, as config.c names
  * them (headruns_parse.c). */
 int pbx_head_runs_node_ok(const struct pbx_cluster_template *t, const char *name);
+
+/* ------------------------------------------------------------- session */
+
+/* Makes spec.t template t (NULL: none) sized as the cluster was built. */
+void pbx_cluster_use_template(struct pbx_cluster *c, const struct pbx_cluster_template *t);
+
+/* Frees what c holds (SSH pool, provider context, rows, strings), not c
+ * itself: for a pbx_cluster embedded in another struct (image build). */
+void pbx_cluster_release(struct pbx_cluster *c);
+
+/* The address pbx connects to for node i: its public one when it has one,
+ * else its (private) address. */
+const char *pbx_cluster_ssh_addr(const struct pbx_cluster *c, size_t i);
+/* Whether node i is reached through the head: it has no public address
+ * and the head has one (what the cloud reported, whatever the provider). */
+int pbx_cluster_via_head(const struct pbx_cluster *c, size_t i);
+/* The name node i's host key is pinned under: NAME/NODE@ADDR:PORT.  Pins
+ * are per cluster and node, so a rebuilt cluster that reuses an address
+ * never trips over an old cluster's key; `stop` forgets "NAME/".  Caller
+ * frees. */
+char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i);
+
+/* --------------------------------------------------------------- steps */
+
+/* headdelete.c: the configuration pbx on the head runs with (JSON, which YAML reads):
+ * c's template's cloud, login user and image, the head's own key
+ * (~/.ssh/id_ed25519 of pbx-head's HOME), and where its cloud's resources
+ * are; no credential.  On a VM (`vm`: a machine of its own, not a node
+ * body on this one) an endpoint on loopback is left out: it names a service
+ * on the user's machine (an emulator's), which is not the head's loopback,
+ * and the head calls its cloud's own API.  Caller frees. */
+char *pbx_head_config(const struct pbx_cluster *c, int vm);
+/* Adds PBX_STAGE_DIR/head-config.yaml to the stage and, for VMs (`vm`),
+ * this pbx as PBX_STAGE_DIR/pbx with pbx.target ("ID VERSION_ID MACHINE"
+ * it was built for); a node body runs this binary where it is. */
+int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now, int vm,
+		   struct pbx_err *err);
+
+/* Sends c's record (record.c) to its head, whose pbx (pbx-head) adopts it
+ * into the head's own store: one round trip.  After a start of a cluster
+ * whose head runs pbx. */
+int pbx_head_adopt(struct pbx_cluster *c, struct pbx_err *err);
+
+/* pbx's directory on a node and, in it, the stage (bootstrap.sh,
+ * slurm.conf, munge.key); relative to the node's root prefix. */
+#define PBX_NODE_DIR  "var/lib/pbx"
+#define PBX_STAGE_DIR PBX_NODE_DIR "/stage"
+
+/*
+ * Runs `sh bootstrap.sh ACTION` on node i.  With `stage_tar` (a tar whose
+ * members are PBX_STAGE_DIR/...) it is unpacked into the node's root prefix
+ * first, in the same exec (one SSH round trip per node).
+ * PBX-STAGE lines become progress events; the error quotes PBX-ERROR lines
+ * or the end of stderr.
+ */
+int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
+		       const struct pbx_buf *stage_tar, const char *action,
+		       const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/*
+ * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
+ * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh, autostop.sh and preempt.sh, dated `now`.
+ * The caller adds its own members and ends the tar (pbx_ustar_end).
+ */
+int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
+/* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
+ * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
+ * host, pbx_host_target): the bootstrap installs it where the node
+ * matches (pbx-train; pbx on a head that deletes its cluster). */
+int pbx_stage_binary(struct pbx_buf *tar, const char *path, const char *name, time_t now,
+		     struct pbx_err *err);
+
+/* Connects to every node (waiting for a fresh VM's sshd) and asks whether
+ * it is a node body; if the head is, each node's root becomes its body's
+ * prefix and *l the layout of node bodies on this host.  Otherwise *l and
+ * the nodes are left as they are. */
+int pbx_cluster_discover(struct pbx_cluster *c, struct pbx_slurm_layout *l,
+			 const struct pbx_cluster_events *ev, struct pbx_err *err);
+
+/* record.c: c's record (see struct pbx_cluster_record in cluster.h) from
+ * the store: its row, every node the store has for it (c->asleep's too)
+ * and the pins of those nodes at their address or public address and SSH
+ * port.  Caller frees; NULL when the store cannot be read. */
+char *pbx_cluster_record_json(const struct pbx_cluster *c);
+
+/* Moves the asleep nodes of c->nodes to c->asleep, recording them; on the
+ * user's side a Spot node that always runs, asleep since a preemption, is
+ * made instead (waking). */
+int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err);
+/* slurm.conf's power-saving lines; caller frees. */
+char *pbx_power_conf_lines(const struct pbx_cluster *c);
+/* The stage's pbx-resume and pbx-suspend, into tar. */
+int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+		    struct pbx_err *err);
+
+/* --------------------------------------------------------------- verbs */
+
+/* Lists what carries the labels of the spec provider context pctx was
+ * opened for and removes it, looking again for what a creation still under
+ * way made meanwhile (stop.c); with `always`, destroy runs even when the
+ * list is empty (it also removes what belongs to the cluster as a whole).
+ * *found (may be NULL) says whether anything was listed. */
+int pbx_stop_by_label(const struct pbx_provider *p, void *pctx, int always, int *found,
+		      struct pbx_err *err);
 
 #endif
