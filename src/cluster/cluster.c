@@ -1,6 +1,6 @@
 /*
  * cluster.c - opening a live cluster and running commands on its nodes
- * (see cluster.h).
+ * (see cluster_session.h): the session layer of src/cluster.
  */
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"

@@ -1,10 +1,11 @@
 /*
- * cluster_session.h - an open, live cluster (cluster.c): its row, nodes and
- * SSH connections; open, close, connect, run a command or script on a node,
- * mark its state.  What features add on close or on a failed connect to the
- * head comes through struct pbx_cluster_hooks, which the feature layer
- * registers (hooks.c): the session names no feature.  Calls only the plans
- * (cluster_plan.h) below it.
+ * cluster_session.h - the session layer of src/cluster: a verb's cluster
+ * resolved once (target.c) and an open, live cluster (cluster.c): its row,
+ * nodes and SSH connections; open, close, connect, run a command or script
+ * on a node, mark its state.  What features add on close or on a failed
+ * connect to the head comes through struct pbx_cluster_hooks, which the
+ * feature layer registers (hooks.c): the session names no feature.  Calls
+ * only the plans (cluster_plan.h) below it.
  *
  * Library code: reports through struct pbx_err; never prints.
  */
@@ -21,6 +22,40 @@
 #include "ssh/ssh.h"
 #include "store/store.h"
 #include "util/err.h"
+
+/* ------------------------------------------------------------ target.c */
+
+/* A verb's cluster, resolved once: the name checked, the store's row read
+ * (when it has one) and the template chosen by one rule. */
+struct pbx_cluster_target {
+	const char *name;                     /* borrowed */
+	int known;                            /* the store has a live row: `row` */
+	struct pbx_cluster_row row;           /* owned; moved out by pbx_cluster_open_row */
+	char *tmpl_name;                      /* owned: the name `t` was looked up under */
+	const struct pbx_cluster_template *t; /* the config's (borrowed); NULL: none */
+};
+/* 0 when `name` may name a new cluster (the rule of template names,
+ * pbx_config_name_ok: [a-z][a-z0-9-]{0,30}; it becomes a directory, a
+ * hostname prefix and a cloud label); else -1 with a usage error that
+ * shows the name safely (control characters escaped). */
+int pbx_cluster_name_check(const char *name, struct pbx_err *err);
+/* The template a cluster is (or would be) built from: `tmpl` (-t), else
+ * the one `row` was started from (row may be NULL), else `name`. */
+const char *pbx_cluster_template_for(const struct pbx_cluster_row *row, const char *name,
+				     const char *tmpl);
+/* Fills *tg (pbx_cluster_target_release): checks `name`
+ * (pbx_cluster_name_check) before anything is read, reads its row once
+ * and looks up its template in cfg (may be NULL: no template).  An unknown
+ * cluster is no error (tg->known = 0). */
+int pbx_cluster_target_resolve(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
+			       const char *tmpl, struct pbx_cluster_target *tg,
+			       struct pbx_err *err);
+/* 0 when tg has a template, else -1 with PBX_EXIT_NOTFOUND naming it. */
+int pbx_cluster_target_template(const struct pbx_cluster_target *tg, const struct pbx_config *cfg,
+				struct pbx_err *err);
+void pbx_cluster_target_release(struct pbx_cluster_target *tg);
+
+/* ------------------------------------------------------------ cluster.c */
 
 /* An open, live cluster: its row, nodes and SSH connections. */
 struct pbx_cluster {
