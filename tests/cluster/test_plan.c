@@ -5,13 +5,16 @@
  * heads run pbx (head_plan.c); the spend and budget arithmetic
  * (spend_plan.c), with its edges: zero, negative and unpriced values, sums
  * and times too big for an int64_t, a budget exactly met; the template as
- * the cluster was sized and its record's fields (template_json.c).
+ * the cluster was sized and its record's fields, the SSH exposure line
+ * (template_json.c); a cluster's record read as hostile input
+ * (record_parse.c; the head's runs have tests/cluster/test_headruns.c).
  */
 #include "common/tap.h"
 
 #include "cluster/cluster_internal.h"
 #include "util/xalloc.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -334,6 +337,82 @@ static void test_template_fields(void)
 	free(json);
 }
 
+static void test_exposure(void)
+{
+	static const struct {
+		const char *json, *want;
+	} cases[] = {
+		{ "{\"cloud\":\"local\"}", "loopback addresses of this machine only" },
+		{ "{\"cloud\":\"gce\"}", "reaches the head from anywhere (0.0.0.0/0;" },
+		{ "{\"cloud\":\"gce\",\"ssh_from\":[\"10.0.0.0/8\",\"192.0.2.0/24\"]}",
+		  "from 10.0.0.0/8, 192.0.2.0/24; compute nodes have no external address" },
+		{ "{\"cloud\":\"gce\",\"compute_external_ips\":true}",
+		  "reaches every node (compute_external_ips)" },
+		{ "{\"cloud\":\"aws\",\"ssh_from\":[\"192.0.2.0/24\"]}",
+		  "security group from 192.0.2.0/24" },
+		{ "not json", "SSH (port 22) from anywhere" },
+	};
+	size_t i;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *line = pbx_template_ssh_exposure(cases[i].json);
+		CHECKF(line && strstr(line, cases[i].want), "exposure %zu: %s", i, line);
+		free(line);
+	}
+	CHECK(pbx_head_runs_node_ok(&tmpl, "node2") && pbx_head_runs_node_ok(&tmpl, "node4"));
+	CHECK(!pbx_head_runs_node_ok(&tmpl, "node5")); /* past the count */
+	CHECK(!pbx_head_runs_node_ok(&tmpl, "node1") && !pbx_head_runs_node_ok(&tmpl, "gpu1"));
+	CHECK(!pbx_head_runs_node_ok(&tmpl, "node0000002"));
+}
+
+/* A record of cluster rp with a head whose address is `addr`, and the
+ * field "more" when `more`; caller frees. */
+static char *record(const char *addr, int more)
+{
+	json_t *r = json_pack(
+		"{s:i, s:{s:s, s:s, s:s, s:s, s:s, s:n, s:i, s:i}, s:[{s:s, s:s, s:s, s:i, s:i, "
+		"s:n, s:s, s:s, s:n, s:n}], s:[]}",
+		"version", 1, "cluster", "name", "rp", "uid", "c3c2479a9cd6e780118288ae1679249d",
+		"cloud", "gce", "state", "up", "template_json",
+		"{\"name\":\"rp\",\"cloud\":\"gce\",\"node_groups\":[{\"name\":\"node\"}]}",
+		"template_name", "slot", 0, "created", 1700000000, "nodes", "name", "head", "role",
+		"head", "address", addr, "ssh_port", 22, "gpus", 0, "instance_id", "root", "/",
+		"state", "up", "zone", "public_address", "pins");
+	char *s;
+	if (more)
+		json_object_set_new(r, "more", json_integer(1));
+	s = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	return s;
+}
+
+static void test_record_parse(void)
+{
+	struct pbx_cluster_record rec;
+	struct pbx_err err = PBX_ERR_INIT;
+	char *text = record("10.0.0.2", 0);
+	int rc = pbx_cluster_record_parse(text, strlen(text), "rec", &rec, &err);
+	CHECKF(rc == 0, "a good record (%s)", err.msg);
+	if (rc == 0) {
+		CHECK_STR(rec.row.name, "rp");
+		CHECK(rec.nnodes == 1 && rec.npins == 0 && rec.row.created == 1700000000);
+		CHECK_STR(rec.nodes[0].address, "10.0.0.2");
+		pbx_cluster_record_release(&rec);
+	}
+	free(text);
+	text = record("1.2.3.4; rm", 0);
+	pbx_err_clear(&err);
+	CHECK(pbx_cluster_record_parse(text, strlen(text), "rec", &rec, &err) < 0);
+	CHECKF(strstr(err.msg, "rec: nodes[0].address") && !strstr(err.msg, "rm"),
+	       "the field named, its value never echoed: %s", err.msg);
+	free(text);
+	text = record("10.0.0.2", 1);
+	pbx_err_clear(&err);
+	CHECK(pbx_cluster_record_parse(text, strlen(text), "rec", &rec, &err) < 0);
+	free(text);
+	pbx_err_clear(&err);
+	CHECK(pbx_cluster_record_parse("[]", 2, "rec", &rec, &err) < 0);
+}
+
 int main(void)
 {
 	test_sleep_plan();
@@ -348,5 +427,7 @@ int main(void)
 	test_deadline();
 	test_template_sized();
 	test_template_fields();
+	test_exposure();
+	test_record_parse();
 	return tap_done();
 }
