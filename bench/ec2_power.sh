@@ -9,7 +9,7 @@
 # role's credentials from its IMDS.  For each N it submits, on the head,
 # `sbatch -N N` of a 1 s job; slurmctld runs pbx-resume of node[1-N] (one
 # host list, ResumeRate=0), which runs `pbx-head -q cluster power pw
-# resume ...` (src/cluster/powersave.c): one RunInstances for the group
+# resume ...` (src/cluster/slurm_sleep.c): one RunInstances for the group
 # (each instance's node in the launch's tags: pbx-role + pbx-launch, read
 # with its amiLaunchIndex, src/cloud/aws/launch.c), then the bootstraps.
 # Each round measures, in the same run:

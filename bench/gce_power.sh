@@ -6,7 +6,7 @@
 # (pbx-head, head.service_account).  For each N it submits, on the head,
 # `sbatch -N N` of a 1 s job; slurmctld runs pbx-resume of node[1-N] (one
 # host list, ResumeRate=0), which runs `pbx-head -q cluster power pw
-# resume ...` (src/cluster/powersave.c), which makes the N instances and
+# resume ...` (src/cluster/slurm_sleep.c), which makes the N instances and
 # bootstraps them.  Each round measures, in the same run:
 #   calls   the compute API calls the emulator counted (by method and
 #           route) from the submit until pbx-head's resume has ended, and

@@ -144,7 +144,7 @@ wait_for_ctld() {
 }
 
 # remade: whether this node is one that SLURM's power saving makes anew
-# (pbx_power_remade in src/cluster/powersave.c): a node that sleeps
+# (pbx_power_remade in src/cluster/slurm_sleep_plan.c): a node that sleeps
 # (State=CLOUD in slurm.conf), or a Spot node on a cluster with power
 # saving (slurm.conf names a ResumeProgram), made anew after a preemption
 # (docs/spot.md).  RA_LINE is this node's own line of slurm.conf, its name
@@ -1210,7 +1210,7 @@ install_new "$ENV_SH" 0644
 # The names of the nodes that power saving makes, on a cloud whose DNS
 # does not know them (EC2): the head's pbx stages "ADDRESS NAME" of the
 # awake ones as it wakes nodes, the user's start those of the Spot nodes
-# that always run, which it makes (src/cluster/powersave.c), and every node
+# that always run, which it makes (src/cluster/slurm_sleep_steps.c), and every node
 # keeps them in a block of its /etc/hosts, which slurm.conf's NodeAddr
 # names.  A staged name's line replaces that name's; the others stay (a
 # node asleep is asked nothing, and its next wake stages it anew), so

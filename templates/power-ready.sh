@@ -1,7 +1,7 @@
 #!/bin/sh
 # power-ready.sh - pbx-ready, SLURM's PrologSlurmctld on a cluster with
 # power saving (docs/power-saving.md, "A batch job on woken nodes"):
-# pbx stages it with its settings filled in (src/cluster/powersave.c) and
+# pbx stages it with its settings filled in (src/cluster/slurm_sleep_steps.c) and
 # the head's bootstrap installs it in /usr/local/lib/pbx beside pbx-resume.
 #
 # SLURM 22.05 keeps a batch job on nodes it powers up CONFIGURING until

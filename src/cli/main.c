@@ -125,6 +125,7 @@ int main(int argc, char **argv)
 	}
 	pbx_output_init(quiet);
 	pbx_cluster_set_open_hook(main_budget_warning);
+	pbx_cluster_hooks_install();
 	ctx.quiet = quiet;
 	ctx.stdout_tty = isatty(STDOUT_FILENO);
 	ctx.stderr_tty = isatty(STDERR_FILENO);

@@ -175,7 +175,7 @@ void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const
  * goes through the head, which dials it on its own network. */
 int pbx_instance_private_usable(const struct pbx_instance *x, const struct pbx_node_row *head);
 /* Whether template t has a power-saving group (min: below its count;
- * src/cluster/powersave.c, docs/power-saving.md). */
+ * src/cluster/slurm_sleep_steps.c, docs/power-saving.md). */
 int pbx_power_saving(const struct pbx_cluster_template *t);
 
 /* ----------------------------------------------------------------- images */
@@ -243,7 +243,7 @@ struct pbx_slurm_layout {
  * (quota, capacity).  The cluster runs without such nodes; a later start
  * tries to make them again. */
 #define PBX_NODE_NOT_CREATED "not-created"
-/* Power saving (src/cluster/powersave.c): a node SLURM may wake that has
+/* Power saving (src/cluster/slurm_sleep_steps.c): a node SLURM may wake that has
  * no instance now, and one being made because SLURM woke it. */
 #define PBX_NODE_ASLEEP      "asleep"
 #define PBX_NODE_WAKING      "waking"

@@ -285,10 +285,3 @@ int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *e
 	pbx_buf_release(&preempt);
 	return rc;
 }
-
-void pbx_cluster_mark(struct pbx_cluster *c, const char *state)
-{
-	struct pbx_err err = PBX_ERR_INIT;
-	if (pbx_store_cluster_set_state(c->store, c->row.id, state, &err) < 0)
-		pbx_store_event(c->store, c->row.id, "error", "%s", err.msg);
-}

@@ -1,6 +1,6 @@
 /*
  * cluster.c - opening a live cluster and running commands on its nodes
- * (see cluster.h).
+ * (see cluster_session.h): the session layer of src/cluster.
  */
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
@@ -49,6 +49,24 @@ static void (*cluster_open_hook)(struct pbx_cluster *c);
 void pbx_cluster_set_open_hook(void (*fn)(struct pbx_cluster *c))
 {
 	cluster_open_hook = fn;
+}
+
+/* What the feature layer does on close and on a failed connect (see
+ * pbx_cluster_set_hooks); all NULL until it registers. */
+static struct pbx_cluster_hooks cluster_hooks;
+
+void pbx_cluster_set_hooks(const struct pbx_cluster_hooks *h)
+{
+	memset(&cluster_hooks, 0, sizeof(cluster_hooks));
+	if (h)
+		cluster_hooks = *h;
+}
+
+void pbx_cluster_mark(struct pbx_cluster *c, const char *state)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_store_cluster_set_state(c->store, c->row.id, state, &err) < 0)
+		pbx_store_event(c->store, c->row.id, "error", "%s", err.msg);
 }
 
 /* Whether cluster `name` is one of cloud ssh (its template says so). */
@@ -245,7 +263,8 @@ void pbx_cluster_close(struct pbx_cluster *c)
 {
 	if (!c)
 		return;
-	pbx_cluster_spend_sync(c, time(NULL)); /* what this verb started or stopped */
+	if (cluster_hooks.closing) /* spend: what this verb started or stopped */
+		cluster_hooks.closing(c, time(NULL));
 	pbx_cluster_release(c);
 	free(c);
 }
@@ -283,7 +302,7 @@ char *pbx_cluster_pin_name(const struct pbx_cluster *c, size_t i)
  * says so and how to start it again, in place of the connection's error. */
 static void cluster_say_stopped(struct pbx_cluster *c, struct pbx_err *err)
 {
-	char *why = pbx_cluster_stopped_why(c);
+	char *why = cluster_hooks.stopped_why ? cluster_hooks.stopped_why(c) : NULL;
 	if (!why)
 		return;
 	pbx_err_clear(err);

@@ -2,7 +2,7 @@
  * headdelete.c - what the head of a cluster with `autostop_action: delete`
  * needs to delete its own cluster with the laptop off (issue 19;
  * docs/autostop.md), and the head of a cloud cluster that saves power
- * (powersave.c) to make and remove its nodes: the stage gets a configuration for pbx on the head
+ * (slurm_sleep*.c) to make and remove its nodes: the stage gets a configuration for pbx on the head
  * and, on a VM, pbx itself; the bootstrap installs them and the head's
  * pbx-autostop (templates/autostop.sh) runs `pbx cluster stop --id ID
  * --self INSTANCE NAME` as the head's own cloud identity
@@ -31,18 +31,6 @@
 
 /* The head's own key, made by its bootstrap (its HOME: pbx-head's). */
 #define PBX_HEAD_SSH_KEY "~/.ssh/id_ed25519"
-
-int pbx_head_deletes(const struct pbx_cluster *c)
-{
-	return c->spec.t && c->spec.t->autostop_delete;
-}
-
-int pbx_head_runs_pbx(const struct pbx_cluster *c)
-{
-	/* power saving on a cloud: the head makes and removes the nodes */
-	return pbx_head_deletes(c) ||
-	       (pbx_power_saving(c->spec.t) && strcmp(c->row.cloud, "local") != 0);
-}
 
 /* The endpoints a head on a VM leaves out of cloud (config_write.c's
  * keys): those on loopback, this machine's. */

@@ -1,5 +1,5 @@
 /*
- * headruns.c - the head's node runs (docs/cost.md, "Spend"; cluster.h,
+ * headruns.c - the head's node runs (docs/cost.md, "Spend"; cluster_steps.h,
  * "headruns.c").  On a cloud cluster that saves power the head's own pbx
  * makes and deletes the nodes that may sleep, while the user's pbx may be
  * off for days, and its store records their runs exactly as it resumes

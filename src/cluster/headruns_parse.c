@@ -1,7 +1,7 @@
 /*
  * headruns_parse.c - reading the head's node runs (the reply of `pbx
  * cluster runs NAME` on a cluster's head; struct pbx_head_run in
- * cluster.h, headruns.c) as hostile input: a compromised head must not
+ * cluster_plan.h, headruns.c) as hostile input: a compromised head must not
  * crash the user's pbx nor make its spend absurd.  The whole reply is
  * refused on the first fault: not JSON, another version or cluster, a
  * missing, unknown or mistyped field, too many runs, a node that is not

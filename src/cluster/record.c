@@ -1,7 +1,7 @@
 /*
  * record.c - writing a cluster's record: its store row, its nodes and
  * their pinned host keys as one JSON document (struct pbx_cluster_record
- * in cluster.h), for another pbx's store to take in with `pbx cluster
+ * in cluster_plan.h), for another pbx's store to take in with `pbx cluster
  * adopt` (record_parse.c reads it, adopt.c writes it there).  pbx on a
  * cluster's head needs the cluster as the user's store knows it to run
  * SLURM's power saving there (docs/power-saving.md, "A store on the

@@ -1,6 +1,6 @@
 /*
  * record_parse.c - reading a cluster's record (struct pbx_cluster_record
- * in cluster.h; record.c writes it) as hostile input: it comes from
+ * in cluster_plan.h; record.c writes it) as hostile input: it comes from
  * another machine, and what it holds goes into this store, then into
  * slurm.conf, /etc/hosts, known_hosts, SSH and shell command lines.  So
  * every field must be there with its type and pass the rules the store's

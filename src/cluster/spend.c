@@ -24,44 +24,11 @@
  */
 #include "cluster/cluster_internal.h"
 #include "cloud/price/price.h"
-#include "util/money.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Whether a node in store state `state` has an instance that runs (and is
- * paid for) while its cluster is not powered off. */
-static int spend_node_runs(const char *state)
-{
-	return state && strcmp(state, PBX_NODE_NOT_CREATED) != 0 && strcmp(state, "deleted") != 0 &&
-	       strcmp(state, PBX_NODE_ASLEEP) != 0;
-}
-
-/* The quote line of a node: the head's (the first), or its group's (the
- * template's, pbx_cloud_group_of); NULL when none fits. */
-static const struct pbx_price_line *spend_line(const struct pbx_price_quote *q,
-					       const struct pbx_cluster_template *t,
-					       const char *name, const char *role)
-{
-	const struct pbx_node_group *g;
-	size_t i;
-	if (!strcmp(role, "head"))
-		return q->n ? &q->lines[0] : NULL;
-	g = t ? pbx_cloud_group_of(t, name) : NULL;
-	for (i = 1; g && i < q->n; i++)
-		if (q->lines[i].group && !strcmp(q->lines[i].group, g->name))
-			return &q->lines[i];
-	return NULL;
-}
-
-int64_t pbx_spend_node_price(const struct pbx_price_quote *q, const struct pbx_cluster_template *t,
-			     const char *name, const char *role)
-{
-	const struct pbx_price_line *l = q ? spend_line(q, t, name, role) : NULL;
-	return l ? l->each : -1;
-}
 
 /* Whether node `name`'s runs are the head's (headruns.c): this verb took
  * them, and it may sleep. */
@@ -104,36 +71,6 @@ static int spend_cluster_on(struct pbx_cluster *c)
 	return on;
 }
 
-/* When node `name` powered off, as the cloud said: its own instance's stop
- * time, else its head's; 0 when not known. */
-static int64_t spend_stopped_at(const struct pbx_cluster *c, const char *name)
-{
-	size_t i;
-	for (i = 0; i < c->nstops; i++)
-		if (!strcmp(c->stops[i].name, name))
-			return c->stops[i].at;
-	return c->stopped_at;
-}
-
-/* Where a new run of node `name` begins: when this verb began (a start's
- * instances run from then), or earlier when the cloud says its instance
- * started before (a node the head woke that the laptop's view just learnt
- * up: c->starts), but never before a run of it ended. */
-static int64_t spend_run_from(const struct pbx_cluster *c, const struct pbx_node_run *runs,
-			      size_t nr, const char *name, int64_t now)
-{
-	int64_t from = c->opened_at > 0 && c->opened_at <= now ? c->opened_at : now, last = 0;
-	size_t i;
-	for (i = 0; i < nr; i++)
-		if (!strcmp(runs[i].node, name) && runs[i].ended > last)
-			last = runs[i].ended;
-	for (i = 0; i < c->nstarts; i++)
-		if (!strcmp(c->starts[i].name, name) && c->starts[i].at < from &&
-		    c->starts[i].at >= last)
-			from = c->starts[i].at;
-	return from;
-}
-
 void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 {
 	struct pbx_node_row *nodes = NULL;
@@ -154,11 +91,11 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 	for (i = 0; i < nr; i++) {
 		const struct pbx_node_row *n = spend_node(nodes, nn, runs[i].node);
 		int64_t at = now;
-		if (runs[i].ended || (on && n && spend_node_runs(n->state)) ||
+		if (runs[i].ended || (on && n && pbx_spend_state_runs(n->state)) ||
 		    (on && spend_head_owns(c, runs[i].node)))
 			continue;
 		if (!on) { /* powered off while pbx was not looking: the cloud says when */
-			at = spend_stopped_at(c, runs[i].node);
+			at = pbx_spend_stopped_at(c, runs[i].node);
 			if (at <= 0 || at > now)
 				at = now;
 		}
@@ -168,8 +105,8 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 		goto out;
 	for (i = 0; i < nn; i++) {
 		int64_t nanos;
-		if (!spend_node_runs(nodes[i].state) || spend_open_run(runs, nr, nodes[i].name) ||
-		    spend_head_owns(c, nodes[i].name))
+		if (!pbx_spend_state_runs(nodes[i].state) ||
+		    spend_open_run(runs, nr, nodes[i].name) || spend_head_owns(c, nodes[i].name))
 			continue;
 		if (!quoted && c->spec.t) {
 			struct pbx_err qerr = PBX_ERR_INIT;
@@ -180,7 +117,7 @@ void pbx_cluster_spend_sync(struct pbx_cluster *c, int64_t now)
 		nanos = pbx_spend_node_price(quoted == 1 ? &q : NULL, c->spec.t, nodes[i].name,
 					     nodes[i].role);
 		pbx_store_run_open(c->store, c->row.id, nodes[i].name,
-				   spend_run_from(c, runs, nr, nodes[i].name, now), nanos,
+				   pbx_spend_run_from(c, runs, nr, nodes[i].name, now), nanos,
 				   q.currency, &err);
 	}
 out:
@@ -197,24 +134,8 @@ int pbx_cluster_spend_of(struct pbx_store *st, int64_t cluster_id, int64_t now, 
 	memset(s, 0, sizeof(*s));
 	if (pbx_store_runs_list(st, cluster_id, &runs, &n, err) < 0)
 		return -1;
-	for (i = 0; i < n; i++) {
-		int64_t end = runs[i].ended ? runs[i].ended : now;
-		int64_t secs = end > runs[i].started ? end - runs[i].started : 0;
-		s->seconds += secs;
-		if (!runs[i].ended)
-			s->running++;
-		if (runs[i].nanos < 0) {
-			s->unpriced++;
-			continue;
-		}
-		if (!s->currency[0])
-			snprintf(s->currency, sizeof(s->currency), "%s", runs[i].currency);
-		/* hours x price, in 1e-9 units; a long double keeps the product
-		 * exact to well below a cent for years of a node */
-		s->spent += (int64_t)((long double)secs * runs[i].nanos / 3600.0L + 0.5L);
-		if (!runs[i].ended)
-			s->hourly += runs[i].nanos;
-	}
+	for (i = 0; i < n; i++)
+		pbx_spend_add_run(s, &runs[i], now);
 	s->runs = n;
 	pbx_node_runs_free(runs, n);
 	return 0;
@@ -229,27 +150,17 @@ int pbx_cluster_budget(struct pbx_cluster *c, int64_t now, struct pbx_budget *b)
 	b->budget = c->spec.t->budget;
 	if (pbx_cluster_spend_of(c->store, c->row.id, now, &b->spend, &err) < 0)
 		return 0;
-	b->percent = (int)((long double)b->spend.spent * 100.0L / (long double)b->budget);
+	b->percent = pbx_budget_percent(b->spend.spent, b->budget);
 	return 1;
-}
-
-/* "12.3456 of the budget 10.00 USD (123%)" into out. */
-static void budget_text(const struct pbx_budget *b, char *out, size_t size)
-{
-	char spent[32], budget[32];
-	pbx_money_format(b->spend.spent, 4, spent, sizeof(spent));
-	pbx_money_format(b->budget, 2, budget, sizeof(budget));
-	snprintf(out, size, "%s of its budget %s%s%s (%d%%)", spent, budget,
-		 b->spend.currency[0] ? " " : "", b->spend.currency, b->percent);
 }
 
 int pbx_cluster_budget_refuse(struct pbx_cluster *c, const char *what, struct pbx_err *err)
 {
 	struct pbx_budget b;
 	char text[160];
-	if (!pbx_cluster_budget(c, time(NULL), &b) || b.spend.spent < b.budget)
+	if (!pbx_cluster_budget(c, time(NULL), &b) || !pbx_budget_spent(&b))
 		return 0;
-	budget_text(&b, text, sizeof(text));
+	pbx_budget_text(&b, text, sizeof(text));
 	return pbx_err_setc(err, PBX_EXIT_SECURITY,
 			    "%s refused: cluster %s has spent %s; raise "
 			    "budget: in %s's template (or set it off) to go on",
@@ -260,10 +171,10 @@ char *pbx_cluster_budget_warning(struct pbx_cluster *c)
 {
 	struct pbx_budget b;
 	char text[160];
-	if (!pbx_cluster_budget(c, time(NULL), &b) || b.percent < 80)
+	if (!pbx_cluster_budget(c, time(NULL), &b) || b.percent < PBX_BUDGET_WARN_PERCENT)
 		return NULL;
-	budget_text(&b, text, sizeof(text));
-	if (b.spend.spent >= b.budget)
+	pbx_budget_text(&b, text, sizeof(text));
+	if (pbx_budget_spent(&b))
 		return xasprintf("cluster %s has spent %s: new submissions are refused, and its "
 				 "head powers it off (disks kept)",
 				 c->row.name, text);
@@ -302,7 +213,7 @@ int pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now, int64_t *until,
 	*until = 0;
 	if (!pbx_cluster_budget(c, now, &b))
 		return 0;
-	if (b.spend.spent >= b.budget) {
+	if (pbx_budget_spent(&b)) {
 		*until = now;
 		return 0;
 	}
@@ -319,14 +230,7 @@ int pbx_cluster_budget_until(struct pbx_cluster *c, int64_t now, int64_t *until,
 		free(why);
 		return -1;
 	}
-	/* every node of the template running from now on: the earliest the
-	 * budget can run out, less the time the cluster takes to power off */
-	*until = now +
-		 (int64_t)((long double)(b.budget - b.spend.spent) * 3600.0L /
-			   (long double)q.total) -
-		 budget_margin();
-	if (*until < now)
-		*until = now;
+	*until = pbx_budget_deadline(now, b.budget, b.spend.spent, q.total, budget_margin());
 	pbx_price_quote_free(&q);
 	return 0;
 }

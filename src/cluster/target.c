@@ -1,5 +1,5 @@
 /*
- * target.c - a verb's cluster, resolved once (see cluster.h): the name
+ * target.c - a verb's cluster, resolved once (see cluster_session.h): the name
  * checked before anything is read or written, the store's row read once,
  * and the template chosen by one rule (-t TEMPLATE, else the template the
  * cluster was started from, else the cluster's own name).  `cluster start`

@@ -6,7 +6,7 @@
  * The phases, and the tests that use them:
  *   stream, install, ingest   harvest (src/jobs/harvest.c; t0310)
  *   power                     1: a resume's nodes marked waking, before the
- *                             start that makes them (src/cluster/powersave.c)
+ *                             start that makes them (src/cluster/slurm_sleep.c)
  *   start                     1: instances made, before the bootstrap;
  *                             2: bootstrapped, before SLURM sees the nodes
  *                             (src/cluster/start.c; t0137)

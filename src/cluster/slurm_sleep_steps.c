@@ -1,6 +1,10 @@
 /*
- * powersave.c - SLURM power saving (issue 19, section 2; docs/power-saving.md):
- * compute nodes that exist only while jobs need them.
+ * slurm_sleep_steps.c - SLURM power saving (issue 19, section 2;
+ * docs/power-saving.md; not autostop's power-off, autostop_off.c): compute
+ * nodes that exist only while jobs need them.  This file holds the steps a
+ * start takes (the asleep nodes split off, slurm.conf's lines, the stage's
+ * programs); which nodes may sleep is slurm_sleep_plan.c, the resume and
+ * suspend verb slurm_sleep.c.
  *
  * A node group with `min:` has `count` nodes (max:), of which NAME1..NAMEmin
  * always run; the others are "asleep": store state PBX_NODE_ASLEEP, no
@@ -20,7 +24,7 @@
  * own cloud identity (docs/head-identity.md); slurm.conf names a node that
  * sleeps by a name (provider->dns_name) that the cloud's DNS resolves
  * (Compute Engine) or that the head writes into every node's /etc/hosts
- * (EC2: power_stage_hosts).
+ * (EC2: sleep_stage_hosts).
  */
 #include "cluster/cluster_internal.h"
 #include "tmpl/tmpl.h"
@@ -28,54 +32,14 @@
 #include "util/fs.h"
 #include "util/proc.h"
 #include "util/quote.h"
-#include "util/testkill.h"
 #include "util/ustar.h"
 #include "util/xalloc.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #define POWER_SUSPEND_DEFAULT_S 600 /* ParallelCluster's ScaledownIdletime */
-
-/* Node `name`'s group and its number in it (gpu3: 3), or NULL. */
-static const struct pbx_node_group *power_group(const struct pbx_cluster_template *t,
-						const char *name, int *k)
-{
-	const struct pbx_node_group *g = t ? pbx_cloud_group_of(t, name) : NULL;
-	*k = g ? atoi(name + strlen(g->name)) : 0;
-	return g;
-}
-
-int pbx_power_may_sleep(const struct pbx_cluster_template *t, const char *name)
-{
-	int k;
-	const struct pbx_node_group *g = power_group(t, name, &k);
-	return g && g->min >= 0 && k > g->min;
-}
-
-int pbx_power_remade(const struct pbx_cluster_template *t, const char *name)
-{
-	int k;
-	const struct pbx_node_group *g = power_group(t, name, &k);
-	return g && k >= 1 && k <= g->count && pbx_power_saving(t) &&
-	       (g->spot || pbx_power_may_sleep(t, name));
-}
-
-void pbx_power_plan(struct pbx_cluster *c, struct pbx_node_row *planned, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		if (!strcmp(planned[i].role, "compute") &&
-		    pbx_power_may_sleep(c->spec.t, planned[i].name)) {
-			free(planned[i].state);
-			planned[i].state = xstrdup(PBX_NODE_ASLEEP);
-		}
-}
 
 int pbx_power_split(struct pbx_cluster *c, struct pbx_err *err)
 {
@@ -114,7 +78,7 @@ struct power_place {
 	const char *name;
 };
 
-static int power_place_cmp(const void *a, const void *b)
+static int sleep_place_cmp(const void *a, const void *b)
 {
 	const struct power_place *x = a, *y = b;
 	return x->place != y->place ? (x->place > y->place) - (x->place < y->place)
@@ -125,7 +89,7 @@ static int power_place_cmp(const void *a, const void *b)
  * a preemption) asleep, in the template's order: slurm.conf must not
  * change as nodes wake and sleep (a change restarts slurmctld).  One
  * sort, not a search a node: a group may have 10,000. */
-static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
+static void sleep_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
 	struct power_place *v = xcalloc(c->nnodes + c->nasleep + 1, sizeof(*v));
@@ -134,13 +98,13 @@ static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
 		const struct pbx_node_row *r =
 			i < c->nnodes ? &c->nodes[i] : &c->asleep[i - c->nnodes];
 		int k;
-		const struct pbx_node_group *g = power_group(t, r->name, &k);
+		const struct pbx_node_group *g = pbx_power_group(t, r->name, &k);
 		if (strcmp(r->role, "compute") != 0 || pbx_power_may_sleep(t, r->name))
 			continue;
 		v[n].place = g ? (long)(g - t->groups) * (PBX_CONFIG_MAX_COUNT + 1) + k : -1;
 		v[n++].name = r->name;
 	}
-	qsort(v, n, sizeof(*v), power_place_cmp);
+	qsort(v, n, sizeof(*v), sleep_place_cmp);
 	for (i = 0; i < n; i++)
 		pbx_buf_addf(b, "%s%s", b->len ? "," : "", v[i].name);
 	free(v);
@@ -148,7 +112,7 @@ static void power_always_on(const struct pbx_cluster *c, struct pbx_buf *b)
 
 /* SLURM's ResumeTimeout: the template's, else the boot timeout and 5
  * minutes more (the bootstrap's install). */
-static int power_resume_timeout(const struct pbx_cluster *c)
+static int sleep_resume_timeout(const struct pbx_cluster *c)
 {
 	const struct pbx_cluster_template *t = c->spec.t;
 	return t->resume_timeout ? t->resume_timeout
@@ -156,7 +120,7 @@ static int power_resume_timeout(const struct pbx_cluster *c)
 }
 
 /* The head's root ("" on a VM; a node body's directory); borrowed. */
-static const char *power_root(const struct pbx_cluster *c)
+static const char *sleep_root(const struct pbx_cluster *c)
 {
 	return c->nnodes && c->nodes[0].root ? c->nodes[0].root : "";
 }
@@ -166,8 +130,8 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 	const struct pbx_cluster_template *t = c->spec.t;
 	struct pbx_buf b = PBX_BUF_INIT, on = PBX_BUF_INIT;
 	int suspend = t->suspend_time ? t->suspend_time : POWER_SUSPEND_DEFAULT_S;
-	int resume = power_resume_timeout(c);
-	power_always_on(c, &on);
+	int resume = sleep_resume_timeout(c);
+	sleep_always_on(c, &on);
 	pbx_buf_addf(&b,
 		     "\n# Power saving (docs/power-saving.md): nodes above a group's min: are\n"
 		     "# made when jobs wait for them and removed after SuspendTime idle.\n"
@@ -197,7 +161,7 @@ char *pbx_power_conf_lines(const struct pbx_cluster *c)
 /* "node2,node3" of the nodes power saving may make (pbx_power_remade):
  * those that sleep, NAMEk for k from a group's min + 1 to its count, and
  * the Spot nodes; with always_on, only the Spot nodes that do not sleep. */
-static void power_names(const struct pbx_cluster_template *t, int always_on, struct pbx_buf *b)
+static void sleep_names(const struct pbx_cluster_template *t, int always_on, struct pbx_buf *b)
 {
 	size_t i;
 	int k;
@@ -219,7 +183,7 @@ static void power_names(const struct pbx_cluster_template *t, int always_on, str
  * SlurmUser, for which the head's bootstrap allows that one command
  * through sudo on a VM (on a node body SlurmUser is root).  RUN is "exec "
  * or "" (the script goes on after it). */
-static void power_script_exec(const struct pbx_cluster *c, const char *root, const char *action,
+static void sleep_script_exec(const struct pbx_cluster *c, const char *root, const char *action,
 			      const char *run, struct pbx_buf *b)
 {
 	char *self;
@@ -257,8 +221,8 @@ static void power_script_exec(const struct pbx_cluster *c, const char *root, con
  * waiter a node, so SLURM does not wait for it; it gives up when the node
  * is neither powering down nor powered down (a job's resume took it
  * first), and leaves a node DOWN (a failed resume marked it so, with the
- * reason: power_mark_failed; powering it up would loop). */
-static void power_keep_up(const char *root, const char *keep, struct pbx_buf *b)
+ * reason: sleep_mark_failed in slurm_sleep.c; powering it up would loop). */
+static void sleep_keep_up(const char *root, const char *keep, struct pbx_buf *b)
 {
 	pbx_buf_adds(b, "rc=$?\nkeep=");
 	pbx_shell_quote(b, keep);
@@ -294,13 +258,13 @@ static void power_keep_up(const char *root, const char *keep, struct pbx_buf *b)
 
 /* One of the two programs: `pbx cluster power NAME ACTION NODE...` with
  * SLURM's host list expanded, logged on the head. */
-static char *power_script(const struct pbx_cluster *c, const char *action)
+static char *sleep_script(const struct pbx_cluster *c, const char *action)
 {
 	struct pbx_buf b = PBX_BUF_INIT, keep = PBX_BUF_INIT;
-	const char *root = power_root(c);
+	const char *root = sleep_root(c);
 	pbx_buf_addf(&b,
 		     "#!/bin/sh\n# pbx-%s HOSTLIST - SLURM's %s for cluster %s: written by "
-		     "pbx (src/cluster/powersave.c)\n"
+		     "pbx (src/cluster/slurm_sleep_steps.c)\n"
 		     "# node names are split into words, never globbed\nset -f\n",
 		     action, !strcmp(action, "resume") ? "ResumeProgram" : "SuspendProgram",
 		     c->row.name);
@@ -312,10 +276,10 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
 			 "echo \"$(date -u +%Y-%m-%dT%H:%M:%SZ) ");
 	pbx_buf_addf(&b, "%s $1\"\nset --\n", action);
 	if (!strcmp(action, "suspend"))
-		power_names(c->spec.t, 1, &keep);
-	power_script_exec(c, root, action, keep.len ? "" : "exec ", &b);
+		sleep_names(c->spec.t, 1, &keep);
+	sleep_script_exec(c, root, action, keep.len ? "" : "exec ", &b);
 	if (keep.len)
-		power_keep_up(root, keep.buf, &b);
+		sleep_keep_up(root, keep.buf, &b);
 	pbx_buf_release(&keep);
 	return pbx_buf_detach(&b, NULL);
 }
@@ -325,18 +289,18 @@ static char *power_script(const struct pbx_cluster *c, const char *action)
  * respond) with its settings filled in, shell-quoted: the head's
  * slurm.conf and state directory, the nodes that may sleep and how long
  * it waits (ResumeTimeout).  Appends it to *out. */
-static int power_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, struct pbx_err *err)
+static int sleep_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, struct pbx_err *err)
 {
 	struct pbx_buf text = PBX_BUF_INIT, sleepers = PBX_BUF_INIT;
 	struct pbx_buf q[4] = { PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
-	char *conf = xasprintf("%s/etc/slurm/slurm.conf", power_root(c));
-	char *state = xasprintf("%s/var/spool/slurmctld", power_root(c));
+	char *conf = xasprintf("%s/etc/slurm/slurm.conf", sleep_root(c));
+	char *state = xasprintf("%s/var/spool/slurmctld", sleep_root(c));
 	int rc, i;
-	power_names(c->spec.t, 0, &sleepers);
+	sleep_names(c->spec.t, 0, &sleepers);
 	pbx_shell_quote(&q[0], conf);
 	pbx_shell_quote(&q[1], state);
 	pbx_shell_quote(&q[2], sleepers.len ? sleepers.buf : "");
-	pbx_buf_addf(&q[3], "%d", power_resume_timeout(c));
+	pbx_buf_addf(&q[3], "%d", sleep_resume_timeout(c));
 	{
 		const char *const vars[] = { "SLURM_CONF", q[0].buf,   "STATE_DIR",
 					     q[1].buf,     "SLEEPERS", q[2].buf,
@@ -362,7 +326,7 @@ static int power_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, 
  * them).  The head's own pbx, which makes and removes them, stages every
  * awake one; the user's start only the Spot nodes that always run, which
  * it makes itself: the user's store may not know what the head woke. */
-static int power_stage_hosts(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+static int sleep_stage_hosts(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 			     struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -396,10 +360,10 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 	size_t i;
 	struct pbx_buf ready = PBX_BUF_INIT;
 	int rc;
-	if (power_stage_hosts(c, tar, now, err) < 0)
+	if (sleep_stage_hosts(c, tar, now, err) < 0)
 		return -1;
 	for (i = 0; i < 2; i++) {
-		char *script = power_script(c, actions[i]);
+		char *script = sleep_script(c, actions[i]);
 		char *path = xasprintf(PBX_STAGE_DIR "/pbx-%s", actions[i]);
 		rc = pbx_ustar_file(tar, path, 0755, now, script, strlen(script), err);
 		free(path);
@@ -407,7 +371,7 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 		if (rc < 0)
 			return -1;
 	}
-	rc = power_ready_script(c, &ready, err);
+	rc = sleep_ready_script(c, &ready, err);
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/pbx-ready", 0755, now, ready.buf,
 				    ready.len, err);
@@ -416,198 +380,3 @@ int pbx_power_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now
 }
 
 /* ------------------------------------------------------------ the verb */
-
-/* Marks SLURM nodes `names` ("node2,node3") failed in one round trip,
- * with "pbx resume failed: WHY" as the reason: drained (SLURM requeues the
- * jobs it was starting there and sends no new one), powered down at once
- * (SLURM does not wait for them until ResumeTimeout, which would replace
- * the reason), then DOWN (not woken again until someone resumes them).
- * WHY may carry a node's own words: only printable ASCII of it, one line,
- * at most 200 bytes, goes into the reason.  Best effort. */
-static void power_mark_failed(struct pbx_cluster *c, const char *names, const char *why)
-{
-	static const char *const states[] = { "drain", "power_down_force", "down" };
-	struct pbx_buf script = PBX_BUF_INIT, reason = PBX_BUF_INIT;
-	struct pbx_cluster_output o;
-	struct pbx_err err = PBX_ERR_INIT;
-	size_t i;
-	pbx_buf_adds(&reason, "reason=pbx resume failed: ");
-	for (i = 0; why[i] && i < 200; i++)
-		pbx_buf_addc(&reason, why[i] >= 0x20 && why[i] < 0x7f ? why[i] : ' ');
-	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		pbx_buf_addf(&script, "scontrol update state=%s nodename=", states[i]);
-		pbx_shell_quote(&script, names);
-		pbx_buf_addc(&script, ' ');
-		pbx_shell_quote(&script, reason.buf);
-		pbx_buf_addc(&script, '\n');
-	}
-	pbx_cluster_run(c, 0, script.buf, NULL, &o, &err);
-	pbx_cluster_output_release(&o);
-	pbx_buf_release(&script);
-	pbx_buf_release(&reason);
-}
-
-/* Marks "waking" each node of names[0..n) that may sleep and is not up:
- * asleep, or left half made by a resume killed on the way (waking,
- * creating, bootstrapping), which the start that follows makes anew.  Names
- * are only matched against the store's rows: the head, a node that always
- * runs, a node that is up and any other name are left alone.  Returns how
- * many are waking now. */
-static size_t power_wake(struct pbx_cluster *c, char **names, size_t n)
-{
-	struct pbx_node_row *rows = NULL;
-	struct pbx_err err = PBX_ERR_INIT;
-	size_t nr = 0, i, k, done = 0;
-	if (pbx_store_node_list(c->store, c->row.id, &rows, &nr, &err) < 0)
-		return 0;
-	for (i = 0; i < n; i++)
-		for (k = 0; k < nr; k++) {
-			const char *st = rows[k].state;
-			if (strcmp(rows[k].name, names[i]) != 0 || !st || !strcmp(st, "up") ||
-			    !pbx_power_remade(c->spec.t, names[i]))
-				continue;
-			if (!strcmp(st, PBX_NODE_WAKING) ||
-			    pbx_store_node_set_state(c->store, c->row.id, names[i], PBX_NODE_WAKING,
-						     &err) == 0)
-				done++;
-		}
-	pbx_node_rows_free(rows, nr);
-	return done;
-}
-
-static int power_resume(struct pbx_store *st, const struct pbx_config *cfg, struct pbx_cluster *c,
-			char **names, size_t n, struct pbx_err *err)
-{
-	struct pbx_err oerr = PBX_ERR_INIT;
-	char *name = xstrdup(c->row.name);
-	size_t i, woken = power_wake(c, names, n);
-	int rc = 0;
-	/* each is made anew, with a new host key: pinned again on first
-	 * contact, as for any node pbx makes */
-	for (i = 0; i < n; i++) {
-		char *prefix = xasprintf("%s/%s@", name, names[i]);
-		int removed = 0;
-		pbx_store_hostkey_forget_prefix(st, prefix, &removed, &oerr);
-		free(prefix);
-	}
-	pbx_store_event(st, c->row.id, "power.resume", "%zu of %zu nodes", woken, n);
-	pbx_test_kill_point("power", 1);
-	pbx_cluster_close(c);
-	if (woken)
-		rc = pbx_cluster_start_name(st, cfg, name, NULL, err);
-	if (rc < 0 && pbx_cluster_open(st, cfg, name, &c, &oerr) == 0) {
-		/* nothing is left half made: the nodes sleep again, their jobs
-		 * go back to the queue, and SLURM hears why (DOWN with the
-		 * reason: it does not try them again by itself) */
-		const struct pbx_provider *p = c->provider;
-		struct pbx_buf down = PBX_BUF_INIT;
-		for (i = 0; i < c->nnodes; i++) {
-			size_t k;
-			for (k = 0; k < n && strcmp(names[k], c->nodes[i].name); k++)
-				;
-			if (k == n || !c->nodes[i].state || !strcmp(c->nodes[i].state, "up"))
-				continue;
-			if (p->remove_nodes)
-				p->remove_nodes(c->pctx, &c->nodes[i], 1, &oerr);
-			pbx_store_node_set_state(st, c->row.id, c->nodes[i].name, PBX_NODE_ASLEEP,
-						 &oerr);
-			pbx_buf_addf(&down, "%s%s", down.len ? "," : "", c->nodes[i].name);
-		}
-		if (down.len)
-			power_mark_failed(c, down.buf, err->msg);
-		pbx_buf_release(&down);
-		pbx_cluster_close(c);
-	}
-	free(name);
-	return rc;
-}
-
-static int power_suspend(struct pbx_cluster *c, char **names, size_t n, struct pbx_err *err)
-{
-	struct pbx_node_row *v = xcalloc(n ? n : 1, sizeof(*v));
-	size_t i, k, m = 0;
-	int rc = 0;
-	/* asleep ones too: SLURM has them up, so an instance may exist that
-	 * the store missed; removing a node that is gone is fine */
-	for (i = 0; i < n; i++)
-		for (k = 0; k < c->nnodes; k++)
-			if (!strcmp(c->nodes[k].name, names[i]) &&
-			    pbx_power_remade(c->spec.t, names[i]))
-				v[m++] = c->nodes[k]; /* borrowed */
-	pbx_store_event(c->store, c->row.id, "power.suspend", "%zu of %zu nodes", m, n);
-	if (m && c->provider->remove_nodes)
-		rc = c->provider->remove_nodes(c->pctx, v, m, err);
-	for (i = 0; rc == 0 && i < m; i++)
-		rc = pbx_store_node_set_state(c->store, c->row.id, v[i].name, PBX_NODE_ASLEEP, err);
-	free(v);
-	pbx_cluster_close(c);
-	return rc;
-}
-
-/* One power action of a cluster at a time: SLURM runs ResumeProgram and
- * SuspendProgram as it sees fit, and a suspend that read the store while
- * a resume was making the same node would miss its instance (seen with a
- * power_down_force during a resume).  The lock is CLUSTER_DIR/power.lock,
- * held (flock) until *fd is closed; a SIGKILL lets it go. */
-static int power_lock(struct pbx_store *st, const char *name, int *fd, struct pbx_err *err)
-{
-	struct pbx_cluster_row row;
-	char *dir, *path;
-	int rc = 0;
-	*fd = -1;
-	if (!pbx_config_name_ok(name))
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "'%s' is not a cluster name", name);
-	if (pbx_store_cluster_get(st, name, &row, err) < 0)
-		return -1; /* no such cluster: nothing made for it */
-	pbx_cluster_row_free(&row);
-	dir = pbx_cluster_dir(name);
-	path = xasprintf("%s/power.lock", dir);
-	if (pbx_mkdir_p(dir, 0700, err) < 0)
-		rc = -1;
-	else if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		rc = pbx_err_set(err, "%s: %s", path, strerror(errno));
-	else if (flock(*fd, LOCK_EX) < 0)
-		rc = pbx_err_set(err, "%s: flock: %s", path, strerror(errno));
-	free(path);
-	free(dir);
-	return rc;
-}
-
-int pbx_cluster_power(struct pbx_store *st, const struct pbx_config *cfg, const char *name,
-		      const char *action, char **nodes, size_t n, struct pbx_err *err)
-{
-	struct pbx_cluster *c = NULL;
-	int lock = -1, rc;
-	size_t i;
-	if (strcmp(action, "resume") != 0 && strcmp(action, "suspend") != 0)
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "expected resume or suspend, got '%s'",
-				    action);
-	if (power_lock(st, name, &lock, err) < 0 || pbx_cluster_open(st, cfg, name, &c, err) < 0) {
-		if (lock >= 0)
-			close(lock);
-		return -1;
-	}
-	if (!pbx_power_saving(c->spec.t)) {
-		pbx_cluster_close(c);
-		close(lock);
-		return pbx_err_setc(err, PBX_EXIT_USAGE,
-				    "cluster %s has no power-saving node "
-				    "group (min: below its count)",
-				    name);
-	}
-	for (i = 0; i < n; i++)
-		if (!pbx_power_remade(c->spec.t, nodes[i])) {
-			pbx_cluster_close(c);
-			close(lock);
-			return pbx_err_setc(err, PBX_EXIT_USAGE,
-					    "'%.64s' is not a node of cluster %s that power saving "
-					    "makes and removes: nothing done",
-					    nodes[i], name);
-		}
-	if (!strcmp(action, "resume"))
-		rc = power_resume(st, cfg, c, nodes, n, err);
-	else
-		rc = power_suspend(c, nodes, n, err);
-	close(lock);
-	return rc;
-}

@@ -1,5 +1,5 @@
 /*
- * power.c - whether a cluster is powered off, and why, for the verbs that
+ * autostop_off.c - autostop power-off (not SLURM power saving: slurm_sleep*.c): whether a cluster is powered off, and why, for the verbs that
  * find its head unreachable (docs/autostop.md).  A cluster that stopped
  * itself (templates/autostop.sh) keeps its disks: on a cloud its head
  * instance is TERMINATED (Compute Engine) or stopped (EC2); on the local
@@ -23,7 +23,7 @@
 #define AUTOSTOP_LAST PBX_NODE_DIR "/autostop.last"
 
 /* "stopped at T: REASON" from a body's autostop.last, or NULL. */
-static char *power_last_stop(const char *root)
+static char *off_last_stop(const char *root)
 {
 	char *path = xasprintf("%s/" AUTOSTOP_LAST, root), *line, *save = NULL, *res = NULL;
 	const char *at = NULL, *reason = NULL;
@@ -49,11 +49,11 @@ static char *power_last_stop(const char *root)
 
 /* c->stopped_at and c->stops: connections to several nodes at once
  * (discovery's fan-out) may each find the cluster stopped. */
-static pthread_mutex_t power_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t autostop_off_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Each node's stop time as the cloud lists it, into c->stops by name
- * (power_lock held). */
-static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
+ * (autostop_off_lock held). */
+static void off_stop_times(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
 {
 	size_t i, k;
 	free(c->stops);
@@ -74,7 +74,7 @@ static void power_stop_times(struct pbx_cluster *c, const struct pbx_instance *v
 /* Whether a cloud's instance state is powered off, or going to be (EC2's
  * terminated and shutting-down too when gone_too: an instance being
  * deleted, which bills nothing more). */
-static int power_state_off(const char *state, int gone_too)
+static int off_state_off(const char *state, int gone_too)
 {
 	static const char *const off[] = {
 		"TERMINATED", "STOPPING",   "SUSPENDED",  "stopped",
@@ -89,7 +89,7 @@ static int power_state_off(const char *state, int gone_too)
 
 /* The node name of listed instance v in cluster c: the store's node with
  * its id, else the node the cloud says it was made for, else its id. */
-static const char *power_node_of(const struct pbx_cluster *c, const struct pbx_instance *v)
+static const char *off_node_of(const struct pbx_cluster *c, const struct pbx_instance *v)
 {
 	size_t k;
 	for (k = 0; k < c->nnodes; k++)
@@ -99,9 +99,9 @@ static const char *power_node_of(const struct pbx_cluster *c, const struct pbx_i
 }
 
 /* c->still_running: the instances v[0..n) lists running besides the head
- * (power_lock held): a node SLURM saw go down but the cloud still bills
+ * (autostop_off_lock held): a node SLURM saw go down but the cloud still bills
  * (a resume killed part-way), which autostop's stop did not reach. */
-static void power_still_running(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
+static void off_still_running(struct pbx_cluster *c, const struct pbx_instance *v, size_t n)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	size_t i;
@@ -109,9 +109,9 @@ static void power_still_running(struct pbx_cluster *c, const struct pbx_instance
 	c->still_running = NULL;
 	for (i = 0; i < n; i++) {
 		if (!v[i].id || !strcmp(v[i].id, c->nodes[0].instance_id) || !v[i].state ||
-		    !pbx_instance_is_machine(&v[i]) || power_state_off(v[i].state, 1))
+		    !pbx_instance_is_machine(&v[i]) || off_state_off(v[i].state, 1))
 			continue;
-		char *name = pbx_visible(power_node_of(c, &v[i]), PBX_VISIBLE_LINE);
+		char *name = pbx_visible(off_node_of(c, &v[i]), PBX_VISIBLE_LINE);
 		pbx_buf_addf(&b, "%s%s", b.len ? " " : "", name);
 		free(name);
 	}
@@ -124,7 +124,7 @@ static void power_still_running(struct pbx_cluster *c, const struct pbx_instance
  * c->stopped_at is when it stopped, as the cloud says (0: not said), and
  * c->stops each node's), or lists it no more (2: deleted, e.g. by the head
  * itself, autostop_action: delete), or neither (0). */
-static int power_head_off(struct pbx_cluster *c, char **state)
+static int off_head_off(struct pbx_cluster *c, char **state)
 {
 	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
@@ -133,9 +133,9 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 	int off = 2;
 	if (!head || !*head || c->provider->list(c->pctx, &v, &n, &err) < 0)
 		return 0;
-	pthread_mutex_lock(&power_lock);
-	power_stop_times(c, v, n);
-	pthread_mutex_unlock(&power_lock);
+	pthread_mutex_lock(&autostop_off_lock);
+	off_stop_times(c, v, n);
+	pthread_mutex_unlock(&autostop_off_lock);
 	for (i = 0; i < n && off == 2; i++) {
 		/* the head's handle: its instance name (gce), its id (aws) */
 		if (strcmp(v[i].id, head) != 0)
@@ -143,23 +143,23 @@ static int power_head_off(struct pbx_cluster *c, char **state)
 		off = 0;
 		if (!v[i].state)
 			continue;
-		if (power_state_off(v[i].state, 1)) {
+		if (off_state_off(v[i].state, 1)) {
 			*state = pbx_visible(v[i].state, PBX_VISIBLE_LINE);
-			pthread_mutex_lock(&power_lock);
+			pthread_mutex_lock(&autostop_off_lock);
 			c->stopped_at = v[i].stopped_at;
-			pthread_mutex_unlock(&power_lock);
+			pthread_mutex_unlock(&autostop_off_lock);
 			off = 1;
 		}
 	}
-	pthread_mutex_lock(&power_lock);
+	pthread_mutex_lock(&autostop_off_lock);
 	if (off == 1)
-		power_still_running(c, v, n);
-	pthread_mutex_unlock(&power_lock);
+		off_still_running(c, v, n);
+	pthread_mutex_unlock(&autostop_off_lock);
 	pbx_instances_free(v, n);
 	return off;
 }
 
-static char *power_stopped_why(struct pbx_cluster *c)
+static char *off_stopped_why(struct pbx_cluster *c)
 {
 	char *state = NULL, *why;
 	if (!c->nnodes)
@@ -167,10 +167,10 @@ static char *power_stopped_why(struct pbx_cluster *c)
 	if (!strcmp(c->row.cloud, "local")) {
 		if (!c->nodes[0].root || !*c->nodes[0].root || pbx_body_running(c->nodes[0].root))
 			return NULL;
-		why = power_last_stop(c->nodes[0].root);
+		why = off_last_stop(c->nodes[0].root);
 		return why ? why : xstrdup("its node bodies run no process");
 	}
-	switch (power_head_off(c, &state)) {
+	switch (off_head_off(c, &state)) {
 	case 0:
 		return NULL;
 	case 2:
@@ -195,7 +195,7 @@ static char *power_stopped_why(struct pbx_cluster *c)
 
 char *pbx_cluster_stopped_why(struct pbx_cluster *c)
 {
-	char *why = power_stopped_why(c);
+	char *why = off_stopped_why(c);
 	if (why && strcmp(c->row.state, "stopped") != 0) {
 		pbx_cluster_mark(c, "stopped"); /* what `cluster list` shows from now on */
 		free(c->row.state);
@@ -208,5 +208,5 @@ char *pbx_cluster_last_stop(const struct pbx_cluster *c)
 {
 	if (!c->nnodes || !c->nodes[0].root || !*c->nodes[0].root)
 		return NULL;
-	return power_last_stop(c->nodes[0].root);
+	return off_last_stop(c->nodes[0].root);
 }
