@@ -4,7 +4,10 @@
 # by tasks on two nodes; another package with the same source moves
 # nothing and downloads nothing; one changed object moves alone, a deleted
 # one disappears; a corrupted download fails the parrun naming the object
-# with nothing submitted, and a retry succeeds; hostile object names are
+# with nothing submitted, and a retry succeeds; a staging that fails after
+# streaming objects to the head (its stream ends without the manifest)
+# changes nothing there, and its retry downloads only what the cache
+# lacks; hostile object names are
 # refused with nothing written outside; a local directory source works
 # the same way; the data is never harvested and tasks cannot write it.
 # Addresses 127.0.162.x, ports 22392 and 30200-30263.
@@ -146,8 +149,13 @@ is "$rc" 4 "a corrupted download among parallel ones fails the parrun: $errout"
 case $errout in *"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
 ok $r "naming the object: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'fm5'")" 0 "nothing recorded"
-# the objects that came before the failure were already streamed to the
-# head: the stream ended without its manifest, so none is in place
+# again: the objects the failed staging kept in the cache are streamed to
+# the head first, then a download fails; the stream ends without its
+# manifest, so none of them is put in place
+emu_post faults '{"storage_corrupt": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/fm5/experiment.yaml" dt
+case "$rc $errout" in "4 "*"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
+ok $r "it fails again, after streaming what the cache had: $errout"
 is "$(cat "$D"/sub/o5? "$D"/sub/o6? | grep -c twice)" 0 "a stream cut before its manifest changes nothing on the cluster"
 is "$(find "$SHARED/pbx/data" -maxdepth 1 -name '.in-*' | wc -l)" 0 "and leaves no unpacked directory"
 reset_calls
