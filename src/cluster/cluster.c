@@ -10,6 +10,7 @@
 #include "util/quote.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,11 +441,41 @@ int pbx_cluster_node_exec(struct pbx_cluster *c, size_t i, const char *cmdline, 
 	return pbx_ssh_exec(s, cmdline, in, inlen, out, ctx, status, err);
 }
 
+/* Node i runs cmdline with stdin from in_fd (>= 0) until its end: over
+ * SSH as it arrives, on this machine read whole first. */
+static int cluster_node_exec_fd(struct pbx_cluster *c, size_t i, const char *cmdline, int in_fd,
+				pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
+{
+	struct pbx_ssh *s;
+	struct pbx_buf in = PBX_BUF_INIT;
+	char chunk[65536];
+	ssize_t n;
+	int rc;
+	if (!(i < c->nnodes && c->here == (int)i)) {
+		if (pbx_cluster_connect(c, i, &s, err) < 0)
+			return -1;
+		return pbx_ssh_exec_fd(s, cmdline, in_fd, out, ctx, status, err);
+	}
+	while ((n = read(in_fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			pbx_buf_release(&in);
+			return pbx_err_set(err, "cannot read command input: %s", strerror(errno));
+		}
+		pbx_buf_add(&in, chunk, (size_t)n);
+	}
+	rc = pbx_cluster_node_exec(c, i, cmdline, in.buf, in.len, out, ctx, status, err);
+	pbx_buf_release(&in);
+	return rc;
+}
+
 /* The one path of every remote command: env.sh, the shared directory,
- * then `cmdline` with `in` (may be NULL) on stdin. */
+ * then `cmdline` with `in` (may be NULL) on stdin, or, in_fd >= 0, what
+ * that fd gives. */
 static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdline,
-			   const struct pbx_buf *in, pbx_ssh_output_fn out, void *ctx, int *status,
-			   struct pbx_err *err)
+			   const struct pbx_buf *in, int in_fd, pbx_ssh_output_fn out, void *ctx,
+			   int *status, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	char *line;
@@ -454,8 +485,11 @@ static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdli
 	cluster_env_prefix(c, node, &b);
 	pbx_buf_adds(&b, cmdline);
 	line = cluster_exec_line(c, node, b.buf);
-	rc = pbx_cluster_node_exec(c, node, line, in ? in->buf : NULL, in ? in->len : 0, out, ctx,
-				   status, err);
+	if (in_fd >= 0)
+		rc = cluster_node_exec_fd(c, node, line, in_fd, out, ctx, status, err);
+	else
+		rc = pbx_cluster_node_exec(c, node, line, in ? in->buf : NULL, in ? in->len : 0,
+					   out, ctx, status, err);
 	free(line);
 	pbx_buf_release(&b);
 	return rc;
@@ -464,7 +498,7 @@ static int cluster_exec_in(struct pbx_cluster *c, size_t node, const char *cmdli
 int pbx_cluster_exec_sh(struct pbx_cluster *c, size_t node, const char *cmdline,
 			pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
 {
-	return cluster_exec_in(c, node, cmdline, NULL, out, ctx, status, err);
+	return cluster_exec_in(c, node, cmdline, NULL, -1, out, ctx, status, err);
 }
 
 static void cluster_run_collect(void *ctx, int stream, const char *data, size_t len)
@@ -473,8 +507,10 @@ static void cluster_run_collect(void *ctx, int stream, const char *data, size_t 
 	pbx_buf_add(stream == 2 ? &o->err : &o->out, data, len);
 }
 
-int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
-		    const struct pbx_buf *in, struct pbx_cluster_output *o, struct pbx_err *err)
+/* pbx_cluster_run's body: stdin from in (in_fd < 0) or from in_fd. */
+static int cluster_run_in(struct pbx_cluster *c, size_t node, const char *script,
+			  const struct pbx_buf *in, int in_fd, struct pbx_cluster_output *o,
+			  struct pbx_err *err)
 {
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	int status = 0, rc;
@@ -483,7 +519,7 @@ int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
 	/* The script travels as an argument of sh -c; stdin stays free for data. */
 	pbx_buf_adds(&cmd, "exec /bin/sh -c ");
 	pbx_shell_quote(&cmd, script);
-	rc = cluster_exec_in(c, node, cmd.buf, in, cluster_run_collect, o, &status, err);
+	rc = cluster_exec_in(c, node, cmd.buf, in, in_fd, cluster_run_collect, o, &status, err);
 	pbx_buf_release(&cmd);
 	o->status = status;
 	if (rc == 0 && status != 0) {
@@ -494,6 +530,18 @@ int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
 	if (rc < 0)
 		pbx_cluster_output_release(o);
 	return rc;
+}
+
+int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
+		    const struct pbx_buf *in, struct pbx_cluster_output *o, struct pbx_err *err)
+{
+	return cluster_run_in(c, node, script, in, -1, o, err);
+}
+
+int pbx_cluster_run_fd(struct pbx_cluster *c, size_t node, const char *script, int in_fd,
+		       struct pbx_cluster_output *o, struct pbx_err *err)
+{
+	return cluster_run_in(c, node, script, NULL, in_fd, o, err);
 }
 
 void pbx_cluster_output_release(struct pbx_cluster_output *o)

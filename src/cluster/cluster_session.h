@@ -201,6 +201,11 @@ struct pbx_cluster_output {
  */
 int pbx_cluster_run(struct pbx_cluster *c, size_t node, const char *script,
 		    const struct pbx_buf *in, struct pbx_cluster_output *o, struct pbx_err *err);
+/* Same, with stdin read from `in_fd` until its end (the caller keeps and
+ * closes it), sent as it arrives: streamed over SSH; on the node this pbx
+ * runs on (c->here) read whole first, then run. */
+int pbx_cluster_run_fd(struct pbx_cluster *c, size_t node, const char *script, int in_fd,
+		       struct pbx_cluster_output *o, struct pbx_err *err);
 void pbx_cluster_output_release(struct pbx_cluster_output *o);
 /* Current sinfo node states (head's view); caller frees with pbx_sinfo_free. */
 int pbx_cluster_sinfo(struct pbx_cluster *c, struct pbx_sinfo_node **nodes, size_t *n,

@@ -5,6 +5,7 @@
  * the user's credentials (or read it from the local directory), push it
  * in one tar with the removals and the new manifest.
  */
+#define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
 #include "experiment/tar.h"
 #include "jobs/jobs_internal.h"
@@ -15,12 +16,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -323,7 +326,6 @@ struct stage {
 	struct dlist src, have; /* listed; the cluster's manifest */
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
-	struct pbx_tar tar;
 	struct pbx_err *err;
 };
 
@@ -334,6 +336,7 @@ static int cache_hit(struct stage *g, const struct dentry *e, struct pbx_buf *bo
 	struct pbx_err ignored = PBX_ERR_INIT;
 	char *path;
 	int ok;
+	pbx_buf_reset(body);
 	if (!c || c->size != e->size || strcmp(c->version, e->version))
 		return 0;
 	path = xasprintf("%s/files/%s", g->cache_dir, e->name);
@@ -343,18 +346,29 @@ static int cache_hit(struct stage *g, const struct dentry *e, struct pbx_buf *bo
 }
 
 /* Writes a downloaded object's bytes into the cache's files: 0, or -1
- * (best effort: the push does not need it).  Thread-safe. */
+ * (best effort: the push does not need it).  A temporary file renamed, so
+ * a name holds a whole object; not synced one by one: stage_cache_save
+ * syncs the file system once before the cache's manifest names them.
+ * Thread-safe. */
 static int cache_write(const struct stage *g, const struct dentry *e, const struct pbx_buf *body)
 {
 	struct pbx_err ignored = PBX_ERR_INIT;
-	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name), *slash;
-	int rc = -1;
+	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name), *slash, *tmp = NULL;
+	int rc = -1, fd;
 	slash = strrchr(path, '/');
 	*slash = '\0';
 	if (pbx_mkdir_p(path, 0700, &ignored) == 0) {
 		*slash = '/';
-		rc = pbx_write_file_atomic(path, body->buf, body->len, 0600, &ignored);
+		fd = pbx_tmpfile_beside(path, &tmp, &ignored);
+		if (fd >= 0) {
+			rc = pbx_write_all(fd, body->buf, body->len);
+			if (close(fd) < 0 || rc < 0 || rename(tmp, path) < 0) {
+				unlink(tmp);
+				rc = -1;
+			}
+		}
 	}
+	free(tmp);
 	free(path);
 	return rc;
 }
@@ -373,42 +387,6 @@ static void cache_note(struct stage *g, const struct dentry *e)
 	}
 }
 
-/* Keeps a downloaded object in the cache (best effort). */
-static void cache_put(struct stage *g, struct dentry *e, const struct pbx_buf *body)
-{
-	if (cache_write(g, e, body) == 0)
-		cache_note(g, e);
-}
-
-/* Object e whole into body: from the cache, else from the store (its
- * CRC32C checked), then kept in the cache. */
-static int fetch(struct stage *g, struct dentry *e, struct pbx_buf *body)
-{
-	struct pbx_object meta = { 0 };
-	char *name;
-	int rc;
-	pbx_buf_reset(body);
-	if (cache_hit(g, e, body))
-		return 0;
-	name = xasprintf("%s%s", pbx_objstore_where(g->s)->prefix, e->name);
-	rc = pbx_objstore_get(g->s, name, 0, body, &meta, g->err);
-	g->r->downloads++;
-	if (rc < 0)
-		pbx_err_prefix(g->err, "data %s", g->r->key);
-	else if (body->len != e->size)
-		rc = pbx_err_set(g->err, "data %s: object '%s' changed while it was read",
-				 g->r->key, name);
-	if (rc == 0 && meta.version && strcmp(meta.version, e->version)) {
-		free(e->version); /* rewritten since the listing: record what came */
-		e->version = xstrdup(meta.version);
-	}
-	pbx_object_release(&meta);
-	free(name);
-	if (rc == 0)
-		cache_put(g, e, body);
-	return rc;
-}
-
 static void hex_bytes(const char *hex, unsigned char out[32])
 {
 	size_t i;
@@ -419,157 +397,248 @@ static void hex_bytes(const char *hex, unsigned char out[32])
 	}
 }
 
-/* Changed entry e as tar member files/NAME. */
-static int tar_entry(struct stage *g, struct dentry *e, struct pbx_buf *body)
+/* ------------------------------------------------------------ the stream */
+
+#define DATA_LANES 8 /* parallel downloads of one staging, a store each */
+
+/*
+ * One staging's tar, streamed to the head while it is made (no archive in
+ * memory, the push overlapping the downloads): a feeder thread writes the
+ * member "remove" (NUL-separated names), then files/NAME for every changed
+ * object the cache or the local directory has, then each download as it
+ * completes, DATA_LANES at a time (one request after another took 10,000
+ * small objects 2.4 times as long as rclone's 4 transfers: BENCHMARKS.md),
+ * and the member "manifest" last, only when every object came whole: the
+ * head's script refuses a stream without it, so a cut or failed staging
+ * changes nothing there.  The main thread runs that script with the other
+ * end of a socket pair on its stdin.
+ */
+struct feed {
+	struct stage *g;
+	const size_t *chg;
+	size_t nchg;
+	const struct dlist *removed;
+	int fd;               /* the feeder's end of the socket pair */
+	struct pbx_tar tar;   /* onto fd (fopencookie), written under mu */
+	struct pbx_err twerr; /* the tar's errors */
+	struct dentry **todo; /* the objects to download */
+	size_t ntodo, lanes;
+	unsigned char *got; /* todo[i] is in the cache's files */
+	pthread_mutex_t mu; /* tar, the counters below, the progress call */
+	size_t done, downloads;
+	int stop;         /* a lane failed or the stream broke: lanes stop */
+	int write_failed; /* a send failed: the push stopped reading */
+	int rc;           /* the feeder's result; err says why */
+	struct pbx_err err;
+};
+
+/* fopencookie's write: send() that gives EPIPE, never SIGPIPE. */
+static ssize_t feed_send(void *cookie, const char *buf, size_t len)
+{
+	struct feed *f = cookie;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = send(f->fd, buf + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			f->write_failed = 1;
+			return off ? (ssize_t)off : -1;
+		}
+		off += (size_t)n;
+	}
+	return (ssize_t)off;
+}
+
+static int feed_close(void *cookie)
+{
+	struct feed *f = cookie;
+	int rc = close(f->fd);
+	f->fd = -1;
+	return rc;
+}
+
+/* Appends a member under f->mu; a failure stops the lanes and is the
+ * stream's (its message in err). */
+static int feed_member_locked(struct feed *f, const char *name, const struct pbx_buf *body,
+			      const struct dentry *e, struct pbx_err *err)
+{
+	int rc;
+	if (f->stop)
+		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
+	if (e && f->g->local) {
+		unsigned char sha[32];
+		char *src = xasprintf("%s/%s", f->g->local, e->name);
+		hex_bytes(e->version, sha);
+		rc = pbx_tar_file(&f->tar, name, 0444, src, e->size, sha);
+		free(src);
+	} else {
+		rc = pbx_tar_mem(&f->tar, name, e ? 0444 : 0600, body->buf ? body->buf : "",
+				 body->len);
+	}
+	if (rc < 0) {
+		f->stop = 1;
+		*err = f->twerr;
+		return -1;
+	}
+	if (e) {
+		f->done++;
+		f->g->r->bytes_moved += e->size;
+		if (f->g->o->progress)
+			f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, f->nchg,
+					  f->g->r->bytes_moved);
+	}
+	return 0;
+}
+
+/* Changed object e as member files/NAME (body: its bytes; NULL for a
+ * local source's file, read in place and its sha256 checked). */
+static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_buf *body,
+		       struct pbx_err *err)
 {
 	char *member = xasprintf("files/%s", e->name);
 	int rc;
-	if (g->local) {
-		char *src = xasprintf("%s/%s", g->local, e->name);
-		unsigned char sha[32];
-		hex_bytes(e->version, sha);
-		rc = pbx_tar_file(&g->tar, member, 0444, src, e->size, sha);
-		free(src);
-	} else {
-		rc = fetch(g, e, body);
-		if (rc == 0)
-			rc = pbx_tar_mem(&g->tar, member, 0444, body->buf, body->len);
-	}
+	pthread_mutex_lock(&f->mu);
+	rc = feed_member_locked(f, member, body, e, err);
+	pthread_mutex_unlock(&f->mu);
 	free(member);
 	return rc;
 }
 
-/* ------------------------------------------------------------ prefetch */
-
-#define DATA_LANES 8 /* parallel downloads of one staging, a store each */
-
-/* The changed objects not in the cache, downloaded DATA_LANES at a time
- * into the cache's files before the tar is built from them (one request
- * after another took 10,000 small objects 2.4 times as long as rclone's
- * 4 transfers: BENCHMARKS.md). */
-struct prefetch {
-	struct stage *g;
-	struct dentry **todo;
-	size_t n, lanes;
-	unsigned char *got; /* todo[i] is in the cache's files */
-	pthread_mutex_t mu; /* done, bytes, downloads, the progress call */
-	size_t done, downloads;
-	uint64_t bytes;
-};
-
-/* Lane k: todo[k], todo[k + lanes], ... on a store of its own. */
-static int prefetch_lane(void *ctx, size_t k, struct pbx_err *err)
+/* One download of lane's object e into body, its CRC32C checked by the
+ * store layer; the version the store gave is recorded. */
+static int lane_get(struct feed *f, struct pbx_objstore *s, struct dentry *e, struct pbx_buf *body,
+		    struct pbx_err *err)
 {
-	struct prefetch *p = ctx;
+	struct pbx_object meta = { 0 };
+	char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name);
+	int rc;
+	pbx_buf_reset(body);
+	rc = pbx_objstore_get(s, name, 0, body, &meta, err);
+	if (rc == 0 && body->len != e->size)
+		rc = pbx_err_set(err, "object '%s' changed while it was read", name);
+	if (rc == 0 && meta.version && strcmp(meta.version, e->version)) {
+		free(e->version); /* rewritten since the listing: record what came */
+		e->version = xstrdup(meta.version);
+	}
+	pbx_object_release(&meta);
+	free(name);
+	pthread_mutex_lock(&f->mu);
+	f->downloads++;
+	pthread_mutex_unlock(&f->mu);
+	return rc < 0 ? pbx_err_prefix(err, "data %s", f->g->r->key) : 0;
+}
+
+/* Lane k: todo[k], todo[k + lanes], ... on a store of its own, each kept
+ * in the cache, then into the stream. */
+static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
+{
+	struct feed *f = ctx;
 	struct pbx_objstore *s = NULL;
 	struct pbx_buf body = PBX_BUF_INIT;
 	size_t i;
-	int rc = pbx_objstore_open(p->g->r->key, p->g->o->cfg, &s, err);
-	for (i = k; rc == 0 && i < p->n; i += p->lanes) {
-		struct dentry *e = p->todo[i];
-		struct pbx_object meta = { 0 };
-		char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name);
-		pbx_buf_reset(&body);
-		rc = pbx_objstore_get(s, name, 0, &body, &meta, err);
-		if (rc == 0 && body.len != e->size)
-			rc = pbx_err_set(err, "object '%s' changed while it was read", name);
-		if (rc == 0 && meta.version && strcmp(meta.version, e->version)) {
-			free(e->version); /* rewritten since the listing: record what came */
-			e->version = xstrdup(meta.version);
-		}
-		if (rc == 0 && cache_write(p->g, e, &body) == 0)
-			p->got[i] = 1;
-		pbx_object_release(&meta);
-		free(name);
-		pthread_mutex_lock(&p->mu);
-		p->downloads++;
-		if (rc == 0) {
-			p->done++;
-			p->bytes += e->size;
-			if (p->g->o->progress)
-				p->g->o->progress(p->g->o->ctx, p->g->r->key, p->done, p->n,
-						  p->bytes);
-		}
-		pthread_mutex_unlock(&p->mu);
-	}
+	int rc = pbx_objstore_open(f->g->r->key, f->g->o->cfg, &s, err);
 	if (rc < 0)
-		pbx_err_prefix(err, "data %s", p->g->r->key);
+		pbx_err_prefix(err, "data %s", f->g->r->key);
+	for (i = k; rc == 0 && i < f->ntodo; i += f->lanes) {
+		rc = lane_get(f, s, f->todo[i], &body, err);
+		if (rc == 0 && cache_write(f->g, f->todo[i], &body) == 0)
+			f->got[i] = 1;
+		if (rc == 0)
+			rc = feed_object(f, f->todo[i], &body, err);
+	}
+	if (rc < 0) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = 1;
+		pthread_mutex_unlock(&f->mu);
+	}
 	if (s)
 		pbx_objstore_close(s);
 	pbx_buf_release(&body);
 	return rc;
 }
 
-static int prefetch(struct stage *g, const size_t *chg, size_t nchg)
+/* The downloads, DATA_LANES at a time; the first failure into f->err. */
+static int feed_downloads(struct feed *f)
 {
-	struct prefetch p;
 	struct pbx_err *errs;
 	size_t i;
 	int failed;
-	memset(&p, 0, sizeof(p));
-	p.g = g;
-	p.todo = xcalloc(nchg + 1, sizeof(*p.todo));
-	for (i = 0; i < nchg; i++) {
-		struct dentry *e = &g->src.v[chg[i]];
-		const struct dentry *c = dlist_find(&g->cache, e->name);
-		if (!c || c->size != e->size || strcmp(c->version, e->version))
-			p.todo[p.n++] = e;
-	}
-	if (p.n < 2) { /* one object or none: the tar's own fetch does it */
-		free(p.todo);
+	if (!f->ntodo)
 		return 0;
-	}
-	p.lanes = p.n < DATA_LANES ? p.n : DATA_LANES;
-	p.got = xcalloc(p.n, 1);
-	pthread_mutex_init(&p.mu, NULL);
-	errs = xcalloc(p.lanes, sizeof(*errs));
-	failed = pbx_fanout(p.lanes, (int)p.lanes, prefetch_lane, &p, errs);
-	for (i = 0; failed && i < p.lanes; i++)
-		if (errs[i].msg[0]) {
-			*g->err = errs[i];
+	f->lanes = f->ntodo < DATA_LANES ? f->ntodo : DATA_LANES;
+	errs = xcalloc(f->lanes, sizeof(*errs));
+	failed = pbx_fanout(f->lanes, (int)f->lanes, feed_lane, f, errs);
+	/* the lane that failed first stopped the others: its message, not
+	 * theirs ("stopped"), unless the stream broke */
+	for (i = 0; failed && i < f->lanes; i++)
+		if (errs[i].msg[0] && !strstr(errs[i].msg, ": stopped")) {
+			f->err = errs[i];
 			break;
 		}
-	for (i = 0; i < p.n; i++) /* one thread again: the manifest's list */
-		if (p.got[i])
-			cache_note(g, p.todo[i]);
-	g->r->downloads += p.downloads;
-	pthread_mutex_destroy(&p.mu);
+	if (failed && !f->err.msg[0])
+		f->err = errs[0];
 	free(errs);
-	free(p.got);
-	free(p.todo);
+	for (i = 0; i < f->ntodo; i++) /* one thread again: the manifest's list */
+		if (f->got[i])
+			cache_note(f->g, f->todo[i]);
+	f->g->r->downloads += f->downloads;
 	return failed ? -1 : 0;
 }
 
-/* The tar pushed: remove (NUL-separated names), the changed files, and
- * the manifest (after the files: downloads may update versions). */
-static int tar_build(struct stage *g, const size_t *chg, size_t nchg, const struct dlist *removed)
+/* The feeder thread: every member, in the order above; the end of the
+ * stream (the socket closed) in every case. */
+static void *feed_run(void *ctx)
 {
-	struct pbx_buf body = PBX_BUF_INIT, text = PBX_BUF_INIT;
+	struct feed *f = ctx;
+	struct stage *g = f->g;
+	struct pbx_buf text = PBX_BUF_INIT, body = PBX_BUF_INIT;
 	size_t i;
-	int rc = 0;
-	for (i = 0; i < removed->n; i++)
-		pbx_buf_add(&text, removed->v[i].name, strlen(removed->v[i].name) + 1);
-	rc = pbx_tar_mem(&g->tar, "remove", 0600, text.buf ? text.buf : "", text.len);
-	for (i = 0; rc == 0 && i < nchg; i++) {
-		rc = tar_entry(g, &g->src.v[chg[i]], &body);
-		g->r->bytes_moved += g->src.v[chg[i]].size;
-		if (rc == 0 && g->o->progress)
-			g->o->progress(g->o->ctx, g->r->key, i + 1, nchg, g->r->bytes_moved);
+	int rc;
+	for (i = 0; i < f->removed->n; i++)
+		pbx_buf_add(&text, f->removed->v[i].name, strlen(f->removed->v[i].name) + 1);
+	pthread_mutex_lock(&f->mu);
+	rc = feed_member_locked(f, "remove", &text, NULL, &f->err);
+	pthread_mutex_unlock(&f->mu);
+	for (i = 0; rc == 0 && i < f->nchg; i++) {
+		struct dentry *e = &g->src.v[f->chg[i]];
+		if (g->local)
+			rc = feed_object(f, e, NULL, &f->err);
+		else if (cache_hit(g, e, &body))
+			rc = feed_object(f, e, &body, &f->err);
+		else
+			f->todo[f->ntodo++] = e;
 	}
-	pbx_buf_reset(&text);
-	manifest_text(&g->src, &text);
-	if (rc == 0)
-		rc = pbx_tar_mem(&g->tar, "manifest", 0444, text.buf ? text.buf : "", text.len);
-	if (rc == 0)
-		rc = pbx_tar_end(&g->tar);
 	pbx_buf_release(&body);
+	if (rc == 0)
+		rc = feed_downloads(f);
+	if (rc == 0) { /* last: the downloads may have updated versions */
+		pbx_buf_reset(&text);
+		manifest_text(&g->src, &text);
+		pthread_mutex_lock(&f->mu);
+		rc = feed_member_locked(f, "manifest", &text, NULL, &f->err);
+		if (rc == 0 && pbx_tar_end(&f->tar) < 0) {
+			f->err = f->twerr;
+			rc = -1;
+		}
+		pthread_mutex_unlock(&f->mu);
+	}
+	if (fclose(f->tar.f) != 0 && rc == 0)
+		rc = pbx_err_set(&f->err, "data %s: cannot send the tar: %s", g->r->key,
+				 strerror(errno));
 	pbx_buf_release(&text);
-	return rc;
+	f->rc = rc;
+	return NULL;
 }
 
-/* The push: unpack beside ID/ (same file system), remove what went, copy
- * the files in, fix the modes, then the manifest, then the directories'
- * modes.  One at a time per source (flock). */
+/* The push, on the head: unpack beside ID/ (same file system); a stream
+ * without its manifest (cut, or a download failed) changes nothing.  Then
+ * remove what went, put the files in place - the unpacked tree renamed
+ * into place when ID/ is empty (a first staging), else each file hard
+ * linked over the old one (a name holds the old or the new file, whole) -
+ * fix the modes, then the manifest, then the directories' modes.  One at a
+ * time per source (flock).  The trap makes only T's directories writable:
+ * its files may be links to ID/'s. */
 static void push_script(struct pbx_buf *s, const char *id)
 {
 	pbx_buf_addf(
@@ -578,14 +647,20 @@ static void push_script(struct pbx_buf *s, const char *id)
 		"mkdir -p \"$D\" || exit 1\n"
 		"if command -v flock >/dev/null 2>&1; then exec 9>\"$P/.%s.lock\" && flock 9; fi\n"
 		"T=$(mktemp -d \"$P/.in-%s.XXXXXX\") || exit 1\n"
-		"trap 'chmod -R u+w \"$T\" 2>/dev/null; rm -rf \"$T\"' EXIT\n"
+		"trap 'find \"$T\" -type d ! -perm -u+w -exec chmod u+w {} + 2>/dev/null;"
+		" rm -rf \"$T\"' EXIT\n"
 		"tar -C \"$T\" --no-same-owner -xf - ||"
 		" { echo \"cannot unpack the data in $T\" >&2; exit 1; }\n"
+		"[ -f \"$T/manifest\" ] ||"
+		" { echo \"the data stream ended before its manifest: nothing staged\" >&2; exit 1; }\n"
 		"find \"$D\" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1\n"
 		"if [ -s \"$T/remove\" ]; then (cd \"$D\" && xargs -0 rm -f -- <\"$T/remove\") ||"
 		" exit 1; fi\n"
 		"find \"$D\" -mindepth 1 -depth -type d -empty -delete || exit 1\n"
-		"if [ -d \"$T/files\" ]; then cp -Rf \"$T/files/.\" \"$D/\" || exit 1; fi\n"
+		"if [ -d \"$T/files\" ]; then\n"
+		"  if rmdir \"$D\" 2>/dev/null; then mv \"$T/files\" \"$D\" || exit 1\n"
+		"  else cp -Rlf \"$T/files/.\" \"$D/\" || exit 1; fi\n"
+		"fi\n"
 		"find \"$D\" -type f ! -perm 0444 -exec chmod 0444 {} + || exit 1\n"
 		"chmod 0444 \"$T/manifest\" && mv -f \"$T/manifest\" \"$D/" DATA_MANIFEST
 		"\" || exit 1\n"
@@ -593,20 +668,6 @@ static void push_script(struct pbx_buf *s, const char *id)
 		"chmod 755 \"$P\" 2>/dev/null\n"
 		"echo PBX-DATA-OK\n",
 		id, id, id);
-}
-
-static int push(struct pbx_cluster *c, struct stage *g, const struct pbx_buf *tar)
-{
-	struct pbx_buf script = PBX_BUF_INIT;
-	struct pbx_cluster_output out;
-	int rc;
-	push_script(&script, g->r->id);
-	rc = pbx_cluster_run(c, 0, script.buf, tar, &out, g->err);
-	pbx_buf_release(&script);
-	if (rc < 0)
-		return pbx_err_prefix(g->err, "data %s: staging on %s", g->r->key, c->row.name);
-	pbx_cluster_output_release(&out);
-	return 0;
 }
 
 /* The cluster's manifests of every source, one round trip: "PBX-DATA ID"
@@ -694,6 +755,11 @@ static void stage_cache_save(struct stage *g)
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_err ignored = PBX_ERR_INIT;
 	char *path = xasprintf("%s/" DATA_MANIFEST, g->cache_dir);
+	int fd = open(g->cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) { /* the files cache_write left unsynced, before their manifest */
+		syncfs(fd);
+		close(fd);
+	}
 	manifest_text(&g->cache, &b);
 	if (pbx_mkdir_p(g->cache_dir, 0700, &ignored) == 0)
 		pbx_write_file_atomic(path, b.buf ? b.buf : "", b.len, 0600, &ignored);
@@ -701,33 +767,78 @@ static void stage_cache_save(struct stage *g)
 	free(path);
 }
 
-/* The changed files and removals of g as one tar, pushed. */
+/* Runs the push with the feeder making the stream; 0, or -1 with g->err:
+ * the feeder's error (a download, naming the object) unless the stream
+ * broke because the push ended, then the head's. */
+static int push_stream(struct pbx_cluster *c, struct feed *f)
+{
+	static const cookie_io_functions_t io = { NULL, feed_send, NULL, feed_close };
+	struct stage *g = f->g;
+	struct pbx_buf script = PBX_BUF_INIT;
+	struct pbx_cluster_output out;
+	struct pbx_err perr = PBX_ERR_INIT;
+	pthread_t th;
+	int sv[2], rc;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return pbx_err_set(g->err, "data %s: socketpair: %s", g->r->key, strerror(errno));
+	f->fd = sv[1];
+	f->tar.f = fopencookie(f, "w", io);
+	if (f->tar.f) /* fewer, larger sends */
+		setvbuf(f->tar.f, NULL, _IOFBF, 256 << 10);
+	if (!f->tar.f || pthread_create(&th, NULL, feed_run, f) != 0) {
+		if (f->tar.f)
+			fclose(f->tar.f);
+		else
+			close(sv[1]);
+		close(sv[0]);
+		return pbx_err_set(g->err, "data %s: cannot start the stream", g->r->key);
+	}
+	push_script(&script, g->r->id);
+	rc = pbx_cluster_run_fd(c, 0, script.buf, sv[0], &out, &perr);
+	close(sv[0]); /* a feeder still writing gets EPIPE */
+	pthread_join(th, NULL);
+	pbx_buf_release(&script);
+	if (rc == 0)
+		pbx_cluster_output_release(&out);
+	if (f->rc < 0 && !f->write_failed) {
+		*g->err = f->err;
+		return -1;
+	}
+	if (rc < 0) {
+		*g->err = perr;
+		return pbx_err_prefix(g->err, "data %s: staging on %s", g->r->key, c->row.name);
+	}
+	if (f->rc < 0)
+		*g->err = f->err;
+	return f->rc;
+}
+
+/* The changed files and removals of g streamed to the head as one tar,
+ * the downloads kept in the cache (also when the staging fails: a retry
+ * downloads only what is missing). */
 static int stage_push(struct pbx_cluster *c, struct stage *g, const size_t *chg, size_t nchg,
 		      const struct dlist *removed)
 {
-	struct pbx_buf tar = PBX_BUF_INIT;
-	char *mem = NULL;
-	size_t memlen = 0;
+	struct feed f;
 	int rc;
-	g->tar.f = open_memstream(&mem, &memlen);
-	g->tar.mtime = (long long)time(NULL);
-	g->tar.what = g->r->key;
-	g->tar.err = g->err;
-	if (!g->tar.f)
-		return pbx_err_set(g->err, "data %s: out of memory", g->r->key);
-	rc = g->local ? 0 : prefetch(g, chg, nchg);
-	if (rc == 0)
-		rc = tar_build(g, chg, nchg, removed);
+	memset(&f, 0, sizeof(f));
+	f.g = g;
+	f.chg = chg;
+	f.nchg = nchg;
+	f.removed = removed;
+	f.fd = -1;
+	f.tar.mtime = (long long)time(NULL);
+	f.tar.what = g->r->key;
+	f.tar.err = &f.twerr;
+	f.todo = xcalloc(nchg + 1, sizeof(*f.todo));
+	f.got = xcalloc(nchg + 1, 1);
+	pthread_mutex_init(&f.mu, NULL);
+	rc = push_stream(c, &f);
 	if (!g->local)
 		stage_cache_save(g);
-	if (fclose(g->tar.f) != 0 && rc == 0)
-		rc = pbx_err_set(g->err, "data %s: cannot build the tar", g->r->key);
-	if (rc == 0) {
-		pbx_buf_add(&tar, mem, memlen);
-		rc = push(c, g, &tar);
-	}
-	free(mem);
-	pbx_buf_release(&tar);
+	pthread_mutex_destroy(&f.mu);
+	free(f.got);
+	free(f.todo);
 	return rc;
 }
 

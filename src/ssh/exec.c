@@ -24,6 +24,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,6 +475,17 @@ int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t 
 {
 	struct exec_user_sink u = { out, ctx };
 	struct pbx_ssh_io io = { in, inlen, -1, NULL, NULL, out ? exec_user_sink : NULL, &u };
+	return pbx_ssh_exec_io(s, cmdline, &io, exit_status, err);
+}
+
+int pbx_ssh_exec_fd(struct pbx_ssh *s, const char *cmdline, int in_fd, pbx_ssh_output_fn out,
+		    void *ctx, int *exit_status, struct pbx_err *err)
+{
+	struct exec_user_sink u = { out, ctx };
+	struct pbx_ssh_io io = { NULL, 0, in_fd, NULL, NULL, out ? exec_user_sink : NULL, &u };
+	int fl = fcntl(in_fd, F_GETFL);
+	if (fl < 0 || fcntl(in_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return pbx_err_set(err, "cannot read command input: %s", strerror(errno));
 	return pbx_ssh_exec_io(s, cmdline, &io, exit_status, err);
 }
 

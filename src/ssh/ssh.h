@@ -109,6 +109,12 @@ typedef void (*pbx_ssh_output_fn)(void *ctx, int stream, const char *data, size_
  */
 int pbx_ssh_exec(struct pbx_ssh *s, const char *cmdline, const void *in, size_t inlen,
 		 pbx_ssh_output_fn out, void *ctx, int *exit_status, struct pbx_err *err);
+/* Same, with stdin read from `in_fd` (which the caller keeps and closes)
+ * until its end, as the bytes arrive: a producer in another thread can
+ * stream a tar to the command while it is still making it.  in_fd is set
+ * non-blocking. */
+int pbx_ssh_exec_fd(struct pbx_ssh *s, const char *cmdline, int in_fd, pbx_ssh_output_fn out,
+		    void *ctx, int *exit_status, struct pbx_err *err);
 /* Same, with the command line built from argv (NULL-terminated), each word
  * shell-quoted. */
 int pbx_ssh_exec_argv(struct pbx_ssh *s, const char *const *argv, const void *in, size_t inlen,

@@ -4,7 +4,10 @@
 # by tasks on two nodes; another package with the same source moves
 # nothing and downloads nothing; one changed object moves alone, a deleted
 # one disappears; a corrupted download fails the parrun naming the object
-# with nothing submitted, and a retry succeeds; hostile object names are
+# with nothing submitted, and a retry succeeds; a staging that fails after
+# streaming objects to the head (its stream ends without the manifest)
+# changes nothing there, and its retry downloads only what the cache
+# lacks; hostile object names are
 # refused with nothing written outside; a local directory source works
 # the same way; the data is never harvested and tasks cannot write it.
 # Addresses 127.0.162.x, ports 22392 and 30200-30263.
@@ -113,6 +116,8 @@ run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
 case $errout in *"2000 objects"*", 1 moved"*", 0 removed, 1 downloaded"*) r=0 ;; *) r=1 ;; esac
 ok $r "one changed object moves alone: $errout"
 is "$(gets) $(cat "$D/sub/o42")" "1 changed" "one download; the cluster has the new bytes"
+is "$(stat -c %a "$D/sub/o42" "$D/sub/o7" | sort -u) $(stat -c %a "$D/sub")" "444 555" \
+	"linked into place: files still 0444, directories 0555"
 store del fm/sub/o43
 run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
 case $errout in *"1999 objects"*", 0 moved"*", 1 removed"*) r=0 ;; *) r=1 ;; esac
@@ -144,8 +149,21 @@ is "$rc" 4 "a corrupted download among parallel ones fails the parrun: $errout"
 case $errout in *"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
 ok $r "naming the object: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'fm5'")" 0 "nothing recorded"
+# again: the objects the failed staging kept in the cache are streamed to
+# the head first, then a download fails; the stream ends without its
+# manifest, so none of them is put in place
+emu_post faults '{"storage_corrupt": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/fm5/experiment.yaml" dt
+case "$rc $errout" in "4 "*"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
+ok $r "it fails again, after streaming what the cache had: $errout"
+is "$(cat "$D"/sub/o5? "$D"/sub/o6? | grep -c twice)" 0 "a stream cut before its manifest changes nothing on the cluster"
+is "$(find "$SHARED/pbx/data" -maxdepth 1 -name '.in-*' | wc -l)" 0 "and leaves no unpacked directory"
+reset_calls
 run_pbx parrun --json "$TEST_TMP/fm5/experiment.yaml" dt
 ok $rc "the retry succeeds: $errout"
+n=$(gets)
+[ "$n" -ge 1 ] && [ "$n" -lt 20 ]
+ok $? "it resumes: only what the cut staging had not kept is downloaded ($n of 20)"
 is "$(cat "$D/sub/o50" "$D/sub/o69")" "twice 50
 twice 69" "with every object's new bytes"
 
