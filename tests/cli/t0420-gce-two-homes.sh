@@ -8,7 +8,7 @@
 # and working (its instances running, its rules there, SLURM answering);
 # both share the one Cloud NAT of the region, which the last stop deletes.
 # Emulator addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public);
-# SLURM ports from BODY_PORT_BASE + 64*8 (home A) and 25000 + 64*8 (home B), below
+# SLURM ports from BODY_PORT_BASE + 64*8 (home A; B +64, C +128), below
 # the kernel's ephemeral range (32768-60999): slurmctld listens on every
 # address, so a port any program got from the kernel would be taken.
 . "$(dirname "$0")/lib.sh"
@@ -39,9 +39,9 @@ clouds:
 CONFIG
 	chmod 600 "$1/config.yaml"
 }
-home "$A" 24000
-home "$B" 25000
-home "$C" 32000
+home "$A" "$BODY_PORT_BASE"
+home "$B" "$((BODY_PORT_BASE + 64))"
+home "$C" "$((BODY_PORT_BASE + 128))"
 # What the emulator holds: one line per resource, "KIND NAME ID" (instances
 # by their pbx-cluster-id label, rules by the id their description ends in)
 emu_list() {
