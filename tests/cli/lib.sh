@@ -257,7 +257,7 @@ two_echo_tasks() {
 # SLURM_PORT_BASE), and arranges for the cluster to be stopped and
 # $TEST_TMP removed at exit.  The older form, local_cluster NAME
 # ADDRESS_BASE SSH_PORT SLURM_PORT_BASE NODE_GROUP [MORE], takes them as
-# given (what is left in tests/cli/literals-allowed).
+# given (no test uses it any more).
 local_cluster() {
 	if [ "$2" = slot ]; then
 		_lc_name=$1
@@ -477,9 +477,8 @@ test_slot() {
 # converted yet (tests/cli/literals-allowed): drop theirs as they go.
 SLOT_FIXED_PORTS="17000-17447 22022-22022 18500-18519 21720-21729 9300-9363 20400-20463
 20700-20763 20800-20863 30300-30363 22140-22140 22170-22170 22180-22180 22394-22394 22520-22520
-10512-10639 11512-11639 15512-15639 17512-17639 18512-18639 19512-19639 20512-20639
-22512-22639 23512-23639 28512-28639 29512-29639 30512-30639 31512-31639 32512-32639
-8512-8639"
+8512-8639 10512-10639 11512-11639 15512-15639 17512-17639 18512-18639 19512-19639
+22512-22639 28512-28639 32512-32639"
 # slot_port_block N: the first port of slot N's block (PORT_BLOCK)
 slot_port_block() {
 	echo "$SLOT_FIXED_PORTS" | tr ' ' '\n' | awk -v n="$1" -F- '
