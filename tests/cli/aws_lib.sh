@@ -1,12 +1,13 @@
 # aws_lib.sh - what the EC2 tests (t0410, t0411, t0430, t0445, t0458, ...) share,
 # sourced after lib.sh: the moto harness (tests/emulators/aws/
 # ec2_harness.py) started per scenario with h_start, config.yaml for
-# template e1 (head + 2 GPU nodes, login user pbx) in subnet 127.0.63.0/24
-# (fallback 127.0.64.0/24), more templates with h_template, what moto holds
+# template e1 (head + 2 GPU nodes, login user pbx) in subnet $SLOT_NET.1.0/24
+# (fallback $SLOT_NET.2.0/24), more templates with h_template, what moto holds
 # as the AWS CLI lists it (holds), the account's AMIs and CreateImage's
 # snapshots (amis, snapshots), the bodies left (bodies), the proxy's
 # counters (calls).  Skips (exit 77) without moto[server], boto3 or the
-# node-body helper.  SLURM ports from 31000 + 64*8.  A test that runs
+# node-body helper.  The VPC is the test slot's /16 (lib.sh); SLURM ports
+# from BODY_PORT_BASE + 64*8.  A test that runs
 # beside them sets H_SUBNET1, H_SUBNET2 and H_SLURM_PORT_BASE to its own,
 # and H_CLUSTERS to the clusters the exit trap stops (default e1).
 HARNESS=${PBX_EC2_HARNESS:-$PBX_SOURCE_DIR/tests/emulators/aws/ec2_harness.py}
@@ -33,9 +34,12 @@ stop_at_exit ${H_CLUSTERS:-e1}
 h_start() {
 	h_stop
 	rm -rf "$TEST_TMP/h" "$TEST_TMP/env.json"
+	# the slot's /16; the harness's own default for a test that still
+	# names subnets of 127.0.0.0/16 (tests/cli/literals-allowed)
+	case ${H_SUBNET1:-$SLOT_NET.} in "$SLOT_NET".*) h_vpc=$SLOT_NET.0.0/16 ;; *) h_vpc=127.0.0.0/16 ;; esac
 	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
 		--node-body-helper "$HELPER" --login-user pbx \
-		--subnet "${H_SUBNET1:-127.0.63.0/24}" --subnet "${H_SUBNET2:-127.0.64.0/24}" "$@" \
+		--vpc "$h_vpc" --subnet "${H_SUBNET1:-$SLOT_NET.1.0/24}" --subnet "${H_SUBNET2:-$SLOT_NET.2.0/24}" "$@" \
 		>"$TEST_TMP/h.log" 2>&1 &
 	H_PID=$!
 	wait_started "$TEST_TMP/env.json" "$H_PID" "$TEST_TMP/h.log" "the EC2 harness"
@@ -58,7 +62,7 @@ clusters:
       - { name: gpu, count: 2, machine_type: g4dn.xlarge, gpus: 1, gpu_type: t4 }
 clouds:
   aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
-  local: { slurm_port_base: ${H_SLURM_PORT_BASE:-31000} }
+  local: { slurm_port_base: ${H_SLURM_PORT_BASE:-$BODY_PORT_BASE} }
 CONFIG
 	chmod 600 "$PBX_HOME/config.yaml"
 }

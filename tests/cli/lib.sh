@@ -6,6 +6,43 @@
 #   done_testing         prints the plan; exits 1 if anything failed
 #
 # $PBX is the pbx binary under test (set by ctest).
+#
+# Addresses and ports: no test names a loopback address or a port of its
+# own.  Sourcing this file takes the test a slot (test_slot, below): a
+# number N in 0..63, held for the test's whole life by a lock on
+# $PBX_TEST_SLOTS_DIR/N.lock (default /tmp/pbx-test-slots, shared by every
+# run on the machine: ctest -j2, two checkouts, a test run twice at once).
+# The first free slot is taken; the lock is an fd (7) of the test's shell,
+# inherited by what it starts, so it goes when the test and everything it
+# left running are gone (kill -9 included: reap_stale_tests ends what a
+# killed test left, then its slot is free again).  From N:
+#
+#   SLOT_NET        127.(64+N): the slot's /16, 127.(64+N).0.0/16 (no
+#                   literal in the tree, src/ included, is in 127.64-127)
+#   LOOP_NET        $SLOT_NET.0.0: local clusters' address_base (cluster
+#                   slot s takes .0.(32s+1)...; local_cluster NAME slot ...)
+#   slot_net K      prints $SLOT_NET.K.0, the slot's K-th /24 (K 1..255):
+#                   emulators' subnets, a second home's, listeners of a test
+#   PORT_BLOCK      the slot's 256 ports: the N-th block of 256 from 8192
+#                   that meets none of the fixed ports named elsewhere in the
+#                   tree (SLOT_FIXED_PORTS: pbx's defaults 17000.. and 22022,
+#                   tests/bootstrap's, bench/'s), all below 32768 (the
+#                   kernel's ephemeral range is 32768..60999)
+#   SLURM_PORT_BASE $PORT_BLOCK: local clusters' slurm_port_base; 64 ports
+#                   per cluster slot, so at most 3 clusters of one address
+#                   base live at once in a test ([0, 192) of the block)
+#   SSH_PORT        $PORT_BLOCK + 192: the node bodies' sshd port
+#   BODY_PORT_BASE  $SLURM_PORT_BASE - 512: the slurm_port_base of clusters
+#                   on the emulators' node bodies, which take the block of
+#                   cluster slot 8 + s (src/cluster/discover.c), so theirs
+#                   is [SLURM_PORT_BASE, +192) too
+#   slot_port K     prints $PORT_BLOCK + 193 + K (K 0..62): spare ports
+#                   (a test's own sshd, an emulator with a fixed port)
+#
+# A listener that can take a port the kernel picks (port 0, then a port
+# file) on 127.0.0.1 needs none of these.  scripts/check-test-literals.sh
+# fails on a literal 127.0.x.y (other than 127.0.0.1) or a literal port
+# in a tests/cli/t*.sh; tests/cli/literals-allowed lists what is left.
 
 tap_n=0
 tap_failed=0
@@ -213,11 +250,20 @@ two_echo_tasks() {
 	ok $? "both tasks end"
 }
 
-# local_cluster NAME ADDRESS_BASE SSH_PORT SLURM_PORT_BASE NODE_GROUP [MORE]
+# local_cluster NAME slot NODE_GROUP [MORE]
 # writes $PBX_HOME/config.yaml with one local cluster template (NODE_GROUP
-# is a YAML flow mapping, MORE extra template lines, e.g. "slurm: {...}"),
-# and arranges for the cluster to be stopped and $TEST_TMP removed at exit.
+# is a YAML flow mapping, MORE extra template lines, e.g. "slurm: {...}")
+# on the test slot's addresses and ports (LOOP_NET, SSH_PORT,
+# SLURM_PORT_BASE), and arranges for the cluster to be stopped and
+# $TEST_TMP removed at exit.  The older form, local_cluster NAME
+# ADDRESS_BASE SSH_PORT SLURM_PORT_BASE NODE_GROUP [MORE], takes them as
+# given (no test uses it any more).
 local_cluster() {
+	if [ "$2" = slot ]; then
+		_lc_name=$1
+		shift 2
+		set -- "$_lc_name" "$LOOP_NET" "$SSH_PORT" "$SLURM_PORT_BASE" "$@"
+	fi
 	cat >"$PBX_HOME/config.yaml" <<LCEOF
 clusters:
   $1:
@@ -386,6 +432,69 @@ TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
 chmod 711 "$TEST_TMP"
 echo $$ >"$TEST_TMP/owner"
 reap_stale_tests
+
+# test_slot: takes the first free slot (see the top of this file) and sets
+# TEST_SLOT, SLOT_NET, LOOP_NET, PORT_BLOCK, SLURM_PORT_BASE and SSH_PORT.
+# Bails out when all 64 are held (each wait of 0.5 s, for 2 minutes).
+# PBX_TEST_SLOT=N takes slot N, waiting for it.
+test_slot() {
+	_ts_dir=${PBX_TEST_SLOTS_DIR:-/tmp/pbx-test-slots}
+	[ -d "$_ts_dir" ] || { mkdir -p "$_ts_dir" && chmod 1777 "$_ts_dir"; } 2>/dev/null
+	_ts_try=0
+	while :; do
+		_ts_n=${PBX_TEST_SLOT:-0}
+		while [ "$_ts_n" -lt 64 ]; do
+			[ -e "$_ts_dir/$_ts_n.lock" ] || { : >>"$_ts_dir/$_ts_n.lock" && chmod 666 "$_ts_dir/$_ts_n.lock"; } 2>/dev/null
+			# fd 7, the lock: held until the test (and what inherited it) ends
+			if [ -r "$_ts_dir/$_ts_n.lock" ] && exec 7<"$_ts_dir/$_ts_n.lock" && flock -n 7; then
+				TEST_SLOT=$_ts_n
+				SLOT_NET=127.$((64 + _ts_n))
+				LOOP_NET=$SLOT_NET.0.0
+				PORT_BLOCK=$(slot_port_block "$_ts_n")
+				SLURM_PORT_BASE=$PORT_BLOCK
+				SSH_PORT=$((PORT_BLOCK + 192))
+				BODY_PORT_BASE=$((SLURM_PORT_BASE - 512))
+				echo "# test slot $_ts_n: $SLOT_NET.0.0/16, ports $PORT_BLOCK-$((PORT_BLOCK + 255))"
+				return 0
+			fi
+			exec 7<&-
+			[ -z "${PBX_TEST_SLOT:-}" ] || break
+			_ts_n=$((_ts_n + 1))
+		done
+		_ts_try=$((_ts_try + 1))
+		if [ $_ts_try -ge 240 ]; then
+			echo "Bail out! no free test slot in $_ts_dir (64 held) after 2 minutes"
+			rm -rf "$TEST_TMP"
+			exit 1
+		fi
+		sleep 0.5
+	done
+}
+# The fixed ports of the tree's other users, FIRST-LAST: pbx's default
+# slurm_port_base (17000, 7 slots of 64: scripts/demo.sh) and ssh_port,
+# tests/bootstrap/direct.sh and cgroup.sh, bench/*.sh's local clusters,
+# and the SLURM ports (base + 64*8, two clusters) of the tests not
+# converted yet (tests/cli/literals-allowed): drop theirs as they go.
+SLOT_FIXED_PORTS="17000-17447 22022-22022 18500-18519 21720-21729 9300-9363 20400-20463
+20700-20763 20800-20863 30300-30363 22140-22140 22170-22170 22180-22180 22394-22394 22520-22520
+8512-8639 10512-10639 11512-11639 15512-15639 17512-17639 18512-18639 19512-19639
+22512-22639 28512-28639 32512-32639"
+# slot_port_block N: the first port of slot N's block (PORT_BLOCK)
+slot_port_block() {
+	echo "$SLOT_FIXED_PORTS" | tr ' ' '\n' | awk -v n="$1" -F- '
+		NF == 2 { lo[++k] = $1; hi[k] = $2 }
+		END {
+			for (b = 8192; b + 256 <= 32768; b += 256) {
+				free = 1
+				for (i = 1; i <= k; i++) if (lo[i] < b + 256 && hi[i] >= b) free = 0
+				if (free && n-- == 0) { print b; exit }
+			}
+		}'
+}
+slot_net() { echo "$SLOT_NET.$1.0"; }
+slot_port() { echo $((PORT_BLOCK + 193 + $1)); }
+test_slot
+
 export PBX_HOME="$TEST_TMP/home"
 # the machine's registry of local clusters' slots (src/cloud/local/slots.c):
 # each test its own, as each has its own addresses

@@ -6,11 +6,10 @@
 # mount namespace without /sys/fs/cgroup (a chroot, a container) fails with
 # the one-line reason, and cleans up too.
 # The demo's cluster `local` is redefined with GPU-less nodes, so its
-# `pbx parrun ... --gres=gpu:1` step fails.  Addresses 127.0.89.x, ssh port 23730, SLURM
-# ports 21730-21793 (reserved for this test).
+# `pbx parrun ... --gres=gpu:1` step fails.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster local 127.0.89.0 23730 21730 "{ name: node, count: 2, gpus: 0 }"
+local_cluster local slot "{ name: node, count: 2, gpus: 0 }"
 CDIR="$PBX_HOME/clusters/local"
 STOP="PBX_HOME=$PBX_HOME $PBX cluster stop local"
 
@@ -56,7 +55,7 @@ DEMO_ARGS=
 # Ctrl-C reaches all of it; INT cannot be sent here: a background job
 # ignores it) stops the cluster too.  GPU nodes now, so the demo runs on
 # into `pbx state --watch`.
-local_cluster local 127.0.89.0 23730 21730 "{ name: node, count: 2, gpus: 2 }"
+local_cluster local slot "{ name: node, count: 2, gpus: 2 }"
 env PBX="$PBX" setsid sh "$PBX_SOURCE_DIR/scripts/demo.sh" >"$TEST_TMP/demo.out" 2>&1 &
 demo_pid=$!
 i=0

@@ -10,10 +10,10 @@
 # instance type EC2 does not know is named);
 # a wrong secret key fails with EC2's reason and never shows the key;
 # a configuration with no cloud template asks nothing (the emulator logs
-# no request).  Addresses: the harness's subnets 127.0.65.0/24 and
-# 127.0.66.0/24; no cluster is started.
+# no request).  Addresses: the harness's subnets $SLOT_NET.1.0/24 and
+# $SLOT_NET.2.0/24; no cluster is started.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.65.0/24 H_SUBNET2=127.0.66.0/24 H_SLURM_PORT_BASE=31900
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start --service-quota L-DB2E81BA=8

@@ -7,9 +7,9 @@
 # sshd's reason.
 . "$(dirname "$0")/lib.sh"
 
-ADDR=127.0.10
-CTLD_PORT=20000
-SSH_PORT=22100
+# addresses and ports: the test's slot (lib.sh; SSH_PORT is its)
+ADDR=$SLOT_NET.0
+CTLD_PORT=$SLURM_PORT_BASE
 cat >"$PBX_HOME/config.yaml" <<EOF
 clusters:
   t3:
@@ -82,7 +82,7 @@ ok $r "a command line given as one word: exit 127 and a hint for sh -c: $errout"
 run_pbx cluster stop --discard-results t3
 ok $rc "cluster stop succeeds: $errout"
 is "$(procs_mentioning "$CDIR")" "" "no process of the cluster is left"
-ports=$(ss -Hltn | awk '{print $4}' | grep -E "^$ADDR\.|:(2000[0-9]|200[1-5][0-9]|2006[0-3])\$" | wc -l)
+ports=$(ss -Hltn | awk '{print $4}' | awk -v a="$ADDR." -v lo="$CTLD_PORT" '{ n = split($0, p, ":") } index($0, a) == 1 || (p[n] >= lo && p[n] < lo + 64)' | wc -l)
 is "$ports" "0" "no listening port of the cluster is left"
 [ ! -e "$CDIR" ]
 ok $? "the cluster's directory is gone"

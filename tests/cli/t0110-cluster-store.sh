@@ -6,10 +6,10 @@
 # by a plain `stop` (the name alone may be someone else's): it lists what
 # carries the name with the cluster id, and `stop --id ID` removes it
 # completely, found by its label (the local provider's cluster directory,
-# holding its id).  Addresses 127.0.60.0/27, ports 22600 and 26000-26063.
+# holding its id).  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster tpl 127.0.60.0 22600 26000 "{ name: node, count: 1, gpus: 0 }"
+local_cluster tpl slot "{ name: node, count: 1, gpus: 0 }"
 # A Compute Engine section whose credentials are missing here: stop must
 # still remove a forgotten local cluster.
 echo '  gce: { project: p, zone: z, endpoint: "http://127.0.0.1:1/compute/v1/", credentials: /nonexistent/key.json }' \

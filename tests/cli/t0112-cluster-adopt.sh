@@ -9,11 +9,10 @@
 # under the private addresses; adopting again changes nothing; a newer
 # record of the same cluster replaces its nodes; a record with a bad field
 # is refused naming the field, a name held by another cluster id is
-# refused, and neither writes anything.  Addresses 127.0.97.0/27, ports
-# 22970 and 29600-29663.
+# refused, and neither writes anything.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ad 127.0.97.0 22970 29600 "{ name: node, count: 2, min: 1, gpus: 0 }"
+local_cluster ad slot "{ name: node, count: 2, min: 1, gpus: 0 }"
 H1=$PBX_HOME
 H2=$TEST_TMP/home2
 mkdir -p "$H2"
@@ -55,7 +54,7 @@ is "$(echo "$H1_NODES" | awk '{print $1 ":" $4}' | tr '\n' ' ')" "head:up node1:
 # As if the head had a public address (a cloud): pinned there too.
 HEAD_ADDR=$(sqlite3 "$H1/pbx.db" "SELECT address FROM nodes WHERE name = 'head'")
 sqlite3 "$H1/pbx.db" "UPDATE nodes SET public_address = '198.51.100.7' WHERE name = 'head';
-INSERT INTO host_keys SELECT 'ad/head@198.51.100.7:22970', key_type, key_b64, first_seen FROM host_keys WHERE hostport = 'ad/head@$HEAD_ADDR:22970'"
+INSERT INTO host_keys SELECT 'ad/head@198.51.100.7:$SSH_PORT', key_type, key_b64, first_seen FROM host_keys WHERE hostport = 'ad/head@$HEAD_ADDR:$SSH_PORT'"
 run_pbx cluster record ad
 ok $rc "cluster record ad: $errout"
 printf '%s\n' "$out" >"$REC"
@@ -66,7 +65,7 @@ is "$(json_get '" ".join(n["name"] for n in d["nodes"])' <"$REC")" "head node1 n
 is "$(json_get '" ".join(str(n["public_address"]) for n in d["nodes"])' <"$REC")" "198.51.100.7 None None" \
 	"the head's public address"
 is "$(json_get '" ".join(sorted(p["hostport"] for p in d["pins"]))' <"$REC")" \
-	"ad/head@127.0.97.1:22970 ad/head@198.51.100.7:22970 ad/node1@127.0.97.2:22970" \
+	"ad/head@$SLOT_NET.0.1:$SSH_PORT ad/head@198.51.100.7:$SSH_PORT ad/node1@$SLOT_NET.0.2:$SSH_PORT" \
 	"and the pins of its nodes, at the public address too"
 
 in_home "$H2" cluster adopt "$REC"
@@ -93,7 +92,7 @@ in_home "$H2" cluster adopt "$TEST_TMP/newer.json"
 ok $rc "adopt a newer record: $errout"
 is "$(sqlite3 "$H2/pbx.db" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT * FROM nodes ORDER BY name)")" \
 	"head:up node1:down" "replaces the nodes"
-is "$(sqlite3 "$H2/pbx.db" "SELECT group_concat(hostport, ' ') FROM host_keys")" "ad/head@127.0.97.1:22970" \
+is "$(sqlite3 "$H2/pbx.db" "SELECT group_concat(hostport, ' ') FROM host_keys")" "ad/head@$SLOT_NET.0.1:$SSH_PORT" \
 	"and the pins"
 in_home "$H2" cluster adopt "$REC"
 is "$rc:$(store_view "$H2")" "0:$V2" "the first record again: as after the first adopt"
@@ -119,7 +118,7 @@ bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']);
 # the budget's deadline the user's start computed: a positive integer only
 bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']); t['budget_until'] = -5; r['cluster']['template_json'] = json.dumps(t)"
 bad_record cluster.template_json "t = json.loads(r['cluster']['template_json']); t['budget_until'] = '1796200000'; r['cluster']['template_json'] = json.dumps(t)"
-bad_record "pins[0].hostport" "r['pins'][0]['hostport'] = 'other/head@127.0.97.1:22970'"
+bad_record "pins[0].hostport" "r['pins'][0]['hostport'] = 'other/head@$SLOT_NET.0.1:$SSH_PORT'"
 bad_record "pins[0].type" "r['pins'][0]['type'] = 'ssh-ed25519 x'"
 
 # The name held here by another cluster (another id, other node states,

@@ -6,10 +6,10 @@
 # directory are gone and SLURM no longer lists it; a later `start` keeps the
 # new size; bad counts and groups are refused before anything changes.
 # The group's gpu_type becomes a typed GRES (gpu:t4) on old and new nodes.
-# Addresses 127.0.88.x, ports 22880 and 28800-28863.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster rs 127.0.88.0 22880 28800 "{ name: node, count: 1, gpus: 1, gpu_type: nvidia-tesla-t4 }"
+local_cluster rs slot "{ name: node, count: 1, gpus: 1, gpu_type: nvidia-tesla-t4 }"
 CDIR="$PBX_HOME/clusters/rs"
 nodes() { "$PBX" cluster exec rs -- sinfo -h -N -o '%N %t' 2>/dev/null | sort | tr '\n' ' '; }
 

@@ -7,10 +7,10 @@
 # every task completes; after slurm.suspend_time idle, pbx-suspend removes
 # the nodes' processes (the head stays); a second sweep wakes them again;
 # `resize` refuses the group; `stop` leaves nothing.
-# Addresses 127.0.49.x, ports 22490 and 9000-9063.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ps 127.0.49.0 22490 9000 "{ name: node, count: 4, min: 0, cpus: 2 }" \
+local_cluster ps slot "{ name: node, count: 4, min: 0, cpus: 2 }" \
 	"slurm: { suspend_time: 15s, resume_timeout: 300s }"
 CDIR="$PBX_HOME/clusters/ps"
 sinfo_states() { "$PBX" cluster exec ps -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }

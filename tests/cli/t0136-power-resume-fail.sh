@@ -6,10 +6,10 @@
 # SLURM with the reason; SLURM requeues the work, which all completes on
 # node1; pbx does not loop making and removing node2.  Once the address is
 # free and an operator resumes node2 in SLURM, a job wakes it.
-# Addresses 127.0.50.x, ports 22500 and 9100-9163.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster pf 127.0.50.0 22500 9100 "{ name: node, count: 2, min: 1, cpus: 2 }" \
+local_cluster pf slot "{ name: node, count: 2, min: 1, cpus: 2 }" \
 	"slurm: { suspend_time: 15s, resume_timeout: 120s }"
 CDIR="$PBX_HOME/clusters/pf"
 LOG="$CDIR/nodes/head/var/log/pbx-power.log"
@@ -19,7 +19,7 @@ run_pbx cluster start pf
 ok $rc "a cluster with min: 1 starts: $errout"
 is "$(node_states)" "head:up node1:up node2:asleep" "node1 runs, node2 is asleep"
 addr=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT address FROM nodes WHERE name = 'node2'")
-case $addr in 127.0.50.*) r=0 ;; *) r=1 ;; esac
+case $addr in "$SLOT_NET".0.*) r=0 ;; *) r=1 ;; esac
 ok $r "node2 has its loopback address planned: $addr"
 
 # something else holds node2's SSH address: making node2 fails
@@ -28,7 +28,7 @@ import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
 open(sys.argv[3], "w").write("up")
-time.sleep(3600)' "${addr%:*}" 22500 "$TEST_TMP/blocker.up" &
+time.sleep(3600)' "${addr%:*}" "$SSH_PORT" "$TEST_TMP/blocker.up" &
 BLOCKER=$!
 trap 'kill $BLOCKER 2>/dev/null; cleanup_cluster' EXIT
 wait_for 100 test -s "$TEST_TMP/blocker.up"

@@ -7,10 +7,10 @@
 # the end `pbx cluster stop` leaves no process and no file of the cluster.
 # PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx itself,
 # exactly as `kill -9` would, at the named point.
-# Addresses 127.0.51.x, ports 22510 and 9200-9263.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster pk 127.0.51.0 22510 9200 "{ name: node, count: 1, min: 0, cpus: 2 }" \
+local_cluster pk slot "{ name: node, count: 1, min: 0, cpus: 2 }" \
 	"slurm: { suspend_time: 1h, resume_timeout: 120s }"
 CDIR="$PBX_HOME/clusters/pk"
 node_state() { sqlite3 "$PBX_HOME/pbx.db" "SELECT state FROM nodes WHERE name = '$1'"; }

@@ -7,10 +7,10 @@
 # why; `cluster show` and `cluster exec` say the cluster is stopped and how
 # to start it; `cluster start` brings it back with the same files and a job
 # runs.  `--autostop` is checked and recorded; `off` stops the watchers.
-# Addresses 127.0.85.x, ports 22850 and 28500-28563.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster as 127.0.85.0 22850 28500 "{ name: node, count: 2 }" "autostop: 12s"
+local_cluster as slot "{ name: node, count: 2 }" "autostop: 12s"
 export PBX_AUTOSTOP_TICK=1   # the watchers look every second (default 10)
 CDIR="$PBX_HOME/clusters/as"
 # the watchers of this cluster: not their momentary forks (a command

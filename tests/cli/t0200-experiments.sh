@@ -8,7 +8,7 @@
 # task's terminal escapes reach a terminal only made visible (\x1b...).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ex 127.0.12.0 22120 20200 "{ name: node, count: 2, gpus: 2 }" "slurm: { max_array_size: 1001 }"
+local_cluster ex slot "{ name: node, count: 2, gpus: 2 }" "slurm: { max_array_size: 1001 }"
 SHARED="$PBX_HOME/clusters/ex/shared"
 
 run_pbx -q cluster start ex

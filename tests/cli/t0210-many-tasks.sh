@@ -4,7 +4,7 @@
 # completes; running parrun again submits nothing.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster many 127.0.13.0 22130 20300 "{ name: node, count: 4, gpus: 0, cpus: 8 }" "slurm: { max_array_size: 1001 }"
+local_cluster many slot "{ name: node, count: 4, gpus: 0, cpus: 8 }" "slurm: { max_array_size: 1001 }"
 
 mkdir -p "$TEST_TMP/many"
 cat >"$TEST_TMP/many/experiment.yaml" <<'EOF'

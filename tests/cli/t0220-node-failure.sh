@@ -7,7 +7,7 @@
 # `pbx cluster start` then brings the node back.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster nf 127.0.15.0 22150 20500 "{ name: node, count: 2, gpus: 2 }"
+local_cluster nf slot "{ name: node, count: 2, gpus: 2 }"
 CDIR="$PBX_HOME/clusters/nf"
 task_field() { "$PBX" state --json "$PKG" 2>/dev/null | json_get "d['tasks'][$1]['$2']"; }
 

@@ -5,7 +5,7 @@
 # `pbx run` runs a single-point experiment and refuses a sweep.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ps 127.0.19.0 22190 20900 "{ name: node, count: 2, gpus: 0, cpus: 4 }" "slurm: { max_array_size: 5 }"
+local_cluster ps slot "{ name: node, count: 2, gpus: 0, cpus: 4 }" "slurm: { max_array_size: 5 }"
 CDIR="$PBX_HOME/clusters/ps"
 SHARED="$CDIR/shared"
 

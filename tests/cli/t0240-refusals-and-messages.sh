@@ -1,7 +1,6 @@
 #!/bin/sh
 # t0240-refusals-and-messages.sh - on a real local cluster (addresses
-# 127.0.80.x, SSH port 22800, SLURM ports from 28000; no other test uses
-# them): a second `cluster start` says the cluster is already up, having
+# and ports: the test's slot, lib.sh): a second `cluster start` says the cluster is already up, having
 # read the cluster's row once; `outputs`
 # patterns bring back whole directories, `*.bin` stays at the top, and a
 # pattern matching nothing is reported with its file and line; `pbx log`
@@ -11,7 +10,7 @@
 # cluster's recorded state alone.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster ic 127.0.80.0 22800 28000 "{ name: node, count: 1, gpus: 0, cpus: 2 }"
+local_cluster ic slot "{ name: node, count: 1, gpus: 0, cpus: 2 }"
 RESULTS="$PBX_HOME/results"
 
 run_pbx -q cluster start ic

@@ -6,8 +6,7 @@
 # rank on the node SLURM gave it; `launcher: srun` runs one copy per SLURM
 # task; harvest and report show one curve per task.  A `train:` task finds
 # pbx-train (the local build) on the nodes.
-# Addresses 127.0.77.0/27, ssh port 22770, SLURM ports 27700-27763 (this
-# test's own).
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
@@ -15,7 +14,7 @@ if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; th
 	rm -rf "$TEST_TMP"
 	exit 0
 fi
-local_cluster mr 127.0.77.0 22770 27700 "{ name: node, count: 2, gpus: 0, cpus: 2 }"
+local_cluster mr slot "{ name: node, count: 2, gpus: 0, cpus: 2 }"
 SHARED="$PBX_HOME/clusters/mr/shared"
 
 mkdir -p "$TEST_TMP/mpi"

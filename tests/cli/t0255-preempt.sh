@@ -12,11 +12,10 @@
 # second after copy 0 has exited.  `pbx
 # rerun` of a throttled sweep keeps the throttle (%1: its tasks never
 # overlap).
-# Addresses 127.0.78.0/27, ssh port 22780, SLURM ports 27800-27863 (this
-# test's own).
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster pe 127.0.78.0 22780 27800 "{ name: node, count: 3, gpus: 0, cpus: 2 }"
+local_cluster pe slot "{ name: node, count: 3, gpus: 0, cpus: 2 }"
 SHARED="$PBX_HOME/clusters/pe/shared"
 run_pbx -q cluster start pe
 ok $rc "cluster starts: $errout"

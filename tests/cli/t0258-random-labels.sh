@@ -8,8 +8,7 @@
 # accuracy falling monotonically to within 0.03 of chance (0.10) at
 # corruption 1.0; the HTML page plots final accuracy against the
 # corruption and a learning curve per task.
-# Addresses 127.0.76.0/27, ssh port 22760, SLURM ports 27600-27663 (this
-# test's own).
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 DATA=/usr/share/datasets/fashion-mnist
@@ -18,7 +17,7 @@ if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
 	rm -rf "$TEST_TMP"
 	exit 0
 fi
-local_cluster rl 127.0.76.0 22760 27600 "{ name: node, count: 2, gpus: 0, cpus: 2 }"
+local_cluster rl slot "{ name: node, count: 2, gpus: 0, cpus: 2 }"
 run_pbx -q cluster start rl
 ok $rc "cluster starts: $errout"
 

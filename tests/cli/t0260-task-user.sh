@@ -8,10 +8,10 @@
 # go), read munge's key or use sudo, and srun inside it works; harvest
 # brings its files home; a package whose task directories root made (a
 # cluster bootstrapped before the upgrade) runs again as the task user.
-# Addresses 127.0.150.x, ports 22260 and 26200-26263.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster tu 127.0.150.0 22260 26200 "{ name: node, count: 2 }"
+local_cluster tu slot "{ name: node, count: 2 }"
 CDIR=$PBX_HOME/clusters/tu
 SHARED=$CDIR/shared
 

@@ -7,14 +7,14 @@
 # named by a link in the home; every task of a sweep runs as pbx-task,
 # harvest brings its files home, `exec -n` finds a node body's env.sh
 # under the root its sshd names (not a stale one in the store), and stop
-# removes the directory and the link.  Addresses 127.0.153.x, ports 22290 and 26700-26763.
+# removes the directory and the link.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 unset PBX_LOCAL_BODIES_DIR # the default, as a user's pbx has it
 chmod 700 "$PBX_HOME"      # as /root/.pbx (under /root, 0700)
 [ "$(stat -c %a "$PBX_HOME")" = 700 ]
 ok $? "the home is private (its directory 0700)"
-local_cluster ph 127.0.153.0 22290 26700 "{ name: node, count: 2 }"
+local_cluster ph slot "{ name: node, count: 2 }"
 HANDLE=$PBX_HOME/clusters/ph
 
 run_pbx -q cluster start ph

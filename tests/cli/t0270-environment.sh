@@ -12,7 +12,7 @@
 # with the reason and `pbx log PKG:env` (a FIFO planted as its status
 # hangs no submission); an inline list with shell
 # metacharacters executes nothing; bad keys are refused with file, line and
-# key.  Addresses 127.0.152.x, ports 22280 and 26600-26663.
+# key.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 WHEELS=${PBX_SOURCE_DIR:-.}/build/test-wheels
@@ -20,7 +20,7 @@ numpy_whl=$(ls "$WHEELS"/numpy-*.whl 2>/dev/null | head -n 1)
 [ -n "$numpy_whl" ]
 ok $? "scripts/venv.sh fetched the test wheels into $WHEELS"
 
-local_cluster ev 127.0.152.0 22280 26600 "{ name: node, count: 2 }"
+local_cluster ev slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/ev/shared
 
 mkdir -p "$TEST_TMP/exp/wheels"

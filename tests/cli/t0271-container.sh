@@ -10,14 +10,13 @@
 # image unpacks nothing again; hostile archives (a member above the top, an
 # absolute one, not a tar, no /bin/sh) fail every task with the reason and
 # write nothing outside; a reference other than docker:// (t0273 pulls
-# those) and python: with container: are refused with file, line and key.  Addresses 127.0.154.x, ports 22300
-# and 26800-26863.
+# those) and python: with container: are refused with file, line and key.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 command -v ch-run >/dev/null 2>&1 && [ -x /bin/busybox ]
 ok $? "ch-run and busybox are installed (scripts/install-deps.sh)"
 
-local_cluster ct 127.0.154.0 22300 26800 "{ name: node, count: 2 }"
+local_cluster ct slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/ct/shared
 
 # image DIR: a small root file system in DIR (busybox's shell and tools,

@@ -9,8 +9,7 @@
 # and apt: with container: are refused with file, line and key; a node that
 # lost the package fails its task with the reason instead of running it.
 # The local cluster's node bodies share this machine, so the package is
-# installed here and removed at exit.  Addresses 127.0.167.x, ports 22396
-# and 30400-30463.
+# installed here and removed at exit.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
@@ -53,7 +52,7 @@ echo "deb [trusted=yes] file:$REPO ./" >"$LIST"
 apt-get -q -o Dir::Etc::sourcelist="$LIST" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 update >"$TEST_TMP/update.log" 2>&1
 ok $? "apt knows the test's source: $(tail -n 2 "$TEST_TMP/update.log")"
 
-local_cluster ap 127.0.167.0 22396 30400 "{ name: node, count: 2 }"
+local_cluster ap slot "{ name: node, count: 2 }"
 trap 'apt_cleanup; cleanup_cluster' EXIT   # after local_cluster's own
 run_pbx -q cluster start ap
 ok $rc "the cluster starts: $errout"

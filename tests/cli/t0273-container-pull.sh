@@ -11,8 +11,7 @@
 # by digest asks nothing; a missing tag, an unreachable registry, a layer
 # with a '..' or an absolute member, an image without a shell and a layer whose bytes do
 # not match its digest fail every task with the reason ("environment
-# failed" in pbx state), no command runs and nothing is written outside.  Addresses 127.0.172.x,
-# ports 22412, 30700-30763 (SLURM) and 30780 (the registry).
+# failed" in pbx state), no command runs and nothing is written outside.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 for p in ch-run skopeo umoci; do
@@ -25,11 +24,11 @@ done
 [ -x /bin/busybox ]
 ok $? "busybox is installed (scripts/install-deps.sh)"
 
-local_cluster cp 127.0.172.0 22412 30700 "{ name: node, count: 2 }"
+local_cluster cp slot "{ name: node, count: 2 }"
 trap 'registry_stop; cleanup_cluster' EXIT
 SHARED=$PBX_HOME/clusters/cp/shared
 REG=$PBX_SOURCE_DIR/tests/emulators/registry/registry.py
-PORT=30780
+PORT=$(slot_port 0)
 REGLOG=$TEST_TMP/registry.log
 registry_stop() { [ -z "${REG_PID:-}" ] || { kill "$REG_PID" 2>/dev/null; wait "$REG_PID" 2>/dev/null; }; }
 
@@ -179,7 +178,7 @@ bad_ref() {
 	ok $? "$1: pbx state says the environment failed: $(printf '%s\n' "$out" | grep -m1 environment)"
 }
 bad_ref missing "docker://127.0.0.1:$PORT/pbx/box:nope" "cannot resolve docker://127.0.0.1:$PORT/pbx/box:nope: .*manifest unknown"
-bad_ref unreachable "docker://127.0.0.1:30781/pbx/box:v1" "cannot resolve docker://127.0.0.1:30781/pbx/box:v1: .*connection refused"
+bad_ref unreachable "docker://127.0.0.1:$(slot_port 1)/pbx/box:v1" "cannot resolve docker://127.0.0.1:$(slot_port 1)/pbx/box:v1: .*connection refused"
 bad_ref dotdot "docker://127.0.0.1:$PORT/pbx/dotdot:v1" "has a layer with a member outside its top, refused: '../../t0273-escaped'"
 bad_ref absolute "docker://127.0.0.1:$PORT/pbx/absolute:v1" "has a layer with a member outside its top, refused: '$TEST_TMP/t0273-abs-escaped'"
 bad_ref noshell "docker://127.0.0.1:$PORT/pbx/noshell:v1" "has no bin/sh"

@@ -10,10 +10,10 @@
 # whose lock a build holds is left (busy); a run directory the store does
 # not know that changed in the last hour, a file that is not an
 # environment, and a status naming a key with '..' are left alone.
-# Addresses 127.0.174.x, ports 22416 and 30900-30963.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster gc 127.0.174.0 22416 30900 "{ name: node, count: 2 }"
+local_cluster gc slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/gc/shared
 ENVS=$SHARED/pbx/envs
 LOCAL=$PBX_HOME/clusters/gc/nodes/head/var/tmp

@@ -9,7 +9,7 @@
 # yields the same lock and environment; installer: uv without a uv wheel
 # fails every task saying how to bring one; a requirement that does not
 # exist fails with uv's words; a bad installer value is refused with file,
-# line and key.  Addresses 127.0.176.x, ports 22420 and 31100-31163.
+# line and key.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 WHEELS=${PBX_SOURCE_DIR:-.}/build/test-wheels
@@ -18,7 +18,7 @@ numpy_whl=$(ls "$WHEELS"/numpy-*.whl 2>/dev/null | head -n 1)
 [ -n "$uv_whl" ] && [ -n "$numpy_whl" ]
 ok $? "scripts/venv.sh fetched uv's and numpy's wheels into $WHEELS"
 
-local_cluster uv 127.0.176.0 22420 31100 "{ name: node, count: 1 }"
+local_cluster uv slot "{ name: node, count: 1 }"
 SHARED=$PBX_HOME/clusters/uv/shared
 
 # exp NAME INSTALLER [UV]: an experiment importing numpy and pbxdemo 1.0

@@ -6,10 +6,10 @@
 # cancel` of the task that would not end, then a harvest of what it left)
 # the stop goes through.  Tasks that ended after the last `pbx state` are
 # refreshed first (counted as ended, not running); --discard-results stops
-# a cluster anyway.  Addresses 127.0.156.x, ports 22330 and 26900-26963.
+# a cluster anyway.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster su 127.0.156.0 22330 26900 "{ name: node, count: 2 }"
+local_cluster su slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/su/shared
 mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/experiment.yaml" <<'EXP'

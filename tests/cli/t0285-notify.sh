@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0285-notify.sh - notify: (issue 39, section 4; docs/notify.md): a
 # sweep's owner is told when its last task has ended.  A local webhook
-# receiver (127.0.158.200, a port of its own) takes one JSON POST per
+# receiver (an address of the test's slot, a port of its own) takes one JSON POST per
 # submission, sent by one small SLURM job after the arrays, as the task
 # user: counts by state (2 COMPLETED, 1 FAILED) and the command to harvest;
 # the tasks never wait for it (they have ended before it runs); the URL's
@@ -11,18 +11,20 @@
 # first-hour checks: a plain `pbx harvest` skips what is home whole and
 # says so once; `pbx rerun` says when the experiment's files changed since
 # the package was made; `pbx forget` drops a package (refused while its
-# results are not home), keeping its results unless asked.  Addresses 127.0.158.x, ports 22360 and
-# 29800-29863.
+# results are not home), keeping its results unless asked.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster nt 127.0.158.0 22360 29800 "{ name: node, count: 2 }"
+local_cluster nt slot "{ name: node, count: 2 }"
+# the receiver's address, and one where nothing listens (outside the
+# cluster's .0.x)
+HOOK_ADDR=$SLOT_NET.1.200 DEAD_ADDR=$SLOT_NET.1.201
 SHARED=$PBX_HOME/clusters/nt/shared
 
 # the receiver: each POST's body appended to hooks.jsonl, with its path;
 # /fail answers 500
 cat >"$TEST_TMP/hook.py" <<'PY'
 import http.server, json, sys
-out, portfile = sys.argv[1], sys.argv[2]
+out, portfile, addr = sys.argv[1], sys.argv[2], sys.argv[3]
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -33,15 +35,15 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *a):
         pass
-s = http.server.HTTPServer(("127.0.158.200", 0), H)
+s = http.server.HTTPServer((addr, 0), H)
 open(portfile, "w").write(str(s.server_port))
 s.serve_forever()
 PY
-python3 "$TEST_TMP/hook.py" "$TEST_TMP/hooks.jsonl" "$TEST_TMP/hook.port" &
+python3 "$TEST_TMP/hook.py" "$TEST_TMP/hooks.jsonl" "$TEST_TMP/hook.port" "$HOOK_ADDR" &
 HOOK_PID=$!
 trap 'kill $HOOK_PID 2>/dev/null; cleanup_cluster' EXIT
 wait_secs 20 test -s "$TEST_TMP/hook.port"
-HOOK="http://127.0.158.200:$(cat "$TEST_TMP/hook.port")"
+HOOK="http://$HOOK_ADDR:$(cat "$TEST_TMP/hook.port")"
 SECRET=T00SECRET/B00/xyzSECRETxyz
 
 mkdir -p "$TEST_TMP/exp"
@@ -55,7 +57,7 @@ EXP
 run_pbx -q cluster start nt
 ok $rc "the cluster starts: $errout"
 run_pbx parrun -n "$TEST_TMP/exp/experiment.yaml" nt
-echo "$out" | grep -qx "notify: the webhook at 127.0.158.200:$(cat "$TEST_TMP/hook.port"), when the last task has ended"
+echo "$out" | grep -qx "notify: the webhook at $HOOK_ADDR:$(cat "$TEST_TMP/hook.port"), when the last task has ended"
 ok $? "the dry run names the webhook's host, not its secret path: $(echo "$out" | grep notify)"
 run_pbx parrun "$TEST_TMP/exp/experiment.yaml" nt
 ok $rc "parrun: $errout"
@@ -75,7 +77,7 @@ is "$(cat "$SHARED/pbx/$pkg"/tasks/*/status | awk '{print $2}' | sort | tr '\n' 
 	"every task had ended"
 wait_secs 30 test -s "$SHARED/pbx/$pkg/slurm/notify.log"
 is "$(sed 's/^[^ ]* //' "$SHARED/pbx/$pkg/slurm/notify.log")" \
-	"pbx-notify: sent to 127.0.158.200:$(cat "$TEST_TMP/hook.port"): 2 COMPLETED, 1 FAILED (HTTP 200)" "the job's log says it was sent"
+	"pbx-notify: sent to $HOOK_ADDR:$(cat "$TEST_TMP/hook.port"): 2 COMPLETED, 1 FAILED (HTTP 200)" "the job's log says it was sent"
 is "$(stat -c %U "$SHARED/pbx/$pkg/slurm/notify.log")" pbx-task "the notice ran as the task user"
 run_pbx state "$pkg"
 run_pbx -q harvest "$pkg"
@@ -90,16 +92,16 @@ ok $rc "parrun with a webhook that answers 500: $errout"
 pkg2=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 wait_secs 120 test -s "$SHARED/pbx/$pkg2/slurm/notify.log"
 log2=$(cat "$SHARED/pbx/$pkg2/slurm/notify.log" 2>/dev/null)
-echo "$log2" | grep -q "pbx-notify: the webhook at 127.0.158.200:[0-9]* did not take the notice (HTTP 500)"
+echo "$log2" | grep -q "pbx-notify: the webhook at $HOOK_ADDR:[0-9]* did not take the notice (HTTP 500)"
 ok $? "a 500 is logged, without the URL: $log2"
 [ -n "$log2" ] || { ls -la "$SHARED/pbx/$pkg2/slurm" | sed 's/^/#   /'; tail -3 "$TEST_TMP/hooks.jsonl" | sed 's/^/#   /'; "$PBX" cluster exec nt -- squeue -a 2>&1 | sed 's/^/#   /'; }
 is "$(echo "$log2" | grep -c SECRET)" 0 "the log holds no secret"
-sed -i "s|^notify: .*|notify: http://127.0.158.201:9/$SECRET|; s/^name: told2/name: told3/" "$TEST_TMP/exp/experiment.yaml"
+sed -i "s|^notify: .*|notify: http://$DEAD_ADDR:9/$SECRET|; s/^name: told2/name: told3/" "$TEST_TMP/exp/experiment.yaml"
 run_pbx parrun "$TEST_TMP/exp/experiment.yaml" nt
 pkg3=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 wait_secs 150 test -s "$SHARED/pbx/$pkg3/slurm/notify.log"
 log3=$(cat "$SHARED/pbx/$pkg3/slurm/notify.log" 2>/dev/null)
-echo "$log3" | grep -q "pbx-notify: the webhook at 127.0.158.201:9 did not take the notice (HTTP 000)"
+echo "$log3" | grep -q "pbx-notify: the webhook at $DEAD_ADDR:9 did not take the notice (HTTP 000)"
 ok $? "nobody listening is logged: $log3"
 is "$(echo "$log3" | grep -c SECRET)" 0 "curl's error names the host, not the URL"
 wait_final "$pkg3" 60

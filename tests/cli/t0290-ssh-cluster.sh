@@ -9,13 +9,15 @@
 # the user; state, log, cancel, rerun, harvest and report work; the user's
 # job submit limit (a sacctmgr of the test's own) sizes parrun, and a job id
 # after a site's job_submit message is read.  Addresses
-# 127.0.157.x, ports 22350 (the cluster), 22351 (its login node) and
-# 27100-27163.
+# and ports: the test's slot (lib.sh); the login node's are LOGIN_ADDR and
+# LOGIN_PORT.
 . "$(dirname "$0")/lib.sh"
 
 UNI_UID=2870
+LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
+export LOGIN_ADDR LOGIN_PORT
 UNI_HOME=/home/pbx-uni
-local_cluster campus 127.0.157.0 22350 27100 "{ name: node, count: 2 }"
+local_cluster campus slot "{ name: node, count: 2 }"
 run_pbx -q cluster start campus
 ok $rc "the university's cluster runs (a local cluster of root's): $errout"
 HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus' AND c.state != 'deleted' AND n.name = 'head'")
@@ -38,7 +40,7 @@ cp "$PBX_HOME/uni_id.pub" "$TEST_TMP/login/keys/pbx-uni"
 chmod 644 "$TEST_TMP/login/keys/pbx-uni"
 mkdir -p /run/sshd
 /usr/sbin/sshd -D -f /dev/null -h "$TEST_TMP/login/host" -E "$TEST_TMP/login/sshd.log" \
-	-o ListenAddress=127.0.157.100:22351 -o "AuthorizedKeysFile=$TEST_TMP/login/keys/%u" \
+	-o ListenAddress=$LOGIN_ADDR:$LOGIN_PORT -o "AuthorizedKeysFile=$TEST_TMP/login/keys/%u" \
 	-o PidFile="$TEST_TMP/login/sshd.pid" -o StrictModes=no -o PasswordAuthentication=no \
 	-o KbdInteractiveAuthentication=no -o PermitRootLogin=no -o UseDNS=no \
 	-o "Subsystem=sftp internal-sftp" -o LogLevel=VERBOSE </dev/null >/dev/null 2>&1 &
@@ -46,17 +48,17 @@ LOGIN_SSHD=$!
 wait_secs 10 test -s "$TEST_TMP/login/sshd.pid"
 ok $? "the login node's sshd runs"
 python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" <<'PY'
-import sys
+import os, sys
 path, key, root = sys.argv[1:]
 text = open(path).read()
 uni = """  uni:
     cloud: ssh
-    host: 127.0.157.100
-    port: 22351
+    host: %s
+    port: %s
     login_user: pbx-uni
     ssh_key: %s
     setup: . %s/etc/pbx/env.sh
-""" % (key, root)
+""" % (os.environ["LOGIN_ADDR"], os.environ["LOGIN_PORT"], key, root)
 text = text.replace("clusters:\n", "clusters:\n" + uni, 1)
 open(path, "w").write(text)
 PY
@@ -69,7 +71,7 @@ trap 'stop_login; cleanup_cluster' EXIT
 
 run_pbx cluster start uni
 is "$rc" 2 "cluster start is refused (exit 2)"
-case $errout in *"cluster uni is not pbx's to start"*"pbx-uni@127.0.157.100"*) r=0 ;; *) r=1 ;; esac
+case $errout in *"cluster uni is not pbx's to start"*"pbx-uni@$LOGIN_ADDR"*) r=0 ;; *) r=1 ;; esac
 ok $r "saying that pbx uses it as it is: $errout"
 run_pbx cluster resize uni +1
 is "$rc" 2 "so is resize"
@@ -128,7 +130,7 @@ run_pbx cluster list
 case $out in *uni*ssh*) r=0 ;; *) r=1 ;; esac
 ok $r "cluster list lists it: $out $errout"
 run_pbx cluster show uni
-case $out in *"an existing cluster pbx uses as it is"*"login: pbx-uni@127.0.157.100:22351, work_dir pbx"*node1*idle*node2*idle*) r=0 ;; *) r=1 ;; esac
+case $out in *"an existing cluster pbx uses as it is"*"login: pbx-uni@$LOGIN_ADDR:$LOGIN_PORT, work_dir pbx"*node1*idle*node2*idle*) r=0 ;; *) r=1 ;; esac
 ok $r "cluster show says how pbx reaches it and lists SLURM's nodes there: $out $errout"
 run_pbx cluster ssh uni -- id -u
 is "$out" "$UNI_UID" "cluster ssh logs in as the user: $errout"
@@ -153,18 +155,18 @@ printf '#!/bin/sh\necho "sbatch: your project has 100 core-hours left" >&2\nexec
 	"$(command -v sbatch)" >"$FAKE/sbatch"
 chmod 755 "$FAKE" "$FAKE/sacctmgr" "$FAKE/sbatch"
 python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" "$FAKE" <<'PY'
-import sys
+import os, sys
 path, key, root, fake = sys.argv[1:]
 text = open(path).read()
 uni = """  uni-acct:
     cloud: ssh
-    host: 127.0.157.100
-    port: 22351
+    host: %s
+    port: %s
     login_user: pbx-uni
     ssh_key: %s
     work_dir: pbx-acct
     setup: . %s/etc/pbx/env.sh && PATH=%s:$PATH
-""" % (key, root, fake)
+""" % (os.environ["LOGIN_ADDR"], os.environ["LOGIN_PORT"], key, root, fake)
 text = text.replace("clusters:\n", "clusters:\n" + uni, 1)
 open(path, "w").write(text)
 PY

@@ -13,14 +13,16 @@
 # experiment cycle runs as the user; `cluster disconnect` closes the
 # control connection without a prompt; with the control connection closed and
 # no way to answer, a verb fails with a clear message.  Addresses
-# 127.0.159.x, ports 22370 (the cluster), 22371 (login), 22372 (bastion)
-# and 27200-27263.
+# and ports: the test's slot (lib.sh); the login node's and the bastion's
+# are LOGIN_ADDR:LOGIN_PORT and BASTION_ADDR:BASTION_PORT.
 . "$(dirname "$0")/lib.sh"
 
 UNI_UID=2871
+LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
+BASTION_ADDR=$SLOT_NET.0.101 BASTION_PORT=$(slot_port 1)
 UNI=pbx-uni2
 UNI_HOME=/home/$UNI
-local_cluster campus2 127.0.159.0 22370 27200 "{ name: node, count: 2 }"
+local_cluster campus2 slot "{ name: node, count: 2 }"
 run_pbx -q cluster start campus2
 ok $rc "the university's cluster runs (a local cluster of root's): $errout"
 HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus2' AND c.state != 'deleted' AND n.name = 'head'")
@@ -57,14 +59,14 @@ EOF
 ln -s /usr/sbin/sshd "$L/pbx-t0291-sshd"
 mkdir -p /run/sshd
 "$L/pbx-t0291-sshd" -D -f /dev/null -h "$L/host" -E "$L/login.log" \
-	-o ListenAddress=127.0.159.100:22371 -o "AuthorizedKeysFile=$L/keys/%u" \
+	-o ListenAddress=$LOGIN_ADDR:$LOGIN_PORT -o "AuthorizedKeysFile=$L/keys/%u" \
 	-o PidFile="$L/login.pid" -o StrictModes=no -o PasswordAuthentication=no \
 	-o KbdInteractiveAuthentication=yes -o UsePAM=yes \
 	-o AuthenticationMethods=publickey,keyboard-interactive -o PermitRootLogin=no \
 	-o UseDNS=no -o LogLevel=VERBOSE </dev/null >/dev/null 2>&1 &
 LOGIN_SSHD=$!
 /usr/sbin/sshd -D -f /dev/null -h "$L/host" -E "$L/bastion.log" \
-	-o ListenAddress=127.0.159.101:22372 -o "AuthorizedKeysFile=$L/keys/%u" \
+	-o ListenAddress=$BASTION_ADDR:$BASTION_PORT -o "AuthorizedKeysFile=$L/keys/%u" \
 	-o PidFile="$L/bastion.pid" -o StrictModes=no -o PasswordAuthentication=no \
 	-o KbdInteractiveAuthentication=no -o PermitRootLogin=no -o UseDNS=no \
 	-o LogLevel=VERBOSE </dev/null >/dev/null 2>&1 &
@@ -89,12 +91,12 @@ fi
 usermod -d "$U" "$LAP"
 mkdir -p "$U/.ssh" "$U/.pbx"
 mv "$PBX_HOME/uni_id" "$PBX_HOME/uni_id.pub" "$U/.pbx/"
-printf '%s\n' "Host campus-login" "    HostName 127.0.159.100" "    Port 22371" "    User $UNI" \
+printf '%s\n' "Host campus-login" "    HostName $LOGIN_ADDR" "    Port $LOGIN_PORT" "    User $UNI" \
 	"    IdentityFile $U/.pbx/uni_id" "    ProxyJump campus-bastion" "Host campus-bastion" \
-	"    HostName 127.0.159.101" "    Port 22372" "    User $UNI" "    IdentityFile $U/.pbx/uni_id" \
+	"    HostName $BASTION_ADDR" "    Port $BASTION_PORT" "    User $UNI" "    IdentityFile $U/.pbx/uni_id" \
 	>"$U/.ssh/config"
 hostkey=$(cut -d' ' -f1,2 "$L/host.pub")
-printf '[127.0.159.100]:22371 %s\n[127.0.159.101]:22372 %s\n' "$hostkey" "$hostkey" >"$U/.ssh/known_hosts"
+printf '[%s]:%s %s\n[%s]:%s %s\n' "$LOGIN_ADDR" "$LOGIN_PORT" "$hostkey" "$BASTION_ADDR" "$BASTION_PORT" "$hostkey" >"$U/.ssh/known_hosts"
 printf '%s\n' '#!/bin/sh' "echo \"\$1\" >>'$L/asked'" "cat '$L/code'" >"$L/askpass"
 chmod 755 "$L/askpass"
 : >"$L/asked"

@@ -8,7 +8,7 @@
 # ends byte-identical (SHA-256) with no partial file ever in place.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster hv 127.0.16.0 22160 20600 "{ name: node, count: 2, gpus: 2 }"
+local_cluster hv slot "{ name: node, count: 2, gpus: 2 }"
 SHARED="$PBX_HOME/clusters/hv/shared"
 RESULTS="$PBX_HOME/results"
 # Every harvested file equals the cluster's copy: prints the mismatches.

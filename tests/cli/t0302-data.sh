@@ -10,10 +10,10 @@
 # lacks; hostile object names are
 # refused with nothing written outside; a local directory source works
 # the same way; the data is never harvested and tasks cannot write it.
-# Addresses 127.0.162.x, ports 22392 and 30200-30263.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster dt 127.0.162.0 22392 30200 "{ name: node, count: 2 }"
+local_cluster dt slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/dt/shared
 TOKEN=t0302-token
 

@@ -11,10 +11,10 @@
 # The kill points come from PBX_TEST_KILL_AT (src/jobs/harvest.c), which
 # raises SIGKILL in pbx itself, exactly as `kill -9` would; one more kill
 # comes from outside while the stream is under way.
-# Addresses 127.0.31.0/27, ports 22310 and 21100-21163.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster hk 127.0.31.0 22310 21100 "{ name: node, count: 2, gpus: 0, cpus: 4 }"
+local_cluster hk slot "{ name: node, count: 2, gpus: 0, cpus: 4 }"
 SHARED="$PBX_HOME/clusters/hk/shared"
 RESULTS="$PBX_HOME/results"
 DB="$PBX_HOME/pbx.db"

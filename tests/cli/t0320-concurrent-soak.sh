@@ -5,10 +5,10 @@
 # every command succeeds, none reports a sanitizer error (this test runs in
 # the ASan/UBSan build too), no task is ever in a state outside the known
 # set, every task of every sweep runs exactly once and completes.
-# Addresses 127.0.32.0/27, ports 22320 and 21200-21263.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster sk 127.0.32.0 22320 21200 "{ name: node, count: 2, gpus: 0, cpus: 4 }"
+local_cluster sk slot "{ name: node, count: 2, gpus: 0, cpus: 4 }"
 SHARED="$PBX_HOME/clusters/sk/shared"
 DB="$PBX_HOME/pbx.db"
 KNOWN="'NEW','PENDING','RUNNING','COMPLETED','FAILED','CANCELLED','TIMEOUT','PREEMPTED','NODE_FAIL','OUT_OF_MEMORY','MISSING','UNKNOWN'"

@@ -11,10 +11,10 @@
 # ~/.bashrc); what is refused is named with its task and path, and a path
 # that cannot be placed, a refused stream or too little space make the
 # harvest exit non-zero.
-# Addresses 127.0.34.0/27, ports 22340 and 21400-21463.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster hl 127.0.34.0 22340 21400 "{ name: node, count: 1, gpus: 0, cpus: 2 }"
+local_cluster hl slot "{ name: node, count: 1, gpus: 0, cpus: 2 }"
 SHARED="$PBX_HOME/clusters/hl/shared"
 RESULTS="$PBX_HOME/results"
 export HOME="$TEST_TMP/userhome"

@@ -12,10 +12,10 @@
 # larger sweep of the same experiment: `parrun --skip-done POOL` submits
 # only the points the pool lacks, `--split K/N` one share of them; and a
 # third publisher whose losses are far off gets the points flagged.
-# Addresses 127.0.161.x, ports 22390 and 30100-30163.
+# Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-local_cluster pl 127.0.161.0 22390 30100 "{ name: node, count: 2 }"
+local_cluster pl slot "{ name: node, count: 2 }"
 mkdir -p "$TEST_TMP/exp"
 cat >"$TEST_TMP/exp/experiment.yaml" <<'EXP'
 name: pooled

@@ -14,8 +14,8 @@
 # Then: 30% of calls throttled (429 / 403 rateLimitExceeded) and start
 # still succeeds; a quota error on the GPU nodes leaves nothing behind
 # (all or nothing); pbx killed with -9 mid-start, then stop: nothing left.
-# Emulator addresses 127.0.72.0/24 (private) and 127.0.73.0/24 (public);
-# SLURM ports from 27000 + 64*8 (node bodies of cloud clusters).
+# Emulator addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public);
+# SLURM ports from BODY_PORT_BASE + 64*8 (node bodies of cloud clusters).
 # PBX_GCE_EMULATOR (emulator.py) and PBX_NODE_BODY_HELPER override where
 # the emulator and its node-body helper are.
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +24,7 @@ stop_at_exit e1
 # emu_start [--fault K=V ...]: a fresh emulator (gce_emulator: PORT, the
 # key file TEST_TMP/sa.json), config.yaml pointing at it.
 emu_start() {
-	gce_emulator 127.0.72.0/24 127.0.73.0/24 "$@"
+	gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
 	cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   e1:
@@ -37,7 +37,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 27000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 CONFIG
 	chmod 600 "$PBX_HOME/config.yaml"
 }

@@ -14,8 +14,8 @@
 # error and creates nothing, as does a user whose IAM policy only allows
 # describing; session credentials (a token) work.  (pbx
 # killed with -9 mid-start: t0411.)
-# Addresses: subnets 127.0.63.0/24 and 127.0.64.0/24 (node bodies' sshd on
-# port 22); SLURM ports from 31000 + 64*8 (node bodies of cloud clusters).
+# Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24 (node bodies' sshd on
+# port 22); SLURM ports from BODY_PORT_BASE + 64*8 (node bodies of cloud clusters).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/aws_lib.sh"
 
@@ -59,7 +59,7 @@ run_pbx cluster exec e1 -- sinfo -h -N -o '%N %t %G'
 is "$out" "gpu1 idle gpu:t4:1
 gpu2 idle gpu:t4:1" "every compute node is idle with its GPU, typed t4 (gpu_type)"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(name || ':' || state || ':' || address, ' ') FROM nodes")" \
-	"head:up:127.0.63.4 gpu1:up:127.0.63.5 gpu2:up:127.0.63.6" "nodes are up on the instances' private addresses"
+	"head:up:$SLOT_NET.1.4 gpu1:up:$SLOT_NET.1.5 gpu2:up:$SLOT_NET.1.6" "nodes are up on the instances' private addresses"
 # each instance's tags name its node (pbx-node for the head; for a group,
 # pbx-launch at the instance's launch index): the instance the store has
 # for that node, with no CreateTags
@@ -115,12 +115,12 @@ is "$(holds)" "0 0 0" "all or nothing: the head, group and key pair are gone too
 is "$(calls calls RunInstances)" "2" "capacity errors are not retried (head + one GPU attempt)"
 
 # ------------------------------------------------- capacity: the next subnet
-h_start --capacity 127.0.63.0/24
+h_start --capacity $SLOT_NET.1.0/24
 sed -i "s#subnet: $SUB1 }#subnet: $SUB1, subnets: [$SUB1, $SUB2] }#" "$PBX_HOME/config.yaml"
 run_pbx cluster start e1
 ok $rc "start succeeds when the first subnet has no capacity: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT group_concat(DISTINCT zone) || ' ' || group_concat(address, ',') FROM nodes WHERE state = 'up'")" \
-	"$SUB2 127.0.64.4,127.0.64.5,127.0.64.6" "every instance landed in the second subnet"
+	"$SUB2 $SLOT_NET.2.4,$SLOT_NET.2.5,$SLOT_NET.2.6" "every instance landed in the second subnet"
 run_pbx cluster stop --discard-results e1
 is "$rc:$(holds)" "0:0 0 0" "stop removes them there"
 

@@ -5,10 +5,10 @@
 # run, mid-bootstrap, a moment later; each time `pbx cluster stop` then
 # leaves no live instance, security group, key pair or node body (listed
 # with the AWS CLI).  Its own addresses and ports (ctest runs it beside
-# t0410, which has aws_lib.sh's): 127.0.83.0/24 and 127.0.84.0/24, SLURM
-# ports from 30000 + 64*8 (below the kernel's ephemeral range).
-H_SUBNET1=127.0.83.0/24 H_SUBNET2=127.0.84.0/24 H_SLURM_PORT_BASE=30000
+# t0410, which has aws_lib.sh's): the slot's $SLOT_NET.1.0/24 and
+# $SLOT_NET.2.0/24, SLURM ports from BODY_PORT_BASE + 64*8 (lib.sh).
 . "$(dirname "$0")/lib.sh"
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE
 . "$(dirname "$0")/aws_lib.sh"
 
 # ------------------------------------------------------ kill -9 mid-start

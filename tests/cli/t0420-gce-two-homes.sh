@@ -7,8 +7,8 @@
 # deletes exactly one; each home's stop leaves the other's cluster whole
 # and working (its instances running, its rules there, SLURM answering);
 # both share the one Cloud NAT of the region, which the last stop deletes.
-# Emulator addresses 127.0.74.0/24 (private) and 127.0.75.0/24 (public);
-# SLURM ports from 24000 + 64*8 (home A) and 25000 + 64*8 (home B), below
+# Emulator addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public);
+# SLURM ports from BODY_PORT_BASE + 64*8 (home A; B +64, C +128), below
 # the kernel's ephemeral range (32768-60999): slurmctld listens on every
 # address, so a port any program got from the kernel would be taken.
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +18,7 @@ stop_at_exit "$A:gpu" "$B:gpu"
 mkdir -p "$A" "$B" "$C"
 
 # One service account (one project), used by every home.
-gce_emulator 127.0.74.0/24 127.0.75.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 
 # home DIR SLURM_PORT_BASE: its own login key and config (template gpu)
 home() {
@@ -39,9 +39,9 @@ clouds:
 CONFIG
 	chmod 600 "$1/config.yaml"
 }
-home "$A" 24000
-home "$B" 25000
-home "$C" 32000
+home "$A" "$BODY_PORT_BASE"
+home "$B" "$((BODY_PORT_BASE + 64))"
+home "$C" "$((BODY_PORT_BASE + 128))"
 # What the emulator holds: one line per resource, "KIND NAME ID" (instances
 # by their pbx-cluster-id label, rules by the id their description ends in)
 emu_list() {

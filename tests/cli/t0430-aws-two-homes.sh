@@ -7,11 +7,11 @@
 # their ids; `stop --id ID` from there deletes exactly one; each home's
 # stop leaves the other's cluster whole and working (its instances
 # running, its group and key pair there, SLURM answering).  Subnets
-# 127.0.81.0/24 and 127.0.82.0/24; SLURM ports from 13000 + 64*8 (home A)
-# and 14000 + 64*8 (home B), below the kernel's ephemeral range (32768-60999):
+# $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports from BODY_PORT_BASE + 64*8 (home A)
+# and BODY_PORT_BASE + 64 + 64*8 (home B; C +128), below the kernel's ephemeral range (32768-60999):
 # slurmctld listens on every address.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.81.0/24 H_SUBNET2=127.0.82.0/24 H_SLURM_PORT_BASE=13000
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE
 . "$(dirname "$0")/aws_lib.sh"
 
 A="$PBX_HOME" B="$TEST_TMP/b" C="$TEST_TMP/c"
@@ -23,7 +23,7 @@ sed -i 's/count: 2/count: 1/' "$A/config.yaml"
 for h in "$B" "$C"; do
 	mkdir -p "$h"
 	ssh-keygen -q -t ed25519 -N "" -C "$(basename "$h")" -f "$h/id"
-	sed -e "s#$A/id#$h/id#" -e "s/slurm_port_base: 13000/slurm_port_base: 1$(basename "$h" | tr bc 46)000/" \
+	sed -e "s#$A/id#$h/id#" -e "s/slurm_port_base: $BODY_PORT_BASE/slurm_port_base: $((BODY_PORT_BASE + 64 * $(basename "$h" | tr bc 12)))/" \
 		"$A/config.yaml" >"$h/config.yaml"
 	chmod 600 "$h/config.yaml"
 done

@@ -10,8 +10,8 @@
 # unknown template, a local template, an unknown image); pbx killed with -9
 # while the builder runs and while the image is being made: the record says
 # "building", and `image delete` or a rebuild of the name cleans up.
-# Emulator addresses 127.0.95.0/24 (private) and 127.0.96.0/24 (public);
-# SLURM ports from 12000 + 64*8.
+# Emulator addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public);
+# SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 stop_at_exit c2
 
@@ -22,7 +22,7 @@ emu_images() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdi
 # emu_start [FLAG...]: a fresh emulator (gce_emulator), config.yaml
 # pointing at it.
 emu_start() {
-	gce_emulator 127.0.95.0/24 127.0.96.0/24 "$@"
+	gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
 	cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   g1:
@@ -53,7 +53,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 12000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 CONFIG
 	chmod 600 "$PBX_HOME/config.yaml"
 }

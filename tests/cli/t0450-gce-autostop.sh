@@ -9,12 +9,12 @@
 # TERMINATED instance, the same disks come back and a job runs.  The head's
 # metadata server gives it tokens for its service account (the node none),
 # and pbx run with them and no credentials deletes the cluster by its id;
-# the user's `stop` then finds nothing and forgets it.  Emulator addresses 127.0.90.0/24 (private) and
-# 127.0.91.0/24 (public); SLURM ports from 26000 + 64*8.
+# the user's `stop` then finds nothing and forgets it.  Emulator addresses $SLOT_NET.1.0/24 (private) and
+# $SLOT_NET.2.0/24 (public); SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 
 stop_at_exit as
-gce_emulator 127.0.90.0/24 127.0.91.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0450 -f "$PBX_HOME/id"
 cat >"$PBX_HOME/config.yaml" <<CONFIG
@@ -31,7 +31,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 26000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 export PBX_AUTOSTOP_TICK=1

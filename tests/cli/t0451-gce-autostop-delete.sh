@@ -8,12 +8,12 @@
 # idle head deletes the whole cluster with its own identity, itself last:
 # no instance, firewall rule, router or body process is left, and the
 # user's `stop` then finds nothing and forgets the cluster.  Emulator
-# addresses 127.0.111.0/24 (private) and 127.0.112.0/24 (public); SLURM
+# addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public); SLURM
 # ports from 21000 + 64*8.
 . "$(dirname "$0")/lib.sh"
 
 stop_at_exit ad
-gce_emulator 127.0.111.0/24 127.0.112.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0451 -f "$PBX_HOME/id"
 cat >"$PBX_HOME/config.yaml" <<CONFIG
@@ -31,7 +31,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 21000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 export PBX_AUTOSTOP_TICK=1

@@ -12,11 +12,11 @@
 # has them asleep; a job wakes a node again (a new instance, a new
 # address); autostop removes the awake nodes before the head stops, and a
 # start and a job bring them back; the user's `stop` leaves nothing.  Emulator addresses
-# 127.0.115.0/24 (private) and 127.0.116.0/24 (public); SLURM ports from
-# 31000 + 64*8.
+# $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public); SLURM ports from
+# BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-gce_power_cluster pw 127.0.115.0/24 127.0.116.0/24 31000 "{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+gce_power_cluster pw "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" "{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
 	"slurm: { suspend_time: 40s, resume_timeout: 240s }
     budget: 1000000
     head: { machine_type: e2-standard-2, service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }"

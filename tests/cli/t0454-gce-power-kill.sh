@@ -10,12 +10,12 @@
 # create:1 and then the user's `stop`, whose store never heard of the
 # instance: it is found by the cluster's labels, and nothing is left.
 # PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx itself, as
-# `kill -9` would.  Emulator addresses 127.0.119.0/24 (private) and
-# 127.0.120.0/24 (public); SLURM ports from 30000 + 64*8 (below Linux's
+# `kill -9` would.  Emulator addresses $SLOT_NET.1.0/24 (private) and
+# $SLOT_NET.2.0/24 (public); SLURM ports from BODY_PORT_BASE + 64*8 (below Linux's
 # ephemeral ports, 32768 up: a port there may be any connection's).
 . "$(dirname "$0")/lib.sh"
 
-gce_power_cluster pk 127.0.119.0/24 127.0.120.0/24 30000 "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+gce_power_cluster pk "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
 	"slurm: { suspend_time: 1h, resume_timeout: 240s }"
 instances() { emu_instances; }
 

@@ -14,10 +14,10 @@
 # role's credentials (a node's none), and pbx run with them alone deletes
 # the cluster by its id; the user's `stop` then finds nothing and forgets
 # it.  A profile the account does not have is refused and leaves nothing.
-# Addresses: subnets 127.0.103.0/24 and 127.0.104.0/24; SLURM ports from
-# 23000 + 64*8.
+# Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports from
+# BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.103.0/24 H_SUBNET2=127.0.104.0/24 H_SLURM_PORT_BASE=23000 H_CLUSTERS="au"
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE H_CLUSTERS="au"
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start

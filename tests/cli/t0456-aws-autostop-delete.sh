@@ -8,10 +8,10 @@
 # role's credentials from its IMDS, itself last: no instance and no body
 # process is left, and no security group or key pair either (the head
 # leaves the group before deleting it); the user's `stop` then finds
-# nothing and forgets the cluster.  Addresses: subnets 127.0.113.0/24 and 127.0.114.0/24;
-# SLURM ports from 20000 + 64*8.
+# nothing and forgets the cluster.  Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24;
+# SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.113.0/24 H_SUBNET2=127.0.114.0/24 H_SLURM_PORT_BASE=20000 H_CLUSTERS="ae"
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE H_CLUSTERS="ae"
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start

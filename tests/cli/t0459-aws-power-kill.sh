@@ -12,10 +12,10 @@
 # left.  Between them, with the head's subnet out of capacity, a resume
 # makes node1 in the next subnet of clouds.aws.subnets, where a job finds
 # it by name.  PBX_TEST_KILL_AT (src/util/testkill.h) raises SIGKILL in pbx
-# itself, as `kill -9` would.  Addresses: subnets 127.0.127.0/24 and
-# 127.0.128.0/24; SLURM ports from 7000 + 64*8.
+# itself, as `kill -9` would.  Addresses: subnets $SLOT_NET.1.0/24 and
+# $SLOT_NET.2.0/24; SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.127.0/24 H_SUBNET2=127.0.128.0/24 H_SLURM_PORT_BASE=7000 H_CLUSTERS="pk"
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE H_CLUSTERS="pk"
 . "$(dirname "$0")/aws_lib.sh"
 
 h_start
@@ -37,7 +37,7 @@ is "$(holds)" "1 1 2" "the head's instance, the group, and the user's and the he
 # the head's subnet out of capacity: the resume's RunInstances goes to the
 # next subnet, and the head finds node1 there by name
 capacity() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "_harness/capacity", data=sys.argv[2].encode())).read().decode())' "$URL" "$1"; }
-capacity '["127.0.127.0/24"]' >/dev/null
+capacity "[\"$SLOT_NET.1.0/24\"]" >/dev/null
 "$pbx_head" -q cluster power pk resume node1 >"$TEST_TMP/k.out" 2>&1
 ok $? "with the first subnet out of capacity node1 wakes: $(cat "$TEST_TMP/k.out")"
 capacity '[]' >/dev/null

@@ -10,12 +10,12 @@
 # start` makes the node again, where the task resumes from its checkpoint
 # and completes, with final parameters bit-identical to an uninterrupted
 # twin's.  The on-demand head runs no watcher.  Emulator addresses
-# 127.0.99.0/25 (private) and 127.0.99.128/25 (public); SLURM ports from
-# 29000 + 64*8.
+# $SLOT_NET.1.0/25 (private) and $SLOT_NET.1.128/25 (public); SLURM ports from
+# BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 
 stop_at_exit sp
-gce_emulator 127.0.99.0/25 127.0.99.128/25 --preempt-notice 30
+gce_emulator "$SLOT_NET.1.0/25" "$SLOT_NET.1.128/25" --preempt-notice 30
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0460 -f "$PBX_HOME/id"
 cat >"$PBX_HOME/config.yaml" <<CONFIG
@@ -31,7 +31,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 29000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 BODIES=$TEST_TMP/emu/bodies

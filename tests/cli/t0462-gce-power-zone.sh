@@ -8,11 +8,11 @@
 # emulator is as strict), so the head's pbx has written it into the block
 # of every node's /etc/hosts, and the job runs on node1.  Once it sleeps, a
 # resume with capacity back makes it in us-central1-a again, and a job runs.  The user's
-# stop leaves nothing.  Emulator addresses 127.0.129.0/24 (private) and
-# 127.0.130.0/24 (public); SLURM ports from 5000 + 64*8.
+# stop leaves nothing.  Emulator addresses $SLOT_NET.1.0/24 (private) and
+# $SLOT_NET.2.0/24 (public); SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-gce_power_cluster pz 127.0.129.0/24 127.0.130.0/24 5000 "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+gce_power_cluster pz "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
 	"slurm: { suspend_time: 1h, resume_timeout: 240s }"
 sed -i 's/zone: us-central1-a, /zone: us-central1-a, zones: [us-central1-a, us-central1-b], /' "$PBX_HOME/config.yaml"
 # NAME=ZONE of each instance, sorted.

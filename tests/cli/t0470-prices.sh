@@ -8,13 +8,13 @@
 # token there), and with the emulator stopped the
 # price comes from the cache (and --offline never fetches); a `prices:`
 # override replaces an entry; a malformed reply is a clear error and
-# caches nothing.  Emulator addresses 127.0.101.0/24 and 127.0.102.0/24
+# caches nothing.  Emulator addresses $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24
 # (no cluster is started).
 . "$(dirname "$0")/lib.sh"
 stop_at_exit
 mkdir -p "$PBX_HOME"
 
-gce_emulator 127.0.101.0/24 127.0.102.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 ssh-keygen -q -t ed25519 -N "" -C t0470 -f "$PBX_HOME/id"
 config() {   # config [PRICES-SECTION]
 	cat >"$PBX_HOME/config.yaml" <<CONFIG
@@ -107,7 +107,7 @@ is "$rc:$(field hourly):$(field groups 1 each)" "0:1.244:0.472" "prices.gpu_hour
 
 # Malformed replies: a clear error, nothing cached.
 rm -f "$PBX_HOME/pbx.db"*
-gce_emulator 127.0.101.0/24 127.0.102.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 config
 billing malformed
 run_pbx cluster price g1

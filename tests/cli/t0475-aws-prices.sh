@@ -8,9 +8,9 @@
 # group is priced from DescribeSpotPriceHistory (moto's), or by
 # prices.spot_hourly; wrong
 # credentials are a clear error, naming the code.  No instance is made
-# (--no-bodies); subnets 127.0.101.0/24 and 127.0.102.0/24.
+# (--no-bodies); subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24.
 . "$(dirname "$0")/lib.sh"
-H_SUBNET1=127.0.101.0/24 H_SUBNET2=127.0.102.0/24
+H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24
 . "$(dirname "$0")/aws_lib.sh"
 ssh-keygen -q -t ed25519 -N "" -C t0475 -f "$PBX_HOME/id"
 field() { printf '%s' "$out" | python3 -c 'import json, sys

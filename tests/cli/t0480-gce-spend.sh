@@ -10,12 +10,12 @@
 # `start` and `parrun` are refused (exit 4, naming the budget); with the
 # budget raised, the head powers the cluster off by itself when the rest
 # runs out (laptop away), keeping the disks, and records why.  Emulator
-# addresses 127.0.107.0/24 (private) and 127.0.108.0/24 (public); SLURM
+# addresses $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public); SLURM
 # ports from 16000 + 64*8, below the kernel's ephemeral range.
 . "$(dirname "$0")/lib.sh"
 
 stop_at_exit sp
-gce_emulator 127.0.107.0/24 127.0.108.0/24
+gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 mkdir -p "$PBX_HOME"
 ssh-keygen -q -t ed25519 -N "" -C t0480 -f "$PBX_HOME/id"
 config() {   # config BUDGET-LINE
@@ -34,7 +34,7 @@ clusters:
 clouds:
   gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
          endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: 16000 }
+  local: { slurm_port_base: $BODY_PORT_BASE }
 prices:
   hourly: { e2-standard-2: 3600, e2-standard-4: 7200 }
 CONFIG

@@ -12,7 +12,7 @@
 # the experiment's cost null while node-hours stay.
 . "$(dirname "$0")/lib.sh"
 
-local_cluster co 127.0.48.0 22480 11480 "{ name: node, count: 2, gpus: 2 }"
+local_cluster co slot "{ name: node, count: 2, gpus: 2 }"
 DB="$PBX_HOME/pbx.db"
 
 run_pbx -q cluster start co
