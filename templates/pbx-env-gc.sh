@@ -70,7 +70,10 @@ shared() {
 		k=${k%.tar.gz}
 		is_key "$k" || continue
 		case " $* " in *" $k "*) continue ;; esac
-		gone_if_free "$envs" "$k" env "$a" "$envs/$k.sha256"
+		# the checksum first: a gc killed between the two leaves an
+		# archive without one, which a build makes again and the next gc
+		# takes; the other way round a lone checksum would stay forever
+		gone_if_free "$envs" "$k" env "$envs/$k.sha256" "$a"
 	done
 	# what a build cut short left (a part archive a day old)
 	[ "$DRY" = 1 ] || find "$envs" -maxdepth 1 -name '.*.??????' -type f -mmin +1440 -delete 2>/dev/null

@@ -23,9 +23,14 @@
 
 /* On the head as root: each run directory of a package that is not KNOWN
  * (and has not changed in the last hour: a parrun that has recorded its
- * package since the store was read may be pushing it) goes. */
+ * package since the store was read may be pushing it) goes, renamed to
+ * .gc.ID first so that a gc killed half way leaves no directory that looks
+ * like a package (one without its pkg/ would never be collected). */
 static const char forgotten_script[] =
 	"P=$PBX_SHARED/pbx\n"
+	/* a directory goes whole or not at all: renamed out of the way first,
+	 * and what a gc cut short (kill -9) left renamed goes now */
+	"[ \"$DRY\" = 1 ] || rm -rf \"$P\"/.gc.*\n"
 	"for d in \"$P\"/*; do\n"
 	"  n=${d##*/}\n"
 	"  case $n in *[!0-9a-f]* | '') continue ;; esac\n"
@@ -33,7 +38,7 @@ static const char forgotten_script[] =
 	"  case \" $KNOWN \" in *\" $n \"*) continue ;; esac\n"
 	"  [ -z \"$(find \"$d\" -maxdepth 0 -mmin -60)\" ] || { echo \"young $n\"; continue; }\n"
 	"  size=$(du -sb \"$d\" | cut -f1)\n"
-	"  [ \"$DRY\" = 1 ] || rm -rf \"$d\" || exit 1\n"
+	"  [ \"$DRY\" = 1 ] || { mv \"$d\" \"$P/.gc.$n\" && rm -rf \"$P/.gc.$n\"; } || exit 1\n"
 	"  echo \"gone package $n $size\"\n"
 	"  GONE=\"$GONE $n\"\n"
 	"done\n";

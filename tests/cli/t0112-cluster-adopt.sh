@@ -52,6 +52,9 @@ is "$(echo "$H1_NODES" | awk '{print $1 ":" $4}' | tr '\n' ' ')" "head:up node1:
 	"the cluster runs, node2 asleep"
 
 # As if the head had a public address (a cloud): pinned there too.
+# 198.51.100.7 (a documentation address) is data in the store only:
+# `cluster record` reads the store and dials nothing; it is gone again
+# before the adopt.
 HEAD_ADDR=$(sqlite3 "$H1/pbx.db" "SELECT address FROM nodes WHERE name = 'head'")
 sqlite3 "$H1/pbx.db" "UPDATE nodes SET public_address = '198.51.100.7' WHERE name = 'head';
 INSERT INTO host_keys SELECT 'ad/head@198.51.100.7:$SSH_PORT', key_type, key_b64, first_seen FROM host_keys WHERE hostport = 'ad/head@$HEAD_ADDR:$SSH_PORT'"

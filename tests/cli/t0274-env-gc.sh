@@ -79,8 +79,12 @@ case $errout in *"would free"*"1 environment in use kept"*) r=0 ;; *) r=1 ;; esa
 ok $r "and what it would free: $errout"
 is "$(du -sb "$SHARED/pbx" | cut -f1)" "$before" "and removes nothing"
 
+# what a gc killed half way leaves: a run directory renamed out of the way
+mkdir -p "$SHARED/pbx/.gc.abcdef012345/tasks/0"
 run_pbx cluster gc --json gc
 ok $rc "gc: $errout"
+[ ! -e "$SHARED/pbx/.gc.abcdef012345" ]
+ok $? "what a gc cut short left renamed goes too"
 is "$(printf '%s\n' "$out" | json_get '" ".join(sorted(g["kind"] + ":" + g["id"][:12] for g in d["gone"]))')" \
 	"env:${kold%"${kold#????????????}"} local:${kold%"${kold#????????????}"} package:$old" \
 	"the run directory, the archive and the unpacked copy went: $out"
