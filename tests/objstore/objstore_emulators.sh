@@ -14,31 +14,10 @@
 set -u
 TOOL=$1
 SRC=$2
-PY=python3
-[ -x "$SRC/build/venv/bin/python3" ] && PY="$SRC/build/venv/bin/python3"
 command -v moto_server >/dev/null 2>&1 || [ -x "$SRC/build/venv/bin/moto_server" ] ||
 	{ echo "1..0 # SKIP moto_server missing"; exit 77; }
 MOTO=$(command -v moto_server || echo "$SRC/build/venv/bin/moto_server")
-W=$(mktemp -d /tmp/pbx-objstore.XXXXXX)
-PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$W"' EXIT
-N=0
-FAILED=0
-ok() { # ok RC NAME: RC 0 passes
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
-}
-skip() { N=$((N + 1)); echo "ok $N # skip $1"; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { # wait_port PORT: up to 30 s
-	i=0
-	while [ $i -lt 300 ]; do
-		$PY -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$1" 2>/dev/null && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$SRC/tests/objstore/lib.sh"
 T() { "$TOOL" "$CFG" "$@"; }
 # a config needs a cluster template; the stores use only clouds:
 CLUSTERS='clusters:

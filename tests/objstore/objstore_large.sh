@@ -13,34 +13,14 @@
 #   is cut half-way resumes from the offset the session holds, and the
 #   object comes back whole; a 503 on a chunk: the session asked and the
 #   chunk sent again; an existing name refused.
-# Ports: 30610-30612 on 127.0.0.1.  Skips (77) without moto_server.
+# Free ports of 127.0.0.1.  Skips (77) without moto_server.
 set -u
 TOOL=$1
 SRC=$2
-PY=python3
-[ -x "$SRC/build/venv/bin/python3" ] && PY="$SRC/build/venv/bin/python3"
+. "$SRC/tests/objstore/lib.sh"
 "$PY" -c 'import moto.server, boto3' 2>/dev/null || { echo "1..0 # SKIP moto_server missing"; exit 77; }
-PROXY_PORT=30610
-MOTO_PORT=30611
-GCS_PORT=30612
-W=$(mktemp -d /tmp/pbx-objstore-large.XXXXXX)
-PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$W"' EXIT
-N=0
-FAILED=0
-ok() { # ok RC NAME: RC 0 passes
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
-}
-wait_port() { # wait_port PORT: up to 60 s
-	i=0
-	while [ $i -lt 600 ]; do
-		$PY -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$1" 2>/dev/null && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+set -- $(free_ports 3)
+PROXY_PORT=$1 MOTO_PORT=$2 GCS_PORT=$3
 http() { # http METHOD URL [JSON]: the reply's body
 	$PY -c 'import sys, urllib.request
 d = sys.argv[3].encode() if len(sys.argv) > 3 else None
