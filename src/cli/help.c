@@ -249,6 +249,7 @@ void pbx_man_overview(void)
 	printf(".SH FILES\n.TP\n.B $PBX_HOME/config.yaml\ncluster templates and cloud settings\n"
 	       ".TP\n.B $PBX_HOME/pbx.db\nthe SQLite store\n"
 	       ".TP\n.B $PBX_HOME/clusters/NAME\nper\\-cluster files (keys, node bodies of local clusters)\n");
+	printf(".SH SEE ALSO\n.BR pbx\\-config (5),\n.BR pbx\\-experiment (5)\n");
 }
 
 /* SEE ALSO: pbx(1) and the pages of the verbs a reader of cmd's page
@@ -286,6 +287,8 @@ static void man_see_also(const struct pbx_cmd *cmd)
 	}
 	if (!strcmp(cmd->name, "parrun") || !strcmp(cmd->name, "run"))
 		printf(",\n.BR pbx\\-experiment (5)");
+	if (!strcmp(cmd->name, "cluster") || !strcmp(cmd->name, "config") || !strcmp(cmd->name, "image"))
+		printf(",\n.BR pbx\\-config (5)");
 	printf("\n");
 }
 

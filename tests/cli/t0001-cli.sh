@@ -51,10 +51,15 @@ done
 cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx.1"
 ok $? "man/pbx.1 is what 'pbx help --man' prints"
 
-(cd "$PBX_SOURCE_DIR" && python3 scripts/md2man.py src/experiment/FORMAT.md pbx-experiment 5 \
-	"the experiment file format of pbx parrun") >"$TEST_TMP/man"
-cmp -s "$TEST_TMP/man" "$PBX_SOURCE_DIR/man/pbx-experiment.5"
+mkdir "$TEST_TMP/man5"
+(cd "$PBX_SOURCE_DIR" && python3 scripts/md2man.py --all "$TEST_TMP/man5")
+cmp -s "$TEST_TMP/man5/pbx-experiment.5" "$PBX_SOURCE_DIR/man/pbx-experiment.5"
 ok $? "man/pbx-experiment.5 is generated from src/experiment/FORMAT.md (scripts/gen-man.sh)"
+cmp -s "$TEST_TMP/man5/pbx-config.5" "$PBX_SOURCE_DIR/man/pbx-config.5"
+ok $? "man/pbx-config.5 is generated from docs/configuration.md and templates/config.yaml (scripts/gen-man.sh)"
+grep -q '^clusters:$' "$PBX_SOURCE_DIR/man/pbx-config.5" &&
+	grep -q '^\.SH EVERY KEY$' "$PBX_SOURCE_DIR/man/pbx-config.5"
+ok $? "pbx-config(5) carries templates/config.yaml whole, as its EVERY KEY section"
 
 run_pbx frobnicate
 is "$rc:$errout" "2:pbx: error: unknown command: frobnicate (see 'pbx help')" "unknown verb"
