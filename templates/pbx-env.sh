@@ -11,6 +11,8 @@
 #   pbx-env.sh unpack   from pbx-task.sh: prints the node-local environment
 #                       (or image root) the task runs with, unpacking it
 #                       first if needed
+#   pbx-env.sh unpack-py  the same for the Python environment of an image
+#                       that has one (python: with container:)
 #   pbx-env.sh pull     on the head, from the submission (src/jobs/arrays.c),
 #                       as the task user: a registry image (env/image-ref)
 #                       pulled and converted once per cluster
@@ -33,6 +35,15 @@
 # the head, or REGISTRY_AUTH_FILE), never logged.  On a node body, its
 # ROOT/etc/containers/registries.conf when it has one (the tests' plain-HTTP
 # loopback registry).
+#
+# An image with Python packages (python: with container:): the build job
+# runs after the image is checked (shipped) or pulled (registry), unpacks
+# the image on its node and builds the environment INSIDE it (ch-run: the
+# image's python3 -m venv and pip, the shared disk and /tmp bound at their
+# own paths), keyed by the lock, the image's Python and the image's key;
+# its files are RUN/env/py's, as RUN/env's below are the image's.  A task
+# runs in the image with the environment bound at its node-local path and
+# first on PATH.  uv is not used there (the image's pip is).
 #
 # Environment in: PBX_PKG_DIR (the package: env/requirements.txt, and
 # env/wheels when the experiment brings its own wheels: then no index is
@@ -87,10 +98,34 @@ is_image() {
 	[ -e "$IMAGE" ] || [ -L "$IMAGE" ] || is_ref
 }
 
+# has_python: the package has Python requirements (alone, or to install
+# into its image)
+has_python() {
+	[ -f "$REQ" ] || [ -L "$REQ" ]
+}
+
+# IMG_ROOT: the image the Python environment is built in (python: with
+# container:), "" for the node's own python3
+IMG_ROOT=
+
+# run_py CMD ARGS...: CMD run where the environment's Python is: in the
+# image (ch-run, as a task runs there) or here
+run_py() {
+	if [ -z "$IMG_ROOT" ]; then
+		"$@"
+		return
+	fi
+	case $PBX_SHARED in /tmp/*) rp_bind= ;; *) rp_bind=$PBX_SHARED ;; esac
+	case $tmp in /tmp/*) rp_tmp= ;; *) rp_tmp=$tmp ;; esac
+	USER=${USER:-$(id -un)} ch-run --unset-env=LD_LIBRARY_PATH --unset-env=LD_PRELOAD \
+		${rp_bind:+-b "$rp_bind"} ${rp_tmp:+-b "$rp_tmp"} "$IMG_ROOT" -- "$@"
+}
+
 # Debian's interpreter, the same path on every node (a venv points to it)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || PY=
 [ -n "$PY" ] || is_image || die "no python3 on $(hostname)"
+
 
 # put FILE TEXT: FILE holds TEXT (one line), replaced atomically
 put() {
@@ -122,7 +157,7 @@ pip() {
 	venv_pip=$1/bin/pip
 	shift
 	if [ -d "$WHEELS" ]; then set -- --no-index --find-links "$WHEELS" "$@"; fi
-	"$venv_pip" install -q --disable-pip-version-check "$@"
+	run_py "$venv_pip" install -q --disable-pip-version-check "$@"
 }
 
 # resolve VENV: installs requirements.txt into VENV (pip's resolver) and
@@ -134,7 +169,7 @@ resolve() {
 		cat "$tmp/resolve.out" >&2
 		failed "cannot resolve requirements.txt: $(grep -m1 'ERROR' "$tmp/resolve.out" || tail -n 1 "$tmp/resolve.out")"
 	}
-	"$PY" - "$tmp/report.json" >"$tmp/lock.txt" <<'PYEOF' || failed "cannot read pip's report"
+	run_py "$PY" - "$tmp/report.json" >"$tmp/lock.txt" <<'PYEOF' || failed "cannot read pip's report"
 import json, sys
 report = json.load(open(sys.argv[1]))
 for item in sorted(report["install"], key=lambda i: i["metadata"]["name"].lower()):
@@ -174,8 +209,9 @@ venv() {
 		}
 		return 0
 	fi
-	"$PY" -m venv "$tmp/env" >"$tmp/venv.out" 2>&1 || {
+	run_py "$PY" -m venv "$tmp/env" >"$tmp/venv.out" 2>&1 || {
 		cat "$tmp/venv.out" >&2
+		[ -z "$IMG_ROOT" ] || failed "$PY -m venv failed in the image (it needs python3 with its venv and ensurepip modules): $(tail -n 1 "$tmp/venv.out")"
 		failed "$PY -m venv failed (on Debian: apt-get install python3-venv)"
 	}
 }
@@ -308,20 +344,47 @@ build() {
 	plain_path "$tmp" || { rm -rf "$tmp"; failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"; }
 	trap 'rm -rf "$tmp"' EXIT
 	started=$(date +%s)
-	if is_ref; then
+	if is_ref && ! has_python; then
 		failed "a registry image is pulled on the head by the submission, not by a build job"
 	fi
 	if is_image; then
-		build_image
-		return
+		is_ref || build_image
+		has_python || return 0
+		in_image
 	fi
+	build_python
+}
+
+# in_image: the Python environment is built in the package's image from
+# here on: the image unpacked on this node (IMG_ROOT), its python3, and
+# RUN/env/py for the environment's files (RUN/env is the image's)
+in_image() {
+	command -v ch-run >/dev/null 2>&1 ||
+		failed "the experiment's Python packages are installed in its image: that needs ch-run on $(hostname) (Debian: apt-get install charliecloud-runtime)"
+	img_out=$(unpack 2>&1) || failed "$(printf '%s\n' "$img_out" | tail -n 1)"
+	IMG_ROOT=$(printf '%s\n' "$img_out" | tail -n 1)
+	img_key=${IMG_ROOT##*/}
+	mount_point "$IMG_ROOT" "$tmp"
+	E=$E/py
+	mkdir -p "$E" || die "cannot create $E"
+	PY=python3
+	echo "pbx-env: in the image $img_key"
+}
+
+# build_python: the package's requirements resolved once (the lock), then
+# built once per cluster into ENVS/KEY.tar.gz
+build_python() {
 	[ -r "$REQ" ] || failed "the package has no env/requirements.txt"
-	pyid=$("$PY" -c 'import sys, sysconfig; print("%d.%d.%d" % sys.version_info[:3], sysconfig.get_platform())') ||
-		failed "$PY does not run"
+	pyid=$(run_py "$PY" -c 'import sys, sysconfig; print("%d.%d.%d" % sys.version_info[:3], sysconfig.get_platform())') ||
+		failed "$PY does not run${IMG_ROOT:+ in the image}"
+	# in an image, the image is part of what the environment is built for
+	[ -z "$IMG_ROOT" ] || pyid="$pyid image $img_key"
 	put "$E/python" "$pyid"
 	echo "pbx-env: python $pyid ($PY) on $(hostname)${SLURM_JOB_PARTITION:+, partition $SLURM_JOB_PARTITION}"
 	INSTALLER=$(cat "$PBX_PKG_DIR/env/installer" 2>/dev/null) || INSTALLER=auto
 	case $INSTALLER in auto | uv | pip) ;; *) failed "env/installer says '$INSTALLER', not uv or pip" ;; esac
+	# the image's own pip installs into it
+	[ -z "$IMG_ROOT" ] || INSTALLER=pip
 	installed=
 	if [ ! -s "$E/lock.txt" ]; then
 		spec=$({
@@ -365,7 +428,7 @@ build() {
 		if [ -n "${UV:-}" ]; then
 			"$UV" --version >"$tmp/env/pbx-installer" 2>/dev/null || echo uv >"$tmp/env/pbx-installer"
 		else
-			"$tmp/env/bin/pip" --version 2>/dev/null | cut -d' ' -f1-2 >"$tmp/env/pbx-installer"
+			run_py "$tmp/env/bin/pip" --version 2>/dev/null | cut -d' ' -f1-2 >"$tmp/env/pbx-installer"
 		fi
 		echo "pbx-env: packing environment $key ($(wc -l <"$E/lock.txt") packages)"
 		printf '%s\n' "$tmp/env" >"$tmp/env/.pbx-built-at"
@@ -479,7 +542,12 @@ mount_point() {
 	done
 }
 
+# unpack [image|python]: prints LOCAL/KEY, the environment (or image) E's
+# status names, unpacked first if this node has none; default: the kind
+# of the package's environment
 unpack() {
+	kind=${1:-python}
+	if [ $# = 0 ] && is_image; then kind=image; fi
 	status=$(cat "$E/status" 2>/dev/null) || status=
 	case $status in
 	READY\ *) key=${status#READY } ;;
@@ -493,11 +561,23 @@ unpack() {
 		chmod 700 "$LOCAL" || die "cannot make $LOCAL private"
 		exec 9>"$LOCAL/.$key.lock" || die "cannot lock $LOCAL/.$key.lock"
 		flock 9 || die "cannot lock $LOCAL/.$key.lock"
-		if is_image; then (unpack_image_locked "$key") || exit 1; else (unpack_locked "$key") || exit 1; fi
+		if [ "$kind" = image ]; then (unpack_image_locked "$key") || exit 1; else (unpack_locked "$key") || exit 1; fi
 		exec 9>&-
 	fi
-	if is_image; then mount_point "$LOCAL/$key" "$PBX_SHARED"; fi
+	if [ "$kind" = image ]; then mount_point "$LOCAL/$key" "$PBX_SHARED"; fi
 	printf '%s\n' "$LOCAL/$key"
+}
+
+# unpack_py: prints the node-local Python environment of the package's
+# image (python: with container:), unpacked first if needed, with its
+# mount point in the unpacked image
+unpack_py() {
+	if ! is_image || ! has_python; then die "the package has no Python environment in an image"; fi
+	up_img=$(unpack image) || exit 1
+	E=$E/py
+	up_env=$(unpack python) || exit 1
+	mount_point "$up_img" "$up_env"
+	printf '%s\n' "$up_env"
 }
 
 # ------------------------------------------------------------- pull --
@@ -620,6 +700,7 @@ pull() {
 case ${1:-} in
 build) build ;;
 unpack) unpack ;;
+unpack-py) unpack_py ;;
 pull) pull ;;
-*) die "usage: pbx-env.sh build|unpack|pull" ;;
+*) die "usage: pbx-env.sh build|unpack|unpack-py|pull" ;;
 esac

@@ -175,11 +175,29 @@ done
 # ---- its Python environment or image (the experiment's environment:) -
 # pbx-env.sh unpacks the cluster's build on this node once and names it;
 # the task runs with it first on PATH (python is the environment's), or
-# inside the image (ch-run, below)
+# inside the image (ch-run, below), with the image's own Python
+# environment when it has one (python: with container:)
 pbx_image=
+# pbx_unpack ACTION: pbx_u, the node-local directory pbx-env.sh ACTION
+# names (unpacked first if needed)
+pbx_unpack() {
+	pbx_u=$(sh "$PBX_PKG_DIR/pbx-env.sh" "$1" 2>&1) || pbx_die "$pbx_u"
+	pbx_u=$(printf '%s\n' "$pbx_u" | tail -n 1)
+}
+# pbx_use_venv VENV ENVDIR: VENV first on PATH; what ran (key, interpreter,
+# installer, lock: ENVDIR's) appended to environment.txt, harvested
+pbx_use_venv() {
+	unset PYTHONHOME PYTHONPATH
+	export VIRTUAL_ENV="$1" PATH="$1/bin:$PATH"
+	{
+		printf 'environment %s\npython %s\n' "${1##*/}" "$(cat "$2/python")"
+		[ ! -f "$1/pbx-installer" ] || printf 'installer %s\n' "$(head -n 1 "$1/pbx-installer")"
+		cat "$2/lock.txt"
+	} >>environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+}
 if [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
-	pbx_venv=$(sh "$PBX_PKG_DIR/pbx-env.sh" unpack 2>&1) || pbx_die "$pbx_venv"
-	pbx_venv=$(printf '%s\n' "$pbx_venv" | tail -n 1)
+	pbx_unpack unpack
+	pbx_venv=$pbx_u
 fi
 if [ -f "$PBX_PKG_DIR/pbx-env.sh" ] && { [ -e "$PBX_PKG_DIR/env/image" ] || [ -L "$PBX_PKG_DIR/env/image" ] ||
 	[ -f "$PBX_PKG_DIR/env/image-ref" ]; }; then
@@ -192,15 +210,16 @@ if [ -f "$PBX_PKG_DIR/pbx-env.sh" ] && { [ -e "$PBX_PKG_DIR/env/image" ] || [ -L
 	else
 		printf 'image %s\narchive %s\n' "${pbx_image##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
 	fi >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+	# the image's own Python environment, bound into it at its path
+	pbx_pyenv=
+	if [ -f "$PBX_PKG_DIR/env/requirements.txt" ]; then
+		pbx_unpack unpack-py
+		pbx_pyenv=$pbx_u
+		pbx_use_venv "$pbx_pyenv" "$PBX_RUN_DIR/env/py"
+	fi
 elif [ -f "$PBX_PKG_DIR/pbx-env.sh" ]; then
-	unset PYTHONHOME PYTHONPATH
-	export VIRTUAL_ENV="$pbx_venv" PATH="$pbx_venv/bin:$PATH"
-	# what ran, with the results (harvested): key, interpreter, the lock
-	{
-		printf 'environment %s\npython %s\n' "${pbx_venv##*/}" "$(cat "$PBX_RUN_DIR/env/python")"
-		[ ! -f "$pbx_venv/pbx-installer" ] || printf 'installer %s\n' "$(head -n 1 "$pbx_venv/pbx-installer")"
-		cat "$PBX_RUN_DIR/env/lock.txt"
-	} >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+	: >environment.txt || pbx_die "cannot write $pbx_tdir/environment.txt"
+	pbx_use_venv "$pbx_venv" "$PBX_RUN_DIR/env"
 fi
 # the Debian packages the experiment names (apt:, installed by parrun as
 # root on the nodes that were up): each must be here, at its version when
@@ -279,8 +298,9 @@ if [ -n "$pbx_image" ]; then
 	# the user's home on the node, writable as outside (caches, configs)
 	pbx_home=
 	if [ -d "${HOME:-}" ] && [ "$HOME" = "/home/$USER" ]; then pbx_home=--home; fi
+	case $pbx_pyenv in /tmp/*) pbx_pyenv= ;; esac
 	set -- ch-run --unset-env=LD_LIBRARY_PATH --unset-env=LD_PRELOAD ${pbx_bind:+-b "$pbx_bind"} \
-		$pbx_home -c "$pbx_tdir" "$pbx_image" -- "$@"
+		${pbx_pyenv:+-b "$pbx_pyenv"} $pbx_home -c "$pbx_tdir" "$pbx_image" -- "$@"
 fi
 # The launcher runs that shell once per rank: every rank sees the same
 # environment and directory; MPI programs find their rank in it.

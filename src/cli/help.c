@@ -287,7 +287,8 @@ static void man_see_also(const struct pbx_cmd *cmd)
 	}
 	if (!strcmp(cmd->name, "parrun") || !strcmp(cmd->name, "run"))
 		printf(",\n.BR pbx\\-experiment (5)");
-	if (!strcmp(cmd->name, "cluster") || !strcmp(cmd->name, "config") || !strcmp(cmd->name, "image"))
+	if (!strcmp(cmd->name, "cluster") || !strcmp(cmd->name, "config") ||
+	    !strcmp(cmd->name, "image"))
 		printf(",\n.BR pbx\\-config (5)");
 	printf("\n");
 }

@@ -281,10 +281,16 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 			apt, err,
 			"apt: and container: together are not supported: install the "
 			"Debian packages in the image");
-	if (py && container)
-		return pbx_ynode_error(container, err,
-				       "python: and container: together are not supported yet: "
-				       "install the Python packages in the image");
+	if (py && container && installer) {
+		char *which = NULL;
+		int uv = pbx_ynode_str(installer, PBX_YSTR_ONE_LINE, &which, err) == 0 &&
+			 !strcmp(which, "uv");
+		free(which);
+		if (uv)
+			return pbx_ynode_error(installer, err,
+					       "installer: uv does not go with container: (the "
+					       "image's own python and pip install its packages)");
+	}
 	if (wheels && !py)
 		return pbx_ynode_error(wheels, err,
 				       "wheels: go with python: (the wheels its requirements "
@@ -295,10 +301,10 @@ int pbx_exp_environment(struct pbx_experiment *e, const struct pbx_ynode *env, s
 				       "requirements)");
 	if (installer && env_installer(e, installer, err) < 0)
 		return -1;
-	if (container)
-		return env_container(e, container, err);
+	if (container && env_container(e, container, err) < 0)
+		return -1;
 	if (!py)
-		return 0; /* apt: alone */
+		return 0; /* apt: or container: alone */
 	if (env_python(e, py, err) < 0)
 		return -1;
 	if (wheels) {

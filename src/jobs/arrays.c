@@ -162,20 +162,30 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"  env ${U:+HOME=\"$UHOME\" USER=\"$U\" LOGNAME=\"$U\"} PBX_PKG_DIR=\"$R/pkg\" PBX_RUN_DIR=\"$R\""
 		" PBX_SHARED=\"$PBX_SHARED\" \"$@\"\n"
 		"}\n"
-		/* RUN/env is the task user's: its status is read without following
-		 * a link or blocking on a FIFO (root must not hang on a task's) */
+		/* RUN/env is the task user's: its status (FILE) is read without
+		 * following a link or blocking on a FIFO (root must not hang on a
+		 * task's) */
 		"env_ready() {\n"
-		"  [ -f \"$R/env/status\" ] && [ ! -L \"$R/env/status\" ] &&"
-		" dd if=\"$R/env/status\" iflag=nofollow,nonblock bs=256 count=1 2>/dev/null | grep -q '^READY '\n"
+		"  [ -f \"$1\" ] && [ ! -L \"$1\" ] &&"
+		" dd if=\"$1\" iflag=nofollow,nonblock bs=256 count=1 2>/dev/null | grep -q '^READY '\n"
 		"}\n"
 		/* a registry image: pulled on the head, now, as the task user
 		 * (pbx-env.sh pull: once per cluster, keyed by digest); its
-		 * status says READY or FAILED, no build job */
-		"if [ -f \"$R/pkg/env/image-ref\" ]; then\n"
-		"  env_ready || as_user ${U:+setpriv --reuid=\"$U\" --regid=\"$U\" --init-groups --}"
+		 * status says READY or FAILED, no build job unless the image has
+		 * Python packages to install (RUN/env/py: python: with
+		 * container:) */
+		"REF= PYIMG=\n"
+		"[ ! -f \"$R/pkg/env/image-ref\" ] || REF=1\n"
+		"if [ -f \"$R/pkg/env/requirements.txt\" ] && { [ -n \"$REF\" ] || [ -L \"$R/pkg/env/image\" ]; }; then"
+		" PYIMG=1; fi\n"
+		"if [ -n \"$REF\" ]; then\n"
+		"  env_ready \"$R/env/status\" || as_user ${U:+setpriv --reuid=\"$U\" --regid=\"$U\" --init-groups --}"
 		" sh \"$R/pkg/pbx-env.sh\" pull </dev/null\n"
-		"elif [ -f \"$R/pkg/pbx-env.sh\" ] && ! env_ready; then\n"
-		"  rm -f \"$R/env/status\"\n"
+		"fi\n"
+		"if [ -f \"$R/pkg/pbx-env.sh\" ] && { { [ -z \"$REF\" ] && ! env_ready \"$R/env/status\"; } ||"
+		" { [ -n \"$PYIMG\" ] && ! env_ready \"$R/env/py/status\"; }; }; then\n"
+		"  [ -n \"$REF\" ] || rm -f \"$R/env/status\"\n"
+		"  rm -f \"$R/env/py/status\"\n"
 		"  if out=$(env_sbatch --parsable ${U:+--uid=\"$U\" --gid=\"$U\"} --ntasks=1"
 		" --job-name=pbx-%s-env --comment=\"pbx:%s:env\" --output=\"$R/env/build.log\" --open-mode=append"
 		" --export=ALL \"$R/pkg/pbx-env.sh\" build 2>&1); then\n"

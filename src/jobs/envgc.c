@@ -44,12 +44,13 @@ static const char forgotten_script[] =
 	"done\n";
 
 /* On the head (as root where pbx is root: the task user may not list
- * SHARED/pbx): KEEP, each key a run's env/status names READY, read as a
+ * SHARED/pbx): KEEP, each key a run's env/status (or env/py/status, an
+ * image's Python environment) names READY, read as a
  * file the task user writes (no link followed, no FIFO waited on); a
  * run whose directory goes (GONE) keeps nothing. */
 static const char keep_script[] =
-	"KEEP=$(for s in \"$PBX_SHARED\"/pbx/*/env/status; do\n"
-	"  r=${s%/env/status}\n"
+	"KEEP=$(for s in \"$PBX_SHARED\"/pbx/*/env/status \"$PBX_SHARED\"/pbx/*/env/py/status; do\n"
+	"  r=${s%/env/status}; r=${r%/env/py/status}\n"
 	"  case \" $GONE \" in *\" ${r##*/} \"*) continue ;; esac\n"
 	"  [ -f \"$s\" ] && [ ! -L \"$s\" ] || continue\n"
 	"  dd if=\"$s\" iflag=nofollow,nonblock bs=256 count=1 2>/dev/null | head -n 1 |\n"

@@ -274,20 +274,24 @@ static int refresh_fetch(struct pbx_jobs_target *t, struct pbx_cluster_output *o
 	pbx_buf_addf(&script, "squeue -h -r -n pbx-%s -o '", t->pkg.short_id);
 	pbx_buf_adds(&script, PBX_SQUEUE_FORMAT); /* the format the parser expects */
 	/* then the environment's status line (RUN/env is the task user's:
-	 * read without following a link or blocking on a FIFO), first */
+	 * read without following a link or blocking on a FIFO), first; an
+	 * image with Python packages is ready once they are (RUN/env/py) */
 	pbx_buf_addf(
 		&script,
 		"' || exit 1\n"
 		"echo PBX-SEP\n"
-		"E=\"$PBX_SHARED/%s/env/status\"\n"
-		"printf 'PBX-ENV '\n"
-		"if [ -f \"$E\" ] && [ ! -L \"$E\" ]; then"
-		" dd if=\"$E\" iflag=nofollow,nonblock bs=512 count=1 2>/dev/null | head -n 1; fi\n"
-		"echo\n"
-		"cd \"$PBX_SHARED/%s/tasks\" 2>/dev/null || exit 0\n"
+		"R=\"$PBX_SHARED/%s\"\n"
+		"line() { [ -f \"$1\" ] && [ ! -L \"$1\" ] &&"
+		" dd if=\"$1\" iflag=nofollow,nonblock bs=512 count=1 2>/dev/null | head -n 1; }\n"
+		"L=$(line \"$R/env/status\")\n"
+		"case $L in READY\\ *) if [ -f \"$R/pkg/env/requirements.txt\" ] &&"
+		" { [ -L \"$R/pkg/env/image\" ] || [ -f \"$R/pkg/env/image-ref\" ]; }; then"
+		" L=$(line \"$R/env/py/status\"); fi ;; esac\n"
+		"printf 'PBX-ENV %%s\\n' \"$L\"\n"
+		"cd \"$R/tasks\" 2>/dev/null || exit 0\n"
 		"find . -mindepth 2 -maxdepth 2 -name status -type f -exec cat {} + 2>/dev/null\n"
 		"exit 0\n",
-		t->sub.remote_dir, t->sub.remote_dir);
+		t->sub.remote_dir);
 	rc = pbx_cluster_run(t->cluster, 0, script.buf, NULL, o, err);
 	pbx_buf_release(&script);
 	return rc;

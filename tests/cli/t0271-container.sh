@@ -10,7 +10,8 @@
 # image unpacks nothing again; hostile archives (a member above the top, an
 # absolute one, not a tar, no /bin/sh) fail every task with the reason and
 # write nothing outside; a reference other than docker:// (t0273 pulls
-# those) and python: with container: are refused with file, line and key.  Addresses and ports: the test's slot (lib.sh).
+# those; t0276 installs python: into an image) is refused with file, line
+# and key.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 command -v ch-run >/dev/null 2>&1 && [ -x /bin/busybox ]
@@ -140,8 +141,6 @@ bad_key() {
 	ok $r "$2: names the line and key: $errout"
 }
 bad_key "  container: oci://python:3.11-slim" "a reference pbx does not pull" 4 container "want docker://"
-bad_key "  container: image.tar.gz
-  python: [numpy]" "python: with container:" 4 container "install the Python packages in the image"
 bad_key "  container: ../image.tar.gz" "a path above the experiment" 4 container "inside the experiment"
 bad_key "  container: nothere.tar.gz" "an archive that is not shipped" 4 container "not a file of the package"
 bad_key "  container: image.tar.gz
