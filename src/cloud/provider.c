@@ -104,6 +104,9 @@ void pbx_instances_free(struct pbx_instance *v, size_t n)
 		free(v[i].public_ip);
 		free(v[i].node);
 		free(v[i].uid);
+		free(v[i].subnet);
+		free(v[i].reason);
+		free(v[i].type);
 	}
 	free(v);
 }
@@ -138,20 +141,39 @@ void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const
 	x->stopped_at = stopped_at;
 }
 
+void pbx_instances_append(struct pbx_instance **v, size_t *nv, struct pbx_instance *w, size_t n)
+{
+	if (n) {
+		*v = xreallocarray(*v, *nv + n, sizeof(**v));
+		memcpy(*v + *nv, w, n * sizeof(*w));
+		*nv += n;
+	}
+	free(w);
+}
+
 void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const char *private_ip,
 				 const char *public_ip)
 {
-	struct pbx_err e = PBX_ERR_INIT;
-	x->private_direct =
-		private_ip && pbx_cloud_address_allowed(base, x->id, private_ip, &e) == 0;
-	pbx_err_clear(&e);
-	if (public_ip && pbx_cloud_address_allowed(base, x->id, public_ip, &e) < 0)
-		public_ip = NULL;
-	pbx_err_clear(&e);
+	char *priv = private_ip ? xstrdup(private_ip) : NULL;
+	char *pub = public_ip ? xstrdup(public_ip) : NULL;
 	free(x->private_ip);
 	free(x->public_ip);
-	x->private_ip = private_ip ? xstrdup(private_ip) : NULL;
-	x->public_ip = public_ip ? xstrdup(public_ip) : NULL;
+	x->private_ip = priv;
+	x->public_ip = pub;
+	pbx_instance_check_addresses(x, base);
+}
+
+void pbx_instance_check_addresses(struct pbx_instance *x, const char *base)
+{
+	struct pbx_err e = PBX_ERR_INIT;
+	x->private_direct =
+		x->private_ip && pbx_cloud_address_allowed(base, x->id, x->private_ip, &e) == 0;
+	pbx_err_clear(&e);
+	if (x->public_ip && pbx_cloud_address_allowed(base, x->id, x->public_ip, &e) < 0) {
+		free(x->public_ip);
+		x->public_ip = NULL;
+	}
+	pbx_err_clear(&e);
 }
 
 int pbx_instance_private_usable(const struct pbx_instance *x, const struct pbx_node_row *head)

@@ -108,9 +108,11 @@ int pbx_cluster_uid_valid(const char *text);
 /* -------------------------------------------------------------- instances */
 
 /* One resource found by label (an instance, or the local provider's
- * cluster directory).  All strings owned by the array: pbx_instances_free.
- * Whoever builds one zero-initialises it: stopped_at is 0 except where a
- * provider's list reads it from the cloud. */
+ * cluster directory): the one instance record of every provider, what
+ * the Compute Engine and EC2 parsers fill (gce_list_parse,
+ * aws_insts_parse) and their lists give on.  All strings owned by the
+ * array: pbx_instances_free.  Whoever builds one zero-initialises it: a
+ * field a provider does not read stays NULL or 0. */
 struct pbx_instance {
 	char *id;           /* the provider's handle: instance name / directory */
 	char *zone;         /* may be NULL */
@@ -143,6 +145,12 @@ struct pbx_instance {
 	                       store keeps it as the node's instance_uid, and the
 	                       user's pbx keeps a node's host-key pins only while
 	                       it stays the same (src/cluster/awake.c) */
+	/* what EC2's replies say besides (aws_insts_parse); NULL or 0 elsewhere */
+	char *subnet;      /* subnetId */
+	char *reason;      /* stateReason's message */
+	char *type;        /* instanceType */
+	long launch_index; /* amiLaunchIndex, -1 when absent or not 0 to 99999 */
+	int spot;          /* instanceLifecycle is spot */
 };
 void pbx_instances_free(struct pbx_instance *v, size_t n);
 /* Whether x is a machine, not one of the other resources a provider's
@@ -161,6 +169,9 @@ void pbx_instances_split_self(const struct pbx_instance *v, size_t n, const char
  * *v stays the caller's, to free with pbx_instances_free. */
 void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const char *zone,
 		       const char *state, const char *cluster, int64_t stopped_at);
+/* Moves the n entries of w (an array of its own, freed here: its strings
+ * go to *v) to the end of *v of *nv. */
+void pbx_instances_append(struct pbx_instance **v, size_t *nv, struct pbx_instance *w, size_t n);
 /* Gives x (an entry of such an array) its addresses for the API at
  * `base`, copied; either may be NULL.  A public address pbx may not
  * connect to (pbx_cloud_address_allowed: an emulator's are loopback ones
@@ -169,6 +180,10 @@ void pbx_instances_add(struct pbx_instance **v, size_t *n, const char *id, const
  * which dials it on its own network: an emulator's booted VMs). */
 void pbx_instances_set_addresses(struct pbx_instance *x, const char *base, const char *private_ip,
 				 const char *public_ip);
+/* The same rule for the addresses x holds already (a parser's, as the
+ * reply had them): a public one pbx may not connect to is dropped, and
+ * x->private_direct set. */
+void pbx_instance_check_addresses(struct pbx_instance *x, const char *base);
 /* Whether pbx may use compute node instance x's private address (as
  * pbx_cloud_dial_allowed judges it): it dials it itself (x->private_direct),
  * or x has no public address and the head (may be NULL) has one, so pbx

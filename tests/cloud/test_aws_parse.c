@@ -77,7 +77,7 @@ static void test_instances(void)
 		"<currentState><code>32</code><name>shutting-down</name></currentState><previousState>"
 		"<code>16</code><name>running</name></previousState></item></instancesSet>"
 		"</TerminateInstancesResponse>";
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -93,7 +93,7 @@ static void test_instances(void)
 	ok(aws_insts_parse(term, strlen(term), &v, &n, &next, &err) == 0 && n == 3 &&
 		   !strcmp(v[2].id, "i-3") && !strcmp(v[2].state, "shutting-down") && !next,
 	   "a TerminateInstances reply appends currentState");
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	v = NULL;
 	n = 0;
 	ok(aws_insts_parse(ERR("X"), strlen(ERR("X")), &v, &n, &next, &err) < 0 && n == 0,
@@ -118,7 +118,7 @@ static void test_node_tags(void)
 		"<tagSet><item><key>pbx-node</key><value></value></item></tagSet></item>"
 		"<item><instanceId>i-4</instanceId><instanceState><name>running</name></instanceState>"
 		"</item></instancesSet></item></reservationSet></DescribeInstancesResponse>";
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -130,7 +130,7 @@ static void test_node_tags(void)
 	ok(n == 4 && !v[1].node && !v[2].node,
 	   "a node tag that is no node name (or empty) is left out");
 	ok(n == 4 && !v[3].node, "an instance without the tag has no node");
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(next);
 }
 
@@ -147,14 +147,14 @@ static long long stopped_at(const char *state, const char *reason)
 		"initiated shutdown (2020-01-01 00:00:00 GMT)</message></stateReason></item>"
 		"</instancesSet></item></reservationSet></DescribeInstancesResponse>",
 		state, reason ? "<reason>" : "", reason ? reason : "", reason ? "</reason>" : "");
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
 	long long at = aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) == 0 && n == 1
 			       ? (long long)v[0].stopped_at
 			       : -1;
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(next);
 	free(xml);
 	return at;
@@ -172,14 +172,14 @@ static long long started_at(const char *state, const char *launch)
 		"</instancesSet></item></reservationSet></DescribeInstancesResponse>",
 		state, launch ? "<launchTime>" : "", launch ? launch : "",
 		launch ? "</launchTime>" : "");
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
 	long long at = aws_insts_parse(xml, strlen(xml), &v, &n, &next, &err) == 0 && n == 1
 			       ? (long long)v[0].started_at
 			       : -1;
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(next);
 	free(xml);
 	return at;
@@ -270,7 +270,7 @@ static void test_bad_addresses(void)
 				"<privateIpAddress>10.0.0.5</privateIpAddress></item></instancesSet>"
 				"</RunInstancesResponse>",
 				fields[f], bad[i], fields[f]);
-			struct aws_inst *v = NULL;
+			struct pbx_instance *v = NULL;
 			struct pbx_err err = PBX_ERR_INIT;
 			size_t n = 0;
 			char *next = NULL;
@@ -282,7 +282,7 @@ static void test_bad_addresses(void)
 				   !strcmp(v[1].private_ip, "10.0.0.5"),
 			   "%s '%s' refused, both instances listed: %s", fields[f], bad[i],
 			   err.msg);
-			aws_insts_free(v, n);
+			pbx_instances_free(v, n);
 			free(next);
 			free(xml);
 		}
@@ -515,7 +515,7 @@ static void test_launch_nodes(void)
 				       "</value></item><item><key>pbx-role</key><value>cpu</value></item><item><key>"
 				       "pbx-launch</key><value>1-2</value></item></tagSet></item>"
 				       "</instancesSet></RunInstancesResponse>";
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -529,7 +529,7 @@ static void test_launch_nodes(void)
 	   "a launch index that is not a plain number names no node");
 	ok(n == 7 && !v[4].node && !v[5].node, "a malformed launch or role tag names no node");
 	ok(n == 7 && same(v[6].node, "cpu7"), "a pbx-node tag comes first");
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(next);
 #undef LAUNCHED
 }
@@ -558,7 +558,7 @@ static void test_vcpu_quotas(void)
 			    "\"Value\": 64.0, \"Unit\": \"None\"}}";
 	const struct aws_vcpu_quota *q;
 	struct pbx_err err = PBX_ERR_INIT;
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	char **names = NULL, *next = NULL, msg[128];
 	int *vcpus = NULL;
 	size_t n = 0, i;
@@ -608,7 +608,7 @@ static void test_vcpu_quotas(void)
 		       !strcmp(v[0].type, "g5.xlarge") && v[0].spot &&
 		       !strcmp(v[1].type, "c5.large") && !v[1].spot,
 	       "DescribeInstances: each instance's type and whether it is spot");
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(next);
 }
 

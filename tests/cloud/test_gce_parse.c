@@ -57,7 +57,7 @@ static void test_ops(void)
 
 static void test_list(void)
 {
-	struct gce_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -76,7 +76,7 @@ static void test_list(void)
 	free(next);
 	ok(gce_list_parse(p2, &v, &n, &next, &err) == 0 && n == 3 && !next && !v[2].public_ip,
 	   "page 2 appends; no nextPageToken ends the list");
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	json_decref(p1);
 	json_decref(p2);
 	v = NULL;
@@ -93,7 +93,7 @@ static void test_list(void)
 		   !strcmp(v[0].zone, "us-central1-b") && !strcmp(v[0].private_ip, "10.0.0.9"),
 	   "an aggregated list: instances of every zone, zone from the scope");
 	json_decref(p1);
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	v = NULL;
 	n = 0;
 	p1 = J("{\"items\":{\"zones/a\":[]}}");
@@ -104,7 +104,7 @@ static void test_list(void)
 	ok(gce_list_parse(p1, &v, &n, &next, &err) == 0 && n == 0,
 	   "an empty list has no items member");
 	json_decref(p1);
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 }
 
 /* A list page of one instance with `status` and, when not NULL, the JSON
@@ -112,7 +112,7 @@ static void test_list(void)
  * page is refused. */
 static long long stopped_at(const char *status, const char *stamp)
 {
-	struct gce_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -122,7 +122,7 @@ static long long stopped_at(const char *status, const char *stamp)
 	long long at = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1
 			       ? (long long)v[0].stopped_at
 			       : -1;
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	json_decref(p);
 	free(next);
 	free(page);
@@ -133,7 +133,7 @@ static long long stopped_at(const char *status, const char *stamp)
  * (",\"k\":v" pairs or ""); its started_at, or -1 when refused. */
 static long long started_at(const char *status, const char *more)
 {
-	struct gce_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -143,7 +143,7 @@ static long long started_at(const char *status, const char *more)
 	long long at = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1
 			       ? (long long)v[0].started_at
 			       : -1;
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	json_decref(p);
 	free(next);
 	free(page);
@@ -175,7 +175,7 @@ static void test_start_times(void)
  * when not, -1 when the page is refused. */
 static int uid_is(const char *id, const char *want)
 {
-	struct gce_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	struct pbx_err err = PBX_ERR_INIT;
 	size_t n = 0;
 	char *next = NULL;
@@ -185,7 +185,7 @@ static int uid_is(const char *id, const char *want)
 	int r = gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1 ? 0 : -1;
 	if (r == 0)
 		r = want ? (v[0].uid && !strcmp(v[0].uid, want)) : !v[0].uid;
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	json_decref(p);
 	free(next);
 	free(page);
@@ -297,7 +297,7 @@ static void test_bad_addresses(void)
 	size_t i, f;
 	for (f = 0; f < 2; f++)
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-			struct gce_inst *v = NULL;
+			struct pbx_instance *v = NULL;
 			struct pbx_err err = PBX_ERR_INIT;
 			size_t n = 0;
 			char *next = NULL;
@@ -318,7 +318,7 @@ static void test_bad_addresses(void)
 				   strstr(err.msg, "not an IP address") && n == 1 &&
 				   !v[0].private_ip == !f,
 			   "%s '%s' refused: %s", fields[f], bad[i], err.msg);
-			gce_insts_free(v, n);
+			pbx_instances_free(v, n);
 			json_decref(p);
 			free(text);
 		}
@@ -326,14 +326,14 @@ static void test_bad_addresses(void)
 		json_t *p = J(
 			"{\"items\":[{\"name\":\"c\",\"status\":\"RUNNING\",\"networkInterfaces\":"
 			"[{\"networkIP\":\"fd00::5\",\"accessConfigs\":[{\"natIP\":null}]}]}]}");
-		struct gce_inst *v = NULL;
+		struct pbx_instance *v = NULL;
 		struct pbx_err err = PBX_ERR_INIT;
 		size_t n = 0;
 		char *next = NULL;
 		ok(gce_list_parse(p, &v, &n, &next, &err) == 0 && n == 1 &&
 			   !strcmp(v[0].private_ip, "fd00::5") && !v[0].public_ip,
 		   "an IPv6 address and a null natIP are fine: %s", err.msg);
-		gce_insts_free(v, n);
+		pbx_instances_free(v, n);
 		json_decref(p);
 	}
 }

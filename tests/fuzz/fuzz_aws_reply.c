@@ -33,7 +33,7 @@ static void key_set_field(const char *text, size_t size, const char *field)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	struct aws_inst *insts = NULL;
+	struct pbx_instance *insts = NULL;
 	const char *text = (const char *)data;
 	size_t n = 0, i;
 	char *next = NULL, *s, code[64], msg[256];
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      strspn(insts[i].node, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
 				      strlen(insts[i].node))))
 				abort();
-	aws_insts_free(insts, n);
+	pbx_instances_free(insts, n);
 	free(next);
 	s = aws_xml_text(text, size, "groupId");
 	free(s);

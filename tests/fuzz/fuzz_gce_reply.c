@@ -26,19 +26,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pbx_err err = PBX_ERR_INIT;
 	json_t *v = json_loadb((const char *)data, size, 0, NULL);
 	struct gce_op op;
-	struct gce_inst *insts = NULL;
+	struct pbx_instance *insts = NULL;
 	size_t n = 0, i;
 	char *next = NULL, msg[256];
 	if (gce_op_parse(v, &op, &err) == 0 && (!op.name[0] || !op.status[0]))
 		abort();
 	if (gce_list_parse(v, &insts, &n, &next, &err) == 0)
 		for (i = 0; i < n; i++)
-			if (!insts[i].name || !insts[i].status ||
+			if (!insts[i].id || !insts[i].state ||
 			    (insts[i].private_ip && !pbx_ip_literal_ok(insts[i].private_ip)) ||
 			    (insts[i].public_ip && !pbx_ip_literal_ok(insts[i].public_ip)) ||
 			    !uid_ok(insts[i].uid))
 				abort();
-	gce_insts_free(insts, n);
+	pbx_instances_free(insts, n);
 	free(next);
 	if (gce_error_text((const char *)data, size, msg, sizeof(msg)) == 0 &&
 	    strlen(msg) >= sizeof(msg))

@@ -164,33 +164,22 @@ char *aws_launch_node(const char *role, const char *launch, long index);
 int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, char *msg,
 		    size_t msg_size);
 
-struct aws_inst {
-	char *id, *state, *subnet;    /* may be NULL but id, state */
-	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
-	char *reason;                 /* stateReason message, may be NULL */
-	char *cluster;                /* its tag pbx-cluster-id, may be NULL */
-	char *node;                   /* its node: its tag pbx-node (AWS_TAG_NODE)
-	                                 when that has a node name's shape (1 to
-	                                 63 of a-z 0-9 -), else what its launch's
-	                                 tags and its amiLaunchIndex name
-	                                 (aws_launch_node), else NULL */
-	long launch_index;            /* amiLaunchIndex, -1 when absent or not
-	                                 a number of 0 to 99999 */
-	int64_t stopped_at;           /* stopped or stopping: the time in its reason
-	                         (StateTransitionReason), unix seconds; 0 when
-	                         it has none or the instance is in another state */
-	int64_t started_at;           /* running: launchTime (its last start), unix s; else 0 */
-	char *type;                   /* instanceType, may be NULL */
-	int spot;                     /* instanceLifecycle is spot */
-};
-void aws_insts_free(struct aws_inst *v, size_t n);
 /* Instances of a RunInstances, DescribeInstances or TerminateInstances
  * reply (instancesSet items anywhere, currentState for terminate),
- * appended to *v; *next gets nextToken (caller frees) or NULL.  -1 when
+ * appended to *v as the one record both providers fill
+ * (src/cloud/provider.h): id and state (never NULL), subnet, both
+ * addresses as the reply has them (not yet judged:
+ * pbx_instance_check_addresses), reason (stateReason's message), cluster
+ * (tag pbx-cluster-id), node (tag pbx-node when it has a node name's
+ * shape, 1 to 63 of a-z 0-9 -, else what its launch's tags and its
+ * amiLaunchIndex name: aws_launch_node), launch_index, stopped_at
+ * (stopped or stopping: the time in StateTransitionReason), started_at
+ * (running: launchTime), type (instanceType), spot (instanceLifecycle is
+ * spot) and uid (the instance id: EC2 never gives it to another); *next gets nextToken (caller frees) or NULL.  -1 when
  * the text is not an EC2 reply, and when an address is not an IP address
  * (err names the instance; it is appended without that address, so that
  * what was made can still be terminated). */
-int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
+int aws_insts_parse(const char *xml, size_t len, struct pbx_instance **v, size_t *n, char **next,
 		    struct pbx_err *err);
 /* The default vCPUs of each instance type of a DescribeInstanceTypes reply
  * (instanceTypeSet items: instanceType, vCpuInfo/defaultVCpus of 1 to

@@ -47,11 +47,11 @@ char *aws_res_name(const struct aws *a);
 void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *type,
 		  const char *role, const char *const *extra);
 /* The instances of the cluster in `states` (NULL-terminated; NULL = the
- * live ones), every page; *v owned by the caller (aws_insts_free). */
-int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v, size_t *n,
+ * live ones), every page; *v owned by the caller (pbx_instances_free). */
+int aws_describe(struct aws *a, const char *const *states, struct pbx_instance **v, size_t *n,
 		 struct pbx_err *err);
 /* The instance of v with id `id` (may be NULL: none); borrowed from v. */
-const struct aws_inst *aws_find(const struct aws_inst *v, size_t n, const char *id);
+const struct pbx_instance *aws_find(const struct pbx_instance *v, size_t n, const char *id);
 /* The `field` of each item of the `set` list of `action`'s reply (e.g.
  * DescribeSecurityGroups, securityGroupInfo, groupId), filtered by the
  * cluster's tags; with `ids` (may be NULL) also each item's pbx-cluster-id

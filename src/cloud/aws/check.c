@@ -59,7 +59,7 @@ static void types_free(struct check_types *t)
 }
 
 /* Every pending or running instance of the region (every page). */
-static int check_running(struct aws *a, struct aws_inst **v, size_t *n, struct pbx_err *err)
+static int check_running(struct aws *a, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	char *token = NULL;
 	int rc, pages = 0;
@@ -210,7 +210,7 @@ static int check_quotas(struct aws *a, const struct pbx_cluster_template *tp,
 {
 	const char *head = tp->head_machine_type ? tp->head_machine_type : AWS_HEAD_TYPE;
 	struct check_types t = { 0 };
-	struct aws_inst *run = NULL;
+	struct pbx_instance *run = NULL;
 	size_t nrun = 0, i;
 	int rc = check_running(a, &run, &nrun, err);
 	types_add(&t, head);
@@ -233,7 +233,7 @@ static int check_quotas(struct aws *a, const struct pbx_cluster_template *tp,
 		}
 		rc = check_limits(a, c, err);
 	}
-	aws_insts_free(run, nrun);
+	pbx_instances_free(run, nrun);
 	types_free(&t);
 	return rc;
 }

@@ -57,9 +57,9 @@ static void client_token(const struct aws *a, char out[65])
 /* v[0..n) put in launch order (v[j] of amiLaunchIndex j), which is the
  * order of the nodes the launch was for; left as EC2 listed them unless
  * their indexes are exactly 0 to n - 1. */
-static void aws_launch_order(struct aws_inst *v, size_t n)
+static void aws_launch_order(struct pbx_instance *v, size_t n)
 {
-	struct aws_inst *sorted;
+	struct pbx_instance *sorted;
 	size_t i;
 	if (!n) /* a dry run's, or a refused launch's: v may be NULL */
 		return;
@@ -121,7 +121,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 	const struct pbx_cluster_template *t = a->s->t;
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	size_t nv = 0, i;
 	char tok[65], *next = NULL, *name = aws_res_name(a);
 	char **tags = launch_tags(grp, nodes, idx, k);
@@ -199,7 +199,7 @@ static int aws_run(struct aws *a, const char *subnet, const char *dev,
 		pbx_cloud_node_created(nodes, idx[i], a->s->dry_run ? dry : v[i].id, tok,
 				       subnet ? subnet : "", h);
 	}
-	aws_insts_free(v, nv);
+	pbx_instances_free(v, nv);
 	return rc;
 }
 
@@ -257,7 +257,7 @@ int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 {
 	struct aws *a = ctx;
 	const struct pbx_cluster_template *t = a->s->t;
-	struct aws_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, *idx, k, i;
 	char *dev = NULL;
 	int rc;
@@ -275,7 +275,7 @@ int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	/* head (grp NULL), then each group: the nodes without a live instance */
 	for (k = 0; rc == 0 && k <= t->ngroups; k++) {
 		const struct pbx_node_group *grp = k == 0 ? NULL : &t->groups[k - 1];
-		const struct aws_inst *x;
+		const struct pbx_instance *x;
 		size_t m = 0;
 		for (i = 0; i < n; i++) {
 			x = aws_find(have, nhave, nodes[i].instance_id);
@@ -288,7 +288,7 @@ int aws_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 	}
 	free(idx);
 	free(dev);
-	aws_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	if (rc < 0)
 		aws_clean_up(a, err);
 	return rc;

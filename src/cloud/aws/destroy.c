@@ -84,7 +84,7 @@ struct gone {
 static int count_left(void *ctx, size_t *left, const char **one, struct pbx_err *err)
 {
 	struct gone *w = ctx;
-	struct aws_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i, k;
 	if (aws_describe(w->a, NULL, &have, &nhave, err) < 0)
 		return -1;
@@ -99,7 +99,7 @@ static int count_left(void *ctx, size_t *left, const char **one, struct pbx_err 
 			w->others++;
 		}
 	}
-	aws_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	return 0;
 }
 

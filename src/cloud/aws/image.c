@@ -95,7 +95,7 @@ static int instance_state(struct aws *a, const char *id, char **state, struct pb
 	static const char *const nf[] = { "InvalidInstanceID.NotFound", NULL };
 	struct aws_params p = { 0 };
 	struct pbx_buf r = PBX_BUF_INIT;
-	struct aws_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	char *next = NULL;
 	size_t n = 0;
 	int gone = 0;
@@ -110,7 +110,7 @@ static int instance_state(struct aws *a, const char *id, char **state, struct pb
 		rc = 1;
 	}
 	free(next);
-	aws_insts_free(v, n);
+	pbx_instances_free(v, n);
 	pbx_buf_release(&r);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include "cloud/aws/aws_internal.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "util/xalloc.h"
 
@@ -22,7 +23,7 @@ static const char *carried(const char *id)
 int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
-	struct aws_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	char **sg = NULL, **keys = NULL, **sg_ids = NULL, **key_ids = NULL;
 	size_t nhave = 0, nsg = 0, nkeys = 0, i;
 	int rc;
@@ -42,7 +43,7 @@ int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 		pbx_instances_add(v, n, sg[i], NULL, AWS_SG, carried(sg_ids[i]), 0);
 	for (i = 0; rc == 0 && i < nkeys; i++)
 		pbx_instances_add(v, n, keys[i], NULL, AWS_KEY, carried(key_ids[i]), 0);
-	aws_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	aws_strs_free(sg, nsg);
 	aws_strs_free(sg_ids, sg_ids ? nsg : 0);
 	aws_strs_free(keys, nkeys);
@@ -53,22 +54,22 @@ int aws_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 int aws_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	struct aws *a = ctx;
-	struct aws_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i;
 	*v = NULL;
 	*n = 0;
 	if (aws_describe(a, NULL, &have, &nhave, err) < 0)
 		return -1;
 	for (i = 0; i < nhave; i++) {
-		struct pbx_instance *x;
-		pbx_instances_add(v, n, have[i].id, have[i].subnet, have[i].state,
-				  carried(have[i].cluster), have[i].stopped_at);
-		x = &(*v)[*n - 1];
-		pbx_instances_set_addresses(x, a->endpoint, have[i].private_ip, have[i].public_ip);
-		x->node = have[i].node ? xstrdup(have[i].node) : NULL;
-		x->started_at = have[i].started_at;
-		x->uid = xstrdup(have[i].id); /* never given to another instance */
+		struct pbx_instance *x = &have[i];
+		x->zone = x->subnet ? xstrdup(x->subnet) : NULL;
+		if (!carried(x->cluster)) {
+			free(x->cluster);
+			x->cluster = NULL;
+		}
+		pbx_instance_check_addresses(x, a->endpoint);
 	}
-	aws_insts_free(have, nhave);
+	*v = have;
+	*n = nhave;
 	return 0;
 }

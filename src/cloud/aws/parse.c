@@ -145,23 +145,6 @@ int aws_error_parse(const char *xml, size_t len, char *code, size_t code_size, c
 	return rc;
 }
 
-void aws_insts_free(struct aws_inst *v, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++) {
-		free(v[i].id);
-		free(v[i].state);
-		free(v[i].private_ip);
-		free(v[i].public_ip);
-		free(v[i].subnet);
-		free(v[i].reason);
-		free(v[i].cluster);
-		free(v[i].node);
-		free(v[i].type);
-	}
-	free(v);
-}
-
 /* s (may be NULL; freed when refused) when it has a node name's shape:
  * 1 to 63 of a-z 0-9 -; else NULL.  A node's tag goes into matching only,
  * but is refused unless pbx could have written it. */
@@ -200,7 +183,7 @@ static char *launch_node(const xmlNode *item, long index)
 
 /* Instances found so far and the first bad address among them. */
 struct inst_walk {
-	struct aws_inst **v;
+	struct pbx_instance **v;
 	size_t *n;
 	int bad;
 	struct pbx_err *err;
@@ -245,7 +228,7 @@ static int64_t reason_time(const char *s)
  * so that it can be found and terminated, and the reply fails. */
 static void inst_add(xmlNode *item, struct inst_walk *w)
 {
-	struct aws_inst x = { 0 };
+	struct pbx_instance x = { 0 };
 	xmlNode *st = child(item, "instanceState");
 	char *lifecycle;
 	if (!st)
@@ -264,6 +247,7 @@ static void inst_add(xmlNode *item, struct inst_walk *w)
 	x.cluster = item_tag(item, PBX_LABEL_CLUSTER_ID);
 	x.launch_index = launch_index(item);
 	x.type = child_text(item, "instanceType");
+	x.uid = xstrdup(x.id); /* EC2 never gives an instance id to another */
 	lifecycle = child_text(item, "instanceLifecycle");
 	x.spot = lifecycle && !strcmp(lifecycle, "spot");
 	free(lifecycle);
@@ -302,7 +286,7 @@ static void insts_walk(xmlNode *n, struct inst_walk *w, int depth)
 	}
 }
 
-int aws_insts_parse(const char *xml, size_t len, struct aws_inst **v, size_t *n, char **next,
+int aws_insts_parse(const char *xml, size_t len, struct pbx_instance **v, size_t *n, char **next,
 		    struct pbx_err *err)
 {
 	xmlDocPtr d = aws_xml_read(xml, len);

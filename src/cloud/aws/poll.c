@@ -38,7 +38,7 @@ static int64_t now_ms(void)
  * their disks are as they were.  The poll then waits for `running` as
  * for a new instance, and takes the new public address EC2 gives. */
 static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n,
-			     const struct aws_inst *have, size_t nhave,
+			     const struct pbx_instance *have, size_t nhave,
 			     const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	struct aws_params p = { 0 };
@@ -46,7 +46,7 @@ static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n
 	char key[32];
 	int rc;
 	for (i = 0; i < n; i++) {
-		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		const struct pbx_instance *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0) {
 			snprintf(key, sizeof(key), "InstanceId.%zu", ++k);
 			aws_param(&p, key, "%s", x->id);
@@ -59,7 +59,7 @@ static int aws_start_stopped(struct aws *a, struct pbx_node_row *nodes, size_t n
 		return pbx_err_prefix(err, "starting stopped instances");
 	a->started_ms = now_ms();
 	for (i = 0; i < n; i++) {
-		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		const struct pbx_instance *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (x && !strcmp(x->state, "stopped") && strcmp(nodes[i].state, "starting") != 0)
 			pbx_cloud_node_state(nodes, i, "starting", "starting (was stopped)", h);
 	}
@@ -88,7 +88,8 @@ static int aws_tagged_here(const struct aws *a, const char *id)
  * consistency), and on every start.  Best effort, once per instance and
  * context: a refusal (an older IAM policy of the head's without it) is an
  * event, and the creation goes on. */
-static void aws_tag_node(struct aws *a, const struct pbx_node_row *node, const struct aws_inst *x)
+static void aws_tag_node(struct aws *a, const struct pbx_node_row *node,
+			 const struct pbx_instance *x)
 {
 	static const char *const live[] = { "pending", "running", "stopping", "stopped", NULL };
 	struct pbx_err e = PBX_ERR_INIT;
@@ -117,7 +118,7 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 	static const char *const all[] = { "pending",       "running",    "stopping", "stopped",
 					   "shutting-down", "terminated", NULL };
 	struct aws *a = ctx;
-	struct aws_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i, running = 0;
 	int rc;
 	if (a->s->dry_run)
@@ -130,11 +131,11 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 	if (aws_describe(a, all, &have, &nhave, err) < 0)
 		return -1;
 	if (aws_start_stopped(a, nodes, n, have, nhave, h, err) < 0) {
-		aws_insts_free(have, nhave);
+		pbx_instances_free(have, nhave);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		const struct aws_inst *x = aws_find(have, nhave, nodes[i].instance_id);
+		const struct pbx_instance *x = aws_find(have, nhave, nodes[i].instance_id);
 		if (!strcmp(nodes[i].state, PBX_NODE_NOT_CREATED)) {
 			running++; /* min_nodes let it go */
 			continue;
@@ -153,7 +154,7 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 					"instance %s of node %s is %s again after StartInstances%s%s",
 					x->id, nodes[i].name, x->state, x->reason ? ": " : "",
 					x->reason ? x->reason : "");
-				aws_insts_free(have, nhave);
+				pbx_instances_free(have, nhave);
 				aws_clean_up(a, err);
 				return -1;
 			}
@@ -163,7 +164,7 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 			pbx_err_set(err, "instance %s of node %s is %s%s%s", nodes[i].instance_id,
 				    nodes[i].name, x ? x->state : "gone",
 				    x && x->reason ? ": " : "", x && x->reason ? x->reason : "");
-			aws_insts_free(have, nhave);
+			pbx_instances_free(have, nhave);
 			aws_clean_up(a, err);
 			return -1;
 		}
@@ -174,13 +175,13 @@ int aws_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		rc = pbx_cloud_node_running(a->endpoint, nodes, i, x->id, x->id, x->private_ip,
 					    i == 0 ? x->public_ip : NULL, x->subnet, h, err);
 		if (rc < 0) {
-			aws_insts_free(have, nhave);
+			pbx_instances_free(have, nhave);
 			return -1;
 		}
 		if (rc > 0)
 			continue; /* once the head runs */
 		running++;
 	}
-	aws_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	return running == n;
 }

@@ -97,7 +97,7 @@ void aws_tag_spec(const struct aws *a, struct aws_params *p, int n, const char *
 }
 
 /* The instances of the cluster in `states` (NULL = live ones), every page. */
-int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v, size_t *n,
+int aws_describe(struct aws *a, const char *const *states, struct pbx_instance **v, size_t *n,
 		 struct pbx_err *err)
 {
 	char *token = NULL;
@@ -133,7 +133,7 @@ int aws_describe(struct aws *a, const char *const *states, struct aws_inst **v, 
 	return rc;
 }
 
-const struct aws_inst *aws_find(const struct aws_inst *v, size_t n, const char *id)
+const struct pbx_instance *aws_find(const struct pbx_instance *v, size_t n, const char *id)
 {
 	size_t i;
 	for (i = 0; id && i < n; i++)

@@ -70,7 +70,7 @@ int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 {
 	struct gce *g = ctx;
 	const struct pbx_cluster_template *t = g->s->t;
-	struct gce_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, *idx, k, i;
 	int rc;
 	if (!g->s->uid)
@@ -100,7 +100,7 @@ int gce_create_begin(void *ctx, struct pbx_node_row *nodes, size_t n,
 		}
 	}
 	free(idx);
-	gce_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	return rc;
 }
 
@@ -112,7 +112,7 @@ void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct pbx_er
 {
 	struct pbx_err e2 = PBX_ERR_INIT;
 	struct pbx_instance *v = NULL;
-	struct gce_inst *left = NULL;
+	struct pbx_instance *left = NULL;
 	size_t n = 0, nleft = 0, i, k;
 	int rc;
 	for (i = 0; i < g->npending; i++)
@@ -133,6 +133,6 @@ void gce_clean_up(struct gce *g, const struct pbx_node_row *nodes, struct pbx_er
 	else
 		pbx_err_prefix(err, "cleaning up failed too (%s); run 'pbx cluster stop %s'",
 			       e2.msg, g->s->name);
-	gce_insts_free(left, nleft);
+	pbx_instances_free(left, nleft);
 	pbx_instances_free(v, n);
 }

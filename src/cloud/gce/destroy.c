@@ -79,7 +79,7 @@ struct gone {
 static int count_left(void *ctx, size_t *left, const char **one, struct pbx_err *err)
 {
 	struct gone *w = ctx;
-	struct gce_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i;
 	if (gce_list_instances(w->g, &have, &nhave, err) < 0)
 		return -1;
@@ -88,7 +88,7 @@ static int count_left(void *ctx, size_t *left, const char **one, struct pbx_err 
 			(*left)++;
 			*one = w->v[i].id;
 		}
-	gce_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	return 0;
 }
 

@@ -107,27 +107,18 @@ struct gce_op {
 /* Reads an Operation; -1 when it is not one (no name or status). */
 int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err);
 
-struct gce_inst {
-	char *name, *zone, *status;
-	char *private_ip, *public_ip; /* IP addresses (pbx_ip_literal_ok) or NULL */
-	char *cluster;                /* label pbx-cluster-id; may be NULL */
-	int64_t stopped_at;           /* lastStopTimestamp in unix seconds when the
-	                                   status is not RUNNING; 0 when absent,
-	                                   malformed or running */
-	int64_t started_at;           /* RUNNING: lastStartTimestamp, else
-	                                   creationTimestamp, unix s; else 0 */
-	char *uid;                    /* the instance's numeric `id` (a uint64 in
-	                                   decimal, never given to another
-	                                   instance), or NULL when absent or not
-	                                   such a string */
-};
 /* Reads an instances.list or aggregatedList page: appends to *v (free
- * with gce_insts_free);
- * *next gets nextPageToken (caller frees) or NULL.  -1 also when an
+ * with pbx_instances_free) each instance as the one record both providers
+ * fill (src/cloud/provider.h): id its name, zone, state its status,
+ * cluster, both addresses as the reply has them (not yet judged:
+ * pbx_instance_check_addresses), stopped_at (lastStopTimestamp, not
+ * RUNNING), started_at (RUNNING: lastStartTimestamp, else
+ * creationTimestamp) and uid (the numeric `id`, 1 to 20 digits that fit
+ * in 64 bits, else NULL); *next gets nextPageToken (caller frees) or NULL.  -1 also when an
  * address is not an IP address (err names the instance; it is appended
  * without that address). */
-int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next, struct pbx_err *err);
-void gce_insts_free(struct gce_inst *v, size_t n);
+int gce_list_parse(json_t *v, struct pbx_instance **out, size_t *n, char **next,
+		   struct pbx_err *err);
 
 /* What pbx reads of an Image resource. */
 struct gce_image {

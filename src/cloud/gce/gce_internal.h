@@ -36,13 +36,13 @@ int gce_mutate(struct gce *g, const char *method, const char *path, json_t *body
 /* Text URL-encoded for a query parameter.  Caller frees. */
 char *gce_escape(const char *text);
 /* Instances matching `filter` (URL-encoded) in every zone (aggregatedList),
- * every page; *v owned by the caller (gce_insts_free). */
-int gce_list_instances_where(struct gce *g, const char *filter, struct gce_inst **v, size_t *n,
+ * every page; *v owned by the caller (pbx_instances_free). */
+int gce_list_instances_where(struct gce *g, const char *filter, struct pbx_instance **v, size_t *n,
 			     struct pbx_err *err);
 /* Instances carrying the cluster's labels, in every zone; *v as above. */
-int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err);
+int gce_list_instances(struct gce *g, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 /* The instance of v named `name`, or NULL; borrowed from v. */
-const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const char *name);
+const struct pbx_instance *gce_find(const struct pbx_instance *v, size_t n, const char *name);
 int gce_list(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 int gce_list_nodes(void *ctx, struct pbx_instance **v, size_t *n, struct pbx_err *err);
 

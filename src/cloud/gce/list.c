@@ -45,8 +45,8 @@ static char *gce_label_filter(const struct gce *g)
 }
 
 /* Instances matching `filter` (URL-encoded) in every zone (aggregatedList),
- * every page; *v freed with gce_insts_free. */
-int gce_list_instances_where(struct gce *g, const char *filter, struct gce_inst **v, size_t *n,
+ * every page; *v freed with pbx_instances_free. */
+int gce_list_instances_where(struct gce *g, const char *filter, struct pbx_instance **v, size_t *n,
 			     struct pbx_err *err)
 {
 	char *token = NULL;
@@ -72,7 +72,7 @@ int gce_list_instances_where(struct gce *g, const char *filter, struct gce_inst 
 }
 
 /* Instances carrying the cluster's labels, in every zone. */
-int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx_err *err)
+int gce_list_instances(struct gce *g, struct pbx_instance **v, size_t *n, struct pbx_err *err)
 {
 	char *filter = gce_label_filter(g);
 	int rc = gce_list_instances_where(g, filter, v, n, err);
@@ -80,11 +80,11 @@ int gce_list_instances(struct gce *g, struct gce_inst **v, size_t *n, struct pbx
 	return rc;
 }
 
-const struct gce_inst *gce_find(const struct gce_inst *v, size_t n, const char *name)
+const struct pbx_instance *gce_find(const struct pbx_instance *v, size_t n, const char *name)
 {
 	size_t i;
 	for (i = 0; i < n; i++)
-		if (!strcmp(v[i].name, name))
+		if (!strcmp(v[i].id, name))
 			return &v[i];
 	return NULL;
 }
@@ -141,19 +141,16 @@ static int gce_settle(struct gce *g, struct pbx_err *err)
 static int gce_list_as_instances(struct gce *g, struct pbx_instance **v, size_t *n,
 				 struct pbx_err *err)
 {
-	struct gce_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i;
 	if (gce_list_instances(g, &have, &nhave, err) < 0)
 		return -1;
 	for (i = 0; i < nhave; i++) {
-		pbx_instances_add(v, n, have[i].name, have[i].zone ? have[i].zone : g->zone,
-				  have[i].status, have[i].cluster, have[i].stopped_at);
-		pbx_instances_set_addresses(&(*v)[*n - 1], g->base, have[i].private_ip,
-					    have[i].public_ip);
-		(*v)[*n - 1].started_at = have[i].started_at;
-		(*v)[*n - 1].uid = have[i].uid ? xstrdup(have[i].uid) : NULL;
+		if (!have[i].zone)
+			have[i].zone = xstrdup(g->zone);
+		pbx_instance_check_addresses(&have[i], g->base);
 	}
-	gce_insts_free(have, nhave);
+	pbx_instances_append(v, n, have, nhave);
 	return 0;
 }
 

@@ -121,21 +121,6 @@ int gce_op_parse(json_t *v, struct gce_op *op, struct pbx_err *err)
 	return 0;
 }
 
-void gce_insts_free(struct gce_inst *v, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++) {
-		free(v[i].name);
-		free(v[i].zone);
-		free(v[i].status);
-		free(v[i].private_ip);
-		free(v[i].public_ip);
-		free(v[i].cluster);
-		free(v[i].uid);
-	}
-	free(v);
-}
-
 /* An address member of instance `name`: a copy when it is an IP address
  * (pbx_ip_literal_ok), NULL when absent; when it is anything else, NULL
  * and, for the first such, err naming the instance and the field (*bad). */
@@ -186,7 +171,7 @@ static int64_t gce_started_at(json_t *it)
 /* Appends the instances of an array (a list's items, or one scope of an
  * aggregated list).  An instance with a bad address is still appended
  * (without it), so that it can be found and deleted, and the list fails. */
-static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pbx_err *err)
+static int list_items(json_t *items, struct pbx_instance **out, size_t *n, struct pbx_err *err)
 {
 	json_t *it;
 	size_t i;
@@ -197,29 +182,31 @@ static int list_items(json_t *items, struct gce_inst **out, size_t *n, struct pb
 	{
 		json_t *nic = json_array_get(json_object_get(it, "networkInterfaces"), 0);
 		json_t *ac = json_array_get(json_object_get(nic, "accessConfigs"), 0);
-		struct gce_inst *x;
+		struct pbx_instance *x;
 		if (!str(it, "name") || !*str(it, "name") || !str(it, "status"))
 			return pbx_err_set(
 				err,
 				"Compute Engine list reply: an instance has no name or status");
 		*out = xreallocarray(*out, *n + 1, sizeof(**out));
 		x = &(*out)[(*n)++];
-		x->name = xstrdup(str(it, "name"));
-		x->status = xstrdup(str(it, "status"));
+		memset(x, 0, sizeof(*x)); /* what EC2 alone says: NULL */
+		x->id = xstrdup(str(it, "name"));
+		x->state = xstrdup(str(it, "status"));
 		x->zone = dup_or_null(last_segment(str(it, "zone")));
-		x->private_ip = address(nic, "networkIP", x->name, &bad, err);
-		x->public_ip = address(ac, "natIP", x->name, &bad, err);
+		x->private_ip = address(nic, "networkIP", x->id, &bad, err);
+		x->public_ip = address(ac, "natIP", x->id, &bad, err);
 		x->cluster = dup_or_null(str(json_object_get(it, "labels"), PBX_LABEL_CLUSTER_ID));
-		x->stopped_at = strcmp(x->status, "RUNNING") != 0
+		x->stopped_at = strcmp(x->state, "RUNNING") != 0
 					? pbx_rfc3339_time(str(it, "lastStopTimestamp"))
 					: 0;
-		x->started_at = !strcmp(x->status, "RUNNING") ? gce_started_at(it) : 0;
+		x->started_at = !strcmp(x->state, "RUNNING") ? gce_started_at(it) : 0;
 		x->uid = gce_uid(it);
 	}
 	return bad ? -1 : 0;
 }
 
-int gce_list_parse(json_t *v, struct gce_inst **out, size_t *n, char **next, struct pbx_err *err)
+int gce_list_parse(json_t *v, struct pbx_instance **out, size_t *n, char **next,
+		   struct pbx_err *err)
 {
 	json_t *items, *scope;
 	const char *key;

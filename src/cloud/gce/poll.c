@@ -147,7 +147,7 @@ static int gce_too_few(const struct gce *g, const struct pbx_node_row *nodes, si
  * instances.stop): instances.start, once per start; its disk is as it
  * was.  The poll then waits for RUNNING as for a new one. */
 static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i,
-			     const struct gce_inst *x, const struct pbx_create_hooks *h,
+			     const struct pbx_instance *x, const struct pbx_create_hooks *h,
 			     struct pbx_err *err)
 {
 	struct pbx_node_row *node = &nodes[i];
@@ -160,16 +160,16 @@ static int gce_start_stopped(struct gce *g, struct pbx_node_row *nodes, size_t i
 		if (g->started_at && time(NULL) - g->started_at > GCE_RESTART_GRACE_S)
 			return pbx_err_set(err,
 					   "instance %s is TERMINATED again after instances.start",
-					   x->name);
+					   x->id);
 		return 0;
 	}
 	path = xasprintf("projects/%s/zones/%s/instances/%s/start", g->project,
-			 x->zone ? x->zone : g->zone, x->name);
+			 x->zone ? x->zone : g->zone, x->id);
 	rc = gce_call(g, "POST", path, NULL, ok_404, &r, &st, err);
 	json_decref(r);
 	free(path);
 	if (rc < 0)
-		return pbx_err_prefix(err, "starting stopped instance %s", x->name);
+		return pbx_err_prefix(err, "starting stopped instance %s", x->id);
 	if (!g->started_at)
 		g->started_at = time(NULL);
 	pbx_cloud_node_state(nodes, i, "starting", "starting (was TERMINATED)", h);
@@ -180,7 +180,7 @@ int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		    const struct pbx_create_hooks *h, struct pbx_err *err)
 {
 	struct gce *g = ctx;
-	struct gce_inst *have = NULL;
+	struct pbx_instance *have = NULL;
 	size_t nhave = 0, i, running = 0, skipped = 0;
 	int rc;
 	if (g->s->dry_run)
@@ -198,37 +198,37 @@ int gce_create_poll(void *ctx, struct pbx_node_row *nodes, size_t n,
 		return -1;
 	for (i = 0; i < n; i++) {
 		char *iname = gce_instance_name(g, nodes[i].name);
-		const struct gce_inst *x = gce_find(have, nhave, iname);
+		const struct pbx_instance *x = gce_find(have, nhave, iname);
 		free(iname);
 		if (!x && gce_not_made(g, nodes, i, h)) {
 			skipped++;
 			continue;
 		}
 		if (!x) {
-			gce_insts_free(have, nhave);
+			pbx_instances_free(have, nhave);
 			iname = gce_instance_name(g, nodes[i].name);
 			pbx_err_set(err, "instance %s is gone (preempted or deleted)", iname);
 			free(iname);
 			return -1;
 		}
-		if (!strcmp(x->status, "TERMINATED") &&
+		if (!strcmp(x->state, "TERMINATED") &&
 		    gce_start_stopped(g, nodes, i, x, h, err) < 0) {
-			gce_insts_free(have, nhave);
+			pbx_instances_free(have, nhave);
 			return -1;
 		}
-		if (strcmp(x->status, "RUNNING") != 0 || !x->private_ip)
+		if (strcmp(x->state, "RUNNING") != 0 || !x->private_ip)
 			continue;
-		rc = pbx_cloud_node_running(g->base, nodes, i, x->name, x->uid, x->private_ip,
+		rc = pbx_cloud_node_running(g->base, nodes, i, x->id, x->uid, x->private_ip,
 					    x->public_ip, x->zone, h, err);
 		if (rc < 0) {
-			gce_insts_free(have, nhave);
+			pbx_instances_free(have, nhave);
 			return -1;
 		}
 		if (rc > 0)
 			continue; /* once the head runs */
 		running++;
 	}
-	gce_insts_free(have, nhave);
+	pbx_instances_free(have, nhave);
 	if (skipped && gce_too_few(g, nodes, n, skipped, err) < 0) {
 		gce_clean_up(g, nodes, err);
 		return -1;

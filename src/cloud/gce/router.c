@@ -128,13 +128,13 @@ static int gce_region_has_nat(struct gce *g, const char *region, struct pbx_err 
 static int gce_region_used_by_others(struct gce *g, const char *region, struct pbx_err *err)
 {
 	char *filter = gce_escape("labels." PBX_LABEL_CLUSTER_ID ":*");
-	struct gce_inst *v = NULL;
+	struct pbx_instance *v = NULL;
 	size_t n = 0, i;
 	int rc = gce_list_instances_where(g, filter, &v, &n, err), used = 0;
 	for (i = 0; rc == 0 && i < n; i++)
 		used |= gce_zone_in(v[i].zone, region) &&
 			!(v[i].cluster && !strcmp(v[i].cluster, g->s->uid));
-	gce_insts_free(v, n);
+	pbx_instances_free(v, n);
 	free(filter);
 	return rc < 0 ? -1 : used;
 }
