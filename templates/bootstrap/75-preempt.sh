@@ -1,0 +1,57 @@
+# shellcheck shell=sh
+# templates/bootstrap/75-preempt.sh - stage preempt: a Spot compute node's
+# preemption watcher.
+# Sourced by templates/bootstrap.sh (contract: templates/README.md).
+
+# ---- preemption (templates/preempt.sh, docs/spot.md): on the compute
+# nodes of a spot group, a watcher of the cloud's preemption notice that
+# drains the node and sends its jobs SIGTERM.  Elsewhere none runs.  It
+# runs before slurmd starts: once slurmd registers, a job may start here
+# (a woken node's at once), and a notice before the watcher ran lost that
+# job's work (vm.gce-spot: the job ran 2 minutes before the bootstrap got
+# here, and the preemption came in between).
+if [ -n "$SPOT" ]; then
+	stage preempt
+	[ -r "$STAGE_DIR/preempt.sh" ] || die "no preempt.sh in PBX_STAGE ($STAGE_DIR)"
+	pwatcher=$ROOT/usr/local/sbin/pbx-preempt
+	ensure_parent "$pwatcher"
+	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
+	pchanged=$CHANGED
+	pconf=$ROOT/etc/pbx/preempt.conf
+	ensure_parent "$pconf"
+	begin_new "$pconf"
+	{
+		echo "# pbx-preempt's settings, written by pbx's bootstrap"
+		for kv in "PBX_MODE=$MODE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" \
+			"PBX_SPOT=$SPOT" ${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}; do
+			sq "${kv#*=}"
+			echo "${kv%%=*}=$SQ"
+		done
+	} >"$NEW"
+	install_new "$pconf" 0644
+	[ "$CHANGED" = 0 ] || pchanged=1
+	# a new boot: the notice of an earlier life is over
+	rm -f "$ROOT/var/lib/pbx/preempted"
+	rm -rf "$ROOT/run/pbx-preempt/acted"
+	if [ "$MODE" = systemd ]; then
+		watcher_unit pbx-preempt <<UNIT
+[Unit]
+Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
+# stopped before these at a shutdown: its ExecStop (a preemption's) needs them
+After=network-online.target remote-fs.target $SLURM_DAEMON.service
+Wants=network-online.target
+
+[Service]
+ExecStart=$pwatcher watch
+ExecStop=$pwatcher stop
+TimeoutStopSec=60
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+		[ "$CHANGED" = 0 ] || pchanged=1
+	fi
+	watcher_run pbx-preempt "$pchanged" 0 "$pwatcher" watch
+fi
