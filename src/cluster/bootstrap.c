@@ -128,6 +128,9 @@ static void bootstrap_user_key(struct pbx_buf *cmd, const struct pbx_cluster *c)
 	free(line);
 }
 
+/* The command that runs the bootstrap on node i: its inputs as the
+ * environment (each PBX_* is templates/README.md's, "Inputs"), after the
+ * stage's unpacking when `unpack`. */
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 			       const char *remote_stage, const char *action, int unpack)
 {

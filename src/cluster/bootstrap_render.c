@@ -4,11 +4,11 @@
  */
 #include "cluster/bootstrap_render.h"
 
-void pbx_bootstrap_gres_conf(struct pbx_buf *out, const char *node, int gpus,
-			     const char *gpu_type, const char *dev_base)
+void pbx_bootstrap_gres_conf(struct pbx_buf *out, const char *node, int gpus, const char *gpu_type,
+			     const char *dev_base)
 {
 	const char *type = gpu_type && *gpu_type ? " Type=" : "";
-	pbx_buf_addf(out, "# gres.conf for %s, rendered by pbx for its bootstrap\n", node);
+	pbx_buf_addf(out, "# gres.conf for %s, written by the pbx bootstrap\n", node);
 	if (gpus == 1)
 		pbx_buf_addf(out, "NodeName=%s Name=gpu%s%s File=%s0\n", node, type,
 			     *type ? gpu_type : "", dev_base);
@@ -29,8 +29,9 @@ void pbx_bootstrap_exports(struct pbx_buf *out, const char *shared, const char *
 	 * directory of that uid: templates/autostop.sh); a task is its own
 	 * uid, and neither is the head's root (docs/SECURITY.md) */
 	for (i = 0; i < n; i++)
-		pbx_buf_addf(out,
-			     " %s(rw,sync,no_subtree_check,root_squash,anonuid=65534,anongid=65534)",
-			     clients[i]);
+		pbx_buf_addf(
+			out,
+			" %s(rw,sync,no_subtree_check,root_squash,anonuid=65534,anongid=65534)",
+			clients[i]);
 	pbx_buf_addc(out, '\n');
 }

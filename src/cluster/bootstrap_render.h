@@ -20,8 +20,8 @@
  * Type=.  `dev_base`: "/dev/nvidia" on a VM; a node body's stand-ins,
  * ROOT/dev/nvidia, which the bootstrap links to /dev/null.
  */
-void pbx_bootstrap_gres_conf(struct pbx_buf *out, const char *node, int gpus,
-			     const char *gpu_type, const char *dev_base);
+void pbx_bootstrap_gres_conf(struct pbx_buf *out, const char *node, int gpus, const char *gpu_type,
+			     const char *dev_base);
 
 /*
  * Appends the head's /etc/exports line for the shared directory `shared`

@@ -4,7 +4,8 @@
  * an existing cluster repairs whatever is down (every step is idempotent).
  *
  *   store row + nodes  ->  provider create (sshd answers)  ->  stage files
- *   (bootstrap.sh, slurm.conf, munge.key) pushed as one tar stream per node
+ *   (bootstrap.sh and its parts, slurm.conf, gres.conf, munge.key) pushed
+ *   as one tar stream per node
  *   ->  bootstrap.sh up (head first, then all compute nodes in parallel)
  *   ->  poll sinfo until idle
  */
@@ -276,7 +277,7 @@ static void start_render_exports(const struct pbx_slurm_conf *sc, const char *sh
 	size_t i;
 	for (i = 0; i < sc->nnodes; i++)
 		clients[i] = sc->nodes[i].addr && *sc->nodes[i].addr ? sc->nodes[i].addr
-								      : sc->nodes[i].name;
+								     : sc->nodes[i].name;
 	pbx_bootstrap_exports(exports, shared, clients, sc->nnodes);
 	free(clients);
 }

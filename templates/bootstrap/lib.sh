@@ -1,7 +1,8 @@
 # shellcheck shell=sh
 # templates/bootstrap/lib.sh - the bootstrap's shared helpers: files written
 # only when they change, directories made at once, daemons started and stopped
-# by pid file or unit, slurm.conf read without forks.  Defines functions only.
+# by pid file or unit, slurm.conf read without forks.  Defines functions (and
+# the few variables they keep).
 # Sourced by templates/bootstrap.sh (contract: templates/README.md).
 
 # nap CC: wait CC hundredths of a second (two digits, one `sleep`).  The

@@ -82,8 +82,9 @@ static int render(int argc, char **argv)
 		pbx_bootstrap_exports(&b, argv[2], (const char *const *)argv + 3,
 				      (size_t)(argc - 3));
 	else {
-		fprintf(stderr, "usage: %s GOLDEN_DIR | gres NODE GPUS TYPE DEV_BASE | "
-				"exports SHARED [CLIENT...]\n",
+		fprintf(stderr,
+			"usage: %s GOLDEN_DIR | gres NODE GPUS TYPE DEV_BASE | "
+			"exports SHARED [CLIENT...]\n",
 			argv[0]);
 		return 2;
 	}
