@@ -294,29 +294,74 @@ int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *e
 	return rc;
 }
 
-int pbx_bootstrap_stage_gres(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
-			     struct pbx_buf *tar, time_t now, struct pbx_err *err)
+/* Node n's root prefix without the '/'s it ends in, as the bootstrap
+ * trims PBX_ROOT (caller frees). */
+static char *stage_root(const struct pbx_node_row *n)
+{
+	size_t len = strlen(n->root);
+	while (len > 0 && n->root[len - 1] == '/')
+		len--;
+	return xasprintf("%.*s", (int)len, n->root);
+}
+
+/* Member PBX_STAGE_DIR/NAME, 0644, holding `text`; frees `name`. */
+static int stage_text(struct pbx_buf *tar, char *name, const struct pbx_buf *text, time_t now,
+		      struct pbx_err *err)
+{
+	char *member = xasprintf(PBX_STAGE_DIR "/%s", name);
+	int rc = pbx_ustar_file(tar, member, 0644, now, text->len ? text->buf : "", text->len, err);
+	free(member);
+	free(name);
+	return rc;
+}
+
+/* gres-NODE.conf for node n: its GPUs under its root (direct) or /dev. */
+static int stage_gres(const struct pbx_cluster *c, const struct pbx_node_row *n, int direct,
+		      const char *root, struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	const struct pbx_node_group *grp =
+		c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
+	struct pbx_buf gres = PBX_BUF_INIT;
+	char type[32], *base = xasprintf("%s/dev/nvidia", direct ? root : "");
+	int rc;
+	pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, type, sizeof(type));
+	pbx_bootstrap_gres_conf(&gres, n->name, n->gpus, type, base);
+	rc = stage_text(tar, xasprintf("gres-%s.conf", n->name), &gres, now, err);
+	pbx_buf_release(&gres);
+	free(base);
+	return rc;
+}
+
+/* A VM's units of pbx's watchers: WATCHER-NODE.service. */
+static int stage_units(const struct pbx_node_row *n, const char *root, struct pbx_buf *tar,
+		       time_t now, struct pbx_err *err)
+{
+	static const char *const watchers[] = { "pbx-preempt", "pbx-autostop" };
+	const char *daemon = strcmp(n->role, "head") ? "slurmd" : "slurmctld";
+	size_t w;
+	int rc = 0;
+	for (w = 0; rc == 0 && w < sizeof(watchers) / sizeof(watchers[0]); w++) {
+		struct pbx_buf unit = PBX_BUF_INIT;
+		pbx_bootstrap_watcher_unit(&unit, watchers[w], root, daemon);
+		rc = stage_text(tar, xasprintf("%s-%s.service", watchers[w], n->name), &unit, now,
+				err);
+		pbx_buf_release(&unit);
+	}
+	return rc;
+}
+
+int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+			      struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
 	int direct = !strcmp(l->bootstrap_mode, "direct");
 	size_t i;
 	int rc = 0;
 	for (i = 0; rc == 0 && i < c->nnodes; i++) {
-		const struct pbx_node_row *n = &c->nodes[i];
-		const struct pbx_node_group *grp =
-			c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
-		size_t root = strlen(n->root);
-		struct pbx_buf gres = PBX_BUF_INIT;
-		char type[32], *base, *member = xasprintf(PBX_STAGE_DIR "/gres-%s.conf", n->name);
-		while (root > 0 && n->root[root - 1] == '/')
-			root--; /* as the bootstrap trims PBX_ROOT */
-		base = direct ? xasprintf("%.*s/dev/nvidia", (int)root, n->root)
-			      : xstrdup("/dev/nvidia");
-		pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, type, sizeof(type));
-		pbx_bootstrap_gres_conf(&gres, n->name, n->gpus, type, base);
-		rc = pbx_ustar_file(tar, member, 0644, now, gres.buf, gres.len, err);
-		pbx_buf_release(&gres);
-		free(member);
-		free(base);
+		char *root = stage_root(&c->nodes[i]);
+		rc = stage_gres(c, &c->nodes[i], direct, root, tar, now, err);
+		if (rc == 0 && !direct)
+			rc = stage_units(&c->nodes[i], root, tar, now, err);
+		free(root);
 	}
 	return rc;
 }

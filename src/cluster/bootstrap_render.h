@@ -1,8 +1,8 @@
 /*
  * bootstrap_render.h - the node bootstrap's decisions that are pure data,
  * rendered by pbx into the stage (templates/README.md, "The stage"), so
- * that templates/bootstrap/ only carries them out: each node's gres.conf
- * and the head's NFS export line.  No I/O: golden-file tests in
+ * that templates/bootstrap/ only carries them out: each node's gres.conf,
+ * the head's NFS export line and the systemd units of pbx's watchers.  No I/O: golden-file tests in
  * tests/cluster/test_bootstrap_render.c.
  */
 #ifndef PBX_CLUSTER_BOOTSTRAP_RENDER_H
@@ -32,5 +32,16 @@ void pbx_bootstrap_gres_conf(struct pbx_buf *out, const char *node, int gpus, co
  */
 void pbx_bootstrap_exports(struct pbx_buf *out, const char *shared, const char *const *clients,
 			   size_t n);
+
+/*
+ * Appends the systemd unit of pbx's watcher `watcher` ("pbx-preempt":
+ * templates/preempt.sh, docs/spot.md; "pbx-autostop": templates/autostop.sh,
+ * docs/autostop.md) to `out` (caller-owned), for a node whose root prefix
+ * is `root` ("" on a VM) and whose SLURM daemon is `slurm_daemon`
+ * (slurmctld or slurmd), which the watcher starts after.  Returns -1, with
+ * nothing appended, for another name.
+ */
+int pbx_bootstrap_watcher_unit(struct pbx_buf *out, const char *watcher, const char *root,
+			       const char *slurm_daemon);
 
 #endif

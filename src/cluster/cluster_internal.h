@@ -192,11 +192,13 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
  * members and ends the tar (pbx_ustar_end).
  */
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
-/* Adds PBX_STAGE_DIR/gres-NODE.conf for every node of c
- * (pbx_bootstrap_gres_conf: its GPUs, their type; under its root prefix
- * in direct mode), which `up` installs as the node's gres.conf. */
-int pbx_bootstrap_stage_gres(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
-			     struct pbx_buf *tar, time_t now, struct pbx_err *err);
+/* Adds what pbx renders for each node of c (bootstrap_render.h), which
+ * `up` installs as it is: PBX_STAGE_DIR/gres-NODE.conf (its GPUs, their
+ * type; under its root prefix in direct mode) and, in systemd mode, the
+ * units of pbx's watchers, pbx-preempt-NODE.service and
+ * pbx-autostop-NODE.service. */
+int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+			      struct pbx_buf *tar, time_t now, struct pbx_err *err);
 /* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
  * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
  * host, pbx_host_target): the bootstrap installs it where the node

@@ -409,8 +409,8 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 }
 
 /* The stage every node gets, as one tar made in memory: PBX_STAGE_DIR/
- * {bootstrap.sh, bootstrap/, slurm.conf, exports, gres-NODE.conf for each
- * node, munge.key}, its directories 0700 (templates/README.md, "The stage"). */
+ * {bootstrap.sh, bootstrap/, slurm.conf, exports, each node's gres-NODE.conf
+ * (and units), munge.key}, its directories 0700 (templates/README.md, "The stage"). */
 static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, struct pbx_buf *tar,
 		       struct pbx_err *err)
 {
@@ -429,7 +429,7 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/exports", 0644, now,
 				    exports.len ? exports.buf : "", exports.len, err);
 	if (rc == 0)
-		rc = pbx_bootstrap_stage_gres(c, l, tar, now, err);
+		rc = pbx_bootstrap_stage_nodes(c, l, tar, now, err);
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/munge.key", 0400, now, key.buf, key.len,
 				    err);

@@ -27,14 +27,7 @@ elif [ "$ROLE" = head ]; then
 	if [ -z "$line" ]; then
 		log "no compute nodes in slurm.conf: $SHARED is not exported"
 	else
-		exports=$ROOT/etc/exports
-		ensure_parent "$exports"
-		begin_new "$exports"
-		{
-			[ ! -r "$exports" ] || awk -v p="$SHARED" '$1 != p' "$exports"
-			echo "$line"
-		} >"$NEW"
-		install_new "$exports" 0644
+		table_line "$ROOT/etc/exports" 1 "$SHARED" "$line"
 		# Exported again on every run, changed or not: exportfs resolves
 		# each client's name when it runs and leaves out a name that does
 		# not resolve yet, as a node that sleeps has none until the head's
@@ -50,14 +43,7 @@ else
 	[ -n "$head_addr" ] || die "PBX_HEAD_ADDR is not set (needed to mount $SHARED)"
 	mp=$ROOT$SHARED
 	mkdir -p "$mp"
-	fstab=$ROOT/etc/fstab
-	ensure_parent "$fstab"
-	begin_new "$fstab"
-	{
-		[ ! -r "$fstab" ] || awk -v p="$SHARED" '$2 != p' "$fstab"
-		echo "$head_addr:$SHARED $SHARED nfs4 defaults,_netdev,nofail 0 0"
-	} >"$NEW"
-	install_new "$fstab" 0644
+	table_line "$ROOT/etc/fstab" 2 "$SHARED" "$head_addr:$SHARED $SHARED nfs4 defaults,_netdev,nofail 0 0"
 	if awk -v p="$mp" '$2 == p { found = 1 } END { exit !found }' /proc/mounts 2>/dev/null; then
 		log "$mp already mounted"
 	else

@@ -17,40 +17,15 @@ if [ -n "$SPOT" ]; then
 	ensure_parent "$pwatcher"
 	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
 	pchanged=$CHANGED
-	pconf=$ROOT/etc/pbx/preempt.conf
-	ensure_parent "$pconf"
-	begin_new "$pconf"
-	{
-		echo "# pbx-preempt's settings, written by pbx's bootstrap"
-		for kv in "PBX_MODE=$MODE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" \
-			"PBX_SPOT=$SPOT" ${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}; do
-			sq "${kv#*=}"
-			echo "${kv%%=*}=$SQ"
-		done
-	} >"$NEW"
-	install_new "$pconf" 0644
+	settings_file "$ROOT/etc/pbx/preempt.conf" pbx-preempt "PBX_MODE=$MODE" "PBX_NODE=$NODE" \
+		"PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" "PBX_SPOT=$SPOT" \
+		${PBX_PREEMPT_POLL:+"PBX_PREEMPT_POLL=$PBX_PREEMPT_POLL"}
 	[ "$CHANGED" = 0 ] || pchanged=1
 	# a new boot: the notice of an earlier life is over
 	rm -f "$ROOT/var/lib/pbx/preempted"
 	rm -rf "$ROOT/run/pbx-preempt/acted"
 	if [ "$MODE" = systemd ]; then
-		watcher_unit pbx-preempt <<UNIT
-[Unit]
-Description=pbx preempt: a spot preemption notice drains this node and sends its jobs SIGTERM
-# stopped before these at a shutdown: its ExecStop (a preemption's) needs them
-After=network-online.target remote-fs.target $SLURM_DAEMON.service
-Wants=network-online.target
-
-[Service]
-ExecStart=$pwatcher watch
-ExecStop=$pwatcher stop
-TimeoutStopSec=60
-Restart=always
-RestartSec=2
-
-[Install]
-WantedBy=multi-user.target
-UNIT
+		watcher_unit pbx-preempt
 		[ "$CHANGED" = 0 ] || pchanged=1
 	fi
 	watcher_run pbx-preempt "$pchanged" 0 "$pwatcher" watch

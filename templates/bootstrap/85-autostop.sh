@@ -19,40 +19,19 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	ensure_parent "$watcher"
 	install_file "$STAGE_DIR/autostop.sh" "$watcher" 0755
 	watcher_changed=$CHANGED
-	aconf=$ROOT/etc/pbx/autostop.conf
-	begin_new "$aconf"
-	{
-		echo "# pbx-autostop's settings, written by pbx's bootstrap"
-		for kv in "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" "PBX_NODE=$NODE" "PBX_ROOT=$ROOT" \
-			"PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" "PBX_AUTOSTOP_S=$PBX_AUTOSTOP" \
-			"PBX_BUDGET_UNTIL=${PBX_BUDGET_UNTIL:-0}" \
-			${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
-			${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"} \
-			${HEAD_PBX:+"PBX_AUTOSTOP_ACTION=${PBX_AUTOSTOP_ACTION:-stop}"} ${HEAD_PBX:+"PBX_BIN=$HEAD_PBX"} \
-			${HEAD_PBX:+"PBX_CLUSTER=$PBX_CLUSTER"} ${HEAD_PBX:+"PBX_CLUSTER_ID=$PBX_CLUSTER_ID"} \
-			${HEAD_PBX:+"PBX_CLOUD=$PBX_CLOUD"} ${HEAD_PBX:+"PBX_HEAD_INSTANCE=$PBX_HEAD_INSTANCE"}; do
-			sq "${kv#*=}"
-			echo "${kv%%=*}=$SQ"
-		done
-	} >"$NEW"
-	install_new "$aconf" 0644
+	settings_file "$ROOT/etc/pbx/autostop.conf" pbx-autostop "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" \
+		"PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" \
+		"PBX_AUTOSTOP_S=$PBX_AUTOSTOP" "PBX_BUDGET_UNTIL=${PBX_BUDGET_UNTIL:-0}" \
+		${PBX_AUTOSTOP_TICK:+"PBX_AUTOSTOP_TICK=$PBX_AUTOSTOP_TICK"} \
+		${PBX_AUTOSTOP_BOOT_GRACE:+"PBX_AUTOSTOP_BOOT_GRACE=$PBX_AUTOSTOP_BOOT_GRACE"} \
+		${HEAD_PBX:+"PBX_AUTOSTOP_ACTION=${PBX_AUTOSTOP_ACTION:-stop}"} ${HEAD_PBX:+"PBX_BIN=$HEAD_PBX"} \
+		${HEAD_PBX:+"PBX_CLUSTER=$PBX_CLUSTER"} ${HEAD_PBX:+"PBX_CLUSTER_ID=$PBX_CLUSTER_ID"} \
+		${HEAD_PBX:+"PBX_CLOUD=$PBX_CLOUD"} ${HEAD_PBX:+"PBX_HEAD_INSTANCE=$PBX_HEAD_INSTANCE"}
 	[ "$CHANGED" = 0 ] || watcher_changed=1
 	# a new start: no stop request of an earlier life stands
 	[ "$ROLE" = compute ] || rm -rf "$SHARED_HERE/.pbx-autostop"
 	if [ "$MODE" = systemd ]; then
-		watcher_unit pbx-autostop <<UNIT
-[Unit]
-Description=pbx autostop: powers this cluster off when it is idle
-After=network-online.target remote-fs.target $SLURM_DAEMON.service
-
-[Service]
-ExecStart=$watcher watch
-Restart=always
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-UNIT
+		watcher_unit pbx-autostop
 		[ "$CHANGED" = 0 ] || watcher_changed=1
 	fi
 	watcher_run pbx-autostop "$watcher_changed" "$head_off" "$watcher" watch

@@ -186,15 +186,13 @@ stop_pid() {
 	rm -f "$pf"
 }
 
-# watcher_unit NAME: ROOT/etc/systemd/system/NAME.service from stdin, for
-# one of pbx's watchers (pbx-preempt, pbx-autostop); CHANGED says whether
-# it changed, and then systemd reloads its units.
+# watcher_unit NAME: ROOT/etc/systemd/system/NAME.service for one of pbx's
+# watchers (pbx-preempt, pbx-autostop), as pbx rendered it for this node
+# (PBX_STAGE/NAME-NODE.service); CHANGED says whether it changed, and then
+# systemd reloads its units.
 watcher_unit() {
-	unit=$ROOT/etc/systemd/system/$1.service
-	ensure_parent "$unit"
-	begin_new "$unit"
-	cat >"$NEW"
-	install_new "$unit" 0644
+	[ -r "$STAGE_DIR/$1-$NODE.service" ] || die "no $1-$NODE.service in PBX_STAGE ($STAGE_DIR)"
+	install_text "$STAGE_DIR/$1-$NODE.service" "$ROOT/etc/systemd/system/$1.service"
 	[ "$CHANGED" = 0 ] || systemctl daemon-reload
 }
 
@@ -315,6 +313,36 @@ install_text() {
 		printf '%s\n' "$line"
 	done <"$1" >"$NEW"
 	install_new "$2" 0644
+}
+
+# settings_file FILE WATCHER KEY=VALUE...: FILE holds the settings of
+# pbx's watcher WATCHER, each VALUE quoted for sh; CHANGED as install_new.
+settings_file() {
+	sf=$1 sw=$2
+	shift 2
+	ensure_parent "$sf"
+	begin_new "$sf"
+	{
+		echo "# $sw's settings, written by pbx's bootstrap"
+		for kv; do
+			sq "${kv#*=}"
+			echo "${kv%%=*}=$SQ"
+		done
+	} >"$NEW"
+	install_new "$sf" 0644
+}
+
+# table_line FILE FIELD KEY LINE: FILE (a table such as /etc/exports or
+# /etc/fstab) with its lines whose field FIELD is KEY replaced by LINE, at
+# its end; CHANGED as install_new.
+table_line() {
+	ensure_parent "$1"
+	begin_new "$1"
+	{
+		[ ! -r "$1" ] || awk -v f="$2" -v k="$3" '$f != k' "$1"
+		echo "$4"
+	} >"$NEW"
+	install_new "$1" 0644
 }
 
 # sq S: SQ = S quoted for sh.

@@ -122,6 +122,12 @@ for ng in head:0 node1:2 node2:2 node3:0 spot1:0; do
 	"$RENDER" gres "${ng%:*}" "${ng#*:}" "" /dev/nvidia >"$T/stage/gres-${ng%:*}.conf"
 done
 "$RENDER" exports /shared 127.0.4.2 127.0.4.3 c1-x-node3 >"$T/stage/exports"
+# and each node's units of pbx's watchers, under its root
+for nd in head:slurmctld node1:slurmd node2:slurmd node3:slurmd spot1:slurmd; do
+	for w in pbx-preempt pbx-autostop; do
+		"$RENDER" unit "$w" "$T/${nd%:*}" "${nd#*:}" >"$T/stage/$w-${nd%:*}.service"
+	done
+done
 
 mkroot() {
 	mkdir -p "$T/$1/etc"
@@ -232,7 +238,8 @@ grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/defau
 # its NodeAddr afresh before slurmd starts, as for a State=CLOUD node; the
 # same node on a cluster without power saving is not (node1 above)
 mkdir -p "$T/stage2"
-cp "$T/stage/munge.key" "$T/stage/gres-spot1.conf" "$SRC/templates/preempt.sh" "$T/stage2/"
+cp "$T/stage/munge.key" "$T/stage/gres-spot1.conf" "$T/stage/pbx-preempt-spot1.service" \
+	"$SRC/templates/preempt.sh" "$T/stage2/"
 sed -e '/^NodeName=node3 /a NodeName=spot1 NodeHostname=c1-spot1 NodeAddr=c1-spot1 CPUs=2 State=UNKNOWN' \
 	-e '$a ResumeProgram=/usr/local/lib/pbx/pbx-resume' "$T/stage/slurm.conf" >"$T/stage2/slurm.conf"
 mkroot spot1 debian 12

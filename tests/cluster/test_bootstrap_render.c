@@ -5,8 +5,9 @@
  *   test_bootstrap_render GOLDEN_DIR        the TAP tests
  *   test_bootstrap_render gres NODE GPUS TYPE DEV_BASE
  *   test_bootstrap_render exports SHARED [CLIENT...]
+ *   test_bootstrap_render unit WATCHER ROOT SLURM_DAEMON
  *
- * The last two print one file of a stage, for the shell tests that run
+ * The last three print one file of a stage, for the shell tests that run
  * templates/bootstrap.sh without pbx (tests/bootstrap/).  With
  * PBX_GOLDEN_UPDATE=1 the TAP run writes the golden files instead of
  * comparing (then review their diff).
@@ -72,19 +73,37 @@ static void test_exports(void)
 	pbx_buf_release(&b);
 }
 
+static void test_units(void)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	ok(pbx_bootstrap_watcher_unit(&b, "pbx-preempt", "", "slurmd") == 0, "pbx-preempt's unit");
+	golden("unit-preempt-vm.service", &b);
+	pbx_buf_reset(&b);
+	ok(pbx_bootstrap_watcher_unit(&b, "pbx-autostop", "/tmp/pbx-x/head", "slurmctld") == 0,
+	   "pbx-autostop's unit");
+	golden("unit-autostop-root.service", &b);
+	pbx_buf_reset(&b);
+	ok(pbx_bootstrap_watcher_unit(&b, "pbx-other", "", "slurmd") == -1 && b.len == 0,
+	   "no unit for a watcher pbx does not have");
+	pbx_buf_release(&b);
+}
+
 /* The tool: one stage file on stdout. */
 static int render(int argc, char **argv)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
 	if (!strcmp(argv[1], "gres") && argc == 6)
 		pbx_bootstrap_gres_conf(&b, argv[2], atoi(argv[3]), argv[4], argv[5]);
+	else if (!strcmp(argv[1], "unit") && argc == 5 &&
+		 pbx_bootstrap_watcher_unit(&b, argv[2], argv[3], argv[4]) == 0)
+		;
 	else if (!strcmp(argv[1], "exports") && argc >= 3)
 		pbx_bootstrap_exports(&b, argv[2], (const char *const *)argv + 3,
 				      (size_t)(argc - 3));
 	else {
 		fprintf(stderr,
 			"usage: %s GOLDEN_DIR | gres NODE GPUS TYPE DEV_BASE | "
-			"exports SHARED [CLIENT...]\n",
+			"exports SHARED [CLIENT...] | unit WATCHER ROOT SLURM_DAEMON\n",
 			argv[0]);
 		return 2;
 	}
@@ -102,5 +121,6 @@ int main(int argc, char **argv)
 	golden_dir = argv[1];
 	test_gres();
 	test_exports();
+	test_units();
 	return tap_done();
 }
