@@ -309,8 +309,8 @@ install_file() {
 install_text() {
 	ensure_parent "$2"
 	begin_new "$2"
-	while IFS= read -r line || [ -n "$line" ]; do
-		printf '%s\n' "$line"
+	while IFS= read -r tl || [ -n "$tl" ]; do
+		printf '%s\n' "$tl"
 	done <"$1" >"$NEW"
 	install_new "$2" 0644
 }
