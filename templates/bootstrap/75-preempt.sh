@@ -12,10 +12,8 @@
 # here, and the preemption came in between).
 if [ -n "$SPOT" ]; then
 	stage preempt
-	[ -r "$STAGE_DIR/preempt.sh" ] || die "no preempt.sh in PBX_STAGE ($STAGE_DIR)"
-	pwatcher=$ROOT/usr/local/sbin/pbx-preempt
-	ensure_parent "$pwatcher"
-	install_file "$STAGE_DIR/preempt.sh" "$pwatcher" 0755
+	watcher_install pbx-preempt preempt.sh
+	pwatcher=$WPATH
 	pchanged=$CHANGED
 	settings_file "$ROOT/etc/pbx/preempt.conf" pbx-preempt "PBX_MODE=$MODE" "PBX_NODE=$NODE" \
 		"PBX_ROOT=$ROOT" "SLURM_CONF=$CONF" "PBX_SPOT=$SPOT" \

@@ -14,10 +14,8 @@ if [ -n "${PBX_AUTOSTOP:-}" ]; then
 	# the head's watcher: off when it has nothing to decide
 	head_off=0
 	[ "$ROLE" = head ] && [ "$PBX_AUTOSTOP" = 0 ] && [ "${PBX_BUDGET_UNTIL:-0}" = 0 ] && head_off=1
-	[ -r "$STAGE_DIR/autostop.sh" ] || die "no autostop.sh in PBX_STAGE ($STAGE_DIR)"
-	watcher=$ROOT/usr/local/sbin/pbx-autostop
-	ensure_parent "$watcher"
-	install_file "$STAGE_DIR/autostop.sh" "$watcher" 0755
+	watcher_install pbx-autostop autostop.sh
+	watcher=$WPATH
 	watcher_changed=$CHANGED
 	settings_file "$ROOT/etc/pbx/autostop.conf" pbx-autostop "PBX_MODE=$MODE" "PBX_ROLE=$ROLE" \
 		"PBX_NODE=$NODE" "PBX_ROOT=$ROOT" "PBX_SHARED=$SHARED" "SLURM_CONF=$CONF" \

@@ -315,6 +315,15 @@ install_text() {
 	install_new "$2" 0644
 }
 
+# watcher_install NAME SCRIPT: PBX_STAGE/SCRIPT installed as pbx's watcher
+# ROOT/usr/local/sbin/NAME (WPATH = its path); CHANGED as install_new.
+watcher_install() {
+	[ -r "$STAGE_DIR/$2" ] || die "no $2 in PBX_STAGE ($STAGE_DIR)"
+	WPATH=$ROOT/usr/local/sbin/$1
+	ensure_parent "$WPATH"
+	install_file "$STAGE_DIR/$2" "$WPATH" 0755
+}
+
 # settings_file FILE WATCHER KEY=VALUE...: FILE holds the settings of
 # pbx's watcher WATCHER, each VALUE quoted for sh; CHANGED as install_new.
 settings_file() {
