@@ -55,7 +55,7 @@ STATE_DIR=$ROOT/var/lib/pbx          # the head's own disk, root's alone
 HARVESTED_DIR=$STATE_DIR/harvested   # what `pbx harvest` proved home, by package
 # The compute nodes' answers: off/ belongs to the uid a compute node's root
 # has on the shared disk.  On VMs /shared is NFS exported with root_squash
-# (templates/bootstrap.sh): a node's root writes there as the anonymous
+# (src/cluster/bootstrap_render.c): a node's root writes there as the anonymous
 # uid, 65534, which no task can take; on node bodies (no NFS) it is this
 # watcher's own uid.  A task can write neither in off/ nor beside it.
 ANSWER_DIR=$REQ_DIR/off
@@ -270,7 +270,7 @@ not_harvested() {
 head_delete() {
 	log "$1: deleting the cluster"
 	# PBX_BIN is pbx-head: pbx with the head's home, configuration and
-	# identity (templates/bootstrap.sh)
+	# identity (templates/bootstrap/60-head-pbx.sh)
 	if "$PBX_BIN" -q cluster stop --id "$PBX_CLUSTER_ID" --self "$PBX_HEAD_INSTANCE" \
 		"$PBX_CLUSTER" >"$STATE_DIR/delete.log" 2>&1; then
 		log "the cluster is deleted"

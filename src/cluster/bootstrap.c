@@ -2,9 +2,11 @@
  * bootstrap.c - running templates/bootstrap.sh on one node over SSH (see
  * cluster_internal.h).  The script is the same on node bodies ("direct"
  * mode, under a root prefix) and cloud VMs ("systemd" mode); this file only
- * stages its inputs, passes the environment, and turns its output into
- * progress.
+ * stages it with its parts and inputs, passes the environment, and turns its
+ * output into progress.  The contract between the two (every PBX_* input,
+ * the stage's files, stdout, exit status) is templates/README.md's.
  */
+#include "cluster/bootstrap_render.h"
 #include "cluster/cluster_internal.h"
 #include "slurm/conf.h"
 #include "tmpl/tmpl.h"
@@ -126,6 +128,9 @@ static void bootstrap_user_key(struct pbx_buf *cmd, const struct pbx_cluster *c)
 	free(line);
 }
 
+/* The command that runs the bootstrap on node i: its inputs as the
+ * environment (each PBX_* is templates/README.md's, "Inputs"), after the
+ * stage's unpacking when `unpack`. */
 static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx_slurm_layout *l,
 			       const char *remote_stage, const char *action, int unpack)
 {
@@ -133,9 +138,8 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	struct pbx_buf cmd = PBX_BUF_INIT;
 	const struct pbx_node_group *grp =
 		c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
-	char gpus[16], gpu_type[32], *script = xasprintf("%s/bootstrap.sh", remote_stage);
+	char gpus[16], *script = xasprintf("%s/bootstrap.sh", remote_stage);
 	snprintf(gpus, sizeof(gpus), "%d", n->gpus);
-	pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, gpu_type, sizeof(gpu_type));
 	if (unpack) {
 		/* The stage arrives as a tar stream on stdin: one exec per node.
 		 * Its members carry their directories, so tar makes them. */
@@ -153,7 +157,6 @@ static char *bootstrap_command(struct pbx_cluster *c, size_t i, const struct pbx
 	bootstrap_env(&cmd, "PBX_CLUSTER", c->row.name);
 	bootstrap_env(&cmd, "PBX_STAGE", remote_stage);
 	bootstrap_env(&cmd, "PBX_GPUS", gpus);
-	bootstrap_env(&cmd, "PBX_GPU_TYPE", gpu_type);
 	bootstrap_env(&cmd, "PBX_HEAD_ADDR", c->nodes[0].address);
 	bootstrap_env(&cmd, "PBX_SHARED", l->shared_dir);
 	bootstrap_env(&cmd, "PBX_SLURM_USER", l->slurm_user);
@@ -259,29 +262,106 @@ int pbx_stage_binary(struct pbx_buf *tar, const char *path, const char *name, ti
 	return rc;
 }
 
+/* Template `name` as the stage's member PBX_STAGE_DIR/NAME, mode `mode`. */
+static int stage_template(struct pbx_buf *tar, const char *name, int mode, time_t now,
+			  struct pbx_err *err)
+{
+	struct pbx_buf text = PBX_BUF_INIT;
+	char *member = xasprintf(PBX_STAGE_DIR "/%s", name);
+	int rc = pbx_tmpl_get(name, &text, err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, member, mode, now, text.buf, text.len, err);
+	pbx_buf_release(&text);
+	free(member);
+	return rc;
+}
+
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
-	struct pbx_buf script = PBX_BUF_INIT, watcher = PBX_BUF_INIT, preempt = PBX_BUF_INIT;
-	int rc = pbx_tmpl_get("bootstrap.sh", &script, err);
-	if (rc == 0)
-		rc = pbx_tmpl_get("autostop.sh", &watcher, err);
-	if (rc == 0)
-		rc = pbx_tmpl_get("preempt.sh", &preempt, err);
-	if (rc == 0)
-		rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
+	static const char *const scripts[] = { "bootstrap.sh", "autostop.sh", "preempt.sh" };
+	size_t i;
+	int rc = pbx_ustar_dir(tar, PBX_NODE_DIR, 0700, now, err);
 	if (rc == 0)
 		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR, 0700, now, err);
+	for (i = 0; rc == 0 && i < sizeof(scripts) / sizeof(scripts[0]); i++)
+		rc = stage_template(tar, scripts[i], 0700, now, err);
 	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/bootstrap.sh", 0700, now, script.buf,
-				    script.len, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/autostop.sh", 0700, now, watcher.buf,
-				    watcher.len, err);
-	if (rc == 0)
-		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/preempt.sh", 0700, now, preempt.buf,
-				    preempt.len, err);
-	pbx_buf_release(&script);
-	pbx_buf_release(&watcher);
-	pbx_buf_release(&preempt);
+		rc = pbx_ustar_dir(tar, PBX_STAGE_DIR "/bootstrap", 0700, now, err);
+	/* the driver's parts: every template under bootstrap/ */
+	for (i = 0; rc == 0 && pbx_tmpl_files[i].name; i++)
+		if (!strncmp(pbx_tmpl_files[i].name, "bootstrap/", 10))
+			rc = stage_template(tar, pbx_tmpl_files[i].name, 0600, now, err);
+	return rc;
+}
+
+/* Node n's root prefix without the '/'s it ends in, as the bootstrap
+ * trims PBX_ROOT (caller frees). */
+static char *stage_root(const struct pbx_node_row *n)
+{
+	size_t len = strlen(n->root);
+	while (len > 0 && n->root[len - 1] == '/')
+		len--;
+	return xasprintf("%.*s", (int)len, n->root);
+}
+
+/* Member PBX_STAGE_DIR/NAME, 0644, holding `text`; frees `name`. */
+static int stage_text(struct pbx_buf *tar, char *name, const struct pbx_buf *text, time_t now,
+		      struct pbx_err *err)
+{
+	char *member = xasprintf(PBX_STAGE_DIR "/%s", name);
+	int rc = pbx_ustar_file(tar, member, 0644, now, text->len ? text->buf : "", text->len, err);
+	free(member);
+	free(name);
+	return rc;
+}
+
+/* gres-NODE.conf for node n: its GPUs under its root (direct) or /dev. */
+static int stage_gres(const struct pbx_cluster *c, const struct pbx_node_row *n, int direct,
+		      const char *root, struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	const struct pbx_node_group *grp =
+		c->spec.t ? pbx_cloud_group_of(c->spec.t, n->name) : NULL;
+	struct pbx_buf gres = PBX_BUF_INIT;
+	char type[32], *base = xasprintf("%s/dev/nvidia", direct ? root : "");
+	int rc;
+	pbx_slurm_gpu_type(grp ? grp->gpu_type : NULL, type, sizeof(type));
+	pbx_bootstrap_gres_conf(&gres, n->name, n->gpus, type, base);
+	rc = stage_text(tar, xasprintf("gres-%s.conf", n->name), &gres, now, err);
+	pbx_buf_release(&gres);
+	free(base);
+	return rc;
+}
+
+/* A VM's units of pbx's watchers: WATCHER-NODE.service. */
+static int stage_units(const struct pbx_node_row *n, const char *root, struct pbx_buf *tar,
+		       time_t now, struct pbx_err *err)
+{
+	static const char *const watchers[] = { "pbx-preempt", "pbx-autostop" };
+	const char *daemon = strcmp(n->role, "head") ? "slurmd" : "slurmctld";
+	size_t w;
+	int rc = 0;
+	for (w = 0; rc == 0 && w < sizeof(watchers) / sizeof(watchers[0]); w++) {
+		struct pbx_buf unit = PBX_BUF_INIT;
+		pbx_bootstrap_watcher_unit(&unit, watchers[w], root, daemon);
+		rc = stage_text(tar, xasprintf("%s-%s.service", watchers[w], n->name), &unit, now,
+				err);
+		pbx_buf_release(&unit);
+	}
+	return rc;
+}
+
+int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+			      struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	int direct = !strcmp(l->bootstrap_mode, "direct");
+	size_t i;
+	int rc = 0;
+	for (i = 0; rc == 0 && i < c->nnodes; i++) {
+		char *root = stage_root(&c->nodes[i]);
+		rc = stage_gres(c, &c->nodes[i], direct, root, tar, now, err);
+		if (rc == 0 && !direct)
+			rc = stage_units(&c->nodes[i], root, tar, now, err);
+		free(root);
+	}
 	return rc;
 }

@@ -167,8 +167,9 @@ int pbx_head_stage(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
  * whose head runs pbx. */
 int pbx_head_adopt(struct pbx_cluster *c, struct pbx_err *err);
 
-/* pbx's directory on a node and, in it, the stage (bootstrap.sh,
- * slurm.conf, munge.key); relative to the node's root prefix. */
+/* pbx's directory on a node and, in it, the stage (bootstrap.sh and its
+ * parts, slurm.conf, munge.key, ...: templates/README.md, "The stage");
+ * relative to the node's root prefix. */
 #define PBX_NODE_DIR  "var/lib/pbx"
 #define PBX_STAGE_DIR PBX_NODE_DIR "/stage"
 
@@ -185,10 +186,19 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 
 /*
  * Begins a stage tar in `tar` (caller-owned): the directories PBX_NODE_DIR
- * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh, autostop.sh and preempt.sh, dated `now`.
- * The caller adds its own members and ends the tar (pbx_ustar_end).
+ * and PBX_STAGE_DIR (0700), PBX_STAGE_DIR/bootstrap.sh with its parts
+ * (PBX_STAGE_DIR/bootstrap/: every template under templates/bootstrap/),
+ * autostop.sh and preempt.sh, dated `now`.  The caller adds its own
+ * members and ends the tar (pbx_ustar_end).
  */
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
+/* Adds what pbx renders for each node of c (bootstrap_render.h), which
+ * `up` installs as it is: PBX_STAGE_DIR/gres-NODE.conf (its GPUs, their
+ * type; under its root prefix in direct mode) and, in systemd mode, the
+ * units of pbx's watchers, pbx-preempt-NODE.service and
+ * pbx-autostop-NODE.service. */
+int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+			      struct pbx_buf *tar, time_t now, struct pbx_err *err);
 /* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
  * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
  * host, pbx_host_target): the bootstrap installs it where the node

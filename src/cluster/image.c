@@ -189,7 +189,7 @@ static int image_create(struct image_job *j, struct pbx_err *err)
 	return rc < 0 ? -1 : 0;
 }
 
-/* The stage an install needs: bootstrap.sh only. */
+/* The stage an install needs: bootstrap.sh and its parts only. */
 static int image_stage_tar(struct pbx_buf *tar, struct pbx_err *err)
 {
 	int rc = pbx_bootstrap_stage_begin(tar, time(NULL), err);

@@ -4,10 +4,12 @@
  * an existing cluster repairs whatever is down (every step is idempotent).
  *
  *   store row + nodes  ->  provider create (sshd answers)  ->  stage files
- *   (bootstrap.sh, slurm.conf, munge.key) pushed as one tar stream per node
+ *   (bootstrap.sh and its parts, slurm.conf, gres.conf, munge.key) pushed
+ *   as one tar stream per node
  *   ->  bootstrap.sh up (head first, then all compute nodes in parallel)
  *   ->  poll sinfo until idle
  */
+#include "cluster/bootstrap_render.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_internal.h"
 #include "slurm/conf.h"
@@ -266,8 +268,24 @@ static void start_order_nodes(struct pbx_slurm_node *sn, const int *ords, size_t
 	free(v);
 }
 
+/* The head's NFS export line (pbx_bootstrap_exports) into `exports`: to
+ * every compute node's NodeAddr in slurm.conf. */
+static void start_render_exports(const struct pbx_slurm_conf *sc, const char *shared,
+				 struct pbx_buf *exports)
+{
+	const char **clients = xcalloc(sc->nnodes ? sc->nnodes : 1, sizeof(*clients));
+	size_t i;
+	for (i = 0; i < sc->nnodes; i++)
+		clients[i] = sc->nodes[i].addr && *sc->nodes[i].addr ? sc->nodes[i].addr
+								     : sc->nodes[i].name;
+	pbx_bootstrap_exports(exports, shared, clients, sc->nnodes);
+	free(clients);
+}
+
+/* slurm.conf (*conf, the caller frees it) and the head's export line
+ * (appended to `exports`), from the same compute nodes. */
 static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layout *l, char **conf,
-			     struct pbx_err *err)
+			     struct pbx_buf *exports, struct pbx_err *err)
 {
 	size_t total = c->nnodes + c->nasleep;
 	struct pbx_slurm_node *sn = xcalloc(total ? total : 1, sizeof(*sn));
@@ -332,6 +350,8 @@ static int start_render_conf(struct pbx_cluster *c, const struct pbx_slurm_layou
 	sc.nodes = sn;
 	sc.nnodes = k;
 	rc = pbx_slurm_render_conf(&sc, conf, err);
+	if (rc == 0)
+		start_render_exports(&sc, l->shared_dir, exports);
 	for (i = 0; i < k; i++)
 		free(dns[i]);
 	free(dns);
@@ -389,14 +409,15 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 }
 
 /* The stage every node gets, as one tar made in memory: PBX_STAGE_DIR/
- * {bootstrap.sh, slurm.conf, munge.key}, its directories 0700. */
+ * {bootstrap.sh, bootstrap/, slurm.conf, exports, each node's gres-NODE.conf
+ * (and units), munge.key}, its directories 0700 (templates/README.md, "The stage"). */
 static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, struct pbx_buf *tar,
 		       struct pbx_err *err)
 {
-	struct pbx_buf key = PBX_BUF_INIT;
+	struct pbx_buf key = PBX_BUF_INIT, exports = PBX_BUF_INIT;
 	char *conf = NULL;
 	time_t now = time(NULL);
-	int rc = start_render_conf(c, l, &conf, err);
+	int rc = start_render_conf(c, l, &conf, &exports, err);
 	if (rc == 0)
 		rc = start_munge_key(c->dir, &key, err);
 	if (rc == 0)
@@ -404,6 +425,11 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/slurm.conf", 0644, now, conf, strlen(conf),
 				    err);
+	if (rc == 0)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/exports", 0644, now,
+				    exports.len ? exports.buf : "", exports.len, err);
+	if (rc == 0)
+		rc = pbx_bootstrap_stage_nodes(c, l, tar, now, err);
 	if (rc == 0)
 		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/munge.key", 0400, now, key.buf, key.len,
 				    err);
@@ -417,6 +443,7 @@ static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, 
 		pbx_ustar_end(tar);
 	OPENSSL_cleanse(key.buf, key.len);
 	pbx_buf_release(&key);
+	pbx_buf_release(&exports);
 	free(conf);
 	return rc;
 }

@@ -9,7 +9,7 @@
  * (pbx_exp_apt_name_ok) and are quoted again here.  A cluster pbx did not
  * build (cloud ssh) is refused: pbx has no root there.  A node made later
  * (power saving, resize) installs them at its bootstrap from the list
- * parrun keeps in SHARED/.pbx-apt (templates/bootstrap.sh); the task
+ * parrun keeps in SHARED/.pbx-apt (templates/bootstrap/50-shared.sh); the task
  * wrapper refuses to run a task on a node that lacks one (pbx-task.sh).
  */
 #include "jobs/jobs_internal.h"
@@ -46,7 +46,7 @@ static const char apt_script[] =
 
 /* On the head, as root: adds WANT to SHARED/.pbx-apt (one package a line,
  * a later NAME=VERSION replacing an earlier entry of that NAME), which a
- * compute node's bootstrap installs (templates/bootstrap.sh), so that a
+ * compute node's bootstrap installs (templates/bootstrap/50-shared.sh), so that a
  * node made after this parrun has them too. */
 static const char apt_list_script[] =
 	"set -u\n"

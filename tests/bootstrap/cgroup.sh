@@ -18,6 +18,7 @@ set -eu
 
 SRC=${1:?usage: cgroup.sh SOURCE_DIR}
 BOOT=$SRC/templates/bootstrap.sh
+INSTALL=$SRC/templates/bootstrap/15-install.sh # the stage that holds the check
 TEMPLATE=$SRC/templates/slurm.conf.in
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -35,8 +36,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- 1. the check on its own
-awk '/^cgroup_problem\(\) \{/, /^\}/' "$BOOT" >"$T/fn.sh"
-grep -q '^cgroup_problem() {' "$T/fn.sh" || fail "bootstrap.sh has no cgroup_problem function"
+awk '/^cgroup_problem\(\) \{/, /^\}/' "$INSTALL" >"$T/fn.sh"
+grep -q '^cgroup_problem() {' "$T/fn.sh" || fail "bootstrap/15-install.sh has no cgroup_problem function"
 
 # why TABLE CGROUP: CGROUP_WHY for mount table TABLE (lines "MP TYPE") and
 # /proc/self/cgroup contents CGROUP.

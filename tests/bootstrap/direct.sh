@@ -8,7 +8,8 @@
 # Addresses 127.0.3.1-3, ports 18500-18519 (reserved for this test).
 set -eu
 
-SRC=${1:?usage: direct.sh SOURCE_DIR}
+SRC=${1:?usage: direct.sh SOURCE_DIR RENDER}
+RENDER=${2:?usage: direct.sh SOURCE_DIR RENDER} # tests/cluster/test_bootstrap_render
 BOOT=$SRC/templates/bootstrap.sh
 TEMPLATE=$SRC/templates/slurm.conf.in
 PORT0=18500
@@ -76,6 +77,11 @@ sed -e "s|@CLUSTER@|bt|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
 grep -q '@ROOT@' "$T/stage/slurm.conf" || fail "rendered conf lost @ROOT@"
 head -c 1024 /dev/urandom >"$T/stage/munge.key"
+# each node's gres.conf as pbx renders it (src/cluster/bootstrap_render.c):
+# stand-in devices under the node's root
+for n in $NODES; do
+	"$RENDER" gres "$n" "$(gpus_of "$n")" "" "$T/nodes/$n/dev/nvidia" >"$T/stage/gres-$n.conf"
+done
 
 up_all() {
 	for n in $NODES; do

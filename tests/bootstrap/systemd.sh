@@ -6,7 +6,8 @@
 # change -> restart, status/down, and the clear errors.
 set -eu
 
-SRC=${1:?usage: systemd.sh SOURCE_DIR}
+SRC=${1:?usage: systemd.sh SOURCE_DIR RENDER}
+RENDER=${2:?usage: systemd.sh SOURCE_DIR RENDER} # tests/cluster/test_bootstrap_render
 BOOT=$SRC/templates/bootstrap.sh
 TEMPLATE=$SRC/templates/slurm.conf.in
 
@@ -115,6 +116,18 @@ sed -e "s|@CLUSTER@|c1|g" -e "s|@CTLD_HOST@|$(hostname -s)|g" \
 	-e "s|@PARTITION_NODES@|node1,node2|g" -e "s|@EXTRA@||g" -e "s|@MAX_ARRAY_SIZE@|1001|g" -e "s|@MAX_JOB_COUNT@|10000|g" -e "s|@AUTH_OPTIONS@||g" \
 	-e "/@NODES@/{r $T/nodes.txt" -e "d}" "$TEMPLATE" >"$T/stage/slurm.conf"
 head -c 1024 /dev/urandom >"$T/stage/munge.key"
+# what pbx renders beside it (src/cluster/bootstrap_render.c): each node's
+# gres.conf, the head's export line to the nodes' NodeAddr
+for ng in head:0 node1:2 node2:2 node3:0 spot1:0; do
+	"$RENDER" gres "${ng%:*}" "${ng#*:}" "" /dev/nvidia >"$T/stage/gres-${ng%:*}.conf"
+done
+"$RENDER" exports /shared 127.0.4.2 127.0.4.3 c1-x-node3 >"$T/stage/exports"
+# and each node's units of pbx's watchers, under its root
+for nd in head:slurmctld node1:slurmd node2:slurmd node3:slurmd spot1:slurmd; do
+	for w in pbx-preempt pbx-autostop; do
+		"$RENDER" unit "$w" "$T/${nd%:*}" "${nd#*:}" >"$T/stage/$w-${nd%:*}.service"
+	done
+done
 
 mkroot() {
 	mkdir -p "$T/$1/etc"
@@ -225,7 +238,8 @@ grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/defau
 # its NodeAddr afresh before slurmd starts, as for a State=CLOUD node; the
 # same node on a cluster without power saving is not (node1 above)
 mkdir -p "$T/stage2"
-cp "$T/stage/munge.key" "$SRC/templates/preempt.sh" "$T/stage2/"
+cp "$T/stage/munge.key" "$T/stage/gres-spot1.conf" "$T/stage/pbx-preempt-spot1.service" \
+	"$SRC/templates/preempt.sh" "$T/stage2/"
 sed -e '/^NodeName=node3 /a NodeName=spot1 NodeHostname=c1-spot1 NodeAddr=c1-spot1 CPUs=2 State=UNKNOWN' \
 	-e '$a ResumeProgram=/usr/local/lib/pbx/pbx-resume' "$T/stage/slurm.conf" >"$T/stage2/slurm.conf"
 mkroot spot1 debian 12
