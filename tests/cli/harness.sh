@@ -13,6 +13,8 @@
 #                   is, fail) failed.  Its output is kept and shown (as "# "
 #                   lines) only when it fails.  PREREQS (A,B,!C) not all
 #                   met: `ok N # skip NAME (missing A: why)`, BODY not run.
+#                   Chain BODY's commands with && (set -e is off in a step)
+#                   and leave $1... alone (they are the harness's).
 #   test_when_finished CMD
 #                   in a step: CMD runs after the step's BODY, passed or
 #                   failed (the last registered first); a failing CMD fails
@@ -24,6 +26,8 @@
 #   test_have_prereq A,B,!C              whether all are met (!C: C is not)
 #   test_skip_all WHY                    `1..0 # SKIP WHY`, exit 77 (ctest's
 #                                        SKIP_RETURN_CODE)
+#   bail_out WHY    `Bail out! WHY`, exit 1: the test cannot go on (what a
+#                   step needs could not be made)
 #   test_done       prints the plan `1..N`; exits 1 when a step or check
 #                   failed, else 0 (done_testing is the same)
 #
@@ -91,6 +95,11 @@ test_done() {
 	exit 0
 }
 done_testing() { test_done; }
+
+bail_out() {
+	echo "Bail out! $*"
+	exit 1
+}
 
 test_skip_all() {
 	echo "1..0 # SKIP $*"
@@ -183,6 +192,9 @@ test_expect_success() {
 		exit 1
 	}
 	_tl_in_step=1 _tl_step_bad='' _tl_cleanup=''
+	# set -e would end the test at a step's first failing command, before
+	# its cleanup and its `not ok` line: off for the step, as in git's
+	case $- in *e*) _tl_errexit=1 && set +e ;; *) _tl_errexit='' ;; esac
 	if [ -n "${PBX_TEST_VERBOSE:-}" ]; then
 		echo "# step $((tap_n + 1)): $1"
 		_tl_run_step "$2"
@@ -191,6 +203,7 @@ test_expect_success() {
 		_tl_run_step "$2" >"$_tl_log" 2>&1
 	fi
 	_tl_in_step=
+	[ -z "$_tl_errexit" ] || set -e
 	if [ -z "$_tl_step_bad" ]; then
 		ok 0 "$1"
 	else

@@ -114,6 +114,19 @@ runs dash immediate PBX_TEST_VERBOSE=1
 grep -q '^# step 2: never reached$' "$tmp/immediate.out"
 ok $? "PBX_TEST_VERBOSE=1 names each step as it starts"
 
+sample errexit <<'EOF'
+set -e
+test_expect_success 'fails under set -e' 'test_when_finished "echo cleaned >>$T/errexit"; false'
+test_expect_success 'the next step runs' 'true'
+case $- in *e*) ok 0 "set -e is back after a step" ;; *) ok 1 "set -e is back after a step" ;; esac
+test_done
+EOF
+runs dash errexit
+is "$rc:$(grep -v '^#' "$tmp/errexit.out"):$(cat "$tmp/errexit" 2>/dev/null)" "1:not ok 1 - fails under set -e
+ok 2 - the next step runs
+ok 3 - set -e is back after a step
+1..3:cleaned" "a test under set -e: a failed step still cleans up, says not ok, and the test goes on"
+
 sample outside <<'EOF'
 test_when_finished 'true'
 EOF
