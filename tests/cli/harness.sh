@@ -33,7 +33,9 @@
 #
 #   ok RC DESC      a check: RC 0 passes.  Outside a step: its own TAP line
 #                   `ok N - DESC`; inside a step: the step fails, and DESC
-#                   is printed when RC is not 0
+#                   is printed when RC is not 0, and ok returns 1 (so
+#                   `is A B DESC && ...` ends a chain; outside a step the
+#                   checks return 0 and the test goes on)
 #   is GOT WANT DESC     ok, when GOT equals WANT (prints both when not)
 #   fail DESC       a failed check (ok 1 DESC); returns 1, so
 #                   `cmd || fail "why"` also ends an && chain
@@ -56,7 +58,7 @@ ok() {
 		[ "$1" -eq 0 ] 2>/dev/null && return 0
 		_tl_step_bad=1
 		echo "FAIL: $2"
-		return 0
+		return 1
 	fi
 	tap_n=$((tap_n + 1))
 	if [ "$1" -eq 0 ] 2>/dev/null; then
@@ -72,7 +74,9 @@ is() {
 		ok 0 "$3"
 	else
 		ok 1 "$3"
+		_tl_is=$?
 		printf '#   got:  %s\n#   want: %s\n' "$1" "$2" | sed '2,$s/^/#         /;1!{/^#   want/!s/^#         #/#/}'
+		return $_tl_is
 	fi
 }
 
@@ -208,7 +212,7 @@ test_expect_success() {
 		ok 0 "$1"
 	else
 		ok 1 "$1"
-		[ -n "${PBX_TEST_VERBOSE:-}" ] || sed 's/^/#   /' "$_tl_log"
+		[ -n "${PBX_TEST_VERBOSE:-}" ] || sed '/^#/!s/^/#   /' "$_tl_log"
 	fi
 	[ -n "${PBX_TEST_VERBOSE:-}" ] || rm -f "$_tl_log"
 	[ -z "$_tl_step_bad" ] || [ -z "${PBX_TEST_IMMEDIATE:-}" ] || {

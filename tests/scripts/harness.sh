@@ -65,7 +65,7 @@ ok 7 - cleanup after success
 	ok $? "$shell: a failed step's output is shown"
 	grep -q 'noise' "$tmp/steps.out" && ! grep -q '^# .*a step that passes' "$tmp/steps.out"
 	ok $? "$shell: a passing step's output is not"
-	grep -q '^#   FAIL: a is b$' "$tmp/steps.out" && grep -q '^#   #   got:  a$' "$tmp/steps.out"
+	grep -q '^#   FAIL: a is b$' "$tmp/steps.out" && grep -q '^#   got:  a$' "$tmp/steps.out"
 	ok $? "$shell: a failed check names itself and what it got"
 	grep -q '^#   FAIL: the reason$' "$tmp/steps.out" && ! grep -q never-printed "$tmp/steps.out"
 	ok $? "$shell: fail gives its reason and ends the chain"
