@@ -37,8 +37,9 @@
 #                   `is A B DESC && ...` ends a chain; outside a step the
 #                   checks return 0 and the test goes on)
 #   is GOT WANT DESC     ok, when GOT equals WANT (prints both when not)
-#   fail DESC       a failed check (ok 1 DESC); returns 1, so
-#                   `cmd || fail "why"` also ends an && chain
+#   fail DESC       a failed check (ok 1 DESC): in a step it returns 1, so
+#                   `cmd || fail "why"` also ends an && chain; outside one
+#                   it ends the test (exit 1)
 #   skip DESC       outside a step: `ok N # skip DESC`
 #
 # Debugging (environment): PBX_TEST_VERBOSE=1 shows every step's output
@@ -82,6 +83,7 @@ is() {
 
 fail() {
 	ok 1 "$*"
+	[ -n "$_tl_in_step" ] || exit 1
 	return 1
 }
 

@@ -127,6 +127,13 @@ ok 2 - the next step runs
 ok 3 - set -e is back after a step
 1..3:cleaned" "a test under set -e: a failed step still cleans up, says not ok, and the test goes on"
 
+sample failout <<'EOF'
+fail 'the reason'
+ok 0 'never reached'
+EOF
+runs dash failout
+is "$rc:$(cat "$tmp/failout.out")" "1:not ok 1 - the reason" "fail outside a step ends the test"
+
 sample outside <<'EOF'
 test_when_finished 'true'
 EOF
