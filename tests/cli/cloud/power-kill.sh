@@ -93,8 +93,8 @@ test_expect_success 'a cluster with min: 0 starts with the head alone' '
 	[ -n "$pbx_head" ]
 '
 for at in power:1:waking:no create:1:creating:yes start:1:running:yes start:2:bootstrapping:yes; do
-	set -- $(echo "$at" | tr : ' ')
-	pk_point=$1:$2 pk_state=$3 pk_made=$4
+	pk_made=${at##*:} pk_at=${at%:*}
+	pk_state=${pk_at##*:} pk_point=${pk_at%:*}
 	test_expect_success "a resume killed at $pk_point leaves node1 $pk_state; the next goes on" \
 		'power_kill_at pk "$pk_point" "$pk_state" "$pk_made"'
 done
