@@ -32,8 +32,9 @@
 #                   failed, else 0 (done_testing is the same)
 #
 #   ok RC DESC      a check: RC 0 passes.  Outside a step: its own TAP line
-#                   `ok N - DESC`; inside a step: the step fails, and DESC
-#                   is printed when RC is not 0, and ok returns 1 (so
+#                   `ok N - DESC`; inside a step: a line in the step's
+#                   output ("#   ok: DESC", or "FAIL: DESC" and the step
+#                   fails), and ok returns 1 (so
 #                   `is A B DESC && ...` ends a chain; outside a step the
 #                   checks return 0 and the test goes on)
 #   is GOT WANT DESC     ok, when GOT equals WANT (prints both when not)
@@ -56,7 +57,10 @@ _tl_lazy=
 
 ok() {
 	if [ -n "$_tl_in_step" ]; then
-		[ "$1" -eq 0 ] 2>/dev/null && return 0
+		if [ "$1" -eq 0 ] 2>/dev/null; then
+			echo "#   ok: $2"
+			return 0
+		fi
 		_tl_step_bad=1
 		echo "FAIL: $2"
 		return 1

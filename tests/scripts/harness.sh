@@ -72,6 +72,15 @@ ok 7 - cleanup after success
 	is "$(cat "$tmp/order")" "last-registered
 first-registered
 cleaned" "$shell: test_when_finished runs after the step, failed or not, last registered first"
+	runs "$shell" steps PBX_TEST_VERBOSE=1
+	grep -q '^#   ok: a plain check' "$tmp/steps.out"
+	ok $((! $?)) "$shell: a check outside a step is its own TAP line, not a step's"
+	sample verbose <<'EOF2'
+test_expect_success 'two checks' 'ok 0 "first check" && is x x "second check"'
+test_done
+EOF2
+	runs "$shell" verbose PBX_TEST_VERBOSE=1
+	is "$(grep -c '^#   ok: \(first\|second\) check$' "$tmp/verbose.out")" 2 "$shell: PBX_TEST_VERBOSE=1 shows each passing check of a step"
 done
 
 sample prereq <<'EOF'
