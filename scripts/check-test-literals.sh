@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-test-literals.sh [SOURCE_DIR] - fails when a shell test
-# (tests/cli/t*.sh) holds a literal loopback address or port of its own
+# (tests/cli/t*.sh, or a body of tests/cli/cloud/ they share) holds a literal loopback address or port of its own
 # instead of taking them from its slot (tests/cli/lib.sh, "Addresses and
 # ports"): a 127.0.X.Y other than 127.0.0.1, a port of 1024 or more after
 # an address (127.0.0.1:PORT, [HOST]:PORT), or in a port setting (port:,
@@ -10,7 +10,7 @@
 # with a port the kernel picks (port 0) needs no slot; a port under 1024
 # (127.0.0.1:1, a port nothing listens on) is not flagged.
 # tests/cli/literals-allowed lists the scripts not converted yet (one name
-# a line, # comments); a listed script that holds none any more fails the
+# a line, cloud/NAME.sh for a shared body; # comments); a listed script that holds none any more fails the
 # check too, so the list only shrinks.  ctest: scripts.test_literals.
 src=${1:-$(dirname "$0")/..}
 allow=$src/tests/cli/literals-allowed
@@ -22,8 +22,9 @@ found() {
 		-e 'ListenAddress[= ][^ ]*:[0-9]' \
 		-e '^[[:space:]]*(local_cluster|gce_power_cluster|gce_emulator|home|h_start) .*[^:][[:space:]]"?([1-9][0-9]{4}|[1-9][0-9]{3})"?([[:space:]]|$)' "$1"
 }
-for f in "$src"/tests/cli/t*.sh; do
-	n=${f##*/}
+for f in "$src"/tests/cli/t*.sh "$src"/tests/cli/cloud/*.sh; do
+	[ -f "$f" ] || continue
+	n=${f#"$src"/tests/cli/}
 	hits=$(found "$f")
 	listed=no
 	grep -qx "$n" "$allow" 2>/dev/null && listed=yes

@@ -12,8 +12,8 @@ set -u
 SRC=${1:?usage: autostop_grace.sh SOURCE_DIR}
 T=$(mktemp -d /tmp/pbx-grace.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 is() { [ "$1" = "$2" ]; r=$?; [ $r = 0 ] || printf '#   got:  %s\n#   want: %s\n' "$1" "$2"; ok $r "$3"; }
 
 conf() {
@@ -55,5 +55,4 @@ MARK=
 conf direct
 is "$(grace)" 0 "a node body (direct mode): no grace"
 
-echo "1..$n"
-[ "$failed" = 0 ] || { echo "# $failed of $n failed"; exit 1; }
+test_done

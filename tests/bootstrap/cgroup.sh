@@ -21,8 +21,8 @@ BOOT=$SRC/templates/bootstrap.sh
 INSTALL=$SRC/templates/bootstrap/15-install.sh # the stage that holds the check
 TEMPLATE=$SRC/templates/slurm.conf.in
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "# $*" >&2; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 
 T=$(mktemp -d /tmp/pbx-bt-cgroup.XXXXXX)
 cleanup() {
@@ -84,7 +84,7 @@ w=$(why "$base
 /sys/fs/cgroup ext4" '0::/')
 case $w in *'at /sys/fs/cgroup, which is ext4') ;; *) fail "ext4 at /sys/fs/cgroup: '$w'" ;; esac
 [ "$(printf '%s' "$w" | wc -l)" = 0 ] || fail "the reason is more than one line"
-note "cgroup_problem: 2 accepted layouts pass, 5 others get their reason"
+ok 0 "cgroup_problem: 2 accepted layouts pass, 5 others get their reason"
 
 # ---- 2. up of a compute node without /sys/fs/cgroup
 mkdir -p "$T/stage"
@@ -125,12 +125,12 @@ esac
 [ "$up_s" -le 3 ] || fail "up without /sys/fs/cgroup took $up_s s to fail"
 [ -z "$(pgrep -f "$T/hook/")" ] || fail "up without /sys/fs/cgroup started: $(pgrep -af "$T/hook/")"
 [ ! -e "$T/hook/run/munge/munged.pid" ] || fail "up without /sys/fs/cgroup started munged"
-note "up without /sys/fs/cgroup: one line after $up_s s, nothing started"
+ok 0 "up without /sys/fs/cgroup: one line after $up_s s, nothing started"
 
 # ---- 3. the same for real, in a mount namespace of its own
 if ! unshare -m true 2>/dev/null; then
-	note "unshare -m is not permitted here: the real-namespace case is not run"
-	echo PASS
+	skip "unshare -m is not permitted here: the real-namespace case is not run"
+	test_done
 	exit 0
 fi
 # no-cgroup.sh CMD...: CMD with /sys/fs/cgroup and everything under it
@@ -145,5 +145,5 @@ esac
 [ -z "$(pgrep -f "$T/ns/")" ] || fail "up in a namespace without /sys/fs/cgroup started: $(pgrep -af "$T/ns/")"
 awk '$2 == "/sys/fs/cgroup" { f = 1 } END { exit !f }' /proc/self/mounts ||
 	fail "the host's /sys/fs/cgroup is gone"
-note "up in a mount namespace without /sys/fs/cgroup: one line after $up_s s, nothing started"
-echo PASS
+ok 0 "up in a mount namespace without /sys/fs/cgroup: one line after $up_s s, nothing started"
+test_done

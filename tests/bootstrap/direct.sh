@@ -15,12 +15,12 @@ TEMPLATE=$SRC/templates/slurm.conf.in
 PORT0=18500
 SRUN_PORTS=18510-18519
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "# $*" >&2; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 
 for b in slurmctld slurmd munged munge sinfo sbatch squeue ss pgrep; do
 	command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin
-	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b missing"; exit 77; }
+	command -v "$b" >/dev/null 2>&1 || test_skip_all "$b missing"
 done
 
 if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -Eq ':18(5[01][0-9])$'; then
@@ -120,7 +120,7 @@ pid_of() { head -n 1 "$T/nodes/$1/run/$2.pid"; }
 # ---- up
 t0=$(date +%s)
 up_all 1
-note "up (3 nodes in parallel): $(($(date +%s) - t0)) s"
+ok 0 "up (3 nodes in parallel): $(($(date +%s) - t0)) s"
 wait_idle node1 node2
 [ "$(grep -v '^#' "$T/nodes/node1/etc/slurm/gres.conf")" = \
 	"NodeName=node1 Name=gpu File=$T/nodes/node1/dev/nvidia[0-1]" ] || fail "gres.conf of node1"
@@ -161,7 +161,7 @@ for n in node1 node2; do
 		sort | tr '\n' ' ')
 	[ "$got" = "0 1 " ] || fail "the two tasks on $n did not get GPUs 0 and 1 (got '$got'): $(cat "$T"/shared/out-*.txt)"
 done
-note "array job $job with --gres=gpu:1: 4 tasks at once, GPUs 0 and 1 on each node"
+ok 0 "array job $job with --gres=gpu:1: 4 tasks at once, GPUs 0 and 1 on each node"
 
 # ---- kill one slurmd; up again repairs only that
 ctld=$(pid_of head slurmctld)
@@ -200,11 +200,11 @@ fi
 echo go >"$T/hold"
 wait "$up" || fail "up with PBX_CTLD_LOCK failed: $(cat "$T/out/node2.lock.out")"
 kill -0 "$(pid_of node2 slurmd-node2)" || fail "no slurmd after PBX_CTLD_LOCK was let go"
-note "PBX_CTLD_LOCK held node2's slurmd back until it was let go"
+ok 0 "PBX_CTLD_LOCK held node2's slurmd back until it was let go"
 
 t0=$(date +%s)
 up_all 2
-note "up again (repair): $(($(date +%s) - t0)) s"
+ok 0 "up again (repair): $(($(date +%s) - t0)) s"
 wait_idle node1 node2
 [ "$(pid_of head slurmctld)" = "$ctld" ] || fail "slurmctld was restarted"
 [ "$(pid_of node1 slurmd-node1)" = "$d1" ] || fail "node1's slurmd was restarted"
@@ -326,4 +326,4 @@ if ss -ltnH | awk '{print $4}' | grep -Eq ':18(5[01][0-9])$'; then
 	fail "still listening: $(ss -ltn | grep ':185[01]')"
 fi
 [ -r "$T/nodes/node1/etc/slurm/slurm.conf" ] || fail "down removed files"
-echo "PASS"
+test_done

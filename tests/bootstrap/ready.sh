@@ -10,8 +10,8 @@ set -u
 SRC=${1:?usage: ready.sh SOURCE_DIR}
 T=$(mktemp -d /tmp/pbx-ready.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 
 mkdir -p "$T/bin" "$T/state"
 cat >"$T/bin/scontrol" <<'STUB'
@@ -98,5 +98,4 @@ rc=$?
 [ "$rc" = 0 ] && [ $(($(date +%s) - t0)) -le 2 ]
 ok $? "no state directory: exit 0 at once"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+test_done

@@ -11,7 +11,8 @@ RENDER=${2:?usage: systemd.sh SOURCE_DIR RENDER} # tests/cluster/test_bootstrap_
 BOOT=$SRC/templates/bootstrap.sh
 TEMPLATE=$SRC/templates/slurm.conf.in
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 
 T=$(mktemp -d /tmp/pbx-bt-systemd.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -431,4 +432,5 @@ env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PB
 	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install again: $(cat "$T/img.err")"
 hasnt "apt-get .*install"
 grep -q "everything is installed already" "$T/img.err" || fail "second install: $(cat "$T/img.err")"
-echo PASS
+ok 0 "systemd mode: every role's stages, units and calls as expected"
+test_done

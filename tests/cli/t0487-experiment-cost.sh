@@ -130,7 +130,7 @@ for name in ("cost-gpu", "cost-cpu"):
 print("; ".join(bad) if bad else "ok")
 PY
 
-check() {   # check MODE: runs pbx ls and the reports, then check.py
+cost_check() { # cost_check MODE: runs pbx ls and the reports, then check.py
 	"$PBX" ls --json >"$TEST_TMP/ls.json" 2>"$TEST_TMP/ls.err" || echo "# ls: $(cat "$TEST_TMP/ls.err")"
 	"$PBX" report -f json "$GPKG" >"$TEST_TMP/report-cost-gpu.json"
 	"$PBX" report -f json "$CPKG" >"$TEST_TMP/report-cost-cpu.json"
@@ -138,7 +138,7 @@ check() {   # check MODE: runs pbx ls and the reports, then check.py
 }
 
 # --- a local cluster: node-hours, no price ---------------------------------
-is "$(check local)" "ok" "local cluster: node-hours from the tasks' times and shares, cost null"
+is "$(cost_check local)" "ok" "local cluster: node-hours from the tasks' times and shares, cost null"
 run_pbx ls
 echo "$out" | grep "^$GPKG " | grep -q -- ' -$'
 ok $? "pbx ls: COST is - on a local cluster: $(echo "$out" | grep "^$GPKG ")"
@@ -153,7 +153,7 @@ sqlite3 "$DB" "INSERT INTO node_runs(cluster_id, node, started, ended, nanos, cu
   ($CID, 'node1', $T0 - 10, NULL, 1234567891, 'USD'),
   ($CID, 'node2', $T0 - 3600, NULL, 500000001, 'USD')"
 ok $? "node runs written"
-is "$(check priced)" "ok" "priced: each task's cost and the experiment's exact sum, in ls and report"
+is "$(cost_check priced)" "ok" "priced: each task's cost and the experiment's exact sum, in ls and report"
 run_pbx ls --json
 WANT=$(echo "$out" | json_get '[e for e in d if e["name"] == "cost-gpu"][0]["cost_nanos"]')
 TEXT=$(python3 -c "n = $WANT; r = (n + 50000) // 100000; print('%d.%04d USD' % (r // 10000, r % 10000))")
@@ -174,7 +174,7 @@ ok $? "report table: node_hours and cost last: $(echo "$out" | head -n 1)"
 N0=$(sqlite3 "$DB" "SELECT t.node FROM tasks t JOIN submissions s ON s.id = t.submission_id
   JOIN packages p ON p.id = s.package_id WHERE p.short_id = '$GPKG' AND t.idx = 0")
 sqlite3 "$DB" "UPDATE node_runs SET nanos = NULL, currency = '' WHERE node = '$N0' AND ended IS NULL"
-is "$(check unknown)" "ok" "task 0's node has no price: its cost and the experiment's null, node-hours stay"
+is "$(cost_check unknown)" "ok" "task 0's node has no price: its cost and the experiment's null, node-hours stay"
 run_pbx report "$GPKG"
 echo "$out" | awk '$1 == "0"' | grep -q ' -$'
 ok $? "report table: task 0's cost is -: $(echo "$out" | awk '$1 == "0"')"

@@ -18,7 +18,9 @@
 # Usage: wrapper.sh EXP_PACK SOURCE_DIR
 set -eu
 PACK=${1:?usage: wrapper.sh EXP_PACK SOURCE_DIR}
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+# shellcheck source=tests/cli/harness.sh
+. "${2:?usage: wrapper.sh EXP_PACK SOURCE_DIR}/tests/cli/harness.sh"
+command -v python3 >/dev/null 2>&1 || test_skip_all "python3 missing"
 SH="sh"
 if command -v dash >/dev/null 2>&1; then SH=dash; fi
 unset PBX_TASK_INDEX PBX_TASK_OFFSET SLURM_ARRAY_TASK_ID SLURM_ARRAY_JOB_ID SLURM_JOB_ID \
@@ -32,8 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok - $*"; }
 
 # run_task PKG RUN INDEX [VAR=VALUE...]: the wrapper as sbatch would start it
 run_task() {
@@ -113,7 +113,7 @@ EOF
 for f in "$T"/pwned*; do
 	[ ! -e "$f" ] || fail "an injected command ran: $f exists"
 done
-pass "$N hostile values byte-exact via env, params.json and {v}; nothing injected ran"
+ok 0 "$N hostile values byte-exact via env, params.json and {v}; nothing injected ran"
 
 # ---- 2. states, signals, attempts ---------------------------------------
 mkdir -p "$T/exp2" "$T/pkg2" "$T/run2"
@@ -173,7 +173,7 @@ grep -qx "PBX_EXPERIMENT=states" "$R/0/env.txt" || fail "PBX_EXPERIMENT missing"
 grep -q '^=== pbx task 0 attempt 1 node node1 job 77_0 start [0-9]* ===$' "$R/0/stderr" ||
 	fail "no attempt header in stderr"
 [ "$(cat "$R/0/stdout")" = fine ] || fail "stdout is not exactly the program's stdout"
-pass "COMPLETED; env, cwd, code links, outputs in the task dir"
+ok 0 "COMPLETED; env, cwd, code links, outputs in the task dir"
 
 set +e
 run_task "$T/pkg2" "$T/run2" 1
@@ -188,7 +188,7 @@ set -e
 check_status "$R/1/status" "1 FAILED 3 node1 3 [0-9]+ [0-9]+ 77_1"
 [ "$(grep -c '^=== pbx task 1 attempt .* start' "$R/1/stderr")" -eq 2 ] || fail "stderr not appended per attempt"
 [ "$(grep -cx failing "$R/1/stderr")" -eq 2 ] || fail "the program's stderr of each attempt not kept"
-pass "exit 3 gives FAILED 3; a requeued attempt counts 3 and appends"
+ok 0 "exit 3 gives FAILED 3; a requeued attempt counts 3 and appends"
 
 # signal_task INDEX SIGNAL MARKER: runs the task in the background, signals
 # the wrapper once the program is ready, returns the wrapper's exit status
@@ -214,11 +214,11 @@ set -e
 check_status "$R/2/status" "2 CANCELLED 75 node1 1 [0-9]+ [0-9]+ 77_2"
 [ ! -e "$R/2/after.txt" ] || fail "the command went on after SIGTERM"
 [ "$(cat "$R/0/after.txt")" = 0 ] || fail "the command's second part did not run"
-pass "SIGTERM forwarded (the program's trap ran), CANCELLED with its exit 75, the command stops"
+ok 0 "SIGTERM forwarded (the program's trap ran), CANCELLED with its exit 75, the command stops"
 
 signal_task 3 USR1 usr1.marker || fail "USR1: wrapper exited $?"
 check_status "$R/3/status" "3 COMPLETED 0 node1 1 [0-9]+ [0-9]+ 77_3"
-pass "SIGUSR1 forwarded, the task goes on to COMPLETED"
+ok 0 "SIGUSR1 forwarded, the task goes on to COMPLETED"
 
 set +e
 signal_task 4 INT int.marker
@@ -226,7 +226,7 @@ rc=$?
 set -e
 [ "$rc" -eq 130 ] || fail "INT: wrapper exited $rc, not 130"
 check_status "$R/4/status" "4 CANCELLED 130 node1 1 [0-9]+ [0-9]+ 77_4"
-pass "SIGINT forwarded, CANCELLED 130"
+ok 0 "SIGINT forwarded, CANCELLED 130"
 
 # ---- 3. task addressing -------------------------------------------------
 env PBX_PKG_DIR="$T/pkg2" PBX_RUN_DIR="$T/run3" PBX_TASK_INDEX=0 $SH "$T/pkg2/pbx-task.sh" ||
@@ -248,13 +248,13 @@ set -e
 [ "$rc" -eq 125 ] || fail "a task outside the package exited $rc, not 125"
 check_status "$T/run4/tasks/2/status" "2 FAILED 125 node1 1 [0-9]+ [0-9]+ 77_1"
 grep -q 'not in this package' "$T/run4/tasks/2/stderr" || fail "no setup message in stderr"
-pass "PBX_TASK_INDEX, PBX_TASK_OFFSET + array id, a task outside the package (125)"
+ok 0 "PBX_TASK_INDEX, PBX_TASK_OFFSET + array id, a task outside the package (125)"
 
 # ---- 4. status fields stay one word each --------------------------------
 run_task "$T/pkg2" "$T/run5" 0 SLURMD_NODENAME='node 1;$(x)' SLURM_ARRAY_JOB_ID='7 7' ||
 	fail "task with odd node and job names failed"
 check_status "$T/run5/tasks/0/status" "0 COMPLETED 0 node_1___x_ 1 [0-9]+ [0-9]+ 7_7_0"
-pass "node and job names outside [A-Za-z0-9._:+-] become '_' in the status line"
+ok 0 "node and job names outside [A-Za-z0-9._:+-] become '_' in the status line"
 
 # ---- 5. exit 75 requeues ------------------------------------------------
 mkdir -p "$T/bin"
@@ -281,7 +281,7 @@ grep -q '^=== pbx task 2 attempt 1 REQUEUED exit 75 end [0-9]* ===$' "$T/run6/ta
 requeue_task "$T/run7" 1
 [ "$rc" -eq 75 ] || fail "refused requeue: wrapper exited $rc, not 75"
 check_status "$T/run7/tasks/2/status" "2 CANCELLED 75 node1 1 [0-9]+ [0-9]+ 77_2"
-pass "exit 75 in a job: scontrol requeue JOB, REQUEUED; refused by SLURM: CANCELLED"
+ok 0 "exit 75 in a job: scontrol requeue JOB, REQUEUED; refused by SLURM: CANCELLED"
 
 # ---- 4. the mpi launcher: one rank per SLURM task, or per GPU of a
 # one-task job (--gres=gpu:N: CUDA_VISIBLE_DEVICES); a stand-in mpirun
@@ -305,7 +305,7 @@ mpi_np() {
 [ "$(mpi_np "$T/run12" SLURM_NTASKS=1 CUDA_VISIBLE_DEVICES=NoDevFiles)" = "np=1" ] ||
 	fail "no GPU files: mpirun $(cat "$T/mpirun.args")"
 check_status "$T/run9/tasks/0/status" "0 COMPLETED 0 node1 1 [0-9]+ [0-9]+ 77_0"
-pass "mpi launcher: a rank per SLURM task; a one-task job gets a rank per GPU"
+ok 0 "mpi launcher: a rank per SLURM task; a one-task job gets a rank per GPU"
 
 # ---- 6. a real mpirun: SIGTERM (pbx-preempt's notice) reaches every rank
 # as SIGUSR1, which mpirun forwards (on SIGTERM it would end them and exit
@@ -333,9 +333,9 @@ wait "$pid" || rc=$?
 [ ! -e "$M/term.0" ] && [ ! -e "$M/term.1" ] || fail "a rank got SIGTERM: $(ls "$M")"
 check_status "$M/status" "5 REQUEUED 75 node1 1 [0-9]+ [0-9]+ 77_5"
 [ "$(cat "$T/scontrol.args")" = "requeue 1235" ] || fail "scontrol got '$(cat "$T/scontrol.args")'"
-pass "mpi launcher, real mpirun: SIGTERM reaches both ranks as SIGUSR1, exit 75, requeued"
+ok 0 "mpi launcher, real mpirun: SIGTERM reaches both ranks as SIGUSR1, exit 75, requeued"
 
 n=$(cat "$T"/run1/tasks/*/status "$T"/run2/tasks/*/status | wc -l)
 [ "$n" -eq $((N + 5)) ] || fail "cat tasks/*/status gave $n lines"
-pass "cat tasks/*/status: one line per task"
-echo PASS
+ok 0 "cat tasks/*/status: one line per task"
+test_done

@@ -7,7 +7,7 @@
 # exit 2 saying so.  It builds pbx-train with -DPBX_CUDA=ON in BUILD_DIR
 # unless BUILD_DIR already holds a CUDA build.
 #
-# Checks (each prints PASS or FAIL with its figures; exit 1 if any FAIL):
+# Checks (each a TAP line, ok or not ok, with its figures; exit 1 if any fails):
 #   gpu_vs_cpu      cnn-bn on Fashion-MNIST, same seed, fp32 (no TF32:
 #                   cuDNN FMA math, cuBLAS default math), GPU against CPU.
 #                   Both draw the same dropout masks and read the same
@@ -38,7 +38,7 @@
 #   nccl_2_ranks    mpirun -np 2 (one GPU each, NCCL) == 1 rank, lenet 50
 #                   steps, within 1e-4 of the RMS, summary says comm nccl.
 #                   Needs 2 GPUs (NCCL refuses two ranks on one GPU:
-#                   "Duplicate GPU detected") and mpirun: FAIL without.
+#                   "Duplicate GPU detected") and mpirun: not ok without.
 #
 # usage: tests/gpu/run.sh [BUILD_DIR]          (default: build-gpu)
 # env:   DATA_DIR  Fashion-MNIST idx files (default: the runtime's
@@ -61,13 +61,11 @@ OUT=${OUT:-$ROOT/tests/gpu/out}
 SANITIZER=${SANITIZER:-compute-sanitizer}
 BIN=$BUILD/src/train/pbx-train
 CMP=$BUILD/tests/train/train_ckpt_cmp
-nfail=0
-npass=0
 
 # want CHECK: whether CHECKS (default: every check) names this section
 want() { case " ${CHECKS:-all} " in *" all "* | *" $1 "*) return 0 ;; esac; return 1; }
-pass() { echo "PASS $1: $2"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+# shellcheck source=tests/cli/harness.sh
+. "$ROOT/tests/cli/harness.sh"
 
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$ROOT/tests/gpu/common.sh"
@@ -110,12 +108,12 @@ if train cpu5 cpu $C5 && train gpu5 $GPU $C5 && train cpu200 cpu $C1 && train gp
 	rel=$(reldiff "$lc" "$lg")
 	echo "# CPU alone, 1 thread vs $(nproc) over $STEPS steps: $(ckcmp cpu200 cpu200t1 1), loss (last 50) $lc vs $l1 (relative $(reldiff "$lc" "$l1"))"
 	if [ $rc = 0 ] && within "$rel" "$TOL_LOSS"; then
-		pass gpu_vs_cpu "5 steps: $r5; $STEPS steps: loss (last 50) cpu $lc gpu $lg (relative $rel)"
+		ok 0 "gpu_vs_cpu: 5 steps: $r5; $STEPS steps: loss (last 50) cpu $lc gpu $lg (relative $rel)"
 	else
-		fail gpu_vs_cpu "5 steps: $r5; $STEPS steps: loss cpu $lc gpu $lg (relative $rel, tolerance $TOL_LOSS)"
+		ok 1 "gpu_vs_cpu: 5 steps: $r5; $STEPS steps: loss cpu $lc gpu $lg (relative $rel, tolerance $TOL_LOSS)"
 	fi
 else
-	fail gpu_vs_cpu "a run failed: $(tail -3 "$OUT"/cpu5.log "$OUT"/gpu5.log "$OUT"/cpu200*.log "$OUT"/gpu200.log 2>/dev/null)"
+	ok 1 "gpu_vs_cpu: a run failed: $(tail -3 "$OUT"/cpu5.log "$OUT"/gpu5.log "$OUT"/cpu200*.log "$OUT"/gpu200.log 2>/dev/null)"
 fi
 fi # gpu_vs_cpu
 
@@ -144,12 +142,12 @@ for run in "mini-alexnet:1e-1:--set model=mini-alexnet --set lr=0.002" "every-la
 		r=$(ckcmp "$name-cpu" "$name-gpu" "$tol"); rc=$?
 		lc=$(lastloss "$name-cpu" 10); lg=$(lastloss "$name-gpu" 10); rel=$(reldiff "$lc" "$lg")
 		if [ $rc = 0 ] && within "$rel" "$TOL_LOSS"; then
-			pass "gpu_vs_cpu_$name" "20 steps: $r; loss (steps 11-20) cpu $lc gpu $lg (relative $rel)"
+			ok 0 "gpu_vs_cpu_$name: 20 steps: $r; loss (steps 11-20) cpu $lc gpu $lg (relative $rel)"
 		else
-			fail "gpu_vs_cpu_$name" "20 steps: $r; loss (steps 11-20) cpu $lc gpu $lg (relative $rel, tolerance $TOL_LOSS)"
+			ok 1 "gpu_vs_cpu_$name: 20 steps: $r; loss (steps 11-20) cpu $lc gpu $lg (relative $rel, tolerance $TOL_LOSS)"
 		fi
 	else
-		fail "gpu_vs_cpu_$name" "a run failed: $(tail -3 "$OUT/$name-cpu.log" "$OUT/$name-gpu.log" 2>/dev/null)"
+		ok 1 "gpu_vs_cpu_$name: a run failed: $(tail -3 "$OUT/$name-cpu.log" "$OUT/$name-gpu.log" 2>/dev/null)"
 	fi
 done
 fi # gpu_vs_cpu_layers
@@ -178,14 +176,14 @@ elif command -v "$SANITIZER" >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute
 			fi
 		done
 		if [ -z "$bad" ]; then
-			pass $tool "cnn-bn, cnn-bn with recomputation, mini-alexnet, every layer kind: nothing reported"
+			ok 0 "$tool: cnn-bn, cnn-bn with recomputation, mini-alexnet, every layer kind: nothing reported"
 		else
-			fail $tool "$bad (logs in $OUT/san-$tool-*.log)"
+			ok 1 "$tool: $bad (logs in $OUT/san-$tool-*.log)"
 		fi
 	done
 else
-	fail memcheck "compute-sanitizer not found (set SANITIZER)"
-	fail racecheck "compute-sanitizer not found (set SANITIZER)"
+	ok 1 "memcheck: compute-sanitizer not found (set SANITIZER)"
+	ok 1 "racecheck: compute-sanitizer not found (set SANITIZER)"
 fi
 fi # sanitizer
 
@@ -195,12 +193,12 @@ if want resume_exact; then
 if train straight100 $GPU $R --set max_steps=100 && train half $GPU $R --set max_steps=50 &&
    "$BIN" - $R --set max_steps=100 --set device=$GPU --set output_dir="$OUT/half" --resume >"$OUT/half2.log" 2>&1; then
 	if cmp -s -i 208 "$OUT/straight100/checkpoint.pbxt" "$OUT/half/checkpoint.pbxt"; then
-		pass resume_exact "100 steps == 50 + resume + 50, checkpoint payload byte for byte"
+		ok 0 "resume_exact: 100 steps == 50 + resume + 50, checkpoint payload byte for byte"
 	else
-		fail resume_exact "100 steps and 50 + 50 differ: $(ckcmp straight100 half 0)"
+		ok 1 "resume_exact: 100 steps and 50 + 50 differ: $(ckcmp straight100 half 0)"
 	fi
 else
-	fail resume_exact "a run failed: $(tail -3 "$OUT/straight100.log" "$OUT/half.log" "$OUT/half2.log" 2>/dev/null)"
+	ok 1 "resume_exact: a run failed: $(tail -3 "$OUT/straight100.log" "$OUT/half.log" "$OUT/half2.log" 2>/dev/null)"
 fi
 fi # resume_exact
 
@@ -219,12 +217,12 @@ for pair in "gpu_to_cpu $GPU cpu" "cpu_to_gpu cpu $GPU"; do
 	   { [ -d "$OUT/ref120-$second" ] || train "ref120-$second" "$second" $R2 --set max_steps=120; }; then
 		a=$(lastloss "$name"); b=$(lastloss "ref120-$second"); rel=$(reldiff "$a" "$b")
 		if within "$rel" "$TOL_LOSS"; then
-			pass "$name" "resumed at step 60; loss (steps 71-120) $a vs $b on $second alone (relative $rel)"
+			ok 0 "$name: resumed at step 60; loss (steps 71-120) $a vs $b on $second alone (relative $rel)"
 		else
-			fail "$name" "loss (steps 71-120) $a vs $b (relative $rel, tolerance $TOL_LOSS)"
+			ok 1 "$name: loss (steps 71-120) $a vs $b (relative $rel, tolerance $TOL_LOSS)"
 		fi
 	else
-		fail "$name" "a run failed or did not resume: $(tail -3 "$OUT/$name.log" "$OUT/$name.2.log" 2>/dev/null)"
+		ok 1 "$name: a run failed or did not resume: $(tail -3 "$OUT/$name.log" "$OUT/$name.2.log" 2>/dev/null)"
 	fi
 done
 fi # gpu_cpu_resume
@@ -233,9 +231,9 @@ fi # gpu_cpu_resume
 if want nccl_2_ranks; then
 L="--set model=lenet $FM --set batch_size=128 --set epochs=1 --set max_steps=50 --set eval_every=0 $SGD"
 if [ "$NGPU" -lt 2 ]; then
-	fail nccl_2_ranks "needs 2 GPUs, this machine has $NGPU (NCCL refuses two ranks on one GPU: 'Duplicate GPU detected')"
+	ok 1 "nccl_2_ranks: needs 2 GPUs, this machine has $NGPU (NCCL refuses two ranks on one GPU: 'Duplicate GPU detected')"
 elif ! command -v mpirun >/dev/null 2>&1; then
-	fail nccl_2_ranks "mpirun not found (install openmpi-bin and libopenmpi-dev, rebuild)"
+	ok 1 "nccl_2_ranks: mpirun not found (install openmpi-bin and libopenmpi-dev, rebuild)"
 else
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	if train nccl1 $GPU $L &&
@@ -244,15 +242,15 @@ else
 		comm_want=nccl
 		[ "$GPU" = cpu ] && comm_want=mpi # selftest
 		if [ $rc = 0 ] && grep -q "\"comm\": \"$comm_want\"" "$OUT/nccl2/summary.json"; then
-			pass nccl_2_ranks "2 ranks (NCCL) vs 1: $r"
+			ok 0 "nccl_2_ranks: 2 ranks (NCCL) vs 1: $r"
 		else
-			fail nccl_2_ranks "$r; comm: $(grep '"comm"' "$OUT/nccl2/summary.json")"
+			ok 1 "nccl_2_ranks: $r; comm: $(grep '"comm"' "$OUT/nccl2/summary.json")"
 		fi
 	else
-		fail nccl_2_ranks "a run failed: $(tail -5 "$OUT/nccl1.log" "$OUT/nccl2.log" 2>/dev/null)"
+		ok 1 "nccl_2_ranks: a run failed: $(tail -5 "$OUT/nccl1.log" "$OUT/nccl2.log" 2>/dev/null)"
 	fi
 fi
 fi # nccl_2_ranks
 
-echo "# $npass passed, $nfail failed; outputs in $OUT"
-[ $nfail = 0 ]
+echo "# outputs in $OUT"
+test_done

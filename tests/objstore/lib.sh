@@ -1,19 +1,14 @@
 # lib.sh - what the object-store integration scripts share (sourced after
 # TOOL and SRC are set): PY, the test venv's Python when there is one; W, a
 # fresh work directory removed on exit with every process in PIDS; TAP's
-# ok/skip with a FAILED count; free_port(s) and wait_port on 127.0.0.1.
+# the harness (tests/cli/harness.sh: ok, skip, test_done); free_port(s) and wait_port on 127.0.0.1.
 PY=python3
 [ -x "$SRC/build/venv/bin/python3" ] && PY="$SRC/build/venv/bin/python3"
 W=$(mktemp -d /tmp/pbx-objstore.XXXXXX)
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$W"' EXIT
-N=0
-FAILED=0
-ok() { # ok RC NAME: RC 0 passes
-	N=$((N + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $N - $2"; else echo "not ok $N - $2"; FAILED=$((FAILED + 1)); fi
-}
-skip() { N=$((N + 1)); echo "ok $N # skip $1"; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 # free_port: a port of 127.0.0.1 nobody listens on now; free_ports N: N
 # such ports, all different
 free_port() { free_ports 1; }

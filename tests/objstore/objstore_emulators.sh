@@ -121,5 +121,4 @@ ADC
 else
 	skip "GCE emulator has no Cloud Storage yet (tests/emulators/gce/storage.py)"
 fi
-echo "1..$N"
-[ $FAILED -eq 0 ]
+test_done

@@ -10,17 +10,11 @@
 # the screenshot must be a real PNG.  Fails (never skips) without Chromium.
 # Environment: PBX (the pbx binary), TEST_RESULTS (tests/results' program).
 set -u
-n=0
-failed=0
-check() {   # check COND-EXIT-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
+# shellcheck source=tests/cli/harness.sh
+. "$(dirname "$0")/../cli/harness.sh"
 finish() {
-	echo "1..$n"
-	if [ "$failed" -ne 0 ]; then echo "# files kept in $T"; exit 1; fi
-	rm -rf "$T"
-	exit 0
+	if [ "$tap_failed" -ne 0 ]; then echo "# files kept in $T"; else rm -rf "$T"; fi
+	test_done
 }
 
 if ! command -v chromium >/dev/null 2>&1; then
@@ -29,9 +23,9 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 T=$(mktemp -d /tmp/pbx-results-html-XXXXXX)
 "$TEST_RESULTS" --make-store "$T" >"$T/fixture.log"
-check $? "fixture store built"
+ok $? "fixture store built"
 PBX_HOME="$T" "$PBX" -q report -o "$T/report.html"
-check $? "pbx report -o report.html"
+ok $? "pbx report -o report.html"
 
 chrome() {
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -40,49 +34,49 @@ chrome() {
 		"file://$T/report.html" 2>>"$T/chromium.log"
 }
 chrome --dump-dom >"$T/dom.html"
-check $? "chromium --dump-dom"
+ok $? "chromium --dump-dom"
 chrome --screenshot="$T/shot.png" >/dev/null
-check $? "chromium --screenshot"
+ok $? "chromium --screenshot"
 
 count() { grep -o "$1" "$T/dom.html" | wc -l | tr -d ' '; }
 charts=$(count 'class="learning-curves"')
-check "$([ "$charts" -eq 2 ]; echo $?)" "two learning-curve charts (acc, loss): $charts"
+ok "$([ "$charts" -eq 2 ]; echo $?)" "two learning-curve charts (acc, loss): $charts"
 curves=$(count '<polyline class="curve"')
-check "$([ "$curves" -eq 24 ]; echo $?)" "12 curves in each of the 2 charts: $curves"
+ok "$([ "$curves" -eq 24 ]; echo $?)" "12 curves in each of the 2 charts: $curves"
 missing=
 for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
 	[ "$(count "class=\"curve\" data-task=\"$i\"")" -eq "$charts" ] || missing="$missing $i"
 done
-check "$([ -z "$missing" ]; echo $?)" "every task has a curve in every chart${missing:+ (missing:$missing)}"
+ok "$([ -z "$missing" ]; echo $?)" "every task has a curve in every chart${missing:+ (missing:$missing)}"
 for x in 0.1 0.03 0.01 16 32; do
 	bars=$(count "class=\"errorbar\" data-x=\"$x\"")
-	check "$([ "$bars" -eq "$charts" ]; echo $?)" "error bar at x = $x in each final-value chart: $bars"
+	ok "$([ "$bars" -eq "$charts" ]; echo $?)" "error bar at x = $x in each final-value chart: $bars"
 done
 # the best configuration at the top (acc, the first metric: the highest
 # mean over repeats is lr 0.01, width 16: 0.88 and 0.89), its rows marked
 best=$(grep -o '<p class="box" data-metric="acc" data-mean="0.88[0-9]*" data-std="0.0070[0-9]*" data-n="2">' "$T/dom.html" | wc -l)
-check "$([ "$best" -eq 1 ]; echo $?)" "the best configuration's box: acc 0.885 over 2 repeats"
+ok "$([ "$best" -eq 1 ]; echo $?)" "the best configuration's box: acc 0.885 over 2 repeats"
 grep -q '<code>lr = 0.01</code>, <code>width = 16</code></p>' "$T/dom.html"
-check $? "it names its parameters"
+ok $? "it names its parameters"
 rows=$(count '<tr class="best">')
-check "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in the table: $rows"
+ok "$([ "$rows" -eq 2 ]; echo $?)" "its two tasks' rows are highlighted in the table: $rows"
 # the table's header in two rows: each metric once over its statistics
 heads=$(count '<th colspan="2" class="metric">')
 stats=$(grep -o '<tr class="stats"><th class="num">final</th><th class="num">best</th><th class="num">final</th><th class="num">best</th></tr>' "$T/dom.html" | wc -l)
-check "$([ "$heads" -eq 2 ] && [ "$stats" -eq 1 ]; echo $?)" "each metric's name once over its final and best columns: $heads $stats"
+ok "$([ "$heads" -eq 2 ] && [ "$stats" -eq 1 ]; echo $?)" "each metric's name once over its final and best columns: $heads $stats"
 before=$(grep -n 'id="best"' "$T/dom.html" | head -1 | cut -d: -f1)
 curves_at=$(grep -n 'id="curves"' "$T/dom.html" | head -1 | cut -d: -f1)
-check "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
+ok "$([ -n "$before" ] && [ -n "$curves_at" ] && [ "$before" -lt "$curves_at" ]; echo $?)" "the box comes before the charts"
 # beside each metric's curves, the mean curve of each colour group (lr:
 # 3 values) with its ± std band
-check "$([ "$(count 'class="mean-curves"')" -eq 2 ] && [ "$(count '<polyline class="meancurve"')" -eq 6 ] && [ "$(count '<polygon class="band"')" -eq 6 ]; echo $?)" \
+ok "$([ "$(count 'class="mean-curves"')" -eq 2 ] && [ "$(count '<polyline class="meancurve"')" -eq 6 ] && [ "$(count '<polygon class="band"')" -eq 6 ]; echo $?)" \
 	"a mean-curve chart per metric, one mean line and band per lr"
 # the interaction: in each final-value chart one line per value of the
 # other swept parameter (2 charts by lr: width 16 and 32; 2 by width: lr
 # 0.01, 0.03 and 0.1), named in the legend
 inter=$(count '<polyline class="interaction"')
-check "$([ "$inter" -eq 10 ]; echo $?)" "one line per value of the other parameter in each final-value chart: $inter"
-check "$(grep -q '>width = 16<' "$T/dom.html" && grep -q '>lr = 0.03<' "$T/dom.html"; echo $?)" "the legends name them"
+ok "$([ "$inter" -eq 10 ]; echo $?)" "one line per value of the other parameter in each final-value chart: $inter"
+ok "$(grep -q '>width = 16<' "$T/dom.html" && grep -q '>lr = 0.03<' "$T/dom.html"; echo $?)" "the legends name them"
 # axes: lr's three values evenly spaced in order by default (a grid
 # sweep's points), at their values with --linear-x, on a log axis with
 # --log-x; the final-value charts' y axes never go below 0 (acc, loss >= 0)
@@ -95,27 +89,27 @@ PY
 }
 even() { python3 -c 'import sys; x=[float(w.split(":")[1]) for w in sys.argv[1].split()]; sys.exit(not (len(x) == 3 and abs((x[1]-x[0]) - (x[2]-x[1])) < 0.2))' "$1"; }
 xs=$(lr_xs "$T/dom.html")
-check "$(even "$xs"; echo $?)" "lr's 3 values evenly spaced, in numeric order: $xs"
+ok "$(even "$xs"; echo $?)" "lr's 3 values evenly spaced, in numeric order: $xs"
 PBX_HOME="$T" "$PBX" -q report --linear-x -o "$T/linear.html"
 xs=$(lr_xs "$T/linear.html")
-check "$(! even "$xs"; echo $?)" "--linear-x: at their values: $xs"
+ok "$(! even "$xs"; echo $?)" "--linear-x: at their values: $xs"
 PBX_HOME="$T" "$PBX" -q report --log-x -o "$T/log.html"
-check "$(grep -q 'lr (log scale)' "$T/log.html"; echo $?)" "--log-x: lr on a log axis"
+ok "$(grep -q 'lr (log scale)' "$T/log.html"; echo $?)" "--log-x: lr on a log axis"
 neg=$(python3 - "$T/dom.html" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
 print(sum(1 for c in re.findall(r'<svg class="param-chart".*?</svg>', s, re.S) for t in re.findall(r'class="ticklabel"[^>]*>(-[0-9.]+)<', c)))
 PY
 )
-check "$([ "$neg" = 0 ]; echo $?)" "no final-value chart's y axis goes below 0: $neg negative ticks"
+ok "$([ "$neg" = 0 ]; echo $?)" "no final-value chart's y axis goes below 0: $neg negative ticks"
 for f in "$T/report.html" "$T/dom.html"; do
 	grep -Eiq "src=|href=[\"']?(https?:)?//|@import|url\(" "$f"
-	check "$([ $? -ne 0 ]; echo $?)" "no external resource in $(basename "$f")"
+	ok "$([ $? -ne 0 ]; echo $?)" "no external resource in $(basename "$f")"
 done
 magic=$(od -An -tx1 -N8 "$T/shot.png" 2>/dev/null | tr -d ' \n')
-check "$([ "$magic" = 89504e470d0a1a0a ]; echo $?)" "the screenshot is a PNG"
+ok "$([ "$magic" = 89504e470d0a1a0a ]; echo $?)" "the screenshot is a PNG"
 size=$(wc -c <"$T/shot.png" 2>/dev/null || echo 0)
-check "$([ "$size" -gt 20000 ]; echo $?)" "the screenshot is not blank ($size bytes)"
+ok "$([ "$size" -gt 20000 ]; echo $?)" "the screenshot is not blank ($size bytes)"
 # the widest table the fixture makes (grouped by both parameters, every
 # statistic of both metrics, five summary.json keys: 18 columns) fits a
 # 1400 px window without a sideways scroll, as Chromium lays it out
@@ -131,5 +125,5 @@ sed 's|</body>|<script>addEventListener("load", () => { const d = document.query
 	"$T/wide.html" >"$T/report.html"
 chrome --virtual-time-budget=3000 --dump-dom >"$T/wide-dom.html"
 over=$(grep -o 'data-overflow="[^"]*"' "$T/wide-dom.html")
-check "$([ "$over" = 'data-overflow="0"' ]; echo $?)" "an 18-column table fits 1400 px without scrolling: $over"
+ok "$([ "$over" = 'data-overflow="0"' ]; echo $?)" "an 18-column table fits 1400 px without scrolling: $over"
 finish

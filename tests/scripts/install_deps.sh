@@ -3,9 +3,10 @@
 # systemctl (nothing is installed): a user sees a few lines, apt's full
 # output goes to a log file whose path is printed, and when apt fails the
 # script fails (non-zero) and shows the end of the log.
-set -eu
+set -u
 SRC=${1:?usage: install_deps.sh SOURCE_DIR}
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/cli/harness.sh
+. "$SRC/tests/cli/harness.sh"
 T=$(mktemp -d /tmp/pbx-deps-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir "$T/bin"
@@ -43,30 +44,36 @@ deps() {
 		sh "$SRC/scripts/install-deps.sh" >"$T/out" 2>&1 || rc=$?
 }
 
+test_expect_success 'a successful install shows a few lines, apt-get'"'"'s output in the log' '
 deps none
 [ "$rc" = 0 ] || fail "install-deps failed with a working apt-get ($rc): $(tail -n 5 "$T/out")"
 lines=$(wc -l <"$T/out")
 [ "$lines" -le 6 ] || fail "install-deps printed $lines lines (at most 6 wanted): $(head -n 8 "$T/out")"
 grep -q "$T/deps.log" "$T/out" || fail "install-deps does not say where its log is: $(cat "$T/out")"
-[ "$(grep -c '^Setting up libstub' "$T/deps.log")" = 725 ] || fail "the log lacks apt-get's output"
-grep -q '^install .*man-db' "$T/calls" || fail "install-deps installs no man reader: $(cat "$T/calls")"
-grep -q '^install .*slurm-wlm' "$T/calls" || fail "install-deps does not install slurm-wlm"
+[ "$(grep -c "^Setting up libstub" "$T/deps.log")" = 725 ] || fail "the log lacks the output of apt-get"
+grep -q "^install .*man-db" "$T/calls" || fail "install-deps installs no man reader: $(cat "$T/calls")"
+grep -q "^install .*slurm-wlm" "$T/calls" || fail "install-deps does not install slurm-wlm"
 echo "# a successful install: $lines lines shown, 1,450 in the log"
+'
 
 for step in update install; do
+	test_expect_success "apt-get $step failing fails install-deps, which shows why and names its log" '
 	deps "$step"
 	[ "$rc" != 0 ] || fail "install-deps exits 0 although apt-get $step failed"
-	grep -q 'E: Unable to locate package no-such-package' "$T/out" ||
+	grep -q "E: Unable to locate package no-such-package" "$T/out" ||
 		fail "install-deps does not show why apt-get $step failed: $(cat "$T/out")"
 	grep -q "$T/deps.log" "$T/out" || fail "a failed install-deps does not name its log"
 	lines=$(wc -l <"$T/out")
 	[ "$lines" -le 40 ] || fail "a failed apt-get $step: $lines lines shown (at most 40 wanted)"
 	echo "# apt-get $step failing: exit status $rc, $lines lines shown"
+	'
 done
 
+test_expect_success 'with everything installed, apt-get does not run' '
 touch "$T/installed"
 deps none
 [ "$rc" = 0 ] || fail "install-deps failed with everything installed ($rc)"
 [ ! -e "$T/calls" ] || fail "install-deps ran apt-get with everything installed"
 [ "$(wc -l <"$T/out")" -le 2 ] || fail "nothing to install, yet: $(cat "$T/out")"
-echo PASS
+'
+test_done

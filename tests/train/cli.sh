@@ -6,7 +6,6 @@ set -u
 BIN=$1
 W=$2
 rm -rf "$W"; mkdir -p "$W"
-fail=0
 . "$(dirname "$0")/lib.sh"
 expect 0 "usage: pbx-train CONFIG.yaml" -- "$BIN" --help
 expect 2 "usage" -- "$BIN"
@@ -38,9 +37,9 @@ expect 1 "damaged" -- "$BIN" - $S --set output_dir="$W/m2" --set resume="$W/dama
 expect 0 "completed" -- "$BIN" - $S --set epochs=3 --set eval_every=2 --set output_dir="$W/ev"
 got=$(grep -o '"epoch":[0-9]*\|"test_acc"\|"test_loss"\|[Nn]a[Nn]\|null' "$W/ev/metrics.jsonl" | tr '\n' ' ')
 if [ "$got" = '"epoch":1 "epoch":2 "test_loss" "test_acc" "epoch":3 "test_loss" "test_acc" ' ]; then
-	echo "ok test metrics only where evaluated"
+	ok 0 "test metrics only where evaluated"
 else
-	echo "not ok: test metrics where not evaluated: $got"; fail=1
+	ok 1 "test metrics where not evaluated: $got"
 fi
 expect 2 "cannot resume: $W/fifo: not a regular file" -- timeout -k 5 20 "$BIN" - $S --set output_dir="$W/m4" --set resume="$W/fifo"
 # a layer-list model from YAML trains
@@ -54,5 +53,5 @@ expect 2 "key 'sync_bn': expected" -- "$BIN" - --set sync_bn=maybe
 # one process never starts MPI, even with sync_bn, and records world 1
 expect 0 "completed" -- "$BIN" "$W/layers.yaml" $S --set sync_bn=true --set recompute=-1 --set output_dir="$W/m4"
 grep -q '"world": 1' "$W/m4/summary.json" && grep -q '"comm": "self"' "$W/m4/summary.json" &&
-	echo "ok one process: world 1, comm self" || { echo "not ok: summary of a plain run: $(cat "$W/m4/summary.json")"; fail=1; }
-exit $fail
+	ok 0 "one process: world 1, comm self" || { ok 1 "summary of a plain run: $(cat "$W/m4/summary.json")"; }
+test_done

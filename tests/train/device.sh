@@ -1,5 +1,5 @@
 #!/bin/sh
-# $S is split into words on purpose; ok/no never fail:
+# $S is split into words on purpose; ok never fails:
 # shellcheck disable=SC2086,SC2015
 # device.sh PBX_TRAIN WORKDIR HAVE_CUDA [MPIRUN] - the `device` key (cpu, cuda, auto)
 # as a machine without a GPU sees it, which is every CI machine:
@@ -23,7 +23,6 @@ W=$2
 HAVE_CUDA=$3
 MPIRUN=${4:-}   # mpirun, when pbx-train has MPI: the ranks must agree
 rm -rf "$W"; mkdir -p "$W"
-fail=0
 . "$(dirname "$0")/lib.sh"
 
 S="--set dataset=synthetic --set synthetic_n=128 --set test_subset=32 --set batch_size=32 --set epochs=2 --set model=cnn-bn"
@@ -36,9 +35,9 @@ expect 0 "device (cpu)" -- "$BIN" --help
 # pbx-train itself links no CUDA library (the backend is a module loaded
 # for device cuda/auto), so it runs on nodes without them
 if ldd "$BIN" | grep -q 'libcudart\|libcudnn\|libcublas\|libnccl'; then
-	no "pbx-train links CUDA libraries: $(ldd "$BIN" | grep 'cuda\|cudnn\|cublas\|nccl')"
+	ok 1 "pbx-train links CUDA libraries: $(ldd "$BIN" | grep 'cuda\|cudnn\|cublas\|nccl')"
 else
-	ok "pbx-train links no CUDA library"
+	ok 0 "pbx-train links no CUDA library"
 fi
 case $HAVE_CUDA in
 ON|on|1|TRUE|true)
@@ -64,15 +63,15 @@ case $HAVE_CUDA in ON|on|1|TRUE|true) ;; *) gpu=0 ;; esac
 
 # the reference: the CPU
 expect 0 "completed" -- "$BIN" - $S --set device=cpu --set output_dir="$W/cpu"
-grep -q '"device": "cpu"' "$W/cpu/summary.json" && ok "summary: device cpu" ||
-	no "summary.json of device cpu: $(cat "$W/cpu/summary.json")"
+grep -q '"device": "cpu"' "$W/cpu/summary.json" && ok 0 "summary: device cpu" ||
+	ok 1 "summary.json of device cpu: $(cat "$W/cpu/summary.json")"
 
 if [ $gpu = 1 ]; then
 	expect 0 "device cuda: GPU" -- "$BIN" - $S --set device=cuda --set output_dir="$W/cuda"
-	grep -q '"device": "cuda"' "$W/cuda/summary.json" && ok "summary: device cuda" ||
-		no "summary.json of device cuda: $(cat "$W/cuda/summary.json")"
+	grep -q '"device": "cuda"' "$W/cuda/summary.json" && ok 0 "summary: device cuda" ||
+		ok 1 "summary.json of device cuda: $(cat "$W/cuda/summary.json")"
 	expect 0 "device cuda: GPU" -- "$BIN" - $S --set device=auto --set output_dir="$W/auto"
-	exit $fail
+	test_done
 fi
 
 # device: cuda without a GPU: a clear error, nothing written
@@ -81,25 +80,25 @@ ON|on|1|TRUE|true) why="device cuda: \(no NVIDIA driver: libcuda.so.1 could not 
 *) why="device cuda: this pbx-train was built without the CUDA backend" ;;
 esac
 expect 1 "pbx-train: error: $why" -- "$BIN" - $S --set device=cuda --set output_dir="$W/cuda"
-[ ! -e "$W/cuda" ] && ok "device cuda: nothing written" || no "device cuda left $(ls -R "$W/cuda")"
+[ ! -e "$W/cuda" ] && ok 0 "device cuda: nothing written" || ok 1 "device cuda left $(ls -R "$W/cuda")"
 
 # device: auto: one notice, then exactly the CPU's run
 out=$("$BIN" - $S --set device=auto --set output_dir="$W/auto" 2>&1); rc=$?
 n=$(printf '%s\n' "$out" | grep -c 'device auto')
 if [ $rc = 0 ] && [ "$n" = 1 ] &&
    printf '%s\n' "$out" | grep -q '^pbx-train: device auto: no usable GPU, training on the CPU: .'; then
-	ok "device auto: one notice, exit 0"
+	ok 0 "device auto: one notice, exit 0"
 else
-	no "device auto -> $rc, $n notice line(s): $out"
+	ok 1 "device auto -> $rc, $n notice line(s): $out"
 fi
-grep -q '"device": "cpu"' "$W/auto/summary.json" 2>/dev/null && ok "summary: auto ran on the cpu" ||
-	no "summary.json of device auto: $(cat "$W/auto/summary.json" 2>&1)"
+grep -q '"device": "cpu"' "$W/auto/summary.json" 2>/dev/null && ok 0 "summary: auto ran on the cpu" ||
+	ok 1 "summary.json of device auto: $(cat "$W/auto/summary.json" 2>&1)"
 # payload after the 208-byte header (magic, 24 words, CRC): params, BN
 # buffers, optimiser state; the header differs only in the elapsed time
 if cmp -s -i 208 "$W/cpu/checkpoint.pbxt" "$W/auto/checkpoint.pbxt"; then
-	ok "device auto == device cpu, checkpoint payload byte for byte"
+	ok 0 "device auto == device cpu, checkpoint payload byte for byte"
 else
-	no "checkpoints of device auto and cpu differ: $(cmp -i 208 "$W/cpu/checkpoint.pbxt" "$W/auto/checkpoint.pbxt" 2>&1)"
+	ok 1 "checkpoints of device auto and cpu differ: $(cmp -i 208 "$W/cpu/checkpoint.pbxt" "$W/auto/checkpoint.pbxt" 2>&1)"
 fi
 
 if [ -n "$MPIRUN" ]; then
@@ -109,15 +108,15 @@ if [ -n "$MPIRUN" ]; then
 	n=$(printf '%s\n' "$out" | grep -c 'device auto: no usable GPU, training on the CPU')
 	if [ $rc = 0 ] && [ "$n" = 1 ] && grep -q '"world": 2' "$W/mpi-auto/summary.json" &&
 	   grep -q '"device": "cpu"' "$W/mpi-auto/summary.json"; then
-		ok "2 ranks, device auto: one notice, both on the cpu"
+		ok 0 "2 ranks, device auto: one notice, both on the cpu"
 	else
-		no "2 ranks, device auto -> $rc, $n notice(s): $out"
+		ok 1 "2 ranks, device auto -> $rc, $n notice(s): $out"
 	fi
 	out=$($M "$BIN" - $S --set device=cuda --set output_dir="$W/mpi-cuda" 2>&1); rc=$?
 	if [ $rc != 0 ] && [ $rc != 124 ] && printf '%s' "$out" | grep -q "error: device cuda: "; then
-		ok "2 ranks, device cuda: both end with the error (exit $rc)"
+		ok 0 "2 ranks, device cuda: both end with the error (exit $rc)"
 	else
-		no "2 ranks, device cuda -> $rc: $out"
+		ok 1 "2 ranks, device cuda -> $rc: $out"
 	fi
 fi
-exit $fail
+test_done

@@ -185,4 +185,5 @@ usage)
 	fail "unknown case $CASE"
 	;;
 esac
-echo "ok $CASE"
+ok 0 "$CASE"
+test_done

@@ -90,7 +90,7 @@ resume)
 	payload "$W/a/checkpoint.pbxt" > "$W/pa"; payload "$W/b/checkpoint.pbxt" > "$W/pb"
 	cmp "$W/pa" "$W/pb" || fail "2 ranks: resumed != uninterrupted"
 	[ "$(wc -l < "$W/a/metrics.jsonl")" = "$(wc -l < "$W/b/metrics.jsonl")" ] || fail "metrics lines differ"
-	echo "ok: 2 ranks resumed at step 20 == uninterrupted (params, BN stats, optimiser state)"
+	ok 0 "2 ranks resumed at step 20 == uninterrupted (params, BN stats, optimiser state)"
 	# another world size: lenet (no BN) checkpointed on 2, resumed on 4
 	$MPIRUN -np 2 "$BIN" - $LENET --set max_steps=40 --set output_dir="$W/c" 2>"$W/c.log"
 	$MPIRUN -np 2 "$BIN" - $LENET --set max_steps=20 --set output_dir="$W/d" 2>"$W/d1.log"
@@ -114,4 +114,5 @@ hang0)
 	fail "unknown case $CASE"
 	;;
 esac
-echo "ok: $CASE"
+ok 0 "$CASE"
+test_done

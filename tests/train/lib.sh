@@ -1,16 +1,14 @@
 # lib.sh - helpers shared by the shell tests in tests/train (sourced, as
 # . "$(dirname "$0")/lib.sh", after the test has set its own variables).
 #
-# Tests that count failures and go on ($fail is their exit status):
-#   ok WHAT                   prints "ok WHAT"
-#   no WHAT                   prints "not ok: WHAT" and sets fail=1
+# The checks are the harness's (tests/cli/harness.sh: ok RC WHAT, fail,
+# test_done), sourced here; tests that stop at the first failure run
+# under set -e (dp.sh, downpour.sh), where a failed `fail` ends them.
 #   expect CODE PATTERN -- COMMAND...
 #                             runs COMMAND; ok when it exits CODE and its
 #                             output (stdout and stderr) matches PATTERN
-#                             (grep), else no with the command, status and
-#                             output
-# Tests that stop at the first failure (set -e; dp.sh, downpour.sh):
-#   fail WHAT                 prints "not ok: WHAT" and exits 1
+#                             (grep), else not ok with the command, status
+#                             and output
 #   rank_pid MPIRUN_PID RANK  the pid of MPI rank RANK among mpirun's
 #                             children (status 1 when there is none)
 #   mpi_disrupt SIG RANK STEP SECONDS COMMAND...
@@ -22,19 +20,17 @@
 #                             $W/d.log; its exit status in RC, the seconds
 #                             it took to end after the signal in T
 
-ok() { echo "ok $1"; }
-no() { echo "not ok: $1"; fail=1; }
+# shellcheck source=tests/cli/harness.sh
+. "$(dirname "$0")/../cli/harness.sh"
 expect() {
 	code=$1; pat=$2; shift 3
 	out=$("$@" 2>&1); rc=$?
 	if [ "$rc" != "$code" ] || ! printf '%s' "$out" | grep -q -- "$pat"; then
-		no "$* -> $rc: $out"
+		ok 1 "$* -> $rc: $out"
 	else
-		ok "$pat"
+		ok 0 "$pat"
 	fi
 }
-
-fail() { echo "not ok: $*"; exit 1; }
 
 rank_pid() {
 	for p in $(pgrep -P "$1"); do

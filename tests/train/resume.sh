@@ -9,6 +9,8 @@
 #   c) SIGTERM sent from outside with kill(1) while it runs, then --resume
 #      (if the run finished before the signal landed, it is still compared).
 set -eu
+# shellcheck source=tests/cli/harness.sh
+. "$(dirname "$0")/../cli/harness.sh"
 BIN=$1
 W=$2
 rm -rf "$W"
@@ -25,29 +27,30 @@ A=$(hash "$W/a")
 
 rc=0
 "$BIN" - $COMMON --set output_dir="$W/b" --set signal_at_step=7 2>"$W/b1.log" || rc=$?
-if [ "$rc" != 75 ]; then echo "not ok: signalled run exited $rc, want 75"; cat "$W/b1.log"; exit 1; fi
+if [ "$rc" != 75 ]; then ok 1 "signalled run exited $rc, want 75"; cat "$W/b1.log"; exit 1; fi
 grep -q '"status": "interrupted"' "$W/b/summary.json"
 "$BIN" - $COMMON --set output_dir="$W/b" --resume 2>"$W/b2.log"
 grep -q "resumed from" "$W/b2.log"
 B=$(hash "$W/b")
 # metrics.jsonl continues without duplicate steps
 LINES_A=$(wc -l < "$W/a/metrics.jsonl"); LINES_B=$(wc -l < "$W/b/metrics.jsonl")
-if [ "$LINES_A" != "$LINES_B" ]; then echo "not ok: metrics lines $LINES_A vs $LINES_B"; exit 1; fi
+if [ "$LINES_A" != "$LINES_B" ]; then ok 1 "metrics lines $LINES_A vs $LINES_B"; exit 1; fi
 
 "$BIN" - $COMMON --set output_dir="$W/c" 2>"$W/c1.log" &
 PID=$!
 # SIGTERM once it trains (its handler is in place), not before: 60 s at most
 i=0
 while [ ! -s "$W/c/metrics.jsonl" ] && [ $i -lt 1200 ] && kill -0 $PID 2>/dev/null; do sleep 0.05; i=$((i+1)); done
-if [ ! -s "$W/c/metrics.jsonl" ]; then echo "not ok: no metrics after $((i / 20)) s"; cat "$W/c1.log"; kill -KILL $PID 2>/dev/null; exit 1; fi
+if [ ! -s "$W/c/metrics.jsonl" ]; then ok 1 "no metrics after $((i / 20)) s"; cat "$W/c1.log"; kill -KILL $PID 2>/dev/null; exit 1; fi
 kill -TERM $PID 2>/dev/null || true
 rc=0; wait $PID || rc=$?
-if [ "$rc" != 75 ] && [ "$rc" != 0 ]; then echo "not ok: killed run exited $rc"; cat "$W/c1.log"; exit 1; fi
+if [ "$rc" != 75 ] && [ "$rc" != 0 ]; then ok 1 "killed run exited $rc"; cat "$W/c1.log"; exit 1; fi
 if [ "$rc" = 75 ]; then "$BIN" - $COMMON --set output_dir="$W/c" --resume 2>"$W/c2.log"; fi
 C=$(hash "$W/c")
 
 echo "uninterrupted $A"
 echo "self-signal   $B"
 echo "kill -TERM    $C (first run exit $rc)"
-if [ -z "$A" ] || [ "$A" != "$B" ] || [ "$A" != "$C" ]; then echo "not ok: params differ"; exit 1; fi
-echo "ok resume is bit-identical"
+if [ -z "$A" ] || [ "$A" != "$B" ] || [ "$A" != "$C" ]; then ok 1 "params differ"; exit 1; fi
+ok 0 "resume is bit-identical"
+test_done

@@ -17,14 +17,13 @@ DUMP=$3
 FM=${PBX_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 [ -e "$FM/t10k-images-idx3-ubyte.gz" ] || { echo "skip: no Fashion-MNIST in $FM"; exit 77; }
 rm -rf "$W"; mkdir -p "$W"
-fail=0
 . "$(dirname "$0")/lib.sh"
 sha() { sed -n 's/.*"params_sha256": "\([0-9a-f]*\)".*/\1/p' "$1/summary.json"; }
 
 expect 0 "60000 examples 28x28x1, 3 shard(s)" -- "$BIN" pack fashion-mnist "$FM" "$W/tfr" --shards 3
 expect 0 "10000 examples 28x28x1, 2 shard(s)" -- "$BIN" pack fashion-mnist "" "$W/tfr" --split test --shards 2
-[ -f "$W/tfr/fashion-mnist-train-00002-of-00003.tfrecord" ] || { echo "not ok: shard names"; fail=1; }
-ls "$W/tfr" | grep -q tmp && { echo "not ok: temporary files left"; fail=1; }
+[ -f "$W/tfr/fashion-mnist-train-00002-of-00003.tfrecord" ] || { ok 1 "shard names"; }
+ls "$W/tfr" | grep -q tmp && { ok 1 "temporary files left"; }
 
 S="--set model=mlp --set epochs=1 --set subset=3000 --set test_subset=1000
  --set batch_size=100 --set threads=1 --set seed=7 --set log_every=10"
@@ -36,12 +35,12 @@ expect 0 completed -- "$BIN" - $S $T --set loader_threads=3 --set output_dir="$W
 a=$(sha "$W/idx"); b=$(sha "$W/tf1"); c=$(sha "$W/tf3")
 echo "params: idx $a, tfrecord $b, tfrecord (3 threads) $c"
 if [ -z "$a" ] || [ "$a" != "$b" ] || [ "$a" != "$c" ]; then
-	echo "not ok: training from TFRecord differs from IDX"; fail=1
+	ok 1 "training from TFRecord differs from IDX"
 fi
 # the same test figures, line for line
 grep -o '"test_acc":[0-9.]*' "$W/idx/metrics.jsonl" > "$W/a"
 grep -o '"test_acc":[0-9.]*' "$W/tf1/metrics.jsonl" > "$W/b"
-[ -s "$W/a" ] && cmp -s "$W/a" "$W/b" || { echo "not ok: test_acc differs"; fail=1; }
+[ -s "$W/a" ] && cmp -s "$W/a" "$W/b" || { ok 1 "test_acc differs"; }
 
 # one flipped byte in the middle of the second train shard
 f="$W/tfr/fashion-mnist-train-00001-of-00003.tfrecord"
@@ -73,7 +72,7 @@ open(f"{d}/test_batch.bin", "wb").write(rec(0))
 PY
 expect 0 "10 examples 32x32x3, 2 shard(s)" -- "$BIN" pack cifar10 "$W/cifar" "$W/ctf" --shards 2
 "$DUMP" "$W/ctf/cifar10-train-*.tfrecord" > "$W/cdump" 2>&1
-python3 - "$W/cdump" <<'PY' || { echo "not ok: CIFAR-10 pixels or labels differ after pack"; fail=1; }
+python3 - "$W/cdump" <<'PY'
 import sys
 lines = open(sys.argv[1]).read().split("\n")
 assert lines[0] == "10 3 32 32 10", lines[0]
@@ -83,8 +82,7 @@ for n, line in enumerate(lines[1:11]):
     want = bytes((k * 7 + ch * 85 + r * 3 + c) % 256
                  for r in range(32) for c in range(32) for ch in range(3))  # HWC
     assert int(lab) == (k // 10 + k % 10 * 5) % 10 and bytes.fromhex(hexpix) == want, n
-print("ok CIFAR-10 pack: HWC pixels and labels")
 PY
+ok $? "CIFAR-10 pack keeps HWC pixels and labels"
 
-[ $fail = 0 ] && echo "all ok"
-exit $fail
+test_done
