@@ -181,7 +181,7 @@ if command -v skopeo >/dev/null 2>&1 && command -v umoci >/dev/null 2>&1; then
 		grep -q "pbx-env: in the image $dkey" "$R3/env/build.log" && [ "${#key3}" = 64 ] && [ "$key3" != "$key" ]
 	ok $? "pulled once by digest, then built in it: a key of its own, not the shipped image's ($key3)"
 else
-	ok 0 "# SKIP the registry image: no skopeo or umoci (scripts/install-deps.sh)"
+	skip "the registry image: no skopeo or umoci (scripts/install-deps.sh)"
 fi
 
 # an image without Python: every task fails at once, saying why
