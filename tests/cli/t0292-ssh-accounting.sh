@@ -16,7 +16,9 @@
 # does not read (the account's GrpSubmitJobs) makes sbatch refuse, and
 # parrun quotes sbatch and says what to do.  Addresses and ports: the
 # test's slot (lib.sh): the login node's sshd on LOGIN_ADDR:LOGIN_PORT,
-# slurmdbd on DBD_ADDR:DBD_PORT; MariaDB has no TCP port.
+# slurmdbd on DBD_ADDR:DBD_PORT; MariaDB has no TCP port.  Not slotted: the
+# system user pbx-uni3 and its home, so two runs at once fail (as t0290's
+# pbx-uni).  T0292_TASKS sets the sweep's size (200).  About 3 minutes.
 . "$(dirname "$0")/lib.sh"
 
 UNI=pbx-uni3 UNI_UID=2876
@@ -209,7 +211,8 @@ ok $? "slurmdbd's sacct counts $NTASKS completed jobs of the user: $(echo "$out"
 acct_set() { SLURM_CONF=$CONF sacctmgr -i modify "$@" >>"$DB/sacctmgr.log" 2>&1; }
 acct_set account physics set GrpSubmitJobs=3
 ok $? "the account physics gets GrpSubmitJobs=3: $(tail -n 2 "$DB/sacctmgr.log")"
-sed 's/^name: limited$/name: grp/; s/^sweep: .*/sweep: { grid: { i: [0, 1, 2, 3, 4] } }/' \
+# (its tasks last 8 s: none ends while parrun submits)
+sed 's/^name: limited$/name: grp/; s/^sweep: .*/sweep: { grid: { i: [0, 1, 2, 3, 4] } }/; s/>>out.txt$/>>out.txt \&\& sleep 8/' \
 	"$TEST_TMP/exp/sweep.yaml" >"$TEST_TMP/exp/grp.yaml"
 run_pbx parrun "$TEST_TMP/exp/grp.yaml" uni
 grp=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT short_id FROM packages WHERE name = 'grp'")
