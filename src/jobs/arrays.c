@@ -437,7 +437,7 @@ static int submit_round(struct pbx_store *st, struct pbx_cluster *c,
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
 		const char *short_id, const int64_t *idx, size_t n, long chunk,
 		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
-		size_t *narrays, char **warning, struct pbx_err *err)
+		size_t *narrays, char **warning, int *round_trips, struct pbx_err *err)
 {
 	struct submit_tally t = { 0 };
 	int64_t *next = xcalloc(n ? n : 1, sizeof(*next));
@@ -448,7 +448,11 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 		*warning = NULL;
 	t.retry = xcalloc(n ? n : 1, sizeof(*t.retry));
 	rc = submit_round(st, c, sub, short_id, idx, n, chunk, opts, tar, 1, &t, warning, err);
+	if (round_trips)
+		++*round_trips;
 	while (rc == 0 && t.nretry > 0) {
+		if (round_trips)
+			++*round_trips;
 		memcpy(next, t.retry, t.nretry * sizeof(*next));
 		rc = submit_round(st, c, sub, short_id, next, t.nretry, t.next_chunk, opts, NULL, 0,
 				  &t, NULL, err);
