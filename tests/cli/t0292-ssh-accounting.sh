@@ -20,6 +20,7 @@
 # system user pbx-uni3 and its home, so two runs at once fail (as t0290's
 # pbx-uni).  T0292_TASKS sets the sweep's size (200).  About 3 minutes.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-uni.sh"
 
 UNI=pbx-uni3 UNI_UID=2876
 UNI_HOME=/home/$UNI
@@ -113,27 +114,8 @@ unset SLURM_CONF
 
 # the user: an ordinary account, no sudo; its login node, an sshd of the
 # test's own
-if ! getent passwd "$UNI" >/dev/null; then
-	useradd --uid "$UNI_UID" --user-group --home-dir "$UNI_HOME" --create-home --shell /bin/sh \
-		--comment "t0292 university user" "$UNI"
-fi
-usermod -p '*' "$UNI"
-rm -rf "$UNI_HOME/pbx"
-L=$TEST_TMP/login
-mkdir -p "$L/keys"
-chmod 755 "$L" "$L/keys"
-ssh-keygen -q -t ed25519 -N "" -C t0292-host -f "$L/host"
-ssh-keygen -q -t ed25519 -N "" -C t0292-uni -f "$PBX_HOME/uni_id"
-cp "$PBX_HOME/uni_id.pub" "$L/keys/$UNI"
-chmod 644 "$L/keys/$UNI"
-mkdir -p /run/sshd
-/usr/sbin/sshd -D -f /dev/null -h "$L/host" -E "$L/sshd.log" \
-	-o ListenAddress=$LOGIN_ADDR:$LOGIN_PORT -o "AuthorizedKeysFile=$L/keys/%u" \
-	-o PidFile="$L/sshd.pid" -o StrictModes=no -o PasswordAuthentication=no \
-	-o KbdInteractiveAuthentication=no -o PermitRootLogin=no -o UseDNS=no \
-	-o "Subsystem=sftp internal-sftp" </dev/null >/dev/null 2>&1 &
-LOGIN_SSHD=$!
-wait_secs 10 test -s "$L/sshd.pid"
+uni_user "$UNI" "$UNI_UID" "$UNI_HOME" t0292
+uni_login "$UNI"
 ok $? "the login node's sshd runs"
 printf '%s\n' "  uni:" "    cloud: ssh" "    host: $LOGIN_ADDR" "    port: $LOGIN_PORT" \
 	"    login_user: $UNI" "    ssh_key: $PBX_HOME/uni_id" "    setup: . $HEADROOT/etc/pbx/env.sh" \
