@@ -15,6 +15,9 @@
 # charliecloud-runtime: ch-run, which runs tasks in an experiment's
 # container image (pbx-task.sh); busybox-static: the tests' small image;
 # skopeo and umoci: a registry image's pull on the head (pbx-env.sh pull).
+# slurmdbd, slurm-wlm-mysql-plugin and mariadb-server: SLURM's accounting
+# database, which cli.t0292 runs (daemons of its own) so that a job submit
+# limit (MaxSubmitJobs) is enforced for real.
 # When apt-get fails it prints the end of that log and exits non-zero.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -24,7 +27,7 @@ packages="
   libcurl4-openssl-dev libjansson-dev libssh2-1-dev libyaml-dev libsqlite3-dev
   libssl-dev libxml2-dev zlib1g-dev libopenmpi-dev openmpi-bin libopenblas-dev
   protobuf-c-compiler libprotobuf-c-dev
-  slurm-wlm munge openssh-server openssh-client nfs-kernel-server nfs-common
+  slurm-wlm slurmdbd slurm-wlm-mysql-plugin mariadb-server munge openssh-server openssh-client nfs-kernel-server nfs-common
   python3 python3-venv python3-pip charliecloud-runtime busybox-static skopeo umoci
   chromium fonts-dejavu-core
   procps iproute2 psmisc sqlite3 rsync man-db sudo curl
@@ -62,10 +65,11 @@ if [ -n "$missing" ]; then
 fi
 # Debian starts munge/slurm services on install where systemd runs; pbx
 # runs its own daemons per cluster, so stop any that were started; the NFS
-# server too when this run installed it (nothing here serves NFS; a machine
-# that already did keeps doing so).
-units="slurmctld slurmd munge"
+# server and MariaDB too when this run installed them (nothing here serves
+# NFS or a database; a machine that already did keeps doing so).
+units="slurmctld slurmd slurmdbd munge"
 case " $missing " in *" nfs-kernel-server "*) units="$units nfs-server" ;; esac
+case " $missing " in *" mariadb-server "*) units="$units mariadb" ;; esac
 for s in $units; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$s" 2>/dev/null; then
 		systemctl stop "$s" || true

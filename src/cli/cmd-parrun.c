@@ -235,7 +235,9 @@ const struct pbx_cmd pbx_cmd_parrun = {
 		       "limit lets in and leaves the rest NEW, saying so.\n"
 		       "Running it again submits only what was not submitted yet.\n"
 		       "A task that exits 75 (checkpointed) is requeued and runs again.\n"
-		       "Two SSH round trips, whatever the number of tasks.",
+		       "Two SSH round trips, whatever the number of tasks (a few more when\n"
+		       "sbatch refuses an array for a job count limit pbx could not read: it\n"
+		       "tries smaller arrays, then leaves the rest NEW, quoting sbatch).",
 	.args = "FILE CLUSTER",
 	.options = pbx_parrun_opts,
 	.examples =

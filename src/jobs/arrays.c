@@ -108,10 +108,14 @@ static void notify_job(struct pbx_buf *s, const char *short_id)
  * The wrapper's variables reach sbatch in its own environment with plain
  * --export=ALL: the form --export=ALL,VAR=... makes SLURM (22.05) set
  * SLURM_GET_USER_ENV, and slurmd then runs `su - USER` (a login shell,
- * with the user's dotfiles) before every task. */
+ * with the user's dotfiles) before every task.  `envdep` is NULL for a
+ * submission's first round; a retry (smaller arrays after a refusal for
+ * the submit limit) passes the first round's environment build job ("" for
+ * none) and neither pulls the image nor submits that build or the notice
+ * job again. */
 static void build_script(struct pbx_buf *s, const char *short_id, const struct pbx_buf *tar,
 			 const struct array_plan *plans, size_t np,
-			 const struct pbx_sbatch_opts *opts)
+			 const struct pbx_sbatch_opts *opts, const char *envdep)
 {
 	size_t i, nargs;
 	char **args = pbx_sbatch_opts_argv(opts, &nargs);
@@ -149,7 +153,7 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		/* the Python environment (templates/pbx-env.sh): one build job
 		 * unless it is built, the arrays after it (afterany: a failed
 		 * build makes every task fail at once, saying why) */
-		"ENVDEP= ENVFAIL=\n"
+		"ENVDEP=%s%s ENVFAIL=\n"
 		"if [ -f \"$R/pkg/pbx-env.sh\" ]; then\n"
 		"  mkdir -p \"$R/env\" \"$PBX_SHARED/pbx/envs\" || exit 1\n"
 		"fi\n"
@@ -174,15 +178,15 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		 * status says READY or FAILED, no build job unless the image has
 		 * Python packages to install (RUN/env/py: python: with
 		 * container:) */
-		"REF= PYIMG=\n"
+		"RETRY=%s REF= PYIMG=\n"
 		"[ ! -f \"$R/pkg/env/image-ref\" ] || REF=1\n"
 		"if [ -f \"$R/pkg/env/requirements.txt\" ] && { [ -n \"$REF\" ] || [ -L \"$R/pkg/env/image\" ]; }; then"
 		" PYIMG=1; fi\n"
-		"if [ -n \"$REF\" ]; then\n"
+		"if [ -z \"$RETRY\" ] && [ -n \"$REF\" ]; then\n"
 		"  env_ready \"$R/env/status\" || as_user ${U:+setpriv --reuid=\"$U\" --regid=\"$U\" --init-groups --}"
 		" sh \"$R/pkg/pbx-env.sh\" pull </dev/null\n"
 		"fi\n"
-		"if [ -f \"$R/pkg/pbx-env.sh\" ] && { { [ -z \"$REF\" ] && ! env_ready \"$R/env/status\"; } ||"
+		"if [ -z \"$RETRY\" ] && [ -f \"$R/pkg/pbx-env.sh\" ] && { { [ -z \"$REF\" ] && ! env_ready \"$R/env/status\"; } ||"
 		" { [ -n \"$PYIMG\" ] && ! env_ready \"$R/env/py/status\"; }; }; then\n"
 		"  [ -n \"$REF\" ] || rm -f \"$R/env/status\"\n"
 		"  rm -f \"$R/env/py/status\"\n"
@@ -212,11 +216,14 @@ static void build_script(struct pbx_buf *s, const char *short_id, const struct p
 		"    echo \"PBX-ARRAY-FAILED $row $(printf '%%s' \"$out\" | tr '\\n' ' ')\"\n"
 		"  fi\n"
 		"}\n",
-		short_id, short_id, pbx_launcher_name(opts->launcher), short_id, short_id);
+		envdep && *envdep ? "--dependency=afterany:" : "", envdep ? envdep : "",
+		envdep ? "retry" : "", short_id, short_id, pbx_launcher_name(opts->launcher),
+		short_id, short_id);
 	for (i = 0; i < np; i++)
 		jobs_sbatch_line(s, &plans[i].row, (const char *const *)args, nargs);
 	pbx_sbatch_argv_free(args, nargs);
-	notify_job(s, short_id);
+	if (!envdep)
+		notify_job(s, short_id);
 }
 
 const char *jobs_limit_hint(const char *sbatch_errors)
@@ -317,52 +324,106 @@ static int record_answers(struct pbx_store *st, int64_t sub_id, struct array_pla
 	return pbx_store_commit(st, err);
 }
 
-int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
-		const char *short_id, const int64_t *idx, size_t n, long chunk,
-		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
-		size_t *narrays, char **warning, struct pbx_err *err)
+/* "PBX-ENV JOBID" of a first round: the environment's build job the arrays
+ * depend on, for a retry's; NULL when none (or not a job id).  Caller frees. */
+static char *env_answer(const char *out)
+{
+	const char *p = strstr(out, "PBX-ENV ");
+	char *job;
+	if (!p || (p != out && p[-1] != '\n'))
+		return NULL;
+	job = xstrndup(p + 8, strcspn(p + 8, "\n"));
+	if (pbx_slurm_job_id_ok(job))
+		return job;
+	free(job);
+	return NULL;
+}
+
+/* What the rounds of one submission add up to. */
+struct submit_tally {
+	char **job_ids;          /* the arrays that went in (owned) */
+	size_t nok, cap;         /* job_ids' count and room */
+	size_t narrays;          /* arrays planned, every round */
+	size_t nfailed;          /* of them, not submitted */
+	size_t ntasks_ok;        /* tasks that went in */
+	struct pbx_buf failures; /* "  array of tasks SPEC: WHY" lines */
+	char *envdep;            /* the first round's environment build job, or NULL */
+	int64_t *retry;          /* the next round's tasks (room for every task) */
+	size_t nretry;
+	long next_chunk; /* tasks per array in the next round */
+};
+
+/* Adds a round's answers to t and picks the next round's tasks.  When
+ * sbatch refused arrays for a job count limit (one pbx does not read, such
+ * as an account's GrpSubmitJobs, or jobs queued since the probe) and the
+ * smallest of them held k > 1 tasks, fewer than k fit now: the first k - 1
+ * of the refused tasks go again in arrays of at most k / 2, so a sweep is
+ * never stuck on arrays bigger than the room left.  k halves every round. */
+static void tally_round(struct submit_tally *t, const struct array_plan *plans, size_t np)
+{
+	size_t i, j, k = 0;
+	t->nretry = 0;
+	t->narrays += np;
+	for (i = 0; i < np; i++)
+		if (!plans[i].ok && *jobs_limit_hint(plans[i].error) && (k == 0 || plans[i].n < k))
+			k = plans[i].n;
+	for (i = 0; i < np; i++) {
+		char *tasks;
+		if (plans[i].ok) {
+			if (t->nok == t->cap) {
+				t->cap = t->cap ? 2 * t->cap : 8;
+				t->job_ids = xreallocarray(t->job_ids, t->cap, sizeof(char *));
+			}
+			t->job_ids[t->nok++] = xstrdup(plans[i].job_id);
+			t->ntasks_ok += plans[i].n;
+			continue;
+		}
+		t->nfailed++;
+		for (j = 0; k > 1 && *jobs_limit_hint(plans[i].error) && j < plans[i].n &&
+			    t->nretry < k - 1;
+		     j++)
+			t->retry[t->nretry++] = plans[i].idx[j];
+		tasks = jobs_array_spec(plans[i].idx, plans[i].n, 0, 0);
+		pbx_buf_addf(&t->failures, "%s  array of tasks %s: %s", t->failures.len ? "\n" : "",
+			     tasks, plans[i].error ? plans[i].error : "no answer");
+		free(tasks);
+	}
+	t->next_chunk = k > 1 ? (long)(k / 2) : 1;
+}
+
+/* One round: plans tasks idx[0..n) as arrays of at most `chunk`, records,
+ * submits them in one round trip (the first round pushes `tar`, submits
+ * the environment's build and the notice job, *warning) and records the
+ * answers into the store and t. */
+static int submit_round(struct pbx_store *st, struct pbx_cluster *c,
+			const struct pbx_submission_row *sub, const char *short_id,
+			const int64_t *idx, size_t n, long chunk,
+			const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, int first,
+			struct submit_tally *t, char **warning, struct pbx_err *err)
 {
 	struct array_plan *plans;
-	struct pbx_buf script = PBX_BUF_INIT, failures = PBX_BUF_INIT;
+	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
-	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, opts->throttle, &plans), i,
-	       nok = 0;
+	size_t np = plan_arrays(sub->id, idx, n, chunk > 0 ? chunk : 1, opts->throttle, &plans), i;
 	int rc = record_plans(st, sub->id, plans, np, err);
-	*job_ids = NULL;
-	*narrays = 0;
-	if (warning)
-		*warning = NULL;
 	if (rc == 0) {
-		build_script(&script, short_id, tar, plans, np, opts);
+		build_script(&script, short_id, tar, plans, np, opts,
+			     first       ? NULL
+			     : t->envdep ? t->envdep
+					 : "");
 		rc = pbx_cluster_run(c, 0, script.buf, tar, &o, err);
-		if (rc == 0) {
-			parse_answers(o.out.buf, plans, np);
-			if (warning)
-				*warning = notify_answer(o.out.buf);
-			pbx_cluster_output_release(&o);
-			rc = record_answers(st, sub->id, plans, np, err);
-		}
 	}
 	if (rc == 0) {
-		*job_ids = xcalloc(np ? np : 1, sizeof(char *));
-		for (i = 0; i < np; i++) {
-			if (plans[i].ok)
-				(*job_ids)[nok++] = xstrdup(plans[i].job_id);
-			else
-				pbx_buf_addf(&failures, "%s  array %s: %s",
-					     failures.len ? "\n" : "", plans[i].row.spec,
-					     plans[i].error ? plans[i].error : "no answer");
-		}
-		*narrays = nok;
-		if (nok < np) {
-			pbx_store_submission_set(st, sub->id, 1, "partial", err);
-			rc = pbx_err_set(
-				err,
-				"%zu of %zu arrays were not submitted (run parrun again to "
-				"submit the rest):\n%s%s",
-				np - nok, np, failures.buf, jobs_limit_hint(failures.buf));
-		}
+		parse_answers(o.out.buf, plans, np);
+		if (first && warning)
+			*warning = notify_answer(o.out.buf);
+		if (first)
+			t->envdep = env_answer(o.out.buf);
+		pbx_cluster_output_release(&o);
+		rc = record_answers(st, sub->id, plans, np, err);
 	}
+	if (rc == 0)
+		tally_round(t, plans, np);
 	for (i = 0; i < np; i++) {
 		free(plans[i].row.spec);
 		free(plans[i].job_id);
@@ -370,6 +431,46 @@ int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_su
 	}
 	free(plans);
 	pbx_buf_release(&script);
-	pbx_buf_release(&failures);
+	return rc;
+}
+
+int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
+		const char *short_id, const int64_t *idx, size_t n, long chunk,
+		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
+		size_t *narrays, char **warning, int *round_trips, struct pbx_err *err)
+{
+	struct submit_tally t = { 0 };
+	int64_t *next = xcalloc(n ? n : 1, sizeof(*next));
+	int rc;
+	*job_ids = NULL;
+	*narrays = 0;
+	if (warning)
+		*warning = NULL;
+	t.retry = xcalloc(n ? n : 1, sizeof(*t.retry));
+	rc = submit_round(st, c, sub, short_id, idx, n, chunk, opts, tar, 1, &t, warning, err);
+	if (round_trips)
+		++*round_trips;
+	while (rc == 0 && t.nretry > 0) {
+		if (round_trips)
+			++*round_trips;
+		memcpy(next, t.retry, t.nretry * sizeof(*next));
+		rc = submit_round(st, c, sub, short_id, next, t.nretry, t.next_chunk, opts, NULL, 0,
+				  &t, NULL, err);
+	}
+	if (rc == 0 && t.nfailed > 0) {
+		pbx_store_submission_set(st, sub->id, 1, "partial", err);
+		rc = pbx_err_set(
+			err,
+			"%zu of %zu arrays were not submitted (run parrun again to submit "
+			"the rest):\n%s\n%zu of the %zu tasks went in; the others stay NEW%s",
+			t.nfailed, t.narrays, t.failures.buf, t.ntasks_ok, n,
+			jobs_limit_hint(t.failures.buf));
+	}
+	*job_ids = t.job_ids; /* what went in, also when a later round failed */
+	*narrays = t.nok;
+	pbx_buf_release(&t.failures);
+	free(t.envdep);
+	free(t.retry);
+	free(next);
 	return rc;
 }

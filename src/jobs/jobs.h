@@ -10,7 +10,8 @@
  *   pbx/PKG/slurm/        SLURM's own output of the batch scripts
  * The number of SSH round trips of every operation is constant in the
  * number of tasks: parrun makes 2 (limits + what exists; push + submit all
- * arrays), state makes 1.
+ * arrays; a few more, halving, when sbatch refuses arrays for a job count
+ * limit pbx could not read), state makes 1.
  */
 #ifndef PBX_JOBS_JOBS_H
 #define PBX_JOBS_JOBS_H

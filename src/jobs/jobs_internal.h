@@ -74,15 +74,19 @@ char *jobs_array_spec(const int64_t *idx, size_t n, int64_t offset, int throttle
 int jobs_spec_tasks(const char *spec, int64_t offset, int64_t **idx, size_t *n);
 
 /* Records planned arrays, submits them in one round trip (pushing `tar`
- * first when non-NULL) and records the answers.  Tasks idx[0..n) are the
- * ones being submitted; chunk = tasks per array at most; `opts` gives the
- * sbatch options, the throttle and the launcher (resolved, not AUTO).
- * *warning (when warning is not NULL) gets what went wrong besides the
- * arrays (the notify: job not submitted), or NULL; caller frees. */
+ * first when non-NULL) and records the answers; arrays sbatch refuses for
+ * a job count limit go again smaller, a round trip each (arrays.c,
+ * tally_round).  Tasks idx[0..n) are the ones being submitted; chunk =
+ * tasks per array at most; `opts` gives the sbatch options, the throttle
+ * and the launcher (resolved, not AUTO).  *job_ids (*narrays of them) are
+ * the arrays that went in, also when it fails; caller frees each and the
+ * array.  *warning (when warning is not NULL) gets what went wrong besides
+ * the arrays (the notify: job not submitted), or NULL; caller frees.
+ * *round_trips (when not NULL) grows by the round trips made. */
 int jobs_submit(struct pbx_store *st, struct pbx_cluster *c, const struct pbx_submission_row *sub,
 		const char *short_id, const int64_t *idx, size_t n, long chunk,
 		const struct pbx_sbatch_opts *opts, const struct pbx_buf *tar, char ***job_ids,
-		size_t *narrays, char **warning, struct pbx_err *err);
+		size_t *narrays, char **warning, int *round_trips, struct pbx_err *err);
 
 /* What one round trip learns about a package on a cluster before
  * submitting (parrun and rerun alike): the cluster's limits, whether the

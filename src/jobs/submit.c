@@ -441,8 +441,8 @@ int pbx_jobs_parrun(struct pbx_store *st, struct pbx_cluster *c, const struct pb
 	}
 	if (rc == 0 && n > 0) {
 		rc = jobs_submit(st, c, &sub, p->short_id, idx, n, jobs_probe_chunk(&pr), &opts,
-				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, &r->warning, err);
-		r->round_trips++;
+				 tar.len ? &tar : NULL, &r->job_ids, &r->arrays, &r->warning,
+				 &r->round_trips, err);
 		if (rc == 0)
 			r->submitted = n;
 	}
@@ -483,7 +483,8 @@ int jobs_resubmit(struct pbx_store *st, struct pbx_jobs_target *t, const int64_t
 	rc = jobs_probe(t->cluster, t->pkg.short_id, (size_t)t->pkg.ntasks, NULL, &opts, &pr, err);
 	if (rc == 0)
 		rc = jobs_submit(st, t->cluster, &t->sub, t->pkg.short_id, idx, n,
-				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, NULL, err);
+				 jobs_probe_chunk(&pr), &opts, NULL, &job_ids, &narrays, NULL, NULL,
+				 err);
 	for (i = 0; i < narrays; i++)
 		free(job_ids[i]);
 	free(job_ids);

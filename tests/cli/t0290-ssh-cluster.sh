@@ -12,6 +12,7 @@
 # and ports: the test's slot (lib.sh); the login node's are LOGIN_ADDR and
 # LOGIN_PORT.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-uni.sh"
 
 UNI_UID=2870
 LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
@@ -22,30 +23,11 @@ run_pbx -q cluster start campus
 ok $rc "the university's cluster runs (a local cluster of root's): $errout"
 HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus' AND c.state != 'deleted' AND n.name = 'head'")
 
-# the user: an ordinary account, no sudo
-if ! getent passwd pbx-uni >/dev/null; then
-	useradd --uid "$UNI_UID" --user-group --home-dir "$UNI_HOME" --create-home --shell /bin/sh \
-		--comment "t0290 university user" pbx-uni
-fi
-# no password, not locked ("!" would make sshd refuse the account)
-usermod -p '*' pbx-uni
+# the user: an ordinary account, no sudo; its login node, an sshd of the
+# test's own, the user's key authorized
+uni_user pbx-uni "$UNI_UID" "$UNI_HOME" t0290
 is "$(id -u pbx-uni)" "$UNI_UID" "the user pbx-uni exists (uid $UNI_UID)"
-rm -rf "$UNI_HOME/pbx"
-# its login node: an sshd of the test's own, the user's key authorized
-mkdir -p "$TEST_TMP/login/keys"
-chmod 755 "$TEST_TMP/login" "$TEST_TMP/login/keys"
-ssh-keygen -q -t ed25519 -N "" -C t0290-host -f "$TEST_TMP/login/host"
-ssh-keygen -q -t ed25519 -N "" -C t0290-uni -f "$PBX_HOME/uni_id"
-cp "$PBX_HOME/uni_id.pub" "$TEST_TMP/login/keys/pbx-uni"
-chmod 644 "$TEST_TMP/login/keys/pbx-uni"
-mkdir -p /run/sshd
-/usr/sbin/sshd -D -f /dev/null -h "$TEST_TMP/login/host" -E "$TEST_TMP/login/sshd.log" \
-	-o ListenAddress=$LOGIN_ADDR:$LOGIN_PORT -o "AuthorizedKeysFile=$TEST_TMP/login/keys/%u" \
-	-o PidFile="$TEST_TMP/login/sshd.pid" -o StrictModes=no -o PasswordAuthentication=no \
-	-o KbdInteractiveAuthentication=no -o PermitRootLogin=no -o UseDNS=no \
-	-o "Subsystem=sftp internal-sftp" -o LogLevel=VERBOSE </dev/null >/dev/null 2>&1 &
-LOGIN_SSHD=$!
-wait_secs 10 test -s "$TEST_TMP/login/sshd.pid"
+uni_login pbx-uni
 ok $? "the login node's sshd runs"
 python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" <<'PY'
 import os, sys

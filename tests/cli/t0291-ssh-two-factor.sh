@@ -16,6 +16,7 @@
 # and ports: the test's slot (lib.sh); the login node's and the bastion's
 # are LOGIN_ADDR:LOGIN_PORT and BASTION_ADDR:BASTION_PORT.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-uni.sh"
 
 UNI_UID=2871
 LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
@@ -27,12 +28,7 @@ run_pbx -q cluster start campus2
 ok $rc "the university's cluster runs (a local cluster of root's): $errout"
 HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus2' AND c.state != 'deleted' AND n.name = 'head'")
 
-if ! getent passwd "$UNI" >/dev/null; then
-	useradd --uid "$UNI_UID" --user-group --home-dir "$UNI_HOME" --create-home --shell /bin/sh \
-		--comment "t0291 university user" "$UNI"
-fi
-usermod -p '*' "$UNI"
-rm -rf "$UNI_HOME/pbx"
+uni_user "$UNI" "$UNI_UID" "$UNI_HOME" t0291
 L=$TEST_TMP/login
 mkdir -p "$L/keys"
 chmod 755 "$L" "$L/keys"
