@@ -97,6 +97,18 @@ static struct dentry *dlist_find(const struct dlist *l, const char *name)
 	return k < l->n && !strcmp(l->v[k].name, name) ? &l->v[k] : NULL;
 }
 
+/* With PBX_STATS set, prints when a phase of source `key`'s staging
+ * ended, in seconds since *t0 (to stderr; thread-safe). */
+static void data_phase(const struct timespec *t0, const char *key, const char *what)
+{
+	struct timespec now;
+	if (!getenv("PBX_STATS") || !*getenv("PBX_STATS"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fprintf(stderr, "pbx: data %s: %s at %.3f s\n", key, what,
+		(double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9);
+}
+
 /* ---------------------------------------------------------- manifest */
 
 static void manifest_text(const struct dlist *l, struct pbx_buf *out)
@@ -326,6 +338,7 @@ struct stage {
 	struct dlist src, have; /* listed; the cluster's manifest */
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
+	struct timespec t0; /* the staging's start, for PBX_STATS */
 	struct pbx_err *err;
 };
 
@@ -373,8 +386,10 @@ static int cache_write(const struct stage *g, const struct dentry *e, const stru
 	return rc;
 }
 
-/* Records in the cache's manifest that it holds e. */
-static void cache_note(struct stage *g, const struct dentry *e)
+/* Records in the cache's manifest that it holds e: updated in place, or
+ * added to `added` (sorted into the manifest once, by cache_note_end: one
+ * sort per object made a first staging of n objects quadratic). */
+static void cache_note(struct stage *g, const struct dentry *e, struct dlist *added)
 {
 	struct dentry *c = dlist_find(&g->cache, e->name);
 	if (c) {
@@ -382,9 +397,19 @@ static void cache_note(struct stage *g, const struct dentry *e)
 		c->version = xstrdup(e->version);
 		c->size = e->size;
 	} else {
-		dlist_add(&g->cache, e->name, e->size, e->version);
-		dlist_sort(&g->cache);
+		dlist_add(added, e->name, e->size, e->version);
 	}
+}
+
+/* Moves `added`'s entries into the cache's manifest, sorted. */
+static void cache_note_end(struct stage *g, struct dlist *added)
+{
+	size_t i;
+	for (i = 0; i < added->n; i++) {
+		dlist_add(&g->cache, added->v[i].name, added->v[i].size, added->v[i].version);
+	}
+	dlist_sort(&g->cache);
+	dlist_free(added);
 }
 
 static void hex_bytes(const char *hex, unsigned char out[32])
@@ -424,11 +449,13 @@ struct feed {
 	struct dentry **todo; /* the objects to download */
 	size_t ntodo, lanes;
 	unsigned char *got; /* todo[i] is in the cache's files */
-	pthread_mutex_t mu; /* tar, the counters below, the progress call */
-	size_t done, downloads;
-	int stop;         /* a lane failed or the stream broke: lanes stop */
-	int write_failed; /* a send failed: the push stopped reading */
-	int rc;           /* the feeder's result; err says why */
+	pthread_mutex_t mu; /* tar, done, stop, the progress call */
+	size_t done;
+	pthread_mutex_t qmu;    /* next and downloads: never held while sending */
+	size_t next, downloads; /* the first todo no lane took; requests made */
+	int stop;               /* a lane failed or the stream broke: lanes stop */
+	int write_failed;       /* a send failed: the push stopped reading */
+	int rc;                 /* the feeder's result; err says why */
 	struct pbx_err err;
 };
 
@@ -523,14 +550,26 @@ static int lane_get(struct feed *f, struct pbx_objstore *s, struct dentry *e, st
 	}
 	pbx_object_release(&meta);
 	free(name);
-	pthread_mutex_lock(&f->mu);
+	pthread_mutex_lock(&f->qmu);
 	f->downloads++;
-	pthread_mutex_unlock(&f->mu);
+	pthread_mutex_unlock(&f->qmu);
 	return rc < 0 ? pbx_err_prefix(err, "data %s", f->g->r->key) : 0;
 }
 
-/* Lane k: todo[k], todo[k + lanes], ... on a store of its own, each kept
- * in the cache, then into the stream. */
+/* The next object a lane downloads: an index into f->todo (f->ntodo when
+ * none is left).  One queue, not a share per lane: a lane that drew a
+ * large object does not hold up the small ones behind it. */
+static size_t feed_take(struct feed *f)
+{
+	size_t i;
+	pthread_mutex_lock(&f->qmu);
+	i = f->next < f->ntodo ? f->next++ : f->ntodo;
+	pthread_mutex_unlock(&f->qmu);
+	return i;
+}
+
+/* Lane k: the next object of the queue until none is left, on a store of
+ * its own, each kept in the cache, then into the stream. */
 static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
 {
 	struct feed *f = ctx;
@@ -540,7 +579,8 @@ static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
 	int rc = pbx_objstore_open(f->g->r->key, f->g->o->cfg, &s, err);
 	if (rc < 0)
 		pbx_err_prefix(err, "data %s", f->g->r->key);
-	for (i = k; rc == 0 && i < f->ntodo; i += f->lanes) {
+	(void)k;
+	while (rc == 0 && (i = feed_take(f)) < f->ntodo) {
 		rc = lane_get(f, s, f->todo[i], &body, err);
 		if (rc == 0 && cache_write(f->g, f->todo[i], &body) == 0)
 			f->got[i] = 1;
@@ -562,6 +602,7 @@ static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
 static int feed_downloads(struct feed *f)
 {
 	struct pbx_err *errs;
+	struct dlist added = { 0 };
 	size_t i;
 	int failed;
 	if (!f->ntodo)
@@ -581,7 +622,8 @@ static int feed_downloads(struct feed *f)
 	free(errs);
 	for (i = 0; i < f->ntodo; i++) /* one thread again: the manifest's list */
 		if (f->got[i])
-			cache_note(f->g, f->todo[i]);
+			cache_note(f->g, f->todo[i], &added);
+	cache_note_end(f->g, &added);
 	f->g->r->downloads += f->downloads;
 	return failed ? -1 : 0;
 }
@@ -612,6 +654,7 @@ static void *feed_run(void *ctx)
 	pbx_buf_release(&body);
 	if (rc == 0)
 		rc = feed_downloads(f);
+	data_phase(&g->t0, g->r->key, "downloads ended");
 	if (rc == 0) { /* last: the downloads may have updated versions */
 		pbx_buf_reset(&text);
 		manifest_text(&g->src, &text);
@@ -795,6 +838,7 @@ static int push_stream(struct pbx_cluster *c, struct feed *f)
 	}
 	push_script(&script, g->r->id);
 	rc = pbx_cluster_run_fd(c, 0, script.buf, sv[0], &out, &perr);
+	data_phase(&g->t0, g->r->key, "the head's script ended");
 	close(sv[0]); /* a feeder still writing gets EPIPE */
 	pthread_join(th, NULL);
 	pbx_buf_release(&script);
@@ -833,10 +877,13 @@ static int stage_push(struct pbx_cluster *c, struct stage *g, const size_t *chg,
 	f.todo = xcalloc(nchg + 1, sizeof(*f.todo));
 	f.got = xcalloc(nchg + 1, 1);
 	pthread_mutex_init(&f.mu, NULL);
+	pthread_mutex_init(&f.qmu, NULL);
 	rc = push_stream(c, &f);
 	if (!g->local)
 		stage_cache_save(g);
+	data_phase(&g->t0, g->r->key, "the cache saved");
 	pthread_mutex_destroy(&f.mu);
+	pthread_mutex_destroy(&f.qmu);
 	free(f.got);
 	free(f.todo);
 	return rc;
@@ -846,10 +893,11 @@ static int stage_one(struct pbx_cluster *c, struct stage *g)
 {
 	struct dlist removed = { 0 };
 	size_t *chg = NULL, nchg = 0;
-	struct timespec t0, t1;
+	struct timespec t1;
 	int rc;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &g->t0);
 	rc = stage_list(g);
+	data_phase(&g->t0, g->r->key, "listed");
 	if (rc == 0) {
 		chg = diff(&g->src, &g->have, &nchg, &removed);
 		g->r->changed = nchg;
@@ -864,7 +912,8 @@ static int stage_one(struct pbx_cluster *c, struct stage *g)
 			g->r->bytes_moved += g->src.v[chg[i]].size;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	g->r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	g->r->seconds =
+		(double)(t1.tv_sec - g->t0.tv_sec) + (double)(t1.tv_nsec - g->t0.tv_nsec) / 1e9;
 	free(chg);
 	dlist_free(&removed);
 	return rc;
