@@ -1,9 +1,10 @@
 /*
  * data.c - staging the experiment's `data:` sources on a cluster once per
  * source, reused by every package (see data.h and docs/data.md): list the
- * source, compare with the cluster's manifest, download what changed with
- * the user's credentials (or read it from the local directory), push it
- * in one tar with the removals and the new manifest.
+ * source page by page, compare with the cluster's manifest, download what
+ * changed with the user's credentials (or read it from the local
+ * directory) while the listing goes on, push it in one tar with the
+ * removals and the new manifest.
  */
 #define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
