@@ -1,9 +1,10 @@
 /*
  * data.c - staging the experiment's `data:` sources on a cluster once per
  * source, reused by every package (see data.h and docs/data.md): list the
- * source, compare with the cluster's manifest, download what changed with
- * the user's credentials (or read it from the local directory), push it
- * in one tar with the removals and the new manifest.
+ * source page by page, compare with the cluster's manifest, download what
+ * changed with the user's credentials (or read it from the local
+ * directory) while the listing goes on, push it in one tar with the
+ * removals and the new manifest.
  */
 #define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
@@ -37,6 +38,7 @@ struct dentry {
 	char *name; /* relative to the source */
 	uint64_t size;
 	char *version;
+	int got; /* a queued object: its download is in the cache's files */
 };
 
 struct dlist {
@@ -52,6 +54,7 @@ static void dlist_add(struct dlist *l, const char *name, uint64_t size, const ch
 	}
 	l->v[l->n].name = xstrdup(name);
 	l->v[l->n].size = size;
+	l->v[l->n].got = 0;
 	l->v[l->n++].version = xstrdup(version ? version : "");
 }
 
@@ -95,6 +98,18 @@ static struct dentry *dlist_find(const struct dlist *l, const char *name)
 {
 	size_t k = dlist_lower(l, name);
 	return k < l->n && !strcmp(l->v[k].name, name) ? &l->v[k] : NULL;
+}
+
+/* With PBX_STATS set, prints when a phase of source `key`'s staging
+ * ended, in seconds since *t0 (to stderr; thread-safe). */
+static void data_phase(const struct timespec *t0, const char *key, const char *what)
+{
+	struct timespec now;
+	if (!getenv("PBX_STATS") || !*getenv("PBX_STATS"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fprintf(stderr, "pbx: data %s: %s at %.3f s\n", key, what,
+		(double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9);
 }
 
 /* ---------------------------------------------------------- manifest */
@@ -142,8 +157,26 @@ static void manifest_parse(const char *p, size_t len, struct dlist *l)
 
 /* ----------------------------------------------------- checking names */
 
-/* Every name safe, none reserved, none twice, none both a file and a
- * directory of another ("a" and "a/b").  l is sorted. */
+/* A name safe and not reserved: checked on each page as it comes, before
+ * any of its objects is read or sent. */
+static int name_check(const char *nm, const char *key, struct pbx_err *err)
+{
+	if (!pbx_objstore_name_safe(nm))
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "data %s: object '%s' has a name pbx will not turn "
+				    "into a path (empty, '.', '..' or '//' parts, a leading "
+				    "'/' or control bytes): nothing was staged",
+				    key, nm);
+	if (!strncmp(nm, ".pbx-data", 9))
+		return pbx_err_setc(err, PBX_EXIT_USAGE,
+				    "data %s: object '%s': names starting .pbx-data are "
+				    "pbx's",
+				    key, nm);
+	return 0;
+}
+
+/* Every name checked above, none twice, none both a file and a directory
+ * of another ("a" and "a/b").  l is sorted: the whole listing. */
 static int names_check(const struct dlist *l, const char *key, struct pbx_err *err)
 {
 	size_t i;
@@ -151,18 +184,8 @@ static int names_check(const struct dlist *l, const char *key, struct pbx_err *e
 		const char *nm = l->v[i].name;
 		char *probe;
 		size_t k;
-		if (!pbx_objstore_name_safe(nm))
-			return pbx_err_setc(
-				err, PBX_EXIT_USAGE,
-				"data %s: object '%s' has a name pbx will not turn "
-				"into a path (empty, '.', '..' or '//' parts, a leading "
-				"'/' or control bytes): nothing was staged",
-				key, nm);
-		if (!strncmp(nm, ".pbx-data", 9))
-			return pbx_err_setc(err, PBX_EXIT_USAGE,
-					    "data %s: object '%s': names starting .pbx-data are "
-					    "pbx's",
-					    key, nm);
+		if (name_check(nm, key, err) < 0)
+			return -1;
 		if (i + 1 < l->n && !strcmp(nm, l->v[i + 1].name))
 			return pbx_err_setc(err, PBX_EXIT_USAGE, "data %s: object '%s' twice", key,
 					    nm);
@@ -181,30 +204,6 @@ static int names_check(const struct dlist *l, const char *key, struct pbx_err *e
 }
 
 /* ---------------------------------------------------------- listing */
-
-static int list_store(struct pbx_objstore *s, const char *key, struct dlist *l, struct pbx_err *err)
-{
-	const struct pbx_objstore_url *u = pbx_objstore_where(s);
-	struct pbx_object *v = NULL;
-	size_t n = 0, i, plen = strlen(u->prefix);
-	if (pbx_objstore_list(s, u->prefix, &v, &n, err) < 0)
-		return pbx_err_prefix(err, "data %s", key);
-	if (n > PBX_DATA_MAX_OBJECTS) {
-		pbx_objects_free(v, n);
-		return pbx_err_setc(err, PBX_EXIT_USAGE, "data %s: %zu objects, more than %d", key,
-				    n, PBX_DATA_MAX_OBJECTS);
-	}
-	for (i = 0; i < n; i++) {
-		const char *rel = v[i].name + plen;
-		size_t rl = strlen(rel);
-		if (strncmp(v[i].name, u->prefix, plen) || !rl ||
-		    (rel[rl - 1] == '/' && v[i].size == 0))
-			continue; /* the prefix itself, or a "folder" placeholder */
-		dlist_add(l, rel, v[i].size, v[i].version);
-	}
-	pbx_objects_free(v, n);
-	return 0;
-}
 
 struct walk {
 	const char *root; /* the real path of the directory */
@@ -297,22 +296,80 @@ static int walk_dir(struct walk *w, const char *rel, int depth)
 
 /* ------------------------------------------------------------- diff */
 
-/* Indexes of src entries new or changed against have; *removed gets the
- * entries of have that src lacks. */
-static size_t *diff(const struct dlist *src, const struct dlist *have, size_t *nchg,
-		    struct dlist *removed)
+/* Whether e is new or changed against the cluster's manifest `have`. */
+static int changed(const struct dlist *have, const struct dentry *e)
 {
-	size_t *chg = xcalloc(src->n ? src->n : 1, sizeof(size_t)), i;
-	*nchg = 0;
-	for (i = 0; i < src->n; i++) {
-		const struct dentry *h = dlist_find(have, src->v[i].name);
-		if (!h || h->size != src->v[i].size || strcmp(h->version, src->v[i].version))
-			chg[(*nchg)++] = i;
-	}
+	const struct dentry *h = dlist_find(have, e->name);
+	return !h || h->size != e->size || strcmp(h->version, e->version);
+}
+
+/* The entries of have that sorted src lacks, into *removed. */
+static void removals(const struct dlist *src, const struct dlist *have, struct dlist *removed)
+{
+	size_t i;
 	for (i = 0; i < have->n; i++)
 		if (!dlist_find(src, have->v[i].name))
 			dlist_add(removed, have->v[i].name, have->v[i].size, have->v[i].version);
-	return chg;
+}
+
+/* -------------------------------------------------------------- queue */
+
+#define QUEUE_NONE ((size_t)-1)
+
+/* The changed objects, in listing order, added as each page comes and
+ * taken by the download lanes: one queue, not a share per lane, so that a
+ * lane that drew a large object does not hold up the small ones. */
+struct queue {
+	struct dlist l;          /* owned; versions updated by the lanes */
+	size_t next;             /* the first entry no lane took */
+	int over;                /* the listing ended: nothing more comes */
+	int stop;                /* a lane failed, or the stream broke */
+	unsigned long downloads; /* objects read from the store */
+	pthread_mutex_t mu;      /* all of the above; never held while sending */
+	pthread_cond_t cv;       /* an entry came, or over or stop was set */
+};
+
+static void queue_add(struct queue *q, const struct dentry *e)
+{
+	pthread_mutex_lock(&q->mu);
+	dlist_add(&q->l, e->name, e->size, e->version);
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Nothing more comes (stop: and lanes stop now). */
+static void queue_end(struct queue *q, int stop)
+{
+	pthread_mutex_lock(&q->mu);
+	q->over = 1;
+	q->stop |= stop;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static int queue_stopped(struct queue *q)
+{
+	int stop;
+	pthread_mutex_lock(&q->mu);
+	stop = q->stop;
+	pthread_mutex_unlock(&q->mu);
+	return stop;
+}
+
+/* Waits for the next entry: its index, *e a copy (its strings are the
+ * queue's), or QUEUE_NONE once the queue is over and empty, or stopped. */
+static size_t queue_take(struct queue *q, struct dentry *e)
+{
+	size_t i = QUEUE_NONE;
+	pthread_mutex_lock(&q->mu);
+	while (!q->stop && !q->over && q->next >= q->l.n)
+		pthread_cond_wait(&q->cv, &q->mu);
+	if (!q->stop && q->next < q->l.n) {
+		i = q->next++;
+		*e = q->l.v[i];
+	}
+	pthread_mutex_unlock(&q->mu);
+	return i;
 }
 
 /* ------------------------------------------------------ one staging */
@@ -323,9 +380,14 @@ struct stage {
 	struct pbx_data_result *r;
 	const char *local;      /* the real path of a local source, or NULL */
 	struct pbx_objstore *s; /* a store source */
+	char *token;            /* its listing's next page (NULL: the first, or none) */
+	int listed, checked;    /* every page read; then the whole listing checked */
 	struct dlist src, have; /* listed; the cluster's manifest */
+	struct dlist removed;   /* in have, not in src (once checked) */
+	struct queue q;         /* src's new or changed objects */
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
+	struct timespec t0; /* the staging's start, for PBX_STATS */
 	struct pbx_err *err;
 };
 
@@ -373,8 +435,10 @@ static int cache_write(const struct stage *g, const struct dentry *e, const stru
 	return rc;
 }
 
-/* Records in the cache's manifest that it holds e. */
-static void cache_note(struct stage *g, const struct dentry *e)
+/* Records in the cache's manifest that it holds e: updated in place, or
+ * added to `added` (sorted into the manifest once, by cache_note_end: one
+ * sort per object made a first staging of n objects quadratic). */
+static void cache_note(struct stage *g, const struct dentry *e, struct dlist *added)
 {
 	struct dentry *c = dlist_find(&g->cache, e->name);
 	if (c) {
@@ -382,9 +446,19 @@ static void cache_note(struct stage *g, const struct dentry *e)
 		c->version = xstrdup(e->version);
 		c->size = e->size;
 	} else {
-		dlist_add(&g->cache, e->name, e->size, e->version);
-		dlist_sort(&g->cache);
+		dlist_add(added, e->name, e->size, e->version);
 	}
+}
+
+/* Moves `added`'s entries into the cache's manifest, sorted. */
+static void cache_note_end(struct stage *g, struct dlist *added)
+{
+	size_t i;
+	for (i = 0; i < added->n; i++) {
+		dlist_add(&g->cache, added->v[i].name, added->v[i].size, added->v[i].version);
+	}
+	dlist_sort(&g->cache);
+	dlist_free(added);
 }
 
 static void hex_bytes(const char *hex, unsigned char out[32])
@@ -397,38 +471,115 @@ static void hex_bytes(const char *hex, unsigned char out[32])
 	}
 }
 
+/* ---------------------------------------------------------- listing */
+
+/* The next page of the store's listing into g->src. */
+static int list_store_page(struct stage *g, struct pbx_err *err)
+{
+	const struct pbx_objstore_url *u = pbx_objstore_where(g->s);
+	struct pbx_object *v = NULL;
+	size_t n = 0, i, plen = strlen(u->prefix);
+	if (pbx_objstore_list_page(g->s, u->prefix, &g->token, &v, &n, err) < 0)
+		return pbx_err_prefix(err, "data %s", g->r->key);
+	g->listed = !g->token;
+	for (i = 0; i < n; i++) {
+		const char *rel = v[i].name + plen;
+		size_t rl = strlen(rel);
+		if (strncmp(v[i].name, u->prefix, plen) || !rl ||
+		    (rel[rl - 1] == '/' && v[i].size == 0))
+			continue; /* the prefix itself, or a "folder" placeholder */
+		dlist_add(&g->src, rel, v[i].size, v[i].version);
+	}
+	pbx_objects_free(v, n);
+	return 0;
+}
+
+/* The next page of the listing (a local source: the whole walk) into
+ * g->src, each name checked, the new or changed objects queued. */
+static int stage_page(struct stage *g, struct pbx_err *err)
+{
+	size_t from = g->src.n, i;
+	int rc;
+	if (g->local) {
+		struct walk w = { g->local, g->r->key, &g->src, err };
+		rc = walk_dir(&w, NULL, 0);
+		g->listed = 1;
+	} else {
+		rc = list_store_page(g, err);
+	}
+	if (rc == 0 && g->src.n > PBX_DATA_MAX_OBJECTS)
+		return pbx_err_setc(err, PBX_EXIT_USAGE, "data %s: more than %d objects", g->r->key,
+				    PBX_DATA_MAX_OBJECTS);
+	for (i = from; rc == 0 && i < g->src.n; i++) {
+		const struct dentry *e = &g->src.v[i];
+		rc = name_check(e->name, g->r->key, err);
+		g->r->objects++;
+		g->r->bytes += e->size;
+		if (rc == 0 && changed(&g->have, e))
+			queue_add(&g->q, e);
+	}
+	return rc;
+}
+
+/* Once every page is read: the whole listing sorted and checked, and what
+ * the source no longer has into g->removed.  Once. */
+static int stage_listed(struct stage *g, struct pbx_err *err)
+{
+	if (g->checked)
+		return 0;
+	g->checked = 1;
+	dlist_sort(&g->src);
+	if (names_check(&g->src, g->r->key, err) < 0)
+		return -1;
+	removals(&g->src, &g->have, &g->removed);
+	data_phase(&g->t0, g->r->key, "listed");
+	return 0;
+}
+
+/* The versions the lanes found (an object rewritten since its page was
+ * listed) into the listing, for the manifest; the lanes are done. */
+static void stage_versions(struct stage *g)
+{
+	size_t i;
+	for (i = 0; i < g->q.l.n; i++) {
+		struct dentry *d = dlist_find(&g->src, g->q.l.v[i].name);
+		if (d && strcmp(d->version, g->q.l.v[i].version)) {
+			free(d->version);
+			d->version = xstrdup(g->q.l.v[i].version);
+		}
+	}
+}
+
 /* ------------------------------------------------------------ the stream */
 
 #define DATA_LANES 8 /* parallel downloads of one staging, a store each */
 
 /*
  * One staging's tar, streamed to the head while it is made (no archive in
- * memory, the push overlapping the downloads): a feeder thread writes the
- * member "remove" (NUL-separated names), then files/NAME for every changed
- * object the cache or the local directory has, then each download as it
- * completes, DATA_LANES at a time (one request after another took 10,000
- * small objects 2.4 times as long as rclone's 4 transfers: BENCHMARKS.md),
- * and the member "manifest" last, only when every object came whole: the
- * head's script refuses a stream without it, so a cut or failed staging
- * changes nothing there.  The main thread runs that script with the other
- * end of a socket pair on its stdin.
+ * memory, the push overlapping the listing and the downloads): a feeder
+ * thread reads the listing's remaining pages, their changed objects going
+ * to the queue, while DATA_LANES lanes take them from it (one request
+ * after another took 10,000 small objects 2.4 times as long as rclone's 4
+ * transfers: BENCHMARKS.md), each writing its object as member files/NAME
+ * once it is whole and checked - from the cache or the local directory
+ * when they have it, else downloaded.  When the listing is over, checked
+ * whole and every object came, the feeder writes the member "remove"
+ * (NUL-separated names) and the member "manifest" last: the head's script
+ * refuses a stream without it, so a cut or failed staging changes nothing
+ * there.  The main thread runs that script with the other end of a socket
+ * pair on its stdin.
  */
 struct feed {
 	struct stage *g;
-	const size_t *chg;
-	size_t nchg;
-	const struct dlist *removed;
 	int fd;               /* the feeder's end of the socket pair */
 	struct pbx_tar tar;   /* onto fd (fopencookie), written under mu */
 	struct pbx_err twerr; /* the tar's errors */
-	struct dentry **todo; /* the objects to download */
-	size_t ntodo, lanes;
-	unsigned char *got; /* todo[i] is in the cache's files */
-	pthread_mutex_t mu; /* tar, the counters below, the progress call */
-	size_t done, downloads;
-	int stop;         /* a lane failed or the stream broke: lanes stop */
+	pthread_mutex_t mu;   /* tar, done, bytes_moved, the progress call */
+	size_t done;
 	int write_failed; /* a send failed: the push stopped reading */
-	int rc;           /* the feeder's result; err says why */
+	int lanes_rc;     /* the lanes' result; lanes_err says why */
+	struct pbx_err lanes_err;
+	int rc; /* the feeder's result; err says why */
 	struct pbx_err err;
 };
 
@@ -463,8 +614,10 @@ static int feed_close(void *cookie)
 static int feed_member_locked(struct feed *f, const char *name, const struct pbx_buf *body,
 			      const struct dentry *e, struct pbx_err *err)
 {
+	struct queue *q = &f->g->q;
+	size_t total;
 	int rc;
-	if (f->stop)
+	if (queue_stopped(q))
 		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
 	if (e && f->g->local) {
 		unsigned char sha[32];
@@ -477,15 +630,18 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 				 body->len);
 	}
 	if (rc < 0) {
-		f->stop = 1;
+		queue_end(q, 1);
 		*err = f->twerr;
 		return -1;
 	}
 	if (e) {
 		f->done++;
 		f->g->r->bytes_moved += e->size;
+		pthread_mutex_lock(&q->mu);
+		total = q->l.n; /* so far: the listing may go on */
+		pthread_mutex_unlock(&q->mu);
 		if (f->g->o->progress)
-			f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, f->nchg,
+			f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total,
 					  f->g->r->bytes_moved);
 	}
 	return 0;
@@ -505,11 +661,12 @@ static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_
 	return rc;
 }
 
-/* One download of lane's object e into body, its CRC32C checked by the
- * store layer; the version the store gave is recorded. */
-static int lane_get(struct feed *f, struct pbx_objstore *s, struct dentry *e, struct pbx_buf *body,
-		    struct pbx_err *err)
+/* One download of queued object i (e: its copy) into body, its CRC32C
+ * checked by the store layer; the version the store gave is recorded. */
+static int lane_get(struct feed *f, struct pbx_objstore *s, size_t i, struct dentry *e,
+		    struct pbx_buf *body, struct pbx_err *err)
 {
+	struct queue *q = &f->g->q;
 	struct pbx_object meta = { 0 };
 	char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name);
 	int rc;
@@ -517,112 +674,127 @@ static int lane_get(struct feed *f, struct pbx_objstore *s, struct dentry *e, st
 	rc = pbx_objstore_get(s, name, 0, body, &meta, err);
 	if (rc == 0 && body->len != e->size)
 		rc = pbx_err_set(err, "object '%s' changed while it was read", name);
-	if (rc == 0 && meta.version && strcmp(meta.version, e->version)) {
-		free(e->version); /* rewritten since the listing: record what came */
-		e->version = xstrdup(meta.version);
+	pthread_mutex_lock(&q->mu);
+	q->downloads++;
+	if (rc == 0 && meta.version && strcmp(meta.version, q->l.v[i].version)) {
+		free(q->l.v[i].version); /* rewritten since the listing: record what came */
+		q->l.v[i].version = xstrdup(meta.version);
 	}
+	e->version = q->l.v[i].version;
+	pthread_mutex_unlock(&q->mu);
 	pbx_object_release(&meta);
 	free(name);
-	pthread_mutex_lock(&f->mu);
-	f->downloads++;
-	pthread_mutex_unlock(&f->mu);
 	return rc < 0 ? pbx_err_prefix(err, "data %s", f->g->r->key) : 0;
 }
 
-/* Lane k: todo[k], todo[k + lanes], ... on a store of its own, each kept
- * in the cache, then into the stream. */
+/* Queued object i (e: its copy) into the stream: from the local directory,
+ * the cache, or downloaded (on the lane's store *s, opened at its first
+ * download) and kept in the cache. */
+static int lane_one(struct feed *f, struct pbx_objstore **s, size_t i, struct dentry *e,
+		    struct pbx_buf *body, struct pbx_err *err)
+{
+	struct stage *g = f->g;
+	int rc;
+	if (g->local)
+		return feed_object(f, e, NULL, err);
+	if (cache_hit(g, e, body))
+		return feed_object(f, e, body, err);
+	if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
+		return pbx_err_prefix(err, "data %s", g->r->key);
+	rc = lane_get(f, *s, i, e, body, err);
+	if (rc == 0 && cache_write(g, e, body) == 0) {
+		pthread_mutex_lock(&g->q.mu);
+		g->q.l.v[i].got = 1;
+		pthread_mutex_unlock(&g->q.mu);
+	}
+	return rc == 0 ? feed_object(f, e, body, err) : -1;
+}
+
+/* A lane: the queue's next object until the queue is over; a failure
+ * stops the others. */
 static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
 {
 	struct feed *f = ctx;
 	struct pbx_objstore *s = NULL;
 	struct pbx_buf body = PBX_BUF_INIT;
+	struct dentry e;
 	size_t i;
-	int rc = pbx_objstore_open(f->g->r->key, f->g->o->cfg, &s, err);
+	int rc = 0;
+	(void)k;
+	while (rc == 0 && (i = queue_take(&f->g->q, &e)) != QUEUE_NONE)
+		rc = lane_one(f, &s, i, &e, &body, err);
 	if (rc < 0)
-		pbx_err_prefix(err, "data %s", f->g->r->key);
-	for (i = k; rc == 0 && i < f->ntodo; i += f->lanes) {
-		rc = lane_get(f, s, f->todo[i], &body, err);
-		if (rc == 0 && cache_write(f->g, f->todo[i], &body) == 0)
-			f->got[i] = 1;
-		if (rc == 0)
-			rc = feed_object(f, f->todo[i], &body, err);
-	}
-	if (rc < 0) {
-		pthread_mutex_lock(&f->mu);
-		f->stop = 1;
-		pthread_mutex_unlock(&f->mu);
-	}
+		queue_end(&f->g->q, 1);
 	if (s)
 		pbx_objstore_close(s);
 	pbx_buf_release(&body);
 	return rc;
 }
 
-/* The downloads, DATA_LANES at a time; the first failure into f->err. */
-static int feed_downloads(struct feed *f)
+/* The lanes' thread: DATA_LANES lanes (one for a local source) until the
+ * queue is over; the first failure into f->lanes_err. */
+static void *feed_lanes(void *ctx)
 {
-	struct pbx_err *errs;
-	size_t i;
-	int failed;
-	if (!f->ntodo)
-		return 0;
-	f->lanes = f->ntodo < DATA_LANES ? f->ntodo : DATA_LANES;
-	errs = xcalloc(f->lanes, sizeof(*errs));
-	failed = pbx_fanout(f->lanes, (int)f->lanes, feed_lane, f, errs);
+	struct feed *f = ctx;
+	size_t lanes = f->g->local ? 1 : DATA_LANES, i;
+	struct pbx_err *errs = xcalloc(lanes, sizeof(*errs));
+	int failed = pbx_fanout(lanes, (int)lanes, feed_lane, f, errs);
 	/* the lane that failed first stopped the others: its message, not
 	 * theirs ("stopped"), unless the stream broke */
-	for (i = 0; failed && i < f->lanes; i++)
+	for (i = 0; failed && i < lanes; i++)
 		if (errs[i].msg[0] && !strstr(errs[i].msg, ": stopped")) {
-			f->err = errs[i];
+			f->lanes_err = errs[i];
 			break;
 		}
-	if (failed && !f->err.msg[0])
-		f->err = errs[0];
+	for (i = 0; failed && !f->lanes_err.msg[0] && i < lanes; i++)
+		if (errs[i].msg[0])
+			f->lanes_err = errs[i];
+	f->lanes_rc = failed ? -1 : 0;
 	free(errs);
-	for (i = 0; i < f->ntodo; i++) /* one thread again: the manifest's list */
-		if (f->got[i])
-			cache_note(f->g, f->todo[i]);
-	f->g->r->downloads += f->downloads;
-	return failed ? -1 : 0;
+	return NULL;
 }
 
-/* The feeder thread: every member, in the order above; the end of the
+/* The feeder thread: the lanes started, the listing's remaining pages,
+ * then once the lanes are done "remove" and "manifest"; the end of the
  * stream (the socket closed) in every case. */
 static void *feed_run(void *ctx)
 {
 	struct feed *f = ctx;
 	struct stage *g = f->g;
-	struct pbx_buf text = PBX_BUF_INIT, body = PBX_BUF_INIT;
+	struct pbx_buf text = PBX_BUF_INIT;
+	pthread_t lanes;
 	size_t i;
-	int rc;
-	for (i = 0; i < f->removed->n; i++)
-		pbx_buf_add(&text, f->removed->v[i].name, strlen(f->removed->v[i].name) + 1);
-	pthread_mutex_lock(&f->mu);
-	rc = feed_member_locked(f, "remove", &text, NULL, &f->err);
-	pthread_mutex_unlock(&f->mu);
-	for (i = 0; rc == 0 && i < f->nchg; i++) {
-		struct dentry *e = &g->src.v[f->chg[i]];
-		if (g->local)
-			rc = feed_object(f, e, NULL, &f->err);
-		else if (cache_hit(g, e, &body))
-			rc = feed_object(f, e, &body, &f->err);
-		else
-			f->todo[f->ntodo++] = e;
+	int rc = 0, started = pthread_create(&lanes, NULL, feed_lanes, f) == 0;
+	if (!started)
+		rc = pbx_err_set(&f->err, "data %s: cannot start the downloads", g->r->key);
+	while (rc == 0 && !g->listed && !queue_stopped(&g->q))
+		rc = stage_page(g, &f->err);
+	if (rc == 0 && g->listed)
+		rc = stage_listed(g, &f->err);
+	queue_end(&g->q, rc < 0);
+	if (started)
+		pthread_join(lanes, NULL);
+	if (rc == 0 && (f->lanes_rc < 0 || !g->listed)) {
+		f->err = f->lanes_err;
+		rc = -1;
 	}
-	pbx_buf_release(&body);
+	data_phase(&g->t0, g->r->key, "downloads ended");
+	for (i = 0; i < g->removed.n; i++)
+		pbx_buf_add(&text, g->removed.v[i].name, strlen(g->removed.v[i].name) + 1);
+	pthread_mutex_lock(&f->mu);
 	if (rc == 0)
-		rc = feed_downloads(f);
+		rc = feed_member_locked(f, "remove", &text, NULL, &f->err);
 	if (rc == 0) { /* last: the downloads may have updated versions */
+		stage_versions(g);
 		pbx_buf_reset(&text);
 		manifest_text(&g->src, &text);
-		pthread_mutex_lock(&f->mu);
 		rc = feed_member_locked(f, "manifest", &text, NULL, &f->err);
-		if (rc == 0 && pbx_tar_end(&f->tar) < 0) {
-			f->err = f->twerr;
-			rc = -1;
-		}
-		pthread_mutex_unlock(&f->mu);
 	}
+	if (rc == 0 && pbx_tar_end(&f->tar) < 0) {
+		f->err = f->twerr;
+		rc = -1;
+	}
+	pthread_mutex_unlock(&f->mu);
 	if (fclose(f->tar.f) != 0 && rc == 0)
 		rc = pbx_err_set(&f->err, "data %s: cannot send the tar: %s", g->r->key,
 				 strerror(errno));
@@ -712,30 +884,6 @@ static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, si
 	return 0;
 }
 
-/* Lists source g->r->key (a store or the local directory) into g->src. */
-static int stage_list(struct stage *g)
-{
-	int rc;
-	if (g->local) {
-		struct walk w = { g->local, g->r->key, &g->src, g->err };
-		rc = walk_dir(&w, NULL, 0);
-	} else {
-		rc = pbx_objstore_open(g->r->key, g->o->cfg, &g->s, g->err);
-		if (rc < 0)
-			pbx_err_prefix(g->err, "data %s", g->r->key);
-		else
-			rc = list_store(g->s, g->r->key, &g->src, g->err);
-	}
-	dlist_sort(&g->src);
-	if (rc == 0)
-		rc = names_check(&g->src, g->r->key, g->err);
-	for (size_t i = 0; rc == 0 && i < g->src.n; i++) {
-		g->r->objects++;
-		g->r->bytes += g->src.v[i].size;
-	}
-	return rc;
-}
-
 /* Loads the download cache's manifest ($PBX_HOME/data/ID). */
 static void stage_cache(struct stage *g)
 {
@@ -795,6 +943,7 @@ static int push_stream(struct pbx_cluster *c, struct feed *f)
 	}
 	push_script(&script, g->r->id);
 	rc = pbx_cluster_run_fd(c, 0, script.buf, sv[0], &out, &perr);
+	data_phase(&g->t0, g->r->key, "the head's script ended");
 	close(sv[0]); /* a feeder still writing gets EPIPE */
 	pthread_join(th, NULL);
 	pbx_buf_release(&script);
@@ -813,60 +962,77 @@ static int push_stream(struct pbx_cluster *c, struct feed *f)
 	return f->rc;
 }
 
-/* The changed files and removals of g streamed to the head as one tar,
- * the downloads kept in the cache (also when the staging fails: a retry
- * downloads only what is missing). */
-static int stage_push(struct pbx_cluster *c, struct stage *g, const size_t *chg, size_t nchg,
-		      const struct dlist *removed)
+/* The cache's manifest: the objects the lanes kept in its files. */
+static void stage_cache_notes(struct stage *g)
+{
+	struct dlist added = { 0 };
+	size_t i;
+	for (i = 0; i < g->q.l.n; i++)
+		if (g->q.l.v[i].got)
+			cache_note(g, &g->q.l.v[i], &added);
+	cache_note_end(g, &added);
+	stage_cache_save(g);
+}
+
+/* The rest of the listing, the changed files and the removals of g
+ * streamed to the head as one tar, the downloads kept in the cache (also
+ * when the staging fails: a retry downloads only what is missing). */
+static int stage_push(struct pbx_cluster *c, struct stage *g)
 {
 	struct feed f;
 	int rc;
 	memset(&f, 0, sizeof(f));
 	f.g = g;
-	f.chg = chg;
-	f.nchg = nchg;
-	f.removed = removed;
 	f.fd = -1;
 	f.tar.mtime = (long long)time(NULL);
 	f.tar.what = g->r->key;
 	f.tar.err = &f.twerr;
-	f.todo = xcalloc(nchg + 1, sizeof(*f.todo));
-	f.got = xcalloc(nchg + 1, 1);
 	pthread_mutex_init(&f.mu, NULL);
 	rc = push_stream(c, &f);
-	if (!g->local)
-		stage_cache_save(g);
 	pthread_mutex_destroy(&f.mu);
-	free(f.got);
-	free(f.todo);
+	g->r->downloads += g->q.downloads;
+	if (!g->local)
+		stage_cache_notes(g);
+	data_phase(&g->t0, g->r->key, "the cache saved");
 	return rc;
 }
 
+/* Opens a store source and loads its download cache's manifest. */
+static int stage_open(struct stage *g)
+{
+	if (g->local)
+		return 0;
+	stage_cache(g);
+	if (pbx_objstore_open(g->r->key, g->o->cfg, &g->s, g->err) < 0)
+		return pbx_err_prefix(g->err, "data %s", g->r->key);
+	return 0;
+}
+
+/* Lists the source page by page until the first changed object (a source
+ * that did not change costs its listing and nothing more), then, when
+ * there is anything to do, the push: the feeder reads the other pages
+ * while the lanes download. */
 static int stage_one(struct pbx_cluster *c, struct stage *g)
 {
-	struct dlist removed = { 0 };
-	size_t *chg = NULL, nchg = 0;
-	struct timespec t0, t1;
+	int push = c && !g->o->dry_run;
+	struct timespec t1;
+	size_t i;
 	int rc;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = stage_list(g);
-	if (rc == 0) {
-		chg = diff(&g->src, &g->have, &nchg, &removed);
-		g->r->changed = nchg;
-		g->r->removed = removed.n;
-	}
-	if (rc == 0 && !g->local)
-		stage_cache(g);
-	if (rc == 0 && c && !g->o->dry_run && (nchg || removed.n || g->r->staged_before != 1))
-		rc = stage_push(c, g, chg, nchg, &removed);
-	if (rc == 0 && (g->o->dry_run || !c)) {
-		for (size_t i = 0; i < nchg; i++)
-			g->r->bytes_moved += g->src.v[chg[i]].size;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &g->t0);
+	rc = stage_open(g);
+	while (rc == 0 && !g->listed && !(push && g->q.l.n))
+		rc = stage_page(g, g->err);
+	if (rc == 0 && g->listed)
+		rc = stage_listed(g, g->err);
+	if (rc == 0 && push && (!g->listed || g->q.l.n || g->removed.n || g->r->staged_before != 1))
+		rc = stage_push(c, g);
+	g->r->changed = g->q.l.n;
+	g->r->removed = g->removed.n;
+	for (i = 0; rc == 0 && !push && i < g->q.l.n; i++)
+		g->r->bytes_moved += g->q.l.v[i].size;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	g->r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	free(chg);
-	dlist_free(&removed);
+	g->r->seconds =
+		(double)(t1.tv_sec - g->t0.tv_sec) + (double)(t1.tv_nsec - g->t0.tv_nsec) / 1e9;
 	return rc;
 }
 
@@ -874,6 +1040,11 @@ static void stage_release(struct stage *g)
 {
 	if (g->s)
 		pbx_objstore_close(g->s);
+	free(g->token);
+	dlist_free(&g->q.l);
+	pthread_mutex_destroy(&g->q.mu);
+	pthread_cond_destroy(&g->q.cv);
+	dlist_free(&g->removed);
 	dlist_free(&g->src);
 	dlist_free(&g->have);
 	dlist_free(&g->cache);
@@ -917,6 +1088,8 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		g.have = have[i];
 		memset(&have[i], 0, sizeof(have[i]));
 		g.local = !e->data[i].is_url && g.r->key ? g.r->key + 6 : NULL;
+		pthread_mutex_init(&g.q.mu, NULL);
+		pthread_cond_init(&g.q.cv, NULL);
 		if (rc == 0)
 			rc = stage_one(c, &g);
 		stage_release(&g);

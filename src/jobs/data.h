@@ -8,13 +8,16 @@
  * object per line, {"name", "size", "version"} (a store's generation or
  * ETag; a local file's sha256), sorted by name, written last and
  * atomically.  Per source: one round trip reads the manifest, the source
- * is listed, what is new or changed (size or version) is downloaded by
- * this pbx with the user's credentials into $PBX_HOME/data/ID/ (checked:
- * CRC32C) - or read from a local source - and streamed, as the objects
- * arrive, in one tar to the head (one more round trip), which removes what
- * the source no longer has, puts the files in place (a rename or hard
- * links: no copy), fixes the modes and writes the manifest; a stream that
- * ends before its manifest (the last member) changes nothing there.  A source that did not change costs one listing
+ * is listed page by page, and from the first new or changed object (size
+ * or version) on, the rest of the listing is read while those objects are
+ * downloaded by this pbx with the user's credentials into
+ * $PBX_HOME/data/ID/ (checked: CRC32C) - or read from a local source -
+ * and streamed, as they arrive, in one tar to the head (one more round
+ * trip), which removes what the source no longer has, puts the files in
+ * place (a rename or hard links: no copy), fixes the modes and writes the
+ * manifest; a stream that ends before its manifest (the last member,
+ * sent once the listing is whole and checked and every object came)
+ * changes nothing there.  A source that did not change costs one listing
  * and the manifest read: nothing is downloaded or pushed.
  *
  * Object names are untrusted: each must pass pbx_objstore_name_safe, and

@@ -125,8 +125,8 @@ static void objects_url(struct pbx_objstore *s, struct pbx_buf *u, const char *u
 	pbx_buf_adds(u, "/o");
 }
 
-static int list_page(struct pbx_objstore *s, const char *prefix, const char *token,
-		     struct pbx_object **v, size_t *n, char **next, struct pbx_err *err)
+static int gcs_list_page(struct pbx_objstore *s, const char *prefix, const char *token,
+			 struct pbx_object **v, size_t *n, char **next, struct pbx_err *err)
 {
 	struct pbx_buf u = PBX_BUF_INIT;
 	struct pbx_http_req r = { .method = "GET" };
@@ -150,21 +150,6 @@ static int list_page(struct pbx_objstore *s, const char *prefix, const char *tok
 		rc = pbx_err_prefix(err, "gs://%s/%s", s->url.bucket, prefix);
 	pbx_buf_release(&u);
 	pbx_buf_release(&resp.body);
-	return rc;
-}
-
-static int gcs_list(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
-		    struct pbx_err *err)
-{
-	char *token = NULL, *next = NULL;
-	int rc;
-	do {
-		rc = list_page(s, prefix, token, v, n, &next, err);
-		free(token);
-		token = next;
-		next = NULL;
-	} while (rc == 0 && token);
-	free(token);
 	return rc;
 }
 
@@ -486,7 +471,7 @@ static void gcs_close(struct pbx_objstore *s)
 	s->backend = NULL;
 }
 
-static const struct objstore_ops gcs_ops = { gcs_list, gcs_get, gcs_put_new, gcs_close };
+static const struct objstore_ops gcs_ops = { gcs_list_page, gcs_get, gcs_put_new, gcs_close };
 
 int objstore_gcs_open(struct pbx_objstore *s, const struct pbx_config *cfg, struct pbx_err *err)
 {

@@ -219,12 +219,41 @@ unsigned long pbx_objstore_requests(const struct pbx_objstore *s)
 
 /* ------------------------------------------------------------ the calls */
 
+int pbx_objstore_list_page(struct pbx_objstore *s, const char *prefix, char **token,
+			   struct pbx_object **v, size_t *n, struct pbx_err *err)
+{
+	char *next = NULL;
+	int rc;
+	*v = NULL;
+	*n = 0;
+	rc = s->ops->list_page(s, prefix ? prefix : "", *token, v, n, &next, err);
+	free(*token);
+	*token = next;
+	if (rc == 0)
+		return 0;
+	pbx_objects_free(*v, *n);
+	*v = NULL;
+	*n = 0;
+	free(*token);
+	*token = NULL;
+	return -1;
+}
+
 int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
 		      struct pbx_err *err)
 {
+	char *token = NULL, *next = NULL;
+	int rc;
 	*v = NULL;
 	*n = 0;
-	if (s->ops->list(s, prefix ? prefix : "", v, n, err) == 0)
+	do { /* each page appended to *v */
+		rc = s->ops->list_page(s, prefix ? prefix : "", token, v, n, &next, err);
+		free(token);
+		token = next;
+		next = NULL;
+	} while (rc == 0 && token);
+	free(token);
+	if (rc == 0)
 		return 0;
 	pbx_objects_free(*v, *n);
 	*v = NULL;

@@ -89,6 +89,15 @@ const char *pbx_objstore_identity(const struct pbx_objstore *s);
  * caller (pbx_objects_free). */
 int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
 		      struct pbx_err *err);
+/* One page of that listing (up to 1,000 objects), for a caller that works
+ * on each page as it comes: *token NULL asks for the first page; after
+ * the call it holds the next page's token (owned by the caller, passed
+ * back in for that page; freed and replaced here) or NULL after the
+ * last.  *v (this page's objects only) owned by the caller
+ * (pbx_objects_free); on error *v is NULL, *n 0 and *token freed and
+ * NULL. */
+int pbx_objstore_list_page(struct pbx_objstore *s, const char *prefix, char **token,
+			   struct pbx_object **v, size_t *n, struct pbx_err *err);
 /* Reads object `name` whole into *body (reset first; the caller releases
  * it), at most `max` bytes (0 = 1 GiB): larger is an error.  Its CRC32C
  * is checked when the store gives one: a mismatch is -1 with

@@ -24,9 +24,11 @@
 #include "objstore/objstore.h"
 
 struct objstore_ops {
-	/* every object under `prefix` (a whole-name prefix), every page */
-	int (*list)(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
-		    struct pbx_err *err);
+	/* one page of the objects under `prefix` (a whole-name prefix) from
+	 * `token` (NULL: the first), appended to *v and *n; *next gets the
+	 * next page's token (caller frees) or NULL after the last page */
+	int (*list_page)(struct pbx_objstore *s, const char *prefix, const char *token,
+			 struct pbx_object **v, size_t *n, char **next, struct pbx_err *err);
 	/* the object's bytes into body (at most max: more is an error) and
 	 * what the store says of it into meta (name, size, version, crc32c
 	 * when given) */

@@ -329,8 +329,8 @@ static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_ht
 	return rc;
 }
 
-static int list_page(struct pbx_objstore *s, const char *prefix, const char *token,
-		     struct pbx_object **v, size_t *n, char **next, struct pbx_err *err)
+static int s3_list_page(struct pbx_objstore *s, const char *prefix, const char *token,
+			struct pbx_object **v, size_t *n, char **next, struct pbx_err *err)
 {
 	const char *query[] = { "list-type",          "2",   "prefix", prefix,
 				"continuation-token", token, NULL };
@@ -347,21 +347,6 @@ static int list_page(struct pbx_objstore *s, const char *prefix, const char *tok
 	if (rc == 0 && objstore_s3_list_parse(resp.body.buf, resp.body.len, v, n, next, err) < 0)
 		rc = pbx_err_prefix(err, "s3://%s/%s", s->url.bucket, prefix);
 	pbx_buf_release(&resp.body);
-	return rc;
-}
-
-static int s3_list(struct pbx_objstore *s, const char *prefix, struct pbx_object **v, size_t *n,
-		   struct pbx_err *err)
-{
-	char *token = NULL, *next = NULL;
-	int rc;
-	do {
-		rc = list_page(s, prefix, token, v, n, &next, err);
-		free(token);
-		token = next;
-		next = NULL;
-	} while (rc == 0 && token);
-	free(token);
 	return rc;
 }
 
@@ -655,7 +640,7 @@ static void s3_close(struct pbx_objstore *s)
 	s->backend = NULL;
 }
 
-static const struct objstore_ops s3_ops = { s3_list, s3_get, s3_put_new, s3_close };
+static const struct objstore_ops s3_ops = { s3_list_page, s3_get, s3_put_new, s3_close };
 
 /* ----------------------------------------------------------------- open */
 
