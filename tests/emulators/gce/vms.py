@@ -125,7 +125,12 @@ class GceFlavour:
     """Compute Engine's side of a VM: instances are the emulator's."""
     metadata_server = ["python3", os.path.join(HERE, "metadata.py")]
 
-    api_names = ("compute.googleapis.com",)
+    # the names a VM reaches the emulator by, each with the paths it serves
+    # there (emulator.py refuses the rest): Compute Engine's API, and Cloud
+    # Storage's JSON API (storage.py) for a head that stages data itself
+    api_paths = {"compute.googleapis.com": ("/compute/v1/", "/batch/compute/v1"),
+                 "storage.googleapis.com": ("/storage/v1/", "/upload/storage/v1/", "/download/storage/v1/")}
+    api_names = tuple(api_paths)
 
     def __init__(self, projects=None):
         self.projects = projects or {}
