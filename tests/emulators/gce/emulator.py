@@ -728,6 +728,7 @@ class App:
                     self.calls.clear()
                 with self.storage.lock:
                     self.storage.counts.clear()
+                    self.storage.principals.clear()
                 return 200, {}
             if method == "GET" and what == "storage":
                 return 200, self.storage.snapshot()

@@ -1385,6 +1385,8 @@ class VmApi(Base):
         auth = dict(host, Authorization="Bearer " + token["access_token"])
         code, _, value = self.emu.raw("GET", self.emu.url + "/storage/v1/b/pbx-vm-data/o", None, auth)
         self.assertEqual(code, 200, value)
+        self.assertEqual(self.emu.control("GET", "storage")["principals"].get(self.EMAIL), {"objects.list": 1},
+                         "the call is counted as the account's")
         for method, path in (("GET", "/_emulator/state"), ("POST", "/token"),
                              ("GET", "/compute/v1/projects/pbx-test/zones/%s/instances" % ZONE)):
             code, _, value = self.emu.raw(method, self.emu.url + path, b"" if method == "POST" else None, auth)
