@@ -35,18 +35,7 @@ CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 BODIES=$TEST_TMP/emu/bodies
 # put NAME TEXT: object NAME of bucket data holds TEXT
-put() {
-	python3 - "$PORT" "$1" "$2" <<'PY'
-import json, sys, urllib.parse, urllib.request
-port, name, text = sys.argv[1:]
-base = "http://127.0.0.1:%s" % port
-tok = json.load(urllib.request.urlopen(urllib.request.Request(base + "/_emulator/token", data=b"{}",
-                                                              headers={"Content-Type": "application/json"})))
-urllib.request.urlopen(urllib.request.Request(
-    "%s/upload/storage/v1/b/data/o?uploadType=media&name=%s" % (base, urllib.parse.quote(name, safe="")),
-    data=text.encode(), method="POST", headers={"Authorization": "Bearer " + tok["access_token"]})).read()
-PY
-}
+put() { printf %s "$2" >"$TEST_TMP/obj" && gcs_put data "$1" "$TEST_TMP/obj"; }
 tokens() { emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0)'; }
 gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
 put fm/a.txt alpha
