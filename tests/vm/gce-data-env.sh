@@ -15,7 +15,8 @@
 # (the lock's) from the node-local environment and read the data whole ->
 # harvest brings the results, not the data -> a second package: the data
 # moves nothing, the environment is not built again -> one object changed:
-# one moves -> stop -> nothing left.
+# one moves -> an experiment in a container image (a local archive; ch-run
+# on the nodes) runs on both nodes -> stop -> nothing left.
 #
 # PBX_VM_IMAGE picks the image (default: the prebaked one); images are
 # built once into PBX_VM_IMAGES (default: build/vm-images).  The wheels
@@ -39,23 +40,6 @@ USER_SA=pbx-vm@pbx-test.iam.gserviceaccount.com
 on() { "$PBX" -q cluster exec ${2:+-n "$2"} d1 -- sh -c "$1" 2>&1; }
 # the storage calls principal $1 was let make, as "KIND=N ..." (sorted)
 storage_calls() { emu_get storage | python3 -c 'import json,sys; c=json.load(sys.stdin)["principals"].get(sys.argv[1], {}); print(" ".join("%s=%d" % kv for kv in sorted(c.items())))' "$1"; }
-# object $1 of the bucket gets the contents of file $2 (the emulator's
-# JSON API on loopback, as gsutil would upload it)
-put_object() {
-	python3 - "$PORT" "$BUCKET" "$1" "$2" <<'PY'
-import json, sys, urllib.parse, urllib.request
-port, bucket, name, path = sys.argv[1:]
-base = "http://127.0.0.1:%s" % port
-tok = json.load(urllib.request.urlopen(urllib.request.Request(base + "/_emulator/token", data=b"{}",
-                                                              headers={"Content-Type": "application/json"})))
-url = "%s/upload/storage/v1/b/%s/o?uploadType=media&name=%s" % (base, bucket, urllib.parse.quote(name, safe=""))
-req = urllib.request.Request(url, data=open(path, "rb").read(), method="POST",
-                             headers={"Authorization": "Bearer " + tok["access_token"],
-                                      "Content-Type": "application/octet-stream"})
-urllib.request.urlopen(req).read()
-PY
-}
-
 vm_images_ready "$KIND" "$IMAGES"
 vm_user_key gce-data-env
 gce_vm_emulator "$TEST_TMP" "$IMAGES/$KIND" 127.0.141.0/24 "--bucket $BUCKET"
@@ -79,7 +63,7 @@ mkdir -p "$TEST_TMP/objects/train"
 printf '0 t-shirt\n1 trouser\n' >"$TEST_TMP/objects/labels.txt"
 printf '1,2,3\n' >"$TEST_TMP/objects/train/part-0.csv"
 printf '4,5,6\n' >"$TEST_TMP/objects/train/part-1.csv"
-for f in labels.txt train/part-0.csv train/part-1.csv; do put_object "fmnist/$f" "$TEST_TMP/objects/$f" || echo "# put $f failed" >&2; done
+for f in labels.txt train/part-0.csv train/part-1.csv; do gcs_put "$BUCKET" "fmnist/$f" "$TEST_TMP/objects/$f" || echo "# put $f failed" >&2; done
 # what a task prints of a data directory: its files' names and a digest of them
 cat >"$TEST_TMP/digest.py" <<'PY'
 import hashlib, os, sys
@@ -127,6 +111,14 @@ t0=$(date +%s)
 run_pbx cluster start d1
 ok $rc "start of a cluster whose head has its own service account ($(($(date +%s) - t0)) s): $errout"
 echo "# start took $(($(date +%s) - t0)) s" >&2
+if [ "$rc" != 0 ]; then   # nothing below can pass: the VMs' consoles say why
+	for c in "$TEST_TMP"/emu/vm/*/console.log; do
+		echo "# $c:"
+		tail -n 8 "$c" | sed 's/^/#   /'
+	done >&2
+	echo "Bail out! the cluster did not start"
+	exit 1
+fi
 is "$(on 'test -x /usr/local/sbin/pbx-head && echo pbx-head; grep -c -e credentials -e 127\.0\.0\.1 /etc/pbx/head-config.yaml')" \
 	"pbx-head
 0" "the head runs pbx with its own identity: its configuration names no credential and no loopback endpoint"
@@ -195,7 +187,7 @@ ok $r "its environment was neither resolved nor built again: $(echo "$log2" | tr
 
 # ----------------------------------------------- one object changed
 printf '4,5,6\n7,8,9\n' >"$TEST_TMP/objects/train/part-1.csv"
-put_object fmnist/train/part-1.csv "$TEST_TMP/objects/train/part-1.csv"
+gcs_put "$BUCKET" fmnist/train/part-1.csv "$TEST_TMP/objects/train/part-1.csv"
 sed -i 's/^name: dataenv-two$/name: dataenv-three/' "$TEST_TMP/exp2/experiment.yaml"
 run_pbx parrun --json "$TEST_TMP/exp2/experiment.yaml" d1
 case $errout in *"data gs://$BUCKET/fmnist/: 3 objects"*", 1 moved"*) r=0 ;; *) r=1 ;; esac
@@ -205,6 +197,35 @@ wait_final "$PKG3" 900
 run_pbx harvest "$PKG3"
 is "$(cat "$PBX_HOME"/results/"$PKG3"/*/result.txt 2>/dev/null | grep -c " $(python3 "$TEST_TMP/digest.py" "$TEST_TMP/objects") prefix=")" 2 \
 	"its tasks read the new version"
+
+# ------------------------------------ a container image on the VMs
+# (environment: container:, a local image archive; Charliecloud's ch-run
+# on the nodes, from the bootstrap's ENV_PKGS)
+mkdir -p "$TEST_TMP/rootfs/bin" "$TEST_TMP/rootfs/etc" "$TEST_TMP/box"
+cp /bin/busybox "$TEST_TMP/rootfs/bin/busybox"
+for c in sh cat echo id hostname test sleep; do ln -s busybox "$TEST_TMP/rootfs/bin/$c"; done
+echo "pbx vm image" >"$TEST_TMP/rootfs/etc/pbx-image"
+tar -C "$TEST_TMP/rootfs" -czf "$TEST_TMP/box/image.tar.gz" .
+cat >"$TEST_TMP/box/experiment.yaml" <<'EXP'
+name: boxed
+command: echo "x={x} node=$(hostname | sed 's/.*-//') uid=$(id -u) image=$(cat /etc/pbx-image) slurmd=$([ -e /usr/sbin/slurmd ] && echo seen || echo absent)" > result.txt && sleep 5
+sweep: { grid: { x: [1, 2] } }
+resources: { exclusive: true }
+outputs: [result.txt]
+environment:
+  container: image.tar.gz
+EXP
+run_pbx parrun --json "$TEST_TMP/box/experiment.yaml" d1
+ok $rc "parrun of a container experiment: $errout"
+BPKG=$(echo "$out" | json_get 'd["package"]')
+wait_final "$BPKG" 900
+is "$(task_states "$BPKG")" "COMPLETED COMPLETED" "both tasks completed in the image"
+run_pbx harvest "$BPKG"
+res=$(cat "$PBX_HOME"/results/"$BPKG"/*/result.txt 2>/dev/null)
+echo "$res" | sed 's/^/# /' >&2
+is "$(echo "$res" | grep -c ' uid=2850 image=pbx vm image slurmd=absent$')" 2 \
+	"each ran inside the image with ch-run (its file seen, the VM's slurmd not), as the task user"
+is "$(echo "$res" | sed 's/.* node=\([^ ]*\) .*/\1/' | sort -u | tr '\n' ' ')" "cpu1 cpu2 " "on both compute nodes"
 
 # ------------------------------------------------------------- stop
 run_pbx cluster stop --discard-results d1
