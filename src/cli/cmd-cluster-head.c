@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cluster/cluster.h"
 #include "jobs/data.h"
+#include "objstore/objstore.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/xalloc.h"
@@ -200,7 +201,13 @@ static int cmd_cluster_data_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_cluster *c = NULL;
-	int rc;
+	int rc, i;
+	for (i = 2; i < argc; i++) { /* every source a bucket URL, before anything is done */
+		struct pbx_objstore_url u;
+		if (pbx_objstore_url_parse(argv[i], &u, &err) < 0)
+			return pbx_usage_error(&pbx_cmd_cluster_data, "%s", err.msg);
+		pbx_objstore_url_free(&u);
+	}
 	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
 		return pbx_report(&err);
 	rc = cluster_data_stage(ctx, c, argv + 2, (size_t)(argc - 2));
