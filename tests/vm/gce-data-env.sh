@@ -54,8 +54,9 @@ urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/ser
 	"$(openssl pkey -in "$TEST_TMP/head-sa.pem" -pubout -out "$TEST_TMP/head-sa.pub" && echo "$TEST_TMP/head-sa.pub")"
 gce_vm_config "$PBX_HOME" d1 "$TEST_TMP/sa.json" "$PBX_HOME/id" \
 	"{ name: cpu, count: 2, machine_type: e2-standard-2 }" "head: { service_account: $HEAD_SA }"
-# the user's pbx reaches the bucket at the emulator too, were it to read it
-sed -i "s|endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }|endpoint: \"http://127.0.0.1:$PORT/compute/v1/\",\n         storage_endpoint: \"http://127.0.0.1:$PORT/\" }|" \
+# the user's pbx reaches the bucket at the emulator too, were it to read it;
+# three TCG VMs at load 15-25 took 13 to 14 minutes to boot (2026-12-03)
+sed -i "s|boot_timeout: 900 |boot_timeout: 1800|; s|endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }|endpoint: \"http://127.0.0.1:$PORT/compute/v1/\",\n         storage_endpoint: \"http://127.0.0.1:$PORT/\" }|" \
 	"$PBX_HOME/config.yaml"
 
 # ------------------------------------------------------ the dataset
