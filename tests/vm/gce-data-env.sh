@@ -115,6 +115,7 @@ echo "# start took $(($(date +%s) - t0)) s" >&2
 if [ "$rc" != 0 ]; then   # nothing below can pass: the VMs' consoles say why
 	for c in "$TEST_TMP"/emu/vm/*/console.log; do
 		echo "# $c:"
+		grep -a -e slurmctld -e munge "$c" | tail -n 12 | sed 's/^/#   /'
 		tail -n 8 "$c" | sed 's/^/#   /'
 	done >&2
 	echo "Bail out! the cluster did not start"
