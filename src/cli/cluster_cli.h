@@ -28,6 +28,7 @@ extern const struct pbx_cmd pbx_cmd_cluster_power;       /* cmd-cluster-head.c *
 extern const struct pbx_cmd pbx_cmd_cluster_record;      /* cmd-cluster-head.c */
 extern const struct pbx_cmd pbx_cmd_cluster_adopt;       /* cmd-cluster-head.c */
 extern const struct pbx_cmd pbx_cmd_cluster_runs;        /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_data;        /* cmd-cluster-head.c */
 extern const struct pbx_cmd pbx_cmd_cluster_disconnect;  /* cmd-cluster-disconnect.c */
 extern const struct pbx_cmd pbx_cmd_cluster_gc;          /* cmd-cluster-gc.c */
 

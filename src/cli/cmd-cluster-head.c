@@ -2,15 +2,19 @@
  * cmd-cluster-head.c - the head's plumbing, internal subcommands pbx runs
  * itself: `pbx cluster power` (SLURM's power saving makes and removes
  * nodes), `record` and `adopt` (a cluster's record handed to the head's
- * own store) and `runs` (the head's runs of the nodes that may sleep,
- * read back for the spend).  docs/power-saving.md.
+ * own store), `runs` (the head's runs of the nodes that may sleep,
+ * read back for the spend; docs/power-saving.md) and `data` (a bucket
+ * staged by the head with its own identity; docs/data.md).
  */
 #include "cli/cluster_cli.h"
 #include "cli/cmd.h"
 #include "cli/output.h"
 #include "cluster/cluster.h"
+#include "jobs/data.h"
+#include "objstore/objstore.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,4 +165,71 @@ const struct pbx_cmd pbx_cmd_cluster_runs = {
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_cluster_runs_exec,
+};
+
+/* ----------------------------------------------------------------- data */
+
+/* Stages sources keys[0..n) on c as an experiment naming them would. */
+static int cluster_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, char **keys, size_t n)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_exp_data *d = xcalloc(n, sizeof(*d));
+	struct pbx_experiment e = { 0 };
+	struct pbx_data_opts o = { ctx->cfg, 0, NULL, NULL };
+	struct pbx_data_result *res = NULL;
+	size_t nres = 0, i;
+	int rc;
+	for (i = 0; i < n; i++) {
+		d[i].from = keys[i];
+		d[i].to = "data";
+		d[i].is_url = 1;
+	}
+	e.data = d;
+	e.ndata = n;
+	rc = pbx_data_stage(c, &e, &o, &res, &nres, &err) < 0 ? pbx_report(&err) : 0;
+	for (i = 0; rc == 0 && i < nres; i++) {
+		char *json = pbx_data_result_json(&res[i]);
+		printf("%s\n", json);
+		free(json);
+	}
+	pbx_data_results_free(res, nres);
+	free(d);
+	return rc;
+}
+
+static int cmd_cluster_data_exec(struct pbx_ctx *ctx, int argc, char **argv)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct pbx_cluster *c = NULL;
+	int rc, i;
+	for (i = 2; i < argc; i++) { /* every source a bucket URL, before anything is done */
+		struct pbx_objstore_url u;
+		if (pbx_objstore_url_parse(argv[i], &u, &err) < 0)
+			return pbx_usage_error(&pbx_cmd_cluster_data, "%s", err.msg);
+		pbx_objstore_url_free(&u);
+	}
+	if (pbx_cluster_open(ctx->store, ctx->cfg, argv[1], &c, &err) < 0)
+		return pbx_report(&err);
+	rc = cluster_data_stage(ctx, c, argv + 2, (size_t)(argc - 2));
+	pbx_cluster_close(c);
+	return rc;
+}
+
+const struct pbx_cmd pbx_cmd_cluster_data = {
+	.name = "data",
+	.summary = "stage buckets on a cluster with this machine's identity (internal)",
+	.usage = "pbx cluster data NAME URL...",
+	.description =
+		"Stages each gs:// or s3:// prefix URL on cluster NAME as an experiment's\n"
+		"data: would (docs/data.md), with the credentials this pbx finds, and prints\n"
+		"one JSON line a source: {\"id\", \"key\", \"objects\", \"bytes\", \"changed\",\n"
+		"\"removed\", \"bytes_moved\", \"downloads\", \"staged_before\", \"seconds\"}.\n"
+		"The user's pbx runs it on a head with its own identity (head.service_account,\n"
+		"head.instance_profile), through pbx-head: the head reads its cloud's buckets\n"
+		"itself, and no credential of the user's reaches it.",
+	.args = "CLUSTER",
+	.flags = PBX_HIDE_USAGE | PBX_NEED_CONFIG | PBX_NEED_STORE,
+	.min_args = 2,
+	.max_args = PBX_ARGS_MANY,
+	.exec = cmd_cluster_data_exec,
 };

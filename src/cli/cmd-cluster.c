@@ -14,14 +14,23 @@
 
 /* In the order `pbx cluster --help` lists them. */
 static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
-	&pbx_cmd_cluster_start, &pbx_cmd_cluster_price,
-	&pbx_cmd_cluster_list,  &pbx_cmd_cluster_show,
-	&pbx_cmd_cluster_ssh,   &pbx_cmd_cluster_disconnect,
-	&pbx_cmd_cluster_exec,  &pbx_cmd_cluster_resize,
-	&pbx_cmd_cluster_stop,  &pbx_cmd_cluster_forget_host,
-	&pbx_cmd_cluster_power, &pbx_cmd_cluster_record,
-	&pbx_cmd_cluster_adopt, &pbx_cmd_cluster_runs,
-	&pbx_cmd_cluster_gc,    NULL,
+	&pbx_cmd_cluster_start,
+	&pbx_cmd_cluster_price,
+	&pbx_cmd_cluster_list,
+	&pbx_cmd_cluster_show,
+	&pbx_cmd_cluster_ssh,
+	&pbx_cmd_cluster_disconnect,
+	&pbx_cmd_cluster_exec,
+	&pbx_cmd_cluster_resize,
+	&pbx_cmd_cluster_stop,
+	&pbx_cmd_cluster_forget_host,
+	&pbx_cmd_cluster_power,
+	&pbx_cmd_cluster_record,
+	&pbx_cmd_cluster_adopt,
+	&pbx_cmd_cluster_runs,
+	&pbx_cmd_cluster_data,
+	&pbx_cmd_cluster_gc,
+	NULL,
 };
 
 const struct pbx_cmd pbx_cmd_cluster = {

@@ -57,8 +57,9 @@ char *pbx_template_json_budget_until(const char *json, int64_t until);
 int64_t pbx_template_budget_until(const char *json);
 
 /* head_plan.c: 1 when pbx runs on c's head (pbx-head, with a key of the head's own that
- * every node authorizes; docs/head-identity.md): so far when it deletes
- * the cluster itself. */
+ * every node authorizes; docs/head-identity.md): when it deletes the
+ * cluster itself, makes the nodes of power saving, or has its own identity
+ * (a service account, an instance profile: it stages data). */
 int pbx_head_runs_pbx(const struct pbx_cluster *c);
 
 /* Node `name`'s group in t (may be NULL) and, in *k, its number in it

@@ -132,6 +132,11 @@ void pbx_cluster_record_release(struct pbx_cluster_record *rec);
 /* 1 when c's head deletes the cluster itself (autostop_action: delete,
  * docs/autostop.md): only then does a harvest tell the head what is home. */
 int pbx_head_deletes(const struct pbx_cluster *c);
+/* 1 when data source `key` (normalised: "gs://BUCKET/PREFIX/", ...) is
+ * staged by c's head with its own identity (docs/data.md, "Credentials"):
+ * a bucket of the head's cloud, a head with a service account (gce) or an
+ * instance profile (aws), and this pbx not that head. */
+int pbx_head_stages_data(const struct pbx_cluster *c, const char *key);
 
 /* ----------------------------------------------------- template_json.c */
 

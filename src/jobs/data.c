@@ -4,15 +4,19 @@
  * source page by page, compare with the cluster's manifest, download what
  * changed with the user's credentials (or read it from the local
  * directory) while the listing goes on, push it in one tar with the
- * removals and the new manifest.
+ * removals and the new manifest.  A head with its own identity stages its
+ * cloud's buckets itself: its pbx runs the same steps there
+ * (stage_on_head).
  */
 #define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
+#include "cluster/cluster_plan.h"
 #include "experiment/tar.h"
 #include "jobs/jobs_internal.h"
 #include "objstore/objstore.h"
 #include "util/fs.h"
 #include "util/fanout.h"
+#include "util/quote.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>
@@ -1036,6 +1040,84 @@ static int stage_one(struct pbx_cluster *c, struct stage *g)
 	return rc;
 }
 
+/* ------------------------------------------------- staged by the head */
+
+char *pbx_data_result_json(const struct pbx_data_result *r)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:f}", "id", r->id,
+			      "key", r->key ? r->key : "", "objects", (json_int_t)r->objects,
+			      "bytes", (json_int_t)r->bytes, "changed", (json_int_t)r->changed,
+			      "removed", (json_int_t)r->removed, "bytes_moved",
+			      (json_int_t)r->bytes_moved, "downloads", (json_int_t)r->downloads,
+			      "staged_before", r->staged_before, "seconds", r->seconds);
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+int pbx_data_result_parse(const char *text, size_t len, struct pbx_data_result *r,
+			  struct pbx_err *err)
+{
+	json_t *o = json_loadb(text ? text : "", len, 0, NULL);
+	json_int_t v[6];
+	const char *id = NULL;
+	int before = -1, rc;
+	double secs = 0;
+	rc = o ? json_unpack(o, "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:F}", "id", &id,
+			     "objects", &v[0], "bytes", &v[1], "changed", &v[2], "removed", &v[3],
+			     "bytes_moved", &v[4], "downloads", &v[5], "staged_before", &before,
+			     "seconds", &secs)
+	       : -1;
+	for (size_t i = 0; rc == 0 && i < 6; i++)
+		if (v[i] < 0)
+			rc = -1;
+	if (rc < 0 || strcmp(id, r->id) != 0) {
+		json_decref(o);
+		return pbx_err_set(err, "data %s: the head's pbx did not report its staging",
+				   r->key);
+	}
+	r->objects = (size_t)v[0];
+	r->bytes = (uint64_t)v[1];
+	r->changed = (size_t)v[2];
+	r->removed = (size_t)v[3];
+	r->bytes_moved = (uint64_t)v[4];
+	r->downloads = (unsigned long)v[5];
+	r->staged_before = before;
+	r->seconds = secs;
+	json_decref(o);
+	return 0;
+}
+
+/* Source g staged by c's head with its own identity: `pbx-head -q cluster
+ * data NAME KEY` there (one SSH exec), its one-line JSON report read back.
+ * The bytes never cross this machine, which needs no credential. */
+static int stage_on_head(struct pbx_cluster *c, struct stage *g)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	struct pbx_cluster_output out;
+	char *head =
+		xasprintf("%s/usr/local/sbin/pbx-head", c->nodes[0].root ? c->nodes[0].root : "");
+	int rc;
+	pbx_buf_adds(&script, "exec ");
+	pbx_shell_quote(&script, head);
+	pbx_buf_adds(&script, " -q cluster data ");
+	pbx_shell_quote(&script, c->row.name);
+	pbx_buf_addc(&script, ' ');
+	pbx_shell_quote(&script, g->r->key);
+	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, g->err);
+	if (rc < 0) {
+		pbx_err_prefix(g->err, "data %s: staging by the head of %s", g->r->key,
+			       c->row.name);
+	} else {
+		pbx_buf_rtrim(&out.out);
+		rc = pbx_data_result_parse(out.out.buf, out.out.len, g->r, g->err);
+		pbx_cluster_output_release(&out);
+	}
+	free(head);
+	pbx_buf_release(&script);
+	return rc;
+}
+
 static void stage_release(struct stage *g)
 {
 	if (g->s)
@@ -1090,7 +1172,9 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		g.local = !e->data[i].is_url && g.r->key ? g.r->key + 6 : NULL;
 		pthread_mutex_init(&g.q.mu, NULL);
 		pthread_cond_init(&g.q.cv, NULL);
-		if (rc == 0)
+		if (rc == 0 && c && !o->dry_run && pbx_head_stages_data(c, g.r->key))
+			rc = stage_on_head(c, &g);
+		else if (rc == 0)
 			rc = stage_one(c, &g);
 		stage_release(&g);
 	}

@@ -68,4 +68,15 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		   struct pbx_err *err);
 void pbx_data_results_free(struct pbx_data_result *res, size_t n);
 
+/* A head with its own identity (pbx_head_stages_data) stages its cloud's
+ * buckets itself: pbx_data_stage runs `pbx-head -q cluster data NAME KEY`
+ * there, which stages with the head's credentials and prints r as one
+ * line of JSON (pbx_data_result_json: id, key and the counts; caller
+ * frees), read back into r, whose id and key are set, by
+ * pbx_data_result_parse (-1 with err when text is not one, or is another
+ * source's). */
+char *pbx_data_result_json(const struct pbx_data_result *r);
+int pbx_data_result_parse(const char *text, size_t len, struct pbx_data_result *r,
+			  struct pbx_err *err);
+
 #endif

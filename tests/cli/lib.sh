@@ -573,6 +573,21 @@ gce_emulator_stop() {
 # JSON: POST JSON there; each prints the reply
 emu_post() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2]), data=sys.argv[3].encode(), headers={"Content-Type": "application/json"})).read().decode())' "$PORT" "$1" "$2"; }
 emu_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://127.0.0.1:%s/_emulator/%s" % (sys.argv[1], sys.argv[2])).read().decode())' "$PORT" "$1"; }
+# gcs_put BUCKET NAME FILE: object NAME of BUCKET of the emulator at PORT
+# gets FILE's bytes (its JSON API, as gsutil uploads, with a token of the
+# emulator's own: the principal "emulator")
+gcs_put() {
+	python3 - "$PORT" "$@" <<'PY'
+import json, sys, urllib.parse, urllib.request
+port, bucket, name, path = sys.argv[1:]
+base = "http://127.0.0.1:%s" % port
+tok = json.load(urllib.request.urlopen(urllib.request.Request(base + "/_emulator/token", data=b"{}",
+                                                              headers={"Content-Type": "application/json"})))
+url = "%s/upload/storage/v1/b/%s/o?uploadType=media&name=%s" % (base, bucket, urllib.parse.quote(name, safe=""))
+urllib.request.urlopen(urllib.request.Request(url, data=open(path, "rb").read(), method="POST",
+                                              headers={"Authorization": "Bearer " + tok["access_token"]})).read()
+PY
+}
 
 # gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
 # [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE

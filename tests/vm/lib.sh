@@ -10,10 +10,12 @@
 #   vm_image KIND IMAGES LOG   builds the stock image (ec2-stock for the ec2-*
 #                              kinds; and KIND=baked or ec2-baked on it) into
 #                              IMAGES/KIND once; status of image.sh
-#   gce_vm_emulator DIR IMAGE NAT_BLOCK
+#   gce_vm_emulator DIR IMAGE NAT_BLOCK [ARGS]
 #                              starts the emulator with --backend vm (state in
-#                              DIR/emu), sets EMU_PID and PORT, writes
-#                              DIR/sa.json and registers it; status 0 when up
+#                              DIR/emu; ARGS: more of its options, split at
+#                              blanks, such as --bucket NAME), sets EMU_PID and
+#                              PORT, writes DIR/sa.json and registers it;
+#                              status 0 when up
 #   gce_vm_config HOME NAME SA KEY GROUP [MORE]
 #                              HOME/config.yaml: one gce template NAME (login
 #                              user pbx, ssh key KEY, node group GROUP, a YAML
@@ -81,7 +83,7 @@ gce_vm_emulator() {
 	rm -f "$1/port"
 	python3 "$PBX_SOURCE_DIR/tests/emulators/gce/emulator.py" --port 0 --port-file "$1/port" \
 		--state-dir "$1/emu" --project pbx-test --backend vm --vm-image "$2" \
-		--network-block 10.128.0.0/20 --nat-block "$3" --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" --log "$1/emu.log" >"$1/emu.out" 2>&1 &
+		--network-block 10.128.0.0/20 --nat-block "$3" --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" --log "$1/emu.log" ${4:-} >"$1/emu.out" 2>&1 &
 	EMU_PID=$!
 	gve_i=0
 	while [ ! -s "$1/port" ] && [ $gve_i -lt 300 ]; do

@@ -551,6 +551,13 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _serve(self, method):
+        host = self.headers.get("Host", "").split(":")[0]
+        if host in GceFlavour.api_paths and not self.path.startswith(GceFlavour.api_paths[host]):
+            # a VM came in by a Google API's name (vms.py): that API only,
+            # not another one nor this emulator's controls
+            self._read_body()
+            return self._send(404, ApiError(404, "notFound", "The requested URL %s was not found on this server."
+                                            % urllib.parse.urlsplit(self.path).path).body())
         if self.path.startswith(storage.PREFIXES):  # reads and streams its own bodies
             return self.app.storage.serve(self, method)
         try:
@@ -558,11 +565,6 @@ class Handler(BaseHTTPRequestHandler):
             url = urllib.parse.urlsplit(self.path)
             if not ipaddress.ip_address(self.client_address[0]).is_loopback:
                 return self._send(403, errors.ApiError(403, "forbidden", "loopback clients only").body())
-            if self.headers.get("Host", "").split(":")[0] in GceFlavour.api_names and \
-                    not url.path.startswith(("/compute/v1/", "/batch/compute/v1")):
-                # a VM came in by the cloud's name (vms.py): Compute Engine's
-                # API only, not this emulator's controls
-                raise ApiError(404, "notFound", "The requested URL %s was not found on this server." % url.path)
             if url.path.startswith("/_emulator/"):
                 return self._send(*self.app.control(method, url.path[len("/_emulator/"):], raw, url.query))
             if url.path == "/token" and method == "POST":
@@ -726,6 +728,7 @@ class App:
                     self.calls.clear()
                 with self.storage.lock:
                     self.storage.counts.clear()
+                    self.storage.principals.clear()
                 return 200, {}
             if method == "GET" and what == "storage":
                 return 200, self.storage.snapshot()

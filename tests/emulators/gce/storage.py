@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections import Counter
+from collections import Counter, defaultdict
 
 from errors import ApiError
 
@@ -321,6 +321,7 @@ class Storage:
         self.url = url                  # http://127.0.0.1:PORT
         self.lock = threading.Lock()
         self.counts = Counter()
+        self.principals = defaultdict(Counter)  # principal -> {kind: calls} it was let make
         self.last_gen = 0
         self.uploads = {}
         self.buckets = {}
@@ -350,7 +351,8 @@ class Storage:
         with self.lock:
             return {"buckets": {b.name: {"objects": len(b.names), "bytes": sum(o.size for o in b.objs.values())}
                                 for b in self.buckets.values()},
-                    "calls": dict(self.counts), "uploads_open": sum(1 for u in self.uploads.values()
+                    "calls": dict(self.counts),
+                    "principals": {p: dict(c) for p, c in self.principals.items()}, "uploads_open": sum(1 for u in self.uploads.values()
                                                                     if u.done is None)}
 
     def _bucket(self, name):
@@ -496,7 +498,7 @@ class Storage:
                 "buckets.get": "storage.buckets.get", "objects.delete": "storage.objects.delete"}.get(
                     kind, "storage.objects.create")
         try:
-            self.auth.check(authorization, READ_SCOPES)
+            principal = self.auth.check(authorization, READ_SCOPES)
         except ApiError as e:
             if e.code == 401 and e.reason == "required":
                 what = ("bucket" if kind in ("objects.list", "buckets.get") or kind.startswith("objects.insert")
@@ -516,6 +518,8 @@ class Storage:
                 e.message = e.item_message = "Provided scope(s) are not authorized"
                 e.status = None
                 raise
+        with self.lock:     # who read and wrote (a head's own identity, the user's)
+            self.principals[principal][kind] += 1
 
     # --------------------------------------------------------- body I/O
 

@@ -1299,11 +1299,13 @@ class QmpCommand(unittest.TestCase):
 
 class VmApi(Base):
     """What a booted VM's head reaches of the emulator (vms.py's forward of
-    compute.googleapis.com): its metadata server's tokens come from
-    /_emulator/metadata-token over a unix socket (metadata.socket_mint),
-    only for a service account the project has, and are good at the compute
-    API; a request by the cloud's host name gets Compute Engine's API
-    alone, never the emulator's controls."""
+    compute.googleapis.com and storage.googleapis.com): its metadata
+    server's tokens come from /_emulator/metadata-token over a unix socket
+    (metadata.socket_mint), only for a service account the project has, and
+    are good at the compute and storage APIs; a request by one API's host
+    name gets that API alone, never another nor the emulator's controls."""
+
+    ARGS = Base.ARGS + ("--bucket", "pbx-vm-data")
 
     EMAIL = "vm-head@pbx-test.iam.gserviceaccount.com"
 
@@ -1369,6 +1371,26 @@ class VmApi(Base):
         code, _, value = self.emu.raw("GET", self.emu.base + "projects/pbx-test/zones/%s/instances" % ZONE,
                                       None, dict(host, Authorization="Bearer " + self.emu.token))
         self.assertEqual(code, 200, value)
+        # Compute Engine's name is not Cloud Storage's
+        code, _, value = self.emu.raw("GET", self.emu.url + "/storage/v1/b/pbx-vm-data/o", None,
+                                      dict(host, Authorization="Bearer " + self.emu.token))
+        self.assertEqual((code, reason(value)), (404, "notFound"))
+
+    def test_storage_host_name_gets_storage_alone(self):
+        """storage.googleapis.com (a head staging data with its own
+        identity): the JSON API with a metadata-server token, nothing else."""
+        import metadata
+        host = {"Host": "storage.googleapis.com"}
+        token = metadata.socket_mint(self.relay())(self.EMAIL, ["https://www.googleapis.com/auth/cloud-platform"])
+        auth = dict(host, Authorization="Bearer " + token["access_token"])
+        code, _, value = self.emu.raw("GET", self.emu.url + "/storage/v1/b/pbx-vm-data/o", None, auth)
+        self.assertEqual(code, 200, value)
+        self.assertEqual(self.emu.control("GET", "storage")["principals"].get(self.EMAIL), {"objects.list": 1},
+                         "the call is counted as the account's")
+        for method, path in (("GET", "/_emulator/state"), ("POST", "/token"),
+                             ("GET", "/compute/v1/projects/pbx-test/zones/%s/instances" % ZONE)):
+            code, _, value = self.emu.raw(method, self.emu.url + path, b"" if method == "POST" else None, auth)
+            self.assertEqual((code, reason(value)), (404, "notFound"), path)
 
 
 if __name__ == "__main__":

@@ -125,7 +125,12 @@ class GceFlavour:
     """Compute Engine's side of a VM: instances are the emulator's."""
     metadata_server = ["python3", os.path.join(HERE, "metadata.py")]
 
-    api_names = ("compute.googleapis.com",)
+    # the names a VM reaches the emulator by, each with the paths it serves
+    # there (emulator.py refuses the rest): Compute Engine's API, and Cloud
+    # Storage's JSON API (storage.py) for a head that stages data itself
+    api_paths = {"compute.googleapis.com": ("/compute/v1/", "/batch/compute/v1"),
+                 "storage.googleapis.com": ("/storage/v1/", "/upload/storage/v1/", "/download/storage/v1/")}
+    api_names = tuple(api_paths)
 
     def __init__(self, projects=None):
         self.projects = projects or {}
@@ -358,7 +363,7 @@ class VMs:
              "-serial", "file:" + os.path.join(vdir, "console.log"),
              "-kernel", os.path.join(image, "vmlinuz"),
              "-initrd", os.path.join(image, "initrd.img"),
-             "-append", "root=/dev/vda rw console=ttyS0 quiet" + CONSOLE_JOURNAL,
+             "-append", "root=/dev/vda rw console=ttyS0 quiet" + TCG_PATIENCE + CONSOLE_JOURNAL,
              "-drive", "file=%s,if=virtio,format=qcow2" % disk,
              "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no" % tap,
              "-device", "virtio-net-pci,netdev=n0,mac=%s" % fl.mac(ip),
@@ -478,6 +483,13 @@ class VMs:
             _end(p)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
 
+
+# systemd's patience with a TCG VM on a loaded machine: with its defaults
+# (a unit or device 90 s to start, services' watchdogs) two runs of
+# vm.gce-data-env at load 14-16, each VM at a fifth of a core, had
+# systemd-networkd fail to start on all three VMs ("Timed out waiting for
+# device ttyS0" at 264 s), hence no address, no SSH, no cluster.
+TCG_PATIENCE = " systemd.default_timeout_start_sec=900 systemd.service_watchdogs=0"
 
 # PBX_VM_CONSOLE_JOURNAL=1 in the emulator's environment: each VM's
 # journal (and systemd's unit status) also goes to its serial console,
