@@ -46,8 +46,13 @@
 # fails on a literal 127.0.x.y (other than 127.0.0.1) or a literal port
 # in a tests/cli/t*.sh; tests/cli/literals-allowed lists what is left.
 
+# The checkout: PBX_SOURCE_DIR, else the first folder above the script
+# that holds tests/cli/harness.sh (scripts outside tests/cli source this
+# file too: tests/emulators/gce/gcloud.sh)
+_lib_src=${PBX_SOURCE_DIR:-$(cd "$(dirname "$0")" &&
+	while [ ! -f tests/cli/harness.sh ] && [ "$PWD" != / ]; do cd ..; done && pwd)}
 # shellcheck source=tests/cli/harness.sh
-. "${PBX_SOURCE_DIR:-$(dirname "$0")/../..}/tests/cli/harness.sh"
+. "$_lib_src/tests/cli/harness.sh"
 
 # The tests read pbx's store with the sqlite3 shell while pbx may be
 # writing it: wait for its locks (as pbx does) instead of failing with
