@@ -525,21 +525,109 @@ unpack_image_locked() {
 	mv "$part" "$LOCAL/$1" || die "cannot move the image to $LOCAL/$1"
 }
 
-# mount_point ROOT PATH: PATH exists in the image at ROOT, for ch-run's
-# bind (under /tmp it needs none: ch-run binds the node's /tmp)
-mount_point() {
-	case $2 in /tmp/*) return 0 ;; esac
-	[ ! -d "$1$2" ] || [ -L "$1$2" ] || return 0
-	# one component at a time, never through a link the image holds (an
-	# image's absolute link would lead the mkdir out of it)
+# image_dir ROOT PATH WHAT: directory PATH exists in the image at ROOT,
+# made one component at a time, never through a link the image holds (an
+# image's absolute link would lead the mkdir out of it); WHAT names PATH's
+# use in the message
+image_dir() {
 	mp_at=$1
 	mp_rest=${2#/}
 	while [ -n "$mp_rest" ]; do
 		mp_at=$mp_at/${mp_rest%%/*}
 		case $mp_rest in */*) mp_rest=${mp_rest#*/} ;; *) mp_rest= ;; esac
-		[ ! -L "$mp_at" ] || die "the image has a link at ${mp_at#"$1"}, where the shared directory $2 is bound"
+		[ ! -L "$mp_at" ] || die "the image has a link at ${mp_at#"$1"}, where $3 $2 goes"
 		[ -d "$mp_at" ] || mkdir "$mp_at" || die "cannot make $2 in the image $1"
 	done
+}
+
+# mount_point ROOT PATH: PATH exists in the image at ROOT, for ch-run's
+# bind (under /tmp it needs none: ch-run binds the node's /tmp)
+mount_point() {
+	case $2 in /tmp/*) return 0 ;; esac
+	[ ! -d "$1$2" ] || [ -L "$1$2" ] || return 0
+	image_dir "$1" "$2" "the shared directory"
+}
+
+# ------------------------------------------------------- GPU driver --
+# A GPU node's NVIDIA driver is the host's, never the image's: its user
+# libraries (libcuda, libnvidia-*: what the node's dynamic linker cache
+# lists) are copied into the unpacked image at GPU_DIR, which the image's
+# own ldconfig then adds to the image's cache, as Charliecloud's
+# `ch-fromhost --nvidia` does (its Debian package brings docker.io and
+# buildah, so pbx does this itself).  /dev/nvidia* come with ch-run's
+# /dev.  Done at a task's unpack, under the image's lock, and again when
+# the node's driver changed (the stamp: each library's name, path, size
+# and time); a node without the driver adds nothing.  A node body reads
+# its cluster's PBX_ROOT/etc/ld.so.cache when it has one.
+GPU_DIR=/usr/local/lib/pbx-gpu
+
+# gpu_driver_libs: "NAME PATH" of each 64-bit driver library the node's
+# linker cache lists
+gpu_driver_libs() {
+	gl_cache=/etc/ld.so.cache
+	if [ -n "${PBX_ROOT:-}" ] && [ -f "$PBX_ROOT/etc/ld.so.cache" ]; then gl_cache=$PBX_ROOT/etc/ld.so.cache; fi
+	# "\tNAME (libc6,x86-64[, OS ABI: ...]) => PATH"
+	# (ldconfig is in /sbin: not on the PATH of a task user's submission)
+	PATH=$PATH:/usr/sbin:/sbin ldconfig -p -C "$gl_cache" 2>/dev/null | awk '
+		$1 ~ /^lib(cuda|cudadebugger|nvidia-[a-z0-9-]+|nvcuvid|nvoptix)\.so(\.[0-9]+)*$/ &&
+		/\((libc6,)?(x86-64|AArch64)/ && $(NF - 1) == "=>" && $NF ~ /^\/[^ ]*$/ &&
+		!seen[$1]++ { print $1, $NF }'
+}
+
+# gpu_driver KEY: the node's driver in the unpacked image LOCAL/KEY, when
+# it changed since the last time (or was never put there)
+gpu_driver() {
+	gd_img=$LOCAL/$1
+	gd_libs=$(gpu_driver_libs)
+	gd_stamp=
+	if [ -n "$gd_libs" ]; then
+		gd_stamp=$(printf '%s\n' "$gd_libs" | while read -r n p; do
+			printf '%s %s %s\n' "$n" "$p" "$(stat -L -c '%s %Y' "$p" 2>/dev/null)"
+		done)
+	fi
+	gd_had=$(cat "$gd_img/.pbx-gpu" 2>/dev/null) || gd_had=
+	if [ "$gd_stamp" != "$gd_had" ]; then
+		exec 8>"$LOCAL/.$1.lock" || die "cannot lock $LOCAL/.$1.lock"
+		flock 8 || die "cannot lock $LOCAL/.$1.lock"
+		gd_had=$(cat "$gd_img/.pbx-gpu" 2>/dev/null) || gd_had=
+		[ "$gd_stamp" = "$gd_had" ] || (gpu_driver_put "$gd_img" "$gd_libs" "$gd_stamp") || exit 1
+		exec 8>&-
+	fi
+	# said to every task, not only to the one that put the driver in
+	[ ! -f "$gd_img/.pbx-gpu-note" ] || cat "$gd_img/.pbx-gpu-note" >&2
+}
+
+# gpu_driver_put IMG LIBS STAMP: LIBS ("NAME PATH" lines, may be empty)
+# copied into IMG's GPU_DIR in place of what it held, the image's linker
+# cache remade, STAMP recorded (the caller holds the image's lock)
+gpu_driver_put() {
+	rm -rf "${1:?}$GPU_DIR" "$1/etc/ld.so.conf.d/000-pbx-gpu.conf" "$1/.pbx-gpu" "$1/.pbx-gpu-note"
+	if [ -n "$2" ]; then
+		image_dir "$1" "$GPU_DIR" "the node's GPU driver"
+		printf '%s\n' "$2" | while read -r n p; do
+			cp -L "$p" "$1$GPU_DIR/$n" || die "cannot copy the node's GPU driver library $p into the image"
+		done || exit 1
+		image_dir "$1" /etc/ld.so.conf.d "the GPU driver's linker configuration"
+		printf '%s\n' "$GPU_DIR" >"$1/etc/ld.so.conf.d/000-pbx-gpu.conf" || die "cannot write the image's /etc/ld.so.conf.d"
+		# glibc's ldconfig reads ld.so.conf.d through ld.so.conf's
+		# include (every Debian image has it; a minimal one may not)
+		if [ ! -e "$1/etc/ld.so.conf" ] && [ ! -L "$1/etc/ld.so.conf" ]; then
+			echo 'include /etc/ld.so.conf.d/*.conf' >"$1/etc/ld.so.conf" || die "cannot write the image's /etc/ld.so.conf"
+		fi
+	fi
+	# the image's own ldconfig, in the image (3: it has none)
+	# shellcheck disable=SC2016 # the image's PATH
+	USER=${USER:-$(id -un)} ch-run -w "$1" -- /bin/sh -c \
+		'PATH=/sbin:/usr/sbin:$PATH; command -v ldconfig >/dev/null || exit 3; exec ldconfig' >/dev/null 2>&1
+	case $?,$2 in
+	0,* | 3,) ;;
+	3,*)
+		echo "pbx-env: the image has no ldconfig: the node's GPU driver is in $GPU_DIR there; its programs find it with LD_LIBRARY_PATH=$GPU_DIR" >"$1/.pbx-gpu-note" ||
+			die "cannot write $1/.pbx-gpu-note"
+		;;
+	*) die "the image's ldconfig failed: its programs cannot find the node's GPU driver" ;;
+	esac
+	if [ -n "$3" ]; then printf '%s\n' "$3" >"$1/.pbx-gpu" || die "cannot write $1/.pbx-gpu"; fi
 }
 
 # unpack [image|python]: prints LOCAL/KEY, the environment (or image) E's
@@ -564,7 +652,10 @@ unpack() {
 		if [ "$kind" = image ]; then (unpack_image_locked "$key") || exit 1; else (unpack_locked "$key") || exit 1; fi
 		exec 9>&-
 	fi
-	if [ "$kind" = image ]; then mount_point "$LOCAL/$key" "$PBX_SHARED"; fi
+	if [ "$kind" = image ]; then
+		gpu_driver "$key"
+		mount_point "$LOCAL/$key" "$PBX_SHARED"
+	fi
 	printf '%s\n' "$LOCAL/$key"
 }
 

@@ -179,9 +179,12 @@ done
 # environment when it has one (python: with container:)
 pbx_image=
 # pbx_unpack ACTION: pbx_u, the node-local directory pbx-env.sh ACTION
-# names (unpacked first if needed)
+# names (unpacked first if needed); what else it said (a note, e.g. where
+# an image without ldconfig has the node's GPU driver) goes to the task's
+# stderr
 pbx_unpack() {
 	pbx_u=$(sh "$PBX_PKG_DIR/pbx-env.sh" "$1" 2>&1) || pbx_die "$pbx_u"
+	printf '%s\n' "$pbx_u" | sed '$d' >>stderr
 	pbx_u=$(printf '%s\n' "$pbx_u" | tail -n 1)
 }
 # pbx_use_venv VENV ENVDIR: VENV first on PATH; what ran (key, interpreter,

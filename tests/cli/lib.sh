@@ -261,6 +261,16 @@ LCEOF
 	stop_at_exit
 }
 
+# copy_libs ROOT FILE...: the shared libraries FILEs need, at their paths
+copy_libs() {
+	cl_root=$1
+	shift
+	ldd "$@" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' |
+		sort -u | while read -r lib; do
+		mkdir -p "$cl_root${lib%/*}" && cp -L "$lib" "$cl_root$lib"
+	done
+}
+
 # make_wheel DIR NAME VERSION: a pure-Python wheel of module NAME whose
 # VERSION is its __version__
 make_wheel() {

@@ -30,16 +30,6 @@ ok $? "scripts/venv.sh fetched the test wheels into $WHEELS"
 local_cluster cp slot "{ name: node, count: 2 }"
 SHARED=$PBX_HOME/clusters/cp/shared
 
-# copy_libs ROOT FILE...: the shared libraries FILEs need, at their paths
-copy_libs() {
-	cl_root=$1
-	shift
-	ldd "$@" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' |
-		sort -u | while read -r lib; do
-		mkdir -p "$cl_root${lib%/*}" && cp -L "$lib" "$cl_root$lib"
-	done
-}
-
 # py_image DIR: a root file system with busybox's shell and tools, this
 # machine's Python 3.11 (the standard library, venv and ensurepip with
 # Debian's wheels) and the libraries it and numpy need, and a marker file
