@@ -91,7 +91,13 @@ if [ "$ROLE" = head ]; then
 	short=
 	read -r short </proc/sys/kernel/hostname 2>/dev/null || short=$(hostname)
 	short=${short%%.*}
-	if [ "$ctld_host" != "$short" ]; then
+	if [ "$ctld_host" != "$short" ] && [ "$MODE" = systemd ]; then
+		# a VM whose name has not come from DHCP yet (a booted VM on a
+		# loaded machine was still "localhost" here): slurmctld, which
+		# knows itself by the hostname, would refuse to start
+		log "this host is '$short', not SlurmctldHost '$ctld_host': setting its hostname"
+		printf '%s' "$ctld_host" >/proc/sys/kernel/hostname || die "cannot set this host's name to $ctld_host, which slurmctld needs"
+	elif [ "$ctld_host" != "$short" ]; then
 		log "warning: SlurmctldHost is '$ctld_host' but this host is '$short'; slurmctld will refuse to start"
 	fi
 else
@@ -115,7 +121,8 @@ if [ "$MODE" = systemd ]; then
 		sleep 1
 		if ! systemctl is-active --quiet "$SLURM_DAEMON"; then
 			logfile_of "$SLURM_DAEMON"
-			die "$SLURM_DAEMON exited right after starting; see journalctl -u $SLURM_DAEMON and $LF"
+			last_words "$LF"
+			die "$SLURM_DAEMON exited right after starting${LAST_WORDS:+ ($LAST_WORDS)}; see journalctl -u $SLURM_DAEMON and $LF"
 		fi
 	fi
 else

@@ -259,11 +259,19 @@ start_direct() {
 	cat "$START_LOG" >&2 || true
 	logfile_of "$name"
 	lf=$LF
-	if [ -n "$lf" ] && [ -r "$lf" ]; then
-		log "last lines of $lf:"
-		tail -n 15 "$lf" >&2 || true
-	fi
-	die "$name did not start (exit status $rc; no live pid in $pf); see ${lf:-$START_LOG}"
+	last_words "$lf"
+	die "$name did not start (exit status $rc; no live pid in $pf${LAST_WORDS:+: $LAST_WORDS}); see ${lf:-$START_LOG}"
+}
+
+# last_words LOG: its last 15 lines on stderr, and LAST_WORDS its last
+# "error:" or "fatal:" line (a daemon's reason to die, for the one-line
+# message pbx shows), or empty
+last_words() {
+	LAST_WORDS=
+	[ -n "$1" ] && [ -r "$1" ] || return 0
+	log "last lines of $1:"
+	tail -n 15 "$1" >&2 || true
+	LAST_WORDS=$(tail -n 50 "$1" | grep -E 'fatal:|error:' | tail -n 1 | cut -c 1-300)
 }
 
 # New content for a file: begin_new DEST sets NEW, the path to write it to
