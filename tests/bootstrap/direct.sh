@@ -82,6 +82,12 @@ head -c 1024 /dev/urandom >"$T/stage/munge.key"
 for n in $NODES; do
 	"$RENDER" gres "$n" "$(gpus_of "$n")" "" "$T/nodes/$n/dev/nvidia" >"$T/stage/gres-$n.conf"
 done
+# and each node's env.sh, and the task user's line that follows it where
+# tasks run as that user
+for n in $NODES; do
+	"$RENDER" env "$n" bt "$T/nodes/$n" "$T/shared" direct >"$T/stage/env-$n.sh"
+done
+"$RENDER" task-user >"$T/stage/task-user.env.sh"
 
 up_all() {
 	for n in $NODES; do
