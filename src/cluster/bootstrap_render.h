@@ -72,10 +72,11 @@ struct pbx_bootstrap_env {
 void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e);
 
 /*
- * Appends the lines a node whose tasks run as the task user adds to its
+ * Appends the line a node whose tasks run as the task user adds to its
  * env.sh (`export PBX_TASK_USER=pbx-task`) to `out` (caller-owned).  The
  * node decides whether they do (root runs its bootstrap, and on a node
- * body the task user reaches its files); pbx submits tasks as that user.
+ * body the task user reaches its files: templates/bootstrap/40-task-user.sh);
+ * pbx submits tasks as that user.
  */
 void pbx_bootstrap_env_task_user(struct pbx_buf *out);
 
@@ -86,7 +87,8 @@ struct pbx_hosts_entry {
 };
 
 /*
- * Appends cluster `cluster`'s block of /etc/hosts to `out` (caller-owned):
+ * Appends cluster `cluster`'s block of /etc/hosts to `out` (caller-owned;
+ * `cluster` a checked cluster name, [A-Za-z0-9_.-]):
  * its begin marker, "ADDRESS NAME" for each of the `n` entries, its end
  * marker, each a line.  The bootstrap merges it into a node's /etc/hosts
  * (templates/bootstrap/45-hosts.sh: the block's lines of names not in it
