@@ -350,15 +350,42 @@ static int stage_units(const struct pbx_node_row *n, const char *root, struct pb
 	return rc;
 }
 
+/* env-NODE.sh: node n's etc/pbx/env.sh, all but the task user's line. */
+static int stage_env(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
+		     const struct pbx_node_row *n, int direct, const char *root,
+		     struct pbx_buf *tar, time_t now, struct pbx_err *err)
+{
+	const struct pbx_bootstrap_env e = {
+		.root = root,
+		.node = n->name,
+		.cluster = c->row.name,
+		.shared = l->shared_dir,
+		.direct = direct,
+		.train_on_path = direct && l->train_bin[0],
+	};
+	struct pbx_buf env = PBX_BUF_INIT;
+	int rc;
+	pbx_bootstrap_env_sh(&env, &e);
+	rc = stage_text(tar, xasprintf("env-%s.sh", n->name), &env, now, err);
+	pbx_buf_release(&env);
+	return rc;
+}
+
 int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			      struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
 	int direct = !strcmp(l->bootstrap_mode, "direct");
+	struct pbx_buf task_user = PBX_BUF_INIT;
 	size_t i;
-	int rc = 0;
+	int rc;
+	pbx_bootstrap_env_task_user(&task_user);
+	rc = stage_text(tar, xstrdup("task-user.env.sh"), &task_user, now, err);
+	pbx_buf_release(&task_user);
 	for (i = 0; rc == 0 && i < c->nnodes; i++) {
 		char *root = stage_root(&c->nodes[i]);
 		rc = stage_gres(c, &c->nodes[i], direct, root, tar, now, err);
+		if (rc == 0)
+			rc = stage_env(c, l, &c->nodes[i], direct, root, tar, now, err);
 		if (rc == 0 && !direct)
 			rc = stage_units(&c->nodes[i], root, tar, now, err);
 		free(root);

@@ -1,9 +1,10 @@
 /*
- * bootstrap_render.c - gres.conf, the NFS export line and the watchers'
- * systemd units, rendered for the node bootstrap's stage (see
- * bootstrap_render.h).
+ * bootstrap_render.c - gres.conf, env.sh, the NFS export line, the
+ * watchers' systemd units and power saving's block of /etc/hosts, rendered
+ * for the node bootstrap's stage (see bootstrap_render.h).
  */
 #include "cluster/bootstrap_render.h"
+#include "util/quote.h"
 
 #include <string.h>
 
@@ -76,5 +77,95 @@ int pbx_bootstrap_watcher_unit(struct pbx_buf *out, const char *watcher, const c
 			     k->name);
 	pbx_buf_addf(out, "Restart=always\nRestartSec=%d\n", k->restart_sec);
 	pbx_buf_adds(out, "\n[Install]\nWantedBy=multi-user.target\n");
+	return 0;
+}
+
+/* "export NAME=" and `value` quoted for sh, a line. */
+static void env_export(struct pbx_buf *out, const char *name, const char *value)
+{
+	pbx_buf_addf(out, "export %s=", name);
+	pbx_shell_quote(out, value);
+	pbx_buf_addc(out, '\n');
+}
+
+/* "export NAME=" and `root` followed by `path`, quoted for sh, a line. */
+static void env_export_under(struct pbx_buf *out, const char *name, const char *root,
+			     const char *path)
+{
+	struct pbx_buf v = PBX_BUF_INIT;
+	pbx_buf_addf(&v, "%s%s", root, path);
+	env_export(out, name, v.buf);
+	pbx_buf_release(&v);
+}
+
+void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e)
+{
+	pbx_buf_adds(out, "# pbx node environment: sourced by pbx before every remote command\n");
+	if (e->direct && e->train_on_path) {
+		struct pbx_buf dir = PBX_BUF_INIT;
+		pbx_buf_addf(&dir, "%s/usr/local/bin", e->root);
+		pbx_buf_adds(out, "export PATH=");
+		pbx_shell_quote(out, dir.buf);
+		pbx_buf_adds(out, ":\"$PATH\"\n");
+		pbx_buf_release(&dir);
+	}
+	if (e->direct) {
+		/* Node bodies share one host: Open MPI's shared-memory transport
+		 * crashes between them; its TCP transport over loopback works. */
+		pbx_buf_adds(out, "export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo "
+				  "OMPI_MCA_oob_tcp_if_include=lo\n");
+		/* their local disk is this host's: tasks unpack Python
+		 * environments (templates/pbx-env.sh) under the body's var/tmp,
+		 * which goes with the cluster, not under the host's /var/tmp */
+		env_export_under(out, "PBX_ENV_DIR", e->root, "/var/tmp");
+	}
+	env_export_under(out, "SLURM_CONF", e->root, "/etc/slurm/slurm.conf");
+	env_export(out, "PBX_SHARED", e->shared);
+	env_export(out, "PBX_ROOT", e->root);
+	env_export(out, "PBX_NODE", e->node);
+	env_export(out, "PBX_CLUSTER", e->cluster);
+}
+
+void pbx_bootstrap_env_task_user(struct pbx_buf *out)
+{
+	/* pbx submits tasks as this user (src/jobs/arrays.c); a name of
+	 * [a-z-], written as it is */
+	pbx_buf_adds(out, "export PBX_TASK_USER=" PBX_TASK_USER "\n");
+}
+
+/* Whether `s` is made of bytes of `set` only, and not empty. */
+static int only_of(const char *s, const char *set)
+{
+	return *s && strspn(s, set) == strlen(s);
+}
+
+/* Why entry e cannot be a line of /etc/hosts, or NULL. */
+static const char *hosts_entry_bad(const struct pbx_hosts_entry *e)
+{
+	if (!e->address || !only_of(e->address, "0123456789abcdef.:"))
+		return "address";
+	if (!e->name || e->name[0] == '-' ||
+	    !only_of(e->name, "abcdefghijklmnopqrstuvwxyz0123456789-"))
+		return "name";
+	return NULL;
+}
+
+int pbx_bootstrap_hosts_block(struct pbx_buf *out, const char *cluster,
+			      const struct pbx_hosts_entry *entries, size_t n, struct pbx_err *err)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		const char *bad = hosts_entry_bad(&entries[i]);
+		if (bad)
+			return pbx_err_set(err,
+					   "power saving's /etc/hosts line %zu: not a host %s: "
+					   "address '%s', name '%s'",
+					   i + 1, bad, entries[i].address ? entries[i].address : "",
+					   entries[i].name ? entries[i].name : "");
+	}
+	pbx_buf_addf(out, "# pbx: nodes of cluster %s that sleep (begin)\n", cluster);
+	for (i = 0; i < n; i++)
+		pbx_buf_addf(out, "%s %s\n", entries[i].address, entries[i].name);
+	pbx_buf_addf(out, "# pbx: nodes of cluster %s that sleep (end)\n", cluster);
 	return 0;
 }

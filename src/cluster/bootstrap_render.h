@@ -1,9 +1,10 @@
 /*
  * bootstrap_render.h - the node bootstrap's decisions that are pure data,
  * rendered by pbx into the stage (templates/README.md, "The stage"), so
- * that templates/bootstrap/ only carries them out: each node's gres.conf,
- * the head's NFS export line and the systemd units of pbx's watchers.  No I/O: golden-file tests in
- * tests/cluster/test_bootstrap_render.c.
+ * that templates/bootstrap/ only carries them out: each node's gres.conf and
+ * environment file (etc/pbx/env.sh), the head's NFS export line, the
+ * systemd units of pbx's watchers and power saving's block of /etc/hosts.
+ * No I/O: golden-file tests in tests/cluster/test_bootstrap_render.c.
  */
 #ifndef PBX_CLUSTER_BOOTSTRAP_RENDER_H
 #define PBX_CLUSTER_BOOTSTRAP_RENDER_H
@@ -11,6 +12,11 @@
 #include <stddef.h>
 
 #include "util/buf.h"
+#include "util/err.h"
+
+/* The user pbx submits every task as (docs/SECURITY.md, "Who is who on a
+ * node"): templates/bootstrap/40-task-user.sh makes it (TASK_USER there). */
+#define PBX_TASK_USER "pbx-task"
 
 /*
  * Appends node `node`'s gres.conf to `out` (caller-owned): a comment line
@@ -43,5 +49,54 @@ void pbx_bootstrap_exports(struct pbx_buf *out, const char *shared, const char *
  */
 int pbx_bootstrap_watcher_unit(struct pbx_buf *out, const char *watcher, const char *root,
 			       const char *slurm_daemon);
+
+/* What a node's environment file says (pbx sources it before every remote
+ * command: src/cluster/cluster.c).  Borrowed strings. */
+struct pbx_bootstrap_env {
+	const char *root;    /* the node's root prefix, no '/' at its end ("" on a VM) */
+	const char *node;    /* the SLURM node name */
+	const char *cluster; /* the cluster's name */
+	const char *shared;  /* the shared directory (PBX_SHARED) */
+	int direct;          /* a node body: Open MPI over loopback TCP, PBX_ENV_DIR */
+	int train_on_path;   /* a node body given pbx-train: ROOT/usr/local/bin on PATH */
+};
+
+/*
+ * Appends node e's etc/pbx/env.sh to `out` (caller-owned): a comment line,
+ * then an `export` line per variable (PATH with pbx-train's directory,
+ * Open MPI's transports and PBX_ENV_DIR on a node body, SLURM_CONF,
+ * PBX_SHARED, PBX_ROOT, PBX_NODE, PBX_CLUSTER), every value quoted for sh
+ * (pbx_shell_quote), so no byte of it is interpreted.  Without
+ * PBX_TASK_USER: see pbx_bootstrap_env_task_user.
+ */
+void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e);
+
+/*
+ * Appends the line a node whose tasks run as the task user adds to its
+ * env.sh (`export PBX_TASK_USER=pbx-task`) to `out` (caller-owned).  The
+ * node decides whether they do (root runs its bootstrap, and on a node
+ * body the task user reaches its files: templates/bootstrap/40-task-user.sh);
+ * pbx submits tasks as that user.
+ */
+void pbx_bootstrap_env_task_user(struct pbx_buf *out);
+
+/* A line of power saving's block of /etc/hosts.  Borrowed strings. */
+struct pbx_hosts_entry {
+	const char *address; /* IPv4 or IPv6: [0-9a-f.:] */
+	const char *name;    /* the name slurm.conf's NodeAddr says: [a-z0-9-], not '-' first */
+};
+
+/*
+ * Appends cluster `cluster`'s block of /etc/hosts to `out` (caller-owned;
+ * `cluster` a checked cluster name, [A-Za-z0-9_.-]):
+ * its begin marker, "ADDRESS NAME" for each of the `n` entries, its end
+ * marker, each a line.  The bootstrap merges it into a node's /etc/hosts
+ * (templates/bootstrap/45-hosts.sh: the block's lines of names not in it
+ * stay).  Returns -1, with nothing appended and err naming the entry, when
+ * an address or a name is not one (a newline or a space in either would
+ * add a line of its own to the node's /etc/hosts).
+ */
+int pbx_bootstrap_hosts_block(struct pbx_buf *out, const char *cluster,
+			      const struct pbx_hosts_entry *entries, size_t n, struct pbx_err *err);
 
 #endif

@@ -195,9 +195,10 @@ int pbx_bootstrap_node(struct pbx_cluster *c, size_t i, const struct pbx_slurm_l
 int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *err);
 /* Adds what pbx renders for each node of c (bootstrap_render.h), which
  * `up` installs as it is: PBX_STAGE_DIR/gres-NODE.conf (its GPUs, their
- * type; under its root prefix in direct mode) and, in systemd mode, the
- * units of pbx's watchers, pbx-preempt-NODE.service and
- * pbx-autostop-NODE.service. */
+ * type; under its root prefix in direct mode), env-NODE.sh (its
+ * etc/pbx/env.sh, to which a node whose tasks run as the task user adds
+ * the cluster's task-user.env.sh) and, in systemd mode, the units of pbx's
+ * watchers, pbx-preempt-NODE.service and pbx-autostop-NODE.service. */
 int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			      struct pbx_buf *tar, time_t now, struct pbx_err *err);
 /* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and

@@ -26,6 +26,7 @@
  * (Compute Engine) or that the head writes into every node's /etc/hosts
  * (EC2: sleep_stage_hosts).
  */
+#include "cluster/bootstrap_render.h"
 #include "cluster/cluster_internal.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
@@ -319,36 +320,41 @@ static int sleep_ready_script(const struct pbx_cluster *c, struct pbx_buf *out, 
 }
 
 /* PBX_STAGE_DIR/hosts on a cloud whose DNS does not know the names of
- * the nodes power saving makes (provider->names_in_hosts: EC2): "ADDRESS
- * NAME" of each awake one, which the bootstrap writes into a block of every
- * node's /etc/hosts, a staged name's line replacing that name's (so the
- * nodes up already learn a woken node's new address as the resume checks
- * them).  The head's own pbx, which makes and removes them, stages every
- * awake one; the user's start only the Spot nodes that always run, which
- * it makes itself: the user's store may not know what the head woke. */
+ * the nodes power saving makes (provider->names_in_hosts: EC2): the
+ * cluster's block of /etc/hosts (pbx_bootstrap_hosts_block), "ADDRESS
+ * NAME" of each awake one, which the bootstrap merges into every node's
+ * /etc/hosts, a staged name's line replacing that name's (so the nodes up
+ * already learn a woken node's new address as the resume checks them).
+ * The head's own pbx, which makes and removes them, stages every awake
+ * one; the user's start only the Spot nodes that always run, which it
+ * makes itself: the user's store may not know what the head woke. */
 static int sleep_stage_hosts(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
 			     struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
-	size_t i;
+	struct pbx_hosts_entry *entries;
+	size_t i, n = 0;
 	int rc;
 	if (!c->provider->names_in_hosts || !c->provider->dns_name)
 		return 0;
+	entries = xcalloc(c->nnodes ? c->nnodes : 1, sizeof(*entries));
 	for (i = 0; i < c->nnodes; i++) {
-		const struct pbx_node_row *n = &c->nodes[i];
-		char *name;
-		if (strcmp(n->role, "compute") != 0 || !n->address || !*n->address ||
-		    !pbx_power_remade(c->spec.t, n->name) ||
-		    (c->here < 0 && pbx_power_may_sleep(c->spec.t, n->name)))
+		const struct pbx_node_row *nd = &c->nodes[i];
+		if (strcmp(nd->role, "compute") != 0 || !nd->address || !*nd->address ||
+		    !pbx_power_remade(c->spec.t, nd->name) ||
+		    (c->here < 0 && pbx_power_may_sleep(c->spec.t, nd->name)))
 			continue;
-		name = c->provider->dns_name(c->pctx, n->name);
-		if (name)
-			pbx_buf_addf(&b, "%s %s\n", n->address, name);
-		free(name);
+		entries[n].address = nd->address;
+		entries[n].name = c->provider->dns_name(c->pctx, nd->name);
+		if (entries[n].name)
+			n++;
 	}
-	rc = c->here < 0 && !b.len ? 0
-				   : pbx_ustar_file(tar, PBX_STAGE_DIR "/hosts", 0644, now,
-						    b.len ? b.buf : "", b.len, err);
+	rc = c->here < 0 && !n ? 0 : pbx_bootstrap_hosts_block(&b, c->row.name, entries, n, err);
+	if (rc == 0 && b.len)
+		rc = pbx_ustar_file(tar, PBX_STAGE_DIR "/hosts", 0644, now, b.buf, b.len, err);
+	for (i = 0; i < n; i++)
+		free((char *)entries[i].name);
+	free(entries);
 	pbx_buf_release(&b);
 	return rc;
 }

@@ -409,8 +409,9 @@ static int start_stage_train(struct pbx_buf *tar, time_t now, struct pbx_err *er
 }
 
 /* The stage every node gets, as one tar made in memory: PBX_STAGE_DIR/
- * {bootstrap.sh, bootstrap/, slurm.conf, exports, each node's gres-NODE.conf
- * (and units), munge.key}, its directories 0700 (templates/README.md, "The stage"). */
+ * {bootstrap.sh, bootstrap/, slurm.conf, exports, task-user.env.sh, each
+ * node's gres-NODE.conf and env-NODE.sh (and units), munge.key}, its
+ * directories 0700 (templates/README.md, "The stage"). */
 static int start_stage(struct pbx_cluster *c, const struct pbx_slurm_layout *l, struct pbx_buf *tar,
 		       struct pbx_err *err)
 {

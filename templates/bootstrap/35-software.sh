@@ -11,8 +11,8 @@ elif [ "$MODE" = systemd ]; then
 	ensure_pkgs "registry images" "$HEAD_ENV_PKGS"
 fi
 
-# ---- pbx-train, for `train:` tasks
-TRAIN_PATH=
+# ---- pbx-train, for `train:` tasks (on a node body in ROOT/usr/local/bin,
+# which the env.sh pbx renders puts on PATH)
 if [ "$MODE" = direct ]; then
 	if [ -n "${PBX_TRAIN_BIN:-}" ]; then
 		[ -x "$PBX_TRAIN_BIN" ] || die "PBX_TRAIN_BIN ($PBX_TRAIN_BIN) is not an executable file"
@@ -24,7 +24,6 @@ if [ "$MODE" = direct ]; then
 		if [ -f "${PBX_TRAIN_BIN%/*}/pbx-train-cuda.so" ]; then
 			install_file "${PBX_TRAIN_BIN%/*}/pbx-train-cuda.so" "$ROOT/usr/local/lib/pbx/pbx-train-cuda.so" 0644
 		fi
-		TRAIN_PATH=$ROOT/usr/local/bin
 	fi
 elif [ -f "$STAGE_DIR/pbx-train" ] && ! staged_for_here pbx-train; then
 	log "pbx-train not installed: built on '$built', this node is '$here' (build it here: cmake -S SRC -B build && cmake --build build --target pbx-train)"

@@ -1,6 +1,6 @@
 # shellcheck shell=sh
 # templates/bootstrap/40-task-user.sh - the task user and the node's
-# environment file (etc/pbx/env.sh).
+# environment file (etc/pbx/env.sh, which pbx renders).
 # Sourced by templates/bootstrap.sh (contract: templates/README.md).
 
 # ---- the task user (docs/SECURITY.md, "Who is who on a node"): pbx
@@ -12,7 +12,7 @@
 # it where it can reach the body's files: a node body whose directories
 # lie under a private one (a PBX_HOME in /root) runs its tasks as root,
 # and says so.
-TASK_USER=pbx-task
+TASK_USER=pbx-task # PBX_TASK_USER in src/cluster/bootstrap_render.h
 TASK_UID=2850
 task_user_make() {
 	if getent passwd "$TASK_USER" >/dev/null 2>&1; then
@@ -73,34 +73,12 @@ if [ "$(id -u)" = 0 ]; then # else (a user's own node bodies) tasks run as that 
 	fi
 fi
 
-begin_new "$ENV_SH"
-{
-	echo "# pbx node environment: sourced by pbx before every remote command"
-	if [ -n "$TRAIN_PATH" ]; then
-		sq "$TRAIN_PATH"
-		echo "export PATH=$SQ:\"\$PATH\""
-	fi
-	if [ "$MODE" = direct ]; then
-		# Node bodies share one host: Open MPI's shared-memory transport
-		# crashes between them; its TCP transport over loopback works.
-		echo "export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo"
-		# their local disk is this host's: tasks unpack Python
-		# environments (pbx-env.sh) under the body's var/tmp, which
-		# goes with the cluster, not under the host's /var/tmp
-		sq "$ROOT/var/tmp"
-		echo "export PBX_ENV_DIR=$SQ"
-	fi
-	sq "$CONF"
-	echo "export SLURM_CONF=$SQ"
-	sq "$SHARED"
-	echo "export PBX_SHARED=$SQ"
-	sq "$ROOT"
-	echo "export PBX_ROOT=$SQ"
-	sq "$NODE"
-	echo "export PBX_NODE=$SQ"
-	sq "${PBX_CLUSTER:-}"
-	echo "export PBX_CLUSTER=$SQ"
-	# pbx submits tasks as this user (src/jobs/arrays.c); none: as root
-	[ -z "$TASK_USER_ON" ] || echo "export PBX_TASK_USER=$TASK_USER_ON"
-} >"$NEW"
-install_new "$ENV_SH" 0644
+# env.sh as pbx rendered it for this node (PBX_STAGE/env-NODE.sh:
+# src/cluster/bootstrap_render.c, every value quoted there), and where
+# tasks run as the task user the cluster's task-user.env.sh after it
+# (PBX_TASK_USER: pbx submits tasks as that user, src/jobs/arrays.c; none:
+# as root)
+for staged_env in "env-$NODE.sh" ${TASK_USER_ON:+task-user.env.sh}; do
+	[ -r "$STAGE_DIR/$staged_env" ] || die "no $staged_env in PBX_STAGE ($STAGE_DIR)"
+done
+install_text "$STAGE_DIR/env-$NODE.sh" "$ENV_SH" ${TASK_USER_ON:+"$STAGE_DIR/task-user.env.sh"}

@@ -312,15 +312,22 @@ install_file() {
 	install_new "$2" "$3"
 }
 
-# install_text SRC DEST: install_new of a copy of the text file SRC (mode
-# 0644), copied by the shell (no fork: a file pbx rendered into the stage).
+# install_text SRC DEST [MORE]: install_new of a copy of the text file SRC
+# and after it, when named, of MORE (mode 0644), copied by the shell (no
+# fork: files pbx rendered into the stage).
 install_text() {
 	ensure_parent "$2"
 	begin_new "$2"
+	{
+		copy_text "$1"
+		[ -z "${3:-}" ] || copy_text "$3"
+	} >"$NEW"
+	install_new "$2" 0644
+}
+copy_text() {
 	while IFS= read -r tl || [ -n "$tl" ]; do
 		printf '%s\n' "$tl"
-	done <"$1" >"$NEW"
-	install_new "$2" 0644
+	done <"$1"
 }
 
 # watcher_install NAME SCRIPT: PBX_STAGE/SCRIPT installed as pbx's watcher

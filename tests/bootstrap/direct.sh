@@ -82,6 +82,12 @@ head -c 1024 /dev/urandom >"$T/stage/munge.key"
 for n in $NODES; do
 	"$RENDER" gres "$n" "$(gpus_of "$n")" "" "$T/nodes/$n/dev/nvidia" >"$T/stage/gres-$n.conf"
 done
+# and each node's env.sh, and the task user's line that follows it where
+# tasks run as that user
+for n in $NODES; do
+	"$RENDER" env "$n" bt "$T/nodes/$n" "$T/shared" direct >"$T/stage/env-$n.sh"
+done
+"$RENDER" task-user >"$T/stage/task-user.env.sh"
 
 up_all() {
 	for n in $NODES; do
@@ -131,6 +137,13 @@ wait_idle node1 node2
 		[ "$PBX_SHARED" = "$T/shared" ] && [ "$PBX_CLUSTER" = bt ] &&
 		[ "$PBX_ROOT" = "$T/nodes/node2" ]
 ) || fail "env.sh of node2"
+# installed as pbx rendered it; the task user's line after it only where
+# tasks run as that user (not here when $T, 0700, keeps it out)
+if grep -q "tasks on this node body run as root" "$T/out/node2.up1.err"; then
+	cmp -s "$T/stage/env-node2.sh" "$T/nodes/node2/etc/pbx/env.sh"
+else
+	cat "$T/stage/env-node2.sh" "$T/stage/task-user.env.sh" | cmp -s - "$T/nodes/node2/etc/pbx/env.sh"
+fi || fail "env.sh of node2 is not the staged one: $(cat "$T/nodes/node2/etc/pbx/env.sh")"
 [ -d "$T/shared" ] || fail "shared dir"
 
 # ---- an array job that needs one GPU per task: 4 tasks on 2 nodes x 2

@@ -129,6 +129,12 @@ for nd in head:slurmctld node1:slurmd node2:slurmd node3:slurmd spot1:slurmd; do
 		"$RENDER" unit "$w" "$T/${nd%:*}" "${nd#*:}" >"$T/stage/$w-${nd%:*}.service"
 	done
 done
+# each node's env.sh, and the task user's line that follows it where
+# tasks run as that user
+for n in head node1 node2 node3 spot1; do
+	"$RENDER" env "$n" c1 "$T/$n" /shared systemd >"$T/stage/env-$n.sh"
+done
+"$RENDER" task-user >"$T/stage/task-user.env.sh"
 
 mkroot() {
 	mkdir -p "$T/$1/etc"
@@ -240,7 +246,7 @@ grep -qx 'SLURMD_OPTIONS="-N node1"' "$R/etc/default/slurmd" || fail "/etc/defau
 # same node on a cluster without power saving is not (node1 above)
 mkdir -p "$T/stage2"
 cp "$T/stage/munge.key" "$T/stage/gres-spot1.conf" "$T/stage/pbx-preempt-spot1.service" \
-	"$SRC/templates/preempt.sh" "$T/stage2/"
+	"$T/stage/env-spot1.sh" "$T/stage/task-user.env.sh" "$SRC/templates/preempt.sh" "$T/stage2/"
 sed -e '/^NodeName=node3 /a NodeName=spot1 NodeHostname=c1-spot1 NodeAddr=c1-spot1 CPUs=2 State=UNKNOWN' \
 	-e '$a ResumeProgram=/usr/local/lib/pbx/pbx-resume' "$T/stage/slurm.conf" >"$T/stage2/slurm.conf"
 mkroot spot1 debian 12
@@ -248,13 +254,14 @@ BOOT_ENV="PBX_STAGE=$T/stage2 PBX_SPOT=gce" boot spot1 compute 0 up || fail "spo
 [ "$(grep -E '^spot1: (scontrol update|systemctl enable --now slurmd)' "$LOG" | cut -d' ' -f2-)" = "scontrol update NodeName=spot1 NodeAddr=c1-spot1 NodeHostname=c1-spot1
 systemctl enable --now slurmd" ] || fail "spot1 (Spot, power saving) not readdressed before slurmd: $(grep '^spot1: ' "$LOG")"
 
-# ---- staged hosts (EC2's names of the nodes power saving makes): each
-# staged name's line replaces that name's in the block, the other lines
-# stay, and the lines outside the block are left as they were
+# ---- staged hosts (EC2's names of the nodes power saving makes), the
+# block pbx renders: each staged name's line replaces that name's in the
+# block, the other lines stay, and the lines outside the block are left as
+# they were
 printf '127.0.0.1 localhost\n127.0.4.201 elsewhere\n' >"$T/node1/etc/hosts"
-printf '127.0.4.5 c1-node3\n127.0.4.6 c1-node4\n' >"$T/stage/hosts"
+"$RENDER" hosts c1 127.0.4.5 c1-node3 127.0.4.6 c1-node4 >"$T/stage/hosts"
 boot node1 compute 2 up || fail "node1 up with staged hosts: $(cat "$T/node1.err")"
-printf '127.0.4.9 c1-node4\n127.0.4.8 c1-spot1\n' >"$T/stage/hosts"
+"$RENDER" hosts c1 127.0.4.9 c1-node4 127.0.4.8 c1-spot1 >"$T/stage/hosts"
 boot node1 compute 2 up || fail "node1 up with staged hosts again: $(cat "$T/node1.err")"
 want='127.0.0.1 localhost
 127.0.4.201 elsewhere
@@ -264,9 +271,14 @@ want='127.0.0.1 localhost
 127.0.4.8 c1-spot1
 # pbx: nodes of cluster c1 that sleep (end)'
 [ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "staged hosts merged: $(cat "$T/node1/etc/hosts")"
-printf '127.0.4.9 c1-node4 extra\n' >"$T/stage/hosts"
-! boot node1 compute 2 up || fail "a staged hosts line of three words was taken"
+# pbx renders no line of three words (its checks: cluster.bootstrap_render)
+! "$RENDER" hosts c1 127.0.4.9 'c1-node4 extra' >/dev/null 2>&1 || fail "pbx rendered a hosts line of three words"
+# a stage that is not a block (no markers) is refused, /etc/hosts unchanged
+printf '127.0.4.9 c1-node4\n' >"$T/stage/hosts"
+! boot node1 compute 2 up || fail "staged hosts without pbx's markers were taken"
+grep -q "^PBX-ERROR staged hosts .* is not a block of pbx's markers" "$T/node1.out" || fail "refused hosts: $(cat "$T/node1.out")"
 [ "$(cat "$T/node1/etc/hosts")" = "$want" ] || fail "a refused staged hosts changed /etc/hosts"
+[ ! -e "$T/node1/etc/hosts.pbx-in" ] || fail "a refused staged hosts left hosts.pbx-in"
 rm -f "$T/stage/hosts"
 
 # ---- second runs: nothing installed, nothing restarted, files unchanged

@@ -1,0 +1,1 @@
+export PBX_TASK_USER=pbx-task
