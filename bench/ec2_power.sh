@@ -1,6 +1,6 @@
 #!/bin/sh
-# ec2_power.sh - benchmark: SLURM power saving on EC2 (issue 19,
-# docs/power-saving.md "On EC2"), against moto with the EC2 harness
+# ec2_power.sh - benchmark: SLURM power saving on EC2
+# (docs/power-saving.md "On EC2"), against moto with the EC2 harness
 # (tests/emulators/aws/ec2_harness.py: signature and credential checks on,
 # a proxy that counts the calls by action, node bodies with IMDS): a
 # cluster whose one group has min: 0, so only the head's instance runs;

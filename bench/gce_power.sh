@@ -1,6 +1,6 @@
 #!/bin/sh
-# gce_power.sh - benchmark: SLURM power saving on Compute Engine (issue 19,
-# docs/power-saving.md "On Compute Engine"), against the emulator
+# gce_power.sh - benchmark: SLURM power saving on Compute Engine
+# (docs/power-saving.md "On Compute Engine"), against the emulator
 # (tests/emulators/gce) with node bodies: a cluster whose one group has
 # min: 0, so only the head's instance runs; its head runs pbx of its own
 # (pbx-head, head.service_account).  For each N it submits, on the head,

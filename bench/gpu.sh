@@ -5,7 +5,7 @@
 # and the peak GPU memory of each process (nvidia-smi, sampled every 50 ms:
 # it includes the CUDA context; PyTorch's own allocator peak is printed
 # too).  Needs an NVIDIA GPU (exit 2 without one) and python3 with a
-# CUDA-enabled torch.  The goal (issue 15): pbx-train >= 2x eager and >= 1x
+# CUDA-enabled torch.  The goal: pbx-train >= 2x eager and >= 1x
 # torch.compile; the ratios are printed, not enforced.
 #
 # pbx-train reads Fashion-MNIST when DATA_DIR (or the runtime's default

@@ -8,7 +8,7 @@
 # a fresh prefix (objects are create-only) and pulls into a fresh home;
 # the order of the two tools alternates between rounds.  Then a second
 # publish and a second pull of the last round (nothing new) are timed.
-# Goals (issue 38): publish and pull of 1,000 tasks each under 10 s on
+# Goals: publish and pull of 1,000 tasks each under 10 s on
 # loopback, and no slower than the per-file sync.
 # Usage: bench/pool.sh [PBX] [TASKS] [ROUNDS]
 set -eu

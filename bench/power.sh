@@ -1,6 +1,6 @@
 #!/bin/sh
-# power.sh - benchmark: SLURM power saving on the local cluster (issue 19,
-# docs/power-saving.md).  A group of 2 nodes with min: 1: node1 always
+# power.sh - benchmark: SLURM power saving on the local cluster
+# (docs/power-saving.md).  A group of 2 nodes with min: 1: node1 always
 # runs, node2 sleeps until a job needs it.  Each round times, in the same
 # run:
 #   awake   `srun -w node1 true` on the node that runs (the baseline);

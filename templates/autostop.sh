@@ -1,7 +1,7 @@
 #!/bin/sh
 # autostop.sh - pbx-autostop, the watcher that stops an idle cluster from
-# inside, so it works with the user's laptop off (issue 19, section 1;
-# docs/autostop.md).  templates/bootstrap.sh installs it on every node as
+# inside, so it works with the user's laptop off (docs/autostop.md).
+# templates/bootstrap.sh installs it on every node as
 # ROOT/usr/local/sbin/pbx-autostop with its settings in
 # ROOT/etc/pbx/autostop.conf, and runs `pbx-autostop watch` under systemd
 # (pbx-autostop.service) or, on a node body, as a daemon of the body.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # preempt.sh - pbx-preempt, the watcher that turns a cloud's preemption
 # notice into SIGTERM for the SLURM jobs of a spot compute node, so a task
-# checkpoints and is requeued instead of being lost (issue 19, section 3;
-# docs/spot.md).  templates/bootstrap.sh installs it on the compute nodes of
+# checkpoints and is requeued instead of being lost (docs/spot.md).
+# templates/bootstrap.sh installs it on the compute nodes of
 # `spot: true` groups as ROOT/usr/local/sbin/pbx-preempt with its settings
 # in ROOT/etc/pbx/preempt.conf, and runs `pbx-preempt watch` under systemd
 # (pbx-preempt.service) or, on a node body, as a daemon of the body.

@@ -1,6 +1,6 @@
 /*
  * cluster_plan.c - the one-screen summary that opens `pbx cluster start
- * --dry-run` (issue 39, section 1): where the cluster would run, its
+ * --dry-run`: where the cluster would run, its
  * instances by kind, its image, disks and network, and what the image
  * lacks (a GPU group on a stock image has no NVIDIA driver).  On stderr,
  * so --json keeps stdout to the requests; the price table and the SSH

@@ -1,7 +1,7 @@
 /*
  * cmd-config-init.c - `pbx config init [local|gce|aws ...]`: a first
- * $PBX_HOME/config.yaml from what this machine already knows (issue 39,
- * section 1; docs/configuration.md).  It makes $PBX_HOME (0700) and an SSH
+ * $PBX_HOME/config.yaml from what this machine already knows
+ * (docs/configuration.md).  It makes $PBX_HOME (0700) and an SSH
  * key for the clouds ($PBX_HOME/id_ed25519, by ssh-keygen) when there is
  * none, reads gcloud's active configuration (project, zone) and the AWS
  * profile's region, writes one template per cloud, and says what is still

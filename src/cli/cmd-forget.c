@@ -3,7 +3,7 @@
  * ls`, `state`, `harvest` and `report` no longer list it), keeping its
  * results at home unless asked.  A package whose results are not all home
  * on a cluster that still runs is refused, as `pbx cluster stop` refuses
- * (issue 39: after a cluster is gone its packages stay listed forever).
+ * (after a cluster is gone its packages stay listed forever).
  */
 #include "cli/cmd.h"
 #include "cli/jobs_cli.h"

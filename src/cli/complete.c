@@ -1,7 +1,7 @@
 /*
  * complete.c - `pbx __complete WORD...`: what the last WORD of a command
  * line can be, one candidate a line, for the shell completion scripts in
- * completion/ (bash and zsh; issue 23).
+ * completion/ (bash and zsh).
  *
  * Everything comes from the verb tables (cmd.h: subcommands, each option's
  * flags and metavar, and the kinds of positional arguments in `args`) and

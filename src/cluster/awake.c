@@ -1,6 +1,6 @@
 /*
  * awake.c - the user's view of a power-saving cluster on a cloud
- * (docs/power-saving.md, "The laptop's view"; issue 19): there the head's
+ * (docs/power-saving.md, "The laptop's view"): there the head's
  * own pbx makes and deletes the nodes while the user's pbx is not
  * running, so the user's store has them as its last start left them
  * (asleep).  `cluster show`, `state` and `exec` ask the cloud once, by

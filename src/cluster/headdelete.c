@@ -1,7 +1,7 @@
 /*
  * headdelete.c - what the head of a cluster with `autostop_action: delete`
- * needs to delete its own cluster with the laptop off (issue 19;
- * docs/autostop.md), and the head of a cloud cluster that saves power
+ * needs to delete its own cluster with the laptop off (docs/autostop.md), and
+ * the head of a cloud cluster that saves power
  * (slurm_sleep*.c) to make and remove its nodes: the stage gets a configuration for pbx on the head
  * and, on a VM, pbx itself; the bootstrap installs them and the head's
  * pbx-autostop (templates/autostop.sh) runs `pbx cluster stop --id ID

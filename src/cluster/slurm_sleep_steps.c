@@ -1,6 +1,6 @@
 /*
- * slurm_sleep_steps.c - SLURM power saving (issue 19, section 2;
- * docs/power-saving.md; not autostop's power-off, autostop_off.c): compute
+ * slurm_sleep_steps.c - SLURM power saving (docs/power-saving.md; not
+ * autostop's power-off, autostop_off.c): compute
  * nodes that exist only while jobs need them.  This file holds the steps a
  * start takes (the asleep nodes split off, slurm.conf's lines, the stage's
  * programs); which nodes may sleep is slurm_sleep_plan.c, the resume and

@@ -1,5 +1,5 @@
 /*
- * spend.c - what a cluster has cost, and its budget (issue 20, docs/cost.md).
+ * spend.c - what a cluster has cost, and its budget (docs/cost.md).
  *
  * The store keeps each node's running intervals (node_runs): a run begins
  * when pbx sees the node's instance made or powered on, and ends when it

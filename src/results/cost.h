@@ -1,5 +1,5 @@
 /*
- * cost.h - what an experiment's tasks cost (issue 20): each task's
+ * cost.h - what an experiment's tasks cost: each task's
  * node-hours and estimated cost, from the node runs of its cluster (each
  * node's running intervals and price an hour, src/cluster/spend.c) and the
  * share of its node the task allocated.  `pbx ls` and `pbx report` show it.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0012-parrun-dry-run.sh - `pbx parrun --dry-run` (issue 39, section 2):
+# t0012-parrun-dry-run.sh - `pbx parrun --dry-run`:
 # what a submission would ship and run, with no cluster and nothing sent
 # or recorded: the files (count, bytes, the largest), the first tasks'
 # commands with hostile values quoted, the sbatch options with overrides,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0013-messages.sh - the first hour's messages (issue 39, section 2), with
+# t0013-messages.sh - the first hour's messages, with
 # no cluster: the cause, then what to write instead.  A resource under
 # another scheduler's name (memory, walltime, queue) names sbatch's; a time
 # SLURM would refuse is refused here with the file, line and key (and on

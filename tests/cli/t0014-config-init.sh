@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0014-config-init.sh - `pbx config init` (issue 39, section 1): a first
+# t0014-config-init.sh - `pbx config init`: a first
 # configuration from what this machine knows, with no network.  In a home
 # with gcloud's configuration (an active configuration other than
 # default), an AWS profile with a region and no keys: PBX_HOME made 0700,

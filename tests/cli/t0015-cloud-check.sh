@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0015-cloud-check.sh - `pbx config check --clouds` (issue 39, like `sky
+# t0015-cloud-check.sh - `pbx config check --clouds` (like `sky
 # check`): against the EC2 harness (moto, signatures checked) and the
 # Compute Engine emulator with a T4 quota of 2: each cloud template's
 # credentials are found (said where from) and work; a GPU template that

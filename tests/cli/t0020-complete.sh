@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0020-complete.sh - shell completion (issue 23): `pbx __complete WORD...`
+# t0020-complete.sh - shell completion: `pbx __complete WORD...`
 # offers verbs, subcommands and options from the verb tables, an option's
 # value by its metavar (-t TEMPLATE), positional arguments by their kind
 # (clusters from the store, templates from the configuration, packages,

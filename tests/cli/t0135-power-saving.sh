@@ -1,6 +1,6 @@
 #!/bin/sh
-# t0135-power-saving.sh - SLURM power saving on the local cluster (issue 19,
-# section 2; docs/power-saving.md): a group with min: 0 and max: 4 starts
+# t0135-power-saving.sh - SLURM power saving on the local cluster
+# (docs/power-saving.md): a group with min: 0 and max: 4 starts
 # with no compute node made (SLURM knows them as CLOUD, powered down); an
 # 8-task sweep submitted with no pbx running on the user's side makes
 # slurmctld run the head's pbx-resume, which makes and bootstraps the nodes;

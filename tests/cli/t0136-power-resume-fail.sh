@@ -1,6 +1,6 @@
 #!/bin/sh
-# t0136-power-resume-fail.sh - a resume that fails (issue 19, section 2;
-# docs/power-saving.md): node2 of a group with min: 1 cannot be made (its
+# t0136-power-resume-fail.sh - a resume that fails (docs/power-saving.md):
+# node2 of a group with min: 1 cannot be made (its
 # SSH address is taken, as a cloud's stockout or quota would refuse it), so
 # pbx-resume removes what it made, puts it back to sleep and marks it DOWN in
 # SLURM with the reason; SLURM requeues the work, which all completes on

@@ -1,6 +1,6 @@
 #!/bin/sh
-# t0137-power-kill.sh - the resume program killed with SIGKILL (issue 19,
-# section 2; docs/power-saving.md) at three points: its node marked waking
+# t0137-power-kill.sh - the resume program killed with SIGKILL
+# (docs/power-saving.md) at three points: its node marked waking
 # before anything is made (power:1), the node's processes made before the
 # bootstrap (start:1), bootstrapped before SLURM sees it (start:2).  Each
 # time SLURM's next resume of the node goes on and the node runs a job; at

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0272-apt.sh - environment.apt (issue 36; docs/environments.md): Debian
+# t0272-apt.sh - environment.apt (docs/environments.md): Debian
 # packages every node needs, installed by `pbx parrun` as root on the
 # compute nodes that are up.  The package is the test's own (a .deb made
 # here, in a file: apt source of its own: no network), pbx-t0272-hello 1.0:

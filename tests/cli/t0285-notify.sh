@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0285-notify.sh - notify: (issue 39, section 4; docs/notify.md): a
+# t0285-notify.sh - notify: (docs/notify.md): a
 # sweep's owner is told when its last task has ended.  A local webhook
 # receiver (an address of the test's slot, a port of its own) takes one JSON POST per
 # submission, sent by one small SLURM job after the arrays, as the task

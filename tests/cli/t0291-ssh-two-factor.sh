@@ -1,6 +1,6 @@
 #!/bin/sh
 # t0291-ssh-two-factor.sh - a university's SLURM cluster behind a bastion,
-# with two-factor login (issue 37; docs/ssh-clusters.md, "Two-factor login
+# with two-factor login (docs/ssh-clusters.md, "Two-factor login
 # and ProxyJump"): cloud ssh with transport: openssh.  The login node's
 # sshd (the test's own, run under a name of its own so PAM reads
 # /etc/pam.d/pbx-t0291-sshd) wants a key AND a keyboard-interactive code

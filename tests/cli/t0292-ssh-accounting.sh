@@ -1,7 +1,7 @@
 #!/bin/sh
 # t0292-ssh-accounting.sh - a university's SLURM cluster with its accounting
 # database, so that its job submit limit is SLURM's own, enforced for real
-# (issue 37; docs/ssh-clusters.md, "Your job submit limit"): MariaDB (a
+# (docs/ssh-clusters.md, "Your job submit limit"): MariaDB (a
 # mariadbd of the test's own, on a unix socket in its directory), slurmdbd
 # on it, and the cluster's slurmctld restarted with
 # AccountingStorageType=accounting_storage/slurmdbd and

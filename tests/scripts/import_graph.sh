@@ -2,8 +2,8 @@
 # scripts.import_graph: scripts/import-graph.py finds a cycle of 3 files
 # (a made-up folder: a.c calls b.c calls c.c calls a.c) and fails on it,
 # lets two files that call each other be, and finds no cycle longer than
-# 2 files in src/cluster, and no call up its layers (src/cluster/layers.txt;
-# issue 40); a call up a layer fails, as does a file no layer lists.
+# 2 files in src/cluster, and no call up its layers (src/cluster/layers.txt);
+# a call up a layer fails, as does a file no layer lists.
 # Usage: import_graph.sh SOURCE_DIR
 src=${1:?source dir}
 tmp=$(mktemp -d) || exit 1

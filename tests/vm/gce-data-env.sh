@@ -1,6 +1,6 @@
 #!/bin/sh
 # gce-data-env.sh - an experiment's data and Python environment on booted
-# Debian 12 VMs (issues 36 and 38; docs/data.md, docs/environments.md):
+# Debian 12 VMs (docs/data.md, docs/environments.md):
 # a gce template whose head runs as a service account of its own
 # (pbx-head@, not the user's pbx-vm@), head + 2 compute nodes -> parrun of
 # an experiment with `data: gs://pbx-vm-data/fmnist/` and `environment:

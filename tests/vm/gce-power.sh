@@ -1,6 +1,6 @@
 #!/bin/sh
-# gce-power.sh - SLURM power saving on booted Debian 12 VMs (issue 19;
-# docs/power-saving.md): the head is a VM of the emulator (vms.py) with a
+# gce-power.sh - SLURM power saving on booted Debian 12 VMs
+# (docs/power-saving.md): the head is a VM of the emulator (vms.py) with a
 # service account, and its nodes are made by the head itself, with the
 # laptop's pbx idle.  A gce template whose group has min: 0 starts with
 # the head alone -> a 2-task sweep wakes both nodes: slurmctld (as SlurmUser

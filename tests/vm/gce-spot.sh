@@ -1,6 +1,6 @@
 #!/bin/sh
-# gce-spot.sh - a Spot node preempted on booted Debian 12 VMs (issue 19,
-# section 3; docs/spot.md): the path t0463 runs on node bodies, here with
+# gce-spot.sh - a Spot node preempted on booted Debian 12 VMs (docs/spot.md):
+# the path t0463 runs on node bodies, here with
 # systemd, pbx-preempt.service and Compute Engine's notice as it comes:
 # `preempted` TRUE in the metadata and, at the same moment, ACPI's power
 # button (the emulator's vms.py presses it through QMP), so the guest shuts
