@@ -106,8 +106,9 @@ int pbx_cmd_invoke(struct pbx_ctx *ctx, const struct pbx_cmd *cmd, int argc, cha
 		return 0;
 	}
 	rc = pbx_cmd_check_args(cmd, argc, argv, &name);
-	if (rc == 0)
-		rc = cmd_setup(ctx, cmd);
+	if (rc || ctx->check_only)
+		return rc;
+	rc = cmd_setup(ctx, cmd);
 	if (rc == 0 && (cmd->flags & PBX_NEED_CLUSTER) &&
 	    pbx_cluster_open(ctx->store, ctx->cfg, name, &ctx->cluster, &err) < 0)
 		rc = pbx_report(&err);

@@ -52,6 +52,10 @@ struct pbx_ctx {
 	bool stderr_tty;             /* stderr is a terminal (progress display) */
 	bool color;                  /* colour allowed (tty and NO_COLOR unset) */
 	const char *argv0_path;      /* full path of the running pbx binary */
+	/* `pbx __check ARGS`: the verb, its options and its arguments'
+	 * count checked as for a run, then nothing run (exit 0 or 2); for
+	 * docs.commands, which checks every command the docs show */
+	bool check_only;
 };
 
 struct pbx_cmd {

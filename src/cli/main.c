@@ -116,6 +116,12 @@ int main(int argc, char **argv)
 		free(config_path);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "__check")) { /* for docs.commands */
+		ctx.check_only = true;
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
 	first = main_global_opts(argc, argv, &quiet, &config_opt, &done);
 	if (done >= 0)
 		return done;
