@@ -726,7 +726,7 @@ make_tmp() {
 # node body's own root), never the shared one, which the compute nodes
 # mount and whose tasks run as this user too
 auth_file() {
-	printf '%s/var/lib/pbx/registry/%s/auth.json' "${PBX_ROOT:-}" "$(id -un)"
+	printf '%s/var/lib/pbx-registry/%s/auth.json' "${PBX_ROOT:-}" "$(id -un)"
 }
 
 # registry_of NAME: the registry of a reference's NAME as skopeo's auth

@@ -168,8 +168,6 @@ static ssize_t prompt_secret(const char *user, const char *registry, char *pw)
 	int saved_errno;
 	if (tcgetattr(STDIN_FILENO, &tty_saved) < 0)
 		return -1;
-	fprintf(stderr, "Password for %s at %s: ", user, registry);
-	fflush(stderr);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = tty_restore;
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -177,7 +175,12 @@ static ssize_t prompt_secret(const char *user, const char *registry, char *pw)
 	t = tty_saved;
 	t.c_lflag &= ~(tcflag_t)ECHO;
 	t.c_lflag |= ECHONL;
-	n = tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) < 0 ? -1 : read_secret(STDIN_FILENO, pw, 1);
+	n = -1;
+	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) == 0) { /* echo off, then the prompt */
+		fprintf(stderr, "Password for %s at %s: ", user, registry);
+		fflush(stderr);
+		n = read_secret(STDIN_FILENO, pw, 1);
+	}
 	saved_errno = errno;
 	tcsetattr(STDIN_FILENO, TCSAFLUSH, &tty_saved);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
