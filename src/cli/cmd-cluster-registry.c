@@ -49,19 +49,20 @@ const struct pbx_cmd pbx_cmd_cluster_registry_login = {
 	.name = "registry-login",
 	.summary = "give the cluster credentials for a private container registry",
 	.usage = "pbx cluster registry-login -u USER [--password-stdin] NAME REGISTRY",
-	.description = "An experiment whose environment is a registry image (container:\n"
-		       "docker://REGISTRY/NAME:TAG) is pulled on the cluster's head by the user\n"
-		       "tasks run as.  This logs that user in to REGISTRY (HOST[:PORT], as the\n"
-		       "image's reference names it; docker.io for Docker Hub): skopeo login on\n"
-		       "the head, whose auth file, the head's own (never the shared disk), only\n"
-		       "that user may read.  The password is read from stdin with\n"
-		       "--password-stdin, else asked for on the terminal without echo; it goes to\n"
-		       "the head on the SSH channel's stdin, never on a command line, and pbx\n"
-		       "keeps it nowhere: not in its store, its logs or its messages.  A wrong\n"
-		       "password fails with the registry's answer.  Logging in again replaces\n"
-		       "the credentials (a token that expires: log in again before a parrun).\n"
-		       "Not on a cluster of cloud ssh: there pulls run as you, with skopeo's own\n"
-		       "auth file (skopeo login on the login node).",
+	.description =
+		"An experiment whose environment is a registry image (container:\n"
+		"docker://REGISTRY/NAME:TAG) is pulled on the cluster's head by the user\n"
+		"tasks run as.  This logs that user in to REGISTRY (HOST[:PORT], as the\n"
+		"image's reference names it; docker.io for Docker Hub) with skopeo login\n"
+		"on the head; the auth file is on the head's own disk (never the shared\n"
+		"one), and only that user may read it.  The password is read from stdin\n"
+		"with --password-stdin, else asked for on the terminal without echo; it\n"
+		"goes to the head on the SSH channel's stdin, never on a command line, and\n"
+		"pbx keeps it nowhere: not in its store, its logs or its messages.  A wrong\n"
+		"password fails with the registry's answer.  Logging in again replaces\n"
+		"the credentials (a token that expires: log in again before a parrun).\n"
+		"Not on a cluster of cloud ssh: there pulls run as you, with skopeo's own\n"
+		"auth file (skopeo login on the login node).",
 	.examples = "pbx cluster registry-login -u alice mycluster ghcr.io\n"
 		    "gcloud auth print-access-token | pbx cluster registry-login "
 		    "-u oauth2accesstoken --password-stdin mycluster us-docker.pkg.dev\n"
