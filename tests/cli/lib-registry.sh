@@ -15,6 +15,7 @@
 #   registry_serve [ARGS...] serves TEST_TMP/reg on 127.0.0.1:REG_PORT
 #                            (the slot's spare port 0) with ARGS (--users
 #                            ...), one line a request in REGLOG; REG_PID
+#                            (after registry_stop: again, as it was)
 #   registry_stop            stops it (for the test's EXIT trap)
 #   registry_conf CLUSTER    the head's registries.conf (a node body's own
 #                            /etc): the loopback registry speaks plain HTTP
@@ -55,6 +56,7 @@ registry_push() {
 }
 
 registry_serve() {
+	rm -f "$TEST_TMP/reg.port"
 	python3 "$REG" serve --root "$TEST_TMP/reg" --port "$REG_PORT" --port-file "$TEST_TMP/reg.port" \
 		--log "$REGLOG" "$@" >"$TEST_TMP/reg.out" 2>&1 &
 	REG_PID=$!
@@ -65,6 +67,7 @@ registry_stop() {
 	[ -z "${REG_PID:-}" ] || {
 		kill "$REG_PID" 2>/dev/null
 		wait "$REG_PID" 2>/dev/null
+		REG_PID=
 	}
 }
 

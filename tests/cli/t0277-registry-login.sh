@@ -6,7 +6,9 @@
 # without credentials every task fails at once saying which command gives
 # them; `pbx cluster registry-login` with a wrong password fails naming the
 # registry, not the password; with the right one (from stdin, and typed at
-# a prompt that does not echo) the tasks run in the image; the auth file on
+# a prompt that does not echo) the tasks run in the image, and once the
+# registry changed the password the pull says it refused the credentials;
+# the auth file on
 # the head is the task user's, 0600, in a 0700 directory of its own; the
 # password is nowhere in pbx's store, logs, `pbx log`, the cluster's files
 # or the test's captured output; registry-logout removes the file and a
@@ -59,12 +61,13 @@ parrun_box() {
 	PKG=$(printf '%s\n' "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 	wait_final "$PKG" 300
 }
-# wants_credentials NAME TAG: a package of TAG fails every task at once,
-# saying that the registry wants credentials and how to give them
-wants_credentials() {
+WANTS="registry $REGISTRY wants credentials: run pbx cluster registry-login rl $REGISTRY"
+# refused NAME TAG WHY: a package of TAG fails every task at once, saying
+# WHY (the registry wants credentials, and how to give them)
+refused() {
 	parrun_box "$1" "docker://$REGISTRY/pbx/private:$2"
 	is "$(task_states "$PKG")" "FAILED FAILED FAILED FAILED" "$1: every task failed"
-	why="registry $REGISTRY wants credentials: run pbx cluster registry-login rl $REGISTRY"
+	why=$3
 	grep -qF "$why" "$SHARED/pbx/$PKG/tasks/0/stderr"
 	ok $? "$1: each says why: $(grep pbx-env "$SHARED/pbx/$PKG/tasks/0/stderr" | head -n 1)"
 	rpx state "$PKG"
@@ -74,7 +77,7 @@ wants_credentials() {
 	ok $? "$1: no command ran"
 }
 
-wants_credentials anonymous v1
+refused anonymous v1 "$WANTS"
 grep -q "^GET /v2/pbx/private/manifests/v1 401\$" "$REGLOG"
 ok $? "the registry refused the anonymous manifest request (401)"
 
@@ -138,6 +141,12 @@ is "$leaks" "" "no password, in clear or base64, in any file of PBX_HOME (the cl
 grep -qF "$B64" "$AUTH"
 ok $? "the auth file holds the credentials (skopeo's base64)"
 
+# the registry changes alice's password: the pull says so
+registry_stop
+printf 'alice:changed-%s\n' "$PW" >"$SECRETS/users"
+registry_serve --users "$SECRETS/users"
+refused changed v2 "registry $REGISTRY refused the credentials pbx cluster registry-login gave it, for 127.0.0.1:$REG_PORT/pbx/private: run pbx cluster registry-login rl $REGISTRY again"
+
 # logout: the file goes, a new tag's pull wants credentials again
 rpx cluster registry-logout rl "$REGISTRY"
 ok $rc "registry-logout: $errout"
@@ -148,7 +157,7 @@ ok $r "it says so: $errout"
 rpx cluster registry-logout rl "$REGISTRY"
 case $rc:$errout in 0:*"not logged in to $REGISTRY"*) r=0 ;; *) r=1 ;; esac
 ok $r "a second logout: not logged in, not an error: $errout"
-wants_credentials after-logout v2
+refused after-logout v2 "$WANTS"
 
 rpx -q cluster stop --discard-results rl
 ok $rc "stop: $errout"
