@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# lib-registry.sh - what the registry image tests (t0273, t0277:
+# lib-registry.sh - what the registry image tests (t0273, t0278:
 # environment: container: docker://REF on a local cluster) share: the
 # test's own registry (tests/emulators/registry), a small busybox image,
 # the head's registries.conf and an experiment that runs in the image.

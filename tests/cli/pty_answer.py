@@ -4,7 +4,7 @@ stdout and stderr), waits for PROMPT in what it prints, then types ANSWER
 (read from the file ANSWER_FILE, so that it is on no command line) and a
 newline, as a person at a terminal would; prints everything the terminal
 showed (echo included) and exits with the command's status.  For
-cli.t0277-registry-login: a password prompt must not echo.  Stdlib only.
+cli.t0278-registry-login: a password prompt must not echo.  Stdlib only.
 
     python3 pty_answer.py PROMPT ANSWER_FILE COMMAND [ARGS...]
 """

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t0277-registry-login.sh - registry images that want credentials
+# t0278-registry-login.sh - registry images that want credentials
 # (environment: container: docker://REF; docs/environments.md,
 # "Credentials") on a local cluster: the test's registry
 # (tests/emulators/registry) with token authentication (serve --users);
@@ -33,7 +33,7 @@ rpx() {
 
 # the password, the registry's users file and a wrong password: files,
 # never a command line
-PW=pw-t0277-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+PW=pw-t0278-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$PW" >"$SECRETS/pw"
 printf 'not-%s\n' "$PW" >"$SECRETS/wrong"
 printf 'alice:%s\n' "$PW" >"$SECRETS/users"
