@@ -16,6 +16,13 @@
 #   pbx-env.sh pull     on the head, from the submission (src/jobs/arrays.c),
 #                       as the task user: a registry image (env/image-ref)
 #                       pulled and converted once per cluster
+#   pbx-env.sh login REGISTRY USER   on the head, as the task user (pbx
+#                       cluster registry-login: src/jobs/registry.c, which
+#                       made the auth file's directory as root): skopeo
+#                       login with the password on stdin; prints the
+#                       auth file's path
+#   pbx-env.sh logout REGISTRY   the same, skopeo logout: prints "gone
+#                       FILE" or "none" (no credentials for REGISTRY)
 #
 # An image (env/image, a link to the archive in code/): a tar archive of a
 # root file system (plain or compressed: docker export, ch-convert).  The
@@ -31,8 +38,11 @@
 # members checked (none absolute or with '..'), unpacked (umoci unpack
 # --rootless) and packed as one root file system archive, KEY.tar.gz with
 # KEY.sha256, where KEY is the digest's hex: the nodes unpack it as they do
-# a shipped image.  Credentials: skopeo's own auth file (the task user's on
-# the head, or REGISTRY_AUTH_FILE), never logged.  On a node body, its
+# a shipped image.  Credentials: the auth file `pbx cluster registry-login`
+# writes (auth_file below: the head's own disk, the task user's, 0600),
+# else skopeo's own lookup (the task user's ~/.config/containers/auth.json
+# ...); never logged, and a registry that answers 401 fails the pull with
+# the command that gives it credentials.  On a node body, its
 # ROOT/etc/containers/registries.conf when it has one (the tests' plain-HTTP
 # loopback registry).
 #
@@ -78,15 +88,19 @@ die() {
 	exit 1
 }
 
-[ -n "${PBX_PKG_DIR:-}" ] || die "PBX_PKG_DIR is not set"
-[ -n "${PBX_RUN_DIR:-}" ] || die "PBX_RUN_DIR is not set"
-[ -n "${PBX_SHARED:-}" ] || die "PBX_SHARED is not set"
-REQ=$PBX_PKG_DIR/env/requirements.txt
-WHEELS=$PBX_PKG_DIR/env/wheels
-IMAGE=$PBX_PKG_DIR/env/image
-REF_FILE=$PBX_PKG_DIR/env/image-ref
-E=$PBX_RUN_DIR/env
-ENVS=$PBX_SHARED/pbx/envs
+# login and logout act on the head's credentials, not on a package
+case ${1:-} in login | logout) NO_PKG=1 ;; *) NO_PKG= ;; esac
+if [ -z "$NO_PKG" ]; then
+	[ -n "${PBX_PKG_DIR:-}" ] || die "PBX_PKG_DIR is not set"
+	[ -n "${PBX_RUN_DIR:-}" ] || die "PBX_RUN_DIR is not set"
+	[ -n "${PBX_SHARED:-}" ] || die "PBX_SHARED is not set"
+fi
+REQ=${PBX_PKG_DIR:-}/env/requirements.txt
+WHEELS=${PBX_PKG_DIR:-}/env/wheels
+IMAGE=${PBX_PKG_DIR:-}/env/image
+REF_FILE=${PBX_PKG_DIR:-}/env/image-ref
+E=${PBX_RUN_DIR:-}/env
+ENVS=${PBX_SHARED:-}/pbx/envs
 LOCAL=${PBX_ENV_DIR:-/var/tmp}/pbx-env-$(id -u)
 # is_ref: the package's image is a registry reference (env/image-ref)
 is_ref() {
@@ -124,7 +138,7 @@ run_py() {
 # Debian's interpreter, the same path on every node (a venv points to it)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || PY=
-[ -n "$PY" ] || is_image || die "no python3 on $(hostname)"
+[ -n "$PY" ] || [ -n "$NO_PKG" ] || is_image || die "no python3 on $(hostname)"
 
 
 # put FILE TEXT: FILE holds TEXT (one line), replaced atomically
@@ -693,6 +707,54 @@ skopeo_error() {
 	printf '%s' "$msg"
 }
 
+# own_runtime_dir: skopeo looks for credentials in XDG_RUNTIME_DIR first:
+# a directory of the user that ran pbx's command (root's login session) is
+# not ours
+own_runtime_dir() {
+	if [ -n "${XDG_RUNTIME_DIR:-}" ] && [ ! -O "$XDG_RUNTIME_DIR" ]; then unset XDG_RUNTIME_DIR; fi
+}
+
+# make_tmp: TMP, this run's own directory, removed on exit
+make_tmp() {
+	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/pbx-pull.XXXXXX") || return 1
+	trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+}
+
+# auth_file: this user's registry credentials on the head, which `pbx
+# cluster registry-login` writes (skopeo's auth.json, 0600, in a directory
+# of the user's own, 0700, that pbx made as root): the head's own disk (a
+# node body's own root), never the shared one, which the compute nodes
+# mount and whose tasks run as this user too
+auth_file() {
+	printf '%s/var/lib/pbx-registry/%s/auth.json' "${PBX_ROOT:-}" "$(id -un)"
+}
+
+# registry_of NAME: the registry of a reference's NAME as skopeo's auth
+# file names it: NAME's first component when it is a host (a '.' or a
+# ':' in it, or localhost), else docker.io
+registry_of() {
+	case $1 in */*) ;; *)
+		echo docker.io
+		return
+		;;
+	esac
+	case ${1%%/*} in *.* | *:* | localhost) echo "${1%%/*}" ;; *) echo docker.io ;; esac
+}
+
+# skopeo_failed WHAT: the pull's end when skopeo failed to WHAT: a
+# registry that wants credentials (its 401: unauthorized, denied) says the
+# command that gives them, skopeo's words in the log; else skopeo's message
+skopeo_failed() {
+	if grep -q -e unauthorized -e 'authentication required' -e 'requested access to the resource is denied' "$tmp/err"; then
+		sed 's/^/pbx-env: skopeo: /' "$tmp/err"
+		reg=$(registry_of "$name")
+		[ -z "$authfile" ] ||
+			failed "registry $reg refused the credentials pbx cluster registry-login gave it, for $name: run pbx cluster registry-login ${PBX_CLUSTER:-CLUSTER} $reg again"
+		failed "registry $reg wants credentials: run pbx cluster registry-login ${PBX_CLUSTER:-CLUSTER} $reg"
+	fi
+	failed "$1: $(skopeo_error)"
+}
+
 # plain_ref REF: REF has only a reference's characters (environment.c
 # checked it; the package is read again here)
 plain_ref() {
@@ -719,7 +781,7 @@ check_layers() {
 convert() {
 	echo "pbx-env: pulling $1"
 	skopeo_ 3600 copy -q "$1" "oci:$tmp/oci:pbx" </dev/null >"$tmp/err" 2>&1 ||
-		failed "cannot pull $1: $(skopeo_error)"
+		skopeo_failed "cannot pull $1"
 	check_layers "$1"
 	umoci unpack --rootless --image "$tmp/oci:pbx" "$tmp/bundle" >"$tmp/err" 2>&1 ||
 		failed "cannot unpack the image $1: $(tail -n 1 "$tmp/err")"
@@ -753,11 +815,12 @@ pull() {
 	if ! command -v skopeo >/dev/null || ! command -v umoci >/dev/null; then
 		failed "the head $(hostname) has no skopeo or no umoci (Debian: apt-get install skopeo umoci)"
 	fi
-	# skopeo looks for credentials in XDG_RUNTIME_DIR first: a directory of
-	# the user that ran the submission (root's login session) is not ours
-	if [ -n "${XDG_RUNTIME_DIR:-}" ] && [ ! -O "$XDG_RUNTIME_DIR" ]; then unset XDG_RUNTIME_DIR; fi
-	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/pbx-pull.XXXXXX") || failed "cannot make a temporary directory"
-	trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+	own_runtime_dir
+	# registry-login's credentials, when it gave some (REGISTRY_AUTH_FILE:
+	# skopeo's --authfile of every command)
+	authfile=$(auth_file)
+	if [ -f "$authfile" ]; then export REGISTRY_AUTH_FILE="$authfile"; else authfile=; fi
+	make_tmp || failed "cannot make a temporary directory"
 	plain_path "$tmp" || failed "TMPDIR '$TMPDIR' has characters other than A-Za-z0-9/._-"
 	name=${ref%@*}
 	name=${name#docker://}
@@ -766,7 +829,7 @@ pull() {
 	*@sha256:*) digest=${ref##*@} ;;
 	*)
 		skopeo_ 300 inspect --raw "$ref" </dev/null >"$tmp/manifest" 2>"$tmp/err" ||
-			failed "cannot resolve $ref: $(skopeo_error)"
+			skopeo_failed "cannot resolve $ref"
 		digest=sha256:$(sha_of <"$tmp/manifest")
 		;;
 	esac
@@ -788,10 +851,56 @@ pull() {
 	echo "pbx-env: ready: image $pinned ($(($(date +%s) - started)) s)"
 }
 
+# ------------------------------------------------------ login, logout --
+
+# need_skopeo: skopeo is here
+need_skopeo() {
+	command -v skopeo >/dev/null || die "the head $(hostname) has no skopeo (Debian: apt-get install skopeo)"
+}
+
+# login REGISTRY USER: skopeo login into auth_file, the password on stdin
+# (never on a command line); prints the file
+login() {
+	need_skopeo
+	own_runtime_dir
+	make_tmp || die "cannot make a temporary directory"
+	af=$(auth_file)
+	skopeo_ 120 login --authfile "$af" --username "$2" --password-stdin "$1" >"$tmp/err" 2>&1 ||
+		die "registry $1 refused the login as $2: $(skopeo_error)"
+	chmod 600 "$af" || die "cannot make $af private"
+	printf '%s\n' "$af"
+}
+
+# logout REGISTRY: its credentials out of auth_file, and the file with the
+# last registry's; prints "gone FILE", or "none" when it had none
+logout() {
+	af=$(auth_file)
+	if [ ! -f "$af" ]; then
+		echo none
+		return 0
+	fi
+	need_skopeo
+	own_runtime_dir
+	make_tmp || die "cannot make a temporary directory"
+	if ! skopeo_ 60 logout --authfile "$af" "$1" >"$tmp/err" 2>&1; then
+		if grep -q 'not logged in' "$tmp/err"; then
+			echo none
+			return 0
+		fi
+		die "cannot log out of $1: $(skopeo_error)"
+	fi
+	if python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) not in ({}, {"auths": {}}))' "$af"; then
+		rm -f "$af"
+	fi
+	echo "gone $af"
+}
+
 case ${1:-} in
 build) build ;;
 unpack) unpack ;;
 unpack-py) unpack_py ;;
 pull) pull ;;
-*) die "usage: pbx-env.sh build|unpack|unpack-py|pull" ;;
+login) login "${2:-}" "${3:-}" ;;
+logout) logout "${2:-}" ;;
+*) die "usage: pbx-env.sh build|unpack|unpack-py|pull|login REGISTRY USER|logout REGISTRY" ;;
 esac

@@ -15,22 +15,24 @@
 struct pbx_cluster_target;
 
 /* The subcommands, in the files of their families. */
-extern const struct pbx_cmd pbx_cmd_cluster_start;       /* cmd-cluster-lifecycle.c */
-extern const struct pbx_cmd pbx_cmd_cluster_stop;        /* cmd-cluster-lifecycle.c */
-extern const struct pbx_cmd pbx_cmd_cluster_resize;      /* cmd-cluster-lifecycle.c */
-extern const struct pbx_cmd pbx_cmd_cluster_price;       /* cmd-cluster-price.c */
-extern const struct pbx_cmd pbx_cmd_cluster_list;        /* cmd-cluster-info.c */
-extern const struct pbx_cmd pbx_cmd_cluster_show;        /* cmd-cluster-info.c */
-extern const struct pbx_cmd pbx_cmd_cluster_exec;        /* cmd-cluster-remote.c */
-extern const struct pbx_cmd pbx_cmd_cluster_ssh;         /* cmd-cluster-remote.c */
-extern const struct pbx_cmd pbx_cmd_cluster_forget_host; /* cmd-cluster-remote.c */
-extern const struct pbx_cmd pbx_cmd_cluster_power;       /* cmd-cluster-head.c */
-extern const struct pbx_cmd pbx_cmd_cluster_record;      /* cmd-cluster-head.c */
-extern const struct pbx_cmd pbx_cmd_cluster_adopt;       /* cmd-cluster-head.c */
-extern const struct pbx_cmd pbx_cmd_cluster_runs;        /* cmd-cluster-head.c */
-extern const struct pbx_cmd pbx_cmd_cluster_data;        /* cmd-cluster-head.c */
-extern const struct pbx_cmd pbx_cmd_cluster_disconnect;  /* cmd-cluster-disconnect.c */
-extern const struct pbx_cmd pbx_cmd_cluster_gc;          /* cmd-cluster-gc.c */
+extern const struct pbx_cmd pbx_cmd_cluster_start;           /* cmd-cluster-lifecycle.c */
+extern const struct pbx_cmd pbx_cmd_cluster_stop;            /* cmd-cluster-lifecycle.c */
+extern const struct pbx_cmd pbx_cmd_cluster_resize;          /* cmd-cluster-lifecycle.c */
+extern const struct pbx_cmd pbx_cmd_cluster_price;           /* cmd-cluster-price.c */
+extern const struct pbx_cmd pbx_cmd_cluster_list;            /* cmd-cluster-info.c */
+extern const struct pbx_cmd pbx_cmd_cluster_show;            /* cmd-cluster-info.c */
+extern const struct pbx_cmd pbx_cmd_cluster_exec;            /* cmd-cluster-remote.c */
+extern const struct pbx_cmd pbx_cmd_cluster_ssh;             /* cmd-cluster-remote.c */
+extern const struct pbx_cmd pbx_cmd_cluster_forget_host;     /* cmd-cluster-remote.c */
+extern const struct pbx_cmd pbx_cmd_cluster_power;           /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_record;          /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_adopt;           /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_runs;            /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_data;            /* cmd-cluster-head.c */
+extern const struct pbx_cmd pbx_cmd_cluster_disconnect;      /* cmd-cluster-disconnect.c */
+extern const struct pbx_cmd pbx_cmd_cluster_gc;              /* cmd-cluster-gc.c */
+extern const struct pbx_cmd pbx_cmd_cluster_registry_login;  /* cmd-cluster-registry.c */
+extern const struct pbx_cmd pbx_cmd_cluster_registry_logout; /* cmd-cluster-registry.c */
 
 /* 0, or a usage error (exit 2) when cluster `name` is one pbx uses as it
  * is (cloud ssh: docs/ssh-clusters.md), which `verb` does not act on

@@ -4,8 +4,9 @@
  * lives in its own file: cmd-cluster-lifecycle.c (start, stop, resize),
  * cmd-cluster-price.c (price), cmd-cluster-info.c (list, show),
  * cmd-cluster-remote.c (ssh, exec, forget-host), cmd-cluster-head.c (the
- * head's plumbing: power, record, adopt, runs), cmd-cluster-disconnect.c
- * and cmd-cluster-gc.c; what they share is in cluster_cli.h.
+ * head's plumbing: power, record, adopt, runs), cmd-cluster-disconnect.c,
+ * cmd-cluster-gc.c and cmd-cluster-registry.c (registry-login,
+ * registry-logout); what they share is in cluster_cli.h.
  */
 #include "cli/cluster_cli.h"
 #include "cli/cmd.h"
@@ -30,6 +31,8 @@ static const struct pbx_cmd *const cmd_cluster_subcmds[] = {
 	&pbx_cmd_cluster_runs,
 	&pbx_cmd_cluster_data,
 	&pbx_cmd_cluster_gc,
+	&pbx_cmd_cluster_registry_login,
+	&pbx_cmd_cluster_registry_logout,
 	NULL,
 };
 

@@ -170,6 +170,12 @@ int pbx_exp_image_ref_ok(const char *ref)
 	return ref_name_ok(s, n);
 }
 
+int pbx_exp_registry_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n <= 255 && ref_host_ok(s, n);
+}
+
 /* environment.container: an image archive shipped with the code, or a
  * registry reference (docker://, checked here: it reaches the head's
  * shell and skopeo). */

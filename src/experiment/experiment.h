@@ -84,6 +84,10 @@ int pbx_exp_apt_name_ok(const char *s);
  * docker://[HOST[:PORT]/]NAME[:TAG][@sha256:64 hex], at most 512 bytes, of
  * the distribution spec's characters only (what reaches the head's shell). */
 int pbx_exp_image_ref_ok(const char *ref);
+/* Whether s is a registry as a reference names it (`pbx cluster
+ * registry-login`): HOST[:PORT], letters, digits, '.' and '-', at most
+ * 255 bytes. */
+int pbx_exp_registry_ok(const char *s);
 
 struct pbx_experiment {
 	char *path;               /* file name as given (messages); "" for parse() */

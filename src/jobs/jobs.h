@@ -146,4 +146,17 @@ int pbx_jobs_env_gc(struct pbx_store *st, struct pbx_cluster *c, int dry, struct
 		    struct pbx_err *err);
 void pbx_env_gc_free(struct pbx_env_gc *g);
 
+/* Registry credentials on cluster c's head (registry.c;
+ * docs/environments.md, "Credentials"): skopeo's auth file of the user
+ * tasks run as, on the head's own disk, which the pull of a registry image
+ * uses.  Login: `registry` (HOST[:PORT]) and `user` checked by the caller;
+ * `password` (len bytes) goes on the remote command's stdin only, and
+ * never into err.  0 with *authfile the file's path on the head (caller
+ * frees), or -1 with err (the registry's refusal, in skopeo's words). */
+int pbx_jobs_registry_login(struct pbx_cluster *c, const char *registry, const char *user,
+			    const char *password, size_t len, char **authfile, struct pbx_err *err);
+/* Removes registry's credentials from that file (the file goes with the
+ * last): 1 when it had some, 0 when it had none, -1 with err. */
+int pbx_jobs_registry_logout(struct pbx_cluster *c, const char *registry, struct pbx_err *err);
+
 #endif

@@ -24,7 +24,7 @@ comp() { "$PBX" __complete "$@" | tr '\n' ' ' | sed 's/ $//'; }
 
 is "$(comp "")" "cluster image parrun run state ls log cancel rerun report harvest publish pull forget config help version" \
 	"verbs"
-is "$(comp cl "")" "start price list show ssh disconnect exec resize stop forget-host power record adopt runs data gc" "cluster's subcommands (a unique prefix is the verb)"
+is "$(comp cl "")" "start price list show ssh disconnect exec resize stop forget-host power record adopt runs data gc registry-login registry-logout" "cluster's subcommands (a unique prefix is the verb)"
 is "$(comp cluster st)" "start stop" "subcommands by prefix"
 is "$(comp cluster start --)" "--template --dry-run --json --autostop --help" "options from the table"
 is "$(comp cluster start -t "")" "gpu-tmpl cpu-tmpl" "-t TEMPLATE: the configuration's templates"

@@ -13,87 +13,50 @@
 # not match its digest fail every task with the reason ("environment
 # failed" in pbx state), no command runs and nothing is written outside.  Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-registry.sh"
 
-for p in ch-run skopeo umoci; do
-	command -v "$p" >/dev/null 2>&1 || {
-		echo "1..0 # SKIP $p missing (scripts/install-deps.sh)"
-		rm -rf "$TEST_TMP"
-		exit 77
-	}
-done
-[ -x /bin/busybox ]
-ok $? "busybox is installed (scripts/install-deps.sh)"
-
+registry_needs
 local_cluster cp slot "{ name: node, count: 2 }"
 trap 'registry_stop; cleanup_cluster' EXIT
 SHARED=$PBX_HOME/clusters/cp/shared
-REG=$PBX_SOURCE_DIR/tests/emulators/registry/registry.py
-PORT=$(slot_port 0)
-REGLOG=$TEST_TMP/registry.log
-registry_stop() { [ -z "${REG_PID:-}" ] || { kill "$REG_PID" 2>/dev/null; wait "$REG_PID" 2>/dev/null; }; }
+PORT=$REG_PORT
 
-# layer NAME: TEST_TMP/NAME.tar, a small root file system (busybox's shell
-# and tools, an os-release and a marker only the image has)
-r=$TEST_TMP/rootfs
-mkdir -p "$r/bin" "$r/etc"
-cp /bin/busybox "$r/bin/busybox"
-for c in sh cat echo id ls test wc; do ln -s busybox "$r/bin/$c"; done
-printf 'ID=pbxbox\nNAME="pbx test box"\n' >"$r/etc/os-release"
-echo "pbx registry image" >"$r/etc/pbx-image"
-tar -C "$r" -cf "$TEST_TMP/box.tar" .
-digest=$(python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/box --tag v1 "$TEST_TMP/box.tar")
+# the good image: a small busybox root file system
+registry_box
+digest=$(registry_push pbx/box v1 "$TEST_TMP/box.tar")
 ok $? "the image is stored in the registry: $digest"
 # a hostile image: a shell, and a second layer with a member above the top
 python3 -c 'import tarfile, io, sys
 t = tarfile.open(sys.argv[1], "w")
 i = tarfile.TarInfo("../../t0273-escaped"); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
 t.close()' "$TEST_TMP/dotdot.tar"
-python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/dotdot --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/dotdot.tar" >/dev/null
+registry_push pbx/dotdot v1 "$TEST_TMP/box.tar" "$TEST_TMP/dotdot.tar" >/dev/null
 python3 -c 'import tarfile, io, sys
 t = tarfile.open(sys.argv[1], "w")
 i = tarfile.TarInfo(sys.argv[2]); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
 t.close()' "$TEST_TMP/absolute.tar" "$TEST_TMP/t0273-abs-escaped"
-python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/absolute --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/absolute.tar" >/dev/null
+registry_push pbx/absolute v1 "$TEST_TMP/box.tar" "$TEST_TMP/absolute.tar" >/dev/null
 # an image with no shell
 mkdir -p "$TEST_TMP/noshell/etc" && echo x >"$TEST_TMP/noshell/etc/x"
 tar -C "$TEST_TMP/noshell" -cf "$TEST_TMP/noshell.tar" .
-python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/noshell --tag v1 "$TEST_TMP/noshell.tar" >/dev/null
+registry_push pbx/noshell v1 "$TEST_TMP/noshell.tar" >/dev/null
 # an image whose own second layer's bytes the registry corrupts (one byte
 # changed; the first layer is the good image's)
 mkdir -p "$TEST_TMP/extra/etc" && head -c 4096 /dev/urandom >"$TEST_TMP/extra/etc/noise"
 tar -C "$TEST_TMP/extra" -cf "$TEST_TMP/extra.tar" .
-cm=$(python3 "$REG" push --root "$TEST_TMP/reg" --name pbx/corrupt --tag v1 "$TEST_TMP/box.tar" "$TEST_TMP/extra.tar")
+cm=$(registry_push pbx/corrupt v1 "$TEST_TMP/box.tar" "$TEST_TMP/extra.tar")
 cl=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["layers"][1]["digest"][7:])' "$TEST_TMP/reg/blobs/sha256/${cm#sha256:}")
 cp "$TEST_TMP/reg/blobs/sha256/$cl" "$TEST_TMP/layer.gz"
 rm "$TEST_TMP/reg/blobs/sha256/$cl"
 { head -c 100 "$TEST_TMP/layer.gz"; printf 'X'; tail -c +102 "$TEST_TMP/layer.gz"; } >"$TEST_TMP/reg/blobs/sha256/$cl"
-python3 "$REG" serve --root "$TEST_TMP/reg" --port "$PORT" --port-file "$TEST_TMP/reg.port" \
-	--log "$REGLOG" >"$TEST_TMP/reg.out" 2>&1 &
-REG_PID=$!
-wait_started "$TEST_TMP/reg.port" "$REG_PID" "$TEST_TMP/reg.out" "the registry"
+registry_serve
 
 run_pbx -q cluster start cp
 ok $rc "the cluster starts: $errout"
-# the head's registries.conf (a node body's own /etc): the loopback
-# registry speaks plain HTTP
-mkdir -p "$PBX_HOME/clusters/cp/nodes/head/etc/containers"
-printf '[[registry]]\nlocation = "127.0.0.1:%s"\ninsecure = true\n' "$PORT" \
-	>"$PBX_HOME/clusters/cp/nodes/head/etc/containers/registries.conf"
+registry_conf cp
 
-cat >"$TEST_TMP/step.sh" <<'SH'
-. /etc/os-release
-echo "x=$1 uid=$(id -u) os=$ID image=$(cat /etc/pbx-image) slurmd=$([ -e /usr/sbin/slurmd ] && echo seen || echo absent)"
-echo "$1" >result.txt
-SH
-# exp NAME REF DIR: an experiment of 4 tasks in DIR running in REF
-exp() {
-	mkdir -p "$3"
-	cp "$TEST_TMP/step.sh" "$3/"
-	printf 'name: %s\ncommand: sh step.sh {x}\nsweep: { grid: { x: [1, 2, 3, 4] } }\noutputs: [result.txt]\nenvironment:\n  container: %s\n' \
-		"$1" "$2" >"$3/experiment.yaml"
-}
 REF=docker://127.0.0.1:$PORT/pbx/box:v1
-exp pulled "$REF" "$TEST_TMP/exp"
+box_exp pulled "$REF" "$TEST_TMP/exp"
 
 t0=$(date +%s.%N)
 run_pbx parrun "$TEST_TMP/exp/experiment.yaml" cp
@@ -136,7 +99,7 @@ case $out in *"image docker://127.0.0.1:$PORT/pbx/box@$digest"*) r=0 ;; *) r=1 ;
 ok $r "pbx report -f json has the digest"
 
 # a second package, the same tag: the manifest asked for, no blob
-exp pulled-two "$REF" "$TEST_TMP/exp2"
+box_exp pulled-two "$REF" "$TEST_TMP/exp2"
 n_before=$(wc -l <"$REGLOG")
 t2=$(date +%s.%N)
 run_pbx parrun "$TEST_TMP/exp2/experiment.yaml" cp
@@ -152,7 +115,7 @@ ok $? "its log says so"
 echo "# parrun: first (pull) $(awk "BEGIN { print $t1 - $t0 }") s, second (tag resolved, no pull) $(awk "BEGIN { print $t3 - $t2 }") s"
 
 # a third, named by digest: the registry is not asked at all
-exp pinned "docker://127.0.0.1:$PORT/pbx/box@$digest" "$TEST_TMP/exp3"
+box_exp pinned "docker://127.0.0.1:$PORT/pbx/box@$digest" "$TEST_TMP/exp3"
 n_before=$(wc -l <"$REGLOG")
 run_pbx parrun "$TEST_TMP/exp3/experiment.yaml" cp
 pkg3=$(printf '%s\n' "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')

@@ -538,6 +538,27 @@ static void test_image_ref(void)
 	is_str(e->env.container_ref, "docker://127.0.0.1:30701/pbx/box:v1", "kept as written");
 	ok(e->env.container == NULL, "no archive");
 	pbx_experiment_free(e);
+	static const struct {
+		const char *reg;
+		int ok;
+	} regs[] = {
+		{ "docker.io", 1 },
+		{ "ghcr.io", 1 },
+		{ "us-docker.pkg.dev", 1 },
+		{ "123456789012.dkr.ecr.us-east-1.amazonaws.com", 1 },
+		{ "localhost:5000", 1 },
+		{ "", 0 },
+		{ "docker://ghcr.io", 0 },
+		{ "ghcr.io/owner", 0 },
+		{ "-x.io", 0 },
+		{ "a.io:123456", 0 },
+		{ "a.io:", 0 },
+		{ "a.io;id", 0 },
+		{ "a.io b", 0 },
+	};
+	for (i = 0; i < sizeof(regs) / sizeof(regs[0]); i++)
+		ok(pbx_exp_registry_ok(regs[i].reg) == regs[i].ok, "registry '%s': %s", regs[i].reg,
+		   regs[i].ok ? "taken" : "refused");
 }
 
 /* ---- .pbxignore ------------------------------------------------------ */
