@@ -34,7 +34,12 @@ DeleteSecurityGroup of a group an instance that is not terminated is in
 (moto deletes it).  POST /_harness/capacity with a JSON list replaces
 --capacity's while the harness runs.  GET /_harness/calls
 counts the calls by action (and `pricing`: GetProducts calls;
-`role_credentials`: credential sets the bodies' IMDS gave out, by role).
+`role_credentials`: credential sets the bodies' IMDS gave out, by role;
+`s3`: S3 requests by who signed them and what they were,
+"PRINCIPAL OPERATION": the user's name or role:ROLE for a role's
+instance credentials, ListObjectsV2, GetObject, PutObject, ...).  S3 is
+moto's, reached through the proxy (clouds.aws.s3_endpoint: the proxy's
+URL); the role and `admin` may use it, the user `pbx` may not.
 
 A body whose instance has an instance profile finds its role's temporary
 credentials in its IMDS (meta-data/iam/security-credentials/ROLE, from
@@ -111,6 +116,7 @@ import json
 import logging
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -317,6 +323,14 @@ class RoleCredentials:
             self.issued[role["RoleName"]] += 1
             return got
 
+    def role_of(self, access_key):
+        """The role whose instance credentials have ACCESS_KEY, or None."""
+        with self.lock:
+            for role, c in self.cache.values():
+                if c["AccessKeyId"] == access_key:
+                    return role
+        return None
+
     @staticmethod
     def tree(inst, role, c):
         """meta-data/iam/ as EC2 serves it."""
@@ -364,7 +378,69 @@ class Ec2BodyMetadata:
         return imds.BodyServer(ip, self.port, doc)
 
 
-def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None):
+def s3_operation(method, path, query):
+    """The S3 operation of a path-style request (the ones pbx makes)."""
+    q = urllib.parse.parse_qs(query, keep_blank_values=True)
+    has_key = bool(path.lstrip("/").partition("/")[2])
+    if method == "GET":
+        return "GetObject" if has_key else ("ListObjectsV2" if q.get("list-type") == ["2"] else "ListObjects")
+    if method == "PUT":
+        return ("UploadPart" if "partNumber" in q else "PutObject") if has_key else "CreateBucket"
+    if method == "POST":
+        return "CompleteMultipartUpload" if "uploadId" in q else "CreateMultipartUpload"
+    return {"HEAD": "HeadObject", "DELETE": "DeleteObject"}.get(method, method)
+
+
+class S3Calls:
+    """S3 requests through the proxy, counted by the principal that signed
+    them (a user's name, or role:ROLE for an instance's role credentials)
+    and operation, for GET /_harness/calls (`s3`)."""
+
+    def __init__(self, principals, roles):
+        self.lock = threading.Lock()
+        self.principals = principals   # access key id -> user name
+        self.roles = roles
+        self.calls = Counter()
+
+    def count(self, method, path, authorization):
+        """Counts the request when it is signed for S3; True if it was."""
+        m = re.search(r"Credential=([^/,\s]+)/[^/]+/[^/]+/s3/", authorization or "")
+        if not m:
+            return False
+        key = m.group(1)
+        role = self.roles.role_of(key) if self.roles else None
+        who = "role:" + role if role else self.principals.get(key, "unknown")
+        url = urllib.parse.urlsplit(path)
+        with self.lock:
+            self.calls["%s %s" % (who, s3_operation(method, url.path, url.query))] += 1
+        return True
+
+
+def s3_signature_query_fix():
+    """moto 5.2.1 checks an S3 request's SigV4 signature on its URL as
+    werkzeug decoded it (prefix=fm/), while SigV4, the SDKs and pbx encode
+    every query value (prefix=fm%2F, src/cloud/aws/sigv4.c): every listing with
+    a '/' in its prefix was refused SignatureDoesNotMatch, boto3's too.
+    Patched in this process: the canonical query is made of the values
+    encoded again, as S3 itself does."""
+    import moto.iam.access_control as access_control
+    cls = access_control.S3IAMRequest
+    made = cls._create_aws_request
+
+    def create(self):
+        request = made(self)
+        url = urllib.parse.urlsplit(request.url)
+        if url.query:
+            pairs = [p.partition("=") for p in url.query.split("&")]
+            query = "&".join("%s=%s" % (urllib.parse.quote(urllib.parse.unquote(k), safe="-_.~"),
+                                        urllib.parse.quote(urllib.parse.unquote(v), safe="-_.~"))
+                             for k, _, v in pairs)
+            request.url = urllib.parse.urlunsplit(url._replace(query=query))
+        return request
+    cls._create_aws_request = create
+
+
+def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3=None):
     class Proxy(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -399,9 +475,18 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None):
                     body = json.dumps({"calls": faults.calls, "faults": faults.faults,
                                        "pricing": pricing.calls,
                                        "servicequotas": quotas.calls if quotas else 0,
-                                       "role_credentials": dict(roles.issued) if roles else {}}).encode()
+                                       "role_credentials": dict(roles.issued) if roles else {},
+                                       "s3": dict(s3.calls) if s3 else {}}).encode()
                 return self._send(200, body, "application/json")
             return self._forward(None)
+
+        def do_PUT(self):
+            """S3 alone (EC2's API is POST and GET)."""
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n)
+            if self._by_api_name():
+                return None
+            return self._forward(body)
 
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
@@ -450,6 +535,8 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None):
             self._send(code, json.dumps(value).encode(), "application/json")
 
         def _forward(self, body):
+            if s3 is not None:
+                s3.count(self.command, self.path, self.headers.get("Authorization"))
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("connection", "content-length", "accept-encoding")}
             req = urllib.request.Request(moto_url + self.path, data=body, method=self.command,
@@ -904,10 +991,16 @@ def setup(moto_url, args):
     iam = boto3.client("iam", **anon)
     allow = json.dumps({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Action": ["ec2:*", "sts:*", "iam:*"], "Resource": "*"}]})
+    # S3 for the harness's own calls and the heads' role (a head with its
+    # own identity stages its buckets itself, docs/data.md), not for the
+    # user pbx signs as: what reaches S3 as that user is refused
+    with_s3 = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["ec2:*", "sts:*", "iam:*", "s3:*"], "Resource": "*"}]})
     out = {}
     for user in ("pbx", "admin"):
         iam.create_user(UserName=user)
-        iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=allow)
+        iam.put_user_policy(UserName=user, PolicyName="all",
+                            PolicyDocument=with_s3 if user == "admin" else allow)
         k = iam.create_access_key(UserName=user)["AccessKey"]
         out[user] = {"access_key": k["AccessKeyId"], "secret_key": k["SecretAccessKey"]}
     # a user who may only look (ec2:Describe*): pbx's first change is refused
@@ -920,7 +1013,7 @@ def setup(moto_url, args):
     trust = json.dumps({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
     role = iam.create_role(RoleName="pbx-role", AssumeRolePolicyDocument=trust)["Role"]
-    iam.put_role_policy(RoleName="pbx-role", PolicyName="all", PolicyDocument=allow)
+    iam.put_role_policy(RoleName="pbx-role", PolicyName="all", PolicyDocument=with_s3)
     # an instance profile for heads (docs/head-identity.md): RunInstances of
     # any other name is refused, as EC2 refuses a profile that does not exist
     iam.create_instance_profile(InstanceProfileName="pbx-head")
@@ -1029,6 +1122,7 @@ def main():
         if d and hasattr(backend, "drop_image"):
             backend.drop_image("aws", {"_dir": d})
     life.install(on_deregister=dropped)
+    s3_signature_query_fix()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     moto_url = "http://127.0.0.1:%d" % moto.get_host_and_port()[1]
@@ -1054,7 +1148,8 @@ def main():
         code, _, value = q.partition("=")
         applied[code] = float(value)
     quotas = ServiceQuotas(keys, [env["viewer"]["access_key"]], REGION, env["account"], applied)
-    proxy.RequestHandlerClass = make_proxy(moto_url, faults, Pricing(keys), spot, roles, quotas)
+    s3 = S3Calls({env[u]["access_key"]: u for u in ("pbx", "admin", "viewer", "session")}, roles)
+    proxy.RequestHandlerClass = make_proxy(moto_url, faults, Pricing(keys), spot, roles, quotas, s3)
     env["url"] = "http://127.0.0.1:%d/" % proxy.server_address[1]
     env["moto_url"] = moto_url
     env["region"] = REGION
