@@ -102,7 +102,7 @@ wait_final "$pkg3" 120
 run_pbx -q harvest "$pkg3"
 is "$(cat "$PBX_HOME/results/$pkg3"/*/out.txt 2>/dev/null)" "alphaBETAgamma" "its task read the new version"
 
-run_pbx -q cluster stop sd
+run_pbx -q cluster stop --discard-results sd
 ok $rc "the cluster stops: $errout"
 is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
 done_testing
