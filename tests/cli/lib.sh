@@ -652,6 +652,25 @@ cloud_config() {
 	chmod 600 "$1"
 }
 
+# cloud_power_cluster NAME NODE_GROUP SLURM [FLAG...]: cloud_emulator
+# (FLAGs to it) and $PBX_HOME/config.yaml with one template NAME for SLURM
+# power saving: a head with an identity of its own (Compute Engine: the
+# emulator's service account; EC2: instance profile pbx-head), the map
+# SLURM as its slurm:, the one node group NODE_GROUP (a YAML flow mapping);
+# NAME is stopped at exit.
+cloud_power_cluster() {
+	cp_name=$1 cp_group=$2 cp_slurm=$3
+	shift 3
+	stop_at_exit "$cp_name"
+	cloud_emulator "$@"
+	case $CLOUD in
+	gce) cp_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
+	aws) cp_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
+	esac
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template "$cp_name" "$PBX_HOME/id" \
+		"$cp_head" "slurm: $cp_slurm" "node_groups:" "  - $cp_group")"
+}
+
 # gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
 # [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE
 # PUBLIC with EMULATOR_ARGS) and $PBX_HOME/config.yaml with one cluster
