@@ -89,6 +89,7 @@ PY
 			"the head's /etc/hosts has both instances' addresses"
 		is "$(hosts_block "$head_root/etc/hosts" | awk '{print $2}' | tr '\n' ' ')" "pw-node1 pw-node2 " \
 			"under the names slurm.conf gives"
+		# shellcheck disable=SC2044 # TEST_TMP's paths have no blanks; a pipe would lose the checks
 		for f in $(find "$BODIES" -path '*/etc/hosts' ! -path "$head_root/*"); do
 			is "$(hosts_block "$f")" "$(hosts_block "$head_root/etc/hosts")" "a node's /etc/hosts has the same block"
 		done
@@ -107,6 +108,7 @@ cloud_power_cluster pw "{ name: node, count: 2, min: 0, machine_type: $TYPE, cpu
 head_type
 sed -i "/^    slurm: /a\\    budget: 1000000" "$PBX_HOME/config.yaml"
 printf 'prices:\n  hourly: { %s }\n' "$PRICES" >>"$PBX_HOME/config.yaml"
+# shellcheck disable=SC2038 # TEST_TMP's paths have no blanks
 budget_until() { find "$BODIES" -path '*/etc/pbx/autostop.conf' -exec grep -l "^PBX_ROLE='head'" {} + |
 	xargs sed -n "s/^PBX_BUDGET_UNTIL='\([0-9]*\)'\$/\1/p"; }
 sinfo_states() { "$PBX" cluster exec pw -- sinfo -h -N -o '%N %t' 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
@@ -116,6 +118,7 @@ nodes_of() { json_get '" ".join("%s=%s" % (n["name"], n["state"]) for n in d["no
 head_nodes() { "$pbx_head" cluster show pw --json | nodes_of; }
 # each body's copy of slurm.conf, its own root made @ROOT@: how many differ
 same_confs() {
+	# shellcheck disable=SC2044 # TEST_TMP's paths have no blanks
 	for f in $(find "$BODIES" -path '*/etc/slurm/slurm.conf'); do
 		sed "s#${f%/etc/slurm/slurm.conf}#@ROOT@#g" "$f" | md5sum
 	done | sort -u | grep -c .
