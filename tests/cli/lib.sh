@@ -604,6 +604,83 @@ urllib.request.urlopen(urllib.request.Request(url, data=open(path, "rb").read(),
 PY
 }
 
+# What a scenario on both clouds (tests/cli/cloud/NAME.sh, CLOUD=gce or
+# aws; tests/README.md) sets up the same way on each.
+# cloud_emulator [FLAG...]: the emulator of $CLOUD with node bodies on the
+# slot's $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24 (Compute Engine: private and
+# public; EC2: the two subnets of the slot's /16), FLAGs to it (emulator.py
+# or ec2_harness.py), and the login key $PBX_HOME/id.  The clusters the
+# test stopped at exit before (stop_at_exit) stay so.  Sets BODIES, where
+# the bodies live, CLOUD_IMAGE, the image a template boots there, and
+# CLOUD_ACCOUNT, the clouds: line of the emulator (credentials, endpoint).
+# Exits 77 (SKIP) where the emulator cannot run.
+cloud_emulator() {
+	ce_stop=${STOP_CLUSTERS:-}
+	mkdir -p "$PBX_HOME"
+	case $CLOUD in
+	gce)
+		gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
+		ssh-keygen -q -t ed25519 -N "" -C "pbx-gce-test" -f "$PBX_HOME/id"
+		BODIES=$TEST_TMP/emu/bodies
+		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
+		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
+		;;
+	aws)
+		# shellcheck disable=SC2034 # aws_lib.sh's
+		H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE \
+			H_CLUSTERS=$ce_stop
+		# shellcheck source=tests/cli/aws_lib.sh
+		. "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
+		h_start "$@"
+		BODIES=$TEST_TMP/h/bodies
+		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
+		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1 }"
+		;;
+	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
+	esac
+	# shellcheck disable=SC2086 # one word per cluster
+	[ -z "$ce_stop" ] || stop_at_exit $ce_stop
+}
+# cloud_template NAME KEY [LINE...]: template NAME on $CLOUD with login
+# user pbx, login key KEY, the image CLOUD_IMAGE and each LINE (YAML of
+# the template, e.g. "autostop: 12s"), for cloud_config.
+cloud_template() {
+	printf '  %s:\n    cloud: %s\n    login_user: pbx\n    ssh_key: %s\n    image: %s\n' \
+		"$1" "$CLOUD" "$2" "$CLOUD_IMAGE"
+	shift 2
+	for ct_line; do printf '    %s\n' "$ct_line"; done
+}
+# cloud_config FILE SLURM_PORT_BASE TEMPLATES [MORE]: writes FILE (mode
+# 600): the clusters TEMPLATES (cloud_template's), the emulator's account
+# (CLOUD_ACCOUNT), SLURM ports from SLURM_PORT_BASE, then MORE (top-level
+# YAML, e.g. prices:).
+cloud_config() {
+	printf 'clusters:\n%s\nclouds:\n  %s\n  local: { slurm_port_base: %s }\n%s' \
+		"$3" "$CLOUD_ACCOUNT" "$2" "${4:+$4
+}" >"$1"
+	chmod 600 "$1"
+}
+
+# cloud_power_cluster NAME NODE_GROUP SLURM [FLAG...]: cloud_emulator
+# (FLAGs to it) and $PBX_HOME/config.yaml with one template NAME for SLURM
+# power saving: a head with an identity of its own (Compute Engine: the
+# emulator's service account; EC2: instance profile pbx-head), the map
+# SLURM as its slurm:, the one node group NODE_GROUP (a YAML flow mapping);
+# NAME is stopped at exit.
+cloud_power_cluster() {
+	cp_name=$1 cp_group=$2 cp_slurm=$3
+	shift 3
+	stop_at_exit "$cp_name"
+	cloud_emulator "$@"
+	case $CLOUD in
+	gce) cp_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
+	aws) cp_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
+	esac
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template "$cp_name" "$PBX_HOME/id" \
+		"$cp_head" "slurm: $cp_slurm" "node_groups:" "  - $cp_group")"
+}
+
 # gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
 # [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE
 # PUBLIC with EMULATOR_ARGS) and $PBX_HOME/config.yaml with one cluster
