@@ -1,0 +1,164 @@
+# tests/cli/cloud/data-head.sh - a head with its own identity stages its
+# cloud's buckets itself (docs/data.md, "Credentials";
+# docs/head-identity.md), one body for both clouds (CLOUD=gce: t0303, on
+# the Compute Engine emulator's node bodies, a head with a service
+# account, gs://; CLOUD=aws: t0304, on the EC2 harness's node bodies, a
+# head with instance profile pbx-head, s3:// on moto through the harness's
+# proxy, which counts S3 requests by who signed them, the user's keys
+# having no S3 rights).  parrun of an experiment with `data: SCHEME://data/fm/`
+# -> the head's pbx (pbx-head) lists and downloads the objects with its
+# own credentials (its metadata server's token; the role's from its
+# IMDSv2) into its own cache, the user's pbx downloads nothing (no cache
+# of its own) -> a task reads every object -> a second package moves
+# nothing -> one changed object moves alone, as the head reports it ->
+# pbx-head refuses a source that is not a bucket URL -> the cluster stops.
+# Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports
+# from BODY_PORT_BASE.  (The booted-VM twin on gce:
+# tests/vm/gce-data-env.sh.)
+# shellcheck shell=sh
+
+# ---- the cloud's setup: the cluster dh, bucket data, and
+#   put NAME TEXT   object NAME of bucket data holds TEXT
+#   gets            the objects read from the bucket so far
+#   head_creds      how many times the head's metadata server gave it credentials
+#   head_read B     it did since the count was B (one step)
+#   only_head_read  no one but the head read the bucket (one step)
+case $CLOUD in
+gce)
+	SCHEME=gs
+	stop_at_exit dh
+	gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" --bucket data
+	mkdir -p "$PBX_HOME"
+	ssh-keygen -q -t ed25519 -N "" -C data-head -f "$PBX_HOME/id"
+	cat >"$PBX_HOME/config.yaml" <<CONFIG
+clusters:
+  dh:
+    cloud: gce
+    login_user: pbx
+    ssh_key: $PBX_HOME/id
+    image: projects/debian-cloud/global/images/family/debian-12
+    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
+    node_groups:
+      - { name: node, count: 1, machine_type: e2-standard-4 }
+clouds:
+  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: "http://127.0.0.1:$PORT/compute/v1/", storage_endpoint: "http://127.0.0.1:$PORT/" }
+  local: { slurm_port_base: $BODY_PORT_BASE }
+CONFIG
+	chmod 600 "$PBX_HOME/config.yaml"
+	BODIES=$TEST_TMP/emu/bodies
+	put() { printf %s "$2" >"$TEST_TMP/obj" && gcs_put data "$1" "$TEST_TMP/obj"; }
+	tokens() { emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0)'; }
+	gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
+	head_creds() { tokens; }
+	head_read() { [ "$(tokens)" -gt "$1" ]; }
+	only_head_read() { :; } # the emulator does not tell who read: gce-data-env.sh does, on VMs
+	head_identity="a service account"
+	;;
+aws)
+	SCHEME=s3
+	# shellcheck disable=SC2034 # aws_lib.sh's inputs
+	H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE H_CLUSTERS="dh"
+	. "$(dirname "$0")/aws_lib.sh"
+	h_start
+	h_template dh "$(json_get 'd["ami"]' <"$TEST_TMP/env.json")"
+	sed -i '/^  dh:$/,/^clouds:/s/    head: { machine_type: m5.large }/    head: { machine_type: m5.large, instance_profile: pbx-head }/' "$PBX_HOME/config.yaml"
+	sed -i "s|^  aws: { region: us-east-1, endpoint: \"$URL\", |&s3_endpoint: \"${URL%/}\", |" "$PBX_HOME/config.yaml"
+	grep -q "s3_endpoint: \"${URL%/}\"" "$PBX_HOME/config.yaml" || fail "config.yaml has no s3_endpoint"
+	BODIES=$TEST_TMP/h/bodies
+	# s3_admin CODE: runs the Python CODE with `s3`, a boto3 S3 client of
+	# the harness's admin on moto itself (not through the proxy: not counted)
+	s3_admin() {
+		python3 -c "import boto3, json, sys
+e = json.load(open('$TEST_TMP/env.json'))
+s3 = boto3.client('s3', region_name='us-east-1', endpoint_url=e['moto_url'],
+                  aws_access_key_id=e['admin']['access_key'], aws_secret_access_key=e['admin']['secret_key'])
+$1"
+	}
+	put() { s3_admin "s3.put_object(Bucket='data', Key='$1', Body=b'$2')"; }
+	# s3_calls: the S3 requests through the proxy, "PRINCIPAL OPERATION=N", sorted
+	s3_calls() {
+		python3 -c 'import json, sys, urllib.request
+d = json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls"))["s3"]
+print(" ".join(sorted("%s=%d" % (k.replace(" ", ":"), v) for k, v in d.items())))' "$URL"
+	}
+	gets() { calls s3 "role:pbx-role GetObject"; }
+	head_creds() { calls role_credentials pbx-role; }
+	# the role's credentials are cached on the head: given out at least once
+	head_read() { [ "$(head_creds)" -ge 1 ]; }
+	only_head_read() {
+		is "$(s3_calls | tr ' ' '\n' | grep -vc '^role:pbx-role:')" 0 "no S3 request was signed by anyone but the head's role: $(s3_calls)"
+	}
+	head_identity="an instance profile"
+	s3_admin "s3.create_bucket(Bucket='data')"
+	;;
+esac
+put fm/a.txt alpha
+put fm/sub/b.txt beta
+put fm/sub/c.txt gamma
+
+mkdir -p "$TEST_TMP/e1"
+printf '%s\n' "name: dh" "command: cat data/d/a.txt data/d/sub/b.txt data/d/sub/c.txt > out.txt" \
+	"outputs: [out.txt]" "data:" "  - { from: \"$SCHEME://data/fm/\", to: data/d }" >"$TEST_TMP/e1/experiment.yaml"
+
+run_pbx -q cluster start dh
+ok $rc "the cluster starts: $errout"
+head_pbx=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -n 1)
+head_root=${head_pbx%/usr/local/sbin/pbx-head}
+[ -n "$head_pbx" ] && [ -x "$head_pbx" ]
+ok $? "a head with $head_identity runs pbx (pbx-head)"
+if [ "$CLOUD" = aws ]; then
+	grep -q "AWS_EC2_METADATA_SERVICE_ENDPOINT=" "$head_pbx"
+	ok $? "pbx-head asks the body's own IMDS"
+fi
+
+before=$(head_creds)
+run_pbx parrun "$TEST_TMP/e1/experiment.yaml" dh
+ok $rc "parrun: $errout"
+case $errout in *"data $SCHEME://data/fm/: 3 objects"*", 3 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "the 3 objects were staged: $errout"
+is "$(gets)" 3 "3 downloads"
+if [ "$CLOUD" = aws ]; then
+	is "$(s3_calls)" "role:pbx-role:GetObject=3 role:pbx-role:ListObjectsV2=1" \
+		"one listing and 3 downloads, every one signed with the head's role credentials"
+fi
+head_read "$before"
+ok $? "with the credentials the head's metadata server gave out ($before before, $(head_creds) after)"
+ID=$(ls "$head_root/var/lib/pbx/home/data" 2>/dev/null | head -n 1)
+is "$(find "$head_root/var/lib/pbx/home/data/$ID" -type f ! -name .pbx-data-manifest 2>/dev/null | wc -l)" 3 \
+	"the 3 downloads are in the head's cache ($ID)"
+[ ! -e "$PBX_HOME/data" ]
+ok $? "the user's pbx downloaded nothing (no cache of its own)"
+pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkg" 120
+run_pbx -q harvest "$pkg"
+is "$(cat "$PBX_HOME/results/$pkg"/*/out.txt 2>/dev/null)" "alphabetagamma" "the task read every object"
+
+cp -r "$TEST_TMP/e1" "$TEST_TMP/e2"
+sed -i 's/^name: dh$/name: dh-two/' "$TEST_TMP/e2/experiment.yaml"
+run_pbx parrun "$TEST_TMP/e2/experiment.yaml" dh
+case $errout in *"data $SCHEME://data/fm/: 3 objects, 0 moved (staged before)"*) r=0 ;; *) r=1 ;; esac
+ok $r "a second package moves nothing: $errout"
+is "$(gets)" 3 "and downloads nothing"
+put fm/sub/b.txt BETA
+sed -i 's/^name: dh-two$/name: dh-three/' "$TEST_TMP/e2/experiment.yaml"
+run_pbx parrun "$TEST_TMP/e2/experiment.yaml" dh
+case $errout in *"data $SCHEME://data/fm/: 3 objects"*", 1 moved"*", 1 downloaded"*) r=0 ;; *) r=1 ;; esac
+ok $r "one changed object moves alone, as the head reports it: $errout"
+is "$(gets)" 4 "one more download, by the head"
+only_head_read
+pkg3=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkg3" 120
+run_pbx -q harvest "$pkg3"
+is "$(cat "$PBX_HOME/results/$pkg3"/*/out.txt 2>/dev/null)" "alphaBETAgamma" "its task read the new version"
+
+run_pbx_head() { out=$("$head_pbx" "$@" 2>"$TEST_TMP/head.err"); rc=$?; errout=$(cat "$TEST_TMP/head.err"); }
+run_pbx_head -q cluster data dh /etc
+is "$rc" 2 "pbx-head refuses a source that is not a bucket URL: $errout"
+
+run_pbx -q cluster stop --discard-results dh
+ok $rc "the cluster stops: $errout"
+if [ "$CLOUD" = aws ]; then
+	is "$(holds)" "0 0 0" "no instance, security group or key pair is left"
+fi
+done_testing
