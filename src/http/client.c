@@ -235,6 +235,8 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 	}
 	if (!strcmp(r->method, "GET"))
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	else if (!strcmp(r->method, "HEAD")) /* no body follows the headers */
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(r->method, "POST") != 0)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
 	rc = curl_easy_perform(c);
