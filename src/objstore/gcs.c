@@ -256,7 +256,9 @@ static int gcs_read_range(struct pbx_objstore *s, struct pbx_http *http, const c
 	struct pbx_buf u = PBX_BUF_INIT, h = PBX_BUF_INIT;
 	char range[64];
 	const char *extra[4] = { range, NULL, NULL, NULL };
-	struct pbx_http_req r = { .method = "GET", .max_body = (size_t)len, .resp_headers = &h };
+	struct pbx_http_req r = {
+		.method = "GET", .resp_headers = &h, .into = dst, .into_len = (size_t)len
+	};
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
@@ -272,9 +274,8 @@ static int gcs_read_range(struct pbx_objstore *s, struct pbx_http *http, const c
 	if (rc == 0 && *version && (resp.status == 404 || resp.status == 412))
 		rc = objstore_changed(s, name, err);
 	else if (rc == 0)
-		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, off, len, err);
-	if (rc == 0)
-		memcpy(dst, resp.body.buf, (size_t)len);
+		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, resp.into_got, off,
+					  len, err);
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&u);
 	pbx_buf_release(&h);

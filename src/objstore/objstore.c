@@ -396,13 +396,13 @@ int objstore_content_range_parse(const char *v, uint64_t *first, uint64_t *last,
 }
 
 int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
-			 const struct pbx_buf *headers, const struct pbx_buf *body, uint64_t off,
-			 uint64_t len, struct pbx_err *err)
+			 const struct pbx_buf *headers, const struct pbx_buf *body, size_t got,
+			 uint64_t off, uint64_t len, struct pbx_err *err)
 {
 	uint64_t first = 0, last = 0, total = 0;
 	char *cr, *obj;
 	int good;
-	if (status == 200 && off == 0 && body->len == len)
+	if (status == 200 && off == 0 && got == len)
 		return 0; /* the whole object, which is that range */
 	if (status != 206) {
 		objstore_http_error(s, name, "cannot read a range", status, body, err);
@@ -410,14 +410,14 @@ int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
 	}
 	cr = pbx_http_header(headers, "content-range");
 	good = objstore_content_range_parse(cr, &first, &last, &total) == 0 && first == off &&
-	       last == off + len - 1 && body->len == len;
+	       last == off + len - 1 && got == len;
 	obj = objstore_object_url(s, name);
 	if (!good)
 		pbx_err_set(err,
 			    "%s: the reply to bytes %llu-%llu is not that range (Content-Range "
 			    "%.64s, %zu bytes)",
 			    obj, (unsigned long long)off, (unsigned long long)(off + len - 1),
-			    cr ? cr : "absent", body->len);
+			    cr ? cr : "absent", got);
 	free(obj);
 	free(cr);
 	return good ? 0 : -1;

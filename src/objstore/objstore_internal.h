@@ -135,12 +135,12 @@ void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t alig
 void objstore_range_plan(uint64_t len, struct objstore_plan *out);
 
 /* A ranged reply's check, shared by the backends: status 206 with
- * Content-Range "bytes OFF-(OFF+LEN-1)/TOTAL" and LEN bytes of body (or
- * 200 with exactly LEN bytes when OFF is 0: the whole object).  0, or -1
- * with err naming the object. */
+ * Content-Range "bytes OFF-(OFF+LEN-1)/TOTAL" and LEN bytes got (or 200
+ * with exactly LEN bytes when OFF is 0: the whole object).  body: another
+ * status's body, for the error.  0, or -1 with err naming the object. */
 int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
-			 const struct pbx_buf *headers, const struct pbx_buf *body, uint64_t off,
-			 uint64_t len, struct pbx_err *err);
+			 const struct pbx_buf *headers, const struct pbx_buf *body, size_t got,
+			 uint64_t off, uint64_t len, struct pbx_err *err);
 /* The "object changed while it was read" error: OBJSTORE_CHANGED. */
 int objstore_changed(struct pbx_objstore *s, const char *name, struct pbx_err *err);
 

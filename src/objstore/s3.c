@@ -259,6 +259,8 @@ struct s3_req {
 	size_t max;                      /* response cap, 0 = the handle's */
 	struct pbx_buf *headers;         /* response headers, may be NULL */
 	pbx_http_retryable_fn retryable; /* NULL = s3_retryable */
+	char *into;                      /* a 2xx body's place (pbx_http_req.into) */
+	size_t into_len;
 };
 
 /* The request's headers: its own, then Authorization, date, payload hash
@@ -310,7 +312,9 @@ static int s3_call_on(struct pbx_objstore *s, struct pbx_http *http, const struc
 				  .body_len = q->len,
 				  .retryable = q->retryable ? q->retryable : s3_retryable,
 				  .max_body = q->max,
-				  .resp_headers = q->headers };
+				  .resp_headers = q->headers,
+				  .into = q->into,
+				  .into_len = q->into_len };
 	int rc, k;
 	pbx_buf_addf(&path, "%s%s", b->prefix, q->key ? q->key : "");
 	pbx_sha256_hex(q->body ? q->body : "", q->body ? q->len : 0, hash);
@@ -444,9 +448,12 @@ static int s3_read_range(struct pbx_objstore *s, struct pbx_http *http, const ch
 	char range[64], *match = *version ? xasprintf("If-Match: \"%s\"", version) : NULL;
 	const char *extra[] = { range, match, NULL };
 	struct pbx_buf h = PBX_BUF_INIT;
-	struct s3_req q = {
-		.method = "GET", .key = name, .extra = extra, .max = (size_t)len, .headers = &h
-	};
+	struct s3_req q = { .method = "GET",
+			    .key = name,
+			    .extra = extra,
+			    .headers = &h,
+			    .into = dst,
+			    .into_len = (size_t)len };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
@@ -455,9 +462,8 @@ static int s3_read_range(struct pbx_objstore *s, struct pbx_http *http, const ch
 	if (rc == 0 && match && resp.status == 412)
 		rc = objstore_changed(s, name, err);
 	else if (rc == 0)
-		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, off, len, err);
-	if (rc == 0)
-		memcpy(dst, resp.body.buf, (size_t)len);
+		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, resp.into_got, off,
+					  len, err);
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&h);
 	free(match);

@@ -6,8 +6,9 @@
  * a large read's range plan and its replies' Content-Range,
  * the multipart replies (UploadId, a completion or the <Error> in its
  * 200), a resumable session's Range, and what src/http gained
- * for the stores: response headers (pbx_http_header, resp_headers) and a
- * per-request body cap, against tests/http/server.py.
+ * for the stores: response headers (pbx_http_header, resp_headers), a
+ * per-request body cap and a body written in place (into), against
+ * tests/http/server.py.
  *
  *   test_objstore_unit SERVER.py
  */
@@ -226,6 +227,36 @@ static void test_header_parse(void)
 	pbx_buf_release(&h);
 }
 
+/* A 2xx body written into the caller's place (a ranged read's), not
+ * resp->body; more than its room fails; another status's body goes to
+ * resp->body, for the error. */
+static void test_http_into(struct pbx_http *h, struct pbx_http_req *r, struct pbx_http_resp *resp,
+			   int port)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *place = calloc(1, 5001), url[128];
+	const char *url0 = r->url;
+	r->url = url;
+	r->max_body = 0;
+	r->into = place;
+	r->into_len = 5000;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5000", port);
+	ok(pbx_http_do(h, r, resp, &err) == 0 && resp->into_got == 5000 && resp->body.len == 0 &&
+		   place[0] == 'x' && place[4999] == 'x' && place[5000] == '\0',
+	   "into: the 5000 bytes written in place, none in resp->body");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5001", port);
+	ok(pbx_http_do(h, r, resp, &err) < 0 && strstr(err.msg, "larger than 5000"),
+	   "into: a body past its room fails: %s", err.msg);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/autherr", port);
+	ok(pbx_http_do(h, r, resp, &err) == 0 && resp->status == 401 && resp->into_got == 0 &&
+		   strstr(resp->body.buf, "invalid_grant"),
+	   "into: an error status's body goes to resp->body");
+	r->into = NULL;
+	r->into_len = 0;
+	r->url = url0;
+	free(place);
+}
+
 static void test_http_headers(const char *script)
 {
 	struct pyserver srv;
@@ -252,6 +283,7 @@ static void test_http_headers(const char *script)
 	r.max_body = 5000;
 	ok(pbx_http_do(h, &r, &resp, &err) == 0 && resp.body.len == 5000,
 	   "a cap of exactly the size passes");
+	test_http_into(h, &r, &resp, srv.port);
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&hdrs);
 	pbx_http_close(h);
