@@ -196,11 +196,8 @@ static int gcs_get(struct pbx_objstore *s, const char *name, size_t max, struct 
 	pbx_buf_adds(&u, "?alt=media");
 	r.url = u.buf;
 	rc = gcs_call(s, &r, NULL, &resp, err);
-	if (rc == 0 && resp.status != 200) {
-		objstore_http_error(s, name, resp.status == 404 ? "no such object" : "cannot read",
-				    resp.status, &resp.body, err);
-		rc = -1;
-	}
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read", resp.status, &resp.body, err);
 	if (rc == 0) {
 		meta->name = xstrdup(name);
 		meta->size = resp.body.len;
@@ -230,11 +227,8 @@ static int gcs_stat(struct pbx_objstore *s, const char *name, struct pbx_object 
 	r.url = u.buf;
 	rc = gcs_call(s, &r, NULL, &resp, err);
 	if (rc == 0 && resp.status != 200)
-		rc = (objstore_http_error(s, name,
-					  resp.status == 404 ? "no such object"
-							     : "cannot read its metadata",
-					  resp.status, &resp.body, err),
-		      -1);
+		rc = objstore_read_error(s, name, "cannot read its metadata", resp.status,
+					 &resp.body, err);
 	if (rc == 0 && !json_is_object(o = json_loadb(resp.body.buf, resp.body.len, 0, NULL)))
 		rc = pbx_err_set(err, "gs://%s/%s: objects.get: reply is not a JSON object",
 				 s->url.bucket, name);

@@ -301,6 +301,22 @@ static int check_crc(struct pbx_objstore *s, const char *name, const struct pbx_
 	return -1;
 }
 
+/* A read's end: on failure body and *m emptied (-1); else *m to *meta
+ * (NULL: released) and 0. */
+static int get_done(int rc, struct pbx_buf *body, struct pbx_object *m, struct pbx_object *meta)
+{
+	if (rc < 0) {
+		pbx_buf_release(body);
+		pbx_object_release(m);
+		return -1;
+	}
+	if (meta)
+		*meta = *m;
+	else
+		pbx_object_release(m);
+	return 0;
+}
+
 int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
 		     struct pbx_object *meta, struct pbx_err *err)
 {
@@ -310,16 +326,7 @@ int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struc
 	rc = s->ops->get(s, name, max ? max : GET_MAX_DEFAULT, body, &m, err);
 	if (rc == 0)
 		rc = check_crc(s, name, body, &m, err);
-	if (rc < 0) {
-		pbx_buf_release(body);
-		pbx_object_release(&m);
-		return -1;
-	}
-	if (meta)
-		*meta = m;
-	else
-		pbx_object_release(&m);
-	return 0;
+	return get_done(rc, body, &m, meta);
 }
 
 /* After a put that was sent more than once came back EXISTS: whether the
@@ -421,6 +428,13 @@ int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
 	free(obj);
 	free(cr);
 	return good ? 0 : -1;
+}
+
+int objstore_read_error(struct pbx_objstore *s, const char *name, const char *what, long status,
+			const struct pbx_buf *body, struct pbx_err *err)
+{
+	objstore_http_error(s, name, status == 404 ? "no such object" : what, status, body, err);
+	return -1;
 }
 
 int objstore_changed(struct pbx_objstore *s, const char *name, struct pbx_err *err)
@@ -553,14 +567,6 @@ int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, 
 	struct pbx_object m = { 0 };
 	if (o->size < pbx_objstore_range_min())
 		return pbx_objstore_get(s, o->name, max, body, meta, err);
-	if (get_ranged(s, o->name, max ? max : GET_MAX_DEFAULT, body, &m, err) < 0) {
-		pbx_buf_release(body);
-		pbx_object_release(&m);
-		return -1;
-	}
-	if (meta)
-		*meta = m;
-	else
-		pbx_object_release(&m);
-	return 0;
+	return get_done(get_ranged(s, o->name, max ? max : GET_MAX_DEFAULT, body, &m, err), body,
+			&m, meta);
 }

@@ -92,6 +92,11 @@ int objstore_s3_open(struct pbx_objstore *s, const struct pbx_config *cfg, struc
 void objstore_http_error(struct pbx_objstore *s, const char *name, const char *what, long status,
 			 const struct pbx_buf *body, struct pbx_err *err);
 
+/* A read's error status: objstore_http_error with "no such object" for a
+ * 404, else `what`.  Returns -1. */
+int objstore_read_error(struct pbx_objstore *s, const char *name, const char *what, long status,
+			const struct pbx_buf *body, struct pbx_err *err);
+
 /* ------------------------------------------------ shared by the backends */
 
 /* Appends s with every byte but A-Z a-z 0-9 - _ . ~ as %XX: a path

@@ -384,11 +384,8 @@ static int s3_get(struct pbx_objstore *s, const char *name, size_t max, struct p
 	};
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc = s3_call(s, &q, &resp, err);
-	if (rc == 0 && resp.status != 200) {
-		objstore_http_error(s, name, resp.status == 404 ? "no such object" : "cannot read",
-				    resp.status, &resp.body, err);
-		rc = -1;
-	}
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read", resp.status, &resp.body, err);
 	if (rc == 0) {
 		meta->name = xstrdup(name);
 		meta->size = resp.body.len;
@@ -414,11 +411,8 @@ static int s3_stat(struct pbx_objstore *s, const char *name, struct pbx_object *
 	char *len = NULL, *end = NULL;
 	int rc = s3_call(s, &q, &resp, err);
 	if (rc == 0 && resp.status != 200)
-		rc = (objstore_http_error(s, name,
-					  resp.status == 404 ? "no such object"
-							     : "cannot read its metadata",
-					  resp.status, &resp.body, err),
-		      -1);
+		rc = objstore_read_error(s, name, "cannot read its metadata", resp.status,
+					 &resp.body, err);
 	if (rc == 0) {
 		len = pbx_http_header(&h, "content-length");
 		if (!len || *len < '0' || *len > '9' ||
