@@ -65,7 +65,7 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 # ds/small/, one of BIGMB MiB at ds/big.bin
 t0=$(date +%s)
 python3 - "$S3" "$GS" "$TOKEN" "$NSMALL" "$BIGMB" "$STORES" <<'PY'
-import http.client, os, sys, threading, urllib.parse
+import http.client, os, sys, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -84,14 +84,13 @@ if "s3" in stores:
     s3.upload_file(path, "bench", "ds/big.bin", Config=TransferConfig(multipart_chunksize=64 << 20))
 if "gs" in stores:
     host, port = urllib.parse.urlsplit(gsurl).netloc.split(":")
-    local = threading.local()
-    def gput(name, body):
-        c = getattr(local, "c", None) or http.client.HTTPConnection(host, int(port), timeout=600)
-        local.c = c
+    def gput(name, body):  # a connection each: the emulator may close an idle one
+        c = http.client.HTTPConnection(host, int(port), timeout=600)
         c.request("POST", "/upload/storage/v1/b/bench/o?uploadType=media&name=" + urllib.parse.quote(name, safe=""),
                   body, {"Authorization": "Bearer " + token, "Content-Type": "application/octet-stream"})
         r = c.getresponse()
         r.read()
+        c.close()
         if r.status != 200:
             sys.exit("gs put %s: %d" % (name, r.status))
     with ThreadPoolExecutor(16) as ex:
