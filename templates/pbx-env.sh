@@ -615,13 +615,16 @@ gpu_driver() {
 # copied into IMG's GPU_DIR in place of what it held, the image's linker
 # cache remade, STAMP recorded (the caller holds the image's lock)
 gpu_driver_put() {
+	# the paths checked for the image's links (made where missing) before
+	# anything is removed there: rm would follow a link above the name
+	image_dir "$1" "$GPU_DIR" "the node's GPU driver"
+	image_dir "$1" /etc/ld.so.conf.d "the GPU driver's linker configuration"
 	rm -rf "${1:?}$GPU_DIR" "$1/etc/ld.so.conf.d/000-pbx-gpu.conf" "$1/.pbx-gpu" "$1/.pbx-gpu-note"
 	if [ -n "$2" ]; then
-		image_dir "$1" "$GPU_DIR" "the node's GPU driver"
+		mkdir "$1$GPU_DIR" || die "cannot make $GPU_DIR in the image $1"
 		printf '%s\n' "$2" | while read -r n p; do
 			cp -L "$p" "$1$GPU_DIR/$n" || die "cannot copy the node's GPU driver library $p into the image"
 		done || exit 1
-		image_dir "$1" /etc/ld.so.conf.d "the GPU driver's linker configuration"
 		printf '%s\n' "$GPU_DIR" >"$1/etc/ld.so.conf.d/000-pbx-gpu.conf" || die "cannot write the image's /etc/ld.so.conf.d"
 		# glibc's ldconfig reads ld.so.conf.d through ld.so.conf's
 		# include (every Debian image has it; a minimal one may not)

@@ -122,7 +122,10 @@ is "$(echo "$OUTS" | grep -c '^cuda=0 version=12050 from=/usr/local/lib/pbx-gpu/
 
 # an image with a link where the driver goes: refused, nothing written
 # through it
-mkdir -p "$TEST_TMP/outside" "$TEST_TMP/linked/rootfs/usr"
+mkdir -p "$TEST_TMP/outside/lib/pbx-gpu" "$TEST_TMP/linked/rootfs/usr"
+echo keep >"$TEST_TMP/outside/lib/pbx-gpu/keep"
+# the task user's own, so only pbx-env's care keeps it from removing them
+chown -R 2850 "$TEST_TMP/outside"
 image "$TEST_TMP/linked/rootfs"
 ln -s "$TEST_TMP/outside" "$TEST_TMP/linked/rootfs/usr/local"
 experiment "$TEST_TMP/linked" gpu-linked
@@ -130,7 +133,8 @@ run_probes "$TEST_TMP/linked"
 is "$(task_states "$PKG")" "FAILED FAILED FAILED FAILED" "an image with a link at /usr/local: every task failed"
 grep -q "the image has a link at /usr/local, where the node's GPU driver /usr/local/lib/pbx-gpu goes" "$SHARED/pbx/$PKG/tasks/0/stderr"
 ok $? "each says why: $(grep pbx-env "$SHARED/pbx/$PKG/tasks/0/stderr" | head -n 1)"
-is "$(find "$TEST_TMP/outside" | wc -l)" 1 "nothing was written through the link"
+is "$(find "$TEST_TMP/outside" | sort | tr '\n' ' ')" "$TEST_TMP/outside $TEST_TMP/outside/lib $TEST_TMP/outside/lib/pbx-gpu $TEST_TMP/outside/lib/pbx-gpu/keep " \
+	"nothing was written or removed through the link"
 
 # an image without ldconfig: the tasks run; the driver is there, and
 # stderr says how to reach it
