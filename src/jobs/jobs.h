@@ -158,5 +158,11 @@ int pbx_jobs_registry_login(struct pbx_cluster *c, const char *registry, const c
 /* Removes registry's credentials from that file (the file goes with the
  * last): 1 when it had some, 0 when it had none, -1 with err. */
 int pbx_jobs_registry_logout(struct pbx_cluster *c, const char *registry, struct pbx_err *err);
+/* The head's answer to a registry-login|logout (out: its output, len
+ * bytes, untrusted): the last line, "PBX-REGISTRY-OK TEXT" -> 0 with
+ * *said TEXT (caller frees), "PBX-REGISTRY-FAILED TEXT" -> -1 with TEXT
+ * in err, anything else -> -1 naming `cluster`.  Pure (fuzz_registry_answer). */
+int pbx_jobs_registry_answer(const char *out, size_t len, const char *cluster, char **said,
+			     struct pbx_err *err);
 
 #endif

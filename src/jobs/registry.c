@@ -62,7 +62,6 @@ static int registry_run(struct pbx_cluster *c, const char *args, const char *sec
 {
 	struct pbx_buf in = PBX_BUF_INIT, s = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
-	const char *last;
 	size_t n;
 	int rc;
 	*said = NULL;
@@ -78,17 +77,30 @@ static int registry_run(struct pbx_cluster *c, const char *args, const char *sec
 	pbx_buf_release(&s);
 	if (rc < 0)
 		return -1;
-	pbx_buf_rtrim(&o.out);
-	last = strrchr(o.out.buf, '\n');
-	last = last ? last + 1 : o.out.buf;
-	if (!strncmp(last, "PBX-REGISTRY-OK ", 16))
-		*said = xstrdup(last + 16);
-	else if (!strncmp(last, "PBX-REGISTRY-FAILED ", 20))
-		rc = pbx_err_set(err, "%s", last + 20);
-	else
-		rc = pbx_err_set(err, "the head of %s gave no answer: %s", c->row.name, last);
+	rc = pbx_jobs_registry_answer(o.out.buf ? o.out.buf : "", o.out.len, c->row.name, said,
+				      err);
 	pbx_cluster_output_release(&o);
 	return rc;
+}
+
+int pbx_jobs_registry_answer(const char *out, size_t len, const char *cluster, char **said,
+			     struct pbx_err *err)
+{
+	const char *end = out + len, *last;
+	size_t n;
+	*said = NULL;
+	while (end > out && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		end--;
+	last = memrchr(out, '\n', (size_t)(end - out));
+	last = last ? last + 1 : out;
+	n = (size_t)(end - last);
+	if (n >= 16 && !memcmp(last, "PBX-REGISTRY-OK ", 16)) {
+		*said = xstrndup(last + 16, n - 16);
+		return 0;
+	}
+	if (n >= 20 && !memcmp(last, "PBX-REGISTRY-FAILED ", 20))
+		return pbx_err_set(err, "%.*s", (int)(n - 20), last + 20);
+	return pbx_err_set(err, "the head of %s gave no answer: %.*s", cluster, (int)n, last);
 }
 
 int pbx_jobs_registry_login(struct pbx_cluster *c, const char *registry, const char *user,
