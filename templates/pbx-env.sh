@@ -611,6 +611,22 @@ gpu_driver() {
 	[ ! -f "$gd_img/.pbx-gpu-note" ] || cat "$gd_img/.pbx-gpu-note" >&2
 }
 
+# gpu_driver_lacks IMG LIBS: the libraries the node's libcuda.so.1 (in
+# LIBS, "NAME PATH" lines) links that the image IMG's own dynamic loader
+# does not find there (glibc's libdl, libpthread, librt: a hand-made image
+# may lack them), space-separated; nothing when it finds them all, or when
+# the image has no such loader (not glibc: it cannot load the driver at all)
+gpu_driver_lacks() {
+	gl_cuda=$(printf '%s\n' "$2" | awk '$1 == "libcuda.so.1" { print $2; exit }')
+	[ -n "$gl_cuda" ] || return 0
+	# the loader the driver names: "/lib64/ld-linux-x86-64.so.2 (0x...)"
+	gl_ld=$(ldd "$gl_cuda" 2>/dev/null | awk '$1 ~ /^\// && $2 ~ /^\(/ { print $1; exit }')
+	[ -n "$gl_ld" ] || return 0
+	# as ldd does it (ld.so --list stops at the first missing library)
+	USER=${USER:-$(id -un)} ch-run --set-env=LD_TRACE_LOADED_OBJECTS=1 "$1" -- "$gl_ld" "$GPU_DIR/libcuda.so.1" 2>/dev/null |
+		awk '$2 == "=>" && $3 == "not" { print $1 }' | tr '\n' ' ' | sed 's/ $//'
+}
+
 # gpu_driver_put IMG LIBS STAMP: LIBS ("NAME PATH" lines, may be empty)
 # copied into IMG's GPU_DIR in place of what it held, the image's linker
 # cache remade, STAMP recorded (the caller holds the image's lock)
@@ -644,6 +660,11 @@ gpu_driver_put() {
 		;;
 	*) die "the image's ldconfig failed: its programs cannot find the node's GPU driver" ;;
 	esac
+	gp_lacks=$(gpu_driver_lacks "$1" "$2")
+	if [ -n "$gp_lacks" ]; then
+		echo "pbx-env: the image lacks $gp_lacks, which the node's GPU driver (libcuda.so.1) links: its CUDA programs cannot load the driver (CUDA says \"driver version is insufficient\"); use an image with all of glibc (any Debian or Ubuntu base)" >>"$1/.pbx-gpu-note" ||
+			die "cannot write $1/.pbx-gpu-note"
+	fi
 	if [ -n "$3" ]; then printf '%s\n' "$3" >"$1/.pbx-gpu" || die "cannot write $1/.pbx-gpu"; fi
 }
 

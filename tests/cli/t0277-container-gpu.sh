@@ -28,7 +28,8 @@ int cuInit(unsigned flags) { return flags ? 101 : 0; }
 int cuDriverGetVersion(int *v) { *v = $1; return 0; }
 C
 	echo 'int nvmlInit_v2(void) { return 0; }' >"$TEST_TMP/nvml.c"
-	cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$TEST_TMP/driver/libcuda.so.1" "$TEST_TMP/cuda.c" &&
+	# linked with librt, as NVIDIA's is (with libdl, libpthread, libm)
+	cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$TEST_TMP/driver/libcuda.so.1" "$TEST_TMP/cuda.c" -Wl,--no-as-needed -l:librt.so.1 &&
 		cc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$TEST_TMP/driver/libnvidia-ml.so.1" "$TEST_TMP/nvml.c"
 }
 # linker_caches: each node body's ROOT/etc/ld.so.cache lists the system's
@@ -71,7 +72,7 @@ image() {
 	cp /bin/busybox "$1/bin/busybox"
 	for c in sh cat echo ls test; do ln -s busybox "$1/bin/$c"; done
 	cp "$TEST_TMP/probe" "$1/bin/probe"
-	copy_libs "$1" "$TEST_TMP/probe"
+	copy_libs "$1" "$TEST_TMP/probe" "$TEST_TMP/driver/libcuda.so.1"
 	[ "${2:-}" = no-ldconfig ] || cp /sbin/ldconfig "$1/sbin/ldconfig"
 }
 # experiment DIR NAME: an experiment of 4 probes in an image made in DIR
@@ -101,6 +102,7 @@ linker_caches
 ok $? "the node bodies' linker caches list the driver: $(ldconfig -p -C "$(ls -d "$PBX_HOME"/clusters/cg/nodes/* | head -n 1)/etc/ld.so.cache" | grep -c 'libcuda\|libnvidia')"
 
 run_probes "$TEST_TMP/exp"
+PKG_FIRST=$PKG
 is "$(task_states "$PKG")" "COMPLETED COMPLETED COMPLETED COMPLETED" "every probe ran in the image"
 [ "$(task_states "$PKG")" = "COMPLETED COMPLETED COMPLETED COMPLETED" ] || sed 's/^/# task 0: /' "$SHARED/pbx/$PKG/tasks/0/stderr"
 is "$(echo "$OUTS" | grep -c '^cuda=0 version=12040 from=/usr/local/lib/pbx-gpu/libcuda.so.1 nvml=yes$')" 4 \
@@ -144,6 +146,20 @@ run_probes "$TEST_TMP/noldc"
 is "$(echo "$OUTS" | grep -c '^cuda=none$')" 4 "no ldconfig in the image: the probes ran, without the driver in their path"
 is "$(grep -l "the image has no ldconfig: the node's GPU driver is in /usr/local/lib/pbx-gpu there" "$SHARED/pbx/$PKG"/tasks/*/stderr | wc -l)" 4 \
 	"and each one's stderr says where the driver is: $(grep pbx-env "$SHARED/pbx/$PKG/tasks/0/stderr" | head -n 1)"
+
+# an image without a library the driver links (librt): the probes run
+# without the driver, and each one's stderr says what the image lacks
+image "$TEST_TMP/nort/rootfs"
+rt=$(ldd "$TEST_TMP/driver/libcuda.so.1" | sed -n 's/^[[:space:]]*librt\.so\.1 => \(\/[^ ]*\) .*/\1/p')
+[ -n "$rt" ] && rm "$TEST_TMP/nort/rootfs$rt"
+ok $? "an image without librt.so.1 ($rt), which the stand-in driver links"
+experiment "$TEST_TMP/nort" gpu-nort
+run_probes "$TEST_TMP/nort"
+is "$(echo "$OUTS" | grep -c '^cuda=none$')" 4 "the probes ran, unable to load the driver"
+is "$(grep -l "the image lacks librt.so.1, which the node's GPU driver (libcuda.so.1) links" "$SHARED/pbx/$PKG"/tasks/*/stderr | wc -l)" 4 \
+	"each one's stderr says what the image lacks: $(grep pbx-env "$SHARED/pbx/$PKG/tasks/0/stderr" | head -n 1)"
+grep -q 'lacks' "$SHARED/pbx/$PKG_FIRST"/tasks/*/stderr
+ok $((!$?)) "the tasks of a whole image were told nothing of the kind"
 
 # no driver on the nodes (the bodies' caches gone, and this machine has
 # none): nothing added, the probes find no libcuda
