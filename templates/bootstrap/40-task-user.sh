@@ -19,6 +19,9 @@ task_user_make() {
 		return 0
 	fi
 	taken=$(getent passwd "$TASK_UID" 2>/dev/null | cut -d: -f1)
+	# (TASK_USER itself: another node body's bootstrap on this host made
+	# it since the look above)
+	[ "$taken" != "$TASK_USER" ] || return 0
 	[ -z "$taken" ] || die "uid $TASK_UID, which pbx's task user $TASK_USER has on every node, is $taken's here"
 	tries=0
 	# node bodies' bootstraps run at once on one host: one useradd wins
