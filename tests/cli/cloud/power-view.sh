@@ -43,7 +43,7 @@ gce)
 	uid_of() { emu_get state | json_get '"".join(i["id"] for i in d["instances"] if i["name"].endswith("-'"$1"'"))'; }
 	UIDS="numeric id, which Compute Engine gives no other instance"
 	left() { emu_get state | json_get 'len(d["instances"]), len(d["firewalls"]), len(d["routers"])'; }
-	LEFT="instance, firewall rule or router"
+	LEFT="no instance, firewall rule or router is left"
 	# the start recorded the head's uid
 	as_started() {
 		uid=$(uid_of head)
@@ -169,7 +169,7 @@ PY
 	uid_of() { cloud_addrs | tr ' ' '\n' | sed -n "s|^$1=.*/||p"; }
 	UIDS="id, which EC2 never reuses"
 	left() { holds; }
-	LEFT="instance, security group or key pair, the head's included"
+	LEFT="no instance, security group or key pair is left, the head's included"
 	# the nodes each instance's tags name
 	tagged() { cloud_addrs | tr ' ' '\n' | cut -d= -f1 | tr '\n' ' '; }
 	as_started() { :; }
@@ -315,7 +315,7 @@ as_slept
 
 run_pbx cluster stop --discard-results pv
 ok "$rc" "the user's stop: $errout"
-is "$(left)" "0 0 0" "no $LEFT is left"
+is "$(left)" "0 0 0" "$LEFT"
 # the harness ends a terminated instance's body on its next look (0.2 s)
 wait_for 300 prints "" procs_mentioning "$BODIES/"
 is "$(procs_mentioning "$BODIES/")" "" "no process of any body is left"
