@@ -31,6 +31,7 @@ case $CLOUD in
 gce)
 	T=g1 PROJECT=pbx-test PENDING=PENDING BUILDER=pbx-image- KILL_FLAGS="--fault op_delay=0.3" PEND_FLAGS="--fault op_delay=1.0"
 	SETTLE=2   # s after the kill before the delete
+	IMG=image RECORDS="the store records the image"
 	stop_at_exit c2
 	# "instances firewalls routers images" the emulator holds
 	emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]), len(d["images"]))'; }
@@ -119,6 +120,7 @@ $(cloud_template c3 "$PBX_HOME/id" "node_groups:" "$group" | sed 's/^    image: 
 aws)
 	T=e1 PROJECT=us-east-1 PENDING=pending BUILDER=i- KILL_FLAGS="--image-delay 6" PEND_FLAGS="--image-delay 6"
 	SETTLE=0
+	IMG=AMI RECORDS="the store records the AMI id"
 	stop_at_exit e1 c2
 	images() { amis; }
 	nothing_left() { [ "$(holds):$(amis):$(snapshots)" = "0 0 0::0" ]; }
@@ -272,7 +274,7 @@ for stage in install stopping imaging "deleting builder" ready; do
 done
 is "$(made_calls)" "1 1 1" "$MADE"
 is "$(image_row "state || ' ' || cloud || ' ' || project || ' ' || source_image || ' ' || link" img-a)" \
-	"ready $CLOUD $PROJECT $CLOUD_IMAGE $LINK" "the store records the image"
+	"ready $CLOUD $PROJECT $CLOUD_IMAGE $LINK" "$RECORDS"
 run_pbx image list
 is "$(echo "$out" | awk 'NR == 2 {print $1, $2, $3, $4}')" "img-a $CLOUD $PROJECT ready" "image list shows it"
 run_pbx image list --json
@@ -324,7 +326,7 @@ pbx_bg image build "$T" img-k2
 wait_bg "$IMAGE_S" 0.1 image_begun
 kill9
 OLD=$(image_row uid img-k2)
-is "$(image_row state img-k2):$(images)" "building:img-k2:$PENDING:$OLD" "killed while the image is $PENDING"
+is "$(image_row state img-k2):$(images)" "building:img-k2:$PENDING:$OLD" "killed while the $IMG is $PENDING"
 pending_cleaned
 
 more
