@@ -613,6 +613,8 @@ PY
 # test stopped at exit before (stop_at_exit) stay so.  Sets BODIES, where
 # the bodies live, CLOUD_IMAGE, the image a template boots there, and
 # CLOUD_ACCOUNT, the clouds: line of the emulator (credentials, endpoint).
+# A second call starts the emulator afresh (FLAGs its own) with the same
+# key (cloud/image.sh); on EC2 it writes config.yaml anew (h_start).
 # Exits 77 (SKIP) where the emulator cannot run.
 cloud_emulator() {
 	ce_stop=${STOP_CLUSTERS:-}
@@ -620,7 +622,7 @@ cloud_emulator() {
 	case $CLOUD in
 	gce)
 		gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
-		ssh-keygen -q -t ed25519 -N "" -C "pbx-gce-test" -f "$PBX_HOME/id"
+		[ -f "$PBX_HOME/id" ] || ssh-keygen -q -t ed25519 -N "" -C "pbx-gce-test" -f "$PBX_HOME/id"
 		BODIES=$TEST_TMP/emu/bodies
 		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
 		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
@@ -631,7 +633,7 @@ cloud_emulator() {
 		H_SUBNET1=$SLOT_NET.1.0/24 H_SUBNET2=$SLOT_NET.2.0/24 H_SLURM_PORT_BASE=$BODY_PORT_BASE \
 			H_CLUSTERS=$ce_stop
 		# shellcheck source=tests/cli/aws_lib.sh
-		. "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
+		[ -n "${HARNESS:-}" ] || . "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
 		h_start "$@"
 		BODIES=$TEST_TMP/h/bodies
 		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")

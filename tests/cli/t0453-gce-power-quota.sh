@@ -6,12 +6,13 @@
 # marks it DOWN in SLURM with the quota error as the reason; SLURM requeues
 # the work, which all completes on node1; the head does not loop making and
 # removing node2.  Once the quota allows it and an operator resumes node2
-# in SLURM, a job wakes it.  Emulator addresses 127.0.117.0/24 (private)
-# and 127.0.118.0/24 (public); SLURM ports from 32000 + 64*8.
+# in SLURM, a job wakes it.  Addresses: the slot's $SLOT_NET.1.0/24
+# (private) and $SLOT_NET.2.0/24 (public); SLURM ports from BODY_PORT_BASE
+# + 64*8.
 . "$(dirname "$0")/lib.sh"
-
-gce_power_cluster pq 127.0.117.0/24 127.0.118.0/24 32000 "{ name: node, count: 2, min: 1, machine_type: e2-standard-2, cpus: 2 }" \
-	"slurm: { suspend_time: 15s, resume_timeout: 240s }" --fault 'quota={"INSTANCES": 2}'
+CLOUD=gce
+cloud_power_cluster pq "{ name: node, count: 2, min: 1, machine_type: e2-standard-2, cpus: 2 }" \
+	"{ suspend_time: 15s, resume_timeout: 240s }" --fault 'quota={"INSTANCES": 2}'
 instances() { emu_instances; }
 sinfo_of() { "$PBX" cluster exec pq -- sinfo -h -n "$1" -N -o '%t|%E' 2>/dev/null; }
 power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }

@@ -12,14 +12,13 @@
 # never counted twice; a node up now has one open run.  A hostile reply is
 # refused whole, with one warning, and no run changes; `cluster price`
 # does not ask the head.  `state` a while after the head deleted node2
-# ends its run at the deletion, not when it looked.  Emulator addresses
-# 127.0.138.0/24 (private) and 127.0.139.0/24 (public); SLURM ports from
-# 18000.
+# ends its run at the deletion, not when it looked.  Addresses: the
+# slot's $SLOT_NET.1.0/24 (private) and $SLOT_NET.2.0/24 (public); SLURM
+# ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
-
-gce_power_cluster ps 127.0.138.0/24 127.0.139.0/24 18000 \
-	"{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
-	"slurm: { suspend_time: 20s, resume_timeout: 240s }"
+CLOUD=gce
+cloud_power_cluster ps "{ name: node, count: 2, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+	"{ suspend_time: 20s, resume_timeout: 240s }"
 cat >>"$PBX_HOME/config.yaml" <<'CONFIG'
 prices:
   hourly: { e2-standard-4: 3600, e2-standard-2: 7200 }
