@@ -464,17 +464,14 @@ test_slot() {
 }
 # The fixed ports of the tree's other users, FIRST-LAST: pbx's default
 # slurm_port_base (17000, 7 slots of 64: scripts/demo.sh) and ssh_port,
-# tests/bootstrap/direct.sh and cgroup.sh, bench/*.sh's local clusters,
-# and the SLURM ports (base + 64*8, two clusters) of the tests not
-# converted yet (tests/cli/literals-allowed) or converted since (8512,
-# 15512, 17512: t0463, t0465, t0466).  Dropping a block shifts the block
+# tests/bootstrap/direct.sh and cgroup.sh, and bench/*.sh's local clusters
+# (SLURM ports and sshd).  No test script holds a port of its own any more
+# (tests/cli/literals-allowed is empty).  Dropping a block shifts the block
 # of every slot above it, and two checkouts whose lists differ would give
-# one port block to two slots: drop them all at once, when no older tree
-# runs tests on the machine.
+# one port block to two slots: change it when no other tree runs tests on
+# the machine.
 SLOT_FIXED_PORTS="17000-17447 22022-22022 18500-18519 21720-21729 9300-9363 20400-20463
-20700-20763 20800-20863 30300-30363 22140-22140 22170-22170 22180-22180 22394-22394 22520-22520
-8512-8639 10512-10639 11512-11639 15512-15639 17512-17639 18512-18639 19512-19639
-22512-22639 28512-28639 32512-32639"
+20700-20763 20800-20863 30300-30363 22140-22140 22170-22170 22180-22180 22394-22394 22520-22520"
 # slot_port_block N: the first port of slot N's block (PORT_BLOCK)
 slot_port_block() {
 	echo "$SLOT_FIXED_PORTS" | tr ' ' '\n' | awk -v n="$1" -F- '
