@@ -229,7 +229,11 @@ static int gcs_stat(struct pbx_objstore *s, const char *name, struct pbx_object 
 	if (rc == 0 && resp.status != 200)
 		rc = objstore_read_error(s, name, "cannot read its metadata", resp.status,
 					 &resp.body, err);
-	if (rc == 0 && !json_is_object(o = json_loadb(resp.body.buf, resp.body.len, 0, NULL)))
+	/* (json_is_object is a macro that reads its argument twice: the
+	 * load stays outside it) */
+	if (rc == 0)
+		o = json_loadb(resp.body.buf, resp.body.len, 0, NULL);
+	if (rc == 0 && !json_is_object(o))
 		rc = pbx_err_set(err, "gs://%s/%s: objects.get: reply is not a JSON object",
 				 s->url.bucket, name);
 	else if (rc == 0 && item_parse(o, meta, err) < 0)

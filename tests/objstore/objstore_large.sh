@@ -84,7 +84,7 @@ out=$(T put s3://pbx-big big "$W/big" 2>"$W/err"); rc=$?
 	[ "$(stat operations.CompleteMultipartUpload)" = 1 ] && [ "$(stat operations.PutObject)" = 0 ]
 ok $? "S3: one upload, 4 parts and the cut one again, one completion ($(stat operations.UploadPart) UploadPart)"
 T get s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "S3: the object read back whole, its CRC32C checked (rc $rc)"
 
 http POST "$P/__stats__/reset" >/dev/null
@@ -114,7 +114,7 @@ R() { PBX_OBJSTORE_RANGE_MIN=$RMIN "$TOOL" "$CFG" "$@"; }
 requests() { sed -n 's/^requests: //p' "$W/err"; }
 http POST "$P/__stats__/reset" >/dev/null
 R getl s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "S3 ranged: the 15 MiB object read in ranges, identical, its whole CRC32C checked (rc $rc)"
 [ "$(stat operations.HeadObject)" = 1 ] && [ "$(stat operations.GetObject)" = 4 ] && [ "$(requests)" = 6 ]
 ok $? "S3 ranged: one HeadObject, 4 ranged GetObject, a listing ($(stat operations.GetObject) GetObject, $(requests) requests)"
@@ -131,7 +131,7 @@ ok $? "S3 ranged: a range with a byte flipped refused naming the object, nothing
 http POST "$P/__stats__/reset" >/dev/null
 http POST "$P/__fault__?kind=cut&n=1&op=GetObject" >/dev/null
 R getl s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && [ "$(stat fired.cut)" = 1 ] && [ "$(stat operations.GetObject)" = 5 ]
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && [ "$(stat fired.cut)" = 1 ] && [ "$(stat operations.GetObject)" = 5 ]
 ok $? "S3 ranged: a range cut half-way read again alone (rc $rc, $(stat operations.GetObject) GetObject)"
 R range s3://pbx-big big 0123456789abcdef0123456789abcdef 0 1024 "$W/got" 2>"$W/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "s3://pbx-big/big: object changed while it was read" "$W/err"
@@ -152,7 +152,7 @@ boto3.client("s3", region_name="us-east-1", endpoint_url=sys.argv[1]).delete_obj
 T put s3://pbx-big big2 "$W/new" >/dev/null 2>&1
 touch "$W/go"
 wait $tool; rc=$?
-cmp -s "$W/new" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/new" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "S3 ranged: rewritten between the listing and the read: the new object read whole, checked (rc $rc)"
 
 # --------------------------------------------------------------- GCS
@@ -188,7 +188,7 @@ n=$(gcalls "objects.insert resumable")
 [ "$n" = 5 ]; ok $? "GCS: resumed from the offset the session held ($n PUTs to the session)"
 [ "$(gstat uploads_open)" = 0 ]; ok $? "GCS: no session left open"
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "GCS: the object read back whole, its CRC32C checked (rc $rc)"
 http POST "$E/faults" '{"storage_upload_503": 1}' >/dev/null
 out=$(T put gs://pbx-gcs-big big2 "$W/big2" 2>"$W/err"); rc=$?
@@ -206,7 +206,7 @@ ok $? "GCS: the first object's bytes kept"
 # ------------------------------------------------------ GCS ranged reads
 n0=$(gcalls objects.get)
 R getl gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "GCS ranged: the 15 MiB object read in ranges, identical, its whole CRC32C checked (rc $rc)"
 n=$(($(gcalls objects.get) - n0))
 [ "$n" = 5 ] && [ "$(requests)" = 6 ]
@@ -220,7 +220,7 @@ n0=$(gcalls objects.get)
 http POST "$E/faults" '{"storage_cut": 1}' >/dev/null
 R getl gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
 n=$(($(gcalls objects.get) - n0))
-cmp -s "$W/big" "$W/got" && [ "$(gcalls fault.cut)" = 1 ] && [ "$n" = 6 ]
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && [ "$(gcalls fault.cut)" = 1 ] && [ "$n" = 6 ]
 ok $? "GCS ranged: a range cut half-way read again alone (rc $rc, $n objects.get)"
 gen=$(T ls gs://pbx-gcs-big big 2>/dev/null | awk '$1 == "big" { print $3 }')
 R range gs://pbx-gcs-big big $((gen + 1000)) 0 1024 "$W/got" 2>"$W/err"; rc=$?
