@@ -150,6 +150,9 @@ struct sink {
 	struct pbx_buf *body;
 	int over;                /* the cap was passed */
 	struct pbx_buf *headers; /* the response's header lines, may be NULL */
+	CURL *curl;              /* for the status, when into is set */
+	char *into;              /* a 2xx body's place (pbx_http_req.into), or NULL */
+	size_t into_len, into_got;
 };
 
 #define HEADERS_MAX (64u << 10)
@@ -167,9 +170,27 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* A 2xx body into the caller's place: 1 when it went there (or over its
+ * end: s->over), 0 when the body is another status's. */
+static int into_place(struct sink *s, const char *ptr, size_t n)
+{
+	long code = 0;
+	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code < 200 || code > 299)
+		return 0;
+	if (n > s->into_len - s->into_got)
+		s->over = 1;
+	else
+		memcpy(s->into + s->into_got, ptr, n);
+	s->into_got += s->over ? 0 : n;
+	return 1;
+}
+
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct sink *s = userdata;
+	if (s->into && into_place(s, ptr, size * nmemb))
+		return s->over ? 0 : size * nmemb;
 	if (pbx_buf_add(s->body, ptr, size * nmemb) < 0) {
 		s->over = 1;
 		return 0;
@@ -201,6 +222,7 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 	pbx_buf_release(sink->body);
 	sink->body->max = r->max_body ? r->max_body : h->o.max_body;
 	sink->over = 0;
+	sink->into_got = 0;
 	curl_easy_setopt(c, CURLOPT_URL, r->url);
 	/* Only http and https, never a redirect (a 3xx is the caller's to
 	 * judge): a Location header can neither downgrade to http nor take
@@ -235,6 +257,8 @@ static CURLcode attempt_once(struct pbx_http *h, const struct pbx_http_req *r,
 	}
 	if (!strcmp(r->method, "GET"))
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	else if (!strcmp(r->method, "HEAD")) /* no body follows the headers */
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(r->method, "POST") != 0)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
 	rc = curl_easy_perform(c);
@@ -286,7 +310,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 {
 	pbx_http_retryable_fn retryable = r->retryable ? r->retryable : pbx_http_retryable_default;
 	struct curl_slist *hdrs = header_list(r);
-	struct sink sink = { &resp->body, 0, r->resp_headers };
+	struct sink sink = { &resp->body, 0, r->resp_headers, h->curl, r->into, r->into_len, 0 };
 	CURLcode rc = CURLE_OK;
 	long status = 0, retry_after = 0;
 	int attempt, again = 0, max = r->max_attempts > 0 ? r->max_attempts : h->o.max_attempts;
@@ -318,11 +342,15 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 	curl_slist_free_all(hdrs);
 	resp->attempts = attempt > max ? max : attempt;
 	resp->status = status;
+	resp->into_got = sink.into_got;
 	if (sink.over) {
 		pbx_buf_release(&resp->body);
 		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);
 		return pbx_err_set(err, "%s %s %s: reply larger than %zu bytes", h->service,
-				   r->method, url, r->max_body ? r->max_body : h->o.max_body);
+				   r->method, url,
+				   r->into       ? r->into_len
+				   : r->max_body ? r->max_body
+						 : h->o.max_body);
 	}
 	if (rc != CURLE_OK) {
 		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);

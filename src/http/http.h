@@ -76,6 +76,13 @@ struct pbx_http_req {
 	 * at most 64 KiB: more fails the attempt).  Owned by the caller; read
 	 * a header with pbx_http_header. */
 	struct pbx_buf *resp_headers;
+	/* When not NULL: a 2xx response's body is written here instead of
+	 * resp->body, from into[0] again at each attempt, at most into_len
+	 * bytes (more fails the attempt as a body over the cap); how many in
+	 * resp->into_got.  Another status's body goes to resp->body as usual.
+	 * Owned by the caller (a ranged read's place in its buffer). */
+	char *into;
+	size_t into_len;
 };
 
 /* The value of header `name` (case-insensitive) in `headers` as
@@ -87,11 +94,12 @@ struct pbx_http_resp {
 	long status;         /* HTTP status of the last attempt */
 	struct pbx_buf body; /* its body; the caller releases it (pbx_buf_release) */
 	int attempts;        /* attempts made, >= 1 */
+	size_t into_got;     /* bytes written to the request's `into` */
 };
 
-#define PBX_HTTP_RESP_INIT         \
-	{                          \
-		0, PBX_BUF_INIT, 0 \
+#define PBX_HTTP_RESP_INIT            \
+	{                             \
+		0, PBX_BUF_INIT, 0, 0 \
 	}
 
 /*

@@ -666,16 +666,22 @@ static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_
 }
 
 /* One download of queued object i (e: its copy) into body, its CRC32C
- * checked by the store layer; the version the store gave is recorded. */
+ * checked by the store layer; the version the store gave is recorded.  A
+ * large object (pbx_objstore_range_min: 64 MiB) comes in up to 4 ranges
+ * at once on connections of the lane's store, while the other lanes go
+ * on with the queue: at most DATA_LANES + 3 connections per lane reading
+ * a large object (11 with one, as rclone's 4 transfers of which one reads
+ * in 4 streams make 7). */
 static int lane_get(struct feed *f, struct pbx_objstore *s, size_t i, struct dentry *e,
 		    struct pbx_buf *body, struct pbx_err *err)
 {
 	struct queue *q = &f->g->q;
 	struct pbx_object meta = { 0 };
 	char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name);
+	struct pbx_object listed = { name, e->size, e->version, 0, 0 };
 	int rc;
 	pbx_buf_reset(body);
-	rc = pbx_objstore_get(s, name, 0, body, &meta, err);
+	rc = pbx_objstore_get_listed(s, &listed, 0, body, &meta, err);
 	if (rc == 0 && body->len != e->size)
 		rc = pbx_err_set(err, "object '%s' changed while it was read", name);
 	pthread_mutex_lock(&q->mu);

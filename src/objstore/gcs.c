@@ -1,6 +1,8 @@
 /*
  * gcs.c - Cloud Storage through its JSON API: objects.list (prefix, every
- * page), objects.get with alt=media (the CRC32C from x-goog-hash),
+ * page), objects.get with alt=media (the CRC32C from x-goog-hash; or a
+ * Range of one generation, generation=), objects.get without it (the
+ * metadata: size, generation, crc32c),
  * objects.insert with uploadType=media and ifGenerationMatch=0 (create
  * only; x-goog-hash carries our CRC32C).  Bearer tokens from
  * cloud/gce/auth with the devstorage.read_write scope; a 401 forgets the
@@ -89,9 +91,12 @@ int objstore_gcs_list_parse(const char *json, size_t len, struct pbx_object **v,
 
 /* ------------------------------------------------------------- requests */
 
-/* One authorized call; a 401 forgets the token and tries once more. */
-static int gcs_call(struct pbx_objstore *s, struct pbx_http_req *r, const char *extra[4],
-		    struct pbx_http_resp *resp, struct pbx_err *err)
+/* One authorized call on handle `http` (attempts added to *requests); a
+ * 401 forgets the token and tries once more.  Thread-safe for calls on
+ * different handles (the token is the auth's, under its lock). */
+static int gcs_call_on(struct pbx_objstore *s, struct pbx_http *http, struct pbx_http_req *r,
+		       const char *extra[4], struct pbx_http_resp *resp, unsigned long *requests,
+		       struct pbx_err *err)
 {
 	struct gcs *g = s->backend;
 	int tries, rc = -1;
@@ -105,15 +110,22 @@ static int gcs_call(struct pbx_objstore *s, struct pbx_http_req *r, const char *
 		for (i = 0; extra && i < 4 && extra[i]; i++)
 			hdrs[i + 1] = extra[i];
 		r->headers = hdrs;
-		rc = pbx_http_do(s->http, r, resp, err);
+		rc = pbx_http_do(http, r, resp, err);
 		pbx_gce_auth_free_header(auth);
 		r->headers = NULL;
-		s->requests += (unsigned long)resp->attempts;
+		*requests += (unsigned long)resp->attempts;
 		if (rc < 0 || resp->status != 401)
 			break;
 		pbx_gce_auth_invalidate(g->auth);
 	}
 	return rc;
+}
+
+/* One authorized call on the store's own handle. */
+static int gcs_call(struct pbx_objstore *s, struct pbx_http_req *r, const char *extra[4],
+		    struct pbx_http_resp *resp, struct pbx_err *err)
+{
+	return gcs_call_on(s, s->http, r, extra, resp, &s->requests, err);
 }
 
 /* BASE storage/v1/b/BUCKET/o */
@@ -123,6 +135,14 @@ static void objects_url(struct pbx_objstore *s, struct pbx_buf *u, const char *u
 	pbx_buf_addf(u, "%s%sstorage/v1/b/", g->base, upload);
 	objstore_enc(u, s->url.bucket);
 	pbx_buf_adds(u, "/o");
+}
+
+/* BASE storage/v1/b/BUCKET/o/NAME */
+static void object_url(struct pbx_objstore *s, struct pbx_buf *u, const char *name)
+{
+	objects_url(s, u, "");
+	pbx_buf_addc(u, '/');
+	objstore_enc(u, name);
 }
 
 static int gcs_list_page(struct pbx_objstore *s, const char *prefix, const char *token,
@@ -172,17 +192,12 @@ static int gcs_get(struct pbx_objstore *s, const char *name, size_t max, struct 
 	struct pbx_http_req r = { .method = "GET", .max_body = max, .resp_headers = &h };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;
-	objects_url(s, &u, "");
-	pbx_buf_addc(&u, '/');
-	objstore_enc(&u, name);
+	object_url(s, &u, name);
 	pbx_buf_adds(&u, "?alt=media");
 	r.url = u.buf;
 	rc = gcs_call(s, &r, NULL, &resp, err);
-	if (rc == 0 && resp.status != 200) {
-		objstore_http_error(s, name, resp.status == 404 ? "no such object" : "cannot read",
-				    resp.status, &resp.body, err);
-		rc = -1;
-	}
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read", resp.status, &resp.body, err);
 	if (rc == 0) {
 		meta->name = xstrdup(name);
 		meta->size = resp.body.len;
@@ -191,6 +206,74 @@ static int gcs_get(struct pbx_objstore *s, const char *name, size_t max, struct 
 		*body = resp.body;
 		resp.body = (struct pbx_buf)PBX_BUF_INIT;
 	}
+	pbx_buf_release(&resp.body);
+	pbx_buf_release(&u);
+	pbx_buf_release(&h);
+	return rc;
+}
+
+/* objects.get without alt=media: the object's resource (name, size,
+ * generation, crc32c) into meta. */
+static int gcs_stat(struct pbx_objstore *s, const char *name, struct pbx_object *meta,
+		    struct pbx_err *err)
+{
+	struct pbx_buf u = PBX_BUF_INIT;
+	struct pbx_http_req r = { .method = "GET" };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	json_t *o = NULL;
+	int rc;
+	object_url(s, &u, name);
+	pbx_buf_adds(&u, "?fields=name%2Csize%2Cgeneration%2Ccrc32c");
+	r.url = u.buf;
+	rc = gcs_call(s, &r, NULL, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read its metadata", resp.status,
+					 &resp.body, err);
+	/* (json_is_object is a macro that reads its argument twice: the
+	 * load stays outside it) */
+	if (rc == 0)
+		o = json_loadb(resp.body.buf, resp.body.len, 0, NULL);
+	if (rc == 0 && !json_is_object(o))
+		rc = pbx_err_set(err, "gs://%s/%s: objects.get: reply is not a JSON object",
+				 s->url.bucket, name);
+	else if (rc == 0 && item_parse(o, meta, err) < 0)
+		rc = pbx_err_prefix(err, "gs://%s/%s", s->url.bucket, name);
+	json_decref(o);
+	pbx_buf_release(&u);
+	pbx_buf_release(&resp.body);
+	return rc;
+}
+
+/* objects.get alt=media of generation `version` ("" none) with a Range:
+ * bytes [off, off + len) into dst.  A generation GCS no longer has is a
+ * 404 (a 412 for a precondition): OBJSTORE_CHANGED. */
+static int gcs_read_range(struct pbx_objstore *s, struct pbx_http *http, const char *name,
+			  const char *version, uint64_t off, uint64_t len, char *dst,
+			  unsigned long *requests, struct pbx_err *err)
+{
+	struct pbx_buf u = PBX_BUF_INIT, h = PBX_BUF_INIT;
+	char range[64];
+	const char *extra[4] = { range, NULL, NULL, NULL };
+	struct pbx_http_req r = {
+		.method = "GET", .resp_headers = &h, .into = dst, .into_len = (size_t)len
+	};
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc;
+	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	object_url(s, &u, name);
+	pbx_buf_adds(&u, "?alt=media");
+	if (*version) {
+		pbx_buf_adds(&u, "&generation=");
+		objstore_enc(&u, version);
+	}
+	r.url = u.buf;
+	rc = gcs_call_on(s, http, &r, extra, &resp, requests, err);
+	if (rc == 0 && *version && (resp.status == 404 || resp.status == 412))
+		rc = objstore_changed(s, name, err);
+	else if (rc == 0)
+		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, resp.into_got, off,
+					  len, err);
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&u);
 	pbx_buf_release(&h);
@@ -471,7 +554,8 @@ static void gcs_close(struct pbx_objstore *s)
 	s->backend = NULL;
 }
 
-static const struct objstore_ops gcs_ops = { gcs_list_page, gcs_get, gcs_put_new, gcs_close };
+static const struct objstore_ops gcs_ops = { gcs_list_page,  gcs_get,     gcs_stat,
+					     gcs_read_range, gcs_put_new, gcs_close };
 
 int objstore_gcs_open(struct pbx_objstore *s, const struct pbx_config *cfg, struct pbx_err *err)
 {

@@ -4,8 +4,10 @@
  * shares: the CRC32C of what was read against the store's, the CRC32C of
  * what is written computed once here, size caps, error messages that name
  * the object and never a secret; and how a large upload is cut into
- * parts (the backends send them: s3.c multipart, gcs.c resumable).  See
- * objstore.h.
+ * parts (the backends send them: s3.c multipart, gcs.c resumable); how a
+ * large read is cut into ranges, read at once on handles of their own
+ * and checked whole (the backends read each range pinned to a version).
+ * See objstore.h.
  */
 #include "objstore/objstore_internal.h"
 
@@ -19,6 +21,7 @@
 
 #include "cloud/aws/aws.h"
 #include "util/crc32c.h"
+#include "util/fanout.h"
 #include "util/xalloc.h"
 
 #define GET_MAX_DEFAULT (1ul << 30)
@@ -112,18 +115,24 @@ void objstore_http_error(struct pbx_objstore *s, const char *name, const char *w
 
 /* -------------------------------------------------------- large uploads */
 
-uint64_t objstore_part_size(void)
+/* A positive byte count from environment variable `name`, or 0 when it
+ * is unset or not one. */
+static uint64_t env_bytes(const char *name)
 {
-	const char *v = getenv("PBX_OBJSTORE_PART_SIZE");
+	const char *v = getenv(name);
 	char *end = NULL;
 	unsigned long long n;
 	if (!v || !*v || *v == '-')
-		return OBJSTORE_PART_DEFAULT;
+		return 0;
 	errno = 0;
 	n = strtoull(v, &end, 10);
-	if (errno || *end || n == 0)
-		return OBJSTORE_PART_DEFAULT;
-	return n;
+	return errno || *end ? 0 : (uint64_t)n;
+}
+
+uint64_t objstore_part_size(void)
+{
+	uint64_t n = env_bytes("PBX_OBJSTORE_PART_SIZE");
+	return n ? n : OBJSTORE_PART_DEFAULT;
 }
 
 void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t align,
@@ -168,11 +177,19 @@ void objstore_backoff(int attempt)
 
 /* ---------------------------------------------------------------- open */
 
+/* The options of every handle of store s. */
+static void http_opts(const struct pbx_objstore *s, struct pbx_http_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->service = !strcmp(s->url.scheme, "gs") ? "gcs" : "s3";
+	o->timeout_ms = 600000; /* an object of up to 1 GiB in one attempt */
+}
+
 int pbx_objstore_open(const char *url, const struct pbx_config *cfg, struct pbx_objstore **out,
 		      struct pbx_err *err)
 {
 	struct pbx_objstore *s = xcalloc(1, sizeof(*s));
-	struct pbx_http_opts o = { 0 };
+	struct pbx_http_opts o;
 	int gs;
 	*out = NULL;
 	if (pbx_objstore_url_parse(url, &s->url, err) < 0) {
@@ -180,8 +197,7 @@ int pbx_objstore_open(const char *url, const struct pbx_config *cfg, struct pbx_
 		return -1;
 	}
 	gs = !strcmp(s->url.scheme, "gs");
-	o.service = gs ? "gcs" : "s3";
-	o.timeout_ms = 600000; /* an object of up to 1 GiB in one attempt */
+	http_opts(s, &o);
 	if (pbx_http_open(&o, &s->http, err) < 0 ||
 	    (gs ? objstore_gcs_open(s, cfg, err) : objstore_s3_open(s, cfg, err)) < 0) {
 		pbx_objstore_close(s);
@@ -193,8 +209,11 @@ int pbx_objstore_open(const char *url, const struct pbx_config *cfg, struct pbx_
 
 void pbx_objstore_close(struct pbx_objstore *s)
 {
+	size_t i;
 	if (!s)
 		return;
+	for (i = 0; i < OBJSTORE_STREAMS - 1; i++)
+		pbx_http_close(s->range_http[i]);
 	if (s->ops)
 		s->ops->close(s);
 	pbx_http_close(s->http);
@@ -282,6 +301,22 @@ static int check_crc(struct pbx_objstore *s, const char *name, const struct pbx_
 	return -1;
 }
 
+/* A read's end: on failure body and *m emptied (-1); else *m to *meta
+ * (NULL: released) and 0. */
+static int get_done(int rc, struct pbx_buf *body, struct pbx_object *m, struct pbx_object *meta)
+{
+	if (rc < 0) {
+		pbx_buf_release(body);
+		pbx_object_release(m);
+		return -1;
+	}
+	if (meta)
+		*meta = *m;
+	else
+		pbx_object_release(m);
+	return 0;
+}
+
 int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
 		     struct pbx_object *meta, struct pbx_err *err)
 {
@@ -291,16 +326,7 @@ int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struc
 	rc = s->ops->get(s, name, max ? max : GET_MAX_DEFAULT, body, &m, err);
 	if (rc == 0)
 		rc = check_crc(s, name, body, &m, err);
-	if (rc < 0) {
-		pbx_buf_release(body);
-		pbx_object_release(&m);
-		return -1;
-	}
-	if (meta)
-		*meta = m;
-	else
-		pbx_object_release(&m);
-	return 0;
+	return get_done(rc, body, &m, meta);
 }
 
 /* After a put that was sent more than once came back EXISTS: whether the
@@ -329,4 +355,218 @@ int pbx_objstore_put_new(struct pbx_objstore *s, const char *name, const void *d
 	if (rc == PBX_OBJSTORE_EXISTS && s->put_retried && ours(s, name, data, len, crc))
 		return 0;
 	return rc;
+}
+
+/* ---------------------------------------------------------- large reads */
+
+#define RANGE_ALIGN ((uint64_t)1 << 20)
+
+uint64_t pbx_objstore_range_min(void)
+{
+	uint64_t n = env_bytes("PBX_OBJSTORE_RANGE_MIN");
+	return n ? n : PBX_OBJSTORE_RANGE_MIN_DEFAULT;
+}
+
+void objstore_range_plan(uint64_t len, struct objstore_plan *out)
+{
+	uint64_t want = len / OBJSTORE_STREAMS + (len % OBJSTORE_STREAMS != 0);
+	objstore_part_plan(len, want, RANGE_ALIGN, RANGE_ALIGN, OBJSTORE_STREAMS, out);
+}
+
+/* A decimal number at p (digits only), *end after it. */
+static int u64_at(const char *p, char **end, uint64_t *v)
+{
+	unsigned long long n;
+	if (*p < '0' || *p > '9')
+		return -1;
+	errno = 0;
+	n = strtoull(p, end, 10);
+	if (errno)
+		return -1;
+	*v = (uint64_t)n;
+	return 0;
+}
+
+int objstore_content_range_parse(const char *v, uint64_t *first, uint64_t *last, uint64_t *total)
+{
+	char *end = NULL;
+	if (!v || strncmp(v, "bytes ", 6) != 0 || u64_at(v + 6, &end, first) < 0 || *end != '-' ||
+	    u64_at(end + 1, &end, last) < 0 || *end != '/')
+		return -1;
+	if (!strcmp(end + 1, "*"))
+		*total = UINT64_MAX;
+	else if (u64_at(end + 1, &end, total) < 0 || *end)
+		return -1;
+	if (*first > *last || (*total != UINT64_MAX && *last >= *total))
+		return -1;
+	return 0;
+}
+
+int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
+			 const struct pbx_buf *headers, const struct pbx_buf *body, size_t got,
+			 uint64_t off, uint64_t len, struct pbx_err *err)
+{
+	uint64_t first = 0, last = 0, total = 0;
+	char *cr, *obj;
+	int good;
+	if (status == 200 && off == 0 && got == len)
+		return 0; /* the whole object, which is that range */
+	if (status != 206) {
+		objstore_http_error(s, name, "cannot read a range", status, body, err);
+		return -1;
+	}
+	cr = pbx_http_header(headers, "content-range");
+	good = objstore_content_range_parse(cr, &first, &last, &total) == 0 && first == off &&
+	       last == off + len - 1 && got == len;
+	obj = objstore_object_url(s, name);
+	if (!good)
+		pbx_err_set(err,
+			    "%s: the reply to bytes %llu-%llu is not that range (Content-Range "
+			    "%.64s, %zu bytes)",
+			    obj, (unsigned long long)off, (unsigned long long)(off + len - 1),
+			    cr ? cr : "absent", got);
+	free(obj);
+	free(cr);
+	return good ? 0 : -1;
+}
+
+int objstore_read_error(struct pbx_objstore *s, const char *name, const char *what, long status,
+			const struct pbx_buf *body, struct pbx_err *err)
+{
+	objstore_http_error(s, name, status == 404 ? "no such object" : what, status, body, err);
+	return -1;
+}
+
+int objstore_changed(struct pbx_objstore *s, const char *name, struct pbx_err *err)
+{
+	char *obj = objstore_object_url(s, name);
+	pbx_err_setc(err, PBX_EXIT_FAIL,
+		     "%s: object changed while it was read (the version being read is gone)", obj);
+	free(obj);
+	return OBJSTORE_CHANGED;
+}
+
+int pbx_objstore_read_range(struct pbx_objstore *s, const char *name, const char *version,
+			    uint64_t off, uint64_t len, void *dst, struct pbx_err *err)
+{
+	if (len == 0)
+		return 0;
+	return s->ops->read_range(s, s->http, name, version ? version : "", off, len, dst,
+				  &s->requests, err) == 0
+		       ? 0
+		       : -1;
+}
+
+/* One ranged read of version m->version (m: what stat said) into dst. */
+struct ranged {
+	struct pbx_objstore *s;
+	const struct pbx_object *m;
+	char *dst;
+	struct objstore_plan plan;
+	int rc[OBJSTORE_STREAMS];
+	unsigned long requests[OBJSTORE_STREAMS];
+};
+
+/* Range i on its own handle (range 0 on the store's). */
+static int range_worker(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct ranged *r = ctx;
+	uint64_t off = i * r->plan.part, left = r->m->size - off;
+	struct pbx_http *h = i ? r->s->range_http[i - 1] : r->s->http;
+	r->rc[i] = r->s->ops->read_range(r->s, h, r->m->name, r->m->version ? r->m->version : "",
+					 off, left < r->plan.part ? left : r->plan.part,
+					 r->dst + off, &r->requests[i], err);
+	return r->rc[i] != 0;
+}
+
+/* The handles ranges 1 to count - 1 go on, opened once per store. */
+static int range_handles(struct pbx_objstore *s, uint64_t count, struct pbx_err *err)
+{
+	struct pbx_http_opts o;
+	uint64_t i;
+	http_opts(s, &o);
+	for (i = 0; i + 1 < count; i++)
+		if (!s->range_http[i] && pbx_http_open(&o, &s->range_http[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+/* Every range of m's version into body (emptied first): 0,
+ * OBJSTORE_CHANGED (a range found the version gone) or -1, with err the
+ * failed range's (a changed one's first). */
+static int read_ranges(struct pbx_objstore *s, const struct pbx_object *m, struct pbx_buf *body,
+		       struct pbx_err *err)
+{
+	struct ranged r = { .s = s, .m = m };
+	struct pbx_err errs[OBJSTORE_STREAMS];
+	size_t i, bad = OBJSTORE_STREAMS;
+	pbx_buf_release(body);
+	objstore_range_plan(m->size, &r.plan);
+	if (range_handles(s, r.plan.count, err) < 0)
+		return -1;
+	if (pbx_buf_extend(body, (size_t)m->size, &r.dst) < 0)
+		return pbx_err_set(err, "%s: no room for %llu bytes", m->name,
+				   (unsigned long long)m->size);
+	if (m->size == 0)
+		return 0;
+	memset(errs, 0, sizeof(errs));
+	pbx_fanout((size_t)r.plan.count, (int)r.plan.count, range_worker, &r, errs);
+	for (i = 0; i < r.plan.count; i++) {
+		s->requests += r.requests[i];
+		if (r.rc[i] != 0 && (bad == OBJSTORE_STREAMS || (r.rc[i] == OBJSTORE_CHANGED &&
+								 r.rc[bad] != OBJSTORE_CHANGED)))
+			bad = i;
+	}
+	if (bad == OBJSTORE_STREAMS)
+		return 0;
+	*err = errs[bad];
+	return r.rc[bad] == OBJSTORE_CHANGED ? OBJSTORE_CHANGED : -1;
+}
+
+/* What the store says of the object now, within max: 0 or -1. */
+static int stat_within(struct pbx_objstore *s, const char *name, size_t max, struct pbx_object *m,
+		       struct pbx_err *err)
+{
+	char *obj;
+	if (s->ops->stat(s, name, m, err) < 0)
+		return -1;
+	if (m->size <= max)
+		return 0;
+	obj = objstore_object_url(s, name);
+	pbx_err_set(err, "%s: %llu bytes, more than the %zu a read may take", obj,
+		    (unsigned long long)m->size, max);
+	free(obj);
+	pbx_object_release(m);
+	return -1;
+}
+
+/* The ranged read of a large object: stat, the ranges pinned to the
+ * version it gave, once more if that version went away meanwhile; then
+ * the whole object's CRC32C.  *m what was read. */
+static int get_ranged(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
+		      struct pbx_object *m, struct pbx_err *err)
+{
+	int tries, rc = -1;
+	for (tries = 0; tries < 2; tries++) {
+		pbx_object_release(m);
+		memset(m, 0, sizeof(*m));
+		if (stat_within(s, name, max, m, err) < 0)
+			return -1;
+		rc = read_ranges(s, m, body, err);
+		if (rc != OBJSTORE_CHANGED)
+			break;
+	}
+	if (rc == 0)
+		rc = check_crc(s, name, body, m, err);
+	return rc == 0 ? 0 : -1;
+}
+
+int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, size_t max,
+			    struct pbx_buf *body, struct pbx_object *meta, struct pbx_err *err)
+{
+	struct pbx_object m = { 0 };
+	if (o->size < pbx_objstore_range_min())
+		return pbx_objstore_get(s, o->name, max, body, meta, err);
+	return get_done(get_ranged(s, o->name, max ? max : GET_MAX_DEFAULT, body, &m, err), body,
+			&m, meta);
 }

@@ -10,6 +10,10 @@
  *   - reading an object whole, its CRC32C checked against the one the store
  *     keeps (x-goog-hash, x-amz-checksum-crc32c): a mismatch is an error
  *     naming the object, and nothing is returned;
+ *   - reading a large object (64 MiB or more, PBX_OBJSTORE_RANGE_MIN) in
+ *     up to 4 ranges at once, each on its own connection and pinned to
+ *     one version (GCS generation=, S3 If-Match), the whole object's
+ *     CRC32C (GCS objects.get, S3 HeadObject) checked as above;
  *   - creating an object only when no object of that name exists (GCS
  *     ifGenerationMatch=0, S3 If-None-Match: *), its CRC32C sent for the
  *     store to check; above the part size (64 MiB) in parts, each retried
@@ -106,6 +110,34 @@ int pbx_objstore_list_page(struct pbx_objstore *s, const char *prefix, char **to
  * (pbx_object_release(meta)). */
 int pbx_objstore_get(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
 		     struct pbx_object *meta, struct pbx_err *err);
+
+/* Objects of this many bytes or more are read in ranges by
+ * pbx_objstore_get_listed: PBX_OBJSTORE_RANGE_MIN (bytes, decimal; for
+ * tests and benchmarks) when set to a positive number, else 64 MiB. */
+#define PBX_OBJSTORE_RANGE_MIN_DEFAULT ((uint64_t)64 << 20)
+uint64_t pbx_objstore_range_min(void);
+
+/* Reads object o->name as a listing gave it (o->size), as
+ * pbx_objstore_get does (max, body, meta, the CRC32C check and its
+ * error), but an object of pbx_objstore_range_min() bytes or more in
+ * ranges read at once, each on its own connection (the store keeps them
+ * for its next read): first what the store says of the object now (its
+ * size, version and CRC32C), then every range pinned to that version, the
+ * whole object's CRC32C checked once all are in.  An object rewritten
+ * between the listing and the read is read as its new version (meta says
+ * which); one rewritten during the read is started again once, then -1
+ * (PBX_EXIT_FAIL) "changed while it was read".  Not thread-safe on one
+ * store (a store per thread, as for every call). */
+int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, size_t max,
+			    struct pbx_buf *body, struct pbx_object *meta, struct pbx_err *err);
+/* Bytes [off, off + len) of version `version` of object `name` (a
+ * listing's or meta's: GCS generation, S3 ETag) into dst[0, len), on the
+ * store's own connection.  -1 with err naming the object when the store
+ * no longer has that version ("changed while it was read"), the range is
+ * past its end, or the reply is not that range.  No CRC32C is checked
+ * (the store gives only the whole object's). */
+int pbx_objstore_read_range(struct pbx_objstore *s, const char *name, const char *version,
+			    uint64_t off, uint64_t len, void *dst, struct pbx_err *err);
 
 /* What pbx_objstore_put_new returns besides 0 and -1. */
 #define PBX_OBJSTORE_EXISTS 1

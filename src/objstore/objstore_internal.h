@@ -4,12 +4,16 @@
  *
  *   objstore.c  open/close, the checks every backend shares (CRC32C of
  *               what was read and sent, size caps), the part plan of a
- *               large upload, dispatch
+ *               large upload, the range plan of a large read and its
+ *               parallel readers, dispatch
  *   gcs.c       Cloud Storage JSON API: objects.list, objects.get
- *               (alt=media), objects.insert (uploadType=media, or
+ *               (alt=media, whole or a Range pinned to a generation;
+ *               without alt=media: the metadata), objects.insert
+ *               (uploadType=media, or
  *               resumable in chunks above the part size;
  *               ifGenerationMatch=0); bearer tokens from cloud/gce/auth
- *   s3.c        S3 REST: ListObjectsV2, GetObject, PutObject (or a
+ *   s3.c        S3 REST: ListObjectsV2, GetObject (whole, or a Range with
+ *               If-Match: the ETag), HeadObject, PutObject (or a
  *               multipart upload above the part size) with
  *               If-None-Match: *; SigV4 (cloud/aws/sigv4.c) with the
  *               payload's SHA-256 and x-amz-checksum-crc32c
@@ -23,6 +27,13 @@
 #include "http/http.h"
 #include "objstore/objstore.h"
 
+/* What read_range returns when the version it was pinned to is gone. */
+#define OBJSTORE_CHANGED 2
+
+/* Ranges of one large read that run at once, each on its own connection
+ * (rclone's --multi-thread-streams default is 4 too). */
+#define OBJSTORE_STREAMS 4
+
 struct objstore_ops {
 	/* one page of the objects under `prefix` (a whole-name prefix) from
 	 * `token` (NULL: the first), appended to *v and *n; *next gets the
@@ -34,6 +45,20 @@ struct objstore_ops {
 	 * when given) */
 	int (*get)(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
 		   struct pbx_object *meta, struct pbx_err *err);
+	/* what the store says of the object now, without its bytes: name,
+	 * size, version, crc32c when given (GCS objects.get; S3 HeadObject
+	 * with x-amz-checksum-mode: ENABLED) */
+	int (*stat)(struct pbx_objstore *s, const char *name, struct pbx_object *meta,
+		    struct pbx_err *err);
+	/* bytes [off, off + len) of version `version` (as stat or a listing
+	 * gave it) of object `name` into dst[0, len), sent on `http` (the
+	 * caller's: several ranges run at once, each on its own handle);
+	 * *requests gets the attempts added.  0; OBJSTORE_CHANGED (err set)
+	 * when the store no longer has that version (GCS 404 for the
+	 * generation, S3 412 PreconditionFailed); -1 */
+	int (*read_range)(struct pbx_objstore *s, struct pbx_http *http, const char *name,
+			  const char *version, uint64_t off, uint64_t len, char *dst,
+			  unsigned long *requests, struct pbx_err *err);
 	/* create-only upload with the data's crc32c sent along; 0, -1, or
 	 * PBX_OBJSTORE_EXISTS */
 	int (*put_new)(struct pbx_objstore *s, const char *name, const void *data, size_t len,
@@ -50,6 +75,9 @@ struct pbx_objstore {
 	int put_retried;        /* the last put_new was sent more than once: an
 				   EXISTS may be its own earlier attempt's */
 	void *backend;          /* the backend's own state, freed by ops->close */
+	/* the range readers' own handles (range 0 goes on http), opened at
+	 * the first ranged read and kept for the next (owned) */
+	struct pbx_http *range_http[OBJSTORE_STREAMS - 1];
 };
 
 /* Each sets s->ops, s->backend and s->identity; s->url and s->http are
@@ -63,6 +91,11 @@ int objstore_s3_open(struct pbx_objstore *s, const struct pbx_config *cfg, struc
  * PBX_EXIT_NOTFOUND; else PBX_EXIT_FAIL). */
 void objstore_http_error(struct pbx_objstore *s, const char *name, const char *what, long status,
 			 const struct pbx_buf *body, struct pbx_err *err);
+
+/* A read's error status: objstore_http_error with "no such object" for a
+ * 404, else `what`.  Returns -1. */
+int objstore_read_error(struct pbx_objstore *s, const char *name, const char *what, long status,
+			const struct pbx_buf *body, struct pbx_err *err);
 
 /* ------------------------------------------------ shared by the backends */
 
@@ -98,6 +131,23 @@ struct objstore_plan {
  * the part: one request.  Pure; always succeeds. */
 void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t align,
 			uint64_t max_parts, struct objstore_plan *out);
+
+/* ------------------------------------------------------- large reads */
+
+/* How a read of `len` bytes is cut into ranges: at most OBJSTORE_STREAMS
+ * of equal size (a multiple of 1 MiB, the last one the rest); count 1
+ * for len up to 1 MiB.  Pure. */
+void objstore_range_plan(uint64_t len, struct objstore_plan *out);
+
+/* A ranged reply's check, shared by the backends: status 206 with
+ * Content-Range "bytes OFF-(OFF+LEN-1)/TOTAL" and LEN bytes got (or 200
+ * with exactly LEN bytes when OFF is 0: the whole object).  body: another
+ * status's body, for the error.  0, or -1 with err naming the object. */
+int objstore_range_reply(struct pbx_objstore *s, const char *name, long status,
+			 const struct pbx_buf *headers, const struct pbx_buf *body, size_t got,
+			 uint64_t off, uint64_t len, struct pbx_err *err);
+/* The "object changed while it was read" error: OBJSTORE_CHANGED. */
+int objstore_changed(struct pbx_objstore *s, const char *name, struct pbx_err *err);
 
 /* Sleeps the backoff before try `attempt` + 1 (full jitter, as src/http:
  * base 500 ms, cap 32 s) of a request the caller retries itself. */
@@ -140,5 +190,9 @@ int objstore_s3_complete_parse(const char *xml, size_t len, uint32_t *crc, int *
  * 308 reply ("bytes=0-N": N + 1; range NULL, no header: 0) into *out; -1
  * when the value is not of that form. */
 int objstore_gcs_range_parse(const char *range, uint64_t *out);
+/* A Content-Range header's value "bytes FIRST-LAST/TOTAL" (TOTAL may be
+ * "*") into *first, *last and *total (UINT64_MAX for "*"); -1 when the
+ * value is not of that form or FIRST > LAST or LAST >= TOTAL. */
+int objstore_content_range_parse(const char *v, uint64_t *first, uint64_t *last, uint64_t *total);
 
 #endif

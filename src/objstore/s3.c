@@ -2,7 +2,8 @@
  * s3.c - S3 through its REST API, signed with SigV4 (cloud/aws/sigv4.c):
  * ListObjectsV2 (list-type=2, prefix, continuation-token; XML read with
  * libxml2), GetObject with x-amz-checksum-mode: ENABLED (the CRC32C from
- * x-amz-checksum-crc32c), PutObject with If-None-Match: * and
+ * x-amz-checksum-crc32c; or a Range with If-Match: the ETag the read is
+ * pinned to), HeadObject (size, ETag, CRC32C), PutObject with If-None-Match: * and
  * x-amz-checksum-crc32c (create only, checked by S3).  Every request
  * carries x-amz-content-sha256, the payload's SHA-256.
  *
@@ -247,7 +248,7 @@ static int complete_retryable(long status, const char *body, size_t len, void *c
 
 /* ------------------------------------------------------------- requests */
 
-/* What one signed call needs besides the handle. */
+/* What one signed call needs besides the handle (and counter). */
 struct s3_req {
 	const char *method;
 	const char *key;          /* object key, or NULL for the bucket */
@@ -258,6 +259,8 @@ struct s3_req {
 	size_t max;                      /* response cap, 0 = the handle's */
 	struct pbx_buf *headers;         /* response headers, may be NULL */
 	pbx_http_retryable_fn retryable; /* NULL = s3_retryable */
+	char *into;                      /* a 2xx body's place (pbx_http_req.into) */
+	size_t into_len;
 };
 
 /* The request's headers: its own, then Authorization, date, payload hash
@@ -293,8 +296,11 @@ static void sign(struct s3 *b, const struct s3_req *q, const char *path, const c
 	free(auth);
 }
 
-static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_http_resp *resp,
-		   struct pbx_err *err)
+/* One signed call on handle `http`, its attempts added to *requests.
+ * Thread-safe for calls on different handles (signing only reads the
+ * credentials). */
+static int s3_call_on(struct pbx_objstore *s, struct pbx_http *http, const struct s3_req *q,
+		      struct pbx_http_resp *resp, unsigned long *requests, struct pbx_err *err)
 {
 	struct s3 *b = s->backend;
 	struct pbx_buf path = PBX_BUF_INIT, url = PBX_BUF_INIT;
@@ -306,7 +312,9 @@ static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_ht
 				  .body_len = q->len,
 				  .retryable = q->retryable ? q->retryable : s3_retryable,
 				  .max_body = q->max,
-				  .resp_headers = q->headers };
+				  .resp_headers = q->headers,
+				  .into = q->into,
+				  .into_len = q->into_len };
 	int rc, k;
 	pbx_buf_addf(&path, "%s%s", b->prefix, q->key ? q->key : "");
 	pbx_sha256_hex(q->body ? q->body : "", q->body ? q->len : 0, hash);
@@ -316,8 +324,8 @@ static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_ht
 	if (*query)
 		pbx_buf_addf(&url, "?%s", query);
 	r.url = url.buf;
-	rc = pbx_http_do(s->http, &r, resp, err);
-	s->requests += (unsigned long)resp->attempts;
+	rc = pbx_http_do(http, &r, resp, err);
+	*requests += (unsigned long)resp->attempts;
 	for (k = 0; k < 4; k++) {
 		if (owned[k])
 			explicit_bzero(owned[k], strlen(owned[k]));
@@ -327,6 +335,12 @@ static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_ht
 	pbx_buf_release(&path);
 	pbx_buf_release(&url);
 	return rc;
+}
+
+static int s3_call(struct pbx_objstore *s, const struct s3_req *q, struct pbx_http_resp *resp,
+		   struct pbx_err *err)
+{
+	return s3_call_on(s, s->http, q, resp, &s->requests, err);
 }
 
 static int s3_list_page(struct pbx_objstore *s, const char *prefix, const char *token,
@@ -370,11 +384,8 @@ static int s3_get(struct pbx_objstore *s, const char *name, size_t max, struct p
 	};
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc = s3_call(s, &q, &resp, err);
-	if (rc == 0 && resp.status != 200) {
-		objstore_http_error(s, name, resp.status == 404 ? "no such object" : "cannot read",
-				    resp.status, &resp.body, err);
-		rc = -1;
-	}
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read", resp.status, &resp.body, err);
 	if (rc == 0) {
 		meta->name = xstrdup(name);
 		meta->size = resp.body.len;
@@ -385,6 +396,71 @@ static int s3_get(struct pbx_objstore *s, const char *name, size_t max, struct p
 	}
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&h);
+	return rc;
+}
+
+/* HeadObject with x-amz-checksum-mode: ENABLED: size (Content-Length),
+ * ETag and the whole object's CRC32C when S3 keeps one. */
+static int s3_stat(struct pbx_objstore *s, const char *name, struct pbx_object *meta,
+		   struct pbx_err *err)
+{
+	const char *extra[] = { "x-amz-checksum-mode: ENABLED", NULL };
+	struct pbx_buf h = PBX_BUF_INIT;
+	struct s3_req q = { .method = "HEAD", .key = name, .extra = extra, .headers = &h };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	char *len = NULL, *end = NULL;
+	int rc = s3_call(s, &q, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = objstore_read_error(s, name, "cannot read its metadata", resp.status,
+					 &resp.body, err);
+	if (rc == 0) {
+		len = pbx_http_header(&h, "content-length");
+		if (!len || *len < '0' || *len > '9' ||
+		    (meta->size = strtoull(len, &end, 10), *end))
+			rc = pbx_err_set(err,
+					 "s3://%s/%s: HeadObject: no Content-Length or a bad one",
+					 s->url.bucket, name);
+	}
+	if (rc == 0) {
+		meta->name = xstrdup(name);
+		meta->version = unquote(pbx_http_header(&h, "etag"));
+		checksum_header(&h, meta);
+	}
+	free(len);
+	pbx_buf_release(&resp.body);
+	pbx_buf_release(&h);
+	return rc;
+}
+
+/* GetObject of bytes [off, off + len) with If-Match: the ETag `version`
+ * ("": none) into dst; a 412 PreconditionFailed (the object is another
+ * now) is OBJSTORE_CHANGED. */
+static int s3_read_range(struct pbx_objstore *s, struct pbx_http *http, const char *name,
+			 const char *version, uint64_t off, uint64_t len, char *dst,
+			 unsigned long *requests, struct pbx_err *err)
+{
+	char range[64], *match = *version ? xasprintf("If-Match: \"%s\"", version) : NULL;
+	const char *extra[] = { range, match, NULL };
+	struct pbx_buf h = PBX_BUF_INIT;
+	struct s3_req q = { .method = "GET",
+			    .key = name,
+			    .extra = extra,
+			    .headers = &h,
+			    .into = dst,
+			    .into_len = (size_t)len };
+	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
+	int rc;
+	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	rc = s3_call_on(s, http, &q, &resp, requests, err);
+	if (rc == 0 && match && resp.status == 412)
+		rc = objstore_changed(s, name, err);
+	else if (rc == 0)
+		rc = objstore_range_reply(s, name, resp.status, &h, &resp.body, resp.into_got, off,
+					  len, err);
+	pbx_buf_release(&resp.body);
+	pbx_buf_release(&h);
+	free(match);
 	return rc;
 }
 
@@ -640,7 +716,8 @@ static void s3_close(struct pbx_objstore *s)
 	s->backend = NULL;
 }
 
-static const struct objstore_ops s3_ops = { s3_list_page, s3_get, s3_put_new, s3_close };
+static const struct objstore_ops s3_ops = { s3_list_page,  s3_get,     s3_stat,
+					    s3_read_range, s3_put_new, s3_close };
 
 /* ----------------------------------------------------------------- open */
 

@@ -67,6 +67,16 @@ static int buf_grow(struct pbx_buf *b, size_t extra)
 	return 0;
 }
 
+int pbx_buf_extend(struct pbx_buf *b, size_t len, char **out)
+{
+	if (buf_grow(b, len) < 0)
+		return -1;
+	*out = b->buf + b->len;
+	b->len += len;
+	b->buf[b->len] = '\0';
+	return 0;
+}
+
 int pbx_buf_add(struct pbx_buf *b, const void *data, size_t len)
 {
 	if (buf_grow(b, len) < 0)

@@ -41,6 +41,10 @@ int pbx_buf_addc(struct pbx_buf *b, char c);
 int pbx_buf_addf(struct pbx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pbx_buf_vaddf(struct pbx_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* Grows b by len bytes left for the caller to fill (not initialised;
+ * the NUL after them set): 0 with *out pointing at them (valid until b
+ * changes again), or -1 when the cap would be passed. */
+int pbx_buf_extend(struct pbx_buf *b, size_t len, char **out);
 /* Remove trailing whitespace (spaces, tabs, newlines). */
 void pbx_buf_rtrim(struct pbx_buf *b);
 

@@ -1,17 +1,25 @@
 /*
- * crc32c.c - table-driven CRC-32C (see crc32c.h).
- *
- * One 256-entry table, one byte per step: event records are tens of bytes,
- * so speed does not matter here.
+ * crc32c.c - CRC-32C (see crc32c.h): the SSE4.2 crc32 instruction, 8
+ * bytes a step, on an x86-64 that has it (checked once at run time), else
+ * one 256-entry table, one byte a step.  Event records are tens of bytes,
+ * but the stores' objects are up to 1 GiB, checked whole: the table does
+ * about 200 MB/s here, the instruction some GB/s.
  */
 #include "util/crc32c.h"
 
 #include <pthread.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+#define CRC32C_HW 1
+#endif
 
 #define CRC32C_POLY       0x82F63B78u /* reflected Castagnoli polynomial */
 #define CRC32C_MASK_DELTA 0xa282ead8u
 
 static uint32_t crc_table[256];
+static int crc_hw; /* the CPU has SSE4.2's crc32 */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_table_init(void)
@@ -22,13 +30,38 @@ static void crc_table_init(void)
 			c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
 		crc_table[i] = c;
 	}
+#ifdef CRC32C_HW
+	__builtin_cpu_init();
+	crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
 }
+
+#ifdef CRC32C_HW
+/* The running (not inverted) CRC over p[0, len) with the instruction. */
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const unsigned char *p,
+							    size_t len)
+{
+	uint64_t c = crc, v;
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&v, p, 8);
+		c = _mm_crc32_u64(c, v);
+	}
+	crc = (uint32_t)c;
+	while (len--)
+		crc = _mm_crc32_u8(crc, *p++);
+	return crc;
+}
+#endif
 
 uint32_t pbx_crc32c(uint32_t crc, const void *data, size_t len)
 {
 	const unsigned char *p = data;
 	pthread_once(&crc_once, crc_table_init);
 	crc = ~crc;
+#ifdef CRC32C_HW
+	if (crc_hw)
+		return ~crc_sse42(crc, p, len);
+#endif
 	while (len--)
 		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return ~crc;

@@ -7,7 +7,8 @@
 # with nothing submitted, and a retry succeeds; a staging that fails after
 # streaming objects to the head (its stream ends without the manifest)
 # changes nothing there, and its retry downloads only what the cache
-# lacks; hostile object names are
+# lacks; a large object is read in ranges (a 1 MiB threshold here), and a
+# corrupted range fails the parrun naming it; hostile object names are
 # refused with nothing written outside; a local directory source works
 # the same way; the data is never harvested and tasks cannot write it.
 # Addresses and ports: the test's slot (lib.sh).
@@ -166,6 +167,30 @@ n=$(gets)
 ok $? "it resumes: only what the cut staging had not kept is downloaded ($n of 20)"
 is "$(cat "$D/sub/o50" "$D/sub/o69")" "twice 50
 twice 69" "with every object's new bytes"
+
+# ---- a large object in ranges while the small ones go on ------------------
+# objects of 1 MiB or more (PBX_OBJSTORE_RANGE_MIN) come in 4 ranges pinned
+# to their generation: the metadata once, then the ranges
+head -c $((3 * 1048576 + 4099)) /dev/urandom >"$TEST_TMP/big"
+store put "bg/big=$TEST_TMP/big" "bg/s1=$TEST_TMP/changed" "bg/s2=$TEST_TMP/again"
+exp bg gs://data/bg/
+BID=$(data_id gs://data/bg/)
+reset_calls
+export PBX_OBJSTORE_RANGE_MIN=1048576
+run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
+case $errout in *"data gs://data/bg/: 3 objects"*", 3 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "a large object and two small ones staged: $errout"
+cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
+ok $? "the large object's bytes are the bucket's"
+is "$(gets)" 7 "objects.get: 2 small objects, the large one's metadata and 4 ranges"
+store put "bg/big2=$TEST_TMP/big"
+emu_post faults '{"storage_corrupt": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
+unset PBX_OBJSTORE_RANGE_MIN
+case "$rc $errout" in "4 "*"gs://data/bg/big2: content does not match"*) r=0 ;; *) r=1 ;; esac
+ok $r "a corrupted range fails the parrun naming the object: $errout"
+[ ! -e "$SHARED/pbx/data/$BID/big2" ] && cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
+ok $? "the cluster is as it was"
 
 # ---- hostile names ---------------------------------------------------------
 for h in 'h1/../escape' 'h2/a//b' 'h3//abs'; do

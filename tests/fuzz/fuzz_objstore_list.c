@@ -3,10 +3,11 @@
  * parsers (src/objstore: S3 ListObjectsV2 XML with libxml2, GCS
  * objects.list JSON with jansson), the S3 error-code reader and the
  * multipart upload's replies (InitiateMultipartUploadResult,
- * CompleteMultipartUploadResult or an <Error>), and a resumable session's
- * Range: any bytes must parse or fail cleanly; what parses has a non-empty
- * name on every object, a page token only when the parse succeeded, a
- * CRC32C never from an S3 listing, and a non-empty UploadId or Code.
+ * CompleteMultipartUploadResult or an <Error>), a resumable session's
+ * Range and a ranged read's Content-Range: any bytes must parse or fail
+ * cleanly; what parses has a non-empty name on every object, a page token only when the parse succeeded, a
+ * CRC32C never from an S3 listing, a non-empty UploadId or Code, and a
+ * Content-Range whose first byte is not past its last or the total.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@ static void check_multipart(const char *text, size_t size)
 	struct pbx_err err = PBX_ERR_INIT;
 	char *id = NULL, code[64] = "", *z;
 	uint32_t crc;
-	uint64_t held;
+	uint64_t held, first, last, total;
 	int has, rc;
 	rc = objstore_s3_upload_id_parse(text, size, &id, &err);
 	if ((rc == 0) != (id && *id))
@@ -50,6 +51,9 @@ static void check_multipart(const char *text, size_t size)
 	memcpy(z, text, size);
 	z[size] = '\0';
 	if (objstore_gcs_range_parse(z, &held) == 0 && held == 0)
+		abort();
+	if (objstore_content_range_parse(z, &first, &last, &total) == 0 &&
+	    (first > last || (total != UINT64_MAX && last >= total)))
 		abort();
 	free(z);
 }

@@ -13,6 +13,13 @@
 #   is cut half-way resumes from the offset the session holds, and the
 #   object comes back whole; a 503 on a chunk: the session asked and the
 #   chunk sent again; an existing name refused.
+#   Ranged reads (pbx_objstore_get_listed, objects of 4 MiB or more here:
+#   PBX_OBJSTORE_RANGE_MIN) on both: one HeadObject or objects.get and 4
+#   ranges, the bytes identical and the whole CRC32C checked; a range
+#   corrupted refused naming the object (exit 4); a range cut read again; a
+#   range pinned to a version the store no longer has refused "changed
+#   while it was read"; on S3 an object rewritten between the listing and
+#   the read read whole as its new version.
 # Free ports of 127.0.0.1.  Skips (77) without moto_server.
 set -u
 TOOL=$1
@@ -77,7 +84,7 @@ out=$(T put s3://pbx-big big "$W/big" 2>"$W/err"); rc=$?
 	[ "$(stat operations.CompleteMultipartUpload)" = 1 ] && [ "$(stat operations.PutObject)" = 0 ]
 ok $? "S3: one upload, 4 parts and the cut one again, one completion ($(stat operations.UploadPart) UploadPart)"
 T get s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "S3: the object read back whole, its CRC32C checked (rc $rc)"
 
 http POST "$P/__stats__/reset" >/dev/null
@@ -100,6 +107,53 @@ http POST "$P/__stats__/reset" >/dev/null
 out=$(T put s3://pbx-big small "$W/small" 2>"$W/err"); rc=$?
 [ "$out" = created ] && [ "$(stat operations.PutObject)" = 1 ] && [ "$(stat operations.CreateMultipartUpload)" = 0 ]
 ok $? "S3: an object of one part: one PutObject (rc $rc)"
+
+# ------------------------------------------------------- S3 ranged reads
+RMIN=4194304
+R() { PBX_OBJSTORE_RANGE_MIN=$RMIN "$TOOL" "$CFG" "$@"; }
+requests() { sed -n 's/^requests: //p' "$W/err"; }
+http POST "$P/__stats__/reset" >/dev/null
+R getl s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+ok $? "S3 ranged: the 15 MiB object read in ranges, identical, its whole CRC32C checked (rc $rc)"
+[ "$(stat operations.HeadObject)" = 1 ] && [ "$(stat operations.GetObject)" = 4 ] && [ "$(requests)" = 6 ]
+ok $? "S3 ranged: one HeadObject, 4 ranged GetObject, a listing ($(stat operations.GetObject) GetObject, $(requests) requests)"
+http POST "$P/__stats__/reset" >/dev/null
+R getl s3://pbx-big small "$W/got" 2>"$W/err" && cmp -s "$W/small" "$W/got" &&
+	[ "$(stat operations.GetObject)" = 1 ] && [ "$(stat operations.HeadObject)" = 0 ]
+ok $? "S3 ranged: an object under the threshold is one GetObject"
+http POST "$P/__stats__/reset" >/dev/null
+http POST "$P/__fault__?kind=corrupt&n=1&op=GetObject" >/dev/null
+rm -f "$W/got"
+R getl s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 4 ] && grep -q "s3://pbx-big/big: content does not match the store's checksum" "$W/err" && [ ! -e "$W/got" ]
+ok $? "S3 ranged: a range with a byte flipped refused naming the object, nothing written (rc $rc: $(tail -1 "$W/err"))"
+http POST "$P/__stats__/reset" >/dev/null
+http POST "$P/__fault__?kind=cut&n=1&op=GetObject" >/dev/null
+R getl s3://pbx-big big "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && [ "$(stat fired.cut)" = 1 ] && [ "$(stat operations.GetObject)" = 5 ]
+ok $? "S3 ranged: a range cut half-way read again alone (rc $rc, $(stat operations.GetObject) GetObject)"
+R range s3://pbx-big big 0123456789abcdef0123456789abcdef 0 1024 "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "s3://pbx-big/big: object changed while it was read" "$W/err"
+ok $? "S3 ranged: a range pinned to an ETag S3 no longer has refused (rc $rc: $(tail -1 "$W/err"))"
+etag=$(T ls s3://pbx-big big 2>/dev/null | awk '$1 == "big" { print $3 }')
+R range s3://pbx-big big "$etag" 5000000 1000 "$W/got" 2>"$W/err" &&
+	dd if="$W/big" bs=1000 skip=5000 count=1 2>/dev/null | cmp -s - "$W/got"
+ok $? "S3 ranged: a range of the listed ETag is those bytes"
+# rewritten after the listing, before the read: read whole as the new one
+head -c $((6 * 1048576 + 17)) /dev/urandom >"$W/new"
+rm -f "$W/go"
+OBJSTORE_TOOL_PAUSE=$W/go R getl s3://pbx-big big2 "$W/got" 2>"$W/err" &
+tool=$!
+i=0
+while ! grep -q '^listed' "$W/err" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+$PY -c 'import boto3, sys
+boto3.client("s3", region_name="us-east-1", endpoint_url=sys.argv[1]).delete_object(Bucket="pbx-big", Key="big2")' "$P"
+T put s3://pbx-big big2 "$W/new" >/dev/null 2>&1
+touch "$W/go"
+wait $tool; rc=$?
+[ $rc -eq 0 ] && cmp -s "$W/new" "$W/got" && grep -q "crc32c: checked" "$W/err"
+ok $? "S3 ranged: rewritten between the listing and the read: the new object read whole, checked (rc $rc)"
 
 # --------------------------------------------------------------- GCS
 mkdir -p "$W/gcs"
@@ -134,7 +188,7 @@ n=$(gcalls "objects.insert resumable")
 [ "$n" = 5 ]; ok $? "GCS: resumed from the offset the session held ($n PUTs to the session)"
 [ "$(gstat uploads_open)" = 0 ]; ok $? "GCS: no session left open"
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
-cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
 ok $? "GCS: the object read back whole, its CRC32C checked (rc $rc)"
 http POST "$E/faults" '{"storage_upload_503": 1}' >/dev/null
 out=$(T put gs://pbx-gcs-big big2 "$W/big2" 2>"$W/err"); rc=$?
@@ -148,4 +202,31 @@ out=$(T put gs://pbx-gcs-big big "$W/big2" 2>"$W/err"); rc=$?
 [ $rc -eq 5 ] && [ "$out" = exists ]; ok $? "GCS: a large object of a name taken: exists (rc $rc)"
 T get gs://pbx-gcs-big big "$W/got" 2>"$W/err" && cmp -s "$W/big" "$W/got"
 ok $? "GCS: the first object's bytes kept"
+
+# ------------------------------------------------------ GCS ranged reads
+n0=$(gcalls objects.get)
+R getl gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && grep -q "crc32c: checked" "$W/err"
+ok $? "GCS ranged: the 15 MiB object read in ranges, identical, its whole CRC32C checked (rc $rc)"
+n=$(($(gcalls objects.get) - n0))
+[ "$n" = 5 ] && [ "$(requests)" = 6 ]
+ok $? "GCS ranged: objects.get once for the metadata and 4 ranges ($n objects.get, $(requests) requests)"
+http POST "$E/faults" '{"storage_corrupt": 1}' >/dev/null
+rm -f "$W/got"
+R getl gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 4 ] && grep -q "gs://pbx-gcs-big/big: content does not match the store's checksum" "$W/err" && [ ! -e "$W/got" ]
+ok $? "GCS ranged: a range with a byte flipped refused naming the object (rc $rc: $(tail -1 "$W/err"))"
+n0=$(gcalls objects.get)
+http POST "$E/faults" '{"storage_cut": 1}' >/dev/null
+R getl gs://pbx-gcs-big big "$W/got" 2>"$W/err"; rc=$?
+n=$(($(gcalls objects.get) - n0))
+[ $rc -eq 0 ] && cmp -s "$W/big" "$W/got" && [ "$(gcalls fault.cut)" = 1 ] && [ "$n" = 6 ]
+ok $? "GCS ranged: a range cut half-way read again alone (rc $rc, $n objects.get)"
+gen=$(T ls gs://pbx-gcs-big big 2>/dev/null | awk '$1 == "big" { print $3 }')
+R range gs://pbx-gcs-big big $((gen + 1000)) 0 1024 "$W/got" 2>"$W/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "gs://pbx-gcs-big/big: object changed while it was read" "$W/err"
+ok $? "GCS ranged: a range pinned to a generation GCS does not have refused (rc $rc: $(tail -1 "$W/err"))"
+R range gs://pbx-gcs-big big "$gen" 5000000 1000 "$W/got" 2>"$W/err" &&
+	dd if="$W/big" bs=1000 skip=5000 count=1 2>/dev/null | cmp -s - "$W/got"
+ok $? "GCS ranged: a range of the listed generation is those bytes"
 test_done

@@ -5,6 +5,13 @@
  *
  *   objstore_tool CONFIG ls URL [PREFIX]      name size version crc32c|-, one a line
  *   objstore_tool CONFIG get URL NAME [OUT]   the bytes to OUT (default stdout)
+ *   objstore_tool CONFIG getl URL NAME [OUT]  as get, but NAME listed first and
+ *                                             read by pbx_objstore_get_listed
+ *                                             (in ranges when large); with
+ *                                             OBJSTORE_TOOL_PAUSE=FILE it waits
+ *                                             after the listing until FILE exists
+ *   objstore_tool CONFIG range URL NAME VERSION OFF LEN [OUT]
+ *                                             bytes [OFF, OFF+LEN) of that version
  *   objstore_tool CONFIG put URL NAME FILE    create-only: "created" or "exists"
  *   objstore_tool CONFIG putmany URL PREFIX N N small objects PREFIXi (i < N)
  *
@@ -15,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "objstore/objstore.h"
@@ -54,6 +63,65 @@ static int cmd_get(struct pbx_objstore *s, const char *name, const char *out, st
 	return err->msg[0] ? -1 : 0;
 }
 
+/* Writes b to out (NULL: stdout). */
+static int write_out(const struct pbx_buf *b, const char *out, struct pbx_err *err)
+{
+	FILE *f = out ? fopen(out, "wb") : stdout;
+	if (!f || fwrite(b->buf, 1, b->len, f) != b->len || (out && fclose(f) != 0))
+		return pbx_err_set(err, "cannot write %s", out ? out : "stdout");
+	return 0;
+}
+
+/* Waits until the file OBJSTORE_TOOL_PAUSE names exists (when set). */
+static void pause_point(void)
+{
+	const char *p = getenv("OBJSTORE_TOOL_PAUSE");
+	struct timespec ts = { 0, 20000000L };
+	if (!p)
+		return;
+	fprintf(stderr, "listed\n");
+	while (access(p, F_OK) != 0)
+		nanosleep(&ts, NULL);
+}
+
+static int cmd_getl(struct pbx_objstore *s, const char *name, const char *out, struct pbx_err *err)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	struct pbx_object *v = NULL, m = { 0 };
+	size_t n = 0, i;
+	int rc = pbx_objstore_list(s, name, &v, &n, err);
+	for (i = 0; rc == 0 && i < n && strcmp(v[i].name, name); i++)
+		;
+	if (rc == 0 && i == n)
+		rc = pbx_err_set(err, "%s: not listed", name);
+	pause_point();
+	if (rc == 0)
+		rc = pbx_objstore_get_listed(s, &v[i], 0, &b, &m, err);
+	if (rc == 0)
+		rc = write_out(&b, out, err);
+	if (rc == 0)
+		fprintf(stderr, "crc32c: %s\nversion: %s\n",
+			m.has_crc32c ? "checked" : "none given", m.version ? m.version : "-");
+	pbx_object_release(&m);
+	pbx_objects_free(v, n);
+	pbx_buf_release(&b);
+	return rc;
+}
+
+static int cmd_range(struct pbx_objstore *s, char **a, const char *out, struct pbx_err *err)
+{
+	struct pbx_buf b = PBX_BUF_INIT;
+	char *dst = NULL;
+	unsigned long long off = strtoull(a[2], NULL, 10), len = strtoull(a[3], NULL, 10);
+	int rc = pbx_buf_extend(&b, (size_t)len, &dst);
+	if (rc == 0)
+		rc = pbx_objstore_read_range(s, a[0], a[1], off, len, dst, err);
+	if (rc == 0)
+		rc = write_out(&b, out, err);
+	pbx_buf_release(&b);
+	return rc;
+}
+
 static int cmd_put(struct pbx_objstore *s, const char *name, const char *file, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -87,12 +155,16 @@ static int run(struct pbx_objstore *s, int argc, char **argv, struct pbx_err *er
 		return cmd_ls(s, argc > 4 ? argv[4] : "", err);
 	if (!strcmp(verb, "get") && argc >= 5)
 		return cmd_get(s, argv[4], argc > 5 ? argv[5] : NULL, err);
+	if (!strcmp(verb, "getl") && argc >= 5)
+		return cmd_getl(s, argv[4], argc > 5 ? argv[5] : NULL, err);
+	if (!strcmp(verb, "range") && argc >= 8)
+		return cmd_range(s, argv + 4, argc > 8 ? argv[8] : NULL, err);
 	if (!strcmp(verb, "put") && argc == 6)
 		return cmd_put(s, argv[4], argv[5], err);
 	if (!strcmp(verb, "putmany") && argc == 6)
 		return cmd_putmany(s, argv[4], atol(argv[5]), err);
 	return pbx_err_setc(err, PBX_EXIT_USAGE,
-			    "usage: objstore_tool CONFIG ls|get|put|putmany URL ...");
+			    "usage: objstore_tool CONFIG ls|get|getl|range|put|putmany URL ...");
 }
 
 int main(int argc, char **argv)
@@ -102,7 +174,8 @@ int main(int argc, char **argv)
 	struct pbx_err err = PBX_ERR_INIT;
 	int rc = -1;
 	if (argc < 4) {
-		fprintf(stderr, "usage: objstore_tool CONFIG ls|get|put|putmany URL ...\n");
+		fprintf(stderr,
+			"usage: objstore_tool CONFIG ls|get|getl|range|put|putmany URL ...\n");
 		return 2;
 	}
 	if ((strcmp(argv[1], "-") == 0 || pbx_config_load(argv[1], 0, &cfg, &err) == 0) &&

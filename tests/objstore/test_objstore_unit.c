@@ -3,10 +3,12 @@
  * URLs, bad buckets, "." and ".." prefixes), which object names are safe
  * as local paths (hostile ones), the CRC32C base64 form, the S3
  * ListObjectsV2 and GCS objects.list parsers, a large upload's part plan,
+ * a large read's range plan and its replies' Content-Range,
  * the multipart replies (UploadId, a completion or the <Error> in its
  * 200), a resumable session's Range, and what src/http gained
- * for the stores: response headers (pbx_http_header, resp_headers) and a
- * per-request body cap, against tests/http/server.py.
+ * for the stores: response headers (pbx_http_header, resp_headers), a
+ * per-request body cap and a body written in place (into), against
+ * tests/http/server.py.
  *
  *   test_objstore_unit SERVER.py
  */
@@ -225,6 +227,36 @@ static void test_header_parse(void)
 	pbx_buf_release(&h);
 }
 
+/* A 2xx body written into the caller's place (a ranged read's), not
+ * resp->body; more than its room fails; another status's body goes to
+ * resp->body, for the error. */
+static void test_http_into(struct pbx_http *h, struct pbx_http_req *r, struct pbx_http_resp *resp,
+			   int port)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	char *place = calloc(1, 5001), url[128];
+	const char *url0 = r->url;
+	r->url = url;
+	r->max_body = 0;
+	r->into = place;
+	r->into_len = 5000;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5000", port);
+	ok(pbx_http_do(h, r, resp, &err) == 0 && resp->into_got == 5000 && resp->body.len == 0 &&
+		   place[0] == 'x' && place[4999] == 'x' && place[5000] == '\0',
+	   "into: the 5000 bytes written in place, none in resp->body");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?n=5001", port);
+	ok(pbx_http_do(h, r, resp, &err) < 0 && strstr(err.msg, "larger than 5000"),
+	   "into: a body past its room fails: %s", err.msg);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/autherr", port);
+	ok(pbx_http_do(h, r, resp, &err) == 0 && resp->status == 401 && resp->into_got == 0 &&
+		   strstr(resp->body.buf, "invalid_grant"),
+	   "into: an error status's body goes to resp->body");
+	r->into = NULL;
+	r->into_len = 0;
+	r->url = url0;
+	free(place);
+}
+
 static void test_http_headers(const char *script)
 {
 	struct pyserver srv;
@@ -251,6 +283,7 @@ static void test_http_headers(const char *script)
 	r.max_body = 5000;
 	ok(pbx_http_do(h, &r, &resp, &err) == 0 && resp.body.len == 5000,
 	   "a cap of exactly the size passes");
+	test_http_into(h, &r, &resp, srv.port);
 	pbx_buf_release(&resp.body);
 	pbx_buf_release(&hdrs);
 	pbx_http_close(h);
@@ -347,6 +380,57 @@ static void test_gcs_range(void)
 	ok(objstore_gcs_range_parse("bytes=0-18446744073709551615", &n) < 0, "overflow refused");
 }
 
+static void range_plan_is(uint64_t len, uint64_t part, uint64_t count, const char *what)
+{
+	struct objstore_plan p;
+	objstore_range_plan(len, &p);
+	ok(p.part == part && p.count == count, "range plan: %s (part %llu, count %llu)", what,
+	   (unsigned long long)p.part, (unsigned long long)p.count);
+}
+
+/* A large read's ranges: at most 4 (OBJSTORE_STREAMS), of whole MiB but
+ * the last, covering the object; the threshold from the environment. */
+static void test_range_plan(void)
+{
+	const uint64_t M = 1 << 20;
+	range_plan_is(0, 0, 1, "an empty object: one request");
+	range_plan_is(M, M, 1, "1 MiB: one range");
+	range_plan_is(1000 * M, 250 * M, 4, "1,000 MiB: 4 ranges of 250 MiB");
+	range_plan_is(1000 * M + 1, 251 * M, 4, "a byte more: 4 ranges of 251 MiB");
+	range_plan_is(15 * M + 123457, 4 * M, 4, "15 MiB and a bit: 4 of 4 MiB, the last the rest");
+	range_plan_is(4 * M + 1, 2 * M, 3, "4 MiB and a byte: 3 ranges of 2 MiB");
+	range_plan_is(2 * M, M, 2, "2 MiB: 2 ranges of 1 MiB, none smaller");
+	setenv("PBX_OBJSTORE_RANGE_MIN", "4194304", 1);
+	ok(pbx_objstore_range_min() == 4 * M, "PBX_OBJSTORE_RANGE_MIN read");
+	setenv("PBX_OBJSTORE_RANGE_MIN", "4M", 1);
+	ok(pbx_objstore_range_min() == 64 * M, "PBX_OBJSTORE_RANGE_MIN not a number: 64 MiB");
+	unsetenv("PBX_OBJSTORE_RANGE_MIN");
+	ok(pbx_objstore_range_min() == 64 * M, "range threshold default 64 MiB");
+}
+
+static void content_range_is(const char *v, int rc, uint64_t first, uint64_t last, uint64_t total)
+{
+	uint64_t f = 1, l = 1, t = 1;
+	int got = objstore_content_range_parse(v, &f, &l, &t);
+	ok(got == rc && (rc < 0 || (f == first && l == last && t == total)),
+	   "Content-Range '%s': %s", v ? v : "(none)", rc == 0 ? "read" : "refused");
+}
+
+static void test_content_range(void)
+{
+	content_range_is("bytes 0-1048575/15851777", 0, 0, 1048575, 15851777);
+	content_range_is("bytes 5-5/6", 0, 5, 5, 6);
+	content_range_is("bytes 0-9/*", 0, 0, 9, UINT64_MAX);
+	content_range_is(NULL, -1, 0, 0, 0);
+	content_range_is("bytes */100", -1, 0, 0, 0);
+	content_range_is("bytes 5-4/10", -1, 0, 0, 0);
+	content_range_is("bytes 0-10/10", -1, 0, 0, 0);
+	content_range_is("bytes -1-4/10", -1, 0, 0, 0);
+	content_range_is("bytes 0-4/10x", -1, 0, 0, 0);
+	content_range_is("items 0-4/10", -1, 0, 0, 0);
+	content_range_is("bytes 0-18446744073709551616/*", -1, 0, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
 	test_urls();
@@ -358,6 +442,8 @@ int main(int argc, char **argv)
 	test_part_plan();
 	test_multipart_parse();
 	test_gcs_range();
+	test_range_plan();
+	test_content_range();
 	if (argc > 1)
 		test_http_headers(argv[1]);
 	else

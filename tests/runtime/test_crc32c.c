@@ -1,5 +1,6 @@
 /*
- * test_crc32c.c - CRC-32C check value, chaining and the TFRecord mask
+ * test_crc32c.c - CRC-32C check value, RFC 3720's vectors, chaining at
+ * every split (unaligned starts of the 8-byte steps) and the TFRecord mask
  * (src/util/crc32c.h).
  */
 #include "util/crc32c.h"
@@ -40,6 +41,36 @@ int main(void)
 	{
 		unsigned char z[32] = { 0 };
 		CHECK(pbx_crc32c(0, z, 32) == 0x8A9136AAu);
+	}
+	/* the other RFC 3720 B.4 vectors: 32 bytes of 0xff, 0..31, 31..0
+	 * (8 bytes a step and the rest, on a CPU with SSE4.2) */
+	{
+		unsigned char ff[32], up[32], down[32];
+		for (int i = 0; i < 32; i++) {
+			ff[i] = 0xff;
+			up[i] = (unsigned char)i;
+			down[i] = (unsigned char)(31 - i);
+		}
+		CHECK(pbx_crc32c(0, ff, 32) == 0x62A8AB43u);
+		CHECK(pbx_crc32c(0, up, 32) == 0x46DD794Eu);
+		CHECK(pbx_crc32c(0, down, 32) == 0x113FDB5Cu);
+	}
+	/* chained at every split and from every (unaligned) start of 1,000
+	 * bytes: the same as one pass over the same bytes, byte by byte */
+	{
+		static unsigned char b[1000];
+		uint32_t whole, byte = 0;
+		int bad = 0;
+		for (int i = 0; i < 1000; i++)
+			b[i] = (unsigned char)(i * 7 + 3);
+		whole = pbx_crc32c(0, b, 1000);
+		for (int i = 0; i < 1000; i++)
+			byte = pbx_crc32c(byte, b + i, 1);
+		for (int k = 0; k <= 1000; k++)
+			bad += pbx_crc32c(pbx_crc32c(0, b, (size_t)k), b + k, (size_t)(1000 - k)) !=
+			       whole;
+		CHECKF(byte == whole && bad == 0,
+		       "1,000 bytes: byte by byte and split at each of 1,001 points, as one pass");
 	}
 	return tap_done();
 }

@@ -5,7 +5,7 @@
  * snprintf), bytes with embedded NULs kept by length, detach (the caller
  * owns the storage, the buffer starts again empty) and release, reset
  * keeping its storage, the size cap (an append past it fails and releases),
- * and rtrim.
+ * extend (room filled in place), and rtrim.
  */
 #include "common/tap.h"
 #include "util/buf.h"
@@ -252,6 +252,24 @@ static void cap(void)
 	pbx_buf_release(&b);
 }
 
+/* pbx_buf_extend: room for a caller to fill in place (a ranged read's
+ * buffer), the NUL after it, the cap kept. */
+static void extend(void)
+{
+	struct pbx_buf b;
+	char *p = NULL;
+	pbx_buf_init(&b, 10);
+	CHECK(pbx_buf_adds(&b, "ab") == 0);
+	CHECK(pbx_buf_extend(&b, 3, &p) == 0);
+	CHECKF(b.len == 5 && p == b.buf + 2 && b.buf[5] == '\0',
+	       "extended by 3, the NUL after them");
+	memcpy(p, "cde", 3);
+	CHECK_STR(b.buf, "abcde");
+	CHECKF(pbx_buf_extend(&b, 6, &p) == -1 && is_empty(&b), "an extend past the cap releases");
+	CHECK(pbx_buf_extend(&b, 0, &p) == 0 && b.len == 0 && b.buf[0] == '\0');
+	pbx_buf_release(&b);
+}
+
 static void rtrim(void)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -278,6 +296,7 @@ int main(void)
 	binary();
 	ownership();
 	cap();
+	extend();
 	rtrim();
 	return tap_done();
 }
