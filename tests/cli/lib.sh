@@ -607,12 +607,10 @@ PY
 # slot's $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24 (Compute Engine: private and
 # public; EC2: the two subnets of the slot's /16), FLAGs to it (emulator.py
 # or ec2_harness.py), and the login key $PBX_HOME/id.  The clusters the
-# test stopped at exit before (stop_at_exit) stay so.  Sets BODIES, where
-# the bodies live, CLOUD_IMAGE, the image a template boots there, and
-# CLOUD_ACCOUNT, the clouds: line of the emulator (credentials, endpoint).
-# A second call starts the emulator afresh (FLAGs its own) with the same
-# key (cloud/image.sh); on EC2 it writes config.yaml anew (h_start).
-# Exits 77 (SKIP) where the emulator cannot run.
+# test stopped at exit before (stop_at_exit) stay so.  Sets what
+# cloud_account sets.  A second call starts the emulator afresh (FLAGs its
+# own) with the same key (cloud/image.sh); on EC2 it writes config.yaml
+# anew (h_start).  Exits 77 (SKIP) where the emulator cannot run.
 cloud_emulator() {
 	ce_stop=${STOP_CLUSTERS:-}
 	mkdir -p "$PBX_HOME"
@@ -620,10 +618,6 @@ cloud_emulator() {
 	gce)
 		gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
 		[ -f "$PBX_HOME/id" ] || ssh-keygen -q -t ed25519 -N "" -C "pbx-gce-test" -f "$PBX_HOME/id"
-		BODIES=$TEST_TMP/emu/bodies
-		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
-		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
 		;;
 	aws)
 		# shellcheck disable=SC2034 # aws_lib.sh's
@@ -632,14 +626,33 @@ cloud_emulator() {
 		# shellcheck source=tests/cli/aws_lib.sh
 		[ -n "${HARNESS:-}" ] || . "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
 		h_start "$@"
+		;;
+	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
+	esac
+	cloud_account
+	# shellcheck disable=SC2086 # one word per cluster
+	[ -z "$ce_stop" ] || stop_at_exit $ce_stop
+}
+# cloud_account: for the emulator of $CLOUD that runs (cloud_emulator's,
+# or one a test started itself on other addresses: gce_emulator, h_start),
+# sets BODIES, where the bodies live, CLOUD_IMAGE, the image a template
+# boots there, and CLOUD_ACCOUNT, the clouds: line of the emulator
+# (credentials, endpoint), for cloud_template and cloud_config.
+cloud_account() {
+	case $CLOUD in
+	gce)
+		BODIES=$TEST_TMP/emu/bodies
+		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
+		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
+		;;
+	aws)
 		BODIES=$TEST_TMP/h/bodies
 		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
 		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1 }"
 		;;
 	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
 	esac
-	# shellcheck disable=SC2086 # one word per cluster
-	[ -z "$ce_stop" ] || stop_at_exit $ce_stop
 }
 # cloud_template NAME KEY [LINE...]: template NAME on $CLOUD with login
 # user pbx, login key KEY, the image CLOUD_IMAGE and each LINE (YAML of
@@ -651,67 +664,63 @@ cloud_template() {
 	for ct_line; do printf '    %s\n' "$ct_line"; done
 }
 # cloud_config FILE SLURM_PORT_BASE TEMPLATES [MORE]: writes FILE (mode
-# 600): the clusters TEMPLATES (cloud_template's), the emulator's account
-# (CLOUD_ACCOUNT), SLURM ports from SLURM_PORT_BASE, then MORE (top-level
-# YAML, e.g. prices:).
+# 600): the clusters TEMPLATES (cloud_template's, one or several one after
+# the other), the emulator's account (CLOUD_ACCOUNT), SLURM ports from
+# SLURM_PORT_BASE (empty: no local: line, for a test that starts no
+# cluster), then MORE (top-level YAML, e.g. prices:).
 cloud_config() {
-	printf 'clusters:\n%s\nclouds:\n  %s\n  local: { slurm_port_base: %s }\n%s' \
-		"$3" "$CLOUD_ACCOUNT" "$2" "${4:+$4
+	cc_local=
+	[ -z "$2" ] || cc_local="  local: { slurm_port_base: $2 }
+"
+	printf 'clusters:\n%s\nclouds:\n  %s\n%s%s' \
+		"$3" "$CLOUD_ACCOUNT" "$cc_local" "${4:+$4
 }" >"$1"
 	chmod 600 "$1"
 }
 
 # cloud_power_cluster NAME NODE_GROUP SLURM [FLAG...]: cloud_emulator
 # (FLAGs to it) and $PBX_HOME/config.yaml with one template NAME for SLURM
-# power saving: a head with an identity of its own (Compute Engine: the
-# emulator's service account; EC2: instance profile pbx-head), the map
-# SLURM as its slurm:, the one node group NODE_GROUP (a YAML flow mapping);
-# NAME is stopped at exit.
+# power saving (cloud_power_config, the map SLURM as its slurm:, SLURM
+# ports from BODY_PORT_BASE); NAME is stopped at exit.
 cloud_power_cluster() {
 	cp_name=$1 cp_group=$2 cp_slurm=$3
 	shift 3
 	stop_at_exit "$cp_name"
 	cloud_emulator "$@"
+	cloud_power_config "$cp_name" "$cp_group" "$BODY_PORT_BASE" "slurm: $cp_slurm"
+}
+# cloud_power_config NAME NODE_GROUP SLURM_PORT_BASE [LINE...]:
+# $PBX_HOME/config.yaml (cloud_config) with one template NAME for SLURM
+# power saving on $CLOUD's emulator: a head with an identity of its own
+# (Compute Engine: the emulator's service account; EC2: instance profile
+# pbx-head), each LINE (e.g. "slurm: {...}"), the one node group
+# NODE_GROUP (a YAML flow mapping).
+cloud_power_config() {
+	cc_name=$1 cc_group=$2 cc_port=$3
+	shift 3
 	case $CLOUD in
-	gce) cp_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
-	aws) cp_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
+	gce) cc_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
+	aws) cc_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
 	esac
-	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template "$cp_name" "$PBX_HOME/id" \
-		"$cp_head" "slurm: $cp_slurm" "node_groups:" "  - $cp_group")"
+	cloud_config "$PBX_HOME/config.yaml" "$cc_port" "$(cloud_template "$cc_name" "$PBX_HOME/id" \
+		"$cc_head" "$@" "node_groups:" "  - $cc_group")"
 }
 
 # gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
-# [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE
-# PUBLIC with EMULATOR_ARGS) and $PBX_HOME/config.yaml with one cluster
-# template NAME whose head runs as a service account (NODE_GROUP a YAML flow
-# mapping, MORE one more template line, e.g. "slurm: {...}"); the cluster
-# is stopped at exit.  Sets BODIES, the emulator's node bodies.
+# [EMULATOR_ARGS...]: cloud_power_cluster on the Compute Engine emulator
+# (CLOUD=gce) at addresses of the test's own (gce_emulator PRIVATE PUBLIC
+# with EMULATOR_ARGS), SLURM ports from SLURM_PORT_BASE, MORE one more
+# template line (e.g. "slurm: {...}").  Sets what cloud_account sets.
 gce_power_cluster() {
 	gp_name=$1 gp_net=$2 gp_nat=$3 gp_port=$4 gp_group=$5 gp_more=$6
 	shift 6
+	CLOUD=gce
 	stop_at_exit "$gp_name"
 	gce_emulator "$gp_net" "$gp_nat" "$@"
 	mkdir -p "$PBX_HOME"
 	ssh-keygen -q -t ed25519 -N "" -C "$gp_name" -f "$PBX_HOME/id"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  $gp_name:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    $gp_more
-    node_groups:
-      - $gp_group
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: $gp_port }
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
-	# shellcheck disable=SC2034 # the test's
-	BODIES=$TEST_TMP/emu/bodies
+	cloud_account
+	cloud_power_config "$gp_name" "$gp_group" "$gp_port" "$gp_more"
 }
 
 # power_kill_at CLUSTER POINT STATE MADE (t0454, t0459): the head's resume
