@@ -633,23 +633,27 @@ cloud_emulator() {
 	# shellcheck disable=SC2086 # one word per cluster
 	[ -z "$ce_stop" ] || stop_at_exit $ce_stop
 }
-# cloud_account: for the emulator of $CLOUD that runs (cloud_emulator's,
-# or one a test started itself on other addresses: gce_emulator, h_start),
-# sets BODIES, where the bodies live, CLOUD_IMAGE, the image a template
-# boots there, and CLOUD_ACCOUNT, the clouds: line of the emulator
-# (credentials, endpoint), for cloud_template and cloud_config.
+# cloud_account [KEY...]: for the emulator of $CLOUD that runs
+# (cloud_emulator's, or one a test started itself on other addresses:
+# gce_emulator, h_start), sets BODIES, where the bodies live, CLOUD_IMAGE,
+# the image a template boots there, and CLOUD_ACCOUNT, the clouds: line of
+# the emulator (credentials, endpoint, then each KEY, YAML of that flow
+# mapping, e.g. "storage_endpoint: \"...\""), for cloud_template and
+# cloud_config.
 cloud_account() {
+	ca_more=
+	for ca_key; do ca_more="$ca_more, $ca_key"; done
 	case $CLOUD in
 	gce)
 		BODIES=$TEST_TMP/emu/bodies
 		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
 		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
+         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\"$ca_more }"
 		;;
 	aws)
 		BODIES=$TEST_TMP/h/bodies
 		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
-		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1 }"
+		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1$ca_more }"
 		;;
 	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
 	esac
