@@ -684,47 +684,21 @@ cloud_config() {
 
 # cloud_power_cluster NAME NODE_GROUP SLURM [FLAG...]: cloud_emulator
 # (FLAGs to it) and $PBX_HOME/config.yaml with one template NAME for SLURM
-# power saving (cloud_power_config, the map SLURM as its slurm:, SLURM
-# ports from BODY_PORT_BASE); NAME is stopped at exit.
+# power saving: a head with an identity of its own (Compute Engine: the
+# emulator's service account; EC2: instance profile pbx-head), the map
+# SLURM as its slurm:, the one node group NODE_GROUP (a YAML flow mapping);
+# NAME is stopped at exit.
 cloud_power_cluster() {
 	cp_name=$1 cp_group=$2 cp_slurm=$3
 	shift 3
 	stop_at_exit "$cp_name"
 	cloud_emulator "$@"
-	cloud_power_config "$cp_name" "$cp_group" "$BODY_PORT_BASE" "slurm: $cp_slurm"
-}
-# cloud_power_config NAME NODE_GROUP SLURM_PORT_BASE [LINE...]:
-# $PBX_HOME/config.yaml (cloud_config) with one template NAME for SLURM
-# power saving on $CLOUD's emulator: a head with an identity of its own
-# (Compute Engine: the emulator's service account; EC2: instance profile
-# pbx-head), each LINE (e.g. "slurm: {...}"), the one node group
-# NODE_GROUP (a YAML flow mapping).
-cloud_power_config() {
-	cc_name=$1 cc_group=$2 cc_port=$3
-	shift 3
 	case $CLOUD in
-	gce) cc_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
-	aws) cc_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
+	gce) cp_head="head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" ;;
+	aws) cp_head="head: { machine_type: m5.large, instance_profile: pbx-head }" ;;
 	esac
-	cloud_config "$PBX_HOME/config.yaml" "$cc_port" "$(cloud_template "$cc_name" "$PBX_HOME/id" \
-		"$cc_head" "$@" "node_groups:" "  - $cc_group")"
-}
-
-# gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
-# [EMULATOR_ARGS...]: cloud_power_cluster on the Compute Engine emulator
-# (CLOUD=gce) at addresses of the test's own (gce_emulator PRIVATE PUBLIC
-# with EMULATOR_ARGS), SLURM ports from SLURM_PORT_BASE, MORE one more
-# template line (e.g. "slurm: {...}").  Sets what cloud_account sets.
-gce_power_cluster() {
-	gp_name=$1 gp_net=$2 gp_nat=$3 gp_port=$4 gp_group=$5 gp_more=$6
-	shift 6
-	CLOUD=gce
-	stop_at_exit "$gp_name"
-	gce_emulator "$gp_net" "$gp_nat" "$@"
-	mkdir -p "$PBX_HOME"
-	ssh-keygen -q -t ed25519 -N "" -C "$gp_name" -f "$PBX_HOME/id"
-	cloud_account
-	cloud_power_config "$gp_name" "$gp_group" "$gp_port" "$gp_more"
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template "$cp_name" "$PBX_HOME/id" \
+		"$cp_head" "slurm: $cp_slurm" "node_groups:" "  - $cp_group")"
 }
 
 # power_kill_at CLUSTER POINT STATE MADE (t0454, t0459): the head's resume
