@@ -5,7 +5,7 @@
 # ports"): a 127.0.X.Y other than 127.0.0.1, a port of 1024 or more after
 # an address (127.0.0.1:PORT, [HOST]:PORT), or in a port setting (port:,
 # Port, ssh_port, slurm_port_base, *_PORT=, ListenAddress, a number of
-# 1024 or more given to local_cluster, gce_power_cluster, gce_emulator,
+# 1024 or more given to local_cluster, gce_emulator,
 # h_start or a test's home()).  127.0.0.1
 # with a port the kernel picks (port 0) needs no slot; a port under 1024
 # (127.0.0.1:1, a port nothing listens on) is not flagged.
@@ -20,7 +20,7 @@ found() {
 		-e '(127\.[0-9.]+|localhost|\]):([1-9][0-9]{4}|[1-9][0-9]{3})\b' \
 		-e '([Pp]ort|PORT)[A-Za-z_]*["'\'']?( *[:=] *| +)["'\'']?([1-9][0-9]{4}|[1-9][0-9]{3})\b' \
 		-e 'ListenAddress[= ][^ ]*:[0-9]' \
-		-e '^[[:space:]]*(local_cluster|gce_power_cluster|gce_emulator|home|h_start) .*[^:][[:space:]]"?([1-9][0-9]{4}|[1-9][0-9]{3})"?([[:space:]]|$)' "$1"
+		-e '^[[:space:]]*(local_cluster|gce_emulator|home|h_start) .*[^:][[:space:]]"?([1-9][0-9]{4}|[1-9][0-9]{3})"?([[:space:]]|$)' "$1"
 }
 for f in "$src"/tests/cli/t*.sh "$src"/tests/cli/cloud/*.sh; do
 	[ -f "$f" ] || continue

@@ -607,12 +607,10 @@ PY
 # slot's $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24 (Compute Engine: private and
 # public; EC2: the two subnets of the slot's /16), FLAGs to it (emulator.py
 # or ec2_harness.py), and the login key $PBX_HOME/id.  The clusters the
-# test stopped at exit before (stop_at_exit) stay so.  Sets BODIES, where
-# the bodies live, CLOUD_IMAGE, the image a template boots there, and
-# CLOUD_ACCOUNT, the clouds: line of the emulator (credentials, endpoint).
-# A second call starts the emulator afresh (FLAGs its own) with the same
-# key (cloud/image.sh); on EC2 it writes config.yaml anew (h_start).
-# Exits 77 (SKIP) where the emulator cannot run.
+# test stopped at exit before (stop_at_exit) stay so.  Sets what
+# cloud_account sets.  A second call starts the emulator afresh (FLAGs its
+# own) with the same key (cloud/image.sh); on EC2 it writes config.yaml
+# anew (h_start).  Exits 77 (SKIP) where the emulator cannot run.
 cloud_emulator() {
 	ce_stop=${STOP_CLUSTERS:-}
 	mkdir -p "$PBX_HOME"
@@ -620,10 +618,6 @@ cloud_emulator() {
 	gce)
 		gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
 		[ -f "$PBX_HOME/id" ] || ssh-keygen -q -t ed25519 -N "" -C "pbx-gce-test" -f "$PBX_HOME/id"
-		BODIES=$TEST_TMP/emu/bodies
-		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
-		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\" }"
 		;;
 	aws)
 		# shellcheck disable=SC2034 # aws_lib.sh's
@@ -632,14 +626,37 @@ cloud_emulator() {
 		# shellcheck source=tests/cli/aws_lib.sh
 		[ -n "${HARNESS:-}" ] || . "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
 		h_start "$@"
-		BODIES=$TEST_TMP/h/bodies
-		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
-		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1 }"
 		;;
 	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
 	esac
+	cloud_account
 	# shellcheck disable=SC2086 # one word per cluster
 	[ -z "$ce_stop" ] || stop_at_exit $ce_stop
+}
+# cloud_account [KEY...]: for the emulator of $CLOUD that runs
+# (cloud_emulator's, or one a test started itself on other addresses:
+# gce_emulator, h_start), sets BODIES, where the bodies live, CLOUD_IMAGE,
+# the image a template boots there, and CLOUD_ACCOUNT, the clouds: line of
+# the emulator (credentials, endpoint, then each KEY, YAML of that flow
+# mapping, e.g. "storage_endpoint: \"...\""), for cloud_template and
+# cloud_config.
+cloud_account() {
+	ca_more=
+	for ca_key; do ca_more="$ca_more, $ca_key"; done
+	case $CLOUD in
+	gce)
+		BODIES=$TEST_TMP/emu/bodies
+		CLOUD_IMAGE=projects/debian-cloud/global/images/family/debian-12
+		CLOUD_ACCOUNT="gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
+         endpoint: \"http://127.0.0.1:$PORT/compute/v1/\"$ca_more }"
+		;;
+	aws)
+		BODIES=$TEST_TMP/h/bodies
+		CLOUD_IMAGE=$(json_get 'd["ami"]' <"$TEST_TMP/env.json")
+		CLOUD_ACCOUNT="aws: { region: us-east-1, endpoint: \"$URL\", subnet: $SUB1$ca_more }"
+		;;
+	*) bail_out "CLOUD is gce or aws, not '$CLOUD'" ;;
+	esac
 }
 # cloud_template NAME KEY [LINE...]: template NAME on $CLOUD with login
 # user pbx, login key KEY, the image CLOUD_IMAGE and each LINE (YAML of
@@ -651,12 +668,16 @@ cloud_template() {
 	for ct_line; do printf '    %s\n' "$ct_line"; done
 }
 # cloud_config FILE SLURM_PORT_BASE TEMPLATES [MORE]: writes FILE (mode
-# 600): the clusters TEMPLATES (cloud_template's), the emulator's account
-# (CLOUD_ACCOUNT), SLURM ports from SLURM_PORT_BASE, then MORE (top-level
-# YAML, e.g. prices:).
+# 600): the clusters TEMPLATES (cloud_template's, one or several one after
+# the other), the emulator's account (CLOUD_ACCOUNT), SLURM ports from
+# SLURM_PORT_BASE (empty: no local: line, for a test that starts no
+# cluster), then MORE (top-level YAML, e.g. prices:).
 cloud_config() {
-	printf 'clusters:\n%s\nclouds:\n  %s\n  local: { slurm_port_base: %s }\n%s' \
-		"$3" "$CLOUD_ACCOUNT" "$2" "${4:+$4
+	cc_local=
+	[ -z "$2" ] || cc_local="  local: { slurm_port_base: $2 }
+"
+	printf 'clusters:\n%s\nclouds:\n  %s\n%s%s' \
+		"$3" "$CLOUD_ACCOUNT" "$cc_local" "${4:+$4
 }" >"$1"
 	chmod 600 "$1"
 }
@@ -678,40 +699,6 @@ cloud_power_cluster() {
 	esac
 	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template "$cp_name" "$PBX_HOME/id" \
 		"$cp_head" "slurm: $cp_slurm" "node_groups:" "  - $cp_group")"
-}
-
-# gce_power_cluster NAME PRIVATE PUBLIC SLURM_PORT_BASE NODE_GROUP MORE
-# [EMULATOR_ARGS...]: the Compute Engine emulator (gce_emulator PRIVATE
-# PUBLIC with EMULATOR_ARGS) and $PBX_HOME/config.yaml with one cluster
-# template NAME whose head runs as a service account (NODE_GROUP a YAML flow
-# mapping, MORE one more template line, e.g. "slurm: {...}"); the cluster
-# is stopped at exit.  Sets BODIES, the emulator's node bodies.
-gce_power_cluster() {
-	gp_name=$1 gp_net=$2 gp_nat=$3 gp_port=$4 gp_group=$5 gp_more=$6
-	shift 6
-	stop_at_exit "$gp_name"
-	gce_emulator "$gp_net" "$gp_nat" "$@"
-	mkdir -p "$PBX_HOME"
-	ssh-keygen -q -t ed25519 -N "" -C "$gp_name" -f "$PBX_HOME/id"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  $gp_name:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    $gp_more
-    node_groups:
-      - $gp_group
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: $gp_port }
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
-	# shellcheck disable=SC2034 # the test's
-	BODIES=$TEST_TMP/emu/bodies
 }
 
 # power_kill_at CLUSTER POINT STATE MADE (t0454, t0459): the head's resume

@@ -23,23 +23,12 @@ stop_at_exit e1
 
 # emu_start [--fault K=V ...]: a fresh emulator (gce_emulator: PORT, the
 # key file TEST_TMP/sa.json), config.yaml pointing at it.
+CLOUD=gce
 emu_start() {
 	gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$@"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  e1:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    node_groups:
-      - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 1, gpu_type: nvidia-tesla-t4 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: $BODY_PORT_BASE }
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
+	cloud_account
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template e1 "$PBX_HOME/id" \
+		"node_groups:" "  - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 1, gpu_type: nvidia-tesla-t4 }")"
 }
 # "instances firewalls routers" the emulator holds
 emu_holds() { emu_get state | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["instances"]), len(d["firewalls"]), len(d["routers"]))'; }

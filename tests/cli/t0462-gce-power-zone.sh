@@ -12,8 +12,9 @@
 # $SLOT_NET.2.0/24 (public); SLURM ports from BODY_PORT_BASE + 64*8.
 . "$(dirname "$0")/lib.sh"
 
-gce_power_cluster pz "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
-	"slurm: { suspend_time: 1h, resume_timeout: 240s }"
+CLOUD=gce
+cloud_power_cluster pz "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+	"{ suspend_time: 1h, resume_timeout: 240s }"
 sed -i 's/zone: us-central1-a, /zone: us-central1-a, zones: [us-central1-a, us-central1-b], /' "$PBX_HOME/config.yaml"
 # NAME=ZONE of each instance, sorted.
 zones() { emu_get state | json_get '" ".join(sorted("%s=%s" % (i["name"].rsplit("-", 1)[-1], i["zone"].rsplit("/", 1)[-1]) for i in d["instances"]))'; }

@@ -16,24 +16,13 @@ mkdir -p "$PBX_HOME"
 
 gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24"
 ssh-keygen -q -t ed25519 -N "" -C t0470 -f "$PBX_HOME/id"
-config() {   # config [PRICES-SECTION]
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  g1:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { machine_type: e2-standard-2 }
-    node_groups:
-      - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4, spot: true }
-      - { name: cpu, count: 1, machine_type: e2-standard-8 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-${1:-}
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
+CLOUD=gce
+config() {   # config [PRICES-SECTION] (no cluster starts: no SLURM ports)
+	cloud_account
+	cloud_config "$PBX_HOME/config.yaml" "" "$(cloud_template g1 "$PBX_HOME/id" \
+		"head: { machine_type: e2-standard-2 }" "node_groups:" \
+		"  - { name: gpu, count: 2, machine_type: n1-standard-8, gpus: 2, gpu_type: nvidia-tesla-t4, spot: true }" \
+		"  - { name: cpu, count: 1, machine_type: e2-standard-8 }")" "${1:-}"
 }
 # field JSON PATH...: a value of the price JSON in $out
 field() { printf '%s' "$out" | python3 -c 'import json, sys

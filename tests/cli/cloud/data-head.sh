@@ -27,26 +27,11 @@ case $CLOUD in
 gce)
 	SCHEME=gs
 	stop_at_exit dh
-	gce_emulator "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" --bucket data
-	mkdir -p "$PBX_HOME"
-	ssh-keygen -q -t ed25519 -N "" -C data-head -f "$PBX_HOME/id"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  dh:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }
-    node_groups:
-      - { name: node, count: 1, machine_type: e2-standard-4 }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/", storage_endpoint: "http://127.0.0.1:$PORT/" }
-  local: { slurm_port_base: $BODY_PORT_BASE }
-CONFIG
-	chmod 600 "$PBX_HOME/config.yaml"
-	BODIES=$TEST_TMP/emu/bodies
+	cloud_emulator --bucket data
+	cloud_account "storage_endpoint: \"http://127.0.0.1:$PORT/\""
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template dh "$PBX_HOME/id" \
+		"head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" \
+		"node_groups:" "  - { name: node, count: 1, machine_type: e2-standard-4 }")"
 	put() { printf %s "$2" >"$TEST_TMP/obj" && gcs_put data "$1" "$TEST_TMP/obj"; }
 	tokens() { emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0)'; }
 	gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }

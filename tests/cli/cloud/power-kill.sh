@@ -20,9 +20,8 @@
 # ephemeral ports, 32768 up: a port there may be any connection's).
 case $CLOUD in
 gce)
-	gce_power_cluster pk "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" \
-		"{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
-		"slurm: { suspend_time: 1h, resume_timeout: 240s }"
+	cloud_power_cluster pk "{ name: node, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2 }" \
+		"{ suspend_time: 1h, resume_timeout: 240s }"
 	instances() { emu_instances; }
 	UP=RUNNING OFF=TERMINATED PK_NODE1="node1="
 	# SLURM runs its programs as it sees fit: a suspend of node1 while a

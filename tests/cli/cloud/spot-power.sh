@@ -19,9 +19,8 @@
 power_log() { find "$BODIES" -path '*/var/log/pbx-power.log' -exec cat {} + 2>/dev/null; }
 case $CLOUD in
 gce)
-	gce_power_cluster sq "$SLOT_NET.1.0/24" "$SLOT_NET.2.0/24" "$BODY_PORT_BASE" \
-		"{ name: spot, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2, spot: true }" \
-		"slurm: { suspend_time: 300s, resume_timeout: 240s }" --preempt-notice 30
+	cloud_power_cluster sq "{ name: spot, count: 1, min: 0, machine_type: e2-standard-2, cpus: 2, spot: true }" \
+		"{ suspend_time: 300s, resume_timeout: 240s }" --preempt-notice 30
 	# sp_node1 [id|name]: node1's instance (none while it sleeps)
 	sp_node1() {
 		emu_get state | json_get '" ".join(i["'"${1:-id}"'"] for i in d["instances"] if i["labels"].get("pbx-role") == "compute")'

@@ -19,22 +19,9 @@ gce)
 	gce_emulator "$SLOT_NET.1.0/25" "$SLOT_NET.1.128/25" --preempt-notice 30
 	mkdir -p "$PBX_HOME"
 	ssh-keygen -q -t ed25519 -N "" -C t0460 -f "$PBX_HOME/id"
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  sp:
-    cloud: gce
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: projects/debian-cloud/global/images/family/debian-12
-    autostop: off
-    node_groups:
-      - { name: spot, count: 1, machine_type: e2-standard-4, spot: true }
-clouds:
-  gce: { project: pbx-test, zone: us-central1-a, credentials: $TEST_TMP/sa.json,
-         endpoint: "http://127.0.0.1:$PORT/compute/v1/" }
-  local: { slurm_port_base: $BODY_PORT_BASE }
-CONFIG
-	BODIES=$TEST_TMP/emu/bodies
+	cloud_account
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template sp "$PBX_HOME/id" \
+		"autostop: off" "node_groups:" "  - { name: spot, count: 1, machine_type: e2-standard-4, spot: true }")"
 	WATCHES="the metadata server" GONE="the Spot instance is gone (instanceTerminationAction DELETE)"
 	NOTICE='preemption notice (instance/preempted is TRUE): draining'
 	# name_of ROLE: the emulator's instance with label pbx-role ROLE
@@ -75,23 +62,11 @@ aws)
 	H_SUBNET1=$SLOT_NET.1.0/25 H_SUBNET2=$SLOT_NET.1.128/26 H_SLURM_PORT_BASE=$BODY_PORT_BASE H_CLUSTERS=sp
 	. "$PBX_SOURCE_DIR/tests/cli/aws_lib.sh"
 	h_start
-	cat >"$PBX_HOME/config.yaml" <<CONFIG
-clusters:
-  sp:
-    cloud: aws
-    login_user: pbx
-    ssh_key: $PBX_HOME/id
-    image: $(env_get 'd["ami"]')
-    autostop: off
-    head: { machine_type: m5.large }
-    node_groups:
-      - { name: spot, count: 1, machine_type: t3.large, spot: true }
-clouds:
-  aws: { region: us-east-1, endpoint: "$URL", subnet: $SUB1 }
-  local: { slurm_port_base: $BODY_PORT_BASE }
-CONFIG
+	cloud_account
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template sp "$PBX_HOME/id" \
+		"autostop: off" "head: { machine_type: m5.large }" "node_groups:" \
+		"  - { name: spot, count: 1, machine_type: t3.large, spot: true }")"
 	export PBX_PREEMPT_POLL=1
-	BODIES=$TEST_TMP/h/bodies
 	WATCHES=IMDS GONE="the spot instance is terminated"
 	NOTICE='preemption notice ({"action": "terminate", "time": "'
 	# the running spot instance's id
