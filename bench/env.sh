@@ -14,12 +14,16 @@
 # has its own, so the per-node pip time stays flat there while here it
 # grows with N).  Wheels come from build/test-wheels (scripts/venv.sh) and
 # a requirements file naming them: no index, so the figures measure
-# installing, not downloading.
+# installing, not downloading.  BENCH_WHEELS (a directory of wheels,
+# uv's among them) and BENCH_REQS (requirement lines, space-separated)
+# measure another set, e.g. the scientific one:
+#   pip download -d DIR numpy scipy scikit-learn pandas; cp build/test-wheels/uv-*.whl DIR
+#   BENCH_WHEELS=DIR BENCH_REQS='numpy scipy scikit-learn pandas' sh bench/env.sh
 # Usage: bench/env.sh [ROUNDS]
 set -eu
 ROUNDS=${1:-3}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS=$SRC/build/test-wheels
+WHEELS=${BENCH_WHEELS:-$SRC/build/test-wheels}
 ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "no wheels in $WHEELS: source scripts/venv.sh first" >&2; exit 1; }
 PY=/usr/bin/python3
 W=$(mktemp -d /tmp/pbx-bench-env.XXXXXX)
@@ -29,7 +33,11 @@ trap 'rm -rf "$W"' EXIT
 # (numpy; uv's wheel is among the wheels, not a requirement); pkgpip the
 # same with installer: pip
 mkdir -p "$W/pkg/env"
-sed 's/[[:space:]]*#.*//; /^$/d; /^uv==/d' "$SRC/scripts/test-wheels.txt" >"$W/pkg/env/requirements.txt"
+if [ -n "${BENCH_REQS:-}" ]; then
+	printf '%s\n' $BENCH_REQS >"$W/pkg/env/requirements.txt"
+else
+	sed 's/[[:space:]]*#.*//; /^$/d; /^uv==/d' "$SRC/scripts/test-wheels.txt" >"$W/pkg/env/requirements.txt"
+fi
 ln -s "$WHEELS" "$W/pkg/env/wheels"
 cp "$SRC/templates/pbx-env.sh" "$W/pkg/pbx-env.sh"
 cp -a "$W/pkg" "$W/pkgpip"

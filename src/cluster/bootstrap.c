@@ -350,12 +350,40 @@ static int stage_units(const struct pbx_node_row *n, const char *root, struct pb
 	return rc;
 }
 
+/* The template's proxy and no_proxy into e (none without a template). */
+static void env_proxy_of(const struct pbx_cluster *c, struct pbx_bootstrap_env *e)
+{
+	const struct pbx_cluster_template *t = c->spec.t;
+	if (!t || !t->proxy)
+		return;
+	e->proxy = t->proxy;
+	e->no_proxy = (const char *const *)t->no_proxy;
+	e->nno_proxy = t->nno_proxy;
+}
+
+/* apt-proxy.conf: apt's proxy (pbx_bootstrap_apt_proxy), staged only for
+ * a cluster behind one (15-install.sh removes an old one otherwise). */
+static int stage_apt_proxy(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+			   struct pbx_err *err)
+{
+	struct pbx_bootstrap_env e = { 0 };
+	struct pbx_buf conf = PBX_BUF_INIT;
+	int rc = 0;
+	env_proxy_of(c, &e);
+	if (e.proxy) {
+		pbx_bootstrap_apt_proxy(&conf, &e);
+		rc = stage_text(tar, xstrdup("apt-proxy.conf"), &conf, now, err);
+	}
+	pbx_buf_release(&conf);
+	return rc;
+}
+
 /* env-NODE.sh: node n's etc/pbx/env.sh, all but the task user's line. */
 static int stage_env(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 		     const struct pbx_node_row *n, int direct, const char *root,
 		     struct pbx_buf *tar, time_t now, struct pbx_err *err)
 {
-	const struct pbx_bootstrap_env e = {
+	struct pbx_bootstrap_env e = {
 		.root = root,
 		.node = n->name,
 		.cluster = c->row.name,
@@ -365,6 +393,7 @@ static int stage_env(const struct pbx_cluster *c, const struct pbx_slurm_layout 
 	};
 	struct pbx_buf env = PBX_BUF_INIT;
 	int rc;
+	env_proxy_of(c, &e);
 	pbx_bootstrap_env_sh(&env, &e);
 	rc = stage_text(tar, xasprintf("env-%s.sh", n->name), &env, now, err);
 	pbx_buf_release(&env);
@@ -381,6 +410,8 @@ int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slur
 	pbx_bootstrap_env_task_user(&task_user);
 	rc = stage_text(tar, xstrdup("task-user.env.sh"), &task_user, now, err);
 	pbx_buf_release(&task_user);
+	if (rc == 0)
+		rc = stage_apt_proxy(c, tar, now, err);
 	for (i = 0; rc == 0 && i < c->nnodes; i++) {
 		char *root = stage_root(&c->nodes[i]);
 		rc = stage_gres(c, &c->nodes[i], direct, root, tar, now, err);

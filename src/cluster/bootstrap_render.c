@@ -98,6 +98,24 @@ static void env_export_under(struct pbx_buf *out, const char *name, const char *
 	pbx_buf_release(&v);
 }
 
+/* Behind a proxy: the variables curl, apt's helpers, pip, uv and
+ * requests read, in both cases (tools read one or the other). */
+static void env_proxy(struct pbx_buf *out, const struct pbx_bootstrap_env *e)
+{
+	static const char *const via[] = { "http_proxy", "https_proxy", "HTTP_PROXY",
+					   "HTTPS_PROXY" };
+	struct pbx_buf except = PBX_BUF_INIT;
+	size_t i;
+	for (i = 0; i < sizeof(via) / sizeof(via[0]); i++)
+		env_export(out, via[i], e->proxy);
+	pbx_buf_adds(&except, PBX_NO_PROXY_ALWAYS);
+	for (i = 0; i < e->nno_proxy; i++)
+		pbx_buf_addf(&except, ",%s", e->no_proxy[i]);
+	env_export(out, "no_proxy", except.buf);
+	env_export(out, "NO_PROXY", except.buf);
+	pbx_buf_release(&except);
+}
+
 void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e)
 {
 	pbx_buf_adds(out, "# pbx node environment: sourced by pbx before every remote command\n");
@@ -124,6 +142,28 @@ void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e
 	env_export(out, "PBX_ROOT", e->root);
 	env_export(out, "PBX_NODE", e->node);
 	env_export(out, "PBX_CLUSTER", e->cluster);
+	if (e->proxy)
+		env_proxy(out, e);
+}
+
+/* An apt host name: what no_proxy may hold but a domain (".edu") or a
+ * block ("10.0.0.0/8"), which apt cannot say. */
+static int apt_host(const char *s)
+{
+	return *s && *s != '.' && !strchr(s, '/');
+}
+
+void pbx_bootstrap_apt_proxy(struct pbx_buf *out, const struct pbx_bootstrap_env *e)
+{
+	size_t i;
+	if (!e->proxy)
+		return;
+	pbx_buf_adds(out, "// pbx: the cluster's way out (the template's proxy:)\n");
+	pbx_buf_addf(out, "Acquire::http::Proxy \"%s/\";\n", e->proxy);
+	pbx_buf_addf(out, "Acquire::https::Proxy \"%s/\";\n", e->proxy);
+	for (i = 0; i < e->nno_proxy; i++)
+		if (apt_host(e->no_proxy[i]))
+			pbx_buf_addf(out, "Acquire::http::Proxy::%s \"DIRECT\";\n", e->no_proxy[i]);
 }
 
 void pbx_bootstrap_env_task_user(struct pbx_buf *out)

@@ -59,17 +59,38 @@ struct pbx_bootstrap_env {
 	const char *shared;  /* the shared directory (PBX_SHARED) */
 	int direct;          /* a node body: Open MPI over loopback TCP, PBX_ENV_DIR */
 	int train_on_path;   /* a node body given pbx-train: ROOT/usr/local/bin on PATH */
+	const char *proxy;   /* the template's proxy ("http://HOST:PORT"), or NULL */
+	const char *const *no_proxy; /* the template's no_proxy, nno_proxy of them */
+	size_t nno_proxy;
 };
 
 /*
  * Appends node e's etc/pbx/env.sh to `out` (caller-owned): a comment line,
  * then an `export` line per variable (PATH with pbx-train's directory,
  * Open MPI's transports and PBX_ENV_DIR on a node body, SLURM_CONF,
- * PBX_SHARED, PBX_ROOT, PBX_NODE, PBX_CLUSTER), every value quoted for sh
+ * PBX_SHARED, PBX_ROOT, PBX_NODE, PBX_CLUSTER; behind a proxy http_proxy,
+ * https_proxy, no_proxy and their upper-case forms, no_proxy being
+ * PBX_NO_PROXY_ALWAYS and e->no_proxy), every value quoted for sh
  * (pbx_shell_quote), so no byte of it is interpreted.  Without
  * PBX_TASK_USER: see pbx_bootstrap_env_task_user.
  */
 void pbx_bootstrap_env_sh(struct pbx_buf *out, const struct pbx_bootstrap_env *e);
+
+/* The hosts every node reaches without a proxy, whatever no_proxy says:
+ * loopback, the clouds' metadata servers and their internal DNS names. */
+#define PBX_NO_PROXY_ALWAYS \
+	"localhost,127.0.0.1,::1,169.254.169.254,metadata.google.internal,.internal,fd00:ec2::254"
+
+/*
+ * Appends the apt configuration of a cluster behind proxy e->proxy to
+ * `out` (caller-owned; nothing when e->proxy is NULL): a comment, apt's
+ * http and https proxy, and "DIRECT" for each host of e->no_proxy that
+ * apt can name (a host or an address; apt has no domains or blocks).
+ * templates/bootstrap/15-install.sh installs it as
+ * /etc/apt/apt.conf.d/80pbx-proxy before apt runs.  Values are checked by
+ * src/config/proxy.c: no quote or newline reaches the file.
+ */
+void pbx_bootstrap_apt_proxy(struct pbx_buf *out, const struct pbx_bootstrap_env *e);
 
 /*
  * Appends the line a node whose tasks run as the task user adds to its

@@ -55,6 +55,8 @@ char *pbx_template_json(const struct pbx_cluster_template *t)
 			json_array_append_new(from, json_string(t->ssh_from[i]));
 		json_object_set_new(o, "ssh_from", from);
 	}
+	if (t->proxy)
+		json_object_set_new(o, "proxy", json_string(t->proxy));
 	if (t->boot_timeout)
 		json_object_set_new(o, "boot_timeout", json_integer(t->boot_timeout));
 	if (t->compute_external_ips)

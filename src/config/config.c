@@ -38,6 +38,10 @@ static void template_free(struct pbx_cluster_template *t)
 	for (size_t k = 0; k < t->nssh_from; k++)
 		free(t->ssh_from[k]);
 	free(t->ssh_from);
+	free(t->proxy);
+	for (size_t k = 0; k < t->nno_proxy; k++)
+		free(t->no_proxy[k]);
+	free(t->no_proxy);
 }
 
 static void overrides_free(struct pbx_price_override *v, size_t n)

@@ -122,6 +122,14 @@ struct pbx_cluster_template {
 	bool compute_external_ips; /* gce: compute nodes get an external address
 					 too (default: none; outbound through the
 					 cluster's Cloud NAT) */
+	char *proxy;               /* the nodes' HTTP proxy, "http://HOST:PORT"
+					 (proxy.c: checked and written so): apt,
+					 the environment build and the tasks go
+					 out through it (docs/configuration.md, "A
+					 cluster behind a proxy"); NULL = none */
+	char **no_proxy;           /* no_proxy: hosts, domains (".example.edu")
+					 and addresses reached without it */
+	size_t nno_proxy;
 	int line;                  /* line of the template's name, 0 for built-in */
 	int ssh_key_line;          /* line of ssh_key:, 0 when absent */
 	/* cloud "ssh": an existing SLURM cluster pbx uses as it is (its login

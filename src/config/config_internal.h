@@ -18,4 +18,10 @@
  * pbx_config_free(). */
 int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, struct pbx_err *err);
 
+/* Template map m's optional `proxy` and `no_proxy` (proxy.c) into t->proxy
+ * (normalised: "http://HOST:PORT") and t->no_proxy.  -1 with err naming the
+ * file, line and key (never the URL's user or password, which it refuses). */
+int pbx_config_parse_proxy(const struct pbx_ynode *m, struct pbx_cluster_template *t,
+			   struct pbx_err *err);
+
 #endif

@@ -43,6 +43,8 @@ static const char *const template_keys[] = { "cloud",
 					     "work_dir",
 					     "setup",
 					     "transport",
+					     "proxy",
+					     "no_proxy",
 					     NULL };
 /* what a template of cloud ssh may have (pbx builds nothing there) */
 static const char *const ssh_template_keys[] = { "cloud", "login_user", "ssh_key",
@@ -737,7 +739,7 @@ static int parse_template(const struct pbx_ypair *p, struct pbx_cluster_template
 	if (parse_groups(m, cloud, t, err) < 0 || parse_ssh_from(m, t, err) < 0 ||
 	    parse_external_ips(m, cloud, t, err) < 0 || parse_boot_timeout(m, t, err) < 0 ||
 	    parse_autostop(m, cloud, t, err) < 0 || parse_autostop_action(m, cloud, t, err) < 0 ||
-	    parse_budget(m, t, err) < 0)
+	    parse_budget(m, t, err) < 0 || pbx_config_parse_proxy(m, t, err) < 0)
 		return -1;
 	return parse_min_nodes(m, t, err);
 }

@@ -30,7 +30,7 @@
  * they are, the test still sees it).
  */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct pbx_cluster_template) == 208,
+_Static_assert(sizeof(struct pbx_cluster_template) == 232,
 	       "struct pbx_cluster_template changed: update config_write.c and its test");
 _Static_assert(sizeof(struct pbx_node_group) == 56,
 	       "struct pbx_node_group changed: update config_write.c and its test");
@@ -181,6 +181,8 @@ json_t *pbx_config_template_write(const struct pbx_cluster_template *t, const ch
 	if (t->min_nodes > 0)
 		put_min_nodes(o, t);
 	put_list(o, "ssh_from", t->ssh_from, t->nssh_from);
+	put_str(o, "proxy", t->proxy);
+	put_list(o, "no_proxy", t->no_proxy, t->nno_proxy);
 	if (t->compute_external_ips)
 		json_object_set_new(o, "compute_external_ips", json_true());
 	put_int(o, "boot_timeout", t->boot_timeout);

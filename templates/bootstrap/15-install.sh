@@ -63,6 +63,15 @@ if [ "$MODE" = systemd ]; then
 	debian:* | ubuntu:*) log "os: $OS_ID $OS_VER (untested; treated like Debian 12)" ;;
 	*) die "unsupported OS '$OS_ID $OS_VER' (need Debian 12 or Ubuntu 22.04)" ;;
 	esac
+	# a cluster behind a proxy (the template's proxy:): apt goes out through
+	# it, now and in every later apt run on the node (50-shared.sh's
+	# packages, actions.sh); none: an old cluster's file goes
+	APT_PROXY_CONF=$ROOT/etc/apt/apt.conf.d/80pbx-proxy
+	if [ -r "$STAGE_DIR/apt-proxy.conf" ]; then
+		install_text "$STAGE_DIR/apt-proxy.conf" "$APT_PROXY_CONF"
+	elif [ -e "$APT_PROXY_CONF" ]; then
+		rm -f "$APT_PROXY_CONF"
+	fi
 	# Debian 12 and Ubuntu 22.04 agree on everything used here: /etc/slurm,
 	# units slurmctld/slurmd/munge/nfs-server, binaries in /usr/sbin.
 	have() {

@@ -31,6 +31,10 @@ stub() {
 	chmod +x "$T/bin/$1"
 }
 stub apt-get <<'EOS'
+# what apt would read of a cluster's proxy (PBX_TEST_LOG: where to say it)
+apt_proxy=$PBX_ROOT/etc/apt/apt.conf.d/80pbx-proxy
+[ -z "${PBX_TEST_LOG:-}" ] || [ ! -r "$apt_proxy" ] ||
+	echo "${PBX_NODE:-?}: apt-get sees $(grep -m1 '^Acquire::http::Proxy ' "$apt_proxy")" >>"$PBX_TEST_LOG"
 mk() { mkdir -p "$PBX_ROOT/$(dirname "$1")"; printf '#!/bin/sh\n' >"$PBX_ROOT/$1"; chmod +x "$PBX_ROOT/$1"; }
 case " $* " in *" install "*)
 	for p in "$@"; do
@@ -292,6 +296,33 @@ hasnt "apt-get|systemctl (enable|restart|start)|useradd"
 has "head: exportfs -ra"
 cmp -s "$R/etc/fstab" "$T/fstab.1" || fail "fstab changed on rerun"
 [ "$(grep -c /shared "$T/head/etc/exports")" = 1 ] || fail "exports line duplicated"
+
+# ---- a cluster behind a proxy (the template's proxy:): on a fresh node
+# apt's file is in place before apt runs; it stays on a rerun and goes once
+# the template drops the proxy (env.sh's variables: bootstrap_render's
+# golden files, tests/cluster/golden/env-proxy.sh)
+"$RENDER" apt-proxy http://10.0.0.2:3128 mirror.example.org .example.edu >"$T/stage/apt-proxy.conf"
+mkroot phead debian 12
+proxied_up() {
+	env PATH="$T/gpu:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/phead" PBX_ROLE=head \
+		PBX_NODE=head PBX_CLUSTER=c1 PBX_STAGE="$T/stage" PBX_GPUS=0 \
+		PBX_HEAD_ADDR=127.0.4.1 PBX_SHARED=/shared PBX_SLURM_USER=slurm \
+		PBX_TEST_LOG="$LOG" sh "$BOOT" up >"$T/phead.out" 2>"$T/phead.err"
+}
+: >"$LOG"
+proxied_up || fail "a head behind a proxy: $(cat "$T/phead.err")"
+has 'head: apt-get sees Acquire::http::Proxy "http://10.0.0.2:3128/";'
+[ "$(grep -c '^head: apt-get sees ' "$LOG")" = "$(grep -c '^head: apt-get -o' "$LOG")" ] ||
+	fail "an apt-get ran before apt's proxy file was in place: $(grep 'apt-get' "$LOG")"
+pconf=$T/phead/etc/apt/apt.conf.d/80pbx-proxy
+cmp -s "$T/stage/apt-proxy.conf" "$pconf" || fail "apt's proxy file: $(cat "$pconf")"
+grep -qx 'Acquire::http::Proxy::mirror.example.org "DIRECT";' "$pconf" || fail "no_proxy's host not DIRECT: $(cat "$pconf")"
+! grep -q 'example.edu' "$pconf" || fail "a no_proxy domain in apt's file (apt cannot say one): $(cat "$pconf")"
+proxied_up || fail "a head behind a proxy, again: $(cat "$T/phead.err")"
+[ -r "$pconf" ] || fail "apt's proxy file went on a rerun"
+rm -f "$T/stage/apt-proxy.conf"
+proxied_up || fail "the head, its proxy dropped: $(cat "$T/phead.err")"
+[ ! -e "$pconf" ] || fail "apt's proxy file stayed once the template dropped the proxy"
 
 # ---- a changed slurm.conf restarts slurmd (and only then)
 echo "# changed" >>"$T/stage/slurm.conf"

@@ -8,6 +8,7 @@
  *   test_bootstrap_render unit WATCHER ROOT SLURM_DAEMON
  *   test_bootstrap_render env NODE CLUSTER ROOT SHARED direct|systemd [TRAIN]
  *   test_bootstrap_render task-user
+ *   test_bootstrap_render apt-proxy URL [NO_PROXY...]
  *   test_bootstrap_render hosts CLUSTER [ADDRESS NAME]...
  *
  * The others print one file of a stage (env's TRAIN: any word puts a node
@@ -162,6 +163,33 @@ static void test_env(void)
 	pbx_buf_release(&b);
 }
 
+/* A cluster behind a proxy: env.sh's variables, apt's file (a host of
+ * no_proxy DIRECT, a domain and a block not: apt cannot say them). */
+static void test_proxy(void)
+{
+	static const char *const except[] = { ".example.edu", "10.0.0.0/8", "mirror.example.org",
+					      "10.1.2.3" };
+	const struct pbx_bootstrap_env vm = { .root = "",
+					      .node = "head",
+					      .cluster = "c1",
+					      .shared = "/shared",
+					      .proxy = "http://proxy.example.edu:3128",
+					      .no_proxy = except,
+					      .nno_proxy = 4 };
+	const struct pbx_bootstrap_env none = { .root = "", .node = "head", .cluster = "c1",
+						.shared = "/shared" };
+	struct pbx_buf b = PBX_BUF_INIT;
+	pbx_bootstrap_env_sh(&b, &vm);
+	golden("env-proxy.sh", &b);
+	pbx_buf_reset(&b);
+	pbx_bootstrap_apt_proxy(&b, &vm);
+	golden("apt-proxy.conf", &b);
+	pbx_buf_reset(&b);
+	pbx_bootstrap_apt_proxy(&b, &none);
+	ok(b.len == 0, "apt-proxy: nothing without a proxy");
+	pbx_buf_release(&b);
+}
+
 static void test_hosts(void)
 {
 	static const struct pbx_hosts_entry two[] = { { "10.0.1.5", "c1-node3" },
@@ -208,6 +236,15 @@ static void render_env(struct pbx_buf *b, int argc, char **argv)
 	pbx_bootstrap_env_sh(b, &e);
 }
 
+/* apt-proxy URL [NO_PROXY...] */
+static void render_apt_proxy(struct pbx_buf *b, int argc, char **argv)
+{
+	const struct pbx_bootstrap_env e = { .proxy = argv[2],
+					     .no_proxy = (const char *const *)argv + 3,
+					     .nno_proxy = (size_t)(argc - 3) };
+	pbx_bootstrap_apt_proxy(b, &e);
+}
+
 /* hosts CLUSTER [ADDRESS NAME]...; -1 (the error on stderr) when refused */
 static int render_hosts(struct pbx_buf *b, int argc, char **argv)
 {
@@ -242,6 +279,8 @@ static int render_file(struct pbx_buf *b, int argc, char **argv)
 		render_env(b, argc, argv);
 	else if (!strcmp(argv[1], "task-user") && argc == 2)
 		pbx_bootstrap_env_task_user(b);
+	else if (!strcmp(argv[1], "apt-proxy") && argc >= 3)
+		render_apt_proxy(b, argc, argv);
 	else if (!strcmp(argv[1], "hosts") && argc >= 3 && argc % 2 == 1)
 		return render_hosts(b, argc, argv) == 0 ? 0 : 1;
 	else
@@ -259,6 +298,7 @@ static int render(int argc, char **argv)
 			"usage: %s GOLDEN_DIR | gres NODE GPUS TYPE DEV_BASE | "
 			"exports SHARED [CLIENT...] | unit WATCHER ROOT SLURM_DAEMON | "
 			"env NODE CLUSTER ROOT SHARED direct|systemd [TRAIN] | task-user | "
+			"apt-proxy URL [NO_PROXY...] | "
 			"hosts CLUSTER [ADDRESS NAME]...\n",
 			argv[0]);
 	else if (rc == 0)
@@ -276,6 +316,7 @@ int main(int argc, char **argv)
 	test_exports();
 	test_units();
 	test_env();
+	test_proxy();
 	test_hosts();
 	return tap_done();
 }

@@ -128,6 +128,16 @@ static void cmp_ssh_from(struct cmp *c, const struct pbx_cluster_template *a,
 		same_str(c, "ssh_from", a->ssh_from[i], b->ssh_from[i]);
 }
 
+static void cmp_no_proxy(struct cmp *c, const struct pbx_cluster_template *a,
+			 const struct pbx_cluster_template *b)
+{
+	size_t i;
+	NUM(c, a, b, nno_proxy);
+	seen(c->f, "no_proxy", a->nno_proxy > 0);
+	for (i = 0; i < a->nno_proxy && i < b->nno_proxy; i++)
+		same_str(c, "no_proxy", a->no_proxy[i], b->no_proxy[i]);
+}
+
 /* Every member of struct pbx_cluster_template; returns the differences.
  * `line` is a position in the file and not compared; ssh_key_line only
  * says whether ssh_key was given. */
@@ -156,6 +166,8 @@ static int cmp_template(const char *where, struct fields *f, const struct pbx_cl
 	NUM(&c, a, b, budget);
 	cmp_ssh_from(&c, a, b);
 	NUM(&c, a, b, compute_external_ips);
+	STR(&c, a, b, proxy);
+	cmp_no_proxy(&c, a, b);
 	STR(&c, a, b, host);
 	NUM(&c, a, b, port);
 	STR(&c, a, b, work_dir);

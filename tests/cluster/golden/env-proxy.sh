@@ -1,0 +1,12 @@
+# pbx node environment: sourced by pbx before every remote command
+export SLURM_CONF='/etc/slurm/slurm.conf'
+export PBX_SHARED='/shared'
+export PBX_ROOT=''
+export PBX_NODE='head'
+export PBX_CLUSTER='c1'
+export http_proxy='http://proxy.example.edu:3128'
+export https_proxy='http://proxy.example.edu:3128'
+export HTTP_PROXY='http://proxy.example.edu:3128'
+export HTTPS_PROXY='http://proxy.example.edu:3128'
+export no_proxy='localhost,127.0.0.1,::1,169.254.169.254,metadata.google.internal,.internal,.example.edu,10.0.0.0/8,mirror.example.org,10.1.2.3'
+export NO_PROXY='localhost,127.0.0.1,::1,169.254.169.254,metadata.google.internal,.internal,.example.edu,10.0.0.0/8,mirror.example.org,10.1.2.3'
