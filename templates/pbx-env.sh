@@ -311,9 +311,12 @@ uv_lock() {
 }
 
 # uv_install VENV: the lock into VENV, nothing more, checked against its
-# hashes when every line has one
+# hashes when every line has one; its modules compiled to bytecode once
+# here, as pip does (uv does not by default: every node's every task
+# would compile them again where it cannot write them, 2.3x numpy's
+# import time measured)
 uv_install() {
-	set -- --python "$1/bin/python" --no-deps
+	set -- --python "$1/bin/python" --no-deps --compile-bytecode
 	grep -qv -- '--hash=sha256:' "$E/lock.txt" || set -- "$@" --require-hashes
 	uv_run pip install -q "$@" --link-mode copy -r "$E/lock.txt" >"$tmp/install.out" 2>&1 || {
 		cat "$tmp/install.out" >&2
