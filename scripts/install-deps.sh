@@ -13,7 +13,8 @@
 # (pbx image build) wants besides SLURM and munge, which the image tests
 # (t0440, t0445) run on this machine: without them it apt-gets them here.
 # charliecloud-runtime: ch-run, which runs tasks in an experiment's
-# container image (pbx-task.sh); busybox-static: the tests' small image;
+# container image (pbx-task.sh); zstd: packs and unpacks Python
+# environments (pbx-env.sh); busybox-static: the tests' small image;
 # skopeo and umoci: a registry image's pull on the head (pbx-env.sh pull).
 # slurmdbd, slurm-wlm-mysql-plugin and mariadb-server: SLURM's accounting
 # database, which cli.t0292 runs (daemons of its own) so that a job submit
@@ -28,7 +29,7 @@ packages="
   libssl-dev libxml2-dev zlib1g-dev libopenmpi-dev openmpi-bin libopenblas-dev
   protobuf-c-compiler libprotobuf-c-dev
   slurm-wlm slurmdbd slurm-wlm-mysql-plugin mariadb-server munge openssh-server openssh-client nfs-kernel-server nfs-common
-  python3 python3-venv python3-pip charliecloud-runtime busybox-static skopeo umoci
+  python3 python3-venv python3-pip charliecloud-runtime zstd busybox-static skopeo umoci
   chromium fonts-dejavu-core
   procps iproute2 psmisc sqlite3 rsync man-db sudo curl
   bash-completion zsh clang-format shellcheck

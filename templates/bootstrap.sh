@@ -61,8 +61,9 @@ HEAD_PKGS="slurmctld slurm-client munge nfs-kernel-server"
 COMPUTE_PKGS="slurmd slurm-client munge nfs-common"
 TRAIN_PKGS="libopenblas0 libgomp1 libyaml-0-2 libjansson4 libssl3 libprotobuf-c1 zlib1g openmpi-bin"
 # tasks' environments (templates/pbx-env.sh: a venv of python3, or a
-# container image that ch-run runs), on compute nodes
-ENV_PKGS="python3 python3-venv charliecloud-runtime"
+# container image that ch-run runs; zstd unpacks their archives), on
+# compute nodes
+ENV_PKGS="python3 python3-venv charliecloud-runtime zstd"
 # registry images (container: docker://REF), pulled once per cluster on the
 # head (templates/pbx-env.sh pull): skopeo fetches, umoci unpacks
 HEAD_ENV_PKGS="skopeo umoci"

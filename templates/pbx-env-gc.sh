@@ -64,10 +64,10 @@ shared() {
 	envs=$PBX_SHARED/pbx/envs
 	for k in "$@"; do ! is_key "$k" || echo "keep $k"; done
 	[ -d "$envs" ] && [ ! -L "$envs" ] || exit 0
-	for a in "$envs"/*.tar.gz; do
+	for a in "$envs"/*.tar.zst "$envs"/*.tar.gz; do
 		[ -f "$a" ] || continue
 		k=${a##*/}
-		k=${k%.tar.gz}
+		k=${k%.tar.*}
 		is_key "$k" || continue
 		case " $* " in *" $k "*) continue ;; esac
 		# the checksum first: a gc killed between the two leaves an

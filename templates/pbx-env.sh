@@ -74,9 +74,10 @@
 #   build.log    the build job's output (SLURM's --output), or the pull's
 #   python       for a registry image: docker://NAME@sha256:DIGEST
 # Files (SHARED/pbx/envs, the cluster's):
-#   KEY.tar.gz   the environment (its top directory: env/), renamed into
-#                place only when whole; KEY.sha256 its checksum, written
-#                first; spec-SPEC.lock a resolved spec's lock (SPEC: sha256
+#   KEY.tar.zst  the environment (its top directory: env/), renamed into
+#   or KEY.tar.gz  place only when whole (zstd where the cluster's nodes
+#                have it: see pack_format; gzip otherwise); KEY.sha256 its
+#                checksum, written first; spec-SPEC.lock a resolved spec's lock (SPEC: sha256
 #                of requirements.txt, the wheels and python), so a second
 #                package with the same spec neither resolves nor builds
 # Node-local (PBX_ENV_DIR/pbx-env-UID, 0700): KEY/ the unpacked environment, KEY/.pbx-ready
@@ -433,7 +434,7 @@ build_python() {
 	# same lock may build at once): the second finds it made
 	exec 8>"$ENVS/.$key.lock" || failed "cannot open $ENVS/.$key.lock"
 	flock 8 || failed "cannot lock $ENVS/.$key.lock"
-	if [ -s "$ENVS/$key.tar.gz" ] && [ -s "$ENVS/$key.sha256" ]; then
+	if env_archive "$key" >/dev/null && [ -s "$ENVS/$key.sha256" ]; then
 		echo "pbx-env: environment $key is built already"
 	else
 		if [ -z "$installed" ]; then
@@ -452,21 +453,47 @@ build_python() {
 		cp "$E/lock.txt" "$tmp/env/pbx-lock.txt"
 		part=$(mktemp "$ENVS/.$key.XXXXXX") || failed "cannot write in $ENVS"
 		chmod 644 "$part"
-		# gzip -1: a node unpacks it once; packing fast matters more
-		if ! { tar -C "$tmp" -cf - env || : >"$tmp/tar.failed"; } | gzip -1 >"$part" ||
+		pack_format
+		if ! { tar -C "$tmp" -cf - env || : >"$tmp/tar.failed"; } | pack_stream >"$part" ||
 			[ -e "$tmp/tar.failed" ]; then
 			rm -f "$part"
 			failed "cannot pack the environment into $ENVS"
 		fi
 		sum=$(sha_of <"$part")
-		if ! put "$ENVS/$key.sha256" "$sum" || ! mv -f "$part" "$ENVS/$key.tar.gz"; then
+		if ! put "$ENVS/$key.sha256" "$sum" || ! mv -f "$part" "$ENVS/$key.tar.$PACK"; then
 			rm -f "$part"
-			failed "cannot write $ENVS/$key.tar.gz"
+			failed "cannot write $ENVS/$key.tar.$PACK"
 		fi
+		echo "pbx-env: packed $(wc -c <"$ENVS/$key.tar.$PACK") bytes ($PACK)"
 	fi
 	exec 8>&-
 	put "$E/status" "READY $key"
 	echo "pbx-env: ready: $key ($(($(date +%s) - started)) s)"
+}
+
+# pack_format: PACK = zst where every node of the cluster can unpack
+# zstd (a cluster pbx built, whose env.sh sets PBX_ROOT: its bootstrap
+# installs zstd with ENV_PKGS on each compute node, and node bodies share
+# this machine), else gz.  zstd -1 packed a 363 MB scientific environment
+# in 1.2 s where gzip -1 took 4.9 s, 7% smaller, and unpacked faster
+# (BENCHMARKS.md, "Python environments")
+pack_format() {
+	PACK=gz
+	[ -z "${PBX_ROOT+set}" ] || ! command -v zstd >/dev/null 2>&1 || PACK=zst
+}
+
+# pack_stream: stdin compressed as PACK says, to stdout
+pack_stream() {
+	if [ "$PACK" = zst ]; then zstd -q -1 -T0; else gzip -1; fi
+}
+
+# env_archive KEY: prints ENVS/KEY's archive (KEY.tar.zst or KEY.tar.gz);
+# false when it has none
+env_archive() {
+	for ea in "$ENVS/$1.tar.zst" "$ENVS/$1.tar.gz"; do
+		[ ! -s "$ea" ] || { echo "$ea"; return 0; }
+	done
+	return 1
 }
 
 # ----------------------------------------------------------- unpack --
@@ -475,16 +502,27 @@ build_python() {
 unpack_locked() {
 	[ ! -f "$LOCAL/$1/.pbx-ready" ] || return 0
 	want=$(cat "$ENVS/$1.sha256" 2>/dev/null) || die "environment $1: no $ENVS/$1.sha256"
+	archive=$(env_archive "$1") || die "environment $1: no archive in $ENVS"
 	part=$LOCAL/.$1.$$
 	rm -rf "$part" "${LOCAL:?}/$1"
 	mkdir -p "$part" || die "cannot create $part"
 	# one read of the archive: checked and unpacked from the same bytes
-	cp "$ENVS/$1.tar.gz" "$part.tgz" || die "environment $1: cannot copy its archive"
-	got=$(sha_of <"$part.tgz")
-	[ "$got" = "$want" ] || { rm -rf "$part" "$part.tgz"; die "environment $1: archive checksum $got, want $want"; }
+	cp "$archive" "$part.pack" || die "environment $1: cannot copy its archive"
+	got=$(sha_of <"$part.pack")
+	[ "$got" = "$want" ] || { rm -rf "$part" "$part.pack"; die "environment $1: archive checksum $got, want $want"; }
 	# GNU tar: no absolute names, no member above the top, no owners
-	tar -C "$part" --no-same-owner -xzf "$part.tgz" || { rm -rf "$part" "$part.tgz"; die "environment $1: cannot unpack"; }
-	rm -f "$part.tgz"
+	case $archive in
+	*.zst)
+		command -v zstd >/dev/null 2>&1 || {
+			rm -rf "$part" "$part.pack"
+			die "environment $1 is packed with zstd, which this node ($(hostname)) lacks: apt-get install zstd"
+		}
+		{ zstd -q -d -c "$part.pack" || : >"$part.failed"; } | tar -C "$part" --no-same-owner -xf - &&
+			[ ! -e "$part.failed" ]
+		;;
+	*) tar -C "$part" --no-same-owner -xzf "$part.pack" ;;
+	esac || { rm -rf "$part" "$part.pack" "$part.failed"; die "environment $1: cannot unpack"; }
+	rm -f "$part.pack"
 	if [ ! -d "$part/env" ] || [ -L "$part/env" ]; then
 		rm -rf "$part"
 		die "environment $1: no env/ in its archive"

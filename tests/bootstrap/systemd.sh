@@ -461,13 +461,13 @@ touch "$T/img/.fake-pkgs/libssl3" "$T/img/etc/munge/munge.key" "$T/img/var/lib/a
 env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PBX_NODE=img \
 	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install: $(cat "$T/img.out" "$T/img.err")"
 stages img "install clean done"
-has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends slurmctld slurm-client munge nfs-kernel-server slurmd nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin python3 python3-venv charliecloud-runtime skopeo umoci libcurl4 libssh2-1 libsqlite3-0 libxml2"
+has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends slurmctld slurm-client munge nfs-kernel-server slurmd nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin python3 python3-venv charliecloud-runtime zstd skopeo umoci libcurl4 libssh2-1 libsqlite3-0 libxml2"
 has "img: apt-get clean"
 [ ! -e "$T/img/etc/munge/munge.key" ] || fail "install left munge.key"
 [ ! -e "$T/img/var/lib/apt/lists/x" ] || fail "install left apt lists"
 [ ! -e "$T/img/etc/slurm/slurm.conf" ] || fail "install wrote slurm.conf"
 hasnt "systemctl (enable|start|restart)"
-for p in slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin python3 python3-venv charliecloud-runtime skopeo umoci libcurl4 libssh2-1 libsqlite3-0 libxml2; do
+for p in slurmctld slurmd slurm-client munge nfs-kernel-server nfs-common libopenblas0 libgomp1 libyaml-0-2 libjansson4 libprotobuf-c1 zlib1g openmpi-bin python3 python3-venv charliecloud-runtime zstd skopeo umoci libcurl4 libssh2-1 libsqlite3-0 libxml2; do
 	touch "$T/img/.fake-pkgs/$p"
 done
 : >"$LOG"

@@ -68,10 +68,14 @@ ok $? "from the node-local environment $key: $(echo "$outs" | grep '^prefix=' | 
 grep -q '^numpy==1.26.4 --hash=sha256:[0-9a-f]\{64\}$' "$R/env/lock.txt" &&
 	grep -q '^pbxdemo==1.0 --hash=sha256:[0-9a-f]\{64\}$' "$R/env/lock.txt"
 ok $? "the lock pins both with their hashes: $(tr '\n' '|' <"$R/env/lock.txt")"
-is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "one archive on the shared disk"
-(cd "$SHARED/pbx/envs" && [ "$(sha256sum <"$key.tar.gz" | cut -d' ' -f1)" = "$(cat "$key.sha256")" ])
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.\(zst\|gz\)$')" 1 "one archive on the shared disk"
+# zstd where the nodes have it (this machine's, for a local cluster)
+if command -v zstd >/dev/null; then PACKED=zst; else PACKED=gz; fi
+[ -f "$SHARED/pbx/envs/$key.tar.$PACKED" ]
+ok $? "packed with $PACKED: $(ls "$SHARED/pbx/envs")"
+(cd "$SHARED/pbx/envs" && [ "$(sha256sum <"$key.tar.$PACKED" | cut -d' ' -f1)" = "$(cat "$key.sha256")" ])
 ok $? "its checksum is the one recorded"
-is "$(stat -c %U "$R/env" "$SHARED/pbx/envs/$key.tar.gz" | sort -u)" pbx-task "the build ran as the task user"
+is "$(stat -c %U "$R/env" "$SHARED/pbx/envs/$key.tar.$PACKED" | sort -u)" pbx-task "the build ran as the task user"
 grep -q 'pbx-env: python 3\..* partition main$' "$R/env/build.log" &&
 	grep -q 'resolving requirements.txt (its wheels, no index)' "$R/env/build.log"
 ok $? "the build ran in the experiment's partition and resolved once, with no index: $(tr '\n' '|' <"$R/env/build.log")"
@@ -105,7 +109,7 @@ is "$(task_states "$pkg2")" "COMPLETED COMPLETED FAILED" "its tasks ran"
 log2=$(cat "$SHARED/pbx/$pkg2/env/build.log")
 case $log2 in *"requirements resolved before"*"environment $key is built already"*) r=0 ;; *) r=1 ;; esac
 ok $r "its build neither resolved nor installed: $(echo "$log2" | tr '\n' '|')"
-is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "still one archive"
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.\(zst\|gz\)$')" 1 "still one archive"
 
 # a rerun: the package's environment, no build job
 touch "$R/again"
@@ -147,7 +151,7 @@ is "$("$PBX" state --json "$bad" | json_get 'd["environment"]["state"] + " " + s
 run_pbx log "$bad:env"
 case $out in *"No matching distribution found for nosuchpackage==9.9"*) r=0 ;; *) r=1 ;; esac
 ok $r "pbx log PKG:env has pip's words"
-is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.gz$')" 1 "no archive was added"
+is "$(ls "$SHARED/pbx/envs" | grep -c '\.tar\.\(zst\|gz\)$')" 1 "no archive was added"
 # the run's env/ is the task user's: a FIFO planted as its status does not
 # hang the submission (root reads it without blocking) and is replaced
 rm -f "$SHARED/pbx/$bad/env/status"

@@ -47,7 +47,7 @@ ec2_base=systemd-sysv,udev,dbus,kmod,iproute2,openssh-server,sudo,curl,linux-ima
 ec2_pkgs="cloud-init netplan.io isc-dhcp-client locales"
 ec2_shape="(shape 2)"   # bumped when shape_like_ec2_ami changes: a cached image is made again
 baked_shape="(baked 2)" # bumped when the baked part changes, likewise
-world_shape="(world-ca 1)" # the test world's CA (world_ca below)
+world_shape="(world-ca 2 $(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null | sha256sum | cut -c1-12))" # the test world's CA and the site's (world_ca below)
 gce_shape="(gce shape 2)"  # bumped when shape_like_cloud_image changes, likewise
 case $kind in
 stock) want="$stock_pkgs $gce_shape $world_shape" ;;
@@ -180,6 +180,12 @@ world_ca() {
 	mv "$dir/world-ca.crt.new" "$dir/world-ca.crt"
 	mkdir -p "$1/usr/local/share/ca-certificates"
 	cp "$dir/world-ca.crt" "$1/usr/local/share/ca-certificates/pbx-test-world.crt"
+	# and the site's own CAs (this machine's local ones), as a site's images
+	# carry them: where the way out inspects TLS (a proxy's CA), the VMs'
+	# pip and uv reach PyPI through it only so (tests/vm/gce-proxy.sh)
+	for site_ca in /usr/local/share/ca-certificates/*.crt; do
+		[ ! -f "$site_ca" ] || cp "$site_ca" "$1/usr/local/share/ca-certificates/site-${site_ca##*/}"
+	done
 	chroot "$1" update-ca-certificates >>"$dir/build.log" 2>&1 ||
 		{ echo "image.sh: update-ca-certificates failed in the image" >&2; exit 1; }
 }

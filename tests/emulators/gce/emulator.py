@@ -656,7 +656,7 @@ class App:
             # c.PROJECT.internal, are set when their network starts); their
             # numbers once the world has made them
             bodies = VMs(args.vm_image, args.state_dir, args.ssh_port, args.network_block,
-                         upstream=args.vm_upstream, mem_mb=args.vm_memory,
+                         upstream=args.vm_upstream, proxy=args.vm_proxy, mem_mb=args.vm_memory,
                          api=urllib.parse.urlsplit(base).netloc,
                          projects=dict.fromkeys(args.project, "0"))
         elif not args.no_bodies:
@@ -849,6 +849,8 @@ def parse_args(argv):
     ap.add_argument("--vm-memory", type=int, default=1024, help="MiB of memory per VM")
     ap.add_argument("--vm-upstream", default="deb.debian.org:80",
                     help="where the VMs' apt traffic goes (host:port; an apt cache, say)")
+    ap.add_argument("--vm-proxy", help="a site's HTTP proxy (host:port, outside the VMs' network) that the "
+                    "VMs reach at the gateway's port 3128: a template's proxy: http://GATEWAY:3128")
     ap.add_argument("--ssh-port", type=int, default=22, help="port of the node bodies' sshd")
     ap.add_argument("--metadata-port", type=int, default=80,
                     help="port of each node body's metadata server on its networkIP (0: none)")

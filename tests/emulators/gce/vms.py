@@ -204,7 +204,7 @@ class VMs:
     private_network = True         # networkIP addresses live in our namespace only
 
     def __init__(self, image_dir, state_dir, ssh_port, net_cidr, upstream="deb.debian.org:80",
-                 mem_mb=1024, projects=None, flavour=None, api=None):
+                 mem_mb=1024, projects=None, flavour=None, api=None, proxy=None):
         why = why_not(image_dir)
         if why:
             raise ValueError(why)
@@ -227,6 +227,8 @@ class VMs:
         ca = os.path.join(self.image, "world-ca.key")
         self.api = api if api and os.path.exists(ca) and getattr(self.flavour, "api_names", ()) else None
         self._netns_up(upstream)
+        if proxy:
+            self._proxy_up(proxy)
 
     @property
     def projects(self):
@@ -287,6 +289,16 @@ class VMs:
                                        "TCP:%s" % upstream], False, "apt.log"))
         self.infra.append(self._spawn(["socat", "TCP-LISTEN:80,bind=%s,fork,reuseaddr" % self.gateway,
                                        "UNIX-CONNECT:%s" % apt], True, "apt.log"))
+
+    def _proxy_up(self, proxy):
+        """A site's HTTP proxy (host:port outside the namespace) at the
+        gateway's port 3128, forwarded out through a unix socket as apt's
+        port 80 is: a template's proxy: http://GATEWAY:3128."""
+        sock = os.path.join(self.dir, "proxy.sock")
+        self.infra.append(self._spawn(["socat", "UNIX-LISTEN:%s,fork,unlink-early" % sock,
+                                       "TCP:%s" % proxy], False, "proxy.log"))
+        self.infra.append(self._spawn(["socat", "TCP-LISTEN:3128,bind=%s,fork,reuseaddr" % self.gateway,
+                                       "UNIX-CONNECT:%s" % sock], True, "proxy.log"))
 
     def _api_up(self, sock):
         """The cloud's API on the gateway's port 443 (https, a certificate
