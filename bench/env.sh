@@ -14,7 +14,10 @@
 # has its own, so the per-node pip time stays flat there while here it
 # grows with N).  Wheels come from build/test-wheels (scripts/venv.sh) and
 # a requirements file naming them: no index, so the figures measure
-# installing, not downloading.  BENCH_WHEELS (a directory of wheels,
+# installing, not downloading.  pbx's builds run as on a cluster pbx built
+# (PBX_ROOT set, as its env.sh does: zstd packs when this machine has it;
+# BENCH_PACK=gz leaves it unset: gzip, as on a cloud ssh cluster).
+# BENCH_WHEELS (a directory of wheels,
 # uv's among them) and BENCH_REQS (requirement lines, space-separated)
 # measure another set, e.g. the scientific one:
 #   pip download -d DIR numpy scipy scikit-learn pandas; cp build/test-wheels/uv-*.whl DIR
@@ -43,6 +46,8 @@ cp "$SRC/templates/pbx-env.sh" "$W/pkg/pbx-env.sh"
 cp -a "$W/pkg" "$W/pkgpip"
 echo pip >"$W/pkgpip/env/installer"
 
+# a cluster pbx built, unless BENCH_PACK=gz (pbx-env.sh's pack_format)
+if [ "${BENCH_PACK:-}" = gz ]; then as_built=; else as_built=PBX_ROOT=; fi
 now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{ printf "%.2f\n", $2 - $1 }'; }
 
@@ -53,7 +58,7 @@ pbx_ready() {
 	c=$W/$3-c$2-$1
 	mkdir -p "$c/shared" "$c/run"
 	t0=$(now)
-	env PBX_PKG_DIR="$W/$3" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" TMPDIR="$c" \
+	env $as_built PBX_PKG_DIR="$W/$3" PBX_RUN_DIR="$c/run" PBX_SHARED="$c/shared" TMPDIR="$c" \
 		sh "$W/$3/pbx-env.sh" build >"$c/build.log" 2>&1 || { cat "$c/build.log" >&2; exit 1; }
 	t1=$(now)
 	i=1

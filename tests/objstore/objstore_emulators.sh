@@ -1,16 +1,17 @@
 #!/bin/sh
 # objstore_emulators.sh OBJSTORE_TOOL SOURCE_DIR - src/objstore against
 # real emulators on 127.0.0.1, as TAP:
-#   S3: moto_server (path-style on clouds.aws.s3_endpoint), and when
-#       tests/emulators/s3/faultproxy.py exists, the same through it;
+#   S3: moto_server with signatures checked, behind
+#       tests/emulators/s3/faultproxy.py (path-style on
+#       clouds.aws.s3_endpoint), which corrupts a body or answers 503;
 #   GCS: the GCE emulator's Cloud Storage JSON API (tests/emulators/gce,
 #       when it has storage.py), credentials an authorized_user file whose
 #       token_uri is the emulator's.
 # Each store: a create-only put, the same put again (exists), a read with
 # its CRC32C checked, 1,100 objects listed (more than one page: S3 pages
 # hold 1,000; the GCS emulator's default page is smaller or equal), a
-# corrupted body refused (exit 4) and a 503 retried.  Skips (77) without
-# moto_server.
+# corrupted body refused (exit 4) and a 503 retried; on S3 a wrong secret
+# refused.  Skips (77) without moto_server.
 set -u
 TOOL=$1
 SRC=$2
@@ -73,27 +74,34 @@ store_checks() {
 }
 
 # ---------------------------------------------------------------- S3
+# moto_server behind the fault proxy (tests/emulators/s3/faultproxy.py),
+# with an IAM user and moto's signature checking on (--auth): every request
+# pbx signs (puts, listings of prefixes with '/', gets) is checked, and a
+# wrong signature would be 403.  The proxy corrupts a body or answers 503
+# SlowDown when armed.
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_REGION AWS_DEFAULT_REGION
-export AWS_ACCESS_KEY_ID=AKIAOBJSTORETEST AWS_SECRET_ACCESS_KEY=objstore-test-secret
 export AWS_EC2_METADATA_DISABLED=true
-SP=$(free_port)
-"$MOTO" -H 127.0.0.1 -p "$SP" >"$W/moto.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_port "$SP"; ok $? "moto_server listening on 127.0.0.1:$SP"
-$PY -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], method="PUT"))' \
-	"http://127.0.0.1:$SP/pbx-s3-bucket"
-ok $? "bucket pbx-s3-bucket made"
-S3URL=http://127.0.0.1:$SP
 FP="$SRC/tests/emulators/s3/faultproxy.py"
+$PY "$FP" --port 0 --port-file "$W/s3.port" --moto --auth --bucket pbx-s3-bucket \
+	--env-file "$W/s3.json" >"$W/s3.log" 2>&1 &
+PIDS="$PIDS $!"
+i=0
+while [ ! -s "$W/s3.port" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$W/s3.json" ]; ok $? "moto_server with signatures checked, behind the fault proxy ($(tail -n 1 "$W/s3.log"))"
+S3URL=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["url"])' "$W/s3.json")
+AWS_ACCESS_KEY_ID=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["access_key"])' "$W/s3.json")
+AWS_SECRET_ACCESS_KEY=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["secret_key"])' "$W/s3.json")
+export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 CFG=$W/s3.yaml
 { echo "$CLUSTERS"; printf 'clouds:\n  aws: { region: us-east-1, s3_endpoint: "%s" }\n' "$S3URL"; } >"$CFG"
 chmod 600 "$CFG"
-if [ -r "$FP" ]; then
-	# TODO: drive the S3 fault proxy (a corrupted body, a 503) once its
-	# interface is settled; until then only its presence is noted
-	echo "# $FP exists: its faults are not wired into this test yet"
-fi
-store_checks s3://pbx-s3-bucket "" ""
+s3_arm() { $PY -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b""))' "$S3URL/__fault__?kind=$1&n=1"; }
+store_checks s3://pbx-s3-bucket "s3_arm corrupt" "s3_arm slowdown"
+# a wrong secret is refused by the store (403), not taken
+AWS_SECRET_ACCESS_KEY=wrong-$AWS_SECRET_ACCESS_KEY T get s3://pbx-s3-bucket dir/hello "$W/x" 2>"$W/err"
+rc=$?
+[ $rc -ne 0 ] && grep -q '403' "$W/err" && [ ! -s "$W/x" ]
+ok $? "s3://pbx-s3-bucket: a wrong secret is refused (rc $rc: $(tail -n 1 "$W/err"))"
 
 # --------------------------------------------------------------- GCS
 if [ -r "$SRC/tests/emulators/gce/storage.py" ]; then

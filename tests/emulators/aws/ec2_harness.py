@@ -129,11 +129,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "gce"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 
 import boto3  # noqa: E402
 import imds  # noqa: E402
 import moto.ec2.models.elastic_network_interfaces as moto_eni  # noqa: E402
 from lifecycle import Lifecycle  # noqa: E402
+from motofix import s3_signature_query_fix  # noqa: E402,F401 (test_imds.py uses it from here)
 from moto.ec2.models import ec2_backends  # noqa: E402
 from pricing import Pricing  # noqa: E402
 from servicequotas import ServiceQuotas  # noqa: E402
@@ -414,30 +416,6 @@ class S3Calls:
         with self.lock:
             self.calls["%s %s" % (who, s3_operation(method, url.path, url.query))] += 1
         return True
-
-
-def s3_signature_query_fix():
-    """moto 5.2.1 checks an S3 request's SigV4 signature on its URL as
-    werkzeug decoded it (prefix=fm/), while SigV4, the SDKs and pbx encode
-    every query value (prefix=fm%2F, src/cloud/aws/sigv4.c): every listing with
-    a '/' in its prefix was refused SignatureDoesNotMatch, boto3's too.
-    Patched in this process: the canonical query is made of the values
-    encoded again, as S3 itself does."""
-    import moto.iam.access_control as access_control
-    cls = access_control.S3IAMRequest
-    made = cls._create_aws_request
-
-    def create(self):
-        request = made(self)
-        url = urllib.parse.urlsplit(request.url)
-        if url.query:
-            pairs = [p.partition("=") for p in url.query.split("&")]
-            query = "&".join("%s=%s" % (urllib.parse.quote(urllib.parse.unquote(k), safe="-_.~"),
-                                        urllib.parse.quote(urllib.parse.unquote(v), safe="-_.~"))
-                             for k, _, v in pairs)
-            request.url = urllib.parse.urlunsplit(url._replace(query=query))
-        return request
-    cls._create_aws_request = create
 
 
 def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3=None):

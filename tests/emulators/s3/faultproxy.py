@@ -437,7 +437,9 @@ def free_port():
 def start_moto(buckets, auth):
     """moto_server on a free loopback port; (process, url, keys or None)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    # moto's server with motofix's patch (signatures of encoded queries)
+    proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "motofix.py"),
+                             "-H", "127.0.0.1", "-p", str(port)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = "http://127.0.0.1:%d" % port
     end = time.time() + 60

@@ -129,6 +129,14 @@ class Proxy(unittest.TestCase):
             tok = r["NextContinuationToken"]
         self.assertEqual((keys, pages), (["page-%03d" % i for i in range(25)], 3))
 
+    def test_list_prefix_with_slash(self):
+        # signed, checked by moto (--auth), with an encoded '/' in the
+        # query: moto refuses it without motofix.py's patch
+        self.s3.put_object(Bucket=BUCKET, Key="dir/sub/a", Body=b"a")
+        self.s3.put_object(Bucket=BUCKET, Key="dirx", Body=b"x")
+        r = self.s3.list_objects_v2(Bucket=BUCKET, Prefix="dir/sub/")
+        self.assertEqual([o["Key"] for o in r.get("Contents", [])], ["dir/sub/a"])
+
     def test_corrupt(self):
         data = os.urandom(10000)
         self.s3.put_object(Bucket=BUCKET, Key="f/c", Body=data, ChecksumCRC32C=b64crc(data))
