@@ -563,13 +563,17 @@ s3_emulator() {
 		rm -rf "$TEST_TMP"
 		exit 77
 	fi
+	# moto checks every signature (--auth: an IAM user whose keys the env
+	# file holds), so a request pbx signs wrong is refused, as S3 would
 	python3 "$PBX_SOURCE_DIR/tests/emulators/s3/faultproxy.py" --port 0 \
-		--port-file "$TEST_TMP/s3.port" --moto --bucket "$1" --log "$TEST_TMP/s3.log" \
-		>"$TEST_TMP/s3.out" 2>&1 &
+		--port-file "$TEST_TMP/s3.port" --moto --auth --bucket "$1" --log "$TEST_TMP/s3.log" \
+		--env-file "$TEST_TMP/s3.json" >"$TEST_TMP/s3.out" 2>&1 &
 	S3_PID=$!
 	wait_started "$TEST_TMP/s3.port" "$S3_PID" "$TEST_TMP/s3.out" "the S3 fault proxy"
 	S3=http://127.0.0.1:$(cat "$TEST_TMP/s3.port")
-	export AWS_ACCESS_KEY_ID=AKIDTESTS3EMULATOR AWS_SECRET_ACCESS_KEY=s3-secret-never-printed
+	AWS_ACCESS_KEY_ID=$(json_get 'd["access_key"]' <"$TEST_TMP/s3.json")
+	AWS_SECRET_ACCESS_KEY=$(json_get 'd["secret_key"]' <"$TEST_TMP/s3.json")
+	export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 }
 s3_emulator_stop() {
 	[ -n "${S3_PID:-}" ] && kill "$S3_PID" 2>/dev/null && wait "$S3_PID" 2>/dev/null

@@ -52,9 +52,13 @@ import sys, urllib.parse, urllib.request
 scheme, name, path, s3, gcs = sys.argv[1:]
 data = open(path, "rb").read()
 if scheme == "s3":
-    # (with urllib's default form type moto parses the gzip as a form and stalls)
-    req = urllib.request.Request("%s/class/%s" % (s3, urllib.parse.quote(name)), data=data, method="PUT",
-                                 headers={"Content-Type": "application/gzip"})
+    # signed with the test's keys (moto checks signatures), by boto3
+    import os, boto3
+    boto3.client("s3", region_name="us-east-1", endpoint_url=s3,
+                 aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+                 aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"]).put_object(
+        Bucket="class", Key=name, Body=data, ContentType="application/gzip")
+    sys.exit(0)
 else:
     req = urllib.request.Request("%s/upload/storage/v1/b/class/o?uploadType=media&name=%s" % (gcs, urllib.parse.quote(name, safe="")),
                                  data=data, headers={"Authorization": "Bearer t0340", "Content-Type": "application/gzip"})
@@ -183,7 +187,7 @@ is "$(echo "$out" | head -n 1 | grep -c disagree),$(echo "$out" | sed 1d | grep 
 	"grouped by publisher too, no row mixes publishers: none is flagged"
 
 # secrets never show
-grep -rq "s3-secret-never-printed" "$TEST_TMP/carol" "$TEST_TMP/bob" "$PBX_HOME/pbx.db" 2>/dev/null
+grep -rqF "$AWS_SECRET_ACCESS_KEY" "$TEST_TMP/carol" "$TEST_TMP/bob" "$PBX_HOME/pbx.db" 2>/dev/null
 ok $((!$?)) "the secret key is in no file pbx wrote"
 run_pbx publish pooled "s3://Bad_Bucket/x"
 is "$rc" 2 "a bad bucket name is a usage error"

@@ -118,24 +118,16 @@ static void cmp_groups(struct cmp *c, const struct pbx_cluster_template *a,
 	c->diffs += g.diffs;
 }
 
-static void cmp_ssh_from(struct cmp *c, const struct pbx_cluster_template *a,
-			 const struct pbx_cluster_template *b)
+/* A list member m (char **) with its count nm, item by item. */
+#define LIST(c, x, y, m, nm) cmp_list(c, #m, (x)->m, (x)->nm, (y)->m, (y)->nm, #nm)
+static void cmp_list(struct cmp *c, const char *name, char *const *a, size_t na, char *const *b,
+		     size_t nb, const char *count)
 {
 	size_t i;
-	NUM(c, a, b, nssh_from);
-	seen(c->f, "ssh_from", a->nssh_from > 0);
-	for (i = 0; i < a->nssh_from && i < b->nssh_from; i++)
-		same_str(c, "ssh_from", a->ssh_from[i], b->ssh_from[i]);
-}
-
-static void cmp_no_proxy(struct cmp *c, const struct pbx_cluster_template *a,
-			 const struct pbx_cluster_template *b)
-{
-	size_t i;
-	NUM(c, a, b, nno_proxy);
-	seen(c->f, "no_proxy", a->nno_proxy > 0);
-	for (i = 0; i < a->nno_proxy && i < b->nno_proxy; i++)
-		same_str(c, "no_proxy", a->no_proxy[i], b->no_proxy[i]);
+	same_num(c, count, (long long)na, (long long)nb, 0);
+	seen(c->f, name, na > 0);
+	for (i = 0; i < na && i < nb; i++)
+		same_str(c, name, a[i], b[i]);
 }
 
 /* Every member of struct pbx_cluster_template; returns the differences.
@@ -164,10 +156,10 @@ static int cmp_template(const char *where, struct fields *f, const struct pbx_cl
 	NUM(&c, a, b, autostop);
 	NUM(&c, a, b, autostop_delete);
 	NUM(&c, a, b, budget);
-	cmp_ssh_from(&c, a, b);
+	LIST(&c, a, b, ssh_from, nssh_from);
 	NUM(&c, a, b, compute_external_ips);
 	STR(&c, a, b, proxy);
-	cmp_no_proxy(&c, a, b);
+	LIST(&c, a, b, no_proxy, nno_proxy);
 	STR(&c, a, b, host);
 	NUM(&c, a, b, port);
 	STR(&c, a, b, work_dir);
