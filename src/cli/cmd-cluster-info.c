@@ -388,6 +388,18 @@ static void cluster_show_users(struct pbx_cluster *c, int live, const struct pbx
 		pbx_warning("cannot ask SLURM for node states: %s", serr->msg);
 }
 
+/* The template's way out (proxy:, docs/configuration.md), when it has one. */
+static void cluster_print_proxy(const struct pbx_cluster_template *t)
+{
+	size_t i;
+	if (!t || !t->proxy)
+		return;
+	printf("outbound: through the proxy %s", t->proxy);
+	for (i = 0; i < t->nno_proxy; i++)
+		printf("%s%s", i ? ", " : " (not for ", t->no_proxy[i]);
+	printf("%s\n", t->nno_proxy ? ")" : "");
+}
+
 static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 {
 	struct pbx_err err = PBX_ERR_INIT, serr = PBX_ERR_INIT;
@@ -456,6 +468,7 @@ static int cmd_cluster_show_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		printf("cluster %s (%s, id %s%s): %s\n%s\n", c->row.name, c->row.cloud, c->row.uid,
 		       pbx_cluster_uid_legacy(c->row.uid) ? ", made by a pbx without ids" : "",
 		       c->row.state, exposure);
+		cluster_print_proxy(c->spec.t);
 		cluster_print_autostop(c, last);
 		cluster_print_spend(c, &spend);
 		for (i = 0; i < c->nnodes; i++) {

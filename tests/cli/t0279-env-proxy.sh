@@ -50,6 +50,10 @@ for n in head node1 node2; do
 	ok $? "$n's env.sh names the proxy"
 done
 
+run_pbx cluster show px
+case $out in *"outbound: through the proxy $PROXY"*) ok 0 "cluster show says the way out" ;;
+*) ok 1 "cluster show says the way out: $out" ;; esac
+
 run_pbx parrun "$TEST_TMP/exp/experiment.yaml" px
 ok $rc "parrun: $errout"
 pkg=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')

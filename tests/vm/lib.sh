@@ -154,8 +154,9 @@ vm_apt_cache() {
 		{ echo "# no apt cache (apt-get install apt-cacher-ng): every VM downloads its packages"; return 0; }
 	vac_dir=$1/apt-cache
 	mkdir -p "$vac_dir/cache" "$vac_dir/log"
-	exec 7>>"$vac_dir/users.lock"
-	flock -s 7
+	# fd 6: fd 7 holds the test's slot (tests/cli/lib.sh, test_slot)
+	exec 6>>"$vac_dir/users.lock"
+	flock -s 6
 	# one user at a time decides whether it runs, and starts it
 	(
 		flock -x 8
@@ -185,7 +186,7 @@ Remap-debrep: /debian deb.debian.org/debian ; http://deb.debian.org/debian/
 Remap-secdeb: /debian-security deb.debian.org/debian-security ; http://deb.debian.org/debian-security/
 ACNG
 		rm -f "$vac_dir/pid"
-		PATH=$PATH:/usr/sbin setsid apt-cacher-ng -c "$vac_dir" </dev/null >>"$vac_dir/log/daemon.out" 2>&1 7>&- 8>&- &
+		PATH=$PATH:/usr/sbin setsid apt-cacher-ng -c "$vac_dir" </dev/null >>"$vac_dir/log/daemon.out" 2>&1 6>&- 7>&- 8>&- &
 		vac_i=0
 		until [ -s "$vac_dir/pid" ] && curl -s -o /dev/null "http://127.0.0.1:$vac_port/acng-report.html"; do
 			vac_i=$((vac_i + 1))
@@ -201,11 +202,11 @@ ACNG
 vm_apt_cache_release() {
 	[ -n "${VM_UPSTREAM:-}" ] || return 0
 	VM_UPSTREAM=
-	if flock -n -x 7; then   # no other user: this one stops it
+	if flock -n -x 6; then   # no other user: this one stops it
 		kill "$(cat "$vac_dir/pid" 2>/dev/null)" 2>/dev/null
 		rm -f "$vac_dir/pid"
 	fi
-	exec 7>&-
+	exec 6>&-
 }
 
 ec2_vm_test_setup() {
