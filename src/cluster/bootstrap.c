@@ -361,10 +361,8 @@ static void env_proxy_of(const struct pbx_cluster *c, struct pbx_bootstrap_env *
 	e->nno_proxy = t->nno_proxy;
 }
 
-/* apt-proxy.conf: apt's proxy (pbx_bootstrap_apt_proxy), staged only for
- * a cluster behind one (15-install.sh removes an old one otherwise). */
-static int stage_apt_proxy(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
-			   struct pbx_err *err)
+int pbx_bootstrap_stage_apt_proxy(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+				  struct pbx_err *err)
 {
 	struct pbx_bootstrap_env e = { 0 };
 	struct pbx_buf conf = PBX_BUF_INIT;
@@ -411,7 +409,7 @@ int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slur
 	rc = stage_text(tar, xstrdup("task-user.env.sh"), &task_user, now, err);
 	pbx_buf_release(&task_user);
 	if (rc == 0)
-		rc = stage_apt_proxy(c, tar, now, err);
+		rc = pbx_bootstrap_stage_apt_proxy(c, tar, now, err);
 	for (i = 0; rc == 0 && i < c->nnodes; i++) {
 		char *root = stage_root(&c->nodes[i]);
 		rc = stage_gres(c, &c->nodes[i], direct, root, tar, now, err);

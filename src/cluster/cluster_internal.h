@@ -201,6 +201,12 @@ int pbx_bootstrap_stage_begin(struct pbx_buf *tar, time_t now, struct pbx_err *e
  * watchers, pbx-preempt-NODE.service and pbx-autostop-NODE.service. */
 int pbx_bootstrap_stage_nodes(const struct pbx_cluster *c, const struct pbx_slurm_layout *l,
 			      struct pbx_buf *tar, time_t now, struct pbx_err *err);
+/* Adds PBX_STAGE_DIR/apt-proxy.conf (pbx_bootstrap_apt_proxy) when c's
+ * template has a proxy, and nothing otherwise: `up` (15-install.sh) and
+ * `install` (an image's builder, actions.sh) give it to apt.  Also part of
+ * pbx_bootstrap_stage_nodes. */
+int pbx_bootstrap_stage_apt_proxy(const struct pbx_cluster *c, struct pbx_buf *tar, time_t now,
+				  struct pbx_err *err);
 /* Adds the binary at `path` to the stage as PBX_STAGE_DIR/NAME (0755), and
  * NAME.target with what it was built for ("ID VERSION_ID MACHINE" of this
  * host, pbx_host_target): the bootstrap installs it where the node

@@ -190,9 +190,12 @@ static int image_create(struct image_job *j, struct pbx_err *err)
 }
 
 /* The stage an install needs: bootstrap.sh and its parts only. */
-static int image_stage_tar(struct pbx_buf *tar, struct pbx_err *err)
+static int image_stage_tar(const struct image_job *j, struct pbx_buf *tar, struct pbx_err *err)
 {
-	int rc = pbx_bootstrap_stage_begin(tar, time(NULL), err);
+	time_t now = time(NULL);
+	int rc = pbx_bootstrap_stage_begin(tar, now, err);
+	if (rc == 0) /* a template behind a proxy: the builder's apt uses it */
+		rc = pbx_bootstrap_stage_apt_proxy(&j->c, tar, now, err);
 	if (rc == 0)
 		pbx_ustar_end(tar);
 	return rc;
@@ -212,7 +215,7 @@ static int image_connect(struct image_job *j, struct pbx_err *err)
 static int image_install(struct image_job *j, struct pbx_err *err)
 {
 	struct pbx_buf tar = PBX_BUF_INIT;
-	int rc = image_stage_tar(&tar, err);
+	int rc = image_stage_tar(j, &tar, err);
 	if (rc == 0)
 		rc = pbx_bootstrap_node(&j->c, 0, &j->layout, &tar, "install", j->ev, err);
 	pbx_buf_release(&tar);

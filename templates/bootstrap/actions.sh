@@ -61,6 +61,12 @@ do_install() {
 		case " $want " in *" $p "*) continue ;; esac
 		dpkg -s "$p" >/dev/null 2>&1 || want="$want $p"
 	done
+	# a template behind a proxy (its proxy:): apt goes through it here;
+	# the image keeps none (a cluster's up installs its own: 15-install.sh)
+	apt_proxy_conf=$ROOT/etc/apt/apt.conf.d/80pbx-proxy
+	if [ -r "${PBX_STAGE:-}/apt-proxy.conf" ]; then
+		install_text "$PBX_STAGE/apt-proxy.conf" "$apt_proxy_conf"
+	fi
 	if [ -n "$want" ]; then
 		log "installing:$want"
 		n=0
@@ -93,6 +99,7 @@ do_install() {
 		sleep 2
 	done
 	rm -rf "$ROOT"/var/lib/apt/lists/*
+	rm -f "$apt_proxy_conf"
 	sync
 	stage 'done'
 	exit 0

@@ -475,5 +475,18 @@ env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PB
 	sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" || fail "install again: $(cat "$T/img.err")"
 hasnt "apt-get .*install"
 grep -q "everything is installed already" "$T/img.err" || fail "second install: $(cat "$T/img.err")"
+# an image built for a template behind a proxy: the builder's apt goes
+# through it, and the image keeps no proxy of its own
+rm -f "$T/img/.fake-pkgs/zstd"
+mkdir -p "$T/istage"
+"$RENDER" apt-proxy http://10.0.0.2:3128 >"$T/istage/apt-proxy.conf"
+: >"$LOG"
+env PATH="$T/dpkg:$BASEPATH" PBX_MODE=systemd PBX_ROOT="$T/img" PBX_ROLE=head PBX_NODE=img \
+	PBX_STAGE="$T/istage" PBX_TEST_LOG="$LOG" sh "$BOOT" install >"$T/img.out" 2>"$T/img.err" ||
+	fail "install behind a proxy: $(cat "$T/img.err")"
+has "img: apt-get -o DPkg::Lock::Timeout=120 install -y -q --no-install-recommends zstd"
+[ "$(grep -c '^img: apt-get sees Acquire::http::Proxy "http://10.0.0.2:3128/";' "$LOG")" = "$(grep -c '^img: apt-get [^s]' "$LOG")" ] ||
+	fail "an apt-get of the builder did not see the proxy: $(grep apt-get "$LOG")"
+[ ! -e "$T/img/etc/apt/apt.conf.d/80pbx-proxy" ] || fail "the image keeps the template's proxy"
 ok 0 "systemd mode: every role's stages, units and calls as expected"
 test_done

@@ -164,7 +164,7 @@ is "$(echo "$res" | sed 's/.* node=\([^ ]*\) .*/\1/' | sort -u | tr '\n' ' ')" "
 is "$(echo "$res" | grep -c " $want_data prefix=")" 4 "every task read the bucket's 3 objects whole ($want_data)"
 [ -n "$KEY" ] && [ "$(echo "$res" | sed 's/.* prefix=//' | sort -u)" = "/var/tmp/pbx-env-2850/$KEY" ]
 ok $? "from the node-local environment $KEY: $(echo "$res" | sed 's/.* prefix=//' | sort -u | tr '\n' ' ')"
-is "$(on 'ls /shared/pbx/envs' | grep -c '\.tar\.gz$')" 1 "built once: one archive on the shared disk"
+is "$(on 'ls /shared/pbx/envs' | grep -c '\.tar\.\(zst\|gz\)$')" 1 "built once: one archive on the shared disk"
 is "$(on "test -f /var/tmp/pbx-env-2850/$KEY/.pbx-ready && echo unpacked" cpu1) $(on "test -f /var/tmp/pbx-env-2850/$KEY/.pbx-ready && echo unpacked" cpu2)" \
 	"unpacked unpacked" "unpacked on each compute node's own disk"
 on "grep -c '^numpy==1.26.4 --hash=sha256:' /shared/pbx/$PKG/env/lock.txt" >"$TEST_TMP/lock"
