@@ -53,13 +53,13 @@ int pbx_bootstrap_watcher_unit(struct pbx_buf *out, const char *watcher, const c
 /* What a node's environment file says (pbx sources it before every remote
  * command: src/cluster/cluster.c).  Borrowed strings. */
 struct pbx_bootstrap_env {
-	const char *root;    /* the node's root prefix, no '/' at its end ("" on a VM) */
-	const char *node;    /* the SLURM node name */
-	const char *cluster; /* the cluster's name */
-	const char *shared;  /* the shared directory (PBX_SHARED) */
-	int direct;          /* a node body: Open MPI over loopback TCP, PBX_ENV_DIR */
-	int train_on_path;   /* a node body given pbx-train: ROOT/usr/local/bin on PATH */
-	const char *proxy;   /* the template's proxy ("http://HOST:PORT"), or NULL */
+	const char *root;            /* the node's root prefix, no '/' at its end ("" on a VM) */
+	const char *node;            /* the SLURM node name */
+	const char *cluster;         /* the cluster's name */
+	const char *shared;          /* the shared directory (PBX_SHARED) */
+	int direct;                  /* a node body: Open MPI over loopback TCP, PBX_ENV_DIR */
+	int train_on_path;           /* a node body given pbx-train: ROOT/usr/local/bin on PATH */
+	const char *proxy;           /* the template's proxy ("http://HOST:PORT"), or NULL */
 	const char *const *no_proxy; /* the template's no_proxy, nno_proxy of them */
 	size_t nno_proxy;
 };

@@ -130,8 +130,8 @@ struct pbx_cluster_template {
 	char **no_proxy;           /* no_proxy: hosts, domains (".example.edu")
 					 and addresses reached without it */
 	size_t nno_proxy;
-	int line;                  /* line of the template's name, 0 for built-in */
-	int ssh_key_line;          /* line of ssh_key:, 0 when absent */
+	int line;         /* line of the template's name, 0 for built-in */
+	int ssh_key_line; /* line of ssh_key:, 0 when absent */
 	/* cloud "ssh": an existing SLURM cluster pbx uses as it is (its login
 	 * node; docs/ssh-clusters.md) */
 	char *host;     /* its login node's name or address */

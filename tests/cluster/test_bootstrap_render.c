@@ -176,8 +176,9 @@ static void test_proxy(void)
 					      .proxy = "http://proxy.example.edu:3128",
 					      .no_proxy = except,
 					      .nno_proxy = 4 };
-	const struct pbx_bootstrap_env none = { .root = "", .node = "head", .cluster = "c1",
-						.shared = "/shared" };
+	const struct pbx_bootstrap_env none = {
+		.root = "", .node = "head", .cluster = "c1", .shared = "/shared"
+	};
 	struct pbx_buf b = PBX_BUF_INIT;
 	pbx_bootstrap_env_sh(&b, &vm);
 	golden("env-proxy.sh", &b);
