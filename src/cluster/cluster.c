@@ -441,33 +441,21 @@ int pbx_cluster_node_exec(struct pbx_cluster *c, size_t i, const char *cmdline, 
 	return pbx_ssh_exec(s, cmdline, in, inlen, out, ctx, status, err);
 }
 
-/* Node i runs cmdline with stdin from in_fd (>= 0) until its end: over
- * SSH as it arrives, on this machine read whole first. */
+/* Node i runs cmdline with stdin from in_fd (>= 0) until its end, as it
+ * arrives: over SSH, or on this machine (the head's pbx) straight from
+ * in_fd (a staging's stream is never held whole in memory). */
 static int cluster_node_exec_fd(struct pbx_cluster *c, size_t i, const char *cmdline, int in_fd,
 				pbx_ssh_output_fn out, void *ctx, int *status, struct pbx_err *err)
 {
 	struct pbx_ssh *s;
-	struct pbx_buf in = PBX_BUF_INIT;
-	char chunk[65536];
-	ssize_t n;
-	int rc;
 	if (!(i < c->nnodes && c->here == (int)i)) {
 		if (pbx_cluster_connect(c, i, &s, err) < 0)
 			return -1;
 		return pbx_ssh_exec_fd(s, cmdline, in_fd, out, ctx, status, err);
 	}
-	while ((n = read(in_fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			pbx_buf_release(&in);
-			return pbx_err_set(err, "cannot read command input: %s", strerror(errno));
-		}
-		pbx_buf_add(&in, chunk, (size_t)n);
-	}
-	rc = pbx_cluster_node_exec(c, i, cmdline, in.buf, in.len, out, ctx, status, err);
-	pbx_buf_release(&in);
-	return rc;
+	if (pbx_run_sh_fd(cmdline, in_fd, out, ctx, status, err) == 0)
+		return 0;
+	return pbx_err_prefix(err, "node %s (this machine)", c->nodes[i].name);
 }
 
 /* The one path of every remote command: env.sh, the shared directory,

@@ -239,34 +239,41 @@ static void sh_feed(int *fd, const char *in, size_t inlen, size_t *sent)
 	}
 }
 
-int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output_fn out, void *ctx,
-	       int *status, struct pbx_err *err)
+/* pbx_run_sh's and pbx_run_sh_fd's body: the command's stdin is in_fd
+ * (>= 0: the caller's, dup'ed onto it) or in[inlen] through a pipe. */
+static int run_sh(const char *cmdline, int in_fd, const void *in, size_t inlen,
+		  pbx_run_output_fn out, void *ctx, int *status, struct pbx_err *err)
 {
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, theirs[3], ours[3], k, rc, wst;
 	size_t sent = 0;
 	pid_t pid;
-	for (k = 0; k < 3; k++)
+	for (k = in_fd >= 0 ? 1 : 0; k < 3; k++)
 		if (pipe2(p[k], O_CLOEXEC) < 0) {
 			rc = errno;
 			while (k-- > 0)
-				close(p[k][0]), close(p[k][1]);
+				if (p[k][0] >= 0)
+					close(p[k][0]), close(p[k][1]);
 			return pbx_err_set(err, "cannot create a pipe: %s", strerror(rc));
 		}
 	for (k = 0; k < 3; k++) { /* stdin: the child reads p[0][0]; outputs: it writes [1] */
 		theirs[k] = k == 0 ? p[k][0] : p[k][1];
 		ours[k] = k == 0 ? p[k][1] : p[k][0];
 	}
+	if (in_fd >= 0)
+		theirs[0] = in_fd;
 	rc = sh_spawn(cmdline, theirs, &pid);
-	for (k = 0; k < 3; k++)
+	for (k = in_fd >= 0 ? 1 : 0; k < 3; k++)
 		close(theirs[k]);
 	if (rc != 0) {
 		for (k = 0; k < 3; k++)
-			close(ours[k]);
+			if (ours[k] >= 0)
+				close(ours[k]);
 		return spawn_error("/bin/sh", rc, err);
 	}
 	for (k = 0; k < 3; k++)
-		fcntl(ours[k], F_SETFL, O_NONBLOCK);
-	if (!in || !inlen) {
+		if (ours[k] >= 0)
+			fcntl(ours[k], F_SETFL, O_NONBLOCK);
+	if (ours[0] >= 0 && (!in || !inlen)) {
 		close(ours[0]);
 		ours[0] = -1;
 	}
@@ -293,4 +300,16 @@ int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output
 			return pbx_err_set(err, "waiting for sh: %s", strerror(errno));
 	*status = WIFSIGNALED(wst) ? 128 + WTERMSIG(wst) : WEXITSTATUS(wst);
 	return 0;
+}
+
+int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output_fn out, void *ctx,
+	       int *status, struct pbx_err *err)
+{
+	return run_sh(cmdline, -1, in, inlen, out, ctx, status, err);
+}
+
+int pbx_run_sh_fd(const char *cmdline, int in_fd, pbx_run_output_fn out, void *ctx, int *status,
+		  struct pbx_err *err)
+{
+	return run_sh(cmdline, in_fd, NULL, 0, out, ctx, status, err);
 }
