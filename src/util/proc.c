@@ -311,5 +311,10 @@ int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output
 int pbx_run_sh_fd(const char *cmdline, int in_fd, pbx_run_output_fn out, void *ctx, int *status,
 		  struct pbx_err *err)
 {
+	/* the command reads it as any program reads its stdin: blocking (the
+	 * flag is the open file's, which the command shares) */
+	int fl = fcntl(in_fd, F_GETFL);
+	if (fl < 0 || ((fl & O_NONBLOCK) && fcntl(in_fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		return pbx_err_set(err, "cannot read command input: %s", strerror(errno));
 	return run_sh(cmdline, in_fd, NULL, 0, out, ctx, status, err);
 }

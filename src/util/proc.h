@@ -57,7 +57,7 @@ int pbx_run_sh(const char *cmdline, const void *in, size_t inlen, pbx_run_output
 
 /* As pbx_run_sh, with the command's stdin the caller's `in_fd` (read by
  * the command until its end, as it comes: nothing is held here; in_fd
- * stays open and the caller's).  The head's pbx staging a dataset streams
+ * stays open and the caller's, made blocking if it was not).  The head's pbx staging a dataset streams
  * it to its own script so (src/jobs/data.c), as it does over SSH. */
 int pbx_run_sh_fd(const char *cmdline, int in_fd, pbx_run_output_fn out, void *ctx, int *status,
 		  struct pbx_err *err);
