@@ -29,6 +29,18 @@ static char *url_part(CURLU *u, CURLUPart part)
 	return v;
 }
 
+/* Whether host (as libcurl gives it) is a DNS name, an IPv4 address or a
+ * bracketed IPv6 one: checked here too, whatever libcurl's version lets
+ * through, as it goes into env.sh and apt's configuration. */
+static int host_ok(const char *h)
+{
+	size_t n = strlen(h);
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
+		return strspn(h + 1, "0123456789abcdefABCDEF:.") == n - 2;
+	return n > 0 && n <= 253 &&
+	       strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == n;
+}
+
 /* Why `url` cannot be a proxy's URL, or NULL with *out (caller frees) set
  * to "http://HOST:PORT" rebuilt from its parts. */
 static const char *proxy_url_bad(const char *url, char **out)
@@ -56,7 +68,7 @@ static const char *proxy_url_bad(const char *url, char **out)
 		      "http:// proxy with CONNECT)";
 	else if (user || password)
 		why = "must not carry a user or password: it would be written on every node";
-	else if (!host || !*host || !port)
+	else if (!host || !host_ok(host) || !port)
 		why = "must name a host, like http://proxy.example.edu:3128";
 	else if ((path && strcmp(path, "/") != 0) || query || fragment)
 		why = "must be http://HOST:PORT, with no path, query or fragment";
