@@ -189,7 +189,8 @@ static int image_create(struct image_job *j, struct pbx_err *err)
 	return rc < 0 ? -1 : 0;
 }
 
-/* The stage an install needs: bootstrap.sh and its parts only. */
+/* The stage an install needs: bootstrap.sh and its parts, and apt's
+ * proxy when the template has one (pbx_bootstrap_stage_apt_proxy). */
 static int image_stage_tar(const struct image_job *j, struct pbx_buf *tar, struct pbx_err *err)
 {
 	time_t now = time(NULL);
