@@ -126,7 +126,7 @@ logfile_of() {
 }
 
 # pid_alive PIDFILE NAME: true (and PID set) when the pid file names a live
-# process called NAME (guards against reused pids; no fork).
+# process called NAME, of this node (guards against reused pids).
 pid_alive() {
 	PID=
 	[ -r "$1" ] || return 1
@@ -138,6 +138,13 @@ pid_alive() {
 		comm=
 		read -r comm <"/proc/$p/comm" || true
 		[ "$comm" = "$2" ] || return 1
+	fi
+	# node bodies share one host and its pids: a pid the old daemon had may
+	# be another body's daemon of the same name now; this body's names its
+	# root in its command line (-f ROOT/etc/slurm/..., --socket=ROOT/...,
+	# ROOT/usr/local/sbin/pbx-autostop)
+	if [ -n "$ROOT" ] && [ -r "/proc/$p/cmdline" ]; then
+		tr '\000' ' ' <"/proc/$p/cmdline" | grep -qF "$ROOT/" || return 1
 	fi
 	PID=$p
 }
