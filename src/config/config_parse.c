@@ -681,12 +681,13 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 	    opt_path(m, "ssh_key", &t->ssh_key, &t->ssh_key_line, err) < 0 ||
 	    opt_str(m, "work_dir", &t->work_dir, err) < 0)
 		return -1;
-	if (!*t->host ||
+	if (!t->host || !*t->host || /* `host:` with no value is null: no string */
 	    strspn(t->host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			    "0123456789.-:") != strlen(t->host) ||
 	    t->host[0] == '-')
 		return pbx_ynode_error(pbx_ymap_get(m, "host"), err,
-				       "want a host name or address, got '%.60s'", t->host);
+				       "want a host name or address, got '%.60s'",
+				       t->host ? t->host : "");
 	if (!t->work_dir)
 		t->work_dir = xstrdup("pbx");
 	else if (!work_dir_ok(t->work_dir))
