@@ -656,10 +656,13 @@ static int parse_ssh_template(const struct pbx_ynode *m, struct pbx_cluster_temp
 		     k++)
 			;
 		if (!ssh_template_keys[k] && (n = pbx_ymap_get(m, template_keys[i])))
-			return pbx_ynode_error(n, err,
-					       "not for cloud ssh: pbx uses that cluster as it is "
-					       "(its keys: host, port, login_user, ssh_key, "
-					       "work_dir, setup, transport)");
+			return pbx_ynode_error(
+				n, err,
+				"not for cloud ssh: pbx uses that cluster as it is (its keys: host, "
+				"port, login_user, ssh_key, work_dir, setup, transport)%s",
+				strstr(template_keys[i], "proxy")
+					? "; its proxy goes in setup: (export https_proxy=...)"
+					: "");
 	}
 	if (pbx_ymap_check_keys(m, ssh_template_keys, err) < 0)
 		return -1;
