@@ -91,10 +91,6 @@ ok $? "the lock pins it with PyPI's hash: $(cat "$TEST_TMP/lock.txt")"
 echo "# $(grep '^pbx-env: installer' "$TEST_TMP/build.log")" >&2
 
 # ------------------------------------------------------------- stop
-run_pbx cluster stop --discard-results p1
-ok $rc "stop: $errout"
-is "$(emu_get state | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["instances"]))')" 0 "no instance left"
-sleep 1
-is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
+gce_vm_stop_checks p1
 
 done_testing

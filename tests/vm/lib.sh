@@ -140,6 +140,16 @@ gce_vm_test_exit() {
 	trap "exit 143" TERM
 }
 
+# gce_vm_stop_checks CLUSTER: the user's stop of CLUSTER, then the checks
+# every booted Compute Engine test ends with: no instance, no VM left
+gce_vm_stop_checks() {
+	run_pbx cluster stop --discard-results "$1"
+	ok $rc "stop: $errout"
+	is "$(emu_get state | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["instances"]))')" 0 "no instance left"
+	sleep 1
+	is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
+}
+
 gce_vm_cleanup() {
 	for gvc in $GVT_CLUSTERS; do "$PBX" -q cluster stop --discard-results "$gvc" >/dev/null 2>&1; done
 	gce_vm_emulator_stop
