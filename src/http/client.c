@@ -153,6 +153,8 @@ struct sink {
 	CURL *curl;              /* for the status, when into is set */
 	char *into;              /* a 2xx body's place (pbx_http_req.into), or NULL */
 	size_t into_len, into_got;
+	const struct pbx_http_req *req; /* its into_fn and into_ctx */
+	int into_errno;                 /* into_fn failed: its errno (-1 none) */
 };
 
 #define HEADERS_MAX (64u << 10)
@@ -178,19 +180,24 @@ static int into_place(struct sink *s, const char *ptr, size_t n)
 	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code > 299)
 		return 0;
-	if (n > s->into_len - s->into_got)
+	if (n > s->into_len - s->into_got) {
 		s->over = 1;
-	else
+		return 1;
+	}
+	errno = 0;
+	if (s->into)
 		memcpy(s->into + s->into_got, ptr, n);
-	s->into_got += s->over ? 0 : n;
+	else if (s->req->into_fn(s->req->into_ctx, s->into_got, ptr, n) != 0)
+		s->into_errno = errno ? errno : -1;
+	s->into_got += s->into_errno ? 0 : n;
 	return 1;
 }
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct sink *s = userdata;
-	if (s->into && into_place(s, ptr, size * nmemb))
-		return s->over ? 0 : size * nmemb;
+	if ((s->into || s->req->into_fn) && into_place(s, ptr, size * nmemb))
+		return s->over || s->into_errno ? 0 : size * nmemb;
 	if (pbx_buf_add(s->body, ptr, size * nmemb) < 0) {
 		s->over = 1;
 		return 0;
@@ -310,7 +317,9 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 {
 	pbx_http_retryable_fn retryable = r->retryable ? r->retryable : pbx_http_retryable_default;
 	struct curl_slist *hdrs = header_list(r);
-	struct sink sink = { &resp->body, 0, r->resp_headers, h->curl, r->into, r->into_len, 0 };
+	struct sink sink = {
+		&resp->body, 0, r->resp_headers, h->curl, r->into, r->into_len, 0, r, 0
+	};
 	CURLcode rc = CURLE_OK;
 	long status = 0, retry_after = 0;
 	int attempt, again = 0, max = r->max_attempts > 0 ? r->max_attempts : h->o.max_attempts;
@@ -323,7 +332,7 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 		if (attempt > 1)
 			__atomic_add_fetch(&stat_retries, 1, __ATOMIC_RELAXED);
 		rc = attempt_once(h, r, hdrs, &sink, &status, &retry_after);
-		if (sink.over)
+		if (sink.over || sink.into_errno)
 			break;
 		again = rc != CURLE_OK ? curl_code_retryable(rc)
 				       : retryable(status, resp->body.buf, resp->body.len,
@@ -351,6 +360,12 @@ static int do_locked(struct pbx_http *h, const struct pbx_http_req *r, struct pb
 				   r->into       ? r->into_len
 				   : r->max_body ? r->max_body
 						 : h->o.max_body);
+	}
+	if (sink.into_errno) {
+		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);
+		return pbx_err_set(err, "%s %s %s: cannot keep the reply%s%s", h->service,
+				   r->method, url, sink.into_errno > 0 ? ": " : "",
+				   sink.into_errno > 0 ? strerror(sink.into_errno) : "");
 	}
 	if (rc != CURLE_OK) {
 		__atomic_add_fetch(&stat_failed, 1, __ATOMIC_RELAXED);

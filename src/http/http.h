@@ -83,6 +83,16 @@ struct pbx_http_req {
 	 * Owned by the caller (a ranged read's place in its buffer). */
 	char *into;
 	size_t into_len;
+	/* When not NULL (and into NULL): a 2xx response's body is handed to
+	 * into_fn(into_ctx, at, data, n) piece by piece instead, `at` the
+	 * bytes this attempt handed over before (0 at each attempt's first
+	 * piece: the callee starts again), at most into_len bytes in all
+	 * (more fails the request as a body over the cap); a non-zero return
+	 * fails it ("cannot keep the reply", with errno's words when the
+	 * callee set errno).  resp->into_got counts them.  A large read
+	 * written to a file as it comes (objstore's ranges). */
+	int (*into_fn)(void *ctx, uint64_t at, const char *data, size_t n);
+	void *into_ctx;
 };
 
 /* The value of header `name` (case-insensitive) in `headers` as
@@ -94,7 +104,7 @@ struct pbx_http_resp {
 	long status;         /* HTTP status of the last attempt */
 	struct pbx_buf body; /* its body; the caller releases it (pbx_buf_release) */
 	int attempts;        /* attempts made, >= 1 */
-	size_t into_got;     /* bytes written to the request's `into` */
+	size_t into_got;     /* bytes written to the request's `into` (or into_fn) */
 };
 
 #define PBX_HTTP_RESP_INIT            \

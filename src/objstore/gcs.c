@@ -245,18 +245,20 @@ static int gcs_stat(struct pbx_objstore *s, const char *name, struct pbx_object 
 }
 
 /* objects.get alt=media of generation `version` ("" none) with a Range:
- * bytes [off, off + len) into dst.  A generation GCS no longer has is a
+ * bytes [off, off + len) into `into`.  A generation GCS no longer has is a
  * 404 (a 412 for a precondition): OBJSTORE_CHANGED. */
 static int gcs_read_range(struct pbx_objstore *s, struct pbx_http *http, const char *name,
-			  const char *version, uint64_t off, uint64_t len, char *dst,
-			  unsigned long *requests, struct pbx_err *err)
+			  const char *version, uint64_t off, uint64_t len,
+			  struct objstore_into *into, unsigned long *requests, struct pbx_err *err)
 {
 	struct pbx_buf u = PBX_BUF_INIT, h = PBX_BUF_INIT;
 	char range[64];
 	const char *extra[4] = { range, NULL, NULL, NULL };
-	struct pbx_http_req r = {
-		.method = "GET", .resp_headers = &h, .into = dst, .into_len = (size_t)len
-	};
+	struct pbx_http_req r = { .method = "GET",
+				  .resp_headers = &h,
+				  .into_fn = objstore_into_write,
+				  .into_ctx = into,
+				  .into_len = (size_t)len };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu", (unsigned long long)off,

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cloud/aws/aws.h"
 #include "util/crc32c.h"
@@ -280,17 +281,13 @@ int pbx_objstore_list(struct pbx_objstore *s, const char *prefix, struct pbx_obj
 	return -1;
 }
 
-/* The store's checksum against the bytes: -1 (PBX_EXIT_SECURITY) when
- * they differ. */
-static int check_crc(struct pbx_objstore *s, const char *name, const struct pbx_buf *body,
+/* The CRC32C `got` of what was read against the store's: -1
+ * (PBX_EXIT_SECURITY) when they differ. */
+static int crc_check(struct pbx_objstore *s, const char *name, uint32_t got,
 		     const struct pbx_object *m, struct pbx_err *err)
 {
-	uint32_t got;
 	char *obj;
-	if (!m->has_crc32c)
-		return 0;
-	got = pbx_crc32c(0, body->buf, body->len);
-	if (got == m->crc32c)
+	if (!m->has_crc32c || got == m->crc32c)
 		return 0;
 	obj = objstore_object_url(s, name);
 	pbx_err_setc(err, PBX_EXIT_SECURITY,
@@ -299,6 +296,15 @@ static int check_crc(struct pbx_objstore *s, const char *name, const struct pbx_
 		     obj, got, m->crc32c);
 	free(obj);
 	return -1;
+}
+
+/* The same for bytes read whole into body. */
+static int check_crc(struct pbx_objstore *s, const char *name, const struct pbx_buf *body,
+		     const struct pbx_object *m, struct pbx_err *err)
+{
+	if (!m->has_crc32c)
+		return 0;
+	return crc_check(s, name, pbx_crc32c(0, body->buf, body->len), m, err);
 }
 
 /* A read's end: on failure body and *m emptied (-1); else *m to *meta
@@ -367,12 +373,30 @@ uint64_t pbx_objstore_range_min(void)
 	return n ? n : PBX_OBJSTORE_RANGE_MIN_DEFAULT;
 }
 
-void objstore_range_plan(uint64_t len, struct objstore_plan *out)
+uint64_t objstore_range_part(void)
 {
-	uint64_t want = len / OBJSTORE_STREAMS + (len % OBJSTORE_STREAMS != 0);
-	objstore_part_plan(len, want, RANGE_ALIGN, RANGE_ALIGN, OBJSTORE_STREAMS, out);
+	uint64_t n = env_bytes("PBX_OBJSTORE_RANGE_PART");
+	return n ? n : OBJSTORE_RANGE_PART_DEFAULT;
 }
 
+void objstore_range_plan(uint64_t len, struct objstore_plan *out)
+{
+	uint64_t cap = objstore_range_part();
+	uint64_t part = len / OBJSTORE_STREAMS + (len % OBJSTORE_STREAMS != 0);
+	part += (RANGE_ALIGN - part % RANGE_ALIGN) % RANGE_ALIGN; /* up to 1 MiB */
+	cap -= cap % RANGE_ALIGN;
+	if (cap < RANGE_ALIGN)
+		cap = RANGE_ALIGN;
+	if (part > cap)
+		part = cap;
+	if (len <= part) {
+		out->part = len;
+		out->count = 1;
+		return;
+	}
+	out->part = part;
+	out->count = len / part + (len % part != 0);
+}
 /* A decimal number at p (digits only), *end after it. */
 static int u64_at(const char *p, char **end, uint64_t *v)
 {
@@ -446,40 +470,88 @@ int objstore_changed(struct pbx_objstore *s, const char *name, struct pbx_err *e
 	return OBJSTORE_CHANGED;
 }
 
+int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n)
+{
+	struct objstore_into *d = ctx;
+	if (at == 0) /* a new attempt: from the range's start again */
+		d->crc = 0;
+	if (d->mem) {
+		memcpy(d->mem + at, data, n);
+	} else {
+		size_t done = 0;
+		while (done < n) {
+			ssize_t w = pwrite(d->fd, data + done, n - done,
+					   (off_t)(d->fd_off + at + done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return -1;
+			done += (size_t)w;
+		}
+	}
+	d->crc = pbx_crc32c(d->crc, data, n);
+	return 0;
+}
+
 int pbx_objstore_read_range(struct pbx_objstore *s, const char *name, const char *version,
 			    uint64_t off, uint64_t len, void *dst, struct pbx_err *err)
 {
+	struct objstore_into into = { .mem = dst, .fd = -1 };
 	if (len == 0)
 		return 0;
-	return s->ops->read_range(s, s->http, name, version ? version : "", off, len, dst,
+	return s->ops->read_range(s, s->http, name, version ? version : "", off, len, &into,
 				  &s->requests, err) == 0
 		       ? 0
 		       : -1;
 }
 
-/* One ranged read of version m->version (m: what stat said) into dst. */
+/* One large read of version m->version: its ranges taken in order by up
+ * to OBJSTORE_STREAMS streams, each range into mem (the object's place)
+ * or file fd at its offset, its CRC32C computed as it comes. */
 struct ranged {
 	struct pbx_objstore *s;
 	const struct pbx_object *m;
-	char *dst;
+	char *mem; /* or NULL: */
+	int fd;
 	struct objstore_plan plan;
-	int rc[OBJSTORE_STREAMS];
+	struct objstore_into *into; /* per range */
+	int *rc;                    /* per range (0 also for one not read) */
+	struct pbx_err *errs;       /* per range */
+	uint64_t next;              /* the next range to take */
+	int failed;                 /* a range failed: the streams stop */
 	unsigned long requests[OBJSTORE_STREAMS];
 };
 
-/* Range i on its own handle (range 0 on the store's). */
-static int range_worker(void *ctx, size_t i, struct pbx_err *err)
+/* Range k on handle h. */
+static int range_one(struct ranged *r, uint64_t k, struct pbx_http *h, unsigned long *requests)
 {
-	struct ranged *r = ctx;
-	uint64_t off = i * r->plan.part, left = r->m->size - off;
-	struct pbx_http *h = i ? r->s->range_http[i - 1] : r->s->http;
-	r->rc[i] = r->s->ops->read_range(r->s, h, r->m->name, r->m->version ? r->m->version : "",
-					 off, left < r->plan.part ? left : r->plan.part,
-					 r->dst + off, &r->requests[i], err);
-	return r->rc[i] != 0;
+	uint64_t off = k * r->plan.part, left = r->m->size - off;
+	struct objstore_into *d = &r->into[k];
+	d->mem = r->mem ? r->mem + off : NULL;
+	d->fd = r->fd;
+	d->fd_off = off;
+	r->rc[k] = r->s->ops->read_range(r->s, h, r->m->name, r->m->version ? r->m->version : "",
+					 off, left < r->plan.part ? left : r->plan.part, d,
+					 requests, &r->errs[k]);
+	return r->rc[k];
 }
 
-/* The handles ranges 1 to count - 1 go on, opened once per store. */
+/* Stream i, on its own handle (stream 0 on the store's): the next range
+ * until none is left or one failed. */
+static int stream_worker(void *ctx, size_t i, struct pbx_err *err)
+{
+	struct ranged *r = ctx;
+	struct pbx_http *h = i ? r->s->range_http[i - 1] : r->s->http;
+	uint64_t k;
+	(void)err;
+	while (!__atomic_load_n(&r->failed, __ATOMIC_RELAXED) &&
+	       (k = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED)) < r->plan.count)
+		if (range_one(r, k, h, &r->requests[i]) != 0)
+			__atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The handles streams 1 to count - 1 go on, opened once per store. */
 static int range_handles(struct pbx_objstore *s, uint64_t count, struct pbx_err *err)
 {
 	struct pbx_http_opts o;
@@ -491,46 +563,71 @@ static int range_handles(struct pbx_objstore *s, uint64_t count, struct pbx_err 
 	return 0;
 }
 
-/* Every range of m's version into body (emptied first): 0,
- * OBJSTORE_CHANGED (a range found the version gone) or -1, with err the
- * failed range's (a changed one's first). */
-static int read_ranges(struct pbx_objstore *s, const struct pbx_object *m, struct pbx_buf *body,
-		       struct pbx_err *err)
+/* The ranges' errors and CRC32Cs: 0 with *crc the whole object's
+ * (combined in order), OBJSTORE_CHANGED (a range found the version gone:
+ * its error) or -1 (the first failed range's). */
+static int ranges_end(struct ranged *r, uint32_t *crc, struct pbx_err *err)
 {
-	struct ranged r = { .s = s, .m = m };
-	struct pbx_err errs[OBJSTORE_STREAMS];
-	size_t i, bad = OBJSTORE_STREAMS;
-	pbx_buf_release(body);
-	objstore_range_plan(m->size, &r.plan);
-	if (range_handles(s, r.plan.count, err) < 0)
-		return -1;
-	if (pbx_buf_extend(body, (size_t)m->size, &r.dst) < 0)
-		return pbx_err_set(err, "%s: no room for %llu bytes", m->name,
-				   (unsigned long long)m->size);
-	if (m->size == 0)
-		return 0;
-	memset(errs, 0, sizeof(errs));
-	pbx_fanout((size_t)r.plan.count, (int)r.plan.count, range_worker, &r, errs);
-	for (i = 0; i < r.plan.count; i++) {
-		s->requests += r.requests[i];
-		if (r.rc[i] != 0 && (bad == OBJSTORE_STREAMS || (r.rc[i] == OBJSTORE_CHANGED &&
-								 r.rc[bad] != OBJSTORE_CHANGED)))
-			bad = i;
+	uint64_t k, bad = r->plan.count;
+	for (k = 0; k < r->plan.count; k++)
+		if (r->rc[k] != 0 && (bad == r->plan.count || (r->rc[k] == OBJSTORE_CHANGED &&
+							       r->rc[bad] != OBJSTORE_CHANGED)))
+			bad = k;
+	if (bad < r->plan.count) {
+		*err = r->errs[bad];
+		return r->rc[bad] == OBJSTORE_CHANGED ? OBJSTORE_CHANGED : -1;
 	}
-	if (bad == OBJSTORE_STREAMS)
-		return 0;
-	*err = errs[bad];
-	return r.rc[bad] == OBJSTORE_CHANGED ? OBJSTORE_CHANGED : -1;
+	*crc = r->into[0].crc;
+	for (k = 1; k < r->plan.count; k++) {
+		uint64_t left = r->m->size - k * r->plan.part;
+		*crc = pbx_crc32c_combine(*crc, r->into[k].crc,
+					  left < r->plan.part ? left : r->plan.part);
+	}
+	return 0;
 }
 
-/* What the store says of the object now, within max: 0 or -1. */
+/* Every range of m's version into mem or fd (one range when `whole`),
+ * *crc the CRC32C of all: as ranges_end. */
+static int read_ranges(struct pbx_objstore *s, const struct pbx_object *m, char *mem, int fd,
+		       int whole, uint32_t *crc, struct pbx_err *err)
+{
+	struct ranged r = { .s = s, .m = m, .mem = mem, .fd = fd };
+	uint64_t streams, i;
+	int rc;
+	*crc = 0;
+	if (m->size == 0)
+		return 0;
+	if (whole) {
+		r.plan.part = m->size;
+		r.plan.count = 1;
+	} else {
+		objstore_range_plan(m->size, &r.plan);
+	}
+	streams = r.plan.count < OBJSTORE_STREAMS ? r.plan.count : OBJSTORE_STREAMS;
+	if (range_handles(s, streams, err) < 0)
+		return -1;
+	r.into = xcalloc((size_t)r.plan.count, sizeof(*r.into));
+	r.rc = xcalloc((size_t)r.plan.count, sizeof(*r.rc));
+	r.errs = xcalloc((size_t)r.plan.count, sizeof(*r.errs));
+	pbx_fanout((size_t)streams, (int)streams, stream_worker, &r, NULL);
+	for (i = 0; i < streams; i++)
+		s->requests += r.requests[i];
+	rc = ranges_end(&r, crc, err);
+	free(r.into);
+	free(r.rc);
+	free(r.errs);
+	return rc;
+}
+
+/* What the store says of the object now, within max (0: any size): 0
+ * or -1. */
 static int stat_within(struct pbx_objstore *s, const char *name, size_t max, struct pbx_object *m,
 		       struct pbx_err *err)
 {
 	char *obj;
 	if (s->ops->stat(s, name, m, err) < 0)
 		return -1;
-	if (m->size <= max)
+	if (!max || m->size <= max)
 		return 0;
 	obj = objstore_object_url(s, name);
 	pbx_err_set(err, "%s: %llu bytes, more than the %zu a read may take", obj,
@@ -540,24 +637,54 @@ static int stat_within(struct pbx_objstore *s, const char *name, size_t max, str
 	return -1;
 }
 
-/* The ranged read of a large object: stat, the ranges pinned to the
- * version it gave, once more if that version went away meanwhile; then
- * the whole object's CRC32C.  *m what was read. */
-static int get_ranged(struct pbx_objstore *s, const char *name, size_t max, struct pbx_buf *body,
+/* Where a ranged read puts the object: body (within max), or file fd
+ * (cut to the object's size first), read in one range when `whole`. */
+struct ranged_dst {
+	struct pbx_buf *body;
+	size_t max;
+	int fd;
+	int whole;
+};
+
+/* The object's bytes (m: what stat said) into d: as read_ranges. */
+static int ranged_into(struct pbx_objstore *s, const struct pbx_object *m,
+		       const struct ranged_dst *d, uint32_t *crc, struct pbx_err *err)
+{
+	char *mem = NULL, *obj;
+	if (d->body) {
+		pbx_buf_release(d->body);
+		if (pbx_buf_extend(d->body, (size_t)m->size, &mem) < 0)
+			return pbx_err_set(err, "%s: no room for %llu bytes", m->name,
+					   (unsigned long long)m->size);
+	} else if (ftruncate(d->fd, (off_t)m->size) < 0) {
+		obj = objstore_object_url(s, m->name);
+		pbx_err_set(err, "%s: cannot make room for %llu bytes: %s", obj,
+			    (unsigned long long)m->size, strerror(errno));
+		free(obj);
+		return -1;
+	}
+	return read_ranges(s, m, mem, d->body ? -1 : d->fd, d->whole, crc, err);
+}
+
+/* The ranged read: stat, the ranges pinned to the version it gave, once
+ * more if that version went away meanwhile; then the whole object's
+ * CRC32C.  *m what was read. */
+static int get_ranged(struct pbx_objstore *s, const char *name, const struct ranged_dst *d,
 		      struct pbx_object *m, struct pbx_err *err)
 {
+	uint32_t crc = 0;
 	int tries, rc = -1;
 	for (tries = 0; tries < 2; tries++) {
 		pbx_object_release(m);
 		memset(m, 0, sizeof(*m));
-		if (stat_within(s, name, max, m, err) < 0)
+		if (stat_within(s, name, d->max, m, err) < 0)
 			return -1;
-		rc = read_ranges(s, m, body, err);
+		rc = ranged_into(s, m, d, &crc, err);
 		if (rc != OBJSTORE_CHANGED)
 			break;
 	}
 	if (rc == 0)
-		rc = check_crc(s, name, body, m, err);
+		rc = crc_check(s, name, crc, m, err);
 	return rc == 0 ? 0 : -1;
 }
 
@@ -565,8 +692,21 @@ int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, 
 			    struct pbx_buf *body, struct pbx_object *meta, struct pbx_err *err)
 {
 	struct pbx_object m = { 0 };
+	struct ranged_dst d = { body, max ? max : GET_MAX_DEFAULT, -1, 0 };
 	if (o->size < pbx_objstore_range_min())
 		return pbx_objstore_get(s, o->name, max, body, meta, err);
-	return get_done(get_ranged(s, o->name, max ? max : GET_MAX_DEFAULT, body, &m, err), body,
-			&m, meta);
+	return get_done(get_ranged(s, o->name, &d, &m, err), body, &m, meta);
+}
+
+int pbx_objstore_get_listed_fd(struct pbx_objstore *s, const struct pbx_object *o, int fd,
+			       struct pbx_object *meta, struct pbx_err *err)
+{
+	struct pbx_object m = { 0 };
+	struct ranged_dst d = { NULL, 0, fd, o->size < pbx_objstore_range_min() };
+	int rc = get_ranged(s, o->name, &d, &m, err);
+	if (rc < 0 || !meta)
+		pbx_object_release(&m);
+	else
+		*meta = m;
+	return rc;
 }

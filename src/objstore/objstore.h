@@ -11,9 +11,11 @@
  *     keeps (x-goog-hash, x-amz-checksum-crc32c): a mismatch is an error
  *     naming the object, and nothing is returned;
  *   - reading a large object (64 MiB or more, PBX_OBJSTORE_RANGE_MIN) in
- *     up to 4 ranges at once, each on its own connection and pinned to
- *     one version (GCS generation=, S3 If-Match), the whole object's
- *     CRC32C (GCS objects.get, S3 HeadObject) checked as above;
+ *     ranges, 4 at once, each on its own connection and pinned to one
+ *     version (GCS generation=, S3 If-Match), each range's CRC32C
+ *     computed as it comes and combined into the whole object's, checked
+ *     against the store's (GCS objects.get, S3 HeadObject); into memory
+ *     or, of any size, into a file as it comes;
  *   - creating an object only when no object of that name exists (GCS
  *     ifGenerationMatch=0, S3 If-None-Match: *), its CRC32C sent for the
  *     store to check; above the part size (64 MiB) in parts, each retried
@@ -130,6 +132,20 @@ uint64_t pbx_objstore_range_min(void);
  * store (a store per thread, as for every call). */
 int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, size_t max,
 			    struct pbx_buf *body, struct pbx_object *meta, struct pbx_err *err);
+/* Reads object o->name as a listing gave it into file descriptor fd (a
+ * regular file opened for writing), of any size, without holding it in
+ * memory: what the store says of it now (size, version, CRC32C), the
+ * file cut to that size, then its bytes written at their offsets as they
+ * come - in ranges at once as pbx_objstore_get_listed reads them (of at
+ * most 256 MiB each, PBX_OBJSTORE_RANGE_PART), in one request when under
+ * pbx_objstore_range_min() - each range's CRC32C computed as it comes
+ * and combined, the whole checked against the store's as
+ * pbx_objstore_get does (PBX_EXIT_SECURITY naming the object).  *meta
+ * (may be NULL) as there.  On -1 the file holds a partial or refused
+ * object: the caller removes it (write to a temporary file, rename when
+ * 0).  Not thread-safe on one store. */
+int pbx_objstore_get_listed_fd(struct pbx_objstore *s, const struct pbx_object *o, int fd,
+			       struct pbx_object *meta, struct pbx_err *err);
 /* Bytes [off, off + len) of version `version` of object `name` (a
  * listing's or meta's: GCS generation, S3 ETag) into dst[0, len), on the
  * store's own connection.  -1 with err naming the object when the store

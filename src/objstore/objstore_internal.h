@@ -34,6 +34,18 @@
  * (rclone's --multi-thread-streams default is 4 too). */
 #define OBJSTORE_STREAMS 4
 
+/* Where one range's bytes go as they come: mem[0, len) when mem is set,
+ * else file fd at fd_off + k; crc is their CRC32C so far (started again
+ * with each attempt of the request). */
+struct objstore_into {
+	char *mem;
+	int fd;
+	uint64_t fd_off;
+	uint32_t crc;
+};
+/* pbx_http_req's into_fn for a struct objstore_into (ctx). */
+int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n);
+
 struct objstore_ops {
 	/* one page of the objects under `prefix` (a whole-name prefix) from
 	 * `token` (NULL: the first), appended to *v and *n; *next gets the
@@ -51,14 +63,15 @@ struct objstore_ops {
 	int (*stat)(struct pbx_objstore *s, const char *name, struct pbx_object *meta,
 		    struct pbx_err *err);
 	/* bytes [off, off + len) of version `version` (as stat or a listing
-	 * gave it) of object `name` into dst[0, len), sent on `http` (the
-	 * caller's: several ranges run at once, each on its own handle);
-	 * *requests gets the attempts added.  0; OBJSTORE_CHANGED (err set)
-	 * when the store no longer has that version (GCS 404 for the
-	 * generation, S3 412 PreconditionFailed); -1 */
+	 * gave it) of object `name` into `into` (objstore_into_write as the
+	 * request's into_fn), sent on `http` (the caller's: several ranges
+	 * run at once, each on its own handle); *requests gets the attempts
+	 * added.  0; OBJSTORE_CHANGED (err set) when the store no longer has
+	 * that version (GCS 404 for the generation, S3 412
+	 * PreconditionFailed); -1 */
 	int (*read_range)(struct pbx_objstore *s, struct pbx_http *http, const char *name,
-			  const char *version, uint64_t off, uint64_t len, char *dst,
-			  unsigned long *requests, struct pbx_err *err);
+			  const char *version, uint64_t off, uint64_t len,
+			  struct objstore_into *into, unsigned long *requests, struct pbx_err *err);
 	/* create-only upload with the data's crc32c sent along; 0, -1, or
 	 * PBX_OBJSTORE_EXISTS */
 	int (*put_new)(struct pbx_objstore *s, const char *name, const void *data, size_t len,
@@ -134,9 +147,17 @@ void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t alig
 
 /* ------------------------------------------------------- large reads */
 
-/* How a read of `len` bytes is cut into ranges: at most OBJSTORE_STREAMS
- * of equal size (a multiple of 1 MiB, the last one the rest); count 1
- * for len up to 1 MiB.  Pure. */
+/* The most bytes one range request asks for: PBX_OBJSTORE_RANGE_PART
+ * (bytes, decimal; for tests) when set to a positive number, else
+ * 256 MiB: a failed request reads that much again at most, and a slow
+ * link still ends each request within the handle's timeout. */
+#define OBJSTORE_RANGE_PART_DEFAULT ((uint64_t)256 << 20)
+uint64_t objstore_range_part(void);
+
+/* How a read of `len` bytes is cut into ranges: OBJSTORE_STREAMS of
+ * equal size (a multiple of 1 MiB, the last one the rest), or more when
+ * that is above objstore_range_part() (then of that size, rounded down
+ * to 1 MiB); count 1 for len up to 1 MiB.  Pure but for the variable. */
 void objstore_range_plan(uint64_t len, struct objstore_plan *out);
 
 /* A ranged reply's check, shared by the backends: status 206 with

@@ -259,7 +259,7 @@ struct s3_req {
 	size_t max;                      /* response cap, 0 = the handle's */
 	struct pbx_buf *headers;         /* response headers, may be NULL */
 	pbx_http_retryable_fn retryable; /* NULL = s3_retryable */
-	char *into;                      /* a 2xx body's place (pbx_http_req.into) */
+	struct objstore_into *into;      /* a 2xx body's place (objstore_into_write) */
 	size_t into_len;
 };
 
@@ -313,7 +313,8 @@ static int s3_call_on(struct pbx_objstore *s, struct pbx_http *http, const struc
 				  .retryable = q->retryable ? q->retryable : s3_retryable,
 				  .max_body = q->max,
 				  .resp_headers = q->headers,
-				  .into = q->into,
+				  .into_fn = q->into ? objstore_into_write : NULL,
+				  .into_ctx = q->into,
 				  .into_len = q->into_len };
 	int rc, k;
 	pbx_buf_addf(&path, "%s%s", b->prefix, q->key ? q->key : "");
@@ -433,11 +434,11 @@ static int s3_stat(struct pbx_objstore *s, const char *name, struct pbx_object *
 }
 
 /* GetObject of bytes [off, off + len) with If-Match: the ETag `version`
- * ("": none) into dst; a 412 PreconditionFailed (the object is another
+ * ("": none) into `into`; a 412 PreconditionFailed (the object is another
  * now) is OBJSTORE_CHANGED. */
 static int s3_read_range(struct pbx_objstore *s, struct pbx_http *http, const char *name,
-			 const char *version, uint64_t off, uint64_t len, char *dst,
-			 unsigned long *requests, struct pbx_err *err)
+			 const char *version, uint64_t off, uint64_t len,
+			 struct objstore_into *into, unsigned long *requests, struct pbx_err *err)
 {
 	char range[64], *match = *version ? xasprintf("If-Match: \"%s\"", version) : NULL;
 	const char *extra[] = { range, match, NULL };
@@ -446,7 +447,7 @@ static int s3_read_range(struct pbx_objstore *s, struct pbx_http *http, const ch
 			    .key = name,
 			    .extra = extra,
 			    .headers = &h,
-			    .into = dst,
+			    .into = into,
 			    .into_len = (size_t)len };
 	struct pbx_http_resp resp = PBX_HTTP_RESP_INIT;
 	int rc;

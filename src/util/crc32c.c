@@ -67,6 +67,40 @@ uint32_t pbx_crc32c(uint32_t crc, const void *data, size_t len)
 	return ~crc;
 }
 
+/* a * b modulo the polynomial, both reflected (bit 31 is x^0). */
+static uint32_t gf2_mul(uint32_t a, uint32_t b)
+{
+	uint32_t product = 0;
+	for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
+		if (a & bit)
+			product ^= b;
+		b = (b & 1) ? (b >> 1) ^ CRC32C_POLY : b >> 1; /* b * x */
+	}
+	return product;
+}
+
+/* x^(8 * nbytes) modulo the polynomial, reflected: squaring x^8 for each
+ * bit of nbytes. */
+static uint32_t x_pow_8n(uint64_t nbytes)
+{
+	uint32_t result = 1u << 31;       /* x^0 */
+	uint32_t square = 1u << (31 - 8); /* x^8 */
+	for (; nbytes; nbytes >>= 1) {
+		if (nbytes & 1)
+			result = gf2_mul(result, square);
+		square = gf2_mul(square, square);
+	}
+	return result;
+}
+
+uint32_t pbx_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	/* With the pre- and post-inversion, crc(A||B) is crc(A) shifted by
+	 * B's bits (times x^(8 len_b)) plus crc(B): the inversions of the
+	 * zero-extended A cancel (the same identity as zlib's crc32_combine). */
+	return gf2_mul(x_pow_8n(len_b), crc_a) ^ crc_b;
+}
+
 uint32_t pbx_crc32c_mask(uint32_t crc)
 {
 	return ((crc >> 15) | (crc << 17)) + CRC32C_MASK_DELTA;

@@ -19,6 +19,11 @@
 
 uint32_t pbx_crc32c(uint32_t crc, const void *data, size_t len);
 
+/* The CRC of A||B from crc_a = pbx_crc32c(0, A, len_a), crc_b =
+ * pbx_crc32c(0, B, len_b) and len_b alone: pieces of one object read at
+ * once (ranges) checked as a whole without a second pass.  O(log len_b). */
+uint32_t pbx_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 /* TFRecord stores CRCs "masked": rotate right by 15 and add a constant,
  * because checksumming data that embeds its own CRC is weak. */
 uint32_t pbx_crc32c_mask(uint32_t crc);

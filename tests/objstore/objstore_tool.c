@@ -10,6 +10,10 @@
  *                                             (in ranges when large); with
  *                                             OBJSTORE_TOOL_PAUSE=FILE it waits
  *                                             after the listing until FILE exists
+ *   objstore_tool CONFIG getf URL NAME OUT    as getl, into file OUT by
+ *                                             pbx_objstore_get_listed_fd
+ *                                             (through OUT.part, removed
+ *                                             on failure)
  *   objstore_tool CONFIG range URL NAME VERSION OFF LEN [OUT]
  *                                             bytes [OFF, OFF+LEN) of that version
  *   objstore_tool CONFIG put URL NAME FILE    create-only: "created" or "exists"
@@ -19,6 +23,7 @@
  * are whole object names.  Exit: 0, 5 for "exists", else the pbx_err code
  * with its message on stderr; "requests: N" goes to stderr at the end.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +113,43 @@ static int cmd_getl(struct pbx_objstore *s, const char *name, const char *out, s
 	return rc;
 }
 
+/* The listed object NAME (as cmd_getl) into file OUT by
+ * pbx_objstore_get_listed_fd: written to OUT.part, renamed to OUT when
+ * whole and checked, removed otherwise (what staging does). */
+static int cmd_getf(struct pbx_objstore *s, const char *name, const char *out, struct pbx_err *err)
+{
+	struct pbx_object *v = NULL, m = { 0 };
+	size_t n = 0, i;
+	char *part = NULL;
+	int fd = -1, rc = pbx_objstore_list(s, name, &v, &n, err);
+	for (i = 0; rc == 0 && i < n && strcmp(v[i].name, name); i++)
+		;
+	if (rc == 0 && i == n)
+		rc = pbx_err_set(err, "%s: not listed", name);
+	if (rc == 0) {
+		part = malloc(strlen(out) + 6);
+		sprintf(part, "%s.part", out);
+		fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			rc = pbx_err_set(err, "cannot write %s", part);
+	}
+	if (rc == 0)
+		rc = pbx_objstore_get_listed_fd(s, &v[i], fd, &m, err);
+	if (fd >= 0 && close(fd) != 0 && rc == 0)
+		rc = pbx_err_set(err, "cannot write %s", part);
+	if (rc == 0 && rename(part, out) != 0)
+		rc = pbx_err_set(err, "cannot rename %s", part);
+	if (rc < 0 && part)
+		unlink(part);
+	if (rc == 0)
+		fprintf(stderr, "crc32c: %s\nversion: %s\n",
+			m.has_crc32c ? "checked" : "none given", m.version ? m.version : "-");
+	pbx_object_release(&m);
+	pbx_objects_free(v, n);
+	free(part);
+	return rc;
+}
+
 static int cmd_range(struct pbx_objstore *s, char **a, const char *out, struct pbx_err *err)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -157,14 +199,17 @@ static int run(struct pbx_objstore *s, int argc, char **argv, struct pbx_err *er
 		return cmd_get(s, argv[4], argc > 5 ? argv[5] : NULL, err);
 	if (!strcmp(verb, "getl") && argc >= 5)
 		return cmd_getl(s, argv[4], argc > 5 ? argv[5] : NULL, err);
+	if (!strcmp(verb, "getf") && argc == 6)
+		return cmd_getf(s, argv[4], argv[5], err);
 	if (!strcmp(verb, "range") && argc >= 8)
 		return cmd_range(s, argv + 4, argc > 8 ? argv[8] : NULL, err);
 	if (!strcmp(verb, "put") && argc == 6)
 		return cmd_put(s, argv[4], argv[5], err);
 	if (!strcmp(verb, "putmany") && argc == 6)
 		return cmd_putmany(s, argv[4], atol(argv[5]), err);
-	return pbx_err_setc(err, PBX_EXIT_USAGE,
-			    "usage: objstore_tool CONFIG ls|get|getl|range|put|putmany URL ...");
+	return pbx_err_setc(
+		err, PBX_EXIT_USAGE,
+		"usage: objstore_tool CONFIG ls|get|getl|getf|range|put|putmany URL ...");
 }
 
 int main(int argc, char **argv)
@@ -175,7 +220,7 @@ int main(int argc, char **argv)
 	int rc = -1;
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: objstore_tool CONFIG ls|get|getl|range|put|putmany URL ...\n");
+			"usage: objstore_tool CONFIG ls|get|getl|getf|range|put|putmany URL ...\n");
 		return 2;
 	}
 	if ((strcmp(argv[1], "-") == 0 || pbx_config_load(argv[1], 0, &cfg, &err) == 0) &&

@@ -388,8 +388,9 @@ static void range_plan_is(uint64_t len, uint64_t part, uint64_t count, const cha
 	   (unsigned long long)p.part, (unsigned long long)p.count);
 }
 
-/* A large read's ranges: at most 4 (OBJSTORE_STREAMS), of whole MiB but
- * the last, covering the object; the threshold from the environment. */
+/* A large read's ranges: 4 (OBJSTORE_STREAMS), of whole MiB but the
+ * last, covering the object, or more of at most 256 MiB
+ * (PBX_OBJSTORE_RANGE_PART); the threshold from the environment. */
 static void test_range_plan(void)
 {
 	const uint64_t M = 1 << 20;
@@ -400,6 +401,16 @@ static void test_range_plan(void)
 	range_plan_is(15 * M + 123457, 4 * M, 4, "15 MiB and a bit: 4 of 4 MiB, the last the rest");
 	range_plan_is(4 * M + 1, 2 * M, 3, "4 MiB and a byte: 3 ranges of 2 MiB");
 	range_plan_is(2 * M, M, 2, "2 MiB: 2 ranges of 1 MiB, none smaller");
+	range_plan_is(1024 * M, 256 * M, 4, "1 GiB: 4 ranges of 256 MiB");
+	range_plan_is(1024 * M + 1, 256 * M, 5, "a byte more: 256 MiB at most, a 5th of 1 byte");
+	range_plan_is(10240 * M, 256 * M, 40, "10 GiB: 40 ranges of 256 MiB (4 at a time)");
+	setenv("PBX_OBJSTORE_RANGE_PART", "3145728", 1);
+	range_plan_is(15 * M + 123457, 3 * M, 6, "PBX_OBJSTORE_RANGE_PART 3 MiB: 6 ranges");
+	setenv("PBX_OBJSTORE_RANGE_PART", "2621440", 1);
+	range_plan_is(15 * M + 123457, 2 * M, 8, "2.5 MiB: rounded down to 2 MiB, 8 ranges");
+	setenv("PBX_OBJSTORE_RANGE_PART", "1000", 1);
+	range_plan_is(3 * M, M, 3, "under 1 MiB: 1 MiB, the least");
+	unsetenv("PBX_OBJSTORE_RANGE_PART");
 	setenv("PBX_OBJSTORE_RANGE_MIN", "4194304", 1);
 	ok(pbx_objstore_range_min() == 4 * M, "PBX_OBJSTORE_RANGE_MIN read");
 	setenv("PBX_OBJSTORE_RANGE_MIN", "4M", 1);

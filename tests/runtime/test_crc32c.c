@@ -5,6 +5,8 @@
  */
 #include "util/crc32c.h"
 
+#include <stdlib.h>
+
 #include "common/tap.h"
 
 int main(void)
@@ -71,6 +73,37 @@ int main(void)
 			       whole;
 		CHECKF(byte == whole && bad == 0,
 		       "1,000 bytes: byte by byte and split at each of 1,001 points, as one pass");
+	}
+	/* combined from the pieces' CRCs alone (ranges read at once): the same
+	 * as one pass, at every split, and for pieces of 0 bytes */
+	{
+		static unsigned char b[1000];
+		uint32_t whole;
+		int bad = 0;
+		for (int i = 0; i < 1000; i++)
+			b[i] = (unsigned char)(i * 13 + 5);
+		whole = pbx_crc32c(0, b, 1000);
+		for (int k = 0; k <= 1000; k++)
+			bad += pbx_crc32c_combine(pbx_crc32c(0, b, (size_t)k),
+						  pbx_crc32c(0, b + k, (size_t)(1000 - k)),
+						  (uint64_t)(1000 - k)) != whole;
+		CHECKF(bad == 0,
+		       "1,000 bytes split at each of 1,001 points: combined CRCs as one pass");
+		CHECK(pbx_crc32c_combine(0xE3069283u, 0, 0) == 0xE3069283u);
+		CHECK(pbx_crc32c_combine(0, 0xE3069283u, 9) == 0xE3069283u);
+	}
+	/* a large second piece (the exponent's high bits): 3 MiB + 5 of a
+	 * pattern, split at 1 MiB - 3 */
+	{
+		size_t n = (3u << 20) + 5, k = (1u << 20) - 3;
+		unsigned char *big = malloc(n);
+		uint32_t whole;
+		for (size_t i = 0; i < n; i++)
+			big[i] = (unsigned char)(i * 2654435761u >> 13);
+		whole = pbx_crc32c(0, big, n);
+		CHECK(pbx_crc32c_combine(pbx_crc32c(0, big, k), pbx_crc32c(0, big + k, n - k),
+					 n - k) == whole);
+		free(big);
 	}
 	return tap_done();
 }
