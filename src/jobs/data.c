@@ -395,20 +395,50 @@ struct stage {
 	struct pbx_err *err;
 };
 
+/* Whether the cache's manifest says its file of e is the same object. */
+static int cache_same(const struct stage *g, const struct dentry *e)
+{
+	const struct dentry *c = dlist_find(&g->cache, e->name);
+	return c && c->size == e->size && !strcmp(c->version, e->version);
+}
+
 /* The cache's copy of e when it is the same object; 1 when body has it. */
 static int cache_hit(struct stage *g, const struct dentry *e, struct pbx_buf *body)
 {
-	const struct dentry *c = dlist_find(&g->cache, e->name);
 	struct pbx_err ignored = PBX_ERR_INIT;
 	char *path;
 	int ok;
 	pbx_buf_reset(body);
-	if (!c || c->size != e->size || strcmp(c->version, e->version))
+	if (!cache_same(g, e))
 		return 0;
 	path = xasprintf("%s/files/%s", g->cache_dir, e->name);
 	ok = pbx_read_file(path, body, &ignored) == 0 && body->len == e->size;
 	free(path);
 	return ok;
+}
+
+/* The same for a large object, left in its file (`path`): 1 when that
+ * file is the object's size. */
+static int cache_hit_file(const struct stage *g, const struct dentry *e, const char *path)
+{
+	struct stat st;
+	return cache_same(g, e) && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == e->size;
+}
+
+/* A new temporary file beside `path` (the cache's file of an object),
+ * its directories made: its descriptor and *tmp (caller frees, renames
+ * or unlinks), or -1 with err.  Thread-safe. */
+static int cache_tmpfile(const char *path, char **tmp, struct pbx_err *err)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int fd = -1;
+	*tmp = NULL;
+	*slash = '\0';
+	if (pbx_mkdir_p(dir, 0700, err) == 0)
+		fd = pbx_tmpfile_beside(path, tmp, err);
+	free(dir);
+	return fd;
 }
 
 /* Writes a downloaded object's bytes into the cache's files: 0, or -1
@@ -419,19 +449,13 @@ static int cache_hit(struct stage *g, const struct dentry *e, struct pbx_buf *bo
 static int cache_write(const struct stage *g, const struct dentry *e, const struct pbx_buf *body)
 {
 	struct pbx_err ignored = PBX_ERR_INIT;
-	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name), *slash, *tmp = NULL;
-	int rc = -1, fd;
-	slash = strrchr(path, '/');
-	*slash = '\0';
-	if (pbx_mkdir_p(path, 0700, &ignored) == 0) {
-		*slash = '/';
-		fd = pbx_tmpfile_beside(path, &tmp, &ignored);
-		if (fd >= 0) {
-			rc = pbx_write_all(fd, body->buf, body->len);
-			if (close(fd) < 0 || rc < 0 || rename(tmp, path) < 0) {
-				unlink(tmp);
-				rc = -1;
-			}
+	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name), *tmp = NULL;
+	int rc = -1, fd = cache_tmpfile(path, &tmp, &ignored);
+	if (fd >= 0) {
+		rc = pbx_write_all(fd, body->buf, body->len);
+		if (close(fd) < 0 || rc < 0 || rename(tmp, path) < 0) {
+			unlink(tmp);
+			rc = -1;
 		}
 	}
 	free(tmp);
@@ -556,7 +580,10 @@ static void stage_versions(struct stage *g)
 
 /* ------------------------------------------------------------ the stream */
 
-#define DATA_LANES 8 /* parallel downloads of one staging, a store each */
+#define DATA_LANES         8 /* parallel downloads of one staging, a store each */
+/* Objects up to this size are read into memory, larger ones into the
+ * download cache's file as they come (at most 8 x 8 MiB held). */
+#define DATA_IN_MEMORY_MAX ((uint64_t)8 << 20)
 
 /*
  * One staging's tar, streamed to the head while it is made (no archive in
@@ -613,17 +640,20 @@ static int feed_close(void *cookie)
 	return rc;
 }
 
-/* Appends a member under f->mu; a failure stops the lanes and is the
- * stream's (its message in err). */
+/* Appends a member under f->mu: body's bytes, or those of file `file`
+ * (not NULL: e's copy in the download cache, e->size bytes); a failure
+ * stops the lanes and is the stream's (its message in err). */
 static int feed_member_locked(struct feed *f, const char *name, const struct pbx_buf *body,
-			      const struct dentry *e, struct pbx_err *err)
+			      const char *file, const struct dentry *e, struct pbx_err *err)
 {
 	struct queue *q = &f->g->q;
 	size_t total;
 	int rc;
 	if (queue_stopped(q))
 		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
-	if (e && f->g->local) {
+	if (e && file) {
+		rc = pbx_tar_file(&f->tar, name, 0444, file, e->size, NULL);
+	} else if (e && f->g->local) {
 		unsigned char sha[32];
 		char *src = xasprintf("%s/%s", f->g->local, e->name);
 		hex_bytes(e->version, sha);
@@ -651,18 +681,41 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 	return 0;
 }
 
-/* Changed object e as member files/NAME (body: its bytes; NULL for a
- * local source's file, read in place and its sha256 checked). */
+/* Changed object e as member files/NAME (body: its bytes, or file: the
+ * download cache's file of it; both NULL for a local source's file,
+ * read in place and its sha256 checked). */
 static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_buf *body,
-		       struct pbx_err *err)
+		       const char *file, struct pbx_err *err)
 {
 	char *member = xasprintf("files/%s", e->name);
 	int rc;
 	pthread_mutex_lock(&f->mu);
-	rc = feed_member_locked(f, member, body, e, err);
+	rc = feed_member_locked(f, member, body, file, e, err);
 	pthread_mutex_unlock(&f->mu);
 	free(member);
 	return rc;
+}
+
+/* A lane's download of object `name` (queued object i, e its copy) ended
+ * with rc, meta what the store gave: a size other than the listing's is
+ * "changed while it was read"; the version the store gave is recorded.
+ * Returns rc, err prefixed with the source on failure. */
+static int lane_got(struct feed *f, size_t i, struct dentry *e, int rc, const char *name,
+		    struct pbx_object *meta, struct pbx_err *err)
+{
+	struct queue *q = &f->g->q;
+	if (rc == 0 && meta->size != e->size)
+		rc = pbx_err_set(err, "object '%s' changed while it was read", name);
+	pthread_mutex_lock(&q->mu);
+	q->downloads++;
+	if (rc == 0 && meta->version && strcmp(meta->version, q->l.v[i].version)) {
+		free(q->l.v[i].version); /* rewritten since the listing: record what came */
+		q->l.v[i].version = xstrdup(meta->version);
+	}
+	e->version = q->l.v[i].version;
+	pthread_mutex_unlock(&q->mu);
+	pbx_object_release(meta);
+	return rc < 0 ? pbx_err_prefix(err, "data %s", f->g->r->key) : 0;
 }
 
 /* One download of queued object i (e: its copy) into body, its CRC32C
@@ -675,26 +728,74 @@ static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_
 static int lane_get(struct feed *f, struct pbx_objstore *s, size_t i, struct dentry *e,
 		    struct pbx_buf *body, struct pbx_err *err)
 {
-	struct queue *q = &f->g->q;
 	struct pbx_object meta = { 0 };
 	char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name);
 	struct pbx_object listed = { name, e->size, e->version, 0, 0 };
 	int rc;
 	pbx_buf_reset(body);
 	rc = pbx_objstore_get_listed(s, &listed, 0, body, &meta, err);
-	if (rc == 0 && body->len != e->size)
-		rc = pbx_err_set(err, "object '%s' changed while it was read", name);
-	pthread_mutex_lock(&q->mu);
-	q->downloads++;
-	if (rc == 0 && meta.version && strcmp(meta.version, q->l.v[i].version)) {
-		free(q->l.v[i].version); /* rewritten since the listing: record what came */
-		q->l.v[i].version = xstrdup(meta.version);
-	}
-	e->version = q->l.v[i].version;
-	pthread_mutex_unlock(&q->mu);
-	pbx_object_release(&meta);
+	if (rc == 0)
+		meta.size = body->len;
+	rc = lane_got(f, i, e, rc, name, &meta, err);
 	free(name);
-	return rc < 0 ? pbx_err_prefix(err, "data %s", f->g->r->key) : 0;
+	return rc;
+}
+
+/* Large object i (e: its copy) downloaded by lane_get's rules into the
+ * cache's file `path` as it comes (a temporary file renamed when whole
+ * and checked): no object-sized buffer, no size cap.  The cache is not
+ * optional here: a failure to write it is the staging's. */
+static int lane_get_file(struct feed *f, struct pbx_objstore *s, size_t i, struct dentry *e,
+			 const char *path, struct pbx_err *err)
+{
+	struct pbx_object meta = { 0 };
+	char *name = xasprintf("%s%s", pbx_objstore_where(s)->prefix, e->name), *tmp = NULL;
+	struct pbx_object listed = { name, e->size, e->version, 0, 0 };
+	int rc = -1, fd = cache_tmpfile(path, &tmp, err);
+	if (fd >= 0) {
+		rc = pbx_objstore_get_listed_fd(s, &listed, fd, &meta, err);
+		if (close(fd) < 0 && rc == 0)
+			rc = pbx_err_set(err, "%s: %s", tmp, strerror(errno));
+	}
+	rc = lane_got(f, i, e, rc, name, &meta, err);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = pbx_err_set(err, "data %s: cannot keep %s in the download cache: %s",
+				 f->g->r->key, path, strerror(errno));
+	if (rc < 0 && tmp)
+		unlink(tmp);
+	free(tmp);
+	free(name);
+	return rc;
+}
+
+/* Queued object i is in the cache's files now. */
+static void lane_kept(struct stage *g, size_t i)
+{
+	pthread_mutex_lock(&g->q.mu);
+	g->q.l.v[i].got = 1;
+	pthread_mutex_unlock(&g->q.mu);
+}
+
+/* A large object (over DATA_IN_MEMORY_MAX) into the stream from the
+ * cache's file of it: there already, or downloaded into it first. */
+static int lane_large(struct feed *f, struct pbx_objstore **s, size_t i, struct dentry *e,
+		      struct pbx_err *err)
+{
+	struct stage *g = f->g;
+	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name);
+	int rc = 0;
+	if (!cache_hit_file(g, e, path)) {
+		if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
+			rc = pbx_err_prefix(err, "data %s", g->r->key);
+		if (rc == 0)
+			rc = lane_get_file(f, *s, i, e, path, err);
+		if (rc == 0)
+			lane_kept(g, i);
+	}
+	if (rc == 0)
+		rc = feed_object(f, e, NULL, path, err);
+	free(path);
+	return rc;
 }
 
 /* Queued object i (e: its copy) into the stream: from the local directory,
@@ -706,18 +807,17 @@ static int lane_one(struct feed *f, struct pbx_objstore **s, size_t i, struct de
 	struct stage *g = f->g;
 	int rc;
 	if (g->local)
-		return feed_object(f, e, NULL, err);
+		return feed_object(f, e, NULL, NULL, err);
+	if (e->size > DATA_IN_MEMORY_MAX)
+		return lane_large(f, s, i, e, err);
 	if (cache_hit(g, e, body))
-		return feed_object(f, e, body, err);
+		return feed_object(f, e, body, NULL, err);
 	if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
 		return pbx_err_prefix(err, "data %s", g->r->key);
 	rc = lane_get(f, *s, i, e, body, err);
-	if (rc == 0 && cache_write(g, e, body) == 0) {
-		pthread_mutex_lock(&g->q.mu);
-		g->q.l.v[i].got = 1;
-		pthread_mutex_unlock(&g->q.mu);
-	}
-	return rc == 0 ? feed_object(f, e, body, err) : -1;
+	if (rc == 0 && cache_write(g, e, body) == 0)
+		lane_kept(g, i);
+	return rc == 0 ? feed_object(f, e, body, NULL, err) : -1;
 }
 
 /* A lane: the queue's next object until the queue is over; a failure
@@ -793,12 +893,12 @@ static void *feed_run(void *ctx)
 		pbx_buf_add(&text, g->removed.v[i].name, strlen(g->removed.v[i].name) + 1);
 	pthread_mutex_lock(&f->mu);
 	if (rc == 0)
-		rc = feed_member_locked(f, "remove", &text, NULL, &f->err);
+		rc = feed_member_locked(f, "remove", &text, NULL, NULL, &f->err);
 	if (rc == 0) { /* last: the downloads may have updated versions */
 		stage_versions(g);
 		pbx_buf_reset(&text);
 		manifest_text(&g->src, &text);
-		rc = feed_member_locked(f, "manifest", &text, NULL, &f->err);
+		rc = feed_member_locked(f, "manifest", &text, NULL, NULL, &f->err);
 	}
 	if (rc == 0 && pbx_tar_end(&f->tar) < 0) {
 		f->err = f->twerr;

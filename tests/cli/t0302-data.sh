@@ -7,8 +7,9 @@
 # with nothing submitted, and a retry succeeds; a staging that fails after
 # streaming objects to the head (its stream ends without the manifest)
 # changes nothing there, and its retry downloads only what the cache
-# lacks; a large object is read in ranges (a 1 MiB threshold here), and a
-# corrupted range fails the parrun naming it; hostile object names are
+# lacks; a large object is read in ranges (a 1 MiB threshold here) into
+# the download cache's file, which a cluster that lost its copy gets it
+# from, and a corrupted range fails the parrun naming it, leaving nothing; hostile object names are
 # refused with nothing written outside; a local directory source works
 # the same way; the data is never harvested and tasks cannot write it.
 # Addresses and ports: the test's slot (lib.sh).
@@ -170,8 +171,10 @@ twice 69" "with every object's new bytes"
 
 # ---- a large object in ranges while the small ones go on ------------------
 # objects of 1 MiB or more (PBX_OBJSTORE_RANGE_MIN) come in 4 ranges pinned
-# to their generation: the metadata once, then the ranges
-head -c $((3 * 1048576 + 4099)) /dev/urandom >"$TEST_TMP/big"
+# to their generation: the metadata once, then the ranges; one over 8 MiB
+# is written to the download cache's file as its ranges come (no buffer of
+# its size) and streamed to the head from there
+head -c $((9 * 1048576 + 4099)) /dev/urandom >"$TEST_TMP/big"
 store put "bg/big=$TEST_TMP/big" "bg/s1=$TEST_TMP/changed" "bg/s2=$TEST_TMP/again"
 exp bg gs://data/bg/
 BID=$(data_id gs://data/bg/)
@@ -183,6 +186,17 @@ ok $r "a large object and two small ones staged: $errout"
 cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
 ok $? "the large object's bytes are the bucket's"
 is "$(gets)" 7 "objects.get: 2 small objects, the large one's metadata and 4 ranges"
+cmp -s "$TEST_TMP/big" "$PBX_HOME/data/$BID/files/big"
+ok $? "the download cache's file of it is whole"
+# a cluster that lost its copy (a new one, say) gets it from that file
+rm -rf "${SHARED:?}/pbx/data/$BID"
+reset_calls
+run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
+case $errout in *"data gs://data/bg/: 3 objects"*", 3 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "a cluster without the data gets the 3 objects again: $errout"
+is "$(gets)" 0 "from the download cache: nothing downloaded"
+cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
+ok $? "the large object's bytes are the bucket's"
 store put "bg/big2=$TEST_TMP/big"
 emu_post faults '{"storage_corrupt": 1}' >/dev/null
 run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
@@ -191,6 +205,7 @@ case "$rc $errout" in "4 "*"gs://data/bg/big2: content does not match"*) r=0 ;; 
 ok $r "a corrupted range fails the parrun naming the object: $errout"
 [ ! -e "$SHARED/pbx/data/$BID/big2" ] && cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
 ok $? "the cluster is as it was"
+is "$(find "$PBX_HOME/data/$BID" -name 'big2*' | wc -l)" 0 "and the refused object left nothing in the download cache"
 
 # ---- hostile names ---------------------------------------------------------
 for h in 'h1/../escape' 'h2/a//b' 'h3//abs'; do
