@@ -21,7 +21,10 @@
 # Environment: BENCH_STORES="s3 gs" (the default: both, in that order);
 # BENCH_NORANGE=1 adds to each round a first staging by pbx with ranged
 # reads off (PBX_OBJSTORE_RANGE_MIN above the large object: one GET, as
-# pbx read it before), paired with the others.
+# pbx read it before), paired with the others; BENCH_BASE=PBX2 adds a
+# first staging by another pbx build (a baseline: an earlier commit).
+# Each first staging's peak memory (maximum resident set, /usr/bin/time)
+# is printed beside its time: pbx's staging runs in the parrun's process.
 # Addresses and ports: the local cluster's from a test slot
 # (tests/cli/lib.sh, sourced: SLOT_NET's LOOP_NET, SSH_PORT,
 # SLURM_PORT_BASE), the emulators on 127.0.0.1 ports the kernel picks.
@@ -132,24 +135,33 @@ now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{printf "%.2f", $2 - $1}'; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 timed() { t0=$(now); "$@" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }; secs "$t0" "$(now)"; }
+# peaked WHO CMD...: timed, and the command's peak resident set (MiB)
+# appended to $WORK/peak-WHO
+peaked() {
+	who=$1
+	shift
+	timed /usr/bin/time -f %M -o "$WORK/tm" "$@"
+	awk '{printf "%.0f\n", $1 / 1024}' "$WORK/tm" >>"$WORK/peak-$who"
+}
 
 "$PBX" -q cluster start bd
 bare=$(timed "$PBX" -q parrun "$WORK/bare/experiment.yaml" bd)
 STAGED=$PBX_HOME/clusters/bd/shared/pbx/data
-pbx_first() { # pbx_first STORE: a staging from scratch (the cluster's copy and the local cache gone)
+pbx_first() { # pbx_first STORE [PBX [WHO]]: a staging from scratch (the cluster's copy and the local cache gone)
 	rm -rf "$STAGED" "$PBX_HOME/data"
 	sync
-	timed "$PBX" -q parrun "$WORK/exp-$1/experiment.yaml" bd
+	peaked "${3:-pbx-$1}" "${2:-$PBX}" -q parrun "$WORK/exp-$1/experiment.yaml" bd
 }
 pbx_single() { # pbx_single STORE: the same with ranged reads off (run in a subshell)
 	export PBX_OBJSTORE_RANGE_MIN=$((BIGMB * 1048576 + 1))
-	pbx_first "$1"
+	pbx_first "$1" "$PBX" "single-$1"
 }
 rclone_first() {
 	rm -rf "$WORK/rc"
 	sync
-	timed rclone copy --config /dev/null "$1:bench/ds" "$WORK/rc"
+	peaked "rclone-$1" rclone copy --config /dev/null "$1:bench/ds" "$WORK/rc"
 }
+peak() { [ -s "$WORK/peak-$1" ] && median <"$WORK/peak-$1" || echo -; }
 col() { awk -v c="$1" '{print $c}' "$WORK/rounds"; }
 net() { awk -v c="$1" -v b="$bare" '{print $c - b}' "$WORK/rounds"; }
 ratio() { awk -v a="$1" -v b="$2" -v z="$bare" '{print $a / ($b - z)}' "$WORK/rounds" | median; }
@@ -163,11 +175,13 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 		if [ $((r % 2)) = 1 ]; then p=$(pbx_first "$1"); c=$(rclone_first "$1"); else c=$(rclone_first "$1"); p=$(pbx_first "$1"); fi
 		p2=$(timed "$PBX" -q parrun "$WORK/exp-$1/experiment.yaml" bd)
 		c2=$(timed rclone copy --config /dev/null "$1:bench/ds" "$WORK/rc")
-		s=-
+		s=- b=-
 		[ -z "${BENCH_NORANGE:-}" ] || s=$(pbx_single "$1")
-		echo "$p $c $p2 $c2 $s" >>"$WORK/rounds"
-		printf '%s round %d (load %s-%s): first: pbx parrun %s s, rclone copy %s s; nothing new: pbx parrun %s s, rclone %s s%s\n' \
-			"$1" "$r" "$l0" "$(load)" "$p" "$c" "$p2" "$c2" "${BENCH_NORANGE:+; pbx without ranges $s s}"
+		[ -z "${BENCH_BASE:-}" ] || b=$(pbx_first "$1" "$BENCH_BASE" "base-$1")
+		echo "$p $c $p2 $c2 $s $b" >>"$WORK/rounds"
+		printf '%s round %d (load %s-%s): first: pbx parrun %s s, rclone copy %s s; nothing new: pbx parrun %s s, rclone %s s%s%s\n' \
+			"$1" "$r" "$l0" "$(load)" "$p" "$c" "$p2" "$c2" "${BENCH_NORANGE:+; pbx without ranges $s s}" \
+			"${BENCH_BASE:+; the baseline pbx $b s}"
 		r=$((r + 1))
 	done
 	n=$(find "$STAGED" -type f ! -name '.pbx-data*' | wc -l)
@@ -175,8 +189,11 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 	echo "$1 staged: $n files on the cluster, $m copied by rclone; a parrun without data: $bare s"
 	echo "$1 first staging: pbx $(net 1 | median) s (parrun $(col 1 | median) s less $bare s), rclone $(col 2 | median) s; median paired ratio rclone/pbx $(ratio 2 1)x (goal >= 1)"
 	echo "$1 nothing new:   pbx $(net 3 | median) s (parrun $(col 3 | median) s), rclone $(col 4 | median) s"
+	echo "$1 peak memory of a first staging (median MiB): pbx $(peak "pbx-$1"), rclone $(peak "rclone-$1")${BENCH_BASE:+, the baseline pbx $(peak "base-$1")}"
 	[ -z "${BENCH_NORANGE:-}" ] ||
 		echo "$1 without ranges: pbx $(net 5 | median) s; median paired ratio rclone/pbx $(ratio 2 5)x; ranged reads' median paired speed-up $(speedup)x"
+	[ -z "${BENCH_BASE:-}" ] ||
+		echo "$1 the baseline: pbx $(net 6 | median) s; median paired speed-up over it $(awk -v z="$bare" '{print ($6 - z) / ($1 - z)}' "$WORK/rounds" | median)x"
 }
 for st in $STORES; do
 	bench_store "$st"
