@@ -16,9 +16,11 @@
 #include "util/fs.h"
 #include "util/xalloc.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- power */
 
@@ -169,13 +171,38 @@ const struct pbx_cmd pbx_cmd_cluster_runs = {
 
 /* ----------------------------------------------------------------- data */
 
+/* With PBX_DATA_PROGRESS set (by the user's pbx, which shows them):
+ * progress lines on stdout, {"progress": {"key", "done", "total",
+ * "bytes"}}, at most 4 a second and the last one always. */
+static void head_data_progress(void *ctx, const char *key, size_t done, size_t total,
+			       uint64_t bytes)
+{
+	struct timespec *last = ctx, now;
+	json_t *o;
+	char *line;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (done < total && last->tv_sec &&
+	    (now.tv_sec - last->tv_sec) * 1000 + (now.tv_nsec - last->tv_nsec) / 1000000 < 250)
+		return;
+	*last = now;
+	o = json_pack("{s:{s:s, s:I, s:I, s:I}}", "progress", "key", key, "done", (json_int_t)done,
+		      "total", (json_int_t)total, "bytes", (json_int_t)bytes);
+	line = json_dumps(o, JSON_COMPACT);
+	printf("%s\n", line);
+	fflush(stdout);
+	free(line);
+	json_decref(o);
+}
+
 /* Stages sources keys[0..n) on c as an experiment naming them would. */
 static int cluster_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, char **keys, size_t n)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_exp_data *d = xcalloc(n, sizeof(*d));
 	struct pbx_experiment e = { 0 };
-	struct pbx_data_opts o = { ctx->cfg, 0, NULL, NULL };
+	struct timespec last = { 0, 0 };
+	const char *want = getenv("PBX_DATA_PROGRESS");
+	struct pbx_data_opts o = { ctx->cfg, 0, want && *want ? head_data_progress : NULL, &last };
 	struct pbx_data_result *res = NULL;
 	size_t nres = 0, i;
 	int rc;
@@ -224,6 +251,8 @@ const struct pbx_cmd pbx_cmd_cluster_data = {
 		"data: would (docs/data.md), with the credentials this pbx finds, and prints\n"
 		"one JSON line a source: {\"id\", \"key\", \"objects\", \"bytes\", \"changed\",\n"
 		"\"removed\", \"bytes_moved\", \"downloads\", \"staged_before\", \"seconds\"}.\n"
+		"With PBX_DATA_PROGRESS set, lines {\"progress\": {\"key\", \"done\", \"total\",\n"
+		"\"bytes\"}} come before them (4 a second at most), for the user's terminal.\n"
 		"The user's pbx runs it on a head with its own identity (head.service_account,\n"
 		"head.instance_profile), through pbx-head: the head reads its cloud's buckets\n"
 		"itself, and no credential of the user's reaches it.",

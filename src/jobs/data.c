@@ -1194,31 +1194,85 @@ int pbx_data_result_parse(const char *text, size_t len, struct pbx_data_result *
 	return 0;
 }
 
+/* What the head's `cluster data` prints, read as it comes: its progress
+ * lines shown (o->progress), its other lines (the report) kept. */
+struct head_report {
+	struct stage *g;
+	struct pbx_buf line; /* the stdout line being read */
+	struct pbx_buf out;  /* the lines that are not progress */
+	struct pbx_buf err;  /* its stderr */
+};
+
+/* One whole stdout line. */
+static void head_line(struct head_report *h, const char *p, size_t n)
+{
+	json_t *o = json_loadb(p, n, 0, NULL), *pr = json_object_get(o, "progress");
+	json_int_t done = json_integer_value(json_object_get(pr, "done"));
+	json_int_t total = json_integer_value(json_object_get(pr, "total"));
+	json_int_t bytes = json_integer_value(json_object_get(pr, "bytes"));
+	if (!json_is_object(pr)) {
+		pbx_buf_add(&h->out, p, n);
+		pbx_buf_addc(&h->out, '\n');
+	} else if (h->g->o->progress && done >= 0 && total >= done && bytes >= 0) {
+		h->g->o->progress(h->g->o->ctx, h->g->r->key, (size_t)done, (size_t)total,
+				  (uint64_t)bytes);
+	}
+	json_decref(o);
+}
+
+static void head_output(void *ctx, int stream, const char *data, size_t len)
+{
+	struct head_report *h = ctx;
+	const char *nl;
+	if (stream == 2) {
+		pbx_buf_add(&h->err, data, len);
+		return;
+	}
+	while (len && (nl = memchr(data, '\n', len))) {
+		pbx_buf_add(&h->line, data, (size_t)(nl - data));
+		head_line(h, h->line.buf ? h->line.buf : "", h->line.len);
+		pbx_buf_reset(&h->line);
+		len -= (size_t)(nl - data) + 1;
+		data = nl + 1;
+	}
+	pbx_buf_add(&h->line, data, len);
+}
+
 /* Source g staged by c's head with its own identity: `pbx-head -q cluster
- * data NAME KEY` there (one SSH exec), its one-line JSON report read back.
- * The bytes never cross this machine, which needs no credential. */
+ * data NAME KEY` there (one SSH exec), its progress shown as it comes
+ * (PBX_DATA_PROGRESS; a head's pbx that does not know it prints none)
+ * and its one-line JSON report read back.  The bytes never cross this
+ * machine, which needs no credential. */
 static int stage_on_head(struct pbx_cluster *c, struct stage *g)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
-	struct pbx_cluster_output out;
+	struct head_report h = { g, PBX_BUF_INIT, PBX_BUF_INIT, PBX_BUF_INIT };
 	char *head =
 		xasprintf("%s/usr/local/sbin/pbx-head", c->nodes[0].root ? c->nodes[0].root : "");
-	int rc;
-	pbx_buf_adds(&script, "exec ");
+	int rc, status = 0;
+	pbx_buf_adds(&script, "PBX_DATA_PROGRESS=1 exec ");
 	pbx_shell_quote(&script, head);
 	pbx_buf_adds(&script, " -q cluster data ");
 	pbx_shell_quote(&script, c->row.name);
 	pbx_buf_addc(&script, ' ');
 	pbx_shell_quote(&script, g->r->key);
-	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, g->err);
+	rc = pbx_cluster_exec_sh(c, 0, script.buf, head_output, &h, &status, g->err);
+	if (h.line.len)
+		head_line(&h, h.line.buf, h.line.len);
+	pbx_buf_rtrim(&h.err);
+	if (rc == 0 && status != 0)
+		rc = pbx_err_set(g->err, "remote command on %s failed (status %d): %s", c->row.name,
+				 status, h.err.buf ? h.err.buf : "");
 	if (rc < 0) {
 		pbx_err_prefix(g->err, "data %s: staging by the head of %s", g->r->key,
 			       c->row.name);
 	} else {
-		pbx_buf_rtrim(&out.out);
-		rc = pbx_data_result_parse(out.out.buf, out.out.len, g->r, g->err);
-		pbx_cluster_output_release(&out);
+		pbx_buf_rtrim(&h.out);
+		rc = pbx_data_result_parse(h.out.buf ? h.out.buf : "", h.out.len, g->r, g->err);
 	}
+	pbx_buf_release(&h.line);
+	pbx_buf_release(&h.out);
+	pbx_buf_release(&h.err);
 	free(head);
 	pbx_buf_release(&script);
 	return rc;

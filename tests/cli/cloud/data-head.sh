@@ -11,7 +11,8 @@
 # IMDSv2) into its own cache, the user's pbx downloads nothing (no cache
 # of its own) -> a task reads every object -> a second package moves
 # nothing -> one changed object moves alone, as the head reports it ->
-# pbx-head refuses a source that is not a bucket URL -> the cluster stops.
+# on a terminal the head's progress is shown as it stages (its JSON
+# progress lines, PBX_DATA_PROGRESS) -> pbx-head refuses a source that is not a bucket URL -> the cluster stops.
 # Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports
 # from BODY_PORT_BASE.  (The booted-VM twin on gce:
 # tests/vm/gce-data-env.sh.)
@@ -137,7 +138,29 @@ wait_final "$pkg3" 120
 run_pbx -q harvest "$pkg3"
 is "$(cat "$PBX_HOME/results/$pkg3"/*/out.txt 2>/dev/null)" "alphaBETAgamma" "its task read the new version"
 
+# on a terminal the head's progress shows as it stages (PBX_DATA_PROGRESS:
+# its progress lines read as they come), the report after it
+put fm/sub/c.txt GAMMA
+sed -i 's/^name: dh-three$/name: dh-four/' "$TEST_TMP/e2/experiment.yaml"
+script -qec "'$PBX' parrun '$TEST_TMP/e2/experiment.yaml' dh" /dev/null </dev/null >"$TEST_TMP/tty.out" 2>&1
+ok $? "parrun on a terminal: $(tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -v '^\s*$' | tail -2)"
+tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -q "^data $SCHEME://data/fm/: 1/1 objects, 0.0 MB"
+ok $? "the head's progress is shown on the user's terminal: $(tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -m1 objects)"
+tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -q "data $SCHEME://data/fm/: 3 objects.*, 1 moved"
+ok $? "and then its report"
+
 run_pbx_head() { out=$("$head_pbx" "$@" 2>"$TEST_TMP/head.err"); rc=$?; errout=$(cat "$TEST_TMP/head.err"); }
+PBX_DATA_PROGRESS=1 run_pbx_head -q cluster data dh "$SCHEME://data/fm/"
+case $out in *'{"progress":'*'"done":'*) r=1 ;; *) r=0 ;; esac
+[ "$rc" = 0 ] && [ "$r" = 0 ] && [ "$(echo "$out" | json_get 'd["changed"]')" = 0 ]
+ok $? "with nothing new the head prints no progress, its report says 0 changed: $out"
+put fm/sub/d.txt delta
+PBX_DATA_PROGRESS=1 run_pbx_head -q cluster data dh "$SCHEME://data/fm/"
+is "$(echo "$out" | head -n 1)" '{"progress":{"key":"'"$SCHEME"'://data/fm/","done":1,"total":1,"bytes":5}}' \
+	"with PBX_DATA_PROGRESS, pbx-head prints its progress as JSON lines before its report"
+run_pbx_head -q cluster data dh "$SCHEME://data/fm/"
+is "$(echo "$out" | grep -c progress)" 0 "without it, none"
+
 run_pbx_head -q cluster data dh /etc
 is "$rc" 2 "pbx-head refuses a source that is not a bucket URL: $errout"
 
