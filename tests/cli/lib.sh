@@ -402,10 +402,11 @@ procs_mentioning() {
 }
 
 # Ends what earlier test runs left behind when they were killed before
-# their cleanup ran (a timeout): every /tmp/pbx-test.* whose owner shell is
-# gone loses its processes (sshd, munged, slurm daemons) and its files.
+# their cleanup ran (a timeout): every /tmp/pt.* (and /tmp/pbx-test.*, the
+# name before) whose owner shell is gone loses its processes (sshd,
+# munged, slurm daemons) and its files.
 reap_stale_tests() {
-	for d in /tmp/pbx-test.*; do
+	for d in /tmp/pt.* /tmp/pbx-test.*; do
 		[ -d "$d" ] || continue
 		owner=$(cat "$d/owner" 2>/dev/null) || owner=
 		if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
@@ -418,7 +419,11 @@ reap_stale_tests() {
 	done
 }
 
-TEST_TMP=$(mktemp -d /tmp/pbx-test.XXXXXX)
+# A short name: the node bodies' slurmd makes Unix sockets below it
+# (TEST_TMP/emu/bodies/PROJECT/ZONE/KEY/var/spool/slurmd/NODE/NODE_JOB.STEP),
+# and a socket path has at most 108 bytes: /tmp/pbx-test.XXXXXX made job 10's
+# 109 ("launch failed requeued held").
+TEST_TMP=$(mktemp -d /tmp/pt.XXXXXX)
 # passable (not listable) by others: the task user (pbx-task) reaches the node
 # bodies' files below it, as on a real node (docs/SECURITY.md)
 chmod 711 "$TEST_TMP"

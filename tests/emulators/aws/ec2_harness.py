@@ -521,10 +521,36 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
                                          headers=headers)
             try:
                 with urllib.request.urlopen(req, timeout=120) as r:
-                    status, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "text/xml")
+                    status, data, rh = r.status, r.read(), r.headers
             except urllib.error.HTTPError as e:
-                status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "text/xml")
-            self._send(status, data, ctype)
+                status, data, rh = e.code, e.read(), e.headers
+            # S3's reply headers as the service sent them (ETag,
+            # Content-Range, x-amz-checksum-crc32c: what a client checks),
+            # the body's length ours; a HEAD's length is the object's
+            self.send_response(status)
+            for k, v in rh.items():
+                if k.lower() not in ("connection", "transfer-encoding", "content-length",
+                                     "server", "date"):
+                    self.send_header(k, v)
+            if "Content-Type" not in rh:
+                self.send_header("Content-Type", "text/xml")
+            head_len = rh.get("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", head_len or str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def do_HEAD(self):
+            """S3 alone (HeadObject, HeadBucket)."""
+            if self._by_api_name():
+                return None
+            return self._forward(None)
+
+        def do_DELETE(self):
+            """S3 alone (DeleteObject, AbortMultipartUpload)."""
+            if self._by_api_name():
+                return None
+            return self._forward(None)
 
     return Proxy
 

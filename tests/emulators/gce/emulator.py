@@ -882,6 +882,9 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    # a listen backlog for many clients at once (socketserver's default 5
+    # resets connections when a bench uploads 16 objects at a time)
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     port = server.server_address[1]
