@@ -25,6 +25,12 @@
 # first staging by another pbx build (a baseline: an earlier commit).
 # Each first staging's peak memory (maximum resident set, /usr/bin/time)
 # is printed beside its time: pbx's staging runs in the parrun's process.
+# BENCH_HEAD=1: Cloud Storage only, staged by the head of a cluster on the
+# Compute Engine emulator's node bodies whose head has a service account
+# (docs/data.md, "Credentials": the head's pbx downloads and unpacks on
+# the head, no SSH hop for the bytes); "first staging" then removes the
+# head's cache and the cluster's copy, and the peak memory is the user's
+# pbx's, not the head's.
 # Addresses and ports: the local cluster's from a test slot
 # (tests/cli/lib.sh, sourced: SLOT_NET's LOOP_NET, SSH_PORT,
 # SLURM_PORT_BASE), the emulators on 127.0.0.1 ports the kernel picks.
@@ -34,6 +40,7 @@ NSMALL=${2:-10000}
 BIGMB=${3:-1000}
 ROUNDS=${4:-3}
 STORES=${BENCH_STORES:-s3 gs}
+[ -z "${BENCH_HEAD:-}" ] || STORES=gs
 case $PBX in /*) ;; *) PBX=$(pwd)/$PBX ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 command -v rclone >/dev/null 2>&1 || { echo "data.sh: rclone is not installed (apt-get install rclone)" >&2; exit 2; }
@@ -55,12 +62,18 @@ trap '"$PBX" -q cluster stop --discard-results bd >/dev/null 2>&1 || true; [ -z 
 trap "exit 129" HUP; trap "exit 130" INT; trap "exit 143" TERM
 
 # ---- the stores --------------------------------------------------------
-python3 "$SRC/tests/emulators/s3/faultproxy.py" --port 0 --port-file "$WORK/s3.port" --moto \
-	--bucket bench >"$WORK/s3.out" 2>&1 &
-S3_PID=$!
-wait_started "$WORK/s3.port" "$S3_PID" "$WORK/s3.out" "the S3 emulator"
-S3=http://127.0.0.1:$(cat "$WORK/s3.port")
-gce_storage_emulator --bucket bench --static-token "$TOKEN"
+S3=-
+if [ -z "${BENCH_HEAD:-}" ]; then
+	python3 "$SRC/tests/emulators/s3/faultproxy.py" --port 0 --port-file "$WORK/s3.port" --moto \
+		--bucket bench >"$WORK/s3.out" 2>&1 &
+	S3_PID=$!
+	wait_started "$WORK/s3.port" "$S3_PID" "$WORK/s3.out" "the S3 emulator"
+	S3=http://127.0.0.1:$(cat "$WORK/s3.port")
+	gce_storage_emulator --bucket bench --static-token "$TOKEN"
+else
+	CLOUD=gce
+	cloud_emulator --bucket bench --static-token "$TOKEN"
+fi
 GS=http://127.0.0.1:$PORT
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -104,7 +117,8 @@ os.unlink(path)
 PY
 echo "dataset: $NSMALL objects of 1 KiB + one of $BIGMB MiB under ds/ in: $STORES (made in $(($(date +%s) - t0)) s)"
 
-cat >"$PBX_HOME/config.yaml" <<EOF
+if [ -z "${BENCH_HEAD:-}" ]; then
+	cat >"$PBX_HOME/config.yaml" <<EOF
 clusters:
   bd:
     cloud: local
@@ -115,7 +129,13 @@ clouds:
   aws: { region: us-east-1, s3_endpoint: "$S3" }
   gce: { project: pbx-test, credentials: $TEST_TMP/sa.json, storage_endpoint: "$GS/" }
 EOF
-chmod 600 "$PBX_HOME/config.yaml"
+	chmod 600 "$PBX_HOME/config.yaml"
+else
+	cloud_account "storage_endpoint: \"$GS/\""
+	cloud_config "$PBX_HOME/config.yaml" "$BODY_PORT_BASE" "$(cloud_template bd "$PBX_HOME/id" \
+		"head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" \
+		"node_groups:" "  - { name: node, count: 1, machine_type: e2-standard-4 }")"
+fi
 printf 'name: data-bare\ncommand: "true"\n' >"$WORK/bare/experiment.yaml"
 for st in $STORES; do
 	mkdir -p "$WORK/exp-$st"
@@ -146,9 +166,16 @@ peaked() {
 
 "$PBX" -q cluster start bd
 bare=$(timed "$PBX" -q parrun "$WORK/bare/experiment.yaml" bd)
-STAGED=$PBX_HOME/clusters/bd/shared/pbx/data
+STAGED=$PBX_HOME/clusters/bd/shared/pbx/data CACHE=$PBX_HOME/data
+if [ -n "${BENCH_HEAD:-}" ]; then # the head's cache and the bodies' shared disk
+	head_pbx=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -n 1)
+	[ -n "$head_pbx" ] || { echo "data.sh: the head runs no pbx (no pbx-head)" >&2; exit 1; }
+	CACHE=${head_pbx%/usr/local/sbin/pbx-head}/var/lib/pbx/home/data
+	STAGED=$(sed -n "s/.*PBX_BODY_SHARED='\([^']*\)'.*/\1/p" "$head_pbx")/pbx/data
+	echo "staged by the head: its cache $CACHE, the cluster's copy $STAGED"
+fi
 pbx_first() { # pbx_first STORE [PBX [WHO]]: a staging from scratch (the cluster's copy and the local cache gone)
-	rm -rf "$STAGED" "$PBX_HOME/data"
+	rm -rf "$STAGED" "$CACHE"
 	sync
 	peaked "${3:-pbx-$1}" "${2:-$PBX}" -q parrun "$WORK/exp-$1/experiment.yaml" bd
 }
@@ -187,6 +214,8 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 	n=$(find "$STAGED" -type f ! -name '.pbx-data*' | wc -l)
 	m=$(find "$WORK/rc" -type f | wc -l)
 	echo "$1 staged: $n files on the cluster, $m copied by rclone; a parrun without data: $bare s"
+	[ -z "${BENCH_HEAD:-}" ] || [ ! -e "$PBX_HOME/data" ] ||
+		{ echo "data.sh: the user's pbx downloaded (it has a cache): the head did not stage" >&2; exit 1; }
 	echo "$1 first staging: pbx $(net 1 | median) s (parrun $(col 1 | median) s less $bare s), rclone $(col 2 | median) s; median paired ratio rclone/pbx $(ratio 2 1)x (goal >= 1)"
 	echo "$1 nothing new:   pbx $(net 3 | median) s (parrun $(col 3 | median) s), rclone $(col 4 | median) s"
 	echo "$1 peak memory of a first staging (median MiB): pbx $(peak "pbx-$1"), rclone $(peak "rclone-$1")${BENCH_BASE:+, the baseline pbx $(peak "base-$1")}"

@@ -391,6 +391,8 @@ struct stage {
 	struct queue q;         /* src's new or changed objects */
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
+	int link_local;     /* this pbx runs on the head, beside the push's script:
+			   large objects are linked from the cache there */
 	struct timespec t0; /* the staging's start, for PBX_STATS */
 	struct pbx_err *err;
 };
@@ -607,8 +609,10 @@ struct feed {
 	struct pbx_err twerr; /* the tar's errors */
 	pthread_mutex_t mu;   /* tar, done, bytes_moved, the progress call */
 	size_t done;
-	int write_failed; /* a send failed: the push stopped reading */
-	int lanes_rc;     /* the lanes' result; lanes_err says why */
+	int write_failed;      /* a send failed: the push stopped reading */
+	struct pbx_buf linked; /* large objects the script links from the
+				  cache (link_local): names, NUL after each */
+	int lanes_rc;          /* the lanes' result; lanes_err says why */
 	struct pbx_err lanes_err;
 	int rc; /* the feeder's result; err says why */
 	struct pbx_err err;
@@ -640,6 +644,20 @@ static int feed_close(void *cookie)
 	return rc;
 }
 
+/* Object e is on its way (under f->mu): counted, the progress shown. */
+static void feed_count_locked(struct feed *f, const struct dentry *e)
+{
+	struct queue *q = &f->g->q;
+	size_t total;
+	f->done++;
+	f->g->r->bytes_moved += e->size;
+	pthread_mutex_lock(&q->mu);
+	total = q->l.n; /* so far: the listing may go on */
+	pthread_mutex_unlock(&q->mu);
+	if (f->g->o->progress)
+		f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total, f->g->r->bytes_moved);
+}
+
 /* Appends a member under f->mu: body's bytes, or those of file `file`
  * (not NULL: e's copy in the download cache, e->size bytes); a failure
  * stops the lanes and is the stream's (its message in err). */
@@ -647,7 +665,6 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 			      const char *file, const struct dentry *e, struct pbx_err *err)
 {
 	struct queue *q = &f->g->q;
-	size_t total;
 	int rc;
 	if (queue_stopped(q))
 		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
@@ -668,16 +685,8 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 		*err = f->twerr;
 		return -1;
 	}
-	if (e) {
-		f->done++;
-		f->g->r->bytes_moved += e->size;
-		pthread_mutex_lock(&q->mu);
-		total = q->l.n; /* so far: the listing may go on */
-		pthread_mutex_unlock(&q->mu);
-		if (f->g->o->progress)
-			f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total,
-					  f->g->r->bytes_moved);
-	}
+	if (e)
+		feed_count_locked(f, e);
 	return 0;
 }
 
@@ -693,6 +702,22 @@ static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_
 	rc = feed_member_locked(f, member, body, file, e, err);
 	pthread_mutex_unlock(&f->mu);
 	free(member);
+	return rc;
+}
+
+/* Large object e, whole in the cache, for the script to link from there
+ * (link_local: no bytes through the stream). */
+static int feed_linked(struct feed *f, const struct dentry *e, struct pbx_err *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&f->mu);
+	if (queue_stopped(&f->g->q)) {
+		rc = pbx_err_set(err, "data %s: stopped", f->g->r->key);
+	} else {
+		pbx_buf_add(&f->linked, e->name, strlen(e->name) + 1);
+		feed_count_locked(f, e);
+	}
+	pthread_mutex_unlock(&f->mu);
 	return rc;
 }
 
@@ -777,7 +802,10 @@ static void lane_kept(struct stage *g, size_t i)
 }
 
 /* A large object (over DATA_IN_MEMORY_MAX) into the stream from the
- * cache's file of it: there already, or downloaded into it first. */
+ * cache's file of it - there already, or downloaded into it first - or,
+ * when the script runs on this machine (link_local), linked by it from
+ * there (a hard link: no copy when the cache and the shared disk are one
+ * file system, else one copy, never through the stream). */
 static int lane_large(struct feed *f, struct pbx_objstore **s, size_t i, struct dentry *e,
 		      struct pbx_err *err)
 {
@@ -793,7 +821,7 @@ static int lane_large(struct feed *f, struct pbx_objstore **s, size_t i, struct 
 			lane_kept(g, i);
 	}
 	if (rc == 0)
-		rc = feed_object(f, e, NULL, path, err);
+		rc = g->link_local ? feed_linked(f, e, err) : feed_object(f, e, NULL, path, err);
 	free(path);
 	return rc;
 }
@@ -892,6 +920,8 @@ static void *feed_run(void *ctx)
 	for (i = 0; i < g->removed.n; i++)
 		pbx_buf_add(&text, g->removed.v[i].name, strlen(g->removed.v[i].name) + 1);
 	pthread_mutex_lock(&f->mu);
+	if (rc == 0 && f->linked.len)
+		rc = feed_member_locked(f, "linked", &f->linked, NULL, NULL, &f->err);
 	if (rc == 0)
 		rc = feed_member_locked(f, "remove", &text, NULL, NULL, &f->err);
 	if (rc == 0) { /* last: the downloads may have updated versions */
@@ -921,8 +951,13 @@ static void *feed_run(void *ctx)
  * fix the modes, then the manifest, then the directories' modes.  One at a
  * time per source (flock).  The trap makes only T's directories writable:
  * its files may be links to ID/'s. */
-static void push_script(struct pbx_buf *s, const char *id)
+static void push_script(struct pbx_buf *s, const char *id, const char *linked_from)
 {
+	if (linked_from) { /* the large objects, linked (or copied) from the cache */
+		pbx_buf_adds(s, "C=");
+		pbx_shell_quote(s, linked_from);
+		pbx_buf_addc(s, '\n');
+	}
 	pbx_buf_addf(
 		s,
 		"P=\"$PBX_SHARED/pbx/data\" D=\"$PBX_SHARED/pbx/data/%s\"\n"
@@ -935,6 +970,10 @@ static void push_script(struct pbx_buf *s, const char *id)
 		" { echo \"cannot unpack the data in $T\" >&2; exit 1; }\n"
 		"[ -f \"$T/manifest\" ] ||"
 		" { echo \"the data stream ended before its manifest: nothing staged\" >&2; exit 1; }\n"
+		"if [ -s \"$T/linked\" ]; then xargs -0 -n 1 sh -c 'mkdir -p \"$1/files/$(dirname \"$3\")\" &&"
+		" { ln \"$2/$3\" \"$1/files/$3\" 2>/dev/null || cp \"$2/$3\" \"$1/files/$3\"; }'"
+		" sh \"$T\" \"$C\" <\"$T/linked\" ||"
+		" { echo \"cannot take the large objects from the cache $C\" >&2; exit 1; }; fi\n"
 		"find \"$D\" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1\n"
 		"if [ -s \"$T/remove\" ]; then (cd \"$D\" && xargs -0 rm -f -- <\"$T/remove\") ||"
 		" exit 1; fi\n"
@@ -1035,6 +1074,7 @@ static int push_stream(struct pbx_cluster *c, struct feed *f)
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output out;
 	struct pbx_err perr = PBX_ERR_INIT;
+	char *linked_from = NULL;
 	pthread_t th;
 	int sv[2], rc;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -1051,12 +1091,15 @@ static int push_stream(struct pbx_cluster *c, struct feed *f)
 		close(sv[0]);
 		return pbx_err_set(g->err, "data %s: cannot start the stream", g->r->key);
 	}
-	push_script(&script, g->r->id);
+	if (g->link_local)
+		linked_from = xasprintf("%s/files", g->cache_dir);
+	push_script(&script, g->r->id, linked_from);
 	rc = pbx_cluster_run_fd(c, 0, script.buf, sv[0], &out, &perr);
 	data_phase(&g->t0, g->r->key, "the head's script ended");
 	close(sv[0]); /* a feeder still writing gets EPIPE */
 	pthread_join(th, NULL);
 	pbx_buf_release(&script);
+	free(linked_from);
 	if (rc == 0)
 		pbx_cluster_output_release(&out);
 	if (f->rc < 0 && !f->write_failed) {
@@ -1100,6 +1143,7 @@ static int stage_push(struct pbx_cluster *c, struct stage *g)
 	pthread_mutex_init(&f.mu, NULL);
 	rc = push_stream(c, &f);
 	pthread_mutex_destroy(&f.mu);
+	pbx_buf_release(&f.linked);
 	g->r->downloads += g->q.downloads;
 	if (!g->local)
 		stage_cache_notes(g);
@@ -1330,6 +1374,7 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		g.have = have[i];
 		memset(&have[i], 0, sizeof(have[i]));
 		g.local = !e->data[i].is_url && g.r->key ? g.r->key + 6 : NULL;
+		g.link_local = c && c->here == 0;
 		pthread_mutex_init(&g.q.mu, NULL);
 		pthread_cond_init(&g.q.cv, NULL);
 		if (rc == 0 && c && !o->dry_run && pbx_head_stages_data(c, g.r->key))

@@ -12,7 +12,8 @@
 # of its own) -> a task reads every object -> a second package moves
 # nothing -> one changed object moves alone, as the head reports it ->
 # on a terminal the head's progress is shown as it stages (its JSON
-# progress lines, PBX_DATA_PROGRESS) -> pbx-head refuses a source that is not a bucket URL -> the cluster stops.
+# progress lines, PBX_DATA_PROGRESS) -> a large object is linked from the
+# head's cache, not streamed -> pbx-head refuses a source that is not a bucket URL -> the cluster stops.
 # Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports
 # from BODY_PORT_BASE.  (The booted-VM twin on gce:
 # tests/vm/gce-data-env.sh.)
@@ -34,6 +35,7 @@ gce)
 		"head: { service_account: pbx-e2e@pbx-test.iam.gserviceaccount.com }" \
 		"node_groups:" "  - { name: node, count: 1, machine_type: e2-standard-4 }")"
 	put() { printf %s "$2" >"$TEST_TMP/obj" && gcs_put data "$1" "$TEST_TMP/obj"; }
+	put_file() { gcs_put data "$1" "$2"; }
 	tokens() { emu_get calls | json_get 'd["metadata_tokens"].get("pbx-e2e@pbx-test.iam.gserviceaccount.com", 0)'; }
 	gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
 	head_creds() { tokens; }
@@ -62,6 +64,7 @@ s3 = boto3.client('s3', region_name='us-east-1', endpoint_url=e['moto_url'],
 $1"
 	}
 	put() { s3_admin "s3.put_object(Bucket='data', Key='$1', Body=b'$2')"; }
+	put_file() { s3_admin "s3.upload_file('$2', 'data', '$1')"; }
 	# s3_calls: the S3 requests through the proxy, "PRINCIPAL OPERATION=N", sorted
 	s3_calls() {
 		python3 -c 'import json, sys, urllib.request
@@ -148,6 +151,37 @@ tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -q "^data $SCHEME://data/fm/: 1/1 objec
 ok $? "the head's progress is shown on the user's terminal: $(tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -m1 objects)"
 tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -q "data $SCHEME://data/fm/: 3 objects.*, 1 moved"
 ok $? "and then its report"
+
+# a large object (over 8 MiB: downloaded into the head's cache as it
+# comes) is not sent through the head's own stream: its script links it
+# from the cache (a hard link when the cache and the shared disk are one
+# file system, else a copy)
+head -c $((9 * 1048576 + 77)) /dev/urandom >"$TEST_TMP/big"
+put_file big/big.bin "$TEST_TMP/big"
+put big/small.txt small
+mkdir -p "$TEST_TMP/e3"
+printf '%s\n' "name: dh-big" "command: wc -c < data/b/big.bin > out.txt" \
+	"outputs: [out.txt]" "data:" "  - { from: \"$SCHEME://data/big/\", to: data/b }" >"$TEST_TMP/e3/experiment.yaml"
+run_pbx parrun "$TEST_TMP/e3/experiment.yaml" dh
+case $errout in *"data $SCHEME://data/big/: 2 objects"*", 2 moved"*", 2 downloaded"*) r=0 ;; *) r=1 ;; esac
+ok $r "a large object and a small one staged by the head: $errout"
+BIGID=$(printf '%s' "$SCHEME://data/big/" | sha256sum | cut -c1-16)
+shared=$(sed -n "s/.*PBX_BODY_SHARED='\([^']*\)'.*/\1/p" "$head_pbx")
+staged=$shared/pbx/data/$BIGID/big.bin cached=$head_root/var/lib/pbx/home/data/$BIGID/files/big.bin
+cmp -s "$TEST_TMP/big" "$staged" && cmp -s "$TEST_TMP/big" "$cached"
+ok $? "its bytes on the cluster and in the head's cache are the bucket's"
+if [ "$(stat -c %d "$staged")" = "$(stat -c %d "$cached")" ]; then
+	is "$(stat -c %i "$staged")" "$(stat -c %i "$cached")" "one file system: the cluster's copy is the cache's file, linked"
+else
+	ok 0 "# the cache and the shared disk are two file systems here: copied"
+fi
+is "$(stat -c %a "$staged")" 444 "read-only on the cluster"
+[ -z "$(find "$shared/pbx/data" -maxdepth 1 -name '.in-*')" ]
+ok $? "no unpack directory is left"
+pkgb=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
+wait_final "$pkgb" 120
+run_pbx -q harvest "$pkgb"
+is "$(cat "$PBX_HOME/results/$pkgb"/*/out.txt 2>/dev/null | tr -d ' ')" $((9 * 1048576 + 77)) "a task read it whole"
 
 run_pbx_head() { out=$("$head_pbx" "$@" 2>"$TEST_TMP/head.err"); rc=$?; errout=$(cat "$TEST_TMP/head.err"); }
 PBX_DATA_PROGRESS=1 run_pbx_head -q cluster data dh "$SCHEME://data/fm/"
