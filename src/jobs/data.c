@@ -392,7 +392,7 @@ struct stage {
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
 	int link_local;     /* this pbx runs on the head, beside the push's script:
-			   large objects are linked from the cache there */
+			   what the cache holds is linked from there */
 	struct timespec t0; /* the staging's start, for PBX_STATS */
 	struct pbx_err *err;
 };
@@ -610,7 +610,7 @@ struct feed {
 	pthread_mutex_t mu;   /* tar, done, bytes_moved, the progress call */
 	size_t done;
 	int write_failed;      /* a send failed: the push stopped reading */
-	struct pbx_buf linked; /* large objects the script links from the
+	struct pbx_buf linked; /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
 	int lanes_rc;          /* the lanes' result; lanes_err says why */
 	struct pbx_err lanes_err;
@@ -705,7 +705,7 @@ static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_
 	return rc;
 }
 
-/* Large object e, whole in the cache, for the script to link from there
+/* Object e, whole in the cache, for the script to link from there
  * (link_local: no bytes through the stream). */
 static int feed_linked(struct feed *f, const struct dentry *e, struct pbx_err *err)
 {
@@ -826,6 +826,8 @@ static int lane_large(struct feed *f, struct pbx_objstore **s, size_t i, struct 
 	return rc;
 }
 
+static int lane_cached_file(const struct stage *g, const struct dentry *e);
+
 /* Queued object i (e: its copy) into the stream: from the local directory,
  * the cache, or downloaded (on the lane's store *s, opened at its first
  * download) and kept in the cache. */
@@ -838,14 +840,30 @@ static int lane_one(struct feed *f, struct pbx_objstore **s, size_t i, struct de
 		return feed_object(f, e, NULL, NULL, err);
 	if (e->size > DATA_IN_MEMORY_MAX)
 		return lane_large(f, s, i, e, err);
-	if (cache_hit(g, e, body))
+	if (g->link_local && lane_cached_file(g, e))
+		return feed_linked(f, e, err);
+	if (!g->link_local && cache_hit(g, e, body))
 		return feed_object(f, e, body, NULL, err);
 	if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
 		return pbx_err_prefix(err, "data %s", g->r->key);
 	rc = lane_get(f, *s, i, e, body, err);
-	if (rc == 0 && cache_write(g, e, body) == 0)
+	if (rc < 0)
+		return -1;
+	if (cache_write(g, e, body) == 0) {
 		lane_kept(g, i);
-	return rc == 0 ? feed_object(f, e, body, NULL, err) : -1;
+		if (g->link_local) /* the script takes it from there */
+			return feed_linked(f, e, err);
+	}
+	return feed_object(f, e, body, NULL, err);
+}
+
+/* Whether the cache holds object e whole in its file. */
+static int lane_cached_file(const struct stage *g, const struct dentry *e)
+{
+	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name);
+	int hit = cache_hit_file(g, e, path);
+	free(path);
+	return hit;
 }
 
 /* A lane: the queue's next object until the queue is over; a failure
@@ -950,10 +968,13 @@ static void *feed_run(void *ctx)
  * linked over the old one (a name holds the old or the new file, whole) -
  * fix the modes, then the manifest, then the directories' modes.  One at a
  * time per source (flock).  The trap makes only T's directories writable:
- * its files may be links to ID/'s. */
+ * its files may be links to ID/'s.  With linked_from (the head's own pbx
+ * staging: its cache's files/ directory), the objects the member "linked"
+ * names are taken from there into T first: hard links when the first one
+ * links (one file system), else copies, by one cp for many. */
 static void push_script(struct pbx_buf *s, const char *id, const char *linked_from)
 {
-	if (linked_from) { /* the large objects, linked (or copied) from the cache */
+	if (linked_from) { /* the objects the cache holds, linked (or copied) */
 		pbx_buf_adds(s, "C=");
 		pbx_shell_quote(s, linked_from);
 		pbx_buf_addc(s, '\n');
@@ -970,10 +991,12 @@ static void push_script(struct pbx_buf *s, const char *id, const char *linked_fr
 		" { echo \"cannot unpack the data in $T\" >&2; exit 1; }\n"
 		"[ -f \"$T/manifest\" ] ||"
 		" { echo \"the data stream ended before its manifest: nothing staged\" >&2; exit 1; }\n"
-		"if [ -s \"$T/linked\" ]; then xargs -0 -n 1 sh -c 'mkdir -p \"$1/files/$(dirname \"$3\")\" &&"
-		" { ln \"$2/$3\" \"$1/files/$3\" 2>/dev/null || cp \"$2/$3\" \"$1/files/$3\"; }'"
-		" sh \"$T\" \"$C\" <\"$T/linked\" ||"
-		" { echo \"cannot take the large objects from the cache $C\" >&2; exit 1; }; fi\n"
+		"if [ -s \"$T/linked\" ]; then\n"
+		"  mkdir -p \"$T/files\" && f=$(head -z -n 1 \"$T/linked\" | tr -d '\\000') || exit 1\n"
+		"  if ln \"$C/$f\" \"$T/.probe\" 2>/dev/null; then rm -f \"$T/.probe\"; l=-l; else l=; fi\n"
+		"  (cd \"$C\" && xargs -0 cp --parents $l -t \"$T/files\" --) <\"$T/linked\" ||"
+		" { echo \"cannot take the data from the cache $C\" >&2; exit 1; }\n"
+		"fi\n"
 		"find \"$D\" -type d ! -perm -u+w -exec chmod u+w {} + || exit 1\n"
 		"if [ -s \"$T/remove\" ]; then (cd \"$D\" && xargs -0 rm -f -- <\"$T/remove\") ||"
 		" exit 1; fi\n"

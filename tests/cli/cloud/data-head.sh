@@ -153,9 +153,9 @@ tr '\r' '\n' <"$TEST_TMP/tty.out" | grep -q "data $SCHEME://data/fm/: 3 objects.
 ok $? "and then its report"
 
 # a large object (over 8 MiB: downloaded into the head's cache as it
-# comes) is not sent through the head's own stream: its script links it
-# from the cache (a hard link when the cache and the shared disk are one
-# file system, else a copy)
+# comes) and a small one are not sent through the head's own stream: its
+# script links them from the cache (hard links when the cache and the
+# shared disk are one file system, else copies)
 head -c $((9 * 1048576 + 77)) /dev/urandom >"$TEST_TMP/big"
 put_file big/big.bin "$TEST_TMP/big"
 put big/small.txt small
@@ -172,6 +172,7 @@ cmp -s "$TEST_TMP/big" "$staged" && cmp -s "$TEST_TMP/big" "$cached"
 ok $? "its bytes on the cluster and in the head's cache are the bucket's"
 if [ "$(stat -c %d "$staged")" = "$(stat -c %d "$cached")" ]; then
 	is "$(stat -c %i "$staged")" "$(stat -c %i "$cached")" "one file system: the cluster's copy is the cache's file, linked"
+	is "$(stat -c %i "${staged%/*}/small.txt")" "$(stat -c %i "${cached%/*}/small.txt")" "and so is a small object's"
 else
 	ok 0 "# the cache and the shared disk are two file systems here: copied"
 fi
