@@ -227,3 +227,8 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 for st in $STORES; do
 	bench_store "$st"
 done
+if [ -n "${BENCH_HEAD:-}" ]; then # where a head's first staging spends its time
+	rm -rf "$STAGED" "$CACHE"
+	sync
+	PBX_STATS=1 "$head_pbx" -q cluster data bd gs://bench/ds/ 2>&1 >/dev/null | sed 's/^/the head, PBX_STATS: /'
+fi
