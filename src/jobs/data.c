@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
+#include "jobs/data_hashes.h"
 #include "cluster/cluster_plan.h"
 #include "experiment/tar.h"
 #include "jobs/jobs_internal.h"
@@ -213,6 +214,7 @@ struct walk {
 	const char *root; /* the real path of the directory */
 	const char *key;
 	struct dlist *l;
+	struct pbx_data_hashes *hashes; /* remembered between stagings */
 	struct pbx_err *err;
 };
 
@@ -221,7 +223,9 @@ static int walk_file(struct walk *w, const char *rel, const char *full)
 {
 	char hex[65];
 	struct stat st;
-	if (stat(full, &st) < 0 || pbx_sha256_file(full, hex, w->err) < 0)
+	errno = 0;
+	if (stat(full, &st) < 0 ||
+	    pbx_data_hashes_sha256(w->hashes, rel, full, &st, hex, w->err) < 0)
 		return pbx_err_set(w->err, "data %s: cannot read %s: %s", w->key, full,
 				   errno ? strerror(errno) : w->err->msg);
 	if (w->l->n >= PBX_DATA_MAX_OBJECTS)
@@ -524,6 +528,24 @@ static int list_store_page(struct stage *g, struct pbx_err *err)
 	return 0;
 }
 
+/* A local source's whole walk into g->src, each file's sha256 read only
+ * when it changed since the last staging (data_hashes.h). */
+static int walk_local(struct stage *g, struct pbx_err *err)
+{
+	char *path = xasprintf("%s/data/%s/.pbx-hashes", pbx_home(), g->r->id);
+	struct walk w = { g->local, g->r->key, &g->src, pbx_data_hashes_load(path), err };
+	char what[96];
+	int rc = walk_dir(&w, NULL, 0);
+	pbx_data_hashes_save(w.hashes);
+	snprintf(what, sizeof(what), "walked (%zu files read, %zu unchanged)",
+		 pbx_data_hashes_read(w.hashes), pbx_data_hashes_reused(w.hashes));
+	data_phase(&g->t0, g->r->key, what);
+	pbx_data_hashes_free(w.hashes);
+	free(path);
+	g->listed = 1;
+	return rc;
+}
+
 /* The next page of the listing (a local source: the whole walk) into
  * g->src, each name checked, the new or changed objects queued. */
 static int stage_page(struct stage *g, struct pbx_err *err)
@@ -531,9 +553,7 @@ static int stage_page(struct stage *g, struct pbx_err *err)
 	size_t from = g->src.n, i;
 	int rc;
 	if (g->local) {
-		struct walk w = { g->local, g->r->key, &g->src, err };
-		rc = walk_dir(&w, NULL, 0);
-		g->listed = 1;
+		rc = walk_local(g, err);
 	} else {
 		rc = list_store_page(g, err);
 	}
