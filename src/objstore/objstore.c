@@ -136,6 +136,19 @@ uint64_t objstore_part_size(void)
 	return n ? n : OBJSTORE_PART_DEFAULT;
 }
 
+/* len cut in parts of `part` bytes, the last the rest (one when len is at
+ * most part). */
+static void plan_of(uint64_t len, uint64_t part, struct objstore_plan *out)
+{
+	if (len <= part) {
+		out->part = len;
+		out->count = 1;
+		return;
+	}
+	out->part = part;
+	out->count = len / part + (len % part != 0);
+}
+
 void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t align,
 			uint64_t max_parts, struct objstore_plan *out)
 {
@@ -149,13 +162,7 @@ void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t alig
 		part = len / max_parts + (len % max_parts != 0);
 		part += (align - part % align) % align;
 	}
-	if (len <= part) {
-		out->part = len;
-		out->count = 1;
-		return;
-	}
-	out->part = part;
-	out->count = len / part + (len % part != 0);
+	plan_of(len, part, out);
 }
 
 void objstore_backoff(int attempt)
@@ -389,14 +396,9 @@ void objstore_range_plan(uint64_t len, struct objstore_plan *out)
 		cap = RANGE_ALIGN;
 	if (part > cap)
 		part = cap;
-	if (len <= part) {
-		out->part = len;
-		out->count = 1;
-		return;
-	}
-	out->part = part;
-	out->count = len / part + (len % part != 0);
+	plan_of(len, part, out);
 }
+
 /* A decimal number at p (digits only), *end after it. */
 static int u64_at(const char *p, char **end, uint64_t *v)
 {
