@@ -143,6 +143,13 @@ is "$(on "cd /shared/pbx/data/$ID && stat -c '%a %n' . labels.txt train/part-1.c
 444 labels.txt
 444 train/part-1.csv
 444 .pbx-data-manifest" "on the shared disk ($ID), read-only"
+# the head took the objects from its own cache (docs/data.md, "Credentials"):
+# hard links when the cache and /shared are one file system, else copies
+how=$(on "a=/shared/pbx/data/$ID/labels.txt b=/var/lib/pbx/home/data/$ID/files/labels.txt
+if [ \$(stat -c %d \$a) = \$(stat -c %d \$b) ]; then [ \$(stat -c %i \$a) = \$(stat -c %i \$b) ] && echo linked
+else cmp -s \$a \$b && echo copied; fi")
+case $how in linked | copied) r=0 ;; *) r=1 ;; esac
+ok $r "the head's script took them from the head's cache: $how"
 on 'grep -rl -e "BEGIN PRIVATE KEY" -e "private_key_id" /etc/pbx /var/lib/pbx/home /home/pbx 2>/dev/null' >"$TEST_TMP/keys"
 is "$(cat "$TEST_TMP/keys")" "" "no service-account key on the head"
 
