@@ -4,7 +4,7 @@
 # all nodes; an array of 6 GPU tasks runs 2 per node at the same time; a
 # killed slurmd is repaired by a second `start`; `stop` leaves no process,
 # port or file behind; a node whose sshd cannot bind fails the start with
-# sshd's reason.
+# sshd's reason; a node name too long for slurmd's sockets is refused.
 . "$(dirname "$0")/lib.sh"
 
 # addresses and ports: the test's slot (lib.sh; SSH_PORT is its)
@@ -106,4 +106,17 @@ kill "$squatter" 2>/dev/null
 ok $? "a node whose sshd cannot bind fails the start with sshd's reason: $errout"
 run_pbx cluster stop --discard-results t3
 is "$rc:$(procs_mentioning "$CDIR")" "0:" "stop after the failed start leaves no process"
+
+# a node name so long that slurmd's step sockets would pass a Unix socket
+# path's 108 bytes (slurmd then cannot start a job, which SLURM holds as
+# "launch failed requeued held"): refused before any node is made
+sed -i 's/^clusters:$/clusters:\n  tlong:\n    cloud: local\n    node_groups:\n      - { name: abcdefghijklmnopqrstuvwxyzabcd, count: 1 }/' \
+	"$PBX_HOME/config.yaml"
+run_pbx cluster start tlong
+case "$rc $errout" in "2 "*"node abcdefghijklmnopqrstuvwxyzabcd1's SLURM sockets would be "*"more than a Unix socket's 107"*) r=0 ;; *) r=1 ;; esac
+ok $r "a node whose SLURM sockets would not fit a Unix socket path is refused: $errout"
+[ ! -e "$PBX_HOME/clusters/tlong/nodes" ]
+ok $? "before any node is made"
+run_pbx cluster stop --discard-results tlong
+ok $rc "and the refused cluster is removed by stop: $errout"
 done_testing

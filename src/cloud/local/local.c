@@ -110,6 +110,33 @@ static void local_node_fill(const struct local_ctx *x, struct pbx_node_row *r, c
 	r->state = xstrdup("creating");
 }
 
+/* slurmd's step sockets are ROOT/var/spool/slurmd/NODE/NODE_JOB.STEP
+ * (templates/slurm.conf.in's SlurmdSpoolDir): with SLURM's largest job id
+ * (8 digits) and the batch step's id (10), the longest a node's may be.
+ * A Unix socket's path has at most 107 bytes (108 with its NUL): past it
+ * slurmd cannot start the job, which SLURM holds as "launch failed
+ * requeued held", so a plan that would pass it is refused up front. */
+#define LOCAL_SOCKET_MAX 107
+static size_t local_socket_len(const char *root, const char *node)
+{
+	return strlen(root) + strlen("/var/spool/slurmd/") + strlen(node) + 1 + strlen(node) +
+	       strlen("_12345678.4294967291");
+}
+
+static int local_socket_check(const struct local_ctx *x, const struct pbx_node_row *r,
+			      struct pbx_err *err)
+{
+	size_t len = local_socket_len(r->root, r->name);
+	if (len <= LOCAL_SOCKET_MAX)
+		return 0;
+	return pbx_err_setc(err, PBX_EXIT_USAGE,
+			    "cluster %s: node %s's SLURM sockets would be %zu bytes long under %s, "
+			    "more than a Unix socket's %d: use a shorter node group name, cluster "
+			    "name or PBX_HOME (as root, clusters go under PBX_LOCAL_BODIES_DIR, "
+			    "/var/lib/pbx/nodes)",
+			    x->s->name, r->name, len, r->root, LOCAL_SOCKET_MAX);
+}
+
 static int local_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct pbx_err *err)
 {
 	const struct local_ctx *x = ctx;
@@ -137,7 +164,9 @@ static int local_plan(void *ctx, struct pbx_node_row **nodes, size_t *n, struct 
 			snprintf(name, sizeof(name), "%s%d", grp->name, k);
 			if (local_address(x, idx, addr, err) < 0)
 				goto fail;
-			local_node_fill(x, &(*nodes)[idx++], name, "compute", grp->gpus, addr);
+			local_node_fill(x, &(*nodes)[idx], name, "compute", grp->gpus, addr);
+			if (local_socket_check(x, &(*nodes)[idx++], err) < 0)
+				goto fail;
 		}
 	}
 	return 0;
