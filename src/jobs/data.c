@@ -21,6 +21,7 @@
 #include "util/xalloc.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -1090,6 +1091,30 @@ static void stage_cache(struct stage *g)
 	free(path);
 }
 
+/* What sweep_one removes: temporary files (PATH.tmp.XXXXXX, from
+ * pbx_tmpfile_beside) not written since this time, left by a staging
+ * killed while it downloaded (one may be an object's size). */
+static time_t sweep_before;
+
+static int sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	const char *t = strstr(path + ftw->base, ".tmp.");
+	if (type == FTW_F && S_ISREG(st->st_mode) && t && strlen(t) == 11 &&
+	    st->st_mtime < sweep_before)
+		unlink(path);
+	return 0;
+}
+
+/* Removes the cache's temporary files untouched for 10 minutes (a
+ * download in progress writes its file all the time).  Not thread-safe. */
+static void cache_sweep(const struct stage *g)
+{
+	char *files = xasprintf("%s/files", g->cache_dir);
+	sweep_before = time(NULL) - 600;
+	nftw(files, sweep_one, 16, FTW_PHYS);
+	free(files);
+}
+
 static void stage_cache_save(struct stage *g)
 {
 	struct pbx_buf b = PBX_BUF_INIT;
@@ -1167,6 +1192,8 @@ static void stage_cache_notes(struct stage *g)
 		if (g->q.l.v[i].got)
 			cache_note(g, &g->q.l.v[i], &added);
 	cache_note_end(g, &added);
+	if (g->q.downloads)
+		cache_sweep(g);
 	stage_cache_save(g);
 }
 

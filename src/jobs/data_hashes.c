@@ -188,6 +188,8 @@ int pbx_data_hashes_save(const struct pbx_data_hashes *h)
 	int rc = -1;
 	if (!h->path)
 		return -1;
+	if (h->read == 0 && h->now.n == h->old.n && h->reused == h->old.n)
+		return 0; /* every file as remembered: the file already says so */
 	for (i = 0; i < h->now.n; i++) {
 		const struct hash_entry *e = &h->now.v[i];
 		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "name", e->name,

@@ -44,8 +44,9 @@ size_t pbx_data_hashes_read(const struct pbx_data_hashes *h);
 size_t pbx_data_hashes_reused(const struct pbx_data_hashes *h);
 
 /* Writes the files recorded since the load to the path it came from (a
- * temporary file renamed; its directory made, mode 0700): best effort, 0
- * or -1. */
+ * temporary file renamed; its directory made, mode 0700), unless every
+ * remembered file was found as it was and no other: best effort, 0 or
+ * -1. */
 int pbx_data_hashes_save(const struct pbx_data_hashes *h);
 void pbx_data_hashes_free(struct pbx_data_hashes *h);
 

@@ -207,6 +207,19 @@ ok $r "a corrupted range fails the parrun naming the object: $errout"
 [ ! -e "$SHARED/pbx/data/$BID/big2" ] && cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
 ok $? "the cluster is as it was"
 is "$(find "$PBX_HOME/data/$BID" -name 'big2*' | wc -l)" 0 "and the refused object left nothing in the download cache"
+# a staging killed while it downloaded leaves its temporary file (an
+# object's size, perhaps): the next staging that downloads removes those
+# untouched for 10 minutes, never a fresh one (another staging's, in use)
+head -c 1000 /dev/zero >"$PBX_HOME/data/$BID/files/big2.tmp.Ab3dE9"
+touch -d '20 minutes ago' "$PBX_HOME/data/$BID/files/big2.tmp.Ab3dE9"
+head -c 1000 /dev/zero >"$PBX_HOME/data/$BID/files/big.tmp.Zz9Yx1"
+run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
+case $errout in *"data gs://data/bg/: 4 objects"*", 1 moved"*", 1 downloaded"*) r=0 ;; *) r=1 ;; esac
+ok $r "the retry downloads the object alone: $errout"
+[ ! -e "$PBX_HOME/data/$BID/files/big2.tmp.Ab3dE9" ] && [ -e "$PBX_HOME/data/$BID/files/big.tmp.Zz9Yx1" ]
+ok $? "and removes the stale temporary file of a killed staging, not a fresh one"
+cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big2"
+ok $? "the object's bytes are the bucket's"
 
 # ---- hostile names ---------------------------------------------------------
 for h in 'h1/../escape' 'h2/a//b' 'h3//abs'; do
