@@ -277,13 +277,38 @@ void pbx_table_print(struct pbx_table *t)
 
 /* ------------------------------------------------------------ transfers */
 
+/* The transfer being shown: its name and when its line started. */
+static struct {
+	char what[256];
+	struct timespec t0;
+	int open; /* a line is on the terminal, not ended */
+} transfer;
+
 void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes)
 {
+	struct timespec now;
+	char *shown;
+	double s;
 	if (out_quiet || !err_tty || !total)
 		return;
-	fprintf(stderr, "\r%s: %zu/%zu objects, %.1f MB", what, done, total, (double)bytes / 1e6);
-	if (done == total)
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!transfer.open || strncmp(transfer.what, what, sizeof(transfer.what) - 1)) {
+		snprintf(transfer.what, sizeof(transfer.what), "%s", what);
+		transfer.t0 = now;
+		transfer.open = 1;
+	}
+	s = (double)(now.tv_sec - transfer.t0.tv_sec) +
+	    (double)(now.tv_nsec - transfer.t0.tv_nsec) / 1e9;
+	shown = pbx_visible(what, PBX_VISIBLE_LINE);
+	fprintf(stderr, "\r%s: %zu/%zu objects, %.1f MB", shown, done, total, (double)bytes / 1e6);
+	free(shown);
+	if (s >= 0.5)
+		fprintf(stderr, ", %.1f MB/s", (double)bytes / 1e6 / s);
+	fputs("\033[K", stderr); /* the end of a longer earlier line */
+	if (done == total) {
 		fputc('\n', stderr);
+		transfer.open = 0;
+	}
 	fflush(stderr);
 }
 

@@ -55,8 +55,9 @@ void pbx_progress_set(struct pbx_progress *p, size_t i, const char *state);
 void pbx_progress_free(struct pbx_progress *p);
 
 /* One line of a transfer's progress on a terminal ("WHAT: 12/40 objects,
- * 3.1 MB", rewritten in place; a newline once done == total); nothing
- * when quiet or stderr is not a terminal. */
+ * 3.1 MB, 45.2 MB/s", rewritten in place; the rate since the first call
+ * for WHAT, once half a second has passed; a newline once done == total);
+ * nothing when quiet or stderr is not a terminal.  Not thread-safe. */
 void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes);
 
 /* A text table: add rows of `ncols` strings, then print aligned to stdout. */

@@ -45,6 +45,8 @@ struct dentry {
 	uint64_t size;
 	char *version;
 	int got; /* a queued object: its download is in the cache's files */
+	uint64_t shown; /* a lane's copy: bytes of it the progress showed as
+			   they arrived (atomic: a read's ranges add to it) */
 };
 
 struct dlist {
@@ -61,6 +63,7 @@ static void dlist_add(struct dlist *l, const char *name, uint64_t size, const ch
 	l->v[l->n].name = xstrdup(name);
 	l->v[l->n].size = size;
 	l->v[l->n].got = 0;
+	l->v[l->n].shown = 0;
 	l->v[l->n++].version = xstrdup(version ? version : "");
 }
 
@@ -630,6 +633,9 @@ struct feed {
 	struct pbx_err twerr; /* the tar's errors */
 	pthread_mutex_t mu;   /* tar, done, bytes_moved, the progress call */
 	size_t done;
+	uint64_t shown;        /* bytes the progress shows: of the objects
+				  counted, and of those arriving (atomic) */
+	int64_t shown_ms;      /* when the progress was last shown (atomic) */
 	int write_failed;      /* a send failed: the push stopped reading */
 	struct pbx_buf linked; /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
@@ -665,18 +671,71 @@ static int feed_close(void *cookie)
 	return rc;
 }
 
-/* Object e is on its way (under f->mu): counted, the progress shown. */
-static void feed_count_locked(struct feed *f, const struct dentry *e)
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The progress shown (under f->mu). */
+static void feed_show_locked(struct feed *f)
 {
 	struct queue *q = &f->g->q;
 	size_t total;
-	f->done++;
-	f->g->r->bytes_moved += e->size;
 	pthread_mutex_lock(&q->mu);
 	total = q->l.n; /* so far: the listing may go on */
 	pthread_mutex_unlock(&q->mu);
+	__atomic_store_n(&f->shown_ms, now_ms(), __ATOMIC_RELAXED);
+	f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total,
+			  __atomic_load_n(&f->shown, __ATOMIC_RELAXED));
+}
+
+/* Object e is on its way (under f->mu): counted, the progress shown. */
+static void feed_count_locked(struct feed *f, const struct dentry *e)
+{
+	uint64_t seen = __atomic_load_n(&e->shown, __ATOMIC_RELAXED);
+	f->done++;
+	f->g->r->bytes_moved += e->size;
+	__atomic_add_fetch(&f->shown, e->size > seen ? e->size - seen : 0, __ATOMIC_RELAXED);
 	if (f->g->o->progress)
-		f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total, f->g->r->bytes_moved);
+		feed_show_locked(f);
+}
+
+/* A lane: its feed, its store (opened at its first download) and its copy
+ * of the object it is on, whose bytes the store reports as they come. */
+struct lane {
+	struct feed *f;
+	struct pbx_objstore *s;
+	struct dentry e;
+};
+
+/* pbx_objstore_on_bytes's callback: n more bytes of the lane's object
+ * arrived (on one of its range streams): shown at most 4 times a second,
+ * never waiting for f->mu (a member's bytes may hold it for long). */
+static void lane_on_bytes(void *ctx, uint64_t n)
+{
+	struct lane *l = ctx;
+	struct feed *f = l->f;
+	int64_t last = __atomic_load_n(&f->shown_ms, __ATOMIC_RELAXED), now = now_ms();
+	__atomic_add_fetch(&l->e.shown, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->shown, n, __ATOMIC_RELAXED);
+	if (!f->g->o->progress || now - last < 250 || pthread_mutex_trylock(&f->mu) != 0)
+		return;
+	feed_show_locked(f);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The lane's store, opened at its first use: 0, or -1 with err. */
+static int lane_store(struct lane *l, struct pbx_err *err)
+{
+	struct stage *g = l->f->g;
+	if (l->s)
+		return 0;
+	if (pbx_objstore_open(g->r->key, g->o->cfg, &l->s, err) < 0)
+		return pbx_err_prefix(err, "data %s", g->r->key);
+	pbx_objstore_on_bytes(l->s, lane_on_bytes, l);
+	return 0;
 }
 
 /* Appends a member under f->mu: body's bytes, or those of file `file`
@@ -827,17 +886,17 @@ static void lane_kept(struct stage *g, size_t i)
  * when the script runs on this machine (link_local), linked by it from
  * there (a hard link: no copy when the cache and the shared disk are one
  * file system, else one copy, never through the stream). */
-static int lane_large(struct feed *f, struct pbx_objstore **s, size_t i, struct dentry *e,
-		      struct pbx_err *err)
+static int lane_large(struct lane *l, size_t i, struct pbx_err *err)
 {
+	struct feed *f = l->f;
 	struct stage *g = f->g;
+	struct dentry *e = &l->e;
 	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name);
 	int rc = 0;
 	if (!cache_hit_file(g, e, path)) {
-		if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
-			rc = pbx_err_prefix(err, "data %s", g->r->key);
+		rc = lane_store(l, err);
 		if (rc == 0)
-			rc = lane_get_file(f, *s, i, e, path, err);
+			rc = lane_get_file(f, l->s, i, e, path, err);
 		if (rc == 0)
 			lane_kept(g, i);
 	}
@@ -852,22 +911,23 @@ static int lane_cached_file(const struct stage *g, const struct dentry *e);
 /* Queued object i (e: its copy) into the stream: from the local directory,
  * the cache, or downloaded (on the lane's store *s, opened at its first
  * download) and kept in the cache. */
-static int lane_one(struct feed *f, struct pbx_objstore **s, size_t i, struct dentry *e,
-		    struct pbx_buf *body, struct pbx_err *err)
+static int lane_one(struct lane *l, size_t i, struct pbx_buf *body, struct pbx_err *err)
 {
+	struct feed *f = l->f;
 	struct stage *g = f->g;
+	struct dentry *e = &l->e;
 	int rc;
 	if (g->local)
 		return feed_object(f, e, NULL, NULL, err);
 	if (e->size > DATA_IN_MEMORY_MAX)
-		return lane_large(f, s, i, e, err);
+		return lane_large(l, i, err);
 	if (g->link_local && lane_cached_file(g, e))
 		return feed_linked(f, e, err);
 	if (!g->link_local && cache_hit(g, e, body))
 		return feed_object(f, e, body, NULL, err);
-	if (!*s && pbx_objstore_open(g->r->key, g->o->cfg, s, err) < 0)
-		return pbx_err_prefix(err, "data %s", g->r->key);
-	rc = lane_get(f, *s, i, e, body, err);
+	if (lane_store(l, err) < 0)
+		return -1;
+	rc = lane_get(f, l->s, i, e, body, err);
 	if (rc < 0)
 		return -1;
 	if (cache_write(g, e, body) == 0) {
@@ -891,19 +951,17 @@ static int lane_cached_file(const struct stage *g, const struct dentry *e)
  * stops the others. */
 static int feed_lane(void *ctx, size_t k, struct pbx_err *err)
 {
-	struct feed *f = ctx;
-	struct pbx_objstore *s = NULL;
+	struct lane l = { .f = ctx };
 	struct pbx_buf body = PBX_BUF_INIT;
-	struct dentry e;
 	size_t i;
 	int rc = 0;
 	(void)k;
-	while (rc == 0 && (i = queue_take(&f->g->q, &e)) != QUEUE_NONE)
-		rc = lane_one(f, &s, i, &e, &body, err);
+	while (rc == 0 && (i = queue_take(&l.f->g->q, &l.e)) != QUEUE_NONE)
+		rc = lane_one(&l, i, &body, err);
 	if (rc < 0)
-		queue_end(&f->g->q, 1);
-	if (s)
-		pbx_objstore_close(s);
+		queue_end(&l.f->g->q, 1);
+	if (l.s)
+		pbx_objstore_close(l.s);
 	pbx_buf_release(&body);
 	return rc;
 }

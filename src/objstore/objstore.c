@@ -492,7 +492,17 @@ int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n)
 		}
 	}
 	d->crc = pbx_crc32c(d->crc, data, n);
+	if (d->on_bytes && at + n > d->seen) { /* a new attempt's bytes count once */
+		d->on_bytes(d->on_bytes_ctx, at + n - d->seen);
+		d->seen = at + n;
+	}
 	return 0;
+}
+
+void pbx_objstore_on_bytes(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_t n), void *ctx)
+{
+	s->on_bytes = fn;
+	s->on_bytes_ctx = ctx;
 }
 
 int pbx_objstore_read_range(struct pbx_objstore *s, const char *name, const char *version,
@@ -532,6 +542,8 @@ static int range_one(struct ranged *r, uint64_t k, struct pbx_http *h, unsigned 
 	d->mem = r->mem ? r->mem + off : NULL;
 	d->fd = r->fd;
 	d->fd_off = off;
+	d->on_bytes = r->s->on_bytes;
+	d->on_bytes_ctx = r->s->on_bytes_ctx;
 	r->rc[k] = r->s->ops->read_range(r->s, h, r->m->name, r->m->version ? r->m->version : "",
 					 off, left < r->plan.part ? left : r->plan.part, d,
 					 requests, &r->errs[k]);

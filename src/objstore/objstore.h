@@ -146,6 +146,12 @@ int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, 
  * 0).  Not thread-safe on one store. */
 int pbx_objstore_get_listed_fd(struct pbx_objstore *s, const struct pbx_object *o, int fd,
 			       struct pbx_object *meta, struct pbx_err *err);
+/* Has fn(ctx, n) called as each n bytes of a ranged read
+ * (pbx_objstore_get_listed of a large object, pbx_objstore_get_listed_fd)
+ * arrive, for a progress display: from up to 4 threads at once (fn is
+ * thread-safe), a range read again counting only the bytes past those its
+ * earlier attempts brought.  fn NULL: none.  ctx is the caller's. */
+void pbx_objstore_on_bytes(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_t n), void *ctx);
 /* Bytes [off, off + len) of version `version` of object `name` (a
  * listing's or meta's: GCS generation, S3 ETag) into dst[0, len), on the
  * store's own connection.  -1 with err naming the object when the store

@@ -42,6 +42,9 @@ struct objstore_into {
 	int fd;
 	uint64_t fd_off;
 	uint32_t crc;
+	uint64_t seen; /* the most bytes of the range any attempt brought */
+	void (*on_bytes)(void *ctx, uint64_t n); /* the store's (NULL: none) */
+	void *on_bytes_ctx;
 };
 /* pbx_http_req's into_fn for a struct objstore_into (ctx). */
 int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n);
@@ -91,6 +94,9 @@ struct pbx_objstore {
 	/* the range readers' own handles (range 0 goes on http), opened at
 	 * the first ranged read and kept for the next (owned) */
 	struct pbx_http *range_http[OBJSTORE_STREAMS - 1];
+	/* pbx_objstore_on_bytes's callback (NULL: none) */
+	void (*on_bytes)(void *ctx, uint64_t n);
+	void *on_bytes_ctx;
 };
 
 /* Each sets s->ops, s->backend and s->identity; s->url and s->http are

@@ -195,6 +195,18 @@ is "$(echo "$out" | head -n 1)" '{"progress":{"key":"'"$SCHEME"'://data/fm/","do
 	"with PBX_DATA_PROGRESS, pbx-head prints its progress as JSON lines before its report"
 run_pbx_head -q cluster data dh "$SCHEME://data/fm/"
 is "$(echo "$out" | grep -c progress)" 0 "without it, none"
+# a large object's bytes are shown as they arrive, not only once whole:
+# the first line comes with its first bytes (done 0), the last says all
+head -c $((9 * 1048576 + 5)) /dev/urandom >"$TEST_TMP/big2"
+put_file big/big2.bin "$TEST_TMP/big2"
+PBX_DATA_PROGRESS=1 run_pbx_head -q cluster data dh "$SCHEME://data/big/"
+first=$(echo "$out" | grep -m1 '"progress"') last=$(echo "$out" | grep '"progress"' | tail -n 1)
+got=$(echo "$first" | json_get 'd["progress"]["bytes"]')
+[ "$rc" = 0 ] && [ "$(echo "$first" | json_get 'd["progress"]["done"]')" = 0 ] &&
+	[ "$got" -gt 0 ] && [ "$got" -lt $((9 * 1048576 + 5)) ]
+ok $? "a large object's progress moves while it downloads: $first"
+is "$last" '{"progress":{"key":"'"$SCHEME"'://data/big/","done":1,"total":1,"bytes":'$((9 * 1048576 + 5))'}}' \
+	"and its last line counts it whole, once"
 
 run_pbx_head -q cluster data dh /etc
 is "$rc" 2 "pbx-head refuses a source that is not a bucket URL: $errout"
