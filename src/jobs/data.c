@@ -44,7 +44,7 @@ struct dentry {
 	char *name; /* relative to the source */
 	uint64_t size;
 	char *version;
-	int got; /* a queued object: its download is in the cache's files */
+	int got;        /* a queued object: its download is in the cache's files */
 	uint64_t shown; /* a lane's copy: bytes of it the progress showed as
 			   they arrived (atomic: a read's ranges add to it) */
 };
