@@ -29,6 +29,22 @@ bool pbx_output_color(void)
 	return out_color;
 }
 
+/* The transfer being shown: its name and when its line started. */
+static struct {
+	char what[256];
+	struct timespec t0;
+	int open; /* a line is on the terminal, not ended */
+} transfer;
+
+/* A transfer's line left open (a failure before its end) ended, so that
+ * a message does not run on from it. */
+static void transfer_line_end(void)
+{
+	if (transfer.open)
+		fputc('\n', stderr);
+	transfer.open = 0;
+}
+
 /* A message, which may quote remote text (a node's stderr, a file name),
  * written to stderr made visible (pbx_visible, \n and \t kept). */
 static void put_message(const char *fmt, va_list ap)
@@ -55,6 +71,7 @@ static void put_message(const char *fmt, va_list ap)
 static void vmsg(const char *label, const char *colour, const char *fmt, va_list ap)
 {
 	fflush(stdout);
+	transfer_line_end();
 	if (out_color)
 		fprintf(stderr, "pbx: %s%s\033[0m: ", colour, label);
 	else
@@ -83,6 +100,7 @@ void pbx_info(const char *fmt, ...)
 	va_list ap;
 	if (out_quiet)
 		return;
+	transfer_line_end();
 	va_start(ap, fmt);
 	put_message(fmt, ap);
 	va_end(ap);
@@ -276,13 +294,6 @@ void pbx_table_print(struct pbx_table *t)
 }
 
 /* ------------------------------------------------------------ transfers */
-
-/* The transfer being shown: its name and when its line started. */
-static struct {
-	char what[256];
-	struct timespec t0;
-	int open; /* a line is on the terminal, not ended */
-} transfer;
 
 void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes)
 {

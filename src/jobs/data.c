@@ -636,6 +636,7 @@ struct feed {
 	uint64_t shown;        /* bytes the progress shows: of the objects
 				  counted, and of those arriving (atomic) */
 	int64_t shown_ms;      /* when the progress was last shown (atomic) */
+	int shown_all;         /* the last progress (done == total) was shown */
 	int write_failed;      /* a send failed: the push stopped reading */
 	struct pbx_buf linked; /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
@@ -678,14 +679,21 @@ static int64_t now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* The progress shown (under f->mu). */
+/* The progress shown (under f->mu): done of the changed objects listed
+ * so far; done == total only once the listing is over (a display ends its
+ * line there), and then once. */
 static void feed_show_locked(struct feed *f)
 {
 	struct queue *q = &f->g->q;
 	size_t total;
+	int over;
 	pthread_mutex_lock(&q->mu);
 	total = q->l.n; /* so far: the listing may go on */
+	over = q->over && !q->stop;
 	pthread_mutex_unlock(&q->mu);
+	if (f->done == total && (!over || f->shown_all))
+		return;
+	f->shown_all = f->done == total;
 	__atomic_store_n(&f->shown_ms, now_ms(), __ATOMIC_RELAXED);
 	f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total,
 			  __atomic_load_n(&f->shown, __ATOMIC_RELAXED));
@@ -1007,6 +1015,10 @@ static void *feed_run(void *ctx)
 	if (rc == 0 && g->listed)
 		rc = stage_listed(g, &f->err);
 	queue_end(&g->q, rc < 0);
+	pthread_mutex_lock(&f->mu); /* the last object came before the listing ended */
+	if (g->o->progress && f->done && f->done == g->q.l.n)
+		feed_show_locked(f);
+	pthread_mutex_unlock(&f->mu);
 	if (started)
 		pthread_join(lanes, NULL);
 	if (rc == 0 && (f->lanes_rc < 0 || !g->listed)) {

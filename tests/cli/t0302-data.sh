@@ -82,9 +82,16 @@ ID=$(data_id gs://data/fm/)
 D=$SHARED/pbx/data/$ID
 
 # ---- staged once, read on two nodes -------------------------------------
+# (on a terminal: the progress line, rewritten in place, ends once, when
+# every listed object came - not when the lanes catch up with the listing)
 reset_calls
-run_pbx parrun "$TEST_TMP/fm1/experiment.yaml" dt
+script -qec "'$PBX' parrun '$TEST_TMP/fm1/experiment.yaml' dt" /dev/null </dev/null >"$TEST_TMP/fm1.tty" 2>&1
+rc=$?
+tr '\r' '\n' <"$TEST_TMP/fm1.tty" | sed 's/\x1b\[K//g' | grep -v '^\s*$' >"$TEST_TMP/fm1.lines"
+errout=$(grep -v '^data [^ ]*: [0-9]*/[0-9]* objects' "$TEST_TMP/fm1.lines") out=$errout
 ok $rc "parrun stages and submits: $errout"
+is "$(grep '^data gs://data/fm/: [0-9]*/[0-9]* objects' "$TEST_TMP/fm1.lines" | awk '{split($3, n, "/"); if (n[1] == n[2]) print $3}')" \
+	2000/2000 "the progress line ends once, at 2000/2000 objects"
 case $errout in *"data gs://data/fm/: 2000 objects"*", 2000 moved"*) r=0 ;; *) r=1 ;; esac
 ok $r "2000 objects moved: $errout"
 is "$(gets)" 2000 "2000 downloads"
