@@ -92,7 +92,11 @@ that AMI boots from the copy, and DeregisterImage removes it.  EC2's API
 is served to the VMs by its own name, ec2.us-east-1.amazonaws.com (vms.py:
 DNS to the gateway, https on its port 443 with a certificate from the
 image's world CA, forwarded to this proxy; requests by that name get
-EC2's API alone, never /_harness/, /moto-api/ or the pricing API), and a
+EC2's API alone, never /_harness/, /moto-api/ or the pricing API), and
+S3 by its names, s3.us-east-1.amazonaws.com and every bucket's virtual
+host under it (BUCKET.s3.us-east-1.amazonaws.com, the address pbx forms:
+requests by them go to moto's S3 as they are, whatever their path, and
+are counted by host in `s3_hosts`), and a
 VM launched with an instance profile finds its role's credentials in its
 IMDS (RoleCredentials, meta-data/iam/, written again when renewed): a
 head's own pbx calls EC2 as on EC2 (tests/vm/ec2-power.sh).
@@ -142,6 +146,16 @@ from servicequotas import ServiceQuotas  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 REGION = "us-east-1"
+EC2_NAME = "ec2.%s.amazonaws.com" % REGION
+# S3's regional name: path-style on it, virtual-hosted on BUCKET.S3_NAME
+# (the address pbx forms with no s3_endpoint: src/objstore/s3.c)
+S3_NAME = "s3.%s.amazonaws.com" % REGION
+
+
+def s3_named(host):
+    """Whether HOST (lower case, no port) is S3's regional name or a
+    bucket's virtual host under it."""
+    return host == S3_NAME or host.endswith("." + S3_NAME)
 NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 
 
@@ -403,9 +417,12 @@ class S3Calls:
         self.principals = principals   # access key id -> user name
         self.roles = roles
         self.calls = Counter()
+        self.hosts = Counter()
 
-    def count(self, method, path, authorization):
-        """Counts the request when it is signed for S3; True if it was."""
+    def count(self, method, path, authorization, host=""):
+        """Counts the request when it is signed for S3 (by the host it was
+        sent to as well, in hosts: a bucket's virtual host, S3's name or
+        the proxy's loopback address); True if it was."""
         m = re.search(r"Credential=([^/,\s]+)/[^/]+/[^/]+/s3/", authorization or "")
         if not m:
             return False
@@ -413,8 +430,12 @@ class S3Calls:
         role = self.roles.role_of(key) if self.roles else None
         who = "role:" + role if role else self.principals.get(key, "unknown")
         url = urllib.parse.urlsplit(path)
+        where = url.path
+        if host.endswith("." + S3_NAME):   # virtual-hosted: the bucket is the host's
+            where = "/" + host[:-len(S3_NAME) - 1] + url.path
         with self.lock:
-            self.calls["%s %s" % (who, s3_operation(method, url.path, url.query))] += 1
+            self.calls["%s %s" % (who, s3_operation(method, where, url.query))] += 1
+            self.hosts[host] += 1
         return True
 
 
@@ -432,12 +453,26 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
             self.end_headers()
             self.wfile.write(body)
 
+        def _host(self):
+            return (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+
+        def _by_s3_name(self, body):
+            """A request that came by S3's name (a VM through vms.py's
+            gateway): forwarded to moto's S3 as it is (the host kept: SigV4
+            signed it, and moto takes a virtual host's bucket from it),
+            never the harness's controls even for a key named like one;
+            True when it was."""
+            if not s3_named(self._host()):
+                return False
+            self._forward(body)
+            return True
+
         def _by_api_name(self):
             """A request that came by EC2's own name (a VM through vms.py's
             gateway): EC2's API alone, never the harness's controls, the
             pricing API or moto's own (/moto-api/); True when refused."""
-            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
-            if host not in Ec2Flavour.api_names:
+            host = self._host()
+            if host != EC2_NAME:
                 return False
             if urllib.parse.urlsplit(self.path).path == "/" and \
                     not self.headers.get("X-Amz-Target"):
@@ -446,7 +481,7 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
             return True
 
         def do_GET(self):
-            if self._by_api_name():
+            if self._by_s3_name(None) or self._by_api_name():
                 return None
             if self.path == "/_harness/calls":
                 with faults.lock:
@@ -454,7 +489,8 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
                                        "pricing": pricing.calls,
                                        "servicequotas": quotas.calls if quotas else 0,
                                        "role_credentials": dict(roles.issued) if roles else {},
-                                       "s3": dict(s3.calls) if s3 else {}}).encode()
+                                       "s3": dict(s3.calls) if s3 else {},
+                                       "s3_hosts": dict(s3.hosts) if s3 else {}}).encode()
                 return self._send(200, body, "application/json")
             return self._forward(None)
 
@@ -462,14 +498,14 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
             """S3 alone (EC2's API is POST and GET)."""
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n)
-            if self._by_api_name():
+            if self._by_s3_name(body) or self._by_api_name():
                 return None
             return self._forward(body)
 
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n)
-            if self._by_api_name():
+            if self._by_s3_name(body) or self._by_api_name():
                 return None
             if self.headers.get("X-Amz-Target", "").startswith("AWSPriceListService."):
                 status, text = pricing.get_products(self.headers, body)
@@ -514,7 +550,7 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
 
         def _forward(self, body):
             if s3 is not None:
-                s3.count(self.command, self.path, self.headers.get("Authorization"))
+                s3.count(self.command, self.path, self.headers.get("Authorization"), self._host())
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("connection", "content-length", "accept-encoding")}
             req = urllib.request.Request(moto_url + self.path, data=body, method=self.command,
@@ -542,13 +578,13 @@ def make_proxy(moto_url, faults, pricing, spot=None, roles=None, quotas=None, s3
 
         def do_HEAD(self):
             """S3 alone (HeadObject, HeadBucket)."""
-            if self._by_api_name():
+            if self._by_s3_name(None) or self._by_api_name():
                 return None
             return self._forward(None)
 
         def do_DELETE(self):
             """S3 alone (DeleteObject, AbortMultipartUpload)."""
-            if self._by_api_name():
+            if self._by_s3_name(None) or self._by_api_name():
                 return None
             return self._forward(None)
 
@@ -610,11 +646,13 @@ class Ec2Flavour:
     metadata_server = ["python3", os.path.join(HERE, "imds.py")]
     domains = ["ec2.internal"]
     dns = {"instance-data": "169.254.169.254"}
-    # EC2's API by the name pbx forms for the region when no endpoint is
-    # configured (src/cloud/aws/aws.c): vms.py resolves it to the gateway,
-    # whose port 443 serves it with a world-CA certificate and forwards to
-    # the harness's proxy (never to moto directly)
-    api_names = ("ec2.%s.amazonaws.com" % REGION,)
+    # EC2's API and S3 by the names pbx forms for the region when no
+    # endpoint is configured (src/cloud/aws/aws.c, src/objstore/s3.c: a
+    # bucket's virtual host under S3's name): vms.py resolves them to the
+    # gateway (S3's name with every name under it), whose port 443 serves
+    # them with a world-CA certificate (the "*." name: any bucket) and
+    # forwards to the harness's proxy (never to moto directly)
+    api_names = (EC2_NAME, S3_NAME, "*." + S3_NAME)
 
     def __init__(self, spot=None, roles=None):
         self.spot = spot           # SpotInterruptions, or None

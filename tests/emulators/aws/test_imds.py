@@ -241,7 +241,8 @@ def api_name_filter():
     """The proxy, asked by EC2's own name (a VM's request through vms.py's
     gateway), serves EC2's API alone: the harness's controls, the pricing
     API and moto's own paths are 404 there and never reach moto; by its
-    loopback URL they are served as before."""
+    loopback URL they are served as before; by S3's names every request
+    goes to moto as it is (a path like a control's is an object's key)."""
     seen = []
 
     class Moto(BaseHTTPRequestHandler):
@@ -255,8 +256,9 @@ def api_name_filter():
             self.send_response(200)
             self.send_header("Content-Length", "2")
             self.end_headers()
-            self.wfile.write(b"ok")
-        do_GET = do_POST = _ok
+            if self.command != "HEAD":
+                self.wfile.write(b"ok")
+        do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _ok
 
     moto = ThreadingHTTPServer(("127.0.0.1", 0), Moto)
     threading.Thread(target=moto.serve_forever, daemon=True).start()
@@ -266,8 +268,9 @@ def api_name_filter():
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     port = proxy.server_address[1]
     api = {"Host": h.Ec2Flavour.api_names[0]}
-    ok(h.Ec2Flavour.api_names == ("ec2.us-east-1.amazonaws.com",),
-       "EC2's API name is the one pbx forms for us-east-1 (%s)" % (h.Ec2Flavour.api_names,))
+    ok(h.Ec2Flavour.api_names == ("ec2.us-east-1.amazonaws.com", "s3.us-east-1.amazonaws.com",
+                                  "*.s3.us-east-1.amazonaws.com"),
+       "EC2's and S3's names are those pbx forms for us-east-1 (%s)" % (h.Ec2Flavour.api_names,))
 
     def call(path, method="GET", headers=None, data=None):
         r = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
@@ -299,6 +302,12 @@ def api_name_filter():
         ok(call("/_harness/calls", headers=hd) == 404, "the name's case and a port change nothing")
         ok(len(seen) == n and faults.calls.get("?", 0) == 0, "none of them reached moto or was counted")
         ok(call("/_harness/calls") == 200, "by the loopback URL the controls are served")
+        for host in ("data.s3.us-east-1.amazonaws.com", "s3.us-east-1.amazonaws.com:443"):
+            for method in ("GET", "PUT", "POST", "HEAD", "DELETE"):
+                st = call("/_harness/calls", method, {"Host": host}, b"" if method in ("PUT", "POST") else None)
+                ok(st == 200 and seen[-1] == (method, "/_harness/calls", host),
+                   "by S3's name (%s), %s /_harness/calls is an object's, sent to moto, the host kept (%d %s)"
+                   % (host, method, st, seen[-1:]))
     finally:
         proxy.shutdown()
         moto.shutdown()
@@ -353,6 +362,22 @@ def s3_through_proxy():
         ok(body == b"alpha", "an object is read through the proxy")
         ok(dict(calls.calls) == {"u ListObjectsV2": 2, "u GetObject": 1},
            "the proxy counts S3 requests by signer and operation (%s)" % dict(calls.calls))
+        # virtual-hosted, as pbx asks S3 itself (its bucket in the host):
+        # signed for that host, sent to the proxy with it
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        vhost = "data.s3.us-east-1.amazonaws.com"
+        signed = AWSRequest(method="GET", url="https://%s/fm/sub/a.txt" % vhost,
+                            headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+        S3SigV4Auth(Credentials(k["AccessKeyId"], k["SecretAccessKey"]), "s3", "us-east-1").add_auth(signed)
+        hd = dict(signed.headers, Host=vhost)
+        with urllib.request.urlopen(urllib.request.Request(
+                "http://127.0.0.1:%d/fm/sub/a.txt" % proxy.server_address[1], headers=hd)) as r:
+            body = r.read()
+        ok(body == b"alpha", "by a bucket's virtual host, its object is read (moto takes the bucket from the host)")
+        ok(calls.calls["u GetObject"] == 2 and calls.hosts[vhost] == 1,
+           "and counted as a GetObject, by its host (%s %s)" % (dict(calls.calls), dict(calls.hosts)))
     finally:
         S3IAMRequest._create_aws_request = made
         if proxy:

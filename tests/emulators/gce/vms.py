@@ -274,7 +274,10 @@ class VMs:
              "--dhcp-option=option:domain-search,%s" % " ".join(domains),
              "--domain=%s" % domains[0], "--local=/internal/"]
             + ["--address=/%s/%s" % kv for kv in sorted(self.flavour.dns.items())]
-            + ["--address=/%s/%s" % (n, self.gateway) for n in (self.flavour.api_names if self.api else ())]
+            # a name answers for every name under it: a certificate's
+            # wildcard ("*.NAME") needs no entry of its own
+            + ["--address=/%s/%s" % (n, self.gateway) for n in (self.flavour.api_names if self.api else ())
+               if not n.startswith("*.")]
             + ["--address=/deb.debian.org/%s" % self.gateway,
                "--pid-file=" + os.path.join(self.dir, "dnsmasq.pid")], True, "dnsmasq.log")
         self.infra.append(self.dnsmasq)
