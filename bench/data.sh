@@ -30,7 +30,8 @@
 # (docs/data.md, "Credentials": the head's pbx downloads and unpacks on
 # the head, no SSH hop for the bytes); "first staging" then removes the
 # head's cache and the cluster's copy, and the peak memory is the user's
-# pbx's, not the head's.
+# pbx's, not the head's; a BENCH_BASE's staging runs the baseline on the
+# head too (pbx-head pointed at it for that staging).
 # Addresses and ports: the local cluster's from a test slot
 # (tests/cli/lib.sh, sourced: SLOT_NET's LOOP_NET, SSH_PORT,
 # SLURM_PORT_BASE), the emulators on 127.0.0.1 ports the kernel picks.
@@ -177,7 +178,17 @@ fi
 pbx_first() { # pbx_first STORE [PBX [WHO]]: a staging from scratch (the cluster's copy and the local cache gone)
 	rm -rf "$STAGED" "$CACHE"
 	sync
+	head_runs "${2:-$PBX}"
 	peaked "${3:-pbx-$1}" "${2:-$PBX}" -q parrun "$WORK/exp-$1/experiment.yaml" bd
+	head_runs "$PBX"
+}
+# head_runs PBX: with BENCH_HEAD, the head's pbx-head runs that binary (its
+# staging is the head's: a baseline is measured there)
+head_runs() {
+	[ -n "${BENCH_HEAD:-}" ] || return 0
+	hr_bin=$(readlink -f "$1")
+	sed -i "s|'[^']*/pbx' \"\$@\"\$|'$hr_bin' \"\$@\"|" "$head_pbx"
+	grep -qF "'$hr_bin' \"\$@\"" "$head_pbx" || { echo "data.sh: cannot point pbx-head at $hr_bin" >&2; exit 1; }
 }
 pbx_single() { # pbx_single STORE: the same with ranged reads off (run in a subshell)
 	export PBX_OBJSTORE_RANGE_MIN=$((BIGMB * 1048576 + 1))
@@ -230,5 +241,10 @@ done
 if [ -n "${BENCH_HEAD:-}" ]; then # where a head's first staging spends its time
 	rm -rf "$STAGED" "$CACHE"
 	sync
-	PBX_STATS=1 "$head_pbx" -q cluster data bd gs://bench/ds/ 2>&1 >/dev/null | sed 's/^/the head, PBX_STATS: /'
+	PBX_STATS=1 /usr/bin/time -f 'cpu %U %S' -o "$WORK/cpu-head" "$head_pbx" -q cluster data bd gs://bench/ds/ 2>&1 >/dev/null |
+		sed 's/^/the head, PBX_STATS: /'
+	rm -rf "$WORK/rc"
+	/usr/bin/time -f 'cpu %U %S' -o "$WORK/cpu-rclone" rclone copy --config /dev/null gs:bench/ds "$WORK/rc"
+	cpu() { awk '/^cpu/ {printf "%.2f s (user %.2f, system %.2f)", $2 + $3, $2, $3}' "$1"; }
+	echo "CPU time of one first staging: the head's pbx $(cpu "$WORK/cpu-head"), rclone $(cpu "$WORK/cpu-rclone")"
 fi

@@ -437,13 +437,17 @@ static int cache_hit_file(const struct stage *g, const struct dentry *e, const c
 }
 
 /* A new temporary file beside `path` (the cache's file of an object),
- * its directories made: its descriptor and *tmp (caller frees, renames
- * or unlinks), or -1 with err.  Thread-safe. */
+ * its directories made when missing (not tried first: one call per
+ * object): its descriptor and *tmp (caller frees, renames or unlinks), or
+ * -1 with err.  Thread-safe. */
 static int cache_tmpfile(const char *path, char **tmp, struct pbx_err *err)
 {
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-	int fd = -1;
-	*tmp = NULL;
+	char *dir, *slash;
+	int fd = pbx_tmpfile_beside(path, tmp, err);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	dir = xstrdup(path);
+	slash = strrchr(dir, '/');
 	*slash = '\0';
 	if (pbx_mkdir_p(dir, 0700, err) == 0)
 		fd = pbx_tmpfile_beside(path, tmp, err);
@@ -606,7 +610,9 @@ static void stage_versions(struct stage *g)
 
 /* ------------------------------------------------------------ the stream */
 
-#define DATA_LANES         8 /* parallel downloads of one staging, a store each */
+#ifndef DATA_LANES
+#define DATA_LANES 8 /* parallel downloads of one staging, a store each */
+#endif
 /* Objects up to this size are read into memory, larger ones into the
  * download cache's file as they come (at most 8 x 8 MiB held). */
 #define DATA_IN_MEMORY_MAX ((uint64_t)8 << 20)

@@ -17,24 +17,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* mkdir of p, or of its parents first when one is missing: the deepest
+ * first, so a directory that exists costs one call (each component from
+ * the root made a cache of 10,000 objects 160,000 calls).  -1 (errno) with
+ * p cut at the directory that could not be made. */
+static int mkdir_parents_first(char *p, mode_t mode)
+{
+	char *slash;
+	if (mkdir(p, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT || !(slash = strrchr(p, '/')) || slash == p)
+		return -1;
+	*slash = '\0';
+	if (mkdir_parents_first(p, mode) < 0)
+		return -1; /* p left at the directory that could not be made */
+	*slash = '/';
+	return mkdir(p, mode) == 0 || errno == EEXIST ? 0 : -1;
+}
+
 int pbx_mkdir_p(const char *path, mode_t mode, struct pbx_err *err)
 {
-	char *p = xstrdup(path), *s;
+	char *p = xstrdup(path);
+	size_t n = strlen(p);
 	int rc = 0;
-	for (s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST) {
-				rc = pbx_err_set(err, "cannot create directory %s: %s", p,
-						 strerror(errno));
-				break;
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
+	while (n > 1 && p[n - 1] == '/') /* "a/b/" is "a/b" */
+		p[--n] = '\0';
+	if (mkdir_parents_first(p, mode) < 0)
+		rc = pbx_err_set(err, "cannot create directory %s: %s", p, strerror(errno));
 	free(p);
 	return rc;
 }
@@ -83,10 +92,11 @@ int pbx_tmpfile_beside(const char *path, char **tmp, struct pbx_err *err)
 	*tmp = xasprintf("%s.tmp.XXXXXX", path);
 	fd = mkostemp(*tmp, O_CLOEXEC);
 	if (fd < 0) {
-		pbx_err_set(err, "cannot create a temporary file beside %s: %s", path,
-			    strerror(errno));
+		int e = errno;
+		pbx_err_set(err, "cannot create a temporary file beside %s: %s", path, strerror(e));
 		free(*tmp);
 		*tmp = NULL;
+		errno = e;
 	}
 	return fd;
 }

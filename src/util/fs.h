@@ -26,8 +26,9 @@ int pbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t
  * rename onto `path` is atomic) named PATH.tmp.XXXXXX by mkostemp: a name
  * nobody can guess, created O_EXCL (never an existing file, never through
  * a link), mode 0600, close-on-exec.  Returns its descriptor with *tmp its
- * name (caller frees, and unlinks it unless renamed), or -1 with err and
- * *tmp NULL.  Every temporary file pbx writes locally comes from here. */
+ * name (caller frees, and unlinks it unless renamed), or -1 with err,
+ * errno as mkostemp left it (ENOENT: no such directory) and *tmp NULL.
+ * Every temporary file pbx writes locally comes from here. */
 int pbx_tmpfile_beside(const char *path, char **tmp, struct pbx_err *err);
 /* write(2) until all `len` bytes are written (EINTR retried); 0, or -1
  * with errno set. */

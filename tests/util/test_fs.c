@@ -3,7 +3,7 @@
  * at the temporary name pbx used to use (PATH.tmp.PID), at names one might
  * guess, or at PATH itself never redirects the write; the other file keeps
  * its bytes and its mode, PATH ends a regular file with the new bytes and
- * the wanted mode, and no temporary file is left behind.
+ * the wanted mode, and no temporary file is left behind; and mkdir -p.
  */
 #include "common/tap.h"
 #include "util/fs.h"
@@ -140,6 +140,34 @@ static void test_read_error(void)
 	pbx_buf_release(&b);
 }
 
+/* pbx_mkdir_p: nested directories made with the mode, an existing one
+ * and a trailing slash are fine, a file in the way is an error naming the
+ * directory that could not be made. */
+static void test_mkdir_p(void)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	struct stat st;
+	char *deep = xasprintf("%s/m/a/b/c", dir), *mid = xasprintf("%s/m/a", dir);
+	char *file = xasprintf("%s/m/f", dir), *under = xasprintf("%s/m/f/x/y", dir);
+	ok(pbx_mkdir_p(deep, 0750, &err) == 0 && stat(deep, &st) == 0 && S_ISDIR(st.st_mode),
+	   "mkdir -p makes every missing directory: %s", err.msg);
+	ok(stat(mid, &st) == 0 && (st.st_mode & 07777) == (0750 & ~umask(umask(0))),
+	   "with the mode asked for (%o)", (unsigned)(st.st_mode & 07777));
+	ok(pbx_mkdir_p(deep, 0700, &err) == 0, "a directory that exists is fine: %s", err.msg);
+	ok(pbx_mkdir_p(mid, 0700, &err) == 0 && stat(deep, &st) == 0, "and its parent too");
+	free(mid);
+	mid = xasprintf("%s/m/a/b/", dir);
+	ok(pbx_mkdir_p(mid, 0700, &err) == 0, "a trailing slash is fine: %s", err.msg);
+	put(file, "x", 0600);
+	ok(pbx_mkdir_p(under, 0700, &err) < 0 && strstr(err.msg, "/m/f/x") &&
+		   strstr(err.msg, "Not a directory"),
+	   "a file in the way: an error naming the directory: %s", err.msg);
+	free(deep);
+	free(mid);
+	free(file);
+	free(under);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -148,6 +176,7 @@ int main(void)
 	test_planted_links();
 	test_tmpfile_beside();
 	test_read_error();
+	test_mkdir_p();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);
