@@ -611,7 +611,7 @@ static void stage_versions(struct stage *g)
 /* ------------------------------------------------------------ the stream */
 
 #ifndef DATA_LANES
-#define DATA_LANES 8 /* parallel downloads of one staging, a store each */
+#define DATA_LANES 8 /* parallel downloads of one staging, a store each (-D for a benchmark) */
 #endif
 /* Objects up to this size are read into memory, larger ones into the
  * download cache's file as they come (at most 8 x 8 MiB held). */
