@@ -183,6 +183,11 @@ static int cluster_here(const struct pbx_cluster *c)
 	return mine ? i : -1;
 }
 
+int pbx_cluster_head_sees_here(const struct pbx_cluster *c)
+{
+	return c->here == 0 || !strcmp(c->row.cloud, "local");
+}
+
 int pbx_cluster_open_row(struct pbx_store *st, const struct pbx_config *cfg,
 			 struct pbx_cluster_row *row, struct pbx_cluster **out, struct pbx_err *err)
 {

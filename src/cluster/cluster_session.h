@@ -162,6 +162,11 @@ int pbx_cluster_disconnect(struct pbx_cluster *c, struct pbx_err *err);
 
 /* Index of the node called `name`, or -1. */
 int pbx_cluster_node_index(const struct pbx_cluster *c, const char *name);
+/* Whether a command run on c's head sees this machine's files as this pbx
+ * does, so that a path of this pbx's (its download cache) may be named to
+ * it: pbx runs on the head itself (c->here == 0), or the head is a local
+ * cluster's node body (an sshd on this machine, its login root). */
+int pbx_cluster_head_sees_here(const struct pbx_cluster *c);
 /* Runs `cmdline` (already quoted, as pbx_ssh_exec takes it) on node i:
  * over SSH (pbx_cluster_connect), or on this machine when node i is the
  * one this pbx runs on (c->here; pbx_run_sh).  As pbx_ssh_exec: `in` on

@@ -399,8 +399,9 @@ struct stage {
 	struct queue q;         /* src's new or changed objects */
 	struct dlist cache;     /* $PBX_HOME/data/ID's manifest */
 	char *cache_dir;
-	int link_local;     /* this pbx runs on the head, beside the push's script:
-			   what the cache holds is linked from there */
+	int link_local;     /* the push's script sees this machine's files (pbx on
+			   the head, a local cluster): what the cache holds
+			   is linked from there (pbx_cluster_head_sees_here) */
 	struct timespec t0; /* the staging's start, for PBX_STATS */
 	struct pbx_err *err;
 };
@@ -1520,7 +1521,7 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		g.have = have[i];
 		memset(&have[i], 0, sizeof(have[i]));
 		g.local = !e->data[i].is_url && g.r->key ? g.r->key + 6 : NULL;
-		g.link_local = c && c->here == 0;
+		g.link_local = c && pbx_cluster_head_sees_here(c);
 		pthread_mutex_init(&g.q.mu, NULL);
 		pthread_cond_init(&g.q.cv, NULL);
 		if (rc == 0 && c && !o->dry_run && pbx_head_stages_data(c, g.r->key))

@@ -98,6 +98,16 @@ is "$(gets)" 2000 "2000 downloads"
 pkg1=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 is "$(find "$D" -type f ! -name .pbx-data-manifest | wc -l)" 2000 "2000 files in \$PBX_SHARED/pbx/data/ID"
 is "$(stat -c %a "$D/sub/o7") $(stat -c %a "$D/sub")" "444 555" "files 0444, directories 0555"
+# the local cluster's head is this machine: its script takes the objects
+# from the download cache (docs/data.md, How staging works, 7.), no byte
+# of them through SSH
+C=$PBX_HOME/data/$ID/files
+if [ "$(stat -c %d "$D/sub/o7")" = "$(stat -c %d "$C/sub/o7")" ]; then
+	is "$(stat -c %i "$D/sub/o7")" "$(stat -c %i "$C/sub/o7")" "one file system: the cluster's copy is the download cache's file, linked"
+else
+	cmp -s "$D/sub/o7" "$C/sub/o7"
+	ok $? "two file systems: the cluster's copy is a copy of the download cache's file"
+fi
 wait_final "$pkg1" 90
 is "$(task_states "$pkg1")" "COMPLETED COMPLETED" "both tasks completed"
 is "$(task_nodes "$pkg1")" "node1 node2" "on two nodes"
@@ -181,7 +191,7 @@ twice 69" "with every object's new bytes"
 # objects of 1 MiB or more (PBX_OBJSTORE_RANGE_MIN) come in 4 ranges pinned
 # to their generation: the metadata once, then the ranges; one over 8 MiB
 # is written to the download cache's file as its ranges come (no buffer of
-# its size) and streamed to the head from there
+# its size), and the local cluster's head takes it from there
 head -c $((9 * 1048576 + 4099)) /dev/urandom >"$TEST_TMP/big"
 store put "bg/big=$TEST_TMP/big" "bg/s1=$TEST_TMP/changed" "bg/s2=$TEST_TMP/again"
 exp bg gs://data/bg/
@@ -196,6 +206,8 @@ ok $? "the large object's bytes are the bucket's"
 is "$(gets)" 7 "objects.get: 2 small objects, the large one's metadata and 4 ranges"
 cmp -s "$TEST_TMP/big" "$PBX_HOME/data/$BID/files/big"
 ok $? "the download cache's file of it is whole"
+[ "$(stat -c %d "$SHARED/pbx/data/$BID/big")" != "$(stat -c %d "$PBX_HOME/data/$BID/files/big")" ] ||
+	is "$(stat -c %i "$SHARED/pbx/data/$BID/big")" "$(stat -c %i "$PBX_HOME/data/$BID/files/big")" "and the cluster's copy is that file, linked"
 # a cluster that lost its copy (a new one, say) gets it from that file
 rm -rf "${SHARED:?}/pbx/data/$BID"
 reset_calls
