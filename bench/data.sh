@@ -51,7 +51,7 @@ export PBX_SOURCE_DIR="$SRC"
 # shellcheck source=tests/cli/lib.sh
 . "$SRC/tests/cli/lib.sh"
 set -eu
-WORK=$(mktemp -d /var/tmp/pbx-bench-data.XXXXXX)
+WORK=$(mktemp -d /var/tmp/pbd.XXXXXX) # short: slurmd's sockets under a node body's root must fit 108 bytes
 chmod 711 "$WORK"
 export PBX_HOME=$WORK/home
 export AWS_ACCESS_KEY_ID=AKIDBENCHDATA AWS_SECRET_ACCESS_KEY=bench-data-secret
@@ -222,7 +222,7 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 			"${BENCH_BASE:+; the baseline pbx $b s}"
 		r=$((r + 1))
 	done
-	n=$(find "$STAGED" -type f ! -name '.pbx-data*' | wc -l)
+	n=$(find "$STAGED" -type f ! -name '.pbx-data*' ! -name '.*.lock' | wc -l) # not a source's lock
 	m=$(find "$WORK/rc" -type f | wc -l)
 	echo "$1 staged: $n files on the cluster, $m copied by rclone; a parrun without data: $bare s"
 	[ -z "${BENCH_HEAD:-}" ] || [ ! -e "$PBX_HOME/data" ] ||
