@@ -1,9 +1,9 @@
 /*
  * cmd-cluster-gc.c - `pbx cluster gc NAME`: removes what no package on the
  * cluster refers to any more (src/jobs/envgc.c): the run directories of
- * packages this store has forgotten, the environments (Python
- * environments, container images) no package names, and their unpacked
- * copies on the compute nodes.  --dry-run says what would go.
+ * packages this store has forgotten, the staged datasets (data:) and the
+ * environments (Python environments, container images) no package names,
+ * and their unpacked copies on the compute nodes.  --dry-run says what would go.
  */
 #include "cli/cmd.h"
 #include "cli/output.h"
@@ -22,7 +22,8 @@ static const struct pbx_option gc_opts[] = {
 	PBX_OPT_FLAG('n', "dry-run", struct gc_opts, dry, "say what would go; remove nothing"),
 	PBX_OPT_FLAG('j', "json", struct gc_opts, json,
 		     "print what went (or would) as JSON: gone [{kind, node, id,\n"
-		     "bytes}], kept (keys), freed_bytes, busy, young, dry_run"),
+		     "bytes}], kept (keys), freed_bytes, busy, young, young_data,\n"
+		     "dry_run"),
 	PBX_OPT_END,
 };
 
@@ -30,7 +31,7 @@ static int cmd_cluster_gc_exec(struct pbx_ctx *ctx, int argc, char **argv);
 
 const struct pbx_cmd pbx_cmd_cluster_gc = {
 	.name = "gc",
-	.summary = "remove environments and forgotten packages no package refers to",
+	.summary = "remove environments, datasets and forgotten packages no package refers to",
 	.usage = "pbx cluster gc [--dry-run] [--json] NAME",
 	.description =
 		"Each environment a package builds (environment: python or container) is\n"
@@ -40,9 +41,13 @@ const struct pbx_cmd pbx_cmd_cluster_gc = {
 		"more, with the run directories of the packages this store has forgotten\n"
 		"('pbx forget'; not on a cluster of cloud ssh, whose work_dir another\n"
 		"machine of yours may use too): forget the packages you are done with, then\n"
-		"gc.  A run directory changed in the last hour, and an environment being\n"
-		"built or unpacked, are left.  On a cluster of cloud ssh the compute nodes'\n"
-		"copies in /var/tmp are left to the nodes' own cleaning.",
+		"gc.  A dataset an experiment's data: staged on the cluster goes too once\n"
+		"no package's run directory names it (it is staged again by the next\n"
+		"parrun that needs it).  A run directory changed in the last hour, a\n"
+		"dataset staged or named by a parrun in the last hour or being staged, and\n"
+		"an environment being built or unpacked, are left.  On a cluster of cloud\n"
+		"ssh the compute nodes' copies in /var/tmp are left to the nodes' own\n"
+		"cleaning.",
 	.examples = "pbx cluster gc --dry-run mycluster\n"
 		    "pbx forget old-sweep && pbx cluster gc mycluster",
 	.args = "CLUSTER",
@@ -68,6 +73,7 @@ static json_t *gc_json(const struct pbx_env_gc *g)
 	json_object_set_new(o, "kept", kept);
 	json_object_set_new(o, "freed_bytes", json_integer(g->freed));
 	json_object_set_new(o, "busy", json_integer(g->busy));
+	json_object_set_new(o, "young_data", json_integer(g->young_data + g->busy_data));
 	json_object_set_new(o, "young", json_integer(g->young));
 	json_object_set_new(o, "dry_run", json_boolean(g->dry));
 	return o;
@@ -79,7 +85,8 @@ static void gc_text(const char *name, const struct pbx_env_gc *g)
 		const char *kind, *what;
 	} words[] = { { "package", "run directory of forgotten package" },
 		      { "env", "environment" },
-		      { "local", "unpacked environment" } };
+		      { "local", "unpacked environment" },
+		      { "data", "staged dataset" } };
 	char size[32];
 	size_t i, k;
 	for (i = 0; i < g->ngone; i++) {
@@ -98,6 +105,11 @@ static void gc_text(const char *name, const struct pbx_env_gc *g)
 	if (g->young)
 		pbx_info("%d forgotten package%s changed in the last hour, left: gc again later",
 			 g->young, g->young == 1 ? "" : "s");
+	if (g->young_data || g->busy_data)
+		pbx_info("%d dataset%s no package names, staged or named in the last hour or being "
+			 "staged, left: gc again later",
+			 g->young_data + g->busy_data,
+			 g->young_data + g->busy_data == 1 ? "" : "s");
 }
 
 static int cmd_cluster_gc_exec(struct pbx_ctx *ctx, int argc, char **argv)

@@ -1113,7 +1113,9 @@ static void push_script(struct pbx_buf *s, const char *id, const char *linked_fr
 }
 
 /* The cluster's manifests of every source, one round trip: "PBX-DATA ID"
- * then its lines, or "PBX-DATA-NONE" when it has none. */
+ * then its lines, or "PBX-DATA-NONE" when it has none.  A staged source's
+ * directory is touched: in use, `pbx cluster gc` leaves it for an hour
+ * (the package naming it is pushed after this). */
 static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, size_t n,
 			  struct dlist *have, struct pbx_err *err)
 {
@@ -1126,7 +1128,8 @@ static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, si
 		pbx_buf_addf(
 			&script,
 			"echo 'PBX-DATA %s'; f=\"$PBX_SHARED/pbx/data/%s/" DATA_MANIFEST "\"\n"
-			"if [ -f \"$f\" ]; then cat \"$f\" || exit 1; echo; else echo PBX-DATA-NONE; fi\n",
+			"if [ -f \"$f\" ]; then cat \"$f\" || exit 1; echo; touch -c \"${f%%/*}\" 2>/dev/null\n"
+			"else echo PBX-DATA-NONE; fi\n",
 			res[i].id, res[i].id);
 	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, err);
 	pbx_buf_release(&script);

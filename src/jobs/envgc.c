@@ -3,7 +3,8 @@
  * environments"): what no package on a cluster refers to any more goes.
  * On the head, as root, the run directories (SHARED/pbx/PKG) of packages
  * this store has forgotten (`pbx forget`) on a cluster pbx built (on a
- * university cluster the work_dir may be another machine's too: left);
+ * university cluster the work_dir may be another machine's too: left),
+ * and the staged datasets no run directory names;
  * then, as the user tasks run as, the environments (SHARED/pbx/envs) that
  * no run's env/status names READY (read as root: the task user may not
  * list the runs); then on each node that is up
@@ -41,6 +42,39 @@ static const char forgotten_script[] =
 	"  [ \"$DRY\" = 1 ] || { mv \"$d\" \"$P/.gc.$n\" && rm -rf \"$P/.gc.$n\"; } || exit 1\n"
 	"  echo \"gone package $n $size\"\n"
 	"  GONE=\"$GONE $n\"\n"
+	"done\n";
+
+/* On the head as pbx's login user (root on a cloud; the data's owner on a
+ * university cluster): each staged dataset (SHARED/pbx/data/ID,
+ * docs/data.md) that no run directory left (GONE aside) names in its
+ * pkg/data.links goes - unless it was staged or named by a parrun in the
+ * last hour (its directory's time: read_manifests in src/jobs/data.c
+ * touches it, so a package being pushed keeps it) or a staging holds its
+ * lock - renamed to .gc.ID first, as a run directory is. */
+static const char data_script[] =
+	"DD=$P/data\n"
+	"[ \"$DRY\" = 1 ] || rm -rf \"$DD\"/.gc.*\n"
+	"NAMED=$(for l in \"$P\"/*/pkg/data.links; do\n"
+	"  r=${l%/pkg/data.links}\n"
+	"  case \" $GONE \" in *\" ${r##*/} \"*) continue ;; esac\n"
+	"  [ -f \"$l\" ] && [ ! -L \"$l\" ] && cut -d' ' -f1 \"$l\"\n"
+	"done | sort -u | tr '\\n' ' ')\n"
+	"for d in \"$DD\"/*; do\n"
+	"  n=${d##*/}\n"
+	"  case $n in *[!0-9a-f]* | '') continue ;; esac\n"
+	"  [ ${#n} -eq 16 ] && [ -d \"$d\" ] && [ ! -L \"$d\" ] || continue\n"
+	"  case \" $NAMED \" in *\" $n \"*) continue ;; esac\n"
+	"  [ -z \"$(find \"$d\" -maxdepth 0 -mmin -60)\" ] || { echo \"young-data $n\"; continue; }\n"
+	"  if command -v flock >/dev/null 2>&1; then\n"
+	"    exec 8>\"$DD/.$n.lock\" && flock -n 8 || { echo \"busy-data $n\"; continue; }\n"
+	"  fi\n"
+	"  size=$(du -sb \"$d\" | cut -f1)\n"
+	"  if [ \"$DRY\" != 1 ]; then\n"
+	"    mv \"$d\" \"$DD/.gc.$n\" && find \"$DD/.gc.$n\" -type d -exec chmod u+w {} + &&\n"
+	"      rm -rf \"$DD/.gc.$n\" && rm -f \"$DD/.$n.lock\" || exit 1\n"
+	"  fi\n"
+	"  exec 8>&-\n"
+	"  echo \"gone data $n $size\"\n"
 	"done\n";
 
 /* On the head (as root where pbx is root: the task user may not list
@@ -105,6 +139,10 @@ static void gc_line(struct pbx_env_gc *g, const char *node, char *line)
 		g->busy++;
 	} else if (sscanf(line, "young %12[0-9a-f]", id) == 1) {
 		g->young++;
+	} else if (sscanf(line, "young-data %16[0-9a-f]", id) == 1) {
+		g->young_data++;
+	} else if (sscanf(line, "busy-data %16[0-9a-f]", id) == 1) {
+		g->busy_data++;
 	} else if (sscanf(line, "gone %15[a-z] %64[0-9a-f] %lld %127s", kind, id, &bytes, where) >=
 			   3 &&
 		   bytes >= 0 && !gc_seen(g, kind, id, where)) {
@@ -159,7 +197,7 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 			pbx_buf_addf(&s, "%s%s", i ? " " : "", known[i]);
 		pbx_buf_addf(&s, "'\n%s", forgotten_script);
 	}
-	pbx_buf_addf(&s, "%s", keep_script);
+	pbx_buf_addf(&s, "P=$PBX_SHARED/pbx\n%s%s", data_script, keep_script);
 	pbx_buf_addf(&args, "shared %d $KEEP", dry);
 	gc_invocation(&s, gc, args.buf);
 	if (rc == 0)

@@ -122,7 +122,8 @@ int pbx_task_state_rerunnable(const char *state);
 struct pbx_env_gc_item {
 	char *kind;      /* "package": a forgotten package's run directory;
 			    "env": an environment's archive on the shared disk;
-			    "local": its unpacked copy on a node */
+			    "local": its unpacked copy on a node;
+			    "data": a staged dataset (SHARED/pbx/data/ID) */
 	char *node;      /* where */
 	char *id;        /* the package's short id or the environment's key */
 	char *where;     /* local: the host and directory it was on, NULL else */
@@ -136,12 +137,14 @@ struct pbx_env_gc {
 	long long freed; /* bytes */
 	int busy;        /* environments left because a build or unpack held them */
 	int young;       /* forgotten packages' directories left: changed in the last hour */
+	int young_data;  /* datasets no package names, left: staged or named in the last hour */
+	int busy_data;   /* datasets left because a staging held them */
 	int dry;
 };
 /* Removes (dry: only says) what no package on cluster c refers to: the run
  * directories of packages this store forgot (not on a cluster of cloud
- * ssh), the environments no run names, their unpacked copies on the
- * nodes that are up.  *g owned by the caller (pbx_env_gc_free). */
+ * ssh), the staged datasets no run's data.links names, the environments
+ * no run names, their unpacked copies on the nodes that are up.  *g owned by the caller (pbx_env_gc_free). */
 int pbx_jobs_env_gc(struct pbx_store *st, struct pbx_cluster *c, int dry, struct pbx_env_gc *g,
 		    struct pbx_err *err);
 void pbx_env_gc_free(struct pbx_env_gc *g);

@@ -296,4 +296,35 @@ run_pbx parrun --dry-run "$TEST_TMP/loc/experiment.yaml" dt
 case $out in *"data local:"*"-> data/d: 20 objects"*"staged, 0 changed"*) r=0 ;; *) r=1 ;; esac
 ok $r "--dry-run says what is staged: $out"
 
+# ---- cluster gc: a dataset no package names goes ------------------------------
+bgpkgs=$(grep -l "^$BID " "$SHARED"/pbx/*/pkg/data.links | sed 's|/pkg/data.links$||; s|.*/||')
+for p in $bgpkgs; do
+	wait_final "$p" 90
+	"$PBX" -q forget --discard-results "$p" >/dev/null 2>&1
+done
+run_pbx cluster gc --json dt
+[ "$rc" = 0 ] && [ "$(echo "$out" | json_get 'd["young"]')" -ge 1 ] && [ -d "$SHARED/pbx/data/$BID" ]
+ok $? "the packages naming gs://data/bg/ forgotten: their run directories are left for an hour, and the dataset they name: $(echo $out)"
+for p in $bgpkgs; do touch -d '2 hours ago' "$SHARED/pbx/$p"; done
+run_pbx cluster gc --json dt
+[ "$rc" = 0 ] && [ "$(echo "$out" | json_get 'd["young_data"]')" -ge 1 ] && [ -d "$SHARED/pbx/data/$BID" ] &&
+	[ ! -e "$SHARED/pbx/$(echo "$bgpkgs" | head -n 1)" ]
+ok $? "an hour later the run directories go; the dataset, named by none now but staged in the last hour, is left: $(echo $out)"
+touch -d '2 hours ago' "$SHARED/pbx/data/$BID"
+run_pbx cluster gc --dry-run --json dt
+is "$(echo "$out" | json_get '" ".join(g["id"] for g in d["gone"] if g["kind"] == "data")')" "$BID" \
+	"an hour later a dry run would remove that dataset, and no other"
+[ -d "$SHARED/pbx/data/$BID" ]
+ok $? "a dry run removes nothing"
+run_pbx cluster gc dt
+case $out in "removed staged dataset $(echo "$BID" | cut -c1-12) on head "*) r=0 ;; *) r=1 ;; esac
+ok $r "gc removes it: $out"
+[ ! -e "$SHARED/pbx/data/$BID" ] && [ -d "$SHARED/pbx/data/$ID" ] && [ -d "$SHARED/pbx/data/$LID" ]
+ok $? "it is gone; the datasets packages name stay"
+reset_calls
+run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
+case $errout in *"data gs://data/bg/: 4 objects"*", 4 moved"*) r=0 ;; *) r=1 ;; esac
+ok $r "the next parrun that needs it stages it again: $errout"
+is "$(gets)" 0 "from the download cache: nothing downloaded"
+
 done_testing
