@@ -43,33 +43,11 @@ print(" ".join(sorted("%s=%d" % (k.replace(" ", ":"), v) for k, v in d.items()))
 }
 gets() { s3_seen s3 | tr ' ' '\n' | sed -n 's/^role:pbx-role:GetObject=//p'; }
 on() { "$PBX" -q cluster exec ${2:+-n "$2"} d1 -- sh -c "$1" 2>&1; }
-holds() {
-	s3_as admin "import boto3
-c = boto3.client('ec2', region_name='us-east-1', endpoint_url=e['moto_url'],
-                 aws_access_key_id=e['admin']['access_key'], aws_secret_access_key=e['admin']['secret_key'])
-n = sum(1 for r in c.describe_instances(Filters=[{'Name': 'instance-state-name', 'Values': [
-    'pending', 'running', 'stopping', 'stopped', 'shutting-down']}])['Reservations'] for i in r['Instances'])
-g = sum(1 for s in c.describe_security_groups()['SecurityGroups'] if s['GroupName'] != 'default')
-print(n, g, len(c.describe_key_pairs()['KeyPairs']))"
-}
 
 # ------------------------------------------------------------ the images
 vm_images_ready "$KIND" "$IMAGES"
 vm_user_key ec2-data
-python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
-	--backend vm --vm-image "$IMAGES/$KIND" --vpc 10.96.0.0/16 --subnet 10.96.1.0/24 \
-	--public-block 127.0.146.0/24 --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" >"$TEST_TMP/h.log" 2>&1 &
-H_PID=$!
-i=0
-while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 600 ] && kill -0 "$H_PID" 2>/dev/null; do
-	sleep 0.1; i=$((i + 1))
-done
-[ -s "$TEST_TMP/env.json" ]
-ok $? "the harness runs with its VM network: $(tail -n 3 "$TEST_TMP/h.log")"
-env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
-URL=$(env_get 'd["url"]')
-export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
-export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
+ec2_vm_harness 96 127.0.146.0/24
 cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   d1:
@@ -178,7 +156,7 @@ is "$(cat "$PBX_HOME"/results/"$PKG3"/*/result.txt 2>/dev/null | grep -c " data=
 # ------------------------------------------------------------- stop
 run_pbx cluster stop --discard-results d1
 ok $rc "stop: $errout"
-is "$(holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
+is "$(ec2_vm_holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
 sleep 1
 is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
 ns=pbxvm-$H_PID

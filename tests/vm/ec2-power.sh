@@ -44,16 +44,6 @@ for r in c.describe_instances()["Reservations"]:
 print(" ".join(sorted(out)))
 PY
 }
-# "LIVE_INSTANCES GROUPS KEY_PAIRS" in moto
-holds() {
-	h_py <<'PY'
-n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
-    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
-g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
-k = len(c.describe_key_pairs()["KeyPairs"])
-print(n, g, k)
-PY
-}
 calls() { python3 -c 'import json, sys, urllib.request; print(json.load(urllib.request.urlopen(sys.argv[1] + "_harness/calls"))[sys.argv[2]].get(sys.argv[3], 0))' "$URL" "$@"; }
 on_head() { "$PBX" -q cluster exec p1 -- "$@" 2>&1; }
 power_log() { on_head cat /var/log/pbx-power.log; }
@@ -62,20 +52,7 @@ show_power_log() { power_log | tail -n 30 | sed 's/^/#   /' >&2; }
 # ------------------------------------------------------------ the images
 vm_images_ready "$KIND" "$IMAGES"
 vm_user_key ec2-power
-python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
-	--backend vm --vm-image "$IMAGES/$KIND" --vpc 10.95.0.0/16 --subnet 10.95.1.0/24 \
-	--public-block 127.0.140.0/24 --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" >"$TEST_TMP/h.log" 2>&1 &
-H_PID=$!
-i=0
-while [ ! -s "$TEST_TMP/env.json" ] && [ $i -lt 600 ] && kill -0 "$H_PID" 2>/dev/null; do
-	sleep 0.1; i=$((i + 1))
-done
-[ -s "$TEST_TMP/env.json" ]
-ok $? "the harness runs with its VM network: $(tail -n 3 "$TEST_TMP/h.log")"
-env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
-URL=$(env_get 'd["url"]')
-export AWS_ACCESS_KEY_ID="$(env_get 'd["pbx"]["access_key"]')"
-export AWS_SECRET_ACCESS_KEY="$(env_get 'd["pbx"]["secret_key"]')"
+ec2_vm_harness 95 127.0.140.0/24
 cat >"$PBX_HOME/config.yaml" <<CONFIG
 clusters:
   p1:
@@ -171,7 +148,7 @@ is "$(power_log | grep -ci 'error\|fail')" "0" "no error in the power log"
 # ------------------------------------------------------------- stop
 run_pbx cluster stop --discard-results p1
 ok $rc "stop: $errout"
-is "$(holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
+is "$(ec2_vm_holds)" "0 0 0" "moto holds no instance, no security group and no key pair"
 sleep 1
 is "$(pgrep -f "qemu-system.*$TEST_TMP" | wc -l)" "0" "no VM is left running"
 ns=pbxvm-$H_PID

@@ -22,6 +22,9 @@
 #                              flow mapping; MORE: more lines of the
 #                              template, indented by 4) for the emulator at PORT
 #   gce_vm_emulator_stop       ends the emulator (and so every VM)
+#   ec2_vm_harness NET BLOCK   the EC2 harness with its VM network (one
+#                              check): URL, env_get, the user pbx's AWS keys
+#   ec2_vm_holds               "INSTANCES GROUPS KEY_PAIRS" left in moto
 #   ec2_vm_test_setup CLUSTER  an EC2 booted-VM test's start: HARNESS, IMAGES and
 #                              KIND (ec2-baked or ec2-stock) set, skipped (77)
 #                              where VMs or moto cannot run, no AWS setting of
@@ -239,6 +242,48 @@ ec2_vm_test_setup() {
 	trap "exit 129" HUP
 	trap "exit 130" INT
 	trap "exit 143" TERM
+}
+
+# ec2_vm_harness NET PUBLIC_BLOCK: the EC2 harness on the KIND image with
+# its VM network - VPC 10.NET.0.0/16, subnet 10.NET.1.0/24, public
+# addresses from the loopback block PUBLIC_BLOCK - (one check), its
+# environment in TEST_TMP/env.json (env_get CODE reads it), URL its proxy,
+# and the harness's user pbx's keys exported as AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY.
+ec2_vm_harness() {
+	python3 "$HARNESS" --state-dir "$TEST_TMP/h" --env-file "$TEST_TMP/env.json" \
+		--backend vm --vm-image "$IMAGES/$KIND" --vpc "10.$1.0.0/16" --subnet "10.$1.1.0/24" \
+		--public-block "$2" --vm-upstream "${VM_UPSTREAM:-deb.debian.org:80}" >"$TEST_TMP/h.log" 2>&1 &
+	H_PID=$!
+	evh_i=0
+	while [ ! -s "$TEST_TMP/env.json" ] && [ $evh_i -lt 600 ] && kill -0 "$H_PID" 2>/dev/null; do
+		sleep 0.1
+		evh_i=$((evh_i + 1))
+	done
+	[ -s "$TEST_TMP/env.json" ]
+	ok $? "the harness runs with its VM network: $(tail -n 3 "$TEST_TMP/h.log")"
+	URL=$(env_get 'd["url"]')
+	AWS_ACCESS_KEY_ID=$(env_get 'd["pbx"]["access_key"]')
+	AWS_SECRET_ACCESS_KEY=$(env_get 'd["pbx"]["secret_key"]')
+	export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+}
+
+env_get() { json_get "$1" <"$TEST_TMP/env.json"; }
+
+# ec2_vm_holds: "LIVE_INSTANCES GROUPS KEY_PAIRS" in moto, asked as the
+# harness's admin on moto itself
+ec2_vm_holds() {
+	python3 - "$TEST_TMP/env.json" <<'PY'
+import boto3, json, sys
+e = json.load(open(sys.argv[1]))
+c = boto3.client("ec2", region_name="us-east-1", endpoint_url=e["moto_url"],
+                 aws_access_key_id=e["admin"]["access_key"], aws_secret_access_key=e["admin"]["secret_key"])
+n = sum(1 for r in c.describe_instances(Filters=[{"Name": "instance-state-name", "Values": [
+    "pending", "running", "stopping", "stopped", "shutting-down"]}])["Reservations"] for i in r["Instances"])
+g = sum(1 for s in c.describe_security_groups()["SecurityGroups"] if s["GroupName"] != "default")
+k = len(c.describe_key_pairs()["KeyPairs"])
+print(n, g, k)
+PY
 }
 
 h_stop() {
