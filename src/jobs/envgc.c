@@ -18,6 +18,7 @@
 #include "util/quote.h"
 #include "util/xalloc.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,11 +155,11 @@ static void gc_line(struct pbx_env_gc *g, const char *node, char *line)
 		it->id = xstrdup(id);
 		it->where = where[0] ? xstrdup(where) : NULL;
 		it->bytes = bytes;
-		g->freed += bytes;
+		g->freed = g->freed > LLONG_MAX - bytes ? LLONG_MAX : g->freed + bytes;
 	}
 }
 
-static void gc_lines(struct pbx_env_gc *g, const char *node, struct pbx_buf *out)
+void pbx_env_gc_parse(struct pbx_env_gc *g, const char *node, struct pbx_buf *out)
 {
 	char *p = out->buf, *nl;
 	for (; p && *p; p = nl + 1) {
@@ -203,7 +204,7 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 	if (rc == 0)
 		rc = pbx_cluster_run(c, 0, s.buf, NULL, &o, err);
 	if (rc == 0) {
-		gc_lines(g, c->nodes[0].name, &o.out);
+		pbx_env_gc_parse(g, c->nodes[0].name, &o.out);
 		pbx_cluster_output_release(&o);
 	}
 	for (i = 0; i < nknown; i++)
@@ -260,7 +261,7 @@ static int gc_compute_nodes(struct pbx_cluster *c, const char *gc, int dry, stru
 			}
 			continue;
 		}
-		gc_lines(g, c->nodes[r.nodes[i]].name, &r.outs[i].out);
+		pbx_env_gc_parse(g, c->nodes[r.nodes[i]].name, &r.outs[i].out);
 		pbx_cluster_output_release(&r.outs[i]);
 	}
 	free(errs);

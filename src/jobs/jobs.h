@@ -148,6 +148,12 @@ struct pbx_env_gc {
 int pbx_jobs_env_gc(struct pbx_store *st, struct pbx_cluster *c, int dry, struct pbx_env_gc *g,
 		    struct pbx_err *err);
 void pbx_env_gc_free(struct pbx_env_gc *g);
+/* The collector's output from node `node` (its lines, the buffer cut at
+ * each newline in place) added to g: "gone KIND ID BYTES [WHERE]" items
+ * (one per KIND, ID and WHERE), "keep KEY", "busy", "young", "young-data"
+ * and "busy-data" counts; other lines ignored.  For pbx_jobs_env_gc and
+ * its fuzz target. */
+void pbx_env_gc_parse(struct pbx_env_gc *g, const char *node, struct pbx_buf *out);
 
 /* Registry credentials on cluster c's head (registry.c;
  * docs/environments.md, "Credentials"): skopeo's auth file of the user
