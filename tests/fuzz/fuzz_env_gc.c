@@ -42,8 +42,7 @@ static void check(const struct pbx_env_gc *g)
 	for (i = 0; i < g->nkept; i++)
 		if (!hex_of(g->kept[i], 64))
 			abort();
-	if (sum != g->freed || g->busy < 0 || g->young < 0 || g->young_data < 0 ||
-	    g->busy_data < 0)
+	if (sum != g->freed || g->busy < 0 || g->young < 0 || g->young_data < 0 || g->busy_data < 0)
 		abort();
 }
 
