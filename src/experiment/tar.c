@@ -160,6 +160,8 @@ static int tar_copy(struct pbx_tar *t, int fd, const char *src, unsigned long lo
 		EVP_DigestUpdate(ctx, chunk, (size_t)r);
 		rc = tar_put(t, chunk, (size_t)r);
 		done += (unsigned long long)r;
+		if (rc == 0 && t->on_bytes)
+			t->on_bytes(t->on_bytes_ctx, (unsigned long long)r);
 	}
 	EVP_DigestFinal_ex(ctx, sha, &n);
 	EVP_MD_CTX_free(ctx);

@@ -17,6 +17,10 @@ struct pbx_tar {
 	long long mtime;
 	const char *what; /* the tar's name, for messages */
 	struct pbx_err *err;
+	/* called (when set) as each chunk of a pbx_tar_file member's bytes
+	 * is written: n more bytes of it (for a progress display) */
+	void (*on_bytes)(void *ctx, unsigned long long n);
+	void *on_bytes_ctx;
 };
 int pbx_tar_dir(struct pbx_tar *t, const char *path, unsigned mode);
 int pbx_tar_mem(struct pbx_tar *t, const char *path, unsigned mode, const void *data, size_t len);

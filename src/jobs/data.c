@@ -640,14 +640,16 @@ struct feed {
 	struct pbx_err twerr; /* the tar's errors */
 	pthread_mutex_t mu;   /* tar, done, bytes_moved, the progress call */
 	size_t done;
-	uint64_t shown;        /* bytes the progress shows: of the objects
+	uint64_t shown;         /* bytes the progress shows: of the objects
 				  counted, and of those arriving (atomic) */
-	int64_t shown_ms;      /* when the progress was last shown (atomic) */
-	int shown_all;         /* the last progress (done == total) was shown */
-	int write_failed;      /* a send failed: the push stopped reading */
-	struct pbx_buf linked; /* objects the script takes from the
+	int64_t shown_ms;       /* when the progress was last shown (atomic) */
+	int shown_all;          /* the last progress (done == total) was shown */
+	struct dentry *sending; /* the object whose file member is being written,
+				   its bytes counted as sent (under mu) */
+	int write_failed;       /* a send failed: the push stopped reading */
+	struct pbx_buf linked;  /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
-	int lanes_rc;          /* the lanes' result; lanes_err says why */
+	int lanes_rc;           /* the lanes' result; lanes_err says why */
 	struct pbx_err lanes_err;
 	int rc; /* the feeder's result; err says why */
 	struct pbx_err err;
@@ -757,12 +759,16 @@ static int lane_store(struct lane *l, struct pbx_err *err)
  * (not NULL: e's copy in the download cache, e->size bytes); a failure
  * stops the lanes and is the stream's (its message in err). */
 static int feed_member_locked(struct feed *f, const char *name, const struct pbx_buf *body,
-			      const char *file, const struct dentry *e, struct pbx_err *err)
+			      const char *file, struct dentry *e, struct pbx_err *err)
 {
 	struct queue *q = &f->g->q;
 	int rc;
 	if (queue_stopped(q))
 		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
+	/* a file's bytes shown as they are sent unless its download showed them */
+	f->sending = e && (file || f->g->local) && !__atomic_load_n(&e->shown, __ATOMIC_RELAXED)
+			     ? e
+			     : NULL;
 	if (e && file) {
 		rc = pbx_tar_file(&f->tar, name, 0444, file, e->size, NULL);
 	} else if (e && f->g->local) {
@@ -775,6 +781,7 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 		rc = pbx_tar_mem(&f->tar, name, e ? 0444 : 0600, body->buf ? body->buf : "",
 				 body->len);
 	}
+	f->sending = NULL;
 	if (rc < 0) {
 		queue_end(q, 1);
 		*err = f->twerr;
@@ -785,10 +792,24 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 	return 0;
 }
 
+/* pbx_tar's on_bytes, under f->mu (a member is written under it): n more
+ * bytes of f->sending sent (a local source's file, a large object the
+ * cache held: no download showed them), shown at most 4 times a second. */
+static void feed_on_sent(void *ctx, unsigned long long n)
+{
+	struct feed *f = ctx;
+	if (!f->sending)
+		return;
+	__atomic_add_fetch(&f->sending->shown, (uint64_t)n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->shown, (uint64_t)n, __ATOMIC_RELAXED);
+	if (f->g->o->progress && now_ms() - __atomic_load_n(&f->shown_ms, __ATOMIC_RELAXED) >= 250)
+		feed_show_locked(f);
+}
+
 /* Changed object e as member files/NAME (body: its bytes, or file: the
  * download cache's file of it; both NULL for a local source's file,
  * read in place and its sha256 checked). */
-static int feed_object(struct feed *f, const struct dentry *e, const struct pbx_buf *body,
+static int feed_object(struct feed *f, struct dentry *e, const struct pbx_buf *body,
 		       const char *file, struct pbx_err *err)
 {
 	char *member = xasprintf("files/%s", e->name);
@@ -1290,6 +1311,8 @@ static int stage_push(struct pbx_cluster *c, struct stage *g)
 	f.tar.mtime = (long long)time(NULL);
 	f.tar.what = g->r->key;
 	f.tar.err = &f.twerr;
+	f.tar.on_bytes = feed_on_sent;
+	f.tar.on_bytes_ctx = &f;
 	pthread_mutex_init(&f.mu, NULL);
 	rc = push_stream(c, &f);
 	pthread_mutex_destroy(&f.mu);

@@ -296,6 +296,21 @@ run_pbx parrun --dry-run "$TEST_TMP/loc/experiment.yaml" dt
 case $out in *"data local:"*"-> data/d: 20 objects"*"staged, 0 changed"*) r=0 ;; *) r=1 ;; esac
 ok $r "--dry-run says what is staged: $out"
 
+# a large file's progress moves while it is sent (through SSH: no
+# download showed its bytes), not only once it is whole
+mkdir -p "$TEST_TMP/lbig/one"
+head -c $((24 * 1048576)) /dev/urandom >"$TEST_TMP/lbig/one/big.bin"
+printf '%s\n' "name: lbig" "command: wc -c < data/d/big.bin > n.txt" "outputs: [n.txt]" \
+	"data:" "  - { from: ./one, to: data/d }" >"$TEST_TMP/lbig/experiment.yaml"
+script -qec "'$PBX' parrun '$TEST_TMP/lbig/experiment.yaml' dt" /dev/null </dev/null >"$TEST_TMP/lbig.tty" 2>&1
+ok $? "a local source of one 24 MiB file staged on a terminal"
+tr '\r' '\n' <"$TEST_TMP/lbig.tty" | sed 's/\x1b\[K//g' | grep '^data local:.*: [0-9]*/1 objects' >"$TEST_TMP/lbig.lines"
+first=$(head -n 1 "$TEST_TMP/lbig.lines")
+case $first in *": 0/1 objects, 0.1 MB") r=0 ;; *) r=1 ;; esac
+ok $r "its first progress line comes with its first bytes sent: $first"
+case $(tail -n 1 "$TEST_TMP/lbig.lines") in *": 1/1 objects, 25.2 MB"*) r=0 ;; *) r=1 ;; esac
+ok $r "its last counts it once: $(tail -n 1 "$TEST_TMP/lbig.lines")"
+
 # ---- cluster gc: a dataset no package names goes ------------------------------
 bgpkgs=$(grep -l "^$BID " "$SHARED"/pbx/*/pkg/data.links | sed 's|/pkg/data.links$||; s|.*/||')
 for p in $bgpkgs; do
