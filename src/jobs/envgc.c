@@ -51,7 +51,9 @@ static const char forgotten_script[] =
  * pkg/data.links goes - unless it was staged or named by a parrun in the
  * last hour (its directory's time: read_manifests in src/jobs/data.c
  * touches it, so a package being pushed keeps it) or a staging holds its
- * lock - renamed to .gc.ID first, as a run directory is. */
+ * lock - renamed to .gc.ID first, as a run directory is.  The lock file
+ * stays: a staging already waiting on it, and one that made a new one,
+ * would not exclude each other. */
 static const char data_script[] =
 	"DD=$P/data\n"
 	"[ \"$DRY\" = 1 ] || rm -rf \"$DD\"/.gc.*\n"
@@ -72,7 +74,7 @@ static const char data_script[] =
 	"  size=$(du -sb \"$d\" | cut -f1)\n"
 	"  if [ \"$DRY\" != 1 ]; then\n"
 	"    mv \"$d\" \"$DD/.gc.$n\" && find \"$DD/.gc.$n\" -type d -exec chmod u+w {} + &&\n"
-	"      rm -rf \"$DD/.gc.$n\" && rm -f \"$DD/.$n.lock\" || exit 1\n"
+	"      rm -rf \"$DD/.gc.$n\" || exit 1\n"
 	"  fi\n"
 	"  exec 8>&-\n"
 	"  echo \"gone data $n $size\"\n"
