@@ -202,7 +202,9 @@ static int cluster_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, char *
 	struct pbx_experiment e = { 0 };
 	struct timespec last = { 0, 0 };
 	const char *want = getenv("PBX_DATA_PROGRESS");
-	struct pbx_data_opts o = { ctx->cfg, 0, want && *want ? head_data_progress : NULL, &last };
+	struct pbx_data_opts o = { .cfg = ctx->cfg,
+				   .progress = want && *want ? head_data_progress : NULL,
+				   .ctx = &last };
 	struct pbx_data_result *res = NULL;
 	size_t nres = 0, i;
 	int rc;

@@ -62,14 +62,6 @@ static void cluster_spend_text(const struct pbx_spend *s, int64_t nanos, char *o
 	snprintf(out, len, "%s %s%s", amount, s->currency, s->unpriced ? " + ?" : "");
 }
 
-static void cluster_time(int64_t t, char *out, size_t len)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	localtime_r(&tt, &tm);
-	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
-}
-
 /* A JSON array of the space-separated words of s. */
 static json_t *cluster_words_json(const char *s)
 {
@@ -192,7 +184,7 @@ static int cmd_cluster_list_exec(struct pbx_ctx *ctx, int argc, char **argv)
 				cluster_spend_text(&sp, sp.hourly, hourly, sizeof(hourly));
 				cluster_spend_text(&sp, sp.spent, spent, sizeof(spent));
 			}
-			cluster_time(rows[i].created, when, sizeof(when));
+			pbx_format_time(rows[i].created, when, sizeof(when));
 			cells[0] = rows[i].name;
 			cells[1] = rows[i].cloud;
 			state = running[i]
@@ -268,7 +260,7 @@ static void cluster_print_spend(const struct pbx_cluster *c, const struct pbx_sp
 		return; /* processes on this machine: no price */
 	cluster_spend_text(s, s->hourly, hourly, sizeof(hourly));
 	cluster_spend_text(s, s->spent, spent, sizeof(spent));
-	cluster_time(c->row.created, since, sizeof(since));
+	pbx_format_time(c->row.created, since, sizeof(since));
 	printf("cost: %s/h now; spent %s since %s (%.1f node-hours%s)", hourly, spent, since,
 	       (double)s->seconds / 3600.0,
 	       s->unpriced ? ", some unpriced: see 'pbx cluster price'" : "");

@@ -150,14 +150,6 @@ static const struct pbx_cmd cmd_image_build = {
 
 static const struct pbx_cmd cmd_image_list;
 
-static void image_time(int64_t t, char *out, size_t len)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	localtime_r(&tt, &tm);
-	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
-}
-
 static void image_print_table(const struct pbx_image_row *rows, size_t n)
 {
 	static const char *const hdr[] = { "NAME",  "CLOUD",   "PROJECT",
@@ -168,7 +160,7 @@ static void image_print_table(const struct pbx_image_row *rows, size_t n)
 		char when[32];
 		const char *cells[6] = { rows[i].name,  rows[i].cloud, rows[i].project,
 					 rows[i].state, when,          rows[i].source_image };
-		image_time(rows[i].created, when, sizeof(when));
+		pbx_format_time(rows[i].created, when, sizeof(when));
 		pbx_table_add(t, cells);
 	}
 	pbx_table_print(t);

@@ -65,8 +65,6 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 		struct pbx_task_row *tasks = NULL;
 		size_t ns = 0, nt = 0;
 		char when[32], *sum, hours[32] = "-", cost[48] = "-";
-		time_t tt = (time_t)pkgs[i].created;
-		struct tm tm;
 		const char *cells[7];
 		struct pbx_cost c;
 		int costed = 0;
@@ -78,8 +76,7 @@ static int cmd_ls_exec(struct pbx_ctx *ctx, int argc, char **argv)
 			pbx_node_hours_text(c.node_hours, hours, sizeof(hours));
 			pbx_cost_text(c.nanos, c.currency, cost, sizeof(cost));
 		}
-		localtime_r(&tt, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+		pbx_format_time(pkgs[i].created, when, sizeof(when));
 		sum = pbx_cli_state_summary(tasks, nt);
 		if (list) {
 			json_t *o = json_object();

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+extern const struct pbx_cmd pbx_cmd_cache;
 extern const struct pbx_cmd pbx_cmd_cancel;
 extern const struct pbx_cmd pbx_cmd_cluster;
 extern const struct pbx_cmd pbx_cmd_config;
@@ -36,12 +37,25 @@ extern const struct pbx_cmd pbx_cmd_version;
 
 /* In the order `pbx --help` lists them: the workflow first. */
 const struct pbx_cmd *const pbx_commands[] = {
-	&pbx_cmd_cluster, &pbx_cmd_image,   &pbx_cmd_parrun,
-	&pbx_cmd_run,     &pbx_cmd_state,   &pbx_cmd_ls,
-	&pbx_cmd_log,     &pbx_cmd_cancel,  &pbx_cmd_rerun,
-	&pbx_cmd_report,  &pbx_cmd_harvest, &pbx_cmd_publish,
-	&pbx_cmd_pull,    &pbx_cmd_forget,  &pbx_cmd_config,
-	&pbx_cmd_help,    &pbx_cmd_version, NULL,
+	&pbx_cmd_cluster,
+	&pbx_cmd_image,
+	&pbx_cmd_parrun,
+	&pbx_cmd_run,
+	&pbx_cmd_state,
+	&pbx_cmd_ls,
+	&pbx_cmd_log,
+	&pbx_cmd_cancel,
+	&pbx_cmd_rerun,
+	&pbx_cmd_report,
+	&pbx_cmd_harvest,
+	&pbx_cmd_publish,
+	&pbx_cmd_pull,
+	&pbx_cmd_forget,
+	&pbx_cmd_cache,
+	&pbx_cmd_config,
+	&pbx_cmd_help,
+	&pbx_cmd_version,
+	NULL,
 };
 
 const struct pbx_cmd *pbx_cmd_find(const struct pbx_cmd *const *table, const char *name,

@@ -20,6 +20,12 @@ static void data_progress(void *ctx, const char *key, size_t done, size_t total,
 	pbx_transfer_progress(what, done, total, bytes);
 }
 
+static void data_waiting(void *ctx, const char *key)
+{
+	(void)ctx;
+	pbx_info("data %s: waiting for another pbx staging it on this machine to end", key);
+}
+
 /* "1.2 MB" */
 static void data_mb(char out[32], uint64_t bytes)
 {
@@ -61,7 +67,10 @@ int pbx_cli_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, const struct 
 		       int dry_run)
 {
 	struct pbx_err err = PBX_ERR_INIT;
-	struct pbx_data_opts o = { ctx->cfg, dry_run, data_progress, NULL };
+	struct pbx_data_opts o = { .cfg = ctx->cfg,
+				   .dry_run = dry_run,
+				   .progress = data_progress,
+				   .waiting = data_waiting };
 	struct pbx_data_result *res = NULL;
 	size_t n = 0, i;
 	int rc = 0;

@@ -323,6 +323,14 @@ void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t
 	fflush(stderr);
 }
 
+void pbx_format_time(int64_t t, char *out, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	localtime_r(&tt, &tm);
+	strftime(out, len, "%Y-%m-%d %H:%M", &tm);
+}
+
 void pbx_format_bytes(unsigned long long n, char *out, size_t len)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };

@@ -43,6 +43,8 @@ void pbx_cli_passthrough_end(void);
 void pbx_print_json(json_t *j);
 /* n bytes as people read them ("512 B", "12.3 KiB", "1.5 GiB") into out. */
 void pbx_format_bytes(unsigned long long n, char *out, size_t len);
+/* Unix time t as local "YYYY-MM-DD HH:MM" into out (17 bytes or more). */
+void pbx_format_time(int64_t t, char *out, size_t len);
 
 /*
  * Per-item progress (items are nodes, files ...).  Thread-safe.

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* fopencookie, syncfs */
 #include "jobs/data.h"
+#include "jobs/datacache.h"
 #include "jobs/data_hashes.h"
 #include "cluster/cluster_plan.h"
 #include "experiment/tar.h"
@@ -1363,6 +1364,30 @@ static int stage_one(struct pbx_cluster *c, struct stage *g)
 	return rc;
 }
 
+static void stage_waiting(void *ctx)
+{
+	struct stage *g = ctx;
+	if (g->o->waiting)
+		g->o->waiting(g->o->ctx, g->r->key);
+}
+
+/* stage_one holding the source's download cache (datacache.h): two
+ * stagings of one source on this machine take turns, the second finding
+ * the first one's downloads, and neither linking a file the other
+ * replaced.  A dry run reads the cache without it. */
+static int stage_locked(struct pbx_cluster *c, struct stage *g)
+{
+	int lock = -1, rc;
+	if (c && !g->o->dry_run) {
+		lock = pbx_data_cache_lock(g->r->id, g->r->key, stage_waiting, g, g->err);
+		if (lock < 0)
+			return pbx_err_prefix(g->err, "data %s", g->r->key);
+	}
+	rc = stage_one(c, g);
+	pbx_data_cache_unlock(lock);
+	return rc;
+}
+
 /* ------------------------------------------------- staged by the head */
 
 char *pbx_data_result_json(const struct pbx_data_result *r)
@@ -1553,7 +1578,7 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		if (rc == 0 && c && !o->dry_run && pbx_head_stages_data(c, g.r->key))
 			rc = stage_on_head(c, &g);
 		else if (rc == 0)
-			rc = stage_one(c, &g);
+			rc = stage_locked(c, &g);
 		stage_release(&g);
 	}
 	free(have);

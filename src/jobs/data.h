@@ -56,6 +56,9 @@ struct pbx_data_opts {
 	/* Called as objects arrive (may be NULL): `done` of `total` changed
 	 * objects of source `key`, `bytes` of them so far. */
 	void (*progress)(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes);
+	/* Called (may be NULL) before waiting for another staging of source
+	 * `key` on this machine to end (datacache.h: they take turns). */
+	void (*waiting)(void *ctx, const char *key);
 	void *ctx;
 };
 

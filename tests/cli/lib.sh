@@ -610,6 +610,21 @@ urllib.request.urlopen(urllib.request.Request(url, data=open(path, "rb").read(),
 PY
 }
 
+# For the data: tests (docs/data.md).  data_storage TOKEN: the Compute
+# Engine emulator's Cloud Storage alone, bucket `data`, accepting the
+# static token TOKEN, and clouds.gce of config.yaml pointing at it.
+# data_gets: the objects.get calls it served since data_reset_calls.
+# data_id SOURCE: the id staging gives SOURCE (gs://B/P/, local:/PATH).
+data_storage() {
+	gce_storage_emulator --bucket data --static-token "$1"
+	cat >>"$PBX_HOME/config.yaml" <<DSEOF
+  gce: { project: pbx-test, credentials: $TEST_TMP/sa.json, storage_endpoint: "http://127.0.0.1:$PORT/" }
+DSEOF
+}
+data_gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
+data_reset_calls() { emu_post calls/reset '{}' >/dev/null; }
+data_id() { printf '%s' "$1" | sha256sum | cut -c1-16; }
+
 # What a scenario on both clouds (tests/cli/cloud/NAME.sh, CLOUD=gce or
 # aws; tests/README.md) sets up the same way on each.
 # cloud_emulator [FLAG...]: the emulator of $CLOUD with node bodies on the

@@ -64,7 +64,7 @@ ok $? "pbx-config(5) carries templates/config.yaml whole, as its EVERY KEY secti
 run_pbx frobnicate
 is "$rc:$errout" "2:pbx: error: unknown command: frobnicate (see 'pbx help')" "unknown verb"
 run_pbx c
-is "$rc:$errout" "2:pbx: error: ambiguous command: c, could be: cluster, cancel, config" "ambiguous prefix"
+is "$rc:$errout" "2:pbx: error: ambiguous command: c, could be: cluster, cancel, cache, config" "ambiguous prefix"
 run_pbx cl li --json
 is "$rc:$out" "0:[]" "unique prefixes work; empty list as JSON"
 run_pbx cluster show nosuch

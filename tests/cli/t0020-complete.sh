@@ -22,7 +22,7 @@ CONFIG
 chmod 600 "$PBX_HOME/config.yaml"
 comp() { "$PBX" __complete "$@" | tr '\n' ' ' | sed 's/ $//'; }
 
-is "$(comp "")" "cluster image parrun run state ls log cancel rerun report harvest publish pull forget config help version" \
+is "$(comp "")" "cluster image parrun run state ls log cancel rerun report harvest publish pull forget cache config help version" \
 	"verbs"
 is "$(comp cl "")" "start price list show ssh disconnect exec resize stop forget-host power record adopt runs data gc registry-login registry-logout" "cluster's subcommands (a unique prefix is the verb)"
 is "$(comp cluster st)" "start stop" "subcommands by prefix"

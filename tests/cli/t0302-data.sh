@@ -21,10 +21,7 @@ SHARED=$PBX_HOME/clusters/dt/shared
 TOKEN=t0302-token
 
 # ---- the emulator's Cloud Storage and the user's credentials ----------
-gce_storage_emulator --bucket data --static-token "$TOKEN"
-cat >>"$PBX_HOME/config.yaml" <<CFG
-  gce: { project: pbx-test, credentials: $TEST_TMP/sa.json, storage_endpoint: "http://127.0.0.1:$PORT/" }
-CFG
+data_storage "$TOKEN"
 
 # store put NAME=FILE... | del NAME...: objects of bucket data, one connection
 store() {
@@ -45,9 +42,6 @@ for a in args:
         sys.exit("%s %s: %s" % (op, a, r.status))
 PY
 }
-gets() { emu_get storage | json_get 'd["calls"].get("objects.get", 0)'; }
-reset_calls() { emu_post calls/reset '{}' >/dev/null; }
-data_id() { printf '%s' "$1" | sha256sum | cut -c1-16; }
 
 mkdir -p "$TEST_TMP/src"
 ( cd "$TEST_TMP/src" && i=0 && while [ $i -lt 2000 ]; do printf 'object %d\n' $i >"o$i"; i=$((i + 1)); done )
@@ -84,7 +78,7 @@ D=$SHARED/pbx/data/$ID
 # ---- staged once, read on two nodes -------------------------------------
 # (on a terminal: the progress line, rewritten in place, ends once, when
 # every listed object came - not when the lanes catch up with the listing)
-reset_calls
+data_reset_calls
 script -qec "'$PBX' parrun '$TEST_TMP/fm1/experiment.yaml' dt" /dev/null </dev/null >"$TEST_TMP/fm1.tty" 2>&1
 rc=$?
 tr '\r' '\n' <"$TEST_TMP/fm1.tty" | sed 's/\x1b\[K//g' | grep -v '^\s*$' >"$TEST_TMP/fm1.lines"
@@ -94,7 +88,7 @@ is "$(grep '^data gs://data/fm/: [0-9]*/[0-9]* objects' "$TEST_TMP/fm1.lines" | 
 	2000/2000 "the progress line ends once, at 2000/2000 objects"
 case $errout in *"data gs://data/fm/: 2000 objects"*", 2000 moved"*) r=0 ;; *) r=1 ;; esac
 ok $r "2000 objects moved: $errout"
-is "$(gets)" 2000 "2000 downloads"
+is "$(data_gets)" 2000 "2000 downloads"
 pkg1=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 is "$(find "$D" -type f ! -name .pbx-data-manifest | wc -l)" 2000 "2000 files in \$PBX_SHARED/pbx/data/ID"
 is "$(stat -c %a "$D/sub/o7") $(stat -c %a "$D/sub")" "444 555" "files 0444, directories 0555"
@@ -120,22 +114,22 @@ is "$(find "$PBX_HOME/results/$pkg1" -path '*data*' | wc -l)" 0 "the data is not
 ok $? "the task directory holds data/d as a symlink"
 
 # ---- another package, the same source: nothing moves --------------------
-reset_calls
+data_reset_calls
 run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
 ok $rc "a second package: $errout"
 case $errout in *"data gs://data/fm/: 2000 objects, 0 moved (staged before)"*) r=0 ;; *) r=1 ;; esac
 ok $r "0 moved, staged before: $errout"
-is "$(gets)" 0 "no download"
+is "$(data_gets)" 0 "no download"
 pkg2=$(echo "$out" | sed -n 's/^package \([0-9a-f]*\) .*/\1/p')
 
 # ---- one changed, one deleted ---------------------------------------------
 echo changed >"$TEST_TMP/changed"
 store put "fm/sub/o42=$TEST_TMP/changed"
-reset_calls
+data_reset_calls
 run_pbx parrun "$TEST_TMP/fm2/experiment.yaml" dt
 case $errout in *"2000 objects"*", 1 moved"*", 0 removed, 1 downloaded"*) r=0 ;; *) r=1 ;; esac
 ok $r "one changed object moves alone: $errout"
-is "$(gets) $(cat "$D/sub/o42")" "1 changed" "one download; the cluster has the new bytes"
+is "$(data_gets) $(cat "$D/sub/o42")" "1 changed" "one download; the cluster has the new bytes"
 is "$(stat -c %a "$D/sub/o42" "$D/sub/o7" | sort -u) $(stat -c %a "$D/sub")" "444 555" \
 	"linked into place: files still 0444, directories 0555"
 store del fm/sub/o43
@@ -178,10 +172,10 @@ case "$rc $errout" in "4 "*"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
 ok $r "it fails again, after streaming what the cache had: $errout"
 is "$(cat "$D"/sub/o5? "$D"/sub/o6? | grep -c twice)" 0 "a stream cut before its manifest changes nothing on the cluster"
 is "$(find "$SHARED/pbx/data" -maxdepth 1 -name '.in-*' | wc -l)" 0 "and leaves no unpacked directory"
-reset_calls
+data_reset_calls
 run_pbx parrun --json "$TEST_TMP/fm5/experiment.yaml" dt
 ok $rc "the retry succeeds: $errout"
-n=$(gets)
+n=$(data_gets)
 [ "$n" -ge 1 ] && [ "$n" -lt 20 ]
 ok $? "it resumes: only what the cut staging had not kept is downloaded ($n of 20)"
 is "$(cat "$D/sub/o50" "$D/sub/o69")" "twice 50
@@ -196,25 +190,25 @@ head -c $((9 * 1048576 + 4099)) /dev/urandom >"$TEST_TMP/big"
 store put "bg/big=$TEST_TMP/big" "bg/s1=$TEST_TMP/changed" "bg/s2=$TEST_TMP/again"
 exp bg gs://data/bg/
 BID=$(data_id gs://data/bg/)
-reset_calls
+data_reset_calls
 export PBX_OBJSTORE_RANGE_MIN=1048576
 run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
 case $errout in *"data gs://data/bg/: 3 objects"*", 3 moved"*) r=0 ;; *) r=1 ;; esac
 ok $r "a large object and two small ones staged: $errout"
 cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
 ok $? "the large object's bytes are the bucket's"
-is "$(gets)" 7 "objects.get: 2 small objects, the large one's metadata and 4 ranges"
+is "$(data_gets)" 7 "objects.get: 2 small objects, the large one's metadata and 4 ranges"
 cmp -s "$TEST_TMP/big" "$PBX_HOME/data/$BID/files/big"
 ok $? "the download cache's file of it is whole"
 [ "$(stat -c %d "$SHARED/pbx/data/$BID/big")" != "$(stat -c %d "$PBX_HOME/data/$BID/files/big")" ] ||
 	is "$(stat -c %i "$SHARED/pbx/data/$BID/big")" "$(stat -c %i "$PBX_HOME/data/$BID/files/big")" "and the cluster's copy is that file, linked"
 # a cluster that lost its copy (a new one, say) gets it from that file
 rm -rf "${SHARED:?}/pbx/data/$BID"
-reset_calls
+data_reset_calls
 run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
 case $errout in *"data gs://data/bg/: 3 objects"*", 3 moved"*) r=0 ;; *) r=1 ;; esac
 ok $r "a cluster without the data gets the 3 objects again: $errout"
-is "$(gets)" 0 "from the download cache: nothing downloaded"
+is "$(data_gets)" 0 "from the download cache: nothing downloaded"
 cmp -s "$TEST_TMP/big" "$SHARED/pbx/data/$BID/big"
 ok $? "the large object's bytes are the bucket's"
 store put "bg/big2=$TEST_TMP/big"
@@ -336,10 +330,10 @@ case $out in "removed staged dataset $(echo "$BID" | cut -c1-12) on head "*) r=0
 ok $r "gc removes it: $out"
 [ ! -e "$SHARED/pbx/data/$BID" ] && [ -d "$SHARED/pbx/data/$ID" ] && [ -d "$SHARED/pbx/data/$LID" ]
 ok $? "it is gone; the datasets packages name stay"
-reset_calls
+data_reset_calls
 run_pbx parrun "$TEST_TMP/bg/experiment.yaml" dt
 case $errout in *"data gs://data/bg/: 4 objects"*", 4 moved"*) r=0 ;; *) r=1 ;; esac
 ok $r "the next parrun that needs it stages it again: $errout"
-is "$(gets)" 0 "from the download cache: nothing downloaded"
+is "$(data_gets)" 0 "from the download cache: nothing downloaded"
 
 done_testing
