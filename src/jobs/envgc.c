@@ -53,7 +53,10 @@ static const char forgotten_script[] =
  * touches it, so a package being pushed keeps it) or a staging holds its
  * lock - renamed to .gc.ID first, as a run directory is.  The lock file
  * stays: a staging already waiting on it, and one that made a new one,
- * would not exclude each other. */
+ * would not exclude each other.  With it goes the head's own download
+ * cache of the source (HC/ID: a head staging its cloud's buckets itself,
+ * src/jobs/datacache.h), whose files are the dataset's (hard links: the
+ * disk is freed only when both go), unless a staging holds its lock. */
 static const char data_script[] =
 	"DD=$P/data\n"
 	"[ \"$DRY\" = 1 ] || rm -rf \"$DD\"/.gc.*\n"
@@ -68,15 +71,21 @@ static const char data_script[] =
 	"  [ ${#n} -eq 16 ] && [ -d \"$d\" ] && [ ! -L \"$d\" ] || continue\n"
 	"  case \" $NAMED \" in *\" $n \"*) continue ;; esac\n"
 	"  [ -z \"$(find \"$d\" -maxdepth 0 -mmin -60)\" ] || { echo \"young-data $n\"; continue; }\n"
+	"  c=\n"
+	"  [ -d \"$HC/$n\" ] && [ ! -L \"$HC/$n\" ] && c=$HC/$n\n"
 	"  if command -v flock >/dev/null 2>&1; then\n"
 	"    exec 8>\"$DD/.$n.lock\" && flock -n 8 || { echo \"busy-data $n\"; continue; }\n"
+	"    [ -z \"$c\" ] || { exec 7>>\"$c.lock\" && flock -n 7; } || { echo \"busy-data $n\"; continue; }\n"
 	"  fi\n"
-	"  size=$(du -sb \"$d\" | cut -f1)\n"
+	"  size=$(du -sbc \"$d\" ${c:+\"$c\"} | tail -n 1 | cut -f1)\n"
 	"  if [ \"$DRY\" != 1 ]; then\n"
 	"    mv \"$d\" \"$DD/.gc.$n\" && find \"$DD/.gc.$n\" -type d -exec chmod u+w {} + &&\n"
 	"      rm -rf \"$DD/.gc.$n\" || exit 1\n"
+	"    if [ -n \"$c\" ]; then\n"
+	"      rm -rf \"$HC/.rm-$n\" && mv \"$c\" \"$HC/.rm-$n\" && rm -rf \"$HC/.rm-$n\" && rm -f \"$c.lock\" || exit 1\n"
+	"    fi\n"
 	"  fi\n"
-	"  exec 8>&-\n"
+	"  exec 8>&- 7>&-\n"
 	"  echo \"gone data $n $size\"\n"
 	"done\n";
 
@@ -190,6 +199,9 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 	struct pbx_buf s = PBX_BUF_INIT, args = PBX_BUF_INIT;
 	struct pbx_cluster_output o;
 	char **known = NULL;
+	/* where pbx-head keeps its home (templates/bootstrap/55-head-key.sh) */
+	char *head_cache = xasprintf("%s/var/lib/pbx/home/data",
+				     c->nodes[0].root ? c->nodes[0].root : "");
 	size_t nknown = 0, i;
 	int rc = 0;
 	pbx_buf_addf(&s, "set -u\nDRY=%d\nGONE=\n", dry);
@@ -200,7 +212,9 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 			pbx_buf_addf(&s, "%s%s", i ? " " : "", known[i]);
 		pbx_buf_addf(&s, "'\n%s", forgotten_script);
 	}
-	pbx_buf_addf(&s, "P=$PBX_SHARED/pbx\n%s%s", data_script, keep_script);
+	pbx_buf_adds(&s, "HC=");
+	pbx_shell_quote(&s, head_cache);
+	pbx_buf_addf(&s, "\nP=$PBX_SHARED/pbx\n%s%s", data_script, keep_script);
 	pbx_buf_addf(&args, "shared %d $KEEP", dry);
 	gc_invocation(&s, gc, args.buf);
 	if (rc == 0)
@@ -212,6 +226,7 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 	for (i = 0; i < nknown; i++)
 		free(known[i]);
 	free(known);
+	free(head_cache);
 	pbx_buf_release(&s);
 	pbx_buf_release(&args);
 	return rc;

@@ -13,7 +13,9 @@
 # nothing -> one changed object moves alone, as the head reports it ->
 # on a terminal the head's progress is shown as it stages (its JSON
 # progress lines, PBX_DATA_PROGRESS) -> a large object is linked from the
-# head's cache, not streamed -> pbx-head refuses a source that is not a bucket URL -> the cluster stops.
+# head's cache, not streamed -> pbx-head refuses a source that is not a
+# bucket URL -> cluster gc removes a dataset no package names with the
+# head's cache of it -> the cluster stops.
 # Addresses: subnets $SLOT_NET.1.0/24 and $SLOT_NET.2.0/24; SLURM ports
 # from BODY_PORT_BASE.  (The booted-VM twin on gce:
 # tests/vm/gce-data-env.sh.)
@@ -114,7 +116,7 @@ fi
 head_read "$before"
 ok $? "with the credentials the head's metadata server gave out ($before before, $(head_creds) after)"
 ID=$(ls "$head_root/var/lib/pbx/home/data" 2>/dev/null | head -n 1)
-is "$(find "$head_root/var/lib/pbx/home/data/$ID" -type f ! -name .pbx-data-manifest 2>/dev/null | wc -l)" 3 \
+is "$(find "$head_root/var/lib/pbx/home/data/$ID/files" -type f 2>/dev/null | wc -l)" 3 \
 	"the 3 downloads are in the head's cache ($ID)"
 [ ! -e "$PBX_HOME/data" ]
 ok $? "the user's pbx downloaded nothing (no cache of its own)"
@@ -210,6 +212,28 @@ is "$last" '{"progress":{"key":"'"$SCHEME"'://data/big/","done":1,"total":1,"byt
 
 run_pbx_head -q cluster data dh /etc
 is "$rc" 2 "pbx-head refuses a source that is not a bucket URL: $errout"
+
+# cluster gc: the large objects' dataset, named by no package left, goes
+# with the head's own download cache of it (its files are the dataset's:
+# the disk is freed only when both go); the dataset packages name stays,
+# and its cache
+run_pbx -q forget "$pkgb"
+ok $rc "the large objects' package forgotten: $errout"
+touch -d '2 hours ago' "$shared/pbx/$pkgb" "$shared/pbx/data/$BIGID"
+hc=$head_root/var/lib/pbx/home/data
+run_pbx cluster gc --json dh
+ok $rc "gc: $errout"
+is "$(echo "$out" | json_get '" ".join(g["id"] for g in d["gone"] if g["kind"] == "data")')" "$BIGID" \
+	"it removes the dataset no package names"
+is "$(echo "$out" | json_get 'int([g["bytes"] for g in d["gone"] if g["kind"] == "data"][0] >= 2 * 9 * 1048576)')" 1 \
+	"and counts its two large objects"
+[ ! -e "$shared/pbx/data/$BIGID" ] && [ ! -e "$hc/$BIGID" ] && [ ! -e "$hc/$BIGID.lock" ]
+ok $? "the dataset, the head's cache of it and its lock are gone"
+[ -d "$shared/pbx/data/$ID" ] && [ -d "$hc/$ID/files" ]
+ok $? "the dataset packages name stays, and the head's cache of it"
+run_pbx_head cache ls --json
+is "$(echo "$out" | json_get '" ".join(c["source"] for c in d["caches"])')" "$SCHEME://data/fm/" \
+	"pbx-head's cache ls: the source left"
 
 run_pbx -q cluster stop --discard-results dh
 ok $rc "the cluster stops: $errout"
