@@ -301,8 +301,9 @@ const struct pbx_cmd pbx_cmd_cache = {
 	.summary = "list and remove this machine's download cache of staged data",
 	.description = "Each data: source an experiment stages from this machine is downloaded\n"
 		       "once into $PBX_HOME/data, so that staging it to another cluster, or again\n"
-		       "after a failure, reads only what changed.  Nothing removes it on its\n"
-		       "own: 'pbx cache ls' says what it holds, 'pbx cache rm' frees it.",
+		       "after a failure, reads only what changed.  'pbx cache ls' says what it\n"
+		       "holds, 'pbx cache rm' frees it; data_cache_max in config.yaml bounds it\n"
+		       "(the least recently used go after each staging).",
 	.examples = "pbx cache ls\n"
 		    "pbx cache rm --older-than 30d",
 	.subcmds = cmd_cache_subcmds,

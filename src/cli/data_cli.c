@@ -8,6 +8,8 @@
 #include "cli/jobs_cli.h"
 #include "cli/output.h"
 #include "jobs/data.h"
+#include "jobs/datacache.h"
+#include "config/config.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -63,6 +65,26 @@ static void data_plan(const struct pbx_data_result *r)
 		       r->key, r->to, r->objects, all, r->changed, moved, r->removed);
 }
 
+static void data_cache_removed(void *ctx, const struct pbx_data_cache *e)
+{
+	char size[32];
+	(void)ctx;
+	pbx_format_bytes(e->bytes - e->shared, size, sizeof(size));
+	pbx_info("data cache: removed %s (%s), the least recently used, to stay within "
+		 "data_cache_max",
+		 e->key ? e->key : e->id, size);
+}
+
+/* After a staging that succeeded (a failed one's downloads are what its
+ * retry reads): the download cache trimmed to max; a failure to is a
+ * warning, the staging stands. */
+static void data_cache_bound(uint64_t max)
+{
+	struct pbx_err err = PBX_ERR_INIT;
+	if (pbx_data_cache_trim(max, data_cache_removed, NULL, &err) < 0)
+		pbx_warning("data cache: %s", err.msg);
+}
+
 int pbx_cli_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, const struct pbx_experiment *e,
 		       int dry_run)
 {
@@ -78,6 +100,8 @@ int pbx_cli_data_stage(struct pbx_ctx *ctx, struct pbx_cluster *c, const struct 
 		return 0;
 	if (pbx_data_stage(c, e, &o, &res, &n, &err) < 0)
 		rc = pbx_report(&err);
+	else if (!dry_run && ctx->cfg && ctx->cfg->data_cache_bounded)
+		data_cache_bound(ctx->cfg->data_cache_max);
 	for (i = 0; rc == 0 && i < n; i++) {
 		if (dry_run)
 			data_plan(&res[i]);

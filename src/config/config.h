@@ -210,6 +210,10 @@ struct pbx_config {
 	struct pbx_cloud_local local;
 	struct pbx_prices prices;
 	char *publisher; /* `pbx publish`'s name in a pool; NULL = the login name */
+	/* data_cache_max: the download cache's bound (docs/data.md), when
+	 * data_cache_bounded; else none */
+	int data_cache_bounded;
+	uint64_t data_cache_max;
 };
 
 /* A publisher name: 1 to 64 of a-z A-Z 0-9 . _ -, not beginning with '.'

@@ -8,6 +8,7 @@
 #include "util/fs.h"
 #include "util/duration.h"
 #include "util/money.h"
+#include "util/size.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -19,7 +20,8 @@
 
 enum pbx_cloud_kind { PBX_CLOUD_LOCAL, PBX_CLOUD_GCE, PBX_CLOUD_AWS, PBX_CLOUD_SSH };
 
-static const char *const top_keys[] = { "clusters", "clouds", "prices", "publisher", NULL };
+static const char *const top_keys[] = { "clusters",  "clouds",         "prices",
+					"publisher", "data_cache_max", NULL };
 static const char *const prices_keys[] = { "currency",    "max_age",    "hourly",
 					   "spot_hourly", "gpu_hourly", NULL };
 static const char *const cloud_names[] = { "local", "gce", "aws", "ssh", NULL };
@@ -943,6 +945,24 @@ static int parse_publisher(const struct pbx_ynode *root, struct pbx_config *cfg,
 	return 0;
 }
 
+/* `data_cache_max: SIZE`, the download cache's bound. */
+static int parse_data_cache_max(const struct pbx_ynode *root, struct pbx_config *cfg,
+				struct pbx_err *err)
+{
+	const struct pbx_ynode *n = pbx_ymap_get(root, "data_cache_max");
+	char *text = NULL;
+	int rc = opt_str(root, "data_cache_max", &text, err);
+	if (rc == 0 && text && pbx_size_parse(text, &cfg->data_cache_max) < 0)
+		rc = pbx_ynode_error(n, err,
+				     "data_cache_max: '%s' is not a size (\"20GB\", \"500MiB\", "
+				     "\"0\")",
+				     text);
+	else if (rc == 0 && text)
+		cfg->data_cache_bounded = 1;
+	free(text);
+	return rc;
+}
+
 int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, struct pbx_err *err)
 {
 	const struct pbx_ynode *root = doc->root;
@@ -956,7 +976,8 @@ int pbx_config_from_doc(const struct pbx_ydoc *doc, struct pbx_config *cfg, stru
 		return pbx_ynode_error(root, err, "the top level must be a mapping, got %s",
 				       pbx_ynode_kind(root));
 	if (pbx_ymap_check_keys(root, top_keys, err) < 0 || parse_clusters(root, cfg, err) < 0 ||
-	    parse_clouds(root, cfg, err) < 0 || parse_publisher(root, cfg, err) < 0)
+	    parse_clouds(root, cfg, err) < 0 || parse_publisher(root, cfg, err) < 0 ||
+	    parse_data_cache_max(root, cfg, err) < 0)
 		return -1;
 	return parse_prices(root, &cfg->prices, err);
 }

@@ -248,6 +248,31 @@ void pbx_data_cache_list_free(struct pbx_data_cache *v, size_t n)
 	free(v);
 }
 
+int pbx_data_cache_trim(uint64_t max, void (*removed)(void *ctx, const struct pbx_data_cache *e),
+			void *ctx, struct pbx_err *err)
+{
+	struct pbx_data_cache *v;
+	uint64_t total = 0;
+	size_t n, i;
+	int rc = pbx_data_cache_list(&v, &n, err);
+	for (i = 0; rc == 0 && i < n; i++)
+		total += v[i].bytes - v[i].shared;
+	for (i = n; rc == 0 && i-- > 0 && total > max;) {
+		if (v[i].busy)
+			continue;
+		rc = pbx_data_cache_remove(v[i].id, err);
+		if (rc == 0) {
+			total -= v[i].bytes - v[i].shared;
+			if (removed)
+				removed(ctx, &v[i]);
+		}
+		if (rc == 1) /* a staging took it since the listing */
+			rc = 0;
+	}
+	pbx_data_cache_list_free(v, n);
+	return rc < 0 ? -1 : 0;
+}
+
 /* ------------------------------------------------------------ resolving */
 
 /* The id of key (the sha256's first 16 hex digits, as staging names it). */

@@ -54,6 +54,14 @@ void pbx_data_cache_unlock(int lock);
  * (removed, or there was none), 1 (busy: left), or -1 with err. */
 int pbx_data_cache_remove(const char *id, struct pbx_err *err);
 
+/* Keeps the cache within `max` bytes (the configuration's
+ * data_cache_max), counting what removing would free (bytes less
+ * shared): removes the least recently used caches no staging holds until
+ * the rest is within it, calling removed(ctx, e) (may be NULL) after each
+ * one.  0, or -1 with err. */
+int pbx_data_cache_trim(uint64_t max, void (*removed)(void *ctx, const struct pbx_data_cache *e),
+			void *ctx, struct pbx_err *err);
+
 /* The id that `arg` names: a gs:// or s3:// URL (normalised as staging
  * does), a local directory (its real path), or an id of v[0, n) or a
  * unique prefix of one (4 hex digits at least).  0, or -1 with err. */

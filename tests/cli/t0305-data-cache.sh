@@ -6,7 +6,8 @@
 # second waits, says so, and downloads nothing the first one did);
 # `pbx cache rm` removes a source named by its URL, its directory or its
 # id, every one or those unused for a while, never one a staging holds,
-# and leaves the cluster's copy; bad arguments are usage errors.
+# and leaves the cluster's copy; bad arguments are usage errors;
+# data_cache_max keeps the cache within a bound after each staging.
 # Addresses and ports: the test's slot (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
@@ -180,6 +181,27 @@ ok $rc "parrun after rm: $errout"
 case $errout in *"data gs://data/a/: 3 objects, 0 moved (staged before)"*) r=0 ;; *) r=1 ;; esac
 ok $r "the cluster's copy served: $errout"
 is "$(data_gets)" 0 "no download"
+
+# ---- data_cache_max: the cache kept within a bound after each staging ---
+printf 'data_cache_max: 1GB\n' >>"$PBX_HOME/config.yaml"
+run_pbx parrun "$TEST_TMP/eb/experiment.yaml" dc
+ok $rc "parrun with data_cache_max 1GB: $errout"
+case $errout in *"data cache: removed"*) r=1 ;; *) r=0 ;; esac
+ok $r "within the bound nothing is removed"
+[ -d "$PBX_HOME/data/$IDA" ] && [ -d "$PBX_HOME/data/$IDB" ]
+ok $? "both caches stay"
+sed -i 's/^data_cache_max: .*/data_cache_max: 0/' "$PBX_HOME/config.yaml"
+run_pbx parrun "$TEST_TMP/ec/experiment.yaml" dc
+ok $rc "parrun with data_cache_max 0: $errout"
+case $errout in *"data cache: removed gs://data/a/ ("*"), the least recently used, to stay within data_cache_max"*) r=0 ;; *) r=1 ;; esac
+ok $r "it says what it removed: $errout"
+is "$(ls -A "$PBX_HOME/data")" "" "after the staging every cache is gone, the staged source's too"
+sed -i 's/^data_cache_max: .*/data_cache_max: lots/' "$PBX_HOME/config.yaml"
+run_pbx parrun "$TEST_TMP/ec/experiment.yaml" dc
+is "$rc" 2 "data_cache_max that is no size: exit 2"
+case $errout in *"config.yaml:"[0-9]*": data_cache_max: 'lots' is not a size"*) r=0 ;; *) r=1 ;; esac
+ok $r "naming the file, line and key: $errout"
+sed -i '/^data_cache_max:/d' "$PBX_HOME/config.yaml"
 
 run_pbx -q cluster stop --discard-results dc
 ok $rc "stop: $errout"
