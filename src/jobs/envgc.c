@@ -200,8 +200,8 @@ static int gc_head(struct pbx_store *st, struct pbx_cluster *c, const char *gc, 
 	struct pbx_cluster_output o;
 	char **known = NULL;
 	/* where pbx-head keeps its home (templates/bootstrap/55-head-key.sh) */
-	char *head_cache = xasprintf("%s/var/lib/pbx/home/data",
-				     c->nodes[0].root ? c->nodes[0].root : "");
+	char *head_cache =
+		xasprintf("%s/var/lib/pbx/home/data", c->nodes[0].root ? c->nodes[0].root : "");
 	size_t nknown = 0, i;
 	int rc = 0;
 	pbx_buf_addf(&s, "set -u\nDRY=%d\nGONE=\n", dry);
