@@ -404,6 +404,7 @@ struct stage {
 			   the head, a local cluster): what the cache holds
 			   is linked from there (pbx_cluster_head_sees_here) */
 	struct timespec t0; /* the staging's start, for PBX_STATS */
+	int waited;         /* for another staging of the source (its lock) */
 	struct pbx_err *err;
 };
 
@@ -1367,6 +1368,7 @@ static int stage_one(struct pbx_cluster *c, struct stage *g)
 static void stage_waiting(void *ctx)
 {
 	struct stage *g = ctx;
+	g->waited = 1;
 	if (g->o->waiting)
 		g->o->waiting(g->o->ctx, g->r->key);
 }
@@ -1374,16 +1376,23 @@ static void stage_waiting(void *ctx)
 /* stage_one holding the source's download cache (datacache.h): two
  * stagings of one source on this machine take turns, the second finding
  * the first one's downloads, and neither linking a file the other
- * replaced.  A dry run reads the cache without it. */
+ * replaced.  One that waited reads the cluster's manifest again: the
+ * other may have staged it there.  A dry run reads the cache without
+ * the lock. */
 static int stage_locked(struct pbx_cluster *c, struct stage *g)
 {
-	int lock = -1, rc;
+	int lock = -1, rc = 0;
 	if (c && !g->o->dry_run) {
 		lock = pbx_data_cache_lock(g->r->id, g->r->key, stage_waiting, g, g->err);
 		if (lock < 0)
 			return pbx_err_prefix(g->err, "data %s", g->r->key);
 	}
-	rc = stage_one(c, g);
+	if (g->waited) {
+		dlist_free(&g->have);
+		rc = read_manifests(c, g->r, 1, &g->have, g->err);
+	}
+	if (rc == 0)
+		rc = stage_one(c, g);
 	pbx_data_cache_unlock(lock);
 	return rc;
 }

@@ -109,9 +109,9 @@ ok $? "and finds it staged"
 # downloaded once (the second finds the first one's downloads)
 hold "$IDC"
 data_reset_calls
-"$PBX" -q parrun "$TEST_TMP/ec/experiment.yaml" dc >/dev/null 2>"$TEST_TMP/c1.err" &
+"$PBX" parrun "$TEST_TMP/ec/experiment.yaml" dc >/dev/null 2>"$TEST_TMP/c1.err" &
 c1=$!
-"$PBX" -q parrun "$TEST_TMP/ec/experiment.yaml" dc >/dev/null 2>"$TEST_TMP/c2.err" &
+"$PBX" parrun "$TEST_TMP/ec/experiment.yaml" dc >/dev/null 2>"$TEST_TMP/c2.err" &
 c2=$!
 sleep 2
 kill "$holder"
@@ -121,6 +121,12 @@ r1=$?
 wait "$c2"
 ok $((r1 + $?)) "two parruns of one new source at once: $(cat "$TEST_TMP/c1.err" "$TEST_TMP/c2.err")"
 is "$(data_gets)" 2 "its 2 objects downloaded once"
+is "$(cat "$TEST_TMP/c1.err" "$TEST_TMP/c2.err" | grep -c "waiting for another pbx staging it")" 2 \
+	"both said they waited"
+is "$(cat "$TEST_TMP/c1.err" "$TEST_TMP/c2.err" | grep -c "data gs://data/c/: 2 objects (.*), 2 moved")" 1 \
+	"one staged it"
+is "$(cat "$TEST_TMP/c1.err" "$TEST_TMP/c2.err" | grep -c "data gs://data/c/: 2 objects, 0 moved (staged before)")" 1 \
+	"the other, reading the cluster's manifest again after its wait, found it staged: nothing sent twice"
 is "$(cat "$SHARED/pbx/data/$IDC/x" "$SHARED/pbx/data/$IDC/y")" "small
 small" "the cluster has them"
 

@@ -12,7 +12,9 @@
 # proxy behind the namespace's gateway, a certificate the image trusts):
 # every S3 request signed by the role, every one by the bucket's virtual
 # host -> tasks on both nodes read the objects whole -> a second package
-# moves nothing, a changed object moves alone -> stop -> nothing left.
+# moves nothing, a changed object moves alone -> the packages forgotten,
+# cluster gc removes the dataset and the head's download cache of it ->
+# stop -> nothing left.
 #
 # PBX_VM_IMAGE picks the image kind as for ec2-booted.sh (default: baked,
 # i.e. ec2-baked); images are built once into PBX_VM_IMAGES (default:
@@ -152,6 +154,20 @@ wait_final "$PKG3" 900
 run_pbx harvest "$PKG3"
 is "$(cat "$PBX_HOME"/results/"$PKG3"/*/result.txt 2>/dev/null | grep -c " data=$(digest "$TEST_TMP/objects")\$")" 2 \
 	"its tasks read the new version"
+
+# ------------------------------------- gc: the dataset and the head's cache
+# of it go once no package names them (an hour after: aged here)
+for p in "$PKG" s3data-two "$PKG3"; do
+	run_pbx -q forget --discard-results "$p"
+	ok $rc "forget $p: $errout"
+done
+on "touch -d '2 hours ago' /shared/pbx/*/ /shared/pbx/data/$ID"
+run_pbx cluster gc --json d1
+ok $rc "gc: $errout"
+is "$(echo "$out" | json_get '" ".join(g["id"] for g in d["gone"] if g["kind"] == "data")')" "$ID" \
+	"it removes the dataset"
+is "$(on "ls -A /shared/pbx/data; ls -A /var/lib/pbx/home/data" | grep -c "$ID")" 0 \
+	"from the shared disk, and the head's download cache of it with its lock (its hard links freed)"
 
 # ------------------------------------------------------------- stop
 run_pbx cluster stop --discard-results d1
