@@ -5,9 +5,10 @@
  * `train:` section turned into JSON (jansson) for the package.
  *
  * Placeholder syntax: "{{" and "}}" are literal braces; "{" followed by
- * [a-z_][a-z0-9_]* and "}" is a placeholder; any other brace is literal
- * (so "${HOME}" or "awk '{print $1}'" need no escaping).  Values are never
- * re-scanned, so a value "{other}" stays as it is.
+ * [a-z_][a-z0-9_]* and "}" is a placeholder, and so is the same after a
+ * "$" ("${lr}" is "{lr}"); any other brace is literal (so "${HOME}" or
+ * "awk '{print $1}'" need no escaping).  Values are never re-scanned, so
+ * a value "{other}" stays as it is.
  */
 #include "experiment/experiment_internal.h"
 #include "util/buf.h"
@@ -33,10 +34,12 @@ static bool cmd_namechar(char c, bool first)
 	return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
 }
 
-/* The token starting at p (p points at a non-NUL byte). */
+/* The token starting at p (p points at a non-NUL byte).  "${name}" is
+ * the placeholder {name}, its "$" consumed with it: the shell's way to
+ * write a variable gives the parameter, not "$'value'". */
 static void cmd_next(const char *p, struct cmd_token *t)
 {
-	size_t n = 1;
+	size_t n = 1, dollar = p[0] == '$' && p[1] == '{' && cmd_namechar(p[2], true);
 	t->lit = p;
 	t->name = NULL;
 	t->len = t->advance = 1;
@@ -44,6 +47,7 @@ static void cmd_next(const char *p, struct cmd_token *t)
 		t->advance = 2;
 		return;
 	}
+	p += dollar;
 	if (p[0] != '{' || !cmd_namechar(p[1], true))
 		return;
 	while (cmd_namechar(p[n], false))
@@ -53,7 +57,7 @@ static void cmd_next(const char *p, struct cmd_token *t)
 	t->lit = NULL;
 	t->name = p + 1;
 	t->len = n - 1;
-	t->advance = n + 1;
+	t->advance = dollar + n + 1;
 }
 
 /* The value of placeholder name[0..len) in point i, or NULL. */
@@ -114,6 +118,8 @@ int pbx_exp_check_command(const struct pbx_experiment *e, const struct pbx_ynode
 		name = xstrndup(t.name, t.len > 40 ? 40 : t.len);
 		pbx_buf_addf(&b, "unknown placeholder {%s%s}", name, t.len > 40 ? "..." : "");
 		cmd_hint(e, name, &b);
+		if (t.advance == t.len + 3) /* ${name}: meant for the shell? */
+			pbx_buf_addf(&b, "; a shell variable is $%s or ${{%s}}", name, name);
 		free(name);
 		pbx_ynode_error(cmd, err, "%s", b.buf);
 		pbx_buf_release(&b);

@@ -287,7 +287,7 @@ static void test_command(void)
 	struct pbx_experiment *e =
 		parse("name: c\n"
 		      "command: \"python3 train.py --lr={lr} --name {name} {{lr}} ${HOME} "
-		      "awk '{print $1}' {x-y} {repeat}}}\"\n"
+		      "awk '{print $1}' {x-y} {repeat}}} lr=${lr} ${{lr}} $\"\n"
 		      "sweep:\n  list:\n    - {lr: 0.1, name: \"it's $(id) `id`\"}\n"
 		      "    - {lr: '', name: '{lr}'}\n");
 	char *c0, *c1;
@@ -297,11 +297,11 @@ static void test_command(void)
 	c1 = pbx_experiment_task_command(e, 1);
 	is_str(c0,
 	       "python3 train.py --lr='0.1' --name 'it'\\''s $(id) `id`' {lr} ${HOME} "
-	       "awk '{print $1}' {x-y} '0'}",
-	       "placeholders quoted, {{ }} and other braces literal");
+	       "awk '{print $1}' {x-y} '0'} lr='0.1' ${lr} $",
+	       "placeholders quoted, ${lr} the same as {lr}, {{ }} and other braces literal");
 	is_str(c1,
 	       "python3 train.py --lr='' --name '{lr}' {lr} ${HOME} awk '{print $1}' "
-	       "{x-y} '0'}",
+	       "{x-y} '0'} lr='' ${lr} $",
 	       "empty value and a value that looks like a placeholder");
 	free(c0);
 	free(c1);
@@ -316,6 +316,10 @@ static void test_command(void)
 			   "    depth: [2]\n"),
 	       "t.yaml:2: command: unknown placeholder {foo} (parameters: lr, depth)",
 	       "unknown placeholder lists the parameters");
+	is_str(parse_error("name: c\ncommand: echo ${foo}\nsweep:\n  grid:\n    lr: [1]\n"),
+	       "t.yaml:2: command: unknown placeholder {foo} (parameters: lr); a shell "
+	       "variable is $foo or ${{foo}}",
+	       "${foo} naming no parameter: the same error, and how to write a shell variable");
 }
 
 static void test_train(void)
