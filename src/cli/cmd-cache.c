@@ -269,16 +269,16 @@ const struct pbx_cmd pbx_cmd_cache_rm = {
 	.summary = "remove data sources' caches from this machine",
 	.usage = "pbx cache rm [--dry-run] [--json] [--older-than DURATION] SOURCE...\n"
 		 "pbx cache rm [--dry-run] [--json] (--all | --older-than DURATION)",
-	.description =
-		"Removes the download cache of each SOURCE: a gs:// or s3:// URL as the\n"
-		"experiment names it, a local directory, or an id (or its first 4 digits\n"
-		"or more) that 'pbx cache ls' shows.  --all removes every one, --older-than\n"
-		"those no staging used for that long.  Nothing on a cluster changes: the\n"
-		"next staging of a removed source to a cluster that already has it lists\n"
-		"it and moves nothing; to one that does not, it downloads it again.  A\n"
-		"cache a staging holds now is left (exit status 1, after the others).\n"
-		"The bytes a local cluster's staged data shares with the cache are freed\n"
-		"only when that copy goes too (pbx cluster gc, pbx cluster stop).",
+	.description = "Removes the download cache of each SOURCE: a gs:// or s3:// URL as the\n"
+		       "experiment names it, a local directory, or a source or id (or its first\n"
+		       "4 digits or more) as 'pbx cache ls' shows it.  --all removes every one,\n"
+		       "--older-than those no staging used for that long.  Nothing on a cluster\n"
+		       "changes: the next staging of a removed source to a cluster that already\n"
+		       "has it lists it and moves nothing; to one that does not, it downloads it\n"
+		       "again.  A cache a staging holds now is left (exit status 1, after the\n"
+		       "others).\n"
+		       "The bytes a local cluster's staged data shares with the cache are freed\n"
+		       "only when that copy goes too (pbx cluster gc, pbx cluster stop).",
 	.examples = "pbx cache rm gs://my-bucket/fashion-mnist/\n"
 		    "pbx cache rm --older-than 30d\n"
 		    "pbx cache rm --all --dry-run",

@@ -175,11 +175,12 @@ const struct pbx_cmd pbx_cmd_cluster_runs = {
  * progress lines on stdout, {"progress": {"key", "done", "total",
  * "bytes"}}, at most 4 a second and the last one always. */
 static void head_data_progress(void *ctx, const char *key, size_t done, size_t total,
-			       uint64_t bytes)
+			       uint64_t bytes, uint64_t sending)
 {
 	struct timespec *last = ctx, now;
 	json_t *o;
 	char *line;
+	(void)sending; /* none: the head links what it downloaded */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (done < total && last->tv_sec &&
 	    (now.tv_sec - last->tv_sec) * 1000 + (now.tv_nsec - last->tv_nsec) / 1000000 < 250)

@@ -14,12 +14,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-static void data_progress(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes)
+static void data_progress(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes,
+			  uint64_t sending)
 {
-	char what[512];
+	char what[512], note[64];
 	(void)ctx;
 	snprintf(what, sizeof(what), "data %s", key);
-	pbx_transfer_progress(what, done, total, bytes);
+	snprintf(note, sizeof(note), "sending %.1f MB to the cluster", (double)sending / 1e6);
+	pbx_transfer_progress_note(what, done, total, bytes, sending ? note : NULL);
 }
 
 static void data_waiting(void *ctx, const char *key)

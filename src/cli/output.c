@@ -297,6 +297,12 @@ void pbx_table_print(struct pbx_table *t)
 
 void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes)
 {
+	pbx_transfer_progress_note(what, done, total, bytes, NULL);
+}
+
+void pbx_transfer_progress_note(const char *what, size_t done, size_t total, uint64_t bytes,
+				const char *note)
+{
 	struct timespec now;
 	char *shown;
 	double s;
@@ -315,6 +321,8 @@ void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t
 	free(shown);
 	if (s >= 0.5)
 		fprintf(stderr, ", %.1f MB/s", (double)bytes / 1e6 / s);
+	if (note)
+		fprintf(stderr, ", %s", note);
 	fputs("\033[K", stderr); /* the end of a longer earlier line */
 	if (done == total) {
 		fputc('\n', stderr);

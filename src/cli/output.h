@@ -61,6 +61,9 @@ void pbx_progress_free(struct pbx_progress *p);
  * for WHAT, once half a second has passed; a newline once done == total);
  * nothing when quiet or stderr is not a terminal.  Not thread-safe. */
 void pbx_transfer_progress(const char *what, size_t done, size_t total, uint64_t bytes);
+/* The same with `note` (not NULL) after the rate: "..., 45.2 MB/s, NOTE". */
+void pbx_transfer_progress_note(const char *what, size_t done, size_t total, uint64_t bytes,
+				const char *note);
 
 /* A text table: add rows of `ncols` strings, then print aligned to stdout. */
 struct pbx_table;

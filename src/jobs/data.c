@@ -648,10 +648,13 @@ struct feed {
 	int shown_all;          /* the last progress (done == total) was shown */
 	struct dentry *sending; /* the object whose file member is being written,
 				   its bytes counted as sent (under mu) */
-	int write_failed;       /* a send failed: the push stopped reading */
-	struct pbx_buf linked;  /* objects the script takes from the
+	int resending;          /* sending's download counted its bytes: they are
+				   shown apart, as `sent` (under mu) */
+	uint64_t sent;
+	int write_failed;      /* a send failed: the push stopped reading */
+	struct pbx_buf linked; /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
-	int lanes_rc;           /* the lanes' result; lanes_err says why */
+	int lanes_rc;          /* the lanes' result; lanes_err says why */
 	struct pbx_err lanes_err;
 	int rc; /* the feeder's result; err says why */
 	struct pbx_err err;
@@ -707,7 +710,7 @@ static void feed_show_locked(struct feed *f)
 	f->shown_all = f->done == total;
 	__atomic_store_n(&f->shown_ms, now_ms(), __ATOMIC_RELAXED);
 	f->g->o->progress(f->g->o->ctx, f->g->r->key, f->done, total,
-			  __atomic_load_n(&f->shown, __ATOMIC_RELAXED));
+			  __atomic_load_n(&f->shown, __ATOMIC_RELAXED), f->resending ? f->sent : 0);
 }
 
 /* Object e is on its way (under f->mu): counted, the progress shown. */
@@ -767,10 +770,11 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 	int rc;
 	if (queue_stopped(q))
 		return pbx_err_set(err, "data %s: stopped", f->g->r->key);
-	/* a file's bytes shown as they are sent unless its download showed them */
-	f->sending = e && (file || f->g->local) && !__atomic_load_n(&e->shown, __ATOMIC_RELAXED)
-			     ? e
-			     : NULL;
+	/* a file's bytes shown as they are sent: as the object's unless its
+	 * download showed them, then apart (the push of what came) */
+	f->sending = e && (file || f->g->local) ? e : NULL;
+	f->resending = f->sending && __atomic_load_n(&e->shown, __ATOMIC_RELAXED) != 0;
+	f->sent = 0;
 	if (e && file) {
 		rc = pbx_tar_file(&f->tar, name, 0444, file, e->size, NULL);
 	} else if (e && f->g->local) {
@@ -784,6 +788,7 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 				 body->len);
 	}
 	f->sending = NULL;
+	f->resending = 0;
 	if (rc < 0) {
 		queue_end(q, 1);
 		*err = f->twerr;
@@ -795,16 +800,24 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 }
 
 /* pbx_tar's on_bytes, under f->mu (a member is written under it): n more
- * bytes of f->sending sent (a local source's file, a large object the
- * cache held: no download showed them), shown at most 4 times a second. */
+ * bytes of f->sending sent - a local source's file, a large object the
+ * cache held: the object's bytes, as no download showed them; a large
+ * object just downloaded: shown apart (`sending`), its first ones at
+ * once - shown at most 4 times a second. */
 static void feed_on_sent(void *ctx, unsigned long long n)
 {
 	struct feed *f = ctx;
+	int first = f->resending && !f->sent;
 	if (!f->sending)
 		return;
-	__atomic_add_fetch(&f->sending->shown, (uint64_t)n, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&f->shown, (uint64_t)n, __ATOMIC_RELAXED);
-	if (f->g->o->progress && now_ms() - __atomic_load_n(&f->shown_ms, __ATOMIC_RELAXED) >= 250)
+	if (f->resending) {
+		f->sent += n;
+	} else {
+		__atomic_add_fetch(&f->sending->shown, (uint64_t)n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->shown, (uint64_t)n, __ATOMIC_RELAXED);
+	}
+	if (f->g->o->progress &&
+	    (first || now_ms() - __atomic_load_n(&f->shown_ms, __ATOMIC_RELAXED) >= 250))
 		feed_show_locked(f);
 }
 
@@ -1466,7 +1479,7 @@ static void head_line(struct head_report *h, const char *p, size_t n)
 		pbx_buf_addc(&h->out, '\n');
 	} else if (h->g->o->progress && done >= 0 && total >= done && bytes >= 0) {
 		h->g->o->progress(h->g->o->ctx, h->g->r->key, (size_t)done, (size_t)total,
-				  (uint64_t)bytes);
+				  (uint64_t)bytes, 0);
 	}
 	json_decref(o);
 }

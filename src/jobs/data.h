@@ -54,8 +54,12 @@ struct pbx_data_opts {
 	const struct pbx_config *cfg; /* clouds.gce / clouds.aws: credentials, endpoints */
 	int dry_run;                  /* list and compare only: nothing is read or sent */
 	/* Called as objects arrive (may be NULL): `done` of `total` changed
-	 * objects of source `key`, `bytes` of them so far. */
-	void (*progress)(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes);
+	 * objects of source `key`, `bytes` of them so far; `sending`: the
+	 * bytes sent to the cluster so far of an object whose download they
+	 * already counted (a large one, from the download cache through the
+	 * stream), 0 when none is being sent. */
+	void (*progress)(void *ctx, const char *key, size_t done, size_t total, uint64_t bytes,
+			 uint64_t sending);
 	/* Called (may be NULL) before waiting for another staging of source
 	 * `key` on this machine to end (datacache.h: they take turns). */
 	void (*waiting)(void *ctx, const char *key);

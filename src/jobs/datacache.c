@@ -315,6 +315,7 @@ int pbx_data_cache_resolve(const char *arg, const struct pbx_data_cache *v, size
 			   struct pbx_err *err)
 {
 	struct stat st;
+	const char *path = strncmp(arg, "local:", 6) ? arg : arg + 6; /* as ls shows it */
 	char *key = NULL, *real;
 	size_t i;
 	if (strstr(arg, "://")) {
@@ -323,15 +324,15 @@ int pbx_data_cache_resolve(const char *arg, const struct pbx_data_cache *v, size
 			return -1;
 		key = xasprintf("%s://%s/%s", u.scheme, u.bucket, u.prefix);
 		pbx_objstore_url_free(&u);
-	} else if ((real = realpath(arg, NULL)) && stat(real, &st) == 0 && S_ISDIR(st.st_mode)) {
+	} else if ((real = realpath(path, NULL)) && stat(real, &st) == 0 && S_ISDIR(st.st_mode)) {
 		key = xasprintf("local:%s", real);
 		free(real);
 	} else {
 		free(real);
 		/* a removed directory the cache still knows by its path */
-		for (i = 0; arg[0] == '/' && i < n; i++)
+		for (i = 0; path[0] == '/' && i < n; i++)
 			if (v[i].key && !strncmp(v[i].key, "local:", 6) &&
-			    !strcmp(v[i].key + 6, arg))
+			    !strcmp(v[i].key + 6, path))
 				key = xstrdup(v[i].key);
 	}
 	if (!key)

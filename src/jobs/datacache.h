@@ -63,8 +63,9 @@ int pbx_data_cache_trim(uint64_t max, void (*removed)(void *ctx, const struct pb
 			void *ctx, struct pbx_err *err);
 
 /* The id that `arg` names: a gs:// or s3:// URL (normalised as staging
- * does), a local directory (its real path), or an id of v[0, n) or a
- * unique prefix of one (4 hex digits at least).  0, or -1 with err. */
+ * does), a local directory (its real path; "local:" before it, as `pbx
+ * cache ls` shows it, is allowed), or an id of v[0, n) or a unique prefix
+ * of one (4 hex digits at least).  0, or -1 with err. */
 int pbx_data_cache_resolve(const char *arg, const struct pbx_data_cache *v, size_t n, char id[17],
 			   struct pbx_err *err);
 

@@ -215,7 +215,7 @@ static void test_resolve(void)
 {
 	struct pbx_err err = PBX_ERR_INIT;
 	struct pbx_data_cache v[2];
-	char id[17], want[17], hex[65];
+	char id[17], other[17], want[17], hex[65], *local;
 	memset(v, 0, sizeof(v));
 	memcpy(v[0].id, "abcd000000000000", 17);
 	memcpy(v[1].id, "abce000000000000", 17);
@@ -234,6 +234,10 @@ static void test_resolve(void)
 	   "an ambiguous prefix: refused (%s)", err.msg);
 	ok(pbx_data_cache_resolve(home, v, 2, id, &err) == 0 && strlen(id) == 16,
 	   "a directory: local: and its real path");
+	local = xasprintf("local:%s", home);
+	ok(pbx_data_cache_resolve(local, v, 2, other, &err) == 0 && !strcmp(id, other),
+	   "the same written as cache ls shows it (local:PATH)");
+	free(local);
 }
 
 int main(void)
