@@ -74,10 +74,12 @@ case $errout in *" in $PBX_HOME/data; "*" of it is also a local cluster's staged
 ok $r "the total, and what a local cluster shares: $errout"
 
 # ---- a staging holds the lock: rm leaves it, a second staging waits ----
-# hold ID: a process holding the lock of cache ID (its pid in holder)
+# hold ID: a process holding the lock of cache ID (its pid in holder: the
+# one that holds it, so that killing it releases it)
 hold() {
 	rm -f "$TEST_TMP/held"
-	flock "$PBX_HOME/data/$1.lock" sh -c ': >"$1"; exec sleep 60' sh "$TEST_TMP/held" &
+	sh -c 'exec 9>"$1" && flock 9 && : >"$2" && exec sleep 60' sh \
+		"$PBX_HOME/data/$1.lock" "$TEST_TMP/held" &
 	holder=$!
 	wait_for 20 test -e "$TEST_TMP/held"
 }
