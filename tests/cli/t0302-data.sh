@@ -163,13 +163,13 @@ is "$rc" 4 "a corrupted download among parallel ones fails the parrun: $errout"
 case $errout in *"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
 ok $r "naming the object: $errout"
 is "$(sqlite3 "$PBX_HOME/pbx.db" "SELECT count(*) FROM packages WHERE name = 'fm5'")" 0 "nothing recorded"
-# again: the objects the failed staging kept in the cache are streamed to
-# the head first, then a download fails; the stream ends without its
-# manifest, so none of them is put in place
+# again: the objects the failed staging kept in the cache are named to the
+# head first (it links them from there), then a download fails; the stream
+# ends without its manifest, so none of them is put in place
 emu_post faults '{"storage_corrupt": 1}' >/dev/null
 run_pbx parrun "$TEST_TMP/fm5/experiment.yaml" dt
 case "$rc $errout" in "4 "*"fm/sub/o"*) r=0 ;; *) r=1 ;; esac
-ok $r "it fails again, after streaming what the cache had: $errout"
+ok $r "it fails again, after naming what the cache had: $errout"
 is "$(cat "$D"/sub/o5? "$D"/sub/o6? | grep -c twice)" 0 "a stream cut before its manifest changes nothing on the cluster"
 is "$(find "$SHARED/pbx/data" -maxdepth 1 -name '.in-*' | wc -l)" 0 "and leaves no unpacked directory"
 data_reset_calls
