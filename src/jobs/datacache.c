@@ -75,22 +75,49 @@ static int lock_take(const char *path, int wait, void (*waiting)(void *), void *
 	}
 }
 
+/* Whether a staging holds lock file `path` (a shared lock is refused):
+ * read only, nothing created. */
+static int lock_busy(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), busy;
+	if (fd < 0)
+		return 0;
+	busy = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
+/* Records `key` in cache dir's .pbx-source and stamps it now (its last
+ * use): rewritten (synced) only when it says something else, else only
+ * its time set.  Best effort: a cache that cannot record it still stages. */
+static void source_stamp(const char *dir, const char *key)
+{
+	struct pbx_err ignored = PBX_ERR_INIT;
+	struct pbx_buf b = PBX_BUF_INIT;
+	char *src = xasprintf("%s/" SOURCE_FILE, dir);
+	if (pbx_read_file(src, &b, &ignored) == 0 && b.len == strlen(key) &&
+	    !memcmp(b.buf, key, b.len) &&
+	    utimensat(AT_FDCWD, src, NULL, AT_SYMLINK_NOFOLLOW) == 0) {
+		pbx_buf_release(&b);
+		free(src);
+		return;
+	}
+	pbx_write_file_atomic(src, key, strlen(key), 0600, &ignored);
+	pbx_buf_release(&b);
+	free(src);
+}
+
 int pbx_data_cache_lock(const char *id, const char *key, void (*waiting)(void *ctx), void *ctx,
 			struct pbx_err *err)
 {
-	char *dir = cache_path(NULL), *lock = cache_path(id), *lockfile, *src;
+	char *dir = cache_path(NULL), *lock = cache_path(id), *lockfile;
 	struct pbx_err ignored = PBX_ERR_INIT;
 	int fd = -1;
 	lockfile = xasprintf("%s.lock", lock);
 	if (pbx_mkdir_p(dir, 0700, err) == 0)
 		fd = lock_take(lockfile, 1, waiting, ctx, err);
-	if (fd >= 0 && pbx_mkdir_p(lock, 0700, &ignored) == 0) {
-		/* its last use, best effort: a cache that cannot record it
-		   still stages */
-		src = xasprintf("%s/" SOURCE_FILE, lock);
-		pbx_write_file_atomic(src, key, strlen(key), 0600, &ignored);
-		free(src);
-	}
+	if (fd >= 0 && pbx_mkdir_p(lock, 0700, &ignored) == 0)
+		source_stamp(lock, key);
 	free(lockfile);
 	free(lock);
 	free(dir);
@@ -105,6 +132,29 @@ void pbx_data_cache_unlock(int lock)
 
 /* --------------------------------------------------------------- removal */
 
+/* Removes what removals cut short (killed) left: .rm-ID, renamed out of
+ * the way and not removed, unless a removal of ID holds its lock now. */
+static void sweep_removed(void)
+{
+	char *dir = cache_path(NULL), *gone, *lockfile;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct pbx_err ignored = PBX_ERR_INIT;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, ".rm-", 4) || !id_valid(de->d_name + 4))
+			continue;
+		gone = cache_path(de->d_name);
+		lockfile = xasprintf("%s/%s.lock", dir, de->d_name + 4);
+		if (!lock_busy(lockfile))
+			pbx_rm_rf(gone, &ignored);
+		free(lockfile);
+		free(gone);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 int pbx_data_cache_remove(const char *id, struct pbx_err *err)
 {
 	char *dir = cache_path(id), *lockfile = xasprintf("%s.lock", dir);
@@ -115,6 +165,7 @@ int pbx_data_cache_remove(const char *id, struct pbx_err *err)
 		free(dir);
 		return pbx_err_set(err, "'%s' is not a data cache id", id);
 	}
+	sweep_removed();
 	fd = lock_take(lockfile, 0, NULL, NULL, err);
 	if (fd == -2)
 		rc = 1;
@@ -171,7 +222,6 @@ static void list_one(struct pbx_data_cache *e)
 	struct pbx_buf b = PBX_BUF_INIT;
 	struct pbx_err ignored = PBX_ERR_INIT;
 	struct stat st;
-	int fd;
 	if (pbx_read_file(src, &b, &ignored) == 0 && b.len && !memchr(b.buf, '\0', b.len))
 		e->key = xstrndup(b.buf, b.len);
 	if (stat(src, &st) == 0 || stat(dir, &st) == 0) {
@@ -183,11 +233,7 @@ static void list_one(struct pbx_data_cache *e)
 	du_files_at = strlen(du_files);
 	nftw(dir, du_one, 16, FTW_PHYS);
 	free((char *)du_files);
-	fd = lock_take(lockfile, 0, NULL, NULL, &ignored);
-	if (fd == -2)
-		e->busy = 1;
-	else if (fd >= 0)
-		close(fd);
+	e->busy = lock_busy(lockfile);
 	pbx_buf_release(&b);
 	free(lockfile);
 	free(src);

@@ -59,7 +59,7 @@ static const char forgotten_script[] =
  * disk is freed only when both go), unless a staging holds its lock. */
 static const char data_script[] =
 	"DD=$P/data\n"
-	"[ \"$DRY\" = 1 ] || rm -rf \"$DD\"/.gc.*\n"
+	"[ \"$DRY\" = 1 ] || rm -rf \"$DD\"/.gc.* \"$HC\"/.rm-*\n"
 	"NAMED=$(for l in \"$P\"/*/pkg/data.links; do\n"
 	"  r=${l%/pkg/data.links}\n"
 	"  case \" $GONE \" in *\" ${r##*/} \"*) continue ;; esac\n"

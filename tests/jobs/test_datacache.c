@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,11 +138,56 @@ static void test_list(void)
 	ok(a && a->used <= time(NULL) - 299 && a->used >= time(NULL) - 310,
 	   "a: last used 300 s ago");
 	ok(find(v, n, B) && find(v, n, B)->busy && a && !a->busy, "b busy, a not");
+	ok(!exists("aaaaaaaaaaaaaaaa.lock") && !exists("cccccccccccccccc.lock"),
+	   "listing creates no lock file");
 	pbx_data_cache_list_free(v, n);
 	ok(pbx_data_cache_remove(B, &err) == 1 && exists(B), "a busy cache is left by remove");
 	close(fd);
 	free(obj);
 	free(linked);
+}
+
+/* A staging waiting on lock file `lockfile` while a removal of its cache
+ * holds it and unlinks it: once the removal ends, the staging must hold
+ * the new lock file, not the unlinked one (which would let a second
+ * staging, making a new file, run beside it). */
+static void test_lock_replaced(const char *lockfile)
+{
+	int held = hold(D), up[2], down[2], other = -1;
+	char c = 0;
+	pid_t pid;
+	if (pipe(up) < 0 || pipe(down) < 0 || held < 0) {
+		ok(0, "set-up of the waiting staging");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) { /* the waiting staging */
+		struct pbx_err e = PBX_ERR_INIT;
+		int lk;
+		close(held); /* the removal's, not this process's */
+		lk = pbx_data_cache_lock(D, "gs://b/d/", NULL, NULL, &e);
+		c = lk >= 0 ? 'y' : 'n';
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	usleep(200000); /* it waits on the lock now */
+	unlink(lockfile);
+	close(held);
+	if (read(up[0], &c, 1) == 1 && c == 'y')
+		other = hold(D);
+	ok(c == 'y' && other < 0 && exists("dddddddddddddddd.lock"),
+	   "a staging that waited on a lock file removed meanwhile holds the new one");
+	if (other >= 0)
+		close(other);
+	c = 'x';
+	if (write(down[1], &c, 1) != 1)
+		perror("write");
+	waitpid(pid, NULL, 0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
 }
 
 static void test_lock(void)
@@ -163,17 +209,13 @@ static void test_lock(void)
 	other = hold(D);
 	ok(other >= 0, "released");
 	close(other);
-	/* a lock file removed (with its cache) while a staging waited on it:
-	   the staging's descriptor is no longer the lock */
-	fd = pbx_data_cache_lock(D, "gs://b/d/", NULL, NULL, &err);
-	unlink(lockfile);
-	other = hold(D);
-	ok(fd >= 0 && other >= 0, "a new lock file is a new lock");
-	close(other);
-	pbx_data_cache_unlock(fd);
+	test_lock_replaced(lockfile);
 	ok(pbx_data_cache_remove(D, &err) == 0 && !exists(D) && !exists("dddddddddddddddd.lock"),
 	   "remove: the directory and its lock gone");
 	ok(pbx_data_cache_remove(D, &err) == 0, "removing what is not there: 0");
+	put(".rm-eeeeeeeeeeeeeeee/files/o", 10); /* a removal killed after its rename */
+	ok(pbx_data_cache_remove(D, &err) == 0 && !exists(".rm-eeeeeeeeeeeeeeee"),
+	   "the next removal removes what a killed one left");
 	ok(pbx_data_cache_remove("../../etc", &err) < 0, "an id that is none: refused (%s)",
 	   err.msg);
 	free(lockfile);
