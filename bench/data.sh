@@ -32,6 +32,13 @@
 # head's cache and the cluster's copy, and the peak memory is the user's
 # pbx's, not the head's; a BENCH_BASE's staging runs the baseline on the
 # head too (pbx-head pointed at it for that staging).
+# BENCH_STREAM=1: staged on a `cloud: ssh` cluster (docs/ssh-clusters.md)
+# whose login node is the local cluster's head, logged in as root: the
+# head is not this machine's to pbx, so every object goes through the
+# stream (one tar over SSH), as to a university cluster or a cloud head
+# without an identity of its own; BENCH_RATE=BYTES (Cloud Storage only)
+# paces each download connection of the emulator to that many bytes a
+# second, as a real store's connection is limited by the network.
 # Addresses and ports: the local cluster's from a test slot
 # (tests/cli/lib.sh, sourced: SLOT_NET's LOOP_NET, SSH_PORT,
 # SLURM_PORT_BASE), the emulators on 127.0.0.1 ports the kernel picks.
@@ -42,6 +49,8 @@ BIGMB=${3:-1000}
 ROUNDS=${4:-3}
 STORES=${BENCH_STORES:-s3 gs}
 [ -z "${BENCH_HEAD:-}" ] || STORES=gs
+[ -z "${BENCH_RATE:-}" ] || STORES=gs
+CL=bd
 case $PBX in /*) ;; *) PBX=$(pwd)/$PBX ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 command -v rclone >/dev/null 2>&1 || { echo "data.sh: rclone is not installed (apt-get install rclone)" >&2; exit 2; }
@@ -76,6 +85,7 @@ else
 	cloud_emulator --bucket bench --static-token "$TOKEN"
 fi
 GS=http://127.0.0.1:$PORT
+[ -z "${BENCH_RATE:-}" ] || emu_post faults "{\"storage_rate\": $BENCH_RATE}" >/dev/null
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # the dataset, the same in both stores: NSMALL objects of 1 KiB under
@@ -166,8 +176,23 @@ peaked() {
 }
 
 "$PBX" -q cluster start bd
-bare=$(timed "$PBX" -q parrun "$WORK/bare/experiment.yaml" bd)
 STAGED=$PBX_HOME/clusters/bd/shared/pbx/data CACHE=$PBX_HOME/data
+if [ -n "${BENCH_STREAM:-}" ]; then # a cloud ssh cluster whose login node is bd's head
+	hroot=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'bd' AND c.state != 'deleted' AND n.name = 'head'")
+	haddr=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.address || ' ' || n.ssh_port FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'bd' AND c.state != 'deleted' AND n.name = 'head'")
+	mkdir -p "$WORK/bs"
+	python3 - "$PBX_HOME/config.yaml" "$haddr" "$PBX_HOME/clusters/bd/id_ed25519" "$hroot" "$WORK/bs" <<'PY'
+import sys
+path, addr, key, root, wd = sys.argv[1:]
+host, port = addr.split()
+bs = "  bs:\n    cloud: ssh\n    host: %s\n    port: %s\n    login_user: root\n    ssh_key: %s\n    work_dir: %s\n    setup: . %s/etc/pbx/env.sh\n" % (host, port, key, wd, root)
+text = open(path).read().replace("clusters:\n", "clusters:\n" + bs, 1)
+open(path, "w").write(text)
+PY
+	CL=bs STAGED=$WORK/bs/pbx/data
+	echo "staged through the stream: a cloud ssh cluster whose login node is bd's head ($haddr), its copy $STAGED"
+fi
+bare=$(timed "$PBX" -q parrun "$WORK/bare/experiment.yaml" "$CL")
 if [ -n "${BENCH_HEAD:-}" ]; then # the head's cache and the bodies' shared disk
 	head_pbx=$(find "$BODIES" -path '*/usr/local/sbin/pbx-head' | head -n 1)
 	[ -n "$head_pbx" ] || { echo "data.sh: the head runs no pbx (no pbx-head)" >&2; exit 1; }
@@ -179,7 +204,7 @@ pbx_first() { # pbx_first STORE [PBX [WHO]]: a staging from scratch (the cluster
 	rm -rf "$STAGED" "$CACHE"
 	sync
 	head_runs "${2:-$PBX}"
-	peaked "${3:-pbx-$1}" "${2:-$PBX}" -q parrun "$WORK/exp-$1/experiment.yaml" bd
+	peaked "${3:-pbx-$1}" "${2:-$PBX}" -q parrun "$WORK/exp-$1/experiment.yaml" "$CL"
 	head_runs "$PBX"
 }
 # head_runs PBX: with BENCH_HEAD, the head's pbx-head runs that binary (its
@@ -211,7 +236,7 @@ bench_store() { # bench_store STORE: ROUNDS paired rounds, then the medians
 	while [ "$r" -le "$ROUNDS" ]; do
 		l0=$(load)
 		if [ $((r % 2)) = 1 ]; then p=$(pbx_first "$1"); c=$(rclone_first "$1"); else c=$(rclone_first "$1"); p=$(pbx_first "$1"); fi
-		p2=$(timed "$PBX" -q parrun "$WORK/exp-$1/experiment.yaml" bd)
+		p2=$(timed "$PBX" -q parrun "$WORK/exp-$1/experiment.yaml" "$CL")
 		c2=$(timed rclone copy --config /dev/null "$1:bench/ds" "$WORK/rc")
 		s=- b=-
 		[ -z "${BENCH_NORANGE:-}" ] || s=$(pbx_single "$1")

@@ -143,47 +143,92 @@ int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target)
 	return tar_header(t, path, '2', 0777, 0, target);
 }
 
-/* Copies `size` bytes of fd into the tar, hashing them into sha. */
-static int tar_copy(struct pbx_tar *t, int fd, const char *src, unsigned long long size,
-		    unsigned char sha[32])
+/* A member's source: read() as pbx_tar_reader's, and whether to hash
+ * what it gives (sha256 over every byte, into sha). */
+struct tar_source {
+	pbx_tar_read_fn read;
+	void *ctx;
+	EVP_MD_CTX *sha; /* or NULL: no digest wanted */
+};
+
+/* Copies `size` bytes from src into the tar (path: the member, for
+ * messages). */
+static int tar_copy(struct pbx_tar *t, struct tar_source *src, const char *path,
+		    unsigned long long size)
 {
 	char *chunk = xmalloc(1 << 16);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	unsigned long long done = 0;
-	unsigned n = 0;
 	ssize_t r = 0;
 	int rc = 0;
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	while (rc == 0 && done < size && (r = read(fd, chunk, 1 << 16)) > 0) {
-		if ((unsigned long long)r > size - done)
-			r = (ssize_t)(size - done);
-		EVP_DigestUpdate(ctx, chunk, (size_t)r);
+	while (rc == 0 && done < size) {
+		size_t want = size - done < (1 << 16) ? (size_t)(size - done) : (1 << 16);
+		r = src->read(src->ctx, chunk, want, t->err);
+		if (r <= 0)
+			break;
+		if (src->sha)
+			EVP_DigestUpdate(src->sha, chunk, (size_t)r);
 		rc = tar_put(t, chunk, (size_t)r);
 		done += (unsigned long long)r;
 		if (rc == 0 && t->on_bytes)
 			t->on_bytes(t->on_bytes_ctx, (unsigned long long)r);
 	}
-	EVP_DigestFinal_ex(ctx, sha, &n);
-	EVP_MD_CTX_free(ctx);
 	free(chunk);
 	if (rc == 0 && r < 0)
-		rc = pbx_err_set(t->err, "cannot read %s: %s", src, strerror(errno));
+		rc = -1; /* read() said why */
 	else if (rc == 0 && done != size)
-		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
+		rc = pbx_err_set(t->err, "%s changed while being packaged", path);
 	return rc;
+}
+
+int pbx_tar_reader(struct pbx_tar *t, const char *path, unsigned mode, unsigned long long size,
+		   pbx_tar_read_fn read, void *ctx)
+{
+	struct tar_source src = { read, ctx, NULL };
+	if (tar_header(t, path, '0', mode, size, NULL) < 0 || tar_copy(t, &src, path, size) < 0)
+		return -1;
+	return tar_pad(t, size);
+}
+
+/* A file's reader (ctx: its fd; its name in fd_src for messages). */
+struct fd_src {
+	int fd;
+	const char *name;
+};
+
+static ssize_t fd_read(void *ctx, char *buf, size_t max, struct pbx_err *err)
+{
+	struct fd_src *f = ctx;
+	ssize_t r;
+	do
+		r = read(f->fd, buf, max);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		pbx_err_set(err, "cannot read %s: %s", f->name, strerror(errno));
+	return r;
 }
 
 int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char *src,
 		 unsigned long long size, const unsigned char sha[32])
 {
 	unsigned char now[32];
-	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc;
-	if (fd < 0)
+	unsigned n = 0;
+	struct fd_src f = { open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), src };
+	struct tar_source in = { fd_read, &f, NULL };
+	int rc;
+	if (f.fd < 0)
 		return pbx_err_set(t->err, "cannot open %s: %s", src, strerror(errno));
+	if (sha) {
+		in.sha = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(in.sha, EVP_sha256(), NULL);
+	}
 	rc = tar_header(t, path, '0', mode, size, NULL);
 	if (rc == 0)
-		rc = tar_copy(t, fd, src, size, now);
-	close(fd);
+		rc = tar_copy(t, &in, src, size);
+	close(f.fd);
+	if (sha) {
+		EVP_DigestFinal_ex(in.sha, now, &n);
+		EVP_MD_CTX_free(in.sha);
+	}
 	if (rc == 0 && sha && memcmp(now, sha, 32))
 		rc = pbx_err_set(t->err, "%s changed while being packaged", src);
 	return rc < 0 ? -1 : tar_pad(t, size);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "util/err.h"
 
@@ -29,6 +30,14 @@ int pbx_tar_link(struct pbx_tar *t, const char *path, const char *target);
  * sha NULL: any content of that size. */
 int pbx_tar_file(struct pbx_tar *t, const char *path, unsigned mode, const char *src,
 		 unsigned long long size, const unsigned char sha[32]);
+/* What pbx_tar_reader takes a member's bytes from: up to max of them into
+ * buf, blocking until it has some; > 0, or -1 with err set (0: none will
+ * come, an error "changed while being packaged"). */
+typedef ssize_t (*pbx_tar_read_fn)(void *ctx, char *buf, size_t max, struct pbx_err *err);
+/* Streams `size` bytes that read(ctx, ...) gives as `path`: a member
+ * whose bytes are still coming (a download written as it arrives). */
+int pbx_tar_reader(struct pbx_tar *t, const char *path, unsigned mode, unsigned long long size,
+		   pbx_tar_read_fn read, void *ctx);
 /* The end-of-archive marker. */
 int pbx_tar_end(struct pbx_tar *t);
 

@@ -16,6 +16,7 @@
 #include "experiment/tar.h"
 #include "jobs/jobs_internal.h"
 #include "objstore/objstore.h"
+#include "util/crc32c.h"
 #include "util/fs.h"
 #include "util/fanout.h"
 #include "util/quote.h"
@@ -654,6 +655,10 @@ struct feed {
 	int write_failed;      /* a send failed: the push stopped reading */
 	struct pbx_buf linked; /* objects the script takes from the
 				  cache (link_local): names, NUL after each */
+	pthread_mutex_t dmu;   /* deferred */
+	struct dlist deferred; /* objects the cache holds whole, to send from
+				  there when the tar is free: a lane that found
+				  it busy (a large object coming) went on */
 	int lanes_rc;          /* the lanes' result; lanes_err says why */
 	struct pbx_err lanes_err;
 	int rc; /* the feeder's result; err says why */
@@ -760,6 +765,23 @@ static int lane_store(struct lane *l, struct pbx_err *err)
 	return 0;
 }
 
+/* A member's end (under f->mu): rc < 0 stops the lanes and is the
+ * stream's (the tar's message in err); else object e (NULL: none) is
+ * counted. */
+static int feed_member_end_locked(struct feed *f, struct dentry *e, int rc, struct pbx_err *err)
+{
+	f->sending = NULL;
+	f->resending = 0;
+	if (rc < 0) {
+		queue_end(&f->g->q, 1);
+		*err = f->twerr;
+		return -1;
+	}
+	if (e)
+		feed_count_locked(f, e);
+	return 0;
+}
+
 /* Appends a member under f->mu: body's bytes, or those of file `file`
  * (not NULL: e's copy in the download cache, e->size bytes); a failure
  * stops the lanes and is the stream's (its message in err). */
@@ -787,16 +809,7 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 		rc = pbx_tar_mem(&f->tar, name, e ? 0444 : 0600, body->buf ? body->buf : "",
 				 body->len);
 	}
-	f->sending = NULL;
-	f->resending = 0;
-	if (rc < 0) {
-		queue_end(q, 1);
-		*err = f->twerr;
-		return -1;
-	}
-	if (e)
-		feed_count_locked(f, e);
-	return 0;
+	return feed_member_end_locked(f, e, rc, err);
 }
 
 /* pbx_tar's on_bytes, under f->mu (a member is written under it): n more
@@ -821,18 +834,75 @@ static void feed_on_sent(void *ctx, unsigned long long n)
 		feed_show_locked(f);
 }
 
+/* Changed object e as member files/NAME under f->mu: as
+ * feed_member_locked. */
+static int feed_object_locked(struct feed *f, struct dentry *e, const struct pbx_buf *body,
+			      const char *file, struct pbx_err *err)
+{
+	char *member = xasprintf("files/%s", e->name);
+	int rc = feed_member_locked(f, member, body, file, e, err);
+	free(member);
+	return rc;
+}
+
+/* The objects deferred so far, each from the cache's file of it, under
+ * f->mu (the thread holding the tar sends them before letting it go). */
+static int feed_drain_locked(struct feed *f, struct pbx_err *err)
+{
+	for (;;) {
+		struct dlist d;
+		size_t k;
+		int rc = 0;
+		pthread_mutex_lock(&f->dmu);
+		d = f->deferred;
+		memset(&f->deferred, 0, sizeof(f->deferred));
+		pthread_mutex_unlock(&f->dmu);
+		if (!d.n)
+			return 0;
+		for (k = 0; rc == 0 && k < d.n; k++) {
+			char *path = xasprintf("%s/files/%s", f->g->cache_dir, d.v[k].name);
+			rc = feed_object_locked(f, &d.v[k], NULL, path, err);
+			free(path);
+		}
+		dlist_free(&d);
+		if (rc < 0)
+			return -1;
+	}
+}
+
 /* Changed object e as member files/NAME (body: its bytes, or file: the
  * download cache's file of it; both NULL for a local source's file,
- * read in place and its sha256 checked). */
+ * read in place and its sha256 checked), then what was deferred. */
 static int feed_object(struct feed *f, struct dentry *e, const struct pbx_buf *body,
 		       const char *file, struct pbx_err *err)
 {
-	char *member = xasprintf("files/%s", e->name);
 	int rc;
 	pthread_mutex_lock(&f->mu);
-	rc = feed_member_locked(f, member, body, file, e, err);
+	rc = feed_object_locked(f, e, body, file, err);
+	if (rc == 0)
+		rc = feed_drain_locked(f, err);
 	pthread_mutex_unlock(&f->mu);
-	free(member);
+	return rc;
+}
+
+/* Object e, whole in the cache's file of it (body: its bytes): sent now
+ * when the tar is free, else deferred - sent from the file by whoever
+ * holds the tar, or at the end - so that the lane goes on downloading
+ * while a large object is coming through the tar. */
+static int feed_object_or_defer(struct feed *f, struct dentry *e, const struct pbx_buf *body,
+				struct pbx_err *err)
+{
+	int rc;
+	if (pthread_mutex_trylock(&f->mu) != 0) {
+		pthread_mutex_lock(&f->dmu);
+		dlist_add(&f->deferred, e->name, e->size, e->version);
+		pthread_mutex_unlock(&f->dmu);
+		return 0;
+	}
+	rc = feed_object_locked(f, e, body, NULL, err);
+	if (rc == 0)
+		rc = feed_drain_locked(f, err);
+	pthread_mutex_unlock(&f->mu);
 	return rc;
 }
 
@@ -932,6 +1002,184 @@ static void lane_kept(struct stage *g, size_t i)
 	pthread_mutex_unlock(&g->q.mu);
 }
 
+/*
+ * A large object sent on while it downloads (lane_stream): the lane's
+ * read writes the cache's temporary file, ranges at once; a sender thread
+ * writes member files/NAME from that file as its prefix comes into place
+ * (pbx_objstore_on_ready), then what was deferred meanwhile.  The CRC32C
+ * of the bytes it sent is checked against the object's once both are
+ * over: a range read again after a corrupt start, or a read started again
+ * for another version after bytes went, fails the staging (the stream
+ * then never gets its manifest: nothing changes on the cluster).
+ */
+struct coming {
+	struct feed *f;
+	struct dentry *e;
+	int fd; /* the temporary file, read */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t ready; /* bytes in place from the start (under mu) */
+	uint64_t taken; /* bytes the sender took to send (under mu) */
+	int voided;     /* the read started again after the sender took bytes */
+	int over;       /* the read ended: 1, or -1 (it failed) */
+	uint64_t off;   /* bytes sent (the sender's) */
+	uint32_t crc;   /* of those */
+	int rc;         /* the sender's result; err says why */
+	struct pbx_err err;
+};
+
+/* pbx_objstore_on_ready's callback: the first n bytes are in place (0:
+ * the read started again: void if the sender took some, else it waits
+ * for the new version's). */
+static void coming_ready(void *ctx, uint64_t n)
+{
+	struct coming *c = ctx;
+	pthread_mutex_lock(&c->mu);
+	if (n < c->ready && c->taken)
+		c->voided = 1;
+	c->ready = n;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The read ended (ok: 1, else -1). */
+static void coming_over(struct coming *c, int ok)
+{
+	pthread_mutex_lock(&c->mu);
+	c->over = ok;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* pbx_tar_reader's read: the next bytes in place, waiting for them. */
+static ssize_t coming_read(void *ctx, char *buf, size_t max, struct pbx_err *err)
+{
+	struct coming *c = ctx;
+	const char *key = c->f->g->r->key;
+	uint64_t avail;
+	ssize_t n;
+	pthread_mutex_lock(&c->mu);
+	while (!c->voided && !c->over && c->ready <= c->off)
+		pthread_cond_wait(&c->cv, &c->mu);
+	avail = !c->voided && c->ready > c->off ? c->ready - c->off : 0;
+	if (avail > max)
+		avail = max;
+	c->taken = c->off + avail;
+	pthread_mutex_unlock(&c->mu);
+	if (!avail) /* voided, or over short of the size (failed, or changed) */
+		return pbx_err_set(err, "data %s: object '%s' %s", key, c->e->name,
+				   c->voided
+					   ? "changed while it was read and sent: nothing staged, "
+					     "run the command again"
+					   : "did not come whole");
+	do
+		n = pread(c->fd, buf, (size_t)avail, (off_t)c->off);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return pbx_err_set(err, "data %s: cannot read the download of '%s': %s", key,
+				   c->e->name, n < 0 ? strerror(errno) : "short file");
+	c->crc = pbx_crc32c(c->crc, buf, (size_t)n);
+	c->off += (uint64_t)n;
+	return n;
+}
+
+/* The sender thread: the member as the bytes come, its bytes shown apart
+ * ("sending"), then what was deferred meanwhile. */
+static void *coming_send(void *ctx)
+{
+	struct coming *c = ctx;
+	struct feed *f = c->f;
+	char *member = xasprintf("files/%s", c->e->name);
+	pthread_mutex_lock(&f->mu);
+	if (queue_stopped(&f->g->q)) {
+		c->rc = pbx_err_set(&c->err, "data %s: stopped", f->g->r->key);
+	} else {
+		f->sending = c->e;
+		f->resending = 1;
+		f->sent = 0;
+		c->rc = pbx_tar_reader(&f->tar, member, 0444, c->e->size, coming_read, c);
+		c->rc = feed_member_end_locked(f, c->e, c->rc, &c->err);
+	}
+	if (c->rc == 0)
+		c->rc = feed_drain_locked(f, &c->err);
+	pthread_mutex_unlock(&f->mu);
+	free(member);
+	return NULL;
+}
+
+/* The sender's end: 0 when it sent the object whole and its bytes' CRC32C
+ * is `crc` (the object's, the read being over and good), else -1. */
+static int coming_end(struct coming *c, int read_rc, uint32_t crc, struct pbx_err *err)
+{
+	if (read_rc < 0)
+		return -1; /* the read's error says why */
+	if (c->rc < 0) {
+		*err = c->err;
+		return -1;
+	}
+	if (c->crc != crc)
+		return pbx_err_setc(
+			err, PBX_EXIT_SECURITY,
+			"data %s: object '%s': the bytes sent while it downloaded are not "
+			"the object's (CRC32C %08x sent, %08x read): refused, nothing staged",
+			c->f->g->r->key, c->e->name, (unsigned)c->crc, (unsigned)crc);
+	return 0;
+}
+
+/* Large object i (e: its copy) downloaded into the cache's file `path`
+ * (lane_get_file's rules) and sent on as it comes (struct coming): the
+ * push overlaps the download within the object.  The cache keeps it when
+ * the read was good, even if the stream failed. */
+static int lane_stream(struct lane *l, size_t i, const char *path, struct pbx_err *err)
+{
+	struct feed *f = l->f;
+	struct dentry *e = &l->e;
+	struct pbx_object meta = { 0 };
+	char *name = xasprintf("%s%s", pbx_objstore_where(l->s)->prefix, e->name), *tmp = NULL;
+	struct pbx_object listed = { name, e->size, e->version, 0, 0 };
+	struct coming c = { .f = f, .e = e, .fd = -1 };
+	pthread_t sender;
+	uint32_t crc = 0;
+	int rc = -1, fd = cache_tmpfile(path, &tmp, err), started = 0, kept = 0;
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	if (fd >= 0 && (c.fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
+		pbx_err_set(err, "%s: %s", tmp, strerror(errno));
+	if (c.fd >= 0 && !(started = pthread_create(&sender, NULL, coming_send, &c) == 0))
+		pbx_err_set(err, "data %s: cannot start the push of '%s'", f->g->r->key, e->name);
+	if (started) {
+		pbx_objstore_on_ready(l->s, coming_ready, &c);
+		rc = pbx_objstore_get_listed_fd(l->s, &listed, fd, &meta, err);
+		pbx_objstore_on_ready(l->s, NULL, NULL);
+		if (close(fd) < 0 && rc == 0)
+			rc = pbx_err_set(err, "%s: %s", tmp, strerror(errno));
+		fd = -1;
+		crc = meta.crc32c;
+		rc = lane_got(f, i, e, rc, name, &meta, err);
+		if (rc == 0 && rename(tmp, path) < 0)
+			rc = pbx_err_set(err, "data %s: cannot keep %s in the download cache: %s",
+					 f->g->r->key, path, strerror(errno));
+		if (rc == 0) {
+			kept = 1;
+			lane_kept(f->g, i);
+		}
+		coming_over(&c, rc == 0 ? 1 : -1);
+		pthread_join(sender, NULL);
+		rc = coming_end(&c, rc, crc, err);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (c.fd >= 0)
+		close(c.fd);
+	if (tmp && !kept)
+		unlink(tmp);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
+	free(tmp);
+	free(name);
+	return rc;
+}
+
 /* A large object (over DATA_IN_MEMORY_MAX) into the stream from the
  * cache's file of it - there already, or downloaded into it first - or,
  * when the script runs on this machine (link_local), linked by it from
@@ -944,15 +1192,17 @@ static int lane_large(struct lane *l, size_t i, struct pbx_err *err)
 	struct dentry *e = &l->e;
 	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name);
 	int rc = 0;
-	if (!cache_hit_file(g, e, path)) {
-		rc = lane_store(l, err);
-		if (rc == 0)
-			rc = lane_get_file(f, l->s, i, e, path, err);
-		if (rc == 0)
-			lane_kept(g, i);
-	}
-	if (rc == 0)
+	if (cache_hit_file(g, e, path)) {
 		rc = g->link_local ? feed_linked(f, e, err) : feed_object(f, e, NULL, path, err);
+	} else if ((rc = lane_store(l, err)) == 0 && !g->link_local) {
+		rc = lane_stream(l, i, path, err);
+	} else if (rc == 0) {
+		rc = lane_get_file(f, l->s, i, e, path, err);
+		if (rc == 0) {
+			lane_kept(g, i);
+			rc = feed_linked(f, e, err);
+		}
+	}
 	free(path);
 	return rc;
 }
@@ -975,7 +1225,7 @@ static int lane_one(struct lane *l, size_t i, struct pbx_buf *body, struct pbx_e
 	if (g->link_local && lane_cached_file(g, e))
 		return feed_linked(f, e, err);
 	if (!g->link_local && cache_hit(g, e, body))
-		return feed_object(f, e, body, NULL, err);
+		return feed_object_or_defer(f, e, body, err);
 	if (lane_store(l, err) < 0)
 		return -1;
 	rc = lane_get(f, l->s, i, e, body, err);
@@ -983,8 +1233,9 @@ static int lane_one(struct lane *l, size_t i, struct pbx_buf *body, struct pbx_e
 		return -1;
 	if (cache_write(g, e, body) == 0) {
 		lane_kept(g, i);
-		if (g->link_local) /* the script takes it from there */
-			return feed_linked(f, e, err);
+		/* the script takes it from there, or it may wait there */
+		return g->link_local ? feed_linked(f, e, err)
+				     : feed_object_or_defer(f, e, body, err);
 	}
 	return feed_object(f, e, body, NULL, err);
 }
@@ -1072,6 +1323,8 @@ static void *feed_run(void *ctx)
 	for (i = 0; i < g->removed.n; i++)
 		pbx_buf_add(&text, g->removed.v[i].name, strlen(g->removed.v[i].name) + 1);
 	pthread_mutex_lock(&f->mu);
+	if (rc == 0)
+		rc = feed_drain_locked(f, &f->err);
 	if (rc == 0 && f->linked.len)
 		rc = feed_member_locked(f, "linked", &f->linked, NULL, NULL, &f->err);
 	if (rc == 0)
@@ -1100,8 +1353,13 @@ static void *feed_run(void *ctx)
  * remove what went, put the files in place - the unpacked tree renamed
  * into place when ID/ is empty (a first staging), else each file hard
  * linked over the old one (a name holds the old or the new file, whole) -
- * fix the modes, then the manifest, then the directories' modes.  One at a
- * time per source (flock).  The trap makes only T's directories writable:
+ * fix the modes, then the manifest, then the directories' modes.  The
+ * names it puts in place are added to .ID.placing first, removed once the
+ * manifest names them: a staging cut between the two (a task's file it
+ * cannot chmod, a lost connection) leaves files no manifest names, which
+ * the next one treats as staged in an unknown version (read_manifests):
+ * sent again when listed, else removed.  One at a time per source
+ * (flock).  The trap makes only T's directories writable:
  * its files may be links to ID/'s.  With linked_from (the head's own pbx
  * staging: its cache's files/ directory), the objects the member "linked"
  * names are taken from there into T first: hard links when the first one
@@ -1136,27 +1394,46 @@ static void push_script(struct pbx_buf *s, const char *id, const char *linked_fr
 		" exit 1; fi\n"
 		"find \"$D\" -mindepth 1 -depth -type d -empty -delete || exit 1\n"
 		"if [ -d \"$T/files\" ]; then\n"
+		"  (cd \"$T/files\" && find . -type f -printf '%%P\\n') >>\"$P/.%s.placing\" || exit 1\n"
 		"  if rmdir \"$D\" 2>/dev/null; then mv \"$T/files\" \"$D\" || exit 1\n"
 		"  else cp -Rlf \"$T/files/.\" \"$D/\" || exit 1; fi\n"
 		"fi\n"
 		"find \"$D\" -type f ! -perm 0444 -exec chmod 0444 {} + || exit 1\n"
 		"chmod 0444 \"$T/manifest\" && mv -f \"$T/manifest\" \"$D/" DATA_MANIFEST
 		"\" || exit 1\n"
+		"rm -f \"$P/.%s.placing\"\n"
 		"find \"$D\" -type d ! -perm 0555 -exec chmod 0555 {} + || exit 1\n"
 		"chmod 755 \"$P\" 2>/dev/null\n"
 		"echo PBX-DATA-OK\n",
-		id, id, id);
+		id, id, id, id, id);
+}
+
+/* The names a staging cut before its manifest put in place (the "P "
+ * lines of read_manifests) that no manifest line names, into have as
+ * staged in an unknown version: a listed one is sent again, one no
+ * longer listed removed.  have sorted. */
+static void placed_add(struct dlist *have, const struct dlist *placed)
+{
+	size_t i;
+	for (i = 0; i < placed->n; i++)
+		if (!dlist_find(have, placed->v[i].name) &&
+		    (i == 0 || strcmp(placed->v[i].name, placed->v[i - 1].name)))
+			dlist_add(have, placed->v[i].name, 0, "");
+	dlist_sort(have);
 }
 
 /* The cluster's manifests of every source, one round trip: "PBX-DATA ID"
- * then its lines, or "PBX-DATA-NONE" when it has none.  A staged source's
- * directory is touched: in use, `pbx cluster gc` leaves it for an hour
- * (the package naming it is pushed after this). */
+ * then its lines, or "PBX-DATA-NONE" when it has none, then "P NAME" for
+ * each name a staging cut before its manifest put in place (push_script's
+ * .ID.placing; placed_add).  A staged source's directory is touched: in
+ * use, `pbx cluster gc` leaves it for an hour (the package naming it is
+ * pushed after this). */
 static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, size_t n,
 			  struct dlist *have, struct pbx_err *err)
 {
 	struct pbx_buf script = PBX_BUF_INIT;
 	struct pbx_cluster_output out;
+	struct dlist *placed = xcalloc(n ? n : 1, sizeof(*placed));
 	const char *p;
 	size_t i, len, cur = n;
 	int rc;
@@ -1165,12 +1442,16 @@ static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, si
 			&script,
 			"echo 'PBX-DATA %s'; f=\"$PBX_SHARED/pbx/data/%s/" DATA_MANIFEST "\"\n"
 			"if [ -f \"$f\" ]; then cat \"$f\" || exit 1; echo; touch -c \"${f%%/*}\" 2>/dev/null\n"
-			"else echo PBX-DATA-NONE; fi\n",
-			res[i].id, res[i].id);
+			"else echo PBX-DATA-NONE; fi\n"
+			"f=\"$PBX_SHARED/pbx/data/.%s.placing\"\n"
+			"if [ -f \"$f\" ]; then sed 's/^/P /' \"$f\" || exit 1; fi\n",
+			res[i].id, res[i].id, res[i].id);
 	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, err);
 	pbx_buf_release(&script);
-	if (rc < 0)
+	if (rc < 0) {
+		free(placed);
 		return pbx_err_prefix(err, "reading the data manifests on %s", c->row.name);
+	}
 	for (p = out.out.buf, len = out.out.len; len;) {
 		const char *nl = memchr(p, '\n', len);
 		size_t l = nl ? (size_t)(nl - p) : len;
@@ -1181,14 +1462,24 @@ static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, si
 				res[cur].staged_before = 1;
 		} else if (cur < n && l == 13 && !strncmp(p, "PBX-DATA-NONE", 13)) {
 			res[cur].staged_before = 0;
+		} else if (cur < n && l > 2 && !strncmp(p, "P ", 2)) {
+			char *name = xstrndup(p + 2, l - 2);
+			if (pbx_objstore_name_safe(name))
+				dlist_add(&placed[cur], name, 0, "");
+			free(name);
 		} else if (cur < n && l) {
 			manifest_line(p, l, &have[cur]);
 		}
 		p += nl ? l + 1 : l;
 		len -= nl ? l + 1 : l;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		dlist_sort(&have[i]);
+		dlist_sort(&placed[i]);
+		placed_add(&have[i], &placed[i]);
+		dlist_free(&placed[i]);
+	}
+	free(placed);
 	pbx_cluster_output_release(&out);
 	return 0;
 }
@@ -1329,9 +1620,12 @@ static int stage_push(struct pbx_cluster *c, struct stage *g)
 	f.tar.on_bytes = feed_on_sent;
 	f.tar.on_bytes_ctx = &f;
 	pthread_mutex_init(&f.mu, NULL);
+	pthread_mutex_init(&f.dmu, NULL);
 	rc = push_stream(c, &f);
 	pthread_mutex_destroy(&f.mu);
+	pthread_mutex_destroy(&f.dmu);
 	pbx_buf_release(&f.linked);
+	dlist_free(&f.deferred);
 	g->r->downloads += g->q.downloads;
 	if (!g->local)
 		stage_cache_notes(g);

@@ -51,7 +51,8 @@ static const char forgotten_script[] =
  * pkg/data.links goes - unless it was staged or named by a parrun in the
  * last hour (its directory's time: read_manifests in src/jobs/data.c
  * touches it, so a package being pushed keeps it) or a staging holds its
- * lock - renamed to .gc.ID first, as a run directory is.  The lock file
+ * lock - renamed to .gc.ID first, as a run directory is, its list of
+ * names a cut staging placed (.ID.placing) with it.  The lock file
  * stays: a staging already waiting on it, and one that made a new one,
  * would not exclude each other.  With it goes the head's own download
  * cache of the source (HC/ID: a head staging its cloud's buckets itself,
@@ -80,7 +81,7 @@ static const char data_script[] =
 	"  size=$(du -sbc \"$d\" ${c:+\"$c\"} | tail -n 1 | cut -f1)\n"
 	"  if [ \"$DRY\" != 1 ]; then\n"
 	"    mv \"$d\" \"$DD/.gc.$n\" && find \"$DD/.gc.$n\" -type d -exec chmod u+w {} + &&\n"
-	"      rm -rf \"$DD/.gc.$n\" || exit 1\n"
+	"      rm -rf \"$DD/.gc.$n\" && rm -f \"$DD/.$n.placing\" || exit 1\n"
 	"    if [ -n \"$c\" ]; then\n"
 	"      rm -rf \"$HC/.rm-$n\" && mv \"$c\" \"$HC/.rm-$n\" && rm -rf \"$HC/.rm-$n\" && rm -f \"$c.lock\" || exit 1\n"
 	"    fi\n"

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,9 +493,12 @@ int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n)
 		}
 	}
 	d->crc = pbx_crc32c(d->crc, data, n);
-	if (d->on_bytes && at + n > d->seen) { /* a new attempt's bytes count once */
-		d->on_bytes(d->on_bytes_ctx, at + n - d->seen);
-		d->seen = at + n;
+	if (at + n > d->seen) { /* a new attempt's bytes count once */
+		if (d->on_bytes)
+			d->on_bytes(d->on_bytes_ctx, at + n - d->seen);
+		__atomic_store_n(&d->seen, at + n, __ATOMIC_RELEASE);
+		if (d->grew)
+			d->grew(d->owner);
 	}
 	return 0;
 }
@@ -503,6 +507,12 @@ void pbx_objstore_on_bytes(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_
 {
 	s->on_bytes = fn;
 	s->on_bytes_ctx = ctx;
+}
+
+void pbx_objstore_on_ready(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_t n), void *ctx)
+{
+	s->on_ready = fn;
+	s->on_ready_ctx = ctx;
 }
 
 int pbx_objstore_read_range(struct pbx_objstore *s, const char *name, const char *version,
@@ -532,7 +542,36 @@ struct ranged {
 	uint64_t next;              /* the next range to take */
 	int failed;                 /* a range failed: the streams stop */
 	unsigned long requests[OBJSTORE_STREAMS];
+	pthread_mutex_t mu; /* whole and ready (on_ready's calls one at a time) */
+	uint64_t whole;     /* the ranges before it are in place */
+	uint64_t ready;     /* bytes from the object's start in place */
 };
+
+/* A range's bytes grew (range_grew's owner): the prefix in place told to
+ * the store's on_ready when it grew. */
+static void range_grew(void *owner)
+{
+	struct ranged *r = owner;
+	uint64_t ready, len;
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		uint64_t off = r->whole * r->plan.part;
+		if (r->whole >= r->plan.count) {
+			ready = r->m->size;
+			break;
+		}
+		len = r->m->size - off < r->plan.part ? r->m->size - off : r->plan.part;
+		ready = off + __atomic_load_n(&r->into[r->whole].seen, __ATOMIC_ACQUIRE);
+		if (ready < off + len)
+			break;
+		r->whole++;
+	}
+	if (ready > r->ready) {
+		r->ready = ready;
+		r->s->on_ready(r->s->on_ready_ctx, ready);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
 
 /* Range k on handle h. */
 static int range_one(struct ranged *r, uint64_t k, struct pbx_http *h, unsigned long *requests)
@@ -544,6 +583,8 @@ static int range_one(struct ranged *r, uint64_t k, struct pbx_http *h, unsigned 
 	d->fd_off = off;
 	d->on_bytes = r->s->on_bytes;
 	d->on_bytes_ctx = r->s->on_bytes_ctx;
+	d->grew = r->s->on_ready ? range_grew : NULL;
+	d->owner = r;
 	r->rc[k] = r->s->ops->read_range(r->s, h, r->m->name, r->m->version ? r->m->version : "",
 					 off, left < r->plan.part ? left : r->plan.part, d,
 					 requests, &r->errs[k]);
@@ -623,7 +664,9 @@ static int read_ranges(struct pbx_objstore *s, const struct pbx_object *m, char 
 	r.into = xcalloc((size_t)r.plan.count, sizeof(*r.into));
 	r.rc = xcalloc((size_t)r.plan.count, sizeof(*r.rc));
 	r.errs = xcalloc((size_t)r.plan.count, sizeof(*r.errs));
+	pthread_mutex_init(&r.mu, NULL);
 	pbx_fanout((size_t)streams, (int)streams, stream_worker, &r, NULL);
+	pthread_mutex_destroy(&r.mu);
 	for (i = 0; i < streams; i++)
 		s->requests += r.requests[i];
 	rc = ranges_end(&r, crc, err);
@@ -691,6 +734,8 @@ static int get_ranged(struct pbx_objstore *s, const char *name, const struct ran
 	for (tries = 0; tries < 2; tries++) {
 		pbx_object_release(m);
 		memset(m, 0, sizeof(*m));
+		if (tries && s->on_ready) /* what was reported is void */
+			s->on_ready(s->on_ready_ctx, 0);
 		if (stat_within(s, name, d->max, m, err) < 0)
 			return -1;
 		rc = ranged_into(s, m, d, &crc, err);
@@ -699,6 +744,8 @@ static int get_ranged(struct pbx_objstore *s, const char *name, const struct ran
 	}
 	if (rc == 0)
 		rc = crc_check(s, name, crc, m, err);
+	if (rc == 0 && !m->has_crc32c)
+		m->crc32c = crc; /* for pbx_objstore_get_listed_fd's caller */
 	return rc == 0 ? 0 : -1;
 }
 

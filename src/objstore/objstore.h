@@ -141,7 +141,8 @@ int pbx_objstore_get_listed(struct pbx_objstore *s, const struct pbx_object *o, 
  * pbx_objstore_range_min() - each range's CRC32C computed as it comes
  * and combined, the whole checked against the store's as
  * pbx_objstore_get does (PBX_EXIT_SECURITY naming the object).  *meta
- * (may be NULL) as there.  On -1 the file holds a partial or refused
+ * (may be NULL) as there, but its crc32c set in every case: the store's,
+ * or when it gave none (has_crc32c 0) that of the bytes read.  On -1 the file holds a partial or refused
  * object: the caller removes it (write to a temporary file, rename when
  * 0).  Not thread-safe on one store. */
 int pbx_objstore_get_listed_fd(struct pbx_objstore *s, const struct pbx_object *o, int fd,
@@ -152,6 +153,18 @@ int pbx_objstore_get_listed_fd(struct pbx_objstore *s, const struct pbx_object *
  * thread-safe), a range read again counting only the bytes past those its
  * earlier attempts brought.  fn NULL: none.  ctx is the caller's. */
 void pbx_objstore_on_bytes(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_t n), void *ctx);
+/* Has fn(ctx, n) called as the first n bytes of the object a ranged read
+ * (pbx_objstore_get_listed_fd) is reading are in place - written to its
+ * file, each range's bytes once an attempt brought them - for a reader
+ * that sends the object on while it comes: n grows, called from the
+ * read's threads one call at a time.  A read started again (the object
+ * changed during it) first calls fn(ctx, 0): what was reported is void,
+ * the bytes to come are another version's.  A range read again (a cut
+ * connection) writes the same version's bytes again, so bytes reported
+ * stay what they were unless a reply was corrupt: a reader checks what it
+ * took against the object's CRC32C (meta's, once the read is over).  fn
+ * NULL: none.  ctx is the caller's. */
+void pbx_objstore_on_ready(struct pbx_objstore *s, void (*fn)(void *ctx, uint64_t n), void *ctx);
 /* Bytes [off, off + len) of version `version` of object `name` (a
  * listing's or meta's: GCS generation, S3 ETag) into dst[0, len), on the
  * store's own connection.  -1 with err naming the object when the store

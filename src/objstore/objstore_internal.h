@@ -42,9 +42,13 @@ struct objstore_into {
 	int fd;
 	uint64_t fd_off;
 	uint32_t crc;
-	uint64_t seen; /* the most bytes of the range any attempt brought */
+	uint64_t seen;                           /* the most bytes of the range any attempt brought
+			  (written in place: atomic, read by the others) */
 	void (*on_bytes)(void *ctx, uint64_t n); /* the store's (NULL: none) */
 	void *on_bytes_ctx;
+	/* called after seen grew (NULL: none): the read's prefix in place */
+	void (*grew)(void *owner);
+	void *owner;
 };
 /* pbx_http_req's into_fn for a struct objstore_into (ctx). */
 int objstore_into_write(void *ctx, uint64_t at, const char *data, size_t n);
@@ -97,6 +101,9 @@ struct pbx_objstore {
 	/* pbx_objstore_on_bytes's callback (NULL: none) */
 	void (*on_bytes)(void *ctx, uint64_t n);
 	void *on_bytes_ctx;
+	/* pbx_objstore_on_ready's callback (NULL: none) */
+	void (*on_ready)(void *ctx, uint64_t n);
+	void *on_ready_ctx;
 };
 
 /* Each sets s->ops, s->backend and s->identity; s->url and s->http are

@@ -610,6 +610,20 @@ urllib.request.urlopen(urllib.request.Request(url, data=open(path, "rb").read(),
 PY
 }
 
+# gcs_rm BUCKET NAME: object NAME of BUCKET deleted (as gcs_put)
+gcs_rm() {
+	python3 - "$PORT" "$@" <<'PY'
+import json, sys, urllib.parse, urllib.request
+port, bucket, name = sys.argv[1:]
+base = "http://127.0.0.1:%s" % port
+tok = json.load(urllib.request.urlopen(urllib.request.Request(base + "/_emulator/token", data=b"{}",
+                                                              headers={"Content-Type": "application/json"})))
+url = "%s/storage/v1/b/%s/o/%s" % (base, bucket, urllib.parse.quote(name, safe=""))
+urllib.request.urlopen(urllib.request.Request(url, method="DELETE",
+                                              headers={"Authorization": "Bearer " + tok["access_token"]})).read()
+PY
+}
+
 # For the data: tests (docs/data.md).  data_storage TOKEN: the Compute
 # Engine emulator's Cloud Storage alone, bucket `data`, accepting the
 # static token TOKEN, and clouds.gce of config.yaml pointing at it.

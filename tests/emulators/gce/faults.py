@@ -26,6 +26,9 @@ POST /_emulator/faults (a JSON object of the keys below, merged):
                   half-way: the session keeps what came, rounded down to 256 KiB, and
                   the connection closes with no answer
   storage_upload_503  the next N resumable chunks answered 503 backendError (nothing kept)
+  storage_rate    object downloads (alt=media) send their bytes at most this many a
+                  second each, as one connection of a real store is limited by the
+                  network (0: as fast as the emulator can)
 """
 
 import random
@@ -36,7 +39,7 @@ DEFAULTS = {
     "lost_reply": 0.0, "quota": {}, "stockout": [], "op_delay": 0.1, "slow_ops": 0.0,
     "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
     "storage_503": 0, "storage_429": 0, "storage_corrupt": 0, "storage_cut": 0,
-    "storage_upload_cut": 0, "storage_upload_503": 0,
+    "storage_upload_cut": 0, "storage_upload_503": 0, "storage_rate": 0,
 }
 
 
@@ -97,6 +100,10 @@ class Faults:
                 self.cfg[key] -= 1
                 return True
             return False
+
+    def value(self, key):
+        with self.lock:
+            return self.cfg[key]
 
     def chance(self, key):
         with self.lock:

@@ -712,9 +712,16 @@ class Storage:
         f.seek(first)
         send = length // 2 if cut else length
         flip = length // 2 if corrupt and length else -1
+        rate = self.faults.value("storage_rate")
+        piece_max = min(CHUNK, max(rate // 16, 4096)) if rate else CHUNK
+        start = time.monotonic()
         sent = 0
         while sent < send:
-            piece = f.read(min(CHUNK, send - sent))
+            if rate:                    # paced: sent bytes at most rate a second
+                early = start + sent / rate - time.monotonic()
+                if early > 0:
+                    time.sleep(early)
+            piece = f.read(min(piece_max, send - sent))
             if not piece:
                 break
             if sent <= flip < sent + len(piece):

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 import urllib.parse
 
@@ -69,7 +70,7 @@ class Base(unittest.TestCase):
     def setUp(self):
         self.emu.control("POST", "faults", {"storage_503": 0, "storage_429": 0, "storage_corrupt": 0,
                                             "storage_cut": 0, "storage_upload_cut": 0,
-                                            "storage_upload_503": 0})
+                                            "storage_upload_503": 0, "storage_rate": 0})
 
     def req(self, method, path, body=None, headers=None, token=TOKEN):
         """(status, headers, raw body) of one request on a fresh connection."""
@@ -503,6 +504,23 @@ class Faults(Base):
         self.assertEqual(body[1], data[:len(data) // 2])
         self.assertEqual(self.get("f/cut")[2], data)
         self.assertGreaterEqual(self.calls()["fault.cut"], 1)
+
+    def test_rate(self):
+        data = os.urandom(300000)
+        self.put("f/rate", data)
+        self.emu.control("POST", "faults", {"storage_rate": 400000})
+        t0 = time.monotonic()
+        body = self.get("f/rate")[2]
+        slow = time.monotonic() - t0
+        self.emu.control("POST", "faults", {"storage_rate": 0})
+        t0 = time.monotonic()
+        self.assertEqual(self.get("f/rate")[2], data)
+        fast = time.monotonic() - t0
+        self.assertEqual(body, data)                            # paced, not changed
+        self.assertGreaterEqual(slow, 0.6)                      # 300,000 bytes at 400,000 a second
+        self.assertLess(fast, slow)
+        with self.assertRaises(Exception):
+            self.emu.control("POST", "faults", {"storage_rate": -1})
 
     def test_fault_from_the_command_line(self):
         with tempfile.TemporaryDirectory() as d:
