@@ -387,9 +387,10 @@ uint64_t objstore_range_part(void)
 	return n ? n : OBJSTORE_RANGE_PART_DEFAULT;
 }
 
-void objstore_range_plan(uint64_t len, struct objstore_plan *out)
+void objstore_range_plan(uint64_t len, uint64_t cap, struct objstore_plan *out)
 {
-	uint64_t cap = objstore_range_part();
+	if (!cap || cap > objstore_range_part())
+		cap = objstore_range_part();
 	uint64_t part = len / OBJSTORE_STREAMS + (len % OBJSTORE_STREAMS != 0);
 	part += (RANGE_ALIGN - part % RANGE_ALIGN) % RANGE_ALIGN; /* up to 1 MiB */
 	cap -= cap % RANGE_ALIGN;
@@ -656,7 +657,9 @@ static int read_ranges(struct pbx_objstore *s, const struct pbx_object *m, char 
 		r.plan.part = m->size;
 		r.plan.count = 1;
 	} else {
-		objstore_range_plan(m->size, &r.plan);
+		/* a reader along (on_ready) sends the prefix: ranges small
+		 * enough that it grows at the streams' rate */
+		objstore_range_plan(m->size, s->on_ready ? OBJSTORE_READ_ALONG_PART : 0, &r.plan);
 	}
 	streams = r.plan.count < OBJSTORE_STREAMS ? r.plan.count : OBJSTORE_STREAMS;
 	if (range_handles(s, streams, err) < 0)

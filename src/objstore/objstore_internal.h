@@ -167,11 +167,20 @@ void objstore_part_plan(uint64_t len, uint64_t want, uint64_t min, uint64_t alig
 #define OBJSTORE_RANGE_PART_DEFAULT ((uint64_t)256 << 20)
 uint64_t objstore_range_part(void);
 
+/* The largest range of a read someone reads along as it comes
+ * (pbx_objstore_on_ready): the prefix in place grows as the first range
+ * not yet whole does, so with 4 ranges of a quarter each it would grow at
+ * a quarter of the read's rate until the end; ranges of 16 MiB taken in
+ * order keep it within 4 of them of the bytes that came (the AWS CLI
+ * reads in 8 MiB parts, 10 at once). */
+#define OBJSTORE_READ_ALONG_PART ((uint64_t)16 << 20)
+
 /* How a read of `len` bytes is cut into ranges: OBJSTORE_STREAMS of
  * equal size (a multiple of 1 MiB, the last one the rest), or more when
- * that is above objstore_range_part() (then of that size, rounded down
- * to 1 MiB); count 1 for len up to 1 MiB.  Pure but for the variable. */
-void objstore_range_plan(uint64_t len, struct objstore_plan *out);
+ * that is above `cap` (0: objstore_range_part(), which also bounds any
+ * other cap; then of that size, rounded down to 1 MiB); count 1 for len
+ * up to 1 MiB.  Pure but for the variable. */
+void objstore_range_plan(uint64_t len, uint64_t cap, struct objstore_plan *out);
 
 /* A ranged reply's check, shared by the backends: status 206 with
  * Content-Range "bytes OFF-(OFF+LEN-1)/TOTAL" and LEN bytes got (or 200

@@ -380,12 +380,18 @@ static void test_gcs_range(void)
 	ok(objstore_gcs_range_parse("bytes=0-18446744073709551615", &n) < 0, "overflow refused");
 }
 
-static void range_plan_is(uint64_t len, uint64_t part, uint64_t count, const char *what)
+static void range_plan_cap_is(uint64_t len, uint64_t cap, uint64_t part, uint64_t count,
+			      const char *what)
 {
 	struct objstore_plan p;
-	objstore_range_plan(len, &p);
+	objstore_range_plan(len, cap, &p);
 	ok(p.part == part && p.count == count, "range plan: %s (part %llu, count %llu)", what,
 	   (unsigned long long)p.part, (unsigned long long)p.count);
+}
+
+static void range_plan_is(uint64_t len, uint64_t part, uint64_t count, const char *what)
+{
+	range_plan_cap_is(len, 0, part, count, what);
 }
 
 /* A large read's ranges: 4 (OBJSTORE_STREAMS), of whole MiB but the
@@ -410,6 +416,14 @@ static void test_range_plan(void)
 	range_plan_is(15 * M + 123457, 2 * M, 8, "2.5 MiB: rounded down to 2 MiB, 8 ranges");
 	setenv("PBX_OBJSTORE_RANGE_PART", "1000", 1);
 	range_plan_is(3 * M, M, 3, "under 1 MiB: 1 MiB, the least");
+	unsetenv("PBX_OBJSTORE_RANGE_PART");
+	range_plan_cap_is(1000 * M, OBJSTORE_READ_ALONG_PART, 16 * M, 63,
+			  "read along: 1,000 MiB in 63 ranges of 16 MiB, the prefix kept close");
+	range_plan_cap_is(40 * M, OBJSTORE_READ_ALONG_PART, 10 * M, 4,
+			  "read along, 40 MiB: 4 of 10 MiB (under the cap, as without it)");
+	setenv("PBX_OBJSTORE_RANGE_PART", "2097152", 1);
+	range_plan_cap_is(15 * M, OBJSTORE_READ_ALONG_PART, 2 * M, 8,
+			  "PBX_OBJSTORE_RANGE_PART below the cap bounds it too");
 	unsetenv("PBX_OBJSTORE_RANGE_PART");
 	setenv("PBX_OBJSTORE_RANGE_MIN", "4194304", 1);
 	ok(pbx_objstore_range_min() == 4 * M, "PBX_OBJSTORE_RANGE_MIN read");
