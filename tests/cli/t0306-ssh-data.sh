@@ -4,15 +4,19 @@
 # and docs/ssh-clusters.md), whose head cannot take the objects from this
 # machine's cache: they go through the stream (one tar over SSH).  The
 # Compute Engine emulator's Cloud Storage holds two small objects and one
-# of 9 MiB (over 8 MiB: downloaded into the download cache's file, then
-# sent from it).  parrun on a terminal -> the progress line shows the
-# large object's bytes as they download, then its push ("sending N MB to
-# the cluster") -> the data is the user's, read-only, and tasks on two
-# nodes read it whole -> the cache's files are its own (nothing shared)
-# -> a second package moves and downloads nothing -> with the cache
-# removed (`pbx cache rm --all`) a new object alone is downloaded and
-# sent.  Addresses and ports: the test's slot (lib.sh); the login node's
-# are LOGIN_ADDR and LOGIN_PORT.
+# of 9 MiB (over 8 MiB: downloaded into the download cache's file and
+# sent from it as it comes).  parrun on a terminal, downloads paced
+# (storage_rate) -> the progress line shows the large object's push
+# ("sending N MB to the cluster") while its bytes still download -> the
+# data is the user's, read-only, and tasks on two nodes read it whole ->
+# the cache's files are its own (nothing shared) -> a second package
+# moves and downloads nothing -> with the cache removed (`pbx cache rm
+# --all`) a new object alone is downloaded and sent -> a staging cut
+# after placing a file, the object then deleted: the next staging
+# removes it -> a large object sent as it comes: a corrupt read, a range
+# cut and read again, the object rewritten after bytes went: nothing
+# wrong is staged.  Addresses and ports: the test's slot (lib.sh); the
+# login node's are LOGIN_ADDR and LOGIN_PORT.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-uni.sh"
 
