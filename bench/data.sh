@@ -178,7 +178,8 @@ peaked() {
 "$PBX" -q cluster start bd
 STAGED=$PBX_HOME/clusters/bd/shared/pbx/data CACHE=$PBX_HOME/data
 if [ -n "${BENCH_STREAM:-}" ]; then # a cloud ssh cluster whose login node is bd's head
-	hroot=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'bd' AND c.state != 'deleted' AND n.name = 'head'")
+	. "$SRC/tests/cli/lib-uni.sh"
+	hroot=$(uni_head_root bd)
 	haddr=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.address || ' ' || n.ssh_port FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'bd' AND c.state != 'deleted' AND n.name = 'head'")
 	mkdir -p "$WORK/bs"
 	python3 - "$PBX_HOME/config.yaml" "$haddr" "$PBX_HOME/clusters/bd/id_ed25519" "$hroot" "$WORK/bs" <<'PY'

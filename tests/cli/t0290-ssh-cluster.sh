@@ -15,13 +15,8 @@
 . "$(dirname "$0")/lib-uni.sh"
 
 UNI_UID=2870
-LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
-export LOGIN_ADDR LOGIN_PORT
 UNI_HOME=/home/pbx-uni
-local_cluster campus slot "{ name: node, count: 2 }"
-run_pbx -q cluster start campus
-ok $rc "the university's cluster runs (a local cluster of root's): $errout"
-HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus' AND c.state != 'deleted' AND n.name = 'head'")
+uni_campus campus
 
 # the user: an ordinary account, no sudo; its login node, an sshd of the
 # test's own, the user's key authorized
@@ -29,21 +24,7 @@ uni_user pbx-uni "$UNI_UID" "$UNI_HOME" t0290
 is "$(id -u pbx-uni)" "$UNI_UID" "the user pbx-uni exists (uid $UNI_UID)"
 uni_login pbx-uni
 ok $? "the login node's sshd runs"
-python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" <<'PY'
-import os, sys
-path, key, root = sys.argv[1:]
-text = open(path).read()
-uni = """  uni:
-    cloud: ssh
-    host: %s
-    port: %s
-    login_user: pbx-uni
-    ssh_key: %s
-    setup: . %s/etc/pbx/env.sh
-""" % (os.environ["LOGIN_ADDR"], os.environ["LOGIN_PORT"], key, root)
-text = text.replace("clusters:\n", "clusters:\n" + uni, 1)
-open(path, "w").write(text)
-PY
+uni_cluster uni pbx-uni
 stop_login() {
 	kill "$LOGIN_SSHD" 2>/dev/null
 	rm -rf "$UNI_HOME/pbx" "$UNI_HOME/pbx-acct" "$UNI_HOME/fakebin"
@@ -136,22 +117,7 @@ FAKE_SACCTMGR
 printf '#!/bin/sh\necho "sbatch: your project has 100 core-hours left" >&2\nexec %s "$@"\n' \
 	"$(command -v sbatch)" >"$FAKE/sbatch"
 chmod 755 "$FAKE" "$FAKE/sacctmgr" "$FAKE/sbatch"
-python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" "$FAKE" <<'PY'
-import os, sys
-path, key, root, fake = sys.argv[1:]
-text = open(path).read()
-uni = """  uni-acct:
-    cloud: ssh
-    host: %s
-    port: %s
-    login_user: pbx-uni
-    ssh_key: %s
-    work_dir: pbx-acct
-    setup: . %s/etc/pbx/env.sh && PATH=%s:$PATH
-""" % (os.environ["LOGIN_ADDR"], os.environ["LOGIN_PORT"], key, root, fake)
-text = text.replace("clusters:\n", "clusters:\n" + uni, 1)
-open(path, "w").write(text)
-PY
+uni_cluster uni-acct pbx-uni "work_dir: pbx-acct" "setup: . $HEADROOT/etc/pbx/env.sh && PATH=$FAKE:\$PATH"
 sed 's/^name: campus$/name: campus-limit/; s/^sweep: .*/sweep: { grid: { x: [1, 2, 3, 4, 5, 6] } }/; s/ && \[ {x} != 3 \]/ \&\& sleep 300/' \
 	"$TEST_TMP/exp/experiment.yaml" >"$TEST_TMP/exp/limit.yaml"
 run_pbx parrun "$TEST_TMP/exp/limit.yaml" uni-acct

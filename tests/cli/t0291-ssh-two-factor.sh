@@ -19,14 +19,10 @@
 . "$(dirname "$0")/lib-uni.sh"
 
 UNI_UID=2871
-LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
 BASTION_ADDR=$SLOT_NET.0.101 BASTION_PORT=$(slot_port 1)
 UNI=pbx-uni2
 UNI_HOME=/home/$UNI
-local_cluster campus2 slot "{ name: node, count: 2 }"
-run_pbx -q cluster start campus2
-ok $rc "the university's cluster runs (a local cluster of root's): $errout"
-HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus2' AND c.state != 'deleted' AND n.name = 'head'")
+uni_campus campus2
 
 uni_user "$UNI" "$UNI_UID" "$UNI_HOME" t0291
 L=$TEST_TMP/login

@@ -35,7 +35,7 @@ done
 local_cluster acct slot "{ name: node, count: 2, gpus: 0, cpus: 4 }" "slurm: { max_array_size: 4 }"
 run_pbx -q cluster start acct
 ok $rc "the university's cluster runs (a local cluster of root's): $errout"
-HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'acct' AND c.state != 'deleted' AND n.name = 'head'")
+HEADROOT=$(uni_head_root acct)
 CONF=$HEADROOT/etc/slurm/slurm.conf
 CLUSTER=$(sed -n 's/^ClusterName=//p' "$CONF")
 DB=$TEST_TMP/db
@@ -117,10 +117,7 @@ unset SLURM_CONF
 uni_user "$UNI" "$UNI_UID" "$UNI_HOME" t0292
 uni_login "$UNI"
 ok $? "the login node's sshd runs"
-printf '%s\n' "  uni:" "    cloud: ssh" "    host: $LOGIN_ADDR" "    port: $LOGIN_PORT" \
-	"    login_user: $UNI" "    ssh_key: $PBX_HOME/uni_id" "    setup: . $HEADROOT/etc/pbx/env.sh" \
-	>"$TEST_TMP/uni.yaml"
-sed -i "/^clusters:\$/r $TEST_TMP/uni.yaml" "$PBX_HOME/config.yaml"
+uni_cluster uni "$UNI"
 
 # 1: pbx reads the limit from the real sacctmgr
 run_pbx cluster show uni

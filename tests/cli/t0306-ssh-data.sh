@@ -21,31 +21,13 @@
 . "$(dirname "$0")/lib-uni.sh"
 
 UNI_UID=2877 UNI=pbx-uni7
-LOGIN_ADDR=$SLOT_NET.0.100 LOGIN_PORT=$(slot_port 0)
-export LOGIN_ADDR LOGIN_PORT
 UNI_HOME=/home/$UNI
-local_cluster campus slot "{ name: node, count: 2 }"
-run_pbx -q cluster start campus
-ok $rc "the university's cluster runs (a local cluster of root's): $errout"
-HEADROOT=$(sqlite3 "$PBX_HOME/pbx.db" "SELECT n.root FROM nodes n JOIN clusters c ON c.id = n.cluster_id WHERE c.name = 'campus' AND c.state != 'deleted' AND n.name = 'head'")
+uni_campus campus
 uni_user "$UNI" "$UNI_UID" "$UNI_HOME" t0306
 uni_login "$UNI"
 ok $? "the login node's sshd runs"
 trap 'kill "$LOGIN_SSHD" 2>/dev/null; rm -rf "$UNI_HOME/pbx"; cleanup_cluster' EXIT
-python3 - "$PBX_HOME/config.yaml" "$PBX_HOME/uni_id" "$HEADROOT" "$UNI" <<'PY'
-import os, sys
-path, key, root, user = sys.argv[1:]
-uni = """  uni:
-    cloud: ssh
-    host: %s
-    port: %s
-    login_user: %s
-    ssh_key: %s
-    setup: . %s/etc/pbx/env.sh
-""" % (os.environ["LOGIN_ADDR"], os.environ["LOGIN_PORT"], user, key, root)
-text = open(path).read().replace("clusters:\n", "clusters:\n" + uni, 1)
-open(path, "w").write(text)
-PY
+uni_cluster uni "$UNI"
 data_storage t0306-token
 
 head -c $((9 * 1048576 + 11)) /dev/urandom >"$TEST_TMP/big"
