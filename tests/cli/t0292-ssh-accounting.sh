@@ -110,6 +110,11 @@ wait_secs 60 ctld_up
 ok $? "slurmctld runs again, its nodes idle: $(sinfo 2>&1 | tr '\n' ' ')"
 is "$(scontrol show config | sed -n 's/^AccountingStorageType *= *//p')" accounting_storage/slurmdbd \
 	"slurmctld keeps accounts in slurmdbd"
+# its associations come from slurmdbd after it answers pings: a job sent
+# before they did was refused "Invalid account" (a flake, 2026-12-05)
+assoc_up() { scontrol show assoc_mgr users="$UNI" flags=assoc 2>/dev/null | grep -q "UserName=$UNI("; }
+wait_secs 60 assoc_up
+ok $? "slurmctld knows the user's association: $(scontrol show assoc_mgr users="$UNI" flags=assoc 2>&1 | grep -m1 "UserName=$UNI(" | cut -c1-120)"
 unset SLURM_CONF
 
 # the user: an ordinary account, no sudo; its login node, an sshd of the
