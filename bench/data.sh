@@ -38,7 +38,10 @@
 # stream (one tar over SSH), as to a university cluster or a cloud head
 # without an identity of its own; BENCH_RATE=BYTES (Cloud Storage only)
 # paces each download connection of the emulator to that many bytes a
-# second, as a real store's connection is limited by the network.
+# second, as a real store's connection is limited by the network;
+# BENCH_LATENCY=SECONDS (Cloud Storage only) makes each call of the
+# emulator wait that long before its answer, as a real store's round trip
+# does.
 # Addresses and ports: the local cluster's from a test slot
 # (tests/cli/lib.sh, sourced: SLOT_NET's LOOP_NET, SSH_PORT,
 # SLURM_PORT_BASE), the emulators on 127.0.0.1 ports the kernel picks.
@@ -50,6 +53,7 @@ ROUNDS=${4:-3}
 STORES=${BENCH_STORES:-s3 gs}
 [ -z "${BENCH_HEAD:-}" ] || STORES=gs
 [ -z "${BENCH_RATE:-}" ] || STORES=gs
+[ -z "${BENCH_LATENCY:-}" ] || STORES=gs
 CL=bd
 case $PBX in /*) ;; *) PBX=$(pwd)/$PBX ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -127,6 +131,7 @@ if "gs" in stores:
 os.unlink(path)
 PY
 echo "dataset: $NSMALL objects of 1 KiB + one of $BIGMB MiB under ds/ in: $STORES (made in $(($(date +%s) - t0)) s)"
+[ -z "${BENCH_LATENCY:-}" ] || emu_post faults "{\"storage_latency\": $BENCH_LATENCY}" >/dev/null
 
 if [ -z "${BENCH_HEAD:-}" ]; then
 	cat >"$PBX_HOME/config.yaml" <<EOF

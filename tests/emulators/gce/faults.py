@@ -29,6 +29,8 @@ POST /_emulator/faults (a JSON object of the keys below, merged):
   storage_rate    object downloads (alt=media) send their bytes at most this many a
                   second each, as one connection of a real store is limited by the
                   network (0: as fast as the emulator can)
+  storage_latency seconds each Cloud Storage call waits before its answer (at most
+                  1), as a real store's round trip does (0: none)
 """
 
 import random
@@ -40,6 +42,7 @@ DEFAULTS = {
     "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
     "storage_503": 0, "storage_429": 0, "storage_corrupt": 0, "storage_cut": 0,
     "storage_upload_cut": 0, "storage_upload_503": 0, "storage_rate": 0,
+    "storage_latency": 0.0,
 }
 
 

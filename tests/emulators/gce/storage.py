@@ -434,6 +434,9 @@ class Storage:
             write = kind in ("objects.insert", "objects.delete", "objects.insert resumable")
             if "upload_id" not in q:        # a session URI is its own credential, as in GCS
                 self._auth(h.headers.get("Authorization"), write, kind, args)
+            latency = self.faults.value("storage_latency")
+            if latency:                     # a real store's round trip, before its answer
+                time.sleep(latency)
             if self.faults.take("storage_503"):
                 self.count("fault.503")
                 raise backend_error()

@@ -70,7 +70,8 @@ class Base(unittest.TestCase):
     def setUp(self):
         self.emu.control("POST", "faults", {"storage_503": 0, "storage_429": 0, "storage_corrupt": 0,
                                             "storage_cut": 0, "storage_upload_cut": 0,
-                                            "storage_upload_503": 0, "storage_rate": 0})
+                                            "storage_upload_503": 0, "storage_rate": 0,
+                                            "storage_latency": 0})
 
     def req(self, method, path, body=None, headers=None, token=TOKEN):
         """(status, headers, raw body) of one request on a fresh connection."""
@@ -521,6 +522,18 @@ class Faults(Base):
         self.assertLess(fast, slow)
         with self.assertRaises(Exception):
             self.emu.control("POST", "faults", {"storage_rate": -1})
+
+    def test_latency(self):
+        self.put("f/lat", b"x")
+        self.emu.control("POST", "faults", {"storage_latency": 0.3})
+        t0 = time.monotonic()
+        code = self.get("f/lat")[0]
+        slow = time.monotonic() - t0
+        self.emu.control("POST", "faults", {"storage_latency": 0})
+        self.assertEqual(code, 200)
+        self.assertGreaterEqual(slow, 0.3)                      # the call waited
+        with self.assertRaises(Exception):
+            self.emu.control("POST", "faults", {"storage_latency": 2.0})  # at most 1 s
 
     def test_fault_from_the_command_line(self):
         with tempfile.TemporaryDirectory() as d:
