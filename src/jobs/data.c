@@ -1422,37 +1422,14 @@ static void placed_add(struct dlist *have, const struct dlist *placed)
 	dlist_sort(have);
 }
 
-/* The cluster's manifests of every source, one round trip: "PBX-DATA ID"
- * then its lines, or "PBX-DATA-NONE" when it has none, then "P NAME" for
- * each name a staging cut before its manifest put in place (push_script's
- * .ID.placing; placed_add).  A staged source's directory is touched: in
- * use, `pbx cluster gc` leaves it for an hour (the package naming it is
- * pushed after this). */
-static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, size_t n,
-			  struct dlist *have, struct pbx_err *err)
+void pbx_data_manifests_parse(const char *text, size_t len, struct pbx_data_result *res, size_t n,
+			      pbx_data_entry_fn fn, void *ctx)
 {
-	struct pbx_buf script = PBX_BUF_INIT;
-	struct pbx_cluster_output out;
+	struct dlist *have = xcalloc(n ? n : 1, sizeof(*have));
 	struct dlist *placed = xcalloc(n ? n : 1, sizeof(*placed));
-	const char *p;
-	size_t i, len, cur = n;
-	int rc;
-	for (i = 0; i < n; i++)
-		pbx_buf_addf(
-			&script,
-			"echo 'PBX-DATA %s'; f=\"$PBX_SHARED/pbx/data/%s/" DATA_MANIFEST "\"\n"
-			"if [ -f \"$f\" ]; then cat \"$f\" || exit 1; echo; touch -c \"${f%%/*}\" 2>/dev/null\n"
-			"else echo PBX-DATA-NONE; fi\n"
-			"f=\"$PBX_SHARED/pbx/data/.%s.placing\"\n"
-			"if [ -f \"$f\" ]; then sed 's/^/P /' \"$f\" || exit 1; fi\n",
-			res[i].id, res[i].id, res[i].id);
-	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, err);
-	pbx_buf_release(&script);
-	if (rc < 0) {
-		free(placed);
-		return pbx_err_prefix(err, "reading the data manifests on %s", c->row.name);
-	}
-	for (p = out.out.buf, len = out.out.len; len;) {
+	const char *p = text;
+	size_t i, k, cur = n;
+	while (len) {
 		const char *nl = memchr(p, '\n', len);
 		size_t l = nl ? (size_t)(nl - p) : len;
 		if (l == 9 + 16 && !strncmp(p, "PBX-DATA ", 9)) {
@@ -1477,9 +1454,51 @@ static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, si
 		dlist_sort(&have[i]);
 		dlist_sort(&placed[i]);
 		placed_add(&have[i], &placed[i]);
+		for (k = 0; k < have[i].n; k++)
+			fn(ctx, i, have[i].v[k].name, have[i].v[k].size, have[i].v[k].version);
 		dlist_free(&placed[i]);
+		dlist_free(&have[i]);
 	}
 	free(placed);
+	free(have);
+}
+
+/* pbx_data_manifests_parse's fn for read_manifests: into have[i]. */
+static void manifest_entry(void *ctx, size_t i, const char *name, uint64_t size,
+			   const char *version)
+{
+	struct dlist *have = ctx;
+	dlist_add(&have[i], name, size, version);
+}
+
+/* The cluster's manifests of every source, one round trip: "PBX-DATA ID"
+ * then its lines, or "PBX-DATA-NONE" when it has none, then "P NAME" for
+ * each name a staging cut before its manifest put in place (push_script's
+ * .ID.placing; placed_add); pbx_data_manifests_parse reads the reply into
+ * have (sorted).  A staged source's directory is touched: in use, `pbx
+ * cluster gc` leaves it for an hour (the package naming it is pushed after
+ * this). */
+static int read_manifests(struct pbx_cluster *c, struct pbx_data_result *res, size_t n,
+			  struct dlist *have, struct pbx_err *err)
+{
+	struct pbx_buf script = PBX_BUF_INIT;
+	struct pbx_cluster_output out;
+	size_t i;
+	int rc;
+	for (i = 0; i < n; i++)
+		pbx_buf_addf(
+			&script,
+			"echo 'PBX-DATA %s'; f=\"$PBX_SHARED/pbx/data/%s/" DATA_MANIFEST "\"\n"
+			"if [ -f \"$f\" ]; then cat \"$f\" || exit 1; echo; touch -c \"${f%%/*}\" 2>/dev/null\n"
+			"else echo PBX-DATA-NONE; fi\n"
+			"f=\"$PBX_SHARED/pbx/data/.%s.placing\"\n"
+			"if [ -f \"$f\" ]; then sed 's/^/P /' \"$f\" || exit 1; fi\n",
+			res[i].id, res[i].id, res[i].id);
+	rc = pbx_cluster_run(c, 0, script.buf, NULL, &out, err);
+	pbx_buf_release(&script);
+	if (rc < 0)
+		return pbx_err_prefix(err, "reading the data manifests on %s", c->row.name);
+	pbx_data_manifests_parse(out.out.buf, out.out.len, res, n, manifest_entry, have);
 	pbx_cluster_output_release(&out);
 	return 0;
 }

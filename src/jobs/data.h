@@ -75,6 +75,21 @@ int pbx_data_stage(struct pbx_cluster *c, const struct pbx_experiment *e,
 		   struct pbx_err *err);
 void pbx_data_results_free(struct pbx_data_result *res, size_t n);
 
+/* The cluster's reply to staging's manifest read ("PBX-DATA ID", that
+ * source's manifest lines - JSON {name, size, version} - or
+ * "PBX-DATA-NONE", then "P NAME" for each name a staging cut before its
+ * manifest put in place; text from the cluster, untrusted) for the
+ * sources res[0..n) (their ids): staged_before set for each source named,
+ * then fn(ctx, i, name, size, version) for each entry of source i by name
+ * order, a placed name no manifest line names as size 0, version "" (an
+ * unknown version: sent again, or removed); names that are not safe paths
+ * (pbx_objstore_name_safe) and lines that do not read are left out.  The
+ * strings are valid during the call. */
+typedef void (*pbx_data_entry_fn)(void *ctx, size_t i, const char *name, uint64_t size,
+				  const char *version);
+void pbx_data_manifests_parse(const char *text, size_t len, struct pbx_data_result *res, size_t n,
+			      pbx_data_entry_fn fn, void *ctx);
+
 /* A head with its own identity (pbx_head_stages_data) stages its cloud's
  * buckets itself: pbx_data_stage runs `pbx-head -q cluster data NAME KEY`
  * there, which stages with the head's credentials and prints r as one
