@@ -15,7 +15,8 @@
 # after placing a file, the object then deleted: the next staging
 # removes it -> a large object sent as it comes: a corrupt read, a range
 # cut and read again, the object rewritten after bytes went: nothing
-# wrong is staged.  Addresses and ports: the test's slot (lib.sh); the
+# wrong is staged, nor a reply corrupted then cut whose bad byte went
+# before the good one came.  Addresses and ports: the test's slot (lib.sh); the
 # login node's are LOGIN_ADDR and LOGIN_PORT.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-uni.sh"
@@ -205,4 +206,26 @@ cmp -s "$TEST_TMP/big4b" "$D/big4.bin"
 ok $? "the new version staged"
 is "$(data_gets)" 0 "from the download cache: the read that started again kept it"
 unset PBX_OBJSTORE_RANGE_MIN PBX_OBJSTORE_RANGE_PART
+
+# a reply corrupted a quarter in, then cut half-way, paced: the sender took
+# the bad byte before the read started again and brought the good one; the
+# read checks out whole, the bytes sent do not: refused, nothing staged;
+# run again, the object (kept by the good read) is staged whole
+head -c $((9 * 1048576 + 3)) /dev/urandom >"$TEST_TMP/big5"
+gcs_put data ds/big5.bin "$TEST_TMP/big5"
+sed -i 's/^name: uni-data-six$/name: uni-data-seven/' "$TEST_TMP/e1/experiment.yaml"
+emu_post faults '{"storage_rate": 6291456, "storage_garble_cut": 1}' >/dev/null
+run_pbx parrun "$TEST_TMP/e1/experiment.yaml" uni
+emu_post faults '{"storage_rate": 0}' >/dev/null
+is "$rc" 4 "bytes sent that the object does not have fail the parrun: $errout"
+case $errout in *"big5.bin': the bytes sent while it downloaded are not the object's"*) r=0 ;; *) r=1 ;; esac
+ok $r "saying so: $errout"
+[ ! -e "$D/big5.bin" ]
+ok $? "nothing of it staged"
+data_reset_calls
+run_pbx parrun "$TEST_TMP/e1/experiment.yaml" uni
+ok $rc "again: $errout"
+cmp -s "$TEST_TMP/big5" "$D/big5.bin"
+ok $? "the object staged whole"
+is "$(data_gets)" 0 "from the download cache (the good read kept it)"
 done_testing

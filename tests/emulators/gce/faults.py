@@ -22,6 +22,9 @@ POST /_emulator/faults (a JSON object of the keys below, merged):
                   (x-goog-hash, Content-Length) unchanged
   storage_cut     the next N object downloads send the whole Content-Length header, half
                   the body, and close the connection
+  storage_garble_cut  the next N object downloads as storage_cut, with one byte a quarter
+                  into the body flipped first (a reply corrupted, then cut: the retry
+                  brings good bytes over bad ones a reader may have taken)
   storage_upload_cut  the next N resumable chunks (PUT with a byte range) are cut
                   half-way: the session keeps what came, rounded down to 256 KiB, and
                   the connection closes with no answer
@@ -41,6 +44,7 @@ DEFAULTS = {
     "lost_reply": 0.0, "quota": {}, "stockout": [], "op_delay": 0.1, "slow_ops": 0.0,
     "slow_op_delay": 5.0, "never_boot": [], "never_boot_nth": 0,
     "storage_503": 0, "storage_429": 0, "storage_corrupt": 0, "storage_cut": 0,
+    "storage_garble_cut": 0,
     "storage_upload_cut": 0, "storage_upload_503": 0, "storage_rate": 0,
     "storage_latency": 0.0,
 }

@@ -702,10 +702,14 @@ class Storage:
         length = last - first + 1 if size else 0
         corrupt = self.faults.take("storage_corrupt")
         cut = self.faults.take("storage_cut")
+        garble = self.faults.take("storage_garble_cut")
         if corrupt:
             self.count("fault.corrupt")
         if cut:
             self.count("fault.cut")
+        if garble:
+            self.count("fault.garble_cut")
+            cut = True
         h.send_response(code)
         h.send_header("Content-Type", o.content_type)
         h.send_header("Content-Length", str(length))
@@ -715,6 +719,8 @@ class Storage:
         f.seek(first)
         send = length // 2 if cut else length
         flip = length // 2 if corrupt and length else -1
+        if garble and length:
+            flip = length // 4              # before the cut, so it is sent
         rate = self.faults.value("storage_rate")
         piece_max = min(CHUNK, max(rate // 16, 4096)) if rate else CHUNK
         start = time.monotonic()

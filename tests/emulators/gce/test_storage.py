@@ -71,7 +71,7 @@ class Base(unittest.TestCase):
         self.emu.control("POST", "faults", {"storage_503": 0, "storage_429": 0, "storage_corrupt": 0,
                                             "storage_cut": 0, "storage_upload_cut": 0,
                                             "storage_upload_503": 0, "storage_rate": 0,
-                                            "storage_latency": 0})
+                                            "storage_latency": 0, "storage_garble_cut": 0})
 
     def req(self, method, path, body=None, headers=None, token=TOKEN):
         """(status, headers, raw body) of one request on a fresh connection."""
@@ -505,6 +505,19 @@ class Faults(Base):
         self.assertEqual(body[1], data[:len(data) // 2])
         self.assertEqual(self.get("f/cut")[2], data)
         self.assertGreaterEqual(self.calls()["fault.cut"], 1)
+
+    def test_garble_cut(self):
+        data = os.urandom(100000)
+        self.put("f/gc", data)
+        self.emu.control("POST", "faults", {"storage_garble_cut": 1})
+        code, hdrs, body = self.get("f/gc")
+        self.assertEqual(body[0], "cut")
+        got = body[1]
+        self.assertEqual(len(got), len(data) // 2)
+        self.assertEqual(sum(a != b for a, b in zip(got, data)), 1)  # one byte flipped
+        self.assertNotEqual(got[len(data) // 4], data[len(data) // 4])  # a quarter in
+        self.assertEqual(self.get("f/gc")[2], data)             # only the next one
+        self.assertGreaterEqual(self.calls()["fault.garble_cut"], 1)
 
     def test_rate(self):
         data = os.urandom(300000)
