@@ -21,7 +21,8 @@ static void data_progress(void *ctx, const char *key, size_t done, size_t total,
 	(void)ctx;
 	snprintf(what, sizeof(what), "data %s", key);
 	snprintf(note, sizeof(note), "sending %.1f MB to the cluster", (double)sending / 1e6);
-	pbx_transfer_progress_note(what, done, total, bytes, sending ? note : NULL);
+	/* from 0.1 MB on: a push starts with a few kB (never "0.0 MB") */
+	pbx_transfer_progress_note(what, done, total, bytes, sending >= 50000 ? note : NULL);
 }
 
 static void data_waiting(void *ctx, const char *key)

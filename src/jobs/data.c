@@ -815,14 +815,18 @@ static int feed_member_locked(struct feed *f, const char *name, const struct pbx
 /* pbx_tar's on_bytes, under f->mu (a member is written under it): n more
  * bytes of f->sending sent - a local source's file, a large object the
  * cache held: the object's bytes, as no download showed them; a large
- * object just downloaded: shown apart (`sending`), its first ones at
- * once - shown at most 4 times a second. */
+ * object downloading or just downloaded: shown apart (`sending`) - shown
+ * at most 4 times a second. */
 static void feed_on_sent(void *ctx, unsigned long long n)
 {
 	struct feed *f = ctx;
-	int first = f->resending && !f->sent;
+	int first;
 	if (!f->sending)
 		return;
+	/* the push of an object that came whole shows at once; one sent as it
+	 * comes shows with its download, at the usual pace */
+	first = f->resending && !f->sent &&
+		__atomic_load_n(&f->sending->shown, __ATOMIC_RELAXED) >= f->sending->size;
 	if (f->resending) {
 		f->sent += n;
 	} else {
