@@ -874,19 +874,26 @@ static int feed_drain_locked(struct feed *f, struct pbx_err *err)
 	}
 }
 
+/* With f->mu held: object e as feed_object_locked, then what was
+ * deferred; f->mu released. */
+static int feed_object_unlock(struct feed *f, struct dentry *e, const struct pbx_buf *body,
+			      const char *file, struct pbx_err *err)
+{
+	int rc = feed_object_locked(f, e, body, file, err);
+	if (rc == 0)
+		rc = feed_drain_locked(f, err);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
 /* Changed object e as member files/NAME (body: its bytes, or file: the
  * download cache's file of it; both NULL for a local source's file,
  * read in place and its sha256 checked), then what was deferred. */
 static int feed_object(struct feed *f, struct dentry *e, const struct pbx_buf *body,
 		       const char *file, struct pbx_err *err)
 {
-	int rc;
 	pthread_mutex_lock(&f->mu);
-	rc = feed_object_locked(f, e, body, file, err);
-	if (rc == 0)
-		rc = feed_drain_locked(f, err);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
+	return feed_object_unlock(f, e, body, file, err);
 }
 
 /* Object e, whole in the cache's file of it (body: its bytes): sent now
@@ -896,18 +903,12 @@ static int feed_object(struct feed *f, struct dentry *e, const struct pbx_buf *b
 static int feed_object_or_defer(struct feed *f, struct dentry *e, const struct pbx_buf *body,
 				struct pbx_err *err)
 {
-	int rc;
-	if (pthread_mutex_trylock(&f->mu) != 0) {
-		pthread_mutex_lock(&f->dmu);
-		dlist_add(&f->deferred, e->name, e->size, e->version);
-		pthread_mutex_unlock(&f->dmu);
-		return 0;
-	}
-	rc = feed_object_locked(f, e, body, NULL, err);
-	if (rc == 0)
-		rc = feed_drain_locked(f, err);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
+	if (pthread_mutex_trylock(&f->mu) == 0)
+		return feed_object_unlock(f, e, body, NULL, err);
+	pthread_mutex_lock(&f->dmu);
+	dlist_add(&f->deferred, e->name, e->size, e->version);
+	pthread_mutex_unlock(&f->dmu);
+	return 0;
 }
 
 /* Object e, whole in the cache, for the script to link from there
@@ -1195,17 +1196,16 @@ static int lane_large(struct lane *l, size_t i, struct pbx_err *err)
 	struct stage *g = f->g;
 	struct dentry *e = &l->e;
 	char *path = xasprintf("%s/files/%s", g->cache_dir, e->name);
-	int rc = 0;
-	if (cache_hit_file(g, e, path)) {
+	int rc;
+	if (cache_hit_file(g, e, path))
 		rc = g->link_local ? feed_linked(f, e, err) : feed_object(f, e, NULL, path, err);
-	} else if ((rc = lane_store(l, err)) == 0 && !g->link_local) {
+	else if (lane_store(l, err) < 0)
+		rc = -1;
+	else if (!g->link_local) /* sent to the head as it downloads */
 		rc = lane_stream(l, i, path, err);
-	} else if (rc == 0) {
-		rc = lane_get_file(f, l->s, i, e, path, err);
-		if (rc == 0) {
-			lane_kept(g, i);
-			rc = feed_linked(f, e, err);
-		}
+	else if ((rc = lane_get_file(f, l->s, i, e, path, err)) == 0) {
+		lane_kept(g, i);
+		rc = feed_linked(f, e, err);
 	}
 	free(path);
 	return rc;
